@@ -1,0 +1,146 @@
+"""Option resolution shared by the engine and the scalar reference.
+
+Every count follows the production rule ``Math.max(minimum, Math.floor(value))`` where a
+value that is not finite (``None``, NaN, an infinity) means "use the default"; zero is a real
+value that clamps. The recorded production answers pin the infinity case: an infinite
+``min_repetitions`` behaves exactly as the default of 2. A value that is not a real number at
+all (a string, a boolean) is a ``TypeError``; the production code would quietly fall back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+DEFAULT_MIN_REPETITIONS: Final = 2
+DEFAULT_MIN_PATTERN_LENGTH: Final = 2
+DEFAULT_MIN_RESULT_REPETITIONS: Final = 3
+DEFAULT_MIN_UNITS: Final = 8
+DEFAULT_TEXT_WINDOW: Final = 64
+DEFAULT_TEXT_MAX_UNIQUE_RATIO: Final = 0.5
+DEFAULT_NGRAM: Final = 4
+DEFAULT_GUARD_WINDOW: Final = 48
+DEFAULT_MAX_REPEATS: Final = 4
+DEFAULT_GUARD_MAX_UNIQUE_RATIO: Final = 0.4
+DEFAULT_MIN_CHARS: Final = 0
+
+
+
+def real(name: str, value: object) -> float | None:
+    """``value`` as a float, ``None`` when unset; ``TypeError`` for anything but a real number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"option {name} must be a real number or None, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    return number
+
+
+def floor_count(name: str, value: object, default: int, minimum: int) -> int:
+    """``Math.max(minimum, Math.floor(value))``, the default standing in for a non-finite value."""
+    number = real(name, value)
+    count = default if number is None or not math.isfinite(number) else math.floor(number)
+    return max(minimum, count)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleOptions:
+    """Resolved options of the thread-level heuristics (``max_pattern_length`` may be None)."""
+
+    min_repetitions: int
+    min_pattern_length: int
+    max_pattern_length: int | None
+    min_result_repetitions: int
+
+    def pattern_range(self, length: int) -> tuple[int, int]:
+        """The pattern lengths ``[low, high]`` worth trying on a thread of ``length`` messages.
+
+        Lengths whose repetitions would not fit in the thread can never match, so ``high`` is
+        capped there; an empty range comes back as ``low > high``.
+        """
+        fit = length // self.min_repetitions
+        high = fit if self.max_pattern_length is None else min(self.max_pattern_length, fit)
+        return self.min_pattern_length, high
+
+
+def cycle_options(
+    min_repetitions: object = None,
+    min_pattern_length: object = None,
+    max_pattern_length: object = None,
+    min_result_repetitions: object = None,
+) -> CycleOptions:
+    """Resolve the cycle keywords as the production implementation does."""
+    min_pattern = floor_count("min_pattern_length", min_pattern_length,
+                              DEFAULT_MIN_PATTERN_LENGTH, 1)
+    max_pattern: int | None = None
+    if real("max_pattern_length", max_pattern_length) is not None:
+        max_pattern = floor_count("max_pattern_length", max_pattern_length, 0, min_pattern)
+    return CycleOptions(
+        min_repetitions=floor_count("min_repetitions", min_repetitions,
+                                    DEFAULT_MIN_REPETITIONS, 1),
+        min_pattern_length=min_pattern,
+        max_pattern_length=max_pattern,
+        min_result_repetitions=floor_count("min_result_repetitions", min_result_repetitions,
+                                           DEFAULT_MIN_RESULT_REPETITIONS, 2),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TextRunOptions:
+    """Resolved options of :func:`vthread.has_repeated_text_run`."""
+
+    min_units: int
+    window: int
+    max_unique_ratio: float
+
+
+def text_run_options(
+    min_units: object = None, window: object = None, max_unique_ratio: object = None
+) -> TextRunOptions:
+    """Resolve the text-run keywords; a ratio outside (0, 1] falls back to the default."""
+    units = floor_count("min_units", min_units, DEFAULT_MIN_UNITS, 2)
+    ratio = real("max_unique_ratio", max_unique_ratio)
+    if ratio is None or not 0 < ratio <= 1:
+        ratio = DEFAULT_TEXT_MAX_UNIQUE_RATIO
+    return TextRunOptions(
+        min_units=units,
+        window=floor_count("window", window, max(units, DEFAULT_TEXT_WINDOW), units),
+        max_unique_ratio=ratio,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GuardOptions:
+    """Resolved options of :class:`vthread.Guard`."""
+
+    ngram: int
+    window: int
+    max_repeats: int
+    max_unique_ratio: float
+    min_chars: int
+
+
+def guard_options(
+    ngram: object = None,
+    window: object = None,
+    max_repeats: object = None,
+    max_unique_ratio: object = None,
+    min_chars: object = None,
+) -> GuardOptions:
+    """Resolve the guard keywords; the ratio is clamped to [0, 1]."""
+    size = floor_count("ngram", ngram, DEFAULT_NGRAM, 2)
+    ratio = real("max_unique_ratio", max_unique_ratio)
+    if ratio is None or not math.isfinite(ratio):
+        ratio = DEFAULT_GUARD_MAX_UNIQUE_RATIO
+    ratio = min(1.0, max(0.0, ratio))
+    return GuardOptions(
+        ngram=size,
+        window=floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size),
+        max_repeats=floor_count("max_repeats", max_repeats, DEFAULT_MAX_REPEATS, 2),
+        max_unique_ratio=ratio,
+        min_chars=floor_count("min_chars", min_chars, DEFAULT_MIN_CHARS, 0),
+    )

@@ -1,0 +1,453 @@
+"""The scalar reference: the production algorithms, written plainly, one message at a time.
+
+Nothing here is fast. Each function follows SPEC.md step by step and compares values by
+their canonical text (:func:`vthread._jsvalue.canonical`), never by a hash, so that it can
+serve as the oracle that property tests hold the NumPy engine against, and as the baseline
+that benchmarks measure it against.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from vthread._jsvalue import (
+    JS_WHITESPACE,
+    JS_WHITESPACE_CLASS,
+    canonical,
+    js_ge_zero,
+    utf16_len,
+    utf16_tail,
+)
+from vthread._options import (
+    CycleOptions,
+    GuardOptions,
+    TextRunOptions,
+    cycle_options,
+    guard_options,
+    text_run_options,
+)
+
+Message = Mapping[str, Any]
+Estimate = Callable[[dict[str, Any]], Any]
+Trim = Callable[[dict[str, Any], float], Any]
+
+TEXT_RUN_TAIL_UNITS: Final = 4000
+THREAD_TEXT_RUN_MESSAGES: Final = 5
+ACTIVITY_TAIL_MIN_LENGTH: Final = 8
+ACTIVITY_TAIL_MIN_WITH_PAYLOAD: Final = 4
+PROGRESS_MIN_ANSWERS: Final = 3
+_ABSENT: Final = "-"  # canonical() never returns "-", so it cannot collide with a value
+
+
+def check_messages(messages: object) -> Sequence[Message]:
+    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"messages[{index}] must be a mapping, got {type(message).__name__}"
+            )
+    return messages
+
+
+# ---------------------------------------------------------------------------- build_thread
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def token_figure(value: Any) -> float:
+    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0."""
+    if not _is_number(value):
+        return 0.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 0.0
+    return number if math.isfinite(number) and number >= 0 else 0.0
+
+
+def own_tokens(message: Message) -> tuple[bool, Any]:
+    """``(True, tokens)`` when JavaScript's ``message.usage?.tokens >= 0`` holds."""
+    usage = message.get("usage")
+    if isinstance(usage, Mapping) and "tokens" in usage and js_ge_zero(usage["tokens"]):
+        return True, usage["tokens"]
+    return False, None
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceBuild:
+    messages: list[dict[str, Any]]
+    tokens: float
+
+
+def build_thread(
+    messages: object,
+    *,
+    max_tokens: float,
+    estimate: Estimate | None = None,
+    min_messages: float | None = 0,
+    inclusive: bool | Trim | None = False,
+) -> ReferenceBuild:
+    thread = check_messages(messages)
+    annotated: list[dict[str, Any]] = []
+    figures: list[float] = []
+    for index, message in enumerate(thread):
+        has_own, raw = own_tokens(message)
+        if not has_own:
+            if estimate is None:
+                raise ValueError(f"messages[{index}] has no usage and no estimate was given")
+            raw = estimate(message)
+        tokens = token_figure(raw)
+        copy = dict(message)
+        copy["usage"] = {"tokens": tokens}
+        annotated.append(copy)
+        figures.append(tokens)
+
+    floor = abs(float(min_messages)) if min_messages is not None else 0.0
+    limit = float(max_tokens)
+    taken: list[dict[str, Any]] = []
+    total = 0.0
+    for index in range(len(annotated) - 1, -1, -1):
+        message, tokens = annotated[index], figures[index]
+        within_floor = len(taken) + 1 <= floor
+        if total + tokens > limit and not within_floor:
+            if not inclusive:
+                break
+            if inclusive is True or not callable(inclusive):
+                taken.append(message)
+                total += tokens
+                break
+            room = limit - total
+            if room > 0:
+                trimmed = inclusive(message, room)
+                if trimmed is None or trimmed is False:
+                    break
+                if not isinstance(trimmed, Mapping) or trimmed.get("usage") is None:
+                    raise ValueError(
+                        f"trim function returned no usage for messages[{index}]: {trimmed!r}"
+                    )
+                usage = trimmed["usage"]
+                trimmed_tokens = token_figure(
+                    usage.get("tokens") if isinstance(usage, Mapping) else None
+                )
+                if trimmed_tokens > room:
+                    trimmed = {**trimmed, "usage": {"tokens": room}}
+                    trimmed_tokens = room
+                taken.append(dict(trimmed))
+                total += trimmed_tokens
+            else:
+                taken.append(message)
+                total += tokens
+            break
+        taken.append(message)
+        total += tokens
+        if total >= limit and not within_floor and not inclusive:
+            break
+    taken.reverse()
+    return ReferenceBuild(taken, total)
+
+
+# ------------------------------------------------------------------------ cycle heuristics
+
+
+def message_key(message: Message) -> str:
+    """(type, text, meta-or-absent) as one canonical text; absent type/text count as null."""
+    fields = [message.get("type"), message.get("text")]
+    if "meta" in message:
+        fields.append(message["meta"])
+    return canonical(fields)
+
+
+def has_repeated_suffix(messages: object, options: CycleOptions) -> bool:
+    thread = check_messages(messages)
+    keys = [message_key(m) for m in thread]
+    n = len(keys)
+    reps = options.min_repetitions
+    if n < options.min_pattern_length * reps:
+        return False
+    low, high = options.pattern_range(n)
+    for length in range(low, high + 1):
+        pattern = keys[n - length :]
+        if all(
+            keys[n - (k + 1) * length : n - k * length] == pattern for k in range(1, reps)
+        ):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    kind: str
+    name: str
+    arguments: str  # canonical text, or _ABSENT
+    result: str  # canonical text, or _ABSENT
+
+
+def parse_activity(message: Message) -> Activity | None:
+    """The message's activity when it is well formed, else None."""
+    if message.get("type") != "activity":
+        return None
+    meta = message.get("meta")
+    if not isinstance(meta, Mapping):
+        return None
+    activity = meta.get("activity")
+    if not isinstance(activity, Mapping) or not isinstance(activity.get("type"), str):
+        return None
+    function = activity.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        return None
+    return Activity(
+        kind=str(activity["type"]),
+        name=str(function["name"]),
+        arguments=canonical(function["arguments"]) if "arguments" in function else _ABSENT,
+        result=canonical(function["result"]) if "result" in function else _ABSENT,
+    )
+
+
+def _repeats(values: list[str]) -> bool:
+    return len(set(values)) < len(values)
+
+
+def has_repeated_activity_tail(messages: object, options: CycleOptions) -> bool:
+    thread = check_messages(messages)
+    tail: list[Activity] = []
+    for message in reversed(thread):
+        activity = parse_activity(message)
+        if activity is None:
+            break
+        tail.append(activity)
+    tail.reverse()
+    if len(tail) < ACTIVITY_TAIL_MIN_LENGTH:
+        return False
+    requests = [a for a in tail if a.kind == "request" and a.arguments != _ABSENT]
+    responses = [a for a in tail if a.kind == "response" and a.result != _ABSENT]
+    if len(requests) < ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
+        return False
+    if len(responses) < ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
+        return False
+    signatures = {(a.kind, a.name, a.arguments, a.result) for a in tail}
+    if len(signatures) * 2 > len(tail):
+        return False
+    if not _repeats([a.name for a in tail]):
+        return False
+    if not _repeats([a.arguments for a in requests]):
+        return False
+    if not _repeats([a.result for a in responses]):
+        return False
+    answers: dict[tuple[str, str], list[str]] = {}
+    for current, following in zip(tail, tail[1:], strict=False):
+        if (
+            current.kind == "request"
+            and following.kind == "response"
+            and following.name == current.name
+        ):
+            answers.setdefault((current.name, current.arguments), []).append(following.result)
+    progressing = any(
+        len(results) >= PROGRESS_MIN_ANSWERS and len(set(results)) == len(results)
+        for results in answers.values()
+    )
+    return not progressing
+
+
+def has_repeated_result_run(messages: object, options: CycleOptions) -> bool:
+    thread = check_messages(messages)
+    needed = options.min_result_repetitions
+    seen: list[tuple[str, str, str]] = []
+    for message in reversed(thread):
+        if len(seen) >= needed:
+            break
+        activity = parse_activity(message)
+        if activity is None or activity.kind != "response":
+            continue
+        if activity.name.startswith("_") or activity.result == _ABSENT:
+            continue
+        seen.append((activity.name, activity.arguments, activity.result))
+    return len(seen) >= needed and len(set(seen)) == 1
+
+
+def has_message_text_run(messages: object, options: CycleOptions) -> bool:
+    thread = check_messages(messages)
+    for message in thread[-THREAD_TEXT_RUN_MESSAGES:]:
+        if message.get("type") in ("reasoning", "activity"):
+            continue
+        text = message.get("text")
+        if isinstance(text, str) and has_repeated_text_run(text, text_run_options()):
+            return True
+    return False
+
+
+HEURISTICS: Final = (
+    ("repeated_suffix", has_repeated_suffix),
+    ("repeated_activity_tail", has_repeated_activity_tail),
+    ("repeated_result_run", has_repeated_result_run),
+    ("repeated_message_text_run", has_message_text_run),
+)
+
+
+def describe_thread_cycle(messages: object, options: CycleOptions) -> str | None:
+    thread = check_messages(messages)
+    for name, heuristic in HEURISTICS:
+        if heuristic(thread, options):
+            return name
+    return None
+
+
+def is_thread_cyclic(messages: object, options: CycleOptions) -> bool:
+    return describe_thread_cycle(messages, options) is not None
+
+
+# ------------------------------------------------------------------------------- text run
+
+_UNIT_SEPARATORS: Final = re.compile(r"[.!?\n]+")
+_NOT_WORDLIKE: Final = re.compile(r"[^a-z0-9" + re.escape(JS_WHITESPACE) + r"]+")
+_JS_SPACES: Final = re.compile(JS_WHITESPACE_CLASS + "+")
+
+
+def text_units(text: str) -> list[str]:
+    """The normalised sentence-like units of the text's last 4000 UTF-16 units."""
+    units = []
+    for raw in _UNIT_SEPARATORS.split(utf16_tail(text, TEXT_RUN_TAIL_UNITS)):
+        unit = _NOT_WORDLIKE.sub(" ", raw.lower())
+        unit = _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
+        if unit:
+            units.append(unit)
+    return units
+
+
+def has_repeated_text_run(text: object, options: TextRunOptions) -> bool:
+    if not isinstance(text, str) or not text:
+        return False
+    units = text_units(text)
+    if len(units) < options.min_units:
+        return False
+    recent = units[-options.window :]
+    return len(set(recent)) <= len(recent) * options.max_unique_ratio
+
+
+# ---------------------------------------------------------------------------------- guard
+
+
+def join_surrogates(text: str) -> str:
+    """Turn surrogate pairs that concatenation brought together into one code point.
+
+    JavaScript strings are UTF-16, so the halves of a pair pushed separately simply join;
+    Python keeps them as two code points until asked.
+    """
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return text
+
+
+def normalize_word(word: str) -> str:
+    """Lower-cased, keeping only Unicode letters and numbers (JavaScript ``[\\p{L}\\p{N}]``)."""
+    return "".join(c for c in word.lower() if unicodedata.category(c)[0] in "LN")
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceReason:
+    phrase: str
+    count: int
+    text: str
+    unique_ratio: float
+    hapax_ratio: float
+
+
+class ReferenceGuard:
+    """The production guard, re-deriving every statistic from the window at every word."""
+
+    def __init__(self, options: GuardOptions | None = None) -> None:
+        self.options = options or guard_options()
+        self.words: list[tuple[str, str, int]] = []  # (normalised, original, newlines before)
+        self.counts: dict[tuple[str, ...], int] = {}
+        self.buffer = ""
+        self.pending_newlines = 0
+        self.total_chars = 0
+        self.reason: ReferenceReason | None = None
+
+    def push(self, text: object) -> bool:
+        if self.reason is not None:
+            return True
+        if not isinstance(text, str) or not text:
+            return False
+        self.total_chars += utf16_len(text)
+        self.buffer = join_surrogates(self.buffer + text)
+        parts = re.split("(" + JS_WHITESPACE_CLASS + "+)", self.buffer)
+        # parts alternates word, whitespace, word, ...; the last word may still be growing.
+        self.buffer = parts[-1]
+        for i in range(0, len(parts) - 1, 2):
+            word, space = parts[i], parts[i + 1]
+            if word and self._word(word):
+                return True
+            self.pending_newlines += space.count("\n")
+        return False
+
+    def _word(self, original: str) -> bool:
+        normal = normalize_word(original)
+        if not normal:
+            return False
+        options = self.options
+        self.words.append((normal, original, self.pending_newlines))
+        self.pending_newlines = 0
+        tripped = False
+        ngram = options.ngram
+        if len(self.words) >= ngram:
+            phrase = tuple(w[0] for w in self.words[-ngram :])
+            count = self.counts.get(phrase, 0) + 1
+            self.counts[phrase] = count
+            if self.total_chars >= options.min_chars and count >= options.max_repeats:
+                tripped = self._diverse_enough(phrase, count)
+        if tripped:
+            return True
+        if len(self.words) > options.window:
+            oldest = tuple(w[0] for w in self.words[: ngram])
+            self.counts[oldest] -= 1
+            if self.counts[oldest] == 0:
+                del self.counts[oldest]
+            del self.words[0]
+        return False
+
+    def _diverse_enough(self, phrase: tuple[str, ...], count: int) -> bool:
+        """Apply the ratio test and the enumeration exemption; record the reason on a trip."""
+        options = self.options
+        normals = [w[0] for w in self.words]
+        size = len(normals)
+        frequency: dict[str, int] = {}
+        for w in normals:
+            frequency[w] = frequency.get(w, 0) + 1
+        unique_ratio = len(frequency) / size
+        hapax_ratio = sum(1 for c in frequency.values() if c == 1) / size
+        if unique_ratio > options.max_unique_ratio:
+            return False
+        newlines = sum(w[2] for w in self.words)
+        leading = {w[0] for w in self.words if w[2] >= 1}
+        if (
+            options.max_unique_ratio < 0.5
+            and newlines >= 2
+            and (hapax_ratio >= 0.1 or len(leading) >= 3)
+        ):
+            return False
+        tail = self.words[-options.ngram :]
+        self.reason = ReferenceReason(
+            phrase=" ".join(phrase),
+            count=count,
+            text=" ".join(w[1] for w in tail),
+            unique_ratio=unique_ratio,
+            hapax_ratio=hapax_ratio,
+        )
+        return True
+
+
+def cycle(**kwargs: Any) -> CycleOptions:
+    return cycle_options(**kwargs)
+
+
+def guard(**kwargs: Any) -> ReferenceGuard:
+    return ReferenceGuard(guard_options(**kwargs))
