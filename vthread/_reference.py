@@ -451,3 +451,110 @@ def cycle(**kwargs: Any) -> CycleOptions:
 
 def guard(**kwargs: Any) -> ReferenceGuard:
     return ReferenceGuard(guard_options(**kwargs))
+
+
+# ----------------------------------------------------------------------------- attribution
+
+HEURISTIC_NAMES: Final = tuple(name for name, _ in HEURISTICS)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceAttribution:
+    """Where a thread's loop is and what it cost; all zero / -1 / NaN for a healthy thread."""
+
+    code: int  # 0 = no loop, else 1 + index into HEURISTIC_NAMES
+    loop_start: int
+    period: int
+    repetitions: int
+    loop_messages: int
+    loop_tokens: float
+
+
+def usage_tokens(message: Message) -> float | None:
+    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = usage.get("tokens")
+    if not _is_number(tokens):
+        return None
+    figure = token_figure(tokens)
+    return figure if figure == tokens else None
+
+
+def _suffix_span(keys: list[str], options: CycleOptions) -> tuple[int, int]:
+    """(period, repetitions) of the shortest repeating suffix; repetitions counted maximally."""
+    n = len(keys)
+    low, high = options.pattern_range(n)
+    for length in range(low, high + 1):
+        pattern = keys[n - length :]
+        copies = 1
+        while (copies + 1) * length <= n and (
+            keys[n - (copies + 1) * length : n - copies * length] == pattern
+        ):
+            copies += 1
+        if copies >= options.min_repetitions:
+            return length, copies
+    raise AssertionError("called on a thread whose suffix does not repeat")
+
+
+def _result_run_span(thread: Sequence[Message], options: CycleOptions) -> tuple[int, int, int]:
+    """(loop_start, period, repetitions) of the newest run of identical tool results."""
+    positions: list[int] = []
+    signature: tuple[str, str, str] | None = None
+    for index in range(len(thread) - 1, -1, -1):
+        activity = parse_activity(thread[index])
+        if activity is None or activity.kind != "response":
+            continue
+        if activity.name.startswith("_") or activity.result == _ABSENT:
+            continue
+        current = (activity.name, activity.arguments, activity.result)
+        if signature is None:
+            signature = current
+        elif current != signature:
+            break
+        positions.append(index)
+    first = positions[-1]
+    start = first
+    before = parse_activity(thread[first - 1]) if first > 0 else None
+    if before is not None and before.kind == "request" and signature is not None:
+        if before.name == signature[0]:
+            start = first - 1
+    spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
+    return start, max(1, round(spacing)), len(positions)
+
+
+def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
+    """The verdict of :func:`describe_thread_cycle` with where the loop starts and its cost."""
+    thread = check_messages(messages)
+    name = describe_thread_cycle(thread, options)
+    n = len(thread)
+    if name is None:
+        return ReferenceAttribution(0, -1, 0, 0, 0, math.nan)
+    if name == "repeated_suffix":
+        period, repetitions = _suffix_span([message_key(m) for m in thread], options)
+        start = n - period * repetitions
+    elif name == "repeated_activity_tail":
+        start = n
+        while start > 0 and parse_activity(thread[start - 1]) is not None:
+            start -= 1
+        tail = [parse_activity(m) for m in thread[start:]]
+        period = len({(a.kind, a.name, a.arguments, a.result) for a in tail if a is not None})
+        repetitions = (n - start) // period
+    elif name == "repeated_result_run":
+        start, period, repetitions = _result_run_span(thread, options)
+    else:
+        firing = [
+            index
+            for index in range(max(0, n - THREAD_TEXT_RUN_MESSAGES), n)
+            if thread[index].get("type") not in ("reasoning", "activity")
+            and isinstance(thread[index].get("text"), str)
+            and has_repeated_text_run(thread[index]["text"], text_run_options())
+        ]
+        start, period, repetitions = firing[0], 1, len(firing)
+    figures = [usage_tokens(m) for m in thread[start:]]
+    known = [f for f in figures if f is not None]
+    tokens = math.fsum(known) if known else math.nan
+    return ReferenceAttribution(
+        HEURISTIC_NAMES.index(name) + 1, start, period, repetitions, n - start, tokens
+    )
