@@ -34,7 +34,7 @@ JS_WHITESPACE_CLASS: Final = "[" + re.escape(JS_WHITESPACE) + "]"
 
 #: Encoding of a value ``JSON.stringify`` would throw on (a cycle, a ``set``, ``bytes``, nesting
 #: too deep). The reference turns such a value into a fixed marker, so all of them compare
-#: equal to each other and to nothing else. ``!`` never starts another encoding.
+#: equal to each other and to nothing else: ``!`` never starts a JSON text.
 UNSERIALIZABLE: Final = "!"
 
 #: Deepest nesting encoded before a value counts as unserializable; V8's recursive
@@ -42,7 +42,16 @@ UNSERIALIZABLE: Final = "!"
 MAX_DEPTH: Final = 10_000
 
 _ARRAY_INDEX_LIMIT: Final = 4_294_967_294
+_SAFE_INTEGER: Final = 2**53
 _quote = json.JSONEncoder(ensure_ascii=True).encode  # lone surrogates escape distinctly
+_plain_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+# The fast path trusts json's own text only when no number or key in it needs JavaScript's
+# treatment: no float syntax (., e, NaN, Infinity) and no long integer outside strings, and
+# no key that looks like an array index. Both tests over-approximate, which costs only speed.
+_JSON_STRINGS: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NEEDS_NORMALISING: Final = re.compile(r"[.eEIN]|[0-9]{16}")
+_INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
 
 
 class _Unserializable(Exception):
@@ -58,38 +67,54 @@ def _is_array_index(key: str) -> bool:
     )
 
 
-def js_key_order(mapping: Mapping[Any, Any]) -> list[str]:
-    """Keys in the order JavaScript enumerates them: array indices ascending, then the rest.
+def _key_text(key: object) -> str:
+    """A mapping key as a JavaScript property name (json's coercion of non-str keys)."""
+    if isinstance(key, str):
+        return str(key)
+    if key is None:
+        return "null"
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if isinstance(key, int):
+        return str(int(key))
+    if isinstance(key, float):
+        return repr(float(key))
+    raise _Unserializable
 
-    Raises ``_Unserializable`` for a key that is not a ``str`` (JavaScript has none).
-    """
-    keys = list(mapping)
-    indices: list[str] = []
-    others: list[str] = []
-    for key in keys:
-        if type(key) is not str and not isinstance(key, str):
-            raise _Unserializable
-        if key[:1].isdigit() and _is_array_index(key):
-            indices.append(key)
+
+def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str, Any]]:
+    """Items in the order JavaScript enumerates them: array indices ascending, then the rest."""
+    indices: list[tuple[int, str, Any]] = []
+    others: list[tuple[str, Any]] = []
+    for key, value in mapping.items():
+        name = _key_text(key)
+        if name[:1].isdigit() and _is_array_index(name):
+            indices.append((int(name), name, value))
         else:
-            others.append(key)
+            others.append((name, value))
     if not indices:
         return others
-    indices.sort(key=int)
-    return indices + others
+    indices.sort(key=lambda item: item[0])
+    return [(name, value) for _, name, value in indices] + others
 
 
 def _number(value: float | int) -> str:
-    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+    """JSON text of a number as JavaScript holds it: a double, NaN and infinities as null."""
+    if isinstance(value, int):
+        if -_SAFE_INTEGER < value < _SAFE_INTEGER:
+            return str(int(value))
         try:
-            value = float(value)  # JavaScript holds every number as a double
+            value = float(value)
         except OverflowError:
-            return "z"  # parses to Infinity, which JSON.stringify writes as null
-    if value != value or value in (math.inf, -math.inf):
-        return "z"
-    if value == 0:
-        return "n0"  # -0 and 0 both stringify as 0
-    return "n" + repr(float(value))
+            return "null"  # parses to Infinity, which JSON.stringify writes as null
+    number = float(value)
+    if number != number or number in (math.inf, -math.inf):
+        return "null"
+    if number.is_integer() and -_SAFE_INTEGER < number < _SAFE_INTEGER:
+        return str(int(number))  # 1.0 and -0.0 are 1 and 0 to JavaScript
+    return repr(number)
 
 
 def _scalar(value: Any, out: list[str]) -> bool:
@@ -97,11 +122,11 @@ def _scalar(value: Any, out: list[str]) -> bool:
     if isinstance(value, str):
         out.append(_quote(str(value)))
     elif value is None:
-        out.append("z")
+        out.append("null")
     elif value is True:
-        out.append("t")
+        out.append("true")
     elif value is False:
-        out.append("f")
+        out.append("false")
     elif isinstance(value, (int, float)):
         out.append(_number(value))
     elif isinstance(value, (Mapping, list, tuple)):
@@ -112,11 +137,8 @@ def _scalar(value: Any, out: list[str]) -> bool:
 
 
 def _encode(value: Any) -> str:
-    """Iterative, so that deep nesting is bounded by MAX_DEPTH rather than Python's stack.
-
-    Grammar: ``[`` (``,`` value)* ``]`` and ``{`` (``,`` key ``:`` value)* ``}``; every
-    scalar is self-delimiting, so equal encodings mean equal values.
-    """
+    """Compact JSON of the value as JavaScript sees it; iterative, so depth is bounded by
+    MAX_DEPTH rather than by Python's stack."""
     out: list[str] = []
     stack: list[tuple[Iterator[Any], int, bool]] = []
     active: set[int] = set()
@@ -129,11 +151,13 @@ def _encode(value: Any) -> str:
             active.add(ident)
             if isinstance(current, Mapping):
                 out.append("{")
-                pairs = [(key, current[key]) for key in js_key_order(current)]
-                stack.append((iter(pairs), ident, True))
+                stack.append((iter(js_items(current)), ident, True))
             else:
                 out.append("[")
                 stack.append((iter(current), ident, False))
+            first = True
+        else:
+            first = False
         while True:
             if not stack:
                 return "".join(out)
@@ -144,12 +168,14 @@ def _encode(value: Any) -> str:
             stack.pop()
             active.discard(ident)
             out.append("}" if is_object else "]")
+            first = False
+        if not first:
+            out.append(",")
         if is_object:
             key, current = element
-            out.append("," + _quote(key) + ":")
+            out.append(_quote(key) + ":")
         else:
             current = element
-            out.append(",")
 
 
 _DONE: Final = object()
@@ -158,16 +184,28 @@ _DONE: Final = object()
 def canonical(value: Any) -> str:
     """A text that is equal for two values exactly when their ``JSON.stringify`` texts are.
 
-    Numbers compare as doubles (``1 == 1.0``, ``-0.0 == 0``, NaN and infinities as ``null``),
-    object keys in JavaScript order, strings by content (lone surrogates included). A value
-    that cannot be encoded gives :data:`UNSERIALIZABLE` instead of raising. O(size of value).
+    It is the compact JSON of the value as JavaScript holds it: numbers as doubles (``1`` and
+    ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
+    JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
+    surrogate pair equals its code point). A value that cannot be encoded gives
+    :data:`UNSERIALIZABLE` instead of raising. O(size of value); plain JSON data takes a fast
+    path through the C encoder.
 
     >>> canonical({"b": 1, "1": 2.0}) == canonical({"1": 2, "b": 1.0})
     True
     """
     try:
+        text = _plain_json(value)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    else:
+        if not _INDEX_LIKE_KEY.search(text) and not _NEEDS_NORMALISING.search(
+            _JSON_STRINGS.sub("", text)
+        ):
+            return text
+    try:
         return _encode(value)
-    except (_Unserializable, RecursionError, TypeError, ValueError):
+    except (_Unserializable, RecursionError):
         return UNSERIALIZABLE
 
 
