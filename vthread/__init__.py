@@ -3,6 +3,30 @@
 This is the public API.
 """
 
+from vthread.build import BuildResult, build_thread
+from vthread.cycle import (
+    describe_thread_cycle,
+    has_repeated_activity_tail,
+    has_repeated_result_run,
+    has_repeated_suffix,
+    is_thread_cyclic,
+)
+from vthread.guard import Guard, GuardReason
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
+from vthread.textrun import has_repeated_text_run
 
-__all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
+__all__ = [
+    "HEURISTIC_NAMES",
+    "BuildResult",
+    "Guard",
+    "GuardReason",
+    "ScanResult",
+    "build_thread",
+    "describe_thread_cycle",
+    "has_repeated_activity_tail",
+    "has_repeated_result_run",
+    "has_repeated_suffix",
+    "has_repeated_text_run",
+    "is_thread_cyclic",
+    "scan",
+]

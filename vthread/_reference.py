@@ -216,17 +216,8 @@ def _repeats(values: list[str]) -> bool:
     return len(set(values)) < len(values)
 
 
-def has_repeated_activity_tail(messages: object, options: CycleOptions) -> bool:
-    thread = check_messages(messages)
-    tail: list[Activity] = []
-    for message in reversed(thread):
-        activity = parse_activity(message)
-        if activity is None:
-            break
-        tail.append(activity)
-    tail.reverse()
-    if len(tail) < ACTIVITY_TAIL_MIN_LENGTH:
-        return False
+def tail_collapsed(tail: list[Activity]) -> bool:
+    """Whether a trailing run of (at least 8) activities re-treads a small set of calls."""
     requests = [a for a in tail if a.kind == "request" and a.arguments != _ABSENT]
     responses = [a for a in tail if a.kind == "response" and a.result != _ABSENT]
     if len(requests) < ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
@@ -255,6 +246,20 @@ def has_repeated_activity_tail(messages: object, options: CycleOptions) -> bool:
         for results in answers.values()
     )
     return not progressing
+
+
+def has_repeated_activity_tail(messages: object, options: CycleOptions) -> bool:
+    thread = check_messages(messages)
+    tail: list[Activity] = []
+    for message in reversed(thread):
+        activity = parse_activity(message)
+        if activity is None:
+            break
+        tail.append(activity)
+    tail.reverse()
+    if len(tail) < ACTIVITY_TAIL_MIN_LENGTH:
+        return False
+    return tail_collapsed(tail)
 
 
 def has_repeated_result_run(messages: object, options: CycleOptions) -> bool:
@@ -498,7 +503,7 @@ def _suffix_span(keys: list[str], options: CycleOptions) -> tuple[int, int]:
     raise AssertionError("called on a thread whose suffix does not repeat")
 
 
-def _result_run_span(thread: Sequence[Message], options: CycleOptions) -> tuple[int, int, int]:
+def result_run_span(thread: Sequence[Message]) -> tuple[int, int, int]:
     """(loop_start, period, repetitions) of the newest run of identical tool results."""
     positions: list[int] = []
     signature: tuple[str, str, str] | None = None
@@ -542,7 +547,7 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
         period = len({(a.kind, a.name, a.arguments, a.result) for a in tail if a is not None})
         repetitions = (n - start) // period
     elif name == "repeated_result_run":
-        start, period, repetitions = _result_run_span(thread, options)
+        start, period, repetitions = result_run_span(thread)
     else:
         firing = [
             index

@@ -7,12 +7,24 @@ tokens spent inside it, as NumPy arrays ready for aggregation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+
+from vthread._engine import (
+    ACTIVITY_TAIL,
+    RESULT_RUN,
+    SUFFIX,
+    TEXT_RUN,
+    Batch,
+    check_threads,
+)
+from vthread._options import CycleOptions, cycle_options
+from vthread._reference import usage_tokens
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -88,6 +100,88 @@ def _empty() -> ScanResult:
     )
 
 
+def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
+    count = len(batch)
+    codes = np.zeros(count, np.int8)
+    loop_start = np.full(count, -1, np.int64)
+    period = np.zeros(count, np.int64)
+    repetitions = np.zeros(count, np.int64)
+    # Heuristics in the reference's order; each later one only looks at undecided threads.
+    suffix_period = batch.suffix(options)
+    codes[suffix_period > 0] = SUFFIX
+    undecided = np.flatnonzero(codes == 0)
+    tail_start = batch.activity_tail(undecided)
+    codes[tail_start >= 0] = ACTIVITY_TAIL
+    undecided = np.flatnonzero(codes == 0)
+    codes[batch.result_run(options, undecided)] = RESULT_RUN
+    undecided = np.flatnonzero(codes == 0)
+    text_start = batch.text_run(undecided)
+    codes[text_start >= 0] = TEXT_RUN
+
+    starts = batch.starts
+    loop_tokens = np.full(count, np.nan)
+    for thread in np.flatnonzero(codes).tolist():
+        code, length = int(codes[thread]), int(batch.lengths[thread])
+        if code == SUFFIX:
+            size = int(suffix_period[thread])
+            copies = batch.suffix_repetitions(thread, size)
+            begin, size_, copies_ = length - size * copies, size, copies
+        elif code == ACTIVITY_TAIL:
+            begin = int(tail_start[thread] - starts[thread])
+            size_ = batch.activities.distinct_signatures(
+                int(tail_start[thread]), int(starts[thread + 1])
+            )
+            copies_ = (length - begin) // size_
+        elif code == RESULT_RUN:
+            begin, size_, copies_ = batch.result_run_span(thread)
+        else:
+            begin = int(text_start[thread])
+            size_, copies_ = 1, len(batch.text_run_messages(thread))
+        loop_start[thread], period[thread], repetitions[thread] = begin, size_, copies_
+        figures = [
+            f for f in map(usage_tokens, batch.threads[thread][begin:]) if f is not None
+        ]
+        if figures:
+            loop_tokens[thread] = math.fsum(figures)
+    loop_messages = np.where(codes > 0, batch.lengths - loop_start, 0)
+    return ScanResult(
+        names=[HEURISTIC_NAMES[c - 1] if c else None for c in codes.tolist()],
+        codes=codes,
+        loop_start=loop_start,
+        period=period,
+        repetitions=repetitions,
+        loop_messages=loop_messages.astype(np.int64),
+        loop_tokens=loop_tokens,
+    )
+
+
+# Worker processes are forked with the batch already in memory, so only row ranges go out
+# and small result arrays come back: pickling the threads would cost more than scanning them.
+_FORKED_THREADS: Sequence[Sequence[Any]] = ()
+
+
+def _scan_rows(task: tuple[int, int, CycleOptions]) -> ScanResult:
+    begin, end, options = task
+    return _scan_batch(Batch(list(_FORKED_THREADS[begin:end])), options)
+
+
+def _scan_parallel(
+    threads: list[Sequence[Any]], options: CycleOptions, jobs: int
+) -> ScanResult:
+    import multiprocessing
+
+    global _FORKED_THREADS
+    bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int)
+    tasks = [(int(a), int(b), options) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    _FORKED_THREADS = threads
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            parts = pool.map(_scan_rows, tasks, chunksize=1)
+    finally:
+        _FORKED_THREADS = ()
+    return ScanResult.concatenate(parts)
+
+
 def scan(
     threads: Sequence[Sequence[Any]],
     *,
@@ -97,23 +191,32 @@ def scan(
     min_result_repetitions: float | None = None,
     jobs: int = 1,
 ) -> ScanResult:
-    """Verdict and loop attribution for every thread.
+    """Verdict and loop attribution for every thread: the bulk twin of describe_thread_cycle.
 
-    ``scan(threads).names == [describe_thread_cycle(t) for t in threads]``.
+    ``scan(threads).names == [describe_thread_cycle(t) for t in threads]`` for the same
+    keywords. All messages are flattened into one batch, fingerprinted once, and the
+    heuristics run as array operations across threads; only candidate loops are confirmed
+    one by one. ``jobs > 1`` splits the batch over forked processes (where the platform
+    can fork) and returns the identical result. A thread that is not a sequence of mappings
+    is a ``TypeError`` naming the thread and message index. O(total messages) plus the
+    candidates' confirmation.
+
+    >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
+    >>> scan([hello, hello * 2]).names
+    [None, 'repeated_suffix']
     """
-    from vthread import _reference
-    from vthread._options import cycle_options
-
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    rows = [_reference.attribute(thread, options) for thread in threads]
-    return ScanResult(
-        names=[HEURISTIC_NAMES[r.code - 1] if r.code else None for r in rows],
-        codes=np.array([r.code for r in rows], np.int8),
-        loop_start=np.array([r.loop_start for r in rows], np.int64),
-        period=np.array([r.period for r in rows], np.int64),
-        repetitions=np.array([r.repetitions for r in rows], np.int64),
-        loop_messages=np.array([r.loop_messages for r in rows], np.int64),
-        loop_tokens=np.array([r.loop_tokens for r in rows], np.float64),
-    )
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    batch_threads = check_threads(threads)
+    if jobs > 1 and len(batch_threads) >= 2 * jobs and _can_fork():
+        return _scan_parallel(batch_threads, options, jobs)
+    return _scan_batch(Batch(batch_threads), options)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()

@@ -1,0 +1,504 @@
+"""The NumPy engine behind the cycle heuristics: one batch of threads, flattened.
+
+All messages of all threads sit in one flat list with per-thread offsets. Every message gets
+a 64-bit *screen* fingerprint of its (type, text, meta present) from CPython's cached string
+hash, and the suffix check runs as array comparisons of screens across every thread and
+every candidate period at once. A screen can only merge messages, never separate two the
+reference calls equal (non-string values are screened by their canonical text), so it
+never hides a loop; every loop the screens suggest is then confirmed on the canonical
+encodings of the real values (meta included), so a hash collision can never invent one.
+The activity checks read tool calls through the same flat arrays and confirm on canonical
+encodings of arguments and results.
+
+Per batch of N messages the passes over messages run at C speed (``map``/``zip``/NumPy); Python
+code runs per candidate, not per message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from itertools import chain, filterfalse, repeat
+from operator import eq
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from vthread import _reference as ref
+from vthread._jsvalue import canonical
+from vthread._options import CycleOptions, text_run_options
+from vthread.textrun import runaway
+
+SUFFIX: Final = 1
+ACTIVITY_TAIL: Final = 2
+RESULT_RUN: Final = 3
+TEXT_RUN: Final = 4
+
+_MISSING: Final = object()
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_NO_PAIR: Final = np.empty(0, np.int64)
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _field(objects: Sequence[Any], key: str) -> list[Any]:
+    """``obj.get(key)`` for each object, ``_MISSING`` for an object that is not a mapping."""
+    try:
+        return list(map(dict.get, objects, repeat(key)))
+    except TypeError:
+        return [o.get(key) if isinstance(o, Mapping) else _MISSING for o in objects]
+
+
+def _plain_strings(values: Sequence[Any]) -> bool:
+    """True when every value is None or a str whose Python identity is its JS identity."""
+    if not set(map(type, values)) <= {str, type(None)}:
+        return False
+    texts = [v for v in values if v is not None] if None in values else values
+    return not any(map(_SURROGATE.search, filterfalse(str.isascii, texts)))
+
+
+_plain_json = __import__("json").JSONEncoder(separators=(",", ":")).encode
+
+
+def _try_json(value: Any) -> str | None:
+    try:
+        return _plain_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _plain_equal(left: Any, right: Any) -> bool:
+    """Reference equality of two type or text values, on canonical text unless plain str."""
+    if type(left) is str and type(right) is str:
+        if left == right:
+            return True
+        if left.isascii() or right.isascii() or not (
+            _SURROGATE.search(left) or _SURROGATE.search(right)
+        ):
+            return False
+    elif left is None and right is None:
+        return True
+    return canonical(left) == canonical(right)
+
+
+def _screen_part(value: Any) -> Any:
+    """A hashable stand-in equal for equal JSON values (the value itself when it is plain)."""
+    if type(value) is str and (value.isascii() or not _SURROGATE.search(value)):
+        return value
+    return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
+
+
+def check_threads(threads: object) -> list[Sequence[Any]]:
+    """The batch as a list of threads; a ``TypeError`` names the bad thread and message."""
+    if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Sequence):
+        raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
+    batch = list(threads)
+    if set(map(type, batch)) <= {list, tuple}:
+        return batch  # messages are checked as their fields are read (see Batch)
+    validate_messages(batch)
+    return batch
+
+
+def validate_messages(batch: list[Any]) -> None:
+    """Raise the ``TypeError`` naming the first thread or message that is not well shaped."""
+    for index, thread in enumerate(batch):
+        try:
+            ref.check_messages(thread)
+        except TypeError as error:
+            raise TypeError(f"thread {index}: {error}") from None
+    return batch
+
+
+class Batch:
+    """A batch of threads, flattened, with the per-message arrays the heuristics read."""
+
+    def __init__(self, threads: object) -> None:
+        self.threads = check_threads(threads)
+        self.flat: list[Mapping[str, Any]] = list(chain.from_iterable(self.threads))
+        lengths = np.fromiter(map(len, self.threads), np.int64, len(self.threads))
+        self.lengths: IntArray = lengths
+        self.starts: IntArray = np.zeros(len(self.threads) + 1, np.int64)
+        np.cumsum(lengths, out=self.starts[1:])
+        try:
+            self.kinds = list(map(dict.get, self.flat, repeat("type")))
+        except TypeError:
+            validate_messages(self.threads)  # raises for anything that is not a mapping
+            self.kinds = [m.get("type") for m in self.flat]
+        self.texts = _field(self.flat, "text")
+        self._screen: npt.NDArray[np.int64] | None = None
+        self._activities: _Activities | None = None
+        self._json_meta: dict[int, Any] = {}
+        self._canonical: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.threads)
+
+    # ------------------------------------------------------------------- fingerprints
+
+    @property
+    def screen(self) -> npt.NDArray[np.int64]:
+        """One 64-bit screen per message: equal for messages the reference calls equal.
+
+        Strings that are their own JavaScript identity hash as they are (CPython caches the
+        hash on the string); anything else hashes by its canonical text.
+        """
+        if self._screen is None:
+            # Meta is left out on purpose: reading it costs a walk of the value, and
+            # confirmation compares it anyway.
+            if _plain_strings(self.kinds) and _plain_strings(self.texts):
+                rows: Any = zip(self.kinds, self.texts, strict=True)
+            else:
+                rows = [
+                    (_screen_part(k), _screen_part(t))
+                    for k, t in zip(self.kinds, self.texts, strict=True)
+                ]
+            self._screen = np.fromiter(map(hash, rows), np.int64, len(self.flat))
+        return self._screen
+
+    def same(self, first: int, second: int) -> bool:
+        """Whether the reference calls messages ``first`` and ``second`` equal.
+
+        Cheap proofs come first: identical objects, equal plain strings, equal JSON text
+        from the C encoder, differing activity names on a meta that encodes. Only what they
+        cannot settle is compared on canonical encodings.
+        """
+        if first == second:
+            return True
+        kinds, texts = self.kinds, self.texts
+        if not (_plain_equal(kinds[first], kinds[second])
+                and _plain_equal(texts[first], texts[second])):
+            return False
+        left, right = self.flat[first], self.flat[second]
+        if ("meta" in left) != ("meta" in right):
+            return False
+        if "meta" not in left:
+            return True
+        meta_left, meta_right = left["meta"], right["meta"]
+        if meta_left is meta_right:
+            return True
+        acts = self.activities
+        if acts.name_screen(first) != acts.name_screen(second) and (
+            self._json(first) is not None or self._json(second) is not None
+        ):
+            # Activity names differ and one meta encodes, so the encodings differ.
+            return False
+        text_left, text_right = self._json(first), self._json(second)
+        if text_left is not None and text_left == text_right:
+            return True
+        return self._canonical_meta(first) == self._canonical_meta(second)
+
+    def _json(self, index: int) -> str | None:
+        """The C encoder's text of message ``index``'s meta, None when it cannot encode it."""
+        found = self._json_meta.get(index, _MISSING)
+        if found is _MISSING:
+            found = _try_json(self.flat[index]["meta"])
+            self._json_meta[index] = found
+        return found  # type: ignore[return-value]
+
+    def _canonical_meta(self, index: int) -> str:
+        found = self._canonical.get(index)
+        if found is None:
+            found = self._canonical[index] = canonical(self.flat[index]["meta"])
+        return found
+
+    # ----------------------------------------------------------------- repeated suffix
+
+    def suffix(self, options: CycleOptions, rows: IntArray | None = None) -> IntArray:
+        """Per thread, the shortest repeating period (0 when the suffix does not repeat)."""
+        count = len(self.threads)
+        period = np.zeros(count, np.int64)
+        reps = options.min_repetitions
+        low = options.min_pattern_length
+        high = self.lengths // reps
+        if options.max_pattern_length is not None:
+            high = np.minimum(high, options.max_pattern_length)
+        eligible = (self.lengths >= low * reps) & (high >= low)
+        if rows is not None:
+            mask = np.zeros(count, bool)
+            mask[rows] = True
+            eligible &= mask
+        if reps == 1:
+            period[eligible] = low  # one copy of the last `low` messages is always there
+            return period
+        threads = np.flatnonzero(eligible)
+        if threads.size == 0:
+            return period
+        spans = high[threads] - low + 1
+        pair_thread = np.repeat(threads, spans)
+        first = np.repeat(np.cumsum(spans) - spans, spans)
+        pair_period = low + np.arange(pair_thread.size, dtype=np.int64) - first
+        pair_end = self.starts[pair_thread + 1]
+        pair_need = (reps - 1) * pair_period
+        screen = self.screen
+        step = 0
+        while pair_thread.size:
+            done = pair_need == step
+            if done.any():
+                for thread, length in zip(pair_thread[done], pair_period[done], strict=True):
+                    if period[thread] == 0 and self._confirm_suffix(int(thread), int(length),
+                                                                    reps):
+                        period[thread] = length
+                keep = ~done & (period[pair_thread] == 0)
+                pair_thread, pair_period = pair_thread[keep], pair_period[keep]
+                pair_end, pair_need = pair_end[keep], pair_need[keep]
+            if not pair_thread.size:
+                break
+            position = pair_end - 1 - step
+            same = screen[position] == screen[position - pair_period]
+            pair_thread, pair_period = pair_thread[same], pair_period[same]
+            pair_end, pair_need = pair_end[same], pair_need[same]
+            step += 1
+        return period
+
+    def _confirm_suffix(self, thread: int, length: int, reps: int) -> bool:
+        end = int(self.starts[thread + 1])
+        same = self.same
+        return all(
+            same(end - 1 - k, end - 1 - k - length) for k in range((reps - 1) * length)
+        )
+
+    def suffix_repetitions(self, thread: int, length: int) -> int:
+        """How many back-to-back copies of the last ``length`` messages end the thread."""
+        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
+        copies = 1
+        while end - (copies + 1) * length >= start and all(
+            self.same(end - 1 - k, end - 1 - k - copies * length)
+            for k in range(length)
+        ):
+            copies += 1
+        return copies
+
+    # ------------------------------------------------------------------- activities
+
+    @property
+    def activities(self) -> _Activities:
+        if self._activities is None:
+            self._activities = _Activities(self)
+        return self._activities
+
+    def activity_tail(self, rows: IntArray | None = None) -> IntArray:
+        """Per thread, where the looping activity tail starts (-1 when there is none).
+
+        A tail needs at least 8 messages typed "activity" at the end of the thread, which
+        the arrays find for all threads at once; only those tails are parsed.
+        """
+        acts = self.activities
+        found = np.full(len(self.threads), -1, np.int64)
+        ends = self.starts[1:]
+        candidates = np.flatnonzero(ends - acts.typed_run_start() >= ref.ACTIVITY_TAIL_MIN_LENGTH)
+        if rows is not None:
+            candidates = np.intersect1d(candidates, rows)
+        for thread in candidates.tolist():
+            end = int(ends[thread])
+            begin = acts.tail_start(thread)
+            if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH:
+                continue
+            tail = [acts.parsed(i) for i in range(begin, end)]
+            if ref.tail_collapsed([a for a in tail if a is not None]):
+                found[thread] = begin
+        return found
+
+    def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
+        """Per thread, whether its newest settled tool results are identical.
+
+        Only each thread's last few "activity" messages are read, through the C-level field
+        accessors; a thread whose window holds too few settled responses is walked further
+        back one message at a time.
+        """
+        needed = options.min_result_repetitions
+        count = len(self.threads)
+        fired = np.zeros(count, bool)
+        threads = np.arange(count) if rows is None else np.asarray(rows, np.int64)
+        acts = self.activities
+        typed_per_thread = np.bincount(acts.owner, minlength=count)
+        threads = threads[typed_per_thread[threads] >= needed]
+        if threads.size == 0 or needed > _RESULT_WINDOW_LIMIT:
+            for thread in threads.tolist():
+                fired[thread] = self._result_run_walk(thread, needed)
+            return fired
+        window = min(2 * needed + 2, _RESULT_WINDOW_LIMIT)
+        last = np.cumsum(typed_per_thread) - 1
+        depth = np.minimum(typed_per_thread[threads], window)
+        owner = np.repeat(threads, depth)
+        back = np.arange(owner.size) - np.repeat(np.cumsum(depth) - depth, depth)
+        picked = acts.typed_index[np.repeat(last[threads], depth) - back]  # newest first
+        settled, name_keys = acts.settled(picked)
+        # Rank the settled responses within each thread, newest first.
+        running = np.cumsum(settled)
+        before = np.repeat(running[np.cumsum(depth) - depth] - settled[np.cumsum(depth) - depth],
+                           depth)
+        rank = running - before
+        chosen = settled & (rank <= needed)
+        enough = np.bincount(owner[chosen], minlength=count) >= needed
+        short = threads[~enough[threads] & (typed_per_thread[threads] > window)]
+        for thread in short.tolist():
+            fired[thread] = self._result_run_walk(thread, needed)
+        first_key = np.zeros(count, np.int64)
+        first_key[owner[chosen & (rank == 1)]] = name_keys[chosen & (rank == 1)]
+        differs = np.zeros(count, bool)
+        np.logical_or.at(differs, owner[chosen], name_keys[chosen] != first_key[owner[chosen]])
+        candidates = np.flatnonzero(enough & ~differs)
+        positions = picked[chosen]
+        position_owner = owner[chosen]
+        firsts = np.searchsorted(position_owner, candidates, side="left")
+        for thread, first in zip(candidates.tolist(), firsts.tolist(), strict=True):
+            fired[thread] = self._same_results(positions[first : first + needed].tolist())
+        return fired
+
+    def _same_results(self, positions: list[int]) -> bool:
+        acts = self.activities
+        run = [acts.parsed(i) for i in positions]
+        return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
+
+    def _result_run_walk(self, thread: int, needed: int) -> bool:
+        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
+        return ref.has_repeated_result_run(self.flat[start:end], _options_with_result(needed))
+
+    def result_run_span(self, thread: int) -> tuple[int, int, int]:
+        """(loop_start, period, repetitions) of a thread whose result run fired."""
+        return ref.result_run_span(self.threads[thread])
+
+    # -------------------------------------------------------------------- text runs
+
+    def text_run(self, rows: IntArray | None = None) -> IntArray:
+        """Per thread, the first of its last five messages with a runaway text (-1: none)."""
+        found = np.full(len(self.threads), -1, np.int64)
+        threads = np.arange(len(self.threads)) if rows is None else np.asarray(rows, np.int64)
+        if threads.size == 0:
+            return found
+        ends = self.starts[threads + 1]
+        firsts = np.maximum(self.starts[threads], ends - ref.THREAD_TEXT_RUN_MESSAGES)
+        spans = ends - firsts
+        owner = np.repeat(threads, spans)
+        index = np.repeat(firsts - np.cumsum(spans) + spans, spans) + np.arange(owner.size)
+        options = text_run_options()
+        kinds, texts = self.kinds, self.texts
+        for thread, position in zip(owner.tolist(), index.tolist(), strict=True):
+            if found[thread] >= 0:
+                continue
+            kind = kinds[position]
+            if kind == "reasoning" or kind == "activity":
+                continue
+            if runaway(texts[position], options):
+                found[thread] = position - self.starts[thread]
+        return found
+
+    def text_run_messages(self, thread: int) -> list[int]:
+        """Offsets (within the thread) of its last five messages that carry a runaway text."""
+        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
+        options = text_run_options()
+        return [
+            index - start
+            for index in range(max(start, end - ref.THREAD_TEXT_RUN_MESSAGES), end)
+            if self.kinds[index] not in ("reasoning", "activity")
+            and runaway(self.texts[index], options)
+        ]
+
+
+def _collapsed(tail: list[ref.Activity]) -> bool:
+    """The reference's activity-tail test, applied only to the tails the arrays selected."""
+    return ref.tail_collapsed(tail)
+
+
+_RESULT_WINDOW_LIMIT: Final = 64
+
+
+def _options_with_result(needed: int) -> CycleOptions:
+    from vthread._options import cycle_options
+
+    return cycle_options(min_result_repetitions=needed)
+
+
+class _Activities:
+    """Tool calls of a batch, read lazily: which messages are typed "activity", and the
+    parts of those that a heuristic asks about."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        flat_size = len(batch.flat)
+        typed = np.fromiter(map(eq, batch.kinds, repeat("activity")), bool, flat_size)
+        self.typed = typed
+        self.typed_index: IntArray = np.flatnonzero(typed)
+        self.owner: IntArray = np.searchsorted(batch.starts, self.typed_index, side="right") - 1
+        self._parsed: dict[int, ref.Activity | None] = {}
+        self._names: dict[int, int] = {}
+
+    def parsed(self, index: int) -> ref.Activity | None:
+        """Message ``index`` as a well-formed activity, or None."""
+        found = self._parsed.get(index, _MISSING)
+        if found is _MISSING:
+            found = ref.parse_activity(self.batch.flat[index]) if self.typed[index] else None
+            self._parsed[index] = found
+        return found  # type: ignore[return-value]
+
+    def name_screen(self, index: int) -> int:
+        """Hash of (activity type, function name) when well formed, else 0."""
+        found = self._names.get(index)
+        if found is None:
+            message = self.batch.flat[index]
+            found = 0
+            if self.typed[index]:
+                meta = message.get("meta")
+                activity = meta.get("activity") if isinstance(meta, Mapping) else None
+                function = activity.get("function") if isinstance(activity, Mapping) else None
+                if isinstance(function, Mapping):
+                    kind, name = activity.get("type"), function.get("name")  # type: ignore[union-attr]
+                    if isinstance(kind, str) and isinstance(name, str):
+                        found = hash((_screen_part(kind), _screen_part(name))) or 1
+            self._names[index] = found
+        return found
+
+    def settled(self, positions: IntArray) -> tuple[BoolArray, IntArray]:
+        """For the given messages: which are settled responses, and a hash of their name.
+
+        A settled response is a well-formed response with a ``result`` whose name does not
+        start with "_" - the responses :func:`has_repeated_result_run` compares.
+        """
+        messages = [self.batch.flat[i] for i in positions.tolist()]
+        activities = _field(_field(messages, "meta"), "activity")
+        functions = _field(activities, "function")
+        kinds = _field(activities, "type")
+        names = _field(functions, "name")
+        flags = np.zeros(len(messages), bool)
+        keys = np.zeros(len(messages), np.int64)
+        for row, (kind, name, function) in enumerate(zip(kinds, names, functions, strict=True)):
+            if (
+                kind == "response"
+                and isinstance(name, str)
+                and isinstance(function, Mapping)
+                and "result" in function
+                and not name.startswith("_")
+                and type(kind) is str
+            ):
+                flags[row] = True
+                keys[row] = hash(_screen_part(name))
+        return flags, keys
+
+    def typed_run_start(self) -> IntArray:
+        """Per thread, where its trailing run of "activity"-typed messages begins."""
+        batch = self.batch
+        flat_size = len(batch.flat)
+        # A trailing -1 lets every thread start, even an empty last one, index the array.
+        breaks = np.full(flat_size + 1, -1, np.int64)
+        breaks[:flat_size][~self.typed] = np.flatnonzero(~self.typed)
+        starts = batch.starts
+        last_break = np.full(len(batch.threads), -1, np.int64)
+        nonempty = batch.lengths > 0
+        if len(batch.threads):
+            reduced = np.maximum.reduceat(breaks, starts[:-1])
+            last_break[nonempty] = reduced[nonempty]
+        return np.where(last_break >= starts[:-1], last_break + 1, starts[:-1])
+
+    def tail_start(self, thread: int) -> int:
+        """Where the thread's trailing run of well-formed activities begins."""
+        start, index = int(self.batch.starts[thread]), int(self.batch.starts[thread + 1])
+        while index > start and self.parsed(index - 1) is not None:
+            index -= 1
+        return index
+
+    def distinct_signatures(self, begin: int, end: int) -> int:
+        """Distinct (type, name, arguments, result) among the activities in [begin, end)."""
+        parsed = (self.parsed(i) for i in range(begin, end))
+        return len({(a.kind, a.name, a.arguments, a.result) for a in parsed if a is not None})

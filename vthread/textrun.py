@@ -1,0 +1,74 @@
+"""Runaway repetition inside one block of text: a model cycling the same few sentences."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from vthread._jsvalue import JS_WHITESPACE, utf16_tail
+from vthread._options import TextRunOptions, text_run_options
+
+__all__ = ["TAIL_UNITS", "has_repeated_text_run", "text_units"]
+
+TAIL_UNITS: Final = 4000
+"""Only the last 4000 UTF-16 code units of a text are read, so the cost is bounded."""
+
+_UNIT_SEPARATORS: Final = re.compile(r"[.!?\n]+")
+_NOT_WORDLIKE: Final = re.compile(r"[^a-z0-9" + re.escape(JS_WHITESPACE) + r"]+")
+_JS_SPACES: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
+
+
+def text_units(text: str) -> list[str]:
+    """The normalised sentence-like units of the last 4000 UTF-16 units of ``text``.
+
+    Units split on runs of ``.``, ``!``, ``?`` and ``\\n``; each is lower-cased, every run of
+    characters outside ``[a-z0-9]`` and JavaScript whitespace becomes one space, whitespace
+    collapses and the ends are trimmed; empty units are dropped.
+    """
+    units = []
+    for raw in _UNIT_SEPARATORS.split(utf16_tail(text, TAIL_UNITS)):
+        unit = _NOT_WORDLIKE.sub(" ", raw.lower())
+        unit = _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
+        if unit:
+            units.append(unit)
+    return units
+
+
+def _separators(text: str) -> int:
+    return text.count(".") + text.count("!") + text.count("?") + text.count("\n")
+
+
+def runaway(text: object, options: TextRunOptions) -> bool:
+    """:func:`has_repeated_text_run` with resolved options."""
+    if not isinstance(text, str) or not text:
+        return False
+    # n units need at least n - 1 separators: most texts are rejected without splitting.
+    if _separators(text) + 1 < options.min_units:
+        return False
+    units = text_units(text)
+    if len(units) < options.min_units:
+        return False
+    recent = units[-options.window :]
+    return len(set(recent)) <= len(recent) * options.max_unique_ratio
+
+
+def has_repeated_text_run(
+    text: object,
+    *,
+    min_units: float | None = None,
+    window: float | None = None,
+    max_unique_ratio: float | None = None,
+) -> bool:
+    """Whether ``text`` ends in a runaway run of repeated sentences.
+
+    Among the last ``window`` units (default ``max(min_units, 64)``), at most
+    ``window_len × max_unique_ratio`` (default 0.5) may be distinct; at least ``min_units``
+    (default 8) units are needed at all. A non-string or empty text is never a runaway.
+    O(min(len(text), 4000)).
+
+    >>> has_repeated_text_run("Let me check. " * 10)
+    True
+    >>> has_repeated_text_run("One. Two. Three. Four. Five. Six. Seven. Eight.")
+    False
+    """
+    return runaway(text, text_run_options(min_units, window, max_unique_ratio))
