@@ -1,0 +1,1 @@
+"""Benchmarks and the realistic workload they run on (``python -m benchmarks.workload``)."""
