@@ -1,0 +1,166 @@
+"""Hypothesis strategies shared by the property tests.
+
+Threads are drawn from small alphabets on purpose: repeats, look-alikes that JavaScript
+calls equal (``1`` and ``1.0``, reordered index keys) and near-misses are then common, which is
+where a fast path and the reference can part ways.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+KINDS = st.sampled_from(["user", "bot", "reasoning", "activity", "system"])
+TEXTS = st.sampled_from(["", "a", "b", "A", "hi there", "é", "🎉", "\ud83c\udf89", "\ud800",
+                         "Let me check. " * 10, "Done.\nDone.\nDone.\nDone.\nDone.\nDone."
+                         "\nDone.\nDone.\n"])
+ODD_VALUES = st.sampled_from([None, 1, 1.0, -0.0, 0, True, float("nan"), 2**53 + 1, 2**53])
+JSON_LEAVES = st.one_of(
+    st.sampled_from([None, True, False, 0, 1, 1.0, -0.0, 1.5, 2**53, 2**53 + 1, "", "x", "1"]),
+    st.text(max_size=3),
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "b", "0", "1", "10", "01", "x.y"]), inner,
+                        max_size=3),
+    ),
+    max_leaves=8,
+)
+NAMES = st.sampled_from(["read", "search", "_notice", "ls"])
+ARGUMENTS = st.sampled_from([{"a": 1}, {"a": 1.0}, {"a": 2}, None, "q", {"0": 0, "b": 1},
+                             {"b": 1, "0": 0}, {"b": 1, "a": 0}, {"a": 0, "b": 1}])
+RESULTS = st.sampled_from(["", "x", "y", None, {}, {"n": 1}, {"n": 1.0}, [1, 2]])
+
+_ABSENT: Any = object()
+
+
+@st.composite
+def activities(draw: st.DrawFn) -> dict[str, Any]:
+    """A tool call or result, sometimes malformed, with optional arguments and result."""
+    function: dict[str, Any] = {"name": draw(NAMES)}
+    if draw(st.booleans()):
+        function["arguments"] = draw(ARGUMENTS)
+    kind = draw(st.sampled_from(["request", "response", "response", "notice"]))
+    if kind == "response" and draw(st.integers(0, 4)):
+        function["result"] = draw(RESULTS)
+    activity: Any = {"type": kind, "function": function}
+    if draw(st.integers(0, 20)) == 0:
+        activity = draw(st.sampled_from([None, {"type": 1, "function": function},
+                                         {"type": kind, "function": {"name": 3}}]))
+    return {"type": "activity", "text": "", "meta": {"activity": activity}}
+
+
+@st.composite
+def plain_messages(draw: st.DrawFn) -> dict[str, Any]:
+    """A non-activity message whose fields are sometimes absent, null or odd values."""
+    message: dict[str, Any] = {}
+    if draw(st.integers(0, 10)):
+        message["type"] = draw(KINDS)
+    else:
+        message["type"] = draw(ODD_VALUES)
+    if draw(st.integers(0, 10)):
+        message["text"] = draw(TEXTS)
+    elif draw(st.booleans()):
+        message["text"] = draw(ODD_VALUES)
+    meta_choice = draw(st.integers(0, 5))
+    if meta_choice == 1:
+        message["meta"] = None
+    elif meta_choice == 2:
+        message["meta"] = draw(JSON_VALUES)
+    if draw(st.integers(0, 3)) == 0:
+        message["usage"] = {"tokens": draw(st.sampled_from([0, 1, 2.5, -1, "3", None]))}
+    return message
+
+
+MESSAGES = st.one_of(plain_messages(), activities())
+
+
+@st.composite
+def threads(draw: st.DrawFn, max_size: int = 30) -> list[dict[str, Any]]:
+    """A thread that often ends in a repeated block, an activity run or a result run."""
+    pool = draw(st.lists(MESSAGES, min_size=1, max_size=6))
+    pick = st.sampled_from(pool)
+    thread = draw(st.lists(st.one_of(pick, MESSAGES), max_size=max_size))
+    shape = draw(st.integers(0, 3))
+    if shape == 1:
+        block = draw(st.lists(pick, min_size=1, max_size=5))
+        thread += block * draw(st.integers(1, 4))
+    elif shape == 2:
+        thread += draw(st.lists(st.one_of(pick, activities()), min_size=6, max_size=14))
+    elif shape == 3:
+        answer = draw(activities())
+        for _ in range(draw(st.integers(2, 4))):
+            thread += [draw(plain_messages()), answer]
+    # Copies share objects; half the time make them distinct objects with equal content.
+    if draw(st.booleans()):
+        thread = [_copy(m) for m in thread]
+    return thread
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+OPTION_VALUES = st.one_of(st.none(), st.integers(-1, 6), st.sampled_from([1.5, 2.9, 1e9,
+                                                                          float("inf")]))
+
+
+@st.composite
+def cycle_keywords(draw: st.DrawFn) -> dict[str, Any]:
+    """Cycle options as a caller passes them, each unset half the time."""
+    names = ["min_repetitions", "min_pattern_length", "max_pattern_length",
+             "min_result_repetitions"]
+    return {n: draw(OPTION_VALUES) for n in names if draw(st.booleans())}
+
+
+# ------------------------------------------------------------------- streams for the guard
+
+_WORDS = ["go", "on", "Let", "me", "check", "the", "file", "é", "Straße", "İstanbul", "ΣΑΣ",
+          "𝐀bc", "🎉", "x1", "lint()", "...", "-", "Ok,", "done."]
+_SPACES = [" ", " ", " ", "\n", "\n\n", "\t", "\u00a0", "\u2028", "\u3000", "\x1c", "\u0085",
+           "\ufeff", " \n "]
+
+
+@st.composite
+def texts(draw: st.DrawFn, vocabulary: int = 12, max_words: int = 120) -> str:
+    """A stream from a small vocabulary (so phrases recur), with JS and non-JS whitespace."""
+    words = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=vocabulary,
+                          unique=True))
+    count = draw(st.integers(0, max_words))
+    picks = draw(st.lists(st.sampled_from(words), min_size=count, max_size=count))
+    gaps = draw(st.lists(st.sampled_from(_SPACES), min_size=count, max_size=count))
+    return "".join(w + g for w, g in zip(picks, gaps, strict=True))
+
+
+@st.composite
+def chunkings(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut into pushes at random UTF-16 positions, splitting surrogate pairs too."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    size = len(units) // 2
+    cuts = sorted(set(draw(st.lists(st.integers(0, size), max_size=max(1, size // 3)))))
+    bounds = [0, *cuts, size]
+    return [
+        units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass")
+        for a, b in zip(bounds, bounds[1:], strict=False)
+        if b > a
+    ]
+
+
+@st.composite
+def guard_option_values(draw: st.DrawFn) -> dict[str, Any]:
+    """Guard keywords, each unset half the time, including values that clamp."""
+    choices = {
+        "ngram": st.sampled_from([None, 0, 2, 3, 4, 2.7]),
+        "window": st.sampled_from([None, 0, 4, 8, 12, 48, 7.9, float("inf")]),
+        "max_repeats": st.sampled_from([None, 0, 2, 3, 4]),
+        "max_unique_ratio": st.sampled_from([None, 0.0, 0.3, 0.4, 0.45, 0.5, 0.9, 1.0, 1.5]),
+        "min_chars": st.sampled_from([None, 0, 10, 40, 10.7]),
+    }
+    return {name: draw(values) for name, values in choices.items() if draw(st.booleans())}

@@ -1,0 +1,107 @@
+"""The NumPy engine against the scalar reference, on random threads and options."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import reference_api
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import JSON_VALUES, cycle_keywords, threads
+
+import vthread
+from vthread import _jsvalue
+from vthread import _reference as ref
+from vthread._options import cycle_options
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+HEURISTICS = ["has_repeated_suffix", "has_repeated_activity_tail", "has_repeated_result_run",
+              "is_thread_cyclic", "describe_thread_cycle"]
+
+
+@SETTINGS
+@given(threads(), cycle_keywords())
+def test_each_heuristic_equals_reference(thread: list[dict[str, Any]],
+                                         keywords: dict[str, Any]) -> None:
+    """Every single-thread heuristic answers as the reference does."""
+    for name in HEURISTICS:
+        assert getattr(vthread, name)(thread, **keywords) == getattr(reference_api, name)(
+            thread, **keywords), name
+
+
+@SETTINGS
+@given(st.lists(threads(max_size=20), max_size=8), cycle_keywords())
+def test_scan_equals_reference_attribution(batch: list[list[dict[str, Any]]],
+                                           keywords: dict[str, Any]) -> None:
+    """scan() gives, thread for thread, the reference's verdict and attribution."""
+    result = vthread.scan(batch, **keywords)
+    options = cycle_options(**keywords)
+    assert result.names == [vthread.describe_thread_cycle(t, **keywords) for t in batch]
+    for row, thread in enumerate(batch):
+        expected = ref.attribute(thread, options)
+        assert int(result.codes[row]) == expected.code
+        assert int(result.loop_start[row]) == expected.loop_start
+        assert int(result.period[row]) == expected.period
+        assert int(result.repetitions[row]) == expected.repetitions
+        assert int(result.loop_messages[row]) == (
+            expected.loop_messages if expected.code else 0)
+        tokens = float(result.loop_tokens[row])
+        assert (math.isnan(tokens) and math.isnan(expected.loop_tokens)) or (
+            tokens == expected.loop_tokens)
+
+
+@SETTINGS
+@given(threads(), st.sampled_from([0, 1, 2.5, 10, 1e9]), st.sampled_from([None, 0, 1, 2, -3]),
+       st.sampled_from([False, True, "half", "same", "drop"]))
+def test_build_thread_equals_reference(thread: list[dict[str, Any]], budget: float,
+                                       floor: int | None, mode: str | bool) -> None:
+    """build_thread keeps the same messages, usages and total as the reference."""
+    trims = {"half": lambda m, room: {**m, "usage": {"tokens": room / 2}},
+             "same": lambda m, room: m, "drop": lambda m, room: None}
+    inclusive = trims[mode] if isinstance(mode, str) else mode
+    kwargs: dict[str, Any] = {"max_tokens": budget, "estimate": lambda m: len(str(m)) % 7,
+                              "min_messages": floor, "inclusive": inclusive}
+    before = _jsvalue.canonical(thread)
+    got = vthread.build_thread(thread, **kwargs)
+    want = ref.build_thread(thread, **kwargs)
+    assert _jsvalue.canonical(got.messages) == _jsvalue.canonical(want.messages)
+    assert got.tokens == want.tokens
+    assert _jsvalue.canonical(thread) == before
+
+
+@settings(max_examples=2000, deadline=None)
+@given(JSON_VALUES)
+def test_canonical_fast_path_equals_slow_encoder(value: Any) -> None:
+    """The C-encoder fast path and the walking encoder write the same text."""
+    try:
+        slow = _jsvalue._encode(value)
+    except _jsvalue._Unserializable:
+        slow = _jsvalue.UNSERIALIZABLE
+    assert _jsvalue.canonical(value) == slow
+
+
+@settings(max_examples=2000, deadline=None)
+@given(JSON_VALUES, JSON_VALUES)
+def test_canonical_equality_is_javascript_equality(left: Any, right: Any) -> None:
+    """Two values share a canonical text exactly when their JavaScript values are equal."""
+    assert (_jsvalue.canonical(left) == _jsvalue.canonical(right)) == (
+        _js_value(left) == _js_value(right))
+
+
+def _js_value(value: Any) -> Any:
+    """An independent model of JSON.stringify's view: numbers as doubles, keys ordered."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return ("s", value) if isinstance(value, str) else value
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if math.isnan(number) or math.isinf(number):
+            return None
+        return ("n", number + 0.0)
+    if isinstance(value, list):
+        return ("a", tuple(_js_value(v) for v in value))
+    index_keys = sorted((k for k in value if k.isdigit() and (k == "0" or k[0] != "0")),
+                        key=int)
+    others = [k for k in value if k not in index_keys]
+    return ("o", tuple((k, _js_value(value[k])) for k in index_keys + others))
