@@ -410,32 +410,42 @@ class _Words:
         return min(high, low + int(self.rng.expovariate(1.0) * (high - low) / 4))
 
     def code_lines(self, count: int) -> list[str]:
+        """``count`` lines of plausible Python: imports, then functions with nested bodies."""
         rng, ident = self.rng, self.identifier
-        lines = []
+        lines: list[str] = []
+        depth = 0
         for _ in range(count):
-            shape = rng.randrange(10)
             name = ident().replace(".", "_")
             arg = rng.choice(_NOUNS).replace(" ", "_")
-            if shape == 0:
-                lines.append(f"def {name}({arg}, *, strict=False):")
-            elif shape == 1:
-                lines.append(f"    return {name}({arg})")
+            pad = "    " * depth
+            if depth == 0:
+                roll = rng.random()
+                if roll < 0.3 and (not lines or lines[-1].startswith("from")):
+                    lines.append(f"from {rng.choice(_PYTHON_MODULES)} import {name}")
+                    continue
+                lines.append(f"def {name}({arg}, *, strict=False):" if roll < 0.85
+                             else f"class {arg.title().replace('_', '')}{rng.randint(1, 9)}:")
+                depth = 1
+                continue
+            shape = rng.randrange(7)
+            if shape == 0 and depth < 3:
+                lines.append(f"{pad}if {arg} is None:")
+                depth += 1
+            elif shape == 1 and depth < 3:
+                lines.append(f"{pad}for item in {_plural(arg)}:")
+                depth += 1
             elif shape == 2:
-                lines.append(f"    if {arg} is None:")
+                lines.append(f"{pad}{arg} = {name}({arg}, {rng.randint(0, 500)})")
             elif shape == 3:
-                lines.append(f'        raise ValueError("{rng.choice(_ADJECTIVES)} {arg}")')
+                lines.append(f"{pad}# {self.fill(rng.choice(_SHORT_REASONING))}")
             elif shape == 4:
-                lines.append(f"from {rng.choice(_PYTHON_MODULES)} import {name}")
+                lines.append(f"{pad}{arg}.{name}()")
             elif shape == 5:
-                lines.append(f"class {arg.title().replace('_', '')}{rng.randint(1, 9)}:")
-            elif shape == 6:
-                lines.append(f"    {arg} = {name}({arg}, {rng.randint(0, 500)})")
-            elif shape == 7:
-                lines.append(f"    # {self.fill(rng.choice(_REASONING))}")
-            elif shape == 8:
-                lines.append(f"    for item in {arg}s:")
+                lines.append(f'{pad}raise ValueError("{rng.choice(_ADJECTIVES)} {arg}")')
+                depth -= 1
             else:
-                lines.append(f"        item.{name}()")
+                lines.append(f"{pad}return {name}({arg})")
+                depth -= 1
         return lines
 
     def answer(self) -> str:
