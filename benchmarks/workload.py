@@ -366,6 +366,18 @@ def _drawer(rng: random.Random, words: tuple[str, ...]) -> Callable[[], str]:
     return lambda: words[int(uniform() * size)]
 
 
+_VERB_BASE: Final = tuple(v[0] for v in _VERBS)
+_VERB_PAST: Final = tuple(v[1] for v in _VERBS)
+_VERB_THIRD: Final = tuple(v[2] for v in _VERBS)
+_NUMBERS: Final = tuple(str(n) for n in range(2, 41))
+_PLURALS: Final = tuple(_plural(n) for n in _NOUNS)
+_ARTICLED_ADJECTIVES: Final = tuple(("an " if a[0] in "aeiou" else "a ") + a
+                                    for a in _ADJECTIVES)
+# One encoder each: json.dumps with keywords builds a new encoder on every call (hot path).
+_compact_json: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_sorted_json: Final = json.JSONEncoder(sort_keys=True).encode
+
+
 class _Words:
     """Draws words, sentences and paragraphs from one ``random.Random``."""
 
@@ -373,17 +385,17 @@ class _Words:
         self.rng = rng
         self._draw: tuple[Callable[[], str], ...] = (
             _drawer(rng, _NOUNS),
-            _drawer(rng, tuple(v[0] for v in _VERBS)),
-            _drawer(rng, tuple(v[1] for v in _VERBS)),
-            _drawer(rng, tuple(v[2] for v in _VERBS)),
+            _drawer(rng, _VERB_BASE),
+            _drawer(rng, _VERB_PAST),
+            _drawer(rng, _VERB_THIRD),
             _drawer(rng, _ADJECTIVES),
             _drawer(rng, _ADVERBS),
             self.path,
             self.identifier,
-            _drawer(rng, tuple(str(n) for n in range(2, 41))),
+            _drawer(rng, _NUMBERS),
             _drawer(rng, _FIRST_NAMES),
-            _drawer(rng, tuple(_plural(n) for n in _NOUNS)),
-            _drawer(rng, tuple(("an " if a[0] in "aeiou" else "a ") + a for a in _ADJECTIVES)),
+            _drawer(rng, _PLURALS),
+            _drawer(rng, _ARTICLED_ADJECTIVES),
         )
 
     def fill(self, template: _Template) -> str:
@@ -752,7 +764,7 @@ class _Builder:
             function["result"] = result
         message: Message = {"type": "activity", "text": "",
                             "meta": {"activity": {"type": kind, "function": function}}}
-        size = len(json.dumps(function, separators=(",", ":"), ensure_ascii=False))
+        size = len(_compact_json(function))
         return self._usage(message, size)
 
     def call(self, name: str, arguments: dict[str, Any], result: Any) -> list[Message]:
@@ -768,7 +780,7 @@ class _Builder:
         for _ in range(8):  # a repeat is rare; give up after a few draws rather than loop
             chosen = tool or rng.choices(_TOOLS, _TOOL_WEIGHTS)[0]
             arguments = chosen.arguments(w)
-            key = chosen.name + json.dumps(arguments, sort_keys=True)
+            key = chosen.name + _sorted_json(arguments)
             if key not in self._calls_seen:
                 break
         self._calls_seen.add(key)
@@ -1149,19 +1161,24 @@ def write_jsonl(path: str | Path, threads: Iterable[Sequence[dict[str, Any]]], *
 
     A line is ``{"id": "t000001", "messages": [...]}`` (``ids`` overrides the numbering), or
     the bare message array when ``with_ids`` is false. Compact separators, UTF-8, as
-    ``JSON.stringify`` writes; gzip-compressed when the path ends with ``.gz``.
+    ``JSON.stringify`` writes; gzip-compressed when the path ends with ``.gz``. ``threads``
+    is consumed lazily, so a generator keeps memory flat however many threads are written.
     """
-    written = 0
     with contextlib.ExitStack() as stack:
-        handle = _open_text(Path(path), stack)
-        for index, thread in enumerate(threads):
-            record: Any = list(thread)
-            if with_ids:
-                record = {"id": ids[index] if ids is not None else thread_id(index),
-                          "messages": record}
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-            handle.write(line)
-            written += len(line.encode("utf-8"))
+        return _write_lines(_open_text(Path(path), stack), threads, with_ids, ids)
+
+
+def _write_lines(handle: TextIO, threads: Iterable[Sequence[dict[str, Any]]], with_ids: bool,
+                 ids: Sequence[str] | None) -> int:
+    written = 0
+    for index, thread in enumerate(threads):
+        record: Any = list(thread)
+        if with_ids:
+            record = {"id": ids[index] if ids is not None else thread_id(index),
+                      "messages": record}
+        line = _compact_json(record) + "\n"
+        handle.write(line)
+        written += len(line.encode("utf-8"))
     return written
 
 
@@ -1221,25 +1238,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, size in write_samples(args.samples).items():
             print(f"{Path(args.samples) / name}: {size:,} bytes", file=sys.stderr)
         return 0
-    planted = generate_planted(args.count, seed=args.seed, loop_share=args.loop_share)
-    generated = time.perf_counter()
     convert = _CONVERTERS[args.format]
-    threads = [convert(t.messages) for t in planted]
+    messages = 0
+    loops = dict.fromkeys(LOOP_KINDS, 0)
+
+    def threads() -> Iterator[list[dict[str, Any]]]:
+        nonlocal messages
+        for index in range(args.count):
+            thread = generate_thread(index, seed=args.seed, loop_share=args.loop_share)
+            messages += len(thread.messages)
+            if thread.planted is not None:
+                loops[thread.planted] += 1
+            yield convert(thread.messages)
+
+    with_ids = not args.no_ids
     if args.out:
-        size = write_jsonl(args.out, threads, with_ids=not args.no_ids)
+        size = write_jsonl(args.out, threads(), with_ids=with_ids)
     else:
-        size = 0
-        for index, thread in enumerate(threads):
-            record: Any = thread if args.no_ids else {"id": thread_id(index), "messages": thread}
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-            sys.stdout.write(line)
-            size += len(line.encode("utf-8"))
-    finished = time.perf_counter()
-    messages = sum(len(t.messages) for t in planted)
-    loops = {kind: sum(t.planted == kind for t in planted) for kind in LOOP_KINDS}
+        size = _write_lines(sys.stdout, threads(), with_ids, None)
+    elapsed = time.perf_counter() - started
     print(f"{args.count:,} threads, {messages:,} native messages, {size:,} bytes "
-          f"({args.format}); generated in {generated - started:.2f} s, written in "
-          f"{finished - generated:.2f} s", file=sys.stderr)
+          f"({args.format}) in {elapsed:.2f} s", file=sys.stderr)
     print("planted loops: " + ", ".join(f"{k} {v}" for k, v in loops.items())
           + f" ({sum(loops.values()) / max(1, args.count):.1%})", file=sys.stderr)
     return 0
