@@ -1,0 +1,381 @@
+"""Adapters: recorded OpenAI and Anthropic conversations as vthread's native messages.
+
+The cycle heuristics read native messages (SPEC §2): ``{"type", "text", "meta"?, "usage"?}``,
+where a tool call is an *activity request* and its result an *activity response* that repeats
+the call's name and arguments. Evaluation harnesses record trajectories in the providers'
+formats instead; these functions translate them, one source message into one or more native
+messages, in order.
+
+OpenAI chat completions (:func:`from_openai`):
+
+==========================================  ==================================================
+source                                      native messages, in this order
+==========================================  ==================================================
+``system`` / ``developer``                  ``{"type": "system", "text": <content>}``
+``user``                                    ``{"type": "user", "text": <content>}``
+``assistant`` ``reasoning_content`` or      ``{"type": "reasoning", "text": ...}`` when it is a
+``reasoning`` (a string)                    non-empty string
+``assistant`` ``content`` / ``refusal``     ``{"type": "bot", "text": ...}`` when non-empty
+``assistant`` ``tool_calls[i]``             one activity request each: ``name``, ``arguments``
+                                            parsed from their JSON string (kept as the raw
+                                            string when it is not valid JSON)
+``assistant`` ``function_call`` (legacy)    one activity request, as above
+``tool`` with ``tool_call_id``              activity response: the call's name and arguments,
+                                            ``result`` = the content parsed as JSON when it is
+                                            valid JSON text, else the text
+``function`` (legacy) with ``name``         activity response, arguments of the latest
+                                            ``function_call`` of that name
+any other role                              ``{"type": <role>, "text": <content>}``
+==========================================  ==================================================
+
+Anthropic messages (:func:`from_anthropic`), ``content`` a string or a list of blocks:
+
+==========================================  ==================================================
+block                                       native message
+==========================================  ==================================================
+``text``                                    ``{"type": "user" | "bot", "text": ...}`` by role,
+                                            one per block (a block is Anthropic's unit of
+                                            content: adjacent blocks stay apart)
+``thinking``                                ``{"type": "reasoning", "text": <thinking>}``
+``redacted_thinking``                       ``{"type": "reasoning", "text": ""}`` (the payload
+                                            is opaque ciphertext)
+``tool_use {id, name, input}``              activity request, ``arguments`` = ``input``
+``tool_result {tool_use_id, content,        activity response with the call's name and
+is_error}``                                 arguments; ``result`` = the content (a string, or
+                                            its text blocks joined by ``\\n``) parsed as JSON
+                                            when it is valid JSON text, else the text;
+                                            ``is_error: true`` is kept in ``meta.activity``
+``image``, ``document`` and other blocks    ignored
+==========================================  ==================================================
+
+Rules common to both:
+
+- OpenAI content given as a list of parts (and a tool result's content blocks, in both
+  formats) keeps the text parts (``{"type": "text", "text": ...}``, or plain strings) joined
+  by ``\\n``; image, audio and file parts are ignored. A newline, not the empty string, so that
+  two parts never fuse into one sentence for the text-run heuristic.
+- Every source message yields at least one native message: one whose parts produce nothing
+  (``content: null`` and no tool calls, an image-only message) becomes an empty text message
+  of its role, so message counts and usages are never lost.
+- A source message's ``usage`` becomes ``{"tokens": n}`` on the first native message it
+  yields, ``n`` being ``usage.tokens`` if present, else ``completion_tokens`` (OpenAI) or
+  ``output_tokens`` (Anthropic): the tokens that message added to the conversation, which is
+  what native usages count (SPEC §3), not the prompt re-sent with it.
+- A result whose call is unknown (no earlier call with that id) is still a response: it takes
+  the source message's own ``name`` when it has one, else ``""``, and carries no arguments.
+- Identifiers (``tool_call_id``, ``tool_use_id``) are not copied into the native messages:
+  they differ on every call, and the suffix heuristic compares whole messages.
+- The input is never mutated; parsed arguments and results are fresh objects, other values
+  are shared with the input.
+
+A message that is not an object, or has no string ``role``, raises :class:`ValueError` naming
+its index. Each function is a single pass: O(total size of the messages).
+
+>>> from_openai([{"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+...     "type": "function", "function": {"name": "ls", "arguments": '{"path": "."}'}}]},
+...     {"role": "tool", "tool_call_id": "c1", "content": "[]"}])[1]["meta"]
+{'activity': {'type': 'response', 'function': {'name': 'ls', 'arguments': {'path': '.'}, \
+'result': []}}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+__all__ = ["Format", "from_anthropic", "from_openai", "to_native"]
+
+Format = Literal["native", "openai", "anthropic"]
+"""The message formats :func:`to_native` understands."""
+
+FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic")
+
+_PART_SEPARATOR: Final = "\n"
+_ABSENT: Final = object()
+_TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
+_TOKEN_FIELDS: Final = ("tokens", "completion_tokens", "output_tokens")
+_OPENAI_ROLE_TYPES: Final = {"system": "system", "developer": "system", "user": "user",
+                             "assistant": "bot"}
+_ANTHROPIC_ROLE_TYPES: Final = {"system": "system", "user": "user", "assistant": "bot"}
+
+
+def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dict[str, Any]]:
+    """``messages`` in ``format`` as native messages (``"native"`` is checked and copied).
+
+    >>> to_native([{"role": "user", "content": "hi"}], "openai")
+    [{'type': 'user', 'text': 'hi'}]
+    """
+    if format == "openai":
+        return from_openai(messages)
+    if format == "anthropic":
+        return from_anthropic(messages)
+    if format == "native":
+        return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
+    raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+# ------------------------------------------------------------------------------------ OpenAI
+
+
+def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI chat-completions messages as native messages (mapping in the module docstring).
+
+    >>> from_openai([{"role": "system", "content": "Be brief."},
+    ...              {"role": "user", "content": [{"type": "text", "text": "Hi"}]}])
+    [{'type': 'system', 'text': 'Be brief.'}, {'type': 'user', 'text': 'Hi'}]
+    """
+    out: list[dict[str, Any]] = []
+    calls: dict[Any, tuple[str, Any]] = {}  # tool_call_id -> (name, arguments or _ABSENT)
+    legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
+    for index, message in enumerate(_checked(messages)):
+        role = _role(message, index)
+        first = len(out)
+        if role == "assistant":
+            _openai_assistant(message, index, out, calls, legacy)
+        elif role == "tool":
+            name, arguments = _call(calls, message.get("tool_call_id"), message)
+            out.append(_response(name, arguments, _json_or_text(_text(message, index))))
+        elif role == "function":
+            name = _own_name(message)
+            arguments = legacy.get(name, _ABSENT)
+            out.append(_response(name, arguments, _json_or_text(_text(message, index))))
+        else:
+            kind = _OPENAI_ROLE_TYPES.get(role, role)
+            out.append({"type": kind, "text": _text(message, index)})
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
+    return out
+
+
+def _openai_assistant(
+    message: Mapping[str, Any],
+    index: int,
+    out: list[dict[str, Any]],
+    calls: dict[Any, tuple[str, Any]],
+    legacy: dict[str, Any],
+) -> None:
+    reasoning = message.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        out.append({"type": "reasoning", "text": reasoning})
+    text = _text(message, index)
+    if not text and isinstance(message.get("refusal"), str):
+        text = message["refusal"]
+    if text:
+        out.append({"type": "bot", "text": text})
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence):
+            raise ValueError(f"message {index}: tool_calls must be a list")
+        for position, call in enumerate(tool_calls):
+            where = f"message {index}: tool_calls[{position}]"
+            if not isinstance(call, Mapping):
+                raise ValueError(f"{where} is not an object")
+            name, arguments = _function(call.get("function"), where)
+            out.append(_request(name, arguments))
+            call_id = call.get("id")
+            if _hashable(call_id):
+                calls[call_id] = (name, arguments)
+    function_call = message.get("function_call")
+    if function_call is not None:
+        name, arguments = _function(function_call, f"message {index}: function_call")
+        out.append(_request(name, arguments))
+        legacy[name] = arguments
+
+
+def _function(function: Any, where: str) -> tuple[str, Any]:
+    """(name, arguments or _ABSENT) of an OpenAI ``function`` object."""
+    if not isinstance(function, Mapping):
+        raise ValueError(f"{where}: function must be an object")
+    name = function.get("name")
+    if not isinstance(name, str):
+        raise ValueError(f"{where}: function name must be a string")
+    if "arguments" not in function:
+        return name, _ABSENT
+    arguments = function["arguments"]
+    return name, _json_or_text(arguments) if isinstance(arguments, str) else arguments
+
+
+# --------------------------------------------------------------------------------- Anthropic
+
+
+def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic Messages API messages as native messages (mapping in the module docstring).
+
+    >>> from_anthropic([{"role": "assistant", "content": [
+    ...     {"type": "thinking", "thinking": "Look first.", "signature": "x"},
+    ...     {"type": "text", "text": "Checking."}]}])
+    [{'type': 'reasoning', 'text': 'Look first.'}, {'type': 'bot', 'text': 'Checking.'}]
+    """
+    out: list[dict[str, Any]] = []
+    calls: dict[Any, tuple[str, Any]] = {}  # tool_use id -> (name, input or _ABSENT)
+    for index, message in enumerate(_checked(messages)):
+        role = _role(message, index)
+        first = len(out)
+        kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
+        content = message.get("content")
+        if isinstance(content, str) or content is None:
+            out.append({"type": kind, "text": content or ""})
+        elif isinstance(content, Sequence) and not isinstance(content, (bytes, Mapping)):
+            _anthropic_blocks(content, index, kind, out, calls)
+        else:
+            raise ValueError(f"message {index}: content must be a string or a list of blocks")
+        _finish(message, role, first, out, _ANTHROPIC_ROLE_TYPES)
+    return out
+
+
+def _anthropic_blocks(
+    blocks: Sequence[Any],
+    index: int,
+    kind: str,
+    out: list[dict[str, Any]],
+    calls: dict[Any, tuple[str, Any]],
+) -> None:
+    for position, block in enumerate(blocks):
+        where = f"message {index}: content[{position}]"
+        if isinstance(block, str):
+            out.append({"type": kind, "text": block})
+            continue
+        if not isinstance(block, Mapping):
+            raise ValueError(f"{where} is not an object")
+        block_type = block.get("type")
+        if block_type == "text":
+            if isinstance(block.get("text"), str):
+                out.append({"type": kind, "text": block["text"]})
+        elif block_type == "thinking":
+            thinking = block.get("thinking")
+            out.append({"type": "reasoning", "text": thinking if isinstance(thinking, str)
+                        else ""})
+        elif block_type == "redacted_thinking":
+            out.append({"type": "reasoning", "text": ""})
+        elif block_type == "tool_use":
+            name = block.get("name")
+            if not isinstance(name, str):
+                raise ValueError(f"{where}: tool_use name must be a string")
+            arguments = block.get("input", _ABSENT)
+            out.append(_request(name, arguments))
+            if _hashable(block.get("id")):
+                calls[block.get("id")] = (name, arguments)
+        elif block_type == "tool_result":
+            name, arguments = _call(calls, block.get("tool_use_id"), block)
+            result = _json_or_text(_joined_text(block.get("content"), where))
+            response = _response(name, arguments, result)
+            if block.get("is_error") is True:
+                response["meta"]["activity"]["is_error"] = True
+            out.append(response)
+        # anything else (images, documents, server-side tool blocks): nothing the heuristics read
+
+
+# ------------------------------------------------------------------------------ shared parts
+
+
+def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
+    """``messages`` as a sequence of mappings, or a ValueError naming the first bad index."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise ValueError(f"messages must be a list of messages, got {type(messages).__name__}")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ValueError(f"message {index} is not an object (got {type(message).__name__})")
+    return messages
+
+
+def _role(message: Mapping[str, Any], index: int) -> str:
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise ValueError(f"message {index} has no role" if role is None
+                         else f"message {index}: role must be a string")
+    return role
+
+
+def _finish(
+    message: Mapping[str, Any],
+    role: str,
+    first: int,
+    out: list[dict[str, Any]],
+    role_types: Mapping[str, str],
+) -> None:
+    """Keep the message visible (an empty text message if it yielded none), attach its usage."""
+    if len(out) == first:
+        out.append({"type": role_types.get(role, role), "text": ""})
+    tokens = _usage_tokens(message.get("usage"))
+    if tokens is not None:
+        out[first]["usage"] = {"tokens": tokens}
+
+
+def _usage_tokens(usage: Any) -> Any:
+    if not isinstance(usage, Mapping):
+        return None
+    for field in _TOKEN_FIELDS:
+        value = usage.get(field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _text(message: Mapping[str, Any], index: int) -> str:
+    return _joined_text(message.get("content"), f"message {index}")
+
+
+def _joined_text(content: Any, where: str) -> str:
+    """A content value's text: a string as is, a list's text parts joined, null as ""."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    elif isinstance(content, bytes) or not isinstance(content, Sequence):
+        raise ValueError(f"{where}: content must be a string, a list of parts or null")
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type", "text") in _TEXT_PARTS:
+            text = part.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return _PART_SEPARATOR.join(texts)
+
+
+def _json_or_text(text: str) -> Any:
+    """``text`` parsed as JSON when it is valid JSON text (stdlib rules), else ``text``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _call(
+    calls: Mapping[Any, tuple[str, Any]], call_id: Any, result: Mapping[str, Any]
+) -> tuple[str, Any]:
+    """(name, arguments) of the call ``call_id``; for an unknown one, the result's own name."""
+    if _hashable(call_id) and call_id in calls:
+        return calls[call_id]
+    return _own_name(result), _ABSENT
+
+
+def _own_name(message: Mapping[str, Any]) -> str:
+    name = message.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _request(name: str, arguments: Any) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if arguments is not _ABSENT:
+        function["arguments"] = arguments
+    return {"type": "activity", "text": "",
+            "meta": {"activity": {"type": "request", "function": function}}}
+
+
+def _response(name: str, arguments: Any, result: Any) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if arguments is not _ABSENT:
+        function["arguments"] = arguments
+    function["result"] = result
+    return {"type": "activity", "text": "",
+            "meta": {"activity": {"type": "response", "function": function}}}
