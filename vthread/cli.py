@@ -1,0 +1,730 @@
+"""The ``vthread`` command: ``vthread scan`` for trajectory files, ``vthread guard`` for streams.
+
+``vthread scan [FILE ...]`` reads JSONL, one thread per line — a JSON array of messages, or an
+object with ``messages`` and an optional ``id`` (other keys are ignored) — and writes one JSON
+line per input line, in input order::
+
+    {"id": ..., "file": ..., "line": 1, "verdict": "repeated_suffix", "loop_start": 12,
+     "period": 2, "repetitions": 5, "loop_messages": 10, "loop_tokens": 1234.0, "messages": 22}
+
+A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}``: not valid
+JSON (with the parser's message), not an array or an object with ``messages``, a message that
+is not an object (with its index), or what the ``--format`` adapter rejected. A blank line is
+an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
+the first bad line fatal instead. With ``--format openai|anthropic`` the messages are first
+translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
+translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
+progress line while running, only when stderr is a terminal.
+
+How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
+complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
+``CHUNK_BYTES`` bytes, and each chunk is parsed, validated, scanned with one
+:func:`vthread.scan` call and written before the next is read, so memory depends on the chunk
+size, not the input size. ``--jobs N`` runs that whole per-chunk pipeline (parsing included,
+which is most of the serial cost) in N worker processes, at most 2N chunks in flight, and
+writes the results in input order: the output is byte-identical to ``--jobs 1``.
+
+Parsing uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the standard
+``json`` module otherwise, and the answer is the standard module's either way: each line means
+what ``json.loads(line_bytes)`` makes of it. orjson rejects some lines the standard module
+accepts (lone surrogate escapes, ``NaN``/``Infinity``, out-of-range floats, a byte-order
+mark, surrogates encoded in UTF-8) and those are re-parsed with ``json``; it silently turns
+integers beyond 64 bits into floats, so a line holding a run of 19 or more digits anywhere is
+parsed with ``json`` directly. One known difference remains: a line nested 1,000 to 1,024 levels
+deep parses with orjson but exhausts the standard module's recursion limit.
+
+Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
+any thread loops, 2 on a usage error, an unreadable input or, with ``--strict``, a bad line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import io
+import json
+import math
+import os
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Final, TextIO, cast
+
+import numpy as np
+
+from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - exercised only without the optional dependency
+    _fast_loads: Callable[[bytes], Any] | None = None
+else:
+    _fast_loads = orjson.loads
+
+__all__ = ["main"]
+
+CHUNK_LINES: Final = 2048
+"""Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
+CHUNK_BYTES: Final = 4 << 20
+"""About the most input bytes per chunk: parsed, a chunk takes several times this in memory."""
+READ_BYTES: Final = 1 << 20
+"""Size of each binary read."""
+SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
+"""The thread set ``vthread scan`` reads when given no FILE."""
+PROGRESS_INTERVAL: Final = 0.2
+"""Seconds between progress-line updates."""
+_LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
+                      float: "number", bool: "boolean", type(None): "null"}
+_FORMATS: Final = ("native", "openai", "anthropic")
+_USAGE_EXIT: Final = 2
+_LOOP_EXIT: Final = 1
+_INT_EXACT: Final = 2**53
+
+
+# ------------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["guard"]:
+        return _guard(args[1:])
+    parser = _parser()
+    try:
+        options = parser.parse_args(args)
+    except SystemExit as exit_:  # argparse exits on --help, --version and usage errors
+        return exit_.code if isinstance(exit_.code, int) else _USAGE_EXIT
+    if options.command != "scan":
+        parser.print_usage(sys.stderr)
+        return _USAGE_EXIT
+    return _scan_command(options, parser)
+
+
+def _guard(argv: list[str]) -> int:
+    import importlib
+
+    try:
+        module = importlib.import_module("vthread._cli_guard")
+    except ModuleNotFoundError as error:
+        if error.name != "vthread._cli_guard":
+            raise
+        print("vthread guard: not available in this installation", file=sys.stderr)
+        return _USAGE_EXIT
+    return int(module.run_guard(argv, sys.stdin.buffer, sys.stdout.buffer, sys.stderr))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vthread")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vthread",
+        description="Tell which agent conversations are stuck in a loop, how, and what it cost.",
+    )
+    parser.add_argument("--version", action="version", version=f"vthread {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("guard", help="guard a token stream against runaway repetition "
+                        "(see vthread guard --help)", add_help=False)
+    scan_ = commands.add_parser(
+        "scan",
+        help="scan JSONL trajectory files for looping threads",
+        description="Scan JSONL files, one thread per line, and write one JSON verdict per "
+        "line (to stdout or --output) and a summary to stderr. With no FILE, scans the "
+        "sample set bundled with vthread.",
+    )
+    scan_.add_argument("files", nargs="*", metavar="FILE",
+                       help="JSONL file, optionally gzip-compressed; - for standard input")
+    scan_.add_argument("--format", choices=_FORMATS, default="native",
+                       help="message format of the threads (default: native)")
+    scan_.add_argument("-o", "--output", metavar="PATH",
+                       help="write the records to PATH instead of standard output")
+    for flag, meaning in (
+        ("--min-repetitions", "copies of the pattern needed (default 2)"),
+        ("--min-pattern-length", "shortest repeating pattern, in messages (default 2)"),
+        ("--max-pattern-length", "longest repeating pattern (default: length / repetitions)"),
+        ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
+    ):
+        scan_.add_argument(flag, type=float, metavar="N", help=meaning)
+    scan_.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                       help="worker processes (default 1; 0 = one per CPU)")
+    scan_.add_argument("-q", "--quiet", action="store_true",
+                       help="no summary and no progress line on stderr")
+    scan_.add_argument("--strict", action="store_true",
+                       help="stop at the first bad line (exit status 2)")
+    scan_.add_argument("--fail-on-loop", action="store_true",
+                       help="exit with status 1 when any thread loops (for CI gates)")
+    return parser
+
+
+# ---------------------------------------------------------------------------- scan command
+
+
+@dataclass(slots=True)
+class _Stats:
+    """Counts behind the summary table, summed over chunks."""
+
+    lines: int = 0
+    errors: int = 0
+    verdicts: list[int] = field(default_factory=lambda: [0] * (len(HEURISTIC_NAMES) + 1))
+    messages: int = 0
+    loop_messages: int = 0
+    tokens: float = 0.0
+    tokens_known: bool = False
+    loop_tokens: float = 0.0
+
+    def add(self, other: _Stats) -> None:
+        self.lines += other.lines
+        self.errors += other.errors
+        self.verdicts = [a + b for a, b in zip(self.verdicts, other.verdicts, strict=True)]
+        self.messages += other.messages
+        self.loop_messages += other.loop_messages
+        self.tokens += other.tokens
+        self.tokens_known = self.tokens_known or other.tokens_known
+        self.loop_tokens += other.loop_tokens
+
+    @property
+    def loops(self) -> int:
+        return sum(self.verdicts[1:])
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One chunk of raw lines and what to do with them (picklable, for worker processes)."""
+
+    label: str
+    first_line: int
+    lines: list[bytes]
+    format: str
+    options: dict[str, float | None]
+    strict: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """A scanned chunk: its output records, its counts, and the fatal error under --strict."""
+
+    output: bytes
+    stats: _Stats
+    fatal: str | None
+
+
+class _FatalError(Exception):
+    """An input or output problem that ends the run with status 2."""
+
+
+def _scan_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if options.jobs < 0:
+        parser.error("--jobs must be 0 (one per CPU) or more")
+    jobs = options.jobs or os.cpu_count() or 1
+    cycle = {
+        "min_repetitions": options.min_repetitions,
+        "min_pattern_length": options.min_pattern_length,
+        "max_pattern_length": options.max_pattern_length,
+        "min_result_repetitions": options.min_result_repetitions,
+    }
+    files: list[str] = options.files or [str(SAMPLE)]
+    try:
+        for name in files:
+            _check_readable(name)
+    except _FatalError as error:
+        print(f"vthread scan: {error}", file=sys.stderr)
+        return _USAGE_EXIT
+    progress = _Progress(sys.stderr, files) if not options.quiet and _is_tty(sys.stderr) else None
+    out: BinaryIO
+    try:
+        out = open(options.output, "wb") if options.output else sys.stdout.buffer  # noqa: SIM115
+    except OSError as error:
+        print(f"vthread scan: cannot write {options.output}: {error.strerror}", file=sys.stderr)
+        return _USAGE_EXIT
+    stats = _Stats()
+    started = time.perf_counter()
+    try:
+        tasks = _tasks(files, options.format, cycle, options.strict, progress)
+        for done in _run(tasks, jobs):
+            out.write(done.output)
+            stats.add(done.stats)
+            if progress is not None:
+                progress.update(stats.lines)
+            if done.fatal is not None:
+                raise _FatalError(done.fatal)
+        out.flush()
+    except _FatalError as error:
+        _close(out, options.output, progress)
+        print(f"vthread scan: {error}", file=sys.stderr)
+        return _USAGE_EXIT
+    except BrokenPipeError:
+        # The reader went away (`vthread scan big.jsonl | head`): the run did not complete.
+        sys.stdout = None  # stop the interpreter's final flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        return _USAGE_EXIT
+    except KeyboardInterrupt:
+        _close(out, options.output, progress)
+        print("vthread scan: interrupted", file=sys.stderr)
+        return 130
+    _close(out, options.output, progress)
+    if not options.quiet:
+        sys.stderr.write(_summary(stats, len(files), time.perf_counter() - started))
+    return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
+    if progress is not None:
+        progress.clear()
+    if path:
+        out.close()
+    else:
+        out.flush()
+
+
+def _check_readable(name: str) -> None:
+    if name == "-":
+        return
+    path = Path(name)
+    if not path.exists():
+        raise _FatalError(f"{name}: no such file" if name != str(SAMPLE)
+                     else f"the bundled sample {name} is missing from this installation")
+    if path.is_dir():
+        raise _FatalError(f"{name}: is a directory")
+    if not os.access(path, os.R_OK):
+        raise _FatalError(f"{name}: permission denied")
+
+
+# --------------------------------------------------------------------------- reading input
+
+
+class _Progress:
+    """One self-overwriting line on a terminal: lines done, rate, and share of the input read."""
+
+    def __init__(self, stream: TextIO, files: list[str]) -> None:
+        self.stream = stream
+        self.started = time.perf_counter()
+        self.shown = 0.0
+        sizes = [Path(f).stat().st_size if f != "-" else None for f in files]
+        self.total = None if None in sizes else sum(s or 0 for s in sizes)
+        self.done_bytes = 0  # bytes of the files already finished
+        self.position: Callable[[], int] = lambda: 0
+
+    def update(self, lines: int) -> None:
+        now = time.perf_counter()
+        if now - self.shown < PROGRESS_INTERVAL:
+            return
+        self.shown = now
+        rate = lines / max(now - self.started, 1e-9)
+        text = f"vthread scan: {lines:,} lines  {rate:,.0f} lines/s"
+        if self.total:
+            share = min(1.0, (self.done_bytes + self.position()) / self.total)
+            width = 24
+            filled = round(share * width)
+            text = f"[{'#' * filled}{'.' * (width - filled)}] {share:4.0%}  {text}"
+        self.stream.write(f"\r{text}\x1b[K")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def _open(name: str) -> tuple[BinaryIO, Callable[[], int], Callable[[], None]]:
+    """(decompressed stream, position in the raw file, close) for a FILE argument."""
+    stdin = cast(io.BufferedReader, sys.stdin.buffer)  # a BufferedReader in practice
+    raw = stdin if name == "-" else open(name, "rb")  # noqa: SIM115 - closed by close()
+
+    def position() -> int:
+        try:
+            return raw.tell()
+        except OSError:
+            return 0
+
+    def close() -> None:
+        if name != "-":
+            raw.close()
+
+    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+    if head == _GZIP_MAGIC or head == _GZIP_MAGIC[:1]:
+        return gzip.GzipFile(fileobj=raw, mode="rb"), position, close  # type: ignore[return-value]
+    return raw, position, close
+
+
+def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
+    """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
+
+    A line longer than a read is assembled from its parts once (never re-joined per read).
+    A last line without a final newline is a line; the empty string after a final newline
+    is not.
+    """
+    pending: list[bytes] = []  # the parts of a line that has not ended yet
+    batch: list[bytes] = []
+    size = 0
+    while block := stream.read(READ_BYTES):
+        lines = block.split(b"\n")
+        if len(lines) == 1:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending = []
+        tail = lines.pop()
+        if tail:
+            pending.append(tail)
+        batch.extend(lines)
+        size += len(block)
+        while len(batch) >= CHUNK_LINES:
+            yield batch[:CHUNK_LINES]
+            batch = batch[CHUNK_LINES:]
+            size = sum(map(len, batch))
+        if size >= CHUNK_BYTES:
+            yield batch
+            batch, size = [], 0
+    if pending:
+        batch.append(b"".join(pending))
+    if batch:
+        yield batch
+
+
+def _tasks(
+    files: list[str],
+    format_: str,
+    cycle: dict[str, float | None],
+    strict: bool,
+    progress: _Progress | None,
+) -> Iterator[_Task]:
+    for name in files:
+        label = "<stdin>" if name == "-" else name
+        try:
+            stream, position, close = _open(name)
+        except OSError as error:
+            raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
+        if progress is not None:
+            progress.position = position
+        line = 1
+        try:
+            for lines in _chunks(stream):
+                yield _Task(label, line, lines, format_, cycle, strict)
+                line += len(lines)
+        except (OSError, EOFError, zlib.error) as error:
+            raise _FatalError(f"{label}: cannot read: {error}") from error
+        finally:
+            close()
+        if progress is not None and name != "-":
+            progress.done_bytes += Path(name).stat().st_size
+
+
+def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
+    """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight."""
+    if jobs <= 1:
+        yield from map(_scan_chunk, tasks)
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        window: deque[Future[_Done]] = deque()
+        try:
+            for task in tasks:
+                window.append(pool.submit(_scan_chunk, task))
+                if len(window) >= 2 * jobs:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            for future in window:
+                future.cancel()
+
+
+# ---------------------------------------------------------------------- one chunk, any process
+
+
+class _Bad:
+    """Why a line is not a thread."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _scan_chunk(task: _Task) -> _Done:
+    """Parse, validate, scan and format one chunk: the whole per-line pipeline.
+
+    The cyclic garbage collector is paused meanwhile: parsed JSON holds no cycles, and a chunk
+    allocates so many objects that the collector would otherwise traverse them again and
+    again (it tripled the parse time when measured).
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan_chunk_unpaused(task)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _scan_chunk_unpaused(task: _Task) -> _Done:
+    # Each line is parsed, checked and its usages gathered in one go, while its objects are
+    # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
+    lines = task.lines
+    suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    items: list[tuple[Any, int] | _Bad] = []  # (id, message count) or why the line is bad
+    threads: list[list[dict[str, Any]]] = []
+    figures: list[Any] = []
+    fatal = None
+    for index, line in enumerate(lines):
+        item = _read_thread(line, index in suspect, task.format)
+        if isinstance(item, _Bad):
+            if task.strict:
+                fatal = f"{task.label}:{task.first_line + index}: {item.reason}"
+                break
+            items.append(item)
+            continue
+        ident, thread = item
+        items.append((ident, len(thread)))
+        threads.append(thread)
+        figures += [
+            usage.get("tokens")
+            for message in thread
+            if (usage := message.get("usage")).__class__ is dict
+        ]
+    result, failed = _scan_threads(threads, task.options)
+    if failed:
+        threads = [t for row, t in enumerate(threads) if row not in failed]
+        figures = [usage.get("tokens") for thread in threads for message in thread
+                   if (usage := message.get("usage")).__class__ is dict]
+    scanned = np.ones(len(result), bool)
+    scanned[list(failed)] = False
+    codes = result.codes[scanned]
+    loops = codes > 0
+    tokens = _token_sum(figures)
+    stats = _Stats(
+        lines=len(items),
+        errors=len(items) - len(threads),
+        verdicts=np.bincount(codes, minlength=len(HEURISTIC_NAMES) + 1).tolist(),
+        messages=sum(map(len, threads)),
+        loop_messages=int(result.loop_messages[scanned][loops].sum()),
+        tokens=tokens or 0.0,
+        tokens_known=tokens is not None,
+        loop_tokens=float(np.nansum(result.loop_tokens[scanned][loops])),
+    )
+    records: list[str] = []
+    row = 0
+    label = task.label
+    for index, entry in enumerate(items):
+        line_number = task.first_line + index
+        record: dict[str, Any]
+        if isinstance(entry, _Bad):
+            record = {"id": None, "file": label, "line": line_number, "error": entry.reason}
+        elif row in failed:
+            record = {"id": entry[0], "file": label, "line": line_number, "error": failed[row]}
+            row += 1
+        else:
+            record = {"id": entry[0], "file": label, "line": line_number,
+                      **result.record(row), "messages": entry[1]}
+            row += 1
+        records.append(_dumps(record))
+    records.append("")
+    return _Done("\n".join(records).encode("ascii"), stats, fatal)
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    # The standard encoder, ASCII-escaped, so the output does not depend on orjson being
+    # installed and lone surrogates in an id survive.
+    return json.dumps(record, separators=(",", ":"))
+
+
+def _read_thread(line: bytes, suspect: bool, format_: str) -> tuple[Any, list[Any]] | _Bad:
+    """(id, native messages) of one line, or why it is not a thread."""
+    value = _parse(line, suspect)
+    return value if isinstance(value, _Bad) else _thread(value, format_)
+
+
+def _parse(line: bytes, suspect: bool) -> Any:
+    """The line's JSON value as ``json.loads(line)`` makes it, or a :class:`_Bad`."""
+    if _fast_loads is not None and not suspect:
+        try:
+            return _fast_loads(line)
+        except ValueError:
+            pass  # orjson rejects it: the standard module decides
+    if not line.strip(b" \t\r\n"):
+        return _Bad("blank line")
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError) as error:
+        return _Bad(f"not valid JSON: {error}")
+
+
+_ALL_HIGH: Final = np.uint64(0xF0F0F0F0F0F0F0F0)
+_ALL_LOW: Final = np.uint64(0x0F0F0F0F0F0F0F0F)
+_ALL_3: Final = np.uint64(0x3030303030303030)
+_ALL_6: Final = np.uint64(0x0606060606060606)
+_DIGITS: Final = frozenset(b"0123456789")
+_LONG_RUN: Final = 19
+
+
+def _long_digit_lines(lines: list[bytes]) -> frozenset[int]:
+    """Indexes of the lines holding 19 or more ASCII digits in a row.
+
+    Only such a line can hold an integer beyond 64 bits, which orjson would round to a float.
+    A run of 19 (indeed of 15) covers a whole aligned 8-byte word, so the search tests words,
+    eight bytes per NumPy lane (a byte is a digit when its high nibble is 3 and its low nibble
+    plus 6 does not carry), and measures runs only around the rare all-digit words.
+    """
+    joined = b"\n".join(lines)
+    words = np.frombuffer(joined, np.uint64, len(joined) // 8)
+    digits = (words & _ALL_HIGH) == _ALL_3
+    digits &= ((words & _ALL_LOW) + _ALL_6) & _ALL_HIGH == 0
+    candidates = np.flatnonzero(digits)
+    if not candidates.size:
+        return frozenset()
+    ends = np.cumsum([len(line) + 1 for line in lines])
+    found: set[int] = set()
+    reached = 0  # the end of the last run measured
+    for word in candidates.tolist():
+        start = end = word * 8
+        if start < reached:
+            continue
+        while start > 0 and joined[start - 1] in _DIGITS:
+            start -= 1
+        while end < len(joined) and joined[end] in _DIGITS:
+            end += 1
+        reached = end
+        if end - start >= _LONG_RUN:
+            found.add(int(np.searchsorted(ends, start, side="right")))
+    return frozenset(found)
+
+
+def _thread(value: Any, format_: str) -> tuple[Any, list[dict[str, Any]]] | _Bad:
+    """(id, native messages) of a parsed line, or why it is not a thread."""
+    kind = type(value)
+    if kind is list:
+        ident, messages = None, value
+    elif kind is dict:
+        if "messages" not in value:
+            return _Bad('not a thread: an object without "messages"')
+        ident, messages = value.get("id"), value["messages"]
+        if type(messages) is not list:
+            return _Bad(f'not a thread: "messages" is {_json_type(messages)}, not an array')
+    else:
+        return _Bad(f'not a thread: {_json_type(value)}, not an array of messages or an '
+                    f'object with "messages"')
+    if format_ != "native":
+        from vthread.adapters import to_native
+
+        try:
+            return ident, to_native(messages, format_)  # type: ignore[arg-type]
+        except ValueError as error:
+            return _Bad(f"not a {format_} thread: {error}")
+    if messages and set(map(type, messages)) != {dict}:
+        index = next(i for i, m in enumerate(messages) if type(m) is not dict)
+        return _Bad(f"message {index} is not an object ({_json_type(messages[index])})")
+    return ident, messages
+
+
+def _json_type(value: Any) -> str:
+    name = _JSON_TYPES.get(type(value), type(value).__name__)
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _scan_threads(
+    threads: list[list[dict[str, Any]]], options: dict[str, Any]
+) -> tuple[ScanResult, dict[int, str]]:
+    """One :func:`scan` call, and the rows it could not answer (none unless the engine raises).
+
+    Should the engine raise, the chunk is scanned thread by thread so that the one thread it
+    fails on becomes an error record (with a placeholder row) instead of sinking the batch.
+    """
+    try:
+        return scan(threads, **options), {}
+    except Exception:
+        pass
+    parts: list[ScanResult] = []
+    failed: dict[int, str] = {}
+    for row, thread in enumerate(threads):
+        try:
+            parts.append(scan([thread], **options))
+        except Exception as error:
+            failed[row] = f"internal error: {type(error).__name__}: {error}"
+            parts.append(scan([[]], **options))
+    return ScanResult.concatenate(parts), failed
+
+
+def _token_sum(figures: list[Any]) -> float | None:
+    """Sum of the ``usage.tokens`` figures that count, None when none does.
+
+    A figure counts when it is a finite number >= 0 that a double holds exactly (the rule
+    of ``loop_tokens``). NumPy sums the common case; unusual figures go one by one.
+    """
+    if not figures:
+        return None
+    if set(map(type, figures)) <= {int, float}:
+        values = np.array(figures, np.float64)
+        if np.abs(values).max() <= _INT_EXACT:
+            counted = values[(values >= 0) & (values < math.inf)]
+            return float(counted.sum()) if counted.size else None
+    exact = [figure for figure in map(_token_figure, figures) if figure is not None]
+    return math.fsum(exact) if exact else None
+
+
+def _token_figure(value: Any) -> float | None:
+    kind = type(value)
+    if kind is float:
+        return value if 0 <= value < math.inf else None
+    if kind is int and value >= 0:
+        try:
+            figure = float(value)
+        except OverflowError:
+            return None
+        return figure if figure == value else None
+    return None
+
+
+# -------------------------------------------------------------------------------- summary
+
+
+def _summary(stats: _Stats, files: int, seconds: float) -> str:
+    threads = stats.lines - stats.errors
+    rate = stats.lines / seconds if seconds > 0 else 0.0
+
+    def share(part: float, whole: float) -> str:
+        return f"{part / whole:7.1%}" if whole else "      -"
+
+    rows = [
+        f"vthread scan: {stats.lines:,} lines from {files} file{'s' if files != 1 else ''} "
+        f"in {seconds:.2f} s ({rate:,.0f} lines/s)",
+        f"  {'threads':<28}{threads:>14,}",
+        f"  {'errors':<28}{stats.errors:>14,}",
+        f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",
+        f"  {'loops':<28}{stats.loops:>14,}{share(stats.loops, threads)}",
+    ]
+    for code, name in enumerate(HEURISTIC_NAMES, 1):
+        count = stats.verdicts[code]
+        rows.append(f"    {name:<26}{count:>14,}{share(count, threads)}")
+    rows.append(f"  {'wasted messages':<28}{stats.loop_messages:>14,}"
+                f"{share(stats.loop_messages, stats.messages)} of {stats.messages:,}")
+    if stats.tokens_known:
+        rows.append(f"  {'wasted tokens':<28}{stats.loop_tokens:>14,.0f}"
+                    f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}")
+    else:
+        rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
+    return "\n".join(rows) + "\n"
