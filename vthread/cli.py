@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.command != "scan":
         parser.print_usage(sys.stderr)
         return _USAGE_EXIT
-    return _scan_command(options, parser)
+    return _scan_command(options)
 
 
 def _guard(argv: list[str]) -> int:
@@ -157,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
-    scan_.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                        help="worker processes (default 1; 0 = one per CPU)")
     scan_.add_argument("-q", "--quiet", action="store_true",
                        help="no summary and no progress line on stderr")
@@ -166,6 +166,13 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--fail-on-loop", action="store_true",
                        help="exit with status 1 when any thread loops (for CI gates)")
     return parser
+
+
+def _jobs(text: str) -> int:
+    count = int(text)
+    if count < 0:
+        raise argparse.ArgumentTypeError("must be 0 (one per CPU) or more")
+    return count
 
 
 # ---------------------------------------------------------------------------- scan command
@@ -224,9 +231,7 @@ class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
 
 
-def _scan_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    if options.jobs < 0:
-        parser.error("--jobs must be 0 (one per CPU) or more")
+def _scan_command(options: argparse.Namespace) -> int:
     jobs = options.jobs or os.cpu_count() or 1
     cycle = {
         "min_repetitions": options.min_repetitions,
@@ -634,7 +639,7 @@ def _thread(value: Any, format_: str) -> tuple[Any, list[dict[str, Any]]] | _Bad
         try:
             return ident, to_native(messages, format_)  # type: ignore[arg-type]
         except ValueError as error:
-            return _Bad(f"not a {format_} thread: {error}")
+            return _Bad(f"{format_} format: {error}")
     if messages and set(map(type, messages)) != {dict}:
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return _Bad(f"message {index} is not an object ({_json_type(messages[index])})")

@@ -1,0 +1,516 @@
+"""``vthread scan``: records match the reference, records out = lines in, streams, exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from vthread import _reference, cli
+from vthread._options import cycle_options
+from vthread.scan import HEURISTIC_NAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "vthread" / "samples"
+KEYS = ["id", "file", "line", "verdict", "loop_start", "period", "repetitions", "loop_messages",
+        "loop_tokens", "messages"]
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, stdin: bytes = b"",
+        tty: bool = False) -> tuple[int, bytes, str]:
+    """main(argv) in this process: (exit status, stdout bytes, stderr text)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+
+    class Err(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    err = Err()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(stdin))))
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(argv)
+    out.flush()
+    assert isinstance(out.buffer, io.BytesIO)
+    return code, out.buffer.getvalue(), err.getvalue()
+
+
+def run_process(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``python -m vthread ARGS`` in a subprocess, stdout and stderr piped."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "vthread", *args], input=stdin,
+                          capture_output=True, env=env, check=False, timeout=120)
+
+
+def records(output: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.decode("ascii").splitlines()]
+
+
+def expected(thread: list[dict[str, Any]], ident: Any, file: str, line: int,
+             **options: Any) -> dict[str, Any]:
+    """The record the reference makes for one thread."""
+    resolved = cycle_options(**options)
+    found = _reference.attribute(thread, resolved)
+    name = HEURISTIC_NAMES[found.code - 1] if found.code else None
+    assert name == _reference.describe_thread_cycle(thread, resolved)
+    return {"id": ident, "file": file, "line": line, "verdict": name,
+            "loop_start": found.loop_start, "period": found.period,
+            "repetitions": found.repetitions, "loop_messages": found.loop_messages,
+            "loop_tokens": None if math.isnan(found.loop_tokens) else found.loop_tokens,
+            "messages": len(thread)}
+
+
+def write_jsonl(path: Path, rows: list[Any], *, newline: bytes = b"\n") -> Path:
+    path.write_bytes(b"".join(json.dumps(row).encode() + newline for row in rows))
+    return path
+
+
+def looping(kind: str, n: int = 6) -> list[dict[str, Any]]:
+    """Small hand-made threads that end in a loop, with usages."""
+    call = {"type": "activity", "text": "", "usage": {"tokens": 9},
+            "meta": {"activity": {"type": "request",
+                                  "function": {"name": "ls", "arguments": {"p": "."}}}}}
+    answer = {"type": "activity", "text": "", "usage": {"tokens": 30},
+              "meta": {"activity": {"type": "response",
+                                    "function": {"name": "ls", "arguments": {"p": "."},
+                                                 "result": ["a"]}}}}
+    head: list[dict[str, Any]] = [{"type": "user", "text": f"task {kind}"}]
+    if kind == "suffix":
+        return head + [call, answer] * n
+    return [*head, {"type": "bot", "text": "Step. " * 3, "usage": {"tokens": 2}}]
+
+
+@pytest.fixture(scope="module")
+def threads() -> list[list[dict[str, Any]]]:
+    return [*generate_threads(40, seed=3), looping("suffix"), looping("none")]
+
+
+@pytest.fixture
+def thread_file(tmp_path: Path, threads: list[list[dict[str, Any]]]) -> Path:
+    rows: list[Any] = [{"id": f"t{i}", "messages": t, "extra": "ignored"}
+                       for i, t in enumerate(threads)]
+    rows[1] = threads[1]  # a bare array: id null
+    return write_jsonl(tmp_path / "threads.jsonl", rows)
+
+
+def expected_for(path: Path, threads: list[list[dict[str, Any]]],
+                 **options: Any) -> list[dict[str, Any]]:
+    return [expected(t, None if i == 1 else f"t{i}", str(path), i + 1, **options)
+            for i, t in enumerate(threads)]
+
+
+# ---------------------------------------------------------------------------- the records
+
+
+def test_records_match_reference(thread_file: Path, threads: list[list[dict[str, Any]]],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record is the reference's verdict and attribution for its line, keys in order."""
+    code, out, _ = run(["scan", str(thread_file), "--quiet"], monkeypatch)
+    assert code == 0
+    got = records(out)
+    assert got == expected_for(thread_file, threads)
+    assert all(list(record) == KEYS for record in got)
+    assert any(record["verdict"] for record in got)
+
+
+def test_cycle_options_are_passed(thread_file: Path, threads: list[list[dict[str, Any]]],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cycle options reach the engine as the library would resolve them."""
+    options = {"min_repetitions": 3, "min_pattern_length": 1, "max_pattern_length": 4.5,
+               "min_result_repetitions": 4}
+    argv = ["scan", str(thread_file), "-q", "--min-repetitions", "3",
+            "--min-pattern-length", "1", "--max-pattern-length", "4.5",
+            "--min-result-repetitions", "4"]
+    code, out, _ = run(argv, monkeypatch)
+    assert code == 0
+    assert records(out) == expected_for(thread_file, threads, **options)
+
+
+def test_bad_lines_become_error_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records out = lines in, in order, each bad line with its number and reason."""
+    good = looping("suffix")
+    lines = [
+        json.dumps({"id": "ok", "messages": good}),
+        '{"id": 1, "messages": [',
+        "42",
+        '{"id": "x", "msgs": []}',
+        '{"id": "y", "messages": {"type": "user"}}',
+        json.dumps([{"type": "user", "text": "hi"}, "oops"]),
+        "[]",
+        "",
+        "   ",
+        json.dumps({"id": 7, "messages": []}),
+        json.dumps(good),  # the last line has no newline
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0
+    got = records(out)
+    assert [r["line"] for r in got] == list(range(1, len(lines) + 1))
+    assert [r["id"] for r in got] == ["ok", None, None, None, None, None, None, None, None, 7,
+                                      None]
+    errors = {r["line"]: r["error"] for r in got if "error" in r}
+    assert errors[2].startswith("not valid JSON: Expecting")
+    assert errors[3] == "not a thread: a number, not an array of messages or an object with " \
+                        '"messages"'
+    assert errors[4] == 'not a thread: an object without "messages"'
+    assert errors[5] == 'not a thread: "messages" is an object, not an array'
+    assert errors[6] == "message 1 is not an object (a string)"
+    assert errors[8] == errors[9] == "blank line"
+    assert sorted(errors) == [2, 3, 4, 5, 6, 8, 9]
+    assert got[6]["verdict"] is None and got[6]["messages"] == 0
+    assert got[0]["verdict"] == got[10]["verdict"] == "repeated_suffix"
+    assert "errors" in err and _row(err, "errors") == 7
+    assert _row(err, "threads") == 4
+
+
+def _row(summary: str, label: str) -> int:
+    """The count in the summary row ``label``."""
+    return int(_line(summary, label).strip()[len(label):].split()[0].replace(",", ""))
+
+
+def test_strict_stops_at_first_bad_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--strict: exit 2 naming file:line; the lines before it are still written."""
+    good = json.dumps(looping("none"))
+    path = tmp_path / "strict.jsonl"
+    path.write_text("\n".join([good, good, "{nope", good]) + "\n")
+    code, out, err = run(["scan", str(path), "--strict"], monkeypatch)
+    assert code == 2
+    assert f"{path}:3: not valid JSON" in err
+    assert [r["line"] for r in records(out)] == [1, 2]
+    assert "threads" not in err  # no summary for an aborted run
+
+
+def test_strict_with_small_chunks_and_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--strict gives the same prefix whatever the chunking and the number of workers."""
+    good = json.dumps(looping("suffix"))
+    path = tmp_path / "strict.jsonl"
+    path.write_text("\n".join([good] * 9 + ['"text"'] + [good] * 9) + "\n")
+    monkeypatch.setattr(cli, "CHUNK_LINES", 4)
+    for jobs in ("1", "2"):
+        code, out, err = run(["scan", str(path), "--strict", "--jobs", jobs], monkeypatch)
+        assert code == 2
+        assert f"{path}:10: not a thread: a string" in err
+        assert [r["line"] for r in records(out)] == list(range(1, 10))
+
+
+def test_fail_on_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fail-on-loop exits 1 when any thread loops and 0 when none does."""
+    loops = write_jsonl(tmp_path / "loops.jsonl", [looping("none"), looping("suffix")])
+    fine = write_jsonl(tmp_path / "fine.jsonl", [looping("none"), "not a thread"])
+    assert run(["scan", str(loops), "-q", "--fail-on-loop"], monkeypatch)[0] == 1
+    assert run(["scan", str(loops), "-q"], monkeypatch)[0] == 0
+    assert run(["scan", str(fine), "-q", "--fail-on-loop"], monkeypatch)[0] == 0
+
+
+# ----------------------------------------------------------------------------------- inputs
+
+
+def test_gzip_stdin_and_output(thread_file: Path, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .gz file, stdin (plain or gzip) and --output all give the same records."""
+    plain = run(["scan", str(thread_file), "-q"], monkeypatch)[1]
+    zipped = tmp_path / "threads.jsonl.gz"
+    zipped.write_bytes(gzip.compress(thread_file.read_bytes()))
+    from_gz = run(["scan", str(zipped), "-q"], monkeypatch)[1]
+    assert from_gz == plain.replace(str(thread_file).encode(), str(zipped).encode())
+    stdin = run(["scan", "-", "-q"], monkeypatch, stdin=thread_file.read_bytes())[1]
+    assert stdin == plain.replace(str(thread_file).encode(), b"<stdin>")
+    gz_stdin = run(["scan", "-q"], monkeypatch, stdin=zipped.read_bytes())[1]  # sample
+    assert gz_stdin != stdin
+    gz_stdin = run(["scan", "-", "-q"], monkeypatch, stdin=zipped.read_bytes())[1]
+    assert gz_stdin == stdin
+    target = tmp_path / "out.jsonl"
+    code, out, _ = run(["scan", str(thread_file), "-q", "--output", str(target)], monkeypatch)
+    assert (code, out) == (0, b"")
+    assert target.read_bytes() == plain
+
+
+def test_several_files_in_order(thread_file: Path, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several FILEs: records file after file, line numbers restarting at 1."""
+    other = write_jsonl(tmp_path / "other.jsonl", [looping("suffix")])
+    code, out, err = run(["scan", str(thread_file), str(other)], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert got[-1] == expected(looping("suffix"), None, str(other), 1)
+    assert len(got) == 43
+    assert "from 2 files" in err
+
+
+def test_crlf_and_chunk_boundaries(thread_file: Path, tmp_path: Path,
+                                   threads: list[list[dict[str, Any]]],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines split across reads and chunks, or ending in CRLF, read the same."""
+    plain = run(["scan", str(thread_file), "-q"], monkeypatch)[1]
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(thread_file.read_bytes().replace(b"\n", b"\r\n"))
+    assert run(["scan", str(crlf), "-q"], monkeypatch)[1] == plain.replace(
+        str(thread_file).encode(), str(crlf).encode())
+    monkeypatch.setattr(cli, "READ_BYTES", 7)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 3)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 100)
+    assert run(["scan", str(thread_file), "-q"], monkeypatch)[1] == plain
+
+
+def test_jobs_give_identical_output(thread_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--jobs 2 and 3 write byte for byte what one process writes, summary included."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 5)
+    one = run(["scan", str(thread_file)], monkeypatch)
+    for jobs in ("2", "3"):
+        many = run(["scan", str(thread_file), "--jobs", jobs], monkeypatch)
+        assert many[:2] == one[:2]
+        assert many[2].splitlines()[1:] == one[2].splitlines()[1:]  # timing line aside
+
+
+def test_jobs_in_a_subprocess(thread_file: Path) -> None:
+    """The worker pool works from the installed entry point too."""
+    one = run_process(["scan", str(thread_file), "-q"])
+    two = run_process(["scan", str(thread_file), "-q", "-j", "2"])
+    assert one.returncode == two.returncode == 0
+    assert one.stdout == two.stdout and one.stdout
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_provider_formats(format_: str, tmp_path: Path, threads: list[list[dict[str, Any]]],
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format openai/anthropic: the converted threads get the native threads' verdicts."""
+    encode = to_openai if format_ == "openai" else to_anthropic
+    rows: list[Any] = [{"id": i, "messages": encode(t)} for i, t in enumerate(threads)]
+    rows.append({"id": "bad", "messages": [{"content": "no role"}]})
+    path = write_jsonl(tmp_path / f"{format_}.jsonl", rows)
+    code, out, _ = run(["scan", str(path), "--format", format_, "-q"], monkeypatch)
+    assert code == 0
+    got = records(out)
+    for i, thread in enumerate(threads):
+        bare = [{k: v for k, v in m.items() if k != "usage"} for m in thread]
+        assert got[i] == expected(bare, i, str(path), i + 1)
+    assert got[-1]["error"] == f"{format_} format: message 0 has no role"
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_bundled_format_samples_agree_with_native(format_: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled provider samples give the verdicts of the same native threads."""
+    native = {r["id"]: r for r in records(run(["scan", "-q"], monkeypatch)[1])}
+    sample = SAMPLES / f"{format_}.jsonl"
+    got = records(run(["scan", str(sample), "--format", format_, "-q"], monkeypatch)[1])
+    assert len(got) == 30
+    fields = ["verdict", "loop_start", "period", "repetitions", "loop_messages", "messages"]
+    for record in got:
+        assert [record[f] for f in fields] == [native[record["id"]][f] for f in fields]
+
+
+def test_bundled_sample_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no FILE, vthread scan reads the sample shipped in the package."""
+    code, out, err = run(["scan"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert len(got) == len((SAMPLES / "threads.jsonl").read_bytes().splitlines()) == 300
+    assert got[0]["file"] == str(SAMPLES / "threads.jsonl")
+    assert _row(err, "threads") == 300
+
+
+def test_json_edge_cases_parse_as_the_standard_module(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson or not, every line means what json.loads makes of it (ids echo exactly)."""
+    message = '{"type":"bot","text":"x"}'
+    lines = [
+        '{"id": "\\ud800", "messages": [{"type":"bot","text":"\\udc00 lone"}]}',
+        '{"id": NaN, "messages": [{"type":"bot","text":"a","usage":{"tokens":Infinity}}]}',
+        f'{{"id": {2**70}, "messages": [{message}]}}',
+        f'{{"id": {-(2**63) - 1}, "messages": [{message}]}}',
+        f'{{"id": 18446744073709551615, "messages": [{message}]}}',
+        f'{{"id": 1e400, "messages": [{message}]}}',
+        f'\ufeff{{"id": "bom", "messages": [{message}]}}',
+        f'{{"id": "digits 12345678901234567890 in a string", "messages": [{message}]}}',
+        f'{{"id": 1.5e300, "messages": [{message}]}}',
+        '{"id": "tokens", "messages": [{"type":"bot","text":"a","usage":{"tokens":'
+        f'{2**53 + 1}}}}}]}}',
+        '"\xff"',
+    ]
+    path = tmp_path / "edge.jsonl"
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass").replace(
+        "\xff".encode(), b"\xff"))
+    fast = run(["scan", str(path), "-q"], monkeypatch)[1]
+    monkeypatch.setattr(cli, "_fast_loads", None)
+    slow = run(["scan", str(path), "-q"], monkeypatch)[1]
+    assert fast == slow
+    got = records(fast)
+    ids = [r["id"] for r in got]
+    assert ids[0] == "\ud800"
+    assert math.isnan(ids[1])
+    assert ids[2:6] == [2**70, -(2**63) - 1, 18446744073709551615, math.inf]
+    assert ids[6:10] == ["bom", "digits 12345678901234567890 in a string", 1.5e300, "tokens"]
+    assert got[-1]["error"].startswith("not valid JSON: 'utf-8' codec can't decode")
+    assert all("error" not in r for r in got[:-1])
+
+
+@pytest.mark.parametrize("offset", range(9))
+def test_long_digit_runs_found_at_any_alignment(offset: int) -> None:
+    """A 19-digit run is found wherever it sits; an 18-digit run is not flagged."""
+    lines = [b"x" * offset + b"1" * 19 + b"y", b"z" * offset + b"2" * 18, b"[1,2]",
+             b"a" * 40 + b"9" * 25]
+    assert cli._long_digit_lines(lines) == {0, 3}
+    assert cli._long_digit_lines(lines[1:3]) == frozenset()
+    assert cli._long_digit_lines([b""]) == frozenset()
+
+
+def test_engine_failure_becomes_one_error_record(thread_file: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the engine raise on a thread, that line is an error record; the rest scan."""
+    real = cli.scan  # type: ignore[attr-defined]
+
+    def flaky(threads: list[Any], **options: Any) -> Any:
+        if any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
+               for t in threads):
+            raise RuntimeError("boom")
+        return real(threads, **options)
+
+    monkeypatch.setattr(cli, "scan", flaky)
+    code, out, err = run(["scan", str(thread_file)], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert len(got) == 42
+    assert got[40] == {"id": "t40", "file": str(thread_file), "line": 41,
+                       "error": "internal error: RuntimeError: boom"}
+    assert got[41]["verdict"] is None
+    assert _row(err, "errors") == 1
+
+
+# ----------------------------------------------------------------------------------- stderr
+
+
+def test_summary_counts(thread_file: Path, threads: list[list[dict[str, Any]]],
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary counts threads, loops by kind, and wasted messages and tokens."""
+    _, out, err = run(["scan", str(thread_file)], monkeypatch)
+    got = records(out)
+    loops = [r for r in got if r["verdict"]]
+    assert _row(err, "threads") == len(threads)
+    assert _row(err, "loops") == len(loops)
+    for name in HEURISTIC_NAMES:
+        assert _row(err, name) == sum(r["verdict"] == name for r in got)
+    wasted = sum(r["loop_messages"] for r in loops)
+    total = sum(r["messages"] for r in got)
+    assert f"{wasted:,}" in _line(err, "wasted messages")
+    assert f"of {total:,}" in _line(err, "wasted messages")
+    tokens = sum(r["loop_tokens"] or 0 for r in loops)
+    all_tokens = sum(m["usage"]["tokens"] for t in threads for m in t if "usage" in m)
+    assert f"{tokens:,.0f}" in _line(err, "wasted tokens")
+    assert f"of {all_tokens:,.0f}" in _line(err, "wasted tokens")
+    assert f"{tokens / all_tokens:.1%}" in _line(err, "wasted tokens")
+
+
+def _line(summary: str, label: str) -> str:
+    return next(line for line in summary.splitlines() if line.strip().startswith(label))
+
+
+def test_no_progress_when_piped(thread_file: Path) -> None:
+    """Piped stderr gets the summary only: no carriage returns, no escape codes."""
+    done = run_process(["scan", str(thread_file), "-o", os.devnull])
+    assert done.returncode == 0
+    assert b"\r" not in done.stderr and b"\x1b" not in done.stderr
+    assert b"threads" in done.stderr
+
+
+def test_progress_on_a_terminal(thread_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal a progress line is drawn and cleared; --quiet silences everything."""
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 10)
+    _, _, err = run(["scan", str(thread_file)], monkeypatch, tty=True)
+    assert "lines/s" in err and "\r" in err and "%" in err
+    assert err.rstrip("\n").splitlines()[-1].startswith("  wasted tokens")
+    assert run(["scan", str(thread_file), "-q"], monkeypatch, tty=True)[2] == ""
+
+
+# -------------------------------------------------------------------------- usage and exit
+
+
+def test_missing_file_and_directory(tmp_path: Path, thread_file: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing FILE or a directory is exit 2 with a clear message, before any output."""
+    code, out, err = run(["scan", str(thread_file), str(tmp_path / "nope.jsonl")], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"{tmp_path / 'nope.jsonl'}: no such file" in err
+    code, out, err = run(["scan", str(tmp_path)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert "is a directory" in err
+    done = run_process(["scan", str(tmp_path / "nope.jsonl")])
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+
+
+def test_corrupt_gzip_is_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A truncated gzip stream ends the run with exit 2 and the file named."""
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(gzip.compress(b"[]\n" * 1000)[:-12])
+    code, _, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2
+    assert f"{path}: cannot read" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["scan", "--jobs", "-1"], ["scan", "--format", "xml"], ["scan", "--min-repetitions", "x"],
+    [], ["frobnicate"],
+])
+def test_usage_errors(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usage errors exit 2."""
+    assert run(argv, monkeypatch)[0] == 2
+
+
+def test_version_and_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--version and --help exit 0."""
+    code, out, _ = run(["--version"], monkeypatch)
+    assert code == 0
+    assert out.startswith(b"vthread ")
+    code, out, _ = run(["scan", "--help"], monkeypatch)
+    assert code == 0
+    assert b"--fail-on-loop" in out
+    done = run_process(["--version"])
+    assert done.returncode == 0 and done.stdout.startswith(b"vthread ")
+
+
+def test_guard_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vthread guard goes to vthread._cli_guard; without it, a clear message and exit 2."""
+    import importlib.util
+
+    if importlib.util.find_spec("vthread._cli_guard") is None:
+        code, _, err = run(["guard", "--help"], monkeypatch)
+        assert code == 2 and "not available" in err
+    else:
+        assert run_process(["guard", "--help"]).returncode == 0
+
+
+def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
+    """A reader that stops early (| head) ends the run without a traceback."""
+    path = write_jsonl(tmp_path / "many.jsonl", [[]] * 20_000)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen([sys.executable, "-m", "vthread", "scan", str(path), "-q"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.readline()
+        process.stdout.close()
+        err = process.stderr.read()
+        assert process.wait(timeout=60) == 2
+    assert b"Traceback" not in err
+
+
+def test_import_vthread_stays_light() -> None:
+    """import vthread loads neither the CLI nor orjson."""
+    code = ("import sys, vthread; "
+            "assert 'vthread.cli' not in sys.modules and 'orjson' not in sys.modules")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
