@@ -7,6 +7,7 @@ where a fast path and the reference can part ways.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -164,3 +165,35 @@ def guard_option_values(draw: st.DrawFn) -> dict[str, Any]:
         "min_chars": st.sampled_from([None, 0, 10, 40, 10.7]),
     }
     return {name: draw(values) for name, values in choices.items() if draw(st.booleans())}
+
+
+# ------------------------------------------------- harsher streams (guard engine, replay)
+
+#: Words that normalise to themselves, to each other ("Loop", "loop!") or to nothing ("--"),
+#: surrogate halves that only make a letter when they meet, and non-JS "whitespace" inside.
+_HARSH_WORDS = ["loop", "Loop", "loop!", "LOOP.", "again", "again,", "I", "i", "will",
+                "don't", "dont", "--", "42", "4-2", "É", "été", "\U0001d400", "🎉",
+                "x\U0001f600y", "ß", "İ", "Σ", "日本", "١٢", "\u2160", "\ud835", "\udc00",
+                "a\ud835", "\udc00b", "\x00", "a\x1db", "a\x1fb", "\u200b"]
+_HARSH_SPACES = [" ", " ", " ", "  ", "\n", "\n\n", " \n", "\t", "\r", "\r\n", "\v", "\f",
+                 "\xa0", "\u1680", "\u2000", "\u200a", "\u2028", "\u2029", "\u202f",
+                 "\u205f", "\u3000", "\ufeff", "\x1c", "\x1e", "\x85", ""]
+
+
+@st.composite
+def harsh_texts(draw: st.DrawFn, vocabulary: int = 6, max_words: int = 150) -> str:
+    """Like :func:`texts`, with lone surrogates, control characters and glued words."""
+    words = draw(st.lists(st.sampled_from(_HARSH_WORDS), min_size=1, max_size=vocabulary))
+    count = draw(st.integers(0, max_words))
+    picks = draw(st.lists(st.sampled_from(words), min_size=count, max_size=count))
+    gaps = draw(st.lists(st.sampled_from(_HARSH_SPACES), min_size=count, max_size=count))
+    lead = draw(st.sampled_from(["", "", " ", "\n"]))
+    return lead + "".join(w + g for w, g in zip(picks, gaps, strict=True))
+
+
+@st.composite
+def code_point_chunkings(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at random code-point positions, empty pushes included."""
+    cuts = draw(st.lists(st.integers(0, len(text)), max_size=max(1, len(text) // 2)))
+    bounds = [0, *sorted(cuts), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]

@@ -1,0 +1,231 @@
+"""The streaming guard: recorded production sessions, the reference, chunking, invariants."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import recorded
+from tests.strategies import (
+    chunkings,
+    code_point_chunkings,
+    guard_option_values,
+    harsh_texts,
+    texts,
+)
+from vthread import _reference as ref
+from vthread import guard as engine
+from vthread._options import guard_options
+from vthread.guard import Guard, GuardReason, normalize
+
+GUARD_RECORDS = [
+    (name, record)
+    for name in ("corpus.json", "adversarial.json")
+    for record in recorded.load_records(name)
+    if record["fn"] == "createRepetitionGuard"
+]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [record for _, record in GUARD_RECORDS],
+    ids=[f"{name.split('.')[0]}-{record['id']}" for name, record in GUARD_RECORDS],
+)
+def test_recorded_session(record: dict[str, Any]) -> None:
+    """Each recorded production session trips (or not) at the same push, for the same reason."""
+    recorded.replay(record, engine)
+
+
+def test_recorded_sessions_are_all_there() -> None:
+    """Both testdata files contribute their guard sessions (67 + 199)."""
+    assert len(GUARD_RECORDS) >= 266
+
+
+def same_reason(got: GuardReason | None, want: ref.ReferenceReason | None) -> None:
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert (got.phrase, got.count, got.text) == (want.phrase, want.count, want.text)
+    assert got.unique_ratio == want.unique_ratio
+    assert got.hapax_ratio == want.hapax_ratio
+
+
+def reference_guard(options: dict[str, Any]) -> ref.ReferenceGuard:
+    return ref.guard(**options)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), options=guard_option_values())
+def test_engine_equals_reference(data: st.DataObject, options: dict[str, Any]) -> None:
+    """Push by push, the engine answers as the reference guard, with _check() after each."""
+    text = data.draw(st.one_of(texts(), harsh_texts()))
+    split = code_point_chunkings if data.draw(st.booleans()) else chunkings
+    pushes: list[object] = list(data.draw(split(text)))
+    if data.draw(st.booleans()):
+        pushes.insert(data.draw(st.integers(0, len(pushes))), None)
+    guard, reference = Guard(**options), reference_guard(options)
+    for chunk in pushes:
+        assert guard.push(chunk) == reference.push(chunk)
+        guard._check()
+        same_reason(guard.reason, reference.reason)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), options=guard_option_values())
+def test_answer_does_not_depend_on_chunking(data: st.DataObject, options: dict[str, Any]) -> None:
+    """With min_chars=0 the reason is the same however the stream is cut into pushes."""
+    options["min_chars"] = 0
+    text = data.draw(st.one_of(texts(vocabulary=4, max_words=200), harsh_texts()))
+    whole = Guard(**options)
+    whole.push(text)
+    pieces = Guard(**options)
+    tripped = [pieces.push(chunk) for chunk in data.draw(chunkings(text))]
+    assert (whole.reason is not None) == any(tripped)
+    if tripped:
+        assert tripped == sorted(tripped)  # once tripped, always tripped
+    same_reason(pieces.reason, None if whole.reason is None else ref.ReferenceReason(
+        **dataclasses.asdict(whole.reason)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.one_of(texts(max_words=300), harsh_texts(max_words=300)),
+       options=guard_option_values())
+def test_chunked_by_code_point_equals_reference(text: str, options: dict[str, Any]) -> None:
+    """One code point per push (every deferral boundary) still matches the reference."""
+    guard, reference = Guard(**options), reference_guard(options)
+    answers = [guard.push(c) for c in text]
+    assert answers == [reference.push(c) for c in text]
+    guard._check()
+    same_reason(guard.reason, reference.reason)
+
+
+def test_trip_offset_points_past_the_tripping_word() -> None:
+    """The private trip offset (used by the CLI) is the index just past the tripping word."""
+    guard = Guard(ngram=2, window=8, max_repeats=3)
+    text = "go on go on go on and on"
+    assert guard.push(text)
+    assert text[: guard._trip_offset] == "go on go on go on"
+
+
+def test_tripped_guard_stays_tripped() -> None:
+    """After a trip every push (text, None, empty) answers True and the reason is kept."""
+    guard = Guard(ngram=2, window=8, max_repeats=2, max_unique_ratio=1)
+    assert guard.push("a b a b ")
+    reason = guard.reason
+    assert guard.push("completely fresh words now ") and guard.push(None) and guard.push("")
+    assert guard.reason is reason
+
+
+def test_non_strings_are_ignored() -> None:
+    """None, numbers, bytes and empty strings are harmless."""
+    guard = Guard()
+    for chunk in (None, 3, b"loop loop", "", ["a"]):
+        assert guard.push(chunk) is False
+    assert guard.reason is None
+    guard._check()
+
+
+def test_options_resolve_as_the_reference() -> None:
+    """Options go through the shared resolver: floor, clamp, defaults, TypeError."""
+    assert Guard(ngram=2.9, window=1, max_unique_ratio=7).options == guard_options(
+        ngram=2.9, window=1, max_unique_ratio=7
+    )
+    with pytest.raises(TypeError):
+        Guard(ngram="4")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Guard(4)  # type: ignore[call-arg]
+
+
+def test_reason_is_frozen_and_serialisable() -> None:
+    """GuardReason is an immutable, slotted record with a JSON-ready dict."""
+    guard = Guard(ngram=2, window=4, max_repeats=2, max_unique_ratio=1)
+    assert guard.push("Hi there! hi there ")
+    reason = guard.reason
+    assert reason is not None
+    assert reason.to_dict() == {
+        "phrase": "hi there",
+        "count": 2,
+        "text": "hi there",
+        "unique_ratio": 0.5,
+        "hapax_ratio": 0.0,
+    }
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reason.count = 3  # type: ignore[misc]
+    assert not hasattr(reason, "__dict__")
+
+
+def test_surrogate_halves_join_across_pushes() -> None:
+    """A pair split over two pushes is one letter, as in a JavaScript string."""
+    options: dict[str, Any] = {"ngram": 2, "max_repeats": 2, "max_unique_ratio": 1}
+    guard, reference = Guard(**options), ref.guard(**options)
+    pushes = ["\ud835", "\udc00 x \ud835", "\udc00 x "]
+    for chunk in pushes:
+        assert guard.push(chunk) == reference.push(chunk)
+    assert guard.reason is not None
+    same_reason(guard.reason, reference.reason)
+    assert guard.reason.phrase == "\U0001d400 x"
+
+
+def test_normalize_equals_reference() -> None:
+    """The cached normaliser matches the reference, surrogates joined first."""
+    for word in ("Don't", "ÉTÉ", "\ud835\udc00", "İstanbul", "a\x1cb", "ΣΑΣ", "\u2160x", "_"):
+        assert normalize(word) == ref.normalize_word(ref.join_surrogates(word))
+
+
+# ------------------------------------------------------------------------- pathological
+
+
+def test_a_million_characters_without_whitespace() -> None:
+    """'x' * 1_000_000 in 4-character pushes stays linear and keeps one partial word."""
+    guard = Guard()
+    start = time.perf_counter()
+    text = "x" * 1_000_000
+    for i in range(0, len(text), 4):
+        assert not guard.push(text[i : i + 4])
+    assert time.perf_counter() - start < 10
+    partial = "".join(guard._long) + guard._buf
+    assert len(partial) == 1_000_000
+    assert len(guard._long) <= 21
+    guard._check()
+    assert not guard.push(" " + text + " ")
+    assert list(guard._normals) == ["x" * 1_000_000] * 2
+
+
+def test_a_hundred_thousand_newlines() -> None:
+    """Newlines alone never make a word; they count toward the next one."""
+    guard, reference = Guard(), ref.guard()
+    assert not guard.push("\n" * 100_000)
+    assert not reference.push("\n" * 100_000)
+    assert guard.push("word ") == reference.push("word ")
+    guard._check()
+    assert list(guard._nls) == [100_000]
+    lines = "\n".join(["- item one two"] * 2_000) + "\n"
+    assert guard.push(lines) == reference.push(lines)
+    same_reason(guard.reason, reference.reason)
+
+
+def test_astral_plane_words() -> None:
+    """Mathematical letters and emoji count as in JavaScript (letters kept, emoji dropped)."""
+    text = " ".join(["\U0001d400\U0001d401 🎉 \U0001d7ce"] * 30) + " "
+    guard, reference = Guard(), ref.guard()
+    assert guard.push(text) == reference.push(text)
+    same_reason(guard.reason, reference.reason)
+    assert guard.reason is not None and guard.reason.phrase.startswith("\U0001d400")
+
+
+def test_memory_stays_flat_on_a_long_stream() -> None:
+    """After many words the window, tables and held pushes are bounded by the options."""
+    guard = Guard(max_unique_ratio=0.9)
+    for n in range(60_000):
+        guard.push(f"w{n % 997} ")
+        guard.push(f"v{n} ")
+    guard._check()
+    assert len(guard._normals) <= 48
+    assert len(guard._table) <= 49 and len(guard._phrases) <= 49
+    assert len(guard._held) <= 1 << 14
