@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from itertools import chain, filterfalse, repeat
+from collections.abc import Iterator
+from itertools import chain, filterfalse, islice, repeat
 from operator import eq
 from typing import Any, Final
 
@@ -26,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _reference as ref
-from vthread._jsvalue import canonical
+from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
 from vthread.textrun import runaway
 
@@ -57,16 +58,6 @@ def _plain_strings(values: Sequence[Any]) -> bool:
         return False
     texts = [v for v in values if v is not None] if None in values else values
     return not any(map(_SURROGATE.search, filterfalse(str.isascii, texts)))
-
-
-_plain_json = __import__("json").JSONEncoder(separators=(",", ":")).encode
-
-
-def _try_json(value: Any) -> str | None:
-    try:
-        return _plain_json(value)
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 def _plain_equal(left: Any, right: Any) -> bool:
@@ -193,14 +184,15 @@ class Batch:
         """The C encoder's text of message ``index``'s meta, None when it cannot encode it."""
         found = self._json_meta.get(index, _MISSING)
         if found is _MISSING:
-            found = _try_json(self.flat[index]["meta"])
+            found = plain_json(self.flat[index]["meta"])
             self._json_meta[index] = found
         return found  # type: ignore[return-value]
 
     def _canonical_meta(self, index: int) -> str:
         found = self._canonical.get(index)
         if found is None:
-            found = self._canonical[index] = canonical(self.flat[index]["meta"])
+            found = canonical_from_json(self.flat[index]["meta"], self._json(index))
+            self._canonical[index] = found
         return found
 
     # ----------------------------------------------------------------- repeated suffix
@@ -295,6 +287,8 @@ class Batch:
             begin = acts.tail_start(thread)
             if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH:
                 continue
+            if not acts.may_collapse(begin, end):
+                continue
             tail = [acts.parsed(i) for i in range(begin, end)]
             if ref.tail_collapsed([a for a in tail if a is not None]):
                 found[thread] = begin
@@ -352,13 +346,56 @@ class Batch:
         run = [acts.parsed(i) for i in positions]
         return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
 
+    def _settled_back(self, thread: int) -> Iterator[int]:
+        """The thread's settled responses, newest first, found without reading payloads."""
+        acts = self.activities
+        first, last = np.searchsorted(acts.owner, [thread, thread + 1])
+        for position in acts.typed_index[first:last][::-1].tolist():
+            lite = acts.lite(position)
+            if (
+                lite is not None
+                and lite[0] == "response"
+                and "result" in lite[2]
+                and not lite[1].startswith("_")
+            ):
+                yield position
+
     def _result_run_walk(self, thread: int, needed: int) -> bool:
-        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
-        return ref.has_repeated_result_run(self.flat[start:end], _options_with_result(needed))
+        newest = list(islice(self._settled_back(thread), needed))
+        if len(newest) < needed:
+            return False
+        names = {self.activities.lite(i)[1] for i in newest}  # type: ignore[index]
+        return len(names) == 1 and self._same_results(newest)
 
     def result_run_span(self, thread: int) -> tuple[int, int, int]:
-        """(loop_start, period, repetitions) of a thread whose result run fired."""
-        return ref.result_run_span(self.threads[thread])
+        """(loop_start, period, repetitions) of a thread whose result run fired.
+
+        The run is extended back over settled responses while (name, arguments, result)
+        stays the same, as :func:`vthread._reference.result_run_span` defines it.
+        """
+        acts = self.activities
+        positions: list[int] = []
+        signature: tuple[str, str, str] | None = None
+        for position in self._settled_back(thread):
+            if signature is not None and acts.lite(position)[1] != signature[0]:  # type: ignore[index]
+                break
+            activity = acts.parsed(position)
+            assert activity is not None
+            current = (activity.name, activity.arguments, activity.result)
+            if signature is None:
+                signature = current
+            elif current != signature:
+                break
+            positions.append(position)
+        offset = int(self.starts[thread])
+        first = positions[-1]
+        begin = first
+        before = acts.lite(first - 1) if first > offset else None
+        if before is not None and before[0] == "request" and signature is not None:
+            if before[1] == signature[0]:
+                begin = first - 1
+        spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
+        return begin - offset, max(1, round(spacing)), len(positions)
 
     # -------------------------------------------------------------------- text runs
 
@@ -405,12 +442,6 @@ def _collapsed(tail: list[ref.Activity]) -> bool:
 _RESULT_WINDOW_LIMIT: Final = 64
 
 
-def _options_with_result(needed: int) -> CycleOptions:
-    from vthread._options import cycle_options
-
-    return cycle_options(min_result_repetitions=needed)
-
-
 class _Activities:
     """Tool calls of a batch, read lazily: which messages are typed "activity", and the
     parts of those that a heuristic asks about."""
@@ -423,32 +454,40 @@ class _Activities:
         self.typed_index: IntArray = np.flatnonzero(typed)
         self.owner: IntArray = np.searchsorted(batch.starts, self.typed_index, side="right") - 1
         self._parsed: dict[int, ref.Activity | None] = {}
-        self._names: dict[int, int] = {}
+        self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
+
+    def lite(self, index: int) -> tuple[str, str, Mapping[str, Any]] | None:
+        """(type, name, function) of a well-formed activity, or None; reads no payload."""
+        found = self._lite.get(index, _MISSING)
+        if found is _MISSING:
+            found = None
+            if self.typed[index]:
+                meta = self.batch.flat[index].get("meta")
+                activity = meta.get("activity") if isinstance(meta, Mapping) else None
+                if isinstance(activity, Mapping):
+                    function = activity.get("function")
+                    kind = activity.get("type")
+                    if isinstance(function, Mapping) and isinstance(kind, str):
+                        name = function.get("name")
+                        if isinstance(name, str):
+                            found = (kind, name, function)
+            self._lite[index] = found
+        return found  # type: ignore[return-value]
 
     def parsed(self, index: int) -> ref.Activity | None:
-        """Message ``index`` as a well-formed activity, or None."""
+        """Message ``index`` as a well-formed activity with canonical payloads, or None."""
         found = self._parsed.get(index, _MISSING)
         if found is _MISSING:
-            found = ref.parse_activity(self.batch.flat[index]) if self.typed[index] else None
+            found = ref.parse_activity(self.batch.flat[index]) if self.lite(index) else None
             self._parsed[index] = found
         return found  # type: ignore[return-value]
 
     def name_screen(self, index: int) -> int:
         """Hash of (activity type, function name) when well formed, else 0."""
-        found = self._names.get(index)
-        if found is None:
-            message = self.batch.flat[index]
-            found = 0
-            if self.typed[index]:
-                meta = message.get("meta")
-                activity = meta.get("activity") if isinstance(meta, Mapping) else None
-                function = activity.get("function") if isinstance(activity, Mapping) else None
-                if isinstance(function, Mapping):
-                    kind, name = activity.get("type"), function.get("name")  # type: ignore[union-attr]
-                    if isinstance(kind, str) and isinstance(name, str):
-                        found = hash((_screen_part(kind), _screen_part(name))) or 1
-            self._names[index] = found
-        return found
+        lite = self.lite(index)
+        if lite is None:
+            return 0
+        return hash((_screen_part(lite[0]), _screen_part(lite[1]))) or 1
 
     def settled(self, positions: IntArray) -> tuple[BoolArray, IntArray]:
         """For the given messages: which are settled responses, and a hash of their name.
@@ -461,20 +500,46 @@ class _Activities:
         functions = _field(activities, "function")
         kinds = _field(activities, "type")
         names = _field(functions, "name")
-        flags = np.zeros(len(messages), bool)
-        keys = np.zeros(len(messages), np.int64)
-        for row, (kind, name, function) in enumerate(zip(kinds, names, functions, strict=True)):
-            if (
-                kind == "response"
-                and isinstance(name, str)
-                and isinstance(function, Mapping)
-                and "result" in function
-                and not name.startswith("_")
-                and type(kind) is str
-            ):
-                flags[row] = True
-                keys[row] = hash(_screen_part(name))
+        size = len(messages)
+        try:
+            # The common case, every picked message well formed, runs at C speed.
+            if not set(map(type, kinds)) | set(map(type, names)) <= {str}:
+                raise TypeError
+            flags = np.fromiter(map(eq, kinds, repeat("response")), bool, size)
+            flags &= np.fromiter(map(dict.__contains__, functions, repeat("result")), bool, size)
+            flags &= ~np.fromiter(map(str.startswith, names, repeat("_")), bool, size)
+        except TypeError:
+            flags = np.fromiter(
+                (
+                    isinstance(k, str) and k == "response" and isinstance(n, str)
+                    and isinstance(f, Mapping) and "result" in f and not n.startswith("_")
+                    for k, n, f in zip(kinds, names, functions, strict=True)
+                ),
+                bool,
+                size,
+            )
+        keys = np.zeros(size, np.int64)
+        chosen = np.flatnonzero(flags)
+        keys[chosen] = np.fromiter(
+            (hash(_screen_part(names[i])) for i in chosen.tolist()), np.int64, chosen.size
+        )
         return flags, keys
+
+    def may_collapse(self, begin: int, end: int) -> bool:
+        """The tail checks that need no payload: enough calls and answers, a repeated name,
+        and few enough (type, name) pairs - distinct signatures are at least that many."""
+        parts = [self.lite(i) for i in range(begin, end)]
+        lite = [p for p in parts if p is not None]
+        requests = sum(1 for k, _, f in lite if k == "request" and "arguments" in f)
+        responses = sum(1 for k, _, f in lite if k == "response" and "result" in f)
+        names = [(_screen_part(n)) for _, n, _ in lite]
+        pairs = {(_screen_part(k), name) for (k, _, _), name in zip(lite, names, strict=True)}
+        return (
+            requests >= ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
+            and responses >= ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
+            and len(set(names)) < len(names)
+            and 2 * len(pairs) <= len(lite)
+        )
 
     def typed_run_start(self) -> IntArray:
         """Per thread, where its trailing run of "activity"-typed messages begins."""
@@ -494,7 +559,7 @@ class _Activities:
     def tail_start(self, thread: int) -> int:
         """Where the thread's trailing run of well-formed activities begins."""
         start, index = int(self.batch.starts[thread]), int(self.batch.starts[thread + 1])
-        while index > start and self.parsed(index - 1) is not None:
+        while index > start and self.lite(index - 1) is not None:
             index -= 1
         return index
 

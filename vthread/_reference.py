@@ -41,7 +41,7 @@ THREAD_TEXT_RUN_MESSAGES: Final = 5
 ACTIVITY_TAIL_MIN_LENGTH: Final = 8
 ACTIVITY_TAIL_MIN_WITH_PAYLOAD: Final = 4
 PROGRESS_MIN_ANSWERS: Final = 3
-_ABSENT: Final = "-"  # canonical() never returns "-", so it cannot collide with a value
+ABSENT: Final = "-"  # canonical() never returns "-", so it cannot collide with a value
 
 
 def check_messages(messages: object) -> Sequence[Message]:
@@ -187,8 +187,8 @@ def has_repeated_suffix(messages: object, options: CycleOptions) -> bool:
 class Activity:
     kind: str
     name: str
-    arguments: str  # canonical text, or _ABSENT
-    result: str  # canonical text, or _ABSENT
+    arguments: str  # canonical text, or ABSENT
+    result: str  # canonical text, or ABSENT
 
 
 def parse_activity(message: Message) -> Activity | None:
@@ -207,8 +207,8 @@ def parse_activity(message: Message) -> Activity | None:
     return Activity(
         kind=str(activity["type"]),
         name=str(function["name"]),
-        arguments=canonical(function["arguments"]) if "arguments" in function else _ABSENT,
-        result=canonical(function["result"]) if "result" in function else _ABSENT,
+        arguments=canonical(function["arguments"]) if "arguments" in function else ABSENT,
+        result=canonical(function["result"]) if "result" in function else ABSENT,
     )
 
 
@@ -218,8 +218,8 @@ def _repeats(values: list[str]) -> bool:
 
 def tail_collapsed(tail: list[Activity]) -> bool:
     """Whether a trailing run of (at least 8) activities re-treads a small set of calls."""
-    requests = [a for a in tail if a.kind == "request" and a.arguments != _ABSENT]
-    responses = [a for a in tail if a.kind == "response" and a.result != _ABSENT]
+    requests = [a for a in tail if a.kind == "request" and a.arguments != ABSENT]
+    responses = [a for a in tail if a.kind == "response" and a.result != ABSENT]
     if len(requests) < ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
         return False
     if len(responses) < ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
@@ -272,7 +272,7 @@ def has_repeated_result_run(messages: object, options: CycleOptions) -> bool:
         activity = parse_activity(message)
         if activity is None or activity.kind != "response":
             continue
-        if activity.name.startswith("_") or activity.result == _ABSENT:
+        if activity.name.startswith("_") or activity.result == ABSENT:
             continue
         seen.append((activity.name, activity.arguments, activity.result))
     return len(seen) >= needed and len(set(seen)) == 1
@@ -511,7 +511,7 @@ def result_run_span(thread: Sequence[Message]) -> tuple[int, int, int]:
         activity = parse_activity(thread[index])
         if activity is None or activity.kind != "response":
             continue
-        if activity.name.startswith("_") or activity.result == _ABSENT:
+        if activity.name.startswith("_") or activity.result == ABSENT:
             continue
         current = (activity.name, activity.arguments, activity.result)
         if signature is None:

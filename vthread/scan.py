@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from vthread._engine import (
     ACTIVITY_TAIL,
@@ -24,7 +25,9 @@ from vthread._engine import (
     check_threads,
 )
 from vthread._options import CycleOptions, cycle_options
-from vthread._reference import usage_tokens
+from vthread._reference import ABSENT, parse_activity, usage_tokens
+from vthread.fingerprint import message_fingerprint
+from vthread.textrun import text_units
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -45,8 +48,11 @@ class ScanResult:
     For a looping thread, ``loop_start[i]`` is the index of the first message of the loop,
     ``period[i]`` the messages per repetition, ``repetitions[i]`` how many repetitions were
     seen, ``loop_messages[i]`` the messages from ``loop_start`` to the end of the thread and
-    ``loop_tokens[i]`` the sum of their ``usage.tokens`` (NaN when none carries a usage).
-    Progressing threads have -1, 0, 0, 0 and NaN.
+    ``loop_tokens[i]`` the sum of their ``usage.tokens`` (NaN when none carries a usage),
+    and ``signature[i]`` a stable 64-bit fingerprint of what repeats (the block whatever its
+    phase, the set of tool signatures, the repeated result, the repeated sentences), so the
+    same loop can be counted across thousands of threads and across runs.
+    Progressing threads have -1, 0, 0, 0, NaN and 0.
     """
 
     names: list[str | None]
@@ -56,6 +62,7 @@ class ScanResult:
     repetitions: npt.NDArray[np.int64]
     loop_messages: npt.NDArray[np.int64]
     loop_tokens: npt.NDArray[np.float64]
+    signature: npt.NDArray[np.uint64]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -70,6 +77,7 @@ class ScanResult:
             "repetitions": int(self.repetitions[index]),
             "loop_messages": int(self.loop_messages[index]),
             "loop_tokens": None if tokens != tokens else tokens,
+            "signature": f"{int(self.signature[index]):016x}" if self.codes[index] else None,
         }
 
     @classmethod
@@ -85,6 +93,7 @@ class ScanResult:
             repetitions=np.concatenate([p.repetitions for p in parts]),
             loop_messages=np.concatenate([p.loop_messages for p in parts]),
             loop_tokens=np.concatenate([p.loop_tokens for p in parts]),
+            signature=np.concatenate([p.signature for p in parts]),
         )
 
 
@@ -97,6 +106,7 @@ def _empty() -> ScanResult:
         repetitions=np.zeros(0, np.int64),
         loop_messages=np.zeros(0, np.int64),
         loop_tokens=np.zeros(0, np.float64),
+        signature=np.zeros(0, np.uint64),
     )
 
 
@@ -120,6 +130,7 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
 
     starts = batch.starts
     loop_tokens = np.full(count, np.nan)
+    signature = np.zeros(count, np.uint64)
     for thread in np.flatnonzero(codes).tolist():
         code, length = int(codes[thread]), int(batch.lengths[thread])
         if code == SUFFIX:
@@ -138,6 +149,7 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
             begin = int(text_start[thread])
             size_, copies_ = 1, len(batch.text_run_messages(thread))
         loop_start[thread], period[thread], repetitions[thread] = begin, size_, copies_
+        signature[thread] = _signature(batch, thread, code, begin, size_)
         figures = [
             f for f in map(usage_tokens, batch.threads[thread][begin:]) if f is not None
         ]
@@ -152,7 +164,28 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
         repetitions=repetitions,
         loop_messages=loop_messages.astype(np.int64),
         loop_tokens=loop_tokens,
+        signature=signature,
     )
+
+
+def _signature(batch: Batch, thread: int, code: int, begin: int, size: int) -> int:
+    """A fingerprint of the repeating content, independent of where the thread entered it."""
+    messages = batch.threads[thread]
+    if code == SUFFIX:
+        block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
+        parts: Any = min(block[i:] + block[:i] for i in range(len(block)))  # any phase
+    elif code == ACTIVITY_TAIL:
+        tail = [parse_activity(m) for m in messages[begin:]]
+        parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
+    elif code == RESULT_RUN:
+        newest = next(
+            a for a in map(parse_activity, reversed(messages))
+            if a and a.kind == "response" and a.result != ABSENT and not a.name.startswith("_")
+        )
+        parts = (newest.name, newest.arguments, newest.result)
+    else:
+        parts = sorted(set(text_units(messages[begin]["text"])))
+    return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=code)
 
 
 # Worker processes are forked with the batch already in memory, so only row ranges go out

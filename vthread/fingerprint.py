@@ -1,0 +1,43 @@
+"""Stable 64-bit fingerprints: xxh3 of the canonical (JavaScript-equal) encoding.
+
+Two values get the same fingerprint when the production implementation would call them
+equal (``1`` and ``1.0``, reordered array-index keys, a surrogate pair and its code point).
+Unlike CPython's ``hash``, the value is the same in every process and on every machine, so
+fingerprints can be stored, compared across runs and used to group loops across threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import xxhash
+
+from vthread._jsvalue import canonical
+
+__all__ = ["fingerprint", "message_fingerprint"]
+
+_ABSENT_META: Final = "-"  # never a JSON text, so "no meta" differs from every meta
+
+
+def fingerprint(value: Any) -> int:
+    """The unsigned 64-bit xxh3 fingerprint of ``value``'s canonical encoding. O(size).
+
+    >>> fingerprint({"b": 1, "1": 2.0}) == fingerprint({"1": 2, "b": 1})
+    True
+    """
+    return xxhash.xxh3_64_intdigest(canonical(value).encode("ascii"))
+
+
+def message_fingerprint(message: Mapping[str, Any]) -> int:
+    """Fingerprint of a message as the suffix heuristic compares it: (type, text, meta).
+
+    An absent type or text counts as null; an absent meta differs from a null one.
+
+    >>> message_fingerprint({"type": "bot", "text": "hi"}) == message_fingerprint(
+    ...     {"text": "hi", "type": "bot", "usage": {"tokens": 3}})
+    True
+    """
+    meta = canonical(message["meta"]) if "meta" in message else _ABSENT_META
+    text = "\x00".join((canonical(message.get("type")), canonical(message.get("text")), meta))
+    return xxhash.xxh3_64_intdigest(text.encode("ascii"))
