@@ -11,6 +11,7 @@ from vthread.cycle import (
     has_repeated_suffix,
     is_thread_cyclic,
 )
+from vthread.fingerprint import fingerprint, message_fingerprint
 from vthread.guard import Guard, GuardReason
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
 from vthread.textrun import has_repeated_text_run
@@ -23,10 +24,12 @@ __all__ = [
     "ScanResult",
     "build_thread",
     "describe_thread_cycle",
+    "fingerprint",
     "has_repeated_activity_tail",
     "has_repeated_result_run",
     "has_repeated_suffix",
     "has_repeated_text_run",
     "is_thread_cyclic",
+    "message_fingerprint",
     "scan",
 ]

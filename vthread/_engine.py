@@ -17,11 +17,10 @@ code runs per candidate, not per message.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, filterfalse, islice, repeat
 from operator import eq
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -99,7 +98,6 @@ def validate_messages(batch: list[Any]) -> None:
             ref.check_messages(thread)
         except TypeError as error:
             raise TypeError(f"thread {index}: {error}") from None
-    return batch
 
 
 class Batch:
@@ -113,7 +111,7 @@ class Batch:
         self.starts: IntArray = np.zeros(len(self.threads) + 1, np.int64)
         np.cumsum(lengths, out=self.starts[1:])
         try:
-            self.kinds = list(map(dict.get, self.flat, repeat("type")))
+            self.kinds: list[Any] = list(map(dict.get, self.flat, repeat("type")))  # type: ignore[arg-type]
         except TypeError:
             validate_messages(self.threads)  # raises for anything that is not a mapping
             self.kinds = [m.get("type") for m in self.flat]
@@ -186,7 +184,7 @@ class Batch:
         if found is _MISSING:
             found = plain_json(self.flat[index]["meta"])
             self._json_meta[index] = found
-        return found  # type: ignore[return-value]
+        return cast("str | None", found)
 
     def _canonical_meta(self, index: int) -> str:
         found = self._canonical.get(index)
@@ -391,9 +389,13 @@ class Batch:
         first = positions[-1]
         begin = first
         before = acts.lite(first - 1) if first > offset else None
-        if before is not None and before[0] == "request" and signature is not None:
-            if before[1] == signature[0]:
-                begin = first - 1
+        if (
+            before is not None
+            and before[0] == "request"
+            and signature is not None
+            and before[1] == signature[0]
+        ):
+            begin = first - 1
         spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
         return begin - offset, max(1, round(spacing)), len(positions)
 

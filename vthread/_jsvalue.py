@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 __all__ = [
     "JS_WHITESPACE",
@@ -57,7 +57,7 @@ _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
 _INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
 
 
-class _Unserializable(Exception):
+class _Unserializable(Exception):  # noqa: N818 - a signal, never raised to callers
     """Raised inside the encoder; never escapes this module."""
 
 
@@ -175,7 +175,7 @@ def _encode(value: Any) -> str:
         if not first:
             out.append(",")
         if is_object:
-            key, current = element
+            key, current = cast("tuple[str, Any]", element)
             out.append(_quote(key) + ":")
         else:
             current = element
@@ -289,7 +289,7 @@ def _js_to_string_number(value: Any, depth: int = 0) -> float:
         (element,) = value
         if element is None:
             return 0.0
-        if isinstance(element, bool) or isinstance(element, Mapping):
+        if isinstance(element, (bool, Mapping)):
             return math.nan
         return _js_to_string_number(element, depth + 1)
     return math.nan  # "[object Object]" and anything else

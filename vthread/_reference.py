@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 from vthread._jsvalue import (
@@ -33,7 +34,7 @@ from vthread._options import (
 )
 
 Message = Mapping[str, Any]
-Estimate = Callable[[dict[str, Any]], Any]
+Estimate = Callable[[Message], Any]
 Trim = Callable[[dict[str, Any], float], Any]
 
 TEXT_RUN_TAIL_UNITS: Final = 4000
@@ -234,7 +235,7 @@ def tail_collapsed(tail: list[Activity]) -> bool:
     if not _repeats([a.result for a in responses]):
         return False
     answers: dict[tuple[str, str], list[str]] = {}
-    for current, following in zip(tail, tail[1:], strict=False):
+    for current, following in pairwise(tail):
         if (
             current.kind == "request"
             and following.kind == "response"
@@ -522,9 +523,13 @@ def result_run_span(thread: Sequence[Message]) -> tuple[int, int, int]:
     first = positions[-1]
     start = first
     before = parse_activity(thread[first - 1]) if first > 0 else None
-    if before is not None and before.kind == "request" and signature is not None:
-        if before.name == signature[0]:
-            start = first - 1
+    if (
+        before is not None
+        and before.kind == "request"
+        and signature is not None
+        and before.name == signature[0]
+    ):
+        start = first - 1
     spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
     return start, max(1, round(spacing)), len(positions)
 

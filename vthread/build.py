@@ -13,7 +13,7 @@ __all__ = ["BuildResult", "build_thread"]
 Estimate = Callable[[Mapping[str, Any]], Any]
 """Token count of a message: a number; None, NaN, infinities and negatives count as 0."""
 
-Trim = Callable[[dict[str, Any], float], "Mapping[str, Any] | None | Literal[False]"]
+Trim = Callable[[dict[str, Any], float], "Mapping[str, Any] | Literal[False] | None"]
 """Trim a message to ``room`` tokens: the trimmed message (with a usage), or None to drop."""
 
 

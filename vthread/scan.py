@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 import numpy as np
@@ -205,7 +206,7 @@ def _scan_parallel(
 
     global _FORKED_THREADS
     bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int)
-    tasks = [(int(a), int(b), options) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    tasks = [(int(a), int(b), options) for a, b in pairwise(bounds.tolist())]
     _FORKED_THREADS = threads
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:

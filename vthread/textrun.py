@@ -62,7 +62,7 @@ def has_repeated_text_run(
     """Whether ``text`` ends in a runaway run of repeated sentences.
 
     Among the last ``window`` units (default ``max(min_units, 64)``), at most
-    ``window_len × max_unique_ratio`` (default 0.5) may be distinct; at least ``min_units``
+    ``window_len * max_unique_ratio`` (default 0.5) may be distinct; at least ``min_units``
     (default 8) units are needed at all. A non-string or empty text is never a runaway.
     O(min(len(text), 4000)).
 
