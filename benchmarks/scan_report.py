@@ -1,0 +1,577 @@
+"""Committed figures for the cycle engine and ``vthread scan``: results JSON and a plot.
+
+Run from the repository root::
+
+    python -m benchmarks.scan_report            # 10,000 threads -> benchmarks/results/scan.json
+                                                #                  and docs/img/scan_speed.png
+    python -m benchmarks.scan_report --quick    # smoke run, 300 threads, outputs in a temp dir
+
+What it measures, on threads from :mod:`benchmarks.workload` (seed 0), each variant timed
+``--repeats`` times (``--reference-repeats`` for the slow scalar baselines), min and median:
+
+* already parsed, against (a) the scalar reference called per thread: (b) ``vthread.scan``,
+  (c) ``vthread.scan(jobs=2)``, (d) ``vthread.describe_thread_cycle`` per thread;
+* end to end from a JSONL file in a temp dir, against (e) stdlib ``json.loads`` per line plus
+  the reference per thread: (f) ``python -m vthread scan FILE --output /dev/null --quiet`` in
+  a subprocess (interpreter start and imports included), (g) the same with ``--jobs 2``;
+* components, to show where end-to-end time goes: stdlib ``json`` and ``orjson`` parsing
+  alone, and (h) an in-process equivalent of the CLI (binary lines, orjson, ``scan`` in chunks
+  of 5,000).
+
+Variants run round-robin (one run of each per round) so that drift in a shared machine's load
+spreads over all of them; the load average is recorded at every round. Threads are generated
+and the file written first, then ``gc.collect(); gc.freeze()``, so the collector never walks
+the loaded workload for either side; ``gc.collect()`` runs, untimed, before every timed run.
+Answers are checked before anything is reported: names from every scan variant and from the
+CLI's output equal the reference's, thread for thread, or the script fails.
+
+Nothing here is imported by ``vthread``; matplotlib is imported only to draw the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import vthread
+from benchmarks.workload import generate_threads, write_jsonl
+from vthread import _reference as ref
+from vthread._options import cycle_options
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+RESULTS: Final = ROOT / "benchmarks" / "results" / "scan.json"
+PLOT: Final = ROOT / "docs" / "img" / "scan_speed.png"
+FULL_THREADS: Final = 10_000
+QUICK_THREADS: Final = 300
+SEED: Final = 0
+IN_PROCESS_CHUNK: Final = 5_000
+PROFILE_TOP: Final = 15
+TIMES: Final = "\u00d7"  # the multiplication sign, escaped for the linter (RUF001)
+
+#: ANCHORS.md, measured on another 2-vCPU machine in another session: not measured here.
+ANCHORS: Final[dict[str, Any]] = {
+    "source": "ANCHORS.md (another 2-vCPU machine, another session; not measured here)",
+    "workload": "10,000 realistic threads, 652,855 messages, 90 MB JSONL, ~15% ending in a loop",
+    "production_parsed_median_s": 2.11,
+    "production_parsed_best_s": 1.46,
+    "production_end_to_end_s": 2.96,
+    "python_port_parsed_s": 36.8,
+    "python_port_end_to_end_s": 46.9,
+    "production_vs_python_port_parsed": round(36.8 / 2.11, 2),
+    "production_vs_python_port_end_to_end": round(46.9 / 2.96, 2),
+    "goal_scan_vs_production": 3.0,
+    "goal_end_to_end_vs_production": 1.5,
+}
+
+Names = list[str | None]
+Kind = Literal["parsed", "end_to_end", "component"]
+
+
+@dataclass
+class Variant:
+    """One timed variant: what it runs, how often, and the seconds of each run."""
+
+    key: str
+    label: str
+    short: str
+    kind: Kind
+    runs: int
+    run: Callable[[], Names | None]
+    baseline: bool = False
+    times: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON row: label, kind, runs, min, median and every run's seconds."""
+        return {
+            "label": self.label,
+            "short": self.short,
+            "kind": self.kind,
+            "baseline": self.baseline,
+            "runs": len(self.times),
+            "min_s": round(min(self.times), 4),
+            "median_s": round(statistics.median(self.times), 4),
+            "times_s": [round(t, 4) for t in self.times],
+        }
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+def _command(*argv: str) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.strip()
+
+
+def _cpu_model() -> str:
+    for line in (_command("lscpu") or "").splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _ram_gib() -> float | None:
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    for line in meminfo.splitlines():
+        if line.startswith("MemTotal:"):
+            return round(int(line.split()[1]) / 2**20, 1)
+    return None
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """Hardware, software versions and the state of the checkout that was measured."""
+    dirty = _command("git", "status", "--porcelain", "--", "vthread", "benchmarks")
+    return {
+        "nproc": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": _cpu_model(),
+        "ram_gib": _ram_gib(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "xxhash": _version("xxhash"),
+        "orjson": _version("orjson"),
+        "matplotlib": _version("matplotlib"),
+        "git_commit": _command("git", "rev-parse", "--short", "HEAD"),
+        "uncommitted_changes": dirty.splitlines() if dirty else [],
+        "load_average_start": list(os.getloadavg()),
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+# --------------------------------------------------------------------------------- variants
+
+
+def reference_names(threads: list[list[dict[str, Any]]]) -> Names:
+    """The baseline: the scalar reference, options resolved per call as the public API does."""
+    return [ref.describe_thread_cycle(t, cycle_options()) for t in threads]
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as handle:
+        yield from handle
+
+
+def _messages(record: Any) -> Any:
+    return record["messages"] if isinstance(record, dict) else record
+
+
+def stdlib_reference(path: Path) -> Names:
+    """The end-to-end baseline: stdlib ``json`` per line, then the reference per thread."""
+    return [
+        ref.describe_thread_cycle(_messages(json.loads(line)), cycle_options())
+        for line in _lines(path)
+    ]
+
+
+def _fast_loads() -> Callable[[bytes], Any]:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a test dependency
+        return json.loads
+    return orjson.loads
+
+
+def parse_only(path: Path, loads: Callable[[bytes], Any]) -> None:
+    """Parse every line and drop it: the parsing share of an end-to-end run."""
+    with path.open("rb") as handle:
+        for line in handle:
+            loads(line)
+
+
+def in_process_scan(path: Path, jobs: int = 1) -> Names:
+    """The CLI's work without its process: binary lines, orjson, ``scan`` per 5,000 threads."""
+    loads = _fast_loads()
+    names: Names = []
+    with path.open("rb") as handle:
+        chunk: list[Any] = []
+        for line in handle:
+            chunk.append(_messages(loads(line)))
+            if len(chunk) == IN_PROCESS_CHUNK:
+                names += vthread.scan(chunk, jobs=jobs).names
+                chunk = []
+        if chunk:
+            names += vthread.scan(chunk, jobs=jobs).names
+    return names
+
+
+def cli_argv(path: Path, output: str, jobs: int) -> list[str]:
+    """``python -m vthread scan FILE --output OUTPUT --quiet --jobs N``."""
+    return [sys.executable, "-m", "vthread", "scan", str(path), "--output", output, "--quiet",
+            "--jobs", str(jobs)]
+
+
+def cli_available() -> bool:
+    """Whether ``python -m vthread scan`` exists in this checkout."""
+    done = subprocess.run([sys.executable, "-m", "vthread", "scan", "--help"],
+                          capture_output=True, cwd=ROOT, check=False)
+    return done.returncode == 0
+
+
+def run_cli(path: Path, jobs: int) -> None:
+    """One CLI run in a subprocess, output discarded; a non-zero exit is an error."""
+    subprocess.run(cli_argv(path, os.devnull, jobs), check=True, cwd=ROOT)
+
+
+def cli_names(path: Path, jobs: int, scratch: Path) -> Names:
+    """The CLI's verdicts, in input order, from one untimed run written to ``scratch``."""
+    out = scratch / f"cli-jobs{jobs}.jsonl"
+    subprocess.run(cli_argv(path, str(out), jobs), check=True, cwd=ROOT)
+    names: Names = []
+    with out.open(encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if "error" in record:
+                raise AssertionError(f"CLI reported a bad line: {record}")
+            names.append(record["verdict"])
+    out.unlink()
+    return names
+
+
+# ------------------------------------------------------------------------------- measuring
+
+
+def measure(variants: list[Variant], expected: Callable[[], Names]) -> list[list[float]]:
+    """Run the variants round-robin until each has its runs; returns load averages per round.
+
+    Every run that returns names is checked against ``expected()`` (computed by the first
+    baseline run), so a wrong answer stops the report.
+    """
+    loads: list[list[float]] = []
+    for round_ in range(max(v.runs for v in variants)):
+        loads.append([round(x, 2) for x in os.getloadavg()])
+        for variant in variants:
+            if len(variant.times) >= variant.runs:
+                continue
+            gc.collect()
+            started = time.perf_counter()
+            names = variant.run()
+            variant.times.append(time.perf_counter() - started)
+            if names is not None and names != expected():
+                raise AssertionError(f"{variant.label}: answers differ from the reference")
+            del names
+            print(f"  round {round_ + 1}: {variant.label}: {variant.times[-1]:.3f} s",
+                  file=sys.stderr, flush=True)
+    return loads
+
+
+def profile(call: Callable[[], object], top: int = PROFILE_TOP) -> list[dict[str, Any]]:
+    """The ``top`` functions by own time under cProfile (one untimed run of ``call``)."""
+    profiler = cProfile.Profile()
+    gc.collect()
+    profiler.runcall(call)
+    stats = pstats.Stats(profiler)
+    entries = []
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = (
+        stats.stats  # type: ignore[attr-defined]  # pstats keeps its table untyped
+    )
+    total = sum(row[2] for row in table.values())
+    for (filename, line, name), (_, calls, own, cumulative, _) in sorted(
+        table.items(), key=lambda item: item[1][2], reverse=True
+    )[:top]:
+        entries.append({
+            "function": f"{_short(filename)}:{line}({name})" if line else name,
+            "calls": calls,
+            "own_s": round(own, 4),
+            "own_share": round(own / total, 4) if total else None,
+            "cumulative_s": round(cumulative, 4),
+        })
+    return entries
+
+
+def _short(filename: str) -> str:
+    for prefix in (str(ROOT) + os.sep, *(p + os.sep for p in sys.path if p)):
+        if filename.startswith(prefix):
+            return filename[len(prefix):]
+    return filename
+
+
+# --------------------------------------------------------------------------------- summary
+
+
+def _ratio(baseline: float, value: float) -> float:
+    return round(baseline / value, 2)
+
+
+def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each non-baseline variant against the baseline of its kind: median/median, min/min."""
+    baselines = {row["kind"]: row for row in rows.values() if row["baseline"]}
+    out = {}
+    for key, row in rows.items():
+        base = baselines.get(row["kind"])
+        if row["baseline"] or base is None:
+            continue
+        out[key] = {
+            "vs": base["label"],
+            "median": _ratio(base["median_s"], row["median_s"]),
+            "min": _ratio(base["min_s"], row["min_s"]),
+        }
+    return out
+
+
+def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, float]],
+               threads: int) -> dict[str, dict[str, Any]]:
+    """H1-H4 of docs/performance.md, judged on medians (H4 only on ANCHORS' 10,000 threads)."""
+    out: dict[str, dict[str, Any]] = {
+        "H1": {"claim": "scan >= 50x the scalar reference, parsed",
+               "measured": speedups["scan"]["median"],
+               "holds": speedups["scan"]["median"] >= 50},
+    }
+    if "cli" in rows:
+        e2e = speedups["cli"]["median"]
+        jobs = _ratio(rows["cli"]["median_s"], rows["cli_jobs2"]["median_s"])
+        out["H2"] = {"claim": "CLI >= 20x stdlib json + reference, end to end",
+                     "measured": e2e, "holds": e2e >= 20}
+        out["H3"] = {"claim": "--jobs 2 >= 1.6x --jobs 1, end to end",
+                     "measured": jobs, "holds": jobs >= 1.6}
+        scan_s, cli_s = rows["scan"]["median_s"], rows["cli"]["median_s"]
+        out["H4"] = {
+            "claim": "scan median < 2.11 s parsed and CLI median < 2.96 s end to end "
+                     "(ANCHORS production, another machine)",
+            "measured": {"scan_median_s": scan_s, "cli_median_s": cli_s},
+            "holds": scan_s < ANCHORS["production_parsed_median_s"]
+            and cli_s < ANCHORS["production_end_to_end_s"] if threads == FULL_THREADS else None,
+        }
+    return out
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Bar chart of speed-ups against the same-run baselines, ANCHORS as reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, speedups, env = report["variants"], report["ratios"], report["machine"]
+    panels = [
+        ("parsed", "Already parsed\nvs scalar reference per thread",
+         ANCHORS["production_vs_python_port_parsed"], 50.0),
+        ("end_to_end", "End to end from JSONL\nvs stdlib json + scalar reference",
+         ANCHORS["production_vs_python_port_end_to_end"], 20.0),
+    ]
+    figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True)
+    for axis, (kind, title, anchor, goal) in zip(axes, panels, strict=True):
+        keys = [k for k, row in rows.items() if row["kind"] == kind]
+        labels = [f"{rows[k]['short']}\n{rows[k]['median_s']:.2f} s" for k in keys]
+        values = [speedups[k]["median"] if k in speedups else 1.0 for k in keys]
+        colours = ["#4c72b0" if k in speedups else "#999999" for k in keys]
+        bars = axis.bar(range(len(keys)), values, color=colours)
+        for bar, value in zip(bars, values, strict=True):
+            axis.annotate(f"{value:.1f}{TIMES}", (bar.get_x() + bar.get_width() / 2, value),
+                          ha="center", va="bottom", fontsize=9)
+        axis.axhline(1.0, color="black", linewidth=0.8)
+        axis.axhline(anchor, color="#dd8452", linestyle="--",
+                     label=f"production (Node 20) vs plain Python port: {anchor:.1f}{TIMES}\n"
+                           "(ANCHORS.md, another machine; not measured here)")
+        axis.axhline(goal, color="#55a868", linestyle=":", label=f"target: {goal:.0f}{TIMES}")
+        axis.set_xticks(range(len(keys)), labels, fontsize=8)
+        axis.set_title(title, fontsize=10)
+        axis.set_yscale("log")
+        axis.set_ylim(min(0.5, *values) / 2, 10 * max(goal, *values))
+        axis.legend(fontsize=7, loc="upper left")
+    axes[0].set_ylabel("speed-up over the baseline (median / median, log scale)")
+    workload = report["workload"]
+    figure.suptitle(
+        f"vthread scan: {workload['threads']:,} generated threads, {workload['messages']:,} "
+        f"messages, {workload['jsonl_bytes'] / 1e6:.0f} MB JSONL (seed {workload['seed']})",
+        fontsize=11)
+    figure.text(
+        0.5, 0.005,
+        f"{env['cpu_model']}, {env['nproc']} CPUs (shared), {env['ram_gib']} GiB; "
+        f"Python {env['python']}, NumPy {env['numpy']}, xxhash {env['xxhash']}, "
+        f"orjson {env['orjson']}; commit {env['git_commit']}; load avg at start "
+        f"{env['load_average_start'][0]:.2f}; GC frozen after loading; "
+        f"baselines measured in the same run", ha="center", fontsize=7)
+    figure.tight_layout(rect=(0, 0.03, 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+# ------------------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, verify, write the JSON and the plot; print a summary table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scan_report",
+                                     description=__doc__.split("\n", 1)[0] if __doc__ else "")
+    parser.add_argument("--threads", type=int, help=f"threads (default {FULL_THREADS:,})")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke run: {QUICK_THREADS} threads unless --threads, 2 repeats, "
+                             "1 reference repeat, outputs in a temp dir unless given")
+    parser.add_argument("--repeats", type=int, help="runs of each fast variant (default 5)")
+    parser.add_argument("--reference-repeats", type=int,
+                        help="runs of each scalar baseline (default 3)")
+    parser.add_argument("--json", type=Path, help=f"results path (default {RESULTS})")
+    parser.add_argument("--plot", type=Path, help=f"plot path (default {PLOT})")
+    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
+    args = parser.parse_args(argv)
+    for name in ("threads", "repeats", "reference_repeats"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+
+    scratch = Path(tempfile.mkdtemp(prefix="vthread-scan-report-"))
+    count = args.threads or (QUICK_THREADS if args.quick else FULL_THREADS)
+    repeats = args.repeats or (2 if args.quick else 5)
+    reference_repeats = args.reference_repeats or (1 if args.quick else 3)
+    json_path = args.json or (scratch / "scan.json" if args.quick else RESULTS)
+    plot_path = args.plot or (scratch / "scan_speed.png" if args.quick else PLOT)
+
+    env = machine()
+    print(f"load average at start: {env['load_average_start']}", file=sys.stderr)
+    started = time.perf_counter()
+    threads = generate_threads(count, seed=SEED)
+    generated_s = time.perf_counter() - started
+    path = scratch / "threads.jsonl"
+    size = write_jsonl(path, threads)
+    # Freeze what is loaded now (threads, modules) so that neither side pays for the
+    # collector walking it; objects made during the runs are collected as usual.
+    gc.collect()
+    gc.freeze()
+
+    cli = cli_available()
+    variants = [
+        Variant("reference", "scalar reference per thread", "reference\nper thread\n(baseline)",
+                "parsed", reference_repeats, lambda: reference_names(threads), baseline=True),
+        Variant("scan", "vthread.scan", "scan", "parsed", repeats,
+                lambda: vthread.scan(threads).names),
+        Variant("scan_jobs2", "vthread.scan (jobs=2)", "scan\njobs=2", "parsed", repeats,
+                lambda: vthread.scan(threads, jobs=2).names),
+        Variant("describe", "vthread.describe_thread_cycle per thread",
+                "describe_thread_cycle\nper thread", "parsed", repeats,
+                lambda: [vthread.describe_thread_cycle(t) for t in threads]),
+        Variant("stdlib_reference", "stdlib json + scalar reference",
+                "stdlib json\n+ reference\n(baseline)", "end_to_end", reference_repeats,
+                lambda: stdlib_reference(path), baseline=True),
+    ]
+    if cli:
+        variants += [
+            Variant("cli", "vthread scan (CLI, subprocess)", "CLI\n--jobs 1", "end_to_end",
+                    repeats, lambda: run_cli(path, 1)),
+            Variant("cli_jobs2", "vthread scan --jobs 2 (CLI, subprocess)", "CLI\n--jobs 2",
+                    "end_to_end", repeats, lambda: run_cli(path, 2)),
+        ]
+    variants += [
+        Variant("in_process", "in-process: orjson + scan per 5,000",
+                "in-process\norjson + scan", "end_to_end", repeats,
+                lambda: in_process_scan(path)),
+        Variant("parse_json", "parse only: stdlib json", "parse: json", "component", repeats,
+                lambda: parse_only(path, json.loads)),
+        Variant("parse_orjson", "parse only: orjson", "parse: orjson", "component", repeats,
+                lambda: parse_only(path, _fast_loads())),
+    ]
+
+    truth: Names = []
+
+    def expected() -> Names:
+        if not truth:
+            truth.extend(reference_names(threads))
+        return truth
+
+    verified = ["vthread.scan", "vthread.scan (jobs=2)", "describe_thread_cycle per thread",
+                "stdlib json + reference", "in-process orjson + scan"]
+    if cli:
+        for jobs in (1, 2):
+            if cli_names(path, jobs, scratch) != expected():
+                raise AssertionError(f"CLI --jobs {jobs}: verdicts differ from the reference")
+            verified.append(f"CLI --jobs {jobs} output")
+    round_loads = measure(variants, expected)
+    rows = {v.key: v.summary() for v in variants}
+    speedups = ratios(rows)
+
+    loops = Counter(name for name in expected() if name is not None)
+    report: dict[str, Any] = {
+        "title": "vthread scan: cycle engine and CLI against the scalar reference",
+        "machine": env | {"load_average_end": list(os.getloadavg()),
+                          "load_average_per_round": round_loads,
+                          "note": "shared machine: other engineers run tests meanwhile"},
+        "workload": {
+            "generator": "benchmarks.workload.generate_threads",
+            "seed": SEED,
+            "threads": count,
+            "messages": sum(map(len, threads)),
+            "jsonl_bytes": size,
+            "loops": dict(sorted(loops.items())),
+            "loop_share": round(sum(loops.values()) / count, 4),
+            "generation_s": round(generated_s, 2),
+        },
+        "method": {
+            "statistic": "min and median of the runs; ratios are baseline/variant",
+            "repeats": repeats,
+            "reference_repeats": reference_repeats,
+            "order": "round-robin: one run of each variant per round",
+            "gc": "gc.collect(); gc.freeze() after loading, for both sides; gc.collect() "
+                  "untimed before each run; the CLI subprocess manages its own GC",
+            "cli": "subprocess, interpreter start and imports included" if cli
+                   else "CLI not available: only the in-process equivalent was measured",
+            "verified_equal_to_reference": verified,
+        },
+        "variants": rows,
+        "ratios": speedups,
+        "anchors": ANCHORS,
+    }
+    report["hypotheses"] = hypotheses(rows, speedups, count)
+    if not args.no_profile:
+        report["profile"] = {
+            "scan": profile(lambda: vthread.scan(threads)),
+            "cli_in_process": profile(lambda: _cli_main(path)),
+        }
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    plot(report, plot_path)
+    path.unlink()
+    _print_summary(report)
+    print(f"wrote {json_path} and {plot_path}", file=sys.stderr)
+    return 0
+
+
+def _cli_main(path: Path) -> int:
+    from vthread import cli
+
+    return cli.main(["scan", str(path), "--output", os.devnull, "--quiet"])
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    speedups = report["ratios"]
+    for key, row in report["variants"].items():
+        ratio = speedups.get(key)
+        vs = f"  {ratio['median']:7.2f}{TIMES} (min {ratio['min']:.2f}{TIMES})" if ratio else ""
+        print(f"{row['label']:<45} min {row['min_s']:8.3f} s  median {row['median_s']:8.3f} s"
+              f"  n={row['runs']}{vs}")
+    for name, verdict in report["hypotheses"].items():
+        holds = {True: "holds", False: "REFUTED", None: "not judged"}[verdict["holds"]]
+        print(f"{name}: {holds} "
+              f"(measured {verdict['measured']}) - {verdict['claim']}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
