@@ -67,10 +67,15 @@ else:
 
 __all__ = ["main"]
 
-CHUNK_LINES: Final = 2048
+CHUNK_LINES: Final = 4096
 """Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
-CHUNK_BYTES: Final = 4 << 20
-"""About the most input bytes per chunk: parsed, a chunk takes several times this in memory."""
+CHUNK_BYTES: Final = 1 << 20
+"""About the most input bytes per chunk; parsed, a chunk takes several times this in memory.
+
+Measured on the 90 MB benchmark set: 1 MiB chunks ran as fast as 4 and 16 MiB (objects
+parsed moments ago are still in the CPU cache when the engine reads them) with a 47 MB peak
+RSS, against 78 and 186 MB.
+"""
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
