@@ -4,8 +4,11 @@
 object with ``messages`` and an optional ``id`` (other keys are ignored) — and writes one JSON
 line per input line, in input order::
 
-    {"id": ..., "file": ..., "line": 1, "verdict": "repeated_suffix", "loop_start": 12,
-     "period": 2, "repetitions": 5, "loop_messages": 10, "loop_tokens": 1234.0, "messages": 22}
+    {"id": "t42", "file": "runs.jsonl", "line": 1, "verdict": "repeated_suffix",
+     "loop_start": 12, "period": 2, "repetitions": 5, "loop_messages": 10,
+     "loop_tokens": 1234.0, "signature": "5ce85b8097e11323", "messages": 22}
+
+(the fields from ``verdict`` to ``signature`` are :meth:`vthread.ScanResult.record`'s).
 
 A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}``: not valid
 JSON (with the parser's message), not an array or an object with ``messages``, a message that
