@@ -77,6 +77,8 @@ def _screen_part(value: Any) -> Any:
     """A hashable stand-in equal for equal JSON values (the value itself when it is plain)."""
     if type(value) is str and (value.isascii() or not _SURROGATE.search(value)):
         return value
+    if value is _MISSING:
+        return value
     return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
 
 
@@ -130,12 +132,12 @@ class Batch:
     def screen(self) -> npt.NDArray[np.int64]:
         """One 64-bit screen per message: equal for messages the reference calls equal.
 
-        Strings that are their own JavaScript identity hash as they are (CPython caches the
-        hash on the string); anything else hashes by its canonical text.
+        It hashes (type, text) and, for a tool call, (activity type, function name): strings
+        that are their own JavaScript identity hash as they are (CPython caches the hash on
+        the string), anything else by its canonical text. The rest of meta is left out on
+        purpose: reading it costs a walk of the value, and confirmation compares it anyway.
         """
         if self._screen is None:
-            # Meta is left out on purpose: reading it costs a walk of the value, and
-            # confirmation compares it anyway.
             if _plain_strings(self.kinds) and _plain_strings(self.texts):
                 rows: Any = zip(self.kinds, self.texts, strict=True)
             else:
@@ -143,15 +145,20 @@ class Batch:
                     (_screen_part(k), _screen_part(t))
                     for k, t in zip(self.kinds, self.texts, strict=True)
                 ]
-            self._screen = np.fromiter(map(hash, rows), np.int64, len(self.flat))
+            screen = np.fromiter(map(hash, rows), np.int64, len(self.flat))
+            # Wrapping multiplication keeps the two hashes from cancelling each other.
+            with np.errstate(over="ignore"):
+                screen ^= self.activities.name_screens * np.int64(0x9E3779B97F4A7C15 - 2**64)
+            self._screen = screen
         return self._screen
 
     def same(self, first: int, second: int) -> bool:
         """Whether the reference calls messages ``first`` and ``second`` equal.
 
-        Cheap proofs come first: identical objects, equal plain strings, equal JSON text
-        from the C encoder, differing activity names on a meta that encodes. Only what they
-        cannot settle is compared on canonical encodings.
+        Cheap proofs come first: equal plain strings, different tool-call names (a name is a
+        string, so it is in the canonical text whatever else the meta holds), identical
+        objects, equal JSON text from the C encoder. Only what they cannot settle is
+        compared on canonical encodings.
         """
         if first == second:
             return True
@@ -164,15 +171,11 @@ class Batch:
             return False
         if "meta" not in left:
             return True
-        meta_left, meta_right = left["meta"], right["meta"]
-        if meta_left is meta_right:
-            return True
-        acts = self.activities
-        if acts.name_screen(first) != acts.name_screen(second) and (
-            self._json(first) is not None or self._json(second) is not None
-        ):
-            # Activity names differ and one meta encodes, so the encodings differ.
+        names = self.activities.name_screens
+        if names[first] != names[second]:
             return False
+        if left["meta"] is right["meta"]:
+            return True
         text_left, text_right = self._json(first), self._json(second)
         if text_left is not None and text_left == text_right:
             return True
@@ -455,6 +458,8 @@ class _Activities:
         self.typed = typed
         self.typed_index: IntArray = np.flatnonzero(typed)
         self.owner: IntArray = np.searchsorted(batch.starts, self.typed_index, side="right") - 1
+        self.name_screens: npt.NDArray[np.int64] = np.zeros(flat_size, np.int64)
+        self.name_screens[self.typed_index] = self._name_screens(self.typed_index)
         self._parsed: dict[int, ref.Activity | None] = {}
         self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
 
@@ -484,12 +489,21 @@ class _Activities:
             self._parsed[index] = found
         return found  # type: ignore[return-value]
 
-    def name_screen(self, index: int) -> int:
-        """Hash of (activity type, function name) when well formed, else 0."""
-        lite = self.lite(index)
-        if lite is None:
-            return 0
-        return hash((_screen_part(lite[0]), _screen_part(lite[1]))) or 1
+    def _name_screens(self, positions: IntArray) -> npt.NDArray[np.int64]:
+        """Hash of (activity type, function name) for each message, read at C speed.
+
+        Missing parts hash as a constant; a part that is not a plain string hashes by its
+        canonical text, so messages the reference calls equal always share a screen.
+        """
+        messages = [self.batch.flat[i] for i in positions.tolist()]
+        activities = _field(_field(messages, "meta"), "activity")
+        kinds = _field(activities, "type")
+        names = _field(_field(activities, "function"), "name")
+        if _plain_strings(kinds) and _plain_strings(names):
+            rows: Any = zip(kinds, names, strict=True)
+        else:
+            rows = [(_screen_part(k), _screen_part(n)) for k, n in zip(kinds, names, strict=True)]
+        return np.fromiter(map(hash, rows), np.int64, len(messages))
 
     def settled(self, positions: IntArray) -> tuple[BoolArray, IntArray]:
         """For the given messages: which are settled responses, and a hash of their name.

@@ -32,9 +32,10 @@ JS_WHITESPACE: Final = (
 )
 JS_WHITESPACE_CLASS: Final = "[" + re.escape(JS_WHITESPACE) + "]"
 
-#: Encoding of a value ``JSON.stringify`` would throw on (a cycle, a ``set``, ``bytes``, nesting
-#: too deep). The reference turns such a value into a fixed marker, so all of them compare
-#: equal to each other and to nothing else: ``!`` never starts a JSON text.
+#: Encoding of a value ``JSON.stringify`` would throw on (a ``set``, ``bytes``, any non-JSON
+#: object, a reference back into a cycle, nesting too deep). Such values compare equal to each
+#: other and to nothing else: ``!`` never starts a JSON text. It replaces the offending part
+#: only, so a tool call with a cyclic result still has its name: see docs/how-it-works.md.
 UNSERIALIZABLE: Final = "!"
 
 #: Deepest nesting encoded before a value counts as unserializable; V8's recursive
@@ -57,10 +58,6 @@ _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
 _INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
 
 
-class _Unserializable(Exception):  # noqa: N818 - a signal, never raised to callers
-    """Raised inside the encoder; never escapes this module."""
-
-
 def _is_array_index(key: str) -> bool:
     return (
         key.isascii()
@@ -70,8 +67,9 @@ def _is_array_index(key: str) -> bool:
     )
 
 
-def _key_text(key: object) -> str:
-    """A mapping key as a JavaScript property name (json's coercion of non-str keys)."""
+def _key_text(key: object) -> str | None:
+    """A mapping key as a JavaScript property name (json's coercion of non-str keys), or
+    None for a key no JSON object can have."""
     if isinstance(key, str):
         return str(key)
     if key is None:
@@ -84,16 +82,19 @@ def _key_text(key: object) -> str:
         return str(int(key))
     if isinstance(key, float):
         return repr(float(key))
-    raise _Unserializable
+    return None
 
 
-def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str, Any]]:
-    """Items in the order JavaScript enumerates them: array indices ascending, then the rest."""
+def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | None, Any]]:
+    """Items in the order JavaScript enumerates them: array indices ascending, then the rest.
+
+    A key no JSON object can have comes back as None, in insertion order with the rest.
+    """
     indices: list[tuple[int, str, Any]] = []
-    others: list[tuple[str, Any]] = []
+    others: list[tuple[str | None, Any]] = []
     for key, value in mapping.items():
         name = _key_text(key)
-        if name[:1].isdigit() and _is_array_index(name):
+        if name is not None and name[:1].isdigit() and _is_array_index(name):
             indices.append((int(name), name, value))
         else:
             others.append((name, value))
@@ -135,32 +136,33 @@ def _scalar(value: Any, out: list[str]) -> bool:
     elif isinstance(value, (Mapping, list, tuple)):
         return False
     else:
-        raise _Unserializable
+        out.append(UNSERIALIZABLE)
     return True
 
 
 def _encode(value: Any) -> str:
     """Compact JSON of the value as JavaScript sees it; iterative, so depth is bounded by
-    MAX_DEPTH rather than by Python's stack."""
+    MAX_DEPTH rather than by Python's stack. What cannot be encoded writes the marker in its
+    place and the walk goes on."""
     out: list[str] = []
     stack: list[tuple[Iterator[Any], int, bool]] = []
     active: set[int] = set()
     current: Any = value
     while True:
+        first = False
         if not _scalar(current, out):
             ident = id(current)
             if ident in active or len(stack) >= MAX_DEPTH:
-                raise _Unserializable
-            active.add(ident)
-            if isinstance(current, Mapping):
-                out.append("{")
-                stack.append((iter(js_items(current)), ident, True))
+                out.append(UNSERIALIZABLE)
             else:
-                out.append("[")
-                stack.append((iter(current), ident, False))
-            first = True
-        else:
-            first = False
+                first = True
+                active.add(ident)
+                if isinstance(current, Mapping):
+                    out.append("{")
+                    stack.append((iter(js_items(current)), ident, True))
+                else:
+                    out.append("[")
+                    stack.append((iter(current), ident, False))
         while True:
             if not stack:
                 return "".join(out)
@@ -175,8 +177,8 @@ def _encode(value: Any) -> str:
         if not first:
             out.append(",")
         if is_object:
-            key, current = cast("tuple[str, Any]", element)
-            out.append(_quote(key) + ":")
+            key, current = cast("tuple[str | None, Any]", element)
+            out.append(UNSERIALIZABLE + ":" if key is None else _quote(key) + ":")
         else:
             current = element
 
@@ -190,9 +192,10 @@ def canonical(value: Any) -> str:
     It is the compact JSON of the value as JavaScript holds it: numbers as doubles (``1`` and
     ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
     JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
-    surrogate pair equals its code point). A value that cannot be encoded gives
-    :data:`UNSERIALIZABLE` instead of raising. O(size of value); plain JSON data takes a fast
-    path through the C encoder.
+    surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle, a
+    ``set``, ``bytes``, nesting deeper than 10,000) the part that cannot be encoded is written
+    as :data:`UNSERIALIZABLE` and the rest as usual; it never raises. O(size of value); plain
+    JSON data takes a fast path through the C encoder.
 
     >>> canonical({"b": 1, "1": 2.0}) == canonical({"1": 2, "b": 1.0})
     True
@@ -220,10 +223,7 @@ def canonical_from_json(value: Any, text: str | None) -> str:
             or _INDEX_LIKE_KEY.search(text)
         ):
             return text
-    try:
-        return _encode(value)
-    except (_Unserializable, RecursionError):
-        return UNSERIALIZABLE
+    return _encode(value)
 
 
 def utf16_len(text: str) -> int:
