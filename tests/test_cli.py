@@ -522,3 +522,11 @@ def test_import_vthread_stays_light() -> None:
             "assert 'vthread.cli' not in sys.modules and 'orjson' not in sys.modules")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
+
+
+def test_no_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                           ) -> None:
+    """`-` with no standard input at all (a closed descriptor) is a clear exit 2."""
+    monkeypatch.setattr(sys, "stdin", None)
+    assert cli.main(["scan", "-"]) == 2
+    assert "no standard input" in capsys.readouterr().err

@@ -124,7 +124,8 @@ def _guard(argv: list[str]) -> int:
             raise
         print("vthread guard: not available in this installation", file=sys.stderr)
         return _USAGE_EXIT
-    return int(module.run_guard(argv, sys.stdin.buffer, sys.stdout.buffer, sys.stderr))
+    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
+    return int(module.run_guard(argv, stdin, sys.stdout.buffer, sys.stderr))
 
 
 def _version() -> str:
@@ -310,6 +311,8 @@ def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
 
 def _check_readable(name: str) -> None:
     if name == "-":
+        if sys.stdin is None:
+            raise _FatalError("-: there is no standard input")
         return
     path = Path(name)
     if not path.exists():
