@@ -16,6 +16,7 @@ code runs per candidate, not per message.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, filterfalse, islice, repeat
@@ -80,6 +81,38 @@ def _screen_part(value: Any) -> Any:
     if value is _MISSING:
         return value
     return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
+
+
+def _invariant(value: Any) -> Any:
+    """A cheap shallow stand-in for a payload: equal whenever the canonical texts are equal.
+
+    Plain strings stand for themselves, numbers for their double (NaN, infinities and
+    integers beyond 2**53 join null), mappings with string keys for the set of their keys
+    with shallow values, sequences for their length; anything else for its kind only.
+    """
+    if type(value) is str:
+        return _screen_part(value)
+    if isinstance(value, Mapping):
+        items = value.items()
+        if all(type(k) is str for k in value):
+            return frozenset((k, _shallow(v)) for k, v in items)
+        return "{"  # a coerced key ({1: x} is {"1": x}) cannot be told apart cheaply
+    return _shallow(value)
+
+
+def _shallow(value: Any) -> Any:
+    if type(value) is str:
+        return _screen_part(value)
+    if value is True or value is False:
+        return value
+    if type(value) is float or type(value) is int:
+        number = float(value) if abs(value) < 2**53 else math.inf
+        return number if math.isfinite(number) else None
+    if value is None or value is _MISSING:
+        return value
+    if isinstance(value, (list, tuple)):
+        return ("[", len(value))
+    return "{" if isinstance(value, Mapping) else "?"
 
 
 def check_threads(threads: object) -> list[Sequence[Any]]:
@@ -344,6 +377,11 @@ class Batch:
 
     def _same_results(self, positions: list[int]) -> bool:
         acts = self.activities
+        functions = [acts.lite(i)[2] for i in positions]  # type: ignore[index]
+        shallow = {(_invariant(f.get("arguments", _MISSING)), _invariant(f["result"]))
+                   for f in functions}
+        if len(shallow) > 1:
+            return False  # the invariants differ, so the canonical payloads do too
         run = [acts.parsed(i) for i in positions]
         return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
 
@@ -542,20 +580,33 @@ class _Activities:
         return flags, keys
 
     def may_collapse(self, begin: int, end: int) -> bool:
-        """The tail checks that need no payload: enough calls and answers, a repeated name,
-        and few enough (type, name) pairs - distinct signatures are at least that many."""
-        parts = [self.lite(i) for i in range(begin, end)]
-        lite = [p for p in parts if p is not None]
-        requests = sum(1 for k, _, f in lite if k == "request" and "arguments" in f)
-        responses = sum(1 for k, _, f in lite if k == "response" and "result" in f)
-        names = [(_screen_part(n)) for _, n, _ in lite]
-        pairs = {(_screen_part(k), name) for (k, _, _), name in zip(lite, names, strict=True)}
-        return (
-            requests >= ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
-            and responses >= ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
-            and len(set(names)) < len(names)
-            and 2 * len(pairs) <= len(lite)
-        )
+        """The tail conditions checked on shallow invariants instead of canonical payloads.
+
+        Values the reference calls equal have equal invariants, so every count of distinct
+        invariants is a lower bound of the reference's count and every repeat the reference
+        sees is a repeat here: a tail rejected here is rejected by the reference too.
+        """
+        lite = [p for p in map(self.lite, range(begin, end)) if p is not None]
+        requests = [_invariant(f["arguments"]) for k, _, f in lite
+                    if k == "request" and "arguments" in f]
+        responses = [_invariant(f["result"]) for k, _, f in lite
+                     if k == "response" and "result" in f]
+        if (
+            len(requests) < ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
+            or len(responses) < ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
+            or len(set(requests)) == len(requests)
+            or len(set(responses)) == len(responses)
+        ):
+            return False
+        names = [_screen_part(n) for _, n, _ in lite]
+        if len(set(names)) == len(names):
+            return False
+        signatures = {
+            (_screen_part(k), name, _invariant(f.get("arguments", _MISSING)),
+             _invariant(f.get("result", _MISSING)))
+            for (k, _, f), name in zip(lite, names, strict=True)
+        }
+        return 2 * len(signatures) <= len(lite)
 
     def typed_run_start(self) -> IntArray:
         """Per thread, where its trailing run of "activity"-typed messages begins."""
