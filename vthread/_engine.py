@@ -54,10 +54,14 @@ def _field(objects: Sequence[Any], key: str) -> list[Any]:
 
 def _plain_strings(values: Sequence[Any]) -> bool:
     """True when every value is None or a str whose Python identity is its JS identity."""
-    if not set(map(type, values)) <= {str, type(None)}:
-        return False
-    texts = [v for v in values if v is not None] if None in values else values
-    return not any(map(_SURROGATE.search, filterfalse(str.isascii, texts)))
+    try:
+        wide = list(filterfalse(str.isascii, values))  # TypeError unless all are str
+    except TypeError:
+        if not set(map(type, values)) <= {str, type(None)}:
+            return False
+        wide = [v for v in values if v is not None and not v.isascii()]
+    # One scan over the joined non-ASCII strings instead of a regex call per string.
+    return set(map(type, wide)) <= {str} and not _SURROGATE.search("".join(wide))
 
 
 def _plain_equal(left: Any, right: Any) -> bool:
