@@ -98,6 +98,9 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ASCII_DROP: Final = str.maketrans(
     "", "", "".join(chr(c) for c in range(128) if not chr(c).isalnum())
 )
+#: ASCII bytes that normalisation deletes, the space excepted: lower-casing words joined by
+#: spaces and deleting these normalises every word in place, and the spaces stay.
+_ASCII_DROP_BYTES: Final = bytes(c for c in range(128) if not chr(c).isalnum() and c != 32)
 _NORMAL: dict[str, str] = {}
 
 
@@ -193,11 +196,11 @@ class Guard:
         "_key",
         "_keys",
         "_leading",
+        "_lines",
         "_long",
         "_mask",
         "_newlines",
         "_next_id",
-        "_nls",
         "_normals",
         "_options",
         "_pending",
@@ -206,6 +209,7 @@ class Guard:
         "_reason",
         "_room",
         "_safe_words",
+        "_seq",
         "_shift",
         "_table",
         "_threshold",
@@ -233,7 +237,9 @@ class Guard:
         self._mask = (1 << (self._shift * options.ngram)) - 1
         self._normals: deque[str] = deque(maxlen=capacity)
         self._words: deque[str] = deque(maxlen=capacity)
-        self._nls: deque[int] = deque(maxlen=capacity)
+        # (sequence number, newlines before it) of the window's words that follow newlines.
+        self._lines: deque[tuple[int, int]] = deque()
+        self._seq = 0  # kept words so far; the window holds [_seq - len(window), _seq)
         self._counting = True
         self._table: dict[str, list[int]] = {}
         self._free: list[int] = []
@@ -273,11 +279,14 @@ class Guard:
         """
         if isinstance(text, str) and text:
             self._held.append(text)
-            # A chunk completes at most one word per whitespace character, and each of those
-            # follows a non-whitespace character (or the chunk's start): (len + 1) // 2.
-            # Printable text without " " holds no JavaScript whitespace at all.
-            if " " not in text and text.isprintable():
-                room = self._room - 1
+            # A chunk completes at most one word per whitespace character. Printable text
+            # holds no JavaScript whitespace but " "; otherwise each whitespace character
+            # that completes a word follows a non-whitespace one: at most (len + 1) // 2.
+            if text.isprintable():
+                if " " in text:
+                    room = self._room - (text.count(" ") * _WORD_COST + 1)
+                else:
+                    room = self._room - 1
             else:
                 room = self._room - (((len(text) + 1) >> 1) * _WORD_COST + 1)
             self._room = room
@@ -305,18 +314,39 @@ class Guard:
             self._extend_partial(text)
             self._settle()
             return False
-        if plain:
-            words = parts[:-1]
-            after: list[int] | None = None
+        after: list[int] | None = None
+        if ascii_text:
+            # Normalise the whole batch at once: ASCII lower-casing and deletion work per
+            # character, so the batch splits into the words' normal forms, in step.
+            if plain:
+                words = parts[:-1]
+                joined = text  # the words, each followed by one space, then the tail
+            else:
+                words = parts[:-1:2]
+                joined = " ".join(words)
+            normal_text = joined.lower().encode().translate(None, _ASCII_DROP_BYTES).decode()
+            normals = normal_text.split(" ")[: len(words)]
         else:
             words = parts[:-1:2]
-            after = [s.count("\n") for s in parts[1::2]] if "\n" in text else None
+            try:
+                normals = list(map(_NORMAL.__getitem__, words))
+            except KeyError:
+                normals = list(map(normalize, words))
+        if not plain and "\n" in text:
+            spaces = parts[1::2]
+            after = list(map(str.count, spaces, repeat("\n", len(spaces))))
         if self._long or self._buf:
             words[0] = "".join(self._long) + self._buf + words[0]
+            normals[0] = normalize(words[0])
             self._long.clear()
             self._buf = ""
-        self._extend_partial(parts[-1])
-        tripped = self._feed(words, after)
+        tail = parts[-1]
+        if tail:
+            if len(tail) <= _SHORT_PARTIAL:
+                self._buf = tail
+            else:
+                self._extend_partial(tail)
+        tripped = self._feed(words, normals, after)
         if tripped < 0:
             self._settle()
             return False
@@ -354,7 +384,10 @@ class Guard:
 
     def _settle(self) -> None:
         """Choose the mode and the budget of pushes that may be held, after a batch."""
-        safe = self._safe()
+        slack = (
+            self._distinct if self._counting else len(set(self._normals))
+        ) - self._threshold
+        safe = int(slack) - 1 if slack >= 2 else 0  # as _safe(), inlined: once per batch
         if self._counting and safe >= 2 * self._quiet_min:
             self._counting = False
             self._table.clear()
@@ -366,71 +399,71 @@ class Guard:
 
     # ------------------------------------------------------------------------- words
 
-    def _feed(self, words: list[str], after: list[int] | None) -> int:
+    def _feed(self, words: list[str], normals: list[str], after: list[int] | None) -> int:
         """Feed completed words; the index in ``words`` of the word that trips, or -1.
 
-        ``after[i]`` is the number of newlines in the whitespace after ``words[i]`` (None:
-        no newlines at all).
+        ``normals[i]`` is ``normalize(words[i])``; ``after[i]`` the number of newlines in the
+        whitespace after ``words[i]`` (None: no newlines at all).
         """
-        get = _NORMAL.get
-        normals: list[str | None] = list(map(get, words))
-        if None in normals:
-            normals = [
-                normalize(w) if n is None else n for n, w in zip(normals, words, strict=True)
-            ]
         pending = self._pending
+        # Newlines before kept words, sparse: (index among the kept words, newlines).
+        lines: list[tuple[int, int]] = []
         if after is None:
-            kept_normals: list[str] = list(filter(None, normals))
-            kept_words = list(compress(words, normals))
-            kept_nls: list[int] | repeat[int] = repeat(0)
+            if "" in normals:
+                kept_normals = list(filter(None, normals))
+                kept_words = list(compress(words, normals))
+            else:
+                kept_normals, kept_words = normals, words
             if kept_normals and pending:
-                kept_nls = [pending] + [0] * (len(kept_normals) - 1)
+                lines.append((0, pending))
                 pending = 0
         else:
-            kept_normals, kept_words, kept_nls = [], [], []
+            kept_normals, kept_words = [], []
             for normal, word, newlines in zip(normals, words, after, strict=True):
                 if normal:
+                    if pending:
+                        lines.append((len(kept_normals), pending))
                     kept_normals.append(normal)
                     kept_words.append(word)
-                    kept_nls.append(pending)
                     pending = newlines
                 else:
                     pending += newlines
         self._pending = pending
-        if not kept_normals:
+        count = len(kept_normals)
+        if not count:
             return -1
         start = 0
-        count = len(kept_normals)
         safe = self._safe_words  # as settled after the last batch; no word came since
         while not self._counting:
             if safe < self._quiet_min:
                 self._enter_counting()
                 break
+            stop = count if start + safe >= count else start + safe
             ring_normals = self._normals
-            if start == 0 and count <= safe:
+            base = self._seq - start
+            if start == 0 and stop == count:
                 ring_normals.extend(kept_normals)
                 self._words.extend(kept_words)
-                self._nls.extend(kept_nls if isinstance(kept_nls, list) else repeat(0, count))
-                stop = count
+                if lines:
+                    self._lines.extend([(base + i, nl) for i, nl in lines])
             else:
-                stop = min(count, start + safe)
                 ring_normals.extend(kept_normals[start:stop])
                 self._words.extend(kept_words[start:stop])
-                if isinstance(kept_nls, list):
-                    self._nls.extend(kept_nls[start:stop])
-                else:
-                    self._nls.extend(repeat(0, stop - start))
+                self._lines.extend([(base + i, nl) for i, nl in lines if start <= i < stop])
+            self._seq += stop - start
             if len(ring_normals) > self._options.window:  # maxlen left window + 1
                 ring_normals.popleft()
                 self._words.popleft()
-                self._nls.popleft()
+            ring_lines = self._lines
+            if ring_lines:
+                oldest = self._seq - len(ring_normals)
+                while ring_lines and ring_lines[0][0] < oldest:
+                    ring_lines.popleft()
             start = stop
             if start == count:
                 return -1
             safe = self._safe()
-        if isinstance(kept_nls, repeat):
-            kept_nls = [0] * count
-        tripped = self._count(kept_normals, kept_words, kept_nls, start)
+        tripped = self._count(kept_normals, kept_words, lines, start)
         if tripped < 0:
             return -1
         seen = -1
@@ -441,6 +474,15 @@ class Guard:
                     return index
         raise AssertionError("tripping word not found")  # pragma: no cover
 
+    def _window_newlines(self) -> list[int]:
+        """Newlines before each word of the window, oldest first. O(window)."""
+        size = len(self._normals)
+        oldest = self._seq - size
+        newlines = [0] * size
+        for seq, nl in self._lines:
+            newlines[seq - oldest] = nl
+        return newlines
+
     def _enter_counting(self) -> None:
         """Rebuild the counting structures from the ring. O(window)."""
         self._counting = True
@@ -448,7 +490,7 @@ class Guard:
         table.clear()
         self._free.clear()
         newlines = 0
-        for normal, nl in zip(self._normals, self._nls, strict=True):
+        for normal, nl in zip(self._normals, self._window_newlines(), strict=True):
             entry = table.get(normal)
             if entry is None:
                 entry = table[normal] = [0, len(table), 0]
@@ -477,9 +519,12 @@ class Guard:
         self._key = key
 
     def _count(
-        self, normals: list[str], words: list[str], nls: list[int], start: int
+        self, normals: list[str], words: list[str], lines: list[tuple[int, int]], start: int
     ) -> int:
-        """Counting mode from ``normals[start]`` on; the index of the word that trips or -1."""
+        """Counting mode from ``normals[start]`` on; the index of the word that trips or -1.
+
+        ``lines`` holds (index, newlines before it) for the words that follow newlines.
+        """
         options = self._options
         ngram = options.ngram
         window = options.window
@@ -497,18 +542,20 @@ class Guard:
         keys = self._keys
         ring_normals = self._normals
         ring_words = self._words
-        ring_nls = self._nls
+        ring_lines = self._lines
         size = len(ring_normals)
+        seq = self._seq
         key = self._key
         distinct = self._distinct
         hapax = self._hapax
         newlines = self._newlines
         leading = self._leading
         next_id = self._next_id
+        line_at = iter([*(line for line in lines if line[0] >= start), (-1, 0)])
+        next_line, next_nl = next(line_at)
         tripped = -1
         for index in range(start, len(normals)):
             normal = normals[index]
-            nl = nls[index]
             entry = table_get(normal)
             if entry is None:
                 if free:
@@ -524,14 +571,16 @@ class Guard:
                 entry[_COUNT] = count
                 if count == 2:
                     hapax -= 1
-            if nl:
-                newlines += nl
+            if index == next_line:
+                ring_lines.append((seq, next_nl))
+                newlines += next_nl
                 if not entry[_LEADING]:
                     leading += 1
                 entry[_LEADING] += 1
+                next_line, next_nl = next(line_at)
             ring_normals.append(normal)
             ring_words.append(words[index])
-            ring_nls.append(nl)
+            seq += 1
             key = ((key << shift) | entry[_ID]) & mask
             size += 1
             if size >= ngram:
@@ -553,7 +602,6 @@ class Guard:
             if size > window:
                 gone = ring_normals.popleft()
                 ring_words.popleft()
-                gone_nl = ring_nls.popleft()
                 old_key = keys.popleft()
                 repeats = phrases[old_key] - 1
                 if repeats:
@@ -571,12 +619,13 @@ class Guard:
                     free.append(entry[_ID])
                     distinct -= 1
                     hapax -= 1
-                if gone_nl:
-                    newlines -= gone_nl
+                if ring_lines and ring_lines[0][0] == seq - size:
+                    newlines -= ring_lines.popleft()[1]
                     entry[_LEADING] -= 1
                     if not entry[_LEADING]:
                         leading -= 1
                 size -= 1
+        self._seq = seq
         self._key = key
         self._distinct = distinct
         self._hapax = hapax
@@ -609,14 +658,17 @@ class Guard:
         options = self._options
         normals = list(self._normals)
         words = list(self._words)
-        nls = list(self._nls)
+        nls = self._window_newlines()
         size = len(normals)
-        assert len(words) == size == len(nls)
+        assert len(words) == size
+        seqs = [seq for seq, _ in self._lines]
+        assert seqs == sorted(set(seqs))
+        assert all(self._seq - size <= seq < self._seq for seq in seqs)
         assert size <= options.window + (1 if self._reason is not None else 0)
         assert all(
             normal == normalize(word) != "" for normal, word in zip(normals, words, strict=True)
         )
-        assert all(nl >= 0 for nl in nls)
+        assert all(nl > 0 for _, nl in self._lines)
         partial = "".join(self._long) + self._buf
         assert not _WS_SPLIT.search(partial)
         assert len(self._long) <= max(1, len(partial)).bit_length() + 1
@@ -624,14 +676,10 @@ class Guard:
             return
         # Held pushes: at most `safe` words can complete in them, so they cannot trip.
         bound = sum(
-            0 if " " not in text and text.isprintable() else (len(text) + 1) // 2
+            text.count(" ") if text.isprintable() else (len(text) + 1) // 2
             for text in self._held
         )
-        held_cost = sum(
-            1 if " " not in text and text.isprintable()
-            else ((len(text) + 1) >> 1) * _WORD_COST + 1
-            for text in self._held
-        )
+        held_cost = len(self._held) + bound * _WORD_COST
         assert len(self._held) <= _MAX_HELD
         if self._held:
             assert held_cost <= min(self._safe() * _WORD_COST, _MAX_HELD)
