@@ -530,3 +530,20 @@ def test_no_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     monkeypatch.setattr(sys, "stdin", None)
     assert cli.main(["scan", "-"]) == 2
     assert "no standard input" in capsys.readouterr().err
+
+
+def test_files_need_no_standard_input(thread_file: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """Scanning files works where there is no standard input at all (as under CI)."""
+    monkeypatch.setattr(sys, "stdin", None)
+    assert cli.main(["scan", str(thread_file), "-q"]) == 0
+    assert len(capsysbinary.readouterr().out.splitlines()) == 42
+
+
+def test_short_lines_many_chunks_per_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read holding several chunks' worth of short lines keeps every line, in order."""
+    path = write_jsonl(tmp_path / "short.jsonl", [{"id": i, "messages": []} for i in range(50)])
+    monkeypatch.setattr(cli, "CHUNK_LINES", 4)
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0
+    assert [r["id"] for r in records(out)] == list(range(50))

@@ -317,7 +317,7 @@ def _check_readable(name: str) -> None:
     path = Path(name)
     if not path.exists():
         raise _FatalError(f"{name}: no such file" if name != str(SAMPLE)
-                     else f"the bundled sample {name} is missing from this installation")
+                          else f"the bundled sample {name} is missing from this installation")
     if path.is_dir():
         raise _FatalError(f"{name}: is a directory")
     if not os.access(path, os.R_OK):
@@ -361,8 +361,8 @@ class _Progress:
 
 def _open(name: str) -> tuple[BinaryIO, Callable[[], int], Callable[[], None]]:
     """(decompressed stream, position in the raw file, close) for a FILE argument."""
-    stdin = cast(io.BufferedReader, sys.stdin.buffer)  # a BufferedReader in practice
-    raw = stdin if name == "-" else open(name, "rb")  # noqa: SIM115 - closed by close()
+    # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
+    raw = cast(io.BufferedReader, sys.stdin.buffer) if name == "-" else open(name, "rb")  # noqa: SIM115
 
     def position() -> int:
         try:
@@ -404,9 +404,12 @@ def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
             pending.append(tail)
         batch.extend(lines)
         size += len(block)
-        while len(batch) >= CHUNK_LINES:
-            yield batch[:CHUNK_LINES]
-            batch = batch[CHUNK_LINES:]
+        if len(batch) >= CHUNK_LINES:  # short lines: a read holds several chunks
+            start = 0
+            while len(batch) - start >= CHUNK_LINES:
+                yield batch[start : start + CHUNK_LINES]
+                start += CHUNK_LINES
+            batch = batch[start:]
             size = sum(map(len, batch))
         if size >= CHUNK_BYTES:
             yield batch
