@@ -1,0 +1,219 @@
+"""Bulk replay: scan_texts against the streaming guard, has_repeated_text_runs against the
+reference."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import recorded
+from tests.strategies import guard_option_values, harsh_texts, texts
+from vthread import _reference as ref
+from vthread._jsvalue import utf16_len
+from vthread._options import text_run_options
+from vthread.guard import Guard
+from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
+
+
+def fed_one_by_one(text: str, options: dict[str, Any]) -> tuple[int, Any] | None:
+    """(index of the character whose push tripped the guard, reason), or None."""
+    guard = Guard(**options)
+    for index, char in enumerate(text):
+        if guard.push(char):
+            return index, guard.reason
+    return None
+
+
+def same_trip(trip: GuardTrip | None, text: str, expected: tuple[int, Any] | None) -> None:
+    if expected is None:
+        assert trip is None
+        return
+    assert trip is not None
+    index, reason = expected
+    assert trip.offset == index  # the whitespace that completed the word is at the offset
+    assert trip.offset_utf16 == utf16_len(text[:index])
+    assert trip.reason == reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    batch=st.lists(st.one_of(texts(max_words=150), harsh_texts(max_words=150)), max_size=4),
+    options=guard_option_values(),
+)
+def test_scan_texts_equals_the_guard_fed_char_by_char(
+    batch: list[str], options: dict[str, Any]
+) -> None:
+    """Every text's trip (offset and reason) is what a guard fed it one character at a time
+    reports, min_chars included."""
+    trips = scan_texts(batch, **options)
+    assert len(trips) == len(batch)
+    for text, trip in zip(batch, trips, strict=True):
+        same_trip(trip, text, fed_one_by_one(text, options))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.one_of(texts(vocabulary=4, max_words=250), harsh_texts(vocabulary=4)),
+    options=guard_option_values(),
+    min_chars=st.integers(0, 400),
+)
+def test_scan_texts_min_chars(text: str, options: dict[str, Any], min_chars: int) -> None:
+    """min_chars counts the characters fed so far, up to the completing whitespace."""
+    options["min_chars"] = min_chars
+    (trip,) = scan_texts([text], **options)
+    same_trip(trip, text, fed_one_by_one(text, options))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=texts(vocabulary=3, max_words=200), options=guard_option_values())
+def test_scan_texts_equals_the_reference_guard(text: str, options: dict[str, Any]) -> None:
+    """The scalar reference, fed character by character, agrees too."""
+    reference = ref.guard(**options)
+    expected = None
+    for index, char in enumerate(text):
+        if reference.push(char):
+            expected = index, reference.reason
+            break
+    (trip,) = scan_texts([text], **options)
+    if expected is None:
+        assert trip is None
+        return
+    assert trip is not None and trip.offset == expected[0]
+    got, want = trip.reason, expected[1]
+    assert want is not None
+    assert (got.phrase, got.count, got.text) == (want.phrase, want.count, want.text)
+    assert (got.unique_ratio, got.hapax_ratio) == (want.unique_ratio, want.hapax_ratio)
+
+
+GUARD_RECORDS = [
+    record
+    for name in ("corpus.json", "adversarial.json")
+    for record in recorded.load_records(name)
+    if record["fn"] == "createRepetitionGuard"
+]
+
+
+def test_recorded_streams_replay_in_bulk() -> None:
+    """All recorded guard streams, joined into texts, scanned at once: each equals its guard
+    fed character by character."""
+    batch, option_sets = [], []
+    for record in GUARD_RECORDS:
+        options, odd = recorded.options_of((recorded.decode_args(record) or [None])[0])
+        if odd:
+            continue
+        text = "".join(p for p in recorded.args_pushes(record) if isinstance(p, str))
+        batch.append(text)
+        option_sets.append(options)
+    assert len(batch) > 200
+    for text, options in zip(batch, option_sets, strict=True):
+        (trip,) = scan_texts([text], **options)
+        same_trip(trip, text, fed_one_by_one(text, options))
+    defaults = scan_texts(batch)
+    for text, trip in zip(batch, defaults, strict=True):
+        same_trip(trip, text, fed_one_by_one(text, {}))
+
+
+def test_bulk_equals_the_loop() -> None:
+    """Scanning texts together answers as scanning each alone."""
+    batch = ["go on " * 20, "", "a b c d " * 3, "Loop. loop! LOOP? " * 8, "x" * 50]
+    together = scan_texts(batch, ngram=2, max_repeats=3, max_unique_ratio=0.5)
+    alone = [scan_texts([t], ngram=2, max_repeats=3, max_unique_ratio=0.5)[0] for t in batch]
+    assert together == alone
+    assert together[0] is not None and together[1] is None
+
+
+def test_non_texts_never_trip() -> None:
+    """None, numbers and bytes in the batch answer None, like an ignored push."""
+    assert scan_texts([None, 3, b"go go go go go go", ""]) == [None] * 4
+    assert scan_texts([]) == []
+    assert scan_texts(iter(["go on " * 30]))[0] is not None
+
+
+def test_whole_push_offset_matches_guard() -> None:
+    """With min_chars unset, a guard pushed the whole text trips at the same word."""
+    text = "We will try again. " * 3 + "Now: " + "try again, try again. " * 6
+    (trip,) = scan_texts([text], max_unique_ratio=0.6)
+    guard = Guard(max_unique_ratio=0.6)
+    assert guard.push(text)
+    assert trip is not None and trip.offset == guard._trip_offset
+    assert trip.reason == guard.reason
+
+
+def test_astral_offsets_in_utf16() -> None:
+    """Offsets count astral characters once in Python and twice in UTF-16."""
+    text = "🎉 " + "\U0001d400\U0001d401 x " * 10
+    (trip,) = scan_texts([text], ngram=2, max_repeats=3, max_unique_ratio=1)
+    assert trip is not None
+    assert trip.offset_utf16 - trip.offset == text[: trip.offset].count("\U0001d400") * 2 + 1
+
+
+# ------------------------------------------------------------------------------ text runs
+
+_UNIT_WORDS = ["Done", "done", "Again", "x", "OK", "é", "İ", "Σ", "\u212a", "42", "a b"]
+_UNIT_SEPARATORS = [". ", "! ", "?", "\n", "...", ".\n", "\r", "\u2028", " ", ", ", "-\n"]
+
+
+@st.composite
+def unit_texts(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(_UNIT_WORDS), min_size=1, max_size=4))
+    count = draw(st.integers(0, 40))
+    pieces = [draw(st.sampled_from(words)) + draw(st.sampled_from(_UNIT_SEPARATORS))
+              for _ in range(count)]
+    return "".join(pieces)
+
+
+def text_run_option_values() -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "min_units": st.sampled_from([None, 0, 2, 3, 8, 2.5]),
+            "window": st.sampled_from([None, 0, 3, 5, 64, float("inf")]),
+            "max_unique_ratio": st.sampled_from([None, 0.0, 0.3, 0.5, 1.0, 1.5]),
+        },
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    batch=st.lists(st.one_of(unit_texts(), st.text(max_size=30), texts()), max_size=5),
+    options=text_run_option_values(),
+)
+def test_text_runs_equal_the_reference(batch: list[str], options: dict[str, Any]) -> None:
+    """The bulk twin answers as the reference, text by text."""
+    resolved = text_run_options(**options)
+    got = has_repeated_text_runs(batch, **options)
+    assert got.dtype == np.bool_
+    assert got.tolist() == [ref.has_repeated_text_run(t, resolved) for t in batch]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [r for name in ("corpus.json", "adversarial.json") for r in recorded.load_records(name)
+     if r["fn"] == "hasRepeatedTextRun"],
+    ids=lambda r: str(r["id"]),
+)
+def test_text_runs_recorded(record: dict[str, Any]) -> None:
+    """Each recorded production call of hasRepeatedTextRun, through the bulk twin."""
+    args = recorded.decode_args(record)
+    options, odd = recorded.options_of(args[1] if len(args) > 1 else None)
+    try:
+        (answer,) = has_repeated_text_runs([args[0] if args else None], **options)
+    except TypeError:
+        assert odd
+        return
+    assert bool(answer) is recorded.decode_value(record["expected"])
+
+
+def test_text_runs_read_only_the_tail() -> None:
+    """A 20 MB text costs no more than its last 4000 UTF-16 units."""
+    loop = "Let me check. " * 400
+    huge = "Fresh words everywhere, no loop at all here " * 500_000 + loop
+    start = time.perf_counter()
+    assert has_repeated_text_runs([huge, "🎉" * 5_000_000]).tolist() == [True, False]
+    assert time.perf_counter() - start < 2
+    assert ref.has_repeated_text_run(huge, text_run_options())
