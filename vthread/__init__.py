@@ -13,6 +13,7 @@ from vthread.cycle import (
 )
 from vthread.fingerprint import fingerprint, message_fingerprint
 from vthread.guard import Guard, GuardReason
+from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
 from vthread.textrun import has_repeated_text_run
 
@@ -21,6 +22,7 @@ __all__ = [
     "BuildResult",
     "Guard",
     "GuardReason",
+    "GuardTrip",
     "ScanResult",
     "build_thread",
     "describe_thread_cycle",
@@ -29,7 +31,9 @@ __all__ = [
     "has_repeated_result_run",
     "has_repeated_suffix",
     "has_repeated_text_run",
+    "has_repeated_text_runs",
     "is_thread_cyclic",
     "message_fingerprint",
     "scan",
+    "scan_texts",
 ]

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from vthread import _reference as ref
 from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
+from vthread.replay import has_repeated_text_runs
 from vthread.textrun import runaway
 
 SUFFIX: Final = 1
@@ -85,6 +86,13 @@ def _screen_part(value: Any) -> Any:
     if value is _MISSING:
         return value
     return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
+
+
+def _enough_separators(text: object, units: int) -> bool:
+    if not isinstance(text, str):
+        return False
+    count = text.count(".") + text.count("!") + text.count("?") + text.count("\n")
+    return count + 1 >= units
 
 
 def _invariant(value: Any) -> Any:
@@ -459,13 +467,22 @@ class Batch:
         index = np.repeat(firsts - np.cumsum(spans) + spans, spans) + np.arange(owner.size)
         options = text_run_options()
         kinds, texts = self.kinds, self.texts
-        for thread, position in zip(owner.tolist(), index.tolist(), strict=True):
-            if found[thread] >= 0:
-                continue
-            kind = kinds[position]
-            if kind == "reasoning" or kind == "activity":
-                continue
-            if runaway(texts[position], options):
+        # A text needs min_units - 1 separators to hold min_units units: most candidates are
+        # rejected by counting, and the rest go through the bulk twin in one call.
+        candidates = [
+            (thread, position)
+            for thread, position in zip(owner.tolist(), index.tolist(), strict=True)
+            if kinds[position] not in ("reasoning", "activity")
+            and _enough_separators(texts[position], options.min_units)
+        ]
+        fired = has_repeated_text_runs(
+            [texts[position] for _, position in candidates],
+            min_units=options.min_units,
+            window=options.window,
+            max_unique_ratio=options.max_unique_ratio,
+        )
+        for (thread, position), hit in zip(candidates, fired.tolist(), strict=True):
+            if hit and found[thread] < 0:
                 found[thread] = position - self.starts[thread]
         return found
 
