@@ -8,27 +8,33 @@ and :func:`has_repeated_text_runs` is the bulk twin of
 :func:`vthread.textrun.has_repeated_text_run`.
 
 How it is vectorised
-    Each text is split once (one regex pass) and normalised per batch; every kept word of
-    every text gets an exact integer id (interning: equal words, equal ids, nothing else),
-    and the words of all texts are laid end to end in NumPy arrays. Then, with array
-    operations only:
+    ASCII texts are laid end to end in one ``uint8`` array (a few MB at a time): word
+    boundaries, normalisation (a lower-case table and an ``[a-z0-9]`` mask) and a 64-bit
+    polynomial hash of each normalised word are array operations, with no Python string per
+    word. Other texts are split with one regex pass and their normalised words hashed with
+    Python's string hash. Then, for all words of all texts at once:
 
-    * n-gram keys: a polynomial hash (``uint64``, wrapping) of each ``ngram`` ids; sorted
-      stably, an n-gram occurring ``max_repeats`` times within the window shows as sorted
-      positions ``s`` and ``s - (max_repeats - 1)`` with equal keys whose first position is
-      still inside the window (the guard's count at that word).
-    * window statistics for every word at once: the distinct words, the words seen once and
-      the distinct line-leading words of a window are sums of intervals (a word occurrence
-      counts for the windows that hold it but not its previous occurrence), so difference
-      arrays and one ``cumsum`` give them for all positions; newlines are prefix sums.
+    * n-gram keys: a polynomial (``uint64``, wrapping) of the ``ngram`` word hashes; sorted
+      with their positions, an n-gram seen ``max_repeats`` times within the window shows as
+      sorted entries ``s`` and ``s - (max_repeats - 1)`` with equal keys whose earlier
+      position is still inside the window (the guard's count at that word);
+    * window statistics for every word: distinct words, words seen once and distinct
+      line-leading words of a window are sums of intervals (an occurrence counts for the
+      windows that hold it but not its previous occurrence), so difference arrays and one
+      ``cumsum`` give them for every position; newlines are prefix sums.
 
-    Only the first positions that pass every test are confirmed in Python, on the ids
-    themselves: a hash collision can only merge two n-grams' counts, which makes a count too
-    high, never too low, so the candidates are a superset of the trips and the exact
-    confirmation removes any false one. A collision cannot change an answer.
+Hash collisions cannot change an answer
+    A collision merges two words (or two n-grams) into one. That can only raise an n-gram
+    count, lower the distinct words, lower the words seen once and lower the distinct
+    line-leading words; each of those only makes a word more likely to pass the tests (the
+    enumeration exemption, which removes trips, needs *more* hapax or leading words). So
+    the positions that pass with hashes are a superset of the real trips. The first of them
+    in a text is then re-checked on the text's real normalised words (exact count, ratios
+    and exemption, O(window * ngram)); a false one is skipped and the next one checked.
 
-Cost: O(total characters) string work plus O(W log W) array work for W words in all, and
-O(window * ngram) per confirmed trip.
+Cost: O(total characters) array and string work plus O(W log W) for W words in all; Python
+work per text is constant except for non-ASCII texts (one split) and tripping texts (one
+exact re-check).
 
 >>> trips = scan_texts(["fine text here", "again and " * 6], ngram=2, max_repeats=3)
 >>> trips[0] is None, trips[1].offset, trips[1].reason.phrase
@@ -38,9 +44,10 @@ O(window * ngram) per confirmed trip.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Final
 
 import numpy as np
@@ -53,11 +60,12 @@ from vthread.guard import GuardReason, join_pairs, normalize
 __all__ = ["GuardTrip", "has_repeated_text_runs", "scan_texts"]
 
 IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+UintArray = npt.NDArray[np.uint64]
 
-#: Odd 64-bit multiplier of the n-gram hash (any odd constant works; collisions are
-#: confirmed away, see the module docstring).
-_HASH_MULTIPLIER: Final = np.uint64(0x9E3779B97F4A7C15)
+#: Odd 64-bit multiplier of the n-gram hash (collisions are re-checked away).
+_NGRAM_MULTIPLIER: Final = np.uint64(0xC2B2AE3D27D4EB4F)
+#: Characters of ASCII text normalised at once; bounds the batch's memory.
+_BATCH_CHARS: Final = 1 << 22
 _EXEMPT_BELOW_RATIO: Final = 0.5
 _EXEMPT_NEWLINES: Final = 2
 _EXEMPT_HAPAX: Final = 0.1
@@ -65,7 +73,14 @@ _EXEMPT_LEADING: Final = 3
 _TAIL_UNITS: Final = 4000
 
 _WS_SPLIT: Final = re.compile("(" + JS_WHITESPACE_CLASS + "+)")
-_ASCII_DROP_BYTES: Final = bytes(c for c in range(128) if not chr(c).isalnum() and c != 32)
+_ASCII_SPACES: Final = " \t\n\v\f\r"  # JavaScript's whitespace within ASCII
+#: ASCII bytes that normalisation deletes, the space excepted (words joined by spaces).
+_ASCII_DROP: Final = bytes(c for c in range(128) if not chr(c).isalnum() and c != 32)
+#: The same, whitespace excepted, and the table that lower-cases ASCII letters.
+_ASCII_DROP_KEEP_SPACE: Final = bytes(
+    c for c in range(128) if not chr(c).isalnum() and chr(c) not in _ASCII_SPACES
+)
+_ASCII_LOWER: Final = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,58 +97,197 @@ class GuardTrip:
     reason: GuardReason
 
 
-@dataclass(slots=True)
-class _Text:
-    """One text's split, kept for the few texts that need offsets or a confirmation."""
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """The kept (non-empty, completed) words of some texts, in text order."""
 
-    text: str
-    parts: list[str]  # word, whitespace, word, ..., trailing partial word
-    kept: list[int]  # index among the completed words of each kept word
-
-    def ends(self) -> IntArray:
-        """Index just past each kept word (where its completing whitespace starts)."""
-        lengths = np.fromiter(map(len, self.parts), np.int64, len(self.parts))
-        completed: IntArray = np.cumsum(lengths)[0:-1:2]
-        result: IntArray = completed[np.asarray(self.kept, dtype=np.int64)]
-        return result
-
-    def utf16(self, index: IntArray) -> IntArray:
-        """UTF-16 length of ``text[:i]`` for each ``i`` in ``index``."""
-        if self.text.isascii():
-            return index
-        points = np.frombuffer(self.text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-        astral = np.concatenate(([0], np.cumsum(points > 0xFFFF)))
-        result: IntArray = index + astral[index]
-        return result
+    hashes: UintArray
+    text: IntArray  # index of the word's text in the batch
+    newlines: IntArray  # newlines since the previous kept word (or the text's start)
 
 
-def _split(text: str) -> tuple[list[str], list[str], list[str]]:
-    """(parts, completed words, their normal forms) of one text."""
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """One text's exact words: for non-ASCII texts and for re-checking candidates."""
+
+    words: list[str]  # the kept words as written
+    normals: list[str]
+    end: IntArray  # index just past each kept word
+    newlines: IntArray
+
+
+def _split(text: str) -> _Split:
+    """Split and normalise one text as the guard does (one regex pass)."""
     parts = _WS_SPLIT.split(text)
     words = parts[:-1:2]
-    if not words:
-        return parts, words, []
     if text.isascii():
-        joined = " ".join(words).lower().encode().translate(None, _ASCII_DROP_BYTES)
-        return parts, words, joined.decode().split(" ")
-    return parts, words, list(map(normalize, words))
-
-
-def _newlines_before(parts: list[str], kept: list[int]) -> IntArray:
-    """Newlines in the whitespace between each kept word and the kept word before it."""
+        joined = " ".join(words).lower().encode().translate(None, _ASCII_DROP)
+        normals = joined.decode().split(" ") if words else []
+    else:
+        normals = list(map(normalize, words))
+    kept = np.fromiter(compress(range(len(words)), normals), np.int64)
+    lengths = np.fromiter(map(len, parts), np.int64, len(parts))
+    ends = np.cumsum(lengths)[0:-1:2][kept] if len(kept) else kept
     spaces = parts[1::2]
-    counts = np.fromiter(map(str.count, spaces, repeat("\n", len(spaces))), np.int64,
-                         len(spaces))
-    cumulative = np.concatenate(([0], np.cumsum(counts)))
-    at = np.asarray(kept, dtype=np.int64)
-    before = np.concatenate(([0], at[:-1]))
-    result: IntArray = cumulative[at] - cumulative[before]
+    if "\n" in text and len(kept):
+        counts = np.fromiter(map(str.count, spaces, repeat("\n", len(spaces))), np.int64,
+                             len(spaces))
+        cumulative = np.concatenate(([0], np.cumsum(counts)))
+        newlines = cumulative[kept] - cumulative[np.concatenate(([0], kept[:-1]))]
+    else:
+        newlines = np.zeros(len(kept), dtype=np.int64)
+    return _Split(
+        words=[words[i] for i in kept.tolist()],
+        normals=list(filter(None, normals)),
+        end=ends,
+        newlines=newlines,
+    )
+
+
+def _utf16(text: str, index: IntArray) -> IntArray:
+    """UTF-16 length of ``text[:i]`` for each ``i`` in ``index``."""
+    if text.isascii():
+        return index
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    astral = np.concatenate(([0], np.cumsum(points > 0xFFFF)))
+    result: IntArray = index + astral[index]
     return result
 
 
+def _python_words(text: str, item: int) -> _Words:
+    """The words of a non-ASCII text, hashed with Python's string hash."""
+    split = _split(text)
+    hashes = np.fromiter(map(hash, split.normals), np.int64, len(split.normals))
+    return _Words(
+        hashes=hashes.view(np.uint64),
+        text=np.full(len(hashes), item, dtype=np.int64),
+        newlines=split.newlines,
+    )
+
+
+def _completed(text: str) -> str:
+    """``text`` without its trailing partial word (nothing completes it)."""
+    cut = max(map(text.rfind, _ASCII_SPACES))
+    return text[: cut + 1]
+
+
+def _ascii_words(texts: list[str], items: list[int]) -> _Words:
+    """The words of ASCII texts, normalised and hashed in C: one ``bytes.translate`` (lower
+    case, delete what normalisation deletes, keep whitespace) and ``bytes.split``, whose
+    whitespace is exactly JavaScript's ASCII whitespace. A word that normalises to nothing
+    disappears, so the kept words remain, in order; lines give the newlines."""
+    completed = [_completed(t) for t in texts]
+    normal = "\n".join(completed).encode().translate(_ASCII_LOWER, _ASCII_DROP_KEEP_SPACE)
+    lines = normal.split(b"\n")
+    on_line = [line.split() for line in lines]
+    per_line = np.fromiter(map(len, on_line), np.int64, len(on_line))
+    words = list(chain.from_iterable(on_line))
+    hashes = np.fromiter(map(hash, words), np.int64, len(words)).view(np.uint64)
+    lines_per_text = np.fromiter(map(str.count, completed, repeat("\n", len(completed))),
+                                 np.int64, len(completed)) + 1
+    text_of_line = np.repeat(np.arange(len(texts), dtype=np.int64), lines_per_text)
+    first_line = np.concatenate(([0], np.cumsum(lines_per_text)[:-1]))
+    filled = np.flatnonzero(per_line)
+    before = np.full(len(per_line), -1, dtype=np.int64)
+    if len(filled):
+        earlier = np.concatenate(([-1], filled[:-1]))
+        same_text = (earlier >= 0) & (text_of_line[np.maximum(earlier, 0)]
+                                      == text_of_line[filled])
+        before[filled] = np.where(same_text, filled - earlier,
+                                  filled - first_line[text_of_line[filled]])
+    newlines = np.zeros(len(words), dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
+    newlines[starts[filled]] = before[filled]
+    owner = np.repeat(text_of_line, per_line)
+    return _Words(
+        hashes=hashes,
+        text=np.asarray(items, dtype=np.int64)[owner],
+        newlines=newlines,
+    )
+
+
+def _words_of(items: list[object]) -> _Words:
+    """The kept words of every text, in order: ASCII texts in C-level batches."""
+    pieces: list[_Words] = []
+    batch: list[str] = []
+    batch_items: list[int] = []
+    size = 0
+    for item, text in enumerate(items):
+        if not isinstance(text, str) or not text:
+            continue
+        if text.isascii():
+            batch.append(text)
+            batch_items.append(item)
+            size += len(text)
+            if size < _BATCH_CHARS:
+                continue
+        if batch:
+            pieces.append(_ascii_words(batch, batch_items))
+            batch, batch_items, size = [], [], 0
+        if not text.isascii():
+            pieces.append(_python_words(text, item))
+    if batch:
+        pieces.append(_ascii_words(batch, batch_items))
+    if not pieces:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Words(empty.view(np.uint64), empty, empty)
+    return _Words(*(np.concatenate([getattr(p, f) for p in pieces])
+                    for f in ("hashes", "text", "newlines")))
+
+
+def scan_texts(
+    texts: Iterable[object],
+    *,
+    ngram: float | None = None,
+    window: float | None = None,
+    max_repeats: float | None = None,
+    max_unique_ratio: float | None = None,
+    min_chars: float | None = None,
+) -> list[GuardTrip | None]:
+    """For each text, where a :class:`~vthread.guard.Guard` fed it one character at a time
+    would trip, or None. A text that is not a ``str`` never trips.
+
+    The keywords are the guard's. With ``min_chars`` the guard counts the characters it
+    has been fed, so a word can only trip once the characters up to and including the
+    whitespace that completes it reach ``min_chars``. O(characters + W log W) for W words.
+    """
+    options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars)
+    items = list(texts)
+    results: list[GuardTrip | None] = [None] * len(items)
+    words = _words_of(items)
+    total = len(words.hashes)
+    if total == 0:
+        return results
+    counts = np.bincount(words.text, minlength=len(items))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    first = starts[words.text]
+    last = first + counts[words.text] - 1
+    candidates = _candidates(words, first, last, options)
+    owners = words.text[candidates]
+    cuts = np.flatnonzero(np.diff(owners)) + 1
+    for group in np.split(candidates, cuts) if len(candidates) else []:
+        item = int(words.text[group[0]])
+        text = items[item]
+        assert isinstance(text, str)
+        results[item] = _first_trip(text, group - first[group], options)
+    return results
+
+
+def _sorted_with_positions(keys: UintArray, total: int) -> tuple[UintArray, IntArray]:
+    """``keys`` sorted, each with its index, ties by index: one ``np.sort`` of packed
+    words (the keys' low bits give way to the index, which only merges more keys)."""
+    bits = max(1, int(total).bit_length())
+    mask = np.uint64((1 << bits) - 1)
+    packed = np.sort(
+        ((keys >> np.uint64(bits)) << np.uint64(bits))
+        | np.arange(len(keys), dtype=np.uint64)
+    )
+    return packed >> np.uint64(bits), (packed & mask).astype(np.int64)
+
+
 def _intervals(starts: IntArray, stops: IntArray, size: int) -> IntArray:
-    """How many of the intervals ``[starts[i], stops[i]]`` (empty when start > stop) hold
-    each position ``0 .. size - 1``."""
+    """How many intervals ``[starts[i], stops[i]]`` (empty when start > stop) hold each
+    position ``0 .. size - 1``."""
     keep = starts <= stops
     diff = np.bincount(starts[keep], minlength=size + 1)
     diff -= np.bincount(stops[keep] + 1, minlength=size + 1)
@@ -142,14 +296,14 @@ def _intervals(starts: IntArray, stops: IntArray, size: int) -> IntArray:
 
 
 def _neighbours(
-    ids: IntArray, positions: IntArray, first: IntArray
+    keys: UintArray, positions: IntArray, first: IntArray
 ) -> tuple[IntArray, IntArray]:
-    """For each of ``positions`` (ascending, with their ``ids`` and their texts' ``first``
-    positions), the previous and the next of these positions with the same id in the same
+    """For each of ``positions`` (with their word ``keys`` and their texts' ``first``
+    positions), the previous and the next of these positions with the same key in the same
     text: -1, or a number past every text, when there is none."""
-    size = len(ids)
-    order = np.argsort(ids, kind="stable")
-    same = ids[order[1:]] == ids[order[:-1]]
+    size = len(keys)
+    sorted_keys, order = _sorted_with_positions(keys, size)
+    same = sorted_keys[1:] == sorted_keys[:-1]
     previous = np.full(size, -1, dtype=np.int64)
     following = np.full(size, np.iinfo(np.int64).max // 4, dtype=np.int64)
     previous[order[1:][same]] = positions[order[:-1][same]]
@@ -172,163 +326,112 @@ def _first_in_window(
     return start, stop
 
 
-def scan_texts(
-    texts: Iterable[object],
-    *,
-    ngram: float | None = None,
-    window: float | None = None,
-    max_repeats: float | None = None,
-    max_unique_ratio: float | None = None,
-    min_chars: float | None = None,
-) -> list[GuardTrip | None]:
-    """For each text, where a :class:`~vthread.guard.Guard` fed it one character at a time
-    would trip, or None. A text that is not a ``str`` never trips.
-
-    The keywords are the guard's. With ``min_chars`` the guard counts the characters it
-    has been fed, so a word can only trip once the characters up to and including the
-    whitespace that completes it reach ``min_chars``. O(characters + W log W) for W words.
-    """
-    options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars)
-    items = list(texts)
-    results: list[GuardTrip | None] = [None] * len(items)
-    split: list[_Text | None] = []
-    normals: list[str] = []
-    lengths: list[int] = []
-    newline_parts: list[tuple[int, IntArray]] = []
-    for text in items:
-        if not isinstance(text, str) or not text:
-            split.append(None)
-            lengths.append(0)
-            continue
-        parts, _, word_normals = _split(text)
-        kept = list(compress(range(len(word_normals)), word_normals))
-        split.append(_Text(text, parts, kept))
-        if kept and "\n" in text:
-            newline_parts.append((len(normals), _newlines_before(parts, kept)))
-        normals.extend(filter(None, word_normals))
-        lengths.append(len(kept))
-    total = len(normals)
-    if total == 0:
-        return results
-    index = dict(zip(dict.fromkeys(normals), range(total), strict=False))
-    ids = np.fromiter(map(index.__getitem__, normals), np.int64, total)
-    counts = np.asarray(lengths, dtype=np.int64)
-    text_of = np.repeat(np.arange(len(items), dtype=np.int64), counts)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    first = starts[text_of]
-    last = first + counts[text_of] - 1
-    newlines = np.zeros(total, dtype=np.int64)
-    for at, values in newline_parts:
-        newlines[at : at + len(values)] = values
-    candidates = _candidates(ids, first, last, newlines, options)
-    owners = text_of[candidates]
-    cuts = np.flatnonzero(np.diff(owners)) + 1
-    for group in np.split(candidates, cuts) if len(candidates) else []:
-        item = int(text_of[group[0]])
-        entry = split[item]
-        assert entry is not None
-        results[item] = _first_trip(entry, group - first[group], ids, normals, options,
-                                    int(first[group[0]]))
-    return results
-
-
 def _candidates(
-    ids: IntArray, first: IntArray, last: IntArray, newlines: IntArray, options: GuardOptions
+    words: _Words, first: IntArray, last: IntArray, options: GuardOptions
 ) -> IntArray:
-    """Positions where every test but the exact count and ``min_chars`` passes, in order.
+    """Positions where every test passes on hashed words (``min_chars`` aside), in order.
 
-    The hashed n-gram count is at least the real one, so no trip is missed.
+    A superset of the real trips: see the module docstring.
     """
-    total = len(ids)
-    ngram, window = options.ngram, options.window
+    hashes = words.hashes
+    total = len(hashes)
+    ngram, window, repeats = options.ngram, options.window, options.max_repeats
     positions = np.arange(total, dtype=np.int64)
     window_start = np.maximum(first, positions - window)
     size = positions - window_start + 1
     ends = positions[positions - first >= ngram - 1]
-    if len(ends) == 0:
-        return ends
-    # Polynomial hash of the ngram ids ending at each position (uint64 arithmetic wraps).
-    keys = np.zeros(len(ends), dtype=np.uint64)
-    values = (ids + 1).astype(np.uint64)
-    for k in range(ngram - 1, -1, -1):
-        keys = keys * _HASH_MULTIPLIER + values[ends - k]
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    sorted_ends = ends[order]
-    repeats = options.max_repeats
     if len(ends) < repeats:
         return positions[:0]
+    keys = np.zeros(len(ends), dtype=np.uint64)
+    for k in range(ngram - 1, -1, -1):
+        keys = keys * _NGRAM_MULTIPLIER + hashes[ends - k]
+    sorted_keys, order = _sorted_with_positions(keys, len(ends))
+    sorted_ends = ends[order]
     here = sorted_ends[repeats - 1 :]
     earlier = sorted_ends[: len(sorted_ends) - repeats + 1]
-    lowest_end = window_start[here] + ngram - 1
     counted = (sorted_keys[repeats - 1 :] == sorted_keys[: len(sorted_keys) - repeats + 1]) & (
-        earlier >= lowest_end
+        earlier >= window_start[here] + ngram - 1
     )
-    possible = np.zeros(total, dtype=np.bool_)
-    possible[here[counted]] = True
-    if not possible.any():
+    if not counted.any():
         return positions[:0]
-    previous, following = _neighbours(ids, positions, first)
+    # Only texts with a repeated n-gram can trip: the window statistics are computed for
+    # their words alone, renumbered from 0.
+    hits = here[counted]
+    chosen = np.bincount(words.text[hits], minlength=int(words.text[-1]) + 1) > 0
+    keep = np.flatnonzero(chosen[words.text])
+    possible = np.zeros(total, dtype=np.bool_)
+    possible[hits] = True
+    possible = possible[keep]
+    hashes, newlines = hashes[keep], words.newlines[keep]
+    shift = np.cumsum(~chosen[words.text])[keep]  # words dropped before each kept one
+    total = len(keep)
+    positions = np.arange(total, dtype=np.int64)
+    first, last = first[keep] - shift, last[keep] - shift
+    window_start, size = window_start[keep] - shift, size[keep]
+    previous, following = _neighbours(hashes, positions, first)
     start, stop = _first_in_window(positions, previous, last, window)
     distinct = _intervals(start, stop, total)
-    unique_ratio = distinct / size
-    ok = possible & (unique_ratio <= options.max_unique_ratio)
+    ok = possible & (distinct / size <= options.max_unique_ratio)
     if options.max_unique_ratio < _EXEMPT_BELOW_RATIO and ok.any():
         hapax = _intervals(start, np.minimum(stop, following - 1), total)
-        hapax_ratio = hapax / size
         cumulative = np.concatenate(([0], np.cumsum(newlines)))
         in_window = cumulative[positions + 1] - cumulative[window_start]
         leads = np.flatnonzero(newlines > 0)
-        lead_previous, _ = _neighbours(ids[leads], leads, first[leads])
+        lead_previous, _ = _neighbours(hashes[leads], leads, first[leads])
         lead_start, lead_stop = _first_in_window(leads, lead_previous, last[leads], window)
         leading = _intervals(lead_start, lead_stop, total)
         exempt = (in_window >= _EXEMPT_NEWLINES) & (
-            (hapax_ratio >= _EXEMPT_HAPAX) | (leading >= _EXEMPT_LEADING)
+            (hapax / size >= _EXEMPT_HAPAX) | (leading >= _EXEMPT_LEADING)
         )
         ok &= ~exempt
-    result: IntArray = np.flatnonzero(ok)
+    result: IntArray = keep[ok]
     return result
 
 
-def _first_trip(
-    entry: _Text,
-    local: IntArray,
-    ids: IntArray,
-    normals: Sequence[str],
-    options: GuardOptions,
-    first: int,
-) -> GuardTrip | None:
-    """The first of one text's candidate words (local indices, ascending) that really trips.
-
-    ``min_chars`` is monotone along the text (the characters fed only grow), so it cuts the
-    candidates at one point; each remaining candidate is confirmed on the exact ids.
-    """
-    ends = entry.ends()
+def _first_trip(text: str, local: IntArray, options: GuardOptions) -> GuardTrip | None:
+    """The first of one text's candidate words (indices among its kept words, ascending)
+    that trips the guard on the real words, or None. O(window * ngram) per candidate."""
+    split = _split(text)
     if options.min_chars:
-        fed = entry.utf16(ends[local] + 1)  # the completing whitespace is fed too
+        # The characters fed only grow along the text, so min_chars cuts the candidates
+        # once; the whitespace completing a word is fed before the word is judged.
+        fed = _utf16(text, split.end[local] + 1)
         local = local[fed >= options.min_chars]
+    normals, newlines = split.normals, split.newlines.tolist()
     ngram, window = options.ngram, options.window
-    rows = np.lib.stride_tricks.sliding_window_view(ids, ngram)
     for at in local.tolist():
-        position = first + at
-        window_start = max(first, position - window)
-        span = rows[window_start : position - ngram + 2]
-        count = int(np.count_nonzero((span == rows[position - ngram + 1]).all(axis=1)))
-        if count < options.max_repeats:
-            continue  # a hash collision made this candidate; the exact count says no
-        size = position - window_start + 1
-        _, frequency = np.unique(ids[window_start : position + 1], return_counts=True)
-        words = entry.parts[0:-1:2]
-        spelled = [words[i] for i in entry.kept[at - ngram + 1 : at + 1]]
-        end = int(ends[at])
-        reason = GuardReason(
-            phrase=" ".join(normals[position - ngram + 1 : position + 1]),
-            count=count,
-            text=join_pairs(" ".join(spelled)),
-            unique_ratio=len(frequency) / size,
-            hapax_ratio=int(np.count_nonzero(frequency == 1)) / size,
+        start = max(0, at - window)
+        size = at - start + 1
+        phrase = normals[at - ngram + 1 : at + 1]
+        count = sum(
+            1 for p in range(start, at - ngram + 2) if normals[p : p + ngram] == phrase
         )
-        offset16 = int(entry.utf16(np.asarray([end], dtype=np.int64))[0])
+        if count < options.max_repeats:
+            continue
+        frequency = Counter(normals[start : at + 1])
+        unique_ratio = len(frequency) / size
+        if unique_ratio > options.max_unique_ratio:
+            continue
+        hapax_ratio = sum(1 for c in frequency.values() if c == 1) / size
+        if (
+            options.max_unique_ratio < _EXEMPT_BELOW_RATIO
+            and sum(newlines[start : at + 1]) >= _EXEMPT_NEWLINES
+            and (
+                hapax_ratio >= _EXEMPT_HAPAX
+                or len({normals[i] for i in range(start, at + 1) if newlines[i]})
+                >= _EXEMPT_LEADING
+            )
+        ):
+            continue
+        end = int(split.end[at])
+        reason = GuardReason(
+            phrase=" ".join(phrase),
+            count=count,
+            text=join_pairs(" ".join(split.words[at - ngram + 1 : at + 1])),
+            unique_ratio=unique_ratio,
+            hapax_ratio=hapax_ratio,
+        )
+        offset16 = int(_utf16(text, np.asarray([end], dtype=np.int64))[0])
         return GuardTrip(offset=end, offset_utf16=offset16, reason=reason)
     return None
 
