@@ -47,7 +47,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from typing import Final
 
 import numpy as np
@@ -62,10 +62,13 @@ __all__ = ["GuardTrip", "has_repeated_text_runs", "scan_texts"]
 IntArray = npt.NDArray[np.int64]
 UintArray = npt.NDArray[np.uint64]
 
-#: Odd 64-bit multiplier of the n-gram hash (collisions are re-checked away).
+#: Odd 64-bit multipliers of the word and n-gram hashes (collisions are re-checked away),
+#: and the word multiplier's inverse modulo 2**64.
+_WORD_MULTIPLIER: Final = 0x9E3779B97F4A7C15
+_WORD_INVERSE: Final = pow(_WORD_MULTIPLIER, -1, 1 << 64)
 _NGRAM_MULTIPLIER: Final = np.uint64(0xC2B2AE3D27D4EB4F)
 #: Characters of ASCII text normalised at once; bounds the batch's memory.
-_BATCH_CHARS: Final = 1 << 22
+_BATCH_CHARS: Final = 1 << 20
 _EXEMPT_BELOW_RATIO: Final = 0.5
 _EXEMPT_NEWLINES: Final = 2
 _EXEMPT_HAPAX: Final = 0.1
@@ -81,6 +84,8 @@ _ASCII_DROP_KEEP_SPACE: Final = bytes(
     c for c in range(128) if not chr(c).isalnum() and chr(c) not in _ASCII_SPACES
 )
 _ASCII_LOWER: Final = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_IS_SPACE: Final = np.zeros(256, dtype=np.bool_)
+_IS_SPACE[list(_ASCII_SPACES.encode())] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,8 @@ class _Words:
     hashes: UintArray
     text: IntArray  # index of the word's text in the batch
     newlines: IntArray  # newlines since the previous kept word (or the text's start)
+    end: IntArray  # index just past the word in its text (its completing whitespace)
+    fed: IntArray  # UTF-16 units fed once that whitespace is: what min_chars compares
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +169,8 @@ def _python_words(text: str, item: int) -> _Words:
         hashes=hashes.view(np.uint64),
         text=np.full(len(hashes), item, dtype=np.int64),
         newlines=split.newlines,
+        end=split.end,
+        fed=_utf16(text, split.end) + 1,
     )
 
 
@@ -172,38 +181,74 @@ def _completed(text: str) -> str:
 
 
 def _ascii_words(texts: list[str], items: list[int]) -> _Words:
-    """The words of ASCII texts, normalised and hashed in C: one ``bytes.translate`` (lower
-    case, delete what normalisation deletes, keep whitespace) and ``bytes.split``, whose
-    whitespace is exactly JavaScript's ASCII whitespace. A word that normalises to nothing
-    disappears, so the kept words remain, in order; lines give the newlines."""
+    """The words of ASCII texts, normalised in C and hashed with array operations.
+
+    ``bytes.translate`` lower-cases each text and deletes what normalisation deletes,
+    keeping whitespace, so a word that normalises to nothing disappears and the kept words
+    remain in order, each still followed by its completing whitespace (the texts' partial
+    last words are cut off first). Word hashes are polynomials of the normalised bytes,
+    from prefix sums: ``(H[end] - H[start]) * P**-start`` (``uint64``, wrapping).
+    """
     completed = [_completed(t) for t in texts]
-    normal = "\n".join(completed).encode().translate(_ASCII_LOWER, _ASCII_DROP_KEEP_SPACE)
-    lines = normal.split(b"\n")
-    on_line = [line.split() for line in lines]
-    per_line = np.fromiter(map(len, on_line), np.int64, len(on_line))
-    words = list(chain.from_iterable(on_line))
-    hashes = np.fromiter(map(hash, words), np.int64, len(words)).view(np.uint64)
-    lines_per_text = np.fromiter(map(str.count, completed, repeat("\n", len(completed))),
-                                 np.int64, len(completed)) + 1
-    text_of_line = np.repeat(np.arange(len(texts), dtype=np.int64), lines_per_text)
-    first_line = np.concatenate(([0], np.cumsum(lines_per_text)[:-1]))
-    filled = np.flatnonzero(per_line)
-    before = np.full(len(per_line), -1, dtype=np.int64)
-    if len(filled):
-        earlier = np.concatenate(([-1], filled[:-1]))
-        same_text = (earlier >= 0) & (text_of_line[np.maximum(earlier, 0)]
-                                      == text_of_line[filled])
-        before[filled] = np.where(same_text, filled - earlier,
-                                  filled - first_line[text_of_line[filled]])
-    newlines = np.zeros(len(words), dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
-    newlines[starts[filled]] = before[filled]
-    owner = np.repeat(text_of_line, per_line)
+    normal_texts = [t.encode().translate(_ASCII_LOWER, _ASCII_DROP_KEEP_SPACE)
+                    for t in completed]
+    sizes = np.fromiter(map(len, normal_texts), np.int64, len(texts))
+    offsets = np.concatenate(([0], np.cumsum(sizes + 1)))  # texts joined by one "\n"
+    data = np.frombuffer(b"\n".join(normal_texts) + b"\n", dtype=np.uint8)
+    # Every word is completed, so words and the whitespace right after them pair up: a
+    # word ends at a whitespace byte that follows a non-whitespace one, and begins after
+    # the whitespace byte before that.
+    spaces = np.flatnonzero(_IS_SPACE[data])
+    gap = np.empty(len(spaces), dtype=np.int64)
+    gap[0] = spaces[0] + 1
+    gap[1:] = spaces[1:] - spaces[:-1]
+    rank = np.flatnonzero(gap > 1)  # whitespace bytes that end a word
+    ends = spaces[rank]
+    begins = ends - gap[rank] + 1
+    owner = np.searchsorted(offsets, begins, side="right") - 1
+    powers, inverse = _powers(len(data))
+    prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+    np.cumsum(data * powers, out=prefix[1:])
+    hashes: UintArray = (prefix[ends] - prefix[begins]) * inverse[begins]
+    breaks = np.flatnonzero(data == 10)
+    newline_before = np.searchsorted(breaks, begins)
+    previous_end = np.empty(len(ends), dtype=np.int64)
+    if len(ends):
+        previous_end[0] = 0
+        previous_end[1:] = ends[:-1]
+        first_of_text = np.ones(len(ends), dtype=np.bool_)
+        first_of_text[1:] = owner[1:] != owner[:-1]
+        previous_end[first_of_text] = offsets[owner[first_of_text]]
+    newlines = newline_before - np.searchsorted(breaks, previous_end)
+    # Back to positions in the original texts: whitespace is never deleted, so the k-th
+    # whitespace byte after normalisation is the k-th before.
+    original = np.frombuffer("\n".join(completed).encode() + b"\n", dtype=np.uint8)
+    original_offsets = np.concatenate(([0], np.cumsum(
+        np.fromiter(map(len, completed), np.int64, len(texts)) + 1)))
+    end = np.flatnonzero(_IS_SPACE[original])[rank] - original_offsets[owner]
     return _Words(
         hashes=hashes,
         text=np.asarray(items, dtype=np.int64)[owner],
         newlines=newlines,
+        end=end,
+        fed=end + 1,
     )
+
+
+_POWER_TABLES: list[UintArray] = []
+
+
+def _powers(size: int) -> tuple[UintArray, UintArray]:
+    """``P**t`` and ``P**-t`` modulo 2**64 for ``t < size``; built once per process, up to
+    ``_BATCH_CHARS`` plus the longest text (16 MB at most for the defaults)."""
+    if not _POWER_TABLES or len(_POWER_TABLES[0]) < size:
+        length = max(size, min(_BATCH_CHARS, 1 << 16))
+        ones = np.ones(1, dtype=np.uint64)
+        _POWER_TABLES[:] = [
+            np.concatenate((ones, np.cumprod(np.full(length - 1, m, dtype=np.uint64))))
+            for m in (_WORD_MULTIPLIER, _WORD_INVERSE)
+        ]
+    return _POWER_TABLES[0][:size], _POWER_TABLES[1][:size]
 
 
 def _words_of(items: list[object]) -> _Words:
@@ -230,9 +275,9 @@ def _words_of(items: list[object]) -> _Words:
         pieces.append(_ascii_words(batch, batch_items))
     if not pieces:
         empty = np.zeros(0, dtype=np.int64)
-        return _Words(empty.view(np.uint64), empty, empty)
+        return _Words(empty.view(np.uint64), empty, empty, empty, empty)
     return _Words(*(np.concatenate([getattr(p, f) for p in pieces])
-                    for f in ("hashes", "text", "newlines")))
+                    for f in ("hashes", "text", "newlines", "end", "fed")))
 
 
 def scan_texts(
@@ -263,13 +308,17 @@ def scan_texts(
     first = starts[words.text]
     last = first + counts[words.text] - 1
     candidates = _candidates(words, first, last, options)
+    if options.min_chars:
+        candidates = candidates[words.fed[candidates] >= options.min_chars]
     owners = words.text[candidates]
     cuts = np.flatnonzero(np.diff(owners)) + 1
     for group in np.split(candidates, cuts) if len(candidates) else []:
         item = int(words.text[group[0]])
         text = items[item]
         assert isinstance(text, str)
-        results[item] = _first_trip(text, group - first[group], options)
+        base = int(first[group[0]])
+        ends = words.end[base : int(last[group[0]]) + 1]
+        results[item] = _first_trip(text, ends, (group - base).tolist(), options)
     return results
 
 
@@ -388,46 +437,48 @@ def _candidates(
     return result
 
 
-def _first_trip(text: str, local: IntArray, options: GuardOptions) -> GuardTrip | None:
-    """The first of one text's candidate words (indices among its kept words, ascending)
-    that trips the guard on the real words, or None. O(window * ngram) per candidate."""
-    split = _split(text)
-    if options.min_chars:
-        # The characters fed only grow along the text, so min_chars cuts the candidates
-        # once; the whitespace completing a word is fed before the word is judged.
-        fed = _utf16(text, split.end[local] + 1)
-        local = local[fed >= options.min_chars]
-    normals, newlines = split.normals, split.newlines.tolist()
+def _first_trip(
+    text: str, ends: IntArray, local: list[int], options: GuardOptions
+) -> GuardTrip | None:
+    """The first of one text's candidate words (indices among its kept words, ascending;
+    ``ends[k]`` is where kept word k ends) that trips the guard on the real words, or None.
+
+    Only the candidate's window is split again: from the end of the kept word before the
+    window (so that its first word's newlines count from there, as in the guard) to the
+    candidate. O(window * ngram) per candidate.
+    """
     ngram, window = options.ngram, options.window
-    for at in local.tolist():
+    for at in local:
         start = max(0, at - window)
+        origin = int(ends[start - 1]) if start else 0
+        split = _split(text[origin : int(ends[at]) + 1])
+        normals, newlines = split.normals, split.newlines.tolist()
         size = at - start + 1
-        phrase = normals[at - ngram + 1 : at + 1]
-        count = sum(
-            1 for p in range(start, at - ngram + 2) if normals[p : p + ngram] == phrase
-        )
+        assert len(normals) == size, "the vectorised split and the exact split disagree"
+        phrase = normals[-ngram:]
+        count = sum(1 for p in range(size - ngram + 1) if normals[p : p + ngram] == phrase)
         if count < options.max_repeats:
-            continue
-        frequency = Counter(normals[start : at + 1])
+            continue  # a hash collision made this candidate
+        frequency = Counter(normals)
         unique_ratio = len(frequency) / size
         if unique_ratio > options.max_unique_ratio:
             continue
         hapax_ratio = sum(1 for c in frequency.values() if c == 1) / size
         if (
             options.max_unique_ratio < _EXEMPT_BELOW_RATIO
-            and sum(newlines[start : at + 1]) >= _EXEMPT_NEWLINES
+            and sum(newlines) >= _EXEMPT_NEWLINES
             and (
                 hapax_ratio >= _EXEMPT_HAPAX
-                or len({normals[i] for i in range(start, at + 1) if newlines[i]})
+                or len({n for n, nl in zip(normals, newlines, strict=True) if nl})
                 >= _EXEMPT_LEADING
             )
         ):
             continue
-        end = int(split.end[at])
+        end = int(ends[at])
         reason = GuardReason(
             phrase=" ".join(phrase),
             count=count,
-            text=join_pairs(" ".join(split.words[at - ngram + 1 : at + 1])),
+            text=join_pairs(" ".join(split.words[-ngram:])),
             unique_ratio=unique_ratio,
             hapax_ratio=hapax_ratio,
         )
