@@ -1,0 +1,178 @@
+"""``vthread guard``: a live pass-through that stops a looping stream."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vthread._cli_guard import EXIT_TRIPPED, run_guard
+from vthread.replay import scan_texts
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMAND = [sys.executable, "-m", "vthread._cli_guard"]
+HEALTHY = "Plain healthy prose, with été and 🎉 and new lines.\nNothing repeats here at all.\n"
+LOOP = "Let me check the file again. " * 12
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def run(data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*COMMAND, *args], input=data, capture_output=True, env=env(),
+                          timeout=60, check=False)
+
+
+def test_healthy_stream_passes_through_unchanged() -> None:
+    """Every byte is copied; exit 0; nothing on stderr."""
+    data = (HEALTHY + " ".join(f"mot{i}é\n" if i % 9 == 0 else f"w{i}🎉" for i in range(5000))
+            ).encode()
+    result = run(data)
+    assert (result.returncode, result.stdout, result.stderr) == (0, data, b"")
+
+
+def test_loop_stops_after_the_tripping_word() -> None:
+    """Exit 3, output cut just past the tripping word, the reason as one JSON line."""
+    text = HEALTHY + LOOP
+    result = run(text.encode())
+    assert result.returncode == EXIT_TRIPPED
+    (trip,) = scan_texts([text])
+    assert trip is not None
+    assert result.stdout == text[: trip.offset].encode()
+    (line,) = result.stderr.decode().splitlines()
+    report = json.loads(line)
+    assert report == {"tripped": True, **trip.reason.to_dict(), "offset_chars": trip.offset}
+    assert report["phrase"] == "again let me check"
+
+
+def test_options_are_passed_to_the_guard() -> None:
+    """--max-repeats and friends change when it trips; --min-chars can postpone it."""
+    text = LOOP * 2
+    early = run(text.encode(), "--ngram", "2", "--max-repeats", "2")
+    late = run(text.encode(), "--max-repeats", "9", "--window", "80")
+    never = run(text.encode(), "--min-chars", "100000")
+    assert early.returncode == late.returncode == EXIT_TRIPPED
+    assert len(early.stdout) < len(late.stdout)
+    (trip,) = scan_texts([text], ngram=2, max_repeats=2)
+    assert trip is not None and json.loads(early.stderr)["count"] == trip.reason.count
+    assert (never.returncode, never.stdout) == (0, text.encode())
+    ratio = run(text.encode(), "--max-unique-ratio", "0.05")
+    assert ratio.returncode == 0
+
+
+def test_bad_options_exit_2_with_a_clear_message() -> None:
+    """argparse errors go to stderr with the usage line; nothing is read."""
+    for args in (["--ngram", "four"], ["--max-unique-ratio", "lots"], ["--bogus"], ["x"]):
+        result = run(b"", *args)
+        assert result.returncode == 2
+        assert b"usage: vthread guard" in result.stderr
+        assert b"error:" in result.stderr
+    assert b"whole number" in run(b"", "--window", "1.5").stderr
+
+
+def test_help_goes_to_stdout() -> None:
+    """--help prints the usage and options, exit 0."""
+    result = run(b"", "--help")
+    assert result.returncode == 0
+    assert b"--max-unique-ratio" in result.stdout and result.stderr == b""
+
+
+def test_multibyte_character_split_across_reads() -> None:
+    """UTF-8 cut inside a character between two writes decodes as one stream, live."""
+    words = "été ünïcødé 🎉𝐀 naïve " * 12
+    data = words.encode()
+    cut = data.index("🎉".encode()) + 2  # inside the four-byte emoji
+    process = subprocess.Popen([*COMMAND, "--max-unique-ratio", "0.9"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env())
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(data[:cut])
+    process.stdin.flush()
+    first = os.read(process.stdout.fileno(), 1 << 16)  # copied before more input arrives
+    assert data[:cut].startswith(first) and first
+    time.sleep(0.05)
+    process.stdin.write(data[cut:])
+    process.stdin.close()
+    assert process.stderr is not None
+    rest, errors = process.stdout.read(), process.stderr.read()
+    process.wait(timeout=60)
+    assert process.returncode == EXIT_TRIPPED
+    (trip,) = scan_texts([words], max_unique_ratio=0.9)
+    assert trip is not None
+    assert first + rest == words[: trip.offset].encode()
+    assert json.loads(errors)["phrase"] == trip.reason.phrase
+
+
+def test_every_byte_boundary_in_process() -> None:
+    """Fed one byte per read, the answer is the same as fed whole."""
+    text = "Voilà: çà et là, " + "ça recommence encore ici " * 8
+
+    class OneByte(io.RawIOBase):
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def readable(self) -> bool:
+            return True
+
+        def read1(self, size: int = -1) -> bytes:
+            piece, self.data = self.data[:1], self.data[1:]
+            return piece
+
+    outputs = []
+    for stdin in (io.BytesIO(text.encode()), OneByte(text.encode())):
+        stdout, stderr = io.BytesIO(), io.StringIO()
+        assert run_guard([], stdin, stdout, stderr) == EXIT_TRIPPED  # type: ignore[arg-type]
+        outputs.append((stdout.getvalue(), stderr.getvalue()))
+    assert outputs[0] == outputs[1]
+
+
+def test_invalid_utf8_passes_through() -> None:
+    """Bytes that are not UTF-8 are copied unchanged and do not upset the guard."""
+    data = b" ".join(b"caf\xe9 %d \xff\xfe" % i for i in range(300))
+    result = run(data)
+    assert (result.returncode, result.stdout) == (0, data)
+
+
+def test_in_a_shell_pipeline() -> None:
+    """Usable as `producer | vthread guard | consumer`; the exit status is the guard's."""
+    script = (
+        f"printf '%s' \"$TEXT\" | {sys.executable} -m vthread._cli_guard | wc -c; "
+        "exit ${PIPESTATUS[1]}"
+    )
+    text = HEALTHY + LOOP
+    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60,
+                            env={**env(), "TEXT": text}, check=False)
+    assert result.returncode == EXIT_TRIPPED
+    (trip,) = scan_texts([text])
+    assert trip is not None
+    assert int(result.stdout) == len(text[: trip.offset].encode())
+
+
+def test_closed_stdout_ends_quietly() -> None:
+    """`vthread guard | head -c 10` on an endless producer: status 141, no traceback."""
+    script = (
+        f"yes 'all fine here, nothing repeats' | tr -d '\\n' | "
+        f"{sys.executable} -m vthread._cli_guard --max-unique-ratio 0 | head -c 10 >/dev/null; "
+        "exit ${PIPESTATUS[2]}"
+    )
+    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60,
+                            env=env(), check=False)
+    assert result.returncode == 141
+    assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not (ROOT / "vthread" / "__main__.py").exists(), reason="no vthread CLI")
+def test_dispatched_by_vthread_cli() -> None:
+    """`python -m vthread guard ...` reaches the same command."""
+    result = subprocess.run([sys.executable, "-m", "vthread", "guard", "--ngram", "2"],
+                            input=LOOP.encode(), capture_output=True, env=env(), timeout=60,
+                            check=False)
+    assert result.returncode == EXIT_TRIPPED
+    assert json.loads(result.stderr)["tripped"] is True

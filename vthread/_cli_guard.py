@@ -1,0 +1,198 @@
+"""``vthread guard``: pass a live token stream through, and cut it off when it starts to loop.
+
+Reads standard input as it arrives (``os.read``, so a slow producer is copied through at
+once), copies every byte to standard output and feeds the decoded text to a
+:class:`vthread.guard.Guard`. When the guard trips, the output stops just past the word that
+tripped it, one JSON line on standard error says why, and the exit status is 3::
+
+    some-llm-cli ... | vthread guard --max-repeats 5 | tee out.txt
+
+UTF-8 split anywhere across reads, including inside a character, decodes as one stream;
+bytes that are not UTF-8 pass through unchanged (they reach the guard as lone surrogates,
+which are not letters). Exit status: 0 at the end of the input, 3 when the guard trips,
+2 for bad options, 141 when standard output is closed early (as ``cat`` killed by SIGPIPE),
+130 on Ctrl-C.
+
+Also runs on its own: ``python -m vthread._cli_guard [options]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Final, NoReturn, TextIO
+
+from vthread.guard import Guard
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+__all__ = ["EXIT_TRIPPED", "run_guard"]
+
+EXIT_OK: Final = 0
+EXIT_USAGE: Final = 2
+EXIT_TRIPPED: Final = 3
+EXIT_INTERRUPTED: Final = 130
+EXIT_BROKEN_PIPE: Final = 141
+#: Largest read; a pipe returns whatever is there sooner, so small pieces flow at once.
+READ_SIZE: Final = 1 << 16
+
+
+class _StopParsingError(Exception):
+    """argparse wants to stop (help shown, or a usage error reported)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that writes to the streams it was given and never exits itself."""
+
+    def __init__(self, stdout: BinaryIO, stderr: TextIO) -> None:
+        super().__init__(
+            prog="vthread guard",
+            description="Copy standard input to standard output; stop when the text "
+            "starts repeating itself (exit 3, reason as JSON on standard error).",
+            epilog="Options not given keep the guard's defaults; out-of-range values are "
+            "clamped as the library does.",
+        )
+        self._stdout = stdout
+        self._stderr = stderr
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        self._stdout.write(self.format_help().encode())
+        self._stdout.flush()
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if message:
+            self._stderr.write(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._stderr.write(message)
+        raise _StopParsingError(status)
+
+
+def _count(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError("expected a number, got NaN")
+    return value
+
+
+def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
+    parser = _Parser(stdout, stderr)
+    parser.add_argument("--ngram", type=_count, metavar="N",
+                        help="words per repeated phrase (default 4, at least 2)")
+    parser.add_argument("--window", type=_count, metavar="N",
+                        help="words the guard looks back over (default max(ngram, 48))")
+    parser.add_argument("--max-repeats", type=_count, metavar="N",
+                        help="repeats of one phrase that trip the guard (default 4)")
+    parser.add_argument("--max-unique-ratio", type=_ratio, metavar="X",
+                        help="trip only when distinct/total words in the window is at most "
+                        "this (default 0.4, clamped to [0, 1])")
+    parser.add_argument("--min-chars", type=_count, metavar="N",
+                        help="never trip before this many characters (UTF-16 units; "
+                        "default 0)")
+    return parser
+
+
+def _reader(stdin: BinaryIO) -> Callable[[], bytes]:
+    """A function returning the next bytes available on ``stdin`` (b"" at the end)."""
+    try:
+        descriptor = stdin.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        read1 = getattr(stdin, "read1", None)
+        if callable(read1):
+            return lambda: bytes(read1(READ_SIZE))
+        return lambda: stdin.read(READ_SIZE)
+    return lambda: os.read(descriptor, READ_SIZE)
+
+
+def _silence(stdout: BinaryIO) -> None:
+    """After a broken pipe, point the descriptor at /dev/null so that the interpreter's
+    last flush does not complain."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def run_guard(argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
+    """Run ``vthread guard`` with ``argv`` (the words after ``guard``); the exit status.
+
+    Memory stays flat on an endless stream: the guard's window plus one read.
+    """
+    try:
+        args = _parser(stdout, stderr).parse_args(list(argv))
+    except _StopParsingError as stop:
+        return stop.status
+    guard = Guard(
+        ngram=args.ngram,
+        window=args.window,
+        max_repeats=args.max_repeats,
+        max_unique_ratio=args.max_unique_ratio,
+        min_chars=args.min_chars,
+    )
+    read = _reader(stdin)
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    fed = 0  # characters pushed before the current read
+    try:
+        while True:
+            data = read()
+            if not data:
+                return EXIT_OK
+            held_before = len(decoder.getstate()[0])
+            text = decoder.decode(data)
+            if text and guard.push(text):
+                offset = guard._trip_offset
+                through = len(text[:offset].encode("utf-8", "surrogateescape"))
+                stdout.write(data[: max(0, through - held_before)])
+                stdout.flush()
+                _report(guard, fed + offset, stderr)
+                return EXIT_TRIPPED
+            stdout.write(data)
+            stdout.flush()
+            fed += len(text)
+    except BrokenPipeError:
+        _silence(stdout)
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
+    """The trip as one JSON line: the reason's fields and the offset in characters."""
+    reason = guard.reason
+    assert reason is not None
+    line = {"tripped": True, **reason.to_dict(), "offset_chars": offset}
+    stderr.write(json.dumps(line) + "\n")
+    stderr.flush()
+
+
+def main() -> int:
+    """Entry point of ``python -m vthread._cli_guard``."""
+    return run_guard(sys.argv[1:], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
