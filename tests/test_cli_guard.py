@@ -86,7 +86,7 @@ def test_help_goes_to_stdout() -> None:
 
 def test_multibyte_character_split_across_reads() -> None:
     """UTF-8 cut inside a character between two writes decodes as one stream, live."""
-    words = "été ünïcødé 🎉𝐀 naïve " * 12
+    words = "été ünïcødé 🎉\U0001d400 naïve " * 12
     data = words.encode()
     cut = data.index("🎉".encode()) + 2  # inside the four-byte emoji
     process = subprocess.Popen([*COMMAND, "--max-unique-ratio", "0.9"],
