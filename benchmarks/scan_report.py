@@ -33,11 +33,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import itertools
 import json
 import os
 import platform
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +56,10 @@ from typing import Any, Final, Literal
 import vthread
 from benchmarks.workload import generate_threads, write_jsonl
 from vthread import _reference as ref
+from vthread import cli as vthread_cli
 from vthread._options import cycle_options
+
+_IMPORTED_AT: Final = time.time()
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 RESULTS: Final = ROOT / "benchmarks" / "results" / "scan.json"
@@ -169,6 +174,28 @@ def machine() -> dict[str, Any]:
     }
 
 
+def snapshot_code(scratch: Path) -> tuple[Path, str]:
+    """Copy ``vthread/`` as it is now; the CLI subprocesses run this copy.
+
+    Other engineers commit to the checkout while a run lasts (a quarter of an hour); without
+    the copy, CLI runs late in the session would measure newer code than the in-process
+    variants, whose modules were imported at the start. Returns the copy's directory and a
+    digest of its sources, recorded with the results.
+    """
+    changed = [p.name for p in (ROOT / "vthread").rglob("*.py")
+               if p.stat().st_mtime > _IMPORTED_AT]
+    if changed:
+        raise RuntimeError(f"vthread changed since it was imported ({changed}); run again")
+    code = scratch / "code"
+    shutil.copytree(ROOT / "vthread", code / "vthread",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    digest = hashlib.sha256()
+    for source in sorted((code / "vthread").rglob("*.py")):
+        digest.update(source.relative_to(code).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes())
+    return code, digest.hexdigest()[:16]
+
+
 # --------------------------------------------------------------------------------- variants
 
 
@@ -235,22 +262,26 @@ def cli_argv(path: Path, output: str, jobs: int) -> list[str]:
             "--jobs", str(jobs)]
 
 
-def cli_available() -> bool:
-    """Whether ``python -m vthread scan`` exists in this checkout."""
+def cli_available(code: Path) -> bool:
+    """Whether ``python -m vthread scan`` exists in the code snapshot ``code``."""
     done = subprocess.run([sys.executable, "-m", "vthread", "scan", "--help"],
-                          capture_output=True, cwd=ROOT, check=False)
+                          capture_output=True, cwd=code, check=False)
     return done.returncode == 0
 
 
-def run_cli(path: Path, jobs: int) -> None:
-    """One CLI run in a subprocess, output discarded; a non-zero exit is an error."""
-    subprocess.run(cli_argv(path, os.devnull, jobs), check=True, cwd=ROOT)
+def run_cli(path: Path, jobs: int, code: Path) -> None:
+    """One CLI run in a subprocess, output discarded; a non-zero exit is an error.
+
+    ``python -m`` puts the working directory first on ``sys.path``, so the snapshot in
+    ``code`` is what runs.
+    """
+    subprocess.run(cli_argv(path, os.devnull, jobs), check=True, cwd=code)
 
 
-def cli_names(path: Path, jobs: int, scratch: Path) -> Names:
+def cli_names(path: Path, jobs: int, scratch: Path, code: Path) -> Names:
     """The CLI's verdicts, in input order, from one untimed run written to ``scratch``."""
     out = scratch / f"cli-jobs{jobs}.jsonl"
-    subprocess.run(cli_argv(path, str(out), jobs), check=True, cwd=ROOT)
+    subprocess.run(cli_argv(path, str(out), jobs), check=True, cwd=code)
     names: Names = []
     with out.open(encoding="utf-8") as handle:
         for line in handle:
@@ -452,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     plot_path = args.plot or (scratch / "scan_speed.png" if args.quick else PLOT)
 
     env = machine()
+    code, env["code_digest"] = snapshot_code(scratch)
     print(f"load average at start: {env['load_average_start']}", file=sys.stderr)
     started = time.perf_counter()
     threads = generate_threads(count, seed=SEED)
@@ -463,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
 
-    cli = cli_available()
+    cli = cli_available(code)
     variants = [
         Variant("reference", "scalar reference per thread", "reference\nper thread\n(baseline)",
                 "parsed", reference_repeats, lambda: reference_names(threads), baseline=True),
@@ -481,9 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     if cli:
         variants += [
             Variant("cli", "vthread scan (CLI, subprocess)", "CLI\n--jobs 1", "end_to_end",
-                    repeats, lambda: run_cli(path, 1)),
+                    repeats, lambda: run_cli(path, 1, code)),
             Variant("cli_jobs2", "vthread scan --jobs 2 (CLI, subprocess)", "CLI\n--jobs 2",
-                    "end_to_end", repeats, lambda: run_cli(path, 2)),
+                    "end_to_end", repeats, lambda: run_cli(path, 2, code)),
         ]
     variants += [
         Variant("in_process", "in-process: orjson (GC paused) + scan per 5,000",
@@ -506,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                 "stdlib json + reference", "in-process orjson + scan"]
     if cli:
         for jobs in (1, 2):
-            if cli_names(path, jobs, scratch) != expected():
+            if cli_names(path, jobs, scratch, code) != expected():
                 raise AssertionError(f"CLI --jobs {jobs}: verdicts differ from the reference")
             verified.append(f"CLI --jobs {jobs} output")
     round_loads = measure(variants, expected)
@@ -536,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
             "order": "round-robin: one run of each variant per round",
             "gc": "gc.collect(); gc.freeze() after loading, for both sides; gc.collect() "
                   "untimed before each run; the CLI subprocess manages its own GC",
+            "code": "vthread/ copied at the start (digest in machine.code_digest); the CLI "
+                    "subprocesses run the copy, the in-process variants the modules "
+                    "imported at the start",
             "cli": "subprocess, interpreter start and imports included" if cli
                    else "CLI not available: only the in-process equivalent was measured",
             "verified_equal_to_reference": verified,
@@ -554,15 +589,16 @@ def main(argv: list[str] | None = None) -> int:
     json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     plot(report, plot_path)
     path.unlink()
+    shutil.rmtree(code)
+    if scratch not in (json_path.parent, plot_path.parent):
+        shutil.rmtree(scratch)
     _print_summary(report)
     print(f"wrote {json_path} and {plot_path}", file=sys.stderr)
     return 0
 
 
 def _cli_main(path: Path) -> int:
-    from vthread import cli
-
-    return cli.main(["scan", str(path), "--output", os.devnull, "--quiet"])
+    return vthread_cli.main(["scan", str(path), "--output", os.devnull, "--quiet"])
 
 
 def _print_summary(report: dict[str, Any]) -> None:
