@@ -1,0 +1,165 @@
+"""The public API's contract beyond the recorded cases: errors, inputs left intact, edges."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import pytest
+
+import vthread
+from vthread import _reference as ref
+from vthread._options import cycle_options
+
+HEURISTICS = [vthread.has_repeated_suffix, vthread.has_repeated_activity_tail,
+              vthread.has_repeated_result_run, vthread.is_thread_cyclic,
+              vthread.describe_thread_cycle]
+
+
+def activity(kind: str, name: str, **function: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "",
+            "meta": {"activity": {"type": kind, "function": {"name": name, **function}}}}
+
+
+@pytest.mark.parametrize("heuristic", HEURISTICS)
+@pytest.mark.parametrize("bad", ["not a thread", {"type": "user"}, 42, None])
+def test_thread_that_is_not_a_sequence_is_a_type_error(heuristic: Any, bad: Any) -> None:
+    """A thread must be a sequence of messages; a str, a mapping or a number is refused."""
+    with pytest.raises(TypeError, match="sequence"):
+        heuristic(bad)
+
+
+@pytest.mark.parametrize("heuristic", HEURISTICS)
+def test_message_that_is_not_a_mapping_names_its_index(heuristic: Any) -> None:
+    """The error names the index of the offending message."""
+    with pytest.raises(TypeError, match=r"messages\[2\]"):
+        heuristic([{"type": "user"}, {"type": "bot"}, "oops"])
+
+
+def test_scan_error_names_thread_and_message() -> None:
+    """In a batch, the error names the thread and the message."""
+    good = [{"type": "user", "text": "hi"}]
+    with pytest.raises(TypeError, match=r"thread 1: messages\[1\]"):
+        vthread.scan([good, [good[0], ["not", "a", "message"]]])
+    with pytest.raises(TypeError, match=r"thread 0"):
+        vthread.scan(["a string is not a thread"])
+
+
+@pytest.mark.parametrize("value", ["3", True, [2], {"n": 2}])
+def test_option_that_is_not_a_number_is_a_type_error(value: Any) -> None:
+    """Strings, booleans and containers are refused with the option's name."""
+    with pytest.raises(TypeError, match="min_repetitions"):
+        vthread.has_repeated_suffix([], min_repetitions=value)
+    with pytest.raises(TypeError, match="ngram"):
+        vthread.Guard(ngram=value)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_option_means_default(value: float) -> None:
+    """NaN and the infinities fall back to the default, as production does for infinity."""
+    assert cycle_options(min_repetitions=value) == cycle_options()
+    thread = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}] * 2
+    assert vthread.has_repeated_suffix(thread, min_repetitions=value)
+
+
+def test_build_thread_without_estimate_names_the_message() -> None:
+    """A message that needs an estimate when none was given is a ValueError with its index."""
+    thread = [{"text": "a", "usage": {"tokens": 3}}, {"text": "b"}]
+    with pytest.raises(ValueError, match=r"messages\[1\]"):
+        vthread.build_thread(thread, max_tokens=10)
+
+
+def test_estimator_exception_propagates_unchanged() -> None:
+    """The estimator's own exception reaches the caller, not a wrapper."""
+
+    class EstimatorDownError(Exception):
+        pass
+
+    def estimate(message: Any) -> float:
+        raise EstimatorDownError("tokenizer offline")
+
+    with pytest.raises(EstimatorDownError, match="tokenizer offline"):
+        vthread.build_thread([{"text": "a"}], max_tokens=10, estimate=estimate)
+
+
+def test_trim_without_usage_is_a_value_error() -> None:
+    """A trim function must return a message carrying its usage."""
+    thread = [{"text": "old", "usage": {"tokens": 60}}, {"text": "new", "usage": {"tokens": 50}}]
+    with pytest.raises(ValueError, match=r"messages\[0\]"):
+        vthread.build_thread(thread, max_tokens=100, inclusive=lambda m, room: {"text": "x"})
+
+
+def test_build_thread_leaves_input_untouched_and_copies() -> None:
+    """Returned messages are copies; the caller's list and dicts are unchanged."""
+    thread = [{"text": "a", "meta": {"k": [1, 2]}}, {"text": "b", "usage": {"tokens": 2}}]
+    before = copy.deepcopy(thread)
+    result = vthread.build_thread(thread, max_tokens=10, estimate=lambda m: 1)
+    assert thread == before
+    assert all(out is not original for out, original in zip(result.messages, thread,
+                                                              strict=True))
+    assert result.to_dict()["usage"] == {"tokens": 3.0}
+
+
+def test_cyclic_and_odd_values_do_not_crash() -> None:
+    """Cycles, sets, bytes and very deep nesting are compared, never raised on."""
+    cyclic: dict[str, Any] = {"id": 1}
+    cyclic["self"] = cyclic
+    deep: list[Any] = []
+    node = deep
+    for _ in range(20_000):
+        node.append([])
+        node = node[0]
+    odd = [{"type": "user", "text": "x", "meta": value}
+           for value in (cyclic, {1, 2}, b"bytes", deep, object())]
+    thread = odd + odd
+    assert vthread.describe_thread_cycle(thread) == ref.describe_thread_cycle(
+        thread, cycle_options())
+    assert vthread.scan([thread, odd]).names == [
+        ref.describe_thread_cycle(t, cycle_options()) for t in (thread, odd)]
+    assert vthread.fingerprint(cyclic) == vthread.fingerprint({"id": 1.0, "self": {1}})
+
+
+def test_heuristics_do_not_mutate_messages() -> None:
+    """Checking a thread leaves every message as it was."""
+    call = activity("request", "ls", arguments={"path": "."})
+    answer = activity("response", "ls", arguments={"path": "."}, result="a b")
+    thread = [call, answer] * 5
+    before = copy.deepcopy(thread)
+    for heuristic in HEURISTICS:
+        heuristic(thread)
+    vthread.scan([thread])
+    assert thread == before
+
+
+def test_long_identical_thread_is_a_suffix_loop_at_the_shortest_period() -> None:
+    """10,000 identical messages: the shortest period (2) with every copy counted."""
+    thread = [{"type": "bot", "text": "same"}] * 10_000
+    result = vthread.scan([thread])
+    assert result.names == ["repeated_suffix"]
+    assert int(result.period[0]) == 2
+    assert int(result.repetitions[0]) == 5_000
+
+
+def test_scan_jobs_gives_the_identical_result() -> None:
+    """Two processes answer exactly as one."""
+    call = activity("request", "ls", arguments={"path": "."})
+    answer = activity("response", "ls", arguments={"path": "."}, result="a b")
+    threads = [[call, answer] * (i % 6) + [{"type": "bot", "text": f"t{i}"}] for i in range(60)]
+    one, two = vthread.scan(threads), vthread.scan(threads, jobs=2)
+    assert one.names == two.names
+    assert one.record(5) == two.record(5)
+    assert (one.codes == two.codes).all() and (one.signature == two.signature).all()
+
+
+def test_scan_rejects_bad_jobs() -> None:
+    """jobs must be a positive integer."""
+    with pytest.raises(ValueError, match="jobs"):
+        vthread.scan([], jobs=0)
+
+
+def test_loop_signature_is_the_same_whatever_the_phase() -> None:
+    """The same loop entered at a different message has the same signature."""
+    a, b, c = ({"type": "bot", "text": t} for t in "abc")
+    result = vthread.scan([[a, b, c] * 2, [b, c, a] * 2, [a, c, b] * 2])
+    assert result.signature[0] == result.signature[1] != result.signature[2]
