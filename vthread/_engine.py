@@ -511,7 +511,12 @@ class _Activities:
     parts of those that a heuristic asks about."""
 
     def __init__(self, batch: Batch) -> None:
-        self.batch = batch
+        # The batch's arrays, not the batch: a reference back would make a cycle that keeps
+        # every parsed thread alive until the cyclic collector runs.
+        self.flat = batch.flat
+        self.starts = batch.starts
+        self.lengths = batch.lengths
+        self.thread_count = len(batch.threads)
         flat_size = len(batch.flat)
         typed = np.fromiter(map(eq, batch.kinds, repeat("activity")), bool, flat_size)
         self.typed = typed
@@ -528,7 +533,7 @@ class _Activities:
         if found is _MISSING:
             found = None
             if self.typed[index]:
-                meta = self.batch.flat[index].get("meta")
+                meta = self.flat[index].get("meta")
                 activity = meta.get("activity") if isinstance(meta, Mapping) else None
                 if isinstance(activity, Mapping):
                     function = activity.get("function")
@@ -544,7 +549,7 @@ class _Activities:
         """Message ``index`` as a well-formed activity with canonical payloads, or None."""
         found = self._parsed.get(index, _MISSING)
         if found is _MISSING:
-            found = ref.parse_activity(self.batch.flat[index]) if self.lite(index) else None
+            found = ref.parse_activity(self.flat[index]) if self.lite(index) else None
             self._parsed[index] = found
         return found  # type: ignore[return-value]
 
@@ -554,7 +559,7 @@ class _Activities:
         Missing parts hash as a constant; a part that is not a plain string hashes by its
         canonical text, so messages the reference calls equal always share a screen.
         """
-        messages = [self.batch.flat[i] for i in positions.tolist()]
+        messages = [self.flat[i] for i in positions.tolist()]
         activities = _field(_field(messages, "meta"), "activity")
         kinds = _field(activities, "type")
         names = _field(_field(activities, "function"), "name")
@@ -570,7 +575,7 @@ class _Activities:
         A settled response is a well-formed response with a ``result`` whose name does not
         start with "_" - the responses :func:`has_repeated_result_run` compares.
         """
-        messages = [self.batch.flat[i] for i in positions.tolist()]
+        messages = [self.flat[i] for i in positions.tolist()]
         activities = _field(_field(messages, "meta"), "activity")
         functions = _field(activities, "function")
         kinds = _field(activities, "type")
@@ -631,22 +636,21 @@ class _Activities:
 
     def typed_run_start(self) -> IntArray:
         """Per thread, where its trailing run of "activity"-typed messages begins."""
-        batch = self.batch
-        flat_size = len(batch.flat)
+        flat_size = len(self.flat)
         # A trailing -1 lets every thread start, even an empty last one, index the array.
         breaks = np.full(flat_size + 1, -1, np.int64)
         breaks[:flat_size][~self.typed] = np.flatnonzero(~self.typed)
-        starts = batch.starts
-        last_break = np.full(len(batch.threads), -1, np.int64)
-        nonempty = batch.lengths > 0
-        if len(batch.threads):
+        starts = self.starts
+        last_break = np.full(self.thread_count, -1, np.int64)
+        nonempty = self.lengths > 0
+        if self.thread_count:
             reduced = np.maximum.reduceat(breaks, starts[:-1])
             last_break[nonempty] = reduced[nonempty]
         return np.where(last_break >= starts[:-1], last_break + 1, starts[:-1])
 
     def tail_start(self, thread: int) -> int:
         """Where the thread's trailing run of well-formed activities begins."""
-        start, index = int(self.batch.starts[thread]), int(self.batch.starts[thread + 1])
+        start, index = int(self.starts[thread]), int(self.starts[thread + 1])
         while index > start and self.lite(index - 1) is not None:
             index -= 1
         return index
