@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain, filterfalse, islice, repeat
 from operator import eq
 from typing import Any, Final, cast
@@ -38,6 +38,8 @@ RESULT_RUN: Final = 3
 TEXT_RUN: Final = 4
 
 _MISSING: Final = object()
+# dict.get as a plain two-argument callable, for C-level map() over many dicts at once.
+_get: Final = cast("Callable[[Any, str], Any]", dict.get)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NO_PAIR: Final = np.empty(0, np.int64)
 
@@ -61,8 +63,13 @@ def _plain_strings(values: Sequence[Any]) -> bool:
         if not set(map(type, values)) <= {str, type(None)}:
             return False
         wide = [v for v in values if v is not None and not v.isascii()]
-    # One scan over the joined non-ASCII strings instead of a regex call per string.
-    return set(map(type, wide)) <= {str} and not _SURROGATE.search("".join(wide))
+    if not set(map(type, wide)) <= {str}:
+        return False
+    try:
+        "".join(wide).encode("utf-8")  # one C pass; strict UTF-8 refuses any surrogate
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _plain_equal(left: Any, right: Any) -> bool:
@@ -157,12 +164,13 @@ class Batch:
         self.lengths: IntArray = lengths
         self.starts: IntArray = np.zeros(len(self.threads) + 1, np.int64)
         np.cumsum(lengths, out=self.starts[1:])
+        flat: Any = self.flat
         try:
-            self.kinds: list[Any] = list(map(dict.get, self.flat, repeat("type")))  # type: ignore[arg-type]
+            self.kinds: list[Any] = list(map(dict.get, flat, repeat("type")))
         except TypeError:
             validate_messages(self.threads)  # raises for anything that is not a mapping
-            self.kinds = [m.get("type") for m in self.flat]
-        self.texts = _field(self.flat, "text")
+            self.kinds = [m.get("type") for m in flat]
+        self.texts: list[Any] = _field(flat, "text")
         self._screen: npt.NDArray[np.int64] | None = None
         self._activities: _Activities | None = None
         self._json_meta: dict[int, Any] = {}
@@ -559,10 +567,18 @@ class _Activities:
         Missing parts hash as a constant; a part that is not a plain string hashes by its
         canonical text, so messages the reference calls equal always share a screen.
         """
-        messages = [self.flat[i] for i in positions.tolist()]
-        activities = _field(_field(messages, "meta"), "activity")
-        kinds = _field(activities, "type")
-        names = _field(_field(activities, "function"), "name")
+        messages: Any = list(map(self.flat.__getitem__, positions.tolist()))
+        try:
+            # One lazy pass per level keeps each dict's reads together in the cache.
+            activities: Any = list(
+                map(_get, map(_get, messages, repeat("meta")), repeat("activity"))
+            )
+            kinds = list(map(_get, activities, repeat("type")))
+            names = list(map(_get, map(_get, activities, repeat("function")), repeat("name")))
+        except TypeError:
+            activities = _field(_field(messages, "meta"), "activity")
+            kinds = _field(activities, "type")
+            names = _field(_field(activities, "function"), "name")
         if _plain_strings(kinds) and _plain_strings(names):
             rows: Any = zip(kinds, names, strict=True)
         else:
