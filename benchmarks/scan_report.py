@@ -436,6 +436,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
         axis.legend(fontsize=7, loc="upper left")
     axes[0].set_ylabel("speed-up over the baseline (median / median, log scale)")
     workload = report["workload"]
+    loads = [env["load_average_start"][0], env["load_average_end"][0],
+             *(row[0] for row in env["load_average_per_round"])]
     figure.suptitle(
         f"vthread scan: {workload['threads']:,} generated threads, {workload['messages']:,} "
         f"messages, {workload['jsonl_bytes'] / 1e6:.0f} MB JSONL (seed {workload['seed']})",
@@ -444,10 +446,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
         0.5, 0.005,
         f"{env['cpu_model']}, {env['nproc']} CPUs (shared), {env['ram_gib']} GiB; "
         f"Python {env['python']}, NumPy {env['numpy']}, xxhash {env['xxhash']}, "
-        f"orjson {env['orjson']}; commit {env['git_commit']}; load avg at start "
-        f"{env['load_average_start'][0]:.2f}; GC frozen after loading; "
+        f"orjson {env['orjson']}; commit {env['git_commit']}\n1-min load average "
+        f"{min(loads):.1f}-{max(loads):.1f} during the run; GC frozen after loading; "
         f"baselines measured in the same run", ha="center", fontsize=7)
-    figure.tight_layout(rect=(0, 0.03, 1, 0.95))
+    figure.tight_layout(rect=(0, 0.05, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -470,7 +472,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help=f"results path (default {RESULTS})")
     parser.add_argument("--plot", type=Path, help=f"plot path (default {PLOT})")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
+    parser.add_argument("--replot", type=Path, metavar="JSON",
+                        help="only redraw the plot from a results file (to --plot or the default)")
     args = parser.parse_args(argv)
+    if args.replot:
+        plot(json.loads(args.replot.read_text()), args.plot or PLOT)
+        return 0
     for name in ("threads", "repeats", "reference_repeats"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
