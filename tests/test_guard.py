@@ -229,3 +229,15 @@ def test_memory_stays_flat_on_a_long_stream() -> None:
     assert len(guard._normals) <= 48
     assert len(guard._table) <= 49 and len(guard._phrases) <= 49
     assert len(guard._held) <= 1 << 14
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.one_of(texts(max_words=200), harsh_texts(max_words=200)), min_size=2,
+                      max_size=6), options=guard_option_values())
+def test_large_pushes_equal_reference(parts: list[str], options: dict[str, Any]) -> None:
+    """Pushes of hundreds of words (the NumPy path for kept words) match the reference."""
+    guard, reference = Guard(**options), reference_guard(options)
+    for text in ["\n".join(parts), "".join(parts) + " tail"]:
+        assert guard.push(text) == reference.push(text)
+        guard._check()
+        same_reason(guard.reason, reference.reason)

@@ -62,12 +62,15 @@ True
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Final
+
+import numpy as np
 
 from vthread._jsvalue import JS_WHITESPACE_CLASS, utf16_len
 from vthread._options import GuardOptions, guard_options
@@ -92,6 +95,8 @@ _EXEMPT_HAPAX: Final = 0.1
 _EXEMPT_LEADING: Final = 3
 #: After a trip every push goes straight to the answer.
 _TRIPPED_ROOM: Final = -(1 << 62)
+#: Batches with more words than this find their kept words with NumPy, not a loop.
+_VECTOR_BATCH: Final = 256
 
 _WS_SPLIT: Final = re.compile("(" + JS_WHITESPACE_CLASS + "+)")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -137,6 +142,27 @@ def normalize(word: str) -> str:
             _NORMAL.clear()
         _NORMAL[word] = normal
     return normal
+
+
+def _kept_with_lines(
+    words: list[str], normals: list[str], after: list[int], pending: int
+) -> tuple[list[str], list[str], list[tuple[int, int]], int]:
+    """The kept words of a large batch, with their newline records, in C and NumPy.
+
+    Returns (normal forms, spellings, [(index among kept, newlines before it)], newlines
+    pending after the last kept word). With ``total[i]`` the newlines seen before word i
+    (pending ones included), a kept word has ``total[i] - total[p]`` newlines before it,
+    p the kept word before it: those after p and after every skipped word in between.
+    """
+    kept = np.fromiter(compress(range(len(words)), normals), np.int64)
+    if not len(kept):
+        return [], [], [], pending + sum(after)
+    total = np.concatenate(([pending], np.cumsum(after, dtype=np.int64) + pending))
+    before = total[kept] - np.concatenate(([0], total[kept[:-1]]))
+    marked = np.flatnonzero(before)
+    lines = list(zip(marked.tolist(), before[marked].tolist(), strict=True))
+    rest = int(total[-1] - total[kept[-1]])
+    return list(filter(None, normals)), list(compress(words, normals)), lines, rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,13 +415,17 @@ class Guard:
         ) - self._threshold
         safe = int(slack) - 1 if slack >= 2 else 0  # as _safe(), inlined: once per batch
         if self._counting and safe >= 2 * self._quiet_min:
-            self._counting = False
-            self._table.clear()
-            self._phrases.clear()
-            self._keys.clear()
-            self._free.clear()
+            self._leave_counting()
         self._safe_words = safe
         self._room = min(safe * _WORD_COST, _MAX_HELD)
+
+    def _leave_counting(self) -> None:
+        """Drop the counting structures: the window is diverse enough again."""
+        self._counting = False
+        self._table.clear()
+        self._phrases.clear()
+        self._keys.clear()
+        self._free.clear()
 
     # ------------------------------------------------------------------------- words
 
@@ -417,6 +447,10 @@ class Guard:
             if kept_normals and pending:
                 lines.append((0, pending))
                 pending = 0
+        elif len(words) > _VECTOR_BATCH:
+            kept_normals, kept_words, lines, pending = _kept_with_lines(
+                words, normals, after, pending
+            )
         else:
             kept_normals, kept_words = [], []
             for normal, word, newlines in zip(normals, words, after, strict=True):
@@ -433,23 +467,37 @@ class Guard:
         if not count:
             return -1
         start = 0
+        line = 0  # the first entry of `lines` not yet in the ring
         safe = self._safe_words  # as settled after the last batch; no word came since
-        while not self._counting:
+        while True:
+            if self._counting:
+                tripped, start = self._count(kept_normals, kept_words, lines, start)
+                if tripped >= 0:
+                    break
+                if start == count:
+                    return -1
+                self._leave_counting()  # the window is diverse again: back to quiet mode
+                while line < len(lines) and lines[line][0] < start:
+                    line += 1
+                safe = self._safe()
             if safe < self._quiet_min:
                 self._enter_counting()
-                break
+                continue
             stop = count if start + safe >= count else start + safe
             ring_normals = self._normals
             base = self._seq - start
             if start == 0 and stop == count:
                 ring_normals.extend(kept_normals)
                 self._words.extend(kept_words)
-                if lines:
-                    self._lines.extend([(base + i, nl) for i, nl in lines])
             else:
                 ring_normals.extend(kept_normals[start:stop])
                 self._words.extend(kept_words[start:stop])
-                self._lines.extend([(base + i, nl) for i, nl in lines if start <= i < stop])
+            if line < len(lines) and lines[line][0] < stop:
+                upto = line + 1
+                while upto < len(lines) and lines[upto][0] < stop:
+                    upto += 1
+                self._lines.extend([(base + i, nl) for i, nl in lines[line:upto]])
+                line = upto
             self._seq += stop - start
             if len(ring_normals) > self._options.window:  # maxlen left window + 1
                 ring_normals.popleft()
@@ -463,9 +511,6 @@ class Guard:
             if start == count:
                 return -1
             safe = self._safe()
-        tripped = self._count(kept_normals, kept_words, lines, start)
-        if tripped < 0:
-            return -1
         seen = -1
         for index, normal in enumerate(normals):
             if normal:
@@ -520,8 +565,10 @@ class Guard:
 
     def _count(
         self, normals: list[str], words: list[str], lines: list[tuple[int, int]], start: int
-    ) -> int:
-        """Counting mode from ``normals[start]`` on; the index of the word that trips or -1.
+    ) -> tuple[int, int]:
+        """Counting mode from ``normals[start]`` on: (the index of the word that trips or
+        -1, the index to go on from). Stops early, without a trip, once the window is
+        diverse enough to leave counting mode (safe >= 2 * quiet_min).
 
         ``lines`` holds (index, newlines before it) for the words that follow newlines.
         """
@@ -554,6 +601,9 @@ class Guard:
         line_at = iter([*(line for line in lines if line[0] >= start), (-1, 0)])
         next_line, next_nl = next(line_at)
         tripped = -1
+        # Distinct words from which _safe() reaches 2 * quiet_min: time to go quiet again.
+        leave = math.ceil(self._threshold + 2 * self._quiet_min + 1)
+        index = start
         for index in range(start, len(normals)):
             normal = normals[index]
             entry = table_get(normal)
@@ -625,6 +675,10 @@ class Guard:
                     if not entry[_LEADING]:
                         leading -= 1
                 size -= 1
+            if distinct >= leave:
+                break
+        else:
+            index = len(normals) - 1
         self._seq = seq
         self._key = key
         self._distinct = distinct
@@ -632,7 +686,7 @@ class Guard:
         self._newlines = newlines
         self._leading = leading
         self._next_id = next_id
-        return tripped
+        return tripped, index + 1
 
     def _trip(self, count: int, unique_ratio: float, hapax_ratio: float) -> None:
         """Record the reason for a trip at the newest word."""
