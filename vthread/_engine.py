@@ -348,6 +348,21 @@ class Batch:
                 found[thread] = begin
         return found
 
+    def activity_tail_of(self, thread: int) -> bool:
+        """:meth:`activity_tail` for one thread, walking back from its end: no array set-up,
+        so a harness checking one thread per turn pays only for the tail it reads."""
+        acts = self.activities
+        end = int(self.starts[thread + 1])
+        begin = acts.tail_start(thread)
+        if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH or not acts.may_collapse(begin, end):
+            return False
+        tail = [acts.parsed(i) for i in range(begin, end)]
+        return ref.tail_collapsed([a for a in tail if a is not None])
+
+    def result_run_of(self, thread: int, options: CycleOptions) -> bool:
+        """:meth:`result_run` for one thread, walking back over its settled responses."""
+        return self._result_run_walk(thread, options.min_result_repetitions)
+
     def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
         """Per thread, whether its newest settled tool results are identical.
 
@@ -530,8 +545,7 @@ class _Activities:
         self.typed = typed
         self.typed_index: IntArray = np.flatnonzero(typed)
         self.owner: IntArray = np.searchsorted(batch.starts, self.typed_index, side="right") - 1
-        self.name_screens: npt.NDArray[np.int64] = np.zeros(flat_size, np.int64)
-        self.name_screens[self.typed_index] = self._name_screens(self.typed_index)
+        self._name_screen_array: npt.NDArray[np.int64] | None = None
         self._parsed: dict[int, ref.Activity | None] = {}
         self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
 
@@ -560,6 +574,15 @@ class _Activities:
             found = ref.parse_activity(self.flat[index]) if self.lite(index) else None
             self._parsed[index] = found
         return found  # type: ignore[return-value]
+
+    @property
+    def name_screens(self) -> npt.NDArray[np.int64]:
+        """Per message, hash of its (activity type, function name); 0 for non-activities."""
+        if self._name_screen_array is None:
+            screens = np.zeros(len(self.flat), np.int64)
+            screens[self.typed_index] = self._name_screens(self.typed_index)
+            self._name_screen_array = screens
+        return self._name_screen_array
 
     def _name_screens(self, positions: IntArray) -> npt.NDArray[np.int64]:
         """Hash of (activity type, function name) for each message, read at C speed.

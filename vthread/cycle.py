@@ -78,7 +78,7 @@ def has_repeated_activity_tail(
     True
     """
     cycle_options(min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions)
-    return bool(_batch(messages).activity_tail(_ONLY)[0] >= 0)
+    return _batch(messages).activity_tail_of(0)
 
 
 def has_repeated_result_run(
@@ -104,7 +104,7 @@ def has_repeated_result_run(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    return bool(_batch(messages).result_run(options, _ONLY)[0])
+    return _batch(messages).result_run_of(0, options)
 
 
 def describe_thread_cycle(
@@ -130,9 +130,9 @@ def describe_thread_cycle(
     batch = _batch(messages)
     if batch.suffix(options)[0] > 0:
         return "repeated_suffix"
-    if batch.activity_tail(_ONLY)[0] >= 0:
+    if batch.activity_tail_of(0):
         return "repeated_activity_tail"
-    if batch.result_run(options, _ONLY)[0]:
+    if batch.result_run_of(0, options):
         return "repeated_result_run"
     if batch.text_run(_ONLY)[0] >= 0:
         return "repeated_message_text_run"
