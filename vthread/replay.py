@@ -109,8 +109,6 @@ class _Words:
     hashes: UintArray
     text: IntArray  # index of the word's text in the batch
     newlines: IntArray  # newlines since the previous kept word (or the text's start)
-    end: IntArray  # index just past the word in its text (its completing whitespace)
-    fed: IntArray  # UTF-16 units fed once that whitespace is: what min_chars compares
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +167,6 @@ def _python_words(text: str, item: int) -> _Words:
         hashes=hashes.view(np.uint64),
         text=np.full(len(hashes), item, dtype=np.int64),
         newlines=split.newlines,
-        end=split.end,
-        fed=_utf16(text, split.end) + 1,
     )
 
 
@@ -210,29 +206,39 @@ def _ascii_words(texts: list[str], items: list[int]) -> _Words:
     prefix = np.zeros(len(data) + 1, dtype=np.uint64)
     np.cumsum(data * powers, out=prefix[1:])
     hashes: UintArray = (prefix[ends] - prefix[begins]) * inverse[begins]
-    breaks = np.flatnonzero(data == 10)
-    newline_before = np.searchsorted(breaks, begins)
-    previous_end = np.empty(len(ends), dtype=np.int64)
-    if len(ends):
-        previous_end[0] = 0
-        previous_end[1:] = ends[:-1]
-        first_of_text = np.ones(len(ends), dtype=np.bool_)
+    # Newlines before word j: the "\n" among the whitespace bytes ranked from the one that
+    # ended word j - 1 (or the first of its text) up to the one that ends word j.
+    breaks = np.concatenate(([0], np.cumsum(data[spaces] == 10)))
+    since = np.empty(len(rank), dtype=np.int64)
+    if len(rank):
+        since[1:] = rank[:-1]
+        first_of_text = np.ones(len(rank), dtype=np.bool_)
         first_of_text[1:] = owner[1:] != owner[:-1]
-        previous_end[first_of_text] = offsets[owner[first_of_text]]
-    newlines = newline_before - np.searchsorted(breaks, previous_end)
-    # Back to positions in the original texts: whitespace is never deleted, so the k-th
-    # whitespace byte after normalisation is the k-th before.
-    original = np.frombuffer("\n".join(completed).encode() + b"\n", dtype=np.uint8)
-    original_offsets = np.concatenate(([0], np.cumsum(
-        np.fromiter(map(len, completed), np.int64, len(texts)) + 1)))
-    end = np.flatnonzero(_IS_SPACE[original])[rank] - original_offsets[owner]
+        since[first_of_text] = np.searchsorted(spaces, offsets[owner[first_of_text]])
     return _Words(
         hashes=hashes,
         text=np.asarray(items, dtype=np.int64)[owner],
-        newlines=newlines,
-        end=end,
-        fed=end + 1,
+        newlines=breaks[rank] - breaks[since],
     )
+
+
+def _kept_ends(text: str) -> IntArray:
+    """Index just past each kept word of one text (where its completing whitespace is)."""
+    if not text.isascii():
+        return _split(text).end
+    completed = _completed(text)
+    normal = completed.encode().translate(_ASCII_LOWER, _ASCII_DROP_KEEP_SPACE)
+    if not normal:
+        return np.zeros(0, dtype=np.int64)
+    spaces = np.flatnonzero(_IS_SPACE[np.frombuffer(normal, dtype=np.uint8)])
+    gap = np.empty(len(spaces), dtype=np.int64)
+    gap[0] = spaces[0] + 1
+    gap[1:] = spaces[1:] - spaces[:-1]
+    # Whitespace is never deleted: the k-th whitespace byte after normalisation is the k-th
+    # before it.
+    original = np.frombuffer(completed.encode(), dtype=np.uint8)
+    result: IntArray = np.flatnonzero(_IS_SPACE[original])[gap > 1]
+    return result
 
 
 _POWER_TABLES: list[UintArray] = []
@@ -241,14 +247,19 @@ _POWER_TABLES: list[UintArray] = []
 def _powers(size: int) -> tuple[UintArray, UintArray]:
     """``P**t`` and ``P**-t`` modulo 2**64 for ``t < size``; built once per process, up to
     ``_BATCH_CHARS`` plus the longest text (16 MB at most for the defaults)."""
-    if not _POWER_TABLES or len(_POWER_TABLES[0]) < size:
-        length = max(size, min(_BATCH_CHARS, 1 << 16))
-        ones = np.ones(1, dtype=np.uint64)
-        _POWER_TABLES[:] = [
-            np.concatenate((ones, np.cumprod(np.full(length - 1, m, dtype=np.uint64))))
-            for m in (_WORD_MULTIPLIER, _WORD_INVERSE)
-        ]
-    return _POWER_TABLES[0][:size], _POWER_TABLES[1][:size]
+    if _POWER_TABLES and len(_POWER_TABLES[0]) >= size:
+        return _POWER_TABLES[0][:size], _POWER_TABLES[1][:size]
+    length = max(size, min(_BATCH_CHARS + 1, 1 << 16))
+    ones = np.ones(1, dtype=np.uint64)
+    tables: list[UintArray] = [
+        np.concatenate((ones, np.cumprod(np.full(length - 1, m, dtype=np.uint64)))).astype(
+            np.uint64, copy=False
+        )
+        for m in (_WORD_MULTIPLIER, _WORD_INVERSE)
+    ]
+    if length <= _BATCH_CHARS + 1:  # a text longer than a batch gets tables of its own
+        _POWER_TABLES[:] = tables
+    return tables[0][:size], tables[1][:size]
 
 
 def _words_of(items: list[object]) -> _Words:
@@ -260,24 +271,25 @@ def _words_of(items: list[object]) -> _Words:
     for item, text in enumerate(items):
         if not isinstance(text, str) or not text:
             continue
-        if text.isascii():
+        ascii_text = text.isascii()
+        if batch and (not ascii_text or size + len(text) > _BATCH_CHARS):
+            pieces.append(_ascii_words(batch, batch_items))
+            batch, batch_items, size = [], [], 0
+        if ascii_text:
             batch.append(text)
             batch_items.append(item)
             size += len(text)
-            if size < _BATCH_CHARS:
-                continue
-        if batch:
-            pieces.append(_ascii_words(batch, batch_items))
-            batch, batch_items, size = [], [], 0
-        if not text.isascii():
+        else:
             pieces.append(_python_words(text, item))
     if batch:
         pieces.append(_ascii_words(batch, batch_items))
     if not pieces:
         empty = np.zeros(0, dtype=np.int64)
-        return _Words(empty.view(np.uint64), empty, empty, empty, empty)
+        return _Words(empty.view(np.uint64), empty, empty)
+    if len(pieces) == 1:
+        return pieces[0]
     return _Words(*(np.concatenate([getattr(p, f) for p in pieces])
-                    for f in ("hashes", "text", "newlines", "end", "fed")))
+                    for f in ("hashes", "text", "newlines")))
 
 
 def scan_texts(
@@ -308,17 +320,20 @@ def scan_texts(
     first = starts[words.text]
     last = first + counts[words.text] - 1
     candidates = _candidates(words, first, last, options)
-    if options.min_chars:
-        candidates = candidates[words.fed[candidates] >= options.min_chars]
     owners = words.text[candidates]
     cuts = np.flatnonzero(np.diff(owners)) + 1
     for group in np.split(candidates, cuts) if len(candidates) else []:
         item = int(words.text[group[0]])
         text = items[item]
         assert isinstance(text, str)
-        base = int(first[group[0]])
-        ends = words.end[base : int(last[group[0]]) + 1]
-        results[item] = _first_trip(text, ends, (group - base).tolist(), options)
+        local = group - first[group]
+        ends = _kept_ends(text)
+        assert len(ends) == counts[item], "the vectorised split and the exact split disagree"
+        if options.min_chars:
+            # The characters fed only grow along the text, so min_chars cuts the candidates
+            # once; the whitespace completing a word is fed before the word is judged.
+            local = local[_utf16(text, ends[local]) + 1 >= options.min_chars]
+        results[item] = _first_trip(text, ends, local.tolist(), options)
     return results
 
 
@@ -391,9 +406,13 @@ def _candidates(
     ends = positions[positions - first >= ngram - 1]
     if len(ends) < repeats:
         return positions[:0]
-    keys = np.zeros(len(ends), dtype=np.uint64)
-    for k in range(ngram - 1, -1, -1):
-        keys = keys * _NGRAM_MULTIPLIER + hashes[ends - k]
+    # Keys of the n-grams ending at every position from ngram - 1 on (contiguous slices;
+    # those that straddle two texts are then left out).
+    rolling = hashes[: total - ngram + 1].copy()
+    for k in range(1, ngram):
+        rolling *= _NGRAM_MULTIPLIER
+        rolling += hashes[k : total - ngram + 1 + k]
+    keys = rolling[ends - (ngram - 1)]
     sorted_keys, order = _sorted_with_positions(keys, len(ends))
     sorted_ends = ends[order]
     here = sorted_ends[repeats - 1 :]
@@ -406,13 +425,15 @@ def _candidates(
     # Only texts with a repeated n-gram can trip: the window statistics are computed for
     # their words alone, renumbered from 0.
     hits = here[counted]
-    chosen = np.bincount(words.text[hits], minlength=int(words.text[-1]) + 1) > 0
-    keep = np.flatnonzero(chosen[words.text])
+    begin, end = np.unique(first[hits]), np.unique(last[hits] + 1)  # the chosen texts
+    lengths = end - begin
+    # Words dropped before each kept word; kept word i is word i + shift[i].
+    shift = np.repeat(begin - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    keep = shift + np.arange(len(shift), dtype=np.int64)
     possible = np.zeros(total, dtype=np.bool_)
     possible[hits] = True
     possible = possible[keep]
     hashes, newlines = hashes[keep], words.newlines[keep]
-    shift = np.cumsum(~chosen[words.text])[keep]  # words dropped before each kept one
     total = len(keep)
     positions = np.arange(total, dtype=np.int64)
     first, last = first[keep] - shift, last[keep] - shift
