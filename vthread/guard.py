@@ -9,9 +9,10 @@ several distinct line-leading words). SPEC.md §6 is the contract;
 hold this engine against.
 
 The window
-    A ring of the last ``window`` kept words (``collections.deque`` with
-    ``maxlen=window + 1``, one per field: normalised word, word as written, newlines before
-    it). It briefly holds ``window + 1`` words while the newest is judged, as the contract
+    A ring of the last ``window`` kept words: ``collections.deque`` with
+    ``maxlen=window + 1`` for the normalised words and for the words as written, and a
+    sparse ring of ``(sequence number, newlines)`` for the few words that follow a newline.
+    It briefly holds ``window + 1`` words while the newest is judged, as the contract
     requires.
 
 Counting mode: O(1) per word
@@ -38,8 +39,9 @@ Quiet mode: most words cost a few C-level operations
     (one word leaves per word). So with ``d`` distinct words, the next
     ``safe = d - ratio * (window + 1) - 1`` words (rounded down) cannot trip. While ``safe``
     is large the guard keeps only the ring: it holds that many words' worth of pushes
-    unsplit, then splits, normalises and appends them in one batch (``map``, ``filter``,
-    ``deque.extend``) and recounts ``d`` from the ring (O(window), at most once per
+    unsplit, then splits, normalises and appends them in one batch (for ASCII one
+    ``bytes.translate`` over the batch, then ``deque.extend``) and recounts ``d`` from the
+    ring (``len(set(window))``, O(window), at most once per
     ``safe >= max(2, (window + 1) // 16)`` words). When ``safe`` falls below that, the
     counting structures are rebuilt from the ring (O(window)) and every word is counted;
     they are dropped again once ``safe`` has doubled, so rebuilds are O(1) per word
@@ -51,7 +53,8 @@ Memory
     because the word may end up in :attr:`GuardReason.text`. A partial word longer than
     ``_SHORT_PARTIAL`` characters is kept as O(log n) pieces, each under half the size of the
     one before, so a whitespace-free stream costs O(n log n) time and O(n) memory for that one
-    word, and nothing more.
+    word, and nothing more. Normal forms computed one word at a time (non-ASCII words, words
+    that span pushes) are cached per process, at most ``_CACHE_LIMIT`` of them.
 
 >>> guard = Guard(ngram=3, window=12, max_repeats=3)
 >>> any(guard.push(chunk) for chunk in ["I will ", "try again. "] * 5)
