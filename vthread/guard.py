@@ -450,6 +450,13 @@ class Guard:
             if kept_normals and pending:
                 lines.append((0, pending))
                 pending = 0
+        elif "" not in normals:
+            # Every word kept: word j follows the whitespace after word j - 1.
+            kept_normals, kept_words = normals, words
+            if pending:
+                lines.append((0, pending))
+            lines.extend((i + 1, after[i]) for i in compress(range(len(after) - 1), after))
+            pending = after[-1]
         elif len(words) > _VECTOR_BATCH:
             kept_normals, kept_words, lines, pending = _kept_with_lines(
                 words, normals, after, pending
