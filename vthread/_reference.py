@@ -17,12 +17,10 @@ from itertools import pairwise
 from typing import Any, Final
 
 from vthread._jsvalue import (
-    JS_WHITESPACE,
     JS_WHITESPACE_CLASS,
     canonical,
     js_ge_zero,
     utf16_len,
-    utf16_tail,
 )
 from vthread._options import (
     CycleOptions,
@@ -32,6 +30,7 @@ from vthread._options import (
     guard_options,
     text_run_options,
 )
+from vthread.textrun import text_units
 
 Message = Mapping[str, Any]
 Estimate = Callable[[Message], Any]
@@ -312,20 +311,8 @@ def is_thread_cyclic(messages: object, options: CycleOptions) -> bool:
 
 # ------------------------------------------------------------------------------- text run
 
-_UNIT_SEPARATORS: Final = re.compile(r"[.!?\n]+")
-_NOT_WORDLIKE: Final = re.compile(r"[^a-z0-9" + re.escape(JS_WHITESPACE) + r"]+")
-_JS_SPACES: Final = re.compile(JS_WHITESPACE_CLASS + "+")
-
-
-def text_units(text: str) -> list[str]:
-    """The normalised sentence-like units of the text's last 4000 UTF-16 units."""
-    units = []
-    for raw in _UNIT_SEPARATORS.split(utf16_tail(text, TEXT_RUN_TAIL_UNITS)):
-        unit = _NOT_WORDLIKE.sub(" ", raw.lower())
-        unit = _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
-        if unit:
-            units.append(unit)
-    return units
+# The unit normalisation is shared with vthread.textrun rather than written twice; the
+# reference's own part is the plain, unfiltered decision below.
 
 
 def has_repeated_text_run(text: object, options: TextRunOptions) -> bool:
