@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from tests import recorded
 from tests.strategies import guard_option_values, harsh_texts, texts
 from vthread import _reference as ref
+from vthread import replay
 from vthread._jsvalue import utf16_len
 from vthread._options import text_run_options
 from vthread.guard import Guard
@@ -217,3 +219,18 @@ def test_text_runs_read_only_the_tail() -> None:
     assert has_repeated_text_runs([huge, "🎉" * 5_000_000]).tolist() == [True, False]
     assert time.perf_counter() - start < 2
     assert ref.has_repeated_text_run(huge, text_run_options())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(st.one_of(texts(max_words=60), harsh_texts(max_words=60)), max_size=12),
+    options=guard_option_values(),
+)
+def test_small_batches_and_long_texts(batch: list[str], options: dict[str, Any]) -> None:
+    """With tiny vectorised batches (every text its own batch, power tables rebuilt for
+    texts longer than a batch), answers are unchanged."""
+    with mock.patch.object(replay, "_BATCH_CHARS", 64), \
+            mock.patch.object(replay, "_POWER_TABLES", []):
+        trips = scan_texts(batch, **options)
+    for text, trip in zip(batch, trips, strict=True):
+        same_trip(trip, text, fed_one_by_one(text, options))
