@@ -222,6 +222,7 @@ class Guard:
         "_free",
         "_hapax",
         "_held",
+        "_hold",
         "_key",
         "_keys",
         "_leading",
@@ -285,6 +286,7 @@ class Guard:
         self._buf = ""  # the partial word (its tail when _long holds pieces)
         self._long: list[str] = []  # head of a long partial word, in halving pieces
         self._held: list[str] = []  # pushes not yet split; they cannot trip
+        self._hold = self._held.append
         self._room = 0  # budget of further pushes that may be held
         self._safe_words = 0  # words that cannot trip, as of the last batch
         self._reason: GuardReason | None = None
@@ -307,7 +309,7 @@ class Guard:
         plus O(1) per word it completes.
         """
         if isinstance(text, str) and text:
-            self._held.append(text)
+            self._hold(text)
             # A chunk completes at most one word per whitespace character. Printable text
             # holds no JavaScript whitespace but " "; otherwise each whitespace character
             # that completes a word follows a non-whitespace one: at most (len + 1) // 2.
