@@ -163,3 +163,15 @@ def test_loop_signature_is_the_same_whatever_the_phase() -> None:
     a, b, c = ({"type": "bot", "text": t} for t in "abc")
     result = vthread.scan([[a, b, c] * 2, [b, c, a] * 2, [a, c, b] * 2])
     assert result.signature[0] == result.signature[1] != result.signature[2]
+
+
+def test_utf16_tail_is_javascript_slice_and_bounded() -> None:
+    """text.slice(-n) in UTF-16 units, also when a pair is cut, without reading the head."""
+    from vthread._jsvalue import utf16_tail
+
+    assert utf16_tail("ab🎉", 1).encode("utf-16-le", "surrogatepass") == "\udf89".encode(
+        "utf-16-le", "surrogatepass")
+    assert utf16_tail("ab🎉", 3) == "b🎉"
+    assert utf16_tail("é" * 10, 4) == "éééé"
+    huge = "x" * 5_000_000 + "é.🎉"
+    assert utf16_tail(huge, 4) == "é.🎉"

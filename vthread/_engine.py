@@ -30,7 +30,7 @@ from vthread import _reference as ref
 from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
-from vthread.textrun import runaway
+from vthread.textrun import TAIL_UNITS, runaway
 
 SUFFIX: Final = 1
 ACTIVITY_TAIL: Final = 2
@@ -98,7 +98,8 @@ def _screen_part(value: Any) -> Any:
 def _enough_separators(text: object, units: int) -> bool:
     if not isinstance(text, str):
         return False
-    count = text.count(".") + text.count("!") + text.count("?") + text.count("\n")
+    tail = text[-TAIL_UNITS:]  # holds every unit the text-run check reads
+    count = tail.count(".") + tail.count("!") + tail.count("?") + tail.count("\n")
     return count + 1 >= units
 
 

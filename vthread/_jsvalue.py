@@ -234,15 +234,19 @@ def utf16_len(text: str) -> int:
 
 
 def utf16_tail(text: str, units: int) -> str:
-    """``text.slice(-units)`` with JavaScript's UTF-16 indexing.
+    """``text.slice(-units)`` with JavaScript's UTF-16 indexing. O(units), whatever the length.
 
     A cut through a surrogate pair leaves the lone low surrogate, as JavaScript would.
     """
-    if len(text) <= units // 2 or text.isascii():
-        return text[-units:] if len(text) > units else text
-    encoded = text.encode("utf-16-le", "surrogatepass")
-    if len(encoded) <= 2 * units:
+    if len(text) <= units // 2:
         return text
+    # The last `units` code points hold at least `units` UTF-16 units: encode only those.
+    window = text[-units:]
+    if window.isascii():
+        return window
+    encoded = window.encode("utf-16-le", "surrogatepass")
+    if len(encoded) <= 2 * units:
+        return window
     return encoded[-2 * units :].decode("utf-16-le", "surrogatepass")
 
 

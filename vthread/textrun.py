@@ -43,7 +43,8 @@ def runaway(text: object, options: TextRunOptions) -> bool:
     if not isinstance(text, str) or not text:
         return False
     # n units need at least n - 1 separators: most texts are rejected without splitting.
-    if _separators(text) + 1 < options.min_units:
+    # The last TAIL_UNITS code points hold every unit that is read, so count only there.
+    if _separators(text[-TAIL_UNITS:]) + 1 < options.min_units:
         return False
     units = text_units(text)
     if len(units) < options.min_units:
