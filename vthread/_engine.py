@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, filterfalse, islice, repeat
 from operator import eq
 from typing import Any, Final, cast
@@ -93,6 +93,15 @@ def _screen_part(value: Any) -> Any:
     if value is _MISSING:
         return value
     return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
+
+
+def _all_distinct(values: Iterable[Any]) -> bool:
+    seen: set[Any] = set()
+    for value in values:
+        if value in seen:
+            return False
+        seen.add(value)
+    return True
 
 
 def _enough_separators(text: object, units: int) -> bool:
@@ -650,27 +659,28 @@ class _Activities:
 
         Values the reference calls equal have equal invariants, so every count of distinct
         invariants is a lower bound of the reference's count and every repeat the reference
-        sees is a repeat here: a tail rejected here is rejected by the reference too.
+        sees is a repeat here: a tail rejected here is rejected by the reference too. The
+        checks run cheapest first.
         """
         lite = [p for p in map(self.lite, range(begin, end)) if p is not None]
-        requests = [_invariant(f["arguments"]) for k, _, f in lite
-                    if k == "request" and "arguments" in f]
-        responses = [_invariant(f["result"]) for k, _, f in lite
-                     if k == "response" and "result" in f]
-        if (
-            len(requests) < ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
-            or len(responses) < ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
-            or len(set(requests)) == len(requests)
-            or len(set(responses)) == len(responses)
-        ):
+        requests = [f for k, _, f in lite if k == "request" and "arguments" in f]
+        responses = [f for k, _, f in lite if k == "response" and "result" in f]
+        least = ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
+        if len(requests) < least or len(responses) < least:
             return False
+        kinds = [_screen_part(k) for k, _, _ in lite]
         names = [_screen_part(n) for _, n, _ in lite]
-        if len(set(names)) == len(names):
+        pairs = set(zip(kinds, names, strict=True))
+        if len(set(names)) == len(names) or 2 * len(pairs) > len(lite):
+            return False
+        if _all_distinct(_invariant(f["arguments"]) for f in requests):
+            return False
+        if _all_distinct(_invariant(f["result"]) for f in responses):
             return False
         signatures = {
-            (_screen_part(k), name, _invariant(f.get("arguments", _MISSING)),
+            (kind, name, _invariant(f.get("arguments", _MISSING)),
              _invariant(f.get("result", _MISSING)))
-            for (k, _, f), name in zip(lite, names, strict=True)
+            for kind, name, (_, _, f) in zip(kinds, names, lite, strict=True)
         }
         return 2 * len(signatures) <= len(lite)
 
