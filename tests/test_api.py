@@ -175,3 +175,10 @@ def test_utf16_tail_is_javascript_slice_and_bounded() -> None:
     assert utf16_tail("é" * 10, 4) == "éééé"
     huge = "x" * 5_000_000 + "é.🎉"
     assert utf16_tail(huge, 4) == "é.🎉"
+
+
+def test_scan_accepts_an_iterable_of_threads() -> None:
+    """A generator of threads is read once and answered like the list."""
+    hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
+    threads = [hello, hello * 2]
+    assert vthread.scan(t for t in threads).names == vthread.scan(threads).names

@@ -146,9 +146,9 @@ def _shallow(value: Any) -> Any:
 
 def check_threads(threads: object) -> list[Sequence[Any]]:
     """The batch as a list of threads; a ``TypeError`` names the bad thread and message."""
-    if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Sequence):
+    if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
         raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
-    batch = list(threads)
+    batch = list(threads)  # a generator of threads is read once, here
     if set(map(type, batch)) <= {list, tuple}:
         return batch  # messages are checked as their fields are read (see Batch)
     validate_messages(batch)
