@@ -8,7 +8,7 @@ tokens spent inside it, as NumPy arrays ready for aggregation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
@@ -217,7 +217,7 @@ def _scan_parallel(
 
 
 def scan(
-    threads: Sequence[Sequence[Any]],
+    threads: Iterable[Sequence[Any]],
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
