@@ -30,7 +30,7 @@ from vthread import _reference as ref
 from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
-from vthread.textrun import TAIL_UNITS, runaway
+from vthread.textrun import may_hold_units, runaway
 
 SUFFIX: Final = 1
 ACTIVITY_TAIL: Final = 2
@@ -102,14 +102,6 @@ def _all_distinct(values: Iterable[Any]) -> bool:
             return False
         seen.add(value)
     return True
-
-
-def _enough_separators(text: object, units: int) -> bool:
-    if not isinstance(text, str):
-        return False
-    tail = text[-TAIL_UNITS:]  # holds every unit the text-run check reads
-    count = tail.count(".") + tail.count("!") + tail.count("?") + tail.count("\n")
-    return count + 1 >= units
 
 
 def _invariant(value: Any) -> Any:
@@ -506,7 +498,7 @@ class Batch:
             (thread, position)
             for thread, position in zip(owner.tolist(), index.tolist(), strict=True)
             if kinds[position] not in ("reasoning", "activity")
-            and _enough_separators(texts[position], options.min_units)
+            and may_hold_units(texts[position], options.min_units)
         ]
         fired = has_repeated_text_runs(
             [texts[position] for _, position in candidates],

@@ -36,7 +36,6 @@ Message = Mapping[str, Any]
 Estimate = Callable[[Message], Any]
 Trim = Callable[[dict[str, Any], float], Any]
 
-TEXT_RUN_TAIL_UNITS: Final = 4000
 THREAD_TEXT_RUN_MESSAGES: Final = 5
 ACTIVITY_TAIL_MIN_LENGTH: Final = 8
 ACTIVITY_TAIL_MIN_WITH_PAYLOAD: Final = 4

@@ -56,6 +56,7 @@ import numpy.typing as npt
 from vthread._jsvalue import JS_WHITESPACE, JS_WHITESPACE_CLASS, utf16_tail
 from vthread._options import GuardOptions, guard_options, text_run_options
 from vthread.guard import GuardReason, join_pairs, normalize
+from vthread.textrun import TAIL_UNITS
 
 __all__ = ["GuardTrip", "has_repeated_text_runs", "scan_texts"]
 
@@ -73,7 +74,6 @@ _EXEMPT_BELOW_RATIO: Final = 0.5
 _EXEMPT_NEWLINES: Final = 2
 _EXEMPT_HAPAX: Final = 0.1
 _EXEMPT_LEADING: Final = 3
-_TAIL_UNITS: Final = 4000
 
 _WS_SPLIT: Final = re.compile("(" + JS_WHITESPACE_CLASS + "+)")
 _ASCII_SPACES: Final = " \t\n\v\f\r"  # JavaScript's whitespace within ASCII
@@ -526,7 +526,7 @@ def _units(text: str) -> list[str]:
     The whole tail is lower-cased and cleaned at once instead of unit by unit: the cleaning
     never touches a separator, so splitting before or after it gives the same units.
     """
-    tail = utf16_tail(text[-_TAIL_UNITS:], _TAIL_UNITS)
+    tail = utf16_tail(text, TAIL_UNITS)  # reads only the last TAIL_UNITS code points
     cleaned = _SPACES_NOT_NEWLINE.sub(" ", _NOT_WORDLIKE.sub(" ", tail.lower()))
     return _UNIT.findall(cleaned)
 

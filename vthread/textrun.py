@@ -34,17 +34,20 @@ def text_units(text: str) -> list[str]:
     return units
 
 
-def _separators(text: str) -> int:
-    return text.count(".") + text.count("!") + text.count("?") + text.count("\n")
+def may_hold_units(text: object, min_units: int) -> bool:
+    """Whether ``text`` has enough separators to hold ``min_units`` units: n units need at
+    least n - 1 separators, so most texts are rejected without splitting. Only the last
+    TAIL_UNITS code points are counted: they hold every unit that is read."""
+    if not isinstance(text, str) or not text:
+        return False
+    tail = text[-TAIL_UNITS:]
+    count = tail.count(".") + tail.count("!") + tail.count("?") + tail.count("\n")
+    return count + 1 >= min_units
 
 
 def runaway(text: object, options: TextRunOptions) -> bool:
     """:func:`has_repeated_text_run` with resolved options."""
-    if not isinstance(text, str) or not text:
-        return False
-    # n units need at least n - 1 separators: most texts are rejected without splitting.
-    # The last TAIL_UNITS code points hold every unit that is read, so count only there.
-    if _separators(text[-TAIL_UNITS:]) + 1 < options.min_units:
+    if not isinstance(text, str) or not may_hold_units(text, options.min_units):
         return False
     units = text_units(text)
     if len(units) < options.min_units:
