@@ -45,7 +45,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.streams import chunks, endless_stream, realistic_stream, recorded_outputs
+from benchmarks.streams import (
+    chunks,
+    endless_stream,
+    realistic_stream,
+    recorded_outputs,
+    reference_trips,
+)
 from vthread import _reference as ref
 from vthread.guard import Guard
 from vthread.replay import scan_texts
@@ -89,15 +95,6 @@ def timed(run: Callable[[], object]) -> tuple[float, float, object]:
 
 def summary(times: list[float]) -> dict[str, float]:
     return {"min": min(times), "median": statistics.median(times), "runs": len(times)}
-
-
-def reference_trips(texts: list[str]) -> list[ref.ReferenceReason | None]:
-    reasons = []
-    for text in texts:
-        guard = ref.guard()
-        guard.push(text)
-        reasons.append(guard.reason)
-    return reasons
 
 
 def throughput(repeats: int, reference_repeats: int, stream_chars: int,

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import Final
 
+from vthread import _reference as ref
+
 VOCABULARY_SIZE: Final = 5_000
 STREAM_BYTES: Final = 2_000_000
 CHUNK_CHARS: Final = 4
@@ -104,3 +106,13 @@ def recorded_outputs(count: int = 1_000, seed: int = _SEED) -> list[str]:
             text += " " + " ".join([loop] * rng.randint(3, 12))
         texts.append(text)
     return texts
+
+
+def reference_trips(texts: list[str]) -> list[ref.ReferenceReason | None]:
+    """What the scalar reference guard says of each text pushed whole: the replay baseline."""
+    reasons = []
+    for text in texts:
+        guard = ref.guard()
+        guard.push(text)
+        reasons.append(guard.reason)
+    return reasons

@@ -19,7 +19,7 @@ from typing import Final, TypeVar
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from benchmarks.streams import chunks, realistic_stream, recorded_outputs
+from benchmarks.streams import chunks, realistic_stream, recorded_outputs, reference_trips
 from vthread import _reference as ref
 from vthread.guard import Guard
 from vthread.replay import scan_texts
@@ -71,15 +71,6 @@ def test_whole_engine(benchmark: BenchmarkFixture, stream: str) -> None:
 @pytest.mark.benchmark(group="guard-whole")
 def test_whole_reference(benchmark: BenchmarkFixture, stream: str) -> None:
     assert not timed(benchmark, lambda: ref.guard().push(stream), 1)
-
-
-def reference_trips(texts: list[str]) -> list[ref.ReferenceReason | None]:
-    reasons = []
-    for text in texts:
-        guard = ref.guard()
-        guard.push(text)
-        reasons.append(guard.reason)
-    return reasons
 
 
 @pytest.mark.benchmark(group="guard-replay")
