@@ -21,6 +21,9 @@ ODD_VALUES = st.sampled_from([None, 1, 1.0, -0.0, 0, True, float("nan"), 2**53 +
 JSON_LEAVES = st.one_of(
     st.sampled_from([None, True, False, 0, 1, 1.0, -0.0, 1.5, 2**53, 2**53 + 1, "", "x", "1"]),
     st.text(max_size=3),
+    # Floats of every shape: exponents both ways, integral ones beyond 2**53, subnormals.
+    st.floats(),
+    st.sampled_from([1e16, 1e21, 1e-7, 1e-5, 5e-324, 123456789.5, 1e15, -1e300]),
 )
 JSON_VALUES = st.recursive(
     JSON_LEAVES,

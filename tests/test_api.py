@@ -182,3 +182,16 @@ def test_scan_accepts_an_iterable_of_threads() -> None:
     hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     threads = [hello, hello * 2]
     assert vthread.scan(t for t in threads).names == vthread.scan(threads).names
+
+
+def test_screens_do_not_depend_on_what_was_read_with_them() -> None:
+    """A message read alongside a non-plain text (here a surrogate pair) is screened as when
+    read alone: the engine reads messages in several passes, and equal messages screened
+    differently would hide a loop."""
+    bare = {"type": None, "usage": {"tokens": 0}}
+    call = {"type": "activity", "text": "",
+            "meta": {"activity": {"type": "request", "function": {"name": "read"}}}}
+    odd = [dict(bare), call, {"type": None, "text": "\ud83c\udf89"}, call]
+    loop = [dict(bare) for _ in range(4)]
+    assert vthread.scan([odd, loop]).names == [None, "repeated_suffix"]
+    assert vthread.scan([loop]).names == ["repeated_suffix"]

@@ -1,27 +1,31 @@
-"""The NumPy engine behind the cycle heuristics: one batch of threads, flattened.
+"""The NumPy engine behind the cycle heuristics: one batch of threads, read lazily.
 
-All messages of all threads sit in one flat list with per-thread offsets. Every message gets
-a 64-bit *screen* fingerprint of its (type, text, meta present) from CPython's cached string
-hash, and the suffix check runs as array comparisons of screens across every thread and
-every candidate period at once. A screen can only merge messages, never separate two the
-reference calls equal (non-string values are screened by their canonical text), so it
-never hides a loop; every loop the screens suggest is then confirmed on the canonical
-encodings of the real values (meta included), so a hash collision can never invent one.
-The activity checks read tool calls through the same flat arrays and confirm on canonical
-encodings of arguments and results.
+Messages are addressed by one flat index across the batch (per-thread offsets in
+``starts``), but nothing is read from a message until a heuristic needs it. Each heuristic
+knows how far back it can look: the suffix check's first comparison needs the texts of each
+thread's second half, the activity tail its last eight types, the result run the types of
+its messages back to the third settled tool response, the text run the last five. Each is
+answered for all threads at once on 64-bit *screens* (CPython's cached string hashes of
+type, text and tool name) held in flat NumPy arrays, filled in as they are read. A screen can
+only merge messages, never separate two the reference calls equal (non-string values are
+screened by their canonical text), so it never hides a loop; every loop the screens suggest
+is confirmed on the canonical encodings of the real values (meta included), so a hash
+collision can never invent one.
 
-Per batch of N messages the passes over messages run at C speed (``map``/``zip``/NumPy); Python
-code runs per candidate, not per message.
+Why lazily: reading one field of one parsed message costs a few hundred nanoseconds of
+pointer chasing, the same order as the whole reference step, so the messages not read are
+the time saved. Python code runs per thread or per candidate, not per message.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, filterfalse, islice, repeat
-from operator import eq
-from typing import Any, Final, cast
+from itertools import chain, filterfalse, repeat
+from operator import getitem
+from typing import Any, Final, TypeGuard, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +45,17 @@ _MISSING: Final = object()
 # dict.get as a plain two-argument callable, for C-level map() over many dicts at once.
 _get: Final = cast("Callable[[Any, str], Any]", dict.get)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_NO_PAIR: Final = np.empty(0, np.int64)
+# What a message's type is, as far as the heuristics care; _UNREAD until it is read.
+_UNREAD: Final = 0
+_ACTIVITY: Final = 1
+_REASONING: Final = 2
+_OTHER: Final = 3
+_KIND_CODES: Final = {"activity": _ACTIVITY, "reasoning": _REASONING}
+# Odd 64-bit multipliers (as int64) that spread the kind and name hashes before the XOR.
+_MIX_KIND: Final = np.int64(0x9E3779B97F4A7C15 - 2**64)
+_MIX_NAME: Final = np.int64(0xC2B2AE3D27D4EB4F - 2**64)
+# Steps of the suffix check that compare only texts and type codes (see Batch.suffix).
+_TEXT_ONLY_STEPS: Final = 3
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -87,12 +101,20 @@ def _plain_equal(left: Any, right: Any) -> bool:
 
 
 def _screen_part(value: Any) -> Any:
-    """A hashable stand-in equal for equal JSON values (the value itself when it is plain)."""
-    if type(value) is str and (value.isascii() or not _SURROGATE.search(value)):
+    """A hashable stand-in equal for equal JSON values: the value itself when it is a plain
+    string or None, so that a screen does not depend on what else was read with it."""
+    if isinstance(value, str) and (value.isascii() or not _SURROGATE.search(value)):
+        return str(value)
+    if value is _MISSING or value is None:
         return value
-    if value is _MISSING:
-        return value
-    return ("~", canonical(value))  # a tuple never equals a str, so no cross-talk
+    text = canonical(value)
+    # A tuple never equals a str, so no cross-talk; NaN and the infinities are null.
+    return None if text == "null" else ("~", text)
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, answered without the ABC machinery for a dict."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _all_distinct(values: Iterable[Any]) -> bool:
@@ -113,7 +135,7 @@ def _invariant(value: Any) -> Any:
     """
     if type(value) is str:
         return _screen_part(value)
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         items = value.items()
         if all(type(k) is str for k in value):
             return frozenset((k, _shallow(v)) for k, v in items)
@@ -131,18 +153,24 @@ def _shallow(value: Any) -> Any:
         return number if math.isfinite(number) else None
     if value is None or value is _MISSING:
         return value
-    if isinstance(value, (list, tuple)):
+    if type(value) is list or isinstance(value, (list, tuple)):
         return ("[", len(value))
-    return "{" if isinstance(value, Mapping) else "?"
+    return "{" if _is_mapping(value) else "?"
 
 
 def check_threads(threads: object) -> list[Sequence[Any]]:
-    """The batch as a list of threads; a ``TypeError`` names the bad thread and message."""
+    """The batch as a list of threads; a ``TypeError`` names the bad thread and message.
+
+    Every message is checked here, once, because the heuristics read only the messages they
+    need and would otherwise let a bad one through unnoticed.
+    """
     if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
         raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
     batch = list(threads)  # a generator of threads is read once, here
-    if set(map(type, batch)) <= {list, tuple}:
-        return batch  # messages are checked as their fields are read (see Batch)
+    if set(map(type, batch)) <= {list, tuple} and set(
+        map(type, chain.from_iterable(batch))
+    ) <= {dict}:
+        return batch
     validate_messages(batch)
     return batch
 
@@ -156,56 +184,147 @@ def validate_messages(batch: list[Any]) -> None:
             raise TypeError(f"thread {index}: {error}") from None
 
 
-class Batch:
-    """A batch of threads, flattened, with the per-message arrays the heuristics read."""
+def _screens(values: list[Any]) -> npt.NDArray[np.int64]:
+    """One hash per value, equal for values the reference calls equal."""
+    if _plain_strings(values):
+        return np.fromiter(map(hash, values), np.int64, len(values))
+    return np.fromiter((hash(_screen_part(v)) for v in values), np.int64, len(values))
 
-    def __init__(self, threads: object) -> None:
-        self.threads = check_threads(threads)
-        self.flat: list[Mapping[str, Any]] = list(chain.from_iterable(self.threads))
+
+def _kind_codes(kinds: list[Any]) -> npt.NDArray[np.int8]:
+    """ACTIVITY, REASONING or OTHER per ``type`` value, by Python equality as the reference."""
+    try:
+        return np.fromiter(map(_KIND_CODES.get, kinds, repeat(_OTHER)), np.int8, len(kinds))
+    except TypeError:  # an unhashable type value: compare one by one
+        return np.fromiter(
+            (_ACTIVITY if k == "activity" else _REASONING if k == "reasoning" else _OTHER
+             for k in kinds),
+            np.int8,
+            len(kinds),
+        )
+
+
+def _ranges(firsts: IntArray, stops: IntArray) -> IntArray:
+    """The concatenated ``arange(first, stop)`` of each pair, in order."""
+    spans = stops - firsts
+    offsets = np.cumsum(spans) - spans
+    return np.repeat(firsts - offsets, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+
+
+def _newest_first(firsts: IntArray, stops: IntArray) -> IntArray:
+    """The concatenated ``arange(stop - 1, first - 1, -1)`` of each pair, in order."""
+    spans = stops - firsts
+    offsets = np.cumsum(spans) - spans
+    return np.repeat(stops - 1 + offsets, spans) - np.arange(int(spans.sum()), dtype=np.int64)
+
+
+class Batch:
+    """A batch of threads, addressed by flat message index, with per-message screens that
+    are read lazily: only the messages a heuristic can look at are ever touched."""
+
+    def __init__(self, threads: object, *, checked: bool = False) -> None:
+        """``checked``: ``threads`` is a list that :func:`check_threads` already passed."""
+        self.threads = cast("list[Sequence[Any]]", threads) if checked else check_threads(threads)
         lengths = np.fromiter(map(len, self.threads), np.int64, len(self.threads))
         self.lengths: IntArray = lengths
         self.starts: IntArray = np.zeros(len(self.threads) + 1, np.int64)
         np.cumsum(lengths, out=self.starts[1:])
-        flat: Any = self.flat
-        try:
-            self.kinds: list[Any] = list(map(dict.get, flat, repeat("type")))
-        except TypeError:
-            validate_messages(self.threads)  # raises for anything that is not a mapping
-            self.kinds = [m.get("type") for m in flat]
-        self.texts: list[Any] = _field(flat, "text")
-        self._screen: npt.NDArray[np.int64] | None = None
-        self._activities: _Activities | None = None
+        self._bounds: list[int] = self.starts.tolist()
+        size = self._bounds[-1]
+        # Per flat message: what has been read of it so far (0 in a screen means unread only
+        # together with the matching flag).
+        self._text_screen = np.zeros(size, np.int64)
+        self._text_read = np.zeros(size, bool)
+        self._kind = np.zeros(size, np.int8)  # _UNREAD until the type is read
+        self._kind_screen = np.zeros(size, np.int64)
+        self._kind_screened = np.zeros(size, bool)
+        self._name_screen = np.zeros(size, np.int64)  # 0 for anything not typed "activity"
+        self._name_read = np.zeros(size, bool)
         self._json_meta: dict[int, Any] = {}
         self._canonical: dict[int, str] = {}
+        self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
+        self._parsed: dict[int, ref.Activity | None] = {}
 
     def __len__(self) -> int:
         return len(self.threads)
 
-    # ------------------------------------------------------------------- fingerprints
+    # ------------------------------------------------------------------ message access
 
-    @property
-    def screen(self) -> npt.NDArray[np.int64]:
-        """One 64-bit screen per message: equal for messages the reference calls equal.
+    def message(self, index: int) -> Mapping[str, Any]:
+        """The message at flat ``index``."""
+        thread = bisect_right(self._bounds, index) - 1
+        return self.threads[thread][index - self._bounds[thread]]  # type: ignore[no-any-return]
 
-        It hashes (type, text) and, for a tool call, (activity type, function name): strings
-        that are their own JavaScript identity hash as they are (CPython caches the hash on
-        the string), anything else by its canonical text. The rest of meta is left out on
-        purpose: reading it costs a walk of the value, and confirmation compares it anyway.
+    def _messages(self, positions: IntArray) -> list[Any]:
+        """The messages at the given flat indices, fetched at C speed."""
+        owners = np.searchsorted(self.starts, positions, side="right") - 1
+        local = positions - self.starts[owners]
+        return list(map(getitem, map(self.threads.__getitem__, owners.tolist()), local.tolist()))
+
+    def _range_messages(self, threads: IntArray, firsts: IntArray, stops: IntArray) -> list[Any]:
+        """The messages of ``threads[i][firsts[i]:stops[i]]`` (thread-local bounds), in order."""
+        return list(chain.from_iterable(map(
+            getitem,
+            map(self.threads.__getitem__, threads.tolist()),
+            map(slice, firsts.tolist(), stops.tolist()),
+        )))
+
+    # ------------------------------------------------------------------------- screens
+
+    def _read_texts(self, positions: IntArray, messages: list[Any] | None = None) -> None:
+        """Screen the ``text`` of unread messages at ``positions`` (unique)."""
+        if messages is None:
+            messages = self._messages(positions)
+        self._text_screen[positions] = _screens(_field(messages, "text"))
+        self._text_read[positions] = True
+
+    def _ensure_texts(self, positions: IntArray) -> None:
+        need = positions[~self._text_read[positions]]
+        if need.size:
+            self._read_texts(np.unique(need))
+
+    def _ensure_kinds(self, positions: IntArray, *, distinct: bool = False) -> None:
+        """Read the type code of unread messages at ``positions`` (``distinct``: the caller
+        promises no position twice, which saves sorting them)."""
+        need = positions[self._kind[positions] == _UNREAD]
+        if need.size:
+            if not distinct:
+                need = np.unique(need)
+            self._kind[need] = _kind_codes(_field(self._messages(need), "type"))
+
+    def _ensure_kind_screens(self, positions: IntArray) -> None:
+        need = positions[~self._kind_screened[positions]]
+        if need.size:
+            need = np.unique(need)
+            self._kind_screen[need] = _screens(_field(self._messages(need), "type"))
+            self._kind_screened[need] = True
+
+    def _ensure_names(self, positions: IntArray) -> None:
+        self._ensure_kinds(positions)
+        need = positions[(self._kind[positions] == _ACTIVITY) & ~self._name_read[positions]]
+        if need.size:
+            need = np.unique(need)
+            self._name_screen[need] = _name_screens(self._messages(need))
+            self._name_read[need] = True
+
+    def screens(self, positions: IntArray) -> npt.NDArray[np.int64]:
+        """The 64-bit screens of the messages at ``positions``: equal for messages the
+        reference calls equal.
+
+        A screen hashes (type, text) and, for a tool call, (activity type, function name):
+        strings that are their own JavaScript identity hash as they are (CPython caches the
+        hash on the string), anything else by its canonical text. The rest of meta is left
+        out on purpose: reading it costs a walk of the value, and confirmation compares it.
         """
-        if self._screen is None:
-            if _plain_strings(self.kinds) and _plain_strings(self.texts):
-                rows: Any = zip(self.kinds, self.texts, strict=True)
-            else:
-                rows = [
-                    (_screen_part(k), _screen_part(t))
-                    for k, t in zip(self.kinds, self.texts, strict=True)
-                ]
-            screen = np.fromiter(map(hash, rows), np.int64, len(self.flat))
-            # Wrapping multiplication keeps the two hashes from cancelling each other.
-            with np.errstate(over="ignore"):
-                screen ^= self.activities.name_screens * np.int64(0x9E3779B97F4A7C15 - 2**64)
-            self._screen = screen
-        return self._screen
+        self._ensure_texts(positions)
+        self._ensure_kind_screens(positions)
+        self._ensure_names(positions)
+        # Wrapping multiplications keep the three hashes from cancelling each other.
+        return (
+            self._text_screen[positions]
+            ^ (self._kind_screen[positions] * _MIX_KIND)
+            ^ (self._name_screen[positions] * _MIX_NAME)
+        )
 
     def same(self, first: int, second: int) -> bool:
         """Whether the reference calls messages ``first`` and ``second`` equal.
@@ -217,17 +336,27 @@ class Batch:
         """
         if first == second:
             return True
-        kinds, texts = self.kinds, self.texts
-        if not (_plain_equal(kinds[first], kinds[second])
-                and _plain_equal(texts[first], texts[second])):
+        left, right = self.message(first), self.message(second)
+        if left is right:
+            return True
+        if not (_plain_equal(left.get("type"), right.get("type"))
+                and _plain_equal(left.get("text"), right.get("text"))):
             return False
-        left, right = self.flat[first], self.flat[second]
         if ("meta" in left) != ("meta" in right):
             return False
         if "meta" not in left:
             return True
-        names = self.activities.name_screens
-        if names[first] != names[second]:
+        lite_left, lite_right = self.lite(first), self.lite(second)
+        if (lite_left is None) != (lite_right is None):
+            return False  # a well-formed activity's meta never equals a malformed one's
+        if lite_left is not None and lite_right is not None and (
+            _screen_part(lite_left[0]) != _screen_part(lite_right[0])
+            or _screen_part(lite_left[1]) != _screen_part(lite_right[1])
+            or _invariant(lite_left[2].get("arguments", _MISSING))
+            != _invariant(lite_right[2].get("arguments", _MISSING))
+            or _invariant(lite_left[2].get("result", _MISSING))
+            != _invariant(lite_right[2].get("result", _MISSING))
+        ):
             return False
         if left["meta"] is right["meta"]:
             return True
@@ -240,21 +369,28 @@ class Batch:
         """The C encoder's text of message ``index``'s meta, None when it cannot encode it."""
         found = self._json_meta.get(index, _MISSING)
         if found is _MISSING:
-            found = plain_json(self.flat[index]["meta"])
+            found = plain_json(self.message(index)["meta"])
             self._json_meta[index] = found
         return cast("str | None", found)
 
     def _canonical_meta(self, index: int) -> str:
         found = self._canonical.get(index)
         if found is None:
-            found = canonical_from_json(self.flat[index]["meta"], self._json(index))
+            found = canonical_from_json(self.message(index)["meta"], self._json(index))
             self._canonical[index] = found
         return found
 
     # ----------------------------------------------------------------- repeated suffix
 
     def suffix(self, options: CycleOptions, rows: IntArray | None = None) -> IntArray:
-        """Per thread, the shortest repeating period (0 when the suffix does not repeat)."""
+        """Per thread, the shortest repeating period (0 when the suffix does not repeat).
+
+        Every (thread, period) pair starts as a candidate. Step ``k`` compares message
+        ``end - 1 - k`` with the one a period earlier, for all surviving pairs at once; a
+        pair that survives ``(reps - 1) * period`` steps is confirmed on real values. The
+        first step needs the texts of each thread's second half (the messages a period can
+        reach back to) and drops nearly every pair; later steps read only what survives.
+        """
         count = len(self.threads)
         period = np.zeros(count, np.int64)
         reps = options.min_repetitions
@@ -273,20 +409,23 @@ class Batch:
         threads = np.flatnonzero(eligible)
         if threads.size == 0:
             return period
+        ends = self.starts[threads + 1]
+        reach = high[threads] + 1  # the last message and every message a period back
+        self._screen_texts(threads, self.lengths[threads] - reach, self.lengths[threads])
         spans = high[threads] - low + 1
         pair_thread = np.repeat(threads, spans)
         first = np.repeat(np.cumsum(spans) - spans, spans)
         pair_period = low + np.arange(pair_thread.size, dtype=np.int64) - first
-        pair_end = self.starts[pair_thread + 1]
+        pair_end = np.repeat(ends, spans)
         pair_need = (reps - 1) * pair_period
-        screen = self.screen
         step = 0
         while pair_thread.size:
             done = pair_need == step
             if done.any():
-                for thread, length in zip(pair_thread[done], pair_period[done], strict=True):
-                    if period[thread] == 0 and self._confirm_suffix(int(thread), int(length),
-                                                                    reps):
+                finished = self._screened_blocks(pair_end[done], pair_period[done], step)
+                for thread, length in zip(pair_thread[done][finished].tolist(),
+                                          pair_period[done][finished].tolist(), strict=True):
+                    if period[thread] == 0 and self._confirm_suffix(thread, length, reps):
                         period[thread] = length
                 keep = ~done & (period[pair_thread] == 0)
                 pair_thread, pair_period = pair_thread[keep], pair_period[keep]
@@ -294,14 +433,51 @@ class Batch:
             if not pair_thread.size:
                 break
             position = pair_end - 1 - step
-            same = screen[position] == screen[position - pair_period]
+            earlier = position - pair_period
+            if step < _TEXT_ONLY_STEPS:
+                # Texts and types were read with the window: comparing them costs nothing,
+                # and it leaves few pairs for the tool names, which cost four reads each.
+                # (``position`` lies in the window read above; ``earlier`` may not.)
+                self._ensure_texts(earlier)
+                self._ensure_kinds(earlier)
+                same = (self._text_screen[position] == self._text_screen[earlier]) & (
+                    self._kind[position] == self._kind[earlier]
+                )
+            else:
+                screens = self.screens(np.concatenate([position, earlier]))
+                same = screens[: position.size] == screens[position.size :]
             pair_thread, pair_period = pair_thread[same], pair_period[same]
             pair_end, pair_need = pair_end[same], pair_need[same]
             step += 1
         return period
 
+    def _screened_blocks(self, ends: IntArray, periods: IntArray, depth: int) -> BoolArray:
+        """For pairs whose last ``depth`` messages matched a period back on texts and types:
+        which also match on full screens (tool names included), all pairs at once."""
+        if depth > _TEXT_ONLY_STEPS:
+            return np.ones(ends.size, bool)  # the deeper steps compared full screens already
+        back = np.arange(depth, dtype=np.int64)
+        position = (ends[:, None] - 1 - back[None, :]).ravel()
+        screens = self.screens(np.concatenate([position, position - np.repeat(periods, depth)]))
+        same = screens[: position.size] == screens[position.size :]
+        return same.reshape(ends.size, depth).all(axis=1)  # type: ignore[no-any-return]
+
+    def _screen_texts(self, threads: IntArray, firsts: IntArray, stops: IntArray) -> None:
+        """Screen the texts and read the types of ``threads[i][firsts[i]:stops[i]]``,
+        gathered slice by slice."""
+        offsets = self.starts[threads]
+        positions = _ranges(offsets + firsts, offsets + stops)
+        if self._text_read[positions].any() or self._kind[positions].any():
+            self._ensure_texts(positions)
+            self._ensure_kinds(positions)
+        else:
+            messages = self._range_messages(threads, firsts, stops)
+            self._read_texts(positions, messages)
+            # The types ride along: the other heuristics read them near the end of the thread.
+            self._kind[positions] = _kind_codes(_field(messages, "type"))
+
     def _confirm_suffix(self, thread: int, length: int, reps: int) -> bool:
-        end = int(self.starts[thread + 1])
+        end = self._bounds[thread + 1]
         same = self.same
         return all(
             same(end - 1 - k, end - 1 - k - length) for k in range((reps - 1) * length)
@@ -309,7 +485,7 @@ class Batch:
 
     def suffix_repetitions(self, thread: int, length: int) -> int:
         """How many back-to-back copies of the last ``length`` messages end the thread."""
-        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
+        start, end = self._bounds[thread], self._bounds[thread + 1]
         copies = 1
         while end - (copies + 1) * length >= start and all(
             self.same(end - 1 - k, end - 1 - k - copies * length)
@@ -320,11 +496,18 @@ class Batch:
 
     # ------------------------------------------------------------------- activities
 
-    @property
-    def activities(self) -> _Activities:
-        if self._activities is None:
-            self._activities = _Activities(self)
-        return self._activities
+    def _typed_tails(self, threads: IntArray, depth: int) -> IntArray:
+        """The threads whose last ``depth`` messages are all typed "activity"."""
+        threads = threads[self.lengths[threads] >= depth]
+        ends = self.starts[threads + 1]
+        for back in range(1, depth + 1):  # one message further back per round
+            if not threads.size:
+                break
+            position = ends - back
+            self._ensure_kinds(position, distinct=True)
+            typed = self._kind[position] == _ACTIVITY
+            threads, ends = threads[typed], ends[typed]
+        return threads
 
     def activity_tail(self, rows: IntArray | None = None) -> IntArray:
         """Per thread, where the looping activity tail starts (-1 when there is none).
@@ -332,237 +515,98 @@ class Batch:
         A tail needs at least 8 messages typed "activity" at the end of the thread, which
         the arrays find for all threads at once; only those tails are parsed.
         """
-        acts = self.activities
         found = np.full(len(self.threads), -1, np.int64)
-        ends = self.starts[1:]
-        candidates = np.flatnonzero(ends - acts.typed_run_start() >= ref.ACTIVITY_TAIL_MIN_LENGTH)
-        if rows is not None:
-            candidates = np.intersect1d(candidates, rows)
-        for thread in candidates.tolist():
-            end = int(ends[thread])
-            begin = acts.tail_start(thread)
-            if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH:
-                continue
-            if not acts.may_collapse(begin, end):
-                continue
-            tail = [acts.parsed(i) for i in range(begin, end)]
-            if ref.tail_collapsed([a for a in tail if a is not None]):
+        threads = np.arange(len(self.threads)) if rows is None else np.asarray(rows, np.int64)
+        threads = self._typed_tails(threads, ref.ACTIVITY_TAIL_MIN_LENGTH)
+        if not threads.size:
+            return found
+        run_starts = self._typed_run_starts(threads, ref.ACTIVITY_TAIL_MIN_LENGTH)
+        ends = self.starts[threads + 1]
+        self._read_lite(_ranges(run_starts, ends))
+        lite = self._lite
+        for thread, first, end in zip(threads.tolist(), run_starts.tolist(), ends.tolist(),
+                                      strict=True):
+            begin = end
+            while begin > first and lite[begin - 1] is not None:
+                begin -= 1
+            if self._tail_collapsed(begin, end):
                 found[thread] = begin
         return found
 
-    def activity_tail_of(self, thread: int) -> bool:
-        """:meth:`activity_tail` for one thread, walking back from its end: no array set-up,
-        so a harness checking one thread per turn pays only for the tail it reads."""
-        acts = self.activities
-        end = int(self.starts[thread + 1])
-        begin = acts.tail_start(thread)
-        if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH or not acts.may_collapse(begin, end):
-            return False
-        tail = [acts.parsed(i) for i in range(begin, end)]
-        return ref.tail_collapsed([a for a in tail if a is not None])
-
-    def result_run_of(self, thread: int, options: CycleOptions) -> bool:
-        """:meth:`result_run` for one thread, walking back over its settled responses."""
-        return self._result_run_walk(thread, options.min_result_repetitions)
-
-    def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
-        """Per thread, whether its newest settled tool results are identical.
-
-        Only each thread's last few "activity" messages are read, through the C-level field
-        accessors; a thread whose window holds too few settled responses is walked further
-        back one message at a time.
-        """
-        needed = options.min_result_repetitions
-        count = len(self.threads)
-        fired = np.zeros(count, bool)
-        threads = np.arange(count) if rows is None else np.asarray(rows, np.int64)
-        acts = self.activities
-        typed_per_thread = np.bincount(acts.owner, minlength=count)
-        threads = threads[typed_per_thread[threads] >= needed]
-        if threads.size == 0 or needed > _RESULT_WINDOW_LIMIT:
-            for thread in threads.tolist():
-                fired[thread] = self._result_run_walk(thread, needed)
-            return fired
-        window = min(2 * needed + 2, _RESULT_WINDOW_LIMIT)
-        last = np.cumsum(typed_per_thread) - 1
-        depth = np.minimum(typed_per_thread[threads], window)
-        owner = np.repeat(threads, depth)
-        back = np.arange(owner.size) - np.repeat(np.cumsum(depth) - depth, depth)
-        picked = acts.typed_index[np.repeat(last[threads], depth) - back]  # newest first
-        settled, name_keys = acts.settled(picked)
-        # Rank the settled responses within each thread, newest first.
-        running = np.cumsum(settled)
-        before = np.repeat(running[np.cumsum(depth) - depth] - settled[np.cumsum(depth) - depth],
-                           depth)
-        rank = running - before
-        chosen = settled & (rank <= needed)
-        enough = np.bincount(owner[chosen], minlength=count) >= needed
-        short = threads[~enough[threads] & (typed_per_thread[threads] > window)]
-        for thread in short.tolist():
-            fired[thread] = self._result_run_walk(thread, needed)
-        first_key = np.zeros(count, np.int64)
-        first_key[owner[chosen & (rank == 1)]] = name_keys[chosen & (rank == 1)]
-        differs = np.zeros(count, bool)
-        np.logical_or.at(differs, owner[chosen], name_keys[chosen] != first_key[owner[chosen]])
-        candidates = np.flatnonzero(enough & ~differs)
-        positions = picked[chosen]
-        position_owner = owner[chosen]
-        firsts = np.searchsorted(position_owner, candidates, side="left")
-        for thread, first in zip(candidates.tolist(), firsts.tolist(), strict=True):
-            fired[thread] = self._same_results(positions[first : first + needed].tolist())
-        return fired
-
-    def _same_results(self, positions: list[int]) -> bool:
-        acts = self.activities
-        functions = [acts.lite(i)[2] for i in positions]  # type: ignore[index]
-        shallow = {(_invariant(f.get("arguments", _MISSING)), _invariant(f["result"]))
-                   for f in functions}
-        if len(shallow) > 1:
-            return False  # the invariants differ, so the canonical payloads do too
-        run = [acts.parsed(i) for i in positions]
-        return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
-
-    def _settled_back(self, thread: int) -> Iterator[int]:
-        """The thread's settled responses, newest first, found without reading payloads."""
-        acts = self.activities
-        first, last = np.searchsorted(acts.owner, [thread, thread + 1])
-        for position in acts.typed_index[first:last][::-1].tolist():
-            lite = acts.lite(position)
-            if (
-                lite is not None
-                and lite[0] == "response"
-                and "result" in lite[2]
-                and not lite[1].startswith("_")
-            ):
-                yield position
-
-    def _result_run_walk(self, thread: int, needed: int) -> bool:
-        newest = list(islice(self._settled_back(thread), needed))
-        if len(newest) < needed:
-            return False
-        names = {self.activities.lite(i)[1] for i in newest}  # type: ignore[index]
-        return len(names) == 1 and self._same_results(newest)
-
-    def result_run_span(self, thread: int) -> tuple[int, int, int]:
-        """(loop_start, period, repetitions) of a thread whose result run fired.
-
-        The run is extended back over settled responses while (name, arguments, result)
-        stays the same, as :func:`vthread._reference.result_run_span` defines it.
-        """
-        acts = self.activities
-        positions: list[int] = []
-        signature: tuple[str, str, str] | None = None
-        for position in self._settled_back(thread):
-            if signature is not None and acts.lite(position)[1] != signature[0]:  # type: ignore[index]
-                break
-            activity = acts.parsed(position)
-            assert activity is not None
-            current = (activity.name, activity.arguments, activity.result)
-            if signature is None:
-                signature = current
-            elif current != signature:
-                break
-            positions.append(position)
-        offset = int(self.starts[thread])
-        first = positions[-1]
-        begin = first
-        before = acts.lite(first - 1) if first > offset else None
-        if (
-            before is not None
-            and before[0] == "request"
-            and signature is not None
-            and before[1] == signature[0]
-        ):
-            begin = first - 1
-        spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
-        return begin - offset, max(1, round(spacing)), len(positions)
-
-    # -------------------------------------------------------------------- text runs
-
-    def text_run(self, rows: IntArray | None = None) -> IntArray:
-        """Per thread, the first of its last five messages with a runaway text (-1: none)."""
-        found = np.full(len(self.threads), -1, np.int64)
-        threads = np.arange(len(self.threads)) if rows is None else np.asarray(rows, np.int64)
-        if threads.size == 0:
-            return found
-        ends = self.starts[threads + 1]
-        firsts = np.maximum(self.starts[threads], ends - ref.THREAD_TEXT_RUN_MESSAGES)
-        spans = ends - firsts
-        owner = np.repeat(threads, spans)
-        index = np.repeat(firsts - np.cumsum(spans) + spans, spans) + np.arange(owner.size)
-        options = text_run_options()
-        kinds, texts = self.kinds, self.texts
-        # A text needs min_units - 1 separators to hold min_units units: most candidates are
-        # rejected by counting, and the rest go through the bulk twin in one call.
-        candidates = [
-            (thread, position)
-            for thread, position in zip(owner.tolist(), index.tolist(), strict=True)
-            if kinds[position] not in ("reasoning", "activity")
-            and may_hold_units(texts[position], options.min_units)
-        ]
-        fired = has_repeated_text_runs(
-            [texts[position] for _, position in candidates],
-            min_units=options.min_units,
-            window=options.window,
-            max_unique_ratio=options.max_unique_ratio,
-        )
-        for (thread, position), hit in zip(candidates, fired.tolist(), strict=True):
-            if hit and found[thread] < 0:
-                found[thread] = position - self.starts[thread]
+    def _typed_run_starts(self, threads: IntArray, known: int) -> IntArray:
+        """Where each thread's trailing run of messages typed "activity" begins, given that
+        its last ``known`` messages are typed so; read back in rounds of doubling width."""
+        found = np.empty(threads.size, np.int64)
+        rows = np.arange(threads.size)
+        depth, width = known, known
+        while rows.size:
+            heads = self.starts[threads[rows]]
+            ends = self.starts[threads[rows] + 1] - depth
+            firsts = np.maximum(heads, ends - width)
+            spans = ends - firsts
+            positions = _newest_first(firsts, ends)
+            self._ensure_kinds(positions, distinct=True)
+            # Per row, the first message (newest first) that is not typed "activity".
+            index = np.where(self._kind[positions] != _ACTIVITY,
+                             np.arange(positions.size), positions.size)
+            offsets = np.cumsum(spans) - spans
+            nonempty = spans > 0
+            first_break = np.full(rows.size, positions.size)
+            if positions.size:
+                first_break[nonempty] = np.minimum.reduceat(index, offsets[nonempty])
+            broken = first_break < positions.size
+            found[rows[broken]] = positions[first_break[broken]] + 1
+            exhausted = ~broken & (firsts == heads)
+            found[rows[exhausted]] = heads[exhausted]
+            rows = rows[~broken & ~exhausted]
+            depth, width = depth + width, 2 * width
         return found
 
-    def text_run_messages(self, thread: int) -> list[int]:
-        """Offsets (within the thread) of its last five messages that carry a runaway text."""
-        start, end = int(self.starts[thread]), int(self.starts[thread + 1])
-        options = text_run_options()
-        return [
-            index - start
-            for index in range(max(start, end - ref.THREAD_TEXT_RUN_MESSAGES), end)
-            if self.kinds[index] not in ("reasoning", "activity")
-            and runaway(self.texts[index], options)
-        ]
+    def _read_lite(self, positions: IntArray) -> None:
+        """:meth:`lite` for many messages typed "activity" at once, read at C speed when
+        they are plain dicts and strings (one by one otherwise)."""
+        need = [p for p in positions.tolist() if p not in self._lite]
+        if not need:
+            return
+        messages = self._messages(np.asarray(need, np.int64))
+        metas = _field(messages, "meta")
+        activities = _field(metas, "activity")
+        kinds = _field(activities, "type")
+        functions = _field(activities, "function")
+        names = _field(functions, "name")
+        if (
+            set(map(type, metas)) | set(map(type, activities)) | set(map(type, functions))
+            <= {dict}
+            and set(map(type, kinds)) | set(map(type, names)) <= {str}
+        ):
+            self._lite.update(zip(need, zip(kinds, names, functions, strict=True), strict=True))
+        else:
+            for position in need:
+                self.lite(position)
 
+    def activity_tail_of(self, thread: int) -> bool:
+        """:meth:`activity_tail` for one thread, walking back from its end."""
+        return self._tail_collapsed(self.tail_start(thread), self._bounds[thread + 1])
 
-def _collapsed(tail: list[ref.Activity]) -> bool:
-    """The reference's activity-tail test, applied only to the tails the arrays selected."""
-    return ref.tail_collapsed(tail)
-
-
-_RESULT_WINDOW_LIMIT: Final = 64
-
-
-class _Activities:
-    """Tool calls of a batch, read lazily: which messages are typed "activity", and the
-    parts of those that a heuristic asks about."""
-
-    def __init__(self, batch: Batch) -> None:
-        # The batch's arrays, not the batch: a reference back would make a cycle that keeps
-        # every parsed thread alive until the cyclic collector runs.
-        self.flat = batch.flat
-        self.starts = batch.starts
-        self.lengths = batch.lengths
-        self.thread_count = len(batch.threads)
-        flat_size = len(batch.flat)
-        typed = np.fromiter(map(eq, batch.kinds, repeat("activity")), bool, flat_size)
-        self.typed = typed
-        self.typed_index: IntArray = np.flatnonzero(typed)
-        self.owner: IntArray = np.searchsorted(batch.starts, self.typed_index, side="right") - 1
-        self._name_screen_array: npt.NDArray[np.int64] | None = None
-        self._parsed: dict[int, ref.Activity | None] = {}
-        self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
+    def _tail_collapsed(self, begin: int, end: int) -> bool:
+        if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH or not self.may_collapse(begin, end):
+            return False
+        tail = [self.parsed(i) for i in range(begin, end)]
+        return ref.tail_collapsed([a for a in tail if a is not None])
 
     def lite(self, index: int) -> tuple[str, str, Mapping[str, Any]] | None:
         """(type, name, function) of a well-formed activity, or None; reads no payload."""
         found = self._lite.get(index, _MISSING)
         if found is _MISSING:
             found = None
-            if self.typed[index]:
-                meta = self.flat[index].get("meta")
-                activity = meta.get("activity") if isinstance(meta, Mapping) else None
-                if isinstance(activity, Mapping):
+            message = self.message(index)
+            if message.get("type") == "activity":
+                meta = message.get("meta")
+                activity = meta.get("activity") if _is_mapping(meta) else None
+                if _is_mapping(activity):
                     function = activity.get("function")
                     kind = activity.get("type")
-                    if isinstance(function, Mapping) and isinstance(kind, str):
+                    if _is_mapping(function) and isinstance(kind, str):
                         name = function.get("name")
                         if isinstance(name, str):
                             found = (kind, name, function)
@@ -573,78 +617,16 @@ class _Activities:
         """Message ``index`` as a well-formed activity with canonical payloads, or None."""
         found = self._parsed.get(index, _MISSING)
         if found is _MISSING:
-            found = ref.parse_activity(self.flat[index]) if self.lite(index) else None
+            found = ref.parse_activity(self.message(index)) if self.lite(index) else None
             self._parsed[index] = found
         return found  # type: ignore[return-value]
 
-    @property
-    def name_screens(self) -> npt.NDArray[np.int64]:
-        """Per message, hash of its (activity type, function name); 0 for non-activities."""
-        if self._name_screen_array is None:
-            screens = np.zeros(len(self.flat), np.int64)
-            screens[self.typed_index] = self._name_screens(self.typed_index)
-            self._name_screen_array = screens
-        return self._name_screen_array
-
-    def _name_screens(self, positions: IntArray) -> npt.NDArray[np.int64]:
-        """Hash of (activity type, function name) for each message, read at C speed.
-
-        Missing parts hash as a constant; a part that is not a plain string hashes by its
-        canonical text, so messages the reference calls equal always share a screen.
-        """
-        messages: Any = list(map(self.flat.__getitem__, positions.tolist()))
-        try:
-            # One lazy pass per level keeps each dict's reads together in the cache.
-            activities: Any = list(
-                map(_get, map(_get, messages, repeat("meta")), repeat("activity"))
-            )
-            kinds = list(map(_get, activities, repeat("type")))
-            names = list(map(_get, map(_get, activities, repeat("function")), repeat("name")))
-        except TypeError:
-            activities = _field(_field(messages, "meta"), "activity")
-            kinds = _field(activities, "type")
-            names = _field(_field(activities, "function"), "name")
-        if _plain_strings(kinds) and _plain_strings(names):
-            rows: Any = zip(kinds, names, strict=True)
-        else:
-            rows = [(_screen_part(k), _screen_part(n)) for k, n in zip(kinds, names, strict=True)]
-        return np.fromiter(map(hash, rows), np.int64, len(messages))
-
-    def settled(self, positions: IntArray) -> tuple[BoolArray, IntArray]:
-        """For the given messages: which are settled responses, and a hash of their name.
-
-        A settled response is a well-formed response with a ``result`` whose name does not
-        start with "_" - the responses :func:`has_repeated_result_run` compares.
-        """
-        messages = [self.flat[i] for i in positions.tolist()]
-        activities = _field(_field(messages, "meta"), "activity")
-        functions = _field(activities, "function")
-        kinds = _field(activities, "type")
-        names = _field(functions, "name")
-        size = len(messages)
-        try:
-            # The common case, every picked message well formed, runs at C speed.
-            if not set(map(type, kinds)) | set(map(type, names)) <= {str}:
-                raise TypeError
-            flags = np.fromiter(map(eq, kinds, repeat("response")), bool, size)
-            flags &= np.fromiter(map(dict.__contains__, functions, repeat("result")), bool, size)
-            flags &= ~np.fromiter(map(str.startswith, names, repeat("_")), bool, size)
-        except TypeError:
-            flags = np.fromiter(
-                (
-                    isinstance(k, str) and k == "response" and isinstance(n, str)
-                    and isinstance(f, Mapping) and "result" in f and not n.startswith("_")
-                    for k, n, f in zip(kinds, names, functions, strict=True)
-                ),
-                bool,
-                size,
-            )
-        keys = np.zeros(size, np.int64)
-        chosen = np.flatnonzero(flags)
-        keys[chosen] = np.fromiter(
-            (hash(_screen_part(names[i])) for i in chosen.tolist()), np.int64, chosen.size
-        )
-        return flags, keys
+    def tail_start(self, thread: int) -> int:
+        """Where the thread's trailing run of well-formed activities begins."""
+        start, index = self._bounds[thread], self._bounds[thread + 1]
+        while index > start and self.lite(index - 1) is not None:
+            index -= 1
+        return index
 
     def may_collapse(self, begin: int, end: int) -> bool:
         """The tail conditions checked on shallow invariants instead of canonical payloads.
@@ -665,39 +647,248 @@ class _Activities:
         pairs = set(zip(kinds, names, strict=True))
         if len(set(names)) == len(names) or 2 * len(pairs) > len(lite):
             return False
-        if _all_distinct(_invariant(f["arguments"]) for f in requests):
+        arguments = [_invariant(f["arguments"]) for f in requests]
+        if _all_distinct(arguments):
             return False
-        if _all_distinct(_invariant(f["result"]) for f in responses):
+        results = [_invariant(f["result"]) for f in responses]
+        if _all_distinct(results):
             return False
+        # Requests rarely carry a result or responses lack arguments: reuse what is known.
+        known = dict(zip(map(id, requests), arguments, strict=True))
+        known_results = dict(zip(map(id, responses), results, strict=True))
         signatures = {
-            (kind, name, _invariant(f.get("arguments", _MISSING)),
-             _invariant(f.get("result", _MISSING)))
+            (kind, name,
+             known[id(f)] if id(f) in known else _invariant(f.get("arguments", _MISSING)),
+             known_results[id(f)] if id(f) in known_results
+             else _invariant(f.get("result", _MISSING)))
             for kind, name, (_, _, f) in zip(kinds, names, lite, strict=True)
         }
         return 2 * len(signatures) <= len(lite)
-
-    def typed_run_start(self) -> IntArray:
-        """Per thread, where its trailing run of "activity"-typed messages begins."""
-        flat_size = len(self.flat)
-        # A trailing -1 lets every thread start, even an empty last one, index the array.
-        breaks = np.full(flat_size + 1, -1, np.int64)
-        breaks[:flat_size][~self.typed] = np.flatnonzero(~self.typed)
-        starts = self.starts
-        last_break = np.full(self.thread_count, -1, np.int64)
-        nonempty = self.lengths > 0
-        if self.thread_count:
-            reduced = np.maximum.reduceat(breaks, starts[:-1])
-            last_break[nonempty] = reduced[nonempty]
-        return np.where(last_break >= starts[:-1], last_break + 1, starts[:-1])
-
-    def tail_start(self, thread: int) -> int:
-        """Where the thread's trailing run of well-formed activities begins."""
-        start, index = int(self.starts[thread]), int(self.starts[thread + 1])
-        while index > start and self.lite(index - 1) is not None:
-            index -= 1
-        return index
 
     def distinct_signatures(self, begin: int, end: int) -> int:
         """Distinct (type, name, arguments, result) among the activities in [begin, end)."""
         parsed = (self.parsed(i) for i in range(begin, end))
         return len({(a.kind, a.name, a.arguments, a.result) for a in parsed if a is not None})
+
+    # ------------------------------------------------------------------- result runs
+
+    def result_run_of(self, thread: int, options: CycleOptions) -> bool:
+        """:meth:`result_run` for one thread."""
+        return bool(self.result_run(options, np.array([thread], np.int64))[thread])
+
+    def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
+        """Per thread, whether its newest settled tool results are identical.
+
+        Threads are walked back from their ends in rounds of doubling depth, all at once:
+        each round reads the types of one more stretch of messages and the call names of the
+        tool responses among them, and a thread leaves as soon as it holds enough settled
+        responses (or runs out of messages). Most threads leave in the first round.
+        """
+        needed = options.min_result_repetitions
+        count = len(self.threads)
+        fired = np.zeros(count, bool)
+        threads = np.arange(count) if rows is None else np.asarray(rows, np.int64)
+        threads = threads[self.lengths[threads] >= needed]
+        newest: dict[int, list[int]] = {}
+        names: dict[int, set[int]] = {}  # screens of the names in each run so far
+        depth, width = 0, 2 * needed + 2
+        while threads.size:
+            ends = self.starts[threads + 1] - depth
+            firsts = np.maximum(self.starts[threads], ends - width)
+            positions = _newest_first(firsts, ends)
+            owners = np.repeat(threads, ends - firsts)
+            self._ensure_kinds(positions, distinct=True)
+            typed = self._kind[positions] == _ACTIVITY
+            positions, owners = positions[typed], owners[typed]
+            settled, name_keys = self._settled(positions)
+            for thread, position, key in zip(owners[settled].tolist(),
+                                             positions[settled].tolist(),
+                                             name_keys[settled].tolist(), strict=True):
+                run = newest.setdefault(thread, [])
+                if len(run) < needed:
+                    run.append(position)
+                    names.setdefault(thread, set()).add(key)
+            more = np.fromiter(
+                (len(newest.get(t, ())) < needed for t in threads.tolist()), bool, threads.size
+            )
+            threads = threads[more & (firsts > self.starts[threads])]
+            depth, width = depth + width, 2 * width
+        for thread, run in newest.items():
+            if len(run) == needed and len(names[thread]) == 1:
+                fired[thread] = self._same_results(run)
+        return fired
+
+    def _settled(self, positions: IntArray) -> tuple[BoolArray, IntArray]:
+        """Which of the messages at ``positions`` (typed "activity") are settled responses:
+        well formed, of type "response", with a ``result``, and a name not starting with
+        "_" - the responses :func:`has_repeated_result_run` compares - and a screen of each
+        settled one's name (0 for the others)."""
+        if not positions.size:
+            return np.zeros(0, bool), np.zeros(0, np.int64)
+        messages = self._messages(positions)
+        activities = _field(_field(messages, "meta"), "activity")
+        kinds = _field(activities, "type")
+        size = len(messages)
+        # Requests are half of all tool messages: their functions are never read.
+        responses = [i for i, kind in enumerate(kinds) if kind == "response"]
+        functions = _field([activities[i] for i in responses], "function")
+        names = _field(functions, "name")
+        flags = np.zeros(size, bool)
+        try:
+            # The common case, every function a dict and every name a str, runs at C speed.
+            if not set(map(type, names)) <= {str}:
+                raise TypeError
+            found = np.fromiter(map(dict.__contains__, functions, repeat("result")), bool,
+                                len(responses))
+            found &= ~np.fromiter(map(str.startswith, names, repeat("_")), bool, len(responses))
+        except TypeError:
+            found = np.fromiter(
+                (
+                    isinstance(kinds[i], str) and isinstance(n, str) and _is_mapping(f)
+                    and "result" in f and not n.startswith("_")
+                    for i, n, f in zip(responses, names, functions, strict=True)
+                ),
+                bool,
+                len(responses),
+            )
+        flags[np.asarray(responses, np.int64)] = found
+        names_at = dict(zip(responses, names, strict=True))
+        keys = np.zeros(size, np.int64)
+        chosen = np.flatnonzero(flags)
+        keys[chosen] = _screens([names_at[i] for i in chosen.tolist()])
+        return flags, keys
+
+    def _same_results(self, positions: list[int]) -> bool:
+        lite = [self.lite(i) for i in positions]
+        if len({_screen_part(entry[1]) for entry in lite if entry is not None}) != 1:
+            return False
+        functions = [entry[2] for entry in lite if entry is not None]
+        shallow = {(_invariant(f.get("arguments", _MISSING)), _invariant(f["result"]))
+                   for f in functions}
+        if len(shallow) > 1:
+            return False  # the invariants differ, so the canonical payloads do too
+        run = [self.parsed(i) for i in positions]
+        return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
+
+    def _settled_back(self, thread: int) -> Iterator[int]:
+        """The thread's settled responses, newest first."""
+        for position in range(self._bounds[thread + 1] - 1, self._bounds[thread] - 1, -1):
+            lite = self.lite(position)
+            if (
+                lite is not None
+                and lite[0] == "response"
+                and "result" in lite[2]
+                and not lite[1].startswith("_")
+            ):
+                yield position
+
+    def result_run_span(self, thread: int) -> tuple[int, int, int]:
+        """(loop_start, period, repetitions) of a thread whose result run fired.
+
+        The run is extended back over settled responses while (name, arguments, result)
+        stays the same, as :func:`vthread._reference.result_run_span` defines it.
+        """
+        positions: list[int] = []
+        signature: tuple[str, str, str] | None = None
+        for position in self._settled_back(thread):
+            if signature is not None and self.lite(position)[1] != signature[0]:  # type: ignore[index]
+                break
+            activity = self.parsed(position)
+            assert activity is not None
+            current = (activity.name, activity.arguments, activity.result)
+            if signature is None:
+                signature = current
+            elif current != signature:
+                break
+            positions.append(position)
+        offset = self._bounds[thread]
+        first = positions[-1]
+        begin = first
+        before = self.lite(first - 1) if first > offset else None
+        if (
+            before is not None
+            and before[0] == "request"
+            and signature is not None
+            and before[1] == signature[0]
+        ):
+            begin = first - 1
+        spacing = (positions[0] - positions[-1]) / (len(positions) - 1)
+        return begin - offset, max(1, round(spacing)), len(positions)
+
+    def newest_settled(self, thread: int) -> ref.Activity:
+        """The newest settled response of a thread whose result run fired."""
+        activity = self.parsed(next(self._settled_back(thread)))
+        assert activity is not None
+        return activity
+
+    # -------------------------------------------------------------------- text runs
+
+    def text_run(self, rows: IntArray | None = None) -> IntArray:
+        """Per thread, the first of its last five messages with a runaway text (-1: none)."""
+        found = np.full(len(self.threads), -1, np.int64)
+        threads = np.arange(len(self.threads)) if rows is None else np.asarray(rows, np.int64)
+        if threads.size == 0:
+            return found
+        ends = self.starts[threads + 1]
+        firsts = np.maximum(self.starts[threads], ends - ref.THREAD_TEXT_RUN_MESSAGES)
+        positions = _ranges(firsts, ends)
+        owners = np.repeat(threads, ends - firsts)
+        self._ensure_kinds(positions)
+        spoken = self._kind[positions] == _OTHER
+        positions, owners = positions[spoken], owners[spoken]
+        options = text_run_options()
+        texts = _field(self._messages(positions), "text")
+        # A text needs min_units - 1 separators to hold min_units units: most candidates are
+        # rejected by counting, and the rest go through the bulk twin in one call.
+        candidates = [
+            (thread, position, text)
+            for thread, position, text in zip(owners.tolist(), positions.tolist(), texts,
+                                              strict=True)
+            if may_hold_units(text, options.min_units)
+        ]
+        fired = has_repeated_text_runs(
+            [text for _, _, text in candidates],
+            min_units=options.min_units,
+            window=options.window,
+            max_unique_ratio=options.max_unique_ratio,
+        )
+        for (thread, position, _), hit in zip(candidates, fired.tolist(), strict=True):
+            if hit and found[thread] < 0:
+                found[thread] = position - self._bounds[thread]
+        return found
+
+    def text_run_messages(self, thread: int) -> list[int]:
+        """Offsets (within the thread) of its last five messages that carry a runaway text."""
+        messages = self.threads[thread]
+        start = max(0, len(messages) - ref.THREAD_TEXT_RUN_MESSAGES)
+        options = text_run_options()
+        return [
+            index
+            for index in range(start, len(messages))
+            if messages[index].get("type") not in ("reasoning", "activity")
+            and runaway(messages[index].get("text"), options)
+        ]
+
+
+def _name_screens(messages: list[Any]) -> npt.NDArray[np.int64]:
+    """Hash of (activity type, function name) for each message, read at C speed.
+
+    Missing parts hash as a constant; a part that is not a plain string hashes by its
+    canonical text, so messages the reference calls equal always share a screen.
+    """
+    try:
+        # One lazy pass per level keeps each dict's reads together in the cache.
+        activities: Any = list(
+            map(_get, map(_get, messages, repeat("meta")), repeat("activity"))
+        )
+        kinds = list(map(_get, activities, repeat("type")))
+        names = list(map(_get, map(_get, activities, repeat("function")), repeat("name")))
+    except TypeError:
+        activities = _field(_field(messages, "meta"), "activity")
+        kinds = _field(activities, "type")
+        names = _field(_field(activities, "function"), "name")
+    if _plain_strings(kinds) and _plain_strings(names):
+        rows: Any = zip(kinds, names, strict=True)
+    else:
+        rows = [(_screen_part(k), _screen_part(n)) for k, n in zip(kinds, names, strict=True)]
+    return np.fromiter(map(hash, rows), np.int64, len(messages))

@@ -49,12 +49,15 @@ _plain_json = json.JSONEncoder(
     ensure_ascii=True, separators=(",", ":"), allow_nan=False
 ).encode
 
-# The fast path trusts json's own text only when no number or key in it needs JavaScript's
-# treatment: no float syntax and no integer of 16 digits outside strings (NaN and the
-# infinities already raise), and no key that looks like an array index. Splitting on '"'
-# finds what is outside strings at C speed unless a string holds an escaped quote, which
-# then takes the slow path. Every test over-approximates, which costs only speed.
+# The fast path trusts json's own text only when it is already the canonical text: no
+# integral float (json writes "5.0", JavaScript's double is 5), no integer of 16 digits
+# outside strings (beyond 2**53 JavaScript rounds it; NaN and the infinities already raise),
+# and no key that looks like an array index. Other floats are written by json as by
+# _number, with repr's shortest round-trip digits. Splitting on '"' finds what is outside
+# strings at C speed unless a string holds an escaped quote, which then takes the slow
+# path. Every test over-approximates, which costs only speed.
 _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
+_INTEGRAL_FLOAT: Final = re.compile(r"\.0(?![0-9])")
 _INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
 
 
@@ -216,9 +219,7 @@ def canonical_from_json(value: Any, text: str | None) -> str:
     if text is not None and '\\"' not in text:
         outside = "".join(text.split('"')[0::2])
         if not (
-            "." in outside
-            or "e" in outside
-            or "E" in outside
+            _INTEGRAL_FLOAT.search(outside)
             or _LONG_INTEGER.search(outside)
             or _INDEX_LIKE_KEY.search(text)
         ):

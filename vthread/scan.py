@@ -26,7 +26,7 @@ from vthread._engine import (
     check_threads,
 )
 from vthread._options import CycleOptions, cycle_options
-from vthread._reference import ABSENT, parse_activity, usage_tokens
+from vthread._reference import usage_tokens
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import text_units
 
@@ -140,7 +140,7 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
             begin, size_, copies_ = length - size * copies, size, copies
         elif code == ACTIVITY_TAIL:
             begin = int(tail_start[thread] - starts[thread])
-            size_ = batch.activities.distinct_signatures(
+            size_ = batch.distinct_signatures(
                 int(tail_start[thread]), int(starts[thread + 1])
             )
             copies_ = (length - begin) // size_
@@ -172,17 +172,15 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
 def _signature(batch: Batch, thread: int, code: int, begin: int, size: int) -> int:
     """A fingerprint of the repeating content, independent of where the thread entered it."""
     messages = batch.threads[thread]
+    offset = int(batch.starts[thread])
     if code == SUFFIX:
         block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
         parts: Any = min(block[i:] + block[:i] for i in range(len(block)))  # any phase
     elif code == ACTIVITY_TAIL:
-        tail = [parse_activity(m) for m in messages[begin:]]
+        tail = [batch.parsed(i) for i in range(offset + begin, offset + len(messages))]
         parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
     elif code == RESULT_RUN:
-        newest = next(
-            a for a in map(parse_activity, reversed(messages))
-            if a and a.kind == "response" and a.result != ABSENT and not a.name.startswith("_")
-        )
+        newest = batch.newest_settled(thread)
         parts = (newest.name, newest.arguments, newest.result)
     else:
         parts = sorted(set(text_units(messages[begin]["text"])))
@@ -196,7 +194,7 @@ _FORKED_THREADS: Sequence[Sequence[Any]] = ()
 
 def _scan_rows(task: tuple[int, int, CycleOptions]) -> ScanResult:
     begin, end, options = task
-    return _scan_batch(Batch(list(_FORKED_THREADS[begin:end])), options)
+    return _scan_batch(Batch(list(_FORKED_THREADS[begin:end]), checked=True), options)
 
 
 def _scan_parallel(
@@ -247,7 +245,7 @@ def scan(
     batch_threads = check_threads(threads)
     if jobs > 1 and len(batch_threads) >= 2 * jobs and _can_fork():
         return _scan_parallel(batch_threads, options, jobs)
-    return _scan_batch(Batch(batch_threads), options)
+    return _scan_batch(Batch(batch_threads, checked=True), options)
 
 
 def _can_fork() -> bool:
