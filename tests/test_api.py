@@ -195,3 +195,16 @@ def test_screens_do_not_depend_on_what_was_read_with_them() -> None:
     loop = [dict(bare) for _ in range(4)]
     assert vthread.scan([odd, loop]).names == [None, "repeated_suffix"]
     assert vthread.scan([loop]).names == ["repeated_suffix"]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_surrogate_pair_equals_its_code_point(bulk: bool) -> None:
+    """JavaScript compares UTF-16 code units: "\\ud83c\\udf89" (two code points in Python)
+    is the string "🎉", so a block written once each way still repeats."""
+    user = {"type": "user", "text": "x"}
+    thread = [user, {"type": "bot", "text": "\U0001F389"},
+              user, {"type": "bot", "text": "\ud83c\udf89"}]
+    want = ref.describe_thread_cycle(thread, ref.cycle())
+    assert want == "repeated_suffix"
+    got = vthread.scan([thread]).names[0] if bulk else vthread.describe_thread_cycle(thread)
+    assert got == want

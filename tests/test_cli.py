@@ -380,7 +380,7 @@ def test_long_digit_runs_found_at_any_alignment(offset: int) -> None:
 def test_engine_failure_becomes_one_error_record(thread_file: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Should the engine raise on a thread, that line is an error record; the rest scan."""
-    real = cli.scan  # type: ignore[attr-defined]
+    real = cli.scan_validated  # type: ignore[attr-defined]
 
     def flaky(threads: list[Any], **options: Any) -> Any:
         if any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
@@ -388,7 +388,7 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
             raise RuntimeError("boom")
         return real(threads, **options)
 
-    monkeypatch.setattr(cli, "scan", flaky)
+    monkeypatch.setattr(cli, "scan_validated", flaky)
     code, out, err = run(["scan", str(thread_file)], monkeypatch)
     got = records(out)
     assert code == 0

@@ -23,7 +23,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, filterfalse, repeat
+from itertools import chain, filterfalse, islice, repeat
 from operator import getitem
 from typing import Any, Final, TypeGuard, cast
 
@@ -103,8 +103,11 @@ def _plain_equal(left: Any, right: Any) -> bool:
 def _screen_part(value: Any) -> Any:
     """A hashable stand-in equal for equal JSON values: the value itself when it is a plain
     string or None, so that a screen does not depend on what else was read with it."""
-    if isinstance(value, str) and (value.isascii() or not _SURROGATE.search(value)):
-        return str(value)
+    if isinstance(value, str):
+        if value.isascii() or not _SURROGATE.search(value):
+            return str(value)
+        # JavaScript sees UTF-16 code units: a surrogate pair is the code point it encodes.
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     if value is _MISSING or value is None:
         return value
     text = canonical(value)
@@ -244,6 +247,7 @@ class Batch:
         self._canonical: dict[int, str] = {}
         self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
         self._parsed: dict[int, ref.Activity | None] = {}
+        self._shallow: dict[int, tuple[Any, Any]] = {}
 
     def __len__(self) -> int:
         return len(self.threads)
@@ -352,10 +356,7 @@ class Batch:
         if lite_left is not None and lite_right is not None and (
             _screen_part(lite_left[0]) != _screen_part(lite_right[0])
             or _screen_part(lite_left[1]) != _screen_part(lite_right[1])
-            or _invariant(lite_left[2].get("arguments", _MISSING))
-            != _invariant(lite_right[2].get("arguments", _MISSING))
-            or _invariant(lite_left[2].get("result", _MISSING))
-            != _invariant(lite_right[2].get("result", _MISSING))
+            or self.payloads(first) != self.payloads(second)
         ):
             return False
         if left["meta"] is right["meta"]:
@@ -450,6 +451,33 @@ class Batch:
             pair_end, pair_need = pair_end[same], pair_need[same]
             step += 1
         return period
+
+    def suffix_of(self, thread: int, options: CycleOptions) -> int:
+        """:meth:`suffix` for one thread, period by period, without arrays: what a harness
+        that checks one thread per turn pays. A period is confirmed only when the last
+        message and the one a period back agree on type and text."""
+        start, end = self._bounds[thread], self._bounds[thread + 1]
+        size = end - start
+        reps, low = options.min_repetitions, options.min_pattern_length
+        high = size // reps
+        if options.max_pattern_length is not None:
+            high = min(high, options.max_pattern_length)
+        if size < low * reps or high < low:
+            return 0
+        if reps == 1:
+            return low
+        messages = self.threads[thread]
+        last = messages[size - 1]
+        text, kind = _screen_part(last.get("text")), _screen_part(last.get("type"))
+        for length in range(low, high + 1):
+            other = messages[size - 1 - length]
+            if (
+                _screen_part(other.get("text")) == text
+                and _screen_part(other.get("type")) == kind
+                and self._confirm_suffix(thread, length, reps)
+            ):
+                return length
+        return 0
 
     def _screened_blocks(self, ends: IntArray, periods: IntArray, depth: int) -> BoolArray:
         """For pairs whose last ``depth`` messages matched a period back on texts and types:
@@ -613,6 +641,19 @@ class Batch:
             self._lite[index] = found
         return found  # type: ignore[return-value]
 
+    def payloads(self, index: int) -> tuple[Any, Any]:
+        """Shallow invariants of a well-formed activity's (arguments, result), absent parts
+        as a marker: equal whenever the canonical payloads are equal (see _invariant).
+        Kept per message, since one message is compared with many."""
+        found = self._shallow.get(index)
+        if found is None:
+            lite = self.lite(index)
+            function: Mapping[str, Any] = lite[2] if lite is not None else {}
+            found = (_invariant(function.get("arguments", _MISSING)),
+                     _invariant(function.get("result", _MISSING)))
+            self._shallow[index] = found
+        return found
+
     def parsed(self, index: int) -> ref.Activity | None:
         """Message ``index`` as a well-formed activity with canonical payloads, or None."""
         found = self._parsed.get(index, _MISSING)
@@ -636,34 +677,24 @@ class Batch:
         sees is a repeat here: a tail rejected here is rejected by the reference too. The
         checks run cheapest first.
         """
-        lite = [p for p in map(self.lite, range(begin, end)) if p is not None]
-        requests = [f for k, _, f in lite if k == "request" and "arguments" in f]
-        responses = [f for k, _, f in lite if k == "response" and "result" in f]
+        entries = [(i, p) for i in range(begin, end) if (p := self.lite(i)) is not None]
+        requests = [i for i, (k, _, f) in entries if k == "request" and "arguments" in f]
+        responses = [i for i, (k, _, f) in entries if k == "response" and "result" in f]
         least = ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD
         if len(requests) < least or len(responses) < least:
             return False
-        kinds = [_screen_part(k) for k, _, _ in lite]
-        names = [_screen_part(n) for _, n, _ in lite]
+        kinds = [_screen_part(k) for _, (k, _, _) in entries]
+        names = [_screen_part(n) for _, (_, n, _) in entries]
         pairs = set(zip(kinds, names, strict=True))
-        if len(set(names)) == len(names) or 2 * len(pairs) > len(lite):
+        if len(set(names)) == len(names) or 2 * len(pairs) > len(entries):
             return False
-        arguments = [_invariant(f["arguments"]) for f in requests]
-        if _all_distinct(arguments):
+        payloads = self.payloads
+        if _all_distinct(payloads(i)[0] for i in requests):
             return False
-        results = [_invariant(f["result"]) for f in responses]
-        if _all_distinct(results):
+        if _all_distinct(payloads(i)[1] for i in responses):
             return False
-        # Requests rarely carry a result or responses lack arguments: reuse what is known.
-        known = dict(zip(map(id, requests), arguments, strict=True))
-        known_results = dict(zip(map(id, responses), results, strict=True))
-        signatures = {
-            (kind, name,
-             known[id(f)] if id(f) in known else _invariant(f.get("arguments", _MISSING)),
-             known_results[id(f)] if id(f) in known_results
-             else _invariant(f.get("result", _MISSING)))
-            for kind, name, (_, _, f) in zip(kinds, names, lite, strict=True)
-        }
-        return 2 * len(signatures) <= len(lite)
+        signatures = set(zip(kinds, names, (payloads(i) for i, _ in entries), strict=True))
+        return 2 * len(signatures) <= len(entries)
 
     def distinct_signatures(self, begin: int, end: int) -> int:
         """Distinct (type, name, arguments, result) among the activities in [begin, end)."""
@@ -673,8 +704,12 @@ class Batch:
     # ------------------------------------------------------------------- result runs
 
     def result_run_of(self, thread: int, options: CycleOptions) -> bool:
-        """:meth:`result_run` for one thread."""
-        return bool(self.result_run(options, np.array([thread], np.int64))[thread])
+        """:meth:`result_run` for one thread, walking back over its settled responses."""
+        needed = options.min_result_repetitions
+        run = list(islice(self._settled_back(thread), needed))
+        if len(run) < needed or len({_screen_part(self.lite(i)[1]) for i in run}) != 1:  # type: ignore[index]
+            return False
+        return self._same_results(run)
 
     def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
         """Per thread, whether its newest settled tool results are identical.
@@ -762,10 +797,7 @@ class Batch:
         lite = [self.lite(i) for i in positions]
         if len({_screen_part(entry[1]) for entry in lite if entry is not None}) != 1:
             return False
-        functions = [entry[2] for entry in lite if entry is not None]
-        shallow = {(_invariant(f.get("arguments", _MISSING)), _invariant(f["result"]))
-                   for f in functions}
-        if len(shallow) > 1:
+        if len({self.payloads(i) for i in positions}) > 1:
             return False  # the invariants differ, so the canonical payloads do too
         run = [self.parsed(i) for i in positions]
         return len({(a.name, a.arguments, a.result) for a in run if a is not None}) == 1
@@ -856,6 +888,10 @@ class Batch:
             if hit and found[thread] < 0:
                 found[thread] = position - self._bounds[thread]
         return found
+
+    def text_run_of(self, thread: int) -> bool:
+        """:meth:`text_run` for one thread, text by text."""
+        return bool(self.text_run_messages(thread))
 
     def text_run_messages(self, thread: int) -> list[int]:
         """Offsets (within the thread) of its last five messages that carry a runaway text."""

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from vthread import _reference as ref
 from vthread._engine import Batch
 from vthread._options import cycle_options
@@ -24,7 +22,6 @@ __all__ = [
     "is_thread_cyclic",
 ]
 
-_ONLY: Any = np.zeros(1, np.int64)  # row 0: the one thread of a single-thread batch
 
 
 def _batch(messages: object) -> Batch:
@@ -53,7 +50,7 @@ def has_repeated_suffix(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    return bool(_batch(messages).suffix(options)[0] > 0)
+    return _batch(messages).suffix_of(0, options) > 0
 
 
 def has_repeated_activity_tail(
@@ -136,13 +133,13 @@ def describe_thread_cycle(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
     batch = _batch(messages)
-    if batch.suffix(options)[0] > 0:
+    if batch.suffix_of(0, options):
         return "repeated_suffix"
     if batch.activity_tail_of(0):
         return "repeated_activity_tail"
     if batch.result_run_of(0, options):
         return "repeated_result_run"
-    if batch.text_run(_ONLY)[0] >= 0:
+    if batch.text_run_of(0):
         return "repeated_message_text_run"
     return None
 
