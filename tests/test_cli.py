@@ -423,6 +423,22 @@ def test_summary_counts(thread_file: Path, threads: list[list[dict[str, Any]]],
     assert f"{tokens / all_tokens:.1%}" in _line(err, "wasted tokens")
 
 
+@pytest.mark.parametrize("odd", [5, "12", [3], True, {"tokens": "7"}, {"count": 4}])
+def test_summary_total_counts_only_usage_objects(tmp_path: Path, odd: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only ``usage`` objects with a countable ``tokens`` add to the total, whatever odd
+    usages sit beside them in the same chunk (absent and null ones included)."""
+    thread = [{"type": "user", "text": "a", "usage": {"tokens": 10}},
+              {"type": "bot", "text": "b", "usage": odd},
+              {"type": "bot", "text": "c", "usage": None},
+              {"type": "bot", "text": "d"},
+              {"type": "bot", "text": "e", "usage": {"tokens": 32}}]
+    path = tmp_path / "odd.jsonl"
+    path.write_text(json.dumps({"id": "odd", "messages": thread}) + "\n")
+    _, _, err = run(["scan", str(path)], monkeypatch)
+    assert "of 42" in _line(err, "wasted tokens")
+
+
 def _line(summary: str, label: str) -> str:
     return next(line for line in summary.splitlines() if line.strip().startswith(label))
 

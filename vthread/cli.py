@@ -587,9 +587,13 @@ def _verdict_texts(result: ScanResult) -> list[str]:
 
 def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
     """Every message's ``usage.tokens`` (where usage is an object), read at C speed."""
-    usages = [u for u in map(dict.get, chain.from_iterable(threads), repeat("usage"))
-              if u.__class__ is dict]
-    return list(map(dict.get, usages, repeat("tokens")))
+    # filter(None, ...) drops absent and null usages at C speed; a usage of another truthy
+    # kind makes dict.get raise, and the chunk's usages are then sorted one by one.
+    usages = list(filter(None, map(dict.get, chain.from_iterable(threads), repeat("usage"))))
+    try:
+        return list(map(dict.get, usages, repeat("tokens")))
+    except TypeError:
+        return [u.get("tokens") for u in usages if u.__class__ is dict]
 
 
 def _dumps(record: Any) -> str:
