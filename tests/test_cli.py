@@ -563,3 +563,12 @@ def test_short_lines_many_chunks_per_read(tmp_path: Path, monkeypatch: pytest.Mo
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0
     assert [r["id"] for r in records(out)] == list(range(50))
+
+
+def test_quiet_writes_the_same_records(thread_file: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--quiet skips the summary (and the token total read only for it), not a record."""
+    code, loud, err = run(["scan", str(thread_file)], monkeypatch)
+    quiet_code, quiet, quiet_err = run(["scan", str(thread_file), "-q"], monkeypatch)
+    assert (code, loud) == (quiet_code, quiet)
+    assert "wasted tokens" in err and quiet_err == ""

@@ -226,6 +226,8 @@ class _Task:
     format: str
     options: dict[str, float | None]
     strict: bool
+    # The total of every message's tokens is read only for the summary: --quiet skips it.
+    count_tokens: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +268,8 @@ def _scan_command(options: argparse.Namespace) -> int:
     stats = _Stats()
     started = time.perf_counter()
     try:
-        tasks = _tasks(files, options.format, cycle, options.strict, progress)
+        tasks = _tasks(files, options.format, cycle, options.strict, progress,
+                       count_tokens=not options.quiet)
         for done in _run(tasks, jobs):
             out.write(done.output)
             stats.add(done.stats)
@@ -427,6 +430,7 @@ def _tasks(
     cycle: dict[str, float | None],
     strict: bool,
     progress: _Progress | None,
+    count_tokens: bool,
 ) -> Iterator[_Task]:
     for name in files:
         label = "<stdin>" if name == "-" else name
@@ -439,7 +443,7 @@ def _tasks(
         line = 1
         try:
             for lines in _chunks(stream):
-                yield _Task(label, line, lines, format_, cycle, strict)
+                yield _Task(label, line, lines, format_, cycle, strict, count_tokens)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -525,7 +529,7 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
     result, failed = _scan_threads(threads, task.options)
     if failed:
         threads = [t for row, t in enumerate(threads) if row not in failed]
-    figures = _usage_figures(threads)
+    figures = _usage_figures(threads) if task.count_tokens else []
     scanned = np.ones(len(result), bool)
     scanned[list(failed)] = False
     codes = result.codes[scanned]
