@@ -73,12 +73,13 @@ __all__ = ["main"]
 
 CHUNK_LINES: Final = 4096
 """Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
-CHUNK_BYTES: Final = 1 << 20
+CHUNK_BYTES: Final = 8 << 20
 """About the most input bytes per chunk; parsed, a chunk takes several times this in memory.
 
-Measured on the 90 MB benchmark set: 1 MiB chunks ran as fast as 4 and 16 MiB (objects
-parsed moments ago are still in the CPU cache when the engine reads them) with a 47 MB peak
-RSS, against 78 and 186 MB.
+Measured on the 90 MB benchmark set (3 alternating runs each, CPU seconds): 8 MiB chunks
+took 3.1-3.5 s of user time against 3.5-4.3 s for 1 MiB, at a peak RSS of 114 MB against
+48 MB (16 MiB: 193 MB). Each scan call has a fixed cost in array set-up and rounds, which
+chunks of about a thousand threads amortise; the peak still depends on the chunk size only.
 """
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
