@@ -454,8 +454,8 @@ class Batch:
 
     def suffix_of(self, thread: int, options: CycleOptions) -> int:
         """:meth:`suffix` for one thread, period by period, without arrays: what a harness
-        that checks one thread per turn pays. A period is confirmed only when the last
-        message and the one a period back agree on type and text."""
+        that checks one thread per turn pays. A period is confirmed only when the last two
+        messages agree with the two a period back on text, type and tool name."""
         start, end = self._bounds[thread], self._bounds[thread + 1]
         size = end - start
         reps, low = options.min_repetitions, options.min_pattern_length
@@ -467,17 +467,41 @@ class Batch:
         if reps == 1:
             return low
         messages = self.threads[thread]
-        last = messages[size - 1]
-        text, kind = _screen_part(last.get("text")), _screen_part(last.get("type"))
-        for length in range(low, high + 1):
-            other = messages[size - 1 - length]
-            if (
-                _screen_part(other.get("text")) == text
-                and _screen_part(other.get("type")) == kind
-                and self._confirm_suffix(thread, length, reps)
-            ):
+        text = messages[size - 1].get("text")
+        lengths: Iterable[int] = range(low, high + 1)
+        if type(text) is str and text.isascii():
+            # Only an identical string can equal an ASCII one in JavaScript, so plain ==
+            # on the raw texts picks the candidate periods without building any key.
+            lengths = [p for p in lengths if messages[size - 1 - p].get("text") == text]
+        keys: dict[int, tuple[Any, ...]] = {}
+        last = self._suffix_key(end - 1, keys)
+        # A period p needs message end-1 to equal end-1-p and, when the block spans two
+        # messages or more, end-2 to equal end-2-p: both are checked on keys first.
+        second = self._suffix_key(end - 2, keys) if size >= 2 else None
+        for length in lengths:
+            if self._suffix_key(end - 1 - length, keys) != last:
+                continue
+            if (reps - 1) * length >= 2 and self._suffix_key(end - 2 - length, keys) != second:
+                continue
+            if self._confirm_suffix(thread, length, reps):
                 return length
         return 0
+
+    def _suffix_key(self, index: int, keys: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+        """A stand-in of message ``index`` equal for messages the reference calls equal:
+        its text and type, and for a message typed "activity" its tool call's (type, name)
+        (None when malformed), kept in ``keys``."""
+        found = keys.get(index)
+        if found is None:
+            message = self.message(index)
+            kind = message.get("type")
+            found = (_screen_part(message.get("text")), _screen_part(kind))
+            if kind == "activity":
+                lite = self.lite(index)
+                found += (None if lite is None
+                          else (_screen_part(lite[0]), _screen_part(lite[1])),)
+            keys[index] = found
+        return found
 
     def _screened_blocks(self, ends: IntArray, periods: IntArray, depth: int) -> BoolArray:
         """For pairs whose last ``depth`` messages matched a period back on texts and types:
