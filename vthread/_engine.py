@@ -23,6 +23,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 from itertools import chain, filterfalse, islice, repeat
 from operator import getitem
 from typing import Any, Final, TypeGuard, cast
@@ -233,16 +234,7 @@ class Batch:
         self.starts: IntArray = np.zeros(len(self.threads) + 1, np.int64)
         np.cumsum(lengths, out=self.starts[1:])
         self._bounds: list[int] = self.starts.tolist()
-        size = self._bounds[-1]
-        # Per flat message: what has been read of it so far (0 in a screen means unread only
-        # together with the matching flag).
-        self._text_screen = np.zeros(size, np.int64)
-        self._text_read = np.zeros(size, bool)
-        self._kind = np.zeros(size, np.int8)  # _UNREAD until the type is read
-        self._kind_screen = np.zeros(size, np.int64)
-        self._kind_screened = np.zeros(size, bool)
-        self._name_screen = np.zeros(size, np.int64)  # 0 for anything not typed "activity"
-        self._name_read = np.zeros(size, bool)
+        self._size = self._bounds[-1]
         self._json_meta: dict[int, Any] = {}
         self._canonical: dict[int, str] = {}
         self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
@@ -251,6 +243,40 @@ class Batch:
 
     def __len__(self) -> int:
         return len(self.threads)
+
+    # Per flat message: what has been read of it so far (0 in a screen means unread only
+    # together with the matching flag). Made on first use: the single-thread paths that a
+    # harness calls every turn never touch them.
+
+    @cached_property
+    def _text_screen(self) -> npt.NDArray[np.int64]:
+        return np.zeros(self._size, np.int64)
+
+    @cached_property
+    def _text_read(self) -> BoolArray:
+        return np.zeros(self._size, bool)
+
+    @cached_property
+    def _kind(self) -> npt.NDArray[np.int8]:
+        """Type code per message, _UNREAD until the type is read."""
+        return np.zeros(self._size, np.int8)
+
+    @cached_property
+    def _kind_screen(self) -> npt.NDArray[np.int64]:
+        return np.zeros(self._size, np.int64)
+
+    @cached_property
+    def _kind_screened(self) -> BoolArray:
+        return np.zeros(self._size, bool)
+
+    @cached_property
+    def _name_screen(self) -> npt.NDArray[np.int64]:
+        """Screen of each tool call's (type, name); 0 for anything not typed "activity"."""
+        return np.zeros(self._size, np.int64)
+
+    @cached_property
+    def _name_read(self) -> BoolArray:
+        return np.zeros(self._size, bool)
 
     # ------------------------------------------------------------------ message access
 
@@ -638,6 +664,12 @@ class Batch:
 
     def activity_tail_of(self, thread: int) -> bool:
         """:meth:`activity_tail` for one thread, walking back from its end."""
+        messages = self.threads[thread]
+        least = ref.ACTIVITY_TAIL_MIN_LENGTH
+        if len(messages) < least or any(
+            m.get("type") != "activity" for m in messages[-least:]
+        ):
+            return False  # most threads: the last eight types already say no
         return self._tail_collapsed(self.tail_start(thread), self._bounds[thread + 1])
 
     def _tail_collapsed(self, begin: int, end: int) -> bool:

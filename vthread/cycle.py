@@ -77,12 +77,7 @@ def has_repeated_activity_tail(
     True
     """
     cycle_options(min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions)
-    thread = ref.check_messages(messages)
-    if len(thread) < ref.ACTIVITY_TAIL_MIN_LENGTH or not all(
-        m.get("type") == "activity" for m in thread[-ref.ACTIVITY_TAIL_MIN_LENGTH :]
-    ):
-        return False  # most threads: no batch needed to see there is no tail of 8
-    return _batch(thread).activity_tail_of(0)
+    return _batch(messages).activity_tail_of(0)
 
 
 def has_repeated_result_run(
@@ -108,10 +103,7 @@ def has_repeated_result_run(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    thread = ref.check_messages(messages)
-    if sum(1 for m in thread if m.get("type") == "activity") < options.min_result_repetitions:
-        return False  # too few tool messages to hold the run: no batch needed
-    return _batch(thread).result_run_of(0, options)
+    return _batch(messages).result_run_of(0, options)
 
 
 def describe_thread_cycle(
