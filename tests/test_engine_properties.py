@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 from typing import Any
 
 import reference_api
@@ -101,3 +102,26 @@ def _js_value(value: Any) -> Any:
                         key=int)
     others = [k for k in value if k not in index_keys]
     return ("o", tuple((k, _js_value(value[k])) for k in index_keys + others))
+
+
+def _read_only(value: Any) -> Any:
+    """The same JSON value as read-only mappings and tuples, which no C-level fast path of
+    the engine (``dict.get`` over many dicts at once) accepts."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _read_only(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_read_only(v) for v in value)
+    return value
+
+
+@SETTINGS
+@given(st.lists(threads(max_size=20), max_size=6), cycle_keywords())
+def test_other_mappings_and_sequences_answer_alike(batch: list[list[dict[str, Any]]],
+                                                   keywords: dict[str, Any]) -> None:
+    """Threads of other Mapping and Sequence types take the engine's slow paths and still
+    answer as the reference does on the plain dicts."""
+    odd = [tuple(_read_only(m) for m in thread) for thread in batch]
+    options = cycle_options(**keywords)
+    want = [ref.describe_thread_cycle(thread, options) for thread in batch]
+    assert vthread.scan(odd, **keywords).names == want
+    assert [vthread.describe_thread_cycle(thread, **keywords) for thread in odd] == want
