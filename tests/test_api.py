@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -141,15 +142,30 @@ def test_long_identical_thread_is_a_suffix_loop_at_the_shortest_period() -> None
     assert int(result.repetitions[0]) == 5_000
 
 
-def test_scan_jobs_gives_the_identical_result() -> None:
-    """Two processes answer exactly as one."""
+def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes answer exactly as one (the small batch is split all the same)."""
+    scan_module = sys.modules["vthread.scan"]
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    split: list[int] = []
+    parallel = scan_module._scan_parallel
+    monkeypatch.setattr(scan_module, "_scan_parallel",
+                        lambda *args: split.append(1) or parallel(*args))
     call = activity("request", "ls", arguments={"path": "."})
     answer = activity("response", "ls", arguments={"path": "."}, result="a b")
     threads = [[call, answer] * (i % 6) + [{"type": "bot", "text": f"t{i}"}] for i in range(60)]
     one, two = vthread.scan(threads), vthread.scan(threads, jobs=2)
+    assert split == [1]
     assert one.names == two.names
     assert one.record(5) == two.record(5)
     assert (one.codes == two.codes).all() and (one.signature == two.signature).all()
+
+
+def test_small_batch_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below PARALLEL_MIN_MESSAGES, jobs=2 scans in this process: a pool would cost more."""
+    scan_module = sys.modules["vthread.scan"]
+    monkeypatch.setattr(scan_module, "_scan_parallel", lambda *args: pytest.fail("forked"))
+    threads = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
+    assert vthread.scan(threads, jobs=2).names == vthread.scan(threads).names
 
 
 def test_scan_rejects_bad_jobs() -> None:
