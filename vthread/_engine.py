@@ -35,7 +35,7 @@ from vthread import _reference as ref
 from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
-from vthread.textrun import may_hold_units, runaway
+from vthread.textrun import may_hold_units, runaway_units, text_units
 
 SUFFIX: Final = 1
 ACTIVITY_TAIL: Final = 2
@@ -240,6 +240,7 @@ class Batch:
         self._lite: dict[int, tuple[str, str, Mapping[str, Any]] | None] = {}
         self._parsed: dict[int, ref.Activity | None] = {}
         self._shallow: dict[int, tuple[Any, Any]] = {}
+        self._units: dict[int, list[str]] = {}
 
     def __len__(self) -> int:
         return len(self.threads)
@@ -952,14 +953,25 @@ class Batch:
     def text_run_messages(self, thread: int) -> list[int]:
         """Offsets (within the thread) of its last five messages that carry a runaway text."""
         messages = self.threads[thread]
+        offset = self._bounds[thread]
         start = max(0, len(messages) - ref.THREAD_TEXT_RUN_MESSAGES)
         options = text_run_options()
         return [
             index
             for index in range(start, len(messages))
             if messages[index].get("type") not in ("reasoning", "activity")
-            and runaway(messages[index].get("text"), options)
+            and may_hold_units(messages[index].get("text"), options.min_units)
+            and runaway_units(self.units(offset + index), options)
         ]
+
+    def units(self, index: int) -> list[str]:
+        """The text units of message ``index`` (a string text), split once and kept: loop
+        attribution asks for them again (repetitions, signature)."""
+        found = self._units.get(index)
+        if found is None:
+            found = text_units(self.message(index)["text"])
+            self._units[index] = found
+        return found
 
 
 def _name_screens(messages: list[Any]) -> npt.NDArray[np.int64]:

@@ -29,7 +29,6 @@ from vthread._engine import (
 from vthread._options import CycleOptions, cycle_options
 from vthread._reference import usage_tokens
 from vthread.fingerprint import message_fingerprint
-from vthread.textrun import text_units
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -184,7 +183,7 @@ def _signature(batch: Batch, thread: int, code: int, begin: int, size: int) -> i
         newest = batch.newest_settled(thread)
         parts = (newest.name, newest.arguments, newest.result)
     else:
-        parts = sorted(set(text_units(messages[begin]["text"])))
+        parts = sorted(set(batch.units(offset + begin)))
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=code)
 
 

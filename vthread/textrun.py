@@ -49,7 +49,11 @@ def runaway(text: object, options: TextRunOptions) -> bool:
     """:func:`has_repeated_text_run` with resolved options."""
     if not isinstance(text, str) or not may_hold_units(text, options.min_units):
         return False
-    units = text_units(text)
+    return runaway_units(text_units(text), options)
+
+
+def runaway_units(units: list[str], options: TextRunOptions) -> bool:
+    """The runaway decision on a text's units (see :func:`text_units`)."""
     if len(units) < options.min_units:
         return False
     recent = units[-options.window :]
