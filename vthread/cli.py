@@ -43,7 +43,6 @@ any thread loops, 2 on a usage error, an unreadable input or, with ``--strict``,
 from __future__ import annotations
 
 import argparse
-import gc
 import gzip
 import io
 import json
@@ -60,7 +59,7 @@ from typing import Any, BinaryIO, Final, TextIO, cast
 
 import numpy as np
 
-from vthread.scan import HEURISTIC_NAMES, ScanResult, scan_validated
+from vthread.scan import HEURISTIC_NAMES, ScanResult, collector_paused, scan_validated
 
 try:
     import orjson
@@ -498,13 +497,8 @@ def _scan_chunk(task: _Task) -> _Done:
     allocates so many objects that the collector would otherwise traverse them again and
     again (it tripled the parse time when measured).
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _scan_chunk_unpaused(task)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
