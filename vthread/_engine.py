@@ -485,10 +485,8 @@ class Batch:
         messages agree with the two a period back on text, type and tool name."""
         start, end = self._bounds[thread], self._bounds[thread + 1]
         size = end - start
-        reps, low = options.min_repetitions, options.min_pattern_length
-        high = size // reps
-        if options.max_pattern_length is not None:
-            high = min(high, options.max_pattern_length)
+        reps = options.min_repetitions
+        low, high = options.pattern_range(size)
         if size < low * reps or high < low:
             return 0
         if reps == 1:
@@ -764,9 +762,7 @@ class Batch:
         """:meth:`result_run` for one thread, walking back over its settled responses."""
         needed = options.min_result_repetitions
         run = list(islice(self._settled_back(thread), needed))
-        if len(run) < needed or len({_screen_part(self.lite(i)[1]) for i in run}) != 1:  # type: ignore[index]
-            return False
-        return self._same_results(run)
+        return len(run) == needed and self._same_results(run)
 
     def result_run(self, options: CycleOptions, rows: IntArray | None = None) -> BoolArray:
         """Per thread, whether its newest settled tool results are identical.
