@@ -58,6 +58,7 @@ from benchmarks.workload import generate_threads, write_jsonl
 from vthread import _reference as ref
 from vthread import cli as vthread_cli
 from vthread._options import cycle_options
+from vthread.scan import collector_paused
 
 _IMPORTED_AT: Final = time.time()
 
@@ -277,13 +278,10 @@ def in_process_scan(path: Path, jobs: int = 1) -> Names:
     names: Names = []
     with path.open("rb") as handle:
         while lines := list(itertools.islice(handle, IN_PROCESS_CHUNK)):
-            gc.disable()
-            try:
+            with collector_paused():  # the CLI's own pause, around the same work
                 chunk = [_messages(loads(line)) for line in lines]
                 names += vthread.scan(chunk, jobs=jobs).names
                 del chunk
-            finally:
-                gc.enable()
     return names
 
 
