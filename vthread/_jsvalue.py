@@ -74,7 +74,7 @@ def _key_text(key: object) -> str | None:
     """A mapping key as a JavaScript property name (json's coercion of non-str keys), or
     None for a key no JSON object can have."""
     if isinstance(key, str):
-        return str(key)
+        return str.__str__(key)  # content, not a subclass's __str__
     if key is None:
         return "null"
     if key is True:
@@ -127,7 +127,7 @@ def _number(value: float | int) -> str:
 def _scalar(value: Any, out: list[str]) -> bool:
     """Append the encoding of a non-container; False when ``value`` is a container."""
     if isinstance(value, str):
-        out.append(_quote(str(value)))
+        out.append(_quote(str.__str__(value)))  # content, not a subclass's __str__
     elif value is None:
         out.append("null")
     elif value is True:

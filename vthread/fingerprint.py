@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import xxhash
 
+from vthread import _core
 from vthread._jsvalue import canonical
 
 __all__ = ["fingerprint", "message_fingerprint"]
@@ -23,10 +24,12 @@ _ABSENT_META: Final = "-"  # never a JSON text, so "no meta" differs from every 
 def fingerprint(value: Any) -> int:
     """The unsigned 64-bit xxh3 fingerprint of ``value``'s canonical encoding. O(size).
 
+    Made by the compiled core, equal to ``xxh3_64(canonical(value))`` (property-tested).
+
     >>> fingerprint({"b": 1, "1": 2.0}) == fingerprint({"1": 2, "b": 1})
     True
     """
-    return xxhash.xxh3_64_intdigest(canonical(value).encode("ascii"))
+    return _core.fingerprint(value)
 
 
 def message_fingerprint(message: Mapping[str, Any]) -> int:

@@ -1,0 +1,302 @@
+//! The canonical JavaScript encoding, byte for byte the text `vthread._jsvalue.canonical`
+//! writes: compact JSON of a value as JavaScript holds it. Numbers are doubles (`1` and `1.0`
+//! alike, `-0` as `0`, NaN and the infinities as `null`, other non-integral or large values in
+//! Python's shortest `repr`), strings escaped to ASCII over their UTF-16 code units (so a
+//! surrogate pair written as two code points equals its astral character and a lone surrogate
+//! stays distinct), object keys in JavaScript's order. Two values encode alike exactly when
+//! their `JSON.stringify` texts are equal (SPEC §1).
+//!
+//! Nothing here touches Python: the object walker (`objects.rs`) and the JSON reader share it.
+
+/// What stands in for a value `JSON.stringify` would throw on; `!` never starts JSON text.
+pub const UNSERIALIZABLE: &[u8] = b"!";
+
+/// Nesting deeper than this encodes as [`UNSERIALIZABLE`] (as in `vthread._jsvalue`).
+pub const MAX_DEPTH: usize = 10_000;
+
+/// Largest canonical array index JavaScript orders first among an object's keys.
+const ARRAY_INDEX_LIMIT: u64 = 4_294_967_294;
+
+/// 2**53: integers strictly inside ±this are exact doubles and print as integers.
+const SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn push_unit_escape(out: &mut Vec<u8>, unit: u32) {
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((unit >> shift) & 0xF) as usize]);
+    }
+}
+
+/// One UTF-16 code unit (or a Latin-1 / ASCII character) as Python's `json` writes it with
+/// `ensure_ascii=True`.
+#[inline]
+fn push_unit(out: &mut Vec<u8>, unit: u32) {
+    match unit {
+        0x22 => out.extend_from_slice(b"\\\""),
+        0x5C => out.extend_from_slice(b"\\\\"),
+        0x0A => out.extend_from_slice(b"\\n"),
+        0x0D => out.extend_from_slice(b"\\r"),
+        0x09 => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0C => out.extend_from_slice(b"\\f"),
+        0x20..=0x7E => out.push(unit as u8),
+        _ => push_unit_escape(out, unit),
+    }
+}
+
+/// A code point, split into its UTF-16 units first when it is astral.
+#[inline]
+pub fn push_code_point(out: &mut Vec<u8>, code_point: u32) {
+    if code_point >= 0x1_0000 {
+        let offset = code_point - 0x1_0000;
+        push_unit_escape(out, 0xD800 | (offset >> 10));
+        push_unit_escape(out, 0xDC00 | (offset & 0x3FF));
+    } else {
+        push_unit(out, code_point);
+    }
+}
+
+/// A quoted string from Latin-1 (one byte per code point) storage.
+pub fn push_latin1(out: &mut Vec<u8>, text: &[u8]) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    for &byte in text {
+        push_unit(out, u32::from(byte));
+    }
+    out.push(b'"');
+}
+
+/// A quoted string from UCS-2 storage (its units are UTF-16 units, surrogates included).
+pub fn push_ucs2(out: &mut Vec<u8>, text: &[u16]) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    for &unit in text {
+        push_unit(out, u32::from(unit));
+    }
+    out.push(b'"');
+}
+
+/// A quoted string from UCS-4 storage (code points, lone surrogates possible).
+pub fn push_ucs4(out: &mut Vec<u8>, text: &[u32]) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    for &code_point in text {
+        push_code_point(out, code_point);
+    }
+    out.push(b'"');
+}
+
+/// A quoted string from Rust text (no lone surrogates can occur in it).
+pub fn push_str(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    for character in text.chars() {
+        push_code_point(out, u32::from(character));
+    }
+    out.push(b'"');
+}
+
+/// A double as JavaScript holds it, in the digits `vthread._jsvalue._number` writes.
+pub fn push_double(out: &mut Vec<u8>, value: f64) {
+    if !value.is_finite() {
+        out.extend_from_slice(b"null");
+    } else if value.fract() == 0.0 && value.abs() < SAFE_INTEGER {
+        // Exact in an i64; -0.0 becomes 0, as JavaScript prints it.
+        push_integer(out, value as i64);
+    } else {
+        push_python_repr(out, value);
+    }
+}
+
+/// An integer that fits in an i64: exact inside ±2**53, else rounded to a double first.
+pub fn push_i64(out: &mut Vec<u8>, value: i64) {
+    if value.unsigned_abs() < SAFE_INTEGER as u64 {
+        push_integer(out, value);
+    } else {
+        // `as` rounds to nearest, ties to even: Python's float(int) and JavaScript agree.
+        push_double(out, value as f64);
+    }
+}
+
+fn push_integer(out: &mut Vec<u8>, value: i64) {
+    out.extend_from_slice(value.to_string().as_bytes());
+}
+
+/// Python's `repr(float)`: the shortest digits that round-trip, fixed notation while the
+/// decimal exponent is in [-4, 16), scientific (`1e+16`, `1.5e-07`) outside it.
+fn push_python_repr(out: &mut Vec<u8>, value: f64) {
+    // Rust's `{:e}` also prints the shortest round-trip digits: `-1.2345e17`, `5e-324`.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("LowerExp always writes an exponent");
+    let exponent: i32 = exponent
+        .parse()
+        .expect("LowerExp writes a decimal exponent");
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let digits: Vec<u8> = mantissa.bytes().filter(|&b| b != b'.').collect();
+    let point = exponent + 1; // digits d1 d2 ... stand for 0.d1d2... × 10^point
+    if negative {
+        out.push(b'-');
+    }
+    if (-3..=16).contains(&point) {
+        if point <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-point) as usize));
+            out.extend_from_slice(&digits);
+        } else if point as usize >= digits.len() {
+            out.extend_from_slice(&digits);
+            out.extend(std::iter::repeat_n(b'0', point as usize - digits.len()));
+            out.extend_from_slice(b".0");
+        } else {
+            out.extend_from_slice(&digits[..point as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[point as usize..]);
+        }
+    } else {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let shown = point - 1;
+        out.push(b'e');
+        out.push(if shown < 0 { b'-' } else { b'+' });
+        let magnitude = shown.unsigned_abs();
+        if magnitude < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(magnitude.to_string().as_bytes());
+    }
+}
+
+/// The key's value as a canonical array index (`"0"`, `"7"`, not `"07"`, at most
+/// 4294967294), which JavaScript enumerates before every other key, in numeric order.
+pub fn array_index(key: &[u8]) -> Option<u64> {
+    if key.is_empty() || key.len() > 10 || !key.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if key.len() > 1 && key[0] == b'0' {
+        return None;
+    }
+    let value = key
+        .iter()
+        .fold(0u64, |acc, &digit| acc * 10 + u64::from(digit - b'0'));
+    (value <= ARRAY_INDEX_LIMIT).then_some(value)
+}
+
+/// One object member already encoded: its key text (quoted) and its value text.
+pub struct Member {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// Write `{…}` with members in JavaScript's order: array-index keys ascending first (stable
+/// among equal indices), then the others in the order given. `raw_keys[i]` is member `i`'s
+/// key as unquoted canonical bytes when it is plain ASCII digits, for the index test.
+pub fn push_object(out: &mut Vec<u8>, members: Vec<(Option<u64>, Member)>) {
+    let mut members = members;
+    if members.iter().any(|(index, _)| index.is_some()) {
+        // Stable: indices ascending, the rest after them in insertion order.
+        members.sort_by_key(|(index, _)| index.map_or((1, 0), |value| (0, value)));
+    }
+    out.push(b'{');
+    for (position, (_, member)) in members.into_iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&member.key);
+        out.push(b':');
+        out.extend_from_slice(&member.value);
+    }
+    out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn double(value: f64) -> String {
+        let mut out = Vec::new();
+        push_double(&mut out, value);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn doubles_print_as_python_repr_or_javascript_integers() {
+        assert_eq!(double(1.0), "1");
+        assert_eq!(double(-0.0), "0");
+        assert_eq!(double(f64::NAN), "null");
+        assert_eq!(double(f64::NEG_INFINITY), "null");
+        assert_eq!(double(1e16), "1e+16");
+        assert_eq!(double(1e-5), "1e-05");
+        assert_eq!(double(0.0001), "0.0001");
+        assert_eq!(double(1.5e300), "1.5e+300");
+        assert_eq!(double(9_007_199_254_740_992.0), "9007199254740992.0");
+        assert_eq!(double(-1e-7), "-1e-07");
+        assert_eq!(double(123_456_789_012_345_680.0), "1.2345678901234568e+17");
+        assert_eq!(double(5e-324), "5e-324");
+        assert_eq!(double(2.5), "2.5");
+        assert_eq!(double(-1234.5678), "-1234.5678");
+    }
+
+    #[test]
+    fn large_integers_round_to_doubles() {
+        let mut out = Vec::new();
+        push_i64(&mut out, 1 << 60);
+        assert_eq!(out, b"1.152921504606847e+18");
+        out.clear();
+        push_i64(&mut out, (1 << 53) - 1);
+        assert_eq!(out, b"9007199254740991");
+    }
+
+    #[test]
+    fn strings_escape_to_ascii_over_utf16_units() {
+        let mut astral = Vec::new();
+        push_ucs4(&mut astral, &[0x1F389]);
+        let mut pair = Vec::new();
+        push_ucs2(&mut pair, &[0xD83C, 0xDF89]);
+        assert_eq!(astral, pair);
+        assert_eq!(astral, br#""\ud83c\udf89""#);
+        let mut control = Vec::new();
+        push_latin1(&mut control, b"\x7f\x00\"\\/\n\xe9");
+        assert_eq!(control, br#""\u007f\u0000\"\\/\n\u00e9""#);
+        let mut rust = Vec::new();
+        push_str(&mut rust, "é🎉");
+        assert_eq!(rust, br#""\u00e9\ud83c\udf89""#);
+    }
+
+    #[test]
+    fn array_indices_are_canonical_and_bounded() {
+        assert_eq!(array_index(b"0"), Some(0));
+        assert_eq!(array_index(b"4294967294"), Some(4_294_967_294));
+        assert_eq!(array_index(b"4294967295"), None);
+        assert_eq!(array_index(b"07"), None);
+        assert_eq!(array_index(b""), None);
+        assert_eq!(array_index(b"1a"), None);
+    }
+
+    #[test]
+    fn objects_order_indices_first() {
+        let member = |key: &str, value: &str| Member {
+            key: format!("\"{key}\"").into_bytes(),
+            value: value.as_bytes().to_vec(),
+        };
+        let mut out = Vec::new();
+        push_object(
+            &mut out,
+            vec![
+                (None, member("b", "1")),
+                (Some(10), member("10", "2")),
+                (Some(2), member("2", "3")),
+                (None, member("a", "4")),
+            ],
+        );
+        assert_eq!(out, br#"{"2":3,"10":2,"b":1,"a":4}"#);
+    }
+}

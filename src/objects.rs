@@ -1,0 +1,239 @@
+//! Canonical encodings of Python objects, read through the CPython API: the compiled twin of
+//! `vthread._jsvalue.canonical`, byte for byte.
+//!
+//! Exact `str`, `dict`, `list` are read directly; subclasses and other mappings and
+//! sequences take the generic protocol (`collections.abc.Mapping`, iteration), as
+//! `vthread._jsvalue` does. Strings are read from CPython's own storage, so what is hashed is
+//! the content and never a `__hash__` or `__str__` a subclass may define.
+
+use std::collections::HashSet;
+
+use pyo3::exceptions::PyOverflowError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+
+use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
+
+static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    MAPPING.import(py, "collections.abc", "Mapping")
+}
+
+/// Whether `value` is a mapping as `vthread._jsvalue` sees one (`isinstance(v, Mapping)`).
+pub fn is_mapping(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if value.is_instance_of::<PyDict>() {
+        return Ok(true);
+    }
+    value.is_instance(mapping_type(value.py())?)
+}
+
+/// The text of a `str` (or subclass) as UTF-16-escaped canonical JSON, read from storage.
+pub fn push_string(out: &mut Vec<u8>, text: &Bound<'_, PyString>) {
+    let pointer = text.as_ptr();
+    // SAFETY: `pointer` is a live `str` (the type check was made by the caller's cast) and
+    // the GIL is held for the whole read. Since Python 3.12 every str is "ready"; on 3.11
+    // strings made by the C API are ready too (PEP 393 legacy strings are gone from every
+    // path that builds str objects in this interpreter). KIND, DATA and GET_LENGTH then
+    // describe one contiguous buffer of GET_LENGTH code points of the given width, which
+    // stays alive and unchanged (str is immutable) while `text` is borrowed.
+    unsafe {
+        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+        let data = ffi::PyUnicode_DATA(pointer);
+        match ffi::PyUnicode_KIND(pointer) {
+            ffi::PyUnicode_1BYTE_KIND => {
+                canonical::push_latin1(out, std::slice::from_raw_parts(data as *const u8, length))
+            }
+            ffi::PyUnicode_2BYTE_KIND => {
+                canonical::push_ucs2(out, std::slice::from_raw_parts(data as *const u16, length))
+            }
+            _ => canonical::push_ucs4(out, std::slice::from_raw_parts(data as *const u32, length)),
+        }
+    }
+}
+
+/// The raw content of a `str` as a key text (unquoted), for the array-index test.
+fn ascii_digits(text: &Bound<'_, PyString>) -> Option<u64> {
+    let pointer = text.as_ptr();
+    // SAFETY: as in `push_string`; only 1-byte storage is read, and only its length bytes.
+    unsafe {
+        if ffi::PyUnicode_KIND(pointer) != ffi::PyUnicode_1BYTE_KIND {
+            return None;
+        }
+        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+        let data = ffi::PyUnicode_DATA(pointer) as *const u8;
+        canonical::array_index(std::slice::from_raw_parts(data, length))
+    }
+}
+
+fn push_int(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    match value.extract::<i64>() {
+        Ok(small) => canonical::push_i64(out, small),
+        Err(_) => {
+            // Beyond i64: Python's float(int) rounds correctly or overflows (JavaScript's
+            // Infinity, which JSON.stringify writes as null).
+            let exact = value.py().get_type::<PyInt>().call1((value,))?;
+            match value.py().get_type::<PyFloat>().call1((exact,)) {
+                Ok(double) => canonical::push_double(out, double.extract::<f64>()?),
+                Err(error) if error.is_instance_of::<PyOverflowError>(value.py()) => {
+                    out.extend_from_slice(b"null")
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A key as the property name JavaScript (and Python's `json`) would give it, with its array
+/// index when it has one; `None` for a key no JSON object can have.
+fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>> {
+    let mut text = Vec::new();
+    if let Ok(string) = key.cast::<PyString>() {
+        push_string(&mut text, string);
+        return Ok(Some((ascii_digits(string), text)));
+    }
+    let name = if key.is_none() {
+        "null".to_owned()
+    } else if let Ok(flag) = key.cast_exact::<PyBool>() {
+        if flag.is_true() { "true" } else { "false" }.to_owned()
+    } else if key.is_instance_of::<PyInt>() {
+        key.py()
+            .get_type::<PyInt>()
+            .call1((key,))?
+            .str()?
+            .to_string()
+    } else if key.is_instance_of::<PyFloat>() {
+        key.py()
+            .get_type::<PyFloat>()
+            .call1((key,))?
+            .repr()?
+            .to_string()
+    } else {
+        return Ok(None);
+    };
+    canonical::push_str(&mut text, &name);
+    Ok(Some((canonical::array_index(name.as_bytes()), text)))
+}
+
+/// The encoder's walk: the containers open on the current path, for cycles and depth.
+struct Walk {
+    open: HashSet<usize>,
+}
+
+impl Walk {
+    fn value(&mut self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(string) = value.cast::<PyString>() {
+            push_string(out, string);
+        } else if value.is_none() {
+            out.extend_from_slice(b"null");
+        } else if let Ok(flag) = value.cast_exact::<PyBool>() {
+            out.extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+        } else if value.is_instance_of::<PyInt>() {
+            push_int(out, value)?; // bool was taken above: it cannot be subclassed
+        } else if let Ok(double) = value.cast::<PyFloat>() {
+            canonical::push_double(out, double.value());
+        } else if value.is_instance_of::<PyDict>()
+            || value.is_instance_of::<PyList>()
+            || value.is_instance_of::<PyTuple>()
+            || is_mapping(value)?
+        {
+            self.container(out, value)?;
+        } else {
+            out.extend_from_slice(UNSERIALIZABLE);
+        }
+        Ok(())
+    }
+
+    fn container(&mut self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let identity = value.as_ptr() as usize;
+        if self.open.len() >= MAX_DEPTH || self.open.contains(&identity) {
+            out.extend_from_slice(UNSERIALIZABLE);
+            return Ok(());
+        }
+        self.open.insert(identity);
+        // Up to MAX_DEPTH frames deep: keep at least 64 KiB of stack, growing it by 1 MiB.
+        let written = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.members(out, value));
+        self.open.remove(&identity);
+        written
+    }
+
+    fn members(&mut self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(list) = value.cast_exact::<PyList>() {
+            out.push(b'[');
+            for (position, element) in list.iter().enumerate() {
+                if position > 0 {
+                    out.push(b',');
+                }
+                self.value(out, &element)?;
+            }
+            out.push(b']');
+        } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+            let mut members = Vec::with_capacity(dict.len());
+            for (key, element) in dict.iter() {
+                members.push(self.member(&key, &element)?);
+            }
+            canonical::push_object(out, members);
+        } else if is_mapping(value)? {
+            let mut members = Vec::new();
+            for item in value.call_method0("items")?.try_iter()? {
+                let (key, element): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                members.push(self.member(&key, &element)?);
+            }
+            canonical::push_object(out, members);
+        } else {
+            out.push(b'[');
+            for (position, element) in value.try_iter()?.enumerate() {
+                if position > 0 {
+                    out.push(b',');
+                }
+                self.value(out, &element?)?;
+            }
+            out.push(b']');
+        }
+        Ok(())
+    }
+
+    fn member(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        element: &Bound<'_, PyAny>,
+    ) -> PyResult<(Option<u64>, Member)> {
+        let mut encoded = Vec::new();
+        self.value(&mut encoded, element)?;
+        Ok(match key_member(key)? {
+            Some((index, key)) => (
+                index,
+                Member {
+                    key,
+                    value: encoded,
+                },
+            ),
+            None => (
+                None,
+                Member {
+                    key: UNSERIALIZABLE.to_vec(),
+                    value: encoded,
+                },
+            ),
+        })
+    }
+}
+
+/// Append `value`'s canonical encoding to `out`. Errors only where Python itself raised
+/// (a mapping whose `items()` fails, an iterator that raises).
+pub fn push_canonical(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    Walk {
+        open: HashSet::new(),
+    }
+    .value(out, value)
+}
+
+/// `value`'s canonical encoding as bytes.
+pub fn canonical_bytes(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let mut out = Vec::new();
+    push_canonical(&mut out, value)?;
+    Ok(out)
+}
