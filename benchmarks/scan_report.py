@@ -215,24 +215,6 @@ def one_field_pass(threads: list[list[dict[str, Any]]]) -> None:
     list(map(dict.get, itertools.chain.from_iterable(threads), itertools.repeat("type")))
 
 
-def messages_read(threads: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """How many messages one ``scan`` read a field from, and how many it fully parsed."""
-    from vthread._engine import Batch
-
-    scan_module = sys.modules["vthread.scan"]
-    batch = Batch(threads)
-    scan_module._scan_batch(batch, cycle_options())
-    touched = batch._text_read | (batch._kind != 0) | batch._name_read
-    touched[list(batch._lite)] = True
-    total = int(batch.starts[-1])
-    return {
-        "messages": total,
-        "read": int(touched.sum()),
-        "read_share": round(float(touched.sum()) / total, 4),
-        "payloads_encoded": sum(1 for a in batch._parsed.values() if a is not None),
-    }
-
-
 def _lines(path: Path) -> Iterator[str]:
     with path.open(encoding="utf-8") as handle:
         yield from handle
@@ -632,7 +614,6 @@ def main(argv: list[str] | None = None) -> int:
         "anchors": ANCHORS,
     }
     report["hypotheses"] = hypotheses(rows, speedups, count)
-    report["reads"] = messages_read(threads)
     if not args.no_profile:
         report["profile"] = {
             "scan": profile(lambda: vthread.scan(threads)),

@@ -9,3 +9,15 @@ def canonical(value: Any) -> bytes:
 
 def fingerprint(value: Any) -> int:
     """Unsigned 64-bit XXH3 of ``value``'s canonical encoding."""
+
+def scan_columns(
+    threads: list[Any],
+    min_repetitions: int,
+    min_pattern_length: int,
+    max_pattern_length: int | None,
+    min_result_repetitions: int,
+) -> dict[str, Any]:
+    """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name."""
+
+def _set_screen_bits(bits: int) -> None:
+    """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vthread import _reference as ref
-from vthread._engine import Batch
-from vthread._options import cycle_options
+import numpy as np
+
+from vthread._heuristics import Columns, activity_tail, read_columns, result_run, text_runs
+from vthread._options import CycleOptions, cycle_options
 
 __all__ = [
     "describe_thread_cycle",
@@ -24,11 +25,17 @@ __all__ = [
 
 
 
-def _batch(messages: object) -> Batch:
-    if type(messages) is list and set(map(type, messages)) <= {dict}:
-        return Batch([messages], checked=True)  # the common case, checked at C speed
-    ref.check_messages(messages)  # errors name the message index, not a thread
-    return Batch([messages])
+def _columns(messages: object, options: CycleOptions) -> Columns:
+    try:
+        return read_columns([messages], options)
+    except TypeError as error:
+        # A single thread's errors name the message index, not a thread.
+        raise TypeError(str(error).removeprefix("thread 0: ")) from None
+
+
+def _text_run(columns: Columns, messages: Any) -> bool:
+    first, _ = text_runs(columns, [messages], np.zeros(1, np.int64))
+    return bool(first[0] >= 0)
 
 
 def has_repeated_suffix(
@@ -52,7 +59,7 @@ def has_repeated_suffix(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    return _batch(messages).suffix_of(0, options) > 0
+    return bool(_columns(messages, options).suffix_period[0] > 0)
 
 
 def has_repeated_activity_tail(
@@ -76,8 +83,10 @@ def has_repeated_activity_tail(
     >>> has_repeated_activity_tail([call, done] * 4)
     True
     """
-    cycle_options(min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions)
-    return _batch(messages).activity_tail_of(0)
+    options = cycle_options(
+        min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
+    )
+    return bool(activity_tail(_columns(messages, options)).collapsed[0])
 
 
 def has_repeated_result_run(
@@ -103,7 +112,7 @@ def has_repeated_result_run(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    return _batch(messages).result_run_of(0, options)
+    return bool(result_run(_columns(messages, options), options.min_result_repetitions)[0])
 
 
 def describe_thread_cycle(
@@ -126,14 +135,14 @@ def describe_thread_cycle(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    batch = _batch(messages)
-    if batch.suffix_of(0, options):
+    columns = _columns(messages, options)
+    if columns.suffix_period[0] > 0:
         return "repeated_suffix"
-    if batch.activity_tail_of(0):
+    if activity_tail(columns).collapsed[0]:
         return "repeated_activity_tail"
-    if batch.result_run_of(0, options):
+    if result_run(columns, options.min_result_repetitions)[0]:
         return "repeated_result_run"
-    if batch.text_run_of(0):
+    if _text_run(columns, messages):
         return "repeated_message_text_run"
     return None
 

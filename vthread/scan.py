@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -19,17 +19,20 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from vthread._engine import (
+from vthread._heuristics import (
     ACTIVITY_TAIL,
     RESULT_RUN,
     SUFFIX,
     TEXT_RUN,
-    Batch,
-    check_threads,
+    activity_tail,
+    read_columns,
+    result_run,
+    text_runs,
 )
 from vthread._options import CycleOptions, cycle_options
-from vthread._reference import usage_tokens
+from vthread._reference import ABSENT, Activity, parse_activity, usage_tokens
 from vthread.fingerprint import message_fingerprint
+from vthread.textrun import text_units
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -112,52 +115,51 @@ def _empty() -> ScanResult:
     )
 
 
-def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
-    count = len(batch)
+def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
+    columns = read_columns(threads, options)
+    count = len(columns)
     codes = np.zeros(count, np.int8)
+    # Heuristics in the reference's order; a later one only decides undecided threads.
+    codes[columns.suffix_period > 0] = SUFFIX
+    tail = activity_tail(columns)
+    codes[(codes == 0) & tail.collapsed] = ACTIVITY_TAIL
+    codes[(codes == 0) & result_run(columns, options.min_result_repetitions)] = RESULT_RUN
+    text_first, text_count = text_runs(columns, threads, np.flatnonzero(codes == 0))
+    codes[(codes == 0) & (text_first >= 0)] = TEXT_RUN
+
+    lengths = columns.lengths
     loop_start = np.full(count, -1, np.int64)
     period = np.zeros(count, np.int64)
     repetitions = np.zeros(count, np.int64)
-    # Heuristics in the reference's order; each later one only looks at undecided threads.
-    suffix_period = batch.suffix(options)
-    codes[suffix_period > 0] = SUFFIX
-    undecided = np.flatnonzero(codes == 0)
-    tail_start = batch.activity_tail(undecided)
-    codes[tail_start >= 0] = ACTIVITY_TAIL
-    undecided = np.flatnonzero(codes == 0)
-    codes[batch.result_run(options, undecided)] = RESULT_RUN
-    undecided = np.flatnonzero(codes == 0)
-    text_start = batch.text_run(undecided)
-    codes[text_start >= 0] = TEXT_RUN
+    pick = codes == SUFFIX
+    period[pick] = columns.suffix_period[pick]
+    repetitions[pick] = columns.suffix_copies[pick]
+    loop_start[pick] = lengths[pick] - period[pick] * repetitions[pick]
+    pick = codes == ACTIVITY_TAIL
+    loop_start[pick] = lengths[pick] - columns.tail_length[pick]
+    period[pick] = tail.signatures[pick]
+    repetitions[pick] = columns.tail_length[pick] // np.maximum(tail.signatures[pick], 1)
+    pick = codes == RESULT_RUN
+    loop_start[pick] = columns.result_start[pick]
+    period[pick] = columns.result_period[pick]
+    repetitions[pick] = columns.result_copies[pick]
+    pick = codes == TEXT_RUN
+    loop_start[pick] = text_first[pick]
+    period[pick] = 1
+    repetitions[pick] = text_count[pick]
 
-    starts = batch.starts
     loop_tokens = np.full(count, np.nan)
     signature = np.zeros(count, np.uint64)
     for thread in np.flatnonzero(codes).tolist():
-        code, length = int(codes[thread]), int(batch.lengths[thread])
-        if code == SUFFIX:
-            size = int(suffix_period[thread])
-            copies = batch.suffix_repetitions(thread, size)
-            begin, size_, copies_ = length - size * copies, size, copies
-        elif code == ACTIVITY_TAIL:
-            begin = int(tail_start[thread] - starts[thread])
-            size_ = batch.distinct_signatures(
-                int(tail_start[thread]), int(starts[thread + 1])
-            )
-            copies_ = (length - begin) // size_
-        elif code == RESULT_RUN:
-            begin, size_, copies_ = batch.result_run_span(thread)
-        else:
-            begin = int(text_start[thread])
-            size_, copies_ = 1, len(batch.text_run_messages(thread))
-        loop_start[thread], period[thread], repetitions[thread] = begin, size_, copies_
-        signature[thread] = _signature(batch, thread, code, begin, size_)
-        figures = [
-            f for f in map(usage_tokens, batch.threads[thread][begin:]) if f is not None
-        ]
+        messages = threads[thread]
+        begin = int(loop_start[thread])
+        signature[thread] = _signature(
+            messages, int(codes[thread]), begin, int(period[thread])
+        )
+        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
         if figures:
             loop_tokens[thread] = math.fsum(figures)
-    loop_messages = np.where(codes > 0, batch.lengths - loop_start, 0)
+    loop_messages = np.where(codes > 0, lengths - loop_start, 0)
     return ScanResult(
         names=[HEURISTIC_NAMES[c - 1] if c else None for c in codes.tolist()],
         codes=codes,
@@ -170,22 +172,34 @@ def _scan_batch(batch: Batch, options: CycleOptions) -> ScanResult:
     )
 
 
-def _signature(batch: Batch, thread: int, code: int, begin: int, size: int) -> int:
+def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int:
     """A fingerprint of the repeating content, independent of where the thread entered it."""
-    messages = batch.threads[thread]
-    offset = int(batch.starts[thread])
     if code == SUFFIX:
         block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
         parts: Any = min(block[i:] + block[:i] for i in range(len(block)))  # any phase
     elif code == ACTIVITY_TAIL:
-        tail = [batch.parsed(i) for i in range(offset + begin, offset + len(messages))]
+        tail = [parse_activity(m) for m in messages[begin:]]
         parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
     elif code == RESULT_RUN:
-        newest = batch.newest_settled(thread)
+        newest = _newest_settled(messages)
         parts = (newest.name, newest.arguments, newest.result)
     else:
-        parts = sorted(set(batch.units(offset + begin)))
+        parts = sorted(set(text_units(messages[begin]["text"])))
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=code)
+
+
+def _newest_settled(messages: Sequence[Any]) -> Activity:
+    """The newest settled tool response (one exists: the result run fired)."""
+    for message in reversed(messages):
+        activity = parse_activity(message)
+        if (
+            activity is not None
+            and activity.kind == "response"
+            and not activity.name.startswith("_")
+            and activity.result != ABSENT
+        ):
+            return activity
+    raise AssertionError("the result run fired without a settled response")
 
 
 PARALLEL_MIN_MESSAGES: Final = 100_000
@@ -200,7 +214,7 @@ _FORKED_THREADS: Sequence[Sequence[Any]] = ()
 
 def _scan_rows(task: tuple[int, int, CycleOptions]) -> ScanResult:
     begin, end, options = task
-    return _scan_batch(Batch(list(_FORKED_THREADS[begin:end]), checked=True), options)
+    return _scan_batch(list(_FORKED_THREADS[begin:end]), options)
 
 
 def _scan_parallel(
@@ -250,7 +264,7 @@ def scan(
     )
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    batch_threads = check_threads(threads)
+    batch_threads = _thread_list(threads)
     if (
         jobs > 1
         and len(batch_threads) >= 2 * jobs
@@ -259,6 +273,14 @@ def scan(
     ):
         return _scan_parallel(batch_threads, options, jobs)
     return _scan_paused(batch_threads, options)
+
+
+def _thread_list(threads: object) -> list[Any]:
+    """The batch as a list (a generator of threads is read once, here); each thread and
+    message is checked by the core, whose errors name the thread and message index."""
+    if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
+        raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
+    return list(threads)
 
 
 def scan_validated(threads: list[list[dict[str, Any]]], **keywords: Any) -> ScanResult:
@@ -271,7 +293,7 @@ def _scan_paused(batch_threads: list[Any], options: CycleOptions) -> ScanResult:
     # The scan makes many short-lived containers, and a full collection would walk every
     # message of the caller's (acyclic, long-lived) threads: up to a second on the benchmark.
     with collector_paused():
-        return _scan_batch(Batch(batch_threads, checked=True), options)
+        return _scan_batch(batch_threads, options)
 
 
 @contextmanager

@@ -1,0 +1,210 @@
+"""The four cycle heuristics as array comparisons over the core's columns.
+
+Data flows one way: threads (Python objects) go once through the compiled core
+(:func:`vthread._core.scan_columns`), which returns flat NumPy columns: the repeated-suffix
+period of every thread (a linear Z-function pass over screened, then exact, message keys), the
+trailing tool calls with their payloads as exact ids, the newest settled tool results, and
+where the texts worth checking are. The decisions below are NumPy operations across every
+thread of the batch at once; the messages themselves are read again only for the few texts
+the text-run check needs.
+
+Ids are exact (interned per thread by canonical bytes in the core), so every comparison here
+is a comparison of values, never of hashes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from vthread import _core
+from vthread._options import CycleOptions, text_run_options
+from vthread.replay import has_repeated_text_runs
+from vthread.textrun import may_hold_units
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+SUFFIX: Final = 1
+ACTIVITY_TAIL: Final = 2
+RESULT_RUN: Final = 3
+TEXT_RUN: Final = 4
+
+_REQUEST: Final = 1  # tail_kind codes, as src/columns.rs writes them
+_RESPONSE: Final = 2
+_TAIL_MIN_WITH_PAYLOAD: Final = 4
+_PROGRESS_MIN_ANSWERS: Final = 3
+
+# The core counts in machine words; larger option values change nothing (no thread is that
+# long), so they are clamped on the way in.
+_LARGEST: Final = sys.maxsize // 4
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """What the core read of a batch (see src/columns.rs for each column's meaning)."""
+
+    lengths: IntArray
+    suffix_period: IntArray
+    suffix_copies: IntArray
+    tail_length: IntArray
+    tail_offsets: IntArray
+    tail_kind: npt.NDArray[np.int8]
+    tail_kind_id: IntArray
+    tail_name: IntArray
+    tail_arguments: IntArray
+    tail_result: IntArray
+    result_run: IntArray
+    result_start: IntArray
+    result_period: IntArray
+    result_copies: IntArray
+    text_thread: IntArray
+    text_index: IntArray
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
+    """The core's columns of a batch whose threads are known to be sequences (each message is
+    checked by the core: a ``TypeError`` names the thread and message index)."""
+    cap = options.max_pattern_length
+    raw = _core.scan_columns(
+        threads,
+        min(options.min_repetitions, _LARGEST),
+        min(options.min_pattern_length, _LARGEST),
+        None if cap is None else min(cap, _LARGEST),
+        min(options.min_result_repetitions, _LARGEST),
+    )
+    return Columns(**raw)
+
+
+def _distinct_per_group(size: int, group: IntArray, *columns: IntArray) -> IntArray:
+    """How many distinct rows of ``columns`` each group holds (groups are 0..size-1)."""
+    if group.size == 0:
+        return np.zeros(size, np.int64)
+    order = np.lexsort((*reversed(columns), group))  # the last key sorts first: group
+    keys = [group[order], *(column[order] for column in columns)]
+    fresh = np.ones(order.size, np.bool_)
+    changed = np.zeros(order.size - 1, np.bool_)
+    for key in keys:
+        changed |= key[1:] != key[:-1]
+    fresh[1:] = changed
+    return np.bincount(keys[0][fresh], minlength=size).astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class TailVerdict:
+    """Per thread: whether its trailing tool calls collapsed, and how many distinct
+    (kind, name, arguments, result) signatures the tail holds (the loop's period)."""
+
+    collapsed: BoolArray
+    signatures: IntArray
+
+
+def activity_tail(columns: Columns) -> TailVerdict:
+    """SPEC §4 repeated_activity_tail for every thread at once."""
+    size = len(columns)
+    rows = np.diff(columns.tail_offsets)
+    owner = np.repeat(np.arange(size, dtype=np.int64), rows)
+    kind, name = columns.tail_kind, columns.tail_name
+    arguments, result = columns.tail_arguments, columns.tail_result
+    requests = (kind == _REQUEST) & (arguments >= 0)
+    responses = (kind == _RESPONSE) & (result >= 0)
+    request_count = np.bincount(owner[requests], minlength=size)
+    response_count = np.bincount(owner[responses], minlength=size)
+    signatures = _distinct_per_group(size, owner, columns.tail_kind_id, name, arguments, result)
+    collapsed = (
+        (rows > 0)
+        & (request_count >= _TAIL_MIN_WITH_PAYLOAD)
+        & (response_count >= _TAIL_MIN_WITH_PAYLOAD)
+        & (signatures * 2 <= rows)
+        & (_distinct_per_group(size, owner, name) < rows)
+        & (_distinct_per_group(size, owner[requests], arguments[requests]) < request_count)
+        & (_distinct_per_group(size, owner[responses], result[responses]) < response_count)
+    )
+    collapsed &= ~_progressing(size, owner, kind, name, arguments, result)
+    return TailVerdict(collapsed, signatures)
+
+
+def _progressing(
+    size: int,
+    owner: IntArray,
+    kind: npt.NDArray[np.int8],
+    name: IntArray,
+    arguments: IntArray,
+    result: IntArray,
+) -> BoolArray:
+    """Threads with a request (name, arguments) answered by the next response of the same
+    name at least three times, every answer different: polling that makes progress."""
+    progressing = np.zeros(size, np.bool_)
+    if owner.size < 2:
+        return progressing
+    pairs = np.flatnonzero(
+        (owner[:-1] == owner[1:])
+        & (kind[:-1] == _REQUEST)
+        & (kind[1:] == _RESPONSE)
+        & (name[:-1] == name[1:])
+    )
+    if pairs.size == 0:
+        return progressing
+    # Group the answers by (thread, name, arguments); number the groups densely.
+    keys = np.stack([owner[pairs], name[pairs], arguments[pairs]], axis=1)
+    _, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1).astype(np.int64)
+    groups = int(group.max()) + 1
+    answers = np.bincount(group, minlength=groups)
+    distinct = _distinct_per_group(groups, group, result[pairs + 1])
+    first_owner = np.zeros(groups, np.int64)
+    first_owner[group] = owner[pairs]
+    hit = (answers >= _PROGRESS_MIN_ANSWERS) & (distinct == answers)
+    progressing[first_owner[hit]] = True
+    return progressing
+
+
+def result_run(columns: Columns, needed: int) -> BoolArray:
+    """SPEC §4 repeated_result_run for every thread: the newest ``needed`` settled results
+    agree (the core measured the run of identical (name, arguments, result) ids)."""
+    return columns.result_run >= needed
+
+
+def _text(message: Mapping[str, Any]) -> Any:
+    return message.get("text")
+
+
+def text_runs(
+    columns: Columns, threads: Sequence[Sequence[Mapping[str, Any]]], rows: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Per thread of ``rows``: the first of its last five spoken messages with a runaway text
+    (-1: none) and how many of them have one."""
+    size = len(columns)
+    first = np.full(size, -1, np.int64)
+    count = np.zeros(size, np.int64)
+    wanted = np.zeros(size, np.bool_)
+    wanted[rows] = True
+    keep = wanted[columns.text_thread]
+    owners = columns.text_thread[keep].tolist()
+    positions = columns.text_index[keep].tolist()
+    options = text_run_options()
+    candidates = [
+        (thread, position, text)
+        for thread, position in zip(owners, positions, strict=True)
+        if may_hold_units(text := _text(threads[thread][position]), options.min_units)
+    ]
+    fired = has_repeated_text_runs(
+        [text for _, _, text in candidates],
+        min_units=options.min_units,
+        window=options.window,
+        max_unique_ratio=options.max_unique_ratio,
+    )
+    for (thread, position, _), hit in zip(candidates, fired.tolist(), strict=True):
+        if hit:
+            if first[thread] < 0:
+                first[thread] = position
+            count[thread] += 1
+    return first, count
