@@ -15,6 +15,7 @@ import vthread
 from vthread import _core
 from vthread import _reference as ref
 from vthread._options import cycle_options
+from vthread.scan import least_rotation
 
 
 @pytest.fixture
@@ -108,3 +109,12 @@ def test_infinite_thread_options_are_clamped_not_overflowing() -> None:
         None
     ]
     assert math.isnan(vthread.scan([thread], min_repetitions=1e30).loop_tokens[0])
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30))
+def test_least_rotation_is_the_least_of_all_rotations(items: list[int]) -> None:
+    """Booth's algorithm finds the rotation the quadratic definition finds."""
+    start = least_rotation(items)
+    assert items[start:] + items[:start] == min(
+        items[i:] + items[:i] for i in range(len(items))
+    )

@@ -176,7 +176,8 @@ def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int
     """A fingerprint of the repeating content, independent of where the thread entered it."""
     if code == SUFFIX:
         block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
-        parts: Any = min(block[i:] + block[:i] for i in range(len(block)))  # any phase
+        first = least_rotation(block)
+        parts: Any = block[first:] + block[:first]  # the same block whatever its phase
     elif code == ACTIVITY_TAIL:
         tail = [parse_activity(m) for m in messages[begin:]]
         parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
@@ -186,6 +187,32 @@ def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int
     else:
         parts = sorted(set(text_units(messages[begin]["text"])))
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=code)
+
+
+def least_rotation(items: Sequence[int]) -> int:
+    """Where the lexicographically least rotation of ``items`` starts (Booth's algorithm):
+    O(n), where comparing all n rotations would be O(n²) for a long period.
+
+    >>> least_rotation([3, 1, 2, 1, 1])
+    3
+    """
+    doubled = list(items) * 2
+    failure = [-1] * len(doubled)
+    least = 0
+    for j in range(1, len(doubled)):
+        value = doubled[j]
+        i = failure[j - least - 1]
+        while i != -1 and value != doubled[least + i + 1]:
+            if value < doubled[least + i + 1]:
+                least = j - i - 1
+            i = failure[i]
+        if value != doubled[least + i + 1]:  # i == -1
+            if value < doubled[least]:
+                least = j
+            failure[j - least] = -1
+        else:
+            failure[j - least] = i + 1
+    return least
 
 
 def _newest_settled(messages: Sequence[Any]) -> Activity:
