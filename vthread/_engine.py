@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, filterfalse, islice, repeat
@@ -31,7 +32,9 @@ from typing import Any, Final, TypeGuard, cast
 import numpy as np
 import numpy.typing as npt
 
-from vthread import _reference as ref
+# "ref" names the shared message rules, no longer the scalar reference: the alias keeps the
+# body of this file unchanged while it is being rewritten elsewhere; rename it on merge.
+from vthread import _messages as ref
 from vthread._jsvalue import canonical, canonical_from_json, plain_json
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
@@ -675,7 +678,7 @@ class Batch:
         if end - begin < ref.ACTIVITY_TAIL_MIN_LENGTH or not self.may_collapse(begin, end):
             return False
         tail = [self.parsed(i) for i in range(begin, end)]
-        return ref.tail_collapsed([a for a in tail if a is not None])
+        return tail_collapsed([a for a in tail if a is not None])
 
     def lite(self, index: int) -> tuple[str, str, Mapping[str, Any]] | None:
         """(type, name, function) of a well-formed activity, or None; reads no payload."""
@@ -992,3 +995,46 @@ def _name_screens(messages: list[Any]) -> npt.NDArray[np.int64]:
     else:
         rows = [(_screen_part(k), _screen_part(n)) for k, n in zip(kinds, names, strict=True)]
     return np.fromiter(map(hash, rows), np.int64, len(messages))
+
+
+def tail_collapsed(tail: Sequence[ref.Activity]) -> bool:
+    """Whether a trailing run of activities re-treads a small set of calls (SPEC.md §4,
+    repeated_activity_tail); the caller has checked that the run is long enough.
+
+    The engine's own statement of the rule, kept apart from
+    :func:`vthread._reference.tail_collapsed` so that the property tests hold two
+    implementations to each other: one pass gathers every count, then each condition is
+    read off the counts. O(len(tail)).
+    """
+    arguments: Counter[str] = Counter()  # requests that carry arguments
+    results: Counter[str] = Counter()  # responses that carry a result
+    names: set[str] = set()
+    answers: dict[tuple[str, str], list[str]] = {}  # (name, arguments) -> results in order
+    previous: ref.Activity | None = None
+    for activity in tail:
+        names.add(activity.name)
+        if activity.kind == "request" and activity.arguments != ref.ABSENT:
+            arguments[activity.arguments] += 1
+        if activity.kind == "response":
+            if activity.result != ref.ABSENT:
+                results[activity.result] += 1
+            if previous is not None and previous.kind == "request" and (
+                previous.name == activity.name
+            ):
+                answers.setdefault((previous.name, previous.arguments), []).append(
+                    activity.result
+                )
+        previous = activity
+    calls, answered = arguments.total(), results.total()
+    if min(calls, answered) < ref.ACTIVITY_TAIL_MIN_WITH_PAYLOAD:
+        return False
+    # Activity is a frozen dataclass of (kind, name, arguments, result): the set holds the
+    # distinct signatures.
+    if 2 * len(set(tail)) > len(tail):
+        return False
+    if len(names) == len(tail) or len(arguments) == calls or len(results) == answered:
+        return False  # no name, no arguments or no result repeats
+    return not any(
+        len(given) >= ref.PROGRESS_MIN_ANSWERS and len(set(given)) == len(given)
+        for given in answers.values()
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vthread import _reference as ref
+from vthread import _messages as ref  # the shared message rules (alias kept for the body)
 from vthread._engine import Batch
 from vthread._options import cycle_options
 

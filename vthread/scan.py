@@ -27,8 +27,8 @@ from vthread._engine import (
     Batch,
     check_threads,
 )
+from vthread._messages import usage_tokens
 from vthread._options import CycleOptions, cycle_options
-from vthread._reference import usage_tokens
 from vthread.fingerprint import message_fingerprint
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
