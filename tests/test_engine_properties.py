@@ -7,13 +7,14 @@ from types import MappingProxyType
 from typing import Any
 
 import reference_api
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 from strategies import JSON_VALUES, cycle_keywords, threads
 
 import vthread
-from vthread import _jsvalue
+from vthread import _engine, _jsvalue
 from vthread import _reference as ref
+from vthread._messages import ABSENT, Activity
 from vthread._options import cycle_options
 
 SETTINGS = settings(max_examples=300, deadline=None,
@@ -125,3 +126,33 @@ def test_other_mappings_and_sequences_answer_alike(batch: list[list[dict[str, An
     want = [ref.describe_thread_cycle(thread, options) for thread in batch]
     assert vthread.scan(odd, **keywords).names == want
     assert [vthread.describe_thread_cycle(thread, **keywords) for thread in odd] == want
+
+
+_SIGNATURES = st.builds(
+    Activity,
+    kind=st.sampled_from(["request", "response", "notice"]),
+    name=st.sampled_from(["read", "ls"]),
+    arguments=st.sampled_from([ABSENT, "1", "2", "3", "4", "5"]),
+    result=st.sampled_from([ABSENT, '"a"', '"b"', '"c"', '"d"', '"e"']),
+)
+
+
+@st.composite
+def activity_tails(draw: st.DrawFn) -> list[Activity]:
+    """A run of parsed activities drawn mostly from a small pool, so that it often collapses."""
+    pool = draw(st.lists(_SIGNATURES, min_size=1, max_size=6))
+    return draw(st.lists(st.one_of(st.sampled_from(pool), _SIGNATURES), min_size=8,
+                         max_size=24))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(activity_tails())
+def test_engine_tail_decision_equals_reference(tail: list[Activity]) -> None:
+    """The engine's activity-tail decision is its own code and answers as the reference's."""
+    assert _engine.tail_collapsed(tail) == ref.tail_collapsed(tail)
+
+
+def test_tail_decision_examples_reach_both_verdicts() -> None:
+    """The strategy above is not vacuous: it yields collapsed and progressing tails alike."""
+    for verdict in (True, False):
+        find(activity_tails(), lambda tail, want=verdict: ref.tail_collapsed(tail) is want)
