@@ -113,8 +113,8 @@ def _copy(value: Any) -> Any:
     return value
 
 
-OPTION_VALUES = st.one_of(st.none(), st.integers(-1, 6), st.sampled_from([1.5, 2.9, 1e9,
-                                                                          float("inf")]))
+OPTION_VALUES = st.one_of(st.none(), st.integers(-1, 6), st.sampled_from(
+    [1.5, 2.9, 1e9, float("inf"), -float("inf"), float("nan")]))
 
 
 @st.composite

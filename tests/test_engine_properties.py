@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 from types import MappingProxyType
 from typing import Any
 
+import pytest
 import reference_api
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 from strategies import JSON_VALUES, cycle_keywords, threads
 
 import vthread
 from vthread import _jsvalue
 from vthread import _reference as ref
+from vthread._messages import ABSENT, Activity
 from vthread._options import cycle_options
 
 SETTINGS = settings(max_examples=300, deadline=None,
@@ -125,3 +128,110 @@ def test_other_mappings_and_sequences_answer_alike(batch: list[list[dict[str, An
     want = [ref.describe_thread_cycle(thread, options) for thread in batch]
     assert vthread.scan(odd, **keywords).names == want
     assert [vthread.describe_thread_cycle(thread, **keywords) for thread in odd] == want
+
+
+_SIGNATURES = st.builds(
+    Activity,
+    kind=st.sampled_from(["request", "response", "notice"]),
+    name=st.sampled_from(["read", "ls"]),
+    arguments=st.sampled_from([ABSENT, "1", "2", "3", "4", "5"]),
+    result=st.sampled_from([ABSENT, '"a"', '"b"', '"c"', '"d"', '"e"']),
+)
+
+
+@st.composite
+def activity_tails(draw: st.DrawFn) -> list[Activity]:
+    """A run of parsed activities drawn mostly from a small pool, so that it often collapses."""
+    pool = draw(st.lists(_SIGNATURES, min_size=1, max_size=6))
+    return draw(st.lists(st.one_of(st.sampled_from(pool), _SIGNATURES), min_size=8,
+                         max_size=24))
+
+
+def _engine_tail_collapsed(tail: list[Activity]) -> bool:
+    """The engine's decision on a tail: the activities written out as messages and read back
+    through the core's columns and the NumPy tail check."""
+    messages = []
+    for activity in tail:
+        function: dict[str, Any] = {"name": activity.name}
+        if activity.arguments != ABSENT:
+            function["arguments"] = json.loads(activity.arguments)
+        if activity.result != ABSENT:
+            function["result"] = json.loads(activity.result)
+        messages.append({"type": "activity", "text": "",
+                         "meta": {"activity": {"type": activity.kind, "function": function}}})
+    return vthread.has_repeated_activity_tail(messages)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(activity_tails())
+def test_engine_tail_decision_equals_reference(tail: list[Activity]) -> None:
+    """The engine's activity-tail decision is its own code and answers as the reference's."""
+    assert _engine_tail_collapsed(tail) == ref.tail_collapsed(tail)
+
+
+def test_tail_decision_examples_reach_both_verdicts() -> None:
+    """The strategy above is not vacuous: it yields collapsed and progressing tails alike."""
+    for verdict in (True, False):
+        find(activity_tails(), lambda tail, want=verdict: ref.tail_collapsed(tail) is want)
+
+
+def _ask(arguments: str = "1") -> Activity:
+    return Activity("request", "read", arguments, ABSENT)
+
+
+def _answer(result: str, name: str = "read") -> Activity:
+    """A response; named "ls" it answers no "read" request, so it never shows progress."""
+    return Activity("response", name, ABSENT, f'"{result}"')
+
+
+def _other(result: str) -> Activity:
+    return _answer(result, "ls")
+
+
+TAIL_BOUNDARIES = {
+    # Each tail turns on one condition of SPEC.md §4, so that a slip in either
+    # implementation on that condition shows here even when random tails rarely reach it.
+    "4 requests with arguments, 4 results": ([_ask(), _other("a")] * 4, True),
+    "3 requests with arguments": ([_ask(), _other("a")] * 3 + [_ask(ABSENT), _other("a")],
+                                  False),
+    "3 responses with results": ([_ask(), _other("a")] * 3
+                                 + [_ask(), Activity("response", "ls", ABSENT, ABSENT)], False),
+    "signatures exactly half the tail": (
+        [_ask("1"), _other("a"), _ask("2"), _other("a"), _ask("1"), _other("b"), _ask("1"),
+         _other("a")], True),
+    "signatures one over half": (
+        [_ask("1"), _other("a"), _ask("2"), _other("a"), _ask("3"), _other("b"), _ask("1"),
+         _other("a"), _other("a")], False),
+    "no arguments repeat": (
+        [_ask("1"), _answer("a"), _ask("2"), _answer("a"), _ask("3"), _answer("a"), _ask("4"),
+         _answer("a"), _answer("a"), _answer("a")], False),
+    "arguments repeat once": (
+        [_ask("1"), _answer("a"), _ask("2"), _answer("a"), _ask("3"), _answer("a"), _ask("1"),
+         _answer("a"), _answer("a"), _answer("a")], True),
+    "no results repeat": (
+        [_ask(), _other("a"), _ask(), _other("b"), _ask(), _other("c"), _ask(), _other("d"),
+         _ask(), _ask()], False),
+    "results repeat once": (
+        [_ask(), _other("a"), _ask(), _other("b"), _ask(), _other("c"), _ask(), _other("a"),
+         _ask(), _ask()], True),
+    "answered 3 times, all different": (
+        [_ask(), _answer("a"), _ask(), _answer("b"), _ask(), _answer("c"), _ask(), _ask(),
+         _other("a"), _ask()], False),
+    "answered 3 times, one answer repeated": (
+        [_ask(), _answer("a"), _ask(), _answer("b"), _ask(), _answer("a"), _ask(), _ask(),
+         _other("a"), _ask()], True),
+    "answered twice, both different": (
+        [_ask(), _answer("a"), _ask(), _answer("b"), _ask(), _ask(), _ask(), _other("a"),
+         _other("a"), _other("b")], True),
+    "different answers from another tool are no progress": (
+        [_ask(), _other("a"), _ask(), _other("b"), _ask(), _other("c"), _other("a"),
+         _other("a"), _ask()], True),
+}
+
+
+@pytest.mark.parametrize("case", list(TAIL_BOUNDARIES))
+def test_tail_decision_boundaries(case: str) -> None:
+    """Engine and reference agree with the rule on a tail at the edge of each condition."""
+    tail, collapsed = TAIL_BOUNDARIES[case]
+    assert ref.tail_collapsed(tail) is collapsed
+    assert _engine_tail_collapsed(tail) is collapsed

@@ -3,8 +3,10 @@
 Every count follows the production rule ``Math.max(minimum, Math.floor(value))`` where a
 value that is not finite (``None``, NaN, an infinity) means "use the default"; zero is a real
 value that clamps. The recorded production answers pin the infinity case: an infinite
-``min_repetitions`` behaves exactly as the default of 2. A value that is not a real number at
-all (a string, a boolean) is a ``TypeError``; the production code would quietly fall back.
+``min_repetitions`` behaves exactly as the default of 2. The rule holds for every option,
+``max_pattern_length`` included: its default is no cap, so a non-finite one is no cap. A
+value that is not a real number at all (a string, a boolean) is a ``TypeError``; the
+production code would quietly fall back.
 """
 
 from __future__ import annotations
@@ -76,9 +78,11 @@ def cycle_options(
     """Resolve the cycle keywords as the production implementation does."""
     min_pattern = floor_count("min_pattern_length", min_pattern_length,
                               DEFAULT_MIN_PATTERN_LENGTH, 1)
+    # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum (SPEC.md §4).
+    cap = real("max_pattern_length", max_pattern_length)
     max_pattern: int | None = None
-    if real("max_pattern_length", max_pattern_length) is not None:
-        max_pattern = floor_count("max_pattern_length", max_pattern_length, 0, min_pattern)
+    if cap is not None and math.isfinite(cap):
+        max_pattern = max(min_pattern, math.floor(cap))
     return CycleOptions(
         min_repetitions=floor_count("min_repetitions", min_repetitions,
                                     DEFAULT_MIN_REPETITIONS, 1),

@@ -4,6 +4,11 @@ Nothing here is fast. Each function follows SPEC.md step by step and compares va
 their canonical text (:func:`vthread._jsvalue.canonical`), never by a hash, so that it can
 serve as the oracle that property tests hold the NumPy engine against, and as the baseline
 that benchmarks measure it against.
+
+An oracle is only worth something if it is independent of what it judges: the definitions it
+shares with the engine (which objects are messages and activities, what a token figure
+counts, the fixed thresholds) come from :mod:`vthread._messages`, and nothing here imports
+the engine or the public modules built on it (``tests/test_layering.py`` checks both ways).
 """
 
 from __future__ import annotations
@@ -16,11 +21,20 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from vthread._jsvalue import (
-    JS_WHITESPACE_CLASS,
-    canonical,
-    js_ge_zero,
-    utf16_len,
+from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, utf16_len
+from vthread._messages import (
+    ABSENT,
+    ACTIVITY_TAIL_MIN_LENGTH,
+    ACTIVITY_TAIL_MIN_WITH_PAYLOAD,
+    PROGRESS_MIN_ANSWERS,
+    THREAD_TEXT_RUN_MESSAGES,
+    Activity,
+    Message,
+    check_messages,
+    own_tokens,
+    parse_activity,
+    token_figure,
+    usage_tokens,
 )
 from vthread._options import (
     CycleOptions,
@@ -32,53 +46,10 @@ from vthread._options import (
 )
 from vthread.textrun import text_units
 
-Message = Mapping[str, Any]
 Estimate = Callable[[Message], Any]
 Trim = Callable[[dict[str, Any], float], Any]
 
-THREAD_TEXT_RUN_MESSAGES: Final = 5
-ACTIVITY_TAIL_MIN_LENGTH: Final = 8
-ACTIVITY_TAIL_MIN_WITH_PAYLOAD: Final = 4
-PROGRESS_MIN_ANSWERS: Final = 3
-ABSENT: Final = "-"  # canonical() never returns "-", so it cannot collide with a value
-
-
-def check_messages(messages: object) -> Sequence[Message]:
-    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index."""
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise TypeError(
-                f"messages[{index}] must be a mapping, got {type(message).__name__}"
-            )
-    return messages
-
-
 # ---------------------------------------------------------------------------- build_thread
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def token_figure(value: Any) -> float:
-    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0."""
-    if not _is_number(value):
-        return 0.0
-    try:
-        number = float(value)
-    except OverflowError:
-        return 0.0
-    return number if math.isfinite(number) and number >= 0 else 0.0
-
-
-def own_tokens(message: Message) -> tuple[bool, Any]:
-    """``(True, tokens)`` when JavaScript's ``message.usage?.tokens >= 0`` holds."""
-    usage = message.get("usage")
-    if isinstance(usage, Mapping) and "tokens" in usage and js_ge_zero(usage["tokens"]):
-        return True, usage["tokens"]
-    return False, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,35 +151,6 @@ def has_repeated_suffix(messages: object, options: CycleOptions) -> bool:
         ):
             return True
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class Activity:
-    kind: str
-    name: str
-    arguments: str  # canonical text, or ABSENT
-    result: str  # canonical text, or ABSENT
-
-
-def parse_activity(message: Message) -> Activity | None:
-    """The message's activity when it is well formed, else None."""
-    if message.get("type") != "activity":
-        return None
-    meta = message.get("meta")
-    if not isinstance(meta, Mapping):
-        return None
-    activity = meta.get("activity")
-    if not isinstance(activity, Mapping) or not isinstance(activity.get("type"), str):
-        return None
-    function = activity.get("function")
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-        return None
-    return Activity(
-        kind=str(activity["type"]),
-        name=str(function["name"]),
-        arguments=canonical(function["arguments"]) if "arguments" in function else ABSENT,
-        result=canonical(function["result"]) if "result" in function else ABSENT,
-    )
 
 
 def _repeats(values: list[str]) -> bool:
@@ -460,18 +402,6 @@ class ReferenceAttribution:
     repetitions: int
     loop_messages: int
     loop_tokens: float
-
-
-def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
-    usage = message.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-    tokens = usage.get("tokens")
-    if not _is_number(tokens):
-        return None
-    figure = token_figure(tokens)
-    return figure if figure == tokens else None
 
 
 def _suffix_span(keys: list[str], options: CycleOptions) -> tuple[int, int]:

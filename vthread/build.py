@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vthread._reference import check_messages, own_tokens, token_figure
+from vthread._messages import check_messages, own_tokens, token_figure
 
 __all__ = ["BuildResult", "build_thread"]
 

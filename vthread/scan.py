@@ -29,8 +29,8 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
+from vthread._messages import ABSENT, Activity, parse_activity, usage_tokens
 from vthread._options import CycleOptions, cycle_options
-from vthread._reference import ABSENT, Activity, parse_activity, usage_tokens
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import text_units
 

@@ -1,0 +1,148 @@
+"""What a message is, what it costs, and the thresholds the heuristics are built on.
+
+These are definitions, not algorithms: which objects are a thread of messages (SPEC.md §2),
+which messages are well-formed tool activities and how their payloads compare, what a
+``usage.tokens`` figure counts for (§3), and the fixed thresholds of §4. The NumPy engine,
+:func:`vthread.build_thread` and the scalar reference (:mod:`vthread._reference`) must all
+read them the same way, so they are written once, here, instead of the engine borrowing
+them from the reference. The algorithms that decide a verdict are not here: the engine and
+the reference each keep their own, so that the property tests compare two implementations.
+
+Nothing in this module imports the engine, the reference or any public module of vthread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from vthread._jsvalue import canonical, js_ge_zero
+
+__all__ = [
+    "ABSENT",
+    "ACTIVITY_TAIL_MIN_LENGTH",
+    "ACTIVITY_TAIL_MIN_WITH_PAYLOAD",
+    "PROGRESS_MIN_ANSWERS",
+    "THREAD_TEXT_RUN_MESSAGES",
+    "Activity",
+    "Message",
+    "check_messages",
+    "own_tokens",
+    "parse_activity",
+    "token_figure",
+    "usage_tokens",
+]
+
+Message = Mapping[str, Any]
+
+THREAD_TEXT_RUN_MESSAGES: Final = 5
+"""repeated_message_text_run reads only this many messages at the end of a thread."""
+ACTIVITY_TAIL_MIN_LENGTH: Final = 8
+"""repeated_activity_tail needs at least this many trailing activities."""
+ACTIVITY_TAIL_MIN_WITH_PAYLOAD: Final = 4
+"""... of which at least this many requests with arguments and responses with results."""
+PROGRESS_MIN_ANSWERS: Final = 3
+"""A request answered this often with all answers different is progressing, not looping."""
+ABSENT: Final = "-"
+"""An absent ``arguments``/``result``; :func:`canonical` never returns "-", so no collision."""
+
+
+def check_messages(messages: object) -> Sequence[Message]:
+    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index.
+
+    >>> check_messages([{"text": "hi"}, "oops"])
+    Traceback (most recent call last):
+    ...
+    TypeError: messages[1] must be a mapping, got str
+    """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"messages[{index}] must be a mapping, got {type(message).__name__}"
+            )
+    return messages
+
+
+# ----------------------------------------------------------------------------- activities
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """A well-formed tool activity, its payloads as canonical text (or :data:`ABSENT`)."""
+
+    kind: str
+    name: str
+    arguments: str
+    result: str
+
+
+def parse_activity(message: Message) -> Activity | None:
+    """The message's activity when it is well formed (SPEC.md §2), else None.
+
+    >>> parse_activity({"type": "activity", "meta": {"activity": {"type": "request",
+    ...                 "function": {"name": "ls", "arguments": {"a": 1.0}}}}})
+    Activity(kind='request', name='ls', arguments='{"a":1}', result='-')
+    """
+    if message.get("type") != "activity":
+        return None
+    meta = message.get("meta")
+    if not isinstance(meta, Mapping):
+        return None
+    activity = meta.get("activity")
+    if not isinstance(activity, Mapping) or not isinstance(activity.get("type"), str):
+        return None
+    function = activity.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        return None
+    return Activity(
+        kind=str(activity["type"]),
+        name=str(function["name"]),
+        arguments=canonical(function["arguments"]) if "arguments" in function else ABSENT,
+        result=canonical(function["result"]) if "result" in function else ABSENT,
+    )
+
+
+# --------------------------------------------------------------------------- token figures
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def token_figure(value: Any) -> float:
+    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0.
+
+    >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
+    (12.0, 0.0, 0.0, 0.0)
+    """
+    if not _is_number(value):
+        return 0.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 0.0
+    return number if math.isfinite(number) and number >= 0 else 0.0
+
+
+def own_tokens(message: Message) -> tuple[bool, Any]:
+    """``(True, tokens)`` when JavaScript's ``message.usage?.tokens >= 0`` holds."""
+    usage = message.get("usage")
+    if isinstance(usage, Mapping) and "tokens" in usage and js_ge_zero(usage["tokens"]):
+        return True, usage["tokens"]
+    return False, None
+
+
+def usage_tokens(message: Message) -> float | None:
+    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = usage.get("tokens")
+    if not _is_number(tokens):
+        return None
+    figure = token_figure(tokens)
+    return figure if figure == tokens else None
