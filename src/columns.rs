@@ -1,24 +1,20 @@
-//! A batch of threads read once through the CPython API into flat columns for the NumPy
-//! heuristics: per thread, the repeated-suffix period (the Z pass in `suffix.rs`), the trailing
-//! run of tool calls with their payloads as exact ids, the newest settled tool results, and
-//! the texts the text-run check reads.
+//! A batch of threads read once into flat columns for the NumPy heuristics: per thread, the
+//! repeated-suffix period (the Z pass in `suffix.rs`), the trailing run of tool calls with
+//! their payloads as exact ids, the run of identical settled tool results that ends it, and
+//! the texts the text-run check reads. Written once over `Node`, for Python objects and for
+//! lines parsed from a file alike.
 //!
 //! Reads are lazy: a message's meta and a tool call's payloads are encoded only where a
-//! cheaper column cannot already decide (a suffix candidate, the trailing activities, the
-//! newest results). Ids are exact, never hashes: payloads are interned per thread by their
-//! canonical bytes, so two ids are equal exactly when the values are equal in JavaScript, and
-//! no collision of any hash can change an answer.
+//! cheaper column cannot already decide (a suffix candidate, a long enough trailing run of
+//! tool calls, results whose screens agree). Ids are exact, never hashes: payloads are
+//! interned per thread by their canonical bytes, so two ids are equal exactly when the values
+//! are equal in JavaScript, and no collision of any hash can change an answer.
 
 use ahash::AHashMap as HashMap;
-
-use pyo3::exceptions::PyTypeError;
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use crate::objects;
-use crate::suffix::{self, SuffixOptions};
+use crate::node::{Key, Node};
+use crate::suffix::{masked, KeyReader, SuffixOptions};
 
 /// Rows of the trailing activity run: a call needs at least this many to count as a loop.
 pub const ACTIVITY_TAIL_MIN_LENGTH: usize = 8;
@@ -33,8 +29,6 @@ pub const OTHER_KIND: i8 = 3;
 /// An id for a payload that is absent (distinct from every value, `null` included).
 pub const ABSENT: i64 = -1;
 
-static SEQUENCE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
 /// Exact ids of canonical encodings within one thread: equal ids, equal values.
 #[derive(Default)]
 pub struct Interner {
@@ -43,160 +37,100 @@ pub struct Interner {
 }
 
 impl Interner {
-    fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.ids.clear();
     }
 
     /// The id of the bytes in `scratch` (a tag byte first keeps namespaces apart).
     fn intern_scratch(&mut self) -> i64 {
-        let next = self.ids.len() as i64;
         if let Some(&id) = self.ids.get(self.scratch.as_slice()) {
             return id;
         }
+        let next = self.ids.len() as i64;
         self.ids.insert(self.scratch.clone(), next);
         next
     }
 
     /// The id of a value's canonical encoding under `tag`.
-    pub fn value(&mut self, tag: u8, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    pub fn value<N: Node>(&mut self, tag: u8, value: &N) -> PyResult<i64> {
         self.scratch.clear();
         self.scratch.push(tag);
-        objects::push_canonical(&mut self.scratch, value)?;
+        value.push_canonical(&mut self.scratch)?;
         Ok(self.intern_scratch())
     }
 
-    /// The id of a tuple of ids under `tag`.
-    pub fn ids(&mut self, tag: u8, parts: &[i64]) -> i64 {
-        self.scratch.clear();
-        self.scratch.push(tag);
-        for part in parts {
-            self.scratch.extend_from_slice(&part.to_le_bytes());
+    /// The id of an optional payload: ABSENT when the key is absent.
+    fn payload<N: Node>(&mut self, tag: u8, value: Option<&N>) -> PyResult<i64> {
+        match value {
+            Some(value) => self.value(tag, value),
+            None => Ok(ABSENT),
         }
-        self.intern_scratch()
-    }
-}
-
-/// A message's field as `message.get(key)` gives it (None when absent).
-pub fn field<'py>(
-    message: &Bound<'py, PyAny>,
-    key: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if let Ok(dict) = message.cast_exact::<PyDict>() {
-        return dict.get_item(key);
-    }
-    match message.get_item(key) {
-        Ok(value) => Ok(Some(value)),
-        Err(error) if error.is_instance_of::<pyo3::exceptions::PyKeyError>(message.py()) => {
-            Ok(None)
-        }
-        Err(error) => Err(error),
-    }
-}
-
-/// Whether `value` is a `str` whose content is exactly `expected` (ASCII).
-pub fn is_text(value: Option<&Bound<'_, PyAny>>, expected: &str) -> bool {
-    match value.and_then(|v| v.cast::<PyString>().ok()) {
-        Some(text) => text.to_str().is_ok_and(|content| content == expected),
-        None => false,
     }
 }
 
 /// A well-formed activity's parts (SPEC §2), payloads not yet read.
-pub struct Activity<'py> {
-    pub kind: Bound<'py, PyString>,
-    pub name: Bound<'py, PyString>,
-    pub function: Bound<'py, PyAny>,
+pub struct Activity<N> {
+    pub kind: N,
+    pub name: N,
+    pub arguments: Option<N>,
+    pub result: Option<N>,
+}
+
+impl<N: Node> Activity<N> {
+    fn kind_code(&self) -> i8 {
+        if self.kind.is_text("request") {
+            REQUEST
+        } else if self.kind.is_text("response") {
+            RESPONSE
+        } else {
+            OTHER_KIND
+        }
+    }
+
+    /// A response with a result whose name does not start with "_": a settled tool result.
+    fn is_settled(&self) -> bool {
+        self.kind.is_text("response")
+            && !self.name.starts_with_underscore()
+            && self.result.is_some()
+    }
 }
 
 /// The message's activity when it is well formed: `type` "activity", a mapping `meta` whose
 /// `activity` is a mapping with a string `type` and a mapping `function` with a string `name`.
-pub fn parse_activity<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Activity<'py>>> {
-    let py = message.py();
-    if !is_text(field(message, intern!(py, "type"))?.as_ref(), "activity") {
+pub fn parse_activity<N: Node>(message: &N) -> PyResult<Option<Activity<N>>> {
+    if !message
+        .field(Key::Type)?
+        .is_some_and(|kind| kind.is_text("activity"))
+    {
         return Ok(None);
     }
-    let Some(meta) = field(message, intern!(py, "meta"))? else {
+    let Some(meta) = message.field(Key::Meta)? else {
         return Ok(None);
     };
-    if !objects::is_mapping(&meta)? {
+    let Some(activity) = meta.field(Key::Activity)? else {
+        return Ok(None);
+    };
+    if !activity.is_mapping()? {
         return Ok(None);
     }
-    let Some(activity) = field(&meta, intern!(py, "activity"))? else {
+    let Some(kind) = activity.field(Key::Type)?.filter(Node::is_string) else {
         return Ok(None);
     };
-    if !objects::is_mapping(&activity)? {
+    let Some(function) = activity.field(Key::Function)? else {
+        return Ok(None);
+    };
+    if !function.is_mapping()? {
         return Ok(None);
     }
-    let Some(kind) = field(&activity, intern!(py, "type"))? else {
-        return Ok(None);
-    };
-    let Ok(kind) = kind.cast_into::<PyString>() else {
-        return Ok(None);
-    };
-    let Some(function) = field(&activity, intern!(py, "function"))? else {
-        return Ok(None);
-    };
-    if !objects::is_mapping(&function)? {
-        return Ok(None);
-    }
-    let Some(name) = field(&function, intern!(py, "name"))? else {
-        return Ok(None);
-    };
-    let Ok(name) = name.cast_into::<PyString>() else {
+    let Some(name) = function.field(Key::Name)?.filter(Node::is_string) else {
         return Ok(None);
     };
     Ok(Some(Activity {
         kind,
         name,
-        function,
+        arguments: function.field(Key::Arguments)?,
+        result: function.field(Key::Result)?,
     }))
-}
-
-/// Whether a mapping holds `key` (`key in mapping`).
-fn has_key(mapping: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool> {
-    if let Ok(dict) = mapping.cast_exact::<PyDict>() {
-        return dict.contains(key);
-    }
-    mapping.contains(key)
-}
-
-/// Payload ids of one activity: (kind code, kind id, name id, arguments id, result id).
-fn activity_ids(
-    interner: &mut Interner,
-    activity: &Activity<'_>,
-) -> PyResult<(i8, i64, i64, i64, i64)> {
-    let py = activity.kind.py();
-    let kind_code = match activity.kind.to_str() {
-        Ok("request") => REQUEST,
-        Ok("response") => RESPONSE,
-        _ => OTHER_KIND,
-    };
-    let kind = interner.value(b'k', activity.kind.as_any())?;
-    let name = interner.value(b'n', activity.name.as_any())?;
-    let arguments = payload(interner, b'a', &activity.function, intern!(py, "arguments"))?;
-    let result = payload(interner, b'r', &activity.function, intern!(py, "result"))?;
-    Ok((kind_code, kind, name, arguments, result))
-}
-
-fn payload(
-    interner: &mut Interner,
-    tag: u8,
-    function: &Bound<'_, PyAny>,
-    key: &Bound<'_, PyString>,
-) -> PyResult<i64> {
-    if !has_key(function, key)? {
-        return Ok(ABSENT);
-    }
-    match field(function, key)? {
-        Some(value) => interner.value(tag, &value),
-        None => interner.value(tag, &function.py().None().into_bound(function.py())),
-    }
-}
-
-/// Whether the name starts with "_" (such tool results are not counted as settled).
-fn is_private(name: &Bound<'_, PyString>) -> bool {
-    // Lossy is exact here: a lone surrogate becomes U+FFFD, which is not "_" either.
-    name.to_string_lossy().starts_with('_')
 }
 
 /// Everything the NumPy heuristics read, for a whole batch.
@@ -218,6 +152,7 @@ pub struct Columns {
     pub result_copies: Vec<i64>,
     pub text_thread: Vec<i64>,
     pub text_index: Vec<i64>,
+    pub texts: Vec<Py<PyAny>>,
 }
 
 /// The options the column pass needs.
@@ -226,88 +161,44 @@ pub struct ScanOptions {
     pub needed_results: usize,
 }
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map(|name| name.to_string())
-        .unwrap_or_else(|_| "object".to_owned())
-}
-
-/// The thread's messages, each checked to be a mapping; errors name thread and message.
-fn messages<'py>(thread: &Bound<'py, PyAny>, index: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let py = thread.py();
-    let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = thread.cast_exact::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = thread.cast_exact::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        let is_sequence =
-            thread.is_instance(SEQUENCE.import(py, "collections.abc", "Sequence")?)?;
-        if !is_sequence
-            || thread.is_instance_of::<PyString>()
-            || thread.is_instance_of::<pyo3::types::PyBytes>()
-            || objects::is_mapping(thread)?
-        {
-            return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages must be a sequence of mappings, got {}",
-                type_name(thread)
-            )));
-        }
-        thread.try_iter()?.collect::<PyResult<_>>()?
-    };
-    for (position, message) in items.iter().enumerate() {
-        if !message.is_exact_instance_of::<PyDict>() && !objects::is_mapping(message)? {
-            return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages[{position}] must be a mapping, got {}",
-                type_name(message)
-            )));
-        }
-    }
-    Ok(items)
+/// Reusable state of the column pass.
+#[derive(Default)]
+pub struct Reader {
+    interner: Interner,
+    keys: KeyReader,
 }
 
 impl Columns {
-    /// Read every thread of the batch. Errors name the thread and message index.
-    pub fn read(threads: &[Bound<'_, PyAny>], options: &ScanOptions) -> PyResult<Columns> {
-        let mut columns = Columns::default();
-        columns.tail_offsets.push(0);
-        let mut interner = Interner::default();
-        let mut keys = suffix::KeyReader::default();
-        for (index, thread) in threads.iter().enumerate() {
-            let items = messages(thread, index)?;
-            interner.clear();
-            columns.thread(index, &items, options, &mut interner, &mut keys)?;
+    pub fn new() -> Self {
+        Columns {
+            tail_offsets: vec![0],
+            ..Columns::default()
         }
-        Ok(columns)
     }
 
-    fn thread(
+    /// Read one thread's messages (already checked to be mappings) into the columns.
+    pub fn push_thread<N: Node>(
         &mut self,
+        py: Python<'_>,
         index: usize,
-        items: &[Bound<'_, PyAny>],
+        items: &[N],
         options: &ScanOptions,
-        interner: &mut Interner,
-        keys: &mut suffix::KeyReader,
+        reader: &mut Reader,
     ) -> PyResult<()> {
+        reader.interner.clear();
         let length = items.len();
         self.lengths.push(length as i64);
-        let (period, copies) = keys.repeated_suffix(items, &options.suffix)?;
+        let (period, copies) = reader.keys.repeated_suffix(items, &options.suffix)?;
         self.suffix_period.push(period as i64);
         self.suffix_copies.push(copies as i64);
-        self.activity_tail(items, interner)?;
-        self.result_run(items, options.needed_results, interner)?;
-        self.text_candidates(index, items)?;
-        Ok(())
+        self.activity_tail(items, &mut reader.interner)?;
+        self.result_run(items, options.needed_results, &mut reader.interner)?;
+        self.text_candidates(py, index, items)
     }
 
     /// The trailing contiguous run of well-formed activities; payload ids only when it is
     /// long enough to be judged.
-    fn activity_tail(
-        &mut self,
-        items: &[Bound<'_, PyAny>],
-        interner: &mut Interner,
-    ) -> PyResult<()> {
+    fn activity_tail<N: Node>(&mut self, items: &[N], interner: &mut Interner) -> PyResult<()> {
         let mut tail = Vec::new();
         for message in items.iter().rev() {
             match parse_activity(message)? {
@@ -318,63 +209,73 @@ impl Columns {
         self.tail_length.push(tail.len() as i64);
         if tail.len() >= ACTIVITY_TAIL_MIN_LENGTH {
             for activity in tail.iter().rev() {
-                let (kind_code, kind, name, arguments, result) = activity_ids(interner, activity)?;
-                self.tail_kind.push(kind_code);
-                self.tail_kind_id.push(kind);
-                self.tail_name.push(name);
-                self.tail_arguments.push(arguments);
-                self.tail_result.push(result);
+                self.tail_kind.push(activity.kind_code());
+                self.tail_kind_id
+                    .push(interner.value(b'k', &activity.kind)?);
+                self.tail_name.push(interner.value(b'n', &activity.name)?);
+                self.tail_arguments
+                    .push(interner.payload(b'a', activity.arguments.as_ref())?);
+                self.tail_result
+                    .push(interner.payload(b'r', activity.result.as_ref())?);
             }
         }
         self.tail_offsets.push(self.tail_kind.len() as i64);
         Ok(())
     }
 
-    /// The run of identical settled tool results (a response, not "_"-named, with a result;
-    /// compared as (name, arguments, result) ids) that ends the thread: its length, and where
-    /// it is at least `needed` long, its span.
-    fn result_run(
+    /// The run of identical settled tool results (compared as (name, arguments, result))
+    /// that ends the thread: its length, and where it is at least `needed` long, its span.
+    /// Each result is compared with the newest by cheap screens first; only results whose
+    /// screens agree are encoded and compared exactly.
+    fn result_run<N: Node>(
         &mut self,
-        items: &[Bound<'_, PyAny>],
+        items: &[N],
         needed: usize,
         interner: &mut Interner,
     ) -> PyResult<()> {
+        let mut scratch = Vec::new();
         let mut positions: Vec<usize> = Vec::new();
-        let mut newest: Option<(i64, i64)> = None; // (signature, name) of the newest result
-        let mut in_run = true;
+        let mut newest: Option<NewestResult<N>> = None;
         for position in (0..items.len()).rev() {
-            let message = &items[position];
-            let Some(activity) = parse_activity(message)? else {
+            let Some(activity) = parse_activity(&items[position])? else {
                 continue;
             };
-            if activity.kind.to_str().ok() != Some("response") || is_private(&activity.name) {
+            if !activity.is_settled() {
                 continue;
             }
-            if !has_key(&activity.function, intern!(message.py(), "result"))? {
-                continue;
-            }
-            let (_, _, name, arguments, result) = activity_ids(interner, &activity)?;
-            let signature = interner.ids(b's', &[name, arguments, result]);
-            match newest {
-                None => newest = Some((signature, name)),
-                Some((first, _)) if first != signature => in_run = false,
-                Some(_) => {}
-            }
-            if in_run {
+            let screens = [
+                masked(activity.name.screen(&mut scratch)?),
+                masked(screen_of(activity.arguments.as_ref(), &mut scratch)?),
+                masked(screen_of(activity.result.as_ref(), &mut scratch)?),
+            ];
+            let Some((first, first_screens, first_ids)) = newest.as_mut() else {
+                newest = Some((activity, screens, None));
                 positions.push(position);
-            } else {
+                continue;
+            };
+            if screens != *first_screens {
                 break;
             }
+            let wanted = match first_ids {
+                Some(ids) => *ids,
+                None => *first_ids.insert(exact_ids(interner, first)?),
+            };
+            if exact_ids(interner, &activity)? != wanted {
+                break;
+            }
+            positions.push(position);
         }
         self.result_run.push(positions.len() as i64);
-        if positions.len() >= needed {
+        if positions.len() >= needed && !positions.is_empty() {
             let first = *positions.last().expect("a run has a position");
             let mut start = first;
             if first > 0 {
-                if let Some(before) = parse_activity(&items[first - 1])? {
-                    let name = interner.value(b'n', before.name.as_any())?;
-                    let run_name = newest.map(|(_, name)| name);
-                    if before.kind.to_str().ok() == Some("request") && Some(name) == run_name {
+                if let (Some(before), Some((run, _, _))) =
+                    (parse_activity(&items[first - 1])?, newest.as_ref())
+                {
+                    if before.kind.is_text("request")
+                        && interner.value(b'n', &before.name)? == interner.value(b'n', &run.name)?
+                    {
                         start = first - 1;
                     }
                 }
@@ -398,21 +299,45 @@ impl Columns {
     }
 
     /// The last five messages whose type is neither "reasoning" nor "activity" and whose text
-    /// is a non-empty string: the only texts the text-run check reads.
-    fn text_candidates(&mut self, index: usize, items: &[Bound<'_, PyAny>]) -> PyResult<()> {
+    /// is a non-empty string: the only texts the text-run check reads, handed to Python.
+    fn text_candidates<N: Node>(
+        &mut self,
+        py: Python<'_>,
+        index: usize,
+        items: &[N],
+    ) -> PyResult<()> {
         let first = items.len().saturating_sub(THREAD_TEXT_RUN_MESSAGES);
         for (position, message) in items.iter().enumerate().skip(first) {
-            let py = message.py();
-            let kind = field(message, intern!(py, "type"))?;
-            if is_text(kind.as_ref(), "reasoning") || is_text(kind.as_ref(), "activity") {
-                continue;
+            if let Some(kind) = message.field(Key::Type)? {
+                if kind.is_text("reasoning") || kind.is_text("activity") {
+                    continue;
+                }
             }
-            let text = field(message, intern!(py, "text"))?;
-            if text.is_some_and(|t| t.cast::<PyString>().is_ok_and(|s| s.len().unwrap_or(0) > 0)) {
+            if let Some(text) = message.field(Key::Text)?.filter(Node::is_nonempty_text) {
                 self.text_thread.push(index as i64);
                 self.text_index.push(position as i64);
+                self.texts.push(text.to_python(py)?);
             }
         }
         Ok(())
     }
+}
+
+/// The newest settled result of a run: its activity, its screens, and its exact ids once a
+/// later result's screens agree with it.
+type NewestResult<N> = (Activity<N>, [u64; 3], Option<[i64; 3]>);
+
+fn screen_of<N: Node>(value: Option<&N>, scratch: &mut Vec<u8>) -> PyResult<u64> {
+    match value {
+        Some(value) => value.screen(scratch),
+        None => Ok(0), // absent: a screen of its own (a present value's can be 0 too: fine)
+    }
+}
+
+fn exact_ids<N: Node>(interner: &mut Interner, activity: &Activity<N>) -> PyResult<[i64; 3]> {
+    Ok([
+        interner.value(b'n', &activity.name)?,
+        interner.payload(b'a', activity.arguments.as_ref())?,
+        interner.payload(b'r', activity.result.as_ref())?,
+    ])
 }

@@ -8,9 +8,12 @@ use pyo3::types::PyBytes;
 
 pub mod canonical;
 pub mod columns;
+pub mod document;
 pub mod fingerprint;
+pub mod node;
 pub mod objects;
 pub mod suffix;
+pub mod threads;
 
 use numpy::IntoPyArray;
 use pyo3::types::{PyDict, PyList};
@@ -28,27 +31,23 @@ fn fingerprint_of(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     Ok(fingerprint::of_canonical(&objects::canonical_bytes(value)?))
 }
 
-/// Read a batch of threads into the columns the NumPy heuristics run over (see
-/// `columns.rs`): a dict of NumPy arrays. Errors name the thread and message index.
-#[pyfunction]
-fn scan_columns<'py>(
-    threads: &Bound<'py, PyList>,
+fn scan_options(
     min_repetitions: usize,
     min_pattern_length: usize,
     max_pattern_length: Option<usize>,
     min_result_repetitions: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let py = threads.py();
-    let items: Vec<Bound<'py, PyAny>> = threads.iter().collect();
-    let options = columns::ScanOptions {
+) -> columns::ScanOptions {
+    columns::ScanOptions {
         suffix: suffix::SuffixOptions {
             min_repetitions,
             min_pattern_length,
             max_pattern_length,
         },
         needed_results: min_result_repetitions,
-    };
-    let read = columns::Columns::read(&items, &options)?;
+    }
+}
+
+fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("lengths", read.lengths.into_pyarray(py))?;
     out.set_item("suffix_period", read.suffix_period.into_pyarray(py))?;
@@ -66,7 +65,74 @@ fn scan_columns<'py>(
     out.set_item("result_copies", read.result_copies.into_pyarray(py))?;
     out.set_item("text_thread", read.text_thread.into_pyarray(py))?;
     out.set_item("text_index", read.text_index.into_pyarray(py))?;
+    out.set_item("texts", PyList::new(py, read.texts)?)?;
     Ok(out)
+}
+
+/// Read a batch of threads into the columns the NumPy heuristics run over (see
+/// `columns.rs`): a dict of NumPy arrays. Errors name the thread and message index.
+#[pyfunction]
+fn scan_columns<'py>(
+    threads: &Bound<'py, PyList>,
+    min_repetitions: usize,
+    min_pattern_length: usize,
+    max_pattern_length: Option<usize>,
+    min_result_repetitions: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let options = scan_options(
+        min_repetitions,
+        min_pattern_length,
+        max_pattern_length,
+        min_result_repetitions,
+    );
+    let read = threads::columns_of_objects(threads, &options)?;
+    columns_dict(threads.py(), read)
+}
+
+/// Read a chunk of native-format JSONL lines (each without its newline) into columns, with
+/// per line the record's id text and message count, and the usage figures; None when some
+/// line needs Python's `json` (then Python reads the whole chunk).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn scan_lines<'py>(
+    lines: &Bound<'py, PyList>,
+    min_repetitions: usize,
+    min_pattern_length: usize,
+    max_pattern_length: Option<usize>,
+    min_result_repetitions: usize,
+    count_tokens: bool,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = lines.py();
+    let options = scan_options(
+        min_repetitions,
+        min_pattern_length,
+        max_pattern_length,
+        min_result_repetitions,
+    );
+    let owned: Vec<Bound<'py, PyBytes>> = lines
+        .iter()
+        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect::<PyResult<_>>()?;
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    let Some(chunk) = threads::columns_of_lines(py, &views, &options, count_tokens)? else {
+        return Ok(None);
+    };
+    let out = columns_dict(py, chunk.columns)?;
+    let ids: Vec<String> = chunk
+        .lines
+        .iter()
+        .map(|line| line.id_text.clone())
+        .collect();
+    let counts: Vec<i64> = chunk
+        .lines
+        .iter()
+        .map(|line| line.messages as i64)
+        .collect();
+    out.set_item("id_texts", PyList::new(py, ids)?)?;
+    out.set_item("message_counts", counts.into_pyarray(py))?;
+    out.set_item("figures", chunk.figures.into_pyarray(py))?;
+    out.set_item("figures_odd", chunk.figures_odd)?;
+    Ok(Some(out))
 }
 
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
@@ -76,6 +142,27 @@ fn _set_screen_bits(bits: u32) {
     suffix::set_screen_bits(bits);
 }
 
+/// The floor of any exact scan over Python objects, for benchmarks: look up one field
+/// (`type`) of every message of every thread, and nothing else. Returns how many messages
+/// have one.
+#[pyfunction]
+fn one_field_floor(threads: &Bound<'_, PyList>) -> PyResult<usize> {
+    let key = pyo3::intern!(threads.py(), "type");
+    let mut found = 0;
+    for thread in threads.iter() {
+        for message in thread.try_iter()? {
+            let message = message?;
+            if message
+                .cast::<PyDict>()
+                .is_ok_and(|dict| dict.contains(key).unwrap_or(false))
+            {
+                found += 1;
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -83,6 +170,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_of, module)?)?;
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
+    module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     Ok(())
 }

@@ -15,15 +15,10 @@
 
 use ahash::AHashMap as HashMap;
 
-use pyo3::ffi;
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::columns::field;
 use crate::fingerprint;
-use crate::objects;
+use crate::node::{absent_screen, Key, Node};
 
 /// The resolved suffix options (see `vthread._options.CycleOptions`).
 pub struct SuffixOptions {
@@ -56,91 +51,44 @@ pub fn set_screen_bits(bits: u32) {
     SCREEN_MASK.store(mask, std::sync::atomic::Ordering::Relaxed);
 }
 
-const SEED_LATIN1: u64 = 1;
-const SEED_UTF16: u64 = 2;
-const SEED_OTHER: u64 = 3;
-
-/// A hash of a string's content that is equal for strings JavaScript calls equal: Latin-1
-/// storage is hashed as it is, wider storage over its UTF-16 code units (so a surrogate pair
-/// written as two code points hashes as its astral character). Other values hash their
-/// canonical encoding.
-fn screen_of(value: Option<&Bound<'_, PyAny>>, scratch: &mut Vec<u8>) -> PyResult<u64> {
-    let Some(value) = value else {
-        return Ok(xxh3_64_with_seed(b"null", SEED_OTHER));
-    };
-    let Ok(text) = value.cast::<PyString>() else {
-        scratch.clear();
-        objects::push_canonical(scratch, value)?;
-        return Ok(xxh3_64_with_seed(scratch, SEED_OTHER));
-    };
-    let pointer = text.as_ptr();
-    // SAFETY: `pointer` is a live str (checked by the cast) and the GIL is held; KIND, DATA
-    // and GET_LENGTH describe its immutable storage of GET_LENGTH code points.
-    unsafe {
-        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
-        let data = ffi::PyUnicode_DATA(pointer);
-        match ffi::PyUnicode_KIND(pointer) {
-            ffi::PyUnicode_1BYTE_KIND => Ok(xxh3_64_with_seed(
-                std::slice::from_raw_parts(data as *const u8, length),
-                SEED_LATIN1,
-            )),
-            ffi::PyUnicode_2BYTE_KIND => Ok(xxh3_64_with_seed(
-                std::slice::from_raw_parts(data as *const u8, 2 * length),
-                SEED_UTF16,
-            )),
-            _ => {
-                // Astral code points as their two UTF-16 units, in the same (native) byte
-                // order as 2-byte storage, so both hash alike.
-                let points = std::slice::from_raw_parts(data as *const u32, length);
-                scratch.clear();
-                for &point in points {
-                    if point >= 0x1_0000 {
-                        let offset = point - 0x1_0000;
-                        scratch
-                            .extend_from_slice(&((0xD800 | (offset >> 10)) as u16).to_ne_bytes());
-                        scratch
-                            .extend_from_slice(&((0xDC00 | (offset & 0x3FF)) as u16).to_ne_bytes());
-                    } else {
-                        scratch.extend_from_slice(&(point as u16).to_ne_bytes());
-                    }
-                }
-                Ok(xxh3_64_with_seed(scratch, SEED_UTF16))
-            }
-        }
-    }
+/// A screen with the test mask applied.
+pub fn masked(screen: u64) -> u64 {
+    screen & SCREEN_MASK.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The screen of a message: its type and text hashed from storage, and whether it has meta.
-fn screen(message: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
-    let py = message.py();
-    let kind = screen_of(field(message, intern!(py, "type"))?.as_ref(), scratch)?;
-    let text = screen_of(field(message, intern!(py, "text"))?.as_ref(), scratch)?;
-    // Presence, not value: `field` is Some for a meta that is None.
-    let has_meta = field(message, intern!(py, "meta"))?.is_some();
+fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
+    let kind = match message.field(Key::Type)? {
+        Some(kind) => kind.screen(scratch)?,
+        None => absent_screen(), // an absent type is null, as the reference reads it
+    };
+    let text = match message.field(Key::Text)? {
+        Some(text) => text.screen(scratch)?,
+        None => absent_screen(),
+    };
+    let has_meta = message.field(Key::Meta)?.is_some();
     let mixed =
         kind.rotate_left(21).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ text ^ u64::from(has_meta);
-    Ok(mixed & SCREEN_MASK.load(std::sync::atomic::Ordering::Relaxed))
+    Ok(masked(mixed))
 }
 
 /// The canonical bytes of the message's (type, text, meta-or-absent), as
 /// `vthread.message_fingerprint` hashes them.
-fn exact_key(message: &Bound<'_, PyAny>, key: &mut Vec<u8>) -> PyResult<()> {
-    let py = message.py();
-    let none = || py.None().into_bound(py);
+fn exact_key<N: Node>(message: &N, key: &mut Vec<u8>) -> PyResult<()> {
     let mut kind = Vec::new();
-    objects::push_canonical(
-        &mut kind,
-        &field(message, intern!(py, "type"))?.unwrap_or_else(none),
-    )?;
+    match message.field(Key::Type)? {
+        Some(value) => value.push_canonical(&mut kind)?,
+        None => kind.extend_from_slice(b"null"),
+    }
     let mut text = Vec::new();
-    objects::push_canonical(
-        &mut text,
-        &field(message, intern!(py, "text"))?.unwrap_or_else(none),
-    )?;
-    let meta = match field(message, intern!(py, "meta"))? {
+    match message.field(Key::Text)? {
+        Some(value) => value.push_canonical(&mut text)?,
+        None => text.extend_from_slice(b"null"),
+    }
+    let meta = match message.field(Key::Meta)? {
         Some(value) => {
             let mut meta = Vec::new();
-            objects::push_canonical(&mut meta, &value)?;
+            value.push_canonical(&mut meta)?;
             Some(meta)
         }
         None => None,
@@ -162,9 +110,9 @@ pub struct KeyReader {
 
 impl KeyReader {
     /// `(period, copies)` of the shortest repeating suffix, `(0, 0)` when none.
-    pub fn repeated_suffix(
+    pub fn repeated_suffix<N: Node>(
         &mut self,
-        items: &[Bound<'_, PyAny>],
+        items: &[N],
         options: &SuffixOptions,
     ) -> PyResult<(usize, usize)> {
         let length = items.len();

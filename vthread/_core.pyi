@@ -19,5 +19,19 @@ def scan_columns(
 ) -> dict[str, Any]:
     """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name."""
 
+def scan_lines(
+    lines: list[bytes],
+    min_repetitions: int,
+    min_pattern_length: int,
+    max_pattern_length: int | None,
+    min_result_repetitions: int,
+    count_tokens: bool,
+) -> dict[str, Any] | None:
+    """Columns of native-format JSONL lines plus ``id_texts``, ``message_counts``,
+    ``figures`` and ``figures_odd``; None when some line needs Python's json."""
+
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
+
+def one_field_floor(threads: list[Any]) -> int:
+    """Benchmark floor: look up ``type`` in every message; how many have it."""

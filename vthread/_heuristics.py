@@ -15,7 +15,6 @@ is a comparison of values, never of hashes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -65,23 +64,32 @@ class Columns:
     result_copies: IntArray
     text_thread: IntArray
     text_index: IntArray
+    texts: list[Any]
 
     def __len__(self) -> int:
         return len(self.lengths)
 
 
-def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
-    """The core's columns of a batch whose threads are known to be sequences (each message is
-    checked by the core: a ``TypeError`` names the thread and message index)."""
+def core_options(options: CycleOptions) -> tuple[int, int, int | None, int]:
+    """The cycle options as the core takes them, clamped to what a machine word holds."""
     cap = options.max_pattern_length
-    raw = _core.scan_columns(
-        threads,
+    return (
         min(options.min_repetitions, _LARGEST),
         min(options.min_pattern_length, _LARGEST),
         None if cap is None else min(cap, _LARGEST),
         min(options.min_result_repetitions, _LARGEST),
     )
-    return Columns(**raw)
+
+
+def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
+    """The core's columns of a batch whose threads are known to be sequences (each message is
+    checked by the core: a ``TypeError`` names the thread and message index)."""
+    return columns_of(_core.scan_columns(threads, *core_options(options)))
+
+
+def columns_of(raw: dict[str, Any]) -> Columns:
+    """:class:`Columns` from the core's dict (extra entries, such as a chunk's ids, ignored)."""
+    return Columns(**{name: raw[name] for name in Columns.__slots__})
 
 
 def _distinct_per_group(size: int, group: IntArray, *columns: IntArray) -> IntArray:
@@ -173,13 +181,7 @@ def result_run(columns: Columns, needed: int) -> BoolArray:
     return columns.result_run >= needed
 
 
-def _text(message: Mapping[str, Any]) -> Any:
-    return message.get("text")
-
-
-def text_runs(
-    columns: Columns, threads: Sequence[Sequence[Mapping[str, Any]]], rows: IntArray
-) -> tuple[IntArray, IntArray]:
+def text_runs(columns: Columns, rows: IntArray) -> tuple[IntArray, IntArray]:
     """Per thread of ``rows``: the first of its last five spoken messages with a runaway text
     (-1: none) and how many of them have one."""
     size = len(columns)
@@ -188,13 +190,13 @@ def text_runs(
     wanted = np.zeros(size, np.bool_)
     wanted[rows] = True
     keep = wanted[columns.text_thread]
-    owners = columns.text_thread[keep].tolist()
-    positions = columns.text_index[keep].tolist()
     options = text_run_options()
     candidates = [
         (thread, position, text)
-        for thread, position in zip(owners, positions, strict=True)
-        if may_hold_units(text := _text(threads[thread][position]), options.min_units)
+        for thread, position, text, wanted_text in zip(
+            columns.text_thread.tolist(), columns.text_index.tolist(), columns.texts,
+            keep.tolist(), strict=True)
+        if wanted_text and may_hold_units(text, options.min_units)
     ]
     fired = has_repeated_text_runs(
         [text for _, _, text in candidates],

@@ -59,7 +59,16 @@ from typing import Any, BinaryIO, Final, TextIO, cast
 
 import numpy as np
 
-from vthread.scan import HEURISTIC_NAMES, ScanResult, collector_paused, scan_validated
+from vthread import _core
+from vthread._heuristics import columns_of, core_options
+from vthread._options import cycle_options
+from vthread.scan import (
+    HEURISTIC_NAMES,
+    ScanResult,
+    collector_paused,
+    scan_validated,
+    verdicts,
+)
 
 try:
     import orjson
@@ -502,6 +511,74 @@ def _scan_chunk(task: _Task) -> _Done:
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
+    if task.format == "native":
+        done = _scan_chunk_in_core(task)
+        if done is not None:
+            return done
+    return _scan_chunk_in_python(task)
+
+
+def _scan_chunk_in_core(task: _Task) -> _Done | None:
+    """The chunk read, parsed and judged by the compiled core, no message made into a Python
+    object; None when some line needs Python's ``json`` (a bad line, an id or number only
+    Python writes exactly, anything serde_json refuses), and the chunk then goes the Python
+    way whole, so the output never depends on which path read it.
+
+    Only the looping lines are parsed again in Python, for what their records say of the loop
+    (its signature and token cost) and was computed that way before the core existed.
+    """
+    options = cycle_options(**task.options)
+    raw = _core.scan_lines(task.lines, *core_options(options), task.count_tokens)
+    if raw is None:
+        return None
+    result = verdicts(columns_of(raw), options)
+    looping = np.flatnonzero(result.codes).tolist()
+    if looping:
+        threads = []
+        for row in looping:
+            # No 19-digit run (the core declines those lines), so orjson reads it as json.
+            item = _read_thread(task.lines[row], False, "native")
+            assert not isinstance(item, _Bad), "the core read a line Python refuses"
+            threads.append(item[1])
+        costs, failed = _scan_threads(threads, task.options)
+        if failed:
+            return None  # the Python way turns the failing thread into an error record
+        if costs.codes.tolist() != result.codes[looping].tolist():
+            raise AssertionError("the core and Python disagree on a looping line")
+        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
+                     "signature"):
+            getattr(result, name)[looping] = getattr(costs, name)
+    counts = raw["message_counts"].tolist()
+    codes = result.codes
+    loops = codes > 0
+    figures = raw["figures"]
+    if raw["figures_odd"]:
+        counted = [f for f in figures.tolist() if 0 <= f < math.inf]
+        tokens = math.fsum(counted) if counted else None
+    else:
+        tokens = _token_sum(figures.tolist())
+    stats = _Stats(
+        lines=len(counts),
+        errors=0,
+        verdicts=np.bincount(codes, minlength=len(HEURISTIC_NAMES) + 1).tolist(),
+        messages=sum(counts),
+        loop_messages=int(result.loop_messages[loops].sum()),
+        tokens=tokens or 0.0,
+        tokens_known=tokens is not None,
+        loop_tokens=float(np.nansum(result.loop_tokens[loops])),
+    )
+    file_text = _dumps(task.label)
+    records = [
+        f'{{"id":{ident},"file":{file_text},"line":{task.first_line + row},{verdict},'
+        f'"messages":{count}}}'
+        for row, (ident, verdict, count) in enumerate(
+            zip(raw["id_texts"], _verdict_texts(result), counts, strict=True))
+    ]
+    records.append("")
+    return _Done("\n".join(records).encode("ascii"), stats, None)
+
+
+def _scan_chunk_in_python(task: _Task) -> _Done:
     # Each line is parsed, checked and its usages gathered in one go, while its objects are
     # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
     lines = task.lines

@@ -33,8 +33,8 @@ def _columns(messages: object, options: CycleOptions) -> Columns:
         raise TypeError(str(error).removeprefix("thread 0: ")) from None
 
 
-def _text_run(columns: Columns, messages: Any) -> bool:
-    first, _ = text_runs(columns, [messages], np.zeros(1, np.int64))
+def _text_run(columns: Columns) -> bool:
+    first, _ = text_runs(columns, np.zeros(1, np.int64))
     return bool(first[0] >= 0)
 
 
@@ -142,7 +142,7 @@ def describe_thread_cycle(
         return "repeated_activity_tail"
     if result_run(columns, options.min_result_repetitions)[0]:
         return "repeated_result_run"
-    if _text_run(columns, messages):
+    if _text_run(columns):
         return "repeated_message_text_run"
     return None
 

@@ -24,6 +24,7 @@ from vthread._heuristics import (
     RESULT_RUN,
     SUFFIX,
     TEXT_RUN,
+    Columns,
     activity_tail,
     read_columns,
     result_run,
@@ -115,8 +116,12 @@ def _empty() -> ScanResult:
     )
 
 
-def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
-    columns = read_columns(threads, options)
+def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
+    """Verdicts and loop spans of a batch from the core's columns alone: the whole decision.
+
+    ``signature`` is left 0 and ``loop_tokens`` NaN: both are read from the looping threads'
+    messages (:func:`_scan_batch` fills them in).
+    """
     count = len(columns)
     codes = np.zeros(count, np.int8)
     # Heuristics in the reference's order; a later one only decides undecided threads.
@@ -124,7 +129,7 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
     tail = activity_tail(columns)
     codes[(codes == 0) & tail.collapsed] = ACTIVITY_TAIL
     codes[(codes == 0) & result_run(columns, options.min_result_repetitions)] = RESULT_RUN
-    text_first, text_count = text_runs(columns, threads, np.flatnonzero(codes == 0))
+    text_first, text_count = text_runs(columns, np.flatnonzero(codes == 0))
     codes[(codes == 0) & (text_first >= 0)] = TEXT_RUN
 
     lengths = columns.lengths
@@ -147,18 +152,6 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
     loop_start[pick] = text_first[pick]
     period[pick] = 1
     repetitions[pick] = text_count[pick]
-
-    loop_tokens = np.full(count, np.nan)
-    signature = np.zeros(count, np.uint64)
-    for thread in np.flatnonzero(codes).tolist():
-        messages = threads[thread]
-        begin = int(loop_start[thread])
-        signature[thread] = _signature(
-            messages, int(codes[thread]), begin, int(period[thread])
-        )
-        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
-        if figures:
-            loop_tokens[thread] = math.fsum(figures)
     loop_messages = np.where(codes > 0, lengths - loop_start, 0)
     return ScanResult(
         names=[HEURISTIC_NAMES[c - 1] if c else None for c in codes.tolist()],
@@ -167,9 +160,23 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
         period=period,
         repetitions=repetitions,
         loop_messages=loop_messages.astype(np.int64),
-        loop_tokens=loop_tokens,
-        signature=signature,
+        loop_tokens=np.full(count, np.nan),
+        signature=np.zeros(count, np.uint64),
     )
+
+
+def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
+    result = verdicts(read_columns(threads, options), options)
+    for thread in np.flatnonzero(result.codes).tolist():
+        messages = threads[thread]
+        begin = int(result.loop_start[thread])
+        result.signature[thread] = _signature(
+            messages, int(result.codes[thread]), begin, int(result.period[thread])
+        )
+        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
+        if figures:
+            result.loop_tokens[thread] = math.fsum(figures)
+    return result
 
 
 def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int:

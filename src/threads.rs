@@ -1,0 +1,222 @@
+//! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+use serde_json::Value;
+
+use crate::canonical;
+use crate::columns::{Columns, Reader, ScanOptions};
+use crate::node::{Key, Node};
+use crate::objects;
+
+static SEQUENCE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_else(|_| "object".to_owned())
+}
+
+/// The thread's messages, each checked to be a mapping; errors name thread and message.
+fn python_messages<'py>(
+    thread: &Bound<'py, PyAny>,
+    index: usize,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let py = thread.py();
+    let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = thread.cast_exact::<PyList>() {
+        list.iter().collect()
+    } else if let Ok(tuple) = thread.cast_exact::<PyTuple>() {
+        tuple.iter().collect()
+    } else {
+        let sequence = SEQUENCE.import(py, "collections.abc", "Sequence")?;
+        if !thread.is_instance(sequence)?
+            || thread.is_instance_of::<PyString>()
+            || thread.is_instance_of::<PyBytes>()
+            || objects::is_mapping(thread)?
+        {
+            return Err(PyTypeError::new_err(format!(
+                "thread {index}: messages must be a sequence of mappings, got {}",
+                type_name(thread)
+            )));
+        }
+        thread.try_iter()?.collect::<PyResult<_>>()?
+    };
+    for (position, message) in items.iter().enumerate() {
+        if !message.is_exact_instance_of::<PyDict>() && !objects::is_mapping(message)? {
+            return Err(PyTypeError::new_err(format!(
+                "thread {index}: messages[{position}] must be a mapping, got {}",
+                type_name(message)
+            )));
+        }
+    }
+    Ok(items)
+}
+
+/// The columns of a batch of Python threads.
+pub fn columns_of_objects(threads: &Bound<'_, PyList>, options: &ScanOptions) -> PyResult<Columns> {
+    let py = threads.py();
+    let mut columns = Columns::new();
+    let mut reader = Reader::default();
+    for (index, thread) in threads.iter().enumerate() {
+        let items = python_messages(&thread, index)?;
+        columns.push_thread(py, index, &items, options, &mut reader)?;
+    }
+    Ok(columns)
+}
+
+/// What became of one JSONL line in the core.
+pub struct LineOutcome {
+    /// The record's `"id"` as compact JSON text (what `json.dumps` writes for it).
+    pub id_text: String,
+    /// Messages in the thread.
+    pub messages: usize,
+}
+
+/// Runs of this many ASCII digits may be integers `json` reads exactly and serde_json would
+/// round (or that Python refuses to convert at all): such lines go to Python.
+const LONG_DIGIT_RUN: usize = 19;
+
+fn has_long_digit_run(line: &[u8]) -> bool {
+    let mut run = 0;
+    for &byte in line {
+        if byte.is_ascii_digit() {
+            run += 1;
+            if run >= LONG_DIGIT_RUN {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// The `"id"` as `json.dumps` writes it, where that equals its canonical text (strings,
+/// booleans, null, integers inside ±2**53); None for any other id (Python writes those).
+fn id_text(id: Option<&Value>) -> Option<String> {
+    let text = match id {
+        None | Some(Value::Null) => "null".to_owned(),
+        Some(Value::Bool(flag)) => flag.to_string(),
+        Some(Value::Number(number)) => {
+            let small = number.as_i64()?;
+            if small.unsigned_abs() >= 1 << 53 {
+                return None;
+            }
+            small.to_string()
+        }
+        Some(Value::String(text)) => {
+            let mut out = Vec::new();
+            canonical::push_str(&mut out, text);
+            String::from_utf8(out).expect("canonical text is ASCII")
+        }
+        Some(_) => return None,
+    };
+    Some(text)
+}
+
+/// A line's thread in the native format: (id text, messages), or None when Python should
+/// read the line (anything but a plain thread of objects, or anything serde_json refuses).
+fn native_thread(value: &Value) -> Option<(String, &[Value])> {
+    let (id, messages) = match value {
+        Value::Array(items) => (None, items.as_slice()),
+        Value::Object(map) => match map.get("messages") {
+            Some(Value::Array(items)) => (map.get("id"), items.as_slice()),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if !messages.iter().all(Value::is_object) {
+        return None;
+    }
+    Some((id_text(id)?, messages))
+}
+
+/// The usage figures of a thread's messages, as the CLI's summary counts them: the number
+/// `usage.tokens` of every message whose usage is an object (None where it holds no number).
+/// Declines (None) a figure that is an integer beyond ±2**53, which Python sums exactly.
+/// A figure that is no number (absent included) is written as NaN and makes `odd` true:
+/// Python then sums the chunk's figures the exact way, as it does when it meets one.
+fn usage_figures(messages: &[Value], figures: &mut Vec<f64>, odd: &mut bool) -> Option<()> {
+    for message in messages {
+        let Ok(Some(usage)) = (&message).field(Key::Usage) else {
+            continue;
+        };
+        let Value::Object(usage) = usage else {
+            continue;
+        };
+        if usage.is_empty() {
+            continue; // Python's filter(None, ...) drops an empty usage before reading it
+        }
+        match usage.get("tokens") {
+            Some(Value::Number(number)) => {
+                if let Some(small) = number.as_i64() {
+                    if small.unsigned_abs() > 1 << 53 {
+                        return None;
+                    }
+                    figures.push(small as f64);
+                } else if number.is_f64() {
+                    figures.push(number.as_f64()?);
+                } else {
+                    return None;
+                }
+            }
+            _ => {
+                figures.push(f64::NAN); // not a number: never counted
+                *odd = true;
+            }
+        }
+    }
+    Some(())
+}
+
+/// Everything the CLI needs of a chunk of native-format lines, or None when some line must
+/// be read by Python (then Python reads the whole chunk, as before the core existed).
+pub struct ChunkColumns {
+    pub columns: Columns,
+    pub lines: Vec<LineOutcome>,
+    pub figures: Vec<f64>,
+    pub figures_odd: bool,
+}
+
+pub fn columns_of_lines(
+    py: Python<'_>,
+    lines: &[&[u8]],
+    options: &ScanOptions,
+    count_tokens: bool,
+) -> PyResult<Option<ChunkColumns>> {
+    let mut columns = Columns::new();
+    let mut reader = Reader::default();
+    let mut outcomes = Vec::with_capacity(lines.len());
+    let mut figures = Vec::new();
+    let mut figures_odd = false;
+    for (index, line) in lines.iter().enumerate() {
+        if has_long_digit_run(line) {
+            return Ok(None);
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            return Ok(None);
+        };
+        let Some((id_text, messages)) = native_thread(&value) else {
+            return Ok(None);
+        };
+        if count_tokens && usage_figures(messages, &mut figures, &mut figures_odd).is_none() {
+            return Ok(None);
+        }
+        let items: Vec<&Value> = messages.iter().collect();
+        columns.push_thread(py, index, &items, options, &mut reader)?;
+        outcomes.push(LineOutcome {
+            id_text,
+            messages: messages.len(),
+        });
+    }
+    Ok(Some(ChunkColumns {
+        columns,
+        lines: outcomes,
+        figures,
+        figures_odd,
+    }))
+}

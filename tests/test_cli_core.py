@@ -1,0 +1,120 @@
+"""The CLI's chunk read by the compiled core against the same chunk read by Python's json:
+the records are byte for byte the same, and so are the summary's counts."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import JSON_VALUES, threads
+
+from benchmarks.workload import generate_threads
+from vthread import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "vthread" / "samples"
+OPTIONS: dict[str, float | None] = {
+    "min_repetitions": None, "min_pattern_length": None, "max_pattern_length": None,
+    "min_result_repetitions": None,
+}
+
+
+def _task(lines: list[bytes], options: dict[str, Any] | None = None,
+          count_tokens: bool = True) -> Any:
+    return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format="native",
+                     options=options or OPTIONS, strict=False, count_tokens=count_tokens)
+
+
+def _same(done_core: Any, done_python: Any) -> None:
+    assert done_core.output == done_python.output
+    core, python = done_core.stats, done_python.stats
+    for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known"):
+        assert getattr(core, name) == getattr(python, name), name
+    assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
+    assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
+
+
+def _line(thread: Any, ident: Any, wrapped: bool) -> bytes:
+    value = {"id": ident, "messages": thread} if wrapped else thread
+    return json.dumps(value, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
+IDS = st.one_of(st.none(), st.booleans(), st.integers(-(2**60), 2**60), st.text(max_size=4),
+                st.floats(allow_nan=False), st.lists(st.integers(), max_size=2))
+USAGES = st.one_of(st.none(), st.integers(-5, 2**60), st.floats(), st.just("7"),
+                   st.just({}), st.just(True))
+
+
+@st.composite
+def chunks(draw: st.DrawFn) -> list[bytes]:
+    """Lines of generated threads, some wrapped with an id, some with odd usages."""
+    lines = []
+    for thread in draw(st.lists(threads(max_size=16), min_size=1, max_size=6)):
+        for message in thread:
+            if draw(st.integers(0, 5)) == 0:
+                message["usage"] = {"tokens": draw(USAGES)}
+        lines.append(_line(thread, draw(IDS), draw(st.booleans())))
+    return lines
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chunks(), st.booleans())
+def test_core_chunk_equals_python_chunk(lines: list[bytes], count_tokens: bool) -> None:
+    """Whenever the core takes a chunk, it writes what Python's reading writes."""
+    task = _task(lines, count_tokens=count_tokens)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(JSON_VALUES, min_size=1, max_size=4))
+def test_odd_lines_are_left_to_python(values: list[Any]) -> None:
+    """Lines that are no thread (or any JSON at all) either go to Python or agree with it."""
+    lines = [json.dumps(v, allow_nan=True).encode("utf-8", "surrogatepass") for v in values]
+    task = _task(lines)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'[{"type":"user","text":"\\ud800"}]',  # a lone surrogate: json reads it, serde does not
+        b'[{"type":"user","text":NaN}]',
+        b'[{"type":"user","text":1e400}]',
+        b'{"id":1.0,"messages":[]}',  # an id Python writes as 1.0
+        b'{"id":{"b":1,"1":2},"messages":[]}',
+        b'[{"usage":{"tokens":12345678901234567890}}]',
+        b'[{"a":1,"a":2}]',
+        b'\xef\xbb\xbf[]',
+        b'[1]',
+        b'',
+    ],
+)
+def test_lines_the_core_declines_or_reads_alike(line: bytes) -> None:
+    """Each odd line either sends the chunk to Python or is read as Python reads it."""
+    lines = [b'[{"type":"user","text":"hi"}]', line]
+    task = _task(lines)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+
+
+def test_core_takes_the_common_chunk() -> None:
+    """The benchmark's threads and the bundled sample go through the core, not around it."""
+    lines = [_line(t, f"t{i}", True) for i, t in enumerate(generate_threads(200, seed=3))]
+    task = _task(lines)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
+    sample = (SAMPLES / "threads.jsonl").read_bytes().splitlines()
+    task = _task(sample)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
