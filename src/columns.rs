@@ -13,7 +13,7 @@
 use ahash::AHashMap as HashMap;
 use pyo3::prelude::*;
 
-use crate::node::{Key, Node};
+use crate::node::{Key, Node, Text};
 use crate::suffix::{masked, KeyReader, SuffixOptions};
 
 /// Rows of the trailing activity run: a call needs at least this many to count as a loop.
@@ -152,7 +152,7 @@ pub struct Columns {
     pub result_copies: Vec<i64>,
     pub text_thread: Vec<i64>,
     pub text_index: Vec<i64>,
-    pub texts: Vec<Py<PyAny>>,
+    pub texts: Vec<Text>,
 }
 
 /// The options the column pass needs.
@@ -176,10 +176,39 @@ impl Columns {
         }
     }
 
+    /// Append another batch's columns after this one's (its threads numbered on).
+    pub fn append(&mut self, other: Columns) {
+        let threads = self.lengths.len() as i64;
+        let rows = self.tail_kind.len() as i64;
+        self.lengths.extend(other.lengths);
+        self.suffix_period.extend(other.suffix_period);
+        self.suffix_copies.extend(other.suffix_copies);
+        self.tail_length.extend(other.tail_length);
+        self.tail_offsets.extend(
+            other
+                .tail_offsets
+                .into_iter()
+                .skip(1)
+                .map(|offset| offset + rows),
+        );
+        self.tail_kind.extend(other.tail_kind);
+        self.tail_kind_id.extend(other.tail_kind_id);
+        self.tail_name.extend(other.tail_name);
+        self.tail_arguments.extend(other.tail_arguments);
+        self.tail_result.extend(other.tail_result);
+        self.result_run.extend(other.result_run);
+        self.result_start.extend(other.result_start);
+        self.result_period.extend(other.result_period);
+        self.result_copies.extend(other.result_copies);
+        self.text_thread
+            .extend(other.text_thread.into_iter().map(|thread| thread + threads));
+        self.text_index.extend(other.text_index);
+        self.texts.extend(other.texts);
+    }
+
     /// Read one thread's messages (already checked to be mappings) into the columns.
     pub fn push_thread<N: Node>(
         &mut self,
-        py: Python<'_>,
         index: usize,
         items: &[N],
         options: &ScanOptions,
@@ -193,7 +222,7 @@ impl Columns {
         self.suffix_copies.push(copies as i64);
         self.activity_tail(items, &mut reader.interner)?;
         self.result_run(items, options.needed_results, &mut reader.interner)?;
-        self.text_candidates(py, index, items)
+        self.text_candidates(index, items)
     }
 
     /// The trailing contiguous run of well-formed activities; payload ids only when it is
@@ -300,12 +329,7 @@ impl Columns {
 
     /// The last five messages whose type is neither "reasoning" nor "activity" and whose text
     /// is a non-empty string: the only texts the text-run check reads, handed to Python.
-    fn text_candidates<N: Node>(
-        &mut self,
-        py: Python<'_>,
-        index: usize,
-        items: &[N],
-    ) -> PyResult<()> {
+    fn text_candidates<N: Node>(&mut self, index: usize, items: &[N]) -> PyResult<()> {
         let first = items.len().saturating_sub(THREAD_TEXT_RUN_MESSAGES);
         for (position, message) in items.iter().enumerate().skip(first) {
             if let Some(kind) = message.field(Key::Type)? {
@@ -316,7 +340,7 @@ impl Columns {
             if let Some(text) = message.field(Key::Text)?.filter(Node::is_nonempty_text) {
                 self.text_thread.push(index as i64);
                 self.text_index.push(position as i64);
-                self.texts.push(text.to_python(py)?);
+                self.texts.push(text.text_value());
             }
         }
         Ok(())

@@ -1,91 +1,574 @@
-//! A line of a file parsed in Rust (serde_json, insertion order kept), read through the same
+//! A line of a file parsed in Rust into a flat tape of borrowed items, read through the same
 //! `Node` view as Python objects, so `vthread scan FILE` makes no Python object for a message.
 //!
-//! serde_json is the fast path, not the judge: every line it refuses (a lone surrogate
-//! escape, `NaN`, a number out of a double's range, nesting over 128 levels, invalid UTF-8)
-//! goes back to Python's `json` module, which the CLI's contract names, so a refusal costs
-//! time and never changes an answer. Where serde_json accepts a line, it reads it as `json`
-//! does: duplicate keys keep the first position and the last value, integers under 19 digits
-//! are exact, other numbers are correctly rounded doubles (feature `float_roundtrip`).
+//! The tape is the fast path, not the judge: it takes only plain JSON it can read exactly as
+//! Python's `json.loads` does (the CLI's contract), and declines the rest — invalid UTF-8 or a
+//! byte-order mark, `NaN`/`Infinity`, a raw control character or a lone surrogate in a string,
+//! an escaped or repeated object key, nesting over 128 levels, trailing data — which then goes
+//! to Python's `json`. A refusal costs time and never changes an answer. Strings and numbers
+//! stay slices of the line until something reads them.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
-use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
-use crate::node::{Key, Node, SEED_OTHER, SEED_UTF8};
+use crate::node::{Key, Node, Text, SEED_OTHER, SEED_UTF8};
 
-/// Append a parsed value's canonical encoding.
-pub fn push_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(flag) => out.extend_from_slice(if *flag { b"true" } else { b"false" }),
-        Value::Number(number) => {
-            if let Some(small) = number.as_i64() {
-                canonical::push_i64(out, small);
-            } else if let Some(large) = number.as_u64() {
-                canonical::push_double(out, large as f64); // rounds to nearest, ties even
-            } else {
-                canonical::push_double(out, number.as_f64().unwrap_or(f64::NAN));
+/// Deepest nesting the tape takes; deeper lines go to Python.
+pub const MAX_TAPE_DEPTH: usize = 128;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Null,
+    True,
+    False,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+/// One value of the line. Containers hold their children right after them; `next` is the
+/// index just past the whole subtree. Objects alternate key and value children.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    kind: Kind,
+    start: u32,
+    end: u32,
+    next: u32,
+    escaped: bool,
+}
+
+/// A parsed line.
+pub struct Tape<'a> {
+    line: &'a [u8],
+    items: Vec<Item>,
+}
+
+/// Why the tape declined a line (Python's `json` reads it instead).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Declined;
+
+struct Parser<'a, 'b> {
+    bytes: &'a [u8],
+    at: usize,
+    items: &'b mut Vec<Item>,
+}
+
+impl Parser<'_, '_> {
+    fn skip_space(&mut self) {
+        while let Some(&byte) = self.bytes.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                break;
+            }
+            self.at += 1;
+        }
+    }
+
+    fn push(&mut self, kind: Kind, start: usize, end: usize, escaped: bool) -> usize {
+        self.items.push(Item {
+            kind,
+            start: start as u32,
+            end: end as u32,
+            next: 0,
+            escaped,
+        });
+        self.items.len() - 1
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind) -> Result<(), Declined> {
+        if !self.bytes[self.at..].starts_with(word) {
+            return Err(Declined);
+        }
+        let at = self.at;
+        self.at += word.len();
+        let index = self.push(kind, at, self.at, false);
+        self.items[index].next = self.items.len() as u32;
+        Ok(())
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.at;
+        while self.bytes.get(self.at).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    /// JSON's number grammar, which is also `json`'s: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+    fn number(&mut self) -> Result<(), Declined> {
+        let start = self.at;
+        if self.bytes.get(self.at) == Some(&b'-') {
+            self.at += 1;
+        }
+        match self.bytes.get(self.at) {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(Declined),
+        }
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(Declined);
             }
         }
-        Value::String(text) => canonical::push_str(out, text),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (position, item) in items.iter().enumerate() {
-                if position > 0 {
-                    out.push(b',');
+        if matches!(self.bytes.get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.bytes.get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(Declined);
+            }
+        }
+        let index = self.push(Kind::Number, start, self.at, false);
+        self.items[index].next = self.items.len() as u32;
+        Ok(())
+    }
+
+    /// A string's body (between the quotes), checked: escapes well formed, surrogates paired.
+    fn string(&mut self) -> Result<usize, Declined> {
+        self.at += 1; // the opening quote
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            // Jump to the next quote or backslash; what lies between must hold no control
+            // character (a loop the compiler vectorises).
+            let rest = &self.bytes[self.at..];
+            let Some(stop) = memchr::memchr2(b'"', b'\\', rest) else {
+                return Err(Declined);
+            };
+            if rest[..stop].iter().any(|&byte| byte < 0x20) {
+                return Err(Declined); // json's strict mode refuses raw control characters
+            }
+            self.at += stop;
+            let byte = self.bytes[self.at];
+            match byte {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    match self.bytes.get(self.at + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                            self.at += 2
+                        }
+                        Some(b'u') => {
+                            let unit = hex4(self.bytes.get(self.at + 2..self.at + 6))?;
+                            self.at += 6;
+                            if (0xDC00..0xE000).contains(&unit) {
+                                return Err(Declined); // a lone low surrogate
+                            }
+                            if (0xD800..0xDC00).contains(&unit) {
+                                let low = match self.bytes.get(self.at..self.at + 2) {
+                                    Some(b"\\u") => hex4(self.bytes.get(self.at + 2..self.at + 6))?,
+                                    _ => return Err(Declined),
+                                };
+                                if !(0xDC00..0xE000).contains(&low) {
+                                    return Err(Declined);
+                                }
+                                self.at += 6;
+                            }
+                        }
+                        _ => return Err(Declined),
+                    }
                 }
-                push_value(out, item);
+                0x00..=0x1F => return Err(Declined), // json's strict mode refuses these
+                _ => self.at += 1,
             }
-            out.push(b']');
         }
-        Value::Object(map) => {
-            if map
-                .keys()
-                .any(|key| canonical::array_index(key.as_bytes()).is_some())
-            {
-                let members = map
-                    .iter()
-                    .map(|(key, item)| {
-                        let mut text = Vec::new();
-                        canonical::push_str(&mut text, key);
-                        let mut encoded = Vec::new();
-                        push_value(&mut encoded, item);
-                        (
-                            canonical::array_index(key.as_bytes()),
-                            Member {
-                                key: text,
-                                value: encoded,
-                            },
-                        )
-                    })
-                    .collect();
-                canonical::push_object(out, members);
+        let index = self.push(Kind::String, start, self.at, escaped);
+        self.at += 1; // the closing quote
+        self.items[index].next = self.items.len() as u32;
+        Ok(index)
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), Declined> {
+        self.skip_space();
+        match self.bytes.get(self.at) {
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b't') => self.literal(b"true", Kind::True),
+            Some(b'f') => self.literal(b"false", Kind::False),
+            Some(b'n') => self.literal(b"null", Kind::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(Declined),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), Declined> {
+        if depth > MAX_TAPE_DEPTH {
+            return Err(Declined);
+        }
+        let index = self.push(Kind::Array, self.at, self.at, false);
+        self.at += 1;
+        self.skip_space();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+        } else {
+            loop {
+                self.value(depth)?;
+                self.skip_space();
+                match self.bytes.get(self.at) {
+                    Some(b',') => self.at += 1,
+                    Some(b']') => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return Err(Declined),
+                }
+            }
+        }
+        self.items[index].next = self.items.len() as u32;
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), Declined> {
+        if depth > MAX_TAPE_DEPTH {
+            return Err(Declined);
+        }
+        let index = self.push(Kind::Object, self.at, self.at, false);
+        self.at += 1;
+        self.skip_space();
+        let mut keys: Vec<usize> = Vec::new();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+        } else {
+            loop {
+                self.skip_space();
+                if self.bytes.get(self.at) != Some(&b'"') {
+                    return Err(Declined);
+                }
+                let key = self.string()?;
+                if self.items[key].escaped {
+                    return Err(Declined); // compared as raw bytes below and in `field`
+                }
+                keys.push(key);
+                self.skip_space();
+                if self.bytes.get(self.at) != Some(&b':') {
+                    return Err(Declined);
+                }
+                self.at += 1;
+                self.value(depth)?;
+                self.skip_space();
+                match self.bytes.get(self.at) {
+                    Some(b',') => self.at += 1,
+                    Some(b'}') => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return Err(Declined),
+                }
+            }
+        }
+        if has_repeated_key(self.bytes, self.items, &keys) {
+            return Err(Declined); // json keeps the first place and the last value: Python's job
+        }
+        self.items[index].next = self.items.len() as u32;
+        Ok(())
+    }
+}
+
+fn has_repeated_key(bytes: &[u8], items: &[Item], keys: &[usize]) -> bool {
+    let text = |key: usize| &bytes[items[key].start as usize..items[key].end as usize];
+    if keys.len() <= 16 {
+        return keys
+            .iter()
+            .enumerate()
+            .any(|(i, &a)| keys[..i].iter().any(|&b| text(a) == text(b)));
+    }
+    let mut seen = ahash::AHashSet::with_capacity(keys.len());
+    !keys.iter().all(|&key| seen.insert(text(key)))
+}
+
+fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {
+    let digits = digits.ok_or(Declined)?;
+    let mut value = 0;
+    for &digit in digits {
+        value = value * 16 + char::from(digit).to_digit(16).ok_or(Declined)?;
+    }
+    Ok(value)
+}
+
+impl<'a> Tape<'a> {
+    /// Parse one line (without its newline); `Declined` for anything Python should read.
+    pub fn parse(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
+        let mut items = Vec::with_capacity(line.len() / 16);
+        if std::str::from_utf8(line).is_err() || line.starts_with(b"\xef\xbb\xbf") {
+            return Err(Declined);
+        }
+        let mut parser = Parser {
+            bytes: line,
+            at: 0,
+            items: &mut items,
+        };
+        let parsed = parser.value(0).and_then(|()| {
+            parser.skip_space();
+            if parser.at == line.len() {
+                Ok(())
             } else {
-                out.push(b'{');
-                for (position, (key, item)) in map.iter().enumerate() {
+                Err(Declined)
+            }
+        });
+        parsed.map(|()| Tape { line, items })
+    }
+
+    /// The root value.
+    pub fn root(&self) -> Value<'_> {
+        Value {
+            tape: self,
+            index: 0,
+        }
+    }
+}
+
+/// One value of a tape.
+#[derive(Clone, Copy)]
+pub struct Value<'t> {
+    tape: &'t Tape<'t>,
+    index: usize,
+}
+
+impl<'t> Value<'t> {
+    fn item(&self) -> &Item {
+        &self.tape.items[self.index]
+    }
+
+    fn raw(&self) -> &'t [u8] {
+        let item = self.tape.items[self.index];
+        &self.tape.line[item.start as usize..item.end as usize]
+    }
+
+    /// The children of an array, or the keys and values (alternating) of an object.
+    pub fn children(&self) -> Children<'t> {
+        let item = self.item();
+        let at = if matches!(item.kind, Kind::Array | Kind::Object) {
+            self.index + 1
+        } else {
+            item.next as usize
+        };
+        Children {
+            tape: self.tape,
+            at,
+            end: item.next as usize,
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        self.item().kind == Kind::Array
+    }
+
+    pub fn is_object(&self) -> bool {
+        self.item().kind == Kind::Object
+    }
+
+    /// `(key bytes, value)` pairs of an object (keys are never escaped in a tape).
+    pub fn members(&self) -> impl Iterator<Item = (&'t [u8], Value<'t>)> {
+        let mut children = self.children();
+        std::iter::from_fn(move || {
+            let key = children.next()?;
+            let value = children.next()?;
+            Some((key.raw(), value))
+        })
+    }
+
+    /// The member `name` of an object (keys are unique in a tape).
+    pub fn get(&self, name: &str) -> Option<Value<'t>> {
+        if !self.is_object() {
+            return None;
+        }
+        self.members()
+            .find(|(key, _)| *key == name.as_bytes())
+            .map(|(_, value)| value)
+    }
+
+    /// The string's content (escapes decoded), or None for other values.
+    pub fn text(&self) -> Option<std::borrow::Cow<'t, str>> {
+        let item = self.item();
+        if item.kind != Kind::String {
+            return None;
+        }
+        let raw = self.raw();
+        // SAFETY-free: the whole line was checked to be UTF-8 before parsing.
+        let plain = std::str::from_utf8(raw).ok()?;
+        if !item.escaped {
+            return Some(std::borrow::Cow::Borrowed(plain));
+        }
+        Some(std::borrow::Cow::Owned(unescape(raw)))
+    }
+
+    /// An integer's value when it is one that fits in an i64.
+    pub fn as_i64(&self) -> Option<i64> {
+        if self.item().kind != Kind::Number {
+            return None;
+        }
+        std::str::from_utf8(self.raw()).ok()?.parse().ok()
+    }
+
+    /// A number's value as a double (correctly rounded, as Python's float()).
+    pub fn as_f64(&self) -> Option<f64> {
+        if self.item().kind != Kind::Number {
+            return None;
+        }
+        std::str::from_utf8(self.raw()).ok()?.parse().ok()
+    }
+
+    /// Whether the number is written as an integer (no fraction, no exponent).
+    pub fn is_integer(&self) -> bool {
+        self.item().kind == Kind::Number
+            && !self.raw().iter().any(|b| matches!(b, b'.' | b'e' | b'E'))
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.item().kind == Kind::Null
+    }
+
+    /// `Some(flag)` for `true` and `false`.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.item().kind {
+            Kind::True => Some(true),
+            Kind::False => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Append the canonical encoding.
+    pub fn push_canonical(&self, out: &mut Vec<u8>) {
+        let item = *self.item();
+        match item.kind {
+            Kind::Null => out.extend_from_slice(b"null"),
+            Kind::True => out.extend_from_slice(b"true"),
+            Kind::False => out.extend_from_slice(b"false"),
+            Kind::Number => {
+                // Integers of up to 18 digits are exact in an i64 (longer runs never reach
+                // the tape); everything else is the correctly rounded double.
+                match (self.is_integer(), self.as_i64()) {
+                    (true, Some(small)) => canonical::push_i64(out, small),
+                    _ => canonical::push_double(out, self.as_f64().unwrap_or(f64::NAN)),
+                }
+            }
+            Kind::String => {
+                canonical::push_str(out, &self.text().unwrap_or_default());
+            }
+            Kind::Array => {
+                out.push(b'[');
+                for (position, child) in self.children().enumerate() {
                     if position > 0 {
                         out.push(b',');
                     }
-                    canonical::push_str(out, key);
-                    out.push(b':');
-                    push_value(out, item);
+                    child.push_canonical(out);
                 }
-                out.push(b'}');
+                out.push(b']');
+            }
+            Kind::Object => {
+                if self
+                    .members()
+                    .any(|(key, _)| canonical::array_index(key).is_some())
+                {
+                    let members = self
+                        .members()
+                        .map(|(key, value)| {
+                            let mut text = Vec::new();
+                            canonical::push_str(&mut text, std::str::from_utf8(key).unwrap_or(""));
+                            let mut encoded = Vec::new();
+                            value.push_canonical(&mut encoded);
+                            (
+                                canonical::array_index(key),
+                                Member {
+                                    key: text,
+                                    value: encoded,
+                                },
+                            )
+                        })
+                        .collect();
+                    canonical::push_object(out, members);
+                } else {
+                    out.push(b'{');
+                    for (position, (key, value)) in self.members().enumerate() {
+                        if position > 0 {
+                            out.push(b',');
+                        }
+                        canonical::push_str(out, std::str::from_utf8(key).unwrap_or(""));
+                        out.push(b':');
+                        value.push_canonical(out);
+                    }
+                    out.push(b'}');
+                }
             }
         }
     }
 }
 
-impl Node for &Value {
-    fn field(&self, key: Key) -> PyResult<Option<Self>> {
-        Ok(match self {
-            Value::Object(map) => map.get(key.as_str()),
+/// Iterator over a container's children.
+pub struct Children<'t> {
+    tape: &'t Tape<'t>,
+    at: usize,
+    end: usize,
+}
+
+impl<'t> Iterator for Children<'t> {
+    type Item = Value<'t>;
+
+    fn next(&mut self) -> Option<Value<'t>> {
+        if self.at >= self.end {
+            return None;
+        }
+        let value = Value {
+            tape: self.tape,
+            index: self.at,
+        };
+        self.at = self.tape.items[self.at].next as usize;
+        Some(value)
+    }
+}
+
+/// A checked string body with its escapes decoded (surrogates come in pairs here).
+fn unescape(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut at = 0;
+    while at < raw.len() {
+        let rest = &raw[at..];
+        let plain = rest.iter().position(|&b| b == b'\\').unwrap_or(rest.len());
+        out.push_str(std::str::from_utf8(&rest[..plain]).unwrap_or(""));
+        at += plain;
+        if at >= raw.len() {
+            break;
+        }
+        let escape = raw[at + 1];
+        at += 2;
+        let simple = match escape {
+            b'"' => Some('"'),
+            b'\\' => Some('\\'),
+            b'/' => Some('/'),
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'n' => Some('\n'),
+            b'r' => Some('\r'),
+            b't' => Some('\t'),
             _ => None,
-        })
+        };
+        if let Some(character) = simple {
+            out.push(character);
+            continue;
+        }
+        let unit = hex4(raw.get(at..at + 4)).unwrap_or(0xFFFD);
+        at += 4;
+        let point = if (0xD800..0xDC00).contains(&unit) {
+            let low = hex4(raw.get(at + 2..at + 6)).unwrap_or(0xDC00);
+            at += 6;
+            0x1_0000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+        } else {
+            unit
+        };
+        out.push(char::from_u32(point).unwrap_or('\u{FFFD}'));
+    }
+    out
+}
+
+impl<'t> Node for Value<'t> {
+    fn field(&self, key: Key) -> PyResult<Option<Self>> {
+        Ok(self.get(key.as_str()))
     }
 
     fn is_mapping(&self) -> PyResult<bool> {
@@ -93,42 +576,42 @@ impl Node for &Value {
     }
 
     fn is_text(&self, expected: &str) -> bool {
-        self.as_str() == Some(expected)
+        let item = self.item();
+        item.kind == Kind::String && !item.escaped && self.raw() == expected.as_bytes()
+            || item.escaped && self.text().is_some_and(|text| text == expected)
     }
 
     fn is_nonempty_text(&self) -> bool {
-        self.as_str().is_some_and(|text| !text.is_empty())
+        let item = self.item();
+        item.kind == Kind::String && item.end > item.start
     }
 
     fn is_string(&self) -> bool {
-        Value::is_string(self)
+        self.item().kind == Kind::String
     }
 
     fn starts_with_underscore(&self) -> bool {
-        self.as_str().is_some_and(|text| text.starts_with('_'))
+        self.text().is_some_and(|text| text.starts_with('_'))
     }
 
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()> {
-        push_value(out, self);
+        Value::push_canonical(self, out);
         Ok(())
     }
 
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64> {
-        // A parsed string has one representation (UTF-8, no lone surrogates), so its bytes
-        // screen it; screens are compared only within one thread of one input.
-        if let Value::String(text) = self {
+        // A tape string has one representation once decoded (UTF-8, surrogates paired), so
+        // its decoded bytes screen it; screens are compared only within one thread.
+        if let Some(text) = self.text() {
             return Ok(xxh3_64_with_seed(text.as_bytes(), SEED_UTF8));
         }
         scratch.clear();
-        push_value(scratch, self);
+        Value::push_canonical(self, scratch);
         Ok(xxh3_64_with_seed(scratch, SEED_OTHER))
     }
 
-    fn to_python(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self {
-            Value::String(text) => Ok(PyString::new(py, text).into_any().unbind()),
-            _ => Err(PyTypeError::new_err("only texts are handed back to Python")),
-        }
+    fn text_value(&self) -> Text {
+        Text::Owned(self.text().unwrap_or_default().into_owned())
     }
 }
 
@@ -136,31 +619,71 @@ impl Node for &Value {
 mod tests {
     use super::*;
 
-    fn canonical_of(text: &str) -> String {
-        let value: Value = serde_json::from_str(text).unwrap();
+    fn canonical_of(text: &str) -> Result<String, Declined> {
+        let tape = Tape::parse(text.as_bytes())?;
         let mut out = Vec::new();
-        push_value(&mut out, &value);
-        String::from_utf8(out).unwrap()
+        tape.root().push_canonical(&mut out);
+        Ok(String::from_utf8(out).unwrap())
     }
 
     #[test]
     fn parsed_values_encode_canonically() {
-        assert_eq!(canonical_of(r#"{"b":1,"1":2.0}"#), r#"{"1":2,"b":1}"#);
         assert_eq!(
-            canonical_of(r#"[1.0,-0.0,1e16,0.1,"é🎉"]"#),
-            r#"[1,0,1e+16,0.1,"\u00e9\ud83c\udf89"]"#
+            canonical_of(r#" {"b":1,"1":2.0} "#).unwrap(),
+            r#"{"1":2,"b":1}"#
         );
-        assert_eq!(canonical_of(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
         assert_eq!(
-            canonical_of("18446744073709551615"),
-            "1.8446744073709552e+19"
+            canonical_of(r#"[1.0,-0.0,1e16,0.1,"é🎉","\ud83c\udf89\n\u00e9",true,null]"#).unwrap(),
+            r#"[1,0,1e+16,0.1,"\u00e9\ud83c\udf89","\ud83c\udf89\n\u00e9",true,null]"#
+        );
+        assert_eq!(
+            canonical_of("123456789012345678").unwrap(),
+            "1.2345678901234568e+17"
+        );
+        assert_eq!(canonical_of("1e400").unwrap(), "null");
+        assert_eq!(
+            canonical_of(r#"{"a":[],"b":{}}"#).unwrap(),
+            r#"{"a":[],"b":{}}"#
         );
     }
 
     #[test]
-    fn refusals_go_back_to_python() {
-        for text in [r#""\ud800""#, "NaN", "1e400", "[1,]"] {
-            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+    fn unusual_lines_are_declined() {
+        for text in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            "NaN",
+            "[1,]",
+            "01",
+            "1.",
+            r#"{"a":1,"a":2}"#,
+            r#"{"\u0061":1}"#,
+            "\"a\u{1}\"",
+            "[1] x",
+            "",
+            "\u{feff}[]",
+        ] {
+            assert_eq!(canonical_of(text), Err(Declined), "{text:?}");
         }
+        let deep = "[".repeat(MAX_TAPE_DEPTH + 1) + &"]".repeat(MAX_TAPE_DEPTH + 1);
+        assert_eq!(canonical_of(&deep), Err(Declined));
+        let fine = "[".repeat(MAX_TAPE_DEPTH) + &"]".repeat(MAX_TAPE_DEPTH);
+        assert!(canonical_of(&fine).is_ok());
+    }
+
+    #[test]
+    fn fields_and_texts_read_through_the_tape() {
+        let line = br#"{"id":"t1","messages":[{"type":"activity","text":"a\"b"}]}"#;
+        let tape = Tape::parse(line).unwrap();
+        let root = tape.root();
+        assert_eq!(root.get("id").unwrap().text().unwrap(), "t1");
+        let message = root.get("messages").unwrap().children().next().unwrap();
+        assert!(message
+            .field(Key::Type)
+            .unwrap()
+            .unwrap()
+            .is_text("activity"));
+        assert_eq!(message.get("text").unwrap().text().unwrap(), "a\"b");
+        assert!(message.get("meta").is_none());
     }
 }

@@ -65,7 +65,12 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
     out.set_item("result_copies", read.result_copies.into_pyarray(py))?;
     out.set_item("text_thread", read.text_thread.into_pyarray(py))?;
     out.set_item("text_index", read.text_index.into_pyarray(py))?;
-    out.set_item("texts", PyList::new(py, read.texts)?)?;
+    let texts: Vec<Py<PyAny>> = read
+        .texts
+        .into_iter()
+        .map(|text| text.into_python(py))
+        .collect();
+    out.set_item("texts", PyList::new(py, texts)?)?;
     Ok(out)
 }
 
@@ -91,7 +96,8 @@ fn scan_columns<'py>(
 
 /// Read a chunk of native-format JSONL lines (each without its newline) into columns, with
 /// per line the record's id text and message count, and the usage figures; None when some
-/// line needs Python's `json` (then Python reads the whole chunk).
+/// line needs Python's `json` (then Python reads the whole chunk). The lines are read on
+/// `threads` worker threads with the GIL released.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
@@ -101,6 +107,7 @@ fn scan_lines<'py>(
     max_pattern_length: Option<usize>,
     min_result_repetitions: usize,
     count_tokens: bool,
+    threads: usize,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     let py = lines.py();
     let options = scan_options(
@@ -114,7 +121,8 @@ fn scan_lines<'py>(
         .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
         .collect::<PyResult<_>>()?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
-    let Some(chunk) = threads::columns_of_lines(py, &views, &options, count_tokens)? else {
+    let Some(chunk) = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?
+    else {
         return Ok(None);
     };
     let out = columns_dict(py, chunk.columns)?;

@@ -48,6 +48,22 @@ pub const SEED_UTF16: u64 = 2;
 pub const SEED_OTHER: u64 = 3;
 pub const SEED_UTF8: u64 = 4;
 
+/// A text for Python: the object itself, or one decoded from a file (made into a `str` once
+/// the GIL is held again).
+pub enum Text {
+    Python(Py<PyAny>),
+    Owned(String),
+}
+
+impl Text {
+    pub fn into_python(self, py: Python<'_>) -> Py<PyAny> {
+        match self {
+            Text::Python(object) => object,
+            Text::Owned(text) => PyString::new(py, &text).into_any().unbind(),
+        }
+    }
+}
+
 /// A value the column pass can read.
 pub trait Node: Sized {
     /// `value.get(key)` of a mapping (None when absent or when the value is no mapping).
@@ -67,8 +83,8 @@ pub trait Node: Sized {
     /// A hash equal for values JavaScript calls equal (strings hashed from their storage,
     /// anything else from its canonical encoding); unequal values may share one.
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64>;
-    /// The value as a Python object (for the few texts handed back to Python).
-    fn to_python(&self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+    /// A text handed back to Python (the few the text-run check reads).
+    fn text_value(&self) -> Text;
 }
 
 fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
@@ -205,8 +221,8 @@ impl Node for Bound<'_, PyAny> {
         Ok(hash)
     }
 
-    fn to_python(&self, _py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(self.clone().unbind())
+    fn text_value(&self) -> Text {
+        Text::Python(self.clone().unbind())
     }
 }
 

@@ -1,10 +1,10 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
+use crate::document::{Tape, Value};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
-use serde_json::Value;
 
 use crate::canonical;
 use crate::columns::{Columns, Reader, ScanOptions};
@@ -58,12 +58,11 @@ fn python_messages<'py>(
 
 /// The columns of a batch of Python threads.
 pub fn columns_of_objects(threads: &Bound<'_, PyList>, options: &ScanOptions) -> PyResult<Columns> {
-    let py = threads.py();
     let mut columns = Columns::new();
     let mut reader = Reader::default();
     for (index, thread) in threads.iter().enumerate() {
         let items = python_messages(&thread, index)?;
-        columns.push_thread(py, index, &items, options, &mut reader)?;
+        columns.push_thread(index, &items, options, &mut reader)?;
     }
     Ok(columns)
 }
@@ -97,38 +96,38 @@ fn has_long_digit_run(line: &[u8]) -> bool {
 
 /// The `"id"` as `json.dumps` writes it, where that equals its canonical text (strings,
 /// booleans, null, integers inside ±2**53); None for any other id (Python writes those).
-fn id_text(id: Option<&Value>) -> Option<String> {
-    let text = match id {
-        None | Some(Value::Null) => "null".to_owned(),
-        Some(Value::Bool(flag)) => flag.to_string(),
-        Some(Value::Number(number)) => {
-            let small = number.as_i64()?;
-            if small.unsigned_abs() >= 1 << 53 {
-                return None;
-            }
-            small.to_string()
-        }
-        Some(Value::String(text)) => {
-            let mut out = Vec::new();
-            canonical::push_str(&mut out, text);
-            String::from_utf8(out).expect("canonical text is ASCII")
-        }
-        Some(_) => return None,
+fn id_text(id: Option<Value<'_>>) -> Option<String> {
+    let Some(id) = id else {
+        return Some("null".to_owned());
     };
-    Some(text)
+    if id.is_null() {
+        return Some("null".to_owned());
+    }
+    if let Some(flag) = id.as_bool() {
+        return Some(flag.to_string());
+    }
+    if id.is_integer() {
+        let small = id.as_i64()?;
+        return (small.unsigned_abs() < 1 << 53).then(|| small.to_string());
+    }
+    let text = id.text()?;
+    let mut out = Vec::new();
+    canonical::push_str(&mut out, &text);
+    Some(String::from_utf8(out).expect("canonical text is ASCII"))
 }
 
 /// A line's thread in the native format: (id text, messages), or None when Python should
 /// read the line (anything but a plain thread of objects, or anything serde_json refuses).
-fn native_thread(value: &Value) -> Option<(String, &[Value])> {
-    let (id, messages) = match value {
-        Value::Array(items) => (None, items.as_slice()),
-        Value::Object(map) => match map.get("messages") {
-            Some(Value::Array(items)) => (map.get("id"), items.as_slice()),
-            _ => return None,
-        },
-        _ => return None,
+fn native_thread<'t>(value: Value<'t>) -> Option<(String, Vec<Value<'t>>)> {
+    let (id, messages) = if value.is_array() {
+        (None, value)
+    } else if value.is_object() {
+        let messages = value.get("messages").filter(Value::is_array)?;
+        (value.get("id"), messages)
+    } else {
+        return None;
     };
+    let messages: Vec<Value<'t>> = messages.children().collect();
     if !messages.iter().all(Value::is_object) {
         return None;
     }
@@ -140,28 +139,30 @@ fn native_thread(value: &Value) -> Option<(String, &[Value])> {
 /// Declines (None) a figure that is an integer beyond ±2**53, which Python sums exactly.
 /// A figure that is no number (absent included) is written as NaN and makes `odd` true:
 /// Python then sums the chunk's figures the exact way, as it does when it meets one.
-fn usage_figures(messages: &[Value], figures: &mut Vec<f64>, odd: &mut bool) -> Option<()> {
+fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool) -> Option<()> {
     for message in messages {
-        let Ok(Some(usage)) = (&message).field(Key::Usage) else {
+        let Ok(Some(usage)) = message.field(Key::Usage) else {
             continue;
         };
-        let Value::Object(usage) = usage else {
+        if !usage.is_object() {
             continue;
-        };
-        if usage.is_empty() {
+        }
+        if usage.children().next().is_none() {
             continue; // Python's filter(None, ...) drops an empty usage before reading it
         }
-        match usage.get("tokens") {
-            Some(Value::Number(number)) => {
-                if let Some(small) = number.as_i64() {
+        match usage
+            .get("tokens")
+            .filter(|tokens| tokens.as_f64().is_some())
+        {
+            Some(number) => {
+                if number.is_integer() {
+                    let small = number.as_i64()?;
                     if small.unsigned_abs() > 1 << 53 {
-                        return None;
+                        return None; // Python sums such an integer exactly
                     }
                     figures.push(small as f64);
-                } else if number.is_f64() {
-                    figures.push(number.as_f64()?);
                 } else {
-                    return None;
+                    figures.push(number.as_f64()?);
                 }
             }
             _ => {
@@ -182,8 +183,8 @@ pub struct ChunkColumns {
     pub figures_odd: bool,
 }
 
-pub fn columns_of_lines(
-    py: Python<'_>,
+/// One part of a chunk, read on a worker thread without the GIL.
+fn read_part(
     lines: &[&[u8]],
     options: &ScanOptions,
     count_tokens: bool,
@@ -193,21 +194,21 @@ pub fn columns_of_lines(
     let mut outcomes = Vec::with_capacity(lines.len());
     let mut figures = Vec::new();
     let mut figures_odd = false;
-    for (index, line) in lines.iter().enumerate() {
+    for (offset, line) in lines.iter().enumerate() {
         if has_long_digit_run(line) {
             return Ok(None);
         }
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        let Ok(tape) = Tape::parse(line) else {
             return Ok(None);
         };
-        let Some((id_text, messages)) = native_thread(&value) else {
+        let Some((id_text, messages)) = native_thread(tape.root()) else {
             return Ok(None);
         };
-        if count_tokens && usage_figures(messages, &mut figures, &mut figures_odd).is_none() {
+        if count_tokens && usage_figures(&messages, &mut figures, &mut figures_odd).is_none() {
             return Ok(None);
         }
-        let items: Vec<&Value> = messages.iter().collect();
-        columns.push_thread(py, index, &items, options, &mut reader)?;
+        // Numbered within the part; `Columns::append` numbers the parts on.
+        columns.push_thread(offset, &messages, options, &mut reader)?;
         outcomes.push(LineOutcome {
             id_text,
             messages: messages.len(),
@@ -219,4 +220,51 @@ pub fn columns_of_lines(
         figures,
         figures_odd,
     }))
+}
+
+/// Lines per part handed to a worker thread: small enough to balance two cores, large
+/// enough that stitching parts costs nothing.
+const LINES_PER_PART: usize = 256;
+
+/// The chunk's lines read on `threads` worker threads (the GIL released), parts stitched in
+/// order; None as soon as any line needs Python.
+pub fn columns_of_lines(
+    py: Python<'_>,
+    lines: &[&[u8]],
+    options: &ScanOptions,
+    count_tokens: bool,
+    threads: usize,
+) -> PyResult<Option<ChunkColumns>> {
+    use rayon::prelude::*;
+    let parts: Vec<PyResult<Option<ChunkColumns>>> = py.detach(|| {
+        let work = || {
+            lines
+                .par_chunks(LINES_PER_PART)
+                .map(|chunk| read_part(chunk, options, count_tokens))
+                .collect()
+        };
+        match rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+        {
+            Ok(pool) => pool.install(work),
+            Err(_) => work(),
+        }
+    });
+    let mut whole = ChunkColumns {
+        columns: Columns::new(),
+        lines: Vec::with_capacity(lines.len()),
+        figures: Vec::new(),
+        figures_odd: false,
+    };
+    for part in parts {
+        let Some(part) = part? else {
+            return Ok(None);
+        };
+        whole.columns.append(part.columns);
+        whole.lines.extend(part.lines);
+        whole.figures.extend(part.figures);
+        whole.figures_odd |= part.figures_odd;
+    }
+    Ok(Some(whole))
 }

@@ -24,9 +24,10 @@ OPTIONS: dict[str, float | None] = {
 
 
 def _task(lines: list[bytes], options: dict[str, Any] | None = None,
-          count_tokens: bool = True) -> Any:
+          count_tokens: bool = True, threads: int = 1) -> Any:
     return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format="native",
-                     options=options or OPTIONS, strict=False, count_tokens=count_tokens)
+                     options=options or OPTIONS, strict=False, count_tokens=count_tokens,
+                     threads=threads)
 
 
 def _same(done_core: Any, done_python: Any) -> None:
@@ -106,15 +107,17 @@ def test_lines_the_core_declines_or_reads_alike(line: bytes) -> None:
         _same(done, cli._scan_chunk_in_python(task))
 
 
-def test_core_takes_the_common_chunk() -> None:
-    """The benchmark's threads and the bundled sample go through the core, not around it."""
-    lines = [_line(t, f"t{i}", True) for i, t in enumerate(generate_threads(200, seed=3))]
-    task = _task(lines)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_core_takes_the_common_chunk(threads: int) -> None:
+    """The benchmark's threads and the bundled sample go through the core, not around it,
+    on one worker thread or several (a chunk of 700 lines is read in three parts)."""
+    lines = [_line(t, f"t{i}", True) for i, t in enumerate(generate_threads(700, seed=3))]
+    task = _task(lines, threads=threads)
     done = cli._scan_chunk_in_core(task)
     assert done is not None
     _same(done, cli._scan_chunk_in_python(task))
     sample = (SAMPLES / "threads.jsonl").read_bytes().splitlines()
-    task = _task(sample)
+    task = _task(sample, threads=threads)
     done = cli._scan_chunk_in_core(task)
     assert done is not None
     _same(done, cli._scan_chunk_in_python(task))

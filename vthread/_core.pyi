@@ -26,6 +26,7 @@ def scan_lines(
     max_pattern_length: int | None,
     min_result_repetitions: int,
     count_tokens: bool,
+    threads: int,
 ) -> dict[str, Any] | None:
     """Columns of native-format JSONL lines plus ``id_texts``, ``message_counts``,
     ``figures`` and ``figures_odd``; None when some line needs Python's json."""

@@ -237,6 +237,8 @@ class _Task:
     strict: bool
     # The total of every message's tokens is read only for the summary: --quiet skips it.
     count_tokens: bool = True
+    # Worker threads the core reads the chunk's lines on (native format; the GIL released).
+    threads: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +279,12 @@ def _scan_command(options: argparse.Namespace) -> int:
     stats = _Stats()
     started = time.perf_counter()
     try:
+        # Native lines are read by the core on `jobs` threads in this process; the other
+        # formats are read by Python, `jobs` worker processes at a time.
+        in_core = options.format == "native"
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
-                       count_tokens=not options.quiet)
-        for done in _run(tasks, jobs):
+                       count_tokens=not options.quiet, threads=jobs if in_core else 1)
+        for done in _run(tasks, 1 if in_core else jobs):
             out.write(done.output)
             stats.add(done.stats)
             if progress is not None:
@@ -440,6 +445,7 @@ def _tasks(
     strict: bool,
     progress: _Progress | None,
     count_tokens: bool,
+    threads: int = 1,
 ) -> Iterator[_Task]:
     for name in files:
         label = "<stdin>" if name == "-" else name
@@ -452,7 +458,7 @@ def _tasks(
         line = 1
         try:
             for lines in _chunks(stream):
-                yield _Task(label, line, lines, format_, cycle, strict, count_tokens)
+                yield _Task(label, line, lines, format_, cycle, strict, count_tokens, threads)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -528,7 +534,9 @@ def _scan_chunk_in_core(task: _Task) -> _Done | None:
     (its signature and token cost) and was computed that way before the core existed.
     """
     options = cycle_options(**task.options)
-    raw = _core.scan_lines(task.lines, *core_options(options), task.count_tokens)
+    raw = _core.scan_lines(
+        task.lines, *core_options(options), task.count_tokens, task.threads
+    )
     if raw is None:
         return None
     result = verdicts(columns_of(raw), options)
