@@ -68,6 +68,64 @@ impl Interner {
     }
 }
 
+/// One row of a trailing activity run, its parts as exact ids.
+#[derive(Clone, Copy, Debug)]
+pub struct TailRow {
+    pub kind: i8,
+    pub kind_id: i64,
+    pub name: i64,
+    pub arguments: i64,
+    pub result: i64,
+}
+
+fn distinct<T: std::hash::Hash + Eq>(values: impl Iterator<Item = T>) -> usize {
+    values.collect::<ahash::AHashSet<T>>().len()
+}
+
+/// SPEC §4's repeated_activity_tail decision on a trailing run of at least 8 activities:
+/// the one-thread twin of the NumPy check in `vthread/_heuristics.py` (both are held to the
+/// reference by the property tests).
+pub fn tail_collapsed(rows: &[TailRow]) -> bool {
+    const MIN_WITH_PAYLOAD: usize = 4;
+    const PROGRESS_MIN_ANSWERS: usize = 3;
+    let requests: Vec<&TailRow> = rows
+        .iter()
+        .filter(|row| row.kind == REQUEST && row.arguments != ABSENT)
+        .collect();
+    let responses: Vec<&TailRow> = rows
+        .iter()
+        .filter(|row| row.kind == RESPONSE && row.result != ABSENT)
+        .collect();
+    if requests.len() < MIN_WITH_PAYLOAD || responses.len() < MIN_WITH_PAYLOAD {
+        return false;
+    }
+    let signatures = distinct(
+        rows.iter()
+            .map(|row| (row.kind_id, row.name, row.arguments, row.result)),
+    );
+    if signatures * 2 > rows.len()
+        || distinct(rows.iter().map(|row| row.name)) == rows.len()
+        || distinct(requests.iter().map(|row| row.arguments)) == requests.len()
+        || distinct(responses.iter().map(|row| row.result)) == responses.len()
+    {
+        return false;
+    }
+    let mut answers: ahash::AHashMap<(i64, i64), Vec<i64>> = ahash::AHashMap::new();
+    for pair in rows.windows(2) {
+        let (asked, answered) = (pair[0], pair[1]);
+        if asked.kind == REQUEST && answered.kind == RESPONSE && asked.name == answered.name {
+            answers
+                .entry((asked.name, asked.arguments))
+                .or_default()
+                .push(answered.result);
+        }
+    }
+    let progressing = answers.values().any(|results| {
+        results.len() >= PROGRESS_MIN_ANSWERS && distinct(results.iter()) == results.len()
+    });
+    !progressing
+}
+
 /// A well-formed activity's parts (SPEC §2), payloads not yet read.
 pub struct Activity<N> {
     pub kind: N,
@@ -174,6 +232,31 @@ impl Columns {
             tail_offsets: vec![0],
             ..Columns::default()
         }
+    }
+
+    /// The one thread of a batch of one, decided in the core where it can be: 1, 2 or 3 for
+    /// a repeated suffix, activity tail or result run (in the reference's order), else 0 and
+    /// the text-run check is Python's, over `texts`.
+    pub fn single_verdict(&self, needed_results: usize) -> u8 {
+        if self.suffix_period[0] > 0 {
+            return 1;
+        }
+        let rows: Vec<TailRow> = (0..self.tail_kind.len())
+            .map(|row| TailRow {
+                kind: self.tail_kind[row],
+                kind_id: self.tail_kind_id[row],
+                name: self.tail_name[row],
+                arguments: self.tail_arguments[row],
+                result: self.tail_result[row],
+            })
+            .collect();
+        if !rows.is_empty() && tail_collapsed(&rows) {
+            return 2;
+        }
+        if self.result_run[0] as usize >= needed_results {
+            return 3;
+        }
+        0
     }
 
     /// Append another batch's columns after this one's (its threads numbered on).
@@ -364,4 +447,40 @@ fn exact_ids<N: Node>(interner: &mut Interner, activity: &Activity<N>) -> PyResu
         interner.payload(b'a', activity.arguments.as_ref())?,
         interner.payload(b'r', activity.result.as_ref())?,
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: i8, name: i64, arguments: i64, result: i64) -> TailRow {
+        TailRow {
+            kind,
+            kind_id: i64::from(kind),
+            name,
+            arguments,
+            result,
+        }
+    }
+
+    #[test]
+    fn the_same_call_and_answer_collapse() {
+        let pair = [row(REQUEST, 0, 1, ABSENT), row(RESPONSE, 0, ABSENT, 2)];
+        assert!(tail_collapsed(&pair.repeat(4)));
+    }
+
+    #[test]
+    fn polling_with_new_answers_is_progress() {
+        let rows: Vec<TailRow> = (0..4)
+            .flat_map(|answer| [row(REQUEST, 0, 1, ABSENT), row(RESPONSE, 0, ABSENT, answer)])
+            .chain([row(RESPONSE, 0, ABSENT, 0)])
+            .collect();
+        assert!(!tail_collapsed(&rows));
+    }
+
+    #[test]
+    fn too_few_payloads_never_collapse() {
+        let pair = [row(REQUEST, 0, ABSENT, ABSENT), row(RESPONSE, 0, ABSENT, 2)];
+        assert!(!tail_collapsed(&pair.repeat(6)));
+    }
 }

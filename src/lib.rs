@@ -94,6 +94,34 @@ fn scan_columns<'py>(
     columns_dict(threads.py(), read)
 }
 
+/// One thread decided in the core: `(code, texts)` where code is 1, 2 or 3 for a repeated
+/// suffix, activity tail or result run, else 0 with the texts Python's text-run check reads
+/// (the last five spoken messages' non-empty texts). Errors name the message index.
+#[pyfunction]
+fn describe_thread<'py>(
+    messages: &Bound<'py, PyAny>,
+    min_repetitions: usize,
+    min_pattern_length: usize,
+    max_pattern_length: Option<usize>,
+    min_result_repetitions: usize,
+) -> PyResult<(u8, Bound<'py, PyList>)> {
+    let py = messages.py();
+    let options = scan_options(
+        min_repetitions,
+        min_pattern_length,
+        max_pattern_length,
+        min_result_repetitions,
+    );
+    let read = threads::columns_of_thread(messages, &options)?;
+    let code = read.single_verdict(options.needed_results);
+    let texts: Vec<Py<PyAny>> = if code == 0 {
+        read.texts.into_iter().map(|text| text.into_python(py)).collect()
+    } else {
+        Vec::new()
+    };
+    Ok((code, PyList::new(py, texts)?))
+}
+
 /// Read a chunk of native-format JSONL lines (each without its newline) into columns, with
 /// per line the record's id text and message count, and the usage figures; None when some
 /// line needs Python's `json` (then Python reads the whole chunk). The lines are read on
@@ -179,6 +207,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     Ok(())

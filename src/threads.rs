@@ -67,6 +67,18 @@ pub fn columns_of_objects(threads: &Bound<'_, PyList>, options: &ScanOptions) ->
     Ok(columns)
 }
 
+/// The columns of one Python thread; errors name the message index alone.
+pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> PyResult<Columns> {
+    let items = python_messages(messages, 0).map_err(|error| {
+        let py = messages.py();
+        let text = error.value(py).to_string();
+        PyTypeError::new_err(text.trim_start_matches("thread 0: ").to_owned())
+    })?;
+    let mut columns = Columns::new();
+    columns.push_thread(0, &items, options, &mut Reader::default())?;
+    Ok(columns)
+}
+
 /// What became of one JSONL line in the core.
 pub struct LineOutcome {
     /// The record's `"id"` as compact JSON text (what `json.dumps` writes for it).

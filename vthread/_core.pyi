@@ -36,3 +36,13 @@ def _set_screen_bits(bits: int) -> None:
 
 def one_field_floor(threads: list[Any]) -> int:
     """Benchmark floor: look up ``type`` in every message; how many have it."""
+
+def describe_thread(
+    messages: Any,
+    min_repetitions: int,
+    min_pattern_length: int,
+    max_pattern_length: int | None,
+    min_result_repetitions: int,
+) -> tuple[int, list[str]]:
+    """(1/2/3 for suffix, activity tail, result run, else 0; the texts the text-run check
+    reads when 0)."""

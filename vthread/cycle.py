@@ -12,8 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from vthread._heuristics import Columns, activity_tail, read_columns, result_run, text_runs
-from vthread._options import CycleOptions, cycle_options
+from vthread import _core
+from vthread._heuristics import (
+    Columns,
+    activity_tail,
+    core_options,
+    read_columns,
+    result_run,
+    text_runs,
+)
+from vthread._options import CycleOptions, cycle_options, text_run_options
+from vthread.textrun import may_hold_units, runaway
+
+_NAMES = ("repeated_suffix", "repeated_activity_tail", "repeated_result_run")
 
 __all__ = [
     "describe_thread_cycle",
@@ -135,14 +146,15 @@ def describe_thread_cycle(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    columns = _columns(messages, options)
-    if columns.suffix_period[0] > 0:
-        return "repeated_suffix"
-    if activity_tail(columns).collapsed[0]:
-        return "repeated_activity_tail"
-    if result_run(columns, options.min_result_repetitions)[0]:
-        return "repeated_result_run"
-    if _text_run(columns):
+    try:
+        code, texts = _core.describe_thread(messages, *core_options(options))
+    except TypeError as error:
+        raise TypeError(str(error)) from None
+    if code:
+        return _NAMES[code - 1]
+    text_options = text_run_options()
+    if any(may_hold_units(text, text_options.min_units) and runaway(text, text_options)
+           for text in texts):
         return "repeated_message_text_run"
     return None
 
