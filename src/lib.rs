@@ -4,7 +4,6 @@
 //! threads as flat arrays) and `suffix` (the repeated-suffix pass over them).
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 
 pub mod canonical;
 pub mod columns;
@@ -16,7 +15,7 @@ pub mod suffix;
 pub mod threads;
 
 use numpy::IntoPyArray;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// `value`'s canonical encoding (`vthread._jsvalue.canonical`'s text, as ASCII bytes).
 #[pyfunction(name = "canonical")]
@@ -115,7 +114,10 @@ fn describe_thread<'py>(
     let read = threads::columns_of_thread(messages, &options)?;
     let code = read.single_verdict(options.needed_results);
     let texts: Vec<Py<PyAny>> = if code == 0 {
-        read.texts.into_iter().map(|text| text.into_python(py)).collect()
+        read.texts
+            .into_iter()
+            .map(|text| text.into_python(py))
+            .collect()
     } else {
         Vec::new()
     };
@@ -199,6 +201,20 @@ fn one_field_floor(threads: &Bound<'_, PyList>) -> PyResult<usize> {
     Ok(found)
 }
 
+/// The parse floor of the CLI, for benchmarks: parse every line into a tape (one thread) and
+/// nothing else. Returns how many lines the tape took.
+#[pyfunction]
+fn tape_parse_floor(lines: &Bound<'_, PyList>) -> PyResult<usize> {
+    let mut taken = 0;
+    for line in lines.iter() {
+        let line = line.cast_into::<PyBytes>().map_err(PyErr::from)?;
+        if document::Tape::parse(line.as_bytes()).is_ok() {
+            taken += 1;
+        }
+    }
+    Ok(taken)
+}
+
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -210,5 +226,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
+    module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     Ok(())
 }

@@ -127,3 +127,11 @@ def test_non_finite_guard_option_resolves_as_unset(option: str, value: float) ->
     guard, unset = vthread.Guard(**{option: value}), vthread.Guard(**{option: None})
     assert guard.push(stream) == unset.push(stream)
     assert guard.reason == unset.reason
+
+
+def test_default_options_resolve_as_the_general_rule() -> None:
+    """The cached defaults are exactly what resolving the defaults step by step gives."""
+    from vthread._options import DEFAULT_MIN_UNITS, cycle_options, text_run_options
+
+    assert cycle_options() == cycle_options(2, 2, float("nan"), 3)
+    assert text_run_options() == text_run_options(DEFAULT_MIN_UNITS, float("inf"), 2.0)

@@ -46,3 +46,6 @@ def describe_thread(
 ) -> tuple[int, list[str]]:
     """(1/2/3 for suffix, activity tail, result run, else 0; the texts the text-run check
     reads when 0)."""
+
+def tape_parse_floor(lines: list[bytes]) -> int:
+    """Benchmark floor: parse every line into the core's tape; how many it took."""

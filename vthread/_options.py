@@ -76,6 +76,9 @@ def cycle_options(
     min_result_repetitions: object = None,
 ) -> CycleOptions:
     """Resolve the cycle keywords as the production implementation does."""
+    if (min_repetitions is None and min_pattern_length is None and max_pattern_length is None
+            and min_result_repetitions is None):
+        return _DEFAULT_CYCLE  # the every-turn call: resolved once
     min_pattern = floor_count("min_pattern_length", min_pattern_length,
                               DEFAULT_MIN_PATTERN_LENGTH, 1)
     # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum (SPEC.md §4).
@@ -93,6 +96,14 @@ def cycle_options(
     )
 
 
+_DEFAULT_CYCLE: Final = CycleOptions(
+    min_repetitions=DEFAULT_MIN_REPETITIONS,
+    min_pattern_length=DEFAULT_MIN_PATTERN_LENGTH,
+    max_pattern_length=None,
+    min_result_repetitions=DEFAULT_MIN_RESULT_REPETITIONS,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class TextRunOptions:
     """Resolved options of :func:`vthread.has_repeated_text_run`."""
@@ -106,6 +117,8 @@ def text_run_options(
     min_units: object = None, window: object = None, max_unique_ratio: object = None
 ) -> TextRunOptions:
     """Resolve the text-run keywords; a ratio outside (0, 1] falls back to the default."""
+    if min_units is None and window is None and max_unique_ratio is None:
+        return _DEFAULT_TEXT_RUN
     units = floor_count("min_units", min_units, DEFAULT_MIN_UNITS, 2)
     ratio = real("max_unique_ratio", max_unique_ratio)
     if ratio is None or not 0 < ratio <= 1:
@@ -115,6 +128,13 @@ def text_run_options(
         window=floor_count("window", window, max(units, DEFAULT_TEXT_WINDOW), units),
         max_unique_ratio=ratio,
     )
+
+
+_DEFAULT_TEXT_RUN: Final = TextRunOptions(
+    min_units=DEFAULT_MIN_UNITS,
+    window=max(DEFAULT_MIN_UNITS, DEFAULT_TEXT_WINDOW),
+    max_unique_ratio=DEFAULT_TEXT_MAX_UNIQUE_RATIO,
+)
 
 
 @dataclass(frozen=True, slots=True)
