@@ -21,16 +21,23 @@ progress line while running, only when stderr is a terminal.
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
-``CHUNK_BYTES`` bytes, and each chunk is parsed, validated, scanned with one
-:func:`vthread.scan` call and written before the next is read, so memory depends on the chunk
-size, not the input size. ``--jobs N`` runs that whole per-chunk pipeline (parsing included,
-which is most of the serial cost) in N worker processes, at most 2N chunks in flight, and
-writes the results in input order: the output is byte-identical to ``--jobs 1``.
+``CHUNK_BYTES`` bytes, and each chunk is parsed, judged and written before the next is read,
+so memory depends on the chunk size, not the input size.
 
-Parsing uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the standard
-``json`` module otherwise, and the answer is the standard module's either way: each line means
-what ``json.loads(line_bytes)`` makes of it. orjson rejects some lines the standard module
-accepts (lone surrogate escapes, ``NaN``/``Infinity``, out-of-range floats, a byte-order
+A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
+tape (no Python object per message) and read into the heuristics' columns, on ``--jobs``
+worker threads with the GIL released; only a looping line is parsed again in Python, for
+its record's signature and token cost. The tape takes only plain JSON it reads exactly as
+``json.loads(line_bytes)`` does; a chunk holding any line it declines (invalid UTF-8, a
+byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, a run
+of 19 digits, an id Python writes differently, a line that is no thread) is read by Python
+instead, the records byte for byte the same either way. The OpenAI and Anthropic formats
+are read by Python, ``--jobs N`` worker processes at a time, the output in input order.
+
+Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
+standard ``json`` module otherwise, and the answer is the standard module's either way: each
+line means what ``json.loads(line_bytes)`` makes of it. orjson rejects some lines the standard
+module accepts (lone surrogate escapes, ``NaN``/``Infinity``, out-of-range floats, a byte-order
 mark, surrogates encoded in UTF-8) and those are re-parsed with ``json``; it silently turns
 integers beyond 64 bits into floats, so a line holding a run of 19 or more digits anywhere is
 parsed with ``json`` directly. One known difference remains: a line nested 1,000 to 1,024 levels
