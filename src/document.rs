@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
-use crate::node::{Key, Node, Text, SEED_OTHER, SEED_UTF8};
+use crate::node::{screens, Key, Node, Text, SCREEN_DEPTH, SEED_UTF8};
 
 /// Deepest nesting the tape takes; deeper lines go to Python.
 pub const MAX_TAPE_DEPTH: usize = 128;
@@ -433,6 +433,36 @@ impl<'t> Value<'t> {
         }
     }
 
+    /// The value's screen (see `node::screens`). A tape string has one representation once
+    /// decoded (UTF-8, surrogates paired), so its decoded bytes screen it; screens are only
+    /// compared within one thread of one input.
+    fn structural_screen(&self, depth: usize) -> u64 {
+        let item = *self.item();
+        match item.kind {
+            Kind::Null => screens::null(),
+            Kind::True => screens::boolean(true),
+            Kind::False => screens::boolean(false),
+            Kind::Number => match (self.is_integer(), self.as_i64()) {
+                (true, Some(small)) => screens::number(small as f64),
+                _ => screens::number(self.as_f64().unwrap_or(f64::NAN)),
+            },
+            Kind::String => {
+                xxh3_64_with_seed(self.text().unwrap_or_default().as_bytes(), SEED_UTF8)
+            }
+            _ if depth >= SCREEN_DEPTH => screens::deep(),
+            Kind::Array => screens::list(
+                self.children()
+                    .map(|child| child.structural_screen(depth + 1)),
+            ),
+            Kind::Object => screens::object(self.members().map(|(key, value)| {
+                (
+                    xxh3_64_with_seed(key, SEED_UTF8),
+                    value.structural_screen(depth + 1),
+                )
+            })),
+        }
+    }
+
     /// Append the canonical encoding.
     pub fn push_canonical(&self, out: &mut Vec<u8>) {
         let item = *self.item();
@@ -599,15 +629,8 @@ impl<'t> Node for Value<'t> {
         Ok(())
     }
 
-    fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64> {
-        // A tape string has one representation once decoded (UTF-8, surrogates paired), so
-        // its decoded bytes screen it; screens are compared only within one thread.
-        if let Some(text) = self.text() {
-            return Ok(xxh3_64_with_seed(text.as_bytes(), SEED_UTF8));
-        }
-        scratch.clear();
-        Value::push_canonical(self, scratch);
-        Ok(xxh3_64_with_seed(scratch, SEED_OTHER))
+    fn screen(&self, _scratch: &mut Vec<u8>) -> PyResult<u64> {
+        Ok(self.structural_screen(0))
     }
 
     fn text_value(&self) -> Text {

@@ -173,6 +173,14 @@ fn scan_lines<'py>(
     Ok(Some(out))
 }
 
+/// The screen of a value (see `node.rs`): equal for values JavaScript calls equal. For the
+/// tests that hold it to that.
+#[pyfunction]
+fn screen(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    use node::Node;
+    value.screen(&mut Vec::new())
+}
+
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
 /// makes screens collide everywhere, to show collisions change no answer.
 #[pyfunction]
@@ -225,6 +233,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
+    module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     Ok(())

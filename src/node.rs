@@ -6,7 +6,7 @@
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::objects;
@@ -80,8 +80,9 @@ pub trait Node: Sized {
     fn starts_with_underscore(&self) -> bool;
     /// Append the canonical encoding (`vthread._jsvalue.canonical`).
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()>;
-    /// A hash equal for values JavaScript calls equal (strings hashed from their storage,
-    /// anything else from its canonical encoding); unequal values may share one.
+    /// A hash equal for values JavaScript calls equal, made without encoding them (strings
+    /// hashed from their storage, containers combined from their members' screens down to
+    /// `SCREEN_DEPTH`); unequal values may share one.
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64>;
     /// A text handed back to Python (the few the text-run check reads).
     fn text_value(&self) -> Text;
@@ -183,42 +184,7 @@ impl Node for Bound<'_, PyAny> {
     }
 
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64> {
-        let Ok(text) = self.cast::<PyString>() else {
-            scratch.clear();
-            objects::push_canonical(scratch, self)?;
-            return Ok(xxh3_64_with_seed(scratch, SEED_OTHER));
-        };
-        let (kind, data, length) = storage(text);
-        // SAFETY: the storage described by `storage`, alive while `text` is borrowed.
-        let hash = unsafe {
-            match kind {
-                ffi::PyUnicode_1BYTE_KIND => {
-                    xxh3_64_with_seed(std::slice::from_raw_parts(data, length), SEED_LATIN1)
-                }
-                ffi::PyUnicode_2BYTE_KIND => {
-                    xxh3_64_with_seed(std::slice::from_raw_parts(data, 2 * length), SEED_UTF16)
-                }
-                _ => {
-                    // Astral code points as their two UTF-16 units, in the byte order of
-                    // 2-byte storage, so a surrogate pair and its code point hash alike.
-                    let points = std::slice::from_raw_parts(data as *const u32, length);
-                    scratch.clear();
-                    for &point in points {
-                        if point >= 0x1_0000 {
-                            let offset = point - 0x1_0000;
-                            let high = (0xD800 | (offset >> 10)) as u16;
-                            let low = (0xDC00 | (offset & 0x3FF)) as u16;
-                            scratch.extend_from_slice(&high.to_ne_bytes());
-                            scratch.extend_from_slice(&low.to_ne_bytes());
-                        } else {
-                            scratch.extend_from_slice(&(point as u16).to_ne_bytes());
-                        }
-                    }
-                    xxh3_64_with_seed(scratch, SEED_UTF16)
-                }
-            }
-        };
-        Ok(hash)
+        PythonScreen { open: Vec::new() }.of(self, 0, scratch)
     }
 
     fn text_value(&self) -> Text {
@@ -229,4 +195,193 @@ impl Node for Bound<'_, PyAny> {
 /// The hash of an absent value (as `null`), for screens.
 pub fn absent_screen() -> u64 {
     xxh3_64_with_seed(b"null", SEED_OTHER)
+}
+
+const SEED_NUMBER: u64 = 5;
+const SEED_LIST: u64 = 6;
+const SEED_OBJECT: u64 = 7;
+/// Containers deeper than this screen as one constant: equal values are equal to any depth,
+/// so cutting both at the same depth keeps them equal, and the cost stays bounded.
+pub const SCREEN_DEPTH: usize = 8;
+
+fn mix(value: u64) -> u64 {
+    // The 64-bit finaliser of MurmurHash3: every input bit reaches every output bit.
+    let mut x = value;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// Screens of the values JSON has, shared by every `Node`: a value's screen depends only on
+/// what JavaScript sees (numbers as doubles, `-0` as `0`, NaN and the infinities as `null`;
+/// object members in any order, since an order-free sum cannot tell JavaScript's key order
+/// from insertion order; arrays in order).
+pub mod screens {
+    use super::*;
+
+    pub fn null() -> u64 {
+        absent_screen()
+    }
+
+    pub fn boolean(flag: bool) -> u64 {
+        xxh3_64_with_seed(if flag { b"true" } else { b"false" }, SEED_OTHER)
+    }
+
+    pub fn unserializable() -> u64 {
+        xxh3_64_with_seed(crate::canonical::UNSERIALIZABLE, SEED_OTHER)
+    }
+
+    pub fn deep() -> u64 {
+        xxh3_64_with_seed(b"deep", SEED_OTHER)
+    }
+
+    pub fn number(value: f64) -> u64 {
+        if !value.is_finite() {
+            return null();
+        }
+        let value = if value == 0.0 { 0.0 } else { value };
+        xxh3_64_with_seed(&value.to_bits().to_le_bytes(), SEED_NUMBER)
+    }
+
+    /// An ASCII property name (a coerced non-string key), hashed as a Latin-1 `str` holding it.
+    pub fn ascii_name(name: &[u8]) -> u64 {
+        xxh3_64_with_seed(name, SEED_LATIN1)
+    }
+
+    pub fn list(children: impl Iterator<Item = u64>) -> u64 {
+        children.fold(SEED_LIST, |acc, child| mix(acc.rotate_left(5) ^ child))
+    }
+
+    pub fn object(members: impl Iterator<Item = (u64, u64)>) -> u64 {
+        let (sum, count) = members.fold((0u64, 0u64), |(sum, count), (key, value)| {
+            (
+                sum.wrapping_add(mix(key ^ value.rotate_left(17))),
+                count + 1,
+            )
+        });
+        mix(sum ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ SEED_OBJECT)
+    }
+}
+
+/// The structural screen of a Python value, with the open containers (cycles screen as the
+/// marker, as they encode).
+struct PythonScreen {
+    open: Vec<usize>,
+}
+
+impl PythonScreen {
+    fn of(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        depth: usize,
+        scratch: &mut Vec<u8>,
+    ) -> PyResult<u64> {
+        if let Ok(text) = value.cast::<PyString>() {
+            return Ok(string_screen(text, scratch));
+        }
+        if value.is_none() {
+            return Ok(screens::null());
+        }
+        if let Ok(flag) = value.cast_exact::<PyBool>() {
+            return Ok(screens::boolean(flag.is_true()));
+        }
+        if value.is_instance_of::<PyInt>() {
+            return Ok(match value.extract::<i64>() {
+                Ok(small) => screens::number(small as f64), // rounds as float(int) does
+                Err(_) => match value.py().get_type::<PyFloat>().call1((value,)) {
+                    Ok(double) => screens::number(double.extract::<f64>()?),
+                    Err(_) => screens::null(), // overflow: Infinity, written as null
+                },
+            });
+        }
+        if let Ok(double) = value.cast::<PyFloat>() {
+            return Ok(screens::number(double.value()));
+        }
+        let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
+        let is_mapping = !is_list && objects::is_mapping(value)?;
+        if !is_list && !is_mapping {
+            return Ok(screens::unserializable());
+        }
+        let identity = value.as_ptr() as usize;
+        if self.open.contains(&identity) {
+            return Ok(screens::unserializable());
+        }
+        if depth >= SCREEN_DEPTH {
+            return Ok(screens::deep());
+        }
+        self.open.push(identity);
+        let screen = if is_list {
+            let mut children = Vec::new();
+            for child in value.try_iter()? {
+                children.push(self.of(&child?, depth + 1, scratch)?);
+            }
+            screens::list(children.into_iter())
+        } else {
+            let mut members = Vec::new();
+            let items: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> =
+                if let Ok(dict) = value.cast_exact::<PyDict>() {
+                    dict.iter().collect()
+                } else {
+                    value
+                        .call_method0("items")?
+                        .try_iter()?
+                        .map(|item| item?.extract())
+                        .collect::<PyResult<_>>()?
+                };
+            for (key, child) in items {
+                let key_screen = key_screen(&key, scratch)?;
+                members.push((key_screen, self.of(&child, depth + 1, scratch)?));
+            }
+            screens::object(members.into_iter())
+        };
+        self.open.pop();
+        Ok(screen)
+    }
+}
+
+/// A key's screen: a `str` by its content, other keys by the name JSON gives them.
+fn key_screen(key: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
+    if let Ok(text) = key.cast::<PyString>() {
+        return Ok(string_screen(text, scratch));
+    }
+    Ok(match objects::key_name(key)? {
+        Some(name) => screens::ascii_name(name.as_bytes()),
+        None => screens::unserializable(),
+    })
+}
+
+/// A `str`'s screen from its storage: Latin-1 bytes as they are, wider storage over its
+/// UTF-16 code units (so a surrogate pair written as two code points hashes as its astral
+/// character).
+fn string_screen(text: &Bound<'_, PyString>, scratch: &mut Vec<u8>) -> u64 {
+    let (kind, data, length) = storage(text);
+    // SAFETY: the storage described by `storage`, alive while `text` is borrowed.
+    unsafe {
+        match kind {
+            ffi::PyUnicode_1BYTE_KIND => {
+                xxh3_64_with_seed(std::slice::from_raw_parts(data, length), SEED_LATIN1)
+            }
+            ffi::PyUnicode_2BYTE_KIND => {
+                xxh3_64_with_seed(std::slice::from_raw_parts(data, 2 * length), SEED_UTF16)
+            }
+            _ => {
+                let points = std::slice::from_raw_parts(data as *const u32, length);
+                scratch.clear();
+                for &point in points {
+                    if point >= 0x1_0000 {
+                        let offset = point - 0x1_0000;
+                        let high = (0xD800 | (offset >> 10)) as u16;
+                        let low = (0xDC00 | (offset & 0x3FF)) as u16;
+                        scratch.extend_from_slice(&high.to_ne_bytes());
+                        scratch.extend_from_slice(&low.to_ne_bytes());
+                    } else {
+                        scratch.extend_from_slice(&(point as u16).to_ne_bytes());
+                    }
+                }
+                xxh3_64_with_seed(scratch, SEED_UTF16)
+            }
+        }
+    }
 }

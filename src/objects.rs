@@ -85,15 +85,10 @@ fn push_int(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// A key as the property name JavaScript (and Python's `json`) would give it, with its array
-/// index when it has one; `None` for a key no JSON object can have.
-fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>> {
-    let mut text = Vec::new();
-    if let Ok(string) = key.cast::<PyString>() {
-        push_string(&mut text, string);
-        return Ok(Some((ascii_digits(string), text)));
-    }
-    let name = if key.is_none() {
+/// The property name JSON gives a key that is not a `str` (`null`, `true`, `1`, `2.5`), or None
+/// for a key no JSON object can have.
+pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    Ok(Some(if key.is_none() {
         "null".to_owned()
     } else if let Ok(flag) = key.cast_exact::<PyBool>() {
         if flag.is_true() { "true" } else { "false" }.to_owned()
@@ -110,6 +105,19 @@ fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>
             .repr()?
             .to_string()
     } else {
+        return Ok(None);
+    }))
+}
+
+/// A key as the property name JavaScript (and Python's `json`) would give it, with its array
+/// index when it has one; `None` for a key no JSON object can have.
+fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>> {
+    let mut text = Vec::new();
+    if let Ok(string) = key.cast::<PyString>() {
+        push_string(&mut text, string);
+        return Ok(Some((ascii_digits(string), text)));
+    }
+    let Some(name) = key_name(key)? else {
         return Ok(None);
     };
     canonical::push_str(&mut text, &name);

@@ -56,7 +56,7 @@ pub fn masked(screen: u64) -> u64 {
     screen & SCREEN_MASK.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// The screen of a message: its type and text hashed from storage, and whether it has meta.
+/// The screen of a message: the screens of its type, text and meta (or meta's absence).
 fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
     let kind = match message.field(Key::Type)? {
         Some(kind) => kind.screen(scratch)?,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import xxhash
 from hypothesis import given
+from hypothesis import strategies as st
 from strategies import JSON_VALUES
 
 import vthread
@@ -85,3 +86,51 @@ for _ in range(10_050):
 def test_core_canonical_edge_cases(value: Any) -> None:
     """Every SPEC §1 edge case encodes as the Python twin encodes it."""
     assert _core.canonical(value).decode("ascii") == _jsvalue._encode(value)
+
+
+def _pair(code_point: int) -> str:
+    """The two surrogate code points UTF-16 writes an astral code point as."""
+    offset = code_point - 0x10000
+    return chr(0xD800 + (offset >> 10)) + chr(0xDC00 + (offset & 0x3FF))
+
+
+def _javascript_twin(value: Any, draw: Any) -> Any:
+    """A value JavaScript calls equal to ``value`` but Python may not: integral floats for
+    integers, index keys reordered, astral characters as surrogate pairs, tuples for lists."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int) and abs(value) < 2**53:
+        return float(value) if draw(st.booleans()) else value
+    if isinstance(value, str):
+        if not draw(st.booleans()):
+            return value
+        return "".join(c if ord(c) < 0x10000 else _pair(ord(c)) for c in value)
+    if isinstance(value, list):
+        items = [_javascript_twin(item, draw) for item in value]
+        return tuple(items) if draw(st.booleans()) else items
+    if isinstance(value, dict):
+        members = [(key, _javascript_twin(item, draw)) for key, item in value.items()]
+        indices = [m for m in members if _jsvalue._is_array_index(m[0])]
+        others = [m for m in members if not _jsvalue._is_array_index(m[0])]
+        return dict(draw(st.permutations(indices)) + others)
+    return value
+
+
+@given(value=JSON_VALUES, data=st.data())
+def test_screens_are_equal_for_javascript_equal_values(value: Any, data: Any) -> None:
+    """A screen may merge different values but never separates equal ones: a value and a
+    JavaScript-equal twin written differently in Python screen alike."""
+    twin = _javascript_twin(value, data.draw)
+    assert _jsvalue.canonical(twin) == _jsvalue.canonical(value)
+    assert _core.screen(twin) == _core.screen(value)
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    (1, 1.0), (-0.0, 0), (float("nan"), None), (float("inf"), None), (2**70, float(2**70)),
+    ({"b": 1, "1": 2}, {"1": 2, "b": 1}), ({1: "a"}, {"1": "a"}), ({None: 1}, {"null": 1}),
+    ("🎉", "\ud83c\udf89"), ([1, [2]], (1.0, (2,))), ({1, 2}, b"x"),
+])
+def test_screen_edge_cases(left: Any, right: Any) -> None:
+    """SPEC §1's equal pairs screen alike."""
+    assert _jsvalue.canonical(left) == _jsvalue.canonical(right)
+    assert _core.screen(left) == _core.screen(right)

@@ -49,3 +49,6 @@ def describe_thread(
 
 def tape_parse_floor(lines: list[bytes]) -> int:
     """Benchmark floor: parse every line into the core's tape; how many it took."""
+
+def screen(value: Any) -> int:
+    """A value's screen: equal for values JavaScript calls equal (a test hook)."""
