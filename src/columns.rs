@@ -68,6 +68,59 @@ impl Interner {
     }
 }
 
+/// Exact ids for the values of one thread's trailing tool calls, encoding only what must be:
+/// a value whose screen no earlier value shares gets a new id at once (values with
+/// different screens differ); only values that share a screen are encoded and compared.
+pub struct LazyInterner<N> {
+    entries: ahash::AHashMap<u64, Vec<(N, Option<Vec<u8>>, i64)>>,
+    next: i64,
+    scratch: Vec<u8>,
+}
+
+impl<N: Node + Clone> LazyInterner<N> {
+    pub fn new() -> Self {
+        LazyInterner {
+            entries: ahash::AHashMap::new(),
+            next: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The id of `value` under `tag` (ids of different tags never meet in a comparison).
+    pub fn id(&mut self, tag: u8, value: &N) -> PyResult<i64> {
+        let screen = masked(value.screen(&mut self.scratch)?) ^ u64::from(tag).rotate_left(56);
+        let bucket = self.entries.entry(screen).or_default();
+        if bucket.is_empty() {
+            bucket.push((value.clone(), None, self.next));
+            self.next += 1;
+            return Ok(self.next - 1);
+        }
+        let mut encoded = Vec::new();
+        value.push_canonical(&mut encoded)?;
+        for (other, bytes, id) in bucket.iter_mut() {
+            if bytes.is_none() {
+                let mut other_bytes = Vec::new();
+                other.push_canonical(&mut other_bytes)?;
+                *bytes = Some(other_bytes);
+            }
+            if bytes.as_deref() == Some(encoded.as_slice()) {
+                return Ok(*id);
+            }
+        }
+        bucket.push((value.clone(), Some(encoded), self.next));
+        self.next += 1;
+        Ok(self.next - 1)
+    }
+
+    /// The id of an optional payload: ABSENT when the key is absent.
+    pub fn payload(&mut self, tag: u8, value: Option<&N>) -> PyResult<i64> {
+        match value {
+            Some(value) => self.id(tag, value),
+            None => Ok(ABSENT),
+        }
+    }
+}
+
 /// One row of a trailing activity run, its parts as exact ids.
 #[derive(Clone, Copy, Debug)]
 pub struct TailRow {
@@ -290,7 +343,7 @@ impl Columns {
     }
 
     /// Read one thread's messages (already checked to be mappings) into the columns.
-    pub fn push_thread<N: Node>(
+    pub fn push_thread<N: Node + Clone>(
         &mut self,
         index: usize,
         items: &[N],
@@ -303,14 +356,14 @@ impl Columns {
         let (period, copies) = reader.keys.repeated_suffix(items, &options.suffix)?;
         self.suffix_period.push(period as i64);
         self.suffix_copies.push(copies as i64);
-        self.activity_tail(items, &mut reader.interner)?;
+        self.activity_tail(items)?;
         self.result_run(items, options.needed_results, &mut reader.interner)?;
         self.text_candidates(index, items)
     }
 
     /// The trailing contiguous run of well-formed activities; payload ids only when it is
     /// long enough to be judged.
-    fn activity_tail<N: Node>(&mut self, items: &[N], interner: &mut Interner) -> PyResult<()> {
+    fn activity_tail<N: Node + Clone>(&mut self, items: &[N]) -> PyResult<()> {
         let mut tail = Vec::new();
         for message in items.iter().rev() {
             match parse_activity(message)? {
@@ -320,11 +373,11 @@ impl Columns {
         }
         self.tail_length.push(tail.len() as i64);
         if tail.len() >= ACTIVITY_TAIL_MIN_LENGTH {
+            let mut interner = LazyInterner::new();
             for activity in tail.iter().rev() {
                 self.tail_kind.push(activity.kind_code());
-                self.tail_kind_id
-                    .push(interner.value(b'k', &activity.kind)?);
-                self.tail_name.push(interner.value(b'n', &activity.name)?);
+                self.tail_kind_id.push(interner.id(b'k', &activity.kind)?);
+                self.tail_name.push(interner.id(b'n', &activity.name)?);
                 self.tail_arguments
                     .push(interner.payload(b'a', activity.arguments.as_ref())?);
                 self.tail_result

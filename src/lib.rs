@@ -181,6 +181,43 @@ fn screen(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     value.screen(&mut Vec::new())
 }
 
+/// The `usage.tokens` figures that count of `messages[begin:]` (a usage mapping whose tokens
+/// is a finite number >= 0 that a double holds exactly, booleans excluded), in order, for
+/// `math.fsum`; None when a figure is an integer beyond 64 bits (Python reads those).
+#[pyfunction]
+fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<Vec<f64>>> {
+    use node::{Key, Node};
+    let mut figures = Vec::new();
+    for message in messages.try_iter()?.skip(begin) {
+        let message = message?;
+        let Some(usage) = message.field(Key::Usage)? else {
+            continue;
+        };
+        let Some(tokens) = usage.field(Key::Tokens)? else {
+            continue;
+        };
+        if tokens.is_instance_of::<pyo3::types::PyBool>() {
+            continue;
+        }
+        if let Ok(double) = tokens.cast::<pyo3::types::PyFloat>() {
+            let value = double.value();
+            if value.is_finite() && value >= 0.0 {
+                figures.push(value);
+            }
+        } else if tokens.is_instance_of::<pyo3::types::PyInt>() {
+            let Ok(value) = tokens.extract::<i64>() else {
+                return Ok(None);
+            };
+            let double = value as f64;
+            // Counted only when the double holds the integer exactly (Python's figure == tokens).
+            if value >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == value {
+                figures.push(double);
+            }
+        }
+    }
+    Ok(Some(figures))
+}
+
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
 /// makes screens collide everywhere, to show collisions change no answer.
 #[pyfunction]
@@ -234,6 +271,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
+    module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     Ok(())

@@ -52,3 +52,7 @@ def tape_parse_floor(lines: list[bytes]) -> int:
 
 def screen(value: Any) -> int:
     """A value's screen: equal for values JavaScript calls equal (a test hook)."""
+
+def usage_figures(messages: Any, begin: int) -> list[float] | None:
+    """The ``usage.tokens`` figures that count of ``messages[begin:]``, in order (None when
+    one is an integer beyond 64 bits)."""

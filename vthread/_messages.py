@@ -14,7 +14,7 @@ Nothing in this module imports the engine, the reference or any public module of
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -80,8 +80,13 @@ class Activity:
     result: str
 
 
-def parse_activity(message: Message) -> Activity | None:
+def parse_activity(
+    message: Message, encode: Callable[[Any], str] = canonical
+) -> Activity | None:
     """The message's activity when it is well formed (SPEC.md §2), else None.
+
+    ``encode`` writes the payloads' canonical text (the engine passes the compiled core's,
+    which is byte for byte the same).
 
     >>> parse_activity({"type": "activity", "meta": {"activity": {"type": "request",
     ...                 "function": {"name": "ls", "arguments": {"a": 1.0}}}}})
@@ -101,8 +106,8 @@ def parse_activity(message: Message) -> Activity | None:
     return Activity(
         kind=str(activity["type"]),
         name=str(function["name"]),
-        arguments=canonical(function["arguments"]) if "arguments" in function else ABSENT,
-        result=canonical(function["result"]) if "result" in function else ABSENT,
+        arguments=encode(function["arguments"]) if "arguments" in function else ABSENT,
+        result=encode(function["result"]) if "result" in function else ABSENT,
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from vthread import _core
 from vthread._heuristics import (
     ACTIVITY_TAIL,
     RESULT_RUN,
@@ -173,7 +174,9 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
         result.signature[thread] = _signature(
             messages, int(result.codes[thread]), begin, int(result.period[thread])
         )
-        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
+        figures = _core.usage_figures(messages, begin)
+        if figures is None:  # an integer figure beyond 64 bits: Python's own reading
+            figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
         if figures:
             result.loop_tokens[thread] = math.fsum(figures)
     return result
@@ -186,7 +189,7 @@ def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int
         first = least_rotation(block)
         parts: Any = block[first:] + block[:first]  # the same block whatever its phase
     elif code == ACTIVITY_TAIL:
-        tail = [parse_activity(m) for m in messages[begin:]]
+        tail = [parse_activity(m, _core_canonical) for m in messages[begin:]]
         parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
     elif code == RESULT_RUN:
         newest = _newest_settled(messages)
@@ -222,10 +225,15 @@ def least_rotation(items: Sequence[int]) -> int:
     return least
 
 
+def _core_canonical(value: Any) -> str:
+    """``canonical(value)``, written by the compiled core (byte for byte the same text)."""
+    return _core.canonical(value).decode("ascii")
+
+
 def _newest_settled(messages: Sequence[Any]) -> Activity:
     """The newest settled tool response (one exists: the result run fired)."""
     for message in reversed(messages):
-        activity = parse_activity(message)
+        activity = parse_activity(message, _core_canonical)
         if (
             activity is not None
             and activity.kind == "response"
