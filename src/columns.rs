@@ -68,24 +68,29 @@ impl Interner {
     }
 }
 
+/// A value met before, its canonical bytes once needed, and its id.
+type Interned<N> = (N, Option<Vec<u8>>, i64);
+
 /// Exact ids for the values of one thread's trailing tool calls, encoding only what must be:
 /// a value whose screen no earlier value shares gets a new id at once (values with
 /// different screens differ); only values that share a screen are encoded and compared.
 pub struct LazyInterner<N> {
-    entries: ahash::AHashMap<u64, Vec<(N, Option<Vec<u8>>, i64)>>,
+    entries: ahash::AHashMap<u64, Vec<Interned<N>>>,
     next: i64,
     scratch: Vec<u8>,
 }
 
-impl<N: Node + Clone> LazyInterner<N> {
-    pub fn new() -> Self {
+impl<N> Default for LazyInterner<N> {
+    fn default() -> Self {
         LazyInterner {
             entries: ahash::AHashMap::new(),
             next: 0,
             scratch: Vec::new(),
         }
     }
+}
 
+impl<N: Node + Clone> LazyInterner<N> {
     /// The id of `value` under `tag` (ids of different tags never meet in a comparison).
     pub fn id(&mut self, tag: u8, value: &N) -> PyResult<i64> {
         let screen = masked(value.screen(&mut self.scratch)?) ^ u64::from(tag).rotate_left(56);
@@ -373,7 +378,7 @@ impl Columns {
         }
         self.tail_length.push(tail.len() as i64);
         if tail.len() >= ACTIVITY_TAIL_MIN_LENGTH {
-            let mut interner = LazyInterner::new();
+            let mut interner = LazyInterner::default();
             for activity in tail.iter().rev() {
                 self.tail_kind.push(activity.kind_code());
                 self.tail_kind_id.push(interner.id(b'k', &activity.kind)?);
