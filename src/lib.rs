@@ -8,6 +8,7 @@ use pyo3::types::PyBytes;
 
 pub mod canonical;
 pub mod fingerprint;
+pub mod json_reader;
 pub mod objects;
 
 /// `value`'s canonical encoding (`vthread._jsvalue.canonical`'s text, as ASCII bytes).
