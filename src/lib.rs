@@ -8,6 +8,7 @@ use pyo3::types::PyBytes;
 
 pub mod canonical;
 pub mod fingerprint;
+mod json_py;
 pub mod json_reader;
 pub mod objects;
 
@@ -30,5 +31,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(canonical_of, module)?)?;
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;
+    json_py::register(module)?;
     Ok(())
 }
