@@ -52,6 +52,9 @@ pub const MAX_NESTING: usize = 1_000;
 /// (`sys.get_int_max_str_digits()`); `json.loads` raises `ValueError` beyond it.
 pub const MAX_INT_DIGITS: usize = 4_300;
 
+/// Integers of at most this many digits are inside ±2**53 (10**15 < 2**53): exact doubles.
+const SAFE_DIGITS: usize = 15;
+
 /// Integers of at most this many digits fit an `i64` and are read exactly without `f64`.
 const I64_DIGITS: usize = 18;
 
@@ -280,6 +283,39 @@ const PLAIN: [bool; 256] = {
     table[b'\\' as usize] = false;
     table
 };
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is zero; a byte above a zero byte may be flagged
+/// too (the borrow), so only the lowest flag is exact, which is the one used.
+#[inline]
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// Where the run of [`PLAIN`] bytes from `at` ends: at a `"`, `\`, control character, DEL
+/// or non-ASCII byte, or at the end. Eight bytes per step (SWAR), as strings are most of a
+/// thread's bytes.
+#[inline]
+fn plain_run_end(text: &[u8], mut at: usize) -> usize {
+    while let Some(chunk) = text.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let stops = zero_bytes(word ^ (ONES * u64::from(b'"')))
+            | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+            | zero_bytes(word ^ (ONES * 0x7F))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS) // below 0x20
+            | (word & HIGHS); // non-ASCII
+        if stops != 0 {
+            return at + (stops.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < text.len() && PLAIN[usize::from(text[at])] {
+        at += 1;
+    }
+    at
+}
 
 #[inline]
 fn is_whitespace(byte: u8) -> bool {
@@ -655,9 +691,7 @@ impl Parse<'_> {
         self.out.push(b'"');
         loop {
             let run = at;
-            while at < text.len() && PLAIN[usize::from(text[at])] {
-                at += 1;
-            }
+            at = plain_run_end(text, at);
             self.out.extend_from_slice(&text[run..at]);
             let Some(&byte) = text.get(at) else {
                 return self.fault(begin, Problem::UnterminatedString);
@@ -785,7 +819,12 @@ impl Parse<'_> {
             return Ok(());
         }
         let digits = integer_end - start - usize::from(negative);
-        if digits <= I64_DIGITS {
+        if digits <= SAFE_DIGITS {
+            // Inside ±2**53 and without leading zeros (the grammar): the literal is Python's
+            // str(int) already, but for -0.
+            self.out
+                .extend_from_slice(if literal == b"-0" { b"0" } else { literal });
+        } else if digits <= I64_DIGITS {
             let magnitude = literal[usize::from(negative)..]
                 .iter()
                 .fold(0i64, |acc, &digit| acc * 10 + i64::from(digit - b'0'));
