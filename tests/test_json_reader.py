@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +311,23 @@ def test_sample_lines_read_as_json_loads_reads_them(path: Path) -> None:
     for line in lines:
         assert_reads_as_json_loads(line)
         assert_fingerprints_agree(line)
+
+
+def test_calls_do_not_leak_into_each_other() -> None:
+    """Buffers kept between calls (and released after a huge text) never show through."""
+    small = b'{"b":[1.0],"0":"x"}'
+    huge = b"[" + b",".join([b'{"k":"' + b"v" * 100 + b'"}'] * 30_000) + b"]"
+    for data in [small, huge, small, b"[1,", small]:
+        assert _core_verdict(data) == _json_loads_verdict(data)
+
+
+def test_threads_read_at_once() -> None:
+    """The GIL is released while reading: threads at once get each their own answers."""
+    lines = [line for path in _SAMPLES for line in path.read_bytes().splitlines()]
+    expected = [_core.fingerprint_json(line) for line in lines]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(3):
+            assert list(pool.map(_core.fingerprint_json, lines)) == expected
 
 
 def test_only_bytes_are_read() -> None:
