@@ -386,6 +386,53 @@ const VARIANTS: [Variant; 10] = [
     ("floor: memchr scan for '\"'", memchr_scan),
 ];
 
+/// Texts `json.loads` accepts with a quirk; each crate's verdict beside the reader's bytes.
+const EDGE_CASES: [(&str, &[u8]); 10] = [
+    ("lone surrogate escape", br#"["\ud800"]"#),
+    ("UTF-8-encoded surrogate", b"[\"\xed\xa0\x80\"]"),
+    ("NaN / Infinity", b"[NaN, -Infinity]"),
+    ("1e400 (inf)", b"[1e400]"),
+    ("integer 2**64 + 1", b"[18446744073709551617]"),
+    ("integer of 30 digits", b"[123456789012345678901234567890]"),
+    ("repeated key", br#"{"a":1,"b":2,"a":3}"#),
+    ("index-like keys", br#"{"b":1,"10":2,"2":3}"#),
+    ("UTF-8 byte-order mark", b"\xef\xbb\xbf[1]"),
+    ("float tie 900719925474099.25", b"[900719925474099.25]"),
+];
+
+fn fidelity() {
+    println!("| json.loads accepts | reader | serde_json | sonic-rs |");
+    println!("|---|---|---|---|");
+    for (name, text) in EDGE_CASES {
+        let reader = _core::json_reader::canonical_json(text).expect("json.loads accepts it");
+        let verdict = |encoded: Result<Vec<u8>, String>| match encoded {
+            Ok(bytes) if bytes == reader => "same bytes".to_owned(),
+            Ok(bytes) => format!("differs: `{}`", String::from_utf8_lossy(&bytes)),
+            Err(error) => format!("rejects ({})", error.split(" at ").next().unwrap_or("")),
+        };
+        let serde = serde_json::from_slice::<serde_json::Value>(text)
+            .map(|value| {
+                let mut out = Vec::new();
+                push_serde(&mut out, &value);
+                out
+            })
+            .map_err(|error| error.to_string());
+        let sonic = sonic_rs::from_slice::<sonic_rs::Value>(text)
+            .map(|value| {
+                let mut out = Vec::new();
+                push_sonic(&mut out, &value);
+                out
+            })
+            .map_err(|error| error.to_string());
+        println!(
+            "| {name} | `{}` | {} | {} |",
+            String::from_utf8_lossy(&reader),
+            verdict(serde),
+            verdict(sonic)
+        );
+    }
+}
+
 fn main() {
     let mut arguments = std::env::args().skip(1);
     let path = arguments
@@ -399,6 +446,7 @@ fn main() {
     let chosen: Vec<usize> = (0..VARIANTS.len())
         .filter(|&index| VARIANTS[index].0.contains(filter.as_str()))
         .collect();
+    fidelity();
     let data = std::fs::read(&path).expect("readable workload");
     let lines: Vec<&[u8]> = data
         .split(|&byte| byte == b'\n')
