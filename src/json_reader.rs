@@ -1492,6 +1492,24 @@ mod tests {
     }
 
     #[test]
+    fn the_eight_byte_scan_stops_where_the_byte_scan_stops() {
+        for length in [0, 1, 7, 8, 9, 16, 24] {
+            for position in 0..length {
+                for byte in 0..=255u8 {
+                    let mut text = vec![b'a'; length];
+                    text[position] = byte;
+                    let expected = (0..length)
+                        .find(|&at| !PLAIN[usize::from(text[at])])
+                        .unwrap_or(length);
+                    for start in 0..=position {
+                        assert_eq!(plain_run_end(&text, start), expected.max(start));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn python_code_points_join_only_escaped_pairs() {
         assert_eq!(python_code_points(br"\ud83c\udf89"), [0x1F389]);
         assert_eq!(

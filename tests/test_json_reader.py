@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -123,6 +124,8 @@ _STRING_PIECES = st.one_of(
     st.sampled_from([b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xed\xa0\xbc\xed\xbe\x89"]),
     st.builds(lambda unit, upper: (f"\\u{unit:04X}" if upper else f"\\u{unit:04x}").encode(),
               _UNITS, st.booleans()),
+    # Long plain runs, so that what stops a scan falls anywhere in an eight-byte word.
+    st.text(alphabet=string.ascii_letters + " /'~", min_size=7, max_size=30).map(str.encode),
 )
 _STRINGS = st.builds(lambda pieces: b'"' + b"".join(pieces) + b'"',
                      st.lists(_STRING_PIECES, max_size=5))
