@@ -139,7 +139,11 @@ fn push_python_repr(out: &mut Vec<u8>, value: f64) {
         Some(rest) => (true, rest),
         None => (false, mantissa),
     };
-    let digits: Vec<u8> = mantissa.bytes().filter(|&b| b != b'.').collect();
+    let mut digits: Vec<u8> = mantissa.bytes().filter(|&b| b != b'.').collect();
+    let mut exponent = exponent;
+    if let Some((even, shifted)) = even_neighbour(value.abs(), &digits, exponent) {
+        (digits, exponent) = (even, shifted);
+    }
     let point = exponent + 1; // digits d1 d2 ... stand for 0.d1d2... × 10^point
     if negative {
         out.push(b'-');
@@ -173,6 +177,90 @@ fn push_python_repr(out: &mut Vec<u8>, value: f64) {
         }
         out.extend_from_slice(magnitude.to_string().as_bytes());
     }
+}
+
+/// Largest exact decimal significand examined for ties: a double with more significant
+/// digits than 18 cannot lie halfway between two candidates of at most 17 digits.
+const TIE_DIGITS_LIMIT: u128 = 1_000_000_000_000_000_000;
+
+/// When the exact value of `magnitude` lies halfway between two shortest candidates
+/// (900719925474099.25 between `…099.2` and `…099.3`), Rust's `{:e}` may take the odd one;
+/// Python's `repr` (dtoa's round-half-even) and JavaScript's `Number::toString` take the
+/// even one. That even neighbour of `digits` × 10^`exponent` (scientific) when it differs and
+/// round-trips, else None. Only doubles with at most 18 exact significant digits can tie,
+/// found with integer arithmetic, so the common case costs a few instructions.
+fn even_neighbour(magnitude: f64, digits: &[u8], exponent: i32) -> Option<(Vec<u8>, i32)> {
+    if digits.last().is_none_or(|digit| digit % 2 == 0) {
+        return None; // ASCII digits: even characters are even digits
+    }
+    let bits = magnitude.to_bits();
+    let biased = (bits >> 52) & 0x7FF;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mut significand, mut binary_exponent) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased as i32 - 1075)
+    };
+    let zeros = significand.trailing_zeros();
+    significand >>= zeros;
+    binary_exponent += zeros as i32;
+    // The exact value is `exact` × 10^-`places`.
+    let (exact, places) = if binary_exponent >= 0 {
+        let shifted = u128::from(significand).checked_shl(binary_exponent as u32)?;
+        (shifted, 0)
+    } else {
+        let places = binary_exponent.unsigned_abs();
+        (
+            u128::from(significand).checked_mul(5u128.checked_pow(places)?)?,
+            places as i32,
+        )
+    };
+    if exact >= TIE_DIGITS_LIMIT {
+        return None;
+    }
+    let text = exact.to_string();
+    let leading = text.len() as i32 - 1 - places; // scientific exponent of the exact value
+    let significant = text.trim_end_matches('0').as_bytes();
+    if significant.len() != digits.len() + 1 || significant.last() != Some(&b'5') {
+        return None;
+    }
+    // The two candidates: the exact digits cut short, and one unit more in the last place.
+    let mut candidate = significant[..digits.len()].to_vec();
+    let mut candidate_exponent = leading;
+    if candidate.last().is_some_and(|digit| digit % 2 == 1) {
+        let mut place = candidate.len();
+        loop {
+            if place == 0 {
+                candidate.insert(0, b'1');
+                candidate_exponent += 1;
+                break;
+            }
+            place -= 1;
+            if candidate[place] == b'9' {
+                candidate[place] = b'0';
+            } else {
+                candidate[place] += 1;
+                break;
+            }
+        }
+        while candidate.len() > 1 && candidate.last() == Some(&b'0') {
+            candidate.pop();
+        }
+    }
+    if candidate == digits && candidate_exponent == exponent {
+        return None;
+    }
+    let mut written = vec![candidate[0]];
+    if candidate.len() > 1 {
+        written.push(b'.');
+        written.extend_from_slice(&candidate[1..]);
+    }
+    written.extend_from_slice(format!("e{candidate_exponent}").as_bytes());
+    let round_trips = std::str::from_utf8(&written)
+        .ok()
+        .and_then(|text| text.parse::<f64>().ok())
+        == Some(magnitude);
+    round_trips.then_some((candidate, candidate_exponent))
 }
 
 /// The key's value as a canonical array index (`"0"`, `"7"`, not `"07"`, at most
@@ -243,6 +331,20 @@ mod tests {
         assert_eq!(double(5e-324), "5e-324");
         assert_eq!(double(2.5), "2.5");
         assert_eq!(double(-1234.5678), "-1234.5678");
+    }
+
+    #[test]
+    fn digit_ties_go_to_the_even_neighbour_as_python_repr() {
+        // Exactly halfway between two 16-digit candidates that both round-trip.
+        assert_eq!(double(900_719_925_474_099.0 + 0.25), "900719925474099.2");
+        assert_eq!(
+            double(-(900_719_925_474_099.0 + 0.25)),
+            "-900719925474099.2"
+        );
+        assert_eq!(double(900_719_925_474_099.0 + 0.75), "900719925474099.8");
+        assert_eq!(double(1_125_899_906_842_624.5), "1125899906842624.5");
+        assert_eq!(double(0.5), "0.5");
+        assert_eq!(double(2.5), "2.5");
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod canonical;
 pub mod columns;
 pub mod document;
 pub mod fingerprint;
+mod json_py;
+pub mod json_reader;
 pub mod node;
 pub mod objects;
 pub mod suffix;
@@ -274,5 +276,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
+    json_py::register(module)?;
     Ok(())
 }

@@ -56,3 +56,11 @@ def screen(value: Any) -> int:
 def usage_figures(messages: Any, begin: int) -> list[float] | None:
     """The ``usage.tokens`` figures that count of ``messages[begin:]``, in order (None when
     one is an integer beyond 64 bits)."""
+def canonical_json(data: bytes) -> bytes:
+    """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
+
+    Raises ValueError with ``json.loads``' own message where it rejects ``data``.
+    """
+
+def fingerprint_json(data: bytes) -> int:
+    """Unsigned 64-bit XXH3 of ``canonical_json(data)``."""
