@@ -17,6 +17,9 @@ use crate::node::{screens, Key, Node, Text, SCREEN_DEPTH, SEED_UTF8};
 /// Deepest nesting the tape takes; deeper lines go to Python.
 pub const MAX_TAPE_DEPTH: usize = 128;
 
+/// Digit runs this long in a number go to Python (see `Parser::short_digits`).
+pub const LONG_DIGIT_RUN: usize = 19;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Null,
@@ -95,6 +98,16 @@ impl Parser<'_, '_> {
         self.at - from
     }
 
+    /// Digits, declining a run of `LONG_DIGIT_RUN` or more: an integer that long may be
+    /// beyond an i64 (which Python reads exactly) or beyond the 4,300 digits Python refuses.
+    fn short_digits(&mut self) -> Result<usize, Declined> {
+        let count = self.digits();
+        if count >= LONG_DIGIT_RUN {
+            return Err(Declined);
+        }
+        Ok(count)
+    }
+
     /// JSON's number grammar, which is also `json`'s: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
     fn number(&mut self) -> Result<(), Declined> {
         let start = self.at;
@@ -104,13 +117,13 @@ impl Parser<'_, '_> {
         match self.bytes.get(self.at) {
             Some(b'0') => self.at += 1,
             Some(b'1'..=b'9') => {
-                self.digits();
+                self.short_digits()?;
             }
             _ => return Err(Declined),
         }
         if self.bytes.get(self.at) == Some(&b'.') {
             self.at += 1;
-            if self.digits() == 0 {
+            if self.short_digits()? == 0 {
                 return Err(Declined);
             }
         }
@@ -119,7 +132,7 @@ impl Parser<'_, '_> {
             if matches!(self.bytes.get(self.at), Some(b'+' | b'-')) {
                 self.at += 1;
             }
-            if self.digits() == 0 {
+            if self.short_digits()? == 0 {
                 return Err(Declined);
             }
         }
@@ -683,6 +696,8 @@ mod tests {
             r#"{"\u0061":1}"#,
             "\"a\u{1}\"",
             "[1] x",
+            "1234567890123456789",
+            "0.1234567890123456789",
             "",
             "\u{feff}[]",
         ] {

@@ -262,6 +262,17 @@ fn tape_parse_floor(lines: &Bound<'_, PyList>) -> PyResult<usize> {
     Ok(taken)
 }
 
+/// The canonical encoding of one line as the CLI's tape reads it, or None where the tape
+/// declines the line (Python's `json` reads those). For the tests that hold the tape to
+/// the JSON reader and to Python.
+#[pyfunction]
+fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>> {
+    let tape = document::Tape::parse(data.as_bytes()).ok()?;
+    let mut out = Vec::new();
+    tape.root().push_canonical(&mut out);
+    Some(PyBytes::new(data.py(), &out))
+}
+
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -276,6 +287,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
+    module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
     json_py::register(module)?;
     Ok(())
 }

@@ -87,25 +87,6 @@ pub struct LineOutcome {
     pub messages: usize,
 }
 
-/// Runs of this many ASCII digits may be integers `json` reads exactly and serde_json would
-/// round (or that Python refuses to convert at all): such lines go to Python.
-const LONG_DIGIT_RUN: usize = 19;
-
-fn has_long_digit_run(line: &[u8]) -> bool {
-    let mut run = 0;
-    for &byte in line {
-        if byte.is_ascii_digit() {
-            run += 1;
-            if run >= LONG_DIGIT_RUN {
-                return true;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    false
-}
-
 /// The `"id"` as `json.dumps` writes it, where that equals its canonical text (strings,
 /// booleans, null, integers inside ±2**53); None for any other id (Python writes those).
 fn id_text(id: Option<Value<'_>>) -> Option<String> {
@@ -207,9 +188,6 @@ fn read_part(
     let mut figures = Vec::new();
     let mut figures_odd = false;
     for (offset, line) in lines.iter().enumerate() {
-        if has_long_digit_run(line) {
-            return Ok(None);
-        }
         let Ok(tape) = Tape::parse(line) else {
             return Ok(None);
         };

@@ -337,3 +337,33 @@ def test_only_bytes_are_read() -> None:
     """A str is not JSON bytes: the binding refuses it instead of guessing an encoding."""
     with pytest.raises(TypeError):
         _core.canonical_json("[1]")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------- the CLI's tape, held to this
+
+def assert_tape_reads_as_the_reader(data: bytes) -> None:
+    """Where the CLI's tape takes a line, it encodes it as the reader (and json.loads) do;
+    what json.loads rejects, the tape never takes."""
+    taken = _core.tape_canonical(data)
+    if taken is None:
+        return
+    accepted, expected = _core_verdict(data)
+    assert accepted, data
+    assert taken == expected, data
+
+
+@settings(max_examples=500)
+@given(data=st.one_of(_DOCUMENTS, _damaged()))
+@example(data=b'{"a":1,"a":2}')
+@example(data=b'["\\ud83c\\udf89", "\\ud800"]')
+@example(data=b"[1E400, -0.0, 123456789012345678, 0.1]")
+def test_the_tape_reads_as_the_reader(data: bytes) -> None:
+    """The CLI's fast tape agrees with the exact reader on every line it does not decline."""
+    assert_tape_reads_as_the_reader(data)
+
+
+def test_the_tape_takes_the_common_lines() -> None:
+    """The tape declines nothing in the bundled sample: it is the fast path, not a detour."""
+    sample = Path(vthread.__file__).parent / "samples" / "threads.jsonl"
+    for line in sample.read_bytes().splitlines():
+        assert _core.tape_canonical(line) == _core.canonical_json(line)

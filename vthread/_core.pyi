@@ -64,3 +64,6 @@ def canonical_json(data: bytes) -> bytes:
 
 def fingerprint_json(data: bytes) -> int:
     """Unsigned 64-bit XXH3 of ``canonical_json(data)``."""
+
+def tape_canonical(data: bytes) -> bytes | None:
+    """The canonical encoding of one line as the CLI's tape reads it; None where it declines."""

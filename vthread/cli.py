@@ -29,10 +29,10 @@ tape (no Python object per message) and read into the heuristics' columns, on ``
 worker threads with the GIL released; only a looping line is parsed again in Python, for
 its record's signature and token cost. The tape takes only plain JSON it reads exactly as
 ``json.loads(line_bytes)`` does; a chunk holding any line it declines (invalid UTF-8, a
-byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, a run
-of 19 digits, an id Python writes differently, a line that is no thread) is read by Python
-instead, the records byte for byte the same either way. The OpenAI and Anthropic formats
-are read by Python, ``--jobs N`` worker processes at a time, the output in input order.
+byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, a number
+with 19 digits in a row, an id Python writes differently, a line that is no thread) is read
+by Python instead, the records byte for byte the same either way. The OpenAI and Anthropic
+formats are read by Python, ``--jobs N`` worker processes at a time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
