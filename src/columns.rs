@@ -68,23 +68,30 @@ impl Interner {
     }
 }
 
-/// A value met before, its canonical bytes once needed, and its id.
-type Interned<N> = (N, Option<Vec<u8>>, i64);
+/// A value met before: the value, its canonical bytes once needed, and the next value met
+/// with the same screen (a chain through the arena; values are their own ids).
+struct Interned<N> {
+    value: N,
+    bytes: Option<Vec<u8>>,
+    same_screen: Option<usize>,
+}
 
 /// Exact ids for the values of one thread's trailing tool calls, encoding only what must be:
 /// a value whose screen no earlier value shares gets a new id at once (values with
 /// different screens differ); only values that share a screen are encoded and compared.
+/// Equal values share a screen and get the first one's id, so a chain grows only with
+/// distinct values whose screens collide.
 pub struct LazyInterner<N> {
-    entries: ahash::AHashMap<u64, Vec<Interned<N>>>,
-    next: i64,
+    first_with_screen: ahash::AHashMap<u64, usize>,
+    arena: Vec<Interned<N>>,
     scratch: Vec<u8>,
 }
 
 impl<N> Default for LazyInterner<N> {
     fn default() -> Self {
         LazyInterner {
-            entries: ahash::AHashMap::new(),
-            next: 0,
+            first_with_screen: ahash::AHashMap::new(),
+            arena: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -94,27 +101,41 @@ impl<N: Node + Clone> LazyInterner<N> {
     /// The id of `value` under `tag` (ids of different tags never meet in a comparison).
     pub fn id(&mut self, tag: u8, value: &N) -> PyResult<i64> {
         let screen = masked(value.screen(&mut self.scratch)?) ^ u64::from(tag).rotate_left(56);
-        let bucket = self.entries.entry(screen).or_default();
-        if bucket.is_empty() {
-            bucket.push((value.clone(), None, self.next));
-            self.next += 1;
-            return Ok(self.next - 1);
-        }
+        let fresh = self.arena.len();
+        let Some(&first) = self.first_with_screen.get(&screen) else {
+            self.first_with_screen.insert(screen, fresh);
+            self.arena.push(Interned {
+                value: value.clone(),
+                bytes: None,
+                same_screen: None,
+            });
+            return Ok(fresh as i64);
+        };
         let mut encoded = Vec::new();
         value.push_canonical(&mut encoded)?;
-        for (other, bytes, id) in bucket.iter_mut() {
-            if bytes.is_none() {
-                let mut other_bytes = Vec::new();
-                other.push_canonical(&mut other_bytes)?;
-                *bytes = Some(other_bytes);
+        let mut at = first;
+        loop {
+            let entry = &mut self.arena[at];
+            if entry.bytes.is_none() {
+                let mut bytes = Vec::new();
+                entry.value.push_canonical(&mut bytes)?;
+                entry.bytes = Some(bytes);
             }
-            if bytes.as_deref() == Some(encoded.as_slice()) {
-                return Ok(*id);
+            if entry.bytes.as_deref() == Some(encoded.as_slice()) {
+                return Ok(at as i64);
+            }
+            match entry.same_screen {
+                Some(next) => at = next,
+                None => break,
             }
         }
-        bucket.push((value.clone(), Some(encoded), self.next));
-        self.next += 1;
-        Ok(self.next - 1)
+        self.arena[at].same_screen = Some(fresh);
+        self.arena.push(Interned {
+            value: value.clone(),
+            bytes: Some(encoded),
+            same_screen: None,
+        });
+        Ok(fresh as i64)
     }
 
     /// The id of an optional payload: ABSENT when the key is absent.
