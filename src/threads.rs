@@ -56,11 +56,17 @@ fn python_messages<'py>(
     Ok(items)
 }
 
+/// Threads read between two looks for a pending signal (Ctrl-C) during a batch.
+const SIGNAL_CHECK_THREADS: usize = 256;
+
 /// The columns of a batch of Python threads.
 pub fn columns_of_objects(threads: &Bound<'_, PyList>, options: &ScanOptions) -> PyResult<Columns> {
     let mut columns = Columns::new();
     let mut reader = Reader::default();
     for (index, thread) in threads.iter().enumerate() {
+        if index % SIGNAL_CHECK_THREADS == 0 {
+            threads.py().check_signals()?; // Ctrl-C stops a long batch between threads
+        }
         let items = python_messages(&thread, index)?;
         columns.push_thread(index, &items, options, &mut reader)?;
     }
