@@ -59,6 +59,7 @@ import sys
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
@@ -286,12 +287,14 @@ def _scan_command(options: argparse.Namespace) -> int:
     stats = _Stats()
     started = time.perf_counter()
     try:
-        # Native lines are read by the core on `jobs` threads in this process; the other
-        # formats are read by Python, `jobs` worker processes at a time.
+        # Native lines are read by the core in this process: with --jobs N, on N - 1 threads
+        # while Python finishes the chunk before (N = 1: one thread, no overlap). The other
+        # formats are read by Python, N worker processes at a time.
         in_core = options.format == "native"
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
-                       count_tokens=not options.quiet, threads=jobs if in_core else 1)
-        for done in _run(tasks, 1 if in_core else jobs):
+                       count_tokens=not options.quiet, threads=max(1, jobs - 1))
+        results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
+        for done in results:
             out.write(done.output)
             stats.add(done.stats)
             if progress is not None:
@@ -475,6 +478,34 @@ def _tasks(
             progress.done_bytes += Path(name).stat().st_size
 
 
+def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
+    """Native chunks' results, in order, in this process. With jobs > 1 the core reads the
+    next chunk on its own threads (the GIL released) while Python finishes this one (loop
+    signatures, records), so the two overlap instead of taking turns."""
+    if jobs <= 1:
+        yield from map(_scan_chunk, tasks)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="vthread-core") as reader:
+        pending: tuple[_Task, Future[dict[str, Any] | None]] | None = None
+        for task in tasks:
+            ahead = reader.submit(_read_in_core, task)
+            if pending is not None:
+                yield _finish_native(*pending)
+            pending = (task, ahead)
+        if pending is not None:
+            yield _finish_native(*pending)
+
+
+def _finish_native(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
+    """A native chunk's result from the core's reading made ahead (Python's way if none)."""
+    with collector_paused():
+        raw = ahead.result()
+        done = _scan_chunk_in_core(task, raw) if raw is not None else None
+        return done if done is not None else _scan_chunk_in_python(task)
+
+
 def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight."""
     if jobs <= 1:
@@ -482,7 +513,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
         return
     import multiprocessing
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
@@ -531,19 +562,26 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
     return _scan_chunk_in_python(task)
 
 
-def _scan_chunk_in_core(task: _Task) -> _Done | None:
+def _read_in_core(task: _Task) -> dict[str, Any] | None:
+    """The core's columns of a native chunk (the GIL released while it reads), or None when
+    some line needs Python's ``json``."""
+    options = cycle_options(**task.options)
+    return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads)
+
+
+def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
     """The chunk read, parsed and judged by the compiled core, no message made into a Python
     object; None when some line needs Python's ``json`` (a bad line, an id or number only
-    Python writes exactly, anything serde_json refuses), and the chunk then goes the Python
-    way whole, so the output never depends on which path read it.
+    Python writes exactly, anything the tape declines), and the chunk then goes the Python
+    way whole, so the output never depends on which path read it. ``raw`` is the core's
+    reading when it was made ahead (see :func:`_run_native`).
 
     Only the looping lines are parsed again in Python, for what their records say of the loop
     (its signature and token cost) and was computed that way before the core existed.
     """
     options = cycle_options(**task.options)
-    raw = _core.scan_lines(
-        task.lines, *core_options(options), task.count_tokens, task.threads
-    )
+    if raw is None:
+        raw = _read_in_core(task)
     if raw is None:
         return None
     result = verdicts(columns_of(raw), options)
