@@ -25,9 +25,10 @@ complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or abou
 so memory depends on the chunk size, not the input size.
 
 A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
-tape (no Python object per message) and read into the heuristics' columns, on ``--jobs``
-worker threads with the GIL released; only a looping line is parsed again in Python, for
-its record's signature and token cost. The tape takes only plain JSON it reads exactly as
+tape (no Python object per message) and read into the heuristics' columns with the GIL
+released; with ``--jobs N`` (N > 1) the core reads the next chunk on N - 1 threads while
+Python finishes the current one. Only a looping line is parsed again in Python, for its
+record's signature and token cost. The tape takes only plain JSON it reads exactly as
 ``json.loads(line_bytes)`` does; a chunk holding any line it declines (invalid UTF-8, a
 byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, a number
 with 19 digits in a row, an id Python writes differently, a line that is no thread) is read
