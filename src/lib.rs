@@ -15,6 +15,7 @@ pub mod node;
 pub mod objects;
 pub mod suffix;
 pub mod threads;
+pub mod unicode;
 
 use numpy::IntoPyArray;
 use pyo3::types::{PyBytes, PyDict, PyList};
