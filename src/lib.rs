@@ -1,7 +1,8 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
 //! lives in a module of its own: `canonical` (the JavaScript-equal encoding), `objects`
 //! (reading Python values), `fingerprint` (XXH3-64 of encodings), `columns` (a batch of
-//! threads as flat arrays) and `suffix` (the repeated-suffix pass over them).
+//! threads as flat arrays), `suffix` (the repeated-suffix pass over them) and `textrun` (the
+//! text-run check over many texts).
 
 use pyo3::prelude::*;
 
@@ -14,11 +15,13 @@ pub mod json_reader;
 pub mod node;
 pub mod objects;
 pub mod suffix;
+pub mod textrun;
 pub mod threads;
 pub mod unicode;
 
 use numpy::IntoPyArray;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use numpy::PyArray1;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 /// `value`'s canonical encoding (`vthread._jsvalue.canonical`'s text, as ASCII bytes).
 #[pyfunction(name = "canonical")]
@@ -176,6 +179,45 @@ fn scan_lines<'py>(
     Ok(Some(out))
 }
 
+/// `vthread.replay.has_repeated_text_runs` with resolved options: one bool per text of the
+/// iterable `texts` (a non-`str` or empty item is False). The texts' storage is borrowed under
+/// the GIL, then read with it released, on every core (`textrun.rs`).
+#[pyfunction]
+fn has_repeated_text_runs<'py>(
+    texts: &Bound<'py, PyAny>,
+    min_units: usize,
+    window: usize,
+    max_unique_ratio: f64,
+) -> PyResult<Bound<'py, PyArray1<bool>>> {
+    let py = texts.py();
+    if texts.is_instance_of::<PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "texts must be an iterable of texts, not a str (wrap one text in a list)",
+        ));
+    }
+    let items: Vec<Bound<'py, PyAny>> = match texts.cast_exact::<PyList>() {
+        Ok(list) => list.iter().collect(),
+        Err(_) => texts.try_iter()?.collect::<PyResult<_>>()?,
+    };
+    // Only the tail is ever read; cutting it here keeps the views O(1) per text.
+    let views: Vec<Option<textrun::CodePoints<'_>>> = items
+        .iter()
+        .map(|item| {
+            item.cast::<PyString>()
+                .ok()
+                .map(|text| objects::code_points(text).last(textrun::TAIL_UNITS))
+        })
+        .collect();
+    let options = textrun::TextRunOptions {
+        min_units,
+        window,
+        max_unique_ratio,
+    };
+    // `items` holds a reference to every text, so the borrowed storage outlives the call.
+    let answers = py.detach(|| textrun::has_repeated_text_runs(&views, &options));
+    Ok(answers.into_pyarray(py))
+}
+
 /// The screen of a value (see `node.rs`): equal for values JavaScript calls equal. For the
 /// tests that hold it to that.
 #[pyfunction]
@@ -286,6 +328,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
+    module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;

@@ -13,6 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
+use crate::textrun::CodePoints;
 
 static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -48,6 +49,29 @@ pub fn push_string(out: &mut Vec<u8>, text: &Bound<'_, PyString>) {
                 canonical::push_ucs2(out, std::slice::from_raw_parts(data as *const u16, length))
             }
             _ => canonical::push_ucs4(out, std::slice::from_raw_parts(data as *const u32, length)),
+        }
+    }
+}
+
+/// The code points of a `str` (or subclass) as its storage holds them, borrowed for as long
+/// as `text` is: no copy. Sound to read with the GIL released while a reference is held, as
+/// the storage is immutable and owned by the object.
+pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
+    let pointer = text.as_ptr();
+    // SAFETY: as in `push_string`: one buffer of GET_LENGTH code points of the width KIND
+    // names, alive and unchanged while `text` (a strong reference) is borrowed, which the
+    // returned lifetime enforces.
+    unsafe {
+        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+        let data = ffi::PyUnicode_DATA(pointer);
+        match ffi::PyUnicode_KIND(pointer) {
+            ffi::PyUnicode_1BYTE_KIND => {
+                CodePoints::Latin1(std::slice::from_raw_parts(data as *const u8, length))
+            }
+            ffi::PyUnicode_2BYTE_KIND => {
+                CodePoints::Ucs2(std::slice::from_raw_parts(data as *const u16, length))
+            }
+            _ => CodePoints::Ucs4(std::slice::from_raw_parts(data as *const u32, length)),
         }
     }
 }

@@ -1,6 +1,10 @@
 """Type stubs of the compiled core, ``vthread._core`` (built from ``src/`` by maturin)."""
 
+from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 __version__: str
 
@@ -67,3 +71,9 @@ def fingerprint_json(data: bytes) -> int:
 
 def tape_canonical(data: bytes) -> bytes | None:
     """The canonical encoding of one line as the CLI's tape reads it; None where it declines."""
+
+def has_repeated_text_runs(
+    texts: Iterable[object], min_units: int, window: int, max_unique_ratio: float
+) -> npt.NDArray[np.bool_]:
+    """``vthread.textrun.has_repeated_text_run`` of each text with resolved options, read in
+    place with the GIL released; TypeError for a bare ``str``."""

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Final
@@ -53,7 +53,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from vthread._jsvalue import JS_WHITESPACE, JS_WHITESPACE_CLASS, utf16_tail
+from vthread import _core
+from vthread._jsvalue import JS_WHITESPACE_CLASS
 from vthread._options import GuardOptions, guard_options, text_run_options
 from vthread.guard import GuardReason, join_pairs, normalize
 from vthread.textrun import TAIL_UNITS
@@ -510,26 +511,6 @@ def _first_trip(
 
 # ------------------------------------------------------------------------------ text runs
 
-_SEPARATOR_CHARS: Final = ".!?\n"
-_NOT_WORDLIKE: Final = re.compile(
-    "[^a-z0-9" + re.escape(JS_WHITESPACE + _SEPARATOR_CHARS) + "]+"
-)
-_SPACES_NOT_NEWLINE: Final = re.compile(
-    "[" + re.escape(JS_WHITESPACE.replace("\n", "")) + "]+"
-)
-_UNIT: Final = re.compile(r"[^.!?\n ](?:[^.!?\n]*[^.!?\n ])?")
-
-
-def _units(text: str) -> list[str]:
-    """The normalised units of the text's last 4000 UTF-16 units (see ``textrun``).
-
-    The whole tail is lower-cased and cleaned at once instead of unit by unit: the cleaning
-    never touches a separator, so splitting before or after it gives the same units.
-    """
-    tail = utf16_tail(text, TAIL_UNITS)  # reads only the last TAIL_UNITS code points
-    cleaned = _SPACES_NOT_NEWLINE.sub(" ", _NOT_WORDLIKE.sub(" ", tail.lower()))
-    return _UNIT.findall(cleaned)
-
 
 def has_repeated_text_runs(
     texts: Iterable[object],
@@ -540,20 +521,20 @@ def has_repeated_text_runs(
 ) -> npt.NDArray[np.bool_]:
     """:func:`vthread.textrun.has_repeated_text_run` for many texts: a boolean array.
 
-    Each text costs O(min(len(text), 4000)): only its last 4000 UTF-16 units are read.
+    ``texts`` is any iterable; a single ``str`` is a ``TypeError`` (it would be read as its
+    characters). The compiled core reads each text's storage in place, with the GIL released
+    and on every core (``src/textrun.rs``); each text costs O(min(len(text), 4000)): only its
+    last 4000 UTF-16 units are read.
 
     >>> has_repeated_text_runs(["Again. " * 9, "One. Two. Three.", None]).tolist()
     [True, False, False]
     """
     options = text_run_options(min_units, window, max_unique_ratio)
-    items = texts if isinstance(texts, Sequence) else list(texts)
-    result = np.zeros(len(items), dtype=np.bool_)
-    for index, text in enumerate(items):
-        if not isinstance(text, str) or not text:
-            continue
-        units = _units(text)
-        if len(units) < options.min_units:
-            continue
-        recent = units[-options.window :]
-        result[index] = len(set(recent)) <= len(recent) * options.max_unique_ratio
-    return result
+    # A tail of TAIL_UNITS UTF-16 units holds fewer than TAIL_UNITS units, so larger counts
+    # answer as TAIL_UNITS does; clamped, they fit the core's machine words.
+    return _core.has_repeated_text_runs(
+        texts,
+        min(options.min_units, TAIL_UNITS),
+        min(options.window, TAIL_UNITS),
+        options.max_unique_ratio,
+    )
