@@ -201,3 +201,78 @@ def code_point_chunkings(draw: st.DrawFn, text: str) -> list[str]:
     cuts = draw(st.lists(st.integers(0, len(text)), max_size=max(1, len(text) // 2)))
     bounds = [0, *sorted(cuts), len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+# ------------------------------------------------------------------------------ text runs
+
+#: Unit words: cases, digits, non-ASCII letters (some lower-casing to ASCII: İ, the Kelvin
+#: sign), astral characters (one with an astral lower-case), lone surrogates, combining marks,
+#: and near-misses that a wrong break or case rule would merge ("a b" / "ab", "İstanbul" /
+#: "i stanbul" / "istanbul").
+_RUN_WORDS = ["Done", "done", "DONE", "Do ne", "again", "Let me check", "ok", "x", "42", "a b",
+              "ab", "é", "İ", "İstanbul", "istanbul", "i stanbul", "\u212aelvin", "kelvin", "K",
+              "Σ", "ΣΑΣ", "Straße", "\ufb01le", "🎉", "\U0001d400", "\U00010400", "\ud83c",
+              "\udf89", "\ud800", "a\u0301", "it's", "it s", "co-op", "coop", "\x00", ""]
+#: Between words: JavaScript whitespace, Python-only whitespace, punctuation, nothing.
+_RUN_GAPS = [" ", "  ", "\t", "\u00a0", "\u1680", "\u2000", "\u200a", "\u202f", "\u205f",
+             "\u3000", "\ufeff", "\v", "\f", "\r", "\x1c", "\u0085", "\u180e", "\u200b", ",",
+             " - ", "", "\u2028", "\u2029"]
+#: After a unit: runs of the four separators, mixed with what only looks like one.
+_RUN_SEPARATORS = [".", "!", "?", "\n", "...", "?!", ". ", "! ", ".\n", "\n\n", " . ", "\r\n",
+                   ".)", "!\u3000", "\u2028", ";", "\r"]
+
+
+@st.composite
+def text_run_units(draw: st.DrawFn) -> str:
+    """One unit as written: a few words with gaps, sometimes padded by a gap."""
+    words = draw(st.lists(st.sampled_from(_RUN_WORDS), min_size=1, max_size=3))
+    gaps = draw(st.lists(st.sampled_from(_RUN_GAPS), min_size=len(words) + 1,
+                         max_size=len(words) + 1))
+    if draw(st.booleans()):
+        gaps[0] = gaps[-1] = ""
+    return gaps[0] + "".join(w + g for w, g in zip(words, gaps[1:], strict=True))
+
+
+@st.composite
+def text_run_texts(draw: st.DrawFn, max_units: int = 60) -> str:
+    """Units from a small pool (so they repeat) each followed by a separator; sometimes a
+    unit of arbitrary characters."""
+    pool = draw(st.lists(st.one_of(text_run_units(), st.text(max_size=6)), min_size=1,
+                         max_size=6))
+    count = draw(st.integers(0, max_units))
+    units = draw(st.lists(st.sampled_from(pool), min_size=count, max_size=count))
+    separators = draw(st.lists(st.sampled_from(_RUN_SEPARATORS), min_size=count,
+                               max_size=count))
+    return "".join(u + s for u, s in zip(units, separators, strict=True))
+
+
+def utf16_units(text: str) -> int:
+    """``text``'s length in UTF-16 code units (lone surrogates one each)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@st.composite
+def long_text_runs(draw: st.DrawFn, tail: int = 4000) -> str:
+    """A unit text longer than the ``tail`` UTF-16 units read, its boundary drawn through or
+    beside a junction (an astral character, whose pair it may cut, or word characters): a
+    fixed start and a drawn prefix, the junction, ``k``s, then a unit text."""
+    body = draw(text_run_texts())
+    junction = draw(st.sampled_from(["\U0001f389", "k\U0001f389", "\U0001f389k", "kk", ". ",
+                                     "é", "\U0001d400\U0001d400", "\ud83c\udf89"]))
+    shift = draw(st.integers(-2, 4))
+    middle = "k" * max(0, tail - utf16_units(body) - shift)
+    prefix = draw(text_run_texts(max_units=10)) + draw(st.sampled_from(["", "k", "Done. "]))
+    return "Start. " + prefix * draw(st.integers(1, 40)) + junction + middle + body
+
+
+def text_run_option_values() -> st.SearchStrategy[dict[str, Any]]:
+    """Text-run keywords, unset, ordinary, at the floors, fractional, huge or out of range."""
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "min_units": st.sampled_from([None, 0, 2, 3, 5, 8, 2.5, 1e9, 10**30, 2000, 2001]),
+            "window": st.sampled_from([None, 0, 3, 5, 7.9, 64, float("inf"), 10**30, 2000]),
+            "max_unique_ratio": st.sampled_from([None, 0.0, 0.1, 1 / 3, 0.3, 0.5, 0.58, 0.7,
+                                                 0.75, 1.0, 1.5, -1, float("nan")]),
+        },
+    )

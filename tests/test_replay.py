@@ -211,6 +211,28 @@ def test_text_runs_recorded(record: dict[str, Any]) -> None:
     assert bool(answer) is recorded.decode_value(record["expected"])
 
 
+def test_text_runs_recorded_in_one_batch() -> None:
+    """The recorded production calls with default options, all in one bulk call (given as a
+    generator), each text also padded to cross the 4000-unit tail: answers as recorded."""
+    cases = []
+    for name in ("corpus.json", "adversarial.json"):
+        for record in recorded.load_records(name):
+            args = recorded.decode_args(record) if record["fn"] == "hasRepeatedTextRun" else []
+            if args and recorded.options_of(args[1] if len(args) > 1 else None)[0] == {}:
+                cases.append((args[0], recorded.decode_value(record["expected"])))
+    assert len(cases) >= 10
+    texts = [text for text, _ in cases]
+    expected = [answer for _, answer in cases]
+    assert has_repeated_text_runs(t for t in texts).tolist() == expected
+    # Fresh units before a 4000-unit tail change nothing for texts that fit in the tail.
+    padded = [
+        "".join(f"fresh {i}. " for i in range(600)) + "\U0001f389" * 2000 + text
+        if isinstance(text, str) and utf16_len(text) <= 2000 else text
+        for text in texts
+    ]
+    assert has_repeated_text_runs(padded).tolist() == expected
+
+
 def test_text_runs_read_only_the_tail() -> None:
     """A 20 MB text costs no more than its last 4000 UTF-16 units."""
     loop = "Let me check. " * 400

@@ -1,0 +1,198 @@
+"""The bulk text-run check in the core (``src/textrun.rs``) against its pure-Python twin,
+``vthread.textrun.has_repeated_text_run``, text by text."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any, Final
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import (
+    long_text_runs,
+    text_run_option_values,
+    text_run_texts,
+    text_run_units,
+    utf16_units,
+)
+from vthread import _core
+from vthread import _reference as ref
+from vthread._jsvalue import utf16_tail
+from vthread._options import text_run_options
+from vthread.replay import has_repeated_text_runs
+from vthread.textrun import TAIL_UNITS, has_repeated_text_run, text_units
+
+_WORDLIKE: Final = re.compile("[a-z0-9]")
+_SEPARATORS: Final = ".!?\n"
+
+
+def twin(texts: list[Any], options: dict[str, Any]) -> list[bool]:
+    """The pure-Python twin, one text at a time."""
+    return [has_repeated_text_run(text, **options) for text in texts]
+
+
+@settings(max_examples=500, deadline=None)
+@given(batch=st.lists(text_run_texts(), max_size=6), options=text_run_option_values())
+@example(batch=["a. b. c. d. a. b. c. d."], options={})
+@example(batch=["x. " * 50], options={"max_unique_ratio": 0.58})
+def test_core_equals_the_twin(batch: list[str], options: dict[str, Any]) -> None:
+    """Units with separators, non-ASCII, astral characters, lone surrogates and every kind of
+    whitespace: the core answers as the twin, text by text, for any options."""
+    got = has_repeated_text_runs(batch, **options)
+    assert got.dtype == np.bool_ and got.shape == (len(batch),)
+    assert got.tolist() == twin(batch, options)
+
+
+@settings(max_examples=500, deadline=None)
+@given(first=text_run_units(), second=text_run_units(),
+       separator=st.sampled_from([".", "!", "?", "\n", ". ", "\n\n"]))
+def test_two_units_are_equal_as_the_twin_says(first: str, second: str, separator: str) -> None:
+    """Unit equality probed directly: two units are a runaway (window 2, ratio 0.5) exactly
+    when the twin normalises them to the same text."""
+    text = first + separator + second
+    options = {"min_units": 2, "window": 2, "max_unique_ratio": 0.5}
+    assert has_repeated_text_runs([text], **options).tolist() == twin([text], options)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=long_text_runs(), options=text_run_option_values())
+def test_core_equals_the_twin_past_the_tail(text: str, options: dict[str, Any]) -> None:
+    """Texts longer than the 4000 UTF-16 units read, cut through or beside a surrogate pair."""
+    assert utf16_units(text) > TAIL_UNITS
+    assert has_repeated_text_runs([text], **options).tolist() == twin([text], options)
+
+
+_RUN: Final = 30
+#: Junctions between the units before the boundary and the first one after it, and whether
+#: the junction is a break (U+0130 lower-cases to an ``i``).
+_JUNCTIONS: Final = {"\U0001f389": True, "\U0001f389\U0001f389": True, "\ud83c\udf89": True,
+                     "é": True, " ": True, "\u0130": False}
+
+
+def boundary_texts() -> Iterator[tuple[str, str]]:
+    """``"k" * 10 + junction + "k" * 30 + "." * f + "k" * 30``, with ``f`` (empty units) such
+    that the 4000-unit boundary sweeps across the junction: the first unit read equals the
+    last exactly when it is all 30 ``k`` and none before the junction. Yields (text, junction).
+    """
+    for junction in _JUNCTIONS:
+        for shift in range(-3, 4):
+            dots = TAIL_UNITS - 2 * _RUN - utf16_units(junction) + shift
+            yield "k" * 10 + junction + "k" * _RUN + "." * dots + "k" * _RUN, junction
+
+
+_BOUNDARY: Final = {"min_units": 2, "window": 2, "max_unique_ratio": 0.5}
+
+
+@pytest.mark.parametrize(("text", "junction"), list(boundary_texts()))
+def test_the_boundary_cuts_where_the_twin_does(text: str, junction: str) -> None:
+    """The 4000-unit boundary, swept across astral characters (a pair cut leaves its low
+    surrogate), two code points that JavaScript reads as one pair, and BMP characters."""
+    expected = twin([text], _BOUNDARY)
+    assert has_repeated_text_runs([text], **_BOUNDARY).tolist() == expected
+    breaks = junction + "\udf89" if _JUNCTIONS[junction] else ""
+    tail = utf16_tail(text, TAIL_UNITS)
+    assert expected == [tail.lstrip(breaks).startswith("k" * _RUN + ".")]
+
+
+def test_the_sweep_has_both_answers() -> None:
+    """The boundary sweep is sharp: for every junction, some shifts read only the 30 ``k``
+    after it (a runaway) and some read more or fewer."""
+    for junction in _JUNCTIONS:
+        answers = {twin([t], _BOUNDARY)[0] for t, j in boundary_texts() if j == junction}
+        assert answers == {True, False}, junction
+
+
+def ascii_lowerings() -> list[int]:
+    """Regenerated from Python's ``str.lower`` over every code point: the non-ASCII code points
+    whose lower-case form holds an ASCII letter or digit (``src/textrun.rs``'s table)."""
+    return [c for c in range(0x80, sys.maxunicode + 1) if _WORDLIKE.search(chr(c).lower())]
+
+
+def test_ascii_lowerings_are_the_known_few() -> None:
+    """The regenerated list is the table in ``src/textrun.rs`` (U+0130 and the Kelvin sign on
+    Python 3.11's Unicode 14); a new Unicode version that adds one fails here and below."""
+    assert ascii_lowerings() == [0x0130, 0x212A]
+
+
+def test_every_code_point_normalises_as_the_twin() -> None:
+    """For every code point c (separators aside), the unit ``a{c}b`` is its normal form as the
+    twin writes it, and differs from ``ab``: texts ``a{c}b.{normal}`` are runaways (two equal
+    units) and texts ``a{c}b.ab`` are not. Covers the lower-casing table, breaks (whitespace,
+    punctuation, lone surrogates, astral planes) and case."""
+    special = set(ascii_lowerings())
+    options = {"min_units": 2, "window": 2, "max_unique_ratio": 0.5}
+    step = 1 << 16
+    for start in range(0, sys.maxunicode + 1, step):
+        points = [c for c in range(start, start + step) if chr(c) not in _SEPARATORS]
+        normals = [
+            text_units(f"a{chr(c)}b")[0] if c < 0x80 or c in special else "a b" for c in points
+        ]
+        same = [f"a{chr(c)}b.{n}" for c, n in zip(points, normals, strict=True)]
+        other = [f"a{chr(c)}b.ab" for c in points]
+        got = has_repeated_text_runs(same + other, **options)
+        expected = np.concatenate(
+            [np.ones(len(points), np.bool_), np.asarray(normals) == "ab"])
+        wrong = [hex(points[i % len(points)]) for i in np.flatnonzero(got != expected)[:10]]
+        assert not wrong, f"normalised differently from the twin: {wrong}"
+
+
+def test_exact_float_comparison() -> None:
+    """29 distinct of 50 at ratio 0.58: 50 * 0.58 is 28.999999999999996, so not a runaway,
+    though 29 / 50 == 0.58 (a core dividing instead of multiplying would say yes)."""
+    text = "".join(f"u{i % 29}. " for i in range(50))
+    options = {"min_units": 2, "window": 50, "max_unique_ratio": 0.58}
+    assert twin([text], options) == [False]
+    assert has_repeated_text_runs([text], **options).tolist() == [False]
+    options["max_unique_ratio"] = 0.6
+    assert has_repeated_text_runs([text], **options).tolist() == [True]
+
+
+def test_a_bare_string_is_a_type_error() -> None:
+    """A str is one text, not an iterable of texts: read as characters it would be wrong."""
+    with pytest.raises(TypeError, match="not a str"):
+        has_repeated_text_runs("Again. " * 9)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a str"):
+        _core.has_repeated_text_runs("abc", 8, 64, 0.5)
+
+
+def test_any_iterable_and_any_item() -> None:
+    """A generator, a tuple, a dict's keys; non-str items and empty texts are False; a str
+    subclass is read as its content."""
+
+    class Text(str):
+        __slots__ = ()
+
+    texts = ["Again. " * 9, "One. Two.", None, 7, b"Again. " * 9, "", Text("Again. " * 9),
+             "\U0001f389 Again. " * 9]
+    expected = [True, False, False, False, False, False, True, True]
+    assert has_repeated_text_runs(t for t in texts).tolist() == expected
+    assert has_repeated_text_runs(tuple(texts)).tolist() == expected
+    assert has_repeated_text_runs(iter(texts)).tolist() == expected
+    assert has_repeated_text_runs(dict.fromkeys(["Again. " * 9, "x"])).tolist() == [True, False]
+    empty = has_repeated_text_runs([])
+    assert empty.dtype == np.bool_ and empty.shape == (0,)
+    with pytest.raises(TypeError):
+        has_repeated_text_runs(5)  # type: ignore[arg-type]
+
+
+def test_bulk_on_the_pool_equals_the_loop() -> None:
+    """A batch large enough for rayon's pool answers as the twin, in order."""
+    texts = [("Again. " if i % 3 else "Fresh words. ") * (i % 12) + f"n{i}. " * (i % 5)
+             for i in range(3_000)]
+    got = has_repeated_text_runs(texts, min_units=3, window=6)
+    assert got.tolist() == twin(texts, {"min_units": 3, "window": 6})
+    assert got.any() and not got.all()
+
+
+def test_reference_agrees() -> None:
+    """The scalar reference (``vthread._reference``) is the same decision."""
+    options = text_run_options()
+    texts = ["Again. " * 9, "One. Two. Three.", "\u0130. i\u0307. " * 5, "\u212a. k! " * 4]
+    assert has_repeated_text_runs(texts).tolist() == [
+        ref.has_repeated_text_run(t, options) for t in texts
+    ]
