@@ -28,9 +28,9 @@ const PARALLEL_FROM: usize = 2 * TEXTS_PER_TASK;
 
 /// The non-ASCII code points whose full lower-case form (Python's `str.lower`, JavaScript's
 /// `toLowerCase`) holds an ASCII letter or digit, with that form. Found by lower-casing every
-/// code point; `tests/test_text_runs.py` (from Python's `str.lower`) and the unit test below (from Rust's
-/// tables) regenerate the list.
-/// U+0130's form is `i` followed by U+0307 COMBINING DOT ABOVE, which is a break.
+/// code point; `tests/test_text_runs.py` (with Python's `str.lower`) and the unit test below
+/// (with Rust's tables) regenerate the list. U+0130's form is `i` followed by U+0307
+/// COMBINING DOT ABOVE, which is a break.
 pub const ASCII_LOWERINGS: [(u32, &str); 2] = [
     (0x0130, "i\u{307}"), // LATIN CAPITAL LETTER I WITH DOT ABOVE
     (0x212A, "k"),        // KELVIN SIGN
