@@ -24,7 +24,6 @@ import numpy.typing as npt
 from vthread import _core
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
-from vthread.textrun import may_hold_units
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -187,26 +186,23 @@ def text_runs(columns: Columns, rows: IntArray) -> tuple[IntArray, IntArray]:
     size = len(columns)
     first = np.full(size, -1, np.int64)
     count = np.zeros(size, np.int64)
+    if not columns.texts:
+        return first, count
     wanted = np.zeros(size, np.bool_)
     wanted[rows] = True
-    keep = wanted[columns.text_thread]
     options = text_run_options()
-    candidates = [
-        (thread, position, text)
-        for thread, position, text, wanted_text in zip(
-            columns.text_thread.tolist(), columns.text_index.tolist(), columns.texts,
-            keep.tolist(), strict=True)
-        if wanted_text and may_hold_units(text, options.min_units)
-    ]
+    # Every text goes to the core as it is, unwanted ones too: it reads each in place in
+    # O(4000), on every core, for less than picking the wanted ones out in Python would cost.
     fired = has_repeated_text_runs(
-        [text for _, _, text in candidates],
+        columns.texts,
         min_units=options.min_units,
         window=options.window,
         max_unique_ratio=options.max_unique_ratio,
     )
-    for (thread, position, _), hit in zip(candidates, fired.tolist(), strict=True):
-        if hit:
-            if first[thread] < 0:
-                first[thread] = position
-            count[thread] += 1
+    hits = np.flatnonzero(fired & wanted[columns.text_thread])
+    threads = columns.text_thread[hits]
+    count += np.bincount(threads, minlength=size)
+    # A thread's texts are listed in message order, so its first hit is its earliest.
+    hit_threads, earliest = np.unique(threads, return_index=True)
+    first[hit_threads] = columns.text_index[hits][earliest]
     return first, count
