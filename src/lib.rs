@@ -179,8 +179,8 @@ fn scan_lines<'py>(
     Ok(Some(out))
 }
 
-/// `vthread.replay.has_repeated_text_runs` with resolved options: one bool per text of the
-/// iterable `texts` (a non-`str` or empty item is False). The texts' storage is borrowed under
+/// `vthread.replay.has_repeated_text_runs` with resolved options (a ValueError otherwise): one
+/// bool per text of the iterable `texts` (a non-`str` or empty item is False). The texts' storage is borrowed under
 /// the GIL, then read with it released, on every core (`textrun.rs`).
 #[pyfunction]
 fn has_repeated_text_runs<'py>(
@@ -213,6 +213,12 @@ fn has_repeated_text_runs<'py>(
         window,
         max_unique_ratio,
     };
+    if !options.is_resolved() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "text-run options must be resolved (min_units >= 2, window >= min_units, \
+             0 < max_unique_ratio <= 1), got {min_units}, {window}, {max_unique_ratio}"
+        )));
+    }
     // `items` holds a reference to every text, so the borrowed storage outlives the call.
     let answers = py.detach(|| textrun::has_repeated_text_runs(&views, &options));
     Ok(answers.into_pyarray(py))

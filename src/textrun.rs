@@ -16,6 +16,7 @@
 //! letters ([`ASCII_LOWERINGS`]), or a break.
 
 use rayon::prelude::*;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// Only the last 4000 UTF-16 code units of a text are read (the reference's `slice(-4000)`).
 pub const TAIL_UNITS: usize = 4000;
@@ -36,12 +37,23 @@ pub const ASCII_LOWERINGS: [(u32, &str); 2] = [
     (0x212A, "k"),        // KELVIN SIGN
 ];
 
-/// Resolved options, as `vthread._options.text_run_options` makes them (`window >= min_units`).
+/// Resolved options, as `vthread._options.text_run_options` makes them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TextRunOptions {
     pub min_units: usize,
     pub window: usize,
     pub max_unique_ratio: f64,
+}
+
+impl TextRunOptions {
+    /// Whether these are options `text_run_options` can make: `min_units >= 2`,
+    /// `window >= min_units`, `0 < max_unique_ratio <= 1`. The check relies on it.
+    pub fn is_resolved(&self) -> bool {
+        self.min_units >= 2
+            && self.window >= self.min_units
+            && self.max_unique_ratio > 0.0
+            && self.max_unique_ratio <= 1.0
+    }
 }
 
 /// The code points of one text as Python stores them: Latin-1, UCS-2 (lone surrogates are
@@ -67,106 +79,125 @@ impl<'a> CodePoints<'a> {
     }
 }
 
-/// What the text-run check makes of one code point (see the module comment).
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Class {
-    Separator,
-    Word(u8),
-    Lowering(&'static str),
-    Break,
+/// A code point's class (see the module comment): below [`WORD`] a separator, a break or a
+/// lowering (look it up in [`ASCII_LOWERINGS`]); from [`WORD`] on, the `[a-z0-9]` byte it
+/// lower-cases to.
+const SEPARATOR: u8 = 0;
+const BREAK: u8 = 1;
+const LOWERING: u8 = 2;
+const WORD: u8 = b'0';
+
+const fn latin1_classes() -> [u8; 256] {
+    let mut classes = [BREAK; 256];
+    let mut c = 0;
+    while c < 256 {
+        let byte = c as u8;
+        classes[c] = match byte {
+            b'.' | b'!' | b'?' | b'\n' => SEPARATOR,
+            b'a'..=b'z' | b'0'..=b'9' => byte,
+            b'A'..=b'Z' => byte + 32,
+            _ => BREAK, // no other Latin-1 code point lower-cases to an ASCII letter
+        };
+        c += 1;
+    }
+    classes
 }
+
+/// The class of every Latin-1 code point.
+static LATIN1_CLASSES: [u8; 256] = latin1_classes();
 
 #[inline]
-fn classify(c: u32) -> Class {
-    match c {
-        0x2E | 0x21 | 0x3F | 0x0A => Class::Separator,
-        0x61..=0x7A | 0x30..=0x39 => Class::Word(c as u8),
-        0x41..=0x5A => Class::Word(c as u8 + 32),
-        0..=0x7F => Class::Break,
-        _ => match ASCII_LOWERINGS.iter().find(|&&(point, _)| point == c) {
-            Some(&(_, lowered)) => Class::Lowering(lowered),
-            None => Class::Break,
-        },
+fn class_of(c: u32) -> u8 {
+    if c < 256 {
+        LATIN1_CLASSES[c as usize]
+    } else if ASCII_LOWERINGS.iter().any(|&(point, _)| point == c) {
+        LOWERING
+    } else {
+        BREAK
     }
 }
 
-/// The normalised units of a text, written end to end into one buffer.
-struct Units {
-    bytes: Vec<u8>,
-    /// `(start, end)` of each non-empty unit in `bytes`.
-    spans: Vec<(u32, u32)>,
-    /// Where the open unit starts in `bytes`.
-    start: usize,
-    /// A break was read since the open unit's last word character.
-    pending_break: bool,
+/// One code point of a text's storage: Latin-1, UCS-2 or UCS-4.
+trait Point: Copy + Into<u32> {
+    #[inline]
+    fn class(self) -> u8 {
+        class_of(self.into())
+    }
+
+    /// The index of the last separator in `points`, if any.
+    fn rfind_separator(points: &[Self]) -> Option<usize> {
+        points.iter().rposition(|&c| c.class() == SEPARATOR)
+    }
 }
 
-impl Units {
-    fn new() -> Self {
-        Units {
-            bytes: Vec::with_capacity(TAIL_UNITS),
-            spans: Vec::new(),
-            start: 0,
-            pending_break: false,
-        }
+impl Point for u8 {
+    #[inline]
+    fn class(self) -> u8 {
+        LATIN1_CLASSES[self as usize]
     }
 
-    #[inline]
-    fn word(&mut self, byte: u8) {
-        // A break counts only between two words of a unit: a leading one is trimmed, and a
-        // trailing one (no word after it) never writes its space.
-        if self.pending_break && self.bytes.len() > self.start {
-            self.bytes.push(b' ');
-        }
-        self.pending_break = false;
-        self.bytes.push(byte);
+    /// Two SIMD searches, the second over what follows the first's hit only.
+    fn rfind_separator(points: &[u8]) -> Option<usize> {
+        let stop = memchr::memrchr3(b'.', b'!', b'?', points);
+        let after = stop.map_or(0, |index| index + 1);
+        memchr::memrchr(b'\n', &points[after..])
+            .map(|index| index + after)
+            .or(stop)
     }
+}
 
-    #[inline]
-    fn close(&mut self) {
-        if self.bytes.len() > self.start {
-            self.spans
-                .push((self.start as u32, self.bytes.len() as u32));
-            self.start = self.bytes.len();
-        }
-        self.pending_break = false;
-    }
+impl Point for u16 {}
 
-    #[inline]
-    fn read(&mut self, c: u32) {
-        match classify(c) {
-            Class::Word(byte) => self.word(byte),
-            Class::Separator => self.close(),
-            Class::Break => self.pending_break = true,
-            Class::Lowering(lowered) => {
-                for c in lowered.chars() {
-                    match classify(u32::from(c)) {
-                        Class::Word(byte) => self.word(byte),
-                        _ => self.pending_break = true,
-                    }
+impl Point for u32 {}
+
+/// Append the normal form of `raw` (one unit as written, no separator inside) to `out`: its
+/// `[a-z0-9]` runs after lower-casing, joined by single spaces. Whether it wrote anything.
+///
+/// Branch-free per code point (prose alternates words and breaks too irregularly for a branch
+/// predictor): a space and the word byte are written unconditionally and kept or overwritten
+/// by advancing the length or not. A code point adds at most two bytes (U+0130 after a word:
+/// a space and `i`), so `2 * raw.len()` bytes of room, and one for the last scratch write,
+/// suffice.
+fn push_unit<C: Point>(raw: &[C], out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    out.resize(start + 2 * raw.len() + 1, 0);
+    let room = &mut out[start..];
+    let mut len = 0;
+    // A break counts only between two words of the unit: a leading one is trimmed, and a
+    // trailing one (no word after it) never writes its space.
+    let mut after_break = false;
+    for &c in raw {
+        let class = c.class();
+        if class == LOWERING {
+            let point: u32 = c.into();
+            for &(_, lowered) in ASCII_LOWERINGS.iter().filter(|&&(p, _)| p == point) {
+                for lower in lowered.chars() {
+                    let class = class_of(u32::from(lower));
+                    let word = class >= WORD;
+                    room[len] = b' ';
+                    len += usize::from(word & after_break & (len > 0));
+                    room[len] = class;
+                    len += usize::from(word);
+                    after_break = !word;
                 }
             }
+            continue;
         }
+        let word = class >= WORD;
+        room[len] = b' ';
+        len += usize::from(word & after_break & (len > 0));
+        room[len] = class;
+        len += usize::from(word);
+        after_break = !word;
     }
-
-    fn of<C: Copy + Into<u32>>(points: &[C]) -> Self {
-        let mut units = Units::new();
-        for &c in points {
-            units.read(c.into());
-        }
-        units.close();
-        units
-    }
-
-    fn unit(&self, index: usize) -> &[u8] {
-        let (start, end) = self.spans[index];
-        &self.bytes[start as usize..end as usize]
-    }
+    out.truncate(start + len);
+    len > 0
 }
 
-/// How many of `points` (one UTF-16 unit each, `wide` ones two) end within the last `units`
-/// UTF-16 units: a pair cut by the boundary is left out. JavaScript keeps its low surrogate,
-/// but a lone surrogate is a break, and a break before the first unit changes nothing.
+/// How many of `points` (one UTF-16 unit each, those beyond U+FFFF two) lie wholly within the
+/// last `units` UTF-16 units: a pair cut by the boundary is left out. JavaScript keeps its low
+/// surrogate, but a lone surrogate is a break, and a break before the first unit changes
+/// nothing.
 fn tail_points(points: &[u32], units: usize) -> usize {
     let mut taken = 0;
     let mut used = 0;
@@ -180,52 +211,170 @@ fn tail_points(points: &[u32], units: usize) -> usize {
     taken
 }
 
-/// The units of the last [`TAIL_UNITS`] UTF-16 units of `text`.
-fn units_of(text: CodePoints<'_>) -> Units {
-    match text.last(TAIL_UNITS) {
-        CodePoints::Latin1(points) => Units::of(points),
-        CodePoints::Ucs2(points) => Units::of(points),
-        CodePoints::Ucs4(points) => {
-            Units::of(&points[points.len() - tail_points(points, TAIL_UNITS)..])
+/// Whether `tail` holds at least `needed` separators (n units need n - 1), searched from the
+/// end and stopping there: most texts that cannot hold enough units are rejected by this.
+fn has_separators<C: Point>(tail: &[C], needed: usize) -> bool {
+    let mut rest = tail;
+    for _ in 0..needed {
+        match C::rfind_separator(rest) {
+            Some(index) => rest = &rest[..index],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The units of a tail as written (empty ones included), newest first.
+struct RawUnits<'a, C> {
+    rest: Option<&'a [C]>,
+}
+
+impl<'a, C: Point> RawUnits<'a, C> {
+    fn new(tail: &'a [C]) -> Self {
+        RawUnits { rest: Some(tail) }
+    }
+}
+
+impl<'a, C: Point> Iterator for RawUnits<'a, C> {
+    type Item = &'a [C];
+
+    fn next(&mut self) -> Option<&'a [C]> {
+        let rest = self.rest?;
+        Some(match C::rfind_separator(rest) {
+            Some(index) => {
+                self.rest = Some(&rest[..index]);
+                &rest[index + 1..]
+            }
+            None => {
+                self.rest = None;
+                rest
+            }
+        })
+    }
+}
+
+/// No unit in this slot of [`Scratch::slots`].
+const EMPTY: u32 = u32::MAX;
+
+/// Buffers one thread reuses from text to text: the normalised units of the text at hand,
+/// newest first, end to end in `bytes`, and an open-addressing set of the distinct ones.
+pub struct Scratch {
+    /// Places units in `slots` (XXH3-64; tests make every unit collide).
+    hash: fn(&[u8]) -> u64,
+    bytes: Vec<u8>,
+    /// `(start, end)` in `bytes` of each unit.
+    spans: Vec<(usize, usize)>,
+    hashes: Vec<u64>,
+    /// Indices of distinct units, at their hash's slot or the next free one (linear probing);
+    /// a unit counts as seen only when its bytes equal a slot's, so hashes only place units
+    /// and a collision can never merge two.
+    slots: Vec<u32>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            hash: xxh3_64,
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            hashes: Vec::new(),
+            slots: Vec::new(),
         }
     }
 }
 
-/// Whether a text's tail has enough separators to hold `min_units` units (n units need at
-/// least n - 1 separators): most texts are rejected by this count alone.
-fn may_hold_units(text: CodePoints<'_>, min_units: usize) -> bool {
-    fn separators<C: Copy + Into<u32>>(points: &[C]) -> usize {
-        points
-            .iter()
-            .filter(|&&c| matches!(c.into(), 0x2E | 0x21 | 0x3F | 0x0A))
-            .count()
+impl Scratch {
+    fn clear(&mut self, most: usize) {
+        self.bytes.clear();
+        self.spans.clear();
+        self.hashes.clear();
+        self.slots.clear();
+        // At most `most` units: a table at most half full.
+        self.slots.resize((2 * most).next_power_of_two(), EMPTY);
     }
-    let count = match text.last(TAIL_UNITS) {
-        CodePoints::Latin1(points) => separators(points),
-        CodePoints::Ucs2(points) => separators(points),
-        CodePoints::Ucs4(points) => separators(points),
-    };
-    count + 1 >= min_units
+
+    fn unit(&self, index: usize) -> &[u8] {
+        let (start, end) = self.spans[index];
+        &self.bytes[start..end]
+    }
+
+    /// Normalise `raw` as the next unit; whether it is non-empty and new (never seen before).
+    fn push<C: Point>(&mut self, raw: &[C]) -> (bool, bool) {
+        let start = self.bytes.len();
+        if !push_unit(raw, &mut self.bytes) {
+            return (false, false);
+        }
+        let index = self.spans.len();
+        self.spans.push((start, self.bytes.len()));
+        let hash = (self.hash)(&self.bytes[start..]);
+        self.hashes.push(hash);
+        let mask = self.slots.len() - 1;
+        let mut slot = hash as usize & mask;
+        loop {
+            match self.slots[slot] {
+                EMPTY => {
+                    self.slots[slot] = index as u32;
+                    return (true, true);
+                }
+                seen => {
+                    let seen = seen as usize;
+                    if self.hashes[seen] == hash && self.unit(seen) == self.unit(index) {
+                        return (true, false);
+                    }
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
 }
 
-/// The runaway decision on a text's units: at least `min_units` of them, and among the last
-/// `window` at most `len * max_unique_ratio` distinct (compared as Python compares an int with
-/// a float: both small integers are exact doubles). Units compare by their bytes.
-fn runaway(units: &Units, options: &TextRunOptions) -> bool {
-    let count = units.spans.len();
-    if count < options.min_units {
+/// The decision on the tail's code points.
+fn runaway<C: Point>(tail: &[C], options: &TextRunOptions, scratch: &mut Scratch) -> bool {
+    debug_assert!(options.is_resolved(), "{options:?}");
+    if !has_separators(tail, options.min_units - 1) {
         return false;
     }
-    let first = count.saturating_sub(options.window);
-    let mut recent: Vec<&[u8]> = (first..count).map(|index| units.unit(index)).collect();
-    recent.sort_unstable();
-    recent.dedup();
-    recent.len() as f64 <= (count - first) as f64 * options.max_unique_ratio
+    // `window >= min_units`, so the newest `window` units answer both questions. A tail of n
+    // code points holds at most (n + 1) / 2 units.
+    let most = options.window.min(tail.len().div_ceil(2));
+    scratch.clear(most);
+    // Python compares `len(set(recent)) <= len(recent) * max_unique_ratio`: an int with a
+    // float; both counts are small, exact as doubles. Distinct units only grow as older ones
+    // are read and `len(recent) <= window`, so more than `window * ratio` of them settles it.
+    let ratio = options.max_unique_ratio;
+    let most_distinct = options.window as f64 * ratio;
+    let mut distinct = 0usize;
+    for raw in RawUnits::new(tail) {
+        let (kept, new) = scratch.push(raw);
+        if new {
+            distinct += 1;
+            if distinct as f64 > most_distinct {
+                return false;
+            }
+        }
+        if kept && scratch.spans.len() == options.window {
+            break;
+        }
+    }
+    let recent = scratch.spans.len();
+    recent >= options.min_units && distinct as f64 <= recent as f64 * ratio
 }
 
-/// `vthread.textrun.has_repeated_text_run` of one text (with resolved options). O(4000).
-pub fn has_repeated_text_run(text: CodePoints<'_>, options: &TextRunOptions) -> bool {
-    may_hold_units(text, options.min_units) && runaway(&units_of(text), options)
+/// `vthread.textrun.has_repeated_text_run` of one text (with resolved options): only its last
+/// [`TAIL_UNITS`] UTF-16 units are read. O(4000). `scratch` is any, reused between calls.
+pub fn has_repeated_text_run(
+    text: CodePoints<'_>,
+    options: &TextRunOptions,
+    scratch: &mut Scratch,
+) -> bool {
+    match text.last(TAIL_UNITS) {
+        CodePoints::Latin1(points) => runaway(points, options, scratch),
+        CodePoints::Ucs2(points) => runaway(points, options, scratch),
+        CodePoints::Ucs4(points) => {
+            let tail = &points[points.len() - tail_points(points, TAIL_UNITS)..];
+            runaway(tail, options, scratch)
+        }
+    }
 }
 
 /// [`has_repeated_text_run`] of every text (None: not a string, never a runaway), in order,
@@ -234,15 +383,17 @@ pub fn has_repeated_text_runs(
     texts: &[Option<CodePoints<'_>>],
     options: &TextRunOptions,
 ) -> Vec<bool> {
-    let one =
-        |text: &Option<CodePoints<'_>>| text.is_some_and(|t| has_repeated_text_run(t, options));
+    let one = |scratch: &mut Scratch, text: &Option<CodePoints<'_>>| {
+        text.is_some_and(|text| has_repeated_text_run(text, options, scratch))
+    };
     if texts.len() < PARALLEL_FROM {
-        return texts.iter().map(one).collect();
+        let mut scratch = Scratch::default();
+        return texts.iter().map(|text| one(&mut scratch, text)).collect();
     }
     texts
         .par_iter()
         .with_min_len(TEXTS_PER_TASK)
-        .map(one)
+        .map_init(Scratch::default, one)
         .collect()
 }
 
@@ -256,17 +407,26 @@ mod tests {
         max_unique_ratio: 0.5,
     };
 
+    /// The text's units, oldest first.
     fn units(text: &str) -> Vec<String> {
         let points: Vec<u32> = text.chars().map(u32::from).collect();
-        let units = units_of(CodePoints::Ucs4(&points));
-        (0..units.spans.len())
-            .map(|index| String::from_utf8(units.unit(index).to_vec()).unwrap())
-            .collect()
+        let mut units: Vec<String> = RawUnits::new(&points[..])
+            .filter_map(|raw| {
+                let mut bytes = Vec::new();
+                push_unit(raw, &mut bytes).then(|| String::from_utf8(bytes).unwrap())
+            })
+            .collect();
+        units.reverse();
+        units
+    }
+
+    fn text_of(points: &[u32]) -> String {
+        points.iter().filter_map(|&c| char::from_u32(c)).collect()
     }
 
     fn check(text: &str, options: &TextRunOptions) -> bool {
         let points: Vec<u32> = text.chars().map(u32::from).collect();
-        has_repeated_text_run(CodePoints::Ucs4(&points), options)
+        has_repeated_text_run(CodePoints::Ucs4(&points), options, &mut Scratch::default())
     }
 
     #[test]
@@ -297,6 +457,8 @@ mod tests {
         );
         assert_eq!(units("...\n!?"), Vec::<String>::new());
         assert_eq!(units("a\rb\u{a0}c\u{1F389}d"), ["a b c d"]);
+        assert_eq!(units("\u{130}\u{130}\u{130}"), ["i i i"]);
+        assert_eq!(units("\u{212a}\u{212a}\u{130}x"), ["kki x"]);
     }
 
     #[test]
@@ -332,6 +494,34 @@ mod tests {
     }
 
     #[test]
+    fn colliding_hashes_never_merge_units() {
+        let options = TextRunOptions {
+            min_units: 2,
+            window: 8,
+            max_unique_ratio: 0.5,
+        };
+        let mut colliding = Scratch {
+            hash: |_| 7,
+            ..Scratch::default()
+        };
+        for (text, expected) in [
+            ("a. b. c. d. a. b. c. d.", true),
+            ("a. b. c. d. e. a. b. c.", false),
+            ("a. a. a. b.", true),
+            ("a b. ab. a-b. AB.", true),
+            ("x. y. z.", false),
+        ] {
+            let points: Vec<u32> = text.chars().map(u32::from).collect();
+            let text = CodePoints::Ucs4(&points);
+            assert_eq!(
+                has_repeated_text_run(text, &options, &mut colliding),
+                expected
+            );
+            assert_eq!(check(&text_of(&points), &options), expected);
+        }
+    }
+
+    #[test]
     fn a_pair_cut_at_the_boundary_is_left_out() {
         let points = [0x1F389, 0x61, 0x61];
         assert_eq!(tail_points(&points, 3), 2);
@@ -360,7 +550,7 @@ mod tests {
         let bulk = has_repeated_text_runs(&views, &options);
         let each: Vec<bool> = views
             .iter()
-            .map(|v| v.is_some_and(|t| has_repeated_text_run(t, &options)))
+            .map(|v| v.is_some_and(|t| has_repeated_text_run(t, &options, &mut Scratch::default())))
             .collect();
         assert_eq!(bulk, each);
         assert!(bulk.iter().any(|&b| b) && !bulk.iter().all(|&b| b));

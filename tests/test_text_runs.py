@@ -152,6 +152,22 @@ def test_exact_float_comparison() -> None:
     assert has_repeated_text_runs([text], **options).tolist() == [True]
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["\u0130" * 1_000_000, ("\u0130" * 400 + ".") * 12, ("\u0130\u212a" * 150 + "!") * 12,
+     "\u0130. " * 3_000, "\u212a. " * 3_000,
+     "x" * 1_000_000, "." * 1_000_000, ". " * 1_000_000, "\n" * 5_000 + "a. " * 9,
+     "\U0001f389" * 1_000_000, "\ud83c" * 5_000, "Let me check. " * 100_000,
+     "".join(f"unit {i}. " for i in range(100_000)), " " * 1_000_000],
+    ids=lambda t: repr(t[:12]),
+)
+def test_pathological_texts(text: str) -> None:
+    """Long runs of lowerings (U+0130 writes two bytes), of one character, of separators, of
+    astral characters and lone surrogates: the core answers as the twin."""
+    for options in ({}, {"min_units": 2, "window": 3, "max_unique_ratio": 0.34}):
+        assert has_repeated_text_runs([text], **options).tolist() == twin([text], options)
+
+
 def test_a_bare_string_is_a_type_error() -> None:
     """A str is one text, not an iterable of texts: read as characters it would be wrong."""
     with pytest.raises(TypeError, match="not a str"):
