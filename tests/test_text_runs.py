@@ -176,6 +176,15 @@ def test_a_bare_string_is_a_type_error() -> None:
         _core.has_repeated_text_runs("abc", 8, 64, 0.5)
 
 
+@pytest.mark.parametrize("options", [(1, 64, 0.5), (8, 7, 0.5), (8, 64, 0.0), (8, 64, 1.5),
+                                     (8, 64, float("nan"))])
+def test_the_core_takes_resolved_options_only(options: tuple[int, int, float]) -> None:
+    """The binding's options are ``text_run_options``' output; anything else is refused rather
+    than answered by a rule the twin does not have."""
+    with pytest.raises(ValueError, match="must be resolved"):
+        _core.has_repeated_text_runs(["Again. " * 9], *options)
+
+
 def test_any_iterable_and_any_item() -> None:
     """A generator, a tuple, a dict's keys; non-str items and empty texts are False; a str
     subclass is read as its content."""
