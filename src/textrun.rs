@@ -378,7 +378,13 @@ pub fn has_repeated_text_run(
 }
 
 /// [`has_repeated_text_run`] of every text (None: not a string, never a runaway), in order,
-/// on rayon's pool when there are enough of them.
+/// on a rayon pool of one thread per CPU (`RAYON_NUM_THREADS` overrides) when there are
+/// enough of them.
+///
+/// The pool is built for the call and dropped after it, never rayon's process-wide one:
+/// `vthread.scan(jobs=N)` forks workers, and a forked child would wait forever on a global
+/// pool's threads, which exist only in the parent. Starting two threads costs tens of
+/// microseconds, against milliseconds for a batch this large.
 pub fn has_repeated_text_runs(
     texts: &[Option<CodePoints<'_>>],
     options: &TextRunOptions,
@@ -386,15 +392,23 @@ pub fn has_repeated_text_runs(
     let one = |scratch: &mut Scratch, text: &Option<CodePoints<'_>>| {
         text.is_some_and(|text| has_repeated_text_run(text, options, scratch))
     };
-    if texts.len() < PARALLEL_FROM {
+    let serial = || {
         let mut scratch = Scratch::default();
-        return texts.iter().map(|text| one(&mut scratch, text)).collect();
+        texts.iter().map(|text| one(&mut scratch, text)).collect()
+    };
+    if texts.len() < PARALLEL_FROM {
+        return serial();
     }
-    texts
-        .par_iter()
-        .with_min_len(TEXTS_PER_TASK)
-        .map_init(Scratch::default, one)
-        .collect()
+    match rayon::ThreadPoolBuilder::new().build() {
+        Ok(pool) => pool.install(|| {
+            texts
+                .par_iter()
+                .with_min_len(TEXTS_PER_TASK)
+                .map_init(Scratch::default, one)
+                .collect()
+        }),
+        Err(_) => serial(),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import sys
 from collections.abc import Iterator
@@ -212,6 +213,21 @@ def test_bulk_on_the_pool_equals_the_loop() -> None:
     got = has_repeated_text_runs(texts, min_units=3, window=6)
     assert got.tolist() == twin(texts, {"min_units": 3, "window": 6})
     assert got.any() and not got.all()
+
+
+def _pool_batch() -> list[bool]:
+    texts = [("Again. " if i % 3 else "Fresh words. ") * (i % 12) for i in range(1_000)]
+    return has_repeated_text_runs(texts).tolist()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+def test_a_forked_process_can_use_the_pool() -> None:
+    """``scan(jobs=N)`` forks workers after the parent ran the core on threads: the child
+    must not wait on threads that exist only in the parent (a process-wide thread pool would
+    hang here)."""
+    expected = _pool_batch()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_pool_batch).get(timeout=60) == expected
 
 
 def test_reference_agrees() -> None:
