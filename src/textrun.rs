@@ -24,8 +24,10 @@ pub const TAIL_UNITS: usize = 4000;
 /// Texts per rayon task: enough to amortise a task, small enough to balance two cores.
 const TEXTS_PER_TASK: usize = 32;
 
-/// Below this many texts the batch runs on the calling thread (a pool round trip costs more).
-const PARALLEL_FROM: usize = 2 * TEXTS_PER_TASK;
+/// Below this many code points in all (tails only) the batch runs on the calling thread.
+/// Starting a pool costs about 130 us on the 2-core benchmark machine, what one thread reads
+/// of 65,000-130,000 code points; two threads pay for it from about twice that.
+const PARALLEL_FROM_POINTS: usize = 1 << 18;
 
 /// The non-ASCII code points whose full lower-case form (Python's `str.lower`, JavaScript's
 /// `toLowerCase`) holds an ASCII letter or digit, with that form. Found by lower-casing every
@@ -66,6 +68,19 @@ pub enum CodePoints<'a> {
 }
 
 impl<'a> CodePoints<'a> {
+    /// How many code points.
+    pub fn len(self) -> usize {
+        match self {
+            CodePoints::Latin1(points) => points.len(),
+            CodePoints::Ucs2(points) => points.len(),
+            CodePoints::Ucs4(points) => points.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
     /// The last `count` code points (all of them when there are fewer).
     pub fn last(self, count: usize) -> Self {
         fn tail<T>(slice: &[T], count: usize) -> &[T] {
@@ -396,7 +411,8 @@ pub fn has_repeated_text_runs(
         let mut scratch = Scratch::default();
         texts.iter().map(|text| one(&mut scratch, text)).collect()
     };
-    if texts.len() < PARALLEL_FROM {
+    let points: usize = texts.iter().flatten().map(|text| text.len()).sum();
+    if points < PARALLEL_FROM_POINTS || texts.len() < 2 * TEXTS_PER_TASK {
         return serial();
     }
     match rayon::ThreadPoolBuilder::new().build() {
@@ -545,12 +561,18 @@ mod tests {
 
     #[test]
     fn bulk_equals_the_loop() {
+        // Enough code points for the pool (PARALLEL_FROM_POINTS).
         let texts: Vec<Vec<u32>> = (0..200)
             .map(|i| {
                 let unit = format!("u{}. ", i % 7);
-                unit.repeat(i % 13).chars().map(u32::from).collect()
+                let fresh: String = (0..i % 300).map(|j| format!("fresh word {j}. ")).collect();
+                (fresh + &unit.repeat(i % 13))
+                    .chars()
+                    .map(u32::from)
+                    .collect()
             })
             .collect();
+        assert!(texts.iter().map(Vec::len).sum::<usize>() > PARALLEL_FROM_POINTS);
         let views: Vec<Option<CodePoints<'_>>> = texts
             .iter()
             .enumerate()

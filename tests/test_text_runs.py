@@ -208,16 +208,22 @@ def test_any_iterable_and_any_item() -> None:
 
 def test_bulk_on_the_pool_equals_the_loop() -> None:
     """A batch large enough for rayon's pool answers as the twin, in order."""
-    texts = [("Again. " if i % 3 else "Fresh words. ") * (i % 12) + f"n{i}. " * (i % 5)
-             for i in range(3_000)]
+    texts = pool_texts()
+    assert sum(map(len, texts)) > 1 << 20
     got = has_repeated_text_runs(texts, min_units=3, window=6)
     assert got.tolist() == twin(texts, {"min_units": 3, "window": 6})
     assert got.any() and not got.all()
 
 
+def pool_texts(count: int = 2_000) -> list[str]:
+    """A batch the core splits over a thread pool (about 1.2 million code points: more than
+    ``PARALLEL_FROM_POINTS``), some texts runaways and some not."""
+    return ["".join(f"fresh words {j}. " for j in range(i % 40)) + "Again. " * (i % 12)
+            + "x" * 300 for i in range(count)]
+
+
 def _pool_batch() -> list[bool]:
-    texts = [("Again. " if i % 3 else "Fresh words. ") * (i % 12) for i in range(1_000)]
-    return has_repeated_text_runs(texts).tolist()
+    return has_repeated_text_runs(pool_texts()).tolist()
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
