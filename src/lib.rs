@@ -9,6 +9,8 @@ pub mod canonical;
 pub mod columns;
 pub mod document;
 pub mod fingerprint;
+pub mod guard;
+mod guard_py;
 mod json_py;
 pub mod json_reader;
 pub mod node;
@@ -289,6 +291,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
+    module.add_class::<guard_py::GuardCore>()?;
+    module.add_function(wrap_pyfunction!(guard_py::scan_texts, module)?)?;
     json_py::register(module)?;
     Ok(())
 }

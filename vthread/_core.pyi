@@ -1,6 +1,6 @@
 """Type stubs of the compiled core, ``vthread._core`` (built from ``src/`` by maturin)."""
 
-from typing import Any
+from typing import Any, Self
 
 __version__: str
 
@@ -67,3 +67,21 @@ def fingerprint_json(data: bytes) -> int:
 
 def tape_canonical(data: bytes) -> bytes | None:
     """The canonical encoding of one line as the CLI's tape reads it; None where it declines."""
+
+class GuardCore:
+    """The guard's state machine (src/guard.rs); ``vthread.Guard`` subclasses it."""
+
+    def __new__(cls, options: Any) -> Self: ...
+    def push(self, text: object) -> bool: ...
+    def push_bytes(self, data: bytes) -> tuple[int, int] | None: ...
+    @property
+    def options(self) -> Any: ...
+    @property
+    def reason(self) -> Any: ...
+    @property
+    def trip_offset(self) -> int | None: ...
+    def _set_hash_bits(self, bits: int) -> None: ...
+
+def scan_texts(
+    texts: list[object], options: Any, hash_bits: int = 64
+) -> list[tuple[int, int, str, int, str, float, float] | None]: ...
