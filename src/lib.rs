@@ -1,7 +1,9 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
 //! lives in a module of its own: `canonical` (the JavaScript-equal encoding), `objects`
 //! (reading Python values), `fingerprint` (XXH3-64 of encodings), `columns` (a batch of
-//! threads as flat arrays) and `suffix` (the repeated-suffix pass over them).
+//! threads as flat arrays), `suffix` (the repeated-suffix pass over them) and `unicode`
+//! (JavaScript's whitespace and the guard's word normal form, from the tables that
+//! `tools/unicode_tables.py` generates into `unicode_tables`).
 
 use pyo3::prelude::*;
 
@@ -16,6 +18,7 @@ pub mod objects;
 pub mod suffix;
 pub mod threads;
 pub mod unicode;
+mod unicode_tables;
 
 use numpy::IntoPyArray;
 use pyo3::types::{PyBytes, PyDict, PyList};
