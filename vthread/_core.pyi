@@ -67,3 +67,6 @@ def fingerprint_json(data: bytes) -> int:
 
 def tape_canonical(data: bytes) -> bytes | None:
     """The canonical encoding of one line as the CLI's tape reads it; None where it declines."""
+
+def _normalize_word(text: str) -> str:
+    """Test hook: ``vthread.guard.normalize(text)`` made in the core (pairs joined first)."""
