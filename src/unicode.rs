@@ -35,8 +35,9 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// with surrogate pairs already joined (lone surrogates may remain; they are never kept), and
 /// is the whole word: it is the context of the Final_Sigma rule.
 ///
-/// O(len(word)): two binary searches per non-ASCII code point, and for each capital sigma a
-/// walk over the case-ignorable characters beside it (each such run is walked at most twice).
+/// O(len(word)): binary searches of the lower-case and category tables per non-ASCII code
+/// point (no table has 1,000 ranges), and for each capital sigma a walk over the
+/// case-ignorable characters beside it (each such run is walked at most twice).
 pub fn push_word_normal(word: &[u32], out: &mut Vec<u8>) {
     for (at, &c) in word.iter().enumerate() {
         if c < 0x80 {
