@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests import recorded
 from tests.strategies import (
+    CODE_POINT_WORDS,
     chunkings,
     code_point_chunkings,
     guard_option_values,
@@ -117,6 +118,22 @@ def test_chunked_by_code_point_equals_reference(text: str, options: dict[str, An
     answers = [guard.push(c) for c in text]
     assert answers == [reference.push(c) for c in text]
     same_reason(guard.reason, reference.reason)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), options=guard_option_values())
+def test_any_code_points_equal_reference(data: st.DataObject, options: dict[str, Any]) -> None:
+    """Words of arbitrary code points (capital sigma in every context, case-ignorable marks,
+    pairs written as two halves, lone surrogates, whitespace of every kind) repeated into
+    loops: the core's normal forms and trips are the reference's."""
+    vocabulary = data.draw(st.lists(CODE_POINT_WORDS.filter(bool), min_size=1, max_size=5))
+    spaces = st.sampled_from([" ", "\n", "\u3000", "\t ", "\u2028", " \n\n"])
+    words = data.draw(st.lists(st.sampled_from(vocabulary), max_size=120))
+    text = "".join(word + data.draw(spaces) for word in words)
+    guard, reference = Guard(**options), reference_guard(options)
+    for chunk in data.draw(chunkings(text)):
+        assert guard.push(chunk) == reference.push(chunk)
+        same_reason(guard.reason, reference.reason)
 
 
 def test_trip_offset_points_past_the_tripping_word() -> None:

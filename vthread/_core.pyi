@@ -85,3 +85,6 @@ class GuardCore:
 def scan_texts(
     texts: list[object], options: Any, hash_bits: int = 64
 ) -> list[tuple[int, int, str, int, str, float, float] | None]: ...
+
+def _normalize_word(text: str) -> str:
+    """Test hook: ``vthread.guard.normalize(text)`` made in the core (pairs joined first)."""
