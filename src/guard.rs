@@ -78,6 +78,14 @@ pub trait Unit: Copy + Send + Sync {
     fn ascii(_text: &[Self]) -> Option<&[u8]> {
         None
     }
+    /// The index of the first whitespace at or after `from`, or `text.len()`.
+    #[inline]
+    fn next_space(text: &[Self], from: usize) -> usize {
+        text[from..]
+            .iter()
+            .position(|c| c.is_space())
+            .map_or(text.len(), |at| from + at)
+    }
 }
 
 /// JavaScript whitespace among Latin-1 code points.
@@ -101,6 +109,37 @@ impl Unit for u8 {
     #[inline]
     fn ascii(text: &[u8]) -> Option<&[u8]> {
         text.is_ascii().then_some(text)
+    }
+    /// Eight bytes at a time: a byte below 33 or equal to 0xA0 is a candidate (the lowest
+    /// candidate the bit tricks report is exact), checked against the table.
+    #[inline]
+    fn next_space(text: &[u8], from: usize) -> usize {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let mut at = from;
+        while at + 8 <= text.len() {
+            let block = u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
+            let below_33 = block.wrapping_sub(33 * ONES) & !block & HIGHS;
+            let nbsp = block ^ (0xA0 * ONES);
+            let is_nbsp = nbsp.wrapping_sub(ONES) & !nbsp & HIGHS;
+            let candidates = below_33 | is_nbsp;
+            if candidates == 0 {
+                at += 8;
+                continue;
+            }
+            let first = at + (candidates.trailing_zeros() / 8) as usize;
+            if LATIN1_SPACE[usize::from(text[first])] {
+                return first;
+            }
+            at = first + 1;
+        }
+        while at < text.len() {
+            if LATIN1_SPACE[usize::from(text[at])] {
+                return at;
+            }
+            at += 1;
+        }
+        text.len()
     }
     #[inline]
     fn is_space(self) -> bool {
@@ -169,8 +208,12 @@ struct Slot {
     hash: u64,
     /// The normal form (UTF-8); for a `long` one, its two ends around an ellipsis.
     normal: Vec<u8>,
-    /// The spelling (generalised UTF-8), shortened the same way for a long word.
+    /// The spelling (generalised UTF-8), shortened the same way for a long word; empty
+    /// when it is the normal form itself (most words: no copy).
     spelling: Vec<u8>,
+    spelling_is_normal: bool,
+    /// Index of the word's entry in `Window::entries`.
+    entry: u32,
     /// (bytes, 128-bit hash) of a normal form longer than `NORMAL_KEPT`.
     long: Option<(u64, u128)>,
     newlines: u64,
@@ -217,15 +260,27 @@ impl Ring {
         &self.slots[self.index(i)]
     }
 
-    /// The slot of a new newest word (the caller fills every field).
-    fn push(&mut self) -> &mut Slot {
+    /// The slot the next word will take, not yet part of the ring (see `commit`).
+    fn vacant(&mut self) -> &mut Slot {
         debug_assert!(self.len < self.capacity);
         let at = self.index(self.len);
         if at == self.slots.len() {
             // Only before the first eviction (head == 0): the ring grows as words come.
             self.slots.push(Slot::default());
         }
+        &mut self.slots[at]
+    }
+
+    /// The vacant slot, filled, becomes the newest word.
+    fn commit(&mut self) {
         self.len += 1;
+    }
+
+    /// The slot of a new newest word (the caller fills every field).
+    fn push(&mut self) -> &mut Slot {
+        self.vacant();
+        self.commit();
+        let at = self.index(self.len - 1);
         &mut self.slots[at]
     }
 
@@ -237,6 +292,7 @@ impl Ring {
 
 #[derive(Clone, Copy, Default)]
 struct WordCount {
+    hash: u64,
     count: u32,
     leading: u32,
 }
@@ -245,7 +301,12 @@ struct WordCount {
 struct Window {
     options: Options,
     ring: Ring,
-    words: HashTable<WordCount>,
+    /// Word hash -> index in `entries`; the window's distinct (hashed) words.
+    words: HashTable<u32>,
+    /// Counts of the window's words; a slot names its entry, so that the word leaving
+    /// needs no lookup.
+    entries: Vec<WordCount>,
+    free_entries: Vec<u32>,
     phrases: HashTable<u32>,
     hapax: usize,
     leading: usize,
@@ -281,6 +342,8 @@ impl Window {
             options,
             ring: Ring::new(options.window + 1),
             words: HashTable::default(),
+            entries: Vec::new(),
+            free_entries: Vec::new(),
             phrases: HashTable::default(),
             hapax: 0,
             leading: 0,
@@ -297,7 +360,28 @@ impl Window {
         let size = self.ring.len;
         let newest = self.ring.get(size - 1);
         let (hash, newlines) = (newest.hash, newest.newlines);
-        let entry = self.words.entry(hash).or_default();
+        let entries = &mut self.entries;
+        let free_entries = &mut self.free_entries;
+        let index = *self.words.entry(hash).or_insert_with(|| {
+            let fresh = WordCount {
+                hash,
+                count: 0,
+                leading: 0,
+            };
+            match free_entries.pop() {
+                Some(index) => {
+                    entries[index as usize] = fresh;
+                    index
+                }
+                None => {
+                    entries.push(fresh);
+                    (entries.len() - 1) as u32
+                }
+            }
+        });
+        let at = self.ring.index(size - 1);
+        self.ring.slots[at].entry = index;
+        let entry = &mut self.entries[index as usize];
         match entry.count {
             0 => self.hapax += 1,
             1 => self.hapax -= 1,
@@ -318,7 +402,6 @@ impl Window {
         }
         self.roll = roll;
         let key = roll & self.mask;
-        let at = self.ring.index(size - 1);
         self.ring.slots[at].key = key;
         let distinct = self.words.len() as f64;
         if !self.counting && distinct <= self.enter_counting {
@@ -376,9 +459,10 @@ impl Window {
             }
         }
         let oldest = self.ring.get(0);
-        let (hash, newlines) = (oldest.hash, oldest.newlines);
+        let (index, newlines) = (oldest.entry, oldest.newlines);
         let mut gone = false;
-        if let Some(entry) = self.words.get_mut(&hash) {
+        {
+            let entry = &mut self.entries[index as usize];
             entry.count -= 1;
             match entry.count {
                 0 => {
@@ -397,7 +481,8 @@ impl Window {
             }
         }
         if gone {
-            self.words.remove(&hash);
+            self.words.remove(&self.entries[index as usize].hash);
+            self.free_entries.push(index);
         }
         self.ring.pop_front();
     }
@@ -458,7 +543,11 @@ impl Window {
                 text.push(b' ');
             }
             phrase.extend_from_slice(&slot.normal);
-            text.extend_from_slice(&slot.spelling);
+            text.extend_from_slice(if slot.spelling_is_normal {
+                &slot.normal
+            } else {
+                &slot.spelling
+            });
         }
         Some(Reason {
             phrase,
@@ -706,6 +795,8 @@ impl Guard {
         window.ring.head = 0;
         window.ring.len = 0;
         window.words.clear();
+        window.entries.clear();
+        window.free_entries.clear();
         window.phrases.clear();
         window.hapax = 0;
         window.leading = 0;
@@ -750,26 +841,52 @@ impl Guard {
         if feed == Feed::Pushes {
             self.total = self.total.saturating_add(utf16_len(text));
         }
-        let mut counted = (0usize, self.total); // (index, UTF-16 units before it)
+        self.feed(text, 0, 0, feed)
+    }
+
+    /// Where `text`, fed one character at a time to a fresh guard, trips it; computed on
+    /// `text[warm..end]` only, with no trip before `start` (see `replay_segments`): the
+    /// window at `start` is the same as after all of `text[..start]` once `warm` leaves
+    /// more than `window` kept words before `start`.
+    pub fn replay_segment<T: Unit>(&mut self, text: &[T], segment: Segment) -> Option<TripAt> {
+        self.reset();
+        self.total = utf16_units_before(text, segment.warm);
+        self.feed(
+            &text[..segment.end],
+            segment.warm,
+            segment.start,
+            Feed::Characters,
+        )
+    }
+
+    /// Split `text[begin..]` into words and feed them; words completed before `check_from`
+    /// cannot trip (they only fill the window).
+    fn feed<T: Unit>(
+        &mut self,
+        text: &[T],
+        begin: usize,
+        check_from: usize,
+        feed: Feed,
+    ) -> Option<TripAt> {
+        let mut counted = (begin, self.total); // (index, UTF-16 units before it)
         let length = text.len();
-        let mut i = 0;
+        let mut i = begin;
         while i < length {
             let start = i;
-            while i < length && !text[i].is_space() {
-                i += 1;
-            }
+            i = T::next_space(text, i);
             if i == length {
                 self.extend_partial(&text[start..]);
                 break;
             }
             if start < i || !self.partial.is_empty() || self.long.is_some() {
-                let enough = match feed {
-                    Feed::Pushes => self.total >= self.window.options.min_chars,
-                    Feed::Characters => {
-                        counted = advance_units(text, counted, i + 1);
-                        counted.1 >= self.window.options.min_chars
-                    }
-                };
+                let enough = i >= check_from
+                    && match feed {
+                        Feed::Pushes => self.total >= self.window.options.min_chars,
+                        Feed::Characters => {
+                            counted = advance_units(text, counted, i + 1);
+                            counted.1 >= self.window.options.min_chars
+                        }
+                    };
                 if self.complete_word(&text[start..i], enough) {
                     self.partial.clear();
                     self.long = None;
@@ -805,6 +922,45 @@ impl Guard {
     }
 
     /// The word made of the partial word and `rest`; true when it trips the guard.
+    /// A whole ASCII word, normalised straight into the ring's vacant slot (the common
+    /// case: no intermediate buffer, and no copy of a spelling equal to its normal form).
+    fn ascii_word(&mut self, bytes: &[u8], enough: bool) -> bool {
+        let window = &mut self.window;
+        let mask = window.mask;
+        let slot = window.ring.vacant();
+        slot.normal.clear();
+        let mut same = true;
+        for &byte in bytes {
+            if byte.is_ascii_alphanumeric() {
+                let lower = byte.to_ascii_lowercase();
+                same &= lower == byte;
+                slot.normal.push(lower);
+            } else {
+                same = false;
+            }
+        }
+        if slot.normal.is_empty() {
+            return false;
+        }
+        slot.spelling.clear();
+        slot.spelling_is_normal = same;
+        if !same {
+            slot.spelling.extend_from_slice(bytes);
+        }
+        slot.hash = word_hash(&slot.normal, self.seed) & mask;
+        slot.long = None;
+        slot.newlines = std::mem::take(&mut self.pending_newlines);
+        slot.key = 0;
+        window.ring.commit();
+        match window.add(enough) {
+            Some(reason) => {
+                self.reason = Some(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn complete_word<T: Unit>(&mut self, rest: &[T], enough: bool) -> bool {
         let mut long_key = None;
         if self.long.is_none() && self.partial.len() + rest.len() > PIECE {
@@ -831,6 +987,9 @@ impl Guard {
                 }
             }
         } else if self.partial.is_empty() {
+            if let Some(bytes) = T::ascii(rest) {
+                return self.ascii_word(bytes, enough);
+            }
             word_forms(rest, &mut self.joined, &mut self.normal, &mut self.spelling);
         } else {
             self.partial.extend(rest.iter().map(|c| c.code()));
@@ -855,7 +1014,10 @@ impl Guard {
         slot.normal.clear();
         slot.normal.extend_from_slice(&self.normal);
         slot.spelling.clear();
-        slot.spelling.extend_from_slice(&self.spelling);
+        slot.spelling_is_normal = self.spelling == self.normal;
+        if !slot.spelling_is_normal {
+            slot.spelling.extend_from_slice(&self.spelling);
+        }
         slot.long = long_key;
         slot.newlines = std::mem::take(&mut self.pending_newlines);
         slot.key = 0;
@@ -872,7 +1034,7 @@ impl Guard {
 /// The 64-bit hash of a normal form: a multiply-fold of 8 bytes at a time for the short
 /// words that are most of a text (faster than a call into XXH3 at these sizes), XXH3 for
 /// longer ones. Quality matters only for speed: every trip is confirmed on real words.
-#[inline]
+#[inline(always)]
 fn word_hash(normal: &[u8], seed: u64) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     if normal.len() > 24 {
@@ -886,11 +1048,12 @@ fn word_hash(normal: &[u8], seed: u64) -> u64 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut last = [0u8; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        hash = (hash ^ u64::from_le_bytes(last))
-            .wrapping_mul(K)
-            .rotate_left(29);
+        // Byte by byte: a call to memcpy for at most 7 bytes would cost more.
+        let last = rest
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &b)| acc | u64::from(b) << (8 * i));
+        hash = (hash ^ last).wrapping_mul(K).rotate_left(29);
     }
     // Final avalanche (MurmurHash3's fmix64), so that the table's bucket bits are mixed.
     hash ^= hash >> 33;
@@ -898,6 +1061,81 @@ fn word_hash(normal: &[u8], seed: u64) -> u64 {
     hash ^= hash >> 33;
     hash = hash.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
     hash ^ (hash >> 33)
+}
+
+/// A piece of a long text replayed on its own: words completed in `start..end` are
+/// judged, after the words of `warm..start` have filled the window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    pub warm: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Whether a whole word keeps anything after normalisation.
+fn is_kept<T: Unit>(word: &[T]) -> bool {
+    if let Some(bytes) = T::ascii(word) {
+        return bytes.iter().any(u8::is_ascii_alphanumeric);
+    }
+    let (mut joined, mut normal, mut spelling) = (Vec::new(), Vec::new(), Vec::new());
+    word_forms(word, &mut joined, &mut normal, &mut spelling);
+    !normal.is_empty()
+}
+
+/// Where to start filling the window for a segment beginning at `start` (a whitespace
+/// position): the start of the `words`-th kept word before it, or 0.
+fn warm_start<T: Unit>(text: &[T], start: usize, words: usize) -> usize {
+    let mut kept = 0;
+    let mut i = start;
+    loop {
+        while i > 0 && text[i - 1].is_space() {
+            i -= 1;
+        }
+        let end = i;
+        while i > 0 && !text[i - 1].is_space() {
+            i -= 1;
+        }
+        if i == end {
+            return 0;
+        }
+        if is_kept(&text[i..end]) {
+            kept += 1;
+            if kept >= words {
+                return i;
+            }
+        }
+        if i == 0 {
+            return 0;
+        }
+    }
+}
+
+/// `text` cut at whitespace into about `parts` segments that replay independently (each
+/// warms its window on the `window + 2` kept words before it). The first segment, in
+/// order, that trips gives the text's trip: the window at every word is a function of the
+/// words before it in the window alone, so a segment sees exactly what the whole replay
+/// sees from its start on.
+pub fn replay_segments<T: Unit>(text: &[T], parts: usize, window: usize) -> Vec<Segment> {
+    let length = text.len();
+    let mut starts = vec![0];
+    for k in 1..parts.max(1) {
+        let target = length / parts * k;
+        let at = T::next_space(text, target.max(starts[starts.len() - 1] + 1).min(length));
+        if at < length && at > starts[starts.len() - 1] {
+            starts.push(at);
+        }
+    }
+    let mut segments = Vec::with_capacity(starts.len());
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(length);
+        let warm = if start == 0 {
+            0
+        } else {
+            warm_start(text, start, window + 2)
+        };
+        segments.push(Segment { warm, start, end });
+    }
+    segments
 }
 
 /// `(index, units before index)` moved on to `to`: UTF-16 units counted incrementally.
@@ -942,6 +1180,26 @@ mod tests {
             &text[..at.index],
             b"I will try again. I will try again. I will try"
         );
+    }
+
+    #[test]
+    fn next_space_finds_what_a_byte_loop_finds() {
+        let mut text: Vec<u8> = (0..=255u8).collect();
+        text.extend((0..=255u8).rev());
+        text.extend(b"abcdefghijklmnop\xa0qrstuvwxyz012345 6789\x1f\x0b".iter());
+        for from in 0..text.len() {
+            let expected = text[from..]
+                .iter()
+                .position(|&b| LATIN1_SPACE[usize::from(b)])
+                .map_or(text.len(), |at| from + at);
+            assert_eq!(
+                <u8 as Unit>::next_space(&text, from),
+                expected,
+                "from {from}"
+            );
+        }
+        let words = b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        assert_eq!(<u8 as Unit>::next_space(words, 3), words.len());
     }
 
     #[test]

@@ -6,7 +6,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::guard::{utf16_units_before, Feed, Guard, Options, Reason, TripAt};
+use crate::guard::{
+    replay_segments, utf16_units_before, Feed, Guard, Options, Reason, Segment, TripAt,
+};
 
 /// A `str`'s storage: (kind, data, length in code points). Valid while the str is alive.
 #[derive(Clone, Copy)]
@@ -67,17 +69,39 @@ impl UnitWork<Option<TripAt>> for PushInto<'_> {
     }
 }
 
-/// Where a text fed character by character trips a guard: (index, UTF-16 units before it).
-struct Replay<'a>(&'a mut Guard);
+/// Where one segment of a text fed character by character trips a guard: (index, UTF-16
+/// units before it).
+struct Replay<'a>(&'a mut Guard, Segment);
 
 impl UnitWork<Option<(usize, u64)>> for Replay<'_> {
     fn run<T: crate::guard::Unit>(self, text: &[T]) -> Option<(usize, u64)> {
-        self.0.reset();
         self.0
-            .push(text, Feed::Characters)
+            .replay_segment(text, self.1)
             .map(|at| (at.index, utf16_units_before(text, at.index)))
     }
 }
+
+/// A text's segments (one unless it is long).
+struct Segments(usize, usize);
+
+impl UnitWork<Vec<Segment>> for Segments {
+    fn run<T: crate::guard::Unit>(self, text: &[T]) -> Vec<Segment> {
+        let (segment_chars, window) = (self.0, self.1);
+        let parts = text.len() / segment_chars.max(1);
+        if parts < 2 {
+            return vec![Segment {
+                warm: 0,
+                start: 0,
+                end: text.len(),
+            }];
+        }
+        let parts = parts.min(4 * rayon::current_num_threads().max(1));
+        replay_segments(text, parts, window)
+    }
+}
+
+/// Texts longer than twice this many code points are replayed in segments on every core.
+const SEGMENT_CHARS: usize = 1 << 17;
 
 fn count_attribute(options: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
     let value = options.getattr(name)?;
@@ -272,14 +296,16 @@ fn utf8_width(code: u32) -> usize {
 /// For each item of `texts`, where a guard fed it one character at a time would trip: None,
 /// or (index just past the tripping word, the same in UTF-16 units, phrase, count, text,
 /// unique ratio, hapax ratio). Items that are not `str` never trip. The texts are read on
-/// every core with the GIL released.
+/// every core with the GIL released; a long text in segments (`segment_chars`, a test hook
+/// that can force many short segments).
 #[pyfunction]
-#[pyo3(signature = (texts, options, hash_bits = 64))]
+#[pyo3(signature = (texts, options, hash_bits = 64, segment_chars = SEGMENT_CHARS))]
 pub fn scan_texts<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyList>,
     options: &Bound<'py, PyAny>,
     hash_bits: u32,
+    segment_chars: usize,
 ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
     use rayon::prelude::*;
     let options = options_of(options)?;
@@ -289,7 +315,17 @@ pub fn scan_texts<'py>(
         .map(|item| item.cast::<PyString>().ok().map(storage))
         .collect();
     let trips: Vec<Option<(usize, u64, Reason)>> = py.detach(|| {
-        stored
+        let work: Vec<(usize, Storage, Segment)> = stored
+            .iter()
+            .enumerate()
+            .filter_map(|(item, text)| Some((item, (*text)?)))
+            .flat_map(|(item, text)| {
+                with_units(text, Segments(segment_chars, options.window))
+                    .into_iter()
+                    .map(move |segment| (item, text, segment))
+            })
+            .collect();
+        let found: Vec<Option<(usize, u64, Reason)>> = work
             .par_iter()
             .map_init(
                 || {
@@ -297,13 +333,20 @@ pub fn scan_texts<'py>(
                     guard.set_hash_bits(hash_bits);
                     guard
                 },
-                |guard, text| {
-                    let text = (*text)?;
-                    let (index, units) = with_units(text, Replay(guard))?;
+                |guard, &(_, text, segment)| {
+                    let (index, units) = with_units(text, Replay(guard, segment))?;
                     Some((index, units, guard.reason()?.clone()))
                 },
             )
-            .collect()
+            .collect();
+        // The first segment of a text that trips gives the text's trip.
+        let mut trips: Vec<Option<(usize, u64, Reason)>> = vec![None; stored.len()];
+        for (&(item, _, _), trip) in work.iter().zip(found) {
+            if trips[item].is_none() {
+                trips[item] = trip;
+            }
+        }
+        trips
     });
     drop(items);
     trips

@@ -231,6 +231,23 @@ def test_scan_texts_collisions_never_change_an_answer(
     assert _core.scan_texts(batch, guard_options(**options), bits) == want
 
 
+@settings(max_examples=200, deadline=None)
+@given(batch=st.lists(st.one_of(texts(vocabulary=5, max_words=300), harsh_texts(max_words=300)),
+                      min_size=1, max_size=4),
+       options=guard_option_values(), segment=st.integers(1, 64))
+def test_long_texts_in_segments_answer_as_whole(
+    batch: list[str], options: dict[str, Any], segment: int
+) -> None:
+    """A text replayed in segments (each warming its window on the words before it) trips
+    where the whole replay does, for the same reason, min_chars included."""
+    resolved = guard_options(**options)
+    whole = _core.scan_texts(list(batch), resolved, 64, 1 << 40)
+    assert _core.scan_texts(list(batch), resolved, 64, segment) == whole
+    for text, found in zip(batch, whole, strict=True):
+        expected = fed_one_by_one(text, options)
+        assert (found is None) == (expected is None)
+
+
 def test_scan_texts_takes_any_iterable_but_not_a_bare_string() -> None:
     """A generator works; a str (which would iterate characters) is a TypeError."""
     texts = ["again and " * 6, "fine"]
