@@ -334,3 +334,47 @@ def test_large_pushes_equal_reference(parts: list[str], options: dict[str, Any])
     for text in ["\n".join(parts), "".join(parts) + " tail"]:
         assert guard.push(text) == reference.push(text)
         same_reason(guard.reason, reference.reason)
+
+
+# ---------------------------------------------------------------------- raw bytes (pipes)
+
+raw_pieces = st.lists(
+    st.one_of(
+        st.sampled_from(["again ", "and ", "é ", "Σ ", "🎉 ", "x\n", "\u3000", "Ab "]),
+        st.binary(min_size=1, max_size=3),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), options=guard_option_values())
+def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict[str, Any]) -> None:
+    """Raw bytes cut anywhere (inside characters, invalid bytes included) fed to
+    ``push_bytes`` answer as Python's incremental ``surrogateescape`` decoder feeding
+    ``push`` with each read's text: same trip, same reason, and the returned byte and
+    character offsets point just past the tripping word."""
+    import codecs
+
+    parts = data.draw(raw_pieces)
+    stream = b"".join(p.encode() if isinstance(p, str) else p for p in parts)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=12)))
+    reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    raw, decoded = Guard(**options), Guard(**options)
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    fed = 0
+    for read in reads:
+        held = len(decoder.getstate()[0])
+        text = decoder.decode(read)
+        expected = None
+        if text and decoded.push(text):
+            offset = decoded.trip_offset
+            assert offset is not None
+            through = len(text[:offset].encode("utf-8", "surrogateescape")) - held
+            expected = (through, fed + offset)
+        fed += len(text)
+        assert raw.push_bytes(read) == expected
+        same_reason(raw.reason, None if decoded.reason is None else ref.ReferenceReason(
+            **dataclasses.asdict(decoded.reason)))
+        if expected is not None:
+            break
