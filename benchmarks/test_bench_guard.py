@@ -3,6 +3,8 @@
 * ``guard-stream``: a 2 MB healthy stream (:func:`benchmarks.streams.realistic_stream`) pushed
   in 4-character chunks, as tokens arrive;
 * ``guard-whole``: the same stream pushed at once;
+* ``guard-scan-1mb``: ``vthread.scan_texts`` on one 1 MB healthy text against a reference
+  guard fed it whole;
 * ``guard-replay``: 1,000 recorded-like outputs (about one in six ending in a loop),
   ``vthread.scan_texts`` in one call against a reference guard fed each text whole.
 
@@ -85,3 +87,18 @@ def test_replay_engine(benchmark: BenchmarkFixture, outputs: list[str]) -> None:
 def test_replay_reference(benchmark: BenchmarkFixture, outputs: list[str]) -> None:
     reasons = timed(benchmark, lambda: reference_trips(outputs), 1)
     assert any(reasons) and not all(reasons)
+
+
+@pytest.fixture(scope="module")
+def one_mb() -> str:
+    return realistic_stream(1_000_000, seed=7)
+
+
+@pytest.mark.benchmark(group="guard-scan-1mb")
+def test_scan_1mb_engine(benchmark: BenchmarkFixture, one_mb: str) -> None:
+    assert timed(benchmark, lambda: scan_texts([one_mb]), 5) == [None]
+
+
+@pytest.mark.benchmark(group="guard-scan-1mb")
+def test_scan_1mb_reference(benchmark: BenchmarkFixture, one_mb: str) -> None:
+    assert not timed(benchmark, lambda: ref.guard().push(one_mb), 1)

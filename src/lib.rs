@@ -1,8 +1,10 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
 //! lives in a module of its own: `canonical` (the JavaScript-equal encoding), `objects`
 //! (reading Python values), `fingerprint` (XXH3-64 of encodings), `columns` (a batch of
-//! threads as flat arrays), `suffix` (the repeated-suffix pass over them) and `textrun` (the
-//! text-run check over many texts).
+//! threads as flat arrays), `suffix` (the repeated-suffix pass over them), `textrun` (the
+//! text-run check over many texts) and `unicode` (JavaScript's whitespace and the guard's word
+//! normal form, from the tables that `tools/unicode_tables.py` generates into
+//! `unicode_tables`).
 
 use pyo3::prelude::*;
 
@@ -10,6 +12,8 @@ pub mod canonical;
 pub mod columns;
 pub mod document;
 pub mod fingerprint;
+pub mod guard;
+mod guard_py;
 mod json_py;
 pub mod json_reader;
 pub mod node;
@@ -18,9 +22,11 @@ pub mod suffix;
 pub mod textrun;
 pub mod threads;
 pub mod unicode;
+mod unicode_tables;
 
 use numpy::IntoPyArray;
 use numpy::PyArray1;
+use pyo3::ffi;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 /// `value`'s canonical encoding (`vthread._jsvalue.canonical`'s text, as ASCII bytes).
@@ -192,7 +198,8 @@ fn has_repeated_text_runs<'py>(
     let py = texts.py();
     if texts.is_instance_of::<PyString>() {
         return Err(pyo3::exceptions::PyTypeError::new_err(
-            "texts must be an iterable of texts, not a str (wrap one text in a list)",
+            "has_repeated_text_runs() takes an iterable of texts, got a single str; wrap it in \
+             a list",
         ));
     }
     let items: Vec<Bound<'py, PyAny>> = match texts.cast_exact::<PyList>() {
@@ -322,6 +329,37 @@ fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>
     Some(PyBytes::new(data.py(), &out))
 }
 
+/// The guard's normal form of one word (`vthread.guard.normalize`), for the tests that hold
+/// the core's Unicode tables to Python: the str's code points read from its storage (lone
+/// surrogates included), surrogate pairs joined, then `unicode::push_word_normal`.
+#[pyfunction]
+fn _normalize_word(text: &Bound<'_, PyString>) -> PyResult<String> {
+    let pointer = text.as_ptr();
+    // SAFETY: `pointer` is a live `str` (PyO3 checked the type) and the GIL is held. As in
+    // `objects::push_string`, KIND, DATA and GET_LENGTH describe one contiguous buffer of
+    // GET_LENGTH code points of the given width, alive and unchanged while `text` is borrowed;
+    // it is copied out before the borrow ends.
+    let units: Vec<u32> = unsafe {
+        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
+        let data = ffi::PyUnicode_DATA(pointer);
+        match ffi::PyUnicode_KIND(pointer) {
+            ffi::PyUnicode_1BYTE_KIND => std::slice::from_raw_parts(data as *const u8, length)
+                .iter()
+                .map(|&c| u32::from(c))
+                .collect(),
+            ffi::PyUnicode_2BYTE_KIND => std::slice::from_raw_parts(data as *const u16, length)
+                .iter()
+                .map(|&c| u32::from(c))
+                .collect(),
+            _ => std::slice::from_raw_parts(data as *const u32, length).to_vec(),
+        }
+    };
+    let mut out = Vec::with_capacity(units.len());
+    unicode::push_word_normal(&unicode::join_pairs(&units), &mut out);
+    String::from_utf8(out)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+}
+
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -338,6 +376,9 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
+    module.add_class::<guard_py::GuardCore>()?;
+    module.add_function(wrap_pyfunction!(guard_py::scan_texts, module)?)?;
+    module.add_function(wrap_pyfunction!(_normalize_word, module)?)?;
     json_py::register(module)?;
     Ok(())
 }

@@ -1,6 +1,21 @@
 //! Character classes the guard and the text-run check need, as the reference reads them:
 //! JavaScript's whitespace set and the guard's word normal form (lower-cased, only Unicode
 //! letters and numbers kept).
+//!
+//! The normal form must be, byte for byte, what the Python layer's `vthread.guard.normalize`
+//! gives on the interpreter the package runs on: `str.lower` (with CPython's Final_Sigma rule
+//! for U+03A3) and `unicodedata`'s general categories. Rust's `to_lowercase` and
+//! `is_alphanumeric` follow the toolchain's Unicode version and other properties (Alphabetic
+//! is not `L*`: U+0345 is Alphabetic but `Mn`), so the tables in `unicode_tables.rs` are
+//! generated from Python itself by `tools/unicode_tables.py`, and a test fails when they no
+//! longer match the interpreter. JavaScript's whitespace is a fixed list that no Unicode
+//! version changes, so it stays a `match`.
+
+use crate::unicode_tables::{CASED, CASE_IGNORABLE, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED};
+
+const CAPITAL_SIGMA: u32 = 0x3A3;
+const SMALL_FINAL_SIGMA: u32 = 0x3C2;
+const SMALL_SIGMA: u32 = 0x3C3;
 
 /// Whether `c` is in JavaScript's `\s` set (ECMAScript WhiteSpace and LineTerminator).
 #[inline]
@@ -17,17 +32,112 @@ pub fn is_js_whitespace(c: u32) -> bool {
 
 /// Append the guard's normal form of `word` as UTF-8: the word lower-cased, then only the
 /// characters whose general category is a letter or a number kept. `word` holds code points
-/// with surrogate pairs already joined (lone surrogates may remain; they are never kept).
+/// with surrogate pairs already joined (lone surrogates may remain; they are never kept), and
+/// is the whole word: it is the context of the Final_Sigma rule.
 ///
-/// Interim: Rust's own case tables and `is_alphanumeric`; exact tables follow.
+/// O(len(word)): binary searches of the lower-case and category tables per non-ASCII code
+/// point (no table has 1,000 ranges), and for each capital sigma a walk over the
+/// case-ignorable characters beside it (each such run is walked at most twice).
 pub fn push_word_normal(word: &[u32], out: &mut Vec<u8>) {
-    let text: String = word.iter().filter_map(|&c| char::from_u32(c)).collect();
-    for c in text.to_lowercase().chars() {
-        if c.is_alphanumeric() {
-            let mut buffer = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+    for (at, &c) in word.iter().enumerate() {
+        if c < 0x80 {
+            let byte = c as u8;
+            if byte.is_ascii_alphanumeric() {
+                out.push(byte.to_ascii_lowercase());
+            }
+        } else if c == CAPITAL_SIGMA {
+            let lower = if is_final_sigma(word, at) {
+                SMALL_FINAL_SIGMA
+            } else {
+                SMALL_SIGMA
+            };
+            push_utf8(lower, out);
+        } else {
+            push_lower_kept(c, out);
         }
     }
+}
+
+/// Whether the general category of `c` is a letter or a number (`L*`, `N*`), as
+/// `unicodedata.category` gives it.
+pub fn is_letter_or_number(c: u32) -> bool {
+    in_ranges(&LETTER_OR_NUMBER, c)
+}
+
+/// Whether `c` lies in one of `ranges` (inclusive, sorted, disjoint).
+fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
+    // The last range starting at or before `c` is the only one that can hold it.
+    let after = ranges.partition_point(|&(first, _)| first <= c);
+    after > 0 && c <= ranges[after - 1].1
+}
+
+/// Append the kept characters of `chr(c).lower()` (`c` not U+03A3, whose lower case depends
+/// on its neighbours).
+fn push_lower_kept(c: u32, out: &mut Vec<u8>) {
+    let after = LOWER.partition_point(|&(first, ..)| first <= c);
+    if after > 0 {
+        let (first, last, step, delta) = LOWER[after - 1];
+        if c <= last && (c - first) % step == 0 {
+            push_kept(c.wrapping_add_signed(delta), out);
+            return;
+        }
+    }
+    if let Ok(at) = LOWER_EXPANDED.binary_search_by_key(&c, |&(from, _)| from) {
+        for lower in LOWER_EXPANDED[at].1.chars() {
+            push_kept(u32::from(lower), out);
+        }
+        return;
+    }
+    push_kept(c, out);
+}
+
+fn push_kept(c: u32, out: &mut Vec<u8>) {
+    if is_letter_or_number(c) {
+        push_utf8(c, out);
+    }
+}
+
+fn push_utf8(c: u32, out: &mut Vec<u8>) {
+    // Only letters and numbers get here, never a surrogate, so `c` is always a `char`.
+    if let Some(c) = char::from_u32(c) {
+        let mut buffer = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+    }
+}
+
+/// CPython's `handle_capital_sigma`: the capital sigma at `word[at]` lower-cases to the final
+/// form when a cased character precedes it and none follows it, case-ignorable characters
+/// skipped both ways. (The `CASED` table leaves out characters that are also case-ignorable:
+/// CPython skips those before it asks.)
+fn is_final_sigma(word: &[u32], at: usize) -> bool {
+    let not_ignorable = |&&c: &&u32| !in_ranges(&CASE_IGNORABLE, c);
+    let before = word[..at].iter().rev().find(not_ignorable);
+    if !before.is_some_and(|&c| in_ranges(&CASED, c)) {
+        return false;
+    }
+    let after = word[at + 1..].iter().find(not_ignorable);
+    !after.is_some_and(|&c| in_ranges(&CASED, c))
+}
+
+/// `units` (code points of a Python `str`, lone surrogates included) with each high+low
+/// surrogate pair made one code point, as a JavaScript string reads them. O(len(units)).
+pub fn join_pairs(units: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(units.len());
+    let mut at = 0;
+    while at < units.len() {
+        let c = units[at];
+        match units.get(at + 1) {
+            Some(&low) if (0xD800..0xDC00).contains(&c) && (0xDC00..0xE000).contains(&low) => {
+                out.push(0x1_0000 + ((c - 0xD800) << 10) + (low - 0xDC00));
+                at += 2;
+            }
+            _ => {
+                out.push(c);
+                at += 1;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -42,5 +152,68 @@ mod tests {
             .collect();
         let found: Vec<u32> = (0..0x11_0000).filter(|&c| is_js_whitespace(c)).collect();
         assert_eq!(found, expected);
+    }
+
+    fn normal(word: &str) -> String {
+        let units: Vec<u32> = word.chars().map(u32::from).collect();
+        normal_of(&units)
+    }
+
+    fn normal_of(units: &[u32]) -> String {
+        let mut out = Vec::new();
+        push_word_normal(units, &mut out);
+        String::from_utf8(out).expect("the normal form is UTF-8")
+    }
+
+    #[test]
+    fn capital_sigma_is_final_only_after_a_cased_character() {
+        assert_eq!(normal("ΟΔΟΣ"), "οδος");
+        assert_eq!(normal("ΣΑΣ"), "σας");
+        assert_eq!(normal("Σ"), "σ");
+        assert_eq!(normal("ΣΣ"), "σς");
+        // U+0345 is both cased and case-ignorable: skipped, and dropped as a mark (Mn).
+        assert_eq!(normal("A\u{345}Σ"), "aς");
+        assert_eq!(normal("\u{345}Σ"), "σ");
+        assert_eq!(normal("ΑΣ\u{345}Β"), "ασβ");
+        assert_eq!(normal("ΑΣ'"), "ας");
+        assert_eq!(normal("Α'Σ"), "ας");
+        assert_eq!(normal("Α-Σ"), "ασ");
+    }
+
+    #[test]
+    fn lower_case_expansions_and_marks() {
+        // U+0130 lower-cases to "i" + U+0307, a mark (Mn) the normal form drops.
+        assert_eq!(normal("İ"), "i");
+        assert_eq!(normal("Straße"), "straße");
+        assert_eq!(normal("ÉTÉ-2024"), "été2024");
+        assert_eq!(normal("Don't!"), "dont");
+        // Alphabetic is not a letter: U+0345 and U+0BC6 are marks.
+        assert_eq!(normal("\u{345}\u{bc6}"), "");
+        // Numbers of every kind are kept: U+00B2, U+2167 (lower-cased to U+2177), U+1F100.
+        assert_eq!(normal("\u{b2}\u{2167}\u{1f100}"), "\u{b2}\u{2177}\u{1f100}");
+    }
+
+    #[test]
+    fn lone_surrogates_are_dropped_and_pairs_join() {
+        assert_eq!(normal_of(&[0xD800, 0x61, 0xDFFF]), "a");
+        let joined = join_pairs(&[0xD83D, 0xDE00, 0xDC00, 0xD800, 0xD801, 0xDC00, 0xD800]);
+        assert_eq!(joined, [0x1F600, 0xDC00, 0xD800, 0x10400, 0xD800]);
+        assert_eq!(normal_of(&joined), "\u{10428}");
+    }
+
+    #[test]
+    fn tables_are_sorted_and_disjoint() {
+        for ranges in [&LETTER_OR_NUMBER[..], &CASED[..], &CASE_IGNORABLE[..]] {
+            assert!(ranges.iter().all(|&(first, last)| first <= last));
+            assert!(ranges.windows(2).all(|pair| pair[0].1 + 1 < pair[1].0));
+        }
+        assert!(LOWER.iter().all(|&(first, last, step, _)| first <= last
+            && step > 0
+            && (last - first) % step == 0));
+        assert!(LOWER.windows(2).all(|pair| pair[0].1 < pair[1].0));
+        assert!(LOWER_EXPANDED.windows(2).all(|pair| pair[0].0 < pair[1].0));
+        assert!(!CASED
+            .iter()
+            .any(|&(first, last)| { (first..=last).any(|c| in_ranges(&CASE_IGNORABLE, c)) }));
     }
 }

@@ -203,6 +203,38 @@ def code_point_chunkings(draw: st.DrawFn, text: str) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+# ------------------------------------------------------------- words for the Unicode tables
+
+#: Where lower-casing is delicate: Σ (final or not by its neighbours), cased characters,
+#: case-ignorable ones (U+02B0 and U+0345 are cased too), then U+0130 (two code points
+#: lower), titlecase, Kelvin, capital sharp s, numbers, whitespace and lone surrogates.
+_CASED_PICKS = ["A", "a", "\u0391", "\u03a3", "\u1f88", "\U00010400"]
+_IGNORABLE_PICKS = ["'", ".", ":", "\u00ad", "\u02b0", "\u0345", "\u0301", "\U0001f3fb"]
+_OTHER_PICKS = ["1", "-", "\u0130", "\u212a", "\u1e9e", "\u00b2", "\u2167", " ", "\u00a0",
+                "\ud800", "\udc00", "\udbff", "\udfff"]
+
+
+def _as_pair(c: int) -> str:
+    """An astral code point written as its two surrogates, as in a JavaScript string."""
+    return chr(0xD800 + ((c - 0x10000) >> 10)) + chr(0xDC00 + ((c - 0x10000) & 0x3FF))
+
+
+#: Strings over the whole code point range (surrogates included), with astral characters
+#: also written as surrogate pairs, and the delicate characters above often.
+CODE_POINT_WORDS = st.lists(
+    st.one_of(
+        st.just("\u03a3"),
+        st.sampled_from(_CASED_PICKS),
+        st.sampled_from(_IGNORABLE_PICKS),
+        st.sampled_from(_OTHER_PICKS),
+        st.integers(0, 0x10FFFF).map(chr),
+        st.integers(0x10000, 0x10FFFF).map(_as_pair),
+        st.integers(0xD800, 0xDFFF).map(chr),
+    ),
+    max_size=24,
+).map("".join)
+
+
 # ------------------------------------------------------------------------------ text runs
 
 #: Unit words: cases, digits, non-ASCII letters (some lower-casing to ASCII: İ, the Kelvin

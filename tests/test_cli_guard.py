@@ -69,12 +69,44 @@ def test_options_are_passed_to_the_guard() -> None:
 
 def test_bad_options_exit_2_with_a_clear_message() -> None:
     """argparse errors go to stderr with the usage line; nothing is read."""
-    for args in (["--ngram", "four"], ["--max-unique-ratio", "lots"], ["--bogus"], ["x"]):
+    for args in (["--ngram", "four"], ["--max-unique-ratio", "lots"], ["--bogus"], ["a", "b"]):
         result = run(b"", *args)
         assert result.returncode == 2
         assert b"usage: vthread guard" in result.stderr
         assert b"error:" in result.stderr
     assert b"whole number" in run(b"", "--window", "1.5").stderr
+
+
+def test_options_too_large_exit_2_naming_the_limit() -> None:
+    """An n-gram or window past the limit is refused before anything is allocated."""
+    for args in (["--ngram", "100000000000"], ["--window", "2000000"]):
+        result = run(b"", *args)
+        assert result.returncode == 2
+        assert b"at most 1,000,000 words" in result.stderr
+        assert b"Traceback" not in result.stderr
+
+
+def test_file_argument_reads_the_file(tmp_path: Path) -> None:
+    """FILE instead of standard input: same output, same report; '-' is standard input."""
+    text = HEALTHY + LOOP
+    path = tmp_path / "out.txt"
+    path.write_bytes(text.encode())
+    from_file = subprocess.run([*COMMAND, str(path)], capture_output=True, env=env(),
+                               timeout=60, check=False)
+    from_stdin = run(text.encode(), "-")
+    assert from_file.returncode == from_stdin.returncode == EXIT_TRIPPED
+    assert from_file.stdout == from_stdin.stdout
+    assert from_file.stderr == from_stdin.stderr
+    assert path.read_bytes() == text.encode()
+
+
+def test_unreadable_file_exits_2_naming_it(tmp_path: Path) -> None:
+    """A missing file or a directory: exit 2, the name and the reason on stderr."""
+    missing = run(b"", str(tmp_path / "nope.txt"))
+    assert missing.returncode == 2
+    assert b"nope.txt" in missing.stderr and b"No such file" in missing.stderr
+    folder = run(b"", str(tmp_path))
+    assert folder.returncode == 2 and b"is a directory" in folder.stderr
 
 
 def test_help_goes_to_stdout() -> None:

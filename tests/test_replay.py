@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,10 +13,10 @@ from hypothesis import strategies as st
 
 from tests import recorded
 from tests.strategies import guard_option_values, harsh_texts, texts
+from vthread import _core
 from vthread import _reference as ref
-from vthread import replay
 from vthread._jsvalue import utf16_len
-from vthread._options import text_run_options
+from vthread._options import guard_options, text_run_options
 from vthread.guard import Guard
 from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
 
@@ -142,7 +141,7 @@ def test_whole_push_offset_matches_guard() -> None:
     (trip,) = scan_texts([text], max_unique_ratio=0.6)
     guard = Guard(max_unique_ratio=0.6)
     assert guard.push(text)
-    assert trip is not None and trip.offset == guard._trip_offset
+    assert trip is not None and trip.offset == guard.trip_offset
     assert trip.reason == guard.reason
 
 
@@ -243,16 +242,38 @@ def test_text_runs_read_only_the_tail() -> None:
     assert ref.has_repeated_text_run(huge, text_run_options())
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    batch=st.lists(st.one_of(texts(max_words=60), harsh_texts(max_words=60)), max_size=12),
-    options=guard_option_values(),
-)
-def test_small_batches_and_long_texts(batch: list[str], options: dict[str, Any]) -> None:
-    """With tiny vectorised batches (every text its own batch, power tables rebuilt for
-    texts longer than a batch), answers are unchanged."""
-    with mock.patch.object(replay, "_BATCH_CHARS", 64), \
-            mock.patch.object(replay, "_POWER_TABLES", []):
-        trips = scan_texts(batch, **options)
-    for text, trip in zip(batch, trips, strict=True):
-        same_trip(trip, text, fed_one_by_one(text, options))
+@settings(max_examples=100, deadline=None)
+@given(batch=st.lists(st.one_of(texts(max_words=120), harsh_texts(), st.none()), max_size=12),
+       options=guard_option_values(), bits=st.integers(0, 4))
+def test_scan_texts_collisions_never_change_an_answer(
+    batch: list[Any], options: dict[str, Any], bits: int
+) -> None:
+    """The core's replay with hashes cut to a few bits answers as with full hashes."""
+    want = _core.scan_texts(batch, guard_options(**options))
+    assert _core.scan_texts(batch, guard_options(**options), bits) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=st.lists(st.one_of(texts(vocabulary=5, max_words=300), harsh_texts(max_words=300)),
+                      min_size=1, max_size=4),
+       options=guard_option_values(), segment=st.integers(1, 64))
+def test_long_texts_in_segments_answer_as_whole(
+    batch: list[str], options: dict[str, Any], segment: int
+) -> None:
+    """A text replayed in segments (each warming its window on the words before it) trips
+    where the whole replay does, for the same reason, min_chars included."""
+    resolved = guard_options(**options)
+    whole = _core.scan_texts(list(batch), resolved, 64, 1 << 40)
+    assert _core.scan_texts(list(batch), resolved, 64, segment) == whole
+    for text, found in zip(batch, whole, strict=True):
+        expected = fed_one_by_one(text, options)
+        assert (found is None) == (expected is None)
+
+
+def test_scan_texts_takes_any_iterable_but_not_a_bare_string() -> None:
+    """A generator works; a str (which would iterate characters) is a TypeError."""
+    texts = ["again and " * 6, "fine"]
+    assert scan_texts(t for t in texts) == scan_texts(texts)
+    with pytest.raises(TypeError, match="iterable of texts"):
+        scan_texts("again and again and again and again and")
+

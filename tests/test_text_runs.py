@@ -170,10 +170,12 @@ def test_pathological_texts(text: str) -> None:
 
 
 def test_a_bare_string_is_a_type_error() -> None:
-    """A str is one text, not an iterable of texts: read as characters it would be wrong."""
-    with pytest.raises(TypeError, match="not a str"):
-        has_repeated_text_runs("Again. " * 9)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="not a str"):
+    """A str is one text, not an iterable of texts: read as characters it would be wrong
+    (the core refuses one too, for callers of the binding)."""
+    for bare in ("Again. " * 9, b"Again. " * 9):
+        with pytest.raises(TypeError, match=r"got a single (str|bytes); wrap it in a list"):
+            has_repeated_text_runs(bare)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got a single str; wrap it in a list"):
         _core.has_repeated_text_runs("abc", 8, 64, 0.5)
 
 

@@ -1,17 +1,20 @@
 """``vthread guard``: pass a live token stream through, and cut it off when it starts to loop.
 
-Reads standard input as it arrives (``os.read``, so a slow producer is copied through at
-once), copies every byte to standard output and feeds the decoded text to a
-:class:`vthread.guard.Guard`. When the guard trips, the output stops just past the word that
-tripped it, one JSON line on standard error says why, and the exit status is 3::
+Reads standard input (or FILE) as it arrives (``os.read``, so a slow producer is copied
+through at once), copies every byte to standard output and feeds the bytes to a
+:class:`vthread.guard.Guard` (``push_bytes``: the core decodes and splits them, no Python
+string is made). When the guard trips, the output stops just past the word that tripped it,
+one JSON line on standard error says why, and the exit status is 3::
 
     some-llm-cli ... | vthread guard --max-repeats 5 | tee out.txt
+    vthread guard recorded_output.txt > /dev/null || echo "it loops"
 
 UTF-8 split anywhere across reads, including inside a character, decodes as one stream;
 bytes that are not UTF-8 pass through unchanged (they reach the guard as lone surrogates,
-which are not letters). Exit status: 0 at the end of the input, 3 when the guard trips,
-2 for bad options, 141 when standard output is closed early (as ``cat`` killed by SIGPIPE),
-130 on Ctrl-C.
+as Python's ``surrogateescape`` reads them, which are not letters). Memory stays flat
+whatever the input: the guard's window plus one read. Exit status: 0 at the end of the
+input, 3 when the guard trips, 2 for bad options or an unreadable FILE, 141 when standard
+output is closed early (as ``cat`` killed by SIGPIPE), 130 on Ctrl-C.
 
 Also runs on its own: ``python -m vthread._cli_guard [options]``.
 """
@@ -19,7 +22,6 @@ Also runs on its own: ``python -m vthread._cli_guard [options]``.
 from __future__ import annotations
 
 import argparse
-import codecs
 import io
 import json
 import math
@@ -42,6 +44,8 @@ EXIT_INTERRUPTED: Final = 130
 EXIT_BROKEN_PIPE: Final = 141
 #: Largest read; a pipe returns whatever is there sooner, so small pieces flow at once.
 READ_SIZE: Final = 1 << 16
+#: Largest read from a FILE (it is all there: fewer, larger reads).
+FILE_READ_SIZE: Final = 1 << 20
 
 
 class _StopParsingError(Exception):
@@ -58,8 +62,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, stdout: BinaryIO, stderr: TextIO) -> None:
         super().__init__(
             prog="vthread guard",
-            description="Copy standard input to standard output; stop when the text "
-            "starts repeating itself (exit 3, reason as JSON on standard error).",
+            description="Copy standard input (or FILE) to standard output; stop when the "
+            "text starts repeating itself (exit 3, reason as JSON on standard error).",
             epilog="Options not given keep the guard's defaults; out-of-range values are "
             "clamped as the library does.",
         )
@@ -99,6 +103,9 @@ def _ratio(text: str) -> float:
 
 def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
     parser = _Parser(stdout, stderr)
+    parser.add_argument("file", nargs="?", default="-", metavar="FILE",
+                        help="read this file instead of standard input ('-' or none: "
+                        "standard input)")
     parser.add_argument("--ngram", type=_count, metavar="N",
                         help="words per repeated phrase (default 4, at least 2)")
     parser.add_argument("--window", type=_count, metavar="N",
@@ -146,33 +153,50 @@ def run_guard(argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO, stderr: Te
         args = _parser(stdout, stderr).parse_args(list(argv))
     except _StopParsingError as stop:
         return stop.status
-    guard = Guard(
-        ngram=args.ngram,
-        window=args.window,
-        max_repeats=args.max_repeats,
-        max_unique_ratio=args.max_unique_ratio,
-        min_chars=args.min_chars,
-    )
-    read = _reader(stdin)
-    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-    fed = 0  # characters pushed before the current read
+    try:
+        guard = Guard(
+            ngram=args.ngram,
+            window=args.window,
+            max_repeats=args.max_repeats,
+            max_unique_ratio=args.max_unique_ratio,
+            min_chars=args.min_chars,
+        )
+    except ValueError as error:
+        stderr.write(f"vthread guard: error: {error}\n")
+        return EXIT_USAGE
+    if args.file == "-":
+        return _copy(_reader(stdin), guard, stdout, stderr)
+    try:
+        with open(args.file, "rb", buffering=0) as source:
+            descriptor = source.fileno()
+            return _copy(lambda: os.read(descriptor, FILE_READ_SIZE), guard, stdout, stderr)
+    except IsADirectoryError:
+        stderr.write(f"vthread guard: error: {args.file} is a directory\n")
+        return EXIT_USAGE
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            raise
+        stderr.write(f"vthread guard: error: cannot read {args.file}: "
+                     f"{error.strerror or error}\n")
+        return EXIT_USAGE
+
+
+def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: TextIO) -> int:
+    """Copy what ``read`` returns to ``stdout`` through ``guard``; the exit status."""
     try:
         while True:
             data = read()
             if not data:
                 return EXIT_OK
-            held_before = len(decoder.getstate()[0])
-            text = decoder.decode(data)
-            if text and guard.push(text):
-                offset = guard._trip_offset
-                through = len(text[:offset].encode("utf-8", "surrogateescape"))
-                stdout.write(data[: max(0, through - held_before)])
+            trip = guard.push_bytes(data)
+            if trip is not None:
+                through, offset_chars = trip
+                stdout.write(data[:through])
                 stdout.flush()
-                _report(guard, fed + offset, stderr)
+                _report(guard, offset_chars, stderr)
                 return EXIT_TRIPPED
             stdout.write(data)
             stdout.flush()
-            fed += len(text)
     except BrokenPipeError:
         _silence(stdout)
         return EXIT_BROKEN_PIPE

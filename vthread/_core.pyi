@@ -1,7 +1,7 @@
 """Type stubs of the compiled core, ``vthread._core`` (built from ``src/`` by maturin)."""
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +71,27 @@ def fingerprint_json(data: bytes) -> int:
 
 def tape_canonical(data: bytes) -> bytes | None:
     """The canonical encoding of one line as the CLI's tape reads it; None where it declines."""
+
+class GuardCore:
+    """The guard's state machine (src/guard.rs); ``vthread.Guard`` subclasses it."""
+
+    def __new__(cls, options: Any) -> Self: ...
+    def push(self, text: object) -> bool: ...
+    def push_bytes(self, data: bytes) -> tuple[int, int] | None: ...
+    @property
+    def options(self) -> Any: ...
+    @property
+    def reason(self) -> Any: ...
+    @property
+    def trip_offset(self) -> int | None: ...
+    def _set_hash_bits(self, bits: int) -> None: ...
+
+def scan_texts(
+    texts: list[object], options: Any, hash_bits: int = 64
+) -> list[tuple[int, int, str, int, str, float, float] | None]: ...
+
+def _normalize_word(text: str) -> str:
+    """Test hook: ``vthread.guard.normalize(text)`` made in the core (pairs joined first)."""
 
 def has_repeated_text_runs(
     texts: Iterable[object], min_units: int, window: int, max_unique_ratio: float

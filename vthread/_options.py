@@ -26,6 +26,10 @@ DEFAULT_GUARD_WINDOW: Final = 48
 DEFAULT_MAX_REPEATS: Final = 4
 DEFAULT_GUARD_MAX_UNIQUE_RATIO: Final = 0.4
 DEFAULT_MIN_CHARS: Final = 0
+#: Largest guard window (and n-gram) in words. The guard's memory is proportional to its
+#: window (about 100 bytes a word plus the words), so a larger one is refused with a
+#: ValueError instead of allocated: a million words is far past any useful window.
+MAX_GUARD_WINDOW: Final = 1_000_000
 
 
 
@@ -155,15 +159,28 @@ def guard_options(
     max_unique_ratio: object = None,
     min_chars: object = None,
 ) -> GuardOptions:
-    """Resolve the guard keywords; the ratio is clamped to [0, 1]."""
+    """Resolve the guard keywords; the ratio is clamped to [0, 1].
+
+    An ``ngram`` or ``window`` past :data:`MAX_GUARD_WINDOW` is a ``ValueError`` (the
+    default window is ``max(ngram, 48)``, so a huge ``ngram`` is refused on its own).
+    """
     size = floor_count("ngram", ngram, DEFAULT_NGRAM, 2)
+    if size > MAX_GUARD_WINDOW:
+        raise ValueError(
+            f"option ngram must be at most {MAX_GUARD_WINDOW:,} words, got {ngram!r}"
+        )
     ratio = real("max_unique_ratio", max_unique_ratio)
     if ratio is None or not math.isfinite(ratio):
         ratio = DEFAULT_GUARD_MAX_UNIQUE_RATIO
     ratio = min(1.0, max(0.0, ratio))
+    words = floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size)
+    if words > MAX_GUARD_WINDOW:
+        raise ValueError(
+            f"option window must be at most {MAX_GUARD_WINDOW:,} words, got {window!r}"
+        )
     return GuardOptions(
         ngram=size,
-        window=floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size),
+        window=words,
         max_repeats=floor_count("max_repeats", max_repeats, DEFAULT_MAX_REPEATS, 2),
         max_unique_ratio=ratio,
         min_chars=floor_count("min_chars", min_chars, DEFAULT_MIN_CHARS, 0),

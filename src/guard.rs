@@ -1,0 +1,1232 @@
+//! The repetition guard's state machine (SPEC §6), with no Python in it.
+//!
+//! A stream of code points is split into words on JavaScript's whitespace; each word is
+//! normalised (`unicode::push_word_normal`, an ASCII fast path here) and, when something is
+//! left, enters the window with the newlines seen before it.
+//!
+//! Hashed counts, exact trips
+//!     Each kept word is a 64-bit hash of its normal form; the window is a ring of
+//!     `window + 1` slots (hash, normal form, spelling, newlines before it, the key of the
+//!     n-gram ending at it). Word counts and n-gram counts live in tables keyed by those
+//!     hashes, n-gram keys rolled as a polynomial of the word hashes, and the running
+//!     distinct / hapax / line-leading / newline totals make every test O(1) per word.
+//!     A collision merges two words or two n-grams: it can only raise an n-gram's count and
+//!     lower the distinct, hapax and line-leading counts, and each of those only makes a word
+//!     more likely to pass (the enumeration exemption, which removes trips, needs more hapax
+//!     or leading words). So every real trip passes on hashes; a word that passes is then
+//!     confirmed on the real words of the window (exact count, ratios and exemption,
+//!     O(window * ngram), once per trip in practice), and a collision's false pass is
+//!     dropped. A collision can never trip the guard nor name a wrong phrase.
+//!
+//! Memory: O(window) slots, each holding its word; the partial word waits for the whitespace
+//! that completes it, up to `PIECE` code points; past that it is folded into a bounded
+//! `LongWord` (see there), so an endless word costs constant memory.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
+
+use crate::unicode;
+
+/// The enumeration exemption (SPEC §6): applies below this ratio, from this many newlines,
+/// with this hapax share or this many distinct line-leading words.
+const EXEMPT_BELOW_RATIO: f64 = 0.5;
+const EXEMPT_NEWLINES: u64 = 2;
+const EXEMPT_HAPAX: f64 = 0.1;
+const EXEMPT_LEADING: usize = 3;
+/// Odd multiplier of the rolling n-gram key.
+const NGRAM_MULTIPLIER: u64 = 0xC2B2_AE3D_27D4_EB4F;
+/// A partial word longer than this many code points is folded into a `LongWord` piece by
+/// piece, so a word without end never holds more than this.
+pub const PIECE: usize = 1 << 16;
+/// Characters of a long word's spelling (and of a long normal form) kept at each end for the
+/// reason's text.
+pub const SHOWN: usize = 1024;
+/// A normal form longer than this many bytes is compared by its length and a 128-bit hash.
+pub const NORMAL_KEPT: usize = 1 << 18;
+/// Between the two ends of a long word in a reason.
+const ELISION: &str = "\u{2026}";
+
+/// Resolved options (Python's `GuardOptions`).
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub ngram: usize,
+    pub window: usize,
+    pub max_repeats: u64,
+    pub max_unique_ratio: f64,
+    pub min_chars: u64,
+}
+
+/// Why the guard tripped: the reference's reason, as UTF-8 (`phrase`) and generalised UTF-8
+/// that may hold lone surrogates (`text`, decoded by Python with `surrogatepass`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reason {
+    pub phrase: Vec<u8>,
+    pub count: u64,
+    pub text: Vec<u8>,
+    pub unique_ratio: f64,
+    pub hapax_ratio: f64,
+}
+
+/// One code unit of a Python `str`'s storage (PEP 393: 1, 2 or 4 bytes per code point).
+pub trait Unit: Copy + Send + Sync {
+    fn code(self) -> u32;
+    fn is_space(self) -> bool;
+    /// The slice as bytes when every code point in it is ASCII (only 1-byte storage can
+    /// answer without a copy).
+    fn ascii(_text: &[Self]) -> Option<&[u8]> {
+        None
+    }
+    /// The index of the first whitespace at or after `from`, or `text.len()`.
+    #[inline]
+    fn next_space(text: &[Self], from: usize) -> usize {
+        text[from..]
+            .iter()
+            .position(|c| c.is_space())
+            .map_or(text.len(), |at| from + at)
+    }
+}
+
+/// JavaScript whitespace among Latin-1 code points.
+const LATIN1_SPACE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 9;
+    while c <= 13 {
+        table[c] = true;
+        c += 1;
+    }
+    table[32] = true;
+    table[0xA0] = true;
+    table
+};
+
+impl Unit for u8 {
+    #[inline]
+    fn code(self) -> u32 {
+        u32::from(self)
+    }
+    #[inline]
+    fn ascii(text: &[u8]) -> Option<&[u8]> {
+        text.is_ascii().then_some(text)
+    }
+    /// Eight bytes at a time: a byte below 33 or equal to 0xA0 is a candidate (the lowest
+    /// candidate the bit tricks report is exact), checked against the table.
+    #[inline]
+    fn next_space(text: &[u8], from: usize) -> usize {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let mut at = from;
+        while at + 8 <= text.len() {
+            let block = u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
+            let below_33 = block.wrapping_sub(33 * ONES) & !block & HIGHS;
+            let nbsp = block ^ (0xA0 * ONES);
+            let is_nbsp = nbsp.wrapping_sub(ONES) & !nbsp & HIGHS;
+            let candidates = below_33 | is_nbsp;
+            if candidates == 0 {
+                at += 8;
+                continue;
+            }
+            let first = at + (candidates.trailing_zeros() / 8) as usize;
+            if LATIN1_SPACE[usize::from(text[first])] {
+                return first;
+            }
+            at = first + 1;
+        }
+        while at < text.len() {
+            if LATIN1_SPACE[usize::from(text[at])] {
+                return at;
+            }
+            at += 1;
+        }
+        text.len()
+    }
+    #[inline]
+    fn is_space(self) -> bool {
+        LATIN1_SPACE[usize::from(self)]
+    }
+}
+
+impl Unit for u16 {
+    #[inline]
+    fn code(self) -> u32 {
+        u32::from(self)
+    }
+    #[inline]
+    fn is_space(self) -> bool {
+        unicode::is_js_whitespace(u32::from(self))
+    }
+}
+
+impl Unit for u32 {
+    #[inline]
+    fn code(self) -> u32 {
+        self
+    }
+    #[inline]
+    fn is_space(self) -> bool {
+        unicode::is_js_whitespace(self)
+    }
+}
+
+/// UTF-16 length of `text` (astral code points count two).
+pub fn utf16_len<T: Unit>(text: &[T]) -> u64 {
+    let astral = if std::mem::size_of::<T>() == 4 {
+        text.iter().filter(|c| c.code() > 0xFFFF).count()
+    } else {
+        0
+    };
+    (text.len() + astral) as u64
+}
+
+/// Hashes that are already hashes: the tables use them as they are.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// Exact counts of the window's words: (occurrences, ever after a newline).
+type WordFrequency<'a> = HashMap<(&'a [u8], Option<(u64, u128)>), (u32, bool), ahash::RandomState>;
+
+type HashTable<V> = HashMap<u64, V, BuildHasherDefault<PassThrough>>;
+
+/// A word in the window.
+#[derive(Default)]
+struct Slot {
+    hash: u64,
+    /// The normal form (UTF-8); for a `long` one, its two ends around an ellipsis.
+    normal: Vec<u8>,
+    /// The spelling (generalised UTF-8), shortened the same way for a long word; empty
+    /// when it is the normal form itself (most words: no copy).
+    spelling: Vec<u8>,
+    spelling_is_normal: bool,
+    /// Index of the word's entry in `Window::entries`.
+    entry: u32,
+    /// (bytes, 128-bit hash) of a normal form longer than `NORMAL_KEPT`.
+    long: Option<(u64, u128)>,
+    newlines: u64,
+    /// Key of the n-gram that ends at this word (when one was counted).
+    key: u64,
+}
+
+impl Slot {
+    fn same_word(&self, other: &Slot) -> bool {
+        self.normal == other.normal && self.long == other.long
+    }
+}
+
+/// The last `capacity` words; slots keep their buffers when reused.
+struct Ring {
+    slots: Vec<Slot>,
+    head: usize,
+    len: usize,
+    capacity: usize,
+}
+
+impl Ring {
+    fn new(capacity: usize) -> Self {
+        Ring {
+            slots: Vec::new(),
+            head: 0,
+            len: 0,
+            capacity,
+        }
+    }
+
+    #[inline]
+    fn index(&self, i: usize) -> usize {
+        let at = self.head + i;
+        if at >= self.capacity {
+            at - self.capacity
+        } else {
+            at
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &Slot {
+        &self.slots[self.index(i)]
+    }
+
+    /// The slot the next word will take, not yet part of the ring (see `commit`).
+    fn vacant(&mut self) -> &mut Slot {
+        debug_assert!(self.len < self.capacity);
+        let at = self.index(self.len);
+        if at == self.slots.len() {
+            // Only before the first eviction (head == 0): the ring grows as words come.
+            self.slots.push(Slot::default());
+        }
+        &mut self.slots[at]
+    }
+
+    /// The vacant slot, filled, becomes the newest word.
+    fn commit(&mut self) {
+        self.len += 1;
+    }
+
+    /// The slot of a new newest word (the caller fills every field).
+    fn push(&mut self) -> &mut Slot {
+        self.vacant();
+        self.commit();
+        let at = self.index(self.len - 1);
+        &mut self.slots[at]
+    }
+
+    fn pop_front(&mut self) {
+        self.head = self.index(1);
+        self.len -= 1;
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct WordCount {
+    hash: u64,
+    count: u32,
+    leading: u32,
+}
+
+/// The window and its counts.
+struct Window {
+    options: Options,
+    ring: Ring,
+    /// Word hash -> index in `entries`; the window's distinct (hashed) words.
+    words: HashTable<u32>,
+    /// Counts of the window's words; a slot names its entry, so that the word leaving
+    /// needs no lookup.
+    entries: Vec<WordCount>,
+    free_entries: Vec<u32>,
+    phrases: HashTable<u32>,
+    hapax: usize,
+    leading: usize,
+    newlines: u64,
+    roll: u64,
+    /// Whether n-grams are being counted: only while the distinct words are few enough
+    /// that a word could pass the ratio test (see `enter_counting`).
+    counting: bool,
+    enter_counting: f64,
+    leave_counting: f64,
+    /// NGRAM_MULTIPLIER ** ngram: the weight of the word leaving the rolled key.
+    leaving_weight: u64,
+    mask: u64,
+}
+
+impl Window {
+    fn new(options: Options) -> Self {
+        let mut leaving_weight = 1u64;
+        for _ in 0..options.ngram {
+            leaving_weight = leaving_weight.wrapping_mul(NGRAM_MULTIPLIER);
+        }
+        // A word can pass the ratio test only with distinct <= ratio * size <= ratio *
+        // (window + 1). Counting starts a margin above that (so rounding cannot matter)
+        // and stops at twice the margin: one word moves the distinct count by at most one,
+        // so each O(window) rebuild of the n-gram counts is paid for by `margin` words.
+        let capacity = (options.window + 1) as f64;
+        let margin = ((options.window + 1) / 16).max(2) as f64;
+        let bound = options.max_unique_ratio * capacity;
+        Window {
+            counting: false,
+            enter_counting: bound + margin,
+            leave_counting: bound + 2.0 * margin,
+            options,
+            ring: Ring::new(options.window + 1),
+            words: HashTable::default(),
+            entries: Vec::new(),
+            free_entries: Vec::new(),
+            phrases: HashTable::default(),
+            hapax: 0,
+            leading: 0,
+            newlines: 0,
+            roll: 0,
+            leaving_weight,
+            mask: u64::MAX,
+        }
+    }
+
+    /// Add a kept word (its slot already filled but for `key`); the reason when it trips.
+    fn add(&mut self, enough: bool) -> Option<Reason> {
+        let options = self.options;
+        let size = self.ring.len;
+        let newest = self.ring.get(size - 1);
+        let (hash, newlines) = (newest.hash, newest.newlines);
+        let entries = &mut self.entries;
+        let free_entries = &mut self.free_entries;
+        let index = *self.words.entry(hash).or_insert_with(|| {
+            let fresh = WordCount {
+                hash,
+                count: 0,
+                leading: 0,
+            };
+            match free_entries.pop() {
+                Some(index) => {
+                    entries[index as usize] = fresh;
+                    index
+                }
+                None => {
+                    entries.push(fresh);
+                    (entries.len() - 1) as u32
+                }
+            }
+        });
+        let at = self.ring.index(size - 1);
+        self.ring.slots[at].entry = index;
+        let entry = &mut self.entries[index as usize];
+        match entry.count {
+            0 => self.hapax += 1,
+            1 => self.hapax -= 1,
+            _ => {}
+        }
+        entry.count += 1;
+        if newlines > 0 {
+            self.newlines += newlines;
+            if entry.leading == 0 {
+                self.leading += 1;
+            }
+            entry.leading += 1;
+        }
+        let mut roll = self.roll.wrapping_mul(NGRAM_MULTIPLIER).wrapping_add(hash);
+        if size > options.ngram {
+            let leaving = self.ring.get(size - 1 - options.ngram).hash;
+            roll = roll.wrapping_sub(leaving.wrapping_mul(self.leaving_weight));
+        }
+        self.roll = roll;
+        let key = roll & self.mask;
+        self.ring.slots[at].key = key;
+        let distinct = self.words.len() as f64;
+        if !self.counting && distinct <= self.enter_counting {
+            self.start_counting(size - 1);
+        } else if self.counting && distinct > self.leave_counting {
+            self.counting = false;
+            self.phrases.clear();
+        }
+        if self.counting && size >= options.ngram {
+            let count = self.phrases.entry(key).or_insert(0);
+            *count += 1;
+            let count = u64::from(*count);
+            if count >= options.max_repeats && enough && self.may_trip(size) {
+                if let Some(reason) = self.confirm() {
+                    return Some(reason);
+                }
+            }
+        }
+        if size > options.window {
+            self.evict();
+        }
+        None
+    }
+
+    /// Count the n-grams ending at ring positions `ngram - 1 .. upto`: those whose first
+    /// word is still in the window. O(window).
+    fn start_counting(&mut self, upto: usize) {
+        self.counting = true;
+        self.phrases.clear();
+        for position in self.options.ngram.saturating_sub(1)..upto {
+            *self.phrases.entry(self.ring.get(position).key).or_insert(0) += 1;
+        }
+    }
+
+    /// The ratio test and the exemption on the hashed counts (a superset of real trips).
+    fn may_trip(&self, size: usize) -> bool {
+        let ratio = self.options.max_unique_ratio;
+        if self.words.len() as f64 / size as f64 > ratio {
+            return false;
+        }
+        !(ratio < EXEMPT_BELOW_RATIO
+            && self.newlines >= EXEMPT_NEWLINES
+            && (self.hapax as f64 / size as f64 >= EXEMPT_HAPAX || self.leading >= EXEMPT_LEADING))
+    }
+
+    /// The oldest word leaves, with the n-gram that starts at it.
+    fn evict(&mut self) {
+        if self.counting {
+            let key = self.ring.get(self.options.ngram - 1).key;
+            if let Some(count) = self.phrases.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.phrases.remove(&key);
+                }
+            }
+        }
+        let oldest = self.ring.get(0);
+        let (index, newlines) = (oldest.entry, oldest.newlines);
+        let mut gone = false;
+        {
+            let entry = &mut self.entries[index as usize];
+            entry.count -= 1;
+            match entry.count {
+                0 => {
+                    self.hapax -= 1;
+                    gone = true;
+                }
+                1 => self.hapax += 1,
+                _ => {}
+            }
+            if newlines > 0 {
+                self.newlines -= newlines;
+                entry.leading -= 1;
+                if entry.leading == 0 {
+                    self.leading -= 1;
+                }
+            }
+        }
+        if gone {
+            self.words.remove(&self.entries[index as usize].hash);
+            self.free_entries.push(index);
+        }
+        self.ring.pop_front();
+    }
+
+    /// Every test again on the real words of the window: the reason, or None when only a
+    /// hash collision made the word pass.
+    fn confirm(&self) -> Option<Reason> {
+        let options = self.options;
+        let ring = &self.ring;
+        let size = ring.len;
+        let ngram = options.ngram;
+        let first = size - ngram;
+        let key = ring.get(size - 1).key;
+        let mut count = 0u64;
+        for start in 0..=first {
+            if ring.get(start + ngram - 1).key == key
+                && (0..ngram).all(|k| ring.get(start + k).same_word(ring.get(first + k)))
+            {
+                count += 1;
+            }
+        }
+        if count < options.max_repeats {
+            return None;
+        }
+        let mut frequency: WordFrequency<'_> =
+            HashMap::with_capacity_and_hasher(size, ahash::RandomState::new());
+        let mut newlines = 0u64;
+        for i in 0..size {
+            let slot = ring.get(i);
+            let entry = frequency
+                .entry((slot.normal.as_slice(), slot.long))
+                .or_insert((0, false));
+            entry.0 += 1;
+            if slot.newlines > 0 {
+                entry.1 = true;
+                newlines += slot.newlines;
+            }
+        }
+        let unique_ratio = frequency.len() as f64 / size as f64;
+        if unique_ratio > options.max_unique_ratio {
+            return None;
+        }
+        let hapax = frequency.values().filter(|(c, _)| *c == 1).count();
+        let hapax_ratio = hapax as f64 / size as f64;
+        let leading = frequency.values().filter(|(_, l)| *l).count();
+        if options.max_unique_ratio < EXEMPT_BELOW_RATIO
+            && newlines >= EXEMPT_NEWLINES
+            && (hapax_ratio >= EXEMPT_HAPAX || leading >= EXEMPT_LEADING)
+        {
+            return None;
+        }
+        let mut phrase = Vec::new();
+        let mut text = Vec::new();
+        for k in 0..ngram {
+            let slot = ring.get(first + k);
+            if k > 0 {
+                phrase.push(b' ');
+                text.push(b' ');
+            }
+            phrase.extend_from_slice(&slot.normal);
+            text.extend_from_slice(if slot.spelling_is_normal {
+                &slot.normal
+            } else {
+                &slot.spelling
+            });
+        }
+        Some(Reason {
+            phrase,
+            count,
+            text,
+            unique_ratio,
+            hapax_ratio,
+        })
+    }
+}
+
+/// Code points with each high + low surrogate pair made one, as UTF-16 reads them.
+fn join_pairs<T: Unit>(word: &[T], out: &mut Vec<u32>) {
+    out.clear();
+    let mut i = 0;
+    while i < word.len() {
+        let c = word[i].code();
+        if (0xD800..0xDC00).contains(&c) && i + 1 < word.len() {
+            let low = word[i + 1].code();
+            if (0xDC00..0xE000).contains(&low) {
+                out.push(0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00));
+                i += 2;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+}
+
+/// Generalised UTF-8 of code points (a lone surrogate as its three bytes, as Python's
+/// `surrogatepass` writes and reads it).
+fn push_wtf8(codes: &[u32], out: &mut Vec<u8>) {
+    for &c in codes {
+        if c < 0x80 {
+            out.push(c as u8);
+        } else if c < 0x800 {
+            out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+        } else if c < 0x10000 {
+            out.extend_from_slice(&[
+                0xE0 | (c >> 12) as u8,
+                0x80 | ((c >> 6) & 0x3F) as u8,
+                0x80 | (c & 0x3F) as u8,
+            ]);
+        } else {
+            out.extend_from_slice(&[
+                0xF0 | (c >> 18) as u8,
+                0x80 | ((c >> 12) & 0x3F) as u8,
+                0x80 | ((c >> 6) & 0x3F) as u8,
+                0x80 | (c & 0x3F) as u8,
+            ]);
+        }
+    }
+}
+
+/// Normal form and spelling of one whole word (code points, pairs not yet joined).
+fn word_forms<T: Unit>(
+    word: &[T],
+    joined: &mut Vec<u32>,
+    normal: &mut Vec<u8>,
+    spelling: &mut Vec<u8>,
+) {
+    normal.clear();
+    spelling.clear();
+    if let Some(bytes) = T::ascii(word) {
+        spelling.extend_from_slice(bytes);
+        normal.extend(
+            bytes
+                .iter()
+                .filter(|b| b.is_ascii_alphanumeric())
+                .map(u8::to_ascii_lowercase),
+        );
+        return;
+    }
+    if word.iter().all(|c| c.code() < 0x80) {
+        for c in word {
+            let byte = c.code() as u8;
+            spelling.push(byte);
+            if byte.is_ascii_alphanumeric() {
+                normal.push(byte.to_ascii_lowercase());
+            }
+        }
+        return;
+    }
+    join_pairs(word, joined);
+    push_wtf8(joined, spelling);
+    unicode::push_word_normal(joined, normal);
+}
+
+/// The first `chars` characters of generalised UTF-8 `bytes` (at a character boundary).
+fn head_chars(bytes: &[u8], chars: usize) -> &[u8] {
+    let mut seen = 0;
+    for (at, &b) in bytes.iter().enumerate() {
+        if b & 0xC0 != 0x80 {
+            if seen == chars {
+                return &bytes[..at];
+            }
+            seen += 1;
+        }
+    }
+    bytes
+}
+
+/// The last `chars` characters of generalised UTF-8 `bytes`.
+fn tail_chars(bytes: &[u8], chars: usize) -> &[u8] {
+    let mut seen = 0;
+    for at in (0..bytes.len()).rev() {
+        if bytes[at] & 0xC0 != 0x80 {
+            seen += 1;
+            if seen == chars {
+                return &bytes[at..];
+            }
+        }
+    }
+    bytes
+}
+
+/// Keep the first and the last `SHOWN` characters of a growing text.
+#[derive(Default)]
+struct Ends {
+    head: Vec<u8>,
+    head_full: bool,
+    tail: Vec<u8>,
+    elided: bool,
+}
+
+impl Ends {
+    fn extend(&mut self, bytes: &[u8]) {
+        if !self.head_full {
+            self.head.extend_from_slice(bytes);
+            let kept = head_chars(&self.head, SHOWN).len();
+            if kept < self.head.len() {
+                let rest = self.head.split_off(kept);
+                self.head_full = true;
+                self.tail = rest;
+            }
+        } else {
+            self.tail.extend_from_slice(bytes);
+        }
+        if self.tail.len() > 8 * SHOWN {
+            let keep = tail_chars(&self.tail, SHOWN).len();
+            self.tail.drain(..self.tail.len() - keep);
+            self.elided = true;
+        }
+    }
+
+    fn finish(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.head);
+        let tail = tail_chars(&self.tail, SHOWN);
+        if self.elided || tail.len() < self.tail.len() {
+            out.extend_from_slice(ELISION.as_bytes());
+        }
+        out.extend_from_slice(tail);
+    }
+}
+
+/// A word longer than `PIECE` code points, folded in piece by piece: its normal form kept
+/// whole up to `NORMAL_KEPT` bytes (else its length, a 128-bit hash and its two ends), its
+/// spelling as its two ends. Each piece is normalised on its own, so the one context-
+/// dependent case mapping (a final capital sigma) does not look across pieces.
+#[derive(Default)]
+struct LongWord {
+    normal: Vec<u8>,
+    normal_bytes: u64,
+    normal_hash: Option<Xxh3>,
+    normal_ends: Ends,
+    spelling: Ends,
+}
+
+impl LongWord {
+    fn add_piece(&mut self, piece: &[u32], joined: &mut Vec<u32>, scratch: &mut Vec<u8>) {
+        let mut normal = Vec::new();
+        word_forms(piece, joined, &mut normal, scratch);
+        self.spelling.extend(scratch);
+        self.normal_bytes += normal.len() as u64;
+        match &mut self.normal_hash {
+            Some(hasher) => hasher.update(&normal),
+            None if self.normal.len() + normal.len() <= NORMAL_KEPT => {
+                self.normal.extend_from_slice(&normal);
+                return;
+            }
+            None => {
+                let mut hasher = Xxh3::new();
+                hasher.update(&self.normal);
+                hasher.update(&normal);
+                self.normal_ends.extend(&self.normal);
+                self.normal.clear();
+                self.normal_hash = Some(hasher);
+            }
+        }
+        self.normal_ends.extend(&normal);
+    }
+}
+
+/// How `min_chars` is counted: per push (the characters of every push so far, the current
+/// one whole) or per character (a text fed one character at a time: those up to and
+/// including the whitespace that completes the word).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Feed {
+    Pushes,
+    Characters,
+}
+
+/// Where a push tripped the guard: the index in the push just past the tripping word.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TripAt {
+    pub index: usize,
+}
+
+/// The guard: tokenizer state, the window, and the reason once tripped.
+pub struct Guard {
+    window: Window,
+    total: u64,
+    pending_newlines: u64,
+    partial: Vec<u32>,
+    long: Option<Box<LongWord>>,
+    seed: u64,
+    reason: Option<Reason>,
+    // Reused buffers.
+    joined: Vec<u32>,
+    normal: Vec<u8>,
+    spelling: Vec<u8>,
+}
+
+impl Guard {
+    pub fn new(options: Options) -> Self {
+        Guard {
+            window: Window::new(options),
+            total: 0,
+            pending_newlines: 0,
+            partial: Vec::new(),
+            long: None,
+            seed: random_seed(),
+            reason: None,
+            joined: Vec::new(),
+            normal: Vec::new(),
+            spelling: Vec::new(),
+        }
+    }
+
+    /// Back to a fresh guard with the same options, keeping the buffers (bulk replay).
+    pub fn reset(&mut self) {
+        let window = &mut self.window;
+        window.ring.head = 0;
+        window.ring.len = 0;
+        window.words.clear();
+        window.entries.clear();
+        window.free_entries.clear();
+        window.phrases.clear();
+        window.hapax = 0;
+        window.leading = 0;
+        window.newlines = 0;
+        window.roll = 0;
+        window.counting = false;
+        self.total = 0;
+        self.pending_newlines = 0;
+        self.partial.clear();
+        self.long = None;
+        self.reason = None;
+    }
+
+    pub fn options(&self) -> Options {
+        self.window.options
+    }
+
+    pub fn reason(&self) -> Option<&Reason> {
+        self.reason.as_ref()
+    }
+
+    pub fn tripped(&self) -> bool {
+        self.reason.is_some()
+    }
+
+    /// Keep only the low `bits` bits of every word hash and n-gram key: a test hook that
+    /// makes collisions common (answers must not change).
+    pub fn set_hash_bits(&mut self, bits: u32) {
+        self.window.mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+    }
+
+    /// Feed one push; where in it the guard tripped, if it did now. Pushing into a tripped
+    /// guard changes nothing (the caller answers True).
+    pub fn push<T: Unit>(&mut self, text: &[T], feed: Feed) -> Option<TripAt> {
+        if self.reason.is_some() || text.is_empty() {
+            return None;
+        }
+        if feed == Feed::Pushes {
+            self.total = self.total.saturating_add(utf16_len(text));
+        }
+        self.feed(text, 0, 0, feed)
+    }
+
+    /// Where `text`, fed one character at a time to a fresh guard, trips it; computed on
+    /// `text[warm..end]` only, with no trip before `start` (see `replay_segments`): the
+    /// window at `start` is the same as after all of `text[..start]` once `warm` leaves
+    /// more than `window` kept words before `start`.
+    pub fn replay_segment<T: Unit>(&mut self, text: &[T], segment: Segment) -> Option<TripAt> {
+        self.reset();
+        self.total = utf16_units_before(text, segment.warm);
+        self.feed(
+            &text[..segment.end],
+            segment.warm,
+            segment.start,
+            Feed::Characters,
+        )
+    }
+
+    /// Split `text[begin..]` into words and feed them; words completed before `check_from`
+    /// cannot trip (they only fill the window).
+    fn feed<T: Unit>(
+        &mut self,
+        text: &[T],
+        begin: usize,
+        check_from: usize,
+        feed: Feed,
+    ) -> Option<TripAt> {
+        let mut counted = (begin, self.total); // (index, UTF-16 units before it)
+        let length = text.len();
+        let mut i = begin;
+        while i < length {
+            let start = i;
+            i = T::next_space(text, i);
+            if i == length {
+                self.extend_partial(&text[start..]);
+                break;
+            }
+            if start < i || !self.partial.is_empty() || self.long.is_some() {
+                let enough = i >= check_from
+                    && match feed {
+                        Feed::Pushes => self.total >= self.window.options.min_chars,
+                        Feed::Characters => {
+                            counted = advance_units(text, counted, i + 1);
+                            counted.1 >= self.window.options.min_chars
+                        }
+                    };
+                if self.complete_word(&text[start..i], enough) {
+                    self.partial.clear();
+                    self.long = None;
+                    return Some(TripAt { index: i });
+                }
+            }
+            while i < length && text[i].is_space() {
+                if text[i].code() == u32::from(b'\n') {
+                    self.pending_newlines += 1;
+                }
+                i += 1;
+            }
+        }
+        if feed == Feed::Characters {
+            self.total = advance_units(text, counted, length).1;
+        }
+        None
+    }
+
+    fn extend_partial<T: Unit>(&mut self, text: &[T]) {
+        self.partial.extend(text.iter().map(|c| c.code()));
+        while self.partial.len() > PIECE {
+            // Never cut between the halves of a pair.
+            let cut = if (0xD800..0xDC00).contains(&self.partial[PIECE - 1]) {
+                PIECE - 1
+            } else {
+                PIECE
+            };
+            let long = self.long.get_or_insert_with(Box::default);
+            long.add_piece(&self.partial[..cut], &mut self.joined, &mut self.spelling);
+            self.partial.drain(..cut);
+        }
+    }
+
+    /// The word made of the partial word and `rest`; true when it trips the guard.
+    /// A whole ASCII word, normalised straight into the ring's vacant slot (the common
+    /// case: no intermediate buffer, and no copy of a spelling equal to its normal form).
+    fn ascii_word(&mut self, bytes: &[u8], enough: bool) -> bool {
+        let window = &mut self.window;
+        let mask = window.mask;
+        let slot = window.ring.vacant();
+        slot.normal.clear();
+        let mut same = true;
+        for &byte in bytes {
+            if byte.is_ascii_alphanumeric() {
+                let lower = byte.to_ascii_lowercase();
+                same &= lower == byte;
+                slot.normal.push(lower);
+            } else {
+                same = false;
+            }
+        }
+        if slot.normal.is_empty() {
+            return false;
+        }
+        slot.spelling.clear();
+        slot.spelling_is_normal = same;
+        if !same {
+            slot.spelling.extend_from_slice(bytes);
+        }
+        slot.hash = word_hash(&slot.normal, self.seed) & mask;
+        slot.long = None;
+        slot.newlines = std::mem::take(&mut self.pending_newlines);
+        slot.key = 0;
+        window.ring.commit();
+        match window.add(enough) {
+            Some(reason) => {
+                self.reason = Some(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn complete_word<T: Unit>(&mut self, rest: &[T], enough: bool) -> bool {
+        let mut long_key = None;
+        if self.long.is_none() && self.partial.len() + rest.len() > PIECE {
+            // However the word arrived, a word this long is always folded the same way.
+            self.extend_partial(rest);
+            return self.complete_word::<u32>(&[], enough);
+        }
+        if self.long.is_some() {
+            self.partial.extend(rest.iter().map(|c| c.code()));
+            let mut long = self.long.take().expect("checked");
+            let piece = std::mem::take(&mut self.partial);
+            long.add_piece(&piece, &mut self.joined, &mut self.spelling);
+            self.partial = piece;
+            self.partial.clear();
+            long.spelling.finish(&mut self.spelling);
+            match long.normal_hash {
+                Some(hasher) => {
+                    long_key = Some((long.normal_bytes, hasher.digest128()));
+                    long.normal_ends.finish(&mut self.normal);
+                }
+                None => {
+                    self.normal.clear();
+                    self.normal.extend_from_slice(&long.normal);
+                }
+            }
+        } else if self.partial.is_empty() {
+            if let Some(bytes) = T::ascii(rest) {
+                return self.ascii_word(bytes, enough);
+            }
+            word_forms(rest, &mut self.joined, &mut self.normal, &mut self.spelling);
+        } else {
+            self.partial.extend(rest.iter().map(|c| c.code()));
+            word_forms(
+                &self.partial,
+                &mut self.joined,
+                &mut self.normal,
+                &mut self.spelling,
+            );
+            self.partial.clear();
+        }
+        if self.normal.is_empty() {
+            return false;
+        }
+        let mut hash = word_hash(&self.normal, self.seed);
+        if let Some((bytes, digest)) = long_key {
+            hash ^= (digest as u64) ^ ((digest >> 64) as u64).rotate_left(17) ^ bytes;
+        }
+        let window = &mut self.window;
+        let slot = window.ring.push();
+        slot.hash = hash & window.mask;
+        slot.normal.clear();
+        slot.normal.extend_from_slice(&self.normal);
+        slot.spelling.clear();
+        slot.spelling_is_normal = self.spelling == self.normal;
+        if !slot.spelling_is_normal {
+            slot.spelling.extend_from_slice(&self.spelling);
+        }
+        slot.long = long_key;
+        slot.newlines = std::mem::take(&mut self.pending_newlines);
+        slot.key = 0;
+        match window.add(enough) {
+            Some(reason) => {
+                self.reason = Some(reason);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The 64-bit hash of a normal form: a multiply-fold of 8 bytes at a time for the short
+/// words that are most of a text (faster than a call into XXH3 at these sizes), XXH3 for
+/// longer ones. Quality matters only for speed: every trip is confirmed on real words.
+#[inline(always)]
+fn word_hash(normal: &[u8], seed: u64) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    if normal.len() > 24 {
+        return xxh3_64_with_seed(normal, seed);
+    }
+    let mut hash = seed ^ (normal.len() as u64).wrapping_mul(K);
+    let mut chunks = normal.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        hash = (hash ^ word).wrapping_mul(K).rotate_left(29);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // Byte by byte: a call to memcpy for at most 7 bytes would cost more.
+        let last = rest
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &b)| acc | u64::from(b) << (8 * i));
+        hash = (hash ^ last).wrapping_mul(K).rotate_left(29);
+    }
+    // Final avalanche (MurmurHash3's fmix64), so that the table's bucket bits are mixed.
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    hash ^ (hash >> 33)
+}
+
+/// A piece of a long text replayed on its own: words completed in `start..end` are
+/// judged, after the words of `warm..start` have filled the window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    pub warm: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Whether a whole word keeps anything after normalisation.
+fn is_kept<T: Unit>(word: &[T]) -> bool {
+    if let Some(bytes) = T::ascii(word) {
+        return bytes.iter().any(u8::is_ascii_alphanumeric);
+    }
+    let (mut joined, mut normal, mut spelling) = (Vec::new(), Vec::new(), Vec::new());
+    word_forms(word, &mut joined, &mut normal, &mut spelling);
+    !normal.is_empty()
+}
+
+/// Where to start filling the window for a segment beginning at `start` (a whitespace
+/// position): the start of the `words`-th kept word before it, or 0.
+fn warm_start<T: Unit>(text: &[T], start: usize, words: usize) -> usize {
+    let mut kept = 0;
+    let mut i = start;
+    loop {
+        while i > 0 && text[i - 1].is_space() {
+            i -= 1;
+        }
+        let end = i;
+        while i > 0 && !text[i - 1].is_space() {
+            i -= 1;
+        }
+        if i == end {
+            return 0;
+        }
+        if is_kept(&text[i..end]) {
+            kept += 1;
+            if kept >= words {
+                return i;
+            }
+        }
+        if i == 0 {
+            return 0;
+        }
+    }
+}
+
+/// `text` cut at whitespace into about `parts` segments that replay independently (each
+/// warms its window on the `window + 2` kept words before it). The first segment, in
+/// order, that trips gives the text's trip: the window at every word is a function of the
+/// words before it in the window alone, so a segment sees exactly what the whole replay
+/// sees from its start on.
+pub fn replay_segments<T: Unit>(text: &[T], parts: usize, window: usize) -> Vec<Segment> {
+    let length = text.len();
+    let mut starts = vec![0];
+    for k in 1..parts.max(1) {
+        let target = length / parts * k;
+        let at = T::next_space(text, target.max(starts[starts.len() - 1] + 1).min(length));
+        if at < length && at > starts[starts.len() - 1] {
+            starts.push(at);
+        }
+    }
+    let mut segments = Vec::with_capacity(starts.len());
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(length);
+        let warm = if start == 0 {
+            0
+        } else {
+            warm_start(text, start, window + 2)
+        };
+        segments.push(Segment { warm, start, end });
+    }
+    segments
+}
+
+/// `(index, units before index)` moved on to `to`: UTF-16 units counted incrementally.
+#[inline]
+fn advance_units<T: Unit>(text: &[T], from: (usize, u64), to: usize) -> (usize, u64) {
+    (to, from.1 + utf16_len(&text[from.0..to]))
+}
+
+/// A per-guard seed, so that crafted input cannot aim collisions at a known hash.
+fn random_seed() -> u64 {
+    ahash::RandomState::new().hash_one(0x5EED_u64)
+}
+
+/// UTF-16 units of `text[..index]`.
+pub fn utf16_units_before<T: Unit>(text: &[T], index: usize) -> u64 {
+    utf16_len(&text[..index])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(ngram: usize, window: usize, repeats: u64) -> Options {
+        Options {
+            ngram,
+            window,
+            max_repeats: repeats,
+            max_unique_ratio: 0.4,
+            min_chars: 0,
+        }
+    }
+
+    #[test]
+    fn trips_on_a_loop_and_names_it() {
+        let mut guard = Guard::new(options(3, 12, 3));
+        let text: Vec<u8> = "I will try again. ".repeat(5).into_bytes();
+        let at = guard.push(&text, Feed::Pushes).expect("trips");
+        let reason = guard.reason().expect("reason");
+        assert_eq!(reason.phrase, b"i will try");
+        assert_eq!(reason.count, 3);
+        assert_eq!(
+            &text[..at.index],
+            b"I will try again. I will try again. I will try"
+        );
+    }
+
+    #[test]
+    fn next_space_finds_what_a_byte_loop_finds() {
+        let mut text: Vec<u8> = (0..=255u8).collect();
+        text.extend((0..=255u8).rev());
+        text.extend(b"abcdefghijklmnop\xa0qrstuvwxyz012345 6789\x1f\x0b".iter());
+        for from in 0..text.len() {
+            let expected = text[from..]
+                .iter()
+                .position(|&b| LATIN1_SPACE[usize::from(b)])
+                .map_or(text.len(), |at| from + at);
+            assert_eq!(
+                <u8 as Unit>::next_space(&text, from),
+                expected,
+                "from {from}"
+            );
+        }
+        let words = b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        assert_eq!(<u8 as Unit>::next_space(words, 3), words.len());
+    }
+
+    #[test]
+    fn collisions_do_not_change_the_answer() {
+        let text: Vec<u8> = "alpha beta gamma delta epsilon zeta eta theta iota kappa "
+            .repeat(40)
+            .into_bytes();
+        let mut exact = Guard::new(options(2, 48, 3));
+        let mut colliding = Guard::new(options(2, 48, 3));
+        colliding.set_hash_bits(1);
+        assert_eq!(
+            exact.push(&text, Feed::Pushes),
+            colliding.push(&text, Feed::Pushes)
+        );
+        assert_eq!(exact.reason(), colliding.reason());
+    }
+
+    #[test]
+    fn an_endless_word_is_held_in_bounded_memory() {
+        let mut guard = Guard::new(options(4, 48, 4));
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..8 {
+            guard.push(&chunk, Feed::Pushes);
+        }
+        assert!(guard.partial.len() <= PIECE);
+        let long = guard.long.as_ref().expect("long word");
+        assert!(long.normal.len() <= NORMAL_KEPT);
+        assert!(long.spelling.tail.len() <= 8 * SHOWN + PIECE);
+    }
+}

@@ -1,0 +1,370 @@
+//! Python bindings of the guard: `GuardCore` (the base class of `vthread.Guard`), bytes fed
+//! straight from a pipe for `vthread guard`, and `scan_texts` over many texts on every core.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::guard::{
+    replay_segments, utf16_units_before, Feed, Guard, Options, Reason, Segment, TripAt,
+};
+
+/// A `str`'s storage: (kind, data, length in code points). Valid while the str is alive.
+#[derive(Clone, Copy)]
+struct Storage {
+    kind: u32,
+    data: *const u8,
+    length: usize,
+}
+
+// SAFETY: a str's storage is immutable for the str's whole life; the caller keeps every str
+// alive (it holds the list) while other threads read it, and only reads.
+unsafe impl Send for Storage {}
+unsafe impl Sync for Storage {}
+
+fn storage(text: &Bound<'_, PyString>) -> Storage {
+    let pointer = text.as_ptr();
+    // SAFETY: `pointer` is a live str and the GIL is held; KIND, DATA and GET_LENGTH describe
+    // its immutable storage (see objects::push_string on why every str here is "ready").
+    unsafe {
+        Storage {
+            kind: ffi::PyUnicode_KIND(pointer),
+            data: ffi::PyUnicode_DATA(pointer) as *const u8,
+            length: ffi::PyUnicode_GET_LENGTH(pointer) as usize,
+        }
+    }
+}
+
+/// Run `work` over the storage as a slice of its code unit width.
+fn with_units<R>(text: Storage, work: impl UnitWork<R>) -> R {
+    // SAFETY: `text` describes `length` code points of the given width, alive (see Storage).
+    unsafe {
+        match text.kind {
+            ffi::PyUnicode_1BYTE_KIND => {
+                work.run(std::slice::from_raw_parts(text.data, text.length))
+            }
+            ffi::PyUnicode_2BYTE_KIND => work.run(std::slice::from_raw_parts(
+                text.data as *const u16,
+                text.length,
+            )),
+            _ => work.run(std::slice::from_raw_parts(
+                text.data as *const u32,
+                text.length,
+            )),
+        }
+    }
+}
+
+/// A computation generic over the code unit width.
+trait UnitWork<R> {
+    fn run<T: crate::guard::Unit>(self, text: &[T]) -> R;
+}
+
+struct PushInto<'a>(&'a mut Guard, Feed);
+
+impl UnitWork<Option<TripAt>> for PushInto<'_> {
+    fn run<T: crate::guard::Unit>(self, text: &[T]) -> Option<TripAt> {
+        self.0.push(text, self.1)
+    }
+}
+
+/// Where one segment of a text fed character by character trips a guard: (index, UTF-16
+/// units before it).
+struct Replay<'a>(&'a mut Guard, Segment);
+
+impl UnitWork<Option<(usize, u64)>> for Replay<'_> {
+    fn run<T: crate::guard::Unit>(self, text: &[T]) -> Option<(usize, u64)> {
+        self.0
+            .replay_segment(text, self.1)
+            .map(|at| (at.index, utf16_units_before(text, at.index)))
+    }
+}
+
+/// A text's segments (one unless it is long).
+struct Segments(usize, usize);
+
+impl UnitWork<Vec<Segment>> for Segments {
+    fn run<T: crate::guard::Unit>(self, text: &[T]) -> Vec<Segment> {
+        let (segment_chars, window) = (self.0, self.1);
+        let parts = text.len() / segment_chars.max(1);
+        if parts < 2 {
+            return vec![Segment {
+                warm: 0,
+                start: 0,
+                end: text.len(),
+            }];
+        }
+        let parts = parts.min(4 * rayon::current_num_threads().max(1));
+        replay_segments(text, parts, window)
+    }
+}
+
+/// Texts longer than twice this many code points are replayed in segments on every core.
+const SEGMENT_CHARS: usize = 1 << 17;
+
+fn count_attribute(options: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
+    let value = options.getattr(name)?;
+    // Counts past u64 (a max_repeats or min_chars of 10**30) can never be reached.
+    Ok(value.extract::<u64>().unwrap_or(u64::MAX))
+}
+
+/// Resolved options from a `GuardOptions` (Python has validated and limited them).
+fn options_of(options: &Bound<'_, PyAny>) -> PyResult<Options> {
+    let size = |name: &str| -> PyResult<usize> {
+        let value: u64 = options.getattr(name)?.extract()?;
+        usize::try_from(value).map_err(|_| PyTypeError::new_err(format!("{name} too large")))
+    };
+    Ok(Options {
+        ngram: size("ngram")?,
+        window: size("window")?,
+        max_repeats: count_attribute(options, "max_repeats")?,
+        max_unique_ratio: options.getattr("max_unique_ratio")?.extract()?,
+        min_chars: count_attribute(options, "min_chars")?,
+    })
+}
+
+fn surrogate_text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    PyBytes::new(py, bytes).call_method1("decode", ("utf-8", "surrogatepass"))
+}
+
+/// A `vthread.guard.GuardReason` from the core's reason.
+fn reason_object<'py>(py: Python<'py>, reason: &Reason) -> PyResult<Bound<'py, PyAny>> {
+    let class = py.import("vthread.guard")?.getattr("GuardReason")?;
+    let fields = PyDict::new(py);
+    fields.set_item("phrase", surrogate_text(py, &reason.phrase)?)?;
+    fields.set_item("count", reason.count)?;
+    fields.set_item("text", surrogate_text(py, &reason.text)?)?;
+    fields.set_item("unique_ratio", reason.unique_ratio)?;
+    fields.set_item("hapax_ratio", reason.hapax_ratio)?;
+    class.call((), Some(&fields))
+}
+
+/// The guard's state machine for one stream (see src/guard.rs). `vthread.Guard` subclasses
+/// it: `push` is this method, one call into the core.
+#[pyclass(subclass, module = "vthread._core")]
+pub struct GuardCore {
+    guard: Guard,
+    options: Py<PyAny>,
+    reason: Option<Py<PyAny>>,
+    trip_offset: Option<usize>,
+    /// Bytes of an unfinished UTF-8 sequence at the end of the last `push_bytes`.
+    held: Vec<u8>,
+    /// Code points decoded by `push_bytes` so far.
+    decoded: u64,
+    codes: Vec<u32>,
+}
+
+#[pymethods]
+impl GuardCore {
+    #[new]
+    fn new(options: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(GuardCore {
+            guard: Guard::new(options_of(options)?),
+            options: options.clone().unbind(),
+            reason: None,
+            trip_offset: None,
+            held: Vec::new(),
+            decoded: 0,
+            codes: Vec::new(),
+        })
+    }
+
+    /// Feed the next chunk; True once the stream has tripped the guard (and ever after). A
+    /// chunk that is not a `str`, or is empty, changes nothing.
+    fn push(&mut self, text: &Bound<'_, PyAny>) -> bool {
+        if self.guard.tripped() {
+            return true;
+        }
+        let Ok(text) = text.cast::<PyString>() else {
+            return false;
+        };
+        let trip = with_units(storage(text), PushInto(&mut self.guard, Feed::Pushes));
+        match trip {
+            Some(at) => {
+                self.trip_offset = Some(at.index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Feed raw bytes as UTF-8 (bytes that are not UTF-8 become lone surrogates, as Python's
+    /// `surrogateescape` decodes them; a sequence cut at the end waits for the next call).
+    /// None, or (bytes of `data` up to the end of the tripping word, code points decoded
+    /// before that point over all calls).
+    fn push_bytes(&mut self, data: &[u8]) -> Option<(usize, u64)> {
+        if self.guard.tripped() || data.is_empty() {
+            return None;
+        }
+        if self.held.is_empty() && data.is_ascii() {
+            let trip = self.guard.push(data, Feed::Pushes).map(|at| {
+                self.trip_offset = Some(at.index);
+                (at.index, self.decoded + at.index as u64)
+            });
+            self.decoded += data.len() as u64;
+            return trip;
+        }
+        let held = self.held.len();
+        let mut bytes = std::mem::take(&mut self.held);
+        bytes.extend_from_slice(data);
+        let mut codes = std::mem::take(&mut self.codes);
+        codes.clear();
+        let mut position = 0;
+        while position < bytes.len() {
+            match std::str::from_utf8(&bytes[position..]) {
+                Ok(valid) => {
+                    codes.extend(valid.chars().map(u32::from));
+                    position = bytes.len();
+                }
+                Err(error) => {
+                    let valid = error.valid_up_to();
+                    let text = std::str::from_utf8(&bytes[position..position + valid])
+                        .expect("valid up to here");
+                    codes.extend(text.chars().map(u32::from));
+                    position += valid;
+                    match error.error_len() {
+                        Some(bad) => {
+                            codes.extend(
+                                bytes[position..position + bad]
+                                    .iter()
+                                    .map(|&b| 0xDC00 + u32::from(b)),
+                            );
+                            position += bad;
+                        }
+                        None => {
+                            self.held = bytes[position..].to_vec();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let trip = self.guard.push(codes.as_slice(), Feed::Pushes);
+        let result = trip.map(|at| {
+            let through: usize = codes[..at.index].iter().map(|&c| utf8_width(c)).sum();
+            self.trip_offset = Some(at.index);
+            (through - held, self.decoded + at.index as u64)
+        });
+        self.decoded += codes.len() as u64;
+        self.codes = codes;
+        result
+    }
+
+    /// The resolved options (`vthread.guard.GuardOptions`).
+    #[getter]
+    fn options(&self, py: Python<'_>) -> Py<PyAny> {
+        self.options.clone_ref(py)
+    }
+
+    /// None until the guard trips, then why it tripped (the first trip's reason).
+    #[getter]
+    fn reason(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if let Some(reason) = &self.reason {
+            return Ok(Some(reason.clone_ref(py)));
+        }
+        let Some(reason) = self.guard.reason() else {
+            return Ok(None);
+        };
+        let object = reason_object(py, reason)?.unbind();
+        self.reason = Some(object.clone_ref(py));
+        Ok(Some(object))
+    }
+
+    /// The index in the tripping push just past the word that tripped the guard.
+    #[getter]
+    fn trip_offset(&self) -> Option<usize> {
+        self.trip_offset
+    }
+
+    /// Test hook: keep only `bits` bits of every hash, so that collisions are common.
+    fn _set_hash_bits(&mut self, bits: u32) {
+        self.guard.set_hash_bits(bits);
+    }
+}
+
+/// Bytes of one decoded code point in the input (an escaped byte was one byte).
+fn utf8_width(code: u32) -> usize {
+    match code {
+        0..=0x7F | 0xDC80..=0xDCFF => 1,
+        0x80..=0x7FF => 2,
+        0x800..=0xFFFF => 3,
+        _ => 4,
+    }
+}
+
+/// For each item of `texts`, where a guard fed it one character at a time would trip: None,
+/// or (index just past the tripping word, the same in UTF-16 units, phrase, count, text,
+/// unique ratio, hapax ratio). Items that are not `str` never trip. The texts are read on
+/// every core with the GIL released; a long text in segments (`segment_chars`, a test hook
+/// that can force many short segments).
+#[pyfunction]
+#[pyo3(signature = (texts, options, hash_bits = 64, segment_chars = SEGMENT_CHARS))]
+pub fn scan_texts<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyList>,
+    options: &Bound<'py, PyAny>,
+    hash_bits: u32,
+    segment_chars: usize,
+) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+    use rayon::prelude::*;
+    let options = options_of(options)?;
+    let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
+    let stored: Vec<Option<Storage>> = items
+        .iter()
+        .map(|item| item.cast::<PyString>().ok().map(storage))
+        .collect();
+    let trips: Vec<Option<(usize, u64, Reason)>> = py.detach(|| {
+        let work: Vec<(usize, Storage, Segment)> = stored
+            .iter()
+            .enumerate()
+            .filter_map(|(item, text)| Some((item, (*text)?)))
+            .flat_map(|(item, text)| {
+                with_units(text, Segments(segment_chars, options.window))
+                    .into_iter()
+                    .map(move |segment| (item, text, segment))
+            })
+            .collect();
+        let found: Vec<Option<(usize, u64, Reason)>> = work
+            .par_iter()
+            .map_init(
+                || {
+                    let mut guard = Guard::new(options);
+                    guard.set_hash_bits(hash_bits);
+                    guard
+                },
+                |guard, &(_, text, segment)| {
+                    let (index, units) = with_units(text, Replay(guard, segment))?;
+                    Some((index, units, guard.reason()?.clone()))
+                },
+            )
+            .collect();
+        // The first segment of a text that trips gives the text's trip.
+        let mut trips: Vec<Option<(usize, u64, Reason)>> = vec![None; stored.len()];
+        for (&(item, _, _), trip) in work.iter().zip(found) {
+            if trips[item].is_none() {
+                trips[item] = trip;
+            }
+        }
+        trips
+    });
+    drop(items);
+    trips
+        .into_iter()
+        .map(|trip| {
+            trip.map(|(index, units, reason)| {
+                let fields = (
+                    index,
+                    units,
+                    surrogate_text(py, &reason.phrase)?,
+                    reason.count,
+                    surrogate_text(py, &reason.text)?,
+                    reason.unique_ratio,
+                    reason.hapax_ratio,
+                );
+                Ok(fields.into_pyobject(py)?.into_any())
+            })
+            .transpose()
+        })
+        .collect()
+}
