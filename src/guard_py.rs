@@ -95,13 +95,27 @@ impl UnitWork<Vec<Segment>> for Segments {
                 end: text.len(),
             }];
         }
-        let parts = parts.min(4 * rayon::current_num_threads().max(1));
+        let parts = parts.min(4 * worker_threads());
         replay_segments(text, parts, window)
     }
 }
 
+/// Threads a call may use: `RAYON_NUM_THREADS` when set, else the machine's cores. (Not
+/// `rayon::current_num_threads()`: outside a pool it would start rayon's global pool.)
+fn worker_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|value| value.parse::<usize>().ok())
+        .filter(|&threads| threads > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// Below this many code points in all, texts are replayed on the calling thread: starting
+/// a pool would cost more than it saves.
+const PARALLEL_FROM_POINTS: usize = 1 << 16;
+
 /// Texts longer than twice this many code points are replayed in segments on every core.
-const SEGMENT_CHARS: usize = 1 << 17;
+const SEGMENT_CHARS: usize = 1 << 16;
 
 fn count_attribute(options: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
     let value = options.getattr(name)?;
@@ -325,20 +339,34 @@ pub fn scan_texts<'py>(
                     .map(move |segment| (item, text, segment))
             })
             .collect();
-        let found: Vec<Option<(usize, u64, Reason)>> = work
-            .par_iter()
-            .map_init(
-                || {
-                    let mut guard = Guard::new(options);
-                    guard.set_hash_bits(hash_bits);
-                    guard
-                },
-                |guard, &(_, text, segment)| {
-                    let (index, units) = with_units(text, Replay(guard, segment))?;
-                    Some((index, units, guard.reason()?.clone()))
-                },
-            )
-            .collect();
+        let fresh = || {
+            let mut guard = Guard::new(options);
+            guard.set_hash_bits(hash_bits);
+            guard
+        };
+        let one = |guard: &mut Guard, &(_, text, segment): &(usize, Storage, Segment)| {
+            let (index, units) = with_units(text, Replay(guard, segment))?;
+            Some((index, units, guard.reason()?.clone()))
+        };
+        let serial = || {
+            let mut guard = fresh();
+            work.iter().map(|item| one(&mut guard, item)).collect()
+        };
+        let points: usize = work.iter().map(|(_, _, s)| s.end - s.warm).sum();
+        // A pool built for the call, never rayon's process-wide one: `scan(jobs=N)` forks
+        // workers, and a forked child would wait forever on a global pool's threads.
+        let found: Vec<Option<(usize, u64, Reason)>> =
+            if points < PARALLEL_FROM_POINTS || work.len() < 2 {
+                serial()
+            } else {
+                match rayon::ThreadPoolBuilder::new()
+                    .num_threads(worker_threads())
+                    .build()
+                {
+                    Ok(pool) => pool.install(|| work.par_iter().map_init(fresh, one).collect()),
+                    Err(_) => serial(),
+                }
+            };
         // The first segment of a text that trips gives the text's trip.
         let mut trips: Vec<Option<(usize, u64, Reason)>> = vec![None; stored.len()];
         for (&(item, _, _), trip) in work.iter().zip(found) {

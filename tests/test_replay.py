@@ -3,6 +3,7 @@ reference."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from typing import Any
 
@@ -277,3 +278,20 @@ def test_scan_texts_takes_any_iterable_but_not_a_bare_string() -> None:
     with pytest.raises(TypeError, match="iterable of texts"):
         scan_texts("again and again and again and again and")
 
+
+
+def _replay_batch() -> list[int | None]:
+    """A replay large enough to run on a thread pool (long texts in segments)."""
+    texts = ["healthy words number " + " ".join(f"w{i}" for i in range(60_000))] * 2
+    texts.append("again and " * 40_000)
+    return [None if trip is None else trip.offset for trip in scan_texts(texts)]
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+def test_a_forked_process_can_replay_on_threads() -> None:
+    """``scan(jobs=N)`` forks after the parent may have replayed texts on threads: the
+    child must not wait on threads that exist only in the parent."""
+    expected = _replay_batch()
+    assert expected[:2] == [None, None] and expected[2] is not None
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_replay_batch).get(timeout=60) == expected
