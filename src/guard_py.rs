@@ -95,19 +95,9 @@ impl UnitWork<Vec<Segment>> for Segments {
                 end: text.len(),
             }];
         }
-        let parts = parts.min(4 * worker_threads());
+        let parts = parts.min(4 * crate::pool::worker_threads());
         replay_segments(text, parts, window)
     }
-}
-
-/// Threads a call may use: `RAYON_NUM_THREADS` when set, else the machine's cores. (Not
-/// `rayon::current_num_threads()`: outside a pool it would start rayon's global pool.)
-fn worker_threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|value| value.parse::<usize>().ok())
-        .filter(|&threads| threads > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// Below this many code points in all, texts are replayed on the calling thread: starting
@@ -353,18 +343,15 @@ pub fn scan_texts<'py>(
             work.iter().map(|item| one(&mut guard, item)).collect()
         };
         let points: usize = work.iter().map(|(_, _, s)| s.end - s.warm).sum();
-        // A pool built for the call, never rayon's process-wide one: `scan(jobs=N)` forks
-        // workers, and a forked child would wait forever on a global pool's threads.
+        // The process's own pool (pool.rs: never rayon's global one, never one inherited
+        // across a fork).
         let found: Vec<Option<(usize, u64, Reason)>> =
             if points < PARALLEL_FROM_POINTS || work.len() < 2 {
                 serial()
             } else {
-                match rayon::ThreadPoolBuilder::new()
-                    .num_threads(worker_threads())
-                    .build()
-                {
-                    Ok(pool) => pool.install(|| work.par_iter().map_init(fresh, one).collect()),
-                    Err(_) => serial(),
+                match crate::pool::pool() {
+                    Some(pool) => pool.install(|| work.par_iter().map_init(fresh, one).collect()),
+                    None => serial(),
                 }
             };
         // The first segment of a text that trips gives the text's trip.

@@ -18,6 +18,7 @@ mod json_py;
 pub mod json_reader;
 pub mod node;
 pub mod objects;
+pub mod pool;
 pub mod suffix;
 pub mod textrun;
 pub mod threads;

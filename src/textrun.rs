@@ -396,10 +396,8 @@ pub fn has_repeated_text_run(
 /// on a rayon pool of one thread per CPU (`RAYON_NUM_THREADS` overrides) when there are
 /// enough of them.
 ///
-/// The pool is built for the call and dropped after it, never rayon's process-wide one:
-/// `vthread.scan(jobs=N)` forks workers, and a forked child would wait forever on a global
-/// pool's threads, which exist only in the parent. Starting two threads costs tens of
-/// microseconds, against milliseconds for a batch this large.
+/// The pool is the process's own (`pool.rs`), never rayon's process-wide one nor one
+/// inherited across a fork: `vthread.scan(jobs=N)` forks workers.
 pub fn has_repeated_text_runs(
     texts: &[Option<CodePoints<'_>>],
     options: &TextRunOptions,
@@ -415,15 +413,15 @@ pub fn has_repeated_text_runs(
     if points < PARALLEL_FROM_POINTS || texts.len() < 2 * TEXTS_PER_TASK {
         return serial();
     }
-    match rayon::ThreadPoolBuilder::new().build() {
-        Ok(pool) => pool.install(|| {
+    match crate::pool::pool() {
+        Some(pool) => pool.install(|| {
             texts
                 .par_iter()
                 .with_min_len(TEXTS_PER_TASK)
                 .map_init(Scratch::default, one)
                 .collect()
         }),
-        Err(_) => serial(),
+        None => serial(),
     }
 }
 
