@@ -40,7 +40,7 @@ fn with_canonical<T>(data: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<T, JsonE
 fn canonical_json_of<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = py
         .detach(|| with_canonical(data, <[u8]>::to_vec))
-        .map_err(value_error)?;
+        .map_err(|error| value_error(py, error))?;
     Ok(PyBytes::new(py, &bytes))
 }
 
@@ -48,11 +48,17 @@ fn canonical_json_of<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, P
 #[pyfunction(name = "fingerprint_json")]
 fn fingerprint_json_of(py: Python<'_>, data: &[u8]) -> PyResult<u64> {
     py.detach(|| with_canonical(data, fingerprint::of_canonical))
-        .map_err(value_error)
+        .map_err(|error| value_error(py, error))
 }
 
-fn value_error(error: JsonError) -> PyErr {
-    PyValueError::new_err(error.to_string())
+/// `ValueError` with `json.loads`' message and an `offset` attribute: the byte offset of
+/// the fault in the input as given, so a caller can point at it.
+fn value_error(py: Python<'_>, error: JsonError) -> PyErr {
+    let raised = PyValueError::new_err(error.to_string());
+    // Setting an attribute on a fresh ValueError cannot fail; if it ever did, the message
+    // alone is still the right error.
+    let _ = raised.value(py).setattr("offset", error.offset);
+    raised
 }
 
 /// Add the reader's functions to `vthread._core`.

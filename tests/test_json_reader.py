@@ -39,6 +39,19 @@ def _json_loads_verdict(data: bytes) -> tuple[bool, bytes | str]:
     return True, _jsvalue.canonical(value).encode("ascii")
 
 
+def _json_loads_offset(data: bytes) -> int | None:
+    """The byte offset (byte-order mark included) where json.loads finds a JSON syntax
+    error, from its character position; None when it accepts the text or fails otherwise."""
+    try:
+        json.loads(data)
+    except json.JSONDecodeError as error:
+        mark = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        return mark + len(error.doc[: error.pos].encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
 def _core_verdict(data: bytes) -> tuple[bool, bytes | str]:
     try:
         return True, _core.canonical_json(data)
@@ -55,6 +68,11 @@ def assert_reads_as_json_loads(data: bytes) -> None:
         return
     expected = _json_loads_verdict(data)
     got = _core_verdict(data)
+    where = _json_loads_offset(data)
+    if where is not None:
+        with pytest.raises(ValueError) as raised:
+            _core.canonical_json(data)
+        assert getattr(raised.value, "offset", None) == where, data
     if expected[0] or _SAME_MESSAGES:
         assert got == expected, data
     else:
