@@ -144,6 +144,9 @@ fn reason_object<'py>(py: Python<'py>, reason: &Reason) -> PyResult<Bound<'py, P
     class.call((), Some(&fields))
 }
 
+/// Pushes of at least this many code points release the GIL while they are read.
+const RELEASE_GIL_FROM: usize = 1 << 16;
+
 /// The guard's state machine for one stream (see src/guard.rs). `vthread.Guard` subclasses
 /// it: `push` is this method, one call into the core.
 #[pyclass(subclass, module = "vthread._core")]
@@ -183,7 +186,16 @@ impl GuardCore {
         let Ok(text) = text.cast::<PyString>() else {
             return false;
         };
-        let trip = with_units(storage(text), PushInto(&mut self.guard, Feed::Pushes));
+        let stored = storage(text);
+        let guard = &mut self.guard;
+        let trip = if stored.length >= RELEASE_GIL_FROM {
+            // A long push (a whole document) lets other Python threads run meanwhile; `text`
+            // stays borrowed, so its storage stays alive and unchanged.
+            text.py()
+                .detach(|| with_units(stored, PushInto(guard, Feed::Pushes)))
+        } else {
+            with_units(stored, PushInto(guard, Feed::Pushes))
+        };
         match trip {
             Some(at) => {
                 self.trip_offset = Some(at.index);

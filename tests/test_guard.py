@@ -378,3 +378,30 @@ def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict
             **dataclasses.asdict(decoded.reason)))
         if expected is not None:
             break
+
+
+def test_a_long_push_lets_other_threads_run() -> None:
+    """A push of a whole document releases the GIL while the core reads it: another Python
+    thread keeps running meanwhile (it could not while the push held the GIL)."""
+    import threading
+
+    text = "healthy words " + " ".join(f"w{i}" for i in range(5_000_000))
+    counter = [0]
+    running = threading.Event()
+    done = threading.Event()
+
+    def count() -> None:
+        running.set()
+        while not done.is_set():
+            counter[0] += 1
+
+    other = threading.Thread(target=count)
+    other.start()
+    running.wait()
+    before = counter[0]
+    assert not Guard().push(text)
+    during = counter[0] - before
+    done.set()
+    other.join()
+    # Held, the GIL would let the other thread run one switch interval (5 ms) at most.
+    assert during > 400_000, during
