@@ -119,9 +119,16 @@ fn options_of(options: &Bound<'_, PyAny>) -> PyResult<Options> {
         let value: u64 = options.getattr(name)?.extract()?;
         usize::try_from(value).map_err(|_| PyTypeError::new_err(format!("{name} too large")))
     };
+    let (ngram, window) = (size("ngram")?, size("window")?);
+    if ngram < 2 || window < ngram || window > 1_000_000 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "unresolved guard options: need 2 <= ngram <= window <= 1,000,000, got ngram \
+             {ngram}, window {window} (resolve them with vthread._options.guard_options)"
+        )));
+    }
     Ok(Options {
-        ngram: size("ngram")?,
-        window: size("window")?,
+        ngram,
+        window,
         max_repeats: count_attribute(options, "max_repeats")?,
         max_unique_ratio: options.getattr("max_unique_ratio")?.extract()?,
         min_chars: count_attribute(options, "min_chars")?,

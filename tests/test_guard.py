@@ -405,3 +405,19 @@ def test_a_long_push_lets_other_threads_run() -> None:
     other.join()
     # Held, the GIL would let the other thread run one switch interval (5 ms) at most.
     assert during > 400_000, during
+
+
+def test_the_core_refuses_unresolved_options() -> None:
+    """Options that guard_options could not have produced are a ValueError in the core,
+    never an out-of-range read."""
+    import types
+
+    from vthread import _core
+
+    for ngram, window in ((1, 48), (5, 2), (4, 2_000_000)):
+        raw = types.SimpleNamespace(ngram=ngram, window=window, max_repeats=4,
+                                    max_unique_ratio=0.4, min_chars=0)
+        with pytest.raises(ValueError, match="unresolved guard options"):
+            _core.GuardCore(raw)
+        with pytest.raises(ValueError, match="unresolved guard options"):
+            _core.scan_texts(["a b a b a b"], raw)
