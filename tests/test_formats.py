@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_cli import ROOT, records, run, write_jsonl
+from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
 from vthread import scan
 from vthread.adapters import detect_format, from_openai, from_responses, to_native
 from vthread.documents import run_id, runs_of
@@ -344,3 +346,50 @@ def test_real_mini_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r["id"] for r in got] == [r["instance_id"] for r in runs]
     assert completion > 0 and f"of {completion:,}" in err
     assert sum(r["loop_tokens"] or 0 for r in got) > 0
+
+
+# ------------------------------------------------------------------ detection, generated
+
+
+@pytest.mark.parametrize("format_", ["native", "openai", "anthropic"])
+def test_detected_format_maps_as_the_true_one(format_: str) -> None:
+    """On 300 generated threads, the detected format's mapping is the true format's mapping
+    (a plain-text Anthropic thread may be called OpenAI: both map it alike)."""
+    encode = {"native": list, "openai": to_openai, "anthropic": to_anthropic}[format_]
+    for thread in generate_threads(300, seed=11):
+        source = encode(thread)
+        if not source:
+            continue
+        found = detect_format(source)
+        assert found is not None
+        assert to_native(source, found) == to_native(source, format_)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_bundled_samples_detected(format_: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled provider samples scan the same with and without --format."""
+    sample = str(SAMPLES / f"{format_}.jsonl")
+    _, detected, err = run(["scan", sample], monkeypatch)
+    _, given, _ = run(["scan", sample, "--format", format_, "-q"], monkeypatch)
+    assert detected == given
+    assert f"{format_} (detected" in err
+
+
+def test_formats_doc_examples() -> None:
+    """docs/formats.md's examples are detected and map as the page says."""
+    text = (ROOT / "docs" / "formats.md").read_text()
+    blocks = [json.loads(body) for _, body
+              in re.findall(r"(?ms)^(`{3,4})json\n(.*?)^\1\n", text)]
+    native, tau, mini, anthropic, responses = blocks
+    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], anthropic,
+                                       responses)] == [
+        "native", "openai", "openai", "anthropic", "responses"]
+    unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
+    assert from_openai(tau["traj"]) == unpriced
+    assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"
+    assert from_responses(responses) == [
+        unpriced[0], {"type": "reasoning", "text": "Look it up."}, *unpriced[1:]]
+    mapped = to_native(anthropic, "anthropic")
+    assert mapped[1] == {"type": "reasoning", "text": "Look it up.", "usage": {"tokens": 31}}
+    assert mapped[2:] == unpriced[1:]
+    assert from_openai(mini["messages"])[2]["usage"] == {"tokens": 106}
