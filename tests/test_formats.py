@@ -146,6 +146,17 @@ def test_invalid_document_is_one_error_record(tmp_path: Path,
     assert got[0]["error"].startswith("not valid JSON") and got[1]["verdict"] is None
 
 
+def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file named .json is read line by line, as before documents were read."""
+    rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]
+    named = write_jsonl(tmp_path / "runs.json", rows)
+    plain = write_jsonl(tmp_path / "runs.jsonl", rows)
+    _, out, _ = run(["scan", str(named), "-q"], monkeypatch)
+    _, expected, _ = run(["scan", str(plain), "-q"], monkeypatch)
+    assert out == expected.replace(b"runs.jsonl", b"runs.json")
+    assert [r["id"] for r in records(out)] == [1, 2]
+
+
 def test_messages_key_and_id_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--messages-key / --id-key read a format vthread does not know."""
     rows = [{"name": "a", "turns": openai_loop()}, {"name": "b", "turns": openai_healthy()}]

@@ -526,14 +526,15 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(stream: BinaryIO, messages_key: str | None) -> Iterator[list[bytes]]:
-    """A JSON document's runs as JSONL lines, in chunks; a document that is not valid JSON
-    is one line, which becomes its error record."""
+    """A JSON document's runs as JSONL lines, in chunks. A file that is not one JSON document
+    is read as JSONL: JSONL files are often named ``.json``, and a broken document then gets
+    an error record per line as any JSONL file does."""
     from vthread.documents import runs_of
 
     data = stream.read()
     value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
     if isinstance(value, _Bad):
-        yield [data]
+        yield from _chunks(io.BytesIO(data))
         return
     lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
     for start in range(0, len(lines), CHUNK_LINES):
