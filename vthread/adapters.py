@@ -67,7 +67,15 @@ arguments}`` / ``custom_tool_call``         OpenAI chat (a custom call's ``input
 any other item                              ``{"type": <item type>, "text": ""}``
 ==========================================  ==================================================
 
-Rules common to all three:
+mini-swe-agent runs (:func:`from_mini_swe_agent`) are OpenAI chat messages whose tool calls are
+written as text: an ``assistant`` message holding exactly one fenced ``bash`` block (the rule
+mini-swe-agent itself enforces) is its ``bot`` text followed by an activity request
+``{"name": "bash", "arguments": {"command": <the block>}}``, and the ``user`` message after it,
+the environment's output, is that request's response (``result`` = the text). Every other
+message maps as in OpenAI chat (an assistant message with no block or several is only text,
+and the environment's complaint about it a ``user`` message).
+
+Rules common to all of them:
 
 - OpenAI content given as a list of parts (and a tool result's content blocks, in both
   formats) keeps the text parts (``{"type": "text", "text": ...}``, or plain strings) joined
@@ -102,6 +110,7 @@ its index. Each function is a single pass: O(total size of the messages).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -110,15 +119,17 @@ __all__ = [
     "Format",
     "detect_format",
     "from_anthropic",
+    "from_mini_swe_agent",
     "from_openai",
     "from_responses",
     "to_native",
 ]
 
-Format = Literal["native", "openai", "anthropic", "responses"]
+Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
 """The message formats :func:`to_native` understands."""
 
-FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic", "responses")
+FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic", "responses",
+                                      "mini-swe-agent")
 EXPECTED: Final = (
     "native messages (each an object with a string \"type\" and no \"role\"), OpenAI chat "
     "or Anthropic messages (each with a string \"role\"), or OpenAI Responses items "
@@ -147,6 +158,8 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dic
         return from_anthropic(messages)
     if format == "responses":
         return from_responses(messages)
+    if format == "mini-swe-agent":
+        return from_mini_swe_agent(messages)
     if format == "native":
         return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -371,6 +384,42 @@ def _reasoning_text(parts: Any) -> str:
     return _PART_SEPARATOR.join(
         part["text"] for part in parts
         if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+
+
+# -------------------------------------------------------------------------- mini-swe-agent
+
+# mini-swe-agent's own action pattern (its default ``action_regex``).
+_BASH_BLOCK: Final = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+
+
+def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """mini-swe-agent messages as native messages: each command a tool call, the
+    environment's next message its result (mapping in the module docstring).
+
+    >>> from_mini_swe_agent([{"role": "assistant", "content": "Look.\\n```bash\\nls\\n```"},
+    ...     {"role": "user", "content": "a.py"}])[1:]  # doctest: +NORMALIZE_WHITESPACE
+    [{'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'request',
+      'function': {'name': 'bash', 'arguments': {'command': 'ls'}}}}},
+     {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response',
+      'function': {'name': 'bash', 'arguments': {'command': 'ls'}, 'result': 'a.py'}}}}]
+    """
+    out: list[dict[str, Any]] = []
+    command: str | None = None  # the command awaiting its output
+    for index, message in enumerate(_checked(messages)):
+        role = _role(message, index)
+        first = len(out)
+        text = _text(message, index)
+        if role == "user" and command is not None:
+            out.append(_response("bash", {"command": command}, text))
+            command = None
+        else:
+            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": text})
+            commands = _BASH_BLOCK.findall(text) if role == "assistant" else []
+            command = commands[0] if len(commands) == 1 else None
+            if command is not None:
+                out.append(_request("bash", {"command": command}))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
+    return out
 
 
 # ------------------------------------------------------------------------------- detection

@@ -113,7 +113,7 @@ _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
-_FORMATS: Final = ("native", "openai", "anthropic", "responses")
+_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
@@ -546,12 +546,15 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None) -> str:
     any: every line is then an error record or an empty thread); a fatal error when that
     thread is in no format vthread knows."""
     from vthread.adapters import EXPECTED, detect_format
-    from vthread.documents import run_messages
+    from vthread.documents import run_format, run_messages
 
     suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
     for index, line in enumerate(lines):
         value = _parse(line, index in suspect)
         if isinstance(value, dict):
+            declared = run_format(value)
+            if declared is not None:
+                return declared
             value = run_messages(value, messages_key)
         if not isinstance(value, list) or not value:
             continue

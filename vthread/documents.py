@@ -14,6 +14,8 @@ SWE-agent (``.traj``)            ``history``            none in the file (the fi
 mini-swe-agent (``.traj.json``)  ``messages``           ``instance_id``
 ===============================  =====================  ====================================
 
+:func:`run_format` reads the format a run declares (mini-swe-agent's ``trajectory_format``).
+
 The first key of :data:`MESSAGES_KEYS` an object holds is its messages; ``messages_key``
 names another (and then only that one is looked at), for formats not listed. The id is
 ``id_key``'s value when given, else the first of ``id``, ``instance_id``, ``task_id`` (with
@@ -29,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["DOCUMENT_SUFFIXES", "MESSAGES_KEYS", "run_id", "run_messages", "runs_of"]
+__all__ = ["DOCUMENT_SUFFIXES", "MESSAGES_KEYS", "run_format", "run_id", "run_messages",
+           "runs_of"]
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")
 """Where known formats keep a run's messages, in the order they are looked for."""
@@ -67,6 +70,20 @@ def run_id(run: Mapping[str, Any], id_key: str | None = None) -> Any:
     if "task_id" in run:
         task = run["task_id"]
         return f"{task}/{run['trial']}" if "trial" in run else task
+    return None
+
+
+def run_format(run: Mapping[str, Any]) -> str | None:
+    """The message format a run declares, or None: mini-swe-agent writes
+    ``"trajectory_format": "mini-swe-agent-1"``, whose tool calls are text that the messages
+    alone do not tell from a chat.
+
+    >>> run_format({"trajectory_format": "mini-swe-agent-1"}), run_format({"messages": []})
+    ('mini-swe-agent', None)
+    """
+    declared = run.get("trajectory_format")
+    if isinstance(declared, str) and declared.startswith("mini-swe-agent"):
+        return "mini-swe-agent"
     return None
 
 
