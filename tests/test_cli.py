@@ -186,7 +186,7 @@ def test_bad_lines_become_error_records(tmp_path: Path, monkeypatch: pytest.Monk
     assert errors[2].startswith("not valid JSON: Expecting")
     assert errors[3] == "not a thread: a number, not an array of messages or an object with " \
                         '"messages"'
-    assert errors[4] == 'not a thread: an object without "messages"'
+    assert errors[4] == 'not a thread: an object without "messages", "traj" or "history"'
     assert errors[5] == 'not a thread: "messages" is an object, not an array'
     assert errors[6] == "message 1 is not an object (a string)"
     assert errors[8] == errors[9] == "blank line"

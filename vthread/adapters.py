@@ -23,6 +23,8 @@ source                                      native messages, in this order
 ``tool`` with ``tool_call_id``              activity response: the call's name and arguments,
                                             ``result`` = the content parsed as JSON when it is
                                             valid JSON text, else the text
+``tool`` with ``tool_call_ids`` (a list,    one activity response per id, each with its call's
+as SWE-agent writes)                        name and arguments and the same ``result``
 ``function`` (legacy) with ``name``         activity response, arguments of the latest
                                             ``function_call`` of that name
 any other role                              ``{"type": <role>, "text": <content>}``
@@ -48,7 +50,32 @@ is_error}``                                 arguments; ``result`` = the content 
 ``image``, ``document`` and other blocks    ignored
 ==========================================  ==================================================
 
-Rules common to both:
+OpenAI Responses API items (:func:`from_responses`), as a ``input`` list or a stored run:
+
+==========================================  ==================================================
+item                                        native message
+==========================================  ==================================================
+``message`` (or no ``type`` and a ``role``)  ``{"type": <role as in OpenAI chat>, "text": ...}``,
+                                            the ``input_text`` / ``output_text`` parts joined
+``reasoning``                               ``{"type": "reasoning", "text": ...}``, the
+                                            ``summary`` texts joined (``content`` texts when
+                                            there is no summary; ``""`` when encrypted only)
+``function_call {call_id, name,             activity request, ``arguments`` parsed as in
+arguments}`` / ``custom_tool_call``         OpenAI chat (a custom call's ``input`` as is)
+``function_call_output {call_id, output}``  activity response with the call's name and
+/ ``custom_tool_call_output``               arguments, ``result`` as in OpenAI chat
+any other item                              ``{"type": <item type>, "text": ""}``
+==========================================  ==================================================
+
+mini-swe-agent runs (:func:`from_mini_swe_agent`) are OpenAI chat messages whose tool calls are
+written as text: an ``assistant`` message holding exactly one fenced ``bash`` block (the rule
+mini-swe-agent itself enforces) is its ``bot`` text followed by an activity request
+``{"name": "bash", "arguments": {"command": <the block>}}``, and the ``user`` message after it,
+the environment's output, is that request's response (``result`` = the text). Every other
+message maps as in OpenAI chat (an assistant message with no block or several is only text,
+and the environment's complaint about it a ``user`` message).
+
+Rules common to all of them:
 
 - OpenAI content given as a list of parts (and a tool result's content blocks, in both
   formats) keeps the text parts (``{"type": "text", "text": ...}``, or plain strings) joined
@@ -57,14 +84,16 @@ Rules common to both:
 - Every source message yields at least one native message: one whose parts produce nothing
   (``content: null`` and no tool calls, an image-only message) becomes an empty text message
   of its role, so message counts and usages are never lost.
-- A source message's ``usage`` becomes ``{"tokens": n}`` on the first native message it
+- A source message's usage becomes ``{"tokens": n}`` on the first native message it
   yields, ``n`` being ``usage.tokens`` if present, else ``completion_tokens`` (OpenAI) or
-  ``output_tokens`` (Anthropic): the tokens that message added to the conversation, which is
-  what native usages count (SPEC §3), not the prompt re-sent with it.
+  ``output_tokens`` (Anthropic, Responses): the tokens that message added to the
+  conversation, which is what native usages count, not the prompt re-sent with it. The usage
+  is the message's own ``usage``, else the one of the response recorded with it:
+  ``response.usage``, ``extra.usage`` or ``extra.response.usage`` (mini-swe-agent).
 - A result whose call is unknown (no earlier call with that id) is still a response: it takes
   the source message's own ``name`` when it has one, else ``""``, and carries no arguments.
-- Identifiers (``tool_call_id``, ``tool_use_id``) are not copied into the native messages:
-  they differ on every call, and the suffix heuristic compares whole messages.
+- Identifiers (``tool_call_id``, ``tool_use_id``, ``call_id``) are not copied into the native
+  messages: they differ on every call, and the suffix heuristic compares whole messages.
 - The input is never mutated; parsed arguments and results are fresh objects, other values
   are shared with the input.
 
@@ -81,15 +110,32 @@ its index. Each function is a single pass: O(total size of the messages).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-__all__ = ["Format", "from_anthropic", "from_openai", "to_native"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "detect_format",
+    "from_anthropic",
+    "from_mini_swe_agent",
+    "from_openai",
+    "from_responses",
+    "to_native",
+]
 
-Format = Literal["native", "openai", "anthropic"]
+Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
 """The message formats :func:`to_native` understands."""
 
-FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic")
+FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic", "responses",
+                                      "mini-swe-agent")
+EXPECTED: Final = (
+    "native messages (each an object with a string \"type\" and no \"role\"), OpenAI chat "
+    "or Anthropic messages (each with a string \"role\"), or OpenAI Responses items "
+    "(\"message\", \"function_call\", \"function_call_output\", \"reasoning\")"
+)
+"""What :func:`detect_format` recognises, for error messages."""
 
 _PART_SEPARATOR: Final = "\n"
 _ABSENT: Final = object()
@@ -110,6 +156,10 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dic
         return from_openai(messages)
     if format == "anthropic":
         return from_anthropic(messages)
+    if format == "responses":
+        return from_responses(messages)
+    if format == "mini-swe-agent":
+        return from_mini_swe_agent(messages)
     if format == "native":
         return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -134,8 +184,15 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if role == "assistant":
             _openai_assistant(message, index, out, calls, legacy)
         elif role == "tool":
-            name, arguments = _call(calls, message.get("tool_call_id"), message)
-            out.append(_response(name, arguments, _json_or_text(_text(message, index))))
+            result = _json_or_text(_text(message, index))
+            ids = message.get("tool_call_ids")
+            if "tool_call_id" in message or not isinstance(ids, list) or not ids:
+                ids = [message.get("tool_call_id")]
+            for position, call_id in enumerate(ids):
+                name, arguments = _call(calls, call_id, message)
+                # A fresh result per response: the output never shares a parsed object twice.
+                out.append(_response(name, arguments, result if position == 0
+                                     else _json_or_text(_text(message, index))))
         elif role == "function":
             name = _own_name(message)
             arguments = legacy.get(name, _ABSENT)
@@ -267,6 +324,154 @@ def _anthropic_blocks(
         # anything else (images, documents, server-side tool blocks): nothing the heuristics read
 
 
+# --------------------------------------------------------------------------- Responses API
+
+_RESPONSES_CALLS: Final = frozenset({"function_call", "custom_tool_call"})
+_RESPONSES_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
+_RESPONSES_ITEMS: Final = (frozenset({"message", "reasoning"}) | _RESPONSES_CALLS
+                           | _RESPONSES_OUTPUTS)
+
+
+def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI Responses API items as native messages (mapping in the module docstring).
+
+    >>> from_responses([{"type": "function_call", "call_id": "c1", "name": "ls",
+    ...                  "arguments": "{}"},
+    ...                 {"type": "function_call_output", "call_id": "c1", "output": "a b"}])[1]
+    {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response', \
+'function': {'name': 'ls', 'arguments': {}, 'result': 'a b'}}}}
+    """
+    out: list[dict[str, Any]] = []
+    calls: dict[Any, tuple[str, Any]] = {}  # call_id -> (name, arguments or _ABSENT)
+    for index, item in enumerate(_checked(items)):
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            kind = "message"
+        if not isinstance(kind, str):
+            raise ValueError(f"item {index} has no type" if kind is None
+                             else f"item {index}: type must be a string")
+        first = len(out)
+        role = kind
+        if kind == "message":
+            role = _role(item, index)
+            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(item, index)})
+        elif kind == "reasoning":
+            text = _reasoning_text(item.get("summary"))
+            if not text:
+                text = _reasoning_text(item.get("content"))
+            out.append({"type": "reasoning", "text": text})
+        elif kind in _RESPONSES_CALLS:
+            name, arguments = _function(item, f"item {index}")
+            if kind == "custom_tool_call":
+                arguments = item.get("input", _ABSENT)
+            out.append(_request(name, arguments))
+            if _hashable(item.get("call_id")):
+                calls[item.get("call_id")] = (name, arguments)
+        elif kind in _RESPONSES_OUTPUTS:
+            name, arguments = _call(calls, item.get("call_id"), item)
+            output = _joined_text(item.get("output"), f"item {index}: output")
+            out.append(_response(name, arguments, _json_or_text(output)))
+        else:
+            out.append({"type": kind, "text": ""})
+        _finish(item, role, first, out, _OPENAI_ROLE_TYPES)
+    return out
+
+
+def _reasoning_text(parts: Any) -> str:
+    """The texts of a reasoning item's ``summary`` or ``content`` parts, joined."""
+    if not isinstance(parts, list):
+        return ""
+    return _PART_SEPARATOR.join(
+        part["text"] for part in parts
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+
+
+# -------------------------------------------------------------------------- mini-swe-agent
+
+# mini-swe-agent's own action pattern (its default ``action_regex``).
+_BASH_BLOCK: Final = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+
+
+def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """mini-swe-agent messages as native messages: each command a tool call, the
+    environment's next message its result (mapping in the module docstring).
+
+    >>> from_mini_swe_agent([{"role": "assistant", "content": "Look.\\n```bash\\nls\\n```"},
+    ...     {"role": "user", "content": "a.py"}])[1:]  # doctest: +NORMALIZE_WHITESPACE
+    [{'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'request',
+      'function': {'name': 'bash', 'arguments': {'command': 'ls'}}}}},
+     {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response',
+      'function': {'name': 'bash', 'arguments': {'command': 'ls'}, 'result': 'a.py'}}}}]
+    """
+    out: list[dict[str, Any]] = []
+    command: str | None = None  # the command awaiting its output
+    for index, message in enumerate(_checked(messages)):
+        role = _role(message, index)
+        first = len(out)
+        text = _text(message, index)
+        if role == "user" and command is not None:
+            out.append(_response("bash", {"command": command}, text))
+            command = None
+        else:
+            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": text})
+            commands = _BASH_BLOCK.findall(text) if role == "assistant" else []
+            command = commands[0] if len(commands) == 1 else None
+            if command is not None:
+                out.append(_request("bash", {"command": command}))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
+    return out
+
+
+# ------------------------------------------------------------------------------- detection
+
+_ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
+                                      "redacted_thinking"})
+_OPENAI_ONLY_ROLES: Final = frozenset({"tool", "function", "developer"})
+_OPENAI_KEYS: Final = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids")
+
+
+def detect_format(messages: Sequence[Any]) -> Format | None:
+    """The format ``messages`` are written in, or None when it is not exactly one of them.
+
+    Every message must fit the answer: native messages all have a string ``type`` and no
+    ``role``; Responses items all have a Responses item type (or are role-only ``message``
+    items) and at least one of them is a ``function_call``, its output or a ``message``
+    with a ``role``; chat messages all have a string ``role``, and they are Anthropic's when
+    some content holds a ``tool_use``, ``tool_result`` or thinking block, OpenAI's otherwise
+    (plain text messages map the same way in both). Mixed signals, a message that is not an
+    object and an empty list give None. O(total size of the messages' top levels).
+
+    >>> detect_format([{"role": "user", "content": "hi"}]), detect_format([{"text": "hi"}])
+    ('openai', None)
+    """
+    if not messages or not all(isinstance(m, Mapping) for m in messages):
+        return None
+    if all(isinstance(m.get("type"), str) and "role" not in m for m in messages):
+        if any(m["type"] in _RESPONSES_CALLS or m["type"] in _RESPONSES_OUTPUTS
+               for m in messages) and all(m["type"] in _RESPONSES_ITEMS for m in messages):
+            return "responses"
+        return "native"
+    if all(m.get("type", "message") in _RESPONSES_ITEMS for m in messages) and any(
+        m.get("type") in _RESPONSES_CALLS or m.get("type") in _RESPONSES_OUTPUTS
+        or (m.get("type") == "message" and "role" in m) for m in messages
+    ):
+        return "responses"
+    if not all(isinstance(m.get("role"), str) for m in messages):
+        return None
+    anthropic = any(_has_anthropic_block(m.get("content")) for m in messages)
+    openai = any(m["role"] in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
+                 for m in messages)
+    if anthropic and openai:
+        return None
+    return "anthropic" if anthropic else "openai"
+
+
+def _has_anthropic_block(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS
+        for block in content)
+
+
 # ------------------------------------------------------------------------------ shared parts
 
 
@@ -298,9 +503,23 @@ def _finish(
     """Keep the message visible (an empty text message if it yielded none), attach its usage."""
     if len(out) == first:
         out.append({"type": role_types.get(role, role), "text": ""})
-    tokens = _usage_tokens(message.get("usage"))
+    tokens = _usage_tokens(_usage(message))
     if tokens is not None:
         out[first]["usage"] = {"tokens": tokens}
+
+
+def _usage(message: Mapping[str, Any]) -> Any:
+    """The message's own usage, else that of the response recorded with it."""
+    if "usage" in message:
+        return message["usage"]
+    for holder in (message.get("response"), message.get("extra")):
+        if isinstance(holder, Mapping):
+            if isinstance(holder.get("usage"), Mapping):
+                return holder["usage"]
+            response = holder.get("response")
+            if isinstance(response, Mapping) and isinstance(response.get("usage"), Mapping):
+                return response["usage"]
+    return None
 
 
 def _usage_tokens(usage: Any) -> Any:

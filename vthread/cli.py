@@ -1,8 +1,9 @@
 """The ``vthread`` command: ``vthread scan`` for trajectory files, ``vthread guard`` for streams.
 
-``vthread scan [FILE ...]`` reads JSONL, one thread per line — a JSON array of messages, or an
-object with ``messages`` and an optional ``id`` (other keys are ignored) — and writes one JSON
-line per input line, in input order::
+``vthread scan [FILE ...]`` reads JSONL, one thread per line — a JSON array of messages, or a
+run object with its messages under ``messages``, ``traj`` or ``history`` and its id under
+``id``, ``instance_id`` or ``task_id``/``trial`` (:mod:`vthread.documents`; other keys are
+ignored) — and writes one JSON line per input line, in input order::
 
     {"id": "t42", "file": "runs.jsonl", "line": 1, "verdict": "repeated_suffix",
      "loop_start": 12, "period": 2, "repetitions": 5, "loop_messages": 10,
@@ -14,7 +15,11 @@ A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}`
 JSON (with the parser's message), not an array or an object with ``messages``, a message that
 is not an object (with its index), or what the ``--format`` adapter rejected. A blank line is
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
-the first bad line fatal instead. With ``--format openai|anthropic`` the messages are first
+the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
+JSON document instead, a list of runs or one run, read whole; each run is then a "line"
+(``line`` is its position). Each file's message format is detected from its first thread
+with messages (:func:`vthread.adapters.detect_format`), a thread in no known format being a
+fatal error; ``--format`` overrides. Messages in another format than native are first
 translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
 translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
 progress line while running, only when stderr is a terminal.
@@ -108,7 +113,9 @@ _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
-_FORMATS: Final = ("native", "openai", "anthropic")
+_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
+# A native line holding one of these keys may take its id from it, which the core does not do.
+_ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _INT_EXACT: Final = 2**53
@@ -174,8 +181,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan_.add_argument("files", nargs="*", metavar="FILE",
                        help="JSONL file, optionally gzip-compressed; - for standard input")
-    scan_.add_argument("--format", choices=_FORMATS, default="native",
-                       help="message format of the threads (default: native)")
+    scan_.add_argument("--format", choices=_FORMATS, default=None,
+                       help="message format of the threads (default: detected per file "
+                       "from its first thread)")
+    scan_.add_argument("--messages-key", metavar="KEY",
+                       help="the key of each run object that holds its messages (default: "
+                       "messages, traj or history, the first present)")
+    scan_.add_argument("--id-key", metavar="KEY",
+                       help="the key of each run object that holds its id (default: id, "
+                       "instance_id or task_id/trial)")
     scan_.add_argument("-o", "--output", metavar="PATH",
                        help="write the records to PATH instead of standard output")
     for flag, meaning in (
@@ -248,6 +262,9 @@ class _Task:
     count_tokens: bool = True
     # Worker threads the core reads the chunk's lines on (native format; the GIL released).
     threads: int = 1
+    # Where a run object keeps its messages and its id (None: the known keys).
+    messages_key: str | None = None
+    id_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,9 +308,15 @@ def _scan_command(options: argparse.Namespace) -> int:
         # Native lines are read by the core in this process: with --jobs N, on N - 1 threads
         # while Python finishes the chunk before (N = 1: one thread, no overlap). The other
         # formats are read by Python, N worker processes at a time.
-        in_core = options.format == "native"
+        detected: list[tuple[str, str]] = []
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
-                       count_tokens=not options.quiet, threads=max(1, jobs - 1))
+                       count_tokens=not options.quiet, threads=max(1, jobs - 1),
+                       messages_key=options.messages_key, id_key=options.id_key,
+                       detected=detected)
+        first = next(tasks, None)
+        if first is not None:
+            tasks = chain([first], tasks)
+        in_core = first is None or first.format == "native"
         results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
             out.write(done.output)
@@ -318,7 +341,8 @@ def _scan_command(options: argparse.Namespace) -> int:
         return 130
     _close(out, options.output, progress)
     if not options.quiet:
-        sys.stderr.write(_summary(stats, len(files), time.perf_counter() - started))
+        sys.stderr.write(_summary(stats, len(files), time.perf_counter() - started,
+                                  detected=detected))
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
 
 
@@ -451,13 +475,19 @@ def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
 
 def _tasks(
     files: list[str],
-    format_: str,
+    format_: str | None,
     cycle: dict[str, float | None],
     strict: bool,
     progress: _Progress | None,
     count_tokens: bool,
     threads: int = 1,
+    messages_key: str | None = None,
+    id_key: str | None = None,
+    detected: list[tuple[str, str]] | None = None,
 ) -> Iterator[_Task]:
+    """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
+    run it holds; with ``format_`` None each file's format is detected from its first thread
+    with messages (and appended to ``detected``)."""
     for name in files:
         label = "<stdin>" if name == "-" else name
         try:
@@ -467,9 +497,17 @@ def _tasks(
         if progress is not None:
             progress.position = position
         line = 1
+        file_format = format_
         try:
-            for lines in _chunks(stream):
-                yield _Task(label, line, lines, format_, cycle, strict, count_tokens, threads)
+            chunks = (_document_chunks(stream, messages_key) if _is_document(name)
+                      else _chunks(stream))
+            for lines in chunks:
+                if file_format is None:
+                    file_format = _detect(label, lines, messages_key)
+                    if detected is not None:
+                        detected.append((label, file_format))
+                yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
+                            threads, messages_key, id_key)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -477,6 +515,55 @@ def _tasks(
             close()
         if progress is not None and name != "-":
             progress.done_bytes += Path(name).stat().st_size
+
+
+def _is_document(name: str) -> bool:
+    """Whether the file holds one JSON document (judged by its name) rather than JSONL."""
+    from vthread.documents import DOCUMENT_SUFFIXES
+
+    base = name.lower().removesuffix(".gz")
+    return name != "-" and base.endswith(DOCUMENT_SUFFIXES)
+
+
+def _document_chunks(stream: BinaryIO, messages_key: str | None) -> Iterator[list[bytes]]:
+    """A JSON document's runs as JSONL lines, in chunks. A file that is not one JSON document
+    is read as JSONL: JSONL files are often named ``.json``, and a broken document then gets
+    an error record per line as any JSONL file does."""
+    from vthread.documents import runs_of
+
+    data = stream.read()
+    value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
+    if isinstance(value, _Bad):
+        yield from _chunks(io.BytesIO(data))
+        return
+    lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
+    for start in range(0, len(lines), CHUNK_LINES):
+        yield lines[start : start + CHUNK_LINES]
+
+
+def _detect(label: str, lines: list[bytes], messages_key: str | None) -> str:
+    """The format of the first thread with messages among ``lines`` ("native" when none has
+    any: every line is then an error record or an empty thread); a fatal error when that
+    thread is in no format vthread knows."""
+    from vthread.adapters import EXPECTED, detect_format
+    from vthread.documents import run_format, run_messages
+
+    suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    for index, line in enumerate(lines):
+        value = _parse(line, index in suspect)
+        if isinstance(value, dict):
+            declared = run_format(value)
+            if declared is not None:
+                return declared
+            value = run_messages(value, messages_key)
+        if not isinstance(value, list) or not value:
+            continue
+        found = detect_format(value)
+        if found is None:
+            raise _FatalError(f"{label}: line {index + 1}: cannot tell the message format; "
+                              f"expected {EXPECTED} (or give --format)")
+        return found
+    return "native"
 
 
 def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
@@ -566,6 +653,9 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
     """The core's columns of a native chunk (the GIL released while it reads), or None when
     some line needs Python's ``json``."""
+    if (task.format != "native" or task.messages_key is not None or task.id_key is not None
+            or any(key in line for line in task.lines for key in _ID_KEY_BYTES)):
+        return None  # the core reads only "messages" and "id"
     options = cycle_options(**task.options)
     return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads)
 
@@ -642,7 +732,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
     figures: list[Any] = []
     fatal = None
     for index, line in enumerate(lines):
-        item = _read_thread(line, index in suspect, task.format)
+        item = _read_thread(line, index in suspect, task.format, task.messages_key,
+                            task.id_key)
         if isinstance(item, _Bad):
             if task.strict:
                 fatal = f"{task.label}:{task.first_line + index}: {item.reason}"
@@ -732,10 +823,13 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, separators=(",", ":"))
 
 
-def _read_thread(line: bytes, suspect: bool, format_: str) -> tuple[Any, list[Any]] | _Bad:
+def _read_thread(
+    line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
+    id_key: str | None = None,
+) -> tuple[Any, list[Any]] | _Bad:
     """(id, native messages) of one line, or why it is not a thread."""
     value = _parse(line, suspect)
-    return value if isinstance(value, _Bad) else _thread(value, format_)
+    return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key)
 
 
 def _parse(line: bytes, suspect: bool) -> Any:
@@ -793,17 +887,23 @@ def _long_digit_lines(lines: list[bytes]) -> frozenset[int]:
     return frozenset(found)
 
 
-def _thread(value: Any, format_: str) -> tuple[Any, list[dict[str, Any]]] | _Bad:
+def _thread(
+    value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
+) -> tuple[Any, list[dict[str, Any]]] | _Bad:
     """(id, native messages) of a parsed line, or why it is not a thread."""
     kind = type(value)
     if kind is list:
         ident, messages = None, value
     elif kind is dict:
-        if "messages" not in value:
-            return _Bad('not a thread: an object without "messages"')
-        ident, messages = value.get("id"), value["messages"]
+        from vthread.documents import MESSAGES_KEYS, run_id
+
+        keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+        key = next((k for k in keys if k in value), None)
+        if key is None:
+            return _Bad(f"not a thread: an object without {_key_list(keys)}")
+        ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
-            return _Bad(f'not a thread: "messages" is {_json_type(messages)}, not an array')
+            return _Bad(f'not a thread: "{key}" is {_json_type(messages)}, not an array')
     else:
         return _Bad(f'not a thread: {_json_type(value)}, not an array of messages or an '
                     f'object with "messages"')
@@ -818,6 +918,11 @@ def _thread(value: Any, format_: str) -> tuple[Any, list[dict[str, Any]]] | _Bad
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return _Bad(f"message {index} is not an object ({_json_type(messages[index])})")
     return ident, messages
+
+
+def _key_list(keys: tuple[str, ...]) -> str:
+    quoted = [_dumps(key) for key in keys]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def _json_type(value: Any) -> str:
@@ -882,7 +987,21 @@ def _token_figure(value: Any) -> float | None:
 # -------------------------------------------------------------------------------- summary
 
 
-def _summary(stats: _Stats, files: int, seconds: float) -> str:
+def _formats_row(detected: list[tuple[str, str]]) -> str:
+    """The detected formats, as "format  openai (detected; 2 files: a, b)"."""
+    by_format: dict[str, list[str]] = {}
+    for label, format_ in detected:
+        by_format.setdefault(format_, []).append(label)
+    parts = []
+    for format_, labels in by_format.items():
+        named = ", ".join(labels[:3]) + (", ..." if len(labels) > 3 else "")
+        count = f"{len(labels)} files: " if len(labels) > 1 else ""
+        parts.append(f"{format_} (detected; {count}{named})")
+    return f"  {'format':<28}{'; '.join(parts)}"
+
+
+def _summary(stats: _Stats, files: int, seconds: float, *,
+             detected: list[tuple[str, str]] | None = None) -> str:
     threads = stats.lines - stats.errors
     rate = stats.lines / seconds if seconds > 0 else 0.0
 
@@ -892,6 +1011,7 @@ def _summary(stats: _Stats, files: int, seconds: float) -> str:
     rows = [
         f"vthread scan: {stats.lines:,} lines from {files} file{'s' if files != 1 else ''} "
         f"in {seconds:.2f} s ({rate:,.0f} lines/s)",
+        *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
         f"  {'errors':<28}{stats.errors:>14,}",
         f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",

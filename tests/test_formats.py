@@ -1,0 +1,460 @@
+"""Formats as users have them: detection, run documents, SWE-agent replies, Responses items,
+usage where each format keeps it; real published runs read by path."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
+from vthread import scan
+from vthread.adapters import (
+    detect_format,
+    from_mini_swe_agent,
+    from_openai,
+    from_responses,
+    to_native,
+)
+from vthread.documents import run_id, runs_of
+
+REALDATA = ROOT.parent / "shared" / "realdata"
+TAU = REALDATA / "tau-bench_gpt-4o-airline.json"
+SWE = REALDATA / "swe-agent"
+MINI = REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"
+needs_realdata = pytest.mark.skipif(
+    not REALDATA.is_dir(), reason=f"the real runs folder {REALDATA} is absent (outside CI)")
+
+
+def openai_loop(n: int = 4) -> list[dict[str, Any]]:
+    """An OpenAI chat thread that polls the same tool with the same answer ``n`` times."""
+    thread: list[dict[str, Any]] = [{"role": "user", "content": "deploy it"}]
+    for i in range(n):
+        thread.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": "status", "arguments": '{"job": 7}'}}]})
+        thread.append({"role": "tool", "tool_call_id": f"c{i}", "content": "pending"})
+    return thread
+
+
+def openai_healthy() -> list[dict[str, Any]]:
+    return [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello."}]
+
+
+# ------------------------------------------------------------------------------- detection
+
+
+@pytest.mark.parametrize(("messages", "expected"), [
+    ([{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}], "native"),
+    ([{"role": "user", "content": "hi"}], "openai"),
+    (openai_loop(), "openai"),
+    ([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "ls",
+                                         "input": {}}]}], "anthropic"),
+    ([{"type": "message", "role": "user", "content": "hi"},
+      {"type": "function_call", "call_id": "c", "name": "ls", "arguments": "{}"}], "responses"),
+    ([{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c",
+                                          "output": "x"}], "responses"),
+    ([{"type": "user", "text": "hi"}, {"role": "user", "content": "hi"}], None),
+    ([{"text": "hi"}], None),
+    ([{"role": "tool", "tool_call_id": "c", "content": "x"},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}], None),
+    ([], None),
+    (["hi"], None),
+])
+def test_detect_format(messages: list[Any], expected: str | None) -> None:
+    """Each format is recognised from its messages; mixed or unknown shapes are not."""
+    assert detect_format(messages) == expected
+
+
+def test_openai_file_is_read_as_openai_without_flags(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenAI file with no --format gets --format openai's records, not 'all loops'."""
+    rows = [{"id": i, "messages": openai_healthy()} for i in range(5)]
+    rows.append({"id": "stuck", "messages": openai_loop()})
+    path = write_jsonl(tmp_path / "openai.jsonl", rows)
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0
+    assert "openai (detected" in err
+    _, flagged, _ = run(["scan", str(path), "--format", "openai", "-q"], monkeypatch)
+    assert out == flagged
+    got = records(out)
+    assert [r["verdict"] is not None for r in got] == [False] * 5 + [True]
+    # --format native still forces the old reading (every message lacks "type": all alike).
+    _, native, _ = run(["scan", str(path), "--format", "native", "-q"], monkeypatch)
+    assert native != flagged
+
+
+def test_file_in_no_format_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread whose messages fit no format stops the run and says what was expected."""
+    path = write_jsonl(tmp_path / "odd.jsonl", [{"messages": [{"speaker": "a", "says": "b"}]}])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2 and out == b""
+    assert "line 1: cannot tell the message format" in err
+    assert '"role"' in err and "--format" in err
+
+
+def test_detection_skips_lines_without_messages(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad and empty lines before the first real thread do not decide the format."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"not json\n[]\n" + json.dumps(openai_loop()).encode() + b"\n")
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and "openai (detected" in err
+    got = records(out)
+    assert "error" in got[0] and got[1]["verdict"] is None and got[2]["verdict"] is not None
+
+
+# ------------------------------------------------------------------------------- documents
+
+
+def test_json_document_of_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tau-bench-shaped .json: one record per run, id task_id/trial, 'line' its position."""
+    runs = [{"task_id": t, "reward": 1.0, "trial": k, "traj": openai_loop() if t == 1
+             else openai_healthy()} for t in range(3) for k in range(2)]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs, indent=2))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert [r["id"] for r in got] == [f"{t}/{k}" for t in range(3) for k in range(2)]
+    assert [r["line"] for r in got] == list(range(1, 7))
+    assert [r["verdict"] is not None for r in got] == [False, False, True, True, False, False]
+
+
+def test_json_document_of_one_run_and_of_messages(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json holding one run object, or just its messages, is one thread."""
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"instance_id": "x-1", "messages": openai_loop()}, indent=1))
+    bare = tmp_path / "bare.traj"
+    bare.write_text(json.dumps(openai_loop(), indent=1))
+    _, out, _ = run(["scan", str(one), str(bare), "-q"], monkeypatch)
+    got = records(out)
+    assert [r["id"] for r in got] == ["x-1", None]
+    assert got[0]["verdict"] == got[1]["verdict"] is not None
+
+
+def test_invalid_document_is_one_error_record(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json that is not JSON gives one error record, and the next file is still read."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"traj": [}\n')
+    good = write_jsonl(tmp_path / "good.jsonl", [openai_healthy()])
+    code, out, _ = run(["scan", str(bad), str(good), "-q", "--format", "openai"], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 2
+    assert got[0]["error"].startswith("not valid JSON") and got[1]["verdict"] is None
+
+
+def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file named .json is read line by line, as before documents were read."""
+    rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]
+    named = write_jsonl(tmp_path / "runs.json", rows)
+    plain = write_jsonl(tmp_path / "runs.jsonl", rows)
+    _, out, _ = run(["scan", str(named), "-q"], monkeypatch)
+    _, expected, _ = run(["scan", str(plain), "-q"], monkeypatch)
+    assert out == expected.replace(b"runs.jsonl", b"runs.json")
+    assert [r["id"] for r in records(out)] == [1, 2]
+
+
+def test_messages_key_and_id_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--messages-key / --id-key read a format vthread does not know."""
+    rows = [{"name": "a", "turns": openai_loop()}, {"name": "b", "turns": openai_healthy()}]
+    path = write_jsonl(tmp_path / "custom.jsonl", rows)
+    code, out, _ = run(["scan", str(path), "-q", "--messages-key", "turns",
+                        "--id-key", "name"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["id"] for r in got] == ["a", "b"]
+    assert got[0]["verdict"] is not None and got[1]["verdict"] is None
+    _, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
+    assert records(out)[0]["error"] == ('not a thread: an object without "messages", "traj" '
+                                        'or "history"')
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_native_line_id_from_instance_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         jobs: str) -> None:
+    """A native line with instance_id gets it as its id whichever path reads it."""
+    thread = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    path = write_jsonl(tmp_path / "n.jsonl", [{"instance_id": "i-9", "messages": thread},
+                                              {"id": 3, "messages": thread}])
+    _, out, err = run(["scan", str(path), "-j", jobs], monkeypatch)
+    assert [r["id"] for r in records(out)] == ["i-9", 3]
+    assert "native (detected" in err
+
+
+def test_runs_of_and_run_id() -> None:
+    """A document's runs and ids, shape by shape."""
+    assert runs_of([]) == []
+    assert runs_of({"history": []}) == [{"history": []}]
+    assert runs_of([{"turns": []}], "turns") == [{"turns": []}]
+    assert runs_of([{"turns": []}]) == [[{"turns": []}]]
+    assert run_id({"task_id": 4}) == 4
+    assert run_id({"id": 1, "instance_id": "b"}) == 1
+    assert run_id({}) is None
+
+
+# ------------------------------------------------------------------------ SWE-agent replies
+
+
+def swe_agent_history() -> list[dict[str, Any]]:
+    """A SWE-agent function-calling history: three different edits, each 'ran successfully'."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "SETTING: ...", "agent": "main",
+         "message_type": "system_prompt"}]
+    for i, line in enumerate([3, 17, 40]):
+        arguments = json.dumps({"path": "a.py", "line": line, "text": f"fix {i}"})
+        history.append({"role": "assistant", "content": f"Edit line {line}.", "agent": "main",
+                        "message_type": "action", "action": f"edit {line}", "thought": "",
+                        "tool_calls": [{"id": f"call_{i}", "type": "function",
+                                        "function": {"name": "edit", "arguments": arguments}}]})
+        history.append({"role": "tool", "content": "The command ran successfully.",
+                         "agent": "main", "message_type": "observation",
+                         "tool_call_ids": [f"call_{i}"]})
+    return history
+
+
+def test_tool_call_ids_link_replies_to_their_calls() -> None:
+    """Each reply names its own call and arguments; unlinked, they would all look alike."""
+    native = from_openai(swe_agent_history())
+    responses = [m["meta"]["activity"]["function"] for m in native
+                 if m.get("meta", {}).get("activity", {}).get("type") == "response"]
+    assert [(f["name"], f["arguments"]["line"]) for f in responses] == [
+        ("edit", 3), ("edit", 17), ("edit", 40)]
+    assert scan([native]).record(0)["verdict"] is None
+    unlinked = [{k: v for k, v in m.items() if k != "tool_call_ids"}
+                for m in swe_agent_history()]
+    assert scan([from_openai(unlinked)]).record(0)["verdict"] is not None
+
+
+def test_tool_call_ids_with_two_calls() -> None:
+    """A reply to two calls answers each of them."""
+    messages = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "function": {"name": "ls", "arguments": "{}"}},
+        {"id": "b", "function": {"name": "pwd", "arguments": "{}"}}]},
+        {"role": "tool", "content": "ok", "tool_call_ids": ["a", "b"]}]
+    native = from_openai(messages)
+    assert [m["meta"]["activity"]["function"]["name"] for m in native[2:]] == ["ls", "pwd"]
+    assert native[2]["meta"]["activity"]["function"]["result"] == "ok"
+
+
+# ------------------------------------------------------------------------- Responses items
+
+
+def responses_loop(n: int = 4) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user",
+                                    "content": [{"type": "input_text", "text": "deploy it"}]}]
+    for i in range(n):
+        items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [
+            {"type": "summary_text", "text": "Check the job."}]})
+        items.append({"type": "function_call", "id": f"fc_{i}", "call_id": f"c{i}",
+                      "name": "status", "arguments": '{"job": 7}', "status": "completed"})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "pending"})
+    return items
+
+
+def test_responses_items_map_like_chat() -> None:
+    """Responses items give the native messages their chat-completions twin gives."""
+    native = from_responses(responses_loop())
+    chat = from_openai(openai_loop())
+    without_reasoning = [m for m in native if m["type"] != "reasoning"]
+    assert without_reasoning == chat
+    assert native[1] == {"type": "reasoning", "text": "Check the job."}
+    assert to_native(responses_loop(), "responses") == native
+
+
+def test_responses_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL of Responses runs is detected and judged on its calls."""
+    path = write_jsonl(tmp_path / "responses.jsonl", [
+        {"id": "r", "messages": responses_loop()},
+        {"id": "h", "messages": [{"type": "message", "role": "user", "content": "hi"},
+                                 {"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": "Hello."}]}]}])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "responses (detected" in err
+    expected = scan([from_responses(responses_loop())]).record(0)
+    assert got[0]["verdict"] == expected["verdict"] is not None
+    assert got[0]["loop_start"] == expected["loop_start"]
+    assert got[1]["verdict"] is None
+
+
+def test_responses_errors() -> None:
+    """An item without a type, or a call without a name, is refused with its index."""
+    with pytest.raises(ValueError, match="item 0 has no type"):
+        from_responses([{"content": "x"}])
+    with pytest.raises(ValueError, match="item 1: function name must be a string"):
+        from_responses([{"type": "message", "role": "user", "content": ""},
+                        {"type": "function_call", "call_id": "c"}])
+
+
+# ---------------------------------------------------------------------------------- usage
+
+
+def test_usage_nested_in_the_recorded_response() -> None:
+    """mini-swe-agent's extra.response.usage counts; a message's own usage wins."""
+    messages = [
+        {"role": "assistant", "content": "a", "extra": {"response": {"usage": {
+            "prompt_tokens": 1662, "completion_tokens": 106}}}},
+        {"role": "assistant", "content": "b", "usage": {"completion_tokens": 5},
+         "extra": {"response": {"usage": {"completion_tokens": 99}}}},
+        {"role": "assistant", "content": "c", "response": {"usage": {"output_tokens": 7}}},
+        {"role": "assistant", "content": "d", "extra": {"usage": {"completion_tokens": 8}}},
+        {"role": "user", "content": "e", "extra": {"response": "not an object"}},
+    ]
+    assert [m.get("usage") for m in from_openai(messages)] == [
+        {"tokens": 106}, {"tokens": 5}, {"tokens": 7}, {"tokens": 8}, None]
+
+
+# ------------------------------------------------------------------------------- real runs
+
+
+@needs_realdata
+def test_real_tau_bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """tau-bench's .json: 200 runs, ids task_id/trial, the verdicts of its traj lists."""
+    runs = json.loads(TAU.read_text())
+    code, out, err = run(["scan", str(TAU)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "openai (detected" in err
+    assert len(got) == len(runs) == 200 and not any("error" in r for r in got)
+    assert [r["id"] for r in got] == [f"{r['task_id']}/{r['trial']}" for r in runs]
+    assert sum(r["messages"] for r in got) == sum(len(from_openai(r["traj"])) for r in runs)
+    jsonl = write_jsonl(tmp_path / "tau.jsonl", [r["traj"] for r in runs])
+    _, flat, _ = run(["scan", str(jsonl), "-q", "--format", "openai"], monkeypatch)
+    assert [r["verdict"] for r in records(flat)] == [r["verdict"] for r in got]
+
+
+@needs_realdata
+def test_real_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SWE-agent's .traj files: one record each, every function-calling reply linked."""
+    files = sorted(SWE.glob("*.traj"))
+    assert len(files) == 15
+    code, out, _ = run(["scan", *map(str, files), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 15 and not any("error" in r for r in got)
+    linked = 0
+    for path in files:
+        history = json.loads(path.read_text())["history"]
+        for message in from_openai(history):
+            function = message.get("meta", {}).get("activity", {}).get("function")
+            if function is not None and "result" in function:
+                assert function["name"] and "arguments" in function
+                linked += 1
+    assert linked > 0
+
+
+@needs_realdata
+def test_real_mini_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mini-swe-agent's .jsonl.gz: 500 runs by instance_id, their completion tokens counted."""
+    with gzip.open(MINI, "rt") as lines:
+        runs = [json.loads(line) for line in lines]
+    completion = sum(m["extra"]["response"]["usage"]["completion_tokens"]
+                     for r in runs for m in r["messages"]
+                     if "usage" in m.get("extra", {}).get("response", {}))
+    code, out, err = run(["scan", str(MINI)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "mini-swe-agent (detected" in err
+    assert [r["id"] for r in got] == [r["instance_id"] for r in runs]
+    assert completion > 0 and f"of {completion:,}" in err
+    # Read as a chat, repetition inside the environment's output (test logs, tree dumps)
+    # looks like a text run; read as commands and their results, it is not.
+    assert not any(r["verdict"] == "repeated_message_text_run" for r in got)
+    _, chat, _ = run(["scan", str(MINI), "--format", "openai", "-q"], monkeypatch)
+    assert any(r["verdict"] == "repeated_message_text_run" for r in records(chat))
+
+
+def mini_run(commands: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """A mini-swe-agent run: each (command, output) one assistant turn and its reply."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "<pr_description>Fix it.</pr_description>"}]
+    for command, output in commands:
+        messages.append({"role": "assistant",
+                         "content": f"THOUGHT: run it.\n\n```bash\n{command}\n```",
+                         "extra": {"response": {"usage": {"completion_tokens": 12}}}})
+        messages.append({"role": "user",
+                         "content": f"<returncode>0</returncode>\n<output>\n{output}</output>"})
+    return messages
+
+
+def test_mini_swe_agent_commands_are_tool_calls() -> None:
+    """One bash block is a request, the next user message its response; else plain text."""
+    messages = mini_run([("ls", "a.py")])
+    messages.append({"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"})
+    messages.append({"role": "user", "content": "Please always provide EXACTLY ONE action."})
+    native = from_mini_swe_agent(messages)
+    assert [m["type"] for m in native] == [
+        "system", "user", "bot", "activity", "activity", "bot", "user"]
+    assert native[2]["usage"] == {"tokens": 12}
+    assert native[3]["meta"]["activity"] == {
+        "type": "request", "function": {"name": "bash", "arguments": {"command": "ls"}}}
+    assert native[4]["meta"]["activity"]["function"]["result"].endswith("a.py</output>")
+    assert native[6]["text"] == "Please always provide EXACTLY ONE action."
+
+
+def test_mini_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repeated test output after different commands is progress; the same command answered
+    alike again and again is a loop."""
+    log = "FAILED test_a\n" * 50
+    healthy = mini_run([(f"sed -i 's/x/{i}/' a.py && pytest", log) for i in range(6)])
+    stuck = mini_run([("pytest", log)] * 6)
+    path = write_jsonl(tmp_path / "mini.jsonl", [
+        {"instance_id": "ok", "trajectory_format": "mini-swe-agent-1", "messages": healthy},
+        {"instance_id": "stuck", "trajectory_format": "mini-swe-agent-1", "messages": stuck}])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "mini-swe-agent (detected" in err
+    assert got[0]["verdict"] is None and got[1]["verdict"] is not None
+
+
+# ------------------------------------------------------------------ detection, generated
+
+
+@pytest.mark.parametrize("format_", ["native", "openai", "anthropic"])
+def test_detected_format_maps_as_the_true_one(format_: str) -> None:
+    """On 300 generated threads, the detected format's mapping is the true format's mapping
+    (a plain-text Anthropic thread may be called OpenAI: both map it alike)."""
+    encode = {"native": list, "openai": to_openai, "anthropic": to_anthropic}[format_]
+    for thread in generate_threads(300, seed=11):
+        source = encode(thread)
+        if not source:
+            continue
+        found = detect_format(source)
+        assert found is not None
+        assert to_native(source, found) == to_native(source, format_)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_bundled_samples_detected(format_: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled provider samples scan the same with and without --format."""
+    sample = str(SAMPLES / f"{format_}.jsonl")
+    _, detected, err = run(["scan", sample], monkeypatch)
+    _, given, _ = run(["scan", sample, "--format", format_, "-q"], monkeypatch)
+    assert detected == given
+    assert f"{format_} (detected" in err
+
+
+def test_formats_doc_examples() -> None:
+    """docs/formats.md's examples are detected and map as the page says."""
+    text = (ROOT / "docs" / "formats.md").read_text()
+    blocks = [json.loads(body) for _, body
+              in re.findall(r"(?ms)^(`{3,4})json\n(.*?)^\1\n", text)]
+    native, tau, mini, anthropic, responses = blocks
+    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], anthropic,
+                                       responses)] == [
+        "native", "openai", "openai", "anthropic", "responses"]
+    unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
+    assert from_openai(tau["traj"]) == unpriced
+    assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"
+    assert from_responses(responses) == [
+        unpriced[0], {"type": "reasoning", "text": "Look it up."}, *unpriced[1:]]
+    mapped = to_native(anthropic, "anthropic")
+    assert mapped[1] == {"type": "reasoning", "text": "Look it up.", "usage": {"tokens": 31}}
+    assert mapped[2:] == unpriced[1:]
+    assert from_openai(mini["messages"])[2]["usage"] == {"tokens": 106}
