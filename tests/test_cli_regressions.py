@@ -285,6 +285,27 @@ def test_gzip_cut_in_the_middle_keeps_every_complete_line(
         assert f"line {complete + 1} is incomplete" in got[-1]["error"]
 
 
+REAL_GZ = (ROOT.parent / "shared" / "realdata"
+           / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz")
+
+
+@pytest.mark.skipif(not REAL_GZ.exists(), reason=f"real agent runs not present ({REAL_GZ})")
+def test_real_gzip_cut_in_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published mini-swe-agent runs (500 documents, one per line) cut at half their
+    compressed size: every complete line that decompresses gets its record, then one error."""
+    data = REAL_GZ.read_bytes()
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    complete = zlib.decompressobj(31).decompress(path.read_bytes()).count(b"\n")
+    assert 0 < complete < 500
+    code, out, _ = run(["scan", str(path), "-q", "-j", "2"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert [r["line"] for r in got] == list(range(1, complete + 2))
+    assert all("error" not in r for r in got[:-1])
+    assert got[-1]["error"].startswith("gzip stream broken at byte ")
+
+
 def test_broken_gzip_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--strict: the good records, then exit 2 naming the file and line, as for a bad line."""
     source = lines_file(tmp_path / "good.jsonl", 1_000)

@@ -494,6 +494,9 @@ class _Progress:
         # tqdm is imported here only: `import vthread` and runs without a terminal never load it.
         from tqdm import tqdm
 
+        # No monitor thread: with --jobs the other formats fork worker processes, and a
+        # process that forks is best left without threads it did not need.
+        tqdm.monitor_interval = 0
         sizes = [Path(f).stat().st_size if f != "-" else None for f in files]
         self.by_bytes = None not in sizes
         total = sum(size or 0 for size in sizes)
