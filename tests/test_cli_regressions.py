@@ -306,6 +306,31 @@ def test_real_gzip_cut_in_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert got[-1]["error"].startswith("gzip stream broken at byte ")
 
 
+@pytest.mark.parametrize("read_bytes", [1, 2, 7, 4096])
+def test_gzip_stream_decompresses_every_prefix_as_zlib_does(
+        read_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_GzipStream, cut anywhere and read in reads of any size, hands out exactly what zlib
+    decompresses of the prefix, and reports a break exactly when the stream is incomplete."""
+    monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
+    text = b"".join(b'{"id":%d,"messages":[]}\n' % i for i in range(300))
+    first_member = gzip.compress(text[:2000])
+    whole = first_member + gzip.compress(text[2000:])
+    ends = {len(first_member), len(whole)}  # a cut there leaves a complete gzip file
+    for cut in [*range(0, 60), *range(60, len(whole) + 1, 7), len(whole)]:
+        prefix = whole[:cut]
+        if not prefix:
+            continue
+        stream = cli._GzipStream(io.BufferedReader(io.BytesIO(prefix)))
+        got = b"".join(iter(lambda s=stream: s.read(read_bytes), b""))  # type: ignore[misc]
+        assert text.startswith(got), cut
+        assert (stream.broken is None) == (cut in ends), (cut, stream.broken)
+        first = zlib.decompressobj(31)
+        expected = first.decompress(prefix)
+        if first.eof and first.unused_data[:2] == b"\x1f\x8b":
+            expected += zlib.decompressobj(31).decompress(first.unused_data)
+        assert got == expected, cut
+
+
 def test_broken_gzip_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--strict: the good records, then exit 2 naming the file and line, as for a bad line."""
     source = lines_file(tmp_path / "good.jsonl", 1_000)

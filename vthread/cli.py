@@ -114,6 +114,7 @@ PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
 _FORMATS: Final = ("native", "openai", "anthropic")
@@ -544,22 +545,31 @@ class _GzipStream:
         self.ended = False
 
     def read(self, size: int = READ_BYTES) -> bytes:
+        """Up to about ``size`` decompressed bytes; b"" at the end (clean or broken)."""
         while not self.ended:
-            if len(self.input) < 2 and not self._fill():
-                if self.decoder is not None or self.input.strip(b"\0"):
-                    self._break("the file ends in the middle of a gzip member (cut short)")
-                self.ended = True
-                break
-            if self.decoder is None:
+            if self.decoder is None:  # between members: zero padding, a member, or junk
+                while len(self.input.lstrip(b"\0")) < 2 and self._fill():
+                    pass
                 stripped = self.input.lstrip(b"\0")
                 self.offset += len(self.input) - len(stripped)
                 self.input = stripped
-                if len(self.input) < 2:
-                    continue
+                if not self.input:
+                    self.ended = True  # a clean end
+                    break
                 if not self.input.startswith(_GZIP_MAGIC):
-                    self._break("junk after the last gzip member")
+                    self._break(_CUT_SHORT if self.input == _GZIP_MAGIC[:1]
+                                else "junk after the last gzip member")
                     break
                 self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if not self.input and not self._fill():
+                # The file ends inside a member: what the decoder still holds, then the break.
+                data = self.decoder.flush()
+                if not self.decoder.eof:
+                    self._break(_CUT_SHORT)
+                self.decoder = None
+                if data:
+                    return cast(bytes, data)
+                continue
             try:
                 data = self.decoder.decompress(self.input, max(size, 1))
             except zlib.error as error:
@@ -578,7 +588,7 @@ class _GzipStream:
         """Read more compressed bytes; False at the end of the file."""
         more = self.raw.read(READ_BYTES)
         self.input += more
-        return bool(self.input) and (bool(more) or len(self.input) >= 2)
+        return bool(more)
 
     def _break(self, why: str) -> None:
         self.broken = f"gzip stream broken at byte {self.offset:,} of the file: {why}"
