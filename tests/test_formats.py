@@ -127,6 +127,25 @@ def test_json_document_of_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert [r["verdict"] is not None for r in got] == [False, False, True, True, False, False]
 
 
+def test_gzipped_document_larger_than_one_read(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json.gz document of several MB is read whole (the gzip reader hands out one block
+    per read), not cut at the first block and misread as JSONL."""
+    import gzip
+
+    runs = [{"task_id": t, "trial": 0, "traj": openai_loop() if t % 7 == 0
+             else openai_healthy()} for t in range(3_000)]
+    data = json.dumps(runs, indent=2).encode()
+    assert len(data) > 1 << 20  # more than one read of the gzip reader
+    path = tmp_path / "runs.json.gz"
+    path.write_bytes(gzip.compress(data))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 3_000
+    assert not any("error" in r for r in got)
+    assert [r["verdict"] is not None for r in got] == [t % 7 == 0 for t in range(3_000)]
+
+
 def test_json_document_of_one_run_and_of_messages(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A .json holding one run object, or just its messages, is one thread."""

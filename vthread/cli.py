@@ -22,7 +22,12 @@ with messages (:func:`vthread.adapters.detect_format`), a thread in no known for
 fatal error; ``--format`` overrides. Messages in another format than native are first
 translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
 translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
-progress line while running, only when stderr is a terminal.
+progress bar (tqdm) while running, only when stderr is a terminal and the records go to a file
+or a pipe, never to that terminal. With no FILE, standard input is read when it is a pipe or a
+file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so) scans the bundled
+sample. An ``--output`` that is one of the inputs is refused before anything is opened for
+writing. A ``.gz`` that breaks off gives every line that decompressed its record, then one
+error record saying where and why (see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -50,20 +55,23 @@ parsed with ``json`` directly. One known difference remains: a line nested 1,000
 deep parses with orjson but exhausts the standard module's recursion limit.
 
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
-any thread loops, 2 on a usage error, an unreadable input or, with ``--strict``, a bad line.
+any thread loops, 2 on a usage error, an unreadable input, an output that is one of the inputs
+or, with ``--strict``, a bad line; 130 on Ctrl-C; 141 when standard output is closed early
+(``vthread scan big.jsonl | head``), quietly, as ``vthread guard`` does.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import io
 import json
 import math
 import os
+import stat
 import sys
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -111,6 +119,7 @@ PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
@@ -118,6 +127,17 @@ _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
+_BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
+_INTERRUPTED_EXIT: Final = 130
+EXIT_STATUS_HELP: Final = """\
+exit status:
+  0    the run completed; bad lines (and a broken .gz stream) are error records
+  1    --fail-on-loop and some thread loops
+  2    usage error, unreadable input, output that is an input, or with --strict
+       the first bad line
+  130  interrupted (Ctrl-C)
+  141  standard output closed early (vthread scan big.jsonl | head), quietly
+"""
 _INT_EXACT: Final = 2**53
 
 
@@ -130,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["guard"]:
         return _guard(args[1:])
     parser = _parser()
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
+        print(_misplaced_option(args[0], parser), file=sys.stderr)
+        return _USAGE_EXIT
     try:
         options = parser.parse_args(args)
     except SystemExit as exit_:  # argparse exits on --help, --version and usage errors
@@ -176,11 +199,15 @@ def _parser() -> argparse.ArgumentParser:
         "scan",
         help="scan JSONL trajectory files for looping threads",
         description="Scan JSONL files, one thread per line, and write one JSON verdict per "
-        "line (to stdout or --output) and a summary to stderr. With no FILE, scans the "
-        "sample set bundled with vthread.",
+        "line (to stdout or --output) and a summary to stderr. With no FILE, reads standard "
+        "input when it is a pipe or a file; --sample scans the sample set bundled with vthread.",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     scan_.add_argument("files", nargs="*", metavar="FILE",
                        help="JSONL file, optionally gzip-compressed; - for standard input")
+    scan_.add_argument("--sample", action="store_true",
+                       help="scan the sample set bundled with vthread (no FILE)")
     scan_.add_argument("--format", choices=_FORMATS, default=None,
                        help="message format of the threads (default: detected per file "
                        "from its first thread)")
@@ -211,10 +238,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _jobs(text: str) -> int:
-    count = int(text)
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
     if count < 0:
-        raise argparse.ArgumentTypeError("must be 0 (one per CPU) or more")
+        # argparse prefixes the option's name: "argument -j/--jobs: expected ..."
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 1 (or 0 for one per CPU), got {text!r}")
     return count
+
+
+def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
+    """The message for an option given before the command (``vthread --formt x``)."""
+    import difflib
+
+    scan_options = [flag for action in _scan_parser(parser)._actions
+                    for flag in action.option_strings if flag.startswith("--")]
+    name = option.split("=", 1)[0]
+    close = difflib.get_close_matches(name, scan_options, n=1, cutoff=0.75)
+    hint = f"; did you mean 'vthread scan {close[0]}'?" if close else ""
+    return (f"vthread: error: unknown option {name!r} before the command (options go after "
+            f"it: vthread scan [options] [FILE ...]){hint}\n"
+            f"  see 'vthread scan --help' and 'vthread guard --help'")
+
+
+def _scan_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return cast(argparse.ArgumentParser, commands.choices["scan"])
 
 
 # ---------------------------------------------------------------------------- scan command
@@ -265,6 +316,8 @@ class _Task:
     # Where a run object keeps its messages and its id (None: the known keys).
     messages_key: str | None = None
     id_key: str | None = None
+    # Set (with no lines) for the error record of a gzip stream that broke off: the reason.
+    broken: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,18 +341,28 @@ def _scan_command(options: argparse.Namespace) -> int:
         "max_pattern_length": options.max_pattern_length,
         "min_result_repetitions": options.min_result_repetitions,
     }
-    files: list[str] = options.files or [str(SAMPLE)]
+    files = _inputs(options)
+    if files is None:
+        return _USAGE_EXIT
     try:
         for name in files:
             _check_readable(name)
+        if options.output:
+            _check_not_an_input(options.output, files)
     except _FatalError as error:
         print(f"vthread scan: {error}", file=sys.stderr)
         return _USAGE_EXIT
-    progress = _Progress(sys.stderr, files) if not options.quiet and _is_tty(sys.stderr) else None
+    # Progress only where it cannot land among the records: stderr a terminal, and the
+    # records going to a file or a pipe rather than to (possibly) that same terminal.
+    show_progress = (not options.quiet and _is_tty(sys.stderr)
+                     and (bool(options.output) or not _is_tty(sys.stdout)))
+    progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
     try:
         out = open(options.output, "wb") if options.output else sys.stdout.buffer  # noqa: SIM115
     except OSError as error:
+        if progress is not None:
+            progress.clear()
         print(f"vthread scan: cannot write {options.output}: {error.strerror}", file=sys.stderr)
         return _USAGE_EXIT
     stats = _Stats()
@@ -322,7 +385,7 @@ def _scan_command(options: argparse.Namespace) -> int:
             out.write(done.output)
             stats.add(done.stats)
             if progress is not None:
-                progress.update(stats.lines)
+                progress.chunk_done(stats.lines)
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
         out.flush()
@@ -331,19 +394,80 @@ def _scan_command(options: argparse.Namespace) -> int:
         print(f"vthread scan: {error}", file=sys.stderr)
         return _USAGE_EXIT
     except BrokenPipeError:
-        # The reader went away (`vthread scan big.jsonl | head`): the run did not complete.
-        sys.stdout = None  # stop the interpreter's final flush
+        # The reader went away (`vthread scan big.jsonl | head`): end quietly, as vthread
+        # guard and cat do. Standard output now points at /dev/null so that the
+        # interpreter's final flush of what is still buffered cannot fail again.
+        if progress is not None:
+            progress.clear()
+        sys.stdout = None
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        return _USAGE_EXIT
+        return _BROKEN_PIPE_EXIT
     except KeyboardInterrupt:
         _close(out, options.output, progress)
         print("vthread scan: interrupted", file=sys.stderr)
-        return 130
+        return _INTERRUPTED_EXIT
     _close(out, options.output, progress)
     if not options.quiet:
-        sys.stderr.write(_summary(stats, len(files), time.perf_counter() - started,
+        what = _what_was_scanned(files)
+        sys.stderr.write(_summary(stats, what, time.perf_counter() - started,
                                   detected=detected))
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _inputs(options: argparse.Namespace) -> list[str] | None:
+    """The FILE arguments to read: as given; with none, standard input when it is a pipe or a
+    file, else (or with --sample) the bundled sample. None after a usage error."""
+    if options.sample:
+        if options.files:
+            print("vthread scan: error: --sample takes no FILE", file=sys.stderr)
+            return None
+        return [str(SAMPLE)]
+    if options.files:
+        return list(options.files)
+    if sys.stdin is not None and not _is_tty(sys.stdin):
+        return ["-"]
+    # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
+    why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
+    print(f"vthread scan: no FILE and {why}: scanning the bundled sample "
+          f"(vthread scan --sample)", file=sys.stderr)
+    return [str(SAMPLE)]
+
+
+def _what_was_scanned(files: list[str]) -> str:
+    """The summary's name for the input: the file, standard input, the sample, or a count."""
+    if len(files) != 1:
+        return f"{len(files)} files"
+    name = files[0]
+    if name == "-":
+        return "standard input"
+    if name == str(SAMPLE):
+        return f"the bundled sample ({name})"
+    return name
+
+
+def _check_not_an_input(output: str, files: list[str]) -> None:
+    """Refuse an output path that is one of the inputs (the same file, a symbolic or a hard
+    link to it): opening it for writing would empty the input before it is read."""
+    try:
+        target = os.stat(output)
+    except OSError:
+        return  # no such file yet (or none we may look at): it is no input
+    if not stat.S_ISREG(target.st_mode):
+        return  # /dev/null, a terminal, a pipe: writing there destroys no input
+    for name in files:
+        try:
+            if name == "-":
+                if sys.stdin is None:
+                    continue
+                source = os.fstat(sys.stdin.fileno())
+            else:
+                source = os.stat(name)
+        except (OSError, ValueError, AttributeError):
+            continue  # standard input that is no file descriptor (under tests, say)
+        if (source.st_dev, source.st_ino) == (target.st_dev, target.st_ino):
+            label = "standard input" if name == "-" else name
+            raise _FatalError(f"the output {output} is the input {label}; writing it would "
+                              f"destroy the input before it is read (choose another -o PATH)")
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -381,38 +505,121 @@ def _check_readable(name: str) -> None:
 
 
 class _Progress:
-    """One self-overwriting line on a terminal: lines done, rate, and share of the input read."""
+    """tqdm's bar on stderr: the share of the input read (when every size is known) and the
+    lines done.
+
+    The bar moves only when a chunk's records have been written, to the input offset that
+    chunk was read to. Offsets are taken when a chunk is cut, while its file is still open,
+    and queued: with --jobs the reading runs ahead of the writing, and by the time a chunk's
+    records are out its file may be closed (asking a closed file where it is crashed the
+    hand-written display this replaces).
+    """
 
     def __init__(self, stream: TextIO, files: list[str]) -> None:
-        self.stream = stream
-        self.started = time.perf_counter()
-        self.shown = 0.0
-        sizes = [Path(f).stat().st_size if f != "-" else None for f in files]
-        self.total = None if None in sizes else sum(s or 0 for s in sizes)
-        self.done_bytes = 0  # bytes of the files already finished
-        self.position: Callable[[], int] = lambda: 0
+        # tqdm is imported here only: `import vthread` and runs without a terminal never load it.
+        from tqdm import tqdm
 
-    def update(self, lines: int) -> None:
-        now = time.perf_counter()
-        if now - self.shown < PROGRESS_INTERVAL:
-            return
-        self.shown = now
-        rate = lines / max(now - self.started, 1e-9)
-        text = f"vthread scan: {lines:,} lines  {rate:,.0f} lines/s"
-        if self.total:
-            share = min(1.0, (self.done_bytes + self.position()) / self.total)
-            width = 24
-            filled = round(share * width)
-            text = f"[{'#' * filled}{'.' * (width - filled)}] {share:4.0%}  {text}"
-        self.stream.write(f"\r{text}\x1b[K")
-        self.stream.flush()
+        # No monitor thread: with --jobs the other formats fork worker processes, and a
+        # process that forks is best left without threads it did not need.
+        tqdm.monitor_interval = 0
+        sizes = [Path(f).stat().st_size if f != "-" else None for f in files]
+        self.by_bytes = None not in sizes
+        total = sum(size or 0 for size in sizes)
+        self.bar = tqdm(
+            total=total if self.by_bytes else None, file=stream, desc="vthread scan",
+            unit="B" if self.by_bytes else " lines", unit_scale=True,
+            unit_divisor=1024 if self.by_bytes else 1000, leave=False,
+            mininterval=PROGRESS_INTERVAL, dynamic_ncols=True,
+        )
+        self.read_to: deque[int] = deque()  # input offset each chunk handed out was read to
+
+    def chunk_read(self, offset: int) -> None:
+        """A chunk was cut with the input read up to ``offset`` (over all files)."""
+        self.read_to.append(offset)
+
+    def chunk_done(self, lines: int) -> None:
+        """The oldest chunk's records are written; ``lines`` in all so far."""
+        offset = self.read_to.popleft() if self.read_to else self.bar.n
+        done = offset if self.by_bytes else lines
+        if self.by_bytes:
+            self.bar.set_postfix_str(f"{lines:,} lines", refresh=False)
+        self.bar.update(max(0, done - self.bar.n))
 
     def clear(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
+        self.bar.close()
 
 
-def _open(name: str) -> tuple[BinaryIO, Callable[[], int], Callable[[], None]]:
+class _GzipStream:
+    """The decompressed bytes of a gzip file (one or more members), as far as they decompress.
+
+    ``gzip.GzipFile`` loses what it decoded in the read that meets a broken stream (junk after
+    the last member, a file cut short), so whole megabytes of good lines vanished with it.
+    This reader hands out every byte that decompresses, then ends; ``broken`` then says where
+    and why the stream broke. Zero bytes between or after members are skipped, as ``gzip``
+    and ``zcat`` do.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.decoder: Any = None  # the current member's zlib decoder; None between members
+        self.input = b""  # compressed bytes read but not yet decoded
+        self.offset = 0  # the file offset of self.input's first byte
+        self.broken: str | None = None
+        self.dropped = 0  # bytes of an incomplete last line dropped (set by _chunks)
+        self.ended = False
+
+    def read(self, size: int = READ_BYTES) -> bytes:
+        """Up to about ``size`` decompressed bytes; b"" at the end (clean or broken)."""
+        while not self.ended:
+            if self.decoder is None:  # between members: zero padding, a member, or junk
+                while len(self.input.lstrip(b"\0")) < 2 and self._fill():
+                    pass
+                stripped = self.input.lstrip(b"\0")
+                self.offset += len(self.input) - len(stripped)
+                self.input = stripped
+                if not self.input:
+                    self.ended = True  # a clean end
+                    break
+                if not self.input.startswith(_GZIP_MAGIC):
+                    self._break(_CUT_SHORT if self.input == _GZIP_MAGIC[:1]
+                                else "junk after the last gzip member")
+                    break
+                self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if not self.input and not self._fill():
+                # The file ends inside a member: what the decoder still holds, then the break.
+                data = self.decoder.flush()
+                if not self.decoder.eof:
+                    self._break(_CUT_SHORT)
+                self.decoder = None
+                if data:
+                    return cast(bytes, data)
+                continue
+            try:
+                data = self.decoder.decompress(self.input, max(size, 1))
+            except zlib.error as error:
+                self._break(f"corrupt gzip data ({error})")
+                break
+            rest = self.decoder.unconsumed_tail or self.decoder.unused_data
+            self.offset += len(self.input) - len(rest)
+            self.input = rest
+            if self.decoder.eof:
+                self.decoder = None
+            if data:
+                return cast(bytes, data)
+        return b""
+
+    def _fill(self) -> bool:
+        """Read more compressed bytes; False at the end of the file."""
+        more = self.raw.read(READ_BYTES)
+        self.input += more
+        return bool(more)
+
+    def _break(self, why: str) -> None:
+        self.broken = f"gzip stream broken at byte {self.offset:,} of the file: {why}"
+        self.ended = True
+
+
+def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callable[[], None]]:
     """(decompressed stream, position in the raw file, close) for a FILE argument."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
     raw = cast(io.BufferedReader, sys.stdin.buffer) if name == "-" else open(name, "rb")  # noqa: SIM115
@@ -420,7 +627,7 @@ def _open(name: str) -> tuple[BinaryIO, Callable[[], int], Callable[[], None]]:
     def position() -> int:
         try:
             return raw.tell()
-        except OSError:
+        except (OSError, ValueError):
             return 0
 
     def close() -> None:
@@ -429,16 +636,17 @@ def _open(name: str) -> tuple[BinaryIO, Callable[[], int], Callable[[], None]]:
 
     head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if head == _GZIP_MAGIC or head == _GZIP_MAGIC[:1]:
-        return gzip.GzipFile(fileobj=raw, mode="rb"), position, close  # type: ignore[return-value]
+        return _GzipStream(raw), position, close
     return raw, position, close
 
 
-def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
+def _chunks(stream: BinaryIO | _GzipStream) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
     A line longer than a read is assembled from its parts once (never re-joined per read).
     A last line without a final newline is a line; the empty string after a final newline
-    is not.
+    is not, nor is the incomplete last line of a broken gzip stream (its error record, made
+    by :func:`_tasks`, stands for it).
     """
     pending: list[bytes] = []  # the parts of a line that has not ended yet
     batch: list[bytes] = []
@@ -468,7 +676,10 @@ def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
             yield batch
             batch, size = [], 0
     if pending:
-        batch.append(b"".join(pending))
+        if isinstance(stream, _GzipStream) and stream.broken is not None:
+            stream.dropped = sum(map(len, pending))
+        else:
+            batch.append(b"".join(pending))
     if batch:
         yield batch
 
@@ -488,20 +699,21 @@ def _tasks(
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first thread
     with messages (and appended to ``detected``)."""
+    done_bytes = 0  # size of the files already read (the progress bar's offset)
     for name in files:
         label = "<stdin>" if name == "-" else name
         try:
             stream, position, close = _open(name)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
-        if progress is not None:
-            progress.position = position
         line = 1
         file_format = format_
         try:
             chunks = (_document_chunks(stream, messages_key) if _is_document(name)
                       else _chunks(stream))
             for lines in chunks:
+                if progress is not None:
+                    progress.chunk_read(done_bytes + position())
                 if file_format is None:
                     file_format = _detect(label, lines, messages_key)
                     if detected is not None:
@@ -513,8 +725,17 @@ def _tasks(
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
             close()
-        if progress is not None and name != "-":
-            progress.done_bytes += Path(name).stat().st_size
+        if name != "-":
+            done_bytes += Path(name).stat().st_size
+        if isinstance(stream, _GzipStream) and stream.broken is not None:
+            # One error record after every line that decompressed: where and why it broke.
+            why = stream.broken
+            if stream.dropped:
+                why += f"; line {line} is incomplete ({stream.dropped:,} bytes decompressed)"
+            if progress is not None:
+                progress.chunk_read(done_bytes)
+            yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
+                        threads, messages_key, id_key, broken=why)
 
 
 def _is_document(name: str) -> bool:
@@ -525,13 +746,18 @@ def _is_document(name: str) -> bool:
     return name != "-" and base.endswith(DOCUMENT_SUFFIXES)
 
 
-def _document_chunks(stream: BinaryIO, messages_key: str | None) -> Iterator[list[bytes]]:
+def _document_chunks(
+    stream: BinaryIO | _GzipStream, messages_key: str | None
+) -> Iterator[list[bytes]]:
     """A JSON document's runs as JSONL lines, in chunks. A file that is not one JSON document
     is read as JSONL: JSONL files are often named ``.json``, and a broken document then gets
     an error record per line as any JSONL file does."""
     from vthread.documents import runs_of
 
-    data = stream.read()
+    parts = []
+    while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
+        parts.append(part)
+    data = b"".join(parts)
     value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
     if isinstance(value, _Bad):
         yield from _chunks(io.BytesIO(data))
@@ -643,7 +869,7 @@ def _scan_chunk(task: _Task) -> _Done:
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
-    if task.format == "native":
+    if task.format == "native" and task.broken is None:
         done = _scan_chunk_in_core(task)
         if done is not None:
             return done
@@ -653,6 +879,8 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
     """The core's columns of a native chunk (the GIL released while it reads), or None when
     some line needs Python's ``json``."""
+    if task.broken is not None:
+        return None
     if (task.format != "native" or task.messages_key is not None or task.id_key is not None
             or any(key in line for line in task.lines for key in _ID_KEY_BYTES)):
         return None  # the core reads only "messages" and "id"
@@ -722,7 +950,19 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     return _Done("\n".join(records).encode("ascii"), stats, None)
 
 
+def _broken_stream(task: _Task) -> _Done:
+    """The one error record of a gzip stream that broke off after line ``first_line - 1``."""
+    assert task.broken is not None
+    if task.strict:
+        return _Done(b"", _Stats(), f"{task.label}:{task.first_line}: {task.broken}")
+    record = _dumps({"id": None, "file": task.label, "line": task.first_line,
+                     "error": task.broken})
+    return _Done(f"{record}\n".encode("ascii"), _Stats(lines=1, errors=1), None)
+
+
 def _scan_chunk_in_python(task: _Task) -> _Done:
+    if task.broken is not None:
+        return _broken_stream(task)
     # Each line is parsed, checked and its usages gathered in one go, while its objects are
     # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
     lines = task.lines
@@ -1000,7 +1240,7 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
     return f"  {'format':<28}{'; '.join(parts)}"
 
 
-def _summary(stats: _Stats, files: int, seconds: float, *,
+def _summary(stats: _Stats, scanned: str, seconds: float, *,
              detected: list[tuple[str, str]] | None = None) -> str:
     threads = stats.lines - stats.errors
     rate = stats.lines / seconds if seconds > 0 else 0.0
@@ -1009,7 +1249,7 @@ def _summary(stats: _Stats, files: int, seconds: float, *,
         return f"{part / whole:7.1%}" if whole else "      -"
 
     rows = [
-        f"vthread scan: {stats.lines:,} lines from {files} file{'s' if files != 1 else ''} "
+        f"vthread scan: {stats.lines:,} lines from {scanned} "
         f"in {seconds:.2f} s ({rate:,.0f} lines/s)",
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",

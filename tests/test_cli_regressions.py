@@ -1,0 +1,384 @@
+"""``vthread scan`` bugs found trying it as a new user would: one regression test (or more) each."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vthread import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+_BARE_CR = re.compile(rb"\r(?!\n)")  # a carriage return that redraws a line (a pty adds \r\n)
+
+
+def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, stdin: bytes = b"", *,
+        tty_err: bool = False, tty_in: bool = False) -> tuple[int, bytes, str]:
+    """main(argv) in this process: (exit status, stdout bytes, stderr text)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+
+    class Err(io.StringIO):
+        def isatty(self) -> bool:
+            return tty_err
+
+    class In(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return tty_in
+
+    err = Err()
+    monkeypatch.setattr(sys, "stdin", In(io.BufferedReader(io.BytesIO(stdin))))
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(argv)
+    out.flush()
+    assert isinstance(out.buffer, io.BytesIO)
+    return code, out.buffer.getvalue(), err.getvalue()
+
+
+def records(output: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.decode("ascii").splitlines()]
+
+
+def lines_file(path: Path, count: int) -> Path:
+    """``count`` small native threads, one per line."""
+    message = '{"type":"bot","text":"hello"}'
+    path.write_bytes(b"".join(f'{{"id":{i},"messages":[{message}]}}\n'.encode()
+                              for i in range(count)))
+    return path
+
+
+def in_a_pty(args: list[str], *, stdout_too: bool) -> tuple[int, bytes, bytes]:
+    """``python -m vthread ARGS`` with stderr (and stdout, if ``stdout_too``) on a pseudo
+    terminal: (exit status, what the terminal showed, stdout when piped)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    leader, follower = pty.openpty()
+    # A terminal 100 columns wide (a fresh pty has none, and a bar then has no room).
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    shown: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO once the follower side is closed everywhere
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "vthread", *args], stdin=subprocess.DEVNULL,
+            stdout=follower if stdout_too else subprocess.PIPE, stderr=follower, env=ENV)
+        os.close(follower)
+        out, _ = process.communicate(timeout=120)
+        reader.join(timeout=10)
+    finally:
+        os.close(leader)
+    return process.returncode, b"".join(shown), out or b""
+
+
+# ------------------------------------------------------ 1. progress with --jobs on a terminal
+
+
+def test_progress_with_jobs_outlives_closed_files(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j 2 -o OUT with stderr a terminal: every record written, no crash once a file is
+    closed while its last chunk is still being finished (was ValueError from raw.tell())."""
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)  # redraw on every chunk
+    monkeypatch.setattr(cli, "CHUNK_LINES", 100)
+    inputs = [lines_file(tmp_path / f"in{i}.jsonl", 1000) for i in range(2)]
+    target = tmp_path / "out.jsonl"
+    code, out, err = run(["scan", *map(str, inputs), "-j", "2", "-o", str(target)],
+                         monkeypatch, tty_err=True)
+    assert (code, out) == (0, b"")
+    assert len(records(target.read_bytes())) == 2000
+    assert "2,000 lines" in err
+
+
+def test_progress_with_jobs_in_a_real_terminal(tmp_path: Path) -> None:
+    """The same on a real pseudo terminal: 20,000 records out, a bar drawn, no traceback."""
+    source = lines_file(tmp_path / "in.jsonl", 20_000)
+    target = tmp_path / "out.jsonl"
+    code, shown, _ = in_a_pty(["scan", str(source), "-j", "2", "-o", str(target)],
+                              stdout_too=False)
+    assert code == 0, shown
+    assert b"Traceback" not in shown
+    assert len(target.read_bytes().splitlines()) == 20_000
+    assert _BARE_CR.search(shown)  # the bar was drawn (and cleared)
+    assert b"20,000 lines from" in shown
+
+
+# -------------------------------------------------------------- 2. output that is an input
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink"])
+def test_output_that_is_an_input_is_refused(link: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o naming an input (itself, or through a symbolic or hard link): exit 2, the file named,
+    the input untouched."""
+    source = lines_file(tmp_path / "runs.jsonl", 50)
+    before = source.read_bytes()
+    target = tmp_path / "runs-out.jsonl"
+    if link == "same":
+        target = source
+    elif link == "symlink":
+        target.symlink_to(source)
+    else:
+        os.link(source, target)
+    other = lines_file(tmp_path / "other.jsonl", 3)
+    code, out, err = run(["scan", str(other), str(source), "-o", str(target)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"the output {target} is the input {source}" in err
+    assert source.read_bytes() == before
+
+
+def test_output_that_is_standard_input_is_refused(tmp_path: Path) -> None:
+    """`vthread scan -o runs.jsonl < runs.jsonl` is refused too, the input untouched."""
+    source = lines_file(tmp_path / "runs.jsonl", 50)
+    before = source.read_bytes()
+    with source.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "vthread", "scan", "-o", str(source)],
+                              stdin=stdin, capture_output=True, env=ENV, check=False,
+                              timeout=120)
+    assert done.returncode == 2
+    assert f"the output {source} is the input standard input".encode() in done.stderr
+    assert source.read_bytes() == before
+
+
+def test_output_to_a_device_is_no_input(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o /dev/null is fine, whatever the input."""
+    source = lines_file(tmp_path / "runs.jsonl", 5)
+    assert run(["scan", str(source), "-o", os.devnull, "-q"], monkeypatch)[0] == 0
+
+
+# --------------------------------------------------------------------- 3. no FILE: a pipe
+
+
+def test_no_file_reads_a_pipe(tmp_path: Path) -> None:
+    """`cat runs.jsonl | vthread scan` scans the pipe, and the summary says standard input."""
+    source = lines_file(tmp_path / "runs.jsonl", 7)
+    done = subprocess.run([sys.executable, "-m", "vthread", "scan"],
+                          input=source.read_bytes(), capture_output=True, env=ENV,
+                          check=False, timeout=120)
+    assert done.returncode == 0
+    got = records(done.stdout)
+    assert [r["id"] for r in got] == list(range(7))
+    assert {r["file"] for r in got} == {"<stdin>"}
+    assert b"7 lines from standard input" in done.stderr
+
+
+def test_no_file_and_a_terminal_scans_the_sample_and_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing piped in, the bundled sample, named in a note and in the summary."""
+    code, out, err = run(["scan"], monkeypatch, tty_in=True)
+    assert code == 0
+    assert len(records(out)) == 300
+    assert "standard input is a terminal: scanning the bundled sample" in err
+    assert f"300 lines from the bundled sample ({SAMPLE})" in err
+
+
+def test_sample_takes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--sample with a FILE is a usage error."""
+    source = lines_file(tmp_path / "runs.jsonl", 1)
+    code, out, err = run(["scan", "--sample", str(source)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert "--sample takes no FILE" in err
+
+
+def test_summary_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary's first line names what was scanned."""
+    source = lines_file(tmp_path / "runs.jsonl", 4)
+    assert f"4 lines from {source} in" in run(["scan", str(source)], monkeypatch)[2]
+    both = run(["scan", str(source), str(source)], monkeypatch)[2]
+    assert "8 lines from 2 files in" in both
+
+
+# ------------------------------------------------- 4. progress never among the records
+
+
+def test_no_progress_when_records_share_the_terminal(tmp_path: Path) -> None:
+    """stdout and stderr one terminal: the records and the summary only, no bar redrawn."""
+    source = lines_file(tmp_path / "in.jsonl", 20_000)
+    code, shown, _ = in_a_pty(["scan", str(source), "-j", "2"], stdout_too=True)
+    assert code == 0
+    assert _BARE_CR.search(shown) is None
+    assert b"\x1b[" not in shown
+    assert shown.count(b'"verdict"') == 20_000
+
+
+def test_progress_when_stdout_is_a_pipe(tmp_path: Path) -> None:
+    """stderr a terminal and the records piped: a bar on the terminal, the records clean."""
+    source = lines_file(tmp_path / "in.jsonl", 2_000)
+    code, shown, out = in_a_pty(["scan", str(source)], stdout_too=False)
+    assert code == 0
+    assert _BARE_CR.search(shown)
+    assert len(records(out)) == 2_000 and b"\r" not in out
+
+
+def test_tqdm_is_not_loaded_by_import_vthread() -> None:
+    """import vthread loads neither the CLI nor tqdm."""
+    code = "import sys, vthread; assert not {'vthread.cli', 'tqdm'} & set(sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], env=ENV, check=False).returncode == 0
+
+
+# ------------------------------------------------------------- 5. broken gzip streams
+
+
+def test_gzip_with_trailing_junk_keeps_every_record(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """100,000 good lines then junk: 100,000 records, then one error record saying where."""
+    source = lines_file(tmp_path / "good.jsonl", 100_000)
+    compressed = gzip.compress(source.read_bytes())
+    path = tmp_path / "junk.jsonl.gz"
+    path.write_bytes(compressed + b"this is not gzip\n" * 3)
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert len(got) == 100_001
+    assert [r["id"] for r in got[:100_000]] == list(range(100_000))
+    assert all("error" not in r for r in got[:100_000])
+    last = got[-1]
+    assert last["file"] == str(path) and last["line"] == 100_001 and last["id"] is None
+    assert last["error"] == (f"gzip stream broken at byte {len(compressed):,} of the file: "
+                             f"junk after the last gzip member")
+    assert "100,001 lines from" in err
+
+
+def test_gzip_cut_in_the_middle_keeps_every_complete_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .gz cut mid-stream: a record for every complete line that decompresses (what zcat
+    recovers), then one error record for the incomplete rest; -j 2 the same."""
+    source = lines_file(tmp_path / "good.jsonl", 50_000)
+    compressed = gzip.compress(source.read_bytes())
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(compressed[: len(compressed) // 2])
+    recoverable = zlib.decompressobj(31).decompress(path.read_bytes())
+    complete = recoverable.count(b"\n")
+    assert 0 < complete < 50_000
+    for jobs in ("1", "2"):
+        code, out, _ = run(["scan", str(path), "-q", "-j", jobs], monkeypatch)
+        got = records(out)
+        assert code == 0
+        assert [r["id"] for r in got[:-1]] == list(range(complete))
+        assert got[-1]["line"] == complete + 1
+        assert "cut short" in got[-1]["error"]
+        assert f"line {complete + 1} is incomplete" in got[-1]["error"]
+
+
+REAL_GZ = (ROOT.parent / "shared" / "realdata"
+           / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz")
+
+
+@pytest.mark.skipif(not REAL_GZ.exists(), reason=f"real agent runs not present ({REAL_GZ})")
+def test_real_gzip_cut_in_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published mini-swe-agent runs (500 documents, one per line) cut at half their
+    compressed size: every complete line that decompresses gets its record, then one error."""
+    data = REAL_GZ.read_bytes()
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    complete = zlib.decompressobj(31).decompress(path.read_bytes()).count(b"\n")
+    assert 0 < complete < 500
+    code, out, _ = run(["scan", str(path), "-q", "-j", "2"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert [r["line"] for r in got] == list(range(1, complete + 2))
+    assert all("error" not in r for r in got[:-1])
+    assert got[-1]["error"].startswith("gzip stream broken at byte ")
+
+
+@pytest.mark.parametrize("read_bytes", [1, 2, 7, 4096])
+def test_gzip_stream_decompresses_every_prefix_as_zlib_does(
+        read_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_GzipStream, cut anywhere and read in reads of any size, hands out exactly what zlib
+    decompresses of the prefix, and reports a break exactly when the stream is incomplete."""
+    monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
+    text = b"".join(b'{"id":%d,"messages":[]}\n' % i for i in range(300))
+    first_member = gzip.compress(text[:2000])
+    whole = first_member + gzip.compress(text[2000:])
+    ends = {len(first_member), len(whole)}  # a cut there leaves a complete gzip file
+    for cut in [*range(0, 60), *range(60, len(whole) + 1, 7), len(whole)]:
+        prefix = whole[:cut]
+        if not prefix:
+            continue
+        stream = cli._GzipStream(io.BufferedReader(io.BytesIO(prefix)))
+        got = b"".join(iter(lambda s=stream: s.read(read_bytes), b""))  # type: ignore[misc]
+        assert text.startswith(got), cut
+        assert (stream.broken is None) == (cut in ends), (cut, stream.broken)
+        first = zlib.decompressobj(31)
+        expected = first.decompress(prefix)
+        if first.eof and first.unused_data[:2] == b"\x1f\x8b":
+            expected += zlib.decompressobj(31).decompress(first.unused_data)
+        assert got == expected, cut
+
+
+def test_broken_gzip_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--strict: the good records, then exit 2 naming the file and line, as for a bad line."""
+    source = lines_file(tmp_path / "good.jsonl", 1_000)
+    path = tmp_path / "junk.jsonl.gz"
+    path.write_bytes(gzip.compress(source.read_bytes()) + b"junk")
+    code, out, err = run(["scan", str(path), "--strict"], monkeypatch)
+    assert code == 2
+    assert len(records(out)) == 1_000
+    assert f"{path}:1001: gzip stream broken" in err
+
+
+def test_gzip_members_and_zero_padding_are_not_junk(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concatenated members and trailing zero bytes read as gzip and zcat read them."""
+    path = tmp_path / "members.jsonl.gz"
+    first, second = lines_file(tmp_path / "a", 10), lines_file(tmp_path / "b", 5)
+    path.write_bytes(gzip.compress(first.read_bytes()) + gzip.compress(second.read_bytes())
+                     + b"\0" * 1000)
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert [r["id"] for r in got] == [*range(10), *range(5)]
+
+
+# ----------------------------------------------------- 6. closed pipes and usage messages
+
+
+def test_jobs_that_is_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j abc names the option, what it expects and what it got."""
+    code, _, err = run(["scan", "-j", "abc"], monkeypatch)
+    assert code == 2
+    assert "--jobs: expected a whole number >= 1" in err and "got 'abc'" in err
+    assert "invalid _jobs value" not in err
+
+
+def test_option_before_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vthread --formt x: an error naming the option and the likely intended one."""
+    code, out, err = run(["--formt", "x"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert "unknown option '--formt'" in err
+    assert "did you mean 'vthread scan --format'" in err
+
+
+def test_every_exit_status_is_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vthread scan --help and the README list each exit status."""
+    code, out, _ = run(["scan", "--help"], monkeypatch)
+    assert code == 0
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for status in ("0", "1", "2", "130", "141"):
+        assert re.search(rf"^  {status} +\S", out.decode(), re.MULTILINE), status
+        assert re.search(rf"`{status}`", readme), status
