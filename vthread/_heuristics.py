@@ -115,7 +115,7 @@ class TailVerdict:
 
 
 def activity_tail(columns: Columns) -> TailVerdict:
-    """SPEC §4 repeated_activity_tail for every thread at once."""
+    """The repeated_activity_tail heuristic for every thread at once."""
     size = len(columns)
     rows = np.diff(columns.tail_offsets)
     owner = np.repeat(np.arange(size, dtype=np.int64), rows)
@@ -175,7 +175,7 @@ def _progressing(
 
 
 def result_run(columns: Columns, needed: int) -> BoolArray:
-    """SPEC §4 repeated_result_run for every thread: the newest ``needed`` settled results
+    """The repeated_result_run heuristic for every thread: the newest ``needed`` settled results
     agree (the core measured the run of identical (name, arguments, result) ids)."""
     return columns.result_run >= needed
 

@@ -1,6 +1,6 @@
 """What a message is, what it costs, and the thresholds the heuristics are built on.
 
-These are definitions, not algorithms: which objects are a thread of messages (SPEC.md §2),
+These are definitions, not algorithms: which objects are a thread of messages,
 which messages are well-formed tool activities and how their payloads compare, what a
 ``usage.tokens`` figure counts for (§3), and the fixed thresholds of §4. The NumPy engine,
 :func:`vthread.build_thread` and the scalar reference (:mod:`vthread._reference`) must all
@@ -83,7 +83,7 @@ class Activity:
 def parse_activity(
     message: Message, encode: Callable[[Any], str] = canonical
 ) -> Activity | None:
-    """The message's activity when it is well formed (SPEC.md §2), else None.
+    """The message's activity when it is well formed, else None.
 
     ``encode`` writes the payloads' canonical text (the engine passes the compiled core's,
     which is byte for byte the same).

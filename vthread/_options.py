@@ -85,7 +85,7 @@ def cycle_options(
         return _DEFAULT_CYCLE  # the every-turn call: resolved once
     min_pattern = floor_count("min_pattern_length", min_pattern_length,
                               DEFAULT_MIN_PATTERN_LENGTH, 1)
-    # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum (SPEC.md §4).
+    # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum, as in production.
     cap = real("max_pattern_length", max_pattern_length)
     max_pattern: int | None = None
     if cap is not None and math.isfinite(cap):

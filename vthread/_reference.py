@@ -1,9 +1,9 @@
 """The scalar reference: the production algorithms, written plainly, one message at a time.
 
-Nothing here is fast. Each function follows SPEC.md step by step and compares values by
-their canonical text (:func:`vthread._jsvalue.canonical`), never by a hash, so that it can
-serve as the oracle that property tests hold the NumPy engine against, and as the baseline
-that benchmarks measure it against.
+Nothing here is fast. Each function follows the production algorithm step by step and
+compares values by their canonical text (:func:`vthread._jsvalue.canonical`), never by a
+hash, so that it can serve as the oracle that property tests hold the engine against, and as
+the baseline that benchmarks measure it against.
 
 An oracle is only worth something if it is independent of what it judges: the definitions it
 shares with the engine (which objects are messages and activities, what a token figure

@@ -1,6 +1,6 @@
 """Adapters: recorded OpenAI and Anthropic conversations as vthread's native messages.
 
-The cycle heuristics read native messages (SPEC §2): ``{"type", "text", "meta"?, "usage"?}``,
+The cycle heuristics read native messages: ``{"type", "text", "meta"?, "usage"?}``,
 where a tool call is an *activity request* and its result an *activity response* that repeats
 the call's name and arguments. Evaluation harnesses record trajectories in the providers'
 formats instead; these functions translate them, one source message into one or more native

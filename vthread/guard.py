@@ -4,7 +4,7 @@
 same ``ngram``-word phrase ``max_repeats`` times within the last ``window`` words while the
 window's vocabulary is poor (distinct words / words <= ``max_unique_ratio``), except when the
 window looks like an enumeration or a table (several lines, and many words seen once or
-several distinct line-leading words). SPEC.md §6 is the contract.
+several distinct line-leading words). docs/guard.md states the rules in full.
 
 The state machine runs in the compiled core (``src/guard.rs``): :meth:`Guard.push` is one
 call into it, O(len(chunk)) plus O(1) per completed word. Words are 64-bit hashes in a ring
@@ -96,7 +96,7 @@ class GuardReason:
 class Guard(_core.GuardCore):
     """Watches a stream of text chunks and trips when the output starts to loop.
 
-    Keyword options (``None`` = default; numbers floored and clamped as SPEC §6 says; a
+    Keyword options (``None`` = default; numbers floored and clamped as production does; a
     non-number is a ``TypeError``; an ``ngram`` or ``window`` over a million words a
     ``ValueError``): ``ngram`` (4), ``window`` (max(ngram, 48)), ``max_repeats`` (4),
     ``max_unique_ratio`` (0.4), ``min_chars`` (0).
