@@ -234,6 +234,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="stop at the first bad line (exit status 2)")
     scan_.add_argument("--fail-on-loop", action="store_true",
                        help="exit with status 1 when any thread loops (for CI gates)")
+    scan_.add_argument("--only-loops", action="store_true",
+                       help="write only the records of threads that loop, and error records "
+                       "(so no failure goes unseen); the summary still counts every line")
+    scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
+                       help="also write the summary as JSON to FILE (for dashboards)")
     return parser
 
 
@@ -347,8 +352,9 @@ def _scan_command(options: argparse.Namespace) -> int:
     try:
         for name in files:
             _check_readable(name)
-        if options.output:
-            _check_not_an_input(options.output, files)
+        for written in (options.output, options.summary_file):
+            if written:
+                _check_not_an_input(written, files)
     except _FatalError as error:
         print(f"vthread scan: {error}", file=sys.stderr)
         return _USAGE_EXIT
@@ -382,7 +388,7 @@ def _scan_command(options: argparse.Namespace) -> int:
         in_core = first is None or first.format == "native"
         results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
-            out.write(done.output)
+            out.write(_loops_only(done.output) if options.only_loops else done.output)
             stats.add(done.stats)
             if progress is not None:
                 progress.chunk_done(stats.lines)
@@ -407,11 +413,53 @@ def _scan_command(options: argparse.Namespace) -> int:
         print("vthread scan: interrupted", file=sys.stderr)
         return _INTERRUPTED_EXIT
     _close(out, options.output, progress)
+    seconds = time.perf_counter() - started
+    what = _what_was_scanned(files)
     if not options.quiet:
-        what = _what_was_scanned(files)
-        sys.stderr.write(_summary(stats, what, time.perf_counter() - started,
-                                  detected=detected))
+        sys.stderr.write(_summary(stats, what, seconds, detected=detected))
+    if options.summary_file:
+        try:
+            Path(options.summary_file).write_text(
+                json.dumps(_summary_json(stats, what, seconds, detected), indent=2) + "\n",
+                encoding="utf-8")
+        except OSError as error:
+            print(f"vthread scan: cannot write {options.summary_file}: "
+                  f"{error.strerror or error}", file=sys.stderr)
+            return _USAGE_EXIT
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _loops_only(output: bytes) -> bytes:
+    """The records of ``output`` (one JSON object a line) but those of progressing threads.
+
+    A progressing thread's record holds ``"verdict":null``; inside a JSON string every quote
+    is escaped, so that text can only be the key itself. Error records have no verdict and
+    stay.
+    """
+    kept = [line for line in output.split(b"\n") if line and b'"verdict":null' not in line]
+    return b"".join(line + b"\n" for line in kept)
+
+
+def _summary_json(stats: _Stats, scanned: str, seconds: float,
+                  detected: list[tuple[str, str]]) -> dict[str, object]:
+    """The summary table's figures as a JSON-ready mapping (``--summary FILE``)."""
+    threads = stats.lines - stats.errors
+    return {
+        "scanned": scanned,
+        "seconds": round(seconds, 3),
+        "lines": stats.lines,
+        "threads": threads,
+        "errors": stats.errors,
+        "progressing": stats.verdicts[0],
+        "loops": stats.loops,
+        "loops_by_heuristic": {name: stats.verdicts[code]
+                               for code, name in enumerate(HEURISTIC_NAMES, 1)},
+        "messages": stats.messages,
+        "wasted_messages": stats.loop_messages,
+        "tokens": stats.tokens if stats.tokens_known else None,
+        "wasted_tokens": stats.loop_tokens if stats.tokens_known else None,
+        "formats_detected": [{"file": label, "format": name} for label, name in detected],
+    }
 
 
 def _inputs(options: argparse.Namespace) -> list[str] | None:
@@ -467,7 +515,7 @@ def _check_not_an_input(output: str, files: list[str]) -> None:
         if (source.st_dev, source.st_ino) == (target.st_dev, target.st_ino):
             label = "standard input" if name == "-" else name
             raise _FatalError(f"the output {output} is the input {label}; writing it would "
-                              f"destroy the input before it is read (choose another -o PATH)")
+                              f"destroy the input before it is read (choose another path)")
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -1,0 +1,63 @@
+"""``vthread scan --only-loops`` and ``--summary FILE``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import SAMPLES, records, run
+
+SAMPLE = SAMPLES / "threads.jsonl"
+
+
+def test_only_loops_keeps_looping_and_error_records(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records of progressing threads are left out, nothing else: every looping record
+    and every error record is written, byte for byte as without the flag."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() + b"not json\n{\"x\": 1}\n[]\n")
+    code, everything, _ = run(["scan", str(path), "-q"], monkeypatch)
+    code_only, only, _ = run(["scan", str(path), "-q", "--only-loops"], monkeypatch)
+    assert code == code_only == 0
+    expected = [line for line, record in zip(everything.splitlines(), records(everything),
+                                             strict=True)
+                if "error" in record or record["verdict"] is not None]
+    assert only.splitlines() == expected
+    kept = records(only)
+    assert sum("error" in r for r in kept) == 2
+    assert sum(r.get("verdict") is not None for r in kept) == 53
+
+
+def test_summary_file_holds_the_summary_figures(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """--summary FILE: the table's figures as JSON, the same as the stderr table's."""
+    target = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(SAMPLE), "--summary", str(target)], monkeypatch)
+    assert code == 0
+    summary = json.loads(target.read_text())
+    got = records(out)
+    loops = [r for r in got if r["verdict"] is not None]
+    assert summary["lines"] == summary["threads"] == len(got) == 300
+    assert summary["errors"] == 0
+    assert summary["loops"] == len(loops) == 53
+    assert summary["progressing"] == 300 - 53
+    assert sum(summary["loops_by_heuristic"].values()) == 53
+    assert summary["wasted_messages"] == sum(r["loop_messages"] for r in loops)
+    assert summary["messages"] == sum(r["messages"] for r in got)
+    assert summary["formats_detected"] == [{"file": str(SAMPLE), "format": "native"}]
+    assert f"{summary['loops']:>14,}" in err
+
+
+def test_summary_file_that_is_an_input_is_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing the summary over an input would destroy it: refused, the input untouched."""
+    path = tmp_path / "runs.jsonl"
+    shutil.copy(SAMPLE, path)
+    before = path.read_bytes()
+    code, out, err = run(["scan", str(path), "--summary", str(path)], monkeypatch)
+    assert code == 2 and out == b""
+    assert "is the input" in err
+    assert path.read_bytes() == before
