@@ -4,7 +4,7 @@
 //! Python's shortest `repr`), strings escaped to ASCII over their UTF-16 code units (so a
 //! surrogate pair written as two code points equals its astral character and a lone surrogate
 //! stays distinct), object keys in JavaScript's order. Two values encode alike exactly when
-//! their `JSON.stringify` texts are equal (SPEC §1).
+//! their `JSON.stringify` texts are equal (JavaScript value equality).
 //!
 //! Nothing here touches Python: the object walker (`objects.rs`) and the JSON reader share it.
 

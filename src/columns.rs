@@ -161,7 +161,7 @@ fn distinct<T: std::hash::Hash + Eq>(values: impl Iterator<Item = T>) -> usize {
     values.collect::<ahash::AHashSet<T>>().len()
 }
 
-/// SPEC §4's repeated_activity_tail decision on a trailing run of at least 8 activities:
+/// The repeated_activity_tail decision on a trailing run of at least 8 activities:
 /// the one-thread twin of the NumPy check in `vthread/_heuristics.py` (both are held to the
 /// reference by the property tests).
 pub fn tail_collapsed(rows: &[TailRow]) -> bool {
@@ -205,7 +205,7 @@ pub fn tail_collapsed(rows: &[TailRow]) -> bool {
     !progressing
 }
 
-/// A well-formed activity's parts (SPEC §2), payloads not yet read.
+/// A well-formed activity's parts, payloads not yet read.
 pub struct Activity<N> {
     pub kind: N,
     pub name: N,

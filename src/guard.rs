@@ -1,4 +1,5 @@
-//! The repetition guard's state machine (SPEC §6), with no Python in it.
+//! The repetition guard's state machine (docs/guard.md states its rules), with no Python
+//! in it.
 //!
 //! A stream of code points is split into words on JavaScript's whitespace; each word is
 //! normalised (`unicode::push_word_normal`, an ASCII fast path here) and, when something is
@@ -29,7 +30,7 @@ use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
 
 use crate::unicode;
 
-/// The enumeration exemption (SPEC §6): applies below this ratio, from this many newlines,
+/// The enumeration exemption (docs/guard.md): applies below this ratio, from this many newlines,
 /// with this hapax share or this many distinct line-leading words.
 const EXEMPT_BELOW_RATIO: f64 = 0.5;
 const EXEMPT_NEWLINES: u64 = 2;

@@ -68,7 +68,7 @@ impl Text {
 pub trait Node: Sized {
     /// `value.get(key)` of a mapping (None when absent or when the value is no mapping).
     fn field(&self, key: Key) -> PyResult<Option<Self>>;
-    /// Whether the value is a mapping (SPEC §2's "mapping").
+    /// Whether the value is a mapping (a message or a `meta` must be one).
     fn is_mapping(&self) -> PyResult<bool>;
     /// Whether the value is a string whose content is exactly `expected`.
     fn is_text(&self, expected: &str) -> bool;

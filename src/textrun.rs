@@ -1,4 +1,4 @@
-//! The text-run check (SPEC.md §5, `vthread.textrun.has_repeated_text_run`) over the code
+//! The text-run check (`vthread.textrun.has_repeated_text_run`) over the code
 //! points of many texts at once: pure Rust, no Python object touched, so the binding runs it
 //! with the GIL released and on every core.
 //!
