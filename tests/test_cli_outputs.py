@@ -61,3 +61,13 @@ def test_summary_file_that_is_an_input_is_refused(tmp_path: Path,
     assert code == 2 and out == b""
     assert "is the input" in err
     assert path.read_bytes() == before
+
+
+def test_quiet_summary_file_still_counts_tokens(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """-q drops the stderr table, not the figures the summary file asks for."""
+    target = tmp_path / "summary.json"
+    code, _, err = run(["scan", str(SAMPLE), "-q", "--summary", str(target)], monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 0 and err == ""
+    assert summary["tokens"] is not None and summary["wasted_tokens"] > 0

@@ -379,7 +379,8 @@ def _scan_command(options: argparse.Namespace) -> int:
         # formats are read by Python, N worker processes at a time.
         detected: list[tuple[str, str]] = []
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
-                       count_tokens=not options.quiet, threads=max(1, jobs - 1),
+                       count_tokens=not options.quiet or bool(options.summary_file),
+                       threads=max(1, jobs - 1),
                        messages_key=options.messages_key, id_key=options.id_key,
                        detected=detected)
         first = next(tasks, None)
