@@ -274,7 +274,8 @@ fed = len(text)
 """,
 }
 
-MEMORY_PRELUDE: Final = """
+#: The child's peak resident set in KiB (``VmHWM``), shared by every memory script.
+PEAK_SOURCE: Final = """
 import sys
 from pathlib import Path
 def peak():
@@ -282,6 +283,9 @@ def peak():
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     return 0
+"""
+
+MEMORY_PRELUDE: Final = PEAK_SOURCE + """
 from vthread.guard import Guard
 from vthread.replay import scan_texts
 from benchmarks.streams import endless_stream
@@ -306,15 +310,8 @@ def memory_in_process(name: str) -> dict[str, Any]:
     return figures
 
 
-PIPE_CHILD: Final = """
-import sys
-from pathlib import Path
+PIPE_CHILD: Final = PEAK_SOURCE + """
 from vthread._cli_guard import run_guard
-def peak():
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
 baseline = peak()
 status = run_guard([], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
 print(baseline, peak(), status, file=sys.stderr)
