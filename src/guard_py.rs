@@ -24,16 +24,8 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 fn storage(text: &Bound<'_, PyString>) -> Storage {
-    let pointer = text.as_ptr();
-    // SAFETY: `pointer` is a live str and the GIL is held; KIND, DATA and GET_LENGTH describe
-    // its immutable storage (see objects::push_string on why every str here is "ready").
-    unsafe {
-        Storage {
-            kind: ffi::PyUnicode_KIND(pointer),
-            data: ffi::PyUnicode_DATA(pointer) as *const u8,
-            length: ffi::PyUnicode_GET_LENGTH(pointer) as usize,
-        }
-    }
+    let (kind, data, length) = crate::node::storage(text);
+    Storage { kind, data, length }
 }
 
 /// Run `work` over the storage as a slice of its code unit width.

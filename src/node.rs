@@ -104,7 +104,7 @@ fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
 }
 
 /// The storage of a `str`: (kind, data pointer, length in code points).
-fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
+pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
     let pointer = text.as_ptr();
     // SAFETY: `pointer` is a live str (the caller cast it) and the GIL is held; KIND, DATA
     // and GET_LENGTH describe its immutable storage, valid while `text` is borrowed.

@@ -181,29 +181,28 @@ fn push_unit<C: Point>(raw: &[C], out: &mut Vec<u8>) -> bool {
     // A break counts only between two words of the unit: a leading one is trimmed, and a
     // trailing one (no word after it) never writes its space.
     let mut after_break = false;
+    // One output class: a word byte (after one space when a break came between words) or
+    // a break, which writes nothing that is kept.
+    let mut emit = |class: u8, len: &mut usize, after_break: &mut bool| {
+        let word = class >= WORD;
+        room[*len] = b' ';
+        *len += usize::from(word & *after_break & (*len > 0));
+        room[*len] = class;
+        *len += usize::from(word);
+        *after_break = !word;
+    };
     for &c in raw {
         let class = c.class();
         if class == LOWERING {
             let point: u32 = c.into();
             for &(_, lowered) in ASCII_LOWERINGS.iter().filter(|&&(p, _)| p == point) {
                 for lower in lowered.chars() {
-                    let class = class_of(u32::from(lower));
-                    let word = class >= WORD;
-                    room[len] = b' ';
-                    len += usize::from(word & after_break & (len > 0));
-                    room[len] = class;
-                    len += usize::from(word);
-                    after_break = !word;
+                    emit(class_of(u32::from(lower)), &mut len, &mut after_break);
                 }
             }
             continue;
         }
-        let word = class >= WORD;
-        room[len] = b' ';
-        len += usize::from(word & after_break & (len > 0));
-        room[len] = class;
-        len += usize::from(word);
-        after_break = !word;
+        emit(class, &mut len, &mut after_break);
     }
     out.truncate(start + len);
     len > 0
