@@ -420,6 +420,19 @@ def _suffix_span(keys: list[str], options: CycleOptions) -> tuple[int, int]:
     raise AssertionError("called on a thread whose suffix does not repeat")
 
 
+def person_suffix_span(keys: list[str], period: int, repetitions: int) -> tuple[int, int, int]:
+    """The suffix span restated as a person counts it: the shortest block whose copies make
+    up the whole suffix, and the earliest start from which the thread repeats it to the end,
+    each found by trying every candidate."""
+    n = len(keys)
+    suffix = keys[n - period * repetitions :]
+    block = next(q for q in range(1, period + 1)
+                 if all(suffix[i] == suffix[i + q] for i in range(len(suffix) - q)))
+    start = next(s for s in range(n)
+                 if all(keys[i] == keys[i + block] for i in range(s, n - block)))
+    return start, block, (n - start) // block
+
+
 def result_run_span(thread: Sequence[Message]) -> tuple[int, int, int]:
     """(loop_start, period, repetitions) of the newest run of identical tool results."""
     positions: list[int] = []
@@ -458,8 +471,8 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
     if name is None:
         return ReferenceAttribution(0, -1, 0, 0, 0, math.nan)
     if name == "repeated_suffix":
-        period, repetitions = _suffix_span([message_key(m) for m in thread], options)
-        start = n - period * repetitions
+        keys = [message_key(m) for m in thread]
+        start, period, repetitions = person_suffix_span(keys, *_suffix_span(keys, options))
     elif name == "repeated_activity_tail":
         start = n
         while start > 0 and parse_activity(thread[start - 1]) is not None:

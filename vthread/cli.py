@@ -7,9 +7,10 @@ ignored) — and writes one JSON line per input line, in input order::
 
     {"id": "t42", "file": "runs.jsonl", "line": 1, "verdict": "repeated_suffix",
      "loop_start": 12, "period": 2, "repetitions": 5, "loop_messages": 10,
-     "loop_tokens": 1234.0, "signature": "5ce85b8097e11323", "messages": 22}
+     "loop_tokens": 1234.0, "signature": "5ce85b8097e11323",
+     "excerpt": "read_file({\"path\":\"a.py\"}) | read_file(...) -> ...", "messages": 22}
 
-(the fields from ``verdict`` to ``signature`` are :meth:`vthread.ScanResult.record`'s).
+(the fields from ``verdict`` to ``excerpt`` are :meth:`vthread.ScanResult.record`'s).
 
 A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}``: not valid
 JSON (with the parser's message), not an array or an object with ``messages``, a message that
@@ -969,6 +970,8 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
                      "signature"):
             getattr(result, name)[looping] = getattr(costs, name)
+        for row, text in zip(looping, costs.excerpt, strict=True):
+            result.excerpt[row] = text
     counts = raw["message_counts"].tolist()
     codes = result.codes
     loops = codes > 0
@@ -1077,21 +1080,21 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
 
 
 def _verdict_texts(result: ScanResult) -> list[str]:
-    """Per row, the record's fields from "verdict" to "signature" as compact JSON text."""
+    """Per row, the record's fields from "verdict" to "excerpt" as compact JSON text."""
     names = [_dumps(name) for name in HEURISTIC_NAMES]
     tokens = result.loop_tokens.tolist()
     return [
         f'"verdict":{names[code - 1]},"loop_start":{start},"period":{period},'
         f'"repetitions":{copies},"loop_messages":{spent},'
         f'"loop_tokens":{"null" if cost != cost else _dumps(cost)},'
-        f'"signature":"{signature:016x}"'
+        f'"signature":"{signature:016x}","excerpt":{_dumps(excerpt)}'
         if code else
         f'"verdict":null,"loop_start":{start},"period":{period},"repetitions":{copies},'
-        f'"loop_messages":{spent},"loop_tokens":null,"signature":null'
-        for code, start, period, copies, spent, cost, signature in zip(
+        f'"loop_messages":{spent},"loop_tokens":null,"signature":null,"excerpt":null'
+        for code, start, period, copies, spent, cost, signature, excerpt in zip(
             result.codes.tolist(), result.loop_start.tolist(), result.period.tolist(),
             result.repetitions.tolist(), result.loop_messages.tolist(), tokens,
-            result.signature.tolist(), strict=True)
+            result.signature.tolist(), result.excerpt, strict=True)
     ]
 
 

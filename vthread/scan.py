@@ -20,6 +20,7 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
+from vthread._attribution import excerpt, person_span
 from vthread._heuristics import (
     ACTIVITY_TAIL,
     RESULT_RUN,
@@ -34,7 +35,7 @@ from vthread._heuristics import (
 from vthread._messages import ABSENT, Activity, parse_activity, usage_tokens
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
-from vthread.textrun import text_units
+from vthread.textrun import repeated_text_start, text_units
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -56,10 +57,17 @@ class ScanResult:
     ``period[i]`` the messages per repetition, ``repetitions[i]`` how many repetitions were
     seen, ``loop_messages[i]`` the messages from ``loop_start`` to the end of the thread and
     ``loop_tokens[i]`` the sum of their ``usage.tokens`` (NaN when none carries a usage),
-    and ``signature[i]`` a stable 64-bit fingerprint of what repeats (the block whatever its
+    ``signature[i]`` a stable 64-bit fingerprint of what repeats (the block whatever its
     phase, the set of tool signatures, the repeated result, the repeated sentences), so the
-    same loop can be counted across thousands of threads and across runs.
-    Progressing threads have -1, 0, 0, 0, NaN and 0.
+    same loop can be counted across thousands of threads and across runs, and
+    ``excerpt[i]`` one readable line of it (tool name and arguments, a result, the start of
+    the repeated text; at most 240 characters).
+    Progressing threads have -1, 0, 0, 0, NaN, 0 and None.
+
+    A repeated suffix is reported as a person counts it, not in the heuristic's own terms:
+    its smallest repeating block, starting at the first message that begins the repetition
+    (four identical calls are one message repeated four times from the first of them, where
+    the heuristic saw two copies of a two-message block). The verdict is unchanged.
     """
 
     names: list[str | None]
@@ -70,6 +78,7 @@ class ScanResult:
     loop_messages: npt.NDArray[np.int64]
     loop_tokens: npt.NDArray[np.float64]
     signature: npt.NDArray[np.uint64]
+    excerpt: list[str | None]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -85,6 +94,7 @@ class ScanResult:
             "loop_messages": int(self.loop_messages[index]),
             "loop_tokens": None if tokens != tokens else tokens,
             "signature": f"{int(self.signature[index]):016x}" if self.codes[index] else None,
+            "excerpt": self.excerpt[index],
         }
 
     @classmethod
@@ -101,6 +111,7 @@ class ScanResult:
             loop_messages=np.concatenate([p.loop_messages for p in parts]),
             loop_tokens=np.concatenate([p.loop_tokens for p in parts]),
             signature=np.concatenate([p.signature for p in parts]),
+            excerpt=[text for part in parts for text in part.excerpt],
         )
 
 
@@ -114,14 +125,16 @@ def _empty() -> ScanResult:
         loop_messages=np.zeros(0, np.int64),
         loop_tokens=np.zeros(0, np.float64),
         signature=np.zeros(0, np.uint64),
+        excerpt=[],
     )
 
 
 def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
     """Verdicts and loop spans of a batch from the core's columns alone: the whole decision.
 
-    ``signature`` is left 0 and ``loop_tokens`` NaN: both are read from the looping threads'
-    messages (:func:`_scan_batch` fills them in).
+    ``signature`` is left 0, ``excerpt`` None, ``loop_tokens`` NaN and a repeated suffix's
+    span in the heuristic's terms: all are read from the looping threads' messages
+    (:func:`_scan_batch` fills them in).
     """
     count = len(columns)
     codes = np.zeros(count, np.int8)
@@ -163,6 +176,7 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
         loop_messages=loop_messages.astype(np.int64),
         loop_tokens=np.full(count, np.nan),
         signature=np.zeros(count, np.uint64),
+        excerpt=[None] * count,
     )
 
 
@@ -170,16 +184,32 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
     result = verdicts(read_columns(threads, options), options)
     for thread in np.flatnonzero(result.codes).tolist():
         messages = threads[thread]
+        code = int(result.codes[thread])
+        if code == SUFFIX:
+            keys = [_message_key(m) for m in messages]
+            span = person_span(keys, int(result.period[thread]), int(result.repetitions[thread]))
+            result.loop_start[thread], result.period[thread], result.repetitions[thread] = span
+            result.loop_messages[thread] = len(messages) - span[0]
         begin = int(result.loop_start[thread])
-        result.signature[thread] = _signature(
-            messages, int(result.codes[thread]), begin, int(result.period[thread])
-        )
+        period = int(result.period[thread])
+        result.signature[thread] = _signature(messages, code, begin, period)
+        result.excerpt[thread] = excerpt(messages, HEURISTIC_NAMES[code - 1], begin, period,
+                                         _core_canonical, repeated_text_start)
         figures = _core.usage_figures(messages, begin)
         if figures is None:  # an integer figure beyond 64 bits: Python's own reading
             figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
         if figures:
             result.loop_tokens[thread] = math.fsum(figures)
     return result
+
+
+def _message_key(message: Mapping[str, Any]) -> bytes:
+    """A message's exact comparison key, (type, text, meta-or-absent) canonically encoded:
+    equal keys exactly when the suffix heuristic calls the messages equal."""
+    fields = [message.get("type"), message.get("text")]
+    if "meta" in message:
+        fields.append(message["meta"])
+    return _core.canonical(fields)
 
 
 def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int:

@@ -8,7 +8,7 @@ from typing import Final
 from vthread._jsvalue import JS_WHITESPACE, utf16_tail
 from vthread._options import TextRunOptions, text_run_options
 
-__all__ = ["TAIL_UNITS", "has_repeated_text_run", "text_units"]
+__all__ = ["TAIL_UNITS", "has_repeated_text_run", "repeated_text_start", "text_units"]
 
 TAIL_UNITS: Final = 4000
 """Only the last 4000 UTF-16 code units of a text are read, so the cost is bounded."""
@@ -27,11 +27,40 @@ def text_units(text: str) -> list[str]:
     """
     units = []
     for raw in _UNIT_SEPARATORS.split(utf16_tail(text, TAIL_UNITS)):
-        unit = _NOT_WORDLIKE.sub(" ", raw.lower())
-        unit = _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
+        unit = _normalised(raw)
         if unit:
             units.append(unit)
     return units
+
+
+def repeated_text_start(text: str) -> str | None:
+    """The text read from the first sentence-like unit that occurs again later, as written
+    (not normalised), or None when no unit repeats: the start of a runaway, for a person.
+
+    >>> repeated_text_start("Intro. Checking now. Checking now.")
+    ' Checking now. Checking now.'
+    """
+    tail = utf16_tail(text, TAIL_UNITS)
+    starts: dict[str, int] = {}
+    repeated: set[str] = set()
+    position = 0
+    for match in [*_UNIT_SEPARATORS.finditer(tail), None]:
+        end = match.start() if match is not None else len(tail)
+        unit = _normalised(tail[position:end])
+        if unit:
+            if unit in starts:
+                repeated.add(unit)
+            else:
+                starts[unit] = position
+        position = match.end() if match is not None else len(tail)
+    if not repeated:
+        return None
+    return tail[min(starts[unit] for unit in repeated):]
+
+
+def _normalised(raw: str) -> str:
+    unit = _NOT_WORDLIKE.sub(" ", raw.lower())
+    return _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
 
 
 def may_hold_units(text: object, min_units: int) -> bool:

@@ -1,0 +1,112 @@
+"""Loop attribution as a person counts it, and the excerpt of what repeats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vthread
+from vthread import _reference as ref
+from vthread._attribution import EXCERPT_CHARS, person_span, smallest_period
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "",
+            "meta": {"activity": {"type": "request",
+                                  "function": {"name": name, "arguments": arguments}}}}
+
+
+def _reply(name: str, result: Any, **arguments: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "",
+            "meta": {"activity": {"type": "response", "function": {
+                "name": name, "arguments": arguments, "result": result}}}}
+
+
+def _span(thread: list[dict[str, Any]]) -> tuple[int, int, int, int]:
+    result = vthread.scan([thread])
+    assert result.names == ["repeated_suffix"]
+    return (int(result.loop_start[0]), int(result.period[0]), int(result.repetitions[0]),
+            int(result.loop_messages[0]))
+
+
+def test_four_identical_calls_are_one_call_four_times() -> None:
+    """Four identical calls: period 1 x 4 from the first (the heuristic sees 2 x 2)."""
+    ask = {"type": "user", "text": "fix it"}
+    assert _span([ask] + [_call("ls", path=".")] * 4) == (1, 1, 4, 4)
+
+
+def test_five_identical_calls_start_at_the_first_copy() -> None:
+    """An odd count: the fifth, oldest copy is inside the loop too."""
+    ask = {"type": "user", "text": "fix it"}
+    assert _span([ask] + [_call("ls", path=".")] * 5) == (1, 1, 5, 5)
+
+
+def test_a_block_entered_mid_way_starts_where_the_repetition_starts() -> None:
+    """B C then (A B C) x 2: the repetition begins at B, with a 3-message block."""
+    a, b, c = ({"type": "bot", "text": t} for t in "abc")
+    x = {"type": "user", "text": "x"}
+    assert _span([x, b, c, a, b, c, a, b, c]) == (1, 3, 2, 8)
+
+
+def test_the_verdict_is_still_the_production_one() -> None:
+    """Only the span is restated: has_repeated_suffix and describe are untouched."""
+    thread = [{"type": "user", "text": "go"}] + [_call("ls")] * 4
+    assert vthread.describe_thread_cycle(thread) == "repeated_suffix"
+    assert vthread.scan([thread]).names == ["repeated_suffix"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from("ab"), max_size=12), st.lists(st.sampled_from("abc"),
+       min_size=1, max_size=4), st.integers(2, 5))
+def test_person_span_equals_the_brute_force_twin(head: list[str], block: list[str],
+                                                 copies: int) -> None:
+    """The KMP period and backward walk equal trying every period and every start."""
+    keys = head + block * copies
+    period = len(block)
+    assert person_span(keys, period, copies) == ref.person_suffix_span(keys, period, copies)
+    assert smallest_period(keys) == next(q for q in range(1, len(keys) + 1) if all(
+        keys[i] == keys[i + q] for i in range(len(keys) - q)))
+
+
+def test_excerpt_names_the_tool_and_arguments() -> None:
+    """A repeated call and its result read as name(arguments) -> result."""
+    thread = [{"type": "user", "text": "go"}] + [
+        _call("grep", pattern="TODO"), _reply("grep", "no matches", pattern="TODO")] * 3
+    record = vthread.scan([thread]).record(0)
+    assert record["excerpt"] == ('grep({"pattern":"TODO"}) | '
+                                 'grep({"pattern":"TODO"}) -> no matches')
+
+
+def test_excerpt_of_a_text_run_is_the_start_of_the_repeated_text() -> None:
+    """A runaway text: the excerpt starts at its first repeated sentence, as written."""
+    text = "Here is my plan. " + "I will check the status now. " * 12
+    record = vthread.scan([[{"type": "bot", "text": text}]]).record(0)
+    assert record["verdict"] == "repeated_message_text_run"
+    assert record["excerpt"].startswith("I will check the status now. I will check")
+    assert len(record["excerpt"]) <= EXCERPT_CHARS
+
+
+def test_excerpt_is_one_bounded_line() -> None:
+    """Huge, multi-line, non-JSON arguments still give one line of at most 240 characters."""
+    big = {"text": "line\n" * 10_000, "nan": float("nan")}
+    thread = [{"type": "user", "text": "go"}] + [_call("write", **big)] * 6
+    excerpt = vthread.scan([thread]).record(0)["excerpt"]
+    assert "\n" not in excerpt and len(excerpt) <= EXCERPT_CHARS
+    assert excerpt.startswith("write(")
+
+
+def test_excerpt_of_a_result_run_is_the_newest_result() -> None:
+    """Identical results with thinking between: the newest settled response."""
+    think = [{"type": "reasoning", "text": f"try {i}"} for i in range(3)]
+    done = _reply("pytest", "1 failed", path="tests")
+    thread = [think[0], done, think[1], done, think[2], done]
+    record = vthread.scan([thread]).record(0)
+    assert record["verdict"] == "repeated_result_run"
+    assert record["excerpt"] == 'pytest({"path":"tests"}) -> 1 failed'
+
+
+def test_healthy_threads_have_no_excerpt() -> None:
+    """No loop, no excerpt."""
+    assert vthread.scan([[{"type": "user", "text": "hi"}]]).record(0)["excerpt"] is None

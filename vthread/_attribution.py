@@ -1,0 +1,172 @@
+"""Where a loop starts as a person counts it, and a short readable excerpt of what repeats.
+
+The verdict is the production answer, but its spans are not how a person would describe the
+loop: the repeated-suffix heuristic tries blocks of at least ``min_pattern_length`` (2)
+messages and counts copies back from the end, so four identical calls read "period 2 x 2"
+and a fifth, older copy is left outside the loop. :func:`person_span` restates such a span
+as its smallest repeating block, extended back over every earlier message that continues
+the repetition. Messages are compared by their exact canonical keys, never by fingerprint,
+so a hash collision cannot move a loop's start.
+
+:func:`excerpt` renders the repeating content (tool name and arguments, a result, the start
+of a repeated text) in one line of at most :data:`EXCERPT_CHARS` characters, so a record
+says what the agent was stuck on without anyone opening the thread.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from vthread._messages import ABSENT, Activity, Message, parse_activity
+
+__all__ = ["EXCERPT_CHARS", "excerpt", "person_span", "smallest_period"]
+
+EXCERPT_CHARS: Final = 240
+"""An excerpt's length limit, in code points, its ellipsis included."""
+_PART_CHARS: Final = 100
+"""Each rendered message or payload is cut to this many code points first, so one long
+argument does not hide the rest of the block."""
+_SEPARATOR: Final = " | "
+_ELLIPSIS: Final = "…"
+_SPACES: Final = re.compile(r"\s+")
+
+
+def smallest_period(keys: Sequence[object]) -> int:
+    """The smallest ``q`` with ``keys[i] == keys[i + q]`` for every ``i`` (the
+    Knuth-Morris-Pratt failure function: O(n) comparisons of keys).
+
+    >>> smallest_period(["a", "b", "a", "b"]), smallest_period(["a", "b", "a"])
+    (2, 2)
+    """
+    n = len(keys)
+    if n == 0:
+        return 0
+    border = [0] * n
+    matched = 0
+    for i in range(1, n):
+        while matched and keys[i] != keys[matched]:
+            matched = border[matched - 1]
+        if keys[i] == keys[matched]:
+            matched += 1
+        border[i] = matched
+    return n - border[-1]
+
+
+def person_span(keys: Sequence[object], period: int, repetitions: int) -> tuple[int, int, int]:
+    """(loop_start, period, repetitions) of a repeated suffix as a person counts it.
+
+    ``keys`` are the thread's exact message keys and ``period`` x ``repetitions`` the
+    suffix the heuristic found (at least two copies). The block becomes the smallest period
+    of that suffix (it divides ``period``: a string with periods p and q and length at least
+    p + q has period gcd(p, q)), and the start moves back while the message before it equals
+    the one a block later. ``repetitions`` counts the whole blocks from the start; the last
+    block ends the thread. O(n).
+
+    >>> person_span(["x", "a", "a", "a", "a", "a"], 2, 2)
+    (1, 1, 5)
+    """
+    n = len(keys)
+    begin = n - period * repetitions
+    block = smallest_period(keys[begin:])
+    while begin > 0 and keys[begin - 1] == keys[begin - 1 + block]:
+        begin -= 1
+    return begin, block, (n - begin) // block
+
+
+# ------------------------------------------------------------------------------- excerpts
+
+
+def _one_line(text: str, limit: int = _PART_CHARS) -> str:
+    """``text`` with every whitespace run made one space, cut to ``limit`` code points."""
+    flat = _SPACES.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + _ELLIPSIS
+
+
+def _payload(value: Any, encode: Callable[[Any], str]) -> str:
+    """A tool payload as a person reads it: a string as itself, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        # Values JSON cannot write (NaN, cycles, deep nesting, non-JSON objects) read as the
+        # canonical encoding the comparison used.
+        return encode(value)
+
+
+def _call(name: str, arguments: Any, encode: Callable[[Any], str]) -> str:
+    if arguments is ABSENT:
+        return f"{name}()"
+    return f"{name}({_one_line(_payload(arguments, encode))})"
+
+
+def _activity_payloads(message: Message) -> tuple[Any, Any]:
+    """(arguments, result) of a well-formed activity message, ABSENT where missing."""
+    function = message["meta"]["activity"]["function"]
+    return function.get("arguments", ABSENT), function.get("result", ABSENT)
+
+
+def render_message(message: Message, encode: Callable[[Any], str]) -> str:
+    """One message in a few words: ``name(arguments)`` for a tool request, ``name(...) ->
+    result`` for its response, ``type: text`` otherwise."""
+    activity = parse_activity(message, encode)
+    if activity is not None:
+        arguments, result = _activity_payloads(message)
+        call = _call(activity.name, arguments, encode)
+        if activity.kind == "response" and result is not ABSENT:
+            return f"{call} -> {_one_line(_payload(result, encode))}"
+        return call
+    kind = message.get("type")
+    text = message.get("text")
+    label = kind if isinstance(kind, str) else "message"
+    return f"{label}: {_one_line(text)}" if isinstance(text, str) else label
+
+
+def _joined(parts: Sequence[str]) -> str:
+    text = _SEPARATOR.join(parts)
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + _ELLIPSIS
+
+
+def excerpt(
+    messages: Sequence[Message],
+    name: str,
+    begin: int,
+    period: int,
+    encode: Callable[[Any], str],
+    repeated_unit: Callable[[str], str | None],
+) -> str:
+    """A one-line rendering of what loops in ``messages`` under the verdict ``name``.
+
+    repeated_suffix: the block of ``period`` messages from ``begin``; repeated_activity_tail:
+    each distinct tool call of the tail, in order of first appearance; repeated_result_run:
+    the newest settled response; repeated_message_text_run: the first repeated sentence of
+    the message at ``begin`` (``repeated_unit`` finds it). ``encode`` writes a payload's
+    canonical text where JSON cannot. O(rendered messages).
+    """
+    if name == "repeated_suffix":
+        return _joined([render_message(m, encode) for m in messages[begin : begin + period]])
+    if name == "repeated_activity_tail":
+        seen: dict[Activity, str] = {}
+        for message in messages[begin:]:
+            activity = parse_activity(message, encode)
+            if activity is not None and activity.kind == "request":
+                seen.setdefault(activity, render_message(message, encode))
+        if not seen:  # a tail of responses only: show those
+            for message in messages[begin:]:
+                activity = parse_activity(message, encode)
+                if activity is not None:
+                    seen.setdefault(activity, render_message(message, encode))
+        return _joined(list(seen.values()))
+    if name == "repeated_result_run":
+        for message in reversed(messages):
+            activity = parse_activity(message, encode)
+            if (activity is not None and activity.kind == "response"
+                    and not activity.name.startswith("_") and activity.result != ABSENT):
+                return _joined([render_message(message, encode)])
+        raise AssertionError("the result run fired without a settled response")
+    text = messages[begin].get("text")
+    unit = repeated_unit(text) if isinstance(text, str) else None
+    return _joined([_one_line(unit if unit is not None else str(text))])
