@@ -17,6 +17,7 @@ import pytest
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from vthread import _reference, cli
 from vthread._options import cycle_options
+from vthread.adapters import to_native_with_sources
 from vthread.scan import HEURISTIC_NAMES, scan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -315,22 +316,45 @@ def test_provider_formats(format_: str, tmp_path: Path, threads: list[list[dict[
     got = records(out)
     for i, thread in enumerate(threads):
         bare = [{k: v for k, v in m.items() if k != "usage"} for m in thread]
-        assert core(got[i]) == expected(bare, i, str(path), i + 1)
+        native, sources = to_native_with_sources(encode(bare), format_)  # type: ignore[arg-type]
+        assert core(got[i]) == in_source_messages(
+            expected(native, i, str(path), i + 1), sources)
+        assert got[i]["verdict"] == expected(bare, i, str(path), i + 1)["verdict"]
     assert got[-1]["error"] == f"{format_} format: message 0 has no role"
+
+
+def in_source_messages(record: dict[str, Any], sources: list[int]) -> dict[str, Any]:
+    """A native record restated in source messages, ``sources[i]`` being the source message
+    of translated message ``i``: the start is the source of the loop's first message, message
+    counts are source counts, a block or spacing the source messages of one repetition."""
+    count = sources[-1] + 1 if sources else 0
+    out = {**record, "messages": count}
+    if record["verdict"] is None:
+        return out
+    start = sources[record["loop_start"]]
+    out["loop_start"], out["loop_messages"] = start, count - start
+    if record["verdict"] == "repeated_suffix":
+        out["period"] = len(set(sources[len(sources) - record["period"]:]))
+    elif record["verdict"] == "repeated_result_run":
+        out["period"] = max(1, round((count - start) / record["repetitions"]))
+    return out
 
 
 @pytest.mark.parametrize("format_", ["openai", "anthropic"])
 def test_bundled_format_samples_agree_with_native(format_: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bundled provider samples give the verdicts of the same native threads."""
+    """The bundled provider samples give the verdicts, repetitions, signatures and excerpts
+    of the same native threads, and count the file's own messages."""
     native = {r["id"]: r for r in records(run(["scan", "--sample", "-q"], monkeypatch)[1])}
     sample = SAMPLES / f"{format_}.jsonl"
     got = records(run(["scan", str(sample), "--format", format_, "-q"], monkeypatch)[1])
     assert len(got) == 30
-    fields = ["verdict", "loop_start", "period", "repetitions", "loop_messages", "messages"]
+    fields = ["verdict", "repetitions"]
     fields += [f for f in scan([[]]).record(0) if f not in KEYS]  # a loop signature, say
-    for record in got:
+    sizes = [len(json.loads(line)["messages"]) for line in sample.read_bytes().splitlines()]
+    for record, size in zip(got, sizes, strict=True):
         assert [record[f] for f in fields] == [native[record["id"]][f] for f in fields]
+        assert record["messages"] == size
 
 
 def test_bundled_sample_on_request(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -343,7 +343,7 @@ def test_real_tau_bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert code == 0 and "openai (detected" in err
     assert len(got) == len(runs) == 200 and not any("error" in r for r in got)
     assert [r["id"] for r in got] == [f"{r['task_id']}/{r['trial']}" for r in runs]
-    assert sum(r["messages"] for r in got) == sum(len(from_openai(r["traj"])) for r in runs)
+    assert [r["messages"] for r in got] == [len(r["traj"]) for r in runs]  # the file's own
     jsonl = write_jsonl(tmp_path / "tau.jsonl", [r["traj"] for r in runs])
     _, flat, _ = run(["scan", str(jsonl), "-q", "--format", "openai"], monkeypatch)
     assert [r["verdict"] for r in records(flat)] == [r["verdict"] for r in got]
@@ -380,6 +380,8 @@ def test_real_mini_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     got = records(out)
     assert code == 0 and "mini-swe-agent (detected" in err
     assert [r["id"] for r in got] == [r["instance_id"] for r in runs]
+    assert [r["messages"] for r in got] == [len(r["messages"]) for r in runs]  # the file's
+    assert all(0 <= r["loop_start"] < r["messages"] for r in got if r["verdict"])
     assert completion > 0 and f"of {completion:,}" in err
     # Read as a chat, repetition inside the environment's output (test logs, tree dumps)
     # looks like a text run; read as commands and their results, it is not.
@@ -477,3 +479,21 @@ def test_formats_doc_examples() -> None:
     assert mapped[1] == {"type": "reasoning", "text": "Look it up.", "usage": {"tokens": 31}}
     assert mapped[2:] == unpriced[1:]
     assert from_openai(mini["messages"])[2]["usage"] == {"tokens": 106}
+
+
+def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenAI run where each assistant turn (text + call) and its tool reply repeat: the
+    adapter makes three messages of each pair, the record counts the file's two."""
+    turn = {"role": "assistant", "content": "Checking.", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
+    reply = {"role": "tool", "tool_call_id": "c", "content": "a.py"}
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Fix it."}] + [turn, reply] * 4
+    path = write_jsonl(tmp_path / "run.jsonl", [{"id": "r", "messages": messages}])
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    (record,) = records(out)
+    assert code == 0 and record["verdict"] == "repeated_suffix"
+    assert (record["loop_start"], record["period"], record["repetitions"],
+            record["loop_messages"], record["messages"]) == (2, 2, 4, 8, 10)
+    assert record["excerpt"] == "bot: Checking. | ls({}) | ls({}) -> a.py"

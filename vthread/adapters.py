@@ -112,6 +112,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 __all__ = [
@@ -123,6 +124,7 @@ __all__ = [
     "from_openai",
     "from_responses",
     "to_native",
+    "to_native_with_sources",
 ]
 
 Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
@@ -163,6 +165,41 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dic
     if format == "native":
         return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+# Where each source message's translation ends in the output (len(out) after it), recorded
+# by _finish while to_native_with_sources runs: _finish is the one step every adapter takes
+# exactly once per source message, so no adapter has to carry the bookkeeping itself.
+_SOURCE_ENDS: ContextVar[list[int] | None] = ContextVar("_SOURCE_ENDS", default=None)
+
+
+def to_native_with_sources(
+    messages: Sequence[Mapping[str, Any]], format: Format
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """:func:`to_native` and, per native message, the index of the source message it came
+    from (non-decreasing; every source message yields at least one native message), so a
+    loop found in the translation can be reported in the file's own message numbers.
+
+    >>> to_native_with_sources([{"role": "assistant", "content": "Look.", "tool_calls": [
+    ...     {"id": "1", "function": {"name": "ls", "arguments": "{}"}}]},
+    ...     {"role": "tool", "tool_call_id": "1", "content": "a.py"}], "openai")[1]
+    [0, 0, 1]
+    """
+    if format == "native":
+        native = to_native(messages, format)
+        return native, list(range(len(native)))
+    ends: list[int] = []
+    token = _SOURCE_ENDS.set(ends)
+    try:
+        native = to_native(messages, format)
+    finally:
+        _SOURCE_ENDS.reset(token)
+    sources: list[int] = []
+    for index, end in enumerate(ends):
+        sources.extend([index] * (end - len(sources)))
+    if len(sources) != len(native):
+        raise AssertionError("an adapter did not finish every source message")
+    return native, sources
 
 
 # ------------------------------------------------------------------------------------ OpenAI
@@ -503,6 +540,9 @@ def _finish(
     """Keep the message visible (an empty text message if it yielded none), attach its usage."""
     if len(out) == first:
         out.append({"type": role_types.get(role, role), "text": ""})
+    ends = _SOURCE_ENDS.get()
+    if ends is not None:
+        ends.append(len(out))
     tokens = _usage_tokens(_usage(message))
     if tokens is not None:
         out[first]["usage"] = {"tokens": tokens}

@@ -18,17 +18,19 @@ is not an object (with its index), or what the ``--format`` adapter rejected. A 
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). Each file's message format is detected from its first thread
-with messages (:func:`vthread.adapters.detect_format`), a thread in no known format being a
-fatal error; ``--format`` overrides. Messages in another format than native are first
-translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
-translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
-progress bar (tqdm) while running, only when stderr is a terminal and the records go to a file
-or a pipe, never to that terminal. With no FILE, standard input is read when it is a pipe or a
-file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so) scans the bundled
-sample. An ``--output`` that is one of the inputs is refused before anything is opened for
-writing. A ``.gz`` that breaks off gives every line that decompressed its record, then one
-error record saying where and why (see :class:`_GzipStream`).
+(``line`` is its position). Each file's message format is detected from its first thread with
+messages (:func:`vthread.adapters.detect_format`), a thread in no known format being a fatal
+error; ``--format`` overrides. Messages in another format than native are first translated by
+:mod:`vthread.adapters`; the record still counts the file's own messages: ``messages`` is the
+run's message count, ``loop_start`` the file's message holding the loop's first translated
+message, ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
+:func:`_in_source_messages`). A summary table goes to stderr at the end (``--quiet`` drops
+it), and a progress bar (tqdm) while running, only when stderr is a terminal and the records
+go to a file or a pipe, never to that terminal. With no FILE, standard input is read when it
+is a pipe or a file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so)
+scans the bundled sample. An ``--output`` that is one of the inputs is refused before anything
+is opened for writing. A ``.gz`` that breaks off gives every line that decompressed its
+record, then one error record saying where and why (see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -83,7 +85,7 @@ from typing import Any, BinaryIO, Final, TextIO, cast
 import numpy as np
 
 from vthread import _core
-from vthread._heuristics import columns_of, core_options
+from vthread._heuristics import RESULT_RUN, SUFFIX, columns_of, core_options
 from vthread._options import cycle_options
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -1021,6 +1023,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
     suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
     items: list[tuple[Any, int] | _Bad] = []  # (id, message count) or why the line is bad
     threads: list[list[dict[str, Any]]] = []
+    # Per thread, the source message of each translated one (None: native, the identity).
+    sources: list[list[int] | None] = []
     figures: list[Any] = []
     fatal = None
     for index, line in enumerate(lines):
@@ -1032,12 +1036,19 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
                 break
             items.append(item)
             continue
-        ident, thread = item
-        items.append((ident, len(thread)))
+        ident, thread, origins = item
+        # Every source message yields a translated one, so the last source index counts them.
+        items.append((ident, origins[-1] + 1 if origins else len(thread)))
         threads.append(thread)
+        sources.append(origins)
     result, failed = _scan_threads(threads, task.options)
+    for row, origins in enumerate(sources):
+        if origins is not None and row not in failed:
+            _in_source_messages(result, row, origins)
+    counts = [entry[1] for entry in items if not isinstance(entry, _Bad)]
     if failed:
         threads = [t for row, t in enumerate(threads) if row not in failed]
+        counts = [c for row, c in enumerate(counts) if row not in failed]
     figures = _usage_figures(threads) if task.count_tokens else []
     scanned = np.ones(len(result), bool)
     scanned[list(failed)] = False
@@ -1048,7 +1059,7 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         lines=len(items),
         errors=len(items) - len(threads),
         verdicts=np.bincount(codes, minlength=len(HEURISTIC_NAMES) + 1).tolist(),
-        messages=sum(map(len, threads)),
+        messages=sum(counts),
         loop_messages=int(result.loop_messages[scanned][loops].sum()),
         tokens=tokens or 0.0,
         tokens_known=tokens is not None,
@@ -1115,11 +1126,32 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, separators=(",", ":"))
 
 
+def _in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:
+    """Row ``row``'s loop restated in the source file's messages, given the source message
+    of each translated one: ``loop_start`` is the source message holding the loop's first
+    translated message, ``loop_messages`` counts source messages from there to the end, and
+    a period that counts messages (a repeated suffix's block, a result run's spacing) counts
+    the source messages of one repetition. Repetitions, and an activity tail's period (a
+    number of distinct calls), are unchanged."""
+    code = int(result.codes[row])
+    if not code:
+        return
+    start = sources[int(result.loop_start[row])]
+    spanned = sources[-1] + 1 - start
+    result.loop_start[row] = start
+    result.loop_messages[row] = spanned
+    if code == SUFFIX:
+        result.period[row] = sources[-1] + 1 - sources[len(sources) - int(result.period[row])]
+    elif code == RESULT_RUN:
+        result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
+
+
 def _read_thread(
     line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
     id_key: str | None = None,
-) -> tuple[Any, list[Any]] | _Bad:
-    """(id, native messages) of one line, or why it is not a thread."""
+) -> tuple[Any, list[Any], list[int] | None] | _Bad:
+    """(id, native messages, the source message of each or None when the line is native)
+    of one line, or why it is not a thread."""
     value = _parse(line, suspect)
     return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key)
 
@@ -1181,8 +1213,9 @@ def _long_digit_lines(lines: list[bytes]) -> frozenset[int]:
 
 def _thread(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
-) -> tuple[Any, list[dict[str, Any]]] | _Bad:
-    """(id, native messages) of a parsed line, or why it is not a thread."""
+) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
+    """(id, native messages, their source messages or None) of a parsed line, or why it is
+    not a thread."""
     kind = type(value)
     if kind is list:
         ident, messages = None, value
@@ -1200,16 +1233,16 @@ def _thread(
         return _Bad(f'not a thread: {_json_type(value)}, not an array of messages or an '
                     f'object with "messages"')
     if format_ != "native":
-        from vthread.adapters import to_native
+        from vthread.adapters import to_native_with_sources
 
         try:
-            return ident, to_native(messages, format_)  # type: ignore[arg-type]
+            return (ident, *to_native_with_sources(messages, format_))  # type: ignore[arg-type]
         except ValueError as error:
             return _Bad(f"{format_} format: {error}")
     if messages and set(map(type, messages)) != {dict}:
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return _Bad(f"message {index} is not an object ({_json_type(messages[index])})")
-    return ident, messages
+    return ident, messages, None
 
 
 def _key_list(keys: tuple[str, ...]) -> str:
