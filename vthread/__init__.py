@@ -16,6 +16,7 @@ from vthread.guard import Guard, GuardReason
 from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
 from vthread.textrun import has_repeated_text_run
+from vthread.volatile import masked_thread
 
 __all__ = [
     "HEURISTIC_NAMES",
@@ -33,6 +34,7 @@ __all__ = [
     "has_repeated_text_run",
     "has_repeated_text_runs",
     "is_thread_cyclic",
+    "masked_thread",
     "message_fingerprint",
     "scan",
     "scan_texts",

@@ -94,6 +94,7 @@ from vthread.scan import (
     scan_validated,
     verdicts,
 )
+from vthread.volatile import masked_thread
 
 try:
     import orjson
@@ -240,6 +241,10 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--only-loops", action="store_true",
                        help="write only the records of threads that loop, and error records "
                        "(so no failure goes unseen); the summary still counts every line")
+    scan_.add_argument("--mask-volatile", action="store_true",
+                       help="compare messages with timestamps, UUIDs, long hex ids and "
+                       "durations masked, so polling that only sees the clock change is "
+                       "seen to loop (off: the production answers exactly)")
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards)")
     return parser
@@ -326,6 +331,8 @@ class _Task:
     id_key: str | None = None
     # Set (with no lines) for the error record of a gzip stream that broke off: the reason.
     broken: str | None = None
+    # Compare messages with their volatile values masked (read by Python, not the core).
+    mask_volatile: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +392,7 @@ def _scan_command(options: argparse.Namespace) -> int:
                        count_tokens=not options.quiet or bool(options.summary_file),
                        threads=max(1, jobs - 1),
                        messages_key=options.messages_key, id_key=options.id_key,
-                       detected=detected)
+                       detected=detected, mask_volatile=options.mask_volatile)
         first = next(tasks, None)
         if first is not None:
             tasks = chain([first], tasks)
@@ -747,6 +754,7 @@ def _tasks(
     messages_key: str | None = None,
     id_key: str | None = None,
     detected: list[tuple[str, str]] | None = None,
+    mask_volatile: bool = False,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first thread
@@ -771,7 +779,7 @@ def _tasks(
                     if detected is not None:
                         detected.append((label, file_format))
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, messages_key, id_key)
+                            threads, messages_key, id_key, mask_volatile=mask_volatile)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -931,7 +939,7 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
     """The core's columns of a native chunk (the GIL released while it reads), or None when
     some line needs Python's ``json``."""
-    if task.broken is not None:
+    if task.broken is not None or task.mask_volatile:
         return None
     if (task.format != "native" or task.messages_key is not None or task.id_key is not None
             or any(key in line for line in task.lines for key in _ID_KEY_BYTES)):
@@ -1041,7 +1049,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         items.append((ident, origins[-1] + 1 if origins else len(thread)))
         threads.append(thread)
         sources.append(origins)
-    result, failed = _scan_threads(threads, task.options)
+    result, failed = _scan_threads(
+        [masked_thread(t) for t in threads] if task.mask_volatile else threads, task.options)
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:
             _in_source_messages(result, row, origins)

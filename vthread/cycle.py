@@ -23,6 +23,7 @@ from vthread._heuristics import (
 )
 from vthread._options import CycleOptions, cycle_options, text_run_options
 from vthread.textrun import may_hold_units, runaway
+from vthread.volatile import volatile_masked
 
 _NAMES = ("repeated_suffix", "repeated_activity_tail", "repeated_result_run")
 
@@ -56,6 +57,7 @@ def has_repeated_suffix(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
 ) -> bool:
     """Whether the thread ends in ``min_repetitions`` back-to-back copies of a block.
 
@@ -70,6 +72,7 @@ def has_repeated_suffix(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    messages = volatile_masked(messages, mask_volatile)
     return bool(_columns(messages, options).suffix_period[0] > 0)
 
 
@@ -80,6 +83,7 @@ def has_repeated_activity_tail(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
 ) -> bool:
     """Whether the thread ends in tool calls re-treading a small set of signatures.
 
@@ -97,6 +101,7 @@ def has_repeated_activity_tail(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    messages = volatile_masked(messages, mask_volatile)
     return bool(activity_tail(_columns(messages, options)).collapsed[0])
 
 
@@ -107,6 +112,7 @@ def has_repeated_result_run(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
 ) -> bool:
     """Whether the newest ``min_result_repetitions`` (default 3) tool results are identical.
 
@@ -123,6 +129,7 @@ def has_repeated_result_run(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    messages = volatile_masked(messages, mask_volatile)
     return bool(result_run(_columns(messages, options), options.min_result_repetitions)[0])
 
 
@@ -133,6 +140,7 @@ def describe_thread_cycle(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
 ) -> str | None:
     """The name of the first heuristic that fires, or None while the thread progresses.
 
@@ -146,6 +154,7 @@ def describe_thread_cycle(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    messages = volatile_masked(messages, mask_volatile)
     try:
         code, texts = _core.describe_thread(messages, *core_options(options))
     except TypeError as error:
@@ -166,8 +175,15 @@ def is_thread_cyclic(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
 ) -> bool:
-    """Whether any heuristic considers the thread stuck."""
+    """Whether any heuristic considers the thread stuck.
+
+    Every cycle function takes ``mask_volatile=True`` to compare messages with their
+    timestamps, UUIDs, long hex ids and durations masked (:mod:`vthread.volatile`), so a
+    poll answered with a new clock reading each time is seen to loop. Off by default: the
+    answers are then exactly the production ones.
+    """
     return (
         describe_thread_cycle(
             messages,
@@ -175,6 +191,7 @@ def is_thread_cyclic(
             min_pattern_length=min_pattern_length,
             max_pattern_length=max_pattern_length,
             min_result_repetitions=min_result_repetitions,
+            mask_volatile=mask_volatile,
         )
         is not None
     )

@@ -36,6 +36,7 @@ from vthread._messages import ABSENT, Activity, parse_activity, usage_tokens
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units
+from vthread.volatile import volatile_masked
 
 HEURISTIC_NAMES: Final[tuple[str, ...]] = (
     "repeated_suffix",
@@ -313,6 +314,7 @@ def scan(
     min_pattern_length: float | None = None,
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
     jobs: int = 1,
 ) -> ScanResult:
     """Verdict and loop attribution for every thread: the bulk twin of describe_thread_cycle.
@@ -324,8 +326,10 @@ def scan(
     the batch over forked processes (where the platform can fork, and when the batch holds
     at least ``PARALLEL_MIN_MESSAGES`` messages: below that a pool costs more than it
     saves) and returns the identical result. A thread that is not a sequence of mappings
-    is a ``TypeError`` naming the thread and message index. O(total messages) at worst,
-    plus the candidates' confirmation; typically about half the messages are read.
+    is a ``TypeError`` naming the thread and message index. ``mask_volatile=True`` compares
+    messages with their volatile values masked (:mod:`vthread.volatile`), as the cycle
+    functions do; signatures and excerpts then show the placeholders. O(total messages) at
+    worst, plus the candidates' confirmation; typically about half the messages are read.
 
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
@@ -337,6 +341,9 @@ def scan(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     batch_threads = _thread_list(threads)
+    volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
+    if mask_volatile:
+        batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
     if (
         jobs > 1
         and len(batch_threads) >= 2 * jobs

@@ -1,0 +1,152 @@
+"""mask_volatile: polling loops that differ only by the clock, and healthy threads kept so."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import threads
+
+import vthread
+from vthread import cli
+from vthread.volatile import mask_text
+
+CYCLE_FUNCTIONS = ["has_repeated_suffix", "has_repeated_activity_tail",
+                   "has_repeated_result_run", "is_thread_cyclic", "describe_thread_cycle"]
+
+
+def _poll(index: int) -> list[dict[str, Any]]:
+    """One BashOutput poll of a background shell and its "running" answer at a new time."""
+    arguments = {"bash_id": "bash_7"}
+    result = (f"<status>running</status>\n<timestamp>2026-11-30T14:{index // 60:02d}:"
+              f"{index % 60:02d}.{index * 37 % 1000:03d}Z</timestamp>")
+    return [
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "request", "function": {"name": "BashOutput", "arguments": arguments}}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": "BashOutput", "arguments": arguments,
+                                             "result": result}}}},
+    ]
+
+
+POLLING = [{"type": "user", "text": "Run the full test suite."}] + [
+    m for i in range(283) for m in _poll(i * 4)]
+
+
+def test_polling_that_sees_only_the_clock_is_a_loop_when_masked() -> None:
+    """283 identical polls, each answered with a new timestamp: no heuristic fires
+    unmasked (every result differs); masked, the thread loops from the first poll."""
+    assert vthread.describe_thread_cycle(POLLING) is None
+    assert vthread.describe_thread_cycle(POLLING, mask_volatile=True) == "repeated_suffix"
+    record = vthread.scan([POLLING], mask_volatile=True).record(0)
+    assert (record["loop_start"], record["period"], record["repetitions"]) == (1, 2, 283)
+    assert "<time>" in record["excerpt"] and "BashOutput" in record["excerpt"]
+    assert vthread.scan([POLLING]).names == [None]
+
+
+def test_masking_does_not_touch_the_callers_thread() -> None:
+    """The masked copy is a copy: the thread given is unchanged."""
+    before = copy.deepcopy(POLLING)
+    vthread.scan([POLLING], mask_volatile=True)
+    vthread.is_thread_cyclic(POLLING, mask_volatile=True)
+    assert before == POLLING
+
+
+def _step(index: int, text: str) -> list[dict[str, Any]]:
+    arguments = {"path": f"src/part_{index}.py"}
+    return [
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "request", "function": {"name": "edit", "arguments": arguments}}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": "edit", "arguments": arguments,
+                                             "result": text}}}},
+    ]
+
+
+@pytest.mark.parametrize("result", [
+    "wrote {n} lines at 12:00:0{d}",               # counts change, the clock masked
+    "{n} passed, {d} failed in 0.{d}s",            # test results really change
+    "page {n} of 40, request id 9f86d081884c{d}",  # paging with an id masked
+])
+def test_healthy_threads_whose_numbers_really_change_stay_healthy(result: str) -> None:
+    """Progress with volatile values beside real numbers is still progress when masked."""
+    thread = [{"type": "user", "text": "Refactor the package."}]
+    for i in range(12):
+        thread += _step(i, result.format(n=i * 7 + 3, d=i % 10))
+    assert vthread.describe_thread_cycle(thread) is None
+    assert vthread.describe_thread_cycle(thread, mask_volatile=True) is None
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("at 2026-12-01T02:50:38.123Z", "at <time>"),
+    ("at 2026-12-01 02:50:38+01:00 ok", "at <time> ok"),
+    ("Tue Dec  1 02:50:38 UTC 2026", "Tue Dec  1 <time> UTC 2026"),
+    ("id 550e8400-e29b-41d4-a716-446655440000", "id <uuid>"),
+    ("commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", "commit <hex>"),
+    ("decade accede facade", "decade accede facade"),
+    ("epoch 1764556800 and 1764556800123", "epoch <epoch> and <epoch>"),
+    ("took 2m30s, then 12 seconds, then 350ms", "took <elapsed>, then <elapsed>, then <elapsed>"),
+    ("page 3 of 10, 120 lines, port 8080", "page 3 of 10, 120 lines, port 8080"),
+    ("\x1b[38;21m[+] Time elapsed: 0.0062 sec.\x1b[0m",
+     "\x1b[38;21m[+] Time elapsed: <elapsed>.\x1b[0m"),
+])
+def test_what_is_masked(text: str, masked: str) -> None:
+    """Each documented pattern, and numbers that are not volatile left alone."""
+    assert mask_text(text) == masked
+
+
+def test_time_named_keys_are_masked_whatever_their_value() -> None:
+    """A result object's time fields are masked; its other numbers kept."""
+    (message,) = vthread.masked_thread([{"type": "activity", "meta": {"r": {
+        "created_at": 1764556800, "elapsed": 12.5, "Timestamp": "now", "count": 3}}}])
+    assert message["meta"] == {"r": {"created_at": "<volatile>", "elapsed": "<volatile>",
+                                     "Timestamp": "<volatile>", "count": 3}}
+
+
+def test_mask_volatile_must_be_a_bool() -> None:
+    """A flag that is not a bool is a TypeError naming it, on every API."""
+    for name in CYCLE_FUNCTIONS:
+        with pytest.raises(TypeError, match="mask_volatile"):
+            getattr(vthread, name)([], mask_volatile="yes")
+    with pytest.raises(TypeError, match="mask_volatile"):
+        vthread.scan([], mask_volatile=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(threads())
+def test_masked_answers_are_the_answers_on_the_masked_copy(thread: list[Any]) -> None:
+    """mask_volatile=True is exactly the plain answer on masked_thread(thread), for every
+    cycle function and scan."""
+    masked = vthread.masked_thread(thread)
+    for name in CYCLE_FUNCTIONS:
+        function = getattr(vthread, name)
+        assert function(thread, mask_volatile=True) == function(masked), name
+    assert (vthread.scan([thread], mask_volatile=True).record(0)
+            == vthread.scan([masked]).record(0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_masking_is_idempotent(text: str) -> None:
+    """Masked text has nothing left to mask."""
+    once = mask_text(text)
+    assert mask_text(once) == once
+
+
+def test_cli_mask_volatile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--mask-volatile finds the polling loop the default scan does not."""
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "poll", "messages": POLLING}) + "\n")
+    assert cli.main(["scan", str(path), "-q"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert cli.main(["scan", str(path), "-q", "--mask-volatile"]) == 0
+    masked = json.loads(capsys.readouterr().out)
+    assert plain["verdict"] is None and masked["verdict"] == "repeated_suffix"
+    assert masked["messages"] == len(POLLING)
+    assert re.fullmatch(r"[0-9a-f]{16}", masked["signature"])

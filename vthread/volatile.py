@@ -1,0 +1,169 @@
+"""Loops that differ only in volatile values: a poll answered "running" with a new timestamp.
+
+An agent polling a background job gets a different answer every time only because the
+answer carries the clock: no heuristic sees the loop, because no two results are equal.
+:func:`masked_thread` copies a thread with the values that change by themselves masked, so
+the heuristics compare what the agent did and saw rather than when. It is opt-in
+(``mask_volatile=True`` on the cycle functions and :func:`vthread.scan`, ``--mask-volatile``
+on the command line); without it every answer is exactly the production one.
+
+What is masked, in every string of a message's ``text`` and ``meta`` (tool arguments and
+results included), each pattern replaced by its placeholder:
+
+============  =========================================================  =============
+placeholder   matches                                                    example
+============  =========================================================  =============
+``<uuid>``    a UUID                                                     ``0f8e…-…``
+``<time>``    an ISO 8601 date-time, or a time of day ``h:mm:ss[.f]``    ``12:04:59.3``
+``<epoch>``   a Unix time in seconds, ms, µs or ns (1 followed by 9,      ``1764556800``
+              12, 15 or 18 digits)
+``<hex>``     a run of 12 or more hex digits holding a digit (ids,        ``9f86d081884c``
+              hashes)
+``<elapsed>`` a duration: a number with a time unit (``ms``, ``s``,       ``3.2s``, ``2m30s``,
+              ``sec``, ``min``, ``h``, ...), or compound ``2m30s``, not   ``12 seconds``
+              right after ``[`` or ``;`` (terminal colour codes)
+============  =========================================================  =============
+
+and the value (a string or a number) of any object key that names a time: ``time``,
+``timestamp``, ``date``, ``datetime``, ``elapsed``, ``duration``, ``uptime``, ``created``,
+``updated``, ``started``, ``finished``, ``ended``, or a key ending in ``_at``, ``_time``,
+``_ms``, ``_ns``, ``_us``, ``_sec`` or ``_seconds`` (case-insensitive), becomes
+``<volatile>``. Counts, sizes, line numbers and other numbers are kept: a thread whose
+numbers really change still progresses.
+
+Every pattern is linear in the text (no quantified group can match the same characters two
+ways), so a hostile text cannot make masking slow.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = ["mask_text", "masked_thread", "volatile_masked"]
+
+VOLATILE: Final = "<volatile>"
+"""What the value of a time-naming key becomes."""
+
+_UNITS: Final = r"(?:ns|us|µs|ms|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)"
+# One pass over the text: at each word start that could begin a value (a hex character), the
+# first alternative that matches wins; the named group names the placeholder. Every
+# alternative is linear: no quantified group can match the same characters two ways (a unit
+# must follow each number of a compound duration, so it splits one way only).
+_VOLATILE_VALUE: Final = re.compile(
+    r"\b(?=[0-9a-fA-F])(?:"
+    r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
+    r"|(?P<time>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?(?!\w)|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)"
+    r"|(?P<epoch>1\d{9}(?:\d{3}){0,3}(?:\.\d+)?\b)"
+    # Not after "[" or ";": "\x1b[0m" and "\x1b[38;21m" are terminal colours, not minutes.
+    r"|(?<![\[;])(?P<elapsed>\d+(?:\.\d+)?(?:h|m|s|ms)(?:\d+(?:\.\d+)?(?:h|m|s|ms))+\b"
+    r"|\d+(?:\.\d+)? ?" + _UNITS + r"\b)"
+    r"|(?P<hex>[0-9a-fA-F]{12,}\b))"
+)
+_VOLATILE_KEYS: Final = frozenset({
+    "time", "timestamp", "date", "datetime", "elapsed", "duration", "uptime", "created",
+    "updated", "started", "finished", "ended",
+})
+_VOLATILE_SUFFIXES: Final = ("_at", "_time", "_ms", "_ns", "_us", "_sec", "_seconds")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    kind = match.lastgroup
+    # A hex run without a digit is a word made of a-f letters ("acceded"), not an id.
+    if kind == "hex" and not any(c.isdigit() for c in match.group()):
+        return match.group()
+    return f"<{kind}>"
+
+
+def mask_text(text: str) -> str:
+    """``text`` with its timestamps, UUIDs, Unix times, long hex ids and durations masked,
+    in one left-to-right pass. O(len(text)).
+
+    >>> mask_text("job 3f2a9c1e7b6d40aa running since 2026-12-01T02:50:38Z (12.5s)")
+    'job <hex> running since <time> (<elapsed>)'
+    """
+    return _VOLATILE_VALUE.sub(_placeholder, text)
+
+
+def _volatile_key(key: object) -> bool:
+    if not isinstance(key, str):
+        return False
+    folded = key.lower()
+    return folded in _VOLATILE_KEYS or folded.endswith(_VOLATILE_SUFFIXES)
+
+
+def _leaf(value: Any, under_volatile_key: bool) -> Any:
+    if isinstance(value, str):
+        return VOLATILE if under_volatile_key else mask_text(value)
+    if under_volatile_key and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return VOLATILE
+    return value
+
+
+def _masked_value(value: Any, under_volatile_key: bool = False) -> Any:
+    """A copy of ``value`` with every string masked and every time-named key's value made
+    :data:`VOLATILE`. Objects (any mapping) and lists are copied, iteratively, so nesting of
+    any depth is fine and a container reached twice (or inside itself) is copied once: the
+    copy has the same shape, cycles included. Other values are kept as they are."""
+    if not isinstance(value, (Mapping, list)):
+        return _leaf(value, under_volatile_key)
+    copies: dict[int, Any] = {}
+    keep_alive: list[Any] = []  # ids stay unique only while their objects live
+
+    def copy_of(container: Any) -> Any:
+        found = copies.get(id(container))
+        if found is None:
+            found = {} if isinstance(container, Mapping) else [None] * len(container)
+            copies[id(container)] = found
+            keep_alive.append(container)
+            pending.append((container, found))
+        return found
+
+    pending: list[tuple[Any, Any]] = []
+    root = copy_of(value)
+    while pending:
+        source, target = pending.pop()
+        entries = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, child in entries:
+            volatile = isinstance(source, Mapping) and _volatile_key(key)
+            target[key] = (copy_of(child) if isinstance(child, (Mapping, list))
+                           else _leaf(child, volatile))
+    return root
+
+
+def masked_thread(messages: Sequence[Any]) -> list[Any]:
+    """A copy of ``messages`` whose ``text`` and ``meta`` have volatile values masked (see
+    the module docstring); other fields (``type``, ``usage``, ...) are kept, and anything
+    that is not a mapping is passed through for the caller's checks to name. The input is
+    not modified. O(total size).
+
+    >>> poll = {"type": "bot", "text": "still running at 12:00:01", "usage": {"tokens": 3}}
+    >>> masked_thread([poll])
+    [{'type': 'bot', 'text': 'still running at <time>', 'usage': {'tokens': 3}}]
+    """
+    out: list[Any] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            out.append(message)
+            continue
+        copy = dict(message)
+        if isinstance(copy.get("text"), str):
+            copy["text"] = mask_text(copy["text"])
+        if "meta" in copy:
+            copy["meta"] = _masked_value(copy["meta"])
+        out.append(copy)
+    return out
+
+
+def volatile_masked(messages: Any, mask_volatile: bool) -> Any:
+    """``masked_thread(messages)`` when ``mask_volatile`` is True and ``messages`` is a
+    sequence, else ``messages`` untouched (a bad thread is then named by the usual checks);
+    a ``mask_volatile`` that is not a bool is a TypeError."""
+    if not isinstance(mask_volatile, bool):
+        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
+    if not mask_volatile or isinstance(messages, (str, bytes, Mapping)) or not isinstance(
+            messages, Sequence):
+        return messages
+    return masked_thread(messages)
