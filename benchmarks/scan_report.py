@@ -73,16 +73,17 @@ IN_PROCESS_CHUNK: Final = 5_000
 PROFILE_TOP: Final = 15
 TIMES: Final = "\u00d7"  # the multiplication sign, escaped for the linter (RUF001)
 
-#: ANCHORS.md (2026-11-30): production TypeScript under Node 20 and a plain scalar Python port,
-#: on a machine of this kind in another session; not measured here.
-ANCHORS: Final[dict[str, Any]] = {
-    "source": "ANCHORS.md 2026-11-30 (same machine kind, another session; not measured here)",
+#: Reference figures recorded 2026-11-30: the production TypeScript implementation under Node 20
+#: and a plain scalar Python port, on a machine of this kind in another session; not measured
+#: here (the production code is not part of this repository).
+RECORDED_PRODUCTION: Final[dict[str, Any]] = {
+    "source": "recorded 2026-11-30 (same machine kind, another session; not measured here)",
     "workload": "10,000 realistic threads, 644,692 messages, 96.5 MB JSONL",
     "production_parsed_median_s": 0.553,
     "production_end_to_end_s": 1.34,
     "python_port_parsed_s": 12.0,
     "production_vs_python_port_parsed": round(12.0 / 0.553, 2),
-    # ANCHORS: production end to end is about 9x the scalar port with stdlib json.
+    # Recorded: production end to end is about 9x the scalar port with stdlib json.
     "production_vs_python_port_end_to_end": 9.0,
 }
 
@@ -420,7 +421,8 @@ def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, fl
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
-    """Bar chart of speed-ups against the same-run baselines, ANCHORS as reference lines."""
+    """Bar chart of speed-ups against the same-run baselines, the recorded production figures
+    as reference lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -429,9 +431,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     rows, speedups, env = report["variants"], report["ratios"], report["machine"]
     panels = [
         ("parsed", "Already parsed\nvs scalar reference per thread",
-         ANCHORS["production_vs_python_port_parsed"], 100.0),
+         RECORDED_PRODUCTION["production_vs_python_port_parsed"], 100.0),
         ("end_to_end", "End to end from JSONL\nvs stdlib json + scalar reference",
-         ANCHORS["production_vs_python_port_end_to_end"], 30.0),
+         RECORDED_PRODUCTION["production_vs_python_port_end_to_end"], 30.0),
     ]
     figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True)
     for axis, (kind, title, anchor, goal) in zip(axes, panels, strict=True):
@@ -449,7 +451,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
         axis.axhline(1.0, color="black", linewidth=0.8)
         axis.axhline(anchor, color="#dd8452", linestyle="--",
                      label=f"production (Node 20) vs plain Python port: {anchor:.1f}{TIMES}\n"
-                           "(ANCHORS.md, another machine; not measured here)")
+                           "(recorded on another machine; not measured here)")
         axis.axhline(goal, color="#55a868", linestyle=":", label=f"target: {goal:.0f}{TIMES}")
         axis.set_xticks(range(len(keys)), labels, fontsize=8)
         axis.set_title(title, fontsize=10)
@@ -617,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "variants": rows,
         "ratios": speedups,
-        "anchors": ANCHORS,
+        "recorded_production": RECORDED_PRODUCTION,
     }
     report["hypotheses"] = hypotheses(rows, speedups, count)
     if not args.no_profile:

@@ -45,8 +45,8 @@ _BIG: Final = 1_700_000_000_000_000_000
 """A nanosecond timestamp: 19 digits, so a JSONL line holding it may hold an integer beyond
 64 bits as far as the CLI's digit scan can tell, and is parsed by the standard module."""
 _BIG_STEP: Final = 1_000
-"""Spacing of ``big_integers``' timestamps: integers beyond 2**53 compare as doubles (SPEC
-§1), and near 1.7e18 consecutive doubles are 256 apart, so a step of 1 would make runs of
+"""Spacing of ``big_integers``' timestamps: integers beyond 2**53 compare as doubles (as in
+JavaScript), and near 1.7e18 consecutive doubles are 256 apart, so a step of 1 would make runs of
 256 equal messages (a loop)."""
 
 

@@ -1,16 +1,17 @@
 """Realistic agent threads, generated deterministically, for benchmarks, samples and tests.
 
-Why it exists: the benchmark workload in ANCHORS.md (10,000 threads of 10-120 messages,
-≈650k messages, ≈90 MB of JSONL, ~15% ending in a loop) has to be reproducible on any machine
-without shipping 90 MB. Each thread is drawn from its own ``random.Random`` seeded with
-``(seed, index)``, so thread *i* is the same whatever ``count`` is asked for, and the output
-is byte-identical from run to run (whatever ``PYTHONHASHSEED``). Sizes are calibrated against
-ANCHORS.md: seed 0 and 10,000 threads give about 650k messages and 90 MB of compact JSONL, with
-most messages short and a few tool results of several kilobytes.
+Why it exists: the benchmark workload the production figures were measured on (10,000 threads
+of 10-120 messages, ≈650k messages, ≈90 MB of JSONL, ~15% ending in a loop) has to be
+reproducible on any machine without shipping 90 MB. Each thread is drawn from its own
+``random.Random`` seeded with ``(seed, index)``, so thread *i* is the same whatever ``count``
+is asked for, and the output is byte-identical from run to run (whatever ``PYTHONHASHSEED``).
+Sizes are calibrated against that workload: seed 0 and 10,000 threads give about 650k messages
+and 90 MB of compact JSONL, with most messages short and a few tool results of several
+kilobytes.
 
 A thread is a user turn followed by agent steps (optional reasoning, optional narration, one
 or two tool calls with their results) and a final answer, turn after turn. About
-``loop_share`` of threads end in a planted loop, one of the four kinds of SPEC §4, split
+``loop_share`` of threads end in a planted loop, one of the four heuristics' kinds, split
 evenly; each is built so that the scalar reference names exactly that kind (a verbatim block
 for ``repeated_suffix``; an activity tail whose call sequence never ends in a square for
 ``repeated_activity_tail``, so that the suffix check, which runs first, stays quiet; varying
@@ -100,7 +101,7 @@ CHATTY_TOOL_TURN_SHARE: Final = 0.2
 SHORT_SHARE: Final = 0.5
 #: Healthy threads that end in a look-alike of a loop.
 LOOKALIKE_ENDING_SHARE: Final = 0.35
-#: The reference's thresholds that planted loops must clear (SPEC §4).
+#: The heuristics' thresholds that planted loops must clear.
 ACTIVITY_TAIL_MIN_LENGTH: Final = 8
 TEXT_RUN_MIN_UNITS: Final = 8
 

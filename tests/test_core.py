@@ -84,7 +84,7 @@ for _ in range(10_050):
     ids=lambda value: type(value).__name__,
 )
 def test_core_canonical_edge_cases(value: Any) -> None:
-    """Every SPEC §1 edge case encodes as the Python twin encodes it."""
+    """Every JavaScript value-equality edge case encodes as the Python twin encodes it."""
     assert _core.canonical(value).decode("ascii") == _jsvalue._encode(value)
 
 
@@ -131,6 +131,6 @@ def test_screens_are_equal_for_javascript_equal_values(value: Any, data: Any) ->
     ("🎉", "\ud83c\udf89"), ([1, [2]], (1.0, (2,))), ({1, 2}, b"x"),
 ])
 def test_screen_edge_cases(left: Any, right: Any) -> None:
-    """SPEC §1's equal pairs screen alike."""
+    """The JavaScript-equal pairs screen alike."""
     assert _jsvalue.canonical(left) == _jsvalue.canonical(right)
     assert _core.screen(left) == _core.screen(right)

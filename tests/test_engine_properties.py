@@ -189,7 +189,7 @@ def _other(result: str) -> Activity:
 
 
 TAIL_BOUNDARIES = {
-    # Each tail turns on one condition of SPEC.md §4, so that a slip in either
+    # Each tail turns on one condition of the heuristics' rules, so that a slip in either
     # implementation on that condition shows here even when random tails rarely reach it.
     "4 requests with arguments, 4 results": ([_ask(), _other("a")] * 4, True),
     "3 requests with arguments": ([_ask(), _other("a")] * 3 + [_ask(ABSENT), _other("a")],

@@ -22,7 +22,7 @@ SHARED: Final = frozenset({
     "vthread._messages",  # what messages, activities and token figures are; the thresholds
     "vthread._options",  # option resolution, as production resolves them
     "vthread._jsvalue",  # JavaScript value semantics: canonical text, UTF-16 lengths
-    "vthread.textrun",  # the sentence units of a text (SPEC.md §5)
+    "vthread.textrun",  # the sentence units of a text (the text-run heuristic)
 })
 """What the reference may build on, directly or through each other: definitions, not the
 algorithms the property tests compare."""

@@ -1,6 +1,6 @@
 """Option resolution: a value that is not a finite number counts as unset, for every option.
 
-SPEC.md §4: None, NaN and ±infinity all mean "use the default"; an infinite
+The option rules: None, NaN and ±infinity all mean "use the default"; an infinite
 ``max_pattern_length`` is no cap at all, not a cap at ``min_pattern_length``. The same rule
 holds for the text-run (§5) and guard (§6) options, whose ratios also fall back to the
 default when not finite. Each check compares the answer for the non-finite value with the

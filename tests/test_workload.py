@@ -74,8 +74,8 @@ def test_sizes_in_range(planted: list[workload.PlantedThread]) -> None:
     assert 0.2 < kinds["activity"] / len(messages) < 0.5
 
 
-def test_bytes_per_message_match_the_anchor(planted: list[workload.PlantedThread]) -> None:
-    """About 138 bytes of compact JSON a message (ANCHORS: 652,855 messages in 90 MB)."""
+def test_bytes_per_message_match_the_workload(planted: list[workload.PlantedThread]) -> None:
+    """About 138 bytes of compact JSON a message (production workload: 652,855 in 90 MB)."""
     size = sum(len(json.dumps(t.messages, ensure_ascii=False, separators=(",", ":")).encode())
                for t in planted)
     per_message = size / sum(len(t.messages) for t in planted)
