@@ -26,7 +26,9 @@ pub mod unicode;
 mod unicode_tables;
 
 use numpy::IntoPyArray;
-use numpy::PyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
@@ -164,10 +166,71 @@ fn scan_lines<'py>(
         .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
         .collect::<PyResult<_>>()?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
-    let Some(chunk) = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?
-    else {
-        return Ok(None);
-    };
+    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?;
+    chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
+}
+
+/// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
+/// (an Arrow string column's data buffer, say): no Python object per row. A slice outside
+/// the buffer, or ends before starts, is a ValueError naming the row.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn scan_slices<'py>(
+    data: &Bound<'py, PyAny>,
+    starts: PyReadonlyArray1<'py, i64>,
+    ends: PyReadonlyArray1<'py, i64>,
+    min_repetitions: usize,
+    min_pattern_length: usize,
+    max_pattern_length: Option<usize>,
+    min_result_repetitions: usize,
+    count_tokens: bool,
+    threads: usize,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = data.py();
+    let options = scan_options(
+        min_repetitions,
+        min_pattern_length,
+        max_pattern_length,
+        min_result_repetitions,
+    );
+    let buffer = PyBuffer::<u8>::get(data)?;
+    if !buffer.readonly() || !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "data must be a read-only contiguous buffer (bytes, an Arrow buffer)",
+        ));
+    }
+    // SAFETY: the buffer is read-only and C-contiguous (checked above), and `buffer` keeps
+    // its exporter alive and the memory pinned until it is dropped at the end of this call;
+    // nothing can write to a read-only buffer meanwhile, GIL released or not.
+    let bytes: &[u8] =
+        unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) };
+    let (starts, ends) = (starts.as_slice()?, ends.as_slice()?);
+    if starts.len() != ends.len() {
+        return Err(PyValueError::new_err("starts and ends differ in length"));
+    }
+    let mut views: Vec<&[u8]> = Vec::with_capacity(starts.len());
+    for (row, (&start, &end)) in starts.iter().zip(ends).enumerate() {
+        let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
+            return Err(PyValueError::new_err(format!(
+                "row {row}: a negative offset"
+            )));
+        };
+        match bytes.get(start..end) {
+            Some(view) => views.push(view),
+            None => {
+                return Err(PyValueError::new_err(format!(
+                    "row {row}: slice {start}..{end} outside the buffer of {} bytes",
+                    bytes.len()
+                )))
+            }
+        }
+    }
+    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?;
+    chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
+}
+
+/// A chunk's columns, per-line id texts and message counts, and usage figures, for Python.
+fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bound<'py, PyDict>> {
     let out = columns_dict(py, chunk.columns)?;
     let ids: Vec<String> = chunk
         .lines
@@ -183,7 +246,7 @@ fn scan_lines<'py>(
     out.set_item("message_counts", counts.into_pyarray(py))?;
     out.set_item("figures", chunk.figures.into_pyarray(py))?;
     out.set_item("figures_odd", chunk.figures_odd)?;
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// `vthread.replay.has_repeated_text_runs` with resolved options (a ValueError otherwise): one
@@ -369,6 +432,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;

@@ -24,13 +24,14 @@ error; ``--format`` overrides. Messages in another format than native are first 
 :mod:`vthread.adapters`; the record still counts the file's own messages: ``messages`` is the
 run's message count, ``loop_start`` the file's message holding the loop's first translated
 message, ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
-:func:`_in_source_messages`). A summary table goes to stderr at the end (``--quiet`` drops
-it), and a progress bar (tqdm) while running, only when stderr is a terminal and the records
-go to a file or a pipe, never to that terminal. With no FILE, standard input is read when it
-is a pipe or a file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so)
-scans the bundled sample. An ``--output`` that is one of the inputs is refused before anything
-is opened for writing. A ``.gz`` that breaks off gives every line that decompressed its
-record, then one error record saying where and why (see :class:`_GzipStream`).
+:func:`vthread.documents.in_source_messages`). A summary table goes to stderr at the end
+(``--quiet`` drops it), and a progress bar (tqdm) while running, only when stderr is a
+terminal and the records go to a file or a pipe, never to that terminal. With no FILE,
+standard input is read when it is a pipe or a file; ``--sample`` (or a bare ``vthread scan``
+at a terminal, which says so) scans the bundled sample. An ``--output`` that is one of the
+inputs is refused before anything is opened for writing. A ``.gz`` that breaks off gives every
+line that decompressed its record, then one error record saying where and why (see
+:class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -85,8 +86,9 @@ from typing import Any, BinaryIO, Final, TextIO, cast
 import numpy as np
 
 from vthread import _core
-from vthread._heuristics import RESULT_RUN, SUFFIX, columns_of, core_options
+from vthread._heuristics import columns_of, core_options
 from vthread._options import cycle_options
+from vthread.documents import in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
     ScanResult,
@@ -124,8 +126,6 @@ PROGRESS_INTERVAL: Final = 0.2
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
-_JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
-                      float: "number", bool: "boolean", type(None): "null"}
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
@@ -1053,7 +1053,7 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         [masked_thread(t) for t in threads] if task.mask_volatile else threads, task.options)
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:
-            _in_source_messages(result, row, origins)
+            in_source_messages(result, row, origins)
     counts = [entry[1] for entry in items if not isinstance(entry, _Bad)]
     if failed:
         threads = [t for row, t in enumerate(threads) if row not in failed]
@@ -1135,26 +1135,6 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, separators=(",", ":"))
 
 
-def _in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:
-    """Row ``row``'s loop restated in the source file's messages, given the source message
-    of each translated one: ``loop_start`` is the source message holding the loop's first
-    translated message, ``loop_messages`` counts source messages from there to the end, and
-    a period that counts messages (a repeated suffix's block, a result run's spacing) counts
-    the source messages of one repetition. Repetitions, and an activity tail's period (a
-    number of distinct calls), are unchanged."""
-    code = int(result.codes[row])
-    if not code:
-        return
-    start = sources[int(result.loop_start[row])]
-    spanned = sources[-1] + 1 - start
-    result.loop_start[row] = start
-    result.loop_messages[row] = spanned
-    if code == SUFFIX:
-        result.period[row] = sources[-1] + 1 - sources[len(sources) - int(result.period[row])]
-    elif code == RESULT_RUN:
-        result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
-
-
 def _read_thread(
     line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
     id_key: str | None = None,
@@ -1225,43 +1205,10 @@ def _thread(
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
-    kind = type(value)
-    if kind is list:
-        ident, messages = None, value
-    elif kind is dict:
-        from vthread.documents import MESSAGES_KEYS, run_id
+    from vthread.documents import thread_of
 
-        keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
-        key = next((k for k in keys if k in value), None)
-        if key is None:
-            return _Bad(f"not a thread: an object without {_key_list(keys)}")
-        ident, messages = run_id(value, id_key), value[key]
-        if type(messages) is not list:
-            return _Bad(f'not a thread: "{key}" is {_json_type(messages)}, not an array')
-    else:
-        return _Bad(f'not a thread: {_json_type(value)}, not an array of messages or an '
-                    f'object with "messages"')
-    if format_ != "native":
-        from vthread.adapters import to_native_with_sources
-
-        try:
-            return (ident, *to_native_with_sources(messages, format_))  # type: ignore[arg-type]
-        except ValueError as error:
-            return _Bad(f"{format_} format: {error}")
-    if messages and set(map(type, messages)) != {dict}:
-        index = next(i for i, m in enumerate(messages) if type(m) is not dict)
-        return _Bad(f"message {index} is not an object ({_json_type(messages[index])})")
-    return ident, messages, None
-
-
-def _key_list(keys: tuple[str, ...]) -> str:
-    quoted = [_dumps(key) for key in keys]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-
-
-def _json_type(value: Any) -> str:
-    name = _JSON_TYPES.get(type(value), type(value).__name__)
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+    found = thread_of(value, format_, messages_key, id_key)
+    return _Bad(found) if isinstance(found, str) else found
 
 
 def _scan_threads(

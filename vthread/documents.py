@@ -28,11 +28,17 @@ names another (and then only that one is looked at), for formats not listed. The
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["DOCUMENT_SUFFIXES", "MESSAGES_KEYS", "run_format", "run_id", "run_messages",
-           "runs_of"]
+from vthread._heuristics import RESULT_RUN, SUFFIX
+
+if TYPE_CHECKING:
+    from vthread.scan import ScanResult
+
+__all__ = ["DOCUMENT_SUFFIXES", "MESSAGES_KEYS", "in_source_messages", "run_format", "run_id",
+           "run_messages", "runs_of", "thread_of"]
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")
 """Where known formats keep a run's messages, in the order they are looked for."""
@@ -40,6 +46,8 @@ DOCUMENT_SUFFIXES: Final = (".json", ".traj")
 """File name endings (before an optional ``.gz``) of files holding one JSON document."""
 _ID_KEYS: Final = ("id", "instance_id")
 _ABSENT: Final = object()
+_JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
+                      float: "number", bool: "boolean", type(None): "null"}
 
 
 def run_messages(run: Mapping[str, Any], messages_key: str | None = None) -> Any:
@@ -103,3 +111,71 @@ def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
                             and run_messages(first, messages_key) is not None):
             return list(document)
     return [document]
+
+
+def thread_of(
+    value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
+) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
+    """(id, native messages, the source message of each or None when ``value`` is native)
+    of one parsed run (a list of messages or an object holding them), or why it is not one.
+
+    >>> thread_of({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
+    ('r1', [{'type': 'user', 'text': 'hi'}], None)
+    >>> thread_of(7, "native")
+    'not a thread: a number, not an array of messages or an object with "messages"'
+    """
+    kind = type(value)
+    if kind is list:
+        ident, messages = None, value
+    elif kind is dict:
+        keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+        key = next((k for k in keys if k in value), None)
+        if key is None:
+            return f"not a thread: an object without {_key_list(keys)}"
+        ident, messages = run_id(value, id_key), value[key]
+        if type(messages) is not list:
+            return f'not a thread: "{key}" is {_json_type(messages)}, not an array'
+    else:
+        return (f'not a thread: {_json_type(value)}, not an array of messages or an object '
+                f'with "messages"')
+    if format_ != "native":
+        from vthread.adapters import to_native_with_sources
+
+        try:
+            return (ident, *to_native_with_sources(messages, format_))  # type: ignore[arg-type]
+        except ValueError as error:
+            return f"{format_} format: {error}"
+    if messages and set(map(type, messages)) != {dict}:
+        index = next(i for i, m in enumerate(messages) if type(m) is not dict)
+        return f"message {index} is not an object ({_json_type(messages[index])})"
+    return ident, messages, None
+
+
+def _key_list(keys: tuple[str, ...]) -> str:
+    quoted = [json.dumps(key) for key in keys]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _json_type(value: Any) -> str:
+    name = _JSON_TYPES.get(type(value), type(value).__name__)
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:
+    """Row ``row``'s loop restated in the source file's messages, given the source message
+    of each translated one: ``loop_start`` is the source message holding the loop's first
+    translated message, ``loop_messages`` counts source messages from there to the end, and
+    a period that counts messages (a repeated suffix's block, a result run's spacing) counts
+    the source messages of one repetition. Repetitions, and an activity tail's period (a
+    number of distinct calls), are unchanged."""
+    code = int(result.codes[row])
+    if not code:
+        return
+    start = sources[int(result.loop_start[row])]
+    spanned = sources[-1] + 1 - start
+    result.loop_start[row] = start
+    result.loop_messages[row] = spanned
+    if code == SUFFIX:
+        result.period[row] = sources[-1] + 1 - sources[len(sources) - int(result.period[row])]
+    elif code == RESULT_RUN:
+        result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
