@@ -194,16 +194,23 @@ fn scan_slices<'py>(
         min_result_repetitions,
     );
     let buffer = PyBuffer::<u8>::get(data)?;
-    if !buffer.readonly() || !buffer.is_c_contiguous() {
+    if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err(
-            "data must be a read-only contiguous buffer (bytes, an Arrow buffer)",
+            "data must be a contiguous buffer (bytes, an Arrow buffer)",
         ));
     }
-    // SAFETY: the buffer is read-only and C-contiguous (checked above), and `buffer` keeps
-    // its exporter alive and the memory pinned until it is dropped at the end of this call;
-    // nothing can write to a read-only buffer meanwhile, GIL released or not.
-    let bytes: &[u8] =
-        unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) };
+    // A writable buffer (Arrow exports its buffers writable) is copied, once, whole: another
+    // Python thread could write to it while the rows are read with the GIL released.
+    let copied: Vec<u8>;
+    let bytes: &[u8] = if buffer.readonly() {
+        // SAFETY: the buffer is read-only and C-contiguous (checked above), and `buffer`
+        // keeps its exporter alive and the memory pinned until it is dropped at the end of
+        // this call; nothing can write to a read-only buffer meanwhile, GIL released or not.
+        unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) }
+    } else {
+        copied = buffer.to_vec(py)?;
+        &copied
+    };
     let (starts, ends) = (starts.as_slice()?, ends.as_slice()?);
     if starts.len() != ends.len() {
         return Err(PyValueError::new_err("starts and ends differ in length"));

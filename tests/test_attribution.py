@@ -110,3 +110,12 @@ def test_excerpt_of_a_result_run_is_the_newest_result() -> None:
 def test_healthy_threads_have_no_excerpt() -> None:
     """No loop, no excerpt."""
     assert vthread.scan([[{"type": "user", "text": "hi"}]]).record(0)["excerpt"] is None
+
+
+def test_excerpt_is_valid_unicode() -> None:
+    """A lone surrogate in the loop reads as U+FFFD; a pair as its character."""
+    thread = [{"type": "user", "text": "go"}] + [
+        {"type": "bot", "text": "\ud800 and \ud83c\udf89"}] * 4
+    excerpt = vthread.scan([thread]).record(0)["excerpt"]
+    assert excerpt == "bot: \ufffd and \U0001f389"
+    excerpt.encode("utf-8")

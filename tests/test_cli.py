@@ -577,9 +577,11 @@ def test_broken_pipe_is_quiet(tmp_path: Path) -> None:
 
 
 def test_import_vthread_stays_light() -> None:
-    """import vthread loads neither the CLI nor orjson."""
-    code = ("import sys, vthread; "
-            "assert 'vthread.cli' not in sys.modules and 'orjson' not in sys.modules")
+    """import vthread loads neither the CLI nor any optional library (orjson, tqdm, pyarrow,
+    ray, inspect_ai), even with scan_arrow exported."""
+    code = ("import sys, vthread; vthread.scan_arrow; "
+            "heavy = {'vthread.cli', 'orjson', 'tqdm', 'pyarrow', 'ray', 'inspect_ai'}; "
+            "assert not heavy & set(sys.modules), heavy & set(sys.modules)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
 

@@ -3,6 +3,7 @@
 This is the public API.
 """
 
+from vthread.arrow import scan_arrow
 from vthread.build import BuildResult, build_thread
 from vthread.cycle import (
     describe_thread_cycle,
@@ -37,5 +38,6 @@ __all__ = [
     "masked_thread",
     "message_fingerprint",
     "scan",
+    "scan_arrow",
     "scan_texts",
 ]

@@ -127,7 +127,11 @@ def render_message(message: Message, encode: Callable[[Any], str]) -> str:
 
 def _joined(parts: Sequence[str]) -> str:
     text = _SEPARATOR.join(parts)
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + _ELLIPSIS
+    if len(text) > EXCERPT_CHARS:
+        text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
+    # An excerpt is for reading and goes into UTF-8 files and Arrow strings: a surrogate pair
+    # becomes its character, a lone surrogate U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def excerpt(

@@ -35,6 +35,20 @@ def scan_lines(
     """Columns of native-format JSONL lines plus ``id_texts``, ``message_counts``,
     ``figures`` and ``figures_odd``; None when some line needs Python's json."""
 
+def scan_slices(
+    data: Any,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    min_repetitions: int,
+    min_pattern_length: int,
+    max_pattern_length: int | None,
+    min_result_repetitions: int,
+    count_tokens: bool,
+    threads: int,
+) -> dict[str, Any] | None:
+    """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
+    Arrow string column's data), no Python object per row; ValueError for a bad slice."""
+
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
 

@@ -1,0 +1,177 @@
+"""scan_arrow: a table of runs in, a table of verdicts out, equal to scan and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import threads
+
+from benchmarks.workload import generate_threads, to_openai
+from vthread import arrow, cli, scan
+
+pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
+
+FIELDS = ["verdict", "loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
+          "signature", "excerpt", "messages"]
+
+
+def _json_column(runs: list[Any], kind: Any = None) -> Any:
+    return pa.array([None if run is None else json.dumps(run) for run in runs],
+                    type=kind or pa.string())
+
+
+def _expected(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """What scan() says of each run, as the result table's fields."""
+    result = scan(runs)
+    rows = []
+    for index, run in enumerate(runs):
+        record = result.record(index)
+        rows.append({**{name: record[name] for name in FIELDS[:-1]}, "messages": len(run)})
+    return rows
+
+
+def _rows(table: Any, fields: list[str] = FIELDS) -> list[dict[str, Any]]:
+    columns = {name: table.column(name).to_pylist() for name in fields}
+    return [{name: columns[name][row] for name in fields} for row in range(table.num_rows)]
+
+
+def test_json_column_equals_scan_and_the_cli(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """300 workload runs as JSON text: the core's reading equals scan() and the CLI's records."""
+    runs = generate_threads(300, seed=3)
+    table = pa.table({"run_id": [f"r{i}" for i in range(len(runs))],
+                      "messages": _json_column(runs)})
+    got = arrow.scan_arrow(table, id="run_id")
+    assert got.column_names == ["run_id", *arrow.RESULT_FIELDS]
+    assert got.column("run_id").to_pylist() == [f"r{i}" for i in range(len(runs))]
+    assert _rows(got) == _expected(runs)
+    assert got.column("error").null_count == len(runs)
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    assert cli.main(["scan", str(path), "-q"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert _rows(got) == [{name: record[name] for name in FIELDS} for record in records]
+    assert sum(v is not None for v in got.column("verdict").to_pylist()) > 10
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(max_size=16), max_size=12))
+def test_core_reading_equals_python_reading(runs: list[list[dict[str, Any]]]) -> None:
+    """The buffer path and the Python-object path give the same table, row for row."""
+    try:
+        texts = [json.dumps(run, allow_nan=False) for run in runs]
+    except ValueError:
+        return  # NaN has no JSON text: such runs cannot be in a JSON column
+    table = pa.table({"messages": pa.array(texts, type=pa.string())})
+    fast = arrow.scan_arrow(table, format="native")
+    slow = pa.table({name: arrow._scan_in_python(
+        [json.loads(t) for t in texts], "native", dict.fromkeys(
+            ["min_repetitions", "min_pattern_length", "max_pattern_length",
+             "min_result_repetitions"]), False)[name] for name in arrow.RESULT_FIELDS})
+    assert _rows(fast, list(arrow.RESULT_FIELDS)) == _rows(slow, list(arrow.RESULT_FIELDS))
+
+
+def test_bad_rows_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Null, invalid JSON and non-run rows get an error each, in place; none is dropped,
+    in slices small enough that every slice boundary is crossed."""
+    monkeypatch.setattr(arrow, "ROWS_PER_SLICE", 3)
+    runs = generate_threads(10, seed=5)
+    texts: list[str | None] = [json.dumps(run) for run in runs]
+    texts[2] = None
+    texts[4] = "{not json"
+    texts[7] = "42"
+    got = arrow.scan_arrow(pa.table({"messages": pa.array(texts)}))
+    errors = got.column("error").to_pylist()
+    assert errors[2] == "messages is null"
+    assert errors[4].startswith("not valid JSON")
+    assert errors[7].startswith("not a thread: a number")
+    assert [e is None for e in errors] == [t not in (2, 4, 7) for t in range(10)]
+    good = [i for i in range(10) if errors[i] is None]
+    assert [_rows(got)[i] for i in good] == _expected([runs[i] for i in good])
+    assert all(got.column("verdict")[i].as_py() is None for i in (2, 4, 7))
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "binary", "large_binary",
+                                  "string_view"])
+def test_every_text_type_and_a_sliced_table(kind: str) -> None:
+    """Offsets of every width, and a table that starts mid-buffer, read the right rows."""
+    runs = generate_threads(40, seed=7)
+    column = _json_column(runs, getattr(pa, kind)())
+    table = pa.table({"messages": column}).slice(5, 30)
+    assert _rows(arrow.scan_arrow(table)) == _expected(runs[5:35])
+
+
+def test_chunked_columns_and_record_batches() -> None:
+    """A column of several chunks, a RecordBatch and a C-stream exporter answer alike."""
+    runs = generate_threads(30, seed=9)
+    chunked = pa.table({"messages": pa.chunked_array(
+        [_json_column(runs[:10]), _json_column(runs[10:])])})
+    want = _expected(runs)
+    assert _rows(arrow.scan_arrow(chunked)) == want
+    batch = pa.RecordBatch.from_pydict({"messages": _json_column(runs)})
+    assert _rows(arrow.scan_arrow(batch)) == want
+
+    class Exporter:  # what polars and DuckDB hand over
+        def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+            return chunked.__arrow_c_stream__(requested_schema)
+
+    assert _rows(arrow.scan_arrow(Exporter())) == want
+
+
+def test_struct_column_reads_null_fields_as_absent() -> None:
+    """A list<struct> column: each run's messages as objects, null fields dropped."""
+    runs = [[{"type": "user", "text": "go"}] + [
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "request", "function": {"name": "ls", "arguments": '{"path": "."}'}}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": "ls", "arguments": '{"path": "."}',
+                                             "result": "a.py"}}}}] * 3,
+            [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]]
+    column = pa.array(runs)  # the second run's structs get a null "meta"
+    got = arrow.scan_arrow(pa.table({"messages": column}))
+    assert _rows(got) == _expected(runs)
+    assert got.column("verdict").to_pylist()[0] == "repeated_suffix"
+
+
+def test_other_formats_are_detected_and_counted_in_their_own_messages() -> None:
+    """OpenAI runs: detected, verdicts as for the native runs, messages counted as written."""
+    runs = generate_threads(40, seed=11)
+    openai = [to_openai(run) for run in runs]
+    got = arrow.scan_arrow(pa.table({"messages": _json_column(openai)}))
+    assert got.column("verdict").to_pylist() == scan(runs).names
+    assert got.column("messages").to_pylist() == [len(run) for run in openai]
+
+
+def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
+    """Mixed formats name the rows; a missing column names the columns there are."""
+    native = json.dumps([{"type": "user", "text": "hi"}])
+    openai = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
+    table = pa.table({"messages": [native, openai]})
+    with pytest.raises(ValueError, match=r"native \(row 0\), openai \(row 1\)"):
+        arrow.scan_arrow(table)
+    assert arrow.scan_arrow(table, format="native").num_rows == 2
+    with pytest.raises(ValueError, match="no column 'runs'; the table has messages"):
+        arrow.scan_arrow(table, messages="runs")
+    with pytest.raises(ValueError, match="format must be"):
+        arrow.scan_arrow(table, format="xml")
+    with pytest.raises(TypeError, match="pyarrow Table"):
+        arrow.scan_arrow([native])
+    with pytest.raises(TypeError, match="mask_volatile"):
+        arrow.scan_arrow(table, mask_volatile="yes")
+
+
+def test_mask_volatile_and_options_reach_the_scan() -> None:
+    """Options and mask_volatile give scan()'s answers for the same keywords."""
+    runs = generate_threads(60, seed=13)
+    table = pa.table({"messages": _json_column(runs)})
+    got = arrow.scan_arrow(table, min_repetitions=3, mask_volatile=True)
+    assert got.column("verdict").to_pylist() == scan(
+        runs, min_repetitions=3, mask_volatile=True).names
+    tokens = got.column("loop_tokens").to_pylist()
+    assert all(t is None or (isinstance(t, float) and not math.isnan(t)) for t in tokens)

@@ -1,0 +1,350 @@
+"""Arrow in and out: verdicts for a table of runs, one row per run, in the table's order.
+
+Evaluation data lives in Parquet and moves between Ray Data, Spark, DuckDB, polars and
+Hugging Face ``datasets`` as Apache Arrow. :func:`scan_arrow` takes such a table and returns
+the verdicts as another, so none of those tools has to loop over rows in Python.
+
+A messages column of JSON text (``string``, ``large_string``, ``binary``) in the native
+format is read by the compiled core straight from the column's data buffer: each row is a
+slice of it, parsed and judged with the GIL released, and only the looping rows are parsed
+again in Python for their signature, excerpt and token cost. A column of lists of structs,
+another format, ``mask_volatile=True`` or a row the core declines is read through Python
+objects, with the same answers. pyarrow is imported only when this module's functions run
+(``pip install 'vthread[arrow]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from vthread._heuristics import columns_of, core_options
+from vthread._options import cycle_options
+from vthread.adapters import FORMATS, detect_format
+from vthread.documents import in_source_messages, run_format, run_messages, thread_of
+from vthread.scan import HEURISTIC_NAMES, ScanResult, scan_validated, verdicts
+from vthread.volatile import masked_thread
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["RESULT_FIELDS", "scan_arrow"]
+
+RESULT_FIELDS: Final = ("verdict", "loop_start", "period", "repetitions", "loop_messages",
+                        "loop_tokens", "signature", "excerpt", "messages", "error")
+"""The columns :func:`scan_arrow` adds, after the id column when one is asked for: the
+fields of a ``vthread scan`` record, ``messages`` the run's message count and ``error`` why
+a row is not a run (null when it is; the other fields are then null)."""
+
+ROWS_PER_SLICE: Final = 4096
+"""Rows read per call into the core (or parsed in Python): bounds the memory of one step."""
+_DETECT_ROWS: Final = 16
+"""Rows whose messages are looked at to detect the format when ``format="auto"``."""
+_TEXT_TYPES: Final = ("string", "large_string", "binary", "large_binary", "string_view",
+                      "binary_view")
+
+
+def scan_arrow(
+    data: Any,
+    *,
+    messages: str = "messages",
+    id: str | None = None,
+    format: str = "auto",
+    min_repetitions: float | None = None,
+    min_pattern_length: float | None = None,
+    max_pattern_length: float | None = None,
+    min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
+) -> pa.Table:
+    """Verdicts for every row of ``data``, a table whose ``messages`` column holds runs.
+
+    ``data`` is a pyarrow ``Table`` or ``RecordBatch``, or anything exporting the Arrow C
+    stream interface (a polars DataFrame, a DuckDB result). Each row's messages are a JSON
+    text (an array of messages, or a run object holding them, as a ``vthread scan`` line)
+    or a list of message structs (a null struct field reads as absent: Arrow cannot tell
+    the two apart). ``format`` is one of ``"auto"`` (detected from the first rows, which
+    must agree) and :data:`vthread.adapters.FORMATS`. The result has one row per input row,
+    in order: the ``id`` column when asked for, then :data:`RESULT_FIELDS`. A row that is
+    not a run gets its ``error`` and is never dropped. The answers are
+    :func:`vthread.scan`'s, with loops of translated formats counted in the source's
+    messages. O(total size).
+
+    >>> import pyarrow as pa
+    >>> ask = '{"type":"user","text":"hi"}'
+    >>> runs = [f"[{ask}]", "[" + ",".join([ask] * 4) + "]"]
+    >>> table = pa.table({"run": ["r1", "r2"], "messages": runs})
+    >>> scan_arrow(table, id="run").column("verdict").to_pylist()
+    [None, 'repeated_suffix']
+    """
+    import pyarrow as pa
+
+    table = _as_table(data)
+    column = _column(table, messages)
+    keywords = {"min_repetitions": min_repetitions, "min_pattern_length": min_pattern_length,
+                "max_pattern_length": max_pattern_length,
+                "min_result_repetitions": min_result_repetitions}
+    cycle_options(**keywords)  # a bad option is an error before any row is read
+    if not isinstance(mask_volatile, bool):
+        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
+                         f"got {format!r}")
+    chosen = _detect(column) if format == "auto" else format
+    rows: list[dict[str, list[Any]]] = []
+    for piece in _slices(column):
+        rows.append(_scan_slice(piece, chosen, keywords, mask_volatile))
+    fields: dict[str, Any] = {}
+    if id is not None:
+        fields[id] = _column(table, id)
+    for name, kind in _result_types().items():
+        fields[name] = pa.array([v for part in rows for v in part[name]], type=kind())
+    return pa.table(fields)
+
+
+# ------------------------------------------------------------------------------ the table
+
+
+def _as_table(data: Any) -> pa.Table:
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return pa.table(data)
+    raise TypeError("data must be a pyarrow Table or RecordBatch, or export the Arrow C "
+                    f"stream interface; got {type(data).__name__}")
+
+
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    if not isinstance(name, str):
+        raise TypeError(f"column names are strings, got {type(name).__name__}")
+    if name not in table.column_names:
+        raise ValueError(f"no column {name!r}; the table has {', '.join(table.column_names)}")
+    return table.column(name)
+
+
+def _slices(column: pa.ChunkedArray) -> Iterator[pa.Array]:
+    for chunk in column.chunks:
+        for begin in range(0, len(chunk), ROWS_PER_SLICE):
+            yield chunk.slice(begin, ROWS_PER_SLICE)
+
+
+def _is_text(array: pa.Array) -> bool:
+    return str(array.type) in _TEXT_TYPES
+
+
+# ---------------------------------------------------------------------------- the formats
+
+
+def _detect(column: pa.ChunkedArray) -> str:
+    """The format of the first rows with messages, which must all agree."""
+    found: dict[str, int] = {}
+    row = 0
+    looked = 0
+    for piece in _slices(column):
+        for value in _python_values(piece):
+            if looked >= _DETECT_ROWS:
+                break
+            run = value if isinstance(value, (list, dict)) else None
+            listed = run_messages(run) if isinstance(run, dict) else run
+            if isinstance(listed, list) and listed:
+                declared = run_format(run) if isinstance(run, dict) else None
+                kind = declared or detect_format(listed)
+                if kind is None:
+                    raise ValueError(f"row {row}: the messages are in no known format; "
+                                     "pass format= to read them as one")
+                found.setdefault(kind, row)
+                looked += 1
+            row += 1
+        if looked >= _DETECT_ROWS:
+            break
+    if len(found) > 1:
+        described = ", ".join(f"{kind} (row {first})" for kind, first in found.items())
+        raise ValueError(f"the rows disagree on their format: {described}; pass format=")
+    return next(iter(found), "native")
+
+
+def _python_values(array: pa.Array) -> list[Any]:
+    """The rows as Python values: parsed JSON text, or lists of dicts from structs (null
+    struct fields dropped); a row that cannot be read is a :class:`_BadRow`."""
+    if _is_text(array):
+        out: list[Any] = []
+        for item in array.to_pylist():
+            if item is None:
+                out.append(_BadRow("messages is null"))
+                continue
+            try:
+                out.append(json.loads(item))
+            except (ValueError, RecursionError) as error:
+                out.append(_BadRow(f"not valid JSON: {error}"))
+        return out
+    return [_BadRow("messages is null") if item is None else _without_nulls(item)
+            for item in array.to_pylist()]
+
+
+class _BadRow:
+    """Why a row is not a run."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` with the null fields of its objects dropped, at any depth (iteratively)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else [None] * len(value)
+    pending = [(value, root)]
+    while pending:
+        source, target = pending.pop()
+        entries = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in entries:
+            if child is None and isinstance(source, dict):
+                continue
+            if isinstance(child, (dict, list)):
+                copy: Any = {} if isinstance(child, dict) else [None] * len(child)
+                pending.append((child, copy))
+                child = copy
+            target[key] = child
+    return root
+
+
+# ----------------------------------------------------------------------------- one slice
+
+
+def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
+                mask_volatile: bool) -> dict[str, list[Any]]:
+    if format_ == "native" and not mask_volatile and _is_text(piece):
+        fields = _scan_in_core(piece, keywords)
+        if fields is not None:
+            return fields
+    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile)
+
+
+def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
+                                            np.ndarray[Any, Any]]:
+    """(data buffer, row starts, row ends, indexes of the non-null rows) of a text array."""
+    import pyarrow as pa
+
+    if str(piece.type) in ("string_view", "binary_view"):
+        piece = piece.cast(pa.large_string() if str(piece.type) == "string_view"
+                           else pa.large_binary())
+    _, offsets_buffer, data_buffer = piece.buffers()
+    wide = str(piece.type) in ("large_string", "large_binary")
+    offsets = np.frombuffer(offsets_buffer, np.int64 if wide else np.int32)
+    offsets = offsets[piece.offset : piece.offset + len(piece) + 1].astype(np.int64)
+    valid = np.flatnonzero(~np.asarray(piece.is_null()))
+    # Arrow exports its buffers as signed bytes; the core reads unsigned ones (no copy).
+    data = memoryview(data_buffer).cast("B") if data_buffer is not None else b""
+    return data, offsets[:-1][valid], offsets[1:][valid], valid
+
+
+def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """The slice read by the core from its data buffer; None when a row needs Python."""
+    from vthread import _core
+
+    options = cycle_options(**keywords)
+    data, starts, ends, valid = _text_buffers(piece)
+    raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
+                            os.cpu_count() or 1)
+    if raw is None:
+        return None
+    result = verdicts(columns_of(raw), options)
+    looping = np.flatnonzero(result.codes).tolist()
+    if looping:
+        threads = []
+        for row in looping:
+            found = thread_of(json.loads(bytes(memoryview(data)[starts[row]:ends[row]])),
+                              "native")
+            assert not isinstance(found, str), "the core read a row Python refuses"
+            threads.append(found[1])
+        costs = scan_validated(threads, **keywords)
+        if costs.codes.tolist() != result.codes[looping].tolist():
+            raise AssertionError("the core and Python disagree on a looping row")
+        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
+                     "signature"):
+            getattr(result, name)[looping] = getattr(costs, name)
+        for row, text in zip(looping, costs.excerpt, strict=True):
+            result.excerpt[row] = text
+    counts = raw["message_counts"].tolist()
+    fields = _fields(result, counts, [None] * len(counts))
+    if len(valid) == len(piece):
+        return fields
+    # Null rows: an error each, in place.
+    spread: dict[str, list[Any]] = {name: [None] * len(piece) for name in fields}
+    spread["error"] = ["messages is null"] * len(piece)
+    for name, values in fields.items():
+        column = spread[name]
+        for index, value in zip(valid.tolist(), values, strict=True):
+            column[index] = value
+    return spread
+
+
+def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any],
+                    mask_volatile: bool) -> dict[str, list[Any]]:
+    threads: list[list[dict[str, Any]]] = []
+    sources: list[list[int] | None] = []
+    counts: list[int] = []
+    errors: list[str | None] = []
+    for value in values:
+        found = (value.reason if isinstance(value, _BadRow)
+                 else thread_of(value, format_))
+        if isinstance(found, str):
+            errors.append(found)
+            continue
+        _, thread, origins = found
+        errors.append(None)
+        threads.append(masked_thread(thread) if mask_volatile else thread)
+        sources.append(origins)
+        counts.append(origins[-1] + 1 if origins else len(thread))
+    result = scan_validated(threads, **keywords)
+    for row, origins in enumerate(sources):
+        if origins is not None:
+            in_source_messages(result, row, origins)
+    scanned = _fields(result, counts, [None] * len(counts))
+    out: dict[str, list[Any]] = {name: [] for name in scanned}
+    row = 0
+    for error in errors:
+        for name, column in out.items():
+            if error is None:
+                column.append(scanned[name][row])
+            else:
+                column.append(error if name == "error" else None)
+        row += error is None
+    return out
+
+
+def _fields(result: ScanResult, counts: list[int],
+            errors: list[str | None]) -> dict[str, list[Any]]:
+    codes = result.codes.tolist()
+    loops = [code > 0 for code in codes]
+    return {
+        "verdict": [HEURISTIC_NAMES[c - 1] if c else None for c in codes],
+        "loop_start": result.loop_start.tolist(),
+        "period": result.period.tolist(),
+        "repetitions": result.repetitions.tolist(),
+        "loop_messages": result.loop_messages.tolist(),
+        "loop_tokens": [None if t != t else t for t in result.loop_tokens.tolist()],
+        "signature": [f"{s:016x}" if loop else None
+                      for s, loop in zip(result.signature.tolist(), loops, strict=True)],
+        "excerpt": list(result.excerpt),
+        "messages": counts,
+        "error": errors,
+    }
+
+
+def _result_types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    return {"verdict": pa.string, "loop_start": pa.int64, "period": pa.int64,
+            "repetitions": pa.int64, "loop_messages": pa.int64, "loop_tokens": pa.float64,
+            "signature": pa.string, "excerpt": pa.string, "messages": pa.int64,
+            "error": pa.string}
