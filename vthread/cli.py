@@ -86,6 +86,7 @@ from typing import Any, BinaryIO, Final, TextIO, cast
 import numpy as np
 
 from vthread import _core
+from vthread._cli_parquet import is_parquet
 from vthread._heuristics import columns_of, core_options
 from vthread._options import cycle_options
 from vthread.documents import in_source_messages
@@ -375,11 +376,12 @@ def _scan_command(options: argparse.Namespace) -> int:
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
     try:
-        out = open(options.output, "wb") if options.output else sys.stdout.buffer  # noqa: SIM115
+        out = _output(options.output)
     except OSError as error:
         if progress is not None:
             progress.clear()
-        print(f"vthread scan: cannot write {options.output}: {error.strerror}", file=sys.stderr)
+        print(f"vthread scan: cannot write {options.output}: {error.strerror or error}",
+              file=sys.stderr)
         return _USAGE_EXIT
     stats = _Stats()
     started = time.perf_counter()
@@ -534,6 +536,17 @@ def _is_tty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _output(path: str | None) -> BinaryIO:
+    """Where the records go: standard output, a file, or a Parquet file of records."""
+    if not path:
+        return sys.stdout.buffer
+    if is_parquet(path):
+        from vthread._cli_parquet import ParquetRecords
+
+        return cast(BinaryIO, ParquetRecords(path))
+    return open(path, "wb")
 
 
 def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
@@ -762,6 +775,12 @@ def _tasks(
     done_bytes = 0  # size of the files already read (the progress bar's offset)
     for name in files:
         label = "<stdin>" if name == "-" else name
+        if is_parquet(name):
+            yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
+                                      threads, messages_key, id_key, detected, mask_volatile,
+                                      done_bytes)
+            done_bytes += Path(name).stat().st_size
+            continue
         try:
             stream, position, close = _open(name)
         except OSError as error:
@@ -796,6 +815,42 @@ def _tasks(
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         threads, messages_key, id_key, broken=why)
+
+
+def _parquet_tasks(
+    name: str,
+    format_: str | None,
+    cycle: dict[str, float | None],
+    strict: bool,
+    progress: _Progress | None,
+    count_tokens: bool,
+    threads: int,
+    messages_key: str | None,
+    id_key: str | None,
+    detected: list[tuple[str, str]] | None,
+    mask_volatile: bool,
+    done_bytes: int,
+) -> Iterator[_Task]:
+    """A Parquet file's rows as tasks of JSONL lines (:mod:`vthread._cli_parquet`): each
+    line holds the row's id and messages under the keys the pipeline reads by default."""
+    from vthread._cli_parquet import parquet_lines
+
+    size = Path(name).stat().st_size
+    line = 1
+    file_format = format_
+    try:
+        for lines, share in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
+            if progress is not None:
+                progress.chunk_read(done_bytes + int(share * size))
+            if file_format is None:
+                file_format = _detect(name, lines, None)
+                if detected is not None:
+                    detected.append((name, file_format))
+            yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
+                        mask_volatile=mask_volatile)
+            line += len(lines)
+    except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
+        raise _FatalError(f"{name}: cannot read: {error}") from error
 
 
 def _is_document(name: str) -> bool:

@@ -1,0 +1,137 @@
+"""vthread scan with Parquet: runs in, records out, and either with JSONL on the other side."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.workload import generate_threads, to_openai
+from vthread import cli
+
+pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (pip install vthread[arrow])")
+pq = pytest.importorskip("pyarrow.parquet")
+
+RUNS = generate_threads(120, seed=17)
+
+
+def _scan(arguments: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any]]:
+    code = cli.main(["scan", *arguments, "-q"])
+    out = capsys.readouterr().out
+    return code, [json.loads(line) for line in out.splitlines()]
+
+
+def _without_file(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in record.items() if k != "file"} for record in records]
+
+
+@pytest.fixture
+def jsonl(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": f"r{i}", "messages": run}) + "\n"
+                            for i, run in enumerate(RUNS)))
+    return path
+
+
+@pytest.fixture
+def parquet(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.parquet"
+    table = pa.table({"id": [f"r{i}" for i in range(len(RUNS))],
+                      "messages": [json.dumps(run) for run in RUNS],
+                      "model": ["m"] * len(RUNS)})
+    pq.write_table(table, path, row_group_size=25)
+    return path
+
+
+def test_parquet_in_gives_the_jsonl_records(jsonl: Path, parquet: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Each row's record is the record of the same run as a JSONL line, row = line, read in
+    batches smaller than a row group."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 7)
+    _, from_jsonl = _scan([str(jsonl)], capsys)
+    code, from_parquet = _scan([str(parquet)], capsys)
+    assert code == 0 and len(from_parquet) == len(RUNS)
+    assert _without_file(from_parquet) == _without_file(from_jsonl)
+    assert {r["file"] for r in from_parquet} == {str(parquet)}
+    assert sum(r["verdict"] is not None for r in from_parquet) > 5
+
+
+@pytest.mark.parametrize("source", ["jsonl", "parquet"])
+def test_parquet_out_holds_every_record(source: str, jsonl: Path, parquet: Path,
+                                        tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """-o X.parquet: one row per record, the record's fields as columns (null where absent),
+    from JSONL or Parquet input alike."""
+    _, records = _scan([str(jsonl)], capsys)
+    out = tmp_path / "verdicts.parquet"
+    path = jsonl if source == "jsonl" else parquet
+    code, printed = _scan([str(path), "-o", str(out)], capsys)
+    assert code == 0 and printed == []
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == len(records)
+    for row, record in zip(rows, records, strict=True):
+        assert row["file"] == str(path)
+        assert {k: v for k, v in row.items() if k != "file"} == {
+            k: record.get(k) for k in row if k != "file"}
+
+
+def test_struct_columns_and_derived_ids(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Messages as list<struct> (null fields absent) and tau-bench's task_id/trial ids."""
+    runs = [[{"type": "user", "text": "go"}] + [{"type": "bot", "text": "again"}] * 4,
+            [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]]
+    path = tmp_path / "structs.parquet"
+    pq.write_table(pa.table({"task_id": [3, 4], "trial": [0, 1],
+                             "traj": pa.array(runs)}), path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    assert [r["id"] for r in records] == ["3/0", "4/1"]
+    assert [r["verdict"] for r in records] == ["repeated_suffix", None]
+
+
+def test_other_formats_and_integer_ids(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenAI messages in a Parquet column are detected; an integer id is written as JSON
+    text in a Parquet of records."""
+    path = tmp_path / "openai.parquet"
+    pq.write_table(pa.table({"id": list(range(20)),
+                             "messages": [json.dumps(to_openai(run)) for run in RUNS[:20]]}),
+                   path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0 and [r["id"] for r in records] == list(range(20))
+    assert [r["messages"] for r in records] == [len(to_openai(run)) for run in RUNS[:20]]
+    out = tmp_path / "out.parquet"
+    assert cli.main(["scan", str(path), "-q", "-o", str(out)]) == 0
+    assert pq.read_table(out).column("id").to_pylist() == [str(i) for i in range(20)]
+
+
+def test_bad_rows_become_error_records(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A null, invalid JSON or non-run row gets its error record, in place."""
+    path = tmp_path / "bad.parquet"
+    texts = [json.dumps(RUNS[0]), None, "{nope", "7", json.dumps(RUNS[1])]
+    pq.write_table(pa.table({"id": list("abcde"), "messages": texts}), path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0 and [r["line"] for r in records] == [1, 2, 3, 4, 5]
+    assert ["error" in r for r in records] == [False, True, True, True, False]
+    assert records[1]["error"].startswith('not a thread: "messages" is a null')
+    assert records[2]["error"].startswith("not valid JSON")
+
+
+def test_missing_columns_and_pyarrow_are_clear_errors(
+        parquet: Path, jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A file without the messages column names the columns it has; without pyarrow, the
+    error says how to install it. Both exit 2 before writing anything."""
+    assert cli.main(["scan", str(parquet), "--messages-key", "steps"]) == 2
+    assert "no column 'steps'; the file has id, messages, model" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    assert cli.main(["scan", str(parquet)]) == 2
+    assert "pip install 'vthread[arrow]'" in capsys.readouterr().err
+    out = tmp_path / "out.parquet"
+    assert cli.main(["scan", str(jsonl), "-o", str(out)]) == 2
+    assert "pip install 'vthread[arrow]'" in capsys.readouterr().err

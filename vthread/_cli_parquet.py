@@ -1,0 +1,175 @@
+"""Parquet files for ``vthread scan``: runs read row group by row group, records written so.
+
+Reading: each row of a Parquet file becomes one line of the scan's usual pipeline, so every
+format, error record and option works as for JSONL, and ``line`` in a record is the row's
+number (from 1). The messages are the column named by ``--messages-key`` (default the first
+of ``messages``, ``traj``, ``history`` the file has), as JSON text (an array of messages or
+a run object) or as a list of structs (a null struct field read as absent); the id is the
+``--id-key`` column, else ``id`` or ``instance_id``, else ``task_id`` with ``trial``.
+Rows are read in batches of at most ``rows`` rows, so memory does not grow with the file.
+
+Writing (``-o VERDICTS.parquet``): the records, one row each, in input order, with the
+columns of :data:`RECORD_COLUMNS`; a row group is written every :data:`ROWS_PER_GROUP`
+records. An id that is not a string is written as its JSON text.
+
+pyarrow is imported only when a Parquet file is read or written
+(``pip install 'vthread[arrow]'``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Final
+
+from vthread.documents import MESSAGES_KEYS
+
+__all__ = ["RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
+           "parquet_lines"]
+
+PARQUET_SUFFIXES: Final = (".parquet", ".pq")
+ROWS_PER_GROUP: Final = 65_536
+"""Records per row group written: large enough for Parquet's column compression to work."""
+_ID_COLUMNS: Final = ("id", "instance_id")
+_NEEDS_PYARROW: Final = "Parquet files need pyarrow: pip install 'vthread[arrow]'"
+
+
+def is_parquet(name: str) -> bool:
+    """Whether ``name`` names a Parquet file (by its ending)."""
+    return name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet
+    except ImportError as error:
+        raise OSError(_NEEDS_PYARROW) from error
+    return pa
+
+
+def _columns(names: list[str], messages_key: str | None,
+             id_key: str | None) -> tuple[str, list[str]]:
+    """(messages column, the id columns to read) of a file with columns ``names``."""
+    if messages_key is not None:
+        if messages_key not in names:
+            raise ValueError(f"no column {messages_key!r}; the file has {', '.join(names)}")
+        messages = messages_key
+    else:
+        found = [key for key in MESSAGES_KEYS if key in names]
+        if not found:
+            raise ValueError(f"no messages column ({', '.join(MESSAGES_KEYS)}); the file has "
+                             f"{', '.join(names)}; name it with --messages-key")
+        messages = found[0]
+    if id_key is not None:
+        if id_key not in names:
+            raise ValueError(f"no column {id_key!r}; the file has {', '.join(names)}")
+        return messages, [id_key]
+    for key in _ID_COLUMNS:
+        if key in names:
+            return messages, [key]
+    if "task_id" in names:
+        return messages, ["task_id"] + (["trial"] if "trial" in names else [])
+    return messages, []
+
+
+def _id_text(values: list[Any]) -> bytes:
+    """The JSON text of a row's id from its id columns' values."""
+    if len(values) == 2:  # task_id and trial, written as the documents module writes them
+        ident: Any = f"{values[0]}/{values[1]}"
+    else:
+        ident = values[0] if values else None
+    try:
+        return json.dumps(ident, allow_nan=False).encode()
+    except (TypeError, ValueError):
+        return json.dumps(str(ident)).encode()
+
+
+def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
+                  rows: int) -> Iterator[tuple[list[bytes], float]]:
+    """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
+    file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
+    own run object when the messages column holds one and no id column is read."""
+    pa = _pyarrow()
+    from vthread.arrow import _without_nulls
+
+    parquet = pa.parquet.ParquetFile(path)
+    messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
+    total = max(1, parquet.metadata.num_rows)
+    done = 0
+    for batch in parquet.iter_batches(batch_size=rows, columns=[messages, *id_columns]):
+        column = batch.column(messages)
+        text = str(column.type) in ("string", "large_string", "binary", "large_binary",
+                                    "string_view", "binary_view")
+        values = column.to_pylist()
+        ids = [batch.column(name).to_pylist() for name in id_columns]
+        lines: list[bytes] = []
+        for row, value in enumerate(values):
+            if value is None:
+                body = b"null"
+            elif text:
+                body = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+            else:
+                body = json.dumps(_without_nulls(value), allow_nan=False).encode()
+            if not id_columns and body.lstrip()[:1] == b"{":
+                lines.append(body)  # a run object: its own id and messages
+            else:
+                ident = _id_text([column_values[row] for column_values in ids])
+                lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
+        done += len(values)
+        yield lines, done / total
+
+
+class ParquetRecords:
+    """A binary sink for the scan's JSONL records that writes them to a Parquet file."""
+
+    def __init__(self, path: str) -> None:
+        pa = _pyarrow()
+        self._pa = pa
+        self._schema = pa.schema([
+            ("id", pa.string()), ("file", pa.string()), ("line", pa.int64()),
+            ("verdict", pa.string()), ("loop_start", pa.int64()), ("period", pa.int64()),
+            ("repetitions", pa.int64()), ("loop_messages", pa.int64()),
+            ("loop_tokens", pa.float64()), ("signature", pa.string()),
+            ("excerpt", pa.string()), ("messages", pa.int64()), ("error", pa.string()),
+        ])
+        self._writer = pa.parquet.ParquetWriter(path, self._schema)
+        self._pending: list[dict[str, Any]] = []
+        self._tail = b""
+
+    def write(self, data: bytes) -> int:
+        """Take complete or partial JSONL records; rows are written a group at a time."""
+        lines = (self._tail + data).split(b"\n")
+        self._tail = lines.pop()
+        for line in lines:
+            if line:
+                record = json.loads(line)
+                ident = record.get("id")
+                if ident is not None and not isinstance(ident, str):
+                    record["id"] = json.dumps(ident)
+                self._pending.append(record)
+        if len(self._pending) >= ROWS_PER_GROUP:
+            self._write_group()
+        return len(data)
+
+    def _write_group(self) -> None:
+        if self._pending:
+            self._writer.write_table(self._pa.Table.from_pylist(self._pending, self._schema))
+            self._pending = []
+
+    def flush(self) -> None:
+        """Nothing to do: rows reach the file a group at a time, and at :meth:`close`."""
+
+    def close(self) -> None:
+        """Write what is pending and the file's footer."""
+        if self._tail:
+            self.write(b"\n")
+        self._write_group()
+        self._writer.close()
+
+
+RECORD_COLUMNS: Final = ("id", "file", "line", "verdict", "loop_start", "period",
+                         "repetitions", "loop_messages", "loop_tokens", "signature", "excerpt",
+                         "messages", "error")
+"""The columns of a Parquet file of records, in order; null where a record has no such
+field (an error record has no verdict, a good one no error)."""
