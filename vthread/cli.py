@@ -122,7 +122,7 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
-_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
+_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
