@@ -16,7 +16,10 @@ from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
 from vthread import scan
 from vthread.adapters import (
+    FormatConflictError,
+    common_format,
     detect_format,
+    from_anthropic,
     from_mini_swe_agent,
     from_openai,
     from_responses,
@@ -136,6 +139,64 @@ def test_detection_skips_lines_without_messages(tmp_path: Path,
     assert code == 0 and "openai (detected" in err
     got = records(out)
     assert "error" in got[0] and got[1]["verdict"] is None and got[2]["verdict"] is not None
+
+
+def anthropic_loop(n: int = 4) -> list[dict[str, Any]]:
+    """An Anthropic thread polling the same tool with the same answer ``n`` times."""
+    thread: list[dict[str, Any]] = [{"role": "user", "content": "deploy it"}]
+    for i in range(n):
+        thread.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "status", "input": {"job": 7}}]})
+        thread.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "pending"}]})
+    return thread
+
+
+def test_later_threads_decide_the_format(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty first thread and a plain chat fit any format: the Anthropic thread after
+    them decides, and its tool calls are read as such (not as an OpenAI chat's text)."""
+    path = write_jsonl(tmp_path / "claude.jsonl", [
+        {"id": "empty", "messages": []}, {"id": "plain", "messages": openai_healthy()},
+        {"id": "stuck", "messages": anthropic_loop()}])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "anthropic (detected" in err
+    assert [r["verdict"] is not None for r in got] == [False, False, True]
+    assert got[2]["verdict"] == scan([from_anthropic(anthropic_loop())]).record(0)["verdict"]
+
+
+def test_threads_in_different_formats_are_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file mixing formats stops with the lines of each, rather than misreading some;
+    --format reads them all in the one given."""
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    path = write_jsonl(tmp_path / "mixed.jsonl", [
+        native, openai_loop(), [], anthropic_loop(), openai_healthy()])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2 and out == b""
+    assert (f"{path}: its threads are in different formats (native at line 1; openai at "
+            "line 2, 5; anthropic at line 4); give --format") in err
+    code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
+    assert code == 0 and len(records(out)) == 5
+    document = tmp_path / "mixed.json"
+    document.write_text(json.dumps([{"id": 1, "messages": openai_loop()},
+                                    {"id": 2, "messages": anthropic_loop()}]))
+    code, _, err = run(["scan", str(document)], monkeypatch)
+    assert code == 2 and "(openai at run 1; anthropic at run 2)" in err
+
+
+def test_common_format() -> None:
+    """Decisive threads must agree; plain chats fit every format but native."""
+    assert common_format([]) == "native"
+    assert common_format([(1, "openai", False)]) == "openai"
+    assert common_format([(1, "openai", False), (3, "swe-agent", True)]) == "swe-agent"
+    assert common_format([(2, "native", True), (5, "native", True)]) == "native"
+    with pytest.raises(FormatConflictError) as conflict:
+        common_format([(1, "openai", False), (2, "native", True), (3, "openai", False)])
+    assert conflict.value.formats == {"native": [2], "openai": [1, 3]}
+    with pytest.raises(FormatConflictError, match="anthropic at 1; swe-agent at 2"):
+        common_format([(1, "anthropic", True), (2, "swe-agent", True)])
 
 
 # ------------------------------------------------------------------------------- documents

@@ -17,9 +17,10 @@ is not an object (with its index), or what the ``--format`` adapter rejected. A 
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). Each file's message format is detected from its first thread
-with messages (:func:`vthread.adapters.detect_format`), a thread in no known format being a
-fatal error; ``--format`` overrides. Messages in another format than native are first
+(``line`` is its position). Each file's message format is detected from its first threads
+with messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+different formats, or none in a known one, are a fatal error naming their lines; ``--format``
+overrides. Messages in another format than native are first
 translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
 translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
 progress bar (tqdm) while running, only when stderr is a terminal and the records go to a file
@@ -117,6 +118,10 @@ SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
+DETECT_THREADS: Final = 64
+"""Most threads with messages a file's format is detected from (all from its first chunk)."""
+DETECT_BYTES: Final = 32 << 20
+"""About the most bytes of threads the detection parses: each is parsed again when read."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
@@ -210,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="scan the sample set bundled with vthread (no FILE)")
     scan_.add_argument("--format", choices=_FORMATS, default=None,
                        help="message format of the threads (default: detected per file "
-                       "from its first thread)")
+                       "from its first threads)")
     scan_.add_argument("--messages-key", metavar="KEY",
                        help="the key of each run object that holds its messages (default: "
                        "messages, traj or history, the first present)")
@@ -746,7 +751,7 @@ def _tasks(
     detected: list[tuple[str, str]] | None = None,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
-    run it holds; with ``format_`` None each file's format is detected from its first thread
+    run it holds; with ``format_`` None each file's format is detected from its first threads
     with messages (and appended to ``detected``)."""
     done_bytes = 0  # size of the files already read (the progress bar's offset)
     for name in files:
@@ -764,7 +769,8 @@ def _tasks(
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
                 if file_format is None:
-                    file_format = _detect(label, lines, messages_key)
+                    file_format = _detect(label, lines, messages_key,
+                                          "run" if _is_document(name) else "line")
                     if detected is not None:
                         detected.append((label, file_format))
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
@@ -816,29 +822,49 @@ def _document_chunks(
         yield lines[start : start + CHUNK_LINES]
 
 
-def _detect(label: str, lines: list[bytes], messages_key: str | None) -> str:
-    """The format of the first thread with messages among ``lines`` ("native" when none has
-    any: every line is then an error record or an empty thread); a fatal error when that
-    thread is in no format vthread knows."""
-    from vthread.adapters import EXPECTED, detect_format
+def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str) -> str:
+    """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
+    fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
+    or run numbers) when they disagree, or when none is in a known format but one has
+    messages."""
+    from vthread.adapters import EXPECTED, FormatConflictError, common_format, format_evidence
     from vthread.documents import run_format, run_messages
 
     suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    evidence: list[tuple[int, Any, bool]] = []
+    unknown: int | None = None  # the first thread in no known format
+    examined = 0  # bytes of the threads examined
     for index, line in enumerate(lines):
+        if len(evidence) == DETECT_THREADS or examined > DETECT_BYTES:
+            break
         value = _parse(line, index in suspect)
+        declared = None
         if isinstance(value, dict):
             declared = run_format(value)
-            if declared is not None:
-                return declared
             value = run_messages(value, messages_key)
-        if not isinstance(value, list) or not value:
+        if declared is not None:
+            evidence.append((index + 1, declared, True))
+        elif isinstance(value, list) and value:
+            found, decisive = format_evidence(value)
+            if found is None:
+                # Read as any format, such a thread is an error record; it is fatal only
+                # when no thread shows a format.
+                unknown = index + 1 if unknown is None else unknown
+                continue
+            evidence.append((index + 1, found, decisive))
+        else:
             continue
-        found = detect_format(value)
-        if found is None:
-            raise _FatalError(f"{label}: line {index + 1}: cannot tell the message format; "
-                              f"expected {EXPECTED} (or give --format)")
-        return found
-    return "native"
+        examined += len(line)
+    if not evidence and unknown is not None:
+        raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "
+                          f"expected {EXPECTED} (or give --format)")
+    try:
+        return common_format(evidence)
+    except FormatConflictError as conflict:
+        where = "; ".join(f"{name} at {unit} {', '.join(map(str, at))}"
+                          for name, at in conflict.formats.items())
+        raise _FatalError(f"{label}: its threads are in different formats ({where}); give "
+                          f"--format to read them all in one") from None
 
 
 def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
