@@ -762,9 +762,20 @@ def _tasks(
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
         line = 1
         file_format = format_
+        keys = (messages_key, id_key)
         try:
-            chunks = (_document_chunks(stream, messages_key) if _is_document(name)
-                      else _chunks(stream))
+            inspect = name.lower().endswith(EVAL_SUFFIX) and name != "-"
+            if inspect:
+                chunks = _inspect_chunks(label, name)
+            elif _is_document(name):
+                chunks, inspect = _document_chunks(stream, messages_key, label)
+            else:
+                chunks = _chunks(stream)
+            if inspect:
+                # An Inspect log's samples become native threads, whatever --format says.
+                file_format, keys = "native", (None, None)
+                if detected is not None:
+                    detected.append((label, "inspect"))
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -774,7 +785,7 @@ def _tasks(
                     if detected is not None:
                         detected.append((label, file_format))
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, messages_key, id_key)
+                            threads, *keys)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -793,6 +804,10 @@ def _tasks(
                         threads, messages_key, id_key, broken=why)
 
 
+EVAL_SUFFIX: Final = ".eval"
+"""File name ending of Inspect AI's own log format, a zip archive read by inspect_ai."""
+
+
 def _is_document(name: str) -> bool:
     """Whether the file holds one JSON document (judged by its name) rather than JSONL."""
     from vthread.documents import DOCUMENT_SUFFIXES
@@ -802,12 +817,14 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(
-    stream: BinaryIO | _GzipStream, messages_key: str | None
-) -> Iterator[list[bytes]]:
-    """A JSON document's runs as JSONL lines, in chunks. A file that is not one JSON document
-    is read as JSONL: JSONL files are often named ``.json``, and a broken document then gets
-    an error record per line as any JSONL file does."""
+    stream: BinaryIO | _GzipStream, messages_key: str | None, label: str
+) -> tuple[Iterator[list[bytes]], bool]:
+    """A JSON document's runs as JSONL lines, in chunks, and whether it is an Inspect log
+    (whose samples are then the runs, as native threads). A file that is not one JSON
+    document is read as JSONL: JSONL files are often named ``.json``, and a broken document
+    then gets an error record per line as any JSONL file does."""
     from vthread.documents import runs_of
+    from vthread.inspect_log import is_inspect_log
 
     parts = []
     while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
@@ -815,11 +832,32 @@ def _document_chunks(
     data = b"".join(parts)
     value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
     if isinstance(value, _Bad):
-        yield from _chunks(io.BytesIO(data))
-        return
+        return _chunks(io.BytesIO(data)), False
+    if is_inspect_log(value):
+        return _inspect_chunks(label, io.BytesIO(data)), True
     lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
-    for start in range(0, len(lines), CHUNK_LINES):
-        yield lines[start : start + CHUNK_LINES]
+    chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
+    return chunks, False
+
+
+def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
+    """An Inspect AI log's samples as native JSONL lines ``{"id", "messages"}``, in chunks; a
+    fatal error when inspect_ai is missing or cannot read the log."""
+    from vthread.inspect_log import read_inspect_log
+
+    batch: list[bytes] = []
+    try:
+        for ident, messages in read_inspect_log(source):
+            batch.append(json.dumps({"id": ident, "messages": messages}).encode("ascii"))
+            if len(batch) == CHUNK_LINES:
+                yield batch
+                batch = []
+    except ImportError as error:
+        raise _FatalError(f"{label}: {error}") from error
+    except Exception as error:  # whatever inspect_ai raises on a log it cannot read
+        raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
+    if batch:
+        yield batch
 
 
 def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str) -> str:
