@@ -27,6 +27,7 @@ from vthread.adapters import (
     to_native,
 )
 from vthread.documents import run_id, runs_of
+from vthread.inspect_log import is_inspect_log, thread_of
 
 REALDATA = ROOT.parent / "shared" / "realdata"
 TAU = REALDATA / "tau-bench_gpt-4o-airline.json"
@@ -650,10 +651,10 @@ def test_formats_doc_examples() -> None:
     text = (ROOT / "docs" / "formats.md").read_text()
     blocks = [json.loads(body) for _, body
               in re.findall(r"(?ms)^(`{3,4})json\n(.*?)^\1\n", text)]
-    native, tau, mini, anthropic, responses = blocks
-    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], anthropic,
-                                       responses)] == [
-        "native", "openai", "openai", "anthropic", "responses"]
+    native, tau, mini, swe, functions, anthropic, responses, inspect = blocks
+    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], swe["history"],
+                                       functions, anthropic, responses)] == [
+        "native", "openai", "openai", "swe-agent", "swe-agent", "anthropic", "responses"]
     unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
     assert from_openai(tau["traj"]) == unpriced
     assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"
@@ -663,3 +664,23 @@ def test_formats_doc_examples() -> None:
     assert mapped[1] == {"type": "reasoning", "text": "Look it up.", "usage": {"tokens": 31}}
     assert mapped[2:] == unpriced[1:]
     assert from_openai(mini["messages"])[2]["usage"] == {"tokens": 106}
+    command = {"name": "bash", "arguments": {"command": "open tests/missing_colon.py\n"}}
+    assert [m.get("meta", {}).get("activity") for m in from_swe_agent(swe["history"])] == [
+        None, None, None, {"type": "request", "function": command},
+        {"type": "response", "function": {**command, "result": swe["history"][3]["content"]}}]
+    call = {"name": "str_replace_editor",
+            "arguments": {"command": "view", "path": "/repo/tests/test_a.py"}}
+    assert [m.get("meta", {}).get("activity") for m in from_swe_agent(functions)] == [
+        None, None, {"type": "request", "function": call},
+        {"type": "response", "function": {**call, "result": functions[2]["content"]}}]
+    assert is_inspect_log(inspect)
+    ident, thread = thread_of(inspect["samples"][0])
+    status = {"name": "status", "arguments": {"job": 7}}
+    assert ident == "stuck/1" and thread == [
+        {"type": "user", "text": "Is job 7 done?"},
+        {"type": "reasoning", "text": "Ask the job system.", "usage": {"tokens": 10}},
+        {"type": "bot", "text": "Checking."},
+        {"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+                                                               "function": status}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {**status, "result": "pending"}}}}]

@@ -17,18 +17,20 @@ is not an object (with its index), or what the ``--format`` adapter rejected. A 
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). Each file's message format is detected from its first threads
-with messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+(``line`` is its position). Each file's message format is detected from its first threads with
+messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
 different formats, or none in a known one, are a fatal error naming their lines; ``--format``
-overrides. Messages in another format than native are first
-translated by :mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the
-translated messages. A summary table goes to stderr at the end (``--quiet`` drops it), and a
-progress bar (tqdm) while running, only when stderr is a terminal and the records go to a file
-or a pipe, never to that terminal. With no FILE, standard input is read when it is a pipe or a
-file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so) scans the bundled
-sample. An ``--output`` that is one of the inputs is refused before anything is opened for
-writing. A ``.gz`` that breaks off gives every line that decompressed its record, then one
-error record saying where and why (see :class:`_GzipStream`).
+overrides. Messages in another format than native are first translated by
+:mod:`vthread.adapters`; ``loop_start`` and ``messages`` then count the translated messages.
+An Inspect AI log (``.eval``, or a ``.json`` document with Inspect's header) is read by
+:mod:`vthread.inspect_log`, each sample a run of native messages. A summary table goes to
+stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running, only when
+stderr is a terminal and the records go to a file or a pipe, never to that terminal. With no
+FILE, standard input is read when it is a pipe or a file; ``--sample`` (or a bare ``vthread
+scan`` at a terminal, which says so) scans the bundled sample. An ``--output`` that is one of
+the inputs is refused before anything is opened for writing. A ``.gz`` that breaks off gives
+every line that decompressed its record, then one error record saying where and why (see
+:class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about

@@ -92,15 +92,24 @@ def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list
 
 
 def _call_tokens(events: Sequence[Any]) -> dict[str, Any]:
-    """The output tokens of each model call, by the id of the message it produced."""
+    """The output tokens of each model call, by the id of the message it produced; the
+    events as inspect_ai's objects or as a ``.json`` log writes them."""
     tokens: dict[str, Any] = {}
     for event in events:
-        if getattr(event, "event", None) != "model":
+        if _field(event, "event") != "model":
             continue
-        output = event.output
-        if output.choices and output.usage is not None and output.message.id is not None:
-            tokens[output.message.id] = output.usage.output_tokens
+        output = _field(event, "output")
+        choices, usage = _field(output, "choices"), _field(output, "usage")
+        if not choices or usage is None:
+            continue
+        message_id = _field(_field(choices[0], "message"), "id")
+        if message_id is not None:
+            tokens[message_id] = _field(usage, "output_tokens")
     return tokens
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 def thread_of(
@@ -108,11 +117,13 @@ def thread_of(
 ) -> tuple[str, list[dict[str, Any]]]:
     """(id, native messages) of a sample, given as Inspect writes it in a ``.json`` log
     (``model_dump`` of an ``EvalSample``), and the output tokens of its model calls by
-    message id (mapping in the module docstring). O(size of the messages)."""
+    message id, read from the sample's ``events`` when not given (mapping in the module
+    docstring). O(size of the messages and events)."""
     messages = sample.get("messages") or []
     chat = [_chat_message(message) for message in messages]
     assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
-    tokens = call_tokens or {}
+    tokens = (call_tokens if call_tokens is not None
+              else _call_tokens(sample.get("events") or []))
     if not any(messages[i].get("id") in tokens for i in assistants):
         tokens = _spread(sample.get("model_usage"), [messages[i] for i in assistants])
     for i in assistants:
