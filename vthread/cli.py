@@ -766,7 +766,7 @@ def _tasks(
         file_format = format_
         keys = (messages_key, id_key)
         try:
-            inspect = name.lower().endswith(EVAL_SUFFIX) and name != "-"
+            inspect = _is_eval_log(name)
             if inspect:
                 chunks = _inspect_chunks(label, name)
             elif _is_document(name):
@@ -806,8 +806,11 @@ def _tasks(
                         threads, messages_key, id_key, broken=why)
 
 
-EVAL_SUFFIX: Final = ".eval"
-"""File name ending of Inspect AI's own log format, a zip archive read by inspect_ai."""
+def _is_eval_log(name: str) -> bool:
+    """Whether the file is an Inspect AI log in Inspect's own format (judged by its name)."""
+    from vthread.inspect_log import EVAL_SUFFIX
+
+    return name != "-" and name.lower().endswith(EVAL_SUFFIX)
 
 
 def _is_document(name: str) -> bool:

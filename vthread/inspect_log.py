@@ -57,6 +57,9 @@ INSTALL_HINT: Final = "pip install 'vthread[inspect]'"
 """How to get the reader this module needs."""
 EVAL_SUFFIX: Final = ".eval"
 """The file name ending of Inspect's own log format (a zip archive)."""
+# The parts of a sample read here: dumping the rest (events, store, attachments) would cost
+# more than the messages themselves.
+_SAMPLE_FIELDS: Final = frozenset({"id", "epoch", "messages", "model_usage"})
 
 
 def is_inspect_log(document: Any) -> bool:
@@ -87,8 +90,8 @@ def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list
     else:
         samples = read_eval_log(source, resolve_attachments=True, format="json").samples or []
     for sample in samples:
-        yield thread_of(sample.model_dump(mode="json", exclude={"events"}, exclude_none=True),
-                        _call_tokens(sample.events))
+        fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
+        yield thread_of(fields, _call_tokens(sample.events))
 
 
 def _call_tokens(events: Sequence[Any]) -> dict[str, Any]:
