@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from tests.strategies import function_call_texts
 from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
 from vthread import scan
 from vthread.adapters import (
@@ -597,6 +599,22 @@ def test_function_blocks(text: str, calls: list[tuple[str, Any]]) -> None:
     assert native[0] == {"type": "bot", "text": text}
     if not calls:
         assert native[1] == {"type": "user", "text": "out"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(function_call_texts())
+def test_function_blocks_never_raise_and_round_trip(text: str) -> None:
+    """Any text reads without an error; each call read, written back as a well-formed block,
+    reads as itself."""
+    native = from_swe_agent([{"role": "assistant", "content": text}])
+    for message in native[1:]:
+        function = message["meta"]["activity"]["function"]
+        name, arguments = function["name"], function["arguments"]
+        written = "".join(f"<parameter={key}>{value}</parameter>\n"
+                          for key, value in arguments.items())
+        again = from_swe_agent([{"role": "assistant",
+                                 "content": f"<function={name}>\n{written}</function>"}])
+        assert again[1]["meta"]["activity"]["function"] == function
 
 
 def test_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
