@@ -187,6 +187,9 @@ def test_threads_in_different_formats_are_refused(tmp_path: Path,
                                     {"id": 2, "messages": anthropic_loop()}]))
     code, _, err = run(["scan", str(document)], monkeypatch)
     assert code == 2 and "(openai at run 1; anthropic at run 2)" in err
+    named = write_jsonl(tmp_path / "lines.json", [openai_loop(), anthropic_loop()])
+    code, _, err = run(["scan", str(named)], monkeypatch)  # JSONL named .json: lines
+    assert code == 2 and "(openai at line 1; anthropic at line 2)" in err
 
 
 def test_common_format() -> None:

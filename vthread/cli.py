@@ -80,7 +80,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO, cast
+from typing import Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
 
@@ -130,6 +130,8 @@ _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
+_Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
+# an Inspect log's samples (as native runs)
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
@@ -766,14 +768,14 @@ def _tasks(
         file_format = format_
         keys = (messages_key, id_key)
         try:
-            inspect = _is_eval_log(name)
-            if inspect:
-                chunks = _inspect_chunks(label, name)
+            kind: _Kind = "lines"
+            if _is_eval_log(name):
+                chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
-                chunks, inspect = _document_chunks(stream, messages_key, label)
+                chunks, kind = _document_chunks(stream, messages_key, label)
             else:
                 chunks = _chunks(stream)
-            if inspect:
+            if kind == "inspect":
                 # An Inspect log's samples become native threads, whatever --format says.
                 file_format, keys = "native", (None, None)
                 if detected is not None:
@@ -783,7 +785,7 @@ def _tasks(
                     progress.chunk_read(done_bytes + position())
                 if file_format is None:
                     file_format = _detect(label, lines, messages_key,
-                                          "run" if _is_document(name) else "line")
+                                          "run" if kind == "runs" else "line")
                     if detected is not None:
                         detected.append((label, file_format))
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
@@ -823,11 +825,11 @@ def _is_document(name: str) -> bool:
 
 def _document_chunks(
     stream: BinaryIO | _GzipStream, messages_key: str | None, label: str
-) -> tuple[Iterator[list[bytes]], bool]:
-    """A JSON document's runs as JSONL lines, in chunks, and whether it is an Inspect log
-    (whose samples are then the runs, as native threads). A file that is not one JSON
-    document is read as JSONL: JSONL files are often named ``.json``, and a broken document
-    then gets an error record per line as any JSONL file does."""
+) -> tuple[Iterator[list[bytes]], _Kind]:
+    """A JSON document's runs as JSONL lines, in chunks, and what they are. An Inspect log's
+    samples are its runs, as native threads. A file that is not one JSON document is read as
+    JSONL: JSONL files are often named ``.json``, and a broken document then gets an error
+    record per line as any JSONL file does."""
     from vthread.documents import runs_of
     from vthread.inspect_log import is_inspect_log
 
@@ -837,12 +839,12 @@ def _document_chunks(
     data = b"".join(parts)
     value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
     if isinstance(value, _Bad):
-        return _chunks(io.BytesIO(data)), False
+        return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
-        return _inspect_chunks(label, io.BytesIO(data)), True
+        return _inspect_chunks(label, io.BytesIO(data)), "inspect"
     lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
     chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
-    return chunks, False
+    return chunks, "runs"
 
 
 def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
