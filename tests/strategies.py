@@ -308,3 +308,29 @@ def text_run_option_values() -> st.SearchStrategy[dict[str, Any]]:
                                                  0.75, 1.0, 1.5, -1, float("nan")]),
         },
     )
+
+
+FUNCTION_CALL_PIECES = st.sampled_from([
+    "<function=", "</function>", "<parameter=", "</parameter>", ">", "<", "\n", " ", "bash",
+    "command", "path", "ls -a", "x", "=", "```", "<function=bash>\n", "</parameter>\n"])
+
+
+@st.composite
+def function_call_texts(draw: st.DrawFn) -> str:
+    """Assistant text made of ``<function=...>`` calls, whole or cut anywhere, and the pieces
+    of such calls between them: well-formed, unterminated and garbled calls alike."""
+    parts = []
+    for _ in range(draw(st.integers(0, 5))):
+        if draw(st.booleans()):
+            name = draw(st.sampled_from(["bash", "str_replace_editor", "", " x "]))
+            parameters = draw(st.lists(st.tuples(
+                st.sampled_from(["command", "path", "", "command"]),
+                st.sampled_from(["ls -a", "", "\n  x = 1\n", "a < b", "```"])), max_size=3))
+            block = f"<function={name}>\n" + "".join(
+                f"<parameter={key}>{value}</parameter>\n" for key, value in parameters)
+            block += "</function>"
+            whole = draw(st.booleans())
+            parts.append(block if whole else block[: draw(st.integers(0, len(block)))])
+        else:
+            parts.append(draw(FUNCTION_CALL_PIECES))
+    return "".join(parts)

@@ -153,7 +153,7 @@ def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
     native = json.dumps([{"type": "user", "text": "hi"}])
     openai = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
     table = pa.table({"messages": [native, openai]})
-    with pytest.raises(ValueError, match=r"native \(row 0\), openai \(row 1\)"):
+    with pytest.raises(ValueError, match=r"native at row 0; openai at row 1"):
         arrow.scan_arrow(table)
     assert arrow.scan_arrow(table, format="native").num_rows == 2
     with pytest.raises(ValueError, match="no column 'runs'; the table has messages"):

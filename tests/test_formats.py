@@ -4,24 +4,32 @@ usage where each format keeps it; real published runs read by path."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from tests.strategies import function_call_texts
 from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
 from vthread import scan
 from vthread.adapters import (
+    FormatConflictError,
+    common_format,
     detect_format,
+    from_anthropic,
     from_mini_swe_agent,
     from_openai,
     from_responses,
+    from_swe_agent,
     to_native,
 )
 from vthread.documents import run_id, runs_of
+from vthread.inspect_log import is_inspect_log, thread_of
 
 REALDATA = ROOT.parent / "shared" / "realdata"
 TAU = REALDATA / "tau-bench_gpt-4o-airline.json"
@@ -47,6 +55,25 @@ def openai_healthy() -> list[dict[str, Any]]:
             {"role": "assistant", "content": "Hello."}]
 
 
+def swe_run(commands: list[tuple[str, str]], *, xml: bool = False) -> list[dict[str, Any]]:
+    """A SWE-agent text-action history: each (command, output) an action turn and its
+    observation, the command in a fenced block (or a ``<function=bash>`` call)."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "SETTING: ...", "agent": "primary",
+         "message_type": "system_prompt"},
+        {"role": "user", "content": "ISSUE: ...", "agent": "primary",
+         "message_type": "observation"}]
+    for command, output in commands:
+        written = (f"<function=bash>\n<parameter=command>{command}</parameter>\n</function>"
+                   if xml else f"```\n{command}\n```")
+        history.append({"role": "assistant", "content": f"Run it.\n{written}",
+                        "thought": "Run it.\n", "action": f"{command}\n", "agent": "primary",
+                        "message_type": "action"})
+        history.append({"role": "user", "content": f"{output}\n(Open file: n/a)\nbash-$",
+                        "agent": "primary", "message_type": "observation"})
+    return history
+
+
 # ------------------------------------------------------------------------------- detection
 
 
@@ -66,6 +93,13 @@ def openai_healthy() -> list[dict[str, Any]]:
       {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}], None),
     ([], None),
     (["hi"], None),
+    (swe_run([("ls", "a.py")]), "swe-agent"),
+    (swe_run([("ls", "a.py")], xml=True), "swe-agent"),
+    ([{"role": "user", "content": "x"}, {"role": "assistant",
+      "content": "<function=ls>\n</function>"}], "swe-agent"),
+    ([{"role": "assistant", "content": "<function=ls>\n</function>"},
+      {"role": "tool", "tool_call_id": "c", "content": "x"}], "openai"),
+    ([{"role": "assistant", "content": "<function=ls>\n<parameter=x>"}], "openai"),
 ])
 def test_detect_format(messages: list[Any], expected: str | None) -> None:
     """Each format is recognised from its messages; mixed or unknown shapes are not."""
@@ -108,6 +142,67 @@ def test_detection_skips_lines_without_messages(tmp_path: Path,
     assert code == 0 and "openai (detected" in err
     got = records(out)
     assert "error" in got[0] and got[1]["verdict"] is None and got[2]["verdict"] is not None
+
+
+def anthropic_loop(n: int = 4) -> list[dict[str, Any]]:
+    """An Anthropic thread polling the same tool with the same answer ``n`` times."""
+    thread: list[dict[str, Any]] = [{"role": "user", "content": "deploy it"}]
+    for i in range(n):
+        thread.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "status", "input": {"job": 7}}]})
+        thread.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "pending"}]})
+    return thread
+
+
+def test_later_threads_decide_the_format(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty first thread and a plain chat fit any format: the Anthropic thread after
+    them decides, and its tool calls are read as such (not as an OpenAI chat's text)."""
+    path = write_jsonl(tmp_path / "claude.jsonl", [
+        {"id": "empty", "messages": []}, {"id": "plain", "messages": openai_healthy()},
+        {"id": "stuck", "messages": anthropic_loop()}])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "anthropic (detected" in err
+    assert [r["verdict"] is not None for r in got] == [False, False, True]
+    assert got[2]["verdict"] == scan([from_anthropic(anthropic_loop())]).record(0)["verdict"]
+
+
+def test_threads_in_different_formats_are_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file mixing formats stops with the lines of each, rather than misreading some;
+    --format reads them all in the one given."""
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    path = write_jsonl(tmp_path / "mixed.jsonl", [
+        native, openai_loop(), [], anthropic_loop(), openai_healthy()])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2 and out == b""
+    assert (f"{path}: its threads are in different formats (native at line 1; openai at "
+            "line 2, 5; anthropic at line 4); give --format") in err
+    code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
+    assert code == 0 and len(records(out)) == 5
+    document = tmp_path / "mixed.json"
+    document.write_text(json.dumps([{"id": 1, "messages": openai_loop()},
+                                    {"id": 2, "messages": anthropic_loop()}]))
+    code, _, err = run(["scan", str(document)], monkeypatch)
+    assert code == 2 and "(openai at run 1; anthropic at run 2)" in err
+    named = write_jsonl(tmp_path / "lines.json", [openai_loop(), anthropic_loop()])
+    code, _, err = run(["scan", str(named)], monkeypatch)  # JSONL named .json: lines
+    assert code == 2 and "(openai at line 1; anthropic at line 2)" in err
+
+
+def test_common_format() -> None:
+    """Decisive threads must agree; plain chats fit every format but native."""
+    assert common_format([]) == "native"
+    assert common_format([(1, "openai", False)]) == "openai"
+    assert common_format([(1, "openai", False), (3, "swe-agent", True)]) == "swe-agent"
+    assert common_format([(2, "native", True), (5, "native", True)]) == "native"
+    with pytest.raises(FormatConflictError) as conflict:
+        common_format([(1, "openai", False), (2, "native", True), (3, "openai", False)])
+    assert conflict.value.formats == {"native": [2], "openai": [1, 3]}
+    with pytest.raises(FormatConflictError, match="anthropic at 1; swe-agent at 2"):
+        common_format([(1, "anthropic", True), (2, "swe-agent", True)])
 
 
 # ------------------------------------------------------------------------------- documents
@@ -351,21 +446,41 @@ def test_real_tau_bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 @needs_realdata
 def test_real_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SWE-agent's .traj files: one record each, every function-calling reply linked."""
+    """SWE-agent's .traj files: one record each, every function-calling reply linked, every
+    text action a request answered by the observation after it."""
     files = sorted(SWE.glob("*.traj"))
     assert len(files) == 15
-    code, out, _ = run(["scan", *map(str, files), "-q"], monkeypatch)
+    code, out, err = run(["scan", *map(str, files)], monkeypatch)
     got = records(out)
     assert code == 0 and len(got) == 15 and not any("error" in r for r in got)
-    linked = 0
-    for path in files:
+    assert "swe-agent (detected; 15 files" in err
+    linked = text_actions = 0
+    for path, record in zip(files, got, strict=True):
         history = json.loads(path.read_text())["history"]
-        for message in from_openai(history):
+        native = from_swe_agent(history)
+        assert record["messages"] == len(history)  # the file's own messages
+        for message in native:
             function = message.get("meta", {}).get("activity", {}).get("function")
             if function is not None and "result" in function:
                 assert function["name"] and "arguments" in function
                 linked += 1
-    assert linked > 0
+        requests = iter(m for m in native if m["type"] == "activity")
+        for turn, reply in itertools.pairwise(history):
+            if turn["role"] == "assistant" and "tool_calls" not in turn:
+                request, response = next(requests), next(requests)
+                command = {"name": "bash", "arguments": {"command": turn["action"]}}
+                assert request["meta"]["activity"] == {"type": "request", "function": command}
+                assert response["meta"]["activity"] == {
+                    "type": "response", "function": {**command, "result": reply["content"]}}
+                text_actions += 1
+    assert linked > text_actions == 124  # 137 commands, 13 of them last (submit) unanswered
+    # Repetition inside observations (decompiler dumps, file views, test logs) flags no run;
+    # eps.traj submits the same wrong flag four times and is told "Wrong flag!" each time.
+    flagged = {Path(r["file"]).name: r for r in got if r["verdict"] is not None}
+    assert list(flagged) == ["eps.traj"]
+    assert flagged["eps.traj"]["verdict"] == "repeated_result_run"
+    _, chat, _ = run(["scan", *map(str, files), "-q", "--format", "openai"], monkeypatch)
+    assert not any(r["verdict"] for r in records(chat))  # as a chat, the loop went unseen
 
 
 @needs_realdata
@@ -434,6 +549,99 @@ def test_mini_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert got[0]["verdict"] is None and got[1]["verdict"] is not None
 
 
+def test_swe_agent_actions_are_tool_calls() -> None:
+    """An action turn is its text and a request; the observation after it the response."""
+    native = from_swe_agent(swe_run([("ls", "a.py")]))
+    assert [m["type"] for m in native] == ["system", "user", "bot", "activity", "activity"]
+    assert native[2]["text"] == "Run it.\n```\nls\n```"
+    assert native[3]["meta"]["activity"] == {
+        "type": "request", "function": {"name": "bash", "arguments": {"command": "ls\n"}}}
+    assert native[4]["meta"]["activity"]["function"] == {
+        "name": "bash", "arguments": {"command": "ls\n"},
+        "result": "a.py\n(Open file: n/a)\nbash-$"}
+    # A <function=...> call wins over the action string: its name and parameters are the call.
+    xml = from_swe_agent(swe_run([("ls -a", "a.py")], xml=True))
+    assert xml[4]["meta"]["activity"]["function"] == {
+        "name": "bash", "arguments": {"command": "ls -a"},
+        "result": "a.py\n(Open file: n/a)\nbash-$"}
+    # A function-calling turn keeps its tool_calls (the action is not a second call).
+    assert from_swe_agent(swe_agent_history()) == from_openai(swe_agent_history())
+
+
+@pytest.mark.parametrize(("text", "calls"), [
+    ("<function=bash>\n<parameter=command>ls</parameter>\n</function>",
+     [("bash", {"command": "ls"})]),
+    ("Edit it.\n<function=str_replace_editor>\n<parameter=command>str_replace</parameter>\n"
+     "<parameter=path>/a.py</parameter>\n<parameter=old_str>\n  x = 1\n</parameter>\n"
+     "<parameter=new_str>  x = 2</parameter>\n</function>\nDone.",
+     [("str_replace_editor", {"command": "str_replace", "path": "/a.py", "old_str": "x = 1",
+                              "new_str": "x = 2"})]),
+    ("<function=finish>\n</function>", [("finish", {})]),
+    ("<function=a>\n<parameter=x>1</parameter>\n</function>\n"
+     "<function=b>\n<parameter=y>2</parameter>\n</function>", [("a", {"x": "1"}),
+                                                                ("b", {"y": "2"})]),
+    # malformed: each is text, never an exception
+    ("<function=bash>\n<parameter=command>ls</parameter>\n", []),
+    ("<function=bash>\n<parameter=command>ls\n</function>", []),
+    ("<function=bash>\nplease <parameter=command>ls</parameter>\n</function>", []),
+    ("<function=bash>\n<parameter=x>1</parameter><parameter=x>2</parameter></function>", []),
+    ("<function=>\n<parameter=x>1</parameter>\n</function>", []),
+    ("<function=a>\n<parameter=x>1</parameter>\n<function=b>\n<parameter=y>2</parameter>\n"
+     "</function>", [("b", {"y": "2"})]),
+    ("<function=bash" * 1000, []),
+    ("</function><parameter=x>1</parameter>", []),
+])
+def test_function_blocks(text: str, calls: list[tuple[str, Any]]) -> None:
+    """<function=NAME> calls with their <parameter=KEY> arguments; malformed ones are text."""
+    messages = [{"role": "assistant", "content": text}, {"role": "user", "content": "out"}]
+    native = from_swe_agent(messages)
+    requests = [m["meta"]["activity"]["function"] for m in native
+                if m.get("meta", {}).get("activity", {}).get("type") == "request"]
+    responses = [m["meta"]["activity"]["function"] for m in native
+                 if m.get("meta", {}).get("activity", {}).get("type") == "response"]
+    assert [(f["name"], f["arguments"]) for f in requests] == calls
+    assert responses == [{**f, "result": "out"} for f in requests]
+    assert native[0] == {"type": "bot", "text": text}
+    if not calls:
+        assert native[1] == {"type": "user", "text": "out"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(function_call_texts())
+def test_function_blocks_never_raise_and_round_trip(text: str) -> None:
+    """Any text reads without an error; each call read, written back as a well-formed block,
+    reads as itself."""
+    native = from_swe_agent([{"role": "assistant", "content": text}])
+    for message in native[1:]:
+        function = message["meta"]["activity"]["function"]
+        name, arguments = function["name"], function["arguments"]
+        written = "".join(f"<parameter={key}>{value}</parameter>\n"
+                          for key, value in arguments.items())
+        again = from_swe_agent([{"role": "assistant",
+                                 "content": f"<function={name}>\n{written}</function>"}])
+        assert again[1]["meta"]["activity"]["function"] == function
+
+
+def test_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .traj whose observations repeat a long test log after different edits is progress;
+    the same command answered alike again and again is a loop, in both call styles."""
+    log = "FAILED tests/test_a.py::test_x - AssertionError\n" * 60
+    for xml in (False, True):
+        healthy = swe_run([(f"edit {i}:{i}\nx = {i}\nend_of_edit && pytest", log)
+                           for i in range(6)], xml=xml)
+        stuck = swe_run([("pytest", log)] * 6, xml=xml)
+        for name, history, loops in (("ok", healthy, False), ("stuck", stuck, True)):
+            path = tmp_path / f"{name}-{xml}.traj"
+            path.write_text(json.dumps({"environment": "swe_main", "trajectory": [],
+                                        "history": history, "info": {}}, indent=2))
+            code, out, err = run(["scan", str(path)], monkeypatch)
+            assert code == 0 and "swe-agent (detected" in err
+            assert (records(out)[0]["verdict"] is not None) is loops, (name, xml)
+            if not loops:  # read as a chat, the repeated log looks like a stuck agent
+                _, chat, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
+                assert records(chat)[0]["verdict"] is not None
+
+
 # ------------------------------------------------------------------ detection, generated
 
 
@@ -466,10 +674,10 @@ def test_formats_doc_examples() -> None:
     text = (ROOT / "docs" / "formats.md").read_text()
     blocks = [json.loads(body) for _, body
               in re.findall(r"(?ms)^(`{3,4})json\n(.*?)^\1\n", text)]
-    native, tau, mini, anthropic, responses = blocks
-    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], anthropic,
-                                       responses)] == [
-        "native", "openai", "openai", "anthropic", "responses"]
+    native, tau, mini, swe, functions, anthropic, responses, inspect = blocks
+    assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], swe["history"],
+                                       functions, anthropic, responses)] == [
+        "native", "openai", "openai", "swe-agent", "swe-agent", "anthropic", "responses"]
     unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
     assert from_openai(tau["traj"]) == unpriced
     assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"
@@ -479,6 +687,26 @@ def test_formats_doc_examples() -> None:
     assert mapped[1] == {"type": "reasoning", "text": "Look it up.", "usage": {"tokens": 31}}
     assert mapped[2:] == unpriced[1:]
     assert from_openai(mini["messages"])[2]["usage"] == {"tokens": 106}
+    command = {"name": "bash", "arguments": {"command": "open tests/missing_colon.py\n"}}
+    assert [m.get("meta", {}).get("activity") for m in from_swe_agent(swe["history"])] == [
+        None, None, None, {"type": "request", "function": command},
+        {"type": "response", "function": {**command, "result": swe["history"][3]["content"]}}]
+    call = {"name": "str_replace_editor",
+            "arguments": {"command": "view", "path": "/repo/tests/test_a.py"}}
+    assert [m.get("meta", {}).get("activity") for m in from_swe_agent(functions)] == [
+        None, None, {"type": "request", "function": call},
+        {"type": "response", "function": {**call, "result": functions[2]["content"]}}]
+    assert is_inspect_log(inspect)
+    ident, thread = thread_of(inspect["samples"][0])
+    status = {"name": "status", "arguments": {"job": 7}}
+    assert ident == "stuck/1" and thread == [
+        {"type": "user", "text": "Is job 7 done?"},
+        {"type": "reasoning", "text": "Ask the job system.", "usage": {"tokens": 10}},
+        {"type": "bot", "text": "Checking."},
+        {"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+                                                               "function": status}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {**status, "result": "pending"}}}}]
 
 
 def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,

@@ -29,7 +29,7 @@ algorithms the property tests compare."""
 ENGINE_SIDE: Final = frozenset(
     f"vthread.{name}"
     for name in ("_heuristics", "scan", "cycle", "build", "_core", "guard", "replay", "cli",
-                 "_cli_guard", "adapters", "continuation", "fingerprint")
+                 "_cli_guard", "adapters", "continuation", "fingerprint", "inspect_log")
 ) | {"vthread"}  # the package root re-exports the engine-side public API
 
 

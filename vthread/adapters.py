@@ -67,13 +67,32 @@ arguments}`` / ``custom_tool_call``         OpenAI chat (a custom call's ``input
 any other item                              ``{"type": <item type>, "text": ""}``
 ==========================================  ==================================================
 
-mini-swe-agent runs (:func:`from_mini_swe_agent`) are OpenAI chat messages whose tool calls are
-written as text: an ``assistant`` message holding exactly one fenced ``bash`` block (the rule
-mini-swe-agent itself enforces) is its ``bot`` text followed by an activity request
-``{"name": "bash", "arguments": {"command": <the block>}}``, and the ``user`` message after it,
-the environment's output, is that request's response (``result`` = the text). Every other
-message maps as in OpenAI chat (an assistant message with no block or several is only text,
-and the environment's complaint about it a ``user`` message).
+Text actions. mini-swe-agent runs (:func:`from_mini_swe_agent`) and SWE-agent runs
+(:func:`from_swe_agent`) are OpenAI chat messages whose tool calls may be written as text. An
+``assistant`` message without ``tool_calls`` that holds a command is its ``bot`` text
+followed by one activity request per call, and the next ``user`` message, the environment's
+output, is the response to each of them (``result`` = the text, never parsed: it is what a
+terminal showed). Every other message maps as in OpenAI chat (so an assistant message with
+no command is only text, and the environment's complaint about it a ``user`` message). The
+commands:
+
+==========================================  ==================================================
+format                                      the calls of an assistant message
+==========================================  ==================================================
+mini-swe-agent                              exactly one fenced ``bash`` block (the rule
+                                            mini-swe-agent enforces): ``{"name": "bash",
+                                            "arguments": {"command": <the block>}}``
+SWE-agent                                   its complete ``<function=NAME>`` blocks, each
+                                            ``{"name": NAME, "arguments": {KEY: value}}`` from
+                                            its ``<parameter=KEY>value</parameter>`` blocks
+                                            (value stripped of surrounding whitespace); else
+                                            its ``action`` string (the command SWE-agent parsed
+                                            from the text and ran), ``{"name": "bash",
+                                            "arguments": {"command": <action>}}``
+==========================================  ==================================================
+
+A ``<function=...>`` block that is not complete (unterminated, text between its parameters,
+a key given twice) is only text.
 
 Rules common to all of them:
 
@@ -111,27 +130,31 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Final, Literal
 
 __all__ = [
     "FORMATS",
     "Format",
+    "FormatConflictError",
+    "common_format",
     "detect_format",
+    "format_evidence",
     "from_anthropic",
     "from_mini_swe_agent",
     "from_openai",
     "from_responses",
+    "from_swe_agent",
     "to_native",
     "to_native_with_sources",
 ]
 
-Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
+Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent"]
 """The message formats :func:`to_native` understands."""
 
 FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic", "responses",
-                                      "mini-swe-agent")
+                                      "mini-swe-agent", "swe-agent")
 EXPECTED: Final = (
     "native messages (each an object with a string \"type\" and no \"role\"), OpenAI chat "
     "or Anthropic messages (each with a string \"role\"), or OpenAI Responses items "
@@ -162,6 +185,8 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dic
         return from_responses(messages)
     if format == "mini-swe-agent":
         return from_mini_swe_agent(messages)
+    if format == "swe-agent":
+        return from_swe_agent(messages)
     if format == "native":
         return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -218,27 +243,38 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
         first = len(out)
-        if role == "assistant":
-            _openai_assistant(message, index, out, calls, legacy)
-        elif role == "tool":
-            result = _json_or_text(_text(message, index))
-            ids = message.get("tool_call_ids")
-            if "tool_call_id" in message or not isinstance(ids, list) or not ids:
-                ids = [message.get("tool_call_id")]
-            for position, call_id in enumerate(ids):
-                name, arguments = _call(calls, call_id, message)
-                # A fresh result per response: the output never shares a parsed object twice.
-                out.append(_response(name, arguments, result if position == 0
-                                     else _json_or_text(_text(message, index))))
-        elif role == "function":
-            name = _own_name(message)
-            arguments = legacy.get(name, _ABSENT)
-            out.append(_response(name, arguments, _json_or_text(_text(message, index))))
-        else:
-            kind = _OPENAI_ROLE_TYPES.get(role, role)
-            out.append({"type": kind, "text": _text(message, index)})
+        _openai_message(message, index, role, out, calls, legacy)
         _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
     return out
+
+
+def _openai_message(
+    message: Mapping[str, Any],
+    index: int,
+    role: str,
+    out: list[dict[str, Any]],
+    calls: dict[Any, tuple[str, Any]],
+    legacy: dict[str, Any],
+) -> None:
+    """Append the native messages of one OpenAI chat message (its usage aside)."""
+    if role == "assistant":
+        _openai_assistant(message, index, out, calls, legacy)
+    elif role == "tool":
+        result = _json_or_text(_text(message, index))
+        ids = message.get("tool_call_ids")
+        if "tool_call_id" in message or not isinstance(ids, list) or not ids:
+            ids = [message.get("tool_call_id")]
+        for position, call_id in enumerate(ids):
+            name, arguments = _call(calls, call_id, message)
+            # A fresh result per response: the output never shares a parsed object twice.
+            out.append(_response(name, arguments, result if position == 0
+                                 else _json_or_text(_text(message, index))))
+    elif role == "function":
+        name = _own_name(message)
+        arguments = legacy.get(name, _ABSENT)
+        out.append(_response(name, arguments, _json_or_text(_text(message, index))))
+    else:
+        out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(message, index)})
 
 
 def _openai_assistant(
@@ -423,10 +459,19 @@ def _reasoning_text(parts: Any) -> str:
         if isinstance(part, Mapping) and isinstance(part.get("text"), str))
 
 
-# -------------------------------------------------------------------------- mini-swe-agent
+# ------------------------------------------------------------------------------ text actions
 
 # mini-swe-agent's own action pattern (its default ``action_regex``).
 _BASH_BLOCK: Final = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+# A ``<function=NAME>`` call as SWE-agent's and OpenHands' XML function-calling prompts ask for
+# it, and one of its parameters. A call must be complete: its body only parameter blocks and
+# whitespace (checked in _function_blocks), so an unterminated or garbled one stays text.
+_FUNCTION_BLOCK: Final = re.compile(r"<function=([^<>\n]+)>((?:(?!<function=).)*?)</function>",
+                                    re.DOTALL)
+_PARAMETER_BLOCK: Final = re.compile(r"\s*<parameter=([^<>\n]+)>(.*?)</parameter>\s*",
+                                     re.DOTALL)
+
+_Call = tuple[str, Any]  # a tool call read from text: (name, arguments)
 
 
 def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -440,23 +485,99 @@ def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str,
      {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response',
       'function': {'name': 'bash', 'arguments': {'command': 'ls'}, 'result': 'a.py'}}}}]
     """
+    return _with_text_actions(messages, _bash_block)
+
+
+def from_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """SWE-agent ``history`` messages as native messages: an assistant turn's command (its
+    ``<function=...>`` blocks, else its ``action``) a tool call, the environment's next
+    message its result; function-calling turns as in OpenAI chat (mapping in the module
+    docstring).
+
+    >>> from_swe_agent([{"role": "assistant", "content": "Look.\\n```\\nls\\n```",
+    ...                  "action": "ls\\n", "message_type": "action"},
+    ...                 {"role": "user", "content": "a.py", "message_type": "observation"}]
+    ...                )[2]["meta"]["activity"]["function"]
+    {'name': 'bash', 'arguments': {'command': 'ls\\n'}, 'result': 'a.py'}
+    """
+    return _with_text_actions(messages, _swe_agent_action)
+
+
+def _with_text_actions(
+    messages: Sequence[Mapping[str, Any]],
+    actions: Callable[[Mapping[str, Any], str], list[_Call]],
+) -> list[dict[str, Any]]:
+    """Chat messages whose tool calls are written as text: ``actions`` reads the calls of an
+    assistant turn that has no ``tool_calls``, and the next ``user`` message answers them all.
+    Every other message maps as in OpenAI chat."""
     out: list[dict[str, Any]] = []
-    command: str | None = None  # the command awaiting its output
+    calls: dict[Any, tuple[str, Any]] = {}
+    legacy: dict[str, Any] = {}
+    pending: list[_Call] = []  # the calls awaiting the environment's output
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
         first = len(out)
-        text = _text(message, index)
-        if role == "user" and command is not None:
-            out.append(_response("bash", {"command": command}, text))
-            command = None
+        if role == "user" and pending:
+            text = _text(message, index)
+            out.extend(_response(name, arguments, text) for name, arguments in pending)
+            pending = []
         else:
-            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": text})
-            commands = _BASH_BLOCK.findall(text) if role == "assistant" else []
-            command = commands[0] if len(commands) == 1 else None
-            if command is not None:
-                out.append(_request("bash", {"command": command}))
+            _openai_message(message, index, role, out, calls, legacy)
+            pending = []
+            if role == "assistant" and message.get("tool_calls") is None and (
+                    message.get("function_call") is None):
+                pending = actions(message, _text(message, index))
+                out.extend(_request(name, arguments) for name, arguments in pending)
         _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
     return out
+
+
+def _bash_block(message: Mapping[str, Any], text: str) -> list[_Call]:
+    """mini-swe-agent's call: the turn's fenced ``bash`` block when it has exactly one."""
+    commands = _BASH_BLOCK.findall(text)
+    return [("bash", {"command": commands[0]})] if len(commands) == 1 else []
+
+
+def _swe_agent_action(message: Mapping[str, Any], text: str) -> list[_Call]:
+    """SWE-agent's calls: the turn's ``<function=...>`` blocks, else its ``action`` (the
+    command it parsed from the text, as the shell ran it)."""
+    found = _function_blocks(text)
+    if found:
+        return found
+    action = message.get("action")
+    return [("bash", {"command": action})] if isinstance(action, str) and action.strip() else []
+
+
+def _function_blocks(text: str) -> list[_Call]:
+    """The complete ``<function=NAME>`` calls written in ``text``: (NAME, {KEY: value}) for
+    each, a value being its ``<parameter=KEY>`` block's text without surrounding whitespace.
+
+    A block is a call only when it is well formed: a name, then nothing but parameter blocks
+    (each key once) and whitespace up to ``</function>``. Anything else (unterminated, text
+    between the parameters, a repeated key) is left as text; this never raises. O(len(text)).
+
+    >>> _function_blocks("Look.\\n<function=bash>\\n<parameter=command>ls -a</parameter>\\n"
+    ...                 "</function>")
+    [('bash', {'command': 'ls -a'})]
+    >>> _function_blocks("<function=bash>\\n<parameter=command>ls")
+    []
+    """
+    if "<function=" not in text:
+        return []
+    found: list[_Call] = []
+    for block in _FUNCTION_BLOCK.finditer(text):
+        name, body = block.group(1).strip(), block.group(2)
+        arguments: dict[str, str] = {}
+        at = 0
+        while (parameter := _PARAMETER_BLOCK.match(body, at)) is not None:
+            key = parameter.group(1).strip()
+            if not key or key in arguments:
+                break
+            arguments[key] = parameter.group(2).strip()
+            at = parameter.end()
+        if name and not body[at:].strip():
+            found.append((name, arguments))
+    return found
 
 
 # ------------------------------------------------------------------------------- detection
@@ -474,33 +595,91 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
     ``role``; Responses items all have a Responses item type (or are role-only ``message``
     items) and at least one of them is a ``function_call``, its output or a ``message``
     with a ``role``; chat messages all have a string ``role``, and they are Anthropic's when
-    some content holds a ``tool_use``, ``tool_result`` or thinking block, OpenAI's otherwise
-    (plain text messages map the same way in both). Mixed signals, a message that is not an
-    object and an empty list give None. O(total size of the messages' top levels).
+    some content holds a ``tool_use``, ``tool_result`` or thinking block, SWE-agent's when
+    some assistant message has a string ``action`` (or, with no OpenAI tool key anywhere,
+    text holding a complete ``<function=...>`` call), OpenAI's otherwise (plain text messages
+    map the same way in all of them). Mixed signals, a message that is not an object and an
+    empty list give None. O(total size of the messages' top levels and texts).
 
     >>> detect_format([{"role": "user", "content": "hi"}]), detect_format([{"text": "hi"}])
     ('openai', None)
     """
+    return format_evidence(messages)[0]
+
+
+def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
+    """:func:`detect_format`'s answer, and whether something specific to that format decided
+    it: False for a plain chat (roles and text only), which every format but native reads
+    alike and which therefore cannot contradict another thread's format.
+
+    >>> format_evidence([{"role": "user", "content": "hi"}])
+    ('openai', False)
+    """
     if not messages or not all(isinstance(m, Mapping) for m in messages):
-        return None
+        return None, True
     if all(isinstance(m.get("type"), str) and "role" not in m for m in messages):
         if any(m["type"] in _RESPONSES_CALLS or m["type"] in _RESPONSES_OUTPUTS
                for m in messages) and all(m["type"] in _RESPONSES_ITEMS for m in messages):
-            return "responses"
-        return "native"
+            return "responses", True
+        return "native", True
     if all(m.get("type", "message") in _RESPONSES_ITEMS for m in messages) and any(
         m.get("type") in _RESPONSES_CALLS or m.get("type") in _RESPONSES_OUTPUTS
         or (m.get("type") == "message" and "role" in m) for m in messages
     ):
-        return "responses"
+        return "responses", True
     if not all(isinstance(m.get("role"), str) for m in messages):
-        return None
+        return None, True
     anthropic = any(_has_anthropic_block(m.get("content")) for m in messages)
     openai = any(m["role"] in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
                  for m in messages)
-    if anthropic and openai:
-        return None
-    return "anthropic" if anthropic else "openai"
+    if anthropic:
+        return (None if openai else "anthropic"), True
+    assistants = [m for m in messages if m["role"] == "assistant"]
+    if any(isinstance(m.get("action"), str) for m in assistants) or (not openai and any(
+            _function_blocks(_joined_text(m.get("content"), "")) for m in assistants
+            if isinstance(m.get("content"), (str, list)))):
+        return "swe-agent", True
+    return "openai", openai
+
+
+class FormatConflictError(ValueError):
+    """The threads examined are in different formats: ``formats`` maps each format to the
+    positions of the threads that showed it."""
+
+    def __init__(self, formats: Mapping[Format, list[int]]) -> None:
+        self.formats: dict[Format, list[int]] = dict(formats)
+        super().__init__("; ".join(f"{name} at {', '.join(map(str, where))}"
+                                   for name, where in self.formats.items()))
+
+
+def common_format(evidence: Sequence[tuple[int, Format, bool]]) -> Format:
+    """The one format that every thread of ``evidence`` (position, format, decisive) fits,
+    or :class:`FormatConflictError` naming the disagreeing positions.
+
+    Decisive threads must all show the same format. A plain chat (not decisive) fits any
+    format but native, and alone is read as OpenAI's. No evidence at all reads as native
+    (every thread is then empty or an error record). O(len(evidence)).
+
+    >>> common_format([(1, "openai", False), (2, "anthropic", True)])
+    'anthropic'
+    >>> common_format([(1, "native", True), (2, "openai", True)])
+    Traceback (most recent call last):
+    ...
+    vthread.adapters.FormatConflictError: native at 1; openai at 2
+    """
+    shown: dict[Format, list[int]] = {}
+    for position, format_, decisive in evidence:
+        if decisive:
+            shown.setdefault(format_, []).append(position)
+    plain = [position for position, _, decisive in evidence if not decisive]
+    if len(shown) > 1 or (plain and "native" in shown):
+        if plain:
+            shown.setdefault("openai", []).extend(plain)
+            shown["openai"].sort()
+        raise FormatConflictError(shown)
+    if shown:
+        return next(iter(shown))
+    return "openai" if plain else "native"
 
 
 def _has_anthropic_block(content: Any) -> bool:

@@ -24,8 +24,14 @@ import numpy as np
 
 from vthread._heuristics import columns_of, core_options
 from vthread._options import cycle_options
-from vthread.adapters import FORMATS, detect_format
-from vthread.documents import in_source_messages, run_format, run_messages, thread_of
+from vthread.adapters import (
+    EXPECTED,
+    FORMATS,
+    FormatConflictError,
+    common_format,
+    format_evidence,
+)
+from vthread.documents import in_source_messages, read_run, run_format, run_messages
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -143,31 +149,39 @@ def _is_text(array: pa.Array) -> bool:
 
 
 def _detect(column: pa.ChunkedArray) -> str:
-    """The format of the first rows with messages, which must all agree."""
-    found: dict[str, int] = {}
+    """The format every one of the first rows with messages fits, as ``vthread scan``
+    decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
+    they disagree, or when none is in a known format."""
+    evidence: list[tuple[int, Any, bool]] = []
+    unknown: int | None = None
     row = 0
-    looked = 0
     for piece in _slices(column):
         for value in _python_values(piece):
-            if looked >= _DETECT_ROWS:
+            if len(evidence) >= _DETECT_ROWS:
                 break
-            run = value if isinstance(value, (list, dict)) else None
-            listed = run_messages(run) if isinstance(run, dict) else run
-            if isinstance(listed, list) and listed:
-                declared = run_format(run) if isinstance(run, dict) else None
-                kind = declared or detect_format(listed)
-                if kind is None:
-                    raise ValueError(f"row {row}: the messages are in no known format; "
-                                     "pass format= to read them as one")
-                found.setdefault(kind, row)
-                looked += 1
+            declared = run_format(value) if isinstance(value, dict) else None
+            listed = run_messages(value) if isinstance(value, dict) else value
+            if declared is not None:
+                evidence.append((row, declared, True))
+            elif isinstance(listed, list) and listed:
+                found, decisive = format_evidence(listed)
+                if found is None:
+                    unknown = row if unknown is None else unknown
+                else:
+                    evidence.append((row, found, decisive))
             row += 1
-        if looked >= _DETECT_ROWS:
+        if len(evidence) >= _DETECT_ROWS:
             break
-    if len(found) > 1:
-        described = ", ".join(f"{kind} (row {first})" for kind, first in found.items())
-        raise ValueError(f"the rows disagree on their format: {described}; pass format=")
-    return next(iter(found), "native")
+    if not evidence and unknown is not None:
+        raise ValueError(f"row {unknown}: cannot tell the message format; expected "
+                         f"{EXPECTED} (or pass format=)")
+    try:
+        return common_format(evidence)
+    except FormatConflictError as conflict:
+        described = "; ".join(f"{name} at row {', '.join(map(str, rows))}"
+                              for name, rows in conflict.formats.items())
+        raise ValueError(f"the rows are in different formats ({described}); pass format= "
+                         "to read them all in one") from None
 
 
 def _python_values(array: pa.Array) -> list[Any]:
@@ -262,7 +276,7 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
     if looping:
         threads = []
         for row in looping:
-            found = thread_of(json.loads(bytes(memoryview(data)[starts[row]:ends[row]])),
+            found = read_run(json.loads(bytes(memoryview(data)[starts[row]:ends[row]])),
                               "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])
@@ -296,7 +310,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
     errors: list[str | None] = []
     for value in values:
         found = (value.reason if isinstance(value, _BadRow)
-                 else thread_of(value, format_))
+                 else read_run(value, format_))
         if isinstance(found, str):
             errors.append(found)
             continue

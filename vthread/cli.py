@@ -18,19 +18,23 @@ is not an object (with its index), or what the ``--format`` adapter rejected. A 
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). Each file's message format is detected from its first thread with
-messages (:func:`vthread.adapters.detect_format`), a thread in no known format being a fatal
-error; ``--format`` overrides. Messages in another format than native are first translated by
+(``line`` is its position). Each file's message format is detected from its first threads with
+messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+different formats, or none in a known one, are a fatal error naming their lines; ``--format``
+overrides. Messages in another format than native are first translated by
 :mod:`vthread.adapters`; the record still counts the file's own messages: ``messages`` is the
 run's message count, ``loop_start`` the file's message holding the loop's first translated
 message, ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
-:func:`vthread.documents.in_source_messages`). A summary table goes to stderr at the end
-(``--quiet`` drops it), and a progress bar (tqdm) while running, only when stderr is a
-terminal and the records go to a file or a pipe, never to that terminal. With no FILE,
-standard input is read when it is a pipe or a file; ``--sample`` (or a bare ``vthread scan``
-at a terminal, which says so) scans the bundled sample. An ``--output`` that is one of the
-inputs is refused before anything is opened for writing. A ``.gz`` that breaks off gives every
-line that decompressed its record, then one error record saying where and why (see
+:func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
+document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
+native messages. A Parquet file (``.parquet``) holds a run a row (:mod:`vthread._cli_parquet`);
+``-o X.parquet`` writes the records as Parquet. A summary table goes to
+stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running, only when
+stderr is a terminal and the records go to a file or a pipe, never to that terminal. With no
+FILE, standard input is read when it is a pipe or a file; ``--sample`` (or a bare ``vthread
+scan`` at a terminal, which says so) scans the bundled sample. An ``--output`` that is one of
+the inputs is refused before anything is opened for writing. A ``.gz`` that breaks off gives
+every line that decompressed its record, then one error record saying where and why (see
 :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
@@ -81,7 +85,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO, cast
+from typing import Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
 
@@ -124,10 +128,16 @@ SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
+DETECT_THREADS: Final = 64
+"""Most threads with messages a file's format is detected from (all from its first chunk)."""
+DETECT_BYTES: Final = 32 << 20
+"""About the most bytes of threads the detection parses: each is parsed again when read."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
-_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent")
+_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
+_Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
+# an Inspect log's samples (as native runs)
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _USAGE_EXIT: Final = 2
@@ -215,7 +225,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="scan the sample set bundled with vthread (no FILE)")
     scan_.add_argument("--format", choices=_FORMATS, default=None,
                        help="message format of the threads (default: detected per file "
-                       "from its first thread)")
+                       "from its first threads)")
     scan_.add_argument("--messages-key", metavar="KEY",
                        help="the key of each run object that holds its messages (default: "
                        "messages, traj or history, the first present)")
@@ -770,7 +780,7 @@ def _tasks(
     mask_volatile: bool = False,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
-    run it holds; with ``format_`` None each file's format is detected from its first thread
+    run it holds; with ``format_`` None each file's format is detected from its first threads
     with messages (and appended to ``detected``)."""
     done_bytes = 0  # size of the files already read (the progress bar's offset)
     for name in files:
@@ -787,18 +797,30 @@ def _tasks(
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
         line = 1
         file_format = format_
+        keys = (messages_key, id_key)
         try:
-            chunks = (_document_chunks(stream, messages_key) if _is_document(name)
-                      else _chunks(stream))
+            kind: _Kind = "lines"
+            if _is_eval_log(name):
+                chunks, kind = _inspect_chunks(label, name), "inspect"
+            elif _is_document(name):
+                chunks, kind = _document_chunks(stream, messages_key, label)
+            else:
+                chunks = _chunks(stream)
+            if kind == "inspect":
+                # An Inspect log's samples become native threads, whatever --format says.
+                file_format, keys = "native", (None, None)
+                if detected is not None:
+                    detected.append((label, "inspect"))
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
                 if file_format is None:
-                    file_format = _detect(label, lines, messages_key)
+                    file_format = _detect(label, lines, messages_key,
+                                          "run" if kind == "runs" else "line")
                     if detected is not None:
                         detected.append((label, file_format))
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, messages_key, id_key, mask_volatile=mask_volatile)
+                            threads, *keys, mask_volatile=mask_volatile)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -843,7 +865,7 @@ def _parquet_tasks(
             if progress is not None:
                 progress.chunk_read(done_bytes + int(share * size))
             if file_format is None:
-                file_format = _detect(name, lines, None)
+                file_format = _detect(name, lines, None, "row")
                 if detected is not None:
                     detected.append((name, file_format))
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
@@ -851,6 +873,13 @@ def _parquet_tasks(
             line += len(lines)
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
         raise _FatalError(f"{name}: cannot read: {error}") from error
+
+
+def _is_eval_log(name: str) -> bool:
+    """Whether the file is an Inspect AI log in Inspect's own format (judged by its name)."""
+    from vthread.inspect_log import EVAL_SUFFIX
+
+    return name != "-" and name.lower().endswith(EVAL_SUFFIX)
 
 
 def _is_document(name: str) -> bool:
@@ -862,12 +891,14 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(
-    stream: BinaryIO | _GzipStream, messages_key: str | None
-) -> Iterator[list[bytes]]:
-    """A JSON document's runs as JSONL lines, in chunks. A file that is not one JSON document
-    is read as JSONL: JSONL files are often named ``.json``, and a broken document then gets
-    an error record per line as any JSONL file does."""
+    stream: BinaryIO | _GzipStream, messages_key: str | None, label: str
+) -> tuple[Iterator[list[bytes]], _Kind]:
+    """A JSON document's runs as JSONL lines, in chunks, and what they are. An Inspect log's
+    samples are its runs, as native threads. A file that is not one JSON document is read as
+    JSONL: JSONL files are often named ``.json``, and a broken document then gets an error
+    record per line as any JSONL file does."""
     from vthread.documents import runs_of
+    from vthread.inspect_log import is_inspect_log
 
     parts = []
     while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
@@ -875,36 +906,77 @@ def _document_chunks(
     data = b"".join(parts)
     value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
     if isinstance(value, _Bad):
-        yield from _chunks(io.BytesIO(data))
-        return
+        return _chunks(io.BytesIO(data)), "lines"
+    if is_inspect_log(value):
+        return _inspect_chunks(label, io.BytesIO(data)), "inspect"
     lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
-    for start in range(0, len(lines), CHUNK_LINES):
-        yield lines[start : start + CHUNK_LINES]
+    chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
+    return chunks, "runs"
 
 
-def _detect(label: str, lines: list[bytes], messages_key: str | None) -> str:
-    """The format of the first thread with messages among ``lines`` ("native" when none has
-    any: every line is then an error record or an empty thread); a fatal error when that
-    thread is in no format vthread knows."""
-    from vthread.adapters import EXPECTED, detect_format
+def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
+    """An Inspect AI log's samples as native JSONL lines ``{"id", "messages"}``, in chunks; a
+    fatal error when inspect_ai is missing or cannot read the log."""
+    from vthread.inspect_log import read_inspect_log
+
+    batch: list[bytes] = []
+    try:
+        for ident, messages in read_inspect_log(source):
+            batch.append(json.dumps({"id": ident, "messages": messages}).encode("ascii"))
+            if len(batch) == CHUNK_LINES:
+                yield batch
+                batch = []
+    except ImportError as error:
+        raise _FatalError(f"{label}: {error}") from error
+    except Exception as error:  # whatever inspect_ai raises on a log it cannot read
+        raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
+    if batch:
+        yield batch
+
+
+def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str) -> str:
+    """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
+    fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
+    or run numbers) when they disagree, or when none is in a known format but one has
+    messages."""
+    from vthread.adapters import EXPECTED, FormatConflictError, common_format, format_evidence
     from vthread.documents import run_format, run_messages
 
     suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    evidence: list[tuple[int, Any, bool]] = []
+    unknown: int | None = None  # the first thread in no known format
+    examined = 0  # bytes of the threads examined
     for index, line in enumerate(lines):
+        if len(evidence) == DETECT_THREADS or examined > DETECT_BYTES:
+            break
         value = _parse(line, index in suspect)
+        declared = None
         if isinstance(value, dict):
             declared = run_format(value)
-            if declared is not None:
-                return declared
             value = run_messages(value, messages_key)
-        if not isinstance(value, list) or not value:
+        if declared is not None:
+            evidence.append((index + 1, declared, True))
+        elif isinstance(value, list) and value:
+            found, decisive = format_evidence(value)
+            if found is None:
+                # Read as any format, such a thread is an error record; it is fatal only
+                # when no thread shows a format.
+                unknown = index + 1 if unknown is None else unknown
+                continue
+            evidence.append((index + 1, found, decisive))
+        else:
             continue
-        found = detect_format(value)
-        if found is None:
-            raise _FatalError(f"{label}: line {index + 1}: cannot tell the message format; "
-                              f"expected {EXPECTED} (or give --format)")
-        return found
-    return "native"
+        examined += len(line)
+    if not evidence and unknown is not None:
+        raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "
+                          f"expected {EXPECTED} (or give --format)")
+    try:
+        return common_format(evidence)
+    except FormatConflictError as conflict:
+        where = "; ".join(f"{name} at {unit} {', '.join(map(str, at))}"
+                          for name, at in conflict.formats.items())
+        raise _FatalError(f"{label}: its threads are in different formats ({where}); give "
+                          f"--format to read them all in one") from None
 
 
 def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
@@ -1260,9 +1332,9 @@ def _thread(
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
-    from vthread.documents import thread_of
+    from vthread.documents import read_run
 
-    found = thread_of(value, format_, messages_key, id_key)
+    found = read_run(value, format_, messages_key, id_key)
     return _Bad(found) if isinstance(found, str) else found
 
 

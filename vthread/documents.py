@@ -37,8 +37,16 @@ from vthread._heuristics import RESULT_RUN, SUFFIX
 if TYPE_CHECKING:
     from vthread.scan import ScanResult
 
-__all__ = ["DOCUMENT_SUFFIXES", "MESSAGES_KEYS", "in_source_messages", "run_format", "run_id",
-           "run_messages", "runs_of", "thread_of"]
+__all__ = [
+    "DOCUMENT_SUFFIXES",
+    "MESSAGES_KEYS",
+    "in_source_messages",
+    "read_run",
+    "run_format",
+    "run_id",
+    "run_messages",
+    "runs_of",
+]
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")
 """Where known formats keep a run's messages, in the order they are looked for."""
@@ -113,15 +121,15 @@ def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
     return [document]
 
 
-def thread_of(
+def read_run(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
     """(id, native messages, the source message of each or None when ``value`` is native)
     of one parsed run (a list of messages or an object holding them), or why it is not one.
 
-    >>> thread_of({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
+    >>> read_run({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
     ('r1', [{'type': 'user', 'text': 'hi'}], None)
-    >>> thread_of(7, "native")
+    >>> read_run(7, "native")
     'not a thread: a number, not an array of messages or an object with "messages"'
     """
     kind = type(value)

@@ -1,0 +1,199 @@
+"""Inspect AI logs: a real evaluation with Inspect's mock model, scanned as .eval and .json;
+the mapping of a sample's messages; the error when inspect_ai is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cli import records, run
+from vthread import scan
+from vthread.adapters import from_openai
+from vthread.inspect_log import is_inspect_log, thread_of
+
+needs_inspect = pytest.mark.skipif(
+    importlib.util.find_spec("inspect_ai") is None,
+    reason="inspect_ai is not installed (pip install 'vthread[inspect]')")
+
+TASK = '''
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.solver import generate, use_tools
+from inspect_ai.tool import tool
+
+
+@tool
+def status():
+    async def execute(job: int) -> str:
+        """Report a job's status.
+
+        Args:
+            job: the job number.
+        """
+        return "pending"
+    return execute
+
+
+def priced(output, tokens):
+    # Usage given, so the mock model does not count tokens (with a tokenizer it downloads).
+    output.usage = ModelUsage(input_tokens=100, output_tokens=tokens, total_tokens=100 + tokens)
+    return output
+
+
+def outputs():
+    calls = [priced(ModelOutput.for_tool_call("mockllm/model", "status", {"job": 7},
+                                              tool_call_id=f"c{i}"), 10 + i) for i in range(5)]
+    return [*calls, priced(ModelOutput.from_content("mockllm/model", "Still pending."), 4),
+            priced(ModelOutput.from_content("mockllm/model", "Hello!"), 2)]
+
+
+@task
+def polling():
+    # One model for both samples, run one after the other: "stuck" polls five times, then
+    # "ok" answers at once.
+    return Task(dataset=[Sample(id="stuck", input="Is job 7 done?"),
+                         Sample(id="ok", input="Hello")],
+                solver=[use_tools(status()), generate()],
+                model=get_model("mockllm/model", custom_outputs=outputs()))
+'''
+
+EVALUATE = '''
+import sys
+from inspect_ai import eval
+for log_format in ("eval", "json"):
+    [log] = eval("task.py", log_dir=sys.argv[1], log_format=log_format, display="none",
+                 max_samples=1)
+    assert log.status == "success", log.error
+'''
+
+
+@pytest.fixture(scope="module")
+def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real Inspect evaluation of a two-sample task with the mock model, logged in both
+    formats (one process: Inspect's import is most of the few seconds it takes)."""
+    folder = tmp_path_factory.mktemp("inspect")
+    (folder / "task.py").write_text(TASK)
+    logs = folder / "logs"
+    subprocess.run([sys.executable, "-c", textwrap.dedent(EVALUATE), str(logs)], cwd=folder,
+                   check=True, timeout=120, capture_output=True)
+    return {path.suffix: path for path in logs.iterdir()}
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_inspect_log_scanned(inspect_logs: dict[str, Path], suffix: str,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each sample is a thread "<id>/<epoch>"; calls and results are linked; the sample that
+    polls the same tool five times loops, with the tokens of its model calls."""
+    path = inspect_logs[suffix]
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = {r["id"]: r for r in records(out)}
+    assert code == 0 and "inspect (detected" in err
+    assert sorted(got) == ["ok/1", "stuck/1"]
+    assert got["ok/1"]["verdict"] is None and got["ok/1"]["messages"] == 2
+    stuck = got["stuck/1"]
+    assert stuck["verdict"] == "repeated_result_run" and stuck["repetitions"] == 5
+    assert "of 66" in err  # 10 + 11 + 12 + 13 + 14 + 4 + 2 output tokens, call by call
+
+    from vthread.inspect_log import read_inspect_log
+
+    threads = dict(read_inspect_log(path))
+    activities = [m["meta"]["activity"] for m in threads["stuck/1"] if "meta" in m]
+    assert activities == [
+        {"type": kind, "function": {"name": "status", "arguments": {"job": 7},
+                                    **({"result": "pending"} if kind == "response" else {})}}
+        for _ in range(5) for kind in ("request", "response")]
+    assert [m.get("usage") for m in threads["stuck/1"] if m["type"] == "bot"] == [
+        {"tokens": t} for t in (10, 11, 12, 13, 14, 4)]
+
+
+def test_inspect_log_without_inspect_ai(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without inspect_ai an Inspect log is refused with what to install, before any record."""
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    log = tmp_path / "run.json"
+    log.write_text('{"version": 2, "status": "success", "eval": {"task": "t", "model": "m"},'
+                   ' "samples": []}')
+    eval_log = tmp_path / "run.eval"
+    eval_log.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
+    for path in (log, eval_log):
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        assert code == 2 and out == b""
+        assert f"{path}: reading an Inspect AI log needs inspect_ai: " in err
+        assert "pip install 'vthread[inspect]'" in err
+
+
+@needs_inspect
+def test_unreadable_eval_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval that is not an Inspect log stops the scan with inspect_ai's reason."""
+    path = tmp_path / "broken.eval"
+    path.write_bytes(b"not a zip archive")
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2 and out == b""
+    assert f"{path}: cannot read the Inspect AI log: " in err
+
+
+def sample(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"id": "s1", "epoch": 2, "messages": messages, **extra}
+
+
+def test_sample_messages_map_as_openai_chat() -> None:
+    """Inspect's reasoning parts, tool calls (function a string, arguments an object) and tool
+    messages map as their OpenAI chat twins do; a failed call's error is its result."""
+    messages = [
+        {"id": "u", "role": "user", "content": [{"type": "text", "text": "Deploy."}]},
+        {"id": "a", "role": "assistant", "content": [
+            {"type": "reasoning", "reasoning": "Check first."},
+            {"type": "reasoning", "reasoning": "x", "summary": "Hidden.", "redacted": True},
+            {"type": "text", "text": "Checking."}],
+         "tool_calls": [{"id": "c1", "function": "status", "arguments": {"job": 7}}]},
+        {"id": "t", "role": "tool", "tool_call_id": "c1", "function": "status", "content": "",
+         "error": {"type": "timeout", "message": "timed out"}},
+        {"id": "t2", "role": "tool", "tool_call_id": "c9", "function": "ls",
+         "content": '{"files": []}'}]
+    ident, native = thread_of(sample(messages), {"a": 9})
+    assert ident == "s1/2"
+    assert native == from_openai([
+        {"role": "user", "content": "Deploy."},
+        {"role": "assistant", "content": "Checking.", "usage": {"completion_tokens": 9},
+         "reasoning_content": "Check first.\nHidden.",
+         "tool_calls": [{"id": "c1", "function": {"name": "status",
+                                                  "arguments": '{"job": 7}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "timed out"},
+        {"role": "tool", "tool_call_id": "c9", "name": "ls", "content": '{"files": []}'}])
+
+
+def test_sample_usage_spread_without_model_events() -> None:
+    """With no per-call figures, the sample's output tokens are shared by its assistant turns."""
+    messages = [{"id": "u", "role": "user", "content": "hi"},
+                {"id": "a1", "role": "assistant", "content": "one"},
+                {"id": "a2", "role": "assistant", "content": "two"}]
+    usage = {"m": {"input_tokens": 50, "output_tokens": 30}, "n": {"output_tokens": 10}}
+    _, native = thread_of(sample(messages, model_usage=usage))
+    assert [m.get("usage") for m in native] == [None, {"tokens": 20}, {"tokens": 20}]
+    assert scan([native]).record(0)["verdict"] is None
+    _, bare = thread_of(sample(messages))
+    assert not any("usage" in m for m in bare)
+
+
+def test_import_stays_light() -> None:
+    """Neither vthread nor its Inspect module loads inspect_ai until a log is read."""
+    code = ("import sys, vthread, vthread.inspect_log; "
+            "assert 'inspect_ai' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_is_inspect_log() -> None:
+    """Only an object with a version and an eval header naming task and model is a log."""
+    assert is_inspect_log({"version": 2, "eval": {"task": "t", "model": "m"}})
+    assert not is_inspect_log({"eval": {"task": "t", "model": "m"}})
+    assert not is_inspect_log({"version": 2, "eval": "t"})
+    assert not is_inspect_log([{"version": 2}])

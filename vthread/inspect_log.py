@@ -1,0 +1,176 @@
+"""Inspect AI evaluation logs: each sample of a log one thread of native messages.
+
+Inspect (``inspect_ai``) writes a run of a task as a log, ``.eval`` (a zip archive) or
+``.json`` (one JSON document): the evaluation's header and its samples, each sample holding
+its conversation (``messages``), its model calls (``events``) and its ``model_usage``. The
+log is read with inspect_ai's own reader (:func:`inspect_ai.log.read_eval_log_samples`, or
+:func:`~inspect_ai.log.read_eval_log` for a document already in memory), so every log version
+Inspect can read is read, attachments resolved; inspect_ai is an optional dependency
+(``pip install 'vthread[inspect]'``), imported only here and only when a log is read.
+
+A sample's messages map as OpenAI chat messages do (:func:`vthread.adapters.from_openai`), with
+Inspect's shapes:
+
+==========================================  ==================================================
+Inspect message                             native messages
+==========================================  ==================================================
+``system`` / ``user``                       ``{"type": "system" | "user", "text": ...}``, the
+                                            text parts of a content list joined by ``\\n``
+``assistant`` ``reasoning`` content parts   ``{"type": "reasoning", "text": ...}`` (their
+                                            ``reasoning`` texts, a redacted one's ``summary``)
+``assistant`` text                          ``{"type": "bot", "text": ...}`` when non-empty
+``assistant`` ``tool_calls[i]``             activity request: ``name`` = ``function``,
+``{id, function, arguments}``               ``arguments`` as recorded (an object)
+``tool`` ``{tool_call_id, function,         activity response with the call's name and
+content, error}``                           arguments; ``result`` = the content parsed as JSON
+                                            when it is JSON text, else the text (the error's
+                                            ``message`` when there is no content)
+==========================================  ==================================================
+
+The thread's id is ``"<sample id>/<epoch>"``. An assistant message's tokens are the
+``output_tokens`` of the model call that produced it (the ``model`` event whose output
+message has its ``id``); a sample without such events has its ``model_usage`` output tokens
+spread evenly over its assistant messages, so that its total is still right.
+
+>>> thread_of({"id": 3, "epoch": 1, "messages": [
+...     {"role": "assistant", "id": "m1", "content": "",
+...      "tool_calls": [{"id": "c1", "function": "ls", "arguments": {}}]},
+...     {"role": "tool", "tool_call_id": "c1", "function": "ls", "content": "a.py"}]},
+...     {"m1": 12})  # doctest: +NORMALIZE_WHITESPACE
+('3/1', [{'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'request',
+  'function': {'name': 'ls', 'arguments': {}}}}, 'usage': {'tokens': 12}},
+ {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response',
+  'function': {'name': 'ls', 'arguments': {}, 'result': 'a.py'}}}}])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final
+
+from vthread.adapters import from_openai
+
+__all__ = ["INSTALL_HINT", "is_inspect_log", "read_inspect_log", "thread_of"]
+
+INSTALL_HINT: Final = "pip install 'vthread[inspect]'"
+"""How to get the reader this module needs."""
+EVAL_SUFFIX: Final = ".eval"
+"""The file name ending of Inspect's own log format (a zip archive)."""
+# The parts of a sample read here: dumping the rest (events, store, attachments) would cost
+# more than the messages themselves.
+_SAMPLE_FIELDS: Final = frozenset({"id", "epoch", "messages", "model_usage"})
+
+
+def is_inspect_log(document: Any) -> bool:
+    """Whether a parsed JSON document is an Inspect log: an object with a ``version`` and an
+    ``eval`` header naming its ``task`` and ``model``. O(1).
+
+    >>> is_inspect_log({"version": 2, "eval": {"task": "t", "model": "m"}, "samples": []})
+    True
+    """
+    header = document.get("eval") if isinstance(document, Mapping) else None
+    return (isinstance(header, Mapping) and "version" in document and "task" in header
+            and "model" in header)
+
+
+def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(id, native messages) of each sample of the Inspect log at ``source``: a path (``.eval``
+    or ``.json``), or a binary stream holding a ``.json`` log. Samples are read one at a time
+    from a path. Raises :class:`ImportError` saying what to install when inspect_ai is not
+    installed; whatever inspect_ai raises on a log it cannot read passes through."""
+    try:
+        from inspect_ai.log import read_eval_log, read_eval_log_samples
+    except ImportError as error:
+        raise ImportError(f"reading an Inspect AI log needs inspect_ai: {INSTALL_HINT}") from error
+    if isinstance(source, (str, Path)):
+        # all_samples_required=False: an interrupted evaluation still has its finished samples.
+        samples: Any = read_eval_log_samples(source, all_samples_required=False,
+                                             resolve_attachments=True)
+    else:
+        samples = read_eval_log(source, resolve_attachments=True, format="json").samples or []
+    for sample in samples:
+        fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
+        yield thread_of(fields, _call_tokens(sample.events))
+
+
+def _call_tokens(events: Sequence[Any]) -> dict[str, Any]:
+    """The output tokens of each model call, by the id of the message it produced; the
+    events as inspect_ai's objects or as a ``.json`` log writes them."""
+    tokens: dict[str, Any] = {}
+    for event in events:
+        if _field(event, "event") != "model":
+            continue
+        output = _field(event, "output")
+        choices, usage = _field(output, "choices"), _field(output, "usage")
+        if not choices or usage is None:
+            continue
+        message_id = _field(_field(choices[0], "message"), "id")
+        if message_id is not None:
+            tokens[message_id] = _field(usage, "output_tokens")
+    return tokens
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def thread_of(
+    sample: Mapping[str, Any], call_tokens: Mapping[str, Any] | None = None,
+) -> tuple[str, list[dict[str, Any]]]:
+    """(id, native messages) of a sample, given as Inspect writes it in a ``.json`` log
+    (``model_dump`` of an ``EvalSample``), and the output tokens of its model calls by
+    message id, read from the sample's ``events`` when not given (mapping in the module
+    docstring). O(size of the messages and events)."""
+    messages = sample.get("messages") or []
+    chat = [_chat_message(message) for message in messages]
+    assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
+    tokens = (call_tokens if call_tokens is not None
+              else _call_tokens(sample.get("events") or []))
+    if not any(messages[i].get("id") in tokens for i in assistants):
+        tokens = _spread(sample.get("model_usage"), [messages[i] for i in assistants])
+    for i in assistants:
+        figure = tokens.get(messages[i].get("id"))
+        if figure is not None:
+            chat[i]["usage"] = {"completion_tokens": figure}
+    return f"{sample.get('id')}/{sample.get('epoch', 1)}", from_openai(chat)
+
+
+def _spread(model_usage: Any, assistants: list[Mapping[str, Any]]) -> dict[Any, Any]:
+    """The sample's output tokens shared evenly by its assistant messages, by message id."""
+    if not isinstance(model_usage, Mapping) or not assistants:
+        return {}
+    total = sum(usage.get("output_tokens") or 0 for usage in model_usage.values()
+                if isinstance(usage, Mapping))
+    return {message.get("id"): total / len(assistants) for message in assistants} if total else {}
+
+
+def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """An Inspect message as the OpenAI chat message that maps to the same native messages."""
+    role = message.get("role")
+    content = message.get("content")
+    chat: dict[str, Any] = {"role": role, "content": content}
+    if isinstance(content, list):
+        chat["content"] = [part for part in content
+                           if not (isinstance(part, Mapping) and part.get("type") == "reasoning")]
+        reasoning = [_reasoning_text(part) for part in content
+                     if isinstance(part, Mapping) and part.get("type") == "reasoning"]
+        if any(reasoning):
+            chat["reasoning_content"] = "\n".join(reasoning)
+    if role == "assistant" and message.get("tool_calls"):
+        chat["tool_calls"] = [
+            {"id": call.get("id"), "type": "function",
+             "function": {"name": call.get("function"), "arguments": call.get("arguments", {})}}
+            for call in message["tool_calls"]]
+    elif role == "tool":
+        chat["tool_call_id"] = message.get("tool_call_id")
+        chat["name"] = message.get("function")
+        error = message.get("error")
+        if not content and isinstance(error, Mapping):
+            chat["content"] = error.get("message", "")
+    return chat
+
+
+def _reasoning_text(part: Mapping[str, Any]) -> str:
+    text = part.get("summary") if part.get("redacted") else part.get("reasoning")
+    return text if isinstance(text, str) else ""
