@@ -14,6 +14,7 @@ Nothing in this module imports the engine, the reference or any public module of
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -31,6 +32,7 @@ __all__ = [
     "check_messages",
     "own_tokens",
     "parse_activity",
+    "tool_pairs",
     "token_figure",
     "usage_tokens",
 ]
@@ -109,6 +111,80 @@ def parse_activity(
         arguments=encode(function["arguments"]) if "arguments" in function else ABSENT,
         result=encode(function["result"]) if "result" in function else ABSENT,
     )
+
+
+# ----------------------------------------------------------------------------- tool pairs
+
+
+def _call_id(message: Message) -> Any:
+    """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None."""
+    activity = message["meta"]["activity"]
+    for key in ("id", "call_id"):
+        value = activity.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def tool_pairs(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], list[int]]:
+    """(request index, response index) of every tool call answered in ``messages``, and the
+    indexes of the responses that answer no request before them (orphans).
+
+    A response is matched, among the requests before it still unanswered, to the one with
+    its call id when both carry one (``meta.activity.id`` or ``call_id``), else to the
+    oldest with its function name, else to the oldest: parallel calls are answered in the
+    order they were made. O(n) with dictionaries of pending requests.
+
+    >>> call = {"type": "activity", "meta": {"activity": {"type": "request",
+    ...         "function": {"name": "ls"}}}}
+    >>> done = {"type": "activity", "meta": {"activity": {"type": "response",
+    ...         "function": {"name": "ls", "result": "a"}}}}
+    >>> tool_pairs([done, call, {"type": "bot", "text": "..."}, done])
+    ([(1, 3)], [0])
+    """
+    pending: set[int] = set()  # requests not answered yet
+    in_order: deque[int] = deque()  # every request, oldest first (answered ones dropped lazily)
+    by_id: dict[Any, deque[int]] = {}
+    by_name: dict[str, deque[int]] = {}
+    pairs: list[tuple[int, int]] = []
+    orphans: list[int] = []
+    for index, message in enumerate(messages):
+        activity = parse_activity(message, _no_payload)
+        if activity is None:
+            continue
+        call_id = _call_id(message)
+        if activity.kind == "request":
+            pending.add(index)
+            in_order.append(index)
+            by_name.setdefault(activity.name, deque()).append(index)
+            if call_id is not None:
+                by_id.setdefault(call_id, deque()).append(index)
+        elif activity.kind == "response":
+            request = None
+            if call_id is not None and call_id in by_id:
+                request = _first_pending(by_id[call_id], pending)
+            if request is None and activity.name in by_name:
+                request = _first_pending(by_name[activity.name], pending)
+            if request is None:
+                request = _first_pending(in_order, pending)
+            if request is None:
+                orphans.append(index)
+                continue
+            pending.discard(request)
+            pairs.append((request, index))
+    return pairs, orphans
+
+
+def _first_pending(candidates: deque[int], pending: set[int]) -> int | None:
+    """The oldest of ``candidates`` still pending, dropping answered ones from the front
+    (each index is dropped once from each queue, so the walk is O(n) over the thread)."""
+    while candidates and candidates[0] not in pending:
+        candidates.popleft()
+    return candidates[0] if candidates else None
+
+
+def _no_payload(value: Any) -> str:
+    return ""  # pairing reads names and ids only: payloads need no encoding
 
 
 # --------------------------------------------------------------------------- token figures

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vthread._messages import check_messages, own_tokens, token_figure
+from vthread._messages import check_messages, own_tokens, token_figure, tool_pairs
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -36,6 +36,9 @@ def build_thread(
     estimate: Estimate | None = None,
     min_messages: float | None = 0,
     inclusive: bool | Trim | None = False,
+    keep_system: bool = False,
+    pair_safe: bool = False,
+    start_on: str | None = None,
 ) -> BuildResult:
     """The largest suffix of ``messages`` that fits ``max_tokens``, newest messages first.
 
@@ -46,12 +49,35 @@ def build_thread(
     trim function replaced by its trimmed copy (capped at the room left). The caller's
     messages are never mutated. O(n) plus n estimator calls.
 
+    Three opt-in keywords shape the result the way chat APIs and harnesses need (all off by
+    default, where the answer is exactly production's):
+
+    * ``keep_system=True``: the leading system messages are always kept and counted first;
+      the rest of the thread fits the budget left. A ``ValueError`` says by how much they
+      alone exceed ``max_tokens``.
+    * ``pair_safe=True``: a tool response is kept only with its request, and a request whose
+      response is kept stays with it (pairs as :func:`vthread._messages.tool_pairs` matches
+      them: by call id where the messages carry one, by order otherwise). The result never
+      starts with a reply whose call was cut; ``min_messages`` counts pairs whole.
+    * ``start_on="user"`` (or any type): the kept messages after the system ones begin at a
+      message of that type, as APIs that require a user turn first expect.
+
+    With either of the last two, the result is the longest suffix that production's rule
+    allows and that starts where they allow: the start moves later (dropping messages)
+    until it does, or earlier (keeping more) when ``min_messages`` asks for more. O(n).
+
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
     >>> build_thread(thread, max_tokens=100).to_dict()
     {'messages': [{'text': 'new', 'usage': {'tokens': 50.0}}], 'usage': {'tokens': 50.0}}
     """
     thread = check_messages(messages)
+    for name, flag in (("keep_system", keep_system), ("pair_safe", pair_safe)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    if start_on is not None and not isinstance(start_on, str):
+        raise TypeError(f"start_on must be a message type (a str) or None, got "
+                        f"{type(start_on).__name__}")
     limit = _number("max_tokens", max_tokens)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
@@ -71,6 +97,47 @@ def build_thread(
         tokens = token_figure(raw)
         costed.append(({**message, "usage": {"tokens": tokens}}, tokens))
 
+    head = _leading_system(thread) if keep_system else 0
+    system_total = 0.0
+    for _, tokens in costed[:head]:
+        system_total += tokens
+    if head and system_total > limit:
+        raise ValueError(
+            f"the {head} leading system message{'s' if head != 1 else ''} alone cost "
+            f"{system_total:g} tokens, {system_total - limit:g} more than max_tokens={limit:g}"
+        )
+    rest = costed[head:]
+    taken, total = _newest_fitting(rest, limit - system_total, floor, inclusive, head)
+    if pair_safe or start_on is not None:
+        start = _allowed_start(rest, len(rest) - len(taken), floor, pair_safe, start_on)
+        if start != len(rest) - len(taken):
+            taken = [message for message, _ in rest[start:]]
+            total = 0.0
+            for _, tokens in reversed(rest[start:]):  # newest first, as production adds
+                total += tokens
+    if head:
+        return BuildResult([message for message, _ in costed[:head]] + taken,
+                           system_total + total)
+    return BuildResult(taken, total)
+
+
+def _leading_system(thread: Sequence[Mapping[str, Any]]) -> int:
+    """How many messages at the start of ``thread`` are system messages."""
+    count = 0
+    while count < len(thread) and thread[count].get("type") == "system":
+        count += 1
+    return count
+
+
+def _newest_fitting(
+    costed: list[tuple[dict[str, Any], float]],
+    limit: float,
+    floor: float,
+    inclusive: bool | Trim | None,
+    offset: int,
+) -> tuple[list[dict[str, Any]], float]:
+    """Production's selection: the newest messages within ``limit`` (see build_thread).
+    ``offset`` is the index of ``costed[0]`` in the caller's thread, for error messages."""
     taken: list[dict[str, Any]] = []
     total = 0.0
     for index in range(len(costed) - 1, -1, -1):
@@ -83,7 +150,7 @@ def build_thread(
             elif callable(inclusive):
                 room = limit - total
                 if room > 0:
-                    trimmed = _trim(inclusive, message, room, index)
+                    trimmed = _trim(inclusive, message, room, index + offset)
                     if trimmed is not None:
                         taken.append(trimmed[0])
                         total += trimmed[1]
@@ -96,7 +163,42 @@ def build_thread(
         if total >= limit and not within_floor and not inclusive:
             break
     taken.reverse()
-    return BuildResult(taken, total)
+    return taken, total
+
+
+def _allowed_start(
+    costed: list[tuple[dict[str, Any], float]],
+    start: int,
+    floor: float,
+    pair_safe: bool,
+    start_on: str | None,
+) -> int:
+    """Where the kept suffix of ``costed`` begins once pairs and ``start_on`` are respected:
+    the first allowed start at or after production's ``start``, or, when ``min_messages``
+    keeps more, the last allowed start at or before the floor's. O(n)."""
+    n = len(costed)
+    allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
+    if pair_safe:
+        pairs, orphans = tool_pairs([message for message, _ in costed])
+        inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
+        for request, response in pairs:
+            inside[request + 1] += 1
+            inside[response + 1] -= 1
+        depth = 0
+        for k in range(n + 1):
+            depth += inside[k]
+            allowed[k] = depth == 0
+        for orphan in orphans:
+            allowed[orphan] = False
+    if start_on is not None:
+        for k in range(n):
+            allowed[k] = allowed[k] and costed[k][0].get("type") == start_on
+    later = next(k for k in range(start, n + 1) if allowed[k])
+    kept = int(min(floor, n))
+    if kept <= n - start:
+        return later
+    earlier = next((k for k in range(n - kept, -1, -1) if allowed[k]), None)
+    return later if earlier is None else min(later, earlier)
 
 
 def _trim(
