@@ -83,7 +83,9 @@ import numpy as np
 
 from vthread import _core
 from vthread._heuristics import columns_of, core_options
+from vthread._messages import token_total
 from vthread._options import cycle_options
+from vthread._records import json_text, record_id, strict_dumps
 from vthread.scan import (
     HEURISTIC_NAMES,
     ScanResult,
@@ -457,10 +459,15 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                                for code, name in enumerate(HEURISTIC_NAMES, 1)},
         "messages": stats.messages,
         "wasted_messages": stats.loop_messages,
-        "tokens": stats.tokens if stats.tokens_known else None,
-        "wasted_tokens": stats.loop_tokens if stats.tokens_known else None,
+        # A total past the largest double is no number JSON can hold: null, as when unknown.
+        "tokens": _finite(stats.tokens) if stats.tokens_known else None,
+        "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
     }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _inputs(options: argparse.Namespace) -> list[str] | None:
@@ -811,9 +818,19 @@ def _document_chunks(
     if isinstance(value, _Bad):
         yield from _chunks(io.BytesIO(data))
         return
-    lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
+    lines = [_run_line(run) for run in runs_of(value, messages_key)]
     for start in range(0, len(lines), CHUNK_LINES):
         yield lines[start : start + CHUNK_LINES]
+
+
+def _run_line(run: Any) -> bytes:
+    """One run of a JSON document as a JSONL line that reads back as the same value."""
+    try:
+        return json.dumps(run).encode("ascii")
+    except RecursionError:
+        # Nested past what json.dumps recurses through (orjson read it, 1,024 levels deep):
+        # written without recursion; reading the line back then reports the depth.
+        return json_text(run, ensure_ascii=True).encode("ascii")
 
 
 def _detect(label: str, lines: list[bytes], messages_key: str | None) -> str:
@@ -975,7 +992,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     figures = raw["figures"]
     if raw["figures_odd"]:
         counted = [f for f in figures.tolist() if 0 <= f < math.inf]
-        tokens = math.fsum(counted) if counted else None
+        tokens = token_total(counted) if counted else None
     else:
         tokens = _token_sum(figures.tolist())
     stats = _Stats(
@@ -1062,14 +1079,14 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
             records.append(_dumps({"id": None, "file": label, "line": line_number,
                                    "error": entry.reason}))
         elif row in failed:
-            records.append(_dumps({"id": entry[0], "file": label, "line": line_number,
-                                   "error": failed[row]}))
+            records.append(f'{{"id":{record_id(entry[0])},"file":{file_text},'
+                           f'"line":{line_number},"error":{_dumps(failed[row])}}}')
             row += 1
         else:
             # The same text json.dumps would write for the record, key for key, built from
             # per-chunk pieces: formatting 10,000 records one dict at a time cost more than
             # parsing them.
-            records.append(f'{{"id":{_dumps(entry[0])},"file":{file_text},'
+            records.append(f'{{"id":{record_id(entry[0])},"file":{file_text},'
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
@@ -1083,7 +1100,7 @@ def _verdict_texts(result: ScanResult) -> list[str]:
     return [
         f'"verdict":{names[code - 1]},"loop_start":{start},"period":{period},'
         f'"repetitions":{copies},"loop_messages":{spent},'
-        f'"loop_tokens":{"null" if cost != cost else _dumps(cost)},'
+        f'"loop_tokens":{_dumps(cost) if math.isfinite(cost) else "null"},'
         f'"signature":"{signature:016x}"'
         if code else
         f'"verdict":null,"loop_start":{start},"period":{period},"repetitions":{copies},'
@@ -1108,8 +1125,9 @@ def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
 
 def _dumps(record: Any) -> str:
     # The standard encoder, ASCII-escaped, so the output does not depend on orjson being
-    # installed and lone surrogates in an id survive.
-    return json.dumps(record, separators=(",", ":"))
+    # installed and lone surrogates in an id survive; strict (no NaN or Infinity), so every
+    # record is JSON any parser reads. An input id goes through record_id instead.
+    return strict_dumps(record)
 
 
 def _read_thread(
@@ -1257,7 +1275,7 @@ def _token_sum(figures: list[Any]) -> float | None:
             counted = values[(values >= 0) & (values < math.inf)]
             return float(counted.sum()) if counted.size else None
     exact = [figure for figure in map(_token_figure, figures) if figure is not None]
-    return math.fsum(exact) if exact else None
+    return token_total(exact) if exact else None
 
 
 def _token_figure(value: Any) -> float | None:

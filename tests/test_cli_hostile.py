@@ -1,0 +1,190 @@
+"""``vthread scan`` and ``vthread guard`` against hostile input and hostile surroundings
+(issue #12): ids of any shape, non-finite numbers, failing outputs, huge options, --jobs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vthread import _core, cli
+from vthread._records import ID_TEXT_LIMIT, json_text, record_id
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+VTHREAD = [sys.executable, "-m", "vthread"]
+#: Every exit status vthread scan and vthread guard document.
+EXIT_STATUSES = {0, 1, 2, 3, 70, 74, 130, 141}
+LOOPING = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}] * 3
+OPENAI_LOOPING = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}] * 3
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"not strict JSON: {name}")
+
+
+def strict_records(output: bytes) -> list[dict[str, Any]]:
+    """Every line of ``output`` parsed by a strict parser (no NaN, no Infinity)."""
+    return [json.loads(line, parse_constant=_refuse_constant)
+            for line in output.decode("ascii").splitlines()]
+
+
+def run(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, str]:
+    """cli.main(argv) in this process: (exit status, stdout bytes, stderr text)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(argv)
+    out.flush()
+    assert isinstance(out.buffer, io.BytesIO)
+    return code, out.buffer.getvalue(), err.getvalue()
+
+
+def shell(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``command`` in /bin/sh, ``$VTHREAD`` standing for the command (for ``>&-`` and co)."""
+    env = {**ENV, "VTHREAD": " ".join(VTHREAD)}
+    return subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True,
+                          env=env, timeout=120, check=False)
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# ---------------------------------------------------------------- finding 5: deep ids
+
+
+def _deep_id_file(tmp_path: Path, depth: int, messages: list[Any] = LOOPING) -> Path:
+    lines = [json.dumps({"id": "first", "messages": messages}),
+             f'{{"id": {nested(depth)}, "messages": {json.dumps(messages)}}}',
+             json.dumps({"id": "last", "messages": messages})]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson-if-installed", "json"])
+def test_deep_id_is_no_crash(jobs: str, fast: bool, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id nested 1,000 levels deep gives its line a record (a string id, or an error when
+    the reader refuses the depth) and every later line its own; status 0."""
+    if not fast:
+        monkeypatch.setattr(cli, "_fast_loads", None)
+    path = _deep_id_file(tmp_path, 1000)
+    code, out, err = run(["scan", "-q", "-j", jobs, str(path)], monkeypatch)
+    assert code == 0, err
+    got = strict_records(out)
+    assert [r["line"] for r in got] == [1, 2, 3]
+    assert [got[0]["id"], got[2]["id"]] == ["first", "last"]
+    assert got[0]["verdict"] == got[2]["verdict"] == "repeated_suffix"
+    deep = got[1]
+    if "error" in deep:
+        assert deep["error"].startswith("not valid JSON: maximum recursion depth"), deep
+    else:
+        assert deep["id"] == "[" * ID_TEXT_LIMIT + "..."
+        assert deep["verdict"] == "repeated_suffix"
+
+
+def test_deep_id_in_another_format_and_processes(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the OpenAI adapter on worker processes (--jobs 2)."""
+    path = _deep_id_file(tmp_path, 1000, OPENAI_LOOPING)
+    code, out, _ = run(["scan", "-q", "-j", "2", "--format", "openai", str(path)], monkeypatch)
+    assert code == 0
+    assert [r["line"] for r in strict_records(out)] == [1, 2, 3]
+
+
+def test_deep_id_in_a_json_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json document whose first run's id is nested past json.dumps' recursion: both runs
+    get their record."""
+    path = tmp_path / "runs.json"
+    path.write_text(f'[{{"id": {nested(1010)}, "messages": []}}, {{"id": 2, "messages": []}}]')
+    code, out, err = run(["scan", "-q", str(path)], monkeypatch)
+    assert code == 0, err
+    got = strict_records(out)
+    assert [r["line"] for r in got] == [1, 2]
+    assert got[1]["id"] == 2
+
+
+def test_the_core_leaves_container_ids_to_python() -> None:
+    """The core reader declines a line whose id is an array or object (deep or not), so the
+    one rule for such ids is Python's."""
+    plain = json.dumps(LOOPING).encode()
+    for ident in [nested(3), nested(999), '{"a":[1]}']:
+        line = f'{{"id": {ident}, "messages": {json.dumps(LOOPING)}}}'.encode()
+        assert _core.scan_lines([plain, line], 2, 2, None, 3, True, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("ident", "written"),
+    [
+        ("t1", "t1"), (7, 7), (-2.5, -2.5), (None, None), (True, True), (2**70, 2**70),
+        ([1, "a", None], '[1,"a",null]'), ({"task": 3, "trial": [1]}, '{"task":3,"trial":[1]}'),
+        ({"é": "\ud800"}, '{"é":"\ud800"}'),
+        (float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity"),
+        ([float("nan")], "[NaN]"),
+        (list(range(1000)), json.dumps(list(range(1000)), separators=(",", ":"))[:256] + "..."),
+    ],
+)
+def test_record_id_rule(ident: Any, written: Any) -> None:
+    """Strings, finite numbers, booleans and null as they are; anything else as its compact
+    JSON text, cut at ID_TEXT_LIMIT characters."""
+    assert json.loads(record_id(ident), parse_constant=_refuse_constant) == written
+
+
+def test_json_text_is_json_dumps_without_recursion() -> None:
+    """json_text writes what json.dumps writes, at any depth."""
+    value = {"a": [1, 2.5, None, True, "x\u00e9", {"b": []}, {}], "c": float("nan"), "d": -0.0}
+    assert json_text(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    assert json_text(value, ensure_ascii=True) == json.dumps(value, separators=(",", ":"))
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    assert json_text(deep) == nested(100_001)
+    assert json_text(deep, 10) == "[" * 10 + "..."
+
+
+# --------------------------------------------------------- finding 6: strict JSON only
+
+
+def test_non_finite_ids_are_strict_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NaN, Infinity, -Infinity and 1e400 (read as infinity) ids are written as strings."""
+    path = tmp_path / "nan.jsonl"
+    path.write_text("".join(f'{{"id": {ident}, "messages": []}}\n'
+                            for ident in ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]))
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(cli, "_fast_loads", None)
+        code, out, _ = run(["scan", "-q", str(path)], monkeypatch)
+        assert code == 0
+        assert [r["id"] for r in strict_records(out)] == [
+            "NaN", "Infinity", "-Infinity", "Infinity", "-Infinity"]
+
+
+def test_overflowing_token_totals_are_strict_json(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token figures whose sum passes the largest double: the records and the --summary
+    file stay strict JSON (the totals that overflowed are null)."""
+    usage = {"usage": {"tokens": 1.7e308}}
+    thread = [{"type": "user", "text": f"m{i}", **usage} for i in range(4)]
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps({"id": "big", "messages": thread}) + "\n"
+                    + json.dumps({"id": "loop", "messages": [{**m, **usage} for m in LOOPING]})
+                    + "\n")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
+    assert code == 0, err
+    assert len(strict_records(out)) == 2
+    figures = json.loads(summary.read_text(), parse_constant=_refuse_constant)
+    assert figures["tokens"] is None
