@@ -188,3 +188,107 @@ def test_overflowing_token_totals_are_strict_json(tmp_path: Path,
     assert len(strict_records(out)) == 2
     figures = json.loads(summary.read_text(), parse_constant=_refuse_constant)
     assert figures["tokens"] is None
+
+
+# --------------------------------------------------- finding 7: I/O failures exit 74
+
+
+def _scan_sample(redirect: str) -> subprocess.CompletedProcess[bytes]:
+    return shell(f'$VTHREAD scan "{SAMPLE}" {redirect}')
+
+
+def _one_message(stderr: bytes) -> None:
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    assert len(text.splitlines()) == 1, text
+
+
+def test_scan_output_to_a_full_device() -> None:
+    """-o /dev/full: 74 and one line saying why, no traceback."""
+    done = _scan_sample("-q -o /dev/full")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+    assert b"cannot write /dev/full" in done.stderr
+
+
+def test_scan_stdout_to_a_full_device() -> None:
+    """Records to a standard output on /dev/full: 74 (not 120, nor 1)."""
+    done = _scan_sample("-q > /dev/full")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_scan_output_path_that_cannot_be_created(tmp_path: Path) -> None:
+    """-o under a regular file (no directory can be made there, root or not): 74."""
+    (tmp_path / "file").write_text("")
+    done = _scan_sample(f'-q -o "{tmp_path}/file/out.jsonl"')
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_scan_output_in_a_read_only_directory(tmp_path: Path) -> None:
+    """-o in a directory without write permission: 74."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        done = _scan_sample(f'-q -o "{locked}/out.jsonl"')
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_summary_file_that_cannot_be_written() -> None:
+    """--summary /dev/full: 74."""
+    done = _scan_sample("-q --summary /dev/full > /dev/null")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_scan_with_standard_output_closed() -> None:
+    """>&-: 74 and a message, not an AttributeError."""
+    done = _scan_sample("-q >&-")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+    assert b"standard output is closed" in done.stderr
+
+
+def test_scan_with_standard_error_closed(tmp_path: Path) -> None:
+    """2>&-: the summary is lost, the run is not: 0, and the records are all there. With
+    --fail-on-loop, 1 (the sample loops), so 1 still means a loop and only that."""
+    done = _scan_sample("2>&-")
+    assert done.returncode == 0
+    assert len(strict_records(done.stdout)) == 300
+    assert _scan_sample("--fail-on-loop 2>&- > /dev/null").returncode == 1
+    assert _scan_sample("2>/dev/full > /dev/null").returncode == 0
+    assert _scan_sample(f'-o "{tmp_path}/x" --summary /dev/full 2>&-').returncode == 74
+
+
+def test_guard_with_standard_output_closed_or_full() -> None:
+    """vthread guard >&- and > /dev/full: 74 with a message."""
+    for redirect in (">&-", "> /dev/full"):
+        done = shell(f"$VTHREAD guard {redirect}", b"hello world\n")
+        assert done.returncode == 74, done
+        _one_message(done.stderr)
+
+
+def test_guard_with_standard_error_closed() -> None:
+    """vthread guard 2>&-: the stream still flows; a trip still exits 3."""
+    done = shell("$VTHREAD guard 2>&-", b"hello world\n")
+    assert (done.returncode, done.stdout) == (0, b"hello world\n")
+    looping = b"the same words again " * 200
+    assert shell("$VTHREAD guard 2>&- > /dev/null", looping).returncode == 3
+
+
+def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug that escapes exits 70 with its traceback, never 1 (a loop)."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "_scan_command", broken)
+    code, _, err = run(["scan", str(SAMPLE)], monkeypatch)
+    assert code == 70
+    assert "internal error" in err and "RuntimeError: boom" in err

@@ -63,6 +63,7 @@ or, with ``--strict``, a bad line; 130 on Ctrl-C; 141 when standard output is cl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -131,12 +132,17 @@ _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
 _INTERRUPTED_EXIT: Final = 130
+_IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
+_INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
   1    --fail-on-loop and some thread loops
   2    usage error, unreadable input, output that is an input, or with --strict
        the first bad line
+  70   internal error (a bug: the traceback is on standard error; please report it)
+  74   the records or the --summary FILE could not be written (disk full, a path
+       that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)
   141  standard output closed early (vthread scan big.jsonl | head), quietly
 """
@@ -147,13 +153,28 @@ _INT_EXACT: Final = 2**53
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
+
+    An exception that escapes is a bug: its traceback goes to standard error and the status
+    is 70, so that 1 keeps meaning "a thread loops" (``--fail-on-loop``) and nothing else.
+    """
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(args)
+    except Exception:
+        import traceback
+
+        _say("vthread: internal error (a bug; please report it with this traceback)\n"
+             + traceback.format_exc(), end="")
+        return _INTERNAL_EXIT
+
+
+def _main(args: list[str]) -> int:
     if args[:1] == ["guard"]:
         return _guard(args[1:])
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
-        print(_misplaced_option(args[0], parser), file=sys.stderr)
+        _say(_misplaced_option(args[0], parser))
         return _USAGE_EXIT
     try:
         options = parser.parse_args(args)
@@ -173,10 +194,14 @@ def _guard(argv: list[str]) -> int:
     except ModuleNotFoundError as error:
         if error.name != "vthread._cli_guard":
             raise
-        print("vthread guard: not available in this installation", file=sys.stderr)
+        _say("vthread guard: not available in this installation")
         return _USAGE_EXIT
     stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
-    return int(module.run_guard(argv, stdin, sys.stdout.buffer, sys.stderr))
+    # A closed standard error swallows the guard's messages; a closed standard output is
+    # refused (it is where the stream goes) by the guard itself.
+    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
+    stdout = sys.stdout.buffer if sys.stdout is not None else None
+    return int(module.run_guard(argv, stdin, stdout, stderr))
 
 
 def _version() -> str:
@@ -358,7 +383,7 @@ def _scan_command(options: argparse.Namespace) -> int:
             if written:
                 _check_not_an_input(written, files)
     except _FatalError as error:
-        print(f"vthread scan: {error}", file=sys.stderr)
+        _say(f"vthread scan: {error}")
         return _USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
@@ -366,13 +391,16 @@ def _scan_command(options: argparse.Namespace) -> int:
                      and (bool(options.output) or not _is_tty(sys.stdout)))
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
+    if not options.output and sys.stdout is None:
+        _say("vthread scan: cannot write the records: standard output is closed")
+        return _IO_EXIT
     try:
         out = open(options.output, "wb") if options.output else sys.stdout.buffer  # noqa: SIM115
     except OSError as error:
         if progress is not None:
             progress.clear()
-        print(f"vthread scan: cannot write {options.output}: {error.strerror}", file=sys.stderr)
-        return _USAGE_EXIT
+        _say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
+        return _IO_EXIT
     stats = _Stats()
     started = time.perf_counter()
     try:
@@ -391,45 +419,102 @@ def _scan_command(options: argparse.Namespace) -> int:
         in_core = first is None or first.format == "native"
         results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
-            out.write(_loops_only(done.output) if options.only_loops else done.output)
+            _write(out, _loops_only(done.output) if options.only_loops else done.output)
             stats.add(done.stats)
             if progress is not None:
                 progress.chunk_done(stats.lines)
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
-        out.flush()
-    except _FatalError as error:
         _close(out, options.output, progress)
-        print(f"vthread scan: {error}", file=sys.stderr)
+    except _FatalError as error:
+        _close_quietly(out, options.output, progress)
+        _say(f"vthread scan: {error}")
         return _USAGE_EXIT
     except BrokenPipeError:
         # The reader went away (`vthread scan big.jsonl | head`): end quietly, as vthread
-        # guard and cat do. Standard output now points at /dev/null so that the
-        # interpreter's final flush of what is still buffered cannot fail again.
+        # guard and cat do.
         if progress is not None:
             progress.clear()
-        sys.stdout = None
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        _silence_stdout(out)
         return _BROKEN_PIPE_EXIT
+    except _WriteError as error:
+        # A full disk, a device that refuses, a file system gone read-only: the records are
+        # incomplete, which is neither a loop (1) nor a usage error (2).
+        _close_quietly(out, options.output, progress)
+        _silence_stdout(out)
+        where = options.output or "standard output"
+        _say(f"vthread scan: cannot write {where}: {error}")
+        return _IO_EXIT
     except KeyboardInterrupt:
-        _close(out, options.output, progress)
-        print("vthread scan: interrupted", file=sys.stderr)
+        _close_quietly(out, options.output, progress)
+        _say("vthread scan: interrupted")
         return _INTERRUPTED_EXIT
-    _close(out, options.output, progress)
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if not options.quiet:
-        sys.stderr.write(_summary(stats, what, seconds, detected=detected))
+        _say(_summary(stats, what, seconds, detected=detected), end="")
     if options.summary_file:
         try:
             Path(options.summary_file).write_text(
-                json.dumps(_summary_json(stats, what, seconds, detected), indent=2) + "\n",
+                json.dumps(_summary_json(stats, what, seconds, detected), indent=2,
+                           allow_nan=False) + "\n",
                 encoding="utf-8")
         except OSError as error:
-            print(f"vthread scan: cannot write {options.summary_file}: "
-                  f"{error.strerror or error}", file=sys.stderr)
-            return _USAGE_EXIT
+            _say(f"vthread scan: cannot write {options.summary_file}: "
+                 f"{error.strerror or error}")
+            return _IO_EXIT
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+class _WriteError(Exception):
+    """Writing the records failed (not a broken pipe); the message is the system's."""
+
+
+def _write(out: BinaryIO, data: bytes) -> None:
+    try:
+        out.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _WriteError(error.strerror or str(error)) from error
+
+
+def _silence_stdout(out: BinaryIO) -> None:
+    """After standard output failed, point its descriptor at /dev/null, so that the
+    interpreter's final flush of what is still buffered cannot fail again (and turn the
+    exit status into 120)."""
+    if out is not getattr(sys.stdout, "buffer", None):
+        return
+    sys.stdout = None
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, out.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _say(message: str, end: str = "\n") -> None:
+    """Write a message to standard error, if there is one that works.
+
+    Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
+    print would write the message among the records on standard output. A standard error
+    that fails is given up (pointed at /dev/null): messages are not worth a failed run.
+    """
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(message + end)
+        stream.flush()
+    except (OSError, ValueError):
+        sys.stderr = None
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            pass
 
 
 def _loops_only(output: bytes) -> bytes:
@@ -475,7 +560,7 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
     file, else (or with --sample) the bundled sample. None after a usage error."""
     if options.sample:
         if options.files:
-            print("vthread scan: error: --sample takes no FILE", file=sys.stderr)
+            _say("vthread scan: error: --sample takes no FILE")
             return None
         return [str(SAMPLE)]
     if options.files:
@@ -484,8 +569,8 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
         return ["-"]
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
-    print(f"vthread scan: no FILE and {why}: scanning the bundled sample "
-          f"(vthread scan --sample)", file=sys.stderr)
+    _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
+         f"(vthread scan --sample)")
     return [str(SAMPLE)]
 
 
@@ -534,12 +619,29 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
+    """Flush the records (close an --output file); a failure is a :class:`_WriteError`."""
     if progress is not None:
         progress.clear()
-    if path:
-        out.close()
-    else:
-        out.flush()
+    try:
+        if path:
+            out.close()
+        else:
+            out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _WriteError(error.strerror or str(error)) from error
+
+
+def _close_quietly(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
+    """:func:`_close` on the way out of a run that already failed: a second failure adds
+    nothing to the message given."""
+    try:
+        _close(out, path, progress)
+    except (OSError, _WriteError):
+        if path:
+            with contextlib.suppress(OSError):
+                out.close()  # closed already by the failed close (its buffer dropped)
 
 
 def _check_readable(name: str) -> None:
