@@ -292,3 +292,59 @@ def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> N
     code, _, err = run(["scan", str(SAMPLE)], monkeypatch)
     assert code == 70
     assert "internal error" in err and "RuntimeError: boom" in err
+
+
+# ---------------------------------------------------- finding 9: --jobs is capped
+
+
+def test_worker_count_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most the usable CPUs and the pieces of work; 0 means every CPU; never below 1."""
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 8)
+    assert cli.worker_count(1000) == 8
+    assert cli.worker_count(0) == 8
+    assert cli.worker_count(3) == 3
+    assert cli.worker_count(1000, 2) == 2
+    assert cli.worker_count(1000, 0) == 1
+    assert cli.worker_count(1) == 1
+
+
+def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--jobs 1000 on an 11-line file in another format: one chunk, so no process pool at
+    all; on a file of several chunks, a pool of at most the CPUs there are."""
+    import concurrent.futures
+
+    made: list[int] = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, max_workers: int, **kwargs: Any) -> None:
+            made.append(max_workers)
+            super().__init__(max_workers, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    path = tmp_path / "eleven.jsonl"
+    path.write_text("".join(json.dumps(OPENAI_LOOPING) + "\n" for _ in range(11)))
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(path)], monkeypatch)
+    assert (code, len(strict_records(out)), made) == (0, 11, [])
+    monkeypatch.setattr(cli, "CHUNK_LINES", 4)
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(path)], monkeypatch)
+    assert (code, len(strict_records(out)), made) == (0, 11, [2])
+
+
+def test_jobs_1000_native_reads_on_capped_threads(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Native files: the core is asked for at most CPUs - 1 reading threads."""
+    asked: list[int] = []
+    real = cli._read_in_core
+
+    def spy(task: Any) -> Any:
+        asked.append(task.threads)
+        return real(task)
+
+    monkeypatch.setattr(cli, "_read_in_core", spy)
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 4)
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(SAMPLE)], monkeypatch)
+    assert code == 0 and len(strict_records(out)) == 300
+    assert asked and set(asked) == {3}

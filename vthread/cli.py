@@ -76,7 +76,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, Final, TextIO, cast
 
@@ -254,7 +254,9 @@ def _parser() -> argparse.ArgumentParser:
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="worker processes (default 1; 0 = one per CPU)")
+                       help="workers (default 1; 0 = one per CPU): native files, threads "
+                       "of the core; other formats, processes. Capped at the CPUs this "
+                       "process may use and at the chunks there are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
                        help="no summary and no progress line on stderr")
     scan_.add_argument("--strict", action="store_true",
@@ -267,6 +269,28 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards)")
     return parser
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def worker_count(requested: int, work: int | None = None) -> int:
+    """The workers worth starting for ``--jobs requested`` (0: one per CPU): no more than
+    the usable CPUs, nor than the pieces of ``work`` when known; at least 1.
+
+    More workers than CPUs only take turns, and more than pieces of work sit idle (a
+    ``--jobs 1000`` on an 11-line file once forked a thousand processes).
+    """
+    cpus = usable_cpus()
+    count = min(requested, cpus) if requested > 0 else cpus
+    if work is not None:
+        count = min(count, work)
+    return max(1, count)
 
 
 def _jobs(text: str) -> int:
@@ -366,7 +390,7 @@ class _FatalError(Exception):
 
 
 def _scan_command(options: argparse.Namespace) -> int:
-    jobs = options.jobs or os.cpu_count() or 1
+    jobs = worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
         "min_pattern_length": options.min_pattern_length,
@@ -989,9 +1013,16 @@ def _finish_native(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
 
 
 def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
-    """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight."""
-    if jobs <= 1:
-        yield from map(_scan_chunk, tasks)
+    """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight.
+
+    The pool has one process per chunk up to ``jobs``: the first ``jobs`` chunks are read
+    before it is made, so a short input is scanned here, with no process started at all.
+    """
+    tasks = iter(tasks)
+    first = list(islice(tasks, jobs)) if jobs > 1 else []
+    workers = worker_count(jobs, len(first))
+    if workers <= 1:
+        yield from map(_scan_chunk, chain(first, tasks))
         return
     import multiprocessing
     from collections import deque
@@ -999,12 +1030,12 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
         window: deque[Future[_Done]] = deque()
         try:
-            for task in tasks:
+            for task in chain(first, tasks):
                 window.append(pool.submit(_scan_chunk, task))
-                if len(window) >= 2 * jobs:
+                if len(window) >= 2 * workers:
                     yield window.popleft().result()
             while window:
                 yield window.popleft().result()
