@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import vthread
 from vthread import _core, cli
 from vthread._records import ID_TEXT_LIMIT, json_text, record_id
 
@@ -282,6 +283,16 @@ def test_guard_with_standard_error_closed() -> None:
     assert shell("$VTHREAD guard 2>&- > /dev/null", looping).returncode == 3
 
 
+def test_help_documents_the_exit_statuses() -> None:
+    """Both commands' --help list 74; the README's table too."""
+    for command in ("scan", "guard"):
+        done = subprocess.run([*VTHREAD, command, "--help"], capture_output=True, env=ENV,
+                              check=True)
+        assert b"74 " in done.stdout and b"141" in done.stdout
+    readme = (ROOT / "README.md").read_text()
+    assert "`74`" in readme and "`70`" in readme
+
+
 def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug that escapes exits 70 with its traceback, never 1 (a loop)."""
 
@@ -292,6 +303,39 @@ def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> N
     code, _, err = run(["scan", str(SAMPLE)], monkeypatch)
     assert code == 70
     assert "internal error" in err and "RuntimeError: boom" in err
+
+
+# ------------------------------------------------- finding 8: huge options, one answer
+
+_HUGE = [2**63, 2**64, 10**400, 1e300, -(2**63), float("inf"), -1e300]
+_CLI_FLAGS = {"min_repetitions": "--min-repetitions",
+              "min_pattern_length": "--min-pattern-length",
+              "max_pattern_length": "--max-pattern-length",
+              "min_result_repetitions": "--min-result-repetitions"}
+
+
+@pytest.mark.parametrize("name", list(_CLI_FLAGS))
+@pytest.mark.parametrize("value", _HUGE, ids=str)
+def test_huge_options_answer_alike(name: str, value: float, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """scan, describe_thread_cycle, the scalar reference and the CLI give the same verdicts
+    for option values no machine word holds (no OverflowError anywhere)."""
+    from reference_api import describe_thread_cycle as reference
+
+    lines = SAMPLE.read_bytes().splitlines()[:40]
+    threads = [json.loads(line)["messages"] for line in lines]
+    options = {name: value}
+    scanned = vthread.scan(threads, **options).names
+    assert scanned == [vthread.describe_thread_cycle(t, **options) for t in threads]
+    assert scanned == [reference(t, **options) for t in threads]
+    path = tmp_path / "forty.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    text = str(value) if not isinstance(value, int) or abs(value) < 10**30 else "1e400"
+    if isinstance(value, int) and value < 0:
+        text = str(float(value))
+    code, out, err = run(["scan", "-q", f"{_CLI_FLAGS[name]}={text}", str(path)], monkeypatch)
+    assert code == 0, err
+    assert [r["verdict"] for r in strict_records(out)] == scanned
 
 
 # ---------------------------------------------------- finding 9: --jobs is capped

@@ -54,10 +54,19 @@ integers beyond 64 bits into floats, so a line holding a run of 19 or more digit
 parsed with ``json`` directly. One known difference remains: a line nested 1,000 to 1,024 levels
 deep parses with orjson but exhausts the standard module's recursion limit.
 
+Every record, and the ``--summary`` file, is strict JSON: an id that is not a string, a finite
+number, a boolean or null (an array, an object, ``NaN``, an infinity) is written as a string
+holding its compact JSON text, cut at 256 characters (:mod:`vthread._records`), and a token
+total past the largest double is null. ``--jobs`` is capped at the CPUs this process may use
+and at the chunks there are (:func:`worker_count`).
+
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
-any thread loops, 2 on a usage error, an unreadable input, an output that is one of the inputs
-or, with ``--strict``, a bad line; 130 on Ctrl-C; 141 when standard output is closed early
-(``vthread scan big.jsonl | head``), quietly, as ``vthread guard`` does.
+any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
+that is one of the inputs or, with ``--strict``, a bad line; 70 on an internal error (a bug,
+its traceback on stderr); 74 (``EX_IOERR``) when the records or the ``--summary`` file cannot
+be written (a full disk, a path that cannot be made, standard output closed); 130 on Ctrl-C;
+141 when standard output is closed early (``vthread scan big.jsonl | head``), quietly, as
+``vthread guard`` does. A closed or failing standard error loses the messages, not the run.
 """
 
 from __future__ import annotations
