@@ -56,6 +56,7 @@ exit status:
   0    the input ended without the guard tripping
   3    the guard tripped (the reason as one JSON line on standard error)
   2    bad options or an unreadable FILE
+  70   internal error (a bug: the traceback is on standard error; please report it)
   74   standard output could not be written (closed, disk full)
   130  interrupted (Ctrl-C)
   141  standard output closed early by its reader (as cat killed by SIGPIPE)
@@ -76,9 +77,10 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, stdout: BinaryIO, stderr: TextIO) -> None:
         super().__init__(
             prog="vthread guard",
-            description="Copy standard input (or FILE) to standard output; stop when the "
+            # Raw text (for the exit-status table), so the lines are broken here.
+            description="Copy standard input (or FILE) to standard output; stop when the\n"
             "text starts repeating itself (exit 3, reason as JSON on standard error).",
-            epilog="Options not given keep the guard's defaults; out-of-range values are "
+            epilog="Options not given keep the guard's defaults; out-of-range values are\n"
             "clamped as the library does.\n\n" + EXIT_STATUS_HELP,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
