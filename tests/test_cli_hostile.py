@@ -156,6 +156,19 @@ def test_json_text_is_json_dumps_without_recursion() -> None:
     assert json_text(deep, 10) == "[" * 10 + "..."
 
 
+@pytest.mark.parametrize("head", [b"\x1f", b"\x1f\x8b", b"\x1f\x8bx"])
+def test_a_line_that_begins_like_gzip_is_text(head: bytes, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file whose first line begins with 0x1f (and 0x8b) but not a whole gzip header
+    is text: one record per line (found by tests/test_fuzz_bytes.py)."""
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(head + b"\n[]\n")
+    code, out, _ = run(["scan", "-q", str(path)], monkeypatch)
+    got = strict_records(out)
+    assert code == 0 and [r["line"] for r in got] == [1, 2]
+    assert got[0]["error"].startswith("not valid JSON") and "error" not in got[1]
+
+
 # --------------------------------------------------------- finding 6: strict JSON only
 
 
@@ -343,13 +356,13 @@ def test_huge_options_answer_alike(name: str, value: float, tmp_path: Path,
 
 def test_worker_count_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     """At most the usable CPUs and the pieces of work; 0 means every CPU; never below 1."""
-    monkeypatch.setattr(cli, "usable_cpus", lambda: 8)
-    assert cli.worker_count(1000) == 8
-    assert cli.worker_count(0) == 8
-    assert cli.worker_count(3) == 3
-    assert cli.worker_count(1000, 2) == 2
-    assert cli.worker_count(1000, 0) == 1
-    assert cli.worker_count(1) == 1
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 8)
+    assert cli._worker_count(1000) == 8
+    assert cli._worker_count(0) == 8
+    assert cli._worker_count(3) == 3
+    assert cli._worker_count(1000, 2) == 2
+    assert cli._worker_count(1000, 0) == 1
+    assert cli._worker_count(1) == 1
 
 
 def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
@@ -367,7 +380,7 @@ def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
             super().__init__(max_workers, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
-    monkeypatch.setattr(cli, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
     path = tmp_path / "eleven.jsonl"
     path.write_text("".join(json.dumps(OPENAI_LOOPING) + "\n" for _ in range(11)))
     code, out, _ = run(["scan", "-q", "--jobs", "1000", str(path)], monkeypatch)
@@ -388,7 +401,7 @@ def test_jobs_1000_native_reads_on_capped_threads(tmp_path: Path,
         return real(task)
 
     monkeypatch.setattr(cli, "_read_in_core", spy)
-    monkeypatch.setattr(cli, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 4)
     code, out, _ = run(["scan", "-q", "--jobs", "1000", str(SAMPLE)], monkeypatch)
     assert code == 0 and len(strict_records(out)) == 300
     assert asked and set(asked) == {3}

@@ -58,7 +58,7 @@ Every record, and the ``--summary`` file, is strict JSON: an id that is not a st
 number, a boolean or null (an array, an object, ``NaN``, an infinity) is written as a string
 holding its compact JSON text, cut at 256 characters (:mod:`vthread._records`), and a token
 total past the largest double is null. ``--jobs`` is capped at the CPUs this process may use
-and at the chunks there are (:func:`worker_count`).
+and at the chunks there are (:func:`_worker_count`).
 
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
 any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
@@ -131,6 +131,7 @@ PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
@@ -280,7 +281,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def usable_cpus() -> int:
+def _usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask, where the platform has one)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
@@ -288,14 +289,14 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worker_count(requested: int, work: int | None = None) -> int:
+def _worker_count(requested: int, work: int | None = None) -> int:
     """The workers worth starting for ``--jobs requested`` (0: one per CPU): no more than
     the usable CPUs, nor than the pieces of ``work`` when known; at least 1.
 
     More workers than CPUs only take turns, and more than pieces of work sit idle (a
     ``--jobs 1000`` on an 11-line file once forked a thousand processes).
     """
-    cpus = usable_cpus()
+    cpus = _usable_cpus()
     count = min(requested, cpus) if requested > 0 else cpus
     if work is not None:
         count = min(count, work)
@@ -399,7 +400,7 @@ class _FatalError(Exception):
 
 
 def _scan_command(options: argparse.Namespace) -> int:
-    jobs = worker_count(options.jobs)
+    jobs = _worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
         "min_pattern_length": options.min_pattern_length,
@@ -825,10 +826,20 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
         if name != "-":
             raw.close()
 
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == _GZIP_MAGIC or head == _GZIP_MAGIC[:1]:
+    head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
+    if _is_gzip(head, name):
         return _GzipStream(raw), position, close
     return raw, position, close
+
+
+def _is_gzip(head: bytes, name: str) -> bool:
+    """Whether a stream whose first bytes are ``head`` (up to 3) is gzip: it begins with the
+    whole gzip header (magic and method), or it is named ``.gz`` and stops inside it (a
+    file cut short). A JSONL file whose first line merely begins with byte 0x1f, or 0x1f
+    0x8b, is text, and each of its lines gets its record."""
+    if head.startswith(_GZIP_HEADER):
+        return True
+    return name.lower().endswith(".gz") and bool(head) and _GZIP_HEADER.startswith(head)
 
 
 def _chunks(stream: BinaryIO | _GzipStream) -> Iterator[list[bytes]]:
@@ -1029,7 +1040,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """
     tasks = iter(tasks)
     first = list(islice(tasks, jobs)) if jobs > 1 else []
-    workers = worker_count(jobs, len(first))
+    workers = _worker_count(jobs, len(first))
     if workers <= 1:
         yield from map(_scan_chunk, chain(first, tasks))
         return
