@@ -280,6 +280,20 @@ def test_scan_with_standard_error_closed(tmp_path: Path) -> None:
     assert _scan_sample(f'-o "{tmp_path}/x" --summary /dev/full 2>&-').returncode == 74
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_output_file_never_takes_a_closed_stderr(tmp_path: Path) -> None:
+    """With descriptor 2 closed, -o FILE does not become descriptor 2 (where a message
+    written below Python would land among the records): /dev/null holds it."""
+    target = tmp_path / "out.jsonl"
+    code = ("import os, sys\nfrom vthread import cli\n"
+            f"status = cli.main(['scan', '-q', {str(SAMPLE)!r}, '-o', {str(target)!r}])\n"
+            "print(status, os.readlink('/proc/self/fd/2'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV,
+                          preexec_fn=lambda: os.close(2), timeout=120, check=False)
+    assert done.stdout.split() == [b"0", b"/dev/null"]
+    assert len(strict_records(target.read_bytes())) == 300
+
+
 def test_guard_with_standard_output_closed_or_full() -> None:
     """vthread guard >&- and > /dev/full: 74 with a message."""
     for redirect in (">&-", "> /dev/full"):

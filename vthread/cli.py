@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     is 70, so that 1 keeps meaning "a thread loops" (``--fail-on-loop``) and nothing else.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    _plug_closed_descriptors()
     try:
         return _main(args)
     except Exception:
@@ -177,6 +178,27 @@ def main(argv: list[str] | None = None) -> int:
         _say("vthread: internal error (a bug; please report it with this traceback)\n"
              + traceback.format_exc(), end="")
         return _INTERNAL_EXIT
+
+
+def _plug_closed_descriptors() -> None:
+    """Open /dev/null on standard descriptors the shell closed (``2>&-``), leaving
+    ``sys.stdout``/``sys.stderr`` None as Python set them.
+
+    Otherwise the next file opened takes the lowest free descriptor: ``-o out.jsonl`` with
+    stderr closed would become descriptor 2, and whatever writes to it below Python (a
+    panic message from the core) would land among the records.
+    """
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
 
 
 def _main(args: list[str]) -> int:
