@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -199,9 +200,26 @@ def test_overflowing_token_totals_are_strict_json(tmp_path: Path,
     summary = tmp_path / "summary.json"
     code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
     assert code == 0, err
-    assert len(strict_records(out)) == 2
+    got = strict_records(out)
+    assert len(got) == 2
+    assert (got[1]["verdict"], got[1]["loop_tokens"]) == ("repeated_suffix", None), got[1]
     figures = json.loads(summary.read_text(), parse_constant=_refuse_constant)
     assert figures["tokens"] is None
+
+
+def test_overflowing_loop_tokens_are_infinite_not_an_error() -> None:
+    """scan and the reference sum a loop's tokens past the largest double to infinity (it
+    was an OverflowError from math.fsum); the record says null."""
+    from vthread import _reference
+    from vthread._options import cycle_options
+
+    thread = [{**m, "usage": {"tokens": 1.7e308}} for m in LOOPING]
+    result = vthread.scan([thread])
+    assert result.names == ["repeated_suffix"]
+    assert result.loop_tokens[0] == math.inf
+    assert _reference.attribute(thread, cycle_options()).loop_tokens == math.inf
+    assert json.dumps(result.record(0), allow_nan=False)
+    assert result.record(0)["loop_tokens"] is None
 
 
 # --------------------------------------------------- finding 7: I/O failures exit 74

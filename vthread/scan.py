@@ -8,6 +8,7 @@ tokens spent inside it, as NumPy arrays ready for aggregation.
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,7 +75,8 @@ class ScanResult:
         return len(self.names)
 
     def record(self, index: int) -> dict[str, Any]:
-        """Row ``index`` as a JSON-ready dict (``loop_tokens`` None where unknown)."""
+        """Row ``index`` as a JSON-ready dict: strict JSON, ``loop_tokens`` None where unknown
+        or past the largest double (``json.dumps(..., allow_nan=False)`` takes it)."""
         tokens = float(self.loop_tokens[index])
         return {
             "verdict": self.names[index],
@@ -82,7 +84,7 @@ class ScanResult:
             "period": int(self.period[index]),
             "repetitions": int(self.repetitions[index]),
             "loop_messages": int(self.loop_messages[index]),
-            "loop_tokens": None if tokens != tokens else tokens,
+            "loop_tokens": tokens if math.isfinite(tokens) else None,
             "signature": f"{int(self.signature[index]):016x}" if self.codes[index] else None,
         }
 
