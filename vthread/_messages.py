@@ -32,8 +32,9 @@ __all__ = [
     "check_messages",
     "own_tokens",
     "parse_activity",
-    "tool_pairs",
     "token_figure",
+    "token_total",
+    "tool_pairs",
     "usage_tokens",
 ]
 
@@ -227,3 +228,16 @@ def usage_tokens(message: Message) -> float | None:
         return None
     figure = token_figure(tokens)
     return figure if figure == tokens else None
+
+
+def token_total(figures: Sequence[float]) -> float:
+    """The exact sum (``math.fsum``) of token figures, each finite and >= 0; ``math.inf``
+    when the total passes the largest double, where ``fsum`` raises ``OverflowError``.
+
+    >>> token_total([1.5, 2.0]), token_total([1.7e308, 1.7e308])
+    (3.5, inf)
+    """
+    try:
+        return math.fsum(figures)
+    except OverflowError:
+        return math.inf

@@ -34,6 +34,7 @@ from vthread._messages import (
     own_tokens,
     parse_activity,
     token_figure,
+    token_total,
     usage_tokens,
 )
 from vthread._options import (
@@ -493,7 +494,7 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
         start, period, repetitions = firing[0], 1, len(firing)
     figures = [usage_tokens(m) for m in thread[start:]]
     known = [f for f in figures if f is not None]
-    tokens = math.fsum(known) if known else math.nan
+    tokens = token_total(known) if known else math.nan
     return ReferenceAttribution(
         HEURISTIC_NAMES.index(name) + 1, start, period, repetitions, n - start, tokens
     )
