@@ -35,6 +35,7 @@ from vthread._messages import (
     parse_activity,
     token_figure,
     token_total,
+    tool_pairs,
     usage_tokens,
 )
 from vthread._options import (
@@ -124,6 +125,64 @@ def build_thread(
             break
     taken.reverse()
     return ReferenceBuild(taken, total)
+
+
+def shaped_build(
+    messages: object,
+    *,
+    max_tokens: float,
+    estimate: Estimate | None = None,
+    min_messages: float | None = 0,
+    inclusive: bool | Trim | None = False,
+    keep_system: bool = False,
+    pair_safe: bool = False,
+    start_on: str | None = None,
+) -> ReferenceBuild:
+    """build_thread's opt-in shapes, by trying every start: the leading system messages
+    costed first and kept; the rest selected as production selects (:func:`build_thread`);
+    then the first start at or after production's that splits no tool pair, begins with no
+    orphan reply and is of type ``start_on``, or the last such start at or before the one
+    ``min_messages`` asks for, when that keeps more."""
+    thread = list(check_messages(messages))
+    # Costing every message once, oldest first: production's whole thread under no limit.
+    costed = build_thread(thread, max_tokens=math.inf, estimate=estimate).messages
+    head = 0
+    while keep_system and head < len(thread) and thread[head].get("type") == "system":
+        head += 1
+    system_total = 0.0
+    for message in costed[:head]:
+        system_total += message["usage"]["tokens"]
+    limit = float(max_tokens)
+    if head and system_total > limit:
+        raise ValueError(f"system messages cost {system_total}, more than {limit}")
+    rest = costed[head:]
+    chosen = build_thread(rest, max_tokens=limit - system_total, min_messages=min_messages,
+                          inclusive=inclusive)
+    n = len(rest)
+    first = n - len(chosen.messages)
+    pairs, orphans = tool_pairs(rest)
+
+    def allowed(k: int) -> bool:
+        if k == n:
+            return True
+        if pair_safe and (k in orphans or any(r < k <= s for r, s in pairs)):
+            return False
+        return start_on is None or rest[k].get("type") == start_on
+
+    start = min(k for k in range(first, n + 1) if allowed(k))
+    floor = abs(float(min_messages)) if min_messages is not None else 0.0
+    kept = int(min(floor, n)) if floor >= 1 else 0
+    if kept > n - start:
+        earlier = [k for k in range(0, n - kept + 1) if allowed(k)]
+        if earlier:
+            start = min(start, max(earlier))
+    if start == first:
+        taken, total = chosen.messages, chosen.tokens
+    else:
+        taken, total = rest[start:], 0.0
+        for message in reversed(taken):
+            total += message["usage"]["tokens"]
+    return ReferenceBuild(costed[:head] + taken, system_total + total)
 
 
 # ------------------------------------------------------------------------ cycle heuristics

@@ -194,8 +194,8 @@ def _allowed_start(
         for k in range(n):
             allowed[k] = allowed[k] and costed[k][0].get("type") == start_on
     later = next(k for k in range(start, n + 1) if allowed[k])
-    kept = int(min(floor, n))
-    if kept <= n - start:
+    kept = int(min(floor, n)) if floor >= 1 else 0  # NaN and fractions below 1 keep none
+    if kept <= n - later:
         return later
     earlier = next((k for k in range(n - kept, -1, -1) if allowed[k]), None)
     return later if earlier is None else min(later, earlier)
