@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 pub mod canonical;
 pub mod columns;
+pub mod costs;
 pub mod document;
 pub mod fingerprint;
 pub mod guard;
@@ -440,6 +441,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
+    module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;

@@ -193,3 +193,31 @@ def test_bad_option_types_are_type_errors(keyword: str, value: Any) -> None:
     """Each new keyword names itself when given the wrong type."""
     with pytest.raises(TypeError, match=keyword):
         vthread.build_thread([], max_tokens=1, **{keyword: value})
+
+
+ODD_TOKENS = st.one_of(st.integers(-2**70, 2**70), st.floats(), st.booleans(), st.none(),
+                       st.sampled_from(["5", "", [7], {}, -0.0]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"usage": st.fixed_dictionaries({"tokens": ODD_TOKENS})}),
+    st.fixed_dictionaries({"usage": ODD_TOKENS}),
+    st.just({"text": "no usage"})), max_size=8))
+def test_core_costs_equal_the_general_rule(thread: list[dict[str, Any]]) -> None:
+    """Where the core reads a figure it is the general rule's; what it leaves undecided
+    (NaN) is exactly what the general rule must decide."""
+    from vthread import _core
+    from vthread._messages import own_tokens, token_figure
+
+    read = _core.own_token_costs(thread)
+    assert read is not None
+    figures, undecided = read
+    for index, message in enumerate(thread):
+        if index in undecided:
+            assert math.isnan(figures[index])
+            continue
+        has_own, raw = own_tokens(message)
+        assert has_own and token_figure(raw) == figures[index]
+    assert _core.own_token_costs([*thread, 1]) is None
+    assert _core.own_token_costs(tuple(thread)) is None

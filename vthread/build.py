@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from vthread import _core
 from vthread._messages import check_messages, own_tokens, token_figure, tool_pairs
 
 __all__ = ["BuildResult", "build_thread"]
+
 
 Estimate = Callable[[Mapping[str, Any]], Any]
 """Token count of a message: a number; None, NaN, infinities and negatives count as 0."""
@@ -71,7 +74,10 @@ def build_thread(
     >>> build_thread(thread, max_tokens=100).to_dict()
     {'messages': [{'text': 'new', 'usage': {'tokens': 50.0}}], 'usage': {'tokens': 50.0}}
     """
-    thread = check_messages(messages)
+    # A list of plain dicts is read by the core, which checks every message is one; other
+    # sequences (and a list holding anything else) are checked here, naming a bad message.
+    read = _core.own_token_costs(messages) if messages.__class__ is list else None
+    thread = list(messages) if read is not None else check_messages(messages)
     for name, flag in (("keep_system", keep_system), ("pair_safe", pair_safe)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
@@ -84,41 +90,60 @@ def build_thread(
         raise TypeError(f"inclusive must be a bool or a trim function, got {inclusive!r}")
 
     # Every message is costed up front, oldest first, as production does: an estimator
-    # sees each message exactly once, whichever of them end up in the thread.
-    costed: list[tuple[dict[str, Any], float]] = []
-    for index, message in enumerate(thread):
-        has_own, raw = own_tokens(message)
-        if not has_own:
-            if estimate is None:
-                raise ValueError(
-                    f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
-                )
-            raw = estimate(message)
-        tokens = token_figure(raw)
-        costed.append(({**message, "usage": {"tokens": tokens}}, tokens))
+    # sees each message exactly once, whichever of them end up in the thread. The core
+    # reads the plain figures of a list of dicts in one call; only the messages it leaves
+    # (no plain figure >= 0) are decided here, in order. Only the kept messages are copied
+    # (when taken): the answer is the same, and most of a long thread is not kept.
+    if read is None:
+        costs = [math.nan] * len(thread)
+        undecided: Iterable[int] = range(len(thread))
+    else:
+        figures, undecided = read
+        costs = figures.tolist()
+    for index in undecided:
+        costs[index] = _cost(thread[index], index, estimate)
 
     head = _leading_system(thread) if keep_system else 0
     system_total = 0.0
-    for _, tokens in costed[:head]:
+    for tokens in costs[:head]:
         system_total += tokens
     if head and system_total > limit:
         raise ValueError(
             f"the {head} leading system message{'s' if head != 1 else ''} alone cost "
             f"{system_total:g} tokens, {system_total - limit:g} more than max_tokens={limit:g}"
         )
-    rest = costed[head:]
-    taken, total = _newest_fitting(rest, limit - system_total, floor, inclusive, head)
+    taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive)
     if pair_safe or start_on is not None:
-        start = _allowed_start(rest, len(rest) - len(taken), floor, pair_safe, start_on)
-        if start != len(rest) - len(taken):
-            taken = [message for message, _ in rest[start:]]
+        first = len(thread) - len(taken)
+        start = _allowed_start(thread[head:], first - head, floor, pair_safe, start_on) + head
+        if start != first:
+            taken = [_priced(thread[i], costs[i]) for i in range(start, len(thread))]
             total = 0.0
-            for _, tokens in reversed(rest[start:]):  # newest first, as production adds
+            for tokens in reversed(costs[start:]):  # newest first, as production adds
                 total += tokens
     if head:
-        return BuildResult([message for message, _ in costed[:head]] + taken,
+        return BuildResult([_priced(thread[i], costs[i]) for i in range(head)] + taken,
                            system_total + total)
     return BuildResult(taken, total)
+
+
+def _priced(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
+    """The copy of ``message`` the result holds: its usage the tokens it was counted at."""
+    return {**message, "usage": {"tokens": tokens}}
+
+
+def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
+    """A message's cost by the general rule: its own usage.tokens when JavaScript's
+    ``tokens >= 0`` holds, else the estimator's figure."""
+    # No usage at all (the usual reason to be here) needs no JavaScript comparison.
+    has_own, raw = own_tokens(message) if message.get("usage") is not None else (False, None)
+    if not has_own:
+        if estimate is None:
+            raise ValueError(
+                f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
+            )
+        raw = estimate(message)
+    return token_figure(raw)
 
 
 def _leading_system(thread: Sequence[Mapping[str, Any]]) -> int:
@@ -130,18 +155,20 @@ def _leading_system(thread: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _newest_fitting(
-    costed: list[tuple[dict[str, Any], float]],
+    thread: Sequence[Mapping[str, Any]],
+    costs: list[float],
+    first: int,
     limit: float,
     floor: float,
     inclusive: bool | Trim | None,
-    offset: int,
 ) -> tuple[list[dict[str, Any]], float]:
-    """Production's selection: the newest messages within ``limit`` (see build_thread).
-    ``offset`` is the index of ``costed[0]`` in the caller's thread, for error messages."""
+    """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
+    index): the newest messages within ``limit`` (see build_thread)."""
     taken: list[dict[str, Any]] = []
     total = 0.0
-    for index in range(len(costed) - 1, -1, -1):
-        message, tokens = costed[index]
+    for index in range(len(thread) - 1, first - 1, -1):
+        tokens = costs[index]
+        message = _priced(thread[index], tokens)
         within_floor = len(taken) + 1 <= floor
         if total + tokens > limit and not within_floor:
             if inclusive is True or (inclusive and not callable(inclusive)):
@@ -150,7 +177,7 @@ def _newest_fitting(
             elif callable(inclusive):
                 room = limit - total
                 if room > 0:
-                    trimmed = _trim(inclusive, message, room, index + offset)
+                    trimmed = _trim(inclusive, message, room, index)
                     if trimmed is not None:
                         taken.append(trimmed[0])
                         total += trimmed[1]
@@ -167,19 +194,19 @@ def _newest_fitting(
 
 
 def _allowed_start(
-    costed: list[tuple[dict[str, Any], float]],
+    messages: Sequence[Mapping[str, Any]],
     start: int,
     floor: float,
     pair_safe: bool,
     start_on: str | None,
 ) -> int:
-    """Where the kept suffix of ``costed`` begins once pairs and ``start_on`` are respected:
+    """Where the kept suffix of ``messages`` begins once pairs and ``start_on`` are respected:
     the first allowed start at or after production's ``start``, or, when ``min_messages``
     keeps more, the last allowed start at or before the floor's. O(n)."""
-    n = len(costed)
+    n = len(messages)
     allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
     if pair_safe:
-        pairs, orphans = tool_pairs([message for message, _ in costed])
+        pairs, orphans = tool_pairs(messages)
         inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
         for request, response in pairs:
             inside[request + 1] += 1
@@ -192,7 +219,7 @@ def _allowed_start(
             allowed[orphan] = False
     if start_on is not None:
         for k in range(n):
-            allowed[k] = allowed[k] and costed[k][0].get("type") == start_on
+            allowed[k] = allowed[k] and messages[k].get("type") == start_on
     later = next(k for k in range(start, n + 1) if allowed[k])
     kept = int(min(floor, n)) if floor >= 1 else 0  # NaN and fractions below 1 keep none
     if kept <= n - later:
