@@ -110,7 +110,6 @@ its index. Each function is a single pass: O(total size of the messages).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -388,8 +387,45 @@ def _reasoning_text(parts: Any) -> str:
 
 # -------------------------------------------------------------------------- mini-swe-agent
 
-# mini-swe-agent's own action pattern (its default ``action_regex``).
-_BASH_BLOCK: Final = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+# mini-swe-agent's own action pattern (its default ``action_regex``), read by _bash_blocks.
+_BASH_BLOCK: Final = r"```bash\s*\n(.*?)\n```"
+_BASH_OPEN: Final = "```bash"
+_BASH_CLOSE: Final = "\n```"
+
+
+def _bash_blocks(text: str) -> list[str]:
+    """``re.findall(_BASH_BLOCK, text, re.DOTALL)``, in O(len(text)).
+
+    The pattern itself is quadratic on hostile text: after "```bash" and a long run of
+    newlines it tries every newline of the run as the opening one, each time searching the
+    rest of the text for the closing fence (20 KB took 2 s). The backtracking settles on
+    the run's last newline; only when the sole closing fence left begins at that very newline
+    does it back off to the newline before it (the block is then whitespace).
+
+    >>> _bash_blocks("```bash\\nls\\n```\\n```bash \\n\\n```")
+    ['ls', '']
+    """
+    blocks: list[str] = []
+    last_close = text.rfind(_BASH_CLOSE)
+    position = 0
+    while (start := text.find(_BASH_OPEN, position)) != -1:
+        run_start = run_end = start + len(_BASH_OPEN)
+        while run_end < len(text) and text[run_end].isspace():  # re's \s is str.isspace
+            run_end += 1
+        newline = text.rfind("\n", run_start, run_end)
+        position = start + 1
+        if newline == -1:
+            continue
+        if newline + 1 <= last_close:
+            close = text.find(_BASH_CLOSE, newline + 1)
+            blocks.append(text[newline + 1 : close])
+            position = close + len(_BASH_CLOSE)
+        elif newline == last_close:
+            earlier = text.rfind("\n", run_start, newline)
+            if earlier != -1:
+                blocks.append(text[earlier + 1 : newline])
+                position = newline + len(_BASH_CLOSE)
+    return blocks
 
 
 def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -414,7 +450,7 @@ def from_mini_swe_agent(messages: Sequence[Mapping[str, Any]]) -> list[dict[str,
             command = None
         else:
             out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": text})
-            commands = _BASH_BLOCK.findall(text) if role == "assistant" else []
+            commands = _bash_blocks(text) if role == "assistant" else []
             command = commands[0] if len(commands) == 1 else None
             if command is not None:
                 out.append(_request("bash", {"command": command}))
