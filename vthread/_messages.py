@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from vthread._jsvalue import canonical, js_ge_zero
 
@@ -28,6 +28,7 @@ __all__ = [
     "THREAD_TEXT_RUN_MESSAGES",
     "Activity",
     "Message",
+    "as_thread",
     "check_messages",
     "own_tokens",
     "parse_activity",
@@ -49,22 +50,41 @@ ABSENT: Final = "-"
 """An absent ``arguments``/``result``; :func:`canonical` never returns "-", so no collision."""
 
 
-def check_messages(messages: object) -> Sequence[Message]:
-    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index.
+def _is_thread(messages: object) -> bool:
+    return isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, Mapping))
+
+
+def check_messages(messages: object) -> list[Message]:
+    """The thread as a list of mappings, or a ``TypeError`` naming the bad index.
+
+    Any ``collections.abc.Sequence`` is a thread (a list, a tuple, a ``deque``, a custom
+    sequence), except ``str`` and ``bytes``. The list is a snapshot taken here, so a callback
+    that changes the caller's sequence (an estimator appending to it) changes nothing the
+    caller is answered about, and the walk ends. O(n).
 
     >>> check_messages([{"text": "hi"}, "oops"])
     Traceback (most recent call last):
     ...
     TypeError: messages[1] must be a mapping, got str
     """
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+    if not _is_thread(messages):
         raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
-    for index, message in enumerate(messages):
+    thread = list(cast("Sequence[Any]", messages))
+    for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
             raise TypeError(
                 f"messages[{index}] must be a mapping, got {type(message).__name__}"
             )
-    return messages
+    return thread
+
+
+def as_thread(messages: object) -> object:
+    """``messages`` as the core reads a thread fastest and Python can slice: a list or tuple
+    as it is, any other sequence copied into a list once. Anything else is returned as it is,
+    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
+    if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
+        return messages
+    return list(cast("Sequence[Any]", messages))
 
 
 # ----------------------------------------------------------------------------- activities

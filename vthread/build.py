@@ -44,7 +44,10 @@ def build_thread(
     The newest ``|min_messages|`` messages are kept whatever they cost. The message that
     would overflow the budget is dropped, or with ``inclusive=True`` kept whole, or with a
     trim function replaced by its trimmed copy (capped at the room left). The caller's
-    messages are never mutated. O(n) plus n estimator calls.
+    messages are never mutated, and ``messages`` (any sequence) is read once, into a
+    snapshot taken at the call, as production's copy is: an estimator or trim function that
+    changes the caller's sequence changes nothing this call sees. O(n) plus n estimator
+    calls.
 
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
