@@ -16,6 +16,49 @@ use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
 use crate::textrun::CodePoints;
 
 static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static STAND_IN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static OPAQUE_OF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static OPAQUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// What a value without a JSON form (not `str`, `None`, `bool`, `int`, `float`, a list,
+/// tuple or mapping) is compared as: a JSON value, or an opaque value's encoded bytes.
+pub enum StandIn<'py> {
+    Json(Bound<'py, PyAny>),
+    Opaque(Vec<u8>),
+}
+
+fn encoded(opaque: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let text: String = opaque
+        .getattr(pyo3::intern!(opaque.py(), "encoded"))?
+        .extract()?;
+    Ok(text.into_bytes())
+}
+
+/// `vthread._jsvalue.stand_in(value)`: that function is the one definition of how numbers
+/// of other types, dates, arrays and opaque values compare, so the core and the Python twin
+/// cannot drift apart on them. Such values never come from JSON, so calling Python for each
+/// costs nothing on the paths that matter.
+pub fn stand_in<'py>(value: &Bound<'py, PyAny>) -> PyResult<StandIn<'py>> {
+    let py = value.py();
+    let stand = STAND_IN
+        .import(py, "vthread._jsvalue", "stand_in")?
+        .call1((value,))?;
+    if stand.is_instance(OPAQUE.import(py, "vthread._jsvalue", "Opaque")?)? {
+        Ok(StandIn::Opaque(encoded(&stand)?))
+    } else {
+        Ok(StandIn::Json(stand))
+    }
+}
+
+/// A key no JSON object can have, as `vthread._jsvalue.opaque(key)` encodes it.
+pub fn opaque_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let py = key.py();
+    encoded(
+        &OPAQUE_OF
+            .import(py, "vthread._jsvalue", "opaque")?
+            .call1((key,))?,
+    )
+}
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     MAPPING.import(py, "collections.abc", "Mapping")
@@ -174,7 +217,12 @@ impl Walk {
         {
             self.container(out, value)?;
         } else {
-            out.extend_from_slice(UNSERIALIZABLE);
+            match stand_in(value)? {
+                StandIn::Opaque(bytes) => out.extend_from_slice(&bytes),
+                // A JSON value (a number, string, boolean or a list of them): no recursion
+                // back into this branch.
+                StandIn::Json(stand) => self.value(out, &stand)?,
+            }
         }
         Ok(())
     }
@@ -270,7 +318,7 @@ impl Walk {
             None => (
                 None,
                 Member {
-                    key: UNSERIALIZABLE.to_vec(),
+                    key: opaque_key(key)?,
                     value: encoded,
                 },
             ),

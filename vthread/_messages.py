@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from vthread._jsvalue import canonical, js_ge_zero
+import numpy as np
+
+from vthread._jsvalue import canonical, js_ge_zero, real_number
 
 __all__ = [
     "ABSENT",
@@ -30,9 +32,11 @@ __all__ = [
     "Message",
     "as_thread",
     "check_messages",
+    "estimate_figure",
     "own_tokens",
     "parse_activity",
     "token_figure",
+    "token_sum",
     "usage_tokens",
 ]
 
@@ -134,23 +138,44 @@ def parse_activity(
 # --------------------------------------------------------------------------- token figures
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def token_figure(value: Any) -> float:
-    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0.
+    """A usage's ``tokens`` as counted: a finite real number >= 0 (of any numeric type, NumPy's
+    and ``Decimal`` included), anything else 0.
 
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
-    if not _is_number(value):
+    number = real_number(value)
+    if number is None:
         return 0.0
     try:
-        number = float(value)
+        figure = float(number)
     except OverflowError:
         return 0.0
-    return number if math.isfinite(number) and number >= 0 else 0.0
+    return figure if math.isfinite(figure) and figure >= 0 else 0.0
+
+
+def estimate_figure(value: Any, index: int) -> float:
+    """An estimator's answer for ``messages[index]`` as counted: a real number of any type
+    as :func:`token_figure` counts it (NaN, infinities and negatives 0); a JSON value that is
+    no number (None, a boolean, a string, a list, a mapping) 0, as production counts it (the
+    recorded corpus holds such estimators); any other object, which no JavaScript estimator
+    can return, a ``TypeError`` naming the message, where it used to count 0 without a word.
+
+    >>> estimate_figure(None, 0), estimate_figure(-3, 0), estimate_figure("12", 0)
+    (0.0, 0.0, 0.0)
+    >>> estimate_figure(1j, 4)
+    Traceback (most recent call last):
+    ...
+    TypeError: estimate(messages[4]) returned complex, not a number
+    """
+    if real_number(value) is None and not (
+        value is None or isinstance(value, (bool, np.bool_, str, list, tuple, Mapping))
+    ):
+        raise TypeError(
+            f"estimate(messages[{index}]) returned {type(value).__name__}, not a number"
+        )
+    return token_figure(value)
 
 
 def own_tokens(message: Message) -> tuple[bool, Any]:
@@ -162,12 +187,26 @@ def own_tokens(message: Message) -> tuple[bool, Any]:
 
 
 def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
+    """The message's own ``usage.tokens`` when it is a finite real number >= 0 that a double
+    holds exactly, else None."""
     usage = message.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    tokens = usage.get("tokens")
-    if not _is_number(tokens):
+    number = real_number(usage.get("tokens"))
+    if number is None:
         return None
-    figure = token_figure(tokens)
-    return figure if figure == tokens else None
+    figure = token_figure(number)
+    return figure if figure == number else None  # an int compares exactly
+
+
+def token_sum(figures: Sequence[float]) -> float:
+    """The exact sum of token figures rounded once (``math.fsum``); infinity where it is
+    beyond the doubles, where ``fsum`` raises ``OverflowError`` (two figures near 1e308).
+
+    >>> token_sum([1e308, 1e308]), token_sum([0.1] * 10)
+    (inf, 1.0)
+    """
+    try:
+        return math.fsum(figures)
+    except OverflowError:
+        return math.inf

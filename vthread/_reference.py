@@ -31,9 +31,11 @@ from vthread._messages import (
     Activity,
     Message,
     check_messages,
+    estimate_figure,
     own_tokens,
     parse_activity,
     token_figure,
+    token_sum,
     usage_tokens,
 )
 from vthread._options import (
@@ -74,8 +76,9 @@ def build_thread(
         if not has_own:
             if estimate is None:
                 raise ValueError(f"messages[{index}] has no usage and no estimate was given")
-            raw = estimate(message)
-        tokens = token_figure(raw)
+            tokens = estimate_figure(estimate(message), index)
+        else:
+            tokens = token_figure(raw)
         copy = dict(message)
         copy["usage"] = {"tokens": tokens}
         annotated.append(copy)
@@ -480,7 +483,7 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
         start, period, repetitions = firing[0], 1, len(firing)
     figures = [usage_tokens(m) for m in thread[start:]]
     known = [f for f in figures if f is not None]
-    tokens = math.fsum(known) if known else math.nan
+    tokens = token_sum(known) if known else math.nan
     return ReferenceAttribution(
         HEURISTIC_NAMES.index(name) + 1, start, period, repetitions, n - start, tokens
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vthread._messages import check_messages, own_tokens, token_figure
+from vthread._messages import check_messages, estimate_figure, own_tokens, token_figure
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -70,8 +70,9 @@ def build_thread(
                 raise ValueError(
                     f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
                 )
-            raw = estimate(message)
-        tokens = token_figure(raw)
+            tokens = estimate_figure(estimate(message), index)
+        else:
+            tokens = token_figure(raw)
         costed.append(({**message, "usage": {"tokens": tokens}}, tokens))
 
     taken: list[dict[str, Any]] = []

@@ -8,7 +8,6 @@ tokens spent inside it, as NumPy arrays ready for aggregation.
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,7 +30,14 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
-from vthread._messages import ABSENT, Activity, as_thread, parse_activity, usage_tokens
+from vthread._messages import (
+    ABSENT,
+    Activity,
+    as_thread,
+    parse_activity,
+    token_sum,
+    usage_tokens,
+)
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import text_units
@@ -178,7 +184,7 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
         if figures is None:  # an integer figure beyond 64 bits: Python's own reading
             figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
         if figures:
-            result.loop_tokens[thread] = math.fsum(figures)
+            result.loop_tokens[thread] = token_sum(figures)
     return result
 
 
