@@ -4,7 +4,9 @@
 //! Exact `str`, `dict`, `list` are read directly; subclasses and other mappings and
 //! sequences take the generic protocol (`collections.abc.Mapping`, iteration), as
 //! `vthread._jsvalue` does. Strings are read from CPython's own storage, so what is hashed is
-//! the content and never a `__hash__` or `__str__` a subclass may define.
+//! the content and never a `__hash__` or `__str__` a subclass may define. A value without a
+//! JSON form (a NumPy scalar, a date, `bytes`, a `set`) is encoded as the stand-in
+//! `vthread._jsvalue.stand_in` gives it, the one definition both implementations use.
 
 use pyo3::exceptions::PyOverflowError;
 use pyo3::ffi;

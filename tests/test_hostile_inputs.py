@@ -308,3 +308,21 @@ def test_core_encodes_hostile_values_as_the_python_twin(value: Any) -> None:
     text = canonical(value)
     assert _core.canonical(value).decode("ascii") == text
     assert vthread.fingerprint(value) == xxhash.xxh3_64_intdigest(text.encode("ascii"))
+
+
+def test_a_type_that_compares_elementwise_is_no_type() -> None:
+    """A NumPy array as ``type`` is no kind of message, for the engine and the reference
+    (the reference's ``==`` on it raised: found by tests/test_fuzz_values.py)."""
+    thread = [{"type": "activity", "meta": {"activity": None}}, {}, {"type": np.array([1, 2])}]
+    assert vthread.describe_thread_cycle(thread) is None
+    assert ref.describe_thread_cycle(thread, cycle_options()) is None
+
+
+def test_min_messages_of_any_real_type() -> None:
+    """``min_messages`` and ``max_tokens`` of NumPy or Decimal type read as their numbers."""
+    thread = [{"text": "a", "usage": {"tokens": 5}}] * 3
+    for keywords in ({"max_tokens": np.int64(5), "min_messages": Decimal(2)},
+                     {"max_tokens": Decimal("5.0"), "min_messages": Decimal("sNaN")}):
+        got = vthread.build_thread(thread, **keywords)
+        twin = ref.build_thread(thread, **keywords)
+        assert (got.messages, got.tokens) == (twin.messages, twin.tokens)

@@ -355,10 +355,13 @@ def canonical(value: Any) -> str:
     It is the compact JSON of the value as JavaScript holds it: numbers as doubles (``1`` and
     ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
     JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
-    surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle, a
-    ``set``, ``bytes``, nesting deeper than 10,000) the part that cannot be encoded is written
-    as :data:`UNSERIALIZABLE` and the rest as usual; it never raises. O(size of value); plain
-    JSON data takes a fast path through the C encoder.
+    surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle,
+    nesting deeper than 10,000) the part that cannot be encoded is written as
+    :data:`UNSERIALIZABLE` and the rest as usual; a value without a JSON form is written as
+    its :func:`stand_in` (a NumPy scalar as its number, a date as ``Date.toJSON``'s text, a
+    ``set`` or ``bytes`` as an :class:`Opaque` text). It never raises on account of the
+    value's shape (only a mapping whose ``items()`` raises, or the like, propagates).
+    O(size of value); plain JSON data takes a fast path through the C encoder.
 
     >>> canonical({"b": 1, "1": 2.0}) == canonical({"1": 2, "b": 1.0})
     True

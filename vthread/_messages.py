@@ -33,6 +33,7 @@ __all__ = [
     "as_thread",
     "check_messages",
     "estimate_figure",
+    "is_type",
     "own_tokens",
     "parse_activity",
     "token_figure",
@@ -104,6 +105,13 @@ class Activity:
     result: str
 
 
+def is_type(message: Message, *kinds: str) -> bool:
+    """Whether the message's ``type`` is a string equal to one of ``kinds`` (compared by
+    content: a NumPy array or an object with its own ``__eq__`` is no type)."""
+    kind = message.get("type")
+    return isinstance(kind, str) and str.__str__(kind) in kinds
+
+
 def parse_activity(
     message: Message, encode: Callable[[Any], str] = canonical
 ) -> Activity | None:
@@ -116,7 +124,7 @@ def parse_activity(
     ...                 "function": {"name": "ls", "arguments": {"a": 1.0}}}}})
     Activity(kind='request', name='ls', arguments='{"a":1}', result='-')
     """
-    if message.get("type") != "activity":
+    if not is_type(message, "activity"):
         return None
     meta = message.get("meta")
     if not isinstance(meta, Mapping):
