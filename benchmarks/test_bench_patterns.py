@@ -19,7 +19,8 @@ from typing import Final
 
 import pytest
 
-from vthread import _jsvalue, adapters, continuation
+import vthread
+from vthread import _jsvalue, adapters, continuation, textrun
 
 SIZES: Final = (8_000, 32_000)
 """Characters of hostile text (before the fixes, the quadratic patterns took 0.5 s and 8 s)."""
@@ -42,6 +43,8 @@ FAMILIES: Final[dict[str, Callable[[int], str]]] = {
     "bash openers": lambda n: "```bash\n" * (n // 8),
     "fences": lambda n: "```\n" + "~~~~ x\n" * (n // 7),
     "backticks": lambda n: "`" * n,
+    "quoted digits": lambda n: '"' + "1" * n + '"',
+    "separators": lambda n: ". !?\n" * (n // 5),
 }
 
 FUNCTIONS: Final[dict[str, Callable[[str], object]]] = {
@@ -49,6 +52,12 @@ FUNCTIONS: Final[dict[str, Callable[[str], object]]] = {
     "extract_fragment": continuation.extract_fragment,
     "js_string_to_number": _jsvalue.js_string_to_number,
     "bash_blocks": adapters._bash_blocks,
+    "build_continuation_messages": lambda text: continuation.build_continuation_messages(
+        text, text),
+    "append_continuation": lambda text: continuation.append_continuation(text, text),
+    "text_units": textrun.text_units,
+    "canonical": lambda text: _jsvalue.canonical({text: [text, 1.0]}),
+    "has_repeated_text_run": vthread.has_repeated_text_run,
 }
 
 

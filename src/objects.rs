@@ -21,6 +21,7 @@ static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STAND_IN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static OPAQUE_OF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static OPAQUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INT_TEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// What a value without a JSON form (not `str`, `None`, `bool`, `int`, `float`, a list,
 /// tuple or mapping) is compared as: a JSON value, or an opaque value's encoded bytes.
@@ -162,11 +163,15 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     } else if let Ok(flag) = key.cast_exact::<PyBool>() {
         if flag.is_true() { "true" } else { "false" }.to_owned()
     } else if key.is_instance_of::<PyInt>() {
-        key.py()
-            .get_type::<PyInt>()
-            .call1((key,))?
-            .str()?
-            .to_string()
+        match key.extract::<i64>() {
+            Ok(small) => small.to_string(),
+            // Beyond i64: `vthread._jsvalue.int_text`, which is not bound by Python's
+            // 4,300-digit limit on `str(int)` (a key of 5,000 digits raised ValueError).
+            Err(_) => INT_TEXT
+                .import(key.py(), "vthread._jsvalue", "int_text")?
+                .call1((key,))?
+                .extract::<String>()?,
+        }
     } else if key.is_instance_of::<PyFloat>() {
         key.py()
             .get_type::<PyFloat>()

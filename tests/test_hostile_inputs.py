@@ -326,3 +326,16 @@ def test_min_messages_of_any_real_type() -> None:
         got = vthread.build_thread(thread, **keywords)
         twin = ref.build_thread(thread, **keywords)
         assert (got.messages, got.tokens) == (twin.messages, twin.tokens)
+
+
+@pytest.mark.parametrize("value", [{10**5000: 1}, {"1" * 8000: 1}, {-(10**4400): [1]},
+                                   {"v": 10**5000}], ids=["huge int key", "long digit key",
+                                                          "negative huge key", "huge value"])
+def test_keys_beyond_pythons_digit_limit_are_encoded(value: Any) -> None:
+    """A key of more than 4,300 digits is encoded, not a ValueError from ``str(int)``."""
+    text = canonical(value)
+    assert _core.canonical(value).decode("ascii") == text
+    assert vthread.fingerprint(value) == xxhash.xxh3_64_intdigest(text.encode("ascii"))
+    thread = _alternating(value, value)
+    assert vthread.has_repeated_suffix(thread) and ref.has_repeated_suffix(
+        thread, cycle_options())

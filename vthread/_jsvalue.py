@@ -212,11 +212,25 @@ def stand_in(value: object) -> Any:
 
 def _is_array_index(key: str) -> bool:
     return (
-        key.isascii()
+        len(key) <= 10  # int() of a longer digit string may exceed Python's digit limit
+        and key.isascii()
         and key.isdigit()
         and (key == "0" or key[0] != "0")
         and int(key) <= _ARRAY_INDEX_LIMIT
     )
+
+
+def int_text(value: int) -> str:
+    """``str(int(value))``, beyond Python's 4,300-digit limit on converting an int to text
+    too (``Decimal`` converts an int exactly and prints it without the limit).
+
+    >>> len(int_text(10**5000))
+    5001
+    """
+    number = int(value)
+    if -_SAFE_INTEGER < number < _SAFE_INTEGER:
+        return str(number)
+    return str(decimal.Decimal(number))
 
 
 def _key_text(key: object) -> str | None:
@@ -231,7 +245,7 @@ def _key_text(key: object) -> str | None:
     if key is False:
         return "false"
     if isinstance(key, int):
-        return str(int(key))
+        return int_text(key)
     if isinstance(key, float):
         return repr(float(key))
     return None
