@@ -313,7 +313,8 @@ fn screen(value: &Bound<'_, PyAny>) -> PyResult<u64> {
 
 /// The `usage.tokens` figures that count of `messages[begin:]` (a usage mapping whose tokens
 /// is a finite number >= 0 that a double holds exactly, booleans excluded), in order, for
-/// `math.fsum`; None when a figure is an integer beyond 64 bits (Python reads those).
+/// `math.fsum`; None when a figure is an integer beyond 64 bits or a value of a type other
+/// than JSON's (a NumPy scalar, a `Decimal`): Python reads those (`_messages.usage_tokens`).
 #[pyfunction]
 fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<Vec<f64>>> {
     use node::{Key, Node};
@@ -343,6 +344,13 @@ fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<V
             if value >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == value {
                 figures.push(double);
             }
+        } else if !(tokens.is_none()
+            || tokens.is_instance_of::<pyo3::types::PyString>()
+            || tokens.is_instance_of::<pyo3::types::PyList>()
+            || tokens.is_instance_of::<pyo3::types::PyTuple>()
+            || tokens.is_mapping()?)
+        {
+            return Ok(None);
         }
     }
     Ok(Some(figures))

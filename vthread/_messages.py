@@ -17,9 +17,11 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from vthread._jsvalue import canonical, js_ge_zero
+import numpy as np
+
+from vthread._jsvalue import canonical, js_ge_zero, real_number
 
 __all__ = [
     "ABSENT",
@@ -29,7 +31,10 @@ __all__ = [
     "THREAD_TEXT_RUN_MESSAGES",
     "Activity",
     "Message",
+    "as_thread",
     "check_messages",
+    "estimate_figure",
+    "is_type",
     "own_tokens",
     "parse_activity",
     "token_figure",
@@ -52,22 +57,41 @@ ABSENT: Final = "-"
 """An absent ``arguments``/``result``; :func:`canonical` never returns "-", so no collision."""
 
 
-def check_messages(messages: object) -> Sequence[Message]:
-    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index.
+def _is_thread(messages: object) -> bool:
+    return isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, Mapping))
+
+
+def check_messages(messages: object) -> list[Message]:
+    """The thread as a list of mappings, or a ``TypeError`` naming the bad index.
+
+    Any ``collections.abc.Sequence`` is a thread (a list, a tuple, a ``deque``, a custom
+    sequence), except ``str`` and ``bytes``. The list is a snapshot taken here, so a callback
+    that changes the caller's sequence (an estimator appending to it) changes nothing the
+    caller is answered about, and the walk ends. O(n).
 
     >>> check_messages([{"text": "hi"}, "oops"])
     Traceback (most recent call last):
     ...
     TypeError: messages[1] must be a mapping, got str
     """
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+    if not _is_thread(messages):
         raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
-    for index, message in enumerate(messages):
+    thread = list(cast("Sequence[Any]", messages))
+    for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
             raise TypeError(
                 f"messages[{index}] must be a mapping, got {type(message).__name__}"
             )
-    return messages
+    return thread
+
+
+def as_thread(messages: object) -> object:
+    """``messages`` as the core reads a thread fastest and Python can slice: a list or tuple
+    as it is, any other sequence copied into a list once. Anything else is returned as it is,
+    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
+    if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
+        return messages
+    return list(cast("Sequence[Any]", messages))
 
 
 # ----------------------------------------------------------------------------- activities
@@ -83,6 +107,13 @@ class Activity:
     result: str
 
 
+def is_type(message: Message, *kinds: str) -> bool:
+    """Whether the message's ``type`` is a string equal to one of ``kinds`` (compared by
+    content: a NumPy array or an object with its own ``__eq__`` is no type)."""
+    kind = message.get("type")
+    return isinstance(kind, str) and str.__str__(kind) in kinds
+
+
 def parse_activity(
     message: Message, encode: Callable[[Any], str] = canonical
 ) -> Activity | None:
@@ -95,7 +126,7 @@ def parse_activity(
     ...                 "function": {"name": "ls", "arguments": {"a": 1.0}}}}})
     Activity(kind='request', name='ls', arguments='{"a":1}', result='-')
     """
-    if message.get("type") != "activity":
+    if not is_type(message, "activity"):
         return None
     meta = message.get("meta")
     if not isinstance(meta, Mapping):
@@ -191,23 +222,44 @@ def _no_payload(value: Any) -> str:
 # --------------------------------------------------------------------------- token figures
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def token_figure(value: Any) -> float:
-    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0.
+    """A usage's ``tokens`` as counted: a finite real number >= 0 (of any numeric type, NumPy's
+    and ``Decimal`` included), anything else 0.
 
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
-    if not _is_number(value):
+    number = real_number(value)
+    if number is None:
         return 0.0
     try:
-        number = float(value)
+        figure = float(number)
     except OverflowError:
         return 0.0
-    return number if math.isfinite(number) and number >= 0 else 0.0
+    return figure if math.isfinite(figure) and figure >= 0 else 0.0
+
+
+def estimate_figure(value: Any, index: int) -> float:
+    """An estimator's answer for ``messages[index]`` as counted: a real number of any type
+    as :func:`token_figure` counts it (NaN, infinities and negatives 0); a JSON value that is
+    no number (None, a boolean, a string, a list, a mapping) 0, as production counts it (the
+    recorded corpus holds such estimators); any other object, which no JavaScript estimator
+    can return, a ``TypeError`` naming the message, where it used to count 0 without a word.
+
+    >>> estimate_figure(None, 0), estimate_figure(-3, 0), estimate_figure("12", 0)
+    (0.0, 0.0, 0.0)
+    >>> estimate_figure(1j, 4)
+    Traceback (most recent call last):
+    ...
+    TypeError: estimate(messages[4]) returned complex, not a number
+    """
+    if real_number(value) is None and not (
+        value is None or isinstance(value, (bool, np.bool_, str, list, tuple, Mapping))
+    ):
+        raise TypeError(
+            f"estimate(messages[{index}]) returned {type(value).__name__}, not a number"
+        )
+    return token_figure(value)
 
 
 def own_tokens(message: Message) -> tuple[bool, Any]:
@@ -219,15 +271,16 @@ def own_tokens(message: Message) -> tuple[bool, Any]:
 
 
 def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
+    """The message's own ``usage.tokens`` when it is a finite real number >= 0 that a double
+    holds exactly, else None."""
     usage = message.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    tokens = usage.get("tokens")
-    if not _is_number(tokens):
+    number = real_number(usage.get("tokens"))
+    if number is None:
         return None
-    figure = token_figure(tokens)
-    return figure if figure == tokens else None
+    figure = token_figure(number)
+    return figure if figure == number else None  # an int compares exactly
 
 
 def token_total(figures: Sequence[float]) -> float:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, utf16_len
+from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, real_number, utf16_len
 from vthread._messages import (
     ABSENT,
     ACTIVITY_TAIL_MIN_LENGTH,
@@ -31,6 +31,8 @@ from vthread._messages import (
     Activity,
     Message,
     check_messages,
+    estimate_figure,
+    is_type,
     own_tokens,
     parse_activity,
     token_figure,
@@ -76,15 +78,17 @@ def build_thread(
         if not has_own:
             if estimate is None:
                 raise ValueError(f"messages[{index}] has no usage and no estimate was given")
-            raw = estimate(message)
-        tokens = token_figure(raw)
+            tokens = estimate_figure(estimate(message), index)
+        else:
+            tokens = token_figure(raw)
         copy = dict(message)
         copy["usage"] = {"tokens": tokens}
         annotated.append(copy)
         figures.append(tokens)
 
-    floor = abs(float(min_messages)) if min_messages is not None else 0.0
-    limit = float(max_tokens)
+    # Numbers of any real type, as the engine reads them (a Decimal NaN is NaN).
+    floor = abs(_real(min_messages)) if min_messages is not None else 0.0
+    limit = _real(max_tokens)
     taken: list[dict[str, Any]] = []
     total = 0.0
     for index in range(len(annotated) - 1, -1, -1):
@@ -282,7 +286,7 @@ def has_repeated_result_run(messages: object, options: CycleOptions) -> bool:
 def has_message_text_run(messages: object, options: CycleOptions) -> bool:
     thread = check_messages(messages)
     for message in thread[-THREAD_TEXT_RUN_MESSAGES:]:
-        if message.get("type") in ("reasoning", "activity"):
+        if is_type(message, "reasoning", "activity"):
             continue
         text = message.get("text")
         if isinstance(text, str) and has_repeated_text_run(text, text_run_options()):
@@ -546,7 +550,7 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
         firing = [
             index
             for index in range(max(0, n - THREAD_TEXT_RUN_MESSAGES), n)
-            if thread[index].get("type") not in ("reasoning", "activity")
+            if not is_type(thread[index], "reasoning", "activity")
             and isinstance(thread[index].get("text"), str)
             and has_repeated_text_run(thread[index]["text"], text_run_options())
         ]
@@ -557,3 +561,13 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
     return ReferenceAttribution(
         HEURISTIC_NAMES.index(name) + 1, start, period, repetitions, n - start, tokens
     )
+
+
+def _real(value: object) -> float:
+    number = real_number(value)
+    if number is None:
+        raise TypeError(f"not a number: {type(value).__name__}")
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf

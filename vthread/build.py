@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vthread import _core
-from vthread._messages import check_messages, own_tokens, token_figure, tool_pairs
+from vthread._jsvalue import real_number
+from vthread._messages import (
+    check_messages,
+    estimate_figure,
+    own_tokens,
+    token_figure,
+    tool_pairs,
+)
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -50,7 +57,10 @@ def build_thread(
     The newest ``|min_messages|`` messages are kept whatever they cost. The message that
     would overflow the budget is dropped, or with ``inclusive=True`` kept whole, or with a
     trim function replaced by its trimmed copy (capped at the room left). The caller's
-    messages are never mutated. O(n) plus n estimator calls.
+    messages are never mutated, and ``messages`` (any sequence) is read once, into a
+    snapshot taken at the call, as production's copy is: an estimator or trim function that
+    changes the caller's sequence changes nothing this call sees. O(n) plus n estimator
+    calls.
 
     Three opt-in keywords shape the result the way chat APIs and harnesses need (all off by
     default, where the answer is exactly production's):
@@ -87,7 +97,7 @@ def build_thread(
     limit = _number("max_tokens", max_tokens)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
-        raise TypeError(f"inclusive must be a bool or a trim function, got {inclusive!r}")
+        raise TypeError(f"inclusive must be a bool or a trim function, got {_shown(inclusive)}")
 
     # Every message is costed up front, oldest first, as production does: an estimator
     # sees each message exactly once, whichever of them end up in the thread. The core
@@ -142,7 +152,7 @@ def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> 
             raise ValueError(
                 f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
             )
-        raw = estimate(message)
+        return estimate_figure(estimate(message), index)
     return token_figure(raw)
 
 
@@ -236,7 +246,7 @@ def _trim(
         return None
     if not isinstance(result, Mapping) or result.get("usage") is None:
         raise ValueError(
-            f"the trim function returned no usage for messages[{index}]: {result!r}"
+            f"the trim function returned no usage for messages[{index}]: {_shown(result)}"
         )
     usage = result["usage"]
     tokens = token_figure(usage.get("tokens") if isinstance(usage, Mapping) else None)
@@ -247,9 +257,19 @@ def _trim(
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+    number = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
+    if number is None:
+        raise TypeError(f"{name} must be a number, got {_shown(value)}")
     try:
-        return float(value)
+        return float(number)
     except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
+        return float("inf") if number > 0 else float("-inf")
+
+
+def _shown(value: object) -> str:
+    """``repr(value)`` for an error message, or its type where its ``repr`` raises (the
+    error the caller needs is ours, not the value's)."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"

@@ -32,7 +32,14 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
-from vthread._messages import ABSENT, Activity, parse_activity, token_total, usage_tokens
+from vthread._messages import (
+    ABSENT,
+    Activity,
+    as_thread,
+    parse_activity,
+    token_total,
+    usage_tokens,
+)
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units
@@ -360,7 +367,8 @@ def _thread_list(threads: object) -> list[Any]:
     message is checked by the core, whose errors name the thread and message index."""
     if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
         raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
-    return list(threads)
+    # Any sequence is a thread, as for describe_thread_cycle; the loop attribution slices it.
+    return [as_thread(thread) for thread in threads]
 
 
 def scan_validated(threads: list[list[dict[str, Any]]], **keywords: Any) -> ScanResult:
