@@ -20,7 +20,7 @@ from typing import Final
 import pytest
 
 import vthread
-from vthread import _jsvalue, adapters, continuation, textrun
+from vthread import _jsvalue, adapters, continuation, textrun, volatile
 
 SIZES: Final = (8_000, 32_000)
 """Characters of hostile text (before the fixes, the quadratic patterns took 0.5 s and 8 s)."""
@@ -45,6 +45,14 @@ FAMILIES: Final[dict[str, Callable[[int], str]]] = {
     "backticks": lambda n: "`" * n,
     "quoted digits": lambda n: '"' + "1" * n + '"',
     "separators": lambda n: ". !?\n" * (n // 5),
+    "date-time prefixes": lambda n: "2026-12-01T12:" * (n // 14),
+    "hex then g": lambda n: "a1" * (n // 2) + "g",
+    "durations": lambda n: "1m" * (n // 2) + "x",
+    "uuid prefixes": lambda n: "0123abcd-" * (n // 9),
+    "colour codes": lambda n: "\x1b[0m1 s" * (n // 8),
+    "function openers": lambda n: "<function=x>" * (n // 12),
+    "open parameter": lambda n: "<function=x><parameter=a>" + "y" * n,
+    "repeated sentence": lambda n: "Checking now. " * (n // 14),
 }
 
 FUNCTIONS: Final[dict[str, Callable[[str], object]]] = {
@@ -58,6 +66,9 @@ FUNCTIONS: Final[dict[str, Callable[[str], object]]] = {
     "text_units": textrun.text_units,
     "canonical": lambda text: _jsvalue.canonical({text: [text, 1.0]}),
     "has_repeated_text_run": vthread.has_repeated_text_run,
+    "mask_text": volatile.mask_text,
+    "repeated_text_start": textrun.repeated_text_start,
+    "function_blocks": adapters._function_blocks,
 }
 
 

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vthread import _jsvalue, adapters, continuation, guard, textrun
+from vthread import _attribution, _jsvalue, adapters, continuation, guard, textrun, volatile
 
-_MODULES = (_jsvalue, adapters, continuation, guard, textrun)
+_MODULES = (_attribution, _jsvalue, adapters, continuation, guard, textrun, volatile)
 _PATTERNS = sorted(
     (f"{module.__name__}.{name}", value)
     for module in _MODULES

@@ -49,8 +49,8 @@ VOLATILE: Final = "<volatile>"
 _UNITS: Final = r"(?:ns|us|µs|ms|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)"
 # One pass over the text: at each word start that could begin a value (a hex character), the
 # first alternative that matches wins; the named group names the placeholder. Every
-# alternative is linear: no quantified group can match the same characters two ways (a unit
-# must follow each number of a compound duration, so it splits one way only).
+# alternative is linear: no unbounded repeat holds another (a compound duration has at most
+# four parts, "1h2m3s4ms"), and no two adjacent repeats can match the same characters.
 _VOLATILE_VALUE: Final = re.compile(
     r"\b(?=[0-9a-fA-F])(?:"
     r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)"
@@ -58,7 +58,7 @@ _VOLATILE_VALUE: Final = re.compile(
     r"(?:Z|[+-]\d{2}:?\d{2})?(?!\w)|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b)"
     r"|(?P<epoch>1\d{9}(?:\d{3}){0,3}(?:\.\d+)?\b)"
     # Not after "[" or ";": "\x1b[0m" and "\x1b[38;21m" are terminal colours, not minutes.
-    r"|(?<![\[;])(?P<elapsed>\d+(?:\.\d+)?(?:h|m|s|ms)(?:\d+(?:\.\d+)?(?:h|m|s|ms))+\b"
+    r"|(?<![\[;])(?P<elapsed>\d+(?:\.\d+)?(?:h|m|s|ms)(?:\d+(?:\.\d+)?(?:h|m|s|ms)){1,3}\b"
     r"|\d+(?:\.\d+)? ?" + _UNITS + r"\b)"
     r"|(?P<hex>[0-9a-fA-F]{12,}\b))"
 )
