@@ -105,6 +105,11 @@ def test_inspect_log_scanned(inspect_logs: dict[str, Path], suffix: str,
     from vthread.inspect_log import read_inspect_log
 
     threads = dict(read_inspect_log(path))
+    from vthread.inspect_log import read_inspect_chats
+
+    chats = dict(read_inspect_chats(path))  # one chat message per message of the log
+    assert [got[i]["messages"] for i in sorted(got)] == [len(chats[i]) for i in sorted(got)]
+    assert len(chats["stuck/1"]) < len(threads["stuck/1"])  # text and a call split in two
     activities = [m["meta"]["activity"] for m in threads["stuck/1"] if "meta" in m]
     assert activities == [
         {"type": kind, "function": {"name": "status", "arguments": {"job": 7},

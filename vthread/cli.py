@@ -984,8 +984,10 @@ def _tasks(
             else:
                 chunks = _chunks(stream)
             if kind == "inspect":
-                # An Inspect log's samples become native threads, whatever --format says.
-                file_format, keys = "native", (None, None)
+                # An Inspect log's samples are read as the chat messages they map through,
+                # one per message of the log (so records count the log's messages), whatever
+                # --format says.
+                file_format, keys = "openai", (None, None)
                 if detected is not None:
                     detected.append((label, "inspect"))
             for lines in chunks:
@@ -1102,13 +1104,14 @@ def _run_line(run: Any) -> bytes:
 
 
 def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
-    """An Inspect AI log's samples as native JSONL lines ``{"id", "messages"}``, in chunks; a
-    fatal error when inspect_ai is missing or cannot read the log."""
-    from vthread.inspect_log import read_inspect_log
+    """An Inspect AI log's samples as JSONL lines ``{"id", "messages"}`` of OpenAI chat messages
+    (one per message of the sample), in chunks; a fatal error when inspect_ai is missing or
+    cannot read the log."""
+    from vthread.inspect_log import read_inspect_chats
 
     batch: list[bytes] = []
     try:
-        for ident, messages in read_inspect_log(source):
+        for ident, messages in read_inspect_chats(source):
             batch.append(json.dumps({"id": ident, "messages": messages}).encode("ascii"))
             if len(batch) == CHUNK_LINES:
                 yield batch

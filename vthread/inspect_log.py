@@ -51,7 +51,8 @@ from typing import IO, Any, Final
 
 from vthread.adapters import from_openai
 
-__all__ = ["INSTALL_HINT", "is_inspect_log", "read_inspect_log", "thread_of"]
+__all__ = ["INSTALL_HINT", "chat_of", "is_inspect_log", "read_inspect_chats", "read_inspect_log",
+           "thread_of"]
 
 INSTALL_HINT: Final = "pip install 'vthread[inspect]'"
 """How to get the reader this module needs."""
@@ -79,6 +80,16 @@ def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list
     or ``.json``), or a binary stream holding a ``.json`` log. Samples are read one at a time
     from a path. Raises :class:`ImportError` saying what to install when inspect_ai is not
     installed; whatever inspect_ai raises on a log it cannot read passes through."""
+    for ident, chat in read_inspect_chats(source):
+        yield ident, from_openai(chat)
+
+
+def read_inspect_chats(
+    source: str | Path | IO[bytes],
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """:func:`read_inspect_log` before the last step: each sample's messages as the OpenAI
+    chat messages that map to its native ones, one for one with the sample's own, so a
+    scan can count loops in the log's messages."""
     try:
         from inspect_ai.log import read_eval_log, read_eval_log_samples
     except ImportError as error:
@@ -91,7 +102,7 @@ def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list
         samples = read_eval_log(source, resolve_attachments=True, format="json").samples or []
     for sample in samples:
         fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
-        yield thread_of(fields, _call_tokens(sample.events))
+        yield chat_of(fields, _call_tokens(sample.events))
 
 
 def _call_tokens(events: Sequence[Any]) -> dict[str, Any]:
@@ -122,6 +133,15 @@ def thread_of(
     (``model_dump`` of an ``EvalSample``), and the output tokens of its model calls by
     message id, read from the sample's ``events`` when not given (mapping in the module
     docstring). O(size of the messages and events)."""
+    ident, chat = chat_of(sample, call_tokens)
+    return ident, from_openai(chat)
+
+
+def chat_of(
+    sample: Mapping[str, Any], call_tokens: Mapping[str, Any] | None = None,
+) -> tuple[str, list[dict[str, Any]]]:
+    """(id, OpenAI chat messages, one per message of the sample) of a sample: what
+    :func:`thread_of` translates."""
     messages = sample.get("messages") or []
     chat = [_chat_message(message) for message in messages]
     assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
@@ -133,7 +153,7 @@ def thread_of(
         figure = tokens.get(messages[i].get("id"))
         if figure is not None:
             chat[i]["usage"] = {"completion_tokens": figure}
-    return f"{sample.get('id')}/{sample.get('epoch', 1)}", from_openai(chat)
+    return f"{sample.get('id')}/{sample.get('epoch', 1)}", chat
 
 
 def _spread(model_usage: Any, assistants: list[Mapping[str, Any]]) -> dict[Any, Any]:
