@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,24 @@ def test_mask_volatile_and_options_reach_the_scan() -> None:
         runs, min_repetitions=3, mask_volatile=True).names
     tokens = got.column("loop_tokens").to_pylist()
     assert all(t is None or (isinstance(t, float) and not math.isnan(t)) for t in tokens)
+
+
+def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAYON_NUM_THREADS caps the core's threads (one per Ray worker); unset or junk: CPUs."""
+    from vthread import _core
+
+    seen: list[int] = []
+    real = _core.scan_slices
+
+    def spy(*args: Any) -> Any:
+        seen.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(_core, "scan_slices", spy)
+    table = pa.table({"messages": _json_column(generate_threads(5, seed=1))})
+    monkeypatch.setenv("RAYON_NUM_THREADS", "1")
+    arrow.scan_arrow(table)
+    for junk in ("", "0", "two"):
+        monkeypatch.setenv("RAYON_NUM_THREADS", junk)
+        arrow.scan_arrow(table)
+    assert seen == [1] + [os.cpu_count() or 1] * 3

@@ -254,7 +254,7 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
     options = cycle_options(**keywords)
     data, starts, ends, valid = _text_buffers(piece)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
-                            os.cpu_count() or 1)
+                            core_threads())
     if raw is None:
         return None
     result = verdicts(columns_of(raw), options)
@@ -286,6 +286,16 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
         for index, value in zip(valid.tolist(), values, strict=True):
             column[index] = value
     return spread
+
+
+def core_threads() -> int:
+    """Threads the core reads a slice on: ``RAYON_NUM_THREADS`` when set to a positive
+    integer (as for the core's own pool), else the machine's CPUs. A Ray or Spark worker
+    given one CPU sets it to 1 so that workers side by side do not each start every core."""
+    raw = os.environ.get("RAYON_NUM_THREADS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return os.cpu_count() or 1
 
 
 def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any],
