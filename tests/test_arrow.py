@@ -197,3 +197,19 @@ def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setenv("RAYON_NUM_THREADS", junk)
         arrow.scan_arrow(table)
     assert seen == [1] + [os.cpu_count() or 1] * 3
+
+
+def test_format_detection_parses_only_the_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """format="auto" parses the first rows it needs, not the first slice (4,096 rows): the
+    whole slice once took longer than scanning 10,000 runs."""
+    column = pa.chunked_array([_json_column(generate_threads(8, seed=2) * 600)])
+    parsed: list[int] = []
+    loads = json.loads
+
+    def counting(text: Any) -> Any:
+        parsed.append(1)
+        return loads(text)
+
+    monkeypatch.setattr(json, "loads", counting)
+    assert arrow._detect(column) == "native"
+    assert len(parsed) <= 2 * arrow._DETECT_ROWS

@@ -148,7 +148,9 @@ def _detect(column: pa.ChunkedArray) -> str:
     row = 0
     looked = 0
     for piece in _slices(column):
-        for value in _python_values(piece):
+        # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost
+        # more than scanning the table.
+        for value in _head_values(piece):
             if looked >= _DETECT_ROWS:
                 break
             run = value if isinstance(value, (list, dict)) else None
@@ -168,6 +170,12 @@ def _detect(column: pa.ChunkedArray) -> str:
         described = ", ".join(f"{kind} (row {first})" for kind, first in found.items())
         raise ValueError(f"the rows disagree on their format: {described}; pass format=")
     return next(iter(found), "native")
+
+
+def _head_values(piece: pa.Array) -> Iterator[Any]:
+    """The rows of ``piece`` as Python values, parsed lazily, :data:`_DETECT_ROWS` at a time."""
+    for begin in range(0, len(piece), _DETECT_ROWS):
+        yield from _python_values(piece.slice(begin, _DETECT_ROWS))
 
 
 def _python_values(array: pa.Array) -> list[Any]:
