@@ -144,3 +144,12 @@ def test_importing_vthread_loads_neither_ray_nor_this_module() -> None:
             "assert 'ray' not in sys.modules, 'Ray is loaded only by scan_dataset'")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
+
+
+def test_documented_local_example(tmp_path: Path) -> None:
+    """docs/scale-out.md's local example runs on this cluster and prints what it says."""
+    from test_docs_scale_out import printed_as_documented, run_example
+
+    printed, _ = run_example("ray-local", tmp_path)
+    printed_as_documented("ray-local", printed)
+    assert list((tmp_path / "verdicts").glob("*.parquet"))
