@@ -231,7 +231,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
                     fontsize=8)
     left.set_ylabel(f"speed against vthread scan FILE -q (median / median, {TIMES})")
     left.set_title("In one process, against the CLI on the same runs as JSONL", fontsize=10)
-    left.legend(fontsize=8, loc="upper left")
+    left.set_ylim(0, 1.35 * max(values))
+    left.legend(fontsize=8, loc="lower right")
 
     ray_keys = [k for k, row in rows.items() if row["group"] == "ray"]
     rates = [workload["threads"] / rows[k]["median_s"] for k in ray_keys]
@@ -246,9 +247,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
     right.set_xticks(range(len(ray_keys)), [rows[k]["short"] for k in ray_keys], fontsize=7)
     right.set_ylabel("rows (runs) per second, median")
     right.set_yscale("log")
+    right.set_ylim(min(rates) / 2, 6 * max(rates))
     right.set_title("Ray Data, local cluster of 2 CPUs (green: scan_dataset; orange: no-op "
                     "map)", fontsize=10)
-    right.legend(fontsize=8, loc="upper right")
+    right.legend(fontsize=8, loc="upper left")
     loads = [env["load_average_start"][0], env["load_average_end"][0],
              *(row[0] for row in env["load_average_per_round"])]
     figure.suptitle(
