@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,40 @@ def test_mask_volatile_and_options_reach_the_scan() -> None:
         runs, min_repetitions=3, mask_volatile=True).names
     tokens = got.column("loop_tokens").to_pylist()
     assert all(t is None or (isinstance(t, float) and not math.isnan(t)) for t in tokens)
+
+
+def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAYON_NUM_THREADS caps the core's threads (one per Ray worker); unset or junk: CPUs."""
+    from vthread import _core
+
+    seen: list[int] = []
+    real = _core.scan_slices
+
+    def spy(*args: Any) -> Any:
+        seen.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(_core, "scan_slices", spy)
+    table = pa.table({"messages": _json_column(generate_threads(5, seed=1))})
+    monkeypatch.setenv("RAYON_NUM_THREADS", "1")
+    arrow.scan_arrow(table)
+    for junk in ("", "0", "two"):
+        monkeypatch.setenv("RAYON_NUM_THREADS", junk)
+        arrow.scan_arrow(table)
+    assert seen == [1] + [os.cpu_count() or 1] * 3
+
+
+def test_format_detection_parses_only_the_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """format="auto" parses the first rows it needs, not the first slice (4,096 rows): the
+    whole slice once took longer than scanning 10,000 runs."""
+    column = pa.chunked_array([_json_column(generate_threads(8, seed=2) * 600)])
+    parsed: list[int] = []
+    loads = json.loads
+
+    def counting(text: Any) -> Any:
+        parsed.append(1)
+        return loads(text)
+
+    monkeypatch.setattr(json, "loads", counting)
+    assert arrow._detect(column) == "native"
+    assert len(parsed) <= 2 * arrow._DETECT_ROWS

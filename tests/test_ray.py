@@ -1,0 +1,155 @@
+"""scan_dataset on a local Ray cluster: scan_arrow's answers, row for row, other columns kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.workload import generate_threads, to_openai
+from vthread import arrow, scan
+
+pa = pytest.importorskip("pyarrow", reason="scan_dataset needs pyarrow (pip install vthread[ray])")
+pq = pytest.importorskip("pyarrow.parquet")
+ray = pytest.importorskip("ray", reason="scan_dataset needs Ray Data (pip install vthread[ray])")
+pytest.importorskip("ray.data", reason="scan_dataset needs Ray Data (pip install 'ray[data]')")
+
+from vthread.ray import scan_dataset  # noqa: E402  (only once Ray is known to be there)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local two-CPU cluster for the module, blocks returned in input order."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False, ignore_reinit_error=True)
+    context = ray.data.DataContext.get_current()
+    order, bars = context.execution_options.preserve_order, context.enable_progress_bars
+    context.execution_options.preserve_order = True
+    context.enable_progress_bars = False
+    yield
+    context.execution_options.preserve_order, context.enable_progress_bars = order, bars
+    ray.shutdown()
+
+
+def _texts(runs: list[Any]) -> list[str]:
+    return [json.dumps(run) for run in runs]
+
+
+def _table(result: Any) -> Any:
+    """The dataset's rows as one pyarrow Table, in order."""
+    return pa.concat_tables(list(result.iter_batches(batch_format="pyarrow",
+                                                     batch_size=None)))
+
+
+def _rows(table: Any, names: list[str]) -> list[dict[str, Any]]:
+    columns = {name: table.column(name).to_pylist() for name in names}
+    return [{name: columns[name][row] for name in names} for row in range(table.num_rows)]
+
+
+def test_workload_dataset_equals_scan_arrow_row_for_row() -> None:
+    """300 workload runs over 4 blocks, batches of 64: scan_arrow's rows, other columns kept."""
+    runs = generate_threads(300, seed=21)
+    source = pa.table({"run": [f"r{i}" for i in range(len(runs))],
+                       "messages": _texts(runs), "split": ["dev"] * len(runs)})
+    ds = ray.data.from_arrow(source).repartition(4)
+    got = _table(scan_dataset(ds, batch_size=64))
+    assert got.column_names == ["run", "split", *arrow.RESULT_FIELDS]
+    assert got.column("run").to_pylist() == source.column("run").to_pylist()
+    assert got.column("split").to_pylist() == ["dev"] * len(runs)
+    fields = list(arrow.RESULT_FIELDS)
+    assert _rows(got, fields) == _rows(arrow.scan_arrow(source), fields)
+    assert got.column("verdict").to_pylist() == scan(runs).names
+    assert got.column("verdict").null_count < len(runs) - 20
+
+
+def test_parquet_file_with_bad_rows(tmp_path: Path) -> None:
+    """A Parquet file read by Ray: null and invalid rows keep their place and their errors."""
+    runs = generate_threads(60, seed=22)
+    texts: list[str | None] = list(_texts(runs))
+    texts[3], texts[17], texts[40] = None, "{not json", "42"
+    source = pa.table({"id": list(range(len(texts))), "messages": texts})
+    pq.write_table(source, tmp_path / "runs.parquet", row_group_size=16)
+    got = _table(scan_dataset(ray.data.read_parquet(str(tmp_path / "runs.parquet")),
+                              format="native"))
+    assert got.column("id").to_pylist() == list(range(len(texts)))
+    fields = list(arrow.RESULT_FIELDS)
+    assert _rows(got, fields) == _rows(arrow.scan_arrow(source), fields)
+    errors = got.column("error").to_pylist()
+    assert errors[3] == "messages is null"
+    assert errors[17].startswith("not valid JSON")
+    assert errors[40].startswith("not a thread")
+    assert sum(error is not None for error in errors) == 3
+
+
+def test_format_detected_once_and_options_reach_the_workers() -> None:
+    """OpenAI runs are detected from the head; cycle options and mask_volatile apply."""
+    runs = generate_threads(40, seed=23)
+    ds = ray.data.from_items([{"messages": json.dumps(to_openai(run))} for run in runs])
+    got = _table(scan_dataset(ds, min_repetitions=3, mask_volatile=True))
+    assert got.column("verdict").to_pylist() == scan(
+        runs, min_repetitions=3, mask_volatile=True).names
+    assert got.column("messages").to_pylist() == [len(to_openai(run)) for run in runs]
+
+
+def test_column_names_prefix_and_keep_messages() -> None:
+    """A clash is a ValueError naming the column; prefix= names the results apart."""
+    ask = '{"type":"user","text":"hi"}'
+    rows = [{"messages": f"[{ask}]", "verdict": "human: fine"},
+            {"messages": "[" + ",".join([ask] * 4) + "]", "verdict": "human: loops"}]
+    ds = ray.data.from_items(rows)
+    with pytest.raises(ValueError, match="'verdict' is already a column"):
+        scan_dataset(ds, format="native")
+    with pytest.raises(ValueError, match="'messages' is already a column"):
+        scan_dataset(ds.drop_columns(["verdict"]), keep_messages=True, format="native")
+    with pytest.raises(ValueError, match="no column 'traj'; the dataset has messages"):
+        scan_dataset(ds, messages="traj")
+    got = _table(scan_dataset(ds, prefix="vt_", keep_messages=True))
+    assert got.column_names == ["messages", "verdict", *(f"vt_{n}" for n in arrow.RESULT_FIELDS)]
+    assert got.column("verdict").to_pylist() == ["human: fine", "human: loops"]
+    assert got.column("vt_verdict").to_pylist() == [None, "repeated_suffix"]
+    assert got.column("messages").to_pylist() == [row["messages"] for row in rows]
+
+
+def test_bad_arguments_fail_before_any_work() -> None:
+    """Options, format and map_batches keywords scan_dataset sets itself are refused at once."""
+    ds = ray.data.from_items([{"messages": "[]"}])
+    with pytest.raises(TypeError, match="min_repetitions"):
+        scan_dataset(ds, min_repetitions="2")
+    with pytest.raises(ValueError, match="format must be"):
+        scan_dataset(ds, format="xml")
+    with pytest.raises(TypeError, match="batch_format"):
+        scan_dataset(ds, batch_format="pandas")
+    with pytest.raises(TypeError, match="mask_volatile"):
+        scan_dataset(ds, mask_volatile=1)
+
+
+def test_empty_dataset() -> None:
+    """No rows: no error, no rows, the result's columns."""
+    ds = ray.data.from_arrow(pa.table({"messages": pa.array([], pa.string())}))
+    assert scan_dataset(ds).count() == 0
+
+
+def test_importing_vthread_loads_neither_ray_nor_this_module() -> None:
+    """vthread.ray is an integration: only `import vthread.ray` loads it, and Ray with it."""
+    code = ("import sys, vthread; assert 'vthread.ray' not in sys.modules; "
+            "assert 'ray' not in sys.modules; import vthread.ray; "
+            "assert 'ray' not in sys.modules, 'Ray is loaded only by scan_dataset'")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
+
+
+def test_documented_local_example(tmp_path: Path) -> None:
+    """docs/scale-out.md's local example runs on this cluster and prints what it says."""
+    from test_docs_scale_out import printed_as_documented, run_example
+
+    printed, _ = run_example("ray-local", tmp_path)
+    printed_as_documented("ray-local", printed)
+    assert list((tmp_path / "verdicts").glob("*.parquet"))

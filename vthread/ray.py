@@ -1,0 +1,139 @@
+"""Ray Data: verdicts for every run of a dataset, as new columns beside the others.
+
+Evaluation runs too many for one machine live as Parquet in a bucket; Ray Data reads them
+as Arrow blocks and spreads work over a cluster. :func:`scan_dataset` is
+:func:`vthread.scan_arrow` applied with ``Dataset.map_batches(batch_format="pyarrow")``, so
+batches stay Arrow from the reader to the core and no row becomes a Python object on the
+fast path. This module is loaded only when imported (``import vthread`` never loads it or
+Ray); install with ``pip install 'vthread[ray]'``. Absolute imports (``import ray``) reach
+the real Ray, never this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Final
+
+from vthread._options import cycle_options
+from vthread.adapters import FORMATS
+from vthread.arrow import RESULT_FIELDS, _detect, scan_arrow
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+__all__ = ["DETECT_ROWS", "scan_dataset"]
+
+DETECT_ROWS: Final = 256
+"""Rows read from the start of the dataset to detect its format when ``format="auto"``."""
+_RESERVED: Final = frozenset({"fn", "batch_format", "fn_args", "fn_kwargs",
+                              "fn_constructor_args", "fn_constructor_kwargs"})
+
+
+def scan_dataset(
+    ds: ray.data.Dataset,
+    *,
+    messages: str = "messages",
+    format: str = "auto",
+    min_repetitions: float | None = None,
+    min_pattern_length: float | None = None,
+    max_pattern_length: float | None = None,
+    min_result_repetitions: float | None = None,
+    mask_volatile: bool = False,
+    prefix: str = "",
+    keep_messages: bool = False,
+    **map_batches_kwargs: Any,
+) -> ray.data.Dataset:
+    """``ds`` with the verdict of each row's run added as :data:`RESULT_FIELDS` columns.
+
+    Lazy, as every Ray Data transform: nothing is scanned until the result is consumed
+    (``write_parquet``, ``iter_batches``, ``take``). Every input column is kept except the
+    ``messages`` column itself, whose text is usually most of the bytes: it is replaced by
+    the result's ``messages`` (the run's message count); ``keep_messages=True`` keeps it.
+    ``prefix`` is put before every result column's name; a result name equal to a kept input
+    column is a ``ValueError`` naming it, raised here, before any work.
+
+    ``format="auto"`` is resolved once, here, from the first :data:`DETECT_ROWS` rows (Ray
+    executes the start of the pipeline to read them), and every batch is then read in that
+    format, so two batches can never be judged in different formats; pass ``format=`` to
+    keep this call fully lazy. A bad row gets its ``error`` and is never dropped, as in
+    :func:`vthread.scan_arrow`. Rows keep their order within a block; whether blocks come
+    back in input order is Ray's ``DataContext.execution_options.preserve_order`` (off by
+    default). Other keywords go to ``map_batches`` (``batch_size``, ``compute``,
+    ``num_cpus``, ...). The core reads a batch on every CPU of its machine unless
+    ``RAYON_NUM_THREADS`` is set; with one worker per CPU, set it to 1 in the workers
+    (``ray.init(runtime_env={"env_vars": {"RAYON_NUM_THREADS": "1"}})``). Ray's own cost
+    is about 0.3 ms per batch, ``scan_arrow``'s fixed cost a few ms per call, so batches of
+    1,000 rows or more (Ray's default, whole blocks, usually is) keep both small.
+    O(total size), spread over Ray's workers.
+
+    The example starts a Ray cluster, too slow for a doctest; ``tests/test_ray.py`` runs
+    the same on a local one.
+
+    >>> import ray, vthread.ray  # doctest: +SKIP
+    >>> ask = '{"type":"user","text":"hi"}'
+    >>> ds = ray.data.from_items([{"run": "r1", "messages": f"[{ask}]"},  # doctest: +SKIP
+    ...                           {"run": "r2", "messages": "[" + ",".join([ask] * 4) + "]"}])
+    >>> [row["verdict"] for row in vthread.ray.scan_dataset(ds).take_all()]  # doctest: +SKIP
+    [None, 'repeated_suffix']
+    """
+    keywords = {"min_repetitions": min_repetitions, "min_pattern_length": min_pattern_length,
+                "max_pattern_length": max_pattern_length,
+                "min_result_repetitions": min_result_repetitions}
+    cycle_options(**keywords)  # a bad option is an error here, not in a worker
+    if not isinstance(mask_volatile, bool):
+        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
+                         f"got {format!r}")
+    reserved = sorted(_RESERVED & map_batches_kwargs.keys())
+    if reserved:
+        raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")
+    schema = ds.schema()
+    if schema is not None:
+        _check_columns(list(schema.names), messages, prefix, keep_messages)
+    chosen = _detect_format(ds, messages) if format == "auto" else format
+    apply = functools.partial(_scan_batch, messages=messages, format=chosen,
+                              keywords=keywords, mask_volatile=mask_volatile, prefix=prefix,
+                              keep_messages=keep_messages)
+    options = dict(map_batches_kwargs)
+    # One output row per input row: newer Ray versions can push a limit past such a map.
+    if "udf_modifying_row_count" in inspect.signature(ds.map_batches).parameters:
+        options.setdefault("udf_modifying_row_count", False)
+    return ds.map_batches(apply, batch_format="pyarrow", **options)
+
+
+def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: bool) -> None:
+    if messages not in names:
+        raise ValueError(f"no column {messages!r}; the dataset has {', '.join(names)}")
+    kept = set(names) if keep_messages else set(names) - {messages}
+    clashes = [prefix + name for name in RESULT_FIELDS if prefix + name in kept]
+    if clashes:
+        raise ValueError(f"the result column {clashes[0]!r} is already a column of the "
+                         "dataset; pass prefix= (say prefix='vthread_') to name the results "
+                         "apart")
+
+
+def _detect_format(ds: ray.data.Dataset, messages: str) -> str:
+    """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does."""
+    try:
+        head: pa.Table = ds.select_columns([messages]).limit(DETECT_ROWS).take_batch(
+            DETECT_ROWS, batch_format="pyarrow")
+    except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
+        return "native"
+    return _detect(head.column(messages))
+
+
+def _scan_batch(batch: pa.Table, *, messages: str, format: str, keywords: dict[str, Any],
+                mask_volatile: bool, prefix: str, keep_messages: bool) -> pa.Table:
+    """One batch with its verdict columns: runs in a Ray worker."""
+    _check_columns(batch.column_names, messages, prefix, keep_messages)
+    found = scan_arrow(batch, messages=messages, format=format, mask_volatile=mask_volatile,
+                       **keywords)
+    out = batch if keep_messages else batch.drop_columns([messages])
+    for name in RESULT_FIELDS:
+        out = out.append_column(prefix + name, found.column(name))
+    return out
