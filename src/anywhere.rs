@@ -18,6 +18,8 @@ pub const REQUEST: i8 = 2;
 pub const RESPONSE: i8 = 3;
 pub const USER: i8 = 4;
 pub const OTHER: i8 = 0;
+/// The name of a tool that only records the agent's thought, read as reasoning.
+pub const THINK: &str = "think";
 
 /// Screens, roles and agent texts of a batch, one row per message, threads back to back.
 #[derive(Default)]
@@ -67,6 +69,8 @@ impl MessageColumns {
             self.screens.push(masked(mixed));
             let role = match &kind {
                 Some(value) if value.is_text("activity") => match parse_activity(message)? {
+                    // A "think" tool is a scratchpad (tau-bench's, Anthropic's): reasoning.
+                    Some(activity) if activity.name.is_text(THINK) => OTHER,
                     Some(activity) if activity.kind.is_text("request") => REQUEST,
                     Some(activity) if activity.kind.is_text("response") => RESPONSE,
                     _ => OTHER,

@@ -19,8 +19,10 @@ A loop is one of (each named after the production heuristic whose repetition it 
     the same reply (a user or environment message, no tool call in between) to three agent
     turns in a row: a format rejection retried, a customer asked the same thing again;
 ``repeated_message_text_run``
-    one agent message whose text is a runaway run of repeated sentences (the production
-    text-run check, applied to every agent message instead of the last five).
+    one agent message whose prose is a runaway run of repeated sentences (the production
+    text-run check, applied to every agent message instead of the last five, with fenced
+    code blocks left out, since written-out code repeats lines by nature, and at most a
+    quarter of the units distinct, see :data:`RUNAWAY_UNIQUE_RATIO`).
 
 A block holding one action (a tool call, or an agent turn for a reply) must be seen three
 times in a row; a block of two or more actions twice in full. A block of environment
@@ -39,6 +41,7 @@ slow, obviously-correct twin the property tests hold this to.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -90,9 +93,19 @@ _REQUEST: Final = 2
 _RESPONSE: Final = 3
 _USER: Final = 4
 
+RUNAWAY_UNIQUE_RATIO: Final = 0.25
+"""At most this share of a message's last 64 sentence units may be distinct for its text to
+count as runaway: the production check allows half, but it reads five messages at the end of
+a run, where this reads every agent message of it, and careful step-by-step reasoning
+("Case 1: ... Correct. Case 2: ... Correct.") repeats a third of its units by nature. A
+degenerate message cycles a few sentences (its share is near 0.1)."""
+_THINK: Final = "think"
+"""A tool that only records the agent's thought (tau-bench's, Anthropic's "think" tool): read
+as reasoning, so thoughts worded anew between identical retries do not hide them."""
 _ONE_ACTION_COPIES: Final = 3
 _SEVERAL_ACTIONS_COPIES: Final = 2
 _SEPARATOR: Final = " | "
+_FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -151,9 +164,9 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
                 if loop is not None:
                     found[thread].append(loop)
 
-    texts = raw["texts"]
+    texts = [prose(text) for text in raw["texts"]]
     if texts:
-        options = text_run_options()
+        options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
         fired = _core.has_repeated_text_runs(
             texts, options.min_units, options.window, options.max_unique_ratio)
         text_rows: npt.NDArray[np.int64] = raw["text_rows"]
@@ -258,9 +271,22 @@ def _agent_between(run: npt.NDArray[np.int64], begin: int, period: int,
     return bool(np.any(roles[low + 1 : high] == _AGENT))
 
 
+def prose(text: Any) -> Any:
+    r"""``text`` without its fenced code blocks (a string; anything else as it is): code
+    written out repeats lines by nature (a heredoc, a test suite), which is no runaway of
+    the agent's words. gemini-cli's content check skips code blocks for the same reason.
+
+    >>> prose("Fix it:\n```bash\nls\nls\n```\nDone.")
+    'Fix it:\n\nDone.'
+    """
+    if not isinstance(text, str) or "```" not in text:
+        return text
+    return _FENCED.sub("", text)
+
+
 def _text_copies(text: str) -> int:
     """How often the runaway text's most repeated sentence occurs (in the part read)."""
-    counts = Counter(text_units(text))
+    counts = Counter(text_units(prose(text)))
     return max(counts.values()) if counts else 1
 
 
@@ -290,7 +316,9 @@ def _role(message: Mapping[str, Any]) -> int:
         activity = meta.get("activity") if isinstance(meta, Mapping) else None
         function = activity.get("function") if isinstance(activity, Mapping) else None
         if (isinstance(function, Mapping) and isinstance(function.get("name"), str)
-                and isinstance(activity, Mapping)):
+                and isinstance(activity, Mapping) and isinstance(activity.get("type"), str)):
+            if function["name"] == _THINK:
+                return _OTHER
             side = activity.get("type")
             if side == "request" and isinstance(side, str):
                 return _REQUEST
@@ -323,10 +351,10 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
                     loop = _judged(kind, begin, stop, period, rows, roles, 0)
                     if loop is not None:
                         found.append(loop)
-    options = text_run_options()
+    options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
     for index, message in enumerate(messages):
         text = message.get("text")
-        if roles[index] == _AGENT and isinstance(text, str) and runaway(text, options):
+        if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
             found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
     return _kept(found)
 
