@@ -185,3 +185,21 @@ def test_published_runaway_and_no_op_edits_found() -> None:
     spans = anywhere_spans(run)
     assert (70, 71) in spans
     assert any(start >= 40 and end <= 50 for start, end in spans)
+
+
+def test_parquet_records_carry_the_loops(tmp_path: Path) -> None:
+    """-o X.parquet with --anywhere writes a ``loops`` column of structs; without, none."""
+    parquet = pytest.importorskip("pyarrow.parquet")
+    from vthread import cli
+
+    thread = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3, said("done")]
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "r1", "messages": thread}) + "\n")
+    for flags, expected in ((["--anywhere"], True), ([], False)):
+        out = tmp_path / f"out{len(flags)}.parquet"
+        assert cli.main(["scan", *flags, "-q", str(path), "-o", str(out)]) == 0
+        table = parquet.read_table(out)
+        assert ("loops" in table.column_names) is expected
+        if expected:
+            [[loop]] = table.column("loops").to_pylist()
+            assert (loop["loop_start"], loop["repetitions"]) == (1, 3)

@@ -392,7 +392,7 @@ def _scan_command(options: argparse.Namespace) -> int:
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
     try:
-        out = _output(options.output)
+        out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
         if progress is not None:
             progress.clear()
@@ -556,14 +556,14 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _output(path: str | None) -> BinaryIO:
+def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     """Where the records go: standard output, a file, or a Parquet file of records."""
     if not path:
         return sys.stdout.buffer
     if is_parquet(path):
         from vthread._cli_parquet import ParquetRecords
 
-        return cast(BinaryIO, ParquetRecords(path))
+        return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
     return open(path, "wb")
 
 
