@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+pub mod anywhere;
 pub mod canonical;
 pub mod columns;
 pub mod costs;
@@ -80,6 +81,26 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
     out.set_item("result_copies", read.result_copies.into_pyarray(py))?;
     out.set_item("text_thread", read.text_thread.into_pyarray(py))?;
     out.set_item("text_index", read.text_index.into_pyarray(py))?;
+    let texts: Vec<Py<PyAny>> = read
+        .texts
+        .into_iter()
+        .map(|text| text.into_python(py))
+        .collect();
+    out.set_item("texts", PyList::new(py, texts)?)?;
+    Ok(out)
+}
+
+/// Per-message screens, roles and agent texts of a batch (see `anywhere.rs`): a dict of
+/// NumPy arrays and a list of texts. Errors name the thread and message index.
+#[pyfunction]
+fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
+    let py = threads.py();
+    let read = threads::message_columns_of_objects(threads)?;
+    let out = PyDict::new(py);
+    out.set_item("offsets", read.offsets.into_pyarray(py))?;
+    out.set_item("screens", read.screens.into_pyarray(py))?;
+    out.set_item("roles", read.roles.into_pyarray(py))?;
+    out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
     let texts: Vec<Py<PyAny>> = read
         .texts
         .into_iter()
@@ -447,6 +468,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_of, module)?)?;
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(message_screens, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;

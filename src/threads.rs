@@ -282,6 +282,22 @@ pub fn columns_of_lines(
     Ok(Some(whole))
 }
 
+/// Message screens and roles of a batch of Python threads (see `anywhere.rs`).
+pub fn message_columns_of_objects(
+    threads: &Bound<'_, PyList>,
+) -> PyResult<crate::anywhere::MessageColumns> {
+    let mut columns = crate::anywhere::MessageColumns::new();
+    let mut scratch = Vec::new();
+    for (index, thread) in threads.iter().enumerate() {
+        if index % SIGNAL_CHECK_THREADS == 0 {
+            threads.py().check_signals()?;
+        }
+        let items = python_messages(&thread, index)?;
+        columns.push_thread(&items, &mut scratch)?;
+    }
+    Ok(columns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -435,3 +435,24 @@ HOSTILE_VALUES = st.recursive(
 )
 """Values no JSON parser makes: NumPy scalars and arrays, ``Decimal``, dates, bytes, sets,
 custom objects, huge integers, subclasses of the JSON types, cycles."""
+
+
+@st.composite
+def anywhere_threads(draw: st.DrawFn, max_size: int = 40) -> list[dict[str, Any]]:
+    """A thread with repeated blocks anywhere in it, not only at its end: random messages
+    around one or two blocks repeated 1-4 times, some a "think" call or a user reply."""
+    think = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": "think", "arguments": {"t": draw(TEXTS)}}}}}
+    reply = {"type": "user", "text": draw(st.sampled_from(["Format error.", "again"]))}
+    pool = draw(st.lists(st.one_of(MESSAGES, st.just(think), st.just(reply)),
+                         min_size=1, max_size=6))
+    pick = st.sampled_from(pool)
+    thread: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        thread += draw(st.lists(st.one_of(pick, MESSAGES), max_size=8))
+        block = draw(st.lists(pick, min_size=1, max_size=5))
+        thread += block * draw(st.integers(1, 4))
+    thread = thread[:max_size]
+    if draw(st.booleans()):
+        thread = [_copy(m) for m in thread]
+    return thread

@@ -132,9 +132,11 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
 
 
 class ParquetRecords:
-    """A binary sink for the scan's JSONL records that writes them to a Parquet file."""
+    """A binary sink for the scan's JSONL records that writes them to a Parquet file; with
+    ``anywhere``, a last column ``loops`` holds each record's loops (a list of structs with
+    the record's own loop fields)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, anywhere: bool = False) -> None:
         pa = _pyarrow()
         self._pa = pa
         self._schema = pa.schema([
@@ -144,6 +146,10 @@ class ParquetRecords:
             ("loop_tokens", pa.float64()), ("signature", pa.string()),
             ("excerpt", pa.string()), ("messages", pa.int64()), ("error", pa.string()),
         ])
+        if anywhere:
+            loop = pa.struct([field for field in self._schema
+                              if field.name in LOOP_FIELDS])
+            self._schema = self._schema.append(pa.field("loops", pa.list_(loop)))
         self._writer = pa.parquet.ParquetWriter(path, self._schema)
         self._pending: list[dict[str, Any]] = []
         self._tail = b""
@@ -178,6 +184,10 @@ class ParquetRecords:
         self._write_group()
         self._writer.close()
 
+
+LOOP_FIELDS: Final = ("verdict", "loop_start", "period", "repetitions", "loop_messages",
+                      "loop_tokens", "signature", "excerpt")
+"""The fields of each loop in a record's ``loops`` (``vthread scan --anywhere``)."""
 
 RECORD_COLUMNS: Final = ("id", "file", "line", "verdict", "loop_start", "period",
                          "repetitions", "loop_messages", "loop_tokens", "signature", "excerpt",

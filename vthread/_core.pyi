@@ -119,3 +119,8 @@ def has_repeated_text_runs(
 ) -> npt.NDArray[np.bool_]:
     """``vthread.textrun.has_repeated_text_run`` of each text with resolved options, read in
     place with the GIL released; TypeError for a bare ``str``."""
+
+def message_screens(threads: list[Any]) -> dict[str, Any]:
+    """Per-message screens (u64), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0
+    other), thread offsets, and the rows and texts of agent messages with a text."""
+    ...

@@ -92,7 +92,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal, TextIO, cast
@@ -317,6 +317,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="compare messages with timestamps, UUIDs, long hex ids and "
                        "durations masked, so polling that only sees the clock change is "
                        "seen to loop (off: the production answers exactly)")
+    scan_.add_argument("--anywhere", action="store_true",
+                       help="report every loop of each run wherever it lies (a 'loops' "
+                       "list per record; the record's fields describe the costliest), not "
+                       "only a loop the run ends in")
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards)")
     return parser
@@ -427,6 +431,8 @@ class _Task:
     broken: str | None = None
     # Compare messages with their volatile values masked (read by Python, not the core).
     mask_volatile: bool = False
+    # Report every loop of each run, not only one it ends in (read by Python).
+    anywhere: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +481,7 @@ def _scan_command(options: argparse.Namespace) -> int:
         _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
         return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
     try:
-        out = _output(options.output)
+        out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
         if progress is not None:
             progress.clear()
@@ -493,6 +499,8 @@ def _scan_command(options: argparse.Namespace) -> int:
                        threads=max(1, jobs - 1),
                        messages_key=options.messages_key, id_key=options.id_key,
                        detected=detected, mask_volatile=options.mask_volatile)
+        if options.anywhere:
+            tasks = (replace(task, anywhere=True) for task in tasks)
         first = next(tasks, None)
         if first is not None:
             tasks = chain([first], tasks)
@@ -698,14 +706,14 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _output(path: str | None) -> BinaryIO:
+def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     """Where the records go: standard output, a file, or a Parquet file of records."""
     if not path:
         return sys.stdout.buffer
     if is_parquet(path):
         from vthread._cli_parquet import ParquetRecords
 
-        return cast(BinaryIO, ParquetRecords(path))
+        return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
     return open(path, "wb")
 
 
@@ -1263,7 +1271,7 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
     """The core's columns of a native chunk (the GIL released while it reads), or None when
     some line needs Python's ``json``."""
-    if task.broken is not None or task.mask_volatile:
+    if task.broken is not None or task.mask_volatile or task.anywhere:
         return None
     if (task.format != "native" or task.messages_key is not None or task.id_key is not None
             or any(key in line for line in task.lines for key in _ID_KEY_BYTES)):
@@ -1374,7 +1382,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         threads.append(thread)
         sources.append(origins)
     result, failed = _scan_threads(
-        [masked_thread(t) for t in threads] if task.mask_volatile else threads, task.options)
+        [masked_thread(t) for t in threads] if task.mask_volatile else threads,
+        {**task.options, "anywhere": True} if task.anywhere else task.options)
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:
             in_source_messages(result, row, origins)
@@ -1427,7 +1436,7 @@ def _verdict_texts(result: ScanResult) -> list[str]:
     """Per row, the record's fields from "verdict" to "excerpt" as compact JSON text."""
     names = [_dumps(name) for name in HEURISTIC_NAMES]
     tokens = result.loop_tokens.tolist()
-    return [
+    texts = [
         f'"verdict":{names[code - 1]},"loop_start":{start},"period":{period},'
         f'"repetitions":{copies},"loop_messages":{spent},'
         f'"loop_tokens":{_dumps(cost) if math.isfinite(cost) else "null"},'
@@ -1440,6 +1449,10 @@ def _verdict_texts(result: ScanResult) -> list[str]:
             result.repetitions.tolist(), result.loop_messages.tolist(), tokens,
             result.signature.tolist(), result.excerpt, strict=True)
     ]
+    if result.loops is not None:
+        texts = [f'{text},"loops":{_dumps(loops)}'
+                 for text, loops in zip(texts, result.loops, strict=True)]
+    return texts
 
 
 def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:

@@ -175,7 +175,17 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None
     translated message, ``loop_messages`` counts source messages from there to the end, and
     a period that counts messages (a repeated suffix's block, a result run's spacing) counts
     the source messages of one repetition. Repetitions, and an activity tail's period (a
-    number of distinct calls), are unchanged."""
+    number of distinct calls), are unchanged. A scan that looked anywhere has each of the
+    row's loops restated so (``vthread.anywhere.records_in_source``), the row's fields then
+    those of the costliest."""
+    if result.loops is not None:
+        from vthread.anywhere import LOOP_KINDS, records_in_source
+        from vthread.scan import set_row
+
+        records_in_source(result.loops[row], sources)
+        if result.loops[row]:
+            set_row(result, row, result.loops[row][0], LOOP_KINDS)
+        return
     code = int(result.codes[row])
     if not code:
         return

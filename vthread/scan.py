@@ -87,15 +87,19 @@ class ScanResult:
     loop_tokens: npt.NDArray[np.float64]
     signature: npt.NDArray[np.uint64]
     excerpt: list[str | None]
+    loops: list[list[dict[str, Any]]] | None = None
+    """With ``anywhere=True``: per thread, every loop as a record (:meth:`record`'s fields),
+    costliest first; the row's own fields then describe the first. None otherwise."""
 
     def __len__(self) -> int:
         return len(self.names)
 
     def record(self, index: int) -> dict[str, Any]:
         """Row ``index`` as a JSON-ready dict: strict JSON, ``loop_tokens`` None where unknown
-        or past the largest double (``json.dumps(..., allow_nan=False)`` takes it)."""
+        or past the largest double (``json.dumps(..., allow_nan=False)`` takes it), with its
+        ``loops`` when the scan looked anywhere."""
         tokens = float(self.loop_tokens[index])
-        return {
+        record: dict[str, Any] = {
             "verdict": self.names[index],
             "loop_start": int(self.loop_start[index]),
             "period": int(self.period[index]),
@@ -105,6 +109,9 @@ class ScanResult:
             "signature": f"{int(self.signature[index]):016x}" if self.codes[index] else None,
             "excerpt": self.excerpt[index],
         }
+        if self.loops is not None:
+            record["loops"] = self.loops[index]
+        return record
 
     @classmethod
     def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
@@ -121,6 +128,8 @@ class ScanResult:
             loop_tokens=np.concatenate([p.loop_tokens for p in parts]),
             signature=np.concatenate([p.signature for p in parts]),
             excerpt=[text for part in parts for text in part.excerpt],
+            loops=(None if any(p.loops is None for p in parts)
+                   else [loops for part in parts for loops in part.loops or []]),
         )
 
 
@@ -189,7 +198,9 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
     )
 
 
-def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
+def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False) -> ScanResult:
+    if anywhere:
+        return _scan_anywhere(threads)
     result = verdicts(read_columns(threads, options), options)
     for thread in np.flatnonzero(result.codes).tolist():
         messages = threads[thread]
@@ -210,6 +221,49 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
         if figures:
             result.loop_tokens[thread] = token_total(figures)
     return result
+
+
+def _scan_anywhere(threads: list[Any]) -> ScanResult:
+    """Every loop of every thread (:mod:`vthread.anywhere`); each row's fields describe its
+    costliest loop."""
+    from vthread.anywhere import LOOP_KINDS, find_loops, loop_records
+
+    found = find_loops(threads)
+    count = len(threads)
+    all_loops: list[list[dict[str, Any]]] = []
+    result = ScanResult(
+        names=[None] * count,
+        codes=np.zeros(count, np.int8),
+        loop_start=np.full(count, -1, np.int64),
+        period=np.zeros(count, np.int64),
+        repetitions=np.zeros(count, np.int64),
+        loop_messages=np.zeros(count, np.int64),
+        loop_tokens=np.full(count, np.nan),
+        signature=np.zeros(count, np.uint64),
+        excerpt=[None] * count,
+        loops=all_loops,
+    )
+    for row, loops in enumerate(found):
+        records = loop_records(threads[row], loops, _core_canonical) if loops else []
+        all_loops.append(records)
+        if records:
+            set_row(result, row, records[0], LOOP_KINDS)
+    return result
+
+
+def set_row(result: ScanResult, row: int, record: Mapping[str, Any],
+            names: Sequence[str]) -> None:
+    """Row ``row``'s fields set from a loop record (its costliest loop)."""
+    result.names[row] = record["verdict"]
+    result.codes[row] = 1 + list(names).index(record["verdict"])
+    result.loop_start[row] = record["loop_start"]
+    result.period[row] = record["period"]
+    result.repetitions[row] = record["repetitions"]
+    result.loop_messages[row] = record["loop_messages"]
+    tokens = record["loop_tokens"]
+    result.loop_tokens[row] = math.nan if tokens is None else tokens
+    result.signature[row] = int(record["signature"], 16)
+    result.excerpt[row] = record["excerpt"]
 
 
 def _message_key(message: Mapping[str, Any]) -> bytes:
@@ -293,19 +347,19 @@ benchmark threads, 2 vCPU: 1,000 threads (66k messages) took 0.19 s in one proce
 _FORKED_THREADS: Sequence[Sequence[Any]] = ()
 
 
-def _scan_rows(task: tuple[int, int, CycleOptions]) -> ScanResult:
-    begin, end, options = task
-    return _scan_batch(list(_FORKED_THREADS[begin:end]), options)
+def _scan_rows(task: tuple[int, int, CycleOptions, bool]) -> ScanResult:
+    begin, end, options, anywhere = task
+    return _scan_batch(list(_FORKED_THREADS[begin:end]), options, anywhere)
 
 
 def _scan_parallel(
-    threads: list[Sequence[Any]], options: CycleOptions, jobs: int
+    threads: list[Sequence[Any]], options: CycleOptions, jobs: int, anywhere: bool = False
 ) -> ScanResult:
     import multiprocessing
 
     global _FORKED_THREADS
     bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int)
-    tasks = [(int(a), int(b), options) for a, b in pairwise(bounds.tolist())]
+    tasks = [(int(a), int(b), options, anywhere) for a, b in pairwise(bounds.tolist())]
     _FORKED_THREADS = threads
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -324,6 +378,7 @@ def scan(
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
     jobs: int = 1,
+    anywhere: bool = False,
 ) -> ScanResult:
     """Verdict and loop attribution for every thread: the bulk twin of describe_thread_cycle.
 
@@ -338,6 +393,12 @@ def scan(
     messages with their volatile values masked (:mod:`vthread.volatile`), as the cycle
     functions do; signatures and excerpts then show the placeholders. O(total messages) at
     worst, plus the candidates' confirmation; typically about half the messages are read.
+
+    ``anywhere=True`` reports every loop of each thread wherever it lies, not only one that
+    ends it (:mod:`vthread.anywhere`): ``loops`` holds each thread's loops as records,
+    costliest first, and the row's fields describe the costliest (its verdict is the loop's
+    kind). O(total messages x ``vthread.anywhere.MAX_PERIOD``) array work, plus the exact
+    confirmation of what repeats.
 
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
@@ -358,8 +419,8 @@ def scan(
         and sum(map(len, batch_threads)) >= PARALLEL_MIN_MESSAGES
         and _can_fork()
     ):
-        return _scan_parallel(batch_threads, options, jobs)
-    return _scan_paused(batch_threads, options)
+        return _scan_parallel(batch_threads, options, jobs, anywhere)
+    return _scan_paused(batch_threads, options, anywhere)
 
 
 def _thread_list(threads: object) -> list[Any]:
@@ -374,14 +435,16 @@ def _thread_list(threads: object) -> list[Any]:
 def scan_validated(threads: list[list[dict[str, Any]]], **keywords: Any) -> ScanResult:
     """:func:`scan` (one process) of threads whose every message is known to be a dict, as
     a reader that built them from JSON knows: the check of every message is skipped."""
-    return _scan_paused(threads, cycle_options(**keywords))
+    anywhere = bool(keywords.pop("anywhere", False))
+    return _scan_paused(threads, cycle_options(**keywords), anywhere)
 
 
-def _scan_paused(batch_threads: list[Any], options: CycleOptions) -> ScanResult:
+def _scan_paused(batch_threads: list[Any], options: CycleOptions,
+                 anywhere: bool = False) -> ScanResult:
     # The scan makes many short-lived containers, and a full collection would walk every
     # message of the caller's (acyclic, long-lived) threads: up to a second on the benchmark.
     with collector_paused():
-        return _scan_batch(batch_threads, options)
+        return _scan_batch(batch_threads, options, anywhere)
 
 
 @contextmanager

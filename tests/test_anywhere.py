@@ -1,0 +1,205 @@
+"""Loops anywhere in a run: the fast path against its brute-force twin, and through scan and
+the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import anywhere_threads
+from vthread import _core, scan
+from vthread.anywhere import MAX_PERIOD, Loop, find_loops, find_loops_reference
+from vthread.scan import ScanResult
+
+REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": name, "arguments": arguments}}}}
+
+
+def answer(name: str, result: Any, **arguments: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "function": {"name": name, "arguments": arguments,
+                                         "result": result}}}}
+
+
+def said(text: str, kind: str = "bot") -> dict[str, Any]:
+    return {"type": kind, "text": text}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(anywhere_threads(), max_size=4))
+def test_fast_path_equals_the_reference(threads: list[list[dict[str, Any]]]) -> None:
+    """find_loops equals its brute-force twin, batch or one thread at a time."""
+    expected = find_loops_reference(threads)
+    assert find_loops(threads) == expected
+    assert [find_loops([t])[0] for t in threads] == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(anywhere_threads(), max_size=3))
+def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]]) -> None:
+    """With screens cut to 2 bits the exact confirmation still gives the reference's loops."""
+    _core._set_screen_bits(2)
+    try:
+        assert find_loops(threads) == find_loops_reference(threads)
+    finally:
+        _core._set_screen_bits(64)
+
+
+def test_a_loop_that_ended_before_the_run_did() -> None:
+    """A failing call retried with the same error, then a handoff: found, though the run
+    ends healthy for the production heuristics."""
+    failing = [call("book", seat="1A"), answer("book", "Error: no seat", seat="1A"),
+               said("Let me retry.")]
+    thread = [said("Book me a seat", "user"), *failing * 3,
+              call("transfer_to_human"), answer("transfer_to_human", "ok"),
+              said("A colleague will help.")]
+    result = scan([thread], anywhere=True)
+    assert scan([thread]).names == [None]
+    assert result.loops is not None
+    [loop] = result.loops[0]
+    assert (loop["verdict"], loop["loop_start"], loop["loop_messages"]) == (
+        "repeated_suffix", 1, 9)
+    assert loop["repetitions"] == 3
+    assert result.record(0)["loop_start"] == 1
+
+
+def test_thoughts_and_think_calls_between_retries_do_not_hide_them() -> None:
+    """Each retry worded anew (free text, a think call) is still the same action."""
+    thread = [said("go", "user")]
+    for attempt in range(3):
+        thread += [said(f"Attempt {attempt}"), call("book", seat="1A"),
+                   answer("book", "Error", seat="1A"), call("think", thought=str(attempt)),
+                   answer("think", "", thought=str(attempt))]
+    [[loop]] = find_loops([thread])
+    assert loop.repetitions == 3
+
+
+def test_progress_is_no_loop() -> None:
+    """Polling whose answer changes, and a command rerun after edits, are progress."""
+    polling = [m for i in range(6) for m in (call("status", job=1),
+                                             answer("status", f"{i}% done", job=1))]
+    edits = [m for i in range(4) for m in (
+        call("bash", command=f"sed -i 's/{i}/x/' a.py"),
+        answer("bash", "", command=f"sed -i 's/{i}/x/' a.py"),
+        call("bash", command="pytest"), answer("bash", "1 failed", command="pytest"))]
+    assert find_loops([polling, edits]) == [[], []]
+
+
+def test_runaway_text_anywhere_but_not_written_out_code() -> None:
+    """A runaway message early in the run is found; repeated lines of code are not."""
+    runaway = said("Let me check the flag. I will check it now. " * 200)
+    code = said("Here is the fix:\n```python\n" + "x = 1\n" * 200 + "```\nDone.")
+    thread = [said("hi", "user"), runaway, *[said(f"step {i}") for i in range(8)], code]
+    # 91: how often "let me check the flag" occurs in the 4,000 code units read
+    assert find_loops([thread]) == [[Loop(1, 2, 1, 91, 4)]]
+
+
+def test_environment_repetition_is_not_the_agent_looping() -> None:
+    """The same user message three times with no agent turn between is no loop; answered
+    by agent turns each time (a format rejection retried) it is."""
+    rejection = said("Please give exactly one action.", "user")
+    assert find_loops([[rejection] * 4]) == [[]]
+    retried = [m for i in range(3) for m in (said(f"Try {i}"), rejection)]
+    [[loop]] = find_loops([retried])
+    assert (loop.kind, loop.repetitions) == (3, 3)
+
+
+def test_two_step_cycle_twice_and_one_step_twice() -> None:
+    """A cycle of two actions seen twice in full loops; one action seen twice does not."""
+    a = [call("a"), answer("a", 1)]
+    b = [call("b"), answer("b", 2)]
+    assert find_loops([a + b + a + b])[0] == [Loop(0, 8, 4, 2, 1)]
+    assert find_loops([a + a]) == [[]]
+
+
+def test_longest_period_searched() -> None:
+    """A block of MAX_PERIOD messages repeated is found; one longer is not."""
+    def block(size: int) -> list[dict[str, Any]]:
+        return [call("step", n=i) for i in range(size)]
+    assert find_loops([block(MAX_PERIOD) * 2])[0] == [Loop(0, 2 * MAX_PERIOD, MAX_PERIOD,
+                                                           2, 1)]
+    assert find_loops([block(MAX_PERIOD + 1) * 2]) == [[]]
+
+
+def test_defaults_unchanged_and_results_concatenate() -> None:
+    """anywhere=False returns no loops; concatenation keeps per-thread loops in order."""
+    loop = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3, said("done")]
+    plain = scan([loop])
+    assert plain.loops is None and "loops" not in plain.record(0)
+    parts = [scan([loop], anywhere=True), scan([[said("hi")]], anywhere=True)]
+    joined = ScanResult.concatenate(parts)
+    assert joined.loops is not None and len(joined.loops[0]) == 1 and joined.loops[1] == []
+    assert ScanResult.concatenate([plain, parts[0]]).loops is None
+
+
+def test_masked_volatile_values_compose() -> None:
+    """Polling that differs only in a timestamp loops with mask_volatile, not without."""
+    thread = [said("wait", "user")]
+    for second in range(4):
+        thread += [call("status"), answer("status", f"pending at 2024-05-01T10:00:0{second}Z")]
+    assert scan([thread], anywhere=True).loops == [[]]
+    masked = scan([thread], anywhere=True, mask_volatile=True)
+    assert masked.loops is not None and masked.loops[0][0]["repetitions"] == 4
+
+
+def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:
+    """vthread scan --anywhere on OpenAI chat: each loop in the file's own message indices."""
+    from vthread import cli
+
+    retry = [{"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c", "type": "function",
+                  "function": {"name": "book", "arguments": "{\"seat\": \"1A\"}"}}]},
+             {"role": "tool", "tool_call_id": "c", "content": "Error: no seat"}]
+    messages = [{"role": "user", "content": "book"}, *retry * 3,
+                {"role": "assistant", "content": "Sorry, I cannot."},
+                {"role": "user", "content": "ok"}, {"role": "assistant", "content": "Bye."}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "r1", "messages": messages}) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["scan", "--anywhere", "-q", "--format", "openai", str(path),
+                     "-o", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert [(x["loop_start"], x["loop_messages"], x["period"]) for x in record["loops"]] == [
+        (1, 6, 2)]
+    assert record["loop_start"] == 1 and record["verdict"] == "repeated_suffix"
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs (../shared/realdata) "
+                    "are not beside this checkout")
+def test_published_runaway_and_no_op_edits_found() -> None:
+    """sympy-15976 of the mini-swe-agent runs: a no-op sed run four times, and a 159k-character
+    runaway message, both found where they are (source message indices)."""
+    from benchmarks.anywhere_eval import anywhere_spans
+    from benchmarks.realdata import runs
+
+    run = next(r for r in runs() if r.run_id == "sympy__sympy-15976")
+    spans = anywhere_spans(run)
+    assert (70, 71) in spans
+    assert any(start >= 40 and end <= 50 for start, end in spans)
+
+
+def test_parquet_records_carry_the_loops(tmp_path: Path) -> None:
+    """-o X.parquet with --anywhere writes a ``loops`` column of structs; without, none."""
+    parquet = pytest.importorskip("pyarrow.parquet")
+    from vthread import cli
+
+    thread = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3, said("done")]
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "r1", "messages": thread}) + "\n")
+    for flags, expected in ((["--anywhere"], True), ([], False)):
+        out = tmp_path / f"out{len(flags)}.parquet"
+        assert cli.main(["scan", *flags, "-q", str(path), "-o", str(out)]) == 0
+        table = parquet.read_table(out)
+        assert ("loops" in table.column_names) is expected
+        if expected:
+            [[loop]] = table.column("loops").to_pylist()
+            assert (loop["loop_start"], loop["repetitions"]) == (1, 3)

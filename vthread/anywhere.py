@@ -1,0 +1,448 @@
+"""Loops anywhere in a run: every stretch where the agent repeated itself, not only the end.
+
+The production heuristics answer "is the agent stuck now?" and read only the end of a thread.
+An evaluation of finished runs asks where agents looped, for how long and at what cost,
+wherever in the run. :func:`find_loops` answers that for a batch of threads, and
+``scan(..., anywhere=True)`` reports its answer per thread.
+
+A loop is one of (each named after the production heuristic whose repetition it extends):
+
+``repeated_suffix``
+    a block of 1 to :data:`MAX_PERIOD` messages repeated back to back, anywhere (a tandem
+    repeat of whole messages: the agent's words, its calls and their results alike);
+``repeated_activity_tail``
+    the same, over the thread's *actions* only (tool calls, their results and user or
+    environment replies; the agent's free text and reasoning skipped), so a call retried
+    with the same arguments and the same result is a loop however the agent words its
+    thoughts in between;
+``repeated_result_run``
+    the same reply (a user or environment message, no tool call in between) to three agent
+    turns in a row: a format rejection retried, a customer asked the same thing again;
+``repeated_message_text_run``
+    one agent message whose prose is a runaway run of repeated sentences (the production
+    text-run check, applied to every agent message instead of the last five, with fenced
+    code blocks left out, since written-out code repeats lines by nature, and at most a
+    quarter of the units distinct, see :data:`RUNAWAY_UNIQUE_RATIO`).
+
+A block holding one action (a tool call, or an agent turn for a reply) must be seen three
+times in a row; a block of two or more actions twice in full. A block of environment
+messages alone is never the agent's loop. Where loops overlap the longest is kept (then the
+shortest period), so a loop is reported once, by its smallest repeating block.
+
+Cost: one pass of the compiled core over the messages (a 64-bit *screen* per message: equal
+messages always have equal screens), then for each period ``p`` up to :data:`MAX_PERIOD` one
+NumPy comparison of the whole batch with itself shifted by ``p``: O(total messages x
+MAX_PERIOD), vectorised across threads. Every repeat the screens accept is confirmed message
+by message on exact canonical keys (the keys the suffix heuristic compares), so a screen
+collision can cost time but never change an answer. :func:`find_loops_reference` is the
+slow, obviously-correct twin the property tests hold this to.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from vthread import _core
+from vthread._attribution import EXCERPT_CHARS, render_message
+from vthread._messages import usage_tokens
+from vthread._options import text_run_options
+from vthread.fingerprint import message_fingerprint
+from vthread.textrun import repeated_text_start, runaway, text_units
+
+__all__ = [
+    "LOOP_KINDS",
+    "MAX_PERIOD",
+    "Loop",
+    "find_loops",
+    "find_loops_reference",
+    "loop_records",
+    "loops_in_source",
+    "records_in_source",
+]
+
+MAX_PERIOD: Final = 24
+"""The longest repeating block searched, in messages (or actions, for action blocks): three
+tool calls with their results and the agent's words between them."""
+
+LOOP_KINDS: Final[tuple[str, ...]] = (
+    "repeated_suffix",
+    "repeated_activity_tail",
+    "repeated_result_run",
+    "repeated_message_text_run",
+)
+"""Loop kinds, coded 1 to 4 as :data:`vthread.scan.HEURISTIC_NAMES` codes them."""
+
+BLOCK: Final = 1
+ACTIONS: Final = 2
+REPLIES: Final = 3
+TEXT: Final = 4
+
+# Message roles as the core writes them (src/anywhere.rs).
+_OTHER: Final = 0
+_AGENT: Final = 1
+_REQUEST: Final = 2
+_RESPONSE: Final = 3
+_USER: Final = 4
+
+RUNAWAY_UNIQUE_RATIO: Final = 0.25
+"""At most this share of a message's last 64 sentence units may be distinct for its text to
+count as runaway: the production check allows half, but it reads five messages at the end of
+a run, where this reads every agent message of it, and careful step-by-step reasoning
+("Case 1: ... Correct. Case 2: ... Correct.") repeats a third of its units by nature. A
+degenerate message cycles a few sentences (its share is near 0.1)."""
+_THINK: Final = "think"
+"""A tool that only records the agent's thought (tau-bench's, Anthropic's "think" tool): read
+as reasoning, so thoughts worded anew between identical retries do not hide them."""
+_ONE_ACTION_COPIES: Final = 3
+_SEVERAL_ACTIONS_COPIES: Final = 2
+_SEPARATOR: Final = " | "
+_FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Loop:
+    """One loop of a thread: messages ``[start, end)`` hold ``repetitions`` copies of a block
+    of ``period`` messages (for an action block, the messages from one copy's first action
+    to the next copy's); ``kind`` codes :data:`LOOP_KINDS` from 1."""
+
+    start: int
+    end: int
+    period: int
+    repetitions: int
+    kind: int
+
+
+Key = bytes
+
+
+def message_key(message: Mapping[str, Any]) -> Key:
+    """A message's exact comparison key: (type, text, meta-or-absent), canonically encoded
+    (equal keys exactly when the suffix heuristic calls the messages equal)."""
+    fields = [message.get("type"), message.get("text")]
+    if "meta" in message:
+        fields.append(message["meta"])
+    return _core.canonical(fields)
+
+
+# --------------------------------------------------------------------------- the fast path
+
+
+def find_loops(threads: list[Any]) -> list[list[Loop]]:
+    """Every loop of every thread (see the module docstring), each thread's in message order.
+
+    O(total messages x MAX_PERIOD) array work plus the exact confirmation of what repeats.
+
+    >>> call = {"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+    ...         "function": {"name": "ls", "arguments": {}}}}}
+    >>> find_loops([[{"type": "user", "text": "go"}, call, call, call,
+    ...              {"type": "bot", "text": "done"}]])
+    [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
+    """
+    raw = _core.message_screens(threads)
+    offsets: npt.NDArray[np.int64] = raw["offsets"]
+    screens: npt.NDArray[np.uint64] = raw["screens"]
+    roles: npt.NDArray[np.int8] = raw["roles"]
+    owner = np.repeat(np.arange(len(threads), dtype=np.int64), np.diff(offsets))
+    keys = _Keys(threads, offsets)
+    found: list[list[Loop]] = [[] for _ in threads]
+
+    every = np.arange(screens.size, dtype=np.int64)
+    for kind, rows in ((BLOCK, every), (ACTIONS, np.flatnonzero(_is_action(roles)))):
+        for thread, first, last, period in _screen_runs(screens[rows], owner[rows]):
+            run = rows[first : last + period]
+            for begin, stop in keys.exact_runs(thread, run, period):
+                loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
+                if loop is not None:
+                    found[thread].append(loop)
+
+    texts = [prose(text) for text in raw["texts"]]
+    if texts:
+        options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
+        fired = _core.has_repeated_text_runs(
+            texts, options.min_units, options.window, options.max_unique_ratio)
+        text_rows: npt.NDArray[np.int64] = raw["text_rows"]
+        for row in text_rows[np.flatnonzero(fired)].tolist():
+            thread = int(owner[row])
+            start = row - int(offsets[thread])
+            copies = _text_copies(threads[thread][start]["text"])
+            found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
+    return [_kept(loops) for loops in found]
+
+
+def _is_action(roles: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:
+    actions: npt.NDArray[np.bool_] = (roles == _REQUEST) | (roles == _RESPONSE) | (roles == _USER)
+    return actions
+
+
+def _screen_runs(
+    screens: npt.NDArray[np.uint64], owner: npt.NDArray[np.int64]
+) -> list[tuple[int, int, int, int]]:
+    """(thread, first, last, period): positions ``first..last-1`` of the sequence equal, by
+    screen, the position ``period`` later within the same thread, for at least one whole
+    block (``last - first >= period``), maximal; every period up to MAX_PERIOD."""
+    runs = []
+    for period in range(1, MAX_PERIOD + 1):
+        if screens.size <= period:
+            break
+        equal = (screens[:-period] == screens[period:]) & (owner[:-period] == owner[period:])
+        edges = np.diff(equal.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+        starts = np.flatnonzero(edges == 1)
+        stops = np.flatnonzero(edges == -1)
+        long_enough = stops - starts >= period
+        for first, last in zip(starts[long_enough].tolist(), stops[long_enough].tolist(),
+                               strict=True):
+            runs.append((int(owner[first]), first, last, period))
+    return runs
+
+
+class _Keys:
+    """Exact message keys, each computed once and only for messages a screen run holds."""
+
+    def __init__(self, threads: list[Any], offsets: npt.NDArray[np.int64]) -> None:
+        self._threads = threads
+        self._offsets = offsets
+        self._cache: dict[int, Key] = {}
+
+    def key(self, thread: int, row: int) -> Key:
+        cached = self._cache.get(row)
+        if cached is None:
+            cached = message_key(self._threads[thread][row - int(self._offsets[thread])])
+            self._cache[row] = cached
+        return cached
+
+    def exact_runs(self, thread: int, run: npt.NDArray[np.int64],
+                   period: int) -> list[tuple[int, int]]:
+        """The maximal ``[begin, stop)`` of ``run``'s positions equal, by exact key, to the
+        position ``period`` later, at least one block long."""
+        rows = run.tolist()
+        out = []
+        begin = None
+        for position in range(len(rows) - period):
+            same = self.key(thread, rows[position]) == self.key(thread, rows[position + period])
+            if same and begin is None:
+                begin = position
+            elif not same and begin is not None:
+                if position - begin >= period:
+                    out.append((begin, position))
+                begin = None
+        if begin is not None and len(rows) - period - begin >= period:
+            out.append((begin, len(rows) - period))
+        return out
+
+
+def _judged(kind: int, begin: int, stop: int, period: int, run: npt.NDArray[np.int64],
+            roles: npt.NDArray[np.int8], offset: int) -> Loop | None:
+    """The loop a run of equal positions ``[begin, stop)`` (``period`` apart) of the
+    sequence ``run`` (batch rows) makes, or None when it is no loop of the agent's."""
+    copies = (stop - begin + period) // period
+    block = roles[run[begin : begin + period]]
+    requests = int(np.count_nonzero(block == _REQUEST))
+    if kind == BLOCK:
+        actions = requests + int(np.count_nonzero(block == _AGENT))
+    elif requests:
+        actions = requests
+    elif np.all(block == _USER) and _agent_between(run, begin, period, roles):
+        kind, actions = REPLIES, 1
+    else:
+        actions = 0
+    if actions == 0:
+        return None
+    if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
+        return None
+    first = int(run[begin])
+    last = int(run[begin + copies * period - 1])
+    span = last + 1 - first
+    return Loop(first - offset, last + 1 - offset, max(1, round(span / copies)), copies, kind)
+
+
+def _agent_between(run: npt.NDArray[np.int64], begin: int, period: int,
+                   roles: npt.NDArray[np.int8]) -> bool:
+    """Whether an agent message lies between the first two copies (the replies answer it)."""
+    low, high = int(run[begin]), int(run[begin + period])
+    return bool(np.any(roles[low + 1 : high] == _AGENT))
+
+
+def prose(text: Any) -> Any:
+    r"""``text`` without its fenced code blocks (a string; anything else as it is): code
+    written out repeats lines by nature (a heredoc, a test suite), which is no runaway of
+    the agent's words. gemini-cli's content check skips code blocks for the same reason.
+
+    >>> prose("Fix it:\n```bash\nls\nls\n```\nDone.")
+    'Fix it:\n\nDone.'
+    """
+    if not isinstance(text, str) or "```" not in text:
+        return text
+    return _FENCED.sub("", text)
+
+
+def _text_copies(text: str) -> int:
+    """How often the runaway text's most repeated sentence occurs (in the part read)."""
+    counts = Counter(text_units(prose(text)))
+    return max(counts.values()) if counts else 1
+
+
+def _kept(loops: list[Loop]) -> list[Loop]:
+    """Loops that overlap none kept before them, longest first (then shortest period, then
+    earliest, then kind), in message order."""
+    kept: list[Loop] = []
+    for loop in sorted(loops, key=lambda x: (x.start - x.end, x.period, x.start, x.kind)):
+        if all(loop.end <= other.start or other.end <= loop.start for other in kept):
+            kept.append(loop)
+    return sorted(kept)
+
+
+# ------------------------------------------------------------------------ the slow twin
+
+
+def find_loops_reference(threads: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[Loop]]:
+    """:func:`find_loops` written plainly: exact keys of every message, every start and
+    every period compared block by block, no screens. O(n² x MAX_PERIOD) per thread."""
+    return [_thread_loops(list(thread)) for thread in threads]
+
+
+def _role(message: Mapping[str, Any]) -> int:
+    kind = message.get("type")
+    if kind == "activity":
+        meta = message.get("meta")
+        activity = meta.get("activity") if isinstance(meta, Mapping) else None
+        function = activity.get("function") if isinstance(activity, Mapping) else None
+        if (isinstance(function, Mapping) and isinstance(function.get("name"), str)
+                and isinstance(activity, Mapping) and isinstance(activity.get("type"), str)):
+            if function["name"] == _THINK:
+                return _OTHER
+            side = activity.get("type")
+            if side == "request" and isinstance(side, str):
+                return _REQUEST
+            if side == "response" and isinstance(side, str):
+                return _RESPONSE
+        return _OTHER
+    if kind == "user":
+        return _USER
+    if kind in ("system", "reasoning", "tool"):
+        return _OTHER
+    return _AGENT
+
+
+def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
+    keys = [message_key(m) for m in messages]
+    roles = np.array([_role(m) for m in messages], np.int8)
+    every = np.arange(len(messages), dtype=np.int64)
+    actions = every[_is_action(roles)]
+    found = []
+    for kind, rows in ((BLOCK, every), (ACTIONS, actions)):
+        sequence = [keys[r] for r in rows.tolist()]
+        for period in range(1, MAX_PERIOD + 1):
+            for begin in range(len(sequence) - period):
+                if begin and sequence[begin - 1] == sequence[begin - 1 + period]:
+                    continue  # not where its run of equal positions starts
+                stop = begin
+                while stop + period < len(sequence) and sequence[stop] == sequence[stop + period]:
+                    stop += 1
+                if stop - begin >= period:
+                    loop = _judged(kind, begin, stop, period, rows, roles, 0)
+                    if loop is not None:
+                        found.append(loop)
+    options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
+    for index, message in enumerate(messages):
+        text = message.get("text")
+        if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
+            found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
+    return _kept(found)
+
+
+# ------------------------------------------------------------------------------ records
+
+
+def loops_in_source(loops: list[Loop], sources: list[int]) -> list[Loop]:
+    """``loops`` restated in the source file's messages, given the source message of each
+    translated one: a loop spans the source messages holding its first to last message."""
+    out = []
+    for loop in loops:
+        start, end = sources[loop.start], sources[loop.end - 1] + 1
+        out.append(Loop(start, end, max(1, round((end - start) / loop.repetitions)),
+                        loop.repetitions, loop.kind))
+    return out
+
+
+def records_in_source(records: list[dict[str, Any]], sources: list[int]) -> None:
+    """Loop records (:func:`loop_records`) restated in place in the source file's messages,
+    given the source message of each translated one, costliest first again."""
+    for record in records:
+        first = record["loop_start"]
+        start = sources[first]
+        end = sources[first + record["loop_messages"] - 1] + 1
+        record["loop_start"] = start
+        record["loop_messages"] = end - start
+        record["period"] = max(1, round((end - start) / record["repetitions"]))
+    records.sort(key=_cost, reverse=True)
+
+
+def loop_records(
+    messages: Sequence[Mapping[str, Any]],
+    loops: list[Loop],
+    encode: Callable[[Any], str],
+    in_source: list[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Each loop as a record with :meth:`vthread.ScanResult.record`'s field names, costliest
+    first (known tokens, then messages); spans in source messages when ``in_source`` maps
+    them."""
+    records = []
+    shown = loops if in_source is None else loops_in_source(loops, in_source)
+    for loop, place in zip(loops, shown, strict=True):
+        figures = [f for f in map(usage_tokens, messages[loop.start : loop.end]) if f is not None]
+        block = messages[loop.start : loop.start + loop.period]
+        records.append({
+            "verdict": LOOP_KINDS[loop.kind - 1],
+            "loop_start": place.start,
+            "period": place.period,
+            "repetitions": loop.repetitions,
+            "loop_messages": place.end - place.start,
+            "loop_tokens": math.fsum(figures) if figures else None,
+            "signature": f"{_signature(block, loop.kind):016x}",
+            "excerpt": _excerpt(block, loop.kind, encode),
+        })
+    records.sort(key=_cost, reverse=True)
+    return records
+
+
+def _cost(record: Mapping[str, Any]) -> tuple[float, int]:
+    tokens = record["loop_tokens"]
+    return (-1.0 if tokens is None else tokens, record["loop_messages"])
+
+
+def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
+    """A fingerprint of the repeating block whatever its phase (its least rotation)."""
+    from vthread.scan import least_rotation
+
+    if kind == TEXT:
+        text = block[0].get("text")
+        parts: Any = sorted(set(text_units(text))) if isinstance(text, str) else []
+    else:
+        prints = [message_fingerprint(m) for m in block
+                  if kind == BLOCK or _role(m) != _AGENT]
+        first = least_rotation(prints) if prints else 0
+        parts = prints[first:] + prints[:first]
+    return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=kind)
+
+
+def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[Any], str]) -> str:
+    if kind == TEXT:
+        text = block[0].get("text")
+        unit = repeated_text_start(text) if isinstance(text, str) else None
+        parts = [" ".join((unit if unit is not None else str(text)).split())[:100]]
+    else:
+        shown = [m for m in block if kind == BLOCK or _role(m) != _AGENT] or list(block)
+        parts = [render_message(m, encode) for m in shown]
+    text = _SEPARATOR.join(parts)
+    if len(text) > EXCERPT_CHARS:
+        text = text[: EXCERPT_CHARS - 1] + "…"
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
