@@ -143,10 +143,11 @@ def shaped_build(
     start_on: str | None = None,
 ) -> ReferenceBuild:
     """build_thread's opt-in shapes, by trying every start: the leading system messages
-    costed first and kept; the rest selected as production selects (:func:`build_thread`);
-    then the first start at or after production's that splits no tool pair, begins with no
-    orphan reply and is of type ``start_on``, or the last such start at or before the one
-    ``min_messages`` asks for, when that keeps more."""
+    costed first and kept; then, of the starts that split no tool pair, begin with no orphan
+    reply and are of type ``start_on``, the earliest whose suffix fits the budget left;
+    production's own start (:func:`build_thread`) when it kept a straddling message there;
+    or the last allowed start at or before the one ``min_messages`` asks for, when that keeps
+    more."""
     thread = list(check_messages(messages))
     # Costing every message once, oldest first: production's whole thread under no limit.
     costed = build_thread(thread, max_tokens=math.inf, estimate=estimate).messages
@@ -173,7 +174,17 @@ def shaped_build(
             return False
         return start_on is None or rest[k].get("type") == start_on
 
-    start = min(k for k in range(first, n + 1) if allowed(k))
+    budget = limit - system_total
+
+    def fits(k: int) -> bool:
+        total = 0.0
+        for message in reversed(rest[k:]):
+            total += message["usage"]["tokens"]
+        return not total > budget
+
+    start = min((k for k in range(n) if allowed(k) and fits(k)), default=n)
+    if inclusive and first < start and allowed(first):
+        start = first
     floor = abs(float(min_messages)) if min_messages is not None else 0.0
     kept = int(min(floor, n)) if floor >= 1 else 0
     if kept > n - start:

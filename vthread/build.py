@@ -75,9 +75,9 @@ def build_thread(
     * ``start_on="user"`` (or any type): the kept messages after the system ones begin at a
       message of that type, as APIs that require a user turn first expect.
 
-    With either of the last two, the result is the longest suffix that production's rule
-    allows and that starts where they allow: the start moves later (dropping messages)
-    until it does, or earlier (keeping more) when ``min_messages`` asks for more. O(n).
+    With either of the last two, the result is the longest suffix within the budget that
+    starts where they allow (production's own when it kept a straddling message that may
+    start it), or longer when ``min_messages`` asks for more. O(n).
 
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
@@ -125,7 +125,9 @@ def build_thread(
     taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive)
     if pair_safe or start_on is not None:
         first = len(thread) - len(taken)
-        start = _allowed_start(thread[head:], first - head, floor, pair_safe, start_on) + head
+        start = head + _allowed_start(thread[head:], costs[head:], limit - system_total,
+                                      first - head, floor, bool(inclusive), pair_safe,
+                                      start_on)
         if start != first:
             taken = [_priced(thread[i], costs[i]) for i in range(start, len(thread))]
             total = 0.0
@@ -205,14 +207,20 @@ def _newest_fitting(
 
 def _allowed_start(
     messages: Sequence[Mapping[str, Any]],
-    start: int,
+    costs: Sequence[float],
+    budget: float,
+    chosen: int,
     floor: float,
+    inclusive: bool,
     pair_safe: bool,
     start_on: str | None,
 ) -> int:
-    """Where the kept suffix of ``messages`` begins once pairs and ``start_on`` are respected:
-    the first allowed start at or after production's ``start``, or, when ``min_messages``
-    keeps more, the last allowed start at or before the floor's. O(n)."""
+    """Where the kept suffix of ``messages`` begins once pairs and ``start_on`` are respected.
+
+    The earliest allowed start whose suffix fits ``budget`` (fits as production judges it:
+    its cost is not above the budget); production's own start ``chosen`` when it kept a
+    straddling message (``inclusive``) and may begin there; and, when ``min_messages`` keeps
+    more, the last allowed start at or before the floor's. O(n)."""
     n = len(messages)
     allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
     if pair_safe:
@@ -230,12 +238,22 @@ def _allowed_start(
     if start_on is not None:
         for k in range(n):
             allowed[k] = allowed[k] and messages[k].get("type") == start_on
-    later = next(k for k in range(start, n + 1) if allowed[k])
+    start = n
+    suffix = 0.0
+    for k in range(n - 1, -1, -1):  # newest first, as production adds
+        suffix += costs[k]
+        if suffix > budget:
+            break
+        if allowed[k]:
+            start = k
+    if inclusive and chosen < start and allowed[chosen]:
+        start = chosen
     kept = int(min(floor, n)) if floor >= 1 else 0  # NaN and fractions below 1 keep none
-    if kept <= n - later:
-        return later
-    earlier = next((k for k in range(n - kept, -1, -1) if allowed[k]), None)
-    return later if earlier is None else min(later, earlier)
+    if kept > n - start:
+        earlier = next((k for k in range(n - kept, -1, -1) if allowed[k]), None)
+        if earlier is not None:
+            start = min(start, earlier)
+    return start
 
 
 def _trim(
