@@ -163,6 +163,8 @@ def shaped_build(
     rest = costed[head:]
     chosen = build_thread(rest, max_tokens=limit - system_total, min_messages=min_messages,
                           inclusive=inclusive)
+    if not pair_safe and start_on is None:  # production's own selection of the rest
+        return ReferenceBuild(costed[:head] + chosen.messages, system_total + chosen.tokens)
     n = len(rest)
     first = n - len(chosen.messages)
     pairs, orphans = tool_pairs(rest)
