@@ -164,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["guard"]:
         return _guard(args[1:])
+    if args[:1] == ["report"]:
+        from vthread._cli_report import run_report
+
+        return run_report(args[1:], sys.stderr)
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         print(_misplaced_option(args[0], parser), file=sys.stderr)
@@ -210,6 +214,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("guard", help="guard a token stream against runaway repetition "
                         "(see vthread guard --help)", add_help=False)
+    commands.add_parser("report", help="write a self-contained HTML report of the runs "
+                        "(see vthread report --help)", add_help=False)
     scan_ = commands.add_parser(
         "scan",
         help="scan JSONL trajectory files for looping threads",

@@ -1,0 +1,213 @@
+"""``vthread report FILE... -o report.html``: a dataset's runs as one self-contained page.
+
+Each FILE is either anything ``vthread scan`` reads (trajectories in any detected format,
+``.gz``, documents, Parquet, Inspect logs), scanned by ``vthread scan`` itself, in this
+process, into a temporary file of records with its ``--summary`` beside it, or a scan's
+own JSONL output (optionally ``.gz``), recognised by its first line being a record (an
+object with ``file``, ``line`` and ``verdict`` or ``error``) and read back as it is. The
+records are gathered by :class:`vthread.report.ReportData` and the page written by
+:func:`vthread.report.render_report`.
+
+Exit status, as ``vthread scan``'s: 0 when the page was written (bad lines are counted as
+errors in it), 2 on a usage error, an unreadable input, a records file with a line that is
+no record (named by file and line), an output that is one of the inputs or cannot be
+written; the scan's own status (130 on Ctrl-C) when it did not complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import io
+import json
+import os
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+from vthread.report import RecordError, ReportData, render_report
+
+__all__ = ["run_report"]
+
+EXIT_USAGE: Final = 2
+SNIFF_BYTES: Final = 64 << 10
+"""Bytes read to tell a records file from trajectories: a record line is far shorter."""
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval", ".parquet")
+
+
+class _ReportError(Exception):
+    """A problem that ends the command with status 2 (the message names file and line)."""
+
+
+def run_report(argv: Sequence[str], stderr: TextIO) -> int:
+    """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status."""
+    parser = _parser()
+    try:
+        options = parser.parse_args(list(argv))
+    except SystemExit as exit_:  # --help and usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        _check_output(options.output, options.files)
+        data = ReportData()
+        to_scan = [name for name in options.files if not _holds_records(name)]
+        if to_scan:
+            status = _scan_into(data, to_scan, options, stderr)
+            if status:
+                return status
+        for name in options.files:
+            if name not in to_scan:
+                _read_records(data, name)
+                data.tokens = None  # records hold no run's total tokens
+        title = options.title or f"vthread report: {_what(options.files)}"
+        page = render_report(data, title=title, sources=options.files)
+        try:
+            # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
+            Path(options.output).write_bytes(page.encode("utf-8", "replace"))
+        except OSError as error:
+            why = error.strerror or error
+            raise _ReportError(f"cannot write {options.output}: {why}") from None
+    except _ReportError as error:
+        stderr.write(f"vthread report: {error}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        stderr.write("vthread report: interrupted\n")
+        return 130
+    summary = data.summary()
+    stderr.write(f"vthread report: {summary['threads']:,} runs, {summary['loops']:,} with a "
+                 f"loop: wrote {options.output}\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vthread report",
+        description="Scan trajectory files (anything vthread scan reads), or read a scan's "
+        "JSONL records, and write one self-contained HTML page: headline figures, loops by "
+        "kind, the most repeated loops, and a sortable table of the looping runs.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="trajectory file as vthread scan takes it, or vthread scan's "
+                        "JSONL output")
+    parser.add_argument("-o", "--output", metavar="PATH", required=True,
+                        help="the HTML file to write")
+    parser.add_argument("--title", help="the page's title (default: names the inputs)")
+    parser.add_argument("--format", help="message format, as for vthread scan")
+    parser.add_argument("--messages-key", metavar="KEY", help="as for vthread scan")
+    parser.add_argument("--id-key", metavar="KEY", help="as for vthread scan")
+    parser.add_argument("--mask-volatile", action="store_true", help="as for vthread scan")
+    parser.add_argument("-j", "--jobs", metavar="N", help="as for vthread scan")
+    return parser
+
+
+def _what(files: Sequence[str]) -> str:
+    return files[0] if len(files) == 1 else f"{len(files)} files"
+
+
+def _check_output(output: str, files: Sequence[str]) -> None:
+    """Refuse an output that is an input (it would be emptied) or whose folder is missing,
+    before a long scan rather than after it."""
+    for name in files:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(output, name):
+                raise _ReportError(f"the output {output} is the input {name}; writing it "
+                                   f"would destroy the input (choose another path)")
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise _ReportError(f"cannot write {output}: no such directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise _ReportError(f"cannot write {output}: permission denied")
+
+
+def _holds_records(name: str) -> bool:
+    """Whether the file is ``vthread scan``'s JSONL output: its first line is a record."""
+    base = name.lower().removesuffix(".gz")
+    if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):
+        return False
+    try:
+        with _open_text(name) as stream:
+            head = stream.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return False  # the scan reports what is wrong with it
+    first = next((line for line in head.split("\n") if line.strip()), "")
+    if len(first) == len(head) and len(head) == SNIFF_BYTES:
+        return False  # a first line longer than any record
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return (isinstance(value, dict) and {"file", "line"} <= value.keys()
+            and ("verdict" in value or "error" in value))
+
+
+def _open_text(name: str) -> TextIO:
+    with open(name, "rb") as raw:
+        gzipped = raw.read(2) == _GZIP_MAGIC
+    if gzipped:
+        return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8")
+    return open(name, encoding="utf-8")  # the caller closes it
+
+
+def _read_records(data: ReportData, name: str) -> None:
+    """Add every record of a records file; a line that is none is fatal (file:line)."""
+    number = 0
+    try:
+        with _open_text(name) as stream:
+            for number, line in enumerate(stream, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise RecordError("not a vthread scan record (not a JSON object)")
+                    data.add(record)
+                except (ValueError, RecordError) as error:  # RecordError is a ValueError
+                    raise _ReportError(f"{name}:{number}: {error}") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        where = f"{name}:{number + 1}" if number else name
+        raise _ReportError(f"{where}: cannot read: {error}") from error
+
+
+def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
+               stderr: TextIO) -> int:
+    """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status.
+
+    The scan writes its records and ``--summary`` to a temporary folder, so memory stays
+    that of the scan plus the looping runs' columns. Its messages reach ``stderr`` as the
+    report's.
+    """
+    from vthread import cli
+
+    with tempfile.TemporaryDirectory(prefix="vthread-report-") as folder:
+        records, summary = Path(folder, "records.jsonl"), Path(folder, "summary.json")
+        argv = ["scan", "--quiet", "--output", str(records), "--summary", str(summary)]
+        for flag, value in (("--format", options.format), ("--messages-key",
+                            options.messages_key), ("--id-key", options.id_key),
+                            ("--jobs", options.jobs)):
+            if value is not None:
+                argv += [flag, value]
+        if options.mask_volatile:
+            argv.append("--mask-volatile")
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said):
+            status = cli.main([*argv, "--", *files])
+        stderr.write(said.getvalue().replace("vthread scan:", "vthread report:"))
+        if status:
+            return status
+        for line in _lines(records):
+            data.add(json.loads(line))
+        data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
+    return 0
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as stream:
+        yield from stream
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_report(sys.argv[1:], sys.stderr))
