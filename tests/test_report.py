@@ -205,3 +205,26 @@ def test_hostile_text_stays_text_in_chromium(browser: Any, tmp_path: Path) -> No
     assert HOSTILE in page.inner_text("#top-loops")
     assert requests == [out.as_uri()] and not dialogs
     page.close()
+
+
+def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> None:
+    """20,000 looping runs: 50 rows in the DOM, paging walks on, a sort reaches every row."""
+    records = tmp_path / "records.jsonl"
+    with records.open("w") as out:
+        for index in range(20_000):
+            out.write(json.dumps(_loop_record(f"run-{index:05d}", f"call({index % 300})",
+                                              line=index + 1, loop_tokens=float(index),
+                                              signature=f"{index % 300:016x}")) + "\n")
+    out_page = tmp_path / "report.html"
+    assert main(["report", str(records), "-o", str(out_page)]) == 0
+    assert out_page.stat().st_size < 2_000_000
+    page, requests, _ = _open(browser, out_page)
+    assert _rows(page)[:2] == ["run-19999", "run-19998"]  # most tokens first
+    assert page.locator("#runs tbody tr").count() == 50
+    page.click("#next")
+    assert _rows(page)[0] == "run-19949"
+    page.click('#runs th[data-key="tokens"] button')  # ascending now
+    assert _rows(page)[0] == "run-00000"
+    assert page.inner_text("#status") == "runs 1\u201350 of 20,000"
+    assert requests == [out_page.as_uri()]
+    page.close()
