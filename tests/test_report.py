@@ -228,3 +228,25 @@ def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> No
     assert page.inner_text("#status") == "runs 1\u201350 of 20,000"
     assert requests == [out_page.as_uri()]
     page.close()
+
+
+def test_parquet_records_are_read_back(tmp_path: Path) -> None:
+    """``vthread scan -o X.parquet``'s output makes the same figures as its JSONL."""
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (vthread[arrow])")
+    expected = _scan_summary([SAMPLE], tmp_path)
+    records = tmp_path / "records.parquet"
+    assert main(["scan", "-q", "-o", str(records), str(SAMPLE)]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    page = out.read_text()
+    for key in ("threads", "loops", "wasted_messages", "wasted_tokens"):
+        assert f'data-figure="{key}" data-value="{json.dumps(expected[key])}"' in page, key
+
+
+def test_only_loops_records_draw_a_warning(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Records without a progressing run (``--only-loops``) are reported, with a warning."""
+    records = tmp_path / "loops.jsonl"
+    assert main(["scan", "-q", "--only-loops", "-o", str(records), str(SAMPLE)]) == 0
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 0
+    assert "holds no progressing run (written with --only-loops?)" in capsys.readouterr().err

@@ -3,8 +3,10 @@
 Each FILE is either anything ``vthread scan`` reads (trajectories in any detected format,
 ``.gz``, documents, Parquet, Inspect logs), scanned by ``vthread scan`` itself, in this
 process, into a temporary file of records with its ``--summary`` beside it, or a scan's
-own JSONL output (optionally ``.gz``), recognised by its first line being a record (an
-object with ``file``, ``line`` and ``verdict`` or ``error``) and read back as it is. The
+own output, read back as it is: JSONL (optionally ``.gz``) whose first line is a record (an
+object with ``file``, ``line`` and ``verdict`` or ``error``), or Parquet with those columns
+(``-o X.parquet``). Records written with ``--only-loops`` lack the progressing runs, so the
+figures count fewer runs: a records file without a progressing run draws a warning. The
 records are gathered by :class:`vthread.report.ReportData` and the page written by
 :func:`vthread.report.render_report`.
 
@@ -29,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from vthread._cli_parquet import is_parquet
 from vthread.report import RecordError, ReportData, render_report
 
 __all__ = ["run_report"]
@@ -37,7 +40,8 @@ EXIT_USAGE: Final = 2
 SNIFF_BYTES: Final = 64 << 10
 """Bytes read to tell a records file from trajectories: a record line is far shorter."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-_NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval", ".parquet")
+_NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval")
+_RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
 
 
 class _ReportError(Exception):
@@ -61,8 +65,13 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
                 return status
         for name in options.files:
             if name not in to_scan:
+                progressing = data.progressing
                 _read_records(data, name)
                 data.tokens = None  # records hold no run's total tokens
+                if data.progressing == progressing:
+                    stderr.write(f"vthread report: warning: {name} holds no progressing run "
+                                 f"(written with --only-loops?); the figures count only the "
+                                 f"runs it holds\n")
         title = options.title or f"vthread report: {_what(options.files)}"
         page = render_report(data, title=title, sources=options.files)
         try:
@@ -128,6 +137,8 @@ def _holds_records(name: str) -> bool:
     base = name.lower().removesuffix(".gz")
     if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):
         return False
+    if is_parquet(name):
+        return _parquet_columns(name) >= _RECORD_COLUMNS
     try:
         with _open_text(name) as stream:
             head = stream.read(SNIFF_BYTES)
@@ -152,8 +163,40 @@ def _open_text(name: str) -> TextIO:
     return open(name, encoding="utf-8")  # the caller closes it
 
 
+def _parquet_columns(name: str) -> frozenset[str]:
+    """The column names of a Parquet file (none when it cannot be read: the scan says why)."""
+    try:
+        import pyarrow.parquet as parquet
+
+        return frozenset(parquet.read_schema(name).names)
+    except Exception:  # no pyarrow, or not a Parquet file: whatever pyarrow raises
+        return frozenset()
+
+
+def _read_parquet_records(data: ReportData, name: str) -> None:
+    """Add every row of ``vthread scan -o X.parquet``'s output (error null: no error)."""
+    import pyarrow.parquet as parquet
+
+    number = 0
+    try:
+        for batch in parquet.ParquetFile(name).iter_batches():
+            for row in batch.to_pylist():
+                number += 1
+                if row.get("error") is None:
+                    row.pop("error", None)
+                try:
+                    data.add(row)
+                except RecordError as error:
+                    raise _ReportError(f"{name}: row {number}: {error}") from None
+    except (OSError, ValueError) as error:  # pyarrow's read errors
+        raise _ReportError(f"{name}: cannot read: {error}") from error
+
+
 def _read_records(data: ReportData, name: str) -> None:
     """Add every record of a records file; a line that is none is fatal (file:line)."""
+    if is_parquet(name):
+        _read_parquet_records(data, name)
+        return
     number = 0
     try:
         with _open_text(name) as stream:

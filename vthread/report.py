@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from vthread.scan import HEURISTIC_NAMES
 
-__all__ = ["ReportData", "render_report"]
+__all__ = ["RecordError", "ReportData", "render_report"]
 
 TOP_LOOPS: Final = 20
 """How many of the most repeated loops (by signature) the page lists."""
