@@ -78,6 +78,17 @@ def test_hostile_text_is_escaped_everywhere() -> None:
     assert json.loads(blob)["runs"]["id"] == [HOSTILE]
 
 
+def test_message_kinds_cover_every_looping_run(tmp_path: Path) -> None:
+    """Scanned runs carry one kind per message for every looping run (the sample's threads
+    are short enough), and records read back carry none."""
+    out = tmp_path / "r.html"
+    assert main(["report", str(SAMPLE), "-o", str(out)]) == 0
+    text = out.read_text()
+    runs = json.loads(text.split('id="report-data">', 1)[1].split("</script>", 1)[0])["runs"]
+    assert runs["id"] and [len(k) for k in runs["kinds"]] == runs["messages"]
+    assert {"u", "a", "c", "r"} <= set("".join(runs["kinds"]))
+
+
 def test_records_file_is_read_back(tmp_path: Path) -> None:
     """A scan's JSONL output (here gzipped) makes the same page figures as the scan."""
     expected = _scan_summary([SAMPLE], tmp_path)
@@ -89,6 +100,7 @@ def test_records_file_is_read_back(tmp_path: Path) -> None:
     for key in ("threads", "loops", "wasted_messages"):
         assert f'data-figure="{key}" data-value="{expected[key]}"' in page
     assert 'data-figure="tokens" data-value="null"' in page  # not in the records
+    assert '"kinds":[]' in page
 
 
 def test_bad_record_line_names_file_and_line(tmp_path: Path,
@@ -185,6 +197,9 @@ def test_real_runs_render_in_chromium(browser: Any, tmp_path: Path) -> None:
 
     page.locator("#runs tbody tr").first.click()
     assert page.locator("#detail .strip rect.l").count() > 0
+    # The runs were read again for their messages' kinds: calls and results coloured.
+    assert page.locator("#detail .strip rect.kc").count() > 0
+    assert page.locator("#detail .strip rect.kr").count() > 0
     assert requests == [out.as_uri()] and not dialogs
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)

@@ -32,13 +32,17 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from vthread._cli_parquet import is_parquet
-from vthread.report import RecordError, ReportData, render_report
+from vthread.report import RecordError, ReportData, message_kinds, render_report
 
 __all__ = ["run_report"]
 
 EXIT_USAGE: Final = 2
 SNIFF_BYTES: Final = 64 << 10
 """Bytes read to tell a records file from trajectories: a record line is far shorter."""
+MESSAGE_KINDS_PER_RUN: Final = 2_000
+"""Longest run whose messages' kinds colour its timeline (one character each in the page)."""
+MESSAGE_KINDS_BUDGET: Final = 2_000_000
+"""Most message kinds in one page, about as many bytes (at 100,000 runs, 2 MB)."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval")
 _RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
@@ -241,10 +245,52 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
         stderr.write(said.getvalue().replace("vthread scan:", "vthread report:"))
         if status:
             return status
+        looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row
         for line in _lines(records):
-            data.add(json.loads(line))
+            record = json.loads(line)
+            data.add(record)
+            if record.get("verdict") is not None:
+                looping[(record["file"], record["line"])] = data.loops - 1
         data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
+    if looping:
+        _add_message_kinds(data, files, looping, options)
     return 0
+
+
+def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],
+                       options: argparse.Namespace) -> None:
+    """Each looping run's message kinds, for its timeline: the inputs read a second time
+    through ``vthread scan``'s own chunking and run reading, only looping lines parsed.
+
+    Bounded: at most ``MESSAGE_KINDS_PER_RUN`` messages a run and ``MESSAGE_KINDS_BUDGET``
+    in all (later runs get none and a plain strip). Standard input cannot be read twice.
+    """
+    from vthread import cli
+
+    if "-" in files:
+        return
+    budget = MESSAGE_KINDS_BUDGET
+    try:
+        tasks = cli._tasks(files, options.format, {}, False, None, False,
+                           messages_key=options.messages_key, id_key=options.id_key)
+        for task in tasks:
+            if task.broken is not None:
+                continue
+            for index, line in enumerate(task.lines):
+                row = looping.get((task.label, task.first_line + index))
+                if row is None or data.run_messages[row] > MESSAGE_KINDS_PER_RUN:
+                    continue
+                if budget < data.run_messages[row]:
+                    return
+                read = cli._read_thread(line, True, task.format, task.messages_key,
+                                        task.id_key)
+                if isinstance(read, cli._Bad):
+                    continue
+                kinds = message_kinds(read[1], read[2], data.run_messages[row])
+                data.message_kinds[row] = kinds
+                budget -= len(kinds)
+    except (cli._FatalError, OSError):  # the input changed since the scan: strips go plain
+        return
 
 
 def _lines(path: Path) -> Iterator[str]:

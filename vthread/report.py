@@ -103,6 +103,8 @@ class ReportData:
     run_messages: list[int] = field(default_factory=list)
     excerpt_index: list[int] = field(default_factory=list)
     signature_index: list[int] = field(default_factory=list)
+    # Per looping run, its messages' kinds (see message_kinds), set where known.
+    message_kinds: dict[int, str] = field(default_factory=dict)
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record; O(1). Raises :class:`RecordError` for a mapping that is none."""
@@ -180,6 +182,38 @@ class ReportData:
                 loop.tokens = (loop.tokens or 0.0) + tokens
         return sorted(found.values(), key=lambda loop: (-(loop.tokens or 0.0), -loop.runs,
                                                         -loop.messages))[:count]
+
+
+def message_kinds(messages: Sequence[Mapping[str, Any]], sources: Sequence[int] | None,
+                  count: int) -> str:
+    """One character per source message, for a timeline's colours: ``u`` user, ``a`` the
+    agent's text, ``t`` its thinking, ``c`` a tool call, ``r`` a tool result, ``o`` other.
+
+    ``messages`` are native; ``sources`` (None: the identity) the source message each was
+    translated from, as :func:`vthread.documents.read_run` gives them; a source message
+    that became a tool call or result is one (an agent turn with its thought and its
+    action is a call), else it takes the kind of its first native message. O(messages).
+
+    >>> message_kinds([{"type": "user"}, {"type": "bot"}], None, 2)
+    'ua'
+    """
+    kinds = [""] * count
+    for index, message in enumerate(messages):
+        source = index if sources is None else sources[index]
+        if not 0 <= source < count or kinds[source] in ("c", "r"):
+            continue
+        kind = message.get("type")
+        if kind == "activity":
+            meta = message.get("meta")
+            activity = meta.get("activity") if isinstance(meta, dict) else None
+            step = activity.get("type") if isinstance(activity, dict) else None
+            kinds[source] = "c" if step == "request" else "r"
+        elif not kinds[source]:
+            kinds[source] = _KIND_LETTERS.get(kind, "o") if isinstance(kind, str) else "o"
+    return "".join(kind or "o" for kind in kinds)
+
+
+_KIND_LETTERS: Final = {"user": "u", "bot": "a", "reasoning": "t", "narration": "a"}
 
 
 @dataclass(slots=True)
@@ -427,7 +461,12 @@ def _runs_table(data: ReportData) -> str:
         '<span id="status" aria-live="polite"></span>'
         '<button type="button" id="next">next &rarr;</button></div>'
         '<p class="hint">Click a column to sort, a row for its details. Timeline: one cell '
-        "per message, the loop's messages marked.</p>"
+        "per message, the loop's messages marked"
+        '<span class="swatch l"></span>loop; where the messages were read, their kinds:'
+        + "".join(f'<span class="swatch k{letter}"></span>{name}' for letter, name in (
+            ("u", "user"), ("a", "agent text"), ("t", "thinking"), ("c", "tool call"),
+            ("r", "tool result"), ("o", "other")))
+        + "</p>"
         f'<table id="runs"><thead><tr>{headers}</tr></thead><tbody></tbody></table>'
         '<div id="detail" hidden></div></section>'
     )
@@ -445,6 +484,9 @@ def _blob(data: ReportData) -> dict[str, Any]:
             "start": data.loop_start, "period": data.period, "reps": data.repetitions,
             "wasted": data.loop_messages, "messages": data.run_messages,
             "excerpt": data.excerpt_index,
+            # Absent for records read back (no messages to look at): 3 bytes a run saved.
+            "kinds": [data.message_kinds.get(row, "") for row in range(data.loops)]
+            if data.message_kinds else [],
             # Whole numbers written as integers: ".0" on 100,000 figures is 200 kB.
             "tokens": [None if value is None or not math.isfinite(value) else
                        int(value) if value.is_integer() else value
@@ -482,6 +524,12 @@ margin:2px 0 8px}#detail{background:#fff;border:1px solid #dee2e6;border-radius:
 padding:10px 16px;margin-top:12px}#detail pre{white-space:pre-wrap;overflow-wrap:anywhere;
 font-size:12px;background:#f8f9fa;padding:8px}.strip rect.m{fill:#ced4da}
 .strip rect.l{fill:#e8590c}
+.strip rect.ku,.swatch.ku{fill:#4dabf7;background:#4dabf7}.strip rect.ka,.swatch.ka{
+fill:#868e96;background:#868e96}.strip rect.kt,.swatch.kt{fill:#ced4da;background:#ced4da}
+.strip rect.kc,.swatch.kc{fill:#9775fa;background:#9775fa}.strip rect.kr,.swatch.kr{
+fill:#69db7c;background:#69db7c}.strip rect.ko,.swatch.ko{fill:#e9ecef;background:#e9ecef}
+.swatch{display:inline-block;width:9px;height:9px;margin:0 3px 0 8px}
+.swatch.l{background:#e8590c}
 """
 
 # The page's only script: reads the JSON blob, renders one page of the table at a time.
@@ -495,6 +543,7 @@ var SVG = "http://www.w3.org/2000/svg";
 var idLower = runs.id.map(function (s) { return s.toLowerCase(); });
 var excerptLower = data.excerpts.map(function (s) { return s.toLowerCase(); });
 var fileLower = data.files.map(function (s) { return s.toLowerCase(); });
+var messageKinds = runs.kinds;
 var hasTokens = runs.tokens.some(function (t) { return t !== null; });
 var state = {key: hasTokens ? "tokens" : "wasted", dir: -1, text: "", kind: 0, page: 0};
 var rows = [], selected = -1;
@@ -533,16 +582,21 @@ function strip(i, width, height) {
   svg.setAttribute("class", "strip");
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
-  function rect(x, w, css) {
+  function rect(x, w, css, h, y) {
     var r = document.createElementNS(SVG, "rect");
-    r.setAttribute("x", x); r.setAttribute("y", 0);
-    r.setAttribute("width", Math.max(w, 0.5)); r.setAttribute("height", height);
+    r.setAttribute("x", x); r.setAttribute("y", y || 0);
+    r.setAttribute("width", Math.max(w, 0.5)); r.setAttribute("height", h || height);
     r.setAttribute("class", css);
     svg.appendChild(r);
   }
-  var cell = width / Math.max(messages, 1);
-  if (cell >= 3) {
-    for (var m = 0; m < messages; m++) { rect(m * cell, cell - 1, m >= start ? "l" : "m"); }
+  var cell = width / Math.max(messages, 1), kinds = messageKinds[i] || "";
+  if (cell >= 3 && kinds.length === messages) {
+    for (var m = 0; m < messages; m++) {
+      rect(m * cell, cell - 1, "k" + kinds.charAt(m), height - 4);
+    }
+    rect(start * cell, (messages - start) * cell - 1, "l", 3, height - 3);
+  } else if (cell >= 3) {
+    for (var n = 0; n < messages; n++) { rect(n * cell, cell - 1, n >= start ? "l" : "m"); }
   } else {
     rect(0, width, "m");
     rect(start * cell, (messages - start) * cell, "l");
