@@ -100,12 +100,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vthread report",
         description="Scan trajectory files (anything vthread scan reads), or read a scan's "
-        "JSONL records, and write one self-contained HTML page: headline figures, loops by "
-        "kind, the most repeated loops, and a sortable table of the looping runs.",
+        "records (JSONL or Parquet), and write one self-contained HTML page: headline "
+        "figures, loops by kind, the most repeated loops, and a sortable table of the "
+        "looping runs.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="trajectory file as vthread scan takes it, or vthread scan's "
-                        "JSONL output")
+                        "output (JSONL, .gz, or Parquet)")
     parser.add_argument("-o", "--output", metavar="PATH", required=True,
                         help="the HTML file to write")
     parser.add_argument("--title", help="the page's title (default: names the inputs)")
