@@ -8,7 +8,9 @@
 //!
 //! Nothing here touches Python: the object walker (`objects.rs`) and the JSON reader share it.
 
-/// What stands in for a value `JSON.stringify` would throw on; `!` never starts JSON text.
+/// What stands in for a value `JSON.stringify` would throw on (a cycle, nesting too deep);
+/// `!` never starts JSON text. A Python value without a JSON form is `!` and a quoted text
+/// (`vthread._jsvalue.Opaque`).
 pub const UNSERIALIZABLE: &[u8] = b"!";
 
 /// Nesting deeper than this encodes as [`UNSERIALIZABLE`] (as in `vthread._jsvalue`).

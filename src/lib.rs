@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 pub mod canonical;
 pub mod columns;
+pub mod costs;
 pub mod document;
 pub mod fingerprint;
 pub mod guard;
@@ -312,7 +313,8 @@ fn screen(value: &Bound<'_, PyAny>) -> PyResult<u64> {
 
 /// The `usage.tokens` figures that count of `messages[begin:]` (a usage mapping whose tokens
 /// is a finite number >= 0 that a double holds exactly, booleans excluded), in order, for
-/// `math.fsum`; None when a figure is an integer beyond 64 bits (Python reads those).
+/// `math.fsum`; None when a figure is an integer beyond 64 bits or a value of a type other
+/// than JSON's (a NumPy scalar, a `Decimal`): Python reads those (`_messages.usage_tokens`).
 #[pyfunction]
 fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<Vec<f64>>> {
     use node::{Key, Node};
@@ -342,6 +344,13 @@ fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<V
             if value >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == value {
                 figures.push(double);
             }
+        } else if !(tokens.is_none()
+            || tokens.is_instance_of::<pyo3::types::PyString>()
+            || tokens.is_instance_of::<pyo3::types::PyList>()
+            || tokens.is_instance_of::<pyo3::types::PyTuple>()
+            || tokens.is_mapping()?)
+        {
+            return Ok(None);
         }
     }
     Ok(Some(figures))
@@ -440,6 +449,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_columns, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
+    module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;

@@ -302,7 +302,11 @@ impl PythonScreen {
         let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
         let is_mapping = !is_list && objects::is_mapping(value)?;
         if !is_list && !is_mapping {
-            return Ok(screens::unserializable());
+            // Screened as it is encoded: as its stand-in, or by its opaque text.
+            return match objects::stand_in(value)? {
+                objects::StandIn::Opaque(bytes) => Ok(xxh3_64_with_seed(&bytes, SEED_OTHER)),
+                objects::StandIn::Json(stand) => self.of(&stand, depth, scratch),
+            };
         }
         let identity = value.as_ptr() as usize;
         if self.open.contains(&identity) {
@@ -348,7 +352,7 @@ fn key_screen(key: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
     }
     Ok(match objects::key_name(key)? {
         Some(name) => screens::ascii_name(name.as_bytes()),
-        None => screens::unserializable(),
+        None => xxh3_64_with_seed(&objects::opaque_key(key)?, SEED_OTHER),
     })
 }
 

@@ -4,7 +4,9 @@
 //! Exact `str`, `dict`, `list` are read directly; subclasses and other mappings and
 //! sequences take the generic protocol (`collections.abc.Mapping`, iteration), as
 //! `vthread._jsvalue` does. Strings are read from CPython's own storage, so what is hashed is
-//! the content and never a `__hash__` or `__str__` a subclass may define.
+//! the content and never a `__hash__` or `__str__` a subclass may define. A value without a
+//! JSON form (a NumPy scalar, a date, `bytes`, a `set`) is encoded as the stand-in
+//! `vthread._jsvalue.stand_in` gives it, the one definition both implementations use.
 
 use pyo3::exceptions::PyOverflowError;
 use pyo3::ffi;
@@ -16,6 +18,50 @@ use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
 use crate::textrun::CodePoints;
 
 static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static STAND_IN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static OPAQUE_OF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static OPAQUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INT_TEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// What a value without a JSON form (not `str`, `None`, `bool`, `int`, `float`, a list,
+/// tuple or mapping) is compared as: a JSON value, or an opaque value's encoded bytes.
+pub enum StandIn<'py> {
+    Json(Bound<'py, PyAny>),
+    Opaque(Vec<u8>),
+}
+
+fn encoded(opaque: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let text: String = opaque
+        .getattr(pyo3::intern!(opaque.py(), "encoded"))?
+        .extract()?;
+    Ok(text.into_bytes())
+}
+
+/// `vthread._jsvalue.stand_in(value)`: that function is the one definition of how numbers
+/// of other types, dates, arrays and opaque values compare, so the core and the Python twin
+/// cannot drift apart on them. Such values never come from JSON, so calling Python for each
+/// costs nothing on the paths that matter.
+pub fn stand_in<'py>(value: &Bound<'py, PyAny>) -> PyResult<StandIn<'py>> {
+    let py = value.py();
+    let stand = STAND_IN
+        .import(py, "vthread._jsvalue", "stand_in")?
+        .call1((value,))?;
+    if stand.is_instance(OPAQUE.import(py, "vthread._jsvalue", "Opaque")?)? {
+        Ok(StandIn::Opaque(encoded(&stand)?))
+    } else {
+        Ok(StandIn::Json(stand))
+    }
+}
+
+/// A key no JSON object can have, as `vthread._jsvalue.opaque(key)` encodes it.
+pub fn opaque_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let py = key.py();
+    encoded(
+        &OPAQUE_OF
+            .import(py, "vthread._jsvalue", "opaque")?
+            .call1((key,))?,
+    )
+}
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     MAPPING.import(py, "collections.abc", "Mapping")
@@ -117,11 +163,15 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     } else if let Ok(flag) = key.cast_exact::<PyBool>() {
         if flag.is_true() { "true" } else { "false" }.to_owned()
     } else if key.is_instance_of::<PyInt>() {
-        key.py()
-            .get_type::<PyInt>()
-            .call1((key,))?
-            .str()?
-            .to_string()
+        match key.extract::<i64>() {
+            Ok(small) => small.to_string(),
+            // Beyond i64: `vthread._jsvalue.int_text`, which is not bound by Python's
+            // 4,300-digit limit on `str(int)` (a key of 5,000 digits raised ValueError).
+            Err(_) => INT_TEXT
+                .import(key.py(), "vthread._jsvalue", "int_text")?
+                .call1((key,))?
+                .extract::<String>()?,
+        }
     } else if key.is_instance_of::<PyFloat>() {
         key.py()
             .get_type::<PyFloat>()
@@ -174,7 +224,12 @@ impl Walk {
         {
             self.container(out, value)?;
         } else {
-            out.extend_from_slice(UNSERIALIZABLE);
+            match stand_in(value)? {
+                StandIn::Opaque(bytes) => out.extend_from_slice(&bytes),
+                // A JSON value (a number, string, boolean or a list of them): no recursion
+                // back into this branch.
+                StandIn::Json(stand) => self.value(out, &stand)?,
+            }
         }
         Ok(())
     }
@@ -270,7 +325,7 @@ impl Walk {
             None => (
                 None,
                 Member {
-                    key: UNSERIALIZABLE.to_vec(),
+                    key: opaque_key(key)?,
                     value: encoded,
                 },
             ),

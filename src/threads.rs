@@ -218,12 +218,18 @@ fn read_part(
     }))
 }
 
+/// `threads` capped at the parts `lines` lines make, and at least 1.
+fn useful_threads(threads: usize, lines: usize) -> usize {
+    threads.min(lines.div_ceil(LINES_PER_PART)).max(1)
+}
+
 /// Lines per part handed to a worker thread: small enough to balance two cores, large
 /// enough that stitching parts costs nothing.
 const LINES_PER_PART: usize = 256;
 
 /// The chunk's lines read on `threads` worker threads (the GIL released), parts stitched in
-/// order; None as soon as any line needs Python.
+/// order; None as soon as any line needs Python. No more threads are started than there are
+/// parts of `LINES_PER_PART` lines: the others would have nothing to read.
 pub fn columns_of_lines(
     py: Python<'_>,
     lines: &[&[u8]],
@@ -240,7 +246,8 @@ pub fn columns_of_lines(
                 .collect()
         };
         // One thread: this one, with no pool started per chunk. More: a pool of exactly that
-        // many (the CLI's `--jobs N` promises N - 1 readers, whatever the machine's cores).
+        // many (the CLI's `--jobs N` asks for N - 1 readers), capped at the parts there are.
+        let threads = useful_threads(threads, lines.len());
         if threads <= 1 {
             return work();
         }
@@ -265,4 +272,18 @@ pub fn columns_of_lines(
         whole.figures_odd |= part.figures_odd;
     }
     Ok(Some(whole))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_capped_at_the_parts() {
+        assert_eq!(useful_threads(1000, 11), 1);
+        assert_eq!(useful_threads(1000, 0), 1);
+        assert_eq!(useful_threads(0, 5000), 1);
+        assert_eq!(useful_threads(3, 2 * LINES_PER_PART + 1), 3);
+        assert_eq!(useful_threads(8, 2 * LINES_PER_PART), 2);
+    }
 }

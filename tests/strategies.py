@@ -7,10 +7,13 @@ where a fast path and the reference can part ways.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import itertools
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 KINDS = st.sampled_from(["user", "bot", "reasoning", "activity", "system"])
@@ -334,3 +337,101 @@ def function_call_texts(draw: st.DrawFn) -> str:
         else:
             parts.append(draw(FUNCTION_CALL_PIECES))
     return "".join(parts)
+# ------------------------------------------------------- hostile Python values (issue #12)
+
+
+class Token:
+    """A custom object: compared by its type and repr."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Token({self.name!r})"
+
+
+class BadRepr:
+    """An object whose ``repr`` raises."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class StrSub(str):
+    """A ``str`` subclass with a lying ``__str__``: compared by content."""
+
+    def __str__(self) -> str:
+        return "lie"
+
+
+class DictSub(dict[str, Any]):
+    """A ``dict`` subclass."""
+
+
+class ListSub(list[Any]):
+    """A ``list`` subclass."""
+
+
+def _self_referencing() -> dict[str, Any]:
+    loop: dict[str, Any] = {"a": 1}
+    loop["self"] = loop
+    return loop
+
+
+_NUMPY_SCALARS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1).map(np.int64),
+    st.integers(0, 2**64 - 1).map(np.uint64),
+    st.integers(-128, 127).map(np.int8),
+    st.floats(width=32).map(np.float32),
+    st.floats().map(np.float64),
+    st.floats(width=16).map(np.float16),
+    st.booleans().map(np.bool_),
+)
+_DECIMALS = st.one_of(
+    st.decimals(allow_nan=True, allow_infinity=True, places=None),
+    st.sampled_from([decimal.Decimal("sNaN"), decimal.Decimal("1E+400"), decimal.Decimal("-0"),
+                     decimal.Decimal("1.0"), decimal.Decimal(2**60 + 1)]),
+)
+_DATES = st.one_of(
+    st.datetimes(timezones=st.none() | st.timezones()),
+    st.dates(),
+    st.datetimes(min_value=datetime.datetime(1, 1, 1), max_value=datetime.datetime(1, 1, 2))
+    .map(lambda d: d.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=23)))),
+    st.datetimes(min_value=datetime.datetime(9999, 12, 31))
+    .map(lambda d: d.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=-23)))),
+)
+HOSTILE_LEAVES = st.one_of(
+    JSON_LEAVES,
+    _NUMPY_SCALARS,
+    _DECIMALS,
+    _DATES,
+    st.fractions(max_denominator=10),
+    st.binary(max_size=3),
+    st.binary(max_size=3).map(bytearray),
+    st.sets(st.sampled_from([1, 1.0, "a", None, (1, 2), b"x"]), max_size=3),
+    st.frozensets(st.integers(0, 3), max_size=3),
+    st.complex_numbers(max_magnitude=3),
+    st.builds(BadRepr),  # built, not sampled: Hypothesis reprs the values it samples from
+    st.sampled_from([Token("a"), Token("b"), object, int, len, ...,
+                     np.array([1, 2]), np.array([[1.5], [2.0]]), np.array(["x"]),
+                     np.array([None], dtype=object), np.array([1 + 2j]), range(3),
+                     2**1100, -(2**1100), float("inf"), float("nan")]),
+    st.text(max_size=3).map(StrSub),
+)
+HOSTILE_VALUES = st.recursive(
+    HOSTILE_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.lists(inner, max_size=3).map(ListSub),
+        st.dictionaries(st.sampled_from(["a", "0", "1", "10"]), inner, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=3).map(DictSub),
+        st.dictionaries(st.sampled_from([1, 2.5, None, True, (1, 2), np.int64(3), b"k",
+                                         10**5000, -(2**70), "1" * 5000]),
+                        inner, max_size=2),
+        st.builds(_self_referencing),
+    ),
+    max_leaves=8,
+)
+"""Values no JSON parser makes: NumPy scalars and arrays, ``Decimal``, dates, bytes, sets,
+custom objects, huge integers, subclasses of the JSON types, cycles."""

@@ -118,7 +118,11 @@ def test_cyclic_and_odd_values_do_not_crash() -> None:
         thread, cycle_options())
     assert vthread.scan([thread, odd]).names == [
         ref.describe_thread_cycle(t, cycle_options()) for t in (thread, odd)]
-    assert vthread.fingerprint(cyclic) == vthread.fingerprint({"id": 1.0, "self": {1}})
+    twin: dict[str, Any] = {"id": 1.0}
+    twin["self"] = twin
+    assert vthread.fingerprint(cyclic) == vthread.fingerprint(twin)
+    # A set is not a cycle: values without a JSON form are compared by type and value.
+    assert vthread.fingerprint(cyclic) != vthread.fingerprint({"id": 1.0, "self": {1}})
 
 
 def test_heuristics_do_not_mutate_messages() -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Iterator, Mapping
 from importlib.metadata import version
 from typing import Any
 
+import numpy as np
 import pytest
 import xxhash
 from hypothesis import given
@@ -128,9 +131,12 @@ def test_screens_are_equal_for_javascript_equal_values(value: Any, data: Any) ->
 @pytest.mark.parametrize(("left", "right"), [
     (1, 1.0), (-0.0, 0), (float("nan"), None), (float("inf"), None), (2**70, float(2**70)),
     ({"b": 1, "1": 2}, {"1": 2, "b": 1}), ({1: "a"}, {"1": "a"}), ({None: 1}, {"null": 1}),
-    ("🎉", "\ud83c\udf89"), ([1, [2]], (1.0, (2,))), ({1, 2}, b"x"),
+    ("🎉", "\ud83c\udf89"), ([1, [2]], (1.0, (2,))), (np.int64(1), 1.0),
+    (decimal.Decimal("2.50"), 2.5), (np.bool_(True), True), (np.array([[1], [2]]), [[1], [2.0]]),
+    (datetime.datetime(2024, 1, 2), "2024-01-02T00:00:00.000Z"), ({1, 2}, {2, 1.0}),
 ])
 def test_screen_edge_cases(left: Any, right: Any) -> None:
-    """The JavaScript-equal pairs screen alike."""
+    """The JavaScript-equal pairs, and values without a JSON form equal to their stand-ins,
+    screen alike."""
     assert _jsvalue.canonical(left) == _jsvalue.canonical(right)
     assert _core.screen(left) == _core.screen(right)

@@ -113,14 +113,17 @@ def test_bad_record_line_names_file_and_line(tmp_path: Path,
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.parametrize("case", ["missing input", "no folder", "output is input"])
-def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str,
+@pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),
+                                              ("no folder", 74), ("output is a folder", 74)])
+def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str, status: int,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """Bad input and unwritable output end with status 2 and one clear line."""
+    """Bad input ends with status 2, an unwritable page with 74 (as vthread scan's), each
+    with one clear line."""
     args = {"missing input": [str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "r.html")],
             "no folder": [str(SAMPLE), "-o", str(tmp_path / "no" / "r.html")],
+            "output is a folder": [str(SAMPLE), "-o", str(tmp_path)],
             "output is input": [str(SAMPLE), "-o", str(SAMPLE)]}[case]
-    assert main(["report", *args]) == 2
+    assert main(["report", *args]) == status
     err = capsys.readouterr().err
     assert err.startswith("vthread report: ") and "Traceback" not in err
 

@@ -13,8 +13,10 @@ UTF-8 split anywhere across reads, including inside a character, decodes as one 
 bytes that are not UTF-8 pass through unchanged (they reach the guard as lone surrogates,
 as Python's ``surrogateescape`` reads them, which are not letters). Memory stays flat
 whatever the input: the guard's window plus one read. Exit status: 0 at the end of the
-input, 3 when the guard trips, 2 for bad options or an unreadable FILE, 141 when standard
-output is closed early (as ``cat`` killed by SIGPIPE), 130 on Ctrl-C.
+input, 3 when the guard trips, 2 for bad options or an unreadable FILE, 74 when standard
+output cannot be written (closed, a full disk: EX_IOERR), 141 when standard output is closed
+early by its reader (as ``cat`` killed by SIGPIPE), 130 on Ctrl-C. A closed or failing
+standard error only loses the messages.
 
 Also runs on its own: ``python -m vthread._cli_guard [options]``.
 """
@@ -40,12 +42,25 @@ __all__ = ["EXIT_TRIPPED", "run_guard"]
 EXIT_OK: Final = 0
 EXIT_USAGE: Final = 2
 EXIT_TRIPPED: Final = 3
+EXIT_IO: Final = 74  # EX_IOERR in sysexits.h, as vthread scan
 EXIT_INTERRUPTED: Final = 130
 EXIT_BROKEN_PIPE: Final = 141
 #: Largest read; a pipe returns whatever is there sooner, so small pieces flow at once.
 READ_SIZE: Final = 1 << 16
 #: Largest read from a FILE (it is all there: fewer, larger reads).
 FILE_READ_SIZE: Final = 1 << 20
+
+
+EXIT_STATUS_HELP: Final = """\
+exit status:
+  0    the input ended without the guard tripping
+  3    the guard tripped (the reason as one JSON line on standard error)
+  2    bad options or an unreadable FILE
+  70   internal error (a bug: the traceback is on standard error; please report it)
+  74   standard output could not be written (closed, disk full)
+  130  interrupted (Ctrl-C)
+  141  standard output closed early by its reader (as cat killed by SIGPIPE)
+"""
 
 
 class _StopParsingError(Exception):
@@ -62,25 +77,30 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, stdout: BinaryIO, stderr: TextIO) -> None:
         super().__init__(
             prog="vthread guard",
-            description="Copy standard input (or FILE) to standard output; stop when the "
+            # Raw text (for the exit-status table), so the lines are broken here.
+            description="Copy standard input (or FILE) to standard output; stop when the\n"
             "text starts repeating itself (exit 3, reason as JSON on standard error).",
-            epilog="Options not given keep the guard's defaults; out-of-range values are "
-            "clamped as the library does.",
+            epilog="Options not given keep the guard's defaults; out-of-range values are\n"
+            "clamped as the library does.\n\n" + EXIT_STATUS_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         self._stdout = stdout
         self._stderr = stderr
 
     def print_help(self, file: SupportsWrite[str] | None = None) -> None:
-        self._stdout.write(self.format_help().encode())
-        self._stdout.flush()
+        try:
+            self._stdout.write(self.format_help().encode())
+            self._stdout.flush()
+        except OSError:
+            pass  # nowhere to show it (argparse's own print_help does the same)
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
-            self._stderr.write(message)
+            _say(self._stderr, message)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
-            self._stderr.write(message)
+            _say(self._stderr, message)
         raise _StopParsingError(status)
 
 
@@ -144,15 +164,32 @@ def _silence(stdout: BinaryIO) -> None:
         pass
 
 
-def run_guard(argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
+def _say(stderr: TextIO, message: str) -> None:
+    """Write to standard error; one that is closed or fails only loses the message."""
+    try:
+        stderr.write(message)
+        stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def run_guard(
+    argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO | None, stderr: TextIO
+) -> int:
     """Run ``vthread guard`` with ``argv`` (the words after ``guard``); the exit status.
 
+    ``stdout`` None is a closed standard output: the options are still checked (and
+    ``--help`` exits 0, shown nowhere), then the run stops with status 74.
     Memory stays flat on an endless stream: the guard's window plus one read.
     """
     try:
-        args = _parser(stdout, stderr).parse_args(list(argv))
+        args = _parser(stdout if stdout is not None else io.BytesIO(), stderr).parse_args(
+            list(argv))
     except _StopParsingError as stop:
         return stop.status
+    if stdout is None:
+        _say(stderr, "vthread guard: cannot write standard output: it is closed\n")
+        return EXIT_IO
     try:
         guard = Guard(
             ngram=args.ngram,
@@ -162,7 +199,7 @@ def run_guard(argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO, stderr: Te
             min_chars=args.min_chars,
         )
     except ValueError as error:
-        stderr.write(f"vthread guard: error: {error}\n")
+        _say(stderr, f"vthread guard: error: {error}\n")
         return EXIT_USAGE
     if args.file == "-":
         return _copy(_reader(stdin), guard, stdout, stderr)
@@ -171,12 +208,10 @@ def run_guard(argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO, stderr: Te
             descriptor = source.fileno()
             return _copy(lambda: os.read(descriptor, FILE_READ_SIZE), guard, stdout, stderr)
     except IsADirectoryError:
-        stderr.write(f"vthread guard: error: {args.file} is a directory\n")
+        _say(stderr, f"vthread guard: error: {args.file} is a directory\n")
         return EXIT_USAGE
     except OSError as error:
-        if isinstance(error, BrokenPipeError):
-            raise
-        stderr.write(f"vthread guard: error: cannot read {args.file}: "
+        _say(stderr, f"vthread guard: error: cannot read {args.file}: "
                      f"{error.strerror or error}\n")
         return EXIT_USAGE
 
@@ -191,17 +226,33 @@ def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: Tex
             trip = guard.push_bytes(data)
             if trip is not None:
                 through, offset_chars = trip
-                stdout.write(data[:through])
-                stdout.flush()
+                _write(stdout, data[:through])
                 _report(guard, offset_chars, stderr)
                 return EXIT_TRIPPED
-            stdout.write(data)
-            stdout.flush()
+            _write(stdout, data)
     except BrokenPipeError:
         _silence(stdout)
         return EXIT_BROKEN_PIPE
+    except _WriteError as error:
+        _silence(stdout)
+        _say(stderr, f"vthread guard: cannot write standard output: {error}\n")
+        return EXIT_IO
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+class _WriteError(Exception):
+    """Writing standard output failed (not a broken pipe); the message is the system's."""
+
+
+def _write(stdout: BinaryIO, data: bytes) -> None:
+    try:
+        stdout.write(data)
+        stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _WriteError(error.strerror or str(error)) from error
 
 
 def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
@@ -209,13 +260,15 @@ def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
     reason = guard.reason
     assert reason is not None
     line = {"tripped": True, **reason.to_dict(), "offset_chars": offset}
-    stderr.write(json.dumps(line) + "\n")
-    stderr.flush()
+    _say(stderr, json.dumps(line, allow_nan=False) + "\n")
 
 
 def main() -> int:
     """Entry point of ``python -m vthread._cli_guard``."""
-    return run_guard(sys.argv[1:], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
+    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
+    stdout = sys.stdout.buffer if sys.stdout is not None else None
+    return run_guard(sys.argv[1:], stdin, stdout, stderr)
 
 
 if __name__ == "__main__":

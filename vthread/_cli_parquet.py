@@ -24,14 +24,14 @@ from typing import Any, Final
 
 from vthread.documents import MESSAGES_KEYS
 
-__all__ = ["RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
-           "parquet_lines"]
+__all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
+           "parquet_available", "parquet_lines"]
 
 PARQUET_SUFFIXES: Final = (".parquet", ".pq")
 ROWS_PER_GROUP: Final = 16_384
 """Records per row group written: large enough for Parquet's column compression to work."""
 _ID_COLUMNS: Final = ("id", "instance_id")
-_NEEDS_PYARROW: Final = "Parquet files need pyarrow: pip install 'vthread[arrow]'"
+NEEDS_PYARROW: Final = "Parquet files need pyarrow: pip install 'vthread[arrow]'"
 
 
 def is_parquet(name: str) -> bool:
@@ -39,12 +39,21 @@ def is_parquet(name: str) -> bool:
     return name.lower().endswith(PARQUET_SUFFIXES)
 
 
+def parquet_available() -> bool:
+    """Whether pyarrow (and its Parquet module) can be imported."""
+    try:
+        _pyarrow()
+    except OSError:
+        return False
+    return True
+
+
 def _pyarrow() -> Any:
     try:
         import pyarrow as pa
         import pyarrow.parquet
     except ImportError as error:
-        raise OSError(_NEEDS_PYARROW) from error
+        raise OSError(NEEDS_PYARROW) from error
     return pa
 
 

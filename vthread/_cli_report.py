@@ -12,8 +12,9 @@ records are gathered by :class:`vthread.report.ReportData` and the page written 
 
 Exit status, as ``vthread scan``'s: 0 when the page was written (bad lines are counted as
 errors in it), 2 on a usage error, an unreadable input, a records file with a line that is
-no record (named by file and line), an output that is one of the inputs or cannot be
-written; the scan's own status (130 on Ctrl-C) when it did not complete.
+no record (named by file and line) or an output that is one of the inputs, 74 when the page
+cannot be written (a missing folder, no permission, a full disk); the scan's own status
+(130 on Ctrl-C, 70 on an internal error) when it did not complete.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from vthread.report import RecordError, ReportData, message_kinds, render_report
 __all__ = ["run_report"]
 
 EXIT_USAGE: Final = 2
+EXIT_IO: Final = 74  # EX_IOERR in sysexits.h, as vthread scan's for an unwritable output
 SNIFF_BYTES: Final = 64 << 10
 """Bytes read to tell a records file from trajectories: a record line is far shorter."""
 MESSAGE_KINDS_PER_RUN: Final = 2_000
@@ -49,7 +51,11 @@ _RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
 
 
 class _ReportError(Exception):
-    """A problem that ends the command with status 2 (the message names file and line)."""
+    """A problem that ends the command with ``status`` (the message names file and line)."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def run_report(argv: Sequence[str], stderr: TextIO) -> int:
@@ -83,10 +89,10 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
             Path(options.output).write_bytes(page.encode("utf-8", "replace"))
         except OSError as error:
             why = error.strerror or error
-            raise _ReportError(f"cannot write {options.output}: {why}") from None
+            raise _ReportError(f"cannot write {options.output}: {why}", EXIT_IO) from None
     except _ReportError as error:
         stderr.write(f"vthread report: {error}\n")
-        return EXIT_USAGE
+        return error.status
     except KeyboardInterrupt:
         stderr.write("vthread report: interrupted\n")
         return 130
@@ -132,9 +138,9 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                                    f"would destroy the input (choose another path)")
     folder = Path(output).parent
     if not folder.is_dir():
-        raise _ReportError(f"cannot write {output}: no such directory {folder}")
+        raise _ReportError(f"cannot write {output}: no such directory {folder}", EXIT_IO)
     if not os.access(folder, os.W_OK):
-        raise _ReportError(f"cannot write {output}: permission denied")
+        raise _ReportError(f"cannot write {output}: permission denied", EXIT_IO)
 
 
 def _holds_records(name: str) -> bool:

@@ -49,6 +49,13 @@ def scan_slices(
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
 
+def own_token_costs(
+    messages: Any,
+) -> tuple[npt.NDArray[np.float64], list[int]] | None:
+    """Per message of a list of exact dicts, its plain ``usage.tokens`` figure (a finite
+    float or a 64-bit int >= 0), NaN where Python decides (indexes in the list); None when
+    ``messages`` is not a list of exact dicts."""
+
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
 

@@ -8,18 +8,28 @@ JavaScript answer goes through this module.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
+import numbers
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, cast
+
+import numpy as np
 
 __all__ = [
     "JS_WHITESPACE",
     "UNSERIALIZABLE",
+    "Opaque",
     "canonical",
     "js_ge_zero",
     "js_string_to_number",
+    "opaque",
+    "real_number",
+    "stand_in",
     "utf16_len",
     "utf16_tail",
 ]
@@ -32,10 +42,11 @@ JS_WHITESPACE: Final = (
 )
 JS_WHITESPACE_CLASS: Final = "[" + re.escape(JS_WHITESPACE) + "]"
 
-#: Encoding of a value ``JSON.stringify`` would throw on (a ``set``, ``bytes``, any non-JSON
-#: object, a reference back into a cycle, nesting too deep). Such values compare equal to each
-#: other and to nothing else: ``!`` never starts a JSON text. It replaces the offending part
-#: only, so a tool call with a cyclic result still has its name: see docs/how-it-works.md.
+#: Encoding of what ``JSON.stringify`` cannot write: a reference back into a cycle, nesting
+#: too deep. Such values compare equal to each other and to nothing else: ``!`` never starts
+#: a JSON text. It replaces the offending part only, so a tool call with a cyclic result
+#: still has its name: see docs/how-it-works.md. A Python value JSON has no form for is
+#: written as ``!`` and a quoted text naming its type and value instead (:class:`Opaque`).
 UNSERIALIZABLE: Final = "!"
 
 #: Deepest nesting encoded before a value counts as unserializable; V8's recursive
@@ -61,13 +72,165 @@ _INTEGRAL_FLOAT: Final = re.compile(r"\.0(?![0-9])")
 _INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
 
 
+class Opaque:
+    """A Python value JSON has no form for, as its type and value: ``module.qualname:repr``,
+    or for a ``set``/``frozenset`` its type and its elements' sorted canonical texts (so two
+    equal sets agree whatever their iteration order). Encoded as ``!`` and that text quoted:
+    equal for two values of one type whose reprs agree, different from every JSON text and
+    from the cycle marker (a bare ``!``)."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, text: str) -> None:
+        self.encoded: Final = UNSERIALIZABLE + _quote(text)
+
+    def __repr__(self) -> str:
+        return f"Opaque({self.encoded[1:]})"
+
+
+def _type_tag(value: object) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def opaque(value: object) -> Opaque:
+    """``value`` by its type and value (see :class:`Opaque`). A ``repr`` that raises is
+    replaced by the object's identity, which still tells it from every other live object."""
+    if isinstance(value, (set, frozenset)):
+        return Opaque(_type_tag(value) + "{" + ",".join(sorted(map(canonical, value))) + "}")
+    try:
+        if isinstance(value, np.ndarray):
+            with np.printoptions(threshold=sys.maxsize):  # every element, not "..."
+                text = repr(value)
+        else:
+            text = repr(value)
+    except Exception:
+        text = f"<unrepresentable at {id(value):#x}>"
+    return Opaque(f"{_type_tag(value)}:{str.__str__(text)}")
+
+
+def real_number(value: object) -> int | float | None:
+    """``value`` as a Python number when it is a real number of any type (``int``, ``float``,
+    NumPy's integers and floats, ``Decimal``, ``Fraction``, any ``numbers.Real``), else None.
+
+    Booleans (Python's and NumPy's) are not numbers here, as JavaScript's ``true`` is not
+    ``1``. Integers stay exact (JavaScript's rounding to a double is the encoder's); a value
+    too large for a double is an infinity; a ``Decimal`` NaN, signalling or not, is NaN.
+
+    >>> real_number(np.int64(7)), real_number(decimal.Decimal("2.5")), real_number(True)
+    (7, 2.5, None)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if not isinstance(value, (numbers.Real, decimal.Decimal)):
+        return None
+    if isinstance(value, decimal.Decimal) and value.is_nan():
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:  # a Fraction beyond the doubles
+        return math.inf if cast("Any", value) > 0 else -math.inf
+    except (TypeError, ValueError, ArithmeticError):
+        return None  # a Real whose float() is broken: compared as an opaque value
+
+
+_EPOCH: Final = datetime.datetime(1970, 1, 1)
+_MICROSECOND: Final = datetime.timedelta(microseconds=1)
+
+
+def js_date_text(value: datetime.date) -> str:
+    """JavaScript's ``Date.prototype.toJSON`` of the instant: ``YYYY-MM-DDTHH:MM:SS.sssZ``.
+
+    A naive datetime is read as UTC, an aware one converted to UTC; a ``date`` is its
+    midnight in UTC; microseconds are cut to milliseconds (a JavaScript Date holds no
+    finer). Years 0 and 10000, which an offset can reach, are written as JavaScript does
+    (``0000``, ``+010000``).
+
+    >>> js_date_text(datetime.datetime(2024, 5, 6, 7, 8, 9, 123456))
+    '2024-05-06T07:08:09.123Z'
+    """
+    if isinstance(value, datetime.datetime):
+        offset = value.utcoffset() or datetime.timedelta(0)
+        naive = value.replace(tzinfo=None)
+    else:
+        offset = datetime.timedelta(0)
+        naive = datetime.datetime(value.year, value.month, value.day)
+    micros = (naive - _EPOCH) // _MICROSECOND - offset // _MICROSECOND
+    millis = micros // 1000
+    days, in_day = divmod(millis, 86_400_000)
+    year, month, day = _civil_from_days(days)
+    seconds, milli = divmod(in_day, 1000)
+    sign = "" if 0 <= year <= 9999 else "+" if year > 0 else "-"
+    year_text = f"{sign}{abs(year):0{6 if sign else 4}d}"
+    return (
+        f"{year_text}-{month:02d}-{day:02d}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}"
+        f":{seconds % 60:02d}.{milli:03d}Z"
+    )
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """The proleptic Gregorian (year, month, day) ``days`` after 1970-01-01 (H. Hinnant)."""
+    days += 719_468
+    era = days // 146_097
+    day_of_era = days - era * 146_097
+    year_of_era = (day_of_era - day_of_era // 1460 + day_of_era // 36_524
+                   - day_of_era // 146_096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted_month = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * shifted_month + 2) // 5 + 1
+    month = shifted_month + 3 if shifted_month < 10 else shifted_month - 9
+    year = year_of_era + era * 400 + (1 if month <= 2 else 0)
+    return year, month, day
+
+
+def stand_in(value: object) -> Any:
+    """The JSON value a Python value without a JSON form is compared as (see the table in
+    docs/api.md, "How values are compared"): a real number as that number, a NumPy boolean
+    as a boolean, a ``datetime``/``date`` as ``Date.toJSON``'s text, a NumPy array of
+    booleans, numbers or strings as its nested list, anything else as an :class:`Opaque`
+    value.
+
+    Called only for values that are not ``str``, ``None``, ``bool``, ``int``, ``float``,
+    ``list``, ``tuple`` or mappings; the compiled core calls it for the same values.
+
+    >>> stand_in(np.float32(0.5)), stand_in(np.bool_(True)), stand_in(b"x")
+    (0.5, True, Opaque("builtins.bytes:b'x'"))
+    """
+    if isinstance(value, np.bool_):
+        return bool(value)
+    number = real_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, datetime.date):
+        return js_date_text(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
+        return value.tolist()
+    return opaque(value)
+
+
 def _is_array_index(key: str) -> bool:
     return (
-        key.isascii()
+        len(key) <= 10  # int() of a longer digit string may exceed Python's digit limit
+        and key.isascii()
         and key.isdigit()
         and (key == "0" or key[0] != "0")
         and int(key) <= _ARRAY_INDEX_LIMIT
     )
+
+
+def int_text(value: int) -> str:
+    """``str(int(value))``, beyond Python's 4,300-digit limit on converting an int to text
+    too (``Decimal`` converts an int exactly and prints it without the limit).
+
+    >>> len(int_text(10**5000))
+    5001
+    """
+    number = int(value)
+    if -_SAFE_INTEGER < number < _SAFE_INTEGER:
+        return str(number)
+    return str(decimal.Decimal(number))
 
 
 def _key_text(key: object) -> str | None:
@@ -82,22 +245,25 @@ def _key_text(key: object) -> str | None:
     if key is False:
         return "false"
     if isinstance(key, int):
-        return str(int(key))
+        return int_text(key)
     if isinstance(key, float):
         return repr(float(key))
     return None
 
 
-def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | None, Any]]:
+def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | Opaque, Any]]:
     """Items in the order JavaScript enumerates them: array indices ascending, then the rest.
 
-    A key no JSON object can have comes back as None, in insertion order with the rest.
+    A key no JSON object can have comes back as its :func:`opaque` value, in insertion
+    order with the rest.
     """
     indices: list[tuple[int, str, Any]] = []
-    others: list[tuple[str | None, Any]] = []
+    others: list[tuple[str | Opaque, Any]] = []
     for key, value in mapping.items():
         name = _key_text(key)
-        if name is not None and name[:1].isdigit() and _is_array_index(name):
+        if name is None:
+            others.append((opaque(key), value))
+        elif name[:1].isdigit() and _is_array_index(name):
             indices.append((int(name), name, value))
         else:
             others.append((name, value))
@@ -138,9 +304,15 @@ def _scalar(value: Any, out: list[str]) -> bool:
         out.append(_number(value))
     elif isinstance(value, (Mapping, list, tuple)):
         return False
+    elif isinstance(value, Opaque):
+        out.append(value.encoded)
     else:
-        out.append(UNSERIALIZABLE)
+        raise AssertionError(f"{value!r} has no JSON form: stand_in it first")
     return True
+
+
+def _has_json_form(value: object) -> bool:
+    return value is None or isinstance(value, (str, int, float, Mapping, list, tuple))
 
 
 def _encode(value: Any) -> str:
@@ -153,6 +325,8 @@ def _encode(value: Any) -> str:
     current: Any = value
     while True:
         first = False
+        if not _has_json_form(current):
+            current = stand_in(current)
         if not _scalar(current, out):
             ident = id(current)
             if ident in active or len(stack) >= MAX_DEPTH:
@@ -180,8 +354,8 @@ def _encode(value: Any) -> str:
         if not first:
             out.append(",")
         if is_object:
-            key, current = cast("tuple[str | None, Any]", element)
-            out.append(UNSERIALIZABLE + ":" if key is None else _quote(key) + ":")
+            key, current = cast("tuple[str | Opaque, Any]", element)
+            out.append((key.encoded if isinstance(key, Opaque) else _quote(key)) + ":")
         else:
             current = element
 
@@ -195,10 +369,13 @@ def canonical(value: Any) -> str:
     It is the compact JSON of the value as JavaScript holds it: numbers as doubles (``1`` and
     ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
     JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
-    surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle, a
-    ``set``, ``bytes``, nesting deeper than 10,000) the part that cannot be encoded is written
-    as :data:`UNSERIALIZABLE` and the rest as usual; it never raises. O(size of value); plain
-    JSON data takes a fast path through the C encoder.
+    surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle,
+    nesting deeper than 10,000) the part that cannot be encoded is written as
+    :data:`UNSERIALIZABLE` and the rest as usual; a value without a JSON form is written as
+    its :func:`stand_in` (a NumPy scalar as its number, a date as ``Date.toJSON``'s text, a
+    ``set`` or ``bytes`` as an :class:`Opaque` text). It never raises on account of the
+    value's shape (only a mapping whose ``items()`` raises, or the like, propagates).
+    O(size of value); plain JSON data takes a fast path through the C encoder.
 
     >>> canonical({"b": 1, "1": 2.0}) == canonical({"1": 2, "b": 1.0})
     True
@@ -251,8 +428,10 @@ def utf16_tail(text: str, units: int) -> str:
     return encoded[-2 * units :].decode("utf-16-le", "surrogatepass")
 
 
+# "[0-9]+(?:\.[0-9]*)?", not the equal "[0-9]+\.?[0-9]*": two adjacent runs of digits split a
+# long digit string every possible way before a fullmatch fails (20,000 digits took 8 s).
 _DECIMAL_LITERAL: Final = re.compile(
-    r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"[+-]?(?:Infinity|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 _RADIX_LITERAL: Final = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 
@@ -273,16 +452,18 @@ def js_string_to_number(text: str) -> float:
 
 
 def _js_to_string_number(value: Any, depth: int = 0) -> float:
-    """``Number(value)`` for the values JSON can hold, via ToPrimitive as JavaScript does."""
+    """``Number(value)`` for the values JSON can hold, via ToPrimitive as JavaScript does;
+    a real number of another type (NumPy's, ``Decimal``) as the number it is."""
     if value is None:
         return 0.0
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
+    number = real_number(value)
+    if number is not None:
         try:
-            return float(value)
+            return float(number)
         except OverflowError:
-            return math.inf if value > 0 else -math.inf
+            return math.inf if number > 0 else -math.inf
     if isinstance(value, str):
         return js_string_to_number(value)
     if isinstance(value, (list, tuple)) and depth < 64:

@@ -14,11 +14,14 @@ Nothing in this module imports the engine, the reference or any public module of
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from vthread._jsvalue import canonical, js_ge_zero
+import numpy as np
+
+from vthread._jsvalue import canonical, js_ge_zero, real_number
 
 __all__ = [
     "ABSENT",
@@ -28,10 +31,15 @@ __all__ = [
     "THREAD_TEXT_RUN_MESSAGES",
     "Activity",
     "Message",
+    "as_thread",
     "check_messages",
+    "estimate_figure",
+    "is_type",
     "own_tokens",
     "parse_activity",
     "token_figure",
+    "token_total",
+    "tool_pairs",
     "usage_tokens",
 ]
 
@@ -49,22 +57,41 @@ ABSENT: Final = "-"
 """An absent ``arguments``/``result``; :func:`canonical` never returns "-", so no collision."""
 
 
-def check_messages(messages: object) -> Sequence[Message]:
-    """The thread as a sequence of mappings, or a ``TypeError`` naming the bad index.
+def _is_thread(messages: object) -> bool:
+    return isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, Mapping))
+
+
+def check_messages(messages: object) -> list[Message]:
+    """The thread as a list of mappings, or a ``TypeError`` naming the bad index.
+
+    Any ``collections.abc.Sequence`` is a thread (a list, a tuple, a ``deque``, a custom
+    sequence), except ``str`` and ``bytes``. The list is a snapshot taken here, so a callback
+    that changes the caller's sequence (an estimator appending to it) changes nothing the
+    caller is answered about, and the walk ends. O(n).
 
     >>> check_messages([{"text": "hi"}, "oops"])
     Traceback (most recent call last):
     ...
     TypeError: messages[1] must be a mapping, got str
     """
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+    if not _is_thread(messages):
         raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
-    for index, message in enumerate(messages):
+    thread = list(cast("Sequence[Any]", messages))
+    for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
             raise TypeError(
                 f"messages[{index}] must be a mapping, got {type(message).__name__}"
             )
-    return messages
+    return thread
+
+
+def as_thread(messages: object) -> object:
+    """``messages`` as the core reads a thread fastest and Python can slice: a list or tuple
+    as it is, any other sequence copied into a list once. Anything else is returned as it is,
+    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
+    if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
+        return messages
+    return list(cast("Sequence[Any]", messages))
 
 
 # ----------------------------------------------------------------------------- activities
@@ -80,6 +107,13 @@ class Activity:
     result: str
 
 
+def is_type(message: Message, *kinds: str) -> bool:
+    """Whether the message's ``type`` is a string equal to one of ``kinds`` (compared by
+    content: a NumPy array or an object with its own ``__eq__`` is no type)."""
+    kind = message.get("type")
+    return isinstance(kind, str) and str.__str__(kind) in kinds
+
+
 def parse_activity(
     message: Message, encode: Callable[[Any], str] = canonical
 ) -> Activity | None:
@@ -92,7 +126,7 @@ def parse_activity(
     ...                 "function": {"name": "ls", "arguments": {"a": 1.0}}}}})
     Activity(kind='request', name='ls', arguments='{"a":1}', result='-')
     """
-    if message.get("type") != "activity":
+    if not is_type(message, "activity"):
         return None
     meta = message.get("meta")
     if not isinstance(meta, Mapping):
@@ -111,26 +145,121 @@ def parse_activity(
     )
 
 
+# ----------------------------------------------------------------------------- tool pairs
+
+
+def _call_id(message: Message) -> Any:
+    """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None."""
+    activity = message["meta"]["activity"]
+    for key in ("id", "call_id"):
+        value = activity.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def tool_pairs(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], list[int]]:
+    """(request index, response index) of every tool call answered in ``messages``, and the
+    indexes of the responses that answer no request before them (orphans).
+
+    A response is matched, among the requests before it still unanswered, to the one with
+    its call id when both carry one (``meta.activity.id`` or ``call_id``), else to the
+    oldest with its function name, else to the oldest: parallel calls are answered in the
+    order they were made. O(n) with dictionaries of pending requests.
+
+    >>> call = {"type": "activity", "meta": {"activity": {"type": "request",
+    ...         "function": {"name": "ls"}}}}
+    >>> done = {"type": "activity", "meta": {"activity": {"type": "response",
+    ...         "function": {"name": "ls", "result": "a"}}}}
+    >>> tool_pairs([done, call, {"type": "bot", "text": "..."}, done])
+    ([(1, 3)], [0])
+    """
+    pending: set[int] = set()  # requests not answered yet
+    in_order: deque[int] = deque()  # every request, oldest first (answered ones dropped lazily)
+    by_id: dict[Any, deque[int]] = {}
+    by_name: dict[str, deque[int]] = {}
+    pairs: list[tuple[int, int]] = []
+    orphans: list[int] = []
+    for index, message in enumerate(messages):
+        activity = parse_activity(message, _no_payload)
+        if activity is None:
+            continue
+        call_id = _call_id(message)
+        if activity.kind == "request":
+            pending.add(index)
+            in_order.append(index)
+            by_name.setdefault(activity.name, deque()).append(index)
+            if call_id is not None:
+                by_id.setdefault(call_id, deque()).append(index)
+        elif activity.kind == "response":
+            request = None
+            if call_id is not None and call_id in by_id:
+                request = _first_pending(by_id[call_id], pending)
+            if request is None and activity.name in by_name:
+                request = _first_pending(by_name[activity.name], pending)
+            if request is None:
+                request = _first_pending(in_order, pending)
+            if request is None:
+                orphans.append(index)
+                continue
+            pending.discard(request)
+            pairs.append((request, index))
+    return pairs, orphans
+
+
+def _first_pending(candidates: deque[int], pending: set[int]) -> int | None:
+    """The oldest of ``candidates`` still pending, dropping answered ones from the front
+    (each index is dropped once from each queue, so the walk is O(n) over the thread)."""
+    while candidates and candidates[0] not in pending:
+        candidates.popleft()
+    return candidates[0] if candidates else None
+
+
+def _no_payload(value: Any) -> str:
+    return ""  # pairing reads names and ids only: payloads need no encoding
+
+
 # --------------------------------------------------------------------------- token figures
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def token_figure(value: Any) -> float:
-    """A usage's ``tokens`` as counted: a finite number >= 0, anything else 0.
+    """A usage's ``tokens`` as counted: a finite real number >= 0 (of any numeric type, NumPy's
+    and ``Decimal`` included), anything else 0.
 
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
-    if not _is_number(value):
+    number = real_number(value)
+    if number is None:
         return 0.0
     try:
-        number = float(value)
+        figure = float(number)
     except OverflowError:
         return 0.0
-    return number if math.isfinite(number) and number >= 0 else 0.0
+    return figure if math.isfinite(figure) and figure >= 0 else 0.0
+
+
+def estimate_figure(value: Any, index: int) -> float:
+    """An estimator's answer for ``messages[index]`` as counted: a real number of any type
+    as :func:`token_figure` counts it (NaN, infinities and negatives 0); a JSON value that is
+    no number (None, a boolean, a string, a list, a mapping) 0, as production counts it (the
+    recorded corpus holds such estimators); any other object, which no JavaScript estimator
+    can return, a ``TypeError`` naming the message, where it used to count 0 without a word.
+
+    >>> estimate_figure(None, 0), estimate_figure(-3, 0), estimate_figure("12", 0)
+    (0.0, 0.0, 0.0)
+    >>> estimate_figure(1j, 4)
+    Traceback (most recent call last):
+    ...
+    TypeError: estimate(messages[4]) returned complex, not a number
+    """
+    if real_number(value) is None and not (
+        value is None or isinstance(value, (bool, np.bool_, str, list, tuple, Mapping))
+    ):
+        raise TypeError(
+            f"estimate(messages[{index}]) returned {type(value).__name__}, not a number"
+        )
+    return token_figure(value)
 
 
 def own_tokens(message: Message) -> tuple[bool, Any]:
@@ -142,12 +271,26 @@ def own_tokens(message: Message) -> tuple[bool, Any]:
 
 
 def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` when it is a finite number >= 0, else None."""
+    """The message's own ``usage.tokens`` when it is a finite real number >= 0 that a double
+    holds exactly, else None."""
     usage = message.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    tokens = usage.get("tokens")
-    if not _is_number(tokens):
+    number = real_number(usage.get("tokens"))
+    if number is None:
         return None
-    figure = token_figure(tokens)
-    return figure if figure == tokens else None
+    figure = token_figure(number)
+    return figure if figure == number else None  # an int compares exactly
+
+
+def token_total(figures: Sequence[float]) -> float:
+    """The exact sum (``math.fsum``) of token figures, each finite and >= 0; ``math.inf``
+    when the total passes the largest double, where ``fsum`` raises ``OverflowError``.
+
+    >>> token_total([1.5, 2.0]), token_total([1.7e308, 1.7e308])
+    (3.5, inf)
+    """
+    try:
+        return math.fsum(figures)
+    except OverflowError:
+        return math.inf

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, utf16_len
+from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, real_number, utf16_len
 from vthread._messages import (
     ABSENT,
     ACTIVITY_TAIL_MIN_LENGTH,
@@ -31,9 +31,13 @@ from vthread._messages import (
     Activity,
     Message,
     check_messages,
+    estimate_figure,
+    is_type,
     own_tokens,
     parse_activity,
     token_figure,
+    token_total,
+    tool_pairs,
     usage_tokens,
 )
 from vthread._options import (
@@ -74,15 +78,17 @@ def build_thread(
         if not has_own:
             if estimate is None:
                 raise ValueError(f"messages[{index}] has no usage and no estimate was given")
-            raw = estimate(message)
-        tokens = token_figure(raw)
+            tokens = estimate_figure(estimate(message), index)
+        else:
+            tokens = token_figure(raw)
         copy = dict(message)
         copy["usage"] = {"tokens": tokens}
         annotated.append(copy)
         figures.append(tokens)
 
-    floor = abs(float(min_messages)) if min_messages is not None else 0.0
-    limit = float(max_tokens)
+    # Numbers of any real type, as the engine reads them (a Decimal NaN is NaN).
+    floor = abs(_real(min_messages)) if min_messages is not None else 0.0
+    limit = _real(max_tokens)
     taken: list[dict[str, Any]] = []
     total = 0.0
     for index in range(len(annotated) - 1, -1, -1):
@@ -123,6 +129,64 @@ def build_thread(
             break
     taken.reverse()
     return ReferenceBuild(taken, total)
+
+
+def shaped_build(
+    messages: object,
+    *,
+    max_tokens: float,
+    estimate: Estimate | None = None,
+    min_messages: float | None = 0,
+    inclusive: bool | Trim | None = False,
+    keep_system: bool = False,
+    pair_safe: bool = False,
+    start_on: str | None = None,
+) -> ReferenceBuild:
+    """build_thread's opt-in shapes, by trying every start: the leading system messages
+    costed first and kept; the rest selected as production selects (:func:`build_thread`);
+    then the first start at or after production's that splits no tool pair, begins with no
+    orphan reply and is of type ``start_on``, or the last such start at or before the one
+    ``min_messages`` asks for, when that keeps more."""
+    thread = list(check_messages(messages))
+    # Costing every message once, oldest first: production's whole thread under no limit.
+    costed = build_thread(thread, max_tokens=math.inf, estimate=estimate).messages
+    head = 0
+    while keep_system and head < len(thread) and thread[head].get("type") == "system":
+        head += 1
+    system_total = 0.0
+    for message in costed[:head]:
+        system_total += message["usage"]["tokens"]
+    limit = float(max_tokens)
+    if head and system_total > limit:
+        raise ValueError(f"system messages cost {system_total}, more than {limit}")
+    rest = costed[head:]
+    chosen = build_thread(rest, max_tokens=limit - system_total, min_messages=min_messages,
+                          inclusive=inclusive)
+    n = len(rest)
+    first = n - len(chosen.messages)
+    pairs, orphans = tool_pairs(rest)
+
+    def allowed(k: int) -> bool:
+        if k == n:
+            return True
+        if pair_safe and (k in orphans or any(r < k <= s for r, s in pairs)):
+            return False
+        return start_on is None or rest[k].get("type") == start_on
+
+    start = min(k for k in range(first, n + 1) if allowed(k))
+    floor = abs(float(min_messages)) if min_messages is not None else 0.0
+    kept = int(min(floor, n)) if floor >= 1 else 0
+    if kept > n - start:
+        earlier = [k for k in range(0, n - kept + 1) if allowed(k)]
+        if earlier:
+            start = min(start, max(earlier))
+    if start == first:
+        taken, total = chosen.messages, chosen.tokens
+    else:
+        taken, total = rest[start:], 0.0
+        for message in reversed(taken):
+            total += message["usage"]["tokens"]
+    return ReferenceBuild(costed[:head] + taken, system_total + total)
 
 
 # ------------------------------------------------------------------------ cycle heuristics
@@ -222,7 +286,7 @@ def has_repeated_result_run(messages: object, options: CycleOptions) -> bool:
 def has_message_text_run(messages: object, options: CycleOptions) -> bool:
     thread = check_messages(messages)
     for message in thread[-THREAD_TEXT_RUN_MESSAGES:]:
-        if message.get("type") in ("reasoning", "activity"):
+        if is_type(message, "reasoning", "activity"):
             continue
         text = message.get("text")
         if isinstance(text, str) and has_repeated_text_run(text, text_run_options()):
@@ -486,14 +550,24 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
         firing = [
             index
             for index in range(max(0, n - THREAD_TEXT_RUN_MESSAGES), n)
-            if thread[index].get("type") not in ("reasoning", "activity")
+            if not is_type(thread[index], "reasoning", "activity")
             and isinstance(thread[index].get("text"), str)
             and has_repeated_text_run(thread[index]["text"], text_run_options())
         ]
         start, period, repetitions = firing[0], 1, len(firing)
     figures = [usage_tokens(m) for m in thread[start:]]
     known = [f for f in figures if f is not None]
-    tokens = math.fsum(known) if known else math.nan
+    tokens = token_total(known) if known else math.nan
     return ReferenceAttribution(
         HEURISTIC_NAMES.index(name) + 1, start, period, repetitions, n - start, tokens
     )
+
+
+def _real(value: object) -> float:
+    number = real_number(value)
+    if number is None:
+        raise TypeError(f"not a number: {type(value).__name__}")
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf

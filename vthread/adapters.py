@@ -461,8 +461,47 @@ def _reasoning_text(parts: Any) -> str:
 
 # ------------------------------------------------------------------------------ text actions
 
-# mini-swe-agent's own action pattern (its default ``action_regex``).
-_BASH_BLOCK: Final = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+# mini-swe-agent's own action pattern (its default ``action_regex``), read by _bash_blocks.
+_BASH_BLOCK: Final = r"```bash\s*\n(.*?)\n```"
+_BASH_OPEN: Final = "```bash"
+_BASH_CLOSE: Final = "\n```"
+
+
+def _bash_blocks(text: str) -> list[str]:
+    """``re.findall(_BASH_BLOCK, text, re.DOTALL)``, in O(len(text)).
+
+    The pattern itself is quadratic on hostile text: after "```bash" and a long run of
+    newlines it tries every newline of the run as the opening one, each time searching the
+    rest of the text for the closing fence (20 KB took 2 s). The backtracking settles on
+    the run's last newline; only when the sole closing fence left begins at that very newline
+    does it back off to the newline before it (the block is then whitespace).
+
+    >>> _bash_blocks("```bash\\nls\\n```\\n```bash \\n\\n```")
+    ['ls', '']
+    """
+    blocks: list[str] = []
+    last_close = text.rfind(_BASH_CLOSE)
+    position = 0
+    while (start := text.find(_BASH_OPEN, position)) != -1:
+        run_start = run_end = start + len(_BASH_OPEN)
+        while run_end < len(text) and text[run_end].isspace():  # re's \s is str.isspace
+            run_end += 1
+        newline = text.rfind("\n", run_start, run_end)
+        position = start + 1
+        if newline == -1:
+            continue
+        if newline + 1 <= last_close:
+            close = text.find(_BASH_CLOSE, newline + 1)
+            blocks.append(text[newline + 1 : close])
+            position = close + len(_BASH_CLOSE)
+        elif newline == last_close:
+            earlier = text.rfind("\n", run_start, newline)
+            if earlier != -1:
+                blocks.append(text[earlier + 1 : newline])
+                position = newline + len(_BASH_CLOSE)
+    return blocks
+
+
 # A ``<function=NAME>`` call as SWE-agent's and OpenHands' XML function-calling prompts ask for
 # it, and one of its parameters. A call must be complete: its body only parameter blocks and
 # whitespace (checked in _function_blocks), so an unterminated or garbled one stays text.
@@ -534,7 +573,7 @@ def _with_text_actions(
 
 def _bash_block(message: Mapping[str, Any], text: str) -> list[_Call]:
     """mini-swe-agent's call: the turn's fenced ``bash`` block when it has exactly one."""
-    commands = _BASH_BLOCK.findall(text)
+    commands = _bash_blocks(text)
     return [("bash", {"command": commands[0]})] if len(commands) == 1 else []
 
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vthread._messages import check_messages, own_tokens, token_figure
+from vthread import _core
+from vthread._jsvalue import real_number
+from vthread._messages import (
+    check_messages,
+    estimate_figure,
+    own_tokens,
+    token_figure,
+    tool_pairs,
+)
 
 __all__ = ["BuildResult", "build_thread"]
+
 
 Estimate = Callable[[Mapping[str, Any]], Any]
 """Token count of a message: a number; None, NaN, infinities and negatives count as 0."""
@@ -36,6 +46,9 @@ def build_thread(
     estimate: Estimate | None = None,
     min_messages: float | None = 0,
     inclusive: bool | Trim | None = False,
+    keep_system: bool = False,
+    pair_safe: bool = False,
+    start_on: str | None = None,
 ) -> BuildResult:
     """The largest suffix of ``messages`` that fits ``max_tokens``, newest messages first.
 
@@ -44,37 +57,128 @@ def build_thread(
     The newest ``|min_messages|`` messages are kept whatever they cost. The message that
     would overflow the budget is dropped, or with ``inclusive=True`` kept whole, or with a
     trim function replaced by its trimmed copy (capped at the room left). The caller's
-    messages are never mutated. O(n) plus n estimator calls.
+    messages are never mutated, and ``messages`` (any sequence) is read once, into a
+    snapshot taken at the call, as production's copy is: an estimator or trim function that
+    changes the caller's sequence changes nothing this call sees. O(n) plus n estimator
+    calls.
+
+    Three opt-in keywords shape the result the way chat APIs and harnesses need (all off by
+    default, where the answer is exactly production's):
+
+    * ``keep_system=True``: the leading system messages are always kept and counted first;
+      the rest of the thread fits the budget left. A ``ValueError`` says by how much they
+      alone exceed ``max_tokens``.
+    * ``pair_safe=True``: a tool response is kept only with its request, and a request whose
+      response is kept stays with it (pairs as :func:`vthread._messages.tool_pairs` matches
+      them: by call id where the messages carry one, by order otherwise). The result never
+      starts with a reply whose call was cut; ``min_messages`` counts pairs whole.
+    * ``start_on="user"`` (or any type): the kept messages after the system ones begin at a
+      message of that type, as APIs that require a user turn first expect.
+
+    With either of the last two, the result is the longest suffix that production's rule
+    allows and that starts where they allow: the start moves later (dropping messages)
+    until it does, or earlier (keeping more) when ``min_messages`` asks for more. O(n).
 
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
     >>> build_thread(thread, max_tokens=100).to_dict()
     {'messages': [{'text': 'new', 'usage': {'tokens': 50.0}}], 'usage': {'tokens': 50.0}}
     """
-    thread = check_messages(messages)
+    # A list of plain dicts is read by the core, which checks every message is one; other
+    # sequences (and a list holding anything else) are checked here, naming a bad message.
+    read = _core.own_token_costs(messages) if messages.__class__ is list else None
+    thread = list(messages) if read is not None else check_messages(messages)
+    for name, flag in (("keep_system", keep_system), ("pair_safe", pair_safe)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    if start_on is not None and not isinstance(start_on, str):
+        raise TypeError(f"start_on must be a message type (a str) or None, got "
+                        f"{type(start_on).__name__}")
     limit = _number("max_tokens", max_tokens)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
-        raise TypeError(f"inclusive must be a bool or a trim function, got {inclusive!r}")
+        raise TypeError(f"inclusive must be a bool or a trim function, got {_shown(inclusive)}")
 
     # Every message is costed up front, oldest first, as production does: an estimator
-    # sees each message exactly once, whichever of them end up in the thread.
-    costed: list[tuple[dict[str, Any], float]] = []
-    for index, message in enumerate(thread):
-        has_own, raw = own_tokens(message)
-        if not has_own:
-            if estimate is None:
-                raise ValueError(
-                    f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
-                )
-            raw = estimate(message)
-        tokens = token_figure(raw)
-        costed.append(({**message, "usage": {"tokens": tokens}}, tokens))
+    # sees each message exactly once, whichever of them end up in the thread. The core
+    # reads the plain figures of a list of dicts in one call; only the messages it leaves
+    # (no plain figure >= 0) are decided here, in order. Only the kept messages are copied
+    # (when taken): the answer is the same, and most of a long thread is not kept.
+    if read is None:
+        costs = [math.nan] * len(thread)
+        undecided: Iterable[int] = range(len(thread))
+    else:
+        figures, undecided = read
+        costs = figures.tolist()
+    for index in undecided:
+        costs[index] = _cost(thread[index], index, estimate)
 
+    head = _leading_system(thread) if keep_system else 0
+    system_total = 0.0
+    for tokens in costs[:head]:
+        system_total += tokens
+    if head and system_total > limit:
+        raise ValueError(
+            f"the {head} leading system message{'s' if head != 1 else ''} alone cost "
+            f"{system_total:g} tokens, {system_total - limit:g} more than max_tokens={limit:g}"
+        )
+    taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive)
+    if pair_safe or start_on is not None:
+        first = len(thread) - len(taken)
+        start = _allowed_start(thread[head:], first - head, floor, pair_safe, start_on) + head
+        if start != first:
+            taken = [_priced(thread[i], costs[i]) for i in range(start, len(thread))]
+            total = 0.0
+            for tokens in reversed(costs[start:]):  # newest first, as production adds
+                total += tokens
+    if head:
+        return BuildResult([_priced(thread[i], costs[i]) for i in range(head)] + taken,
+                           system_total + total)
+    return BuildResult(taken, total)
+
+
+def _priced(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
+    """The copy of ``message`` the result holds: its usage the tokens it was counted at."""
+    return {**message, "usage": {"tokens": tokens}}
+
+
+def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
+    """A message's cost by the general rule: its own usage.tokens when JavaScript's
+    ``tokens >= 0`` holds, else the estimator's figure."""
+    # No usage at all (the usual reason to be here) needs no JavaScript comparison.
+    has_own, raw = own_tokens(message) if message.get("usage") is not None else (False, None)
+    if not has_own:
+        if estimate is None:
+            raise ValueError(
+                f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
+            )
+        return estimate_figure(estimate(message), index)
+    return token_figure(raw)
+
+
+def _leading_system(thread: Sequence[Mapping[str, Any]]) -> int:
+    """How many messages at the start of ``thread`` are system messages."""
+    count = 0
+    while count < len(thread) and thread[count].get("type") == "system":
+        count += 1
+    return count
+
+
+def _newest_fitting(
+    thread: Sequence[Mapping[str, Any]],
+    costs: list[float],
+    first: int,
+    limit: float,
+    floor: float,
+    inclusive: bool | Trim | None,
+) -> tuple[list[dict[str, Any]], float]:
+    """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
+    index): the newest messages within ``limit`` (see build_thread)."""
     taken: list[dict[str, Any]] = []
     total = 0.0
-    for index in range(len(costed) - 1, -1, -1):
-        message, tokens = costed[index]
+    for index in range(len(thread) - 1, first - 1, -1):
+        tokens = costs[index]
+        message = _priced(thread[index], tokens)
         within_floor = len(taken) + 1 <= floor
         if total + tokens > limit and not within_floor:
             if inclusive is True or (inclusive and not callable(inclusive)):
@@ -96,7 +200,42 @@ def build_thread(
         if total >= limit and not within_floor and not inclusive:
             break
     taken.reverse()
-    return BuildResult(taken, total)
+    return taken, total
+
+
+def _allowed_start(
+    messages: Sequence[Mapping[str, Any]],
+    start: int,
+    floor: float,
+    pair_safe: bool,
+    start_on: str | None,
+) -> int:
+    """Where the kept suffix of ``messages`` begins once pairs and ``start_on`` are respected:
+    the first allowed start at or after production's ``start``, or, when ``min_messages``
+    keeps more, the last allowed start at or before the floor's. O(n)."""
+    n = len(messages)
+    allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
+    if pair_safe:
+        pairs, orphans = tool_pairs(messages)
+        inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
+        for request, response in pairs:
+            inside[request + 1] += 1
+            inside[response + 1] -= 1
+        depth = 0
+        for k in range(n + 1):
+            depth += inside[k]
+            allowed[k] = depth == 0
+        for orphan in orphans:
+            allowed[orphan] = False
+    if start_on is not None:
+        for k in range(n):
+            allowed[k] = allowed[k] and messages[k].get("type") == start_on
+    later = next(k for k in range(start, n + 1) if allowed[k])
+    kept = int(min(floor, n)) if floor >= 1 else 0  # NaN and fractions below 1 keep none
+    if kept <= n - later:
+        return later
+    earlier = next((k for k in range(n - kept, -1, -1) if allowed[k]), None)
+    return later if earlier is None else min(later, earlier)
 
 
 def _trim(
@@ -107,7 +246,7 @@ def _trim(
         return None
     if not isinstance(result, Mapping) or result.get("usage") is None:
         raise ValueError(
-            f"the trim function returned no usage for messages[{index}]: {result!r}"
+            f"the trim function returned no usage for messages[{index}]: {_shown(result)}"
         )
     usage = result["usage"]
     tokens = token_figure(usage.get("tokens") if isinstance(usage, Mapping) else None)
@@ -118,9 +257,19 @@ def _trim(
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+    number = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
+    if number is None:
+        raise TypeError(f"{name} must be a number, got {_shown(value)}")
     try:
-        return float(value)
+        return float(number)
     except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
+        return float("inf") if number > 0 else float("-inf")
+
+
+def _shown(value: object) -> str:
+    """``repr(value)`` for an error message, or its type where its ``repr`` raises (the
+    error the caller needs is ours, not the value's)."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"

@@ -62,15 +62,25 @@ integers beyond 64 bits into floats, so a line holding a run of 19 or more digit
 parsed with ``json`` directly. One known difference remains: a line nested 1,000 to 1,024 levels
 deep parses with orjson but exhausts the standard module's recursion limit.
 
+Every record, and the ``--summary`` file, is strict JSON: an id that is not a string, a finite
+number, a boolean or null (an array, an object, ``NaN``, an infinity) is written as a string
+holding its compact JSON text, cut at 256 characters (:mod:`vthread._records`), and a token
+total past the largest double is null. ``--jobs`` is capped at the CPUs this process may use
+and at the chunks there are (:func:`_worker_count`).
+
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
-any thread loops, 2 on a usage error, an unreadable input, an output that is one of the inputs
-or, with ``--strict``, a bad line; 130 on Ctrl-C; 141 when standard output is closed early
-(``vthread scan big.jsonl | head``), quietly, as ``vthread guard`` does.
+any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
+that is one of the inputs or, with ``--strict``, a bad line; 70 on an internal error (a bug,
+its traceback on stderr); 74 (``EX_IOERR``) when the records or the ``--summary`` file cannot
+be written (a full disk, a path that cannot be made, standard output closed); 130 on Ctrl-C;
+141 when standard output is closed early (``vthread scan big.jsonl | head``), quietly, as
+``vthread guard`` does. A closed or failing standard error loses the messages, not the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -83,16 +93,18 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
 
 from vthread import _core
-from vthread._cli_parquet import is_parquet
+from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._heuristics import columns_of, core_options
+from vthread._messages import token_total
 from vthread._options import cycle_options
+from vthread._records import json_text, record_id, strict_dumps
 from vthread.documents import in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -134,6 +146,7 @@ DETECT_BYTES: Final = 32 << 20
 """About the most bytes of threads the detection parses: each is parsed again when read."""
 _LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
@@ -144,12 +157,17 @@ _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
 _INTERRUPTED_EXIT: Final = 130
+_IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
+_INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
   1    --fail-on-loop and some thread loops
   2    usage error, unreadable input, output that is an input, or with --strict
        the first bad line
+  70   internal error (a bug: the traceback is on standard error; please report it)
+  74   the records or the --summary FILE could not be written (disk full, a path
+       that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)
   141  standard output closed early (vthread scan big.jsonl | head), quietly
 """
@@ -160,17 +178,54 @@ _INT_EXACT: Final = 2**53
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
+
+    An exception that escapes is a bug: its traceback goes to standard error and the status
+    is 70, so that 1 keeps meaning "a thread loops" (``--fail-on-loop``) and nothing else.
+    """
     args = sys.argv[1:] if argv is None else list(argv)
+    _plug_closed_descriptors()
+    try:
+        return _main(args)
+    except Exception:
+        import traceback
+
+        _say("vthread: internal error (a bug; please report it with this traceback)\n"
+             + traceback.format_exc(), end="")
+        return _INTERNAL_EXIT
+
+
+def _plug_closed_descriptors() -> None:
+    """Open /dev/null on standard descriptors the shell closed (``2>&-``), leaving
+    ``sys.stdout``/``sys.stderr`` None as Python set them.
+
+    Otherwise the next file opened takes the lowest free descriptor: ``-o out.jsonl`` with
+    stderr closed would become descriptor 2, and whatever writes to it below Python (a
+    panic message from the core) would land among the records.
+    """
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+
+
+def _main(args: list[str]) -> int:
     if args[:1] == ["guard"]:
         return _guard(args[1:])
     if args[:1] == ["report"]:
         from vthread._cli_report import run_report
 
-        return run_report(args[1:], sys.stderr)
+        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
-        print(_misplaced_option(args[0], parser), file=sys.stderr)
+        _say(_misplaced_option(args[0], parser))
         return _USAGE_EXIT
     try:
         options = parser.parse_args(args)
@@ -190,10 +245,14 @@ def _guard(argv: list[str]) -> int:
     except ModuleNotFoundError as error:
         if error.name != "vthread._cli_guard":
             raise
-        print("vthread guard: not available in this installation", file=sys.stderr)
+        _say("vthread guard: not available in this installation")
         return _USAGE_EXIT
     stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
-    return int(module.run_guard(argv, stdin, sys.stdout.buffer, sys.stderr))
+    # A closed standard error swallows the guard's messages; a closed standard output is
+    # refused (it is where the stream goes) by the guard itself.
+    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
+    stdout = sys.stdout.buffer if sys.stdout is not None else None
+    return int(module.run_guard(argv, stdin, stdout, stderr))
 
 
 def _version() -> str:
@@ -248,7 +307,9 @@ def _parser() -> argparse.ArgumentParser:
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="worker processes (default 1; 0 = one per CPU)")
+                       help="workers (default 1; 0 = one per CPU): native files, threads "
+                       "of the core; other formats, processes. Capped at the CPUs this "
+                       "process may use and at the chunks there are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
                        help="no summary and no progress line on stderr")
     scan_.add_argument("--strict", action="store_true",
@@ -265,6 +326,28 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards)")
     return parser
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def _worker_count(requested: int, work: int | None = None) -> int:
+    """The workers worth starting for ``--jobs requested`` (0: one per CPU): no more than
+    the usable CPUs, nor than the pieces of ``work`` when known; at least 1.
+
+    More workers than CPUs only take turns, and more than pieces of work sit idle (a
+    ``--jobs 1000`` on an 11-line file once forked a thousand processes).
+    """
+    cpus = _usable_cpus()
+    count = min(requested, cpus) if requested > 0 else cpus
+    if work is not None:
+        count = min(count, work)
+    return max(1, count)
 
 
 def _jobs(text: str) -> int:
@@ -366,7 +449,7 @@ class _FatalError(Exception):
 
 
 def _scan_command(options: argparse.Namespace) -> int:
-    jobs = options.jobs or os.cpu_count() or 1
+    jobs = _worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
         "min_pattern_length": options.min_pattern_length,
@@ -383,7 +466,7 @@ def _scan_command(options: argparse.Namespace) -> int:
             if written:
                 _check_not_an_input(written, files)
     except _FatalError as error:
-        print(f"vthread scan: {error}", file=sys.stderr)
+        _say(f"vthread scan: {error}")
         return _USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
@@ -391,14 +474,19 @@ def _scan_command(options: argparse.Namespace) -> int:
                      and (bool(options.output) or not _is_tty(sys.stdout)))
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
+    if not options.output and sys.stdout is None:
+        _say("vthread scan: cannot write the records: standard output is closed")
+        return _IO_EXIT
+    if options.output and is_parquet(options.output) and not parquet_available():
+        _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
+        return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
     try:
         out = _output(options.output)
     except OSError as error:
         if progress is not None:
             progress.clear()
-        print(f"vthread scan: cannot write {options.output}: {error.strerror or error}",
-              file=sys.stderr)
-        return _USAGE_EXIT
+        _say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
+        return _IO_EXIT
     stats = _Stats()
     started = time.perf_counter()
     try:
@@ -417,45 +505,102 @@ def _scan_command(options: argparse.Namespace) -> int:
         in_core = first is None or first.format == "native"
         results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
-            out.write(_loops_only(done.output) if options.only_loops else done.output)
+            _write(out, _loops_only(done.output) if options.only_loops else done.output)
             stats.add(done.stats)
             if progress is not None:
                 progress.chunk_done(stats.lines)
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
-        out.flush()
-    except _FatalError as error:
         _close(out, options.output, progress)
-        print(f"vthread scan: {error}", file=sys.stderr)
+    except _FatalError as error:
+        _close_quietly(out, options.output, progress)
+        _say(f"vthread scan: {error}")
         return _USAGE_EXIT
     except BrokenPipeError:
         # The reader went away (`vthread scan big.jsonl | head`): end quietly, as vthread
-        # guard and cat do. Standard output now points at /dev/null so that the
-        # interpreter's final flush of what is still buffered cannot fail again.
+        # guard and cat do.
         if progress is not None:
             progress.clear()
-        sys.stdout = None
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        _silence_stdout(out)
         return _BROKEN_PIPE_EXIT
+    except _WriteError as error:
+        # A full disk, a device that refuses, a file system gone read-only: the records are
+        # incomplete, which is neither a loop (1) nor a usage error (2).
+        _close_quietly(out, options.output, progress)
+        _silence_stdout(out)
+        where = options.output or "standard output"
+        _say(f"vthread scan: cannot write {where}: {error}")
+        return _IO_EXIT
     except KeyboardInterrupt:
-        _close(out, options.output, progress)
-        print("vthread scan: interrupted", file=sys.stderr)
+        _close_quietly(out, options.output, progress)
+        _say("vthread scan: interrupted")
         return _INTERRUPTED_EXIT
-    _close(out, options.output, progress)
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if not options.quiet:
-        sys.stderr.write(_summary(stats, what, seconds, detected=detected))
+        _say(_summary(stats, what, seconds, detected=detected), end="")
     if options.summary_file:
         try:
             Path(options.summary_file).write_text(
-                json.dumps(_summary_json(stats, what, seconds, detected), indent=2) + "\n",
+                json.dumps(_summary_json(stats, what, seconds, detected), indent=2,
+                           allow_nan=False) + "\n",
                 encoding="utf-8")
         except OSError as error:
-            print(f"vthread scan: cannot write {options.summary_file}: "
-                  f"{error.strerror or error}", file=sys.stderr)
-            return _USAGE_EXIT
+            _say(f"vthread scan: cannot write {options.summary_file}: "
+                 f"{error.strerror or error}")
+            return _IO_EXIT
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+class _WriteError(Exception):
+    """Writing the records failed (not a broken pipe); the message is the system's."""
+
+
+def _write(out: BinaryIO, data: bytes) -> None:
+    try:
+        out.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _WriteError(error.strerror or str(error)) from error
+
+
+def _silence_stdout(out: BinaryIO) -> None:
+    """After standard output failed, point its descriptor at /dev/null, so that the
+    interpreter's final flush of what is still buffered cannot fail again (and turn the
+    exit status into 120)."""
+    if out is not getattr(sys.stdout, "buffer", None):
+        return
+    sys.stdout = None
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, out.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _say(message: str, end: str = "\n") -> None:
+    """Write a message to standard error, if there is one that works.
+
+    Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
+    print would write the message among the records on standard output. A standard error
+    that fails is given up (pointed at /dev/null): messages are not worth a failed run.
+    """
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(message + end)
+        stream.flush()
+    except (OSError, ValueError):
+        sys.stderr = None
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            pass
 
 
 def _loops_only(output: bytes) -> bytes:
@@ -485,10 +630,15 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                                for code, name in enumerate(HEURISTIC_NAMES, 1)},
         "messages": stats.messages,
         "wasted_messages": stats.loop_messages,
-        "tokens": stats.tokens if stats.tokens_known else None,
-        "wasted_tokens": stats.loop_tokens if stats.tokens_known else None,
+        # A total past the largest double is no number JSON can hold: null, as when unknown.
+        "tokens": _finite(stats.tokens) if stats.tokens_known else None,
+        "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
     }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _inputs(options: argparse.Namespace) -> list[str] | None:
@@ -496,7 +646,7 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
     file, else (or with --sample) the bundled sample. None after a usage error."""
     if options.sample:
         if options.files:
-            print("vthread scan: error: --sample takes no FILE", file=sys.stderr)
+            _say("vthread scan: error: --sample takes no FILE")
             return None
         return [str(SAMPLE)]
     if options.files:
@@ -505,8 +655,8 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
         return ["-"]
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
-    print(f"vthread scan: no FILE and {why}: scanning the bundled sample "
-          f"(vthread scan --sample)", file=sys.stderr)
+    _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
+         f"(vthread scan --sample)")
     return [str(SAMPLE)]
 
 
@@ -566,12 +716,29 @@ def _output(path: str | None) -> BinaryIO:
 
 
 def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
+    """Flush the records (close an --output file); a failure is a :class:`_WriteError`."""
     if progress is not None:
         progress.clear()
-    if path:
-        out.close()
-    else:
-        out.flush()
+    try:
+        if path:
+            out.close()
+        else:
+            out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _WriteError(error.strerror or str(error)) from error
+
+
+def _close_quietly(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
+    """:func:`_close` on the way out of a run that already failed: a second failure adds
+    nothing to the message given."""
+    try:
+        _close(out, path, progress)
+    except (OSError, _WriteError):
+        if path:
+            with contextlib.suppress(OSError):
+                out.close()  # closed already by the failed close (its buffer dropped)
 
 
 def _check_readable(name: str) -> None:
@@ -722,10 +889,20 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
         if name != "-":
             raw.close()
 
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == _GZIP_MAGIC or head == _GZIP_MAGIC[:1]:
+    head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
+    if _is_gzip(head, name):
         return _GzipStream(raw), position, close
     return raw, position, close
+
+
+def _is_gzip(head: bytes, name: str) -> bool:
+    """Whether a stream whose first bytes are ``head`` (up to 3) is gzip: it begins with the
+    whole gzip header (magic and method), or it is named ``.gz`` and stops inside it (a
+    file cut short). A JSONL file whose first line merely begins with byte 0x1f, or 0x1f
+    0x8b, is text, and each of its lines gets its record."""
+    if head.startswith(_GZIP_HEADER):
+        return True
+    return name.lower().endswith(".gz") and bool(head) and _GZIP_HEADER.startswith(head)
 
 
 def _chunks(stream: BinaryIO | _GzipStream) -> Iterator[list[bytes]]:
@@ -915,9 +1092,19 @@ def _document_chunks(
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
-    lines = [json.dumps(run).encode("ascii") for run in runs_of(value, messages_key)]
+    lines = [_run_line(run) for run in runs_of(value, messages_key)]
     chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
     return chunks, "runs"
+
+
+def _run_line(run: Any) -> bytes:
+    """One run of a JSON document as a JSONL line that reads back as the same value."""
+    try:
+        return json.dumps(run).encode("ascii")
+    except RecursionError:
+        # Nested past what json.dumps recurses through (orjson read it, 1,024 levels deep):
+        # written without recursion; reading the line back then reports the depth.
+        return json_text(run, ensure_ascii=True).encode("ascii")
 
 
 def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
@@ -1014,9 +1201,16 @@ def _finish_native(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
 
 
 def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
-    """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight."""
-    if jobs <= 1:
-        yield from map(_scan_chunk, tasks)
+    """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight.
+
+    The pool has one process per chunk up to ``jobs``: the first ``jobs`` chunks are read
+    before it is made, so a short input is scanned here, with no process started at all.
+    """
+    tasks = iter(tasks)
+    first = list(islice(tasks, jobs)) if jobs > 1 else []
+    workers = _worker_count(jobs, len(first))
+    if workers <= 1:
+        yield from map(_scan_chunk, chain(first, tasks))
         return
     import multiprocessing
     from collections import deque
@@ -1024,12 +1218,12 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
         window: deque[Future[_Done]] = deque()
         try:
-            for task in tasks:
+            for task in chain(first, tasks):
                 window.append(pool.submit(_scan_chunk, task))
-                if len(window) >= 2 * jobs:
+                if len(window) >= 2 * workers:
                     yield window.popleft().result()
             while window:
                 yield window.popleft().result()
@@ -1121,7 +1315,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     figures = raw["figures"]
     if raw["figures_odd"]:
         counted = [f for f in figures.tolist() if 0 <= f < math.inf]
-        tokens = math.fsum(counted) if counted else None
+        tokens = token_total(counted) if counted else None
     else:
         tokens = _token_sum(figures.tolist())
     stats = _Stats(
@@ -1218,14 +1412,14 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
             records.append(_dumps({"id": None, "file": label, "line": line_number,
                                    "error": entry.reason}))
         elif row in failed:
-            records.append(_dumps({"id": entry[0], "file": label, "line": line_number,
-                                   "error": failed[row]}))
+            records.append(f'{{"id":{record_id(entry[0])},"file":{file_text},'
+                           f'"line":{line_number},"error":{_dumps(failed[row])}}}')
             row += 1
         else:
             # The same text json.dumps would write for the record, key for key, built from
             # per-chunk pieces: formatting 10,000 records one dict at a time cost more than
             # parsing them.
-            records.append(f'{{"id":{_dumps(entry[0])},"file":{file_text},'
+            records.append(f'{{"id":{record_id(entry[0])},"file":{file_text},'
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
@@ -1239,7 +1433,7 @@ def _verdict_texts(result: ScanResult) -> list[str]:
     return [
         f'"verdict":{names[code - 1]},"loop_start":{start},"period":{period},'
         f'"repetitions":{copies},"loop_messages":{spent},'
-        f'"loop_tokens":{"null" if cost != cost else _dumps(cost)},'
+        f'"loop_tokens":{_dumps(cost) if math.isfinite(cost) else "null"},'
         f'"signature":"{signature:016x}","excerpt":{_dumps(excerpt)}'
         if code else
         f'"verdict":null,"loop_start":{start},"period":{period},"repetitions":{copies},'
@@ -1264,8 +1458,9 @@ def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
 
 def _dumps(record: Any) -> str:
     # The standard encoder, ASCII-escaped, so the output does not depend on orjson being
-    # installed and lone surrogates in an id survive.
-    return json.dumps(record, separators=(",", ":"))
+    # installed and lone surrogates in an id survive; strict (no NaN or Infinity), so every
+    # record is JSON any parser reads. An input id goes through record_id instead.
+    return strict_dumps(record)
 
 
 def _read_thread(
@@ -1382,7 +1577,7 @@ def _token_sum(figures: list[Any]) -> float | None:
             counted = values[(values >= 0) & (values < math.inf)]
             return float(counted.sum()) if counted.size else None
     exact = [figure for figure in map(_token_figure, figures) if figure is not None]
-    return math.fsum(exact) if exact else None
+    return token_total(exact) if exact else None
 
 
 def _token_figure(value: Any) -> float | None:

@@ -21,6 +21,7 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
+from vthread._messages import as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
 from vthread.textrun import may_hold_units, runaway
 from vthread.volatile import volatile_masked
@@ -39,7 +40,7 @@ __all__ = [
 
 def _columns(messages: object, options: CycleOptions) -> Columns:
     try:
-        return read_columns([messages], options)
+        return read_columns([as_thread(messages)], options)
     except TypeError as error:
         # A single thread's errors name the message index, not a thread.
         raise TypeError(str(error).removeprefix("thread 0: ")) from None
@@ -156,7 +157,7 @@ def describe_thread_cycle(
     )
     messages = volatile_masked(messages, mask_volatile)
     try:
-        code, texts = _core.describe_thread(messages, *core_options(options))
+        code, texts = _core.describe_thread(as_thread(messages), *core_options(options))
     except TypeError as error:
         raise TypeError(str(error)) from None
     if code:

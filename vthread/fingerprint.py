@@ -41,6 +41,8 @@ def message_fingerprint(message: Mapping[str, Any]) -> int:
     ...     {"text": "hi", "type": "bot", "usage": {"tokens": 3}})
     True
     """
+    if not isinstance(message, Mapping):
+        raise TypeError(f"message must be a mapping, got {type(message).__name__}")
     meta = canonical(message["meta"]) if "meta" in message else _ABSENT_META
     text = "\x00".join((canonical(message.get("type")), canonical(message.get("text")), meta))
     return xxhash.xxh3_64_intdigest(text.encode("ascii"))

@@ -54,6 +54,10 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
             f"{function}() takes an iterable of texts, got a single {type(texts).__name__}; "
             "wrap it in a list"
         )
+    if not isinstance(texts, Iterable):
+        raise TypeError(
+            f"{function}() takes an iterable of texts, got {type(texts).__name__}"
+        )
     return texts if isinstance(texts, list) else list(texts)
 
 

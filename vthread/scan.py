@@ -32,7 +32,14 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
-from vthread._messages import ABSENT, Activity, parse_activity, usage_tokens
+from vthread._messages import (
+    ABSENT,
+    Activity,
+    as_thread,
+    parse_activity,
+    token_total,
+    usage_tokens,
+)
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units
@@ -85,7 +92,8 @@ class ScanResult:
         return len(self.names)
 
     def record(self, index: int) -> dict[str, Any]:
-        """Row ``index`` as a JSON-ready dict (``loop_tokens`` None where unknown)."""
+        """Row ``index`` as a JSON-ready dict: strict JSON, ``loop_tokens`` None where unknown
+        or past the largest double (``json.dumps(..., allow_nan=False)`` takes it)."""
         tokens = float(self.loop_tokens[index])
         return {
             "verdict": self.names[index],
@@ -93,7 +101,7 @@ class ScanResult:
             "period": int(self.period[index]),
             "repetitions": int(self.repetitions[index]),
             "loop_messages": int(self.loop_messages[index]),
-            "loop_tokens": None if tokens != tokens else tokens,
+            "loop_tokens": tokens if math.isfinite(tokens) else None,
             "signature": f"{int(self.signature[index]):016x}" if self.codes[index] else None,
             "excerpt": self.excerpt[index],
         }
@@ -200,7 +208,7 @@ def _scan_batch(threads: list[Any], options: CycleOptions) -> ScanResult:
         if figures is None:  # an integer figure beyond 64 bits: Python's own reading
             figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
         if figures:
-            result.loop_tokens[thread] = math.fsum(figures)
+            result.loop_tokens[thread] = token_total(figures)
     return result
 
 
@@ -359,7 +367,8 @@ def _thread_list(threads: object) -> list[Any]:
     message is checked by the core, whose errors name the thread and message index."""
     if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
         raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
-    return list(threads)
+    # Any sequence is a thread, as for describe_thread_cycle; the loop attribution slices it.
+    return [as_thread(thread) for thread in threads]
 
 
 def scan_validated(threads: list[list[dict[str, Any]]], **keywords: Any) -> ScanResult:

@@ -143,6 +143,8 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     >>> masked_thread([poll])
     [{'type': 'bot', 'text': 'still running at <time>', 'usage': {'tokens': 3}}]
     """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of messages, got {type(messages).__name__}")
     out: list[Any] = []
     for message in messages:
         if not isinstance(message, Mapping):

@@ -1,0 +1,124 @@
+"""build_thread on 10,000 threads against the scalar reference (results/build.json).
+
+Workload: :func:`benchmarks.workload.generate_threads` (seed 0, 10,000 threads, ~650k
+messages). Two paths, each against :func:`vthread._reference.build_thread` (the scalar twin,
+the production algorithm line for line) in the same run:
+
+* ``own usage``: every message carries ``usage.tokens`` (the workload's messages without
+  one get a figure first), so no estimator is called: the core reads the figures in one
+  call per thread and only the kept messages are copied;
+* ``estimator``: the workload as generated, about 15% of messages without usage, costed by a
+  Python callback in their turn, as production does.
+
+Each at two budgets: 200 tokens (a small window: about a sixth of each thread kept) and
+2,000 (most threads kept whole: copying the kept messages dominates both sides). Figures are
+the minimum of ``--repeats`` runs (default 5), each over the whole workload; answers are
+checked equal before timing. Run::
+
+    python -m benchmarks.build_report [--threads N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+import vthread
+from benchmarks.workload import generate_threads
+from vthread import _reference
+
+RESULTS: Final = Path(__file__).parent / "results" / "build.json"
+BUDGETS: Final = (200, 2_000)
+
+
+def estimate(message: dict[str, Any]) -> float:
+    """A cheap estimator, as harnesses pass one: four characters a token."""
+    text = message.get("text")
+    return len(text) / 4 if isinstance(text, str) else 1.0
+
+
+def _best(run: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def _machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "vthread_commit": commit,
+            "load_average": os.getloadavg()}
+
+
+def measure(count: int, repeats: int) -> dict[str, Any]:
+    """The timings and ratios of both paths at both budgets."""
+    generated = generate_threads(count)
+    priced = [[m if isinstance(m.get("usage"), dict) else
+               {**m, "usage": {"tokens": estimate(m)}} for m in thread] for thread in generated]
+    rows = []
+    for path, threads in (("own usage", priced), ("estimator", generated)):
+        for budget in BUDGETS:
+            # Each result is dropped once built, as a harness fitting one thread a turn
+            # does: kept alive, 10,000 results are a million dicts that the garbage
+            # collector walks again and again, and that cost would swamp both sides.
+            def engine(threads: list[Any] = threads, budget: int = budget) -> None:
+                for thread in threads:
+                    vthread.build_thread(thread, max_tokens=budget, estimate=estimate)
+
+            def reference(threads: list[Any] = threads, budget: int = budget) -> None:
+                for thread in threads:
+                    _reference.build_thread(thread, max_tokens=budget, estimate=estimate)
+
+            fast = [vthread.build_thread(t, max_tokens=budget, estimate=estimate)
+                    for t in threads]
+            slow = [_reference.build_thread(t, max_tokens=budget, estimate=estimate)
+                    for t in threads]
+            if [(r.messages, r.tokens) for r in fast] != [(r.messages, r.tokens)
+                                                         for r in slow]:
+                raise AssertionError(f"{path}, budget {budget}: the answers differ")
+            kept = sum(len(r.messages) for r in fast)
+            del fast, slow
+            engine_s, reference_s = _best(engine, repeats), _best(reference, repeats)
+            rows.append({"path": path, "budget": budget, "kept_messages": kept,
+                         "engine_s": round(engine_s, 4), "reference_s": round(reference_s, 4),
+                         "speedup": round(reference_s / engine_s, 2)})
+    return {"workload": {"threads": count, "messages": sum(map(len, generated)),
+                         "seed": 0},
+            "repeats": repeats, "machine": _machine(), "results": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    arguments = parser.parse_args()
+    report = measure(arguments.threads, arguments.repeats)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    for row in report["results"]:
+        print(f"{row['path']:>10}  budget {row['budget']:>5}: engine {row['engine_s']:.3f} s, "
+              f"reference {row['reference_s']:.3f} s, {row['speedup']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

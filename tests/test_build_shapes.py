@@ -1,0 +1,223 @@
+"""build_thread's opt-in shapes: keep_system, pair_safe, start_on, against a twin that
+tries every start, and the properties a chat API needs of the result."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vthread
+from vthread import _reference as ref
+from vthread._messages import tool_pairs
+
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _call(name: str, call_id: str | None = None) -> dict[str, Any]:
+    activity: dict[str, Any] = {"type": "request", "function": {"name": name}}
+    if call_id is not None:
+        activity["id"] = call_id
+    return {"type": "activity", "text": "", "meta": {"activity": activity}}
+
+
+def _reply(name: str, call_id: str | None = None) -> dict[str, Any]:
+    activity: dict[str, Any] = {"type": "response", "function": {"name": name, "result": "ok"}}
+    if call_id is not None:
+        activity["id"] = call_id
+    return {"type": "activity", "text": "", "meta": {"activity": activity}}
+
+
+MESSAGES = st.one_of(
+    st.sampled_from([{"type": "system", "text": "rules"}, {"type": "user", "text": "ask"},
+                     {"type": "bot", "text": "answer"}, {"type": "reasoning", "text": "hm"}]),
+    st.builds(_call, st.sampled_from(["ls", "cat"]), st.sampled_from([None, "a", "b"])),
+    st.builds(_reply, st.sampled_from(["ls", "cat"]), st.sampled_from([None, "a", "b"])),
+)
+
+
+@st.composite
+def priced(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A thread whose messages sometimes carry a usage and sometimes leave it to estimate."""
+    thread = draw(st.lists(MESSAGES, max_size=14))
+    out = []
+    for message in thread:
+        if draw(st.booleans()):
+            message = {**message, "usage": {"tokens": draw(st.sampled_from([0, 1, 3, 5, 8]))}}
+        out.append(message)
+    return out
+
+
+def _estimate(message: Any) -> float:
+    return len(str(message.get("text", ""))) % 5 + 1
+
+
+KEYWORDS = st.fixed_dictionaries({
+    "max_tokens": st.sampled_from([0, 4, 9, 15, 30, math.inf]),
+    "min_messages": st.sampled_from([0, 1, 2, 3.5, None]),
+    "inclusive": st.sampled_from([False, True, "trim"]),
+    "keep_system": st.booleans(),
+    "pair_safe": st.booleans(),
+    "start_on": st.sampled_from([None, "user", "bot"]),
+})
+
+
+def _trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+    return {**message, "text": "…", "usage": {"tokens": room / 2}}
+
+
+def _call_both(thread: list[dict[str, Any]], keywords: dict[str, Any]) -> tuple[Any, Any]:
+    keywords = {**keywords, "estimate": _estimate}
+    if keywords["inclusive"] == "trim":
+        keywords["inclusive"] = _trim
+    outcomes = []
+    for build in (vthread.build_thread, ref.shaped_build):
+        try:
+            outcomes.append(build(thread, **keywords))
+        except ValueError as error:
+            outcomes.append(("error", "system" in str(error)))
+    return outcomes[0], outcomes[1]
+
+
+@SETTINGS
+@given(priced(), KEYWORDS)
+def test_equals_the_twin_that_tries_every_start(thread: list[dict[str, Any]],
+                                                keywords: dict[str, Any]) -> None:
+    """Same messages, same total, same error, for every combination of the options."""
+    got, want = _call_both(thread, keywords)
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert got.messages == want.messages
+    assert got.tokens == want.tokens
+
+
+@SETTINGS
+@given(priced(), KEYWORDS)
+def test_the_result_is_what_a_chat_api_accepts(thread: list[dict[str, Any]],
+                                               keywords: dict[str, Any]) -> None:
+    """System prompt kept, a suffix of the rest, no pair split, no orphan first, the type
+    asked first, within budget when no floor or overflow rule keeps more, and the longest
+    such suffix."""
+    keywords = {**keywords, "inclusive": False, "min_messages": 0}
+    try:
+        got = vthread.build_thread(thread, estimate=_estimate, **keywords)
+    except ValueError:
+        return
+    costs = [m["usage"]["tokens"] for m in vthread.build_thread(
+        thread, max_tokens=math.inf, estimate=_estimate).messages]
+    head = 0
+    while keywords["keep_system"] and head < len(thread) and thread[head]["type"] == "system":
+        head += 1
+    kept = [{k: v for k, v in m.items() if k != "usage"} for m in got.messages]
+    plain = [{k: v for k, v in m.items() if k != "usage"} for m in thread]
+    assert kept[:head] == plain[:head]
+    rest = plain[head:]
+    start = len(rest) - (len(kept) - head)
+    assert kept[head:] == rest[start:]
+    pairs, orphans = tool_pairs(rest)
+
+    def allowed(k: int) -> bool:
+        if k == len(rest):
+            return True
+        if keywords["pair_safe"] and (k in orphans or any(r < k <= s for r, s in pairs)):
+            return False
+        return keywords["start_on"] is None or rest[k]["type"] == keywords["start_on"]
+
+    assert allowed(start)
+    budget = keywords["max_tokens"] - sum(costs[:head])
+    assert sum(costs[head + start:]) <= budget
+    for longer in range(start):
+        if allowed(longer):
+            # Longer allowed suffixes cost more than the budget, unless the kept one
+            # already spends it all (production stops there, before free messages).
+            assert sum(costs[head + longer:]) > budget or got.tokens >= keywords["max_tokens"]
+
+
+def test_a_budget_of_twelve_keeps_no_orphan_reply() -> None:
+    """The case a new user met: production returns [response, bot]; pair_safe drops the
+    reply whose call was cut, or keeps the pair when the budget allows it."""
+    thread = [{"type": "system", "text": "rules", "usage": {"tokens": 4}},
+              {"type": "user", "text": "list", "usage": {"tokens": 3}},
+              {**_call("ls"), "usage": {"tokens": 5}},
+              {**_reply("ls"), "usage": {"tokens": 6}},
+              {"type": "bot", "text": "done", "usage": {"tokens": 6}}]
+    types = [m["type"] for m in vthread.build_thread(thread, max_tokens=12).messages]
+    assert types == ["activity", "bot"]  # production's answer, unchanged by default
+    safe = vthread.build_thread(thread, max_tokens=12, pair_safe=True)
+    assert [m["text"] for m in safe.messages] == ["done"] and safe.tokens == 6
+    whole = vthread.build_thread(thread, max_tokens=21, pair_safe=True, keep_system=True)
+    assert [m["type"] for m in whole.messages] == ["system", "activity", "activity", "bot"]
+    assert whole.tokens == 4 + 5 + 6 + 6
+
+
+def test_keep_system_counts_it_first_and_says_by_how_much_it_is_over() -> None:
+    """The system prompt is kept whatever the rest costs; alone over budget is an error."""
+    thread = [{"type": "system", "text": "a", "usage": {"tokens": 10}},
+              {"type": "system", "text": "b", "usage": {"tokens": 5}},
+              {"type": "user", "text": "q", "usage": {"tokens": 20}},
+              {"type": "bot", "text": "r", "usage": {"tokens": 4}}]
+    got = vthread.build_thread(thread, max_tokens=20, keep_system=True)
+    assert [m["text"] for m in got.messages] == ["a", "b", "r"] and got.tokens == 19
+    with pytest.raises(ValueError, match=r"2 leading system messages alone cost 15 tokens, "
+                                         r"5 more than max_tokens=10"):
+        vthread.build_thread(thread, max_tokens=10, keep_system=True)
+
+
+def test_start_on_user_and_the_floor_counts_pairs_whole() -> None:
+    """start_on drops messages before the first user turn kept; min_messages extends back
+    to keep a pair whole."""
+    thread = [{"type": "user", "text": "q1", "usage": {"tokens": 1}},
+              {"type": "bot", "text": "a1", "usage": {"tokens": 1}},
+              {**_call("ls", "c1"), "usage": {"tokens": 1}},
+              {**_reply("ls", "c1"), "usage": {"tokens": 1}}]
+    got = vthread.build_thread(thread, max_tokens=3, start_on="user")
+    assert got.messages == []
+    floor = vthread.build_thread(thread, max_tokens=0, min_messages=1, pair_safe=True)
+    assert [m["meta"]["activity"]["type"] for m in floor.messages] == ["request", "response"]
+
+
+def test_pairs_match_by_id_then_name_then_order() -> None:
+    """Parallel calls answered out of order pair by id; without ids, by name, then order."""
+    thread = [_call("ls", "a"), _call("cat", "b"), _reply("cat", "b"), _reply("ls", "a"),
+              _call("ls"), _call("cat"), _reply("cat"), _reply("ls"), _reply("grep")]
+    assert tool_pairs(thread) == ([(1, 2), (0, 3), (5, 6), (4, 7)], [8])
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("keep_system", 1), ("pair_safe", "yes"),
+                                                 ("start_on", 3)])
+def test_bad_option_types_are_type_errors(keyword: str, value: Any) -> None:
+    """Each new keyword names itself when given the wrong type."""
+    with pytest.raises(TypeError, match=keyword):
+        vthread.build_thread([], max_tokens=1, **{keyword: value})
+
+
+ODD_TOKENS = st.one_of(st.integers(-2**70, 2**70), st.floats(), st.booleans(), st.none(),
+                       st.sampled_from(["5", "", [7], {}, -0.0]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"usage": st.fixed_dictionaries({"tokens": ODD_TOKENS})}),
+    st.fixed_dictionaries({"usage": ODD_TOKENS}),
+    st.just({"text": "no usage"})), max_size=8))
+def test_core_costs_equal_the_general_rule(thread: list[dict[str, Any]]) -> None:
+    """Where the core reads a figure it is the general rule's; what it leaves undecided
+    (NaN) is exactly what the general rule must decide."""
+    from vthread import _core
+    from vthread._messages import own_tokens, token_figure
+
+    read = _core.own_token_costs(thread)
+    assert read is not None
+    figures, undecided = read
+    for index, message in enumerate(thread):
+        if index in undecided:
+            assert math.isnan(figures[index])
+            continue
+        has_own, raw = own_tokens(message)
+        assert has_own and token_figure(raw) == figures[index]
+    assert _core.own_token_costs([*thread, 1]) is None
+    assert _core.own_token_costs(tuple(thread)) is None

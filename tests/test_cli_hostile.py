@@ -1,0 +1,439 @@
+"""``vthread scan`` and ``vthread guard`` against hostile input and hostile surroundings
+(issue #12): ids of any shape, non-finite numbers, failing outputs, huge options, --jobs."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vthread
+from vthread import _core, cli
+from vthread._records import ID_TEXT_LIMIT, json_text, record_id
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+VTHREAD = [sys.executable, "-m", "vthread"]
+#: Every exit status vthread scan and vthread guard document.
+EXIT_STATUSES = {0, 1, 2, 3, 70, 74, 130, 141}
+LOOPING = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}] * 3
+OPENAI_LOOPING = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}] * 3
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"not strict JSON: {name}")
+
+
+def strict_records(output: bytes) -> list[dict[str, Any]]:
+    """Every line of ``output`` parsed by a strict parser (no NaN, no Infinity)."""
+    return [json.loads(line, parse_constant=_refuse_constant)
+            for line in output.decode("ascii").splitlines()]
+
+
+def run(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, str]:
+    """cli.main(argv) in this process: (exit status, stdout bytes, stderr text)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(argv)
+    out.flush()
+    assert isinstance(out.buffer, io.BytesIO)
+    return code, out.buffer.getvalue(), err.getvalue()
+
+
+def shell(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``command`` in /bin/sh, ``$VTHREAD`` standing for the command (for ``>&-`` and co)."""
+    env = {**ENV, "VTHREAD": " ".join(VTHREAD)}
+    return subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True,
+                          env=env, timeout=120, check=False)
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# ---------------------------------------------------------------- finding 5: deep ids
+
+
+def _deep_id_file(tmp_path: Path, depth: int, messages: list[Any] = LOOPING) -> Path:
+    lines = [json.dumps({"id": "first", "messages": messages}),
+             f'{{"id": {nested(depth)}, "messages": {json.dumps(messages)}}}',
+             json.dumps({"id": "last", "messages": messages})]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson-if-installed", "json"])
+def test_deep_id_is_no_crash(jobs: str, fast: bool, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id nested 1,000 levels deep gives its line a record (a string id, or an error when
+    the reader refuses the depth) and every later line its own; status 0."""
+    if not fast:
+        monkeypatch.setattr(cli, "_fast_loads", None)
+    path = _deep_id_file(tmp_path, 1000)
+    code, out, err = run(["scan", "-q", "-j", jobs, str(path)], monkeypatch)
+    assert code == 0, err
+    got = strict_records(out)
+    assert [r["line"] for r in got] == [1, 2, 3]
+    assert [got[0]["id"], got[2]["id"]] == ["first", "last"]
+    assert got[0]["verdict"] == got[2]["verdict"] == "repeated_suffix"
+    deep = got[1]
+    if "error" in deep:
+        assert deep["error"].startswith("not valid JSON: maximum recursion depth"), deep
+    else:
+        assert deep["id"] == "[" * ID_TEXT_LIMIT + "..."
+        assert deep["verdict"] == "repeated_suffix"
+
+
+def test_deep_id_in_another_format_and_processes(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the OpenAI adapter on worker processes (--jobs 2)."""
+    path = _deep_id_file(tmp_path, 1000, OPENAI_LOOPING)
+    code, out, _ = run(["scan", "-q", "-j", "2", "--format", "openai", str(path)], monkeypatch)
+    assert code == 0
+    assert [r["line"] for r in strict_records(out)] == [1, 2, 3]
+
+
+def test_deep_id_in_a_json_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json document whose first run's id is nested past json.dumps' recursion: both runs
+    get their record."""
+    path = tmp_path / "runs.json"
+    path.write_text(f'[{{"id": {nested(1010)}, "messages": []}}, {{"id": 2, "messages": []}}]')
+    code, out, err = run(["scan", "-q", str(path)], monkeypatch)
+    assert code == 0, err
+    got = strict_records(out)
+    assert [r["line"] for r in got] == [1, 2]
+    assert got[1]["id"] == 2
+
+
+def test_the_core_leaves_container_ids_to_python() -> None:
+    """The core reader declines a line whose id is an array or object (deep or not), so the
+    one rule for such ids is Python's."""
+    plain = json.dumps(LOOPING).encode()
+    for ident in [nested(3), nested(999), '{"a":[1]}']:
+        line = f'{{"id": {ident}, "messages": {json.dumps(LOOPING)}}}'.encode()
+        assert _core.scan_lines([plain, line], 2, 2, None, 3, True, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("ident", "written"),
+    [
+        ("t1", "t1"), (7, 7), (-2.5, -2.5), (None, None), (True, True), (2**70, 2**70),
+        ([1, "a", None], '[1,"a",null]'), ({"task": 3, "trial": [1]}, '{"task":3,"trial":[1]}'),
+        ({"é": "\ud800"}, '{"é":"\ud800"}'),
+        (float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity"),
+        ([float("nan")], "[NaN]"),
+        (list(range(1000)), json.dumps(list(range(1000)), separators=(",", ":"))[:256] + "..."),
+    ],
+)
+def test_record_id_rule(ident: Any, written: Any) -> None:
+    """Strings, finite numbers, booleans and null as they are; anything else as its compact
+    JSON text, cut at ID_TEXT_LIMIT characters."""
+    assert json.loads(record_id(ident), parse_constant=_refuse_constant) == written
+
+
+def test_json_text_is_json_dumps_without_recursion() -> None:
+    """json_text writes what json.dumps writes, at any depth."""
+    value = {"a": [1, 2.5, None, True, "x\u00e9", {"b": []}, {}], "c": float("nan"), "d": -0.0}
+    assert json_text(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    assert json_text(value, ensure_ascii=True) == json.dumps(value, separators=(",", ":"))
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    assert json_text(deep) == nested(100_001)
+    assert json_text(deep, 10) == "[" * 10 + "..."
+
+
+@pytest.mark.parametrize("head", [b"\x1f", b"\x1f\x8b", b"\x1f\x8bx"])
+def test_a_line_that_begins_like_gzip_is_text(head: bytes, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file whose first line begins with 0x1f (and 0x8b) but not a whole gzip header
+    is text: one record per line (found by tests/test_fuzz_bytes.py)."""
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(head + b"\n[]\n")
+    code, out, _ = run(["scan", "-q", str(path)], monkeypatch)
+    got = strict_records(out)
+    assert code == 0 and [r["line"] for r in got] == [1, 2]
+    assert got[0]["error"].startswith("not valid JSON") and "error" not in got[1]
+
+
+# --------------------------------------------------------- finding 6: strict JSON only
+
+
+def test_non_finite_ids_are_strict_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NaN, Infinity, -Infinity and 1e400 (read as infinity) ids are written as strings."""
+    path = tmp_path / "nan.jsonl"
+    path.write_text("".join(f'{{"id": {ident}, "messages": []}}\n'
+                            for ident in ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]))
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(cli, "_fast_loads", None)
+        code, out, _ = run(["scan", "-q", str(path)], monkeypatch)
+        assert code == 0
+        assert [r["id"] for r in strict_records(out)] == [
+            "NaN", "Infinity", "-Infinity", "Infinity", "-Infinity"]
+
+
+def test_overflowing_token_totals_are_strict_json(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token figures whose sum passes the largest double: the records and the --summary
+    file stay strict JSON (the totals that overflowed are null)."""
+    usage = {"usage": {"tokens": 1.7e308}}
+    thread = [{"type": "user", "text": f"m{i}", **usage} for i in range(4)]
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps({"id": "big", "messages": thread}) + "\n"
+                    + json.dumps({"id": "loop", "messages": [{**m, **usage} for m in LOOPING]})
+                    + "\n")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
+    assert code == 0, err
+    got = strict_records(out)
+    assert len(got) == 2
+    assert (got[1]["verdict"], got[1]["loop_tokens"]) == ("repeated_suffix", None), got[1]
+    figures = json.loads(summary.read_text(), parse_constant=_refuse_constant)
+    assert figures["tokens"] is None
+
+
+def test_overflowing_loop_tokens_are_infinite_not_an_error() -> None:
+    """scan and the reference sum a loop's tokens past the largest double to infinity (it
+    was an OverflowError from math.fsum); the record says null."""
+    from vthread import _reference
+    from vthread._options import cycle_options
+
+    thread = [{**m, "usage": {"tokens": 1.7e308}} for m in LOOPING]
+    result = vthread.scan([thread])
+    assert result.names == ["repeated_suffix"]
+    assert result.loop_tokens[0] == math.inf
+    assert _reference.attribute(thread, cycle_options()).loop_tokens == math.inf
+    assert json.dumps(result.record(0), allow_nan=False)
+    assert result.record(0)["loop_tokens"] is None
+
+
+# --------------------------------------------------- finding 7: I/O failures exit 74
+
+
+def _scan_sample(redirect: str) -> subprocess.CompletedProcess[bytes]:
+    return shell(f'$VTHREAD scan "{SAMPLE}" {redirect}')
+
+
+def _one_message(stderr: bytes) -> None:
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    assert len(text.splitlines()) == 1, text
+
+
+def test_scan_output_to_a_full_device() -> None:
+    """-o /dev/full: 74 and one line saying why, no traceback."""
+    done = _scan_sample("-q -o /dev/full")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+    assert b"cannot write /dev/full" in done.stderr
+
+
+def test_scan_stdout_to_a_full_device() -> None:
+    """Records to a standard output on /dev/full: 74 (not 120, nor 1)."""
+    done = _scan_sample("-q > /dev/full")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_scan_output_path_that_cannot_be_created(tmp_path: Path) -> None:
+    """-o under a regular file (no directory can be made there, root or not): 74."""
+    (tmp_path / "file").write_text("")
+    done = _scan_sample(f'-q -o "{tmp_path}/file/out.jsonl"')
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_scan_output_in_a_read_only_directory(tmp_path: Path) -> None:
+    """-o in a directory without write permission: 74."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        done = _scan_sample(f'-q -o "{locked}/out.jsonl"')
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_summary_file_that_cannot_be_written() -> None:
+    """--summary /dev/full: 74."""
+    done = _scan_sample("-q --summary /dev/full > /dev/null")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+
+
+def test_scan_with_standard_output_closed() -> None:
+    """>&-: 74 and a message, not an AttributeError."""
+    done = _scan_sample("-q >&-")
+    assert done.returncode == 74
+    _one_message(done.stderr)
+    assert b"standard output is closed" in done.stderr
+
+
+def test_scan_with_standard_error_closed(tmp_path: Path) -> None:
+    """2>&-: the summary is lost, the run is not: 0, and the records are all there. With
+    --fail-on-loop, 1 (the sample loops), so 1 still means a loop and only that."""
+    done = _scan_sample("2>&-")
+    assert done.returncode == 0
+    assert len(strict_records(done.stdout)) == 300
+    assert _scan_sample("--fail-on-loop 2>&- > /dev/null").returncode == 1
+    assert _scan_sample("2>/dev/full > /dev/null").returncode == 0
+    assert _scan_sample(f'-o "{tmp_path}/x" --summary /dev/full 2>&-').returncode == 74
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_output_file_never_takes_a_closed_stderr(tmp_path: Path) -> None:
+    """With descriptor 2 closed, -o FILE does not become descriptor 2 (where a message
+    written below Python would land among the records): /dev/null holds it."""
+    target = tmp_path / "out.jsonl"
+    code = ("import os, sys\nfrom vthread import cli\n"
+            f"status = cli.main(['scan', '-q', {str(SAMPLE)!r}, '-o', {str(target)!r}])\n"
+            "print(status, os.readlink('/proc/self/fd/2'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV,
+                          preexec_fn=lambda: os.close(2), timeout=120, check=False)
+    assert done.stdout.split() == [b"0", b"/dev/null"]
+    assert len(strict_records(target.read_bytes())) == 300
+
+
+def test_guard_with_standard_output_closed_or_full() -> None:
+    """vthread guard >&- and > /dev/full: 74 with a message."""
+    for redirect in (">&-", "> /dev/full"):
+        done = shell(f"$VTHREAD guard {redirect}", b"hello world\n")
+        assert done.returncode == 74, done
+        _one_message(done.stderr)
+
+
+def test_guard_with_standard_error_closed() -> None:
+    """vthread guard 2>&-: the stream still flows; a trip still exits 3."""
+    done = shell("$VTHREAD guard 2>&-", b"hello world\n")
+    assert (done.returncode, done.stdout) == (0, b"hello world\n")
+    looping = b"the same words again " * 200
+    assert shell("$VTHREAD guard 2>&- > /dev/null", looping).returncode == 3
+
+
+def test_help_documents_the_exit_statuses() -> None:
+    """Both commands' --help list 74; the README's table too."""
+    for command in ("scan", "guard"):
+        done = subprocess.run([*VTHREAD, command, "--help"], capture_output=True, env=ENV,
+                              check=True)
+        assert b"74 " in done.stdout and b"141" in done.stdout
+    readme = (ROOT / "README.md").read_text()
+    assert "`74`" in readme and "`70`" in readme
+
+
+def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug that escapes exits 70 with its traceback, never 1 (a loop)."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "_scan_command", broken)
+    code, _, err = run(["scan", str(SAMPLE)], monkeypatch)
+    assert code == 70
+    assert "internal error" in err and "RuntimeError: boom" in err
+
+
+# ------------------------------------------------- finding 8: huge options, one answer
+
+_HUGE = [2**63, 2**64, 10**400, 1e300, -(2**63), float("inf"), -1e300]
+_CLI_FLAGS = {"min_repetitions": "--min-repetitions",
+              "min_pattern_length": "--min-pattern-length",
+              "max_pattern_length": "--max-pattern-length",
+              "min_result_repetitions": "--min-result-repetitions"}
+
+
+@pytest.mark.parametrize("name", list(_CLI_FLAGS))
+@pytest.mark.parametrize("value", _HUGE, ids=str)
+def test_huge_options_answer_alike(name: str, value: float, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """scan, describe_thread_cycle, the scalar reference and the CLI give the same verdicts
+    for option values no machine word holds (no OverflowError anywhere)."""
+    from reference_api import describe_thread_cycle as reference
+
+    lines = SAMPLE.read_bytes().splitlines()[:40]
+    threads = [json.loads(line)["messages"] for line in lines]
+    options = {name: value}
+    scanned = vthread.scan(threads, **options).names
+    assert scanned == [vthread.describe_thread_cycle(t, **options) for t in threads]
+    assert scanned == [reference(t, **options) for t in threads]
+    path = tmp_path / "forty.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    text = str(value) if not isinstance(value, int) or abs(value) < 10**30 else "1e400"
+    if isinstance(value, int) and value < 0:
+        text = str(float(value))
+    code, out, err = run(["scan", "-q", f"{_CLI_FLAGS[name]}={text}", str(path)], monkeypatch)
+    assert code == 0, err
+    assert [r["verdict"] for r in strict_records(out)] == scanned
+
+
+# ---------------------------------------------------- finding 9: --jobs is capped
+
+
+def test_worker_count_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most the usable CPUs and the pieces of work; 0 means every CPU; never below 1."""
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 8)
+    assert cli._worker_count(1000) == 8
+    assert cli._worker_count(0) == 8
+    assert cli._worker_count(3) == 3
+    assert cli._worker_count(1000, 2) == 2
+    assert cli._worker_count(1000, 0) == 1
+    assert cli._worker_count(1) == 1
+
+
+def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--jobs 1000 on an 11-line file in another format: one chunk, so no process pool at
+    all; on a file of several chunks, a pool of at most the CPUs there are."""
+    import concurrent.futures
+
+    made: list[int] = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, max_workers: int, **kwargs: Any) -> None:
+            made.append(max_workers)
+            super().__init__(max_workers, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
+    path = tmp_path / "eleven.jsonl"
+    path.write_text("".join(json.dumps(OPENAI_LOOPING) + "\n" for _ in range(11)))
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(path)], monkeypatch)
+    assert (code, len(strict_records(out)), made) == (0, 11, [])
+    monkeypatch.setattr(cli, "CHUNK_LINES", 4)
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(path)], monkeypatch)
+    assert (code, len(strict_records(out)), made) == (0, 11, [2])
+
+
+def test_jobs_1000_native_reads_on_capped_threads(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Native files: the core is asked for at most CPUs - 1 reading threads."""
+    asked: list[int] = []
+    real = cli._read_in_core
+
+    def spy(task: Any) -> Any:
+        asked.append(task.threads)
+        return real(task)
+
+    monkeypatch.setattr(cli, "_read_in_core", spy)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 4)
+    code, out, _ = run(["scan", "-q", "--jobs", "1000", str(SAMPLE)], monkeypatch)
+    assert code == 0 and len(strict_records(out)) == 300
+    assert asked and set(asked) == {3}

@@ -1,0 +1,341 @@
+"""Hostile input to the public functions (issue #12): callbacks that change the thread,
+numbers of other types, sequences of other types."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, overload
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import HOSTILE_VALUES
+
+import vthread
+from vthread import _core
+from vthread import _reference as ref
+from vthread._jsvalue import canonical
+from vthread._messages import token_total, usage_tokens
+from vthread._options import cycle_options
+
+_CALL = {"type": "activity", "text": "", "meta": {"activity": {
+    "type": "request", "function": {"name": "ls", "arguments": {"path": "."}}}}}
+_DONE = {"type": "activity", "text": "", "meta": {"activity": {
+    "type": "response", "function": {"name": "ls", "arguments": {"path": "."}, "result": "a"}}}}
+
+
+# ------------------------------------------------------------------ a thread changed mid-call
+
+
+def test_build_thread_reads_a_snapshot_when_the_estimator_appends() -> None:
+    """An estimator appending to the caller's list ends, answered as on the list untouched."""
+    thread: list[dict[str, Any]] = [{"text": "a" * n} for n in range(1, 6)]
+    untouched = vthread.build_thread(list(thread), max_tokens=9, estimate=lambda m: 2)
+
+    def growing(message: Any) -> float:
+        thread.append({"text": "more"})
+        return 2
+
+    got = vthread.build_thread(thread, max_tokens=9, estimate=growing)
+    assert got == untouched
+    assert len(thread) == 10  # called once per message of the snapshot
+
+
+def test_build_thread_reads_a_snapshot_when_the_trim_function_clears() -> None:
+    """A trim function that empties the caller's list changes nothing the call answers."""
+    thread = [{"text": "x", "usage": {"tokens": 5}} for _ in range(4)]
+    untouched = vthread.build_thread(
+        list(thread), max_tokens=12, inclusive=lambda m, room: {**m, "usage": {"tokens": 1}})
+
+    def clearing(message: Any, room: float) -> Any:
+        thread.clear()
+        return {**message, "usage": {"tokens": 1}}
+
+    assert vthread.build_thread(thread, max_tokens=12, inclusive=clearing) == untouched
+
+
+# ------------------------------------------------------------------- sequences of every kind
+
+
+class _Thread(Sequence[Any]):
+    """A sequence that is neither list nor tuple, and whose ``__getitem__`` takes no slice."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if not isinstance(index, int):
+            raise TypeError("sequence index must be integer, not 'slice'")
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items)
+
+
+_CONTAINERS: dict[str, Callable[[list[Any]], Any]] = {
+    "list": list, "tuple": tuple, "deque": deque, "custom Sequence": _Thread,
+}
+_THREAD_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "build_thread": lambda t: vthread.build_thread(t, max_tokens=5, estimate=lambda m: 1),
+    "describe_thread_cycle": vthread.describe_thread_cycle,
+    "has_repeated_activity_tail": vthread.has_repeated_activity_tail,
+    "has_repeated_result_run": vthread.has_repeated_result_run,
+    "has_repeated_suffix": vthread.has_repeated_suffix,
+    "is_thread_cyclic": vthread.is_thread_cyclic,
+    "scan": lambda t: vthread.scan([t]).record(0),
+    "scan (two threads)": lambda t: vthread.scan([t, [_CALL]]).names,
+}
+_THREADS = {
+    "activity tail": [_CALL, _DONE] * 4,
+    "result run": [_DONE, {"type": "reasoning", "text": "hm"}] * 3,
+    "suffix": [{"type": "user", "text": "a"}, {"type": "bot", "text": "b",
+                                               "usage": {"tokens": 3}}] * 3,
+    "text run": [{"type": "bot", "text": "Checking now. " * 10}],
+    "progress": [{"type": "user", "text": str(n)} for n in range(6)],
+}
+
+
+@pytest.mark.parametrize("thread", sorted(_THREADS))
+@pytest.mark.parametrize("container", sorted(_CONTAINERS))
+@pytest.mark.parametrize("function", sorted(_THREAD_FUNCTIONS))
+def test_every_function_takes_every_sequence(function: str, container: str, thread: str) -> None:
+    """Each public function of a thread answers a deque or custom sequence as its list."""
+    messages = _THREADS[thread]
+    expected = _THREAD_FUNCTIONS[function](list(messages))
+    assert _THREAD_FUNCTIONS[function](_CONTAINERS[container](messages)) == expected
+
+
+@pytest.mark.parametrize("function", sorted(_THREAD_FUNCTIONS))
+@pytest.mark.parametrize("thread", [iter([_CALL]), {"type": "user"}, "text", b"xy", 3, None])
+def test_every_function_refuses_what_is_no_sequence(function: str, thread: Any) -> None:
+    """A generator, a mapping, a string or a number is a TypeError everywhere."""
+    with pytest.raises(TypeError, match="must be a sequence"):
+        _THREAD_FUNCTIONS[function](thread)
+
+
+# ----------------------------------------------------------------- numbers of every type
+
+
+@pytest.mark.parametrize("figure", [np.int64(10), np.float32(10), np.float64(10), np.uint8(10),
+                                    Decimal(10), Decimal("10.0"), Fraction(20, 2)],
+                         ids=repr)
+def test_an_estimate_of_any_real_type_counts(figure: Any) -> None:
+    """An estimator answering a NumPy scalar, Decimal or Fraction counts its value."""
+    got = vthread.build_thread([{"text": "a"}, {"text": "b"}], max_tokens=100,
+                               estimate=lambda m: figure)
+    assert got.tokens == 20.0
+    twin = ref.build_thread([{"text": "a"}, {"text": "b"}], max_tokens=100,
+                            estimate=lambda m: figure)
+    assert (got.messages, got.tokens) == (twin.messages, twin.tokens)
+
+
+@pytest.mark.parametrize("figure", [np.int64(10), np.float32(10), Decimal(10), Fraction(10)],
+                         ids=repr)
+def test_usage_tokens_of_any_real_type_count(figure: Any) -> None:
+    """``usage.tokens = np.int64(10)`` is the message's own figure, not a missing one."""
+    def never(message: Any) -> float:
+        raise AssertionError("the estimator was asked about a message with a usage")
+
+    got = vthread.build_thread([{"text": "a", "usage": {"tokens": figure}}], max_tokens=100,
+                               estimate=never)
+    assert got.tokens == 10.0
+
+
+@pytest.mark.parametrize("figure", [None, float("nan"), float("inf"), -1, np.float64("nan"),
+                                    Decimal("NaN"), Decimal("sNaN"), Decimal("-Infinity"),
+                                    True, np.bool_(True), Decimal("1e400"), "10", [10],
+                                    {"tokens": 10}], ids=repr)
+def test_an_estimate_that_is_no_count_counts_zero(figure: Any) -> None:
+    """None, NaN, infinities, negatives, booleans and JSON values that are no numbers count
+    0, as before (the recorded corpus pins the last)."""
+    got = vthread.build_thread([{"text": "a"}], max_tokens=100, estimate=lambda m: figure)
+    assert got.tokens == 0.0
+
+
+@pytest.mark.parametrize("figure", [b"10", object(), 1 + 2j, np.array([10]), {10},
+                                    datetime.date(2024, 1, 1)], ids=repr)
+def test_an_estimate_that_is_no_number_is_a_type_error(figure: Any) -> None:
+    """Any other object is a TypeError naming the message, where it used to count 0."""
+    thread = [{"text": "a", "usage": {"tokens": 1}}, {"text": "b"}]
+    for build in (vthread.build_thread, ref.build_thread):
+        with pytest.raises(TypeError, match=r"estimate\(messages\[1\]\) returned"):
+            build(thread, max_tokens=100, estimate=lambda m: figure)
+
+
+def test_an_estimators_own_error_propagates() -> None:
+    """The estimator's exception reaches the caller unchanged."""
+    with pytest.raises(ZeroDivisionError):
+        vthread.build_thread([{"text": "a"}], max_tokens=9, estimate=lambda m: 1 / 0)
+
+
+_TOKEN_VALUES = st.one_of(
+    st.sampled_from([None, True, False, "3", [1], {"n": 1}, np.bool_(True), 2**64, 2**53 + 1,
+                     np.int64(2**53 + 1), np.uint64(2**64 - 1), Decimal("sNaN"), -0.0]),
+    st.integers(-3, 2**63 - 1).map(np.int64),
+    st.floats(width=32).map(np.float32),
+    st.floats(),
+    st.integers(-5, 2**70),
+    st.decimals(allow_nan=True),
+    st.fractions(max_denominator=4),
+)
+
+
+@given(st.lists(_TOKEN_VALUES, min_size=1, max_size=6))
+def test_core_reads_usage_tokens_as_python_does(figures: list[Any]) -> None:
+    """The core's reading of ``usage.tokens`` (a scan's loop tokens) is Python's."""
+    thread = [{"type": "user", "text": "a", "usage": {"tokens": f}} for f in figures]
+    python = [f for f in map(usage_tokens, thread) if f is not None]
+    core = _core.usage_figures(thread, 0)
+    assert core is None or core == python
+    looped = [{"type": "u", "text": "x"}] * 2 + thread + thread
+    tokens = vthread.scan([looped], min_pattern_length=len(thread)).loop_tokens[0]
+    expected = token_total(python + python) if python else math.nan
+    assert tokens == expected or (math.isnan(tokens) and math.isnan(expected))
+
+
+# ------------------------------------------------------------ values without a JSON form
+
+
+class _Point:
+    def __init__(self, x: int) -> None:
+        self.x = x
+
+    def __repr__(self) -> str:
+        return f"_Point({self.x})"
+
+
+_DISTINCT_PAIRS = [
+    (np.int64(1), np.int64(2)), (np.float32(1.5), np.float32(2.5)), (np.bool_(True), False),
+    (Decimal(1), Decimal(2)), (Decimal("NaN"), Decimal(0)),
+    (datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)),
+    (datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)), (b"a", b"b"),
+    (bytearray(b"a"), b"a"), ({1}, {2}), (frozenset({1}), {1}), (object(), object()),
+    (_Point(1), _Point(2)), (1 + 2j, 1 + 3j), (np.array([1, 2]), np.array([1, 3])),
+    (np.array([1 + 2j]), np.array([1 + 3j])), ({(1, 2): 1}, {(1, 3): 1}),
+    ({b"k": 1}, {b"j": 1}), (Fraction(1, 3), Fraction(1, 7)),
+]
+_EQUAL_PAIRS = [
+    (np.int64(1), 1.0), (np.float32(0.5), 0.5), (np.bool_(True), True), (Decimal("2.50"), 2.5),
+    (Fraction(1, 2), 0.5), (datetime.datetime(2024, 1, 2, 3, 4, 5, 6789),
+                            "2024-01-02T03:04:05.006Z"),
+    (datetime.datetime(2024, 1, 2, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=2))),
+     datetime.datetime(2024, 1, 2, 3)),
+    (datetime.date(2024, 1, 2), "2024-01-02T00:00:00.000Z"), (np.array([[1], [2]]), [[1], [2]]),
+    ({2, 1}, {1.0, 2}), (np.uint64(2**64 - 1), 2**64), (_Point(1), _Point(1)),
+]
+
+
+def _alternating(left: Any, right: Any) -> list[dict[str, Any]]:
+    ask = {"type": "bot", "text": "b"}
+    return [{"type": "user", "text": "a", "meta": {"v": left}}, ask,
+            {"type": "user", "text": "a", "meta": {"v": right}}, ask]
+
+
+@pytest.mark.parametrize(("left", "right"), _DISTINCT_PAIRS, ids=repr)
+def test_distinct_values_without_a_json_form_differ(left: Any, right: Any) -> None:
+    """``A B A' B`` is no repeated suffix when A and A' hold different non-JSON values."""
+    thread = _alternating(left, right)
+    assert not vthread.has_repeated_suffix(thread)
+    assert vthread.scan([thread]).names == [None]
+    assert not ref.has_repeated_suffix(thread, cycle_options())
+    assert vthread.fingerprint(left) != vthread.fingerprint(right)
+
+
+@pytest.mark.parametrize(("left", "right"), _EQUAL_PAIRS, ids=repr)
+def test_values_equal_to_their_stand_ins_compare_equal(left: Any, right: Any) -> None:
+    """A NumPy scalar, Decimal or date equals the JSON value it stands for."""
+    thread = _alternating(left, right)
+    assert vthread.has_repeated_suffix(thread)
+    assert vthread.scan([thread]).names == ["repeated_suffix"]
+    assert ref.has_repeated_suffix(thread, cycle_options())
+    assert vthread.fingerprint(left) == vthread.fingerprint(right)
+
+
+@pytest.mark.parametrize(("left", "right"), _DISTINCT_PAIRS + _EQUAL_PAIRS, ids=repr)
+def test_colliding_screens_change_no_answer(left: Any, right: Any) -> None:
+    """With every screen colliding, equal and distinct values still get their answers."""
+    thread = _alternating(left, right)
+    expected = (vthread.has_repeated_suffix(thread), vthread.scan([thread]).names)
+    _core._set_screen_bits(1)
+    try:
+        assert (vthread.has_repeated_suffix(thread), vthread.scan([thread]).names) == expected
+    finally:
+        _core._set_screen_bits(64)
+
+
+def test_a_cycle_is_still_the_bare_marker() -> None:
+    """What JavaScript cannot serialise, a cycle, is still written as ``!`` by both."""
+    loop: dict[str, Any] = {"a": 1}
+    loop["self"] = loop
+    assert canonical(loop) == _core.canonical(loop).decode() == '{"a":1,"self":!}'
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (datetime.datetime(2024, 5, 6, 7, 8, 9, 999999), "2024-05-06T07:08:09.999Z"),
+    (datetime.datetime(2024, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(hours=-5))),
+     "2024-05-06T05:00:00.000Z"),
+    (datetime.date(1969, 12, 31), "1969-12-31T00:00:00.000Z"),
+    (datetime.datetime(1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+     "0000-12-31T23:00:00.000Z"),
+    (datetime.datetime(9999, 12, 31, 23, tzinfo=datetime.timezone(-datetime.timedelta(hours=2))),
+     "+010000-01-01T01:00:00.000Z"),
+    (datetime.datetime(2000, 2, 29, 23, 59, 59, 999), "2000-02-29T23:59:59.000Z"),
+])
+def test_dates_are_written_as_javascripts_to_json(value: Any, text: str) -> None:
+    """Dates as ``Date.prototype.toJSON``: UTC, milliseconds cut, JavaScript's years."""
+    assert canonical(value) == _core.canonical(value).decode() == json.dumps(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(HOSTILE_VALUES)
+def test_core_encodes_hostile_values_as_the_python_twin(value: Any) -> None:
+    """The compiled encoding and fingerprint of any value are the Python twin's."""
+    text = canonical(value)
+    assert _core.canonical(value).decode("ascii") == text
+    assert vthread.fingerprint(value) == xxhash.xxh3_64_intdigest(text.encode("ascii"))
+
+
+def test_a_type_that_compares_elementwise_is_no_type() -> None:
+    """A NumPy array as ``type`` is no kind of message, for the engine and the reference
+    (the reference's ``==`` on it raised: found by tests/test_fuzz_values.py)."""
+    thread = [{"type": "activity", "meta": {"activity": None}}, {}, {"type": np.array([1, 2])}]
+    assert vthread.describe_thread_cycle(thread) is None
+    assert ref.describe_thread_cycle(thread, cycle_options()) is None
+
+
+def test_min_messages_of_any_real_type() -> None:
+    """``min_messages`` and ``max_tokens`` of NumPy or Decimal type read as their numbers."""
+    thread = [{"text": "a", "usage": {"tokens": 5}}] * 3
+    for keywords in ({"max_tokens": np.int64(5), "min_messages": Decimal(2)},
+                     {"max_tokens": Decimal("5.0"), "min_messages": Decimal("sNaN")}):
+        got = vthread.build_thread(thread, **keywords)
+        twin = ref.build_thread(thread, **keywords)
+        assert (got.messages, got.tokens) == (twin.messages, twin.tokens)
+
+
+@pytest.mark.parametrize("value", [{10**5000: 1}, {"1" * 8000: 1}, {-(10**4400): [1]},
+                                   {"v": 10**5000}], ids=["huge int key", "long digit key",
+                                                          "negative huge key", "huge value"])
+def test_keys_beyond_pythons_digit_limit_are_encoded(value: Any) -> None:
+    """A key of more than 4,300 digits is encoded, not a ValueError from ``str(int)``."""
+    text = canonical(value)
+    assert _core.canonical(value).decode("ascii") == text
+    assert vthread.fingerprint(value) == xxhash.xxh3_64_intdigest(text.encode("ascii"))
+    thread = _alternating(value, value)
+    assert vthread.has_repeated_suffix(thread) and ref.has_repeated_suffix(
+        thread, cycle_options())
