@@ -219,6 +219,10 @@ def _plug_closed_descriptors() -> None:
 def _main(args: list[str]) -> int:
     if args[:1] == ["guard"]:
         return _guard(args[1:])
+    if args[:1] == ["report"]:
+        from vthread._cli_report import run_report
+
+        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         _say(_misplaced_option(args[0], parser))
@@ -269,6 +273,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("guard", help="guard a token stream against runaway repetition "
                         "(see vthread guard --help)", add_help=False)
+    commands.add_parser("report", help="write a self-contained HTML report of the runs "
+                        "(see vthread report --help)", add_help=False)
     scan_ = commands.add_parser(
         "scan",
         help="scan JSONL trajectory files for looping threads",

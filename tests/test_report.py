@@ -1,0 +1,270 @@
+"""``vthread report``: the page's figures, its safety on hostile text, and the page itself in
+headless Chromium (Debian's ``chromium``, driven by Playwright) on the real published runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vthread.cli import main
+from vthread.report import ReportData, render_report
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
+REALDATA = ROOT.parent / "shared" / "realdata"
+REAL_FILES = [REALDATA / "tau-bench_gpt-4o-airline.json",
+              *sorted((REALDATA / "swe-agent").glob("*.traj")),
+              REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"]
+SCREENSHOT = ROOT / "docs" / "img" / "report.png"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+
+needs_realdata = pytest.mark.skipif(
+    not all(path.exists() for path in REAL_FILES),
+    reason=f"the real runs folder {REALDATA} is absent (outside CI)")
+
+
+def _loop_record(ident: Any, excerpt: str, **fields: Any) -> dict[str, Any]:
+    record = {"id": ident, "file": "runs.jsonl", "line": 1, "verdict": "repeated_suffix",
+              "loop_start": 4, "period": 2, "repetitions": 3, "loop_messages": 6,
+              "loop_tokens": 60.0, "signature": "00000000000000ff", "excerpt": excerpt,
+              "messages": 10}
+    record.update(fields)
+    return record
+
+
+def _scan_summary(files: list[Path], tmp_path: Path) -> dict[str, Any]:
+    summary = tmp_path / "summary.json"
+    status = main(["scan", "-q", "-o", str(tmp_path / "records.jsonl"), "--summary",
+                   str(summary), *map(str, files)])
+    assert status == 0
+    return dict(json.loads(summary.read_text()))
+
+
+def _headline_keys() -> tuple[str, ...]:
+    return ("threads", "errors", "loops", "messages", "wasted_messages", "tokens",
+            "wasted_tokens")
+
+
+# ------------------------------------------------------------------------------ no browser
+
+
+def test_figures_equal_the_scan_summary(tmp_path: Path) -> None:
+    """The records read back give the scan's own --summary figures."""
+    expected = _scan_summary([SAMPLE], tmp_path)
+    data = ReportData()
+    for line in (tmp_path / "records.jsonl").read_text().splitlines():
+        data.add(json.loads(line))
+    data.tokens = expected["tokens"]
+    got = data.summary()
+    for key in (*_headline_keys(), "progressing", "loops_by_heuristic"):
+        assert got[key] == expected[key], key
+
+
+def test_hostile_text_is_escaped_everywhere() -> None:
+    """An id and excerpt that try to close the script and inject markup stay text."""
+    data = ReportData()
+    data.add(_loop_record(HOSTILE, HOSTILE + " & 'x' \u2028"))
+    page = render_report(data, title=HOSTILE, sources=[HOSTILE])
+    assert "<img" not in page
+    assert page.count("</script>") == 2  # the data blob's and the script's own
+    blob = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(blob)["runs"]["id"] == [HOSTILE]
+
+
+def test_message_kinds_cover_every_looping_run(tmp_path: Path) -> None:
+    """Scanned runs carry one kind per message for every looping run (the sample's threads
+    are short enough), and records read back carry none."""
+    out = tmp_path / "r.html"
+    assert main(["report", str(SAMPLE), "-o", str(out)]) == 0
+    text = out.read_text()
+    runs = json.loads(text.split('id="report-data">', 1)[1].split("</script>", 1)[0])["runs"]
+    assert runs["id"] and [len(k) for k in runs["kinds"]] == runs["messages"]
+    assert {"u", "a", "c", "r"} <= set("".join(runs["kinds"]))
+
+
+def test_records_file_is_read_back(tmp_path: Path) -> None:
+    """A scan's JSONL output (here gzipped) makes the same page figures as the scan."""
+    expected = _scan_summary([SAMPLE], tmp_path)
+    packed = tmp_path / "records.jsonl.gz"
+    packed.write_bytes(gzip.compress((tmp_path / "records.jsonl").read_bytes()))
+    out = tmp_path / "r.html"
+    assert main(["report", str(packed), "-o", str(out)]) == 0
+    page = out.read_text()
+    for key in ("threads", "loops", "wasted_messages"):
+        assert f'data-figure="{key}" data-value="{expected[key]}"' in page
+    assert 'data-figure="tokens" data-value="null"' in page  # not in the records
+    assert '"kinds":[]' in page
+
+
+def test_bad_record_line_names_file_and_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A records file with a line that is no record: status 2, the file and line named."""
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(_loop_record("a", "x")) + "\n{not json\n")
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 2
+    assert f"vthread report: {records}:2: " in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),
+                                              ("no folder", 74), ("output is a folder", 74)])
+def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str, status: int,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad input ends with status 2, an unwritable page with 74 (as vthread scan's), each
+    with one clear line."""
+    args = {"missing input": [str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "r.html")],
+            "no folder": [str(SAMPLE), "-o", str(tmp_path / "no" / "r.html")],
+            "output is a folder": [str(SAMPLE), "-o", str(tmp_path)],
+            "output is input": [str(SAMPLE), "-o", str(SAMPLE)]}[case]
+    assert main(["report", *args]) == status
+    err = capsys.readouterr().err
+    assert err.startswith("vthread report: ") and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------- browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium, Debian's build, driven by Playwright (no browser download)."""
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install playwright)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield launched
+        launched.close()
+
+
+def _open(browser: Any, page_file: Path) -> tuple[Any, list[str], list[str]]:
+    """The page opened with every request intercepted: (page, requests, dialogs)."""
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    requests: list[str] = []
+    dialogs: list[str] = []
+
+    def route(request_route: Any) -> None:
+        requests.append(request_route.request.url)
+        if request_route.request.url == page_file.as_uri():
+            request_route.continue_()
+        else:
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(page_file.as_uri())
+    page.wait_for_selector("body[data-ready]")
+    return page, requests, dialogs
+
+
+def _rows(page: Any) -> list[str]:
+    return [str(text) for text in page.locator("#runs tbody tr td:first-child").all_inner_texts()]
+
+
+@needs_realdata
+def test_real_runs_render_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """The real runs' page: headline = scan --summary, sort and filter work, no request
+    leaves the page; saves the README's screenshot."""
+    expected = _scan_summary(REAL_FILES, tmp_path)
+    out = tmp_path / "report.html"
+    assert main(["report", *map(str, REAL_FILES), "-o", str(out)]) == 0
+    page, requests, dialogs = _open(browser, out)
+    for key in _headline_keys():
+        shown = page.get_attribute(f'[data-figure="{key}"]', "data-value")
+        assert json.loads(shown or "null") == expected[key], key
+    assert int(page.inner_text('[data-figure="loops"] .value')) == expected["loops"]
+
+    before = _rows(page)
+    assert len(before) == expected["loops"] >= 2
+    page.click('#runs th[data-key="id"] button')
+    ascending = _rows(page)
+    page.click('#runs th[data-key="id"] button')
+    assert ascending == sorted(before) and _rows(page) == ascending[::-1]
+
+    page.fill("#filter", ascending[0].lower())
+    assert _rows(page) == [ascending[0]]
+    page.fill("#filter", "no run is called this")
+    assert _rows(page) == []
+    assert page.inner_text("#status") == "no looping run matches"
+    page.fill("#filter", "")
+    page.select_option("#kind-filter", "3")  # repeated_result_run
+    assert len(_rows(page)) == expected["loops_by_heuristic"]["repeated_result_run"]
+    page.select_option("#kind-filter", "0")
+
+    page.locator("#runs tbody tr").first.click()
+    assert page.locator("#detail .strip rect.l").count() > 0
+    # The runs were read again for their messages' kinds: calls and results coloured.
+    assert page.locator("#detail .strip rect.kc").count() > 0
+    assert page.locator("#detail .strip rect.kr").count() > 0
+    assert requests == [out.as_uri()] and not dialogs
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.close()
+
+
+def test_hostile_text_stays_text_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """The injection attempt shows as text: no image element, no dialog, no request."""
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in (
+        _loop_record(HOSTILE, HOSTILE), _loop_record("plain", "ls()", line=2,
+                                                      signature="01"))))
+    out = tmp_path / "report.html"
+    assert main(["report", str(records), "-o", str(out), "--title", HOSTILE]) == 0
+    page, requests, dialogs = _open(browser, out)
+    assert page.locator("img").count() == 0
+    assert HOSTILE in _rows(page)
+    assert HOSTILE in page.inner_text("#top-loops")
+    assert requests == [out.as_uri()] and not dialogs
+    page.close()
+
+
+def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> None:
+    """20,000 looping runs: 50 rows in the DOM, paging walks on, a sort reaches every row."""
+    records = tmp_path / "records.jsonl"
+    with records.open("w") as out:
+        for index in range(20_000):
+            out.write(json.dumps(_loop_record(f"run-{index:05d}", f"call({index % 300})",
+                                              line=index + 1, loop_tokens=float(index),
+                                              signature=f"{index % 300:016x}")) + "\n")
+    out_page = tmp_path / "report.html"
+    assert main(["report", str(records), "-o", str(out_page)]) == 0
+    assert out_page.stat().st_size < 2_000_000
+    page, requests, _ = _open(browser, out_page)
+    assert _rows(page)[:2] == ["run-19999", "run-19998"]  # most tokens first
+    assert page.locator("#runs tbody tr").count() == 50
+    page.click("#next")
+    assert _rows(page)[0] == "run-19949"
+    page.click('#runs th[data-key="tokens"] button')  # ascending now
+    assert _rows(page)[0] == "run-00000"
+    assert page.inner_text("#status") == "runs 1\u201350 of 20,000"
+    assert requests == [out_page.as_uri()]
+    page.close()
+
+
+def test_parquet_records_are_read_back(tmp_path: Path) -> None:
+    """``vthread scan -o X.parquet``'s output makes the same figures as its JSONL."""
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (vthread[arrow])")
+    expected = _scan_summary([SAMPLE], tmp_path)
+    records = tmp_path / "records.parquet"
+    assert main(["scan", "-q", "-o", str(records), str(SAMPLE)]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    page = out.read_text()
+    for key in ("threads", "loops", "wasted_messages", "wasted_tokens"):
+        assert f'data-figure="{key}" data-value="{json.dumps(expected[key])}"' in page, key
+
+
+def test_only_loops_records_draw_a_warning(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Records without a progressing run (``--only-loops``) are reported, with a warning."""
+    records = tmp_path / "loops.jsonl"
+    assert main(["scan", "-q", "--only-loops", "-o", str(records), str(SAMPLE)]) == 0
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 0
+    assert "holds no progressing run (written with --only-loops?)" in capsys.readouterr().err

@@ -1,0 +1,309 @@
+"""``vthread report FILE... -o report.html``: a dataset's runs as one self-contained page.
+
+Each FILE is either anything ``vthread scan`` reads (trajectories in any detected format,
+``.gz``, documents, Parquet, Inspect logs), scanned by ``vthread scan`` itself, in this
+process, into a temporary file of records with its ``--summary`` beside it, or a scan's
+own output, read back as it is: JSONL (optionally ``.gz``) whose first line is a record (an
+object with ``file``, ``line`` and ``verdict`` or ``error``), or Parquet with those columns
+(``-o X.parquet``). Records written with ``--only-loops`` lack the progressing runs, so the
+figures count fewer runs: a records file without a progressing run draws a warning. The
+records are gathered by :class:`vthread.report.ReportData` and the page written by
+:func:`vthread.report.render_report`.
+
+Exit status, as ``vthread scan``'s: 0 when the page was written (bad lines are counted as
+errors in it), 2 on a usage error, an unreadable input, a records file with a line that is
+no record (named by file and line) or an output that is one of the inputs, 74 when the page
+cannot be written (a missing folder, no permission, a full disk); the scan's own status
+(130 on Ctrl-C, 70 on an internal error) when it did not complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import io
+import json
+import os
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+from vthread._cli_parquet import is_parquet
+from vthread.report import RecordError, ReportData, message_kinds, render_report
+
+__all__ = ["run_report"]
+
+EXIT_USAGE: Final = 2
+EXIT_IO: Final = 74  # EX_IOERR in sysexits.h, as vthread scan's for an unwritable output
+SNIFF_BYTES: Final = 64 << 10
+"""Bytes read to tell a records file from trajectories: a record line is far shorter."""
+MESSAGE_KINDS_PER_RUN: Final = 2_000
+"""Longest run whose messages' kinds colour its timeline (one character each in the page)."""
+MESSAGE_KINDS_BUDGET: Final = 2_000_000
+"""Most message kinds in one page, about as many bytes (at 100,000 runs, 2 MB)."""
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval")
+_RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
+
+
+class _ReportError(Exception):
+    """A problem that ends the command with ``status`` (the message names file and line)."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def run_report(argv: Sequence[str], stderr: TextIO) -> int:
+    """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status."""
+    parser = _parser()
+    try:
+        options = parser.parse_args(list(argv))
+    except SystemExit as exit_:  # --help and usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        _check_output(options.output, options.files)
+        data = ReportData()
+        to_scan = [name for name in options.files if not _holds_records(name)]
+        if to_scan:
+            status = _scan_into(data, to_scan, options, stderr)
+            if status:
+                return status
+        for name in options.files:
+            if name not in to_scan:
+                progressing = data.progressing
+                _read_records(data, name)
+                data.tokens = None  # records hold no run's total tokens
+                if data.progressing == progressing:
+                    stderr.write(f"vthread report: warning: {name} holds no progressing run "
+                                 f"(written with --only-loops?); the figures count only the "
+                                 f"runs it holds\n")
+        title = options.title or f"vthread report: {_what(options.files)}"
+        page = render_report(data, title=title, sources=options.files)
+        try:
+            # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
+            Path(options.output).write_bytes(page.encode("utf-8", "replace"))
+        except OSError as error:
+            why = error.strerror or error
+            raise _ReportError(f"cannot write {options.output}: {why}", EXIT_IO) from None
+    except _ReportError as error:
+        stderr.write(f"vthread report: {error}\n")
+        return error.status
+    except KeyboardInterrupt:
+        stderr.write("vthread report: interrupted\n")
+        return 130
+    summary = data.summary()
+    stderr.write(f"vthread report: {summary['threads']:,} runs, {summary['loops']:,} with a "
+                 f"loop: wrote {options.output}\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vthread report",
+        description="Scan trajectory files (anything vthread scan reads), or read a scan's "
+        "records (JSONL or Parquet), and write one self-contained HTML page: headline "
+        "figures, loops by kind, the most repeated loops, and a sortable table of the "
+        "looping runs.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="trajectory file as vthread scan takes it, or vthread scan's "
+                        "output (JSONL, .gz, or Parquet)")
+    parser.add_argument("-o", "--output", metavar="PATH", required=True,
+                        help="the HTML file to write")
+    parser.add_argument("--title", help="the page's title (default: names the inputs)")
+    parser.add_argument("--format", help="message format, as for vthread scan")
+    parser.add_argument("--messages-key", metavar="KEY", help="as for vthread scan")
+    parser.add_argument("--id-key", metavar="KEY", help="as for vthread scan")
+    parser.add_argument("--mask-volatile", action="store_true", help="as for vthread scan")
+    parser.add_argument("-j", "--jobs", metavar="N", help="as for vthread scan")
+    return parser
+
+
+def _what(files: Sequence[str]) -> str:
+    return files[0] if len(files) == 1 else f"{len(files)} files"
+
+
+def _check_output(output: str, files: Sequence[str]) -> None:
+    """Refuse an output that is an input (it would be emptied) or whose folder is missing,
+    before a long scan rather than after it."""
+    for name in files:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(output, name):
+                raise _ReportError(f"the output {output} is the input {name}; writing it "
+                                   f"would destroy the input (choose another path)")
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise _ReportError(f"cannot write {output}: no such directory {folder}", EXIT_IO)
+    if not os.access(folder, os.W_OK):
+        raise _ReportError(f"cannot write {output}: permission denied", EXIT_IO)
+
+
+def _holds_records(name: str) -> bool:
+    """Whether the file is ``vthread scan``'s JSONL output: its first line is a record."""
+    base = name.lower().removesuffix(".gz")
+    if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):
+        return False
+    if is_parquet(name):
+        return _parquet_columns(name) >= _RECORD_COLUMNS
+    try:
+        with _open_text(name) as stream:
+            head = stream.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return False  # the scan reports what is wrong with it
+    first = next((line for line in head.split("\n") if line.strip()), "")
+    if len(first) == len(head) and len(head) == SNIFF_BYTES:
+        return False  # a first line longer than any record
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return (isinstance(value, dict) and {"file", "line"} <= value.keys()
+            and ("verdict" in value or "error" in value))
+
+
+def _open_text(name: str) -> TextIO:
+    with open(name, "rb") as raw:
+        gzipped = raw.read(2) == _GZIP_MAGIC
+    if gzipped:
+        return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8")
+    return open(name, encoding="utf-8")  # the caller closes it
+
+
+def _parquet_columns(name: str) -> frozenset[str]:
+    """The column names of a Parquet file (none when it cannot be read: the scan says why)."""
+    try:
+        import pyarrow.parquet as parquet
+
+        return frozenset(parquet.read_schema(name).names)
+    except Exception:  # no pyarrow, or not a Parquet file: whatever pyarrow raises
+        return frozenset()
+
+
+def _read_parquet_records(data: ReportData, name: str) -> None:
+    """Add every row of ``vthread scan -o X.parquet``'s output (error null: no error)."""
+    import pyarrow.parquet as parquet
+
+    number = 0
+    try:
+        for batch in parquet.ParquetFile(name).iter_batches():
+            for row in batch.to_pylist():
+                number += 1
+                if row.get("error") is None:
+                    row.pop("error", None)
+                try:
+                    data.add(row)
+                except RecordError as error:
+                    raise _ReportError(f"{name}: row {number}: {error}") from None
+    except (OSError, ValueError) as error:  # pyarrow's read errors
+        raise _ReportError(f"{name}: cannot read: {error}") from error
+
+
+def _read_records(data: ReportData, name: str) -> None:
+    """Add every record of a records file; a line that is none is fatal (file:line)."""
+    if is_parquet(name):
+        _read_parquet_records(data, name)
+        return
+    number = 0
+    try:
+        with _open_text(name) as stream:
+            for number, line in enumerate(stream, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise RecordError("not a vthread scan record (not a JSON object)")
+                    data.add(record)
+                except (ValueError, RecordError) as error:  # RecordError is a ValueError
+                    raise _ReportError(f"{name}:{number}: {error}") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        where = f"{name}:{number + 1}" if number else name
+        raise _ReportError(f"{where}: cannot read: {error}") from error
+
+
+def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
+               stderr: TextIO) -> int:
+    """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status.
+
+    The scan writes its records and ``--summary`` to a temporary folder, so memory stays
+    that of the scan plus the looping runs' columns. Its messages reach ``stderr`` as the
+    report's.
+    """
+    from vthread import cli
+
+    with tempfile.TemporaryDirectory(prefix="vthread-report-") as folder:
+        records, summary = Path(folder, "records.jsonl"), Path(folder, "summary.json")
+        argv = ["scan", "--quiet", "--output", str(records), "--summary", str(summary)]
+        for flag, value in (("--format", options.format), ("--messages-key",
+                            options.messages_key), ("--id-key", options.id_key),
+                            ("--jobs", options.jobs)):
+            if value is not None:
+                argv += [flag, value]
+        if options.mask_volatile:
+            argv.append("--mask-volatile")
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said):
+            status = cli.main([*argv, "--", *files])
+        stderr.write(said.getvalue().replace("vthread scan:", "vthread report:"))
+        if status:
+            return status
+        looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row
+        for line in _lines(records):
+            record = json.loads(line)
+            data.add(record)
+            if record.get("verdict") is not None:
+                looping[(record["file"], record["line"])] = data.loops - 1
+        data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
+    if looping:
+        _add_message_kinds(data, files, looping, options)
+    return 0
+
+
+def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],
+                       options: argparse.Namespace) -> None:
+    """Each looping run's message kinds, for its timeline: the inputs read a second time
+    through ``vthread scan``'s own chunking and run reading, only looping lines parsed.
+
+    Bounded: at most ``MESSAGE_KINDS_PER_RUN`` messages a run and ``MESSAGE_KINDS_BUDGET``
+    in all (later runs get none and a plain strip). Standard input cannot be read twice.
+    """
+    from vthread import cli
+
+    if "-" in files:
+        return
+    budget = MESSAGE_KINDS_BUDGET
+    try:
+        tasks = cli._tasks(files, options.format, {}, False, None, False,
+                           messages_key=options.messages_key, id_key=options.id_key)
+        for task in tasks:
+            if task.broken is not None:
+                continue
+            for index, line in enumerate(task.lines):
+                row = looping.get((task.label, task.first_line + index))
+                if row is None or data.run_messages[row] > MESSAGE_KINDS_PER_RUN:
+                    continue
+                if budget < data.run_messages[row]:
+                    return
+                read = cli._read_thread(line, True, task.format, task.messages_key,
+                                        task.id_key)
+                if isinstance(read, cli._Bad):
+                    continue
+                kinds = message_kinds(read[1], read[2], data.run_messages[row])
+                data.message_kinds[row] = kinds
+                budget -= len(kinds)
+    except (cli._FatalError, OSError):  # the input changed since the scan: strips go plain
+        return
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as stream:
+        yield from stream
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_report(sys.argv[1:], sys.stderr))
