@@ -9,9 +9,12 @@ answer for ``None``, on the engine, on ``scan`` and on the scalar reference.
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import math
 from typing import Any, Final
 
+import numpy as np
 import pytest
 import reference_api
 
@@ -135,3 +138,28 @@ def test_default_options_resolve_as_the_general_rule() -> None:
 
     assert cycle_options() == cycle_options(2, 2, float("nan"), 3)
     assert text_run_options() == text_run_options(DEFAULT_MIN_UNITS, float("inf"), 2.0)
+
+
+@pytest.mark.parametrize("value", [np.int64(3), np.float32(3.0), decimal.Decimal(3),
+                                   fractions.Fraction(3)])
+def test_options_take_real_numbers_of_any_type(value: Any) -> None:
+    """A NumPy scalar, Decimal or Fraction option answers as the int 3 does, everywhere."""
+    thread = [{"type": "user", "text": "go"}] + [{"type": "bot", "text": "same"}] * 6
+    assert vthread.describe_thread_cycle(thread, min_repetitions=value) == (
+        vthread.describe_thread_cycle(thread, min_repetitions=3))
+    assert vthread.scan([thread], min_repetitions=value).record(0) == (
+        vthread.scan([thread], min_repetitions=3).record(0))
+    assert vthread.has_repeated_text_run("a. " * 20, min_units=value) == (
+        vthread.has_repeated_text_run("a. " * 20, min_units=3))
+    assert vthread.Guard(ngram=value).options == vthread.Guard(ngram=3).options
+
+
+def test_an_option_whose_repr_raises_is_still_a_clear_type_error() -> None:
+    """The error names the option even when the value cannot be shown."""
+
+    class Opaque:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    with pytest.raises(TypeError, match="option min_repetitions must be a real number"):
+        vthread.describe_thread_cycle([], min_repetitions=Opaque())

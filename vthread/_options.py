@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from vthread._jsvalue import real_number
+
 DEFAULT_MIN_REPETITIONS: Final = 2
 DEFAULT_MIN_PATTERN_LENGTH: Final = 2
 DEFAULT_MIN_RESULT_REPETITIONS: Final = 3
@@ -37,13 +39,22 @@ def real(name: str, value: object) -> float | None:
     """``value`` as a float, ``None`` when unset; ``TypeError`` for anything but a real number."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"option {name} must be a real number or None, got {value!r}")
+    exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
+    if exact is None:
+        raise TypeError(f"option {name} must be a real number or None, got {_shown(value)}")
     try:
-        number = float(value)
+        number = float(exact)
     except OverflowError:
-        number = math.inf if value > 0 else -math.inf
+        number = math.inf if exact > 0 else -math.inf
     return number
+
+
+def _shown(value: object) -> str:
+    """``repr(value)`` for an error message, or its type where its ``repr`` raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
 
 
 def floor_count(name: str, value: object, default: int, minimum: int) -> int:
