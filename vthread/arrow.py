@@ -29,9 +29,8 @@ from vthread.adapters import (
     FORMATS,
     FormatConflictError,
     common_format,
-    format_evidence,
 )
-from vthread.documents import in_source_messages, read_run, run_format, run_messages
+from vthread.documents import in_source_messages, read_run, run_format_evidence
 from vthread.scan import HEURISTIC_NAMES, ScanResult, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -161,16 +160,11 @@ def _detect(column: pa.ChunkedArray) -> str:
         for value in _head_values(piece):
             if len(evidence) >= _DETECT_ROWS:
                 break
-            declared = run_format(value) if isinstance(value, dict) else None
-            listed = run_messages(value) if isinstance(value, dict) else value
-            if declared is not None:
-                evidence.append((row, declared, True))
-            elif isinstance(listed, list) and listed:
-                found, decisive = format_evidence(listed)
-                if found is None:
-                    unknown = row if unknown is None else unknown
-                else:
-                    evidence.append((row, found, decisive))
+            found = run_format_evidence(value)
+            if found is not None and found[0] is None:
+                unknown = row if unknown is None else unknown
+            elif found is not None:
+                evidence.append((row, *found))
             row += 1
         if len(evidence) >= _DETECT_ROWS:
             break

@@ -1143,8 +1143,8 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
     or run numbers) when they disagree, or when none is in a known format but one has
     messages."""
-    from vthread.adapters import EXPECTED, FormatConflictError, common_format, format_evidence
-    from vthread.documents import run_format, run_messages
+    from vthread.adapters import EXPECTED, FormatConflictError, common_format
+    from vthread.documents import run_format_evidence
 
     suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
     evidence: list[tuple[int, Any, bool]] = []
@@ -1153,23 +1153,15 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     for index, line in enumerate(lines):
         if len(evidence) == DETECT_THREADS or examined > DETECT_BYTES:
             break
-        value = _parse(line, index in suspect)
-        declared = None
-        if isinstance(value, dict):
-            declared = run_format(value)
-            value = run_messages(value, messages_key)
-        if declared is not None:
-            evidence.append((index + 1, declared, True))
-        elif isinstance(value, list) and value:
-            found, decisive = format_evidence(value)
-            if found is None:
-                # Read as any format, such a thread is an error record; it is fatal only
-                # when no thread shows a format.
-                unknown = index + 1 if unknown is None else unknown
-                continue
-            evidence.append((index + 1, found, decisive))
-        else:
+        found = run_format_evidence(_parse(line, index in suspect), messages_key)
+        if found is None:
             continue
+        if found[0] is None:
+            # Read as any format, such a thread is an error record; it is fatal only when no
+            # thread shows a format.
+            unknown = index + 1 if unknown is None else unknown
+            continue
+        evidence.append((index + 1, *found))
         examined += len(line)
     if not evidence and unknown is not None:
         raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "

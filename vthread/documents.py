@@ -43,6 +43,7 @@ __all__ = [
     "in_source_messages",
     "read_run",
     "run_format",
+    "run_format_evidence",
     "run_id",
     "run_messages",
     "runs_of",
@@ -197,3 +198,23 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None
         result.period[row] = sources[-1] + 1 - sources[len(sources) - int(result.period[row])]
     elif code == RESULT_RUN:
         result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
+
+
+def run_format_evidence(value: Any, messages_key: str | None = None) -> tuple[Any, bool] | None:
+    """What one parsed run says of its file's format, as detection weighs it: ``(format,
+    decisive)`` (:func:`vthread.adapters.format_evidence`, or the format the run declares),
+    ``(None, True)`` when it has messages in no known format, and None when it has no
+    messages to judge by.
+
+    >>> run_format_evidence({"messages": [{"role": "user", "content": "hi"}]})
+    ('openai', False)
+    """
+    from vthread.adapters import format_evidence
+
+    declared = run_format(value) if isinstance(value, dict) else None
+    if declared is not None:
+        return declared, True
+    listed = run_messages(value, messages_key) if isinstance(value, dict) else value
+    if not isinstance(listed, list) or not listed:
+        return None
+    return format_evidence(listed)
