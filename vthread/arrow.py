@@ -282,14 +282,7 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
                               "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])
-        costs = scan_validated(threads, **keywords)
-        if costs.codes.tolist() != result.codes[looping].tolist():
-            raise AssertionError("the core and Python disagree on a looping row")
-        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
-                     "signature"):
-            getattr(result, name)[looping] = getattr(costs, name)
-        for row, text in zip(looping, costs.excerpt, strict=True):
-            result.excerpt[row] = text
+        result.attribute_rows(looping, scan_validated(threads, **keywords))
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
     if len(valid) == len(piece):

@@ -1305,13 +1305,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         costs, failed = _scan_threads(threads, task.options)
         if failed:
             return None  # the Python way turns the failing thread into an error record
-        if costs.codes.tolist() != result.codes[looping].tolist():
-            raise AssertionError("the core and Python disagree on a looping line")
-        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
-                     "signature"):
-            getattr(result, name)[looping] = getattr(costs, name)
-        for row, text in zip(looping, costs.excerpt, strict=True):
-            result.excerpt[row] = text
+        result.attribute_rows(looping, costs)
     counts = raw["message_counts"].tolist()
     codes = result.codes
     loops = codes > 0

@@ -113,6 +113,19 @@ class ScanResult:
             record["loops"] = self.loops[index]
         return record
 
+    def attribute_rows(self, rows: Sequence[int], attributed: ScanResult) -> None:
+        """Take rows ``rows`` of this result's loop attribution from ``attributed``, their
+        scan in the same order (made from the threads' messages): how a verdict read from
+        the core's columns alone gets its span, signature and excerpt. The verdicts must
+        agree; an AssertionError says where they do not."""
+        if attributed.codes.tolist() != self.codes[list(rows)].tolist():
+            raise AssertionError("the core and Python disagree on a looping thread")
+        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
+                     "signature"):
+            getattr(self, name)[list(rows)] = getattr(attributed, name)
+        for row, text in zip(rows, attributed.excerpt, strict=True):
+            self.excerpt[row] = text
+
     @classmethod
     def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
         """One result from several, rows in order (how chunks and jobs are stitched)."""
