@@ -23,16 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-import numpy as np
-
 import vthread
+from benchmarks.guard_report import machine
 from benchmarks.workload import generate_threads
 from vthread import _reference
 
@@ -53,22 +50,6 @@ def _best(run: Callable[[], object], repeats: int) -> float:
         run()
         times.append(time.perf_counter() - started)
     return min(times)
-
-
-def _machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip()
-    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "vthread_commit": commit,
-            "load_average": os.getloadavg()}
 
 
 def measure(count: int, repeats: int) -> dict[str, Any]:
@@ -105,7 +86,8 @@ def measure(count: int, repeats: int) -> dict[str, Any]:
                          "speedup": round(reference_s / engine_s, 2)})
     return {"workload": {"threads": count, "messages": sum(map(len, generated)),
                          "seed": 0},
-            "repeats": repeats, "machine": _machine(), "results": rows}
+            "repeats": repeats,
+            "machine": {**machine(), "load_average": os.getloadavg()}, "results": rows}
 
 
 def main() -> None:
