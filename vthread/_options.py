@@ -41,7 +41,7 @@ def real(name: str, value: object) -> float | None:
         return None
     exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if exact is None:
-        raise TypeError(f"option {name} must be a real number or None, got {_shown(value)}")
+        raise TypeError(f"option {name} must be a real number or None, got {shown(value)}")
     try:
         number = float(exact)
     except OverflowError:
@@ -49,8 +49,9 @@ def real(name: str, value: object) -> float | None:
     return number
 
 
-def _shown(value: object) -> str:
-    """``repr(value)`` for an error message, or its type where its ``repr`` raises."""
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, or its type where its ``repr`` raises (the
+    error the caller needs is ours, not the value's)."""
     try:
         return repr(value)
     except Exception:

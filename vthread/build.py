@@ -16,6 +16,7 @@ from vthread._messages import (
     token_figure,
     tool_pairs,
 )
+from vthread._options import shown
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -97,7 +98,7 @@ def build_thread(
     limit = _number("max_tokens", max_tokens)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
-        raise TypeError(f"inclusive must be a bool or a trim function, got {_shown(inclusive)}")
+        raise TypeError(f"inclusive must be a bool or a trim function, got {shown(inclusive)}")
 
     # Every message is costed up front, oldest first, as production does: an estimator
     # sees each message exactly once, whichever of them end up in the thread. The core
@@ -264,7 +265,7 @@ def _trim(
         return None
     if not isinstance(result, Mapping) or result.get("usage") is None:
         raise ValueError(
-            f"the trim function returned no usage for messages[{index}]: {_shown(result)}"
+            f"the trim function returned no usage for messages[{index}]: {shown(result)}"
         )
     usage = result["usage"]
     tokens = token_figure(usage.get("tokens") if isinstance(usage, Mapping) else None)
@@ -277,17 +278,8 @@ def _trim(
 def _number(name: str, value: object) -> float:
     number = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if number is None:
-        raise TypeError(f"{name} must be a number, got {_shown(value)}")
+        raise TypeError(f"{name} must be a number, got {shown(value)}")
     try:
         return float(number)
     except OverflowError:
         return float("inf") if number > 0 else float("-inf")
-
-
-def _shown(value: object) -> str:
-    """``repr(value)`` for an error message, or its type where its ``repr`` raises (the
-    error the caller needs is ours, not the value's)."""
-    try:
-        return repr(value)
-    except Exception:
-        return f"a {type(value).__name__}"
