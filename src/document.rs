@@ -31,8 +31,9 @@ enum Kind {
     Object,
 }
 
-/// One value of the line. Containers hold their children right after them; `next` is the
-/// index just past the whole subtree. Objects alternate key and value children.
+/// One value of the line: its text at `start..end` (a string's without its quotes).
+/// Containers hold their children right after them; `next` is the index just past the whole
+/// subtree. Objects alternate key and value children.
 #[derive(Clone, Copy, Debug)]
 struct Item {
     kind: Kind,
@@ -233,6 +234,7 @@ impl Parser<'_, '_> {
                 }
             }
         }
+        self.items[index].end = self.at as u32;
         self.items[index].next = self.items.len() as u32;
         Ok(())
     }
@@ -278,6 +280,7 @@ impl Parser<'_, '_> {
         if has_repeated_key(self.bytes, self.items, &keys) {
             return Err(Declined); // json keeps the first place and the last value: Python's job
         }
+        self.items[index].end = self.at as u32;
         self.items[index].next = self.items.len() as u32;
         Ok(())
     }
@@ -374,6 +377,22 @@ impl<'t> Value<'t> {
 
     pub fn is_object(&self) -> bool {
         self.item().kind == Kind::Object
+    }
+
+    pub fn is_number(&self) -> bool {
+        self.item().kind == Kind::Number
+    }
+
+    /// The value's JSON text as the line writes it (a string with its quotes, a container
+    /// with its brackets and inner whitespace): the same value when read back.
+    pub fn json_text(&self) -> &'t [u8] {
+        let item = self.tape.items[self.index];
+        let (start, end) = (item.start as usize, item.end as usize);
+        if item.kind == Kind::String {
+            &self.tape.line[start - 1..end + 1]
+        } else {
+            &self.tape.line[start..end]
+        }
     }
 
     /// `(key bytes, value)` pairs of an object (keys are never escaped in a tape).

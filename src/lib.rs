@@ -1,5 +1,6 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
-//! lives in a module of its own: `canonical` (the JavaScript-equal encoding), `objects`
+//! lives in a module of its own: `adapters` (OpenAI and Anthropic runs as native lines),
+//! `canonical` (the JavaScript-equal encoding), `objects`
 //! (reading Python values), `fingerprint` (XXH3-64 of encodings), `columns` (a batch of
 //! threads as flat arrays), `suffix` (the repeated-suffix pass over them), `textrun` (the
 //! text-run check over many texts) and `unicode` (JavaScript's whitespace and the guard's word
@@ -8,6 +9,7 @@
 
 use pyo3::prelude::*;
 
+pub mod adapters;
 pub mod anywhere;
 pub mod canonical;
 pub mod columns;
@@ -161,11 +163,26 @@ fn describe_thread<'py>(
     Ok((code, PyList::new(py, texts)?))
 }
 
-/// Read a chunk of native-format JSONL lines (each without its newline) into columns, with
-/// per line the record's id text and message count, and the usage figures; None when some
-/// line needs Python's `json` (then Python reads the whole chunk). The lines are read on
-/// `threads` worker threads with the GIL released.
+/// The format a chunk's lines are written in: None for native, else the one translated.
+fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
+    match (name, adapters::Format::named(name)) {
+        ("native", _) => Ok(None),
+        (_, Some(format)) => Ok(Some(format)),
+        _ => Err(PyValueError::new_err(format!(
+            "unknown format {name:?}; expected native, openai or anthropic"
+        ))),
+    }
+}
+
+/// Read a chunk of JSONL lines (each without its newline) into columns, with per line the
+/// record's id text and message count, and the usage figures; None when some line needs
+/// Python's `json` or its adapters (then Python reads the whole chunk). Lines in the
+/// `openai` or `anthropic` format are translated to native lines first (`adapters.rs`);
+/// those are returned too (`native`, `native_ends`), with the source message of every native
+/// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
 #[pyfunction]
+#[pyo3(signature = (lines, min_repetitions, min_pattern_length, max_pattern_length,
+                    min_result_repetitions, count_tokens, threads, format="native"))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -175,8 +192,10 @@ fn scan_lines<'py>(
     min_result_repetitions: usize,
     count_tokens: bool,
     threads: usize,
+    format: &str,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     let py = lines.py();
+    let format = line_format(format)?;
     let options = scan_options(
         min_repetitions,
         min_pattern_length,
@@ -188,7 +207,7 @@ fn scan_lines<'py>(
         .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
         .collect::<PyResult<_>>()?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
-    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?;
+    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads, format)?;
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
@@ -254,7 +273,7 @@ fn scan_slices<'py>(
             }
         }
     }
-    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads)?;
+    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads, None)?;
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
@@ -275,7 +294,35 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     out.set_item("message_counts", counts.into_pyarray(py))?;
     out.set_item("figures", chunk.figures.into_pyarray(py))?;
     out.set_item("figures_odd", chunk.figures_odd)?;
+    if !chunk.native_ends.is_empty() {
+        out.set_item("native", PyBytes::new(py, &chunk.native))?;
+        out.set_item("native_ends", chunk.native_ends.into_pyarray(py))?;
+        let sources: Vec<i64> = chunk.sources.into_iter().map(i64::from).collect();
+        out.set_item("sources", sources.into_pyarray(py))?;
+    }
     Ok(out)
+}
+
+/// One line's run in `format` (`openai` or `anthropic`) as the core translates it: the native
+/// line `{"id": ..., "messages": [...]}` and the source message of each native message, or
+/// None where the core leaves the line to Python. For the tests that hold the translation to
+/// `vthread.adapters`.
+#[pyfunction]
+fn translate_line<'py>(
+    line: &Bound<'py, PyBytes>,
+    format: &str,
+) -> PyResult<Option<(Bound<'py, PyBytes>, Vec<u32>)>> {
+    let Some(format) = line_format(format)? else {
+        return Err(PyValueError::new_err(
+            "translate_line takes openai or anthropic",
+        ));
+    };
+    let (mut out, mut sources) = (Vec::new(), Vec::new());
+    Ok(
+        adapters::translate_line(line.as_bytes(), format, &mut out, &mut sources)
+            .ok()
+            .map(|_| (PyBytes::new(line.py(), &out), sources)),
+    )
 }
 
 /// `vthread.replay.has_repeated_text_runs` with resolved options (a ValueError otherwise): one
@@ -471,6 +518,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(message_screens, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
+    module.add_function(wrap_pyfunction!(translate_line, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;

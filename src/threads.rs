@@ -1,5 +1,6 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
+use crate::adapters::{self, Format};
 use crate::document::{Tape, Value};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -173,49 +174,123 @@ fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool)
     Some(())
 }
 
-/// Everything the CLI needs of a chunk of native-format lines, or None when some line must
-/// be read by Python (then Python reads the whole chunk, as before the core existed).
+/// Everything the CLI needs of a chunk of lines, or None when some line must be read by
+/// Python (then Python reads the whole chunk, as before the core existed).
 pub struct ChunkColumns {
     pub columns: Columns,
     pub lines: Vec<LineOutcome>,
     pub figures: Vec<f64>,
     pub figures_odd: bool,
+    /// A translated chunk's native lines, one after another (empty for a native chunk).
+    pub native: Vec<u8>,
+    /// Where each native line ends in `native`.
+    pub native_ends: Vec<i64>,
+    /// The source message of every native message, thread after thread.
+    pub sources: Vec<u32>,
 }
 
-/// One part of a chunk, read on a worker thread without the GIL.
+impl ChunkColumns {
+    fn new(lines: usize) -> Self {
+        ChunkColumns {
+            columns: Columns::new(),
+            lines: Vec::with_capacity(lines),
+            figures: Vec::new(),
+            figures_odd: false,
+            native: Vec::new(),
+            native_ends: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// Read one native line's thread into the chunk (numbered `offset` within it); None when
+    /// Python should read it. `messages` is the record's message count when the line was
+    /// translated (its source messages), else the thread's.
+    fn push_line(
+        &mut self,
+        line: &[u8],
+        offset: usize,
+        messages: Option<usize>,
+        options: &ScanOptions,
+        count_tokens: bool,
+        reader: &mut Reader,
+    ) -> PyResult<Option<()>> {
+        let Ok(tape) = Tape::parse(line) else {
+            return Ok(None);
+        };
+        let Some((id_text, thread)) = native_thread(tape.root()) else {
+            return Ok(None);
+        };
+        if count_tokens
+            && usage_figures(&thread, &mut self.figures, &mut self.figures_odd).is_none()
+        {
+            return Ok(None);
+        }
+        // Numbered within the part; `Columns::append` numbers the parts on.
+        self.columns.push_thread(offset, &thread, options, reader)?;
+        self.lines.push(LineOutcome {
+            id_text,
+            messages: messages.unwrap_or(thread.len()),
+        });
+        Ok(Some(()))
+    }
+
+    /// Append a later part's lines.
+    fn append(&mut self, part: ChunkColumns) {
+        let base = self.native.len() as i64;
+        self.columns.append(part.columns);
+        self.lines.extend(part.lines);
+        self.figures.extend(part.figures);
+        self.figures_odd |= part.figures_odd;
+        self.native.extend(part.native);
+        self.native_ends
+            .extend(part.native_ends.into_iter().map(|end| end + base));
+        self.sources.extend(part.sources);
+    }
+}
+
+/// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
+/// lines in another format translated first (`adapters.rs`).
 fn read_part(
     lines: &[&[u8]],
     options: &ScanOptions,
     count_tokens: bool,
+    format: Option<Format>,
 ) -> PyResult<Option<ChunkColumns>> {
-    let mut columns = Columns::new();
+    let mut part = ChunkColumns::new(lines.len());
     let mut reader = Reader::default();
-    let mut outcomes = Vec::with_capacity(lines.len());
-    let mut figures = Vec::new();
-    let mut figures_odd = false;
+    let mut scratch = Vec::new();
     for (offset, line) in lines.iter().enumerate() {
-        let Ok(tape) = Tape::parse(line) else {
+        let Some(format) = format else {
+            if part
+                .push_line(line, offset, None, options, count_tokens, &mut reader)?
+                .is_none()
+            {
+                return Ok(None);
+            }
+            continue;
+        };
+        scratch.clear();
+        let Ok(count) = adapters::translate_line(line, format, &mut scratch, &mut part.sources)
+        else {
             return Ok(None);
         };
-        let Some((id_text, messages)) = native_thread(tape.root()) else {
-            return Ok(None);
-        };
-        if count_tokens && usage_figures(&messages, &mut figures, &mut figures_odd).is_none() {
+        if part
+            .push_line(
+                &scratch,
+                offset,
+                Some(count),
+                options,
+                count_tokens,
+                &mut reader,
+            )?
+            .is_none()
+        {
             return Ok(None);
         }
-        // Numbered within the part; `Columns::append` numbers the parts on.
-        columns.push_thread(offset, &messages, options, &mut reader)?;
-        outcomes.push(LineOutcome {
-            id_text,
-            messages: messages.len(),
-        });
+        part.native.extend_from_slice(&scratch);
+        part.native_ends.push(part.native.len() as i64);
     }
-    Ok(Some(ChunkColumns {
-        columns,
-        lines: outcomes,
-        figures,
-        figures_odd,
-    }))
+    Ok(Some(part))
 }
 
 /// `threads` capped at the parts `lines` lines make, and at least 1.
@@ -227,8 +302,9 @@ fn useful_threads(threads: usize, lines: usize) -> usize {
 /// enough that stitching parts costs nothing.
 const LINES_PER_PART: usize = 256;
 
-/// The chunk's lines read on `threads` worker threads (the GIL released), parts stitched in
-/// order; None as soon as any line needs Python. No more threads are started than there are
+/// The chunk's lines (native, or in `format` and translated) read on `threads` worker
+/// threads (the GIL released), parts stitched in order; None as soon as any line needs
+/// Python. No more threads are started than there are
 /// parts of `LINES_PER_PART` lines: the others would have nothing to read.
 pub fn columns_of_lines(
     py: Python<'_>,
@@ -236,13 +312,14 @@ pub fn columns_of_lines(
     options: &ScanOptions,
     count_tokens: bool,
     threads: usize,
+    format: Option<Format>,
 ) -> PyResult<Option<ChunkColumns>> {
     use rayon::prelude::*;
     let parts: Vec<PyResult<Option<ChunkColumns>>> = py.detach(|| {
         let work = || {
             lines
                 .par_chunks(LINES_PER_PART)
-                .map(|chunk| read_part(chunk, options, count_tokens))
+                .map(|chunk| read_part(chunk, options, count_tokens, format))
                 .collect()
         };
         // One thread: this one, with no pool started per chunk. All the process's workers:
@@ -264,20 +341,12 @@ pub fn columns_of_lines(
             Err(_) => work(),
         }
     });
-    let mut whole = ChunkColumns {
-        columns: Columns::new(),
-        lines: Vec::with_capacity(lines.len()),
-        figures: Vec::new(),
-        figures_odd: false,
-    };
+    let mut whole = ChunkColumns::new(lines.len());
     for part in parts {
         let Some(part) = part? else {
             return Ok(None);
         };
-        whole.columns.append(part.columns);
-        whole.lines.extend(part.lines);
-        whole.figures.extend(part.figures);
-        whole.figures_odd |= part.figures_odd;
+        whole.append(part);
     }
     Ok(Some(whole))
 }

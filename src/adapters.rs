@@ -1,0 +1,792 @@
+//! Recorded runs in the OpenAI chat and Anthropic messages formats, read from a parsed line
+//! (`document.rs`) and written as the native line `{"id": ..., "messages": [...]}` that
+//! `vthread.documents.read_run` makes of them, with the source message of every native one.
+//!
+//! The rules are `vthread/adapters.py`'s (`from_openai`, `from_anthropic`, the tables in its
+//! docstring) and `vthread/documents.py`'s (where a run keeps its messages and its id), ported
+//! one for one; the Python tests hold the two equal on drawn runs. As with the tape, Python
+//! stays the judge of anything unusual: a line whose translation would raise there (a message
+//! that is no object, a role that is no string, content of the wrong type), a call id that is
+//! a number (Python's `1 == 1.0 == True` would make them one key), a tool result that
+//! `json.loads` reads only past what the tape takes (`NaN`, a lone surrogate, a long integer,
+//! deep nesting), an id Python formats from a float: all are declined, and the chunk then goes
+//! the Python way whole.
+//!
+//! Values are copied as the line writes them (a string's escapes, a number's digits), so the
+//! native line reads back as the very values Python's adapter makes. O(line length).
+
+use std::borrow::Cow;
+
+use ahash::AHashMap;
+
+use crate::document::{Declined, Tape, Value};
+use crate::json_reader::{self, Problem};
+use crate::node::Node;
+
+/// The formats translated here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+impl Format {
+    /// The format named as the CLI names it, or None for another.
+    pub fn named(name: &str) -> Option<Format> {
+        match name {
+            "openai" => Some(Format::OpenAi),
+            "anthropic" => Some(Format::Anthropic),
+            _ => None,
+        }
+    }
+}
+
+/// `documents.MESSAGES_KEYS`: the first of these a run object holds is its messages.
+const MESSAGES_KEYS: [&str; 3] = ["messages", "traj", "history"];
+/// `adapters._TOKEN_FIELDS`: where a usage keeps a message's own tokens, in that order.
+const TOKEN_FIELDS: [&str; 3] = ["tokens", "completion_tokens", "output_tokens"];
+/// `adapters._TEXT_PARTS`: the content parts whose text is read.
+const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
+
+/// A string of the output.
+#[derive(Clone)]
+enum Str<'t> {
+    /// A string of the line, copied with its escapes.
+    Line(Value<'t>),
+    /// A constant (ASCII, nothing to escape).
+    Fixed(&'static str),
+    /// Parts joined (`adapters._joined_text`), written escaped.
+    Joined(String),
+}
+
+impl<'t> Str<'t> {
+    fn decoded(&self) -> Cow<'_, str> {
+        match self {
+            Str::Line(value) => value.text().unwrap_or_default(),
+            Str::Fixed(text) => Cow::Borrowed(text),
+            Str::Joined(text) => Cow::Borrowed(text),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Str::Line(value) => !value.is_nonempty_text(),
+            Str::Fixed(text) => text.is_empty(),
+            Str::Joined(text) => text.is_empty(),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Str::Line(value) => out.extend_from_slice(value.json_text()),
+            Str::Fixed(text) => {
+                out.push(b'"');
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            }
+            Str::Joined(text) => push_json_string(out, text),
+        }
+    }
+}
+
+/// A string as JSON text, UTF-8 kept (only what JSON requires escaped).
+fn push_json_string(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    for &byte in text.as_bytes() {
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x00..=0x1F => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0xF)]);
+            }
+            _ => out.push(byte),
+        }
+    }
+    out.push(b'"');
+}
+
+/// A tool call's arguments or a tool result.
+#[derive(Clone)]
+enum Payload<'t> {
+    /// A value of the line, copied as written.
+    Line(Value<'t>),
+    /// A string that is JSON text the tape reads (`json.loads` makes the same value of it):
+    /// written as it is, so it reads back as the parsed value.
+    Parsed(Cow<'t, str>),
+    /// A string kept as text.
+    Text(Str<'t>),
+}
+
+impl Payload<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Payload::Line(value) => out.extend_from_slice(value.json_text()),
+            Payload::Parsed(text) => out.extend_from_slice(text.as_bytes()),
+            Payload::Text(text) => text.write(out),
+        }
+    }
+}
+
+/// Whether `json.loads(text)` (a `str`) returns a value, as the tape would read it; Declined
+/// when it returns one the tape does not take, or when the answer depends on the
+/// interpreter's settings (the integer digit limit).
+fn is_json_text(text: &str) -> Result<bool, Declined> {
+    if text.starts_with('\u{feff}') {
+        return Ok(false); // json.loads refuses a str that starts with a byte-order mark
+    }
+    if Tape::parse(text.as_bytes()).is_ok() {
+        return Ok(true);
+    }
+    match json_reader::canonical_json(text.as_bytes()) {
+        Ok(_) => Err(Declined),
+        Err(error) => match error.problem {
+            Problem::IntegerTooLong { .. }
+            | Problem::UnsupportedEncoding { .. }
+            | Problem::InvalidUtf8 { .. } => Err(Declined),
+            // Beyond the reader's nesting limit json.loads raises RecursionError, which
+            // `_json_or_text` catches as it catches a ValueError.
+            _ => Ok(false),
+        },
+    }
+}
+
+/// `adapters._json_or_text`: the text parsed as JSON when it is valid JSON text, else the text.
+fn json_or_text(text: Str<'_>) -> Result<Payload<'_>, Declined> {
+    let parsed = match &text {
+        Str::Line(value) => {
+            let decoded = value.text().unwrap_or_default();
+            is_json_text(&decoded)?.then_some(decoded)
+        }
+        Str::Fixed(_) => None, // "" is not JSON text
+        Str::Joined(joined) => is_json_text(joined)?.then(|| Cow::Owned(joined.clone())),
+    };
+    Ok(match parsed {
+        Some(decoded) => Payload::Parsed(decoded),
+        None => Payload::Text(text),
+    })
+}
+
+/// `adapters._joined_text`: a content value's text; Declined where Python raises.
+fn joined_text<'t>(content: Option<Value<'t>>) -> Result<Str<'t>, Declined> {
+    let Some(content) = content.filter(|value| !value.is_null()) else {
+        return Ok(Str::Fixed(""));
+    };
+    if content.is_string() {
+        return Ok(Str::Line(content));
+    }
+    let parts: Vec<Value<'t>> = if content.is_object() {
+        vec![content]
+    } else if content.is_array() {
+        content.children().collect()
+    } else {
+        return Err(Declined);
+    };
+    let mut texts = Vec::new();
+    for part in parts {
+        if part.is_string() {
+            texts.push(part);
+        } else if part.is_object() {
+            let is_text = match part.get("type") {
+                None => true,
+                Some(kind) if kind.is_string() => TEXT_PARTS.iter().any(|name| kind.is_text(name)),
+                // A list or object is unhashable: `in frozenset` raises TypeError there.
+                Some(kind) if kind.is_array() || kind.is_object() => return Err(Declined),
+                Some(_) => false,
+            };
+            if let Some(text) = part.get("text").filter(|text| is_text && text.is_string()) {
+                texts.push(text);
+            }
+        }
+    }
+    Ok(match texts.as_slice() {
+        [] => Str::Fixed(""),
+        [one] => Str::Line(*one),
+        many => {
+            let decoded: Vec<Cow<'_, str>> = many
+                .iter()
+                .map(|text| text.text().unwrap_or_default())
+                .collect();
+            Str::Joined(decoded.join("\n"))
+        }
+    })
+}
+
+/// A call id as a key of `calls`: a string or null (`None`), or no key at all.
+enum CallId<'t> {
+    Key(Option<Cow<'t, str>>),
+    Unhashable,
+}
+
+/// The id of a call (`adapters._hashable`); a number or boolean is Declined where it would
+/// be stored (Python's dict makes `1`, `1.0` and `true` one key).
+fn call_id<'t>(value: Option<Value<'t>>, storing: bool) -> Result<CallId<'t>, Declined> {
+    Ok(match value {
+        None => CallId::Key(None),
+        Some(value) if value.is_null() => CallId::Key(None),
+        Some(value) if value.is_string() => CallId::Key(Some(value.text().unwrap_or_default())),
+        Some(value) if value.is_number() || value.as_bool().is_some() => {
+            if storing {
+                return Err(Declined);
+            }
+            // Never stored, so never found: a number or boolean equals no string or None.
+            CallId::Unhashable
+        }
+        Some(_) => CallId::Unhashable,
+    })
+}
+
+/// What a response needs of its call: the name and the arguments (None when absent).
+type Call<'t> = (Str<'t>, Option<Payload<'t>>);
+
+/// `adapters._call`: (name, arguments) of the call `id`; for an unknown one, the result's
+/// own name (its `name` when a string, else "") and no arguments.
+fn find_call<'t>(
+    calls: &AHashMap<Option<Cow<'t, str>>, Call<'t>>,
+    id: Option<Value<'t>>,
+    result: Value<'t>,
+) -> Result<Call<'t>, Declined> {
+    if let CallId::Key(key) = call_id(id, false)? {
+        if let Some(found) = calls.get(&key) {
+            return Ok(found.clone());
+        }
+    }
+    Ok((own_name(result), None))
+}
+
+fn own_name(message: Value<'_>) -> Str<'_> {
+    match message.get("name").filter(Value::is_string) {
+        Some(name) => Str::Line(name),
+        None => Str::Fixed(""),
+    }
+}
+
+/// Writes native messages into the line, each noting its source message.
+struct Writer<'o, 't> {
+    out: &'o mut Vec<u8>,
+    sources: &'o mut Vec<u32>,
+    source: u32,
+    /// Native messages written for the current source message.
+    written: usize,
+    /// Native messages written for the line.
+    total: usize,
+    /// The current source message's tokens, for its first native message.
+    tokens: Option<Value<'t>>,
+}
+
+impl<'t> Writer<'_, 't> {
+    fn begin(&mut self, source: usize, message: Value<'t>) {
+        self.source = source as u32;
+        self.written = 0;
+        self.tokens = usage_tokens(message);
+    }
+
+    fn open(&mut self, kind: &Str<'_>) {
+        if self.total > 0 {
+            self.out.push(b',');
+        }
+        self.out.extend_from_slice(b"{\"type\":");
+        kind.write(self.out);
+        self.out.extend_from_slice(b",\"text\":");
+    }
+
+    fn close(&mut self) {
+        if self.written == 0 {
+            if let Some(tokens) = self.tokens {
+                // `_finish`: the source message's usage on the first native message it yields.
+                self.out.extend_from_slice(b",\"usage\":{\"tokens\":");
+                self.out.extend_from_slice(tokens.json_text());
+                self.out.push(b'}');
+            }
+        }
+        self.out.push(b'}');
+        self.sources.push(self.source);
+        self.written += 1;
+        self.total += 1;
+    }
+
+    /// `{"type": kind, "text": text}`.
+    fn text(&mut self, kind: &Str<'_>, text: &Str<'_>) {
+        self.open(kind);
+        text.write(self.out);
+        self.close();
+    }
+
+    /// `adapters._request` / `_response` (with `result`), `is_error` in `meta.activity`.
+    fn activity(
+        &mut self,
+        name: &Str<'_>,
+        arguments: Option<&Payload<'_>>,
+        result: Option<&Payload<'_>>,
+        is_error: bool,
+    ) {
+        self.open(&Str::Fixed("activity"));
+        self.out
+            .extend_from_slice(b"\"\",\"meta\":{\"activity\":{\"type\":");
+        self.out.extend_from_slice(if result.is_some() {
+            b"\"response\""
+        } else {
+            b"\"request\""
+        });
+        self.out.extend_from_slice(b",\"function\":{\"name\":");
+        name.write(self.out);
+        if let Some(arguments) = arguments {
+            self.out.extend_from_slice(b",\"arguments\":");
+            arguments.write(self.out);
+        }
+        if let Some(result) = result {
+            self.out.extend_from_slice(b",\"result\":");
+            result.write(self.out);
+        }
+        self.out.push(b'}');
+        if is_error {
+            self.out.extend_from_slice(b",\"is_error\":true");
+        }
+        self.out.extend_from_slice(b"}}");
+        self.close();
+    }
+
+    /// `adapters._finish`: a source message that yielded nothing is an empty text message.
+    fn finish(&mut self, kind: &Str<'_>) {
+        if self.written == 0 {
+            self.text(kind, &Str::Fixed(""));
+        }
+    }
+}
+
+/// `adapters._usage`: the message's own usage, else that of the response recorded with it.
+fn usage(message: Value<'_>) -> Option<Value<'_>> {
+    if let Some(own) = message.get("usage") {
+        return Some(own);
+    }
+    for holder in [message.get("response"), message.get("extra")]
+        .into_iter()
+        .flatten()
+        .filter(Value::is_object)
+    {
+        if let Some(found) = holder.get("usage").filter(Value::is_object) {
+            return Some(found);
+        }
+        let response = holder.get("response").filter(Value::is_object);
+        if let Some(found) = response
+            .and_then(|r| r.get("usage"))
+            .filter(Value::is_object)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// `adapters._usage_tokens`: the first number among the usage's token fields.
+fn usage_tokens(message: Value<'_>) -> Option<Value<'_>> {
+    let usage = usage(message).filter(Value::is_object)?;
+    TOKEN_FIELDS
+        .iter()
+        .find_map(|field| usage.get(field).filter(Value::is_number))
+}
+
+/// The role's native type: `table`'s entry, else the role itself.
+fn role_type<'t>(role: Value<'t>, table: &[(&str, &'static str)]) -> Str<'t> {
+    table
+        .iter()
+        .find(|(name, _)| role.is_text(name))
+        .map_or(Str::Line(role), |(_, kind)| Str::Fixed(kind))
+}
+
+const OPENAI_ROLE_TYPES: [(&str, &str); 4] = [
+    ("system", "system"),
+    ("developer", "system"),
+    ("user", "user"),
+    ("assistant", "bot"),
+];
+const ANTHROPIC_ROLE_TYPES: [(&str, &str); 3] =
+    [("system", "system"), ("user", "user"), ("assistant", "bot")];
+
+/// The role of a message, which must be an object with a string `role`.
+fn role(message: Value<'_>) -> Result<Value<'_>, Declined> {
+    if !message.is_object() {
+        return Err(Declined);
+    }
+    message.get("role").filter(Value::is_string).ok_or(Declined)
+}
+
+/// `adapters._function`: (name, arguments) of an OpenAI `function` object.
+fn function(value: Option<Value<'_>>) -> Result<Call<'_>, Declined> {
+    let function = value.filter(Value::is_object).ok_or(Declined)?;
+    let name = function
+        .get("name")
+        .filter(Value::is_string)
+        .ok_or(Declined)?;
+    let arguments = match function.get("arguments") {
+        None => None,
+        Some(text) if text.is_string() => Some(json_or_text(Str::Line(text))?),
+        Some(value) => Some(Payload::Line(value)),
+    };
+    Ok((Str::Line(name), arguments))
+}
+
+/// `adapters.from_openai`.
+fn from_openai<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
+    let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
+    let mut legacy: AHashMap<Cow<'t, str>, Option<Payload<'t>>> = AHashMap::new();
+    for (index, &message) in messages.iter().enumerate() {
+        let role = role(message)?;
+        writer.begin(index, message);
+        if role.is_text("assistant") {
+            openai_assistant(message, writer, &mut calls, &mut legacy)?;
+        } else if role.is_text("tool") {
+            let result = json_or_text(joined_text(message.get("content"))?)?;
+            let listed = message
+                .get("tool_call_ids")
+                .filter(|ids| ids.is_array() && ids.children().next().is_some());
+            match listed.filter(|_| message.get("tool_call_id").is_none()) {
+                Some(ids) => {
+                    for id in ids.children() {
+                        let (name, arguments) = find_call(&calls, Some(id), message)?;
+                        writer.activity(&name, arguments.as_ref(), Some(&result), false);
+                    }
+                }
+                None => {
+                    let (name, arguments) =
+                        find_call(&calls, message.get("tool_call_id"), message)?;
+                    writer.activity(&name, arguments.as_ref(), Some(&result), false);
+                }
+            }
+        } else if role.is_text("function") {
+            let name = own_name(message);
+            let arguments = legacy.get(name.decoded().as_ref()).cloned().flatten();
+            let result = json_or_text(joined_text(message.get("content"))?)?;
+            writer.activity(&name, arguments.as_ref(), Some(&result), false);
+        } else {
+            let text = joined_text(message.get("content"))?;
+            writer.text(&role_type(role, &OPENAI_ROLE_TYPES), &text);
+        }
+        writer.finish(&role_type(role, &OPENAI_ROLE_TYPES));
+    }
+    Ok(())
+}
+
+fn openai_assistant<'t>(
+    message: Value<'t>,
+    writer: &mut Writer<'_, 't>,
+    calls: &mut AHashMap<Option<Cow<'t, str>>, Call<'t>>,
+    legacy: &mut AHashMap<Cow<'t, str>, Option<Payload<'t>>>,
+) -> Result<(), Declined> {
+    let reasoning = message
+        .get("reasoning_content")
+        .filter(Value::is_nonempty_text)
+        .or_else(|| message.get("reasoning").filter(Value::is_nonempty_text));
+    if let Some(reasoning) = reasoning {
+        writer.text(&Str::Fixed("reasoning"), &Str::Line(reasoning));
+    }
+    let mut text = joined_text(message.get("content"))?;
+    if text.is_empty() {
+        if let Some(refusal) = message.get("refusal").filter(Value::is_string) {
+            text = Str::Line(refusal);
+        }
+    }
+    if !text.is_empty() {
+        writer.text(&Str::Fixed("bot"), &text);
+    }
+    if let Some(tool_calls) = message.get("tool_calls").filter(|v| !v.is_null()) {
+        if !tool_calls.is_array() {
+            return Err(Declined);
+        }
+        for call in tool_calls.children() {
+            if !call.is_object() {
+                return Err(Declined);
+            }
+            let (name, arguments) = function(call.get("function"))?;
+            writer.activity(&name, arguments.as_ref(), None, false);
+            if let CallId::Key(key) = call_id(call.get("id"), true)? {
+                calls.insert(key, (name, arguments));
+            }
+        }
+    }
+    if let Some(function_call) = message.get("function_call").filter(|v| !v.is_null()) {
+        let (name, arguments) = function(Some(function_call))?;
+        writer.activity(&name, arguments.as_ref(), None, false);
+        if let Str::Line(value) = name {
+            legacy.insert(value.text().unwrap_or_default(), arguments);
+        }
+    }
+    Ok(())
+}
+
+/// `adapters.from_anthropic`.
+fn from_anthropic<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
+    let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
+    for (index, &message) in messages.iter().enumerate() {
+        let role = role(message)?;
+        writer.begin(index, message);
+        let kind = role_type(role, &ANTHROPIC_ROLE_TYPES);
+        match message.get("content").filter(|v| !v.is_null()) {
+            None => writer.text(&kind, &Str::Fixed("")),
+            Some(text) if text.is_string() => writer.text(&kind, &Str::Line(text)),
+            Some(blocks) if blocks.is_array() => {
+                for block in blocks.children() {
+                    anthropic_block(block, &kind, writer, &mut calls)?;
+                }
+            }
+            Some(_) => return Err(Declined),
+        }
+        writer.finish(&kind);
+    }
+    Ok(())
+}
+
+fn anthropic_block<'t>(
+    block: Value<'t>,
+    kind: &Str<'t>,
+    writer: &mut Writer<'_, 't>,
+    calls: &mut AHashMap<Option<Cow<'t, str>>, Call<'t>>,
+) -> Result<(), Declined> {
+    if block.is_string() {
+        writer.text(kind, &Str::Line(block));
+        return Ok(());
+    }
+    if !block.is_object() {
+        return Err(Declined);
+    }
+    let Some(block_type) = block.get("type").filter(Value::is_string) else {
+        return Ok(()); // no type, or one that equals no block's name: ignored
+    };
+    if block_type.is_text("text") {
+        if let Some(text) = block.get("text").filter(Value::is_string) {
+            writer.text(kind, &Str::Line(text));
+        }
+    } else if block_type.is_text("thinking") {
+        let thinking = block.get("thinking").filter(Value::is_string);
+        let text = thinking.map_or(Str::Fixed(""), Str::Line);
+        writer.text(&Str::Fixed("reasoning"), &text);
+    } else if block_type.is_text("redacted_thinking") {
+        writer.text(&Str::Fixed("reasoning"), &Str::Fixed(""));
+    } else if block_type.is_text("tool_use") {
+        let name = block.get("name").filter(Value::is_string).ok_or(Declined)?;
+        let arguments = block.get("input").map(Payload::Line);
+        writer.activity(&Str::Line(name), arguments.as_ref(), None, false);
+        if let CallId::Key(key) = call_id(block.get("id"), true)? {
+            calls.insert(key, (Str::Line(name), arguments));
+        }
+    } else if block_type.is_text("tool_result") {
+        let (name, arguments) = find_call(calls, block.get("tool_use_id"), block)?;
+        let result = json_or_text(joined_text(block.get("content"))?)?;
+        let is_error = block.get("is_error").and_then(|v| v.as_bool()) == Some(true);
+        writer.activity(&name, arguments.as_ref(), Some(&result), is_error);
+    }
+    Ok(())
+}
+
+/// Python's `str()` of an id part (`f"{task}/{trial}"`), for the values it writes exactly.
+fn python_str(value: Value<'_>) -> Result<String, Declined> {
+    if let Some(text) = value.text() {
+        return Ok(text.into_owned());
+    }
+    if value.is_null() {
+        return Ok("None".to_owned());
+    }
+    if let Some(flag) = value.as_bool() {
+        return Ok(if flag { "True" } else { "False" }.to_owned());
+    }
+    if value.is_integer() {
+        return value.as_i64().map(|n| n.to_string()).ok_or(Declined);
+    }
+    Err(Declined) // a float's repr, a list's, an object's: Python's to write
+}
+
+/// `documents.run_id` without an id key: `id`, else `instance_id`, else `task_id` (with
+/// `trial`, written `"<task_id>/<trial>"`), else null; written to `out` as JSON.
+fn write_run_id(run: Value<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
+    if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
+        out.extend_from_slice(id.json_text());
+    } else if let Some(task) = run.get("task_id") {
+        match run.get("trial") {
+            Some(trial) => {
+                let text = format!("{}/{}", python_str(task)?, python_str(trial)?);
+                push_json_string(out, &text);
+            }
+            None => out.extend_from_slice(task.json_text()),
+        }
+    } else {
+        out.extend_from_slice(b"null");
+    }
+    Ok(())
+}
+
+/// One line's run in `format` as a native line appended to `out` (`{"id": ..., "messages":
+/// [...]}`), the source message of each native message appended to `sources`; returns the
+/// number of source messages. Declined (`out` and `sources` then hold partial output the
+/// caller discards) for anything Python should read.
+pub fn translate_line(
+    line: &[u8],
+    format: Format,
+    out: &mut Vec<u8>,
+    sources: &mut Vec<u32>,
+) -> Result<usize, Declined> {
+    let tape = Tape::parse(line)?;
+    let root = tape.root();
+    out.extend_from_slice(b"{\"id\":");
+    let messages = if root.is_array() {
+        out.extend_from_slice(b"null");
+        root
+    } else if root.is_object() {
+        let messages = MESSAGES_KEYS
+            .iter()
+            .find_map(|key| root.get(key))
+            .ok_or(Declined)?;
+        if !messages.is_array() {
+            return Err(Declined);
+        }
+        write_run_id(root, out)?;
+        messages
+    } else {
+        return Err(Declined);
+    };
+    out.extend_from_slice(b",\"messages\":[");
+    let messages: Vec<Value<'_>> = messages.children().collect();
+    let mut writer = Writer {
+        out,
+        sources,
+        source: 0,
+        written: 0,
+        total: 0,
+        tokens: None,
+    };
+    match format {
+        Format::OpenAi => from_openai(&messages, &mut writer)?,
+        Format::Anthropic => from_anthropic(&messages, &mut writer)?,
+    }
+    out.extend_from_slice(b"]}");
+    Ok(messages.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn native(line: &str, format: Format) -> Option<(String, Vec<u32>)> {
+        let (mut out, mut sources) = (Vec::new(), Vec::new());
+        translate_line(line.as_bytes(), format, &mut out, &mut sources).ok()?;
+        assert!(
+            Tape::parse(&out).is_ok(),
+            "not a line the tape reads: {out:?}"
+        );
+        Some((String::from_utf8(out).unwrap(), sources))
+    }
+
+    #[test]
+    fn openai_calls_and_results() {
+        let line = r#"{"id":"r1","messages":[{"role":"system","content":"Be brief."},
+            {"role":"assistant","content":"Look.","reasoning_content":"hm","tool_calls":[
+              {"id":"c1","function":{"name":"ls","arguments":"{\"path\": \".\"}"}},
+              {"id":"c2","function":{"name":"cat","arguments":"not json"}}],
+             "usage":{"completion_tokens":7}},
+            {"role":"tool","tool_call_id":"c2","content":"[1, 2]"},
+            {"role":"tool","tool_call_id":"zz","name":"own","content":"plain"}]}"#;
+        let (text, sources) = native(line, Format::OpenAi).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"id":"r1","messages":[{"type":"system","text":"Be brief."},"#,
+                r#"{"type":"reasoning","text":"hm","usage":{"tokens":7}},"#,
+                r#"{"type":"bot","text":"Look."},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"request","#,
+                r#""function":{"name":"ls","arguments":{"path": "."}}}}},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"request","#,
+                r#""function":{"name":"cat","arguments":"not json"}}}},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                r#""function":{"name":"cat","arguments":"not json","result":[1, 2]}}}},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                r#""function":{"name":"own","result":"plain"}}}}]}"#
+            )
+        );
+        assert_eq!(sources, [0, 1, 1, 1, 1, 2, 3]);
+    }
+
+    #[test]
+    fn openai_lists_legacy_calls_and_empty_messages() {
+        let line = r#"[{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"1"}},
+            {"role":"function","name":"f","content":[{"type":"text","text":"a"},"b",{"type":"image_url"}]},
+            {"role":"assistant","content":null,"tool_calls":[{"id":"x","function":{"name":"g"}}]},
+            {"role":"tool","tool_call_ids":["x","x"],"content":"{}"},
+            {"role":"critic","content":"meh"},{"role":"user"}]"#;
+        let (text, sources) = native(line, Format::OpenAi).unwrap();
+        assert!(text.starts_with(r#"{"id":null,"#));
+        assert!(text.contains(r#""function":{"name":"f","arguments":1,"result":"a\nb"}"#));
+        assert!(text.contains(r#"{"name":"g","result":{}}}}},{"type":"activity""#));
+        assert!(text.ends_with(r#"{"type":"critic","text":"meh"},{"type":"user","text":""}]}"#));
+        assert_eq!(sources, [0, 1, 2, 3, 3, 4, 5]);
+    }
+
+    #[test]
+    fn anthropic_blocks() {
+        let line = r#"{"task_id":3,"trial":0,"traj":[
+            {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},
+              {"type":"text","text":"a"},{"type":"text","text":"b"},
+              {"type":"tool_use","id":"u1","name":"ls","input":{"p":1}}],
+             "usage":{"input_tokens":100,"output_tokens":9}},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"u1",
+              "content":[{"type":"text","text":"x"},{"type":"text","text":"y"}],"is_error":true},
+              {"type":"image"}]},
+            {"role":"user","content":[{"type":"image"}]}]}"#;
+        let (text, sources) = native(line, Format::Anthropic).unwrap();
+        assert!(text.starts_with(r#"{"id":"3/0","messages":[{"type":"reasoning","text":"t","usage":{"tokens":9}},{"type":"bot","text":"a"},{"type":"bot","text":"b"},"#));
+        assert!(text.contains(
+            r#""function":{"name":"ls","arguments":{"p":1},"result":"x\ny"},"is_error":true}"#
+        ));
+        assert!(text.ends_with(r#"{"type":"user","text":""}]}"#));
+        assert_eq!(sources, [0, 0, 0, 0, 1, 2]);
+    }
+
+    #[test]
+    fn unusual_runs_are_declined() {
+        for (line, format) in [
+            (r#"[{"role":1}]"#, Format::OpenAi),
+            (r#"[7]"#, Format::OpenAi),
+            (r#"{"messages":{}}"#, Format::OpenAi),
+            (r#"{"steps":[]}"#, Format::OpenAi),
+            (r#"[{"role":"user","content":3}]"#, Format::OpenAi),
+            (r#"[{"role":"assistant","tool_calls":{}}]"#, Format::OpenAi),
+            (
+                r#"[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"a"}}]}]"#,
+                Format::OpenAi,
+            ),
+            (r#"[{"role":"tool","content":"NaN"}]"#, Format::OpenAi),
+            (
+                r#"[{"role":"tool","content":"[\"\\ud800\"]"}]"#,
+                Format::OpenAi,
+            ),
+            (
+                r#"[{"role":"user","content":[{"type":[],"text":"a"}]}]"#,
+                Format::OpenAi,
+            ),
+            (r#"{"task_id":1.5,"trial":0,"messages":[]}"#, Format::OpenAi),
+            (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
+            (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
+            (
+                r#"[{"role":"user","content":[{"type":"tool_use","name":null}]}]"#,
+                Format::Anthropic,
+            ),
+        ] {
+            assert!(native(line, format).is_none(), "{line}");
+        }
+        // Not JSON to json.loads: kept as text, not declined.
+        for content in [r#""[1,]""#, r#""\ufeff[]""#, r#""""#, r#"" 1 2""#] {
+            let line = format!(r#"[{{"role":"tool","content":{content}}}]"#);
+            let (text, _) = native(&line, Format::OpenAi).unwrap();
+            assert!(text.contains(&format!(r#""result":{content}"#)), "{text}");
+        }
+    }
+
+    #[test]
+    fn joined_texts_are_escaped() {
+        let mut out = Vec::new();
+        push_json_string(&mut out, "a\"\\\n\u{1}é");
+        assert_eq!(out, "\"a\\\"\\\\\\n\\u0001é\"".as_bytes());
+    }
+}
