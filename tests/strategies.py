@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import itertools
+import json
 from itertools import pairwise
 from typing import Any
 
@@ -456,3 +457,180 @@ def anywhere_threads(draw: st.DrawFn, max_size: int = 40) -> list[dict[str, Any]
     if draw(st.booleans()):
         thread = [_copy(m) for m in thread]
     return thread
+
+
+# ------------------------------------------------------------- OpenAI and Anthropic runs
+
+# Tool-result and argument texts: JSON text of every kind json.loads reads (and some only it
+# reads: NaN, a lone surrogate, a long integer, a repeated or escaped key, deep nesting),
+# text that only looks like JSON, and plain text.
+TOOL_TEXTS = st.one_of(
+    TEXTS,
+    st.sampled_from([
+        "[]", "{}", "[1, 2]", '{"a": 1}', '{"a":1.0}', " 7 ", '"x"', "null", "true", "-0",
+        '{"b":1,"0":2}', "NaN", "1e400", "[1,]", "\ufeff[]", "\ufeff1", "", " ", "1 2",
+        '{"a":1,"a":2}', '{"\\u0061":1}', "12345678901234567890", '["\\ud800"]', '"\\u00e9"',
+        "[" * 200 + "]" * 200, "[" * 1100 + "]" * 1100, "[" * 20 + "]" * 20, "\x00[]",
+        '{"a":\n[1,\t2]}', "1" * 5000, "Error: file not found", '{"a": "\\u0000"}',
+    ]),
+    JSON_VALUES.map(lambda v: json.dumps(v, allow_nan=True)),
+)
+CALL_IDS = st.sampled_from(["c1", "c2", "c\u00e9", None, _ABSENT, _ABSENT, 1, 1.0, True,
+                            [1], {"a": 1}])
+ROLE_NAMES = st.sampled_from(["system", "developer", "user", "assistant", "assistant",
+                              "tool", "tool", "function", "critic", "\u00e9", ""])
+TOOL_NAMES = st.sampled_from(["ls", "read", "ls", "\u00e9", "", 1, None])
+PARTS = st.one_of(
+    TEXTS, TOOL_TEXTS,
+    st.builds(lambda t: {"type": "text", "text": t}, TEXTS),
+    st.builds(lambda t: {"text": t}, TOOL_TEXTS),
+    st.sampled_from([{"type": "image_url", "image_url": {"url": "x"}}, {"type": None},
+                     {"type": "input_text", "text": "in"}, {"type": "output_text", "text": "o"},
+                     {"type": "text", "text": 3}, {"type": ["text"]}, {"type": {}}, 7, None,
+                     [1]]),
+)
+CONTENTS = st.one_of(
+    st.just(_ABSENT), st.none(), TEXTS, TOOL_TEXTS, st.lists(PARTS, max_size=3),
+    st.sampled_from([{"type": "text", "text": "one"}, 3, True, 1.5]),
+)
+USAGE_FIGURES = st.sampled_from([0, 7, 2.5, -1, "3", None, True, 2**60])
+
+
+def _put(message: dict[str, Any], key: str, value: Any) -> None:
+    if value is not _ABSENT:
+        message[key] = value
+
+
+@st.composite
+def usages(draw: st.DrawFn) -> dict[str, Any]:
+    """Where a recorded message may keep its usage: its own, its response's or extra's."""
+    usage = {key: draw(USAGE_FIGURES) for key in draw(st.lists(st.sampled_from(
+        ["tokens", "completion_tokens", "output_tokens", "prompt_tokens", "input_tokens"]),
+        max_size=3, unique=True))}
+    holder = draw(st.sampled_from(["usage", "usage", "response", "extra", "extra.response",
+                                   "null"]))
+    if holder == "usage":
+        return {"usage": usage}
+    if holder == "null":
+        return {"usage": None, "response": {"usage": usage}}
+    if holder == "extra.response":
+        return {"extra": {"response": {"usage": usage}}}
+    return {holder: {"usage": usage}}
+
+
+@st.composite
+def openai_messages(draw: st.DrawFn) -> Any:
+    """An OpenAI chat message, often with tool calls or a tool result, sometimes odd."""
+    if draw(st.integers(0, 40)) == 0:
+        return draw(st.sampled_from([7, None, "x", [], {"content": "no role"}, {"role": 1}]))
+    role = draw(ROLE_NAMES)
+    message: dict[str, Any] = {"role": role}
+    _put(message, "content", draw(CONTENTS))
+    if role == "assistant":
+        for key in ("reasoning_content", "reasoning", "refusal"):
+            if draw(st.integers(0, 3)) == 0:
+                message[key] = draw(st.one_of(TEXTS, st.sampled_from([None, 3])))
+        if draw(st.integers(0, 2)):
+            calls = []
+            for _ in range(draw(st.integers(0, 3))):
+                function: dict[str, Any] = {"name": draw(TOOL_NAMES)}
+                _put(function, "arguments", draw(st.one_of(
+                    st.just(_ABSENT), TOOL_TEXTS, ARGUMENTS)))
+                call: dict[str, Any] = {"type": "function", "function": function}
+                _put(call, "id", draw(CALL_IDS))
+                calls.append(call if draw(st.integers(0, 30)) else draw(st.sampled_from(
+                    [3, {"id": "c1"}, {"function": None}])))
+            message["tool_calls"] = calls if draw(st.integers(0, 30)) else draw(
+                st.sampled_from([None, {}, "x"]))
+        if draw(st.integers(0, 5)) == 0:
+            function = {"name": draw(TOOL_NAMES)}
+            _put(function, "arguments", draw(st.one_of(st.just(_ABSENT), TOOL_TEXTS)))
+            message["function_call"] = function
+    elif role in ("tool", "function"):
+        _put(message, "tool_call_id", draw(CALL_IDS))
+        if draw(st.integers(0, 3)) == 0:
+            message["tool_call_ids"] = draw(st.one_of(st.lists(CALL_IDS.filter(
+                lambda i: i is not _ABSENT), max_size=3), st.just("c1")))
+        if draw(st.booleans()):
+            message["name"] = draw(TOOL_NAMES)
+    if draw(st.integers(0, 3)) == 0:
+        message.update(draw(usages()))
+    return message
+
+
+@st.composite
+def anthropic_blocks(draw: st.DrawFn) -> Any:
+    """An Anthropic content block of any kind, sometimes odd."""
+    kind = draw(st.sampled_from(["text", "text", "thinking", "redacted_thinking", "tool_use",
+                                 "tool_use", "tool_result", "tool_result", "image", "odd"]))
+    if kind == "odd":
+        return draw(st.sampled_from(["plain", 3, None, [1], {"text": "no type"},
+                                     {"type": None}, {"type": ["text"]}, {"type": 3}]))
+    block: dict[str, Any] = {"type": kind}
+    if kind == "text":
+        _put(block, "text", draw(st.one_of(TEXTS, st.sampled_from([_ABSENT, None, 3]))))
+    elif kind == "thinking":
+        _put(block, "thinking", draw(st.one_of(TEXTS, st.sampled_from([_ABSENT, None]))))
+        block["signature"] = "sig"
+    elif kind == "redacted_thinking":
+        block["data"] = "opaque"
+    elif kind == "tool_use":
+        _put(block, "id", draw(CALL_IDS))
+        _put(block, "name", draw(TOOL_NAMES))
+        _put(block, "input", draw(st.one_of(st.just(_ABSENT), ARGUMENTS, JSON_VALUES)))
+    elif kind == "tool_result":
+        _put(block, "tool_use_id", draw(CALL_IDS))
+        _put(block, "content", draw(CONTENTS))
+        _put(block, "is_error", draw(st.sampled_from([_ABSENT, True, False, 1, None])))
+        if draw(st.integers(0, 4)) == 0:
+            block["name"] = draw(TOOL_NAMES)
+    else:
+        block["source"] = {"type": "base64", "data": "AAAA"}
+    return block
+
+
+@st.composite
+def anthropic_messages(draw: st.DrawFn) -> Any:
+    """An Anthropic message: a string, null or a list of blocks, sometimes odd."""
+    if draw(st.integers(0, 40)) == 0:
+        return draw(st.sampled_from([7, None, [], {"content": "no role"}, {"role": None}]))
+    message: dict[str, Any] = {"role": draw(st.sampled_from(
+        ["user", "assistant", "assistant", "system", "critic"]))}
+    _put(message, "content", draw(st.one_of(
+        st.lists(anthropic_blocks(), max_size=4), st.lists(anthropic_blocks(), max_size=4),
+        st.just(_ABSENT), st.none(), TEXTS, st.sampled_from([{}, 3, {"type": "text"}]))))
+    if draw(st.integers(0, 3)) == 0:
+        message.update(draw(usages()))
+    return message
+
+
+RUN_IDS = st.one_of(st.sampled_from([_ABSENT, None, "r1", "r\u00e9", 3, True, 1.5, [1],
+                                     2**60]), st.text(max_size=3))
+
+
+@st.composite
+def runs(draw: st.DrawFn, messages: st.SearchStrategy[Any]) -> Any:
+    """A run as a JSONL line holds it: a list of messages, or an object keeping them (and
+    maybe its id) under one of the keys harnesses use."""
+    listed = draw(st.lists(messages, max_size=10))
+    if draw(st.integers(0, 12)) == 0:
+        # Copies of a few messages: the repeated runs the scan is after.
+        listed = listed[:3] * draw(st.integers(2, 5))
+    shape = draw(st.sampled_from(["list", "messages", "messages", "traj", "history",
+                                  "other"]))
+    if shape == "list":
+        return listed
+    run: dict[str, Any] = {}
+    id_shape = draw(st.sampled_from(["id", "instance_id", "task", "task+trial", "none"]))
+    if id_shape in ("id", "instance_id"):
+        _put(run, id_shape, draw(RUN_IDS))
+    elif id_shape.startswith("task"):
+        _put(run, "task_id", draw(RUN_IDS))
+        if id_shape == "task+trial":
+            _put(run, "trial", draw(RUN_IDS))
+    if shape == "other":
+        run["steps"] = listed
+    else:
+        run[shape] = listed if draw(st.integers(0, 20)) else draw(st.sampled_from(
+            [{}, "x", None]))
+    return run

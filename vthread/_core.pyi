@@ -1,7 +1,7 @@
 """Type stubs of the compiled core, ``vthread._core`` (built from ``src/`` by maturin)."""
 
 from collections.abc import Iterable
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +31,18 @@ def scan_lines(
     min_result_repetitions: int,
     count_tokens: bool,
     threads: int,
+    format: Literal["native", "openai", "anthropic"] = "native",
 ) -> dict[str, Any] | None:
-    """Columns of native-format JSONL lines plus ``id_texts``, ``message_counts``,
-    ``figures`` and ``figures_odd``; None when some line needs Python's json."""
+    """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures`` and
+    ``figures_odd``; None when some line needs Python's json or its adapters. OpenAI and
+    Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
+    ``native_ends``, with ``sources`` (the source message of every native message)."""
+
+def translate_line(
+    line: bytes, format: Literal["openai", "anthropic"]
+) -> tuple[bytes, list[int]] | None:
+    """One run's native line and the source message of each native message, as the core
+    translates it; None where it leaves the line to Python."""
 
 def scan_slices(
     data: Any,

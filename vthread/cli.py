@@ -153,6 +153,8 @@ _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a documen
 # an Inspect log's samples (as native runs)
 # A native line holding one of these keys may take its id from it, which the core does not do.
 _ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
+_CoreFormat = Literal["native", "openai", "anthropic"]
+_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = ("native", "openai", "anthropic")  # the core's
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
@@ -496,9 +498,10 @@ def _scan_command(options: argparse.Namespace) -> int:
     stats = _Stats()
     started = time.perf_counter()
     try:
-        # Native lines are read by the core in this process: with --jobs N, on N - 1 threads
-        # while Python finishes the chunk before (N = 1: one thread, no overlap). The other
-        # formats are read by Python, N worker processes at a time.
+        # Native, OpenAI and Anthropic lines are read by the core in this process: with
+        # --jobs N, on N - 1 threads while Python finishes the chunk before (N = 1: one
+        # thread, no overlap). The other formats (and the options only Python reads) are
+        # read by Python, N worker processes at a time.
         detected: list[tuple[str, str]] = []
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
                        count_tokens=not options.quiet or bool(options.summary_file),
@@ -510,8 +513,8 @@ def _scan_command(options: argparse.Namespace) -> int:
         first = next(tasks, None)
         if first is not None:
             tasks = chain([first], tasks)
-        in_core = first is None or first.format == "native"
-        results = _run_native(tasks, jobs) if in_core else _run(tasks, jobs)
+        in_core = first is None or first.format == "native" or _core_may_read(first)
+        results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
             _write(out, _loops_only(done.output) if options.only_loops else done.output)
             stats.add(done.stats)
@@ -1175,10 +1178,11 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
                           f"--format to read them all in one") from None
 
 
-def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
-    """Native chunks' results, in order, in this process. With jobs > 1 the core reads the
-    next chunk on its own threads (the GIL released) while Python finishes this one (loop
-    signatures, records), so the two overlap instead of taking turns."""
+def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
+    """The results of chunks the core reads (native, OpenAI, Anthropic), in order, in this
+    process. With jobs > 1 the core reads the next chunk on its own threads (the GIL
+    released) while Python finishes this one (loop signatures, records), so the two overlap
+    instead of taking turns."""
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
@@ -1189,14 +1193,14 @@ def _run_native(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
         for task in tasks:
             ahead = reader.submit(_read_in_core, task)
             if pending is not None:
-                yield _finish_native(*pending)
+                yield _finish_in_core(*pending)
             pending = (task, ahead)
         if pending is not None:
-            yield _finish_native(*pending)
+            yield _finish_in_core(*pending)
 
 
-def _finish_native(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
-    """A native chunk's result from the core's reading made ahead (Python's way if none)."""
+def _finish_in_core(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
+    """A chunk's result from the core's reading made ahead (Python's way if none)."""
     with collector_paused():
         raw = ahead.result()
         done = _scan_chunk_in_core(task, raw) if raw is not None else None
@@ -1259,23 +1263,32 @@ def _scan_chunk(task: _Task) -> _Done:
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
-    if task.format == "native" and task.broken is None:
+    if _core_may_read(task):
         done = _scan_chunk_in_core(task)
         if done is not None:
             return done
     return _scan_chunk_in_python(task)
 
 
+def _core_may_read(task: _Task) -> bool:
+    """Whether the core may read the chunk: native lines, or OpenAI or Anthropic runs (which
+    it translates as :mod:`vthread.adapters` does), found under the known keys and compared
+    as they are (masking volatile values and looking anywhere are Python's)."""
+    return (task.format in _CORE_FORMATS and task.broken is None and not task.mask_volatile
+            and not task.anywhere and task.messages_key is None and task.id_key is None)
+
+
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
-    """The core's columns of a native chunk (the GIL released while it reads), or None when
-    some line needs Python's ``json``."""
-    if task.broken is not None or task.mask_volatile or task.anywhere:
+    """The core's columns of a chunk (the GIL released while it reads), or None when some
+    line needs Python's ``json`` or its adapters."""
+    if not _core_may_read(task):
         return None
-    if (task.format != "native" or task.messages_key is not None or task.id_key is not None
-            or any(key in line for line in task.lines for key in _ID_KEY_BYTES)):
-        return None  # the core reads only "messages" and "id"
+    if task.format == "native" and any(
+            key in line for line in task.lines for key in _ID_KEY_BYTES):
+        return None  # a native line's id is read only from "id" in the core
     options = cycle_options(**task.options)
-    return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads)
+    return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
+                            format=cast(_CoreFormat, task.format))
 
 
 def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
@@ -1283,7 +1296,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     object; None when some line needs Python's ``json`` (a bad line, an id or number only
     Python writes exactly, anything the tape declines), and the chunk then goes the Python
     way whole, so the output never depends on which path read it. ``raw`` is the core's
-    reading when it was made ahead (see :func:`_run_native`).
+    reading when it was made ahead (see :func:`_run_in_core`).
 
     Only the looping lines are parsed again in Python, for what their records say of the loop
     (its signature and token cost) and was computed that way before the core existed.
@@ -1295,17 +1308,28 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         return None
     result = verdicts(columns_of(raw), options)
     looping = np.flatnonzero(result.codes).tolist()
+    # A translated chunk: the native lines the core read, and where each thread's source
+    # messages begin among the sources (one per native message).
+    native = raw.get("native")
+    if native is not None:
+        ends = [0, *raw["native_ends"].tolist()]
+        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
     if looping:
         threads = []
         for row in looping:
+            line = task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
             # No 19-digit run (the core declines those lines), so orjson reads it as json.
-            item = _read_thread(task.lines[row], False, "native")
+            item = _read_thread(line, False, "native")
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
             threads.append(item[1])
         costs, failed = _scan_threads(threads, task.options)
         if failed:
             return None  # the Python way turns the failing thread into an error record
         result.attribute_rows(looping, costs)
+        if native is not None:
+            sources = raw["sources"]
+            for row in looping:
+                in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
     counts = raw["message_counts"].tolist()
     codes = result.codes
     loops = codes > 0

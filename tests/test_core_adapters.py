@@ -1,0 +1,191 @@
+"""The core's translation of OpenAI and Anthropic runs against vthread.adapters: whenever the
+core takes a line, its native line is the run ``read_run`` makes (the project's JavaScript
+value equality, and the very JSON text), with the same source message per native message;
+and the CLI writes the same bytes whichever path read a chunk."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import anthropic_messages, openai_messages, runs
+
+from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from vthread import _core, cli
+from vthread._jsvalue import canonical
+from vthread.documents import read_run
+
+SAMPLES = Path(__file__).resolve().parent.parent / "vthread" / "samples"
+OPTIONS: dict[str, float | None] = {
+    "min_repetitions": None, "min_pattern_length": None, "max_pattern_length": None,
+    "min_result_repetitions": None,
+}
+MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages()}
+SETTINGS = settings(max_examples=400, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _encode(value: Any, ascii_only: bool) -> bytes:
+    return json.dumps(value, allow_nan=True, ensure_ascii=ascii_only).encode(
+        "utf-8", "surrogatepass")
+
+
+def _check_line(line: bytes, format_: str) -> bool:
+    """The core's translation of ``line`` equals Python's; whether the core took it."""
+    core = _core.translate_line(line, format_)
+    if core is None:
+        return False
+    native_line, sources = core
+    found = read_run(json.loads(line), format_)
+    assert not isinstance(found, str), f"the core translated a line Python refuses: {found}"
+    ident, native, origins = found
+    expected = {"id": ident, "messages": native}
+    translated = json.loads(native_line)
+    assert canonical(translated) == canonical(expected)
+    # Stronger than JavaScript equality: the same Python values, types and key order.
+    assert json.dumps(translated) == json.dumps(expected)
+    assert sources == origins
+    return True
+
+
+@SETTINGS
+@given(st.sampled_from(["openai", "anthropic"]), st.data(), st.booleans())
+def test_core_translation_equals_the_adapters(format_: str, data: st.DataObject,
+                                              ascii_only: bool) -> None:
+    """Drawn runs (odd fields, tool results that are and are not JSON, lone surrogates,
+    unknown roles, several calls, ids) translate alike, or the core declines them."""
+    _check_line(_encode(data.draw(runs(MESSAGES[format_])), ascii_only), format_)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["openai", "anthropic"]), st.lists(st.sampled_from(
+    [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"},
+     {"role": "system", "content": None}]), max_size=6))
+def test_plain_chats_are_taken(format_: str, messages: list[dict[str, Any]]) -> None:
+    """Plain chats are translated by the core, not declined."""
+    assert _check_line(_encode({"id": "r", "messages": messages}, False), format_)
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_generated_runs_are_taken(format_: str) -> None:
+    """The benchmark's threads in either format are all translated by the core, alike."""
+    convert = to_openai if format_ == "openai" else to_anthropic
+    for index, thread in enumerate(generate_threads(150, seed=5)):
+        line = _encode({"id": f"t{index}", "messages": convert(thread)}, index % 2 == 0)
+        assert _check_line(line, format_)
+
+
+@pytest.mark.parametrize(("line", "format_"), [
+    (b'[{"role":"tool","tool_call_id":"c","content":"NaN"}]', "openai"),
+    (b'[{"role":"tool","content":"[\\"\\\\ud800\\"]"}]', "openai"),
+    (b'[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"a"}}]}]', "openai"),
+    (b'[{"role":"user","content":[{"type":["text"],"text":"a"}]}]', "openai"),
+    (b'[{"role":"user","content":3}]', "openai"),
+    (b'{"task_id":1.5,"trial":0,"traj":[]}', "openai"),
+    (b'[{"role":"user","content":{}}]', "anthropic"),
+    (b'[{"role":"user","content":"\\ud800"}]', "anthropic"),
+])
+def test_unusual_lines_are_declined(line: bytes, format_: str) -> None:
+    """What Python alone reads exactly (or refuses) is left to it."""
+    assert _core.translate_line(line, format_) is None
+
+
+def test_tool_text_that_is_not_json_stays_text() -> None:
+    """Texts json.loads refuses are results as text, not a reason to decline."""
+    for text in ["[1,]", "\ufeff[]", "", " 1 2", "[" * 1100 + "]" * 1100]:
+        line = _encode([{"role": "tool", "content": text}], False)
+        assert _check_line(line, "openai"), text
+
+
+# ------------------------------------------------------------------------------- CLI chunks
+
+
+def _task(lines: list[bytes], format_: str, threads: int = 1,
+          count_tokens: bool = True) -> Any:
+    return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format=format_,
+                     options=OPTIONS, strict=False, count_tokens=count_tokens,
+                     threads=threads)
+
+
+def _same(done_core: Any, done_python: Any) -> None:
+    assert done_core.output == done_python.output
+    core, python = done_core.stats, done_python.stats
+    for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known"):
+        assert getattr(core, name) == getattr(python, name), name
+    assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
+    assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["openai", "anthropic"]), st.data(), st.booleans())
+def test_core_chunk_equals_python_chunk(format_: str, data: st.DataObject,
+                                        count_tokens: bool) -> None:
+    """Whenever the core takes a chunk of drawn runs, it writes what Python's reading
+    writes: records byte for byte (loops in the file's own message numbers) and counts."""
+    lines = [_encode(run, False) for run in data.draw(
+        st.lists(runs(MESSAGES[format_]), min_size=1, max_size=5))]
+    task = _task(lines, format_, count_tokens=count_tokens)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_core_takes_generated_chunks(format_: str, threads: int) -> None:
+    """The benchmark's threads (a sixth of them looping) and the bundled format samples go
+    through the core, on one worker thread or several, and read as Python reads them."""
+    convert = to_openai if format_ == "openai" else to_anthropic
+    lines = [_encode({"id": f"t{i}", "messages": convert(t)}, False)
+             for i, t in enumerate(generate_threads(600, seed=4))]
+    task = _task(lines, format_, threads=threads)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert sum(done.stats.verdicts[1:]) > 50
+    _same(done, cli._scan_chunk_in_python(task))
+    sample = (SAMPLES / f"{format_}.jsonl").read_bytes().splitlines()
+    task = _task(sample, format_, threads=threads)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_cli_output_is_the_same_either_way(format_: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vthread scan`` on a file in either format writes the same records and summary
+    through the core as through Python alone (the core's reading turned off)."""
+    convert = to_openai if format_ == "openai" else to_anthropic
+    source = tmp_path / f"{format_}.jsonl"
+    lines = [_encode({"id": f"t{i}", "messages": convert(t)}, i % 3 == 0)
+             for i, t in enumerate(generate_threads(400, seed=9))]
+    lines.insert(7, b'{"id": "odd", "messages": [{"role": "user", "content": "\\ud800"}]}')
+    source.write_bytes(b"\n".join(lines[:200]) + b"\nnot json\n" + b"\n".join(lines[200:]))
+    monkeypatch.setattr(cli, "CHUNK_LINES", 64)
+
+    def scan(name: str) -> tuple[bytes, str]:
+        out, summary = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json"
+        assert cli.main(["scan", str(source), "-o", str(out), "--summary", str(summary),
+                         "--quiet"]) == 0
+        report = json.loads(summary.read_text())
+        report.pop("seconds", None)
+        return out.read_bytes(), json.dumps(report)
+
+    taken = []
+    original = cli._read_in_core
+
+    def counted(task: Any) -> Any:
+        raw = original(task)
+        taken.append(raw is not None)
+        return raw
+
+    monkeypatch.setattr(cli, "_read_in_core", counted)
+    core = scan("core")
+    assert any(taken) and not all(taken)  # the chunks with an odd line went to Python
+    monkeypatch.setattr(cli, "_read_in_core", lambda task: None)
+    assert core == scan("python")
