@@ -121,3 +121,19 @@ def test_core_takes_the_common_chunk(threads: int) -> None:
     done = cli._scan_chunk_in_core(task)
     assert done is not None
     _same(done, cli._scan_chunk_in_python(task))
+
+
+def test_long_fractions_are_read_in_the_core() -> None:
+    """A float written with 19 or more fraction digits (as recorded costs are) is read by
+    the core, and a looping thread holding one is attributed from json's reading."""
+    step = [{"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+             "function": {"name": "ls", "arguments": {"cost": "COST"}}}}},
+            {"type": "bot", "text": "again", "usage": {"tokens": "COST"}}]
+    text = json.dumps({"id": "t", "messages": step * 4}).replace(
+        '"COST"', "0.0035475000000000003")
+    lines = [text.encode(), text.replace("0035", "0036").encode()]
+    task = _task(lines)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert done.stats.verdicts[0] == 0
+    _same(done, cli._scan_chunk_in_python(task))

@@ -1318,8 +1318,10 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         threads = []
         for row in looping:
             line = task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
-            # No 19-digit run (the core declines those lines), so orjson reads it as json.
-            item = _read_thread(line, False, "native")
+            # The core declines integers of 19 digits, not a float's long fraction, which
+            # json reads (orjson is trusted only without such runs, as everywhere here).
+            suspect = _fast_loads is not None and bool(_long_digit_lines([line]))
+            item = _read_thread(line, suspect, "native")
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
             threads.append(item[1])
         costs, failed = _scan_threads(threads, task.options)
