@@ -134,7 +134,7 @@ impl Payload<'_> {
 
 /// Whether `json.loads(text)` (a `str`) returns a value, as the tape would read it; Declined
 /// when it returns one the tape does not take, or when the answer depends on the
-/// interpreter's settings (the integer digit limit).
+/// interpreter's settings (its recursion and integer digit limits).
 fn is_json_text(text: &str) -> Result<bool, Declined> {
     if text.starts_with('\u{feff}') {
         return Ok(false); // json.loads refuses a str that starts with a byte-order mark
@@ -145,11 +145,12 @@ fn is_json_text(text: &str) -> Result<bool, Declined> {
     match json_reader::canonical_json(text.as_bytes()) {
         Ok(_) => Err(Declined),
         Err(error) => match error.problem {
-            Problem::IntegerTooLong { .. }
+            // Whether json.loads reads text nested this deep depends on the interpreter's
+            // recursion limit, and a long integer on its digit limit: Python's to answer.
+            Problem::TooDeep { .. }
+            | Problem::IntegerTooLong { .. }
             | Problem::UnsupportedEncoding { .. }
             | Problem::InvalidUtf8 { .. } => Err(Declined),
-            // Beyond the reader's nesting limit json.loads raises RecursionError, which
-            // `_json_or_text` catches as it catches a ValueError.
             _ => Ok(false),
         },
     }
@@ -757,6 +758,10 @@ mod tests {
                 Format::OpenAi,
             ),
             (r#"[{"role":"tool","content":"NaN"}]"#, Format::OpenAi),
+            (
+                &format!(r#"[{{"role":"tool","content":"{}"}}]"#, "[".repeat(1001)),
+                Format::OpenAi,
+            ),
             (
                 r#"[{"role":"tool","content":"[\"\\ud800\"]"}]"#,
                 Format::OpenAi,

@@ -83,6 +83,8 @@ def test_generated_runs_are_taken(format_: str) -> None:
 @pytest.mark.parametrize(("line", "format_"), [
     (b'[{"role":"tool","tool_call_id":"c","content":"NaN"}]', "openai"),
     (b'[{"role":"tool","content":"[\\"\\\\ud800\\"]"}]', "openai"),
+    # json.loads reads it or not depending on the recursion limit.
+    (json.dumps([{"role": "tool", "content": "[" * 1100 + "]" * 1100}]).encode(), "openai"),
     (b'[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"a"}}]}]', "openai"),
     (b'[{"role":"user","content":[{"type":["text"],"text":"a"}]}]', "openai"),
     (b'[{"role":"user","content":3}]', "openai"),
@@ -97,7 +99,7 @@ def test_unusual_lines_are_declined(line: bytes, format_: str) -> None:
 
 def test_tool_text_that_is_not_json_stays_text() -> None:
     """Texts json.loads refuses are results as text, not a reason to decline."""
-    for text in ["[1,]", "\ufeff[]", "", " 1 2", "[" * 1100 + "]" * 1100]:
+    for text in ["[1,]", "\ufeff[]", "", " 1 2", "[" * 50 + "]" * 49]:
         line = _encode([{"role": "tool", "content": text}], False)
         assert _check_line(line, "openai"), text
 
