@@ -1292,14 +1292,17 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
 
 
 def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
-    """The chunk read, parsed and judged by the compiled core, no message made into a Python
-    object; None when some line needs Python's ``json`` (a bad line, an id or number only
-    Python writes exactly, anything the tape declines), and the chunk then goes the Python
-    way whole, so the output never depends on which path read it. ``raw`` is the core's
-    reading when it was made ahead (see :func:`_run_in_core`).
+    """The chunk read, parsed (OpenAI and Anthropic runs translated) and judged by the
+    compiled core, no message made into a Python object; None when some line needs Python's
+    ``json`` or adapters (a bad line, an id or number only Python writes exactly, anything
+    the tape or the translation declines), and the chunk then goes the Python way whole, so
+    the output never depends on which path read it. ``raw`` is the core's reading when it
+    was made ahead (see :func:`_run_in_core`).
 
-    Only the looping lines are parsed again in Python, for what their records say of the loop
-    (its signature and token cost) and was computed that way before the core existed.
+    Only the looping lines are parsed again in Python (a translated line as the native line
+    the core made of it), for what their records say of the loop (its signature and token
+    cost) and was computed that way before the core existed; a translated line's loop is
+    then restated in the file's own messages.
     """
     options = cycle_options(**task.options)
     if raw is None:
@@ -1308,13 +1311,12 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         return None
     result = verdicts(columns_of(raw), options)
     looping = np.flatnonzero(result.codes).tolist()
-    # A translated chunk: the native lines the core read, and where each thread's source
-    # messages begin among the sources (one per native message).
-    native = raw.get("native")
-    if native is not None:
-        ends = [0, *raw["native_ends"].tolist()]
-        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
     if looping:
+        # A translated chunk's native lines, one after another, and where each thread's
+        # source messages begin among the sources (one per native message).
+        native: bytes | None = raw.get("native")
+        ends = [0, *raw["native_ends"].tolist()] if native is not None else []
+        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
         threads = []
         for row in looping:
             line = task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
