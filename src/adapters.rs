@@ -139,7 +139,15 @@ fn is_json_text(text: &str) -> Result<bool, Declined> {
     if text.starts_with('\u{feff}') {
         return Ok(false); // json.loads refuses a str that starts with a byte-order mark
     }
-    if Tape::parse(text.as_bytes()).is_ok() {
+    // Most texts that are not JSON show it at once: json.loads skips " \t\n\r" and then
+    // wants a value, which starts with one of these (NaN and Infinity included).
+    let first = text
+        .bytes()
+        .find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'));
+    if !first.is_some_and(|byte| b"{[\"-0123456789tfnNI".contains(&byte)) {
+        return Ok(false);
+    }
+    if Tape::parse_str(text).is_ok() {
         return Ok(true);
     }
     match json_reader::canonical_json(text.as_bytes()) {

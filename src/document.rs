@@ -314,8 +314,17 @@ fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {
 impl<'a> Tape<'a> {
     /// Parse one line (without its newline); `Declined` for anything Python should read.
     pub fn parse(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
+        match std::str::from_utf8(line) {
+            Ok(text) => Tape::parse_str(text),
+            Err(_) => Err(Declined),
+        }
+    }
+
+    /// `parse` of a text already known to be UTF-8 (no check again).
+    pub fn parse_str(text: &'a str) -> Result<Tape<'a>, Declined> {
+        let line = text.as_bytes();
         let mut items = Vec::with_capacity(line.len() / 16);
-        if std::str::from_utf8(line).is_err() || line.starts_with(b"\xef\xbb\xbf") {
+        if line.starts_with(b"\xef\xbb\xbf") {
             return Err(Declined);
         }
         let mut parser = Parser {

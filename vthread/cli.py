@@ -1317,13 +1317,14 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         native: bytes | None = raw.get("native")
         ends = [0, *raw["native_ends"].tolist()] if native is not None else []
         starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
+        lines = [task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
+                 for row in looping]
+        # The core declines integers of 19 digits, not a float's long fraction, which json
+        # reads (orjson is trusted only without such runs, as everywhere here).
+        suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
         threads = []
-        for row in looping:
-            line = task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
-            # The core declines integers of 19 digits, not a float's long fraction, which
-            # json reads (orjson is trusted only without such runs, as everywhere here).
-            suspect = _fast_loads is not None and bool(_long_digit_lines([line]))
-            item = _read_thread(line, suspect, "native")
+        for index, line in enumerate(lines):
+            item = _read_thread(line, index in suspect, "native")
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
             threads.append(item[1])
         costs, failed = _scan_threads(threads, task.options)
