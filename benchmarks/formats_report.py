@@ -15,7 +15,9 @@ and each input:
   native lines, as OpenAI chat messages and as Anthropic messages (the workload's own
   converters, :func:`~benchmarks.workload.to_openai` and :func:`~benchmarks.workload.to_anthropic`);
 * the published runs in ``../shared/realdata`` that are OpenAI chat: tau-bench's airline
-  runs (one JSON document), format detected as a user would leave it.
+  runs (one JSON document), format detected as a user would leave it. The other published
+  runs (SWE-agent, mini-swe-agent) are scanned once by each build, as detected and with
+  ``--format openai``, and only their records compared.
 
 Runs go round-robin (one of each variant per round), the load average recorded every
 round. Before anything is timed, each input is scanned once by each build and the records
@@ -80,17 +82,33 @@ def workload_file(directory: Path, format_: str) -> tuple[Path, int]:
     return path, write_jsonl(path, threads())
 
 
-def argv(path: Path, output: Path, jobs: int) -> list[str]:
+def checked_only() -> list[tuple[str, Path, list[str]]]:
+    """The other published runs, read as OpenAI chat (which the core now translates) and as
+    detected: (name, path, extra arguments), compared, not timed."""
+    found = []
+    for path in sorted((REALDATA / "swe-agent").glob("*.traj")):
+        found.append((f"swe-agent/{path.name} --format openai", path, ["--format", "openai"]))
+        found.append((f"swe-agent/{path.name}", path, []))
+    mini = REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"
+    if mini.exists():
+        found.append((f"{mini.name} --format openai", mini, ["--format", "openai"]))
+        found.append((mini.name, mini, []))
+    return found
+
+
+def argv(path: Path, output: Path, jobs: int, extra: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-m", "vthread", "scan", str(path), "--output", str(output),
-            "--quiet", "--jobs", str(jobs)]
+            "--quiet", "--jobs", str(jobs), *extra]
 
 
-def run(code: Path, path: Path, output: Path, jobs: int) -> tuple[float, float]:
+def run(code: Path, path: Path, output: Path, jobs: int,
+        extra: Sequence[str] = ()) -> tuple[float, float]:
     """One CLI run of the build in ``code`` (``python -m`` puts the working directory first
     on ``sys.path``): (wall seconds, CPU seconds of the child and its workers)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv(path, output, jobs), cwd=code, capture_output=True, check=False)
+    done = subprocess.run(argv(path, output, jobs, extra), cwd=code, capture_output=True,
+                          check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
@@ -133,6 +151,14 @@ def main(arguments: list[str] | None = None) -> int:
     builds = {"before": args.before.resolve(), "after": args.after.resolve()}
 
     identical: dict[str, bool] = {}
+    for name, path, extra in checked_only():
+        outputs = {}
+        for build, code in builds.items():
+            out = scratch / f"{build}.jsonl"
+            run(code, path, out, 1, extra)
+            outputs[build] = digest(out)
+        identical[name] = outputs["before"] == outputs["after"]
+        print(f"{name}: records identical: {identical[name]}", file=sys.stderr)
     for name, entry in inputs.items():
         for jobs in args.jobs:
             outputs = {}
@@ -161,10 +187,10 @@ def main(arguments: list[str] | None = None) -> int:
         for jobs in args.jobs:
             row: dict[str, Any] = {"input": name, "jobs": jobs}
             for build in builds:
-                taken = times[(name, build, jobs)]
-                row[build] = {"wall_s": summary([w for w, _ in taken]),
-                              "cpu_s": summary([c for _, c in taken]),
-                              "runs": [[round(w, 3), round(c, 3)] for w, c in taken]}
+                measured = times[(name, build, jobs)]
+                row[build] = {"wall_s": summary([w for w, _ in measured]),
+                              "cpu_s": summary([c for _, c in measured]),
+                              "runs": [[round(w, 3), round(c, 3)] for w, c in measured]}
             row["speedup"] = {
                 measure: {stat: round(row["before"][measure][stat] / row["after"][measure][stat],
                                       2) for stat in ("min", "median")}
