@@ -44,12 +44,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.realdata import REALDATA
 from benchmarks.scan_report import machine
 from benchmarks.workload import generate_thread, to_anthropic, to_openai, write_jsonl
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 RESULTS: Final = ROOT / "benchmarks" / "results" / "formats_from_bytes.json"
-REALDATA: Final = ROOT.parent / "shared" / "realdata"
 THREADS: Final = 10_000
 SEED: Final = 0
 CONVERTERS: Final[dict[str, Callable[[Any], Any]]] = {
@@ -85,7 +85,9 @@ def workload_file(directory: Path, format_: str) -> tuple[Path, int]:
 def checked_only() -> list[tuple[str, Path, list[str]]]:
     """The other published runs, read as OpenAI chat (which the core now translates) and as
     detected: (name, path, extra arguments), compared, not timed."""
-    found = []
+    found: list[tuple[str, Path, list[str]]] = []
+    if REALDATA is None:
+        return found
     for path in sorted((REALDATA / "swe-agent").glob("*.traj")):
         found.append((f"swe-agent/{path.name} --format openai", path, ["--format", "openai"]))
         found.append((f"swe-agent/{path.name}", path, []))
@@ -144,8 +146,8 @@ def main(arguments: list[str] | None = None) -> int:
     for format_ in CONVERTERS:
         path, size = workload_file(scratch, format_)
         inputs[f"workload_{format_}"] = {"path": path, "bytes": size, "format": format_}
-    tau = REALDATA / "tau-bench_gpt-4o-airline.json"
-    if tau.exists():
+    tau = REALDATA / "tau-bench_gpt-4o-airline.json" if REALDATA is not None else None
+    if tau is not None and tau.exists():
         inputs["tau_bench_airline"] = {"path": tau, "bytes": tau.stat().st_size,
                                        "format": "openai (detected)"}
     builds = {"before": args.before.resolve(), "after": args.after.resolve()}

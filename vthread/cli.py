@@ -45,13 +45,19 @@ so memory depends on the chunk size, not the input size.
 A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
 tape (no Python object per message) and read into the heuristics' columns with the GIL
 released; with ``--jobs N`` (N > 1) the core reads the next chunk on N - 1 threads while
-Python finishes the current one. Only a looping line is parsed again in Python, for its
-record's signature and token cost. The tape takes only plain JSON it reads exactly as
+Python finishes the current one. A chunk of OpenAI chat or Anthropic messages runs goes the
+same way, each line translated by the core into the native line :mod:`vthread.adapters`
+would make of it, with the source message of each native message. Only a looping line is
+parsed again in Python (a translated one as its native line), for its record's signature
+and token cost. The tape takes only plain JSON it reads exactly as
 ``json.loads(line_bytes)`` does; a chunk holding any line it declines (invalid UTF-8, a
-byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, a number
-with 19 digits in a row, an id Python writes differently, a line that is no thread) is read
-by Python instead, the records byte for byte the same either way. The OpenAI and Anthropic
-formats are read by Python, ``--jobs N`` worker processes at a time, output in input order.
+byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, an
+integer with 19 digits in a row, an id Python writes differently, a line that is no thread)
+or that the translation declines (a run the adapter refuses, a numeric call id, a tool
+result only ``json.loads`` reads) is read by Python instead, the records byte for byte the
+same either way. The other formats, and ``--mask-volatile``, ``--anywhere``,
+``--messages-key`` and ``--id-key``, are read by Python, ``--jobs N`` worker processes at a
+time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -309,9 +315,10 @@ def _parser() -> argparse.ArgumentParser:
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="workers (default 1; 0 = one per CPU): native files, threads "
-                       "of the core; other formats, processes. Capped at the CPUs this "
-                       "process may use and at the chunks there are to share out")
+                       help="workers (default 1; 0 = one per CPU): native, OpenAI and "
+                       "Anthropic files, threads of the core; other formats, processes. "
+                       "Capped at the CPUs this process may use and at the chunks there "
+                       "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
                        help="no summary and no progress line on stderr")
     scan_.add_argument("--strict", action="store_true",
