@@ -797,6 +797,36 @@ mod tests {
     }
 
     #[test]
+    fn json_text_as_json_loads_reads_it() {
+        for text in [" \n[1, {\"a\": 2}]\t", "-0", "1e400", "\"x\"", "null"] {
+            assert_eq!(is_json_text(text), Ok(true), "{text:?}");
+        }
+        for text in [
+            "",
+            " ",
+            "abc",
+            "tru",
+            "[1,]",
+            "\u{feff}[]",
+            "1 2",
+            "{\"a\"}",
+            "é",
+        ] {
+            assert_eq!(is_json_text(text), Ok(false), "{text:?}");
+        }
+        let deep = "[".repeat(1001) + &"]".repeat(1001);
+        for text in [
+            "NaN",
+            "-Infinity",
+            "[\"\\ud800\"]",
+            "{\"a\":1,\"a\":2}",
+            &deep,
+        ] {
+            assert_eq!(is_json_text(text), Err(Declined), "{text:?}");
+        }
+    }
+
+    #[test]
     fn joined_texts_are_escaped() {
         let mut out = Vec::new();
         push_json_string(&mut out, "a\"\\\n\u{1}é");
