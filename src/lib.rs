@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 pub mod anywhere;
+pub mod arrow_rows;
 pub mod canonical;
 pub mod columns;
 pub mod costs;
@@ -258,6 +259,51 @@ fn scan_slices<'py>(
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
+/// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
+/// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
+/// left out, written on `threads` worker threads; None when some value has no JSON text (see
+/// `arrow_rows`), and the caller reads the array through Python objects. A malformed export is a ValueError saying what is wrong.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn arrow_row_texts<'py>(
+    array: &Bound<'py, PyAny>,
+    threads: usize,
+) -> PyResult<
+    Option<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+    )>,
+> {
+    use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+    use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
+    let py = array.py();
+    let (schema, exported): (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>) =
+        array.call_method0("__arrow_c_array__")?.extract()?;
+    let schema = schema
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
+    let exported = exported
+        .pointer_checked(Some(c"arrow_array"))?
+        .cast::<FFI_ArrowArray>();
+    // SAFETY: the capsules' names were checked, so they hold an exported schema and array;
+    // the array is moved out of its capsule (the capsule's destructor then sees it released)
+    // and the schema only borrowed while its capsule is alive.
+    let imported = unsafe { arrow_rows::import(exported.as_ptr(), schema.as_ref()) }
+        .map_err(|error| PyValueError::new_err(format!("not a valid Arrow array: {error}")))?;
+    let Ok(rows) = py.detach(|| arrow_rows::row_texts(&imported, threads)) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        PyBytes::new(py, &rows.text),
+        rows.starts.into_pyarray(py),
+        rows.ends.into_pyarray(py),
+        rows.rows.into_pyarray(py),
+    )))
+}
+
 /// A chunk's columns, per-line id texts and message counts, and usage figures, for Python.
 fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bound<'py, PyDict>> {
     let out = columns_dict(py, chunk.columns)?;
@@ -471,6 +517,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(message_screens, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
+    module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;

@@ -48,6 +48,13 @@ def scan_slices(
 ) -> dict[str, Any] | None:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
+def arrow_row_texts(
+    array: Any, threads: int,
+) -> tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """The rows of an Arrow array (``__arrow_c_array__``) as JSON texts in one buffer:
+    ``(text, starts, ends, rows)``, null rows left out, null struct fields dropped, written on
+    ``threads`` worker threads; None when
+    some value has no JSON text; ValueError for a malformed export."""
 
 def own_token_costs(
     messages: Any,

@@ -7,9 +7,11 @@ the verdicts as another, so none of those tools has to loop over rows in Python.
 A messages column of JSON text (``string``, ``large_string``, ``binary``) in the native
 format is read by the compiled core straight from the column's data buffer: each row is a
 slice of it, parsed and judged with the GIL released, and only the looping rows are parsed
-again in Python for their signature, excerpt and token cost. A column of lists of structs,
-another format, ``mask_volatile=True`` or a row the core declines is read through Python
-objects, with the same answers. pyarrow is imported only when this module's functions run
+again in Python for their signature, excerpt and token cost. A column of lists of message
+structs is read by the core through the Arrow C data interface and written as the same JSON
+text, again with no Python object per row. Another format, ``mask_volatile=True``, a value
+with no JSON text (NaN, bytes, a timestamp) or a row the core declines is read through
+Python objects, with the same answers. pyarrow is imported only when this module's functions run
 (``pip install 'vthread[arrow]'``).
 """
 
@@ -238,8 +240,9 @@ def _without_nulls(value: Any) -> Any:
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 mask_volatile: bool) -> dict[str, list[Any]]:
-    if format_ == "native" and not mask_volatile and _is_text(piece):
-        fields = _scan_in_core(piece, keywords)
+    if format_ == "native" and not mask_volatile:
+        rows = _text_buffers(piece) if _is_text(piece) else _nested_texts(piece)
+        fields = None if rows is None else _scan_in_core(*rows, len(piece), keywords)
         if fields is not None:
             return fields
     return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile)
@@ -263,12 +266,25 @@ def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
     return data, offsets[:-1][valid], offsets[1:][valid], valid
 
 
-def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
-    """The slice read by the core from its data buffer; None when a row needs Python."""
+def _nested_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
+                                            np.ndarray[Any, Any]] | None:
+    """The same as :func:`_text_buffers` for an array of nested values (lists of message
+    structs): the core writes each row as the JSON text of its Python value with null struct
+    fields dropped, no Python object made; None when some value has no JSON text (NaN, bytes,
+    a timestamp, ...) and the slice is read through Python objects instead."""
+    from vthread import _core
+
+    return _core.arrow_row_texts(piece, core_threads())
+
+
+def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
+                  valid: np.ndarray[Any, Any], length: int,
+                  keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """The slice's rows (``data[starts[i]:ends[i]]`` the JSON text of row ``valid[i]``, the
+    others null) read by the core; None when a row needs Python."""
     from vthread import _core
 
     options = cycle_options(**keywords)
-    data, starts, ends, valid = _text_buffers(piece)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
                             core_threads())
     if raw is None:
@@ -285,11 +301,11 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
         result.attribute_rows(looping, scan_validated(threads, **keywords))
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
-    if len(valid) == len(piece):
+    if len(valid) == length:
         return fields
     # Null rows: an error each, in place.
-    spread: dict[str, list[Any]] = {name: [None] * len(piece) for name in fields}
-    spread["error"] = ["messages is null"] * len(piece)
+    spread: dict[str, list[Any]] = {name: [None] * length for name in fields}
+    spread["error"] = ["messages is null"] * length
     for name, values in fields.items():
         column = spread[name]
         for index, value in zip(valid.tolist(), values, strict=True):
