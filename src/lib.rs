@@ -519,6 +519,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
+    module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;

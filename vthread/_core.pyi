@@ -63,6 +63,17 @@ def own_token_costs(
     float or a 64-bit int >= 0), NaN where Python decides (indexes in the list); None when
     ``messages`` is not a list of exact dicts."""
 
+def newest_fitting(
+    messages: list[Any],
+    costs: npt.NDArray[np.float64],
+    first: int,
+    limit: float,
+    floor: float,
+) -> tuple[list[dict[str, Any]], float]:
+    """build_thread's selection without ``inclusive``: the newest messages of
+    ``messages[first:]`` within ``limit`` (the newest ``floor`` kept whatever they cost), as
+    copies carrying their usage, oldest first, and their total."""
+
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
 
