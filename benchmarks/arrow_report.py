@@ -214,8 +214,8 @@ def _ratio(baseline: float, value: float) -> float:
 
 
 def hypotheses(rows: dict[str, dict[str, Any]], threads: int) -> dict[str, dict[str, Any]]:
-    """H1-H4 of docs/performance.md (Arrow and Ray), judged on medians; written down before
-    the run."""
+    """H1-H5 of docs/performance.md (Arrow and Ray), judged on medians; written down before
+    the run (H5 before the run of session 6)."""
     med = {key: row["median_s"] for key, row in rows.items()}
     whole = f"ray_scan_c2_b{threads // BLOCKS}"
     out: dict[str, dict[str, Any]] = {
@@ -240,6 +240,14 @@ def hypotheses(rows: dict[str, dict[str, Any]], threads: int) -> dict[str, dict[
                           f"{BATCH_SIZES[-1]}-row batches against whole blocks)",
                  "measured": per_batch_ms, "holds": per_batch_ms < 5.0,
                  "whole_block_scan_median_s": med[whole]}
+    out["H5"] = {"claim": "a list<struct> column read by the core is at least 5x the same "
+                          "column through Python objects, and at most 1.5x the JSON text "
+                          "column (it is written as JSON text first)",
+                 "measured": {"vs_objects": _ratio(med["struct_objects"], med["struct_core"]),
+                              "vs_json_column": round(med["struct_core"] / med["scan_arrow"],
+                                                      2)},
+                 "holds": (med["struct_objects"] >= 5 * med["struct_core"]
+                           and med["struct_core"] <= 1.5 * med["scan_arrow"])}
     return out
 
 
