@@ -5,8 +5,15 @@
 //! screen hashes the type, the text and the whole meta as JavaScript sees them), so a
 //! repeat the screens reject is no repeat. Every repeat the screens accept is confirmed by
 //! exact canonical keys in Python, so no collision of any hash can change an answer.
+//!
+//! A user message also gets a *reply screen*: its text's canonical encoding with every run
+//! of ASCII digits read as one `0`, so replies differing only in their numbers ("found 2
+//! actions", "found 3 actions") share it. Replacing a run of digits in the text by `0` only
+//! shortens runs of digits in its encoding, so replies whose number-blind keys
+//! (`vthread.anywhere.reply_key`) are equal always have equal reply screens.
 
 use pyo3::prelude::*;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::columns::parse_activity;
 use crate::node::{absent_screen, Key, Node, Text};
@@ -26,6 +33,9 @@ pub const THINK: &str = "think";
 pub struct MessageColumns {
     pub offsets: Vec<i64>,
     pub screens: Vec<u64>,
+    /// A user message's screen with its text's numbers folded (see the module docs); any
+    /// other message's screen as it is.
+    pub reply_screens: Vec<u64>,
     pub roles: Vec<i8>,
     /// Rows (batch message indices) of agent messages with a non-empty text, and the texts.
     pub text_rows: Vec<i64>,
@@ -59,14 +69,16 @@ impl MessageColumns {
                 Some(value) => value.screen(scratch)?.wrapping_add(1),
                 None => 0,
             };
-            let mixed = kind_screen
-                .rotate_left(21)
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                ^ text_screen
-                    .rotate_left(42)
-                    .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-                ^ meta_screen;
-            self.screens.push(masked(mixed));
+            let mix = |text_screen: u64| {
+                kind_screen
+                    .rotate_left(21)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    ^ text_screen
+                        .rotate_left(42)
+                        .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+                    ^ meta_screen
+            };
+            self.screens.push(masked(mix(text_screen)));
             let role = match &kind {
                 Some(value) if value.is_text("activity") => match parse_activity(message)? {
                     // A "think" tool is a scratchpad (tau-bench's, Anthropic's): reasoning.
@@ -85,6 +97,11 @@ impl MessageColumns {
                 }
                 _ => AGENT,
             };
+            self.reply_screens.push(if role == USER {
+                masked(mix(number_blind_screen(text.as_ref(), scratch)?))
+            } else {
+                masked(mix(text_screen))
+            });
             if role == AGENT {
                 if let Some(text) = text.filter(Node::is_nonempty_text) {
                     self.text_rows.push(self.screens.len() as i64 - 1);
@@ -95,5 +112,42 @@ impl MessageColumns {
         }
         self.offsets.push(self.screens.len() as i64);
         Ok(())
+    }
+}
+
+/// The hash of a text's canonical encoding with every run of ASCII digits folded to one `0`
+/// (an absent text as `null`).
+fn number_blind_screen<N: Node>(text: Option<&N>, scratch: &mut Vec<u8>) -> PyResult<u64> {
+    scratch.clear();
+    match text {
+        Some(value) => value.push_canonical(scratch)?,
+        None => scratch.extend_from_slice(b"null"),
+    }
+    Ok(xxh3_64_with_seed(&fold_digits(scratch), SEED_REPLY))
+}
+
+const SEED_REPLY: u64 = 11;
+
+/// `bytes` with every maximal run of ASCII digits replaced by one `0`.
+fn fold_digits(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for &byte in bytes {
+        if !(byte.is_ascii_digit() && out.last().is_some_and(u8::is_ascii_digit)) {
+            out.push(if byte.is_ascii_digit() { b'0' } else { byte });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_digits;
+
+    #[test]
+    fn digit_runs_fold_to_one_zero() {
+        assert_eq!(fold_digits(b"\"found 12 of 3\""), b"\"found 0 of 0\"");
+        assert_eq!(fold_digits(b"a0b"), fold_digits(b"a987b"));
+        assert_eq!(fold_digits(b""), b"");
+        assert_ne!(fold_digits(b"a1b"), fold_digits(b"a1 b"));
     }
 }

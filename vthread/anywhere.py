@@ -35,7 +35,7 @@ messages alone is never the agent's loop. Where loops overlap the longest is kep
 shortest period), so a loop is reported once, by its smallest repeating block.
 
 Cost: one pass of the compiled core over the messages (a 64-bit *screen* per message: equal
-messages always have equal screens), then for each period ``p`` up to :data:`MAX_PERIOD` one
+messages always have equal screens; for user messages a second one blind to numbers), then for each period ``p`` up to :data:`MAX_PERIOD` one
 NumPy comparison of the whole batch with itself shifted by ``p``: O(total messages x
 MAX_PERIOD), vectorised across threads. Every repeat the screens accept is confirmed message
 by message on exact canonical keys (the keys the suffix heuristic compares), so a screen
@@ -210,7 +210,8 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
                     found[thread].append(loop)
 
     actions = np.flatnonzero(_is_action(roles))
-    for thread, loop in _number_blind_replies(threads, actions, roles, owner, offsets):
+    replies: npt.NDArray[np.uint64] = raw["reply_screens"]
+    for thread, loop in _number_blind_replies(threads, actions, replies, roles, owner, offsets):
         found[thread].append(loop)
     for thread, loop in _retried_failures(threads, keys, screens, roles, owner, offsets):
         found[thread].append(loop)
@@ -291,14 +292,16 @@ class _Keys:
 
 
 def _number_blind_replies(
-    threads: list[Any], actions: npt.NDArray[np.int64], roles: npt.NDArray[np.int8],
-    owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
+    threads: list[Any], actions: npt.NDArray[np.int64], replies: npt.NDArray[np.uint64],
+    roles: npt.NDArray[np.int8], owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
 ) -> list[tuple[int, Loop]]:
     """Replies to three or more agent turns in a row equal but for their numbers
-    (:func:`reply_key`): only user messages followed, in the actions, by another user
-    message of the same thread are keyed, so the Python work is proportional to them."""
+    (:func:`reply_key`): consecutive user messages of the actions whose number-blind screens
+    (``replies``, from the core) agree are found by one comparison, and only those are
+    keyed in Python to confirm."""
     users = roles[actions] == _USER
-    same = owner[actions[:-1]] == owner[actions[1:]]
+    same = (owner[actions[:-1]] == owner[actions[1:]]) & (
+        replies[actions[:-1]] == replies[actions[1:]])
     paired = np.flatnonzero(users[:-1] & users[1:] & same).tolist()
     cache: dict[int, Key] = {}
 
