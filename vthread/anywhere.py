@@ -147,18 +147,16 @@ def reply_key(message: Mapping[str, Any]) -> Key:
     return _core.canonical(fields)
 
 
-def failed_call(message: Mapping[str, Any]) -> tuple[Any, Key] | None:
-    """A tool response's (tool name, exact result key) when its result is an error (see
-    :data:`_ERROR`), else None."""
+def failed(message: Mapping[str, Any]) -> bool:
+    """Whether a tool response's result is an error (see :data:`_ERROR`)."""
     meta = message.get("meta")
     activity = meta.get("activity") if isinstance(meta, Mapping) else None
     if not isinstance(activity, Mapping):
-        return None
+        return False
     function = activity.get("function")
     result = function.get("result") if isinstance(function, Mapping) else None
-    failed = activity.get("is_error") is True or (
+    return activity.get("is_error") is True or (
         isinstance(result, str) and _ERROR.match(result) is not None)
-    return call_result(message) if failed else None
 
 
 def call_result(message: Mapping[str, Any]) -> tuple[Any, Key]:
@@ -347,7 +345,7 @@ def _retried_failures(
     group[1:] = (screens[rows[1:]] != screens[rows[:-1]]) | (owner[rows[1:]] != owner[rows[:-1]])
     starts = np.flatnonzero(group)
     sizes = np.diff(np.append(starts, rows.size))
-    position = np.cumsum(_is_action(roles)) - 1  # each row's place among the actions
+    position: npt.NDArray[np.int64] | None = None  # each row's place among the actions
     out = []
     for first, size in zip(starts[sizes >= _ONE_ACTION_COPIES].tolist(),
                            sizes[sizes >= _ONE_ACTION_COPIES].tolist(), strict=True):
@@ -355,12 +353,17 @@ def _retried_failures(
         offset = int(offsets[thread])
         messages = threads[thread]
         copies_of: dict[Key, list[int]] = {}
+        # Whether a result failed is cheaper to ask than an exact key: most repeated
+        # responses succeed, and those are never keyed.
         for row in rows[first : first + size].tolist():
-            copies_of.setdefault(keys.key(thread, row), []).append(row)
+            if failed(messages[row - offset]):
+                copies_of.setdefault(keys.key(thread, row), []).append(row)
         for copies in copies_of.values():
-            failure = failed_call(messages[copies[0] - offset])
-            if len(copies) < _ONE_ACTION_COPIES or failure is None:
+            if len(copies) < _ONE_ACTION_COPIES:
                 continue
+            if position is None:
+                position = np.cumsum(_is_action(roles)) - 1
+            failure = call_result(messages[copies[0] - offset])
             chain = [copies[0]]
             for row in [*copies[1:], -1]:
                 linked = row >= 0 and _retry_linked(
@@ -544,9 +547,9 @@ def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
             for k in responses if before < k < after)
 
     for index, start in enumerate(responses):
-        failure = failed_call(messages[start])
-        if failure is None:
+        if not failed(messages[start]):
             continue
+        failure = call_result(messages[start])
         copies = [r for r in responses[index + 1 :] if keys[r] == keys[start]]
         earlier = [r for r in responses[:index] if keys[r] == keys[start]]
         if earlier and retries(earlier[-1], start, failure):
