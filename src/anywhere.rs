@@ -10,7 +10,8 @@
 //! of ASCII digits read as one `0`, so replies differing only in their numbers ("found 2
 //! actions", "found 3 actions") share it. Replacing a run of digits in the text by `0` only
 //! shortens runs of digits in its encoding, so replies whose number-blind keys
-//! (`vthread.anywhere.reply_key`) are equal always have equal reply screens.
+//! (`vthread.anywhere.reply_key`) are equal always have equal reply screens. A text with no
+//! digit (most are) keeps its exact screen: folding keeps whether a text has digits.
 
 use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -97,10 +98,13 @@ impl MessageColumns {
                 }
                 _ => AGENT,
             };
-            self.reply_screens.push(if role == USER {
-                masked(mix(number_blind_screen(text.as_ref(), scratch)?))
-            } else {
-                masked(mix(text_screen))
+            // A text without digits is its own number-blind form: its exact screen serves
+            // (folding keeps whether a text has digits, so it never equals one that has).
+            self.reply_screens.push(match &text {
+                Some(value) if role == USER && value.has_ascii_digit() => {
+                    masked(mix(number_blind_screen(value, scratch)?))
+                }
+                _ => masked(mix(text_screen)),
             });
             if role == AGENT {
                 if let Some(text) = text.filter(Node::is_nonempty_text) {
@@ -115,14 +119,10 @@ impl MessageColumns {
     }
 }
 
-/// The hash of a text's canonical encoding with every run of ASCII digits folded to one `0`
-/// (an absent text as `null`).
-fn number_blind_screen<N: Node>(text: Option<&N>, scratch: &mut Vec<u8>) -> PyResult<u64> {
+/// The hash of a text's canonical encoding with every run of ASCII digits folded to one `0`.
+fn number_blind_screen<N: Node>(text: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
     scratch.clear();
-    match text {
-        Some(value) => value.push_canonical(scratch)?,
-        None => scratch.extend_from_slice(b"null"),
-    }
+    text.push_canonical(scratch)?;
     Ok(xxh3_64_with_seed(&fold_digits(scratch), SEED_REPLY))
 }
 

@@ -78,6 +78,12 @@ pub trait Node: Sized {
     fn is_string(&self) -> bool;
     /// Whether the value is a string starting with "_".
     fn starts_with_underscore(&self) -> bool;
+    /// Whether the value is a string holding an ASCII digit. The answer must depend on the
+    /// value alone (never on how it is written), so a reader that cannot tell cheaply says
+    /// yes for every string.
+    fn has_ascii_digit(&self) -> bool {
+        self.is_string()
+    }
     /// Append the canonical encoding (`vthread._jsvalue.canonical`).
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()>;
     /// A hash equal for values JavaScript calls equal, made without encoding them (strings
@@ -177,6 +183,28 @@ impl Node for Bound<'_, PyAny> {
             }
         };
         first == u32::from(b'_')
+    }
+
+    fn has_ascii_digit(&self) -> bool {
+        let Ok(text) = self.cast::<PyString>() else {
+            return false;
+        };
+        let (kind, data, length) = storage(text);
+        // SAFETY: `data` holds `length` code points of the storage's width, alive while
+        // `text` is borrowed; a digit is one code point below 128 in every width.
+        unsafe {
+            match kind {
+                ffi::PyUnicode_1BYTE_KIND => std::slice::from_raw_parts(data, length)
+                    .iter()
+                    .any(u8::is_ascii_digit),
+                ffi::PyUnicode_2BYTE_KIND => std::slice::from_raw_parts(data as *const u16, length)
+                    .iter()
+                    .any(|&unit| (0x30..=0x39).contains(&unit)),
+                _ => std::slice::from_raw_parts(data as *const u32, length)
+                    .iter()
+                    .any(|&point| (0x30..=0x39).contains(&point)),
+            }
+        }
     }
 
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()> {
