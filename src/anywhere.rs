@@ -38,6 +38,10 @@ pub struct MessageColumns {
     /// other message's screen as it is.
     pub reply_screens: Vec<u64>,
     pub roles: Vec<i8>,
+    /// Whether a tool response may have failed (a superset of the ones
+    /// `vthread.anywhere.failed` says failed: `is_error` present, or a result that may begin
+    /// an error); false for every other message.
+    pub may_fail: Vec<bool>,
     /// Rows (batch message indices) of agent messages with a non-empty text, and the texts.
     pub text_rows: Vec<i64>,
     pub texts: Vec<Text>,
@@ -80,12 +84,20 @@ impl MessageColumns {
                     ^ meta_screen
             };
             self.screens.push(masked(mix(text_screen)));
+            let mut may_fail = false;
             let role = match &kind {
                 Some(value) if value.is_text("activity") => match parse_activity(message)? {
                     // A "think" tool is a scratchpad (tau-bench's, Anthropic's): reasoning.
                     Some(activity) if activity.name.is_text(THINK) => OTHER,
                     Some(activity) if activity.kind.is_text("request") => REQUEST,
-                    Some(activity) if activity.kind.is_text("response") => RESPONSE,
+                    Some(activity) if activity.kind.is_text("response") => {
+                        may_fail = activity
+                            .result
+                            .as_ref()
+                            .is_some_and(Node::may_begin_an_error)
+                            || flagged_error(meta.as_ref())?;
+                        RESPONSE
+                    }
                     _ => OTHER,
                 },
                 Some(value) if value.is_text("user") => USER,
@@ -113,10 +125,23 @@ impl MessageColumns {
                 }
             }
             self.roles.push(role);
+            self.may_fail.push(may_fail);
         }
         self.offsets.push(self.screens.len() as i64);
         Ok(())
     }
+}
+
+/// Whether the meta's activity has an `is_error` field (of any value: a superset of `True`).
+fn flagged_error<N: Node>(meta: Option<&N>) -> PyResult<bool> {
+    let Some(activity) = meta
+        .map(|meta| meta.field(Key::Activity))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(false);
+    };
+    Ok(activity.field(Key::IsError)?.is_some())
 }
 
 /// The hash of a text's canonical encoding with every run of ASCII digits folded to one `0`.

@@ -54,6 +54,32 @@ def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]])
         _core._set_screen_bits(64)
 
 
+PREFIXES = st.sampled_from(["", " ", "\t\n", "\x1c", "\x85", "\u3000", "\u2028", "\u180e",
+                            "\x00", "x"])
+HEADS = st.sampled_from(["Error", "error: x", "ERROR", "Exception", "Traceback", "tr", "e",
+                         "<returncode>1</returncode>", "<RETURNCODE>2", "<returncode>0<",
+                         "<returncode>0", "<returncode>", "<returncode", "<return", "ok",
+                         "\u0130rror", "K", "É", "\U0001f389", "\ud800", ""])
+
+
+@settings(max_examples=400, deadline=None)
+@given(PREFIXES, HEADS, st.sampled_from([None, True, False, 1, "yes", "absent"]),
+       st.booleans())
+def test_the_cores_may_fail_is_a_superset_of_failed(prefix: str, head: str, flag: Any,
+                                                      as_text: bool) -> None:
+    """Every response :func:`failed` calls failed, the core flags as one that may have (so
+    its prefilter drops none), whatever whitespace, case or flag."""
+    from vthread.anywhere import failed
+
+    result: Any = prefix + head if as_text else {"text": prefix + head}
+    message = answer("book", result)
+    if flag != "absent":
+        message["meta"]["activity"]["is_error"] = flag
+    may_fail = _core.message_screens([[message]])["may_fail"]
+    if failed(message):
+        assert may_fail.tolist() == [True]
+
+
 def test_a_loop_that_ended_before_the_run_did() -> None:
     """A failing call retried with the same error, then a handoff: found, though the run
     ends healthy for the production heuristics."""

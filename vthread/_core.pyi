@@ -122,6 +122,7 @@ def has_repeated_text_runs(
 
 def message_screens(threads: list[Any]) -> dict[str, Any]:
     """Per-message screens (u64), reply screens (u64: a user message's with the numbers in
-    its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), thread
+    its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), whether a
+    tool response may have failed (bool, a superset of ``vthread.anywhere.failed``), thread
     offsets, and the rows and texts of agent messages with a text."""
     ...

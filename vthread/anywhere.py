@@ -214,7 +214,9 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     replies: npt.NDArray[np.uint64] = raw["reply_screens"]
     for thread, loop in _number_blind_replies(threads, actions, replies, roles, owner, offsets):
         found[thread].append(loop)
-    for thread, loop in _retried_failures(threads, keys, screens, roles, owner, offsets):
+    may_fail: npt.NDArray[np.bool_] = raw["may_fail"]
+    for thread, loop in _retried_failures(threads, keys, screens, roles, may_fail, owner,
+                                          offsets):
         found[thread].append(loop)
 
     texts = [prose(text) for text in raw["texts"]]
@@ -331,12 +333,13 @@ def _number_blind_replies(
 
 def _retried_failures(
     threads: list[Any], keys: _Keys, screens: npt.NDArray[np.uint64],
-    roles: npt.NDArray[np.int8], owner: npt.NDArray[np.int64],
-    offsets: npt.NDArray[np.int64],
+    roles: npt.NDArray[np.int8], may_fail: npt.NDArray[np.bool_],
+    owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
 ) -> list[tuple[int, Loop]]:
-    """Failing calls retried (module docstring): tool responses whose screen is seen three
-    or more times in one thread are found by one sort; only those are read in Python."""
-    responses = np.flatnonzero(roles == _RESPONSE)
+    """Failing calls retried (module docstring): tool responses the core says may have
+    failed (``may_fail``, a superset of :func:`failed`) whose screen is seen three or more
+    times in one thread are found by one sort; only those are read in Python."""
+    responses = np.flatnonzero(may_fail)
     if responses.size < _ONE_ACTION_COPIES:
         return []
     order = np.lexsort((responses, screens[responses], owner[responses]))
@@ -353,8 +356,7 @@ def _retried_failures(
         offset = int(offsets[thread])
         messages = threads[thread]
         copies_of: dict[Key, list[int]] = {}
-        # Whether a result failed is cheaper to ask than an exact key: most repeated
-        # responses succeed, and those are never keyed.
+        # Whether a result failed is cheaper to ask than an exact key.
         for row in rows[first : first + size].tolist():
             if failed(messages[row - offset]):
                 copies_of.setdefault(keys.key(thread, row), []).append(row)
