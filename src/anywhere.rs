@@ -167,6 +167,38 @@ fn fold_digits(bytes: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::fold_digits;
+    use crate::node::begins_an_error;
+
+    fn begins(text: &str) -> bool {
+        begins_an_error(text.chars().map(u32::from))
+    }
+
+    #[test]
+    fn errors_are_told_by_their_start_after_python_whitespace() {
+        for text in [
+            "Error: full",
+            "\u{3000}\x1cexception",
+            "\tTraceback",
+            "tr",
+            "<returncode>1</returncode>",
+            "<RETURNCODE>",
+            "<returncode>0",
+        ] {
+            assert!(begins(text), "{text:?}");
+        }
+        for text in [
+            "",
+            "   ",
+            "ok",
+            "<returncode>0<",
+            "<return",
+            "\u{180e}Error",
+            "xError",
+            "\u{130}rror",
+        ] {
+            assert!(!begins(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn digit_runs_fold_to_one_zero() {
