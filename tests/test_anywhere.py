@@ -43,6 +43,23 @@ def test_fast_path_equals_the_reference(threads: list[list[dict[str, Any]]]) -> 
     assert [find_loops([t])[0] for t in threads] == expected
 
 
+TURNS = st.sampled_from([
+    said("Let me try."), said("Again."), said("found 2 actions", "user"),
+    said("found 13 actions", "user"), said("found two actions", "user"), said("ok", "user"),
+    call("book", seat=1), answer("book", "Error: full", seat=1),
+    answer("book", "\tERROR", seat=2), answer("book", "booked", seat=1),
+    answer("calc", 3, e="1 + 2")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(TURNS, max_size=30), max_size=3))
+def test_fast_path_equals_the_reference_on_rejections_and_retries(
+        threads: list[list[dict[str, Any]]]) -> None:
+    """Dense in the two later rules' material (replies differing in a number, failing and
+    succeeding calls of one tool): find_loops still equals its twin."""
+    assert find_loops(threads) == find_loops_reference(threads)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(anywhere_threads(), max_size=3))
 def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]]) -> None:
