@@ -100,7 +100,9 @@ fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyD
     let out = PyDict::new(py);
     out.set_item("offsets", read.offsets.into_pyarray(py))?;
     out.set_item("screens", read.screens.into_pyarray(py))?;
+    out.set_item("reply_screens", read.reply_screens.into_pyarray(py))?;
     out.set_item("roles", read.roles.into_pyarray(py))?;
+    out.set_item("may_fail", read.may_fail.into_pyarray(py))?;
     out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
     let texts: Vec<Py<PyAny>> = read
         .texts

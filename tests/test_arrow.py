@@ -15,6 +15,8 @@ from strategies import threads
 
 from benchmarks.workload import generate_threads, to_openai
 from vthread import arrow, cli, scan
+from vthread.adapters import to_native_with_sources
+from vthread.documents import in_source_messages
 
 pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
 
@@ -176,6 +178,37 @@ def test_mask_volatile_and_options_reach_the_scan() -> None:
         runs, min_repetitions=3, mask_volatile=True).names
     tokens = got.column("loop_tokens").to_pylist()
     assert all(t is None or (isinstance(t, float) and not math.isnan(t)) for t in tokens)
+
+
+def test_anywhere_adds_a_loops_column_equal_to_scan() -> None:
+    """anywhere=True: a last ``loops`` column of structs equal to scan(anywhere=True)'s loops
+    (mask_volatile too), the row's fields the costliest loop's, null for a null row; OpenAI
+    runs' loops in their own messages; no such column without it."""
+    runs = generate_threads(120, seed=29)
+    table = pa.table({"messages": _json_column([*runs, None])})
+    got = arrow.scan_arrow(table, anywhere=True)
+    assert got.column_names == [*arrow.RESULT_FIELDS, "loops"]
+    assert [f.name for f in got.schema.field("loops").type.value_type] == list(arrow.LOOP_FIELDS)
+    expected = scan(runs, anywhere=True)
+    assert expected.loops is not None
+    assert got.column("loops").to_pylist() == [*expected.loops, None]
+    assert got.column("verdict").to_pylist() == [*expected.names, None]
+    assert got.column("loop_start").to_pylist()[:-1] == expected.loop_start.tolist()
+    assert sum(bool(loops) for loops in expected.loops) >= 5
+    masked = arrow.scan_arrow(table, anywhere=True, mask_volatile=True)
+    assert masked.column("loops").to_pylist()[:-1] == scan(
+        runs, anywhere=True, mask_volatile=True).loops
+    assert "loops" not in arrow.scan_arrow(table).column_names
+    openai = [to_openai(run) for run in runs[:40]]
+    translated = arrow.scan_arrow(pa.table({"messages": _json_column(openai)}), anywhere=True)
+    for row, run in enumerate(openai):
+        native, sources = to_native_with_sources(run, "openai")
+        one = scan([native], anywhere=True)
+        in_source_messages(one, 0, sources)
+        assert one.loops is not None
+        assert translated.column("loops")[row].as_py() == one.loops[0]
+    with pytest.raises(TypeError, match="anywhere must be a bool"):
+        arrow.scan_arrow(table, anywhere=1)
 
 
 def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -169,6 +169,8 @@ class ParquetRecords:
             ("excerpt", pa.string()), ("messages", pa.int64()), ("error", pa.string()),
         ])
         if anywhere:
+            from vthread.arrow import LOOP_FIELDS
+
             loop = pa.struct([field for field in self._schema
                               if field.name in LOOP_FIELDS])
             self._schema = self._schema.append(pa.field("loops", pa.list_(loop)))
@@ -207,9 +209,6 @@ class ParquetRecords:
         self._writer.close()
 
 
-LOOP_FIELDS: Final = ("verdict", "loop_start", "period", "repetitions", "loop_messages",
-                      "loop_tokens", "signature", "excerpt")
-"""The fields of each loop in a record's ``loops`` (``vthread scan --anywhere``)."""
 
 RECORD_COLUMNS: Final = ("id", "file", "line", "verdict", "loop_start", "period",
                          "repetitions", "loop_messages", "loop_tokens", "signature", "excerpt",

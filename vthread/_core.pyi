@@ -139,6 +139,8 @@ def has_repeated_text_runs(
     place with the GIL released; TypeError for a bare ``str``."""
 
 def message_screens(threads: list[Any]) -> dict[str, Any]:
-    """Per-message screens (u64), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0
-    other), thread offsets, and the rows and texts of agent messages with a text."""
+    """Per-message screens (u64), reply screens (u64: a user message's with the numbers in
+    its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), whether a
+    tool response may have failed (bool, a superset of ``vthread.anywhere.failed``), thread
+    offsets, and the rows and texts of agent messages with a text."""
     ...
