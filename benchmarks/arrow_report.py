@@ -108,6 +108,41 @@ def from_parquet(path: Path) -> Names:
     return verdicts_of(vthread.scan_arrow(pq.read_table(path), id="run"))
 
 
+def struct_scan(table: Any, truth: Names, *, through_objects: bool) -> None:
+    """``scan_arrow`` on the list<struct> table: read by the core (the rows written as JSON
+    text from the Arrow buffers), or, with ``through_objects``, the way it went before the
+    core read structs (``to_pylist`` and Python objects). Checked against its own truth (the
+    struct table's results are text, so its verdicts are not the JSON table's)."""
+    from vthread import arrow
+
+    nested = arrow._nested_texts
+    if through_objects:
+        arrow._nested_texts = lambda piece: None
+    try:
+        names = verdicts_of(vthread.scan_arrow(table, id="run", format="native"))
+    finally:
+        arrow._nested_texts = nested
+    if names != truth:
+        raise AssertionError("scan_arrow on the struct column: answers differ from scan")
+
+
+def struct_threads(threads: list[Any]) -> list[Any]:
+    """The threads with every tool result that is not text written as JSON text: one Arrow
+    column holds one type, and the workload's results are strings or tables."""
+    out = []
+    for thread in threads:
+        copied = []
+        for message in thread:
+            function = message.get("meta", {}).get("activity", {}).get("function", {})
+            if "result" in function and not isinstance(function["result"], str):
+                message = json.loads(json.dumps(message))
+                message["meta"]["activity"]["function"]["result"] = json.dumps(
+                    function["result"])
+            copied.append(message)
+        out.append(copied)
+    return out
+
+
 # ------------------------------------------------------------------------------------- Ray
 
 
@@ -179,8 +214,8 @@ def _ratio(baseline: float, value: float) -> float:
 
 
 def hypotheses(rows: dict[str, dict[str, Any]], threads: int) -> dict[str, dict[str, Any]]:
-    """H1-H4 of docs/performance.md (Arrow and Ray), judged on medians; written down before
-    the run."""
+    """H1-H5 of docs/performance.md (Arrow and Ray), judged on medians; written down before
+    the run (H5 before the run of session 6)."""
     med = {key: row["median_s"] for key, row in rows.items()}
     whole = f"ray_scan_c2_b{threads // BLOCKS}"
     out: dict[str, dict[str, Any]] = {
@@ -205,6 +240,14 @@ def hypotheses(rows: dict[str, dict[str, Any]], threads: int) -> dict[str, dict[
                           f"{BATCH_SIZES[-1]}-row batches against whole blocks)",
                  "measured": per_batch_ms, "holds": per_batch_ms < 5.0,
                  "whole_block_scan_median_s": med[whole]}
+    out["H5"] = {"claim": "a list<struct> column read by the core is at least 5x the same "
+                          "column through Python objects, and at most 1.5x the JSON text "
+                          "column (it is written as JSON text first)",
+                 "measured": {"vs_objects": _ratio(med["struct_objects"], med["struct_core"]),
+                              "vs_json_column": round(med["struct_core"] / med["scan_arrow"],
+                                                      2)},
+                 "holds": (med["struct_objects"] >= 5 * med["struct_core"]
+                           and med["struct_core"] <= 1.5 * med["scan_arrow"])}
     return out
 
 
@@ -312,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     pq.write_table(table, parquet)
     truth: Names = vthread.scan(threads).names
     messages = sum(map(len, threads))
-    del threads, texts
+    structured = struct_threads(threads)
+    struct_truth: Names = vthread.scan(structured).names
+    struct_table = pa.table({"run": table.column("run"), "messages": pa.array(structured)})
+    del threads, texts, structured
     gc.collect()
     gc.freeze()
 
@@ -343,6 +389,12 @@ def main(argv: list[str] | None = None) -> int:
         Variant("parquet", "pyarrow.parquet.read_table + scan_arrow",
                 "Parquet read\n+ scan_arrow", "end_to_end", repeats,
                 lambda: from_parquet(parquet)),
+        Variant("struct_core", "scan_arrow, list<struct> column, read by the core",
+                "scan_arrow\nlist<struct>\ncore", "end_to_end", repeats,
+                lambda: struct_scan(struct_table, struct_truth, through_objects=False)),
+        Variant("struct_objects", "scan_arrow, list<struct> column, through Python objects",
+                "scan_arrow\nlist<struct>\nobjects", "end_to_end", repeats,
+                lambda: struct_scan(struct_table, struct_truth, through_objects=True)),
     ]
     ray_variants = [
         Variant("ray_scan_c1", f"scan_dataset, 1 worker, batches of {block} (whole blocks)",
@@ -391,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             "jsonl_bytes": size,
             "parquet_bytes": parquet.stat().st_size,
             "table": "run: string id; messages: string, each row one JSONL line's text",
+            "struct_table": "run; messages: list<struct> inferred by pyarrow from the same "
+                            "threads with non-text tool results written as JSON text",
             "loops": sum(name is not None for name in truth),
             "ray_blocks": BLOCKS,
         },

@@ -6,7 +6,9 @@
 //! non-number figure, which JavaScript's `tokens >= 0` may still accept) is left to Python,
 //! which applies the general rule and calls the estimator in the message's turn.
 
-use numpy::{IntoPyArray, PyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList};
 
@@ -41,13 +43,16 @@ pub fn own_token_costs<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Option<Cos
 
 /// The message's `usage.tokens` as a finite double >= 0, when plainly one.
 fn own_figure(message: &Bound<'_, PyDict>) -> PyResult<Option<f64>> {
-    let Some(usage) = message.get_item("usage")? else {
+    // Interned keys: a `&str` key would be made into a new Python string (allocated and
+    // hashed) for every lookup, which cost more than the rest of the pass.
+    let py = message.py();
+    let Some(usage) = message.get_item(intern!(py, "usage"))? else {
         return Ok(None);
     };
     let Ok(usage) = usage.cast_exact::<PyDict>() else {
         return Ok(None);
     };
-    let Some(tokens) = usage.get_item("tokens")? else {
+    let Some(tokens) = usage.get_item(intern!(py, "tokens"))? else {
         return Ok(None);
     };
     if let Ok(number) = tokens.cast_exact::<PyFloat>() {
@@ -60,4 +65,57 @@ fn own_figure(message: &Bound<'_, PyDict>) -> PyResult<Option<f64>> {
         return Ok(tokens.extract::<u64>().ok().map(|value| value as f64));
     }
     Ok(None)
+}
+
+/// Production's selection for the common case (no `inclusive`, no trim function): the
+/// newest messages of `messages[first..]` whose costs, summed newest first, stay within
+/// `limit` (the newest `floor` kept whatever they cost), returned as copies carrying their
+/// usage (`{**message, "usage": {"tokens": cost}}`), oldest first, with their total.
+/// `messages` must be the list of exact dicts `own_token_costs` read, `costs` one figure per
+/// message. The walk is the Python `_newest_fitting`'s, step for step, so the total is the
+/// same sequence of double additions.
+#[pyfunction]
+pub fn newest_fitting<'py>(
+    messages: &Bound<'py, PyList>,
+    costs: PyReadonlyArray1<'py, f64>,
+    first: usize,
+    limit: f64,
+    floor: f64,
+) -> PyResult<(Bound<'py, PyList>, f64)> {
+    let py = messages.py();
+    let costs = costs.as_slice()?;
+    let n = messages.len();
+    if costs.len() != n || first > n {
+        return Err(PyValueError::new_err(format!(
+            "{} costs and first {first} for {n} messages",
+            costs.len()
+        )));
+    }
+    let mut start = n;
+    let mut total = 0.0;
+    for index in (first..n).rev() {
+        let tokens = costs[index];
+        let within_floor = ((n - index) as f64) <= floor;
+        if total + tokens > limit && !within_floor {
+            break;
+        }
+        start = index;
+        total += tokens;
+        if total >= limit && !within_floor {
+            break;
+        }
+    }
+    let usage_key = intern!(py, "usage");
+    let tokens_key = intern!(py, "tokens");
+    let taken = PyList::empty(py);
+    for (index, &tokens) in costs.iter().enumerate().skip(start) {
+        let message = messages.get_item(index)?;
+        let message = message.cast_exact::<PyDict>().map_err(PyErr::from)?;
+        let copy = message.copy()?;
+        let usage = PyDict::new(py);
+        usage.set_item(tokens_key, PyFloat::new(py, tokens))?;
+        copy.set_item(usage_key, usage)?;
+        taken.append(copy)?;
+    }
+    Ok((taken, total))
 }

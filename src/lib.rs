@@ -1,16 +1,16 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
 //! lives in a module of its own: `adapters` (OpenAI and Anthropic runs as native lines),
-//! `canonical` (the JavaScript-equal encoding), `objects`
-//! (reading Python values), `fingerprint` (XXH3-64 of encodings), `columns` (a batch of
-//! threads as flat arrays), `suffix` (the repeated-suffix pass over them), `textrun` (the
-//! text-run check over many texts) and `unicode` (JavaScript's whitespace and the guard's word
-//! normal form, from the tables that `tools/unicode_tables.py` generates into
-//! `unicode_tables`).
+//! `canonical` (the JavaScript-equal encoding), `objects` (reading Python values),
+//! `fingerprint` (XXH3-64 of encodings), `columns` (a batch of threads as flat arrays),
+//! `suffix` (the repeated-suffix pass over them), `textrun` (the text-run check over many
+//! texts) and `unicode` (JavaScript's whitespace and the guard's word normal form, from the
+//! tables that `tools/unicode_tables.py` generates into `unicode_tables`).
 
 use pyo3::prelude::*;
 
 pub mod adapters;
 pub mod anywhere;
+pub mod arrow_rows;
 pub mod canonical;
 pub mod columns;
 pub mod costs;
@@ -101,7 +101,9 @@ fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyD
     let out = PyDict::new(py);
     out.set_item("offsets", read.offsets.into_pyarray(py))?;
     out.set_item("screens", read.screens.into_pyarray(py))?;
+    out.set_item("reply_screens", read.reply_screens.into_pyarray(py))?;
     out.set_item("roles", read.roles.into_pyarray(py))?;
+    out.set_item("may_fail", read.may_fail.into_pyarray(py))?;
     out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
     let texts: Vec<Py<PyAny>> = read
         .texts
@@ -275,6 +277,51 @@ fn scan_slices<'py>(
     }
     let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads, None)?;
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
+}
+
+/// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
+/// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
+/// left out, written on `threads` worker threads; None when some value has no JSON text (see
+/// `arrow_rows`), and the caller reads the array through Python objects. A malformed export is a ValueError saying what is wrong.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn arrow_row_texts<'py>(
+    array: &Bound<'py, PyAny>,
+    threads: usize,
+) -> PyResult<
+    Option<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+    )>,
+> {
+    use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+    use pyo3::types::{PyCapsule, PyCapsuleMethods};
+
+    let py = array.py();
+    let (schema, exported): (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>) =
+        array.call_method0("__arrow_c_array__")?.extract()?;
+    let schema = schema
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
+    let exported = exported
+        .pointer_checked(Some(c"arrow_array"))?
+        .cast::<FFI_ArrowArray>();
+    // SAFETY: the capsules' names were checked, so they hold an exported schema and array;
+    // the array is moved out of its capsule (the capsule's destructor then sees it released)
+    // and the schema only borrowed while its capsule is alive.
+    let imported = unsafe { arrow_rows::import(exported.as_ptr(), schema.as_ref()) }
+        .map_err(|error| PyValueError::new_err(format!("not a valid Arrow array: {error}")))?;
+    let Ok(rows) = py.detach(|| arrow_rows::row_texts(&imported, threads)) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        PyBytes::new(py, &rows.text),
+        rows.starts.into_pyarray(py),
+        rows.ends.into_pyarray(py),
+        rows.rows.into_pyarray(py),
+    )))
 }
 
 /// A chunk's columns, per-line id texts and message counts, and usage figures, for Python.
@@ -519,7 +566,9 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(translate_line, module)?)?;
+    module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
+    module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;

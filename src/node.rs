@@ -24,6 +24,7 @@ pub enum Key {
     Result,
     Usage,
     Tokens,
+    IsError,
 }
 
 impl Key {
@@ -39,6 +40,7 @@ impl Key {
             Key::Result => "result",
             Key::Usage => "usage",
             Key::Tokens => "tokens",
+            Key::IsError => "is_error",
         }
     }
 }
@@ -78,6 +80,19 @@ pub trait Node: Sized {
     fn is_string(&self) -> bool;
     /// Whether the value is a string starting with "_".
     fn starts_with_underscore(&self) -> bool;
+    /// Whether the value is a string holding an ASCII digit. The answer must depend on the
+    /// value alone (never on how it is written), so a reader that cannot tell cheaply says
+    /// yes for every string.
+    fn has_ascii_digit(&self) -> bool {
+        self.is_string()
+    }
+    /// Whether the value is a string that may begin a tool error as `vthread.anywhere` reads
+    /// one: after Python's whitespace, an `e`, a `t` (either case) or `<returncode>` with a
+    /// code other than `0`. Never false for a string that begins one; a reader that cannot
+    /// tell cheaply says yes for every string.
+    fn may_begin_an_error(&self) -> bool {
+        self.is_string()
+    }
     /// Append the canonical encoding (`vthread._jsvalue.canonical`).
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()>;
     /// A hash equal for values JavaScript calls equal, made without encoding them (strings
@@ -100,6 +115,7 @@ fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
         Key::Result => intern!(py, "result"),
         Key::Usage => intern!(py, "usage"),
         Key::Tokens => intern!(py, "tokens"),
+        Key::IsError => intern!(py, "is_error"),
     }
 }
 
@@ -179,6 +195,57 @@ impl Node for Bound<'_, PyAny> {
         first == u32::from(b'_')
     }
 
+    fn has_ascii_digit(&self) -> bool {
+        let Ok(text) = self.cast::<PyString>() else {
+            return false;
+        };
+        let (kind, data, length) = storage(text);
+        // SAFETY: `data` holds `length` code points of the storage's width, alive while
+        // `text` is borrowed; a digit is one code point below 128 in every width.
+        unsafe {
+            match kind {
+                ffi::PyUnicode_1BYTE_KIND => std::slice::from_raw_parts(data, length)
+                    .iter()
+                    .any(u8::is_ascii_digit),
+                ffi::PyUnicode_2BYTE_KIND => std::slice::from_raw_parts(data as *const u16, length)
+                    .iter()
+                    .any(|&unit| (0x30..=0x39).contains(&unit)),
+                _ => std::slice::from_raw_parts(data as *const u32, length)
+                    .iter()
+                    .any(|&point| (0x30..=0x39).contains(&point)),
+            }
+        }
+    }
+
+    fn may_begin_an_error(&self) -> bool {
+        let Ok(text) = self.cast::<PyString>() else {
+            return false;
+        };
+        let (kind, data, length) = storage(text);
+        // SAFETY: `data` holds `length` code points of the storage's width, alive while
+        // `text` is borrowed.
+        let points: Box<dyn Iterator<Item = u32>> = unsafe {
+            match kind {
+                ffi::PyUnicode_1BYTE_KIND => Box::new(
+                    std::slice::from_raw_parts(data, length)
+                        .iter()
+                        .map(|&byte| u32::from(byte)),
+                ),
+                ffi::PyUnicode_2BYTE_KIND => Box::new(
+                    std::slice::from_raw_parts(data as *const u16, length)
+                        .iter()
+                        .map(|&unit| u32::from(unit)),
+                ),
+                _ => Box::new(
+                    std::slice::from_raw_parts(data as *const u32, length)
+                        .iter()
+                        .copied(),
+                ),
+            }
+        };
+        begins_an_error(points)
+    }
+
     fn push_canonical(&self, out: &mut Vec<u8>) -> PyResult<()> {
         objects::push_canonical(out, self)
     }
@@ -189,6 +256,46 @@ impl Node for Bound<'_, PyAny> {
 
     fn text_value(&self) -> Text {
         Text::Python(self.clone().unbind())
+    }
+}
+
+/// Whether Python's `\s` (a `str` pattern) matches the code point: exactly these.
+fn python_whitespace(point: u32) -> bool {
+    matches!(
+        point,
+        0x09..=0x0D
+            | 0x1C..=0x20
+            | 0x85
+            | 0xA0
+            | 0x1680
+            | 0x2000..=0x200A
+            | 0x2028
+            | 0x2029
+            | 0x202F
+            | 0x205F
+            | 0x3000
+    )
+}
+
+/// See [`Node::may_begin_an_error`], over a string's code points.
+pub fn begins_an_error(mut points: impl Iterator<Item = u32>) -> bool {
+    let Some(first) = points.find(|&point| !python_whitespace(point)) else {
+        return false;
+    };
+    // No code point outside ASCII folds to e or t under Python's IGNORECASE, nor to a
+    // letter of "returncode".
+    match char::from_u32(first) {
+        Some('e' | 'E' | 't' | 'T') => true,
+        Some('<') => {
+            let tag: Vec<u32> = points.by_ref().take(11).collect();
+            let tagged = tag.len() == 11
+                && tag.iter().zip(b"returncode>").all(|(&point, &byte)| {
+                    u8::try_from(point).is_ok_and(|p| p.eq_ignore_ascii_case(&byte))
+                });
+            // `(?!0<)`: the code is not one written `0`.
+            tagged && points.take(2).collect::<Vec<u32>>() != [0x30, 0x3C]
+        }
+        _ => false,
     }
 }
 

@@ -58,3 +58,21 @@ fn build(threads: usize) -> Option<Arc<ThreadPool>> {
         .ok()
         .map(Arc::new)
 }
+
+/// `work` run on `threads` worker threads: on this thread alone for 1 (no pool started per
+/// call); on the process's pool when it asks for all of them (callers such as `scan_arrow`
+/// ask call after call); otherwise on a pool of exactly that many (the CLI's `--jobs N` asks
+/// for N - 1 readers). Rayon's parallel iterators inside `work` use that pool.
+pub fn run_on<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
+    if threads <= 1 {
+        return work();
+    }
+    let shared = (threads == worker_threads()).then(pool).flatten();
+    if let Some(pool) = shared {
+        return pool.install(work);
+    }
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    }
+}

@@ -322,24 +322,7 @@ pub fn columns_of_lines(
                 .map(|chunk| read_part(chunk, options, count_tokens, format))
                 .collect()
         };
-        // One thread: this one, with no pool started per chunk. All the process's workers:
-        // its pool, built once (scan_arrow asks for them call after call). Another count: a
-        // pool of exactly that many (the CLI's `--jobs N` asks for N - 1 readers), capped at
-        // the parts there are.
-        let threads = useful_threads(threads, lines.len());
-        if threads <= 1 {
-            return work();
-        }
-        let shared = (threads == crate::pool::worker_threads())
-            .then(crate::pool::pool)
-            .flatten();
-        if let Some(pool) = shared {
-            return pool.install(work);
-        }
-        match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-            Ok(pool) => pool.install(work),
-            Err(_) => work(),
-        }
+        crate::pool::run_on(useful_threads(threads, lines.len()), work)
     });
     let mut whole = ChunkColumns::new(lines.len());
     for part in parts {

@@ -445,8 +445,20 @@ def anywhere_threads(draw: st.DrawFn, max_size: int = 40) -> list[dict[str, Any]
     think = {"type": "activity", "text": "", "meta": {"activity": {
         "type": "request", "function": {"name": "think", "arguments": {"t": draw(TEXTS)}}}}}
     reply = {"type": "user", "text": draw(st.sampled_from(["Format error.", "again"]))}
-    pool = draw(st.lists(st.one_of(MESSAGES, st.just(think), st.just(reply)),
-                         min_size=1, max_size=6))
+    # Replies equal but for a number, a call failing the same way or moving on, and a
+    # call of the same tool with other arguments: the stuff of the number-blind reply
+    # rule and of the failing-retry rule.
+    numbered = st.builds(lambda n: {"type": "user", "text": f"found {n} actions"},
+                         st.integers(0, 12))
+    tool = {"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+            "function": {"name": "book", "arguments": {"seat": 1}, "result": "Error: full"}}}}
+    outcomes = st.builds(
+        lambda seat, result: {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": "book", "arguments": {"seat": seat},
+                                             "result": result}}}},
+        st.sampled_from([1, 2]), st.sampled_from(["Error: full", "booked", "error"]))
+    pool = draw(st.lists(st.one_of(MESSAGES, st.just(think), st.just(reply), numbered,
+                                   st.just(tool), outcomes), min_size=1, max_size=6))
     pick = st.sampled_from(pool)
     thread: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 3))):

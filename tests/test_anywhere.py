@@ -43,6 +43,23 @@ def test_fast_path_equals_the_reference(threads: list[list[dict[str, Any]]]) -> 
     assert [find_loops([t])[0] for t in threads] == expected
 
 
+TURNS = st.sampled_from([
+    said("Let me try."), said("Again."), said("found 2 actions", "user"),
+    said("found 13 actions", "user"), said("found two actions", "user"), said("ok", "user"),
+    call("book", seat=1), answer("book", "Error: full", seat=1),
+    answer("book", "\tERROR", seat=2), answer("book", "booked", seat=1),
+    answer("calc", 3, e="1 + 2")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(TURNS, max_size=30), max_size=3))
+def test_fast_path_equals_the_reference_on_rejections_and_retries(
+        threads: list[list[dict[str, Any]]]) -> None:
+    """Dense in the two later rules' material (replies differing in a number, failing and
+    succeeding calls of one tool): find_loops still equals its twin."""
+    assert find_loops(threads) == find_loops_reference(threads)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(anywhere_threads(), max_size=3))
 def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]]) -> None:
@@ -52,6 +69,32 @@ def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]])
         assert find_loops(threads) == find_loops_reference(threads)
     finally:
         _core._set_screen_bits(64)
+
+
+PREFIXES = st.sampled_from(["", " ", "\t\n", "\x1c", "\x85", "\u3000", "\u2028", "\u180e",
+                            "\x00", "x"])
+HEADS = st.sampled_from(["Error", "error: x", "ERROR", "Exception", "Traceback", "tr", "e",
+                         "<returncode>1</returncode>", "<RETURNCODE>2", "<returncode>0<",
+                         "<returncode>0", "<returncode>", "<returncode", "<return", "ok",
+                         "\u0130rror", "K", "É", "\U0001f389", "\ud800", ""])
+
+
+@settings(max_examples=400, deadline=None)
+@given(PREFIXES, HEADS, st.sampled_from([None, True, False, 1, "yes", "absent"]),
+       st.booleans())
+def test_the_cores_may_fail_is_a_superset_of_failed(prefix: str, head: str, flag: Any,
+                                                      as_text: bool) -> None:
+    """Every response :func:`failed` calls failed, the core flags as one that may have (so
+    its prefilter drops none), whatever whitespace, case or flag."""
+    from vthread.anywhere import failed
+
+    result: Any = prefix + head if as_text else {"text": prefix + head}
+    message = answer("book", result)
+    if flag != "absent":
+        message["meta"]["activity"]["is_error"] = flag
+    may_fail = _core.message_screens([[message]])["may_fail"]
+    if failed(message):
+        assert may_fail.tolist() == [True]
 
 
 def test_a_loop_that_ended_before_the_run_did() -> None:
@@ -111,6 +154,68 @@ def test_environment_repetition_is_not_the_agent_looping() -> None:
     retried = [m for i in range(3) for m in (said(f"Try {i}"), rejection)]
     [[loop]] = find_loops([retried])
     assert (loop.kind, loop.repetitions) == (3, 3)
+
+
+def test_rejections_differing_only_in_numbers_are_one_rejection() -> None:
+    """A rejection saying "found 2 actions", then 3, then 5, to three agent turns in a row is
+    a loop; replies differing in words, or two of them, are not."""
+    def rejected(counts: list[str]) -> list[dict[str, Any]]:
+        return [m for i, n in enumerate(counts) for m in (
+            said(f"Attempt {i}"), said(f"Please give ONE action, found {n} actions.", "user"))]
+    [[loop]] = find_loops([rejected(["2", "3", "5"])])
+    assert (loop.start, loop.end, loop.repetitions, loop.kind) == (1, 6, 3, 3)
+    worded = [m for i, word in enumerate(["two", "three", "five"]) for m in (
+        said(f"Attempt {i}"), said(f"Please give ONE action, found {word} actions.", "user"))]
+    assert find_loops([worded, rejected(["2", "3"])]) == [[], []]
+
+
+def test_failing_call_retried_with_other_actions_between() -> None:
+    """The same call getting the same error three times, a calculation, an empty search and
+    a customer's correction between: a loop (tau-bench's retried booking), though no block
+    repeats back to back."""
+    thread = [said("Book it", "user")]
+    for attempt in range(3):
+        thread += [call("book", seat="1A"), answer("book", "Error: payment does not add up",
+                                                   seat="1A"),
+                   call("calculate", e=f"{attempt} + 1"),
+                   answer("calculate", attempt + 1, e=f"{attempt} + 1"),
+                   said(f"Sorry, attempt {attempt} failed."), said(f"No, {attempt}!", "user")]
+    [[loop]] = find_loops([thread])
+    assert (loop.start, loop.end, loop.repetitions, loop.kind) == (2, 15, 3, 2)
+    assert find_loops_reference([thread]) == [[loop]]
+
+
+def test_another_argument_list_failing_the_same_way_does_not_break_the_retries() -> None:
+    """A call of the same tool with other arguments and the same error between two copies
+    changes nothing (tau-bench 13/0's alternating flight lists)."""
+    same = [call("update", f=[1, 2]), answer("update", "Error: flight 1 full", f=[1, 2])]
+    other = [call("update", f=[1, 3]), answer("update", "Error: flight 1 full", f=[1, 3])]
+    [[loop]] = find_loops([same + other + same + same])
+    assert (loop.start, loop.end, loop.repetitions) == (1, 8, 3)
+
+
+def test_edits_before_a_rerun_and_successes_are_progress() -> None:
+    """The same failing command rerun after an edit of the same tool (another result), a
+    success repeated, and retries further apart than MAX_PERIOD actions are no loop."""
+    rerun = [call("bash", command="pytest"),
+             answer("bash", "<returncode>1</returncode>\nFAILED", command="pytest")]
+    edited = [m for i in range(3) for m in (
+        *rerun, call("bash", command=f"sed -i s/{i}// a.py"),
+        answer("bash", "<returncode>0</returncode>", command=f"sed -i s/{i}// a.py"))]
+    succeeded = [m for i in range(3) for m in (
+        call("get", id=1), answer("get", "ok", id=1), call("calc", n=i), answer("calc", i, n=i))]
+    spaced = [m for _ in range(3) for m in (
+        call("book"), answer("book", "Error: full"),
+        *[x for i in range(MAX_PERIOD // 2) for x in (call("look", n=i), answer("look", i, n=i))])]
+    assert find_loops([edited, succeeded, spaced]) == [[], [], []]
+    assert find_loops_reference([edited, succeeded, spaced]) == [[], [], []]
+    flagged = [dict(m) for m in spaced]
+    flagged[1] = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "is_error": True, "function": {"name": "book", "arguments": {},
+                                                           "result": "full"}}}}
+    retried = [m for i in range(3) for m in (*flagged[:2], call("look", n=i),
+                                             answer("look", i, n=i))]
+    assert find_loops([retried]) == [[Loop(1, 10, 3, 3, 2)]]
 
 
 def test_two_step_cycle_twice_and_one_step_twice() -> None:
@@ -185,6 +290,22 @@ def test_published_runaway_and_no_op_edits_found() -> None:
     spans = anywhere_spans(run)
     assert (70, 71) in spans
     assert any(start >= 40 and end <= 50 for start, end in spans)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs (../shared/realdata) "
+                    "are not beside this checkout")
+def test_published_retried_booking_and_format_rejections_found() -> None:
+    """tau-bench 11/2 (a booking retried with the same error, a calculation between) and
+    django-11299 of the mini-swe-agent runs (8 format rejections in a row, their counts
+    differing) are found; tau-bench 3/0 (each retry pays with another gift card) is not."""
+    from benchmarks.anywhere_eval import anywhere_spans
+    from benchmarks.realdata import runs
+
+    wanted = {"11/2", "django__django-11299", "3/0"}
+    spans = {r.run_id: anywhere_spans(r) for r in runs() if r.run_id in wanted}
+    assert spans["11/2"] == [(15, 26)]
+    assert spans["django__django-11299"] == [(63, 78)]
+    assert spans["3/0"] == []
 
 
 def test_parquet_records_carry_the_loops(tmp_path: Path) -> None:

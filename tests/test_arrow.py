@@ -15,6 +15,8 @@ from strategies import threads
 
 from benchmarks.workload import generate_threads, to_openai
 from vthread import arrow, cli, scan
+from vthread.adapters import to_native_with_sources
+from vthread.documents import in_source_messages
 
 pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
 
@@ -178,6 +180,37 @@ def test_mask_volatile_and_options_reach_the_scan() -> None:
     assert all(t is None or (isinstance(t, float) and not math.isnan(t)) for t in tokens)
 
 
+def test_anywhere_adds_a_loops_column_equal_to_scan() -> None:
+    """anywhere=True: a last ``loops`` column of structs equal to scan(anywhere=True)'s loops
+    (mask_volatile too), the row's fields the costliest loop's, null for a null row; OpenAI
+    runs' loops in their own messages; no such column without it."""
+    runs = generate_threads(120, seed=29)
+    table = pa.table({"messages": _json_column([*runs, None])})
+    got = arrow.scan_arrow(table, anywhere=True)
+    assert got.column_names == [*arrow.RESULT_FIELDS, "loops"]
+    assert [f.name for f in got.schema.field("loops").type.value_type] == list(arrow.LOOP_FIELDS)
+    expected = scan(runs, anywhere=True)
+    assert expected.loops is not None
+    assert got.column("loops").to_pylist() == [*expected.loops, None]
+    assert got.column("verdict").to_pylist() == [*expected.names, None]
+    assert got.column("loop_start").to_pylist()[:-1] == expected.loop_start.tolist()
+    assert sum(bool(loops) for loops in expected.loops) >= 5
+    masked = arrow.scan_arrow(table, anywhere=True, mask_volatile=True)
+    assert masked.column("loops").to_pylist()[:-1] == scan(
+        runs, anywhere=True, mask_volatile=True).loops
+    assert "loops" not in arrow.scan_arrow(table).column_names
+    openai = [to_openai(run) for run in runs[:40]]
+    translated = arrow.scan_arrow(pa.table({"messages": _json_column(openai)}), anywhere=True)
+    for row, run in enumerate(openai):
+        native, sources = to_native_with_sources(run, "openai")
+        one = scan([native], anywhere=True)
+        in_source_messages(one, 0, sources)
+        assert one.loops is not None
+        assert translated.column("loops")[row].as_py() == one.loops[0]
+    with pytest.raises(TypeError, match="anywhere must be a bool"):
+        arrow.scan_arrow(table, anywhere=1)
+
+
 def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """RAYON_NUM_THREADS caps the core's threads (one per Ray worker); unset or junk: CPUs."""
     from vthread import _core
@@ -213,3 +246,112 @@ def test_format_detection_parses_only_the_head(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(json, "loads", counting)
     assert arrow._detect(column) == "native"
     assert len(parsed) <= 2 * arrow._DETECT_ROWS
+
+
+def _struct_table(runs: list[Any]) -> Any:
+    """The runs as a list<struct> column, or None when Arrow cannot infer one type for them."""
+    try:
+        return pa.table({"messages": pa.array(runs)})
+    except (ValueError, TypeError, pa.ArrowNotImplementedError, OverflowError):
+        return None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(max_size=16), max_size=10))
+def test_struct_rows_read_by_the_core_equal_python_objects(
+        runs: list[list[dict[str, Any]]]) -> None:
+    """A column of message structs: the core's JSON text of each row parses to the Python
+    value pyarrow gives (null struct fields dropped), and the verdict table equals the one
+    read through Python objects, row for row."""
+    from vthread import _core
+
+    table = _struct_table(runs)
+    if table is None:
+        return
+    piece = table.column("messages").combine_chunks()
+    read = _core.arrow_row_texts(piece, 2)
+    values = arrow._python_values(piece)
+    if read is not None:
+        text, starts, ends, rows = read
+        assert rows.tolist() == [i for i in range(len(piece)) if piece[i].is_valid]
+        assert [json.loads(text[s:e]) for s, e in zip(starts, ends, strict=True)] == [
+            values[i] for i in rows.tolist()]
+    fast = arrow.scan_arrow(table, format="native")
+    slow = pa.table({name: arrow._scan_in_python(values, "native", dict.fromkeys(
+        ["min_repetitions", "min_pattern_length", "max_pattern_length",
+         "min_result_repetitions"]), False)[name] for name in arrow.RESULT_FIELDS})
+    assert _rows(fast, list(arrow.RESULT_FIELDS)) == _rows(slow, list(arrow.RESULT_FIELDS))
+
+
+def _with_text_results(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with a tool result that is not text written as JSON text: the workload's
+    results are strings or tables, and one Arrow column holds one type."""
+    function = message.get("meta", {}).get("activity", {}).get("function", {})
+    if "result" not in function or isinstance(function["result"], str):
+        return message
+    copy = json.loads(json.dumps(message))
+    copy["meta"]["activity"]["function"]["result"] = json.dumps(function["result"])
+    return copy
+
+
+def test_struct_column_of_the_workload_is_read_without_python_objects(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 workload runs as list<struct>: no slice goes the Python-object way, and the
+    answers are scan()'s."""
+    runs = [[_with_text_results(m) for m in run] for run in generate_threads(300, seed=17)]
+    table = pa.table({"messages": pa.array(runs)})
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("a struct slice was read through Python objects")
+
+    monkeypatch.setattr(arrow, "_scan_in_python", refuse)
+    assert _rows(arrow.scan_arrow(table, format="native")) == _expected(runs)
+
+
+@pytest.mark.parametrize(("values", "kind"), [
+    ([[{"type": "user", "text": "hi", "tokens": float("nan")}]], None),
+    ([[{"type": "user", "text": "hi", "blob": b"\x00"}]], None),
+    ([[{"type": "user", "text": "hi", "at": 1}]], "timestamp"),
+])
+def test_values_with_no_json_text_go_the_python_way(values: Any, kind: Any) -> None:
+    """NaN, bytes and timestamps have no JSON text: the core declines and Python answers."""
+    from vthread import _core
+
+    array = pa.array(values)
+    if kind == "timestamp":
+        array = pa.array(values, type=pa.list_(pa.struct([
+            ("type", pa.string()), ("text", pa.string()), ("at", pa.timestamp("s"))])))
+    assert _core.arrow_row_texts(array, 1) is None
+    got = arrow.scan_arrow(pa.table({"messages": array}), format="native")
+    assert got.column("error").to_pylist() == [None]
+    assert got.column("messages").to_pylist() == [1]
+
+
+def test_struct_rows_keep_null_runs_and_sliced_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Null runs get their error in place; a sliced table reads the right rows, in slices
+    small enough that every boundary is crossed."""
+    monkeypatch.setattr(arrow, "ROWS_PER_SLICE", 4)
+    runs: list[Any] = [[_with_text_results(m) for m in run]
+                       for run in generate_threads(20, seed=19)]
+    runs[3] = None
+    runs[9] = None
+    table = pa.table({"messages": pa.array(runs)}).slice(2, 15)
+    got = arrow.scan_arrow(table, format="native")
+    kept = runs[2:17]
+    errors = got.column("error").to_pylist()
+    assert [e == "messages is null" for e in errors] == [r is None for r in kept]
+    good = [i for i, r in enumerate(kept) if r is not None]
+    assert [_rows(got)[i] for i in good] == _expected([kept[i] for i in good])
+
+
+def test_a_malformed_export_is_a_clear_error() -> None:
+    """Something claiming to export an Arrow array but handing over junk is a ValueError or
+    TypeError, never a crash."""
+    from vthread import _core
+
+    class Junk:
+        def __arrow_c_array__(self, requested_schema: Any = None) -> Any:
+            return ("not", "capsules")
+
+    with pytest.raises((TypeError, ValueError)):
+        _core.arrow_row_texts(Junk(), 1)

@@ -222,3 +222,34 @@ def test_core_costs_equal_the_general_rule(thread: list[dict[str, Any]]) -> None
         assert has_own and token_figure(raw) == figures[index]
     assert _core.own_token_costs([*thread, 1]) is None
     assert _core.own_token_costs(tuple(thread)) is None
+
+
+COSTS = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 3.0, 7.0, 1e308]),
+                  st.floats(0, 50, allow_nan=False))
+LIMITS = st.one_of(st.sampled_from([0.0, 1.0, 4.0, 10.0, math.inf, -math.inf, math.nan]),
+                   st.floats(-5, 60, allow_nan=False))
+FLOORS = st.sampled_from([0.0, 1.0, 2.0, 3.5, 7.0, math.inf, math.nan])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(COSTS, max_size=12), LIMITS, FLOORS, st.integers(0, 3))
+def test_core_selection_equals_the_python_walk(costs: list[float], limit: float,
+                                                floor: float, first: int) -> None:
+    """The core's walk and copies (the common shape) equal the Python walk they replace,
+    message for message and to the last bit of the total; the input is left as it was."""
+    import numpy as np
+
+    from vthread import _core
+    from vthread.build import _newest_fitting
+
+    first = min(first, len(costs))
+    thread = [{"type": "user", "text": str(i), **({"usage": "old"} if i % 2 else {})}
+              for i in range(len(costs))]
+    before = [dict(m) for m in thread]
+    fast = _core.newest_fitting(thread, np.array(costs, dtype=np.float64), first, limit,
+                                floor)
+    slow = _newest_fitting(thread, costs, first, limit, floor, False)
+    assert fast[0] == slow[0]
+    assert [list(m) for m in fast[0]] == [list(m) for m in slow[0]]  # key order too
+    assert fast[1] == slow[1] or (math.isnan(fast[1]) and math.isnan(slow[1]))
+    assert thread == before

@@ -135,3 +135,32 @@ def test_missing_columns_and_pyarrow_are_clear_errors(
     out = tmp_path / "out.parquet"
     assert cli.main(["scan", str(jsonl), "-o", str(out)]) == 2
     assert "pip install 'vthread[arrow]'" in capsys.readouterr().err
+
+
+def test_struct_rows_are_written_by_the_core_as_python_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines made of a list<struct> column by the core equal, parsed, the lines made
+    through Python objects, null rows and null fields included."""
+    from vthread import _cli_parquet, _core
+
+    runs: list[Any] = [[{"type": "user", "text": "go", "usage": {"tokens": 1.5}}],
+                       None,
+                       [{"type": "bot", "text": "é \"q\" \n", "usage": None}, None]]
+    path = tmp_path / "structs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "messages": pa.array(runs)}), path)
+    calls: list[int] = []
+    real = _core.arrow_row_texts
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_core, "arrow_row_texts", counted)
+    fast = [line for lines, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
+            for line in lines]
+    assert calls
+    monkeypatch.setattr(_core, "arrow_row_texts", lambda *args: None)
+    slow = [line for lines, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
+            for line in lines]
+    assert [json.loads(line) for line in fast] == [json.loads(line) for line in slow]
+    assert json.loads(fast[2])["messages"] == [{"type": "bot", "text": "é \"q\" \n"}, None]

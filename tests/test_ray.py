@@ -99,6 +99,22 @@ def test_format_detected_once_and_options_reach_the_workers() -> None:
     assert got.column("messages").to_pylist() == [len(to_openai(run)) for run in runs]
 
 
+def test_anywhere_reaches_the_workers() -> None:
+    """anywhere=True adds scan_arrow's loops column, row for row; it clashes like the rest."""
+    runs = generate_threads(80, seed=31)
+    source = pa.table({"run": [f"r{i}" for i in range(len(runs))], "messages": _texts(runs)})
+    got = _table(scan_dataset(ray.data.from_arrow(source).repartition(2), anywhere=True,
+                              format="native"))
+    assert got.column_names == ["run", *arrow.RESULT_FIELDS, "loops"]
+    expected = arrow.scan_arrow(source, anywhere=True)
+    assert got.column("loops").to_pylist() == expected.column("loops").to_pylist()
+    assert got.column("verdict").to_pylist() == expected.column("verdict").to_pylist()
+    clash = ray.data.from_items([{"messages": "[]", "loops": 1}])
+    scan_dataset(clash, format="native")  # no loops column asked for: no clash
+    with pytest.raises(ValueError, match="'loops' is already a column"):
+        scan_dataset(clash, format="native", anywhere=True)
+
+
 def test_column_names_prefix_and_keep_messages() -> None:
     """A clash is a ValueError naming the column; prefix= names the results apart."""
     ask = '{"type":"user","text":"hi"}'

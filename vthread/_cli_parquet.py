@@ -100,8 +100,6 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
     own run object when the messages column holds one and no id column is read."""
     pa = _pyarrow()
-    from vthread.arrow import _without_nulls
-
     # Read a column chunk a buffer at a time rather than whole: memory then follows the
     # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
     parquet = pa.parquet.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
@@ -112,23 +110,47 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
         column = batch.column(messages)
         text = str(column.type) in ("string", "large_string", "binary", "large_binary",
                                     "string_view", "binary_view")
-        values = column.to_pylist()
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
-        for row, value in enumerate(values):
-            if value is None:
-                body = b"null"
-            elif text:
-                body = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
-            else:
-                body = json.dumps(_without_nulls(value), allow_nan=False).encode()
+        for row, body in enumerate(_bodies(column, text)):
             if not id_columns and body.lstrip()[:1] == b"{":
                 lines.append(body)  # a run object: its own id and messages
             else:
                 ident = _id_text([column_values[row] for column_values in ids])
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
-        done += len(values)
+        done += len(column)
         yield lines, done / total
+
+
+def _bodies(column: Any, text: bool) -> list[bytes]:
+    """Each row's messages as JSON text (``null`` for a null row). Nested values (lists of
+    message structs) are written by the core from the Arrow buffers when every value has a
+    JSON text, with no Python object per row; otherwise, and for text columns, from
+    ``to_pylist``."""
+    if not text:
+        from vthread import _core
+        from vthread.arrow import core_threads
+
+        written = _core.arrow_row_texts(column, core_threads())
+        if written is not None:
+            data, starts, ends, rows = written
+            bodies = [b"null"] * len(column)
+            for row, start, end in zip(rows.tolist(), starts.tolist(), ends.tolist(),
+                                       strict=True):
+                bodies[row] = data[start:end]
+            return bodies
+    from vthread.arrow import _without_nulls
+
+    bodies = []
+    for value in column.to_pylist():
+        if value is None:
+            bodies.append(b"null")
+        elif text:
+            bodies.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str)
+                          else value)
+        else:
+            bodies.append(json.dumps(_without_nulls(value), allow_nan=False).encode())
+    return bodies
 
 
 class ParquetRecords:
@@ -147,6 +169,8 @@ class ParquetRecords:
             ("excerpt", pa.string()), ("messages", pa.int64()), ("error", pa.string()),
         ])
         if anywhere:
+            from vthread.arrow import LOOP_FIELDS
+
             loop = pa.struct([field for field in self._schema
                               if field.name in LOOP_FIELDS])
             self._schema = self._schema.append(pa.field("loops", pa.list_(loop)))
@@ -185,9 +209,6 @@ class ParquetRecords:
         self._writer.close()
 
 
-LOOP_FIELDS: Final = ("verdict", "loop_start", "period", "repetitions", "loop_messages",
-                      "loop_tokens", "signature", "excerpt")
-"""The fields of each loop in a record's ``loops`` (``vthread scan --anywhere``)."""
 
 RECORD_COLUMNS: Final = ("id", "file", "line", "verdict", "loop_start", "period",
                          "repetitions", "loop_messages", "loop_tokens", "signature", "excerpt",

@@ -57,6 +57,13 @@ def scan_slices(
 ) -> dict[str, Any] | None:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
+def arrow_row_texts(
+    array: Any, threads: int,
+) -> tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """The rows of an Arrow array (``__arrow_c_array__``) as JSON texts in one buffer:
+    ``(text, starts, ends, rows)``, null rows left out, null struct fields dropped, written on
+    ``threads`` worker threads; None when
+    some value has no JSON text; ValueError for a malformed export."""
 
 def own_token_costs(
     messages: Any,
@@ -64,6 +71,17 @@ def own_token_costs(
     """Per message of a list of exact dicts, its plain ``usage.tokens`` figure (a finite
     float or a 64-bit int >= 0), NaN where Python decides (indexes in the list); None when
     ``messages`` is not a list of exact dicts."""
+
+def newest_fitting(
+    messages: list[Any],
+    costs: npt.NDArray[np.float64],
+    first: int,
+    limit: float,
+    floor: float,
+) -> tuple[list[dict[str, Any]], float]:
+    """build_thread's selection without ``inclusive``: the newest messages of
+    ``messages[first:]`` within ``limit`` (the newest ``floor`` kept whatever they cost), as
+    copies carrying their usage, oldest first, and their total."""
 
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
@@ -130,6 +148,8 @@ def has_repeated_text_runs(
     place with the GIL released; TypeError for a bare ``str``."""
 
 def message_screens(threads: list[Any]) -> dict[str, Any]:
-    """Per-message screens (u64), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0
-    other), thread offsets, and the rows and texts of agent messages with a text."""
+    """Per-message screens (u64), reply screens (u64: a user message's with the numbers in
+    its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), whether a
+    tool response may have failed (bool, a superset of ``vthread.anywhere.failed``), thread
+    offsets, and the rows and texts of agent messages with a text."""
     ...

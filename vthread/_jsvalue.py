@@ -120,6 +120,8 @@ def real_number(value: object) -> int | float | None:
     >>> real_number(np.int64(7)), real_number(decimal.Decimal("2.5")), real_number(True)
     (7, 2.5, None)
     """
+    if value.__class__ is float or value.__class__ is int:
+        return value  # the usual cases, by exact class
     if isinstance(value, (bool, np.bool_)):
         return None
     if isinstance(value, (int, np.integer)):

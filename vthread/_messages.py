@@ -229,6 +229,8 @@ def token_figure(value: Any) -> float:
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
+    if value.__class__ is float:  # the usual case, by exact class
+        return value if math.isfinite(value) and value >= 0 else 0.0
     number = real_number(value)
     if number is None:
         return 0.0
@@ -253,6 +255,8 @@ def estimate_figure(value: Any, index: int) -> float:
     ...
     TypeError: estimate(messages[4]) returned complex, not a number
     """
+    if value.__class__ is float:  # the usual case, by exact class
+        return token_figure(value)
     if real_number(value) is None and not (
         value is None or isinstance(value, (bool, np.bool_, str, list, tuple, Mapping))
     ):

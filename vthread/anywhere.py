@@ -14,10 +14,15 @@ A loop is one of (each named after the production heuristic whose repetition it 
     the same, over the thread's *actions* only (tool calls, their results and user or
     environment replies; the agent's free text and reasoning skipped), so a call retried
     with the same arguments and the same result is a loop however the agent words its
-    thoughts in between;
+    thoughts in between; and a *failing call retried*: the same call getting the same error
+    three times, each copy at most :data:`MAX_PERIOD` actions after the one before, other
+    tools' calls and user messages between allowed but no call of the same tool getting
+    another result (which would be progress: an edit before a rerun, a poll that moved);
 ``repeated_result_run``
     the same reply (a user or environment message, no tool call in between) to three agent
-    turns in a row: a format rejection retried, a customer asked the same thing again;
+    turns in a row, its numbers aside (a rejection saying "found 2 actions", then "found 3
+    actions" is one rejection): a format rejection retried, a customer asked the same thing
+    again;
 ``repeated_message_text_run``
     one agent message whose prose is a runaway run of repeated sentences (the production
     text-run check, applied to every agent message instead of the last five, with fenced
@@ -30,12 +35,15 @@ messages alone is never the agent's loop. Where loops overlap the longest is kep
 shortest period), so a loop is reported once, by its smallest repeating block.
 
 Cost: one pass of the compiled core over the messages (a 64-bit *screen* per message: equal
-messages always have equal screens), then for each period ``p`` up to :data:`MAX_PERIOD` one
-NumPy comparison of the whole batch with itself shifted by ``p``: O(total messages x
-MAX_PERIOD), vectorised across threads. Every repeat the screens accept is confirmed message
-by message on exact canonical keys (the keys the suffix heuristic compares), so a screen
-collision can cost time but never change an answer. :func:`find_loops_reference` is the
-slow, obviously-correct twin the property tests hold this to.
+messages always have equal screens; a user message gets a second one, blind to numbers),
+then for each period ``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch
+with itself shifted by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; the
+number-blind replies by one more comparison, the failing retries by one sort of the tool
+responses' screens. Every repeat the screens accept is confirmed message by message on exact
+canonical keys (the keys the suffix heuristic compares, or the number-blind
+:func:`reply_key`), so a screen collision can cost time but never change an answer.
+:func:`find_loops_reference` is the slow, obviously-correct twin the property tests hold
+this to.
 """
 
 from __future__ import annotations
@@ -106,6 +114,11 @@ _ONE_ACTION_COPIES: Final = 3
 _SEVERAL_ACTIONS_COPIES: Final = 2
 _SEPARATOR: Final = " | "
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_NUMBERS: Final = re.compile(r"[0-9]+")
+_ERROR: Final = re.compile(r"\s*(?:error|exception|traceback|<returncode>(?!0<))", re.IGNORECASE)
+"""A tool result that fails, as the published formats write it: tau-bench's "Error: ...",
+a Python traceback, mini-swe-agent's non-zero return code (Anthropic's ``is_error`` flag is
+read from the meta)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -122,6 +135,39 @@ class Loop:
 
 
 Key = bytes
+
+
+def reply_key(message: Mapping[str, Any]) -> Key:
+    """:func:`message_key` with every run of digits in the text read as one: replies equal
+    under it differ only in their numbers (a count, a line number, an id)."""
+    text = message.get("text")
+    fields = [message.get("type"), _NUMBERS.sub("0", text) if isinstance(text, str) else text]
+    if "meta" in message:
+        fields.append(message["meta"])
+    return _core.canonical(fields)
+
+
+def failed(message: Mapping[str, Any]) -> bool:
+    """Whether a tool response's result is an error (see :data:`_ERROR`)."""
+    meta = message.get("meta")
+    activity = meta.get("activity") if isinstance(meta, Mapping) else None
+    if not isinstance(activity, Mapping):
+        return False
+    function = activity.get("function")
+    result = function.get("result") if isinstance(function, Mapping) else None
+    return activity.get("is_error") is True or (
+        isinstance(result, str) and _ERROR.match(result) is not None)
+
+
+def call_result(message: Mapping[str, Any]) -> tuple[Any, Key]:
+    """A tool response's (tool name, exact result key): a response of the same tool with
+    another result between two retries is progress."""
+    meta = message.get("meta")
+    activity = meta.get("activity") if isinstance(meta, Mapping) else None
+    function = activity.get("function") if isinstance(activity, Mapping) else None
+    if not isinstance(function, Mapping):
+        return None, _core.canonical([None])
+    return function.get("name"), _core.canonical([function.get("result")])
 
 
 def message_key(message: Mapping[str, Any]) -> Key:
@@ -163,6 +209,15 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
                 loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
                 if loop is not None:
                     found[thread].append(loop)
+
+    actions = np.flatnonzero(_is_action(roles))
+    replies: npt.NDArray[np.uint64] = raw["reply_screens"]
+    for thread, loop in _number_blind_replies(threads, actions, replies, roles, owner, offsets):
+        found[thread].append(loop)
+    may_fail: npt.NDArray[np.bool_] = raw["may_fail"]
+    for thread, loop in _retried_failures(threads, keys, screens, roles, may_fail, owner,
+                                          offsets):
+        found[thread].append(loop)
 
     texts = [prose(text) for text in raw["texts"]]
     if texts:
@@ -237,6 +292,113 @@ class _Keys:
         if begin is not None and len(rows) - period - begin >= period:
             out.append((begin, len(rows) - period))
         return out
+
+
+def _number_blind_replies(
+    threads: list[Any], actions: npt.NDArray[np.int64], replies: npt.NDArray[np.uint64],
+    roles: npt.NDArray[np.int8], owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
+) -> list[tuple[int, Loop]]:
+    """Replies to three or more agent turns in a row equal but for their numbers
+    (:func:`reply_key`): consecutive user messages of the actions whose number-blind screens
+    (``replies``, from the core) agree are found by one comparison, and only those are
+    keyed in Python to confirm."""
+    users = roles[actions] == _USER
+    same = (owner[actions[:-1]] == owner[actions[1:]]) & (
+        replies[actions[:-1]] == replies[actions[1:]])
+    paired = np.flatnonzero(users[:-1] & users[1:] & same).tolist()
+    cache: dict[int, Key] = {}
+
+    def key(position: int) -> Key:
+        row = int(actions[position])
+        if row not in cache:
+            thread = int(owner[row])
+            cache[row] = reply_key(threads[thread][row - int(offsets[thread])])
+        return cache[row]
+
+    linked = [position for position in paired if key(position) == key(position + 1)]
+    out = []
+    begin = 0
+    for index, position in enumerate(linked):
+        if index + 1 < len(linked) and linked[index + 1] == position + 1:
+            continue  # the run of equal replies goes on
+        start = linked[begin]
+        thread = int(owner[actions[start]])
+        # positions start..position equal the next: replies start..position + 1
+        loop = _judged(ACTIONS, start, position + 1, 1, actions, roles, int(offsets[thread]))
+        if loop is not None:
+            out.append((thread, loop))
+        begin = index + 1
+    return out
+
+
+def _retried_failures(
+    threads: list[Any], keys: _Keys, screens: npt.NDArray[np.uint64],
+    roles: npt.NDArray[np.int8], may_fail: npt.NDArray[np.bool_],
+    owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
+) -> list[tuple[int, Loop]]:
+    """Failing calls retried (module docstring): tool responses the core says may have
+    failed (``may_fail``, a superset of :func:`failed`) whose screen is seen three or more
+    times in one thread are found by one sort; only those are read in Python."""
+    responses = np.flatnonzero(may_fail)
+    if responses.size < _ONE_ACTION_COPIES:
+        return []
+    order = np.lexsort((responses, screens[responses], owner[responses]))
+    rows = responses[order]
+    group = np.ones(rows.size, np.bool_)
+    group[1:] = (screens[rows[1:]] != screens[rows[:-1]]) | (owner[rows[1:]] != owner[rows[:-1]])
+    starts = np.flatnonzero(group)
+    sizes = np.diff(np.append(starts, rows.size))
+    position: npt.NDArray[np.int64] | None = None  # each row's place among the actions
+    out = []
+    for first, size in zip(starts[sizes >= _ONE_ACTION_COPIES].tolist(),
+                           sizes[sizes >= _ONE_ACTION_COPIES].tolist(), strict=True):
+        thread = int(owner[rows[first]])
+        offset = int(offsets[thread])
+        messages = threads[thread]
+        copies_of: dict[Key, list[int]] = {}
+        # Whether a result failed is cheaper to ask than an exact key.
+        for row in rows[first : first + size].tolist():
+            if failed(messages[row - offset]):
+                copies_of.setdefault(keys.key(thread, row), []).append(row)
+        for copies in copies_of.values():
+            if len(copies) < _ONE_ACTION_COPIES:
+                continue
+            if position is None:
+                position = np.cumsum(_is_action(roles)) - 1
+            failure = call_result(messages[copies[0] - offset])
+            chain = [copies[0]]
+            for row in [*copies[1:], -1]:
+                linked = row >= 0 and _retry_linked(
+                    messages, offset, roles, position, failure, chain[-1], row)
+                if linked:
+                    chain.append(row)
+                    continue
+                if len(chain) >= _ONE_ACTION_COPIES:
+                    out.append((thread, _retry_loop(chain, offset)))
+                chain = [row]
+    return out
+
+
+def _retry_linked(messages: Sequence[Mapping[str, Any]], offset: int,
+                  roles: npt.NDArray[np.int8], position: npt.NDArray[np.int64],
+                  failure: tuple[Any, Key], before: int, after: int) -> bool:
+    """Whether the copy at row ``after`` retries the one at ``before``: close enough, and
+    no response of the same tool with another result between them."""
+    if int(position[after] - position[before]) > MAX_PERIOD:
+        return False
+    name, result = failure
+    for row in range(before + 1, after):
+        if roles[row] == _RESPONSE:
+            other, outcome = call_result(messages[row - offset])
+            if other == name and outcome != result:
+                return False
+    return True
+
+
+def _retry_loop(chain: list[int], offset: int) -> Loop:
+    span = chain[-1] + 1 - chain[0]
+    return Loop(chain[0] - offset, chain[-1] + 1 - offset, max(1, round(span / len(chain))),
+                len(chain), ACTIONS)
 
 
 def _judged(kind: int, begin: int, stop: int, period: int, run: npt.NDArray[np.int64],
@@ -351,12 +513,57 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
                     loop = _judged(kind, begin, stop, period, rows, roles, 0)
                     if loop is not None:
                         found.append(loop)
+    replies = [reply_key(messages[r]) if roles[r] == _USER else None for r in actions.tolist()]
+    for begin in range(len(replies) - 1):
+        if replies[begin] is None or (begin and replies[begin - 1] == replies[begin]):
+            continue
+        stop = begin
+        while stop + 1 < len(replies) and replies[stop] == replies[stop + 1]:
+            stop += 1
+        if stop > begin:
+            loop = _judged(ACTIONS, begin, stop, 1, actions, roles, 0)
+            if loop is not None:
+                found.append(loop)
+    found += _retries_reference(messages, keys, roles)
     options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
     for index, message in enumerate(messages):
         text = message.get("text")
         if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
             found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
     return _kept(found)
+
+
+def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
+                       roles: npt.NDArray[np.int8]) -> list[Loop]:
+    """Failing calls retried, by walking from every failing response to the next copy of
+    it, and on while each copy retries the one before."""
+    actions_before = np.cumsum(_is_action(roles)) - 1
+    responses = [i for i in range(len(messages)) if roles[i] == _RESPONSE]
+    found = []
+
+    def retries(before: int, after: int, failure: tuple[Any, Key]) -> bool:
+        if actions_before[after] - actions_before[before] > MAX_PERIOD:
+            return False
+        return not any(
+            call_result(messages[k])[0] == failure[0] and call_result(messages[k]) != failure
+            for k in responses if before < k < after)
+
+    for index, start in enumerate(responses):
+        if not failed(messages[start]):
+            continue
+        failure = call_result(messages[start])
+        copies = [r for r in responses[index + 1 :] if keys[r] == keys[start]]
+        earlier = [r for r in responses[:index] if keys[r] == keys[start]]
+        if earlier and retries(earlier[-1], start, failure):
+            continue  # not where its chain of retries starts
+        chain = [start]
+        for row in copies:
+            if not retries(chain[-1], row, failure):
+                break
+            chain.append(row)
+        if len(chain) >= _ONE_ACTION_COPIES:
+            found.append(_retry_loop(chain, 0))
+    return found
 
 
 # ------------------------------------------------------------------------------ records

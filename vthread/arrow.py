@@ -7,10 +7,12 @@ the verdicts as another, so none of those tools has to loop over rows in Python.
 A messages column of JSON text (``string``, ``large_string``, ``binary``) in the native
 format is read by the compiled core straight from the column's data buffer: each row is a
 slice of it, parsed and judged with the GIL released, and only the looping rows are parsed
-again in Python for their signature, excerpt and token cost. A column of lists of structs,
-another format, ``mask_volatile=True`` or a row the core declines is read through Python
-objects, with the same answers. pyarrow is imported only when this module's functions run
-(``pip install 'vthread[arrow]'``).
+again in Python for their signature, excerpt and token cost. A column of lists of message
+structs is read by the core through the Arrow C data interface and written as the same JSON
+text, again with no Python object per row. Another format, ``mask_volatile=True``,
+``anywhere=True``, a value with no JSON text (NaN, bytes, a timestamp) or a row the core
+declines is read through Python objects, with the same answers. pyarrow is imported only
+when this module's functions run (``pip install 'vthread[arrow]'``).
 """
 
 from __future__ import annotations
@@ -37,13 +39,17 @@ from vthread.volatile import masked_thread
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["RESULT_FIELDS", "scan_arrow"]
+__all__ = ["LOOP_FIELDS", "RESULT_FIELDS", "scan_arrow"]
 
 RESULT_FIELDS: Final = ("verdict", "loop_start", "period", "repetitions", "loop_messages",
                         "loop_tokens", "signature", "excerpt", "messages", "error")
 """The columns :func:`scan_arrow` adds, after the id column when one is asked for: the
 fields of a ``vthread scan`` record, ``messages`` the run's message count and ``error`` why
 a row is not a run (null when it is; the other fields are then null)."""
+
+LOOP_FIELDS: Final = RESULT_FIELDS[:8]
+"""The fields of each loop in the ``loops`` column ``anywhere=True`` adds last (a list of
+structs per row, as ``vthread scan --anywhere -o X.parquet`` writes): a record's own."""
 
 ROWS_PER_SLICE: Final = 4096
 """Rows read per call into the core (or parsed in Python): bounds the memory of one step."""
@@ -64,6 +70,7 @@ def scan_arrow(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    anywhere: bool = False,
 ) -> pa.Table:
     """Verdicts for every row of ``data``, a table whose ``messages`` column holds runs.
 
@@ -76,7 +83,10 @@ def scan_arrow(
     in order: the ``id`` column when asked for, then :data:`RESULT_FIELDS`. A row that is
     not a run gets its ``error`` and is never dropped. The answers are
     :func:`vthread.scan`'s, with loops of translated formats counted in the source's
-    messages. O(total size).
+    messages. ``anywhere=True`` reports every loop of a run wherever it lies
+    (:mod:`vthread.anywhere`): a last column ``loops`` holds each row's loops, costliest
+    first, as structs of :data:`LOOP_FIELDS` (null for a row that is not a run), and the
+    row's fields describe the costliest. O(total size).
 
     >>> import pyarrow as pa
     >>> ask = '{"type":"user","text":"hi"}'
@@ -93,19 +103,20 @@ def scan_arrow(
                 "max_pattern_length": max_pattern_length,
                 "min_result_repetitions": min_result_repetitions}
     cycle_options(**keywords)  # a bad option is an error before any row is read
-    if not isinstance(mask_volatile, bool):
-        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
+    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
                          f"got {format!r}")
     chosen = _detect(column) if format == "auto" else format
     rows: list[dict[str, list[Any]]] = []
     for piece in _slices(column):
-        rows.append(_scan_slice(piece, chosen, keywords, mask_volatile))
+        rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere))
     fields: dict[str, Any] = {}
     if id is not None:
         fields[id] = _column(table, id)
-    for name, kind in _result_types().items():
+    for name, kind in _result_types(anywhere).items():
         fields[name] = pa.array([v for part in rows for v in part[name]], type=kind())
     return pa.table(fields)
 
@@ -237,12 +248,13 @@ def _without_nulls(value: Any) -> Any:
 
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
-                mask_volatile: bool) -> dict[str, list[Any]]:
-    if format_ == "native" and not mask_volatile and _is_text(piece):
-        fields = _scan_in_core(piece, keywords)
+                mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
+    if format_ == "native" and not mask_volatile and not anywhere:
+        rows = _text_buffers(piece) if _is_text(piece) else _nested_texts(piece)
+        fields = None if rows is None else _scan_in_core(*rows, len(piece), keywords)
         if fields is not None:
             return fields
-    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile)
+    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere)
 
 
 def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
@@ -263,12 +275,25 @@ def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
     return data, offsets[:-1][valid], offsets[1:][valid], valid
 
 
-def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
-    """The slice read by the core from its data buffer; None when a row needs Python."""
+def _nested_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
+                                            np.ndarray[Any, Any]] | None:
+    """The same as :func:`_text_buffers` for an array of nested values (lists of message
+    structs): the core writes each row as the JSON text of its Python value with null struct
+    fields dropped, no Python object made; None when some value has no JSON text (NaN, bytes,
+    a timestamp, ...) and the slice is read through Python objects instead."""
+    from vthread import _core
+
+    return _core.arrow_row_texts(piece, core_threads())
+
+
+def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
+                  valid: np.ndarray[Any, Any], length: int,
+                  keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """The slice's rows (``data[starts[i]:ends[i]]`` the JSON text of row ``valid[i]``, the
+    others null) read by the core; None when a row needs Python."""
     from vthread import _core
 
     options = cycle_options(**keywords)
-    data, starts, ends, valid = _text_buffers(piece)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
                             core_threads())
     if raw is None:
@@ -285,11 +310,11 @@ def _scan_in_core(piece: pa.Array, keywords: dict[str, Any]) -> dict[str, list[A
         result.attribute_rows(looping, scan_validated(threads, **keywords))
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
-    if len(valid) == len(piece):
+    if len(valid) == length:
         return fields
     # Null rows: an error each, in place.
-    spread: dict[str, list[Any]] = {name: [None] * len(piece) for name in fields}
-    spread["error"] = ["messages is null"] * len(piece)
+    spread: dict[str, list[Any]] = {name: [None] * length for name in fields}
+    spread["error"] = ["messages is null"] * length
     for name, values in fields.items():
         column = spread[name]
         for index, value in zip(valid.tolist(), values, strict=True):
@@ -308,7 +333,7 @@ def core_threads() -> int:
 
 
 def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any],
-                    mask_volatile: bool) -> dict[str, list[Any]]:
+                    mask_volatile: bool, anywhere: bool = False) -> dict[str, list[Any]]:
     threads: list[list[dict[str, Any]]] = []
     sources: list[list[int] | None] = []
     counts: list[int] = []
@@ -324,7 +349,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
         threads.append(masked_thread(thread) if mask_volatile else thread)
         sources.append(origins)
         counts.append(origins[-1] + 1 if origins else len(thread))
-    result = scan_validated(threads, **keywords)
+    result = scan_validated(threads, anywhere=anywhere, **keywords)
     for row, origins in enumerate(sources):
         if origins is not None:
             in_source_messages(result, row, origins)
@@ -357,13 +382,19 @@ def _fields(result: ScanResult, counts: list[int],
         "excerpt": list(result.excerpt),
         "messages": counts,
         "error": errors,
-    }
+    } | ({} if result.loops is None else {"loops": result.loops})
 
 
-def _result_types() -> dict[str, Any]:
+def _result_types(anywhere: bool = False) -> dict[str, Any]:
+    """Each result column's type (a factory); with ``anywhere``, ``loops`` last."""
     import pyarrow as pa
 
-    return {"verdict": pa.string, "loop_start": pa.int64, "period": pa.int64,
-            "repetitions": pa.int64, "loop_messages": pa.int64, "loop_tokens": pa.float64,
-            "signature": pa.string, "excerpt": pa.string, "messages": pa.int64,
-            "error": pa.string}
+    types: dict[str, Any] = {
+        "verdict": pa.string, "loop_start": pa.int64, "period": pa.int64,
+        "repetitions": pa.int64, "loop_messages": pa.int64, "loop_tokens": pa.float64,
+        "signature": pa.string, "excerpt": pa.string, "messages": pa.int64,
+        "error": pa.string}
+    if anywhere:
+        loop = pa.struct([(name, types[name]()) for name in LOOP_FIELDS])
+        types["loops"] = lambda: pa.list_(loop)
+    return types

@@ -110,7 +110,15 @@ def build_thread(
         undecided: Iterable[int] = range(len(thread))
     else:
         figures, undecided = read
+        if undecided:
+            figures[undecided] = [_cost(thread[i], i, estimate) for i in undecided]
+        if not (keep_system or pair_safe or start_on is not None) and (
+                inclusive is False or inclusive is None):
+            # The common shape, walked and copied in the core (the twin is below).
+            taken, total = _core.newest_fitting(thread, figures, 0, limit, floor)
+            return BuildResult(taken, total)
         costs = figures.tolist()
+        undecided = ()
     for index in undecided:
         costs[index] = _cost(thread[index], index, estimate)
 
@@ -177,32 +185,37 @@ def _newest_fitting(
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
     index): the newest messages within ``limit`` (see build_thread)."""
-    taken: list[dict[str, Any]] = []
+    # The walk only finds where the kept suffix starts; the copies are made afterwards in one
+    # comprehension (a copy per step, with a call each, was most of the walk's time).
+    n = len(thread)
+    start = n  # the kept suffix is thread[start:], plus a trimmed message before it
+    trimmed: dict[str, Any] | None = None
     total = 0.0
-    for index in range(len(thread) - 1, first - 1, -1):
+    for index in range(n - 1, first - 1, -1):
         tokens = costs[index]
-        message = _priced(thread[index], tokens)
-        within_floor = len(taken) + 1 <= floor
+        within_floor = n - index <= floor  # the messages taken so far, this one included
         if total + tokens > limit and not within_floor:
             if inclusive is True or (inclusive and not callable(inclusive)):
-                taken.append(message)
+                start = index
                 total += tokens
             elif callable(inclusive):
                 room = limit - total
                 if room > 0:
-                    trimmed = _trim(inclusive, message, room, index)
-                    if trimmed is not None:
-                        taken.append(trimmed[0])
-                        total += trimmed[1]
+                    cut = _trim(inclusive, _priced(thread[index], tokens), room, index)
+                    if cut is not None:
+                        trimmed = cut[0]
+                        total += cut[1]
                 else:
-                    taken.append(message)
+                    start = index
                     total += tokens
             break
-        taken.append(message)
+        start = index
         total += tokens
         if total >= limit and not within_floor and not inclusive:
             break
-    taken.reverse()
+    taken = [{**thread[index], "usage": {"tokens": costs[index]}} for index in range(start, n)]
+    if trimmed is not None:
+        taken.insert(0, trimmed)
     return taken, total
 
 
@@ -276,6 +289,8 @@ def _trim(
 
 
 def _number(name: str, value: object) -> float:
+    if value.__class__ is float:
+        return value  # the usual case, checked by class
     number = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if number is None:
         raise TypeError(f"{name} must be a number, got {shown(value)}")

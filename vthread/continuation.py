@@ -8,16 +8,18 @@ the remainder, and join the remainder onto the draft in code.
 Messages follow vthread's message shape: a ``dict`` with a ``"type"`` (``"system"`` or
 ``"user"``) and a ``"text"``, typed here as :class:`Message`.
 
-Every function is pure and uses only the standard library.
+Every function is pure and uses only the standard library, except that
+:func:`plan_continuation` fits a conversation ``history`` with :func:`vthread.build_thread`
+(imported only when a history is given).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal, TypedDict
 
 __all__ = [
     "DEFAULT_COMPLETION_MARKER",
@@ -113,7 +115,10 @@ class ContinuationPlan:
     ``prompt_tokens``, ``reply_room`` and ``needed`` describe the chosen mode; for a refusal
     they describe tail mode when it was considered, else the rewrite. ``rewrite`` and ``tail``
     keep both measurements (``tail`` is ``None`` when tail mode was not considered).
-    ``messages`` is empty for a refusal; ``explanation`` always states the numbers.
+    ``messages`` is empty for a refusal; ``explanation`` always states the numbers. With a
+    ``history``, ``messages`` holds the kept part of it between the planner's system and user
+    messages (copies carrying their usage, as :func:`vthread.build_thread` returns them), and
+    the chosen mode's ``prompt_tokens`` and ``reply_room`` count it.
     """
 
     mode: Mode
@@ -121,7 +126,7 @@ class ContinuationPlan:
     reply_room: int
     needed: int
     explanation: str
-    messages: tuple[Message, ...]
+    messages: tuple[Mapping[str, Any], ...]
     rewrite: Budget
     tail: Budget | None
 
@@ -508,6 +513,10 @@ def plan_continuation(
     min_tail_room: int = DEFAULT_MIN_TAIL_ROOM,
     tail_limit: int = DEFAULT_TAIL_LIMIT,
     completion_marker: str = DEFAULT_COMPLETION_MARKER,
+    history: Sequence[Mapping[str, Any]] = (),
+    keep_system: bool = False,
+    pair_safe: bool = False,
+    start_on: str | None = None,
 ) -> ContinuationPlan:
     """Answer how to finish *draft* within *context_tokens*: rewrite, tail, or refuse.
 
@@ -525,13 +534,62 @@ def plan_continuation(
       reserve alone) would let a reply spend its whole budget on a repeated seam.
     * Refuse: neither fits; ``explanation`` gives both sets of numbers.
 
-    Complexity: O(len(draft)) plus the cost of *estimate* on four messages.
+    *history*, the conversation so far (any messages), is optional context: the mode is
+    chosen without it, so it never turns a plan into a refusal, and it gets only the room the
+    chosen mode leaves over (``reply_room - needed``). Its newest part that fits that room is
+    placed between the planner's system and user messages, fitted by
+    :func:`vthread.build_thread` with *keep_system*, *pair_safe* and *start_on* (see there:
+    the harness's system prompt kept, no tool reply without its call, the kept part starting
+    on a given type). A ``ValueError`` from ``build_thread`` (the kept system messages alone
+    exceed the room) names the room the plan had left. All four keywords are ignored when
+    the plan is a refusal, and change nothing when *history* is empty.
+
+    Complexity: O(len(draft) + len(history)) plus the cost of *estimate* on four messages
+    and on each history message that carries no usage of its own.
 
     >>> plan = plan_continuation("<p>" * 3000, "a page", context_tokens=4096,
     ...                          estimate=lambda m: len(m["text"]) / 4)
     >>> plan.mode, plan.rewrite.fits
     ('tail', False)
     """
+    plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
+                                 min_tail_room, tail_limit, completion_marker)
+    if plan.mode == "refuse" or not history:
+        return plan
+    return _with_history(plan, history, estimate, keep_system, pair_safe, start_on)
+
+
+def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
+                  estimate: Callable[[Message], float], keep_system: bool, pair_safe: bool,
+                  start_on: str | None) -> ContinuationPlan:
+    """``plan`` with the newest part of ``history`` that fits its spare room inserted."""
+    from vthread.build import build_thread
+
+    spare = plan.reply_room - plan.needed
+    try:
+        fitted = build_thread(history, max_tokens=spare,
+                              estimate=estimate,  # type: ignore[arg-type]  # any message
+                              keep_system=keep_system, pair_safe=pair_safe, start_on=start_on)
+    except ValueError as error:
+        raise ValueError(f"history: {error} (the {plan.mode} plan leaves {spare:,} tokens "
+                         "of room for it)") from None
+    tokens = math.ceil(fitted.tokens)
+    system, user = plan.messages
+    kept = len(fitted.messages)
+    return replace(
+        plan,
+        prompt_tokens=plan.prompt_tokens + tokens,
+        reply_room=plan.reply_room - tokens,
+        explanation=f"{plan.explanation}; history: the newest {kept:,} of {len(history):,} "
+                    f"messages ({tokens:,} tokens) fit the {spare:,} tokens left over",
+        messages=(system, *fitted.messages, user),
+    )
+
+
+def _plan_without_history(draft: str, request: str, context_tokens: int,
+                          estimate: Callable[[Message], float], reply_reserve: int,
+                          min_tail_room: int, tail_limit: int,
+                          completion_marker: str) -> ContinuationPlan:
     if context_tokens <= 0:
         raise ValueError(f"context_tokens must be > 0, got {context_tokens}")
     if reply_reserve < 0 or min_tail_room < 0:

@@ -41,6 +41,7 @@ def scan_dataset(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    anywhere: bool = False,
     prefix: str = "",
     keep_messages: bool = False,
     **map_batches_kwargs: Any,
@@ -51,7 +52,9 @@ def scan_dataset(
     (``write_parquet``, ``iter_batches``, ``take``). Every input column is kept except the
     ``messages`` column itself, whose text is usually most of the bytes: it is replaced by
     the result's ``messages`` (the run's message count); ``keep_messages=True`` keeps it.
-    ``prefix`` is put before every result column's name; a result name equal to a kept input
+    ``anywhere=True`` adds a last column ``loops``: every loop of the run, wherever it lies,
+    as :func:`vthread.scan_arrow` reports it. ``prefix`` is put before every result column's
+    name; a result name equal to a kept input
     column is a ``ValueError`` naming it, raised here, before any work.
 
     ``format="auto"`` is resolved once, here, from the first :data:`DETECT_ROWS` rows (Ray
@@ -82,8 +85,9 @@ def scan_dataset(
                 "max_pattern_length": max_pattern_length,
                 "min_result_repetitions": min_result_repetitions}
     cycle_options(**keywords)  # a bad option is an error here, not in a worker
-    if not isinstance(mask_volatile, bool):
-        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
+    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
     if format != "auto" and format not in FORMATS:
@@ -94,11 +98,11 @@ def scan_dataset(
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")
     schema = ds.schema()
     if schema is not None:
-        _check_columns(list(schema.names), messages, prefix, keep_messages)
+        _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere)
     chosen = _detect_format(ds, messages) if format == "auto" else format
     apply = functools.partial(_scan_batch, messages=messages, format=chosen,
-                              keywords=keywords, mask_volatile=mask_volatile, prefix=prefix,
-                              keep_messages=keep_messages)
+                              keywords=keywords, mask_volatile=mask_volatile,
+                              anywhere=anywhere, prefix=prefix, keep_messages=keep_messages)
     options = dict(map_batches_kwargs)
     # One output row per input row: newer Ray versions can push a limit past such a map.
     if "udf_modifying_row_count" in inspect.signature(ds.map_batches).parameters:
@@ -106,11 +110,16 @@ def scan_dataset(
     return ds.map_batches(apply, batch_format="pyarrow", **options)
 
 
-def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: bool) -> None:
+def _result_names(anywhere: bool) -> tuple[str, ...]:
+    return (*RESULT_FIELDS, "loops") if anywhere else RESULT_FIELDS
+
+
+def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: bool,
+                   anywhere: bool = False) -> None:
     if messages not in names:
         raise ValueError(f"no column {messages!r}; the dataset has {', '.join(names)}")
     kept = set(names) if keep_messages else set(names) - {messages}
-    clashes = [prefix + name for name in RESULT_FIELDS if prefix + name in kept]
+    clashes = [prefix + name for name in _result_names(anywhere) if prefix + name in kept]
     if clashes:
         raise ValueError(f"the result column {clashes[0]!r} is already a column of the "
                          "dataset; pass prefix= (say prefix='vthread_') to name the results "
@@ -128,12 +137,13 @@ def _detect_format(ds: ray.data.Dataset, messages: str) -> str:
 
 
 def _scan_batch(batch: pa.Table, *, messages: str, format: str, keywords: dict[str, Any],
-                mask_volatile: bool, prefix: str, keep_messages: bool) -> pa.Table:
+                mask_volatile: bool, prefix: str, keep_messages: bool,
+                anywhere: bool = False) -> pa.Table:
     """One batch with its verdict columns: runs in a Ray worker."""
-    _check_columns(batch.column_names, messages, prefix, keep_messages)
+    _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere)
     found = scan_arrow(batch, messages=messages, format=format, mask_volatile=mask_volatile,
-                       **keywords)
+                       anywhere=anywhere, **keywords)
     out = batch if keep_messages else batch.drop_columns([messages])
-    for name in RESULT_FIELDS:
+    for name in _result_names(anywhere):
         out = out.append_column(prefix + name, found.column(name))
     return out
