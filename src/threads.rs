@@ -117,13 +117,18 @@ fn id_text(id: Option<Value<'_>>) -> Option<String> {
 }
 
 /// A line's thread in the native format: (id text, messages), or None when Python should
-/// read the line (anything but a plain thread of objects, or anything serde_json refuses).
+/// read the line (anything but a plain thread of objects under `"messages"` with its id, if
+/// any, under `"id"`; or anything the tape refuses).
 fn native_thread<'t>(value: Value<'t>) -> Option<(String, Vec<Value<'t>>)> {
     let (id, messages) = if value.is_array() {
         (None, value)
     } else if value.is_object() {
         let messages = value.get("messages").filter(Value::is_array)?;
-        (value.get("id"), messages)
+        let id = value.get("id");
+        if id.is_none() && (value.get("instance_id").is_some() || value.get("task_id").is_some()) {
+            return None; // the id comes from these keys, which Python writes
+        }
+        (id, messages)
     } else {
         return None;
     };

@@ -39,8 +39,14 @@ def _same(done_core: Any, done_python: Any) -> None:
     assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
 
 
-def _line(thread: Any, ident: Any, wrapped: bool) -> bytes:
-    value = {"id": ident, "messages": thread} if wrapped else thread
+ID_KEYS = st.sampled_from([("id",), ("instance_id",), ("task_id",), ("task_id", "trial"),
+                           ("instance_id", "id"), ("task_id", "id")])
+
+
+def _line(thread: Any, ident: Any, wrapped: bool, keys: tuple[str, ...] = ("id",)) -> bytes:
+    """The thread as a line: bare, or in a run object whose id is under ``keys`` (each key
+    holding ``ident``), before its messages."""
+    value = {**dict.fromkeys(keys, ident), "messages": thread} if wrapped else thread
     return json.dumps(value, allow_nan=True).encode("utf-8", "surrogatepass")
 
 
@@ -58,7 +64,7 @@ def chunks(draw: st.DrawFn) -> list[bytes]:
         for message in thread:
             if draw(st.integers(0, 5)) == 0:
                 message["usage"] = {"tokens": draw(USAGES)}
-        lines.append(_line(thread, draw(IDS), draw(st.booleans())))
+        lines.append(_line(thread, draw(IDS), draw(st.booleans()), draw(ID_KEYS)))
     return lines
 
 

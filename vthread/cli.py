@@ -157,8 +157,6 @@ _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
-# A native line holding one of these keys may take its id from it, which the core does not do.
-_ID_KEY_BYTES: Final = (b'"instance_id"', b'"task_id"')
 _CoreFormat = Literal["native", "openai", "anthropic"]
 _CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = ("native", "openai", "anthropic")  # the core's
 _USAGE_EXIT: Final = 2
@@ -1290,9 +1288,6 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     line needs Python's ``json`` or its adapters."""
     if not _core_may_read(task):
         return None
-    if task.format == "native" and any(
-            key in line for line in task.lines for key in _ID_KEY_BYTES):
-        return None  # a native line's id is read only from "id" in the core
     options = cycle_options(**task.options)
     return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
                             format=cast(_CoreFormat, task.format))
