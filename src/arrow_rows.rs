@@ -57,15 +57,11 @@ pub unsafe fn import(
 /// The JSON text of every non-null row of `array`, or [`Declined`] when some value has none;
 /// parts of [`ROWS_PER_PART`] rows written on `threads` worker threads, stitched in order.
 pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Declined> {
-    use rayon::prelude::*;
     supported(array.data_type())?;
     let bounds: Vec<usize> = (0..array.len()).step_by(ROWS_PER_PART).collect();
-    let threads = threads.min(bounds.len()).max(1);
-    let parts: Vec<Result<RowTexts, Declined>> = crate::pool::run_on(threads, || {
-        bounds
-            .par_iter()
-            .map(|&begin| part_texts(array, begin..array.len().min(begin + ROWS_PER_PART)))
-            .collect()
+    let parts = crate::pool::map_parts(&bounds, 1, threads, |begin| {
+        let begin = begin[0];
+        part_texts(array, begin..array.len().min(begin + ROWS_PER_PART))
     });
     let mut whole = RowTexts::default();
     for part in parts {

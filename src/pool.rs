@@ -59,20 +59,61 @@ fn build(threads: usize) -> Option<Arc<ThreadPool>> {
         .map(Arc::new)
 }
 
-/// `work` run on `threads` worker threads: on this thread alone for 1 (no pool started per
-/// call); on the process's pool when it asks for all of them (callers such as `scan_arrow`
-/// ask call after call); otherwise on a pool of exactly that many (the CLI's `--jobs N` asks
-/// for N - 1 readers). Rayon's parallel iterators inside `work` use that pool.
-pub fn run_on<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
+/// `part_of` applied to `items` in parts of `part` items, the results in order: on this
+/// thread alone when `threads` (capped at the parts there are) is 1, with no parallel
+/// iterator at all (one outside a pool would start rayon's global pool); on the process's
+/// pool when it asks for all the workers (callers such as `scan_arrow` ask call after call);
+/// otherwise on a pool of exactly that many (the CLI's `--jobs N` asks for N - 1 readers).
+pub fn map_parts<I: Sync, T: Send>(
+    items: &[I],
+    part: usize,
+    threads: usize,
+    part_of: impl Fn(&[I]) -> T + Sync + Send,
+) -> Vec<T> {
+    use rayon::prelude::*;
+    let part = part.max(1);
+    let threads = threads.min(items.len().div_ceil(part)).max(1);
     if threads <= 1 {
-        return work();
+        return items.chunks(part).map(part_of).collect();
     }
+    let work = || items.par_chunks(part).map(&part_of).collect();
     let shared = (threads == worker_threads()).then(pool).flatten();
     if let Some(pool) = shared {
         return pool.install(work);
     }
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(pool) => pool.install(work),
-        Err(_) => work(),
+        Err(_) => items.chunks(part).map(&part_of).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_thread_runs_here_and_two_run_on_a_pool_in_order() {
+        let items: Vec<usize> = (0..1000).collect();
+        let here = map_parts(&items, 10, 1, |part| {
+            (rayon::current_thread_index(), part.iter().sum::<usize>())
+        });
+        assert!(here.iter().all(|(worker, _)| worker.is_none()));
+        let pooled = map_parts(&items, 10, 2, |part| {
+            (rayon::current_thread_index(), part.iter().sum::<usize>())
+        });
+        assert!(pooled.iter().all(|(worker, _)| worker.is_some()));
+        let sums = |found: &[(Option<usize>, usize)]| found.iter().map(|f| f.1).collect::<Vec<_>>();
+        assert_eq!(sums(&here), sums(&pooled));
+        assert_eq!(sums(&here)[1], (10..20).sum::<usize>());
+    }
+
+    #[test]
+    fn threads_are_capped_at_the_parts() {
+        let items: Vec<usize> = (0..10).collect();
+        let one_part = map_parts(&items, 10, 8, |_| rayon::current_thread_index());
+        assert_eq!(one_part, vec![None]);
+        assert!(map_parts(&[] as &[usize], 10, 8, |_| 0).is_empty());
+        let zero = map_parts(&items, 5, 0, |_| rayon::current_thread_index());
+        assert_eq!(zero, vec![None, None]);
     }
 }

@@ -298,19 +298,14 @@ fn read_part(
     Ok(Some(part))
 }
 
-/// `threads` capped at the parts `lines` lines make, and at least 1.
-fn useful_threads(threads: usize, lines: usize) -> usize {
-    threads.min(lines.div_ceil(LINES_PER_PART)).max(1)
-}
-
 /// Lines per part handed to a worker thread: small enough to balance two cores, large
 /// enough that stitching parts costs nothing.
 const LINES_PER_PART: usize = 256;
 
 /// The chunk's lines (native, or in `format` and translated) read on `threads` worker
-/// threads (the GIL released), parts stitched in order; None as soon as any line needs
-/// Python. No more threads are started than there are
-/// parts of `LINES_PER_PART` lines: the others would have nothing to read.
+/// threads (the GIL released; see `pool::map_parts`: one is this thread), parts stitched in
+/// order; None as soon as any line needs Python. No more threads are started than there
+/// are parts of `LINES_PER_PART` lines: the others would have nothing to read.
 pub fn columns_of_lines(
     py: Python<'_>,
     lines: &[&[u8]],
@@ -319,15 +314,10 @@ pub fn columns_of_lines(
     threads: usize,
     format: Option<Format>,
 ) -> PyResult<Option<ChunkColumns>> {
-    use rayon::prelude::*;
     let parts: Vec<PyResult<Option<ChunkColumns>>> = py.detach(|| {
-        let work = || {
-            lines
-                .par_chunks(LINES_PER_PART)
-                .map(|chunk| read_part(chunk, options, count_tokens, format))
-                .collect()
-        };
-        crate::pool::run_on(useful_threads(threads, lines.len()), work)
+        crate::pool::map_parts(lines, LINES_PER_PART, threads, |chunk| {
+            read_part(chunk, options, count_tokens, format)
+        })
     });
     let mut whole = ChunkColumns::new(lines.len());
     for part in parts {
@@ -353,18 +343,4 @@ pub fn message_columns_of_objects(
         columns.push_thread(&items, &mut scratch)?;
     }
     Ok(columns)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn threads_are_capped_at_the_parts() {
-        assert_eq!(useful_threads(1000, 11), 1);
-        assert_eq!(useful_threads(1000, 0), 1);
-        assert_eq!(useful_threads(0, 5000), 1);
-        assert_eq!(useful_threads(3, 2 * LINES_PER_PART + 1), 3);
-        assert_eq!(useful_threads(8, 2 * LINES_PER_PART), 2);
-    }
 }

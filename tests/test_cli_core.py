@@ -143,3 +143,26 @@ def test_long_fractions_are_read_in_the_core() -> None:
     assert done is not None
     assert done.stats.verdicts[0] == 0
     _same(done, cli._scan_chunk_in_python(task))
+
+
+def _read_on_one_thread() -> int:
+    from vthread import _core
+
+    lines = [json.dumps(t).encode() for t in generate_threads(600, seed=23)]
+    raw = _core.scan_lines(lines, 2, 2, None, 3, False, 1)
+    assert raw is not None
+    return int(raw["message_counts"].sum())
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(),
+                    reason="no fork")
+def test_one_thread_reading_works_in_a_forked_child() -> None:
+    """Reading on one thread uses no thread pool at all: a child forked after the parent
+    read (as ``scan(jobs=N)`` and the CLI's worker processes fork) reads too. A parallel
+    iterator run outside a pool would start rayon's process-wide pool, whose threads a
+    forked child does not have, and the child would wait on them for ever."""
+    import multiprocessing
+
+    expected = _read_on_one_thread()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_read_on_one_thread).get(timeout=60) == expected
