@@ -119,3 +119,22 @@ def test_excerpt_is_valid_unicode() -> None:
     excerpt = vthread.scan([thread]).record(0)["excerpt"]
     assert excerpt == "bot: \ufffd and \U0001f389"
     excerpt.encode("utf-8")
+
+
+SPACE_HEAVY = st.text(st.sampled_from(["a", "b", " ", "\n", "\t", "\u3000", "\x1c", "é"]),
+                      max_size=3000)
+
+
+@settings(max_examples=400, deadline=None)
+@given(SPACE_HEAVY, st.integers(1, 120))
+def test_one_line_of_a_head_equals_one_line_of_the_whole(text: str, limit: int) -> None:
+    """Flattening only a growing head of a long output gives the line flattening all of it
+    gives (whitespace runs across the head's end, leading runs longer than the head)."""
+    import re
+
+    from vthread._attribution import _one_line
+
+    flat = re.sub(r"\s+", " ", text).strip()
+    whole = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    assert _one_line(text, limit) == whole
+    assert _one_line(" " * 5000 + text, limit) == whole

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from vthread._messages import ABSENT, Activity, Message, parse_activity
+from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 __all__ = ["EXCERPT_CHARS", "excerpt", "person_span", "smallest_period"]
 
@@ -80,8 +80,18 @@ def person_span(keys: Sequence[object], period: int, repetitions: int) -> tuple[
 
 
 def _one_line(text: str, limit: int = _PART_CHARS) -> str:
-    """``text`` with every whitespace run made one space, cut to ``limit`` code points."""
-    flat = _SPACES.sub(" ", text).strip()
+    """``text`` with every whitespace run made one space, cut to ``limit`` code points.
+
+    Only a head of the text is flattened, grown until it yields more than ``limit``
+    characters or is the whole text: a tool's output can be megabytes, of which a hundred
+    characters are shown. The head's flattening is a prefix of the whole text's (a run cut
+    by the head's end is one space in both), so the cut is the same."""
+    size = 4 * limit
+    while True:
+        flat = _SPACES.sub(" ", text[:size]).strip()
+        if len(flat) > limit or size >= len(text):
+            break
+        size *= 4
     return flat if len(flat) <= limit else flat[: limit - 1] + _ELLIPSIS
 
 
@@ -112,7 +122,7 @@ def _activity_payloads(message: Message) -> tuple[Any, Any]:
 def render_message(message: Message, encode: Callable[[Any], str]) -> str:
     """One message in a few words: ``name(arguments)`` for a tool request, ``name(...) ->
     result`` for its response, ``type: text`` otherwise."""
-    activity = parse_activity(message, encode)
+    activity = parse_activity(message, no_payload)  # its name and kind; payloads below
     if activity is not None:
         arguments, result = _activity_payloads(message)
         call = _call(activity.name, arguments, encode)

@@ -181,7 +181,7 @@ def tool_pairs(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], list
     pairs: list[tuple[int, int]] = []
     orphans: list[int] = []
     for index, message in enumerate(messages):
-        activity = parse_activity(message, _no_payload)
+        activity = parse_activity(message, no_payload)
         if activity is None:
             continue
         call_id = _call_id(message)
@@ -215,8 +215,11 @@ def _first_pending(candidates: deque[int], pending: set[int]) -> int | None:
     return candidates[0] if candidates else None
 
 
-def _no_payload(value: Any) -> str:
-    return ""  # pairing reads names and ids only: payloads need no encoding
+def no_payload(value: Any) -> str:
+    """An encoder for :func:`parse_activity` when only names and kinds are read (pairing
+    calls with replies, rendering them): payloads need no encoding, which for a tool's
+    output is most of the cost."""
+    return ""
 
 
 # --------------------------------------------------------------------------- token figures
