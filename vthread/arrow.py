@@ -292,6 +292,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     """The slice's rows (``data[starts[i]:ends[i]]`` the JSON text of row ``valid[i]``, the
     others null) read by the core; None when a row needs Python."""
     from vthread import _core
+    from vthread._exact_json import loads_exactly  # orjson, only when rows are read
 
     options = cycle_options(**keywords)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
@@ -303,7 +304,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     if looping:
         threads = []
         for row in looping:
-            found = read_run(json.loads(bytes(memoryview(data)[starts[row]:ends[row]])),
+            found = read_run(loads_exactly(bytes(memoryview(data)[starts[row]:ends[row]])),
                               "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])

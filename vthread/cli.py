@@ -107,6 +107,8 @@ import numpy as np
 
 from vthread import _core
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
+from vthread._exact_json import fast_loads as _fast_loads
+from vthread._exact_json import long_digit_lines as _long_digit_lines
 from vthread._heuristics import columns_of, core_options
 from vthread._messages import token_total
 from vthread._options import cycle_options
@@ -120,13 +122,6 @@ from vthread.scan import (
     verdicts,
 )
 from vthread.volatile import masked_thread
-
-try:
-    import orjson
-except ImportError:  # pragma: no cover - exercised only without the optional dependency
-    _fast_loads: Callable[[bytes], Any] | None = None
-else:
-    _fast_loads = orjson.loads
 
 __all__ = ["main"]
 
@@ -150,7 +145,6 @@ DETECT_THREADS: Final = 64
 """Most threads with messages a file's format is detected from (all from its first chunk)."""
 DETECT_BYTES: Final = 32 << 20
 """About the most bytes of threads the detection parses: each is parsed again when read."""
-_LONG_DIGITS: Final = b"\x01" * 19  # a digit run that may be an integer orjson would round
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
@@ -1519,46 +1513,6 @@ def _parse(line: bytes, suspect: bool) -> Any:
         return json.loads(line)
     except (ValueError, RecursionError) as error:
         return _Bad(f"not valid JSON: {error}")
-
-
-_ALL_HIGH: Final = np.uint64(0xF0F0F0F0F0F0F0F0)
-_ALL_LOW: Final = np.uint64(0x0F0F0F0F0F0F0F0F)
-_ALL_3: Final = np.uint64(0x3030303030303030)
-_ALL_6: Final = np.uint64(0x0606060606060606)
-_DIGITS: Final = frozenset(b"0123456789")
-_LONG_RUN: Final = 19
-
-
-def _long_digit_lines(lines: list[bytes]) -> frozenset[int]:
-    """Indexes of the lines holding 19 or more ASCII digits in a row.
-
-    Only such a line can hold an integer beyond 64 bits, which orjson would round to a float.
-    A run of 19 (indeed of 15) covers a whole aligned 8-byte word, so the search tests words,
-    eight bytes per NumPy lane (a byte is a digit when its high nibble is 3 and its low nibble
-    plus 6 does not carry), and measures runs only around the rare all-digit words.
-    """
-    joined = b"\n".join(lines)
-    words = np.frombuffer(joined, np.uint64, len(joined) // 8)
-    digits = (words & _ALL_HIGH) == _ALL_3
-    digits &= ((words & _ALL_LOW) + _ALL_6) & _ALL_HIGH == 0
-    candidates = np.flatnonzero(digits)
-    if not candidates.size:
-        return frozenset()
-    ends = np.cumsum([len(line) + 1 for line in lines])
-    found: set[int] = set()
-    reached = 0  # the end of the last run measured
-    for word in candidates.tolist():
-        start = end = word * 8
-        if start < reached:
-            continue
-        while start > 0 and joined[start - 1] in _DIGITS:
-            start -= 1
-        while end < len(joined) and joined[end] in _DIGITS:
-            end += 1
-        reached = end
-        if end - start >= _LONG_RUN:
-            found.add(int(np.searchsorted(ends, start, side="right")))
-    return frozenset(found)
 
 
 def _thread(

@@ -1,0 +1,50 @@
+"""loads_exactly: orjson's speed where it reads as json.loads does, json.loads elsewhere."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vthread._exact_json import loads_exactly
+
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
+                                                                 max_size=4),
+    max_leaves=12)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types throughout (1 and 1.0 differ here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES)
+def test_equals_json_loads_value_and_type(value: Any) -> None:
+    """Integers beyond 64 bits stay integers (orjson would round them to floats)."""
+    text = json.dumps(value).encode()
+    assert _same(loads_exactly(text), json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b'"\\ud800"', b"[1e400]", b'{"a":1,"a":2}', b"1" * 30])
+def test_what_only_json_reads_is_read_by_json(text: bytes) -> None:
+    assert _same(loads_exactly(text), json.loads(text))
+    assert math.isnan(loads_exactly(b"NaN"))
+
+
+def test_errors_are_json_errors() -> None:
+    with pytest.raises(json.JSONDecodeError):
+        loads_exactly(b"{not json")
