@@ -4,11 +4,12 @@ the records are byte for byte the same, and so are the summary's counts."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_chunks import assert_same_done as _same
+from cli_chunks import chunk_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import JSON_VALUES, threads
@@ -25,18 +26,7 @@ OPTIONS: dict[str, float | None] = {
 
 def _task(lines: list[bytes], options: dict[str, Any] | None = None,
           count_tokens: bool = True, threads: int = 1) -> Any:
-    return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format="native",
-                     options=options or OPTIONS, strict=False, count_tokens=count_tokens,
-                     threads=threads)
-
-
-def _same(done_core: Any, done_python: Any) -> None:
-    assert done_core.output == done_python.output
-    core, python = done_core.stats, done_python.stats
-    for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known"):
-        assert getattr(core, name) == getattr(python, name), name
-    assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
-    assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
+    return chunk_task(lines, "native", options, count_tokens, threads)
 
 
 ID_KEYS = st.sampled_from([("id",), ("instance_id",), ("task_id",), ("task_id", "trial"),

@@ -6,11 +6,12 @@ and the CLI writes the same bytes whichever path read a chunk."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_chunks import assert_same_done as _same
+from cli_chunks import chunk_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import anthropic_messages, openai_messages, runs
@@ -109,18 +110,7 @@ def test_tool_text_that_is_not_json_stays_text() -> None:
 
 def _task(lines: list[bytes], format_: str, threads: int = 1,
           count_tokens: bool = True) -> Any:
-    return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format=format_,
-                     options=OPTIONS, strict=False, count_tokens=count_tokens,
-                     threads=threads)
-
-
-def _same(done_core: Any, done_python: Any) -> None:
-    assert done_core.output == done_python.output
-    core, python = done_core.stats, done_python.stats
-    for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known"):
-        assert getattr(core, name) == getattr(python, name), name
-    assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
-    assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
+    return chunk_task(lines, format_, OPTIONS, count_tokens, threads)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,32 @@
+"""One CLI chunk as a task, and the check that two ways of reading it wrote the same."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from vthread import cli
+
+DEFAULT_OPTIONS: dict[str, float | None] = {
+    "min_repetitions": None, "min_pattern_length": None, "max_pattern_length": None,
+    "min_result_repetitions": None,
+}
+
+
+def chunk_task(lines: list[bytes], format_: str = "native",
+               options: dict[str, Any] | None = None, count_tokens: bool = True,
+               threads: int = 1) -> Any:
+    """The task the CLI makes of ``lines``, the first line numbered 1."""
+    return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format=format_,
+                     options=options or DEFAULT_OPTIONS, strict=False,
+                     count_tokens=count_tokens, threads=threads)
+
+
+def assert_same_done(done_core: Any, done_python: Any) -> None:
+    """The same records, byte for byte, and the same summary counts."""
+    assert done_core.output == done_python.output
+    core, python = done_core.stats, done_python.stats
+    for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known"):
+        assert getattr(core, name) == getattr(python, name), name
+    assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
+    assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
