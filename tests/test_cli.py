@@ -295,6 +295,29 @@ def test_jobs_give_identical_output(thread_file: Path, monkeypatch: pytest.Monke
         assert many[2].splitlines()[1:] == one[2].splitlines()[1:]  # timing line aside
 
 
+@pytest.mark.parametrize("option", ["--mask-volatile", "--anywhere"])
+def test_a_file_the_core_declines_goes_to_worker_processes(
+        thread_file: Path, monkeypatch: pytest.MonkeyPatch, option: str) -> None:
+    """With --jobs 2, a native file whose first chunk the core declines (an option only
+    Python applies) is scanned by worker processes, not chunk after chunk in this one, and
+    writes what one process writes."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 5)
+    one = run(["scan", str(thread_file), "-q", option], monkeypatch)
+    pooled: list[int] = []
+    real = cli._run
+
+    def spy(tasks: Any, jobs: int) -> Any:
+        pooled.append(jobs)
+        return real(tasks, jobs)
+
+    monkeypatch.setattr(cli, "_run", spy)
+    many = run(["scan", str(thread_file), "-q", option, "--jobs", "2"], monkeypatch)
+    assert pooled == [2]
+    assert many[:2] == one[:2]
+    monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))
+    assert run(["scan", str(thread_file), "-q", "--jobs", "2"], monkeypatch)[0] in (0, 1)
+
+
 def test_jobs_in_a_subprocess(thread_file: Path) -> None:
     """The worker pool works from the installed entry point too."""
     one = run_process(["scan", str(thread_file), "-q"])

@@ -1181,21 +1181,32 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """The results of chunks the core reads (native, OpenAI, Anthropic), in order, in this
     process. With jobs > 1 the core reads the next chunk on its own threads (the GIL
     released) while Python finishes this one (loop signatures, records), so the two overlap
-    instead of taking turns."""
+    instead of taking turns; a file whose first chunk the core declines goes to ``jobs``
+    worker processes instead (:func:`_run`)."""
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
     from concurrent.futures import ThreadPoolExecutor
 
+    tasks = iter(tasks)
     with ThreadPoolExecutor(1, thread_name_prefix="vthread-core") as reader:
         pending: tuple[_Task, Future[dict[str, Any] | None]] | None = None
         for task in tasks:
             ahead = reader.submit(_read_in_core, task)
+            if pending is None and ahead.result() is None:
+                break  # the core declines the first chunk: see below
             if pending is not None:
                 yield _finish_in_core(*pending)
             pending = (task, ahead)
-        if pending is not None:
-            yield _finish_in_core(*pending)
+        else:
+            if pending is not None:
+                yield _finish_in_core(*pending)
+            return
+    # The core declined the file's first chunk (an option only Python applies, such as
+    # --mask-volatile, or values only Python reads, such as numeric call ids throughout):
+    # the file goes to worker processes, as the formats only Python reads do, rather than
+    # to Python in this one process chunk after chunk.
+    yield from _run(chain([task], tasks), jobs)
 
 
 def _finish_in_core(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
