@@ -46,12 +46,41 @@ pub unsafe fn import(
     array: *mut FFI_ArrowArray,
     schema: &FFI_ArrowSchema,
 ) -> Result<ArrayRef, String> {
+    if !shallow(schema) {
+        return Err(NESTED_TOO_DEEP.to_owned());
+    }
     // SAFETY: the caller's promise; `from_raw` moves the struct out and marks the source
     // released, as the C data interface asks of a consumer.
     let data = unsafe { from_ffi(FFI_ArrowArray::from_raw(array), schema) }
         .map_err(|error| error.to_string())?;
     data.validate_full().map_err(|error| error.to_string())?;
     Ok(make_array(data))
+}
+
+/// What [`import`] says of a schema nested deeper than [`MAX_DEPTH`] (or with more than
+/// [`MAX_SCHEMA_NODES`] types in it): such an array is left to Python, never imported.
+pub const NESTED_TOO_DEEP: &str = "nested deeper than the core reads";
+
+/// Types in one schema beyond which it is not walked: message structs have a few dozen.
+const MAX_SCHEMA_NODES: usize = 100_000;
+
+/// Whether `schema` is nested at most [`MAX_DEPTH`] deep, checked with an explicit stack:
+/// arrow-rs's importer recurses once per level, so a type nested thousands deep (which an
+/// exporter can build) would exhaust the thread's stack inside it.
+fn shallow(schema: &FFI_ArrowSchema) -> bool {
+    let mut pending = vec![(schema, 0usize)];
+    let mut seen = 0usize;
+    while let Some((node, depth)) = pending.pop() {
+        seen += 1;
+        if depth > MAX_DEPTH || seen > MAX_SCHEMA_NODES {
+            return false;
+        }
+        pending.extend(node.children().map(|child| (child, depth + 1)));
+        if let Some(dictionary) = node.dictionary() {
+            pending.push((dictionary, depth + 1));
+        }
+    }
+    true
 }
 
 /// The JSON text of every non-null row of `array`, or [`Declined`] when some value has none;
@@ -94,8 +123,20 @@ fn part_texts(array: &ArrayRef, rows: std::ops::Range<usize>) -> Result<RowTexts
     Ok(out)
 }
 
+/// Nesting deeper than this declines: the writer recurses once per level, and an exporter
+/// can build a type nested deep enough to exhaust a thread's stack. Message structs need a
+/// handful of levels.
+const MAX_DEPTH: usize = 64;
+
 /// Checks the type once, up front, so that no row is written of an array that would decline.
 fn supported(kind: &DataType) -> Result<(), Declined> {
+    supported_at(kind, 0)
+}
+
+fn supported_at(kind: &DataType, depth: usize) -> Result<(), Declined> {
+    if depth > MAX_DEPTH {
+        return Err(Declined);
+    }
     match kind {
         DataType::Null
         | DataType::Boolean
@@ -113,7 +154,7 @@ fn supported(kind: &DataType) -> Result<(), Declined> {
         | DataType::LargeUtf8
         | DataType::Utf8View => Ok(()),
         DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
-            supported(item.data_type())
+            supported_at(item.data_type(), depth + 1)
         }
         DataType::Struct(fields) => {
             for (index, field) in fields.iter().enumerate() {
@@ -121,7 +162,7 @@ fn supported(kind: &DataType) -> Result<(), Declined> {
                 if fields[..index].iter().any(|f| f.name() == field.name()) {
                     return Err(Declined);
                 }
-                supported(field.data_type())?;
+                supported_at(field.data_type(), depth + 1)?;
             }
             Ok(())
         }
@@ -131,8 +172,7 @@ fn supported(kind: &DataType) -> Result<(), Declined> {
 
 /// Writes the value at `row` of `array` (not null) as JSON text.
 fn write_value(out: &mut Vec<u8>, array: &dyn Array, row: usize) -> Result<(), Declined> {
-    // Nesting is bounded by the schema, which the exporter built; rustc's stack suffices for
-    // any schema a person writes, and a pathological one only recurses as deep as its type.
+    // The recursion is as deep as the type, which `supported` has bounded at MAX_DEPTH.
     match array.data_type() {
         DataType::Null => out.extend_from_slice(b"null"),
         DataType::Boolean => {

@@ -309,10 +309,19 @@ fn arrow_row_texts<'py>(
         .pointer_checked(Some(c"arrow_array"))?
         .cast::<FFI_ArrowArray>();
     // SAFETY: the capsules' names were checked, so they hold an exported schema and array;
-    // the array is moved out of its capsule (the capsule's destructor then sees it released)
-    // and the schema only borrowed while its capsule is alive.
-    let imported = unsafe { arrow_rows::import(exported.as_ptr(), schema.as_ref()) }
-        .map_err(|error| PyValueError::new_err(format!("not a valid Arrow array: {error}")))?;
+    // the array is moved out of its capsule when imported (the capsule's destructor then sees
+    // it released; a schema too deep to import leaves it there) and the schema only borrowed
+    // while its capsule is alive.
+    let imported = match unsafe { arrow_rows::import(exported.as_ptr(), schema.as_ref()) } {
+        Ok(imported) => imported,
+        // Left in its capsule, whose destructor releases it; Python reads it instead.
+        Err(error) if error == arrow_rows::NESTED_TOO_DEEP => return Ok(None),
+        Err(error) => {
+            return Err(PyValueError::new_err(format!(
+                "not a valid Arrow array: {error}"
+            )))
+        }
+    };
     let Ok(rows) = py.detach(|| arrow_rows::row_texts(&imported, threads)) else {
         return Ok(None);
     };

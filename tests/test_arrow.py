@@ -355,3 +355,23 @@ def test_a_malformed_export_is_a_clear_error() -> None:
 
     with pytest.raises((TypeError, ValueError)):
         _core.arrow_row_texts(Junk(), 1)
+
+
+def test_a_type_nested_past_the_limit_is_no_crash() -> None:
+    """A list type nested 5,000 deep would exhaust the core's stack if it were walked; the
+    core declines it and the answer comes from Python (an error row, never a crash)."""
+    from vthread import _core
+
+    kind: Any = pa.int64()
+    for _ in range(5000):
+        kind = pa.list_(kind)
+    value: Any = 1
+    for _ in range(5000):
+        value = [value]
+    try:
+        array = pa.array([[value]], type=pa.list_(kind))
+    except (RecursionError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pytest.skip("pyarrow cannot build so deep a value here")
+    assert _core.arrow_row_texts(array, 1) is None
+    got = arrow.scan_arrow(pa.table({"messages": array}), format="native")
+    assert got.column("error").to_pylist()[0] is not None
