@@ -164,3 +164,17 @@ def test_struct_rows_are_written_by_the_core_as_python_would(
             for line in lines]
     assert [json.loads(line) for line in fast] == [json.loads(line) for line in slow]
     assert json.loads(fast[2])["messages"] == [{"type": "bot", "text": "é \"q\" \n"}, None]
+
+
+def test_struct_rows_holding_nan_are_read_as_jsonl_lines_are(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A NaN token count in a struct column is read as a JSONL line holding NaN is (it
+    counts 0), a record for every row; it once made the whole file unreadable."""
+    runs = [[{"type": "user", "text": "hi", "usage": {"tokens": float("nan")}}],
+            [{"type": "user", "text": "ok"}] * 4]
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "messages": pa.array(runs)}), path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    assert [r["id"] for r in records] == ["a", "b"]
+    assert [r["verdict"] for r in records] == [None, "repeated_suffix"]

@@ -112,7 +112,7 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                                     "string_view", "binary_view")
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
-        for row, body in enumerate(_bodies(column, text)):
+        for row, body in enumerate(_bodies(column, text, done)):
             if not id_columns and body.lstrip()[:1] == b"{":
                 lines.append(body)  # a run object: its own id and messages
             else:
@@ -122,11 +122,11 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
         yield lines, done / total
 
 
-def _bodies(column: Any, text: bool) -> list[bytes]:
+def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
     """Each row's messages as JSON text (``null`` for a null row). Nested values (lists of
     message structs) are written by the core from the Arrow buffers when every value has a
     JSON text, with no Python object per row; otherwise, and for text columns, from
-    ``to_pylist``."""
+    ``to_pylist``. ``rows_before`` numbers the rows in an error."""
     if not text:
         from vthread import _core
         from vthread.arrow import core_threads
@@ -142,14 +142,20 @@ def _bodies(column: Any, text: bool) -> list[bytes]:
     from vthread.arrow import _without_nulls
 
     bodies = []
-    for value in column.to_pylist():
+    for row, value in enumerate(column.to_pylist()):
         if value is None:
             bodies.append(b"null")
         elif text:
             bodies.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str)
                           else value)
         else:
-            bodies.append(json.dumps(_without_nulls(value), allow_nan=False).encode())
+            # NaN and the infinities written as json writes them (NaN, Infinity), which the
+            # pipeline reads as json.loads does: a JSONL line holding them is read alike.
+            try:
+                bodies.append(json.dumps(_without_nulls(value)).encode())
+            except RecursionError:
+                raise ValueError(f"row {rows_before + row + 1}: messages nested too deep to "
+                                 "read") from None
     return bodies
 
 
