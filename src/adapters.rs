@@ -627,6 +627,59 @@ fn write_run_id(run: Value<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
     Ok(())
 }
 
+/// Responses item types that make a list of typed items a Responses run, not native.
+const RESPONSES_CALLS_AND_OUTPUTS: [&str; 4] = [
+    "function_call",
+    "custom_tool_call",
+    "function_call_output",
+    "custom_tool_call_output",
+];
+
+/// Whether a line is plainly a native run to the format detection: true only where
+/// `documents.run_format_evidence` of the parsed line answers `("native", True)` (the run's
+/// messages, found under the same keys, are all objects with a string `type` and no `role`,
+/// and not all Responses items with a call among them; no declared `trajectory_format`).
+/// False means "Python decides": anything the tape declines, and every other answer. Lets
+/// the detection skip building Python objects of a long native line.
+pub fn plainly_native(line: &[u8]) -> bool {
+    let Ok(tape) = Tape::parse(line) else {
+        return false;
+    };
+    let root = tape.root();
+    let listed = if root.is_array() {
+        root
+    } else if root.is_object() {
+        if root.get("trajectory_format").is_some() {
+            return false;
+        }
+        match MESSAGES_KEYS.iter().find_map(|key| root.get(key)) {
+            Some(listed) => listed,
+            None => return false,
+        }
+    } else {
+        return false;
+    };
+    if !listed.is_array() {
+        return false;
+    }
+    let (mut messages, mut all_items, mut some_call) = (0usize, true, false);
+    for message in listed.children() {
+        messages += 1;
+        if !message.is_object() || message.get("role").is_some() {
+            return false;
+        }
+        let Some(kind) = message.get("type").filter(Value::is_string) else {
+            return false;
+        };
+        let call = RESPONSES_CALLS_AND_OUTPUTS
+            .iter()
+            .any(|name| kind.is_text(name));
+        some_call |= call;
+        all_items &= call || kind.is_text("message") || kind.is_text("reasoning");
+    }
+    messages > 0 && !(some_call && all_items)
+}
+
 /// One line's run in `format` as a native line appended to `out` (`{"id": ..., "messages":
 /// [...]}`), the source message of each native message appended to `sources`; returns the
 /// number of source messages. Declined (`out` and `sources` then hold partial output the

@@ -279,6 +279,13 @@ fn scan_slices<'py>(
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
+/// Whether the format detection may call a line native without parsing it in Python
+/// (`adapters::plainly_native`; false means Python decides).
+#[pyfunction]
+fn plainly_native_line(line: &[u8]) -> bool {
+    adapters::plainly_native(line)
+}
+
 /// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
 /// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
 /// left out, written on `threads` worker threads; None when some value has no JSON text (see
@@ -576,6 +583,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(translate_line, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
+    module.add_function(wrap_pyfunction!(plainly_native_line, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;

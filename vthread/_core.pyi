@@ -57,6 +57,11 @@ def scan_slices(
 ) -> dict[str, Any] | None:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
+def plainly_native_line(line: bytes) -> bool:
+    """Whether ``documents.run_format_evidence`` of the parsed line is ``("native", True)``,
+    decided without Python objects; False means Python decides (the tape declines it, or
+    any other answer)."""
+
 def arrow_row_texts(
     array: Any, threads: int,
 ) -> tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:

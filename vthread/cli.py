@@ -1155,7 +1155,10 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     for index, line in enumerate(lines):
         if len(evidence) == DETECT_THREADS or examined > DETECT_BYTES:
             break
-        found = run_format_evidence(_parse(line, index in suspect), messages_key)
+        # A long native line is judged by the core without building its messages in
+        # Python (the parse was most of a one-line file's time); anything else by Python.
+        found = (("native", True) if messages_key is None and _core.plainly_native_line(line)
+                 else run_format_evidence(_parse(line, index in suspect), messages_key))
         if found is None:
             continue
         if found[0] is None:
