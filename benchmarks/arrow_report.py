@@ -259,7 +259,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows, env, workload = report["variants"], report["machine"], report["workload"]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(14, 5.4),
+                                         gridspec_kw={"width_ratios": [1.15, 1]})
     keys = [k for k, row in rows.items() if row["group"] == "local"]
     base = rows["cli"]["median_s"]
     values = [base / rows[k]["median_s"] for k in keys]
@@ -271,11 +272,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
     left.axhline(1.0, color="black", linewidth=0.8, label="target: at least the CLI (1\u00d7)")
     left.set_xticks(range(len(keys)),
                     [f"{rows[k]['short']}\n{rows[k]['median_s']:.2f} s" for k in keys],
-                    fontsize=8)
+                    fontsize=7)
     left.set_ylabel(f"speed against vthread scan FILE -q (median / median, {TIMES})")
     left.set_title("In one process, against the CLI on the same runs as JSONL", fontsize=10)
     left.set_ylim(0, 1.35 * max(values))
-    left.legend(fontsize=8, loc="lower right")
+    left.legend(fontsize=8, loc="upper right")
 
     ray_keys = [k for k, row in rows.items() if row["group"] == "ray"]
     rates = [workload["threads"] / rows[k]["median_s"] for k in ray_keys]
