@@ -469,11 +469,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
         keys = [k for k, row in rows.items() if row["kind"] == kind]
         labels = [f"{rows[k]['short']}\n{rows[k]['median_s']:.2f} s" for k in keys]
         values = [speedups[k]["median"] if k in speedups else 1.0 for k in keys]
-        # The floor is a bound, not a variant: drawn hatched so it does not read as a result.
-        colours = ["#dddddd" if k == "floor" else "#4c72b0" if k in speedups else "#999999"
-                   for k in keys]
+        # The floors are bounds, not variants: drawn hatched so they do not read as results.
+        colours = ["#dddddd" if k.startswith("floor") else "#4c72b0" if k in speedups
+                   else "#999999" for k in keys]
         bars = axis.bar(range(len(keys)), values, color=colours,
-                        hatch=["//" if k == "floor" else "" for k in keys])
+                        hatch=["//" if k.startswith("floor") else "" for k in keys])
         for bar, value in zip(bars, values, strict=True):
             axis.annotate(f"{value:.1f}{TIMES}", (bar.get_x() + bar.get_width() / 2, value),
                           ha="center", va="bottom", fontsize=9)
