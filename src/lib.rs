@@ -65,6 +65,11 @@ fn scan_options(
     }
 }
 
+/// The core's texts (read from Python strings or JSON) as a list of Python strings.
+fn text_list(py: Python<'_>, texts: Vec<node::Text>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, texts.into_iter().map(|text| text.into_python(py)))
+}
+
 fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("lengths", read.lengths.into_pyarray(py))?;
@@ -83,12 +88,7 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
     out.set_item("result_copies", read.result_copies.into_pyarray(py))?;
     out.set_item("text_thread", read.text_thread.into_pyarray(py))?;
     out.set_item("text_index", read.text_index.into_pyarray(py))?;
-    let texts: Vec<Py<PyAny>> = read
-        .texts
-        .into_iter()
-        .map(|text| text.into_python(py))
-        .collect();
-    out.set_item("texts", PyList::new(py, texts)?)?;
+    out.set_item("texts", text_list(py, read.texts)?)?;
     Ok(out)
 }
 
@@ -105,12 +105,7 @@ fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyD
     out.set_item("roles", read.roles.into_pyarray(py))?;
     out.set_item("may_fail", read.may_fail.into_pyarray(py))?;
     out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
-    let texts: Vec<Py<PyAny>> = read
-        .texts
-        .into_iter()
-        .map(|text| text.into_python(py))
-        .collect();
-    out.set_item("texts", PyList::new(py, texts)?)?;
+    out.set_item("texts", text_list(py, read.texts)?)?;
     Ok(out)
 }
 
