@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,8 +105,7 @@ def build_thread(
     # (no plain figure >= 0) are decided here, in order. Only the kept messages are copied
     # (when taken): the answer is the same, and most of a long thread is not kept.
     if read is None:
-        costs = [math.nan] * len(thread)
-        undecided: Iterable[int] = range(len(thread))
+        costs = [_cost(message, index, estimate) for index, message in enumerate(thread)]
     else:
         figures, undecided = read
         if undecided:
@@ -118,9 +116,6 @@ def build_thread(
             taken, total = _core.newest_fitting(thread, figures, 0, limit, floor)
             return BuildResult(taken, total)
         costs = figures.tolist()
-        undecided = ()
-    for index in undecided:
-        costs[index] = _cost(thread[index], index, estimate)
 
     head = _leading_system(thread) if keep_system else 0
     system_total = 0.0
@@ -185,8 +180,7 @@ def _newest_fitting(
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
     index): the newest messages within ``limit`` (see build_thread)."""
-    # The walk only finds where the kept suffix starts; the copies are made afterwards in one
-    # comprehension (a copy per step, with a call each, was most of the walk's time).
+    # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
     trimmed: dict[str, Any] | None = None
@@ -213,7 +207,7 @@ def _newest_fitting(
         total += tokens
         if total >= limit and not within_floor and not inclusive:
             break
-    taken = [{**thread[index], "usage": {"tokens": costs[index]}} for index in range(start, n)]
+    taken = [_priced(thread[index], costs[index]) for index in range(start, n)]
     if trimmed is not None:
         taken.insert(0, trimmed)
     return taken, total
