@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
-from vthread import _reference, cli
+from vthread import _exact_json, _reference, cli
 from vthread._options import cycle_options
 from vthread.adapters import to_native_with_sources
 from vthread.scan import HEURISTIC_NAMES, scan
@@ -413,7 +413,7 @@ def test_json_edge_cases_parse_as_the_standard_module(tmp_path: Path,
     path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass").replace(
         "\xff".encode(), b"\xff"))
     fast = run(["scan", str(path), "-q"], monkeypatch)[1]
-    monkeypatch.setattr(cli, "_fast_loads", None)
+    monkeypatch.setattr(_exact_json, "fast_loads", None)
     slow = run(["scan", str(path), "-q"], monkeypatch)[1]
     assert fast == slow
     got = records(fast)
@@ -431,9 +431,9 @@ def test_long_digit_runs_found_at_any_alignment(offset: int) -> None:
     """A 19-digit run is found wherever it sits; an 18-digit run is not flagged."""
     lines = [b"x" * offset + b"1" * 19 + b"y", b"z" * offset + b"2" * 18, b"[1,2]",
              b"a" * 40 + b"9" * 25]
-    assert cli._long_digit_lines(lines) == {0, 3}
-    assert cli._long_digit_lines(lines[1:3]) == frozenset()
-    assert cli._long_digit_lines([b""]) == frozenset()
+    assert _exact_json.long_digit_lines(lines) == {0, 3}
+    assert _exact_json.long_digit_lines(lines[1:3]) == frozenset()
+    assert _exact_json.long_digit_lines([b""]) == frozenset()
 
 
 def test_engine_failure_becomes_one_error_record(thread_file: Path,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import vthread
-from vthread import _core, cli
+from vthread import _core, _exact_json, cli
 from vthread._records import ID_TEXT_LIMIT, json_text, record_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def test_deep_id_is_no_crash(jobs: str, fast: bool, tmp_path: Path,
     """An id nested 1,000 levels deep gives its line a record (a string id, or an error when
     the reader refuses the depth) and every later line its own; status 0."""
     if not fast:
-        monkeypatch.setattr(cli, "_fast_loads", None)
+        monkeypatch.setattr(_exact_json, "fast_loads", None)
     path = _deep_id_file(tmp_path, 1000)
     code, out, err = run(["scan", "-q", "-j", jobs, str(path)], monkeypatch)
     assert code == 0, err
@@ -180,7 +180,7 @@ def test_non_finite_ids_are_strict_json(tmp_path: Path, monkeypatch: pytest.Monk
                             for ident in ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]))
     for fast in (True, False):
         if not fast:
-            monkeypatch.setattr(cli, "_fast_loads", None)
+            monkeypatch.setattr(_exact_json, "fast_loads", None)
         code, out, _ = run(["scan", "-q", str(path)], monkeypatch)
         assert code == 0
         assert [r["id"] for r in strict_records(out)] == [

@@ -21,17 +21,27 @@ except ImportError:  # pragma: no cover - exercised only without the optional de
 else:
     fast_loads = orjson.loads
 
-__all__ = ["fast_loads", "loads_exactly", "long_digit_lines"]
+__all__ = ["fast_loads", "loads_exactly", "long_digit_lines", "suspect_lines"]
 
 
-def loads_exactly(text: bytes) -> Any:
-    """``json.loads(text)``'s value (and its errors), by orjson when that is the same."""
-    if fast_loads is not None and not long_digit_lines([text]):
+def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
+    """``json.loads(text)``'s value (and its errors), by orjson when that is the same.
+    ``long_digits``: whether ``text`` holds a run of 19 digits, when the caller has looked
+    for such runs over many texts at once (see :func:`suspect_lines`); None looks here."""
+    if long_digits is None:
+        long_digits = bool(long_digit_lines([text]))
+    if fast_loads is not None and not long_digits:
         try:
             return fast_loads(text)
         except ValueError:
             pass  # orjson rejects it: the standard module decides
     return json.loads(text)
+
+
+def suspect_lines(lines: list[bytes]) -> frozenset[int]:
+    """Indexes of the ``lines`` orjson could read otherwise than json (see
+    :func:`long_digit_lines`); none without orjson, which is then never asked."""
+    return long_digit_lines(lines) if fast_loads is not None else frozenset()
 
 
 _ALL_HIGH: Final = np.uint64(0xF0F0F0F0F0F0F0F0)

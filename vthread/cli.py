@@ -107,8 +107,7 @@ import numpy as np
 
 from vthread import _core
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
-from vthread._exact_json import fast_loads as _fast_loads
-from vthread._exact_json import long_digit_lines as _long_digit_lines
+from vthread._exact_json import loads_exactly, suspect_lines
 from vthread._heuristics import columns_of, core_options
 from vthread._messages import token_total
 from vthread._options import cycle_options
@@ -1099,7 +1098,7 @@ def _document_chunks(
     while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
         parts.append(part)
     data = b"".join(parts)
-    value = _parse(data, _fast_loads is not None and bool(_long_digit_lines([data])))
+    value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
@@ -1148,7 +1147,7 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     from vthread.adapters import EXPECTED, FormatConflictError, common_format
     from vthread.documents import run_format_evidence
 
-    suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    suspect = suspect_lines(lines)
     evidence: list[tuple[int, Any, bool]] = []
     unknown: int | None = None  # the first thread in no known format
     examined = 0  # bytes of the threads examined
@@ -1331,7 +1330,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
                  for row in looping]
         # The core declines integers of 19 digits, not a float's long fraction, which json
         # reads (orjson is trusted only without such runs, as everywhere here).
-        suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+        suspect = suspect_lines(lines)
         threads = []
         for index, line in enumerate(lines):
             item = _read_thread(line, index in suspect, "native")
@@ -1391,7 +1390,7 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
     # Each line is parsed, checked and its usages gathered in one go, while its objects are
     # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
     lines = task.lines
-    suspect = _long_digit_lines(lines) if _fast_loads is not None else frozenset()
+    suspect = suspect_lines(lines)
     items: list[tuple[Any, int] | _Bad] = []  # (id, message count) or why the line is bad
     threads: list[list[dict[str, Any]]] = []
     # Per thread, the source message of each translated one (None: native, the identity).
@@ -1515,16 +1514,12 @@ def _read_thread(
 
 
 def _parse(line: bytes, suspect: bool) -> Any:
-    """The line's JSON value as ``json.loads(line)`` makes it, or a :class:`_Bad`."""
-    if _fast_loads is not None and not suspect:
-        try:
-            return _fast_loads(line)
-        except ValueError:
-            pass  # orjson rejects it: the standard module decides
+    """The line's JSON value as ``json.loads(line)`` makes it, or a :class:`_Bad`;
+    ``suspect``: the line holds a 19-digit run (:func:`vthread._exact_json.suspect_lines`)."""
     if not line.strip(b" \t\r\n"):
         return _Bad("blank line")
     try:
-        return json.loads(line)
+        return loads_exactly(line, suspect)
     except (ValueError, RecursionError) as error:
         return _Bad(f"not valid JSON: {error}")
 
