@@ -54,7 +54,9 @@ from benchmarks.scan_report import (
     cli_names,
     machine,
     measure,
+    output_arguments,
     run_cli,
+    save_figure,
     snapshot_code,
 )
 from benchmarks.workload import generate_threads, write_jsonl
@@ -301,16 +303,12 @@ def plot(report: dict[str, Any], path: Path) -> None:
         f"scan_arrow and scan_dataset: {workload['threads']:,} generated runs, "
         f"{workload['messages']:,} messages, {workload['jsonl_bytes'] / 1e6:.0f} MB of JSON "
         f"text (seed {workload['seed']})", fontsize=11)
-    figure.text(
-        0.5, 0.005,
+    save_figure(
+        figure, path,
         f"{env['cpu_model']}, {env['nproc']} CPUs (shared), {env['ram_gib']} GiB; "
         f"Python {env['python']}, pyarrow {env['pyarrow']}, Ray {env['ray']}; commit "
         f"{env['git_commit']}; 1-min load average {min(loads):.1f}-{max(loads):.1f} during "
-        "the run; baselines measured in the same run", ha="center", fontsize=7)
-    figure.tight_layout(rect=(0, 0.04, 1, 0.95))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+        "the run; baselines measured in the same run", bottom=0.04)
 
 
 # ------------------------------------------------------------------------------------ main
@@ -324,10 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke run: {QUICK_THREADS} runs, 2 repeats, outputs in a temp dir")
     parser.add_argument("--repeats", type=int, help="runs of each variant (default 5)")
-    parser.add_argument("--json", type=Path, help=f"results path (default {RESULTS})")
-    parser.add_argument("--plot", type=Path, help=f"plot path (default {PLOT})")
-    parser.add_argument("--replot", type=Path, metavar="JSON",
-                        help="only redraw the plot from a results file")
+    output_arguments(parser, RESULTS, PLOT)
     args = parser.parse_args(argv)
     if args.replot:
         plot(json.loads(args.replot.read_text()), args.plot or PLOT)

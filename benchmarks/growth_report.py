@@ -82,7 +82,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
 import vthread
-from benchmarks.scan_report import machine, profile
+from benchmarks.scan_report import machine, output_arguments, profile, save_figure
 from benchmarks.shapes import SHAPES, Shape, Thread
 from vthread import _reference as ref
 from vthread import cli as vthread_cli
@@ -444,17 +444,13 @@ def plot(report: dict[str, Any], path: Path) -> None:
         f"dotted: slope 1 (linear). Worst ratio: {worst['shape']} {worst['function']} "
         f"{_short(worst['small'])}{ARROW}{_short(worst['large'])} {worst['ratio']:.2f}{TIMES} "
         f"(bound {worst['bound']:.0f}{TIMES})", fontsize=10)
-    figure.text(
-        0.5, 0.005,
+    save_figure(
+        figure, path,
         f"{env['cpu_model']}, {env['nproc']} CPUs (shared), {env['ram_gib']} GiB; "
         f"Python {env['python']}, NumPy {env['numpy']}, orjson {env['orjson']}; "
         f"vthread commit {env['git_commit']}; {env['date_utc']} UTC; 1-min load average "
         f"{env['load_average_range'][0]:.1f}-{env['load_average_range'][1]:.1f}; "
-        f"minimum of {report['method']['repeats']} runs", ha="center", fontsize=7)
-    figure.tight_layout(rect=(0, 0.03, 1, 0.95))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+        f"minimum of {report['method']['repeats']} runs", bottom=0.03)
 
 
 # -------------------------------------------------------------------------------- main
@@ -473,10 +469,7 @@ def main(argv: list[str] | None = None) -> int:
                              "2 repeats, outputs in a temp dir unless given")
     parser.add_argument("--repeats", type=int, help="runs of each function (default 3)")
     parser.add_argument("--shapes", help="comma-separated shape names (default: all)")
-    parser.add_argument("--json", type=Path, help=f"results path (default {RESULTS})")
-    parser.add_argument("--plot", type=Path, help=f"plot path (default {PLOT})")
-    parser.add_argument("--replot", type=Path, metavar="JSON",
-                        help="only redraw the plot from a results file")
+    output_arguments(parser, RESULTS, PLOT)
     args = parser.parse_args(argv)
     if args.replot:
         plot(json.loads(args.replot.read_text()), args.plot or PLOT)

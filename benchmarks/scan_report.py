@@ -495,14 +495,30 @@ def plot(report: dict[str, Any], path: Path) -> None:
         f"vthread scan: {workload['threads']:,} generated threads, {workload['messages']:,} "
         f"messages, {workload['jsonl_bytes'] / 1e6:.0f} MB JSONL (seed {workload['seed']})",
         fontsize=11)
-    figure.text(
-        0.5, 0.005,
+    save_figure(
+        figure, path,
         f"{env['cpu_model']}, {env['nproc']} CPUs (shared), {env['ram_gib']} GiB; "
         f"Python {env['python']}, NumPy {env['numpy']}, xxhash {env['xxhash']}, "
         f"orjson {env['orjson']}; commit {env['git_commit']}\n1-min load average "
         f"{min(loads):.1f}-{max(loads):.1f} during the run; GC frozen after loading; "
-        f"baselines measured in the same run", ha="center", fontsize=7)
-    figure.tight_layout(rect=(0, 0.05, 1, 0.95))
+        f"baselines measured in the same run", bottom=0.05)
+
+
+def output_arguments(parser: argparse.ArgumentParser, results: Path, plot_path: Path) -> None:
+    """``--json``, ``--plot`` and ``--replot``, as every report script takes them."""
+    parser.add_argument("--json", type=Path, help=f"results path (default {results})")
+    parser.add_argument("--plot", type=Path, help=f"plot path (default {plot_path})")
+    parser.add_argument("--replot", type=Path, metavar="JSON",
+                        help="only redraw the plot from a results file (to --plot or the default)")
+
+
+def save_figure(figure: Any, path: Path, footer: str, bottom: float) -> None:
+    """A report's plot written: its footer (machine, versions, load) under the panels, which
+    keep ``bottom`` of the height free for it."""
+    import matplotlib.pyplot as plt
+
+    figure.text(0.5, 0.005, footer, ha="center", fontsize=7)
+    figure.tight_layout(rect=(0, bottom, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -522,11 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="runs of each fast variant (default 5)")
     parser.add_argument("--reference-repeats", type=int,
                         help="runs of each scalar baseline (default 3)")
-    parser.add_argument("--json", type=Path, help=f"results path (default {RESULTS})")
-    parser.add_argument("--plot", type=Path, help=f"plot path (default {PLOT})")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
-    parser.add_argument("--replot", type=Path, metavar="JSON",
-                        help="only redraw the plot from a results file (to --plot or the default)")
+    output_arguments(parser, RESULTS, PLOT)
     args = parser.parse_args(argv)
     if args.replot:
         plot(json.loads(args.replot.read_text()), args.plot or PLOT)
