@@ -64,6 +64,7 @@ from vthread._attribution import EXCERPT_CHARS, render_message
 from vthread._messages import usage_tokens
 from vthread._options import text_run_options
 from vthread.fingerprint import message_fingerprint
+from vthread.scan import HEURISTIC_NAMES
 from vthread.textrun import repeated_text_start, runaway, text_units
 
 __all__ = [
@@ -81,13 +82,9 @@ MAX_PERIOD: Final = 24
 """The longest repeating block searched, in messages (or actions, for action blocks): three
 tool calls with their results and the agent's words between them."""
 
-LOOP_KINDS: Final[tuple[str, ...]] = (
-    "repeated_suffix",
-    "repeated_activity_tail",
-    "repeated_result_run",
-    "repeated_message_text_run",
-)
-"""Loop kinds, coded 1 to 4 as :data:`vthread.scan.HEURISTIC_NAMES` codes them."""
+LOOP_KINDS: Final = HEURISTIC_NAMES
+"""Loop kinds, coded 1 to 4: a loop is named after the production heuristic whose
+repetition it extends, so records and summaries keep one vocabulary."""
 
 BLOCK: Final = 1
 ACTIONS: Final = 2
