@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vthread
+from tests import strategies
 from vthread import _reference as ref
 from vthread._attribution import EXCERPT_CHARS, person_span, smallest_period
+from vthread._heuristics import read_columns
+from vthread._options import cycle_options
+from vthread.scan import attribute, attribute_by_messages, block_fingerprint, verdicts
+from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -138,3 +144,76 @@ def test_one_line_of_a_head_equals_one_line_of_the_whole(text: str, limit: int) 
     whole = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     assert _one_line(text, limit) == whole
     assert _one_line(" " * 5000 + text, limit) == whole
+
+
+def _attributed(threads: list[list[dict[str, Any]]], fast: bool) -> list[dict[str, Any]]:
+    """Every row's record, the looping rows attributed by the fast reading or its plain twin."""
+    options = cycle_options()
+    columns = read_columns(threads, options)
+    result = verdicts(columns, options)
+    looping = np.flatnonzero(result.codes).tolist()
+    chosen = [threads[row] for row in looping]
+    if fast:
+        attribute(result, columns, looping, chosen)
+    else:
+        attribute_by_messages(result, looping, chosen)
+    return [result.record(row) for row in range(len(threads))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(strategies.threads(max_size=40), min_size=1, max_size=6))
+def test_fast_attribution_equals_reading_every_message(threads: list[list[dict[str, Any]]]) -> None:
+    """Keys read only as far back as the repetition goes, one message per distinct call of a
+    tail, a text's sentences read once: the same spans, signatures, excerpts and tokens as
+    reading every message."""
+    assert _attributed(threads, fast=True) == _attributed(threads, fast=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=30), st.lists(st.sampled_from("abc"),
+       min_size=1, max_size=5), st.integers(2, 6))
+def test_fast_attribution_walks_back_as_far_as_the_repetition(
+        head: list[str], block: list[str], copies: int) -> None:
+    """Suffixes whose repetition reaches back into the thread's head, by any distance."""
+    thread = [{"type": "bot", "text": t} for t in head + block * copies]
+    assert _attributed([thread], fast=True) == _attributed([thread], fast=False)
+
+
+def test_fast_attribution_of_a_tail_with_repeated_and_distinct_calls() -> None:
+    """A polling tail: the excerpt lists each distinct request once, in order of first
+    appearance, and the signature is the sorted set of distinct calls (a response apart from
+    the request with its name and arguments), exactly as the plain reading says."""
+    thread = [{"type": "user", "text": "go"}]
+    for path in "011001":  # no block of calls repeats at the end: not a repeated suffix
+        # The ls responses carry no result: only their kind tells them from the request.
+        unanswered = _reply("ls", None, path=path)
+        del unanswered["meta"]["activity"]["function"]["result"]
+        thread += [_call("status", job=1), _reply("status", "running"),
+                   _call("ls", path=path), unanswered]
+    fast, plain = _attributed([thread], fast=True), _attributed([thread], fast=False)
+    assert fast == plain
+    assert fast[0]["verdict"] == "repeated_activity_tail"
+    assert fast[0]["excerpt"] == ('status({"job":1}) | ls({"path":"0"}) | ls({"path":"1"})')
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(strategies.text_run_texts(), strategies.harsh_texts(), strategies.texts(),
+                 strategies.long_text_runs()))
+def test_units_and_repeat_in_one_reading_equal_the_two_readings(text: str) -> None:
+    """A text run's signature and excerpt read the text's units once, as the two did."""
+    assert text_units_and_repeat(text) == (text_units(text), repeated_text_start(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(strategies.text_run_texts(), min_size=1, max_size=3))
+def test_fast_attribution_of_text_runs(texts: list[str]) -> None:
+    """Threads whose texts run away: one reading of each text gives the plain answers."""
+    threads = [[{"type": "user", "text": "go"}, {"type": "bot", "text": text}] for text in texts]
+    assert _attributed(threads, fast=True) == _attributed(threads, fast=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(strategies.MESSAGES)
+def test_block_fingerprint_is_the_message_fingerprint(message: dict[str, Any]) -> None:
+    """A repeated block's fingerprints, written by the core, are the public ones."""
+    assert block_fingerprint(message) == vthread.message_fingerprint(message)

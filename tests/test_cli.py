@@ -438,16 +438,28 @@ def test_long_digit_runs_found_at_any_alignment(offset: int) -> None:
 
 def test_engine_failure_becomes_one_error_record(thread_file: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Should the engine raise on a thread, that line is an error record; the rest scan."""
+    """Should the engine raise on a thread, that line is an error record; the rest scan.
+    The core's path meets the failure in the looping thread's attribution and hands the
+    chunk to the Python path, which meets it in the scan of that thread."""
     real = cli.scan_validated  # type: ignore[attr-defined]
+    real_attribute = cli.attribute  # type: ignore[attr-defined]
+
+    def failing(threads: list[Any]) -> bool:
+        return any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
+                   for t in threads)
 
     def flaky(threads: list[Any], **options: Any) -> Any:
-        if any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
-               for t in threads):
+        if failing(threads):
             raise RuntimeError("boom")
         return real(threads, **options)
 
+    def flaky_attribute(result: Any, columns: Any, rows: Any, threads: list[Any]) -> None:
+        if failing(threads):
+            raise RuntimeError("boom")
+        real_attribute(result, columns, rows, threads)
+
     monkeypatch.setattr(cli, "scan_validated", flaky)
+    monkeypatch.setattr(cli, "attribute", flaky_attribute)
     code, out, err = run(["scan", str(thread_file)], monkeypatch)
     got = records(out)
     assert code == 0

@@ -22,7 +22,14 @@ from typing import Any, Final
 
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
-__all__ = ["EXCERPT_CHARS", "excerpt", "person_span", "smallest_period"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "excerpt",
+    "person_span",
+    "smallest_period",
+    "tail_excerpt",
+    "text_excerpt",
+]
 
 EXCERPT_CHARS: Final = 240
 """An excerpt's length limit, in code points, its ellipsis included."""
@@ -163,17 +170,12 @@ def excerpt(
     if name == "repeated_suffix":
         return _joined([render_message(m, encode) for m in messages[begin : begin + period]])
     if name == "repeated_activity_tail":
-        seen: dict[Activity, str] = {}
+        seen: dict[Activity, Message] = {}
         for message in messages[begin:]:
             activity = parse_activity(message, encode)
-            if activity is not None and activity.kind == "request":
-                seen.setdefault(activity, render_message(message, encode))
-        if not seen:  # a tail of responses only: show those
-            for message in messages[begin:]:
-                activity = parse_activity(message, encode)
-                if activity is not None:
-                    seen.setdefault(activity, render_message(message, encode))
-        return _joined(list(seen.values()))
+            if activity is not None:
+                seen.setdefault(activity, message)
+        return tail_excerpt(list(seen.items()), encode)
     if name == "repeated_result_run":
         for message in reversed(messages):
             activity = parse_activity(message, encode)
@@ -182,5 +184,20 @@ def excerpt(
                 return _joined([render_message(message, encode)])
         raise AssertionError("the result run fired without a settled response")
     text = messages[begin].get("text")
-    unit = repeated_unit(text) if isinstance(text, str) else None
-    return _joined([_one_line(unit if unit is not None else str(text))])
+    return text_excerpt(text, repeated_unit(text) if isinstance(text, str) else None)
+
+
+def tail_excerpt(calls: Sequence[tuple[Activity, Message]], encode: Callable[[Any], str]) -> str:
+    """An activity tail's excerpt from its distinct activities, each with the message where it
+    first appears, in order: each distinct request, or each distinct activity when the tail
+    holds responses only."""
+    shown = [message for activity, message in calls if activity.kind == "request"]
+    if not shown:  # a tail of responses only: show those
+        shown = [message for _, message in calls]
+    return _joined([render_message(message, encode) for message in shown])
+
+
+def text_excerpt(text: Any, repeated: str | None) -> str:
+    """A text run's excerpt: the text from its first repeated sentence (``repeated``), else
+    the text itself, in one line."""
+    return _joined([_one_line(repeated if repeated is not None else str(text))])

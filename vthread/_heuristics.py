@@ -28,6 +28,14 @@ from vthread.replay import has_repeated_text_runs
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+HEURISTIC_NAMES: Final[tuple[str, ...]] = (
+    "repeated_suffix",
+    "repeated_activity_tail",
+    "repeated_result_run",
+    "repeated_message_text_run",
+)
+"""Verdict names in the order the heuristics are tried; codes index this from 1."""
+
 SUFFIX: Final = 1
 ACTIVITY_TAIL: Final = 2
 RESULT_RUN: Final = 3

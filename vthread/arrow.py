@@ -33,7 +33,7 @@ from vthread.adapters import (
     common_format,
 )
 from vthread.documents import in_source_messages, read_run, run_format_evidence
-from vthread.scan import HEURISTIC_NAMES, ScanResult, scan_validated, verdicts
+from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
 if TYPE_CHECKING:
@@ -299,7 +299,8 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
                             core_threads())
     if raw is None:
         return None
-    result = verdicts(columns_of(raw), options)
+    columns = columns_of(raw)
+    result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
         threads = []
@@ -308,7 +309,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
                               "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])
-        result.attribute_rows(looping, scan_validated(threads, **keywords))
+        attribute(result, columns, looping, threads)
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
     if len(valid) == length:

@@ -116,6 +116,7 @@ from vthread.documents import in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
     ScanResult,
+    attribute,
     collector_paused,
     scan_validated,
     verdicts,
@@ -1318,7 +1319,8 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         raw = _read_in_core(task)
     if raw is None:
         return None
-    result = verdicts(columns_of(raw), options)
+    columns = columns_of(raw)
+    result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
         # A translated chunk's native lines, one after another, and where each thread's
@@ -1336,10 +1338,10 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             item = _read_thread(line, index in suspect, "native")
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
             threads.append(item[1])
-        costs, failed = _scan_threads(threads, task.options)
-        if failed:
+        try:
+            attribute(result, columns, looping, threads)
+        except Exception:
             return None  # the Python way turns the failing thread into an error record
-        result.attribute_rows(looping, costs)
         if native is not None:
             sources = raw["sources"]
             for row in looping:

@@ -20,9 +20,16 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import excerpt, person_span
+from vthread._attribution import (
+    excerpt,
+    person_span,
+    smallest_period,
+    tail_excerpt,
+    text_excerpt,
+)
 from vthread._heuristics import (
     ACTIVITY_TAIL,
+    HEURISTIC_NAMES,
     RESULT_RUN,
     SUFFIX,
     TEXT_RUN,
@@ -41,17 +48,8 @@ from vthread._messages import (
     usage_tokens,
 )
 from vthread._options import CycleOptions, cycle_options
-from vthread.fingerprint import message_fingerprint
-from vthread.textrun import repeated_text_start, text_units
+from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
-
-HEURISTIC_NAMES: Final[tuple[str, ...]] = (
-    "repeated_suffix",
-    "repeated_activity_tail",
-    "repeated_result_run",
-    "repeated_message_text_run",
-)
-"""Verdict names in the order the heuristics are tried; ``codes`` index this from 1."""
 
 __all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
 
@@ -112,19 +110,6 @@ class ScanResult:
         if self.loops is not None:
             record["loops"] = self.loops[index]
         return record
-
-    def attribute_rows(self, rows: Sequence[int], attributed: ScanResult) -> None:
-        """Take rows ``rows`` of this result's loop attribution from ``attributed``, their
-        scan in the same order (made from the threads' messages): how a verdict read from
-        the core's columns alone gets its span, signature and excerpt. The verdicts must
-        agree; an AssertionError says where they do not."""
-        if attributed.codes.tolist() != self.codes[list(rows)].tolist():
-            raise AssertionError("the core and Python disagree on a looping thread")
-        for name in ("loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
-                     "signature"):
-            getattr(self, name)[list(rows)] = getattr(attributed, name)
-        for row, text in zip(rows, attributed.excerpt, strict=True):
-            self.excerpt[row] = text
 
     @classmethod
     def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
@@ -214,26 +199,122 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
 def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False) -> ScanResult:
     if anywhere:
         return _scan_anywhere(threads)
-    result = verdicts(read_columns(threads, options), options)
-    for thread in np.flatnonzero(result.codes).tolist():
-        messages = threads[thread]
-        code = int(result.codes[thread])
+    columns = read_columns(threads, options)
+    result = verdicts(columns, options)
+    looping = np.flatnonzero(result.codes).tolist()
+    attribute(result, columns, looping, [threads[row] for row in looping])
+    return result
+
+
+def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
+              threads: Sequence[Sequence[Any]]) -> None:
+    """Fill in the loop attribution of rows ``rows`` of ``result`` (a person's span, the
+    signature, the excerpt, the loop's tokens), ``threads[i]`` being row ``rows[i]``'s messages
+    and ``columns`` what the core read of the batch.
+
+    The messages are read only where the answer is: a repeated suffix's keys from where the
+    heuristic's copies begin (and back only as far as the repetition goes), one message per
+    distinct call of an activity tail (the core's exact ids group the tail), a text's
+    sentences once for its signature and excerpt. :func:`attribute_by_messages` is the
+    plain twin that reads every message; a property test holds them equal.
+    """
+    for row, messages in zip(rows, threads, strict=True):
+        code = int(result.codes[row])
+        if code == SUFFIX:
+            span = _suffix_span(messages, int(result.period[row]), int(result.repetitions[row]))
+            _set_suffix_span(result, row, len(messages), span)
+        begin = int(result.loop_start[row])
+        period = int(result.period[row])
+        if code == ACTIVITY_TAIL:
+            calls = _distinct_calls(columns, row, messages, begin)
+            parts: Any = sorted({(a.kind, a.name, a.arguments, a.result) for a, _ in calls})
+            result.excerpt[row] = tail_excerpt(calls, _core_canonical)
+        elif code == TEXT_RUN:
+            text = messages[begin]["text"]
+            units, start = text_units_and_repeat(text)
+            parts = sorted(set(units))
+            result.excerpt[row] = text_excerpt(text, start)
+        else:
+            parts = _signature_parts(messages, code, begin, period)
+            result.excerpt[row] = excerpt(messages, HEURISTIC_NAMES[code - 1], begin, period,
+                                          _core_canonical, repeated_text_start)
+        result.signature[row] = _signature_of(parts, code)
+        result.loop_tokens[row] = _loop_tokens(messages, begin)
+
+
+def attribute_by_messages(result: ScanResult, rows: Sequence[int],
+                          threads: Sequence[Sequence[Any]]) -> None:
+    """:func:`attribute` read the plain way, every message of each looping thread (and a
+    tail's every call) parsed again: the twin the property tests hold the fast one to."""
+    for row, messages in zip(rows, threads, strict=True):
+        code = int(result.codes[row])
         if code == SUFFIX:
             keys = [_message_key(m) for m in messages]
-            span = person_span(keys, int(result.period[thread]), int(result.repetitions[thread]))
-            result.loop_start[thread], result.period[thread], result.repetitions[thread] = span
-            result.loop_messages[thread] = len(messages) - span[0]
-        begin = int(result.loop_start[thread])
-        period = int(result.period[thread])
-        result.signature[thread] = _signature(messages, code, begin, period)
-        result.excerpt[thread] = excerpt(messages, HEURISTIC_NAMES[code - 1], begin, period,
-                                         _core_canonical, repeated_text_start)
-        figures = _core.usage_figures(messages, begin)
-        if figures is None:  # an integer figure beyond 64 bits: Python's own reading
-            figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
-        if figures:
-            result.loop_tokens[thread] = token_total(figures)
-    return result
+            span = person_span(keys, int(result.period[row]), int(result.repetitions[row]))
+            _set_suffix_span(result, row, len(messages), span)
+        begin = int(result.loop_start[row])
+        period = int(result.period[row])
+        result.signature[row] = _signature(messages, code, begin, period)
+        result.excerpt[row] = excerpt(messages, HEURISTIC_NAMES[code - 1], begin, period,
+                                      _core_canonical, repeated_text_start)
+        result.loop_tokens[row] = _loop_tokens(messages, begin)
+
+
+def _set_suffix_span(result: ScanResult, row: int, length: int,
+                     span: tuple[int, int, int]) -> None:
+    result.loop_start[row], result.period[row], result.repetitions[row] = span
+    result.loop_messages[row] = length - span[0]
+
+
+def _loop_tokens(messages: Sequence[Any], begin: int) -> float:
+    """The summed ``usage.tokens`` of the messages from ``begin``, NaN when none has one."""
+    figures = _core.usage_figures(messages, begin)
+    if figures is None:  # an integer figure beyond 64 bits: Python's own reading
+        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
+    return token_total(figures) if figures else math.nan
+
+
+def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tuple[int, int, int]:
+    """:func:`person_span` of a repeated suffix with the keys of only the messages it reads:
+    those of the heuristic's copies, then one more for each message the walk back takes
+    (a thread's older history is never encoded)."""
+    size = len(messages)
+    first = size - period * repetitions
+    keys = [_message_key(m) for m in messages[first:]]  # keys[i]: message first + i
+    block = smallest_period(keys)
+    older: list[bytes] = []  # older[j]: message first - 1 - j, as the walk reaches it
+
+    def key(index: int) -> bytes:
+        return keys[index - first] if index >= first else older[first - 1 - index]
+
+    begin = first
+    while begin > 0:
+        older.append(_message_key(messages[begin - 1]))
+        if older[-1] != key(begin - 1 + block):
+            break
+        begin -= 1
+    return begin, block, (size - begin) // block
+
+
+def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
+                    begin: int) -> list[tuple[Activity, Any]]:
+    """Each distinct activity of row ``row``'s tail (from ``begin``) with the message where
+    it first appears, in order: the core's exact ids of the tail (kind, name, arguments,
+    result) say which messages repeat an earlier one, so only the first of each is parsed."""
+    low, high = (int(x) for x in columns.tail_offsets[row : row + 2])
+    keys = zip(columns.tail_kind_id[low:high].tolist(), columns.tail_name[low:high].tolist(),
+               columns.tail_arguments[low:high].tolist(), columns.tail_result[low:high].tolist(),
+               strict=True)
+    first: dict[tuple[int, int, int, int], int] = {}
+    for offset, call in enumerate(keys):
+        first.setdefault(call, offset)
+    calls = []
+    for offset in first.values():
+        message = messages[begin + offset]
+        activity = parse_activity(message, _core_canonical)
+        assert activity is not None, "the core's activity tail holds a message that is none"
+        calls.append((activity, message))
+    return calls
 
 
 def _scan_anywhere(threads: list[Any]) -> ScanResult:
@@ -290,18 +371,36 @@ def _message_key(message: Mapping[str, Any]) -> bytes:
 
 def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int:
     """A fingerprint of the repeating content, independent of where the thread entered it."""
+    return _signature_of(_signature_parts(messages, code, begin, size), code)
+
+
+def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) -> Any:
+    """What a loop's signature is made of: the block at its least rotation (a suffix), the
+    sorted distinct calls (an activity tail), the newest settled result (a result run), the
+    sorted distinct sentences (a text run)."""
     if code == SUFFIX:
-        block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
+        block = [block_fingerprint(m) for m in messages[len(messages) - size :]]
         first = least_rotation(block)
-        parts: Any = block[first:] + block[:first]  # the same block whatever its phase
-    elif code == ACTIVITY_TAIL:
+        return block[first:] + block[:first]  # the same block whatever its phase
+    if code == ACTIVITY_TAIL:
         tail = [parse_activity(m, _core_canonical) for m in messages[begin:]]
-        parts = sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
-    elif code == RESULT_RUN:
+        return sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
+    if code == RESULT_RUN:
         newest = _newest_settled(messages)
-        parts = (newest.name, newest.arguments, newest.result)
-    else:
-        parts = sorted(set(text_units(messages[begin]["text"])))
+        return (newest.name, newest.arguments, newest.result)
+    return sorted(set(text_units(messages[begin]["text"])))
+
+
+def block_fingerprint(message: Mapping[str, Any]) -> int:
+    """:func:`vthread.fingerprint.message_fingerprint`, its canonical texts written by the
+    compiled core (byte for byte the same)."""
+    meta = _core.canonical(message["meta"]) if "meta" in message else b"-"
+    return xxhash.xxh3_64_intdigest(
+        b"\x00".join((_core.canonical(message.get("type")), _core.canonical(message.get("text")),
+                      meta)))
+
+
+def _signature_of(parts: Any, code: int) -> int:
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=code)
 
 

@@ -8,7 +8,13 @@ from typing import Final
 from vthread._jsvalue import JS_WHITESPACE, utf16_tail
 from vthread._options import TextRunOptions, text_run_options
 
-__all__ = ["TAIL_UNITS", "has_repeated_text_run", "repeated_text_start", "text_units"]
+__all__ = [
+    "TAIL_UNITS",
+    "has_repeated_text_run",
+    "repeated_text_start",
+    "text_units",
+    "text_units_and_repeat",
+]
 
 TAIL_UNITS: Final = 4000
 """Only the last 4000 UTF-16 code units of a text are read, so the cost is bounded."""
@@ -56,6 +62,26 @@ def repeated_text_start(text: str) -> str | None:
     if not repeated:
         return None
     return tail[min(starts[unit] for unit in repeated):]
+
+
+def text_units_and_repeat(text: str) -> tuple[list[str], str | None]:
+    """``(text_units(text), repeated_text_start(text))`` in one reading of the text's units
+    (a text run's signature takes the one, its excerpt the other)."""
+    tail = utf16_tail(text, TAIL_UNITS)
+    units: list[str] = []
+    starts: dict[str, int] = {}
+    repeated_from = len(tail) + 1  # the earliest start of a unit seen twice (none yet)
+    position = 0
+    for match in [*_UNIT_SEPARATORS.finditer(tail), None]:
+        end = match.start() if match is not None else len(tail)
+        unit = _normalised(tail[position:end])
+        if unit:
+            units.append(unit)
+            start = starts.setdefault(unit, position)
+            if start != position:
+                repeated_from = min(repeated_from, start)
+        position = match.end() if match is not None else len(tail)
+    return units, tail[repeated_from:] if repeated_from <= len(tail) else None
 
 
 def _normalised(raw: str) -> str:
