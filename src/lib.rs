@@ -129,18 +129,23 @@ fn scan_columns<'py>(
     columns_dict(threads.py(), read)
 }
 
-/// One thread decided in the core: `(code, texts)` where code is 1, 2 or 3 for a repeated
-/// suffix, activity tail or result run, else 0 with the texts Python's text-run check reads
-/// (the last five spoken messages' non-empty texts). Errors name the message index.
+/// One thread decided in the core: 1, 2, 3 or 4 for a repeated suffix, activity tail,
+/// result run or runaway text (the text-run check of the last five spoken messages' texts,
+/// with the given resolved text-run options), else 0. Errors name the message index.
 #[pyfunction]
-fn describe_thread<'py>(
-    messages: &Bound<'py, PyAny>,
+#[allow(clippy::too_many_arguments)]
+fn describe_thread(
+    messages: &Bound<'_, PyAny>,
     min_repetitions: usize,
     min_pattern_length: usize,
     max_pattern_length: Option<usize>,
     min_result_repetitions: usize,
-) -> PyResult<(u8, Bound<'py, PyList>)> {
+    min_units: usize,
+    window: usize,
+    max_unique_ratio: f64,
+) -> PyResult<u8> {
     let py = messages.py();
+    let text_options = text_run_options(min_units, window, max_unique_ratio)?;
     let options = scan_options(
         min_repetitions,
         min_pattern_length,
@@ -149,15 +154,44 @@ fn describe_thread<'py>(
     );
     let read = threads::columns_of_thread(messages, &options)?;
     let code = read.single_verdict(options.needed_results);
-    let texts: Vec<Py<PyAny>> = if code == 0 {
-        read.texts
-            .into_iter()
-            .map(|text| text.into_python(py))
-            .collect()
-    } else {
-        Vec::new()
+    if code != 0 {
+        return Ok(code);
+    }
+    let mut scratch = textrun::Scratch::default();
+    for text in read.texts {
+        let text = text.into_python(py).into_bound(py);
+        if let Ok(text) = text.cast::<PyString>() {
+            let points = objects::code_points(text);
+            if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
+                return Ok(TEXT_RUN);
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The `vthread.scan` code of a runaway text (the fourth heuristic).
+const TEXT_RUN: u8 = 4;
+
+/// Text-run options as `vthread._options.text_run_options` resolves them; a ValueError
+/// otherwise (the check relies on them).
+fn text_run_options(
+    min_units: usize,
+    window: usize,
+    max_unique_ratio: f64,
+) -> PyResult<textrun::TextRunOptions> {
+    let options = textrun::TextRunOptions {
+        min_units,
+        window,
+        max_unique_ratio,
     };
-    Ok((code, PyList::new(py, texts)?))
+    if !options.is_resolved() {
+        return Err(PyValueError::new_err(format!(
+            "text-run options must be resolved (min_units >= 2, window >= min_units, \
+             0 < max_unique_ratio <= 1), got {min_units}, {window}, {max_unique_ratio}"
+        )));
+    }
+    Ok(options)
 }
 
 /// The format a chunk's lines are written in: None for native, else the one translated.
@@ -413,17 +447,7 @@ fn has_repeated_text_runs<'py>(
                 .map(|text| objects::code_points(text).last(textrun::TAIL_UNITS))
         })
         .collect();
-    let options = textrun::TextRunOptions {
-        min_units,
-        window,
-        max_unique_ratio,
-    };
-    if !options.is_resolved() {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "text-run options must be resolved (min_units >= 2, window >= min_units, \
-             0 < max_unique_ratio <= 1), got {min_units}, {window}, {max_unique_ratio}"
-        )));
-    }
+    let options = text_run_options(min_units, window, max_unique_ratio)?;
     // `items` holds a reference to every text, so the borrowed storage outlives the call.
     let answers = py.detach(|| textrun::has_repeated_text_runs(&views, &options));
     Ok(answers.into_pyarray(py))

@@ -100,9 +100,12 @@ def describe_thread(
     min_pattern_length: int,
     max_pattern_length: int | None,
     min_result_repetitions: int,
-) -> tuple[int, list[str]]:
-    """(1/2/3 for suffix, activity tail, result run, else 0; the texts the text-run check
-    reads when 0)."""
+    min_units: int,
+    window: int,
+    max_unique_ratio: float,
+) -> int:
+    """1/2/3/4 for suffix, activity tail, result run, runaway text (with these resolved
+    text-run options), else 0."""
 
 def tape_parse_floor(lines: list[bytes]) -> int:
     """Benchmark floor: parse every line into the core's tape; how many it took."""

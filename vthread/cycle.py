@@ -14,6 +14,7 @@ import numpy as np
 
 from vthread import _core
 from vthread._heuristics import (
+    HEURISTIC_NAMES,
     Columns,
     activity_tail,
     core_options,
@@ -23,10 +24,7 @@ from vthread._heuristics import (
 )
 from vthread._messages import as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
-from vthread.textrun import may_hold_units, runaway
 from vthread.volatile import volatile_masked
-
-_NAMES = ("repeated_suffix", "repeated_activity_tail", "repeated_result_run")
 
 __all__ = [
     "describe_thread_cycle",
@@ -156,17 +154,14 @@ def describe_thread_cycle(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
     messages = volatile_masked(messages, mask_volatile)
+    text_options = text_run_options()
     try:
-        code, texts = _core.describe_thread(as_thread(messages), *core_options(options))
+        code = _core.describe_thread(
+            as_thread(messages), *core_options(options), text_options.min_units,
+            text_options.window, text_options.max_unique_ratio)
     except TypeError as error:
         raise TypeError(str(error)) from None
-    if code:
-        return _NAMES[code - 1]
-    text_options = text_run_options()
-    if any(may_hold_units(text, text_options.min_units) and runaway(text, text_options)
-           for text in texts):
-        return "repeated_message_text_run"
-    return None
+    return HEURISTIC_NAMES[code - 1] if code else None
 
 
 def is_thread_cyclic(
