@@ -43,6 +43,25 @@ impl Format {
 
 /// `documents.MESSAGES_KEYS`: the first of these a run object holds is its messages.
 const MESSAGES_KEYS: [&str; 3] = ["messages", "traj", "history"];
+
+/// Where a run object keeps its messages and its id when the user says (`--messages-key`,
+/// `--id-key`); None keeps the known keys (`documents.MESSAGES_KEYS`, `documents.run_id`'s).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunKeys<'k> {
+    pub messages: Option<&'k str>,
+    pub id: Option<&'k str>,
+}
+
+impl<'k> RunKeys<'k> {
+    /// The value holding a run object's messages, as `documents.run_messages` finds it (the
+    /// given key, else the first known key the object holds).
+    pub fn messages_of<'t>(&self, run: Value<'t>) -> Option<Value<'t>> {
+        match self.messages {
+            Some(key) => run.get(key),
+            None => MESSAGES_KEYS.iter().find_map(|key| run.get(key)),
+        }
+    }
+}
 /// `adapters._TOKEN_FIELDS`: where a usage keeps a message's own tokens, in that order.
 const TOKEN_FIELDS: [&str; 3] = ["tokens", "completion_tokens", "output_tokens"];
 /// `adapters._TEXT_PARTS`: the content parts whose text is read.
@@ -608,10 +627,16 @@ fn python_str(value: Value<'_>) -> Result<String, Declined> {
     Err(Declined) // a float's repr, a list's, an object's: Python's to write
 }
 
-/// `documents.run_id` without an id key: `id`, else `instance_id`, else `task_id` (with
-/// `trial`, written `"<task_id>/<trial>"`), else null; written to `out` as JSON.
-fn write_run_id(run: Value<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
-    if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
+/// `documents.run_id`: the id key's value when one is given (null when absent), else `id`,
+/// else `instance_id`, else `task_id` (with `trial`, written `"<task_id>/<trial>"`), else
+/// null; written to `out` as JSON.
+fn write_run_id(run: Value<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
+    if let Some(key) = keys.id {
+        match run.get(key) {
+            Some(id) => out.extend_from_slice(id.json_text()),
+            None => out.extend_from_slice(b"null"),
+        }
+    } else if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
         out.extend_from_slice(id.json_text());
     } else if let Some(task) = run.get("task_id") {
         match run.get("trial") {
@@ -652,7 +677,7 @@ pub fn plainly_native(line: &[u8]) -> bool {
         if root.get("trajectory_format").is_some() {
             return false;
         }
-        match MESSAGES_KEYS.iter().find_map(|key| root.get(key)) {
+        match RunKeys::default().messages_of(root) {
             Some(listed) => listed,
             None => return false,
         }
@@ -687,6 +712,7 @@ pub fn plainly_native(line: &[u8]) -> bool {
 pub fn translate_line(
     line: &[u8],
     format: Format,
+    keys: RunKeys<'_>,
     out: &mut Vec<u8>,
     sources: &mut Vec<u32>,
 ) -> Result<usize, Declined> {
@@ -697,14 +723,11 @@ pub fn translate_line(
         out.extend_from_slice(b"null");
         root
     } else if root.is_object() {
-        let messages = MESSAGES_KEYS
-            .iter()
-            .find_map(|key| root.get(key))
-            .ok_or(Declined)?;
+        let messages = keys.messages_of(root).ok_or(Declined)?;
         if !messages.is_array() {
             return Err(Declined);
         }
-        write_run_id(root, out)?;
+        write_run_id(root, keys, out)?;
         messages
     } else {
         return Err(Declined);
@@ -733,7 +756,14 @@ mod tests {
 
     fn native(line: &str, format: Format) -> Option<(String, Vec<u32>)> {
         let (mut out, mut sources) = (Vec::new(), Vec::new());
-        translate_line(line.as_bytes(), format, &mut out, &mut sources).ok()?;
+        translate_line(
+            line.as_bytes(),
+            format,
+            RunKeys::default(),
+            &mut out,
+            &mut sources,
+        )
+        .ok()?;
         assert!(
             Tape::parse(&out).is_ok(),
             "not a line the tape reads: {out:?}"

@@ -211,9 +211,12 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// `openai` or `anthropic` format are translated to native lines first (`adapters.rs`);
 /// those are returned too (`native`, `native_ends`), with the source message of every native
 /// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
+/// A run object's messages and id are found under `messages_key` and `id_key` when given
+/// (`--messages-key`, `--id-key`), as `documents.read_run` finds them.
 #[pyfunction]
 #[pyo3(signature = (lines, min_repetitions, min_pattern_length, max_pattern_length,
-                    min_result_repetitions, count_tokens, threads, format="native"))]
+                    min_result_repetitions, count_tokens, threads, format="native",
+                    messages_key=None, id_key=None))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -224,7 +227,13 @@ fn scan_lines<'py>(
     count_tokens: bool,
     threads: usize,
     format: &str,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
     let py = lines.py();
     let format = line_format(format)?;
     let options = scan_options(
@@ -238,7 +247,12 @@ fn scan_lines<'py>(
         .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
         .collect::<PyResult<_>>()?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
-    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads, format)?;
+    let reading = threads::LineReading {
+        options: &options,
+        count_tokens,
+        keys,
+    };
+    let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
@@ -304,7 +318,12 @@ fn scan_slices<'py>(
             }
         }
     }
-    let chunk = threads::columns_of_lines(py, &views, &options, count_tokens, threads, None)?;
+    let reading = threads::LineReading {
+        options: &options,
+        count_tokens,
+        keys: adapters::RunKeys::default(),
+    };
+    let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
 }
 
@@ -400,10 +419,17 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
 /// None where the core leaves the line to Python. For the tests that hold the translation to
 /// `vthread.adapters`.
 #[pyfunction]
+#[pyo3(signature = (line, format, messages_key=None, id_key=None))]
 fn translate_line<'py>(
     line: &Bound<'py, PyBytes>,
     format: &str,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
 ) -> PyResult<Option<(Bound<'py, PyBytes>, Vec<u32>)>> {
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
     let Some(format) = line_format(format)? else {
         return Err(PyValueError::new_err(
             "translate_line takes openai or anthropic",
@@ -411,7 +437,7 @@ fn translate_line<'py>(
     };
     let (mut out, mut sources) = (Vec::new(), Vec::new());
     Ok(
-        adapters::translate_line(line.as_bytes(), format, &mut out, &mut sources)
+        adapters::translate_line(line.as_bytes(), format, keys, &mut out, &mut sources)
             .ok()
             .map(|_| (PyBytes::new(line.py(), &out), sources)),
     )

@@ -1,6 +1,6 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
-use crate::adapters::{self, Format};
+use crate::adapters::{self, Format, RunKeys};
 use crate::document::{Tape, Value};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -117,15 +117,21 @@ fn id_text(id: Option<Value<'_>>) -> Option<String> {
 }
 
 /// A line's thread in the native format: (id text, messages), or None when Python should
-/// read the line (anything but a plain thread of objects under `"messages"` with its id, if
-/// any, under `"id"`; or anything the tape refuses).
-fn native_thread<'t>(value: Value<'t>) -> Option<(String, Vec<Value<'t>>)> {
+/// read the line (anything but a plain thread of objects under `"messages"`, or the given
+/// messages key, with its id, if any, under `"id"`, or the given id key; or anything the
+/// tape refuses).
+fn native_thread<'t>(value: Value<'t>, keys: RunKeys<'_>) -> Option<(String, Vec<Value<'t>>)> {
     let (id, messages) = if value.is_array() {
         (None, value)
     } else if value.is_object() {
-        let messages = value.get("messages").filter(Value::is_array)?;
-        let id = value.get("id");
-        if id.is_none() && (value.get("instance_id").is_some() || value.get("task_id").is_some()) {
+        let messages = value
+            .get(keys.messages.unwrap_or("messages"))
+            .filter(Value::is_array)?;
+        let id = value.get(keys.id.unwrap_or("id"));
+        if keys.id.is_none()
+            && id.is_none()
+            && (value.get("instance_id").is_some() || value.get("task_id").is_some())
+        {
             return None; // the id comes from these keys, which Python writes
         }
         (id, messages)
@@ -215,23 +221,23 @@ impl ChunkColumns {
         line: &[u8],
         offset: usize,
         messages: Option<usize>,
-        options: &ScanOptions,
-        count_tokens: bool,
+        reading: LineReading<'_>,
         reader: &mut Reader,
     ) -> PyResult<Option<()>> {
         let Ok(tape) = Tape::parse(line) else {
             return Ok(None);
         };
-        let Some((id_text, thread)) = native_thread(tape.root()) else {
+        let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
             return Ok(None);
         };
-        if count_tokens
+        if reading.count_tokens
             && usage_figures(&thread, &mut self.figures, &mut self.figures_odd).is_none()
         {
             return Ok(None);
         }
         // Numbered within the part; `Columns::append` numbers the parts on.
-        self.columns.push_thread(offset, &thread, options, reader)?;
+        self.columns
+            .push_thread(offset, &thread, reading.options, reader)?;
         self.lines.push(LineOutcome {
             id_text,
             messages: messages.unwrap_or(thread.len()),
@@ -253,12 +259,20 @@ impl ChunkColumns {
     }
 }
 
+/// How a chunk's lines are read: the scan's options, whether usage figures are summed, and
+/// where a run object keeps its messages and id.
+#[derive(Clone, Copy)]
+pub struct LineReading<'a> {
+    pub options: &'a ScanOptions,
+    pub count_tokens: bool,
+    pub keys: RunKeys<'a>,
+}
+
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
 /// lines in another format translated first (`adapters.rs`).
 fn read_part(
     lines: &[&[u8]],
-    options: &ScanOptions,
-    count_tokens: bool,
+    reading: LineReading<'_>,
     format: Option<Format>,
 ) -> PyResult<Option<ChunkColumns>> {
     let mut part = ChunkColumns::new(lines.len());
@@ -267,7 +281,7 @@ fn read_part(
     for (offset, line) in lines.iter().enumerate() {
         let Some(format) = format else {
             if part
-                .push_line(line, offset, None, options, count_tokens, &mut reader)?
+                .push_line(line, offset, None, reading, &mut reader)?
                 .is_none()
             {
                 return Ok(None);
@@ -275,19 +289,18 @@ fn read_part(
             continue;
         };
         scratch.clear();
-        let Ok(count) = adapters::translate_line(line, format, &mut scratch, &mut part.sources)
+        let Ok(count) =
+            adapters::translate_line(line, format, reading.keys, &mut scratch, &mut part.sources)
         else {
             return Ok(None);
         };
+        // The translated line is written with the native keys.
+        let native = LineReading {
+            keys: RunKeys::default(),
+            ..reading
+        };
         if part
-            .push_line(
-                &scratch,
-                offset,
-                Some(count),
-                options,
-                count_tokens,
-                &mut reader,
-            )?
+            .push_line(&scratch, offset, Some(count), native, &mut reader)?
             .is_none()
         {
             return Ok(None);
@@ -309,14 +322,13 @@ const LINES_PER_PART: usize = 256;
 pub fn columns_of_lines(
     py: Python<'_>,
     lines: &[&[u8]],
-    options: &ScanOptions,
-    count_tokens: bool,
+    reading: LineReading<'_>,
     threads: usize,
     format: Option<Format>,
 ) -> PyResult<Option<ChunkColumns>> {
     let parts: Vec<PyResult<Option<ChunkColumns>>> = py.detach(|| {
         crate::pool::map_parts(lines, LINES_PER_PART, threads, |chunk| {
-            read_part(chunk, options, count_tokens, format)
+            read_part(chunk, reading, format)
         })
     });
     let mut whole = ChunkColumns::new(lines.len());
@@ -343,4 +355,48 @@ pub fn message_columns_of_objects(
         columns.push_thread(&items, &mut scratch)?;
     }
     Ok(columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(line: &str, keys: RunKeys<'_>) -> Option<(String, usize)> {
+        let tape = Tape::parse(line.as_bytes()).ok()?;
+        native_thread(tape.root(), keys).map(|(id, messages)| (id, messages.len()))
+    }
+
+    #[test]
+    fn a_run_is_found_under_the_given_keys() {
+        let line = r#"{"uuid":"u1","id":"i1","steps":[{"type":"user"}],"messages":[]}"#;
+        assert_eq!(read(line, RunKeys::default()), Some(("\"i1\"".into(), 0)));
+        let keys = RunKeys {
+            messages: Some("steps"),
+            id: Some("uuid"),
+        };
+        assert_eq!(read(line, keys), Some(("\"u1\"".into(), 1)));
+        // An id key the run lacks is a null id, not the known keys' id.
+        let keys = RunKeys {
+            messages: Some("steps"),
+            id: Some("name"),
+        };
+        assert_eq!(read(line, keys), Some(("null".into(), 1)));
+        // A messages key the run lacks, or that holds no array: Python's to report.
+        let keys = RunKeys {
+            messages: Some("uuid"),
+            id: None,
+        };
+        assert_eq!(read(line, keys), None);
+    }
+
+    #[test]
+    fn known_id_keys_are_left_to_python_only_without_an_id_key() {
+        let line = r#"{"instance_id":"x","messages":[]}"#;
+        assert_eq!(read(line, RunKeys::default()), None);
+        let keys = RunKeys {
+            messages: None,
+            id: Some("instance_id"),
+        };
+        assert_eq!(read(line, keys), Some(("\"x\"".into(), 0)));
+    }
 }

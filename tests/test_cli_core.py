@@ -4,6 +4,7 @@ the records are byte for byte the same, and so are the summary's counts."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,44 @@ def test_one_thread_reading_works_in_a_forked_child() -> None:
     expected = _read_on_one_thread()
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_read_on_one_thread).get(timeout=60) == expected
+
+
+RUN_KEYS = st.sampled_from(["conversation", "messages", "traj", "é", "id"])
+PLAIN_IDS = st.one_of(st.text(max_size=4), st.integers(-5, 5), st.none())  # ids the core writes
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(max_size=12), min_size=1, max_size=5), st.data(),
+       st.one_of(st.none(), RUN_KEYS), st.one_of(st.none(), RUN_KEYS, st.just("uuid")))
+def test_core_reads_the_given_run_keys_as_python_does(
+        drawn: list[Any], data: st.DataObject, messages_key: str | None,
+        id_key: str | None) -> None:
+    """--messages-key and --id-key in the core: runs under the given keys (and under others,
+    which the given keys miss) are read as Python reads them."""
+    lines = []
+    for thread in drawn:
+        run: dict[str, Any] = {}
+        for key in data.draw(st.lists(st.sampled_from(["id", "uuid", "instance_id", "task_id"]),
+                                      max_size=2, unique=True)):
+            run[key] = data.draw(PLAIN_IDS)
+        under = data.draw(st.sampled_from([messages_key or "messages", "messages", "history"]))
+        run[under] = thread
+        lines.append(json.dumps(run, allow_nan=True).encode("utf-8", "surrogatepass")
+                     if data.draw(st.integers(0, 5)) else _line(thread, None, False))
+    task = replace(_task(lines), messages_key=messages_key, id_key=id_key)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+
+
+def test_core_takes_chunks_under_given_keys() -> None:
+    """The benchmark's threads under other keys go through the core, not around it."""
+    lines = [json.dumps({"uuid": f"t{i}", "conversation": t}).encode()
+             for i, t in enumerate(generate_threads(300, seed=5))]
+    task = replace(_task(lines), messages_key="conversation", id_key="uuid")
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert sum(done.stats.verdicts[1:]) > 20
+    assert done.output.startswith(b'{"id":"t0",')
+    _same(done, cli._scan_chunk_in_python(task))
+    assert cli._scan_chunk_in_core(replace(task, messages_key="\udcff")) is None

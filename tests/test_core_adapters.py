@@ -6,6 +6,7 @@ and the CLI writes the same bytes whichever path read a chunk."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,39 @@ def test_cli_output_is_the_same_either_way(format_: str, tmp_path: Path,
     assert any(taken) and not all(taken)  # the chunks with an odd line went to Python
     monkeypatch.setattr(cli, "_read_in_core", lambda task: None)
     assert core == scan("python")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["openai", "anthropic"]), st.data(),
+       st.sampled_from(["conversation", "history", "messages"]),
+       st.sampled_from(["uuid", "id", "instance_id"]))
+def test_translation_under_given_keys_equals_the_adapters(
+        format_: str, data: st.DataObject, messages_key: str, id_key: str) -> None:
+    """--messages-key and --id-key: the core finds a run's messages and id where
+    ``read_run`` does (the id null where the run lacks the key), or declines."""
+    messages = data.draw(st.lists(MESSAGES[format_], max_size=6))
+    run: dict[str, Any] = {messages_key: messages}
+    for key in data.draw(st.lists(st.sampled_from(["uuid", "id", "task_id"]), unique=True)):
+        run[key] = data.draw(st.one_of(st.text(max_size=3), st.integers(0, 9)))
+    line = _encode(run, False)
+    core = _core.translate_line(line, format_, messages_key, id_key)
+    if core is None:
+        return
+    found = read_run(json.loads(line), format_, messages_key, id_key)
+    assert not isinstance(found, str), f"the core translated a line Python refuses: {found}"
+    ident, native, origins = found
+    assert json.loads(core[0]) == {"id": ident, "messages": native}
+    assert core[1] == origins
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_core_takes_translated_chunks_under_given_keys(format_: str) -> None:
+    """Generated runs under other keys are translated in the core, read as Python reads them."""
+    convert = to_openai if format_ == "openai" else to_anthropic
+    lines = [_encode({"uuid": f"t{i}", "steps": convert(t)}, False)
+             for i, t in enumerate(generate_threads(300, seed=6))]
+    task = replace(_task(lines, format_), messages_key="steps", id_key="uuid")
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert done.output.startswith(b'{"id":"t0",')
+    _same(done, cli._scan_chunk_in_python(task))

@@ -32,14 +32,18 @@ def scan_lines(
     count_tokens: bool,
     threads: int,
     format: Literal["native", "openai", "anthropic"] = "native",
+    messages_key: str | None = None,
+    id_key: str | None = None,
 ) -> dict[str, Any] | None:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures`` and
     ``figures_odd``; None when some line needs Python's json or its adapters. OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
-    ``native_ends``, with ``sources`` (the source message of every native message)."""
+    ``native_ends``, with ``sources`` (the source message of every native message). A run
+    object's messages and id are under ``messages_key`` and ``id_key`` when given."""
 
 def translate_line(
-    line: bytes, format: Literal["openai", "anthropic"]
+    line: bytes, format: Literal["openai", "anthropic"], messages_key: str | None = None,
+    id_key: str | None = None,
 ) -> tuple[bytes, list[int]] | None:
     """One run's native line and the source message of each native message, as the core
     translates it; None where it leaves the line to Python."""

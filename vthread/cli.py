@@ -55,9 +55,9 @@ byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped k
 integer with 19 digits in a row, an id Python writes differently, a line that is no thread)
 or that the translation declines (a run the adapter refuses, a numeric call id, a tool
 result only ``json.loads`` reads) is read by Python instead, the records byte for byte the
-same either way. The other formats, and ``--mask-volatile``, ``--anywhere``,
-``--messages-key`` and ``--id-key``, are read by Python, ``--jobs N`` worker processes at a
-time, output in input order.
+same either way; ``--messages-key`` and ``--id-key`` are followed by the core too. The other
+formats, ``--mask-volatile`` and ``--anywhere`` are read by Python, ``--jobs N`` worker
+processes at a time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -1285,10 +1285,21 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 
 def _core_may_read(task: _Task) -> bool:
     """Whether the core may read the chunk: native lines, or OpenAI or Anthropic runs (which
-    it translates as :mod:`vthread.adapters` does), found under the known keys and compared
-    as they are (masking volatile values and looking anywhere are Python's)."""
+    it translates as :mod:`vthread.adapters` does), compared as they are (masking volatile
+    values and looking anywhere are Python's), under keys the core can name (a key that is
+    no UTF-8 text, from a command line's undecodable bytes, is Python's)."""
     return (task.format in _CORE_FORMATS and task.broken is None and not task.mask_volatile
-            and not task.anywhere and task.messages_key is None and task.id_key is None)
+            and not task.anywhere and _utf8(task.messages_key) and _utf8(task.id_key))
+
+
+def _utf8(key: str | None) -> bool:
+    if key is None:
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
@@ -1298,7 +1309,8 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
         return None
     options = cycle_options(**task.options)
     return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
-                            format=cast(_CoreFormat, task.format))
+                            format=cast(_CoreFormat, task.format),
+                            messages_key=task.messages_key, id_key=task.id_key)
 
 
 def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
@@ -1333,9 +1345,11 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         # The core declines integers of 19 digits, not a float's long fraction, which json
         # reads (orjson is trusted only without such runs, as everywhere here).
         suspect = suspect_lines(lines)
+        # A native line is read under the chunk's keys; a translated one under the native.
+        keys = (task.messages_key, task.id_key) if native is None else (None, None)
         threads = []
         for index, line in enumerate(lines):
-            item = _read_thread(line, index in suspect, "native")
+            item = _read_thread(line, index in suspect, "native", *keys)
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
             threads.append(item[1])
         try:
