@@ -428,9 +428,9 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, float]],
                threads: int) -> dict[str, dict[str, Any]]:
-    """H1-H11 of docs/performance.md (the compiled core), judged on medians; written down
+    """H1-H13 of docs/performance.md (the compiled core), judged on medians; written down
     before the run, each with the issue's target it tests (H9 added before the run of
-    session 6, H10 and H11 before that of session 8)."""
+    session 6, H10-H13 before that of session 8)."""
     out: dict[str, dict[str, Any]] = {
         "H1": {"claim": "scan >= 100x the scalar reference, parsed (issue target)",
                "measured": speedups["scan"]["median"],
@@ -443,6 +443,15 @@ def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, fl
                "measured": speedups["floor_core"]["median"],
                "holds": speedups["floor_core"]["median"] < 100},
     }
+    # H12 and H13: written before the run of session 8 (10.2x and 10.6x in session 7).
+    out["H12"] = {"claim": "loop attribution that reads only what its answer is made of "
+                           "lifts scan to >= 12x the reference",
+                  "measured": speedups["scan"]["median"],
+                  "holds": speedups["scan"]["median"] >= 12}
+    out["H13"] = {"claim": "describe_thread_cycle with its text-run check in the core "
+                           ">= 14x the reference",
+                  "measured": speedups["describe"]["median"],
+                  "holds": speedups["describe"]["median"] >= 14}
     core_s, tape_s = rows["core_lines"]["median_s"], rows["parse_tape"]["median_s"]
     out["H8"] = {"claim": "reading lines into columns costs at most 2x parsing them alone "
                           "(the column pass is not the bottleneck)",
