@@ -206,8 +206,8 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 }
 
 /// Read a chunk of JSONL lines (each without its newline) into columns, with per line the
-/// record's id text and message count, and the usage figures; None when some line needs
-/// Python's `json` or its adapters (then Python reads the whole chunk). Lines in the
+/// record's id text and message count, and the usage figures; a line that needs Python's
+/// `json` or its adapters is listed in `declined` (an empty thread in its row). Lines in the
 /// `openai` or `anthropic` format are translated to native lines first (`adapters.rs`);
 /// those are returned too (`native`, `native_ends`), with the source message of every native
 /// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
@@ -229,7 +229,7 @@ fn scan_lines<'py>(
     format: &str,
     messages_key: Option<&str>,
     id_key: Option<&str>,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
+) -> PyResult<Bound<'py, PyDict>> {
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: id_key,
@@ -253,7 +253,7 @@ fn scan_lines<'py>(
         keys,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
-    chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
+    chunk_dict(py, chunk)
 }
 
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
@@ -271,7 +271,7 @@ fn scan_slices<'py>(
     min_result_repetitions: usize,
     count_tokens: bool,
     threads: usize,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
+) -> PyResult<Bound<'py, PyDict>> {
     let py = data.py();
     let options = scan_options(
         min_repetitions,
@@ -324,7 +324,7 @@ fn scan_slices<'py>(
         keys: adapters::RunKeys::default(),
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
-    chunk.map(|chunk| chunk_dict(py, chunk)).transpose()
+    chunk_dict(py, chunk)
 }
 
 /// Whether the format detection may call a line native without parsing it in Python
@@ -405,6 +405,7 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     out.set_item("message_counts", counts.into_pyarray(py))?;
     out.set_item("figures", chunk.figures.into_pyarray(py))?;
     out.set_item("figures_odd", chunk.figures_odd)?;
+    out.set_item("declined", chunk.declined.into_pyarray(py))?;
     if !chunk.native_ends.is_empty() {
         out.set_item("native", PyBytes::new(py, &chunk.native))?;
         out.set_item("native_ends", chunk.native_ends.into_pyarray(py))?;

@@ -185,8 +185,8 @@ fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool)
     Some(())
 }
 
-/// Everything the CLI needs of a chunk of lines, or None when some line must be read by
-/// Python (then Python reads the whole chunk, as before the core existed).
+/// Everything the CLI needs of a chunk of lines; the lines Python must read (`declined`)
+/// hold an empty thread each.
 pub struct ChunkColumns {
     pub columns: Columns,
     pub lines: Vec<LineOutcome>,
@@ -198,6 +198,9 @@ pub struct ChunkColumns {
     pub native_ends: Vec<i64>,
     /// The source message of every native message, thread after thread.
     pub sources: Vec<u32>,
+    /// The lines (by position in the chunk) that Python must read: each holds an empty
+    /// thread here, with id null, no message and no figure.
+    pub declined: Vec<i64>,
 }
 
 impl ChunkColumns {
@@ -210,6 +213,7 @@ impl ChunkColumns {
             native: Vec::new(),
             native_ends: Vec::new(),
             sources: Vec::new(),
+            declined: Vec::new(),
         }
     }
 
@@ -230,9 +234,13 @@ impl ChunkColumns {
         let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
             return Ok(None);
         };
+        let (figures, odd) = (self.figures.len(), self.figures_odd);
         if reading.count_tokens
             && usage_figures(&thread, &mut self.figures, &mut self.figures_odd).is_none()
         {
+            // Declined part-way: the line leaves nothing behind.
+            self.figures.truncate(figures);
+            self.figures_odd = odd;
             return Ok(None);
         }
         // Numbered within the part; `Columns::append` numbers the parts on.
@@ -245,8 +253,30 @@ impl ChunkColumns {
         Ok(Some(()))
     }
 
+    /// Line `offset` left to Python: an empty thread in its place, so that every other line
+    /// keeps its row.
+    fn decline(
+        &mut self,
+        offset: usize,
+        reading: LineReading<'_>,
+        reader: &mut Reader,
+    ) -> PyResult<()> {
+        let nothing: &[Value<'_>] = &[];
+        self.columns
+            .push_thread(offset, nothing, reading.options, reader)?;
+        self.lines.push(LineOutcome {
+            id_text: "null".to_owned(),
+            messages: 0,
+        });
+        self.declined.push(offset as i64);
+        Ok(())
+    }
+
     /// Append a later part's lines.
     fn append(&mut self, part: ChunkColumns) {
+        let lines = self.lines.len() as i64;
+        self.declined
+            .extend(part.declined.iter().map(|offset| offset + lines));
         let base = self.native.len() as i64;
         self.columns.append(part.columns);
         self.lines.extend(part.lines);
@@ -274,7 +304,7 @@ fn read_part(
     lines: &[&[u8]],
     reading: LineReading<'_>,
     format: Option<Format>,
-) -> PyResult<Option<ChunkColumns>> {
+) -> PyResult<ChunkColumns> {
     let mut part = ChunkColumns::new(lines.len());
     let mut reader = Reader::default();
     let mut scratch = Vec::new();
@@ -284,31 +314,39 @@ fn read_part(
                 .push_line(line, offset, None, reading, &mut reader)?
                 .is_none()
             {
-                return Ok(None);
+                part.decline(offset, reading, &mut reader)?;
             }
             continue;
         };
         scratch.clear();
-        let Ok(count) =
-            adapters::translate_line(line, format, reading.keys, &mut scratch, &mut part.sources)
-        else {
-            return Ok(None);
+        let sources = part.sources.len();
+        let taken = match adapters::translate_line(
+            line,
+            format,
+            reading.keys,
+            &mut scratch,
+            &mut part.sources,
+        ) {
+            // The translated line is written with the native keys.
+            Ok(count) => {
+                let native = LineReading {
+                    keys: RunKeys::default(),
+                    ..reading
+                };
+                part.push_line(&scratch, offset, Some(count), native, &mut reader)?
+                    .is_some()
+            }
+            Err(_) => false,
         };
-        // The translated line is written with the native keys.
-        let native = LineReading {
-            keys: RunKeys::default(),
-            ..reading
-        };
-        if part
-            .push_line(&scratch, offset, Some(count), native, &mut reader)?
-            .is_none()
-        {
-            return Ok(None);
+        if taken {
+            part.native.extend_from_slice(&scratch);
+        } else {
+            part.sources.truncate(sources); // what the translation wrote before declining
+            part.decline(offset, reading, &mut reader)?;
         }
-        part.native.extend_from_slice(&scratch);
         part.native_ends.push(part.native.len() as i64);
     }
-    Ok(Some(part))
+    Ok(part)
 }
 
 /// Lines per part handed to a worker thread: small enough to balance two cores, large
@@ -317,28 +355,26 @@ const LINES_PER_PART: usize = 256;
 
 /// The chunk's lines (native, or in `format` and translated) read on `threads` worker
 /// threads (the GIL released; see `pool::map_parts`: one is this thread), parts stitched in
-/// order; None as soon as any line needs Python. No more threads are started than there
-/// are parts of `LINES_PER_PART` lines: the others would have nothing to read.
+/// order; a line that needs Python is declined alone (`ChunkColumns::declined`). No more
+/// threads are started than there are parts of `LINES_PER_PART` lines: the others would
+/// have nothing to read.
 pub fn columns_of_lines(
     py: Python<'_>,
     lines: &[&[u8]],
     reading: LineReading<'_>,
     threads: usize,
     format: Option<Format>,
-) -> PyResult<Option<ChunkColumns>> {
-    let parts: Vec<PyResult<Option<ChunkColumns>>> = py.detach(|| {
+) -> PyResult<ChunkColumns> {
+    let parts: Vec<PyResult<ChunkColumns>> = py.detach(|| {
         crate::pool::map_parts(lines, LINES_PER_PART, threads, |chunk| {
             read_part(chunk, reading, format)
         })
     });
     let mut whole = ChunkColumns::new(lines.len());
     for part in parts {
-        let Some(part) = part? else {
-            return Ok(None);
-        };
-        whole.append(part);
+        whole.append(part?);
     }
-    Ok(Some(whole))
+    Ok(whole)
 }
 
 /// Message screens and roles of a batch of Python threads (see `anywhere.rs`).

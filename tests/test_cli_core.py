@@ -198,3 +198,46 @@ def test_core_takes_chunks_under_given_keys() -> None:
     assert done.output.startswith(b'{"id":"t0",')
     _same(done, cli._scan_chunk_in_python(task))
     assert cli._scan_chunk_in_core(replace(task, messages_key="\udcff")) is None
+
+
+ODD_LINES = [
+    b'[{"type":"user","text":NaN}]',  # json reads it, the tape does not
+    b'[{"type":"user","text":"\\ud800"}]',  # a lone surrogate
+    b'{"id":1.0,"messages":[]}',  # an id Python writes as 1.0
+    b'[{"usage":{"tokens":12345678901234567890}}]',  # beyond 64 bits
+    b'not json',  # an error record
+    b'',  # a blank line: an error record too
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_declined_lines_alone_go_the_python_way(threads: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk with a few lines only Python reads: the core reads the others, Python those
+    lines alone (consecutive ones together), and the records are byte for byte Python's."""
+    lines = [_line(t, f"t{i}", True) for i, t in enumerate(generate_threads(600, seed=8))]
+    for at, odd in zip([0, 5, 6, 300, 301, 302, 599], [*ODD_LINES, ODD_LINES[0]], strict=True):
+        lines[at] = odd
+    task = _task(lines, threads=threads)
+    read_by_python: list[tuple[int, int]] = []
+    real = cli._scan_chunk_in_python
+
+    def spy(part: Any) -> Any:
+        read_by_python.append((part.first_line, len(part.lines)))
+        return real(part)
+
+    monkeypatch.setattr(cli, "_scan_chunk_in_python", spy)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert read_by_python == [(1, 1), (6, 2), (301, 3), (600, 1)]
+    monkeypatch.setattr(cli, "_scan_chunk_in_python", real)
+    _same(done, cli._scan_chunk_in_python(task))
+
+
+def test_a_chunk_mostly_declined_goes_the_python_way_whole() -> None:
+    """More than half the lines only Python reads: the chunk is Python's (and so, at the
+    head of a file, the file goes to worker processes with --jobs)."""
+    lines = [b"not json"] * 6 + [_line(t, None, False) for t in generate_threads(5, seed=2)]
+    assert cli._read_in_core(_task(lines)) is None
+    assert cli._read_in_core(_task(lines[1:])) is not None
+    assert cli._scan_chunk_in_core(replace(_task(lines[1:]), strict=True)) is None

@@ -34,9 +34,10 @@ def scan_lines(
     format: Literal["native", "openai", "anthropic"] = "native",
     messages_key: str | None = None,
     id_key: str | None = None,
-) -> dict[str, Any] | None:
-    """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures`` and
-    ``figures_odd``; None when some line needs Python's json or its adapters. OpenAI and
+) -> dict[str, Any]:
+    """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
+    ``figures_odd`` and ``declined`` (the lines that need Python's json or its adapters,
+    each an empty thread in its row). OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given."""
@@ -58,7 +59,7 @@ def scan_slices(
     min_result_repetitions: int,
     count_tokens: bool,
     threads: int,
-) -> dict[str, Any] | None:
+) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
 def plainly_native_line(line: bytes) -> bool:

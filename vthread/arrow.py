@@ -297,8 +297,8 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     options = cycle_options(**keywords)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
                             core_threads())
-    if raw is None:
-        return None
+    if raw["declined"].size:
+        return None  # a row only Python reads: the slice goes through Python objects
     columns = columns_of(raw)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()

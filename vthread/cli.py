@@ -50,12 +50,13 @@ same way, each line translated by the core into the native line :mod:`vthread.ad
 would make of it, with the source message of each native message. Only a looping line is
 parsed again in Python (a translated one as its native line), for its record's signature
 and token cost. The tape takes only plain JSON it reads exactly as
-``json.loads(line_bytes)`` does; a chunk holding any line it declines (invalid UTF-8, a
-byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, an
-integer with 19 digits in a row, an id Python writes differently, a line that is no thread)
-or that the translation declines (a run the adapter refuses, a numeric call id, a tool
-result only ``json.loads`` reads) is read by Python instead, the records byte for byte the
-same either way; ``--messages-key`` and ``--id-key`` are followed by the core too. The other
+``json.loads(line_bytes)`` does; a line it declines (invalid UTF-8, a byte-order mark,
+``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, an integer with 19 digits
+in a row, an id Python writes differently, a line that is no thread) or that the translation
+declines (a run the adapter refuses, a numeric call id, a tool result only ``json.loads``
+reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
+records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
+by the core too. The other
 formats, ``--mask-volatile`` and ``--anywhere`` are read by Python, ``--jobs N`` worker
 processes at a time, output in input order.
 
@@ -1308,17 +1309,22 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     if not _core_may_read(task):
         return None
     options = cycle_options(**task.options)
-    return _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
-                            format=cast(_CoreFormat, task.format),
-                            messages_key=task.messages_key, id_key=task.id_key)
+    raw = _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
+                           format=cast(_CoreFormat, task.format),
+                           messages_key=task.messages_key, id_key=task.id_key)
+    # A chunk the core mostly declines is Python's whole (and a file that begins with one
+    # goes to worker processes: see _run_in_core).
+    return None if 2 * len(raw["declined"]) > len(task.lines) else raw
 
 
 def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
     """The chunk read, parsed (OpenAI and Anthropic runs translated) and judged by the
-    compiled core, no message made into a Python object; None when some line needs Python's
-    ``json`` or adapters (a bad line, an id or number only Python writes exactly, anything
-    the tape or the translation declines), and the chunk then goes the Python way whole, so
-    the output never depends on which path read it. ``raw`` is the core's reading when it
+    compiled core, no message made into a Python object. A line that needs Python's ``json``
+    or adapters (a bad line, an id or number only Python writes exactly, anything the tape
+    or the translation declines) is read the Python way alone, with the consecutive lines
+    declined with it, so the output never depends on which path read a line. None sends the
+    whole chunk the Python way: an option only Python applies, a chunk the core mostly
+    declines, or a declined line under ``--strict``. ``raw`` is the core's reading when it
     was made ahead (see :func:`_run_in_core`).
 
     Only the looping lines are parsed again in Python (a translated line as the native line
@@ -1331,6 +1337,9 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         raw = _read_in_core(task)
     if raw is None:
         return None
+    declined = raw["declined"].tolist()
+    if declined and task.strict:
+        return None  # which line is fatal, and what went before it, is Python's to say
     columns = columns_of(raw)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
@@ -1386,8 +1395,35 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         for row, (ident, verdict, count) in enumerate(
             zip(raw["id_texts"], _verdict_texts(result), counts, strict=True))
     ]
+    if declined:
+        # Each declined line holds an empty thread in the core's rows: its record and counts
+        # are Python's, read a run of consecutive lines at a time.
+        stats.lines -= len(declined)
+        stats.verdicts[0] -= len(declined)
+        for start, end in _consecutive(declined):
+            done = _scan_chunk_in_python(replace(task, first_line=task.first_line + start,
+                                                 lines=task.lines[start:end]))
+            stats.add(done.stats)
+            written = done.output.decode("ascii").split("\n")[:-1]
+            assert len(written) == end - start, "Python wrote other than a record a line"
+            records[start:end] = written
     records.append("")
     return _Done("\n".join(records).encode("ascii"), stats, None)
+
+
+def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:
+    """The runs of consecutive numbers in ascending ``rows``, as (first, last + 1).
+
+    >>> list(_consecutive([2, 3, 4, 9, 11, 12]))
+    [(2, 5), (9, 10), (11, 13)]
+    """
+    start = previous = rows[0]
+    for row in rows[1:]:
+        if row != previous + 1:
+            yield start, previous + 1
+            start = row
+        previous = row
+    yield start, previous + 1
 
 
 def _broken_stream(task: _Task) -> _Done:
