@@ -293,6 +293,20 @@ def cli_argv(path: Path, output: str, jobs: int, keys: bool = False) -> list[str
             "--jobs", str(jobs), *keyed]
 
 
+MESSY_EVERY: Final = 500
+"""One line in this many of the messy copy holds a value only Python's json reads (NaN)."""
+
+
+def write_messy(path: Path, lines: list[bytes]) -> list[bytes]:
+    """The workload with every MESSY_EVERY-th thread's first text made NaN (a value the
+    core leaves to Python's json, which reads it); returns the lines written."""
+    messy = [line.replace(b'"text":"', b'"text":NaN,"was":"', 1)
+             if index % MESSY_EVERY == MESSY_EVERY // 2 else line
+             for index, line in enumerate(lines)]
+    path.write_bytes(b"\n".join(messy) + b"\n")
+    return messy
+
+
 KEYED: Final = ("conversation", "uuid")
 """(messages key, id key) of the keyed copy of the workload (``--messages-key``, ``--id-key``)."""
 
@@ -428,9 +442,9 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, float]],
                threads: int) -> dict[str, dict[str, Any]]:
-    """H1-H13 of docs/performance.md (the compiled core), judged on medians; written down
+    """H1-H14 of docs/performance.md (the compiled core), judged on medians; written down
     before the run, each with the issue's target it tests (H9 added before the run of
-    session 6, H10-H13 before that of session 8)."""
+    session 6, H10-H14 before that of session 8)."""
     out: dict[str, dict[str, Any]] = {
         "H1": {"claim": "scan >= 100x the scalar reference, parsed (issue target)",
                "measured": speedups["scan"]["median"],
@@ -484,6 +498,11 @@ def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, fl
         out["H11"] = {"claim": "--messages-key/--id-key are read by the core: the workload "
                                "under other keys takes at most 1.1x the default keys' time",
                       "measured": keys, "holds": keys <= 1.1}
+        messy = _ratio(rows["cli_messy"]["median_s"], rows["cli"]["median_s"])
+        out["H14"] = {"claim": f"a line in {MESSY_EVERY} that only Python's json reads costs "
+                               "its own line, not its chunk: the messy copy takes at most "
+                               "1.15x the clean file's time",
+                      "measured": messy, "holds": messy <= 1.15}
     return out
 
 
@@ -610,6 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     keyed = scratch / "keyed.jsonl"
     write_keyed(keyed, threads)
     file_lines = path.read_bytes().splitlines()
+    messy = scratch / "messy.jsonl"
+    messy_lines = write_messy(messy, file_lines)
     variants = [
         Variant("reference", "scalar reference per thread", "reference\nper thread\n(baseline)",
                 "parsed", reference_repeats, lambda: reference_names(threads), baseline=True),
@@ -638,6 +659,8 @@ def main(argv: list[str] | None = None) -> int:
             Variant("cli_keys", "vthread scan --messages-key --id-key (CLI, subprocess)",
                     "CLI\nother keys", "end_to_end", repeats,
                     lambda: run_cli(keyed, 1, code, keys=True)),
+            Variant("cli_messy", f"vthread scan, 1 line in {MESSY_EVERY} NaN (CLI, subprocess)",
+                    "CLI\nmessy", "end_to_end", repeats, lambda: run_cli(messy, 1, code)),
         ]
     variants += [
         Variant("in_process", "in-process: orjson (GC paused) + scan per 5,000",
@@ -677,6 +700,11 @@ def main(argv: list[str] | None = None) -> int:
         if cli_names(keyed, 1, scratch, code, keys=True) != expected():
             raise AssertionError("CLI under other keys: verdicts differ from the reference")
         verified.append("CLI --messages-key --id-key output")
+        messy_expected = [ref.describe_thread_cycle(_messages(json.loads(line)),
+                                                    cycle_options()) for line in messy_lines]
+        if cli_names(messy, 1, scratch, code) != messy_expected:
+            raise AssertionError("CLI on the messy copy: verdicts differ from the reference")
+        verified.append("CLI on the messy copy (its own reference answers)")
     round_loads = measure(variants, expected)
     rows = {v.key: v.summary() for v in variants}
     speedups = ratios(rows)
@@ -726,6 +754,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(report, plot_path)
     path.unlink()
     keyed.unlink()
+    messy.unlink()
     shutil.rmtree(code)
     if scratch not in (json_path.parent, plot_path.parent):
         shutil.rmtree(scratch)
