@@ -89,7 +89,7 @@ RECORDED_PRODUCTION: Final[dict[str, Any]] = {
 }
 
 Names = list[str | None]
-Kind = Literal["parsed", "end_to_end", "component"]
+Kind = Literal["parsed", "end_to_end", "component", "per_call"]
 
 
 @dataclass
@@ -292,6 +292,9 @@ def cli_argv(path: Path, output: str, jobs: int, keys: bool = False) -> list[str
     return [sys.executable, "-m", "vthread", "scan", str(path), "--output", output, "--quiet",
             "--jobs", str(jobs), *keyed]
 
+
+PER_CALL_MESSAGES: Final = 60
+"""The length of the threads a per-call figure is measured on (the issue's)."""
 
 MESSY_EVERY: Final = 500
 """One line in this many of the messy copy holds a value only Python's json reads (NaN)."""
@@ -631,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     file_lines = path.read_bytes().splitlines()
     messy = scratch / "messy.jsonl"
     messy_lines = write_messy(messy, file_lines)
+    # What an agent harness pays per turn: one call on a thread of 60 messages.
+    sixty = [thread for thread in threads if len(thread) == PER_CALL_MESSAGES]
     variants = [
         Variant("reference", "scalar reference per thread", "reference\nper thread\n(baseline)",
                 "parsed", reference_repeats, lambda: reference_names(threads), baseline=True),
@@ -641,6 +646,14 @@ def main(argv: list[str] | None = None) -> int:
         Variant("describe", "vthread.describe_thread_cycle per thread",
                 "describe_thread_cycle\nper thread", "parsed", repeats,
                 lambda: [vthread.describe_thread_cycle(t) for t in threads]),
+        Variant("reference_60", f"scalar reference, each {PER_CALL_MESSAGES}-message thread",
+                "reference\n60 messages", "per_call", repeats,
+                lambda: _no_names([ref.describe_thread_cycle(t, cycle_options())
+                                   for t in sixty]),
+                baseline=True),
+        Variant("describe_60", f"describe_thread_cycle, each {PER_CALL_MESSAGES}-message "
+                "thread", "describe\n60 messages", "per_call", repeats,
+                lambda: _no_names([vthread.describe_thread_cycle(t) for t in sixty])),
         Variant("floor", "floor: one dict.get of every message", "floor:\none field\nread",
                 "parsed", repeats, lambda: one_field_pass(threads)),
         Variant("floor_core", "floor: one lookup of every message from the core",
@@ -742,6 +755,12 @@ def main(argv: list[str] | None = None) -> int:
         "variants": rows,
         "ratios": speedups,
         "recorded_production": RECORDED_PRODUCTION,
+    }
+    report["per_call_us"] = {
+        "threads": len(sixty),
+        "messages_each": PER_CALL_MESSAGES,
+        **{key: round(rows[key]["median_s"] / max(len(sixty), 1) * 1e6, 1)
+           for key in ("describe_60", "reference_60")},
     }
     report["hypotheses"] = hypotheses(rows, speedups, count)
     if not args.no_profile:
