@@ -10,9 +10,9 @@
 //! interned per thread by their canonical bytes, so two ids are equal exactly when the values
 //! are equal in JavaScript, and no collision of any hash can change an answer.
 
-use ahash::AHashMap as HashMap;
 use pyo3::prelude::*;
 
+use crate::arena::ArenaInterner;
 use crate::node::{Key, Node, Text};
 use crate::suffix::{masked, KeyReader, SuffixOptions};
 
@@ -32,7 +32,7 @@ pub const ABSENT: i64 = -1;
 /// Exact ids of canonical encodings within one thread: equal ids, equal values.
 #[derive(Default)]
 pub struct Interner {
-    ids: HashMap<Vec<u8>, i64>,
+    ids: ArenaInterner,
     scratch: Vec<u8>,
 }
 
@@ -43,12 +43,7 @@ impl Interner {
 
     /// The id of the bytes in `scratch` (a tag byte first keeps namespaces apart).
     fn intern_scratch(&mut self) -> i64 {
-        if let Some(&id) = self.ids.get(self.scratch.as_slice()) {
-            return id;
-        }
-        let next = self.ids.len() as i64;
-        self.ids.insert(self.scratch.clone(), next);
-        next
+        self.ids.intern(&self.scratch) as i64
     }
 
     /// The id of a value's canonical encoding under `tag`.

@@ -2,14 +2,16 @@
 //! lives in a module of its own: `adapters` (OpenAI and Anthropic runs as native lines),
 //! `canonical` (the JavaScript-equal encoding), `objects` (reading Python values),
 //! `fingerprint` (XXH3-64 of encodings), `columns` (a batch of threads as flat arrays),
-//! `suffix` (the repeated-suffix pass over them), `textrun` (the text-run check over many
-//! texts) and `unicode` (JavaScript's whitespace and the guard's word normal form, from the
-//! tables that `tools/unicode_tables.py` generates into `unicode_tables`).
+//! `suffix` (the repeated-suffix pass over them), `arena` (the exact ids both intern),
+//! `textrun` (the text-run check over many texts) and `unicode` (JavaScript's whitespace and
+//! the guard's word normal form, from the tables that `tools/unicode_tables.py` generates
+//! into `unicode_tables`).
 
 use pyo3::prelude::*;
 
 pub mod adapters;
 pub mod anywhere;
+pub mod arena;
 pub mod arrow_rows;
 pub mod canonical;
 pub mod columns;

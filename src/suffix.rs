@@ -13,10 +13,9 @@
 //! exact ids (canonical bytes of type, text and meta, interned per thread): equal ids mean
 //! equal messages, so its answer is the reference's, and no hash collision can change it.
 
-use ahash::AHashMap as HashMap;
-
 use pyo3::prelude::*;
 
+use crate::arena::ArenaInterner;
 use crate::fingerprint;
 use crate::node::{absent_screen, Key, Node};
 
@@ -103,7 +102,7 @@ fn exact_key<N: Node>(message: &N, key: &mut Vec<u8>) -> PyResult<()> {
 pub struct KeyReader {
     screens: Vec<Option<u64>>,
     exact: Vec<Option<u64>>,
-    ids: HashMap<Vec<u8>, u64>,
+    ids: ArenaInterner,
     scratch: Vec<u8>,
     z: Vec<usize>,
 }
@@ -153,8 +152,7 @@ impl KeyReader {
                 return Ok(known);
             }
             exact_key(&items[length - 1 - back], scratch)?;
-            let next = ids.len() as u64;
-            let id = *ids.entry(scratch.clone()).or_insert(next);
+            let id = ids.intern(scratch) as u64;
             exact[back] = Some(id);
             Ok(id)
         };
