@@ -63,11 +63,12 @@ impl Interner {
     }
 }
 
-/// A value met before: the value, its canonical bytes once needed, and the next value met
-/// with the same screen (a chain through the arena; values are their own ids).
+/// A value met before: the value, where its canonical bytes are in `LazyInterner::encoded`
+/// once needed, and the next value met with the same screen (a chain through the arena;
+/// values are their own ids).
 struct Interned<N> {
     value: N,
-    bytes: Option<Vec<u8>>,
+    bytes: Option<std::ops::Range<usize>>,
     same_screen: Option<usize>,
 }
 
@@ -79,6 +80,11 @@ struct Interned<N> {
 pub struct LazyInterner<N> {
     first_with_screen: ahash::AHashMap<u64, usize>,
     arena: Vec<Interned<N>>,
+    /// Every encoded value's canonical bytes, one after another (one buffer, not one heap
+    /// allocation per value: a long tail encodes a million of them).
+    encoded: Vec<u8>,
+    /// The canonical bytes of the value being looked up.
+    candidate: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -87,6 +93,8 @@ impl<N> Default for LazyInterner<N> {
         LazyInterner {
             first_with_screen: ahash::AHashMap::new(),
             arena: Vec::new(),
+            encoded: Vec::new(),
+            candidate: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -106,17 +114,21 @@ impl<N: Node + Clone> LazyInterner<N> {
             });
             return Ok(fresh as i64);
         };
-        let mut encoded = Vec::new();
-        value.push_canonical(&mut encoded)?;
+        self.candidate.clear();
+        value.push_canonical(&mut self.candidate)?;
         let mut at = first;
         loop {
             let entry = &mut self.arena[at];
-            if entry.bytes.is_none() {
-                let mut bytes = Vec::new();
-                entry.value.push_canonical(&mut bytes)?;
-                entry.bytes = Some(bytes);
-            }
-            if entry.bytes.as_deref() == Some(encoded.as_slice()) {
+            let bytes = match &entry.bytes {
+                Some(bytes) => bytes.clone(),
+                None => {
+                    let begin = self.encoded.len();
+                    entry.value.push_canonical(&mut self.encoded)?;
+                    entry.bytes = Some(begin..self.encoded.len());
+                    begin..self.encoded.len()
+                }
+            };
+            if self.encoded[bytes] == self.candidate[..] {
                 return Ok(at as i64);
             }
             match entry.same_screen {
@@ -124,10 +136,12 @@ impl<N: Node + Clone> LazyInterner<N> {
                 None => break,
             }
         }
+        let begin = self.encoded.len();
+        self.encoded.extend_from_slice(&self.candidate);
         self.arena[at].same_screen = Some(fresh);
         self.arena.push(Interned {
             value: value.clone(),
-            bytes: Some(encoded),
+            bytes: Some(begin..self.encoded.len()),
             same_screen: None,
         });
         Ok(fresh as i64)
