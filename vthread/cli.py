@@ -128,13 +128,17 @@ __all__ = ["main"]
 
 CHUNK_LINES: Final = 4096
 """Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
-CHUNK_BYTES: Final = 8 << 20
-"""About the most input bytes per chunk; parsed, a chunk takes several times this in memory.
+CHUNK_BYTES: Final = 4 << 20
+"""About the most input bytes per chunk; a chunk the core declines takes several times this
+in memory as Python objects.
 
-Measured on the 90 MB benchmark set (3 alternating runs each, CPU seconds): 8 MiB chunks
-took 3.1-3.5 s of user time against 3.5-4.3 s for 1 MiB, at a peak RSS of 114 MB against
-48 MB (16 MiB: 193 MB). Each scan call has a fixed cost in array set-up and rounds, which
-chunks of about a thousand threads amortise; the peak still depends on the chunk size only.
+Measured on the 90 MB benchmark set with the core reading (5 alternating runs each, wall
+seconds, median): 1, 2, 4 and 8 MiB chunks took 0.727, 0.715, 0.695 and 0.729 s with
+``--jobs 1`` and 0.490, 0.477, 0.468 and 0.507 s with ``--jobs 2``. With two jobs the core
+reads a chunk while Python finishes the one before, so the first chunk's reading and the
+last one's finishing do not overlap: smaller chunks shorten both, smaller still pay each
+call's fixed cost. (Before the core, through Python objects, 8 MiB had beaten 1 MiB.) The
+peak memory depends on the chunk size only.
 """
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
