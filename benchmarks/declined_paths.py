@@ -1,0 +1,85 @@
+"""Files that used to leave the compiled core, timed both ways in today's code.
+
+Before session 8, ``vthread scan`` read a file under ``--messages-key``/``--id-key`` wholly
+through Python, and sent a whole chunk through Python when any one of its lines needed
+Python's ``json``. This script writes the benchmark workload (seed 0) as such files, a keyed
+copy and a messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), and
+times ``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
+same command forced down the old path (``--old-path``: every chunk, or every chunk with a
+declined line, read by Python). The records are checked to be byte for byte the same.
+
+Usage: ``python -m benchmarks.declined_paths [--runs 5]``; prints medians and minima.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.scan_report import KEYED, subprocess_env, write_keyed, write_messy
+from benchmarks.workload import generate_threads, write_jsonl
+
+
+def old_path(kind: str, argv: list[str]) -> int:
+    """``vthread scan`` with the core's reading limited as before session 8."""
+    from vthread import cli
+
+    read = cli._read_in_core
+
+    def whole_chunks(task: Any) -> Any:
+        raw = read(task)
+        return None if raw is None or len(raw["declined"]) else raw
+
+    cli._read_in_core = (lambda task: None) if kind == "keyed" else whole_chunks  # type: ignore[attr-defined]
+    return cli.main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.declined_paths")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--old-path", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.old_path:
+        return old_path(args.old_path[0], args.old_path[1:])
+    scratch = Path(tempfile.mkdtemp(prefix="vthread-declined-"))
+    threads = generate_threads(10_000, seed=0)
+    plain = scratch / "threads.jsonl"
+    write_jsonl(plain, threads)
+    files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl"}
+    write_keyed(files["keyed"], threads)
+    write_messy(files["messy"], plain.read_bytes().splitlines())
+    keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": []}
+    commands: dict[str, list[str]] = {}
+    for kind, path in files.items():
+        scan = ["scan", str(path), "-q", *keys[kind]]
+        commands[f"{kind}: core"] = [sys.executable, "-m", "vthread", *scan]
+        commands[f"{kind}: old path"] = [sys.executable, "-m", "benchmarks.declined_paths",
+                                         "--old-path", kind, *scan]
+    outputs = {label: subprocess.run(argv_, check=True, capture_output=True,
+                                     env=subprocess_env()).stdout
+               for label, argv_ in commands.items()}
+    for kind in files:
+        if outputs[f"{kind}: core"] != outputs[f"{kind}: old path"]:
+            raise AssertionError(f"{kind}: the two paths wrote different records")
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(args.runs):
+        for label, argv_ in commands.items():
+            started = time.perf_counter()
+            subprocess.run([*argv_, "-o", "/dev/null"], check=True, env=subprocess_env())
+            times[label].append(time.perf_counter() - started)
+    for label, runs in times.items():
+        print(f"{label:<18} median {statistics.median(runs):.3f} s  min {min(runs):.3f} s")
+    for path in [plain, *files.values()]:
+        path.unlink()
+    scratch.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
