@@ -439,3 +439,25 @@ def test_jobs_1000_native_reads_on_capped_threads(tmp_path: Path,
     code, out, _ = run(["scan", "-q", "--jobs", "1000", str(SAMPLE)], monkeypatch)
     assert code == 0 and len(strict_records(out)) == 300
     assert asked and set(asked) == {3}
+
+
+@pytest.mark.parametrize("format_", [None, "openai", "anthropic", "responses"])
+def test_a_type_that_is_a_list_or_object_is_no_crash(format_: str | None, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Types that are lists or objects, where a format's names are looked up (a message's,
+    a content part's, a block's): every line gets its record, status 0 (a set's ``in``
+    raised TypeError on them, an internal error that ended the run)."""
+    lines = [
+        [{"role": "user", "type": ["x"], "content": "hi"}],
+        [{"role": "system", "content": [{"type": ["text"]}]}],
+        [{"role": "user", "content": [{"type": {"a": 1}, "text": "b"}]}],
+        [{"type": "message", "role": "user", "content": [{"type": ["output_text"]}]}],
+        [{"type": ["function_call"], "name": "a"}],
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    chosen = ["--format", format_] if format_ else []
+    code, out, err = run(["scan", "-q", *chosen, str(path)], monkeypatch)
+    assert code in (0, 1), err
+    assert "internal error" not in err
+    assert [r["line"] for r in strict_records(out)] == [1, 2, 3, 4, 5]

@@ -661,8 +661,8 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
                for m in messages) and all(m["type"] in _RESPONSES_ITEMS for m in messages):
             return "responses", True
         return "native", True
-    if all(m.get("type", "message") in _RESPONSES_ITEMS for m in messages) and any(
-        m.get("type") in _RESPONSES_CALLS or m.get("type") in _RESPONSES_OUTPUTS
+    if all(_named(m.get("type", "message"), _RESPONSES_ITEMS) for m in messages) and any(
+        _named(m.get("type"), _RESPONSES_CALLS | _RESPONSES_OUTPUTS)
         or (m.get("type") == "message" and "role" in m) for m in messages
     ):
         return "responses", True
@@ -723,8 +723,14 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]]) -> Format:
 
 def _has_anthropic_block(content: Any) -> bool:
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS
+        isinstance(block, Mapping) and _named(block.get("type"), _ANTHROPIC_BLOCKS)
         for block in content)
+
+
+def _named(value: Any, names: frozenset[str]) -> bool:
+    """Whether ``value`` is one of ``names``: a list or object (unhashable) is none of them,
+    where ``in`` would raise."""
+    return isinstance(value, str) and value in names
 
 
 # ------------------------------------------------------------------------------ shared parts
@@ -808,7 +814,7 @@ def _joined_text(content: Any, where: str) -> str:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type", "text") in _TEXT_PARTS:
+        elif isinstance(part, Mapping) and _named(part.get("type", "text"), _TEXT_PARTS):
             text = part.get("text")
             if isinstance(text, str):
                 texts.append(text)
