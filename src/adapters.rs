@@ -28,6 +28,7 @@ use crate::node::Node;
 pub enum Format {
     OpenAi,
     Anthropic,
+    Responses,
 }
 
 impl Format {
@@ -36,6 +37,7 @@ impl Format {
         match name {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "responses" => Some(Format::Responses),
             _ => None,
         }
     }
@@ -219,11 +221,10 @@ fn joined_text<'t>(content: Option<Value<'t>>) -> Result<Str<'t>, Declined> {
         if part.is_string() {
             texts.push(part);
         } else if part.is_object() {
+            // `adapters._named`: a type that is no string names no text part.
             let is_text = match part.get("type") {
                 None => true,
                 Some(kind) if kind.is_string() => TEXT_PARTS.iter().any(|name| kind.is_text(name)),
-                // A list or object is unhashable: `in frozenset` raises TypeError there.
-                Some(kind) if kind.is_array() || kind.is_object() => return Err(Declined),
                 Some(_) => false,
             };
             if let Some(text) = part.get("text").filter(|text| is_text && text.is_string()) {
@@ -546,6 +547,98 @@ fn openai_assistant<'t>(
     Ok(())
 }
 
+/// `adapters.from_responses`: OpenAI Responses API items.
+fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
+    let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
+    for (index, &item) in items.iter().enumerate() {
+        if !item.is_object() {
+            return Err(Declined);
+        }
+        writer.begin(index, item);
+        // `item.get("type")`: null is no type, and an item with a role is then a message.
+        let kind = match item.get("type").filter(|kind| !kind.is_null()) {
+            Some(kind) if kind.is_string() => Some(kind),
+            Some(_) => return Err(Declined),
+            None if item.get("role").is_some() => None,
+            None => return Err(Declined),
+        };
+        let role_kind = match kind {
+            None => {
+                let role = role(item)?;
+                writer.text(
+                    &role_type(role, &OPENAI_ROLE_TYPES),
+                    &joined_text(item.get("content"))?,
+                );
+                role_type(role, &OPENAI_ROLE_TYPES)
+            }
+            Some(kind) if kind.is_text("message") => {
+                let role = role(item)?;
+                writer.text(
+                    &role_type(role, &OPENAI_ROLE_TYPES),
+                    &joined_text(item.get("content"))?,
+                );
+                role_type(role, &OPENAI_ROLE_TYPES)
+            }
+            Some(kind) if kind.is_text("reasoning") => {
+                let mut text = reasoning_text(item.get("summary"));
+                if text.is_empty() {
+                    text = reasoning_text(item.get("content"));
+                }
+                writer.text(&Str::Fixed("reasoning"), &text);
+                Str::Line(kind)
+            }
+            Some(kind) if kind.is_text("function_call") || kind.is_text("custom_tool_call") => {
+                let (name, mut arguments) = function(Some(item))?;
+                if kind.is_text("custom_tool_call") {
+                    arguments = item.get("input").map(Payload::Line);
+                }
+                writer.activity(&name, arguments.as_ref(), None, false);
+                if let CallId::Key(key) = call_id(item.get("call_id"), true)? {
+                    calls.insert(key, (name, arguments));
+                }
+                Str::Line(kind)
+            }
+            Some(kind)
+                if kind.is_text("function_call_output")
+                    || kind.is_text("custom_tool_call_output") =>
+            {
+                let (name, arguments) = find_call(&calls, item.get("call_id"), item)?;
+                let result = json_or_text(joined_text(item.get("output"))?)?;
+                writer.activity(&name, arguments.as_ref(), Some(&result), false);
+                Str::Line(kind)
+            }
+            Some(kind) => {
+                writer.text(&Str::Line(kind), &Str::Fixed(""));
+                Str::Line(kind)
+            }
+        };
+        writer.finish(&role_kind);
+    }
+    Ok(())
+}
+
+/// `adapters._reasoning_text`: the texts of a reasoning item's parts, joined.
+fn reasoning_text(parts: Option<Value<'_>>) -> Str<'_> {
+    let Some(parts) = parts.filter(Value::is_array) else {
+        return Str::Fixed("");
+    };
+    let texts: Vec<Value<'_>> = parts
+        .children()
+        .filter(Value::is_object)
+        .filter_map(|part| part.get("text").filter(Value::is_string))
+        .collect();
+    match texts.as_slice() {
+        [] => Str::Fixed(""),
+        [one] => Str::Line(*one),
+        many => Str::Joined(
+            many.iter()
+                .map(|text| text.text().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    }
+}
+
 /// `adapters.from_anthropic`.
 fn from_anthropic<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
@@ -745,6 +838,7 @@ pub fn translate_line(
     match format {
         Format::OpenAi => from_openai(&messages, &mut writer)?,
         Format::Anthropic => from_anthropic(&messages, &mut writer)?,
+        Format::Responses => from_responses(&messages, &mut writer)?,
     }
     out.extend_from_slice(b"]}");
     Ok(messages.len())

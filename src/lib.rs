@@ -1,6 +1,6 @@
 //! The compiled core of vthread. This file only registers the Python module; every concept
-//! lives in a module of its own: `adapters` (OpenAI and Anthropic runs as native lines),
-//! `canonical` (the JavaScript-equal encoding), `objects` (reading Python values),
+//! lives in a module of its own: `adapters` (OpenAI, Anthropic and Responses runs as native
+//! lines), `canonical` (the JavaScript-equal encoding), `objects` (reading Python values),
 //! `fingerprint` (XXH3-64 of encodings), `columns` (a batch of threads as flat arrays),
 //! `suffix` (the repeated-suffix pass over them), `arena` (the exact ids both intern),
 //! `textrun` (the text-run check over many texts) and `unicode` (JavaScript's whitespace and
@@ -202,7 +202,7 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
         ("native", _) => Ok(None),
         (_, Some(format)) => Ok(Some(format)),
         _ => Err(PyValueError::new_err(format!(
-            "unknown format {name:?}; expected native, openai or anthropic"
+            "unknown format {name:?}; expected native, openai, anthropic or responses"
         ))),
     }
 }
@@ -210,7 +210,7 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// Read a chunk of JSONL lines (each without its newline) into columns, with per line the
 /// record's id text and message count, and the usage figures; a line that needs Python's
 /// `json` or its adapters is listed in `declined` (an empty thread in its row). Lines in the
-/// `openai` or `anthropic` format are translated to native lines first (`adapters.rs`);
+/// `openai`, `anthropic` or `responses` format are translated to native lines first (`adapters.rs`);
 /// those are returned too (`native`, `native_ends`), with the source message of every native
 /// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
 /// A run object's messages and id are found under `messages_key` and `id_key` when given
@@ -417,7 +417,7 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     Ok(out)
 }
 
-/// One line's run in `format` (`openai` or `anthropic`) as the core translates it: the native
+/// One line's run in `format` (`openai`, `anthropic` or `responses`) as the core translates it: the native
 /// line `{"id": ..., "messages": [...]}` and the source message of each native message, or
 /// None where the core leaves the line to Python. For the tests that hold the translation to
 /// `vthread.adapters`.
@@ -435,7 +435,7 @@ fn translate_line<'py>(
     };
     let Some(format) = line_format(format)? else {
         return Err(PyValueError::new_err(
-            "translate_line takes openai or anthropic",
+            "translate_line takes openai, anthropic or responses",
         ));
     };
     let (mut out, mut sources) = (Vec::new(), Vec::new());

@@ -570,6 +570,49 @@ def openai_messages(draw: st.DrawFn) -> Any:
     return message
 
 
+REASONING_PARTS = st.one_of(
+    st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("summary_text"), "text": TEXTS}),
+                       st.sampled_from([{"text": 3}, "plain", None, {"type": "x"}])),
+             max_size=3),
+    st.sampled_from([None, "text", {}]))
+
+
+@st.composite
+def responses_items(draw: st.DrawFn) -> Any:
+    """An OpenAI Responses API item: a message, reasoning, a call or its output, an unknown
+    item, sometimes odd (no type, a null or numeric type, no name, a numeric call id)."""
+    kind = draw(st.sampled_from(["message", "message", "role_only", "reasoning",
+                                 "function_call", "function_call", "custom_tool_call",
+                                 "function_call_output", "function_call_output",
+                                 "custom_tool_call_output", "web_search_call", "odd"]))
+    if kind == "odd":
+        return draw(st.sampled_from([7, None, "x", [], {}, {"type": None}, {"type": 3},
+                                     {"type": None, "role": "user", "content": "hi"},
+                                     {"type": "function_call"}, {"role": 1}]))
+    item: dict[str, Any] = {} if kind == "role_only" else {"type": kind}
+    if kind in ("message", "role_only"):
+        item["role"] = draw(ROLE_NAMES)
+        _put(item, "content", draw(CONTENTS))
+    elif kind == "reasoning":
+        for key in ("summary", "content"):
+            if draw(st.booleans()):
+                item[key] = draw(REASONING_PARTS)
+    elif kind in ("function_call", "custom_tool_call"):
+        item["name"] = draw(TOOL_NAMES)
+        _put(item, "arguments", draw(st.one_of(st.just(_ABSENT), TOOL_TEXTS, ARGUMENTS)))
+        if kind == "custom_tool_call":
+            _put(item, "input", draw(st.one_of(st.just(_ABSENT), TOOL_TEXTS, ARGUMENTS)))
+        _put(item, "call_id", draw(CALL_IDS))
+    elif kind.endswith("_output"):
+        _put(item, "call_id", draw(CALL_IDS))
+        _put(item, "output", draw(st.one_of(CONTENTS, TOOL_TEXTS)))
+        if draw(st.booleans()):
+            item["name"] = draw(TOOL_NAMES)
+    if draw(st.integers(0, 3)) == 0:
+        item.update(draw(usages()))
+    return item
+
+
 @st.composite
 def anthropic_blocks(draw: st.DrawFn) -> Any:
     """An Anthropic content block of any kind, sometimes odd."""

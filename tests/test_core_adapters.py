@@ -15,7 +15,7 @@ from cli_chunks import assert_same_done as _same
 from cli_chunks import chunk_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import anthropic_messages, openai_messages, runs
+from strategies import anthropic_messages, openai_messages, responses_items, runs
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from vthread import _core, cli
@@ -27,7 +27,9 @@ OPTIONS: dict[str, float | None] = {
     "min_repetitions": None, "min_pattern_length": None, "max_pattern_length": None,
     "min_result_repetitions": None,
 }
-MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages()}
+MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
+            "responses": responses_items()}
+TRANSLATED = st.sampled_from(["openai", "anthropic", "responses"])
 SETTINGS = settings(max_examples=400, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -37,13 +39,13 @@ def _encode(value: Any, ascii_only: bool) -> bytes:
         "utf-8", "surrogatepass")
 
 
-def _check_line(line: bytes, format_: str) -> bool:
+def _check_line(line: bytes, format_: str, messages_key: str | None = None) -> bool:
     """The core's translation of ``line`` equals Python's; whether the core took it."""
-    core = _core.translate_line(line, format_)
+    core = _core.translate_line(line, format_, messages_key)
     if core is None:
         return False
     native_line, sources = core
-    found = read_run(json.loads(line), format_)
+    found = read_run(json.loads(line), format_, messages_key)
     assert not isinstance(found, str), f"the core translated a line Python refuses: {found}"
     ident, native, origins = found
     expected = {"id": ident, "messages": native}
@@ -56,7 +58,7 @@ def _check_line(line: bytes, format_: str) -> bool:
 
 
 @SETTINGS
-@given(st.sampled_from(["openai", "anthropic"]), st.data(), st.booleans())
+@given(TRANSLATED, st.data(), st.booleans())
 def test_core_translation_equals_the_adapters(format_: str, data: st.DataObject,
                                               ascii_only: bool) -> None:
     """Drawn runs (odd fields, tool results that are and are not JSON, lone surrogates,
@@ -88,7 +90,6 @@ def test_generated_runs_are_taken(format_: str) -> None:
     # json.loads reads it or not depending on the recursion limit.
     (json.dumps([{"role": "tool", "content": "[" * 1100 + "]" * 1100}]).encode(), "openai"),
     (b'[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"a"}}]}]', "openai"),
-    (b'[{"role":"user","content":[{"type":["text"],"text":"a"}]}]', "openai"),
     (b'[{"role":"user","content":3}]', "openai"),
     (b'{"task_id":1.5,"trial":0,"traj":[]}', "openai"),
     (b'[{"role":"user","content":{}}]', "anthropic"),
@@ -97,6 +98,65 @@ def test_generated_runs_are_taken(format_: str) -> None:
 def test_unusual_lines_are_declined(line: bytes, format_: str) -> None:
     """What Python alone reads exactly (or refuses) is left to it."""
     assert _core.translate_line(line, format_) is None
+
+
+def to_responses(thread: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The thread as OpenAI Responses items, by way of its chat-completions form."""
+    items: list[dict[str, Any]] = []
+    for message in to_openai(thread):
+        if message["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
+                          "output": message["content"]})
+            continue
+        if message.get("reasoning_content"):
+            items.append({"type": "reasoning", "summary": [
+                {"type": "summary_text", "text": message["reasoning_content"]}]})
+        if message.get("content") is not None:
+            items.append({"type": "message", "role": message["role"],
+                          "content": [{"type": "output_text", "text": message["content"]}]})
+        for call in message.get("tool_calls", []):
+            items.append({"type": "function_call", "call_id": call["id"],
+                          "name": call["function"]["name"],
+                          "arguments": call["function"]["arguments"]})
+    return items
+
+
+def test_generated_responses_runs_are_taken_and_read_alike() -> None:
+    """The benchmark's threads as Responses items are translated by the core, as Python
+    translates them, and a chunk of them writes Python's records byte for byte."""
+    lines = [_encode({"id": f"t{index}", "input": to_responses(thread)}, index % 2 == 0)
+             for index, thread in enumerate(generate_threads(300, seed=12))]
+    for line in lines[:100]:
+        assert _check_line(line, "responses", messages_key="input")
+    task = replace(_task(lines, "responses"), messages_key="input")
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None
+    assert sum(done.stats.verdicts[1:]) > 20
+    _same(done, cli._scan_chunk_in_python(task))
+
+
+@pytest.mark.parametrize("line", [
+    b'[{"type":"function_call","name":"a","call_id":1}]',  # a numeric call id
+    b'[{"type":3}]',
+    b'[{"type":null}]',
+    b'[{"type":"message","role":1}]',
+    b'[{"type":"function_call_output","output":3}]',
+    b'[{"type":"function_call_output","output":"NaN"}]',
+])
+def test_unusual_responses_items_are_declined(line: bytes) -> None:
+    """What Python alone reads exactly (or refuses) is left to it."""
+    assert _core.translate_line(line, "responses") is None
+
+
+@pytest.mark.parametrize("format_", ["openai", "responses"])
+def test_a_part_typed_by_a_list_or_object_is_no_text(format_: str) -> None:
+    """A content part whose type is a list or an object names no text part (Python's
+    ``in`` of a set raised TypeError on it, which ended the run); the core reads it alike."""
+    for kind in (["text"], {"a": 1}):
+        content = [{"type": kind, "text": "a"}, {"type": "text", "text": "b"}]
+        message = ({"role": "user", "content": content} if format_ == "openai"
+                   else {"type": "message", "role": "user", "content": content})
+        assert _check_line(_encode([message], False), format_)
 
 
 def test_tool_text_that_is_not_json_stays_text() -> None:
@@ -115,7 +175,7 @@ def _task(lines: list[bytes], format_: str, threads: int = 1,
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["openai", "anthropic"]), st.data(), st.booleans())
+@given(TRANSLATED, st.data(), st.booleans())
 def test_core_chunk_equals_python_chunk(format_: str, data: st.DataObject,
                                         count_tokens: bool) -> None:
     """Whenever the core takes a chunk of drawn runs, it writes what Python's reading
@@ -186,7 +246,7 @@ def test_cli_output_is_the_same_either_way(format_: str, tmp_path: Path,
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["openai", "anthropic"]), st.data(),
+@given(TRANSLATED, st.data(),
        st.sampled_from(["conversation", "history", "messages"]),
        st.sampled_from(["uuid", "id", "instance_id"]))
 def test_translation_under_given_keys_equals_the_adapters(

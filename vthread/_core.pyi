@@ -31,7 +31,7 @@ def scan_lines(
     min_result_repetitions: int,
     count_tokens: bool,
     threads: int,
-    format: Literal["native", "openai", "anthropic"] = "native",
+    format: Literal["native", "openai", "anthropic", "responses"] = "native",
     messages_key: str | None = None,
     id_key: str | None = None,
 ) -> dict[str, Any]:
@@ -43,8 +43,8 @@ def scan_lines(
     object's messages and id are under ``messages_key`` and ``id_key`` when given."""
 
 def translate_line(
-    line: bytes, format: Literal["openai", "anthropic"], messages_key: str | None = None,
-    id_key: str | None = None,
+    line: bytes, format: Literal["openai", "anthropic", "responses"],
+    messages_key: str | None = None, id_key: str | None = None,
 ) -> tuple[bytes, list[int]] | None:
     """One run's native line and the source message of each native message, as the core
     translates it; None where it leaves the line to Python."""

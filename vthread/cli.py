@@ -156,8 +156,9 @@ _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
-_CoreFormat = Literal["native", "openai", "anthropic"]
-_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = ("native", "openai", "anthropic")  # the core's
+_CoreFormat = Literal["native", "openai", "anthropic", "responses"]
+_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads
+    "native", "openai", "anthropic", "responses")
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
