@@ -45,19 +45,19 @@ so memory depends on the chunk size, not the input size.
 A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
 tape (no Python object per message) and read into the heuristics' columns with the GIL
 released; with ``--jobs N`` (N > 1) the core reads the next chunk on N - 1 threads while
-Python finishes the current one. A chunk of OpenAI chat or Anthropic messages runs goes the
-same way, each line translated by the core into the native line :mod:`vthread.adapters`
-would make of it, with the source message of each native message. Only a looping line is
-parsed again in Python (a translated one as its native line), for its record's signature
-and token cost. The tape takes only plain JSON it reads exactly as
+Python finishes the current one. A chunk of OpenAI chat, Anthropic messages or OpenAI
+Responses runs goes the same way, each line translated by the core into the native line
+:mod:`vthread.adapters` would make of it, with the source message of each native message.
+Only a looping line is parsed again in Python (a translated one as its native line), for
+its record's signature and token cost. The tape takes only plain JSON it reads exactly as
 ``json.loads(line_bytes)`` does; a line it declines (invalid UTF-8, a byte-order mark,
 ``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, an integer with 19 digits
 in a row, an id Python writes differently, a line that is no thread) or that the translation
 declines (a run the adapter refuses, a numeric call id, a tool result only ``json.loads``
 reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
 records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
-by the core too. The other
-formats, ``--mask-volatile`` and ``--anywhere`` are read by Python, ``--jobs N`` worker
+by the core too. The other formats (mini-swe-agent, SWE-agent), ``--mask-volatile`` and
+``--anywhere`` are read by Python, ``--jobs N`` worker
 processes at a time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
@@ -503,7 +503,7 @@ def _scan_command(options: argparse.Namespace) -> int:
     stats = _Stats()
     started = time.perf_counter()
     try:
-        # Native, OpenAI and Anthropic lines are read by the core in this process: with
+        # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, on N - 1 threads while Python finishes the chunk before (N = 1: one
         # thread, no overlap). The other formats (and the options only Python reads) are
         # read by Python, N worker processes at a time.
@@ -1187,11 +1187,11 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
-    """The results of chunks the core reads (native, OpenAI, Anthropic), in order, in this
-    process. With jobs > 1 the core reads the next chunk on its own threads (the GIL
-    released) while Python finishes this one (loop signatures, records), so the two overlap
-    instead of taking turns; a file whose first chunk the core declines goes to ``jobs``
-    worker processes instead (:func:`_run`)."""
+    """The results of chunks the core reads (native, OpenAI, Anthropic, Responses), in
+    order, in this process. With jobs > 1 the core reads the next chunk on its own threads
+    (the GIL released) while Python finishes this one (loop signatures, records), so the two
+    overlap instead of taking turns; a file whose first chunk the core declines goes to
+    ``jobs`` worker processes instead (:func:`_run`)."""
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
@@ -1290,10 +1290,10 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 
 
 def _core_may_read(task: _Task) -> bool:
-    """Whether the core may read the chunk: native lines, or OpenAI or Anthropic runs (which
-    it translates as :mod:`vthread.adapters` does), compared as they are (masking volatile
-    values and looking anywhere are Python's), under keys the core can name (a key that is
-    no UTF-8 text, from a command line's undecodable bytes, is Python's)."""
+    """Whether the core may read the chunk: native lines, or OpenAI, Anthropic or Responses
+    runs (which it translates as :mod:`vthread.adapters` does), compared as they are (masking
+    volatile values and looking anywhere are Python's), under keys the core can name (a key
+    that is no UTF-8 text, from a command line's undecodable bytes, is Python's)."""
     return (task.format in _CORE_FORMATS and task.broken is None and not task.mask_volatile
             and not task.anywhere and _utf8(task.messages_key) and _utf8(task.id_key))
 
@@ -1323,8 +1323,8 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
 
 
 def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done | None:
-    """The chunk read, parsed (OpenAI and Anthropic runs translated) and judged by the
-    compiled core, no message made into a Python object. A line that needs Python's ``json``
+    """The chunk read, parsed (OpenAI, Anthropic and Responses runs translated) and judged by
+    the compiled core, no message made into a Python object. A line that needs Python's ``json``
     or adapters (a bad line, an id or number only Python writes exactly, anything the tape
     or the translation declines) is read the Python way alone, with the consecutive lines
     declined with it, so the output never depends on which path read a line. None sends the
