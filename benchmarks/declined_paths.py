@@ -1,9 +1,11 @@
 """Files that used to leave the compiled core, timed both ways in today's code.
 
-Before session 8, ``vthread scan`` read a file under ``--messages-key``/``--id-key`` wholly
-through Python, and sent a whole chunk through Python when any one of its lines needed
-Python's ``json``. This script writes the benchmark workload (seed 0) as such files, a keyed
-copy and a messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), and
+Before session 8, ``vthread scan`` read a file under ``--messages-key``/``--id-key`` and a
+file of OpenAI Responses items wholly through Python, and sent a whole chunk through Python
+when any one of its lines needed Python's ``json``. This script writes the benchmark
+workload (seed 0) as such files, a keyed copy, a messy one
+(:func:`benchmarks.scan_report.write_keyed`, ``write_messy``) and a Responses one
+(:func:`benchmarks.workload.to_responses`), and
 times ``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
 same command forced down the old path (``--old-path``: every chunk, or every chunk with a
 declined line, read by Python). The records are checked to be byte for byte the same.
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scan_report import KEYED, subprocess_env, write_keyed, write_messy
-from benchmarks.workload import generate_threads, write_jsonl
+from benchmarks.workload import generate_threads, to_responses, write_jsonl
 
 
 def old_path(kind: str, argv: list[str]) -> int:
@@ -36,7 +38,8 @@ def old_path(kind: str, argv: list[str]) -> int:
         raw = read(task)
         return None if raw is None or len(raw["declined"]) else raw
 
-    cli._read_in_core = (lambda task: None) if kind == "keyed" else whole_chunks  # type: ignore[attr-defined]
+    wholly_python = kind in ("keyed", "responses")
+    cli._read_in_core = (lambda task: None) if wholly_python else whole_chunks  # type: ignore[attr-defined]
     return cli.main(argv)
 
 
@@ -51,10 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     threads = generate_threads(10_000, seed=0)
     plain = scratch / "threads.jsonl"
     write_jsonl(plain, threads)
-    files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl"}
+    files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl",
+             "responses": scratch / "responses.jsonl"}
     write_keyed(files["keyed"], threads)
     write_messy(files["messy"], plain.read_bytes().splitlines())
-    keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": []}
+    write_jsonl(files["responses"], [to_responses(thread) for thread in threads])
+    keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
+            "responses": ["--format", "responses"]}
     commands: dict[str, list[str]] = {}
     for kind, path in files.items():
         scan = ["scan", str(path), "-q", *keys[kind]]

@@ -69,6 +69,7 @@ __all__ = [
     "thread_id",
     "to_anthropic",
     "to_openai",
+    "to_responses",
     "write_jsonl",
     "write_samples",
 ]
@@ -1082,6 +1083,32 @@ def to_openai(thread: Sequence[Message]) -> list[dict[str, Any]]:
                 out.append(current)
             current["content"] = message["text"]
     return out
+
+
+def to_responses(thread: Sequence[Message]) -> list[dict[str, Any]]:
+    """The thread as OpenAI Responses items, by way of its chat-completions form.
+
+    Mapping: each chat message's reasoning → a ``reasoning`` item (one summary part), its
+    text → a ``message`` item (one ``output_text`` part), each tool call → a
+    ``function_call`` item, each tool message → a ``function_call_output`` item.
+    """
+    items: list[dict[str, Any]] = []
+    for message in to_openai(thread):
+        if message["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
+                          "output": message["content"]})
+            continue
+        if message.get("reasoning_content"):
+            items.append({"type": "reasoning", "summary": [
+                {"type": "summary_text", "text": message["reasoning_content"]}]})
+        if message.get("content") is not None:
+            items.append({"type": "message", "role": message["role"],
+                          "content": [{"type": "output_text", "text": message["content"]}]})
+        for call in message.get("tool_calls", []):
+            items.append({"type": "function_call", "call_id": call["id"],
+                          "name": call["function"]["name"],
+                          "arguments": call["function"]["arguments"]})
+    return items
 
 
 def to_anthropic(thread: Sequence[Message]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import anthropic_messages, openai_messages, responses_items, runs
 
-from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
 from vthread import _core, cli
 from vthread._jsvalue import canonical
 from vthread.documents import read_run
@@ -98,27 +98,6 @@ def test_generated_runs_are_taken(format_: str) -> None:
 def test_unusual_lines_are_declined(line: bytes, format_: str) -> None:
     """What Python alone reads exactly (or refuses) is left to it."""
     assert _core.translate_line(line, format_) is None
-
-
-def to_responses(thread: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The thread as OpenAI Responses items, by way of its chat-completions form."""
-    items: list[dict[str, Any]] = []
-    for message in to_openai(thread):
-        if message["role"] == "tool":
-            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
-                          "output": message["content"]})
-            continue
-        if message.get("reasoning_content"):
-            items.append({"type": "reasoning", "summary": [
-                {"type": "summary_text", "text": message["reasoning_content"]}]})
-        if message.get("content") is not None:
-            items.append({"type": "message", "role": message["role"],
-                          "content": [{"type": "output_text", "text": message["content"]}]})
-        for call in message.get("tool_calls", []):
-            items.append({"type": "function_call", "call_id": call["id"],
-                          "name": call["function"]["name"],
-                          "arguments": call["function"]["arguments"]})
-    return items
 
 
 def test_generated_responses_runs_are_taken_and_read_alike() -> None:
