@@ -930,6 +930,29 @@ mod tests {
     }
 
     #[test]
+    fn responses_items_become_native_messages() {
+        let line = r#"{"id":"r","messages":[{"role":"user","content":"go"},
+              {"type":"reasoning","summary":[{"text":"a"},{"text":"b"}]},
+              {"type":"function_call","call_id":"c1","name":"ls","arguments":"{\"p\":1}"},
+              {"type":"function_call_output","call_id":"c1","output":"x y"},
+              {"type":"web_search_call"}]}"#;
+        let (text, sources) = native(line, Format::Responses).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"id":"r","messages":[{"type":"user","text":"go"},"#,
+                r#"{"type":"reasoning","text":"a\nb"},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"request","#,
+                r#""function":{"name":"ls","arguments":{"p":1}}}}},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                r#""function":{"name":"ls","arguments":{"p":1},"result":"x y"}}}},"#,
+                r#"{"type":"web_search_call","text":""}]}"#
+            )
+        );
+        assert_eq!(sources, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
     fn unusual_runs_are_declined() {
         for (line, format) in [
             (r#"[{"role":1}]"#, Format::OpenAi),
@@ -951,10 +974,6 @@ mod tests {
                 r#"[{"role":"tool","content":"[\"\\ud800\"]"}]"#,
                 Format::OpenAi,
             ),
-            (
-                r#"[{"role":"user","content":[{"type":[],"text":"a"}]}]"#,
-                Format::OpenAi,
-            ),
             (r#"{"task_id":1.5,"trial":0,"messages":[]}"#, Format::OpenAi),
             (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
             (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
@@ -964,6 +983,20 @@ mod tests {
             ),
         ] {
             assert!(native(line, format).is_none(), "{line}");
+        }
+        // A part typed by a list names no text part (`adapters._named`): skipped, not declined.
+        let line =
+            r#"[{"role":"user","content":[{"type":[],"text":"a"},{"type":"text","text":"b"}]}]"#;
+        let (text, _) = native(line, Format::OpenAi).unwrap();
+        assert!(text.contains(r#"{"type":"user","text":"b"}"#), "{text}");
+        // Responses items only Python reads exactly (or refuses).
+        for line in [
+            r#"[{"type":"function_call","name":"a","call_id":1}]"#,
+            r#"[{"type":3}]"#,
+            r#"[{"type":null}]"#,
+            r#"[{"type":"function_call_output","output":3}]"#,
+        ] {
+            assert!(native(line, Format::Responses).is_none(), "{line}");
         }
         // Not JSON to json.loads: kept as text, not declined.
         for content in [r#""[1,]""#, r#""\ufeff[]""#, r#""""#, r#"" 1 2""#] {
