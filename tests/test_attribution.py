@@ -14,7 +14,7 @@ from vthread import _reference as ref
 from vthread._attribution import EXCERPT_CHARS, person_span, smallest_period
 from vthread._heuristics import read_columns
 from vthread._options import cycle_options
-from vthread.scan import attribute, attribute_by_messages, block_fingerprint, verdicts
+from vthread.scan import attribute, attribute_by_messages, verdicts
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 
 
@@ -210,10 +210,3 @@ def test_fast_attribution_of_text_runs(texts: list[str]) -> None:
     """Threads whose texts run away: one reading of each text gives the plain answers."""
     threads = [[{"type": "user", "text": "go"}, {"type": "bot", "text": text}] for text in texts]
     assert _attributed(threads, fast=True) == _attributed(threads, fast=False)
-
-
-@settings(max_examples=300, deadline=None)
-@given(strategies.MESSAGES)
-def test_block_fingerprint_is_the_message_fingerprint(message: dict[str, Any]) -> None:
-    """A repeated block's fingerprints, written by the core, are the public ones."""
-    assert block_fingerprint(message) == vthread.message_fingerprint(message)

@@ -13,7 +13,7 @@ import pytest
 import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import JSON_VALUES
+from strategies import JSON_VALUES, MESSAGES
 
 import vthread
 from vthread import _core, _jsvalue
@@ -35,6 +35,16 @@ def test_fingerprint_is_xxh3_of_the_python_encoding(value: Any) -> None:
     """A fingerprint made by the core is the documented XXH3-64 of the canonical text."""
     expected = xxhash.xxh3_64_intdigest(_jsvalue.canonical(value).encode("ascii"))
     assert _core.fingerprint(value) == expected == vthread.fingerprint(value)
+
+
+@given(MESSAGES)
+def test_message_fingerprint_is_xxh3_of_the_python_encodings(message: dict[str, Any]) -> None:
+    """A message's fingerprint, its texts written by the core, is the documented XXH3-64 of
+    its (type, text, meta) canonical texts, an absent meta written "-"."""
+    fields = [_jsvalue.canonical(message.get("type")), _jsvalue.canonical(message.get("text")),
+              _jsvalue.canonical(message["meta"]) if "meta" in message else "-"]
+    expected = xxhash.xxh3_64_intdigest("\x00".join(fields).encode("ascii"))
+    assert vthread.message_fingerprint(message) == expected
 
 
 class _Shouting(str):

@@ -48,6 +48,7 @@ from vthread._messages import (
     usage_tokens,
 )
 from vthread._options import CycleOptions, cycle_options
+from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
 
@@ -379,7 +380,7 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
     sorted distinct calls (an activity tail), the newest settled result (a result run), the
     sorted distinct sentences (a text run)."""
     if code == SUFFIX:
-        block = [block_fingerprint(m) for m in messages[len(messages) - size :]]
+        block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
         first = least_rotation(block)
         return block[first:] + block[:first]  # the same block whatever its phase
     if code == ACTIVITY_TAIL:
@@ -389,15 +390,6 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
         newest = _newest_settled(messages)
         return (newest.name, newest.arguments, newest.result)
     return sorted(set(text_units(messages[begin]["text"])))
-
-
-def block_fingerprint(message: Mapping[str, Any]) -> int:
-    """:func:`vthread.fingerprint.message_fingerprint`, its canonical texts written by the
-    compiled core (byte for byte the same)."""
-    meta = _core.canonical(message["meta"]) if "meta" in message else b"-"
-    return xxhash.xxh3_64_intdigest(
-        b"\x00".join((_core.canonical(message.get("type")), _core.canonical(message.get("text")),
-                      meta)))
 
 
 def _signature_of(parts: Any, code: int) -> int:
