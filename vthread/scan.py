@@ -13,20 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import (
-    excerpt,
-    person_span,
-    smallest_period,
-    tail_excerpt,
-    text_excerpt,
-)
+from vthread._attribution import excerpt, person_span, tail_excerpt, text_excerpt
 from vthread._heuristics import (
     ACTIVITY_TAIL,
     HEURISTIC_NAMES,
@@ -279,22 +273,32 @@ def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tupl
     """:func:`person_span` of a repeated suffix with the keys of only the messages it reads:
     those of the heuristic's copies, then one more for each message the walk back takes
     (a thread's older history is never encoded)."""
-    size = len(messages)
-    first = size - period * repetitions
-    keys = [_message_key(m) for m in messages[first:]]  # keys[i]: message first + i
-    block = smallest_period(keys)
-    older: list[bytes] = []  # older[j]: message first - 1 - j, as the walk reaches it
+    return person_span(_KeysOnDemand(messages), period, repetitions)
 
-    def key(index: int) -> bytes:
-        return keys[index - first] if index >= first else older[first - 1 - index]
 
-    begin = first
-    while begin > 0:
-        older.append(_message_key(messages[begin - 1]))
-        if older[-1] != key(begin - 1 + block):
-            break
-        begin -= 1
-    return begin, block, (size - begin) // block
+class _KeysOnDemand(Sequence[bytes]):
+    """The exact keys of a thread's messages (:func:`_message_key`), each encoded when it is
+    first read."""
+
+    def __init__(self, messages: Sequence[Any]) -> None:
+        self.messages = messages
+        self.read: dict[int, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index not in self.read:
+            self.read[index] = _message_key(self.messages[index])
+        return self.read[index]
 
 
 def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
