@@ -562,32 +562,24 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
             None if item.get("role").is_some() => None,
             None => return Err(Declined),
         };
-        let role_kind = match kind {
-            None => {
-                let role = role(item)?;
-                writer.text(
-                    &role_type(role, &OPENAI_ROLE_TYPES),
-                    &joined_text(item.get("content"))?,
-                );
-                role_type(role, &OPENAI_ROLE_TYPES)
-            }
-            Some(kind) if kind.is_text("message") => {
-                let role = role(item)?;
-                writer.text(
-                    &role_type(role, &OPENAI_ROLE_TYPES),
-                    &joined_text(item.get("content"))?,
-                );
-                role_type(role, &OPENAI_ROLE_TYPES)
-            }
-            Some(kind) if kind.is_text("reasoning") => {
+        // Every item yields exactly one native message, so `_finish` never adds one here.
+        let Some(kind) = kind.filter(|kind| !kind.is_text("message")) else {
+            let role = role(item)?;
+            writer.text(
+                &role_type(role, &OPENAI_ROLE_TYPES),
+                &joined_text(item.get("content"))?,
+            );
+            continue;
+        };
+        match kind {
+            kind if kind.is_text("reasoning") => {
                 let mut text = reasoning_text(item.get("summary"));
                 if text.is_empty() {
                     text = reasoning_text(item.get("content"));
                 }
                 writer.text(&Str::Fixed("reasoning"), &text);
-                Str::Line(kind)
             }
-            Some(kind) if kind.is_text("function_call") || kind.is_text("custom_tool_call") => {
+            kind if kind.is_text("function_call") || kind.is_text("custom_tool_call") => {
                 let (name, mut arguments) = function(Some(item))?;
                 if kind.is_text("custom_tool_call") {
                     arguments = item.get("input").map(Payload::Line);
@@ -596,23 +588,16 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
                 if let CallId::Key(key) = call_id(item.get("call_id"), true)? {
                     calls.insert(key, (name, arguments));
                 }
-                Str::Line(kind)
             }
-            Some(kind)
-                if kind.is_text("function_call_output")
-                    || kind.is_text("custom_tool_call_output") =>
+            kind if kind.is_text("function_call_output")
+                || kind.is_text("custom_tool_call_output") =>
             {
                 let (name, arguments) = find_call(&calls, item.get("call_id"), item)?;
                 let result = json_or_text(joined_text(item.get("output"))?)?;
                 writer.activity(&name, arguments.as_ref(), Some(&result), false);
-                Str::Line(kind)
             }
-            Some(kind) => {
-                writer.text(&Str::Line(kind), &Str::Fixed(""));
-                Str::Line(kind)
-            }
-        };
-        writer.finish(&role_kind);
+            kind => writer.text(&Str::Line(kind), &Str::Fixed("")),
+        }
     }
     Ok(())
 }
