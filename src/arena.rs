@@ -17,30 +17,13 @@
 //! Cost: O(key length) expected per `intern`; memory, the keys' bytes plus 40–60 bytes a key
 //! (the table's buckets, an end and a chain link).
 
+use crate::guard::PassThrough;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault};
 
 /// End of a `same_hash` chain.
 const NO_NEXT: usize = usize::MAX;
-
-/// The table's keys are hashes already (keyed): it uses them as they are.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("the table hashes only u64 keys");
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-}
 
 /// Exact ids of byte strings, numbered 0, 1, 2, … in order of first appearance: two keys get
 /// the same id exactly when their bytes are equal. `S` hashes keys (tests pass one that makes
@@ -153,6 +136,7 @@ impl<S: BuildHasher> ArenaInterner<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::Hasher;
 
     /// Every key hashes to the same value: every id shares one chain.
     #[derive(Default)]

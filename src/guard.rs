@@ -180,9 +180,10 @@ pub fn utf16_len<T: Unit>(text: &[T]) -> u64 {
     (text.len() + astral) as u64
 }
 
-/// Hashes that are already hashes: the tables use them as they are.
+/// Hashes that are already hashes: the tables use them as they are (the guard's, and the
+/// arena's hash -> first id table, whose keys are keyed hashes).
 #[derive(Default)]
-struct PassThrough(u64);
+pub(crate) struct PassThrough(u64);
 
 impl Hasher for PassThrough {
     fn finish(&self) -> u64 {
