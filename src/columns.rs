@@ -324,7 +324,7 @@ impl Columns {
 
     /// The one thread of a batch of one, decided in the core where it can be: 1, 2 or 3 for
     /// a repeated suffix, activity tail or result run (in the reference's order), else 0 and
-    /// the text-run check is Python's, over `texts`.
+    /// the text-run check over `texts` is the caller's (`describe_thread`).
     pub fn single_verdict(&self, needed_results: usize) -> u8 {
         if self.suffix_period[0] > 0 {
             return 1;

@@ -210,8 +210,8 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// Read a chunk of JSONL lines (each without its newline) into columns, with per line the
 /// record's id text and message count, and the usage figures; a line that needs Python's
 /// `json` or its adapters is listed in `declined` (an empty thread in its row). Lines in the
-/// `openai`, `anthropic` or `responses` format are translated to native lines first (`adapters.rs`);
-/// those are returned too (`native`, `native_ends`), with the source message of every native
+/// `openai`, `anthropic` or `responses` format are translated to native lines first
+/// (`adapters.rs`); those are returned too (`native`, `native_ends`), with the source message of every native
 /// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
 /// A run object's messages and id are found under `messages_key` and `id_key` when given
 /// (`--messages-key`, `--id-key`), as `documents.read_run` finds them.
@@ -417,10 +417,10 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     Ok(out)
 }
 
-/// One line's run in `format` (`openai`, `anthropic` or `responses`) as the core translates it: the native
-/// line `{"id": ..., "messages": [...]}` and the source message of each native message, or
-/// None where the core leaves the line to Python. For the tests that hold the translation to
-/// `vthread.adapters`.
+/// One line's run in `format` (`openai`, `anthropic` or `responses`) as the core translates
+/// it (its messages and id under the given keys): the native line `{"id": ..., "messages":
+/// [...]}` and the source message of each native message, or None where the core leaves the
+/// line to Python. For the tests that hold the translation to `vthread.adapters`.
 #[pyfunction]
 #[pyo3(signature = (line, format, messages_key=None, id_key=None))]
 fn translate_line<'py>(

@@ -57,8 +57,8 @@ declines (a run the adapter refuses, a numeric call id, a tool result only ``jso
 reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
 records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
 by the core too. The other formats (mini-swe-agent, SWE-agent), ``--mask-volatile`` and
-``--anywhere`` are read by Python, ``--jobs N`` worker
-processes at a time, output in input order.
+``--anywhere`` are read by Python, ``--jobs N`` worker processes at a time, output in input
+order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
