@@ -30,6 +30,7 @@ pub mod textrun;
 pub mod threads;
 pub mod unicode;
 mod unicode_tables;
+pub mod volatile;
 
 use numpy::IntoPyArray;
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -170,6 +171,13 @@ fn describe_thread(
         }
     }
     Ok(0)
+}
+
+/// `vthread.volatile.mask_text`: the text with its volatile values masked (`volatile.rs`);
+/// an exact `str` in which nothing is masked is returned as it is.
+#[pyfunction]
+fn mask_text<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    objects::masked_text(text)
 }
 
 /// The `vthread.scan` code of a runaway text (the fourth heuristic).
@@ -635,6 +643,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
+    module.add_function(wrap_pyfunction!(mask_text, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;

@@ -16,6 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyT
 
 use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
 use crate::textrun::CodePoints;
+use crate::volatile;
 
 static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STAND_IN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -119,6 +120,40 @@ pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
             }
             _ => CodePoints::Ucs4(std::slice::from_raw_parts(data as *const u32, length)),
         }
+    }
+}
+
+/// `vthread.volatile.mask_text(text)`: a new exact `str` where something is masked, else
+/// `text` itself when it is an exact `str` (a subclass becomes an exact copy, as `re.sub`
+/// makes one).
+pub fn masked_text<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    let points = code_points(text);
+    let masked = match points {
+        CodePoints::Latin1(bytes)
+            if !volatile::may_hold_a_volatile_value(bytes.iter().map(|&c| u32::from(c))) =>
+        {
+            None
+        }
+        _ => volatile::mask_text(&points.to_vec()),
+    };
+    match masked {
+        Some(out) => string_of_code_points(text.py(), &out),
+        None if text.is_exact_instance_of::<PyString>() => Ok(text.clone()),
+        None => string_of_code_points(text.py(), &points.to_vec()),
+    }
+}
+
+/// A `str` of the given code points (lone surrogates included).
+fn string_of_code_points<'py>(py: Python<'py>, points: &[u32]) -> PyResult<Bound<'py, PyString>> {
+    // SAFETY: `points` is a live buffer of `len` UCS-4 code points, each below 0x110000 (they
+    // come from a `str` or from ASCII placeholders); the call copies them into a new object.
+    unsafe {
+        let object = ffi::PyUnicode_FromKindAndData(
+            ffi::PyUnicode_4BYTE_KIND as std::os::raw::c_int,
+            points.as_ptr().cast(),
+            points.len() as ffi::Py_ssize_t,
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, object)?.cast_into_unchecked())
     }
 }
 

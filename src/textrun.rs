@@ -81,6 +81,15 @@ impl<'a> CodePoints<'a> {
         self.len() == 0
     }
 
+    /// Every code point, widened.
+    pub fn to_vec(self) -> Vec<u32> {
+        match self {
+            CodePoints::Latin1(points) => points.iter().map(|&c| u32::from(c)).collect(),
+            CodePoints::Ucs2(points) => points.iter().map(|&c| u32::from(c)).collect(),
+            CodePoints::Ucs4(points) => points.to_vec(),
+        }
+    }
+
     /// The last `count` code points (all of them when there are fewer).
     pub fn last(self, count: usize) -> Self {
         fn tail<T>(slice: &[T], count: usize) -> &[T] {

@@ -15,8 +15,9 @@ from strategies import threads
 
 import vthread
 from vthread import cli
-from vthread.volatile import mask_text
+from vthread.volatile import mask_text, mask_text_by_pattern
 
+REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 CYCLE_FUNCTIONS = ["has_repeated_suffix", "has_repeated_activity_tail",
                    "has_repeated_result_run", "is_thread_cyclic", "describe_thread_cycle"]
 
@@ -137,6 +138,63 @@ def test_masking_is_idempotent(text: str) -> None:
     """Masked text has nothing left to mask."""
     once = mask_text(text)
     assert mask_text(once) == once
+
+
+# Pieces of the pattern and of its near misses: digits of other scripts (re's \\d), the
+# micro and Greek mu signs, a superscript two (a word character, no \\d), a combining mark (no
+# word character), a lone surrogate, terminal colour codes, every unit's letters.
+_VOLATILE_PIECES = st.sampled_from([
+    "0", "1", "7", "9", "a", "f", "A", "F", "e", "x", "g", "T", "Z", "-", ":", ".", ",", " ",
+    "+", "[", ";", "_", "\u00b5", "\u03bc", "\u0663", "\uff15", "\u00b2", "\u0301", "\ud800",
+    "\x1b", "\n", "s", "m", "h", "d", "n", "u", "ms", "sec", "secs", "seconds", "min", "mins",
+    "minutes", "hr", "hrs", "hours", "day", "days", "2026-12-01", "T02:50", ":38", ".125",
+    "+05:30", "+0530", "12:04:59", "1764556800", "123", "0f8e2a4c", "-1b3d", "-4e5f",
+    "-8a9b-0c1d2e3f4a5b", "9f86d081884c", "deadbeefcafe", "2m30s", "3.2s", "1h2m3s4ms",
+])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_VOLATILE_PIECES, max_size=24).map("".join) | st.text())
+def test_core_masking_is_res(text: str) -> None:
+    """The core's matcher gives exactly what re.sub gives with the module's pattern."""
+    assert mask_text(text) == mask_text_by_pattern(text)
+
+
+def test_core_masking_of_real_texts() -> None:
+    """The same over every text and string value of the published tau-bench runs (the
+    product's users' data: tool results full of ids, times and numbers)."""
+    path = REALDATA / "tau-bench_gpt-4o-airline.json"
+    strings: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                strings.append(key)
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(json.loads(path.read_text(encoding="utf-8")))
+    assert len(strings) > 10_000
+    differing = [t for t in strings if mask_text(t) != mask_text_by_pattern(t)]
+    assert not differing, differing[:3]
+    assert sum(mask_text(t) != t for t in strings) > 100  # the data does hold volatile values
+
+
+def test_core_masking_keeps_a_subclass_out_and_refuses_a_non_text() -> None:
+    """A str subclass comes back as an exact str (as re.sub returns one); bytes are refused."""
+    class Named(str):
+        pass
+
+    masked = mask_text(Named("at 12:00:01"))
+    assert type(masked) is str and masked == "at <time>"
+    unchanged = mask_text(Named("nothing here"))
+    assert type(unchanged) is str and unchanged == "nothing here"
+    with pytest.raises(TypeError):
+        mask_text(b"12:00:01")  # type: ignore[arg-type]
 
 
 def test_cli_mask_volatile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

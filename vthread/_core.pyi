@@ -112,6 +112,9 @@ def describe_thread(
     """1/2/3/4 for suffix, activity tail, result run, runaway text (with these resolved
     text-run options), else 0."""
 
+def mask_text(text: str) -> str:
+    """``vthread.volatile.mask_text``: the text with its volatile values masked."""
+
 def tape_parse_floor(lines: list[bytes]) -> int:
     """Benchmark floor: parse every line into the core's tape; how many it took."""
 
