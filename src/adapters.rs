@@ -111,7 +111,7 @@ impl<'t> Str<'t> {
 }
 
 /// A string as JSON text, UTF-8 kept (only what JSON requires escaped).
-fn push_json_string(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn push_json_string(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(text.len() + 2);
     out.push(b'"');

@@ -396,6 +396,10 @@ impl<'t> Value<'t> {
         self.item().kind == Kind::Number
     }
 
+    pub fn is_string(&self) -> bool {
+        self.item().kind == Kind::String
+    }
+
     /// The value's JSON text as the line writes it (a string with its quotes, a container
     /// with its brackets and inner whitespace): the same value when read back.
     pub fn json_text(&self) -> &'t [u8] {

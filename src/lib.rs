@@ -22,6 +22,7 @@ pub mod guard;
 mod guard_py;
 mod json_py;
 pub mod json_reader;
+pub mod masking;
 pub mod node;
 pub mod objects;
 pub mod pool;
@@ -222,11 +223,13 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// (`adapters.rs`); those are returned too (`native`, `native_ends`), with the source message of every native
 /// message (`sources`). The lines are read on `threads` worker threads with the GIL released.
 /// A run object's messages and id are found under `messages_key` and `id_key` when given
-/// (`--messages-key`, `--id-key`), as `documents.read_run` finds them.
+/// (`--messages-key`, `--id-key`), as `documents.read_run` finds them. With `mask_volatile`
+/// each thread read is its masked copy (`masking.rs`), returned as a native line as a
+/// translated one is (a native line's messages are their own sources).
 #[pyfunction]
 #[pyo3(signature = (lines, min_repetitions, min_pattern_length, max_pattern_length,
                     min_result_repetitions, count_tokens, threads, format="native",
-                    messages_key=None, id_key=None))]
+                    messages_key=None, id_key=None, mask_volatile=false))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -239,6 +242,7 @@ fn scan_lines<'py>(
     format: &str,
     messages_key: Option<&str>,
     id_key: Option<&str>,
+    mask_volatile: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let keys = adapters::RunKeys {
         messages: messages_key,
@@ -261,6 +265,7 @@ fn scan_lines<'py>(
         options: &options,
         count_tokens,
         keys,
+        mask_volatile,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
     chunk_dict(py, chunk)
@@ -332,6 +337,7 @@ fn scan_slices<'py>(
         options: &options,
         count_tokens,
         keys: adapters::RunKeys::default(),
+        mask_volatile: false,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)
@@ -452,6 +458,25 @@ fn translate_line<'py>(
             .ok()
             .map(|_| (PyBytes::new(line.py(), &out), sources)),
     )
+}
+
+/// One native line's thread as the core reads it under `--mask-volatile` (its messages and
+/// id under the given keys): the native line of its masked copy, or None where the core
+/// leaves the line to Python. For the tests that hold it to `vthread.masked_thread`.
+#[pyfunction]
+#[pyo3(signature = (line, messages_key=None, id_key=None))]
+fn mask_line<'py>(
+    line: &Bound<'py, PyBytes>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+) -> Option<Bound<'py, PyBytes>> {
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
+    let mut out = Vec::new();
+    masking::masked_native_line(line.as_bytes(), keys, &mut out)
+        .map(|_| PyBytes::new(line.py(), &out))
 }
 
 /// `vthread.replay.has_repeated_text_runs` with resolved options (a ValueError otherwise): one
@@ -638,12 +663,14 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
     module.add_function(wrap_pyfunction!(translate_line, module)?)?;
+    module.add_function(wrap_pyfunction!(mask_line, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(plainly_native_line, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(mask_text, module)?)?;
+    module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;

@@ -129,12 +129,15 @@ pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
 pub fn masked_text<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
     let points = code_points(text);
     let masked = match points {
-        CodePoints::Latin1(bytes)
-            if !volatile::may_hold_a_volatile_value(bytes.iter().map(|&c| u32::from(c))) =>
-        {
-            None
+        CodePoints::Latin1(units) => {
+            if volatile::may_hold_a_volatile_value(units.iter().map(|&c| u32::from(c))) {
+                volatile::mask_text(units)
+            } else {
+                None
+            }
         }
-        _ => volatile::mask_text(&points.to_vec()),
+        CodePoints::Ucs2(units) => volatile::mask_text(units),
+        CodePoints::Ucs4(units) => volatile::mask_text(units),
     };
     match masked {
         Some(out) => string_of_code_points(text.py(), &out),

@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::canonical;
 use crate::columns::{Columns, Reader, ScanOptions};
+use crate::masking;
 use crate::node::{Key, Node};
 use crate::objects;
 
@@ -120,7 +121,10 @@ fn id_text(id: Option<Value<'_>>) -> Option<String> {
 /// read the line (anything but a plain thread of objects under `"messages"`, or the given
 /// messages key, with its id, if any, under `"id"`, or the given id key; or anything the
 /// tape refuses).
-fn native_thread<'t>(value: Value<'t>, keys: RunKeys<'_>) -> Option<(String, Vec<Value<'t>>)> {
+pub(crate) fn native_thread<'t>(
+    value: Value<'t>,
+    keys: RunKeys<'_>,
+) -> Option<(String, Vec<Value<'t>>)> {
     let (id, messages) = if value.is_array() {
         (None, value)
     } else if value.is_object() {
@@ -296,6 +300,8 @@ pub struct LineReading<'a> {
     pub options: &'a ScanOptions,
     pub count_tokens: bool,
     pub keys: RunKeys<'a>,
+    /// Read each thread's masked copy (`--mask-volatile`, `masking.rs`).
+    pub mask_volatile: bool,
 }
 
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
@@ -308,8 +314,14 @@ fn read_part(
     let mut part = ChunkColumns::new(lines.len());
     let mut reader = Reader::default();
     let mut scratch = Vec::new();
+    let mut masked = Vec::new();
+    // A line read as written, or as the native line made of it, is read with the native keys.
+    let native = LineReading {
+        keys: RunKeys::default(),
+        ..reading
+    };
     for (offset, line) in lines.iter().enumerate() {
-        let Some(format) = format else {
+        if format.is_none() && !reading.mask_volatile {
             if part
                 .push_line(line, offset, None, reading, &mut reader)?
                 .is_none()
@@ -317,26 +329,43 @@ fn read_part(
                 part.decline(offset, reading, &mut reader)?;
             }
             continue;
-        };
+        }
+        // Another format is translated to a native line; a masked thread's native line is
+        // the masked copy of that (or of the line itself).
         scratch.clear();
         let sources = part.sources.len();
-        let taken = match adapters::translate_line(
-            line,
-            format,
-            reading.keys,
-            &mut scratch,
-            &mut part.sources,
-        ) {
-            // The translated line is written with the native keys.
-            Ok(count) => {
-                let native = LineReading {
-                    keys: RunKeys::default(),
-                    ..reading
-                };
-                part.push_line(&scratch, offset, Some(count), native, &mut reader)?
-                    .is_some()
+        // Some(the record's message count, when it is not the native line's: a translated
+        // line counts its source messages), or None when Python must read the line.
+        let read: Option<Option<usize>> = match format {
+            Some(format) => {
+                match adapters::translate_line(
+                    line,
+                    format,
+                    reading.keys,
+                    &mut scratch,
+                    &mut part.sources,
+                ) {
+                    Ok(count) if reading.mask_volatile => {
+                        masked.clear();
+                        let made =
+                            masking::masked_native_line(&scratch, RunKeys::default(), &mut masked);
+                        std::mem::swap(&mut scratch, &mut masked);
+                        made.map(|_| Some(count))
+                    }
+                    Ok(count) => Some(Some(count)),
+                    Err(_) => None,
+                }
             }
-            Err(_) => false,
+            None => masking::masked_native_line(line, reading.keys, &mut scratch).map(|count| {
+                part.sources.extend(0..count as u32); // each message its own source
+                None
+            }),
+        };
+        let taken = match read {
+            Some(messages) => part
+                .push_line(&scratch, offset, messages, native, &mut reader)?
+                .is_some(),
+            None => false,
         };
         if taken {
             part.native.extend_from_slice(&scratch);

@@ -18,6 +18,13 @@
 use crate::unicode::is_letter_or_number;
 use crate::unicode_tables::DECIMAL;
 
+/// A code unit of a text: a Latin-1 byte, a UCS-2 unit or a code point (Python's three
+/// storages; a UTF-8 text is read as code points or, when ASCII, as its bytes).
+pub trait Unit: Copy + Into<u32> {}
+impl Unit for u8 {}
+impl Unit for u16 {}
+impl Unit for u32 {}
+
 /// One part of the pattern.
 enum Part {
     /// One character of a class.
@@ -220,22 +227,22 @@ fn alternatives() -> Vec<(Kind, bool, Part)> {
 }
 
 /// Whether there is a word boundary before `text[at]`.
-fn boundary(text: &[u32], at: usize) -> bool {
-    let before = at > 0 && is_word(text[at - 1]);
-    let after = at < text.len() && is_word(text[at]);
+fn boundary<T: Unit>(text: &[T], at: usize) -> bool {
+    let before = at > 0 && is_word(text[at - 1].into());
+    let after = at < text.len() && is_word(text[at].into());
     before != after
 }
 
 impl Part {
     /// Match this part at `at`, then ask `rest` to match from where it ends; true as soon
     /// as some way succeeds, trying the ways in `re`'s order.
-    fn matches(&self, text: &[u32], at: usize, rest: &mut dyn FnMut(usize) -> bool) -> bool {
+    fn matches<T: Unit>(&self, text: &[T], at: usize, rest: &mut dyn FnMut(usize) -> bool) -> bool {
         match self {
-            Part::Class(test) => at < text.len() && test(text[at]) && rest(at + 1),
+            Part::Class(test) => at < text.len() && test(text[at].into()) && rest(at + 1),
             Part::Literal(literal) => {
                 let mut end = at;
                 for c in literal.chars() {
-                    if end >= text.len() || text[end] != u32::from(c) {
+                    if end >= text.len() || text[end].into() != u32::from(c) {
                         return false;
                     }
                     end += 1;
@@ -243,7 +250,7 @@ impl Part {
                 rest(end)
             }
             Part::Boundary => boundary(text, at) && rest(at),
-            Part::NoWordAhead => !(at < text.len() && is_word(text[at])) && rest(at),
+            Part::NoWordAhead => !(at < text.len() && is_word(text[at].into())) && rest(at),
             Part::Sequence(parts) => sequence_matches(parts, text, at, rest),
             Part::Either(parts) => parts.iter().any(|part| part.matches(text, at, rest)),
             Part::Repeat(part, min, max) => {
@@ -251,7 +258,10 @@ impl Part {
                     // One character at a time: count the run, then give back from its end
                     // (no recursion as deep as the run).
                     let limit = text.len().min(at.saturating_add(*max));
-                    let run = text[at..limit].iter().take_while(|&&c| test(c)).count();
+                    let run = text[at..limit]
+                        .iter()
+                        .take_while(|&&c| test(c.into()))
+                        .count();
                     return run >= *min && (*min..=run).rev().any(|count| rest(at + count));
                 }
                 repeat_matches(part, *min, *max, 0, text, at, rest)
@@ -260,9 +270,9 @@ impl Part {
     }
 }
 
-fn sequence_matches(
+fn sequence_matches<T: Unit>(
     parts: &[Part],
-    text: &[u32],
+    text: &[T],
     at: usize,
     rest: &mut dyn FnMut(usize) -> bool,
 ) -> bool {
@@ -275,12 +285,13 @@ fn sequence_matches(
 }
 
 /// A repeat of a part that is more than one character (the pattern bounds these to 3).
-fn repeat_matches(
+#[allow(clippy::too_many_arguments)]
+fn repeat_matches<T: Unit>(
     part: &Part,
     min: usize,
     max: usize,
     done: usize,
-    text: &[u32],
+    text: &[T],
     at: usize,
     rest: &mut dyn FnMut(usize) -> bool,
 ) -> bool {
@@ -301,17 +312,17 @@ fn pattern() -> &'static [(Kind, bool, Part)] {
 }
 
 /// The match starting at `at`, if any: its kind and end.
-fn match_at(text: &[u32], at: usize) -> Option<(Kind, usize)> {
-    if !(is_hex(text[at]) && boundary(text, at)) {
+fn match_at<T: Unit>(text: &[T], at: usize) -> Option<(Kind, usize)> {
+    if !(is_hex(text[at].into()) && boundary(text, at)) {
         return None;
     }
-    if !is_ascii_digit(text[at]) && !text[at..].iter().take(8).all(|&c| is_hex(c)) {
+    if !is_ascii_digit(text[at].into()) && !text[at..].iter().take(8).all(|&c| is_hex(c.into())) {
         // Every alternative but the UUID and the hex run starts with `\d`, and those two
         // begin with eight hex digits: most words that start with a–f end here.
         return None;
     }
-    let after_bracket =
-        at > 0 && (text[at - 1] == u32::from(b'[') || text[at - 1] == u32::from(b';'));
+    let before: u32 = if at > 0 { text[at - 1].into() } else { 0 };
+    let after_bracket = before == u32::from(b'[') || before == u32::from(b';');
     for (kind, not_after_bracket, part) in pattern() {
         if *not_after_bracket && after_bracket {
             continue;
@@ -327,6 +338,46 @@ fn match_at(text: &[u32], at: usize) -> Option<(Kind, usize)> {
     None
 }
 
+/// Object keys whose value is volatile, once lower-cased.
+const VOLATILE_KEYS: [&str; 12] = [
+    "time",
+    "timestamp",
+    "date",
+    "datetime",
+    "elapsed",
+    "duration",
+    "uptime",
+    "created",
+    "updated",
+    "started",
+    "finished",
+    "ended",
+];
+
+/// Lower-cased endings that make a key volatile.
+const VOLATILE_SUFFIXES: [&str; 7] = ["_at", "_time", "_ms", "_ns", "_us", "_sec", "_seconds"];
+
+/// Whether `vthread.volatile._volatile_key` holds for a `str` key of these code points: its
+/// `str.lower()` is one of the names or ends with one of the endings. All of those are ASCII,
+/// and besides `A`–`Z` only U+212A (KELVIN SIGN, to `k`) and U+0130 (to `i` and a combining
+/// dot) lower-case to anything ASCII (`tools/unicode_tables.py` checks it), so every other
+/// character stands for itself, a character no name holds.
+pub fn is_volatile_key(key: impl IntoIterator<Item = u32>) -> bool {
+    let mut lowered: Vec<u8> = Vec::new();
+    for c in key {
+        match c {
+            0..=0x7F => lowered.push((c as u8).to_ascii_lowercase()),
+            0x212A => lowered.push(b'k'),
+            0x130 => lowered.extend_from_slice(b"i\xff"),
+            _ => lowered.push(0xFF),
+        }
+    }
+    VOLATILE_KEYS.iter().any(|name| lowered == name.as_bytes())
+        || VOLATILE_SUFFIXES
+            .iter()
+            .any(|ending| lowered.ends_with(ending.as_bytes()))
+}
+
 /// Whether some part of the pattern could match in `text`: every alternative but the hex one
 /// needs a decimal digit starting it (a hex digit that is `\d`, so ASCII), and a UUID a
 /// hyphen; a hex run without a digit is kept as it is. Most prose has neither.
@@ -338,7 +389,7 @@ pub fn may_hold_a_volatile_value(text: impl IntoIterator<Item = u32>) -> bool {
 /// `mask_text(text)` as code points, or None when nothing in it is masked (the text stays as
 /// it is). A hex run without a decimal digit is a word made of a–f letters, not an id: it is
 /// kept, and the search goes on after it, as `re.sub` with the module's replacement does.
-pub fn mask_text(text: &[u32]) -> Option<Vec<u32>> {
+pub fn mask_text<T: Unit>(text: &[T]) -> Option<Vec<u32>> {
     let mut out: Option<Vec<u32>> = None;
     let mut copied = 0;
     let mut at = 0;
@@ -347,17 +398,17 @@ pub fn mask_text(text: &[u32]) -> Option<Vec<u32>> {
             at += 1;
             continue;
         };
-        let keep = kind == Kind::Hex && !text[at..end].iter().any(|&c| is_ascii_digit(c));
+        let keep = kind == Kind::Hex && !text[at..end].iter().any(|&c| is_ascii_digit(c.into()));
         if !keep {
             let out = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-            out.extend_from_slice(&text[copied..at]);
+            out.extend(text[copied..at].iter().map(|&c| c.into()));
             out.extend(kind.placeholder().chars().map(u32::from));
             copied = end;
         }
         at = end;
     }
     out.map(|mut out| {
-        out.extend_from_slice(&text[copied..]);
+        out.extend(text[copied..].iter().map(|&c| c.into()));
         out
     })
 }

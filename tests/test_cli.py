@@ -295,7 +295,7 @@ def test_jobs_give_identical_output(thread_file: Path, monkeypatch: pytest.Monke
         assert many[2].splitlines()[1:] == one[2].splitlines()[1:]  # timing line aside
 
 
-@pytest.mark.parametrize("option", ["--mask-volatile", "--anywhere"])
+@pytest.mark.parametrize("option", ["--anywhere"])
 def test_a_file_the_core_declines_goes_to_worker_processes(
         thread_file: Path, monkeypatch: pytest.MonkeyPatch, option: str) -> None:
     """With --jobs 2, a native file whose first chunk the core declines (an option only
@@ -316,6 +316,23 @@ def test_a_file_the_core_declines_goes_to_worker_processes(
     assert many[:2] == one[:2]
     monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))
     assert run(["scan", str(thread_file), "-q", "--jobs", "2"], monkeypatch)[0] in (0, 1)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_mask_volatile_is_read_by_the_core(thread_file: Path, monkeypatch: pytest.MonkeyPatch,
+                                           jobs: str) -> None:
+    """--mask-volatile is read by the core (no worker process, no chunk read by Python) and
+    writes what Python's reading of every chunk writes."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 5)
+    arguments = ["scan", str(thread_file), "-q", "--mask-volatile", "--jobs", jobs]
+    monkeypatch.setattr(cli, "_scan_chunk_in_python",
+                        lambda *args: pytest.fail("a chunk was read by Python"))
+    monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))
+    by_core = run(arguments, monkeypatch)
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "CHUNK_LINES", 5)
+    monkeypatch.setattr(cli, "_core_may_read", lambda task: False)
+    assert by_core[:2] == run(arguments, monkeypatch)[:2]
 
 
 def test_jobs_in_a_subprocess(thread_file: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from strategies import threads
 
 import vthread
 from vthread import cli
-from vthread.volatile import mask_text, mask_text_by_pattern
+from vthread.volatile import mask_text, mask_text_by_pattern, masked_thread_by_python
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 CYCLE_FUNCTIONS = ["has_repeated_suffix", "has_repeated_activity_tail",
@@ -195,6 +196,94 @@ def test_core_masking_keeps_a_subclass_out_and_refuses_a_non_text() -> None:
     assert type(unchanged) is str and unchanged == "nothing here"
     with pytest.raises(TypeError):
         mask_text(b"12:00:01")  # type: ignore[arg-type]
+
+
+class _Record(Mapping[str, Any]):
+    """A mapping that is no dict: the Python function copies it."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _Key(str):
+    """A str subclass as a key (its lower() is its own to say)."""
+
+
+class _Items(list[Any]):
+    """A list subclass."""
+
+
+_TIME_KEYS = st.sampled_from(["time", "Created_At", "elapsed_ms", "DURATION", "started",
+                              "\u212aey_time", "\u0130time", "ti\u212ame", "count", "name",
+                              "id", "_at", "at", "x_seconds"])
+_LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
+           | st.lists(_VOLATILE_PIECES, max_size=6).map("".join) | st.text(max_size=8)
+           | st.tuples(st.just("12:00:01")))
+
+
+def _metas(depth: int = 3) -> st.SearchStrategy[Any]:
+    if depth == 0:
+        return _LEAVES
+    inner = _metas(depth - 1)
+    return st.one_of(
+        _LEAVES,
+        st.lists(inner, max_size=4),
+        st.dictionaries(_TIME_KEYS | st.text(max_size=4), inner, max_size=4),
+        st.dictionaries(_TIME_KEYS, inner, max_size=3).map(_Record),
+        st.lists(inner, max_size=3).map(_Items),
+        st.dictionaries(_TIME_KEYS.map(_Key), inner, max_size=3),
+        st.dictionaries(st.integers(), inner, max_size=2),
+    )
+
+
+_MASKABLE_MESSAGES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["bot", "activity"])},
+    optional={"text": _LEAVES, "meta": _metas(), "usage": st.just({"tokens": 3})},
+) | st.builds(_Record, st.fixed_dictionaries({"text": st.just("at 12:00:01")})) | st.integers()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_MASKABLE_MESSAGES, max_size=6) | threads())
+def test_core_masked_thread_is_the_pythons(thread: list[Any]) -> None:
+    """The core's copy equals the Python function's, value for value and type for type
+    (what the core leaves to Python included), and the thread given is left as it was."""
+    before = repr(thread)
+    masked = vthread.masked_thread(thread)
+    assert _typed(masked) == _typed(masked_thread_by_python(thread))
+    assert repr(thread) == before
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every container's and leaf's type spelled out (so 1 != True != 1.0)."""
+    if isinstance(value, Mapping):
+        return (type(value).__name__, [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_typed(item) for item in value])
+    if isinstance(value, float) and value != value:
+        return ("float", "nan")
+    return (type(value).__name__, value)
+
+
+def test_core_masked_thread_copies_a_shared_or_cyclic_container_once() -> None:
+    """A list reached twice is one copy in two places; a dict inside itself stays so."""
+    shared = ["at 12:00:01"]
+    cyclic: dict[str, Any] = {"when": "12:00:01"}
+    cyclic["self"] = cyclic
+    (message,) = vthread.masked_thread([{"type": "bot", "meta": {
+        "a": shared, "b": shared, "c": cyclic}}])
+    meta = message["meta"]
+    assert meta["a"] == ["at <time>"] and meta["a"] is meta["b"] and meta["a"] is not shared
+    assert meta["c"]["self"] is meta["c"] and meta["c"]["when"] == "<time>"
+    assert cyclic["when"] == "12:00:01"
 
 
 def test_cli_mask_volatile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -214,6 +214,10 @@ def render() -> str:
     """The text of ``src/unicode_tables.rs`` for this interpreter."""
     letters = ranges_where(is_letter_or_number)
     # re's \w (besides "_") is LETTER_OR_NUMBER on every Python so far; the core relies on it.
+    # The core's test of a time-naming key (src/volatile.rs) relies on the only non-ASCII
+    # code points whose lower case holds an ASCII character being U+0130 and U+212A.
+    _require([c for c in range(0x80, CODE_POINTS) if any(ord(x) < 0x80 for x in chr(c).lower())]
+             == [0x130, 0x212A], "another code point lower-cases to ASCII")
     _require(ranges_where(is_word) == letters, "str.isalnum is not the L* and N* categories")
     decimal = ranges_where(is_decimal)
     cased = ranges_where(is_cased)

@@ -1,6 +1,6 @@
 """Type stubs of the compiled core, ``vthread._core`` (built from ``src/`` by maturin)."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -34,6 +34,7 @@ def scan_lines(
     format: Literal["native", "openai", "anthropic", "responses"] = "native",
     messages_key: str | None = None,
     id_key: str | None = None,
+    mask_volatile: bool = False,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd`` and ``declined`` (the lines that need Python's json or its adapters,
@@ -41,6 +42,11 @@ def scan_lines(
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given."""
+
+def mask_line(line: bytes, messages_key: str | None = None,
+              id_key: str | None = None) -> bytes | None:
+    """A native line's thread as ``--mask-volatile`` reads it in the core: the native line of
+    its masked copy, or None where Python reads the line."""
 
 def translate_line(
     line: bytes, format: Literal["openai", "anthropic", "responses"],
@@ -114,6 +120,11 @@ def describe_thread(
 
 def mask_text(text: str) -> str:
     """``vthread.volatile.mask_text``: the text with its volatile values masked."""
+
+def masked_thread(messages: list[Any] | tuple[Any, ...],
+                  python_copy: Callable[[Any], Any]) -> list[Any]:
+    """``vthread.volatile.masked_thread`` of a list or tuple; ``python_copy`` copies each
+    message the core leaves to Python."""
 
 def tape_parse_floor(lines: list[bytes]) -> int:
     """Benchmark floor: parse every line into the core's tape; how many it took."""

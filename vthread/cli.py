@@ -1291,11 +1291,12 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 
 def _core_may_read(task: _Task) -> bool:
     """Whether the core may read the chunk: native lines, or OpenAI, Anthropic or Responses
-    runs (which it translates as :mod:`vthread.adapters` does), compared as they are (masking
-    volatile values and looking anywhere are Python's), under keys the core can name (a key
-    that is no UTF-8 text, from a command line's undecodable bytes, is Python's)."""
-    return (task.format in _CORE_FORMATS and task.broken is None and not task.mask_volatile
-            and not task.anywhere and _utf8(task.messages_key) and _utf8(task.id_key))
+    runs (which it translates as :mod:`vthread.adapters` does), compared as they are or with
+    volatile values masked (as :func:`vthread.masked_thread` masks them; looking anywhere is
+    Python's), under keys the core can name (a key that is no UTF-8 text, from a command
+    line's undecodable bytes, is Python's)."""
+    return (task.format in _CORE_FORMATS and task.broken is None and not task.anywhere
+            and _utf8(task.messages_key) and _utf8(task.id_key))
 
 
 def _utf8(key: str | None) -> bool:
@@ -1316,7 +1317,8 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     options = cycle_options(**task.options)
     raw = _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
-                           messages_key=task.messages_key, id_key=task.id_key)
+                           messages_key=task.messages_key, id_key=task.id_key,
+                           mask_volatile=task.mask_volatile)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
@@ -1332,10 +1334,10 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     declines, or a declined line under ``--strict``. ``raw`` is the core's reading when it
     was made ahead (see :func:`_run_in_core`).
 
-    Only the looping lines are parsed again in Python (a translated line as the native line
-    the core made of it), for what their records say of the loop (its signature and token
-    cost) and was computed that way before the core existed; a translated line's loop is
-    then restated in the file's own messages.
+    Only the looping lines are parsed again in Python (a translated or masked line as the
+    native line the core made of it), for what their records say of the loop (its signature
+    and token cost) and was computed that way before the core existed; a translated line's
+    loop is then restated in the file's own messages.
     """
     options = cycle_options(**task.options)
     if raw is None:

@@ -42,7 +42,7 @@ below run by :mod:`re`, and a property test holds the two equal.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from vthread import _core
@@ -105,21 +105,22 @@ def _volatile_key(key: object) -> bool:
     return folded in _VOLATILE_KEYS or folded.endswith(_VOLATILE_SUFFIXES)
 
 
-def _leaf(value: Any, under_volatile_key: bool) -> Any:
+def _leaf(value: Any, under_volatile_key: bool, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return VOLATILE if under_volatile_key else mask_text(value)
+        return VOLATILE if under_volatile_key else mask(value)
     if under_volatile_key and isinstance(value, (int, float)) and not isinstance(value, bool):
         return VOLATILE
     return value
 
 
-def _masked_value(value: Any, under_volatile_key: bool = False) -> Any:
+def _masked_value(value: Any, under_volatile_key: bool = False,
+                  mask: Callable[[str], str] = mask_text) -> Any:
     """A copy of ``value`` with every string masked and every time-named key's value made
     :data:`VOLATILE`. Objects (any mapping) and lists are copied, iteratively, so nesting of
     any depth is fine and a container reached twice (or inside itself) is copied once: the
     copy has the same shape, cycles included. Other values are kept as they are."""
     if not isinstance(value, (Mapping, list)):
-        return _leaf(value, under_volatile_key)
+        return _leaf(value, under_volatile_key, mask)
     copies: dict[int, Any] = {}
     keep_alive: list[Any] = []  # ids stay unique only while their objects live
 
@@ -140,7 +141,7 @@ def _masked_value(value: Any, under_volatile_key: bool = False) -> Any:
         for key, child in entries:
             volatile = isinstance(source, Mapping) and _volatile_key(key)
             target[key] = (copy_of(child) if isinstance(child, (Mapping, list))
-                           else _leaf(child, volatile))
+                           else _leaf(child, volatile, mask))
     return root
 
 
@@ -150,24 +151,42 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     that is not a mapping is passed through for the caller's checks to name. The input is
     not modified. O(total size).
 
+    The core copies the messages a JSON parser makes (dicts, lists and plain values) and
+    hands any other to :func:`_masked_message`; :func:`masked_thread_by_python` is the plain
+    twin, held equal by a property test.
+
     >>> poll = {"type": "bot", "text": "still running at 12:00:01", "usage": {"tokens": 3}}
     >>> masked_thread([poll])
     [{'type': 'bot', 'text': 'still running at <time>', 'usage': {'tokens': 3}}]
     """
+    _check_thread(messages)
+    if type(messages) is not list and type(messages) is not tuple:
+        messages = list(messages)  # what iterating it gives, once
+    return _core.masked_thread(messages, _masked_message)
+
+
+def masked_thread_by_python(messages: Sequence[Any]) -> list[Any]:
+    """:func:`masked_thread` made in Python alone (texts masked by :mod:`re`)."""
+    _check_thread(messages)
+    return [_masked_message(message, mask_text_by_pattern) for message in messages]
+
+
+def _check_thread(messages: object) -> None:
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a sequence of messages, got {type(messages).__name__}")
-    out: list[Any] = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            out.append(message)
-            continue
-        copy = dict(message)
-        if isinstance(copy.get("text"), str):
-            copy["text"] = mask_text(copy["text"])
-        if "meta" in copy:
-            copy["meta"] = _masked_value(copy["meta"])
-        out.append(copy)
-    return out
+
+
+def _masked_message(message: Any, mask: Callable[[str], str] = mask_text) -> Any:
+    """One message of :func:`masked_thread`: a mapping copied with its text and meta masked,
+    anything else as it is."""
+    if not isinstance(message, Mapping):
+        return message
+    copy = dict(message)
+    if isinstance(copy.get("text"), str):
+        copy["text"] = mask(copy["text"])
+    if "meta" in copy:
+        copy["meta"] = _masked_value(copy["meta"], mask=mask)
+    return copy
 
 
 def volatile_masked(messages: Any, mask_volatile: bool) -> Any:
