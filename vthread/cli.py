@@ -156,9 +156,9 @@ _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
-_CoreFormat = Literal["native", "openai", "anthropic", "responses"]
+_CoreFormat = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
 _CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads
-    "native", "openai", "anthropic", "responses")
+    "native", "openai", "anthropic", "responses", "mini-swe-agent")
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
@@ -1372,7 +1372,9 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             attribute(result, columns, looping, threads)
         except Exception:
             return None  # the Python way turns the failing thread into an error record
-        if native is not None:
+        if native is not None and task.format != "native":
+            # A translated line's loop in its source messages (a native line masked is its
+            # own source: Python's reading restates nothing there).
             sources = raw["sources"]
             for row in looping:
                 in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
