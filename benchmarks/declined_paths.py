@@ -2,20 +2,27 @@
 
 Before session 8, ``vthread scan`` read a file under ``--messages-key``/``--id-key`` and a
 file of OpenAI Responses items wholly through Python, and sent a whole chunk through Python
-when any one of its lines needed Python's ``json``. This script writes the benchmark
-workload (seed 0) as such files, a keyed copy, a messy one
-(:func:`benchmarks.scan_report.write_keyed`, ``write_messy``) and a Responses one
-(:func:`benchmarks.workload.to_responses`), and
-times ``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
-same command forced down the old path (``--old-path``: every chunk, or every chunk with a
-declined line, read by Python). The records are checked to be byte for byte the same.
+when any one of its lines needed Python's ``json``; before session 9 it read every file under
+``--mask-volatile`` through Python, masking each thread with :mod:`re` and a Python walk of
+its values. This script writes the benchmark workload (seed 0) as such files, a keyed copy, a
+messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), a Responses one
+(:func:`benchmarks.workload.to_responses`) and the plain file scanned with
+``--mask-volatile`` (``masked``), and times ``vthread scan FILE -q -o /dev/null`` on each in a
+subprocess, round-robin, against the same command forced down the old path (``--old-path``:
+every chunk, or every chunk with a declined line, read by Python; for ``masked``, masked by
+:func:`vthread.volatile.masked_thread_by_python` too). The records are checked to be byte for
+byte the same.
 
-Usage: ``python -m benchmarks.declined_paths [--runs 5]``; prints medians and minima.
+Usage: ``python -m benchmarks.declined_paths [--runs 5] [--json PATH]``; prints medians and
+minima, and writes them with the machine to ``PATH`` (default
+``benchmarks/results/declined_paths.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,8 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scan_report import KEYED, subprocess_env, write_keyed, write_messy
+from benchmarks.scan_report import KEYED, machine, subprocess_env, write_keyed, write_messy
 from benchmarks.workload import generate_threads, to_responses, write_jsonl
+
+RESULTS = Path(__file__).resolve().parent / "results" / "declined_paths.json"
 
 
 def old_path(kind: str, argv: list[str]) -> int:
@@ -38,14 +47,19 @@ def old_path(kind: str, argv: list[str]) -> int:
         raw = read(task)
         return None if raw is None or len(raw["declined"]) else raw
 
-    wholly_python = kind in ("keyed", "responses")
+    wholly_python = kind in ("keyed", "responses", "masked")
     cli._read_in_core = (lambda task: None) if wholly_python else whole_chunks  # type: ignore[attr-defined]
+    if kind == "masked":
+        from vthread.volatile import masked_thread_by_python
+
+        cli.masked_thread = masked_thread_by_python  # type: ignore[attr-defined]
     return cli.main(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.declined_paths")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=RESULTS)
     parser.add_argument("--old-path", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.old_path:
@@ -55,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     plain = scratch / "threads.jsonl"
     write_jsonl(plain, threads)
     files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl",
-             "responses": scratch / "responses.jsonl"}
+             "responses": scratch / "responses.jsonl", "masked": plain}
     write_keyed(files["keyed"], threads)
     write_messy(files["messy"], plain.read_bytes().splitlines())
     write_jsonl(files["responses"], [to_responses(thread) for thread in threads])
     keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
-            "responses": ["--format", "responses"]}
+            "responses": ["--format", "responses"], "masked": ["--mask-volatile"]}
     commands: dict[str, list[str]] = {}
     for kind, path in files.items():
         scan = ["scan", str(path), "-q", *keys[kind]]
@@ -74,14 +88,29 @@ def main(argv: list[str] | None = None) -> int:
         if outputs[f"{kind}: core"] != outputs[f"{kind}: old path"]:
             raise AssertionError(f"{kind}: the two paths wrote different records")
     times: dict[str, list[float]] = {label: [] for label in commands}
+    env = machine()
+    loads = []
     for _ in range(args.runs):
+        loads.append([round(x, 2) for x in os.getloadavg()])
         for label, argv_ in commands.items():
             started = time.perf_counter()
             subprocess.run([*argv_, "-o", "/dev/null"], check=True, env=subprocess_env())
             times[label].append(time.perf_counter() - started)
     for label, runs in times.items():
         print(f"{label:<18} median {statistics.median(runs):.3f} s  min {min(runs):.3f} s")
-    for path in [plain, *files.values()]:
+    results = {
+        "machine": env | {"load_average_end": list(os.getloadavg()), "load_per_round": loads},
+        "workload": "benchmarks.workload.generate_threads(10000, seed=0), written as each kind",
+        "command": "vthread scan FILE -q -o /dev/null (subprocess), round-robin",
+        "runs": args.runs,
+        "seconds": times,
+        "median_seconds": {label: statistics.median(runs) for label, runs in times.items()},
+        "speedup_of_core_median": {
+            kind: statistics.median(times[f"{kind}: old path"])
+            / statistics.median(times[f"{kind}: core"]) for kind in files},
+    }
+    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    for path in {plain, *files.values()}:
         path.unlink()
     scratch.rmdir()
     return 0

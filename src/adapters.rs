@@ -29,6 +29,8 @@ pub enum Format {
     OpenAi,
     Anthropic,
     Responses,
+    /// OpenAI chat whose tool calls are fenced `bash` blocks in the assistant's text.
+    MiniSweAgent,
 }
 
 impl Format {
@@ -38,6 +40,7 @@ impl Format {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
             "responses" => Some(Format::Responses),
+            "mini-swe-agent" => Some(Format::MiniSweAgent),
             _ => None,
         }
     }
@@ -459,15 +462,37 @@ fn function(value: Option<Value<'_>>) -> Result<Call<'_>, Declined> {
     Ok((Str::Line(name), arguments))
 }
 
-/// `adapters.from_openai`.
-fn from_openai<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
+/// `adapters.from_openai`, or with `bash_actions` `adapters.from_mini_swe_agent`
+/// (`_with_text_actions` with `_bash_block`): an assistant turn without `tool_calls` or
+/// `function_call` whose text holds exactly one fenced `bash` block also requests that
+/// command, and the next message, when it is a `user` one, is its response (the text as it
+/// is, never parsed).
+fn from_openai<'t>(
+    messages: &[Value<'t>],
+    writer: &mut Writer<'_, 't>,
+    bash_actions: bool,
+) -> Result<(), Declined> {
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
     let mut legacy: AHashMap<Cow<'t, str>, Option<Payload<'t>>> = AHashMap::new();
+    // The command the previous assistant turn asked for, awaiting the environment's output.
+    let mut pending: Option<Payload<'t>> = None;
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
         writer.begin(index, message);
-        if role.is_text("assistant") {
+        let asked = pending.take();
+        if let (Some(command), true) = (&asked, role.is_text("user")) {
+            let output = Payload::Text(joined_text(message.get("content"))?);
+            writer.activity(&Str::Fixed("bash"), Some(command), Some(&output), false);
+        } else if role.is_text("assistant") {
             openai_assistant(message, writer, &mut calls, &mut legacy)?;
+            let chat_calls = [message.get("tool_calls"), message.get("function_call")];
+            if bash_actions && chat_calls.iter().all(|v| v.is_none_or(|v| v.is_null())) {
+                if let Some(command) = one_bash_block(&joined_text(message.get("content"))?) {
+                    let arguments = Payload::Parsed(Cow::Owned(command_arguments(&command)));
+                    writer.activity(&Str::Fixed("bash"), Some(&arguments), None, false);
+                    pending = Some(arguments);
+                }
+            }
         } else if role.is_text("tool") {
             let result = json_or_text(joined_text(message.get("content"))?)?;
             let listed = message
@@ -545,6 +570,95 @@ fn openai_assistant<'t>(
         }
     }
     Ok(())
+}
+
+/// `{"command": <command>}` as JSON text.
+fn command_arguments(command: &str) -> String {
+    let mut out = Vec::with_capacity(command.len() + 16);
+    out.extend_from_slice(b"{\"command\":");
+    push_json_string(&mut out, command);
+    out.push(b'}');
+    String::from_utf8(out).expect("JSON text of a str is UTF-8")
+}
+
+/// `adapters._bash_block`: the turn's one fenced `bash` block (None for none or several).
+fn one_bash_block(text: &Str<'_>) -> Option<String> {
+    let text = text.decoded();
+    let mut blocks = bash_blocks(&text).into_iter();
+    match (blocks.next(), blocks.next()) {
+        (Some(block), None) => Some(block.to_owned()),
+        _ => None,
+    }
+}
+
+/// `adapters._bash_blocks`: `re.findall(r"```bash\s*\n(.*?)\n```", text, re.DOTALL)` in one
+/// pass, following the Python function step for step (its comment says why the backtracking
+/// settles where it does). Positions are byte offsets: every pattern searched is ASCII, so
+/// they fall where the code-point offsets do. At most two blocks are found (one is asked).
+fn bash_blocks(text: &str) -> Vec<&str> {
+    const OPEN: &str = "```bash";
+    const CLOSE: &str = "\n```";
+    let mut blocks = Vec::new();
+    let last_close = text.rfind(CLOSE);
+    let mut position = 0;
+    while blocks.len() < 2 {
+        let Some(found) = text[position..].find(OPEN) else {
+            break;
+        };
+        let start = position + found;
+        let run_start = start + OPEN.len();
+        let run_end = run_start
+            + text[run_start..]
+                .char_indices()
+                .find(|&(_, c)| !is_python_space(c))
+                .map_or(text.len() - run_start, |(at, _)| at);
+        let newline = text[run_start..run_end]
+            .rfind('\n')
+            .map(|at| run_start + at);
+        position = start + 1;
+        let Some(newline) = newline else {
+            continue;
+        };
+        match last_close {
+            Some(last) if newline < last => {
+                // A fence begins at `last` or before it, so this finds one.
+                let Some(offset) = text[newline + 1..].find(CLOSE) else {
+                    break;
+                };
+                let close = newline + 1 + offset;
+                blocks.push(&text[newline + 1..close]);
+                position = close + CLOSE.len();
+            }
+            Some(last) if newline == last => {
+                if let Some(earlier) = text[run_start..newline].rfind('\n') {
+                    blocks.push(&text[run_start + earlier + 1..newline]);
+                    position = newline + CLOSE.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// Python's `str.isspace` (what `re`'s `\s` matches in a `str` pattern): bidirectional types
+/// WS, B and S and category Zs. `tools/unicode_tables.py` checks this list against the
+/// interpreter.
+pub fn is_python_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t'..='\r'
+            | '\u{1c}'..='\u{20}'
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
 }
 
 /// `adapters.from_responses`: OpenAI Responses API items.
@@ -821,7 +935,8 @@ pub fn translate_line(
         tokens: None,
     };
     match format {
-        Format::OpenAi => from_openai(&messages, &mut writer)?,
+        Format::OpenAi => from_openai(&messages, &mut writer, false)?,
+        Format::MiniSweAgent => from_openai(&messages, &mut writer, true)?,
         Format::Anthropic => from_anthropic(&messages, &mut writer)?,
         Format::Responses => from_responses(&messages, &mut writer)?,
     }
@@ -848,6 +963,41 @@ mod tests {
             "not a line the tape reads: {out:?}"
         );
         Some((String::from_utf8(out).unwrap(), sources))
+    }
+
+    #[test]
+    fn bash_blocks_as_the_python_reading() {
+        // `adapters._bash_blocks`' docstring, and its backing-off case.
+        assert_eq!(bash_blocks("```bash\nls\n```\n```bash \n\n```"), ["ls", ""]);
+        assert_eq!(bash_blocks("```bash\n\n\n```"), [""]);
+        assert_eq!(
+            bash_blocks("```bash\u{a0}\u{2003}\ncd src\n```"),
+            ["cd src"]
+        );
+        assert!(bash_blocks("```bashls\n```").is_empty());
+        assert!(bash_blocks("```bash\nunterminated").is_empty());
+    }
+
+    #[test]
+    fn mini_swe_agent_commands_and_outputs() {
+        let line = r#"{"instance_id":"a-1","messages":[{"role":"system","content":"Be brief."},
+            {"role":"assistant","content":"Look.\n```bash\nls\n```"},
+            {"role":"user","content":"a.py"},
+            {"role":"assistant","content":"Done."},{"role":"user","content":"ok"}]}"#;
+        let (native, sources) = native(line, Format::MiniSweAgent).unwrap();
+        assert_eq!(
+            native,
+            concat!(
+                r#"{"id":"a-1","messages":[{"type":"system","text":"Be brief."},"#,
+                r#"{"type":"bot","text":"Look.\n```bash\nls\n```"},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"request","#,
+                r#""function":{"name":"bash","arguments":{"command":"ls"}}}}},"#,
+                r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                r#""function":{"name":"bash","arguments":{"command":"ls"},"result":"a.py"}}}},"#,
+                r#"{"type":"bot","text":"Done."},{"type":"user","text":"ok"}]}"#
+            )
+        );
+        assert_eq!(sources, [0, 1, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -570,6 +570,35 @@ def openai_messages(draw: st.DrawFn) -> Any:
     return message
 
 
+# Assistant texts around mini-swe-agent's fenced bash blocks: one block, none, two, a fence
+# opened by Python's other whitespace (re's \\s), unterminated, or closed only by the last
+# fence; and the environment's outputs.
+BASH_TEXTS = st.lists(st.sampled_from([
+    "Look first.\n", "```bash\nls -la\n```", "```bash \n\ncat a.py\n```", "```bash\n```",
+    "```bash\u00a0\u2003\ncd src && pytest -q\n```", "```bash\x1c\n\n```", "```bashls\n```",
+    "```bash\nunterminated", "\n```", "```python\nprint(1)\n```", "THOUGHT: fix it.\n",
+    "\n", "```bash\n\n\n```", "\u00e9\u2028", "```bash\r\n echo hi\n```\n",
+]), max_size=5).map("".join)
+
+
+@st.composite
+def mini_swe_agent_messages(draw: st.DrawFn) -> Any:
+    """A mini-swe-agent message: an assistant turn with its command in a fenced block, the
+    environment's output as a user turn, or any OpenAI chat message."""
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        message: dict[str, Any] = {"role": "assistant", "content": draw(BASH_TEXTS)}
+        if draw(st.integers(0, 3)) == 0:
+            message["extra"] = draw(st.sampled_from([
+                {"response": {"usage": {"completion_tokens": 5}}}, {"usage": {"tokens": 2}},
+                {"usage": None}, "x"]))
+        return message
+    if kind == 1:
+        return {"role": "user", "content": draw(st.one_of(
+            BASH_TEXTS, TEXTS, st.just([{"type": "text", "text": "out"}])))}
+    return draw(openai_messages())
+
+
 REASONING_PARTS = st.one_of(
     st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("summary_text"), "text": TEXTS}),
                        st.sampled_from([{"text": 3}, "plain", None, {"type": "x"}])),

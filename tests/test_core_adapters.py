@@ -5,6 +5,7 @@ and the CLI writes the same bytes whichever path read a chunk."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,14 @@ from cli_chunks import assert_same_done as _same
 from cli_chunks import chunk_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import anthropic_messages, openai_messages, responses_items, runs
+from strategies import (
+    BASH_TEXTS,
+    anthropic_messages,
+    mini_swe_agent_messages,
+    openai_messages,
+    responses_items,
+    runs,
+)
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
 from vthread import _core, cli
@@ -28,8 +36,9 @@ OPTIONS: dict[str, float | None] = {
     "min_result_repetitions": None,
 }
 MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
-            "responses": responses_items()}
-TRANSLATED = st.sampled_from(["openai", "anthropic", "responses"])
+            "responses": responses_items(), "mini-swe-agent": mini_swe_agent_messages()}
+TRANSLATED = st.sampled_from(["openai", "anthropic", "responses", "mini-swe-agent"])
+REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 SETTINGS = settings(max_examples=400, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -82,6 +91,32 @@ def test_generated_runs_are_taken(format_: str) -> None:
     for index, thread in enumerate(generate_threads(150, seed=5)):
         line = _encode({"id": f"t{index}", "messages": convert(thread)}, index % 2 == 0)
         assert _check_line(line, format_)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["assistant", "user", "system"]), BASH_TEXTS),
+                max_size=8), st.booleans())
+def test_mini_swe_agent_commands_are_read_alike(turns: list[tuple[str, str]],
+                                                ascii_only: bool) -> None:
+    """mini-swe-agent turns (fenced bash blocks of every shape, their outputs) are translated
+    by the core, never declined, as ``from_mini_swe_agent`` translates them."""
+    messages = [{"role": role, "content": text} for role, text in turns]
+    line = _encode({"instance_id": "astropy-1", "trajectory_format": "mini-swe-agent-1",
+                    "messages": messages}, ascii_only)
+    assert _check_line(line, "mini-swe-agent")
+
+
+def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:
+    """All 500 published mini-swe-agent runs (Gemini 3 Pro on SWE-bench Verified) are read by
+    the core, none declined, and their records are what Python's reading writes."""
+    with gzip.open(REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz") as f:
+        lines = f.read().splitlines()
+    task = _task(lines, "mini-swe-agent")
+    raw = cli._read_in_core(task)
+    assert raw is not None and not len(raw["declined"])
+    done = cli._scan_chunk_in_core(task, raw)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
 
 
 @pytest.mark.parametrize(("line", "format_"), [

@@ -44,6 +44,9 @@ CODE_POINTS: Final = 0x11_0000
 _SIGMA: Final = "\u03a3"
 _FINAL: Final = "\u03c2"
 _MEDIAL: Final = "\u03c3"
+#: ``str.isspace``'s code points, as ``src/adapters.rs`` (``is_python_space``) lists them.
+PYTHON_SPACES: Final = [*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680,
+                        *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
 #: Longest line of a table in the generated file.
 _WIDTH: Final = 100
 
@@ -218,6 +221,9 @@ def render() -> str:
     # code points whose lower case holds an ASCII character being U+0130 and U+212A.
     _require([c for c in range(0x80, CODE_POINTS) if any(ord(x) < 0x80 for x in chr(c).lower())]
              == [0x130, 0x212A], "another code point lower-cases to ASCII")
+    # src/adapters.rs's is_python_space lists str.isspace (re's \s) for mini-swe-agent's fence.
+    _require([c for c in range(CODE_POINTS) if chr(c).isspace()] == PYTHON_SPACES,
+             "str.isspace is not the list in src/adapters.rs (is_python_space)")
     _require(ranges_where(is_word) == letters, "str.isalnum is not the L* and N* categories")
     decimal = ranges_where(is_decimal)
     cased = ranges_where(is_cased)

@@ -31,7 +31,7 @@ def scan_lines(
     min_result_repetitions: int,
     count_tokens: bool,
     threads: int,
-    format: Literal["native", "openai", "anthropic", "responses"] = "native",
+    format: Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"] = "native",
     messages_key: str | None = None,
     id_key: str | None = None,
     mask_volatile: bool = False,
