@@ -803,7 +803,7 @@ fn anthropic_block<'t>(
 }
 
 /// Python's `str()` of an id part (`f"{task}/{trial}"`), for the values it writes exactly.
-fn python_str(value: Value<'_>) -> Result<String, Declined> {
+pub(crate) fn python_str(value: Value<'_>) -> Result<String, Declined> {
     if let Some(text) = value.text() {
         return Ok(text.into_owned());
     }

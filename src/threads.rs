@@ -118,27 +118,20 @@ fn id_text(id: Option<Value<'_>>) -> Option<String> {
 }
 
 /// A line's thread in the native format: (id text, messages), or None when Python should
-/// read the line (anything but a plain thread of objects under `"messages"`, or the given
-/// messages key, with its id, if any, under `"id"`, or the given id key; or anything the
-/// tape refuses).
+/// read the line (anything but a plain thread of objects, found as `documents.read_run`
+/// finds it: a list, or an object's first known messages key or the given one; an id Python
+/// writes otherwise than the core; anything the tape refuses). The id is `documents.run_id`'s:
+/// the given id key's value, else `id`, `instance_id`, or `task_id` (with `trial` when
+/// present, written `"<task_id>/<trial>"`).
 pub(crate) fn native_thread<'t>(
     value: Value<'t>,
     keys: RunKeys<'_>,
 ) -> Option<(String, Vec<Value<'t>>)> {
-    let (id, messages) = if value.is_array() {
-        (None, value)
+    let (id_text, messages) = if value.is_array() {
+        ("null".to_owned(), value)
     } else if value.is_object() {
-        let messages = value
-            .get(keys.messages.unwrap_or("messages"))
-            .filter(Value::is_array)?;
-        let id = value.get(keys.id.unwrap_or("id"));
-        if keys.id.is_none()
-            && id.is_none()
-            && (value.get("instance_id").is_some() || value.get("task_id").is_some())
-        {
-            return None; // the id comes from these keys, which Python writes
-        }
-        (id, messages)
+        let messages = keys.messages_of(value).filter(Value::is_array)?;
+        (run_id_text(value, keys)?, messages)
     } else {
         return None;
     };
@@ -146,7 +139,32 @@ pub(crate) fn native_thread<'t>(
     if !messages.iter().all(Value::is_object) {
         return None;
     }
-    Some((id_text(id)?, messages))
+    Some((id_text, messages))
+}
+
+/// The record's id text of a run object's id (`documents.run_id`), where the core writes it
+/// as Python does.
+fn run_id_text(run: Value<'_>, keys: RunKeys<'_>) -> Option<String> {
+    if let Some(key) = keys.id {
+        return id_text(run.get(key));
+    }
+    if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
+        return id_text(Some(id));
+    }
+    let Some(task) = run.get("task_id") else {
+        return Some("null".to_owned());
+    };
+    let Some(trial) = run.get("trial") else {
+        return id_text(Some(task));
+    };
+    let joined = format!(
+        "{}/{}",
+        adapters::python_str(task).ok()?,
+        adapters::python_str(trial).ok()?
+    );
+    let mut out = Vec::new();
+    canonical::push_str(&mut out, &joined);
+    Some(String::from_utf8(out).expect("canonical text is ASCII"))
 }
 
 /// The usage figures of a thread's messages, as the CLI's summary counts them: the number
@@ -432,6 +450,28 @@ mod tests {
     }
 
     #[test]
+    fn a_run_s_id_is_documents_run_id() {
+        let default = RunKeys::default();
+        let read_id = |line: &str| read(line, default).map(|(id, _)| id);
+        assert_eq!(
+            read_id(r#"{"instance_id":"astropy-1","messages":[]}"#),
+            Some("\"astropy-1\"".into())
+        );
+        assert_eq!(
+            read_id(r#"{"id":null,"instance_id":"x","messages":[]}"#),
+            Some("null".into())
+        );
+        assert_eq!(
+            read_id(r#"{"task_id":3,"trial":true,"traj":[]}"#),
+            Some("\"3/True\"".into())
+        );
+        assert_eq!(read_id(r#"{"task_id":3,"history":[]}"#), Some("3".into()));
+        // A float's str() is Python's to write; so is a messages key holding no array.
+        assert_eq!(read_id(r#"{"task_id":1.5,"trial":0,"messages":[]}"#), None);
+        assert_eq!(read_id(r#"{"messages":null,"traj":[]}"#), None);
+    }
+
+    #[test]
     fn a_run_is_found_under_the_given_keys() {
         let line = r#"{"uuid":"u1","id":"i1","steps":[{"type":"user"}],"messages":[]}"#;
         assert_eq!(read(line, RunKeys::default()), Some(("\"i1\"".into(), 0)));
@@ -452,16 +492,5 @@ mod tests {
             id: None,
         };
         assert_eq!(read(line, keys), None);
-    }
-
-    #[test]
-    fn known_id_keys_are_left_to_python_only_without_an_id_key() {
-        let line = r#"{"instance_id":"x","messages":[]}"#;
-        assert_eq!(read(line, RunKeys::default()), None);
-        let keys = RunKeys {
-            messages: None,
-            id: Some("instance_id"),
-        };
-        assert_eq!(read(line, keys), Some(("\"x\"".into(), 0)));
     }
 }

@@ -120,6 +120,21 @@ def test_core_takes_the_common_chunk(threads: int) -> None:
     _same(done, cli._scan_chunk_in_python(task))
 
 
+@pytest.mark.parametrize("keys", [("instance_id",), ("task_id",), ("task_id", "trial")])
+def test_runs_under_other_id_keys_are_read_by_the_core(keys: tuple[str, ...]) -> None:
+    """Native runs whose id is an ``instance_id`` or a ``task_id`` (with its ``trial``) are
+    read by the core, no line declined, ids written as ``documents.run_id`` gives them."""
+    lines = [_line(t, i, True, keys) for i, t in enumerate(generate_threads(300, seed=7))]
+    task = _task(lines)
+    raw = cli._read_in_core(task)
+    assert raw is not None and not len(raw["declined"])
+    done = cli._scan_chunk_in_core(task, raw)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
+    expected = b'"5/5"' if keys == ("task_id", "trial") else b"5"
+    assert done.output.split(b"\n")[5].startswith(b'{"id":' + expected + b",")
+
+
 def test_long_fractions_are_read_in_the_core() -> None:
     """A float written with 19 or more fraction digits (as recorded costs are) is read by
     the core, and a looping thread holding one is attributed from json's reading."""
