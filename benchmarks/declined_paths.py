@@ -7,9 +7,11 @@ when any one of its lines needed Python's ``json``; before session 9 it read eve
 its values. This script writes the benchmark workload (seed 0) as such files, a keyed copy, a
 messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), a Responses one
 (:func:`benchmarks.workload.to_responses`) and the plain file scanned with
-``--mask-volatile`` (``masked``), and times ``vthread scan FILE -q -o /dev/null`` on each in a
-subprocess, round-robin, against the same command forced down the old path (``--old-path``:
-every chunk, or every chunk with a declined line, read by Python; for ``masked``, masked by
+``--mask-volatile`` (``masked``), plus the 500 published mini-swe-agent runs of
+``../shared/realdata`` (read by Python before session 9) when they are there, and times
+``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
+same command forced down the old path (``--old-path``: every chunk, or every chunk with a
+declined line, read by Python; for ``masked``, masked by
 :func:`vthread.volatile.masked_thread_by_python` too). The records are checked to be byte for
 byte the same.
 
@@ -35,6 +37,9 @@ from benchmarks.scan_report import KEYED, machine, subprocess_env, write_keyed, 
 from benchmarks.workload import generate_threads, to_responses, write_jsonl
 
 RESULTS = Path(__file__).resolve().parent / "results" / "declined_paths.json"
+MINI_SWE_AGENT = (Path(__file__).resolve().parents[2] / "shared" / "realdata"
+                  / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz")
+"""The 500 published mini-swe-agent runs (read by path, never copied), when present."""
 
 
 def old_path(kind: str, argv: list[str]) -> int:
@@ -47,7 +52,7 @@ def old_path(kind: str, argv: list[str]) -> int:
         raw = read(task)
         return None if raw is None or len(raw["declined"]) else raw
 
-    wholly_python = kind in ("keyed", "responses", "masked")
+    wholly_python = kind in ("keyed", "responses", "masked", "mini-swe-agent")
     cli._read_in_core = (lambda task: None) if wholly_python else whole_chunks  # type: ignore[attr-defined]
     if kind == "masked":
         from vthread.volatile import masked_thread_by_python
@@ -70,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     write_jsonl(plain, threads)
     files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl",
              "responses": scratch / "responses.jsonl", "masked": plain}
+    if MINI_SWE_AGENT.exists():
+        files["mini-swe-agent"] = MINI_SWE_AGENT
     write_keyed(files["keyed"], threads)
     write_messy(files["messy"], plain.read_bytes().splitlines())
     write_jsonl(files["responses"], [to_responses(thread) for thread in threads])
     keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
-            "responses": ["--format", "responses"], "masked": ["--mask-volatile"]}
+            "responses": ["--format", "responses"], "masked": ["--mask-volatile"],
+            "mini-swe-agent": []}
     commands: dict[str, list[str]] = {}
     for kind, path in files.items():
         scan = ["scan", str(path), "-q", *keys[kind]]
@@ -110,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             / statistics.median(times[f"{kind}: core"]) for kind in files},
     }
     args.json.write_text(json.dumps(results, indent=2) + "\n")
-    for path in {plain, *files.values()}:
+    for path in {plain, *files.values()} - {MINI_SWE_AGENT}:
         path.unlink()
     scratch.rmdir()
     return 0
