@@ -554,13 +554,15 @@ def test_progress_on_a_terminal(thread_file: Path, monkeypatch: pytest.MonkeyPat
 
 def test_missing_file_and_directory(tmp_path: Path, thread_file: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A missing FILE or a directory is exit 2 with a clear message, before any output."""
+    """A missing FILE or a directory with nothing to read is exit 2 with a clear message,
+    before any output."""
     code, out, err = run(["scan", str(thread_file), str(tmp_path / "nope.jsonl")], monkeypatch)
     assert (code, out) == (2, b"")
     assert f"{tmp_path / 'nope.jsonl'}: no such file" in err
-    code, out, err = run(["scan", str(tmp_path)], monkeypatch)
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(["scan", str(thread_file), str(tmp_path / "empty")], monkeypatch)
     assert (code, out) == (2, b"")
-    assert "is a directory" in err
+    assert "empty: is a directory with no trajectory file" in err
     done = run_process(["scan", str(tmp_path / "nope.jsonl")])
     assert done.returncode == 2 and b"Traceback" not in done.stderr
 
@@ -670,3 +672,33 @@ def test_quiet_writes_the_same_records(thread_file: Path,
     quiet_code, quiet, quiet_err = run(["scan", str(thread_file), "-q"], monkeypatch)
     assert (code, loud) == (quiet_code, quiet)
     assert "wasted tokens" in err and quiet_err == ""
+
+
+def test_a_directory_stands_for_the_trajectory_files_under_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory FILE is read as its trajectory files at any depth, in sorted path order;
+    other files, hidden ones and hidden directories are left out."""
+    thread = [{"type": "user", "text": "hi"}]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / "b.jsonl").write_text(json.dumps({"id": "b", "messages": thread}) + "\n")
+    (tmp_path / "sub" / "a.traj").write_text(json.dumps({"history": [
+        {"role": "user", "content": "hi"}]}))
+    with gzip.open(tmp_path / "sub" / "c.jsonl.gz", "wt") as compressed:
+        compressed.write(json.dumps(thread) + "\n" + json.dumps(thread) + "\n")
+    for ignored in ("notes.txt", ".d.jsonl", ".cache/e.jsonl", "sub/patch.diff"):
+        (tmp_path / ignored).write_text(json.dumps(thread) + "\n")
+    code, out, _ = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0
+    files = [json.loads(line)["file"] for line in out.splitlines()]
+    assert files == [str(tmp_path / "b.jsonl"), str(tmp_path / "sub" / "a.traj"),
+                     *[str(tmp_path / "sub" / "c.jsonl.gz")] * 2]
+
+
+def test_a_directory_without_trajectory_files_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to read under a directory is a usage error naming it, not an empty scan."""
+    (tmp_path / "notes.txt").write_text("[]\n")
+    code, out, err = run(["scan", str(tmp_path)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"{tmp_path}: is a directory with no trajectory file" in err

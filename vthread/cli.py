@@ -18,24 +18,26 @@ is not an object (with its index), or what the ``--format`` adapter rejected. A 
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). Each file's message format is detected from its first threads with
-messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
-different formats, or none in a known one, are a fatal error naming their lines; ``--format``
-overrides. Messages in another format than native are first translated by
-:mod:`vthread.adapters`; the record still counts the file's own messages: ``messages`` is the
-run's message count, ``loop_start`` the file's message holding the loop's first translated
-message, ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
+(``line`` is its position). A directory FILE stands for the trajectory files under it, at any
+depth, in sorted path order: those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``,
+``.eval``, ``.parquet`` or ``.pq`` (the text ones optionally ``.gz``), hidden ones aside. Each
+file's message format is detected from its first threads with messages (up to
+``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in different formats, or
+none in a known one, are a fatal error naming their lines; ``--format`` overrides. Messages in
+another format than native are first translated by :mod:`vthread.adapters`; the record still
+counts the file's own messages: ``messages`` is the run's message count, ``loop_start`` the
+file's message holding the loop's first translated message, ``loop_messages`` and a repeated
+block's ``period`` count the file's messages (see
 :func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
 document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
 native messages. A Parquet file (``.parquet``) holds a run a row (:mod:`vthread._cli_parquet`);
-``-o X.parquet`` writes the records as Parquet. A summary table goes to
-stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running, only when
-stderr is a terminal and the records go to a file or a pipe, never to that terminal. With no
-FILE, standard input is read when it is a pipe or a file; ``--sample`` (or a bare ``vthread
-scan`` at a terminal, which says so) scans the bundled sample. An ``--output`` that is one of
-the inputs is refused before anything is opened for writing. A ``.gz`` that breaks off gives
-every line that decompressed its record, then one error record saying where and why (see
-:class:`_GzipStream`).
+``-o X.parquet`` writes the records as Parquet. A summary table goes to stderr at the end
+(``--quiet`` drops it), and a progress bar (tqdm) while running, only when stderr is a terminal
+and the records go to a file or a pipe, never to that terminal. With no FILE, standard input is
+read when it is a pipe or a file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which
+says so) scans the bundled sample. An ``--output`` that is one of the inputs is refused before
+anything is opened for writing. A ``.gz`` that breaks off gives every line that decompressed
+its record, then one error record saying where and why (see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -56,9 +58,10 @@ in a row, an id Python writes differently, a line that is no thread) or that the
 declines (a run the adapter refuses, a numeric call id, a tool result only ``json.loads``
 reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
 records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
-by the core too. The other formats (mini-swe-agent, SWE-agent), ``--mask-volatile`` and
-``--anywhere`` are read by Python, ``--jobs N`` worker processes at a time, output in input
-order.
+by the core too, and so are mini-swe-agent runs and ``--mask-volatile`` (each thread's masked
+copy written as a native line, :mod:`vthread.volatile`'s rules in ``src/masking.rs``).
+SWE-agent runs and ``--anywhere`` are read by Python, ``--jobs N`` worker processes at a
+time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -291,7 +294,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     scan_.add_argument("files", nargs="*", metavar="FILE",
-                       help="JSONL file, optionally gzip-compressed; - for standard input")
+                       help="JSONL file, optionally gzip-compressed; a JSON document (.json, "
+                       ".traj), Inspect log (.eval) or Parquet file; a directory for the "
+                       "trajectory files under it; - for standard input")
     scan_.add_argument("--sample", action="store_true",
                        help="scan the sample set bundled with vthread (no FILE)")
     scan_.add_argument("--format", choices=_FORMATS, default=None,
@@ -469,10 +474,10 @@ def _scan_command(options: argparse.Namespace) -> int:
         "max_pattern_length": options.max_pattern_length,
         "min_result_repetitions": options.min_result_repetitions,
     }
-    files = _inputs(options)
-    if files is None:
-        return _USAGE_EXIT
     try:
+        files = _inputs(options)
+        if files is None:
+            return _USAGE_EXIT
         for name in files:
             _check_readable(name)
         for written in (options.output, options.summary_file):
@@ -666,7 +671,7 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
             return None
         return [str(SAMPLE)]
     if options.files:
-        return list(options.files)
+        return [found for name in options.files for found in _files_under(name)]
     if sys.stdin is not None and not _is_tty(sys.stdin):
         return ["-"]
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
@@ -674,6 +679,36 @@ def _inputs(options: argparse.Namespace) -> list[str] | None:
     _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
          f"(vthread scan --sample)")
     return [str(SAMPLE)]
+
+
+_TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
+"""Endings (before an optional ``.gz``) of the text files a directory FILE stands for."""
+_WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
+"""Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
+
+
+def _files_under(name: str) -> list[str]:
+    """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
+    path order (hidden files and directories, whose names begin with ".", left out; links to
+    directories not followed, so a link cycle cannot loop). A directory holding none is a
+    fatal error naming it, not a silent empty scan."""
+    if name == "-" or not Path(name).is_dir():
+        return [name]
+    found = []
+    for root, directories, files in os.walk(name):
+        directories[:] = [d for d in directories if not d.startswith(".")]
+        for file in files:
+            lower = file.lower()
+            if file.startswith(".") or not (
+                    lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
+                    or lower.endswith(_WHOLE_FILE_SUFFIXES)):
+                continue
+            found.append(os.path.join(root, file))
+    if not found:
+        endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
+        raise _FatalError(f"{name}: is a directory with no trajectory file under it "
+                          f"(files ending {endings}, the text ones optionally .gz)")
+    return sorted(found)
 
 
 def _what_was_scanned(files: list[str]) -> str:
