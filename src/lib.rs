@@ -274,8 +274,12 @@ fn scan_lines<'py>(
 
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
 /// (an Arrow string column's data buffer, say): no Python object per row. A slice outside
-/// the buffer, or ends before starts, is a ValueError naming the row.
+/// the buffer, or ends before starts, is a ValueError naming the row. With `mask_volatile`,
+/// each row's masked copy is read and returned as a native line, as `scan_lines` does.
 #[pyfunction]
+#[pyo3(signature = (data, starts, ends, min_repetitions, min_pattern_length,
+                    max_pattern_length, min_result_repetitions, count_tokens, threads,
+                    mask_volatile=false))]
 #[allow(clippy::too_many_arguments)]
 fn scan_slices<'py>(
     data: &Bound<'py, PyAny>,
@@ -287,6 +291,7 @@ fn scan_slices<'py>(
     min_result_repetitions: usize,
     count_tokens: bool,
     threads: usize,
+    mask_volatile: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = data.py();
     let options = scan_options(
@@ -338,7 +343,7 @@ fn scan_slices<'py>(
         options: &options,
         count_tokens,
         keys: adapters::RunKeys::default(),
-        mask_volatile: false,
+        mask_volatile,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)

@@ -339,10 +339,9 @@ fn match_at<T: Unit>(text: &[T], at: usize) -> Option<(Kind, usize)> {
 }
 
 /// Object keys whose value is volatile, once lower-cased.
-const VOLATILE_KEYS: [&str; 12] = [
+const VOLATILE_KEYS: [&str; 11] = [
     "time",
     "timestamp",
-    "date",
     "datetime",
     "elapsed",
     "duration",

@@ -80,6 +80,41 @@ def test_core_reading_equals_python_reading(runs: list[list[dict[str, Any]]]) ->
     assert _rows(fast, list(arrow.RESULT_FIELDS)) == _rows(slow, list(arrow.RESULT_FIELDS))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(max_size=16), max_size=12))
+def test_core_masking_equals_python_masking(runs: list[list[dict[str, Any]]]) -> None:
+    """mask_volatile=True: the core's reading of each row's masked copy gives the table the
+    Python objects give, row for row."""
+    polls = [{"type": "bot", "text": f"still running at 12:00:{i:02d}",
+              "meta": {"checked_at": 1764556800 + i}} for i in range(5)]
+    runs = [*runs, polls, [*polls[:2], {"type": "user", "text": "took 3.5s"}] * 3]
+    texts = [json.dumps(run) for run in runs]
+    table = pa.table({"messages": pa.array(texts, type=pa.string())})
+    fast = arrow.scan_arrow(table, format="native", mask_volatile=True)
+    slow = pa.table({name: arrow._scan_in_python(
+        [json.loads(t) for t in texts], "native", dict.fromkeys(
+            ["min_repetitions", "min_pattern_length", "max_pattern_length",
+             "min_result_repetitions"]), True)[name] for name in arrow.RESULT_FIELDS})
+    assert _rows(fast, list(arrow.RESULT_FIELDS)) == _rows(slow, list(arrow.RESULT_FIELDS))
+    assert fast.column("verdict").to_pylist()[-2] is not None
+
+
+def test_masked_workload_is_read_by_the_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mask_volatile=True on the workload's rows: no slice goes through Python objects."""
+    runs = generate_threads(300, seed=19)
+    table = pa.table({"messages": pa.array([json.dumps(run) for run in runs])})
+    expected = arrow.scan_arrow(table, format="native", mask_volatile=True)
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("a slice was read through Python objects")
+
+    monkeypatch.setattr(arrow, "_scan_in_python", refuse)
+    assert _rows(arrow.scan_arrow(table, format="native", mask_volatile=True)) == _rows(expected)
+    monkeypatch.undo()
+    monkeypatch.setattr(arrow, "_scan_in_core", lambda *args: None)
+    assert _rows(arrow.scan_arrow(table, format="native", mask_volatile=True)) == _rows(expected)
+
+
 def test_bad_rows_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:
     """Null, invalid JSON and non-run rows get an error each, in place; none is dropped,
     in slices small enough that every slice boundary is crossed."""
@@ -218,9 +253,9 @@ def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) 
     seen: list[int] = []
     real = _core.scan_slices
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **keywords: Any) -> Any:
         seen.append(args[-1])
-        return real(*args)
+        return real(*args, **keywords)
 
     monkeypatch.setattr(_core, "scan_slices", spy)
     table = pa.table({"messages": _json_column(generate_threads(5, seed=1))})

@@ -28,7 +28,8 @@ VOLATILE_TEXTS = st.sampled_from([
     "\x1b[38;21m[+] 3 files\x1b[0m", "caf\u00e9 \u0663\u0664:\u0665\u0666:\u0667\u0668",
     "line \\u0031\\u0032", "", "2m30s ago", "page 3 of 10",
 ])
-TIME_KEYS = st.sampled_from(["time", "Created_At", "elapsed_ms", "duration", "count", "name",
+TIME_KEYS = st.sampled_from(["time", "date", "Created_At", "elapsed_ms", "duration", "count",
+                             "name",
                              "\u212aey_time", "x_seconds", "ended", "id"])
 LEAVES = (st.none() | st.booleans() | st.integers(-10**6, 10**12) | VOLATILE_TEXTS
           | st.floats(allow_nan=False, allow_infinity=False))

@@ -111,6 +111,27 @@ def test_time_named_keys_are_masked_whatever_their_value() -> None:
                                      "Timestamp": "<volatile>", "count": 3}}
 
 
+def test_a_date_argument_is_progress_not_a_clock() -> None:
+    """An agent that searches flights day after day (tau-bench's style, every search empty)
+    progresses, masked or not: a key named ``date`` is a parameter, not a time reading; a
+    ``searched_at`` beside it is the clock."""
+    thread: list[dict[str, Any]] = [{"type": "user", "text": "Find me a flight to JFK."}]
+    for day in range(15, 20):
+        arguments = {"origin": "SFO", "destination": "JFK", "date": f"2024-05-{day}"}
+        thread += [
+            {"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+             "function": {"name": "search_direct_flight", "arguments": arguments}}}},
+            {"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+             "function": {"name": "search_direct_flight", "arguments": arguments,
+                          "result": {"flights": [], "searched_at": 1764556800 + day}}}}},
+        ]
+    assert vthread.describe_thread_cycle(thread, mask_volatile=True) is None
+    masked = vthread.masked_thread(thread)[-1]["meta"]["activity"]["function"]
+    assert masked["arguments"]["date"] == "2024-05-19"
+    assert masked["result"]["searched_at"] == "<volatile>"
+    assert masked == masked_thread_by_python(thread)[-1]["meta"]["activity"]["function"]
+
+
 def test_mask_volatile_must_be_a_bool() -> None:
     """A flag that is not a bool is a TypeError naming it, on every API."""
     for name in CYCLE_FUNCTIONS:
@@ -222,7 +243,7 @@ class _Items(list[Any]):
     """A list subclass."""
 
 
-_TIME_KEYS = st.sampled_from(["time", "Created_At", "elapsed_ms", "DURATION", "started",
+_TIME_KEYS = st.sampled_from(["time", "Date", "Created_At", "elapsed_ms", "DURATION", "started",
                               "\u212aey_time", "\u0130time", "ti\u212ame", "count", "name",
                               "id", "_at", "at", "x_seconds"])
 _LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)

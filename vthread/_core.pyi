@@ -65,6 +65,7 @@ def scan_slices(
     min_result_repetitions: int,
     count_tokens: bool,
     threads: int,
+    mask_volatile: bool = False,
 ) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""

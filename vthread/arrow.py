@@ -9,9 +9,10 @@ format is read by the compiled core straight from the column's data buffer: each
 slice of it, parsed and judged with the GIL released, and only the looping rows are parsed
 again in Python for their signature, excerpt and token cost. A column of lists of message
 structs is read by the core through the Arrow C data interface and written as the same JSON
-text, again with no Python object per row. Another format, ``mask_volatile=True``,
-``anywhere=True``, a value with no JSON text (NaN, bytes, a timestamp) or a row the core
-declines is read through Python objects, with the same answers. pyarrow is imported only
+text, again with no Python object per row; with ``mask_volatile=True`` the core reads each
+row's masked copy. Another format, ``anywhere=True``, a value with no JSON text (NaN, bytes,
+a timestamp) or a row the core declines is read through Python objects, with the same
+answers. pyarrow is imported only
 when this module's functions run (``pip install 'vthread[arrow]'``).
 """
 
@@ -249,9 +250,10 @@ def _without_nulls(value: Any) -> Any:
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
-    if format_ == "native" and not mask_volatile and not anywhere:
+    if format_ == "native" and not anywhere:
         rows = _text_buffers(piece) if _is_text(piece) else _nested_texts(piece)
-        fields = None if rows is None else _scan_in_core(*rows, len(piece), keywords)
+        fields = (None if rows is None
+                  else _scan_in_core(*rows, len(piece), keywords, mask_volatile))
         if fields is not None:
             return fields
     return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere)
@@ -287,16 +289,17 @@ def _nested_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
 
 
 def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
-                  valid: np.ndarray[Any, Any], length: int,
-                  keywords: dict[str, Any]) -> dict[str, list[Any]] | None:
+                  valid: np.ndarray[Any, Any], length: int, keywords: dict[str, Any],
+                  mask_volatile: bool = False) -> dict[str, list[Any]] | None:
     """The slice's rows (``data[starts[i]:ends[i]]`` the JSON text of row ``valid[i]``, the
-    others null) read by the core; None when a row needs Python."""
+    others null) read by the core (each row's masked copy with ``mask_volatile``, which the
+    core writes as a native line); None when a row needs Python."""
     from vthread import _core
     from vthread._exact_json import loads_exactly  # orjson, only when rows are read
 
     options = cycle_options(**keywords)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
-                            core_threads())
+                            core_threads(), mask_volatile=mask_volatile)
     if raw["declined"].size:
         return None  # a row only Python reads: the slice goes through Python objects
     columns = columns_of(raw)
@@ -304,9 +307,13 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
         threads = []
+        # A masked row's messages are those of the native line the core wrote of it.
+        native: bytes | None = raw.get("native")
+        native_ends = [0, *raw["native_ends"].tolist()] if native is not None else []
         for row in looping:
-            found = read_run(loads_exactly(bytes(memoryview(data)[starts[row]:ends[row]])),
-                              "native")
+            text = (bytes(memoryview(data)[starts[row]:ends[row]]) if native is None
+                    else native[native_ends[row] : native_ends[row + 1]])
+            found = read_run(loads_exactly(text), "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])
         attribute(result, columns, looping, threads)

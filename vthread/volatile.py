@@ -25,11 +25,13 @@ placeholder   matches                                                    example
 ============  =========================================================  =============
 
 and the value (a string or a number) of any object key that names a time: ``time``,
-``timestamp``, ``date``, ``datetime``, ``elapsed``, ``duration``, ``uptime``, ``created``,
+``timestamp``, ``datetime``, ``elapsed``, ``duration``, ``uptime``, ``created``,
 ``updated``, ``started``, ``finished``, ``ended``, or a key ending in ``_at``, ``_time``,
 ``_ms``, ``_ns``, ``_us``, ``_sec`` or ``_seconds`` (case-insensitive), becomes
 ``<volatile>``. Counts, sizes, line numbers and other numbers are kept: a thread whose
-numbers really change still progresses.
+numbers really change still progresses. So is a key named ``date``: a date is what an agent
+searches or books for (tau-bench's ``search_direct_flight(date=...)``), and one searched day
+after day is progress, not a clock.
 
 Every pattern is linear in the text (no quantified group can match the same characters two
 ways), so a hostile text cannot make masking slow.
@@ -69,7 +71,7 @@ _VOLATILE_VALUE: Final = re.compile(
     r"|(?P<hex>[0-9a-fA-F]{12,}\b))"
 )
 _VOLATILE_KEYS: Final = frozenset({
-    "time", "timestamp", "date", "datetime", "elapsed", "duration", "uptime", "created",
+    "time", "timestamp", "datetime", "elapsed", "duration", "uptime", "created",
     "updated", "started", "finished", "ended",
 })
 _VOLATILE_SUFFIXES: Final = ("_at", "_time", "_ms", "_ns", "_us", "_sec", "_seconds")
