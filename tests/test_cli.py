@@ -702,3 +702,27 @@ def test_a_directory_without_trajectory_files_is_an_error(
     code, out, err = run(["scan", str(tmp_path)], monkeypatch)
     assert (code, out) == (2, b"")
     assert f"{tmp_path}: is a directory with no trajectory file" in err
+
+
+def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a directory, a file whose threads are in several formats gets one error record
+    after its lines and the other files are still read; a dangling link and the records of
+    an earlier run into that directory are left out. --strict keeps the error fatal."""
+    native = json.dumps([{"type": "user", "text": "hi"}])
+    chat = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
+    (tmp_path / "a.jsonl").write_text(native + "\n")
+    (tmp_path / "b.jsonl").write_text(native + "\n" + chat + "\n")
+    (tmp_path / "c.jsonl").write_text(native + "\n")
+    (tmp_path / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    records = tmp_path / "records.jsonl"
+    for _ in range(2):  # the second run finds the first one's records in the directory
+        code, out, err = run(["scan", str(tmp_path), "-q", "-o", str(records)], monkeypatch)
+        assert (code, out, err) == (0, b"", "")
+        written = [json.loads(line) for line in records.read_text().splitlines()]
+        assert [(Path(r["file"]).name, r["line"]) for r in written] == [
+            ("a.jsonl", 1), ("b.jsonl", 1), ("c.jsonl", 1)]
+        assert "in different formats" in written[1]["error"]
+        assert "b.jsonl" not in written[1]["error"]  # the record names the file already
+    code, _, err = run(["scan", str(tmp_path), "-q", "--strict"], monkeypatch)
+    assert code == 2 and "b.jsonl" in err and "different formats" in err

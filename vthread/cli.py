@@ -20,7 +20,9 @@ the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.g
 JSON document instead, a list of runs or one run, read whole; each run is then a "line"
 (``line`` is its position). A directory FILE stands for the trajectory files under it, at any
 depth, in sorted path order: those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``,
-``.eval``, ``.parquet`` or ``.pq`` (the text ones optionally ``.gz``), hidden ones aside. Each
+``.eval``, ``.parquet`` or ``.pq`` (the text ones optionally ``.gz``), hidden ones, dangling
+links and the files the run writes aside; one of them that cannot be read, or whose format
+cannot be told, gets one error record and the others are still read. Each
 file's message format is detected from its first threads with messages (up to
 ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in different formats, or
 none in a known one, are a fatal error naming their lines; ``--format`` overrides. Messages in
@@ -475,9 +477,10 @@ def _scan_command(options: argparse.Namespace) -> int:
         "min_result_repetitions": options.min_result_repetitions,
     }
     try:
-        files = _inputs(options)
-        if files is None:
+        inputs = _inputs(options)
+        if inputs is None:
             return _USAGE_EXIT
+        files, listed = inputs
         for name in files:
             _check_readable(name)
         for written in (options.output, options.summary_file):
@@ -517,7 +520,8 @@ def _scan_command(options: argparse.Namespace) -> int:
                        count_tokens=not options.quiet or bool(options.summary_file),
                        threads=max(1, jobs - 1),
                        messages_key=options.messages_key, id_key=options.id_key,
-                       detected=detected, mask_volatile=options.mask_volatile)
+                       detected=detected, mask_volatile=options.mask_volatile,
+                       listed=listed)
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
         first = next(tasks, None)
@@ -662,23 +666,45 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _inputs(options: argparse.Namespace) -> list[str] | None:
-    """The FILE arguments to read: as given; with none, standard input when it is a pipe or a
-    file, else (or with --sample) the bundled sample. None after a usage error."""
+def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | None:
+    """The files to read, and those of them found in a directory FILE: the FILE arguments as
+    given, a directory by the files under it (the records and summary this run writes left
+    out); with none, standard input when it is a pipe or a file, else (or with --sample) the
+    bundled sample. None after a usage error."""
     if options.sample:
         if options.files:
             _say("vthread scan: error: --sample takes no FILE")
             return None
-        return [str(SAMPLE)]
+        return [str(SAMPLE)], frozenset()
     if options.files:
-        return [found for name in options.files for found in _files_under(name)]
+        written = _identities([options.output, options.summary_file])
+        files: list[str] = []
+        listed: set[str] = set()
+        for name in options.files:
+            found = _files_under(name, written)
+            files += found
+            if found != [name]:
+                listed.update(found)
+        return files, frozenset(listed)
     if sys.stdin is not None and not _is_tty(sys.stdin):
-        return ["-"]
+        return ["-"], frozenset()
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
     _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
          f"(vthread scan --sample)")
-    return [str(SAMPLE)]
+    return [str(SAMPLE)], frozenset()
+
+
+def _identities(paths: list[str | None]) -> set[tuple[int, int]]:
+    """(device, inode) of each of ``paths`` that is an existing file."""
+    found = set()
+    for path in paths:
+        if path is None:
+            continue
+        with contextlib.suppress(OSError):
+            status = os.stat(path)
+            found.add((status.st_dev, status.st_ino))
+    return found
 
 
 _TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
@@ -687,10 +713,12 @@ _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
 
 
-def _files_under(name: str) -> list[str]:
+def _files_under(name: str, written: set[tuple[int, int]]) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
-    path order (hidden files and directories, whose names begin with ".", left out; links to
-    directories not followed, so a link cycle cannot loop). A directory holding none is a
+    path order: hidden files and directories (names beginning with "."), anything that is no
+    regular file (a dangling link), and the files this run writes (``written``: (device,
+    inode) pairs; an earlier run's records left in the directory) left out; links to
+    directories not followed, so a link cycle cannot loop. A directory holding none is a
     fatal error naming it, not a silent empty scan."""
     if name == "-" or not Path(name).is_dir():
         return [name]
@@ -703,7 +731,10 @@ def _files_under(name: str) -> list[str]:
                     lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
                     or lower.endswith(_WHOLE_FILE_SUFFIXES)):
                 continue
-            found.append(os.path.join(root, file))
+            path = os.path.join(root, file)
+            if not os.path.isfile(path) or _identities([path]) & written:
+                continue
+            found.append(path)
     if not found:
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
@@ -1012,13 +1043,26 @@ def _tasks(
     id_key: str | None = None,
     detected: list[tuple[str, str]] | None = None,
     mask_volatile: bool = False,
+    listed: frozenset[str] = frozenset(),
+    done_bytes: int = 0,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first threads
-    with messages (and appended to ``detected``)."""
-    done_bytes = 0  # size of the files already read (the progress bar's offset)
+    with messages (and appended to ``detected``). A file ``listed`` (found in a directory FILE)
+    that cannot be read, or whose format cannot be told, ends with an error record and the
+    scan goes on; any other such file ends the scan. ``done_bytes``: the size of the files
+    read before these (the progress bar's offset)."""
     for name in files:
         label = "<stdin>" if name == "-" else name
+        if name in listed:
+            # The same tasks, one file at a time, so that its fatal error ends only it.
+            yield from _kept_going(
+                _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
+                       messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes),
+                label, cycle, strict, count_tokens, threads, messages_key, id_key)
+            with contextlib.suppress(OSError):
+                done_bytes += Path(name).stat().st_size
+            continue
         if is_parquet(name):
             yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
                                       threads, messages_key, id_key, detected, mask_volatile,
@@ -1073,6 +1117,24 @@ def _tasks(
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         threads, messages_key, id_key, broken=why)
+
+
+def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
+                strict: bool, count_tokens: bool, threads: int, messages_key: str | None,
+                id_key: str | None) -> Iterator[_Task]:
+    """``tasks`` of one file, a fatal error reading it (it cannot be opened, a gzip breaks in
+    a way the stream cannot say, its threads are in no format or in several) made one error
+    record after the lines read before it, as a gzip that breaks off gets: the file's records
+    are kept and the other files of a directory are still read. ``--strict`` keeps it fatal."""
+    next_line = 1
+    try:
+        for task in tasks:
+            next_line = task.first_line + len(task.lines)
+            yield task
+    except _FatalError as error:
+        why = str(error).removeprefix(f"{label}: ")
+        yield _Task(label, next_line, [], "native", cycle, strict, count_tokens, threads,
+                    messages_key, id_key, broken=why)
 
 
 def _parquet_tasks(
