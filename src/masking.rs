@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -128,7 +129,13 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
         } else {
             let source = source.cast::<PyDict>()?;
             let target = target.cast::<PyDict>()?;
-            for (key, child) in source.iter() {
+            // The members are taken first: hashing a key into the copy, or asking whether a
+            // value is a mapping, can run Python code that changes the source, which a live
+            // iteration must not meet. A change of size is then Python's RuntimeError, as
+            // the Python copy's `items()` loop raises it.
+            let members: Vec<_> = source.iter().collect();
+            let size = members.len();
+            for (key, child) in members {
                 let volatile = match key.cast::<PyString>() {
                     Ok(text) if text.is_exact_instance_of::<PyString>() => is_volatile_key(text),
                     Ok(_) => return Ok(None), // a str subclass: its own lower() may differ
@@ -140,6 +147,11 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
                     Shape::Python => return Ok(None),
                 };
                 target.set_item(key, copy)?;
+                if source.len() != size {
+                    return Err(PyRuntimeError::new_err(
+                        "dictionary changed size during iteration",
+                    ));
+                }
             }
         }
     }

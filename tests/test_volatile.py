@@ -294,6 +294,30 @@ def _typed(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
+def test_a_meta_changed_while_it_is_copied_is_pythons_runtime_error() -> None:
+    """A key whose hash changes the dict being copied: both copies raise RuntimeError (an
+    Exception, not the core's panic), and nothing is returned half made."""
+    class Meddling:
+        def __init__(self, owner: dict[Any, Any]) -> None:
+            self.owner, self.calls = owner, 0
+
+        def __hash__(self) -> int:
+            self.calls += 1
+            if self.calls == 2:  # the copy's insertion, after the dict's own
+                self.owner["late"] = 1
+            return 1
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+    for copier in (masked_thread_by_python, vthread.masked_thread):
+        meta: dict[Any, Any] = {}
+        meta[Meddling(meta)] = "at 12:00:01"
+        meta["b"] = "c"
+        with pytest.raises(RuntimeError, match="changed size during iteration"):
+            copier([{"type": "bot", "meta": meta}])
+
+
 def test_core_masked_thread_copies_a_shared_or_cyclic_container_once() -> None:
     """A list reached twice is one copy in two places; a dict inside itself stays so."""
     shared = ["at 12:00:01"]

@@ -320,8 +320,9 @@ def _parser() -> argparse.ArgumentParser:
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="workers (default 1; 0 = one per CPU): native, OpenAI and "
-                       "Anthropic files, threads of the core; other formats, processes. "
+                       help="workers (default 1; 0 = one per CPU): native, OpenAI, Anthropic, "
+                       "Responses and mini-swe-agent files (--mask-volatile too), threads of "
+                       "the core; SWE-agent files and --anywhere, processes. "
                        "Capped at the CPUs this process may use and at the chunks there "
                        "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
@@ -1772,7 +1773,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         return f"{part / whole:7.1%}" if whole else "      -"
 
     rows = [
-        f"vthread scan: {stats.lines:,} lines from {scanned} "
+        f"vthread scan: {stats.lines:,} line{'' if stats.lines == 1 else 's'} from {scanned} "
         f"in {seconds:.2f} s ({rate:,.0f} lines/s)",
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
