@@ -8,7 +8,7 @@
 //! JSON form (a NumPy scalar, a date, `bytes`, a `set`) is encoded as the stand-in
 //! `vthread._jsvalue.stand_in` gives it, the one definition both implementations use.
 
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -119,6 +119,42 @@ pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
                 CodePoints::Ucs2(std::slice::from_raw_parts(data as *const u16, length))
             }
             _ => CodePoints::Ucs4(std::slice::from_raw_parts(data as *const u32, length)),
+        }
+    }
+}
+
+/// Call `each` on the (key, value) members of an exact dict in order, as iterating
+/// `dict.items()` does, until it returns false. A change of the dict's size meanwhile (the
+/// encoding of a value can run Python code) is Python's RuntimeError, where PyO3's own
+/// iterator would panic; `PyDict_Next` stays within the table whatever is done to it.
+pub fn for_each_member<'py>(
+    dict: &Bound<'py, PyDict>,
+    mut each: impl FnMut(Bound<'py, PyAny>, Bound<'py, PyAny>) -> PyResult<bool>,
+) -> PyResult<()> {
+    let py = dict.py();
+    let size = dict.len();
+    let mut position: ffi::Py_ssize_t = 0;
+    loop {
+        if dict.len() != size {
+            return Err(PyRuntimeError::new_err(
+                "dictionary changed size during iteration",
+            ));
+        }
+        let mut key = std::ptr::null_mut();
+        let mut value = std::ptr::null_mut();
+        // SAFETY: `dict` is a live dict and the GIL is held; PyDict_Next hands out borrowed
+        // references, which are made strong before any Python code can run.
+        let (key, value) = unsafe {
+            if ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut value) == 0 {
+                return Ok(());
+            }
+            (
+                Bound::from_borrowed_ptr(py, key),
+                Bound::from_borrowed_ptr(py, value),
+            )
+        };
+        if !each(key, value)? {
+            return Ok(());
         }
     }
 }
@@ -301,28 +337,32 @@ impl Walk {
             let start = out.len();
             out.push(b'{');
             let mut ordered = true;
-            for (position, (key, element)) in dict.iter().enumerate() {
+            let mut position = 0;
+            for_each_member(dict, |key, element| {
                 if position > 0 {
                     out.push(b',');
                 }
+                position += 1;
                 match key.cast::<PyString>() {
                     Ok(name) if ascii_digits(name).is_none() => push_string(out, name),
                     _ => {
                         ordered = false;
-                        break;
+                        return Ok(false);
                     }
                 }
                 out.push(b':');
                 self.value(out, &element)?;
-            }
+                Ok(true)
+            })?;
             if ordered {
                 out.push(b'}');
             } else {
                 out.truncate(start);
                 let mut members = Vec::with_capacity(dict.len());
-                for (key, element) in dict.iter() {
+                for_each_member(dict, |key, element| {
                     members.push(self.member(&key, &element)?);
-                }
+                    Ok(true)
+                })?;
                 canonical::push_object(out, members);
             }
         } else if is_mapping(value)? {

@@ -7,7 +7,7 @@ import datetime
 import json
 import math
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, overload
@@ -339,3 +339,31 @@ def test_keys_beyond_pythons_digit_limit_are_encoded(value: Any) -> None:
     thread = _alternating(value, value)
     assert vthread.has_repeated_suffix(thread) and ref.has_repeated_suffix(
         thread, cycle_options())
+
+
+class _GrowsItsOwner(Mapping[str, Any]):
+    """A mapping whose iteration adds a member to the dict holding it."""
+
+    def __init__(self, owner: dict[str, Any]) -> None:
+        self.owner = owner
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        self.owner[f"late{len(self.owner)}"] = 1
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_a_dict_changed_while_the_core_encodes_it_is_a_runtime_error() -> None:
+    """The core's encoding of a dict whose value, when read, grows that dict raises Python's
+    RuntimeError (an Exception callers catch), never a panic of the core."""
+    owner: dict[str, Any] = {}
+    owner["a"] = _GrowsItsOwner(owner)
+    owner["b"] = 2
+    for encode in (_core.canonical, vthread.fingerprint):
+        with pytest.raises(RuntimeError, match="changed size during iteration"):
+            encode(owner)
