@@ -11,7 +11,9 @@
 //! longer match the interpreter. JavaScript's whitespace is a fixed list that no Unicode
 //! version changes, so it stays a `match`.
 
-use crate::unicode_tables::{CASED, CASE_IGNORABLE, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED};
+use crate::unicode_tables::{
+    CASED, CASE_IGNORABLE, DECIMAL, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED,
+};
 
 const CAPITAL_SIGMA: u32 = 0x3A3;
 const SMALL_FINAL_SIGMA: u32 = 0x3C2;
@@ -62,6 +64,12 @@ pub fn push_word_normal(word: &[u32], out: &mut Vec<u8>) {
 /// `unicodedata.category` gives it.
 pub fn is_letter_or_number(c: u32) -> bool {
     in_ranges(&LETTER_OR_NUMBER, c)
+}
+
+/// Whether `c` is a decimal digit of any script (`str.isdecimal`, `re`'s `\d` in a `str`
+/// pattern), as the interpreter's tables give it.
+pub fn is_decimal(c: u32) -> bool {
+    in_ranges(&DECIMAL, c)
 }
 
 /// Whether `c` lies in one of `ranges` (inclusive, sorted, disjoint).
@@ -203,7 +211,12 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_disjoint() {
-        for ranges in [&LETTER_OR_NUMBER[..], &CASED[..], &CASE_IGNORABLE[..]] {
+        for ranges in [
+            &LETTER_OR_NUMBER[..],
+            &DECIMAL[..],
+            &CASED[..],
+            &CASE_IGNORABLE[..],
+        ] {
             assert!(ranges.iter().all(|&(first, last)| first <= last));
             assert!(ranges.windows(2).all(|pair| pair[0].1 + 1 < pair[1].0));
         }

@@ -15,8 +15,7 @@
 //! there, as in `re`; a start needs a word boundary before an ASCII hex digit, so a run is
 //! tried from its first character only.
 
-use crate::unicode::is_letter_or_number;
-use crate::unicode_tables::DECIMAL;
+use crate::unicode::{is_decimal, is_letter_or_number};
 
 /// A code unit of a text: a Latin-1 byte, a UCS-2 unit or a code point (Python's three
 /// storages; a UTF-8 text is read as code points or, when ASCII, as its bytes).
@@ -76,10 +75,9 @@ fn is_word(c: u32) -> bool {
 /// `re`'s `\d` in a `str` pattern (any decimal digit, not only ASCII).
 fn is_digit(c: u32) -> bool {
     if c < 0x80 {
-        return (u32::from(b'0')..=u32::from(b'9')).contains(&c);
+        return is_ascii_digit(c);
     }
-    let after = DECIMAL.partition_point(|&(first, _)| first <= c);
-    after > 0 && c <= DECIMAL[after - 1].1
+    is_decimal(c)
 }
 
 /// `[0-9a-fA-F]`.
