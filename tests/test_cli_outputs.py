@@ -48,7 +48,26 @@ def test_summary_file_holds_the_summary_figures(tmp_path: Path,
     assert summary["wasted_messages"] == sum(r["loop_messages"] for r in loops)
     assert summary["messages"] == sum(r["messages"] for r in got)
     assert summary["formats_detected"] == [{"file": str(SAMPLE), "format": "native"}]
+    assert summary["loops_without_tokens"] == sum(r["loop_tokens"] is None for r in loops)
     assert f"{summary['loops']:>14,}" in err
+
+
+def test_loops_of_unknown_cost_are_said_not_counted(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop none of whose messages carries usage.tokens has an unknown cost: the summary
+    says how many such loops its wasted tokens leave out, instead of reading as 0."""
+    counted = [{"type": "user", "text": "go", "usage": {"tokens": 5}}]
+    loop = [{"type": "bot", "text": "again"}, {"type": "user", "text": "no"}] * 4
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(counted) + "\n" + json.dumps(loop) + "\n")
+    target = tmp_path / "summary.json"
+    for jobs in ("1", "2"):
+        code, _, err = run(["scan", str(path), "--summary", str(target), "-j", jobs],
+                           monkeypatch)
+        summary = json.loads(target.read_text())
+        assert (code, summary["loops"], summary["loops_without_tokens"]) == (0, 1, 1)
+        assert summary["wasted_tokens"] == 0 and summary["tokens"] == 5
+        assert "(1 loop with no usage.tokens not counted)" in err
 
 
 def test_summary_file_that_is_an_input_is_refused(tmp_path: Path,

@@ -415,6 +415,8 @@ class _Stats:
     tokens: float = 0.0
     tokens_known: bool = False
     loop_tokens: float = 0.0
+    # Loops none of whose messages carries usage.tokens: their cost is unknown, not 0.
+    loops_without_tokens: int = 0
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
@@ -425,6 +427,7 @@ class _Stats:
         self.tokens += other.tokens
         self.tokens_known = self.tokens_known or other.tokens_known
         self.loop_tokens += other.loop_tokens
+        self.loops_without_tokens += other.loops_without_tokens
 
     @property
     def loops(self) -> int:
@@ -659,6 +662,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         # A total past the largest double is no number JSON can hold: null, as when unknown.
         "tokens": _finite(stats.tokens) if stats.tokens_known else None,
         "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
+        "loops_without_tokens": stats.loops_without_tokens,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
     }
 
@@ -1494,6 +1498,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         tokens=tokens or 0.0,
         tokens_known=tokens is not None,
         loop_tokens=float(np.nansum(result.loop_tokens[loops])),
+        loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
     )
     file_text = _dumps(task.label)
     records = [
@@ -1595,6 +1600,7 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         tokens=tokens or 0.0,
         tokens_known=tokens is not None,
         loop_tokens=float(np.nansum(result.loop_tokens[scanned][loops])),
+        loops_without_tokens=int(np.isnan(result.loop_tokens[scanned][loops]).sum()),
     )
     verdicts = _verdict_texts(result)
     records: list[str] = []
@@ -1787,8 +1793,11 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     rows.append(f"  {'wasted messages':<28}{stats.loop_messages:>14,}"
                 f"{share(stats.loop_messages, stats.messages)} of {stats.messages:,}")
     if stats.tokens_known:
+        unknown = stats.loops_without_tokens
         rows.append(f"  {'wasted tokens':<28}{stats.loop_tokens:>14,.0f}"
-                    f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}")
+                    f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}"
+                    + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no usage.tokens"
+                       " not counted)" if unknown else ""))
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     return "\n".join(rows) + "\n"
