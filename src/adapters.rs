@@ -31,6 +31,8 @@ pub enum Format {
     Responses,
     /// OpenAI chat whose tool calls are fenced `bash` blocks in the assistant's text.
     MiniSweAgent,
+    /// OpenAI chat whose tool calls may be `<function=...>` blocks or a turn's `action`.
+    SweAgent,
 }
 
 impl Format {
@@ -41,6 +43,7 @@ impl Format {
             "anthropic" => Some(Format::Anthropic),
             "responses" => Some(Format::Responses),
             "mini-swe-agent" => Some(Format::MiniSweAgent),
+            "swe-agent" => Some(Format::SweAgent),
             _ => None,
         }
     }
@@ -462,35 +465,58 @@ fn function(value: Option<Value<'_>>) -> Result<Call<'_>, Declined> {
     Ok((Str::Line(name), arguments))
 }
 
-/// `adapters.from_openai`, or with `bash_actions` `adapters.from_mini_swe_agent`
-/// (`_with_text_actions` with `_bash_block`): an assistant turn without `tool_calls` or
-/// `function_call` whose text holds exactly one fenced `bash` block also requests that
-/// command, and the next message, when it is a `user` one, is its response (the text as it
-/// is, never parsed).
+/// Where a chat's tool calls may be written as text (`adapters._with_text_actions`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TextActions {
+    /// Plain OpenAI chat.
+    None,
+    /// mini-swe-agent: one fenced `bash` block (`adapters._bash_block`).
+    BashBlock,
+    /// SWE-agent: `<function=...>` blocks, else the turn's `action` (`_swe_agent_action`).
+    SweAgent,
+}
+
+/// A command read from an assistant turn's text: the tool's name and its arguments.
+type TextCall<'t> = (Str<'t>, Payload<'t>);
+
+/// `adapters.from_openai`, or with text actions `adapters.from_mini_swe_agent` and
+/// `from_swe_agent` (`_with_text_actions`): an assistant turn without `tool_calls` or
+/// `function_call` whose text holds commands also requests them, and the next message, when
+/// it is a `user` one, is the response to each (the text as it is, never parsed).
 fn from_openai<'t>(
     messages: &[Value<'t>],
     writer: &mut Writer<'_, 't>,
-    bash_actions: bool,
+    actions: TextActions,
 ) -> Result<(), Declined> {
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
     let mut legacy: AHashMap<Cow<'t, str>, Option<Payload<'t>>> = AHashMap::new();
-    // The command the previous assistant turn asked for, awaiting the environment's output.
-    let mut pending: Option<Payload<'t>> = None;
+    // The commands the previous assistant turn asked for, awaiting the environment's output.
+    let mut pending: Vec<TextCall<'t>> = Vec::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
         writer.begin(index, message);
-        let asked = pending.take();
-        if let (Some(command), true) = (&asked, role.is_text("user")) {
+        let asked = std::mem::take(&mut pending);
+        if !asked.is_empty() && role.is_text("user") {
             let output = Payload::Text(joined_text(message.get("content"))?);
-            writer.activity(&Str::Fixed("bash"), Some(command), Some(&output), false);
+            for (name, arguments) in &asked {
+                writer.activity(name, Some(arguments), Some(&output), false);
+            }
         } else if role.is_text("assistant") {
             openai_assistant(message, writer, &mut calls, &mut legacy)?;
             let chat_calls = [message.get("tool_calls"), message.get("function_call")];
-            if bash_actions && chat_calls.iter().all(|v| v.is_none_or(|v| v.is_null())) {
-                if let Some(command) = one_bash_block(&joined_text(message.get("content"))?) {
-                    let arguments = Payload::Parsed(Cow::Owned(command_arguments(&command)));
-                    writer.activity(&Str::Fixed("bash"), Some(&arguments), None, false);
-                    pending = Some(arguments);
+            if actions != TextActions::None
+                && chat_calls.iter().all(|v| v.is_none_or(|v| v.is_null()))
+            {
+                let text = joined_text(message.get("content"))?;
+                pending = match actions {
+                    TextActions::BashBlock => one_bash_block(&text)
+                        .map(|command| (Str::Fixed("bash"), command_payload(&command)))
+                        .into_iter()
+                        .collect(),
+                    _ => swe_agent_calls(message, &text),
+                };
+                for (name, arguments) in &pending {
+                    writer.activity(name, Some(arguments), None, false);
                 }
             }
         } else if role.is_text("tool") {
@@ -572,13 +598,124 @@ fn openai_assistant<'t>(
     Ok(())
 }
 
-/// `{"command": <command>}` as JSON text.
-fn command_arguments(command: &str) -> String {
-    let mut out = Vec::with_capacity(command.len() + 16);
-    out.extend_from_slice(b"{\"command\":");
-    push_json_string(&mut out, command);
+/// `{"command": <command>}` as a payload.
+fn command_payload(command: &str) -> Payload<'static> {
+    arguments_payload(&[("command", command)])
+}
+
+/// A JSON object of string members, in order, as a payload.
+fn arguments_payload(members: &[(&str, &str)]) -> Payload<'static> {
+    let mut out = Vec::new();
+    out.push(b'{');
+    for (index, (key, value)) in members.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        push_json_string(&mut out, key);
+        out.push(b':');
+        push_json_string(&mut out, value);
+    }
     out.push(b'}');
-    String::from_utf8(out).expect("JSON text of a str is UTF-8")
+    Payload::Parsed(Cow::Owned(
+        String::from_utf8(out).expect("JSON text of a str is UTF-8"),
+    ))
+}
+
+/// `adapters._swe_agent_action`: the turn's complete `<function=...>` calls, else its
+/// `action` string (when it holds more than whitespace) as a `bash` command.
+fn swe_agent_calls<'t>(message: Value<'t>, text: &Str<'_>) -> Vec<TextCall<'t>> {
+    let text = text.decoded();
+    let found = function_blocks(&text);
+    if !found.is_empty() {
+        return found
+            .into_iter()
+            .map(|(name, arguments)| {
+                let members: Vec<(&str, &str)> = arguments.iter().map(|(k, v)| (*k, *v)).collect();
+                (Str::Joined(name.to_owned()), arguments_payload(&members))
+            })
+            .collect();
+    }
+    match message.get("action").and_then(|action| action.text()) {
+        Some(action) if !action.trim_matches(is_python_space).is_empty() => {
+            vec![(Str::Fixed("bash"), command_payload(&action))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A `<function=NAME>` call read from text: its name and `(key, value)` parameters.
+type FunctionBlock<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+
+/// `adapters._function_blocks`: the complete `<function=NAME>` calls of a text, as
+/// `_FUNCTION_BLOCK.finditer` (`<function=([^<>\n]+)>((?:(?!<function=).)*?)</function>`) and
+/// `_PARAMETER_BLOCK.match` (`\s*<parameter=([^<>\n]+)>(.*?)</parameter>\s*`) find them: a
+/// name, then only parameter blocks (each key once) and whitespace. Byte offsets throughout:
+/// every delimiter is ASCII. O(len(text)): a block's scan stops at the next `<function=`.
+fn function_blocks(text: &str) -> Vec<FunctionBlock<'_>> {
+    const OPEN: &str = "<function=";
+    const CLOSE: &str = "</function>";
+    let mut found = Vec::new();
+    let mut position = 0;
+    while let Some(offset) = text[position..].find(OPEN) {
+        let start = position + offset;
+        position = start + 1; // a failed attempt: the search goes on from the next character
+        let Some((name, body_start)) = delimited_name(text, start + OPEN.len()) else {
+            continue;
+        };
+        // The body: up to the first `</function>`, unless a `<function=` comes first.
+        let rest = &text[body_start..];
+        let close = rest.find(CLOSE);
+        let reopened = rest.find(OPEN);
+        let Some(close) = close.filter(|&close| reopened.is_none_or(|open| close < open)) else {
+            continue;
+        };
+        let body = &rest[..close];
+        position = body_start + close + CLOSE.len();
+        let name = name.trim_matches(is_python_space);
+        let mut arguments: Vec<(&str, &str)> = Vec::new();
+        let mut at = 0;
+        while let Some((key, value, end)) = parameter_block(body, at) {
+            let key = key.trim_matches(is_python_space);
+            if key.is_empty() || arguments.iter().any(|(known, _)| *known == key) {
+                break;
+            }
+            arguments.push((key, value.trim_matches(is_python_space)));
+            at = end;
+        }
+        if !name.is_empty() && body[at..].trim_matches(is_python_space).is_empty() {
+            found.push((name, arguments));
+        }
+    }
+    found
+}
+
+/// `([^<>\n]+)>` at `at`: the run and the offset after its `>`, or None.
+fn delimited_name(text: &str, at: usize) -> Option<(&str, usize)> {
+    let run = text[at..]
+        .find(['<', '>', '\n'])
+        .map_or(text.len(), |end| at + end);
+    (run > at && text[run..].starts_with('>')).then(|| (&text[at..run], run + 1))
+}
+
+/// `_PARAMETER_BLOCK.match(body, at)`: (key, value, end of the match), or None.
+fn parameter_block(body: &str, at: usize) -> Option<(&str, &str, usize)> {
+    const OPEN: &str = "<parameter=";
+    const CLOSE: &str = "</parameter>";
+    let open = at + skip_python_space(&body[at..]);
+    if !body[open..].starts_with(OPEN) {
+        return None;
+    }
+    let (key, value_start) = delimited_name(body, open + OPEN.len())?;
+    let close = value_start + body[value_start..].find(CLOSE)?;
+    let after = close + CLOSE.len();
+    let end = after + skip_python_space(&body[after..]);
+    Some((key, &body[value_start..close], end))
+}
+
+/// The length of the run of Python whitespace (`re`'s `\s`) that begins `text`.
+fn skip_python_space(text: &str) -> usize {
+    text.find(|c: char| !is_python_space(c))
+        .unwrap_or(text.len())
 }
 
 /// `adapters._bash_block`: the turn's one fenced `bash` block (None for none or several).
@@ -935,8 +1072,9 @@ pub fn translate_line(
         tokens: None,
     };
     match format {
-        Format::OpenAi => from_openai(&messages, &mut writer, false)?,
-        Format::MiniSweAgent => from_openai(&messages, &mut writer, true)?,
+        Format::OpenAi => from_openai(&messages, &mut writer, TextActions::None)?,
+        Format::MiniSweAgent => from_openai(&messages, &mut writer, TextActions::BashBlock)?,
+        Format::SweAgent => from_openai(&messages, &mut writer, TextActions::SweAgent)?,
         Format::Anthropic => from_anthropic(&messages, &mut writer)?,
         Format::Responses => from_responses(&messages, &mut writer)?,
     }
@@ -976,6 +1114,25 @@ mod tests {
         );
         assert!(bash_blocks("```bashls\n```").is_empty());
         assert!(bash_blocks("```bash\nunterminated").is_empty());
+    }
+
+    #[test]
+    fn function_blocks_as_the_python_reading() {
+        // `adapters._function_blocks`' docstring examples, and what is left as text.
+        let text = "Look.\n<function=bash>\n<parameter=command>ls -a</parameter>\n</function>";
+        assert_eq!(
+            function_blocks(text),
+            [("bash", vec![("command", "ls -a")])]
+        );
+        assert!(function_blocks("<function=bash>\n<parameter=command>ls").is_empty());
+        // Text between parameters, a key given twice, a name that is only whitespace.
+        let garbled = "<function=a>x<parameter=k>v</parameter></function>\
+                       <function=b><parameter=k>1</parameter><parameter=k>2</parameter></function>\
+                       <function= ></function>";
+        assert!(function_blocks(garbled).is_empty());
+        // A call cut by the next one is no call; the next one is.
+        let cut = "<function=a><parameter=k>v<function=b></function>";
+        assert_eq!(function_blocks(cut), [("b", vec![])]);
     }
 
     #[test]

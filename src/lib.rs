@@ -211,8 +211,8 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
         ("native", _) => Ok(None),
         (_, Some(format)) => Ok(Some(format)),
         _ => Err(PyValueError::new_err(format!(
-            "unknown format {name:?}; expected native, openai, anthropic, responses or \
-             mini-swe-agent"
+            "unknown format {name:?}; expected native, openai, anthropic, responses, \
+             mini-swe-agent or swe-agent"
         ))),
     }
 }
@@ -455,7 +455,7 @@ fn translate_line<'py>(
     };
     let Some(format) = line_format(format)? else {
         return Err(PyValueError::new_err(
-            "translate_line takes openai, anthropic, responses or mini-swe-agent",
+            "translate_line takes openai, anthropic, responses, mini-swe-agent or swe-agent",
         ));
     };
     let (mut out, mut sources) = (Vec::new(), Vec::new());

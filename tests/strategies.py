@@ -599,6 +599,29 @@ def mini_swe_agent_messages(draw: st.DrawFn) -> Any:
     return draw(openai_messages())
 
 
+@st.composite
+def swe_agent_messages(draw: st.DrawFn) -> Any:
+    """A SWE-agent ``history`` message: an assistant turn whose text holds ``<function=...>``
+    calls (whole, cut or garbled) and maybe an ``action``, the environment's output as a user
+    turn, or any OpenAI chat message."""
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        message: dict[str, Any] = {"role": "assistant", "content": draw(st.one_of(
+            function_call_texts(), st.just([{"type": "text", "text": "<function=bash>\n"
+                                              "<parameter=command>ls</parameter>\n"
+                                              "</function>"}])))}
+        if draw(st.booleans()):
+            message["action"] = draw(st.sampled_from(["ls -a\n", "  ", "", None, 3,
+                                                      "submit", "\u2003"]))
+        if draw(st.integers(0, 3)) == 0:
+            message["message_type"] = "action"
+        return message
+    if kind == 1:
+        return {"role": "user", "content": draw(st.one_of(TEXTS, BASH_TEXTS)),
+                "message_type": "observation"}
+    return draw(openai_messages())
+
+
 REASONING_PARTS = st.one_of(
     st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("summary_text"), "text": TEXTS}),
                        st.sampled_from([{"text": 3}, "plain", None, {"type": "x"}])),

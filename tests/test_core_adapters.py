@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 from strategies import (
     BASH_TEXTS,
     anthropic_messages,
+    function_call_texts,
     mini_swe_agent_messages,
     openai_messages,
     responses_items,
     runs,
+    swe_agent_messages,
 )
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
@@ -36,8 +38,10 @@ OPTIONS: dict[str, float | None] = {
     "min_result_repetitions": None,
 }
 MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
-            "responses": responses_items(), "mini-swe-agent": mini_swe_agent_messages()}
-TRANSLATED = st.sampled_from(["openai", "anthropic", "responses", "mini-swe-agent"])
+            "responses": responses_items(), "mini-swe-agent": mini_swe_agent_messages(),
+            "swe-agent": swe_agent_messages()}
+TRANSLATED = st.sampled_from(["openai", "anthropic", "responses", "mini-swe-agent",
+                              "swe-agent"])
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 SETTINGS = settings(max_examples=400, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -104,6 +108,33 @@ def test_mini_swe_agent_commands_are_read_alike(turns: list[tuple[str, str]],
     line = _encode({"instance_id": "astropy-1", "trajectory_format": "mini-swe-agent-1",
                     "messages": messages}, ascii_only)
     assert _check_line(line, "mini-swe-agent")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["assistant", "user"]), function_call_texts(),
+                          st.sampled_from([None, "ls\n", " "])), max_size=8),
+       st.booleans())
+def test_swe_agent_calls_are_read_alike(turns: list[tuple[str, str, str | None]],
+                                        ascii_only: bool) -> None:
+    """SWE-agent turns (``<function=...>`` blocks whole, cut or garbled; an ``action``) are
+    translated by the core, never declined, as ``from_swe_agent`` translates them."""
+    messages = [{"role": role, "content": text, **({} if action is None else {"action": action})}
+                for role, text, action in turns]
+    assert _check_line(_encode({"history": messages}, ascii_only), "swe-agent")
+
+
+def test_published_swe_agent_runs_are_read_by_the_core(tmp_path: Path) -> None:
+    """The 15 published SWE-agent runs, as the CLI hands a document's runs to the core: all
+    taken, their records what Python's reading writes."""
+    lines = [cli._run_line(json.loads(path.read_bytes()))
+             for path in sorted((REALDATA / "swe-agent").glob("*.traj"))]
+    assert len(lines) == 15
+    task = _task(lines, "swe-agent")
+    raw = cli._read_in_core(task)
+    assert raw is not None and not len(raw["declined"])
+    done = cli._scan_chunk_in_core(task, raw)
+    assert done is not None
+    _same(done, cli._scan_chunk_in_python(task))
 
 
 def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:

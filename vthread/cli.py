@@ -60,10 +60,11 @@ in a row, an id Python writes differently, a line that is no thread) or that the
 declines (a run the adapter refuses, a numeric call id, a tool result only ``json.loads``
 reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
 records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
-by the core too, and so are mini-swe-agent runs and ``--mask-volatile`` (each thread's masked
-copy written as a native line, :mod:`vthread.volatile`'s rules in ``src/masking.rs``).
-SWE-agent runs and ``--anywhere`` are read by Python, ``--jobs N`` worker processes at a
-time, output in input order.
+by the core too, and so are mini-swe-agent and SWE-agent runs (their text actions read as
+:mod:`vthread.adapters` reads them) and ``--mask-volatile`` (each thread's masked copy
+written as a native line, :mod:`vthread.volatile`'s rules in ``src/masking.rs``).
+``--anywhere`` is read by Python, ``--jobs N`` worker processes at a time, output in input
+order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -161,9 +162,10 @@ _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
-_CoreFormat = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent"]
-_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads
-    "native", "openai", "anthropic", "responses", "mini-swe-agent")
+_CoreFormat = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent",
+                      "swe-agent"]
+_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads: every one
+    "native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
@@ -320,9 +322,8 @@ def _parser() -> argparse.ArgumentParser:
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="workers (default 1; 0 = one per CPU): native, OpenAI, Anthropic, "
-                       "Responses and mini-swe-agent files (--mask-volatile too), threads of "
-                       "the core; SWE-agent files and --anywhere, processes. "
+                       help="workers (default 1; 0 = one per CPU): threads of the core, for "
+                       "every format (--mask-volatile too); with --anywhere, processes. "
                        "Capped at the CPUs this process may use and at the chunks there "
                        "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
