@@ -662,11 +662,12 @@ fn function_blocks(text: &str) -> Vec<FunctionBlock<'_>> {
         let Some((name, body_start)) = delimited_name(text, start + OPEN.len()) else {
             continue;
         };
-        // The body: up to the first `</function>`, unless a `<function=` comes first.
+        // The body: up to the first `</function>`, unless a `<function=` comes first. The
+        // close is looked for only up to that next call (a close cannot straddle its `<`), so
+        // every character is scanned a bounded number of times, however many calls are open.
         let rest = &text[body_start..];
-        let close = rest.find(CLOSE);
-        let reopened = rest.find(OPEN);
-        let Some(close) = close.filter(|&close| reopened.is_none_or(|open| close < open)) else {
+        let reopened = rest.find(OPEN).unwrap_or(rest.len());
+        let Some(close) = rest[..reopened].find(CLOSE) else {
             continue;
         };
         let body = &rest[..close];
