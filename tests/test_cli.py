@@ -726,3 +726,26 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
         assert "b.jsonl" not in written[1]["error"]  # the record names the file already
     code, _, err = run(["scan", str(tmp_path), "-q", "--strict"], monkeypatch)
     assert code == 2 and "b.jsonl" in err and "different formats" in err
+
+
+def test_a_pretty_printed_document_piped_in_is_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cat runs.json | vthread scan -`: a document whose first line is only "[" is read as
+    the .json file is (a record per run), not a line at a time; JSONL, and a stream that only
+    begins like a document, are still read line by line."""
+    runs = [{"task_id": i, "traj": [{"role": "user", "content": "book it"},
+                                    {"role": "assistant", "content": "done"}]} for i in range(3)]
+    document = json.dumps(runs, indent=2).encode()
+    path = tmp_path / "runs.json"
+    path.write_bytes(document)
+    code, by_name, _ = run(["scan", str(path), "-q"], monkeypatch)
+    code_piped, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=document)
+    assert code == code_piped == 0
+    assert piped == by_name.replace(json.dumps(str(path)).encode(), b'"<stdin>"')
+    assert len(piped.splitlines()) == 3
+    lines = b"".join(json.dumps(run_).encode() + b"\n" for run_ in runs)
+    assert len(run(["scan", "-", "-q"], monkeypatch, stdin=lines)[1].splitlines()) == 3
+    broken = b"[\n" + lines
+    records = [json.loads(line) for line in run(["scan", "-", "-q"], monkeypatch,
+                                                 stdin=broken)[1].splitlines()]
+    assert len(records) == 4 and "not valid JSON" in records[0]["error"]

@@ -22,24 +22,25 @@ JSON document instead, a list of runs or one run, read whole; each run is then a
 depth, in sorted path order: those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``,
 ``.eval``, ``.parquet`` or ``.pq`` (the text ones optionally ``.gz``), hidden ones, dangling
 links and the files the run writes aside; one of them that cannot be read, or whose format
-cannot be told, gets one error record and the others are still read. Each
-file's message format is detected from its first threads with messages (up to
-``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in different formats, or
-none in a known one, are a fatal error naming their lines; ``--format`` overrides. Messages in
-another format than native are first translated by :mod:`vthread.adapters`; the record still
-counts the file's own messages: ``messages`` is the run's message count, ``loop_start`` the
-file's message holding the loop's first translated message, ``loop_messages`` and a repeated
-block's ``period`` count the file's messages (see
-:func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
-document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
-native messages. A Parquet file (``.parquet``) holds a run a row (:mod:`vthread._cli_parquet`);
-``-o X.parquet`` writes the records as Parquet. A summary table goes to stderr at the end
-(``--quiet`` drops it), and a progress bar (tqdm) while running, only when stderr is a terminal
-and the records go to a file or a pipe, never to that terminal. With no FILE, standard input is
-read when it is a pipe or a file; ``--sample`` (or a bare ``vthread scan`` at a terminal, which
-says so) scans the bundled sample. An ``--output`` that is one of the inputs is refused before
-anything is opened for writing. A ``.gz`` that breaks off gives every line that decompressed
-its record, then one error record saying where and why (see :class:`_GzipStream`).
+cannot be told, gets one error record and the others are still read. Each file's message format
+is detected from its first threads with messages (up to ``DETECT_THREADS``;
+:func:`vthread.adapters.common_format`); threads in different formats, or none in a known one,
+are a fatal error naming their lines; ``--format`` overrides. Messages in another format than
+native are first translated by :mod:`vthread.adapters`; the record still counts the file's own
+messages: ``messages`` is the run's message count, ``loop_start`` the file's message holding
+the loop's first translated message, ``loop_messages`` and a repeated block's ``period`` count
+the file's messages (see :func:`vthread.documents.in_source_messages`). An Inspect AI log
+(``.eval``, or a ``.json`` document with Inspect's header) is read by
+:mod:`vthread.inspect_log`, each sample a run of native messages. A Parquet file (``.parquet``)
+holds a run a row (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as
+Parquet. A summary table goes to stderr at the end (``--quiet`` drops it), and a progress bar
+(tqdm) while running, only when stderr is a terminal and the records go to a file or a pipe,
+never to that terminal. With no FILE, standard input is read when it is a pipe or a file (as
+JSONL, or whole when its first line is only ``[`` or ``{``, as a pretty-printed JSON document's
+is); ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so) scans the bundled
+sample. An ``--output`` that is one of the inputs is refused before anything is opened for
+writing. A ``.gz`` that breaks off gives every line that decompressed its record, then one
+error record saying where and why (see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -993,7 +994,31 @@ def _is_gzip(head: bytes, name: str) -> bool:
     return name.lower().endswith(".gz") and bool(head) and _GZIP_HEADER.startswith(head)
 
 
-def _chunks(stream: BinaryIO | _GzipStream) -> Iterator[list[bytes]]:
+class _Replayed:
+    """A stream whose first block was read ahead: that block, then the rest of the stream."""
+
+    def __init__(self, first: bytes, rest: BinaryIO | _GzipStream) -> None:
+        self.first: bytes | None = first
+        self.rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self.first:
+            first, self.first = self.first, None
+            return first
+        return self.rest.read(size)
+
+
+def _piped_document(stream: BinaryIO | _GzipStream) -> tuple[_Replayed, bool]:
+    """Standard input, and whether it is one pretty-printed JSON document (its first line is
+    only ``[`` or ``{``: no JSONL line can be), as ``cat runs.json | vthread scan -`` pipes
+    one; it is then read as a ``.json`` file is, not a line at a time (one error record per
+    line of the document). A document written on one line stays a line."""
+    first = stream.read(READ_BYTES)
+    line = first.lstrip().split(b"\n", 1)[0].strip()
+    return _Replayed(first, stream), line in (b"[", b"{")
+
+
+def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
     A line longer than a read is assembled from its parts once (never re-joined per read).
@@ -1088,6 +1113,12 @@ def _tasks(
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
                 chunks, kind = _document_chunks(stream, messages_key, label)
+            elif name == "-":
+                piped, whole_document = _piped_document(stream)
+                if whole_document:
+                    chunks, kind = _document_chunks(piped, messages_key, label)
+                else:
+                    chunks = _chunks(piped)
             else:
                 chunks = _chunks(stream)
             if kind == "inspect":
@@ -1195,7 +1226,7 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(
-    stream: BinaryIO | _GzipStream, messages_key: str | None, label: str
+    stream: BinaryIO | _GzipStream | _Replayed, messages_key: str | None, label: str
 ) -> tuple[Iterator[list[bytes]], _Kind]:
     """A JSON document's runs as JSONL lines, in chunks, and what they are. An Inspect log's
     samples are its runs, as native threads. A file that is not one JSON document is read as
