@@ -749,3 +749,24 @@ def test_a_pretty_printed_document_piped_in_is_read_whole(
     records = [json.loads(line) for line in run(["scan", "-", "-q"], monkeypatch,
                                                  stdin=broken)[1].splitlines()]
     assert len(records) == 4 and "not valid JSON" in records[0]["error"]
+
+
+def test_a_given_format_that_does_not_fit_is_warned_of(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format native on chat runs (every one would read as typeless, equal messages): the
+    records are made as asked, and a warning names the runs that look like another format;
+    the right format, or a plain chat under any chat format, draws none."""
+    chat = [{"role": "user", "content": "book it"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "function": {"name": "book", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": chat}) + "\n" for i in range(3)))
+    code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    assert code == 0 and len(out.splitlines()) == 3
+    assert (f"{path}: warning: --format native was given, but lines 1, 2, 3 of the first 3 "
+            "look like openai") in err
+    assert run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)[2] == ""
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps([{"role": "user", "content": "hi"}]) + "\n")
+    assert run(["scan", str(plain), "-q", "--format", "anthropic"], monkeypatch)[2] == ""

@@ -25,22 +25,23 @@ links and the files the run writes aside; one of them that cannot be read, or wh
 cannot be told, gets one error record and the others are still read. Each file's message format
 is detected from its first threads with messages (up to ``DETECT_THREADS``;
 :func:`vthread.adapters.common_format`); threads in different formats, or none in a known one,
-are a fatal error naming their lines; ``--format`` overrides. Messages in another format than
-native are first translated by :mod:`vthread.adapters`; the record still counts the file's own
-messages: ``messages`` is the run's message count, ``loop_start`` the file's message holding
-the loop's first translated message, ``loop_messages`` and a repeated block's ``period`` count
-the file's messages (see :func:`vthread.documents.in_source_messages`). An Inspect AI log
-(``.eval``, or a ``.json`` document with Inspect's header) is read by
-:mod:`vthread.inspect_log`, each sample a run of native messages. A Parquet file (``.parquet``)
-holds a run a row (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as
-Parquet. A summary table goes to stderr at the end (``--quiet`` drops it), and a progress bar
-(tqdm) while running, only when stderr is a terminal and the records go to a file or a pipe,
-never to that terminal. With no FILE, standard input is read when it is a pipe or a file (as
-JSONL, or whole when its first line is only ``[`` or ``{``, as a pretty-printed JSON document's
-is); ``--sample`` (or a bare ``vthread scan`` at a terminal, which says so) scans the bundled
-sample. An ``--output`` that is one of the inputs is refused before anything is opened for
-writing. A ``.gz`` that breaks off gives every line that decompressed its record, then one
-error record saying where and why (see :class:`_GzipStream`).
+are a fatal error naming their lines; ``--format`` overrides (with a warning on stderr when the
+first threads are plainly in another format). Messages in another format than native are first
+translated by :mod:`vthread.adapters`; the record still counts the file's own messages:
+``messages`` is the run's message count, ``loop_start`` the file's message holding the loop's
+first translated message, ``loop_messages`` and a repeated block's ``period`` count the file's
+messages (see :func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a
+``.json`` document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a
+run of native messages. A Parquet file (``.parquet``) holds a run a row
+(:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as Parquet. A summary table
+goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running, only
+when stderr is a terminal and the records go to a file or a pipe, never to that terminal. With
+no FILE, standard input is read when it is a pipe or a file (as JSONL, or whole when its first
+line is only ``[`` or ``{``, as a pretty-printed JSON document's is); ``--sample`` (or a bare
+``vthread scan`` at a terminal, which says so) scans the bundled sample. An ``--output`` that
+is one of the inputs is refused before anything is opened for writing. A ``.gz`` that breaks
+off gives every line that decompressed its record, then one error record saying where and why
+(see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -1136,6 +1137,13 @@ def _tasks(
                                           "run" if kind == "runs" else "line")
                     if detected is not None:
                         detected.append((label, file_format))
+                elif line == 1 and kind != "inspect":
+                    # A format given for the file: said once if its first threads are in
+                    # another (the records are made as asked).
+                    warning = _misread_warning(label, lines, file_format, messages_key,
+                                               "run" if kind == "runs" else "line")
+                    if warning is not None:
+                        _say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile)
                 line += len(lines)
@@ -1286,6 +1294,25 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     or run numbers) when they disagree, or when none is in a known format but one has
     messages."""
     from vthread.adapters import EXPECTED, FormatConflictError, common_format
+
+    evidence, unknown = _format_evidence(lines, messages_key)
+    if not evidence and unknown is not None:
+        raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "
+                          f"expected {EXPECTED} (or give --format)")
+    try:
+        return common_format(evidence)
+    except FormatConflictError as conflict:
+        where = "; ".join(f"{name} at {unit} {', '.join(map(str, at))}"
+                          for name, at in conflict.formats.items())
+        raise _FatalError(f"{label}: its threads are in different formats ({where}); give "
+                          f"--format to read them all in one") from None
+
+
+def _format_evidence(lines: list[bytes], messages_key: str | None
+                     ) -> tuple[list[tuple[int, Any, bool]], int | None]:
+    """What the first ``DETECT_THREADS`` threads with messages of ``lines`` say of their
+    format: (number, format, decisive) each (:func:`vthread.documents.run_format_evidence`),
+    and the number of the first thread in no known format (None when there is none)."""
     from vthread.documents import run_format_evidence
 
     suspect = suspect_lines(lines)
@@ -1308,16 +1335,25 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
             continue
         evidence.append((index + 1, *found))
         examined += len(line)
-    if not evidence and unknown is not None:
-        raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "
-                          f"expected {EXPECTED} (or give --format)")
-    try:
-        return common_format(evidence)
-    except FormatConflictError as conflict:
-        where = "; ".join(f"{name} at {unit} {', '.join(map(str, at))}"
-                          for name, at in conflict.formats.items())
-        raise _FatalError(f"{label}: its threads are in different formats ({where}); give "
-                          f"--format to read them all in one") from None
+    return evidence, unknown
+
+
+def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: str | None,
+                     unit: str) -> str | None:
+    """A warning when ``--format given`` does not fit the first threads of a file: some are
+    plainly in another format (a plain chat fits every chat format, not native). The records
+    are still made as asked; a thread read in the wrong format can look like a loop (chat
+    messages read as native are all messages of no type, equal to one another)."""
+    evidence, _ = _format_evidence(lines, messages_key)
+    misfits = [(number, found) for number, found, decisive in evidence
+               if found != given and (decisive or given == "native")]
+    if not misfits:
+        return None
+    shown = ", ".join(str(number) for number, _ in misfits[:5])
+    more = f" and {len(misfits) - 5} more" if len(misfits) > 5 else ""
+    return (f"{label}: warning: --format {given} was given, but {unit}s {shown}{more} of the "
+            f"first {len(evidence)} look like {misfits[0][1]}; they are read as {given}, and "
+            f"their records may be wrong")
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
