@@ -278,25 +278,22 @@ fn write_leaf(value: Value<'_>, volatile: bool, out: &mut Vec<u8>) {
             out.extend_from_slice(VOLATILE_JSON);
             return;
         }
-        // An escape that decodes to a digit or a hyphen is written with digits itself, so
-        // the written text tells whether the string may hold a volatile value.
         let raw = value.json_text();
-        if volatile::may_hold_a_volatile_value(raw.iter().map(|&byte| u32::from(byte))) {
-            let content = &raw[1..raw.len() - 1];
-            let masked = if content.is_ascii() && !content.contains(&b'\\') {
-                volatile::mask_text(content) // its bytes are its code points
-            } else {
-                let text = value.text().unwrap_or_default();
-                let points: Vec<u32> = text.chars().map(u32::from).collect();
-                volatile::mask_text(&points)
-            };
-            if let Some(masked) = masked {
+        let content = &raw[1..raw.len() - 1];
+        let masked = if content.is_ascii() && !content.contains(&b'\\') {
+            volatile::mask_text(content) // its bytes are its code points
+        } else {
+            let text = value.text().unwrap_or_default();
+            let points: Vec<u32> = text.chars().map(u32::from).collect();
+            volatile::mask_text(&points)
+        };
+        match masked {
+            Some(masked) => {
                 let masked: String = masked.into_iter().filter_map(char::from_u32).collect();
                 push_json_string(out, &masked);
-                return;
             }
+            None => out.extend_from_slice(raw),
         }
-        out.extend_from_slice(raw);
     } else if volatile && value.is_number() {
         out.extend_from_slice(VOLATILE_JSON);
     } else {

@@ -165,13 +165,7 @@ pub fn for_each_member<'py>(
 pub fn masked_text<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
     let points = code_points(text);
     let masked = match points {
-        CodePoints::Latin1(units) => {
-            if volatile::may_hold_a_volatile_value(units.iter().map(|&c| u32::from(c))) {
-                volatile::mask_text(units)
-            } else {
-                None
-            }
-        }
+        CodePoints::Latin1(units) => volatile::mask_text(units),
         CodePoints::Ucs2(units) => volatile::mask_text(units),
         CodePoints::Ucs4(units) => volatile::mask_text(units),
     };

@@ -378,15 +378,20 @@ pub fn is_volatile_key(key: impl IntoIterator<Item = u32>) -> bool {
 /// Whether some part of the pattern could match in `text`: every alternative but the hex one
 /// needs a decimal digit starting it (a hex digit that is `\d`, so ASCII), and a UUID a
 /// hyphen; a hex run without a digit is kept as it is. Most prose has neither.
-pub fn may_hold_a_volatile_value(text: impl IntoIterator<Item = u32>) -> bool {
-    text.into_iter()
-        .any(|c| is_ascii_digit(c) || c == u32::from(b'-'))
+fn may_hold_a_volatile_value<T: Unit>(text: &[T]) -> bool {
+    text.iter().any(|&c| {
+        let c = c.into();
+        is_ascii_digit(c) || c == u32::from(b'-')
+    })
 }
 
 /// `mask_text(text)` as code points, or None when nothing in it is masked (the text stays as
 /// it is). A hex run without a decimal digit is a word made of a–f letters, not an id: it is
 /// kept, and the search goes on after it, as `re.sub` with the module's replacement does.
 pub fn mask_text<T: Unit>(text: &[T]) -> Option<Vec<u32>> {
+    if !may_hold_a_volatile_value(text) {
+        return None;
+    }
     let mut out: Option<Vec<u32>> = None;
     let mut copied = 0;
     let mut at = 0;
