@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -129,29 +128,32 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
         } else {
             let source = source.cast::<PyDict>()?;
             let target = target.cast::<PyDict>()?;
-            // The members are taken first: hashing a key into the copy, or asking whether a
-            // value is a mapping, can run Python code that changes the source, which a live
-            // iteration must not meet. A change of size is then Python's RuntimeError, as
-            // the Python copy's `items()` loop raises it.
-            let members: Vec<_> = source.iter().collect();
-            let size = members.len();
-            for (key, child) in members {
+            // Hashing a key into the copy, or asking whether a value is a mapping, can run
+            // Python code that changes the source: `for_each_member` makes a change of size
+            // Python's RuntimeError, as the Python copy's `items()` loop raises it.
+            let mut pythons_copy = false;
+            objects::for_each_member(source, |key, child| {
                 let volatile = match key.cast::<PyString>() {
                     Ok(text) if text.is_exact_instance_of::<PyString>() => is_volatile_key(text),
-                    Ok(_) => return Ok(None), // a str subclass: its own lower() may differ
+                    Ok(_) => {
+                        pythons_copy = true; // a str subclass: its own lower() may differ
+                        return Ok(false);
+                    }
                     Err(_) => false,
                 };
                 let copy = match shape(&child)? {
                     Shape::Container => copy_of(&child, &mut pending)?,
                     Shape::Leaf => leaf(&child, volatile)?,
-                    Shape::Python => return Ok(None),
+                    Shape::Python => {
+                        pythons_copy = true;
+                        return Ok(false);
+                    }
                 };
                 target.set_item(key, copy)?;
-                if source.len() != size {
-                    return Err(PyRuntimeError::new_err(
-                        "dictionary changed size during iteration",
-                    ));
-                }
+                Ok(true)
+            })?;
+            if pythons_copy {
+                return Ok(None);
             }
         }
     }
