@@ -15,6 +15,7 @@ is a comparison of values, never of hashes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -97,6 +98,16 @@ def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
 def columns_of(raw: dict[str, Any]) -> Columns:
     """:class:`Columns` from the core's dict (extra entries, such as a chunk's ids, ignored)."""
     return Columns(**{name: raw[name] for name in Columns.__slots__})
+
+
+def written_lines(raw: dict[str, Any], rows: Sequence[int]) -> list[bytes] | None:
+    """The native lines the core wrote for ``rows`` of its reading ``raw`` (a translated or
+    masked line is read as such a line), or None when it read every line as it is."""
+    native: bytes | None = raw.get("native")
+    if native is None:
+        return None
+    ends = [0, *raw["native_ends"].tolist()]
+    return [native[ends[row] : ends[row + 1]] for row in rows]
 
 
 def _distinct_per_group(size: int, group: IntArray, *columns: IntArray) -> IntArray:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from vthread._heuristics import columns_of, core_options
+from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
 from vthread.adapters import (
     EXPECTED,
@@ -308,11 +308,10 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     if looping:
         threads = []
         # A masked row's messages are those of the native line the core wrote of it.
-        native: bytes | None = raw.get("native")
-        native_ends = [0, *raw["native_ends"].tolist()] if native is not None else []
-        for row in looping:
-            text = (bytes(memoryview(data)[starts[row]:ends[row]]) if native is None
-                    else native[native_ends[row] : native_ends[row + 1]])
+        written = written_lines(raw, looping)
+        texts = written if written is not None else [
+            bytes(memoryview(data)[starts[row]:ends[row]]) for row in looping]
+        for text in texts:
             found = read_run(loads_exactly(text), "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
             threads.append(found[1])

@@ -117,7 +117,7 @@ import numpy as np
 from vthread import _core
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, suspect_lines
-from vthread._heuristics import columns_of, core_options
+from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import cycle_options
 from vthread._records import json_text, record_id, strict_dumps
@@ -1521,18 +1521,14 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
-        # A translated chunk's native lines, one after another, and where each thread's
-        # source messages begin among the sources (one per native message).
-        native: bytes | None = raw.get("native")
-        ends = [0, *raw["native_ends"].tolist()] if native is not None else []
-        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
-        lines = [task.lines[row] if native is None else native[ends[row] : ends[row + 1]]
-                 for row in looping]
+        by_core = written_lines(raw, looping)
+        native = by_core is not None
+        lines = by_core if by_core is not None else [task.lines[row] for row in looping]
         # The core declines integers of 19 digits, not a float's long fraction, which json
         # reads (orjson is trusted only without such runs, as everywhere here).
         suspect = suspect_lines(lines)
-        # A native line is read under the chunk's keys; a translated one under the native.
-        keys = (task.messages_key, task.id_key) if native is None else (None, None)
+        # A line as written is read under the chunk's keys; one the core wrote, the native.
+        keys = (None, None) if native else (task.messages_key, task.id_key)
         threads = []
         for index, line in enumerate(lines):
             item = _read_thread(line, index in suspect, "native", *keys)
@@ -1542,9 +1538,11 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             attribute(result, columns, looping, threads)
         except Exception:
             return None  # the Python way turns the failing thread into an error record
-        if native is not None and task.format != "native":
+        if native and task.format != "native":
             # A translated line's loop in its source messages (a native line masked is its
-            # own source: Python's reading restates nothing there).
+            # own source: Python's reading restates nothing there); each thread's source
+            # messages begin at its first native message's place among the sources.
+            starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
             sources = raw["sources"]
             for row in looping:
                 in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
