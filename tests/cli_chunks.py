@@ -31,3 +31,14 @@ def assert_same_done(done_core: Any, done_python: Any) -> None:
         assert getattr(core, name) == getattr(python, name), name
     assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
     assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)
+
+
+def read_wholly_by_the_core(task: Any) -> Any:
+    """The task's records as the core reads them, checked to decline no line and to equal,
+    records and counts, what Python's reading writes."""
+    raw = cli._read_in_core(task)
+    assert raw is not None and not len(raw["declined"])
+    done = cli._scan_chunk_in_core(task, raw)
+    assert done is not None
+    assert_same_done(done, cli._scan_chunk_in_python(task))
+    return done

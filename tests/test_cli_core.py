@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cli_chunks import assert_same_done as _same
-from cli_chunks import chunk_task
+from cli_chunks import chunk_task, read_wholly_by_the_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import JSON_VALUES, threads
@@ -125,12 +125,7 @@ def test_runs_under_other_id_keys_are_read_by_the_core(keys: tuple[str, ...]) ->
     """Native runs whose id is an ``instance_id`` or a ``task_id`` (with its ``trial``) are
     read by the core, no line declined, ids written as ``documents.run_id`` gives them."""
     lines = [_line(t, i, True, keys) for i, t in enumerate(generate_threads(300, seed=7))]
-    task = _task(lines)
-    raw = cli._read_in_core(task)
-    assert raw is not None and not len(raw["declined"])
-    done = cli._scan_chunk_in_core(task, raw)
-    assert done is not None
-    _same(done, cli._scan_chunk_in_python(task))
+    done = read_wholly_by_the_core(_task(lines))
     expected = b'"5/5"' if keys == ("task_id", "trial") else b"5"
     assert done.output.split(b"\n")[5].startswith(b'{"id":' + expected + b",")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cli_chunks import assert_same_done as _same
-from cli_chunks import chunk_task
+from cli_chunks import chunk_task, read_wholly_by_the_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -123,18 +123,13 @@ def test_swe_agent_calls_are_read_alike(turns: list[tuple[str, str, str | None]]
     assert _check_line(_encode({"history": messages}, ascii_only), "swe-agent")
 
 
-def test_published_swe_agent_runs_are_read_by_the_core(tmp_path: Path) -> None:
+def test_published_swe_agent_runs_are_read_by_the_core() -> None:
     """The 15 published SWE-agent runs, as the CLI hands a document's runs to the core: all
     taken, their records what Python's reading writes."""
     lines = [cli._run_line(json.loads(path.read_bytes()))
              for path in sorted((REALDATA / "swe-agent").glob("*.traj"))]
     assert len(lines) == 15
-    task = _task(lines, "swe-agent")
-    raw = cli._read_in_core(task)
-    assert raw is not None and not len(raw["declined"])
-    done = cli._scan_chunk_in_core(task, raw)
-    assert done is not None
-    _same(done, cli._scan_chunk_in_python(task))
+    read_wholly_by_the_core(_task(lines, "swe-agent"))
 
 
 def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:
@@ -142,12 +137,7 @@ def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:
     the core, none declined, and their records are what Python's reading writes."""
     with gzip.open(REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz") as f:
         lines = f.read().splitlines()
-    task = _task(lines, "mini-swe-agent")
-    raw = cli._read_in_core(task)
-    assert raw is not None and not len(raw["declined"])
-    done = cli._scan_chunk_in_core(task, raw)
-    assert done is not None
-    _same(done, cli._scan_chunk_in_python(task))
+    read_wholly_by_the_core(_task(lines, "mini-swe-agent"))
 
 
 @pytest.mark.parametrize(("line", "format_"), [
