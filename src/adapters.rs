@@ -745,11 +745,7 @@ fn bash_blocks(text: &str) -> Vec<&str> {
         };
         let start = position + found;
         let run_start = start + OPEN.len();
-        let run_end = run_start
-            + text[run_start..]
-                .char_indices()
-                .find(|&(_, c)| !is_python_space(c))
-                .map_or(text.len() - run_start, |(at, _)| at);
+        let run_end = run_start + skip_python_space(&text[run_start..]);
         let newline = text[run_start..run_end]
             .rfind('\n')
             .map(|at| run_start + at);
