@@ -740,9 +740,12 @@ def _files_under(name: str, written: set[tuple[int, int]]) -> list[str]:
                     or lower.endswith(_WHOLE_FILE_SUFFIXES)):
                 continue
             path = os.path.join(root, file)
-            if not os.path.isfile(path) or _identities([path]) & written:
+            try:
+                status = os.stat(path)  # through a link: a dangling one raises
+            except OSError:
                 continue
-            found.append(path)
+            if stat.S_ISREG(status.st_mode) and (status.st_dev, status.st_ino) not in written:
+                found.append(path)
     if not found:
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
