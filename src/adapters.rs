@@ -937,7 +937,7 @@ fn anthropic_block<'t>(
 }
 
 /// Python's `str()` of an id part (`f"{task}/{trial}"`), for the values it writes exactly.
-pub(crate) fn python_str(value: Value<'_>) -> Result<String, Declined> {
+fn python_str(value: Value<'_>) -> Result<String, Declined> {
     if let Some(text) = value.text() {
         return Ok(text.into_owned());
     }
@@ -953,27 +953,43 @@ pub(crate) fn python_str(value: Value<'_>) -> Result<String, Declined> {
     Err(Declined) // a float's repr, a list's, an object's: Python's to write
 }
 
+/// A run object's id as `documents.run_id` finds it.
+pub(crate) enum RunId<'t> {
+    /// A value of the line (None: no id, null).
+    Value(Option<Value<'t>>),
+    /// `"<task_id>/<trial>"`, as Python's f-string writes the two.
+    Joined(String),
+}
+
 /// `documents.run_id`: the id key's value when one is given (null when absent), else `id`,
-/// else `instance_id`, else `task_id` (with `trial`, written `"<task_id>/<trial>"`), else
-/// null; written to `out` as JSON.
-fn write_run_id(run: Value<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
+/// else `instance_id`, else `task_id` (with `trial`, joined), else null. Declined where
+/// Python's `str()` of a part is not written here (a float, a list, an object).
+pub(crate) fn run_id<'t>(run: Value<'t>, keys: RunKeys<'_>) -> Result<RunId<'t>, Declined> {
     if let Some(key) = keys.id {
-        match run.get(key) {
-            Some(id) => out.extend_from_slice(id.json_text()),
-            None => out.extend_from_slice(b"null"),
-        }
-    } else if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
-        out.extend_from_slice(id.json_text());
-    } else if let Some(task) = run.get("task_id") {
-        match run.get("trial") {
-            Some(trial) => {
-                let text = format!("{}/{}", python_str(task)?, python_str(trial)?);
-                push_json_string(out, &text);
-            }
-            None => out.extend_from_slice(task.json_text()),
-        }
-    } else {
-        out.extend_from_slice(b"null");
+        return Ok(RunId::Value(run.get(key)));
+    }
+    if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
+        return Ok(RunId::Value(Some(id)));
+    }
+    let Some(task) = run.get("task_id") else {
+        return Ok(RunId::Value(None));
+    };
+    match run.get("trial") {
+        Some(trial) => Ok(RunId::Joined(format!(
+            "{}/{}",
+            python_str(task)?,
+            python_str(trial)?
+        ))),
+        None => Ok(RunId::Value(Some(task))),
+    }
+}
+
+/// `documents.run_id` written to `out` as JSON.
+fn write_run_id(run: Value<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Result<(), Declined> {
+    match run_id(run, keys)? {
+        RunId::Value(Some(id)) => out.extend_from_slice(id.json_text()),
+        RunId::Value(None) => out.extend_from_slice(b"null"),
+        RunId::Joined(text) => push_json_string(out, &text),
     }
     Ok(())
 }

@@ -145,26 +145,14 @@ pub(crate) fn native_thread<'t>(
 /// The record's id text of a run object's id (`documents.run_id`), where the core writes it
 /// as Python does.
 fn run_id_text(run: Value<'_>, keys: RunKeys<'_>) -> Option<String> {
-    if let Some(key) = keys.id {
-        return id_text(run.get(key));
+    match adapters::run_id(run, keys).ok()? {
+        adapters::RunId::Value(id) => id_text(id),
+        adapters::RunId::Joined(joined) => {
+            let mut out = Vec::new();
+            canonical::push_str(&mut out, &joined);
+            Some(String::from_utf8(out).expect("canonical text is ASCII"))
+        }
     }
-    if let Some(id) = run.get("id").or_else(|| run.get("instance_id")) {
-        return id_text(Some(id));
-    }
-    let Some(task) = run.get("task_id") else {
-        return Some("null".to_owned());
-    };
-    let Some(trial) = run.get("trial") else {
-        return id_text(Some(task));
-    };
-    let joined = format!(
-        "{}/{}",
-        adapters::python_str(task).ok()?,
-        adapters::python_str(trial).ok()?
-    );
-    let mut out = Vec::new();
-    canonical::push_str(&mut out, &joined);
-    Some(String::from_utf8(out).expect("canonical text is ASCII"))
 }
 
 /// The usage figures of a thread's messages, as the CLI's summary counts them: the number
