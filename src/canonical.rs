@@ -128,7 +128,7 @@ fn push_integer(out: &mut Vec<u8>, value: i64) {
 
 /// Python's `repr(float)`: the shortest digits that round-trip, fixed notation while the
 /// decimal exponent is in [-4, 16), scientific (`1e+16`, `1.5e-07`) outside it.
-fn push_python_repr(out: &mut Vec<u8>, value: f64) {
+pub(crate) fn push_python_repr(out: &mut Vec<u8>, value: f64) {
     // Rust's `{:e}` also prints the shortest round-trip digits: `-1.2345e17`, `5e-324`.
     let scientific = format!("{value:e}");
     let (mantissa, exponent) = scientific

@@ -13,6 +13,7 @@ pub mod adapters;
 pub mod anywhere;
 pub mod arena;
 pub mod arrow_rows;
+pub mod attribution;
 pub mod canonical;
 pub mod columns;
 pub mod costs;
@@ -574,6 +575,96 @@ fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<V
     Ok(Some(figures))
 }
 
+/// The loop attribution of looping threads (`vthread.scan.attribute`, `attribution.rs`):
+/// `lines[i]` a native line the core read, whose thread's loop the heuristics found with
+/// `codes[i]`, `begins[i]`, `periods[i]` and `repetitions[i]`. Returns the record fields per
+/// line (`loop_start`, `period`, `repetitions`, `signature`, `loop_tokens`, `excerpts`) and
+/// the lines it leaves to Python (`declined`, whose fields are placeholders), computed with
+/// the GIL released. Runs are found under `messages_key` and their lines read as
+/// `documents.read_run` reads them (`id_key` as the lines were read).
+#[pyfunction]
+#[pyo3(signature = (lines, codes, begins, periods, repetitions, messages_key=None, id_key=None))]
+fn attribute_lines<'py>(
+    lines: &Bound<'py, PyList>,
+    codes: Vec<u8>,
+    begins: Vec<usize>,
+    periods: Vec<usize>,
+    repetitions: Vec<usize>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = lines.py();
+    let count = lines.len();
+    if [codes.len(), begins.len(), periods.len(), repetitions.len()] != [count; 4] {
+        return Err(PyValueError::new_err(
+            "lines, codes, begins, periods and repetitions must have one entry per line",
+        ));
+    }
+    let owned: Vec<Bound<'py, PyBytes>> = lines
+        .iter()
+        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect::<PyResult<_>>()?;
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
+    let attributed: Vec<Option<attribution::Attributed>> = py.detach(|| {
+        views
+            .iter()
+            .enumerate()
+            .map(|(row, line)| {
+                let tape = document::Tape::parse(line).ok()?;
+                let (_, messages) = threads::native_thread(tape.root(), keys)?;
+                let found = attribution::Loop {
+                    code: codes[row],
+                    begin: begins[row],
+                    period: periods[row],
+                    repetitions: repetitions[row],
+                };
+                attribution::attribute(&messages, found).ok()
+            })
+            .collect()
+    });
+    let out = PyDict::new(py);
+    let field = |pick: fn(&attribution::Attributed) -> i64| -> Vec<i64> {
+        attributed
+            .iter()
+            .map(|a| a.as_ref().map_or(-1, pick))
+            .collect()
+    };
+    out.set_item(
+        "loop_start",
+        field(|a| a.loop_start as i64).into_pyarray(py),
+    )?;
+    out.set_item("period", field(|a| a.period as i64).into_pyarray(py))?;
+    out.set_item(
+        "repetitions",
+        field(|a| a.repetitions as i64).into_pyarray(py),
+    )?;
+    let signatures: Vec<u64> = attributed
+        .iter()
+        .map(|a| a.as_ref().map_or(0, |a| a.signature))
+        .collect();
+    out.set_item("signature", signatures.into_pyarray(py))?;
+    let tokens: Vec<f64> = attributed
+        .iter()
+        .map(|a| a.as_ref().map_or(f64::NAN, |a| a.loop_tokens))
+        .collect();
+    out.set_item("loop_tokens", tokens.into_pyarray(py))?;
+    let excerpts: Vec<Option<&str>> = attributed
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.excerpt.as_str()))
+        .collect();
+    out.set_item("excerpts", PyList::new(py, excerpts)?)?;
+    let declined: Vec<i64> = (0..count)
+        .filter(|&row| attributed[row].is_none())
+        .map(|row| row as i64)
+        .collect();
+    out.set_item("declined", declined.into_pyarray(py))?;
+    Ok(out)
+}
+
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
 /// makes screens collide everywhere, to show collisions change no answer.
 #[pyfunction]
@@ -680,6 +771,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
+    module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

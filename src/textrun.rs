@@ -141,8 +141,13 @@ fn class_of(c: u32) -> u8 {
     }
 }
 
+/// Whether `c` separates units (`.`, `!`, `?`, `\n`).
+pub(crate) fn is_separator(c: u32) -> bool {
+    class_of(c) == SEPARATOR
+}
+
 /// One code point of a text's storage: Latin-1, UCS-2 or UCS-4.
-trait Point: Copy + Into<u32> {
+pub(crate) trait Point: Copy + Into<u32> {
     #[inline]
     fn class(self) -> u8 {
         class_of(self.into())
@@ -182,7 +187,7 @@ impl Point for u32 {}
 /// by advancing the length or not. A code point adds at most two bytes (U+0130 after a word:
 /// a space and `i`), so `2 * raw.len()` bytes of room, and one for the last scratch write,
 /// suffice.
-fn push_unit<C: Point>(raw: &[C], out: &mut Vec<u8>) -> bool {
+pub(crate) fn push_unit<C: Point>(raw: &[C], out: &mut Vec<u8>) -> bool {
     let start = out.len();
     out.resize(start + 2 * raw.len() + 1, 0);
     let room = &mut out[start..];

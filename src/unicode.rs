@@ -12,7 +12,7 @@
 //! version changes, so it stays a `match`.
 
 use crate::unicode_tables::{
-    CASED, CASE_IGNORABLE, DECIMAL, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED,
+    CASED, CASE_IGNORABLE, DECIMAL, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED, NOT_PRINTABLE,
 };
 
 const CAPITAL_SIGMA: u32 = 0x3A3;
@@ -70,6 +70,11 @@ pub fn is_letter_or_number(c: u32) -> bool {
 /// pattern), as the interpreter's tables give it.
 pub fn is_decimal(c: u32) -> bool {
     in_ranges(&DECIMAL, c)
+}
+
+/// Whether `repr` of a `str` writes non-ASCII `c` as it is (`str.isprintable`).
+pub fn is_printable_non_ascii(c: u32) -> bool {
+    !in_ranges(&NOT_PRINTABLE, c)
 }
 
 /// Whether `c` lies in one of `ranges` (inclusive, sorted, disjoint).

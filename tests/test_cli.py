@@ -459,7 +459,7 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
     The core's path meets the failure in the looping thread's attribution and hands the
     chunk to the Python path, which meets it in the scan of that thread."""
     real = cli.scan_validated  # type: ignore[attr-defined]
-    real_attribute = cli.attribute  # type: ignore[attr-defined]
+    real_attribute = cli.attribute_lines  # type: ignore[attr-defined]
 
     def failing(threads: list[Any]) -> bool:
         return any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
@@ -470,13 +470,15 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
             raise RuntimeError("boom")
         return real(threads, **options)
 
-    def flaky_attribute(result: Any, columns: Any, rows: Any, threads: list[Any]) -> None:
-        if failing(threads):
+    def flaky_attribute(result: Any, columns: Any, rows: Any, lines: list[bytes],
+                        *rest: Any) -> None:
+        threads = [json.loads(line) for line in lines]
+        if failing([t["messages"] if isinstance(t, dict) else t for t in threads]):
             raise RuntimeError("boom")
-        real_attribute(result, columns, rows, threads)
+        real_attribute(result, columns, rows, lines, *rest)
 
     monkeypatch.setattr(cli, "scan_validated", flaky)
-    monkeypatch.setattr(cli, "attribute", flaky_attribute)
+    monkeypatch.setattr(cli, "attribute_lines", flaky_attribute)
     code, out, err = run(["scan", str(thread_file)], monkeypatch)
     got = records(out)
     assert code == 0

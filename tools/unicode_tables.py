@@ -11,6 +11,8 @@ interpreter the package runs on, not from another Unicode library:
 - ``DECIMAL``: the code points Python's ``re`` takes for ``\\d`` in a ``str`` pattern
   (``str.isdecimal``), for ``vthread.volatile``'s masking pattern, which the core runs too.
   Its ``\\w`` (``str.isalnum``, and ``_``) is ``LETTER_OR_NUMBER``: checked, not tabled twice.
+- ``NOT_PRINTABLE``: the non-ASCII code points ``str.isprintable`` refuses, which ``repr``
+  of a ``str`` escapes (a loop's signature hashes the ``repr`` of what repeats).
 - ``CASED`` and ``CASE_IGNORABLE``: the two properties of CPython's Final_Sigma rule
   (``handle_capital_sigma`` in ``Objects/unicodeobject.c``), which lower-cases U+03A3 to
   U+03C2 after a cased character (case-ignorable ones skipped) unless a cased character
@@ -82,6 +84,12 @@ def is_word(c: int) -> bool:
 def is_decimal(c: int) -> bool:
     """Whether ``re``'s ``\\d`` matches ``c``: ``str.isdecimal`` (``Py_UNICODE_ISDECIMAL``)."""
     return chr(c).isdecimal()
+
+
+def is_not_printable(c: int) -> bool:
+    """Whether ``repr`` escapes non-ASCII ``c``: ``str.isprintable`` (``Py_UNICODE_ISPRINTABLE``)
+    is false for it. ASCII is left out: ``repr`` treats it by its own rules."""
+    return c >= 0x80 and not chr(c).isprintable()
 
 
 def is_cased(c: int) -> bool:
@@ -252,6 +260,10 @@ def render() -> str:
             "DECIMAL",
             "/// Code points `chr(c).isdecimal()` holds for: `re`'s `\\d` in a `str` pattern.",
             decimal),
+        _range_table(
+            "NOT_PRINTABLE",
+            "/// Non-ASCII code points `chr(c).isprintable()` is false for: `repr` escapes them.",
+            ranges_where(is_not_printable)),
         "/// `chr(c).lower()` where it is one other code point: `(first, last, step, delta)`,",
         "/// every `step`-th code point from `first` to `last` lower-cases to itself plus `delta`.",
         "#[rustfmt::skip]",

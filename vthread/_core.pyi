@@ -137,6 +137,12 @@ def screen(value: Any) -> int:
 def usage_figures(messages: Any, begin: int) -> list[float] | None:
     """The ``usage.tokens`` figures that count of ``messages[begin:]``, in order (None when
     one is an integer beyond 64 bits)."""
+def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], periods: list[int],
+                    repetitions: list[int], messages_key: str | None = None,
+                    id_key: str | None = None) -> dict[str, Any]:
+    """The loop attribution of looping native lines (``loop_start``, ``period``,
+    ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
+    of the lines left to Python (``declined``)."""
 def canonical_json(data: bytes) -> bytes:
     """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from vthread.adapters import (
     common_format,
 )
 from vthread.documents import in_source_messages, read_run, run_format_evidence
-from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute, scan_validated, verdicts
+from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
 if TYPE_CHECKING:
@@ -306,16 +306,17 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
-        threads = []
         # A masked row's messages are those of the native line the core wrote of it.
         written = written_lines(raw, looping)
         texts = written if written is not None else [
             bytes(memoryview(data)[starts[row]:ends[row]]) for row in looping]
-        for text in texts:
-            found = read_run(loads_exactly(text), "native")
+
+        def read(index: int) -> list[Any]:
+            found = read_run(loads_exactly(texts[index]), "native")
             assert not isinstance(found, str), "the core read a row Python refuses"
-            threads.append(found[1])
-        attribute(result, columns, looping, threads)
+            return cast("list[Any]", found[1])
+
+        attribute_lines(result, columns, looping, texts, read)
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
     if len(valid) == length:

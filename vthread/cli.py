@@ -125,7 +125,7 @@ from vthread.documents import in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
     ScanResult,
-    attribute,
+    attribute_lines,
     collector_paused,
     scan_validated,
     verdicts,
@@ -1542,18 +1542,19 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         by_core = written_lines(raw, looping)
         native = by_core is not None
         lines = by_core if by_core is not None else [task.lines[row] for row in looping]
-        # The core declines integers of 19 digits, not a float's long fraction, which json
-        # reads (orjson is trusted only without such runs, as everywhere here).
-        suspect = suspect_lines(lines)
         # A line as written is read under the chunk's keys; one the core wrote, the native.
         keys = (None, None) if native else (task.messages_key, task.id_key)
-        threads = []
-        for index, line in enumerate(lines):
-            item = _read_thread(line, index in suspect, "native", *keys)
+
+        def read(index: int) -> list[Any]:
+            # The core declines integers of 19 digits, not a float's long fraction, which
+            # json reads (orjson is trusted only without such runs, as everywhere here).
+            suspect = bool(suspect_lines([lines[index]]))
+            item = _read_thread(lines[index], suspect, "native", *keys)
             assert not isinstance(item, _Bad), "the core read a line Python refuses"
-            threads.append(item[1])
+            return item[1]
+
         try:
-            attribute(result, columns, looping, threads)
+            attribute_lines(result, columns, looping, lines, read, *keys)
         except Exception:
             return None  # the Python way turns the failing thread into an error record
         if native and task.format != "native":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -235,6 +235,38 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
                                           _core_canonical, repeated_text_start)
         result.signature[row] = _signature_of(parts, code)
         result.loop_tokens[row] = _loop_tokens(messages, begin)
+
+
+def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
+                    lines: Sequence[bytes], read: Callable[[int], Sequence[Any]],
+                    messages_key: str | None = None, id_key: str | None = None) -> None:
+    """:func:`attribute` of rows ``rows`` whose threads are the runs of the native JSON
+    ``lines`` (``lines[i]`` row ``rows[i]``'s, found as ``documents.read_run`` finds a run
+    under ``messages_key`` and ``id_key``), computed by the core from the bytes with the GIL
+    released: no message is made into a Python object. A row the core leaves to Python is
+    attributed from ``read(i)``, its messages as Python reads ``lines[i]``."""
+    if not rows:
+        return
+    picked = np.asarray(rows, np.int64)
+    core = _core.attribute_lines(
+        list(lines), result.codes[picked].tolist(), result.loop_start[picked].tolist(),
+        result.period[picked].tolist(), result.repetitions[picked].tolist(),
+        messages_key=messages_key, id_key=id_key)
+    declined = core["declined"].tolist()
+    taken = np.ones(len(picked), bool)
+    taken[declined] = False
+    at = picked[taken]
+    result.loop_start[at] = core["loop_start"][taken]
+    result.period[at] = core["period"][taken]
+    result.repetitions[at] = core["repetitions"][taken]
+    result.loop_messages[at] = columns.lengths[at] - result.loop_start[at]
+    result.signature[at] = core["signature"][taken]
+    result.loop_tokens[at] = core["loop_tokens"][taken]
+    for position, excerpt_text in enumerate(core["excerpts"]):
+        if excerpt_text is not None:
+            result.excerpt[rows[position]] = excerpt_text
+    if declined:
+        attribute(result, columns, [rows[i] for i in declined], [read(i) for i in declined])
 
 
 def attribute_by_messages(result: ScanResult, rows: Sequence[int],

@@ -1,0 +1,765 @@
+//! A looping thread's attribution read from a file's bytes: `vthread.scan.attribute` restated
+//! over a parsed line, so that `vthread scan` writes a loop's record (where it starts as a
+//! person counts it, its signature, its excerpt, its tokens) without Python parsing the line
+//! again.
+//!
+//! The verdict itself is not decided here: NumPy decides it over the columns, and this module
+//! is handed each looping thread's heuristic, start, period and repetitions. What it computes
+//! is defined by the Python twin, step for step: the signature hashes Python's `repr` of the
+//! loop's parts (so `repr` of a `str` is restated, with `str.isprintable` tabled from the
+//! interpreter), a payload in an excerpt is what `json.dumps` writes of it (floats as `repr`
+//! writes them), and the loop's tokens are `math.fsum`'s total (CPython's algorithm). A line
+//! always parses here (the core read it before); a row this module cannot restate would be
+//! declined to Python, never guessed.
+
+use std::collections::HashMap;
+
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+use crate::adapters::is_python_space;
+use crate::canonical;
+use crate::columns::parse_activity;
+use crate::document::Value;
+use crate::fingerprint;
+use crate::node::Node;
+use crate::textrun::{self, TAIL_UNITS};
+use crate::unicode;
+
+/// The heuristics' codes (`vthread._heuristics`).
+pub const SUFFIX: u8 = 1;
+pub const ACTIVITY_TAIL: u8 = 2;
+pub const RESULT_RUN: u8 = 3;
+pub const TEXT_RUN: u8 = 4;
+
+/// An excerpt's length limit in code points, its ellipsis included (`EXCERPT_CHARS`).
+const EXCERPT_CHARS: usize = 240;
+/// Each rendered message or payload is cut to this many code points first (`_PART_CHARS`).
+const PART_CHARS: usize = 100;
+const PART_SEPARATOR: &str = " | ";
+const ELLIPSIS: char = '\u{2026}';
+/// `_messages.ABSENT`: an absent payload in an activity's parts.
+const ABSENT: &str = "-";
+
+/// A loop as the heuristics found it.
+#[derive(Clone, Copy, Debug)]
+pub struct Loop {
+    pub code: u8,
+    pub begin: usize,
+    pub period: usize,
+    pub repetitions: usize,
+}
+
+/// A loop's record fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attributed {
+    pub loop_start: usize,
+    pub period: usize,
+    pub repetitions: usize,
+    pub signature: u64,
+    pub excerpt: String,
+    /// NaN when no message of the loop carries a usage figure.
+    pub loop_tokens: f64,
+}
+
+/// A loop this module cannot attribute as Python would (a span outside the thread, a
+/// heuristic that cannot have fired on it): Python's reading decides.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Declined;
+
+/// `attribute` for one thread: `messages` its native messages, `found` its loop.
+pub fn attribute(messages: &[Value<'_>], found: Loop) -> Result<Attributed, Declined> {
+    let length = messages.len();
+    let (begin, period, repetitions) = if found.code == SUFFIX {
+        let covered = found
+            .period
+            .checked_mul(found.repetitions)
+            .ok_or(Declined)?;
+        if found.period == 0 || covered > length {
+            return Err(Declined);
+        }
+        person_span(messages, found.period, found.repetitions)
+    } else {
+        (found.begin, found.period, found.repetitions)
+    };
+    if begin >= length {
+        return Err(Declined);
+    }
+    let (parts, excerpt) = match found.code {
+        SUFFIX => {
+            let block = &messages[begin..(begin + period).min(length)];
+            (
+                suffix_parts(&messages[length - period..]),
+                joined(block.iter().map(render_message).collect()),
+            )
+        }
+        ACTIVITY_TAIL => tail_parts_and_excerpt(&messages[begin..])?,
+        RESULT_RUN => result_parts_and_excerpt(messages)?,
+        TEXT_RUN => {
+            let text = messages[begin].get("text").ok_or(Declined)?;
+            let text = text.text().ok_or(Declined)?;
+            text_parts_and_excerpt(&text)
+        }
+        _ => return Err(Declined),
+    };
+    Ok(Attributed {
+        loop_start: begin,
+        period,
+        repetitions,
+        signature: xxh3_64_with_seed(parts.as_bytes(), u64::from(found.code)),
+        excerpt,
+        loop_tokens: loop_tokens(&messages[begin..]),
+    })
+}
+
+// ------------------------------------------------------------------------- a person's span
+
+/// `scan._message_key`'s equality: the canonical (type, text, meta-or-absent) of a message,
+/// joined as `vthread.message_fingerprint` joins them.
+fn message_key(message: &Value<'_>) -> Vec<u8> {
+    let encoded = |name: &str| {
+        let mut out = Vec::new();
+        match message.get(name) {
+            Some(value) => value.push_canonical(&mut out),
+            None => out.extend_from_slice(b"null"),
+        }
+        out
+    };
+    let meta = message.get("meta").map(|value| {
+        let mut out = Vec::new();
+        value.push_canonical(&mut out);
+        out
+    });
+    let mut key = Vec::new();
+    fingerprint::message_key(
+        &mut key,
+        &encoded("type"),
+        &encoded("text"),
+        meta.as_deref(),
+    );
+    key
+}
+
+/// The exact keys of a thread's messages, each encoded when first read (`_KeysOnDemand`).
+struct Keys<'m, 't> {
+    messages: &'m [Value<'t>],
+    read: Vec<Option<Vec<u8>>>,
+}
+
+impl Keys<'_, '_> {
+    fn get(&mut self, index: usize) -> &[u8] {
+        let messages = self.messages;
+        self.read[index].get_or_insert_with(|| message_key(&messages[index]))
+    }
+
+    fn equal(&mut self, first: usize, second: usize) -> bool {
+        self.get(first);
+        self.get(second);
+        self.read[first] == self.read[second]
+    }
+}
+
+/// `_attribution.person_span`: (start, smallest block, whole blocks) of a repeated suffix.
+fn person_span(messages: &[Value<'_>], period: usize, repetitions: usize) -> (usize, usize, usize) {
+    let length = messages.len();
+    let mut keys = Keys {
+        messages,
+        read: vec![None; length],
+    };
+    let mut begin = length - period * repetitions;
+    let block = smallest_period(&mut keys, begin);
+    while begin > 0 && keys.equal(begin - 1, begin - 1 + block) {
+        begin -= 1;
+    }
+    (begin, block, (length - begin) / block)
+}
+
+/// `_attribution.smallest_period` of the keys from `from` to the end (Knuth-Morris-Pratt).
+fn smallest_period(keys: &mut Keys<'_, '_>, from: usize) -> usize {
+    let count = keys.read.len() - from;
+    if count == 0 {
+        return 0;
+    }
+    let mut border = vec![0usize; count];
+    let mut matched = 0;
+    for i in 1..count {
+        while matched > 0 && !keys.equal(from + i, from + matched) {
+            matched = border[matched - 1];
+        }
+        if keys.equal(from + i, from + matched) {
+            matched += 1;
+        }
+        border[i] = matched;
+    }
+    count - border[count - 1]
+}
+
+/// `scan._signature_parts` of a suffix: the block's fingerprints at their least rotation,
+/// as `repr` writes the list.
+fn suffix_parts(block: &[Value<'_>]) -> String {
+    let prints: Vec<u64> = block
+        .iter()
+        .map(|message| xxh3_64(&message_key(message)))
+        .collect();
+    let first = least_rotation(&prints);
+    let rotated = prints[first..].iter().chain(&prints[..first]);
+    let items: Vec<String> = rotated.map(u64::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// `scan.least_rotation` (Booth's algorithm), step for step.
+pub fn least_rotation(items: &[u64]) -> usize {
+    let doubled: Vec<u64> = items.iter().chain(items).copied().collect();
+    let mut failure = vec![-1isize; doubled.len()];
+    let mut least = 0usize;
+    for j in 1..doubled.len() {
+        let value = doubled[j];
+        let mut i = failure[j - least - 1];
+        while i != -1 && value != doubled[least + i as usize + 1] {
+            if value < doubled[least + i as usize + 1] {
+                least = j - i as usize - 1;
+            }
+            i = failure[i as usize];
+        }
+        if value != doubled[(least as isize + i + 1) as usize] {
+            if value < doubled[least] {
+                least = j;
+            }
+            failure[j - least] = -1;
+        } else {
+            failure[j - least] = i + 1;
+        }
+    }
+    least
+}
+
+// ------------------------------------------------------------------------ tool activities
+
+/// A well-formed activity as `_messages.Activity` holds it: kind, name, and the payloads'
+/// canonical texts (or `ABSENT`).
+type ActivityParts = [String; 4];
+
+fn activity_parts(message: &Value<'_>) -> Option<ActivityParts> {
+    let activity = parse_activity(message).ok().flatten()?;
+    let canonical_text = |payload: Option<Value<'_>>| match payload {
+        Some(value) => {
+            let mut out = Vec::new();
+            value.push_canonical(&mut out);
+            String::from_utf8(out).expect("canonical text is ASCII")
+        }
+        None => ABSENT.to_owned(),
+    };
+    Some([
+        activity.kind.text()?.into_owned(),
+        activity.name.text()?.into_owned(),
+        canonical_text(activity.arguments),
+        canonical_text(activity.result),
+    ])
+}
+
+/// An activity tail's signature parts (its distinct activities, sorted, as `repr` writes
+/// the list) and excerpt (each distinct request, else each distinct activity, in order of
+/// first appearance).
+fn tail_parts_and_excerpt(tail: &[Value<'_>]) -> Result<(String, String), Declined> {
+    let mut seen: HashMap<ActivityParts, ()> = HashMap::new();
+    let mut firsts: Vec<(bool, &Value<'_>)> = Vec::new();
+    for message in tail {
+        let parts = activity_parts(message).ok_or(Declined)?;
+        let is_request = parts[0] == "request";
+        if seen.insert(parts, ()).is_none() {
+            firsts.push((is_request, message));
+        }
+    }
+    let mut distinct: Vec<ActivityParts> = seen.into_keys().collect();
+    distinct.sort();
+    let items: Vec<String> = distinct.iter().map(|parts| tuple_repr(parts)).collect();
+    let mut shown: Vec<&Value<'_>> = firsts
+        .iter()
+        .filter(|(is_request, _)| *is_request)
+        .map(|(_, message)| *message)
+        .collect();
+    if shown.is_empty() {
+        shown = firsts.iter().map(|(_, message)| *message).collect();
+    }
+    let excerpt = joined(shown.into_iter().map(render_message).collect());
+    Ok((format!("[{}]", items.join(", ")), excerpt))
+}
+
+/// A result run's signature parts (the newest settled response's name and payloads, as
+/// `repr` writes the tuple) and excerpt (that message).
+fn result_parts_and_excerpt(messages: &[Value<'_>]) -> Result<(String, String), Declined> {
+    for message in messages.iter().rev() {
+        let Some(parts) = activity_parts(message) else {
+            continue;
+        };
+        if parts[0] == "response" && !parts[1].starts_with('_') && parts[3] != ABSENT {
+            let [_, name, arguments, result] = parts;
+            let signature = tuple_repr(&[name, arguments, result]);
+            return Ok((signature, joined(vec![render_message(message)])));
+        }
+    }
+    Err(Declined)
+}
+
+// ------------------------------------------------------------------------------ text runs
+
+/// A text run's signature parts (the sorted distinct units of the text's tail, as `repr`
+/// writes the list) and excerpt (the tail from its first repeated unit, else the text).
+fn text_parts_and_excerpt(text: &str) -> (String, String) {
+    let points: Vec<u32> = text.chars().map(u32::from).collect();
+    let tail = utf16_tail(&points, TAIL_UNITS);
+    let mut units: Vec<Vec<u8>> = Vec::new();
+    let mut starts: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut repeated_from = tail.len() + 1;
+    let mut position = 0;
+    loop {
+        let end = tail[position..]
+            .iter()
+            .position(|&c| textrun::is_separator(c))
+            .map_or(tail.len(), |offset| position + offset);
+        let mut unit = Vec::new();
+        if textrun::push_unit(&tail[position..end], &mut unit) {
+            let start = *starts.entry(unit.clone()).or_insert(position);
+            if start != position {
+                repeated_from = repeated_from.min(start);
+            }
+            units.push(unit);
+        }
+        if end == tail.len() {
+            break;
+        }
+        position = end;
+        while position < tail.len() && textrun::is_separator(tail[position]) {
+            position += 1;
+        }
+    }
+    units.sort();
+    units.dedup();
+    let items: Vec<String> = units
+        .iter()
+        .map(|unit| str_repr(std::str::from_utf8(unit).expect("a unit is ASCII")))
+        .collect();
+    let shown = if repeated_from <= tail.len() {
+        readable(&tail[repeated_from..])
+    } else {
+        text.to_owned()
+    };
+    (
+        format!("[{}]", items.join(", ")),
+        joined(vec![one_line(&shown, PART_CHARS)]),
+    )
+}
+
+/// `_jsvalue.utf16_tail`: the last `units` UTF-16 units of a text's code points; a pair cut
+/// by the boundary leaves its low surrogate first.
+fn utf16_tail(points: &[u32], units: usize) -> Vec<u32> {
+    let mut used = 0;
+    let mut taken = 0;
+    for &c in points.iter().rev() {
+        let width = if c > 0xFFFF { 2 } else { 1 };
+        if used + width > units {
+            break;
+        }
+        used += width;
+        taken += 1;
+    }
+    let start = points.len() - taken;
+    let mut tail = Vec::with_capacity(taken + 1);
+    if start > 0 && used < units {
+        // Only an astral code point can fail to fit in the one unit left: its low half.
+        tail.push(0xDC00 + ((points[start - 1] - 0x10000) & 0x3FF));
+    }
+    tail.extend_from_slice(&points[start..]);
+    tail
+}
+
+/// Code points as a readable string: a lone surrogate becomes U+FFFD, as an excerpt's does.
+fn readable(points: &[u32]) -> String {
+    points
+        .iter()
+        .map(|&c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------- the excerpt
+
+/// `_attribution._one_line`: whitespace runs (`str.isspace`) made one space, the ends
+/// trimmed, cut to `limit` code points (an ellipsis last). Stops reading once past the limit.
+fn one_line(text: &str, limit: usize) -> String {
+    let mut flat: Vec<char> = Vec::new();
+    let mut space_pending = false;
+    for c in text.chars() {
+        if is_python_space(c) {
+            space_pending = !flat.is_empty();
+            continue;
+        }
+        if space_pending {
+            flat.push(' ');
+            space_pending = false;
+        }
+        flat.push(c);
+        if flat.len() > limit {
+            break;
+        }
+    }
+    if flat.len() <= limit {
+        return flat.into_iter().collect();
+    }
+    let mut cut: String = flat[..limit.saturating_sub(1)].iter().collect();
+    cut.push(ELLIPSIS);
+    cut
+}
+
+/// `_attribution._joined`: the parts joined, cut to `EXCERPT_CHARS` code points.
+fn joined(parts: Vec<String>) -> String {
+    let text = parts.join(PART_SEPARATOR);
+    if text.chars().count() <= EXCERPT_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(EXCERPT_CHARS - 1).collect();
+    cut.push(ELLIPSIS);
+    cut
+}
+
+/// `_attribution.render_message`: `name(arguments)` for a tool request, `name(...) -> result`
+/// for its response, `type: text` otherwise.
+fn render_message(message: &Value<'_>) -> String {
+    if let Some(activity) = parse_activity(message).ok().flatten() {
+        let mut out = activity.name.text().unwrap_or_default().into_owned();
+        out.push('(');
+        if let Some(arguments) = &activity.arguments {
+            out.push_str(&one_line(&payload(arguments), PART_CHARS));
+        }
+        out.push(')');
+        if activity.kind.is_text("response") {
+            if let Some(result) = &activity.result {
+                out.push_str(" -> ");
+                out.push_str(&one_line(&payload(result), PART_CHARS));
+            }
+        }
+        return out;
+    }
+    let label = message
+        .get("type")
+        .and_then(|kind| kind.text())
+        .map_or_else(|| "message".to_owned(), |kind| kind.into_owned());
+    match message.get("text").and_then(|text| text.text()) {
+        Some(text) => format!("{label}: {}", one_line(&text, PART_CHARS)),
+        None => label,
+    }
+}
+
+/// `_attribution._payload`: a string as itself, anything else as `json.dumps(value,
+/// ensure_ascii=False, separators=(",", ":"), allow_nan=False)` writes it, or its canonical
+/// text where JSON cannot write it (a number beyond the doubles).
+fn payload(value: &Value<'_>) -> String {
+    if let Some(text) = value.text() {
+        return text.into_owned();
+    }
+    let mut out = String::new();
+    if push_json(value, &mut out) {
+        return out;
+    }
+    let mut encoded = Vec::new();
+    value.push_canonical(&mut encoded);
+    String::from_utf8(encoded).expect("canonical text is ASCII")
+}
+
+/// Append `json.dumps`'s compact, non-ASCII-keeping text of `value`; false when it would
+/// raise (an infinite number).
+fn push_json(value: &Value<'_>, out: &mut String) -> bool {
+    if value.is_null() {
+        out.push_str("null");
+    } else if let Some(flag) = value.as_bool() {
+        out.push_str(if flag { "true" } else { "false" });
+    } else if value.is_number() {
+        match (value.is_integer(), value.as_i64()) {
+            (true, Some(integer)) => out.push_str(&integer.to_string()),
+            _ => {
+                let double = value.as_f64().unwrap_or(f64::NAN);
+                if !double.is_finite() {
+                    return false;
+                }
+                let mut written = Vec::new();
+                canonical::push_python_repr(&mut written, double);
+                out.push_str(std::str::from_utf8(&written).expect("a float's repr is ASCII"));
+            }
+        }
+    } else if let Some(text) = value.text() {
+        push_json_string(&text, out);
+    } else if value.is_array() {
+        out.push('[');
+        for (position, child) in value.children().enumerate() {
+            if position > 0 {
+                out.push(',');
+            }
+            if !push_json(&child, out) {
+                return false;
+            }
+        }
+        out.push(']');
+    } else {
+        out.push('{');
+        for (position, (key, child)) in value.members().enumerate() {
+            if position > 0 {
+                out.push(',');
+            }
+            push_json_string(&String::from_utf8_lossy(key), out);
+            out.push(':');
+            if !push_json(&child, out) {
+                return false;
+            }
+        }
+        out.push('}');
+    }
+    true
+}
+
+/// A JSON string as `json.dumps(..., ensure_ascii=False)` writes it.
+fn push_json_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+// ------------------------------------------------------------------------ Python's repr
+
+/// `repr` of a `str`: single quotes unless the text holds one and no double quote; quotes
+/// and backslashes escaped, `\t` `\n` `\r` named, other control characters and the
+/// non-printable `\x`, `\u` or `\U` escaped.
+pub fn str_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        let point = u32::from(c);
+        if c == quote || c == '\\' {
+            out.push('\\');
+            out.push(c);
+        } else if c == '\t' {
+            out.push_str("\\t");
+        } else if c == '\n' {
+            out.push_str("\\n");
+        } else if c == '\r' {
+            out.push_str("\\r");
+        } else if point < 0x20 || point == 0x7F {
+            out.push_str(&format!("\\x{point:02x}"));
+        } else if point < 0x7F || unicode::is_printable_non_ascii(point) {
+            out.push(c);
+        } else if point <= 0xFF {
+            out.push_str(&format!("\\x{point:02x}"));
+        } else if point <= 0xFFFF {
+            out.push_str(&format!("\\u{point:04x}"));
+        } else {
+            out.push_str(&format!("\\U{point:08x}"));
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// `repr` of a tuple of `str`s (of at least two).
+fn tuple_repr(items: &[String]) -> String {
+    let items: Vec<String> = items.iter().map(|item| str_repr(item)).collect();
+    format!("({})", items.join(", "))
+}
+
+// --------------------------------------------------------------------------------- tokens
+
+/// `scan._loop_tokens`: the `math.fsum` of the messages' `usage.tokens` figures that count
+/// (`_messages.usage_tokens`), NaN when none does.
+fn loop_tokens(messages: &[Value<'_>]) -> f64 {
+    let mut figures = Vec::new();
+    for message in messages {
+        let Some(tokens) = message.get("usage").and_then(|usage| usage.get("tokens")) else {
+            continue;
+        };
+        if !tokens.is_number() {
+            continue; // null, booleans, strings and containers are no figure
+        }
+        match (tokens.is_integer(), tokens.as_i64()) {
+            (true, Some(integer)) => {
+                let double = integer as f64;
+                // Counted only when the double holds the integer exactly.
+                if integer >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == integer
+                {
+                    figures.push(double);
+                }
+            }
+            _ => {
+                let double = tokens.as_f64().unwrap_or(f64::NAN);
+                if double.is_finite() && double >= 0.0 {
+                    figures.push(double);
+                }
+            }
+        }
+    }
+    if figures.is_empty() {
+        f64::NAN
+    } else {
+        fsum(&figures)
+    }
+}
+
+/// `math.fsum` as CPython computes it (Shewchuk's partials, then a half-even correction
+/// across them), with `token_total`'s infinity where it would raise `OverflowError`. The
+/// figures are finite.
+pub fn fsum(values: &[f64]) -> f64 {
+    let mut partials: Vec<f64> = Vec::new();
+    for &value in values {
+        let mut x = value;
+        let mut kept = 0;
+        for j in 0..partials.len() {
+            let mut y = partials[j];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let high = x + y;
+            let low = y - (high - x);
+            if low != 0.0 {
+                partials[kept] = low;
+                kept += 1;
+            }
+            x = high;
+        }
+        partials.truncate(kept);
+        if x != 0.0 {
+            if !x.is_finite() {
+                return f64::INFINITY; // intermediate overflow: fsum raises, token_total says inf
+            }
+            partials.push(x);
+        }
+    }
+    let mut n = partials.len();
+    let mut high = 0.0;
+    if n > 0 {
+        n -= 1;
+        high = partials[n];
+        let mut low = 0.0;
+        while n > 0 {
+            let x = high;
+            n -= 1;
+            let y = partials[n];
+            high = x + y;
+            let y_rounded = high - x;
+            low = y - y_rounded;
+            if low != 0.0 {
+                break;
+            }
+        }
+        if n > 0 && ((low < 0.0 && partials[n - 1] < 0.0) || (low > 0.0 && partials[n - 1] > 0.0)) {
+            let y = low * 2.0;
+            let x = high + y;
+            if y == x - high {
+                high = x;
+            }
+        }
+    }
+    high
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::Tape;
+
+    #[test]
+    fn least_rotation_matches_the_doctest() {
+        assert_eq!(least_rotation(&[3, 1, 2, 1, 1]), 3);
+        assert_eq!(least_rotation(&[]), 0);
+        assert_eq!(least_rotation(&[5]), 0);
+    }
+
+    #[test]
+    fn str_repr_follows_python() {
+        assert_eq!(str_repr("ab"), "'ab'");
+        assert_eq!(str_repr("it's"), "\"it's\"");
+        assert_eq!(str_repr("'\""), "'\\'\"'");
+        assert_eq!(
+            str_repr("a\\b\n\t\r\u{1}\u{7f}"),
+            "'a\\\\b\\n\\t\\r\\x01\\x7f'"
+        );
+        assert_eq!(
+            str_repr("é\u{a0}\u{200b}\u{10ffff}🎉"),
+            "'é\\xa0\\u200b\\U0010ffff🎉'"
+        );
+    }
+
+    #[test]
+    fn fsum_rounds_as_cpython() {
+        assert_eq!(fsum(&[1e-16, 1.0, 1e16]), 10000000000000002.0);
+        assert_eq!(fsum(&[0.1; 10]), 1.0);
+        assert_eq!(fsum(&[1.7e308, 1.7e308]), f64::INFINITY);
+        assert_eq!(fsum(&[]), 0.0);
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("  a \n\t b  ", 100), "a b");
+        assert_eq!(one_line("abcdef", 4), "abc\u{2026}");
+        assert_eq!(one_line("abcd", 4), "abcd");
+        assert_eq!(one_line("abc    ", 3), "abc");
+    }
+
+    #[test]
+    fn utf16_tail_leaves_a_cut_pairs_low_half() {
+        let points: Vec<u32> = "a🎉b".chars().map(u32::from).collect();
+        assert_eq!(utf16_tail(&points, 2), vec![0xDF89, u32::from('b')]);
+        assert_eq!(utf16_tail(&points, 3), vec![0x1F389, u32::from('b')]);
+        assert_eq!(utf16_tail(&points, 9), points);
+    }
+
+    #[test]
+    fn a_suffix_is_restated_as_a_person_counts_it() {
+        let line =
+            br#"[{"type":"x"},{"type":"a"},{"type":"a"},{"type":"a"},{"type":"a"},{"type":"a"}]"#;
+        let tape = Tape::parse(line).expect("plain JSON");
+        let messages: Vec<Value<'_>> = tape.root().children().collect();
+        let found = Loop {
+            code: SUFFIX,
+            begin: 2,
+            period: 2,
+            repetitions: 2,
+        };
+        let attributed = attribute(&messages, found).expect("a suffix");
+        assert_eq!(
+            (
+                attributed.loop_start,
+                attributed.period,
+                attributed.repetitions
+            ),
+            (1, 1, 5)
+        );
+        assert_eq!(attributed.excerpt, "a");
+        assert!(attributed.loop_tokens.is_nan());
+    }
+
+    #[test]
+    fn payloads_are_written_as_json_dumps_writes_them() {
+        let tape = Tape::parse(br#"{"a":[1,1.0,-0.0,1e16,1E400,"\u00e9\n",null,true]}"#)
+            .expect("plain JSON");
+        let mut out = String::new();
+        assert!(!push_json(&tape.root(), &mut out)); // 1E400 is infinite
+        let tape = Tape::parse(br#"{"a":[1,1.0,-0.0,1e16,"\u00e9\n\u0001",null,true]}"#)
+            .expect("plain JSON");
+        assert_eq!(
+            payload(&tape.root()),
+            "{\"a\":[1,1.0,-0.0,1e+16,\"\u{e9}\\n\\u0001\",null,true]}"
+        );
+    }
+}

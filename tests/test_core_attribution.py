@@ -1,0 +1,230 @@
+"""The core's loop attribution from a line's bytes (``scan.attribute_lines``) against its
+twin, :func:`vthread.scan.attribute` over the messages Python parses from the same line.
+
+The threads are drawn to loop in each of the four ways, with what the core must restate
+exactly: tool names that ``repr`` escapes (quotes, control and non-printable characters),
+payloads ``json.dumps`` writes (floats of every shape, escapes, nesting, a number beyond the
+doubles), texts whose tail cuts a surrogate pair, and token figures ``math.fsum`` rounds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tests.cli_chunks import chunk_task
+from tests.strategies import long_text_runs, text_run_texts
+from vthread import _core, cli
+from vthread._heuristics import columns_of
+from vthread._options import cycle_options
+from vthread.scan import ScanResult, attribute, attribute_lines, verdicts
+
+#: A string the line writer turns into the literal ``1E400``: a number JSON holds and a
+#: double does not (``json.dumps`` refuses it, so the excerpt shows its canonical text).
+_BEYOND_DOUBLES = "\x00beyond"
+
+NAMES = st.one_of(
+    st.sampled_from(["ls", "it's", 'say "hi"', "a'b\"c", "back\\slash", "tab\tnew\nline",
+                     "\x00\x7f", "é", "\u00a0", "\u200b", "\U0001f389", "\U000e0001", "_hidden",
+                     "", "\u0378", "\ud7ff", "\u2028x"]),
+    st.text(max_size=4),
+)
+STRINGS = st.one_of(
+    st.sampled_from(["", "x", "  two   words\t\n", "é\u3000🎉", "q\"'\\", "\x01\x1f\x7f",
+                     "word " * 30, "\u2028\u2029\x1c", "a" * 120, "\x0c\x08\x85", _BEYOND_DOUBLES]),
+    st.text(max_size=8),
+)
+LEAVES = st.one_of(
+    STRINGS,
+    st.sampled_from([None, True, False, 0, -0, 1, 2**53 + 1, -(10**17), 10**17]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e16, 1e21, 1e-7, 1e-5, 5e-324, 123456789.5, -0.0, 0.1, 1e22, 1.5]),
+)
+#: Keys a line writes without an escape (the core leaves an escaped key to Python).
+_PLAIN_KEYS = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E,
+                                    exclude_characters='"\\'), max_size=3)
+PAYLOADS = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.one_of(st.sampled_from(["a", "b", "é", "k y"]),
+                                                      _PLAIN_KEYS), inner, max_size=3)),
+    max_leaves=10,
+)
+TOKENS = st.sampled_from([0, 1, 3, 2.5, 0.1, -1, "3", None, True, 1e308, 1.7e308, 2**53 + 1,
+                          -0.0, 1e-300, 7, 1e16, 1.0, 1e-16])
+
+
+def _usage(draw: st.DrawFn, message: dict[str, Any]) -> dict[str, Any]:
+    if draw(st.booleans()):
+        message["usage"] = {"tokens": draw(TOKENS)}
+    return message
+
+
+@st.composite
+def plain(draw: st.DrawFn) -> dict[str, Any]:
+    message: dict[str, Any] = {"type": draw(st.one_of(st.sampled_from(["user", "bot"]), NAMES,
+                                                      st.sampled_from([None, 1])))}
+    if draw(st.integers(0, 5)):
+        message["text"] = draw(st.one_of(STRINGS, st.sampled_from([None, 2])))
+    if draw(st.integers(0, 3)) == 0:
+        message["meta"] = draw(PAYLOADS)
+    return _usage(draw, message)
+
+
+@st.composite
+def activity(draw: st.DrawFn, kind: str | None = None) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": draw(NAMES)}
+    if draw(st.integers(0, 3)):
+        function["arguments"] = draw(PAYLOADS)
+    kind = kind or draw(st.sampled_from(["request", "response"]))
+    if kind == "response" and draw(st.integers(0, 4)):
+        function["result"] = draw(PAYLOADS)
+    message = {"type": "activity", "text": draw(st.sampled_from(["", "x"])),
+               "meta": {"activity": {"type": kind, "function": function}}}
+    return _usage(draw, message)
+
+
+@st.composite
+def looping_threads(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A thread that loops one of the four ways (or, now and then, does not)."""
+    messages = st.one_of(plain(), activity())
+    thread = draw(st.lists(messages, max_size=6))
+    shape = draw(st.integers(0, 4))
+    if shape == 0:  # a repeated block, sometimes with a further, older partial copy
+        block = draw(st.lists(messages, min_size=1, max_size=4))
+        thread += block[draw(st.integers(0, len(block) - 1)):]
+        thread += block * draw(st.integers(2, 4))
+    elif shape == 4:  # two calls answered in an order no suffix repeats
+        calls = []
+        for _ in range(2):
+            request = draw(activity("request"))
+            answer = json.loads(json.dumps(request))
+            answer["meta"]["activity"]["type"] = "response"
+            answer["meta"]["activity"]["function"]["result"] = draw(PAYLOADS)
+            calls.append([request, answer])
+        for pick in (0, 1, 1, 0, 0, 1, 0):
+            thread += calls[pick]
+    elif shape == 1:  # an activity tail from a small pool of calls
+        pool = draw(st.lists(activity(), min_size=1, max_size=3))
+        thread += draw(st.lists(st.sampled_from(pool), min_size=8, max_size=14))
+    elif shape == 2:  # the same settled result, again and again
+        request = draw(activity("request"))
+        answer = draw(activity("response"))
+        answer["meta"]["activity"]["function"].setdefault("result", draw(PAYLOADS))
+        for _ in range(draw(st.integers(3, 5))):
+            thread += [request, answer] if draw(st.booleans()) else [answer]
+    elif shape == 3:  # a runaway text
+        text = draw(st.one_of(text_run_texts(), long_text_runs()))
+        thread.append(_usage(draw, {"type": "bot", "text": text}))
+    return thread
+
+
+def _line(thread: list[dict[str, Any]], ensure_ascii: bool) -> bytes:
+    text = json.dumps(thread, ensure_ascii=ensure_ascii)
+    return text.replace(json.dumps(_BEYOND_DOUBLES, ensure_ascii=ensure_ascii),
+                        "1E400").encode("utf-8", "surrogatepass")
+
+
+def _copy(result: ScanResult) -> ScanResult:
+    return replace(result, loop_start=result.loop_start.copy(), period=result.period.copy(),
+                   repetitions=result.repetitions.copy(),
+                   loop_messages=result.loop_messages.copy(),
+                   loop_tokens=result.loop_tokens.copy(), signature=result.signature.copy(),
+                   excerpt=list(result.excerpt))
+
+
+def _refused(index: int) -> list[Any]:
+    raise AssertionError(f"the core left line {index} to Python")
+
+
+def _both_ways(lines: list[bytes], drawn: bool = False
+               ) -> tuple[ScanResult, ScanResult, list[int]]:
+    """The chunk's verdicts attributed by the core from the bytes and by Python from
+    ``json.loads`` of the same lines (``drawn`` lines the core declines are drawn again)."""
+    raw = cli._read_in_core(chunk_task(lines))
+    if drawn:
+        assume(raw is not None and not len(raw["declined"]))
+    assert raw is not None and not len(raw["declined"])
+    columns = columns_of(raw)
+    result = verdicts(columns, cycle_options())
+    looping = np.flatnonzero(result.codes).tolist()
+    by_python = _copy(result)
+    attribute(by_python, columns, looping, [json.loads(lines[row]) for row in looping])
+    by_core = _copy(result)
+    attribute_lines(by_core, columns, looping, [lines[row] for row in looping], _refused)
+    return by_core, by_python, looping
+
+
+def _assert_same(by_core: ScanResult, by_python: ScanResult) -> None:
+    for name in ("loop_start", "period", "repetitions", "loop_messages", "signature"):
+        assert getattr(by_core, name).tolist() == getattr(by_python, name).tolist(), name
+    np.testing.assert_array_equal(by_core.loop_tokens, by_python.loop_tokens)
+    assert by_core.excerpt == by_python.excerpt
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(looping_threads(), min_size=1, max_size=4), st.booleans())
+def test_the_core_attributes_loops_as_python_does(threads: list[list[dict[str, Any]]],
+                                                  ensure_ascii: bool) -> None:
+    lines = [_line(thread, ensure_ascii) for thread in threads]
+    by_core, by_python, _ = _both_ways(lines, drawn=True)
+    _assert_same(by_core, by_python)
+
+
+def test_every_heuristic_is_attributed_by_the_core() -> None:
+    """One thread per heuristic, so none of the four is left untested by chance."""
+    def tool(kind: str, name: str, arguments: Any, result: Any = None) -> dict[str, Any]:
+        function = {"name": name, "arguments": arguments}
+        if result is not None:
+            function["result"] = result
+        return {"type": "activity", "text": "",
+                "meta": {"activity": {"type": kind, "function": function}}}
+
+    call, done = tool("request", "ls 'x'", {"p": 1.5}), tool("response", "ls 'x'", {"p": 1.5},
+                                                             "a\tb")
+    other, answer = tool("request", "cat", [1e16]), tool("response", "cat", [1e16], "c")
+    threads = [
+        [{"type": "user", "text": "go"}] + [{"type": "bot", "text": "again", "usage": {
+            "tokens": 0.1}}] * 5,
+        [call, done, other, answer, other, answer, call, done, call, done, other, answer,
+         call, done],
+        [{"type": "user", "text": "go"}, call, done, {"type": "bot", "text": "x"}, done,
+         {"type": "bot", "text": "y"}, done],
+        [{"type": "bot", "text": "Intro. " + "Checking now. " * 12}],
+    ]
+    by_core, by_python, looping = _both_ways([_line(t, False) for t in threads])
+    assert sorted(by_core.codes[looping].tolist()) == [1, 2, 3, 4]
+    _assert_same(by_core, by_python)
+    assert by_core.excerpt[0] == "bot: again"
+    assert by_core.loop_tokens[0] == pytest.approx(0.5)
+
+
+def test_a_loop_the_core_cannot_restate_is_left_to_python() -> None:
+    """A heuristic code it does not know, or a span outside the thread, is declined (its
+    fields placeholders), never guessed."""
+    line = json.dumps([{"type": "bot", "text": "a"}] * 4).encode()
+    out = _core.attribute_lines([line, line, line], [9, 1, 1], [0, 0, 0], [1, 0, 3],
+                                [4, 4, 2])
+    assert out["declined"].tolist() == [0, 1, 2]
+    assert out["excerpts"] == [None, None, None]
+    with pytest.raises(ValueError, match="one entry per line"):
+        _core.attribute_lines([line], [1, 1], [0], [1], [4])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(0, 1e308), st.sampled_from([1e-16, 1.0, 1e16, 1e308, 0.1]),
+                          st.integers(0, 2**53)), min_size=5, max_size=14))
+def test_a_loops_tokens_are_summed_as_math_fsum_sums_them(figures: list[float]) -> None:
+    """The core's own ``math.fsum`` (CPython's partials and its half-even correction), and
+    ``token_total``'s infinity where ``fsum`` overflows."""
+    thread = [{"type": "bot", "text": "again", "usage": {"tokens": figure}}
+              for figure in figures]
+    by_core, by_python, looping = _both_ways([_line(thread, True)])
+    assert looping == [0]
+    _assert_same(by_core, by_python)
