@@ -14,6 +14,8 @@
 
 use std::collections::HashMap;
 
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::adapters::is_python_space;
@@ -21,7 +23,8 @@ use crate::canonical;
 use crate::columns::parse_activity;
 use crate::document::Value;
 use crate::fingerprint;
-use crate::node::Node;
+use crate::node::{Key, Node};
+use crate::objects;
 use crate::textrun::{self, TAIL_UNITS};
 use crate::unicode;
 
@@ -66,8 +69,213 @@ pub struct Attributed {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Declined;
 
+impl From<PyErr> for Declined {
+    fn from(_: PyErr) -> Self {
+        Declined // a value Python's reading raises on: Python says how
+    }
+}
+
+/// What attribution reads of a value beyond the heuristics' `Node` view: its text, its
+/// JSON, its token figure. A value Python would read otherwise than by its content (a `str`
+/// subclass, a lone surrogate, a type JSON has no word for) declines the row.
+pub trait Readable: Node + Clone {
+    /// The string's content; None for a value that is no string.
+    fn string(&self) -> Result<Option<String>, Declined>;
+    /// Append what `json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+    /// allow_nan=False)` writes; false where it raises `ValueError` (a non-finite number).
+    fn push_json(&self, out: &mut String, depth: usize) -> Result<bool, Declined>;
+    /// `usage.tokens` as a figure that counts (`_messages.usage_tokens`), None when it
+    /// does not count.
+    fn figure(&self) -> Result<Option<f64>, Declined>;
+}
+
+/// Nesting beyond which a Python payload is left to Python (`json.dumps` raises
+/// `RecursionError` somewhere deeper, and a cycle never ends).
+const JSON_DEPTH: usize = 200;
+
+/// A non-negative integer token figure, counted when a double holds it exactly.
+fn integer_figure(integer: i64) -> Option<f64> {
+    let double = integer as f64;
+    (integer >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == integer)
+        .then_some(double)
+}
+
+/// A float token figure, counted when finite and not negative.
+fn float_figure(double: f64) -> Option<f64> {
+    (double.is_finite() && double >= 0.0).then_some(double)
+}
+
+impl Readable for Value<'_> {
+    fn string(&self) -> Result<Option<String>, Declined> {
+        Ok(self.text().map(std::borrow::Cow::into_owned))
+    }
+
+    // The tape's nesting is bounded (`MAX_TAPE_DEPTH`): no depth to count.
+    fn push_json(&self, out: &mut String, _depth: usize) -> Result<bool, Declined> {
+        if self.is_null() {
+            out.push_str("null");
+        } else if let Some(flag) = self.as_bool() {
+            out.push_str(if flag { "true" } else { "false" });
+        } else if self.is_number() {
+            match (self.is_integer(), self.as_i64()) {
+                (true, Some(integer)) => out.push_str(&integer.to_string()),
+                _ => return Ok(push_float(self.as_f64().unwrap_or(f64::NAN), out)),
+            }
+        } else if let Some(text) = self.text() {
+            push_json_string(&text, out);
+        } else if self.is_array() {
+            out.push('[');
+            for (position, child) in self.children().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                if !child.push_json(out, 0)? {
+                    return Ok(false);
+                }
+            }
+            out.push(']');
+        } else {
+            out.push('{');
+            for (position, (key, child)) in self.members().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                push_json_string(&String::from_utf8_lossy(key), out);
+                out.push(':');
+                if !child.push_json(out, 0)? {
+                    return Ok(false);
+                }
+            }
+            out.push('}');
+        }
+        Ok(true)
+    }
+
+    fn figure(&self) -> Result<Option<f64>, Declined> {
+        if !self.is_number() {
+            return Ok(None); // null, booleans, strings and containers are no figure
+        }
+        Ok(match (self.is_integer(), self.as_i64()) {
+            (true, Some(integer)) => integer_figure(integer),
+            _ => float_figure(self.as_f64().unwrap_or(f64::NAN)),
+        })
+    }
+}
+
+impl Readable for Bound<'_, PyAny> {
+    fn string(&self) -> Result<Option<String>, Declined> {
+        if let Ok(text) = self.cast_exact::<PyString>() {
+            return Ok(Some(text.to_str()?.to_owned())); // a lone surrogate raises
+        }
+        if self.is_instance_of::<PyString>() {
+            return Err(Declined); // a subclass: str() and formatting may say otherwise
+        }
+        Ok(None)
+    }
+
+    fn push_json(&self, out: &mut String, depth: usize) -> Result<bool, Declined> {
+        if depth > JSON_DEPTH {
+            return Err(Declined);
+        }
+        if self.is_none() {
+            out.push_str("null");
+        } else if let Ok(flag) = self.cast_exact::<PyBool>() {
+            out.push_str(if flag.is_true() { "true" } else { "false" });
+        } else if self.is_exact_instance_of::<PyInt>() {
+            out.push_str(self.str()?.to_str()?);
+        } else if let Ok(double) = self.cast_exact::<PyFloat>() {
+            return Ok(push_float(double.value(), out));
+        } else if let Some(text) = self.string()? {
+            push_json_string(&text, out);
+        } else if self.is_exact_instance_of::<PyList>() || self.is_exact_instance_of::<PyTuple>() {
+            out.push('[');
+            for (position, child) in self.try_iter()?.enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                if !child?.push_json(out, depth + 1)? {
+                    return Ok(false);
+                }
+            }
+            out.push(']');
+        } else if let Ok(dict) = self.cast_exact::<PyDict>() {
+            out.push('{');
+            let mut first = true;
+            let mut complete = true;
+            let mut refused = false;
+            objects::for_each_member(dict, |key, value| {
+                let Ok(Some(key)) = key.string() else {
+                    refused = true; // json.dumps writes other keys its own way
+                    return Ok(false);
+                };
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                push_json_string(&key, out);
+                out.push(':');
+                match value.push_json(out, depth + 1) {
+                    Ok(true) => Ok(true),
+                    Ok(false) => {
+                        complete = false;
+                        Ok(false)
+                    }
+                    Err(Declined) => {
+                        refused = true;
+                        Ok(false)
+                    }
+                }
+            })?;
+            if refused {
+                return Err(Declined);
+            }
+            if !complete {
+                return Ok(false);
+            }
+            out.push('}');
+        } else {
+            return Err(Declined); // json.dumps raises TypeError: Python's fallback decides
+        }
+        Ok(true)
+    }
+
+    fn figure(&self) -> Result<Option<f64>, Declined> {
+        if self.is_instance_of::<PyBool>() {
+            return Ok(None);
+        }
+        if let Ok(double) = self.cast::<PyFloat>() {
+            return Ok(float_figure(double.value()));
+        }
+        if self.is_instance_of::<PyInt>() {
+            // An integer beyond 64 bits is Python's to read (as `usage_figures` leaves it).
+            return Ok(integer_figure(self.extract::<i64>()?));
+        }
+        if self.is_none()
+            || self.is_instance_of::<PyString>()
+            || self.is_instance_of::<PyList>()
+            || self.is_instance_of::<PyTuple>()
+            || objects::is_mapping(self)?
+        {
+            return Ok(None);
+        }
+        Err(Declined)
+    }
+}
+
+/// A float as `json.dumps` writes it (`float.__repr__`); false for a non-finite one, which
+/// it refuses.
+fn push_float(double: f64, out: &mut String) -> bool {
+    if !double.is_finite() {
+        return false;
+    }
+    let mut written = Vec::new();
+    canonical::push_python_repr(&mut written, double);
+    out.push_str(std::str::from_utf8(&written).expect("a float's repr is ASCII"));
+    true
+}
+
 /// `attribute` for one thread: `messages` its native messages, `found` its loop.
-pub fn attribute(messages: &[Value<'_>], found: Loop) -> Result<Attributed, Declined> {
+pub fn attribute<N: Readable>(messages: &[N], found: Loop) -> Result<Attributed, Declined> {
     let length = messages.len();
     let (begin, period, repetitions) = if found.code == SUFFIX {
         let covered = found
@@ -77,7 +285,7 @@ pub fn attribute(messages: &[Value<'_>], found: Loop) -> Result<Attributed, Decl
         if found.period == 0 || covered > length {
             return Err(Declined);
         }
-        person_span(messages, found.period, found.repetitions)
+        person_span(messages, found.period, found.repetitions)?
     } else {
         (found.begin, found.period, found.repetitions)
     };
@@ -87,17 +295,17 @@ pub fn attribute(messages: &[Value<'_>], found: Loop) -> Result<Attributed, Decl
     let (parts, excerpt) = match found.code {
         SUFFIX => {
             let block = &messages[begin..(begin + period).min(length)];
+            let rendered = block.iter().map(render_message).collect::<Result<_, _>>()?;
             (
-                suffix_parts(&messages[length - period..]),
-                joined(block.iter().map(render_message).collect()),
+                suffix_parts(&messages[length - period..])?,
+                joined(rendered),
             )
         }
         ACTIVITY_TAIL => tail_parts_and_excerpt(&messages[begin..])?,
         RESULT_RUN => result_parts_and_excerpt(messages)?,
         TEXT_RUN => {
-            let text = messages[begin].get("text").ok_or(Declined)?;
-            let text = text.text().ok_or(Declined)?;
-            text_parts_and_excerpt(&text)
+            let text = messages[begin].field(Key::Text)?.ok_or(Declined)?;
+            text_parts_and_excerpt(&text.string()?.ok_or(Declined)?)
         }
         _ => return Err(Declined),
     };
@@ -107,103 +315,113 @@ pub fn attribute(messages: &[Value<'_>], found: Loop) -> Result<Attributed, Decl
         repetitions,
         signature: xxh3_64_with_seed(parts.as_bytes(), u64::from(found.code)),
         excerpt,
-        loop_tokens: loop_tokens(&messages[begin..]),
+        loop_tokens: loop_tokens(&messages[begin..])?,
     })
 }
 
 // ------------------------------------------------------------------------- a person's span
 
+/// A value's canonical encoding.
+fn encoded<N: Node>(value: &N) -> Result<Vec<u8>, Declined> {
+    let mut out = Vec::new();
+    value.push_canonical(&mut out)?;
+    Ok(out)
+}
+
 /// `scan._message_key`'s equality: the canonical (type, text, meta-or-absent) of a message,
 /// joined as `vthread.message_fingerprint` joins them.
-fn message_key(message: &Value<'_>) -> Vec<u8> {
-    let encoded = |name: &str| {
-        let mut out = Vec::new();
-        match message.get(name) {
-            Some(value) => value.push_canonical(&mut out),
-            None => out.extend_from_slice(b"null"),
+fn message_key<N: Node>(message: &N) -> Result<Vec<u8>, Declined> {
+    let field = |key: Key| -> Result<Vec<u8>, Declined> {
+        match message.field(key)? {
+            Some(value) => encoded(&value),
+            None => Ok(b"null".to_vec()),
         }
-        out
     };
-    let meta = message.get("meta").map(|value| {
-        let mut out = Vec::new();
-        value.push_canonical(&mut out);
-        out
-    });
+    let meta = match message.field(Key::Meta)? {
+        Some(value) => Some(encoded(&value)?),
+        None => None,
+    };
     let mut key = Vec::new();
     fingerprint::message_key(
         &mut key,
-        &encoded("type"),
-        &encoded("text"),
+        &field(Key::Type)?,
+        &field(Key::Text)?,
         meta.as_deref(),
     );
-    key
+    Ok(key)
 }
 
 /// The exact keys of a thread's messages, each encoded when first read (`_KeysOnDemand`).
-struct Keys<'m, 't> {
-    messages: &'m [Value<'t>],
+struct Keys<'m, N> {
+    messages: &'m [N],
     read: Vec<Option<Vec<u8>>>,
 }
 
-impl Keys<'_, '_> {
-    fn get(&mut self, index: usize) -> &[u8] {
-        let messages = self.messages;
-        self.read[index].get_or_insert_with(|| message_key(&messages[index]))
+impl<N: Node> Keys<'_, N> {
+    fn load(&mut self, index: usize) -> Result<(), Declined> {
+        if self.read[index].is_none() {
+            self.read[index] = Some(message_key(&self.messages[index])?);
+        }
+        Ok(())
     }
 
-    fn equal(&mut self, first: usize, second: usize) -> bool {
-        self.get(first);
-        self.get(second);
-        self.read[first] == self.read[second]
+    fn equal(&mut self, first: usize, second: usize) -> Result<bool, Declined> {
+        self.load(first)?;
+        self.load(second)?;
+        Ok(self.read[first] == self.read[second])
     }
 }
 
 /// `_attribution.person_span`: (start, smallest block, whole blocks) of a repeated suffix.
-fn person_span(messages: &[Value<'_>], period: usize, repetitions: usize) -> (usize, usize, usize) {
+fn person_span<N: Node>(
+    messages: &[N],
+    period: usize,
+    repetitions: usize,
+) -> Result<(usize, usize, usize), Declined> {
     let length = messages.len();
     let mut keys = Keys {
         messages,
         read: vec![None; length],
     };
     let mut begin = length - period * repetitions;
-    let block = smallest_period(&mut keys, begin);
-    while begin > 0 && keys.equal(begin - 1, begin - 1 + block) {
+    let block = smallest_period(&mut keys, begin)?;
+    while begin > 0 && keys.equal(begin - 1, begin - 1 + block)? {
         begin -= 1;
     }
-    (begin, block, (length - begin) / block)
+    Ok((begin, block, (length - begin) / block))
 }
 
 /// `_attribution.smallest_period` of the keys from `from` to the end (Knuth-Morris-Pratt).
-fn smallest_period(keys: &mut Keys<'_, '_>, from: usize) -> usize {
+fn smallest_period<N: Node>(keys: &mut Keys<'_, N>, from: usize) -> Result<usize, Declined> {
     let count = keys.read.len() - from;
     if count == 0 {
-        return 0;
+        return Ok(0);
     }
     let mut border = vec![0usize; count];
     let mut matched = 0;
     for i in 1..count {
-        while matched > 0 && !keys.equal(from + i, from + matched) {
+        while matched > 0 && !keys.equal(from + i, from + matched)? {
             matched = border[matched - 1];
         }
-        if keys.equal(from + i, from + matched) {
+        if keys.equal(from + i, from + matched)? {
             matched += 1;
         }
         border[i] = matched;
     }
-    count - border[count - 1]
+    Ok(count - border[count - 1])
 }
 
 /// `scan._signature_parts` of a suffix: the block's fingerprints at their least rotation,
 /// as `repr` writes the list.
-fn suffix_parts(block: &[Value<'_>]) -> String {
+fn suffix_parts<N: Node>(block: &[N]) -> Result<String, Declined> {
     let prints: Vec<u64> = block
         .iter()
-        .map(|message| xxh3_64(&message_key(message)))
-        .collect();
+        .map(|message| message_key(message).map(|key| xxh3_64(&key)))
+        .collect::<Result<_, _>>()?;
     let first = least_rotation(&prints);
     let rotated = prints[first..].iter().chain(&prints[..first]);
     let items: Vec<String> = rotated.map(u64::to_string).collect();
-    format!("[{}]", items.join(", "))
+    Ok(format!("[{}]", items.join(", ")))
 }
 
 /// `scan.least_rotation` (Booth's algorithm), step for step.
@@ -238,32 +456,32 @@ pub fn least_rotation(items: &[u64]) -> usize {
 /// canonical texts (or `ABSENT`).
 type ActivityParts = [String; 4];
 
-fn activity_parts(message: &Value<'_>) -> Option<ActivityParts> {
-    let activity = parse_activity(message).ok().flatten()?;
-    let canonical_text = |payload: Option<Value<'_>>| match payload {
-        Some(value) => {
-            let mut out = Vec::new();
-            value.push_canonical(&mut out);
-            String::from_utf8(out).expect("canonical text is ASCII")
-        }
-        None => ABSENT.to_owned(),
+fn activity_parts<N: Readable>(message: &N) -> Result<Option<ActivityParts>, Declined> {
+    let Some(activity) = parse_activity(message)? else {
+        return Ok(None);
     };
-    Some([
-        activity.kind.text()?.into_owned(),
-        activity.name.text()?.into_owned(),
-        canonical_text(activity.arguments),
-        canonical_text(activity.result),
-    ])
+    let canonical_text = |payload: Option<N>| -> Result<String, Declined> {
+        Ok(match payload {
+            Some(value) => String::from_utf8(encoded(&value)?).expect("canonical text is ASCII"),
+            None => ABSENT.to_owned(),
+        })
+    };
+    Ok(Some([
+        activity.kind.string()?.ok_or(Declined)?,
+        activity.name.string()?.ok_or(Declined)?,
+        canonical_text(activity.arguments)?,
+        canonical_text(activity.result)?,
+    ]))
 }
 
 /// An activity tail's signature parts (its distinct activities, sorted, as `repr` writes
 /// the list) and excerpt (each distinct request, else each distinct activity, in order of
 /// first appearance).
-fn tail_parts_and_excerpt(tail: &[Value<'_>]) -> Result<(String, String), Declined> {
+fn tail_parts_and_excerpt<N: Readable>(tail: &[N]) -> Result<(String, String), Declined> {
     let mut seen: HashMap<ActivityParts, ()> = HashMap::new();
-    let mut firsts: Vec<(bool, &Value<'_>)> = Vec::new();
+    let mut firsts: Vec<(bool, &N)> = Vec::new();
     for message in tail {
-        let parts = activity_parts(message).ok_or(Declined)?;
+        let parts = activity_parts(message)?.ok_or(Declined)?;
         let is_request = parts[0] == "request";
         if seen.insert(parts, ()).is_none() {
             firsts.push((is_request, message));
@@ -272,7 +490,7 @@ fn tail_parts_and_excerpt(tail: &[Value<'_>]) -> Result<(String, String), Declin
     let mut distinct: Vec<ActivityParts> = seen.into_keys().collect();
     distinct.sort();
     let items: Vec<String> = distinct.iter().map(|parts| tuple_repr(parts)).collect();
-    let mut shown: Vec<&Value<'_>> = firsts
+    let mut shown: Vec<&N> = firsts
         .iter()
         .filter(|(is_request, _)| *is_request)
         .map(|(_, message)| *message)
@@ -280,21 +498,24 @@ fn tail_parts_and_excerpt(tail: &[Value<'_>]) -> Result<(String, String), Declin
     if shown.is_empty() {
         shown = firsts.iter().map(|(_, message)| *message).collect();
     }
-    let excerpt = joined(shown.into_iter().map(render_message).collect());
-    Ok((format!("[{}]", items.join(", ")), excerpt))
+    let rendered = shown
+        .into_iter()
+        .map(render_message)
+        .collect::<Result<_, _>>()?;
+    Ok((format!("[{}]", items.join(", ")), joined(rendered)))
 }
 
 /// A result run's signature parts (the newest settled response's name and payloads, as
 /// `repr` writes the tuple) and excerpt (that message).
-fn result_parts_and_excerpt(messages: &[Value<'_>]) -> Result<(String, String), Declined> {
+fn result_parts_and_excerpt<N: Readable>(messages: &[N]) -> Result<(String, String), Declined> {
     for message in messages.iter().rev() {
-        let Some(parts) = activity_parts(message) else {
+        let Some(parts) = activity_parts(message)? else {
             continue;
         };
         if parts[0] == "response" && !parts[1].starts_with('_') && parts[3] != ABSENT {
             let [_, name, arguments, result] = parts;
             let signature = tuple_repr(&[name, arguments, result]);
-            return Ok((signature, joined(vec![render_message(message)])));
+            return Ok((signature, joined(vec![render_message(message)?])));
         }
     }
     Err(Declined)
@@ -422,96 +643,49 @@ fn joined(parts: Vec<String>) -> String {
 
 /// `_attribution.render_message`: `name(arguments)` for a tool request, `name(...) -> result`
 /// for its response, `type: text` otherwise.
-fn render_message(message: &Value<'_>) -> String {
-    if let Some(activity) = parse_activity(message).ok().flatten() {
-        let mut out = activity.name.text().unwrap_or_default().into_owned();
+fn render_message<N: Readable>(message: &N) -> Result<String, Declined> {
+    if let Some(activity) = parse_activity(message)? {
+        let mut out = activity.name.string()?.ok_or(Declined)?;
         out.push('(');
         if let Some(arguments) = &activity.arguments {
-            out.push_str(&one_line(&payload(arguments), PART_CHARS));
+            out.push_str(&one_line(&payload(arguments)?, PART_CHARS));
         }
         out.push(')');
         if activity.kind.is_text("response") {
             if let Some(result) = &activity.result {
                 out.push_str(" -> ");
-                out.push_str(&one_line(&payload(result), PART_CHARS));
+                out.push_str(&one_line(&payload(result)?, PART_CHARS));
             }
         }
-        return out;
+        return Ok(out);
     }
-    let label = message
-        .get("type")
-        .and_then(|kind| kind.text())
-        .map_or_else(|| "message".to_owned(), |kind| kind.into_owned());
-    match message.get("text").and_then(|text| text.text()) {
+    let label = match message.field(Key::Type)? {
+        Some(kind) => kind.string()?,
+        None => None,
+    };
+    let label = label.unwrap_or_else(|| "message".to_owned());
+    let text = match message.field(Key::Text)? {
+        Some(text) => text.string()?,
+        None => None,
+    };
+    Ok(match text {
         Some(text) => format!("{label}: {}", one_line(&text, PART_CHARS)),
         None => label,
-    }
+    })
 }
 
 /// `_attribution._payload`: a string as itself, anything else as `json.dumps(value,
 /// ensure_ascii=False, separators=(",", ":"), allow_nan=False)` writes it, or its canonical
 /// text where JSON cannot write it (a number beyond the doubles).
-fn payload(value: &Value<'_>) -> String {
-    if let Some(text) = value.text() {
-        return text.into_owned();
+fn payload<N: Readable>(value: &N) -> Result<String, Declined> {
+    if let Some(text) = value.string()? {
+        return Ok(text);
     }
     let mut out = String::new();
-    if push_json(value, &mut out) {
-        return out;
+    if value.push_json(&mut out, 0)? {
+        return Ok(out);
     }
-    let mut encoded = Vec::new();
-    value.push_canonical(&mut encoded);
-    String::from_utf8(encoded).expect("canonical text is ASCII")
-}
-
-/// Append `json.dumps`'s compact, non-ASCII-keeping text of `value`; false when it would
-/// raise (an infinite number).
-fn push_json(value: &Value<'_>, out: &mut String) -> bool {
-    if value.is_null() {
-        out.push_str("null");
-    } else if let Some(flag) = value.as_bool() {
-        out.push_str(if flag { "true" } else { "false" });
-    } else if value.is_number() {
-        match (value.is_integer(), value.as_i64()) {
-            (true, Some(integer)) => out.push_str(&integer.to_string()),
-            _ => {
-                let double = value.as_f64().unwrap_or(f64::NAN);
-                if !double.is_finite() {
-                    return false;
-                }
-                let mut written = Vec::new();
-                canonical::push_python_repr(&mut written, double);
-                out.push_str(std::str::from_utf8(&written).expect("a float's repr is ASCII"));
-            }
-        }
-    } else if let Some(text) = value.text() {
-        push_json_string(&text, out);
-    } else if value.is_array() {
-        out.push('[');
-        for (position, child) in value.children().enumerate() {
-            if position > 0 {
-                out.push(',');
-            }
-            if !push_json(&child, out) {
-                return false;
-            }
-        }
-        out.push(']');
-    } else {
-        out.push('{');
-        for (position, (key, child)) in value.members().enumerate() {
-            if position > 0 {
-                out.push(',');
-            }
-            push_json_string(&String::from_utf8_lossy(key), out);
-            out.push(':');
-            if !push_json(&child, out) {
-                return false;
-            }
-        }
-        out.push('}');
-    }
-    true
+    Ok(String::from_utf8(encoded(value)?).expect("canonical text is ASCII"))
 }
 
 /// A JSON string as `json.dumps(..., ensure_ascii=False)` writes it.
@@ -583,37 +757,24 @@ fn tuple_repr(items: &[String]) -> String {
 
 /// `scan._loop_tokens`: the `math.fsum` of the messages' `usage.tokens` figures that count
 /// (`_messages.usage_tokens`), NaN when none does.
-fn loop_tokens(messages: &[Value<'_>]) -> f64 {
+fn loop_tokens<N: Readable>(messages: &[N]) -> Result<f64, Declined> {
     let mut figures = Vec::new();
     for message in messages {
-        let Some(tokens) = message.get("usage").and_then(|usage| usage.get("tokens")) else {
+        let Some(usage) = message.field(Key::Usage)? else {
             continue;
         };
-        if !tokens.is_number() {
-            continue; // null, booleans, strings and containers are no figure
-        }
-        match (tokens.is_integer(), tokens.as_i64()) {
-            (true, Some(integer)) => {
-                let double = integer as f64;
-                // Counted only when the double holds the integer exactly.
-                if integer >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == integer
-                {
-                    figures.push(double);
-                }
-            }
-            _ => {
-                let double = tokens.as_f64().unwrap_or(f64::NAN);
-                if double.is_finite() && double >= 0.0 {
-                    figures.push(double);
-                }
-            }
+        let Some(tokens) = usage.field(Key::Tokens)? else {
+            continue;
+        };
+        if let Some(figure) = tokens.figure()? {
+            figures.push(figure);
         }
     }
-    if figures.is_empty() {
+    Ok(if figures.is_empty() {
         f64::NAN
     } else {
         fsum(&figures)
-    }
+    })
 }
 
 /// `math.fsum` as CPython computes it (Shewchuk's partials, then a half-even correction
@@ -754,11 +915,11 @@ mod tests {
         let tape = Tape::parse(br#"{"a":[1,1.0,-0.0,1e16,1E400,"\u00e9\n",null,true]}"#)
             .expect("plain JSON");
         let mut out = String::new();
-        assert!(!push_json(&tape.root(), &mut out)); // 1E400 is infinite
+        assert_eq!(tape.root().push_json(&mut out, 0), Ok(false)); // 1E400 is infinite
         let tape = Tape::parse(br#"{"a":[1,1.0,-0.0,1e16,"\u00e9\n\u0001",null,true]}"#)
             .expect("plain JSON");
         assert_eq!(
-            payload(&tape.root()),
+            payload(&tape.root()).expect("plain JSON"),
             "{\"a\":[1,1.0,-0.0,1e+16,\"\u{e9}\\n\\u0001\",null,true]}"
         );
     }

@@ -626,6 +626,50 @@ fn attribute_lines<'py>(
             })
             .collect()
     });
+    attributions_dict(py, &attributed)
+}
+
+/// `attribute_lines` over Python threads (lists or sequences of message mappings), the
+/// rows' loops found by the heuristics over `scan_columns`. A row whose values Python reads
+/// otherwise than by their content (a `str` subclass, a lone surrogate, a payload of a type
+/// JSON has no word for, a mapping that raises) is declined to Python's `attribute`.
+#[pyfunction]
+fn attribute_threads<'py>(
+    threads: &Bound<'py, PyList>,
+    codes: Vec<u8>,
+    begins: Vec<usize>,
+    periods: Vec<usize>,
+    repetitions: Vec<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let count = threads.len();
+    if [codes.len(), begins.len(), periods.len(), repetitions.len()] != [count; 4] {
+        return Err(PyValueError::new_err(
+            "threads, codes, begins, periods and repetitions must have one entry per thread",
+        ));
+    }
+    let mut attributed = Vec::with_capacity(count);
+    for (row, thread) in threads.iter().enumerate() {
+        let Ok(messages) = threads::python_messages(&thread, row) else {
+            attributed.push(None);
+            continue;
+        };
+        let found = attribution::Loop {
+            code: codes[row],
+            begin: begins[row],
+            period: periods[row],
+            repetitions: repetitions[row],
+        };
+        attributed.push(attribution::attribute(&messages, found).ok());
+    }
+    attributions_dict(threads.py(), &attributed)
+}
+
+/// The record fields of attributed rows as arrays (placeholders where a row was declined)
+/// and the declined rows' positions.
+fn attributions_dict<'py>(
+    py: Python<'py>,
+    attributed: &[Option<attribution::Attributed>],
+) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let field = |pick: fn(&attribution::Attributed) -> i64| -> Vec<i64> {
         attributed
@@ -657,7 +701,7 @@ fn attribute_lines<'py>(
         .map(|a| a.as_ref().map(|a| a.excerpt.as_str()))
         .collect();
     out.set_item("excerpts", PyList::new(py, excerpts)?)?;
-    let declined: Vec<i64> = (0..count)
+    let declined: Vec<i64> = (0..attributed.len())
         .filter(|&row| attributed[row].is_none())
         .map(|row| row as i64)
         .collect();
@@ -772,6 +816,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

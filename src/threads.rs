@@ -24,7 +24,7 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// The thread's messages, each checked to be a mapping; errors name thread and message.
-fn python_messages<'py>(
+pub(crate) fn python_messages<'py>(
     thread: &Bound<'py, PyAny>,
     index: usize,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {

@@ -19,11 +19,24 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.cli_chunks import chunk_task
-from tests.strategies import long_text_runs, text_run_texts
+from tests.strategies import (
+    HOSTILE_LEAVES,
+    HOSTILE_VALUES,
+    StrSub,
+    long_text_runs,
+    text_run_texts,
+)
 from vthread import _core, cli
-from vthread._heuristics import columns_of
+from vthread._heuristics import columns_of, read_columns
 from vthread._options import cycle_options
-from vthread.scan import ScanResult, attribute, attribute_lines, verdicts
+from vthread.scan import (
+    ScanResult,
+    attribute,
+    attribute_by_messages,
+    attribute_lines,
+    attribute_threads,
+    verdicts,
+)
 
 #: A string the line writer turns into the literal ``1E400``: a number JSON holds and a
 #: double does not (``json.dumps`` refuses it, so the excerpt shows its canonical text).
@@ -228,3 +241,57 @@ def test_a_loops_tokens_are_summed_as_math_fsum_sums_them(figures: list[float]) 
     by_core, by_python, looping = _both_ways([_line(thread, True)])
     assert looping == [0]
     _assert_same(by_core, by_python)
+
+
+def _records_of(threads: list[Any], core: bool) -> Any:
+    """Every row's record, the looping rows attributed through the core's reading of the
+    Python objects or by the plain twin that reads every message; or the exception raised."""
+    options = cycle_options()
+    try:
+        columns = read_columns(threads, options)
+        result = verdicts(columns, options)
+        looping = np.flatnonzero(result.codes).tolist()
+        chosen = [threads[row] for row in looping]
+        if core:
+            attribute_threads(result, columns, looping, chosen)
+        else:
+            attribute_by_messages(result, looping, chosen)
+    except Exception as error:  # both ways must raise alike
+        return type(error)
+    return [result.record(row) for row in range(len(threads))]
+
+
+@st.composite
+def python_threads(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A looping thread as Python objects, some of its values what no JSON parser makes:
+    ``str`` subclasses, lone surrogates, tuples, NumPy scalars, ``Decimal``, cycles."""
+    thread = json.loads(json.dumps(draw(looping_threads())).replace(
+        json.dumps(_BEYOND_DOUBLES), "1E400"))
+    for message in thread:
+        spot = draw(st.integers(0, 9))
+        if spot == 0:
+            message["type"] = StrSub(message.get("type") or "bot")
+        elif spot == 1 and isinstance(message.get("text"), str):
+            message["text"] = draw(st.sampled_from([StrSub(message["text"]), "\ud800 x",
+                                                    message["text"] + "\udc00"]))
+        elif spot == 2:
+            function = message.get("meta", {})
+            function = function.get("activity", {}) if isinstance(function, dict) else {}
+            function = function.get("function") if isinstance(function, dict) else None
+            if isinstance(function, dict):
+                function[draw(st.sampled_from(["arguments", "result", "name"]))] = draw(
+                    HOSTILE_VALUES)
+        elif spot == 3:
+            message["meta"] = draw(HOSTILE_VALUES)
+        elif spot == 4:
+            message["usage"] = {"tokens": draw(HOSTILE_LEAVES)}
+    return thread
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(looping_threads(), python_threads()), min_size=1, max_size=4))
+def test_the_core_attributes_python_threads_as_the_plain_twin_does(threads: list[Any]) -> None:
+    """``vthread.scan``'s attribution, read by the core from the objects (a row with values
+    Python reads otherwise than by their content is left to Python), against the twin that
+    parses every message again."""
+    assert _records_of(threads, core=True) == _records_of(threads, core=False)

@@ -143,6 +143,10 @@ def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], per
     """The loop attribution of looping native lines (``loop_start``, ``period``,
     ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
     of the lines left to Python (``declined``)."""
+def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
+                      periods: list[int], repetitions: list[int]) -> dict[str, Any]:
+    """``attribute_lines`` over Python threads; rows whose values Python reads otherwise
+    than by their content are ``declined``."""
 def canonical_json(data: bytes) -> bytes:
     """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
 

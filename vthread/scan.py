@@ -197,7 +197,7 @@ def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = Fals
     columns = read_columns(threads, options)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
-    attribute(result, columns, looping, [threads[row] for row in looping])
+    attribute_threads(result, columns, looping, [threads[row] for row in looping])
     return result
 
 
@@ -248,11 +248,40 @@ def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
     if not rows:
         return
     picked = np.asarray(rows, np.int64)
-    core = _core.attribute_lines(
-        list(lines), result.codes[picked].tolist(), result.loop_start[picked].tolist(),
-        result.period[picked].tolist(), result.repetitions[picked].tolist(),
-        messages_key=messages_key, id_key=id_key)
-    declined = core["declined"].tolist()
+    core = _core.attribute_lines(list(lines), *_found_loops(result, picked),
+                                 messages_key=messages_key, id_key=id_key)
+    declined = _take_attributions(result, columns, picked, core)
+    if declined:
+        attribute(result, columns, [rows[i] for i in declined], [read(i) for i in declined])
+
+
+def attribute_threads(result: ScanResult, columns: Columns, rows: Sequence[int],
+                      threads: Sequence[Sequence[Any]]) -> None:
+    """:func:`attribute` of rows ``rows`` (``threads[i]`` row ``rows[i]``'s messages), read
+    by the core through the CPython API; a row whose values Python reads otherwise than by
+    their content (a ``str`` subclass, a lone surrogate, a payload of a type JSON has no
+    word for) is left to :func:`attribute`."""
+    if not rows:
+        return
+    picked = np.asarray(rows, np.int64)
+    core = _core.attribute_threads(list(threads), *_found_loops(result, picked))
+    declined = _take_attributions(result, columns, picked, core)
+    if declined:
+        attribute(result, columns, [rows[i] for i in declined], [threads[i] for i in declined])
+
+
+def _found_loops(result: ScanResult, picked: npt.NDArray[np.int64]
+                 ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Each picked row's heuristic, start, period and repetitions, as the core takes them."""
+    return (result.codes[picked].tolist(), result.loop_start[picked].tolist(),
+            result.period[picked].tolist(), result.repetitions[picked].tolist())
+
+
+def _take_attributions(result: ScanResult, columns: Columns, picked: npt.NDArray[np.int64],
+                       core: dict[str, Any]) -> list[int]:
+    """Write the core's attributions of rows ``picked`` into ``result``; the positions (in
+    ``picked``) of the rows it declined."""
+    declined: list[int] = core["declined"].tolist()
     taken = np.ones(len(picked), bool)
     taken[declined] = False
     at = picked[taken]
@@ -262,11 +291,10 @@ def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
     result.loop_messages[at] = columns.lengths[at] - result.loop_start[at]
     result.signature[at] = core["signature"][taken]
     result.loop_tokens[at] = core["loop_tokens"][taken]
-    for position, excerpt_text in enumerate(core["excerpts"]):
+    for row, excerpt_text in zip(picked.tolist(), core["excerpts"], strict=True):
         if excerpt_text is not None:
-            result.excerpt[rows[position]] = excerpt_text
-    if declined:
-        attribute(result, columns, [rows[i] for i in declined], [read(i) for i in declined])
+            result.excerpt[row] = excerpt_text
+    return declined
 
 
 def attribute_by_messages(result: ScanResult, rows: Sequence[int],
