@@ -10,12 +10,12 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 BOXES = {
     "objects": (0.0, 0.62, "Python threads\nlists of dicts", "#dbe9f6"),
-    "bytes": (0.0, 0.22, "JSONL file\n8 MiB chunks of lines", "#dbe9f6"),
+    "bytes": (0.0, 0.22, "JSONL file\n4 MiB chunks of lines", "#dbe9f6"),
     "node": (0.21, 0.42, "Node view\nobjects.rs · document.rs\nstrings read in place", "#fde9c9"),
     "pass": (0.43, 0.42, "column pass (Rust)\nZ-function suffix · tail ids ·\nresult run · last texts\nrayon, GIL released", "#fde9c9"),
     "numpy": (0.65, 0.42, "NumPy heuristics\nwhole batch at once\n_heuristics.py", "#d9f0d3"),
     "result": (0.87, 0.66, "ScanResult /\nCLI records", "#eeeeee"),
-    "loops": (0.87, 0.14, "looping rows only:\nsignature, tokens\n(Python)", "#eeeeee"),
+    "loops": (0.87, 0.14, "looping rows only:\nspan, signature,\nexcerpt, tokens\nattribution.rs", "#fde9c9"),
 }
 ARROWS = [("objects", "node"), ("bytes", "node"), ("node", "pass"), ("pass", "numpy"),
           ("numpy", "result"), ("numpy", "loops"), ("loops", "result")]

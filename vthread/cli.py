@@ -50,23 +50,23 @@ so memory depends on the chunk size, not the input size.
 
 A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
 tape (no Python object per message) and read into the heuristics' columns with the GIL
-released; with ``--jobs N`` (N > 1) the core reads the next chunk on N - 1 threads while
-Python finishes the current one. A chunk of OpenAI chat, Anthropic messages or OpenAI
-Responses runs goes the same way, each line translated by the core into the native line
-:mod:`vthread.adapters` would make of it, with the source message of each native message.
-Only a looping line is parsed again in Python (a translated one as its native line), for
-its record's signature and token cost. The tape takes only plain JSON it reads exactly as
-``json.loads(line_bytes)`` does; a line it declines (invalid UTF-8, a byte-order mark,
-``NaN``/``Infinity``, a lone surrogate, a repeated or escaped key, an integer with 19 digits
-in a row, an id Python writes differently, a line that is no thread) or that the translation
-declines (a run the adapter refuses, a numeric call id, a tool result only ``json.loads``
-reads) is read by Python instead, alone (a chunk the core mostly declines, whole), the
-records byte for byte the same either way; ``--messages-key`` and ``--id-key`` are followed
-by the core too, and so are mini-swe-agent and SWE-agent runs (their text actions read as
-:mod:`vthread.adapters` reads them) and ``--mask-volatile`` (each thread's masked copy
-written as a native line, :mod:`vthread.volatile`'s rules in ``src/masking.rs``).
-``--anywhere`` is read by Python, ``--jobs N`` worker processes at a time, output in input
-order.
+released; with ``--jobs N`` (N > 1) N threads each take whole chunks, the core's part of
+each with the GIL released. A chunk of OpenAI chat, Anthropic messages or OpenAI Responses
+runs goes the same way, each line translated by the core into the native line
+:mod:`vthread.adapters` would make of it, with the source message of each native message. A
+looping line's record (its span as a person counts it, signature, excerpt and tokens) is
+read by the core from the line's bytes too (a translated one from its native line). The tape
+takes only plain JSON it reads exactly as ``json.loads(line_bytes)`` does; a line it
+declines (invalid UTF-8, a byte-order mark, ``NaN``/``Infinity``, a lone surrogate, a
+repeated or escaped key, an integer with 19 digits in a row, an id Python writes
+differently, a line that is no thread) or that the translation declines (a run the adapter
+refuses, a numeric call id, a tool result only ``json.loads`` reads) is read by Python
+instead, alone (a chunk the core mostly declines, whole), the records byte for byte the same
+either way; ``--messages-key`` and ``--id-key`` are followed by the core too, and so are
+mini-swe-agent and SWE-agent runs (their text actions read as :mod:`vthread.adapters` reads
+them) and ``--mask-volatile`` (each thread's masked copy written as a native line,
+:mod:`vthread.volatile`'s rules in ``src/masking.rs``). ``--anywhere`` is read by Python,
+``--jobs N`` worker processes at a time, output in input order.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -534,13 +534,13 @@ def _scan_command(options: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
-        # --jobs N, on N - 1 threads while Python finishes the chunk before (N = 1: one
-        # thread, no overlap). The other formats (and the options only Python reads) are
-        # read by Python, N worker processes at a time.
+        # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
+        # formats (and the options only Python reads) are read by Python, N worker
+        # processes at a time.
         detected: list[tuple[str, str]] = []
         tasks = _tasks(files, options.format, cycle, options.strict, progress,
                        count_tokens=not options.quiet or bool(options.summary_file),
-                       threads=max(1, jobs - 1),
+                       threads=1,
                        messages_key=options.messages_key, id_key=options.id_key,
                        detected=detected, mask_volatile=options.mask_volatile,
                        listed=listed)
@@ -1376,42 +1376,57 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """The results of chunks the core reads (native, OpenAI, Anthropic, Responses), in
-    order, in this process. With jobs > 1 the core reads the next chunk on its own threads
-    (the GIL released) while Python finishes this one (loop signatures, records), so the two
-    overlap instead of taking turns; a file whose first chunk the core declines goes to
-    ``jobs`` worker processes instead (:func:`_run`)."""
+    order, in this process. With jobs > 1, ``jobs`` threads each take a whole chunk (the
+    core's reading and attribution with the GIL released, then Python's verdict arrays and
+    records), at most ``2 * jobs`` chunks in flight; a file whose first chunk the core
+    declines goes to ``jobs`` worker processes instead (:func:`_run`)."""
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     tasks = iter(tasks)
-    with ThreadPoolExecutor(1, thread_name_prefix="vthread-core") as reader:
-        pending: tuple[_Task, Future[dict[str, Any] | None]] | None = None
-        for task in tasks:
-            ahead = reader.submit(_read_in_core, task)
-            if pending is None and ahead.result() is None:
-                break  # the core declines the first chunk: see below
-            if pending is not None:
-                yield _finish_in_core(*pending)
-            pending = (task, ahead)
+    window: deque[tuple[_Task, Future[_Done | None]]] = deque()
+    declined_first: list[_Task] = []
+    # One pause for every thread: each pausing and restoring the collector on its own would
+    # switch it back on while another thread is still in a chunk.
+    with collector_paused(), ThreadPoolExecutor(jobs, thread_name_prefix="vthread-core") as pool:
+        first = True
+        for task in chain(tasks, [None]):
+            if task is not None:
+                window.append((task, pool.submit(_chunk_in_core, task, first)))
+                first = False
+                if len(window) < 2 * jobs:
+                    continue
+            while window and (task is None or len(window) >= 2 * jobs):
+                oldest, future = window.popleft()
+                done = future.result()
+                if done is None:  # the core declines the file's first chunk: see below
+                    declined_first = [oldest] + [queued for queued, _ in window]
+                    for _, queued_future in window:
+                        queued_future.cancel()
+                    break
+                yield done
+            if declined_first:
+                break
         else:
-            if pending is not None:
-                yield _finish_in_core(*pending)
             return
     # The core declined the file's first chunk (an option only Python applies, such as
     # --mask-volatile, or values only Python reads, such as numeric call ids throughout):
     # the file goes to worker processes, as the formats only Python reads do, rather than
     # to Python in this one process chunk after chunk.
-    yield from _run(chain([task], tasks), jobs)
+    yield from _run(chain(declined_first, tasks), jobs)
 
 
-def _finish_in_core(task: _Task, ahead: Future[dict[str, Any] | None]) -> _Done:
-    """A chunk's result from the core's reading made ahead (Python's way if none)."""
-    with collector_paused():
-        raw = ahead.result()
-        done = _scan_chunk_in_core(task, raw) if raw is not None else None
-        return done if done is not None else _scan_chunk_in_python(task)
+def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
+    """One chunk's result, read by the core (Python's way where the core declines it); None
+    for a file's ``first`` chunk the core declines, which sends the file elsewhere."""
+    raw = _read_in_core(task)
+    if raw is None and first:
+        return None
+    done = _scan_chunk_in_core(task, raw) if raw is not None else None
+    return done if done is not None else _scan_chunk_in_python(task)
 
 
 def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
