@@ -445,9 +445,9 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, float]],
                threads: int) -> dict[str, dict[str, Any]]:
-    """H1-H17 of docs/performance.md (the compiled core), judged on medians; written down
+    """H1-H18 of docs/performance.md (the compiled core), judged on medians; written down
     before the run, each with the issue's target it tests (H9 added before the run of
-    session 6, H10-H14 before that of session 8, H15-H17 before that of session 10)."""
+    session 6, H10-H14 before that of session 8, H15-H18 before the runs of session 10)."""
     out: dict[str, dict[str, Any]] = {
         "H1": {"claim": "scan >= 100x the scalar reference, parsed (issue target)",
                "measured": speedups["scan"]["median"],
@@ -511,6 +511,11 @@ def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, fl
                                "1.46x --jobs 1, and still below 1.6x: the process start "
                                "cannot overlap",
                       "measured": jobs, "holds": 1.46 < jobs < 1.6}
+        # H18: written before the second run of session 10, after H17's run (1.23x with one
+        # thread reading ahead), for whole chunks on --jobs N threads.
+        out["H18"] = {"claim": "whole chunks on two threads lift --jobs 2 to >= 1.5x --jobs 1, "
+                               "end to end",
+                      "measured": jobs, "holds": jobs >= 1.5}
         keys = _ratio(rows["cli_keys"]["median_s"], rows["cli"]["median_s"])
         out["H11"] = {"claim": "--messages-key/--id-key are read by the core: the workload "
                                "under other keys takes at most 1.1x the default keys' time",
