@@ -489,7 +489,10 @@ fn tail_parts_and_excerpt<N: Readable>(tail: &[N]) -> Result<(String, String), D
     }
     let mut distinct: Vec<ActivityParts> = seen.into_keys().collect();
     distinct.sort();
-    let items: Vec<String> = distinct.iter().map(|parts| tuple_repr(parts)).collect();
+    let items: Vec<String> = distinct
+        .iter()
+        .map(|parts| tuple_repr(parts))
+        .collect::<Result<_, _>>()?;
     let mut shown: Vec<&N> = firsts
         .iter()
         .filter(|(is_request, _)| *is_request)
@@ -514,7 +517,7 @@ fn result_parts_and_excerpt<N: Readable>(messages: &[N]) -> Result<(String, Stri
         };
         if parts[0] == "response" && !parts[1].starts_with('_') && parts[3] != ABSENT {
             let [_, name, arguments, result] = parts;
-            let signature = tuple_repr(&[name, arguments, result]);
+            let signature = tuple_repr(&[name, arguments, result])?;
             return Ok((signature, joined(vec![render_message(message)?])));
         }
     }
@@ -558,7 +561,8 @@ fn text_parts_and_excerpt(text: &str) -> (String, String) {
     let items: Vec<String> = units
         .iter()
         .map(|unit| str_repr(std::str::from_utf8(unit).expect("a unit is ASCII")))
-        .collect();
+        .collect::<Result<_, _>>()
+        .expect("ASCII is assigned");
     let shown = if repeated_from <= tail.len() {
         readable(&tail[repeated_from..])
     } else {
@@ -711,8 +715,9 @@ fn push_json_string(text: &str, out: &mut String) {
 
 /// `repr` of a `str`: single quotes unless the text holds one and no double quote; quotes
 /// and backslashes escaped, `\t` `\n` `\r` named, other control characters and the
-/// non-printable `\x`, `\u` or `\U` escaped.
-pub fn str_repr(text: &str) -> String {
+/// non-printable `\x`, `\u` or `\U` escaped. Declined for a code point unassigned in the
+/// tables' Unicode: the running interpreter's may be newer and print it.
+pub fn str_repr(text: &str) -> Result<String, Declined> {
     let quote = if text.contains('\'') && !text.contains('"') {
         '"'
     } else {
@@ -733,7 +738,11 @@ pub fn str_repr(text: &str) -> String {
             out.push_str("\\r");
         } else if point < 0x20 || point == 0x7F {
             out.push_str(&format!("\\x{point:02x}"));
-        } else if point < 0x7F || unicode::is_printable_non_ascii(point) {
+        } else if point < 0x7F {
+            out.push(c);
+        } else if unicode::is_unassigned(point) {
+            return Err(Declined);
+        } else if unicode::is_printable_non_ascii(point) {
             out.push(c);
         } else if point <= 0xFF {
             out.push_str(&format!("\\x{point:02x}"));
@@ -744,13 +753,16 @@ pub fn str_repr(text: &str) -> String {
         }
     }
     out.push(quote);
-    out
+    Ok(out)
 }
 
 /// `repr` of a tuple of `str`s (of at least two).
-fn tuple_repr(items: &[String]) -> String {
-    let items: Vec<String> = items.iter().map(|item| str_repr(item)).collect();
-    format!("({})", items.join(", "))
+fn tuple_repr(items: &[String]) -> Result<String, Declined> {
+    let items: Vec<String> = items
+        .iter()
+        .map(|item| str_repr(item))
+        .collect::<Result<_, _>>()?;
+    Ok(format!("({})", items.join(", ")))
 }
 
 // --------------------------------------------------------------------------------- tokens
@@ -848,17 +860,18 @@ mod tests {
 
     #[test]
     fn str_repr_follows_python() {
-        assert_eq!(str_repr("ab"), "'ab'");
-        assert_eq!(str_repr("it's"), "\"it's\"");
-        assert_eq!(str_repr("'\""), "'\\'\"'");
+        let repr = |text: &str| str_repr(text).expect("assigned code points");
+        assert_eq!(repr("ab"), "'ab'");
+        assert_eq!(repr("it's"), "\"it's\"");
+        assert_eq!(repr("'\""), "'\\'\"'");
+        assert_eq!(repr("a\\b\n\t\r\u{1}\u{7f}"), "'a\\\\b\\n\\t\\r\\x01\\x7f'");
         assert_eq!(
-            str_repr("a\\b\n\t\r\u{1}\u{7f}"),
-            "'a\\\\b\\n\\t\\r\\x01\\x7f'"
+            repr("é\u{a0}\u{200b}\u{e000}🎉"),
+            "'é\\xa0\\u200b\\ue000🎉'"
         );
-        assert_eq!(
-            str_repr("é\u{a0}\u{200b}\u{10ffff}🎉"),
-            "'é\\xa0\\u200b\\U0010ffff🎉'"
-        );
+        // Unassigned in the tables' Unicode (a later one may print it): Python decides.
+        assert_eq!(str_repr("\u{1fa75}"), Err(Declined));
+        assert_eq!(str_repr("\u{10ffff}"), Err(Declined));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use crate::unicode_tables::{
     CASED, CASE_IGNORABLE, DECIMAL, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED, NOT_PRINTABLE,
+    UNASSIGNED,
 };
 
 const CAPITAL_SIGMA: u32 = 0x3A3;
@@ -75,6 +76,11 @@ pub fn is_decimal(c: u32) -> bool {
 /// Whether `repr` of a `str` writes non-ASCII `c` as it is (`str.isprintable`).
 pub fn is_printable_non_ascii(c: u32) -> bool {
     !in_ranges(&NOT_PRINTABLE, c)
+}
+
+/// Whether `c` is unassigned in the tables' Unicode (a later one may assign it).
+pub fn is_unassigned(c: u32) -> bool {
+    in_ranges(&UNASSIGNED, c)
 }
 
 /// Whether `c` lies in one of `ranges` (inclusive, sorted, disjoint).

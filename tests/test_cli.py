@@ -529,6 +529,18 @@ def test_summary_total_counts_only_usage_objects(tmp_path: Path, odd: Any,
     assert "of 42" in _line(err, "wasted tokens")
 
 
+def test_summary_of_tokens_past_the_largest_double(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token totals past the largest double read as infinite, with no share of them (it
+    printed "nan%")."""
+    thread = [{"type": "bot", "text": "again", "usage": {"tokens": 1.7e308}}] * 4
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(thread) + "\n")
+    _, _, err = run(["scan", str(path)], monkeypatch)
+    line = _line(err, "wasted tokens")
+    assert "inf" in line and "nan" not in line and "%" not in line
+
+
 def _line(summary: str, label: str) -> str:
     return next(line for line in summary.splitlines() if line.strip().startswith(label))
 

@@ -12,7 +12,9 @@ interpreter the package runs on, not from another Unicode library:
   (``str.isdecimal``), for ``vthread.volatile``'s masking pattern, which the core runs too.
   Its ``\\w`` (``str.isalnum``, and ``_``) is ``LETTER_OR_NUMBER``: checked, not tabled twice.
 - ``NOT_PRINTABLE``: the non-ASCII code points ``str.isprintable`` refuses, which ``repr``
-  of a ``str`` escapes (a loop's signature hashes the ``repr`` of what repeats).
+  of a ``str`` escapes (a loop's signature hashes the ``repr`` of what repeats), and
+  ``UNASSIGNED`` (category ``Cn``): a later Unicode may assign and print them, so the core
+  leaves a name holding one to the running interpreter's ``repr``.
 - ``CASED`` and ``CASE_IGNORABLE``: the two properties of CPython's Final_Sigma rule
   (``handle_capital_sigma`` in ``Objects/unicodeobject.c``), which lower-cases U+03A3 to
   U+03C2 after a cased character (case-ignorable ones skipped) unless a cased character
@@ -90,6 +92,11 @@ def is_not_printable(c: int) -> bool:
     """Whether ``repr`` escapes non-ASCII ``c``: ``str.isprintable`` (``Py_UNICODE_ISPRINTABLE``)
     is false for it. ASCII is left out: ``repr`` treats it by its own rules."""
     return c >= 0x80 and not chr(c).isprintable()
+
+
+def is_unassigned(c: int) -> bool:
+    """Whether ``c`` is unassigned (general category ``Cn``) in this interpreter's Unicode."""
+    return unicodedata.category(chr(c)) == "Cn"
 
 
 def is_cased(c: int) -> bool:
@@ -264,6 +271,10 @@ def render() -> str:
             "NOT_PRINTABLE",
             "/// Non-ASCII code points `chr(c).isprintable()` is false for: `repr` escapes them.",
             ranges_where(is_not_printable)),
+        _range_table(
+            "UNASSIGNED",
+            "/// Code points unassigned (`Cn`) in this Unicode: a later one may print them.",
+            ranges_where(is_unassigned)),
         "/// `chr(c).lower()` where it is one other code point: `(first, last, step, delta)`,",
         "/// every `step`-th code point from `first` to `last` lower-cases to itself plus `delta`.",
         "#[rustfmt::skip]",

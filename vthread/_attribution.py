@@ -114,16 +114,22 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
         return encode(value)
 
 
+_MISSING: Final = object()
+"""A payload the message does not carry. Not :data:`ABSENT` (``"-"``), which marks a missing
+payload among canonical texts only: a payload that is the string ``"-"`` (which ``json.loads``
+hands out as the interpreter's one cached ``"-"``) is shown as itself."""
+
+
 def _call(name: str, arguments: Any, encode: Callable[[Any], str]) -> str:
-    if arguments is ABSENT:
+    if arguments is _MISSING:
         return f"{name}()"
     return f"{name}({_one_line(_payload(arguments, encode))})"
 
 
 def _activity_payloads(message: Message) -> tuple[Any, Any]:
-    """(arguments, result) of a well-formed activity message, ABSENT where missing."""
+    """(arguments, result) of a well-formed activity message, _MISSING where missing."""
     function = message["meta"]["activity"]["function"]
-    return function.get("arguments", ABSENT), function.get("result", ABSENT)
+    return function.get("arguments", _MISSING), function.get("result", _MISSING)
 
 
 def render_message(message: Message, encode: Callable[[Any], str]) -> str:
@@ -133,7 +139,7 @@ def render_message(message: Message, encode: Callable[[Any], str]) -> str:
     if activity is not None:
         arguments, result = _activity_payloads(message)
         call = _call(activity.name, arguments, encode)
-        if activity.kind == "response" and result is not ABSENT:
+        if activity.kind == "response" and result is not _MISSING:
             return f"{call} -> {_one_line(_payload(result, encode))}"
         return call
     kind = message.get("type")

@@ -110,7 +110,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import Any, BinaryIO, Final, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
 
@@ -131,6 +131,9 @@ from vthread.scan import (
     verdicts,
 )
 from vthread.volatile import masked_thread
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["main"]
 
@@ -1383,7 +1386,6 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
-    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     tasks = iter(tasks)
@@ -1392,31 +1394,46 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     # One pause for every thread: each pausing and restoring the collector on its own would
     # switch it back on while another thread is still in a chunk.
     with collector_paused(), ThreadPoolExecutor(jobs, thread_name_prefix="vthread-core") as pool:
-        first = True
-        for task in chain(tasks, [None]):
-            if task is not None:
-                window.append((task, pool.submit(_chunk_in_core, task, first)))
-                first = False
-                if len(window) < 2 * jobs:
-                    continue
-            while window and (task is None or len(window) >= 2 * jobs):
-                oldest, future = window.popleft()
-                done = future.result()
-                if done is None:  # the core declines the file's first chunk: see below
-                    declined_first = [oldest] + [queued for queued, _ in window]
-                    for _, queued_future in window:
-                        queued_future.cancel()
-                    break
-                yield done
-            if declined_first:
-                break
-        else:
-            return
+        try:
+            yield from _chunks_in_order(pool, tasks, jobs, window, declined_first)
+        finally:
+            # A fatal record, an error or a closed output ends the run: chunks not started
+            # are dropped rather than scanned for nothing (the pool waits for running ones).
+            for _, queued in window:
+                queued.cancel()
+    if not declined_first:
+        return
     # The core declined the file's first chunk (an option only Python applies, such as
     # --mask-volatile, or values only Python reads, such as numeric call ids throughout):
     # the file goes to worker processes, as the formats only Python reads do, rather than
     # to Python in this one process chunk after chunk.
     yield from _run(chain(declined_first, tasks), jobs)
+
+
+def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int,
+                     window: deque[tuple[_Task, Future[_Done | None]]],
+                     declined_first: list[_Task]) -> Iterator[_Done]:
+    """The chunks' results in input order, at most ``2 * jobs`` in flight (in ``window``);
+    when the core declines the file's first chunk, stops with the tasks taken so far in
+    ``declined_first``."""
+    first = True
+    for task in chain(tasks, [None]):
+        if task is not None:
+            window.append((task, pool.submit(_chunk_in_core, task, first)))
+            first = False
+            if len(window) < 2 * jobs:
+                continue
+        while window and (task is None or len(window) >= 2 * jobs):
+            oldest, future = window.popleft()
+            done = future.result()
+            if done is None:  # the core declines the file's first chunk
+                declined_first.append(oldest)
+                while window:
+                    queued, queued_future = window.popleft()
+                    queued_future.cancel()
+                    declined_first.append(queued)
+                return
+            yield done
 
 
 def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
@@ -1876,7 +1893,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     rate = stats.lines / seconds if seconds > 0 else 0.0
 
     def share(part: float, whole: float) -> str:
-        return f"{part / whole:7.1%}" if whole else "      -"
+        # No share of nothing, nor of a token total past the largest double (inf / inf).
+        return f"{part / whole:7.1%}" if whole and math.isfinite(whole) else "      -"
 
     rows = [
         f"vthread scan: {stats.lines:,} line{'' if stats.lines == 1 else 's'} from {scanned} "
