@@ -277,6 +277,12 @@ fn push_float(double: f64, out: &mut String) -> bool {
 /// `attribute` for one thread: `messages` its native messages, `found` its loop.
 pub fn attribute<N: Readable>(messages: &[N], found: Loop) -> Result<Attributed, Declined> {
     let length = messages.len();
+    let mut keys = Keys {
+        messages,
+        spans: Vec::new(),
+        bytes: Vec::new(),
+        scratch: Vec::new(),
+    };
     let (begin, period, repetitions) = if found.code == SUFFIX {
         let covered = found
             .period
@@ -285,7 +291,7 @@ pub fn attribute<N: Readable>(messages: &[N], found: Loop) -> Result<Attributed,
         if found.period == 0 || covered > length {
             return Err(Declined);
         }
-        person_span(messages, found.period, found.repetitions)?
+        person_span(&mut keys, found.period, found.repetitions)?
     } else {
         (found.begin, found.period, found.repetitions)
     };
@@ -293,14 +299,10 @@ pub fn attribute<N: Readable>(messages: &[N], found: Loop) -> Result<Attributed,
         return Err(Declined);
     }
     let (parts, excerpt) = match found.code {
-        SUFFIX => {
-            let block = &messages[begin..(begin + period).min(length)];
-            let rendered = block.iter().map(render_message).collect::<Result<_, _>>()?;
-            (
-                suffix_parts(&messages[length - period..])?,
-                joined(rendered),
-            )
-        }
+        SUFFIX => (
+            suffix_parts(&mut keys, length - period)?,
+            rendered_excerpt(&messages[begin..(begin + period).min(length)])?,
+        ),
         ACTIVITY_TAIL => tail_parts_and_excerpt(&messages[begin..])?,
         RESULT_RUN => result_parts_and_excerpt(messages)?,
         TEXT_RUN => {
@@ -328,63 +330,73 @@ fn encoded<N: Node>(value: &N) -> Result<Vec<u8>, Declined> {
     Ok(out)
 }
 
-/// `scan._message_key`'s equality: the canonical (type, text, meta-or-absent) of a message,
-/// joined as `vthread.message_fingerprint` joins them.
-fn message_key<N: Node>(message: &N) -> Result<Vec<u8>, Declined> {
-    let field = |key: Key| -> Result<Vec<u8>, Declined> {
+/// Write the canonical (type, text, meta-or-absent) of a message into `out`, joined as
+/// `vthread.message_fingerprint` joins them (`fingerprint::message_key`): `scan._message_key`'s
+/// equality, and the bytes its fingerprint hashes.
+fn push_message_key<N: Node>(message: &N, out: &mut Vec<u8>) -> Result<(), Declined> {
+    out.clear();
+    for key in [Key::Type, Key::Text] {
         match message.field(key)? {
-            Some(value) => encoded(&value),
-            None => Ok(b"null".to_vec()),
+            Some(value) => value.push_canonical(out)?,
+            None => out.extend_from_slice(b"null"),
         }
-    };
-    let meta = match message.field(Key::Meta)? {
-        Some(value) => Some(encoded(&value)?),
-        None => None,
-    };
-    let mut key = Vec::new();
-    fingerprint::message_key(
-        &mut key,
-        &field(Key::Type)?,
-        &field(Key::Text)?,
-        meta.as_deref(),
-    );
-    Ok(key)
+        out.push(0);
+    }
+    match message.field(Key::Meta)? {
+        Some(value) => value.push_canonical(out)?,
+        None => out.extend_from_slice(fingerprint::ABSENT_META),
+    }
+    Ok(())
 }
 
-/// The exact keys of a thread's messages, each encoded when first read (`_KeysOnDemand`).
+/// No key read yet for a message in `Keys::spans`.
+const UNREAD: (usize, usize) = (usize::MAX, 0);
+
+/// The exact keys of a thread's messages, each encoded when first read (`_KeysOnDemand`)
+/// into one buffer: comparing two is comparing their bytes, with no table to probe (a long
+/// period reads half a million distinct keys).
 struct Keys<'m, N> {
     messages: &'m [N],
-    read: Vec<Option<Vec<u8>>>,
+    spans: Vec<(usize, usize)>,
+    bytes: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 impl<N: Node> Keys<'_, N> {
-    fn load(&mut self, index: usize) -> Result<(), Declined> {
-        if self.read[index].is_none() {
-            self.read[index] = Some(message_key(&self.messages[index])?);
+    fn key(&mut self, index: usize) -> Result<&[u8], Declined> {
+        if self.spans[index] == UNREAD {
+            push_message_key(&self.messages[index], &mut self.scratch)?;
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(&self.scratch);
+            self.spans[index] = (start, self.bytes.len());
         }
-        Ok(())
+        let (start, end) = self.spans[index];
+        Ok(&self.bytes[start..end])
     }
 
     fn equal(&mut self, first: usize, second: usize) -> Result<bool, Declined> {
-        self.load(first)?;
-        self.load(second)?;
-        Ok(self.read[first] == self.read[second])
+        self.key(first)?;
+        self.key(second)?;
+        let ((a, b), (c, d)) = (self.spans[first], self.spans[second]);
+        Ok(self.bytes[a..b] == self.bytes[c..d])
+    }
+
+    /// The message's fingerprint (`vthread.message_fingerprint`).
+    fn fingerprint(&mut self, index: usize) -> Result<u64, Declined> {
+        Ok(xxh3_64(self.key(index)?))
     }
 }
 
 /// `_attribution.person_span`: (start, smallest block, whole blocks) of a repeated suffix.
 fn person_span<N: Node>(
-    messages: &[N],
+    keys: &mut Keys<'_, N>,
     period: usize,
     repetitions: usize,
 ) -> Result<(usize, usize, usize), Declined> {
-    let length = messages.len();
-    let mut keys = Keys {
-        messages,
-        read: vec![None; length],
-    };
+    let length = keys.messages.len();
+    keys.spans = vec![UNREAD; length];
     let mut begin = length - period * repetitions;
-    let block = smallest_period(&mut keys, begin)?;
+    let block = smallest_period(keys, begin)?;
     while begin > 0 && keys.equal(begin - 1, begin - 1 + block)? {
         begin -= 1;
     }
@@ -393,7 +405,7 @@ fn person_span<N: Node>(
 
 /// `_attribution.smallest_period` of the keys from `from` to the end (Knuth-Morris-Pratt).
 fn smallest_period<N: Node>(keys: &mut Keys<'_, N>, from: usize) -> Result<usize, Declined> {
-    let count = keys.read.len() - from;
+    let count = keys.spans.len() - from;
     if count == 0 {
         return Ok(0);
     }
@@ -411,13 +423,13 @@ fn smallest_period<N: Node>(keys: &mut Keys<'_, N>, from: usize) -> Result<usize
     Ok(count - border[count - 1])
 }
 
-/// `scan._signature_parts` of a suffix: the block's fingerprints at their least rotation,
-/// as `repr` writes the list.
-fn suffix_parts<N: Node>(block: &[N]) -> Result<String, Declined> {
-    let prints: Vec<u64> = block
-        .iter()
-        .map(|message| message_key(message).map(|key| xxh3_64(&key)))
-        .collect::<Result<_, _>>()?;
+/// `scan._signature_parts` of a suffix: the fingerprints of the messages from `from` to
+/// the end (the block, its keys already read by the span) at their least rotation, as `repr`
+/// writes the list.
+fn suffix_parts<N: Node>(keys: &mut Keys<'_, N>, from: usize) -> Result<String, Declined> {
+    let prints: Vec<u64> = (from..keys.messages.len())
+        .map(|index| keys.fingerprint(index))
+        .collect::<Result<_, Declined>>()?;
     let first = least_rotation(&prints);
     let rotated = prints[first..].iter().chain(&prints[..first]);
     let items: Vec<String> = rotated.map(u64::to_string).collect();
@@ -501,11 +513,8 @@ fn tail_parts_and_excerpt<N: Readable>(tail: &[N]) -> Result<(String, String), D
     if shown.is_empty() {
         shown = firsts.iter().map(|(_, message)| *message).collect();
     }
-    let rendered = shown
-        .into_iter()
-        .map(render_message)
-        .collect::<Result<_, _>>()?;
-    Ok((format!("[{}]", items.join(", ")), joined(rendered)))
+    let shown: Vec<N> = shown.into_iter().cloned().collect();
+    Ok((format!("[{}]", items.join(", ")), rendered_excerpt(&shown)?))
 }
 
 /// A result run's signature parts (the newest settled response's name and payloads, as
@@ -632,6 +641,27 @@ fn one_line(text: &str, limit: usize) -> String {
     let mut cut: String = flat[..limit.saturating_sub(1)].iter().collect();
     cut.push(ELLIPSIS);
     cut
+}
+
+/// `_joined` of the messages rendered (`render_message`), rendering only until the joined
+/// text is sure to be cut: a block of 500,000 messages shows its first few.
+fn rendered_excerpt<N: Readable>(messages: &[N]) -> Result<String, Declined> {
+    let mut parts = Vec::new();
+    let mut chars = 0;
+    for message in messages {
+        let part = render_message(message)?;
+        chars += part.chars().count()
+            + if parts.is_empty() {
+                0
+            } else {
+                PART_SEPARATOR.len()
+            };
+        parts.push(part);
+        if chars > EXCERPT_CHARS {
+            break; // the rest lies past the cut
+        }
+    }
+    Ok(joined(parts))
 }
 
 /// `_attribution._joined`: the parts joined, cut to `EXCERPT_CHARS` code points.
