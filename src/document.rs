@@ -687,8 +687,120 @@ impl<'t> Node for Value<'t> {
     }
 }
 
+/// JSON's whitespace, which is also `json`'s.
+fn is_json_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Past the string whose opening quote is at `at`: the index after its closing quote.
+fn string_end(bytes: &[u8], mut at: usize) -> Result<usize, Declined> {
+    at += 1;
+    loop {
+        let stop = memchr::memchr2(b'"', b'\\', &bytes[at..]).ok_or(Declined)?;
+        at += stop;
+        if bytes[at] == b'"' {
+            return Ok(at + 1);
+        }
+        at += 2; // a backslash and the character it escapes
+        if at > bytes.len() {
+            return Err(Declined);
+        }
+    }
+}
+
+/// The byte spans of the elements of a document that is one JSON array (whitespace around
+/// each left out), each element checked to be plain JSON the tape reads exactly as `json`
+/// does; `Declined` for any other document, or one element the tape declines: Python then
+/// reads the document whole. Elements are found by their depth outside strings; a document
+/// whose every element parses alone and whose commas and brackets stand between them is
+/// the array of those values.
+pub fn array_elements(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
+    let skip = |mut at: usize| {
+        while document.get(at).copied().is_some_and(is_json_space) {
+            at += 1;
+        }
+        at
+    };
+    let mut at = skip(0);
+    if document.get(at) != Some(&b'[') {
+        return Err(Declined);
+    }
+    at = skip(at + 1);
+    let mut spans = Vec::new();
+    if document.get(at) == Some(&b']') {
+        at += 1;
+    } else {
+        loop {
+            let start = at;
+            let mut depth = 0usize;
+            let closing = loop {
+                let byte = *document.get(at).ok_or(Declined)?;
+                match byte {
+                    b'"' => {
+                        at = string_end(document, at)?;
+                        continue;
+                    }
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' if depth > 0 => depth -= 1,
+                    b']' | b',' if depth == 0 => break byte,
+                    _ => {}
+                }
+                at += 1;
+            };
+            let mut end = at;
+            while end > start && is_json_space(document[end - 1]) {
+                end -= 1;
+            }
+            if end == start {
+                return Err(Declined);
+            }
+            spans.push((start, end));
+            at += 1;
+            if closing == b']' {
+                break;
+            }
+            at = skip(at);
+        }
+    }
+    if skip(at) != document.len() {
+        return Err(Declined);
+    }
+    for &(start, end) in &spans {
+        Tape::parse(&document[start..end])?;
+    }
+    Ok(spans)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn array_elements_are_found_by_depth_outside_strings() {
+        let document = br#" [ {"a": "],\"[{"}, [1, [2]] ,"x" , 3 ] "#;
+        let spans = array_elements(document).expect("a plain array");
+        let texts: Vec<&[u8]> = spans.iter().map(|&(s, e)| &document[s..e]).collect();
+        assert_eq!(
+            texts,
+            vec![&br#"{"a": "],\"[{"}"#[..], b"[1, [2]]", b"\"x\"", b"3"]
+        );
+        assert_eq!(array_elements(b"[]"), Ok(vec![]));
+        assert_eq!(array_elements(b" [ \n ] "), Ok(vec![]));
+        for refused in [
+            &b"{}"[..],
+            b"[1,]",
+            b"[,1]",
+            b"[1 2]",
+            b"[1] x",
+            b"[1",
+            b"[NaN]",
+            b"[\"\\ud800\"]",
+            b"\xef\xbb\xbf[1]",
+            b"[{\"a\": 1, \"a\": 2}]",
+            b"[\"unterminated]",
+        ] {
+            assert_eq!(array_elements(refused), Err(Declined), "{refused:?}");
+        }
+    }
+
     use super::*;
 
     fn canonical_of(text: &str) -> Result<String, Declined> {

@@ -709,6 +709,43 @@ fn attributions_dict<'py>(
     Ok(out)
 }
 
+/// The byte spans `[start, end)` of the runs of a JSON document that is an array of runs (its
+/// first element an object holding messages, under `messages_key` or a known key, as
+/// `documents.runs_of` tells them; or empty), each element plain JSON the tape reads exactly
+/// as `json` does (`document::array_elements`), found with the GIL released; None for any
+/// other document, which Python then reads whole.
+#[pyfunction]
+#[pyo3(signature = (data, messages_key=None))]
+fn document_runs<'py>(
+    data: &Bound<'py, PyBytes>,
+    messages_key: Option<&str>,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    let py = data.py();
+    let bytes = data.as_bytes();
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: None,
+    };
+    let spans = py.detach(|| {
+        let spans = document::array_elements(bytes).ok()?;
+        if let Some(&(start, end)) = spans.first() {
+            let tape = document::Tape::parse(&bytes[start..end]).ok()?;
+            let root = tape.root();
+            if !root.is_object() || keys.messages_of(root).is_none() {
+                return None; // not a list of runs: the document is one run
+            }
+        }
+        Some(spans)
+    });
+    Ok(spans.map(|spans| {
+        let flat: Vec<i64> = spans
+            .iter()
+            .flat_map(|&(start, end)| [start as i64, end as i64])
+            .collect();
+        flat.into_pyarray(py)
+    }))
+}
+
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
 /// makes screens collide everywhere, to show collisions change no answer.
 #[pyfunction]
@@ -817,6 +854,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
+    module.add_function(wrap_pyfunction!(document_runs, module)?)?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

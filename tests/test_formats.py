@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.strategies import function_call_texts
@@ -725,3 +726,77 @@ def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,
     assert (record["loop_start"], record["period"], record["repetitions"],
             record["loop_messages"], record["messages"]) == (2, 2, 4, 8, 10)
     assert record["excerpt"] == "bot: Checking. | ls({}) | ls({}) -> a.py"
+
+
+def _document_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch,
+                        *options: str) -> tuple[Any, Any]:
+    """``vthread scan`` of a JSON document, runs read from their bytes where the core finds
+    the document an array of plain runs, and Python's reading of the whole document."""
+    from vthread import _core
+
+    seen: list[bool] = []
+    real = _core.document_runs
+
+    def spy(data: bytes, messages_key: str | None = None) -> Any:
+        spans = real(data, messages_key)
+        seen.append(spans is not None)
+        return spans
+
+    monkeypatch.setattr(_core, "document_runs", spy)
+    by_spans = run(["scan", str(path), *options], monkeypatch)
+    monkeypatch.setattr(_core, "document_runs", lambda *args: None)
+    whole = run(["scan", str(path), *options], monkeypatch)
+    monkeypatch.setattr(_core, "document_runs", real)
+    return (by_spans, seen), whole
+
+
+_DOCUMENT_RUNS = [
+    {"task_id": 1, "trial": 0, "traj": [{"role": "user", "content": "héllo 🎉"}] * 4},
+    {"id": "r\u2028", "messages": [{"type": "bot", "text": "again"}] * 5},
+    {"instance_id": "x", "history": [{"type": "bot", "text": 1.0e2}] * 3},
+    {"id": 7, "messages": "not a list"},
+    {"id": None, "messages": [{"type": "bot", "text": "\\u00e9", "usage": {"tokens": 3}}] * 6},
+    ["not", "a", "run"],
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(_DOCUMENT_RUNS), min_size=1, max_size=8),
+       st.sampled_from([None, 1, 2]), st.booleans(),
+       st.sampled_from(["", "x", "NaN", "1E400", '"\\ud800"', "[1,]"]))
+def test_runs_read_from_their_bytes_equal_the_whole_document(
+        runs: list[Any], indent: int | None, ascii_only: bool, oddity: str) -> None:
+    """An array of runs (pretty-printed or not, non-ASCII kept or escaped, a run that is no
+    run, a value only Python's json reads, a document that is no JSON) writes, byte for byte,
+    what Python's reading of the whole document writes; the core takes it exactly when every
+    run is plain JSON."""
+    import tempfile
+
+    text = json.dumps(runs, indent=indent, ensure_ascii=ascii_only)
+    if oddity == "x":
+        text += " x"  # trailing data: no JSON document at all
+    elif oddity:
+        text = text[:-1] + f", {{\"id\": \"odd\", \"messages\": [{{\"text\": {oddity}}}]}}]"
+    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
+        path = Path(scratch) / "runs.json"
+        path.write_text(text, encoding="utf-8")
+        (by_spans, seen), whole = _document_both_ways(path, patch)
+    timing = re.compile(r" in [0-9.]+ s \([0-9,]+ lines?/s\)")
+    assert by_spans[:2] == whole[:2]
+    assert timing.sub("", by_spans[2]) == timing.sub("", whole[2])
+    plain = runs[0] != ["not", "a", "run"] and oddity in ("", "1E400")
+    assert seen == [plain]
+
+
+def test_a_large_document_is_read_run_by_run(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document of 2,000 workload runs: records equal to the whole document's reading,
+    the core taking the runs from their bytes."""
+    threads = generate_threads(2_000)
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{"id": f"r{i}", "messages": t}
+                                for i, t in enumerate(threads)]))
+    (by_spans, seen), whole = _document_both_ways(path, monkeypatch, "--summary",
+                                                  str(tmp_path / "summary.json"))
+    assert seen == [True]
+    assert by_spans[:2] == whole[:2] and len(records(by_spans[1])) == 2_000

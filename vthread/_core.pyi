@@ -147,6 +147,9 @@ def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
                       periods: list[int], repetitions: list[int]) -> dict[str, Any]:
     """``attribute_lines`` over Python threads; rows whose values Python reads otherwise
     than by their content are ``declined``."""
+def document_runs(data: bytes, messages_key: str | None = None) -> npt.NDArray[np.int64] | None:
+    """The byte spans (start, end, start, end, ...) of the runs of a JSON document that is an
+    array of runs, each element plain JSON; None for any other document."""
 def canonical_json(data: bytes) -> bytes:
     """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
 

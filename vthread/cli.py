@@ -17,31 +17,33 @@ JSON (with the parser's message), not an array or an object with ``messages``, a
 is not an object (with its index), or what the ``--format`` adapter rejected. A blank line is
 an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
 the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
-JSON document instead, a list of runs or one run, read whole; each run is then a "line"
-(``line`` is its position). A directory FILE stands for the trajectory files under it, at any
-depth, in sorted path order: those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``,
-``.eval``, ``.parquet`` or ``.pq`` (the text ones optionally ``.gz``), hidden ones, dangling
-links and the files the run writes aside; one of them that cannot be read, or whose format
-cannot be told, gets one error record and the others are still read. Each file's message format
-is detected from its first threads with messages (up to ``DETECT_THREADS``;
-:func:`vthread.adapters.common_format`); threads in different formats, or none in a known one,
-are a fatal error naming their lines; ``--format`` overrides (with a warning on stderr when the
-first threads are plainly in another format). Messages in another format than native are first
-translated by :mod:`vthread.adapters`; the record still counts the file's own messages:
-``messages`` is the run's message count, ``loop_start`` the file's message holding the loop's
-first translated message, ``loop_messages`` and a repeated block's ``period`` count the file's
-messages (see :func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a
-``.json`` document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a
-run of native messages. A Parquet file (``.parquet``) holds a run a row
+JSON document instead, a list of runs or one run; each run is then a "line" (``line`` is its
+position). An array of runs whose every run is plain JSON is split into its runs' bytes by the
+core (no Python object is made of the document); any other document is parsed whole. A
+directory FILE stands for the trajectory files under it, at any depth, in sorted path order:
+those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq``
+(the text ones optionally ``.gz``), hidden ones, dangling links and the files the run writes
+aside; one of them that cannot be read, or whose format cannot be told, gets one error record
+and the others are still read. Each file's message format is detected from its first threads
+with messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+different formats, or none in a known one, are a fatal error naming their lines; ``--format``
+overrides (with a warning on stderr when the first threads are plainly in another format).
+Messages in another format than native are first translated by :mod:`vthread.adapters`; the
+record still counts the file's own messages: ``messages`` is the run's message count,
+``loop_start`` the file's message holding the loop's first translated message,
+``loop_messages`` and a repeated block's ``period`` count the file's messages (see
+:func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
+document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
+native messages. A Parquet file (``.parquet``) holds a run a row
 (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as Parquet. A summary table
-goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running, only
-when stderr is a terminal and the records go to a file or a pipe, never to that terminal. With
-no FILE, standard input is read when it is a pipe or a file (as JSONL, or whole when its first
-line is only ``[`` or ``{``, as a pretty-printed JSON document's is); ``--sample`` (or a bare
-``vthread scan`` at a terminal, which says so) scans the bundled sample. An ``--output`` that
-is one of the inputs is refused before anything is opened for writing. A ``.gz`` that breaks
-off gives every line that decompressed its record, then one error record saying where and why
-(see :class:`_GzipStream`).
+goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running,
+only when stderr is a terminal and the records go to a file or a pipe, never to that terminal.
+With no FILE, standard input is read when it is a pipe or a file (as JSONL, or whole when its
+first line is only ``[`` or ``{``, as a pretty-printed JSON document's is); ``--sample`` (or a
+bare ``vthread scan`` at a terminal, which says so) scans the bundled sample. An ``--output``
+that is one of the inputs is refused before anything is opened for writing. A ``.gz`` that
+breaks off gives every line that decompressed its record, then one error record saying where
+and why (see :class:`_GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
 complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -1268,6 +1270,12 @@ def _document_chunks(
     while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
         parts.append(part)
     data = b"".join(parts)
+    del parts
+    spans = _core.document_runs(data, messages_key)
+    if spans is not None:
+        # An array of runs, every run plain JSON: each run's bytes are its line, and no
+        # Python object is made of the document (which took ten times its size in memory).
+        return _run_chunks(data, spans.reshape(-1, 2).tolist()), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         return _chunks(io.BytesIO(data)), "lines"
@@ -1276,6 +1284,21 @@ def _document_chunks(
     lines = [_run_line(run) for run in runs_of(value, messages_key)]
     chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
     return chunks, "runs"
+
+
+def _run_chunks(data: bytes, spans: list[list[int]]) -> Iterator[list[bytes]]:
+    """The runs at ``spans`` of ``data`` as lines, in chunks of at most CHUNK_LINES lines and
+    about CHUNK_BYTES bytes."""
+    batch: list[bytes] = []
+    size = 0
+    for start, end in spans:
+        batch.append(data[start:end])
+        size += end - start
+        if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _run_line(run: Any) -> bytes:
