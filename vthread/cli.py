@@ -1266,11 +1266,14 @@ def _document_chunks(
     from vthread.documents import runs_of
     from vthread.inspect_log import is_inspect_log
 
-    parts = []
-    while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
-        parts.append(part)
-    data = b"".join(parts)
-    del parts
+    if isinstance(stream, io.BufferedReader):
+        data = stream.read()  # a file: read at once into one buffer of its size
+    else:
+        parts = []
+        while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
+            parts.append(part)
+        data = b"".join(parts)
+        del parts
     spans = _core.document_runs(data, messages_key)
     if spans is not None:
         # An array of runs, every run plain JSON: each run's bytes are its line, and no
