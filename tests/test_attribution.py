@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,18 +147,26 @@ def test_one_line_of_a_head_equals_one_line_of_the_whole(text: str, limit: int) 
     assert _one_line(" " * 5000 + text, limit) == whole
 
 
-def _attributed(threads: list[list[dict[str, Any]]], fast: bool) -> list[dict[str, Any]]:
-    """Every row's record, the looping rows attributed by the fast reading or its plain twin."""
+def attributed_by(threads: Sequence[Any], reading: Callable[..., None]
+                  ) -> list[dict[str, Any]]:
+    """Every row's record, the looping rows attributed by ``reading(result, columns, rows,
+    threads of those rows)``."""
     options = cycle_options()
     columns = read_columns(threads, options)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
-    chosen = [threads[row] for row in looping]
-    if fast:
-        attribute(result, columns, looping, chosen)
-    else:
-        attribute_by_messages(result, looping, chosen)
+    reading(result, columns, looping, [threads[row] for row in looping])
     return [result.record(row) for row in range(len(threads))]
+
+
+def every_message(result: Any, _columns: Any, rows: Any, threads: Any) -> None:
+    """:func:`attribute_by_messages` in :func:`attribute`'s terms (it reads no columns)."""
+    attribute_by_messages(result, rows, threads)
+
+
+def _attributed(threads: list[list[dict[str, Any]]], fast: bool) -> list[dict[str, Any]]:
+    """Every row's record, the looping rows attributed by the fast reading or its plain twin."""
+    return attributed_by(threads, attribute if fast else every_message)
 
 
 @settings(max_examples=300, deadline=None)

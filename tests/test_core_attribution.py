@@ -27,13 +27,13 @@ from tests.strategies import (
     long_text_runs,
     text_run_texts,
 )
+from tests.test_attribution import attributed_by, every_message
 from vthread import _core, cli
-from vthread._heuristics import columns_of, read_columns
+from vthread._heuristics import columns_of
 from vthread._options import cycle_options
 from vthread.scan import (
     ScanResult,
     attribute,
-    attribute_by_messages,
     attribute_lines,
     attribute_threads,
     verdicts,
@@ -279,19 +279,10 @@ def test_a_loops_tokens_are_summed_as_math_fsum_sums_them(figures: list[float]) 
 def _records_of(threads: list[Any], core: bool) -> Any:
     """Every row's record, the looping rows attributed through the core's reading of the
     Python objects or by the plain twin that reads every message; or the exception raised."""
-    options = cycle_options()
     try:
-        columns = read_columns(threads, options)
-        result = verdicts(columns, options)
-        looping = np.flatnonzero(result.codes).tolist()
-        chosen = [threads[row] for row in looping]
-        if core:
-            attribute_threads(result, columns, looping, chosen)
-        else:
-            attribute_by_messages(result, looping, chosen)
+        return attributed_by(threads, attribute_threads if core else every_message)
     except Exception as error:  # both ways must raise alike
         return type(error)
-    return [result.record(row) for row in range(len(threads))]
 
 
 @st.composite
