@@ -709,12 +709,11 @@ fn string_end(bytes: &[u8], mut at: usize) -> Result<usize, Declined> {
 }
 
 /// The byte spans of the elements of a document that is one JSON array (whitespace around
-/// each left out), each element checked to be plain JSON the tape reads exactly as `json`
-/// does; `Declined` for any other document, or one element the tape declines: Python then
-/// reads the document whole. Elements are found by their depth outside strings; a document
-/// whose every element parses alone and whose commas and brackets stand between them is
-/// the array of those values.
-pub fn array_elements(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
+/// each left out), found by their depth outside strings; `Declined` for a document of
+/// another shape. The elements are not checked: a document whose every element parses alone
+/// (see `array_elements`) and whose commas and brackets stand between them is the array of
+/// those values.
+pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
     let skip = |mut at: usize| {
         while document.get(at).copied().is_some_and(is_json_space) {
             at += 1;
@@ -765,6 +764,13 @@ pub fn array_elements(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> 
     if skip(at) != document.len() {
         return Err(Declined);
     }
+    Ok(spans)
+}
+
+/// `array_spans`, each element then checked to be plain JSON the tape reads exactly as
+/// `json` does.
+pub fn array_elements(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
+    let spans = array_spans(document)?;
     for &(start, end) in &spans {
         Tape::parse(&document[start..end])?;
     }

@@ -727,7 +727,7 @@ fn document_runs<'py>(
         id: None,
     };
     let spans = py.detach(|| {
-        let spans = document::array_elements(bytes).ok()?;
+        let spans = document::array_spans(bytes).ok()?;
         if let Some(&(start, end)) = spans.first() {
             let tape = document::Tape::parse(&bytes[start..end]).ok()?;
             let root = tape.root();
@@ -735,8 +735,13 @@ fn document_runs<'py>(
                 return None; // not a list of runs: the document is one run
             }
         }
-        Some(spans)
+        let plain = spans
+            .iter()
+            .skip(1)
+            .all(|&(start, end)| document::Tape::parse(&bytes[start..end]).is_ok());
+        plain.then_some(spans)
     });
+    py.check_signals()?; // a Ctrl-C during the split ends the scan here
     Ok(spans.map(|spans| {
         let flat: Vec<i64> = spans
             .iter()
@@ -833,6 +838,13 @@ fn _normalize_word(text: &Bound<'_, PyString>) -> PyResult<String> {
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // NumPy's C API, which the numpy crate imports on its first array and panics if that
+    // import fails, is imported here, where a failure (a Ctrl-C pending while NumPy loads) is
+    // an ordinary exception: a function returning its first array after the GIL was released
+    // would otherwise run that import with the signal pending and panic.
+    let py = module.py();
+    py.import("numpy")?;
+    drop(PyArray1::<i64>::zeros(py, 0, false));
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(canonical_of, module)?)?;
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;

@@ -765,6 +765,29 @@ def test_a_pretty_printed_document_piped_in_is_read_whole(
     assert len(records) == 4 and "not valid JSON" in records[0]["error"]
 
 
+def test_a_compact_document_of_runs_piped_in_is_read_run_by_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cat runs.json | vthread scan -` with the array of runs on one line (as json.dump
+    writes it, across more than one read): a record per run, as from the file; a one-line
+    thread, and a line followed by others, are still JSONL."""
+    monkeypatch.setattr(cli, "READ_BYTES", 64)
+    runs = [{"task_id": i, "traj": [{"role": "user", "content": "book it"},
+                                    {"role": "assistant", "content": "done"}] * (i + 2)}
+            for i in range(3)]
+    document = json.dumps(runs).encode()
+    path = tmp_path / "runs.json"
+    path.write_bytes(document)
+    code, by_name, _ = run(["scan", str(path), "-q"], monkeypatch)
+    for piped_in in (document, document + b"\n", b"  " + document + b"\n\n"):
+        code_piped, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=piped_in)
+        assert code == code_piped == 0
+        assert piped == by_name.replace(json.dumps(str(path)).encode(), b'"<stdin>"')
+    thread = json.dumps(runs[0]["traj"]).encode()
+    assert len(records(run(["scan", "-", "-q"], monkeypatch, stdin=thread)[1])) == 1
+    two = records(run(["scan", "-", "-q"], monkeypatch, stdin=document + b"\n" + thread)[1])
+    assert len(two) == 2
+
+
 def test_a_given_format_that_does_not_fit_is_warned_of(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--format native on chat runs (every one would read as typeless, equal messages): the

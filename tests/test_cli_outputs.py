@@ -67,7 +67,7 @@ def test_loops_of_unknown_cost_are_said_not_counted(tmp_path: Path,
         summary = json.loads(target.read_text())
         assert (code, summary["loops"], summary["loops_without_tokens"]) == (0, 1, 1)
         assert summary["wasted_tokens"] == 0 and summary["tokens"] == 5
-        assert "(1 loop with no usage.tokens not counted)" in err
+        assert "(1 loop with no countable usage.tokens not counted)" in err
 
 
 def test_summary_file_that_is_an_input_is_refused(tmp_path: Path,

@@ -1033,13 +1033,26 @@ class _Replayed:
 
 
 def _piped_document(stream: BinaryIO | _GzipStream) -> tuple[_Replayed, bool]:
-    """Standard input, and whether it is one pretty-printed JSON document (its first line is
-    only ``[`` or ``{``: no JSONL line can be), as ``cat runs.json | vthread scan -`` pipes
-    one; it is then read as a ``.json`` file is, not a line at a time (one error record per
-    line of the document). A document written on one line stays a line."""
+    """Standard input, and whether it is one JSON document of runs, as ``cat runs.json |
+    vthread scan -`` pipes one: pretty-printed (its first line is only ``[`` or ``{``: no
+    JSONL line can be), or an array of runs on its only line (a run holding messages is no
+    message, so no JSONL thread is one). It is then read as a ``.json`` file is, not a line
+    at a time (one error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
     line = first.lstrip().split(b"\n", 1)[0].strip()
-    return _Replayed(first, stream), line in (b"[", b"{")
+    if line in (b"[", b"{"):
+        return _Replayed(first, stream), True
+    if not line.startswith(b"["):
+        return _Replayed(first, stream), False
+    # One line so far: read on while it goes on (a JSONL reading would assemble it whole too).
+    parts = [first]
+    while b"\n" not in parts[-1].rstrip() and (part := stream.read(READ_BYTES)):
+        parts.append(part)
+    data = b"".join(parts)
+    del parts
+    if b"\n" in data.strip():
+        return _Replayed(data, stream), False  # more lines follow: JSONL
+    return _Replayed(data, stream), _core.document_runs(data.strip()) is not None
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1940,8 +1953,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         unknown = stats.loops_without_tokens
         rows.append(f"  {'wasted tokens':<28}{stats.loop_tokens:>14,.0f}"
                     f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}"
-                    + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no usage.tokens"
-                       " not counted)" if unknown else ""))
+                    + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no countable"
+                       " usage.tokens not counted)" if unknown else ""))
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     return "\n".join(rows) + "\n"
