@@ -160,7 +160,8 @@ def test_non_finite_max_pattern_length_is_no_cap(value: str, tmp_path: Path,
 
 
 def test_bad_lines_become_error_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Records out = lines in, in order, each bad line with its number and reason."""
+    """Records out = lines in, in order, each bad line with its number and reason, and the
+    id of the run object it holds when it names one."""
     good = looping("suffix")
     lines = [
         json.dumps({"id": "ok", "messages": good}),
@@ -181,7 +182,7 @@ def test_bad_lines_become_error_records(tmp_path: Path, monkeypatch: pytest.Monk
     assert code == 0
     got = records(out)
     assert [r["line"] for r in got] == list(range(1, len(lines) + 1))
-    assert [r["id"] for r in got] == ["ok", None, None, None, None, None, None, None, None, 7,
+    assert [r["id"] for r in got] == ["ok", None, None, "x", "y", None, None, None, None, 7,
                                       None]
     errors = {r["line"]: r["error"] for r in got if "error" in r}
     assert errors[2].startswith("not valid JSON: Expecting")

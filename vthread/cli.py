@@ -12,20 +12,21 @@ ignored) — and writes one JSON line per input line, in input order::
 
 (the fields from ``verdict`` to ``excerpt`` are :meth:`vthread.ScanResult.record`'s).
 
-A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}``: not valid
-JSON (with the parser's message), not an array or an object with ``messages``, a message that
-is not an object (with its index), or what the ``--format`` adapter rejected. A blank line is
-an error record too (``"blank line"``), so records out = lines in, always; ``--strict`` makes
-the first bad line fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one
-JSON document instead, a list of runs or one run; each run is then a "line" (``line`` is its
-position). An array of runs whose every run is plain JSON is split into its runs' bytes by the
-core (no Python object is made of the document); any other document is parsed whole. A
-directory FILE stands for the trajectory files under it, at any depth, in sorted path order:
-those ending ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq``
-(the text ones optionally ``.gz``), hidden ones, dangling links and the files the run writes
-aside; one of them that cannot be read, or whose format cannot be told, gets one error record
-and the others are still read. Each file's message format is detected from its first threads
-with messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}`` (``id`` the
+run's when the line is a run object naming one, else null): not valid JSON (with the parser's
+message), not an array or an object with ``messages``, a message that is not an object (with
+its index), or what the ``--format`` adapter rejected. A blank line is an error record too
+(``"blank line"``), so records out = lines in, always; ``--strict`` makes the first bad line
+fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one JSON document
+instead, a list of runs or one run; each run is then a "line" (``line`` is its position). An
+array of runs whose every run is plain JSON is split into its runs' bytes by the core (no
+Python object is made of the document); any other document is parsed whole. A directory FILE
+stands for the trajectory files under it, at any depth, in sorted path order: those ending
+``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq`` (the text
+ones optionally ``.gz``), hidden ones, dangling links and the files the run writes aside; one
+of them that cannot be read, or whose format cannot be told, gets one error record and the
+others are still read. Each file's message format is detected from its first threads with
+messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
 different formats, or none in a known one, are a fatal error naming their lines; ``--format``
 overrides (with a warning on stderr when the first threads are plainly in another format).
 Messages in another format than native are first translated by :mod:`vthread.adapters`; the
@@ -1521,12 +1522,14 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
 
 
 class _Bad:
-    """Why a line is not a thread."""
+    """Why a line is not a thread, and the id of the run it holds when it holds one (a run
+    object without usable messages still names itself: its record carries that id)."""
 
-    __slots__ = ("reason",)
+    __slots__ = ("ident", "reason")
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, ident: Any = None) -> None:
         self.reason = reason
+        self.ident = ident
 
 
 def _scan_chunk(task: _Task) -> _Done:
@@ -1766,8 +1769,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
     for index, entry in enumerate(items):
         line_number = task.first_line + index
         if isinstance(entry, _Bad):
-            records.append(_dumps({"id": None, "file": label, "line": line_number,
-                                   "error": entry.reason}))
+            records.append(f'{{"id":{record_id(entry.ident)},"file":{file_text},'
+                           f'"line":{line_number},"error":{_dumps(entry.reason)}}}')
         elif row in failed:
             records.append(f'{{"id":{record_id(entry[0])},"file":{file_text},'
                            f'"line":{line_number},"error":{_dumps(failed[row])}}}')
@@ -1850,10 +1853,12 @@ def _thread(
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
-    from vthread.documents import read_run
+    from vthread.documents import read_run, run_id
 
     found = read_run(value, format_, messages_key, id_key)
-    return _Bad(found) if isinstance(found, str) else found
+    if not isinstance(found, str):
+        return found
+    return _Bad(found, run_id(value, id_key) if type(value) is dict else None)
 
 
 def _scan_threads(
