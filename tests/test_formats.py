@@ -267,6 +267,32 @@ def test_invalid_document_is_one_error_record(tmp_path: Path,
     assert got[0]["error"].startswith("not valid JSON") and got[1]["verdict"] is None
 
 
+@pytest.mark.parametrize("defect", ["missing comma", "cut short", "trailing data"])
+def test_a_broken_pretty_printed_document_is_one_error_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect: str) -> None:
+    """A pretty-printed document with one defect is one error record saying where the
+    document breaks (it was an error record for each of its hundreds of lines); --strict
+    names the same place. (A bracket line before JSONL lines is still JSONL: see
+    test_a_pretty_printed_document_piped_in_is_read_whole.)"""
+    runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(5)]
+    text = json.dumps(runs, indent=2)
+    if defect == "missing comma":
+        text = text.replace("},\n  {", "}\n  {", 1)
+    elif defect == "cut short":
+        text = text[: len(text) // 2]
+    else:
+        text += "\nx"
+    path = tmp_path / "broken.json"
+    path.write_text(text)
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 1
+    assert got[0]["line"] == 1 and got[0]["error"].startswith("not valid JSON: ")
+    assert re.search(r"line \d+ column \d+", got[0]["error"])
+    code, _, err = run(["scan", str(path), "-q", "--strict"], monkeypatch)
+    assert code == 2 and got[0]["error"] in err
+
+
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONL file named .json is read line by line, as before documents were read."""
     rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]

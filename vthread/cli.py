@@ -1295,6 +1295,14 @@ def _document_chunks(
         return _run_chunks(data, spans.reshape(-1, 2).tolist()), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
+        first, _, rest = data.lstrip().partition(b"\n")
+        if first.strip() in (b"[", b"{") and not any(
+                not isinstance(_parse(line, True), _Bad) for line in rest.split(b"\n")
+                if line.strip()):
+            # A pretty-printed document (no JSONL line is only a bracket, and no line of it
+            # is JSON alone) that does not parse: one error record saying where it breaks,
+            # not an error for each of its lines.
+            return iter([[data]]), "runs"
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
