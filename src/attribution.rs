@@ -94,14 +94,14 @@ pub trait Readable: Node + Clone {
 const JSON_DEPTH: usize = 200;
 
 /// A non-negative integer token figure, counted when a double holds it exactly.
-fn integer_figure(integer: i64) -> Option<f64> {
+pub fn integer_figure(integer: i64) -> Option<f64> {
     let double = integer as f64;
     (integer >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == integer)
         .then_some(double)
 }
 
 /// A float token figure, counted when finite and not negative.
-fn float_figure(double: f64) -> Option<f64> {
+pub fn float_figure(double: f64) -> Option<f64> {
     (double.is_finite() && double >= 0.0).then_some(double)
 }
 

@@ -768,11 +768,18 @@ pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
 }
 
 /// `array_spans`, each element then checked to be plain JSON the tape reads exactly as
-/// `json` does.
-pub fn array_elements(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
+/// `json` does, and the first (checked before the others are parsed) to be one `first`
+/// accepts.
+pub fn array_elements(
+    document: &[u8],
+    first: impl Fn(Value<'_>) -> bool,
+) -> Result<Vec<(usize, usize)>, Declined> {
     let spans = array_spans(document)?;
-    for &(start, end) in &spans {
-        Tape::parse(&document[start..end])?;
+    for (index, &(start, end)) in spans.iter().enumerate() {
+        let tape = Tape::parse(&document[start..end])?;
+        if index == 0 && !first(tape.root()) {
+            return Err(Declined);
+        }
     }
     Ok(spans)
 }
@@ -782,14 +789,23 @@ mod tests {
     #[test]
     fn array_elements_are_found_by_depth_outside_strings() {
         let document = br#" [ {"a": "],\"[{"}, [1, [2]] ,"x" , 3 ] "#;
-        let spans = array_elements(document).expect("a plain array");
+        let spans = array_elements(document, |_| true).expect("a plain array");
         let texts: Vec<&[u8]> = spans.iter().map(|&(s, e)| &document[s..e]).collect();
         assert_eq!(
             texts,
             vec![&br#"{"a": "],\"[{"}"#[..], b"[1, [2]]", b"\"x\"", b"3"]
         );
-        assert_eq!(array_elements(b"[]"), Ok(vec![]));
-        assert_eq!(array_elements(b" [ \n ] "), Ok(vec![]));
+        assert_eq!(array_elements(b"[]", |_| true), Ok(vec![]));
+        assert_eq!(array_elements(b" [ \n ] ", |_| true), Ok(vec![]));
+        // The first element is asked about before the others are parsed.
+        assert_eq!(
+            array_elements(b"[1, {}]", |first| first.is_object()),
+            Err(Declined)
+        );
+        assert_eq!(
+            array_elements(b"[{}, 1]", |first| first.is_object()),
+            Ok(vec![(1, 3), (5, 6)])
+        );
         for refused in [
             &b"{}"[..],
             b"[1,]",
@@ -803,7 +819,11 @@ mod tests {
             b"[{\"a\": 1, \"a\": 2}]",
             b"[\"unterminated]",
         ] {
-            assert_eq!(array_elements(refused), Err(Declined), "{refused:?}");
+            assert_eq!(
+                array_elements(refused, |_| true),
+                Err(Declined),
+                "{refused:?}"
+            );
         }
     }
 

@@ -258,10 +258,7 @@ fn scan_lines<'py>(
         max_pattern_length,
         min_result_repetitions,
     );
-    let owned: Vec<Bound<'py, PyBytes>> = lines
-        .iter()
-        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
-        .collect::<PyResult<_>>()?;
+    let owned = byte_lines(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let reading = threads::LineReading {
         options: &options,
@@ -271,6 +268,15 @@ fn scan_lines<'py>(
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
     chunk_dict(py, chunk)
+}
+
+/// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
+/// read with the GIL released.
+fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    lines
+        .iter()
+        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect()
 }
 
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
@@ -550,19 +556,12 @@ fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<V
             continue;
         }
         if let Ok(double) = tokens.cast::<pyo3::types::PyFloat>() {
-            let value = double.value();
-            if value.is_finite() && value >= 0.0 {
-                figures.push(value);
-            }
+            figures.extend(attribution::float_figure(double.value()));
         } else if tokens.is_instance_of::<pyo3::types::PyInt>() {
             let Ok(value) = tokens.extract::<i64>() else {
                 return Ok(None);
             };
-            let double = value as f64;
-            // Counted only when the double holds the integer exactly (Python's figure == tokens).
-            if value >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == value {
-                figures.push(double);
-            }
+            figures.extend(attribution::integer_figure(value));
         } else if !(tokens.is_none()
             || tokens.is_instance_of::<pyo3::types::PyString>()
             || tokens.is_instance_of::<pyo3::types::PyList>()
@@ -594,16 +593,15 @@ fn attribute_lines<'py>(
     id_key: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = lines.py();
-    let count = lines.len();
-    if [codes.len(), begins.len(), periods.len(), repetitions.len()] != [count; 4] {
-        return Err(PyValueError::new_err(
-            "lines, codes, begins, periods and repetitions must have one entry per line",
-        ));
-    }
-    let owned: Vec<Bound<'py, PyBytes>> = lines
-        .iter()
-        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
-        .collect::<PyResult<_>>()?;
+    let found = found_loops(
+        lines.len(),
+        ("lines", "line"),
+        codes,
+        begins,
+        periods,
+        repetitions,
+    )?;
+    let owned = byte_lines(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
         messages: messages_key,
@@ -616,13 +614,7 @@ fn attribute_lines<'py>(
             .map(|(row, line)| {
                 let tape = document::Tape::parse(line).ok()?;
                 let (_, messages) = threads::native_thread(tape.root(), keys)?;
-                let found = attribution::Loop {
-                    code: codes[row],
-                    begin: begins[row],
-                    period: periods[row],
-                    repetitions: repetitions[row],
-                };
-                attribution::attribute(&messages, found).ok()
+                attribution::attribute(&messages, found[row]).ok()
             })
             .collect()
     });
@@ -641,27 +633,48 @@ fn attribute_threads<'py>(
     periods: Vec<usize>,
     repetitions: Vec<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let count = threads.len();
-    if [codes.len(), begins.len(), periods.len(), repetitions.len()] != [count; 4] {
-        return Err(PyValueError::new_err(
-            "threads, codes, begins, periods and repetitions must have one entry per thread",
-        ));
-    }
-    let mut attributed = Vec::with_capacity(count);
-    for (row, thread) in threads.iter().enumerate() {
-        let Ok(messages) = threads::python_messages(&thread, row) else {
-            attributed.push(None);
-            continue;
-        };
-        let found = attribution::Loop {
-            code: codes[row],
-            begin: begins[row],
-            period: periods[row],
-            repetitions: repetitions[row],
-        };
-        attributed.push(attribution::attribute(&messages, found).ok());
-    }
+    let found = found_loops(
+        threads.len(),
+        ("threads", "thread"),
+        codes,
+        begins,
+        periods,
+        repetitions,
+    )?;
+    let attributed: Vec<Option<attribution::Attributed>> = threads
+        .iter()
+        .enumerate()
+        .map(|(row, thread)| {
+            let messages = threads::python_messages(&thread, row).ok()?;
+            attribution::attribute(&messages, found[row]).ok()
+        })
+        .collect();
     attributions_dict(threads.py(), &attributed)
+}
+
+/// The loops of `count` rows from the heuristics' columns (one entry per row in each, else
+/// a ValueError naming the `rows`).
+fn found_loops(
+    count: usize,
+    (rows, row): (&str, &str),
+    codes: Vec<u8>,
+    begins: Vec<usize>,
+    periods: Vec<usize>,
+    repetitions: Vec<usize>,
+) -> PyResult<Vec<attribution::Loop>> {
+    if [codes.len(), begins.len(), periods.len(), repetitions.len()] != [count; 4] {
+        return Err(PyValueError::new_err(format!(
+            "{rows}, codes, begins, periods and repetitions must have one entry per {row}"
+        )));
+    }
+    Ok((0..count)
+        .map(|index| attribution::Loop {
+            code: codes[index],
+            begin: begins[index],
+            period: periods[index],
+            repetitions: repetitions[index],
+        })
+        .collect())
 }
 
 /// The record fields of attributed rows as arrays (placeholders where a row was declined)
@@ -726,21 +739,10 @@ fn document_runs<'py>(
         messages: messages_key,
         id: None,
     };
-    let spans = py.detach(|| {
-        let spans = document::array_spans(bytes).ok()?;
-        if let Some(&(start, end)) = spans.first() {
-            let tape = document::Tape::parse(&bytes[start..end]).ok()?;
-            let root = tape.root();
-            if !root.is_object() || keys.messages_of(root).is_none() {
-                return None; // not a list of runs: the document is one run
-            }
-        }
-        let plain = spans
-            .iter()
-            .skip(1)
-            .all(|&(start, end)| document::Tape::parse(&bytes[start..end]).is_ok());
-        plain.then_some(spans)
-    });
+    // A first element that holds no messages makes the document one run.
+    let is_run =
+        |first: document::Value<'_>| first.is_object() && keys.messages_of(first).is_some();
+    let spans = py.detach(|| document::array_elements(bytes, is_run).ok());
     py.check_signals()?; // a Ctrl-C during the split ends the scan here
     Ok(spans.map(|spans| {
         let flat: Vec<i64> = spans
