@@ -33,6 +33,7 @@ from vthread._heuristics import columns_of
 from vthread._options import cycle_options
 from vthread.scan import (
     ScanResult,
+    _found_loops,
     attribute,
     attribute_lines,
     attribute_threads,
@@ -178,11 +179,11 @@ def _both_ways(lines: list[bytes], drawn: bool = False
     by_core = _copy(result)
     chosen = [lines[row] for row in looping]
 
-    def read(index: int) -> Any:
-        assert _unassigned(chosen[index]), f"the core left line {index} to Python"
-        return json.loads(chosen[index])
-
-    attribute_lines(by_core, columns, looping, chosen, read)
+    if looping:
+        found = _core.attribute_lines(chosen, *_found_loops(result, np.asarray(looping)))
+        for index in found["declined"].tolist():
+            assert _unassigned(chosen[index]), f"the core left line {index} to Python"
+    attribute_lines(by_core, columns, looping, chosen)
     return by_core, by_python, looping
 
 

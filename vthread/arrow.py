@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -295,7 +295,6 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     others null) read by the core (each row's masked copy with ``mask_volatile``, which the
     core writes as a native line); None when a row needs Python."""
     from vthread import _core
-    from vthread._exact_json import loads_exactly  # orjson, only when rows are read
 
     options = cycle_options(**keywords)
     raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
@@ -310,13 +309,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
         written = written_lines(raw, looping)
         texts = written if written is not None else [
             bytes(memoryview(data)[starts[row]:ends[row]]) for row in looping]
-
-        def read(index: int) -> list[Any]:
-            found = read_run(loads_exactly(texts[index]), "native")
-            assert not isinstance(found, str), "the core read a row Python refuses"
-            return cast("list[Any]", found[1])
-
-        attribute_lines(result, columns, looping, texts, read)
+        attribute_lines(result, columns, looping, texts)
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
     if len(valid) == length:

@@ -1626,17 +1626,8 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         lines = by_core if by_core is not None else [task.lines[row] for row in looping]
         # A line as written is read under the chunk's keys; one the core wrote, the native.
         keys = (None, None) if native else (task.messages_key, task.id_key)
-
-        def read(index: int) -> list[Any]:
-            # The core declines integers of 19 digits, not a float's long fraction, which
-            # json reads (orjson is trusted only without such runs, as everywhere here).
-            suspect = bool(suspect_lines([lines[index]]))
-            item = _read_thread(lines[index], suspect, "native", *keys)
-            assert not isinstance(item, _Bad), "the core read a line Python refuses"
-            return item[1]
-
         try:
-            attribute_lines(result, columns, looping, lines, read, *keys)
+            attribute_lines(result, columns, looping, lines, *keys)
         except Exception:
             return None  # the Python way turns the failing thread into an error record
         if native and task.format != "native":

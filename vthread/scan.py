@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -238,13 +238,13 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
 
 
 def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
-                    lines: Sequence[bytes], read: Callable[[int], Sequence[Any]],
-                    messages_key: str | None = None, id_key: str | None = None) -> None:
+                    lines: Sequence[bytes], messages_key: str | None = None,
+                    id_key: str | None = None) -> None:
     """:func:`attribute` of rows ``rows`` whose threads are the runs of the native JSON
     ``lines`` (``lines[i]`` row ``rows[i]``'s, found as ``documents.read_run`` finds a run
     under ``messages_key`` and ``id_key``), computed by the core from the bytes with the GIL
     released: no message is made into a Python object. A row the core leaves to Python is
-    attributed from ``read(i)``, its messages as Python reads ``lines[i]``."""
+    attributed from its line as ``json.loads`` reads it."""
     if not rows:
         return
     picked = np.asarray(rows, np.int64)
@@ -252,7 +252,18 @@ def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
                                  messages_key=messages_key, id_key=id_key)
     declined = _take_attributions(result, columns, picked, core)
     if declined:
-        attribute(result, columns, [rows[i] for i in declined], [read(i) for i in declined])
+        attribute(result, columns, [rows[i] for i in declined],
+                  [_native_messages(lines[i], messages_key, id_key) for i in declined])
+
+
+def _native_messages(line: bytes, messages_key: str | None, id_key: str | None) -> Any:
+    """The messages of the native run ``line`` holds, as Python reads the line."""
+    from vthread._exact_json import loads_exactly  # orjson, only when a line is read
+    from vthread.documents import read_run
+
+    found = read_run(loads_exactly(line), "native", messages_key, id_key)
+    assert not isinstance(found, str), "the core read a line Python refuses"
+    return found[1]
 
 
 def attribute_threads(result: ScanResult, columns: Columns, rows: Sequence[int],
