@@ -1033,18 +1033,41 @@ class _Replayed:
         return self.rest.read(size)
 
 
-def _piped_document(stream: BinaryIO | _GzipStream) -> tuple[_Replayed, bool]:
-    """Standard input, and whether it is one JSON document of runs, as ``cat runs.json |
+@dataclass(frozen=True, slots=True)
+class _Document:
+    """A JSON document read whole, and the byte spans of its runs (start, end, start, end,
+    ...) when the core found it an array of plain runs (:func:`_core.document_runs`)."""
+
+    data: bytes
+    spans: np.ndarray[Any, np.dtype[np.int64]] | None
+
+    @classmethod
+    def read(cls, stream: BinaryIO | _GzipStream | _Replayed,
+             messages_key: str | None) -> _Document:
+        if isinstance(stream, io.BufferedReader):
+            data = stream.read()  # a file: read at once into one buffer of its size
+        else:
+            parts = []
+            while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
+                parts.append(part)
+            data = b"".join(parts)
+            del parts
+        return cls(data, _core.document_runs(data, messages_key))
+
+
+def _piped_document(stream: BinaryIO | _GzipStream,
+                    messages_key: str | None) -> _Replayed | _Document:
+    """Standard input as lines, or as the JSON document of runs it is, as ``cat runs.json |
     vthread scan -`` pipes one: pretty-printed (its first line is only ``[`` or ``{``: no
     JSONL line can be), or an array of runs on its only line (a run holding messages is no
-    message, so no JSONL thread is one). It is then read as a ``.json`` file is, not a line
-    at a time (one error record per line of the document, or one thread of runs)."""
+    message, so no JSONL thread is one). A document is read as a ``.json`` file is, not a
+    line at a time (one error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
     line = first.lstrip().split(b"\n", 1)[0].strip()
     if line in (b"[", b"{"):
-        return _Replayed(first, stream), True
+        return _Document.read(_Replayed(first, stream), messages_key)
     if not line.startswith(b"["):
-        return _Replayed(first, stream), False
+        return _Replayed(first, stream)
     # One line so far: read on while it goes on (a JSONL reading would assemble it whole too).
     parts = [first]
     while b"\n" not in parts[-1].rstrip() and (part := stream.read(READ_BYTES)):
@@ -1052,8 +1075,9 @@ def _piped_document(stream: BinaryIO | _GzipStream) -> tuple[_Replayed, bool]:
     data = b"".join(parts)
     del parts
     if b"\n" in data.strip():
-        return _Replayed(data, stream), False  # more lines follow: JSONL
-    return _Replayed(data, stream), _core.document_runs(data.strip()) is not None
+        return _Replayed(data, stream)  # more lines follow: JSONL
+    spans = _core.document_runs(data, messages_key)
+    return _Replayed(data, stream) if spans is None else _Document(data, spans)
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1150,10 +1174,11 @@ def _tasks(
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
-                chunks, kind = _document_chunks(stream, messages_key, label)
+                chunks, kind = _document_chunks(_Document.read(stream, messages_key),
+                                                messages_key, label)
             elif name == "-":
-                piped, whole_document = _piped_document(stream)
-                if whole_document:
+                piped = _piped_document(stream, messages_key)
+                if isinstance(piped, _Document):
                     chunks, kind = _document_chunks(piped, messages_key, label)
                 else:
                     chunks = _chunks(piped)
@@ -1270,29 +1295,20 @@ def _is_document(name: str) -> bool:
     return name != "-" and base.endswith(DOCUMENT_SUFFIXES)
 
 
-def _document_chunks(
-    stream: BinaryIO | _GzipStream | _Replayed, messages_key: str | None, label: str
-) -> tuple[Iterator[list[bytes]], _Kind]:
+def _document_chunks(document: _Document, messages_key: str | None, label: str
+                     ) -> tuple[Iterator[list[bytes]], _Kind]:
     """A JSON document's runs as JSONL lines, in chunks, and what they are. An Inspect log's
     samples are its runs, as native threads. A file that is not one JSON document is read as
-    JSONL: JSONL files are often named ``.json``, and a broken document then gets an error
-    record per line as any JSONL file does."""
+    JSONL (JSONL files are often named ``.json``), unless it is plainly a pretty-printed
+    document, which gets one error record saying where it breaks."""
     from vthread.documents import runs_of
     from vthread.inspect_log import is_inspect_log
 
-    if isinstance(stream, io.BufferedReader):
-        data = stream.read()  # a file: read at once into one buffer of its size
-    else:
-        parts = []
-        while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
-            parts.append(part)
-        data = b"".join(parts)
-        del parts
-    spans = _core.document_runs(data, messages_key)
-    if spans is not None:
+    data = document.data
+    if document.spans is not None:
         # An array of runs, every run plain JSON: each run's bytes are its line, and no
         # Python object is made of the document (which took ten times its size in memory).
-        return _run_chunks(data, spans.reshape(-1, 2).tolist()), "runs"
+        return _run_chunks(data, document.spans.reshape(-1, 2).tolist()), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
