@@ -6,14 +6,14 @@ the verdicts as another, so none of those tools has to loop over rows in Python.
 
 A messages column of JSON text (``string``, ``large_string``, ``binary``) in the native
 format is read by the compiled core straight from the column's data buffer: each row is a
-slice of it, parsed and judged with the GIL released, and only the looping rows are parsed
-again in Python for their signature, excerpt and token cost. A column of lists of message
+slice of it, parsed and judged with the GIL released, the looping rows' records (signature,
+excerpt, token cost) read by the core from their bytes too. A column of lists of message
 structs is read by the core through the Arrow C data interface and written as the same JSON
 text, again with no Python object per row; with ``mask_volatile=True`` the core reads each
 row's masked copy. Another format, ``anywhere=True``, a value with no JSON text (NaN, bytes,
 a timestamp) or a row the core declines is read through Python objects, with the same
-answers. pyarrow is imported only
-when this module's functions run (``pip install 'vthread[arrow]'``).
+answers. pyarrow is imported only when this module's functions run (``pip install
+'vthread[arrow]'``).
 """
 
 from __future__ import annotations
