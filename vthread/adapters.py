@@ -138,6 +138,7 @@ __all__ = [
     "FORMATS",
     "Format",
     "FormatConflictError",
+    "FormatUnknownError",
     "common_format",
     "detect_format",
     "format_evidence",
@@ -687,13 +688,31 @@ class FormatConflictError(ValueError):
 
     def __init__(self, formats: Mapping[Format, list[int]]) -> None:
         self.formats: dict[Format, list[int]] = dict(formats)
-        super().__init__("; ".join(f"{name} at {', '.join(map(str, where))}"
-                                   for name, where in self.formats.items()))
+        super().__init__(self.where())
+
+    def where(self, unit: str | None = None) -> str:
+        """Each format and the positions that showed it, each position ``unit`` (line, run,
+        row) when given: ``native at line 1; openai at line 2``."""
+        prefix = f"{unit} " if unit else ""
+        return "; ".join(f"{name} at {prefix}{', '.join(map(str, at))}"
+                         for name, at in self.formats.items())
 
 
-def common_format(evidence: Sequence[tuple[int, Format, bool]]) -> Format:
+class FormatUnknownError(ValueError):
+    """No thread examined is in a known format, though the thread at ``position`` (the first
+    such) has messages."""
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        super().__init__(f"{position}: in no known format")
+
+
+def common_format(evidence: Sequence[tuple[int, Format, bool]],
+                  unknown: int | None = None) -> Format:
     """The one format that every thread of ``evidence`` (position, format, decisive) fits,
-    or :class:`FormatConflictError` naming the disagreeing positions.
+    or :class:`FormatConflictError` naming the disagreeing positions; with no evidence,
+    :class:`FormatUnknownError` when ``unknown`` is the position of a thread with messages in
+    no known format.
 
     Decisive threads must all show the same format. A plain chat (not decisive) fits any
     format but native, and alone is read as OpenAI's. No evidence at all reads as native
@@ -706,6 +725,8 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]]) -> Format:
     ...
     vthread.adapters.FormatConflictError: native at 1; openai at 2
     """
+    if not evidence and unknown is not None:
+        raise FormatUnknownError(unknown)
     shown: dict[Format, list[int]] = {}
     for position, format_, decisive in evidence:
         if decisive:

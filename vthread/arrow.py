@@ -31,6 +31,7 @@ from vthread.adapters import (
     EXPECTED,
     FORMATS,
     FormatConflictError,
+    FormatUnknownError,
     common_format,
 )
 from vthread.documents import in_source_messages, read_run, run_format_evidence
@@ -180,16 +181,14 @@ def _detect(column: pa.ChunkedArray) -> str:
             row += 1
         if len(evidence) >= _DETECT_ROWS:
             break
-    if not evidence and unknown is not None:
-        raise ValueError(f"row {unknown}: cannot tell the message format; expected "
-                         f"{EXPECTED} (or pass format=)")
     try:
-        return common_format(evidence)
+        return common_format(evidence, unknown)
+    except FormatUnknownError as missing:
+        raise ValueError(f"row {missing.position}: cannot tell the message format; expected "
+                         f"{EXPECTED} (or pass format=)") from None
     except FormatConflictError as conflict:
-        described = "; ".join(f"{name} at row {', '.join(map(str, rows))}"
-                              for name, rows in conflict.formats.items())
-        raise ValueError(f"the rows are in different formats ({described}); pass format= "
-                         "to read them all in one") from None
+        raise ValueError(f"the rows are in different formats ({conflict.where('row')}); pass "
+                         "format= to read them all in one") from None
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

@@ -1378,19 +1378,17 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
     or run numbers) when they disagree, or when none is in a known format but one has
     messages."""
-    from vthread.adapters import EXPECTED, FormatConflictError, common_format
+    from vthread.adapters import EXPECTED, FormatConflictError, FormatUnknownError, common_format
 
-    evidence, unknown = _format_evidence(lines, messages_key)
-    if not evidence and unknown is not None:
-        raise _FatalError(f"{label}: {unit} {unknown}: cannot tell the message format; "
-                          f"expected {EXPECTED} (or give --format)")
     try:
-        return common_format(evidence)
+        return common_format(*_format_evidence(lines, messages_key))
+    except FormatUnknownError as missing:
+        raise _FatalError(f"{label}: {unit} {missing.position}: cannot tell the message "
+                          f"format; expected {EXPECTED} (or give --format)") from None
     except FormatConflictError as conflict:
-        where = "; ".join(f"{name} at {unit} {', '.join(map(str, at))}"
-                          for name, at in conflict.formats.items())
-        raise _FatalError(f"{label}: its threads are in different formats ({where}); give "
-                          f"--format to read them all in one") from None
+        raise _FatalError(f"{label}: its threads are in different formats "
+                          f"({conflict.where(unit)}); give --format to read them all in "
+                          "one") from None
 
 
 def _format_evidence(lines: list[bytes], messages_key: str | None
