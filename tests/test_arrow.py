@@ -410,3 +410,23 @@ def test_a_type_nested_past_the_limit_is_no_crash() -> None:
     assert _core.arrow_row_texts(array, 1) is None
     got = arrow.scan_arrow(pa.table({"messages": array}), format="native")
     assert got.column("error").to_pylist()[0] is not None
+
+
+def test_rows_in_no_format_or_in_several_are_named() -> None:
+    """scan_arrow's detection names the row in no known format, or where the formats part."""
+    from vthread.adapters import EXPECTED
+
+    unknown = pa.table({"messages": [json.dumps([{"foo": 1}]), json.dumps([{"bar": 2}])]})
+    with pytest.raises(ValueError) as raised:
+        arrow.scan_arrow(unknown)
+    assert str(raised.value) == (f"row 0: cannot tell the message format; expected {EXPECTED} "
+                                 "(or pass format=)")
+    chat = [{"role": "user", "content": "x"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c", "function": {"name": "a", "arguments": "{}"}}]}]
+    mixed = pa.table({"messages": [json.dumps([{"type": "bot", "text": "a"}]),
+                                   json.dumps(chat)]})
+    with pytest.raises(ValueError) as raised:
+        arrow.scan_arrow(mixed)
+    assert str(raised.value) == ("the rows are in different formats (native at row 0; openai "
+                                 "at row 1); pass format= to read them all in one")
