@@ -1308,7 +1308,8 @@ def _document_chunks(document: _Document, messages_key: str | None, label: str
     if document.spans is not None:
         # An array of runs, every run plain JSON: each run's bytes are its line, and no
         # Python object is made of the document (which took ten times its size in memory).
-        return _run_chunks(data, document.spans.reshape(-1, 2).tolist()), "runs"
+        spans = document.spans.reshape(-1, 2).tolist()
+        return _batched(data[start:end] for start, end in spans), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
@@ -1322,19 +1323,16 @@ def _document_chunks(document: _Document, messages_key: str | None, label: str
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
-    lines = [_run_line(run) for run in runs_of(value, messages_key)]
-    chunks = (lines[start : start + CHUNK_LINES] for start in range(0, len(lines), CHUNK_LINES))
-    return chunks, "runs"
+    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
 
 
-def _run_chunks(data: bytes, spans: list[list[int]]) -> Iterator[list[bytes]]:
-    """The runs at ``spans`` of ``data`` as lines, in chunks of at most CHUNK_LINES lines and
-    about CHUNK_BYTES bytes."""
+def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """``lines`` in chunks of at most CHUNK_LINES lines and about CHUNK_BYTES bytes."""
     batch: list[bytes] = []
     size = 0
-    for start, end in spans:
-        batch.append(data[start:end])
-        size += end - start
+    for line in lines:
+        batch.append(line)
+        size += len(line)
         if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
             yield batch
             batch, size = [], 0
@@ -1358,19 +1356,14 @@ def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]
     cannot read the log."""
     from vthread.inspect_log import read_inspect_chats
 
-    batch: list[bytes] = []
+    samples = (json.dumps({"id": ident, "messages": messages}).encode("ascii")
+               for ident, messages in read_inspect_chats(source))
     try:
-        for ident, messages in read_inspect_chats(source):
-            batch.append(json.dumps({"id": ident, "messages": messages}).encode("ascii"))
-            if len(batch) == CHUNK_LINES:
-                yield batch
-                batch = []
+        yield from _batched(samples)
     except ImportError as error:
         raise _FatalError(f"{label}: {error}") from error
     except Exception as error:  # whatever inspect_ai raises on a log it cannot read
         raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
-    if batch:
-        yield batch
 
 
 def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str) -> str:
