@@ -7,7 +7,9 @@ when any one of its lines needed Python's ``json``; before session 9 it read eve
 its values. This script writes the benchmark workload (seed 0) as such files, a keyed copy, a
 messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), a Responses one
 (:func:`benchmarks.workload.to_responses`) and the plain file scanned with
-``--mask-volatile`` (``masked``), plus the 500 published mini-swe-agent runs of
+``--mask-volatile`` (``masked``), the workload as one JSON document of runs with a NaN in
+one run (``nan-document``: read whole by Python before session 11, which now splits it and
+gives Python only that run), plus the 500 published mini-swe-agent runs of
 ``../shared/realdata`` (read by Python before session 9) when they are there, and times
 ``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
 same command forced down the old path (``--old-path``: every chunk, or every chunk with a
@@ -52,6 +54,10 @@ def old_path(kind: str, argv: list[str]) -> int:
         raw = read(task)
         return None if raw is None or len(raw["declined"]) else raw
 
+    if kind == "nan-document":
+        from vthread import _core
+
+        _core.document_array = lambda *args: None  # type: ignore[assignment]
     wholly_python = kind in ("keyed", "responses", "masked", "mini-swe-agent")
     cli._read_in_core = (lambda task: None) if wholly_python else whole_chunks  # type: ignore[attr-defined]
     if kind == "masked":
@@ -74,15 +80,20 @@ def main(argv: list[str] | None = None) -> int:
     plain = scratch / "threads.jsonl"
     write_jsonl(plain, threads)
     files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl",
-             "responses": scratch / "responses.jsonl", "masked": plain}
+             "responses": scratch / "responses.jsonl", "masked": plain,
+             "nan-document": scratch / "runs.json"}
     if MINI_SWE_AGENT.exists():
         files["mini-swe-agent"] = MINI_SWE_AGENT
     write_keyed(files["keyed"], threads)
     write_messy(files["messy"], plain.read_bytes().splitlines())
     write_jsonl(files["responses"], [to_responses(thread) for thread in threads])
+    runs: list[dict[str, Any]] = [{"id": f"r{i}", "messages": thread}
+                                  for i, thread in enumerate(threads)]
+    runs[0]["score"] = float("nan")  # json writes NaN: one run the core declines
+    files["nan-document"].write_text(json.dumps(runs))
     keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
             "responses": ["--format", "responses"], "masked": ["--mask-volatile"],
-            "mini-swe-agent": []}
+            "mini-swe-agent": [], "nan-document": []}
     commands: dict[str, list[str]] = {}
     for kind, path in files.items():
         scan = ["scan", str(path), "-q", *keys[kind]]

@@ -708,12 +708,26 @@ fn string_end(bytes: &[u8], mut at: usize) -> Result<usize, Declined> {
     }
 }
 
-/// The byte spans of the elements of a document that is one JSON array (whitespace around
-/// each left out), found by their depth outside strings; `Declined` for a document of
-/// another shape. The elements are not checked: a document whose every element parses alone
-/// (see `array_elements`) and whose commas and brackets stand between them is the array of
-/// those values.
-pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
+/// How a document that opens a JSON array splits into its elements, found by their depth
+/// outside strings (the elements themselves not checked).
+#[derive(Debug, PartialEq, Eq)]
+pub struct ArrayWalk {
+    /// The elements closed by a comma or the closing bracket at depth 0, whitespace around
+    /// each left out, in order.
+    pub spans: Vec<(usize, usize)>,
+    /// Whether the closing bracket was reached.
+    pub closed: bool,
+    /// Where the walk stopped short of a whole document: the first byte of the element it
+    /// could not close or found empty (the document's length when it ends first), or the
+    /// first byte after the closing bracket that is not whitespace; None for a document that
+    /// is one array and only whitespace after it.
+    pub stop: Option<usize>,
+}
+
+/// The walk of a document that opens a JSON array (after whitespace); None for a document
+/// of another shape. A document whose every element parses alone and whose walk stops
+/// nowhere is the array of those values; up to `stop`, the elements of a broken one.
+pub fn array_walk(document: &[u8]) -> Option<ArrayWalk> {
     let skip = |mut at: usize| {
         while document.get(at).copied().is_some_and(is_json_space) {
             at += 1;
@@ -722,10 +736,14 @@ pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
     };
     let mut at = skip(0);
     if document.get(at) != Some(&b'[') {
-        return Err(Declined);
+        return None;
     }
     at = skip(at + 1);
-    let mut spans = Vec::new();
+    let mut walk = ArrayWalk {
+        spans: Vec::new(),
+        closed: false,
+        stop: None,
+    };
     if document.get(at) == Some(&b']') {
         at += 1;
     } else {
@@ -733,10 +751,17 @@ pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
             let start = at;
             let mut depth = 0usize;
             let closing = loop {
-                let byte = *document.get(at).ok_or(Declined)?;
+                let Some(&byte) = document.get(at) else {
+                    walk.stop = Some(start);
+                    return Some(walk);
+                };
                 match byte {
                     b'"' => {
-                        at = string_end(document, at)?;
+                        let Ok(end) = string_end(document, at) else {
+                            walk.stop = Some(start);
+                            return Some(walk);
+                        };
+                        at = end;
                         continue;
                     }
                     b'[' | b'{' => depth += 1,
@@ -751,9 +776,10 @@ pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
                 end -= 1;
             }
             if end == start {
-                return Err(Declined);
+                walk.stop = Some(start);
+                return Some(walk);
             }
-            spans.push((start, end));
+            walk.spans.push((start, end));
             at += 1;
             if closing == b']' {
                 break;
@@ -761,27 +787,10 @@ pub fn array_spans(document: &[u8]) -> Result<Vec<(usize, usize)>, Declined> {
             at = skip(at);
         }
     }
-    if skip(at) != document.len() {
-        return Err(Declined);
-    }
-    Ok(spans)
-}
-
-/// `array_spans`, each element then checked to be plain JSON the tape reads exactly as
-/// `json` does, and the first (checked before the others are parsed) to be one `first`
-/// accepts.
-pub fn array_elements(
-    document: &[u8],
-    first: impl Fn(Value<'_>) -> bool,
-) -> Result<Vec<(usize, usize)>, Declined> {
-    let spans = array_spans(document)?;
-    for (index, &(start, end)) in spans.iter().enumerate() {
-        let tape = Tape::parse(&document[start..end])?;
-        if index == 0 && !first(tape.root()) {
-            return Err(Declined);
-        }
-    }
-    Ok(spans)
+    walk.closed = true;
+    let after = skip(at);
+    walk.stop = (after != document.len()).then_some(after);
+    Some(walk)
 }
 
 #[cfg(test)]
@@ -789,40 +798,44 @@ mod tests {
     #[test]
     fn array_elements_are_found_by_depth_outside_strings() {
         let document = br#" [ {"a": "],\"[{"}, [1, [2]] ,"x" , 3 ] "#;
-        let spans = array_elements(document, |_| true).expect("a plain array");
-        let texts: Vec<&[u8]> = spans.iter().map(|&(s, e)| &document[s..e]).collect();
+        let walk = array_walk(document).expect("an array");
+        let texts: Vec<&[u8]> = walk.spans.iter().map(|&(s, e)| &document[s..e]).collect();
         assert_eq!(
             texts,
             vec![&br#"{"a": "],\"[{"}"#[..], b"[1, [2]]", b"\"x\"", b"3"]
         );
-        assert_eq!(array_elements(b"[]", |_| true), Ok(vec![]));
-        assert_eq!(array_elements(b" [ \n ] ", |_| true), Ok(vec![]));
-        // The first element is asked about before the others are parsed.
-        assert_eq!(
-            array_elements(b"[1, {}]", |first| first.is_object()),
-            Err(Declined)
-        );
-        assert_eq!(
-            array_elements(b"[{}, 1]", |first| first.is_object()),
-            Ok(vec![(1, 3), (5, 6)])
-        );
-        for refused in [
-            &b"{}"[..],
-            b"[1,]",
-            b"[,1]",
-            b"[1 2]",
-            b"[1] x",
-            b"[1",
-            b"[NaN]",
-            b"[\"\\ud800\"]",
-            b"\xef\xbb\xbf[1]",
-            b"[{\"a\": 1, \"a\": 2}]",
-            b"[\"unterminated]",
-        ] {
+        assert!(walk.closed && walk.stop.is_none());
+        for empty in [&b"[]"[..], b" [ \n ] "] {
+            let walk = array_walk(empty).expect("an array");
+            assert!(walk.spans.is_empty() && walk.closed && walk.stop.is_none());
+        }
+        for other in [&b""[..], b"{}", b"1", b"\xef\xbb\xbf[1]", b" \n"] {
+            assert_eq!(array_walk(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_broken_array_keeps_the_elements_before_where_it_stops() {
+        // (document, elements closed, closing bracket reached, where the walk stopped)
+        type Case = (&'static [u8], &'static [&'static [u8]], bool, Option<usize>);
+        let cases: [Case; 9] = [
+            (b"[1,]", &[b"1"], false, Some(3)),
+            (b"[,1]", &[], false, Some(1)),
+            (b"[1 2]", &[b"1 2"], true, None), // the element itself is then refused
+            (b"[1] x", &[b"1"], true, Some(4)),
+            (b"[1", &[], false, Some(1)),
+            (b"[1, 2", &[b"1"], false, Some(4)),
+            (b"[1, {\"a\": [", &[b"1"], false, Some(4)),
+            (b"[1, \"cut", &[b"1"], false, Some(4)),
+            (b"[1,\n", &[b"1"], false, Some(4)),
+        ];
+        for (document, elements, closed, stop) in cases {
+            let walk = array_walk(document).expect("an array");
+            let texts: Vec<&[u8]> = walk.spans.iter().map(|&(s, e)| &document[s..e]).collect();
             assert_eq!(
-                array_elements(refused, |_| true),
-                Err(Declined),
-                "{refused:?}"
+                (texts.as_slice(), walk.closed, walk.stop),
+                (elements, closed, stop),
+                "{document:?}"
             );
         }
     }

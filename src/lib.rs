@@ -722,34 +722,66 @@ fn attributions_dict<'py>(
     Ok(out)
 }
 
-/// The byte spans `[start, end)` of the runs of a JSON document that is an array of runs (its
-/// first element an object holding messages, under `messages_key` or a known key, as
-/// `documents.runs_of` tells them; or empty), each element plain JSON the tape reads exactly
-/// as `json` does (`document::array_elements`), found with the GIL released; None for any
-/// other document, which Python then reads whole.
+/// The parts of a JSON document that opens an array, split by `document::array_walk` with
+/// the GIL released: the byte spans (start, end, start, end, ...) of the elements closed
+/// before the walk stopped; whether each is plain JSON the tape reads exactly as `json` does;
+/// where the walk stopped short of a whole document (-1: nowhere); whether the closing
+/// bracket was reached. None for a document that opens no array, or whose first element is
+/// plain and no run (an object holding messages, under `messages_key` or a known key, as
+/// `documents.runs_of` tells them): Python reads those whole.
 #[pyfunction]
 #[pyo3(signature = (data, messages_key=None))]
-fn document_runs<'py>(
+#[allow(clippy::type_complexity)]
+fn document_array<'py>(
     data: &Bound<'py, PyBytes>,
     messages_key: Option<&str>,
-) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+) -> PyResult<
+    Option<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<bool>>,
+        i64,
+        bool,
+    )>,
+> {
     let py = data.py();
     let bytes = data.as_bytes();
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: None,
     };
-    // A first element that holds no messages makes the document one run.
-    let is_run =
-        |first: document::Value<'_>| first.is_object() && keys.messages_of(first).is_some();
-    let spans = py.detach(|| document::array_elements(bytes, is_run).ok());
+    let split = py.detach(|| {
+        let walk = document::array_walk(bytes)?;
+        let mut plain = Vec::with_capacity(walk.spans.len());
+        for (index, &(start, end)) in walk.spans.iter().enumerate() {
+            let tape = document::Tape::parse(&bytes[start..end]);
+            if index == 0 {
+                // A first element that holds no messages makes the document one run: the
+                // others are not read.
+                if let Ok(tape) = &tape {
+                    let first = tape.root();
+                    if !(first.is_object() && keys.messages_of(first).is_some()) {
+                        return None;
+                    }
+                }
+            }
+            plain.push(tape.is_ok());
+        }
+        Some((walk, plain))
+    });
     py.check_signals()?; // a Ctrl-C during the split ends the scan here
-    Ok(spans.map(|spans| {
-        let flat: Vec<i64> = spans
+    Ok(split.map(|(walk, plain)| {
+        let flat: Vec<i64> = walk
+            .spans
             .iter()
             .flat_map(|&(start, end)| [start as i64, end as i64])
             .collect();
-        flat.into_pyarray(py)
+        let stop = walk.stop.map_or(-1, |at| at as i64);
+        (
+            flat.into_pyarray(py),
+            plain.into_pyarray(py),
+            stop,
+            walk.closed,
+        )
     }))
 }
 
@@ -868,7 +900,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
-    module.add_function(wrap_pyfunction!(document_runs, module)?)?;
+    module.add_function(wrap_pyfunction!(document_array, module)?)?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

@@ -267,13 +267,14 @@ def test_invalid_document_is_one_error_record(tmp_path: Path,
     assert got[0]["error"].startswith("not valid JSON") and got[1]["verdict"] is None
 
 
-@pytest.mark.parametrize("defect", ["missing comma", "cut short", "trailing data"])
+@pytest.mark.parametrize(("defect", "whole_runs"),
+                         [("missing comma", 0), ("cut short", 2), ("trailing data", 5)])
 def test_a_broken_pretty_printed_document_is_one_error_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect: str) -> None:
-    """A pretty-printed document with one defect is one error record saying where the
-    document breaks (it was an error record for each of its hundreds of lines); --strict
-    names the same place. (A bracket line before JSONL lines is still JSONL: see
-    test_a_pretty_printed_document_piped_in_is_read_whole.)"""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect: str, whole_runs: int) -> None:
+    """A pretty-printed document with one defect is a record for each whole run before it,
+    then one error record saying where the document breaks (it was an error record for each
+    of its hundreds of lines); --strict names the same place. (A bracket line before JSONL
+    lines is still JSONL: see test_a_pretty_printed_document_piped_in_is_read_whole.)"""
     runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(5)]
     text = json.dumps(runs, indent=2)
     if defect == "missing comma":
@@ -285,12 +286,12 @@ def test_a_broken_pretty_printed_document_is_one_error_record(
     path = tmp_path / "broken.json"
     path.write_text(text)
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
-    got = records(out)
-    assert code == 0 and len(got) == 1
-    assert got[0]["line"] == 1 and got[0]["error"].startswith("not valid JSON: ")
-    assert re.search(r"line \d+ column \d+", got[0]["error"])
+    *read, broken = records(out)
+    assert code == 0 and [r["id"] for r in read] == [f"r{i}" for i in range(whole_runs)]
+    assert broken["line"] == whole_runs + 1 and broken["error"].startswith("not valid JSON: ")
+    assert re.search(r"line \d+ column \d+", broken["error"])
     code, _, err = run(["scan", str(path), "-q", "--strict"], monkeypatch)
-    assert code == 2 and got[0]["error"] in err
+    assert code == 2 and broken["error"] in err
 
 
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -757,22 +758,23 @@ def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,
 def _document_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch,
                         *options: str) -> tuple[Any, Any]:
     """``vthread scan`` of a JSON document, runs read from their bytes where the core finds
-    the document an array of plain runs, and Python's reading of the whole document."""
+    the document an array of runs, and Python's reading of the whole document; with whether
+    the core found it one."""
     from vthread import _core
 
     seen: list[bool] = []
-    real = _core.document_runs
+    real = _core.document_array
 
     def spy(data: bytes, messages_key: str | None = None) -> Any:
-        spans = real(data, messages_key)
-        seen.append(spans is not None)
-        return spans
+        found = real(data, messages_key)
+        seen.append(found is not None)
+        return found
 
-    monkeypatch.setattr(_core, "document_runs", spy)
+    monkeypatch.setattr(_core, "document_array", spy)
     by_spans = run(["scan", str(path), *options], monkeypatch)
-    monkeypatch.setattr(_core, "document_runs", lambda *args: None)
+    monkeypatch.setattr(_core, "document_array", lambda *args: None)
     whole = run(["scan", str(path), *options], monkeypatch)
-    monkeypatch.setattr(_core, "document_runs", real)
+    monkeypatch.setattr(_core, "document_array", real)
     return (by_spans, seen), whole
 
 
@@ -782,36 +784,137 @@ _DOCUMENT_RUNS = [
     {"instance_id": "x", "history": [{"type": "bot", "text": 1.0e2}] * 3},
     {"id": 7, "messages": "not a list"},
     {"id": None, "messages": [{"type": "bot", "text": "\\u00e9", "usage": {"tokens": 3}}] * 6},
-    ["not", "a", "run"],
+    {"id": "nan", "messages": [{"type": "bot", "text": float("nan")}] * 2},  # only json reads
 ]
+_TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ lines?/s\)")
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(_DOCUMENT_RUNS), min_size=1, max_size=8),
+@given(st.lists(st.sampled_from([*_DOCUMENT_RUNS, ["not", "a", "run"]]), min_size=1,
+                max_size=8),
        st.sampled_from([None, 1, 2]), st.booleans(),
-       st.sampled_from(["", "x", "NaN", "1E400", '"\\ud800"', "[1,]"]))
+       st.sampled_from(["", "NaN", "1E400", '"\\ud800"', '{"a": 1, "a": 2}']))
 def test_runs_read_from_their_bytes_equal_the_whole_document(
         runs: list[Any], indent: int | None, ascii_only: bool, oddity: str) -> None:
     """An array of runs (pretty-printed or not, non-ASCII kept or escaped, a run that is no
-    run, a value only Python's json reads, a document that is no JSON) writes, byte for byte,
-    what Python's reading of the whole document writes; the core takes it exactly when every
-    run is plain JSON."""
+    run, values only Python's json reads) writes, byte for byte, what Python's reading of the
+    whole document writes; the core splits it exactly when its first element is a run."""
     import tempfile
 
     text = json.dumps(runs, indent=indent, ensure_ascii=ascii_only)
-    if oddity == "x":
-        text += " x"  # trailing data: no JSON document at all
-    elif oddity:
+    if oddity:
         text = text[:-1] + f", {{\"id\": \"odd\", \"messages\": [{{\"text\": {oddity}}}]}}]"
     with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
         path = Path(scratch) / "runs.json"
         path.write_text(text, encoding="utf-8")
         (by_spans, seen), whole = _document_both_ways(path, patch)
-    timing = re.compile(r" in [0-9.]+ s \([0-9,]+ lines?/s\)")
     assert by_spans[:2] == whole[:2]
-    assert timing.sub("", by_spans[2]) == timing.sub("", whole[2])
-    plain = runs[0] != ["not", "a", "run"] and oddity in ("", "1E400")
-    assert seen == [plain]
+    assert _TIMING.sub("", by_spans[2]) == _TIMING.sub("", whole[2])
+    assert seen == [runs[0] != ["not", "a", "run"]]
+
+
+def _element_ends(text: str) -> list[int]:
+    """Where each element of the JSON array ``text`` ends, in bytes (Python's decoder)."""
+    decoder = json.JSONDecoder()
+    ends, at = [], text.index("[") + 1
+    while True:
+        at = len(text) - len(text[at:].lstrip(" \n,"))
+        if text[at] == "]":
+            return ends
+        _, at = decoder.raw_decode(text, at)
+        ends.append(len(text[:at].encode()))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(_DOCUMENT_RUNS), min_size=1, max_size=6),
+       st.sampled_from([None, 1]), st.booleans(), st.floats(0, 1, exclude_max=True))
+def test_a_document_cut_short_keeps_its_whole_runs(
+        runs: list[Any], indent: int | None, ascii_only: bool, where: float) -> None:
+    """A document of runs cut anywhere (a download or a writer that stopped): a record for
+    each run whose text is whole, the same as those runs' own document writes, then one error
+    record saying where the document breaks; a document cut in its first run is one error."""
+    import tempfile
+
+    data = json.dumps(runs, indent=indent, ensure_ascii=ascii_only).encode()
+    cut = data[:max(1, int(where * (len(data) - 1)))]  # always short of the closing bracket
+    whole_runs = sum(end <= len(cut) for end in _element_ends(data.decode()))
+    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
+        path, kept = Path(scratch) / "runs.json", Path(scratch) / "kept.json"
+        path.write_bytes(cut)
+        kept.write_bytes(json.dumps(runs[:whole_runs], indent=indent,
+                                    ensure_ascii=ascii_only).encode())
+        # One format for all (the runs drawn are in two): records, not a fatal error.
+        code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], patch)
+        _, expected, _ = run(["scan", str(kept), "-q", "--format", "openai"], patch)
+    *read, broken = records(out)
+    assert code == 0
+    assert [dict(r, file=None) for r in read] == [dict(r, file=None) for r in records(expected)]
+    assert broken["line"] == whole_runs + 1 and broken["id"] is None
+    assert broken["error"].startswith("not valid JSON: ")
+    if whole_runs:
+        assert f"of the document, in run {whole_runs + 1}; " in broken["error"]
+
+
+def test_a_document_that_breaks_says_where(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a document of runs breaks, by its line and column, after the runs before; data
+    after the closing bracket; a run that is no JSON in a document otherwise whole."""
+    good = {"id": "a", "messages": [{"type": "bot", "text": "é"}] * 2}
+    cases = {
+        b'[\n' + json.dumps(good).encode() + b',\n {"id": "b", "messages": [1,]}\n]':
+            "in run 2",
+        json.dumps([good]).encode() + b"\n junk": "after its closing bracket",
+        b'[' + json.dumps(good).encode() + b', {"id": "\xff"}]': "in run 2",
+    }
+    for data, where in cases.items():
+        try:
+            json.loads(data)
+        except json.JSONDecodeError as error:  # where Python's reading of it whole breaks
+            why = f"{error.msg}: line {error.lineno} column {error.colno} of the document"
+        except UnicodeDecodeError:
+            column = len(data[:data.index(b"\xff")].decode()) + 1
+            why = f"not UTF-8 (invalid start byte): line 1 column {column} of the document"
+        path = tmp_path / "runs.json"
+        path.write_bytes(data)
+        code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+        *read, broken = records(out)
+        assert code == 0 and [r["id"] for r in read] == ["a"] and read, data
+        assert where in broken["error"] and why in broken["error"], broken
+        assert broken["error"].endswith("(the run before it is)")
+        assert broken["line"] == 2
+    # Cut short only of its closing bracket: every run is whole.
+    path.write_bytes(json.dumps([good, good]).encode()[:-1])
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["a", "a"] and broken["line"] == 3
+    assert "the document ends before its closing bracket: line 1 column" in broken["error"]
+
+
+def test_a_compressed_document_cut_short_keeps_its_whole_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json.gz document whose download stopped: a record for each run that decompressed
+    whole, then where the document breaks, then where the gzip stream breaks; the same
+    document piped in (compact, on one line) gets the same records."""
+    runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(400)]
+    compressed = gzip.compress(json.dumps(runs, indent=1).encode(), mtime=0)
+    path = tmp_path / "runs.json.gz"
+    path.write_bytes(compressed[: len(compressed) // 2])
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    *read, document_break, stream_break = records(out)
+    assert code == 0 and 0 < len(read) < 400
+    assert [r["id"] for r in read] == [f"r{i}" for i in range(len(read))]
+    assert all(r["verdict"] is None for r in read)
+    assert document_break["line"] == len(read) + 1
+    assert f"in run {len(read) + 1}; " in document_break["error"]
+    assert stream_break["line"] == len(read) + 2
+    assert stream_break["error"].startswith("gzip stream broken at byte ")
+    compact = json.dumps(runs).encode()
+    cut = compact[: compact.index(b'{"id": "r7"') + 30]
+    (tmp_path / "cut.json").write_bytes(cut)
+    _, by_name, _ = run(["scan", str(tmp_path / "cut.json"), "-q"], monkeypatch)
+    _, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=cut)
+    assert [r["id"] for r in records(piped)] == [f"r{i}" for i in range(7)] + [None]
+    assert piped == by_name.replace(json.dumps(str(tmp_path / "cut.json")).encode(),
+                                    b'"<stdin>"')
 
 
 def test_a_large_document_is_read_run_by_run(tmp_path: Path,

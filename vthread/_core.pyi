@@ -147,9 +147,14 @@ def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
                       periods: list[int], repetitions: list[int]) -> dict[str, Any]:
     """``attribute_lines`` over Python threads; rows whose values Python reads otherwise
     than by their content are ``declined``."""
-def document_runs(data: bytes, messages_key: str | None = None) -> npt.NDArray[np.int64] | None:
-    """The byte spans (start, end, start, end, ...) of the runs of a JSON document that is an
-    array of runs, each element plain JSON; None for any other document."""
+def document_array(
+    data: bytes, messages_key: str | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], int, bool] | None:
+    """A JSON document opening an array, split into its elements by depth: the byte spans
+    (start, end, start, end, ...) of those closed before the split stopped, whether each is
+    plain JSON, where it stopped short of a whole document (-1: nowhere) and whether the
+    closing bracket was reached; None for a document opening no array, or whose first
+    element is plain and no run."""
 def canonical_json(data: bytes) -> bytes:
     """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
 

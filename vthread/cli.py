@@ -19,8 +19,11 @@ its index), or what the ``--format`` adapter rejected. A blank line is an error 
 (``"blank line"``), so records out = lines in, always; ``--strict`` makes the first bad line
 fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one JSON document
 instead, a list of runs or one run; each run is then a "line" (``line`` is its position). An
-array of runs whose every run is plain JSON is split into its runs' bytes by the core (no
-Python object is made of the document); any other document is parsed whole. A directory FILE
+array of runs is split into its runs' bytes by the core (no Python object is made of the
+document; a run only Python's ``json`` reads is read by Python); one that breaks (cut short,
+not valid JSON from some run on) gives a record for each whole run before the break, then
+one error record saying at which line and column it breaks. Any other document is parsed
+whole (a pretty-printed one that does not parse is one error record). A directory FILE
 stands for the trajectory files under it, at any depth, in sorted path order: those ending
 ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq`` (the text
 ones optionally ``.gz``), hidden ones, dangling links and the files the run writes aside; one
@@ -1034,12 +1037,21 @@ class _Replayed:
 
 
 @dataclass(frozen=True, slots=True)
+class _Runs:
+    """The runs of a JSON document that is an array of runs, as the byte spans of their text
+    (start, end per row), and why the document breaks after them (None when it is whole)."""
+
+    spans: np.ndarray[Any, np.dtype[np.int64]]
+    broken: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _Document:
-    """A JSON document read whole, and the byte spans of its runs (start, end, start, end,
-    ...) when the core found it an array of plain runs (:func:`_core.document_runs`)."""
+    """A JSON document read whole, and its runs when the core found it an array of runs
+    (:func:`_array_of_runs`)."""
 
     data: bytes
-    spans: np.ndarray[Any, np.dtype[np.int64]] | None
+    runs: _Runs | None
 
     @classmethod
     def read(cls, stream: BinaryIO | _GzipStream | _Replayed,
@@ -1052,7 +1064,98 @@ class _Document:
                 parts.append(part)
             data = b"".join(parts)
             del parts
-        return cls(data, _core.document_runs(data, messages_key))
+        return cls(data, _array_of_runs(data, messages_key))
+
+
+def _array_of_runs(data: bytes, messages_key: str | None) -> _Runs | None:
+    """The runs of ``data`` when it is a JSON array of runs (its first element an object
+    holding messages, as :func:`vthread.documents.runs_of` tells them), each run's text as it
+    stands in the document, found by the core (:func:`_core.document_array`) without making
+    a Python object of the document; None for any other document, which is read whole.
+
+    Each run is what ``json.loads`` makes of its text, so the records are those of the
+    document read whole. A document that breaks (cut short, or not valid JSON from some run
+    on) keeps the runs before the break, and says where it breaks: nothing after a break is
+    trusted to be split where its runs are."""
+    found = _core.document_array(data, messages_key)
+    if found is None or b"\0" in data[:4]:  # UTF-16 or UTF-32 text is read whole
+        return None
+    flat, plain, stop, closed = found
+    spans = flat.reshape(-1, 2)
+    first_is_run = bool(len(spans)) and bool(plain[0])  # the core read it as a run
+    broken: str | None = None
+    if stop >= 0 and closed:
+        broken = _break(data, stop, len(spans), "Extra data", after=True)
+    elif stop >= 0:
+        # The split stopped in an element it could not close (or found empty): Python says
+        # whether it is whole, the document cut short only of its closing bracket.
+        tail = data[stop:].rstrip(b" \t\r\n")
+        offset, reason = len(data), "the document ends before its closing bracket"
+        if tail:
+            try:
+                json.loads(tail)
+            except RecursionError:
+                pass  # valid JSON nested past Python's limit: its record says so
+            except ValueError as error:
+                offset, reason = stop + _error_offset(error), _error_reason(error)
+                tail = b""
+        if tail:
+            spans = np.concatenate([spans, np.array([[stop, stop + len(tail)]], np.int64)])
+            plain = np.append(plain, True)  # just read by Python
+        broken = _break(data, offset, len(spans), reason)
+    for index in np.flatnonzero(~plain).tolist():
+        # Elements the core declines (NaN, a repeated key, a lone surrogate, ...) are read by
+        # Python when scanned; one that is not JSON at all is where the document breaks.
+        start, end = spans[index].tolist()
+        try:
+            json.loads(data[start:end])
+        except RecursionError:
+            continue
+        except ValueError as error:
+            spans = spans[:index]
+            broken = _break(data, start + _error_offset(error), index, _error_reason(error))
+            break
+    if not len(spans):
+        # An empty array has no runs; a document that breaks in its first run has none to
+        # keep (reading it whole says where it breaks).
+        return _Runs(spans) if broken is None else None
+    if not first_is_run:
+        # Python tells whether the first element, which the core did not read, is a run.
+        from vthread.documents import run_messages
+
+        first = loads_exactly(data[spans[0, 0]:spans[0, 1]])
+        if not isinstance(first, dict) or run_messages(first, messages_key) is None:
+            return None
+    return _Runs(spans, broken)
+
+
+def _error_offset(error: ValueError) -> int:
+    """The byte offset, in the text ``json.loads`` was given, of where ``error`` arose."""
+    if isinstance(error, json.JSONDecodeError):
+        return len(error.doc[:error.pos].encode("utf-8", "surrogatepass"))
+    if isinstance(error, UnicodeDecodeError):
+        return error.start
+    return 0
+
+
+def _error_reason(error: ValueError) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return error.msg
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 ({error.reason})"
+    return str(error)
+
+
+def _break(data: bytes, offset: int, runs: int, reason: str, *, after: bool = False) -> str:
+    """Where a document of ``runs`` whole runs breaks, at byte ``offset``, and why: the error
+    record that follows their records."""
+    line = data.count(b"\n", 0, offset) + 1
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", "replace")) + 1
+    where = "after its closing bracket" if after else f"in run {runs + 1}"
+    before = "the run before it is" if runs == 1 else f"the {runs:,} runs before it are"
+    return (f"not valid JSON: {reason}: line {line} column {column} of the document, {where}; "
+            f"the document is not read past there ({before})")
 
 
 def _piped_document(stream: BinaryIO | _GzipStream,
@@ -1076,8 +1179,8 @@ def _piped_document(stream: BinaryIO | _GzipStream,
     del parts
     if b"\n" in data.strip():
         return _Replayed(data, stream)  # more lines follow: JSONL
-    spans = _core.document_runs(data, messages_key)
-    return _Replayed(data, stream) if spans is None else _Document(data, spans)
+    runs = _array_of_runs(data, messages_key)
+    return _Replayed(data, stream) if runs is None else _Document(data, runs)
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1171,15 +1274,16 @@ def _tasks(
         keys = (messages_key, id_key)
         try:
             kind: _Kind = "lines"
+            document_break: str | None = None  # where a document breaks after its runs
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
-                chunks, kind = _document_chunks(_Document.read(stream, messages_key),
-                                                messages_key, label)
+                chunks, kind, document_break = _document_chunks(
+                    _Document.read(stream, messages_key), messages_key, label)
             elif name == "-":
                 piped = _piped_document(stream, messages_key)
                 if isinstance(piped, _Document):
-                    chunks, kind = _document_chunks(piped, messages_key, label)
+                    chunks, kind, document_break = _document_chunks(piped, messages_key, label)
                 else:
                     chunks = _chunks(piped)
             else:
@@ -1209,6 +1313,11 @@ def _tasks(
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile)
                 line += len(lines)
+            if document_break is not None:
+                # After the runs of a document that breaks: one error record saying where.
+                yield _Task(label, line, [], file_format or "native", cycle, strict,
+                            count_tokens, threads, messages_key, id_key, broken=document_break)
+                line += 1
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
@@ -1296,20 +1405,22 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(document: _Document, messages_key: str | None, label: str
-                     ) -> tuple[Iterator[list[bytes]], _Kind]:
-    """A JSON document's runs as JSONL lines, in chunks, and what they are. An Inspect log's
-    samples are its runs, as native threads. A file that is not one JSON document is read as
-    JSONL (JSONL files are often named ``.json``), unless it is plainly a pretty-printed
-    document, which gets one error record saying where it breaks."""
+                     ) -> tuple[Iterator[list[bytes]], _Kind, str | None]:
+    """A JSON document's runs as JSONL lines, in chunks, what they are, and where the
+    document breaks after them (the error record that follows them; None for none). An
+    Inspect log's samples are its runs, as native threads. A file that is not one JSON
+    document is read as JSONL (JSONL files are often named ``.json``), unless it is plainly a
+    pretty-printed document, which gets one error record saying where it breaks."""
     from vthread.documents import runs_of
     from vthread.inspect_log import is_inspect_log
 
     data = document.data
-    if document.spans is not None:
-        # An array of runs, every run plain JSON: each run's bytes are its line, and no
-        # Python object is made of the document (which took ten times its size in memory).
-        spans = document.spans.reshape(-1, 2).tolist()
-        return _batched(data[start:end] for start, end in spans), "runs"
+    if document.runs is not None:
+        # An array of runs: each run's text is its line, and no Python object is made of the
+        # document (which took ten times its size in memory).
+        spans = document.runs.spans.tolist()
+        return (_batched(data[start:end] for start, end in spans), "runs",
+                document.runs.broken)
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
@@ -1319,11 +1430,11 @@ def _document_chunks(document: _Document, messages_key: str | None, label: str
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
             # is JSON alone) that does not parse: one error record saying where it breaks,
             # not an error for each of its lines.
-            return iter([[data]]), "runs"
-        return _chunks(io.BytesIO(data)), "lines"
+            return iter([[data]]), "runs", None
+        return _chunks(io.BytesIO(data)), "lines", None
     if is_inspect_log(value):
-        return _inspect_chunks(label, io.BytesIO(data)), "inspect"
-    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
+        return _inspect_chunks(label, io.BytesIO(data)), "inspect", None
+    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs", None
 
 
 def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
