@@ -90,3 +90,46 @@ def test_quiet_summary_file_still_counts_tokens(tmp_path: Path,
     summary = json.loads(target.read_text())
     assert code == 0 and err == ""
     assert summary["tokens"] is not None and summary["wasted_tokens"] > 0
+
+
+def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """--summary FILE is written however the scan ends, so that a dashboard never reads a
+    stale one: --strict's first bad line, and Ctrl-C, give "completed": false, the reason,
+    and the figures of what was read; the exit status is the failure's."""
+    target = tmp_path / "summary.json"
+    target.write_text('{"stale": true}')
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() + b"not json\n" + SAMPLE.read_bytes())
+    code, out, err = run(["scan", str(path), "--strict", "--summary", str(target)],
+                         monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 2 and summary["completed"] is False
+    assert summary["failure"].startswith(f"{path}:301: not valid JSON: ")
+    assert err == f"vthread scan: {summary['failure']}\n"
+    assert summary["lines"] == len(records(out)) == 300 and summary["errors"] == 0
+    from vthread import cli
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_write", interrupted)
+    code, _, err = run(["scan", str(SAMPLE), "--summary", str(target)], monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 130 and "interrupted" in err
+    assert (summary["completed"], summary["failure"]) == (False, "interrupted")
+
+
+def test_summary_names_what_it_counts(tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary counts lines of JSONL, runs of a JSON document, and records of inputs of
+    both kinds, on stderr and in --summary FILE ("unit")."""
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps([{"id": "a", "messages": [{"type": "bot", "text": "x"}]}]))
+    target = tmp_path / "summary.json"
+    for files, unit, count in (([SAMPLE], "line", "300 lines"), ([document], "run", "1 run "),
+                               ([SAMPLE, document], "record", "301 records")):
+        code, _, err = run(["scan", *map(str, files), "--summary", str(target)], monkeypatch)
+        summary = json.loads(target.read_text())
+        assert code == 0 and summary["unit"] == unit and summary["completed"] is True
+        assert err.startswith(f"vthread scan: {count}") and f" {unit}s/s)" in err

@@ -786,7 +786,7 @@ _DOCUMENT_RUNS = [
     {"id": None, "messages": [{"type": "bot", "text": "\\u00e9", "usage": {"tokens": 3}}] * 6},
     {"id": "nan", "messages": [{"type": "bot", "text": float("nan")}] * 2},  # only json reads
 ]
-_TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ lines?/s\)")
+_TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ [a-z]+s/s\)")
 
 
 @settings(max_examples=60, deadline=None)

@@ -86,8 +86,12 @@ deep parses with orjson but exhausts the standard module's recursion limit.
 Every record, and the ``--summary`` file, is strict JSON: an id that is not a string, a finite
 number, a boolean or null (an array, an object, ``NaN``, an infinity) is written as a string
 holding its compact JSON text, cut at 256 characters (:mod:`vthread._records`), and a token
-total past the largest double is null. ``--jobs`` is capped at the CPUs this process may use
-and at the chunks there are (:func:`_worker_count`).
+total past the largest double is null. The ``--summary`` file is written however the scan
+ends: one cut short (a fatal error, ``--strict``'s first bad line, Ctrl-C, a failed write)
+says ``"completed": false`` and why (``"failure"``), its figures those of what was read, so a
+dashboard never reads a stale summary; ``"unit"`` says what ``"lines"`` counts (``line``,
+``run``, ``row``, or ``record`` for inputs of more than one kind). ``--jobs`` is capped at
+the CPUs this process may use and at the chunks there are (:func:`_worker_count`).
 
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
 any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
@@ -370,7 +374,8 @@ def _parser() -> argparse.ArgumentParser:
                        "list per record; the record's fields describe the costliest), not "
                        "only a loop the run ends in")
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
-                       help="also write the summary as JSON to FILE (for dashboards)")
+                       help="also write the summary as JSON to FILE (for dashboards; "
+                       "written also when the scan ends early, saying \"completed\": false)")
     return parser
 
 
@@ -484,6 +489,8 @@ class _Task:
     mask_volatile: bool = False
     # Report every loop of each run, not only one it ends in (read by Python).
     anywhere: bool = False
+    # What each of the lines is in its file: a JSONL line, a document's run, a Parquet row.
+    unit: str = "line"
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,18 +548,22 @@ def _scan_command(options: argparse.Namespace) -> int:
         return _IO_EXIT
     stats = _Stats()
     started = time.perf_counter()
+    detected: list[tuple[str, str]] = []
+    units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
+    failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
         # formats (and the options only Python reads) are read by Python, N worker
         # processes at a time.
-        detected: list[tuple[str, str]] = []
-        tasks = _tasks(files, options.format, cycle, options.strict, progress,
-                       count_tokens=not options.quiet or bool(options.summary_file),
-                       threads=1,
-                       messages_key=options.messages_key, id_key=options.id_key,
-                       detected=detected, mask_volatile=options.mask_volatile,
-                       listed=listed)
+        tasks = _noting_units(
+            _tasks(files, options.format, cycle, options.strict, progress,
+                   count_tokens=not options.quiet or bool(options.summary_file),
+                   threads=1,
+                   messages_key=options.messages_key, id_key=options.id_key,
+                   detected=detected, mask_volatile=options.mask_volatile,
+                   listed=listed),
+            units)
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
         first = next(tasks, None)
@@ -570,42 +581,54 @@ def _scan_command(options: argparse.Namespace) -> int:
         _close(out, options.output, progress)
     except _FatalError as error:
         _close_quietly(out, options.output, progress)
-        _say(f"vthread scan: {error}")
-        return _USAGE_EXIT
+        failure = (_USAGE_EXIT, str(error))
     except BrokenPipeError:
         # The reader went away (`vthread scan big.jsonl | head`): end quietly, as vthread
         # guard and cat do.
         if progress is not None:
             progress.clear()
         _silence_stdout(out)
-        return _BROKEN_PIPE_EXIT
+        failure = (_BROKEN_PIPE_EXIT, "the reader of the records went away (broken pipe)")
     except _WriteError as error:
         # A full disk, a device that refuses, a file system gone read-only: the records are
         # incomplete, which is neither a loop (1) nor a usage error (2).
         _close_quietly(out, options.output, progress)
         _silence_stdout(out)
-        where = options.output or "standard output"
-        _say(f"vthread scan: cannot write {where}: {error}")
-        return _IO_EXIT
+        failure = (_IO_EXIT, f"cannot write {options.output or 'standard output'}: {error}")
     except KeyboardInterrupt:
         _close_quietly(out, options.output, progress)
-        _say("vthread scan: interrupted")
-        return _INTERRUPTED_EXIT
+        failure = (_INTERRUPTED_EXIT, "interrupted")
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
-    if not options.quiet:
-        _say(_summary(stats, what, seconds, detected=detected), end="")
+    if failure is not None:
+        code, message = failure
+        if code != _BROKEN_PIPE_EXIT:
+            _say(f"vthread scan: {message}")
+    elif not options.quiet:
+        _say(_summary(stats, what, seconds, detected=detected, units=units), end="")
     if options.summary_file:
+        # Written whatever ended the scan, so that a dashboard never reads a stale summary:
+        # one cut short says so ("completed": false) and why.
+        summary = _summary_json(stats, what, seconds, detected, units,
+                                None if failure is None else failure[1])
         try:
             Path(options.summary_file).write_text(
-                json.dumps(_summary_json(stats, what, seconds, detected), indent=2,
-                           allow_nan=False) + "\n",
-                encoding="utf-8")
+                json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         except OSError as error:
             _say(f"vthread scan: cannot write {options.summary_file}: "
                  f"{error.strerror or error}")
-            return _IO_EXIT
+            return _IO_EXIT if failure is None else failure[0]
+    if failure is not None:
+        return failure[0]
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _noting_units(tasks: Iterator[_Task], units: set[str]) -> Iterator[_Task]:
+    """``tasks``, each adding to ``units`` what its lines are (:attr:`_Task.unit`)."""
+    for task in tasks:
+        if task.lines:
+            units.add(task.unit)
+        yield task
 
 
 class _WriteError(Exception):
@@ -671,13 +694,18 @@ def _loops_only(output: bytes) -> bytes:
 
 
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
-                  detected: list[tuple[str, str]]) -> dict[str, object]:
-    """The summary table's figures as a JSON-ready mapping (``--summary FILE``)."""
+                  detected: list[tuple[str, str]], units: set[str],
+                  failure: str | None = None) -> dict[str, object]:
+    """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
+    why the scan ended before its end (the figures are then those of what it read)."""
     threads = stats.lines - stats.errors
     return {
         "scanned": scanned,
+        "completed": failure is None,
+        "failure": failure,
         "seconds": round(seconds, 3),
         "lines": stats.lines,
+        "unit": _unit(units),
         "threads": threads,
         "errors": stats.errors,
         "progressing": stats.verdicts[0],
@@ -692,6 +720,12 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "loops_without_tokens": stats.loops_without_tokens,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
     }
+
+
+def _unit(units: set[str]) -> str:
+    """What the inputs' lines are, in one word: ``line`` (JSONL), ``run`` (a JSON document's
+    or an Inspect log's), ``row`` (Parquet), or ``record`` for inputs of more than one."""
+    return next(iter(units)) if len(units) == 1 else "line" if not units else "record"
 
 
 def _finite(value: float) -> float | None:
@@ -1311,7 +1345,8 @@ def _tasks(
                     if warning is not None:
                         _say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, *keys, mask_volatile=mask_volatile)
+                            threads, *keys, mask_volatile=mask_volatile,
+                            unit="line" if kind == "lines" else "run")
                 line += len(lines)
             if document_break is not None:
                 # After the runs of a document that breaks: one error record saying where.
@@ -1383,7 +1418,7 @@ def _parquet_tasks(
                 if detected is not None:
                     detected.append((name, file_format))
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
-                        mask_volatile=mask_volatile)
+                        mask_volatile=mask_volatile, unit="row")
             line += len(lines)
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
         raise _FatalError(f"{name}: cannot read: {error}") from error
@@ -2049,17 +2084,19 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
 
 
 def _summary(stats: _Stats, scanned: str, seconds: float, *,
-             detected: list[tuple[str, str]] | None = None) -> str:
+             detected: list[tuple[str, str]] | None = None,
+             units: set[str] | None = None) -> str:
     threads = stats.lines - stats.errors
     rate = stats.lines / seconds if seconds > 0 else 0.0
+    unit = _unit(units or set())
 
     def share(part: float, whole: float) -> str:
         # No share of nothing, nor of a token total past the largest double (inf / inf).
         return f"{part / whole:7.1%}" if whole and math.isfinite(whole) else "      -"
 
     rows = [
-        f"vthread scan: {stats.lines:,} line{'' if stats.lines == 1 else 's'} from {scanned} "
-        f"in {seconds:.2f} s ({rate:,.0f} lines/s)",
+        f"vthread scan: {stats.lines:,} {unit}{'' if stats.lines == 1 else 's'} from "
+        f"{scanned} in {seconds:.2f} s ({rate:,.0f} {unit}s/s)",
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
         f"  {'errors':<28}{stats.errors:>14,}",
