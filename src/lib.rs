@@ -727,8 +727,9 @@ fn attributions_dict<'py>(
 /// before the walk stopped; whether each is plain JSON the tape reads exactly as `json` does;
 /// where the walk stopped short of a whole document (-1: nowhere); whether the closing
 /// bracket was reached. None for a document that opens no array, or whose first element is
-/// plain and no run (an object holding messages, under `messages_key` or a known key, as
-/// `documents.runs_of` tells them): Python reads those whole.
+/// plain and opens no runs (`documents.opens_runs`: an object holding messages, under
+/// `messages_key` or a known key, or under a given key one that is no message): Python reads
+/// those whole.
 #[pyfunction]
 #[pyo3(signature = (data, messages_key=None))]
 #[allow(clippy::type_complexity)]
@@ -755,11 +756,15 @@ fn document_array<'py>(
         for (index, &(start, end)) in walk.spans.iter().enumerate() {
             let tape = document::Tape::parse(&bytes[start..end]);
             if index == 0 {
-                // A first element that holds no messages makes the document one run: the
-                // others are not read.
+                // A first element that opens no runs (`documents.opens_runs`) makes the
+                // document one run: the others are not read.
                 if let Ok(tape) = &tape {
                     let first = tape.root();
-                    if !(first.is_object() && keys.messages_of(first).is_some()) {
+                    let holds_messages = keys.messages_of(first).is_some_and(|m| !m.is_null());
+                    let no_message = messages_key.is_some()
+                        && first.get("role").is_none()
+                        && first.get("type").is_none();
+                    if !(first.is_object() && (holds_messages || no_message)) {
                         return None;
                     }
                 }

@@ -319,6 +319,28 @@ def test_messages_key_and_id_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                         'or "history"')
 
 
+def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that lack the --messages-key given are an error record each, the same in a JSON
+    document as in JSONL (the document was read as one run of run-object "messages", a fatal
+    "cannot tell the message format")."""
+    rows = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(3)]
+    jsonl = write_jsonl(tmp_path / "runs.jsonl", rows)
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps(rows, indent=2))
+    outputs = []
+    for path in (jsonl, document):
+        code, out, _ = run(["scan", str(path), "-q", "--messages-key", "steps"], monkeypatch)
+        assert code == 0
+        outputs.append([dict(r, file=None) for r in records(out)])
+    assert outputs[0] == outputs[1]
+    assert [r["error"] for r in outputs[1]] == ['not a thread: an object without "steps"'] * 3
+    # A document that is one run's messages stays one run under a key it does not use.
+    document.write_text(json.dumps(openai_healthy()))
+    code, out, _ = run(["scan", str(document), "-q", "--messages-key", "steps"], monkeypatch)
+    assert code == 0 and len(records(out)) == 1 and "verdict" in records(out)[0]
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_native_line_id_from_instance_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          jobs: str) -> None:
@@ -786,20 +808,26 @@ _DOCUMENT_RUNS = [
     {"id": None, "messages": [{"type": "bot", "text": "\\u00e9", "usage": {"tokens": 3}}] * 6},
     {"id": "nan", "messages": [{"type": "bot", "text": float("nan")}] * 2},  # only json reads
 ]
+_NO_RUNS = [["not", "a", "run"], {"id": "null", "messages": None}, {"id": "no key"},
+            {"type": "bot", "text": "a message"}]
 _TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ [a-z]+s/s\)")
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([*_DOCUMENT_RUNS, ["not", "a", "run"]]), min_size=1,
-                max_size=8),
+@given(st.lists(st.sampled_from([*_DOCUMENT_RUNS, *_NO_RUNS]), min_size=1, max_size=8),
        st.sampled_from([None, 1, 2]), st.booleans(),
-       st.sampled_from(["", "NaN", "1E400", '"\\ud800"', '{"a": 1, "a": 2}']))
+       st.sampled_from(["", "NaN", "1E400", '"\\ud800"', '{"a": 1, "a": 2}']),
+       st.sampled_from([[], ["--messages-key", "messages"]]))
 def test_runs_read_from_their_bytes_equal_the_whole_document(
-        runs: list[Any], indent: int | None, ascii_only: bool, oddity: str) -> None:
+        runs: list[Any], indent: int | None, ascii_only: bool, oddity: str,
+        options: list[str]) -> None:
     """An array of runs (pretty-printed or not, non-ASCII kept or escaped, a run that is no
-    run, values only Python's json reads) writes, byte for byte, what Python's reading of the
-    whole document writes; the core splits it exactly when its first element is a run."""
+    run, values only Python's json reads, under a given key or not) writes, byte for byte,
+    what Python's reading of the whole document writes; the core splits it exactly when its
+    first element opens runs."""
     import tempfile
+
+    from vthread.documents import opens_runs
 
     text = json.dumps(runs, indent=indent, ensure_ascii=ascii_only)
     if oddity:
@@ -807,10 +835,11 @@ def test_runs_read_from_their_bytes_equal_the_whole_document(
     with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as patch:
         path = Path(scratch) / "runs.json"
         path.write_text(text, encoding="utf-8")
-        (by_spans, seen), whole = _document_both_ways(path, patch)
+        (by_spans, seen), whole = _document_both_ways(path, patch, "--format", "native",
+                                                      *options)
     assert by_spans[:2] == whole[:2]
     assert _TIMING.sub("", by_spans[2]) == _TIMING.sub("", whole[2])
-    assert seen == [runs[0] != ["not", "a", "run"]]
+    assert seen == [opens_runs(runs[0], options[1] if options else None)]
 
 
 def _element_ends(text: str) -> list[int]:

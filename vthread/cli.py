@@ -1102,8 +1102,8 @@ class _Document:
 
 
 def _array_of_runs(data: bytes, messages_key: str | None) -> _Runs | None:
-    """The runs of ``data`` when it is a JSON array of runs (its first element an object
-    holding messages, as :func:`vthread.documents.runs_of` tells them), each run's text as it
+    """The runs of ``data`` when it is a JSON array of runs (its first element opens runs:
+    :func:`vthread.documents.opens_runs`), each run's text as it
     stands in the document, found by the core (:func:`_core.document_array`) without making
     a Python object of the document; None for any other document, which is read whole.
 
@@ -1155,10 +1155,9 @@ def _array_of_runs(data: bytes, messages_key: str | None) -> _Runs | None:
         return _Runs(spans) if broken is None else None
     if not first_is_run:
         # Python tells whether the first element, which the core did not read, is a run.
-        from vthread.documents import run_messages
+        from vthread.documents import opens_runs
 
-        first = loads_exactly(data[spans[0, 0]:spans[0, 1]])
-        if not isinstance(first, dict) or run_messages(first, messages_key) is None:
+        if not opens_runs(loads_exactly(data[spans[0, 0]:spans[0, 1]]), messages_key):
             return None
     return _Runs(spans, broken)
 
@@ -1460,11 +1459,12 @@ def _document_chunks(document: _Document, messages_key: str | None, label: str
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
         if first.strip() in (b"[", b"{") and not any(
-                not isinstance(_parse(line, True), _Bad) for line in rest.split(b"\n")
+                isinstance(_parse(line, True), (list, dict)) for line in rest.split(b"\n")
                 if line.strip()):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
-            # is JSON alone) that does not parse: one error record saying where it breaks,
-            # not an error for each of its lines.
+            # is a thread alone: a line holding only a key, or a number, is JSON but never a
+            # thread) that does not parse: one error record saying where it breaks, not an
+            # error for each of its lines.
             return iter([[data]]), "runs", None
         return _chunks(io.BytesIO(data)), "lines", None
     if is_inspect_log(value):

@@ -41,6 +41,7 @@ __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "in_source_messages",
+    "opens_runs",
     "read_run",
     "run_format",
     "run_format_evidence",
@@ -107,19 +108,33 @@ def run_format(run: Mapping[str, Any]) -> str | None:
 def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
     """The runs a JSON document holds, each an object or a list of messages.
 
-    A list is a list of runs when its first item is an object holding messages (under one of
-    :data:`MESSAGES_KEYS`, or ``messages_key``), else the messages of one run; any other
-    value is one run. O(1) besides the list copy.
+    A list is a list of runs when its first item opens one (:func:`opens_runs`), else the
+    messages of one run; any other value is one run. O(1) besides the list copy.
 
     >>> runs_of([{"traj": []}, {"traj": []}]), runs_of([{"role": "user"}])
     ([{'traj': []}, {'traj': []}], [[{'role': 'user'}]])
     """
-    if isinstance(document, list):
-        first = document[0] if document else None
-        if not document or (isinstance(first, Mapping)
-                            and run_messages(first, messages_key) is not None):
-            return list(document)
+    if isinstance(document, list) and (not document or opens_runs(document[0], messages_key)):
+        return list(document)
     return [document]
+
+
+def opens_runs(first: Any, messages_key: str | None = None) -> bool:
+    """Whether a list whose first item is ``first`` is a list of runs: ``first`` is an object
+    holding messages (under one of :data:`MESSAGES_KEYS`, or ``messages_key``), or, when
+    ``messages_key`` is given, an object that is no message of any format (neither ``role``
+    nor ``type``): a run without that key, whose record then says so (as a JSONL line's).
+
+    >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}, "steps")
+    (True, True)
+    >>> opens_runs({"id": 1}), opens_runs({"role": "user"}, "steps")
+    (False, False)
+    """
+    if not isinstance(first, Mapping):
+        return False
+    if run_messages(first, messages_key) is not None:
+        return True
+    return messages_key is not None and "role" not in first and "type" not in first
 
 
 def read_run(
