@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 pub mod adapters;
 pub mod anywhere;
 pub mod arena;
+pub mod array_split;
 pub mod arrow_rows;
 pub mod attribution;
 pub mod canonical;
@@ -722,72 +723,151 @@ fn attributions_dict<'py>(
     Ok(out)
 }
 
-/// The parts of a JSON document that opens an array, split by `document::array_walk` with
-/// the GIL released: the byte spans (start, end, start, end, ...) of the elements closed
-/// before the walk stopped; whether each is plain JSON the tape reads exactly as `json` does;
-/// where the walk stopped short of a whole document (-1: nowhere); whether the closing
-/// bracket was reached. None for a document that opens no array, or whose first element is
-/// plain and opens no runs (`documents.opens_runs`: an object holding messages, under
-/// `messages_key` or a known key, or under a given key one that is no message): Python reads
-/// those whole.
-#[pyfunction]
-#[pyo3(signature = (data, messages_key=None))]
-#[allow(clippy::type_complexity)]
-fn document_array<'py>(
-    data: &Bound<'py, PyBytes>,
-    messages_key: Option<&str>,
-) -> PyResult<
-    Option<(
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<bool>>,
-        i64,
-        bool,
-    )>,
-> {
-    let py = data.py();
-    let bytes = data.as_bytes();
-    let keys = adapters::RunKeys {
-        messages: messages_key,
-        id: None,
-    };
-    let split = py.detach(|| {
-        let walk = document::array_walk(bytes)?;
-        let mut plain = Vec::with_capacity(walk.spans.len());
-        for (index, &(start, end)) in walk.spans.iter().enumerate() {
-            let tape = document::Tape::parse(&bytes[start..end]);
-            if index == 0 {
-                // A first element that opens no runs (`documents.opens_runs`) makes the
-                // document one run: the others are not read.
-                if let Ok(tape) = &tape {
-                    let first = tape.root();
-                    let holds_messages = keys.messages_of(first).is_some_and(|m| !m.is_null());
-                    let no_message = messages_key.is_some()
-                        && first.get("role").is_none()
-                        && first.get("type").is_none();
-                    if !(first.is_object() && (holds_messages || no_message)) {
-                        return None;
+/// A JSON document split into its elements as its bytes arrive
+/// (`array_split::ArraySplitter`), so that `vthread scan` reads a document of runs a chunk at
+/// a time, in memory flat in its size.
+#[pyclass(module = "vthread._core")]
+struct DocumentSplitter {
+    splitter: array_split::ArraySplitter,
+    messages_key: Option<String>,
+    /// Whether an element has been found (the first decides whether the document is runs).
+    started: bool,
+    /// The document is no array of runs: Python reads it whole.
+    declined: bool,
+}
+
+/// A place as Python's `(offset, line, column)`.
+fn place_tuple(place: array_split::Place) -> (usize, usize, usize) {
+    (place.offset, place.line, place.column)
+}
+
+#[pymethods]
+impl DocumentSplitter {
+    #[new]
+    #[pyo3(signature = (messages_key=None))]
+    fn new(messages_key: Option<String>) -> Self {
+        Self {
+            splitter: array_split::ArraySplitter::new(),
+            messages_key,
+            started: false,
+            declined: false,
+        }
+    }
+
+    /// Feed the next block of the document: the elements it completed, as (their texts,
+    /// whether each is plain JSON the tape reads exactly as `json` does, their places: offset,
+    /// line, column per element); None once the document is known to be no array of runs
+    /// (it opens no array, or its first element is plain and opens no runs, as
+    /// `documents.opens_runs` tells), which Python then reads whole. The GIL is released
+    /// while the block is split and its elements parsed.
+    #[allow(clippy::type_complexity)]
+    fn feed<'py>(
+        &mut self,
+        block: &Bound<'py, PyBytes>,
+    ) -> PyResult<
+        Option<(
+            Bound<'py, PyList>,
+            Bound<'py, PyArray1<bool>>,
+            Bound<'py, PyArray1<i64>>,
+        )>,
+    > {
+        let py = block.py();
+        if self.declined {
+            return Ok(None);
+        }
+        let bytes = block.as_bytes();
+        let splitter = &mut self.splitter;
+        let keys = adapters::RunKeys {
+            messages: self.messages_key.as_deref(),
+            id: None,
+        };
+        let started = self.started;
+        let (found, plain, declined) = py.detach(|| {
+            let found = splitter.feed(bytes);
+            let text = splitter.text();
+            let mut plain = Vec::with_capacity(found.len());
+            for (index, &(start, end, _)) in found.iter().enumerate() {
+                let tape = document::Tape::parse(&text[start..end]);
+                if index == 0 && !started {
+                    if let Ok(tape) = &tape {
+                        if !opens_runs(tape.root(), &keys) {
+                            return (found, plain, true);
+                        }
                     }
                 }
+                plain.push(tape.is_ok());
             }
-            plain.push(tape.is_ok());
+            let declined = splitter.not_an_array();
+            (found, plain, declined)
+        });
+        py.check_signals()?; // a Ctrl-C during the split ends the scan here
+        if declined {
+            self.declined = true;
+            return Ok(None);
         }
-        Some((walk, plain))
-    });
-    py.check_signals()?; // a Ctrl-C during the split ends the scan here
-    Ok(split.map(|(walk, plain)| {
-        let flat: Vec<i64> = walk
-            .spans
+        self.started |= !found.is_empty();
+        let text = self.splitter.text();
+        let texts = PyList::new(
+            py,
+            found
+                .iter()
+                .map(|&(start, end, _)| PyBytes::new(py, &text[start..end])),
+        )?;
+        let places: Vec<i64> = found
             .iter()
-            .flat_map(|&(start, end)| [start as i64, end as i64])
+            .flat_map(|&(_, _, p)| [p.offset as i64, p.line as i64, p.column as i64])
             .collect();
-        let stop = walk.stop.map_or(-1, |at| at as i64);
-        (
-            flat.into_pyarray(py),
+        Ok(Some((
+            texts,
             plain.into_pyarray(py),
-            stop,
-            walk.closed,
-        )
-    }))
+            places.into_pyarray(py),
+        )))
+    }
+
+    /// Whether the split is over before the document's end (no array, or it stopped): the
+    /// rest of the document need not be read.
+    #[getter]
+    fn done(&self) -> bool {
+        self.declined || self.splitter.is_done()
+    }
+
+    /// The document has ended: (why the split stopped short of a whole document —
+    /// ``"cut"``, ``"empty"`` or ``"after"`` — and where, as (offset, line, column); None
+    /// for neither when it did not), whether the closing bracket was reached, and the element
+    /// the document ended in as (its text, its place), None when there is none.
+    #[allow(clippy::type_complexity)]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> (
+        Option<(&'static str, (usize, usize, usize))>,
+        bool,
+        Option<(Bound<'py, PyBytes>, (usize, usize, usize))>,
+    ) {
+        let (stop, closed, tail) = self.splitter.finish();
+        let stop = stop.map(|(why, place)| {
+            let why = match why {
+                array_split::Stop::Cut => "cut",
+                array_split::Stop::Empty => "empty",
+                array_split::Stop::After => "after",
+            };
+            (why, place_tuple(place))
+        });
+        let text = self.splitter.text();
+        let tail = tail
+            .map(|(start, end, place)| (PyBytes::new(py, &text[start..end]), place_tuple(place)));
+        (stop, closed, tail)
+    }
+}
+
+/// Whether an array whose first element is `first` is a list of runs, as
+/// `documents.opens_runs` tells: an object holding messages (not null) under the given key or
+/// a known one, or, under a given key, an object that is no message (no `role`, no `type`).
+fn opens_runs(first: document::Value<'_>, keys: &adapters::RunKeys<'_>) -> bool {
+    let holds_messages = keys.messages_of(first).is_some_and(|m| !m.is_null());
+    let no_message =
+        keys.messages.is_some() && first.get("role").is_none() && first.get("type").is_none();
+    first.is_object() && (holds_messages || no_message)
 }
 
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that
@@ -905,7 +985,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
-    module.add_function(wrap_pyfunction!(document_array, module)?)?;
+    module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

@@ -786,16 +786,16 @@ def test_a_compact_document_of_runs_piped_in_is_read_run_by_run(
     thread = json.dumps(runs[0]["traj"]).encode()
     assert len(records(run(["scan", "-", "-q"], monkeypatch, stdin=thread)[1])) == 1
     # Runs under a given messages key; the document split into its runs once.
-    splits: list[bytes] = []
-    real = cli._core.document_array
-    monkeypatch.setattr(cli._core, "document_array",
-                        lambda data, key=None: splits.append(data) or real(data, key))
+    splits: list[str | None] = []
+    real = cli._core.DocumentSplitter
+    monkeypatch.setattr(cli._core, "DocumentSplitter",
+                        lambda key=None: splits.append(key) or real(key))
     keyed = json.dumps([{"task_id": i, "steps": run_["traj"]} for i, run_ in enumerate(runs)])
     code_keyed, out, _ = run(["scan", "-", "-q", "--messages-key", "steps"], monkeypatch,
                              stdin=keyed.encode())
     assert code_keyed == 0 and [r["id"] for r in records(out)] == [0, 1, 2]
-    assert len(splits) == 1
-    monkeypatch.setattr(cli._core, "document_array", real)
+    assert splits == ["steps"]
+    monkeypatch.setattr(cli._core, "DocumentSplitter", real)
     two = records(run(["scan", "-", "-q"], monkeypatch, stdin=document + b"\n" + thread)[1])
     assert len(two) == 2
 

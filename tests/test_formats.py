@@ -777,26 +777,28 @@ def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,
     assert record["excerpt"] == "bot: Checking. | ls({}) | ls({}) -> a.py"
 
 
-def _document_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch,
-                        *options: str) -> tuple[Any, Any]:
+def _document_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, *options: str,
+                        read_bytes: int | None = None) -> tuple[Any, Any]:
     """``vthread scan`` of a JSON document, runs read from their bytes where the core finds
-    the document an array of runs, and Python's reading of the whole document; with whether
-    the core found it one."""
-    from vthread import _core
+    the document an array of runs (the file read ``read_bytes`` at a time when given), and
+    Python's reading of the whole document; with whether the core found it one."""
+    from vthread import cli
 
+    if read_bytes is not None:
+        monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
     seen: list[bool] = []
-    real = _core.document_array
+    real = cli._DocumentRuns.start
 
-    def spy(data: bytes, messages_key: str | None = None) -> Any:
-        found = real(data, messages_key)
-        seen.append(found is not None)
+    def spy(document: Any) -> bool:
+        found = real(document)
+        seen.append(found)
         return found
 
-    monkeypatch.setattr(_core, "document_array", spy)
+    monkeypatch.setattr(cli._DocumentRuns, "start", spy)
     by_spans = run(["scan", str(path), *options], monkeypatch)
-    monkeypatch.setattr(_core, "document_array", lambda *args: None)
+    monkeypatch.setattr(cli._DocumentRuns, "start", lambda document: False)
     whole = run(["scan", str(path), *options], monkeypatch)
-    monkeypatch.setattr(_core, "document_array", real)
+    monkeypatch.setattr(cli._DocumentRuns, "start", real)
     return (by_spans, seen), whole
 
 
@@ -817,10 +819,10 @@ _TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ [a-z]+s/s\)")
 @given(st.lists(st.sampled_from([*_DOCUMENT_RUNS, *_NO_RUNS]), min_size=1, max_size=8),
        st.sampled_from([None, 1, 2]), st.booleans(),
        st.sampled_from(["", "NaN", "1E400", '"\\ud800"', '{"a": 1, "a": 2}']),
-       st.sampled_from([[], ["--messages-key", "messages"]]))
+       st.sampled_from([[], ["--messages-key", "messages"]]), st.integers(1, 400))
 def test_runs_read_from_their_bytes_equal_the_whole_document(
         runs: list[Any], indent: int | None, ascii_only: bool, oddity: str,
-        options: list[str]) -> None:
+        options: list[str], read_bytes: int) -> None:
     """An array of runs (pretty-printed or not, non-ASCII kept or escaped, a run that is no
     run, values only Python's json reads, under a given key or not) writes, byte for byte,
     what Python's reading of the whole document writes; the core splits it exactly when its
@@ -836,7 +838,7 @@ def test_runs_read_from_their_bytes_equal_the_whole_document(
         path = Path(scratch) / "runs.json"
         path.write_text(text, encoding="utf-8")
         (by_spans, seen), whole = _document_both_ways(path, patch, "--format", "native",
-                                                      *options)
+                                                      *options, read_bytes=read_bytes)
     assert by_spans[:2] == whole[:2]
     assert _TIMING.sub("", by_spans[2]) == _TIMING.sub("", whole[2])
     assert seen == [opens_runs(runs[0], options[1] if options else None)]
@@ -856,9 +858,11 @@ def _element_ends(text: str) -> list[int]:
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.sampled_from(_DOCUMENT_RUNS), min_size=1, max_size=6),
-       st.sampled_from([None, 1]), st.booleans(), st.floats(0, 1, exclude_max=True))
+       st.sampled_from([None, 1]), st.booleans(), st.floats(0, 1, exclude_max=True),
+       st.integers(1, 400))
 def test_a_document_cut_short_keeps_its_whole_runs(
-        runs: list[Any], indent: int | None, ascii_only: bool, where: float) -> None:
+        runs: list[Any], indent: int | None, ascii_only: bool, where: float,
+        read_bytes: int) -> None:
     """A document of runs cut anywhere (a download or a writer that stopped): a record for
     each run whose text is whole, the same as those runs' own document writes, then one error
     record saying where the document breaks; a document cut in its first run is one error."""
@@ -873,6 +877,9 @@ def test_a_document_cut_short_keeps_its_whole_runs(
         kept.write_bytes(json.dumps(runs[:whole_runs], indent=indent,
                                     ensure_ascii=ascii_only).encode())
         # One format for all (the runs drawn are in two): records, not a fatal error.
+        from vthread import cli
+
+        patch.setattr(cli, "READ_BYTES", read_bytes)  # the document split a block at a time
         code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], patch)
         _, expected, _ = run(["scan", str(kept), "-q", "--format", "openai"], patch)
     *read, broken = records(out)
@@ -911,6 +918,10 @@ def test_a_document_that_breaks_says_where(tmp_path: Path,
         assert where in broken["error"] and why in broken["error"], broken
         assert broken["error"].endswith("(the run before it is)")
         assert broken["line"] == 2
+    # An empty array holds no runs; one with data after it is one error record.
+    for empty, count in ((b"[ ]\n", 0), (b"[] x", 1)):
+        path.write_bytes(empty)
+        assert len(records(run(["scan", str(path), "-q"], monkeypatch)[1])) == count
     # Cut short only of its closing bracket: every run is whole.
     path.write_bytes(json.dumps([good, good]).encode()[:-1])
     *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])

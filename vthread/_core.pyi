@@ -147,14 +147,26 @@ def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
                       periods: list[int], repetitions: list[int]) -> dict[str, Any]:
     """``attribute_lines`` over Python threads; rows whose values Python reads otherwise
     than by their content are ``declined``."""
-def document_array(
-    data: bytes, messages_key: str | None = None
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], int, bool] | None:
-    """A JSON document opening an array, split into its elements by depth: the byte spans
-    (start, end, start, end, ...) of those closed before the split stopped, whether each is
-    plain JSON, where it stopped short of a whole document (-1: nowhere) and whether the
-    closing bracket was reached; None for a document opening no array, or whose first
-    element is plain and no run."""
+class DocumentSplitter:
+    """A JSON document split into its elements as its bytes arrive."""
+
+    def __init__(self, messages_key: str | None = None) -> None: ...
+    def feed(
+        self, block: bytes
+    ) -> tuple[list[bytes], npt.NDArray[np.bool_], npt.NDArray[np.int64]] | None:
+        """The elements the block completed: their texts, whether each is plain JSON, their
+        places (offset, line, column each); None once the document is known to be no array
+        of runs."""
+    @property
+    def done(self) -> bool:
+        """Whether the split is over before the document's end."""
+    def finish(
+        self,
+    ) -> tuple[tuple[str, tuple[int, int, int]] | None, bool,
+               tuple[bytes, tuple[int, int, int]] | None]:
+        """(why and where the split stopped, or None; whether the array closed; the element
+        the document ended in and its place, or None)."""
+
 def canonical_json(data: bytes) -> bytes:
     """``canonical(json.loads(data))`` read straight from the bytes of one JSON text.
 

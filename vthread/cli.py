@@ -19,8 +19,9 @@ its index), or what the ``--format`` adapter rejected. A blank line is an error 
 (``"blank line"``), so records out = lines in, always; ``--strict`` makes the first bad line
 fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one JSON document
 instead, a list of runs or one run; each run is then a "line" (``line`` is its position). An
-array of runs is split into its runs' bytes by the core (no Python object is made of the
-document; a run only Python's ``json`` reads is read by Python); one that breaks (cut short,
+array of runs is split into its runs' bytes by the core as its blocks are read (the document
+is never held whole, nor made into Python objects; a run only Python's ``json`` reads is
+read by Python); one that breaks (cut short,
 not valid JSON from some run on) gives a record for each whole run before the break, then
 one error record saying at which line and column it breaks. Any other document is parsed
 whole (a pretty-printed one that does not parse is one error record). A directory FILE
@@ -1070,121 +1071,175 @@ class _Replayed:
         return self.rest.read(size)
 
 
-@dataclass(frozen=True, slots=True)
-class _Runs:
-    """The runs of a JSON document that is an array of runs, as the byte spans of their text
-    (start, end per row), and why the document breaks after them (None when it is whole)."""
-
-    spans: np.ndarray[Any, np.dtype[np.int64]]
-    broken: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Document:
-    """A JSON document read whole, and its runs when the core found it an array of runs
-    (:func:`_array_of_runs`)."""
-
-    data: bytes
-    runs: _Runs | None
-
-    @classmethod
-    def read(cls, stream: BinaryIO | _GzipStream | _Replayed,
-             messages_key: str | None) -> _Document:
-        if isinstance(stream, io.BufferedReader):
-            data = stream.read()  # a file: read at once into one buffer of its size
-        else:
-            parts = []
-            while part := stream.read(READ_BYTES):  # a gzip stream hands out a block per read
-                parts.append(part)
-            data = b"".join(parts)
-            del parts
-        return cls(data, _array_of_runs(data, messages_key))
-
-
-def _array_of_runs(data: bytes, messages_key: str | None) -> _Runs | None:
-    """The runs of ``data`` when it is a JSON array of runs (its first element opens runs:
-    :func:`vthread.documents.opens_runs`), each run's text as it
-    stands in the document, found by the core (:func:`_core.document_array`) without making
-    a Python object of the document; None for any other document, which is read whole.
+class _DocumentRuns:
+    """A JSON document read from its stream. An array of runs (its first element opens runs:
+    :func:`vthread.documents.opens_runs`) is split by the core as its blocks arrive
+    (:class:`_core.DocumentSplitter`), each run's text its line, so no Python object is made
+    of the document and memory stays flat in its size; any other document is read whole.
 
     Each run is what ``json.loads`` makes of its text, so the records are those of the
-    document read whole. A document that breaks (cut short, or not valid JSON from some run
-    on) keeps the runs before the break, and says where it breaks: nothing after a break is
-    trusted to be split where its runs are."""
-    found = _core.document_array(data, messages_key)
-    if found is None or b"\0" in data[:4]:  # UTF-16 or UTF-32 text is read whole
-        return None
-    flat, plain, stop, closed = found
-    spans = flat.reshape(-1, 2)
-    first_is_run = bool(len(spans)) and bool(plain[0])  # the core read it as a run
-    broken: str | None = None
-    if stop >= 0 and closed:
-        broken = _break(data, stop, len(spans), "Extra data", after=True)
-    elif stop >= 0:
-        # The split stopped in an element it could not close (or found empty): Python says
-        # whether it is whole, the document cut short only of its closing bracket.
-        tail = data[stop:].rstrip(b" \t\r\n")
-        offset, reason = len(data), "the document ends before its closing bracket"
-        if tail:
-            try:
-                json.loads(tail)
-            except RecursionError:
-                pass  # valid JSON nested past Python's limit: its record says so
-            except ValueError as error:
-                offset, reason = stop + _error_offset(error), _error_reason(error)
-                tail = b""
-        if tail:
-            spans = np.concatenate([spans, np.array([[stop, stop + len(tail)]], np.int64)])
-            plain = np.append(plain, True)  # just read by Python
-        broken = _break(data, offset, len(spans), reason)
-    for index in np.flatnonzero(~plain).tolist():
-        # Elements the core declines (NaN, a repeated key, a lone surrogate, ...) are read by
-        # Python when scanned; one that is not JSON at all is where the document breaks.
-        start, end = spans[index].tolist()
-        try:
-            json.loads(data[start:end])
-        except RecursionError:
-            continue
-        except ValueError as error:
-            spans = spans[:index]
-            broken = _break(data, start + _error_offset(error), index, _error_reason(error))
-            break
-    if not len(spans):
-        # An empty array has no runs; a document that breaks in its first run has none to
-        # keep (reading it whole says where it breaks).
-        return _Runs(spans) if broken is None else None
-    if not first_is_run:
-        # Python tells whether the first element, which the core did not read, is a run.
+    document read whole (a run the core declines, NaN or a lone surrogate, is read by Python).
+    A document that breaks (cut short, not valid JSON from some run on, data after it) keeps
+    the runs before the break, and :attr:`broken` then says where it breaks: nothing after a
+    break is trusted to be split where its runs are, nor read."""
+
+    def __init__(self, stream: BinaryIO | _GzipStream | _Replayed,
+                 messages_key: str | None) -> None:
+        self.stream = stream
+        self.messages_key = messages_key
+        self.splitter = _core.DocumentSplitter(messages_key)
+        self.head: list[bytes] = []  # the blocks read before the first run was found
+        self.first: tuple[list[bytes], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
+        self.runs = 0  # runs handed out
+        self.is_runs: bool | None = None  # whether it is an array of runs, once known
+        # Where the document breaks, after its runs have been read (the error record after
+        # theirs); None when it is whole.
+        self.broken: str | None = None
+        self.ended = False  # the stream has been read to its end
+
+    def start(self) -> bool:
+        """Read until the first run is found: whether the document is an array of runs."""
+        if self.is_runs is None:
+            self.is_runs = self._find_first()
+        return self.is_runs
+
+    def _find_first(self) -> bool:
+        while block := self.stream.read(READ_BYTES):
+            if not self.head and b"\0" in block[:4]:
+                self.head.append(block)
+                return False  # UTF-16 or UTF-32 text: read whole, as json reads it
+            self.head.append(block)
+            found = self.splitter.feed(block)
+            if found is None:
+                return False
+            if found[0]:
+                self.first = found
+                return self._opens_runs(found[0][0], bool(found[1][0]))
+        self.ended = True
+        stop, closed, tail = self.splitter.finish()
+        if tail is not None:
+            # The document ends in its first element: a run when that element is whole, only
+            # the closing bracket missing (else reading it whole says where it breaks).
+            text, place = tail
+            if self._whole(text, place, 0) and self._opens_runs(text, False):
+                self.first = ([text], np.array([True]), np.array(place, np.int64))
+                assert stop is not None  # an array that ends in an element is cut short
+                _, (_, line, column) = stop
+                self.broken = _break(line, column, 1,
+                                     "the document ends before its closing bracket")
+                return True
+            self.broken = None  # read whole, its one error record says where it breaks
+            return False
+        return closed and stop is None  # [] holds no runs; anything else is read whole
+
+    def _opens_runs(self, text: bytes, read_by_core: bool) -> bool:
+        if read_by_core:
+            return True  # the core found it a run (it declines a plain element that is none)
         from vthread.documents import opens_runs
 
-        if not opens_runs(loads_exactly(data[spans[0, 0]:spans[0, 1]]), messages_key):
-            return None
-    return _Runs(spans, broken)
+        try:
+            return opens_runs(loads_exactly(text), self.messages_key)
+        except (ValueError, RecursionError):
+            return False
+
+    def whole(self) -> bytes:
+        """The document's bytes, read to its end (once :meth:`start` found it no runs)."""
+        parts = self.head
+        if not self.ended:
+            if isinstance(self.stream, io.BufferedReader) and len(parts) == 1:
+                return parts[0] + self.stream.read()  # a file: the rest at once
+            while part := self.stream.read(READ_BYTES):
+                parts.append(part)
+        return b"".join(parts)
+
+    def chunks(self) -> Iterator[list[bytes]]:
+        """The runs' texts in chunks of at most CHUNK_LINES, about CHUNK_BYTES bytes; then
+        :attr:`broken` is set when the document breaks."""
+        if self.first is None:
+            return  # [] holds no runs
+        found, self.first, self.head = self.first, None, []
+        batch: list[bytes] = []
+        size = 0
+        while True:
+            texts, plain, places = found
+            places = places.reshape(-1, 3)
+            whole = len(texts)
+            for index in np.flatnonzero(~plain).tolist():
+                # An element the core declines is read by Python when scanned; one that is
+                # not JSON at all is where the document breaks.
+                if not self._whole(texts[index], places[index].tolist(), self.runs + index):
+                    whole = index
+                    break
+            for text in texts[:whole]:
+                batch.append(text)
+                size += len(text)
+                if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
+                    yield batch
+                    batch, size = [], 0
+            self.runs += whole
+            if whole < len(texts) or self.splitter.done or self.ended:
+                break
+            block = self.stream.read(READ_BYTES)
+            if not block:
+                self.ended = True
+                break
+            fed = self.splitter.feed(block)
+            if fed is None:  # the splitter declines only before the first run
+                break
+            found = fed
+        if self.broken is None:
+            self._finish(batch)
+        if batch:
+            yield batch
+
+    def _finish(self, batch: list[bytes]) -> None:
+        """After the last block: the run the document ends in when it is whole (appended to
+        ``batch``), and where the document breaks."""
+        stop, _, tail = self.splitter.finish()
+        if stop is None:
+            return
+        why, (_, line, column) = stop
+        if why == "after":
+            self.broken = _break(line, column, self.runs, "Extra data", after=True)
+        elif why == "empty":
+            self.broken = _break(line, column, self.runs, "Expecting value")
+        elif tail is None or self._whole(*tail, self.runs):
+            if tail is not None:
+                batch.append(tail[0])
+                self.runs += 1
+            self.broken = _break(line, column, self.runs,
+                                 "the document ends before its closing bracket")
+
+    def _whole(self, text: bytes, place: Any, runs: int) -> bool:
+        """Whether the element ``text`` at ``place`` (offset, line, column) is JSON; when it
+        is not, :attr:`broken` says where it breaks, after ``runs`` runs."""
+        try:
+            json.loads(text)
+        except RecursionError:
+            return True  # valid JSON nested past Python's limit: its record says so
+        except ValueError as error:
+            if isinstance(error, json.JSONDecodeError):
+                at = len(error.doc[:error.pos].encode("utf-8", "surrogatepass"))
+                reason = error.msg
+            elif isinstance(error, UnicodeDecodeError):
+                at, reason = error.start, f"not UTF-8 ({error.reason})"
+            else:
+                at, reason = 0, str(error)
+            _, line, column = place
+            before = text[:at]
+            if (newlines := before.count(b"\n")):
+                line += newlines
+                column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+            else:
+                column += len(before.decode("utf-8", "replace"))
+            self.broken = _break(line, column, runs, reason)
+            return False
+        return True
 
 
-def _error_offset(error: ValueError) -> int:
-    """The byte offset, in the text ``json.loads`` was given, of where ``error`` arose."""
-    if isinstance(error, json.JSONDecodeError):
-        return len(error.doc[:error.pos].encode("utf-8", "surrogatepass"))
-    if isinstance(error, UnicodeDecodeError):
-        return error.start
-    return 0
-
-
-def _error_reason(error: ValueError) -> str:
-    if isinstance(error, json.JSONDecodeError):
-        return error.msg
-    if isinstance(error, UnicodeDecodeError):
-        return f"not UTF-8 ({error.reason})"
-    return str(error)
-
-
-def _break(data: bytes, offset: int, runs: int, reason: str, *, after: bool = False) -> str:
-    """Where a document of ``runs`` whole runs breaks, at byte ``offset``, and why: the error
-    record that follows their records."""
-    line = data.count(b"\n", 0, offset) + 1
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    column = len(data[line_start:offset].decode("utf-8", "replace")) + 1
+def _break(line: int, column: int, runs: int, reason: str, *, after: bool = False) -> str:
+    """The error record of a document of ``runs`` whole runs that breaks at ``line`` and
+    ``column``, for ``reason``."""
     where = "after its closing bracket" if after else f"in run {runs + 1}"
     before = "the run before it is" if runs == 1 else f"the {runs:,} runs before it are"
     return (f"not valid JSON: {reason}: line {line} column {column} of the document, {where}; "
@@ -1192,16 +1247,16 @@ def _break(data: bytes, offset: int, runs: int, reason: str, *, after: bool = Fa
 
 
 def _piped_document(stream: BinaryIO | _GzipStream,
-                    messages_key: str | None) -> _Replayed | _Document:
-    """Standard input as lines, or as the JSON document of runs it is, as ``cat runs.json |
-    vthread scan -`` pipes one: pretty-printed (its first line is only ``[`` or ``{``: no
-    JSONL line can be), or an array of runs on its only line (a run holding messages is no
-    message, so no JSONL thread is one). A document is read as a ``.json`` file is, not a
-    line at a time (one error record per line of the document, or one thread of runs)."""
+                    messages_key: str | None) -> _Replayed | _DocumentRuns:
+    """Standard input as lines, or as the JSON document it is, as ``cat runs.json | vthread
+    scan -`` pipes one: pretty-printed (its first line is only ``[`` or ``{``: no JSONL line
+    can be), or an array of runs on its only line (a run holding messages is no message, so no
+    JSONL thread is one). A document is read as a ``.json`` file is, not a line at a time (one
+    error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
     line = first.lstrip().split(b"\n", 1)[0].strip()
     if line in (b"[", b"{"):
-        return _Document.read(_Replayed(first, stream), messages_key)
+        return _DocumentRuns(_Replayed(first, stream), messages_key)
     if not line.startswith(b"["):
         return _Replayed(first, stream)
     # One line so far: read on while it goes on (a JSONL reading would assemble it whole too).
@@ -1212,8 +1267,8 @@ def _piped_document(stream: BinaryIO | _GzipStream,
     del parts
     if b"\n" in data.strip():
         return _Replayed(data, stream)  # more lines follow: JSONL
-    runs = _array_of_runs(data, messages_key)
-    return _Replayed(data, stream) if runs is None else _Document(data, runs)
+    document = _DocumentRuns(_Replayed(data, stream), messages_key)
+    return document if document.start() else _Replayed(document.whole(), stream)
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1307,16 +1362,17 @@ def _tasks(
         keys = (messages_key, id_key)
         try:
             kind: _Kind = "lines"
-            document_break: str | None = None  # where a document breaks after its runs
+            document: _DocumentRuns | None = None
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
-                chunks, kind, document_break = _document_chunks(
-                    _Document.read(stream, messages_key), messages_key, label)
+                document = _DocumentRuns(stream, messages_key)
+                chunks, kind = _document_chunks(document, messages_key, label)
             elif name == "-":
                 piped = _piped_document(stream, messages_key)
-                if isinstance(piped, _Document):
-                    chunks, kind, document_break = _document_chunks(piped, messages_key, label)
+                if isinstance(piped, _DocumentRuns):
+                    document = piped
+                    chunks, kind = _document_chunks(document, messages_key, label)
                 else:
                     chunks = _chunks(piped)
             else:
@@ -1347,10 +1403,11 @@ def _tasks(
                             threads, *keys, mask_volatile=mask_volatile,
                             unit="line" if kind == "lines" else "run")
                 line += len(lines)
-            if document_break is not None:
+            if document is not None and document.broken is not None:
                 # After the runs of a document that breaks: one error record saying where.
                 yield _Task(label, line, [], file_format or "native", cycle, strict,
-                            count_tokens, threads, messages_key, id_key, broken=document_break)
+                            count_tokens, threads, messages_key, id_key,
+                            broken=document.broken)
                 line += 1
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -1438,23 +1495,19 @@ def _is_document(name: str) -> bool:
     return name != "-" and base.endswith(DOCUMENT_SUFFIXES)
 
 
-def _document_chunks(document: _Document, messages_key: str | None, label: str
-                     ) -> tuple[Iterator[list[bytes]], _Kind, str | None]:
-    """A JSON document's runs as JSONL lines, in chunks, what they are, and where the
-    document breaks after them (the error record that follows them; None for none). An
-    Inspect log's samples are its runs, as native threads. A file that is not one JSON
-    document is read as JSONL (JSONL files are often named ``.json``), unless it is plainly a
-    pretty-printed document, which gets one error record saying where it breaks."""
+def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: str
+                     ) -> tuple[Iterator[list[bytes]], _Kind]:
+    """A JSON document's runs as JSONL lines, in chunks, and what they are (where an array of
+    runs breaks is ``document.broken`` once they have been read). An Inspect log's samples
+    are its runs, as native threads. A file that is not one JSON document is read as JSONL
+    (JSONL files are often named ``.json``), unless it is plainly a pretty-printed document,
+    which gets one error record saying where it breaks."""
     from vthread.documents import runs_of
     from vthread.inspect_log import is_inspect_log
 
-    data = document.data
-    if document.runs is not None:
-        # An array of runs: each run's text is its line, and no Python object is made of the
-        # document (which took ten times its size in memory).
-        spans = document.runs.spans.tolist()
-        return (_batched(data[start:end] for start, end in spans), "runs",
-                document.runs.broken)
+    if document.start():
+        return document.chunks(), "runs"
+    data = document.whole()
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
@@ -1465,11 +1518,11 @@ def _document_chunks(document: _Document, messages_key: str | None, label: str
             # is a thread alone: a line holding only a key, or a number, is JSON but never a
             # thread) that does not parse: one error record saying where it breaks, not an
             # error for each of its lines.
-            return iter([[data]]), "runs", None
-        return _chunks(io.BytesIO(data)), "lines", None
+            return iter([[data]]), "runs"
+        return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
-        return _inspect_chunks(label, io.BytesIO(data)), "inspect", None
-    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs", None
+        return _inspect_chunks(label, io.BytesIO(data)), "inspect"
+    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
 
 
 def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:

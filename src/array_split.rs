@@ -1,0 +1,405 @@
+//! A JSON document that is one array, split into its elements as its bytes arrive, so that a
+//! document of runs is scanned a chunk at a time in memory flat in its size.
+//!
+//! Elements are found by their depth outside strings; they are not checked here (each is
+//! then read alone, by the tape or by Python's `json`). A document whose every element parses
+//! alone and whose split stops nowhere is the array of those values; a split that stops
+//! (cut short, an empty element, data after the closing bracket) gives the elements before.
+
+/// Where a byte stands in the document: its offset, and its line and column (from 1; the
+/// column in characters) as Python's `json` counts them in its error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub offset: usize,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Why the split stopped short of a whole document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The document ended before its closing bracket; the element it ended in, if any, is
+    /// the splitter's `tail`.
+    Cut,
+    /// An element was empty (a comma or the closing bracket where a value belongs).
+    Empty,
+    /// Something other than whitespace follows the closing bracket.
+    After,
+}
+
+/// An element found: its range of the splitter's `text`, and the place it starts.
+pub type Element = (usize, usize, Place);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    BeforeArray,
+    BeforeElement { first: bool },
+    InElement,
+    AfterArray,
+    NotArray,
+    Stopped(Stop),
+}
+
+/// The split of one document fed a block at a time. Each `feed` returns the elements its
+/// block completed, as ranges of `text`, valid until the next `feed`.
+pub struct ArraySplitter {
+    buffer: Vec<u8>,
+    /// Document offset of `buffer[0]`.
+    base: usize,
+    /// Bytes of `buffer` scanned.
+    scanned: usize,
+    /// Bytes of `buffer` whose lines and columns are counted into `counted_place`.
+    counted: usize,
+    counted_place: Place,
+    state: State,
+    depth: usize,
+    in_string: bool,
+    /// A backslash ended the last block inside a string: the next byte is escaped.
+    escaped: bool,
+    /// Where the element being read starts in `buffer`, and its place.
+    element: Option<(usize, Place)>,
+    /// Where the split stopped (for `Stop::After` and `Stop::Empty`, the offending byte; for
+    /// `Stop::Cut`, the end of the document).
+    stop_place: Option<Place>,
+    closed: bool,
+}
+
+impl Default for ArraySplitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// JSON's whitespace, which is also `json`'s.
+fn is_json_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Characters in UTF-8 `bytes` (bytes that start one; a stray continuation byte counts none).
+fn characters(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count()
+}
+
+impl ArraySplitter {
+    pub fn new() -> Self {
+        Self {
+            buffer: Vec::new(),
+            base: 0,
+            scanned: 0,
+            counted: 0,
+            counted_place: Place {
+                offset: 0,
+                line: 1,
+                column: 1,
+            },
+            state: State::BeforeArray,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            element: None,
+            stop_place: None,
+            closed: false,
+        }
+    }
+
+    /// The bytes fed and not yet let go of: element ranges index into them.
+    pub fn text(&self) -> &[u8] {
+        &self.buffer
+    }
+
+    /// Whether the document opens no array (known from its first byte that is not space).
+    pub fn not_an_array(&self) -> bool {
+        self.state == State::NotArray
+    }
+
+    /// Whether the split is over before the document's end (it opens no array, or stopped):
+    /// nothing more need be fed.
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, State::NotArray | State::Stopped(_))
+    }
+
+    /// The place of `buffer[index]`, counting lines from the last place counted.
+    fn place_of(&mut self, index: usize) -> Place {
+        debug_assert!(index >= self.counted);
+        let span = &self.buffer[self.counted..index];
+        let mut place = self.counted_place;
+        match memchr::memrchr(b'\n', span) {
+            Some(last) => {
+                place.line += memchr::memchr_iter(b'\n', span).count();
+                place.column = characters(&span[last + 1..]) + 1;
+            }
+            None => place.column += characters(span),
+        }
+        place.offset = self.base + index;
+        self.counted = index;
+        self.counted_place = place;
+        place
+    }
+
+    /// Feed the next block of the document; the elements it completed, each as its range of
+    /// `text` (whitespace around it left out) and the place it starts.
+    pub fn feed(&mut self, block: &[u8]) -> Vec<Element> {
+        // Let go of what earlier blocks completed: keep only the element being read.
+        let keep_from = self.element.map_or(self.scanned, |(start, _)| start);
+        self.place_of(keep_from);
+        self.buffer.drain(..keep_from);
+        self.base += keep_from;
+        self.scanned -= keep_from;
+        self.counted -= keep_from;
+        if let Some((start, _)) = &mut self.element {
+            *start -= keep_from;
+        }
+        self.buffer.extend_from_slice(block);
+        let mut found = Vec::new();
+        self.scan(&mut found);
+        found
+    }
+
+    fn scan(&mut self, found: &mut Vec<Element>) {
+        let end = self.buffer.len();
+        let mut at = self.scanned;
+        while at < end {
+            match self.state {
+                State::NotArray | State::Stopped(_) => break,
+                State::BeforeArray | State::BeforeElement { .. } | State::AfterArray
+                    if is_json_space(self.buffer[at]) =>
+                {
+                    at += 1;
+                }
+                State::BeforeArray => {
+                    self.state = if self.buffer[at] == b'[' {
+                        State::BeforeElement { first: true }
+                    } else {
+                        State::NotArray
+                    };
+                    at += 1;
+                }
+                State::AfterArray => {
+                    self.stop_place = Some(self.place_of(at));
+                    self.state = State::Stopped(Stop::After);
+                }
+                State::BeforeElement { first } => match self.buffer[at] {
+                    b']' if first => {
+                        self.closed = true;
+                        self.state = State::AfterArray;
+                        at += 1;
+                    }
+                    b']' | b',' => {
+                        self.stop_place = Some(self.place_of(at));
+                        self.state = State::Stopped(Stop::Empty);
+                    }
+                    _ => {
+                        let place = self.place_of(at);
+                        self.element = Some((at, place));
+                        self.depth = 0;
+                        self.state = State::InElement;
+                    }
+                },
+                State::InElement if self.in_string => {
+                    if self.escaped {
+                        self.escaped = false;
+                        at += 1;
+                        continue;
+                    }
+                    match memchr::memchr2(b'"', b'\\', &self.buffer[at..end]) {
+                        None => at = end,
+                        Some(skip) => {
+                            at += skip;
+                            if self.buffer[at] == b'"' {
+                                self.in_string = false;
+                                at += 1;
+                            } else if at + 1 < end {
+                                at += 2; // a backslash and the byte it escapes
+                            } else {
+                                self.escaped = true;
+                                at = end;
+                            }
+                        }
+                    }
+                }
+                State::InElement => {
+                    let byte = self.buffer[at];
+                    match byte {
+                        b'"' => self.in_string = true,
+                        b'[' | b'{' => self.depth += 1,
+                        b']' | b'}' if self.depth > 0 => self.depth -= 1,
+                        b']' | b',' if self.depth == 0 => {
+                            let (start, place) = self.element.take().expect("in an element");
+                            let mut last = at;
+                            while is_json_space(self.buffer[last - 1]) {
+                                last -= 1; // the element's first byte is not space
+                            }
+                            found.push((start, last, place));
+                            if byte == b']' {
+                                self.closed = true;
+                                self.state = State::AfterArray;
+                            } else {
+                                self.state = State::BeforeElement { first: false };
+                            }
+                        }
+                        _ => {}
+                    }
+                    at += 1;
+                }
+            }
+        }
+        self.scanned = at;
+    }
+
+    /// The document has ended: why the split stopped short of a whole document and where
+    /// (None when it did not: one array, only whitespace after it), whether the closing
+    /// bracket was reached, and the element the document ended in (its range of `text`,
+    /// trailing whitespace left out, and its place), if any. Call after the last `feed`.
+    pub fn finish(&mut self) -> (Option<(Stop, Place)>, bool, Option<Element>) {
+        let tail = self.element.take().map(|(start, place)| {
+            let mut last = self.buffer.len();
+            while last > start && is_json_space(self.buffer[last - 1]) {
+                last -= 1;
+            }
+            (start, last, place)
+        });
+        let stop = match self.state {
+            State::Stopped(stop) => Some((stop, self.stop_place.expect("a stop has a place"))),
+            State::BeforeElement { .. } | State::InElement => {
+                let end = self.buffer.len();
+                Some((Stop::Cut, self.place_of(end)))
+            }
+            State::AfterArray | State::BeforeArray | State::NotArray => None,
+        };
+        (stop, self.closed, tail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Split = (Vec<Vec<u8>>, Option<(Stop, usize)>, bool, Option<Vec<u8>>);
+
+    /// The document fed in blocks of `size` bytes: the elements, where and why it stopped,
+    /// whether it closed, the tail.
+    fn split(document: &[u8], size: usize) -> Split {
+        let mut splitter = ArraySplitter::new();
+        let mut elements = Vec::new();
+        for block in document.chunks(size.max(1)) {
+            for (start, end, place) in splitter.feed(block) {
+                assert_eq!(
+                    &document[place.offset..][..end - start],
+                    &splitter.text()[start..end]
+                );
+                elements.push(splitter.text()[start..end].to_vec());
+            }
+        }
+        let (stop, closed, tail) = splitter.finish();
+        let tail = tail.map(|(start, end, _)| splitter.text()[start..end].to_vec());
+        (
+            elements,
+            stop.map(|(why, place)| (why, place.offset)),
+            closed,
+            tail,
+        )
+    }
+
+    fn every_way(document: &[u8]) -> Split {
+        let whole = split(document, document.len());
+        for size in 1..document.len() {
+            assert_eq!(
+                split(document, size),
+                whole,
+                "{document:?} in blocks of {size}"
+            );
+        }
+        whole
+    }
+
+    #[test]
+    fn elements_are_found_by_depth_outside_strings_in_blocks_of_any_size() {
+        let document = br#" [ {"a": "],\"[{\\"}, [1, [2]] ,"x" , 3 ] "#;
+        let (elements, stop, closed, tail) = every_way(document);
+        assert_eq!(
+            elements,
+            vec![
+                br#"{"a": "],\"[{\\"}"#.to_vec(),
+                b"[1, [2]]".to_vec(),
+                b"\"x\"".to_vec(),
+                b"3".to_vec()
+            ]
+        );
+        assert_eq!((stop, closed, tail), (None, true, None));
+        for empty in [&b"[]"[..], b" [ \n ] "] {
+            assert_eq!(every_way(empty), (vec![], None, true, None));
+        }
+        for other in [&b"{}"[..], b"1", b"\xef\xbb\xbf[1]"] {
+            let mut splitter = ArraySplitter::new();
+            assert!(splitter.feed(other).is_empty());
+            assert!(splitter.not_an_array() && splitter.is_done(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_broken_array_keeps_the_elements_before_where_it_stops() {
+        let cut = Some(Stop::Cut);
+        // (document, elements, why and where it stopped, closed, tail)
+        type Case = (
+            &'static [u8],
+            &'static [&'static [u8]],
+            Option<Stop>,
+            Option<usize>,
+            bool,
+            Option<&'static [u8]>,
+        );
+        let cases: [Case; 10] = [
+            (b"[1,]", &[b"1"], Some(Stop::Empty), Some(3), false, None),
+            (b"[,1]", &[], Some(Stop::Empty), Some(1), false, None),
+            (b"[1 2]", &[b"1 2"], None, None, true, None), // refused when read alone
+            (b"[1] x", &[b"1"], Some(Stop::After), Some(4), true, None),
+            (b"[1", &[], cut, Some(2), false, Some(b"1")),
+            (b"[1, 2 \n", &[b"1"], cut, Some(7), false, Some(b"2")),
+            (
+                b"[1, {\"a\": [",
+                &[b"1"],
+                cut,
+                Some(11),
+                false,
+                Some(b"{\"a\": ["),
+            ),
+            (
+                b"[1, \"cut\\",
+                &[b"1"],
+                cut,
+                Some(9),
+                false,
+                Some(b"\"cut\\"),
+            ),
+            (b"[1,\n", &[b"1"], cut, Some(4), false, None),
+            (b"[", &[], cut, Some(1), false, None),
+        ];
+        for (document, elements, why, offset, closed, tail) in cases {
+            let expected: Split = (
+                elements.iter().map(|e| e.to_vec()).collect(),
+                why.zip(offset),
+                closed,
+                tail.map(<[u8]>::to_vec),
+            );
+            assert_eq!(every_way(document), expected, "{document:?}");
+        }
+    }
+
+    #[test]
+    fn places_count_lines_and_characters_as_json_does() {
+        let document = "[\n  \"é\",\n  {\"a\": 1},  \"🎉\", 7\n] x".as_bytes();
+        for size in 1..document.len() {
+            let mut splitter = ArraySplitter::new();
+            let mut places = Vec::new();
+            for block in document.chunks(size) {
+                places.extend(splitter.feed(block).into_iter().map(|(_, _, p)| p));
+            }
+            let (stop, _, _) = splitter.finish();
+            let lines_columns: Vec<(usize, usize)> =
+                places.iter().map(|p| (p.line, p.column)).collect();
+            assert_eq!(lines_columns, vec![(2, 3), (3, 3), (3, 14), (3, 19)]);
+            let (why, place) = stop.expect("data after the array");
+            assert_eq!((why, place.line, place.column), (Stop::After, 4, 3));
+        }
+    }
+}
