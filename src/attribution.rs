@@ -39,6 +39,8 @@ const EXCERPT_CHARS: usize = 240;
 /// Each rendered message or payload is cut to this many code points first (`_PART_CHARS`).
 const PART_CHARS: usize = 100;
 const PART_SEPARATOR: &str = " | ";
+/// `_attribution._ARROW`: between a tool call and its result.
+const ARROW: &str = " -> ";
 const ELLIPSIS: char = '\u{2026}';
 /// `_messages.ABSENT`: an absent payload in an activity's parts.
 const ABSENT: &str = "-";
@@ -643,13 +645,27 @@ fn one_line(text: &str, limit: usize) -> String {
     cut
 }
 
-/// `_joined` of the messages rendered (`render_message`), rendering only until the joined
-/// text is sure to be cut: a block of 500,000 messages shows its first few.
+/// `_joined` of the messages rendered (`render_message`), a part the next one repeats before
+/// its arrow left out (`_attribution.folded`), rendering only until the joined text is sure
+/// to be cut: a block of 500,000 messages shows its first few. (A folded part is replaced by
+/// a longer one that begins with it, so a text past the cut stays past it, with the same
+/// first characters.)
 fn rendered_excerpt<N: Readable>(messages: &[N]) -> Result<String, Declined> {
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
     let mut chars = 0;
     for message in messages {
         let part = render_message(message)?;
+        if let Some(last) = parts.last() {
+            if part.starts_with(last.as_str()) && part[last.len()..].starts_with(ARROW) {
+                chars -= last.chars().count()
+                    + if parts.len() > 1 {
+                        PART_SEPARATOR.len()
+                    } else {
+                        0
+                    };
+                parts.pop();
+            }
+        }
         chars += part.chars().count()
             + if parts.is_empty() {
                 0
@@ -687,7 +703,7 @@ fn render_message<N: Readable>(message: &N) -> Result<String, Declined> {
         out.push(')');
         if activity.kind.is_text("response") {
             if let Some(result) = &activity.result {
-                out.push_str(" -> ");
+                out.push_str(ARROW);
                 out.push_str(&one_line(&payload(result)?, PART_CHARS));
             }
         }

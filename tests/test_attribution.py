@@ -78,12 +78,17 @@ def test_person_span_equals_the_brute_force_twin(head: list[str], block: list[st
 
 
 def test_excerpt_names_the_tool_and_arguments() -> None:
-    """A repeated call and its result read as name(arguments) -> result."""
+    """A repeated call and its result read as name(arguments) -> result, the call shown once
+    (the response names it); a call whose response differs keeps its own part."""
     thread = [{"type": "user", "text": "go"}] + [
         _call("grep", pattern="TODO"), _reply("grep", "no matches", pattern="TODO")] * 3
     record = vthread.scan([thread]).record(0)
+    assert record["excerpt"] == 'grep({"pattern":"TODO"}) -> no matches'
+    thread = [{"type": "user", "text": "go"}] + [
+        _call("grep", pattern="TODO"), _reply("grep", "none", pattern="FIXME")] * 3
+    record = vthread.scan([thread]).record(0)
     assert record["excerpt"] == ('grep({"pattern":"TODO"}) | '
-                                 'grep({"pattern":"TODO"}) -> no matches')
+                                 'grep({"pattern":"FIXME"}) -> none')
 
 
 def test_excerpt_of_a_text_run_is_the_start_of_the_repeated_text() -> None:

@@ -243,7 +243,33 @@ def test_a_payload_of_a_hyphen_is_shown_as_itself() -> None:
     by_core, by_python, looping = _both_ways([line])
     assert looping == [0]
     _assert_same(by_core, by_python)
-    assert by_core.excerpt[0] == "ls(-) | ls(-) -> -"
+    assert by_core.excerpt[0] == "ls(-) -> -"  # the call shown once, by its response
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ls", "grep", "x" * 30]),
+                          st.text("ab\u00e9\U0001f389 ", max_size=60),
+                          st.booleans(), st.booleans()), min_size=1, max_size=12),
+       st.integers(2, 3))
+def test_a_call_followed_by_its_response_is_shown_once_both_ways(
+        steps: list[tuple[str, str, bool, bool]], copies: int) -> None:
+    """A loop of tool calls each followed by its response (or by a response to other
+    arguments, or by none): the core, which renders only until the excerpt is sure to be cut,
+    folds a call into its response as Python does over the whole block, wherever the cut
+    falls."""
+    block: list[dict[str, Any]] = []
+    for name, argument, answered, same in steps:
+        block.append({"type": "activity", "text": "", "meta": {"activity": {
+            "type": "request", "function": {"name": name, "arguments": {"q": argument}}}}})
+        if answered:
+            block.append({"type": "activity", "text": "", "meta": {"activity": {
+                "type": "response", "function": {
+                    "name": name, "arguments": {"q": argument if same else argument + "!"},
+                    "result": argument[::-1]}}}})
+    line = _line([{"type": "user", "text": "go"}] + block * copies, False)
+    by_core, by_python, looping = _both_ways([line])
+    assume(looping == [0])
+    _assert_same(by_core, by_python)
 
 
 def test_a_loop_the_core_cannot_restate_is_left_to_python() -> None:

@@ -37,6 +37,7 @@ _PART_CHARS: Final = 100
 """Each rendered message or payload is cut to this many code points first, so one long
 argument does not hide the rest of the block."""
 _SEPARATOR: Final = " | "
+_ARROW: Final = " -> "  # between a tool call and its result
 _ELLIPSIS: Final = "…"
 _SPACES: Final = re.compile(r"\s+")
 
@@ -140,7 +141,7 @@ def render_message(message: Message, encode: Callable[[Any], str]) -> str:
         arguments, result = _activity_payloads(message)
         call = _call(activity.name, arguments, encode)
         if activity.kind == "response" and result is not _MISSING:
-            return f"{call} -> {_one_line(_payload(result, encode))}"
+            return f"{call}{_ARROW}{_one_line(_payload(result, encode))}"
         return call
     kind = message.get("type")
     text = message.get("text")
@@ -148,8 +149,19 @@ def render_message(message: Message, encode: Callable[[Any], str]) -> str:
     return f"{label}: {_one_line(text)}" if isinstance(text, str) else label
 
 
+def folded(parts: Sequence[str]) -> list[str]:
+    """``parts`` without each one the next repeats before its arrow: a tool call followed by
+    its own response (``ls({}) | ls({}) -> a.py``) is shown once, as the response.
+
+    >>> folded(["bot: Checking.", "ls({})", "ls({}) -> a.py", "ls({})"])
+    ['bot: Checking.', 'ls({}) -> a.py', 'ls({})']
+    """
+    return [part for part, after in zip(parts, [*parts[1:], None], strict=True)
+            if after is None or not after.startswith(part + _ARROW)]
+
+
 def _joined(parts: Sequence[str]) -> str:
-    text = _SEPARATOR.join(parts)
+    text = _SEPARATOR.join(folded(parts))
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
     # An excerpt is for reading and goes into UTF-8 files and Arrow strings: a surrogate pair
@@ -167,7 +179,8 @@ def excerpt(
 ) -> str:
     """A one-line rendering of what loops in ``messages`` under the verdict ``name``.
 
-    repeated_suffix: the block of ``period`` messages from ``begin``; repeated_activity_tail:
+    repeated_suffix: the block of ``period`` messages from ``begin`` (a tool call followed by
+    its own response shown once: :func:`folded`); repeated_activity_tail:
     each distinct tool call of the tail, in order of first appearance; repeated_result_run:
     the newest settled response; repeated_message_text_run: the first repeated sentence of
     the message at ``begin`` (``repeated_unit`` finds it). ``encode`` writes a payload's

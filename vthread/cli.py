@@ -8,7 +8,7 @@ ignored) — and writes one JSON line per input line, in input order::
     {"id": "t42", "file": "runs.jsonl", "line": 1, "verdict": "repeated_suffix",
      "loop_start": 12, "period": 2, "repetitions": 5, "loop_messages": 10,
      "loop_tokens": 1234.0, "signature": "5ce85b8097e11323",
-     "excerpt": "read_file({\"path\":\"a.py\"}) | read_file(...) -> ...", "messages": 22}
+     "excerpt": "bot: Let me look. | read_file({\"path\":\"a.py\"}) -> ...", "messages": 22}
 
 (the fields from ``verdict`` to ``excerpt`` are :meth:`vthread.ScanResult.record`'s).
 
