@@ -645,17 +645,20 @@ fn one_line(text: &str, limit: usize) -> String {
     cut
 }
 
-/// `_joined` of the messages rendered (`render_message`), a part the next one repeats before
-/// its arrow left out (`_attribution.folded`), rendering only until the joined text is sure
-/// to be cut: a block of 500,000 messages shows its first few. (A folded part is replaced by
-/// a longer one that begins with it, so a text past the cut stays past it, with the same
-/// first characters.)
+/// `_joined` of `_attribution.rendered` (each message rendered, a tool request followed by
+/// its own response shown once, as the response), rendering only until the joined text is
+/// sure to be cut: a block of 500,000 messages shows its first few. (A request folded away
+/// is replaced by a longer part that begins with it, so a text past the cut stays past it,
+/// with the same first characters.)
 fn rendered_excerpt<N: Readable>(messages: &[N]) -> Result<String, Declined> {
     let mut parts: Vec<String> = Vec::new();
     let mut chars = 0;
+    let mut after_request = false; // whether the last part is a tool request's
     for message in messages {
-        let part = render_message(message)?;
-        if let Some(last) = parts.last() {
+        let (part, kind) = render_part(message)?;
+        let folds = after_request && kind == Part::Response;
+        after_request = kind == Part::Request;
+        if let Some(last) = parts.last().filter(|_| folds) {
             if part.starts_with(last.as_str()) && part[last.len()..].starts_with(ARROW) {
                 chars -= last.chars().count()
                     + if parts.len() > 1 {
@@ -694,7 +697,27 @@ fn joined(parts: Vec<String>) -> String {
 /// `_attribution.render_message`: `name(arguments)` for a tool request, `name(...) -> result`
 /// for its response, `type: text` otherwise.
 fn render_message<N: Readable>(message: &N) -> Result<String, Declined> {
+    Ok(render_part(message)?.0)
+}
+
+/// What a rendered message is: a tool request's, a response's, or another message's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Request,
+    Response,
+    Other,
+}
+
+/// `render_message`, and what the message is.
+fn render_part<N: Readable>(message: &N) -> Result<(String, Part), Declined> {
     if let Some(activity) = parse_activity(message)? {
+        let part = if activity.kind.is_text("request") {
+            Part::Request
+        } else if activity.kind.is_text("response") {
+            Part::Response
+        } else {
+            Part::Other
+        };
         let mut out = activity.name.string()?.ok_or(Declined)?;
         out.push('(');
         if let Some(arguments) = &activity.arguments {
@@ -707,7 +730,7 @@ fn render_message<N: Readable>(message: &N) -> Result<String, Declined> {
                 out.push_str(&one_line(&payload(result)?, PART_CHARS));
             }
         }
-        return Ok(out);
+        return Ok((out, part));
     }
     let label = match message.field(Key::Type)? {
         Some(kind) => kind.string()?,
@@ -718,10 +741,11 @@ fn render_message<N: Readable>(message: &N) -> Result<String, Declined> {
         Some(text) => text.string()?,
         None => None,
     };
-    Ok(match text {
+    let out = match text {
         Some(text) => format!("{label}: {}", one_line(&text, PART_CHARS)),
         None => label,
-    })
+    };
+    Ok((out, Part::Other))
 }
 
 /// `_attribution._payload`: a string as itself, anything else as `json.dumps(value,

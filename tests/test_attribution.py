@@ -89,6 +89,15 @@ def test_excerpt_names_the_tool_and_arguments() -> None:
     record = vthread.scan([thread]).record(0)
     assert record["excerpt"] == ('grep({"pattern":"TODO"}) | '
                                  'grep({"pattern":"FIXME"}) -> none')
+    # Only a tool request folds into its response: a text that another text repeats before
+    # an arrow stays; --anywhere's excerpt folds as the record's does.
+    thread = [{"type": "user", "text": "go"}] + [
+        {"type": "bot", "text": "Done"}, {"type": "bot", "text": "Done -> next step"}] * 3
+    assert vthread.scan([thread]).record(0)["excerpt"] == "bot: Done | bot: Done -> next step"
+    thread = [{"type": "user", "text": "go"}] + [
+        _call("grep", pattern="TODO"), _reply("grep", "no matches", pattern="TODO")] * 3
+    (found,) = vthread.scan([thread], anywhere=True).loops[0]
+    assert found["excerpt"] == 'grep({"pattern":"TODO"}) -> no matches'
 
 
 def test_excerpt_of_a_text_run_is_the_start_of_the_repeated_text() -> None:

@@ -796,8 +796,11 @@ def test_a_compact_document_of_runs_piped_in_is_read_run_by_run(
     assert code_keyed == 0 and [r["id"] for r in records(out)] == [0, 1, 2]
     assert splits == ["steps"]
     monkeypatch.setattr(cli._core, "DocumentSplitter", real)
-    two = records(run(["scan", "-", "-q"], monkeypatch, stdin=document + b"\n" + thread)[1])
-    assert len(two) == 2
+    # A line of runs is a document, whatever follows: what follows it is where it breaks.
+    *read, broken = records(run(["scan", "-", "-q"], monkeypatch,
+                                stdin=document + b"\n" + thread)[1])
+    assert [r["id"] for r in read] == [0, 1, 2]
+    assert "line 2 column 1 of the document, after its closing bracket" in broken["error"]
 
 
 def test_a_given_format_that_does_not_fit_is_warned_of(

@@ -133,3 +133,27 @@ def test_summary_names_what_it_counts(tmp_path: Path,
         summary = json.loads(target.read_text())
         assert code == 0 and summary["unit"] == unit and summary["completed"] is True
         assert err.startswith(f"vthread scan: {count}") and f" {unit}s/s)" in err
+
+
+def test_an_input_not_read_to_its_end_is_said(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document that breaks is said on stderr (even with -q), counted in the summary table
+    and listed in --summary's "cut_short", besides its error record; --strict names the run
+    ("FILE: run N:"), not a line."""
+    runs = [{"id": f"r{i}", "messages": [{"type": "bot", "text": "x"}]} for i in range(4)]
+    path = tmp_path / "runs.json"
+    text = json.dumps(runs, indent=1)
+    path.write_text(text[: text.index('"r2"')])
+    target = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "--summary", str(target)], monkeypatch)
+    *read, broken = records(out)
+    assert code == 0 and len(read) == 2
+    assert err.startswith(f"vthread scan: {path}: {broken['error']}\n")
+    assert "  inputs not read to the end" in err
+    summary = json.loads(target.read_text())
+    assert summary["cut_short"] == [{"file": str(path), "why": broken["error"]}]
+    assert summary["completed"] is True
+    _, _, quiet = run(["scan", str(path), "-q"], monkeypatch)
+    assert quiet == f"vthread scan: {path}: {broken['error']}\n"
+    code, _, strict = run(["scan", str(path), "-q", "--strict"], monkeypatch)
+    assert code == 2 and strict == f"vthread scan: {path}: run 3: {broken['error']}\n"

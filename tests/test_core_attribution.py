@@ -254,11 +254,16 @@ def test_a_payload_of_a_hyphen_is_shown_as_itself() -> None:
 def test_a_call_followed_by_its_response_is_shown_once_both_ways(
         steps: list[tuple[str, str, bool, bool]], copies: int) -> None:
     """A loop of tool calls each followed by its response (or by a response to other
-    arguments, or by none): the core, which renders only until the excerpt is sure to be cut,
-    folds a call into its response as Python does over the whole block, wherever the cut
-    falls."""
+    arguments, or by none), and of texts one repeats before an arrow: the core, which
+    renders only until the excerpt is sure to be cut, folds a call into its response as
+    Python does over the whole block, wherever the cut falls."""
     block: list[dict[str, Any]] = []
     for name, argument, answered, same in steps:
+        if name == "ls" and not answered:
+            # Texts where one repeats another before an arrow: no call, nothing folds.
+            block += [{"type": "bot", "text": argument},
+                      {"type": "bot", "text": f"{argument} -> {argument}"}]
+            continue
         block.append({"type": "activity", "text": "", "meta": {"activity": {
             "type": "request", "function": {"name": name, "arguments": {"q": argument}}}}})
         if answered:

@@ -335,6 +335,15 @@ def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
         outputs.append([dict(r, file=None) for r in records(out)])
     assert outputs[0] == outputs[1]
     assert [r["error"] for r in outputs[1]] == ['not a thread: an object without "steps"'] * 3
+    # Said once, with the keys the runs do have; and an --id-key none of them has.
+    _, _, said = run(["scan", str(document), "-q", "--messages-key", "steps", "--id-key",
+                      "name"], monkeypatch)
+    assert said.splitlines() == [
+        f'vthread scan: {document}: none of its first 3 runs has "{key}" ({flag}): '
+        f'{outcome}; the first has "id", "messages"'
+        for key, flag, outcome in (("steps", "--messages-key", "each is an error record"),
+                                   ("name", "--id-key", "their ids are null"))]
+    assert run(["scan", str(document), "-q", "--id-key", "id"], monkeypatch)[2] == ""
     # A document that is one run's messages stays one run under a key it does not use.
     document.write_text(json.dumps(openai_healthy()))
     code, out, _ = run(["scan", str(document), "-q", "--messages-key", "steps"], monkeypatch)
@@ -888,7 +897,9 @@ def test_a_document_cut_short_keeps_its_whole_runs(
     assert broken["line"] == whole_runs + 1 and broken["id"] is None
     assert broken["error"].startswith("not valid JSON: ")
     if whole_runs:
-        assert f"of the document, in run {whole_runs + 1}; " in broken["error"]
+        where = (f"after run {whole_runs}" if "ends before its closing bracket" in
+                 broken["error"] else f"in run {whole_runs + 1}")
+        assert f"of the document, {where}; " in broken["error"]
 
 
 def test_a_document_that_breaks_says_where(tmp_path: Path,
@@ -916,7 +927,7 @@ def test_a_document_that_breaks_says_where(tmp_path: Path,
         *read, broken = records(out)
         assert code == 0 and [r["id"] for r in read] == ["a"] and read, data
         assert where in broken["error"] and why in broken["error"], broken
-        assert broken["error"].endswith("(the run before it is)")
+        assert broken["error"].endswith("; the document is not read past there")
         assert broken["line"] == 2
     # An empty array holds no runs; one with data after it is one error record.
     for empty, count in ((b"[ ]\n", 0), (b"[] x", 1)):
@@ -927,6 +938,7 @@ def test_a_document_that_breaks_says_where(tmp_path: Path,
     *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
     assert [r["id"] for r in read] == ["a", "a"] and broken["line"] == 3
     assert "the document ends before its closing bracket: line 1 column" in broken["error"]
+    assert broken["error"].endswith(", after run 2; the document is not read past there")
 
 
 def test_a_compressed_document_cut_short_keeps_its_whole_runs(
@@ -939,14 +951,15 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
     path = tmp_path / "runs.json.gz"
     path.write_bytes(compressed[: len(compressed) // 2])
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
-    *read, document_break, stream_break = records(out)
+    *read, broken = records(out)
     assert code == 0 and 0 < len(read) < 400
     assert [r["id"] for r in read] == [f"r{i}" for i in range(len(read))]
     assert all(r["verdict"] is None for r in read)
-    assert document_break["line"] == len(read) + 1
-    assert f"in run {len(read) + 1}; " in document_break["error"]
-    assert stream_break["line"] == len(read) + 2
-    assert stream_break["error"].startswith("gzip stream broken at byte ")
+    # One defect, one record: where the gzip stream breaks off, and where the document does.
+    assert broken["line"] == len(read) + 1
+    assert broken["error"].startswith("gzip stream broken at byte ")
+    assert "; not valid JSON: " in broken["error"]
+    assert f"of the document, in run {len(read) + 1}; " in broken["error"]
     compact = json.dumps(runs).encode()
     cut = compact[: compact.index(b'{"id": "r7"') + 30]
     (tmp_path / "cut.json").write_bytes(cut)
@@ -955,6 +968,41 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
     assert [r["id"] for r in records(piped)] == [f"r{i}" for i in range(7)] + [None]
     assert piped == by_name.replace(json.dumps(str(tmp_path / "cut.json")).encode(),
                                     b'"<stdin>"')
+
+
+def test_documents_that_are_not_what_they_seem(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSON document named .jsonl is read as JSONL, as named (records out = lines in), and
+    said to look like a document; an empty or blank .json is one error record (a download that never
+    started passed as a scan of nothing, even under --strict); a run holding a NUL byte or a
+    byte-order mark, which json.loads of its bytes alone would read as UTF-16 or skip, is
+    where the document breaks, as in the whole document; a run nested past what Python's
+    json reads ends the document there (where its structure ends cannot be told)."""
+    runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(3)]
+    named_jsonl = tmp_path / "runs.jsonl"
+    named_jsonl.write_text(json.dumps(runs, indent=2))
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps(runs, indent=2))
+    _, as_jsonl, said = run(["scan", str(named_jsonl), "-q"], monkeypatch)
+    _, as_json, _ = run(["scan", str(document), "-q"], monkeypatch)
+    assert len(records(as_jsonl)) == len(named_jsonl.read_text().splitlines())
+    assert said.startswith(f"vthread scan: {named_jsonl}: line 1 is only '[': this looks like "
+                           "a JSON document")
+    assert [r["id"] for r in records(as_json)] == ["r0", "r1", "r2"]
+    for blank in (b"", b" \n\n"):
+        document.write_bytes(blank)
+        code, out, err = run(["scan", str(document), "-q"], monkeypatch)
+        (record,) = records(out)
+        assert code == 0 and record["error"].startswith("not valid JSON: the document is empty")
+        assert record["error"] in err
+        assert run(["scan", str(document), "-q", "--strict"], monkeypatch)[0] == 2
+    good = json.dumps(runs[0]).encode()
+    for odd in (b"1\x00", b"\xef\xbb\xbf" + good, b"[" * 3000 + b"]" * 3000):
+        document.write_bytes(b"[" + good + b", " + odd + b", " + good + b"]")
+        code, out, _ = run(["scan", str(document), "-q"], monkeypatch)
+        *read, broken = records(out)
+        assert code == 0 and [r["id"] for r in read] == ["r0"], odd[:8]
+        assert broken["line"] == 2 and "of the document, in run 2; " in broken["error"]
 
 
 def test_a_large_document_is_read_run_by_run(tmp_path: Path,

@@ -149,19 +149,25 @@ def render_message(message: Message, encode: Callable[[Any], str]) -> str:
     return f"{label}: {_one_line(text)}" if isinstance(text, str) else label
 
 
-def folded(parts: Sequence[str]) -> list[str]:
-    """``parts`` without each one the next repeats before its arrow: a tool call followed by
-    its own response (``ls({}) | ls({}) -> a.py``) is shown once, as the response.
-
-    >>> folded(["bot: Checking.", "ls({})", "ls({}) -> a.py", "ls({})"])
-    ['bot: Checking.', 'ls({}) -> a.py', 'ls({})']
-    """
-    return [part for part, after in zip(parts, [*parts[1:], None], strict=True)
-            if after is None or not after.startswith(part + _ARROW)]
+def rendered(messages: Sequence[Message], encode: Callable[[Any], str]) -> list[str]:
+    """Each message rendered (:func:`render_message`), a tool request followed by its own
+    response shown once, as the response: ``ls({}) | ls({}) -> a.py`` reads
+    ``ls({}) -> a.py`` (a request whose response differs, and other messages, stay)."""
+    parts: list[str] = []
+    after_request = False  # whether the last part is a tool request's
+    for message in messages:
+        activity = parse_activity(message, no_payload)
+        part = render_message(message, encode)
+        if (after_request and activity is not None and activity.kind == "response"
+                and part.startswith(parts[-1] + _ARROW)):
+            parts.pop()
+        parts.append(part)
+        after_request = activity is not None and activity.kind == "request"
+    return parts
 
 
 def _joined(parts: Sequence[str]) -> str:
-    text = _SEPARATOR.join(folded(parts))
+    text = _SEPARATOR.join(parts)
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
     # An excerpt is for reading and goes into UTF-8 files and Arrow strings: a surrogate pair
@@ -180,14 +186,14 @@ def excerpt(
     """A one-line rendering of what loops in ``messages`` under the verdict ``name``.
 
     repeated_suffix: the block of ``period`` messages from ``begin`` (a tool call followed by
-    its own response shown once: :func:`folded`); repeated_activity_tail:
+    its own response shown once: :func:`rendered`); repeated_activity_tail:
     each distinct tool call of the tail, in order of first appearance; repeated_result_run:
     the newest settled response; repeated_message_text_run: the first repeated sentence of
     the message at ``begin`` (``repeated_unit`` finds it). ``encode`` writes a payload's
     canonical text where JSON cannot. O(rendered messages).
     """
     if name == "repeated_suffix":
-        return _joined([render_message(m, encode) for m in messages[begin : begin + period]])
+        return _joined(rendered(messages[begin : begin + period], encode))
     if name == "repeated_activity_tail":
         seen: dict[Activity, Message] = {}
         for message in messages[begin:]:
@@ -213,7 +219,7 @@ def tail_excerpt(calls: Sequence[tuple[Activity, Message]], encode: Callable[[An
     shown = [message for activity, message in calls if activity.kind == "request"]
     if not shown:  # a tail of responses only: show those
         shown = [message for _, message in calls]
-    return _joined([render_message(message, encode) for message in shown])
+    return _joined(rendered(shown, encode))
 
 
 def text_excerpt(text: Any, repeated: str | None) -> str:

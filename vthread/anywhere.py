@@ -60,7 +60,7 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import EXCERPT_CHARS, render_message
+from vthread._attribution import EXCERPT_CHARS, rendered
 from vthread._messages import usage_tokens
 from vthread._options import text_run_options
 from vthread.fingerprint import message_fingerprint
@@ -645,7 +645,7 @@ def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[An
         parts = [" ".join((unit if unit is not None else str(text)).split())[:100]]
     else:
         shown = [m for m in block if kind == BLOCK or _role(m) != _AGENT] or list(block)
-        parts = [render_message(m, encode) for m in shown]
+        parts = rendered(shown, encode)
     text = _SEPARATOR.join(parts)
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1] + "…"

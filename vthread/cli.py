@@ -347,7 +347,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the records to PATH instead of standard output")
     for flag, meaning in (
         ("--min-repetitions", "copies of the pattern needed (default 2)"),
-        ("--min-pattern-length", "shortest repeating pattern, in messages (default 2)"),
+        ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
+         "2; a record's period is the loop's own smallest, which can be 1)"),
         ("--max-pattern-length", "longest repeating pattern (default: length / repetitions)"),
         ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
     ):
@@ -551,6 +552,7 @@ def _scan_command(options: argparse.Namespace) -> int:
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
+    cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
@@ -563,7 +565,7 @@ def _scan_command(options: argparse.Namespace) -> int:
                    threads=1,
                    messages_key=options.messages_key, id_key=options.id_key,
                    detected=detected, mask_volatile=options.mask_volatile,
-                   listed=listed),
+                   listed=listed, cut_short=cut_short),
             units)
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
@@ -606,12 +608,13 @@ def _scan_command(options: argparse.Namespace) -> int:
         if code != _BROKEN_PIPE_EXIT:
             _say(f"vthread scan: {message}")
     elif not options.quiet:
-        _say(_summary(stats, what, seconds, detected=detected, units=units), end="")
+        _say(_summary(stats, what, seconds, detected=detected, units=units,
+                      cut_short=len(cut_short)), end="")
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
-                                None if failure is None else failure[1])
+                                None if failure is None else failure[1], cut_short)
         try:
             Path(options.summary_file).write_text(
                 json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
@@ -696,9 +699,11 @@ def _loops_only(output: bytes) -> bytes:
 
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   detected: list[tuple[str, str]], units: set[str],
-                  failure: str | None = None) -> dict[str, object]:
+                  failure: str | None = None,
+                  cut_short: list[tuple[str, str]] | None = None) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
-    why the scan ended before its end (the figures are then those of what it read)."""
+    why the scan ended before its end (the figures are then those of what it read);
+    ``cut_short``: the inputs not read to their end, and why."""
     threads = stats.lines - stats.errors
     return {
         "scanned": scanned,
@@ -720,6 +725,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
         "loops_without_tokens": stats.loops_without_tokens,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
+        "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
     }
 
 
@@ -1121,11 +1127,11 @@ class _DocumentRuns:
             # The document ends in its first element: a run when that element is whole, only
             # the closing bracket missing (else reading it whole says where it breaks).
             text, place = tail
-            if self._whole(text, place, 0) and self._opens_runs(text, False):
+            assert stop is not None  # an array that ends in an element is cut short
+            if self._whole(text, place, 0, stop[1]) and self._opens_runs(text, False):
                 self.first = ([text], np.array([True]), np.array(place, np.int64))
-                assert stop is not None  # an array that ends in an element is cut short
                 _, (_, line, column) = stop
-                self.broken = _break(line, column, 1,
+                self.broken = _break(line, column, "after run 1",
                                      "the document ends before its closing bracket")
                 return True
             self.broken = None  # read whole, its one error record says where it breaks
@@ -1138,7 +1144,7 @@ class _DocumentRuns:
         from vthread.documents import opens_runs
 
         try:
-            return opens_runs(loads_exactly(text), self.messages_key)
+            return opens_runs(_element_value(text), self.messages_key)
         except (ValueError, RecursionError):
             return False
 
@@ -1200,23 +1206,30 @@ class _DocumentRuns:
             return
         why, (_, line, column) = stop
         if why == "after":
-            self.broken = _break(line, column, self.runs, "Extra data", after=True)
+            self.broken = _break(line, column, "after its closing bracket", "Extra data")
         elif why == "empty":
-            self.broken = _break(line, column, self.runs, "Expecting value")
-        elif tail is None or self._whole(*tail, self.runs):
+            self.broken = _break(line, column, f"in run {self.runs + 1}", "Expecting value")
+        elif tail is None or self._whole(*tail, self.runs, stop[1]):
             if tail is not None:
                 batch.append(tail[0])
                 self.runs += 1
-            self.broken = _break(line, column, self.runs,
+            self.broken = _break(line, column, f"after run {self.runs}",
                                  "the document ends before its closing bracket")
 
-    def _whole(self, text: bytes, place: Any, runs: int) -> bool:
-        """Whether the element ``text`` at ``place`` (offset, line, column) is JSON; when it
-        is not, :attr:`broken` says where it breaks, after ``runs`` runs."""
+    def _whole(self, text: bytes, place: Any, runs: int, end: Any = None) -> bool:
+        """Whether the element ``text`` at ``place`` (offset, line, column) is JSON Python
+        reads; when it is not, :attr:`broken` says where it breaks, after ``runs`` runs.
+        ``end``: the place of the document's end, for the element it ends in (whose trailing
+        space the split left out): a break at the element's end is there."""
         try:
-            json.loads(text)
+            _element_value(text)
         except RecursionError:
-            return True  # valid JSON nested past Python's limit: its record says so
+            # Nested past what Python's json reads (as the whole document would be): no
+            # telling where its structure ends, so the document is not read past it.
+            _, line, column = place
+            self.broken = _break(line, column, f"in run {runs + 1}",
+                                 "nested too deeply to read")
+            return False
         except ValueError as error:
             if isinstance(error, json.JSONDecodeError):
                 at = len(error.doc[:error.pos].encode("utf-8", "surrogatepass"))
@@ -1225,50 +1238,52 @@ class _DocumentRuns:
                 at, reason = error.start, f"not UTF-8 ({error.reason})"
             else:
                 at, reason = 0, str(error)
-            _, line, column = place
-            before = text[:at]
-            if (newlines := before.count(b"\n")):
-                line += newlines
-                column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+            if end is not None and at >= len(text):
+                _, line, column = end
             else:
-                column += len(before.decode("utf-8", "replace"))
-            self.broken = _break(line, column, runs, reason)
+                _, line, column = place
+                before = text[:at]
+                if (newlines := before.count(b"\n")):
+                    line += newlines
+                    column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+                else:
+                    column += len(before.decode("utf-8", "replace"))
+            self.broken = _break(line, column, f"in run {runs + 1}", reason)
             return False
         return True
 
 
-def _break(line: int, column: int, runs: int, reason: str, *, after: bool = False) -> str:
-    """The error record of a document of ``runs`` whole runs that breaks at ``line`` and
-    ``column``, for ``reason``."""
-    where = "after its closing bracket" if after else f"in run {runs + 1}"
-    before = "the run before it is" if runs == 1 else f"the {runs:,} runs before it are"
+def _element_value(text: bytes) -> Any:
+    """An element of a document as Python's ``json`` reads it there: the document's UTF-8
+    (``json.loads`` of the element's bytes alone would guess UTF-16 from a NUL byte, and pass
+    a byte-order mark)."""
+    return json.loads(text.decode("utf-8", "surrogatepass"))
+
+
+def _break(line: int, column: int, where: str, reason: str) -> str:
+    """The error record of a document that breaks at ``line`` and ``column`` (``where``: in
+    which run, or after which), for ``reason``."""
     return (f"not valid JSON: {reason}: line {line} column {column} of the document, {where}; "
-            f"the document is not read past there ({before})")
+            "the document is not read past there")
 
 
-def _piped_document(stream: BinaryIO | _GzipStream,
-                    messages_key: str | None) -> _Replayed | _DocumentRuns:
-    """Standard input as lines, or as the JSON document it is, as ``cat runs.json | vthread
-    scan -`` pipes one: pretty-printed (its first line is only ``[`` or ``{``: no JSONL line
-    can be), or an array of runs on its only line (a run holding messages is no message, so no
-    JSONL thread is one). A document is read as a ``.json`` file is, not a line at a time (one
-    error record per line of the document, or one thread of runs)."""
+def _sniffed_document(stream: BinaryIO | _GzipStream,
+                      messages_key: str | None) -> _Replayed | _DocumentRuns:
+    """Standard input as lines, or as the JSON document it is, as
+    ``cat runs.json | vthread scan -`` pipes one: pretty-printed (its first line is only
+    ``[`` or ``{``: no JSONL line can be), or an array whose first element is a run (a run
+    holding messages is no message, so no JSONL thread is one; a line of runs is read as the
+    document it is, a block at a time). A document is read as a ``.json`` file is, not a line
+    at a time (one error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
     line = first.lstrip().split(b"\n", 1)[0].strip()
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, stream), messages_key)
     if not line.startswith(b"["):
         return _Replayed(first, stream)
-    # One line so far: read on while it goes on (a JSONL reading would assemble it whole too).
-    parts = [first]
-    while b"\n" not in parts[-1].rstrip() and (part := stream.read(READ_BYTES)):
-        parts.append(part)
-    data = b"".join(parts)
-    del parts
-    if b"\n" in data.strip():
-        return _Replayed(data, stream)  # more lines follow: JSONL
-    document = _DocumentRuns(_Replayed(data, stream), messages_key)
-    return document if document.start() else _Replayed(document.whole(), stream)
+    document = _DocumentRuns(_Replayed(first, stream), messages_key)
+    # Read only until its first element is whole: a message makes the line a JSONL thread.
+    return document if document.start() else _Replayed(b"".join(document.head), stream)
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1307,8 +1322,9 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
             yield batch
             batch, size = [], 0
     if pending:
-        if isinstance(stream, _GzipStream) and stream.broken is not None:
-            stream.dropped = sum(map(len, pending))
+        source = stream.rest if isinstance(stream, _Replayed) else stream
+        if isinstance(source, _GzipStream) and source.broken is not None:
+            source.dropped = sum(map(len, pending))
         else:
             batch.append(b"".join(pending))
     if batch:
@@ -1329,20 +1345,24 @@ def _tasks(
     mask_volatile: bool = False,
     listed: frozenset[str] = frozenset(),
     done_bytes: int = 0,
+    cut_short: list[tuple[str, str]] | None = None,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first threads
     with messages (and appended to ``detected``). A file ``listed`` (found in a directory FILE)
     that cannot be read, or whose format cannot be told, ends with an error record and the
     scan goes on; any other such file ends the scan. ``done_bytes``: the size of the files
-    read before these (the progress bar's offset)."""
+    read before these (the progress bar's offset). A file not read to its end (a gzip stream
+    that breaks off, a document that breaks) is said on stderr and appended to ``cut_short``
+    as (file, why), besides its error record."""
     for name in files:
         label = "<stdin>" if name == "-" else name
         if name in listed:
             # The same tasks, one file at a time, so that its fatal error ends only it.
             yield from _kept_going(
                 _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
-                       messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes),
+                       messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes,
+                       cut_short=cut_short),
                 label, cycle, strict, count_tokens, threads, messages_key, id_key)
             with contextlib.suppress(OSError):
                 done_bytes += Path(name).stat().st_size
@@ -1360,21 +1380,21 @@ def _tasks(
         line = 1
         file_format = format_
         keys = (messages_key, id_key)
+        kind: _Kind = "lines"
+        document: _DocumentRuns | None = None
         try:
-            kind: _Kind = "lines"
-            document: _DocumentRuns | None = None
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
                 document = _DocumentRuns(stream, messages_key)
                 chunks, kind = _document_chunks(document, messages_key, label)
             elif name == "-":
-                piped = _piped_document(stream, messages_key)
-                if isinstance(piped, _DocumentRuns):
-                    document = piped
+                sniffed = _sniffed_document(stream, messages_key)
+                if isinstance(sniffed, _DocumentRuns):
+                    document = sniffed
                     chunks, kind = _document_chunks(document, messages_key, label)
                 else:
-                    chunks = _chunks(piped)
+                    chunks = _chunks(sniffed)
             else:
                 chunks = _chunks(stream)
             if kind == "inspect":
@@ -1387,6 +1407,12 @@ def _tasks(
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
+                if line == 1 and kind == "lines" and lines[0].strip() in (b"[", b"{"):
+                    # A file named as JSONL is read as JSONL (a record per line), but one that
+                    # opens like a pretty-printed document is most likely one: said once.
+                    _say(f"vthread scan: {label}: line 1 is only {lines[0].strip().decode()!r}: "
+                         "this looks like a JSON document, read here as JSONL (a record per "
+                         "line); name it .json to read it as one")
                 if file_format is None:
                     file_format = _detect(label, lines, messages_key,
                                           "run" if kind == "runs" else "line")
@@ -1399,31 +1425,43 @@ def _tasks(
                                                "run" if kind == "runs" else "line")
                     if warning is not None:
                         _say(f"vthread scan: {warning}")
+                if line == 1 and kind != "inspect" and (messages_key or id_key):
+                    # A key given for the file: said once if none of its first runs has it.
+                    for warning in _key_warnings(label, lines, messages_key, id_key,
+                                                 "run" if kind == "runs" else "line"):
+                        _say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile,
                             unit="line" if kind == "lines" else "run")
                 line += len(lines)
-            if document is not None and document.broken is not None:
-                # After the runs of a document that breaks: one error record saying where.
-                yield _Task(label, line, [], file_format or "native", cycle, strict,
-                            count_tokens, threads, messages_key, id_key,
-                            broken=document.broken)
-                line += 1
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
             close()
         if name != "-":
             done_bytes += Path(name).stat().st_size
+        # One error record after every line or run read whole, when the file was not read to
+        # its end: where and why its gzip stream broke off, and where its document breaks
+        # (a document cut short with its gzip stream is one defect, one record).
+        reasons = []
         if isinstance(stream, _GzipStream) and stream.broken is not None:
-            # One error record after every line that decompressed: where and why it broke.
-            why = stream.broken
+            reasons.append(stream.broken)
             if stream.dropped:
-                why += f"; line {line} is incomplete ({stream.dropped:,} bytes decompressed)"
+                reasons.append(f"line {line} is incomplete ({stream.dropped:,} bytes "
+                               "decompressed)")
+        if document is not None and document.broken is not None:
+            reasons.append(document.broken)
+        if reasons:
+            why = "; ".join(reasons)
+            if not strict:  # (--strict makes its record the fatal error that says it)
+                _say(f"vthread scan: {label}: {why}")
+            if cut_short is not None:
+                cut_short.append((label, why))
             if progress is not None:
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
-                        threads, messages_key, id_key, broken=why)
+                        threads, messages_key, id_key, broken=why,
+                        unit="line" if kind == "lines" else "run")
 
 
 def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
@@ -1508,6 +1546,12 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
     if document.start():
         return document.chunks(), "runs"
     data = document.whole()
+    if not data.strip(b" \t\r\n"):
+        # A document file holds a document: an empty one (a download that never started)
+        # is one error record, not a scan of nothing.
+        document.broken = "not valid JSON: the document is empty" + (
+            f" ({len(data):,} bytes of whitespace)" if data else "")
+        return iter([]), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.lstrip().partition(b"\n")
@@ -1611,6 +1655,33 @@ def _format_evidence(lines: list[bytes], messages_key: str | None
         evidence.append((index + 1, *found))
         examined += len(line)
     return evidence, unknown
+
+
+def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
+                  id_key: str | None, unit: str) -> list[str]:
+    """Warnings for ``--messages-key`` or ``--id-key`` given and held by none of the run
+    objects among the first ``DETECT_THREADS`` lines of a file (read up to ``DETECT_BYTES``):
+    every run would be an error record, or every id null, with no word of why."""
+    runs: list[dict[str, Any]] = []
+    examined = 0
+    for line in lines[:DETECT_THREADS]:
+        if examined > DETECT_BYTES:
+            break
+        examined += len(line)
+        value = _parse(line, True)
+        if type(value) is dict:
+            runs.append(value)
+    if not runs:
+        return []
+    keys = ", ".join(json.dumps(key) for key in list(runs[0])[:12])
+    first = f"the first has {keys}" if keys else "the first is empty"
+    warnings = []
+    for flag, key, outcome in (("--messages-key", messages_key, "each is an error record"),
+                               ("--id-key", id_key, "their ids are null")):
+        if key is not None and not any(key in run for run in runs):
+            warnings.append(f"{label}: none of its first {len(runs):,} {unit}s has "
+                            f"{json.dumps(key)} ({flag}): {outcome}; {first}")
+    return warnings
 
 
 def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: str | None,
@@ -1902,11 +1973,18 @@ def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:
     yield start, previous + 1
 
 
+def _where(task: _Task, number: int) -> str:
+    """Where a record's input is, for a message: ``FILE:LINE`` for a JSONL line (as compilers
+    and grep write it), ``FILE: run N`` for a document's run, ``FILE: row N`` for a row."""
+    return (f"{task.label}:{number}" if task.unit == "line"
+            else f"{task.label}: {task.unit} {number}")
+
+
 def _broken_stream(task: _Task) -> _Done:
     """The one error record of a gzip stream that broke off after line ``first_line - 1``."""
     assert task.broken is not None
     if task.strict:
-        return _Done(b"", _Stats(), f"{task.label}:{task.first_line}: {task.broken}")
+        return _Done(b"", _Stats(), f"{_where(task, task.first_line)}: {task.broken}")
     record = _dumps({"id": None, "file": task.label, "line": task.first_line,
                      "error": task.broken})
     return _Done(f"{record}\n".encode("ascii"), _Stats(lines=1, errors=1), None)
@@ -1930,7 +2008,7 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
                             task.id_key)
         if isinstance(item, _Bad):
             if task.strict:
-                fatal = f"{task.label}:{task.first_line + index}: {item.reason}"
+                fatal = f"{_where(task, task.first_line + index)}: {item.reason}"
                 break
             items.append(item)
             continue
@@ -2049,8 +2127,11 @@ def _parse(line: bytes, suspect: bool) -> Any:
         return _Bad("blank line")
     try:
         return loads_exactly(line, suspect)
-    except (ValueError, RecursionError) as error:
+    except ValueError as error:
         return _Bad(f"not valid JSON: {error}")
+    except RecursionError as error:
+        # Valid JSON, perhaps: nested past what Python's json reads.
+        return _Bad(f"nested too deeply to read ({error})")
 
 
 def _thread(
@@ -2138,7 +2219,7 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
 
 def _summary(stats: _Stats, scanned: str, seconds: float, *,
              detected: list[tuple[str, str]] | None = None,
-             units: set[str] | None = None) -> str:
+             units: set[str] | None = None, cut_short: int = 0) -> str:
     threads = stats.lines - stats.errors
     rate = stats.lines / seconds if seconds > 0 else 0.0
     unit = _unit(units or set())
@@ -2153,6 +2234,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
         f"  {'errors':<28}{stats.errors:>14,}",
+        *([f"  {'inputs not read to the end':<28}{cut_short:>14,}  (said above; their "
+           "records end with the error)"] if cut_short else []),
         f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",
         f"  {'loops':<28}{stats.loops:>14,}{share(stats.loops, threads)}",
     ]
