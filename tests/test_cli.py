@@ -822,6 +822,13 @@ def test_a_given_format_that_does_not_fit_is_warned_of(
     plain = tmp_path / "plain.jsonl"
     plain.write_text(json.dumps([{"role": "user", "content": "hi"}]) + "\n")
     assert run(["scan", str(plain), "-q", "--format", "anthropic"], monkeypatch)[2] == ""
+    # Lines too long to be worth a warning's Python parse are not looked at: the others are.
+    short = len(json.dumps({"id": "0", "messages": chat}))
+    monkeypatch.setattr(cli, "WARN_LINE_BYTES", short)
+    path.write_text("".join(json.dumps({"id": str(i) + " " * i, "messages": chat}) + "\n"
+                            for i in range(3)))  # ids padded: lines 2 and 3 are longer
+    _, _, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    assert "but lines 1 of the first 1 look like openai" in err
 
 
 def test_the_version_is_looked_up_only_when_asked_for() -> None:

@@ -172,6 +172,10 @@ DETECT_THREADS: Final = 64
 """Most threads with messages a file's format is detected from (all from its first chunk)."""
 DETECT_BYTES: Final = 32 << 20
 """About the most bytes of threads the detection parses: each is parsed again when read."""
+WARN_LINE_BYTES: Final = 4 << 20
+"""The longest line the warnings about a file's first threads look at (a format or keys
+given that they do not fit): a warning is not worth parsing a run of a million messages in
+Python (a 37 MB one took 5 s and 430 MB), which the scan itself reads in the core."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
@@ -1627,11 +1631,13 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
                           "one") from None
 
 
-def _format_evidence(lines: list[bytes], messages_key: str | None
+def _format_evidence(lines: list[bytes], messages_key: str | None,
+                     longest: int | None = None
                      ) -> tuple[list[tuple[int, Any, bool]], int | None]:
     """What the first ``DETECT_THREADS`` threads with messages of ``lines`` say of their
     format: (number, format, decisive) each (:func:`vthread.documents.run_format_evidence`),
-    and the number of the first thread in no known format (None when there is none)."""
+    and the number of the first thread in no known format (None when there is none); lines
+    over ``longest`` bytes, when given, are passed over."""
     from vthread.documents import run_format_evidence
 
     suspect = suspect_lines(lines)
@@ -1641,6 +1647,8 @@ def _format_evidence(lines: list[bytes], messages_key: str | None
     for index, line in enumerate(lines):
         if len(evidence) == DETECT_THREADS or examined > DETECT_BYTES:
             break
+        if longest is not None and len(line) > longest:
+            continue
         # A long native line is judged by the core without building its messages in
         # Python (the parse was most of a one-line file's time); anything else by Python.
         found = (("native", True) if messages_key is None and _core.plainly_native_line(line)
@@ -1660,15 +1668,18 @@ def _format_evidence(lines: list[bytes], messages_key: str | None
 def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
                   id_key: str | None, unit: str) -> list[str]:
     """Warnings for ``--messages-key`` or ``--id-key`` given and held by none of the run
-    objects among the first ``DETECT_THREADS`` lines of a file (read up to ``DETECT_BYTES``):
-    every run would be an error record, or every id null, with no word of why."""
+    objects among the first ``DETECT_THREADS`` lines of a file (read up to ``DETECT_BYTES``,
+    none over ``WARN_LINE_BYTES``): every run would be an error record, or every id null,
+    with no word of why."""
     runs: list[dict[str, Any]] = []
     examined = 0
     for line in lines[:DETECT_THREADS]:
         if examined > DETECT_BYTES:
             break
+        if len(line) > WARN_LINE_BYTES:
+            continue
         examined += len(line)
-        value = _parse(line, True)
+        value = _parse(line, bool(suspect_lines([line])))
         if type(value) is dict:
             runs.append(value)
     if not runs:
@@ -1687,10 +1698,11 @@ def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
 def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: str | None,
                      unit: str) -> str | None:
     """A warning when ``--format given`` does not fit the first threads of a file: some are
-    plainly in another format (a plain chat fits every chat format, not native). The records
-    are still made as asked; a thread read in the wrong format can look like a loop (chat
-    messages read as native are all messages of no type, equal to one another)."""
-    evidence, _ = _format_evidence(lines, messages_key)
+    plainly in another format (a plain chat fits every chat format, not native; lines over
+    ``WARN_LINE_BYTES`` are not looked at). The records are still made as asked; a thread
+    read in the wrong format can look like a loop (chat messages read as native are all
+    messages of no type, equal to one another)."""
+    evidence, _ = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     misfits = [(number, found) for number, found, decisive in evidence
                if found != given and (decisive or given == "native")]
     if not misfits:
