@@ -515,8 +515,7 @@ fn tail_parts_and_excerpt<N: Readable>(tail: &[N]) -> Result<(String, String), D
     if shown.is_empty() {
         shown = firsts.iter().map(|(_, message)| *message).collect();
     }
-    let shown: Vec<N> = shown.into_iter().cloned().collect();
-    Ok((format!("[{}]", items.join(", ")), rendered_excerpt(&shown)?))
+    Ok((format!("[{}]", items.join(", ")), rendered_excerpt(shown)?))
 }
 
 /// A result run's signature parts (the newest settled response's name and payloads, as
@@ -650,7 +649,9 @@ fn one_line(text: &str, limit: usize) -> String {
 /// sure to be cut: a block of 500,000 messages shows its first few. (A request folded away
 /// is replaced by a longer part that begins with it, so a text past the cut stays past it,
 /// with the same first characters.)
-fn rendered_excerpt<N: Readable>(messages: &[N]) -> Result<String, Declined> {
+fn rendered_excerpt<'m, N: Readable + 'm>(
+    messages: impl IntoIterator<Item = &'m N>,
+) -> Result<String, Declined> {
     let mut parts: Vec<String> = Vec::new();
     let mut chars = 0;
     let mut after_request = false; // whether the last part is a tool request's
@@ -724,7 +725,7 @@ fn render_part<N: Readable>(message: &N) -> Result<(String, Part), Declined> {
             out.push_str(&one_line(&payload(arguments)?, PART_CHARS));
         }
         out.push(')');
-        if activity.kind.is_text("response") {
+        if part == Part::Response {
             if let Some(result) = &activity.result {
                 out.push_str(ARROW);
                 out.push_str(&one_line(&payload(result)?, PART_CHARS));

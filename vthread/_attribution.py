@@ -25,6 +25,7 @@ from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activ
 __all__ = [
     "EXCERPT_CHARS",
     "excerpt",
+    "joined",
     "person_span",
     "smallest_period",
     "tail_excerpt",
@@ -136,7 +137,12 @@ def _activity_payloads(message: Message) -> tuple[Any, Any]:
 def render_message(message: Message, encode: Callable[[Any], str]) -> str:
     """One message in a few words: ``name(arguments)`` for a tool request, ``name(...) ->
     result`` for its response, ``type: text`` otherwise."""
-    activity = parse_activity(message, no_payload)  # its name and kind; payloads below
+    return _render(message, parse_activity(message, no_payload), encode)
+
+
+def _render(message: Message, activity: Activity | None, encode: Callable[[Any], str]) -> str:
+    """:func:`render_message` given the message's activity (its name and kind; the payloads
+    are read here)."""
     if activity is not None:
         arguments, result = _activity_payloads(message)
         call = _call(activity.name, arguments, encode)
@@ -157,7 +163,7 @@ def rendered(messages: Sequence[Message], encode: Callable[[Any], str]) -> list[
     after_request = False  # whether the last part is a tool request's
     for message in messages:
         activity = parse_activity(message, no_payload)
-        part = render_message(message, encode)
+        part = _render(message, activity, encode)
         if (after_request and activity is not None and activity.kind == "response"
                 and part.startswith(parts[-1] + _ARROW)):
             parts.pop()
@@ -166,7 +172,9 @@ def rendered(messages: Sequence[Message], encode: Callable[[Any], str]) -> list[
     return parts
 
 
-def _joined(parts: Sequence[str]) -> str:
+def joined(parts: Sequence[str]) -> str:
+    """``parts`` in one line of at most :data:`EXCERPT_CHARS` characters, readable in UTF-8
+    (a surrogate pair as its character, a lone surrogate as U+FFFD)."""
     text = _SEPARATOR.join(parts)
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
@@ -193,7 +201,7 @@ def excerpt(
     canonical text where JSON cannot. O(rendered messages).
     """
     if name == "repeated_suffix":
-        return _joined(rendered(messages[begin : begin + period], encode))
+        return joined(rendered(messages[begin : begin + period], encode))
     if name == "repeated_activity_tail":
         seen: dict[Activity, Message] = {}
         for message in messages[begin:]:
@@ -206,7 +214,7 @@ def excerpt(
             activity = parse_activity(message, encode)
             if (activity is not None and activity.kind == "response"
                     and not activity.name.startswith("_") and activity.result != ABSENT):
-                return _joined([render_message(message, encode)])
+                return joined([render_message(message, encode)])
         raise AssertionError("the result run fired without a settled response")
     text = messages[begin].get("text")
     return text_excerpt(text, repeated_unit(text) if isinstance(text, str) else None)
@@ -219,10 +227,10 @@ def tail_excerpt(calls: Sequence[tuple[Activity, Message]], encode: Callable[[An
     shown = [message for activity, message in calls if activity.kind == "request"]
     if not shown:  # a tail of responses only: show those
         shown = [message for _, message in calls]
-    return _joined(rendered(shown, encode))
+    return joined(rendered(shown, encode))
 
 
 def text_excerpt(text: Any, repeated: str | None) -> str:
     """A text run's excerpt: the text from its first repeated sentence (``repeated``), else
     the text itself, in one line."""
-    return _joined([_one_line(repeated if repeated is not None else str(text))])
+    return joined([_one_line(repeated if repeated is not None else str(text))])

@@ -60,7 +60,7 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import EXCERPT_CHARS, rendered
+from vthread._attribution import joined, rendered
 from vthread._messages import usage_tokens
 from vthread._options import text_run_options
 from vthread.fingerprint import message_fingerprint
@@ -109,7 +109,6 @@ _THINK: Final = "think"
 as reasoning, so thoughts worded anew between identical retries do not hide them."""
 _ONE_ACTION_COPIES: Final = 3
 _SEVERAL_ACTIONS_COPIES: Final = 2
-_SEPARATOR: Final = " | "
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _NUMBERS: Final = re.compile(r"[0-9]+")
 _ERROR: Final = re.compile(r"\s*(?:error|exception|traceback|<returncode>(?!0<))", re.IGNORECASE)
@@ -646,7 +645,4 @@ def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[An
     else:
         shown = [m for m in block if kind == BLOCK or _role(m) != _AGENT] or list(block)
         parts = rendered(shown, encode)
-    text = _SEPARATOR.join(parts)
-    if len(text) > EXCERPT_CHARS:
-        text = text[: EXCERPT_CHARS - 1] + "…"
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined(parts)
