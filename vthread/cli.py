@@ -21,10 +21,10 @@ fatal instead. A ``.json`` or ``.traj`` file (optionally ``.gz``) is one JSON do
 instead, a list of runs or one run; each run is then a "line" (``line`` is its position). An
 array of runs is split into its runs' bytes by the core as its blocks are read (the document
 is never held whole, nor made into Python objects; a run only Python's ``json`` reads is
-read by Python); one that breaks (cut short,
-not valid JSON from some run on) gives a record for each whole run before the break, then
-one error record saying at which line and column it breaks. Any other document is parsed
-whole (a pretty-printed one that does not parse is one error record). A directory FILE
+read by Python); one that breaks (cut short, not valid JSON from some run on) gives a record
+for each whole run before the break, then one error record saying at which line and column
+it breaks. Any other document is parsed whole (a pretty-printed one that does not parse is
+one error record). A directory FILE
 stands for the trajectory files under it, at any depth, in sorted path order: those ending
 ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq`` (the text
 ones optionally ``.gz``), hidden ones, dangling links and the files the run writes aside; one
@@ -43,8 +43,9 @@ native messages. A Parquet file (``.parquet``) holds a run a row
 (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as Parquet. A summary table
 goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running,
 only when stderr is a terminal and the records go to a file or a pipe, never to that terminal.
-With no FILE, standard input is read when it is a pipe or a file (as JSONL, or whole when its
-first line is only ``[`` or ``{``, as a pretty-printed JSON document's is); ``--sample`` (or a
+With no FILE, standard input is read when it is a pipe or a file (as JSONL, or as a JSON
+document when its first line is only ``[`` or ``{``, as a pretty-printed one's is, or opens an
+array whose first element is a run); ``--sample`` (or a
 bare ``vthread scan`` at a terminal, which says so) scans the bundled sample. An ``--output``
 that is one of the inputs is refused before anything is opened for writing. A ``.gz`` that
 breaks off gives every line that decompressed its record, then one error record saying where
@@ -1115,10 +1116,9 @@ class _DocumentRuns:
 
     def _find_first(self) -> bool:
         while block := self.stream.read(READ_BYTES):
-            if not self.head and b"\0" in block[:4]:
-                self.head.append(block)
-                return False  # UTF-16 or UTF-32 text: read whole, as json reads it
             self.head.append(block)
+            if len(self.head) == 1 and b"\0" in block[:4]:
+                return False  # UTF-16 or UTF-32 text: read whole, as json reads it
             found = self.splitter.feed(block)
             if found is None:
                 return False
@@ -1162,14 +1162,11 @@ class _DocumentRuns:
                 parts.append(part)
         return b"".join(parts)
 
-    def chunks(self) -> Iterator[list[bytes]]:
-        """The runs' texts in chunks of at most CHUNK_LINES, about CHUNK_BYTES bytes; then
-        :attr:`broken` is set when the document breaks."""
+    def runs_text(self) -> Iterator[bytes]:
+        """Each run's text, in order; then :attr:`broken` is set when the document breaks."""
         if self.first is None:
             return  # [] holds no runs
         found, self.first, self.head = self.first, None, []
-        batch: list[bytes] = []
-        size = 0
         while True:
             texts, plain, places = found
             places = places.reshape(-1, 3)
@@ -1180,12 +1177,7 @@ class _DocumentRuns:
                 if not self._whole(texts[index], places[index].tolist(), self.runs + index):
                     whole = index
                     break
-            for text in texts[:whole]:
-                batch.append(text)
-                size += len(text)
-                if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
-                    yield batch
-                    batch, size = [], 0
+            yield from texts[:whole]
             self.runs += whole
             if whole < len(texts) or self.splitter.done or self.ended:
                 break
@@ -1198,16 +1190,16 @@ class _DocumentRuns:
                 break
             found = fed
         if self.broken is None:
-            self._finish(batch)
-        if batch:
-            yield batch
+            last = self._finish()
+            if last is not None:
+                yield last
 
-    def _finish(self, batch: list[bytes]) -> None:
-        """After the last block: the run the document ends in when it is whole (appended to
-        ``batch``), and where the document breaks."""
+    def _finish(self) -> bytes | None:
+        """After the last block: where the document breaks, and the run it ends in when that
+        run is whole (only the closing bracket missing)."""
         stop, _, tail = self.splitter.finish()
         if stop is None:
-            return
+            return None
         why, (_, line, column) = stop
         if why == "after":
             self.broken = _break(line, column, "after its closing bracket", "Extra data")
@@ -1215,10 +1207,11 @@ class _DocumentRuns:
             self.broken = _break(line, column, f"in run {self.runs + 1}", "Expecting value")
         elif tail is None or self._whole(*tail, self.runs, stop[1]):
             if tail is not None:
-                batch.append(tail[0])
                 self.runs += 1
             self.broken = _break(line, column, f"after run {self.runs}",
                                  "the document ends before its closing bracket")
+            return None if tail is None else tail[0]
+        return None
 
     def _whole(self, text: bytes, place: Any, runs: int, end: Any = None) -> bool:
         """Whether the element ``text`` at ``place`` (offset, line, column) is JSON Python
@@ -1401,6 +1394,7 @@ def _tasks(
                     chunks = _chunks(sniffed)
             else:
                 chunks = _chunks(stream)
+            unit = "line" if kind == "lines" else "run"  # what the file's records stand for
             if kind == "inspect":
                 # An Inspect log's samples are read as the chat messages they map through,
                 # one per message of the log (so records count the log's messages), whatever
@@ -1418,25 +1412,21 @@ def _tasks(
                          "this looks like a JSON document, read here as JSONL (a record per "
                          "line); name it .json to read it as one")
                 if file_format is None:
-                    file_format = _detect(label, lines, messages_key,
-                                          "run" if kind == "runs" else "line")
+                    file_format = _detect(label, lines, messages_key, unit)
                     if detected is not None:
                         detected.append((label, file_format))
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
                     # another (the records are made as asked).
-                    warning = _misread_warning(label, lines, file_format, messages_key,
-                                               "run" if kind == "runs" else "line")
+                    warning = _misread_warning(label, lines, file_format, messages_key, unit)
                     if warning is not None:
                         _say(f"vthread scan: {warning}")
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
-                    for warning in _key_warnings(label, lines, messages_key, id_key,
-                                                 "run" if kind == "runs" else "line"):
+                    for warning in _key_warnings(label, lines, messages_key, id_key, unit):
                         _say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, *keys, mask_volatile=mask_volatile,
-                            unit="line" if kind == "lines" else "run")
+                            threads, *keys, mask_volatile=mask_volatile, unit=unit)
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -1464,8 +1454,7 @@ def _tasks(
             if progress is not None:
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
-                        threads, messages_key, id_key, broken=why,
-                        unit="line" if kind == "lines" else "run")
+                        threads, messages_key, id_key, broken=why, unit=unit)
 
 
 def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
@@ -1548,7 +1537,7 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
     from vthread.inspect_log import is_inspect_log
 
     if document.start():
-        return document.chunks(), "runs"
+        return _batched(document.runs_text()), "runs"
     data = document.whole()
     if not data.strip(b" \t\r\n"):
         # A document file holds a document: an empty one (a download that never started)
