@@ -706,10 +706,10 @@ def main(argv: list[str] | None = None) -> int:
                 "component", repeats, lambda: _no_names(_core.tape_parse_floor(file_lines))),
         Variant("core_lines", "core: tape + columns of every line (one thread)",
                 "core: lines\nto columns", "component", repeats,
-                lambda: _no_names(_core.scan_lines(file_lines, 2, 2, None, 3, False, 1))),
+                lambda: _no_names(_core.scan_lines(file_lines, (2, 2, None, 3), False, 1))),
         Variant("core_lines_2", "core: tape + columns of every line (two threads)",
                 "core: lines\nto columns\n2 threads", "component", repeats,
-                lambda: _no_names(_core.scan_lines(file_lines, 2, 2, None, 3, False, 2))),
+                lambda: _no_names(_core.scan_lines(file_lines, (2, 2, None, 3), False, 2))),
         Variant("process_start", "process start: python -c 'import numpy, vthread.cli, "
                 "vthread._core' (subprocess)",
                 "process start\n+ imports", "component", repeats, lambda: process_start(code)),

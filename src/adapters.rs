@@ -1002,49 +1002,134 @@ const RESPONSES_CALLS_AND_OUTPUTS: [&str; 4] = [
     "custom_tool_call_output",
 ];
 
-/// Whether a line is plainly a native run to the format detection: true only where
-/// `documents.run_format_evidence` of the parsed line answers `("native", True)` (the run's
-/// messages, found under the same keys, are all objects with a string `type` and no `role`,
-/// and not all Responses items with a call among them; no declared `trajectory_format`).
-/// False means "Python decides": anything the tape declines, and every other answer. Lets
-/// the detection skip building Python objects of a long native line.
-pub fn plainly_native(line: &[u8]) -> bool {
-    let Ok(tape) = Tape::parse(line) else {
-        return false;
-    };
+/// `adapters._RESPONSES_ITEMS`: every item type a Responses run may hold.
+const RESPONSES_ITEMS: [&str; 6] = [
+    "message",
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "function_call_output",
+    "custom_tool_call_output",
+];
+/// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
+const ANTHROPIC_BLOCKS: [&str; 4] = ["tool_use", "tool_result", "thinking", "redacted_thinking"];
+/// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
+const OPENAI_ONLY_ROLES: [&str; 3] = ["tool", "function", "developer"];
+const OPENAI_KEYS: [&str; 4] = [
+    "tool_calls",
+    "function_call",
+    "tool_call_id",
+    "tool_call_ids",
+];
+
+/// What a run says of its file's format, as the detection weighs it: the format, and
+/// whether something specific to that format decided it (a plain chat fits every chat
+/// format); no format for messages in none.
+pub type Evidence = (Option<&'static str>, bool);
+
+/// `documents.run_format_evidence` of the run a line holds, read from its bytes: None when
+/// it has no messages to judge by (no list of them, an empty one, or no run at all).
+/// Declined for a line the tape does not read as `json.loads` does: Python decides. Lets the
+/// detection judge a long run without building Python objects of it.
+pub fn format_evidence(line: &[u8], keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
+    let tape = Tape::parse(line)?;
     let root = tape.root();
-    let listed = if root.is_array() {
-        root
-    } else if root.is_object() {
-        if root.get("trajectory_format").is_some() {
-            return false;
+    let listed = if root.is_object() {
+        // `documents.run_format`: mini-swe-agent declares itself.
+        let declared = root.get("trajectory_format").and_then(|value| value.text());
+        if declared.is_some_and(|name| name.starts_with("mini-swe-agent")) {
+            return Ok(Some((Some("mini-swe-agent"), true)));
         }
-        match RunKeys::default().messages_of(root) {
+        match keys.messages_of(root) {
             Some(listed) => listed,
-            None => return false,
+            None => return Ok(None),
         }
     } else {
-        return false;
+        root
     };
     if !listed.is_array() {
-        return false;
+        return Ok(None);
     }
-    let (mut messages, mut all_items, mut some_call) = (0usize, true, false);
-    for message in listed.children() {
-        messages += 1;
-        if !message.is_object() || message.get("role").is_some() {
-            return false;
-        }
-        let Some(kind) = message.get("type").filter(Value::is_string) else {
-            return false;
-        };
-        let call = RESPONSES_CALLS_AND_OUTPUTS
+    let messages: Vec<Value<'_>> = listed.children().collect();
+    if messages.is_empty() {
+        return Ok(None);
+    }
+    messages_format(&messages).map(Some)
+}
+
+/// Whether `value` is a string among `names` (`adapters._named`).
+fn named(value: Option<Value<'_>>, names: &[&str]) -> bool {
+    value.is_some_and(|value| names.iter().any(|name| value.is_text(name)))
+}
+
+/// `adapters.format_evidence` of a non-empty list of messages.
+fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
+    if !messages.iter().all(Value::is_object) {
+        return Ok((None, true));
+    }
+    let kind = |message: &Value<'t>| message.get("type");
+    if messages
+        .iter()
+        .all(|m| kind(m).is_some_and(|kind| kind.is_string()) && m.get("role").is_none())
+    {
+        let responses = messages
             .iter()
-            .any(|name| kind.is_text(name));
-        some_call |= call;
-        all_items &= call || kind.is_text("message") || kind.is_text("reasoning");
+            .any(|m| named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS))
+            && messages.iter().all(|m| named(kind(m), &RESPONSES_ITEMS));
+        return Ok((Some(if responses { "responses" } else { "native" }), true));
     }
-    messages > 0 && !(some_call && all_items)
+    // `m.get("type", "message")`: an item without a type is a message.
+    if messages
+        .iter()
+        .all(|m| kind(m).is_none() || named(kind(m), &RESPONSES_ITEMS))
+        && messages.iter().any(|m| {
+            named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS)
+                || (named(kind(m), &["message"]) && m.get("role").is_some())
+        })
+    {
+        return Ok((Some("responses"), true));
+    }
+    let roles: Vec<Value<'_>> = messages.iter().filter_map(|m| m.get("role")).collect();
+    if roles.len() != messages.len() || !roles.iter().all(Value::is_string) {
+        return Ok((None, true));
+    }
+    let anthropic = messages.iter().any(|m| {
+        m.get("content").is_some_and(|content| {
+            content.is_array()
+                && content
+                    .children()
+                    .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_BLOCKS))
+        })
+    });
+    let openai = messages.iter().zip(&roles).any(|(m, role)| {
+        named(Some(*role), &OPENAI_ONLY_ROLES) || OPENAI_KEYS.iter().any(|key| m.get(key).is_some())
+    });
+    if anthropic {
+        return Ok((if openai { None } else { Some("anthropic") }, true));
+    }
+    let assistants: Vec<&Value<'_>> = messages
+        .iter()
+        .zip(&roles)
+        .filter(|(_, role)| role.is_text("assistant"))
+        .map(|(m, _)| m)
+        .collect();
+    if assistants
+        .iter()
+        .any(|m| m.get("action").is_some_and(|action| action.is_string()))
+    {
+        return Ok((Some("swe-agent"), true));
+    }
+    if !openai {
+        for message in assistants {
+            let content = message.get("content");
+            if content.is_some_and(|c| c.is_string() || c.is_array())
+                && !function_blocks(&joined_text(content)?.decoded()).is_empty()
+            {
+                return Ok((Some("swe-agent"), true));
+            }
+        }
+    }
+    Ok((Some("openai"), openai))
 }
 
 /// One line's run in `format` as a native line appended to `out` (`{"id": ..., "messages":

@@ -70,6 +70,9 @@ impl Default for ArraySplitter {
     }
 }
 
+/// The UTF-8 byte-order mark.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
 /// JSON's whitespace, which is also `json`'s.
 fn is_json_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
@@ -165,6 +168,19 @@ impl ArraySplitter {
                     if is_json_space(self.buffer[at]) =>
                 {
                     at += 1;
+                }
+                State::BeforeArray if self.base + at == 0 && self.buffer[at] == BOM[0] => {
+                    // A UTF-8 byte-order mark opening the document: `json.loads` of bytes
+                    // skips it (and counts no column for it); it may arrive in pieces.
+                    let have = (end - at).min(BOM.len());
+                    if self.buffer[at..at + have] != BOM[..have] {
+                        self.state = State::NotArray;
+                    } else if have < BOM.len() {
+                        break;
+                    } else {
+                        at += BOM.len();
+                        self.counted = at;
+                    }
                 }
                 State::BeforeArray => {
                     self.state = if self.buffer[at] == b'[' {
@@ -329,7 +345,7 @@ mod tests {
         for empty in [&b"[]"[..], b" [ \n ] "] {
             assert_eq!(every_way(empty), (vec![], None, true, None));
         }
-        for other in [&b"{}"[..], b"1", b"\xef\xbb\xbf[1]"] {
+        for other in [&b"{}"[..], b"1", b" \xef\xbb\xbf[1]", b"\xef\xbb[1]"] {
             let mut splitter = ArraySplitter::new();
             assert!(splitter.feed(other).is_empty());
             assert!(splitter.not_an_array() && splitter.is_done(), "{other:?}");
@@ -383,6 +399,27 @@ mod tests {
             );
             assert_eq!(every_way(document), expected, "{document:?}");
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_opening_the_document_is_skipped_as_json_skips_it() {
+        let document = b"\xef\xbb\xbf [1, \"x\"] x";
+        let (elements, stop, closed, tail) = every_way(document);
+        assert_eq!(elements, vec![b"1".to_vec(), b"\"x\"".to_vec()]);
+        assert_eq!((stop, closed, tail), (Some((Stop::After, 13)), true, None));
+        for size in 1..document.len() {
+            let mut splitter = ArraySplitter::new();
+            let mut places = Vec::new();
+            for block in document.chunks(size) {
+                places.extend(splitter.feed(block).into_iter().map(|(_, _, p)| p));
+            }
+            // json.loads counts no column for the mark: "[" is column 2 after the space.
+            let columns: Vec<usize> = places.iter().map(|p| p.column).collect();
+            assert_eq!(columns, vec![3, 6], "blocks of {size}");
+        }
+        let mut splitter = ArraySplitter::new();
+        assert!(splitter.feed(b"\xef\xbb").is_empty() && !splitter.is_done());
+        assert_eq!(splitter.finish(), (None, false, None));
     }
 
     #[test]

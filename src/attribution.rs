@@ -249,7 +249,7 @@ impl Readable for Bound<'_, PyAny> {
             return Ok(float_figure(double.value()));
         }
         if self.is_instance_of::<PyInt>() {
-            // An integer beyond 64 bits is Python's to read (as `usage_figures` leaves it).
+            // An integer beyond 64 bits is Python's to read (as `loop_tokens` leaves it).
             return Ok(integer_figure(self.extract::<i64>()?));
         }
         if self.is_none()
@@ -840,7 +840,7 @@ fn tuple_repr(items: &[String]) -> Result<String, Declined> {
 
 /// `scan._loop_tokens`: the `math.fsum` of the messages' `usage.tokens` figures that count
 /// (`_messages.usage_tokens`), NaN when none does.
-fn loop_tokens<N: Readable>(messages: &[N]) -> Result<f64, Declined> {
+pub fn loop_tokens<N: Readable>(messages: &[N]) -> Result<f64, Declined> {
     let mut figures = Vec::new();
     for message in messages {
         let Some(usage) = message.field(Key::Usage)? else {

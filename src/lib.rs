@@ -55,19 +55,22 @@ fn fingerprint_of(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     Ok(fingerprint::of_canonical(&objects::canonical_bytes(value)?))
 }
 
-fn scan_options(
-    min_repetitions: usize,
-    min_pattern_length: usize,
-    max_pattern_length: Option<usize>,
-    min_result_repetitions: usize,
-) -> columns::ScanOptions {
-    columns::ScanOptions {
-        suffix: suffix::SuffixOptions {
-            min_repetitions,
-            min_pattern_length,
-            max_pattern_length,
-        },
-        needed_results: min_result_repetitions,
+/// The cycle options as `vthread._heuristics.core_options` hands them over, one tuple:
+/// (min_repetitions, min_pattern_length, max_pattern_length or None, min_result_repetitions).
+#[derive(FromPyObject)]
+struct CoreOptions(usize, usize, Option<usize>, usize);
+
+impl From<CoreOptions> for columns::ScanOptions {
+    fn from(options: CoreOptions) -> Self {
+        let CoreOptions(min_repetitions, min_pattern_length, max_pattern_length, needed) = options;
+        columns::ScanOptions {
+            suffix: suffix::SuffixOptions {
+                min_repetitions,
+                min_pattern_length,
+                max_pattern_length,
+            },
+            needed_results: needed,
+        }
     }
 }
 
@@ -120,17 +123,9 @@ fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyD
 #[pyfunction]
 fn scan_columns<'py>(
     threads: &Bound<'py, PyList>,
-    min_repetitions: usize,
-    min_pattern_length: usize,
-    max_pattern_length: Option<usize>,
-    min_result_repetitions: usize,
+    options: CoreOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = scan_options(
-        min_repetitions,
-        min_pattern_length,
-        max_pattern_length,
-        min_result_repetitions,
-    );
+    let options = columns::ScanOptions::from(options);
     let read = threads::columns_of_objects(threads, &options)?;
     columns_dict(threads.py(), read)
 }
@@ -139,25 +134,16 @@ fn scan_columns<'py>(
 /// result run or runaway text (the text-run check of the last five spoken messages' texts,
 /// with the given resolved text-run options), else 0. Errors name the message index.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
 fn describe_thread(
     messages: &Bound<'_, PyAny>,
-    min_repetitions: usize,
-    min_pattern_length: usize,
-    max_pattern_length: Option<usize>,
-    min_result_repetitions: usize,
+    options: CoreOptions,
     min_units: usize,
     window: usize,
     max_unique_ratio: f64,
 ) -> PyResult<u8> {
     let py = messages.py();
     let text_options = text_run_options(min_units, window, max_unique_ratio)?;
-    let options = scan_options(
-        min_repetitions,
-        min_pattern_length,
-        max_pattern_length,
-        min_result_repetitions,
-    );
+    let options = columns::ScanOptions::from(options);
     let read = threads::columns_of_thread(messages, &options)?;
     let code = read.single_verdict(options.needed_results);
     if code != 0 {
@@ -230,16 +216,12 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// each thread read is its masked copy (`masking.rs`), returned as a native line as a
 /// translated one is (a native line's messages are their own sources).
 #[pyfunction]
-#[pyo3(signature = (lines, min_repetitions, min_pattern_length, max_pattern_length,
-                    min_result_repetitions, count_tokens, threads, format="native",
+#[pyo3(signature = (lines, options, count_tokens, threads, format="native",
                     messages_key=None, id_key=None, mask_volatile=false))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
-    min_repetitions: usize,
-    min_pattern_length: usize,
-    max_pattern_length: Option<usize>,
-    min_result_repetitions: usize,
+    options: CoreOptions,
     count_tokens: bool,
     threads: usize,
     format: &str,
@@ -253,12 +235,7 @@ fn scan_lines<'py>(
     };
     let py = lines.py();
     let format = line_format(format)?;
-    let options = scan_options(
-        min_repetitions,
-        min_pattern_length,
-        max_pattern_length,
-        min_result_repetitions,
-    );
+    let options = columns::ScanOptions::from(options);
     let owned = byte_lines(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let reading = threads::LineReading {
@@ -285,29 +262,19 @@ fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyByte
 /// the buffer, or ends before starts, is a ValueError naming the row. With `mask_volatile`,
 /// each row's masked copy is read and returned as a native line, as `scan_lines` does.
 #[pyfunction]
-#[pyo3(signature = (data, starts, ends, min_repetitions, min_pattern_length,
-                    max_pattern_length, min_result_repetitions, count_tokens, threads,
+#[pyo3(signature = (data, starts, ends, options, count_tokens, threads,
                     mask_volatile=false))]
-#[allow(clippy::too_many_arguments)]
 fn scan_slices<'py>(
     data: &Bound<'py, PyAny>,
     starts: PyReadonlyArray1<'py, i64>,
     ends: PyReadonlyArray1<'py, i64>,
-    min_repetitions: usize,
-    min_pattern_length: usize,
-    max_pattern_length: Option<usize>,
-    min_result_repetitions: usize,
+    options: CoreOptions,
     count_tokens: bool,
     threads: usize,
     mask_volatile: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = data.py();
-    let options = scan_options(
-        min_repetitions,
-        min_pattern_length,
-        max_pattern_length,
-        min_result_repetitions,
-    );
+    let options = columns::ScanOptions::from(options);
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err(
@@ -357,11 +324,26 @@ fn scan_slices<'py>(
     chunk_dict(py, chunk)
 }
 
-/// Whether the format detection may call a line native without parsing it in Python
-/// (`adapters::plainly_native`; false means Python decides).
+/// What the run a line holds says of its file's format (`documents.run_format_evidence` of
+/// the parsed line; `adapters::format_evidence`), read with the GIL released: `(True, None)`
+/// when it has no messages to judge by, `(True, (format or None, decisive))`, or
+/// `(False, None)` for a line the core leaves to Python (one the tape does not read as
+/// `json.loads` does).
 #[pyfunction]
-fn plainly_native_line(line: &[u8]) -> bool {
-    adapters::plainly_native(line)
+#[pyo3(signature = (line, messages_key=None))]
+fn line_format_evidence(
+    py: Python<'_>,
+    line: &[u8],
+    messages_key: Option<&str>,
+) -> (bool, Option<adapters::Evidence>) {
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: None,
+    };
+    match py.detach(|| adapters::format_evidence(line, keys)) {
+        Ok(found) => (true, found),
+        Err(document::Declined) => (false, None),
+    }
 }
 
 /// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
@@ -537,42 +519,18 @@ fn screen(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     value.screen(&mut Vec::new())
 }
 
-/// The `usage.tokens` figures that count of `messages[begin:]` (a usage mapping whose tokens
-/// is a finite number >= 0 that a double holds exactly, booleans excluded), in order, for
-/// `math.fsum`; None when a figure is an integer beyond 64 bits or a value of a type other
-/// than JSON's (a NumPy scalar, a `Decimal`): Python reads those (`_messages.usage_tokens`).
+/// `scan._loop_tokens`: the `math.fsum` of the `usage.tokens` figures that count of
+/// `messages[begin:]` (`attribution.rs`, as a looping thread's record sums them), NaN when
+/// none does; None when a figure is an integer beyond 64 bits or a value of a type other
+/// than JSON's (a NumPy scalar, a `Decimal`), or a message raises when read: Python reads
+/// those (`_messages.usage_tokens`).
 #[pyfunction]
-fn usage_figures(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<Vec<f64>>> {
-    use node::{Key, Node};
-    let mut figures = Vec::new();
-    for message in messages.try_iter()?.skip(begin) {
-        let message = message?;
-        let Some(usage) = message.field(Key::Usage)? else {
-            continue;
-        };
-        let Some(tokens) = usage.field(Key::Tokens)? else {
-            continue;
-        };
-        if tokens.is_instance_of::<pyo3::types::PyBool>() {
-            continue;
-        }
-        if let Ok(double) = tokens.cast::<pyo3::types::PyFloat>() {
-            figures.extend(attribution::float_figure(double.value()));
-        } else if tokens.is_instance_of::<pyo3::types::PyInt>() {
-            let Ok(value) = tokens.extract::<i64>() else {
-                return Ok(None);
-            };
-            figures.extend(attribution::integer_figure(value));
-        } else if !(tokens.is_none()
-            || tokens.is_instance_of::<pyo3::types::PyString>()
-            || tokens.is_instance_of::<pyo3::types::PyList>()
-            || tokens.is_instance_of::<pyo3::types::PyTuple>()
-            || tokens.is_mapping()?)
-        {
-            return Ok(None);
-        }
-    }
-    Ok(Some(figures))
+fn loop_tokens(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<f64>> {
+    let tail = messages
+        .try_iter()?
+        .skip(begin)
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(attribution::loop_tokens(&tail).ok())
 }
 
 /// The loop attribution of looping threads (`vthread.scan.attribute`, `attribution.rs`):
@@ -974,7 +932,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(translate_line, module)?)?;
     module.add_function(wrap_pyfunction!(mask_line, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
-    module.add_function(wrap_pyfunction!(plainly_native_line, module)?)?;
+    module.add_function(wrap_pyfunction!(line_format_evidence, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
@@ -982,7 +940,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
-    module.add_function(wrap_pyfunction!(usage_figures, module)?)?;
+    module.add_function(wrap_pyfunction!(loop_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_class::<DocumentSplitter>()?;

@@ -150,7 +150,7 @@ def _read_on_one_thread() -> int:
     from vthread import _core
 
     lines = [json.dumps(t).encode() for t in generate_threads(600, seed=23)]
-    raw = _core.scan_lines(lines, 2, 2, None, 3, False, 1)
+    raw = _core.scan_lines(lines, (2, 2, None, 3), False, 1)
     assert raw is not None
     return int(raw["message_counts"].sum())
 

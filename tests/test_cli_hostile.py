@@ -124,7 +124,7 @@ def test_the_core_leaves_container_ids_to_python() -> None:
     plain = json.dumps(LOOPING).encode()
     for ident in [nested(3), nested(999), '{"a":[1]}']:
         line = f'{{"id": {ident}, "messages": {json.dumps(LOOPING)}}}'.encode()
-        assert _core.scan_lines([plain, line], 2, 2, None, 3, True, 1)["declined"].tolist() == [1]
+        assert _core.scan_lines([plain, line], (2, 2, None, 3), True, 1)["declined"].tolist() == [1]
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,87 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
     assert (summary["completed"], summary["failure"]) == (False, "interrupted")
 
 
+def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (what timeout, Slurm and Kubernetes send) during a scan: the records so far
+    are written, the summary says "completed": false and why, the status is 143, and the
+    caller's own SIGTERM handler is back once the scan has ended."""
+    import os
+    import signal
+
+    from vthread import cli
+
+    target = tmp_path / "summary.json"
+    written = tmp_path / "records.jsonl"
+    real_scan = cli._scan_chunk
+    chunks = []
+
+    def scan_then_terminated(task: object) -> object:
+        chunks.append(task)
+        if len(chunks) == 2:  # the signal comes while the second chunk is being scanned
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_scan(task)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_scan_chunk", scan_then_terminated)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 100)
+    before = signal.getsignal(signal.SIGTERM)
+    code, _, err = run(["scan", str(SAMPLE), "-o", str(written), "--summary", str(target)],
+                       monkeypatch)
+    assert signal.getsignal(signal.SIGTERM) is before
+    summary = json.loads(target.read_text())
+    assert code == 143 and err == "vthread scan: terminated (SIGTERM)\n"
+    assert (summary["completed"], summary["failure"]) == (False, "terminated (SIGTERM)")
+    kept = records(written.read_bytes())
+    assert summary["lines"] == len(kept) == 100
+
+
+def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
+    """The same, for a real process blocked on a pipe that never ends."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = tmp_path / "summary.json"
+    written = tmp_path / "records.jsonl"
+    scan = subprocess.Popen(
+        [sys.executable, "-m", "vthread", "scan", "-", "-o", str(written), "--summary",
+         str(target)], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert scan.stdin is not None
+    scan.stdin.write(SAMPLE.read_bytes())
+    scan.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not written.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the scan is waiting on the pipe, its handler set
+    scan.send_signal(signal.SIGTERM)
+    _, err = scan.communicate(timeout=60)
+    scan.stdin.close()
+    summary = json.loads(target.read_text())
+    assert scan.returncode == 143, err
+    assert (summary["completed"], summary["failure"]) == (False, "terminated (SIGTERM)")
+    assert summary["lines"] == len(records(written.read_bytes()))
+
+
+def test_a_summary_is_written_when_the_inputs_cannot_be_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing input ends the scan before it starts: the summary still says so, so that
+    an earlier run's summary never stands for this one; a summary path that is an input
+    is never written over."""
+    target = tmp_path / "summary.json"
+    target.write_text('{"stale": true}')
+    missing = tmp_path / "gone.jsonl"
+    code, _, err = run(["scan", str(missing), "--summary", str(target)], monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 2 and err == f"vthread scan: {missing}: no such file\n"
+    assert summary["completed"] is False and summary["lines"] == 0
+    assert summary["failure"] == f"{missing}: no such file"
+    data = tmp_path / "runs.jsonl"
+    data.write_bytes(SAMPLE.read_bytes())
+    code, _, err = run(["scan", str(data), str(missing), "--summary", str(data)], monkeypatch)
+    assert code == 2 and data.read_bytes() == SAMPLE.read_bytes()
+
+
 def test_summary_names_what_it_counts(tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary counts lines of JSONL, runs of a JSON document, and records of inputs of

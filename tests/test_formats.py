@@ -1005,6 +1005,76 @@ def test_documents_that_are_not_what_they_seem(tmp_path: Path,
         assert broken["line"] == 2 and "of the document, in run 2; " in broken["error"]
 
 
+def test_a_byte_order_mark_changes_nothing(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document opening with a UTF-8 byte-order mark (as Windows tools write it; json.loads
+    of bytes skips it) gets the records of the same document without it: from a file, piped
+    in (pretty-printed or compact), cut short (the break where json places it, which counts
+    no column for the mark), in blocks of any size; JSONL opening with one too."""
+    from vthread import cli
+
+    runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(5)]
+    monkeypatch.setattr(cli, "READ_BYTES", 7)
+    for indent in (None, 2):
+        plain = json.dumps(runs, indent=indent).encode()
+        for data in (plain, plain[: len(plain) * 2 // 3]):
+            expected = None
+            for mark in (b"", b"\xef\xbb\xbf"):
+                path = tmp_path / "runs.json"
+                path.write_bytes(mark + data)
+                code, by_name, _ = run(["scan", str(path), "-q"], monkeypatch)
+                _, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=mark + data)
+                assert code == 0
+                assert piped == by_name.replace(json.dumps(str(path)).encode(), b'"<stdin>"')
+                if expected is None:
+                    expected = by_name
+                assert by_name == expected, (indent, len(data), mark)
+            got = records(expected)
+            assert len(got) == (5 if data == plain else len(got)) and got[0]["id"] == "r0"
+    lines = b"".join(json.dumps(r).encode() + b"\n" for r in runs)
+    _, with_mark, _ = run(["scan", "-", "-q"], monkeypatch, stdin=b"\xef\xbb\xbf" + lines)
+    _, without, _ = run(["scan", "-", "-q"], monkeypatch, stdin=lines)
+    assert with_mark == without and len(records(without)) == 5
+
+
+def test_jsonl_piped_in_after_an_empty_array_is_read_line_by_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[]` and then JSONL lines on standard input: the lines are JSONL (a record each, the
+    `[]` an empty thread), known from the first read, so that a stream that never ends is
+    never held whole waiting for its end."""
+    from vthread import cli
+
+    first = b'[]\n[{"type": "user", "text": "a"}]\n'
+
+    class EndlessPipe:
+        def __init__(self) -> None:
+            self.reads = 0
+
+        def read(self, size: int = -1) -> bytes:
+            self.reads += 1
+            assert self.reads == 1, "read past the first block to tell what the stream is"
+            return first
+
+    sniffed = cli._sniffed_document(EndlessPipe(), None)  # type: ignore[arg-type]
+    assert isinstance(sniffed, cli._Replayed)
+    code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=first + first)
+    assert code == 0 and [r["line"] for r in records(out)] == [1, 2, 3, 4]
+
+
+def test_a_break_after_encoded_surrogates_is_placed_as_json_places_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Surrogates written as raw UTF-8 bytes (json reads them with surrogatepass) count one
+    character each in the break's column, as in json's own error."""
+    data = b'[{"messages": []},\n{"messages": [], "a": "\xed\xa0\x80\xed\xa0\x80" x}]'
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json.loads(data.decode("utf-8", "surrogatepass"))
+    path = tmp_path / "runs.json"
+    path.write_bytes(data)
+    *_, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert (f"line {raised.value.lineno} column {raised.value.colno} of the document, in run 2"
+            in broken["error"])
+
+
 def test_a_large_document_is_read_run_by_run(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A document of 2,000 workload runs: records equal to the whole document's reading,

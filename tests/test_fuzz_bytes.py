@@ -248,7 +248,7 @@ def test_core_readers_agree_with_json_loads(data: bytes) -> None:
         encoding = None
     if encoding is not None:
         assert _core.fingerprint_json(data) == xxhash.xxh3_64_intdigest(encoding)
-    raw = _core.scan_lines([data, b"[]"], 2, 2, None, 3, True, 2)
+    raw = _core.scan_lines([data, b"[]"], (2, 2, None, 3), True, 2)
     assert len(raw["message_counts"]) == 2
     assert raw["declined"].tolist() in ([], [0])
 

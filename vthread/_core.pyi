@@ -8,6 +8,10 @@ import numpy.typing as npt
 
 __version__: str
 
+CoreOptions = tuple[int, int, int | None, int]
+"""(min_repetitions, min_pattern_length, max_pattern_length or None, min_result_repetitions),
+as ``vthread._heuristics.core_options`` makes them."""
+
 def canonical(value: Any) -> bytes:
     """``vthread._jsvalue.canonical(value)`` as ASCII bytes, made in Rust."""
 
@@ -16,19 +20,13 @@ def fingerprint(value: Any) -> int:
 
 def scan_columns(
     threads: list[Any],
-    min_repetitions: int,
-    min_pattern_length: int,
-    max_pattern_length: int | None,
-    min_result_repetitions: int,
+    options: CoreOptions,
 ) -> dict[str, Any]:
     """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name."""
 
 def scan_lines(
     lines: list[bytes],
-    min_repetitions: int,
-    min_pattern_length: int,
-    max_pattern_length: int | None,
-    min_result_repetitions: int,
+    options: CoreOptions,
     count_tokens: bool,
     threads: int,
     format: Literal["native", "openai", "anthropic", "responses", "mini-swe-agent",
@@ -60,20 +58,18 @@ def scan_slices(
     data: Any,
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
-    min_repetitions: int,
-    min_pattern_length: int,
-    max_pattern_length: int | None,
-    min_result_repetitions: int,
+    options: CoreOptions,
     count_tokens: bool,
     threads: int,
     mask_volatile: bool = False,
 ) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
-def plainly_native_line(line: bytes) -> bool:
-    """Whether ``documents.run_format_evidence`` of the parsed line is ``("native", True)``,
-    decided without Python objects; False means Python decides (the tape declines it, or
-    any other answer)."""
+def line_format_evidence(line: bytes, messages_key: str | None = None
+                         ) -> tuple[bool, tuple[str | None, bool] | None]:
+    """What the run ``line`` holds says of its file's format, as
+    ``documents.run_format_evidence`` of the parsed line answers: ``(True, answer)``, or
+    ``(False, None)`` when the core leaves the line to Python."""
 
 def arrow_row_texts(
     array: Any, threads: int,
@@ -109,10 +105,7 @@ def one_field_floor(threads: list[Any]) -> int:
 
 def describe_thread(
     messages: Any,
-    min_repetitions: int,
-    min_pattern_length: int,
-    max_pattern_length: int | None,
-    min_result_repetitions: int,
+    options: CoreOptions,
     min_units: int,
     window: int,
     max_unique_ratio: float,
@@ -134,9 +127,10 @@ def tape_parse_floor(lines: list[bytes]) -> int:
 def screen(value: Any) -> int:
     """A value's screen: equal for values JavaScript calls equal (a test hook)."""
 
-def usage_figures(messages: Any, begin: int) -> list[float] | None:
-    """The ``usage.tokens`` figures that count of ``messages[begin:]``, in order (None when
-    one is an integer beyond 64 bits)."""
+def loop_tokens(messages: Any, begin: int) -> float | None:
+    """``math.fsum`` of the ``usage.tokens`` figures that count of ``messages[begin:]``, NaN
+    when none does (None when a figure is one Python reads: an integer beyond 64 bits, a
+    value of a type JSON has no word for)."""
 def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], periods: list[int],
                     repetitions: list[int], messages_key: str | None = None,
                     id_key: str | None = None) -> dict[str, Any]:

@@ -78,7 +78,7 @@ class Columns:
         return len(self.lengths)
 
 
-def core_options(options: CycleOptions) -> tuple[int, int, int | None, int]:
+def core_options(options: CycleOptions) -> _core.CoreOptions:
     """The cycle options as the core takes them, clamped to what a machine word holds."""
     cap = options.max_pattern_length
     return (
@@ -92,7 +92,7 @@ def core_options(options: CycleOptions) -> tuple[int, int, int | None, int]:
 def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
     """The core's columns of a batch whose threads are known to be sequences (each message is
     checked by the core: a ``TypeError`` names the thread and message index)."""
-    return columns_of(_core.scan_columns(threads, *core_options(options)))
+    return columns_of(_core.scan_columns(threads, core_options(options)))
 
 
 def columns_of(raw: dict[str, Any]) -> Columns:

@@ -101,16 +101,11 @@ def scan_arrow(
 
     table = _as_table(data)
     column = _column(table, messages)
-    keywords = {"min_repetitions": min_repetitions, "min_pattern_length": min_pattern_length,
-                "max_pattern_length": max_pattern_length,
-                "min_result_repetitions": min_result_repetitions}
-    cycle_options(**keywords)  # a bad option is an error before any row is read
-    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-    if format != "auto" and format not in FORMATS:
-        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
-                         f"got {format!r}")
+    keywords = checked_arguments(format, mask_volatile, anywhere,
+                                 min_repetitions=min_repetitions,
+                                 min_pattern_length=min_pattern_length,
+                                 max_pattern_length=max_pattern_length,
+                                 min_result_repetitions=min_result_repetitions)
     chosen = _detect(column) if format == "auto" else format
     rows: list[dict[str, list[Any]]] = []
     for piece in _slices(column):
@@ -121,6 +116,20 @@ def scan_arrow(
     for name, kind in _result_types(anywhere).items():
         fields[name] = pa.array([v for part in rows for v in part[name]], type=kind())
     return pa.table(fields)
+
+
+def checked_arguments(format: str, mask_volatile: bool, anywhere: bool,
+                      **options: float | None) -> dict[str, float | None]:
+    """The cycle ``options`` of a scan of Arrow rows, once every argument is checked: a bad
+    one is an error before any row is read (with Ray, before any worker starts)."""
+    cycle_options(**options)
+    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
+                         f"got {format!r}")
+    return options
 
 
 # ------------------------------------------------------------------------------ the table
@@ -296,7 +305,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     from vthread import _core
 
     options = cycle_options(**keywords)
-    raw = _core.scan_slices(data, starts, ends, *core_options(options), False,
+    raw = _core.scan_slices(data, starts, ends, core_options(options), False,
                             core_threads(), mask_volatile=mask_volatile)
     if raw["declined"].size:
         return None  # a row only Python reads: the slice goes through Python objects

@@ -178,6 +178,7 @@ WARN_LINE_BYTES: Final = 4 << 20
 given that they do not fit): a warning is not worth parsing a run of a million messages in
 Python (a 37 MB one took 5 s and 430 MB), which the scan itself reads in the core."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_UTF8_BOM: Final = b"\xef\xbb\xbf"  # json.loads of bytes skips one, as Windows tools write it
 _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
@@ -191,6 +192,7 @@ _USAGE_EXIT: Final = 2
 _LOOP_EXIT: Final = 1
 _BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
 _INTERRUPTED_EXIT: Final = 130
+_TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it killed
 _IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
 _INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
 EXIT_STATUS_HELP: Final = """\
@@ -204,6 +206,8 @@ exit status:
        that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)
   141  standard output closed early (vthread scan big.jsonl | head), quietly
+  143  terminated (SIGTERM, as timeout, Slurm and Kubernetes stop a job); as for
+       130, the records so far are written and so is the --summary FILE
 """
 _INT_EXACT: Final = 2**53
 
@@ -533,6 +537,13 @@ def _scan_command(options: argparse.Namespace) -> int:
                 _check_not_an_input(written, files)
     except _FatalError as error:
         _say(f"vthread scan: {error}")
+        if options.summary_file:
+            # A summary left by an earlier run must not stand for this one.
+            with contextlib.suppress(_FatalError):
+                _check_not_an_input(options.summary_file, list(options.files))
+                _write_summary(options.summary_file, _summary_json(
+                    _Stats(), _what_was_scanned(list(options.files)), 0.0, [], set(),
+                    str(error)))
         return _USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
@@ -559,6 +570,7 @@ def _scan_command(options: argparse.Namespace) -> int:
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
+    terminated = _SigtermRaises()
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
@@ -606,6 +618,11 @@ def _scan_command(options: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _close_quietly(out, options.output, progress)
         failure = (_INTERRUPTED_EXIT, "interrupted")
+    except _TerminatedError:
+        _close_quietly(out, options.output, progress)
+        failure = (_TERMINATED_EXIT, "terminated (SIGTERM)")
+    finally:
+        terminated.close()
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if failure is not None:
@@ -620,16 +637,61 @@ def _scan_command(options: argparse.Namespace) -> int:
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short)
-        try:
-            Path(options.summary_file).write_text(
-                json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        except OSError as error:
-            _say(f"vthread scan: cannot write {options.summary_file}: "
-                 f"{error.strerror or error}")
+        if not _write_summary(options.summary_file, summary):
             return _IO_EXIT if failure is None else failure[0]
     if failure is not None:
         return failure[0]
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _write_summary(path: str, summary: dict[str, object]) -> bool:
+    """Write ``--summary``'s file; False (said on stderr) when it cannot be written."""
+    try:
+        Path(path).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n",
+                              encoding="utf-8")
+    except OSError as error:
+        _say(f"vthread scan: cannot write {path}: {error.strerror or error}")
+        return False
+    return True
+
+
+class _TerminatedError(Exception):
+    """SIGTERM during a scan: what ``timeout``, Slurm and Kubernetes send to stop a job."""
+
+
+class _SigtermRaises:
+    """SIGTERM raised as :class:`_TerminatedError` in this process until :meth:`close`, so that a
+    scan stopped by a scheduler ends as one interrupted by Ctrl-C does: the records so far
+    flushed, the summary written ("completed": false), status 143. Outside the main thread
+    (a caller running :func:`main` in a thread) the handler cannot be set and is left as it
+    is. A forked worker that inherits the handler dies of the signal as it would have."""
+
+    def __init__(self) -> None:
+        import signal
+
+        self.owner = os.getpid()
+        self.previous: Any = None
+        try:
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+            self.installed = True
+        except ValueError:  # not the main thread
+            self.installed = False
+
+    def _raise(self, signum: int, frame: object) -> None:
+        import signal
+
+        if os.getpid() != self.owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise _TerminatedError
+
+    def close(self) -> None:
+        import signal
+
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.installed = False
 
 
 def _noting_units(tasks: Iterator[_Task], units: set[str]) -> Iterator[_Task]:
@@ -1125,6 +1187,11 @@ class _DocumentRuns:
             if found[0]:
                 self.first = found
                 return self._opens_runs(found[0][0], bool(found[1][0]))
+            if self.splitter.done:
+                # Data after an array of no element (`[]` and then JSONL lines on standard
+                # input): no array of runs, and nothing more is read to know it, so that a
+                # stream that never ends is still read line by line.
+                return False
         self.ended = True
         stop, closed, tail = self.splitter.finish()
         if tail is not None:
@@ -1240,11 +1307,14 @@ class _DocumentRuns:
             else:
                 _, line, column = place
                 before = text[:at]
+                # Characters as json counts them: its text is the UTF-8 decoded with
+                # surrogatepass, so an encoded surrogate is one character, not three.
                 if (newlines := before.count(b"\n")):
                     line += newlines
-                    column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+                    column = len(before[before.rfind(b"\n") + 1:].decode("utf-8",
+                                                                          "surrogatepass")) + 1
                 else:
-                    column += len(before.decode("utf-8", "replace"))
+                    column += len(before.decode("utf-8", "surrogatepass"))
             self.broken = _break(line, column, f"in run {runs + 1}", reason)
             return False
         return True
@@ -1273,7 +1343,7 @@ def _sniffed_document(stream: BinaryIO | _GzipStream,
     document it is, a block at a time). A document is read as a ``.json`` file is, not a line
     at a time (one error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
-    line = first.lstrip().split(b"\n", 1)[0].strip()
+    line = first.removeprefix(_UTF8_BOM).lstrip().split(b"\n", 1)[0].strip()
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, stream), messages_key)
     if not line.startswith(b"["):
@@ -1360,7 +1430,7 @@ def _tasks(
                 _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
                        messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes,
                        cut_short=cut_short),
-                label, cycle, strict, count_tokens, threads, messages_key, id_key)
+                label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
             with contextlib.suppress(OSError):
                 done_bytes += Path(name).stat().st_size
             continue
@@ -1405,10 +1475,11 @@ def _tasks(
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
-                if line == 1 and kind == "lines" and lines[0].strip() in (b"[", b"{"):
+                if (line == 1 and kind == "lines"
+                        and lines[0].removeprefix(_UTF8_BOM).strip() in (b"[", b"{")):
                     # A file named as JSONL is read as JSONL (a record per line), but one that
                     # opens like a pretty-printed document is most likely one: said once.
-                    _say(f"vthread scan: {label}: line 1 is only {lines[0].strip().decode()!r}: "
+                    _say(f"vthread scan: {label}: line 1 is only {lines[0].removeprefix(_UTF8_BOM).strip().decode()!r}: "
                          "this looks like a JSON document, read here as JSONL (a record per "
                          "line); name it .json to read it as one")
                 if file_format is None:
@@ -1459,11 +1530,15 @@ def _tasks(
 
 def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
                 strict: bool, count_tokens: bool, threads: int, messages_key: str | None,
-                id_key: str | None) -> Iterator[_Task]:
+                id_key: str | None, cut_short: list[tuple[str, str]] | None = None
+                ) -> Iterator[_Task]:
     """``tasks`` of one file, a fatal error reading it (it cannot be opened, a gzip breaks in
     a way the stream cannot say, its threads are in no format or in several) made one error
     record after the lines read before it, as a gzip that breaks off gets: the file's records
-    are kept and the other files of a directory are still read. ``--strict`` keeps it fatal."""
+    are kept and the other files of a directory are still read. The file is then one not
+    read to its end: said on stderr and appended to ``cut_short``, as such a gzip is, so
+    that the lines after the error are never passed over in silence. ``--strict`` keeps
+    the error fatal."""
     next_line = 1
     try:
         for task in tasks:
@@ -1471,6 +1546,10 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
             yield task
     except _FatalError as error:
         why = str(error).removeprefix(f"{label}: ")
+        if not strict:  # (--strict makes its record the fatal error that says it)
+            _say(f"vthread scan: {label}: {why}; not read past there")
+        if cut_short is not None:
+            cut_short.append((label, why))
         yield _Task(label, next_line, [], "native", cycle, strict, count_tokens, threads,
                     messages_key, id_key, broken=why)
 
@@ -1547,7 +1626,7 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         return iter([]), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
-        first, _, rest = data.lstrip().partition(b"\n")
+        first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
         if first.strip() in (b"[", b"{") and not any(
                 isinstance(_parse(line, True), (list, dict)) for line in rest.split(b"\n")
                 if line.strip()):
@@ -1638,10 +1717,12 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
             break
         if longest is not None and len(line) > longest:
             continue
-        # A long native line is judged by the core without building its messages in
-        # Python (the parse was most of a one-line file's time); anything else by Python.
-        found = (("native", True) if messages_key is None and _core.plainly_native_line(line)
-                 else run_format_evidence(_parse(line, index in suspect), messages_key))
+        # The core judges a line from its bytes: a long run's messages are never built in
+        # Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what it
+        # leaves (a NaN, a lone surrogate, a line that is not JSON).
+        read, found = _core.line_format_evidence(line, messages_key)
+        if not read:
+            found = run_format_evidence(_parse(line, index in suspect), messages_key)
         if found is None:
             continue
         if found[0] is None:
@@ -1863,7 +1944,7 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     if not _core_may_read(task):
         return None
     options = cycle_options(**task.options)
-    raw = _core.scan_lines(task.lines, *core_options(options), task.count_tokens, task.threads,
+    raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
                            mask_volatile=task.mask_volatile)

@@ -157,7 +157,7 @@ def describe_thread_cycle(
     text_options = text_run_options()
     try:
         code = _core.describe_thread(
-            as_thread(messages), *core_options(options), text_options.min_units,
+            as_thread(messages), core_options(options), text_options.min_units,
             text_options.window, text_options.max_unique_ratio)
     except TypeError as error:
         raise TypeError(str(error)) from None

@@ -15,9 +15,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Final
 
-from vthread._options import cycle_options
-from vthread.adapters import FORMATS
-from vthread.arrow import RESULT_FIELDS, _detect, scan_arrow
+from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, scan_arrow
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -81,18 +79,13 @@ def scan_dataset(
     >>> [row["verdict"] for row in vthread.ray.scan_dataset(ds).take_all()]  # doctest: +SKIP
     [None, 'repeated_suffix']
     """
-    keywords = {"min_repetitions": min_repetitions, "min_pattern_length": min_pattern_length,
-                "max_pattern_length": max_pattern_length,
-                "min_result_repetitions": min_result_repetitions}
-    cycle_options(**keywords)  # a bad option is an error here, not in a worker
-    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    keywords = checked_arguments(format, mask_volatile, anywhere,
+                                 min_repetitions=min_repetitions,
+                                 min_pattern_length=min_pattern_length,
+                                 max_pattern_length=max_pattern_length,
+                                 min_result_repetitions=min_result_repetitions)
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-    if format != "auto" and format not in FORMATS:
-        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
-                         f"got {format!r}")
     reserved = sorted(_RESERVED & map_batches_kwargs.keys())
     if reserved:
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")

@@ -334,9 +334,11 @@ def _set_suffix_span(result: ScanResult, row: int, length: int,
 
 def _loop_tokens(messages: Sequence[Any], begin: int) -> float:
     """The summed ``usage.tokens`` of the messages from ``begin``, NaN when none has one."""
-    figures = _core.usage_figures(messages, begin)
-    if figures is None:  # an integer figure beyond 64 bits: Python's own reading
-        figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
+    total = _core.loop_tokens(messages, begin)
+    if total is not None:
+        return total
+    # A figure the core leaves to Python (an integer beyond 64 bits, a Decimal).
+    figures = [f for f in map(usage_tokens, messages[begin:]) if f is not None]
     return token_total(figures) if figures else math.nan
 
 

@@ -1,0 +1,138 @@
+"""The format detection's reading of a line in the core (``_core.line_format_evidence``) is
+Python's (:func:`vthread.documents.run_format_evidence` of the parsed line) wherever the core
+answers, and it answers for every line that is plain JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import (
+    JSON_VALUES,
+    anthropic_messages,
+    mini_swe_agent_messages,
+    openai_messages,
+    responses_items,
+    swe_agent_messages,
+    threads,
+)
+
+from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
+from vthread import _core
+from vthread.documents import run_format_evidence
+
+KINDS = st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
+                         "function_call_output", "custom_tool_call", "x"])
+ITEMS = st.one_of(
+    st.fixed_dictionaries({"type": KINDS}, optional={"role": st.just("user"),
+                                                       "text": st.text(max_size=3)}),
+    st.fixed_dictionaries({"type": st.one_of(st.integers(), st.none())}),
+    st.fixed_dictionaries({"role": st.sampled_from(["assistant", "tool", "user"])},
+                          optional={"content": st.one_of(st.text(max_size=3), JSON_VALUES),
+                                    "action": st.one_of(st.text(max_size=3), st.none()),
+                                    "tool_call_ids": st.just(["c1"])}),
+    JSON_VALUES,
+)
+# Messages of every format the detection tells apart, mixed within a run so that every
+# branch of the evidence (and every way of failing them all) is reached.
+MESSAGES = st.one_of(ITEMS, openai_messages(), anthropic_messages(), responses_items(),
+                     swe_agent_messages(), mini_swe_agent_messages())
+RUNS = st.one_of(
+    st.lists(MESSAGES, max_size=6),
+    st.lists(st.one_of(openai_messages(), anthropic_messages()), max_size=6),
+    st.builds(lambda key, items, extra: {key: items, **extra},
+              st.sampled_from(["messages", "traj", "history", "steps"]),
+              st.lists(MESSAGES, max_size=5),
+              st.fixed_dictionaries({}, optional={"trajectory_format": st.sampled_from(
+                  ["mini-swe-agent-1", "other", 3]), "messages": st.just(None)})),
+    threads(max_size=8),
+    JSON_VALUES,
+)
+MESSAGES_KEYS = st.sampled_from([None, None, "steps", "messages", "traj"])
+REALDATA = Path(__file__).parents[2] / "shared" / "realdata"
+
+
+def _agrees(value: Any, messages_key: str | None) -> bool:
+    """Whether the core answered for the line of ``value`` (asserting it answered as Python)."""
+    line = json.dumps(value, allow_nan=True, ensure_ascii=False).encode("utf-8",
+                                                                         "surrogatepass")
+    read, found = _core.line_format_evidence(line, messages_key)
+    if read:
+        assert found == run_format_evidence(json.loads(line), messages_key), line[:300]
+    return read
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RUNS, MESSAGES_KEYS)
+def test_core_evidence_is_pythons(value: Any, messages_key: str | None) -> None:
+    _agrees(value, messages_key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(RUNS, MESSAGES_KEYS)
+def test_core_answers_every_plain_json_line(value: Any, messages_key: str | None) -> None:
+    """A line of plain JSON (what the tape takes: no NaN, lone surrogate, escaped key or run
+    of 19 digits) is the core's to judge, else the long lines it exists for would still be
+    parsed in Python."""
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return
+    if _plain(value):
+        assert _agrees(value, messages_key)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value``'s JSON has no key written with an escape and no integer of 19
+    digits or more."""
+    if isinstance(value, dict):
+        return all(not any(c in '"\\' or c < " " for c in key) and _plain(item)
+                   for key, item in value.items())
+    if isinstance(value, list):
+        return all(map(_plain, value))
+    return not (isinstance(value, int) and abs(value) >= 10**18)
+
+
+def test_generated_runs_in_every_format_are_judged_by_the_core() -> None:
+    """The workload's runs, in each format and under each run key, get Python's evidence
+    from the core; the native ones are ``("native", True)``, the others not."""
+    runs = generate_threads(40, seed=29)
+    for convert, named in ((list, "native"), (to_openai, "openai"),
+                           (to_anthropic, "anthropic"), (to_responses, "responses")):
+        for run in runs:
+            converted = convert(run)
+            for value in (converted, {"id": 1, "messages": converted},
+                          {"history": converted}):
+                assert _agrees(value, None)
+            read, found = _core.line_format_evidence(json.dumps(converted).encode())
+            assert read and found is not None
+            if named == "native":
+                assert found == ("native", True)
+            else:
+                assert found[0] in (named, "openai") and found[0] != "native"
+    assert _core.line_format_evidence(b"[]") == (True, None)
+    assert _core.line_format_evidence(b'{"trajectory_format": "mini-swe-agent-1", '
+                                      b'"messages": [{"type": "user"}]}') == (
+        True, ("mini-swe-agent", True))
+    assert _core.line_format_evidence(b'[{"type": "function_call"}, {"type": "message"}]') == (
+        True, ("responses", True))
+    assert _core.line_format_evidence(b'[{"role": "user", "content": NaN}]') == (False, None)
+    assert _core.line_format_evidence(b"not json") == (False, None)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not beside the "
+                    "repository")
+def test_published_runs_are_judged_as_python_judges_them() -> None:
+    import gzip
+
+    published = REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"
+    lines = gzip.decompress(published.read_bytes()).splitlines()[:40]
+    documents = [json.loads(path.read_bytes()) for path in sorted(
+        (REALDATA / "swe-agent").glob("*.traj"))]
+    documents += json.loads((REALDATA / "tau-bench_gpt-4o-airline.json").read_bytes())[:40]
+    for value in [json.loads(line) for line in lines] + documents:
+        assert _agrees(value, None)
