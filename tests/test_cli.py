@@ -754,6 +754,23 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
     assert code == 2 and "b.jsonl" in err and "different formats" in err
 
 
+def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file none of whose first lines is JSON (a README passed by mistake) gets its error
+    records, one per line, and one warning that it is no trajectory file; a file of JSON
+    lines that are not threads gets its error records and no such warning."""
+    prose = tmp_path / "notes.jsonl"
+    prose.write_text("# Notes\n\nSome text.\n")
+    code, out, err = run(["scan", str(prose), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 3
+    assert err == (f"vthread scan: {prose}: warning: none of its first 3 lines is JSON; each "
+                   "line is an error record (is it a trajectory file?)\n")
+    values = tmp_path / "values.jsonl"
+    values.write_text('{"x": 1}\n7\n')
+    code, out, err = run(["scan", str(values), "-q"], monkeypatch)
+    assert (code, len(records(out)), err) == (0, 2, "")
+
+
 def test_a_pretty_printed_document_piped_in_is_read_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`cat runs.json | vthread scan -`: a document whose first line is only "[" is read as

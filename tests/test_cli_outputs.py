@@ -201,6 +201,38 @@ def test_a_summary_is_written_when_the_inputs_cannot_be_read(
     assert code == 2 and data.read_bytes() == SAMPLE.read_bytes()
 
 
+def test_records_written_to_a_gz_path_are_gzip_compressed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o PATH.gz: the records gzip-compressed (the same bytes, decompressed, as -o PATH;
+    the same compressed bytes run after run), and a whole gzip file even when the scan is
+    cut short."""
+    import gzip
+
+    from vthread import cli
+
+    plain, packed = tmp_path / "records.jsonl", tmp_path / "records.jsonl.GZ"
+    assert run(["scan", str(SAMPLE), "-q", "-o", str(plain)], monkeypatch)[0] == 0
+    assert run(["scan", str(SAMPLE), "-q", "-o", str(packed)], monkeypatch)[0] == 0
+    first = packed.read_bytes()
+    assert first[:2] == b"\x1f\x8b" and gzip.decompress(first) == plain.read_bytes()
+    assert run(["scan", str(SAMPLE), "-q", "-o", str(packed)], monkeypatch)[0] == 0
+    assert packed.read_bytes() == first
+    real_scan = cli._scan_chunk
+    calls = []
+
+    def interrupted_at_the_second(task: object) -> object:
+        calls.append(task)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_scan(task)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_scan_chunk", interrupted_at_the_second)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 100)
+    assert run(["scan", str(SAMPLE), "-q", "-o", str(packed)], monkeypatch)[0] == 130
+    assert gzip.decompress(packed.read_bytes()) == b"".join(
+        plain.read_bytes().splitlines(keepends=True)[:100])
+
+
 def test_summary_names_what_it_counts(tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary counts lines of JSONL, runs of a JSON document, and records of inputs of
@@ -237,4 +269,4 @@ def test_an_input_not_read_to_its_end_is_said(tmp_path: Path,
     _, _, quiet = run(["scan", str(path), "-q"], monkeypatch)
     assert quiet == f"vthread scan: {path}: {broken['error']}\n"
     code, _, strict = run(["scan", str(path), "-q", "--strict"], monkeypatch)
-    assert code == 2 and strict == f"vthread scan: {path}: run 3: {broken['error']}\n"
+    assert code == 2 and strict == f"vthread scan: {path}: {broken['error']}\n"

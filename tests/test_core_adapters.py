@@ -123,6 +123,8 @@ def test_swe_agent_calls_are_read_alike(turns: list[tuple[str, str, str | None]]
     assert _check_line(_encode({"history": messages}, ascii_only), "swe-agent")
 
 
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not "
+                    "beside the repository")
 def test_published_swe_agent_runs_are_read_by_the_core() -> None:
     """The 15 published SWE-agent runs, as the CLI hands a document's runs to the core: all
     taken, their records what Python's reading writes."""
@@ -132,6 +134,8 @@ def test_published_swe_agent_runs_are_read_by_the_core() -> None:
     read_wholly_by_the_core(_task(lines, "swe-agent"))
 
 
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not "
+                    "beside the repository")
 def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:
     """All 500 published mini-swe-agent runs (Gemini 3 Pro on SWE-bench Verified) are read by
     the core, none declined, and their records are what Python's reading writes."""

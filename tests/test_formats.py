@@ -294,6 +294,24 @@ def test_a_broken_pretty_printed_document_is_one_error_record(
     assert code == 2 and broken["error"] in err
 
 
+def test_a_broken_pretty_printed_run_with_empty_containers_is_one_error_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pretty-printed run (a .traj, one object) cut short whose lines include an empty
+    ``{}`` or ``[]`` alone (valid JSON, but no thread) is one error record, said on stderr as
+    a document not read to its end, not an error record for each of its lines."""
+    run_ = {"id": "t", "messages": [{"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": [{}, []]}}]}]}
+    text = json.dumps(run_, indent=2)
+    assert "\n              {},\n" in text
+    path = tmp_path / "cut.traj"
+    path.write_text(text[:-10])
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    (broken,) = records(out)
+    assert code == 0 and broken["error"].startswith("not valid JSON: ")
+    assert broken["error"].endswith("; the document is not read past there")
+    assert err == f"vthread scan: {path}: {broken['error']}\n"
+
+
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONL file named .json is read line by line, as before documents were read."""
     rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]

@@ -182,6 +182,8 @@ def test_core_masking_is_res(text: str) -> None:
     assert mask_text(text) == mask_text_by_pattern(text)
 
 
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not "
+                    "beside the repository")
 def test_core_masking_of_real_texts() -> None:
     """The same over every text and string value of the published tau-bench runs (the
     product's users' data: tool results full of ids, times and numbers)."""

@@ -330,10 +330,13 @@ def _parser() -> argparse.ArgumentParser:
                         "(see vthread report --help)", add_help=False)
     scan_ = commands.add_parser(
         "scan",
-        help="scan JSONL trajectory files for looping threads",
-        description="Scan JSONL files, one thread per line, and write one JSON verdict per "
-        "line (to stdout or --output) and a summary to stderr. With no FILE, reads standard "
-        "input when it is a pipe or a file; --sample scans the sample set bundled with vthread.",
+        help="scan trajectory files (JSONL, JSON documents, Inspect logs, Parquet) for "
+        "looping runs",
+        description="Scan trajectory files and write one JSON record per run (per line of a "
+        "JSONL file, per run of a JSON document, per sample of an Inspect log, per row of a "
+        "Parquet file) to stdout or --output, and a summary to stderr. With no FILE, reads "
+        "standard input when it is a pipe or a file; --sample scans the sample set bundled "
+        "with vthread.",
         epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -353,7 +356,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="the key of each run object that holds its id (default: id, "
                        "instance_id or task_id/trial)")
     scan_.add_argument("-o", "--output", metavar="PATH",
-                       help="write the records to PATH instead of standard output")
+                       help="write the records to PATH instead of standard output "
+                       "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
+                       ".parquet or .pq)")
     for flag, meaning in (
         ("--min-repetitions", "copies of the pattern needed (default 2)"),
         ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
@@ -930,13 +935,20 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
-    """Where the records go: standard output, a file, or a Parquet file of records."""
+    """Where the records go: standard output, a file, a gzip file (a path ending ``.gz``,
+    as the inputs are read), or a Parquet file of records."""
     if not path:
         return sys.stdout.buffer
     if is_parquet(path):
         from vthread._cli_parquet import ParquetRecords
 
         return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
+    if path.lower().endswith(".gz"):
+        import gzip
+
+        # Level 6, gzip's own default: level 9 costs several times the time for a few percent;
+        # no timestamp, so the same records make the same bytes.
+        return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
     return open(path, "wb")
 
 
@@ -1479,7 +1491,8 @@ def _tasks(
                         and lines[0].removeprefix(_UTF8_BOM).strip() in (b"[", b"{")):
                     # A file named as JSONL is read as JSONL (a record per line), but one that
                     # opens like a pretty-printed document is most likely one: said once.
-                    _say(f"vthread scan: {label}: line 1 is only {lines[0].removeprefix(_UTF8_BOM).strip().decode()!r}: "
+                    bracket = lines[0].removeprefix(_UTF8_BOM).strip().decode()
+                    _say(f"vthread scan: {label}: line 1 is only {bracket!r}: "
                          "this looks like a JSON document, read here as JSONL (a record per "
                          "line); name it .json to read it as one")
                 if file_format is None:
@@ -1627,18 +1640,30 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
         first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
-        if first.strip() in (b"[", b"{") and not any(
-                isinstance(_parse(line, True), (list, dict)) for line in rest.split(b"\n")
-                if line.strip()):
+        if first.strip() in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
-            # is a thread alone: a line holding only a key, or a number, is JSON but never a
-            # thread) that does not parse: one error record saying where it breaks, not an
-            # error for each of its lines.
-            return iter([[data]]), "runs"
+            # is a thread alone) that does not parse: one error record saying where it
+            # breaks, not an error for each of its lines; the document is one not read to
+            # its end (said, and counted in the summary, as a document split where it
+            # breaks is).
+            document.broken = f"{value.reason}; the document is not read past there"
+            return iter([]), "runs"
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
     return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
+
+
+def _holds_a_thread(line: bytes) -> bool:
+    """Whether a line of a file that does not parse whole could be a JSONL thread: a
+    non-empty list or object alone. A pretty-printed document's lines never are (a line
+    holding only a key, a number, a bracket, or an empty ``{}`` or ``[]``), and the test of
+    its first and last byte spares parsing each of them."""
+    line = line.strip()
+    if line[:1] + line[-1:] not in (b"[]", b"{}"):
+        return False
+    value = _parse(line, True)
+    return isinstance(value, (list, dict)) and bool(value)
 
 
 def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
@@ -1688,8 +1713,15 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     messages."""
     from vthread.adapters import EXPECTED, FormatConflictError, FormatUnknownError, common_format
 
+    evidence, unknown = _format_evidence(lines, messages_key)
+    if not evidence and unknown is None and lines and not any(map(_may_be_json, lines[:8])):
+        # Nothing to judge by, and not even JSON (a README, a log, a CSV passed by mistake):
+        # each line will be an error record; said once, so that a wrong file is not taken
+        # for a scan of bad runs.
+        _say(f"vthread scan: {label}: warning: none of its first {min(len(lines), 8)} "
+             f"{unit}s is JSON; each {unit} is an error record (is it a trajectory file?)")
     try:
-        return common_format(*_format_evidence(lines, messages_key))
+        return common_format(evidence, unknown)
     except FormatUnknownError as missing:
         raise _FatalError(f"{label}: {unit} {missing.position}: cannot tell the message "
                           f"format; expected {EXPECTED} (or give --format)") from None
@@ -1697,6 +1729,14 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
         raise _FatalError(f"{label}: its threads are in different formats "
                           f"({conflict.where(unit)}); give --format to read them all in "
                           "one") from None
+
+
+def _may_be_json(line: bytes) -> bool:
+    """Whether ``line`` is JSON Python reads (a blank line is not), or too long to look at
+    for a warning (``WARN_LINE_BYTES``)."""
+    if len(line) > WARN_LINE_BYTES:
+        return True
+    return bool(line.strip()) and not isinstance(_parse(line, True), _Bad)
 
 
 def _format_evidence(lines: list[bytes], messages_key: str | None,
@@ -2066,7 +2106,11 @@ def _broken_stream(task: _Task) -> _Done:
     """The one error record of a gzip stream that broke off after line ``first_line - 1``."""
     assert task.broken is not None
     if task.strict:
-        return _Done(b"", _Stats(), f"{_where(task, task.first_line)}: {task.broken}")
+        # A document's break says in or after which run it is, and a file's fatal error
+        # where it was found: only a JSONL stream's break needs its line put before it.
+        says_where = task.unit != "line" or task.broken.startswith(("line ", "run ", "row "))
+        where = task.label if says_where else _where(task, task.first_line)
+        return _Done(b"", _Stats(), f"{where}: {task.broken}")
     record = _dumps({"id": None, "file": task.label, "line": task.first_line,
                      "error": task.broken})
     return _Done(f"{record}\n".encode("ascii"), _Stats(lines=1, errors=1), None)
