@@ -140,12 +140,15 @@ def describe_thread_cycle(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    format: str = "native",
 ) -> str | None:
     """The name of the first heuristic that fires, or None while the thread progresses.
 
     Tried in order: "repeated_suffix", "repeated_activity_tail", "repeated_result_run",
     "repeated_message_text_run" (a runaway text in one of the last five non-reasoning,
-    non-activity messages).
+    non-activity messages). ``format`` is the messages' format, as for :func:`vthread.scan`:
+    ``"native"`` (the default), a format of :data:`vthread.adapters.FORMATS` to translate
+    them from, or ``"auto"``; chat messages passed as native ones are warned about.
 
     >>> describe_thread_cycle([{"type": "bot", "text": "Checking now. " * 10}])
     'repeated_message_text_run'
@@ -153,6 +156,12 @@ def describe_thread_cycle(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    if format != "native":
+        from vthread.documents import native_threads
+
+        (messages,), _ = native_threads([as_thread(messages)], format)  # type: ignore[list-item]
+    elif type(messages) is list and messages and _chat_like(messages[0]):
+        _warn_of_chat()
     messages = volatile_masked(messages, mask_volatile)
     text_options = text_run_options()
     try:
@@ -164,6 +173,19 @@ def describe_thread_cycle(
     return HEURISTIC_NAMES[code - 1] if code else None
 
 
+def _chat_like(message: Any) -> bool:
+    return type(message) is dict and "role" in message and "type" not in message
+
+
+def _warn_of_chat() -> None:
+    import warnings
+
+    warnings.warn(
+        'the messages have a "role" and no "type": chat messages read as native ones are all '
+        'alike, so the thread looks like a loop; pass format="auto" (or the format\'s name) '
+        "to translate them", stacklevel=3)
+
+
 def is_thread_cyclic(
     messages: Sequence[Any],
     *,
@@ -172,6 +194,7 @@ def is_thread_cyclic(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    format: str = "native",
 ) -> bool:
     """Whether any heuristic considers the thread stuck.
 
@@ -188,6 +211,7 @@ def is_thread_cyclic(
             max_pattern_length=max_pattern_length,
             min_result_repetitions=min_result_repetitions,
             mask_volatile=mask_volatile,
+            format=format,
         )
         is not None
     )

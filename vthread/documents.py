@@ -29,7 +29,7 @@ names another (and then only that one is looked at), for formats not listed. The
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
@@ -41,6 +41,7 @@ __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "in_source_messages",
+    "native_threads",
     "opens_runs",
     "read_run",
     "run_format",
@@ -183,6 +184,82 @@ def _key_list(keys: tuple[str, ...]) -> str:
 def _json_type(value: Any) -> str:
     name = _JSON_TYPES.get(type(value), type(value).__name__)
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+DETECT_THREADS: Final = 64
+"""Most threads with messages that ``format="auto"`` judges the batch's format by."""
+
+
+def native_threads(threads: Sequence[Sequence[Any]], format_: str
+                   ) -> tuple[Sequence[Sequence[Any]], list[list[int]] | None]:
+    """``threads``, each the messages of one run in ``format_`` (one of
+    :data:`vthread.adapters.FORMATS`, or ``"auto"``: the format the first
+    :data:`DETECT_THREADS` threads with messages agree on, as ``vthread scan`` detects a
+    file's), as native threads, and the source message of each native message (for
+    :func:`in_source_messages`); native threads are returned as they are, with None. A
+    thread that cannot be read in the format, or a batch whose format cannot be told, is a
+    ``ValueError`` naming the thread. O(total messages).
+
+    >>> native_threads([[{"role": "user", "content": "hi"}]], "auto")
+    ([[{'type': 'user', 'text': 'hi'}]], [[0]])
+    """
+    from vthread.adapters import FORMATS, to_native_with_sources
+
+    if format_ == "auto":
+        format_ = _batch_format(threads)
+    elif format_ not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
+                         f"got {format_!r}")
+    if format_ == "native":
+        return threads, None
+    native, sources = [], []
+    for index, thread in enumerate(threads):
+        if isinstance(thread, (str, bytes, Mapping)) or not isinstance(thread, Sequence):
+            raise TypeError(f"thread {index}: a thread is a sequence of messages, got "
+                            f"{type(thread).__name__}")
+        try:
+            messages, origins = to_native_with_sources(thread, format_)  # type: ignore[arg-type]
+        except ValueError as error:
+            raise ValueError(f"thread {index}: {format_} format: {error}") from None
+        native.append(messages)
+        sources.append(origins)
+    return native, sources
+
+
+def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
+    """The format the first threads with messages agree on (``vthread scan``'s detection)."""
+    from vthread.adapters import EXPECTED, FormatConflictError, FormatUnknownError, common_format
+
+    evidence: list[tuple[int, Any, bool]] = []
+    unknown: int | None = None
+    for index, thread in enumerate(threads):
+        if len(evidence) == DETECT_THREADS:
+            break
+        found = run_format_evidence(list(thread) if isinstance(thread, Sequence) else thread)
+        if found is not None and found[0] is None:
+            unknown = index if unknown is None else unknown
+        elif found is not None:
+            evidence.append((index, *found))
+    try:
+        return common_format(evidence, unknown)
+    except FormatUnknownError as missing:
+        raise ValueError(f"thread {missing.position}: cannot tell the message format; "
+                         f"expected {EXPECTED} (or pass format=)") from None
+    except FormatConflictError as conflict:
+        raise ValueError(f"the threads are in different formats ({conflict.where('thread')}); "
+                         "pass format= to read them all in one") from None
+
+
+def looks_like_chat(threads: Sequence[Any]) -> int | None:
+    """The first thread whose first message has a ``role`` and no ``type`` (OpenAI's or
+    Anthropic's chat, which read as native messages are all alike: every thread a loop),
+    looked for among the first :data:`DETECT_THREADS`; None when there is none. O(1) per
+    thread."""
+    for index, thread in enumerate(threads[:DETECT_THREADS]):
+        first = thread[0] if isinstance(thread, Sequence) and thread else None
+        if isinstance(first, Mapping) and "role" in first and "type" not in first:
+            return index
+    return None
 
 
 def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:

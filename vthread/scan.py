@@ -560,6 +560,7 @@ def scan(
     mask_volatile: bool = False,
     jobs: int = 1,
     anywhere: bool = False,
+    format: str = "native",
 ) -> ScanResult:
     """Verdict and loop attribution for every thread: the bulk twin of describe_thread_cycle.
 
@@ -581,6 +582,15 @@ def scan(
     kind). O(total messages x ``vthread.anywhere.MAX_PERIOD``) array work, plus the exact
     confirmation of what repeats.
 
+    ``format`` names the threads' message format: ``"native"`` (the production library's
+    ``{type, text, meta}`` messages, the default), one of :data:`vthread.adapters.FORMATS`
+    (``"openai"``, ``"anthropic"``, ...), or ``"auto"`` to detect it from the first threads
+    as ``vthread scan`` does (:func:`vthread.documents.native_threads`). Translated threads
+    are scanned as native ones and their loops reported in their own messages'
+    numbers (``loop_start`` an index into the thread as given), as ``vthread scan FILE``
+    reports them. Chat messages passed as native ones (a ``role`` and no ``type``) are all
+    alike, so every such thread looks like a loop: that is warned about.
+
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
     [None, 'repeated_suffix']
@@ -592,6 +602,14 @@ def scan(
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
+    sources = None
+    if format != "native":
+        from vthread.documents import native_threads
+
+        translated, sources = native_threads(batch_threads, format)
+        batch_threads = list(translated)
+    else:
+        _warn_of_chat(batch_threads)
     if mask_volatile:
         batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
     if (
@@ -600,8 +618,29 @@ def scan(
         and sum(map(len, batch_threads)) >= PARALLEL_MIN_MESSAGES
         and _can_fork()
     ):
-        return _scan_parallel(batch_threads, options, jobs, anywhere)
-    return _scan_paused(batch_threads, options, anywhere)
+        result = _scan_parallel(batch_threads, options, jobs, anywhere)
+    else:
+        result = _scan_paused(batch_threads, options, anywhere)
+    if sources is not None:
+        from vthread.documents import in_source_messages
+
+        for row, origins in enumerate(sources):
+            in_source_messages(result, row, origins)
+    return result
+
+
+def _warn_of_chat(threads: Sequence[Any]) -> None:
+    """Warn when the threads, read as native, look like chat messages (see :func:`scan`)."""
+    from vthread.documents import looks_like_chat
+
+    index = looks_like_chat(threads)
+    if index is not None:
+        import warnings
+
+        warnings.warn(
+            f"thread {index}'s messages have a \"role\" and no \"type\": chat messages read "
+            "as native ones are all alike, so such a thread looks like a loop; pass "
+            "format=\"auto\" (or the format's name) to translate them", stacklevel=3)
 
 
 def _thread_list(threads: object) -> list[Any]:

@@ -1,0 +1,96 @@
+"""``vthread.scan(..., format=)`` and ``describe_thread_cycle(..., format=)``: threads in the
+chat formats read as ``vthread scan FILE`` reads them, records and all; chat messages passed
+as native ones are warned about."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vthread
+from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
+from tests.test_cli import records, run
+
+CONVERSIONS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
+    "openai": to_openai, "anthropic": to_anthropic, "responses": to_responses}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_translated_threads_get_the_records_of_the_cli(
+        name: str, anywhere: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workload's threads in another format, scanned with format= named or "auto": the
+    records vthread scan writes for the same runs as a file, field for field (loops
+    counted in the threads' own messages)."""
+    threads = [CONVERSIONS[name](thread) for thread in generate_threads(150, seed=41)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(thread) + "\n" for thread in threads))
+    flags = ["--anywhere"] if anywhere else []
+    code, out, _ = run(["scan", str(path), "-q", *flags], monkeypatch)
+    assert code == 0
+    expected = [{k: v for k, v in r.items() if k not in ("id", "file", "line", "messages")}
+                for r in records(out)]
+    for format_ in (name, "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no warning: the format was given
+            result = vthread.scan(threads, format=format_, anywhere=anywhere)
+        assert [result.record(i) for i in range(len(result))] == expected
+    assert sum(r["verdict"] is not None for r in expected) > 10  # loops were compared
+    if not anywhere:  # (with it, a verdict names the costliest loop's kind)
+        names = [vthread.describe_thread_cycle(t, format=name) for t in threads[:40]]
+        assert names == [r["verdict"] for r in expected[:40]]
+
+
+def test_chat_messages_read_as_native_are_warned_about() -> None:
+    """Chat threads passed as native (the default) are every one a loop, which is warned
+    about, once per call; native threads, and chat ones with their format, are not."""
+    chat = [to_openai(thread) for thread in generate_threads(20, seed=3)]
+    with pytest.warns(UserWarning, match='thread 0\'s messages have a "role" and no "type"'):
+        assert vthread.scan(chat).names == ["repeated_suffix"] * 20
+    with pytest.warns(UserWarning, match='pass format="auto"'):
+        vthread.describe_thread_cycle(chat[0])
+    native = generate_threads(20, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vthread.scan(native)
+        vthread.describe_thread_cycle(native[0])
+        assert vthread.scan(chat, format="openai").names != ["repeated_suffix"] * 20
+        assert vthread.is_thread_cyclic(chat[0], format="auto") is False
+
+
+def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
+    native = [{"type": "user", "text": "hi"}]
+    chat = [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]
+    with pytest.raises(ValueError, match="format must be 'auto' or one of native, openai"):
+        vthread.scan([chat], format="chat")
+    with pytest.raises(ValueError, match=r"different formats \(native at thread 0; openai at "
+                                         r"thread 1\)"):
+        vthread.scan([native, chat], format="auto")
+    with pytest.raises(ValueError, match="thread 1: cannot tell the message format"):
+        vthread.scan([[], [{"x": 1}]], format="auto")
+    with pytest.raises(ValueError, match=r"^thread 1: openai format: "):
+        vthread.scan([chat, [{"role": "user", "content": 7}]], format="openai")
+    with pytest.raises(TypeError, match="thread 0: a thread is a sequence of messages"):
+        vthread.scan(["not a thread"], format="openai")  # type: ignore[list-item]
+    assert vthread.scan([], format="auto").names == []
+    assert vthread.scan([[]], format="auto").names == [None]
+
+
+def test_the_documented_example_runs_as_written() -> None:
+    """docs/api.md's example of format="auto" gives the output it shows."""
+    import doctest
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text("utf-8")
+    section = text.split("### Threads in other message formats", 1)[1].split("\n### ", 1)[0]
+    section = section.replace("```python", "").replace("```", "")  # the fences end no output
+    test = doctest.DocTestParser().get_doctest(section, {"vthread": vthread}, "api.md",
+                                               None, 0)
+    assert len(test.examples) == 2
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
