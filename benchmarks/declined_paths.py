@@ -9,7 +9,9 @@ messy one (:func:`benchmarks.scan_report.write_keyed`, ``write_messy``), a Respo
 (:func:`benchmarks.workload.to_responses`) and the plain file scanned with
 ``--mask-volatile`` (``masked``), the workload as one JSON document of runs with a NaN in
 one run (``nan-document``: read whole by Python before session 11, which now splits it and
-gives Python only that run), plus the 500 published mini-swe-agent runs of
+gives Python only that run), one OpenAI run of 800,000 messages on one line scanned with no
+``--format`` (``long-openai-run``: its format detected by parsing it in Python before
+session 12, from its bytes in the core since), plus the 500 published mini-swe-agent runs of
 ``../shared/realdata`` (read by Python before session 9) when they are there, and times
 ``vthread scan FILE -q -o /dev/null`` on each in a subprocess, round-robin, against the
 same command forced down the old path (``--old-path``: every chunk, or every chunk with a
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scan_report import KEYED, machine, subprocess_env, write_keyed, write_messy
-from benchmarks.workload import generate_threads, to_responses, write_jsonl
+from benchmarks.workload import generate_threads, to_openai, to_responses, write_jsonl
 
 RESULTS = Path(__file__).resolve().parent / "results" / "declined_paths.json"
 MINI_SWE_AGENT = (Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -54,10 +56,14 @@ def old_path(kind: str, argv: list[str]) -> int:
         raw = read(task)
         return None if raw is None or len(raw["declined"]) else raw
 
-    if kind == "nan-document":
+    if kind == "nan-document":  # read whole by Python, as before the split a block at a time
+        cli._DocumentRuns.start = lambda document: False  # type: ignore[method-assign]
+    if kind == "long-openai-run":  # every line's format evidence read by Python
         from vthread import _core
 
-        _core.document_array = lambda *args: None  # type: ignore[assignment]
+        _core.line_format_evidence = (  # type: ignore[assignment]
+            lambda line, messages_key=None: (False, None))
+        return cli.main(argv)
     wholly_python = kind in ("keyed", "responses", "masked", "mini-swe-agent")
     cli._read_in_core = (lambda task: None) if wholly_python else whole_chunks  # type: ignore[attr-defined]
     if kind == "masked":
@@ -65,6 +71,20 @@ def old_path(kind: str, argv: list[str]) -> int:
 
         cli.masked_thread = masked_thread_by_python  # type: ignore[attr-defined]
     return cli.main(argv)
+
+
+LONG_RUN_MESSAGES = 800_000
+
+
+def long_openai_run() -> list[dict[str, Any]]:
+    """One OpenAI chat run of ``LONG_RUN_MESSAGES`` messages: workload threads (seed 3) in
+    OpenAI's format, one after another."""
+    messages: list[dict[str, Any]] = []
+    for thread in generate_threads(LONG_RUN_MESSAGES // 20, seed=3):
+        messages.extend(to_openai(thread))
+        if len(messages) >= LONG_RUN_MESSAGES:
+            break
+    return messages[:LONG_RUN_MESSAGES]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     write_jsonl(plain, threads)
     files = {"keyed": scratch / "keyed.jsonl", "messy": scratch / "messy.jsonl",
              "responses": scratch / "responses.jsonl", "masked": plain,
-             "nan-document": scratch / "runs.json"}
+             "nan-document": scratch / "runs.json",
+             "long-openai-run": scratch / "long-openai-run.jsonl"}
     if MINI_SWE_AGENT.exists():
         files["mini-swe-agent"] = MINI_SWE_AGENT
     write_keyed(files["keyed"], threads)
@@ -91,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                                   for i, thread in enumerate(threads)]
     runs[0]["score"] = float("nan")  # json writes NaN: one run the core declines
     files["nan-document"].write_text(json.dumps(runs))
+    write_jsonl(files["long-openai-run"], [{"id": "long", "messages": long_openai_run()}])
     keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
             "responses": ["--format", "responses"], "masked": ["--mask-volatile"],
-            "mini-swe-agent": [], "nan-document": []}
+            "mini-swe-agent": [], "nan-document": [], "long-openai-run": []}
     commands: dict[str, list[str]] = {}
     for kind, path in files.items():
         scan = ["scan", str(path), "-q", *keys[kind]]
