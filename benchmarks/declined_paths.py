@@ -78,10 +78,13 @@ LONG_RUN_MESSAGES = 800_000
 
 def long_openai_run() -> list[dict[str, Any]]:
     """One OpenAI chat run of ``LONG_RUN_MESSAGES`` messages: workload threads (seed 3) in
-    OpenAI's format, one after another."""
+    OpenAI's format, one after another (those with a message that is no object, which no
+    format reads, left out)."""
     messages: list[dict[str, Any]] = []
     for thread in generate_threads(LONG_RUN_MESSAGES // 20, seed=3):
-        messages.extend(to_openai(thread))
+        chat = to_openai(thread)
+        if all(isinstance(message, dict) for message in chat):
+            messages.extend(chat)
         if len(messages) >= LONG_RUN_MESSAGES:
             break
     return messages[:LONG_RUN_MESSAGES]
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                                   for i, thread in enumerate(threads)]
     runs[0]["score"] = float("nan")  # json writes NaN: one run the core declines
     files["nan-document"].write_text(json.dumps(runs))
-    write_jsonl(files["long-openai-run"], [{"id": "long", "messages": long_openai_run()}])
+    write_jsonl(files["long-openai-run"], [long_openai_run()], ids=["long"])
     keys = {"keyed": ["--messages-key", KEYED[0], "--id-key", KEYED[1]], "messy": [],
             "responses": ["--format", "responses"], "masked": ["--mask-volatile"],
             "mini-swe-agent": [], "nan-document": [], "long-openai-run": []}

@@ -265,11 +265,14 @@ impl ArraySplitter {
     /// The document has ended: why the split stopped short of a whole document and where
     /// (None when it did not: one array, only whitespace after it), whether the closing
     /// bracket was reached, and the element the document ended in (its range of `text`,
-    /// trailing whitespace left out, and its place), if any. Call after the last `feed`.
+    /// trailing whitespace left out unless the document ends inside a string, where it is
+    /// the string's own text and where `json` finds the break; and its place), if any. Call
+    /// after the last `feed`.
     pub fn finish(&mut self) -> (Option<(Stop, Place)>, bool, Option<Element>) {
+        let in_string = self.in_string;
         let tail = self.element.take().map(|(start, place)| {
             let mut last = self.buffer.len();
-            while last > start && is_json_space(self.buffer[last - 1]) {
+            while !in_string && last > start && is_json_space(self.buffer[last - 1]) {
                 last -= 1;
             }
             (start, last, place)
@@ -364,7 +367,7 @@ mod tests {
             bool,
             Option<&'static [u8]>,
         );
-        let cases: [Case; 10] = [
+        let cases: [Case; 11] = [
             (b"[1,]", &[b"1"], Some(Stop::Empty), Some(3), false, None),
             (b"[,1]", &[], Some(Stop::Empty), Some(1), false, None),
             (b"[1 2]", &[b"1 2"], None, None, true, None), // refused when read alone
@@ -388,6 +391,15 @@ mod tests {
                 Some(b"\"cut\\"),
             ),
             (b"[1,\n", &[b"1"], cut, Some(4), false, None),
+            // Cut inside a string: its trailing whitespace is its text, kept.
+            (
+                b"[1, \"cut \n",
+                &[b"1"],
+                cut,
+                Some(10),
+                false,
+                Some(b"\"cut \n"),
+            ),
             (b"[", &[], cut, Some(1), false, None),
         ];
         for (document, elements, why, offset, closed, tail) in cases {

@@ -1079,6 +1079,22 @@ def test_jsonl_piped_in_after_an_empty_array_is_read_line_by_line(
     assert code == 0 and [r["line"] for r in records(out)] == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("cut", ['"\n', '"a \t', '"a ', '{"k": "v \r\n'])
+def test_a_document_cut_inside_a_string_breaks_where_json_says(
+        cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document cut inside a string whose last bytes are whitespace: that whitespace is the
+    string's text, and the break is placed where json places it (a raw control character,
+    or the string's opening quote), not at the string's end with it left out."""
+    data = ('[{"messages": []}, ' + cut).encode()
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json.loads(data)
+    path = tmp_path / "runs.json"
+    path.write_bytes(data)
+    *_, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert f"{raised.value.msg}: line {raised.value.lineno} column {raised.value.colno} " \
+           "of the document, in run 2" in broken["error"], broken["error"]
+
+
 def test_a_break_after_encoded_surrogates_is_placed_as_json_places_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Surrogates written as raw UTF-8 bytes (json reads them with surrogatepass) count one
