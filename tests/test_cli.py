@@ -754,6 +754,25 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
     assert code == 2 and "b.jsonl" in err and "different formats" in err
 
 
+def test_several_named_files_go_past_a_bad_one(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files named one by one (a shell glob) are read as a directory's are: a file in
+    several formats is one error record, said and in cut_short, and the files after it are
+    still read; one such file named alone still ends the scan (status 2)."""
+    native = json.dumps([{"type": "user", "text": "hi"}])
+    chat = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
+    bad, good = tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    bad.write_text(native + "\n" + chat + "\n")
+    good.write_text(native + "\n")
+    code, out, err = run(["scan", str(bad), str(good), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [(Path(r["file"]).name, r["line"]) for r in got] == [
+        ("b.jsonl", 1), ("c.jsonl", 1)]
+    assert "in different formats" in got[0]["error"] and "not read past there" in err
+    code, _, err = run(["scan", str(bad), "-q"], monkeypatch)
+    assert code == 2 and "different formats" in err
+
+
 def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A file none of whose first lines is JSON (a README passed by mistake) gets its error

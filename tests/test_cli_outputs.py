@@ -110,7 +110,7 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
     assert summary["lines"] == len(records(out)) == 300 and summary["errors"] == 0
     from vthread import cli
 
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **keywords: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "_write", interrupted)
@@ -180,6 +180,38 @@ def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     assert scan.returncode == 143, err
     assert (summary["completed"], summary["failure"]) == (False, "terminated (SIGTERM)")
     assert summary["lines"] == len(records(written.read_bytes()))
+
+
+def test_a_pipe_is_scanned_as_its_lines_come(tmp_path: Path) -> None:
+    """Lines piped in by a writer that then pauses (tail -f, a harness writing a run at a
+    time) get their records while the pipe is still open, not when a chunk fills or the
+    stream ends; the rest follow when more comes."""
+    import select
+    import subprocess
+    import sys
+
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", "-", "-q"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert scan.stdin is not None and scan.stdout is not None
+    try:
+        scan.stdin.write(b"".join(lines[:3]))
+        scan.stdin.flush()
+        got = b""
+        while got.count(b"\n") < 3:
+            ready, _, _ = select.select([scan.stdout], [], [], 60)
+            assert ready, f"no record while the pipe stays open (got {got!r})"
+            got += scan.stdout.read1(1 << 16)
+        assert [r["line"] for r in records(got)] == [1, 2, 3]
+        scan.stdin.write(b"".join(lines[3:5]))
+        scan.stdin.close()
+        rest = scan.stdout.read()
+    finally:
+        if not scan.stdin.closed:
+            scan.stdin.close()  # the scan ends with its input
+        scan.wait(timeout=60)
+    assert scan.returncode == 0
+    assert [r["line"] for r in records(rest)] == [4, 5]
 
 
 def test_a_summary_is_written_when_the_inputs_cannot_be_read(

@@ -576,6 +576,10 @@ def _scan_command(options: argparse.Namespace) -> int:
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     terminated = _SigtermRaises()
+    # Standard input from a pipe is scanned as its lines come, and each chunk's records are
+    # written at once, for whoever reads them as they come.
+    streaming = (files == ["-"] and sys.stdin is not None
+                 and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
@@ -597,7 +601,8 @@ def _scan_command(options: argparse.Namespace) -> int:
         in_core = first is None or first.format == "native" or _core_may_read(first)
         results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
-            _write(out, _loops_only(done.output) if options.only_loops else done.output)
+            _write(out, _loops_only(done.output) if options.only_loops else done.output,
+                   flush=streaming)
             stats.add(done.stats)
             if progress is not None:
                 progress.chunk_done(stats.lines)
@@ -711,9 +716,12 @@ class _WriteError(Exception):
     """Writing the records failed (not a broken pipe); the message is the system's."""
 
 
-def _write(out: BinaryIO, data: bytes) -> None:
+def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
+    """Write records to ``out``; ``flush``: at once (records of a stream read as it comes)."""
     try:
         out.write(data)
+        if flush:
+            out.flush()
     except BrokenPipeError:
         raise
     except OSError as error:
@@ -830,6 +838,10 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
             files += found
             if found != [name]:
                 listed.update(found)
+        if len(files) > 1:
+            # Many files (a directory, a shell glob of thousands): one that cannot be read
+            # is its own error record, said, and the others are still read.
+            listed.update(name for name in files if name != "-")
         return files, frozenset(listed)
     if sys.stdin is not None and not _is_tty(sys.stdin):
         return ["-"], frozenset()
@@ -1129,7 +1141,48 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
     head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
     if _is_gzip(head, name):
         return _GzipStream(raw), position, close
+    if name == "-" and _is_live(raw):
+        return cast(BinaryIO, _LiveStream(raw)), position, close
     return raw, position, close
+
+
+def _is_live(raw: io.BufferedReader) -> bool:
+    """Whether standard input is a stream that may pause (a pipe, a terminal, a socket), not
+    a file: one whose file descriptor ``select`` can watch."""
+    try:
+        return not stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False  # no file descriptor (a test's in-memory stream)
+
+
+class _LiveStream:
+    """Standard input from a pipe, read as its data comes: each read returns what is there
+    (blocking only while nothing is), and :meth:`idle` says when the writer has paused, so
+    that lines already read are scanned and their records written then, not held until a
+    chunk fills or the stream ends (``tail -f log.jsonl | vthread scan -``, an agent
+    harness writing a run at a time, a scan stopped by SIGTERM)."""
+
+    IDLE_SECONDS: Final = 0.05
+    """How long the writer must be silent before the lines read are scanned: short enough
+    for a person watching, long enough that a fast writer (``cat``) never makes small
+    chunks."""
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        self.raw = raw
+
+    def read(self, size: int = -1) -> bytes:
+        return self.raw.read1(size if size > 0 else READ_BYTES)
+
+    def idle(self) -> bool:
+        """Whether no data has come within :attr:`IDLE_SECONDS` (the last read took every byte
+        buffered, so only the file descriptor can hold more)."""
+        import select
+
+        try:
+            ready, _, _ = select.select([self.raw], [], [], self.IDLE_SECONDS)
+        except (OSError, ValueError):
+            return False
+        return not ready
 
 
 def _is_gzip(head: bytes, name: str) -> bool:
@@ -1154,6 +1207,10 @@ class _Replayed:
             first, self.first = self.first, None
             return first
         return self.rest.read(size)
+
+    def idle(self) -> bool:
+        """Whether the stream's writer has paused (:meth:`_LiveStream.idle`)."""
+        return self.first is None and isinstance(self.rest, _LiveStream) and self.rest.idle()
 
 
 class _DocumentRuns:
@@ -1355,6 +1412,14 @@ def _sniffed_document(stream: BinaryIO | _GzipStream,
     document it is, a block at a time). A document is read as a ``.json`` file is, not a line
     at a time (one error record per line of the document, or one thread of runs)."""
     first = stream.read(READ_BYTES)
+    if isinstance(stream, _LiveStream):
+        # A read of a pipe returns what has come: read on until the first line is whole (or
+        # a read's worth of it has come), as the sniff reads that line.
+        parts = [first]
+        while (b"\n" not in first.lstrip() and len(first) < READ_BYTES
+               and (more := stream.read(READ_BYTES))):
+            parts.append(more)
+            first = b"".join(parts)
     line = first.removeprefix(_UTF8_BOM).lstrip().split(b"\n", 1)[0].strip()
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, stream), messages_key)
@@ -1376,6 +1441,8 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
     pending: list[bytes] = []  # the parts of a line that has not ended yet
     batch: list[bytes] = []
     size = 0
+    # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
+    idle = stream.idle if isinstance(stream, _Replayed | _LiveStream) else None
     while block := stream.read(READ_BYTES):
         lines = block.split(b"\n")
         if len(lines) == 1:
@@ -1397,7 +1464,7 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
                 start += CHUNK_LINES
             batch = batch[start:]
             size = sum(map(len, batch))
-        if size >= CHUNK_BYTES:
+        if size >= CHUNK_BYTES or (batch and idle is not None and idle()):
             yield batch
             batch, size = [], 0
     if pending:
@@ -1428,7 +1495,7 @@ def _tasks(
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first threads
-    with messages (and appended to ``detected``). A file ``listed`` (found in a directory FILE)
+    with messages (and appended to ``detected``). A file ``listed`` (one of several inputs)
     that cannot be read, or whose format cannot be told, ends with an error record and the
     scan goes on; any other such file ends the scan. ``done_bytes``: the size of the files
     read before these (the progress bar's offset). A file not read to its end (a gzip stream
