@@ -94,3 +94,42 @@ def test_the_documented_example_runs_as_written() -> None:
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+
+
+def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
+    """With a format given, a thread may be a run object holding its messages (as a JSONL
+    line holds one): mini-swe-agent's declares its format there, so "auto" reads its fenced
+    commands as tool calls, where its messages alone read as OpenAI chat."""
+    turn = "I will look.\n```bash\nls\n```"
+    messages = [{"role": "user", "content": "fix it"}]
+    for _ in range(5):
+        messages += [{"role": "assistant", "content": turn},
+                     {"role": "user", "content": "<returncode>0</returncode>\n" + "x" * 30}]
+    run_ = {"instance_id": "i1", "trajectory_format": "mini-swe-agent-1", "messages": messages}
+    declared = vthread.scan([run_], format="auto")
+    assert declared.record(0) == vthread.scan([messages], format="mini-swe-agent").record(0)
+    assert declared.names == ["repeated_suffix"]
+    assert vthread.describe_thread_cycle(run_, format="auto") == "repeated_suffix"
+    chat = to_openai(generate_threads(1, seed=5)[0])
+    assert (vthread.scan([{"id": "a", "messages": chat}], format="openai").record(0)
+            == vthread.scan([chat], format="openai").record(0))
+    with pytest.raises(ValueError, match=r"^thread 0: not a thread: an object without "):
+        vthread.scan([{"steps": chat}], format="openai")
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not beside the "
+                    "repository")
+def test_published_mini_swe_agent_runs_as_objects_get_the_cli_records(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    path = REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"
+    runs = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    result = vthread.scan(runs, format="auto")
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    expected = [{k: v for k, v in r.items() if k not in ("id", "file", "line", "messages")}
+                for r in records(out)]
+    assert code == 0 and [result.record(i) for i in range(len(result))] == expected

@@ -159,7 +159,7 @@ def describe_thread_cycle(
     if format != "native":
         from vthread.documents import native_threads
 
-        (messages,), _ = native_threads([as_thread(messages)], format)  # type: ignore[list-item]
+        (messages,), _ = native_threads([as_thread(messages)], format)
     elif type(messages) is list and messages and _chat_like(messages[0]):
         _warn_of_chat()
     messages = volatile_masked(messages, mask_volatile)

@@ -190,15 +190,18 @@ DETECT_THREADS: Final = 64
 """Most threads with messages that ``format="auto"`` judges the batch's format by."""
 
 
-def native_threads(threads: Sequence[Sequence[Any]], format_: str
-                   ) -> tuple[Sequence[Sequence[Any]], list[list[int]] | None]:
-    """``threads``, each the messages of one run in ``format_`` (one of
-    :data:`vthread.adapters.FORMATS`, or ``"auto"``: the format the first
+def native_threads(threads: Sequence[Any], format_: str
+                   ) -> tuple[Sequence[Any], list[list[int] | None] | None]:
+    """``threads``, each the messages of one run in ``format_`` or a run object holding them
+    (as a JSONL line holds one: ``{"messages": [...]}``, a ``traj`` or ``history``, a declared
+    ``trajectory_format``), as native threads, with the source message of each native
+    message (for :func:`in_source_messages`; None for a thread read as it is). ``format_`` is
+    one of :data:`vthread.adapters.FORMATS`, or ``"auto"``: the format the first
     :data:`DETECT_THREADS` threads with messages agree on, as ``vthread scan`` detects a
-    file's), as native threads, and the source message of each native message (for
-    :func:`in_source_messages`); native threads are returned as they are, with None. A
-    thread that cannot be read in the format, or a batch whose format cannot be told, is a
-    ``ValueError`` naming the thread. O(total messages).
+    file's (a mini-swe-agent run is known by its run object's ``trajectory_format``). Native
+    lists of messages are returned as they are, with None for all. A thread that cannot be
+    read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
+    the thread. O(total messages).
 
     >>> native_threads([[{"role": "user", "content": "hi"}]], "auto")
     ([[{'type': 'user', 'text': 'hi'}]], [[0]])
@@ -210,13 +213,25 @@ def native_threads(threads: Sequence[Sequence[Any]], format_: str
     elif format_ not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
                          f"got {format_!r}")
-    if format_ == "native":
+    if format_ == "native" and not any(isinstance(t, Mapping) for t in threads):
         return threads, None
-    native, sources = [], []
+    native: list[Any] = []
+    sources: list[list[int] | None] = []
     for index, thread in enumerate(threads):
-        if isinstance(thread, (str, bytes, Mapping)) or not isinstance(thread, Sequence):
-            raise TypeError(f"thread {index}: a thread is a sequence of messages, got "
-                            f"{type(thread).__name__}")
+        if isinstance(thread, Mapping):
+            found = read_run(dict(thread), format_)
+            if isinstance(found, str):
+                raise ValueError(f"thread {index}: {found}")
+            native.append(found[1])
+            sources.append(found[2])
+            continue
+        if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
+            raise TypeError(f"thread {index}: a thread is a sequence of messages or a run "
+                            f"object, got {type(thread).__name__}")
+        if format_ == "native":
+            native.append(thread)
+            sources.append(None)
+            continue
         try:
             messages, origins = to_native_with_sources(thread, format_)  # type: ignore[arg-type]
         except ValueError as error:

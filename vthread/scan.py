@@ -585,7 +585,9 @@ def scan(
     ``format`` names the threads' message format: ``"native"`` (the production library's
     ``{type, text, meta}`` messages, the default), one of :data:`vthread.adapters.FORMATS`
     (``"openai"``, ``"anthropic"``, ...), or ``"auto"`` to detect it from the first threads
-    as ``vthread scan`` does (:func:`vthread.documents.native_threads`). Translated threads
+    as ``vthread scan`` does (:func:`vthread.documents.native_threads`); with a format given,
+    a thread may also be a run object holding its messages (a JSONL line's ``{"messages":
+    ...}``; mini-swe-agent's run declares its format there). Translated threads
     are scanned as native ones and their loops reported in their own messages'
     numbers (``loop_start`` an index into the thread as given), as ``vthread scan FILE``
     reports them. Chat messages passed as native ones (a ``role`` and no ``type``) are all
@@ -625,7 +627,8 @@ def scan(
         from vthread.documents import in_source_messages
 
         for row, origins in enumerate(sources):
-            in_source_messages(result, row, origins)
+            if origins is not None:
+                in_source_messages(result, row, origins)
     return result
 
 
