@@ -312,6 +312,34 @@ def test_a_broken_pretty_printed_run_with_empty_containers_is_one_error_record(
     assert err == f"vthread scan: {path}: {broken['error']}\n"
 
 
+def test_pretty_printed_runs_one_after_another_are_each_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretty-printed runs written one after another (as `jq '.[]'` writes an array's, or
+    `cat` several .traj files) get the records of the same runs as one array; a run followed
+    by junk gets its record, then one error record saying where the junk is, as json says."""
+    runs = [{"id": f"r{i}", "messages": openai_loop() if i % 2 else openai_healthy()}
+            for i in range(4)]
+    array, sequence = tmp_path / "array.json", tmp_path / "sequence.json"
+    array.write_text(json.dumps(runs, indent=2))
+    sequence.write_text("".join(json.dumps(r, indent=2) + "\n" for r in runs))
+    code, expected, _ = run(["scan", str(array), "-q"], monkeypatch)
+    code_sequence, got, err = run(["scan", str(sequence), "-q"], monkeypatch)
+    assert code == code_sequence == 0 and err == ""
+    assert [dict(r, file=None) for r in records(got)] == [
+        dict(r, file=None) for r in records(expected)]
+    junk = tmp_path / "junk.traj"
+    text = json.dumps(runs[1], indent=2) + "\n  garbage\n"
+    junk.write_text(text)
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json.JSONDecoder().raw_decode(text, text.index("garbage"))
+    *read, broken = records(run(["scan", str(junk), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["r1"] and read[0]["verdict"] is not None
+    assert broken["error"] == (
+        f"not valid JSON: {raised.value.msg}: line {raised.value.lineno} column "
+        f"{raised.value.colno} of the document, after run 1; the document is not read past "
+        "there")
+
+
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONL file named .json is read line by line, as before documents were read."""
     rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]

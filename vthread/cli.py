@@ -1709,16 +1709,46 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
         if first.strip() in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
-            # is a thread alone) that does not parse: one error record saying where it
-            # breaks, not an error for each of its lines; the document is one not read to
-            # its end (said, and counted in the summary, as a document split where it
-            # breaks is).
-            document.broken = f"{value.reason}; the document is not read past there"
-            return iter([]), "runs"
+            # is a thread alone) that does not parse: the runs of the whole values it begins
+            # with (pretty-printed runs one after another, as `jq '.[]'` writes them, or a
+            # run followed by junk), then one error record saying where it breaks, not an
+            # error for each of its lines; the document is one not read to its end (said,
+            # and counted in the summary, as a document split where it breaks is).
+            values, where = _leading_values(data)
+            if not values:
+                document.broken = f"{value.reason}; the document is not read past there"
+                return iter([]), "runs"
+            runs = [run for whole in values for run in runs_of(whole, messages_key)]
+            if where is not None:
+                line, column, reason = where
+                document.broken = _break(line, column, f"after run {len(runs)}", reason)
+            return _batched(map(_run_line, runs)), "runs"
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
     return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
+
+
+def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None]:
+    """The whole JSON values ``data`` begins with, one after another (whitespace between,
+    read as ``json`` reads a document), and where the first that is not one breaks: its
+    line, column and ``json``'s reason; None when every one is whole."""
+    text = data.removeprefix(_UTF8_BOM).decode("utf-8", "surrogatepass")
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at = 0
+    while True:
+        at = len(text) - len(text[at:].lstrip(" \t\r\n"))
+        if at == len(text):
+            return values, None
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as error:
+            return values, (error.lineno, error.colno, error.msg)
+        except RecursionError:
+            line = text.count("\n", 0, at) + 1
+            return values, (line, at - text.rfind("\n", 0, at), "nested too deeply to read")
+        values.append(value)
 
 
 def _holds_a_thread(line: bytes) -> bool:
