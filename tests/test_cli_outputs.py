@@ -231,6 +231,14 @@ def test_a_summary_is_written_when_the_inputs_cannot_be_read(
     data.write_bytes(SAMPLE.read_bytes())
     code, _, err = run(["scan", str(data), str(missing), "--summary", str(data)], monkeypatch)
     assert code == 2 and data.read_bytes() == SAMPLE.read_bytes()
+    # A summary whose folder does not exist is said before the scan, not after it.
+    nowhere = tmp_path / "no-such-folder" / "summary.json"
+    records_file = tmp_path / "records.jsonl"
+    code, _, err = run(["scan", str(data), "-o", str(records_file), "--summary",
+                        str(nowhere)], monkeypatch)
+    assert code == 74 and not records_file.exists()
+    assert err == (f"vthread scan: cannot write {nowhere}: no such directory "
+                   f"{nowhere.parent}\n")
 
 
 def test_records_written_to_a_gz_path_are_gzip_compressed(

@@ -562,6 +562,12 @@ def _scan_command(options: argparse.Namespace) -> int:
     if options.output and is_parquet(options.output) and not parquet_available():
         _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
         return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
+    unwritable = _unwritable_folder(options.summary_file)
+    if unwritable is not None:
+        # Said before the scan, not after it: its records would be written and its figures
+        # lost.
+        _say(f"vthread scan: cannot write {options.summary_file}: {unwritable}")
+        return _IO_EXIT
     try:
         out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
@@ -652,6 +658,19 @@ def _scan_command(options: argparse.Namespace) -> int:
     if failure is not None:
         return failure[0]
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _unwritable_folder(path: str | None) -> str | None:
+    """Why no file can be written at ``path`` (its folder is missing or is not writable),
+    or None; the file itself is not made until it is written."""
+    if not path:
+        return None
+    folder = Path(path).parent
+    if not folder.is_dir():
+        return f"no such directory {folder}"
+    if not os.access(folder, os.W_OK):
+        return f"the directory {folder} is not writable"
+    return None
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:

@@ -315,7 +315,8 @@ def _headline(figures: Mapping[str, Any]) -> str:
     ]
     tokens, wasted = figures["tokens"], figures["wasted_tokens"]
     if wasted is None:
-        cards.append(("wasted_tokens", "wasted tokens", None, "no run carries usage.tokens"))
+        cards.append(("wasted_tokens", "wasted tokens", None,
+                      "no looping run's messages carry usage.tokens"))
     elif tokens is None:
         cards.append(("wasted_tokens", "wasted tokens", wasted, "total not known from records"))
     else:
