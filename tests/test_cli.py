@@ -754,6 +754,24 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
     assert code == 2 and "b.jsonl" in err and "different formats" in err
 
 
+def test_an_earlier_runs_records_in_a_directory_are_passed_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records an earlier scan left in the directory (under another name, plain or gzip) are
+    not read as trajectories (each line would be an error record): passed over and said;
+    named on the command line, a records file is still scanned as asked."""
+    (tmp_path / "runs.jsonl").write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    first = tmp_path / "first.jsonl.gz"
+    assert run(["scan", str(tmp_path), "-q", "-o", str(first)], monkeypatch)[0] == 0
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and [Path(r["file"]).name for r in records(out)] == ["runs.jsonl"]
+    assert err == f"vthread scan: {first}: passed over: it holds vthread scan's records\n"
+    (tmp_path / "runs.jsonl").unlink()
+    code, _, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 2 and "holding only vthread scan's records" in err
+    code, out, _ = run(["scan", str(first), "-q"], monkeypatch)
+    assert code == 0 and "error" in records(out)[0]
+
+
 def test_several_named_files_go_past_a_bad_one(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Files named one by one (a shell glob) are read as a directory's are: a file in

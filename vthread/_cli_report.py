@@ -68,7 +68,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     try:
         _check_output(options.output, options.files)
         data = ReportData()
-        to_scan = [name for name in options.files if not _holds_records(name)]
+        to_scan = [name for name in options.files if not holds_records(name)]
         if to_scan:
             status = _scan_into(data, to_scan, options, stderr)
             if status:
@@ -143,7 +143,7 @@ def _check_output(output: str, files: Sequence[str]) -> None:
         raise _ReportError(f"cannot write {output}: permission denied", EXIT_IO)
 
 
-def _holds_records(name: str) -> bool:
+def holds_records(name: str) -> bool:
     """Whether the file is ``vthread scan``'s JSONL output: its first line is a record."""
     base = name.lower().removesuffix(".gz")
     if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):

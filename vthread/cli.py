@@ -854,9 +854,13 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
         listed: set[str] = set()
         for name in options.files:
             found = _files_under(name, written)
-            files += found
             if found != [name]:
+                found = _without_records(found)
+                if not found:
+                    raise _FatalError(f"{name}: is a directory holding only vthread scan's "
+                                      "records, no trajectory file")
                 listed.update(found)
+            files += found
         if len(files) > 1:
             # Many files (a directory, a shell glob of thousands): one that cannot be read
             # is its own error record, said, and the others are still read.
@@ -869,6 +873,21 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
     _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
          f"(vthread scan --sample)")
     return [str(SAMPLE)], frozenset()
+
+
+def _without_records(found: list[str]) -> list[str]:
+    """The files found in a directory but those holding ``vthread scan``'s own records (an
+    earlier run's ``-o``, left beside the trajectories: each record would be an error
+    record), each said on stderr as it is passed over."""
+    from vthread._cli_report import holds_records
+
+    kept = []
+    for name in found:
+        if holds_records(name):
+            _say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
+        else:
+            kept.append(name)
+    return kept
 
 
 def _identities(paths: list[str | None]) -> set[tuple[int, int]]:
