@@ -50,10 +50,13 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
     """Chat threads passed as native (the default) are every one a loop, which is warned
     about, once per call; native threads, and chat ones with their format, are not."""
     chat = [to_openai(thread) for thread in generate_threads(20, seed=3)]
-    with pytest.warns(UserWarning, match='thread 0\'s messages have a "role" and no "type"'):
+    with pytest.warns(UserWarning, match='thread 0\'s messages have a "role": chat messages'):
         assert vthread.scan(chat).names == ["repeated_suffix"] * 20
     with pytest.warns(UserWarning, match='pass format="auto"'):
         vthread.describe_thread_cycle(chat[0])
+    responses = [to_responses(thread) for thread in generate_threads(20, seed=3)]
+    with pytest.warns(UserWarning, match="chat messages read as native ones are alike"):
+        vthread.scan(responses)
     native = generate_threads(20, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -174,16 +174,18 @@ def describe_thread_cycle(
 
 
 def _chat_like(message: Any) -> bool:
-    return type(message) is dict and "role" in message and "type" not in message
+    """Whether a first message is chat's: a ``role``, which no native message has (OpenAI's
+    and Anthropic's messages, a Responses ``message`` item)."""
+    return type(message) is dict and "role" in message
 
 
 def _warn_of_chat() -> None:
     import warnings
 
     warnings.warn(
-        'the messages have a "role" and no "type": chat messages read as native ones are all '
-        'alike, so the thread looks like a loop; pass format="auto" (or the format\'s name) '
-        "to translate them", stacklevel=3)
+        'the messages have a "role": chat messages read as native ones are alike (a chat '
+        'message has no native "type" or "text"), so the thread looks like a loop; pass '
+        'format="auto" (or the format\'s name) to translate them', stacklevel=3)
 
 
 def is_thread_cyclic(

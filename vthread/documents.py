@@ -266,13 +266,13 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
 
 
 def looks_like_chat(threads: Sequence[Any]) -> int | None:
-    """The first thread whose first message has a ``role`` and no ``type`` (OpenAI's or
-    Anthropic's chat, which read as native messages are all alike: every thread a loop),
-    looked for among the first :data:`DETECT_THREADS`; None when there is none. O(1) per
-    thread."""
+    """The first thread whose first message has a ``role``, which no native message has
+    (OpenAI's and Anthropic's chat, a Responses ``message`` item: read as native messages
+    they are alike, every thread a loop), looked for among the first
+    :data:`DETECT_THREADS`; None when there is none. O(1) per thread."""
     for index, thread in enumerate(threads[:DETECT_THREADS]):
         first = thread[0] if isinstance(thread, Sequence) and thread else None
-        if isinstance(first, Mapping) and "role" in first and "type" not in first:
+        if isinstance(first, Mapping) and "role" in first:
             return index
     return None
 

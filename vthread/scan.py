@@ -590,8 +590,8 @@ def scan(
     ...}``; mini-swe-agent's run declares its format there). Translated threads
     are scanned as native ones and their loops reported in their own messages'
     numbers (``loop_start`` an index into the thread as given), as ``vthread scan FILE``
-    reports them. Chat messages passed as native ones (a ``role`` and no ``type``) are all
-    alike, so every such thread looks like a loop: that is warned about.
+    reports them. Chat messages passed as native ones (a ``role``, which no native message
+    has) are alike, so every such thread looks like a loop: that is warned about.
 
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
@@ -641,9 +641,10 @@ def _warn_of_chat(threads: Sequence[Any]) -> None:
         import warnings
 
         warnings.warn(
-            f"thread {index}'s messages have a \"role\" and no \"type\": chat messages read "
-            "as native ones are all alike, so such a thread looks like a loop; pass "
-            "format=\"auto\" (or the format's name) to translate them", stacklevel=3)
+            f"thread {index}'s messages have a \"role\": chat messages read as native ones "
+            "are alike (a chat message has no native \"type\" or \"text\"), so such a thread "
+            "looks like a loop; pass format=\"auto\" (or the format's name) to translate "
+            "them", stacklevel=3)
 
 
 def _thread_list(threads: object) -> list[Any]:
