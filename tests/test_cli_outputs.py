@@ -154,6 +154,95 @@ def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,
     assert summary["lines"] == len(kept) == 100
 
 
+def test_sigterm_is_not_taken_for_a_chunks_failure(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM while Python scans a chunk (--anywhere) ends the scan: it is not caught by
+    the fallback that scans a failing chunk thread by thread (it was, and the scan went on
+    to exit 0, "completed": true)."""
+    import os
+    import signal
+
+    from vthread import cli
+
+    real = cli.scan_validated
+    sent: list[int] = []
+
+    def terminated_once(*args: object, **keywords: object) -> object:
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **keywords)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "scan_validated", terminated_once)
+    target = tmp_path / "summary.json"
+    code, out, _ = run(["scan", str(SAMPLE), "--anywhere", "--summary", str(target)],
+                         monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 143 and (summary["completed"], summary["failure"]) == (
+        False, "terminated (SIGTERM)")
+    assert summary["lines"] == len(records(out)) == 0
+
+
+def test_sigterm_as_the_worker_pool_starts_leaves_no_process_behind(tmp_path: Path) -> None:
+    """SIGTERM just after the first worker process is forked (--jobs 2 --anywhere): status
+    143 and the process ends, its workers with it (a worker forked unknown to the pool was
+    waited for forever, the scan never ending)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() * 15)  # 4,500 lines: two chunks, two workers
+    script = f"""
+import os, signal, sys
+import concurrent.futures.process as pool
+spawn = pool.ProcessPoolExecutor._spawn_process
+def spawn_then_terminated(self):
+    spawn(self)
+    os.kill(os.getpid(), signal.SIGTERM)
+pool.ProcessPoolExecutor._spawn_process = spawn_then_terminated
+from vthread.cli import main
+sys.exit(main(["scan", {str(path)!r}, "--anywhere", "--jobs", "2", "-q", "-o", os.devnull]))
+"""
+    scan = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                          check=False)
+    assert scan.returncode == 143, scan.stderr.decode()
+    assert scan.stderr.decode().endswith("vthread scan: terminated (SIGTERM)\n")
+
+
+def test_a_signal_during_a_write_lets_the_records_end_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or SIGTERM while records are being written takes effect once they are: the
+    output never ends in part of a record."""
+    import os
+    import signal
+
+    from vthread import cli
+
+    class SignalledMidWrite:
+        def __init__(self) -> None:
+            self.written = b""
+
+        def write(self, data: bytes) -> int:
+            self.written += data[:10]
+            os.kill(os.getpid(), signal.SIGTERM)  # held back until the write is done
+            self.written += data[10:]
+            return len(data)
+
+        def flush(self) -> None:
+            pass
+
+    handlers = cli._StopSignals()
+    cli._STOP_SIGNALS.append(handlers)
+    out = SignalledMidWrite()
+    try:
+        with pytest.raises(cli._TerminatedError):
+            cli._write(out, b'{"a": "whole record"}\n')  # type: ignore[arg-type]
+    finally:
+        cli._STOP_SIGNALS.remove(handlers)
+        handlers.close()
+    assert out.written == b'{"a": "whole record"}\n'
+
+
 def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     """The same, for a real process blocked on a pipe that never ends."""
     import signal

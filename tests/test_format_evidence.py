@@ -136,3 +136,19 @@ def test_published_runs_are_judged_as_python_judges_them() -> None:
     documents += json.loads((REALDATA / "tau-bench_gpt-4o-airline.json").read_bytes())[:40]
     for value in [json.loads(line) for line in lines] + documents:
         assert _agrees(value, None)
+
+
+def test_escaped_values_are_read_as_their_text() -> None:
+    """A role, type or block type written with escapes (\\u0074ool, \\/) is its text, as
+    json.loads reads it; escaped keys are left to Python."""
+    lines = [
+        rb'{"messages": [{"role": "\u0074ool", "content": "x"}]}',
+        rb'[{"role": "assistant", "content": [{"type": "tool\u005fuse", "id": "a"}]}]',
+        rb'[{"type": "function\u005fcall", "name": "f"}, {"type": "mess\u0061ge"}]',
+        rb'[{"role": "assistant", "content": "<function=ls>\n<\/function>"}]',
+        rb'[{"type": "us\u0065r", "text": "\ud83c\udf89"}]',
+    ]
+    for line in lines:
+        read, found = _core.line_format_evidence(line)
+        assert read and found == run_format_evidence(json.loads(line)), line
+    assert _core.line_format_evidence(rb'[{"r\u006fle": "user"}]') == (False, None)

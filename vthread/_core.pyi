@@ -68,8 +68,11 @@ def scan_slices(
 def line_format_evidence(line: bytes, messages_key: str | None = None
                          ) -> tuple[bool, tuple[str | None, bool] | None]:
     """What the run ``line`` holds says of its file's format, as
-    ``documents.run_format_evidence`` of the parsed line answers: ``(True, answer)``, or
-    ``(False, None)`` when the core leaves the line to Python."""
+    ``documents.run_format_evidence(json.loads(line), messages_key)`` answers: ``(True,
+    None)`` when the run has no messages to judge by, ``(True, (format, decisive))`` with
+    ``format`` None for messages in no known format, or ``(False, None)`` when the core
+    leaves the line to Python (one its tape does not read as ``json.loads`` does: NaN, a lone
+    surrogate, an escaped or repeated key, a 19-digit number, invalid UTF-8)."""
 
 def arrow_row_texts(
     array: Any, threads: int,

@@ -133,7 +133,7 @@ from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import cycle_options
 from vthread._records import json_text, record_id, strict_dumps
-from vthread.documents import in_source_messages
+from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
     ScanResult,
@@ -169,8 +169,6 @@ SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
 """Seconds between progress-line updates."""
-DETECT_THREADS: Final = 64
-"""Most threads with messages a file's format is detected from (all from its first chunk)."""
 DETECT_BYTES: Final = 32 << 20
 """About the most bytes of threads the detection parses: each is parsed again when read."""
 WARN_LINE_BYTES: Final = 4 << 20
@@ -581,7 +579,8 @@ def _scan_command(options: argparse.Namespace) -> int:
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
-    terminated = _SigtermRaises()
+    stop_signals = _StopSignals()
+    _STOP_SIGNALS.append(stop_signals)
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
     # written at once, for whoever reads them as they come.
     streaming = (files == ["-"] and sys.stdin is not None
@@ -638,7 +637,8 @@ def _scan_command(options: argparse.Namespace) -> int:
         _close_quietly(out, options.output, progress)
         failure = (_TERMINATED_EXIT, "terminated (SIGTERM)")
     finally:
-        terminated.close()
+        _STOP_SIGNALS.remove(stop_signals)
+        stop_signals.close()
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if failure is not None:
@@ -684,43 +684,92 @@ def _write_summary(path: str, summary: dict[str, object]) -> bool:
     return True
 
 
-class _TerminatedError(Exception):
-    """SIGTERM during a scan: what ``timeout``, Slurm and Kubernetes send to stop a job."""
+class _TerminatedError(BaseException):
+    """SIGTERM during a scan: what ``timeout``, Slurm and Kubernetes send to stop a job. A
+    BaseException, as KeyboardInterrupt is, so that no ``except Exception`` that falls back
+    to another way of reading a chunk can take it for that chunk's failure."""
 
 
-class _SigtermRaises:
-    """SIGTERM raised as :class:`_TerminatedError` in this process until :meth:`close`, so that a
+class _StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM during a scan, in this process until :meth:`close`: each
+    ends the scan as an exception (KeyboardInterrupt, :class:`_TerminatedError`), so that a
     scan stopped by a scheduler ends as one interrupted by Ctrl-C does: the records so far
-    flushed, the summary written ("completed": false), status 143. Outside the main thread
-    (a caller running :func:`main` in a thread) the handler cannot be set and is left as it
-    is. A forked worker that inherits the handler dies of the signal as it would have."""
+    flushed, the summary written ("completed": false), status 130 or 143. Inside
+    :meth:`held` the exception waits until the block is done (a record is never written in
+    part, a worker process never forked unknown to its pool), whichever thread the signal
+    reached. Outside the main thread (a caller running :func:`main` in a thread) the
+    handlers cannot be set and are left as they are. A forked worker that inherits them,
+    before its first step (:func:`_worker_started`), dies of SIGTERM as it would have."""
 
     def __init__(self) -> None:
         import signal
 
         self.owner = os.getpid()
-        self.previous: Any = None
+        self.depth = 0  # nested held() blocks open
+        self.pending: int | None = None  # a signal that came inside one
+        self.previous: dict[int, Any] = {}
         try:
-            self.previous = signal.signal(signal.SIGTERM, self._raise)
-            self.installed = True
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[signum] = signal.signal(signum, self._arrived)
         except ValueError:  # not the main thread
-            self.installed = False
+            self.close()
 
-    def _raise(self, signum: int, frame: object) -> None:
+    def _arrived(self, signum: int, frame: object) -> None:
         import signal
 
-        if os.getpid() != self.owner:
+        if os.getpid() != self.owner and signum == signal.SIGTERM:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
-        raise _TerminatedError
+        if self.depth:
+            self.pending = signum
+            return
+        _raise_for(signum)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The block runs to its end; a signal meanwhile takes effect after it."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending is not None:
+                signum, self.pending = self.pending, None
+                _raise_for(signum)
 
     def close(self) -> None:
         import signal
 
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.previous)
-            self.installed = False
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
+
+
+def _raise_for(signum: int) -> None:
+    import signal
+
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise _TerminatedError
+
+
+_STOP_SIGNALS: list[_StopSignals] = []
+"""The scan's signal handlers while it runs (at most one; empty outside a scan)."""
+
+
+def _signals_held() -> contextlib.AbstractContextManager[None]:
+    """:meth:`_StopSignals.held` of the running scan (nothing held outside one)."""
+    return _STOP_SIGNALS[-1].held() if _STOP_SIGNALS else contextlib.nullcontext()
+
+
+def _worker_started() -> None:
+    """A worker process's first step: Ctrl-C and SIGTERM as by default (not the scan's
+    handlers it was forked with)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _noting_units(tasks: Iterator[_Task], units: set[str]) -> Iterator[_Task]:
@@ -736,11 +785,15 @@ class _WriteError(Exception):
 
 
 def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
-    """Write records to ``out``; ``flush``: at once (records of a stream read as it comes)."""
+    """Write records to ``out``; ``flush``: at once (records of a stream read as it comes).
+    Ctrl-C or SIGTERM meanwhile takes effect once the records are written, so that the
+    output never ends in part of one (a write blocked on a full pipe ends when its reader
+    reads, or goes away)."""
     try:
-        out.write(data)
-        if flush:
-            out.flush()
+        with _signals_held():
+            out.write(data)
+            if flush:
+                out.flush()
     except BrokenPipeError:
         raise
     except OSError as error:
@@ -997,7 +1050,8 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
         import gzip
 
         # Level 6, gzip's own default: level 9 costs several times the time for a few percent;
-        # no timestamp, so the same records make the same bytes.
+        # no timestamp in the header, so the same records written to the same path make the
+        # same bytes.
         return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
     return open(path, "wb")
 
@@ -1668,8 +1722,10 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
             _say(f"vthread scan: {label}: {why}; not read past there")
         if cut_short is not None:
             cut_short.append((label, why))
+        # (unit "file": the error is the file's, and under --strict is said with its name
+        # alone, never as if it were its first line's)
         yield _Task(label, next_line, [], "native", cycle, strict, count_tokens, threads,
-                    messages_key, id_key, broken=why)
+                    messages_key, id_key, broken=why, unit="file")
 
 
 def _parquet_tasks(
@@ -2046,11 +2102,15 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_started) as pool:
         window: deque[Future[_Done]] = deque()
         try:
             for task in chain(first, tasks):
-                window.append(pool.submit(_scan_chunk, task))
+                # A submit may fork the workers: a signal meanwhile would leave one forked
+                # and unknown to the pool, waited for forever.
+                with _signals_held():
+                    submitted = pool.submit(_scan_chunk, task)
+                window.append(submitted)
                 if len(window) >= 2 * workers:
                     yield window.popleft().result()
             while window:

@@ -24,6 +24,7 @@ from vthread._heuristics import (
 )
 from vthread._messages import as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
+from vthread.documents import chat_like, warn_if_chat
 from vthread.volatile import volatile_masked
 
 __all__ = [
@@ -153,15 +154,21 @@ def describe_thread_cycle(
     >>> describe_thread_cycle([{"type": "bot", "text": "Checking now. " * 10}])
     'repeated_message_text_run'
     """
-    options = cycle_options(
+    return _described(messages, cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
-    )
+    ), mask_volatile, format, stacklevel=3)
+
+
+def _described(messages: Sequence[Any], options: CycleOptions, mask_volatile: bool,
+               format: str, stacklevel: int) -> str | None:
+    """:func:`describe_thread_cycle` with its options resolved; ``stacklevel``: where a
+    warning points (the caller of the public function)."""
     if format != "native":
         from vthread.documents import native_threads
 
         (messages,), _ = native_threads([as_thread(messages)], format)
-    elif type(messages) is list and messages and _chat_like(messages[0]):
-        _warn_of_chat()
+    elif type(messages) in (list, tuple) and messages and chat_like(messages[0]):
+        warn_if_chat([messages], stacklevel=stacklevel, one=True)
     messages = volatile_masked(messages, mask_volatile)
     text_options = text_run_options()
     try:
@@ -171,21 +178,6 @@ def describe_thread_cycle(
     except TypeError as error:
         raise TypeError(str(error)) from None
     return HEURISTIC_NAMES[code - 1] if code else None
-
-
-def _chat_like(message: Any) -> bool:
-    """Whether a first message is chat's: a ``role``, which no native message has (OpenAI's
-    and Anthropic's messages, a Responses ``message`` item)."""
-    return type(message) is dict and "role" in message
-
-
-def _warn_of_chat() -> None:
-    import warnings
-
-    warnings.warn(
-        'the messages have a "role": chat messages read as native ones are alike (a chat '
-        'message has no native "type" or "text"), so the thread looks like a loop; pass '
-        'format="auto" (or the format\'s name) to translate them', stacklevel=3)
 
 
 def is_thread_cyclic(
@@ -205,15 +197,7 @@ def is_thread_cyclic(
     poll answered with a new clock reading each time is seen to loop. Off by default: the
     answers are then exactly the production ones.
     """
-    return (
-        describe_thread_cycle(
-            messages,
-            min_repetitions=min_repetitions,
-            min_pattern_length=min_pattern_length,
-            max_pattern_length=max_pattern_length,
-            min_result_repetitions=min_result_repetitions,
-            mask_volatile=mask_volatile,
-            format=format,
-        )
-        is not None
+    options = cycle_options(
+        min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
+    return _described(messages, options, mask_volatile, format, stacklevel=3) is not None

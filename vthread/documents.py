@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
+    "chat_like",
     "in_source_messages",
     "native_threads",
     "opens_runs",
@@ -49,6 +50,7 @@ __all__ = [
     "run_id",
     "run_messages",
     "runs_of",
+    "warn_if_chat",
 ]
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")
@@ -265,16 +267,28 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                          "pass format= to read them all in one") from None
 
 
-def looks_like_chat(threads: Sequence[Any]) -> int | None:
-    """The first thread whose first message has a ``role``, which no native message has
-    (OpenAI's and Anthropic's chat, a Responses ``message`` item: read as native messages
-    they are alike, every thread a loop), looked for among the first
-    :data:`DETECT_THREADS`; None when there is none. O(1) per thread."""
+def chat_like(message: Any) -> bool:
+    """Whether a first message is chat's: it has a ``role``, which no native message has
+    (OpenAI's and Anthropic's messages, a Responses ``message`` item)."""
+    return isinstance(message, Mapping) and "role" in message
+
+
+def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False) -> None:
+    """Warn when one of the first :data:`DETECT_THREADS` threads, to be read as native
+    messages, is chat (:func:`chat_like`): its messages are alike to the heuristics (no
+    native ``type`` or ``text``), so it looks like a loop. ``one``: the threads are one
+    caller's thread (the warning says "the messages"). O(1) per thread."""
     for index, thread in enumerate(threads[:DETECT_THREADS]):
-        first = thread[0] if isinstance(thread, Sequence) and thread else None
-        if isinstance(first, Mapping) and "role" in first:
-            return index
-    return None
+        if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
+            import warnings
+
+            whose = "the messages have" if one else f"thread {index}'s messages have"
+            warnings.warn(
+                f'{whose} a "role": chat messages read as native ones are alike (a chat '
+                'message has no native "type" or "text"), so such a thread looks like a '
+                'loop; pass format="auto" (or the format\'s name) to translate them',
+                stacklevel=stacklevel + 1)
+            return
 
 
 def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:

@@ -611,7 +611,9 @@ def scan(
         translated, sources = native_threads(batch_threads, format)
         batch_threads = list(translated)
     else:
-        _warn_of_chat(batch_threads)
+        from vthread.documents import warn_if_chat
+
+        warn_if_chat(batch_threads, stacklevel=2)
     if mask_volatile:
         batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
     if (
@@ -630,21 +632,6 @@ def scan(
             if origins is not None:
                 in_source_messages(result, row, origins)
     return result
-
-
-def _warn_of_chat(threads: Sequence[Any]) -> None:
-    """Warn when the threads, read as native, look like chat messages (see :func:`scan`)."""
-    from vthread.documents import looks_like_chat
-
-    index = looks_like_chat(threads)
-    if index is not None:
-        import warnings
-
-        warnings.warn(
-            f"thread {index}'s messages have a \"role\": chat messages read as native ones "
-            "are alike (a chat message has no native \"type\" or \"text\"), so such a thread "
-            "looks like a loop; pass format=\"auto\" (or the format's name) to translate "
-            "them", stacklevel=3)
 
 
 def _thread_list(threads: object) -> list[Any]:
