@@ -518,10 +518,15 @@ def _newest_settled(messages: Sequence[Any]) -> Activity:
     raise AssertionError("the result run fired without a settled response")
 
 
-PARALLEL_MIN_MESSAGES: Final = 100_000
-"""Smallest batch (in messages) that ``jobs > 1`` splits over processes. Measured on the
-benchmark threads, 2 vCPU: 1,000 threads (66k messages) took 0.19 s in one process and
-0.22 s in two; 2,500 threads (164k messages) 0.54 s against 0.42 s."""
+PARALLEL_MIN_MESSAGES: Final = 2_000_000
+"""Smallest batch (in messages) that ``jobs > 1`` splits over processes. Each worker reads
+the caller's Python objects, so the pages it touches are copied into it, and on this
+machine (2 vCPU, session 12) that costs about what the second CPU saves: 10,000 workload
+threads (650k messages) took 0.254 s in one process and 0.302 s in two, 30,000 (1.95M)
+0.703 s against 0.665 s."""
+PARALLEL_MIN_MESSAGES_ANYWHERE: Final = 500_000
+"""The same with ``anywhere=True``, whose Python work gains more from a second CPU: 650k
+messages 0.631 s against 0.613 s, 1.95M 1.730 s against 1.277 s."""
 
 # Worker processes are forked with the batch already in memory, so only row ranges go out
 # and small result arrays come back: pickling the threads would cost more than scanning them.
@@ -569,7 +574,8 @@ def scan(
     half for the repeated suffix, its end for the others), as array operations across all
     threads at once; only candidate loops are confirmed one by one. ``jobs > 1`` splits
     the batch over forked processes (where the platform can fork, and when the batch holds
-    at least ``PARALLEL_MIN_MESSAGES`` messages: below that a pool costs more than it
+    at least ``PARALLEL_MIN_MESSAGES`` messages, ``PARALLEL_MIN_MESSAGES_ANYWHERE`` with
+    ``anywhere=True``: below that a pool costs more than it
     saves) and returns the identical result. A thread that is not a sequence of mappings
     is a ``TypeError`` naming the thread and message index. ``mask_volatile=True`` compares
     messages with their volatile values masked (:mod:`vthread.volatile`), as the cycle
@@ -619,7 +625,8 @@ def scan(
     if (
         jobs > 1
         and len(batch_threads) >= 2 * jobs
-        and sum(map(len, batch_threads)) >= PARALLEL_MIN_MESSAGES
+        and sum(map(len, batch_threads)) >= (PARALLEL_MIN_MESSAGES_ANYWHERE if anywhere
+                                             else PARALLEL_MIN_MESSAGES)
         and _can_fork()
     ):
         result = _scan_parallel(batch_threads, options, jobs, anywhere)
