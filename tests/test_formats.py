@@ -338,6 +338,18 @@ def test_pretty_printed_runs_one_after_another_are_each_a_run(
         f"not valid JSON: {raised.value.msg}: line {raised.value.lineno} column "
         f"{raised.value.colno} of the document, after run 1; the document is not read past "
         "there")
+    # Bytes that are no UTF-8 after whole values, and a cut inside a character of the first.
+    junk.write_bytes(sequence.read_bytes() + b"\xff\n")
+    code, out, _ = run(["scan", str(junk), "-q"], monkeypatch)
+    *read, broken = records(out)
+    assert code == 0 and [r["id"] for r in read] == ["r0", "r1", "r2", "r3"]
+    assert broken["error"].startswith("not valid JSON: not UTF-8 (invalid start byte): line ")
+    pretty = json.dumps({"id": "é", "messages": openai_healthy()}, indent=1,
+                        ensure_ascii=False).encode()
+    junk.write_bytes(pretty[: pretty.index("é".encode()) + 1])
+    code, out, _ = run(["scan", str(junk), "-q"], monkeypatch)
+    (broken,) = records(out)
+    assert code == 0 and broken["error"].startswith("not valid JSON: ")
 
 
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

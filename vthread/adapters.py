@@ -742,6 +742,21 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
     return "openai" if plain else "native"
 
 
+def agreed_format(evidence: Sequence[tuple[int, Format, bool]], unknown: int | None,
+                  unit: str, subject: str, override: str) -> Format:
+    """:func:`common_format`, its failures as a ``ValueError`` a person reads: the ``unit``
+    (thread, row, line) with messages in no format, or where ``subject`` ("the threads")
+    showed each format; ``override`` says how to name the format instead ("pass format=")."""
+    try:
+        return common_format(evidence, unknown)
+    except FormatUnknownError as missing:
+        raise ValueError(f"{unit} {missing.position}: cannot tell the message format; "
+                         f"expected {EXPECTED} (or {override})") from None
+    except FormatConflictError as conflict:
+        raise ValueError(f"{subject} are in different formats ({conflict.where(unit)}); "
+                         f"{override} to read them all in one") from None
+
+
 def _has_anthropic_block(content: Any) -> bool:
     return isinstance(content, list) and any(
         isinstance(block, Mapping) and _named(block.get("type"), _ANTHROPIC_BLOCKS)

@@ -27,13 +27,7 @@ import numpy as np
 
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
-from vthread.adapters import (
-    EXPECTED,
-    FORMATS,
-    FormatConflictError,
-    FormatUnknownError,
-    common_format,
-)
+from vthread.adapters import FORMATS, agreed_format
 from vthread.documents import in_source_messages, read_run, run_format_evidence
 from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
@@ -190,14 +184,7 @@ def _detect(column: pa.ChunkedArray) -> str:
             row += 1
         if len(evidence) >= _DETECT_ROWS:
             break
-    try:
-        return common_format(evidence, unknown)
-    except FormatUnknownError as missing:
-        raise ValueError(f"row {missing.position}: cannot tell the message format; expected "
-                         f"{EXPECTED} (or pass format=)") from None
-    except FormatConflictError as conflict:
-        raise ValueError(f"the rows are in different formats ({conflict.where('row')}); pass "
-                         "format= to read them all in one") from None
+    return agreed_format(evidence, unknown, "row", "the rows", "pass format=")
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

@@ -1827,14 +1827,24 @@ def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None
     """The whole JSON values ``data`` begins with, one after another (whitespace between,
     read as ``json`` reads a document), and where the first that is not one breaks: its
     line, column and ``json``'s reason; None when every one is whole."""
-    text = data.removeprefix(_UTF8_BOM).decode("utf-8", "surrogatepass")
+    data = data.removeprefix(_UTF8_BOM)
+    undecodable: UnicodeDecodeError | None = None
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as error:  # a cut inside a character, or bytes of no UTF-8
+        undecodable = error
+        text = data[:error.start].decode("utf-8", "surrogatepass")
     decoder = json.JSONDecoder()
     values: list[Any] = []
     at = 0
     while True:
         at = len(text) - len(text[at:].lstrip(" \t\r\n"))
         if at == len(text):
-            return values, None
+            if undecodable is None:
+                return values, None
+            line = text.count("\n") + 1
+            return values, (line, len(text) - text.rfind("\n"),
+                            f"not UTF-8 ({undecodable.reason})")
         try:
             value, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError as error:
@@ -1902,7 +1912,7 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
     fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
     or run numbers) when they disagree, or when none is in a known format but one has
     messages."""
-    from vthread.adapters import EXPECTED, FormatConflictError, FormatUnknownError, common_format
+    from vthread.adapters import agreed_format
 
     evidence, unknown = _format_evidence(lines, messages_key)
     if not evidence and unknown is None and lines and not any(map(_may_be_json, lines[:8])):
@@ -1912,14 +1922,9 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
         _say(f"vthread scan: {label}: warning: none of its first {min(len(lines), 8)} "
              f"{unit}s is JSON; each {unit} is an error record (is it a trajectory file?)")
     try:
-        return common_format(evidence, unknown)
-    except FormatUnknownError as missing:
-        raise _FatalError(f"{label}: {unit} {missing.position}: cannot tell the message "
-                          f"format; expected {EXPECTED} (or give --format)") from None
-    except FormatConflictError as conflict:
-        raise _FatalError(f"{label}: its threads are in different formats "
-                          f"({conflict.where(unit)}); give --format to read them all in "
-                          "one") from None
+        return agreed_format(evidence, unknown, unit, "its threads", "give --format")
+    except ValueError as error:
+        raise _FatalError(f"{label}: {error}") from None
 
 
 def _may_be_json(line: bytes) -> bool:

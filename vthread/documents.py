@@ -245,7 +245,7 @@ def native_threads(threads: Sequence[Any], format_: str
 
 def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
     """The format the first threads with messages agree on (``vthread scan``'s detection)."""
-    from vthread.adapters import EXPECTED, FormatConflictError, FormatUnknownError, common_format
+    from vthread.adapters import agreed_format
 
     evidence: list[tuple[int, Any, bool]] = []
     unknown: int | None = None
@@ -257,14 +257,7 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
             unknown = index if unknown is None else unknown
         elif found is not None:
             evidence.append((index, *found))
-    try:
-        return common_format(evidence, unknown)
-    except FormatUnknownError as missing:
-        raise ValueError(f"thread {missing.position}: cannot tell the message format; "
-                         f"expected {EXPECTED} (or pass format=)") from None
-    except FormatConflictError as conflict:
-        raise ValueError(f"the threads are in different formats ({conflict.where('thread')}); "
-                         "pass format= to read them all in one") from None
+    return agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
 
 
 def chat_like(message: Any) -> bool:
