@@ -209,6 +209,34 @@ sys.exit(main(["scan", {str(path)!r}, "--anywhere", "--jobs", "2", "-q", "-o", o
     assert scan.stderr.decode().endswith("vthread scan: terminated (SIGTERM)\n")
 
 
+def test_sigterm_while_writing_to_a_full_pipe_leaves_whole_records(tmp_path: Path) -> None:
+    """A scan whose reader has not read yet (its pipe full, the write blocked) stopped by
+    SIGTERM, with standard output buffered and unbuffered (PYTHONUNBUFFERED, whose raw
+    write a signal cuts short: the rest of the records was never written, the output
+    ending inside one): once the reader reads, every record is whole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() * 10)  # 3,000 lines: one chunk of records > 64 KiB
+    for unbuffered in ("1", ""):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        if unbuffered:
+            env["PYTHONUNBUFFERED"] = unbuffered
+        scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", str(path), "-q"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        time.sleep(3)  # started, scanned its chunk, blocked writing it to the unread pipe
+        scan.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        out, err = scan.communicate(timeout=120)
+        assert scan.returncode in (0, 143), err
+        assert out.endswith(b"\n"), unbuffered
+        assert all(isinstance(record, dict) for record in records(out))
+
+
 def test_a_signal_during_a_write_lets_the_records_end_whole(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C or SIGTERM while records are being written takes effect once they are: the
