@@ -112,6 +112,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
@@ -177,6 +178,7 @@ given that they do not fit): a warning is not worth parsing a run of a million m
 Python (a 37 MB one took 5 s and 430 MB), which the scan itself reads in the core."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _UTF8_BOM: Final = b"\xef\xbb\xbf"  # json.loads of bytes skips one, as Windows tools write it
+_JSON_SPACE: Final = re.compile(r"[ \t\n\r]*")  # the whitespace json allows between values
 _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
@@ -1858,7 +1860,9 @@ def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None
     values: list[Any] = []
     at = 0
     while True:
-        at = len(text) - len(text[at:].lstrip(" \t\r\n"))
+        spaces = _JSON_SPACE.match(text, at)  # (matched in place: no copy of the rest)
+        assert spaces is not None  # "*" matches, if only nothing
+        at = spaces.end()
         if at == len(text):
             if undecodable is None:
                 return values, None
