@@ -28,7 +28,7 @@ import numpy as np
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
 from vthread.adapters import FORMATS, agreed_format
-from vthread.documents import in_source_messages, read_run, run_format_evidence
+from vthread.documents import evidence_of, in_source_messages, read_run
 from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -167,24 +167,10 @@ def _detect(column: pa.ChunkedArray) -> str:
     """The format every one of the first rows with messages fits, as ``vthread scan``
     decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
     they disagree, or when none is in a known format."""
-    evidence: list[tuple[int, Any, bool]] = []
-    unknown: int | None = None
-    row = 0
-    for piece in _slices(column):
-        # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost
-        # more than scanning the table.
-        for value in _head_values(piece):
-            if len(evidence) >= _DETECT_ROWS:
-                break
-            found = run_format_evidence(value)
-            if found is not None and found[0] is None:
-                unknown = row if unknown is None else unknown
-            elif found is not None:
-                evidence.append((row, *found))
-            row += 1
-        if len(evidence) >= _DETECT_ROWS:
-            break
-    return agreed_format(evidence, unknown, "row", "the rows", "pass format=")
+    # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost more
+    # than scanning the table.
+    values = (value for piece in _slices(column) for value in _head_values(piece))
+    return agreed_format(*evidence_of(values, _DETECT_ROWS), "row", "the rows", "pass format=")
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

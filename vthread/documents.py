@@ -29,7 +29,7 @@ names another (and then only that one is looked at), for formats not listed. The
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
@@ -41,6 +41,7 @@ __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "chat_like",
+    "evidence_of",
     "in_source_messages",
     "native_threads",
     "opens_runs",
@@ -247,17 +248,28 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
     """The format the first threads with messages agree on (``vthread scan``'s detection)."""
     from vthread.adapters import agreed_format
 
+    values = (list(thread) if isinstance(thread, Sequence) else thread for thread in threads)
+    return agreed_format(*evidence_of(values, DETECT_THREADS), "thread", "the threads",
+                         "pass format=")
+
+
+def evidence_of(values: Iterable[Any], most: int
+                ) -> tuple[list[tuple[int, Any, bool]], int | None]:
+    """What the first of ``values`` (parsed runs, read lazily) say of their format, as
+    :func:`vthread.adapters.agreed_format` weighs it: (position, format, decisive) of each of
+    the first ``most`` with messages in a known format, and the position of the first with
+    messages in none (None when there is none)."""
     evidence: list[tuple[int, Any, bool]] = []
     unknown: int | None = None
-    for index, thread in enumerate(threads):
-        if len(evidence) == DETECT_THREADS:
+    for position, value in enumerate(values):
+        if len(evidence) >= most:
             break
-        found = run_format_evidence(list(thread) if isinstance(thread, Sequence) else thread)
+        found = run_format_evidence(value)
         if found is not None and found[0] is None:
-            unknown = index if unknown is None else unknown
+            unknown = position if unknown is None else unknown
         elif found is not None:
-            evidence.append((index, *found))
-    return agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
+            evidence.append((position, *found))
+    return evidence, unknown
 
 
 def chat_like(message: Any) -> bool:
