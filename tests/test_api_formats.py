@@ -33,7 +33,7 @@ def test_translated_threads_get_the_records_of_the_cli(
     flags = ["--anywhere"] if anywhere else []
     code, out, _ = run(["scan", str(path), "-q", *flags], monkeypatch)
     assert code == 0
-    expected = [{k: v for k, v in r.items() if k not in ("id", "file", "line", "messages")}
+    expected = [{k: v for k, v in r.items() if k not in ("file", "line")}
                 for r in records(out)]
     for format_ in (name, "auto"):
         with warnings.catch_warnings():
@@ -113,12 +113,15 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
                      {"role": "user", "content": "<returncode>0</returncode>\n" + "x" * 30}]
     run_ = {"instance_id": "i1", "trajectory_format": "mini-swe-agent-1", "messages": messages}
     declared = vthread.scan([run_], format="auto")
-    assert declared.record(0) == vthread.scan([messages], format="mini-swe-agent").record(0)
+    assert declared.record(0) == {
+        **vthread.scan([messages], format="mini-swe-agent").record(0), "id": "i1"}
     assert declared.names == ["repeated_suffix"]
     assert vthread.describe_thread_cycle(run_, format="auto") == "repeated_suffix"
     chat = to_openai(generate_threads(1, seed=5)[0])
-    assert (vthread.scan([{"id": "a", "messages": chat}], format="openai").record(0)
-            == vthread.scan([chat], format="openai").record(0))
+    as_run = vthread.scan([{"id": "a", "messages": chat}, chat], format="openai")
+    assert as_run.ids == ["a", None] and as_run.record(0)["id"] == "a"
+    assert as_run.record(0) == {**vthread.scan([chat], format="openai").record(0), "id": "a"}
+    assert as_run.record(0)["messages"] == len(chat) == as_run.messages[1]
     with pytest.raises(ValueError, match=r"^thread 0: not a thread: an object without "):
         vthread.scan([{"steps": chat}], format="openai")
 
@@ -133,6 +136,6 @@ def test_published_mini_swe_agent_runs_as_objects_get_the_cli_records(
     runs = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
     result = vthread.scan(runs, format="auto")
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
-    expected = [{k: v for k, v in r.items() if k not in ("id", "file", "line", "messages")}
+    expected = [{k: v for k, v in r.items() if k not in ("file", "line")}
                 for r in records(out)]
     assert code == 0 and [result.record(i) for i in range(len(result))] == expected

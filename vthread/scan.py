@@ -11,7 +11,7 @@ import gc
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any, Final, overload
 
@@ -63,7 +63,10 @@ class ScanResult:
     same loop can be counted across thousands of threads and across runs, and
     ``excerpt[i]`` one readable line of it (tool name and arguments, a result, the start of
     the repeated text; at most 240 characters).
-    Progressing threads have -1, 0, 0, 0, NaN, 0 and None.
+    Progressing threads have -1, 0, 0, 0, NaN, 0 and None. ``messages[i]`` is the thread's
+    length in its own messages, and ``ids`` each run object's id (``id``, ``instance_id``,
+    ``task_id``/``trial``; None for a thread given as a list of messages) when the batch held
+    run objects, else None: row ``i`` is always the batch's thread ``i``.
 
     A repeated suffix is reported as a person counts it, not in the heuristic's own terms:
     its smallest repeating block, starting at the first message that begins the repetition
@@ -80,19 +83,24 @@ class ScanResult:
     loop_tokens: npt.NDArray[np.float64]
     signature: npt.NDArray[np.uint64]
     excerpt: list[str | None]
+    messages: npt.NDArray[np.int64]
     loops: list[list[dict[str, Any]]] | None = None
     """With ``anywhere=True``: per thread, every loop as a record (:meth:`record`'s fields),
     costliest first; the row's own fields then describe the first. None otherwise."""
+    ids: list[Any] | None = None
+    """Each thread's run id (None for a list of messages) when the batch held run objects."""
 
     def __len__(self) -> int:
         return len(self.names)
 
     def record(self, index: int) -> dict[str, Any]:
-        """Row ``index`` as a JSON-ready dict: strict JSON, ``loop_tokens`` None where unknown
-        or past the largest double (``json.dumps(..., allow_nan=False)`` takes it), with its
-        ``loops`` when the scan looked anywhere."""
+        """Row ``index`` as a JSON-ready dict, the fields of ``vthread scan``'s record but the
+        file and line: strict JSON, ``loop_tokens`` None where unknown or past the largest
+        double (``json.dumps(..., allow_nan=False)`` takes it), with its ``loops`` when the
+        scan looked anywhere; ``id`` None where the thread had none."""
         tokens = float(self.loop_tokens[index])
         record: dict[str, Any] = {
+            "id": None if self.ids is None else self.ids[index],
             "verdict": self.names[index],
             "loop_start": int(self.loop_start[index]),
             "period": int(self.period[index]),
@@ -104,6 +112,7 @@ class ScanResult:
         }
         if self.loops is not None:
             record["loops"] = self.loops[index]
+        record["messages"] = int(self.messages[index])
         return record
 
     @classmethod
@@ -121,8 +130,11 @@ class ScanResult:
             loop_tokens=np.concatenate([p.loop_tokens for p in parts]),
             signature=np.concatenate([p.signature for p in parts]),
             excerpt=[text for part in parts for text in part.excerpt],
+            messages=np.concatenate([p.messages for p in parts]),
             loops=(None if any(p.loops is None for p in parts)
                    else [loops for part in parts for loops in part.loops or []]),
+            ids=(None if all(p.ids is None for p in parts)
+                 else [i for p in parts for i in (p.ids or [None] * len(p))]),
         )
 
 
@@ -137,6 +149,7 @@ def _empty() -> ScanResult:
         loop_tokens=np.zeros(0, np.float64),
         signature=np.zeros(0, np.uint64),
         excerpt=[],
+        messages=np.zeros(0, np.int64),
     )
 
 
@@ -188,6 +201,7 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
         loop_tokens=np.full(count, np.nan),
         signature=np.zeros(count, np.uint64),
         excerpt=[None] * count,
+        messages=lengths.astype(np.int64),
     )
 
 
@@ -413,6 +427,7 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
         loop_tokens=np.full(count, np.nan),
         signature=np.zeros(count, np.uint64),
         excerpt=[None] * count,
+        messages=np.fromiter(map(len, threads), np.int64, count),
         loops=all_loops,
     )
     for row, loops in enumerate(found):
@@ -614,6 +629,7 @@ def scan(
     if format != "native":
         from vthread.documents import native_threads
 
+        given = batch_threads
         translated, sources = native_threads(batch_threads, format)
         batch_threads = list(translated)
     else:
@@ -638,7 +654,23 @@ def scan(
         for row, origins in enumerate(sources):
             if origins is not None:
                 in_source_messages(result, row, origins)
+        result = _in_given_runs(result, given)
     return result
+
+
+def _in_given_runs(result: ScanResult, given: list[Any]) -> ScanResult:
+    """``result`` with each row's length in the thread's own messages and, when the batch
+    held run objects, their ids."""
+    from vthread.documents import run_id, run_messages
+
+    for row, thread in enumerate(given):
+        if isinstance(thread, Mapping):
+            result.messages[row] = len(run_messages(thread))
+        else:
+            result.messages[row] = len(thread)
+    if not any(isinstance(thread, Mapping) for thread in given):
+        return result
+    return replace(result, ids=[run_id(t) if isinstance(t, Mapping) else None for t in given])
 
 
 def _thread_list(threads: object) -> list[Any]:
