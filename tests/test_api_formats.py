@@ -66,6 +66,37 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
         assert vthread.is_thread_cyclic(chat[0], format="auto") is False
 
 
+HEURISTIC_FUNCTIONS = {"repeated_suffix": vthread.has_repeated_suffix,
+                       "repeated_activity_tail": vthread.has_repeated_activity_tail,
+                       "repeated_result_run": vthread.has_repeated_result_run}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+def test_each_heuristic_takes_the_format_as_describe_does(name: str) -> None:
+    """has_repeated_* with format= (named, "auto", or a run object) answer for the translated
+    messages: each fires on the threads whose verdict is its heuristic, never on one that
+    progresses; chat messages passed as native ones are warned about where they were
+    passed."""
+    threads = [CONVERSIONS[name](thread) for thread in generate_threads(60, seed=17)]
+    verdicts = [vthread.describe_thread_cycle(t, format=name) for t in threads]
+    assert set(HEURISTIC_FUNCTIONS) <= set(verdicts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for thread, verdict in zip(threads, verdicts, strict=True):
+            for heuristic, function in HEURISTIC_FUNCTIONS.items():
+                answers = {function(thread, format=name), function(thread, format="auto"),
+                           function({"id": "r", "messages": thread}, format=name)}
+                assert len(answers) == 1
+                if verdict == heuristic:
+                    assert answers == {True}
+                elif verdict is None:
+                    assert answers == {False}
+    for function in HEURISTIC_FUNCTIONS.values():
+        with pytest.warns(UserWarning, match='pass format="auto"') as caught:
+            function(threads[0])
+        assert [w.filename for w in caught] == [__file__]
+
+
 def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
     native = [{"type": "user", "text": "hi"}]
     chat = [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,26 @@ def test_other_formats_are_detected_and_counted_in_their_own_messages() -> None:
     assert got.column("messages").to_pylist() == [len(run) for run in openai]
 
 
+def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> None:
+    """format= given for rows plainly in another (chat read as native: every run alike, so a
+    loop) warns once, naming the rows and pointing at the caller, as ``vthread scan
+    --format`` does; the rows are still read as asked. Rows in the format given do not."""
+    runs = generate_threads(20, seed=3)
+    chat = pa.table({"messages": _json_column([to_openai(run) for run in runs])})
+    with pytest.warns(UserWarning, match=r"format='native' was given, but rows 0, 1, 2, 3, 4 "
+                      r"and 11 more of the first 16 look like openai") as caught:
+        got = arrow.scan_arrow(chat, format="native")
+    assert [w.filename for w in caught] == [__file__]
+    assert got.column("verdict").to_pylist() == ["repeated_suffix"] * 20
+    native = pa.table({"messages": _json_column(runs)})
+    with pytest.warns(UserWarning, match=r"format='openai' was given, but rows 0, 1"):
+        arrow.scan_arrow(native, format="openai")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        arrow.scan_arrow(chat, format="openai")
+        arrow.scan_arrow(native, format="native")
+
+
 def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
     """Mixed formats name the rows; a missing column names the columns there are."""
     native = json.dumps([{"type": "user", "text": "hi"}])
@@ -193,7 +214,9 @@ def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
     table = pa.table({"messages": [native, openai]})
     with pytest.raises(ValueError, match=r"native at row 0; openai at row 1"):
         arrow.scan_arrow(table)
-    assert arrow.scan_arrow(table, format="native").num_rows == 2
+    with pytest.warns(UserWarning, match="format='native' was given, but row 1 of the first 2 "
+                      "looks like openai"):
+        assert arrow.scan_arrow(table, format="native").num_rows == 2
     with pytest.raises(ValueError, match="no column 'runs'; the table has messages"):
         arrow.scan_arrow(table, messages="runs")
     with pytest.raises(ValueError, match="format must be"):

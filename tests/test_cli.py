@@ -894,7 +894,7 @@ def test_a_given_format_that_does_not_fit_is_warned_of(
     path.write_text("".join(json.dumps({"id": str(i) + " " * i, "messages": chat}) + "\n"
                             for i in range(3)))  # ids padded: lines 2 and 3 are longer
     _, _, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
-    assert "but lines 1 of the first 1 look like openai" in err
+    assert "but line 1 of the first 1 looks like openai" in err
 
 
 def test_the_version_is_looked_up_only_when_asked_for() -> None:

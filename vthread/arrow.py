@@ -28,7 +28,7 @@ import numpy as np
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
 from vthread.adapters import FORMATS, agreed_format
-from vthread.documents import evidence_of, in_source_messages, read_run
+from vthread.documents import evidence_of, in_source_messages, misfits, read_run
 from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -91,8 +91,6 @@ def scan_arrow(
     >>> scan_arrow(table, id="run").column("verdict").to_pylist()
     [None, 'repeated_suffix']
     """
-    import pyarrow as pa
-
     table = _as_table(data)
     column = _column(table, messages)
     keywords = checked_arguments(format, mask_volatile, anywhere,
@@ -100,7 +98,21 @@ def scan_arrow(
                                  min_pattern_length=min_pattern_length,
                                  max_pattern_length=max_pattern_length,
                                  min_result_repetitions=min_result_repetitions)
-    chosen = _detect(column) if format == "auto" else format
+    if format == "auto":
+        chosen = _detect(column)
+    else:
+        chosen = format
+        warn_if_misread(column, format, stacklevel=3)
+    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id)
+
+
+def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
+                keywords: dict[str, float | None], mask_volatile: bool, anywhere: bool,
+                id: str | None = None) -> pa.Table:
+    """:func:`scan_arrow` once its arguments are checked and the format is chosen (a Ray
+    worker's batch, whose format was chosen once for the dataset)."""
+    import pyarrow as pa
+
     rows: list[dict[str, list[Any]]] = []
     for piece in _slices(column):
         rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere))
@@ -171,6 +183,25 @@ def _detect(column: pa.ChunkedArray) -> str:
     # than scanning the table.
     values = (value for piece in _slices(column) for value in _head_values(piece))
     return agreed_format(*evidence_of(values, _DETECT_ROWS), "row", "the rows", "pass format=")
+
+
+def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> None:
+    """Warn, as ``vthread scan --format`` does, when some of the first rows plainly are not in
+    the ``given`` format (chat messages read as native are alike, so every such run looks
+    like a loop). The rows are still read as asked. ``stacklevel``: the caller's frame, as
+    ``warnings.warn`` counts from this function's caller."""
+    values = (value for piece in _slices(column) for value in _head_values(piece))
+    evidence, _ = evidence_of(values, _DETECT_ROWS)
+    found = misfits(evidence, given)
+    if found:
+        import warnings
+
+        shown = ", ".join(str(position) for position, _ in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        rows, look = ("row", "looks") if len(found) == 1 else ("rows", "look")
+        warnings.warn(f"format={given!r} was given, but {rows} {shown}{more} of the first "
+                      f"{len(evidence)} {look} like {found[0][1]}; they are read as {given}, "
+                      "and their verdicts may be wrong", stacklevel=stacklevel)
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

@@ -2,7 +2,9 @@
 
 Each function is the single-thread view of the batch engine behind :func:`vthread.scan`,
 so a harness that checks every turn and one that checks a million recorded threads get the
-same answers.
+same answers. Each takes ``format=`` as :func:`vthread.scan` does: ``"native"`` (the
+default), a format of :data:`vthread.adapters.FORMATS` to translate the messages (or a run
+object) from, or ``"auto"``; chat messages passed as native ones are warned about.
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ def _columns(messages: object, options: CycleOptions) -> Columns:
         raise TypeError(str(error).removeprefix("thread 0: ")) from None
 
 
+def _native(messages: Sequence[Any], format: str, stacklevel: int) -> Any:
+    """``messages`` as native messages: translated from ``format`` (or a run object read, as
+    :func:`vthread.scan` reads one), or, as given when native, warned about when they look
+    like chat messages (every such thread would loop). ``stacklevel``: where the warning
+    points (the caller of the public function)."""
+    if format != "native":
+        from vthread.documents import native_threads
+
+        (native,), _ = native_threads([as_thread(messages)], format)
+        return native
+    if type(messages) in (list, tuple) and messages and chat_like(messages[0]):
+        warn_if_chat([messages], stacklevel=stacklevel, one=True)
+    return messages
+
+
 def _text_run(columns: Columns) -> bool:
     first, _ = text_runs(columns, np.zeros(1, np.int64))
     return bool(first[0] >= 0)
@@ -58,6 +75,7 @@ def has_repeated_suffix(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    format: str = "native",
 ) -> bool:
     """Whether the thread ends in ``min_repetitions`` back-to-back copies of a block.
 
@@ -72,7 +90,7 @@ def has_repeated_suffix(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    messages = volatile_masked(messages, mask_volatile)
+    messages = volatile_masked(_native(messages, format, stacklevel=3), mask_volatile)
     return bool(_columns(messages, options).suffix_period[0] > 0)
 
 
@@ -84,6 +102,7 @@ def has_repeated_activity_tail(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    format: str = "native",
 ) -> bool:
     """Whether the thread ends in tool calls re-treading a small set of signatures.
 
@@ -101,7 +120,7 @@ def has_repeated_activity_tail(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    messages = volatile_masked(messages, mask_volatile)
+    messages = volatile_masked(_native(messages, format, stacklevel=3), mask_volatile)
     return bool(activity_tail(_columns(messages, options)).collapsed[0])
 
 
@@ -113,6 +132,7 @@ def has_repeated_result_run(
     max_pattern_length: float | None = None,
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
+    format: str = "native",
 ) -> bool:
     """Whether the newest ``min_result_repetitions`` (default 3) tool results are identical.
 
@@ -129,7 +149,7 @@ def has_repeated_result_run(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    messages = volatile_masked(messages, mask_volatile)
+    messages = volatile_masked(_native(messages, format, stacklevel=3), mask_volatile)
     return bool(result_run(_columns(messages, options), options.min_result_repetitions)[0])
 
 
@@ -163,13 +183,7 @@ def _described(messages: Sequence[Any], options: CycleOptions, mask_volatile: bo
                format: str, stacklevel: int) -> str | None:
     """:func:`describe_thread_cycle` with its options resolved; ``stacklevel``: where a
     warning points (the caller of the public function)."""
-    if format != "native":
-        from vthread.documents import native_threads
-
-        (messages,), _ = native_threads([as_thread(messages)], format)
-    elif type(messages) in (list, tuple) and messages and chat_like(messages[0]):
-        warn_if_chat([messages], stacklevel=stacklevel, one=True)
-    messages = volatile_masked(messages, mask_volatile)
+    messages = volatile_masked(_native(messages, format, stacklevel + 1), mask_volatile)
     text_options = text_run_options()
     try:
         code = _core.describe_thread(

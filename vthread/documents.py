@@ -43,6 +43,7 @@ __all__ = [
     "chat_like",
     "evidence_of",
     "in_source_messages",
+    "misfits",
     "native_threads",
     "opens_runs",
     "read_run",
@@ -270,6 +271,18 @@ def evidence_of(values: Iterable[Any], most: int
         elif found is not None:
             evidence.append((position, *found))
     return evidence, unknown
+
+
+def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple[int, Any]]:
+    """(position, format) of the runs of ``evidence`` (:func:`evidence_of`) that are plainly
+    not in the ``given`` format: in another one decisively, or, read as native, in any
+    other (a plain chat fits every chat format, but not native).
+
+    >>> misfits([(0, "openai", False), (1, "anthropic", True)], "openai")
+    [(1, 'anthropic')]
+    """
+    return [(position, found) for position, found, decisive in evidence
+            if found != given and (decisive or given == "native")]
 
 
 def chat_like(message: Any) -> bool:
