@@ -52,6 +52,23 @@ def test_summary_file_holds_the_summary_figures(tmp_path: Path,
     assert f"{summary['loops']:>14,}" in err
 
 
+def test_a_file_with_no_thread_to_tell_its_format_by_is_not_listed_as_detected(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file none of whose lines is a thread (each an error record) gives no format to
+    detect: the summary does not say it was detected as native; the files beside it are."""
+    (tmp_path / "runs.jsonl").write_text(json.dumps([{"role": "user", "content": "hi"}]) + "\n")
+    (tmp_path / "notes.jsonl").write_text('{"x": 1}\n{"y": 2}\n')
+    target = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(tmp_path), "-q", "--summary", str(target)], monkeypatch)
+    assert code == 0 and len(records(out)) == 3
+    summary = json.loads(target.read_text())
+    assert summary["formats_detected"] == [{"file": str(tmp_path / "runs.jsonl"),
+                                            "format": "openai"}]
+    code, _, err = run(["scan", str(tmp_path / "notes.jsonl")], monkeypatch)
+    assert code == 0 and "errors                                   2" in err
+    assert "format" not in err and "detected" not in err
+
+
 def test_loops_of_unknown_cost_are_said_not_counted(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A loop none of whose messages carries usage.tokens has an unknown cost: the summary

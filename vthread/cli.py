@@ -1677,8 +1677,8 @@ def _tasks(
                          "this looks like a JSON document, read here as JSONL (a record per "
                          "line); name it .json to read it as one")
                 if file_format is None:
-                    file_format = _detect(label, lines, messages_key, unit)
-                    if detected is not None:
+                    file_format, told = _detect(label, lines, messages_key, unit)
+                    if detected is not None and told:
                         detected.append((label, file_format))
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
@@ -1776,8 +1776,8 @@ def _parquet_tasks(
             if progress is not None:
                 progress.chunk_read(done_bytes + int(share * size))
             if file_format is None:
-                file_format = _detect(name, lines, None, "row")
-                if detected is not None:
+                file_format, told = _detect(name, lines, None, "row")
+                if detected is not None and told:
                     detected.append((name, file_format))
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
                         mask_volatile=mask_volatile, unit="row")
@@ -1931,11 +1931,13 @@ def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]
         raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
 
 
-def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str) -> str:
+def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
+            ) -> tuple[str, bool]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
-    fits (:func:`vthread.adapters.common_format`); a fatal error naming the ``unit``s (line
-    or run numbers) when they disagree, or when none is in a known format but one has
-    messages."""
+    fits (:func:`vthread.adapters.common_format`), and whether any thread told it (native
+    is the format of lines with no thread to judge by, but it was not detected); a fatal
+    error naming the ``unit``s (line or run numbers) when they disagree, or when none is in
+    a known format but one has messages."""
     from vthread.adapters import agreed_format
 
     evidence, unknown = _format_evidence(lines, messages_key)
@@ -1946,7 +1948,8 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str)
         _say(f"vthread scan: {label}: warning: none of its first {min(len(lines), 8)} "
              f"{unit}s is JSON; each {unit} is an error record (is it a trajectory file?)")
     try:
-        return agreed_format(evidence, unknown, unit, "its threads", "give --format")
+        return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
+            evidence)
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
 
