@@ -136,11 +136,21 @@ def _check_output(output: str, files: Sequence[str]) -> None:
             if os.path.samefile(output, name):
                 raise _ReportError(f"the output {output} is the input {name}; writing it "
                                    f"would destroy the input (choose another path)")
-    folder = Path(output).parent
+    unwritable = unwritable_folder(output)
+    if unwritable is not None:
+        raise _ReportError(f"cannot write {output}: {unwritable}", EXIT_IO)
+
+
+def unwritable_folder(path: str) -> str | None:
+    """Why no file can be written at ``path`` (its folder is missing or is not writable),
+    or None; the file itself is not made until it is written (``vthread scan --summary``
+    and ``vthread report -o`` ask before their work, not after it)."""
+    folder = Path(path).parent
     if not folder.is_dir():
-        raise _ReportError(f"cannot write {output}: no such directory {folder}", EXIT_IO)
+        return f"no such directory {folder}"
     if not os.access(folder, os.W_OK):
-        raise _ReportError(f"cannot write {output}: permission denied", EXIT_IO)
+        return f"the directory {folder} is not writable"
+    return None
 
 
 def holds_records(name: str) -> bool:

@@ -562,7 +562,11 @@ def _scan_command(options: argparse.Namespace) -> int:
     if options.output and is_parquet(options.output) and not parquet_available():
         _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
         return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
-    unwritable = _unwritable_folder(options.summary_file)
+    unwritable = None
+    if options.summary_file:
+        from vthread._cli_report import unwritable_folder
+
+        unwritable = unwritable_folder(options.summary_file)
     if unwritable is not None:
         # Said before the scan, not after it: its records would be written and its figures
         # lost.
@@ -660,19 +664,6 @@ def _scan_command(options: argparse.Namespace) -> int:
     if failure is not None:
         return failure[0]
     return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
-
-
-def _unwritable_folder(path: str | None) -> str | None:
-    """Why no file can be written at ``path`` (its folder is missing or is not writable),
-    or None; the file itself is not made until it is written."""
-    if not path:
-        return None
-    folder = Path(path).parent
-    if not folder.is_dir():
-        return f"no such directory {folder}"
-    if not os.access(folder, os.W_OK):
-        return f"the directory {folder} is not writable"
-    return None
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
@@ -1534,7 +1525,7 @@ def _sniffed_document(stream: BinaryIO | _GzipStream,
                and (more := stream.read(READ_BYTES))):
             parts.append(more)
             first = b"".join(parts)
-    line = first.removeprefix(_UTF8_BOM).lstrip().split(b"\n", 1)[0].strip()
+    line, _ = _opening_line(first)
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, stream), messages_key)
     if not line.startswith(b"["):
@@ -1669,10 +1660,10 @@ def _tasks(
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
                 if (line == 1 and kind == "lines"
-                        and lines[0].removeprefix(_UTF8_BOM).strip() in (b"[", b"{")):
+                        and (opening := _opening_line(lines[0])[0]) in (b"[", b"{")):
                     # A file named as JSONL is read as JSONL (a record per line), but one that
                     # opens like a pretty-printed document is most likely one: said once.
-                    bracket = lines[0].removeprefix(_UTF8_BOM).strip().decode()
+                    bracket = opening.decode()
                     _say(f"vthread scan: {label}: line 1 is only {bracket!r}: "
                          "this looks like a JSON document, read here as JSONL (a record per "
                          "line); name it .json to read it as one")
@@ -1822,8 +1813,8 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         return iter([]), "runs"
     value = _parse(data, bool(suspect_lines([data])))
     if isinstance(value, _Bad):
-        first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
-        if first.strip() in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
+        first, rest = _opening_line(data)
+        if first in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
             # is a thread alone) that does not parse: the runs of the whole values it begins
             # with (pretty-printed runs one after another, as `jq '.[]'` writes them, or a
@@ -1843,6 +1834,13 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
     return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
+
+
+def _opening_line(data: bytes) -> tuple[bytes, bytes]:
+    """The first line of ``data`` with text, stripped (a UTF-8 byte order mark and blank
+    lines before it aside: a document may open with either), and what follows it."""
+    first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
+    return first.strip(), rest
 
 
 def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None]:
