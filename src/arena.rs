@@ -1,6 +1,6 @@
 //! Exact ids of byte strings without a heap allocation per key: the per-thread tables of the
-//! suffix pass (messages' canonical keys, `suffix.rs`) and of the column pass (tool-call
-//! payloads, `columns.rs`).
+//! column pass (tool-call payloads, `columns.rs`). (The suffix pass, which only asks whether
+//! two messages are equal, compares their bytes and needs no ids: `suffix.rs`.)
 //!
 //! Every key's bytes are appended to one arena (`bytes`; key `id` ends at `ends[id]`). A table
 //! maps a key's keyed 64-bit hash to the first id with that hash, and later ids with the same

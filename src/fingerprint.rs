@@ -5,7 +5,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Separates the parts of a message key; never inside a canonical text (which is ASCII
 /// without control characters).
-const PART_SEPARATOR: u8 = 0;
+pub const PART_SEPARATOR: u8 = 0;
 /// Stands for an absent `meta`; never a canonical text, so absent differs from every value.
 pub const ABSENT_META: &[u8] = b"-";
 

@@ -10,12 +10,14 @@
 //! Two passes. The first compares cheap *screens* (type, text and whether meta is present,
 //! hashed from the strings' storage): equal messages always have equal screens, so a period
 //! the screens reject is rejected. Only when some period survives does the second pass compare
-//! exact ids (canonical bytes of type, text and meta, interned per thread): equal ids mean
-//! equal messages, so its answer is the reference's, and no hash collision can change it.
+//! messages exactly: their canonical bytes (type, text and meta), each message's read once and
+//! kept with its 64-bit fingerprint, two messages equal when both their fingerprints and their
+//! bytes are. So its answer is the reference's, and no hash collision can change it; and no
+//! table of distinct messages is built (on a million distinct messages such a table outgrew
+//! the cache and made the pass grow faster than the thread: `docs/growth.md`).
 
 use pyo3::prelude::*;
 
-use crate::arena::ArenaInterner;
 use crate::fingerprint;
 use crate::node::{absent_screen, Key, Node};
 
@@ -71,38 +73,86 @@ fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
     Ok(masked(mixed))
 }
 
-/// The canonical bytes of the message's (type, text, meta-or-absent), as
-/// `vthread.message_fingerprint` hashes them.
-fn exact_key<N: Node>(message: &N, key: &mut Vec<u8>) -> PyResult<()> {
-    let mut kind = Vec::new();
+/// Append the canonical bytes of the message's (type, text, meta-or-absent) to `out`, as
+/// `vthread.message_fingerprint` hashes them (`fingerprint::message_key`'s layout).
+fn push_exact_key<N: Node>(message: &N, out: &mut Vec<u8>) -> PyResult<()> {
     match message.field(Key::Type)? {
-        Some(value) => value.push_canonical(&mut kind)?,
-        None => kind.extend_from_slice(b"null"),
+        Some(value) => value.push_canonical(out)?,
+        None => out.extend_from_slice(b"null"),
     }
-    let mut text = Vec::new();
+    out.push(fingerprint::PART_SEPARATOR);
     match message.field(Key::Text)? {
-        Some(value) => value.push_canonical(&mut text)?,
-        None => text.extend_from_slice(b"null"),
+        Some(value) => value.push_canonical(out)?,
+        None => out.extend_from_slice(b"null"),
     }
-    let meta = match message.field(Key::Meta)? {
-        Some(value) => {
-            let mut meta = Vec::new();
-            value.push_canonical(&mut meta)?;
-            Some(meta)
-        }
-        None => None,
-    };
-    key.clear();
-    fingerprint::message_key(key, &kind, &text, meta.as_deref());
+    out.push(fingerprint::PART_SEPARATOR);
+    match message.field(Key::Meta)? {
+        Some(value) => value.push_canonical(out)?,
+        None => out.extend_from_slice(fingerprint::ABSENT_META),
+    }
     Ok(())
+}
+
+/// Not read yet (a `slot`).
+const UNREAD: usize = usize::MAX;
+
+/// The exact keys of the messages the second pass reads, each read once: its canonical bytes
+/// (appended to one buffer, key `k` ending at `ends[k]`) and their fingerprint. Memory: the
+/// keys read plus 16 bytes each and 8 a message; no per-key allocation, no hash table.
+#[derive(Default)]
+struct ExactKeys {
+    /// Per position (counted from the thread's end): the key's number, or `UNREAD`.
+    slot: Vec<usize>,
+    prints: Vec<u64>,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl ExactKeys {
+    fn clear(&mut self, length: usize) {
+        self.slot.clear();
+        self.slot.resize(length, UNREAD);
+        self.prints.clear();
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// The key number of the message `back` places from the end of `items`.
+    fn read<N: Node>(&mut self, items: &[N], back: usize) -> PyResult<usize> {
+        let known = self.slot[back];
+        if known != UNREAD {
+            return Ok(known);
+        }
+        let start = self.bytes.len();
+        push_exact_key(&items[items.len() - 1 - back], &mut self.bytes)?;
+        // Masked as screens are: tests narrowing the mask make every fingerprint collide,
+        // and the bytes alone then decide.
+        self.prints
+            .push(masked(fingerprint::of_canonical(&self.bytes[start..])));
+        self.ends.push(self.bytes.len());
+        let key = self.ends.len() - 1;
+        self.slot[back] = key;
+        Ok(key)
+    }
+
+    fn key(&self, key: usize) -> &[u8] {
+        let start = if key == 0 { 0 } else { self.ends[key - 1] };
+        &self.bytes[start..self.ends[key]]
+    }
+
+    /// Whether the messages `a` and `b` places from the end are equal: their fingerprints
+    /// match and so do their bytes (a fingerprint collision costs one comparison).
+    fn equal<N: Node>(&mut self, items: &[N], a: usize, b: usize) -> PyResult<bool> {
+        let (a, b) = (self.read(items, a)?, self.read(items, b)?);
+        Ok(self.prints[a] == self.prints[b] && self.key(a) == self.key(b))
+    }
 }
 
 /// Reads message keys for the suffix check, with buffers reused across threads.
 #[derive(Default)]
 pub struct KeyReader {
     screens: Vec<Option<u64>>,
-    exact: Vec<Option<u64>>,
-    ids: ArenaInterner,
+    exact: ExactKeys,
     scratch: Vec<u8>,
     z: Vec<usize>,
 }
@@ -126,7 +176,6 @@ impl KeyReader {
         let Self {
             screens,
             exact,
-            ids,
             scratch,
             z,
         } = self;
@@ -144,18 +193,8 @@ impl KeyReader {
         if survivors.is_empty() {
             return Ok((0, 0));
         }
-        exact.clear();
-        exact.resize(length, None);
-        ids.clear();
-        let mut exact_at = |back: usize| -> PyResult<u64> {
-            if let Some(known) = exact[back] {
-                return Ok(known);
-            }
-            exact_key(&items[length - 1 - back], scratch)?;
-            let id = ids.intern(scratch) as u64;
-            exact[back] = Some(id);
-            Ok(id)
-        };
+        exact.clear(length);
+        let mut same = |a: usize, b: usize| exact.equal(items, a, b);
         // The surviving periods are checked one by one from the end, where a false one
         // usually fails at once; past a linear budget of comparisons, one exact Z pass
         // decides them all instead, so the worst case stays linear.
@@ -168,13 +207,13 @@ impl KeyReader {
                     break 'periods;
                 }
                 budget -= 1;
-                if exact_at(matched)? != exact_at(matched + p)? {
+                if !same(matched, matched + p)? {
                     continue 'periods;
                 }
                 matched += 1;
             }
             // Period p holds; count every copy the thread has, as far as they reach.
-            while matched + p < length && exact_at(matched)? == exact_at(matched + p)? {
+            while matched + p < length && same(matched, matched + p)? {
                 matched += 1;
             }
             return Ok((p, 1 + matched / p));
@@ -182,7 +221,7 @@ impl KeyReader {
         if budget > 0 {
             return Ok((0, 0));
         }
-        z_function(z, length, high, &mut exact_at)?;
+        z_function_by(z, length, high, &mut same)?;
         Ok((low..=high)
             .find(|&p| z[p] >= (reps - 1) * p)
             .map_or((0, 0), |p| (p, 1 + z[p] / p)))
@@ -198,6 +237,17 @@ pub fn z_function<E>(
     last: usize,
     mut at: impl FnMut(usize) -> Result<u64, E>,
 ) -> Result<(), E> {
+    z_function_by(z, length, last, |a, b| Ok(at(a)? == at(b)?))
+}
+
+/// [`z_function`] with items compared through `same(a, b)`, whether items `a` and `b` are
+/// equal.
+pub fn z_function_by<E>(
+    z: &mut Vec<usize>,
+    length: usize,
+    last: usize,
+    mut same: impl FnMut(usize, usize) -> Result<bool, E>,
+) -> Result<(), E> {
     z.clear();
     z.resize(last + 1, 0);
     let (mut left, mut right) = (0usize, 0usize);
@@ -207,7 +257,7 @@ pub fn z_function<E>(
         } else {
             0
         };
-        while i + matched < length && at(matched)? == at(i + matched)? {
+        while i + matched < length && same(matched, i + matched)? {
             matched += 1;
         }
         z[i] = matched;

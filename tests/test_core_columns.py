@@ -20,7 +20,8 @@ from vthread.scan import least_rotation
 
 @pytest.fixture
 def colliding_screens() -> Iterator[None]:
-    """Every suffix screen narrowed to one bit: almost all messages collide."""
+    """Every suffix screen, and every exact key's fingerprint, narrowed to one bit: almost
+    all messages collide, and only their canonical bytes tell them apart."""
     _core._set_screen_bits(1)
     try:
         yield
@@ -34,8 +35,8 @@ def colliding_screens() -> Iterator[None]:
 def test_colliding_screens_change_no_answer(colliding_screens: None,
                                             batch: list[list[dict[str, Any]]],
                                             keywords: dict[str, Any]) -> None:
-    """With screens forced to collide, scan still gives the reference's answers: a collision
-    costs time, never an answer."""
+    """With screens and exact fingerprints forced to collide, scan still gives the
+    reference's answers: a collision costs time, never an answer."""
     result = vthread.scan(batch, **keywords)
     options = cycle_options(**keywords)
     for row, thread in enumerate(batch):
