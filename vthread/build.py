@@ -16,6 +16,7 @@ from vthread._messages import (
     tool_pairs,
 )
 from vthread._options import shown
+from vthread.documents import chat_like, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -49,6 +50,7 @@ def build_thread(
     keep_system: bool = False,
     pair_safe: bool = False,
     start_on: str | None = None,
+    format: str = "native",
 ) -> BuildResult:
     """The largest suffix of ``messages`` that fits ``max_tokens``, newest messages first.
 
@@ -79,6 +81,19 @@ def build_thread(
     starts where they allow (production's own when it kept a straddling message that may
     start it), or longer when ``min_messages`` asks for more. O(n).
 
+    ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
+    default; chat messages passed as native ones are warned about, since their system
+    messages, types and tool pairs would not be seen), a chat format of
+    :data:`vthread.adapters.FORMATS` (``"openai"``, ``"anthropic"``, ``"responses"``, ...),
+    or ``"auto"``.
+    In a chat format the messages are chosen as their native translation is read: a
+    ``system`` (or ``developer``) message is a system message, ``start_on`` names the
+    translated type (``"user"``; an Anthropic user turn holding only tool results is not
+    one), and a tool call and its result (OpenAI ``tool_calls`` and ``tool`` messages,
+    Anthropic ``tool_use`` and ``tool_result`` blocks) are a pair; the result holds copies
+    of the caller's own messages, with no ``usage`` added (an API would refuse the key), a
+    trimmed message as the trim function returned it.
+
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
     >>> build_thread(thread, max_tokens=100).to_dict()
@@ -88,6 +103,7 @@ def build_thread(
     # sequences (and a list holding anything else) are checked here, naming a bad message.
     read = _core.own_token_costs(messages) if messages.__class__ is list else None
     thread = list(messages) if read is not None else check_messages(messages)
+    view = _MessageView(thread, format)
     for name, flag in (("keep_system", keep_system), ("pair_safe", pair_safe)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
@@ -110,14 +126,14 @@ def build_thread(
         figures, undecided = read
         if undecided:
             figures[undecided] = [_cost(thread[i], i, estimate) for i in undecided]
-        if not (keep_system or pair_safe or start_on is not None) and (
+        if format == "native" and not (keep_system or pair_safe or start_on is not None) and (
                 inclusive is False or inclusive is None):
             # The common shape, walked and copied in the core (the twin is below).
             taken, total = _core.newest_fitting(thread, figures, 0, limit, floor)
             return BuildResult(taken, total)
         costs = figures.tolist()
 
-    head = _leading_system(thread) if keep_system else 0
+    head = view.leading_system() if keep_system else 0
     system_total = 0.0
     for tokens in costs[:head]:
         system_total += tokens
@@ -126,26 +142,93 @@ def build_thread(
             f"the {head} leading system message{'s' if head != 1 else ''} alone cost "
             f"{system_total:g} tokens, {system_total - limit:g} more than max_tokens={limit:g}"
         )
-    taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive)
+    taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive,
+                                   view.copy)
     if pair_safe or start_on is not None:
         first = len(thread) - len(taken)
-        start = head + _allowed_start(thread[head:], costs[head:], limit - system_total,
+        start = head + _allowed_start(view, head, costs[head:], limit - system_total,
                                       first - head, floor, bool(inclusive), pair_safe,
                                       start_on)
         if start != first:
-            taken = [_priced(thread[i], costs[i]) for i in range(start, len(thread))]
+            taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
             total = 0.0
             for tokens in reversed(costs[start:]):  # newest first, as production adds
                 total += tokens
     if head:
-        return BuildResult([_priced(thread[i], costs[i]) for i in range(head)] + taken,
+        return BuildResult([view.copy(thread[i], costs[i]) for i in range(head)] + taken,
                            system_total + total)
     return BuildResult(taken, total)
+
+
+_UNSEEN = ("its system messages, turns and tool pairs are not seen (a chat message has no "
+           'native "type")')
+"""What reading chat messages as native ones costs a build (for the warning)."""
 
 
 def _priced(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
     """The copy of ``message`` the result holds: its usage the tokens it was counted at."""
     return {**message, "usage": {"tokens": tokens}}
+
+
+def _as_given(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
+    """The copy of a chat message the result holds: the caller's message as it is."""
+    return dict(message)
+
+
+class _MessageView:
+    """What the selection reads of each message of ``thread``: its type (a system message,
+    a ``start_on`` type) and the tool pairs, read from the messages themselves when native,
+    or from their native translation (each source message's first translated message, the
+    pairs of the translation mapped to their source messages) in a chat format."""
+
+    def __init__(self, thread: list[Mapping[str, Any]], format: str) -> None:
+        self._thread = thread
+        self.copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced
+        self._types: list[Any] | None = None
+        self._native: list[dict[str, Any]] = []
+        self._sources: list[int] = []
+        if format == "native":
+            if thread and chat_like(thread[0]):
+                warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
+            return
+        from vthread.documents import native_threads
+
+        try:
+            (native,), found = native_threads([thread], format)
+        except ValueError as error:
+            raise ValueError(str(error).removeprefix("thread 0: ")) from None
+        sources = None if found is None else found[0]
+        if sources is None:  # "auto" or "native" ("native" is above), the messages native
+            return
+        self._native, self._sources = native, sources
+        types: list[Any] = [None] * len(thread)
+        for native, source in zip(reversed(self._native), reversed(self._sources),
+                                  strict=True):
+            types[source] = native.get("type")  # the first of the source's, read last
+        self._types = types
+        self.copy = _as_given
+
+    def type_of(self, index: int) -> Any:
+        if self._types is None:
+            return self._thread[index].get("type")
+        return self._types[index]
+
+    def leading_system(self) -> int:
+        """How many messages at the start of the thread are system messages."""
+        count = 0
+        while count < len(self._thread) and self.type_of(count) == "system":
+            count += 1
+        return count
+
+    def tool_pairs(self, first: int) -> tuple[list[tuple[int, int]], list[int]]:
+        """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices."""
+        if self._types is None:
+            return tool_pairs(self._thread[first:])
+        pairs, orphans = tool_pairs(self._native)
+        sources = self._sources
+        return ([(sources[a] - first, sources[b] - first) for a, b in pairs
+                 if sources[a] >= first],
+                sorted({sources[o] - first for o in orphans if sources[o] >= first}))
 
 
 def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
@@ -162,14 +245,6 @@ def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> 
     return token_figure(raw)
 
 
-def _leading_system(thread: Sequence[Mapping[str, Any]]) -> int:
-    """How many messages at the start of ``thread`` are system messages."""
-    count = 0
-    while count < len(thread) and thread[count].get("type") == "system":
-        count += 1
-    return count
-
-
 def _newest_fitting(
     thread: Sequence[Mapping[str, Any]],
     costs: list[float],
@@ -177,9 +252,11 @@ def _newest_fitting(
     limit: float,
     floor: float,
     inclusive: bool | Trim | None,
+    copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced,
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
-    index): the newest messages within ``limit`` (see build_thread)."""
+    index): the newest messages within ``limit`` (see build_thread), as ``copy`` makes
+    them."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -195,7 +272,7 @@ def _newest_fitting(
             elif callable(inclusive):
                 room = limit - total
                 if room > 0:
-                    cut = _trim(inclusive, _priced(thread[index], tokens), room, index)
+                    cut = _trim(inclusive, copy(thread[index], tokens), room, index)
                     if cut is not None:
                         trimmed = cut[0]
                         total += cut[1]
@@ -207,14 +284,15 @@ def _newest_fitting(
         total += tokens
         if total >= limit and not within_floor and not inclusive:
             break
-    taken = [_priced(thread[index], costs[index]) for index in range(start, n)]
+    taken = [copy(thread[index], costs[index]) for index in range(start, n)]
     if trimmed is not None:
         taken.insert(0, trimmed)
     return taken, total
 
 
 def _allowed_start(
-    messages: Sequence[Mapping[str, Any]],
+    view: _MessageView,
+    head: int,
     costs: Sequence[float],
     budget: float,
     chosen: int,
@@ -223,16 +301,17 @@ def _allowed_start(
     pair_safe: bool,
     start_on: str | None,
 ) -> int:
-    """Where the kept suffix of ``messages`` begins once pairs and ``start_on`` are respected.
+    """Where the kept suffix of the messages after the ``head`` system ones begins (an index
+    among them) once pairs and ``start_on`` are respected.
 
     The earliest allowed start whose suffix fits ``budget`` (fits as production judges it:
     its cost is not above the budget); production's own start ``chosen`` when it kept a
     straddling message (``inclusive``) and may begin there; and, when ``min_messages`` keeps
     more, the last allowed start at or before the floor's. O(n)."""
-    n = len(messages)
+    n = len(costs)
     allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
     if pair_safe:
-        pairs, orphans = tool_pairs(messages)
+        pairs, orphans = view.tool_pairs(head)
         inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
         for request, response in pairs:
             inside[request + 1] += 1
@@ -245,7 +324,7 @@ def _allowed_start(
             allowed[orphan] = False
     if start_on is not None:
         for k in range(n):
-            allowed[k] = allowed[k] and messages[k].get("type") == start_on
+            allowed[k] = allowed[k] and view.type_of(head + k) == start_on
     start = n
     suffix = 0.0
     for k in range(n - 1, -1, -1):  # newest first, as production adds

@@ -285,27 +285,47 @@ def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple
             if found != given and (decisive or given == "native")]
 
 
+_RESPONSES_TOOL_ITEMS: Final = frozenset({"function_call", "function_call_output",
+                                          "custom_tool_call", "custom_tool_call_output"})
+
+
 def chat_like(message: Any) -> bool:
-    """Whether a first message is chat's: it has a ``role``, which no native message has
-    (OpenAI's and Anthropic's messages, a Responses ``message`` item)."""
-    return isinstance(message, Mapping) and "role" in message
+    """Whether a first message is plainly not native: it has a ``role``, which no native
+    message has (OpenAI's and Anthropic's messages, a Responses ``message`` item), or it is
+    a Responses tool item (a ``function_call`` or its output, with a ``call_id``)."""
+    return isinstance(message, Mapping) and ("role" in message or _responses_tool(message))
 
 
-def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False) -> None:
+def _responses_tool(message: Mapping[str, Any]) -> bool:
+    kind = message.get("type")
+    return isinstance(kind, str) and kind in _RESPONSES_TOOL_ITEMS and "call_id" in message
+
+
+_LOOKS_LIKE_A_LOOP: Final = "such a thread looks like a loop"
+
+
+def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
+                 what: str = _LOOKS_LIKE_A_LOOP) -> None:
     """Warn when one of the first :data:`DETECT_THREADS` threads, to be read as native
     messages, is chat (:func:`chat_like`): its messages are alike to the heuristics (no
     native ``type`` or ``text``), so it looks like a loop. ``one``: the threads are one
-    caller's thread (the warning says "the messages"). O(1) per thread."""
+    caller's thread (the warning says "the messages"); ``what``: what that costs the
+    caller. O(1) per thread."""
     for index, thread in enumerate(threads[:DETECT_THREADS]):
         if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
             import warnings
 
-            whose = "the messages have" if one else f"thread {index}'s messages have"
+            whose = "the messages" if one else f"thread {index}'s messages"
+            if "role" in thread[0]:
+                why = (f'{whose} have a "role": chat messages read as native ones are alike '
+                       '(a chat message has no native "type" or "text")')
+            else:
+                why = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" with a '
+                       '"call_id"): read as native ones, their calls and outputs are alike '
+                       '(no native "text" or "meta")')
             warnings.warn(
-                f'{whose} a "role": chat messages read as native ones are alike (a chat '
-                'message has no native "type" or "text"), so such a thread looks like a '
-                'loop; pass format="auto" (or the format\'s name) to translate them',
-                stacklevel=stacklevel + 1)
+                f"{why}, so {what}; pass format=\"auto\" (or the format's name) to "
+                "translate them", stacklevel=stacklevel + 1)
             return
 
 

@@ -1,0 +1,138 @@
+"""build_thread over chat messages (format=): chosen as their translation reads, returned as
+the caller's own messages."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vthread
+from benchmarks.workload import generate_threads, to_anthropic, to_openai
+
+WORKLOAD = [to_openai(thread) for thread in generate_threads(40, seed=8)]
+
+
+def _estimate(message: Any) -> float:
+    return len(json.dumps(message)) % 40 + 1
+
+
+def _openai_start(thread: list[dict[str, Any]], budget: float, keep_system: bool,
+                  pair_safe: bool, start_on: str | None) -> tuple[int, int]:
+    """The twin, read from the OpenAI messages themselves: (leading system messages kept,
+    start of the kept suffix), trying every start."""
+    head = 0
+    while keep_system and head < len(thread) and thread[head]["role"] in ("system",
+                                                                          "developer"):
+        head += 1
+    budget -= sum(_estimate(m) for m in thread[:head])
+    calls: dict[str, int] = {}
+    pairs = []
+    orphans = set()  # replies whose call is not in the thread (cut off before it)
+    for index, message in enumerate(thread):
+        for call in message.get("tool_calls") or []:
+            calls[call["id"]] = index
+        if message["role"] == "tool":
+            if message["tool_call_id"] in calls:
+                pairs.append((calls[message["tool_call_id"]], index))
+            else:
+                orphans.add(index)
+
+    def allowed(k: int) -> bool:
+        if k == len(thread):
+            return True
+        if pair_safe and (k in orphans or any(a < k <= b for a, b in pairs)):
+            return False
+        return start_on is None or thread[k]["role"] == start_on
+
+    fitting = [k for k in range(head, len(thread) + 1)
+               if allowed(k) and sum(_estimate(m) for m in thread[k:]) <= budget]
+    return head, min(fitting)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(WORKLOAD), st.integers(0, 400), st.booleans(), st.booleans(),
+       st.sampled_from([None, "user", "assistant"]), st.integers(0, 30))
+def test_openai_messages_are_chosen_as_the_chat_reads(
+        thread: list[dict[str, Any]], budget: int, keep_system: bool, pair_safe: bool,
+        start_on: str | None, cut: int) -> None:
+    """Equal to the twin that reads roles and tool_call ids itself: system messages kept
+    first, no call split from its reply, the suffix starting at a user turn; the result is
+    copies of the caller's messages, no usage added, the caller's untouched."""
+    thread = thread[cut:]
+    if keep_system:
+        thread = [{"role": "system", "content": "Be brief."}, *thread]
+    before = json.dumps(thread)
+    native_type = {"user": "user", "assistant": "bot"}.get(start_on or "")
+    try:
+        head, start = _openai_start(thread, budget, keep_system, pair_safe, start_on)
+    except ValueError:
+        return  # (no start fits: min of nothing)
+    if sum(_estimate(m) for m in thread[:head]) > budget:
+        with pytest.raises(ValueError, match="leading system message"):
+            vthread.build_thread(thread, max_tokens=budget, estimate=_estimate,
+                                 keep_system=keep_system, format="openai")
+        return
+    got = vthread.build_thread(thread, max_tokens=budget, estimate=_estimate,
+                               keep_system=keep_system, pair_safe=pair_safe,
+                               start_on=native_type if start_on else None, format="openai")
+    if start_on == "assistant":
+        # An assistant message holding only tool calls translates to calls, not a bot turn.
+        assert all(m["role"] == "assistant" for m in got.messages[head:head + 1])
+        return
+    assert got.messages == thread[:head] + thread[start:]
+    assert got.tokens == sum(_estimate(m) for m in got.messages)
+    assert all("usage" not in m for m in got.messages)
+    assert json.dumps(thread) == before
+
+
+def test_anthropic_tool_results_are_replies_not_user_turns() -> None:
+    """An Anthropic user turn holding only tool results is a reply: the kept messages never
+    start at it (with pair_safe, or start_on="user"), where read as native they would."""
+    run = [{"role": "user", "content": "hi"},
+           {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
+                                              "input": {}}]},
+           {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                         "content": "a"}]},
+           {"role": "assistant", "content": "done"}]
+    keywords: dict[str, Any] = {"max_tokens": 25, "estimate": lambda m: 10}
+    assert vthread.build_thread(run, pair_safe=True, format="anthropic",
+                                **keywords).messages == run[3:]
+    assert vthread.build_thread(run, pair_safe=True, format="auto",
+                                **keywords).messages == run[3:]
+    assert vthread.build_thread(run, start_on="user", format="anthropic",
+                                max_tokens=35, estimate=lambda m: 10).messages == []
+    assert vthread.build_thread(run, start_on="user", format="anthropic",
+                                max_tokens=40, estimate=lambda m: 10).messages == run
+    with pytest.warns(UserWarning, match="tool pairs are not seen") as caught:
+        as_native = vthread.build_thread(run, pair_safe=True, **keywords)
+    assert [w.filename for w in caught] == [__file__]
+    assert [m["role"] for m in as_native.messages] == ["user", "assistant"]  # the orphan
+
+
+def test_chat_system_messages_are_kept_and_native_ones_unchanged() -> None:
+    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"}, {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "4"}]
+    got = vthread.build_thread(chat, max_tokens=25, estimate=lambda m: 10, keep_system=True,
+                               format="openai")
+    assert got.messages == [chat[0], chat[4]] and got.tokens == 20
+    native = [{"type": "system", "text": "S"}, {"type": "user", "text": "q"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (vthread.build_thread(native, max_tokens=25, estimate=lambda m: 10,
+                                     keep_system=True, format="auto")
+                == vthread.build_thread(native, max_tokens=25, estimate=lambda m: 10,
+                                        keep_system=True))
+    with pytest.raises(ValueError, match=r"^openai format: message 0: content must be"):
+        vthread.build_thread([{"role": "user", "content": 7}], max_tokens=5,
+                             estimate=lambda m: 1, format="openai")
+    with pytest.raises(ValueError, match="format must be 'auto' or one of native"):
+        vthread.build_thread(chat, max_tokens=5, estimate=lambda m: 1, format="xml")
+    anthropic = to_anthropic(generate_threads(1, seed=2)[0])
+    assert vthread.build_thread(anthropic, max_tokens=10**9, estimate=lambda m: 1,
+                                format="anthropic").messages == anthropic
