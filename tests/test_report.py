@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,27 @@ def test_figures_equal_the_scan_summary(tmp_path: Path) -> None:
     got = data.summary()
     for key in (*_headline_keys(), "progressing", "loops_by_heuristic"):
         assert got[key] == expected[key], key
+
+
+def _wasted_tokens_card(page: str) -> str:
+    card = page.split('data-figure="wasted_tokens"', 1)[1].split("</div></div>", 1)[0]
+    return re.sub(r"<[^>]+>", " ", card)
+
+
+def test_loops_of_unrecorded_cost_are_not_shown_as_no_waste() -> None:
+    """Loops whose messages carry no usage.tokens, in runs whose others do: the card does not
+    read 0 wasted tokens when no loop's cost is known (n/a), and says how many loops it
+    leaves out when some is."""
+    data = ReportData()
+    data.add(_loop_record("a", "x", loop_tokens=None))
+    data.add(_loop_record("b", "y", loop_tokens=None))
+    data.tokens = 5000.0
+    assert data.summary()["loops_without_tokens"] == 2
+    card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
+    assert 'data-value=""' in card and "n/a" in card and "carry usage.tokens" in card
+    data.add(_loop_record("c", "z", loop_tokens=50.0))
+    card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
+    assert 'data-value="50.0"' in card and "2 loops with no usage.tokens not counted" in card
 
 
 def test_hostile_text_is_escaped_everywhere() -> None:
@@ -176,9 +198,12 @@ def test_real_runs_render_in_chromium(browser: Any, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     assert main(["report", *map(str, REAL_FILES), "-o", str(out)]) == 0
     page, requests, dialogs = _open(browser, out)
+    unpriced = expected["loops_without_tokens"] == expected["loops"]
     for key in _headline_keys():
         shown = page.get_attribute(f'[data-figure="{key}"]', "data-value")
-        assert json.loads(shown or "null") == expected[key], key
+        # No loop of these runs carries usage.tokens: the card shows n/a, not the summary's 0.
+        want = None if key == "wasted_tokens" and unpriced else expected[key]
+        assert json.loads(shown or "null") == want, key
     assert int(page.inner_text('[data-figure="loops"] .value')) == expected["loops"]
 
     before = _rows(page)

@@ -86,6 +86,7 @@ class ReportData:
     wasted_messages: int = 0
     wasted_tokens: float = 0.0
     wasted_tokens_seen: bool = False  # some looping record carries loop_tokens
+    loops_without_tokens: int = 0  # looping records whose loop_tokens is null: not counted
     tokens: float | None = None
     files: dict[str, int] = field(default_factory=dict)
     excerpts: dict[str, int] = field(default_factory=dict)
@@ -129,7 +130,9 @@ class ReportData:
         wasted = _count(record, "loop_messages")
         self.wasted_messages += wasted
         tokens = record.get("loop_tokens")
-        if tokens is not None:
+        if tokens is None:
+            self.loops_without_tokens += 1
+        else:
             if not isinstance(tokens, int | float) or isinstance(tokens, bool):
                 raise RecordError(f"loop_tokens is {tokens!r}, not a number")
             self.wasted_tokens += tokens
@@ -166,6 +169,7 @@ class ReportData:
             "wasted_messages": self.wasted_messages,
             "tokens": self.tokens,
             "wasted_tokens": self.wasted_tokens if known else None,
+            "loops_without_tokens": self.loops_without_tokens,
         }
 
     def top_loops(self, count: int = TOP_LOOPS) -> list[_Loop]:
@@ -314,14 +318,19 @@ def _headline(figures: Mapping[str, Any]) -> str:
          f"{_number(figures['messages'])}"),
     ]
     tokens, wasted = figures["tokens"], figures["wasted_tokens"]
-    if wasted is None:
+    unpriced = figures.get("loops_without_tokens", 0)
+    left_out = (f"; {_number(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
+                "usage.tokens not counted") if unpriced else ""
+    if wasted is None or (unpriced and unpriced == figures["loops"]):
+        # No loop's cost is recorded: a total of 0 would read as "no waste".
         cards.append(("wasted_tokens", "wasted tokens", None,
                       "no looping run's messages carry usage.tokens"))
     elif tokens is None:
-        cards.append(("wasted_tokens", "wasted tokens", wasted, "total not known from records"))
+        cards.append(("wasted_tokens", "wasted tokens", wasted,
+                      f"total not known from records{left_out}"))
     else:
         cards.append(("wasted_tokens", "wasted tokens", wasted,
-                      f"{_share(wasted, tokens)} of {_number(tokens)}"))
+                      f"{_share(wasted, tokens)} of {_number(tokens)}{left_out}"))
     out = ['<section class="headline">']
     for key, label, value, note in cards:
         shown = "n/a" if value is None else _number(value)
