@@ -444,3 +444,42 @@ def test_an_input_not_read_to_its_end_is_said(tmp_path: Path,
     assert quiet == f"vthread scan: {path}: {broken['error']}\n"
     code, _, strict = run(["scan", str(path), "-q", "--strict"], monkeypatch)
     assert code == 2 and strict == f"vthread scan: {path}: {broken['error']}\n"
+
+
+def test_a_scan_that_fails_before_any_record_leaves_the_output_file_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-o names a file that exists: a scan that stops before its first record (a file whose
+    format cannot be told) leaves it as it was; one that finishes replaces it, with nothing
+    when it has no record; one cut short after records keeps them."""
+    target = tmp_path / "records.jsonl"
+    earlier = b'{"id": "from an earlier scan"}\n'
+    target.write_bytes(earlier)
+    untold = tmp_path / "untold.jsonl"
+    untold.write_text('[{"type": 5, "text": null}]\n')
+    code, _, err = run(["scan", str(untold), "-o", str(target)], monkeypatch)
+    assert code == 2 and "cannot tell the message format" in err
+    assert target.read_bytes() == earlier
+    for suffix in (".gz", ".parquet"):
+        other = target.with_suffix(suffix)
+        assert run(["scan", str(untold), "-o", str(other)], monkeypatch)[0] == 2
+        assert not other.exists()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert run(["scan", str(empty), "-o", str(target), "-q"], monkeypatch)[0] == 0
+    assert target.read_bytes() == b""
+    good = tmp_path / "a.jsonl"
+    good.write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    target.write_bytes(earlier)
+    code, _, err = run(["scan", "--strict", str(good), str(untold), "-o", str(target)],
+                       monkeypatch)
+    assert code == 2 and [r["file"] for r in records(target.read_bytes())] == [str(good)]
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = tmp_path / "a.jsonl"
+    good.write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    code, _, err = run(["scan", str(good), "-o", str(tmp_path)], monkeypatch)
+    assert code == 74 and f"cannot write {tmp_path}: it is a directory" in err
+    code, _, err = run(["scan", str(good), "-o", str(tmp_path / "no" / "r.jsonl")], monkeypatch)
+    assert code == 74 and f"no such directory {tmp_path / 'no'}" in err

@@ -1030,23 +1030,34 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
 
 def test_documents_that_are_not_what_they_seem(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """A JSON document named .jsonl is read as JSONL, as named (records out = lines in), and
-    said to look like a document; an empty or blank .json is one error record (a download that never
-    started passed as a scan of nothing, even under --strict); a run holding a NUL byte or a
-    byte-order mark, which json.loads of its bytes alone would read as UTF-16 or skip, is
-    where the document breaks, as in the whole document; a run nested past what Python's
-    json reads ends the document there (where its structure ends cannot be told)."""
+    """A JSON document named .jsonl (or with no suffix) is read as the document it opens as,
+    a record per run, and said to be; an empty or blank .json is one error record (a
+    download that never started passed as a scan of nothing, even under --strict); a run
+    holding a NUL byte or a byte-order mark, which json.loads of its bytes alone would read
+    as UTF-16 or skip, is where the document breaks, as in the whole document; a run nested
+    past what Python's json reads ends the document there (where its structure ends cannot
+    be told)."""
     runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(3)]
     named_jsonl = tmp_path / "runs.jsonl"
     named_jsonl.write_text(json.dumps(runs, indent=2))
     document = tmp_path / "runs.json"
     document.write_text(json.dumps(runs, indent=2))
-    _, as_jsonl, said = run(["scan", str(named_jsonl), "-q"], monkeypatch)
     _, as_json, _ = run(["scan", str(document), "-q"], monkeypatch)
-    assert len(records(as_jsonl)) == len(named_jsonl.read_text().splitlines())
-    assert said.startswith(f"vthread scan: {named_jsonl}: line 1 is only '[': this looks like "
-                           "a JSON document")
     assert [r["id"] for r in records(as_json)] == ["r0", "r1", "r2"]
+    unnamed = tmp_path / "runs"
+    one_line = tmp_path / "one-line.jsonl"
+    unnamed.write_text(json.dumps(runs, indent=2))
+    one_line.write_text(json.dumps(runs) + "\n")
+    for path in (named_jsonl, unnamed, one_line):
+        code, out, said = run(["scan", str(path), "-q"], monkeypatch)
+        assert code == 0 and said == (f"vthread scan: {path}: read as a JSON document, a "
+                                      "record per run (it opens as one, not as JSONL)\n")
+        assert out == as_json.replace(json.dumps(str(document)).encode(),
+                                      json.dumps(str(path)).encode())
+    threads = tmp_path / "threads.jsonl"  # JSONL whose lines are arrays of messages
+    threads.write_text("".join(json.dumps(r["messages"]) + "\n" for r in runs))
+    code, out, said = run(["scan", str(threads), "-q"], monkeypatch)
+    assert code == 0 and said == "" and [r["line"] for r in records(out)] == [1, 2, 3]
     for blank in (b"", b" \n\n"):
         document.write_bytes(blank)
         code, out, err = run(["scan", str(document), "-q"], monkeypatch)

@@ -157,11 +157,35 @@ def jsonl_files(draw: st.DrawFn) -> bytes:
     return data
 
 
-def lines_in(data: bytes) -> int:
-    """How many lines vthread scan reads in ``data`` (a last line needs no newline)."""
+def lines_in(data: bytes) -> int | None:
+    """How many lines vthread scan reads in ``data`` (a last line needs no newline), or None
+    when it reads a file of these bytes as a JSON document, a record per run."""
     if not data:
         return 0
+    if opens_as_a_document(data):
+        return None
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def opens_as_a_document(data: bytes) -> bool:
+    """Whether a file of ``data`` named as JSONL opens as a JSON document of runs
+    (docs/formats.md): its first line with text, a byte-order mark aside, is only ``[`` or
+    ``{`` (no JSONL line can be), or an array whose first element is an object holding
+    ``messages``, ``traj`` or ``history`` (a run, which no message is)."""
+    text = data.removeprefix(b"\xef\xbb\xbf").lstrip()
+    first = text.split(b"\n", 1)[0].strip()
+    if first in (b"[", b"{"):
+        return True
+    if not first.startswith(b"["):
+        return False
+    try:
+        decoded = text.decode("utf-8")
+        start = len(decoded) - len(decoded[1:].lstrip())
+        element, _ = json.JSONDecoder().raw_decode(decoded, start)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(element, dict) and any(k in element for k in ("messages", "traj",
+                                                                     "history"))
 
 
 # ------------------------------------------------------------ (a) the core's readers
@@ -288,6 +312,8 @@ def assert_scan_invariants(code: int, out: bytes, err: str, lines: int | None) -
 @example(data=b"\n".join(_HOSTILE_LINES), jobs="2")
 @example(data=b"\x1f\x8b\n[]", jobs="1")
 @example(data=b"\x1f", jobs="1")
+@example(data=b"\xef\xbb\xbf[]", jobs="1")  # a JSONL line of an empty thread, not a document
+@example(data=b'[{"messages": []}]\n', jobs="2")  # a document of runs on one line
 def test_scan_survives_fuzzed_jsonl(data: bytes, jobs: str, tmp_path_factory: Any) -> None:
     """vthread scan --format native on fuzzed bytes, plain and gzipped, --jobs 1 and 2: the
     invariants hold and the gzipped file's records are the plain file's."""

@@ -1051,10 +1051,30 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
-    """Where the records go: standard output, a file, a gzip file (a path ending ``.gz``,
-    as the inputs are read), or a Parquet file of records."""
+    """Where the records go: standard output, or a file (a gzip file for a path ending
+    ``.gz``, as the inputs are read; a Parquet file of records) made at the first record
+    (:class:`_PendingOutput`). An ``OSError`` when the file could not be written."""
     if not path:
         return sys.stdout.buffer
+    unwritable = _unwritable(path)
+    if unwritable is not None:
+        raise OSError(unwritable)
+    return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere)))
+
+
+def _unwritable(path: str) -> str | None:
+    """Why the file ``path`` cannot be written (made, or replaced), or None."""
+    target = Path(path)
+    if target.is_dir():
+        return "it is a directory"
+    if target.exists():
+        return None if os.access(target, os.W_OK) else "permission denied"
+    from vthread._cli_report import unwritable_folder
+
+    return unwritable_folder(path)
+
+
+def _open_output(path: str, anywhere: bool) -> BinaryIO:
     if is_parquet(path):
         from vthread._cli_parquet import ParquetRecords
 
@@ -1069,12 +1089,47 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     return open(path, "wb")
 
 
-def _close(out: BinaryIO, path: str | None, progress: _Progress | None) -> None:
-    """Flush the records (close an --output file); a failure is a :class:`_WriteError`."""
+class _PendingOutput:
+    """An ``--output`` file made (or emptied) at the first record written to it, or when a
+    finished scan closes it: a scan that fails before any record (a format conflict, an
+    unreadable input, Ctrl-C) leaves a file already at the path as it was."""
+
+    def __init__(self, make: Callable[[], BinaryIO]) -> None:
+        self._make = make
+        self._file: BinaryIO | None = None
+
+    def _opened(self) -> BinaryIO:
+        if self._file is None:
+            self._file = self._make()
+        return self._file
+
+    def write(self, data: bytes) -> int:
+        return self._opened().write(data) if data else 0
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        """The scan finished: the file holds its records (none makes an empty file)."""
+        self._opened().close()
+
+    def abandon(self) -> None:
+        """The scan failed: the records written so far are kept; none, no file is made."""
+        if self._file is not None:
+            self._file.close()
+
+
+def _close(out: BinaryIO, path: str | None, progress: _Progress | None,
+           finished: bool = True) -> None:
+    """Flush the records (close an --output file; of a scan not ``finished``, one made only
+    if a record was written); a failure is a :class:`_WriteError`."""
     if progress is not None:
         progress.clear()
     try:
-        if path:
+        if isinstance(out, _PendingOutput) and not finished:
+            out.abandon()
+        elif path:
             out.close()
         else:
             out.flush()
@@ -1088,11 +1143,12 @@ def _close_quietly(out: BinaryIO, path: str | None, progress: _Progress | None) 
     """:func:`_close` on the way out of a run that already failed: a second failure adds
     nothing to the message given."""
     try:
-        _close(out, path, progress)
+        _close(out, path, progress, finished=False)
     except (OSError, _WriteError):
         if path:
             with contextlib.suppress(OSError):
-                out.close()  # closed already by the failed close (its buffer dropped)
+                # Closed already by the failed close (its buffer dropped).
+                out.abandon() if isinstance(out, _PendingOutput) else out.close()
 
 
 def _check_readable(name: str) -> None:
@@ -1508,14 +1564,18 @@ def _break(line: int, column: int, where: str, reason: str) -> str:
             "the document is not read past there")
 
 
-def _sniffed_document(stream: BinaryIO | _GzipStream,
-                      messages_key: str | None) -> _Replayed | _DocumentRuns:
-    """Standard input as lines, or as the JSON document it is, as
-    ``cat runs.json | vthread scan -`` pipes one: pretty-printed (its first line is only
+def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
+                      empty_is_runs: bool = True) -> _Replayed | _DocumentRuns:
+    """Standard input, or a file not named as a document, as lines, or as the JSON document
+    it is (as ``cat runs.json | vthread scan -`` pipes one, or a download saved without its
+    ``.json``): pretty-printed (its first line is only
     ``[`` or ``{``: no JSONL line can be), or an array whose first element is a run (a run
     holding messages is no message, so no JSONL thread is one; a line of runs is read as the
     document it is, a block at a time). A document is read as a ``.json`` file is, not a line
-    at a time (one error record per line of the document, or one thread of runs)."""
+    at a time (one error record per line of the document, or one thread of runs).
+    ``empty_is_runs``: whether a first line ``[]`` is a document of no runs (standard input,
+    where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
+    thread (a file named as JSONL)."""
     first = stream.read(READ_BYTES)
     if isinstance(stream, _LiveStream):
         # A read of a pipe returns what has come: read on until the first line is whole (or
@@ -1532,7 +1592,9 @@ def _sniffed_document(stream: BinaryIO | _GzipStream,
         return _Replayed(first, stream)
     document = _DocumentRuns(_Replayed(first, stream), messages_key)
     # Read only until its first element is whole: a message makes the line a JSONL thread.
-    return document if document.start() else _Replayed(b"".join(document.head), stream)
+    if document.start() and (empty_is_runs or document.first is not None):
+        return document
+    return _Replayed(b"".join(document.head), stream)
 
 
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
@@ -1639,15 +1701,20 @@ def _tasks(
             elif _is_document(name):
                 document = _DocumentRuns(stream, messages_key)
                 chunks, kind = _document_chunks(document, messages_key, label)
-            elif name == "-":
-                sniffed = _sniffed_document(stream, messages_key)
+            else:
+                # Standard input, or a file not named as a document: JSONL, unless it opens as
+                # a document does (a line that is only a bracket, or an array of runs), which
+                # no JSONL file does: read as JSONL, such a file was an error record for
+                # every line of its runs.
+                sniffed = _sniffed_document(stream, messages_key, empty_is_runs=name == "-")
                 if isinstance(sniffed, _DocumentRuns):
                     document = sniffed
                     chunks, kind = _document_chunks(document, messages_key, label)
+                    if name != "-":
+                        _say(f"vthread scan: {label}: read as a JSON document, a record per "
+                             "run (it opens as one, not as JSONL)")
                 else:
                     chunks = _chunks(sniffed)
-            else:
-                chunks = _chunks(stream)
             unit = "line" if kind == "lines" else "run"  # what the file's records stand for
             if kind == "inspect":
                 # An Inspect log's samples are read as the chat messages they map through,
@@ -1659,14 +1726,6 @@ def _tasks(
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
-                if (line == 1 and kind == "lines"
-                        and (opening := _opening_line(lines[0])[0]) in (b"[", b"{")):
-                    # A file named as JSONL is read as JSONL (a record per line), but one that
-                    # opens like a pretty-printed document is most likely one: said once.
-                    bracket = opening.decode()
-                    _say(f"vthread scan: {label}: line 1 is only {bracket!r}: "
-                         "this looks like a JSON document, read here as JSONL (a record per "
-                         "line); name it .json to read it as one")
                 if file_format is None:
                     file_format, told = _detect(label, lines, messages_key, unit)
                     if detected is not None and told:
@@ -1943,8 +2002,11 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
         # Nothing to judge by, and not even JSON (a README, a log, a CSV passed by mistake):
         # each line will be an error record; said once, so that a wrong file is not taken
         # for a scan of bad runs.
-        _say(f"vthread scan: {label}: warning: none of its first {min(len(lines), 8)} "
-             f"{unit}s is JSON; each {unit} is an error record (is it a trajectory file?)")
+        looked = min(len(lines), 8)
+        which = (f"its first {unit} is not" if looked == 1
+                 else f"none of its first {looked} {unit}s is")
+        _say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
+             "(is it a trajectory file?)")
     try:
         return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
             evidence)
@@ -2021,8 +2083,9 @@ def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
     for flag, key, outcome in (("--messages-key", messages_key, "each is an error record"),
                                ("--id-key", id_key, "their ids are null")):
         if key is not None and not any(key in run for run in runs):
-            warnings.append(f"{label}: none of its first {len(runs):,} {unit}s has "
-                            f"{json.dumps(key)} ({flag}): {outcome}; {first}")
+            which = (f"its first {unit} has no" if len(runs) == 1
+                     else f"none of its first {len(runs):,} {unit}s has")
+            warnings.append(f"{label}: {which} {json.dumps(key)} ({flag}): {outcome}; {first}")
     return warnings
 
 
