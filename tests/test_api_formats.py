@@ -153,6 +153,7 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     assert as_run.ids == ["a", None] and as_run.record(0)["id"] == "a"
     assert as_run.record(0) == {**vthread.scan([chat], format="openai").record(0), "id": "a"}
     assert as_run.record(0)["messages"] == len(chat) == as_run.messages[1]
+    assert [record["id"] for record in as_run] == ["a", None]  # rows as records, in order
     with pytest.raises(ValueError, match=r"^thread 0: not a thread: an object without "):
         vthread.scan([{"steps": chat}], format="openai")
 

@@ -93,6 +93,10 @@ class ScanResult:
     def __len__(self) -> int:
         return len(self.names)
 
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Each row as :meth:`record` makes it, in the batch's order."""
+        return map(self.record, range(len(self.names)))
+
     def record(self, index: int) -> dict[str, Any]:
         """Row ``index`` as a JSON-ready dict, the fields of ``vthread scan``'s record but the
         file and line: strict JSON, ``loop_tokens`` None where unknown or past the largest
