@@ -571,6 +571,8 @@ def test_real_swe_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     got = records(out)
     assert code == 0 and len(got) == 15 and not any("error" in r for r in got)
     assert "swe-agent (detected; 15 files" in err
+    # No id in the file: SWE-agent names a trajectory by its instance, and so does its record.
+    assert [r["id"] for r in got] == [path.name.removesuffix(".traj") for path in files]
     linked = text_actions = 0
     for path, record in zip(files, got, strict=True):
         history = json.loads(path.read_text())["history"]
@@ -1026,6 +1028,31 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
     assert [r["id"] for r in records(piped)] == [f"r{i}" for i in range(7)] + [None]
     assert piped == by_name.replace(json.dumps(str(tmp_path / "cut.json")).encode(),
                                     b'"<stdin>"')
+
+
+def test_a_trajectory_with_no_id_is_named_by_its_file(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .traj run with no id of its own (SWE-agent writes none) gets its file's name without
+    .traj (the instance it ran on), gzipped or not; its own id wins; the same run piped, or
+    in a .json file, has none."""
+    import gzip
+
+    run_ = {"environment": "swe_main", "history": [{"role": "user", "content": "fix it"}]}
+    plain = tmp_path / "astropy__astropy-12907.traj"
+    plain.write_text(json.dumps(run_))
+    packed = tmp_path / "django__django-1.traj.gz"
+    packed.write_bytes(gzip.compress(json.dumps(run_).encode()))
+    own = tmp_path / "named.traj"
+    own.write_text(json.dumps({**run_, "instance_id": "mine"}))
+    other = tmp_path / "run.json"
+    other.write_text(json.dumps(run_))
+    code, out, _ = run(["scan", "-q", str(plain), str(packed), str(own), str(other)],
+                       monkeypatch)
+    assert code == 0
+    assert [r["id"] for r in records(out)] == ["astropy__astropy-12907", "django__django-1",
+                                               "mine", None]
+    _, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=plain.read_bytes())
+    assert [r["id"] for r in records(piped)] == [None]
 
 
 def test_documents_that_are_not_what_they_seem(tmp_path: Path,

@@ -1892,7 +1892,27 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
-    return _batched(_run_line(run) for run in runs_of(value, messages_key)), "runs"
+    return _batched(_run_line(run) for run in runs_of(_named_trajectory(value, label),
+                                                        messages_key)), "runs"
+
+
+_SWE_AGENT_SUFFIXES: Final = (".traj", ".traj.gz")
+"""Endings of a file holding one SWE-agent trajectory, named by the instance it ran on."""
+
+
+def _named_trajectory(value: Any, label: str) -> Any:
+    """A SWE-agent trajectory (one run in a ``.traj`` file) with no id of its own, given its
+    file's name without ``.traj`` as its ``id``: SWE-agent names each trajectory by the
+    instance it ran on (``astropy__astropy-12907.traj``), which is what an evaluation joins
+    results on. Any other value as it is."""
+    from vthread.documents import run_id
+
+    name = Path(label).name
+    suffix = next((s for s in _SWE_AGENT_SUFFIXES if name.lower().endswith(s)), None)
+    if suffix is None or type(value) is not dict or run_id(value) is not None or (
+            "task_id" in value):
+        return value
+    return {**value, "id": name[:-len(suffix)]}
 
 
 def _opening_line(data: bytes) -> tuple[bytes, bytes]:

@@ -10,7 +10,8 @@ harness                          messages               id
 vthread, most JSONL exports      ``messages``           ``id``
 tau-bench (``.json``)            ``traj``               ``task_id`` and ``trial``, written
                                                         ``"<task_id>/<trial>"``
-SWE-agent (``.traj``)            ``history``            none in the file (the file's name)
+SWE-agent (``.traj``)            ``history``            none in the file (``vthread scan``
+                                                        names it by its file)
 mini-swe-agent (``.traj.json``)  ``messages``           ``instance_id``
 ===============================  =====================  ====================================
 
