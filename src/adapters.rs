@@ -1128,8 +1128,30 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
                 return Ok((Some("swe-agent"), true));
             }
         }
+        if answered_commands(messages) {
+            return Ok((Some("mini-swe-agent"), true));
+        }
     }
     Ok((Some("openai"), openai))
+}
+
+/// `adapters._answered_commands`: an assistant message holding mini-swe-agent's command
+/// (exactly one fenced `bash` block, in string content) answered by a user message whose
+/// string content opens with `<returncode>`.
+fn answered_commands(messages: &[Value<'_>]) -> bool {
+    messages.windows(2).any(|pair| {
+        let (turn, reply) = (pair[0], pair[1]);
+        if !named(turn.get("role"), &["assistant"]) || !named(reply.get("role"), &["user"]) {
+            return false;
+        }
+        let observation = reply.get("content").and_then(|value| value.text());
+        if !observation.is_some_and(|text| text.starts_with("<returncode>")) {
+            return false;
+        }
+        turn.get("content")
+            .and_then(|value| value.text())
+            .is_some_and(|command| bash_blocks(&command).len() == 1)
+    })
 }
 
 /// One line's run in `format` as a native line appended to `out` (`{"id": ..., "messages":

@@ -595,7 +595,10 @@ def mini_swe_agent_messages(draw: st.DrawFn) -> Any:
         return message
     if kind == 1:
         return {"role": "user", "content": draw(st.one_of(
-            BASH_TEXTS, TEXTS, st.just([{"type": "text", "text": "out"}])))}
+            BASH_TEXTS, TEXTS, st.just([{"type": "text", "text": "out"}]),
+            st.builds("<returncode>{}</returncode>\n<output>{}</output>".format,
+                      st.integers(0, 2), TEXTS),
+            st.builds("{}<returncode>".format, TEXTS)))}
     return draw(openai_messages())
 
 

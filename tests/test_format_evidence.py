@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
+    BASH_TEXTS,
     JSON_VALUES,
+    TEXTS,
     anthropic_messages,
     mini_swe_agent_messages,
     openai_messages,
@@ -41,8 +43,16 @@ ITEMS = st.one_of(
 # branch of the evidence (and every way of failing them all) is reached.
 MESSAGES = st.one_of(ITEMS, openai_messages(), anthropic_messages(), responses_items(),
                      swe_agent_messages(), mini_swe_agent_messages())
+# A command and what answers it, as mini-swe-agent's messages alone show their format: the
+# observation opening with "<returncode>" or not, the command one fenced block or not.
+ANSWERED = st.tuples(
+    st.builds(lambda text: {"role": "assistant", "content": text}, BASH_TEXTS),
+    st.builds(lambda text: {"role": "user", "content": text},
+              st.one_of(st.builds("<returncode>{}".format, TEXTS), TEXTS)))
 RUNS = st.one_of(
     st.lists(MESSAGES, max_size=6),
+    st.builds(lambda turns, more: [m for turn in turns for m in turn] + more,
+              st.lists(ANSWERED, min_size=1, max_size=3), st.lists(MESSAGES, max_size=2)),
     st.lists(st.one_of(openai_messages(), anthropic_messages()), max_size=6),
     st.builds(lambda key, items, extra: {key: items, **extra},
               st.sampled_from(["messages", "traj", "history", "steps"]),
@@ -152,3 +162,39 @@ def test_escaped_values_are_read_as_their_text() -> None:
         read, found = _core.line_format_evidence(line)
         assert read and found == run_format_evidence(json.loads(line)), line
     assert _core.line_format_evidence(rb'[{"r\u006fle": "user"}]') == (False, None)
+
+
+def test_mini_swe_agent_messages_alone_are_told_by_their_answered_commands() -> None:
+    """Without the run object that declares it, a run whose command (one fenced bash block)
+    is answered by a "<returncode>" observation is mini-swe-agent's, in Python and in the
+    core; a chat that only shows a bash block, or answers with other text, is OpenAI's."""
+    command = {"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```"}
+    observed = {"role": "user", "content": "<returncode>0</returncode>\n<output>a</output>"}
+    plain = {"role": "user", "content": "thanks"}
+    for messages, expected in (([command, observed], ("mini-swe-agent", True)),
+                               ([observed, command], ("openai", False)),
+                               ([command, plain], ("openai", False)),
+                               ([{**command, "content": command["content"] * 2}, observed],
+                                ("openai", False)),
+                               ([command, {**observed, "tool_call_id": "c"}],
+                                ("openai", True))):
+        assert run_format_evidence(messages) == expected
+        assert _core.line_format_evidence(json.dumps(messages).encode()) == (True, expected)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not beside the "
+                    "repository")
+def test_published_mini_swe_agent_messages_alone_are_detected() -> None:
+    """The published mini-swe-agent runs reduced to their messages (what an evaluation that
+    kept only the messages holds): every one is told as mini-swe-agent's, so format="auto"
+    reads their commands as tool calls, not as a chat whose every turn looks alike."""
+    import gzip
+
+    import vthread
+
+    path = REALDATA / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz"
+    runs = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    messages = [run["messages"] for run in runs]
+    assert {run_format_evidence(m) for m in messages} == {("mini-swe-agent", True)}
+    assert (vthread.scan(messages, format="auto").names
+            == vthread.scan(runs, format="auto").names)

@@ -796,7 +796,7 @@ def test_formats_doc_examples() -> None:
     native, tau, mini, swe, functions, anthropic, responses, inspect = blocks
     assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], swe["history"],
                                        functions, anthropic, responses)] == [
-        "native", "openai", "openai", "swe-agent", "swe-agent", "anthropic", "responses"]
+        "native", "openai", "mini-swe-agent", "swe-agent", "swe-agent", "anthropic", "responses"]
     unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
     assert from_openai(tau["traj"]) == unpriced
     assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"

@@ -132,6 +132,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
+from itertools import pairwise
 from typing import Any, Final, Literal
 
 __all__ = [
@@ -679,7 +680,30 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
             _function_blocks(_joined_text(m.get("content"), "")) for m in assistants
             if isinstance(m.get("content"), (str, list)))):
         return "swe-agent", True
+    if not openai and _answered_commands(messages):
+        return "mini-swe-agent", True
     return "openai", openai
+
+
+_OBSERVATION_OPEN: Final = "<returncode>"
+"""How mini-swe-agent's observation of a command opens (its default template)."""
+
+
+def _answered_commands(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an assistant message holding mini-swe-agent's command (exactly one fenced
+    ``bash`` block, in string content) is answered by a user message whose string content
+    opens with ``<returncode>``: what mini-swe-agent's messages show of their format without
+    the run object that declares it (a chat that only shows a bash block is not one). O(the
+    text of the assistant messages so answered)."""
+    for turn, reply in pairwise(messages):
+        if turn.get("role") != "assistant" or reply.get("role") != "user":
+            continue
+        command, observation = turn.get("content"), reply.get("content")
+        if (isinstance(command, str) and isinstance(observation, str)
+                and observation.startswith(_OBSERVATION_OPEN)
+                and len(_bash_blocks(command)) == 1):
+            return True
+    return False
 
 
 class FormatConflictError(ValueError):
