@@ -171,6 +171,40 @@ def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,
     assert summary["lines"] == len(kept) == 100
 
 
+@pytest.mark.parametrize(("signum", "code", "said"), [
+    ("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
+def test_a_signal_while_the_inputs_are_listed_ends_as_one_during_the_scan(
+        signum: str, code: int, said: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM or Ctrl-C before the scan (a directory of many files being listed and
+    sniffed): said in one line, not a traceback, the summary written ("completed": false),
+    an existing output left as it was, the status the scan's own, the handlers given back."""
+    import os
+    import signal
+
+    from vthread import cli
+
+    target = tmp_path / "summary.json"
+    written = tmp_path / "records.jsonl"
+    written.write_bytes(b"earlier\n")
+    real_inputs = cli._inputs
+
+    def listed_then_stopped(options: object) -> object:
+        found = real_inputs(options)  # type: ignore[arg-type]
+        os.kill(os.getpid(), getattr(signal, signum))
+        return found
+
+    monkeypatch.setattr(cli, "_inputs", listed_then_stopped)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    got, out, err = run(["scan", str(SAMPLE), "-o", str(written), "--summary", str(target)],
+                        monkeypatch)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    assert (got, out, err) == (code, b"", f"vthread scan: {said}\n")
+    summary = json.loads(target.read_text())
+    assert (summary["completed"], summary["failure"], summary["lines"]) == (False, said, 0)
+    assert written.read_bytes() == b"earlier\n"
+
+
 def test_sigterm_is_not_taken_for_a_chunks_failure(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM while Python scans a chunk (--anywhere) ends the scan: it is not caught by

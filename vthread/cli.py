@@ -523,6 +523,38 @@ class _FatalError(Exception):
 
 
 def _scan_command(options: argparse.Namespace) -> int:
+    # Ctrl-C and SIGTERM are caught from the start, not only once the scan runs: listing a
+    # directory of many files (and reading each one's first bytes) can take a while, and a
+    # job stopped then still says so and leaves its --summary.
+    stop_signals = _StopSignals()
+    _STOP_SIGNALS.append(stop_signals)
+    try:
+        return _scan_stopping_on_signals(options, stop_signals)
+    except (KeyboardInterrupt, _TerminatedError) as stop:
+        # Before the scan: the scan's own stops are handled in it (which then gives the
+        # handlers back, so that its summary is never written over by this one's).
+        code, message = ((_INTERRUPTED_EXIT, "interrupted") if isinstance(stop, KeyboardInterrupt)
+                         else (_TERMINATED_EXIT, "terminated (SIGTERM)"))
+        _say(f"vthread scan: {message}")
+        _early_summary(options, message)
+        return code
+    finally:
+        if stop_signals in _STOP_SIGNALS:
+            _STOP_SIGNALS.remove(stop_signals)
+        stop_signals.close()
+
+
+def _early_summary(options: argparse.Namespace, reason: str) -> None:
+    """``--summary``'s file for a run that ended before its scan (nothing scanned, and why):
+    a summary left by an earlier run must not stand for this one."""
+    if options.summary_file:
+        with contextlib.suppress(_FatalError):
+            _check_not_an_input(options.summary_file, list(options.files))
+            _write_summary(options.summary_file, _summary_json(
+                _Stats(), _what_was_scanned(list(options.files)), 0.0, [], set(), reason))
+
+
+def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
     jobs = _worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
@@ -542,13 +574,7 @@ def _scan_command(options: argparse.Namespace) -> int:
                 _check_not_an_input(written, files)
     except _FatalError as error:
         _say(f"vthread scan: {error}")
-        if options.summary_file:
-            # A summary left by an earlier run must not stand for this one.
-            with contextlib.suppress(_FatalError):
-                _check_not_an_input(options.summary_file, list(options.files))
-                _write_summary(options.summary_file, _summary_json(
-                    _Stats(), _what_was_scanned(list(options.files)), 0.0, [], set(),
-                    str(error)))
+        _early_summary(options, str(error))
         return _USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
@@ -585,8 +611,6 @@ def _scan_command(options: argparse.Namespace) -> int:
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
-    stop_signals = _StopSignals()
-    _STOP_SIGNALS.append(stop_signals)
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
     # written at once, for whoever reads them as they come.
     streaming = (files == ["-"] and sys.stdin is not None
