@@ -358,7 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("-o", "--output", metavar="PATH",
                        help="write the records to PATH instead of standard output "
                        "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
-                       ".parquet or .pq)")
+                       ".parquet or .pq; - is standard output)")
     for flag, meaning in (
         ("--min-repetitions", "copies of the pattern needed (default 2)"),
         ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
@@ -555,6 +555,13 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
 
 
 def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
+    if options.output == "-":
+        options.output = None  # "-o -": standard output, as for the inputs
+    if options.summary_file == "-":
+        # Not a file named "-" left in the working directory: the table is on stderr already.
+        _say("vthread scan: --summary takes a file path; the summary table is written on "
+             "standard error already (without --quiet)")
+        return _USAGE_EXIT
     jobs = _worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
@@ -588,11 +595,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     if options.output and is_parquet(options.output) and not parquet_available():
         _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
         return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
-    unwritable = None
-    if options.summary_file:
-        from vthread._cli_report import unwritable_folder
-
-        unwritable = unwritable_folder(options.summary_file)
+    unwritable = _unwritable(options.summary_file) if options.summary_file else None
     if unwritable is not None:
         # Said before the scan, not after it: its records would be written and its figures
         # lost.
