@@ -207,6 +207,22 @@ def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> No
         arrow.scan_arrow(native, format="native")
 
 
+def test_a_given_format_is_checked_on_the_first_rows_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check of a format given reads the first 16 rows, whatever they hold: a column of
+    runs with no messages (which give no evidence) is not read to its end for it."""
+    judged: list[bytes] = []
+    real = arrow._text_evidence
+
+    def counted(line: bytes) -> Any:
+        judged.append(line)
+        return real(line)
+
+    monkeypatch.setattr(arrow, "_text_evidence", counted)
+    got = arrow.scan_arrow(pa.table({"messages": ["[]"] * 5_000}), format="native")
+    assert got.num_rows == 5_000 and len(judged) == 16
+
+
 def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
     """Mixed formats name the rows; a missing column names the columns there are."""
     native = json.dumps([{"type": "user", "text": "hi"}])

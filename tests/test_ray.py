@@ -99,17 +99,6 @@ def test_format_detected_once_and_options_reach_the_workers() -> None:
     assert got.column("messages").to_pylist() == [len(to_openai(run)) for run in runs]
 
 
-def test_a_format_that_does_not_fit_is_warned_about_once_where_the_scan_was_asked() -> None:
-    """format= given for rows plainly in another: one warning, at the caller, as scan_arrow
-    gives (the workers do not repeat it per batch); the rows are read as asked."""
-    runs = generate_threads(40, seed=23)
-    ds = ray.data.from_items([{"messages": json.dumps(to_openai(run))} for run in runs])
-    with pytest.warns(UserWarning, match="format='native' was given, but rows 0, 1") as caught:
-        result = scan_dataset(ds.repartition(4), format="native")
-    assert [w.filename for w in caught] == [__file__]
-    assert _table(result).column("verdict").to_pylist() == ["repeated_suffix"] * len(runs)
-
-
 def test_anywhere_reaches_the_workers() -> None:
     """anywhere=True adds scan_arrow's loops column, row for row; it clashes like the rest."""
     runs = generate_threads(80, seed=31)

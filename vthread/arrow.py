@@ -190,8 +190,16 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     the ``given`` format (chat messages read as native are alike, so every such run looks
     like a loop). The rows are still read as asked. ``stacklevel``: the caller's frame, as
     ``warnings.warn`` counts from this function's caller."""
-    values = (value for piece in _slices(column) for value in _head_values(piece))
-    evidence, _ = evidence_of(values, _DETECT_ROWS)
+    # Only the first rows, whatever they hold (a column of empty runs is not read to its
+    # end), and text rows judged by the core from their bytes: a batch of a per-batch map
+    # (datasets, Spark) pays for 16 rows, not for parsing them in Python.
+    head = column.slice(0, _DETECT_ROWS)
+    if _is_text(head):
+        texts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t
+                 for t in head.to_pylist() if t is not None]
+        evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_evidence)
+    else:
+        evidence, _ = evidence_of(_python_values(head.combine_chunks()), _DETECT_ROWS)
     found = misfits(evidence, given)
     if found:
         import warnings
@@ -202,6 +210,21 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
         warnings.warn(f"format={given!r} was given, but {rows} {shown}{more} of the first "
                       f"{len(evidence)} {look} like {found[0][1]}; they are read as {given}, "
                       "and their verdicts may be wrong", stacklevel=stacklevel)
+
+
+def _text_evidence(line: bytes) -> tuple[Any, bool] | None:
+    """:func:`vthread.documents.run_format_evidence` of a row's JSON text, read by the core
+    (Python reads what it leaves: NaN, a lone surrogate, text that is not JSON)."""
+    from vthread import _core
+    from vthread.documents import run_format_evidence
+
+    read, found = _core.line_format_evidence(line, None)
+    if read:
+        return found
+    try:
+        return run_format_evidence(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

@@ -30,7 +30,7 @@ names another (and then only that one is looked at), for formats not listed. The
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
@@ -255,9 +255,11 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                          "pass format=")
 
 
-def evidence_of(values: Iterable[Any], most: int
+def evidence_of(values: Iterable[Any], most: int,
+                judged: Callable[[Any], tuple[Any, bool] | None] | None = None,
                 ) -> tuple[list[tuple[int, Any, bool]], int | None]:
-    """What the first of ``values`` (parsed runs, read lazily) say of their format, as
+    """What the first of ``values`` (parsed runs, read lazily; or anything ``judged`` reads
+    as :func:`run_format_evidence` reads a run) say of their format, as
     :func:`vthread.adapters.agreed_format` weighs it: (position, format, decisive) of each of
     the first ``most`` with messages in a known format, and the position of the first with
     messages in none (None when there is none)."""
@@ -266,7 +268,7 @@ def evidence_of(values: Iterable[Any], most: int
     for position, value in enumerate(values):
         if len(evidence) >= most:
             break
-        found = run_format_evidence(value)
+        found = run_format_evidence(value) if judged is None else judged(value)
         if found is not None and found[0] is None:
             unknown = position if unknown is None else unknown
         elif found is not None:

@@ -15,7 +15,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Final
 
-from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, scan_column, warn_if_misread
+from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, scan_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -92,7 +92,9 @@ def scan_dataset(
     schema = ds.schema()
     if schema is not None:
         _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere)
-    chosen = _detect_format(ds, messages, format)
+    # A format given is taken as it is, so that the call stays lazy (checking it against the
+    # rows, as scan_arrow does, would run the start of the pipeline here).
+    chosen = _detect_format(ds, messages) if format == "auto" else format
     apply = functools.partial(_scan_batch, messages=messages, format=chosen,
                               keywords=keywords, mask_volatile=mask_volatile,
                               anywhere=anywhere, prefix=prefix, keep_messages=keep_messages)
@@ -119,18 +121,13 @@ def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: 
                          "apart")
 
 
-def _detect_format(ds: ray.data.Dataset, messages: str, given: str) -> str:
-    """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does
-    (``given`` "auto"), or ``given``, warned about once, here, when those rows plainly are
-    in another."""
+def _detect_format(ds: ray.data.Dataset, messages: str) -> str:
+    """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does."""
     try:
         head: pa.Table = ds.select_columns([messages]).limit(DETECT_ROWS).take_batch(
             DETECT_ROWS, batch_format="pyarrow")
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
-        return "native" if given == "auto" else given
-    if given != "auto":
-        warn_if_misread(head.column(messages), given, stacklevel=4)
-        return given
+        return "native"
     return _detect(head.column(messages))
 
 
