@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import vthread
@@ -154,6 +155,11 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     assert as_run.record(0) == {**vthread.scan([chat], format="openai").record(0), "id": "a"}
     assert as_run.record(0)["messages"] == len(chat) == as_run.messages[1]
     assert [record["id"] for record in as_run] == ["a", None]  # rows as records, in order
+    odd = [float("nan"), np.int64(3), [1, {"k": None}]]
+    result = vthread.scan([{"id": ident, "messages": chat} for ident in odd], format="openai")
+    assert result.ids == odd  # as given; the records hold what vthread scan writes
+    assert [json.dumps(r["id"], allow_nan=False) for r in result] == [
+        '"NaN"', "3", '"[1,{\\"k\\":null}]"']
     with pytest.raises(ValueError, match=r"^thread 0: not a thread: an object without "):
         vthread.scan([{"steps": chat}], format="openai")
 

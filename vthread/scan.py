@@ -104,7 +104,7 @@ class ScanResult:
         scan looked anywhere; ``id`` None where the thread had none."""
         tokens = float(self.loop_tokens[index])
         record: dict[str, Any] = {
-            "id": None if self.ids is None else self.ids[index],
+            "id": None if self.ids is None else _json_id(self.ids[index]),
             "verdict": self.names[index],
             "loop_start": int(self.loop_start[index]),
             "period": int(self.period[index]),
@@ -140,6 +140,19 @@ class ScanResult:
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
         )
+
+
+def _json_id(value: Any) -> Any:
+    """A run's id as a record holds it, strict JSON as ``vthread scan`` writes it: a string,
+    finite number, boolean or null as it is (a NumPy scalar as the Python number it holds),
+    anything else as its JSON text, cut at 256 characters (``NaN``, an array)."""
+    import json
+
+    from vthread._records import record_id
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    return json.loads(record_id(value))
 
 
 def _empty() -> ScanResult:
