@@ -1081,6 +1081,18 @@ def test_documents_that_are_not_what_they_seem(tmp_path: Path,
                                       "record per run (it opens as one, not as JSONL)\n")
         assert out == as_json.replace(json.dumps(str(document)).encode(),
                                       json.dumps(str(path)).encode())
+    untyped = tmp_path / "untyped.jsonl"  # with --messages-key: threads of untyped messages
+    untyped.write_text('[{"text": "hi"}, {"text": "hi"}]\n[{"text": "yo"}]\n')
+    code, out, said = run(["scan", str(untyped), "-q", "--format", "native",
+                           "--messages-key", "steps"], monkeypatch)
+    assert code == 0 and "document" not in said
+    assert [(r["line"], "error" in r) for r in records(out)] == [(1, False), (2, False)]
+    members = tmp_path / "members.jsonl.gz"  # a first read ending with a gzip member
+    import gzip
+    members.write_bytes(gzip.compress(b"[") + gzip.compress(
+        b'{"type": "user", "text": "a"}]\n[{"type": "user", "text": "b"}]\n'))
+    code, out, said = run(["scan", str(members), "-q"], monkeypatch)
+    assert code == 0 and "document" not in said and len(records(out)) == 2
     threads = tmp_path / "threads.jsonl"  # JSONL whose lines are arrays of messages
     threads.write_text("".join(json.dumps(r["messages"]) + "\n" for r in runs))
     code, out, said = run(["scan", str(threads), "-q"], monkeypatch)
