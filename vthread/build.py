@@ -91,8 +91,9 @@ def build_thread(
     translated type (``"user"``; an Anthropic user turn holding only tool results is not
     one), and a tool call and its result (OpenAI ``tool_calls`` and ``tool`` messages,
     Anthropic ``tool_use`` and ``tool_result`` blocks) are a pair; the result holds copies
-    of the caller's own messages, with no ``usage`` added (an API would refuse the key), a
-    trimmed message as the trim function returned it.
+    of the caller's own messages, with no ``usage`` added (an API would refuse the key): a
+    trim function is given the message with the usage it was counted at and returns its
+    trimmed copy with its own, as for native messages, and that usage is dropped again.
 
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
@@ -173,6 +174,14 @@ def _priced(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
 def _as_given(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
     """The copy of a chat message the result holds: the caller's message as it is."""
     return dict(message)
+
+
+def _unpriced(trimmed: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A trim function's chat message as the result holds it: without the usage the trim
+    returned (to say its cost), unless the caller's own message carried one."""
+    if "usage" in given:
+        return trimmed
+    return {key: value for key, value in trimmed.items() if key != "usage"}
 
 
 class _MessageView:
@@ -272,9 +281,12 @@ def _newest_fitting(
             elif callable(inclusive):
                 room = limit - total
                 if room > 0:
-                    cut = _trim(inclusive, copy(thread[index], tokens), room, index)
+                    # The trim function sees the message with the tokens it was counted at,
+                    # in every format, and returns its usage; a chat message keeps none.
+                    cut = _trim(inclusive, _priced(thread[index], tokens), room, index)
                     if cut is not None:
-                        trimmed = cut[0]
+                        trimmed = cut[0] if copy is _priced else _unpriced(cut[0],
+                                                                           thread[index])
                         total += cut[1]
                 else:
                     start = index
