@@ -112,6 +112,10 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
         vthread.scan([chat, [{"role": "user", "content": 7}]], format="openai")
     with pytest.raises(TypeError, match="thread 0: a thread is a sequence of messages"):
         vthread.scan(["not a thread"], format="openai")  # type: ignore[list-item]
+    bad = [{"role": "user", "content": 7}]
+    for one_thread in (vthread.describe_thread_cycle, vthread.has_repeated_suffix):
+        with pytest.raises(ValueError, match=r"^openai format: message 0: content must be"):
+            one_thread(bad, format="openai")  # one thread's error names no thread
     assert vthread.scan([], format="auto").names == []
     assert vthread.scan([[]], format="auto").names == [None]
 

@@ -28,7 +28,7 @@ import numpy as np
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
 from vthread.adapters import FORMATS, agreed_format
-from vthread.documents import evidence_of, in_source_messages, misfits, read_run
+from vthread.documents import evidence_of, in_source_messages, misfit_phrase, misfits, read_run
 from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -204,12 +204,9 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     if found:
         import warnings
 
-        shown = ", ".join(str(position) for position, _ in found[:5])
-        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-        rows, look = ("row", "looks") if len(found) == 1 else ("rows", "look")
-        warnings.warn(f"format={given!r} was given, but {rows} {shown}{more} of the first "
-                      f"{len(evidence)} {look} like {found[0][1]}; they are read as {given}, "
-                      "and their verdicts may be wrong", stacklevel=stacklevel)
+        warnings.warn(f"format={given!r} was given, but "
+                      f"{misfit_phrase(found, len(evidence), 'row')}; they are read as "
+                      f"{given}, and their verdicts may be wrong", stacklevel=stacklevel)
 
 
 def _text_evidence(line: bytes) -> tuple[Any, bool] | None:

@@ -200,13 +200,9 @@ class _MessageView:
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
             return
-        from vthread.documents import native_threads
+        from vthread.documents import native_messages
 
-        try:
-            (native,), found = native_threads([thread], format)
-        except ValueError as error:
-            raise ValueError(str(error).removeprefix("thread 0: ")) from None
-        sources = None if found is None else found[0]
+        native, sources = native_messages(thread, format)
         if sources is None:  # "auto" or "native" ("native" is above), the messages native
             return
         self._native, self._sources = native, sources

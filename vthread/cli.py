@@ -2160,18 +2160,15 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
     ``WARN_LINE_BYTES`` are not looked at). The records are still made as asked; a thread
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another)."""
-    from vthread.documents import misfits
+    from vthread.documents import misfit_phrase, misfits
 
     evidence, _ = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
     if not found:
         return None
-    shown = ", ".join(str(number) for number, _ in found[:5])
-    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    units, look = (unit, "looks") if len(found) == 1 else (f"{unit}s", "look")
-    return (f"{label}: warning: --format {given} was given, but {units} {shown}{more} of the "
-            f"first {len(evidence)} {look} like {found[0][1]}; they are read as {given}, and "
-            f"their records may be wrong")
+    return (f"{label}: warning: --format {given} was given, but "
+            f"{misfit_phrase(found, len(evidence), unit)}; they are read as {given}, and "
+            "their records may be wrong")
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:

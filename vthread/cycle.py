@@ -53,10 +53,9 @@ def _native(messages: Sequence[Any], format: str, stacklevel: int) -> Any:
     like chat messages (every such thread would loop). ``stacklevel``: where the warning
     points (the caller of the public function)."""
     if format != "native":
-        from vthread.documents import native_threads
+        from vthread.documents import native_messages
 
-        (native,), _ = native_threads([as_thread(messages)], format)
-        return native
+        return native_messages(as_thread(messages), format)[0]
     if type(messages) in (list, tuple) and messages and chat_like(messages[0]):
         warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages

@@ -44,7 +44,9 @@ __all__ = [
     "chat_like",
     "evidence_of",
     "in_source_messages",
+    "misfit_phrase",
     "misfits",
+    "native_messages",
     "native_threads",
     "opens_runs",
     "read_run",
@@ -290,6 +292,26 @@ def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple
 
 _RESPONSES_TOOL_ITEMS: Final = frozenset({"function_call", "function_call_output",
                                           "custom_tool_call", "custom_tool_call_output"})
+
+
+def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
+    """How a warning names the :func:`misfits` among the first ``examined`` ``unit``s (line,
+    row): "rows 0, 1 and 3 more of the first 16 look like openai"."""
+    shown = ", ".join(str(position) for position, _ in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    units, look = (unit, "looks") if len(found) == 1 else (f"{unit}s", "look")
+    return f"{units} {shown}{more} of the first {examined} {look} like {found[0][1]}"
+
+
+def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]:
+    """One thread's messages (or run object) as native messages, with the source message of
+    each (None when read as they are), as :func:`native_threads` reads a batch's; its errors
+    name the message, not a thread."""
+    try:
+        (native,), found = native_threads([messages], format_)
+    except (TypeError, ValueError) as error:
+        raise type(error)(str(error).removeprefix("thread 0: ")) from None
+    return native, None if found is None else found[0]
 
 
 def chat_like(message: Any) -> bool:
