@@ -51,13 +51,20 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
     """Chat threads passed as native (the default) are every one a loop, which is warned
     about, once per call; native threads, and chat ones with their format, are not."""
     chat = [to_openai(thread) for thread in generate_threads(20, seed=3)]
-    with pytest.warns(UserWarning, match='thread 0\'s messages have a "role": chat messages'):
+    with pytest.warns(UserWarning,
+                      match=r'thread 0\'s messages have a "role" \(chat messages\): read as'):
         assert vthread.scan(chat).names == ["repeated_suffix"] * 20
     with pytest.warns(UserWarning, match='pass format="auto"'):
         vthread.describe_thread_cycle(chat[0])
     responses = [to_responses(thread) for thread in generate_threads(20, seed=3)]
-    with pytest.warns(UserWarning, match="chat messages read as native ones are alike"):
+    with pytest.warns(UserWarning, match=r"\(chat messages\): read as native ones, they are alike"):
         vthread.scan(responses)
+    calls = [{"type": "function_call", "call_id": f"c{i}", "name": "read_file",
+              "arguments": f'{{"path": "f{i}.py"}}'} for i in range(4)]
+    with pytest.warns(UserWarning, match=r'are OpenAI Responses items \("function_call" with a '
+                      r'"call_id"\): read as native ones, they are alike'):
+        assert vthread.describe_thread_cycle(calls) == "repeated_suffix"
+    assert vthread.describe_thread_cycle(calls, format="auto") is None
     native = generate_threads(20, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -105,7 +105,8 @@ def test_anthropic_tool_results_are_replies_not_user_turns() -> None:
                                 max_tokens=35, estimate=lambda m: 10).messages == []
     assert vthread.build_thread(run, start_on="user", format="anthropic",
                                 max_tokens=40, estimate=lambda m: 10).messages == run
-    with pytest.warns(UserWarning, match="tool pairs are not seen") as caught:
+    with pytest.warns(UserWarning,
+                      match="they lose their system messages, turns and tool pairs") as caught:
         as_native = vthread.build_thread(run, pair_safe=True, **keywords)
     assert [w.filename for w in caught] == [__file__]
     assert [m["role"] for m in as_native.messages] == ["user", "assistant"]  # the orphan

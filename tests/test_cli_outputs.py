@@ -72,19 +72,25 @@ def test_a_file_with_no_thread_to_tell_its_format_by_is_not_listed_as_detected(
 def test_loops_of_unknown_cost_are_said_not_counted(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A loop none of whose messages carries usage.tokens has an unknown cost: the summary
-    says how many such loops its wasted tokens leave out, instead of reading as 0."""
+    says how many such loops its wasted tokens leave out, instead of reading as 0; when no
+    loop's cost is known, the table says n/a (as the report's card does)."""
     counted = [{"type": "user", "text": "go", "usage": {"tokens": 5}}]
     loop = [{"type": "bot", "text": "again"}, {"type": "user", "text": "no"}] * 4
+    priced = [{**m, "usage": {"tokens": 2}} for m in loop]
     path = tmp_path / "runs.jsonl"
-    path.write_text(json.dumps(counted) + "\n" + json.dumps(loop) + "\n")
     target = tmp_path / "summary.json"
-    for jobs in ("1", "2"):
-        code, _, err = run(["scan", str(path), "--summary", str(target), "-j", jobs],
-                           monkeypatch)
-        summary = json.loads(target.read_text())
-        assert (code, summary["loops"], summary["loops_without_tokens"]) == (0, 1, 1)
-        assert summary["wasted_tokens"] == 0 and summary["tokens"] == 5
-        assert "(1 loop with no countable usage.tokens not counted)" in err
+    for runs, table in (([counted, loop], "n/a  (no looping run's messages carry usage.tokens)"),
+                        ([counted, loop, priced],
+                         "(1 loop with no countable usage.tokens not counted)")):
+        path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+        for jobs in ("1", "2"):
+            code, _, err = run(["scan", str(path), "--summary", str(target), "-j", jobs],
+                               monkeypatch)
+            summary = json.loads(target.read_text())
+            assert (code, summary["loops"] - 1, summary["loops_without_tokens"]) == (
+                0, len(runs) - 2, 1)
+            assert summary["wasted_tokens"] == 2 * 8 * (len(runs) - 2)
+            assert table in err
 
 
 def test_summary_file_that_is_an_input_is_refused(tmp_path: Path,

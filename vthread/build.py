@@ -161,8 +161,8 @@ def build_thread(
     return BuildResult(taken, total)
 
 
-_UNSEEN = ("its system messages, turns and tool pairs are not seen (a chat message has no "
-           'native "type")')
+_UNSEEN = ("lose their system messages, turns and tool pairs (no native \"type\" tells "
+           "them)")
 """What reading chat messages as native ones costs a build (for the warning)."""
 
 

@@ -10,7 +10,7 @@ ignored) — and writes one JSON line per input line, in input order::
      "loop_tokens": 1234.0, "signature": "5ce85b8097e11323",
      "excerpt": "bot: Let me look. | read_file({\"path\":\"a.py\"}) -> ...", "messages": 22}
 
-(the fields from ``verdict`` to ``excerpt`` are :meth:`vthread.ScanResult.record`'s).
+(:meth:`vthread.ScanResult.record` has the same fields but ``file`` and ``line``).
 
 A line that is not a thread becomes ``{"id", "file", "line", "error": <reason>}`` (``id`` the
 run's when the line is a run object naming one, else null): not valid JSON (with the parser's
@@ -2721,7 +2721,12 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         rows.append(f"    {name:<26}{count:>14,}{share(count, threads)}")
     rows.append(f"  {'wasted messages':<28}{stats.loop_messages:>14,}"
                 f"{share(stats.loop_messages, stats.messages)} of {stats.messages:,}")
-    if stats.tokens_known:
+    if stats.tokens_known and stats.loops and stats.loops_without_tokens == stats.loops:
+        # No loop's cost is recorded: a total of 0 would read as "no waste" (as the report's
+        # card says it too).
+        rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no looping run's messages carry "
+                    "usage.tokens)")
+    elif stats.tokens_known:
         unknown = stats.loops_without_tokens
         rows.append(f"  {'wasted tokens':<28}{stats.loop_tokens:>14,.0f}"
                     f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}"

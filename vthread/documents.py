@@ -326,31 +326,30 @@ def _responses_tool(message: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind in _RESPONSES_TOOL_ITEMS and "call_id" in message
 
 
-_LOOKS_LIKE_A_LOOP: Final = "such a thread looks like a loop"
+_LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '
+                             "so such a thread looks like a loop")
 
 
 def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
                  what: str = _LOOKS_LIKE_A_LOOP) -> None:
     """Warn when one of the first :data:`DETECT_THREADS` threads, to be read as native
-    messages, is chat (:func:`chat_like`): its messages are alike to the heuristics (no
-    native ``type`` or ``text``), so it looks like a loop. ``one``: the threads are one
-    caller's thread (the warning says "the messages"); ``what``: what that costs the
-    caller. O(1) per thread."""
+    messages, is chat (:func:`chat_like`): by default, that its messages are alike to the
+    heuristics, so it looks like a loop; ``what``: what reading them as native costs the
+    caller instead (a clause after "read as native ones, they"). ``one``: the threads are
+    one caller's thread (the warning says "the messages"). O(1) per thread."""
     for index, thread in enumerate(threads[:DETECT_THREADS]):
         if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
             import warnings
 
             whose = "the messages" if one else f"thread {index}'s messages"
             if "role" in thread[0]:
-                why = (f'{whose} have a "role": chat messages read as native ones are alike '
-                       '(a chat message has no native "type" or "text")')
+                what_they_are = f'{whose} have a "role" (chat messages)'
             else:
-                why = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" with a '
-                       '"call_id"): read as native ones, their calls and outputs are alike '
-                       '(no native "text" or "meta")')
+                what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" '
+                                 'with a "call_id")')
             warnings.warn(
-                f"{why}, so {what}; pass format=\"auto\" (or the format's name) to "
-                "translate them", stacklevel=stacklevel + 1)
+                f"{what_they_are}: read as native ones, they {what}; pass format=\"auto\" "
+                "(or the format's name) to translate them", stacklevel=stacklevel + 1)
             return
 
 

@@ -320,7 +320,7 @@ def _headline(figures: Mapping[str, Any]) -> str:
     tokens, wasted = figures["tokens"], figures["wasted_tokens"]
     unpriced = figures.get("loops_without_tokens", 0)
     left_out = (f"; {_number(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
-                "usage.tokens not counted") if unpriced else ""
+                "countable usage.tokens not counted") if unpriced else ""
     if wasted is None or (unpriced and unpriced == figures["loops"]):
         # No loop's cost is recorded: a total of 0 would read as "no waste".
         cards.append(("wasted_tokens", "wasted tokens", None,
