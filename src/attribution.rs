@@ -22,7 +22,6 @@ use crate::adapters::is_python_space;
 use crate::canonical;
 use crate::columns::parse_activity;
 use crate::document::Value;
-use crate::fingerprint;
 use crate::node::{Key, Node};
 use crate::objects;
 use crate::textrun::{self, TAIL_UNITS};
@@ -332,22 +331,12 @@ fn encoded<N: Node>(value: &N) -> Result<Vec<u8>, Declined> {
     Ok(out)
 }
 
-/// Write the canonical (type, text, meta-or-absent) of a message into `out`, joined as
-/// `vthread.message_fingerprint` joins them (`fingerprint::message_key`): `scan._message_key`'s
-/// equality, and the bytes its fingerprint hashes.
+/// Write the canonical (type, text, meta-or-absent) of a message into `out` (cleared first),
+/// as the suffix pass encodes it (`suffix::push_exact_key`): `scan._message_key`'s equality,
+/// and the bytes its fingerprint hashes.
 fn push_message_key<N: Node>(message: &N, out: &mut Vec<u8>) -> Result<(), Declined> {
     out.clear();
-    for key in [Key::Type, Key::Text] {
-        match message.field(key)? {
-            Some(value) => value.push_canonical(out)?,
-            None => out.extend_from_slice(b"null"),
-        }
-        out.push(0);
-    }
-    match message.field(Key::Meta)? {
-        Some(value) => value.push_canonical(out)?,
-        None => out.extend_from_slice(fingerprint::ABSENT_META),
-    }
+    crate::suffix::push_exact_key(message, out)?;
     Ok(())
 }
 

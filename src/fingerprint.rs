@@ -15,16 +15,6 @@ pub fn of_canonical(bytes: &[u8]) -> u64 {
     xxh3_64(bytes)
 }
 
-/// The bytes a message key (type, text, meta-or-absent) is fingerprinted over, as
-/// `vthread.message_fingerprint` joins them.
-pub fn message_key(out: &mut Vec<u8>, kind: &[u8], text: &[u8], meta: Option<&[u8]>) {
-    out.extend_from_slice(kind);
-    out.push(PART_SEPARATOR);
-    out.extend_from_slice(text);
-    out.push(PART_SEPARATOR);
-    out.extend_from_slice(meta.unwrap_or(ABSENT_META));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,14 +23,5 @@ mod tests {
     fn xxh3_matches_the_published_vectors() {
         // XXH3-64 of the empty input, seed 0 (the xxHash reference value).
         assert_eq!(of_canonical(b""), 0x2D06_8005_38D3_94C2);
-    }
-
-    #[test]
-    fn absent_meta_differs_from_null() {
-        let mut absent = Vec::new();
-        message_key(&mut absent, b"\"bot\"", b"\"hi\"", None);
-        let mut null = Vec::new();
-        message_key(&mut null, b"\"bot\"", b"\"hi\"", Some(b"null"));
-        assert_ne!(of_canonical(&absent), of_canonical(&null));
     }
 }

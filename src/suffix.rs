@@ -74,8 +74,10 @@ fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
 }
 
 /// Append the canonical bytes of the message's (type, text, meta-or-absent) to `out`, as
-/// `vthread.message_fingerprint` hashes them (`fingerprint::message_key`'s layout).
-fn push_exact_key<N: Node>(message: &N, out: &mut Vec<u8>) -> PyResult<()> {
+/// `vthread.message_fingerprint` joins and hashes them: each part's canonical encoding
+/// (`null` for an absent type or text, `fingerprint::ABSENT_META` for an absent meta), the
+/// parts separated by `fingerprint::PART_SEPARATOR`.
+pub fn push_exact_key<N: Node>(message: &N, out: &mut Vec<u8>) -> PyResult<()> {
     match message.field(Key::Type)? {
         Some(value) => value.push_canonical(out)?,
         None => out.extend_from_slice(b"null"),
