@@ -166,6 +166,14 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     assert as_run.record(0) == {**vthread.scan([chat], format="openai").record(0), "id": "a"}
     assert as_run.record(0)["messages"] == len(chat) == as_run.messages[1]
     assert [record["id"] for record in as_run] == ["a", None]  # rows as records, in order
+    assert as_run[-1] == as_run.record(1)
+    with pytest.raises(IndexError, match="row 2 of a result of 2 rows"):
+        as_run.record(2)
+    with pytest.raises(TypeError, match="a row is an integer index, got str"):
+        as_run["0"]  # type: ignore[index]
+    with pytest.raises(TypeError, match=r'thread 1 is a run object \(a mapping\), not a list '
+                       r'of messages: pass format="auto"'):
+        vthread.scan([chat, {"id": "a", "messages": chat}])
     odd = [float("nan"), np.int64(3), [1, {"k": None}]]
     result = vthread.scan([{"id": ident, "messages": chat} for ident in odd], format="openai")
     assert result.ids == odd  # as given; the records hold what vthread scan writes

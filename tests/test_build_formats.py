@@ -153,3 +153,33 @@ def test_a_trimmed_chat_message_keeps_no_usage() -> None:
     assert seen == [{**chat[0], "usage": {"tokens": 10.0}}]
     assert got.messages == [{"role": "user", "content": "a long…"}, chat[1]]
     assert got.tokens == 15
+
+
+def test_chat_roles_recorded_tokens_and_reasoning_are_read_as_the_chat_means_them() -> None:
+    """In a chat format, start_on may name a role ("assistant"), and one no chat message
+    can match is an error, not an empty result; a message's tokens are those vthread scan
+    reads from its translation (an OpenAI usage's completion tokens), the estimate only for
+    the rest; a Responses call is kept with the reasoning item that made it."""
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "a",
+             "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}]
+    got = vthread.build_thread(chat, max_tokens=100, estimate=lambda m: 1, format="openai",
+                               start_on="assistant")
+    assert got.messages == [chat[2]] and got.tokens == 7
+    assert vthread.build_thread(chat, max_tokens=100, estimate=lambda m: 1,
+                                format="openai").tokens == 9
+    with pytest.raises(ValueError, match="start_on='human' matches no chat message"):
+        vthread.build_thread(chat, max_tokens=100, estimate=lambda m: 1, format="openai",
+                             start_on="human")
+    items = [{"type": "message", "role": "system", "content": "sys"},
+             {"role": "user", "content": "q"},
+             {"type": "reasoning", "id": "rs_1", "summary": []},
+             {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f",
+              "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "x"},
+             {"type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "done"}]}]
+    for budget, kept in ((4, [items[0], items[5]]), (5, [items[0], *items[2:]])):
+        assert vthread.build_thread(items, max_tokens=budget, estimate=lambda m: 1,
+                                    format="responses", pair_safe=True,
+                                    keep_system=True).messages == kept

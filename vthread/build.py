@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from vthread import _core
 from vthread._jsvalue import real_number
@@ -111,6 +111,8 @@ def build_thread(
     if start_on is not None and not isinstance(start_on, str):
         raise TypeError(f"start_on must be a message type (a str) or None, got "
                         f"{type(start_on).__name__}")
+    if start_on is not None:
+        view.check_start_on(start_on)
     limit = _number("max_tokens", max_tokens)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
@@ -121,7 +123,13 @@ def build_thread(
     # reads the plain figures of a list of dicts in one call; only the messages it leaves
     # (no plain figure >= 0) are decided here, in order. Only the kept messages are copied
     # (when taken): the answer is the same, and most of a long thread is not kept.
-    if read is None:
+    translated = view.own_costs()
+    if translated is not None:
+        # A chat message's tokens are those its translation carries, as vthread scan counts
+        # them; the estimator is asked only for the others.
+        costs = [_cost(message, index, estimate) if cost is None else cost
+                 for index, (message, cost) in enumerate(zip(thread, translated, strict=True))]
+    elif read is None:
         costs = [_cost(message, index, estimate) for index, message in enumerate(thread)]
     else:
         figures, undecided = read
@@ -160,6 +168,11 @@ def build_thread(
                            system_total + total)
     return BuildResult(taken, total)
 
+
+_TRANSLATED_TYPES: Final = frozenset({"system", "user", "bot", "reasoning", "activity"})
+"""The types chat messages translate to (``vthread.adapters``)."""
+_CHAT_ROLES: Final = frozenset({"assistant", "tool", "developer", "function"})
+"""Roles of chat messages that are no translated type (``start_on`` matches them as roles)."""
 
 _UNSEEN = ("lose their system messages, turns and tool pairs (no native \"type\" tells "
            "them)")
@@ -218,6 +231,38 @@ class _MessageView:
             return self._thread[index].get("type")
         return self._types[index]
 
+    def starts(self, index: int, start_on: str) -> bool:
+        """Whether message ``index`` is one ``start_on`` names: its type; in a chat format
+        also a role of the messages' own (``"assistant"``, ``"tool"``) that is no native
+        type (``"user"`` stays the translated type: a user turn holding only tool results
+        is a reply, not a user turn)."""
+        if self._types is not None and start_on not in _TRANSLATED_TYPES:
+            return bool(self._thread[index].get("role") == start_on)
+        return bool(self.type_of(index) == start_on)
+
+    def check_start_on(self, start_on: str) -> None:
+        """A ``start_on`` no chat message can ever match (a chat format's result would be
+        empty, silently) is a ``ValueError`` naming those it can."""
+        if self._types is not None and start_on not in _TRANSLATED_TYPES | _CHAT_ROLES:
+            names = ", ".join(sorted(_TRANSLATED_TYPES | _CHAT_ROLES))
+            raise ValueError(f"start_on={start_on!r} matches no chat message; it is a "
+                             f"translated type or a role: {names}")
+
+    def own_costs(self) -> list[float | None] | None:
+        """Per source message of a chat format, the tokens its translation carries (the
+        figures ``vthread scan`` reads: an OpenAI ``usage``'s completion tokens, a recorded
+        response's), None where it carries none; None for native messages."""
+        if self._types is None:
+            return None
+        costs: list[float | None] = [None] * len(self._thread)
+        for message, source in zip(self._native, self._sources, strict=True):
+            if message.get("usage") is None:
+                continue
+            has_own, raw = own_tokens(message)
+            if has_own:
+                costs[source] = (costs[source] or 0.0) + token_figure(raw)
+        return costs
+
     def leading_system(self) -> int:
         """How many messages at the start of the thread are system messages."""
         count = 0
@@ -231,9 +276,17 @@ class _MessageView:
             return tool_pairs(self._thread[first:])
         pairs, orphans = tool_pairs(self._native)
         sources = self._sources
-        return ([(sources[a] - first, sources[b] - first) for a, b in pairs
-                 if sources[a] >= first],
+        return ([(self._reasoned(sources[a]) - first, sources[b] - first) for a, b in pairs
+                 if self._reasoned(sources[a]) >= first],
                 sorted({sources[o] - first for o in orphans if sources[o] >= first}))
+
+    def _reasoned(self, call: int) -> int:
+        """The first of the Responses ``reasoning`` items just before the source item of a
+        call, else the call: a call is sent with the reasoning that made it."""
+        while call > 0 and self._thread[call - 1].get("type") == "reasoning" and (
+                "role" not in self._thread[call - 1]):
+            call -= 1
+        return call
 
 
 def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
@@ -332,7 +385,7 @@ def _allowed_start(
             allowed[orphan] = False
     if start_on is not None:
         for k in range(n):
-            allowed[k] = allowed[k] and view.type_of(head + k) == start_on
+            allowed[k] = allowed[k] and view.starts(head + k, start_on)
     start = n
     suffix = 0.0
     for k in range(n - 1, -1, -1):  # newest first, as production adds

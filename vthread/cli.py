@@ -373,7 +373,8 @@ def _parser() -> argparse.ArgumentParser:
                        "Capped at the CPUs this process may use and at the chunks there "
                        "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
-                       help="no summary and no progress line on stderr")
+                       help="no summary and no progress line on stderr (warnings and "
+                       "notes on how a file is read remain)")
     scan_.add_argument("--strict", action="store_true",
                        help="stop at the first bad line (exit status 2)")
     scan_.add_argument("--fail-on-loop", action="store_true",

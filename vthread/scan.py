@@ -97,11 +97,19 @@ class ScanResult:
         """Each row as :meth:`record` makes it, in the batch's order."""
         return map(self.record, range(len(self.names)))
 
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        """``result[i]`` is ``result.record(i)``."""
+        return self.record(index)
+
     def record(self, index: int) -> dict[str, Any]:
         """Row ``index`` as a JSON-ready dict, the fields of ``vthread scan``'s record but the
         file and line: strict JSON, ``loop_tokens`` None where unknown or past the largest
         double (``json.dumps(..., allow_nan=False)`` takes it), with its ``loops`` when the
         scan looked anywhere; ``id`` None where the thread had none."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"a row is an integer index, got {type(index).__name__}")
+        if not -len(self.names) <= index < len(self.names):
+            raise IndexError(f"row {index} of a result of {len(self.names)} rows")
         tokens = float(self.loop_tokens[index])
         record: dict[str, Any] = {
             "id": None if self.ids is None else _json_id(self.ids[index]),
@@ -652,6 +660,11 @@ def scan(
     else:
         from vthread.documents import warn_if_chat
 
+        for index, thread in enumerate(batch_threads):
+            if isinstance(thread, Mapping):
+                raise TypeError(f"thread {index} is a run object (a mapping), not a list of "
+                                "messages: pass format=\"auto\" (or the format's name) to "
+                                "read run objects")
         warn_if_chat(batch_threads, stacklevel=2)
     if mask_volatile:
         batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
