@@ -171,8 +171,8 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
         as_run.record(2)
     with pytest.raises(TypeError, match="a row is an integer index, got str"):
         as_run["0"]  # type: ignore[index]
-    with pytest.raises(TypeError, match=r'thread 1 is a run object \(a mapping\), not a list '
-                       r'of messages: pass format="auto"'):
+    with pytest.raises(TypeError, match=r'thread 1 is a run object \(a mapping holding its '
+                       r'messages\), not a sequence of messages: pass format="auto"'):
         vthread.scan([chat, {"id": "a", "messages": chat}])
     odd = [float("nan"), np.int64(3), [1, {"k": None}]]
     result = vthread.scan([{"id": ident, "messages": chat} for ident in odd], format="openai")

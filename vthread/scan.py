@@ -658,13 +658,13 @@ def scan(
         translated, sources = native_threads(batch_threads, format)
         batch_threads = list(translated)
     else:
-        from vthread.documents import warn_if_chat
+        from vthread.documents import run_messages, warn_if_chat
 
         for index, thread in enumerate(batch_threads):
-            if isinstance(thread, Mapping):
-                raise TypeError(f"thread {index} is a run object (a mapping), not a list of "
-                                "messages: pass format=\"auto\" (or the format's name) to "
-                                "read run objects")
+            if isinstance(thread, Mapping) and run_messages(thread) is not None:
+                raise TypeError(f"thread {index} is a run object (a mapping holding its "
+                                "messages), not a sequence of messages: pass format=\"auto\" "
+                                "(or the format's name) to read run objects")
         warn_if_chat(batch_threads, stacklevel=2)
     if mask_volatile:
         batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
