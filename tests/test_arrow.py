@@ -212,13 +212,13 @@ def test_a_given_format_is_checked_on_the_first_rows_only(
     """The check of a format given reads the first 16 rows, whatever they hold: a column of
     runs with no messages (which give no evidence) is not read to its end for it."""
     judged: list[bytes] = []
-    real = arrow._text_evidence
+    real = arrow.line_format_evidence
 
     def counted(line: bytes) -> Any:
         judged.append(line)
         return real(line)
 
-    monkeypatch.setattr(arrow, "_text_evidence", counted)
+    monkeypatch.setattr(arrow, "line_format_evidence", counted)
     got = arrow.scan_arrow(pa.table({"messages": ["[]"] * 5_000}), format="native")
     assert got.num_rows == 5_000 and len(judged) == 16
 

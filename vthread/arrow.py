@@ -28,7 +28,14 @@ import numpy as np
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._options import cycle_options
 from vthread.adapters import FORMATS, agreed_format
-from vthread.documents import evidence_of, in_source_messages, misfit_phrase, misfits, read_run
+from vthread.documents import (
+    evidence_of,
+    in_source_messages,
+    line_format_evidence,
+    misfit_phrase,
+    misfits,
+    read_run,
+)
 from vthread.scan import HEURISTIC_NAMES, ScanResult, attribute_lines, scan_validated, verdicts
 from vthread.volatile import masked_thread
 
@@ -197,7 +204,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     if _is_text(head):
         texts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t
                  for t in head.to_pylist() if t is not None]
-        evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_evidence)
+        evidence, _ = evidence_of(texts, _DETECT_ROWS, line_format_evidence)
     else:
         evidence, _ = evidence_of(_python_values(head.combine_chunks()), _DETECT_ROWS)
     found = misfits(evidence, given)
@@ -207,21 +214,6 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
         warnings.warn(f"format={given!r} was given, but "
                       f"{misfit_phrase(found, len(evidence), 'row')}; they are read as "
                       f"{given}, and their verdicts may be wrong", stacklevel=stacklevel)
-
-
-def _text_evidence(line: bytes) -> tuple[Any, bool] | None:
-    """:func:`vthread.documents.run_format_evidence` of a row's JSON text, read by the core
-    (Python reads what it leaves: NaN, a lone surrogate, text that is not JSON)."""
-    from vthread import _core
-    from vthread.documents import run_format_evidence
-
-    read, found = _core.line_format_evidence(line, None)
-    if read:
-        return found
-    try:
-        return run_format_evidence(json.loads(line))
-    except (ValueError, RecursionError):
-        return None
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:

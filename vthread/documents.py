@@ -44,6 +44,7 @@ __all__ = [
     "chat_like",
     "evidence_of",
     "in_source_messages",
+    "line_format_evidence",
     "misfit_phrase",
     "misfits",
     "native_messages",
@@ -276,6 +277,24 @@ def evidence_of(values: Iterable[Any], most: int,
         elif found is not None:
             evidence.append((position, *found))
     return evidence, unknown
+
+
+def line_format_evidence(line: bytes, messages_key: str | None = None,
+                         parse: Callable[[bytes], Any] = json.loads,
+                         ) -> tuple[Any, bool] | None:
+    """:func:`run_format_evidence` of one line's JSON text (a JSONL line, an Arrow row),
+    judged by the compiled core from its bytes, so that a long run's messages are never built
+    in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
+    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``."""
+    from vthread import _core
+
+    read, found = _core.line_format_evidence(line, messages_key)
+    if read:
+        return found
+    try:
+        return run_format_evidence(parse(line), messages_key)
+    except (ValueError, RecursionError):
+        return None
 
 
 def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple[int, Any]]:
