@@ -16,7 +16,7 @@ from vthread._messages import (
     tool_pairs,
 )
 from vthread._options import shown
-from vthread.documents import chat_like, warn_if_chat
+from vthread.documents import chat_like, native_messages, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
 
@@ -213,8 +213,6 @@ class _MessageView:
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
             return
-        from vthread.documents import native_messages
-
         native, sources = native_messages(thread, format)
         if sources is None:  # "auto" or "native" ("native" is above), the messages native
             return

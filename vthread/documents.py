@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
+from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS
 
 if TYPE_CHECKING:
     from vthread.scan import ScanResult
@@ -309,10 +310,6 @@ def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple
             if found != given and (decisive or given == "native")]
 
 
-_RESPONSES_TOOL_ITEMS: Final = frozenset({"function_call", "function_call_output",
-                                          "custom_tool_call", "custom_tool_call_output"})
-
-
 def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
     """How a warning names the :func:`misfits` among the first ``examined`` ``unit``s (line,
     row): "rows 0, 1 and 3 more of the first 16 look like openai"."""
@@ -342,7 +339,8 @@ def chat_like(message: Any) -> bool:
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
     kind = message.get("type")
-    return isinstance(kind, str) and kind in _RESPONSES_TOOL_ITEMS and "call_id" in message
+    return (isinstance(kind, str) and (kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS)
+            and "call_id" in message)
 
 
 _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '
