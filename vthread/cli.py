@@ -535,15 +535,20 @@ def _scan_command(options: argparse.Namespace) -> int:
     except (KeyboardInterrupt, _TerminatedError) as stop:
         # Before the scan: the scan's own stops are handled in it (which then gives the
         # handlers back, so that its summary is never written over by this one's).
-        code, message = ((_INTERRUPTED_EXIT, "interrupted") if isinstance(stop, KeyboardInterrupt)
-                         else (_TERMINATED_EXIT, "terminated (SIGTERM)"))
+        code, message = _stopped_by(stop)
         _say(f"vthread scan: {message}")
         _early_summary(options, message)
         return code
     finally:
-        if stop_signals in _STOP_SIGNALS:
-            _STOP_SIGNALS.remove(stop_signals)
+        _STOP_SIGNALS.remove(stop_signals)
         stop_signals.close()
+
+
+def _stopped_by(stop: BaseException) -> tuple[int, str]:
+    """The exit status and message of a run stopped by Ctrl-C or SIGTERM."""
+    if isinstance(stop, KeyboardInterrupt):
+        return _INTERRUPTED_EXIT, "interrupted"
+    return _TERMINATED_EXIT, "terminated (SIGTERM)"
 
 
 def _early_summary(options: argparse.Namespace, reason: str) -> None:
@@ -665,14 +670,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         _close_quietly(out, options.output, progress)
         _silence_stdout(out)
         failure = (_IO_EXIT, f"cannot write {options.output or 'standard output'}: {error}")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
-        failure = (_INTERRUPTED_EXIT, "interrupted")
-    except _TerminatedError:
-        _close_quietly(out, options.output, progress)
-        failure = (_TERMINATED_EXIT, "terminated (SIGTERM)")
+        failure = _stopped_by(stop)
     finally:
-        _STOP_SIGNALS.remove(stop_signals)
+        # The handlers are given back before the summary is written: a signal now ends the
+        # process, rather than a summary of nothing written over this one (by the handler
+        # around the whole command).
         stop_signals.close()
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
