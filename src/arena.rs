@@ -48,8 +48,8 @@ impl<S: Default> Default for ArenaInterner<S> {
     }
 }
 
-/// The bytes of key `id`.
-fn key_at<'a>(bytes: &'a [u8], ends: &[usize], id: usize) -> &'a [u8] {
+/// The bytes of key `id` of keys laid end to end in `bytes` (key `id` ending at `ends[id]`).
+pub fn key_at<'a>(bytes: &'a [u8], ends: &[usize], id: usize) -> &'a [u8] {
     let start = if id == 0 { 0 } else { ends[id - 1] };
     &bytes[start..ends[id]]
 }

@@ -18,6 +18,7 @@
 
 use pyo3::prelude::*;
 
+use crate::arena::key_at;
 use crate::fingerprint;
 use crate::node::{absent_screen, Key, Node};
 
@@ -143,8 +144,7 @@ impl ExactKeys {
     }
 
     fn key(&self, key: usize) -> &[u8] {
-        let start = if key == 0 { 0 } else { self.ends[key - 1] };
-        &self.bytes[start..self.ends[key]]
+        key_at(&self.bytes, &self.ends, key)
     }
 
     /// Whether the messages `a` and `b` places from the end are equal: their fingerprints
@@ -166,8 +166,8 @@ impl ExactKeys {
             (key_b, key_a, a)
         };
         if later + 1 == self.ends.len() {
-            let start = if later == 0 { 0 } else { self.ends[later - 1] };
-            self.bytes.truncate(start);
+            self.bytes
+                .truncate(self.bytes.len() - self.key(later).len());
             self.ends.pop();
             self.prints.pop();
             self.slot[later_back] = earlier;
