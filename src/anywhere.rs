@@ -130,6 +130,20 @@ impl MessageColumns {
         self.offsets.push(self.screens.len() as i64);
         Ok(())
     }
+
+    /// Append another batch's rows after this one's (its threads numbered on).
+    pub fn append(&mut self, other: MessageColumns) {
+        let rows = self.screens.len() as i64;
+        self.offsets
+            .extend(other.offsets.iter().skip(1).map(|offset| offset + rows));
+        self.screens.extend(other.screens);
+        self.reply_screens.extend(other.reply_screens);
+        self.roles.extend(other.roles);
+        self.may_fail.extend(other.may_fail);
+        self.text_rows
+            .extend(other.text_rows.iter().map(|row| row + rows));
+        self.texts.extend(other.texts);
+    }
 }
 
 /// Whether the meta's activity has an `is_error` field (of any value: a superset of `True`).
@@ -166,8 +180,43 @@ fn fold_digits(bytes: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::fold_digits;
+    use super::{fold_digits, MessageColumns, AGENT, USER};
+    use crate::document::Tape;
     use crate::node::begins_an_error;
+
+    fn read(lines: &[&str]) -> MessageColumns {
+        let mut columns = MessageColumns::new();
+        let mut scratch = Vec::new();
+        for line in lines {
+            let tape = Tape::parse(line.as_bytes()).expect("plain JSON");
+            let messages: Vec<_> = tape.root().children().collect();
+            columns.push_thread(&messages, &mut scratch).expect("read");
+        }
+        columns
+    }
+
+    #[test]
+    fn batches_appended_are_the_batch_read_whole() {
+        let lines = [
+            r#"[{"type":"user","text":"go 1"},{"type":"bot","text":"ok"}]"#,
+            r#"[]"#,
+            r#"[{"type":"bot","text":"again"},{"type":"bot","text":"again"}]"#,
+        ];
+        let whole = read(&lines);
+        let mut stitched = read(&lines[..1]);
+        stitched.append(read(&lines[1..]));
+        assert_eq!(stitched.offsets, vec![0, 2, 2, 4]);
+        assert_eq!(stitched.offsets, whole.offsets);
+        assert_eq!(stitched.screens, whole.screens);
+        assert_eq!(stitched.reply_screens, whole.reply_screens);
+        assert_eq!(stitched.roles, vec![USER, AGENT, AGENT, AGENT]);
+        assert_eq!(stitched.roles, whole.roles);
+        assert_eq!(stitched.may_fail, whole.may_fail);
+        assert_eq!(stitched.text_rows, vec![1, 2, 3]);
+        assert_eq!(stitched.text_rows, whole.text_rows);
+        assert_eq!(stitched.texts.len(), 3);
+        assert_eq!(stitched.screens[2], stitched.screens[3]);
+    }
 
     fn begins(text: &str) -> bool {
         begins_an_error(text.chars().map(u32::from))

@@ -105,8 +105,12 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
 /// NumPy arrays and a list of texts. Errors name the thread and message index.
 #[pyfunction]
 fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
-    let py = threads.py();
     let read = threads::message_columns_of_objects(threads)?;
+    screens_dict(threads.py(), read)
+}
+
+/// A batch's message screens for Python (`vthread.anywhere.find_loops_in`).
+fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("offsets", read.offsets.into_pyarray(py))?;
     out.set_item("screens", read.screens.into_pyarray(py))?;
@@ -214,10 +218,12 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// A run object's messages and id are found under `messages_key` and `id_key` when given
 /// (`--messages-key`, `--id-key`), as `documents.read_run` finds them. With `mask_volatile`
 /// each thread read is its masked copy (`masking.rs`), returned as a native line as a
-/// translated one is (a native line's messages are their own sources).
+/// translated one is (a native line's messages are their own sources). With `anywhere`,
+/// each thread's message screens are read instead of its cycle columns (`anywhere`: the
+/// dict `message_screens` makes, a thread a line; the cycle columns hold empty threads).
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
-                    messages_key=None, id_key=None, mask_volatile=false))]
+                    messages_key=None, id_key=None, mask_volatile=false, anywhere=false))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -228,6 +234,7 @@ fn scan_lines<'py>(
     messages_key: Option<&str>,
     id_key: Option<&str>,
     mask_volatile: bool,
+    anywhere: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let keys = adapters::RunKeys {
         messages: messages_key,
@@ -243,9 +250,10 @@ fn scan_lines<'py>(
         count_tokens,
         keys,
         mask_volatile,
+        anywhere,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
-    chunk_dict(py, chunk)
+    chunk_dict(py, chunk, anywhere)
 }
 
 /// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
@@ -319,9 +327,10 @@ fn scan_slices<'py>(
         count_tokens,
         keys: adapters::RunKeys::default(),
         mask_volatile,
+        anywhere: false,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
-    chunk_dict(py, chunk)
+    chunk_dict(py, chunk, false)
 }
 
 /// What the run a line holds says of its file's format (`documents.run_format_evidence` of
@@ -400,9 +409,17 @@ fn arrow_row_texts<'py>(
     )))
 }
 
-/// A chunk's columns, per-line id texts and message counts, and usage figures, for Python.
-fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bound<'py, PyDict>> {
+/// A chunk's columns, per-line id texts and message counts, and usage figures, for Python
+/// (and its message screens, read `anywhere`).
+fn chunk_dict<'py>(
+    py: Python<'py>,
+    chunk: threads::ChunkColumns,
+    anywhere: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let out = columns_dict(py, chunk.columns)?;
+    if anywhere {
+        out.set_item("anywhere", screens_dict(py, chunk.anywhere)?)?;
+    }
     let ids: Vec<String> = chunk
         .lines
         .iter()

@@ -1,6 +1,7 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
 use crate::adapters::{self, Format, RunKeys};
+use crate::anywhere::MessageColumns;
 use crate::document::{Tape, Value};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -211,6 +212,11 @@ pub struct ChunkColumns {
     /// The lines (by position in the chunk) that Python must read: each holds an empty
     /// thread here, with id null, no message and no figure.
     pub declined: Vec<i64>,
+    /// With `LineReading::anywhere`, every thread's message screens and roles (one thread per
+    /// line, a declined line's empty), the cycle columns then holding an empty thread a line.
+    pub anywhere: MessageColumns,
+    /// Bytes a screen is encoded into.
+    scratch: Vec<u8>,
 }
 
 impl ChunkColumns {
@@ -224,6 +230,8 @@ impl ChunkColumns {
             native_ends: Vec::new(),
             sources: Vec::new(),
             declined: Vec::new(),
+            anywhere: MessageColumns::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -254,8 +262,15 @@ impl ChunkColumns {
             return Ok(None);
         }
         // Numbered within the part; `Columns::append` numbers the parts on.
-        self.columns
-            .push_thread(offset, &thread, reading.options, reader)?;
+        if reading.anywhere {
+            self.anywhere.push_thread(&thread, &mut self.scratch)?;
+            let nothing: &[Value<'_>] = &[];
+            self.columns
+                .push_thread(offset, nothing, reading.options, reader)?;
+        } else {
+            self.columns
+                .push_thread(offset, &thread, reading.options, reader)?;
+        }
         self.lines.push(LineOutcome {
             id_text,
             messages: messages.unwrap_or(thread.len()),
@@ -274,6 +289,9 @@ impl ChunkColumns {
         let nothing: &[Value<'_>] = &[];
         self.columns
             .push_thread(offset, nothing, reading.options, reader)?;
+        if reading.anywhere {
+            self.anywhere.push_thread(nothing, &mut self.scratch)?;
+        }
         self.lines.push(LineOutcome {
             id_text: "null".to_owned(),
             messages: 0,
@@ -296,6 +314,7 @@ impl ChunkColumns {
         self.native_ends
             .extend(part.native_ends.into_iter().map(|end| end + base));
         self.sources.extend(part.sources);
+        self.anywhere.append(part.anywhere);
     }
 }
 
@@ -308,6 +327,9 @@ pub struct LineReading<'a> {
     pub keys: RunKeys<'a>,
     /// Read each thread's masked copy (`--mask-volatile`, `masking.rs`).
     pub mask_volatile: bool,
+    /// Read each thread's message screens for finding loops anywhere in it
+    /// (`ChunkColumns::anywhere`, `--anywhere`) instead of its cycle columns.
+    pub anywhere: bool,
 }
 
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
@@ -413,10 +435,8 @@ pub fn columns_of_lines(
 }
 
 /// Message screens and roles of a batch of Python threads (see `anywhere.rs`).
-pub fn message_columns_of_objects(
-    threads: &Bound<'_, PyList>,
-) -> PyResult<crate::anywhere::MessageColumns> {
-    let mut columns = crate::anywhere::MessageColumns::new();
+pub fn message_columns_of_objects(threads: &Bound<'_, PyList>) -> PyResult<MessageColumns> {
+    let mut columns = MessageColumns::new();
     let mut scratch = Vec::new();
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {

@@ -15,11 +15,12 @@ DEFAULT_OPTIONS: dict[str, float | None] = {
 
 def chunk_task(lines: list[bytes], format_: str = "native",
                options: dict[str, Any] | None = None, count_tokens: bool = True,
-               threads: int = 1, mask_volatile: bool = False) -> Any:
+               threads: int = 1, mask_volatile: bool = False, anywhere: bool = False) -> Any:
     """The task the CLI makes of ``lines``, the first line numbered 1."""
     return cli._Task(label="chunk.jsonl", first_line=1, lines=lines, format=format_,
                      options=options or DEFAULT_OPTIONS, strict=False,
-                     count_tokens=count_tokens, threads=threads, mask_volatile=mask_volatile)
+                     count_tokens=count_tokens, threads=threads, mask_volatile=mask_volatile,
+                     anywhere=anywhere)
 
 
 def assert_same_done(done_core: Any, done_python: Any) -> None:

@@ -297,14 +297,16 @@ def test_jobs_give_identical_output(thread_file: Path, monkeypatch: pytest.Monke
         assert many[2].splitlines()[1:] == one[2].splitlines()[1:]  # timing line aside
 
 
-@pytest.mark.parametrize("option", ["--anywhere"])
 def test_a_file_the_core_declines_goes_to_worker_processes(
-        thread_file: Path, monkeypatch: pytest.MonkeyPatch, option: str) -> None:
-    """With --jobs 2, a native file whose first chunk the core declines (an option only
-    Python applies) is scanned by worker processes, not chunk after chunk in this one, and
-    writes what one process writes."""
+        tmp_path: Path, threads: list[list[dict[str, Any]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --jobs 2, a native file whose first chunk the core declines (its lines hold NaN,
+    which only Python's json reads) is scanned by worker processes, not chunk after chunk in
+    this one, and writes what one process writes."""
     monkeypatch.setattr(cli, "CHUNK_LINES", 5)
-    one = run(["scan", str(thread_file), "-q", option], monkeypatch)
+    rows = [[*t, {"type": "bot", "text": "x", "meta": {"score": math.nan}}] for t in threads]
+    path = write_jsonl(tmp_path / "nan.jsonl", rows)
+    one = run(["scan", str(path), "-q"], monkeypatch)
     pooled: list[int] = []
     real = cli._run
 
@@ -313,20 +315,19 @@ def test_a_file_the_core_declines_goes_to_worker_processes(
         return real(tasks, jobs)
 
     monkeypatch.setattr(cli, "_run", spy)
-    many = run(["scan", str(thread_file), "-q", option, "--jobs", "2"], monkeypatch)
+    many = run(["scan", str(path), "-q", "--jobs", "2"], monkeypatch)
     assert pooled == [2]
     assert many[:2] == one[:2]
-    monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))
-    assert run(["scan", str(thread_file), "-q", "--jobs", "2"], monkeypatch)[0] in (0, 1)
 
 
+@pytest.mark.parametrize("option", ["--mask-volatile", "--anywhere"])
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_mask_volatile_is_read_by_the_core(thread_file: Path, monkeypatch: pytest.MonkeyPatch,
-                                           jobs: str) -> None:
-    """--mask-volatile is read by the core (no worker process, no chunk read by Python) and
-    writes what Python's reading of every chunk writes."""
+def test_options_are_read_by_the_core(thread_file: Path, monkeypatch: pytest.MonkeyPatch,
+                                      option: str, jobs: str) -> None:
+    """--mask-volatile and --anywhere are read by the core (no worker process, no chunk read
+    by Python) and write what Python's reading of every chunk writes."""
     monkeypatch.setattr(cli, "CHUNK_LINES", 5)
-    arguments = ["scan", str(thread_file), "-q", "--mask-volatile", "--jobs", jobs]
+    arguments = ["scan", str(thread_file), "-q", option, "--jobs", jobs]
     monkeypatch.setattr(cli, "_scan_chunk_in_python",
                         lambda *args: pytest.fail("a chunk was read by Python"))
     monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))

@@ -400,8 +400,9 @@ def test_worker_count_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """--jobs 1000 on an 11-line file Python reads (--anywhere): one chunk, so no process
-    pool at all; on a file of several chunks, a pool of at most the CPUs there are."""
+    """--jobs 1000 on an 11-line file Python reads (each run holds a NaN, which only
+    Python's json reads): one chunk, so no process pool at all; on a file of several chunks,
+    a pool of at most the CPUs there are."""
     import concurrent.futures
 
     made: list[int] = []
@@ -415,7 +416,8 @@ def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
     monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
     path = tmp_path / "eleven.jsonl"
-    path.write_text("".join(json.dumps(OPENAI_LOOPING) + "\n" for _ in range(11)))
+    run_with_nan = {"score": math.nan, "messages": OPENAI_LOOPING}
+    path.write_text("".join(json.dumps(run_with_nan) + "\n" for _ in range(11)))
     argv = ["scan", "-q", "--jobs", "1000", "--format", "openai", "--anywhere", str(path)]
     code, out, _ = run(argv, monkeypatch)
     assert (code, len(strict_records(out)), made) == (0, 11, [])

@@ -13,6 +13,13 @@ from tests.test_cli import SAMPLES, records, run
 SAMPLE = SAMPLES / "threads.jsonl"
 
 
+def python_read(data: bytes) -> bytes:
+    """Run objects of ``data`` each given a NaN field: lines only Python's json reads, so
+    that the CLI scans them in Python (in worker processes with --jobs)."""
+    assert data.startswith(b'{"id":')
+    return data.replace(b'{"id":', b'{"score":NaN,"id":')
+
+
 def test_only_loops_keeps_looping_and_error_records(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The records of progressing threads are left out, nothing else: every looping record
@@ -213,9 +220,9 @@ def test_a_signal_while_the_inputs_are_listed_ends_as_one_during_the_scan(
 
 def test_sigterm_is_not_taken_for_a_chunks_failure(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGTERM while Python scans a chunk (--anywhere) ends the scan: it is not caught by
-    the fallback that scans a failing chunk thread by thread (it was, and the scan went on
-    to exit 0, "completed": true)."""
+    """SIGTERM while Python scans a chunk (lines holding NaN) ends the scan: it is not
+    caught by the fallback that scans a failing chunk thread by thread (it was, and the scan
+    went on to exit 0, "completed": true)."""
     import os
     import signal
 
@@ -232,8 +239,9 @@ def test_sigterm_is_not_taken_for_a_chunks_failure(tmp_path: Path,
 
     monkeypatch.setattr(cli, "scan_validated", terminated_once)
     target = tmp_path / "summary.json"
-    code, out, _ = run(["scan", str(SAMPLE), "--anywhere", "--summary", str(target)],
-                         monkeypatch)
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(python_read(SAMPLE.read_bytes()))
+    code, out, _ = run(["scan", str(path), "--summary", str(target)], monkeypatch)
     summary = json.loads(target.read_text())
     assert code == 143 and (summary["completed"], summary["failure"]) == (
         False, "terminated (SIGTERM)")
@@ -241,14 +249,14 @@ def test_sigterm_is_not_taken_for_a_chunks_failure(tmp_path: Path,
 
 
 def test_sigterm_as_the_worker_pool_starts_leaves_no_process_behind(tmp_path: Path) -> None:
-    """SIGTERM just after the first worker process is forked (--jobs 2 --anywhere): status
-    143 and the process ends, its workers with it (a worker forked unknown to the pool was
-    waited for forever, the scan never ending)."""
+    """SIGTERM just after the first worker process is forked (--jobs 2 on lines Python
+    reads): status 143 and the process ends, its workers with it (a worker forked unknown to
+    the pool was waited for forever, the scan never ending)."""
     import subprocess
     import sys
 
     path = tmp_path / "runs.jsonl"
-    path.write_bytes(SAMPLE.read_bytes() * 15)  # 4,500 lines: two chunks, two workers
+    path.write_bytes(python_read(SAMPLE.read_bytes()) * 15)  # 4,500 lines: two workers
     script = f"""
 import os, signal, sys
 import concurrent.futures.process as pool
@@ -258,7 +266,7 @@ def spawn_then_terminated(self):
     os.kill(os.getpid(), signal.SIGTERM)
 pool.ProcessPoolExecutor._spawn_process = spawn_then_terminated
 from vthread.cli import main
-sys.exit(main(["scan", {str(path)!r}, "--anywhere", "--jobs", "2", "-q", "-o", os.devnull]))
+sys.exit(main(["scan", {str(path)!r}, "--jobs", "2", "-q", "-o", os.devnull]))
 """
     scan = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
                           check=False)

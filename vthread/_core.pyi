@@ -34,13 +34,16 @@ def scan_lines(
     messages_key: str | None = None,
     id_key: str | None = None,
     mask_volatile: bool = False,
+    anywhere: bool = False,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd`` and ``declined`` (the lines that need Python's json or its adapters,
     each an empty thread in its row). OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
-    object's messages and id are under ``messages_key`` and ``id_key`` when given."""
+    object's messages and id are under ``messages_key`` and ``id_key`` when given. With
+    ``anywhere``, ``anywhere`` holds what :func:`message_screens` makes of the threads (a
+    thread a line, a declined line's empty) and the cycle columns hold empty threads."""
 
 def mask_line(line: bytes, messages_key: str | None = None,
               id_key: str | None = None) -> bytes | None:

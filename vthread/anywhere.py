@@ -72,6 +72,7 @@ __all__ = [
     "MAX_PERIOD",
     "Loop",
     "find_loops",
+    "find_loops_in",
     "find_loops_reference",
     "loop_records",
     "loops_in_source",
@@ -189,13 +190,23 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...              {"type": "bot", "text": "done"}]])
     [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
     """
-    raw = _core.message_screens(threads)
+    return find_loops_in(_core.message_screens(threads), threads)
+
+
+def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
+                  ) -> list[list[Loop]]:
+    """:func:`find_loops` given the core's screens of the threads (``raw``: what
+    :func:`vthread._core.message_screens` makes of them, or ``vthread._core.scan_lines``
+    of their lines). ``threads[i]`` is read only for a thread whose screens repeat, to
+    confirm the repeat exactly, so it may parse its thread when asked (the CLI reads a file's
+    lines this way: only the lines that may loop are made into Python objects)."""
     offsets: npt.NDArray[np.int64] = raw["offsets"]
     screens: npt.NDArray[np.uint64] = raw["screens"]
     roles: npt.NDArray[np.int8] = raw["roles"]
-    owner = np.repeat(np.arange(len(threads), dtype=np.int64), np.diff(offsets))
+    count = offsets.size - 1
+    owner = np.repeat(np.arange(count, dtype=np.int64), np.diff(offsets))
     keys = _Keys(threads, offsets)
-    found: list[list[Loop]] = [[] for _ in threads]
+    found: list[list[Loop]] = [[] for _ in range(count)]
 
     every = np.arange(screens.size, dtype=np.int64)
     for kind, rows in ((BLOCK, every), (ACTIONS, np.flatnonzero(_is_action(roles)))):
@@ -221,10 +232,11 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
         fired = _core.has_repeated_text_runs(
             texts, options.min_units, options.window, options.max_unique_ratio)
         text_rows: npt.NDArray[np.int64] = raw["text_rows"]
-        for row in text_rows[np.flatnonzero(fired)].tolist():
+        for index in np.flatnonzero(fired).tolist():
+            row = int(text_rows[index])
             thread = int(owner[row])
             start = row - int(offsets[thread])
-            copies = _text_copies(threads[thread][start]["text"])
+            copies = _text_copies(raw["texts"][index])
             found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
     return [_kept(loops) for loops in found]
 
@@ -258,7 +270,8 @@ def _screen_runs(
 class _Keys:
     """Exact message keys, each computed once and only for messages a screen run holds."""
 
-    def __init__(self, threads: list[Any], offsets: npt.NDArray[np.int64]) -> None:
+    def __init__(self, threads: Sequence[Sequence[Mapping[str, Any]]],
+                 offsets: npt.NDArray[np.int64]) -> None:
         self._threads = threads
         self._offsets = offsets
         self._cache: dict[int, Key] = {}
@@ -291,7 +304,8 @@ class _Keys:
 
 
 def _number_blind_replies(
-    threads: list[Any], actions: npt.NDArray[np.int64], replies: npt.NDArray[np.uint64],
+    threads: Sequence[Sequence[Mapping[str, Any]]], actions: npt.NDArray[np.int64],
+    replies: npt.NDArray[np.uint64],
     roles: npt.NDArray[np.int8], owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
 ) -> list[tuple[int, Loop]]:
     """Replies to three or more agent turns in a row equal but for their numbers
@@ -328,7 +342,8 @@ def _number_blind_replies(
 
 
 def _retried_failures(
-    threads: list[Any], keys: _Keys, screens: npt.NDArray[np.uint64],
+    threads: Sequence[Sequence[Mapping[str, Any]]], keys: _Keys,
+    screens: npt.NDArray[np.uint64],
     roles: npt.NDArray[np.int8], may_fail: npt.NDArray[np.bool_],
     owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
 ) -> list[tuple[int, Loop]]:

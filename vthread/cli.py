@@ -73,8 +73,9 @@ instead, alone (a chunk the core mostly declines, whole), the records byte for b
 either way; ``--messages-key`` and ``--id-key`` are followed by the core too, and so are
 mini-swe-agent and SWE-agent runs (their text actions read as :mod:`vthread.adapters` reads
 them) and ``--mask-volatile`` (each thread's masked copy written as a native line,
-:mod:`vthread.volatile`'s rules in ``src/masking.rs``). ``--anywhere`` is read by Python,
-``--jobs N`` worker processes at a time, output in input order.
+:mod:`vthread.volatile`'s rules in ``src/masking.rs``). With ``--anywhere`` the core makes
+each message's screens from the line's bytes and Python parses only the lines whose screens
+repeat, to confirm their loops and write their records; output is in input order always.
 
 Python's reading uses ``orjson`` when it is installed (``pip install vthread[fast]``) and the
 standard ``json`` module otherwise, and the answer is the standard module's either way: each
@@ -118,13 +119,13 @@ import sys
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast, overload
 
 import numpy as np
 
@@ -133,7 +134,7 @@ from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, suspect_lines
 from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
-from vthread._options import cycle_options
+from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
 from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
@@ -370,7 +371,7 @@ def _parser() -> argparse.ArgumentParser:
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
                        help="workers (default 1; 0 = one per CPU): threads of the core, for "
-                       "every format (--mask-volatile too); with --anywhere, processes. "
+                       "every format (--mask-volatile and --anywhere too). "
                        "Capped at the CPUs this process may use and at the chunks there "
                        "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",
@@ -503,9 +504,9 @@ class _Task:
     id_key: str | None = None
     # Set (with no lines) for the error record of a gzip stream that broke off: the reason.
     broken: str | None = None
-    # Compare messages with their volatile values masked (read by Python, not the core).
+    # Compare messages with their volatile values masked.
     mask_volatile: bool = False
-    # Report every loop of each run, not only one it ends in (read by Python).
+    # Report every loop of each run, not only one it ends in.
     anywhere: bool = False
     # What each of the lines is in its file: a JSONL line, a document's run, a Parquet row.
     unit: str = "line"
@@ -2315,10 +2316,10 @@ def _scan_chunk_unpaused(task: _Task) -> _Done:
 def _core_may_read(task: _Task) -> bool:
     """Whether the core may read the chunk: native lines, or OpenAI, Anthropic or Responses
     runs (which it translates as :mod:`vthread.adapters` does), compared as they are or with
-    volatile values masked (as :func:`vthread.masked_thread` masks them; looking anywhere is
-    Python's), under keys the core can name (a key that is no UTF-8 text, from a command
-    line's undecodable bytes, is Python's)."""
-    return (task.format in _CORE_FORMATS and task.broken is None and not task.anywhere
+    volatile values masked (as :func:`vthread.masked_thread` masks them), looking at the
+    end of each thread or anywhere in it, under keys the core can name (a key that is no
+    UTF-8 text, from a command line's undecodable bytes, is Python's)."""
+    return (task.format in _CORE_FORMATS and task.broken is None
             and _utf8(task.messages_key) and _utf8(task.id_key))
 
 
@@ -2341,7 +2342,7 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
-                           mask_volatile=task.mask_volatile)
+                           mask_volatile=task.mask_volatile, anywhere=task.anywhere)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
@@ -2370,27 +2371,11 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     declined = raw["declined"].tolist()
     if declined and task.strict:
         return None  # which line is fatal, and what went before it, is Python's to say
-    columns = columns_of(raw)
-    result = verdicts(columns, options)
-    looping = np.flatnonzero(result.codes).tolist()
-    if looping:
-        by_core = written_lines(raw, looping)
-        native = by_core is not None
-        lines = by_core if by_core is not None else [task.lines[row] for row in looping]
-        # A line as written is read under the chunk's keys; one the core wrote, the native.
-        keys = (None, None) if native else (task.messages_key, task.id_key)
-        try:
-            attribute_lines(result, columns, looping, lines, *keys)
-        except Exception:
-            return None  # the Python way turns the failing thread into an error record
-        if native and task.format != "native":
-            # A translated line's loop in its source messages (a native line masked is its
-            # own source: Python's reading restates nothing there); each thread's source
-            # messages begin at its first native message's place among the sources.
-            starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
-            sources = raw["sources"]
-            for row in looping:
-                in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+    try:
+        result = (_anywhere_in_core(task, raw) if task.anywhere
+                  else _verdicts_in_core(task, raw, options))
+    except Exception:
+        return None  # the Python way turns the failing thread into an error record
     counts = raw["message_counts"].tolist()
     codes = result.codes
     loops = codes > 0
@@ -2432,6 +2417,85 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             records[start:end] = written
     records.append("")
     return _Done("\n".join(records).encode("ascii"), stats, None)
+
+
+def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -> ScanResult:
+    """The chunk's verdicts from the core's columns, each looping line's loop attributed
+    (its record's fields)."""
+    columns = columns_of(raw)
+    result = verdicts(columns, options)
+    looping = np.flatnonzero(result.codes).tolist()
+    if looping:
+        by_core = written_lines(raw, looping)
+        native = by_core is not None
+        lines = by_core if by_core is not None else [task.lines[row] for row in looping]
+        # A line as written is read under the chunk's keys; one the core wrote, the native.
+        keys = (None, None) if native else (task.messages_key, task.id_key)
+        attribute_lines(result, columns, looping, lines, *keys)
+        if native and task.format != "native":
+            # A translated line's loop in its source messages (a native line masked is its
+            # own source: Python's reading restates nothing there); each thread's source
+            # messages begin at its first native message's place among the sources.
+            starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
+            sources = raw["sources"]
+            for row in looping:
+                in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+    return result
+
+
+def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
+    """Every loop of each of the chunk's threads (``--anywhere``) from the core's screens of
+    its lines; a line is parsed in Python only when its screens repeat, to confirm the loop
+    and write its record (a translated or masked line as the native line the core made of
+    it), and a translated line's loops are then restated in the file's own messages."""
+    from vthread.scan import scan_anywhere_in
+
+    screens = raw["anywhere"]
+    lines = _LinesRead(task, raw)
+    result = scan_anywhere_in(screens, lines)
+    if lines.native is not None and task.format != "native":
+        starts = screens["offsets"].tolist()  # a thread's native messages, and so its sources
+        sources = raw["sources"]
+        for row in np.flatnonzero(result.codes).tolist():
+            in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+    return result
+
+
+class _LinesRead(Sequence[list[dict[str, Any]]]):
+    """A chunk's threads as the core read them, each line parsed by Python when first asked
+    for (a translated or masked line as the native line the core wrote)."""
+
+    def __init__(self, task: _Task, raw: dict[str, Any]) -> None:
+        self.task = task
+        self.native: bytes | None = raw.get("native")
+        self.ends = [0, *raw["native_ends"].tolist()] if self.native is not None else []
+        self.size = len(raw["id_texts"])
+        self.read: dict[int, list[dict[str, Any]]] = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, row: int) -> list[dict[str, Any]]: ...
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[list[dict[str, Any]]]: ...
+    def __getitem__(self, row: int | slice
+                    ) -> list[dict[str, Any]] | Sequence[list[dict[str, Any]]]:
+        if isinstance(row, slice):
+            return [self[index] for index in range(*row.indices(self.size))]
+        thread = self.read.get(row)
+        if thread is None:
+            if self.native is not None:
+                line = self.native[self.ends[row] : self.ends[row + 1]]
+                keys: tuple[str | None, str | None] = (None, None)
+            else:
+                line = self.task.lines[row]
+                keys = (self.task.messages_key, self.task.id_key)
+            item = _read_thread(line, bool(suspect_lines([line])), "native", *keys)
+            if isinstance(item, _Bad):
+                raise ValueError(f"line {row} of the chunk, read by the core: {item.reason}")
+            thread = self.read[row] = item[1]
+        return thread
 
 
 def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:

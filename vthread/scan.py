@@ -437,10 +437,18 @@ def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
 def _scan_anywhere(threads: list[Any]) -> ScanResult:
     """Every loop of every thread (:mod:`vthread.anywhere`); each row's fields describe its
     costliest loop."""
-    from vthread.anywhere import LOOP_KINDS, find_loops, loop_records
+    return scan_anywhere_in(_core.message_screens(threads), threads)
 
-    found = find_loops(threads)
-    count = len(threads)
+
+def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
+                     ) -> ScanResult:
+    """:func:`_scan_anywhere` given the core's screens of the threads (see
+    :func:`vthread.anywhere.find_loops_in`: ``threads[i]`` is read only for a thread that
+    may loop)."""
+    from vthread.anywhere import LOOP_KINDS, find_loops_in, loop_records
+
+    found = find_loops_in(raw, threads)
+    count = len(found)
     all_loops: list[list[dict[str, Any]]] = []
     result = ScanResult(
         names=[None] * count,
@@ -452,7 +460,7 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
         loop_tokens=np.full(count, np.nan),
         signature=np.zeros(count, np.uint64),
         excerpt=[None] * count,
-        messages=np.fromiter(map(len, threads), np.int64, count),
+        messages=np.diff(raw["offsets"]),
         loops=all_loops,
     )
     for row, loops in enumerate(found):
