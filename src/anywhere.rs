@@ -17,8 +17,9 @@ use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::columns::parse_activity;
-use crate::node::{absent_screen, Key, Node, Text};
+use crate::node::{absent_screen, Key, Node};
 use crate::suffix::masked;
+use crate::textrun::{self, CodePoints, TextRunOptions};
 
 /// Role codes, as `vthread/anywhere.py` reads them.
 pub const AGENT: i8 = 1;
@@ -29,8 +30,8 @@ pub const OTHER: i8 = 0;
 /// The name of a tool that only records the agent's thought, read as reasoning.
 pub const THINK: &str = "think";
 
-/// Screens, roles and agent texts of a batch, one row per message, threads back to back.
-#[derive(Default)]
+/// Screens and roles of a batch, one row per message, threads back to back, and the agent
+/// messages whose prose runs away.
 pub struct MessageColumns {
     pub offsets: Vec<i64>,
     pub screens: Vec<u64>,
@@ -42,16 +43,26 @@ pub struct MessageColumns {
     /// `vthread.anywhere.failed` says failed: `is_error` present, or a result that may begin
     /// an error); false for every other message.
     pub may_fail: Vec<bool>,
-    /// Rows (batch message indices) of agent messages with a non-empty text, and the texts.
+    /// Rows (batch message indices) of agent messages whose text's prose (`prose`) is a
+    /// runaway under `text_run`: `vthread.anywhere`'s text rule, decided here so that no
+    /// text need be handed to Python.
     pub text_rows: Vec<i64>,
-    pub texts: Vec<Text>,
+    text_run: TextRunOptions,
+    text_scratch: textrun::Scratch,
 }
 
 impl MessageColumns {
-    pub fn new() -> Self {
+    /// Columns whose texts are checked with the text-run options `text_run` (resolved).
+    pub fn new(text_run: TextRunOptions) -> Self {
         MessageColumns {
             offsets: vec![0],
-            ..MessageColumns::default()
+            screens: Vec::new(),
+            reply_screens: Vec::new(),
+            roles: Vec::new(),
+            may_fail: Vec::new(),
+            text_rows: Vec::new(),
+            text_run,
+            text_scratch: textrun::Scratch::default(),
         }
     }
 
@@ -119,9 +130,12 @@ impl MessageColumns {
                 _ => masked(mix(text_screen)),
             });
             if role == AGENT {
-                if let Some(text) = text.filter(Node::is_nonempty_text) {
+                let (options, text_scratch) = (&self.text_run, &mut self.text_scratch);
+                let runaway = text.as_ref().and_then(|text| {
+                    text.with_code_points(|points| prose_runs_away(points, options, text_scratch))
+                });
+                if runaway == Some(true) {
                     self.text_rows.push(self.screens.len() as i64 - 1);
-                    self.texts.push(text.text_value());
                 }
             }
             self.roles.push(role);
@@ -142,8 +156,60 @@ impl MessageColumns {
         self.may_fail.extend(other.may_fail);
         self.text_rows
             .extend(other.text_rows.iter().map(|row| row + rows));
-        self.texts.extend(other.texts);
     }
+}
+
+/// Whether a text's prose runs away (`textrun::has_repeated_text_run` of `prose`).
+fn prose_runs_away(
+    text: CodePoints<'_>,
+    options: &TextRunOptions,
+    scratch: &mut textrun::Scratch,
+) -> bool {
+    let prose = match text {
+        // Most texts hold no fence: a SIMD search says so for the common one-byte storage.
+        CodePoints::Latin1(points) if memchr::memmem::find(points, b"```").is_none() => None,
+        CodePoints::Latin1(points) => prose(points),
+        CodePoints::Ucs2(points) => prose(points),
+        CodePoints::Ucs4(points) => prose(points),
+    };
+    match prose {
+        Some(points) => textrun::has_repeated_text_run(CodePoints::Ucs4(&points), options, scratch),
+        None => textrun::has_repeated_text_run(text, options, scratch),
+    }
+}
+
+const BACKTICK: u32 = 0x60;
+
+/// `vthread.anywhere.prose`: the text with every fenced block left out, a block running
+/// from a "```" to the next "```" (both left out) or to the end of the text, found left to
+/// right (the pattern ```` ```.*?(?:```|\Z) ````, DOTALL); None when the text holds no
+/// "```" (it is its own prose, as the Python returns it).
+fn prose<T: Copy + Into<u32>>(points: &[T]) -> Option<Vec<u32>> {
+    let fence_at = |at: usize| {
+        points
+            .get(at..at + 3)
+            .is_some_and(|three| three.iter().all(|&point| point.into() == BACKTICK))
+    };
+    let first = points
+        .iter()
+        .enumerate()
+        .filter(|&(_, &point)| point.into() == BACKTICK)
+        .map(|(at, _)| at)
+        .find(|&at| fence_at(at))?;
+    let mut out: Vec<u32> = points[..first].iter().map(|&point| point.into()).collect();
+    let mut at = first;
+    while at < points.len() {
+        if fence_at(at) {
+            // The block ends after the next fence that begins past this one's end.
+            at = (at + 3..points.len())
+                .find(|&end| fence_at(end))
+                .map_or(points.len(), |end| end + 3);
+        } else {
+            out.push(points[at].into());
+            at += 1;
+        }
+    }
+    Some(out)
 }
 
 /// Whether the meta's activity has an `is_error` field (of any value: a superset of `True`).
@@ -180,12 +246,19 @@ fn fold_digits(bytes: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fold_digits, MessageColumns, AGENT, USER};
+    use super::{fold_digits, prose, MessageColumns, AGENT, USER};
     use crate::document::Tape;
     use crate::node::begins_an_error;
+    use crate::textrun::TextRunOptions;
+
+    const OPTIONS: TextRunOptions = TextRunOptions {
+        min_units: 8,
+        window: 64,
+        max_unique_ratio: 0.25,
+    };
 
     fn read(lines: &[&str]) -> MessageColumns {
-        let mut columns = MessageColumns::new();
+        let mut columns = MessageColumns::new(OPTIONS);
         let mut scratch = Vec::new();
         for line in lines {
             let tape = Tape::parse(line.as_bytes()).expect("plain JSON");
@@ -197,10 +270,11 @@ mod tests {
 
     #[test]
     fn batches_appended_are_the_batch_read_whole() {
+        // Runaway prose in the third thread; the first's runs away only inside a fence.
         let lines = [
-            r#"[{"type":"user","text":"go 1"},{"type":"bot","text":"ok"}]"#,
+            r#"[{"type":"user","text":"go 1"},{"type":"bot","text":"```\nok. ok. ok. ok. ok. ok. ok. ok. ok.\n```"}]"#,
             r#"[]"#,
-            r#"[{"type":"bot","text":"again"},{"type":"bot","text":"again"}]"#,
+            r#"[{"type":"bot","text":"ok. ok. ok. ok. ok. ok. ok. ok. ok."},{"type":"bot","text":"ok. ok. ok. ok. ok. ok. ok. ok. ok."}]"#,
         ];
         let whole = read(&lines);
         let mut stitched = read(&lines[..1]);
@@ -212,10 +286,34 @@ mod tests {
         assert_eq!(stitched.roles, vec![USER, AGENT, AGENT, AGENT]);
         assert_eq!(stitched.roles, whole.roles);
         assert_eq!(stitched.may_fail, whole.may_fail);
-        assert_eq!(stitched.text_rows, vec![1, 2, 3]);
+        assert_eq!(stitched.text_rows, vec![2, 3]);
         assert_eq!(stitched.text_rows, whole.text_rows);
-        assert_eq!(stitched.texts.len(), 3);
         assert_eq!(stitched.screens[2], stitched.screens[3]);
+    }
+
+    fn prose_of(text: &str) -> String {
+        let points: Vec<u32> = text.chars().map(u32::from).collect();
+        match prose(&points) {
+            Some(kept) => kept.into_iter().filter_map(char::from_u32).collect(),
+            None => text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn fenced_blocks_are_left_out_as_the_pattern_leaves_them() {
+        for (text, expected) in [
+            ("Fix it:\n```bash\nls\nls\n```\nDone.", "Fix it:\n\nDone."),
+            ("no fence", "no fence"),
+            ("a ``` b", "a "),
+            ("a ``` b ``` c ``` d", "a  c "),
+            ("``````x", "x"),
+            ("```````x", "`x"),
+            ("a ````b```` c", "a ` c"),
+            ("``", "``"),
+            ("é```🎉```ü", "éü"),
+        ] {
+            assert_eq!(prose_of(text), expected, "{text:?}");
+        }
     }
 
     fn begins(text: &str) -> bool {

@@ -14,6 +14,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
 use crate::node::{screens, Key, Node, Text, SCREEN_DEPTH, SEED_UTF8};
+use crate::textrun::CodePoints;
 
 /// Deepest nesting the tape takes; deeper lines go to Python.
 pub const MAX_TAPE_DEPTH: usize = 128;
@@ -728,6 +729,15 @@ impl<'t> Node for Value<'t> {
 
     fn text_value(&self) -> Text {
         Text::Owned(self.text().unwrap_or_default().into_owned())
+    }
+
+    fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R> {
+        let text = self.text()?;
+        if text.is_ascii() {
+            return Some(read(CodePoints::Latin1(text.as_bytes())));
+        }
+        let points: Vec<u32> = text.chars().map(u32::from).collect();
+        Some(read(CodePoints::Ucs4(&points)))
     }
 }
 

@@ -101,11 +101,17 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
     Ok(out)
 }
 
-/// Per-message screens, roles and agent texts of a batch (see `anywhere.rs`): a dict of
-/// NumPy arrays and a list of texts. Errors name the thread and message index.
+/// Per-message screens and roles of a batch, and the agent messages whose prose runs away
+/// under the given resolved text-run options (see `anywhere.rs`): a dict of NumPy arrays.
+/// Errors name the thread and message index.
 #[pyfunction]
-fn message_screens<'py>(threads: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
-    let read = threads::message_columns_of_objects(threads)?;
+fn message_screens<'py>(
+    threads: &Bound<'py, PyList>,
+    text_run: (usize, usize, f64),
+) -> PyResult<Bound<'py, PyDict>> {
+    let (min_units, window, max_unique_ratio) = text_run;
+    let options = text_run_options(min_units, window, max_unique_ratio)?;
+    let read = threads::message_columns_of_objects(threads, options)?;
     screens_dict(threads.py(), read)
 }
 
@@ -118,7 +124,6 @@ fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Boun
     out.set_item("roles", read.roles.into_pyarray(py))?;
     out.set_item("may_fail", read.may_fail.into_pyarray(py))?;
     out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
-    out.set_item("texts", text_list(py, read.texts)?)?;
     Ok(out)
 }
 
@@ -218,12 +223,13 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// A run object's messages and id are found under `messages_key` and `id_key` when given
 /// (`--messages-key`, `--id-key`), as `documents.read_run` finds them. With `mask_volatile`
 /// each thread read is its masked copy (`masking.rs`), returned as a native line as a
-/// translated one is (a native line's messages are their own sources). With `anywhere`,
-/// each thread's message screens are read instead of its cycle columns (`anywhere`: the
-/// dict `message_screens` makes, a thread a line; the cycle columns hold empty threads).
+/// translated one is (a native line's messages are their own sources). With `anywhere`
+/// (the text-run options of `message_screens`), each thread's message screens are read
+/// instead of its cycle columns (`anywhere`: the dict `message_screens` makes, a thread a
+/// line; the cycle columns hold empty threads).
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
-                    messages_key=None, id_key=None, mask_volatile=false, anywhere=false))]
+                    messages_key=None, id_key=None, mask_volatile=false, anywhere=None))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -234,8 +240,11 @@ fn scan_lines<'py>(
     messages_key: Option<&str>,
     id_key: Option<&str>,
     mask_volatile: bool,
-    anywhere: bool,
+    anywhere: Option<(usize, usize, f64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let anywhere = anywhere
+        .map(|(min_units, window, ratio)| text_run_options(min_units, window, ratio))
+        .transpose()?;
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: id_key,
@@ -253,7 +262,7 @@ fn scan_lines<'py>(
         anywhere,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
-    chunk_dict(py, chunk, anywhere)
+    chunk_dict(py, chunk)
 }
 
 /// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
@@ -327,10 +336,10 @@ fn scan_slices<'py>(
         count_tokens,
         keys: adapters::RunKeys::default(),
         mask_volatile,
-        anywhere: false,
+        anywhere: None,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
-    chunk_dict(py, chunk, false)
+    chunk_dict(py, chunk)
 }
 
 /// What the run a line holds says of its file's format (`documents.run_format_evidence` of
@@ -411,14 +420,10 @@ fn arrow_row_texts<'py>(
 
 /// A chunk's columns, per-line id texts and message counts, and usage figures, for Python
 /// (and its message screens, read `anywhere`).
-fn chunk_dict<'py>(
-    py: Python<'py>,
-    chunk: threads::ChunkColumns,
-    anywhere: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bound<'py, PyDict>> {
     let out = columns_dict(py, chunk.columns)?;
-    if anywhere {
-        out.set_item("anywhere", screens_dict(py, chunk.anywhere)?)?;
+    if let Some(anywhere) = chunk.anywhere {
+        out.set_item("anywhere", screens_dict(py, anywhere)?)?;
     }
     let ids: Vec<String> = chunk
         .lines

@@ -10,6 +10,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::objects;
+use crate::textrun::CodePoints;
 
 /// The fields the heuristics read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +102,9 @@ pub trait Node: Sized {
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64>;
     /// A text handed back to Python (the few the text-run check reads).
     fn text_value(&self) -> Text;
+    /// `read` of the string's code points, None when the value is no string: a Python
+    /// `str`'s storage as it is, a tape's string decoded (its bytes as they are when ASCII).
+    fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R>;
 }
 
 fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
@@ -256,6 +260,11 @@ impl Node for Bound<'_, PyAny> {
 
     fn text_value(&self) -> Text {
         Text::Python(self.clone().unbind())
+    }
+
+    fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R> {
+        let text = self.cast::<PyString>().ok()?;
+        Some(read(objects::code_points(text)))
     }
 }
 

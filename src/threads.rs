@@ -3,6 +3,7 @@
 use crate::adapters::{self, Format, RunKeys};
 use crate::anywhere::MessageColumns;
 use crate::document::{Tape, Value};
+use crate::textrun::TextRunOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -214,13 +215,13 @@ pub struct ChunkColumns {
     pub declined: Vec<i64>,
     /// With `LineReading::anywhere`, every thread's message screens and roles (one thread per
     /// line, a declined line's empty), the cycle columns then holding an empty thread a line.
-    pub anywhere: MessageColumns,
+    pub anywhere: Option<MessageColumns>,
     /// Bytes a screen is encoded into.
     scratch: Vec<u8>,
 }
 
 impl ChunkColumns {
-    fn new(lines: usize) -> Self {
+    fn new(lines: usize, anywhere: Option<TextRunOptions>) -> Self {
         ChunkColumns {
             columns: Columns::new(),
             lines: Vec::with_capacity(lines),
@@ -230,7 +231,7 @@ impl ChunkColumns {
             native_ends: Vec::new(),
             sources: Vec::new(),
             declined: Vec::new(),
-            anywhere: MessageColumns::new(),
+            anywhere: anywhere.map(MessageColumns::new),
             scratch: Vec::new(),
         }
     }
@@ -262,8 +263,8 @@ impl ChunkColumns {
             return Ok(None);
         }
         // Numbered within the part; `Columns::append` numbers the parts on.
-        if reading.anywhere {
-            self.anywhere.push_thread(&thread, &mut self.scratch)?;
+        if let Some(anywhere) = &mut self.anywhere {
+            anywhere.push_thread(&thread, &mut self.scratch)?;
             let nothing: &[Value<'_>] = &[];
             self.columns
                 .push_thread(offset, nothing, reading.options, reader)?;
@@ -289,8 +290,8 @@ impl ChunkColumns {
         let nothing: &[Value<'_>] = &[];
         self.columns
             .push_thread(offset, nothing, reading.options, reader)?;
-        if reading.anywhere {
-            self.anywhere.push_thread(nothing, &mut self.scratch)?;
+        if let Some(anywhere) = &mut self.anywhere {
+            anywhere.push_thread(nothing, &mut self.scratch)?;
         }
         self.lines.push(LineOutcome {
             id_text: "null".to_owned(),
@@ -314,7 +315,9 @@ impl ChunkColumns {
         self.native_ends
             .extend(part.native_ends.into_iter().map(|end| end + base));
         self.sources.extend(part.sources);
-        self.anywhere.append(part.anywhere);
+        if let (Some(anywhere), Some(more)) = (&mut self.anywhere, part.anywhere) {
+            anywhere.append(more);
+        }
     }
 }
 
@@ -328,8 +331,9 @@ pub struct LineReading<'a> {
     /// Read each thread's masked copy (`--mask-volatile`, `masking.rs`).
     pub mask_volatile: bool,
     /// Read each thread's message screens for finding loops anywhere in it
-    /// (`ChunkColumns::anywhere`, `--anywhere`) instead of its cycle columns.
-    pub anywhere: bool,
+    /// (`ChunkColumns::anywhere`, `--anywhere`) instead of its cycle columns, its agent texts
+    /// checked with these text-run options.
+    pub anywhere: Option<TextRunOptions>,
 }
 
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
@@ -339,7 +343,7 @@ fn read_part(
     reading: LineReading<'_>,
     format: Option<Format>,
 ) -> PyResult<ChunkColumns> {
-    let mut part = ChunkColumns::new(lines.len());
+    let mut part = ChunkColumns::new(lines.len(), reading.anywhere);
     let mut reader = Reader::default();
     let mut scratch = Vec::new();
     let mut masked = Vec::new();
@@ -427,7 +431,7 @@ pub fn columns_of_lines(
             read_part(chunk, reading, format)
         })
     });
-    let mut whole = ChunkColumns::new(lines.len());
+    let mut whole = ChunkColumns::new(lines.len(), reading.anywhere);
     for part in parts {
         whole.append(part?);
     }
@@ -435,8 +439,11 @@ pub fn columns_of_lines(
 }
 
 /// Message screens and roles of a batch of Python threads (see `anywhere.rs`).
-pub fn message_columns_of_objects(threads: &Bound<'_, PyList>) -> PyResult<MessageColumns> {
-    let mut columns = MessageColumns::new();
+pub fn message_columns_of_objects(
+    threads: &Bound<'_, PyList>,
+    text_run: TextRunOptions,
+) -> PyResult<MessageColumns> {
+    let mut columns = MessageColumns::new(text_run);
     let mut scratch = Vec::new();
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {

@@ -13,8 +13,18 @@ from hypothesis import strategies as st
 
 from tests.strategies import anywhere_threads
 from vthread import _core, scan
-from vthread.anywhere import MAX_PERIOD, Loop, find_loops, find_loops_reference
+from vthread._options import text_run_options
+from vthread.anywhere import (
+    MAX_PERIOD,
+    RUNAWAY_UNIQUE_RATIO,
+    Loop,
+    core_text_run,
+    find_loops,
+    find_loops_reference,
+    prose,
+)
 from vthread.scan import ScanResult
+from vthread.textrun import runaway
 
 REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 
@@ -92,7 +102,7 @@ def test_the_cores_may_fail_is_a_superset_of_failed(prefix: str, head: str, flag
     message = answer("book", result)
     if flag != "absent":
         message["meta"]["activity"]["is_error"] = flag
-    may_fail = _core.message_screens([[message]])["may_fail"]
+    may_fail = _core.message_screens([[message]], core_text_run())["may_fail"]
     if failed(message):
         assert may_fail.tolist() == [True]
 
@@ -144,6 +154,26 @@ def test_runaway_text_anywhere_but_not_written_out_code() -> None:
     thread = [said("hi", "user"), runaway, *[said(f"step {i}") for i in range(8)], code]
     # 91: how often "let me check the flag" occurs in the 4,000 code units read
     assert find_loops([thread]) == [[Loop(1, 2, 1, 91, 4)]]
+
+
+PROSE_PIECES = st.sampled_from(["`", "``", "```", "ok. ", "Let me check. ", "x = 1\n", "é. ",
+                                "🎉. ", "\n", " ", "a", "Done."])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PROSE_PIECES, max_size=60), st.integers(1, 12))
+def test_the_cores_runaway_prose_is_pythons(pieces: list[str], copies: int) -> None:
+    """The core's text rule (fenced blocks left out, then the text-run check), from a Python
+    str and from a line's bytes, answers as ``runaway(prose(text))`` does."""
+    text = "".join(pieces) * copies
+    expected = runaway(prose(text), text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO))
+    thread = [{"type": "bot", "text": text}]
+    from_objects = _core.message_screens([thread], core_text_run())["text_rows"].tolist()
+    line = json.dumps(thread, ensure_ascii=False).encode()
+    raw = _core.scan_lines([line], (2, 2, None, 3), False, 1,
+                           anywhere=core_text_run())
+    from_bytes = raw["anywhere"]["text_rows"].tolist()
+    assert from_objects == from_bytes == ([0] if expected else [])
 
 
 def test_environment_repetition_is_not_the_agent_looping() -> None:

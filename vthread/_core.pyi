@@ -34,7 +34,7 @@ def scan_lines(
     messages_key: str | None = None,
     id_key: str | None = None,
     mask_volatile: bool = False,
-    anywhere: bool = False,
+    anywhere: tuple[int, int, float] | None = None,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd`` and ``declined`` (the lines that need Python's json or its adapters,
@@ -42,8 +42,9 @@ def scan_lines(
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given. With
-    ``anywhere``, ``anywhere`` holds what :func:`message_screens` makes of the threads (a
-    thread a line, a declined line's empty) and the cycle columns hold empty threads."""
+    ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
+    :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
+    and the cycle columns hold empty threads."""
 
 def mask_line(line: bytes, messages_key: str | None = None,
               id_key: str | None = None) -> bytes | None:
@@ -206,9 +207,11 @@ def has_repeated_text_runs(
     """``vthread.textrun.has_repeated_text_run`` of each text with resolved options, read in
     place with the GIL released; TypeError for a bare ``str``."""
 
-def message_screens(threads: list[Any]) -> dict[str, Any]:
+def message_screens(threads: list[Any], text_run: tuple[int, int, float]) -> dict[str, Any]:
     """Per-message screens (u64), reply screens (u64: a user message's with the numbers in
     its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), whether a
     tool response may have failed (bool, a superset of ``vthread.anywhere.failed``), thread
-    offsets, and the rows and texts of agent messages with a text."""
+    offsets, and the rows of agent messages whose text's prose (``vthread.anywhere.prose``)
+    runs away under the resolved text-run options ``text_run`` (min_units, window,
+    max_unique_ratio; a ValueError otherwise)."""
     ...

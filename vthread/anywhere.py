@@ -190,16 +190,25 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...              {"type": "bot", "text": "done"}]])
     [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
     """
-    return find_loops_in(_core.message_screens(threads), threads)
+    return find_loops_in(_core.message_screens(threads, core_text_run()), threads)
+
+
+def core_text_run() -> tuple[int, int, float]:
+    """The text-run options (min_units, window, max_unique_ratio) the core checks each agent
+    message's prose with as it screens the messages: the defaults, with at most
+    :data:`RUNAWAY_UNIQUE_RATIO` of the units distinct."""
+    options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
+    return options.min_units, options.window, options.max_unique_ratio
 
 
 def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
                   ) -> list[list[Loop]]:
     """:func:`find_loops` given the core's screens of the threads (``raw``: what
     :func:`vthread._core.message_screens` makes of them, or ``vthread._core.scan_lines``
-    of their lines). ``threads[i]`` is read only for a thread whose screens repeat, to
-    confirm the repeat exactly, so it may parse its thread when asked (the CLI reads a file's
-    lines this way: only the lines that may loop are made into Python objects)."""
+    of their lines, with :func:`core_text_run`). ``threads[i]`` is read only for a thread
+    whose screens repeat or whose prose runs away, to confirm the loop exactly and count a
+    runaway's copies, so it may parse its thread when asked (the CLI reads a file's lines
+    this way: only the lines that may loop are made into Python objects)."""
     offsets: npt.NDArray[np.int64] = raw["offsets"]
     screens: npt.NDArray[np.uint64] = raw["screens"]
     roles: npt.NDArray[np.int8] = raw["roles"]
@@ -226,18 +235,14 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
                                           offsets):
         found[thread].append(loop)
 
-    texts = [prose(text) for text in raw["texts"]]
-    if texts:
-        options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
-        fired = _core.has_repeated_text_runs(
-            texts, options.min_units, options.window, options.max_unique_ratio)
-        text_rows: npt.NDArray[np.int64] = raw["text_rows"]
-        for index in np.flatnonzero(fired).tolist():
-            row = int(text_rows[index])
-            thread = int(owner[row])
-            start = row - int(offsets[thread])
-            copies = _text_copies(raw["texts"][index])
-            found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
+    # Agent messages whose prose runs away, found by the core as it read them (the text-run
+    # check of `prose`, with `core_text_run`'s options).
+    text_rows: npt.NDArray[np.int64] = raw["text_rows"]
+    for row in text_rows.tolist():
+        thread = int(owner[row])
+        start = row - int(offsets[thread])
+        copies = _text_copies(threads[thread][start]["text"])
+        found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
     return [_kept(loops) for loops in found]
 
 

@@ -123,7 +123,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import chain, islice, repeat
+from itertools import chain, islice, pairwise, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast, overload
 
@@ -136,6 +136,7 @@ from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
+from vthread.anywhere import core_text_run
 from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -2342,7 +2343,8 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
-                           mask_volatile=task.mask_volatile, anywhere=task.anywhere)
+                           mask_volatile=task.mask_volatile,
+                           anywhere=core_text_run() if task.anywhere else None)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
@@ -2466,14 +2468,19 @@ class _LinesRead(Sequence[list[dict[str, Any]]]):
     for (a translated or masked line as the native line the core wrote)."""
 
     def __init__(self, task: _Task, raw: dict[str, Any]) -> None:
-        self.task = task
         self.native: bytes | None = raw.get("native")
-        self.ends = [0, *raw["native_ends"].tolist()] if self.native is not None else []
-        self.size = len(raw["id_texts"])
+        if self.native is None:
+            self.lines = task.lines
+            self.keys = (task.messages_key, task.id_key)
+        else:
+            ends = [0, *raw["native_ends"].tolist()]
+            self.lines = [self.native[start:end] for start, end in pairwise(ends)]
+            self.keys = (None, None)  # a line the core wrote is native
+        self.suspect: frozenset[int] | None = None  # found for the whole chunk at once
         self.read: dict[int, list[dict[str, Any]]] = {}
 
     def __len__(self) -> int:
-        return self.size
+        return len(self.lines)
 
     @overload
     def __getitem__(self, row: int) -> list[dict[str, Any]]: ...
@@ -2482,16 +2489,12 @@ class _LinesRead(Sequence[list[dict[str, Any]]]):
     def __getitem__(self, row: int | slice
                     ) -> list[dict[str, Any]] | Sequence[list[dict[str, Any]]]:
         if isinstance(row, slice):
-            return [self[index] for index in range(*row.indices(self.size))]
+            return [self[index] for index in range(*row.indices(len(self)))]
         thread = self.read.get(row)
         if thread is None:
-            if self.native is not None:
-                line = self.native[self.ends[row] : self.ends[row + 1]]
-                keys: tuple[str | None, str | None] = (None, None)
-            else:
-                line = self.task.lines[row]
-                keys = (self.task.messages_key, self.task.id_key)
-            item = _read_thread(line, bool(suspect_lines([line])), "native", *keys)
+            if self.suspect is None:
+                self.suspect = suspect_lines(self.lines)
+            item = _read_thread(self.lines[row], row in self.suspect, "native", *self.keys)
             if isinstance(item, _Bad):
                 raise ValueError(f"line {row} of the chunk, read by the core: {item.reason}")
             thread = self.read[row] = item[1]

@@ -437,7 +437,9 @@ def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
 def _scan_anywhere(threads: list[Any]) -> ScanResult:
     """Every loop of every thread (:mod:`vthread.anywhere`); each row's fields describe its
     costliest loop."""
-    return scan_anywhere_in(_core.message_screens(threads), threads)
+    from vthread.anywhere import core_text_run
+
+    return scan_anywhere_in(_core.message_screens(threads, core_text_run()), threads)
 
 
 def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
