@@ -277,10 +277,12 @@ fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyByte
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
 /// (an Arrow string column's data buffer, say): no Python object per row. A slice outside
 /// the buffer, or ends before starts, is a ValueError naming the row. With `mask_volatile`,
-/// each row's masked copy is read and returned as a native line, as `scan_lines` does.
+/// each row's masked copy is read and returned as a native line, as `scan_lines` does; with
+/// `anywhere`, each row's message screens, as `scan_lines` reads them.
 #[pyfunction]
 #[pyo3(signature = (data, starts, ends, options, count_tokens, threads,
-                    mask_volatile=false))]
+                    mask_volatile=false, anywhere=None))]
+#[allow(clippy::too_many_arguments)]
 fn scan_slices<'py>(
     data: &Bound<'py, PyAny>,
     starts: PyReadonlyArray1<'py, i64>,
@@ -289,8 +291,12 @@ fn scan_slices<'py>(
     count_tokens: bool,
     threads: usize,
     mask_volatile: bool,
+    anywhere: Option<(usize, usize, f64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = data.py();
+    let anywhere = anywhere
+        .map(|(min_units, window, ratio)| text_run_options(min_units, window, ratio))
+        .transpose()?;
     let options = columns::ScanOptions::from(options);
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {
@@ -336,7 +342,7 @@ fn scan_slices<'py>(
         count_tokens,
         keys: adapters::RunKeys::default(),
         mask_volatile,
-        anywhere: None,
+        anywhere,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)

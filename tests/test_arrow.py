@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import threads
+from strategies import anywhere_threads, threads
 
 from benchmarks.workload import generate_threads, to_openai
 from vthread import arrow, cli, scan
@@ -283,6 +283,47 @@ def test_anywhere_adds_a_loops_column_equal_to_scan() -> None:
         assert translated.column("loops")[row].as_py() == one.loops[0]
     with pytest.raises(TypeError, match="anywhere must be a bool"):
         arrow.scan_arrow(table, anywhere=1)
+
+
+_ALL_LOOP_FIELDS = [*arrow.RESULT_FIELDS, "loops"]
+_DEFAULTS = dict.fromkeys(["min_repetitions", "min_pattern_length", "max_pattern_length",
+                           "min_result_repetitions"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(anywhere_threads(), max_size=10), st.booleans())
+def test_core_anywhere_equals_python_anywhere(runs: list[list[dict[str, Any]]],
+                                              masked: bool) -> None:
+    """anywhere=True on a JSON column: the core's screens of each row (of its masked copy
+    with mask_volatile) give the table the Python objects give, loops column included."""
+    texts = [json.dumps(run) for run in runs]
+    table = pa.table({"messages": pa.array(texts, type=pa.string())})
+    fast = arrow.scan_arrow(table, format="native", anywhere=True, mask_volatile=masked)
+    python = arrow._scan_in_python([json.loads(t) for t in texts], "native", _DEFAULTS,
+                                   masked, True)
+    slow = pa.table({name: python[name] for name in _ALL_LOOP_FIELDS})
+    assert _rows(fast, _ALL_LOOP_FIELDS) == _rows(slow, _ALL_LOOP_FIELDS)
+
+
+@pytest.mark.parametrize("column", ["text", "structs"])
+def test_anywhere_on_the_workload_is_read_by_the_core(
+        column: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """anywhere=True on 300 workload runs, as JSON text or as message structs: no slice goes
+    the Python-object way, and the table is the one Python objects give."""
+    runs = [[_with_text_results(m) for m in run] for run in generate_threads(300, seed=23)]
+    table = pa.table({"messages": pa.array([json.dumps(run) for run in runs]) if column == "text"
+                      else pa.array(runs)})
+    monkeypatch.setattr(arrow, "_scan_in_core", lambda *args: None)
+    expected = arrow.scan_arrow(table, format="native", anywhere=True)
+    monkeypatch.undo()
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("a slice was read through Python objects")
+
+    monkeypatch.setattr(arrow, "_scan_in_python", refuse)
+    got = arrow.scan_arrow(table, format="native", anywhere=True)
+    assert _rows(got, _ALL_LOOP_FIELDS) == _rows(expected, _ALL_LOOP_FIELDS)
+    assert sum(bool(loops) for loops in got.column("loops").to_pylist()) >= 10
 
 
 def test_core_threads_follow_rayon_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:

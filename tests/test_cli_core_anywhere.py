@@ -132,6 +132,20 @@ def test_a_confirmation_that_fails_sends_the_chunk_to_python(
     assert cli._scan_chunk_in_core(task) is None
 
 
+def test_a_fault_in_the_cores_columns_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a thread's confirmation or attribution, Python's work on its messages, sends a
+    chunk to Python when it fails; a fault in reading the core's columns is raised, not
+    papered over by Python's reading."""
+    lines = [_line([{"type": "bot", "text": "again"}] * 3, "a", True)]
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a fault in the verdict arrays")
+
+    monkeypatch.setattr(cli, "verdicts", broken)
+    with pytest.raises(RuntimeError, match="verdict arrays"):
+        cli._scan_chunk_in_core(chunk_task(lines))
+
+
 def test_the_common_chunk_on_several_threads_is_read_wholly() -> None:
     """A chunk of 700 lines, read in three parts on three threads, parts stitched in order."""
     lines = [_line(t, f"t{i}", True) for i, t in enumerate(generate_threads(700, seed=3))]

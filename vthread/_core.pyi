@@ -66,6 +66,7 @@ def scan_slices(
     count_tokens: bool,
     threads: int,
     mask_volatile: bool = False,
+    anywhere: tuple[int, int, float] | None = None,
 ) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""

@@ -53,7 +53,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +71,8 @@ __all__ = [
     "LOOP_KINDS",
     "MAX_PERIOD",
     "Loop",
+    "ThreadsOnDemand",
+    "core_text_run",
     "find_loops",
     "find_loops_in",
     "find_loops_reference",
@@ -244,6 +246,43 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
         copies = _text_copies(threads[thread][start]["text"])
         found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
     return [_kept(loops) for loops in found]
+
+
+Thread = Sequence[Mapping[str, Any]]
+
+
+class ThreadsOnDemand(Sequence[Thread]):
+    """Threads made from their JSON lines only when first asked for: what
+    :func:`find_loops_in` is given for lines the core screened, so that only the lines that
+    may loop are made into Python objects. ``read(line, long_digits)`` makes a line's thread
+    (``long_digits``: whether the line holds 19 digits in a row, found for all the lines at
+    once, see :func:`vthread._exact_json.suspect_lines`); it raises for a line it cannot."""
+
+    def __init__(self, lines: Sequence[bytes],
+                 read: Callable[[bytes, bool], Thread]) -> None:
+        self.lines = lines
+        self.read = read
+        self.long_digits: frozenset[int] | None = None
+        self.made: dict[int, Thread] = {}
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, row: int) -> Thread: ...
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[Thread]: ...
+    def __getitem__(self, row: int | slice) -> Thread | Sequence[Thread]:
+        if isinstance(row, slice):
+            return [self[index] for index in range(*row.indices(len(self)))]
+        thread = self.made.get(row)
+        if thread is None:
+            if self.long_digits is None:
+                from vthread._exact_json import suspect_lines
+
+                self.long_digits = suspect_lines(list(self.lines))
+            thread = self.made[row] = self.read(self.lines[row], row in self.long_digits)
+        return thread
 
 
 def _is_action(roles: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:

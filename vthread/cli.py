@@ -119,13 +119,13 @@ import sys
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, islice, pairwise, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
 
@@ -136,7 +136,7 @@ from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
-from vthread.anywhere import core_text_run
+from vthread.anywhere import ThreadsOnDemand, core_text_run
 from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -2376,7 +2376,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     try:
         result = (_anywhere_in_core(task, raw) if task.anywhere
                   else _verdicts_in_core(task, raw, options))
-    except Exception:
+    except _ChunkForPythonError:
         return None  # the Python way turns the failing thread into an error record
     counts = raw["message_counts"].tolist()
     codes = result.codes
@@ -2421,6 +2421,12 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     return _Done("\n".join(records).encode("ascii"), stats, None)
 
 
+class _ChunkForPythonError(Exception):
+    """The chunk the core read is Python's to read after all: a looping line's attribution
+    failed, or a line the core read is no thread to Python (the Python way then says why in
+    the line's record)."""
+
+
 def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -> ScanResult:
     """The chunk's verdicts from the core's columns, each looping line's loop attributed
     (its record's fields)."""
@@ -2433,7 +2439,10 @@ def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -
         lines = by_core if by_core is not None else [task.lines[row] for row in looping]
         # A line as written is read under the chunk's keys; one the core wrote, the native.
         keys = (None, None) if native else (task.messages_key, task.id_key)
-        attribute_lines(result, columns, looping, lines, *keys)
+        try:
+            attribute_lines(result, columns, looping, lines, *keys)
+        except Exception as error:  # a looping thread Python's reading may call an error
+            raise _ChunkForPythonError from error
         if native and task.format != "native":
             # A translated line's loop in its source messages (a native line masked is its
             # own source: Python's reading restates nothing there); each thread's source
@@ -2453,9 +2462,14 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
     from vthread.scan import scan_anywhere_in
 
     screens = raw["anywhere"]
-    lines = _LinesRead(task, raw)
-    result = scan_anywhere_in(screens, lines)
-    if lines.native is not None and task.format != "native":
+    threads, written = _lines_read(task, raw)
+    try:
+        result = scan_anywhere_in(screens, threads)
+    except _ChunkForPythonError:
+        raise
+    except Exception as error:  # a thread Python's reading may call an error (as above)
+        raise _ChunkForPythonError from error
+    if written and task.format != "native":
         starts = screens["offsets"].tolist()  # a thread's native messages, and so its sources
         sources = raw["sources"]
         for row in np.flatnonzero(result.codes).tolist():
@@ -2463,42 +2477,27 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
     return result
 
 
-class _LinesRead(Sequence[list[dict[str, Any]]]):
+def _lines_read(task: _Task, raw: dict[str, Any]) -> tuple[ThreadsOnDemand, bool]:
     """A chunk's threads as the core read them, each line parsed by Python when first asked
-    for (a translated or masked line as the native line the core wrote)."""
+    for (a translated or masked line as the native line the core wrote), and whether they
+    are such native lines."""
+    native: bytes | None = raw.get("native")
+    if native is None:
+        lines = task.lines
+        keys = (task.messages_key, task.id_key)
+    else:
+        ends = [0, *raw["native_ends"].tolist()]
+        lines = [native[start:end] for start, end in pairwise(ends)]
+        keys = (None, None)  # a line the core wrote is native
 
-    def __init__(self, task: _Task, raw: dict[str, Any]) -> None:
-        self.native: bytes | None = raw.get("native")
-        if self.native is None:
-            self.lines = task.lines
-            self.keys = (task.messages_key, task.id_key)
-        else:
-            ends = [0, *raw["native_ends"].tolist()]
-            self.lines = [self.native[start:end] for start, end in pairwise(ends)]
-            self.keys = (None, None)  # a line the core wrote is native
-        self.suspect: frozenset[int] | None = None  # found for the whole chunk at once
-        self.read: dict[int, list[dict[str, Any]]] = {}
+    def read(line: bytes, long_digits: bool) -> list[dict[str, Any]]:
+        item = _read_thread(line, long_digits, "native", *keys)
+        if isinstance(item, _Bad):
+            raise _ChunkForPythonError(
+                f"a line the core read is no thread to Python: {item.reason}")
+        return item[1]
 
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    @overload
-    def __getitem__(self, row: int) -> list[dict[str, Any]]: ...
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[list[dict[str, Any]]]: ...
-    def __getitem__(self, row: int | slice
-                    ) -> list[dict[str, Any]] | Sequence[list[dict[str, Any]]]:
-        if isinstance(row, slice):
-            return [self[index] for index in range(*row.indices(len(self)))]
-        thread = self.read.get(row)
-        if thread is None:
-            if self.suspect is None:
-                self.suspect = suspect_lines(self.lines)
-            item = _read_thread(self.lines[row], row in self.suspect, "native", *self.keys)
-            if isinstance(item, _Bad):
-                raise ValueError(f"line {row} of the chunk, read by the core: {item.reason}")
-            thread = self.read[row] = item[1]
-        return thread
+    return ThreadsOnDemand(lines, read), native is not None
 
 
 def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:
