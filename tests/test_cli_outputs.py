@@ -364,16 +364,23 @@ def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     assert summary["lines"] == len(records(written.read_bytes()))
 
 
-def test_a_pipe_is_scanned_as_its_lines_come(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("arguments", "only_python_reads"), [
+    ([], False), (["--jobs", "2"], False), (["--jobs", "2", "--anywhere"], False),
+    (["--jobs", "2"], True)])
+def test_a_pipe_is_scanned_as_its_lines_come(tmp_path: Path, arguments: list[str],
+                                             only_python_reads: bool) -> None:
     """Lines piped in by a writer that then pauses (tail -f, a harness writing a run at a
     time) get their records while the pipe is still open, not when a chunk fills or the
-    stream ends; the rest follow when more comes."""
+    stream ends, with --jobs 2 too (chunks in flight on threads; lines holding NaN, which
+    Python reads, held for no pool of processes before their records); the rest follow
+    when more comes."""
     import select
     import subprocess
     import sys
 
-    lines = SAMPLE.read_bytes().splitlines(keepends=True)
-    scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", "-", "-q"],
+    data = SAMPLE.read_bytes()
+    lines = (python_read(data) if only_python_reads else data).splitlines(keepends=True)
+    scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", "-", "-q", *arguments],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert scan.stdin is not None and scan.stdout is not None
     try:

@@ -123,7 +123,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import chain, islice, pairwise, repeat
+from itertools import chain, pairwise, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
 
@@ -511,6 +511,9 @@ class _Task:
     anywhere: bool = False
     # What each of the lines is in its file: a JSONL line, a document's run, a Parquet row.
     unit: str = "line"
+    # The chunk was cut where its writer paused (a pipe): its records are written before
+    # more is read, even when other chunks are in flight (--jobs N).
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -1649,6 +1652,10 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     return isinstance(value, dict) and run_messages(value, messages_key) is not None
 
 
+class _PausedBatch(list[bytes]):
+    """A chunk's lines cut where the stream's writer paused (see :class:`_LiveStream`)."""
+
+
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
@@ -1683,8 +1690,11 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
                 start += CHUNK_LINES
             batch = batch[start:]
             size = sum(map(len, batch))
-        if size >= CHUNK_BYTES or (batch and idle is not None and idle()):
+        if size >= CHUNK_BYTES:
             yield batch
+            batch, size = [], 0
+        elif batch and idle is not None and idle():
+            yield _PausedBatch(batch)
             batch, size = [], 0
     if pending:
         source = stream.rest if isinstance(stream, _Replayed) else stream
@@ -1793,7 +1803,8 @@ def _tasks(
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
                         _say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, *keys, mask_volatile=mask_volatile, unit=unit)
+                            threads, *keys, mask_volatile=mask_volatile, unit=unit,
+                            paused=isinstance(lines, _PausedBatch))
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -2220,9 +2231,12 @@ def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int
         if task is not None:
             window.append((task, pool.submit(_chunk_in_core, task, first)))
             first = False
-            if len(window) < 2 * jobs:
+            if len(window) < 2 * jobs and not task.paused:
                 continue
-        while window and (task is None or len(window) >= 2 * jobs):
+        # Every chunk in flight is waited for when the input has ended or its writer paused
+        # (its records are written now, not when more comes); else only the oldest.
+        drain = task is None or task.paused
+        while window and (drain or len(window) >= 2 * jobs):
             oldest, future = window.popleft()
             done = future.result()
             if done is None:  # the core declines the file's first chunk
@@ -2249,10 +2263,16 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight.
 
     The pool has one process per chunk up to ``jobs``: the first ``jobs`` chunks are read
-    before it is made, so a short input is scanned here, with no process started at all.
+    before it is made, so a short input is scanned here, with no process started at all; so
+    is a pipe whose writer paused before that many came (its records are due then, and the
+    next chunk may be long in coming).
     """
     tasks = iter(tasks)
-    first = list(islice(tasks, jobs)) if jobs > 1 else []
+    first: list[_Task] = []
+    for task in tasks if jobs > 1 else ():
+        first.append(task)
+        if len(first) >= jobs or task.paused:
+            break
     workers = _worker_count(jobs, len(first))
     if workers <= 1:
         yield from map(_scan_chunk, chain(first, tasks))
@@ -2273,6 +2293,8 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
                     submitted = pool.submit(_scan_chunk, task)
                 window.append(submitted)
                 if len(window) >= 2 * workers:
+                    yield window.popleft().result()
+                while task.paused and window:  # the writer paused: its records now
                     yield window.popleft().result()
             while window:
                 yield window.popleft().result()
