@@ -35,9 +35,10 @@ messages alone is never the agent's loop. Where loops overlap the longest is kep
 shortest period), so a loop is reported once, by its smallest repeating block.
 
 Cost: one pass of the compiled core over the messages (a 64-bit *screen* per message: equal
-messages always have equal screens; a user message gets a second one, blind to numbers),
-then for each period ``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch
-with itself shifted by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; the
+messages always have equal screens; a user message gets a second one, blind to numbers; each
+agent message's :func:`prose` checked for a runaway as it is read), then for each period
+``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch with itself shifted
+by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; the
 number-blind replies by one more comparison, the failing retries by one sort of the tool
 responses' screens. Every repeat the screens accept is confirmed message by message on exact
 canonical keys (the keys the suffix heuristic compares, or the number-blind
