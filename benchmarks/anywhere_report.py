@@ -27,12 +27,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.scan_report import machine, snapshot_code, subprocess_env
 from benchmarks.workload import generate_threads, write_jsonl
 from vthread import cli
+from vthread._options import CycleOptions
 from vthread.scan import scan
 
 RESULTS: Final = Path(__file__).resolve().parent / "results" / "anywhere.json"
@@ -45,10 +47,6 @@ def _timed(threads: list[Any], anywhere: bool) -> float:
     return time.perf_counter() - started
 
 
-_CYCLE_OPTIONS: Final = ("min_repetitions", "min_pattern_length", "max_pattern_length",
-                         "min_result_repetitions")
-
-
 def _chunk_tasks(path: Path) -> list[Any]:
     """The CLI's chunks of the file, as ``vthread scan FILE --anywhere`` makes them."""
     tasks = []
@@ -57,7 +55,8 @@ def _chunk_tasks(path: Path) -> list[Any]:
         for lines in cli._chunks(stream):
             tasks.append(cli._Task(label=str(path), first_line=line, lines=lines,
                                    format="native",
-                                   options=dict.fromkeys(_CYCLE_OPTIONS),
+                                   options=dict.fromkeys(
+                                       field.name for field in fields(CycleOptions)),
                                    strict=False, anywhere=True))
             line += len(lines)
     return tasks

@@ -109,9 +109,7 @@ fn message_screens<'py>(
     threads: &Bound<'py, PyList>,
     text_run: (usize, usize, f64),
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (min_units, window, max_unique_ratio) = text_run;
-    let options = text_run_options(min_units, window, max_unique_ratio)?;
-    let read = threads::message_columns_of_objects(threads, options)?;
+    let read = threads::message_columns_of_objects(threads, looking_anywhere(text_run)?)?;
     screens_dict(threads.py(), read)
 }
 
@@ -202,6 +200,13 @@ fn text_run_options(
     Ok(options)
 }
 
+/// The text-run options looking anywhere checks agent messages with, as Python passes them
+/// (`vthread.anywhere.core_text_run`: min_units, window, max_unique_ratio), resolved.
+fn looking_anywhere(text_run: (usize, usize, f64)) -> PyResult<textrun::TextRunOptions> {
+    let (min_units, window, max_unique_ratio) = text_run;
+    text_run_options(min_units, window, max_unique_ratio)
+}
+
 /// The format a chunk's lines are written in: None for native, else the one translated.
 fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
     match (name, adapters::Format::named(name)) {
@@ -242,9 +247,7 @@ fn scan_lines<'py>(
     mask_volatile: bool,
     anywhere: Option<(usize, usize, f64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let anywhere = anywhere
-        .map(|(min_units, window, ratio)| text_run_options(min_units, window, ratio))
-        .transpose()?;
+    let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: id_key,
@@ -294,9 +297,7 @@ fn scan_slices<'py>(
     anywhere: Option<(usize, usize, f64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = data.py();
-    let anywhere = anywhere
-        .map(|(min_units, window, ratio)| text_run_options(min_units, window, ratio))
-        .transpose()?;
+    let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let options = columns::ScanOptions::from(options);
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {

@@ -342,10 +342,10 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     if raw["declined"].size:
         return None  # a row only Python reads: the slice goes through Python objects
     if anywhere:
-        try:
-            result = _anywhere_in_core(data, starts, ends, raw)
-        except _RowsForPythonError:
+        found = _anywhere_in_core(data, starts, ends, raw)
+        if found is None:
             return None  # the Python objects' way says what is wrong with the row
+        result = found
     else:
         result = _verdicts_in_core(data, starts, ends, raw, options)
     counts = raw["message_counts"].tolist()
@@ -376,17 +376,13 @@ def _verdicts_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[
     return result
 
 
-class _RowsForPythonError(Exception):
-    """A row the core read is no run to Python: the slice is read through Python objects."""
-
-
 def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
-                      raw: dict[str, Any]) -> ScanResult:
+                      raw: dict[str, Any]) -> ScanResult | None:
     """Every loop of each row the core screened; a row is parsed in Python (as the native
-    line the core wrote of a masked row) only when its screens repeat."""
+    line the core wrote of a masked row) only when its screens repeat. None when a row the
+    core read is no run to Python."""
     from vthread._exact_json import loads_exactly  # orjson: not loaded by `import vthread`
-    from vthread.anywhere import ThreadsOnDemand
-    from vthread.scan import scan_anywhere_in
+    from vthread.scan import scan_anywhere_of_lines
 
     written = written_lines(raw, range(len(starts)))
     view = memoryview(data)
@@ -397,15 +393,10 @@ def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[
     def read(text: bytes, long_digits: bool) -> list[dict[str, Any]]:
         found = read_run(loads_exactly(text, long_digits), "native")
         if isinstance(found, str):
-            raise _RowsForPythonError(f"a row the core read is no run to Python: {found}")
+            raise ValueError(f"a row the core read is no run to Python: {found}")
         return found[1]
 
-    try:
-        return scan_anywhere_in(raw["anywhere"], ThreadsOnDemand(texts, read))
-    except _RowsForPythonError:
-        raise
-    except Exception as error:  # a run the Python objects' way may call an error
-        raise _RowsForPythonError from error
+    return scan_anywhere_of_lines(raw["anywhere"], texts, read)
 
 
 def core_threads() -> int:

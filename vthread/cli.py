@@ -123,7 +123,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import chain, pairwise, repeat
+from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
 
@@ -136,7 +136,7 @@ from vthread._heuristics import columns_of, core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
-from vthread.anywhere import ThreadsOnDemand, core_text_run
+from vthread.anywhere import core_text_run
 from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -2481,45 +2481,28 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
     its lines; a line is parsed in Python only when its screens repeat, to confirm the loop
     and write its record (a translated or masked line as the native line the core made of
     it), and a translated line's loops are then restated in the file's own messages."""
-    from vthread.scan import scan_anywhere_in
+    from vthread.scan import scan_anywhere_of_lines
+
+    written = written_lines(raw, range(len(task.lines)))
+    # A line as written is read under the chunk's keys; one the core wrote, the native.
+    keys = (task.messages_key, task.id_key) if written is None else (None, None)
+
+    def read(line: bytes, long_digits: bool) -> list[dict[str, Any]]:
+        item = _read_thread(line, long_digits, "native", *keys)
+        if isinstance(item, _Bad):
+            raise ValueError(f"a line the core read is no thread to Python: {item.reason}")
+        return item[1]
 
     screens = raw["anywhere"]
-    threads, written = _lines_read(task, raw)
-    try:
-        result = scan_anywhere_in(screens, threads)
-    except _ChunkForPythonError:
-        raise
-    except Exception as error:  # a thread Python's reading may call an error (as above)
-        raise _ChunkForPythonError from error
-    if written and task.format != "native":
+    result = scan_anywhere_of_lines(screens, task.lines if written is None else written, read)
+    if result is None:
+        raise _ChunkForPythonError  # a thread Python's reading may call an error (as above)
+    if written is not None and task.format != "native":
         starts = screens["offsets"].tolist()  # a thread's native messages, and so its sources
         sources = raw["sources"]
         for row in np.flatnonzero(result.codes).tolist():
             in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
     return result
-
-
-def _lines_read(task: _Task, raw: dict[str, Any]) -> tuple[ThreadsOnDemand, bool]:
-    """A chunk's threads as the core read them, each line parsed by Python when first asked
-    for (a translated or masked line as the native line the core wrote), and whether they
-    are such native lines."""
-    native: bytes | None = raw.get("native")
-    if native is None:
-        lines = task.lines
-        keys = (task.messages_key, task.id_key)
-    else:
-        ends = [0, *raw["native_ends"].tolist()]
-        lines = [native[start:end] for start, end in pairwise(ends)]
-        keys = (None, None)  # a line the core wrote is native
-
-    def read(line: bytes, long_digits: bool) -> list[dict[str, Any]]:
-        item = _read_thread(line, long_digits, "native", *keys)
-        if isinstance(item, _Bad):
-            raise _ChunkForPythonError(
-                f"a line the core read is no thread to Python: {item.reason}")
-        return item[1]
-
-    return ThreadsOnDemand(lines, read), native is not None
 
 
 def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -440,6 +440,21 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     from vthread.anywhere import core_text_run
 
     return scan_anywhere_in(_core.message_screens(threads, core_text_run()), threads)
+
+
+def scan_anywhere_of_lines(raw: Mapping[str, Any], lines: Sequence[bytes],
+                           read: Callable[[bytes, bool], Sequence[Mapping[str, Any]]]
+                           ) -> ScanResult | None:
+    """:func:`scan_anywhere_in` of the threads of JSON ``lines`` the core screened (``raw``),
+    ``read(line, long_digits)`` making a line's thread only when it may loop
+    (:class:`vthread.anywhere.ThreadsOnDemand`). None when Python's reading of such a thread
+    fails (raises): the caller then reads the lines the Python way, which says why."""
+    from vthread.anywhere import ThreadsOnDemand
+
+    try:
+        return scan_anywhere_in(raw, ThreadsOnDemand(lines, read))
+    except Exception:
+        return None
 
 
 def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
