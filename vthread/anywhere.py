@@ -256,14 +256,14 @@ class ThreadsOnDemand(Sequence[Thread]):
     """Threads made from their JSON lines only when first asked for: what
     :func:`find_loops_in` is given for lines the core screened, so that only the lines that
     may loop are made into Python objects. ``read(line, long_digits)`` makes a line's thread
-    (``long_digits``: whether the line holds 19 digits in a row, found for all the lines at
-    once, see :func:`vthread._exact_json.suspect_lines`); it raises for a line it cannot."""
+    (``long_digits``: whether the line holds 19 digits in a row, see
+    :func:`vthread._exact_json.suspect_lines`, looked for in that line only: a chunk's few
+    candidate lines, not all of its lines); it raises for a line it cannot."""
 
     def __init__(self, lines: Sequence[bytes],
                  read: Callable[[bytes, bool], Thread]) -> None:
         self.lines = lines
         self.read = read
-        self.long_digits: frozenset[int] | None = None
         self.made: dict[int, Thread] = {}
 
     def __len__(self) -> int:
@@ -278,11 +278,10 @@ class ThreadsOnDemand(Sequence[Thread]):
             return [self[index] for index in range(*row.indices(len(self)))]
         thread = self.made.get(row)
         if thread is None:
-            if self.long_digits is None:
-                from vthread._exact_json import suspect_lines
+            from vthread._exact_json import suspect_lines
 
-                self.long_digits = suspect_lines(list(self.lines))
-            thread = self.made[row] = self.read(self.lines[row], row in self.long_digits)
+            line = self.lines[row]
+            thread = self.made[row] = self.read(line, bool(suspect_lines([line])))
         return thread
 
 
