@@ -285,6 +285,55 @@ def test_gzip_cut_in_the_middle_keeps_every_complete_line(
         assert f"line {complete + 1} is incomplete" in got[-1]["error"]
 
 
+def _decoded_before_fault(compressed: bytes) -> tuple[bytes, int]:
+    """What zlib decodes of a gzip member fed one byte at a time, and the offset of the
+    byte it fails at: the obvious twin of the CLI's stepped recovery."""
+    decoder = zlib.decompressobj(31)
+    decoded = []
+    for offset in range(len(compressed)):
+        try:
+            decoded.append(decoder.decompress(compressed[offset : offset + 1]))
+        except zlib.error:
+            return b"".join(decoded), offset
+    raise AssertionError("the stream decodes without a fault")
+
+
+@pytest.mark.parametrize("lines", [2_000, 100_000])
+@pytest.mark.parametrize("damage", ["checksum", "middle"])
+def test_corrupt_gzip_keeps_every_line_decoded_before_the_fault(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int, damage: str) -> None:
+    """A member whose checksum is wrong decodes every line before its trailer, and one with a
+    byte damaged midway every line before that: each gets its record (zlib drops what it
+    decoded in a call that fails, so a megabyte of lines, or a small file's every line, went
+    with it), then one error record at the byte zlib fails at; -j 2 the same."""
+    source = lines_file(tmp_path / "good.jsonl", lines)
+    compressed = bytearray(gzip.compress(source.read_bytes()))
+    compressed[-5 if damage == "checksum" else len(compressed) // 2] ^= 0xFF
+    path = tmp_path / "corrupt.jsonl.gz"
+    path.write_bytes(bytes(compressed))
+    decoded, fault = _decoded_before_fault(bytes(compressed))
+    complete = decoded.count(b"\n")
+    assert complete == lines if damage == "checksum" else 0 < complete < lines
+    # What the complete lines decoded say, read as a plain file (a damaged byte may decode
+    # into a few wrong bytes before zlib notices: those lines are read as they came out).
+    plain = tmp_path / "decoded.jsonl"
+    plain.write_bytes(decoded[: decoded.rindex(b"\n") + 1])
+    expected = [{**r, "file": str(path)} for r in records(run(["scan", str(plain), "-q"],
+                                                                monkeypatch)[1])]
+    assert len(expected) == complete
+    if damage == "checksum":
+        assert [r["id"] for r in expected] == list(range(lines))
+    for argv in (["scan", str(path), "-q"], ["scan", str(path), "-q", "-j", "2"]):
+        code, out, _ = run(argv, monkeypatch)
+        got = records(out)
+        assert code == 0
+        assert got[:complete] == expected
+        errors = got[complete:]
+        assert errors and all("error" in r for r in errors)
+        assert errors[-1]["error"].startswith(f"gzip stream broken at byte {fault:,} of the "
+                                              "file: corrupt gzip data")
+
+
 REAL_GZ = (ROOT.parent / "shared" / "realdata"
            / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz")
 

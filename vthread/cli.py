@@ -1297,11 +1297,13 @@ class _GzipStream:
                 if data:
                     return cast(bytes, data)
                 continue
+            before = self.decoder.copy()  # zlib keeps nothing it decoded in a call that fails
             try:
                 data = self.decoder.decompress(self.input, max(size, 1))
             except zlib.error as error:
+                data = self._decoded_before_fault(before)
                 self._break(f"corrupt gzip data ({error})")
-                break
+                return data
             rest = self.decoder.unconsumed_tail or self.decoder.unused_data
             self.offset += len(self.input) - len(rest)
             self.input = rest
@@ -1310,6 +1312,28 @@ class _GzipStream:
             if data:
                 return cast(bytes, data)
         return b""
+
+    def _decoded_before_fault(self, decoder: Any) -> bytes:
+        """What ``decoder`` (the state before a call that failed) decodes of ``self.input``
+        before the byte it fails at, which :attr:`offset` is then moved to: fed in pieces,
+        each on a copy, a failing piece tried again in smaller ones down to single bytes.
+        Without this a member whose checksum is wrong lost every line decoded in the call
+        that met it (up to a megabyte), and a small file all of its lines."""
+        decoded = []
+        position, step = 0, 4096
+        while position < len(self.input):
+            trial = decoder.copy()
+            try:
+                decoded.append(trial.decompress(self.input[position : position + step]))
+            except zlib.error:
+                if step == 1:
+                    break
+                step //= 16
+                continue
+            decoder = trial
+            position += step
+        self.offset += min(position, len(self.input))
+        return b"".join(decoded)
 
     def _fill(self) -> bool:
         """Read more compressed bytes; False at the end of the file."""
