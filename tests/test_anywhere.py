@@ -18,6 +18,8 @@ from vthread.anywhere import (
     MAX_PERIOD,
     RUNAWAY_UNIQUE_RATIO,
     Loop,
+    _kept,
+    _kept_plainly,
     core_text_run,
     find_loops,
     find_loops_reference,
@@ -105,6 +107,31 @@ def test_the_cores_may_fail_is_a_superset_of_failed(prefix: str, head: str, flag
     may_fail = _core.message_screens([[message]], core_text_run())["may_fail"]
     if failed(message):
         assert may_fail.tolist() == [True]
+
+
+LOOPS = st.builds(
+    lambda start, length, period, repetitions, kind: Loop(
+        start, start + length, period, repetitions, kind),
+    st.integers(0, 60), st.integers(1, 30), st.integers(1, MAX_PERIOD), st.integers(2, 9),
+    st.integers(1, 4))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(LOOPS, max_size=40))
+def test_loops_kept_by_marks_are_those_kept_by_comparison(loops: list[Loop]) -> None:
+    """Overlapping candidates (the same span twice, nested, touching, disjoint) are kept as
+    the plain comparison of each with every loop kept keeps them."""
+    assert _kept(loops) == _kept_plainly(loops)
+
+
+def test_many_small_loops_along_one_run() -> None:
+    """Twenty thousand short loops along one run, each overlapped by a shorter candidate of
+    another kind: the longer ones are kept (this took minutes when each candidate was
+    compared with every loop kept; its growth is `benchmarks.anywhere_growth`'s)."""
+    loops = [Loop(3 * i, 3 * i + 3, 1, 3, 1) for i in range(20_000)]
+    loops += [Loop(3 * i + 1, 3 * i + 3, 1, 2, 2) for i in range(20_000)]
+    kept = _kept(loops)
+    assert kept == loops[:20_000]
 
 
 def test_a_loop_that_ended_before_the_run_did() -> None:
@@ -284,6 +311,29 @@ def test_masked_volatile_values_compose() -> None:
     assert scan([thread], anywhere=True).loops == [[]]
     masked = scan([thread], anywhere=True, mask_volatile=True)
     assert masked.loops is not None and masked.loops[0][0]["repetitions"] == 4
+
+
+@pytest.mark.parametrize("read_by_python", [False, True])
+def test_token_totals_past_the_largest_double(tmp_path: Path, read_by_python: bool) -> None:
+    """A loop whose tokens sum past the largest double: infinity in Python (as the plain
+    scan's total is), null in every JSON record, the loop's and the row's; whether the core
+    or Python reads the line. (The sum raised OverflowError, an internal error per line.)"""
+    from vthread import cli
+
+    costly = {**call("f", q=1), "usage": {"tokens": 1e308}}
+    found = scan([[costly] * 4], anywhere=True)
+    assert found.loops is not None and found.loops[0][0]["loop_tokens"] == float("inf")
+    assert found.loop_tokens[0] == float("inf") == scan([[costly] * 4]).loop_tokens[0]
+    line = json.dumps([costly] * 4)
+    if read_by_python:
+        line = line.replace('"q": 1', '"q": 1, "nan": NaN')  # a line the core declines
+    path = tmp_path / "costly.jsonl"
+    path.write_text(line + "\n")
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["scan", str(path), "--anywhere", "-q", "-o", str(out)]) == 0
+    (record,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert record["verdict"] == "repeated_suffix" and record["loop_tokens"] is None
+    assert [loop["loop_tokens"] for loop in record["loops"]] == [None]
 
 
 def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:

@@ -49,7 +49,6 @@ this to.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -62,7 +61,7 @@ import xxhash
 
 from vthread import _core
 from vthread._attribution import joined, rendered
-from vthread._messages import usage_tokens
+from vthread._messages import token_total, usage_tokens
 from vthread._options import text_run_options
 from vthread.fingerprint import message_fingerprint
 from vthread.scan import HEURISTIC_NAMES
@@ -507,12 +506,24 @@ def _text_copies(text: str) -> int:
     return max(counts.values()) if counts else 1
 
 
+def _preference(loop: Loop) -> tuple[int, int, int, int]:
+    """The order loops are kept in: longest first, then shortest period, earliest, kind."""
+    return (loop.start - loop.end, loop.period, loop.start, loop.kind)
+
+
 def _kept(loops: list[Loop]) -> list[Loop]:
-    """Loops that overlap none kept before them, longest first (then shortest period, then
-    earliest, then kind), in message order."""
+    """Loops that overlap none kept before them (in :func:`_preference` order), in message
+    order. The messages kept loops cover are marked in a byte per message, so a loop is
+    checked in its own length (a thread's candidates cover each message a bounded number
+    of times: maximal runs, one set per period and kind), not against every loop kept: a
+    long run of small loops was quadratic. :func:`_kept_plainly` is the obvious twin."""
+    if not loops:
+        return []
+    covered = bytearray(max(loop.end for loop in loops))
     kept: list[Loop] = []
-    for loop in sorted(loops, key=lambda x: (x.start - x.end, x.period, x.start, x.kind)):
-        if all(loop.end <= other.start or other.end <= loop.start for other in kept):
+    for loop in sorted(loops, key=_preference):
+        if covered.find(1, loop.start, loop.end) < 0:
+            covered[loop.start : loop.end] = b"\x01" * (loop.end - loop.start)
             kept.append(loop)
     return sorted(kept)
 
@@ -524,6 +535,15 @@ def find_loops_reference(threads: Sequence[Sequence[Mapping[str, Any]]]) -> list
     """:func:`find_loops` written plainly: exact keys of every message, every start and
     every period compared block by block, no screens. O(n² x MAX_PERIOD) per thread."""
     return [_thread_loops(list(thread)) for thread in threads]
+
+
+def _kept_plainly(loops: list[Loop]) -> list[Loop]:
+    """:func:`_kept` written plainly: each loop checked against every loop kept before it."""
+    kept: list[Loop] = []
+    for loop in sorted(loops, key=_preference):
+        if all(loop.end <= other.start or other.end <= loop.start for other in kept):
+            kept.append(loop)
+    return sorted(kept)
 
 
 def _role(message: Mapping[str, Any]) -> int:
@@ -585,7 +605,7 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
         text = message.get("text")
         if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
             found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
-    return _kept(found)
+    return _kept_plainly(found)
 
 
 def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
@@ -668,7 +688,7 @@ def loop_records(
             "period": place.period,
             "repetitions": loop.repetitions,
             "loop_messages": place.end - place.start,
-            "loop_tokens": math.fsum(figures) if figures else None,
+            "loop_tokens": token_total(figures) if figures else None,
             "signature": f"{_signature(block, loop.kind):016x}",
             "excerpt": _excerpt(block, loop.kind, encode),
         })

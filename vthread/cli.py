@@ -2662,9 +2662,16 @@ def _verdict_texts(result: ScanResult) -> list[str]:
             result.signature.tolist(), result.excerpt, strict=True)
     ]
     if result.loops is not None:
-        texts = [f'{text},"loops":{_dumps(loops)}'
+        texts = [f'{text},"loops":{_dumps([_with_finite_tokens(loop) for loop in loops])}'
                  for text, loops in zip(texts, result.loops, strict=True)]
     return texts
+
+
+def _with_finite_tokens(loop: dict[str, Any]) -> dict[str, Any]:
+    """A loop record as JSON writes it: a token total past the largest double is null, as
+    the record's own ``loop_tokens`` is."""
+    tokens = loop["loop_tokens"]
+    return loop if tokens is None or math.isfinite(tokens) else {**loop, "loop_tokens": None}
 
 
 def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
