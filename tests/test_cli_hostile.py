@@ -490,3 +490,24 @@ def test_chunk_threads_write_what_one_thread_writes(tmp_path: Path, jobs: str,
     assert many[:2] == one[:2] and len(strict_records(one[1])) == 900
     timing = re.compile(r" in [0-9.]+ s \([0-9,]+ lines/s\)")
     assert timing.sub("", many[2]) == timing.sub("", one[2])
+
+
+@pytest.mark.parametrize("line", [b'\x00[{"type":"user","text":"hi"}]',
+                                  b'\x00[{"type":"user","text":"hi there"}]',
+                                  b'[\x00{"type":"user","text":"hi"}]'])
+def test_a_nul_among_the_first_bytes_is_named(line: bytes, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """json reads a line with a NUL among its first four bytes as UTF-16 or UTF-32 text, and
+    its message then spoke of a codec ("'utf-16-be' codec can't decode byte 0x5d") or of
+    garbled text: the error record names the NUL byte and where it is. A UTF-16 line that
+    json reads is a thread as before."""
+    path = tmp_path / "nul.jsonl"
+    utf16 = '[{"type":"user","text":"hi"}]'.encode("utf-16-le")
+    path.write_bytes(line + b"\n" + utf16 + b"\n")
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    first, second = strict_records(out)
+    assert code == 0
+    at = line.index(0) + 1
+    assert first["error"].startswith(f"not valid JSON: a NUL byte at byte {at} of the line, "
+                                     "which json reads as UTF-16 or UTF-32 text (")
+    assert "error" not in second and second["messages"] == 1

@@ -2710,6 +2710,11 @@ def _parse(line: bytes, suspect: bool) -> Any:
     try:
         return loads_exactly(line, suspect)
     except ValueError as error:
+        if b"\0" in line[:4]:
+            # json.loads takes a NUL among the first bytes for UTF-16 or UTF-32 text, and
+            # its message then speaks of a codec or of the garbled text: say what is there.
+            return _Bad(f"not valid JSON: a NUL byte at byte {line.index(0) + 1} of the line, "
+                        f"which json reads as UTF-16 or UTF-32 text ({error})")
         return _Bad(f"not valid JSON: {error}")
     except RecursionError as error:
         # Valid JSON, perhaps: nested past what Python's json reads.
