@@ -371,3 +371,44 @@ def test_a_dict_changed_while_the_core_encodes_it_is_a_runtime_error() -> None:
     for encode in (_core.canonical, vthread.fingerprint):
         with pytest.raises(RuntimeError, match="changed size during iteration"):
             encode(owner)
+
+
+class _ClearsWhenCompared(str):
+    """A message key whose comparison empties the thread it is in (a caller's own code run
+    while the scan reads the thread)."""
+
+    thread: list[Any] | None = None
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        if _ClearsWhenCompared.thread is not None:
+            _ClearsWhenCompared.thread.clear()
+        return str.__eq__(self, other)
+
+
+@pytest.mark.parametrize("keywords", [{}, {"anywhere": True}, {"format": "auto"}])
+def test_a_thread_changed_while_scanned_is_named(keywords: dict[str, Any]) -> None:
+    """A thread emptied by its own key's __eq__ while the core reads it: a ValueError naming
+    the thread and the change (it was a ZeroDivisionError or IndexError from deep inside the
+    loop's attribution); the same thread left alone is judged as ever."""
+    request = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": "f", "arguments": {"q": 1}}}}}
+
+    def looping() -> list[dict[Any, Any]]:
+        thread = [{"type": "user", "text": "hi"}] + [dict(request) for _ in range(6)]
+        for message in thread:
+            message[_ClearsWhenCompared("text")] = message.pop("text")
+        return thread
+
+    calm = vthread.scan([[{"type": "user", "text": "x"}], looping()], **keywords)
+    assert calm.names == [None, "repeated_suffix"]
+    hostile = looping()
+    _ClearsWhenCompared.thread = hostile
+    try:
+        with pytest.raises(ValueError, match=r"^thread 1 changed while it was scanned: it "
+                                             r"held 7 messages when read and holds 0 now"):
+            vthread.scan([[{"type": "user", "text": "x"}], hostile], **keywords)
+    finally:
+        _ClearsWhenCompared.thread = None

@@ -235,9 +235,25 @@ def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = Fals
         return _scan_anywhere(threads)
     columns = read_columns(threads, options)
     result = verdicts(columns, options)
+    unchanged_while_read(threads, result.messages)
     looping = np.flatnonzero(result.codes).tolist()
     attribute_threads(result, columns, looping, [threads[row] for row in looping])
     return result
+
+
+def unchanged_while_read(threads: Sequence[Sequence[Any]], lengths: npt.NDArray[np.int64]
+                         ) -> None:
+    """Raise ValueError, naming the thread, when a thread no longer holds the messages the
+    core read (a key's ``__eq__`` or ``__hash__``, or a mapping's ``__getitem__``, run while
+    it was read, changed the caller's list): the loops are then read again from the thread,
+    whose messages would no longer be those judged. One ``len`` per thread."""
+    now = np.fromiter(map(len, threads), np.int64, len(threads))
+    changed = np.flatnonzero(now != lengths)
+    if changed.size:
+        row = int(changed[0])
+        raise ValueError(f"thread {row} changed while it was scanned: it held {lengths[row]} "
+                         f"messages when read and holds {now[row]} now (code run by reading "
+                         "its messages, a key's __eq__ or __hash__, changed it)")
 
 
 def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
@@ -439,7 +455,9 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     costliest loop."""
     from vthread.anywhere import core_text_run
 
-    return scan_anywhere_in(_core.message_screens(threads, core_text_run()), threads)
+    raw = _core.message_screens(threads, core_text_run())
+    unchanged_while_read(threads, np.diff(raw["offsets"]))
+    return scan_anywhere_in(raw, threads)
 
 
 def scan_anywhere_of_lines(raw: Mapping[str, Any], lines: Sequence[bytes],
