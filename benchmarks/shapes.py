@@ -27,6 +27,7 @@ Cost: O(n) per shape, a few hundred milliseconds for a million messages.
 from __future__ import annotations
 
 import inspect
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -34,7 +35,7 @@ from typing import Any, Final
 Message = dict[str, Any]
 Thread = list[Message]
 
-__all__ = ["SHAPES", "Shape", "Thread"]
+__all__ = ["ANYWHERE_SHAPES", "SHAPES", "Shape", "Thread"]
 
 _SHORT_BLOCK: Final = 8
 """Messages per copy in ``near_period_short``."""
@@ -297,3 +298,52 @@ SHAPES: Final[dict[str, Shape]] = {
     )
 }
 """Every shape by name, ``healthy`` (the baseline) first."""
+
+
+def many_small_loops(n: int) -> Thread:
+    """Agent messages whose text is one of three (empty, "x", "x x"), drawn at random: a
+    short loop wherever three equal texts fall together, thousands along one run.
+
+    Aimed at looking anywhere (``scan(..., anywhere=True)``): the candidates overlap one
+    another everywhere, and each must be checked against the loops already kept; comparing
+    it with every kept loop made this shape quadratic (320,000 messages: 319 s).
+    """
+    draw = random.Random(1)
+    return [{"type": "bot", "text": "x " * draw.randrange(3)} for _ in range(n)]
+
+
+def runaway_everywhere(n: int) -> Thread:
+    """Agent messages each of whose prose is a runaway run of one sentence (numbered, so no
+    two messages are equal): a text loop at every message.
+
+    Aimed at looking anywhere: every message is a loop of its own, found by the core's
+    runaway check, counted and described in Python.
+    """
+    return [{"type": "bot", "text": "Let me try that again. " * 50 + str(i)} for i in range(n)]
+
+
+def retries_everywhere(n: int) -> Thread:
+    """One failing tool call retried three times, then the next tool's: ``n / 6`` loops of
+    failing calls retried, back to back.
+
+    Aimed at looking anywhere's failing-retry pass (one sort of the tool responses, then
+    each group's chain read in Python) and at the block pass (each retried pair is also a
+    repeated block).
+    """
+    thread: Thread = []
+    for i in range(n // 6):
+        arguments = {"path": f"src/module_{i}.py"}
+        for _ in range(3):
+            thread.append(_activity("request", f"tool_{i}", arguments))
+            thread.append(_activity("response", f"tool_{i}", dict(arguments),
+                                    f"Error: module {i} not found"))
+    return thread + _chat(n % 6)
+
+
+ANYWHERE_SHAPES: Final[dict[str, Callable[[int], Thread]]] = {
+    make.__name__: make
+    for make in (healthy, changing_arguments, many_small_loops, runaway_everywhere,
+                 retries_everywhere)
+}
+"""Shapes that stress looking anywhere (``healthy`` and ``changing_arguments`` as baselines:
+no loop, and a long ordinary run)."""

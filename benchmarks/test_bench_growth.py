@@ -24,10 +24,11 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 import vthread
 from benchmarks.conftest import Answers
-from benchmarks.shapes import SHAPES, Thread
+from benchmarks.shapes import ANYWHERE_SHAPES, SHAPES, Thread
 from vthread import _reference as ref
 from vthread import cli as vthread_cli
 from vthread._options import cycle_options
+from vthread.anywhere import LOOP_KINDS, find_loops_reference
 
 GROWTH_SIZES: Final = (1_000, 4_000)
 """Small enough for the quadratic reference (under 0.1 s a shape at 4,000 messages)."""
@@ -87,3 +88,24 @@ def test_growth_cli(
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["verdict"] == _expected(answers, shape, size)
     assert record["messages"] == size
+
+
+@pytest.mark.parametrize("size", GROWTH_SIZES)
+@pytest.mark.parametrize("shape", list(ANYWHERE_SHAPES))
+def test_growth_anywhere(benchmark: BenchmarkFixture, shape: str, size: int) -> None:
+    """``scan([thread], anywhere=True)`` on a shape that stresses looking anywhere; at the
+    smaller size its loops are the plain twin's (quadratic, so not at the larger). The
+    growth bound at 20k to 320k messages is ``python -m benchmarks.anywhere_growth``'s."""
+    benchmark.group = f"growth anywhere: {shape}"
+    benchmark.extra_info["messages"] = size
+    thread = ANYWHERE_SHAPES[shape](size)
+    result = benchmark.pedantic(  # type: ignore[no-untyped-call]
+        vthread.scan, args=([thread],), kwargs={"anywhere": True}, rounds=ROUNDS,
+        warmup_rounds=1)
+    assert result.loops is not None
+    if size == GROWTH_SIZES[0]:
+        found = sorted((r["loop_start"], r["loop_messages"], r["period"], r["repetitions"],
+                        r["verdict"]) for r in result.loops[0])
+        assert found == sorted(
+            (loop.start, loop.end - loop.start, loop.period, loop.repetitions,
+             LOOP_KINDS[loop.kind - 1]) for loop in find_loops_reference([thread])[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 from vthread._jsvalue import JS_WHITESPACE, utf16_tail
@@ -84,7 +85,11 @@ def text_units_and_repeat(text: str) -> tuple[list[str], str | None]:
     return units, tail[repeated_from:] if repeated_from <= len(tail) else None
 
 
+@lru_cache(maxsize=1024)
 def _normalised(raw: str) -> str:
+    # Cached: a runaway text is the same few units written over and over, and it is its
+    # units that are read (its copies counted, its signature and excerpt made). It holds at
+    # most 1,024 units (and their normal forms) of at most TAIL_UNITS characters each.
     unit = _NOT_WORDLIKE.sub(" ", raw.lower())
     return _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
 
