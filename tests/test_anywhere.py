@@ -83,6 +83,20 @@ def test_screen_collisions_change_no_answer(threads: list[list[dict[str, Any]]])
         _core._set_screen_bits(64)
 
 
+@pytest.mark.parametrize("bits", [0, 1, 64])
+def test_a_screen_run_whose_roles_differ_is_still_confirmed(bits: int) -> None:
+    """Screens cut to nothing make one run of the whole thread, its first block a user's
+    message: its roles do not repeat, so the exact pass still reads it and finds the calls'
+    loop after it (a filter on the first block's roles alone would have dropped it)."""
+    thread = [said("go", "user"), said("hm"), call("ls"), call("ls"), call("ls")]
+    _core._set_screen_bits(bits)
+    try:
+        assert find_loops([thread]) == find_loops_reference([thread]) == [
+            [Loop(2, 5, 1, 3, 1)]]
+    finally:
+        _core._set_screen_bits(64)
+
+
 PREFIXES = st.sampled_from(["", " ", "\t\n", "\x1c", "\x85", "\u3000", "\u2028", "\u180e",
                             "\x00", "x"])
 HEADS = st.sampled_from(["Error", "error: x", "ERROR", "Exception", "Traceback", "tr", "e",

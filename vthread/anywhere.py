@@ -223,6 +223,8 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
     for kind, rows in ((BLOCK, every), (ACTIONS, np.flatnonzero(_is_action(roles)))):
         for thread, first, last, period in _screen_runs(screens[rows], owner[rows]):
             run = rows[first : last + period]
+            if not _may_hold_a_loop(kind, run, period, roles):
+                continue  # its messages are never read: most such threads are never parsed
             for begin, stop in keys.exact_runs(thread, run, period):
                 loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
                 if loop is not None:
@@ -453,6 +455,31 @@ def _retry_loop(chain: list[int], offset: int) -> Loop:
     span = chain[-1] + 1 - chain[0]
     return Loop(chain[0] - offset, chain[-1] + 1 - offset, max(1, round(span / len(chain))),
                 len(chain), ACTIONS)
+
+
+def _may_hold_a_loop(kind: int, run: npt.NDArray[np.int64], period: int,
+                     roles: npt.NDArray[np.int8]) -> bool:
+    """Whether a run of positions equal by screen to the one ``period`` later may hold a
+    loop :func:`_judged` keeps, told from roles alone, before any exact key is made. A run
+    of exact equality lies within it, so it holds at most as many copies; and when the
+    roles themselves repeat with the period (always, unless screens collide), every block
+    of it has the same roles as its first, so a run with no action in its blocks, or too
+    few copies for the actions it has, holds no loop. A run whose roles do not repeat is
+    kept for the exact pass: a screen collision may cost time, never an answer."""
+    if not np.array_equal(roles[run[:-period]], roles[run[period:]]):
+        return True
+    block = roles[run[:period]]
+    requests = int(np.count_nonzero(block == _REQUEST))
+    if kind == BLOCK:
+        actions = requests + int(np.count_nonzero(block == _AGENT))
+    elif requests:
+        actions = requests
+    elif np.all(block == _USER):
+        actions = 1  # replies, when an agent message lies between copies (judged later)
+    else:
+        actions = 0
+    needed = _ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES
+    return actions > 0 and run.size // period >= needed
 
 
 def _judged(kind: int, begin: int, stop: int, period: int, run: npt.NDArray[np.int64],
