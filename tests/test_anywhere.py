@@ -338,6 +338,9 @@ def test_token_totals_past_the_largest_double(tmp_path: Path, read_by_python: bo
     found = scan([[costly] * 4], anywhere=True)
     assert found.loops is not None and found.loops[0][0]["loop_tokens"] == float("inf")
     assert found.loop_tokens[0] == float("inf") == scan([[costly] * 4]).loop_tokens[0]
+    # record() is strict JSON, the loops' totals as the row's.
+    assert json.loads(json.dumps(found.record(0), allow_nan=False))["loops"][0][
+        "loop_tokens"] is None
     line = json.dumps([costly] * 4)
     if read_by_python:
         line = line.replace('"q": 1', '"q": 1, "nan": NaN')  # a line the core declines

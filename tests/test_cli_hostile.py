@@ -511,3 +511,24 @@ def test_a_nul_among_the_first_bytes_is_named(line: bytes, tmp_path: Path,
     assert first["error"].startswith(f"not valid JSON: a NUL byte at byte {at} of the line, "
                                      "which json reads as UTF-16 or UTF-32 text (")
     assert "error" not in second and second["messages"] == 1
+
+
+@pytest.mark.parametrize("line", [b'{"\x00": 1}', b'[1\x00]', b'"\x00"'])
+def test_a_nul_json_reads_as_utf8_keeps_jsons_message(line: bytes, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NUL that json does not take for UTF-16 or UTF-32 (not at byte 1 or 2) is a UTF-8
+    parse error, said as json says it."""
+    path = tmp_path / "nul.jsonl"
+    path.write_bytes(line + b"\n")
+    _, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    (record,) = strict_records(out)
+    expected = f"not valid JSON: {_json_error(line)}"
+    assert record["error"] == expected and "UTF-16" not in expected
+
+
+def _json_error(line: bytes) -> str:
+    try:
+        json.loads(line)
+    except ValueError as error:
+        return str(error)
+    raise AssertionError(f"{line!r} is JSON")

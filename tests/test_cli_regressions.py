@@ -334,6 +334,24 @@ def test_corrupt_gzip_keeps_every_line_decoded_before_the_fault(
                                               "file: corrupt gzip data")
 
 
+def test_a_fault_right_after_a_full_read_keeps_the_match_zlib_held() -> None:
+    """A read stops at READ_BYTES of output, often inside a match whose rest zlib holds; when
+    the next compressed byte is the faulty one, that rest (109 bytes here, the end of two
+    lines) is handed out before the break, as zlib fed a byte at a time hands it out.
+    (Found by a review: two complete lines were lost and a third reported incomplete.)"""
+    text = b"".join(b'{"messages": [{"type": "user", "text": "same %d"}]}\n' % (i % 50)
+                    for i in range(200_000))
+    damaged = bytearray(gzip.compress(text, 9, mtime=0))
+    damaged[3457] ^= 8
+    decoded, fault = _decoded_before_fault(bytes(damaged))
+    assert len(decoded) > cli.READ_BYTES * 4  # the fault comes after whole reads
+    stream = cli._GzipStream(io.BytesIO(bytes(damaged)))
+    read = b"".join(iter(lambda: stream.read(cli.READ_BYTES), b""))
+    assert read == decoded
+    assert stream.broken is not None and stream.broken.startswith(
+        f"gzip stream broken at byte {fault:,} of the file: corrupt gzip data")
+
+
 REAL_GZ = (ROOT.parent / "shared" / "realdata"
            / "mini-swe-agent_gemini-3-pro_swe-bench-verified.jsonl.gz")
 

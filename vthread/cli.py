@@ -143,6 +143,7 @@ from vthread.scan import (
     ScanResult,
     attribute_lines,
     collector_paused,
+    loop_as_json,
     scan_validated,
     verdicts,
 )
@@ -1275,11 +1276,14 @@ class _GzipStream:
         """Up to about ``size`` decompressed bytes; b"" at the end (clean or broken)."""
         while not self.ended:
             if self.decoder is None:  # between members: zero padding, a member, or junk
-                while len(self.input.lstrip(b"\0")) < 2 and self._fill():
-                    pass
-                stripped = self.input.lstrip(b"\0")
-                self.offset += len(self.input) - len(stripped)
-                self.input = stripped
+                while True:
+                    # Zeros are dropped as they are read (stripping all that was read again
+                    # at every read made long padding quadratic: 64 MB of zeros took 42 s).
+                    stripped = self.input.lstrip(b"\0")
+                    self.offset += len(self.input) - len(stripped)
+                    self.input = stripped
+                    if len(self.input) >= 2 or not self._fill():
+                        break
                 if not self.input:
                     self.ended = True  # a clean end
                     break
@@ -1320,6 +1324,14 @@ class _GzipStream:
         Without this a member whose checksum is wrong lost every line decoded in the call
         that met it (up to a megabyte), and a small file all of its lines."""
         decoded = []
+        try:
+            # Output the decoder holds from the read before (the rest of a match cut at the
+            # read's size), which a failing piece would take down with it.
+            trial = decoder.copy()
+            decoded.append(trial.decompress(b""))
+            decoder = trial
+        except zlib.error:
+            pass
         position, step = 0, 4096
         while position < len(self.input):
             trial = decoder.copy()
@@ -2662,16 +2674,9 @@ def _verdict_texts(result: ScanResult) -> list[str]:
             result.signature.tolist(), result.excerpt, strict=True)
     ]
     if result.loops is not None:
-        texts = [f'{text},"loops":{_dumps([_with_finite_tokens(loop) for loop in loops])}'
+        texts = [f'{text},"loops":{_dumps([loop_as_json(loop) for loop in loops])}'
                  for text, loops in zip(texts, result.loops, strict=True)]
     return texts
-
-
-def _with_finite_tokens(loop: dict[str, Any]) -> dict[str, Any]:
-    """A loop record as JSON writes it: a token total past the largest double is null, as
-    the record's own ``loop_tokens`` is."""
-    tokens = loop["loop_tokens"]
-    return loop if tokens is None or math.isfinite(tokens) else {**loop, "loop_tokens": None}
 
 
 def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
@@ -2710,7 +2715,7 @@ def _parse(line: bytes, suspect: bool) -> Any:
     try:
         return loads_exactly(line, suspect)
     except ValueError as error:
-        if b"\0" in line[:4]:
+        if 0 in line[:4] and not json.detect_encoding(line).startswith("utf-8"):
             # json.loads takes a NUL among the first bytes for UTF-16 or UTF-32 text, and
             # its message then speaks of a codec or of the garbled text: say what is there.
             return _Bad(f"not valid JSON: a NUL byte at byte {line.index(0) + 1} of the line, "

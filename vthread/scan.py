@@ -123,7 +123,7 @@ class ScanResult:
             "excerpt": self.excerpt[index],
         }
         if self.loops is not None:
-            record["loops"] = self.loops[index]
+            record["loops"] = [loop_as_json(loop) for loop in self.loops[index]]
         record["messages"] = int(self.messages[index])
         return record
 
@@ -504,6 +504,13 @@ def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[
         if records:
             set_row(result, row, records[0], LOOP_KINDS)
     return result
+
+
+def loop_as_json(loop: dict[str, Any]) -> dict[str, Any]:
+    """A loop record (one of :attr:`ScanResult.loops`) as strict JSON holds it: a token
+    total past the largest double (infinity here) is None, as a row's ``loop_tokens`` is."""
+    tokens = loop["loop_tokens"]
+    return loop if tokens is None or math.isfinite(tokens) else {**loop, "loop_tokens": None}
 
 
 def set_row(result: ScanResult, row: int, record: Mapping[str, Any],

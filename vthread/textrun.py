@@ -85,11 +85,20 @@ def text_units_and_repeat(text: str) -> tuple[list[str], str | None]:
     return units, tail[repeated_from:] if repeated_from <= len(tail) else None
 
 
-@lru_cache(maxsize=1024)
 def _normalised(raw: str) -> str:
-    # Cached: a runaway text is the same few units written over and over, and it is its
-    # units that are read (its copies counted, its signature and excerpt made). It holds at
-    # most 1,024 units (and their normal forms) of at most TAIL_UNITS characters each.
+    # A str's units through a cache: a runaway text is the same few units written over and
+    # over, and it is its units that are read (its copies counted, its signature and excerpt
+    # made). A str subclass (its own hash and equality) is normalised afresh.
+    return _normalised_str(raw) if type(raw) is str else _normalise(raw)
+
+
+@lru_cache(maxsize=1024)
+def _normalised_str(raw: str) -> str:
+    # At most 1,024 units (and their normal forms) of at most TAIL_UNITS characters each.
+    return _normalise(raw)
+
+
+def _normalise(raw: str) -> str:
     unit = _NOT_WORDLIKE.sub(" ", raw.lower())
     return _JS_SPACES.sub(" ", unit).strip(JS_WHITESPACE)
 
