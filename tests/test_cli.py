@@ -774,6 +774,29 @@ def test_an_earlier_runs_records_in_a_directory_are_passed_over(
     assert code == 0 and "error" in records(out)[0]
 
 
+@pytest.mark.parametrize("flag", ["-o", "--summary"])
+def test_an_output_under_an_input_directory_that_is_a_trajectory_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str) -> None:
+    """Records or a summary written over a trajectory found under the input directory would
+    destroy it unread (it was left out of the scan and written over, exit 0): refused
+    before anything is written, the file as it was. An empty file there, or an earlier
+    run's records, is written over as before."""
+    runs = [tmp_path / "a.jsonl", tmp_path / "b.traj"]
+    runs[0].write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    runs[1].write_text(json.dumps({"history": [{"role": "user", "content": "hi"}]}))
+    for target in runs:
+        before = target.read_bytes()
+        code, out, err = run(["scan", str(tmp_path), "-q", flag, str(target)], monkeypatch)
+        assert (code, out) == (2, b"")
+        assert (f"the output {target} is a file under the input {tmp_path} that holds no "
+                "records of vthread scan") in err
+        assert target.read_bytes() == before
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert run(["scan", str(tmp_path), "-q", flag, str(empty)], monkeypatch)[0] == 0
+    assert empty.stat().st_size > 0
+
+
 def test_several_named_files_go_past_a_bad_one(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Files named one by one (a shell glob) are read as a directory's are: a file in
@@ -908,3 +931,17 @@ def test_the_version_is_looked_up_only_when_asked_for() -> None:
     from importlib.metadata import version
 
     assert run_process(["--version"]).stdout.strip() == f"vthread {version('vthread')}".encode()
+
+
+def test_format_auto_is_the_default_detection(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format auto (the Python API's word for detection) reads as no --format does, for
+    scan and report (it was an invalid choice)."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": "hello"}]) + "\n")
+    detected = run(["scan", str(chat), "-q"], monkeypatch)
+    assert detected[0] == 0 and run(["scan", str(chat), "-q", "--format", "auto"],
+                                    monkeypatch) == detected
+    assert run(["report", str(chat), "--format", "auto", "-o", str(tmp_path / "r.html")],
+               monkeypatch)[0] == 0

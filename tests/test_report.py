@@ -112,6 +112,26 @@ def test_message_kinds_cover_every_looping_run(tmp_path: Path) -> None:
     assert {"u", "a", "c", "r"} <= set("".join(runs["kinds"]))
 
 
+def test_a_directory_of_runs_keeps_its_message_kinds_and_its_files(tmp_path: Path) -> None:
+    """A directory FILE: its looping runs' timelines are coloured as for the files named one
+    by one (they were all grey: the directory was read again as if it were a file), and an
+    output that is one of its trajectory files is refused, the file as it was."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "sample.jsonl")
+    pages = []
+    for given in (folder, folder / "sample.jsonl"):
+        out = tmp_path / f"{len(pages)}.html"
+        assert main(["report", str(given), "-o", str(out)]) == 0
+        text = out.read_text()
+        runs = json.loads(text.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+        pages.append(runs["runs"]["kinds"])
+    assert pages[0] == pages[1] and any(pages[0])
+    before = (folder / "sample.jsonl").read_bytes()
+    assert main(["report", str(folder), "-o", str(folder / "sample.jsonl")]) == 2
+    assert (folder / "sample.jsonl").read_bytes() == before
+
+
 def test_records_file_is_read_back(tmp_path: Path) -> None:
     """A scan's JSONL output (here gzipped) makes the same page figures as the scan."""
     expected = _scan_summary([SAMPLE], tmp_path)

@@ -65,6 +65,8 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         options = parser.parse_args(list(argv))
     except SystemExit as exit_:  # --help and usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if options.format == "auto":
+        options.format = None  # detected per file, as vthread scan's default
     try:
         _check_output(options.output, options.files)
         data = ReportData()
@@ -129,16 +131,30 @@ def _what(files: Sequence[str]) -> str:
 
 
 def _check_output(output: str, files: Sequence[str]) -> None:
-    """Refuse an output that is an input (it would be emptied) or whose folder is missing,
-    before a long scan rather than after it."""
+    """Refuse an output that is an input, named or found under an input directory (it would
+    be written over), or whose folder is missing, before a long scan rather than after it."""
     for name in files:
-        with contextlib.suppress(OSError):
-            if os.path.samefile(output, name):
-                raise _ReportError(f"the output {output} is the input {name}; writing it "
-                                   f"would destroy the input (choose another path)")
+        for found in _files_of(name):
+            with contextlib.suppress(OSError):
+                if os.path.samefile(output, found):
+                    where = "" if found == name else f" under the input {name}"
+                    raise _ReportError(f"the output {output} is the input {found}{where}; "
+                                       "writing it would destroy the input (choose another "
+                                       "path)")
     unwritable = unwritable_folder(output)
     if unwritable is not None:
         raise _ReportError(f"cannot write {output}: {unwritable}", EXIT_IO)
+
+
+def _files_of(name: str) -> list[str]:
+    """The files an input FILE stands for: itself, or a directory's trajectory files (as
+    ``vthread scan`` lists them)."""
+    from vthread import cli
+
+    try:
+        return cli._files_under(name, set())
+    except cli._FatalError:
+        return [name]  # a directory with no trajectory file: the scan says so
 
 
 def unwritable_folder(path: str) -> str | None:
@@ -288,6 +304,9 @@ def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[s
         return
     budget = MESSAGE_KINDS_BUDGET
     try:
+        # A directory stands for the files under it, as the scan read them (records left
+        # there were passed over by the scan and hold no looping run's messages).
+        files = [found for name in files for found in _files_of(name)]
         tasks = cli._tasks(files, options.format, {}, False, None, False,
                            messages_key=options.messages_key, id_key=options.id_key)
         for task in tasks:

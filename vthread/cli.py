@@ -350,9 +350,9 @@ def _parser() -> argparse.ArgumentParser:
                        "trajectory files under it; - for standard input")
     scan_.add_argument("--sample", action="store_true",
                        help="scan the sample set bundled with vthread (no FILE)")
-    scan_.add_argument("--format", choices=_FORMATS, default=None,
-                       help="message format of the threads (default: detected per file "
-                       "from its first threads)")
+    scan_.add_argument("--format", choices=(*_FORMATS, "auto"), default=None,
+                       help="message format of the threads (default, or auto: detected per "
+                       "file from its first threads, as format='auto' in Python)")
     scan_.add_argument("--messages-key", metavar="KEY",
                        help="the key of each run object that holds its messages (default: "
                        "messages, traj or history, the first present)")
@@ -560,7 +560,8 @@ def _stopped_by(stop: BaseException) -> tuple[int, str]:
 def _early_summary(options: argparse.Namespace, reason: str) -> None:
     """``--summary``'s file for a run that ended before its scan (nothing scanned, and why):
     a summary left by an earlier run must not stand for this one."""
-    if options.summary_file:
+    if options.summary_file and not _destroys_a_listed_input(options.summary_file,
+                                                              options.files):
         with contextlib.suppress(_FatalError):
             _check_not_an_input(options.summary_file, list(options.files))
             _write_summary(options.summary_file, _summary_json(
@@ -568,6 +569,8 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
 
 
 def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
+    if options.format == "auto":
+        options.format = None  # detected per file, the default
     if options.output == "-":
         options.output = None  # "-o -": standard output, as for the inputs
     if options.summary_file == "-":
@@ -958,7 +961,9 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
         files: list[str] = []
         listed: set[str] = set()
         for name in options.files:
-            found = _files_under(name, written)
+            overwritten: list[str] = []
+            found = _files_under(name, written, overwritten)
+            _check_only_records_overwritten(name, overwritten)
             if found != [name]:
                 found = _without_records(found)
                 if not found:
@@ -1013,13 +1018,47 @@ _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
 
 
-def _files_under(name: str, written: set[tuple[int, int]]) -> list[str]:
+def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> None:
+    """Refuse to write the records or the summary over a file found under an input directory
+    unless it is empty or holds an earlier run's records (``-o runs/records.jsonl`` run
+    again): any other file there is a trajectory this run was asked to read, which writing
+    would destroy unread (it was left out of the scan and written over, silently)."""
+    from vthread._cli_report import holds_records
+
+    for path in overwritten:
+        with contextlib.suppress(OSError):
+            if os.path.getsize(path) == 0:
+                continue
+        if not holds_records(path):
+            raise _FatalError(f"the output {path} is a file under the input {directory} that "
+                              "holds no records of vthread scan; writing it would destroy it "
+                              "(choose another path)")
+
+
+def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
+    """Whether writing ``path`` would destroy a file under one of the input directories
+    ``names`` (see :func:`_check_only_records_overwritten`)."""
+    written = _identities([path])
+    for name in names:
+        overwritten: list[str] = []
+        with contextlib.suppress(_FatalError):
+            _files_under(name, written, overwritten)
+        try:
+            _check_only_records_overwritten(name, overwritten)
+        except _FatalError:
+            return True
+    return False
+
+
+def _files_under(name: str, written: set[tuple[int, int]],
+                 overwritten: list[str] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
     regular file (a dangling link), and the files this run writes (``written``: (device,
-    inode) pairs; an earlier run's records left in the directory) left out; links to
-    directories not followed, so a link cycle cannot loop. A directory holding none is a
-    fatal error naming it, not a silent empty scan."""
+    inode) pairs; an earlier run's records left in the directory, appended to
+    ``overwritten`` for the caller to check) left out; links to directories not followed, so
+    a link cycle cannot loop. A directory holding none is a fatal error naming it, not a
+    silent empty scan."""
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
@@ -1036,8 +1075,12 @@ def _files_under(name: str, written: set[tuple[int, int]]) -> list[str]:
                 status = os.stat(path)  # through a link: a dangling one raises
             except OSError:
                 continue
-            if stat.S_ISREG(status.st_mode) and (status.st_dev, status.st_ino) not in written:
+            if not stat.S_ISREG(status.st_mode):
+                continue
+            if (status.st_dev, status.st_ino) not in written:
                 found.append(path)
+            elif overwritten is not None:
+                overwritten.append(path)
     if not found:
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
