@@ -4,6 +4,7 @@ the CLI."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,35 @@ def test_token_totals_past_the_largest_double(tmp_path: Path, read_by_python: bo
     (record,) = [json.loads(text) for text in out.read_text().splitlines()]
     assert record["verdict"] == "repeated_suffix" and record["loop_tokens"] is None
     assert [loop["loop_tokens"] for loop in record["loops"]] == [None]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_summary_counts_every_loop_found_anywhere(tmp_path: Path, jobs: str) -> None:
+    """--summary with --anywhere: ``loops_anywhere`` sums every loop of every record (the
+    other figures count each run's costliest loop, as without it); absent without it."""
+    from vthread import cli
+
+    costly = {**call("ls"), "usage": {"tokens": 5}}
+    twice = [said("go", "user"), *[costly] * 3, said("next", "user"), said("hm"),
+             *[call("cat", path="a")] * 3, said("done")]
+    # The third line holds a NaN: read by Python, its loops counted there as the core's are.
+    lines = [json.dumps(thread) for thread in (
+        twice, [said("hi", "user")], [*twice, {**said("bye"), "meta": {"x": math.nan}}])]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
+    argv = ["scan", str(path), "-q", "-j", jobs, "-o", str(out), "--summary", str(summary)]
+    assert cli.main([*argv, "--anywhere"]) == 0
+    every = [loop for line in out.read_text().splitlines()
+             for loop in json.loads(line)["loops"]]
+    said_ = json.loads(summary.read_text())
+    assert said_["loops"] == 2 and len(every) == 4
+    assert said_["loops_anywhere"] == {
+        "loops": 4, "messages": sum(loop["loop_messages"] for loop in every),
+        "tokens": sum(loop["loop_tokens"] or 0 for loop in every)}
+    assert said_["loops_anywhere"]["tokens"] == 30
+    assert cli.main(argv) == 0
+    assert "loops_anywhere" not in json.loads(summary.read_text())
 
 
 def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:

@@ -470,6 +470,9 @@ class _Stats:
     loop_tokens: float = 0.0
     # Loops none of whose messages carries usage.tokens: their cost is unknown, not 0.
     loops_without_tokens: int = 0
+    # With --anywhere: every loop of every run (the figures above count each run's costliest
+    # loop, as for the default scan), their messages and known tokens; None without.
+    anywhere: tuple[int, int, float] | None = None
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
@@ -481,6 +484,10 @@ class _Stats:
         self.tokens_known = self.tokens_known or other.tokens_known
         self.loop_tokens += other.loop_tokens
         self.loops_without_tokens += other.loops_without_tokens
+        if other.anywhere is not None:
+            mine = self.anywhere or (0, 0, 0.0)
+            self.anywhere = (mine[0] + other.anywhere[0], mine[1] + other.anywhere[1],
+                             mine[2] + other.anywhere[2])
 
     @property
     def loops(self) -> int:
@@ -624,7 +631,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             progress.clear()
         _say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
         return _IO_EXIT
-    stats = _Stats()
+    stats = _Stats(anywhere=(0, 0, 0.0) if options.anywhere else None)
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
@@ -904,6 +911,18 @@ def _loops_only(output: bytes) -> bytes:
     return b"".join(line + b"\n" for line in kept)
 
 
+def _every_loop(loops: list[list[dict[str, Any]]] | None) -> tuple[int, int, float] | None:
+    """(loops, their messages, their known tokens) of every run's loops found anywhere; None
+    when the scan did not look anywhere. A run's loops never overlap, so the sums count no
+    message twice."""
+    if loops is None:
+        return None
+    every = [loop for found in loops for loop in found]
+    tokens = [loop["loop_tokens"] for loop in every if loop["loop_tokens"] is not None]
+    return (len(every), sum(loop["loop_messages"] for loop in every),
+            token_total(tokens) if tokens else 0.0)
+
+
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   detected: list[tuple[str, str]], units: set[str],
                   failure: str | None = None,
@@ -931,6 +950,10 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "tokens": _finite(stats.tokens) if stats.tokens_known else None,
         "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
         "loops_without_tokens": stats.loops_without_tokens,
+        # --anywhere: every loop, where the figures above count each run's costliest one.
+        **({} if stats.anywhere is None else {"loops_anywhere": {
+            "loops": stats.anywhere[0], "messages": stats.anywhere[1],
+            "tokens": _finite(stats.anywhere[2]) if stats.tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
     }
@@ -2498,6 +2521,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         tokens_known=tokens is not None,
         loop_tokens=float(np.nansum(result.loop_tokens[loops])),
         loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
+        anywhere=_every_loop(result.loops),
     )
     file_text = _dumps(task.label)
     records = [
@@ -2673,6 +2697,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         tokens_known=tokens is not None,
         loop_tokens=float(np.nansum(result.loop_tokens[scanned][loops])),
         loops_without_tokens=int(np.isnan(result.loop_tokens[scanned][loops]).sum()),
+        anywhere=_every_loop(None if result.loops is None else [
+            found for row, found in enumerate(result.loops) if scanned[row]]),
     )
     verdicts = _verdict_texts(result)
     records: list[str] = []
@@ -2892,4 +2918,10 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
                        " usage.tokens not counted)" if unknown else ""))
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
+    if stats.anywhere is not None:
+        found, spent, cost = stats.anywhere
+        rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} runs: "
+                    f"{spent:,} messages" + (f", {cost:,.0f} tokens" if stats.tokens_known
+                                             else "")
+                    + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"
