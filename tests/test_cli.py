@@ -945,3 +945,34 @@ def test_format_auto_is_the_default_detection(tmp_path: Path,
                                     monkeypatch) == detected
     assert run(["report", str(chat), "--format", "auto", "-o", str(tmp_path / "r.html")],
                monkeypatch)[0] == 0
+
+
+@pytest.mark.parametrize(("argv", "usage", "said"), [
+    (["scan", "--anywre", "x.jsonl"], "usage: vthread scan ",
+     "vthread scan: error: unrecognized arguments: --anywre"),
+    (["report", "x.jsonl", "-o", "r.html", "--format", "bogus"], "usage: vthread report ",
+     "vthread report: error: argument --format: invalid choice: 'bogus'"),
+])
+def test_a_usage_error_shows_its_commands_usage(argv: list[str], usage: str, said: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mistyped option shows the usage of the command it was given to (scan's showed the
+    top-level usage, report's showed scan's), then says what was wrong."""
+    code, out, err = run(argv, monkeypatch)
+    assert (code, out) == (2, b"")
+    assert err.startswith(usage) and said in err
+
+
+def test_a_scans_records_given_back_are_said_to_be_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan's own output named as input: each line is still an error record (as asked),
+    and stderr says why and how to read them back, not only that "messages" is a number."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"id": "r", "messages": [{"type": "user", "text": "hi"}]})
+                    + "\n")
+    own = tmp_path / "records.jsonl"
+    assert run(["scan", str(runs), "-q", "-o", str(own)], monkeypatch)[0] == 0
+    code, out, err = run(["scan", str(own), "-q"], monkeypatch)
+    assert code == 0 and "error" in records(out)[0]
+    assert err == (f"vthread scan: {own}: warning: it holds vthread scan's records, not runs; "
+                   f"each line is an error record (vthread report {own} reads them back)\n")
+    assert run(["scan", str(runs), "-q"], monkeypatch)[2] == ""

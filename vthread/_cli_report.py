@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from vthread._cli_parquet import is_parquet
+from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, message_kinds, render_report
 
 __all__ = ["run_report"]
@@ -118,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", metavar="PATH", required=True,
                         help="the HTML file to write")
     parser.add_argument("--title", help="the page's title (default: names the inputs)")
-    parser.add_argument("--format", help="message format, as for vthread scan")
+    parser.add_argument("--format", choices=(*FORMATS, "auto"),
+                        help="message format, as for vthread scan")
     parser.add_argument("--messages-key", metavar="KEY", help="as for vthread scan")
     parser.add_argument("--id-key", metavar="KEY", help="as for vthread scan")
     parser.add_argument("--mask-volatile", action="store_true", help="as for vthread scan")
@@ -188,6 +190,12 @@ def holds_records(name: str) -> bool:
         value = json.loads(first)
     except ValueError:
         return False
+    return is_record(value)
+
+
+def is_record(value: object) -> bool:
+    """Whether a JSON value is one of ``vthread scan``'s records (it names a file and a line,
+    and a verdict or an error)."""
     return (isinstance(value, dict) and {"file", "line"} <= value.keys()
             and ("verdict" in value or "error" in value))
 

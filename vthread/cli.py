@@ -270,13 +270,26 @@ def _main(args: list[str]) -> int:
         _say(_misplaced_option(args[0], parser))
         return _USAGE_EXIT
     try:
-        options = parser.parse_args(args)
+        options, unknown = parser.parse_known_args(args)
+        if unknown:
+            # Said with the command's own usage (the top-level usage named no option).
+            command = _subcommand(parser, options.command) or parser
+            command.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exit_:  # argparse exits on --help, --version and usage errors
         return exit_.code if isinstance(exit_.code, int) else _USAGE_EXIT
     if options.command != "scan":
         parser.print_usage(sys.stderr)
         return _USAGE_EXIT
     return _scan_command(options)
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str | None
+                ) -> argparse.ArgumentParser | None:
+    """The parser of the command ``name`` (``scan``), if there is one."""
+    for action in parser._actions:  # argparse keeps its subcommands' parsers only here
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return cast(argparse.ArgumentParser, action.choices[name])
+    return None
 
 
 def _guard(argv: list[str]) -> int:
@@ -2173,6 +2186,16 @@ def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]
         raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
 
 
+def _holds_records(line: bytes) -> bool:
+    """Whether ``line`` is one of ``vthread scan``'s records."""
+    from vthread._cli_report import is_record
+
+    try:
+        return is_record(json.loads(line))
+    except (ValueError, RecursionError):
+        return False
+
+
 def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
             ) -> tuple[str, bool]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
@@ -2192,6 +2215,10 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
                  else f"none of its first {looked} {unit}s is")
         _say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
              "(is it a trajectory file?)")
+    elif not evidence and unknown is None and lines and _holds_records(lines[0]):
+        # A scan's own output given back as input: every line would be an error record.
+        _say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
+             f"each {unit} is an error record (vthread report {label} reads them back)")
     try:
         return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
             evidence)
