@@ -788,13 +788,30 @@ def test_an_output_under_an_input_directory_that_is_a_trajectory_is_refused(
         before = target.read_bytes()
         code, out, err = run(["scan", str(tmp_path), "-q", flag, str(target)], monkeypatch)
         assert (code, out) == (2, b"")
-        assert (f"the output {target} is a file under the input {tmp_path} that holds no "
-                "records of vthread scan") in err
+        assert (f"the output {target} is a file under the input {tmp_path} that holds "
+                "neither records nor a summary of vthread scan") in err
         assert target.read_bytes() == before
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert run(["scan", str(tmp_path), "-q", flag, str(empty)], monkeypatch)[0] == 0
     assert empty.stat().st_size > 0
+
+
+def test_a_summary_left_in_the_directory_is_passed_over_and_written_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--summary runs/summary.json`` run again writes over the earlier summary (it was
+    taken for a trajectory the output would destroy); scanned without --summary, the
+    directory passes the summary over, said, as it does an earlier run's records."""
+    (tmp_path / "a.jsonl").write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    summary = tmp_path / "summary.json"
+    for _ in range(2):
+        code, out, err = run(["scan", str(tmp_path), "-q", "--summary", str(summary)],
+                             monkeypatch)
+        assert (code, err) == (0, "") and len(records(out)) == 1
+        assert json.loads(summary.read_text())["threads"] == 1
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and [Path(r["file"]).name for r in records(out)] == ["a.jsonl"]
+    assert err == f"vthread scan: {summary}: passed over: it holds vthread scan's summary\n"
 
 
 def test_several_named_files_go_past_a_bad_one(tmp_path: Path,

@@ -1031,9 +1031,30 @@ def _without_records(found: list[str]) -> list[str]:
     for name in found:
         if holds_records(name):
             _say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
+        elif _holds_summary(name):
+            _say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
         else:
             kept.append(name)
     return kept
+
+
+_SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
+"""Keys every ``--summary`` file holds."""
+
+
+def _holds_summary(name: str) -> bool:
+    """Whether the file is an earlier ``vthread scan --summary`` (a small JSON object with
+    the summary's keys)."""
+    if not name.lower().endswith(".json"):
+        return False
+    try:
+        if os.path.getsize(name) > 1 << 20:
+            return False  # a summary is a few kilobytes; a document of runs may be gigabytes
+        with open(name, "rb") as stream:
+            value = json.loads(stream.read())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
 
 
 def _identities(paths: list[str | None]) -> set[tuple[int, int]]:
@@ -1056,19 +1077,20 @@ _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 
 def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> None:
     """Refuse to write the records or the summary over a file found under an input directory
-    unless it is empty or holds an earlier run's records (``-o runs/records.jsonl`` run
-    again): any other file there is a trajectory this run was asked to read, which writing
-    would destroy unread (it was left out of the scan and written over, silently)."""
+    unless it is empty or holds an earlier run's records or summary (``-o runs/records.jsonl``
+    or ``--summary runs/summary.json`` run again): any other file there is a trajectory this
+    run was asked to read, which writing would destroy unread (it was left out of the scan
+    and written over, silently)."""
     from vthread._cli_report import holds_records
 
     for path in overwritten:
         with contextlib.suppress(OSError):
             if os.path.getsize(path) == 0:
                 continue
-        if not holds_records(path):
+        if not holds_records(path) and not _holds_summary(path):
             raise _FatalError(f"the output {path} is a file under the input {directory} that "
-                              "holds no records of vthread scan; writing it would destroy it "
-                              "(choose another path)")
+                              "holds neither records nor a summary of vthread scan; writing it "
+                              "would destroy it (choose another path)")
 
 
 def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
