@@ -53,7 +53,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, overload
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,7 @@ import xxhash
 from vthread import _core
 from vthread._attribution import joined, rendered
 from vthread._messages import token_total, usage_tokens
+from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
 from vthread.fingerprint import message_fingerprint
 from vthread.scan import HEURISTIC_NAMES
@@ -71,7 +72,6 @@ __all__ = [
     "LOOP_KINDS",
     "MAX_PERIOD",
     "Loop",
-    "ThreadsOnDemand",
     "core_text_run",
     "find_loops",
     "find_loops_in",
@@ -79,6 +79,7 @@ __all__ = [
     "loop_records",
     "loops_in_source",
     "records_in_source",
+    "threads_on_demand",
 ]
 
 MAX_PERIOD: Final = 24
@@ -253,37 +254,21 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
 Thread = Sequence[Mapping[str, Any]]
 
 
-class ThreadsOnDemand(Sequence[Thread]):
-    """Threads made from their JSON lines only when first asked for: what
-    :func:`find_loops_in` is given for lines the core screened, so that only the lines that
-    may loop are made into Python objects. ``read(line, long_digits)`` makes a line's thread
-    (``long_digits``: whether the line holds 19 digits in a row, see
-    :func:`vthread._exact_json.suspect_lines`, looked for in that line only: a chunk's few
-    candidate lines, not all of its lines); it raises for a line it cannot."""
+def threads_on_demand(count: int, line_of: Callable[[int], bytes],
+                      read: Callable[[bytes, bool], Thread]) -> Sequence[Thread]:
+    """``count`` threads, row ``row``'s made from its JSON line ``line_of(row)`` only when first
+    asked for: what :func:`find_loops_in` is given for lines the core screened, so that only
+    the lines that may loop are copied out and made into Python objects. ``read(line,
+    long_digits)`` makes a line's thread (``long_digits``: whether the line holds 19 digits in
+    a row, see :func:`vthread._exact_json.suspect_lines`, looked for in that line only: a
+    chunk's few candidate lines, not all of its lines); it raises for a line it cannot."""
+    from vthread._exact_json import suspect_lines
 
-    def __init__(self, lines: Sequence[bytes],
-                 read: Callable[[bytes, bool], Thread]) -> None:
-        self.lines = lines
-        self.read = read
-        self.made: dict[int, Thread] = {}
+    def made(row: int) -> Thread:
+        line = line_of(row)
+        return read(line, bool(suspect_lines([line])))
 
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    @overload
-    def __getitem__(self, row: int) -> Thread: ...
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[Thread]: ...
-    def __getitem__(self, row: int | slice) -> Thread | Sequence[Thread]:
-        if isinstance(row, slice):
-            return [self[index] for index in range(*row.indices(len(self)))]
-        thread = self.made.get(row)
-        if thread is None:
-            from vthread._exact_json import suspect_lines
-
-            line = self.lines[row]
-            thread = self.made[row] = self.read(line, bool(suspect_lines([line])))
-        return thread
+    return OnDemand(count, made)
 
 
 def _is_action(roles: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:

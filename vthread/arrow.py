@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -385,7 +385,12 @@ def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[
     from vthread.scan import scan_anywhere_of_lines
 
     written = written_lines(raw, range(len(starts)))
-    texts = written if written is not None else _RowTexts(data, starts, ends)
+    view = memoryview(data)
+
+    def text_of(row: int) -> bytes:
+        # Copied out of the column's buffer only for a row that may loop (a quarter of the
+        # rows, or none): copying every row up front doubled the column in memory.
+        return bytes(view[int(starts[row]):int(ends[row])])
 
     def read(text: bytes, long_digits: bool) -> list[dict[str, Any]]:
         found = read_run(loads_exactly(text, long_digits), "native")
@@ -393,31 +398,8 @@ def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[
             raise ValueError(f"a row the core read is no run to Python: {found}")
         return found[1]
 
-    return scan_anywhere_of_lines(raw["anywhere"], texts, read)
-
-
-class _RowTexts(Sequence[bytes]):
-    """The rows' JSON texts, each copied out of the column's buffer only when asked for:
-    looking anywhere parses only the rows whose screens repeat (a quarter of them, or none),
-    so copying every row's text up front would double the column in memory for nothing."""
-
-    def __init__(self, data: Any, starts: np.ndarray[Any, Any],
-                 ends: np.ndarray[Any, Any]) -> None:
-        self.view = memoryview(data)
-        self.starts = starts
-        self.ends = ends
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @overload
-    def __getitem__(self, row: int) -> bytes: ...
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[bytes]: ...
-    def __getitem__(self, row: int | slice) -> bytes | Sequence[bytes]:
-        if isinstance(row, slice):
-            return [self[index] for index in range(*row.indices(len(self)))]
-        return bytes(self.view[int(self.starts[row]):int(self.ends[row])])
+    return scan_anywhere_of_lines(
+        raw["anywhere"], text_of if written is None else written.__getitem__, read)
 
 
 def core_threads() -> int:

@@ -2646,7 +2646,8 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
         return item[1]
 
     screens = raw["anywhere"]
-    result = scan_anywhere_of_lines(screens, task.lines if written is None else written, read)
+    lines = task.lines if written is None else written
+    result = scan_anywhere_of_lines(screens, lines.__getitem__, read)
     if result is None:
         raise _ChunkForPythonError  # a thread Python's reading may call an error (as above)
     if written is not None and task.format != "native":

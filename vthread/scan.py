@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import Any, Final, overload
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ from vthread._messages import (
     token_total,
     usage_tokens,
 )
+from vthread._on_demand import OnDemand
 from vthread._options import CycleOptions, cycle_options
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
@@ -401,32 +402,8 @@ def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tupl
     """:func:`person_span` of a repeated suffix with the keys of only the messages it reads:
     those of the heuristic's copies, then one more for each message the walk back takes
     (a thread's older history is never encoded)."""
-    return person_span(_KeysOnDemand(messages), period, repetitions)
-
-
-class _KeysOnDemand(Sequence[bytes]):
-    """The exact keys of a thread's messages (:func:`_message_key`), each encoded when it is
-    first read."""
-
-    def __init__(self, messages: Sequence[Any]) -> None:
-        self.messages = messages
-        self.read: dict[int, bytes] = {}
-
-    def __len__(self) -> int:
-        return len(self.messages)
-
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index not in self.read:
-            self.read[index] = _message_key(self.messages[index])
-        return self.read[index]
+    return person_span(OnDemand(len(messages), lambda index: _message_key(messages[index])),
+                       period, repetitions)
 
 
 def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
@@ -460,17 +437,17 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     return scan_anywhere_in(raw, threads)
 
 
-def scan_anywhere_of_lines(raw: Mapping[str, Any], lines: Sequence[bytes],
+def scan_anywhere_of_lines(raw: Mapping[str, Any], line_of: Callable[[int], bytes],
                            read: Callable[[bytes, bool], Sequence[Mapping[str, Any]]]
                            ) -> ScanResult | None:
-    """:func:`scan_anywhere_in` of the threads of JSON ``lines`` the core screened (``raw``),
-    ``read(line, long_digits)`` making a line's thread only when it may loop
-    (:class:`vthread.anywhere.ThreadsOnDemand`). None when Python's reading of such a thread
+    """:func:`scan_anywhere_in` of the threads of the JSON lines the core screened (``raw``),
+    ``read(line_of(row), long_digits)`` making row ``row``'s thread only when it may loop
+    (:func:`vthread.anywhere.threads_on_demand`). None when Python's reading of such a thread
     fails (raises): the caller then reads the lines the Python way, which says why."""
-    from vthread.anywhere import ThreadsOnDemand
+    from vthread.anywhere import threads_on_demand
 
     try:
-        return scan_anywhere_in(raw, ThreadsOnDemand(lines, read))
+        return scan_anywhere_in(raw, threads_on_demand(len(raw["offsets"]) - 1, line_of, read))
     except Exception:
         return None
 
