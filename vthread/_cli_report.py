@@ -193,6 +193,25 @@ def holds_records(name: str) -> bool:
     return is_record(value)
 
 
+_SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
+"""Keys every ``vthread scan --summary`` file holds."""
+
+
+def holds_summary(name: str) -> bool:
+    """Whether the file is an earlier ``vthread scan --summary`` (a small JSON object with
+    the summary's keys)."""
+    if not name.lower().endswith(".json"):
+        return False
+    try:
+        if os.path.getsize(name) > 1 << 20:
+            return False  # a summary is a few kilobytes; a document of runs may be gigabytes
+        with open(name, "rb") as stream:
+            value = json.loads(stream.read())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
+
+
 def is_record(value: object) -> bool:
     """Whether a JSON value is one of ``vthread scan``'s records (it names a file and a line,
     and a verdict or an error)."""

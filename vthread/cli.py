@@ -1025,36 +1025,17 @@ def _without_records(found: list[str]) -> list[str]:
     """The files found in a directory but those holding ``vthread scan``'s own records (an
     earlier run's ``-o``, left beside the trajectories: each record would be an error
     record), each said on stderr as it is passed over."""
-    from vthread._cli_report import holds_records
+    from vthread._cli_report import holds_records, holds_summary
 
     kept = []
     for name in found:
         if holds_records(name):
             _say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
-        elif _holds_summary(name):
+        elif holds_summary(name):
             _say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
         else:
             kept.append(name)
     return kept
-
-
-_SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
-"""Keys every ``--summary`` file holds."""
-
-
-def _holds_summary(name: str) -> bool:
-    """Whether the file is an earlier ``vthread scan --summary`` (a small JSON object with
-    the summary's keys)."""
-    if not name.lower().endswith(".json"):
-        return False
-    try:
-        if os.path.getsize(name) > 1 << 20:
-            return False  # a summary is a few kilobytes; a document of runs may be gigabytes
-        with open(name, "rb") as stream:
-            value = json.loads(stream.read())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
 
 
 def _identities(paths: list[str | None]) -> set[tuple[int, int]]:
@@ -1081,13 +1062,13 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> N
     or ``--summary runs/summary.json`` run again): any other file there is a trajectory this
     run was asked to read, which writing would destroy unread (it was left out of the scan
     and written over, silently)."""
-    from vthread._cli_report import holds_records
+    from vthread._cli_report import holds_records, holds_summary
 
     for path in overwritten:
         with contextlib.suppress(OSError):
             if os.path.getsize(path) == 0:
                 continue
-        if not holds_records(path) and not _holds_summary(path):
+        if not holds_records(path) and not holds_summary(path):
             raise _FatalError(f"the output {path} is a file under the input {directory} that "
                               "holds neither records nor a summary of vthread scan; writing it "
                               "would destroy it (choose another path)")
@@ -2208,8 +2189,9 @@ def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]
         raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
 
 
-def _holds_records(line: bytes) -> bool:
-    """Whether ``line`` is one of ``vthread scan``'s records."""
+def _is_record_line(line: bytes) -> bool:
+    """Whether ``line`` is one of ``vthread scan``'s records (a file of them:
+    :func:`vthread._cli_report.holds_records`)."""
     from vthread._cli_report import is_record
 
     try:
@@ -2237,7 +2219,7 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
                  else f"none of its first {looked} {unit}s is")
         _say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
              "(is it a trajectory file?)")
-    elif not evidence and unknown is None and lines and _holds_records(lines[0]):
+    elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
         _say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
              f"each {unit} is an error record (vthread report {label} reads them back)")
