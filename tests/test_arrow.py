@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from strategies import anywhere_threads, threads
 
 from benchmarks.workload import generate_threads, to_openai
-from vthread import arrow, cli, scan
+from vthread import arrow, cli, documents, scan
 from vthread.adapters import to_native_with_sources
 from vthread.documents import in_source_messages
 
@@ -221,6 +221,28 @@ def test_a_given_format_is_checked_on_the_first_rows_only(
     monkeypatch.setattr(arrow, "line_format_evidence", counted)
     got = arrow.scan_arrow(pa.table({"messages": ["[]"] * 5_000}), format="native")
     assert got.num_rows == 5_000 and len(judged) == 16
+
+
+def test_the_messages_column_is_found_under_each_known_name() -> None:
+    """Without ``messages=``, the runs are the first of MESSAGES_KEYS the table has (a
+    published SWE-agent dataset keeps them in ``history``); none of them is an error naming
+    the columns there are and how to name another."""
+    ask = '{"type":"user","text":"hi"}'
+    looping = "[" + ",".join([ask] * 4) + "]"
+    for key in documents.MESSAGES_KEYS:
+        table = pa.table({"instance_id": ["a", "b"], key: [f"[{ask}]", looping],
+                          "note": ["x", "y"]})
+        assert arrow.scan_arrow(table, id="instance_id").column("verdict").to_pylist() == [
+            None, "repeated_suffix"], key
+    both = pa.table({"history": [looping], "messages": [f"[{ask}]"]})
+    assert arrow.scan_arrow(both).column("verdict").to_pylist() == [None]
+    assert arrow.scan_arrow(both, messages="history").column("verdict").to_pylist() == [
+        "repeated_suffix"]
+    with pytest.raises(ValueError, match=r"no messages column \(messages, traj, history\); "
+                       "the table has run, steps; name it with messages="):
+        arrow.scan_arrow(pa.table({"run": ["a"], "steps": [looping]}))
+    with pytest.raises(TypeError, match="column names are strings, got int"):
+        arrow.scan_arrow(both, messages=3)  # type: ignore[arg-type]
 
 
 def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:

@@ -127,6 +127,11 @@ def test_column_names_prefix_and_keep_messages() -> None:
         scan_dataset(ds.drop_columns(["verdict"]), keep_messages=True, format="native")
     with pytest.raises(ValueError, match="no column 'traj'; the dataset has messages"):
         scan_dataset(ds, messages="traj")
+    history = ray.data.from_items([{"history": row["messages"]} for row in rows])
+    assert [row["verdict"] for row in scan_dataset(history).take_all()] == [
+        None, "repeated_suffix"]
+    with pytest.raises(ValueError, match=r"no messages column .* the dataset has verdict"):
+        scan_dataset(ds.drop_columns(["messages"]))
     got = _table(scan_dataset(ds, prefix="vt_", keep_messages=True))
     assert got.column_names == ["messages", "verdict", *(f"vt_{n}" for n in arrow.RESULT_FIELDS)]
     assert got.column("verdict").to_pylist() == ["human: fine", "human: loops"]

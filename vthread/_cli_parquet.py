@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, Final
 
-from vthread.documents import MESSAGES_KEYS
+from vthread.documents import messages_column
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
            "parquet_available", "parquet_lines"]
@@ -60,16 +60,7 @@ def _pyarrow() -> Any:
 def _columns(names: list[str], messages_key: str | None,
              id_key: str | None) -> tuple[str, list[str]]:
     """(messages column, the id columns to read) of a file with columns ``names``."""
-    if messages_key is not None:
-        if messages_key not in names:
-            raise ValueError(f"no column {messages_key!r}; the file has {', '.join(names)}")
-        messages = messages_key
-    else:
-        found = [key for key in MESSAGES_KEYS if key in names]
-        if not found:
-            raise ValueError(f"no messages column ({', '.join(MESSAGES_KEYS)}); the file has "
-                             f"{', '.join(names)}; name it with --messages-key")
-        messages = found[0]
+    messages = messages_column(names, messages_key, "the file", "--messages-key")
     if id_key is not None:
         if id_key not in names:
             raise ValueError(f"no column {id_key!r}; the file has {', '.join(names)}")

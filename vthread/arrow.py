@@ -33,6 +33,7 @@ from vthread.documents import (
     evidence_of,
     in_source_messages,
     line_format_evidence,
+    messages_column,
     misfit_phrase,
     misfits,
     read_run,
@@ -73,7 +74,7 @@ _TEXT_TYPES: Final = ("string", "large_string", "binary", "large_binary", "strin
 def scan_arrow(
     data: Any,
     *,
-    messages: str = "messages",
+    messages: str | None = None,
     id: str | None = None,
     format: str = "auto",
     min_repetitions: float | None = None,
@@ -83,7 +84,9 @@ def scan_arrow(
     mask_volatile: bool = False,
     anywhere: bool = False,
 ) -> pa.Table:
-    """Verdicts for every row of ``data``, a table whose ``messages`` column holds runs.
+    """Verdicts for every row of ``data``, a table whose ``messages`` column holds runs
+    (by default the first of :data:`vthread.documents.MESSAGES_KEYS` it has: ``messages``,
+    ``traj``, ``history``).
 
     ``data`` is a pyarrow ``Table`` or ``RecordBatch``, or anything exporting the Arrow C
     stream interface (a polars DataFrame, a DuckDB result). Each row's messages are a JSON
@@ -107,7 +110,8 @@ def scan_arrow(
     [None, 'repeated_suffix']
     """
     table = _as_table(data)
-    column = _column(table, messages)
+    column = table.column(messages_column(table.column_names, messages, "the table",
+                                          "messages="))
     keywords = checked_arguments(format, mask_volatile, anywhere,
                                  min_repetitions=min_repetitions,
                                  min_pattern_length=min_pattern_length,

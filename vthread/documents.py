@@ -46,6 +46,7 @@ __all__ = [
     "evidence_of",
     "in_source_messages",
     "line_format_evidence",
+    "messages_column",
     "misfit_phrase",
     "misfits",
     "native_messages",
@@ -68,6 +69,30 @@ _ID_KEYS: Final = ("id", "instance_id")
 _ABSENT: Final = object()
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
                       float: "number", bool: "boolean", type(None): "null"}
+
+
+def messages_column(names: Sequence[str], messages_key: str | None, where: str,
+                    naming: str) -> str:
+    """The column of a table with columns ``names`` holding its runs: ``messages_key`` when
+    given, else the first of :data:`MESSAGES_KEYS` there is (a published dataset of
+    SWE-agent runs keeps them in ``history``). A ValueError naming the columns there are
+    otherwise; ``where`` is what holds them ("the file", "the table"), ``naming`` how the
+    caller names another column ("--messages-key", "messages=").
+
+    >>> messages_column(["instance_id", "history"], None, "the table", "messages=")
+    'history'
+    """
+    if messages_key is not None:
+        if not isinstance(messages_key, str):
+            raise TypeError(f"column names are strings, got {type(messages_key).__name__}")
+        if messages_key not in names:
+            raise ValueError(f"no column {messages_key!r}; {where} has {', '.join(names)}")
+        return messages_key
+    for key in MESSAGES_KEYS:
+        if key in names:
+            return key
+    raise ValueError(f"no messages column ({', '.join(MESSAGES_KEYS)}); {where} has "
+                     f"{', '.join(names)}; name it with {naming}")
 
 
 def run_messages(run: Mapping[str, Any], messages_key: str | None = None) -> Any:

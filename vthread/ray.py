@@ -16,6 +16,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, scan_column
+from vthread.documents import MESSAGES_KEYS, messages_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -32,7 +33,7 @@ _RESERVED: Final = frozenset({"fn", "batch_format", "fn_args", "fn_kwargs",
 def scan_dataset(
     ds: ray.data.Dataset,
     *,
-    messages: str = "messages",
+    messages: str | None = None,
     format: str = "auto",
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -48,8 +49,10 @@ def scan_dataset(
 
     Lazy, as every Ray Data transform: nothing is scanned until the result is consumed
     (``write_parquet``, ``iter_batches``, ``take``). Every input column is kept except the
-    ``messages`` column itself, whose text is usually most of the bytes: it is replaced by
-    the result's ``messages`` (the run's message count); ``keep_messages=True`` keeps it.
+    ``messages`` column itself (by default the first of
+    :data:`vthread.documents.MESSAGES_KEYS` the dataset has), whose text is usually most of
+    the bytes: it is replaced by the result's ``messages`` (the run's message count);
+    ``keep_messages=True`` keeps it.
     ``anywhere=True`` adds a last column ``loops``: every loop of the run, wherever it lies,
     as :func:`vthread.scan_arrow` reports it. ``prefix`` is put before every result column's
     name; a result name equal to a kept input
@@ -91,7 +94,10 @@ def scan_dataset(
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")
     schema = ds.schema()
     if schema is not None:
+        messages = messages_column(list(schema.names), messages, "the dataset", "messages=")
         _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere)
+    elif messages is None:  # a dataset whose columns are known only once it runs
+        messages = MESSAGES_KEYS[0]
     # A format given is taken as it is, so that the call stays lazy (checking it against the
     # rows, as scan_arrow does, would run the start of the pipeline here).
     chosen = _detect_format(ds, messages) if format == "auto" else format
@@ -111,8 +117,6 @@ def _result_names(anywhere: bool) -> tuple[str, ...]:
 
 def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: bool,
                    anywhere: bool = False) -> None:
-    if messages not in names:
-        raise ValueError(f"no column {messages!r}; the dataset has {', '.join(names)}")
     kept = set(names) if keep_messages else set(names) - {messages}
     clashes = [prefix + name for name in _result_names(anywhere) if prefix + name in kept]
     if clashes:
@@ -135,6 +139,7 @@ def _scan_batch(batch: pa.Table, *, messages: str, format: str, keywords: dict[s
                 mask_volatile: bool, prefix: str, keep_messages: bool,
                 anywhere: bool = False) -> pa.Table:
     """One batch with its verdict columns: runs in a Ray worker."""
+    messages_column(batch.column_names, messages, "the batch", "messages=")
     _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere)
     found = scan_column(batch, batch.column(messages), format, keywords, mask_volatile,
                         anywhere)
