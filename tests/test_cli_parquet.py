@@ -60,6 +60,24 @@ def test_parquet_in_gives_the_jsonl_records(jsonl: Path, parquet: Path,
     assert sum(r["verdict"] is not None for r in from_parquet) > 5
 
 
+def test_parquet_records_given_back_are_said_to_be_records(
+        parquet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scan's Parquet output named as input: every row is still an error record (its
+    "messages" column is the message counts), and stderr says why and how to read them
+    back, as for JSONL records; runs in Parquet get no such warning."""
+    own = tmp_path / "records.parquet"
+    assert cli.main(["scan", str(parquet), "-q", "-o", str(own)]) == 0
+    assert capsys.readouterr().err == ""
+    code = cli.main(["scan", str(own), "-q"])
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(records) == len(RUNS)
+    assert all("is a number, not an array" in record["error"] for record in records)
+    assert err == (f"vthread scan: {own}: warning: it holds vthread scan's records, not "
+                   f"runs; each row is an error record (vthread report {own} reads them "
+                   "back)\n")
+
+
 @pytest.mark.parametrize("source", ["jsonl", "parquet"])
 def test_parquet_out_holds_every_record(source: str, jsonl: Path, parquet: Path,
                                         tmp_path: Path,

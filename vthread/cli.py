@@ -1998,8 +1998,13 @@ def _parquet_tasks(
     """A Parquet file's rows as tasks of JSONL lines (:mod:`vthread._cli_parquet`): each
     line holds the row's id and messages under the keys the pipeline reads by default."""
     from vthread._cli_parquet import parquet_lines
+    from vthread._cli_report import holds_records
 
     size = Path(name).stat().st_size
+    if messages_key is None and holds_records(name):
+        # A scan's own output given back as input: its "messages" column is the counts.
+        _say(f"vthread scan: {name}: warning: it holds vthread scan's records, not runs; "
+             f"each row is an error record (vthread report {name} reads them back)")
     line = 1
     file_format = format_
     try:
