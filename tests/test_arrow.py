@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,31 @@ def test_masked_workload_is_read_by_the_core(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.undo()
     monkeypatch.setattr(arrow, "_scan_in_core", lambda *args: None)
     assert _rows(arrow.scan_arrow(table, format="native", mask_volatile=True)) == _rows(expected)
+
+
+def test_a_looping_row_python_cannot_read_sends_its_slice_the_python_way(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should Python's reading of a looping row the core read fail, the slice is read
+    through Python objects (whose answers are the same), not raised out of scan_arrow."""
+    runs = generate_threads(200, seed=23)
+    table = pa.table({"messages": pa.array([json.dumps(run) for run in runs])})
+    expected = _rows(arrow.scan_arrow(table, format="native"))
+    assert any(row["verdict"] is not None for row in expected)
+    scan_module = sys.modules["vthread.scan"]
+    through_python = []
+    scan_in_python = arrow._scan_in_python
+
+    def failing(*args: Any) -> None:
+        raise RuntimeError("a line Python reads otherwise")
+
+    def counted(*args: Any) -> Any:
+        through_python.append(1)
+        return scan_in_python(*args)
+
+    monkeypatch.setattr(scan_module, "attribute_lines", failing)
+    monkeypatch.setattr(arrow, "_scan_in_python", counted)
+    assert _rows(arrow.scan_arrow(table, format="native")) == expected
+    assert through_python
 
 
 def test_bad_rows_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:

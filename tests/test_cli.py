@@ -462,7 +462,8 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
     The core's path meets the failure in the looping thread's attribution and hands the
     chunk to the Python path, which meets it in the scan of that thread."""
     real = cli.scan_validated  # type: ignore[attr-defined]
-    real_attribute = cli.attribute_lines  # type: ignore[attr-defined]
+    scan_module = sys.modules["vthread.scan"]
+    real_attribute = scan_module.attribute_lines
 
     def failing(threads: list[Any]) -> bool:
         return any(len(t) == len(looping("suffix")) and t[0]["text"] == "task suffix"
@@ -481,7 +482,7 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
         real_attribute(result, columns, rows, lines, *rest)
 
     monkeypatch.setattr(cli, "scan_validated", flaky)
-    monkeypatch.setattr(cli, "attribute_lines", flaky_attribute)
+    monkeypatch.setattr(scan_module, "attribute_lines", flaky_attribute)
     code, out, err = run(["scan", str(thread_file)], monkeypatch)
     got = records(out)
     assert code == 0

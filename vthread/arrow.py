@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from vthread._heuristics import columns_of, core_options, written_lines
-from vthread._options import CycleOptions, cycle_options
+from vthread._heuristics import core_options, written_lines
+from vthread._options import cycle_options
 from vthread.adapters import FORMATS, agreed_format
 from vthread.documents import (
     evidence_of,
@@ -40,11 +40,11 @@ from vthread.documents import (
 )
 from vthread.scan import (
     HEURISTIC_NAMES,
+    LineUnreadError,
     ScanResult,
-    attribute_lines,
     collector_paused,
+    scan_of_lines,
     scan_validated,
-    verdicts,
 )
 from vthread.volatile import masked_thread
 
@@ -351,7 +351,12 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
             return None  # the Python objects' way says what is wrong with the row
         result = found
     else:
-        result = _verdicts_in_core(data, starts, ends, raw, options)
+        view = memoryview(data)
+        try:
+            result = scan_of_lines(raw, options,
+                                   lambda row: bytes(view[int(starts[row]):int(ends[row])]))
+        except LineUnreadError:
+            return None  # the Python objects' way says what is wrong with the row
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
     if len(valid) == length:
@@ -364,20 +369,6 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
         for index, value in zip(valid.tolist(), values, strict=True):
             column[index] = value
     return spread
-
-
-def _verdicts_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
-                      raw: dict[str, Any], options: CycleOptions) -> ScanResult:
-    columns = columns_of(raw)
-    result = verdicts(columns, options)
-    looping = np.flatnonzero(result.codes).tolist()
-    if looping:
-        # A masked row's messages are those of the native line the core wrote of it.
-        written = written_lines(raw, looping)
-        texts = written if written is not None else [
-            bytes(memoryview(data)[starts[row]:ends[row]]) for row in looping]
-        attribute_lines(result, columns, looping, texts)
-    return result
 
 
 def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],

@@ -132,7 +132,7 @@ import numpy as np
 from vthread import _core
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, suspect_lines
-from vthread._heuristics import columns_of, core_options, written_lines
+from vthread._heuristics import core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
@@ -140,12 +140,12 @@ from vthread.anywhere import core_text_run
 from vthread.documents import DETECT_THREADS, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
+    LineUnreadError,
     ScanResult,
-    attribute_lines,
     collector_paused,
     loop_as_json,
+    scan_of_lines,
     scan_validated,
-    verdicts,
 )
 from vthread.volatile import masked_thread
 
@@ -2590,28 +2590,21 @@ class _ChunkForPythonError(Exception):
 
 def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -> ScanResult:
     """The chunk's verdicts from the core's columns, each looping line's loop attributed
-    (its record's fields)."""
-    columns = columns_of(raw)
-    result = verdicts(columns, options)
+    (its record's fields), a translated line's loop restated in the file's own messages."""
+    try:
+        result = scan_of_lines(raw, options, task.lines.__getitem__, task.messages_key,
+                               task.id_key)
+    except LineUnreadError as error:  # a looping thread Python's reading may call an error
+        raise _ChunkForPythonError from error
     looping = np.flatnonzero(result.codes).tolist()
-    if looping:
-        by_core = written_lines(raw, looping)
-        native = by_core is not None
-        lines = by_core if by_core is not None else [task.lines[row] for row in looping]
-        # A line as written is read under the chunk's keys; one the core wrote, the native.
-        keys = (None, None) if native else (task.messages_key, task.id_key)
-        try:
-            attribute_lines(result, columns, looping, lines, *keys)
-        except Exception as error:  # a looping thread Python's reading may call an error
-            raise _ChunkForPythonError from error
-        if native and task.format != "native":
-            # A translated line's loop in its source messages (a native line masked is its
-            # own source: Python's reading restates nothing there); each thread's source
-            # messages begin at its first native message's place among the sources.
-            starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
-            sources = raw["sources"]
-            for row in looping:
-                in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+    if looping and task.format != "native" and raw.get("native") is not None:
+        # A translated line's loop in its source messages (a native line masked is its
+        # own source: Python's reading restates nothing there); each thread's source
+        # messages begin at its first native message's place among the sources.
+        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
+        sources = raw["sources"]
+        for row in looping:
+            in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
     return result
 
 

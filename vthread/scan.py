@@ -29,9 +29,11 @@ from vthread._heuristics import (
     TEXT_RUN,
     Columns,
     activity_tail,
+    columns_of,
     read_columns,
     result_run,
     text_runs,
+    written_lines,
 )
 from vthread._messages import (
     ABSENT,
@@ -435,6 +437,33 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     raw = _core.message_screens(threads, core_text_run())
     unchanged_while_read(threads, np.diff(raw["offsets"]))
     return scan_anywhere_in(raw, threads)
+
+
+def scan_of_lines(raw: dict[str, Any], options: CycleOptions, line_of: Callable[[int], bytes],
+                  messages_key: str | None = None, id_key: str | None = None) -> ScanResult:
+    """The verdicts of the JSON lines the core read into columns (``raw``, from
+    ``_core.scan_lines`` or ``_core.scan_slices``), each looping line's loop attributed from
+    its text: the native line the core wrote of a translated or masked line, else
+    ``line_of(row)``, its run found under ``messages_key`` and ``id_key`` (copied out only
+    for a line that loops). A :class:`LineUnreadError` when Python's reading of a looping
+    line the core read fails (the caller then reads the lines the Python way, which says
+    why)."""
+    columns = columns_of(raw)
+    result = verdicts(columns, options)
+    looping = np.flatnonzero(result.codes).tolist()
+    if looping:
+        written = written_lines(raw, looping)
+        keys = (None, None) if written is not None else (messages_key, id_key)
+        lines = written if written is not None else [line_of(row) for row in looping]
+        try:
+            attribute_lines(result, columns, looping, lines, *keys)
+        except Exception as error:
+            raise LineUnreadError from error
+    return result
+
+
+class LineUnreadError(Exception):
+    """Python's reading of a line the core read failed (:func:`scan_of_lines`)."""
 
 
 def scan_anywhere_of_lines(raw: Mapping[str, Any], line_of: Callable[[int], bytes],
