@@ -183,6 +183,30 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
         vthread.scan([{"steps": chat}], format="openai")
 
 
+def test_run_objects_of_any_mapping_and_sequence_type_are_read_as_dicts_and_lists() -> None:
+    """A run object that is a UserDict or a read-only mapping, its messages a tuple of
+    UserDicts, is detected and read as the same run of dicts and lists is (it was taken for
+    native messages, every chat run a loop), and is not changed."""
+    from collections import UserDict
+    from types import MappingProxyType
+
+    chats = [to_openai(thread) for thread in generate_threads(12, seed=8)]
+    runs = [{"id": f"r{i}", "messages": chat} for i, chat in enumerate(chats)]
+    expected = vthread.scan(runs, format="auto")
+    assert expected.names.count(None) >= 6
+    odd = [UserDict(runs[0]), MappingProxyType({"id": "r1", "messages": tuple(
+        UserDict(m) for m in chats[1])}), *runs[2:]]
+    before = repr(odd)
+    for format_ in ("auto", "openai"):
+        got = vthread.scan(odd, format=format_)
+        assert [got.record(i) for i in range(len(got))] == [
+            expected.record(i) for i in range(len(expected))], format_
+    assert repr(odd) == before
+    for run_ in odd[:2]:
+        assert vthread.describe_thread_cycle(run_, format="auto") == (
+            vthread.describe_thread_cycle(runs[0 if run_ is odd[0] else 1], format="auto"))
+
+
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs are not beside the "
                     "repository")
 def test_published_mini_swe_agent_runs_as_objects_get_the_cli_records(

@@ -253,7 +253,7 @@ def native_threads(threads: Sequence[Any], format_: str
     sources: list[list[int] | None] = []
     for index, thread in enumerate(threads):
         if isinstance(thread, Mapping):
-            found = read_run(dict(thread), format_)
+            found = read_run(_as_parsed_run(thread), format_)
             if isinstance(found, str):
                 raise ValueError(f"thread {index}: {found}")
             native.append(found[1])
@@ -275,11 +275,31 @@ def native_threads(threads: Sequence[Any], format_: str
     return native, sources
 
 
+def _as_parsed_run(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A run object given in Python as ``json.loads`` would have made it, for
+    :func:`read_run`: a ``dict``, its messages (under the first known key it holds) a
+    ``list`` of ``dict`` where they are another sequence of other mappings (a ``UserDict``, a
+    tuple). The caller's objects are not changed; messages that are no mapping stay, for
+    ``read_run`` to name."""
+    parsed = dict(run)
+    key = next((k for k in MESSAGES_KEYS if k in parsed), None)
+    if key is None:
+        return parsed
+    messages = parsed[key]
+    if (isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, bytearray))
+            and (type(messages) is not list or any(type(m) is not dict for m in messages))):
+        parsed[key] = [dict(m) if isinstance(m, Mapping) and type(m) is not dict else m
+                       for m in messages]
+    return parsed
+
+
 def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
     """The format the first threads with messages agree on (``vthread scan``'s detection)."""
     from vthread.adapters import agreed_format
 
-    values = (list(thread) if isinstance(thread, Sequence) else thread for thread in threads)
+    values = (_as_parsed_run(thread) if isinstance(thread, Mapping)
+              else list(thread) if isinstance(thread, Sequence) else thread
+              for thread in threads)
     return agreed_format(*evidence_of(values, DETECT_THREADS), "thread", "the threads",
                          "pass format=")
 
