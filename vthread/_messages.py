@@ -17,7 +17,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeAlias, cast
 
 import numpy as np
 
@@ -83,6 +83,11 @@ def check_messages(messages: object) -> list[Message]:
                 f"messages[{index}] must be a mapping, got {type(message).__name__}"
             )
     return thread
+
+
+MessagesOrRun: TypeAlias = "Sequence[Any] | Mapping[str, Any]"
+"""A thread as the public functions take it: its messages, or, with ``format=`` other than
+native, a run object holding them (``{"id": ..., "messages": [...]}``, as a JSONL line)."""
 
 
 def as_thread(messages: object) -> object:

@@ -9,8 +9,7 @@ object) from, or ``"auto"``; chat messages passed as native ones are warned abou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
-from vthread._messages import as_thread
+from vthread._messages import MessagesOrRun, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
 from vthread.documents import chat_like, warn_if_chat
 from vthread.volatile import volatile_masked
@@ -47,7 +46,7 @@ def _columns(messages: object, options: CycleOptions) -> Columns:
         raise TypeError(str(error).removeprefix("thread 0: ")) from None
 
 
-def _native(messages: Sequence[Any], format: str, stacklevel: int) -> Any:
+def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     """``messages`` as native messages: translated from ``format`` (or a run object read, as
     :func:`vthread.scan` reads one), or, as given when native, warned about when they look
     like chat messages (every such thread would loop). ``stacklevel``: where the warning
@@ -56,7 +55,7 @@ def _native(messages: Sequence[Any], format: str, stacklevel: int) -> Any:
         from vthread.documents import native_messages
 
         return native_messages(as_thread(messages), format)[0]
-    if type(messages) in (list, tuple) and messages and chat_like(messages[0]):
+    if type(messages) in (list, tuple) and messages and chat_like(cast("list[Any]", messages)[0]):
         warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages
 
@@ -67,7 +66,7 @@ def _text_run(columns: Columns) -> bool:
 
 
 def has_repeated_suffix(
-    messages: Sequence[Any],
+    messages: MessagesOrRun,
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -94,7 +93,7 @@ def has_repeated_suffix(
 
 
 def has_repeated_activity_tail(
-    messages: Sequence[Any],
+    messages: MessagesOrRun,
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -124,7 +123,7 @@ def has_repeated_activity_tail(
 
 
 def has_repeated_result_run(
-    messages: Sequence[Any],
+    messages: MessagesOrRun,
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -153,7 +152,7 @@ def has_repeated_result_run(
 
 
 def describe_thread_cycle(
-    messages: Sequence[Any],
+    messages: MessagesOrRun,
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -178,7 +177,7 @@ def describe_thread_cycle(
     ), mask_volatile, format, stacklevel=3)
 
 
-def _described(messages: Sequence[Any], options: CycleOptions, mask_volatile: bool,
+def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bool,
                format: str, stacklevel: int) -> str | None:
     """:func:`describe_thread_cycle` with its options resolved; ``stacklevel``: where a
     warning points (the caller of the public function)."""
@@ -194,7 +193,7 @@ def _described(messages: Sequence[Any], options: CycleOptions, mask_volatile: bo
 
 
 def is_thread_cyclic(
-    messages: Sequence[Any],
+    messages: MessagesOrRun,
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,

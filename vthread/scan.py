@@ -38,6 +38,7 @@ from vthread._heuristics import (
 from vthread._messages import (
     ABSENT,
     Activity,
+    MessagesOrRun,
     as_thread,
     parse_activity,
     token_total,
@@ -652,7 +653,7 @@ def _scan_parallel(
 
 
 def scan(
-    threads: Iterable[Sequence[Any]],
+    threads: Iterable[MessagesOrRun],
     *,
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
