@@ -172,6 +172,43 @@ def test_every_text_type_and_a_sliced_table(kind: str) -> None:
     assert _rows(arrow.scan_arrow(table)) == _expected(runs[5:35])
 
 
+def test_a_dictionary_encoded_column_is_read_as_its_text() -> None:
+    """A dictionary-encoded text column (a Parquet column read with read_dictionary, a
+    pandas or polars categorical) answers as the plain column; each row was an error
+    calling the JSON text a string."""
+    runs = generate_threads(40, seed=11)
+    encoded = pa.chunked_array([_json_column(runs[:15]).dictionary_encode(),
+                                _json_column(runs[15:]).dictionary_encode()])
+    table = pa.table({"messages": encoded})
+    assert _rows(arrow.scan_arrow(table)) == _expected(runs)
+    assert _rows(arrow.scan_arrow(table, format="native")) == _expected(runs)
+
+
+def test_a_map_field_is_read_as_an_object() -> None:
+    """Tool arguments stored as an Arrow map are the JSON object they stand for: the same
+    loop's signature and excerpt as from JSON text (a map was read as a list of pairs);
+    of a key given twice, the last value counts, as JSON.parse keeps it."""
+    arguments = pa.map_(pa.string(), pa.string())
+    function = pa.struct([("name", pa.string()), ("arguments", arguments)])
+    message = pa.struct([("type", pa.string()), ("text", pa.string()), ("meta", pa.struct(
+        [("activity", pa.struct([("type", pa.string()), ("function", function)]))]))])
+
+    def call(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        return {"type": "activity", "text": None, "meta": {"activity": {
+            "type": "request", "function": {"name": "lookup", "arguments": pairs}}}}
+
+    ask = {"type": "user", "text": "find it", "meta": None}
+    stored = [[ask, *[call([("q", "1"), ("page", "2")])] * 4],
+              [ask, *[call([("q", "0"), ("q", "1"), ("page", "2")])] * 4]]
+    table = pa.table({"messages": pa.array(stored, type=pa.list_(message))})
+    as_json = [[{"type": "user", "text": "find it"}, *[{"type": "activity", "meta": {
+        "activity": {"type": "request", "function": {
+            "name": "lookup", "arguments": {"q": "1", "page": "2"}}}}}] * 4]] * 2
+    got = _rows(arrow.scan_arrow(table))
+    assert got == _expected(as_json)
+    assert got[0]["verdict"] is not None and '"q":"1"' in got[0]["excerpt"]
+
+
 def test_chunked_columns_and_record_batches() -> None:
     """A column of several chunks, a RecordBatch and a C-stream exporter answer alike."""
     runs = generate_threads(30, seed=9)

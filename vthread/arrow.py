@@ -110,8 +110,8 @@ def scan_arrow(
     [None, 'repeated_suffix']
     """
     table = _as_table(data)
-    column = table.column(messages_column(table.column_names, messages, "the table",
-                                          "messages="))
+    column = decoded(table.column(messages_column(table.column_names, messages, "the table",
+                                                  "messages=")))
     keywords = checked_arguments(format, mask_volatile, anywhere,
                                  min_repetitions=min_repetitions,
                                  min_pattern_length=min_pattern_length,
@@ -132,6 +132,7 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     worker's batch, whose format was chosen once for the dataset)."""
     import pyarrow as pa
 
+    column = decoded(column)
     rows: list[dict[str, list[Any]]] = []
     # Rows parsed into Python objects (a slice Python reads, a row that may loop) hold no
     # cycles; the collector walking them again and again cost more than the parse (measured:
@@ -175,6 +176,18 @@ def _as_table(data: Any) -> pa.Table:
         return pa.table(data)
     raise TypeError("data must be a pyarrow Table or RecordBatch, or export the Arrow C "
                     f"stream interface; got {type(data).__name__}")
+
+
+def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` with a dictionary-encoded type (a Parquet column read with
+    ``read_dictionary``, a pandas categorical, a polars ``Categorical``, a DuckDB enum) as
+    its plain values: JSON text stays text to read, not a string value in a run's place."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return column
+    return pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks],
+                            type=column.type.value_type)
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -253,7 +266,39 @@ def _python_values(array: pa.Array) -> list[Any]:
                 out.append(_BadRow(f"not valid JSON: {error}"))
         return out
     return [_BadRow("messages is null") if item is None else _without_nulls(item)
-            for item in array.to_pylist()]
+            for item in _structs_as_python(array)]
+
+
+def _structs_as_python(array: pa.Array) -> list[Any]:
+    """The rows of a nested column as Python values, an Arrow ``map`` as a dict (a JSON
+    object, as it would be written in JSON text: ``to_pylist`` alone gives a list of
+    (key, value) pairs, and a run's signature would depend on how it was stored); of keys
+    given twice, the last value is kept, as ``JSON.parse`` keeps it."""
+    import warnings
+
+    if not _holds_a_map(array.type):
+        # pyarrow's conversion of maps aborts the process on a type nested thousands deep,
+        # where the plain one raises RecursionError (the row's error).
+        plain: list[Any] = array.to_pylist()
+        return plain
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
+        values: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
+    return values
+
+
+def _holds_a_map(kind: pa.DataType) -> bool:
+    """Whether an Arrow type is or holds a ``map`` (walked without recursion: a type may be
+    nested thousands deep)."""
+    import pyarrow as pa
+
+    pending = [kind]
+    while pending:
+        kind = pending.pop()
+        if pa.types.is_map(kind):
+            return True
+        pending.extend(kind.field(i).type for i in range(kind.num_fields))
+    return False
 
 
 class _BadRow:

@@ -15,7 +15,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Final
 
-from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, scan_column
+from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, decoded, scan_column
 from vthread.documents import MESSAGES_KEYS, messages_column
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _detect_format(ds: ray.data.Dataset, messages: str) -> str:
             DETECT_ROWS, batch_format="pyarrow")
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
         return "native"
-    return _detect(head.column(messages))
+    return _detect(decoded(head.column(messages)))
 
 
 def _scan_batch(batch: pa.Table, *, messages: str, format: str, keywords: dict[str, Any],
