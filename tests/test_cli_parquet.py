@@ -78,6 +78,34 @@ def test_parquet_records_given_back_are_said_to_be_records(
                    "back)\n")
 
 
+def test_a_categorical_column_and_map_fields_are_read_as_their_json(
+        jsonl: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Parquet file written from a categorical (its runs' text dictionary-encoded) gives
+    the records of the same runs as JSONL, and a tool's arguments stored as a map are the
+    JSON object they stand for (each row was an error, and a map a list of pairs)."""
+    _, from_jsonl = _scan([str(jsonl)], capsys)
+    categorical = tmp_path / "categorical.parquet"
+    texts = pa.array([json.dumps(run) for run in RUNS]).dictionary_encode()
+    pq.write_table(pa.table({"id": [f"r{i}" for i in range(len(RUNS))], "messages": texts}),
+                   categorical)
+    assert pq.read_schema(categorical).field("messages").type == texts.type
+    code, got = _scan([str(categorical)], capsys)
+    assert code == 0 and _without_file(got) == _without_file(from_jsonl)
+
+    function = pa.struct([("name", pa.string()),
+                          ("arguments", pa.map_(pa.string(), pa.string()))])
+    message = pa.struct([("type", pa.string()), ("meta", pa.struct(
+        [("activity", pa.struct([("type", pa.string()), ("function", function)]))]))])
+    call = {"type": "activity", "meta": {"activity": {"type": "request", "function": {
+        "name": "lookup", "arguments": [("q", "1")]}}}}
+    mapped = tmp_path / "mapped.parquet"
+    pq.write_table(pa.table({"messages": pa.array([[call] * 4], type=pa.list_(message))}),
+                   mapped)
+    code, got = _scan([str(mapped)], capsys)
+    assert code == 0 and got[0]["verdict"] == "repeated_suffix"
+    assert got[0]["excerpt"] == 'lookup({"q":"1"})'
+
+
 @pytest.mark.parametrize("source", ["jsonl", "parquet"])
 def test_parquet_out_holds_every_record(source: str, jsonl: Path, parquet: Path,
                                         tmp_path: Path,

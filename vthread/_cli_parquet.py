@@ -99,6 +99,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     done = 0
     for batch in parquet.iter_batches(batch_size=rows, columns=[messages, *id_columns]):
         column = batch.column(messages)
+        if pa.types.is_dictionary(column.type):  # written from a categorical: its text
+            column = column.dictionary_decode()
         text = str(column.type) in ("string", "large_string", "binary", "large_binary",
                                     "string_view", "binary_view")
         ids = [batch.column(name).to_pylist() for name in id_columns]
@@ -130,10 +132,10 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
                                        strict=True):
                 bodies[row] = data[start:end]
             return bodies
-    from vthread.arrow import _without_nulls
+    from vthread.arrow import _structs_as_python, _without_nulls
 
     bodies = []
-    for row, value in enumerate(column.to_pylist()):
+    for row, value in enumerate(column.to_pylist() if text else _structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
         elif text:
