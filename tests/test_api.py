@@ -175,8 +175,34 @@ def test_small_batch_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_scan_rejects_bad_jobs() -> None:
     """jobs must be a positive integer."""
-    with pytest.raises(ValueError, match="jobs"):
+    with pytest.raises(ValueError, match="jobs must be a positive integer, got 0"):
         vthread.scan([], jobs=0)
+
+
+@pytest.mark.parametrize(("keywords", "said"), [
+    ({"jobs": "2"}, "jobs must be a positive integer, got str"),
+    ({"jobs": None}, "jobs must be a positive integer, got NoneType"),
+    ({"jobs": 2.0}, "jobs must be a positive integer, got float"),
+    ({"anywhere": "no"}, "anywhere must be a bool, got str"),
+    ({"anywhere": 1}, "anywhere must be a bool, got int"),
+    ({"mask_volatile": None}, "mask_volatile must be a bool, got NoneType"),
+    ({"format": None}, "format must be a str ('auto' or one of native, openai"),
+])
+def test_an_option_of_the_wrong_type_is_a_type_error_naming_it(keywords: dict[str, Any],
+                                                                said: str) -> None:
+    """Options that are no number, flag or name are a TypeError naming the option, also for
+    an empty batch: the string "no" was read as anywhere=True, jobs="2" was a ValueError
+    and format=None a ValueError listing the formats."""
+    thread = [{"type": "user", "text": "hi"}]
+    for threads in ([], [thread]):
+        with pytest.raises(TypeError) as raised:
+            vthread.scan(threads, **keywords)
+        assert str(raised.value).startswith(said)
+    if "format" in keywords:
+        with pytest.raises(TypeError, match="format must be a str"):
+            vthread.describe_thread_cycle(thread, **keywords)
+        with pytest.raises(TypeError, match="format must be a str"):
+            vthread.build_thread(thread, max_tokens=10, **keywords)
 
 
 def test_loop_signature_is_the_same_whatever_the_phase() -> None:

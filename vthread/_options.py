@@ -58,6 +58,24 @@ def shown(value: object) -> str:
         return f"a {type(value).__name__}"
 
 
+def flag(name: str, value: object) -> bool:
+    """A yes-or-no option as given; anything but a bool (a string such as ``"no"`` would
+    read as true) is a TypeError naming it."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def jobs_count(value: object) -> int:
+    """``jobs``: a positive integer; another type is a TypeError, a number below 1 a
+    ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"jobs must be a positive integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"jobs must be a positive integer, got {value}")
+    return value
+
+
 def floor_count(name: str, value: object, default: int, minimum: int) -> int:
     """``Math.max(minimum, Math.floor(value))``, the default standing in for a non-finite value."""
     number = real(name, value)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from vthread._heuristics import core_options, written_lines
-from vthread._options import cycle_options
+from vthread._options import cycle_options, flag
 from vthread.adapters import FORMATS, agreed_format
 from vthread.documents import (
     evidence_of,
@@ -153,9 +153,11 @@ def checked_arguments(format: str, mask_volatile: bool, anywhere: bool,
     """The cycle ``options`` of a scan of Arrow rows, once every argument is checked: a bad
     one is an error before any row is read (with Ray, before any worker starts)."""
     cycle_options(**options)
-    for name, flag in (("mask_volatile", mask_volatile), ("anywhere", anywhere)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    flag("mask_volatile", mask_volatile)
+    flag("anywhere", anywhere)
+    if not isinstance(format, str):
+        raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
+                        f"{type(format).__name__}")
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
                          f"got {format!r}")

@@ -15,7 +15,7 @@ from vthread._messages import (
     token_figure,
     tool_pairs,
 )
-from vthread._options import shown
+from vthread._options import flag, shown
 from vthread.documents import chat_like, native_messages, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
@@ -105,9 +105,8 @@ def build_thread(
     read = _core.own_token_costs(messages) if messages.__class__ is list else None
     thread = list(messages) if read is not None else check_messages(messages)
     view = _MessageView(thread, format)
-    for name, flag in (("keep_system", keep_system), ("pair_safe", pair_safe)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    flag("keep_system", keep_system)
+    flag("pair_safe", pair_safe)
     if start_on is not None and not isinstance(start_on, str):
         raise TypeError(f"start_on must be a message type (a str) or None, got "
                         f"{type(start_on).__name__}")

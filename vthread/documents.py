@@ -242,6 +242,9 @@ def native_threads(threads: Sequence[Any], format_: str
     """
     from vthread.adapters import FORMATS, to_native_with_sources
 
+    if not isinstance(format_, str):
+        raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
+                        f"{type(format_).__name__}")
     if format_ == "auto":
         format_ = _batch_format(threads)
     elif format_ not in FORMATS:

@@ -45,7 +45,7 @@ from vthread._messages import (
     usage_tokens,
 )
 from vthread._on_demand import OnDemand
-from vthread._options import CycleOptions, cycle_options
+from vthread._options import CycleOptions, cycle_options, flag, jobs_count
 from vthread.fingerprint import message_fingerprint
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
@@ -703,8 +703,8 @@ def scan(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    jobs = jobs_count(jobs)
+    anywhere = flag("anywhere", anywhere)
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
     sources = None

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from vthread import _core
+from vthread._options import flag
 
 __all__ = ["mask_text", "masked_thread", "volatile_masked"]
 
@@ -195,9 +196,7 @@ def volatile_masked(messages: Any, mask_volatile: bool) -> Any:
     """``masked_thread(messages)`` when ``mask_volatile`` is True and ``messages`` is a
     sequence, else ``messages`` untouched (a bad thread is then named by the usual checks);
     a ``mask_volatile`` that is not a bool is a TypeError."""
-    if not isinstance(mask_volatile, bool):
-        raise TypeError(f"mask_volatile must be a bool, got {type(mask_volatile).__name__}")
-    if not mask_volatile or isinstance(messages, (str, bytes, Mapping)) or not isinstance(
-            messages, Sequence):
+    if (not flag("mask_volatile", mask_volatile)
+            or isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence)):
         return messages
     return masked_thread(messages)
