@@ -1,6 +1,7 @@
 //! Python bindings of the guard: `GuardCore` (the base class of `vthread.Guard`), bytes fed
 //! straight from a pipe for `vthread guard`, and `scan_texts` over many texts on every core.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -205,10 +206,60 @@ impl GuardCore {
     }
 
     /// Feed raw bytes as UTF-8 (bytes that are not UTF-8 become lone surrogates, as Python's
-    /// `surrogateescape` decodes them; a sequence cut at the end waits for the next call).
-    /// None, or (bytes of `data` up to the end of the tripping word, code points decoded
-    /// before that point over all calls).
-    fn push_bytes(&mut self, data: &[u8]) -> Option<(usize, u64)> {
+    /// `surrogateescape` decodes them; a sequence cut at the end waits for the next call):
+    /// `bytes`, or any object holding bytes (a `bytearray` filled by `readinto`, a
+    /// `memoryview`), read as it is at the call. None, or (bytes of `data` up to the end of
+    /// the tripping word, code points decoded before that point over all calls).
+    fn push_bytes(&mut self, data: &Bound<'_, PyAny>) -> PyResult<Option<(usize, u64)>> {
+        if let Ok(bytes) = data.cast::<PyBytes>() {
+            return Ok(self.push_byte_slice(bytes.as_bytes()));
+        }
+        let Ok(buffer) = PyBuffer::<u8>::get(data) else {
+            return Err(PyTypeError::new_err(format!(
+                "push_bytes takes bytes or an object holding bytes (a bytearray, a \
+                 memoryview), got {}",
+                data.get_type().name()?
+            )));
+        };
+        let copied = buffer.to_vec(data.py())?;
+        Ok(self.push_byte_slice(&copied))
+    }
+
+    /// The resolved options (`vthread.guard.GuardOptions`).
+    #[getter]
+    fn options(&self, py: Python<'_>) -> Py<PyAny> {
+        self.options.clone_ref(py)
+    }
+
+    /// None until the guard trips, then why it tripped (the first trip's reason).
+    #[getter]
+    fn reason(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if let Some(reason) = &self.reason {
+            return Ok(Some(reason.clone_ref(py)));
+        }
+        let Some(reason) = self.guard.reason() else {
+            return Ok(None);
+        };
+        let object = reason_object(py, reason)?.unbind();
+        self.reason = Some(object.clone_ref(py));
+        Ok(Some(object))
+    }
+
+    /// The index in the tripping push just past the word that tripped the guard.
+    #[getter]
+    fn trip_offset(&self) -> Option<usize> {
+        self.trip_offset
+    }
+
+    /// Test hook: keep only `bits` bits of every hash, so that collisions are common.
+    fn _set_hash_bits(&mut self, bits: u32) {
+        self.guard.set_hash_bits(bits);
+    }
+}
+
+impl GuardCore {
+    /// `push_bytes` of the bytes themselves.
+    fn push_byte_slice(&mut self, data: &[u8]) -> Option<(usize, u64)> {
         if self.guard.tripped() || data.is_empty() {
             return None;
         }
@@ -264,37 +315,6 @@ impl GuardCore {
         self.decoded += codes.len() as u64;
         self.codes = codes;
         result
-    }
-
-    /// The resolved options (`vthread.guard.GuardOptions`).
-    #[getter]
-    fn options(&self, py: Python<'_>) -> Py<PyAny> {
-        self.options.clone_ref(py)
-    }
-
-    /// None until the guard trips, then why it tripped (the first trip's reason).
-    #[getter]
-    fn reason(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if let Some(reason) = &self.reason {
-            return Ok(Some(reason.clone_ref(py)));
-        }
-        let Some(reason) = self.guard.reason() else {
-            return Ok(None);
-        };
-        let object = reason_object(py, reason)?.unbind();
-        self.reason = Some(object.clone_ref(py));
-        Ok(Some(object))
-    }
-
-    /// The index in the tripping push just past the word that tripped the guard.
-    #[getter]
-    fn trip_offset(&self) -> Option<usize> {
-        self.trip_offset
-    }
-
-    /// Test hook: keep only `bits` bits of every hash, so that collisions are common.
-    fn _set_hash_bits(&mut self, bits: u32) {
-        self.guard.set_hash_bits(bits);
     }
 }
 

@@ -351,9 +351,10 @@ raw_pieces = st.lists(
 @given(data=st.data(), options=guard_option_values())
 def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict[str, Any]) -> None:
     """Raw bytes cut anywhere (inside characters, invalid bytes included) fed to
-    ``push_bytes`` answer as Python's incremental ``surrogateescape`` decoder feeding
-    ``push`` with each read's text: same trip, same reason, and the returned byte and
-    character offsets point just past the tripping word."""
+    ``push_bytes`` (as bytes, a bytearray or a memoryview) answer as Python's incremental
+    ``surrogateescape`` decoder feeding ``push`` with each read's text: same trip, same
+    reason, and the returned byte and character offsets point just past the tripping
+    word."""
     import codecs
 
     parts = data.draw(raw_pieces)
@@ -373,11 +374,32 @@ def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict
             through = len(text[:offset].encode("utf-8", "surrogateescape")) - held
             expected = (through, fed + offset)
         fed += len(text)
-        assert raw.push_bytes(read) == expected
+        holder = data.draw(st.sampled_from([bytes, bytearray, memoryview]))
+        assert raw.push_bytes(holder(read)) == expected
         same_reason(raw.reason, None if decoded.reason is None else ref.ReferenceReason(
             **dataclasses.asdict(decoded.reason)))
         if expected is not None:
             break
+
+
+def test_push_bytes_takes_what_holds_bytes_and_names_what_does_not() -> None:
+    """A bytearray filled by readinto, or a memoryview of part of one, is read as the bytes
+    it holds at the call; a str or an array of wider items is a TypeError naming its type."""
+    import array
+
+    stream = b"Let me check the logs again. " * 20
+    expected = Guard().push_bytes(stream)
+    assert expected is not None
+    assert Guard().push_bytes(bytearray(stream)) == expected
+    held, plain = Guard(), Guard()
+    buffer = bytearray(stream)
+    assert held.push_bytes(memoryview(buffer)[:7]) == plain.push_bytes(stream[:7]) is None
+    buffer[:7] = b"x" * 7  # changed after the call: the guard kept nothing of it
+    assert held.push_bytes(memoryview(buffer)[7:]) == plain.push_bytes(stream[7:]) is not None
+    for wrong, name in (("spam", "str"), ([1, 2], "list"), (array.array("i", [1]), "array")):
+        with pytest.raises(TypeError, match=f"push_bytes takes bytes or an object holding "
+                           f"bytes .*, got {name}"):
+            Guard().push_bytes(wrong)  # type: ignore[arg-type]
 
 
 def test_a_long_push_lets_other_threads_run() -> None:
