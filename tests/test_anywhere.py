@@ -308,14 +308,19 @@ def test_longest_period_searched() -> None:
 
 
 def test_defaults_unchanged_and_results_concatenate() -> None:
-    """anywhere=False returns no loops; concatenation keeps per-thread loops in order."""
+    """anywhere=False returns no loops; concatenation keeps per-thread loops in order, and
+    refuses parts of scans that looked differently (one part's loops were dropped)."""
     loop = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3, said("done")]
     plain = scan([loop])
     assert plain.loops is None and "loops" not in plain.record(0)
     parts = [scan([loop], anywhere=True), scan([[said("hi")]], anywhere=True)]
     joined = ScanResult.concatenate(parts)
     assert joined.loops is not None and len(joined.loops[0]) == 1 and joined.loops[1] == []
-    assert ScanResult.concatenate([plain, parts[0]]).loops is None
+    assert ScanResult.concatenate([plain, plain]).loops is None
+    for mixed, said_ in (([plain, parts[0]], "part 1 is of a scan with anywhere=True, part 0"),
+                         ([parts[0], plain], "part 0 is of a scan with anywhere=True, part 1")):
+        with pytest.raises(ValueError, match=said_):
+            ScanResult.concatenate(mixed)
 
 
 def test_masked_volatile_values_compose() -> None:

@@ -133,9 +133,16 @@ class ScanResult:
 
     @classmethod
     def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
-        """One result from several, rows in order (how chunks and jobs are stitched)."""
+        """One result from several, rows in order (how chunks and jobs are stitched). Parts
+        of scans that looked for loops differently (``anywhere=True`` and not) are a
+        ValueError: their rows do not mean the same, and one part's loops would be lost."""
         if not parts:
             return _empty()
+        anywhere = [part.loops is not None for part in parts]
+        if any(anywhere) and not all(anywhere):
+            raise ValueError(f"part {anywhere.index(True)} is of a scan with anywhere=True, part "
+                             f"{anywhere.index(False)} of one without: their rows do not "
+                             "mean the same")
         return cls(
             names=[name for part in parts for name in part.names],
             codes=np.concatenate([p.codes for p in parts]),
@@ -147,7 +154,7 @@ class ScanResult:
             signature=np.concatenate([p.signature for p in parts]),
             excerpt=[text for part in parts for text in part.excerpt],
             messages=np.concatenate([p.messages for p in parts]),
-            loops=(None if any(p.loops is None for p in parts)
+            loops=(None if not anywhere[0]
                    else [loops for part in parts for loops in part.loops or []]),
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
