@@ -72,6 +72,19 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
         vthread.describe_thread_cycle(native[0])
         assert vthread.scan(chat, format="openai").names != ["repeated_suffix"] * 20
         assert vthread.is_thread_cyclic(chat[0], format="auto") is False
+        vthread.scan(native, format="auto")
+        vthread.scan([*chat[:3], {"id": "r", "messages": chat[3]}], format="auto")
+    # "auto" finding the batch native by its first threads: a chat thread among them that
+    # fits no format (a message without a role) is read as native, which is said, with
+    # other advice than the above.
+    roleless = [{"role": "user", "content": "look"}, {"content": "x"}] * 2
+    mixed = [native[0], roleless, native[2]]
+    with pytest.warns(UserWarning, match=r'thread 1\'s messages have a "role" \(chat '
+                      r'messages\): read as native ones, .* format="auto" read the batch as '
+                      r"native, as its first threads are: scan these apart, or pass"):
+        got = vthread.scan(mixed, format="auto")
+    with pytest.warns(UserWarning, match='pass format="auto"'):
+        assert got.names == vthread.scan(mixed, format="native").names
 
 
 HEURISTIC_FUNCTIONS = {"repeated_suffix": vthread.has_repeated_suffix,

@@ -395,13 +395,21 @@ _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tell
                              "so such a thread looks like a loop")
 
 
+_PASS_A_FORMAT: Final = 'pass format="auto" (or the format\'s name) to translate them'
+"""What to do about chat messages read as native when the caller gave no format."""
+DETECTED_NATIVE: Final = ("format=\"auto\" read the batch as native, as its first threads "
+                          "are: scan these apart, or pass their format's name")
+"""The same when ``format="auto"`` found the batch native by its other threads."""
+
+
 def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
-                 what: str = _LOOKS_LIKE_A_LOOP) -> None:
+                 what: str = _LOOKS_LIKE_A_LOOP, advice: str = _PASS_A_FORMAT) -> None:
     """Warn when one of the first :data:`DETECT_THREADS` threads, to be read as native
     messages, is chat (:func:`chat_like`): by default, that its messages are alike to the
     heuristics, so it looks like a loop; ``what``: what reading them as native costs the
-    caller instead (a clause after "read as native ones, they"). ``one``: the threads are
-    one caller's thread (the warning says "the messages"). O(1) per thread."""
+    caller instead (a clause after "read as native ones, they"); ``advice``: what to do
+    about it. ``one``: the threads are one caller's thread (the warning says "the
+    messages"). O(1) per thread."""
     for index, thread in enumerate(threads[:DETECT_THREADS]):
         if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
             import warnings
@@ -412,9 +420,8 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             else:
                 what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" '
                                  'with a "call_id")')
-            warnings.warn(
-                f"{what_they_are}: read as native ones, they {what}; pass format=\"auto\" "
-                "(or the format's name) to translate them", stacklevel=stacklevel + 1)
+            warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
+                          stacklevel=stacklevel + 1)
             return
 
 

@@ -721,6 +721,12 @@ def scan(
         given = batch_threads
         translated, sources = native_threads(batch_threads, format)
         batch_threads = list(translated)
+        if format == "auto" and (sources is None or not any(sources)):
+            from vthread.documents import DETECTED_NATIVE, warn_if_chat
+
+            # Detection found native messages first: a chat thread further on fits no
+            # format, and read as native would look like a loop.
+            warn_if_chat(batch_threads, stacklevel=2, advice=DETECTED_NATIVE)
     else:
         from vthread.documents import run_messages, warn_if_chat
 
