@@ -136,6 +136,15 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
     for one_thread in (vthread.describe_thread_cycle, vthread.has_repeated_suffix):
         with pytest.raises(ValueError, match=r"^openai format: message 0: content must be"):
             one_thread(bad, format="openai")  # one thread's error names no thread
+    # A message that is no mapping is named as with no format given, not taken for a
+    # format that cannot be told.
+    with pytest.raises(TypeError, match=r"^thread 1: messages\[1\] must be a mapping, got "
+                       "NoneType$"):
+        vthread.scan([[], [native[0], None]], format="auto")
+    with pytest.raises(TypeError, match=r"^thread 0: messages\[1\] must be a mapping, got int"):
+        vthread.scan([{"id": "r", "messages": [chat[0], 3]}], format="auto")
+    with pytest.raises(TypeError, match=r"^messages\[1\] must be a mapping, got NoneType$"):
+        vthread.describe_thread_cycle([chat[0], None], format="auto")
     assert vthread.scan([], format="auto").names == []
     assert vthread.scan([[]], format="auto").names == [None]
 

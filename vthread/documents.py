@@ -303,8 +303,18 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
     values = (_as_parsed_run(thread) if isinstance(thread, Mapping)
               else list(thread) if isinstance(thread, Sequence) else thread
               for thread in threads)
-    return agreed_format(*evidence_of(values, DETECT_THREADS), "thread", "the threads",
-                         "pass format=")
+    evidence, unknown = evidence_of(values, DETECT_THREADS)
+    if not evidence and unknown is not None:
+        # A thread whose messages are in no format because one is no message at all: that
+        # is what to say, not that the format cannot be told.
+        thread = threads[unknown]
+        messages = run_messages(thread) if isinstance(thread, Mapping) else thread
+        if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)):
+            for index, message in enumerate(messages):
+                if not isinstance(message, Mapping):
+                    raise TypeError(f"thread {unknown}: messages[{index}] must be a mapping, "
+                                    f"got {type(message).__name__}")
+    return agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
 
 
 def evidence_of(values: Iterable[Any], most: int,
