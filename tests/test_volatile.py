@@ -154,6 +154,35 @@ def test_masked_answers_are_the_answers_on_the_masked_copy(thread: list[Any]) ->
             == vthread.scan([masked]).record(0))
 
 
+def test_in_a_chat_format_masking_is_of_the_translated_messages() -> None:
+    """With format=F, mask_volatile=True answers as the plain call on the masked native
+    translation (the identity api.md states); masking the chat messages themselves would
+    leave an OpenAI content, which is no native text, as it is."""
+    from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
+    from vthread.adapters import to_native
+
+    poll = [{"role": "user", "content": "is the job done?"}]
+    for second in range(4):
+        poll += [{"role": "assistant", "content": None, "tool_calls": [{
+                     "id": f"c{second}", "type": "function",
+                     "function": {"name": "status", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": f"c{second}",
+                  "content": f"pending at 2024-05-01T10:00:0{second}Z"}]
+    assert vthread.describe_thread_cycle(poll, format="openai") is None
+    chats = [("openai", poll)] + [
+        (name, convert(thread)) for thread in generate_threads(12, seed=21)
+        for name, convert in (("openai", to_openai), ("anthropic", to_anthropic),
+                              ("responses", to_responses))]
+    for name, chat in chats:
+        masked = vthread.masked_thread(to_native(chat, name))
+        for function_name in CYCLE_FUNCTIONS:
+            function = getattr(vthread, function_name)
+            assert function(chat, format=name, mask_volatile=True) == function(masked), (
+                function_name, name)
+    assert vthread.describe_thread_cycle(poll, format="openai", mask_volatile=True) == (
+        "repeated_suffix")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_masking_is_idempotent(text: str) -> None:
