@@ -117,6 +117,14 @@ def test_inspect_log_scanned(inspect_logs: dict[str, Path], suffix: str,
         for _ in range(5) for kind in ("request", "response")]
     assert [m.get("usage") for m in threads["stuck/1"] if m["type"] == "bot"] == [
         {"tokens": t} for t in (10, 11, 12, 13, 14, 4)]
+    # The in-process route api.md gives for the CLI's records: the same, id by id.
+    import vthread
+
+    found = vthread.scan([{"id": i, "messages": chat} for i, chat in chats.items()],
+                         format="openai")
+    assert {record["id"]: record for record in found} == {
+        ident: {k: v for k, v in record.items() if k not in ("file", "line")}
+        for ident, record in got.items()}
 
 
 def test_inspect_log_without_inspect_ai(tmp_path: Path,
