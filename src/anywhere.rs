@@ -16,7 +16,7 @@
 use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::columns::parse_activity;
+use crate::columns::{parse_activity, Activity};
 use crate::node::{absent_screen, Key, Node};
 use crate::suffix::masked;
 use crate::textrun::{self, CodePoints, TextRunOptions};
@@ -95,31 +95,16 @@ impl MessageColumns {
                     ^ meta_screen
             };
             self.screens.push(masked(mix(text_screen)));
-            let mut may_fail = false;
-            let role = match &kind {
-                Some(value) if value.is_text("activity") => match parse_activity(message)? {
-                    // A "think" tool is a scratchpad (tau-bench's, Anthropic's): reasoning.
-                    Some(activity) if activity.name.is_text(THINK) => OTHER,
-                    Some(activity) if activity.kind.is_text("request") => REQUEST,
-                    Some(activity) if activity.kind.is_text("response") => {
-                        may_fail = activity
-                            .result
-                            .as_ref()
-                            .is_some_and(Node::may_begin_an_error)
-                            || flagged_error(meta.as_ref())?;
-                        RESPONSE
-                    }
-                    _ => OTHER,
-                },
-                Some(value) if value.is_text("user") => USER,
-                Some(value)
-                    if value.is_text("system")
-                        || value.is_text("reasoning")
-                        || value.is_text("tool") =>
-                {
-                    OTHER
+            let (role, activity) = role_and_activity(message, kind.as_ref())?;
+            let may_fail = match activity {
+                Some(activity) if role == RESPONSE => {
+                    activity
+                        .result
+                        .as_ref()
+                        .is_some_and(Node::may_begin_an_error)
+                        || flagged_error(meta.as_ref())?
                 }
-                _ => AGENT,
+                _ => false,
             };
             // A text without digits is its own number-blind form: its exact screen serves
             // (folding keeps whether a text has digits, so it never equals one that has).
@@ -157,6 +142,30 @@ impl MessageColumns {
         self.text_rows
             .extend(other.text_rows.iter().map(|row| row + rows));
     }
+}
+
+/// A message's role (`vthread.anywhere._role`), given its `type` (`kind`), with its tool
+/// call or result when it is one.
+pub fn role_and_activity<N: Node>(
+    message: &N,
+    kind: Option<&N>,
+) -> PyResult<(i8, Option<Activity<N>>)> {
+    Ok(match kind {
+        Some(value) if value.is_text("activity") => match parse_activity(message)? {
+            // A "think" tool is a scratchpad (tau-bench's, Anthropic's): reasoning.
+            Some(activity) if activity.name.is_text(THINK) => (OTHER, None),
+            Some(activity) if activity.kind.is_text("request") => (REQUEST, Some(activity)),
+            Some(activity) if activity.kind.is_text("response") => (RESPONSE, Some(activity)),
+            _ => (OTHER, None),
+        },
+        Some(value) if value.is_text("user") => (USER, None),
+        Some(value)
+            if value.is_text("system") || value.is_text("reasoning") || value.is_text("tool") =>
+        {
+            (OTHER, None)
+        }
+        _ => (AGENT, None),
+    })
 }
 
 /// Whether a text's prose runs away (`textrun::has_repeated_text_run` of `prose`).

@@ -825,6 +825,91 @@ fn tuple_repr(items: &[String]) -> Result<String, Declined> {
     Ok(format!("({})", items.join(", ")))
 }
 
+// ------------------------------------------------------------------ loops found anywhere
+
+/// `vthread.anywhere`'s kind of a loop that is a repeating block of every message (its other
+/// kinds leave the agent's own messages out of the signature and excerpt).
+const BLOCK: u8 = 1;
+/// `vthread.anywhere`'s kind of a runaway text, whose record Python makes.
+const TEXT: u8 = 4;
+
+/// A loop found anywhere in a thread (`vthread.anywhere.Loop`): messages `start..end`,
+/// repeating every `period` messages, of kind `kind`.
+#[derive(Clone, Copy, Debug)]
+pub struct FoundAnywhere {
+    pub start: usize,
+    pub end: usize,
+    pub period: usize,
+    pub kind: u8,
+}
+
+/// What `vthread.anywhere.loop_records` writes of a loop besides its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnywhereParts {
+    pub signature: u64,
+    pub excerpt: String,
+    /// NaN when no message of the loop carries a usage figure.
+    pub loop_tokens: f64,
+}
+
+/// `vthread.anywhere.loop_records` of one loop, step for step: the signature hashes the
+/// fingerprints of its first block's messages (the agent's own left out unless the loop is
+/// a block of every message) at their least rotation, the excerpt renders those messages
+/// (the whole block when none is left), the tokens are the whole span's. A runaway text,
+/// and a loop outside the thread, are declined (Python's).
+pub fn anywhere_parts<N: Readable>(
+    messages: &[N],
+    found: FoundAnywhere,
+) -> Result<AnywhereParts, Declined> {
+    let FoundAnywhere {
+        start,
+        end,
+        period,
+        kind,
+    } = found;
+    let block_end = start.checked_add(period).ok_or(Declined)?;
+    if !(1..TEXT).contains(&kind) || period == 0 || end > messages.len() || block_end > end {
+        return Err(Declined);
+    }
+    let block = &messages[start..block_end];
+    let mut shown: Vec<&N> = Vec::new();
+    let mut prints: Vec<u64> = Vec::new();
+    let mut key = Vec::new();
+    for message in block {
+        if kind != BLOCK {
+            let role =
+                crate::anywhere::role_and_activity(message, message.field(Key::Type)?.as_ref())?.0;
+            if role == crate::anywhere::AGENT {
+                continue;
+            }
+        }
+        push_message_key(message, &mut key)?;
+        prints.push(xxh3_64(&key));
+        shown.push(message);
+    }
+    let first = if prints.is_empty() {
+        0
+    } else {
+        least_rotation(&prints)
+    };
+    let rotated: Vec<String> = prints[first..]
+        .iter()
+        .chain(&prints[..first])
+        .map(u64::to_string)
+        .collect();
+    let parts = format!("[{}]", rotated.join(", "));
+    let excerpt = if shown.is_empty() {
+        rendered_excerpt(block)?
+    } else {
+        rendered_excerpt(shown)?
+    };
+    Ok(AnywhereParts {
+        signature: xxh3_64_with_seed(parts.as_bytes(), u64::from(kind)),
+        excerpt,
+        loop_tokens: loop_tokens(&messages[start..end])?,
+    })
+}
+
 // --------------------------------------------------------------------------------- tokens
 
 /// `scan._loop_tokens`: the `math.fsum` of the messages' `usage.tokens` figures that count
@@ -981,6 +1066,48 @@ mod tests {
         );
         assert_eq!(attributed.excerpt, "a");
         assert!(attributed.loop_tokens.is_nan());
+    }
+
+    #[test]
+    fn a_loop_found_anywhere_leaves_the_agents_words_out_unless_it_is_a_block() {
+        let line = br#"[{"type":"user","text":"go"},{"type":"bot","text":"again"},
+            {"type":"user","text":"no"},{"type":"bot","text":"again"},{"type":"user","text":"no"}]"#;
+        let tape = Tape::parse(line).expect("plain JSON");
+        let messages: Vec<Value<'_>> = tape.root().children().collect();
+        let found = |kind| FoundAnywhere {
+            start: 1,
+            end: 5,
+            period: 2,
+            kind,
+        };
+        let block = anywhere_parts(&messages, found(BLOCK)).expect("a block");
+        let replies = anywhere_parts(&messages, found(3)).expect("replies");
+        assert_eq!(block.excerpt, "bot: again | user: no");
+        assert_eq!(replies.excerpt, "user: no");
+        assert_ne!(block.signature, replies.signature);
+        assert!(block.loop_tokens.is_nan());
+        // A block of the agent's words alone shows them all, and signs nothing.
+        let agent = FoundAnywhere {
+            start: 1,
+            end: 2,
+            period: 1,
+            kind: 2,
+        };
+        let parts = anywhere_parts(&messages, agent).expect("an action block");
+        assert_eq!(parts.excerpt, "bot: again");
+        assert_eq!(parts.signature, xxh3_64_with_seed(b"[]", 2));
+        // Python's: a runaway text, and spans outside the thread or shorter than a block.
+        for (start, end, period, kind) in
+            [(1, 2, 1, TEXT), (1, 9, 2, 1), (1, 2, 2, 1), (1, 3, 0, 1)]
+        {
+            let found = FoundAnywhere {
+                start,
+                end,
+                period,
+                kind,
+            };
+            assert_eq!(anywhere_parts(&messages, found), Err(Declined));
+        }
     }
 
     #[test]

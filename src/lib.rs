@@ -640,6 +640,75 @@ fn attribute_threads<'py>(
     attributions_dict(threads.py(), &attributed)
 }
 
+/// The record fields `vthread.anywhere.loop_records` writes of loops found anywhere
+/// (`attribution::anywhere_parts`): loop `i` lies in `threads[owners[i]]` (a list or
+/// sequence of message mappings), messages `starts[i]..ends[i]`, repeating every
+/// `periods[i]`, of kind `kinds[i]`. Returns `signature` and `loop_tokens` arrays (NaN: no
+/// figure), `excerpts` (None for a loop declined) and `declined`: the loops left to Python
+/// (a runaway text; a value Python reads otherwise than by its content).
+#[pyfunction]
+fn anywhere_loop_parts<'py>(
+    threads: &Bound<'py, PyList>,
+    owners: Vec<usize>,
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+    periods: Vec<usize>,
+    kinds: Vec<u8>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = threads.py();
+    let count = owners.len();
+    if [starts.len(), ends.len(), periods.len(), kinds.len()] != [count; 4] {
+        return Err(PyValueError::new_err(
+            "owners, starts, ends, periods and kinds must have one entry per loop",
+        ));
+    }
+    if let Some(owner) = owners.iter().find(|&&owner| owner >= threads.len()) {
+        return Err(PyValueError::new_err(format!(
+            "owner {owner} of a batch of {} threads",
+            threads.len()
+        )));
+    }
+    let mut read: Option<(usize, Option<Vec<Bound<'py, PyAny>>>)> = None;
+    let mut parts = Vec::with_capacity(count);
+    for index in 0..count {
+        let owner = owners[index];
+        if read.as_ref().is_none_or(|(row, _)| *row != owner) {
+            let thread = threads.get_item(owner)?;
+            read = Some((owner, threads::python_messages(&thread, owner).ok()));
+        }
+        let found = attribution::FoundAnywhere {
+            start: starts[index],
+            end: ends[index],
+            period: periods[index],
+            kind: kinds[index],
+        };
+        let messages = read.as_ref().and_then(|(_, messages)| messages.as_deref());
+        parts.push(messages.and_then(|messages| attribution::anywhere_parts(messages, found).ok()));
+    }
+    let out = PyDict::new(py);
+    let signatures: Vec<u64> = parts
+        .iter()
+        .map(|p| p.as_ref().map_or(0, |p| p.signature))
+        .collect();
+    out.set_item("signature", signatures.into_pyarray(py))?;
+    let tokens: Vec<f64> = parts
+        .iter()
+        .map(|p| p.as_ref().map_or(f64::NAN, |p| p.loop_tokens))
+        .collect();
+    out.set_item("loop_tokens", tokens.into_pyarray(py))?;
+    let excerpts: Vec<Option<&str>> = parts
+        .iter()
+        .map(|p| p.as_ref().map(|p| p.excerpt.as_str()))
+        .collect();
+    out.set_item("excerpts", excerpts)?;
+    let declined: Vec<i64> = (0..count)
+        .filter(|&i| parts[i].is_none())
+        .map(|i| i as i64)
+        .collect();
+    out.set_item("declined", declined.into_pyarray(py))?;
+    Ok(out)
+}
+
 /// The loops of `count` rows from the heuristics' columns (one entry per row in each, else
 /// a ValueError naming the `rows`).
 fn found_loops(
@@ -972,6 +1041,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(loop_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
+    module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;

@@ -56,6 +56,39 @@ def test_fast_path_equals_the_reference(threads: list[list[dict[str, Any]]]) -> 
     assert [find_loops([t])[0] for t in threads] == expected
 
 
+class _Text(str):
+    """A str subclass: its values are Python's to read (the core declines them)."""
+
+
+ODD_TOUCHES = st.sampled_from([
+    ("usage", {"tokens": 2**70}), ("usage", {"tokens": 1e308}), ("usage", {"tokens": 7}),
+    ("text", _Text("again")), ("meta", {"at": _Text("x")}), ("text", "\ud800 lone"),
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(anywhere_threads(), max_size=4), st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 39), ODD_TOUCHES), max_size=4))
+def test_the_cores_loop_records_are_pythons(threads: list[list[dict[str, Any]]],
+                                            touches: list[tuple[int, int, Any]]) -> None:
+    """The records of loops found anywhere, their signatures, excerpts and token totals made
+    by the core (loop_records_of), equal those made in Python (loop_records), loop for loop:
+    also where a value is Python's to read (a str subclass, a token figure past 64 bits) and
+    the core leaves the loop to Python."""
+    from vthread.anywhere import loop_records, loop_records_of
+    from vthread.scan import _core_canonical
+
+    for thread_index, message_index, (field, value) in touches:
+        if thread_index < len(threads) and message_index < len(threads[thread_index]):
+            message = dict(threads[thread_index][message_index])
+            message[field] = value
+            threads[thread_index][message_index] = message
+    found = find_loops(threads)
+    expected = [loop_records(thread, loops, _core_canonical)
+                for thread, loops in zip(threads, found, strict=True)]
+    assert loop_records_of(threads, found, _core_canonical) == expected
+
+
 TURNS = st.sampled_from([
     said("Let me try."), said("Again."), said("found 2 actions", "user"),
     said("found 13 actions", "user"), said("found two actions", "user"), said("ok", "user"),

@@ -6,6 +6,7 @@ byte for byte, what Python's reading of every line writes, and so does a whole f
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ def test_a_fault_in_the_cores_columns_is_not_hidden(monkeypatch: pytest.MonkeyPa
     def broken(*args: Any) -> Any:
         raise RuntimeError("a fault in the verdict arrays")
 
-    monkeypatch.setattr(cli, "verdicts", broken)
+    monkeypatch.setattr(sys.modules["vthread.scan"], "verdicts", broken)
     with pytest.raises(RuntimeError, match="verdict arrays"):
         cli._scan_chunk_in_core(chunk_task(lines))
 

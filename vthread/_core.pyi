@@ -145,6 +145,12 @@ def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], per
     """The loop attribution of looping native lines (``loop_start``, ``period``,
     ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
     of the lines left to Python (``declined``)."""
+def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int],
+                        ends: list[int], periods: list[int], kinds: list[int]) -> dict[str, Any]:
+    """Signature, excerpt and token total of loops found anywhere (loop ``i`` in
+    ``threads[owners[i]]``) as ``vthread.anywhere.loop_records`` makes them: ``signature``
+    and ``loop_tokens`` arrays (NaN: no figure), ``excerpts`` (None where declined) and the
+    loops left to Python (``declined``)."""
 def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
                       periods: list[int], repetitions: list[int]) -> dict[str, Any]:
     """``attribute_lines`` over Python threads; rows whose values Python reads otherwise

@@ -77,6 +77,7 @@ __all__ = [
     "find_loops_in",
     "find_loops_reference",
     "loop_records",
+    "loop_records_of",
     "loops_in_source",
     "records_in_source",
     "threads_on_demand",
@@ -689,23 +690,68 @@ def loop_records(
     """Each loop as a record with :meth:`vthread.ScanResult.record`'s field names, costliest
     first (known tokens, then messages); spans in source messages when ``in_source`` maps
     them."""
-    records = []
     shown = loops if in_source is None else loops_in_source(loops, in_source)
-    for loop, place in zip(loops, shown, strict=True):
-        figures = [f for f in map(usage_tokens, messages[loop.start : loop.end]) if f is not None]
-        block = messages[loop.start : loop.start + loop.period]
-        records.append({
-            "verdict": LOOP_KINDS[loop.kind - 1],
-            "loop_start": place.start,
-            "period": place.period,
-            "repetitions": loop.repetitions,
-            "loop_messages": place.end - place.start,
-            "loop_tokens": token_total(figures) if figures else None,
-            "signature": f"{_signature(block, loop.kind):016x}",
-            "excerpt": _excerpt(block, loop.kind, encode),
-        })
+    records = [_loop_record(messages, loop, place, encode)
+               for loop, place in zip(loops, shown, strict=True)]
     records.sort(key=_cost, reverse=True)
     return records
+
+
+def _loop_record(messages: Sequence[Mapping[str, Any]], loop: Loop, place: Loop,
+                 encode: Callable[[Any], str]) -> dict[str, Any]:
+    """One loop's record, made in Python (``place``: the loop where the record says it is)."""
+    figures = [f for f in map(usage_tokens, messages[loop.start : loop.end]) if f is not None]
+    block = messages[loop.start : loop.start + loop.period]
+    return _record(loop, place, token_total(figures) if figures else None,
+                   _signature(block, loop.kind), _excerpt(block, loop.kind, encode))
+
+
+def _record(loop: Loop, place: Loop, tokens: float | None, signature: int,
+            excerpt: str) -> dict[str, Any]:
+    return {
+        "verdict": LOOP_KINDS[loop.kind - 1],
+        "loop_start": place.start,
+        "period": place.period,
+        "repetitions": loop.repetitions,
+        "loop_messages": place.end - place.start,
+        "loop_tokens": tokens,
+        "signature": f"{signature:016x}",
+        "excerpt": excerpt,
+    }
+
+
+def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[list[Loop]],
+                    encode: Callable[[Any], str]) -> list[list[dict[str, Any]]]:
+    """:func:`loop_records` of every thread's loops (``found[i]`` in ``threads[i]``, which
+    is read only when it has some), their signatures, excerpts and token totals made by the
+    compiled core in one call, step for step as :func:`loop_records` makes them; a loop the
+    core leaves (a runaway text, a value Python reads otherwise than by its content) is
+    made in Python. Spans as found (not restated in source messages)."""
+    rows = [row for row, loops in enumerate(found) if loops]
+    flat = [(position, loop) for position, row in enumerate(rows) for loop in found[row]]
+    out: list[list[dict[str, Any]]] = [[] for _ in found]
+    if not flat:
+        return out
+    made = _core.anywhere_loop_parts(
+        [threads[row] for row in rows], [position for position, _ in flat],
+        [loop.start for _, loop in flat], [loop.end for _, loop in flat],
+        [loop.period for _, loop in flat], [loop.kind for _, loop in flat])
+    declined = set(made["declined"].tolist())
+    signatures = made["signature"].tolist()
+    tokens = made["loop_tokens"].tolist()
+    excerpts = made["excerpts"]
+    for index, (position, loop) in enumerate(flat):
+        row = rows[position]
+        if index in declined:
+            record = _loop_record(threads[row], loop, loop, encode)
+        else:
+            total = tokens[index]
+            record = _record(loop, loop, None if total != total else total,  # NaN: none
+                             signatures[index], excerpts[index])
+        out[row].append(record)
+    for records in out:
+        records.sort(key=_cost, reverse=True)
+    return out
 
 
 def _cost(record: Mapping[str, Any]) -> tuple[float, int]:

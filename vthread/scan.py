@@ -494,7 +494,7 @@ def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[
     """:func:`_scan_anywhere` given the core's screens of the threads (see
     :func:`vthread.anywhere.find_loops_in`: ``threads[i]`` is read only for a thread that
     may loop)."""
-    from vthread.anywhere import LOOP_KINDS, find_loops_in, loop_records
+    from vthread.anywhere import LOOP_KINDS, find_loops_in, loop_records_of
 
     found = find_loops_in(raw, threads)
     count = len(found)
@@ -512,8 +512,7 @@ def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[
         messages=np.diff(raw["offsets"]),
         loops=all_loops,
     )
-    for row, loops in enumerate(found):
-        records = loop_records(threads[row], loops, _core_canonical) if loops else []
+    for row, records in enumerate(loop_records_of(threads, found, _core_canonical)):
         all_loops.append(records)
         if records:
             set_row(result, row, records[0], LOOP_KINDS)
