@@ -7,6 +7,7 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 import vthread
@@ -177,6 +178,10 @@ def test_scan_rejects_bad_jobs() -> None:
     """jobs must be a positive integer."""
     with pytest.raises(ValueError, match="jobs must be a positive integer, got 0"):
         vthread.scan([], jobs=0)
+    with pytest.raises(ValueError, match="jobs must be a positive integer, got -1"):
+        vthread.scan([], jobs=np.int8(-1))
+    thread = [{"type": "user", "text": "hi"}]
+    assert vthread.scan([thread], jobs=np.int64(2)).names == [None]  # any integer type
 
 
 @pytest.mark.parametrize(("keywords", "said"), [

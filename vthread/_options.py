@@ -12,6 +12,7 @@ production code would quietly fall back.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Final
 
@@ -67,13 +68,14 @@ def flag(name: str, value: object) -> bool:
 
 
 def jobs_count(value: object) -> int:
-    """``jobs``: a positive integer; another type is a TypeError, a number below 1 a
-    ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """``jobs``: a positive integer (a NumPy integer too); another type is a TypeError, a
+    number below 1 a ValueError."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise TypeError(f"jobs must be a positive integer, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"jobs must be a positive integer, got {value}")
-    return value
+    count = operator.index(value)  # type: ignore[arg-type]
+    if count < 1:
+        raise ValueError(f"jobs must be a positive integer, got {count}")
+    return count
 
 
 def floor_count(name: str, value: object, default: int, minimum: int) -> int:
