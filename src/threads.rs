@@ -25,6 +25,10 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "object".to_owned())
 }
 
+/// What a NumPy array given as a thread is, and what to do (`_messages.NDARRAY_HINT`).
+const NDARRAY_HINT: &str = " (pandas reads a Parquet list column as NumPy arrays at every \
+     level: pass the table to vthread.scan_arrow, or turn each level into lists)";
+
 /// The thread's messages, each checked to be a mapping; errors name thread and message.
 pub(crate) fn python_messages<'py>(
     thread: &Bound<'py, PyAny>,
@@ -42,9 +46,10 @@ pub(crate) fn python_messages<'py>(
             || thread.is_instance_of::<PyBytes>()
             || objects::is_mapping(thread)?
         {
+            let name = type_name(thread);
+            let hint = if name == "ndarray" { NDARRAY_HINT } else { "" };
             return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages must be a sequence of mappings, got {}",
-                type_name(thread)
+                "thread {index}: messages must be a sequence of mappings, got {name}{hint}"
             )));
         }
         thread.try_iter()?.collect::<PyResult<_>>()?

@@ -184,6 +184,23 @@ def test_scan_rejects_bad_jobs() -> None:
     assert vthread.scan([thread], jobs=np.int64(2)).names == [None]  # any integer type
 
 
+def test_a_numpy_array_for_a_thread_is_told_what_to_do() -> None:
+    """pandas reads a Parquet list column as NumPy arrays: the error says so and names the
+    way that reads such a file (scan_arrow), from every entry point, in one wording."""
+    from vthread._messages import NDARRAY_HINT
+
+    thread = np.array([{"type": "user", "text": "hi"}], dtype=object)
+    for call in (lambda: vthread.scan([thread]), lambda: vthread.scan([thread], format="auto"),
+                 lambda: vthread.scan([thread], format="openai"),
+                 lambda: vthread.describe_thread_cycle(thread)):  # type: ignore[arg-type]
+        with pytest.raises(TypeError) as raised:
+            call()
+        assert str(raised.value).endswith("got ndarray" + NDARRAY_HINT)
+    with pytest.raises(TypeError) as raised:
+        vthread.scan(["a string"])  # type: ignore[list-item]
+    assert "scan_arrow" not in str(raised.value)
+
+
 @pytest.mark.parametrize(("keywords", "said"), [
     ({"jobs": "2"}, "jobs must be a positive integer, got str"),
     ({"jobs": None}, "jobs must be a positive integer, got NoneType"),

@@ -75,7 +75,8 @@ def check_messages(messages: object) -> list[Message]:
     TypeError: messages[1] must be a mapping, got str
     """
     if not _is_thread(messages):
-        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}")
+        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}"
+                        f"{ndarray_hint(messages)}")
     thread = list(cast("Sequence[Any]", messages))
     for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
@@ -83,6 +84,17 @@ def check_messages(messages: object) -> list[Message]:
                 f"messages[{index}] must be a mapping, got {type(message).__name__}"
             )
     return thread
+
+
+NDARRAY_HINT: Final = (" (pandas reads a Parquet list column as NumPy arrays at every "
+                       "level: pass the table to vthread.scan_arrow, or turn each level into "
+                       "lists)")
+"""Said of a NumPy array given where a thread goes (the core says the same)."""
+
+
+def ndarray_hint(value: object) -> str:
+    """:data:`NDARRAY_HINT` for a NumPy array, else nothing."""
+    return NDARRAY_HINT if type(value).__name__ == "ndarray" else ""
 
 
 MessagesOrRun: TypeAlias = "Sequence[Any] | Mapping[str, Any]"

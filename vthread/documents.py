@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
+from vthread._messages import ndarray_hint
 from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS
 
 if TYPE_CHECKING:
@@ -264,7 +265,7 @@ def native_threads(threads: Sequence[Any], format_: str
             continue
         if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
             raise TypeError(f"thread {index}: a thread is a sequence of messages or a run "
-                            f"object, got {type(thread).__name__}")
+                            f"object, got {type(thread).__name__}{ndarray_hint(thread)}")
         if format_ == "native":
             native.append(thread)
             sources.append(None)
