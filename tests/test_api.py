@@ -184,6 +184,23 @@ def test_scan_rejects_bad_jobs() -> None:
     assert vthread.scan([thread], jobs=np.int64(2)).names == [None]  # any integer type
 
 
+def test_the_public_functions_type_hints_resolve_at_run_time() -> None:
+    """typing.get_type_hints of every public function (what pydantic's validate_call,
+    beartype and typer read) resolves; scan_arrow's names pyarrow's Table, which resolves
+    once pyarrow is imported."""
+    import typing
+
+    for name in vthread.__all__:
+        value = getattr(vthread, name)
+        if callable(value) and not isinstance(value, type):
+            if name == "scan_arrow":
+                pyarrow = pytest.importorskip("pyarrow")
+                typing.get_type_hints(value, {**sys.modules["vthread.arrow"].__dict__,
+                                              "pa": pyarrow})
+                continue
+            typing.get_type_hints(value)
+
+
 def test_a_numpy_array_for_a_thread_is_told_what_to_do() -> None:
     """pandas reads a Parquet list column as NumPy arrays: the error says so and names the
     way that reads such a file (scan_arrow), from every entry point, in one wording."""

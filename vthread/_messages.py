@@ -97,7 +97,7 @@ def ndarray_hint(value: object) -> str:
     return NDARRAY_HINT if type(value).__name__ == "ndarray" else ""
 
 
-MessagesOrRun: TypeAlias = "Sequence[Any] | Mapping[str, Any]"
+MessagesOrRun: TypeAlias = Sequence[Any] | Mapping[str, Any]
 """A thread as the public functions take it: its messages, or, with ``format=`` other than
 native, a run object holding them (``{"id": ..., "messages": [...]}``, as a JSONL line)."""
 
