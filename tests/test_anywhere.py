@@ -60,9 +60,20 @@ class _Text(str):
     """A str subclass: its values are Python's to read (the core declines them)."""
 
 
+class _CaseBlind(str):
+    """A str subclass whose own ``==`` ignores case: roles are read by characters, as
+    JavaScript compares strings, never by this."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and self.lower() == other.lower()
+
+    __hash__ = str.__hash__
+
+
 ODD_TOUCHES = st.sampled_from([
     ("usage", {"tokens": 2**70}), ("usage", {"tokens": 1e308}), ("usage", {"tokens": 7}),
     ("text", _Text("again")), ("meta", {"at": _Text("x")}), ("text", "\ud800 lone"),
+    ("type", _CaseBlind("USER")), ("type", _CaseBlind("user")), ("type", _Text("user")),
 ])
 
 
@@ -84,9 +95,31 @@ def test_the_cores_loop_records_are_pythons(threads: list[list[dict[str, Any]]],
             message[field] = value
             threads[thread_index][message_index] = message
     found = find_loops(threads)
+    assert found == find_loops_reference(threads)
     expected = [loop_records(thread, loops, _core_canonical)
                 for thread, loops in zip(threads, found, strict=True)]
     assert loop_records_of(threads, found, _core_canonical) == expected
+
+
+def test_the_core_makes_the_records_of_every_loop_but_runaway_texts() -> None:
+    """On the benchmark's threads (plain dicts and strings), the core declines only the
+    runaway texts' loops, which Python makes: the twin test above would pass were the core
+    to decline everything."""
+    from benchmarks.workload import generate_threads
+
+    threads = generate_threads(300, seed=4)
+    found = find_loops(threads)
+    flat = [(row, loop) for row, loops in enumerate(found) for loop in loops]
+    assert len({loop.kind for _, loop in flat}) >= 3
+    made = _core.anywhere_loop_parts(threads, [row for row, _ in flat],
+                                     [loop.start for _, loop in flat],
+                                     [loop.end for _, loop in flat],
+                                     [loop.period for _, loop in flat],
+                                     [loop.kind for _, loop in flat])
+    declined = made["declined"].tolist()
+    assert [index for index, (_, loop) in enumerate(flat) if loop.kind == 4] == declined
+    assert all(isinstance(excerpt, str) for index, excerpt in enumerate(made["excerpts"])
+               if index not in declined)
 
 
 TURNS = st.sampled_from([

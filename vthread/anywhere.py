@@ -560,26 +560,33 @@ def _kept_plainly(loops: list[Loop]) -> list[Loop]:
 
 
 def _role(message: Mapping[str, Any]) -> int:
+    """A message's role, its type and its tool call's fields compared as JavaScript compares
+    strings (by their characters: a ``str`` subclass's own ``__eq__`` is not asked, as the
+    core's screens do not ask it)."""
     kind = message.get("type")
-    if kind == "activity":
+    if _is_text(kind, "activity"):
         meta = message.get("meta")
         activity = meta.get("activity") if isinstance(meta, Mapping) else None
         function = activity.get("function") if isinstance(activity, Mapping) else None
         if (isinstance(function, Mapping) and isinstance(function.get("name"), str)
                 and isinstance(activity, Mapping) and isinstance(activity.get("type"), str)):
-            if function["name"] == _THINK:
+            if _is_text(function["name"], _THINK):
                 return _OTHER
             side = activity.get("type")
-            if side == "request" and isinstance(side, str):
+            if _is_text(side, "request"):
                 return _REQUEST
-            if side == "response" and isinstance(side, str):
+            if _is_text(side, "response"):
                 return _RESPONSE
         return _OTHER
-    if kind == "user":
+    if _is_text(kind, "user"):
         return _USER
-    if kind in ("system", "reasoning", "tool"):
+    if any(_is_text(kind, other) for other in ("system", "reasoning", "tool")):
         return _OTHER
     return _AGENT
+
+
+def _is_text(value: Any, expected: str) -> bool:
+    return isinstance(value, str) and str.__eq__(value, expected) is True
 
 
 def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
