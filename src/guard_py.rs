@@ -1,11 +1,10 @@
 //! Python bindings of the guard: `GuardCore` (the base class of `vthread.Guard`), bytes fed
 //! straight from a pipe for `vthread guard`, and `scan_texts` over many texts on every core.
 
-use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
 use crate::guard::{
     replay_segments, utf16_units_before, Feed, Guard, Options, Reason, Segment, TripAt,
@@ -208,21 +207,23 @@ impl GuardCore {
     /// Feed raw bytes as UTF-8 (bytes that are not UTF-8 become lone surrogates, as Python's
     /// `surrogateescape` decodes them; a sequence cut at the end waits for the next call):
     /// `bytes`, or any object holding bytes (a `bytearray` filled by `readinto`, a
-    /// `memoryview`), read as it is at the call. None, or (bytes of `data` up to the end of
-    /// the tripping word, code points decoded before that point over all calls).
+    /// `memoryview`, an array), its raw bytes read as they are at the call, as a binary
+    /// file's `write` takes them. None, or (bytes of `data` up to the end of the tripping
+    /// word, code points decoded before that point over all calls).
     fn push_bytes(&mut self, data: &Bound<'_, PyAny>) -> PyResult<Option<(usize, u64)>> {
         if let Ok(bytes) = data.cast::<PyBytes>() {
             return Ok(self.push_byte_slice(bytes.as_bytes()));
         }
-        let Ok(buffer) = PyBuffer::<u8>::get(data) else {
+        let Ok(view) = PyMemoryView::from(data) else {
             return Err(PyTypeError::new_err(format!(
                 "push_bytes takes bytes or an object holding bytes (a bytearray, a \
                  memoryview), got {}",
                 data.get_type().name()?
             )));
         };
-        let copied = buffer.to_vec(data.py())?;
-        Ok(self.push_byte_slice(&copied))
+        // A copy of the raw bytes in C order, whatever the buffer's item format or strides.
+        let copied = view.call_method0("tobytes")?;
+        Ok(self.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes()))
     }
 
     /// The resolved options (`vthread.guard.GuardOptions`).

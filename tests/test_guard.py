@@ -384,7 +384,8 @@ def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict
 
 def test_push_bytes_takes_what_holds_bytes_and_names_what_does_not() -> None:
     """A bytearray filled by readinto, or a memoryview of part of one, is read as the bytes
-    it holds at the call; a str or an array of wider items is a TypeError naming its type."""
+    it holds at the call, any other buffer as its raw bytes; a str, a list or a number is a
+    TypeError naming its type."""
     import array
 
     stream = b"Let me check the logs again. " * 20
@@ -396,7 +397,12 @@ def test_push_bytes_takes_what_holds_bytes_and_names_what_does_not() -> None:
     assert held.push_bytes(memoryview(buffer)[:7]) == plain.push_bytes(stream[:7]) is None
     buffer[:7] = b"x" * 7  # changed after the call: the guard kept nothing of it
     assert held.push_bytes(memoryview(buffer)[7:]) == plain.push_bytes(stream[7:]) is not None
-    for wrong, name in (("spam", "str"), ([1, 2], "list"), (array.array("i", [1]), "array")):
+    # Any buffer's raw bytes, whatever its item format, as a binary file's write takes them.
+    signed = array.array("b", stream)
+    assert Guard().push_bytes(signed) == expected  # type: ignore[arg-type]
+    assert Guard().push_bytes(memoryview(stream).cast("b")) == expected
+    assert Guard().push_bytes(memoryview(stream)[::2]) == Guard().push_bytes(stream[::2])
+    for wrong, name in (("spam", "str"), ([1, 2], "list"), (5, "int")):
         with pytest.raises(TypeError, match=f"push_bytes takes bytes or an object holding "
                            f"bytes .*, got {name}"):
             Guard().push_bytes(wrong)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer  # read by type checkers only: a stub file
 
 __version__: str
 
@@ -192,7 +193,7 @@ class GuardCore:
 
     def __new__(cls, options: Any) -> Self: ...
     def push(self, text: object) -> bool: ...
-    def push_bytes(self, data: bytes | bytearray | memoryview) -> tuple[int, int] | None: ...
+    def push_bytes(self, data: Buffer) -> tuple[int, int] | None: ...
     @property
     def options(self) -> Any: ...
     @property
