@@ -387,6 +387,11 @@ def test_defaults_unchanged_and_results_concatenate() -> None:
                          ([parts[0], plain], "part 0 is of a scan with anywhere=True, part 1")):
         with pytest.raises(ValueError, match=said_):
             ScanResult.concatenate(mixed)
+    # A part with no rows loses nothing and takes the others' side.
+    empty_anywhere, empty_plain = scan([], anywhere=True), scan([])
+    assert ScanResult.concatenate([empty_anywhere, plain]).loops is None
+    assert ScanResult.concatenate([empty_plain, *parts]).loops == joined.loops
+    assert ScanResult.concatenate([empty_anywhere]).loops == []
 
 
 def test_masked_volatile_values_compose() -> None:

@@ -130,6 +130,11 @@ def test_column_names_prefix_and_keep_messages() -> None:
     history = ray.data.from_items([{"history": row["messages"]} for row in rows])
     assert [row["verdict"] for row in scan_dataset(history).take_all()] == [
         None, "repeated_suffix"]
+    # A dataset whose columns are known only once it runs: each batch finds its own.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(history), "schema", lambda self, *args, **kwargs: None)
+        assert [row["verdict"] for row in scan_dataset(history).take_all()] == [
+            None, "repeated_suffix"]
     with pytest.raises(ValueError, match=r"no messages column .* the dataset has verdict"):
         scan_dataset(ds.drop_columns(["messages"]))
     got = _table(scan_dataset(ds, prefix="vt_", keep_messages=True))

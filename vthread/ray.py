@@ -16,7 +16,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, decoded, scan_column
-from vthread.documents import MESSAGES_KEYS, messages_column
+from vthread.documents import messages_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -96,8 +96,7 @@ def scan_dataset(
     if schema is not None:
         messages = messages_column(list(schema.names), messages, "the dataset", "messages=")
         _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere)
-    elif messages is None:  # a dataset whose columns are known only once it runs
-        messages = MESSAGES_KEYS[0]
+    # Else the columns are known only once the dataset runs: each batch finds its own.
     # A format given is taken as it is, so that the call stays lazy (checking it against the
     # rows, as scan_arrow does, would run the start of the pipeline here).
     chosen = _detect_format(ds, messages) if format == "auto" else format
@@ -125,21 +124,24 @@ def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: 
                          "apart")
 
 
-def _detect_format(ds: ray.data.Dataset, messages: str) -> str:
-    """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does."""
+def _detect_format(ds: ray.data.Dataset, messages: str | None) -> str:
+    """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does
+    (``messages`` None: the dataset's columns were not known before it ran)."""
     try:
-        head: pa.Table = ds.select_columns([messages]).limit(DETECT_ROWS).take_batch(
-            DETECT_ROWS, batch_format="pyarrow")
+        picked = ds if messages is None else ds.select_columns([messages])
+        head: pa.Table = picked.limit(DETECT_ROWS).take_batch(DETECT_ROWS,
+                                                              batch_format="pyarrow")
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
         return "native"
-    return _detect(decoded(head.column(messages)))
+    column = messages_column(head.column_names, messages, "the dataset", "messages=")
+    return _detect(decoded(head.column(column)))
 
 
-def _scan_batch(batch: pa.Table, *, messages: str, format: str, keywords: dict[str, Any],
-                mask_volatile: bool, prefix: str, keep_messages: bool,
-                anywhere: bool = False) -> pa.Table:
+def _scan_batch(batch: pa.Table, *, messages: str | None, format: str,
+                keywords: dict[str, Any], mask_volatile: bool, prefix: str,
+                keep_messages: bool, anywhere: bool = False) -> pa.Table:
     """One batch with its verdict columns: runs in a Ray worker."""
-    messages_column(batch.column_names, messages, "the batch", "messages=")
+    messages = messages_column(batch.column_names, messages, "the batch", "messages=")
     _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere)
     found = scan_column(batch, batch.column(messages), format, keywords, mask_volatile,
                         anywhere)

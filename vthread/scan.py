@@ -134,15 +134,19 @@ class ScanResult:
     @classmethod
     def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
         """One result from several, rows in order (how chunks and jobs are stitched). Parts
-        of scans that looked for loops differently (``anywhere=True`` and not) are a
-        ValueError: their rows do not mean the same, and one part's loops would be lost."""
+        with rows from scans that looked for loops differently (``anywhere=True`` and not)
+        are a ValueError: their rows do not mean the same, and one part's loops would be
+        lost. The result looked anywhere when its parts with rows did."""
         if not parts:
             return _empty()
         anywhere = [part.loops is not None for part in parts]
-        if any(anywhere) and not all(anywhere):
-            raise ValueError(f"part {anywhere.index(True)} is of a scan with anywhere=True, part "
-                             f"{anywhere.index(False)} of one without: their rows do not "
-                             "mean the same")
+        with_rows = [looked for part, looked in zip(parts, anywhere, strict=True) if len(part)]
+        if any(with_rows) and not all(with_rows):
+            first = next(i for i, p in enumerate(parts) if len(p) and anywhere[i])
+            other = next(i for i, p in enumerate(parts) if len(p) and not anywhere[i])
+            raise ValueError(f"part {first} is of a scan with anywhere=True, part {other} of "
+                             "one without: their rows do not mean the same")
+        looked_anywhere = all(with_rows) if with_rows else anywhere[0]
         return cls(
             names=[name for part in parts for name in part.names],
             codes=np.concatenate([p.codes for p in parts]),
@@ -154,7 +158,7 @@ class ScanResult:
             signature=np.concatenate([p.signature for p in parts]),
             excerpt=[text for part in parts for text in part.excerpt],
             messages=np.concatenate([p.messages for p in parts]),
-            loops=(None if not anywhere[0]
+            loops=(None if not looked_anywhere
                    else [loops for part in parts for loops in part.loops or []]),
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
