@@ -145,6 +145,9 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
         vthread.scan([{"id": "r", "messages": [chat[0], 3]}], format="auto")
     with pytest.raises(TypeError, match=r"^messages\[1\] must be a mapping, got NoneType$"):
         vthread.describe_thread_cycle([chat[0], None], format="auto")
+    with pytest.raises(TypeError, match=r"^thread 1: a thread is a sequence of messages or a "
+                       "run object, got str$"):
+        vthread.scan([[], "abc"], format="auto")  # type: ignore[list-item]
     assert vthread.scan([], format="auto").names == []
     assert vthread.scan([[]], format="auto").names == [None]
 

@@ -309,6 +309,10 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
         # A thread whose messages are in no format because one is no message at all: that
         # is what to say, not that the format cannot be told.
         thread = threads[unknown]
+        if not isinstance(thread, Mapping) and (isinstance(thread, (str, bytes))
+                                                or not isinstance(thread, Sequence)):
+            raise TypeError(f"thread {unknown}: a thread is a sequence of messages or a run "
+                            f"object, got {type(thread).__name__}{ndarray_hint(thread)}")
         messages = run_messages(thread) if isinstance(thread, Mapping) else thread
         if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)):
             for index, message in enumerate(messages):
