@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -199,6 +200,22 @@ def test_the_public_functions_type_hints_resolve_at_run_time() -> None:
                                               "pa": pyarrow})
                 continue
             typing.get_type_hints(value)
+
+
+def test_a_nan_budget_keeps_every_message_as_production_and_says_so() -> None:
+    """build_thread's max_tokens has no default: None is a TypeError; NaN keeps every
+    message, as production's comparisons with NaN do, with a RuntimeWarning (a budget
+    computed from a missing figure would otherwise send a whole thread unremarked)."""
+    thread = [{"text": f"m{i}", "usage": {"tokens": 10}} for i in range(5)]
+    with pytest.warns(RuntimeWarning, match="max_tokens is NaN"):
+        kept = vthread.build_thread(thread, max_tokens=math.nan)
+    assert len(kept.messages) == 5
+    with pytest.raises(TypeError, match="max_tokens must be a number, got None"):
+        vthread.build_thread(thread, max_tokens=None)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(vthread.build_thread(thread, max_tokens=math.inf).messages) == 5
+        assert len(vthread.build_thread(thread, max_tokens=25).messages) == 2
 
 
 def test_a_numpy_array_for_a_thread_is_told_what_to_do() -> None:

@@ -52,6 +52,25 @@ def test_loop_stops_after_the_tripping_word() -> None:
     assert report["phrase"] == "again let me check"
 
 
+def test_bytes_that_are_no_utf8_are_replacement_characters_in_the_reason() -> None:
+    """Input that is no UTF-8 trips as the guard reads it (each bad byte a lone surrogate),
+    and the reason on stderr shows each as U+FFFD: strict UTF-8 JSON any reader takes (its
+    text held escapes of lone surrogates that Python alone decodes, and no UTF-8 writer
+    could write)."""
+    unit = b"I \xff\xfe will \xe4\xb8\x80\xe4\xb8 try again now \xf0\x9f\x99\x82 "
+    data = b"start " + unit * 20
+    result = run(data)
+    assert result.returncode == EXIT_TRIPPED
+    (line,) = result.stderr.decode("utf-8").splitlines()
+    assert "\\ud" not in line.lower()
+    report = json.loads(line)
+    report["text"].encode("utf-8")  # no lone surrogate left
+    assert "\ufffd" in report["text"]
+    (trip,) = scan_texts([data.decode("utf-8", "surrogateescape")])
+    assert trip is not None and report["offset_chars"] == trip.offset
+    assert report["count"] == trip.reason.count
+
+
 def test_options_are_passed_to_the_guard() -> None:
     """--max-repeats and friends change when it trips; --min-chars can postpone it."""
     text = LOOP * 2

@@ -90,6 +90,17 @@ def test_loops_of_unrecorded_cost_are_not_shown_as_no_waste() -> None:
     assert "2 loops with no countable usage.tokens not counted" in card
 
 
+def test_a_histogram_bar_says_run_or_runs() -> None:
+    """A bar's tooltip counts its runs in words that agree ("1 run", "2 runs")."""
+    data = ReportData()
+    for ident, tokens in (("a", 3.0), ("b", 500.0), ("c", 520.0)):
+        data.add(_loop_record(ident, "x", loop_tokens=tokens))
+    page = render_report(data, title="t", sources=["s"])
+    tips = re.findall(r"<title>(\d+) (runs?) from", page)
+    assert ("1", "run") in tips and ("2", "runs") in tips
+    assert all((count == "1") == (word == "run") for count, word in tips)
+
+
 def test_hostile_text_is_escaped_everywhere() -> None:
     """An id and excerpt that try to close the script and inject markup stay text."""
     data = ReportData()
@@ -144,6 +155,30 @@ def test_records_file_is_read_back(tmp_path: Path) -> None:
         assert f'data-figure="{key}" data-value="{expected[key]}"' in page
     assert 'data-figure="tokens" data-value="null"' in page  # not in the records
     assert '"kinds":[]' in page
+
+
+def test_records_named_json_and_a_cut_last_line_are_read_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Records in a file named .json are read back (they were taken for a JSON document:
+    no runs, every line bad, while stderr advised the same command); a last line cut short
+    (a file still being written) is left out, said, and the report is written."""
+    expected = _scan_summary([SAMPLE], tmp_path)
+    text = (tmp_path / "records.jsonl").read_text()
+    named_json = tmp_path / "records.json"
+    named_json.write_text(text)
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(named_json), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == (f"vthread report: {expected['threads']:,} runs, "
+                                       f"{expected['loops']:,} with a loop: wrote {out}\n")
+    cut = tmp_path / "cut.jsonl"
+    lines = text.splitlines()
+    cut.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40])
+    assert main(["report", str(cut), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"vthread report: warning: {cut}:{len(lines)}: the last line is cut "
+                          "short (a file still being written?): left out\n")
+    assert f'data-figure="threads" data-value="{expected["threads"] - 1}"' in out.read_text()
 
 
 def test_bad_record_line_names_file_and_line(tmp_path: Path,

@@ -28,6 +28,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO, Final, NoReturn, TextIO
@@ -255,11 +256,19 @@ def _write(stdout: BinaryIO, data: bytes) -> None:
         raise _WriteError(error.strerror or str(error)) from error
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
     """The trip as one JSON line: the reason's fields and the offset in characters."""
     reason = guard.reason
     assert reason is not None
     line = {"tripped": True, **reason.to_dict(), "offset_chars": offset}
+    for key in ("phrase", "text"):
+        # Bytes that were no UTF-8 are lone surrogates in the reason (the guard reads them
+        # as surrogateescape does); written out, each is U+FFFD, so the line is UTF-8 text
+        # any JSON reader takes, not escapes only Python's accepts.
+        line[key] = _LONE_SURROGATE.sub("\ufffd", str(line[key]))
     _say(stderr, json.dumps(line, allow_nan=False) + "\n")
 
 

@@ -47,7 +47,7 @@ MESSAGE_KINDS_PER_RUN: Final = 2_000
 MESSAGE_KINDS_BUDGET: Final = 2_000_000
 """Most message kinds in one page, about as many bytes (at 100,000 runs, 2 MB)."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-_NOT_RECORDS_SUFFIXES: Final = (".json", ".traj", ".eval")
+_NOT_RECORDS_SUFFIXES: Final = (".traj", ".eval")
 _RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
 
 
@@ -79,7 +79,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         for name in options.files:
             if name not in to_scan:
                 progressing = data.progressing
-                _read_records(data, name)
+                _read_records(data, name, stderr)
                 data.tokens = None  # records hold no run's total tokens
                 if data.progressing == progressing:
                     stderr.write(f"vthread report: warning: {name} holds no progressing run "
@@ -256,8 +256,10 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
         raise _ReportError(f"{name}: cannot read: {error}") from error
 
 
-def _read_records(data: ReportData, name: str) -> None:
-    """Add every record of a records file; a line that is none is fatal (file:line)."""
+def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
+    """Add every record of a records file; a line that is none is fatal (file:line), but
+    for a last line cut short (no newline ends it: a file still being written or copied),
+    which is left out, said on ``stderr``."""
     if is_parquet(name):
         _read_parquet_records(data, name)
         return
@@ -273,6 +275,11 @@ def _read_records(data: ReportData, name: str) -> None:
                         raise RecordError("not a vthread scan record (not a JSON object)")
                     data.add(record)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
+                    if not line.endswith("\n") and isinstance(error, json.JSONDecodeError):
+                        stderr.write(f"vthread report: warning: {name}:{number}: the last "
+                                     "line is cut short (a file still being written?): left "
+                                     "out\n")
+                        return
                     raise _ReportError(f"{name}:{number}: {error}") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
         where = f"{name}:{number + 1}" if number else name

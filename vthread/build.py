@@ -113,6 +113,14 @@ def build_thread(
     if start_on is not None:
         view.check_start_on(start_on)
     limit = _number("max_tokens", max_tokens)
+    if limit != limit:
+        import warnings
+
+        # Production compares every sum with NaN, which is never over it: the whole thread
+        # is kept. That answer stands; a budget computed from a missing figure is said.
+        warnings.warn("max_tokens is NaN: no sum is over it, so every message is kept (as "
+                      "production keeps them); was the budget computed from a missing "
+                      "figure?", RuntimeWarning, stacklevel=2)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
         raise TypeError(f"inclusive must be a bool or a trim function, got {shown(inclusive)}")

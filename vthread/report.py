@@ -408,8 +408,9 @@ def _cost_histogram(data: ReportData) -> tuple[str, str]:
     for index, (edge, count) in enumerate(bins):
         bar = plot * count / top
         x = left + index * slot
+        runs = "run" if count == 1 else "runs"
         out.append(f'<rect x="{x + 1:.1f}" y="{8 + plot - bar:.1f}" width="{slot - 2:.1f}" '
-                   f'height="{bar:.1f}" fill="#495057"><title>{count:,} runs from {edge} '
+                   f'height="{bar:.1f}" fill="#495057"><title>{count:,} {runs} from {edge} '
                    f"{unit}</title></rect>"
                    f'<text x="{x + slot / 2:.1f}" y="{height - bottom + 14}" '
                    f'text-anchor="middle" class="axis">{edge}</text>')
