@@ -686,27 +686,35 @@ fn anywhere_loop_parts<'py>(
         parts.push(messages.and_then(|messages| attribution::anywhere_parts(messages, found).ok()));
     }
     let out = PyDict::new(py);
-    let signatures: Vec<u64> = parts
-        .iter()
-        .map(|p| p.as_ref().map_or(0, |p| p.signature))
-        .collect();
+    set_loop_fields(py, &out, &parts, |p| {
+        (p.signature, &p.excerpt, p.loop_tokens)
+    })?;
+    Ok(out)
+}
+
+/// Set `signature`, `loop_tokens` and `excerpts` in `out`, one entry per row (`fields` of
+/// it: signature, excerpt, token total; placeholders for a row that is None: declined), and
+/// `declined`, those rows' positions.
+fn set_loop_fields<T>(
+    py: Python<'_>,
+    out: &Bound<'_, PyDict>,
+    rows: &[Option<T>],
+    fields: fn(&T) -> (u64, &String, f64),
+) -> PyResult<()> {
+    let rows: Vec<Option<(u64, &String, f64)>> =
+        rows.iter().map(|row| row.as_ref().map(fields)).collect();
+    let signatures: Vec<u64> = rows.iter().map(|r| r.map_or(0, |r| r.0)).collect();
     out.set_item("signature", signatures.into_pyarray(py))?;
-    let tokens: Vec<f64> = parts
-        .iter()
-        .map(|p| p.as_ref().map_or(f64::NAN, |p| p.loop_tokens))
-        .collect();
+    let tokens: Vec<f64> = rows.iter().map(|r| r.map_or(f64::NAN, |r| r.2)).collect();
     out.set_item("loop_tokens", tokens.into_pyarray(py))?;
-    let excerpts: Vec<Option<&str>> = parts
-        .iter()
-        .map(|p| p.as_ref().map(|p| p.excerpt.as_str()))
-        .collect();
-    out.set_item("excerpts", excerpts)?;
-    let declined: Vec<i64> = (0..count)
-        .filter(|&i| parts[i].is_none())
-        .map(|i| i as i64)
+    let excerpts: Vec<Option<&str>> = rows.iter().map(|r| r.map(|r| r.1.as_str())).collect();
+    out.set_item("excerpts", PyList::new(py, excerpts)?)?;
+    let declined: Vec<i64> = (0..rows.len())
+        .filter(|&row| rows[row].is_none())
+        .map(|row| row as i64)
         .collect();
     out.set_item("declined", declined.into_pyarray(py))?;
-    Ok(out)
+    Ok(())
 }
 
 /// The loops of `count` rows from the heuristics' columns (one entry per row in each, else
@@ -756,26 +764,9 @@ fn attributions_dict<'py>(
         "repetitions",
         field(|a| a.repetitions as i64).into_pyarray(py),
     )?;
-    let signatures: Vec<u64> = attributed
-        .iter()
-        .map(|a| a.as_ref().map_or(0, |a| a.signature))
-        .collect();
-    out.set_item("signature", signatures.into_pyarray(py))?;
-    let tokens: Vec<f64> = attributed
-        .iter()
-        .map(|a| a.as_ref().map_or(f64::NAN, |a| a.loop_tokens))
-        .collect();
-    out.set_item("loop_tokens", tokens.into_pyarray(py))?;
-    let excerpts: Vec<Option<&str>> = attributed
-        .iter()
-        .map(|a| a.as_ref().map(|a| a.excerpt.as_str()))
-        .collect();
-    out.set_item("excerpts", PyList::new(py, excerpts)?)?;
-    let declined: Vec<i64> = (0..attributed.len())
-        .filter(|&row| attributed[row].is_none())
-        .map(|row| row as i64)
-        .collect();
-    out.set_item("declined", declined.into_pyarray(py))?;
+    set_loop_fields(py, &out, attributed, |a| {
+        (a.signature, &a.excerpt, a.loop_tokens)
+    })?;
     Ok(out)
 }
 
