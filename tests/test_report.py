@@ -83,7 +83,7 @@ def test_loops_of_unrecorded_cost_are_not_shown_as_no_waste() -> None:
     data.tokens = 5000.0
     assert data.summary()["loops_without_tokens"] == 2
     card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
-    assert 'data-value=""' in card and "n/a" in card and "carry usage.tokens" in card
+    assert 'data-value="null"' in card and "n/a" in card and "carry usage.tokens" in card
     data.add(_loop_record("c", "z", loop_tokens=50.0))
     card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
     assert 'data-value="50.0"' in card

@@ -307,7 +307,8 @@ def _share(part: float, whole: float | None) -> str:
 
 def _headline(figures: Mapping[str, Any]) -> str:
     """The headline cards; each carries its exact figure in ``data-value`` (for tests and
-    scripts) next to the rounded text people read."""
+    scripts: JSON, ``null`` where it is not known, as the other figures' spans write it)
+    next to the rounded text people read."""
     threads = figures["threads"]
     cards = [
         ("threads", "runs", threads, ""),
@@ -334,8 +335,8 @@ def _headline(figures: Mapping[str, Any]) -> str:
     out = ['<section class="headline">']
     for key, label, value, note in cards:
         shown = "n/a" if value is None else _number(value)
-        exact = "" if value is None else json.dumps(value)
-        out.append(f'<div class="card" data-figure="{key}" data-value="{_text(exact)}">'
+        out.append(f'<div class="card" data-figure="{key}" '
+                   f'data-value="{_text(json.dumps(value))}">'
                    f'<div class="value">{shown}</div><div class="label">{label}</div>'
                    f'<div class="note">{_text(note)}</div></div>')
     extras = [("errors", "bad lines", figures["errors"]),
