@@ -128,6 +128,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from vthread import _core
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
@@ -2596,16 +2597,22 @@ def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -
                                task.id_key)
     except LineUnreadError as error:  # a looping thread Python's reading may call an error
         raise _ChunkForPythonError from error
-    looping = np.flatnonzero(result.codes).tolist()
-    if looping and task.format != "native" and raw.get("native") is not None:
-        # A translated line's loop in its source messages (a native line masked is its
-        # own source: Python's reading restates nothing there); each thread's source
-        # messages begin at its first native message's place among the sources.
-        starts = np.concatenate([[0], np.cumsum(raw["lengths"])]).tolist()
-        sources = raw["sources"]
-        for row in looping:
-            in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+    if task.format != "native" and raw.get("native") is not None:
+        # A native line masked is its own source: Python's reading restates nothing there.
+        _restated_in_source(result, raw, np.concatenate([[0], np.cumsum(raw["lengths"])]))
     return result
+
+
+def _restated_in_source(result: ScanResult, raw: dict[str, Any],
+                        starts: npt.NDArray[np.int64]) -> None:
+    """Each looping row's loops restated in the file's own messages (the core translated
+    the chunk's lines): row ``row``'s native messages are ``starts[row]`` to
+    ``starts[row + 1]`` among them, and so are their source messages among ``raw``'s
+    ``sources``."""
+    bounds = starts.tolist()
+    sources = raw["sources"]
+    for row in np.flatnonzero(result.codes).tolist():
+        in_source_messages(result, row, sources[bounds[row] : bounds[row + 1]].tolist())
 
 
 def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
@@ -2631,10 +2638,7 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
     if result is None:
         raise _ChunkForPythonError  # a thread Python's reading may call an error (as above)
     if written is not None and task.format != "native":
-        starts = screens["offsets"].tolist()  # a thread's native messages, and so its sources
-        sources = raw["sources"]
-        for row in np.flatnonzero(result.codes).tolist():
-            in_source_messages(result, row, sources[starts[row] : starts[row + 1]].tolist())
+        _restated_in_source(result, raw, screens["offsets"])
     return result
 
 
