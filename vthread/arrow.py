@@ -28,8 +28,9 @@ import numpy as np
 
 from vthread._heuristics import core_options, written_lines
 from vthread._options import cycle_options, flag
-from vthread.adapters import FORMATS, agreed_format
+from vthread.adapters import agreed_format
 from vthread.documents import (
+    checked_format,
     evidence_of,
     in_source_messages,
     line_format_evidence,
@@ -155,12 +156,7 @@ def checked_arguments(format: str, mask_volatile: bool, anywhere: bool,
     cycle_options(**options)
     flag("mask_volatile", mask_volatile)
     flag("anywhere", anywhere)
-    if not isinstance(format, str):
-        raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
-                        f"{type(format).__name__}")
-    if format != "auto" and format not in FORMATS:
-        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
-                         f"got {format!r}")
+    checked_format(format)
     return options
 
 

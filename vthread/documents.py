@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
-from vthread._messages import ndarray_hint
+from vthread._messages import check_messages, ndarray_hint
 from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "chat_like",
+    "checked_format",
     "evidence_of",
     "in_source_messages",
     "line_format_evidence",
@@ -241,16 +242,10 @@ def native_threads(threads: Sequence[Any], format_: str
     >>> native_threads([[{"role": "user", "content": "hi"}]], "auto")
     ([[{'type': 'user', 'text': 'hi'}]], [[0]])
     """
-    from vthread.adapters import FORMATS, to_native_with_sources
+    from vthread.adapters import to_native_with_sources
 
-    if not isinstance(format_, str):
-        raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
-                        f"{type(format_).__name__}")
-    if format_ == "auto":
+    if checked_format(format_) == "auto":
         format_ = _batch_format(threads)
-    elif format_ not in FORMATS:
-        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
-                         f"got {format_!r}")
     if format_ == "native" and not any(isinstance(t, Mapping) for t in threads):
         return threads, None
     native: list[Any] = []
@@ -264,8 +259,7 @@ def native_threads(threads: Sequence[Any], format_: str
             sources.append(found[2])
             continue
         if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
-            raise TypeError(f"thread {index}: a thread is a sequence of messages or a run "
-                            f"object, got {type(thread).__name__}{ndarray_hint(thread)}")
+            raise _not_a_thread(index, thread)
         if format_ == "native":
             native.append(thread)
             sources.append(None)
@@ -277,6 +271,26 @@ def native_threads(threads: Sequence[Any], format_: str
         native.append(messages)
         sources.append(origins)
     return native, sources
+
+
+def checked_format(format_: object) -> str:
+    """``format_`` as given when it names a format (``"auto"`` or one of
+    :data:`vthread.adapters.FORMATS`): a TypeError when it is no string, else a ValueError
+    listing the formats."""
+    from vthread.adapters import FORMATS
+
+    if not isinstance(format_, str):
+        raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
+                        f"{type(format_).__name__}")
+    if format_ != "auto" and format_ not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
+                         f"got {format_!r}")
+    return format_
+
+
+def _not_a_thread(index: int, thread: object) -> TypeError:
+    return TypeError(f"thread {index}: a thread is a sequence of messages or a run object, "
+                     f"got {type(thread).__name__}{ndarray_hint(thread)}")
 
 
 def _as_parsed_run(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -311,14 +325,13 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
         thread = threads[unknown]
         if not isinstance(thread, Mapping) and (isinstance(thread, (str, bytes))
                                                 or not isinstance(thread, Sequence)):
-            raise TypeError(f"thread {unknown}: a thread is a sequence of messages or a run "
-                            f"object, got {type(thread).__name__}{ndarray_hint(thread)}")
+            raise _not_a_thread(unknown, thread)
         messages = run_messages(thread) if isinstance(thread, Mapping) else thread
         if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)):
-            for index, message in enumerate(messages):
-                if not isinstance(message, Mapping):
-                    raise TypeError(f"thread {unknown}: messages[{index}] must be a mapping, "
-                                    f"got {type(message).__name__}")
+            try:
+                check_messages(messages)
+            except TypeError as error:
+                raise TypeError(f"thread {unknown}: {error}") from None
     return agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
 
 
