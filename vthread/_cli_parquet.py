@@ -90,6 +90,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
     file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
     own run object when the messages column holds one and no id column is read."""
+    from vthread.arrow import _is_text, decoded
+
     pa = _pyarrow()
     # Read a column chunk a buffer at a time rather than whole: memory then follows the
     # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
@@ -98,11 +100,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     total = max(1, parquet.metadata.num_rows)
     done = 0
     for batch in parquet.iter_batches(batch_size=rows, columns=[messages, *id_columns]):
-        column = batch.column(messages)
-        if pa.types.is_dictionary(column.type):  # written from a categorical: its text
-            column = column.dictionary_decode()
-        text = str(column.type) in ("string", "large_string", "binary", "large_binary",
-                                    "string_view", "binary_view")
+        column = decoded(batch.column(messages))
+        text = _is_text(column)
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
         for row, body in enumerate(_bodies(column, text, done)):

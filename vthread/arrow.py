@@ -176,14 +176,17 @@ def _as_table(data: Any) -> pa.Table:
                     f"stream interface; got {type(data).__name__}")
 
 
-def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """``column`` with a dictionary-encoded type (a Parquet column read with
-    ``read_dictionary``, a pandas categorical, a polars ``Categorical``, a DuckDB enum) as
-    its plain values: JSON text stays text to read, not a string value in a run's place."""
+def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``column`` (a table's or a record batch's) with a dictionary-encoded type (a Parquet
+    column read with ``read_dictionary`` or written from a categorical, a pandas or polars
+    categorical, a DuckDB enum) as its plain values: JSON text stays text to read, not a
+    string value in a run's place."""
     import pyarrow as pa
 
     if not pa.types.is_dictionary(column.type):
         return column
+    if isinstance(column, pa.Array):
+        return column.dictionary_decode()
     return pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks],
                             type=column.type.value_type)
 
