@@ -6,7 +6,7 @@
 //! non-number figure, which JavaScript's `tokens >= 0` may still accept) is left to Python,
 //! which applies the general rule and calls the estimator in the message's turn.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -38,7 +38,7 @@ pub fn own_token_costs<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Option<Cos
             }
         }
     }
-    Ok(Some((costs.into_pyarray(py), undecided)))
+    Ok(Some((crate::numpy_array(py, costs)?, undecided)))
 }
 
 /// The message's `usage.tokens` as a finite double >= 0, when plainly one.

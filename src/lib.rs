@@ -35,12 +35,31 @@ pub mod unicode;
 mod unicode_tables;
 pub mod volatile;
 
-use numpy::IntoPyArray;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+/// `values` as a NumPy array, NumPy imported first when it is not yet.
+///
+/// The core's module does not import NumPy, so that what needs no array (`vthread guard`,
+/// `vthread.fingerprint`) starts without it. The numpy crate imports NumPy's C API on its
+/// first array and panics if that import fails; done here, a failure (a Ctrl-C pending while
+/// NumPy loads after the GIL was released) is an ordinary exception. Every array the core
+/// hands Python is made here (clippy's `disallowed-methods` holds the crate to it).
+pub(crate) fn numpy_array<'py, T: numpy::Element>(
+    py: Python<'py>,
+    values: Vec<T>,
+) -> PyResult<Bound<'py, PyArray1<T>>> {
+    static IMPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !IMPORTED.load(std::sync::atomic::Ordering::Acquire) {
+        py.import("numpy")?;
+        IMPORTED.store(true, std::sync::atomic::Ordering::Release);
+    }
+    #[allow(clippy::disallowed_methods)] // the one place arrays are made
+    Ok(numpy::IntoPyArray::into_pyarray(values, py))
+}
 
 /// `value`'s canonical encoding (`vthread._jsvalue.canonical`'s text, as ASCII bytes).
 #[pyfunction(name = "canonical")]
@@ -81,22 +100,22 @@ fn text_list(py: Python<'_>, texts: Vec<node::Text>) -> PyResult<Bound<'_, PyLis
 
 fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    out.set_item("lengths", read.lengths.into_pyarray(py))?;
-    out.set_item("suffix_period", read.suffix_period.into_pyarray(py))?;
-    out.set_item("suffix_copies", read.suffix_copies.into_pyarray(py))?;
-    out.set_item("tail_length", read.tail_length.into_pyarray(py))?;
-    out.set_item("tail_offsets", read.tail_offsets.into_pyarray(py))?;
-    out.set_item("tail_kind", read.tail_kind.into_pyarray(py))?;
-    out.set_item("tail_kind_id", read.tail_kind_id.into_pyarray(py))?;
-    out.set_item("tail_name", read.tail_name.into_pyarray(py))?;
-    out.set_item("tail_arguments", read.tail_arguments.into_pyarray(py))?;
-    out.set_item("tail_result", read.tail_result.into_pyarray(py))?;
-    out.set_item("result_run", read.result_run.into_pyarray(py))?;
-    out.set_item("result_start", read.result_start.into_pyarray(py))?;
-    out.set_item("result_period", read.result_period.into_pyarray(py))?;
-    out.set_item("result_copies", read.result_copies.into_pyarray(py))?;
-    out.set_item("text_thread", read.text_thread.into_pyarray(py))?;
-    out.set_item("text_index", read.text_index.into_pyarray(py))?;
+    out.set_item("lengths", numpy_array(py, read.lengths)?)?;
+    out.set_item("suffix_period", numpy_array(py, read.suffix_period)?)?;
+    out.set_item("suffix_copies", numpy_array(py, read.suffix_copies)?)?;
+    out.set_item("tail_length", numpy_array(py, read.tail_length)?)?;
+    out.set_item("tail_offsets", numpy_array(py, read.tail_offsets)?)?;
+    out.set_item("tail_kind", numpy_array(py, read.tail_kind)?)?;
+    out.set_item("tail_kind_id", numpy_array(py, read.tail_kind_id)?)?;
+    out.set_item("tail_name", numpy_array(py, read.tail_name)?)?;
+    out.set_item("tail_arguments", numpy_array(py, read.tail_arguments)?)?;
+    out.set_item("tail_result", numpy_array(py, read.tail_result)?)?;
+    out.set_item("result_run", numpy_array(py, read.result_run)?)?;
+    out.set_item("result_start", numpy_array(py, read.result_start)?)?;
+    out.set_item("result_period", numpy_array(py, read.result_period)?)?;
+    out.set_item("result_copies", numpy_array(py, read.result_copies)?)?;
+    out.set_item("text_thread", numpy_array(py, read.text_thread)?)?;
+    out.set_item("text_index", numpy_array(py, read.text_index)?)?;
     out.set_item("texts", text_list(py, read.texts)?)?;
     Ok(out)
 }
@@ -116,12 +135,12 @@ fn message_screens<'py>(
 /// A batch's message screens for Python (`vthread.anywhere.find_loops_in`).
 fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
-    out.set_item("offsets", read.offsets.into_pyarray(py))?;
-    out.set_item("screens", read.screens.into_pyarray(py))?;
-    out.set_item("reply_screens", read.reply_screens.into_pyarray(py))?;
-    out.set_item("roles", read.roles.into_pyarray(py))?;
-    out.set_item("may_fail", read.may_fail.into_pyarray(py))?;
-    out.set_item("text_rows", read.text_rows.into_pyarray(py))?;
+    out.set_item("offsets", numpy_array(py, read.offsets)?)?;
+    out.set_item("screens", numpy_array(py, read.screens)?)?;
+    out.set_item("reply_screens", numpy_array(py, read.reply_screens)?)?;
+    out.set_item("roles", numpy_array(py, read.roles)?)?;
+    out.set_item("may_fail", numpy_array(py, read.may_fail)?)?;
+    out.set_item("text_rows", numpy_array(py, read.text_rows)?)?;
     Ok(out)
 }
 
@@ -419,9 +438,9 @@ fn arrow_row_texts<'py>(
     };
     Ok(Some((
         PyBytes::new(py, &rows.text),
-        rows.starts.into_pyarray(py),
-        rows.ends.into_pyarray(py),
-        rows.rows.into_pyarray(py),
+        numpy_array(py, rows.starts)?,
+        numpy_array(py, rows.ends)?,
+        numpy_array(py, rows.rows)?,
     )))
 }
 
@@ -443,15 +462,15 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
         .map(|line| line.messages as i64)
         .collect();
     out.set_item("id_texts", PyList::new(py, ids)?)?;
-    out.set_item("message_counts", counts.into_pyarray(py))?;
-    out.set_item("figures", chunk.figures.into_pyarray(py))?;
+    out.set_item("message_counts", numpy_array(py, counts)?)?;
+    out.set_item("figures", numpy_array(py, chunk.figures)?)?;
     out.set_item("figures_odd", chunk.figures_odd)?;
-    out.set_item("declined", chunk.declined.into_pyarray(py))?;
+    out.set_item("declined", numpy_array(py, chunk.declined)?)?;
     if !chunk.native_ends.is_empty() {
         out.set_item("native", PyBytes::new(py, &chunk.native))?;
-        out.set_item("native_ends", chunk.native_ends.into_pyarray(py))?;
+        out.set_item("native_ends", numpy_array(py, chunk.native_ends)?)?;
         let sources: Vec<i64> = chunk.sources.into_iter().map(i64::from).collect();
-        out.set_item("sources", sources.into_pyarray(py))?;
+        out.set_item("sources", numpy_array(py, sources)?)?;
     }
     Ok(out)
 }
@@ -537,7 +556,7 @@ fn has_repeated_text_runs<'py>(
     let options = text_run_options(min_units, window, max_unique_ratio)?;
     // `items` holds a reference to every text, so the borrowed storage outlives the call.
     let answers = py.detach(|| textrun::has_repeated_text_runs(&views, &options));
-    Ok(answers.into_pyarray(py))
+    numpy_array(py, answers)
 }
 
 /// The screen of a value (see `node.rs`): equal for values JavaScript calls equal. For the
@@ -704,16 +723,16 @@ fn set_loop_fields<T>(
     let rows: Vec<Option<(u64, &String, f64)>> =
         rows.iter().map(|row| row.as_ref().map(fields)).collect();
     let signatures: Vec<u64> = rows.iter().map(|r| r.map_or(0, |r| r.0)).collect();
-    out.set_item("signature", signatures.into_pyarray(py))?;
+    out.set_item("signature", numpy_array(py, signatures)?)?;
     let tokens: Vec<f64> = rows.iter().map(|r| r.map_or(f64::NAN, |r| r.2)).collect();
-    out.set_item("loop_tokens", tokens.into_pyarray(py))?;
+    out.set_item("loop_tokens", numpy_array(py, tokens)?)?;
     let excerpts: Vec<Option<&str>> = rows.iter().map(|r| r.map(|r| r.1.as_str())).collect();
     out.set_item("excerpts", PyList::new(py, excerpts)?)?;
     let declined: Vec<i64> = (0..rows.len())
         .filter(|&row| rows[row].is_none())
         .map(|row| row as i64)
         .collect();
-    out.set_item("declined", declined.into_pyarray(py))?;
+    out.set_item("declined", numpy_array(py, declined)?)?;
     Ok(())
 }
 
@@ -757,12 +776,12 @@ fn attributions_dict<'py>(
     };
     out.set_item(
         "loop_start",
-        field(|a| a.loop_start as i64).into_pyarray(py),
+        numpy_array(py, field(|a| a.loop_start as i64))?,
     )?;
-    out.set_item("period", field(|a| a.period as i64).into_pyarray(py))?;
+    out.set_item("period", numpy_array(py, field(|a| a.period as i64))?)?;
     out.set_item(
         "repetitions",
-        field(|a| a.repetitions as i64).into_pyarray(py),
+        numpy_array(py, field(|a| a.repetitions as i64))?,
     )?;
     set_loop_fields(py, &out, attributed, |a| {
         (a.signature, &a.excerpt, a.loop_tokens)
@@ -866,8 +885,8 @@ impl DocumentSplitter {
             .collect();
         Ok(Some((
             texts,
-            plain.into_pyarray(py),
-            places.into_pyarray(py),
+            numpy_array(py, plain)?,
+            numpy_array(py, places)?,
         )))
     }
 
@@ -1004,13 +1023,7 @@ fn _normalize_word(text: &Bound<'_, PyString>) -> PyResult<String> {
 /// `vthread._core`: the compiled half of the package.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    // NumPy's C API, which the numpy crate imports on its first array and panics if that
-    // import fails, is imported here, where a failure (a Ctrl-C pending while NumPy loads) is
-    // an ordinary exception: a function returning its first array after the GIL was released
-    // would otherwise run that import with the signal pending and panic.
-    let py = module.py();
-    py.import("numpy")?;
-    drop(PyArray1::<i64>::zeros(py, 0, false));
+    // No NumPy here: it is imported with the first array (see `numpy_array`).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(canonical_of, module)?)?;
     module.add_function(wrap_pyfunction!(fingerprint_of, module)?)?;

@@ -942,7 +942,7 @@ def test_a_given_format_that_does_not_fit_is_warned_of(
 def test_the_version_is_looked_up_only_when_asked_for() -> None:
     """Reading the package metadata costs a scan about 30 ms: the parser is built without it,
     and --version still names the installed version."""
-    script = ("import sys; from vthread import cli; cli._parser(); "
+    script = ("import sys; from vthread import _cli_main; _cli_main._parser(); "
               "print('importlib.metadata' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True)
     assert done.stdout.strip() == b"False"

@@ -345,7 +345,7 @@ def test_an_internal_error_is_not_status_1(monkeypatch: pytest.MonkeyPatch) -> N
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "_scan_command", broken)
+    monkeypatch.setattr(cli, "scan_command", broken)
     code, _, err = run(["scan", str(SAMPLE)], monkeypatch)
     assert code == 70
     assert "internal error" in err and "RuntimeError: boom" in err

@@ -1,23 +1,58 @@
 """vthread: fit LLM threads to a context window, tell when an agent is stuck, guard streams.
 
-This is the public API.
+This is the public API. Each name is imported from its module when first used, so that
+what needs no NumPy starts without it: ``from vthread import Guard`` and ``vthread guard``
+load the compiled core and the guard alone (about a fifth of the time the whole package
+takes to import), while ``vthread.scan`` brings NumPy with it.
 """
 
-from vthread.arrow import scan_arrow
-from vthread.build import BuildResult, build_thread
-from vthread.cycle import (
-    describe_thread_cycle,
-    has_repeated_activity_tail,
-    has_repeated_result_run,
-    has_repeated_suffix,
-    is_thread_cyclic,
-)
-from vthread.fingerprint import fingerprint, message_fingerprint
-from vthread.guard import Guard, GuardReason
-from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
-from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
-from vthread.textrun import has_repeated_text_run
-from vthread.volatile import masked_thread
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from vthread.arrow import scan_arrow
+    from vthread.build import BuildResult, build_thread
+    from vthread.cycle import (
+        describe_thread_cycle,
+        has_repeated_activity_tail,
+        has_repeated_result_run,
+        has_repeated_suffix,
+        is_thread_cyclic,
+    )
+    from vthread.fingerprint import fingerprint, message_fingerprint
+    from vthread.guard import Guard, GuardReason
+    from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
+    from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
+    from vthread.textrun import has_repeated_text_run
+    from vthread.volatile import masked_thread
+
+_HOMES: Final = {
+    "HEURISTIC_NAMES": "vthread.scan",
+    "BuildResult": "vthread.build",
+    "Guard": "vthread.guard",
+    "GuardReason": "vthread.guard",
+    "GuardTrip": "vthread.replay",
+    "ScanResult": "vthread.scan",
+    "build_thread": "vthread.build",
+    "describe_thread_cycle": "vthread.cycle",
+    "fingerprint": "vthread.fingerprint",
+    "has_repeated_activity_tail": "vthread.cycle",
+    "has_repeated_result_run": "vthread.cycle",
+    "has_repeated_suffix": "vthread.cycle",
+    "has_repeated_text_run": "vthread.textrun",
+    "has_repeated_text_runs": "vthread.replay",
+    "is_thread_cyclic": "vthread.cycle",
+    "masked_thread": "vthread.volatile",
+    "message_fingerprint": "vthread.fingerprint",
+    "scan": "vthread.scan",
+    "scan_arrow": "vthread.arrow",
+    "scan_texts": "vthread.replay",
+}
+"""Where each public name is defined."""
 
 __all__ = [
     "HEURISTIC_NAMES",
@@ -41,3 +76,38 @@ __all__ = [
     "scan_arrow",
     "scan_texts",
 ]
+
+
+class _Package(types.ModuleType):
+    """The package, keeping ``vthread.scan`` and ``vthread.fingerprint`` the functions.
+
+    Importing a submodule sets it as an attribute of its package; two submodules share
+    their names with the functions they define, and an eager ``__init__`` imported them
+    before binding the functions over them. Imported lazily, the submodule would come
+    second and replace the function (``vthread.scan(threads)``: "'module' object is not
+    callable"), so the function is bound in its place.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == _HOMES.get(name) == (
+                f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+if not TYPE_CHECKING:  # (a module __getattr__ would make every name type as Any)
+
+    def __getattr__(name: str) -> Any:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+sys.modules[__name__].__class__ = _Package

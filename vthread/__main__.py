@@ -2,6 +2,6 @@
 
 import sys
 
-from vthread.cli import main
+from vthread._cli_main import main
 
 sys.exit(main())

@@ -16,9 +16,15 @@ import numbers
 import re
 import sys
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import Any, Final, cast
 
-import numpy as np
+
+def _numpy() -> ModuleType | None:
+    """NumPy if some module has imported it: only then can a value be one of its types (this
+    module is imported by the guard, which does without NumPy)."""
+    return sys.modules.get("numpy")
+
 
 __all__ = [
     "JS_WHITESPACE",
@@ -99,7 +105,8 @@ def opaque(value: object) -> Opaque:
     if isinstance(value, (set, frozenset)):
         return Opaque(_type_tag(value) + "{" + ",".join(sorted(map(canonical, value))) + "}")
     try:
-        if isinstance(value, np.ndarray):
+        np = _numpy()
+        if np is not None and isinstance(value, np.ndarray):
             with np.printoptions(threshold=sys.maxsize):  # every element, not "..."
                 text = repr(value)
         else:
@@ -117,14 +124,16 @@ def real_number(value: object) -> int | float | None:
     ``1``. Integers stay exact (JavaScript's rounding to a double is the encoder's); a value
     too large for a double is an infinity; a ``Decimal`` NaN, signalling or not, is NaN.
 
+    >>> import numpy as np
     >>> real_number(np.int64(7)), real_number(decimal.Decimal("2.5")), real_number(True)
     (7, 2.5, None)
     """
     if value.__class__ is float or value.__class__ is int:
         return value  # the usual cases, by exact class
-    if isinstance(value, (bool, np.bool_)):
+    np = _numpy()
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
         return None
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return int(value)
     if not isinstance(value, (numbers.Real, decimal.Decimal)):
         return None
@@ -197,17 +206,19 @@ def stand_in(value: object) -> Any:
     Called only for values that are not ``str``, ``None``, ``bool``, ``int``, ``float``,
     ``list``, ``tuple`` or mappings; the compiled core calls it for the same values.
 
+    >>> import numpy as np
     >>> stand_in(np.float32(0.5)), stand_in(np.bool_(True)), stand_in(b"x")
     (0.5, True, Opaque("builtins.bytes:b'x'"))
     """
-    if isinstance(value, np.bool_):
+    np = _numpy()
+    if np is not None and isinstance(value, np.bool_):
         return bool(value)
     number = real_number(value)
     if number is not None:
         return number
     if isinstance(value, datetime.date):
         return js_date_text(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
+    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
         return value.tolist()
     return opaque(value)
 
@@ -458,7 +469,8 @@ def _js_to_string_number(value: Any, depth: int = 0) -> float:
     a real number of another type (NumPy's, ``Decimal``) as the number it is."""
     if value is None:
         return 0.0
-    if isinstance(value, (bool, np.bool_)):
+    np = _numpy()
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
         return 1.0 if value else 0.0
     number = real_number(value)
     if number is not None:

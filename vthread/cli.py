@@ -131,6 +131,16 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _core
+from vthread._cli_main import (
+    BROKEN_PIPE_EXIT,
+    INTERRUPTED_EXIT,
+    IO_EXIT,
+    LOOP_EXIT,
+    TERMINATED_EXIT,
+    USAGE_EXIT,
+    main,
+    say,
+)
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, suspect_lines
 from vthread._heuristics import core_options, written_lines
@@ -153,7 +163,7 @@ from vthread.volatile import masked_thread
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["main"]
+__all__ = ["main", "scan_command"]
 
 CHUNK_LINES: Final = 4096
 """Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
@@ -186,232 +196,16 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"  # json.loads of bytes skips one, as Windows 
 _JSON_SPACE: Final = re.compile(r"[ \t\n\r]*")  # the whitespace json allows between values
 _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
-_FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
 _CoreFormat = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent",
                       "swe-agent"]
 _CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads: every one
     "native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
-_USAGE_EXIT: Final = 2
-_LOOP_EXIT: Final = 1
-_BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
-_INTERRUPTED_EXIT: Final = 130
-_TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it killed
-_IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
-_INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
-EXIT_STATUS_HELP: Final = """\
-exit status:
-  0    the run completed; bad lines (and a broken .gz stream) are error records
-  1    --fail-on-loop and some thread loops
-  2    usage error, unreadable input, output that is an input, or with --strict
-       the first bad line
-  70   internal error (a bug: the traceback is on standard error; please report it)
-  74   the records or the --summary FILE could not be written (disk full, a path
-       that cannot be created, standard output closed); the message says which
-  130  interrupted (Ctrl-C)
-  141  standard output closed early (vthread scan big.jsonl | head), quietly
-  143  terminated (SIGTERM, as timeout, Slurm and Kubernetes stop a job); as for
-       130, the records so far are written and so is the --summary FILE
-"""
 _INT_EXACT: Final = 2**53
 
 
-# ------------------------------------------------------------------------------- entry point
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
-
-    An exception that escapes is a bug: its traceback goes to standard error and the status
-    is 70, so that 1 keeps meaning "a thread loops" (``--fail-on-loop``) and nothing else.
-    """
-    args = sys.argv[1:] if argv is None else list(argv)
-    _plug_closed_descriptors()
-    try:
-        return _main(args)
-    except Exception:
-        import traceback
-
-        _say("vthread: internal error (a bug; please report it with this traceback)\n"
-             + traceback.format_exc(), end="")
-        return _INTERNAL_EXIT
-
-
-def _plug_closed_descriptors() -> None:
-    """Open /dev/null on standard descriptors the shell closed (``2>&-``), leaving
-    ``sys.stdout``/``sys.stderr`` None as Python set them.
-
-    Otherwise the next file opened takes the lowest free descriptor: ``-o out.jsonl`` with
-    stderr closed would become descriptor 2, and whatever writes to it below Python (a
-    panic message from the core) would land among the records.
-    """
-    for descriptor in (0, 1, 2):
-        try:
-            os.fstat(descriptor)
-        except OSError:
-            try:
-                null = os.open(os.devnull, os.O_RDWR)
-            except OSError:
-                return
-            if null != descriptor:
-                os.dup2(null, descriptor)
-                os.close(null)
-
-
-def _main(args: list[str]) -> int:
-    if args[:1] == ["guard"]:
-        return _guard(args[1:])
-    if args[:1] == ["report"]:
-        from vthread._cli_report import run_report
-
-        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
-    parser = _parser()
-    if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
-        _say(_misplaced_option(args[0], parser))
-        return _USAGE_EXIT
-    try:
-        options, unknown = parser.parse_known_args(args)
-        if unknown:
-            # Said with the command's own usage (the top-level usage named no option).
-            command = _subcommand(parser, options.command) or parser
-            command.error(f"unrecognized arguments: {' '.join(unknown)}")
-    except SystemExit as exit_:  # argparse exits on --help, --version and usage errors
-        return exit_.code if isinstance(exit_.code, int) else _USAGE_EXIT
-    if options.command != "scan":
-        parser.print_usage(sys.stderr)
-        return _USAGE_EXIT
-    return _scan_command(options)
-
-
-def _subcommand(parser: argparse.ArgumentParser, name: str | None
-                ) -> argparse.ArgumentParser | None:
-    """The parser of the command ``name`` (``scan``), if there is one."""
-    for action in parser._actions:  # argparse keeps its subcommands' parsers only here
-        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-            return cast(argparse.ArgumentParser, action.choices[name])
-    return None
-
-
-def _guard(argv: list[str]) -> int:
-    import importlib
-
-    try:
-        module = importlib.import_module("vthread._cli_guard")
-    except ModuleNotFoundError as error:
-        if error.name != "vthread._cli_guard":
-            raise
-        _say("vthread guard: not available in this installation")
-        return _USAGE_EXIT
-    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
-    # A closed standard error swallows the guard's messages; a closed standard output is
-    # refused (it is where the stream goes) by the guard itself.
-    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
-    stdout = sys.stdout.buffer if sys.stdout is not None else None
-    return int(module.run_guard(argv, stdin, stdout, stderr))
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("vthread")
-    except PackageNotFoundError:
-        return "(not installed)"
-
-
-class _VersionAction(argparse.Action):
-    """``--version``, with the installed version looked up only when asked for: reading the
-    package metadata costs about 30 ms, a twentieth of a whole scan of 10,000 threads."""
-
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
-        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
-                         help=help or "show program's version number and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
-        print(f"vthread {_version()}", file=sys.stdout)  # where argparse's own "version" writes
-        parser.exit()
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="vthread",
-        description="Tell which agent conversations are stuck in a loop, how, and what it cost.",
-    )
-    parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("guard", help="guard a token stream against runaway repetition "
-                        "(see vthread guard --help)", add_help=False)
-    commands.add_parser("report", help="write a self-contained HTML report of the runs "
-                        "(see vthread report --help)", add_help=False)
-    scan_ = commands.add_parser(
-        "scan",
-        help="scan trajectory files (JSONL, JSON documents, Inspect logs, Parquet) for "
-        "looping runs",
-        description="Scan trajectory files and write one JSON record per run (per line of a "
-        "JSONL file, per run of a JSON document, per sample of an Inspect log, per row of a "
-        "Parquet file) to stdout or --output, and a summary to stderr. With no FILE, reads "
-        "standard input when it is a pipe or a file; --sample scans the sample set bundled "
-        "with vthread.",
-        epilog=EXIT_STATUS_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    scan_.add_argument("files", nargs="*", metavar="FILE",
-                       help="JSONL file, optionally gzip-compressed; a JSON document (.json, "
-                       ".traj), Inspect log (.eval) or Parquet file; a directory for the "
-                       "trajectory files under it; - for standard input")
-    scan_.add_argument("--sample", action="store_true",
-                       help="scan the sample set bundled with vthread (no FILE)")
-    scan_.add_argument("--format", choices=(*_FORMATS, "auto"), default=None,
-                       help="message format of the threads (default, or auto: detected per "
-                       "file from its first threads, as format='auto' in Python)")
-    scan_.add_argument("--messages-key", metavar="KEY",
-                       help="the key of each run object that holds its messages (default: "
-                       "messages, traj or history, the first present)")
-    scan_.add_argument("--id-key", metavar="KEY",
-                       help="the key of each run object that holds its id (default: id, "
-                       "instance_id or task_id/trial)")
-    scan_.add_argument("-o", "--output", metavar="PATH",
-                       help="write the records to PATH instead of standard output "
-                       "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
-                       ".parquet or .pq; - is standard output)")
-    for flag, meaning in (
-        ("--min-repetitions", "copies of the pattern needed (default 2)"),
-        ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
-         "2; a record's period is the loop's own smallest, which can be 1)"),
-        ("--max-pattern-length", "longest repeating pattern (default: length / repetitions)"),
-        ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
-    ):
-        scan_.add_argument(flag, type=float, metavar="N", help=meaning)
-    scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                       help="workers (default 1; 0 = one per CPU): threads of the core, for "
-                       "every format (--mask-volatile and --anywhere too). "
-                       "Capped at the CPUs this process may use and at the chunks there "
-                       "are to share out")
-    scan_.add_argument("-q", "--quiet", action="store_true",
-                       help="no summary and no progress line on stderr (warnings and "
-                       "notes on how a file is read remain)")
-    scan_.add_argument("--strict", action="store_true",
-                       help="stop at the first bad line (exit status 2)")
-    scan_.add_argument("--fail-on-loop", action="store_true",
-                       help="exit with status 1 when any thread loops (for CI gates)")
-    scan_.add_argument("--only-loops", action="store_true",
-                       help="write only the records of threads that loop, and error records "
-                       "(so no failure goes unseen); the summary still counts every line")
-    scan_.add_argument("--mask-volatile", action="store_true",
-                       help="compare messages with timestamps, UUIDs, long hex ids and "
-                       "durations masked, so polling that only sees the clock change is "
-                       "seen to loop (off: the production answers exactly)")
-    scan_.add_argument("--anywhere", action="store_true",
-                       help="report every loop of each run wherever it lies (a 'loops' "
-                       "list per record; the record's fields describe the costliest), not "
-                       "only a loop the run ends in")
-    scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
-                       help="also write the summary as JSON to FILE (for dashboards; "
-                       "written also when the scan ends early, saying \"completed\": false)")
-    return parser
+# ---------------------------------------------------------------------------- scan command
 
 
 def _usable_cpus() -> int:
@@ -435,39 +229,6 @@ def _worker_count(requested: int, work: int | None = None) -> int:
         count = min(count, work)
     return max(1, count)
 
-
-def _jobs(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if count < 0:
-        # argparse prefixes the option's name: "argument -j/--jobs: expected ..."
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number >= 1 (or 0 for one per CPU), got {text!r}")
-    return count
-
-
-def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
-    """The message for an option given before the command (``vthread --formt x``)."""
-    import difflib
-
-    scan_options = [flag for action in _scan_parser(parser)._actions
-                    for flag in action.option_strings if flag.startswith("--")]
-    name = option.split("=", 1)[0]
-    close = difflib.get_close_matches(name, scan_options, n=1, cutoff=0.75)
-    hint = f"; did you mean 'vthread scan {close[0]}'?" if close else ""
-    return (f"vthread: error: unknown option {name!r} before the command (options go after "
-            f"it: vthread scan [options] [FILE ...]){hint}\n"
-            f"  see 'vthread scan --help' and 'vthread guard --help'")
-
-
-def _scan_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return cast(argparse.ArgumentParser, commands.choices["scan"])
-
-
-# ---------------------------------------------------------------------------- scan command
 
 
 @dataclass(slots=True)
@@ -551,7 +312,8 @@ class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
 
 
-def _scan_command(options: argparse.Namespace) -> int:
+def scan_command(options: argparse.Namespace) -> int:
+    """Run ``vthread scan`` with its parsed ``options``; the exit status."""
     # Ctrl-C and SIGTERM are caught from the start, not only once the scan runs: listing a
     # directory of many files (and reading each one's first bytes) can take a while, and a
     # job stopped then still says so and leaves its --summary.
@@ -563,7 +325,7 @@ def _scan_command(options: argparse.Namespace) -> int:
         # Before the scan: the scan's own stops are handled in it (which then gives the
         # handlers back, so that its summary is never written over by this one's).
         code, message = _stopped_by(stop)
-        _say(f"vthread scan: {message}")
+        say(f"vthread scan: {message}")
         _early_summary(options, message)
         return code
     finally:
@@ -574,8 +336,8 @@ def _scan_command(options: argparse.Namespace) -> int:
 def _stopped_by(stop: BaseException) -> tuple[int, str]:
     """The exit status and message of a run stopped by Ctrl-C or SIGTERM."""
     if isinstance(stop, KeyboardInterrupt):
-        return _INTERRUPTED_EXIT, "interrupted"
-    return _TERMINATED_EXIT, "terminated (SIGTERM)"
+        return INTERRUPTED_EXIT, "interrupted"
+    return TERMINATED_EXIT, "terminated (SIGTERM)"
 
 
 def _early_summary(options: argparse.Namespace, reason: str) -> None:
@@ -596,9 +358,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         options.output = None  # "-o -": standard output, as for the inputs
     if options.summary_file == "-":
         # Not a file named "-" left in the working directory: the table is on stderr already.
-        _say("vthread scan: --summary takes a file path; the summary table is written on "
+        say("vthread scan: --summary takes a file path; the summary table is written on "
              "standard error already (without --quiet)")
-        return _USAGE_EXIT
+        return USAGE_EXIT
     jobs = _worker_count(options.jobs)
     cycle = {
         "min_repetitions": options.min_repetitions,
@@ -609,7 +371,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     try:
         inputs = _inputs(options)
         if inputs is None:
-            return _USAGE_EXIT
+            return USAGE_EXIT
         files, listed = inputs
         for name in files:
             _check_readable(name)
@@ -617,9 +379,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             if written:
                 _check_not_an_input(written, files)
     except _FatalError as error:
-        _say(f"vthread scan: {error}")
+        say(f"vthread scan: {error}")
         _early_summary(options, str(error))
-        return _USAGE_EXIT
+        return USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
     show_progress = (not options.quiet and _is_tty(sys.stderr)
@@ -627,24 +389,24 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
     if not options.output and sys.stdout is None:
-        _say("vthread scan: cannot write the records: standard output is closed")
-        return _IO_EXIT
+        say("vthread scan: cannot write the records: standard output is closed")
+        return IO_EXIT
     if options.output and is_parquet(options.output) and not parquet_available():
-        _say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
-        return _USAGE_EXIT  # a missing extra is the command's setup, not a failed write
+        say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
+        return USAGE_EXIT  # a missing extra is the command's setup, not a failed write
     unwritable = _unwritable(options.summary_file) if options.summary_file else None
     if unwritable is not None:
         # Said before the scan, not after it: its records would be written and its figures
         # lost.
-        _say(f"vthread scan: cannot write {options.summary_file}: {unwritable}")
-        return _IO_EXIT
+        say(f"vthread scan: cannot write {options.summary_file}: {unwritable}")
+        return IO_EXIT
     try:
         out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
         if progress is not None:
             progress.clear()
-        _say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
-        return _IO_EXIT
+        say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
+        return IO_EXIT
     stats = _Stats(anywhere=(0, 0, 0.0) if options.anywhere else None)
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
@@ -686,20 +448,20 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         _close(out, options.output, progress)
     except _FatalError as error:
         _close_quietly(out, options.output, progress)
-        failure = (_USAGE_EXIT, str(error))
+        failure = (USAGE_EXIT, str(error))
     except BrokenPipeError:
         # The reader went away (`vthread scan big.jsonl | head`): end quietly, as vthread
         # guard and cat do.
         if progress is not None:
             progress.clear()
         _silence_stdout(out)
-        failure = (_BROKEN_PIPE_EXIT, "the reader of the records went away (broken pipe)")
+        failure = (BROKEN_PIPE_EXIT, "the reader of the records went away (broken pipe)")
     except _WriteError as error:
         # A full disk, a device that refuses, a file system gone read-only: the records are
         # incomplete, which is neither a loop (1) nor a usage error (2).
         _close_quietly(out, options.output, progress)
         _silence_stdout(out)
-        failure = (_IO_EXIT, f"cannot write {options.output or 'standard output'}: {error}")
+        failure = (IO_EXIT, f"cannot write {options.output or 'standard output'}: {error}")
     except (KeyboardInterrupt, _TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
         failure = _stopped_by(stop)
@@ -712,10 +474,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     what = _what_was_scanned(files)
     if failure is not None:
         code, message = failure
-        if code != _BROKEN_PIPE_EXIT:
-            _say(f"vthread scan: {message}")
+        if code != BROKEN_PIPE_EXIT:
+            say(f"vthread scan: {message}")
     elif not options.quiet:
-        _say(_summary(stats, what, seconds, detected=detected, units=units,
+        say(_summary(stats, what, seconds, detected=detected, units=units,
                       cut_short=len(cut_short)), end="")
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
@@ -723,10 +485,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short)
         if not _write_summary(options.summary_file, summary):
-            return _IO_EXIT if failure is None else failure[0]
+            return IO_EXIT if failure is None else failure[0]
     if failure is not None:
         return failure[0]
-    return _LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+    return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
@@ -735,7 +497,7 @@ def _write_summary(path: str, summary: dict[str, object]) -> bool:
         Path(path).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n",
                               encoding="utf-8")
     except OSError as error:
-        _say(f"vthread scan: cannot write {path}: {error.strerror or error}")
+        say(f"vthread scan: cannot write {path}: {error.strerror or error}")
         return False
     return True
 
@@ -891,29 +653,6 @@ def _silence_stdout(out: BinaryIO) -> None:
         pass
 
 
-def _say(message: str, end: str = "\n") -> None:
-    """Write a message to standard error, if there is one that works.
-
-    Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
-    print would write the message among the records on standard output. A standard error
-    that fails is given up (pointed at /dev/null): messages are not worth a failed run.
-    """
-    stream = sys.stderr
-    if stream is None:
-        return
-    try:
-        stream.write(message + end)
-        stream.flush()
-    except (OSError, ValueError):
-        sys.stderr = None
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, stream.fileno())
-            os.close(null)
-        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-            pass
-
-
 def _loops_only(output: bytes) -> bytes:
     """The records of ``output`` (one JSON object a line) but those of progressing threads.
 
@@ -990,7 +729,7 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
     bundled sample. None after a usage error."""
     if options.sample:
         if options.files:
-            _say("vthread scan: error: --sample takes no FILE")
+            say("vthread scan: error: --sample takes no FILE")
             return None
         return [str(SAMPLE)], frozenset()
     if options.files:
@@ -1017,7 +756,7 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
         return ["-"], frozenset()
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
-    _say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
+    say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
          f"(vthread scan --sample)")
     return [str(SAMPLE)], frozenset()
 
@@ -1031,9 +770,9 @@ def _without_records(found: list[str]) -> list[str]:
     kept = []
     for name in found:
         if holds_records(name):
-            _say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
+            say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
         elif holds_summary(name):
-            _say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
+            say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
         else:
             kept.append(name)
     return kept
@@ -1892,7 +1631,7 @@ def _tasks(
                     document = sniffed
                     chunks, kind = _document_chunks(document, messages_key, label)
                     if name != "-":
-                        _say(f"vthread scan: {label}: read as a JSON document, a record per "
+                        say(f"vthread scan: {label}: read as a JSON document, a record per "
                              "run (it opens as one, not as JSONL)")
                 else:
                     chunks = _chunks(sniffed)
@@ -1916,11 +1655,11 @@ def _tasks(
                     # another (the records are made as asked).
                     warning = _misread_warning(label, lines, file_format, messages_key, unit)
                     if warning is not None:
-                        _say(f"vthread scan: {warning}")
+                        say(f"vthread scan: {warning}")
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
-                        _say(f"vthread scan: {warning}")
+                        say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
                             paused=isinstance(lines, _PausedBatch))
@@ -1945,7 +1684,7 @@ def _tasks(
         if reasons:
             why = "; ".join(reasons)
             if not strict:  # (--strict makes its record the fatal error that says it)
-                _say(f"vthread scan: {label}: {why}")
+                say(f"vthread scan: {label}: {why}")
             if cut_short is not None:
                 cut_short.append((label, why))
             if progress is not None:
@@ -1973,7 +1712,7 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
     except _FatalError as error:
         why = str(error).removeprefix(f"{label}: ")
         if not strict:  # (--strict makes its record the fatal error that says it)
-            _say(f"vthread scan: {label}: {why}; not read past there")
+            say(f"vthread scan: {label}: {why}; not read past there")
         if cut_short is not None:
             cut_short.append((label, why))
         # (unit "file": the error is the file's, and under --strict is said with its name
@@ -2004,7 +1743,7 @@ def _parquet_tasks(
     size = Path(name).stat().st_size
     if messages_key is None and holds_records(name):
         # A scan's own output given back as input: its "messages" column is the counts.
-        _say(f"vthread scan: {name}: warning: it holds vthread scan's records, not runs; "
+        say(f"vthread scan: {name}: warning: it holds vthread scan's records, not runs; "
              f"each row is an error record (vthread report {name} reads them back)")
     line = 1
     file_format = format_
@@ -2223,11 +1962,11 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
         looked = min(len(lines), 8)
         which = (f"its first {unit} is not" if looked == 1
                  else f"none of its first {looked} {unit}s is")
-        _say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
+        say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
              "(is it a trajectory file?)")
     elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
-        _say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
+        say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
              f"each {unit} is an error record (vthread report {label} reads them back)")
     try:
         return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(

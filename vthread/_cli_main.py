@@ -1,0 +1,292 @@
+"""The ``vthread`` command's entry point: its arguments, and the command they name.
+
+Kept apart from :mod:`vthread.cli` (the scan) so that ``vthread guard``, ``vthread
+--help`` and ``vthread --version`` start without NumPy or the scan's modules: a guard
+started for each stream an agent harness opens pays about a third of the time it did.
+``vthread scan`` imports :mod:`vthread.cli` once its arguments are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from typing import Final, cast
+
+__all__ = ["main"]
+
+FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
+USAGE_EXIT: Final = 2
+LOOP_EXIT: Final = 1
+BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
+INTERRUPTED_EXIT: Final = 130
+TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it killed
+IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
+INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
+EXIT_STATUS_HELP: Final = """\
+exit status:
+  0    the run completed; bad lines (and a broken .gz stream) are error records
+  1    --fail-on-loop and some thread loops
+  2    usage error, unreadable input, output that is an input, or with --strict
+       the first bad line
+  70   internal error (a bug: the traceback is on standard error; please report it)
+  74   the records or the --summary FILE could not be written (disk full, a path
+       that cannot be created, standard output closed); the message says which
+  130  interrupted (Ctrl-C)
+  141  standard output closed early (vthread scan big.jsonl | head), quietly
+  143  terminated (SIGTERM, as timeout, Slurm and Kubernetes stop a job); as for
+       130, the records so far are written and so is the --summary FILE
+"""
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``vthread`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
+
+    An exception that escapes is a bug: its traceback goes to standard error and the status
+    is 70, so that 1 keeps meaning "a thread loops" (``--fail-on-loop``) and nothing else.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    _plug_closed_descriptors()
+    try:
+        return _main(args)
+    except Exception:
+        import traceback
+
+        say("vthread: internal error (a bug; please report it with this traceback)\n"
+             + traceback.format_exc(), end="")
+        return INTERNAL_EXIT
+
+
+def _plug_closed_descriptors() -> None:
+    """Open /dev/null on standard descriptors the shell closed (``2>&-``), leaving
+    ``sys.stdout``/``sys.stderr`` None as Python set them.
+
+    Otherwise the next file opened takes the lowest free descriptor: ``-o out.jsonl`` with
+    stderr closed would become descriptor 2, and whatever writes to it below Python (a
+    panic message from the core) would land among the records.
+    """
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+
+
+def _main(args: list[str]) -> int:
+    if args[:1] == ["guard"]:
+        return _guard(args[1:])
+    if args[:1] == ["report"]:
+        from vthread._cli_report import run_report
+
+        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
+    parser = _parser()
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
+        say(_misplaced_option(args[0], parser))
+        return USAGE_EXIT
+    try:
+        options, unknown = parser.parse_known_args(args)
+        if unknown:
+            # Said with the command's own usage (the top-level usage named no option).
+            command = _subcommand(parser, options.command) or parser
+            command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as exit_:  # argparse exits on --help, --version and usage errors
+        return exit_.code if isinstance(exit_.code, int) else USAGE_EXIT
+    if options.command != "scan":
+        parser.print_usage(sys.stderr)
+        return USAGE_EXIT
+    from vthread.cli import scan_command  # NumPy and the scan, only for a scan
+
+    return scan_command(options)
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str | None
+                ) -> argparse.ArgumentParser | None:
+    """The parser of the command ``name`` (``scan``), if there is one."""
+    for action in parser._actions:  # argparse keeps its subcommands' parsers only here
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return cast(argparse.ArgumentParser, action.choices[name])
+    return None
+
+
+def _guard(argv: list[str]) -> int:
+    import importlib
+
+    try:
+        module = importlib.import_module("vthread._cli_guard")
+    except ModuleNotFoundError as error:
+        if error.name != "vthread._cli_guard":
+            raise
+        say("vthread guard: not available in this installation")
+        return USAGE_EXIT
+    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
+    # A closed standard error swallows the guard's messages; a closed standard output is
+    # refused (it is where the stream goes) by the guard itself.
+    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
+    stdout = sys.stdout.buffer if sys.stdout is not None else None
+    return int(module.run_guard(argv, stdin, stdout, stderr))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vthread")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, with the installed version looked up only when asked for: reading the
+    package metadata costs about 30 ms, a twentieth of a whole scan of 10,000 threads."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"vthread {_version()}", file=sys.stdout)  # where argparse's own "version" writes
+        parser.exit()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vthread",
+        description="Tell which agent conversations are stuck in a loop, how, and what it cost.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("guard", help="guard a token stream against runaway repetition "
+                        "(see vthread guard --help)", add_help=False)
+    commands.add_parser("report", help="write a self-contained HTML report of the runs "
+                        "(see vthread report --help)", add_help=False)
+    scan_ = commands.add_parser(
+        "scan",
+        help="scan trajectory files (JSONL, JSON documents, Inspect logs, Parquet) for "
+        "looping runs",
+        description="Scan trajectory files and write one JSON record per run (per line of a "
+        "JSONL file, per run of a JSON document, per sample of an Inspect log, per row of a "
+        "Parquet file) to stdout or --output, and a summary to stderr. With no FILE, reads "
+        "standard input when it is a pipe or a file; --sample scans the sample set bundled "
+        "with vthread.",
+        epilog=EXIT_STATUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scan_.add_argument("files", nargs="*", metavar="FILE",
+                       help="JSONL file, optionally gzip-compressed; a JSON document (.json, "
+                       ".traj), Inspect log (.eval) or Parquet file; a directory for the "
+                       "trajectory files under it; - for standard input")
+    scan_.add_argument("--sample", action="store_true",
+                       help="scan the sample set bundled with vthread (no FILE)")
+    scan_.add_argument("--format", choices=(*FORMATS, "auto"), default=None,
+                       help="message format of the threads (default, or auto: detected per "
+                       "file from its first threads, as format='auto' in Python)")
+    scan_.add_argument("--messages-key", metavar="KEY",
+                       help="the key of each run object that holds its messages (default: "
+                       "messages, traj or history, the first present)")
+    scan_.add_argument("--id-key", metavar="KEY",
+                       help="the key of each run object that holds its id (default: id, "
+                       "instance_id or task_id/trial)")
+    scan_.add_argument("-o", "--output", metavar="PATH",
+                       help="write the records to PATH instead of standard output "
+                       "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
+                       ".parquet or .pq; - is standard output)")
+    for flag, meaning in (
+        ("--min-repetitions", "copies of the pattern needed (default 2)"),
+        ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
+         "2; a record's period is the loop's own smallest, which can be 1)"),
+        ("--max-pattern-length", "longest repeating pattern (default: length / repetitions)"),
+        ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
+    ):
+        scan_.add_argument(flag, type=float, metavar="N", help=meaning)
+    scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                       help="workers (default 1; 0 = one per CPU): threads of the core, for "
+                       "every format (--mask-volatile and --anywhere too). "
+                       "Capped at the CPUs this process may use and at the chunks there "
+                       "are to share out")
+    scan_.add_argument("-q", "--quiet", action="store_true",
+                       help="no summary and no progress line on stderr (warnings and "
+                       "notes on how a file is read remain)")
+    scan_.add_argument("--strict", action="store_true",
+                       help="stop at the first bad line (exit status 2)")
+    scan_.add_argument("--fail-on-loop", action="store_true",
+                       help="exit with status 1 when any thread loops (for CI gates)")
+    scan_.add_argument("--only-loops", action="store_true",
+                       help="write only the records of threads that loop, and error records "
+                       "(so no failure goes unseen); the summary still counts every line")
+    scan_.add_argument("--mask-volatile", action="store_true",
+                       help="compare messages with timestamps, UUIDs, long hex ids and "
+                       "durations masked, so polling that only sees the clock change is "
+                       "seen to loop (off: the production answers exactly)")
+    scan_.add_argument("--anywhere", action="store_true",
+                       help="report every loop of each run wherever it lies (a 'loops' "
+                       "list per record; the record's fields describe the costliest), not "
+                       "only a loop the run ends in")
+    scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
+                       help="also write the summary as JSON to FILE (for dashboards; "
+                       "written also when the scan ends early, saying \"completed\": false)")
+    return parser
+
+
+def _jobs(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        # argparse prefixes the option's name: "argument -j/--jobs: expected ..."
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 1 (or 0 for one per CPU), got {text!r}")
+    return count
+
+
+def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
+    """The message for an option given before the command (``vthread --formt x``)."""
+    import difflib
+
+    scan_options = [flag for action in _scan_parser(parser)._actions
+                    for flag in action.option_strings if flag.startswith("--")]
+    name = option.split("=", 1)[0]
+    close = difflib.get_close_matches(name, scan_options, n=1, cutoff=0.75)
+    hint = f"; did you mean 'vthread scan {close[0]}'?" if close else ""
+    return (f"vthread: error: unknown option {name!r} before the command (options go after "
+            f"it: vthread scan [options] [FILE ...]){hint}\n"
+            f"  see 'vthread scan --help' and 'vthread guard --help'")
+
+
+def _scan_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return cast(argparse.ArgumentParser, commands.choices["scan"])
+
+
+def say(message: str, end: str = "\n") -> None:
+    """Write a message to standard error, if there is one that works.
+
+    Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
+    print would write the message among the records on standard output. A standard error
+    that fails is given up (pointed at /dev/null): messages are not worth a failed run.
+    """
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(message + end)
+        stream.flush()
+    except (OSError, ValueError):
+        sys.stderr = None
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            pass
