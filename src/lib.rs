@@ -927,13 +927,14 @@ impl DocumentSplitter {
 }
 
 /// Whether an array whose first element is `first` is a list of runs, as
-/// `documents.opens_runs` tells: an object holding messages (not null) under the given key or
-/// a known one, or, under a given key, an object that is no message (no `role`, no `type`).
+/// `documents.opens_runs` tells: an array (a run's bare messages), or an object holding the
+/// given messages key or a known one (whatever its value), or an object that is no message
+/// (no `role`, no `type`).
 fn opens_runs(first: document::Value<'_>, keys: &adapters::RunKeys<'_>) -> bool {
-    let holds_messages = keys.messages_of(first).is_some_and(|m| !m.is_null());
-    let no_message =
-        keys.messages.is_some() && first.get("role").is_none() && first.get("type").is_none();
-    first.is_object() && (holds_messages || no_message)
+    first.is_array()
+        || first.is_object()
+            && (keys.messages_of(first).is_some()
+                || first.get("role").is_none() && first.get("type").is_none())
 }
 
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that

@@ -425,7 +425,9 @@ def test_runs_of_and_run_id() -> None:
     assert runs_of([]) == []
     assert runs_of({"history": []}) == [{"history": []}]
     assert runs_of([{"turns": []}], "turns") == [{"turns": []}]
-    assert runs_of([{"turns": []}]) == [[{"turns": []}]]
+    assert runs_of([{"turns": []}]) == [{"turns": []}]  # no message: a run without messages
+    assert runs_of([{"role": "user"}]) == [[{"role": "user"}]]
+    assert runs_of([[], [{"type": "user"}]]) == [[], [{"type": "user"}]]  # bare threads
     assert run_id({"task_id": 4}) == 4
     assert run_id({"id": 1, "instance_id": "b"}) == 1
     assert run_id({}) is None
@@ -1211,3 +1213,29 @@ def test_a_large_document_is_read_run_by_run(tmp_path: Path,
                                                   str(tmp_path / "summary.json"))
     assert seen == [True]
     assert by_spans[:2] == whole[:2] and len(records(by_spans[1])) == 2_000
+
+
+@pytest.mark.parametrize("runs", [
+    [{"messages": None}, {"messages": [{"type": "user", "text": "hi"}]}],
+    [{"id": "r1"}, {"id": "r2", "messages": [{"type": "user", "text": "hi"}]}],
+    [[{"type": "user", "text": "hi"}], [{"type": "bot", "text": "hi"}]],
+    [[]], [[], []], [{"messages": None}],
+])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_document_is_read_run_by_run_whatever_its_first_run(
+        runs: list[Any], indent: int | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list of runs whose first run holds no messages (null, or no key) or is a bare array
+    of messages is still a list of runs: a record per run, as for the same runs as JSONL
+    lines (it was read as one thread whose messages were the runs, or refused whole)."""
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps(runs, indent=indent))
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    by_document = run(["scan", str(document), "-q", "--format", "native"], monkeypatch)
+    by_lines = run(["scan", str(lines), "-q", "--format", "native"], monkeypatch)
+    assert by_document[0] == by_lines[0] == 0
+    assert [{**r, "file": None} for r in records(by_document[1])] == [
+        {**r, "file": None} for r in records(by_lines[1])]
+    assert len(records(by_document[1])) == len(runs)
+

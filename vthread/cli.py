@@ -1500,10 +1500,9 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     """Whether the first element of a file's one-line array holds messages (under
     ``messages_key``, when given): only then is a file named as JSONL read as a document of
-    runs. With ``--messages-key``, any object that is no message opens runs (its record then
-    says the key is missing), which a JSONL thread of messages without a ``type`` is too."""
-    if messages_key is None:
-        return True  # opens_runs asked for one of the known keys already
+    runs. This is stricter than a ``.json`` file's test (:func:`vthread.documents.opens_runs`,
+    which takes an object that is no message for a run): a JSONL thread whose messages have
+    no ``type`` stays a thread."""
     from vthread.documents import run_messages
 
     value = _parse(text, bool(suspect_lines([text])))

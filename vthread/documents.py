@@ -157,21 +157,23 @@ def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
 
 
 def opens_runs(first: Any, messages_key: str | None = None) -> bool:
-    """Whether a list whose first item is ``first`` is a list of runs: ``first`` is an object
-    holding messages (under one of :data:`MESSAGES_KEYS`, or ``messages_key``), or, when
-    ``messages_key`` is given, an object that is no message of any format (neither ``role``
-    nor ``type``): a run without that key, whose record then says so (as a JSONL line's).
+    """Whether a list whose first item is ``first`` is a list of runs rather than one run's
+    messages: ``first`` is a list (a run's bare messages, as no message is a list), or an
+    object holding one of :data:`MESSAGES_KEYS` (``messages_key``, when given) whatever it
+    holds there, or an object that is no message of any format (neither ``role`` nor
+    ``type``). The runs that hold no messages are then error records, as JSONL lines are.
 
-    >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}, "steps")
-    (True, True)
-    >>> opens_runs({"id": 1}), opens_runs({"role": "user"}, "steps")
-    (False, False)
+    >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}), opens_runs([])
+    (True, True, True)
+    >>> opens_runs({"messages": None}), opens_runs({"role": "user"}, "steps")
+    (True, False)
     """
+    if isinstance(first, list):
+        return True
     if not isinstance(first, Mapping):
         return False
-    if run_messages(first, messages_key) is not None:
-        return True
-    return messages_key is not None and "role" not in first and "type" not in first
+    keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+    return any(key in first for key in keys) or ("role" not in first and "type" not in first)
 
 
 def read_run(
