@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.strategies import function_call_texts
 from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
-from vthread import scan
+from vthread import describe_thread_cycle, scan
 from vthread.adapters import (
     FormatConflictError,
     common_format,
@@ -1239,3 +1239,25 @@ def test_a_document_is_read_run_by_run_whatever_its_first_run(
         {**r, "file": None} for r in records(by_lines[1])]
     assert len(records(by_document[1])) == len(runs)
 
+
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.json"])
+def test_an_integer_past_pythons_digit_limit_is_read_as_javascript_reads_it(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON.parse reads an integer of any length (one past the doubles compares as null does);
+    json.loads refuses more than 4,300 digits, which made the line an error record. The
+    line is now a thread, judged as describe_thread_cycle judges it, its id (an infinity to
+    JavaScript) written as a non-finite id is."""
+    import decimal
+
+    huge = "1" + "0" * 5000
+    messages = [f'{{"type": "tool", "text": "", "meta": {meta}}}' for meta in (huge, "null")]
+    thread = "[" + ", ".join(messages * 2) + "]"
+    text = f'{{"id": {"7" * 4400}, "messages": {thread}}}'
+    path = tmp_path / name
+    path.write_text(text + "\n" if name.endswith("l") else "[" + text + "]")
+    code, out, _ = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    (record,) = records(out)
+    assert code == 0 and "error" not in record
+    expected = describe_thread_cycle(json.loads(thread, parse_int=decimal.Decimal))
+    assert record["verdict"] == expected == "repeated_suffix"
+    assert record["id"] == "7" * 256 + "..."  # an infinity to JSON.parse: a string, cut

@@ -8,6 +8,7 @@ given to orjson, and everything orjson rejects (``NaN``, lone surrogates, ...) t
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Callable
 from typing import Any, Final
@@ -21,7 +22,8 @@ except ImportError:  # pragma: no cover - exercised only without the optional de
 else:
     fast_loads = orjson.loads
 
-__all__ = ["fast_loads", "loads_exactly", "long_digit_lines", "suspect_lines"]
+__all__ = ["fast_loads", "loads_exactly", "loads_without_digit_limit", "long_digit_lines",
+           "suspect_lines"]
 
 
 def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
@@ -35,7 +37,26 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
             return fast_loads(text)
         except ValueError:
             pass  # orjson rejects it: the standard module decides
-    return json.loads(text)
+    return loads_without_digit_limit(text)
+
+
+def loads_without_digit_limit(text: bytes | str) -> Any:
+    """``json.loads(text)``, but an integer of more digits than Python converts by default
+    (4,300) is read as the int it is, as JavaScript's ``JSON.parse`` reads any number (such a
+    one compares as ``Infinity`` does, SPEC §1) rather than failing the line."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        if "integer string conversion" not in str(error):
+            raise
+    return json.loads(text, parse_int=_int_of_digits)
+
+
+def _int_of_digits(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # past the digit limit: Decimal converts exactly, without it
+        return int(decimal.Decimal(digits))
 
 
 def suspect_lines(lines: list[bytes]) -> frozenset[int]:

@@ -4,13 +4,15 @@ Every record and the ``--summary`` file are strict JSON (RFC 8259): no ``NaN``, 
 or ``-Infinity``, which Python's ``json`` writes by default and strict parsers reject. A
 record's ``"id"`` is the input's id as JSON writes it when that id is a string, a finite
 number, a boolean or null. Any other id (an array, an object, ``NaN``, an infinity, such as
-``1e400`` reads as) is written as a *string*: its compact JSON text, cut to its first
-:data:`ID_TEXT_LIMIT` characters followed by ``...`` when longer. That text is made without
-recursion, so an id nested a thousand levels deep costs the same as a flat one and never
-exhausts Python's recursion limit.
+``1e400`` and ``10**400`` read as in JavaScript) is written as a *string*: its compact JSON
+text, cut to its first :data:`ID_TEXT_LIMIT` characters followed by ``...`` when longer.
+That text is made without recursion, so an id nested a thousand levels deep costs the
+same as a flat one and never exhausts Python's recursion limit.
 
 >>> record_id("t1"), record_id(7), record_id([1, {"a": None}]), record_id(float("nan"))
 ('"t1"', '7', '"[1,{\\\\"a\\\\":null}]"', '"NaN"')
+>>> record_id(10**400) == '"1' + "0" * 255 + '..."'  # past the doubles: an infinity
+True
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import math
 from collections.abc import Iterator
 from typing import Any, Final
+
+from vthread._jsvalue import int_text
 
 __all__ = ["ID_TEXT_LIMIT", "json_text", "record_id", "strict_dumps"]
 
@@ -47,12 +51,25 @@ def strict_dumps(value: Any) -> str:
 def record_id(value: Any) -> str:
     """The JSON text of a record's ``"id"`` field for the input id ``value``. O(limit)."""
     kind = type(value)
-    if value is None or kind is str or kind is bool or kind is int:
+    if kind is int and _is_finite_in_javascript(value):
+        return str(value)
+    if value is None or kind is str or kind is bool:
         return strict_dumps(value)
     if kind is float and math.isfinite(value):
         return strict_dumps(value)
     text = json_text(value, ID_TEXT_LIMIT)
     return strict_dumps(text)
+
+
+def _is_finite_in_javascript(value: int) -> bool:
+    """Whether ``JSON.parse`` reads the integer as a finite number: it rounds to a double,
+    and one past the largest reads as an infinity, written as the other non-finite ids are
+    (a string; Python's ``json`` would not even read back more than 4,300 digits)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def json_text(value: Any, limit: int | None = None, *, ensure_ascii: bool = False) -> str:
@@ -86,7 +103,9 @@ def _pieces(value: Any, ensure_ascii: bool) -> Iterator[str]:
         elif kind is dict:
             yield "{"
             stack.append(_object_items(item, ensure_ascii))
-        elif item is None or kind is bool or kind is int or kind is float or kind is str:
+        elif kind is int:
+            yield int_text(item)
+        elif item is None or kind is bool or kind is float or kind is str:
             yield json.dumps(item, ensure_ascii=ensure_ascii)
         else:  # not a JSON value (parsed JSON holds none): its repr, as a string
             yield json.dumps(repr(item), ensure_ascii=ensure_ascii)

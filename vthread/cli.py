@@ -142,7 +142,7 @@ from vthread._cli_main import (
     say,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
-from vthread._exact_json import loads_exactly, suspect_lines
+from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
 from vthread._heuristics import core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
@@ -1452,7 +1452,7 @@ def _element_value(text: bytes) -> Any:
     """An element of a document as Python's ``json`` reads it there: the document's UTF-8
     (``json.loads`` of the element's bytes alone would guess UTF-16 from a NUL byte, and pass
     a byte-order mark)."""
-    return json.loads(text.decode("utf-8", "surrogatepass"))
+    return loads_without_digit_limit(text.decode("utf-8", "surrogatepass"))
 
 
 def _break(line: int, column: int, where: str, reason: str) -> str:
