@@ -349,3 +349,16 @@ def test_only_loops_records_draw_a_warning(tmp_path: Path,
     assert main(["scan", "-q", "--only-loops", "-o", str(records), str(SAMPLE)]) == 0
     assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 0
     assert "holds no progressing run (written with --only-loops?)" in capsys.readouterr().err
+
+
+def test_the_report_line_counts_one_run_and_the_runs_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """"1 run", not "1 runs"; runs that are error records are counted apart, not dropped
+    from the line silently."""
+    runs = tmp_path / "runs.json"
+    runs.write_text('[{"messages": null}, {"messages": [{"type": "user", "text": "hi"}]}]')
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(runs), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == ("vthread report: 1 run, 0 with a loop, 1 not read "
+                                       f"(error records): wrote {out}\n")

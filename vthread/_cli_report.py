@@ -100,8 +100,10 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         stderr.write("vthread report: interrupted\n")
         return 130
     summary = data.summary()
-    stderr.write(f"vthread report: {summary['threads']:,} runs, {summary['loops']:,} with a "
-                 f"loop: wrote {options.output}\n")
+    runs = summary["threads"]
+    errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
+    stderr.write(f"vthread report: {runs:,} run{'' if runs == 1 else 's'}, "
+                 f"{summary['loops']:,} with a loop{errors}: wrote {options.output}\n")
     return 0
 
 
