@@ -33,6 +33,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO, Final, NoReturn, TextIO
 
+from vthread._cli_main import point_at_null
 from vthread.guard import Guard
 
 if TYPE_CHECKING:
@@ -154,17 +155,6 @@ def _reader(stdin: BinaryIO) -> Callable[[], bytes]:
     return lambda: os.read(descriptor, READ_SIZE)
 
 
-def _silence(stdout: BinaryIO) -> None:
-    """After a broken pipe, point the descriptor at /dev/null so that the interpreter's
-    last flush does not complain."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, stdout.fileno())
-        os.close(null)
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        pass
-
-
 def _say(stderr: TextIO, message: str) -> None:
     """Write to standard error; one that is closed or fails only loses the message."""
     try:
@@ -232,10 +222,10 @@ def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: Tex
                 return EXIT_TRIPPED
             _write(stdout, data)
     except BrokenPipeError:
-        _silence(stdout)
+        point_at_null(stdout)
         return EXIT_BROKEN_PIPE
     except _WriteError as error:
-        _silence(stdout)
+        point_at_null(stdout)
         _say(stderr, f"vthread guard: cannot write standard output: {error}\n")
         return EXIT_IO
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ import argparse
 import io
 import os
 import sys
-from typing import Final, cast
+from typing import IO, Any, Final, cast
 
 __all__ = ["main"]
 
@@ -284,9 +284,16 @@ def say(message: str, end: str = "\n") -> None:
         stream.flush()
     except (OSError, ValueError):
         sys.stderr = None
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, stream.fileno())
-            os.close(null)
-        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-            pass
+        point_at_null(stream)
+
+
+def point_at_null(stream: IO[Any]) -> None:
+    """Point the descriptor under a stream that failed at /dev/null, so that nothing written
+    later (the interpreter's final flush, a panic message) fails or lands elsewhere; a
+    stream with no descriptor is left as it is."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        pass

@@ -43,7 +43,7 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
 def loads_without_digit_limit(text: bytes | str) -> Any:
     """``json.loads(text)``, but an integer of more digits than Python converts by default
     (4,300) is read as the int it is, as JavaScript's ``JSON.parse`` reads any number (such a
-    one compares as ``Infinity`` does, SPEC §1) rather than failing the line."""
+    one compares as ``Infinity`` does) rather than failing the line."""
     try:
         return json.loads(text)
     except ValueError as error:

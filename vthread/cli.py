@@ -139,6 +139,7 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     main,
+    point_at_null,
     say,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
@@ -645,12 +646,7 @@ def _silence_stdout(out: BinaryIO) -> None:
     if out is not getattr(sys.stdout, "buffer", None):
         return
     sys.stdout = None
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, out.fileno())
-        os.close(null)
-    except (OSError, ValueError, io.UnsupportedOperation):
-        pass
+    point_at_null(out)
 
 
 def _loops_only(output: bytes) -> bytes:
