@@ -41,21 +41,26 @@ use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-/// `values` as a NumPy array, NumPy imported first when it is not yet.
+/// `values` as a NumPy array, NumPy and its C API loaded first when they are not yet.
 ///
 /// The core's module does not import NumPy, so that what needs no array (`vthread guard`,
-/// `vthread.fingerprint`) starts without it. The numpy crate imports NumPy's C API on its
-/// first array and panics if that import fails; done here, a failure (a Ctrl-C pending while
-/// NumPy loads after the GIL was released) is an ordinary exception. Every array the core
-/// hands Python is made here (clippy's `disallowed-methods` holds the crate to it).
+/// `vthread.fingerprint`) starts without it. The numpy crate loads NumPy's C API on its
+/// first array, running Python code, and panics if that raises; a signal still pending from
+/// the work done with the GIL released (Ctrl-C, SIGTERM) would raise there. So the pending
+/// signals are run first, where their exception is an ordinary error, and the crate's
+/// loading is done at once, before anything else runs. Every array the core hands Python is
+/// made here (clippy's `disallowed-methods` holds the crate to it).
 pub(crate) fn numpy_array<'py, T: numpy::Element>(
     py: Python<'py>,
     values: Vec<T>,
 ) -> PyResult<Bound<'py, PyArray1<T>>> {
-    static IMPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !IMPORTED.load(std::sync::atomic::Ordering::Acquire) {
+    static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !LOADED.load(std::sync::atomic::Ordering::Acquire) {
         py.import("numpy")?;
-        IMPORTED.store(true, std::sync::atomic::Ordering::Release);
+        py.check_signals()?;
+        #[allow(clippy::disallowed_methods)] // the crate's loading, here and nowhere else
+        drop(numpy::IntoPyArray::into_pyarray(Vec::<u8>::new(), py));
+        LOADED.store(true, std::sync::atomic::Ordering::Release);
     }
     #[allow(clippy::disallowed_methods)] // the one place arrays are made
     Ok(numpy::IntoPyArray::into_pyarray(values, py))

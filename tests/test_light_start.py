@@ -95,3 +95,58 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="module 'vthread' has no attribute 'scna'"):
         vthread.scna  # type: ignore[attr-defined]  # noqa: B018
     assert not hasattr(vthread, "describe")
+
+
+@pytest.mark.parametrize("numpy_first", [True, False])
+def test_a_signal_during_the_cores_first_array_is_an_ordinary_exception(
+        numpy_first: bool) -> None:
+    """A Ctrl-C arriving while the core works with the GIL released, before its first array,
+    raises KeyboardInterrupt (exit 130 in vthread scan), not a panic of the numpy crate's
+    loading of NumPy's C API (which the core does then, no longer at its import)."""
+    code = ("import json, os, signal, sys, threading, time\n"
+            f"{'import numpy' if numpy_first else 'pass'}\n"
+            "from vthread import _core\n"
+            "messages = [{'type': 'bot', 'text': f'step {i}', 'meta': {'k': i}}\n"
+            "            for i in range(200)]\n"
+            "line = json.dumps({'id': 'x', 'messages': messages}).encode()\n"
+            "def interrupt():\n"
+            "    time.sleep(0.05)\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "threading.Thread(target=interrupt).start()\n"
+            "try:\n"  # about 2 s of reading with the GIL released (the same line 20,000 times)
+            "    _core.scan_lines([line] * 20_000, (2, 2, None, 3), True, 1, format='native')\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(0)\n"
+            "sys.exit('the call ended before the signal came: no signal was tested')\n")
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def test_submodules_are_attributes_of_the_package_as_when_it_imported_them() -> None:
+    """``import vthread`` then ``vthread.adapters.to_native`` (as docs/api.md writes it)
+    works, each submodule imported when first named; a name that is none is an
+    AttributeError, and a dunder probe (``inspect.unwrap``'s ``__wrapped__``) imports
+    nothing."""
+    done = run_python(
+        "import sys, vthread\n"
+        "assert vthread.adapters.to_native is sys.modules['vthread.adapters'].to_native\n"
+        "assert vthread.arrow.RESULT_FIELDS and vthread.documents.runs_of([]) == []\n"
+        "before = set(sys.modules)\n"
+        "assert not hasattr(vthread, '__wrapped__') and not hasattr(vthread, 'nosuch')\n"
+        "assert set(sys.modules) == before, set(sys.modules) - before\n"
+        "assert {'adapters', 'documents', 'scan', 'Guard'} <= set(dir(vthread))\n"
+        "assert not [name for name in dir(vthread) if name.startswith('_')]\n")
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def test_the_type_checkers_imports_are_the_public_names_from_their_homes() -> None:
+    """The names ``if TYPE_CHECKING`` imports (what mypy and editors see) are the public
+    names, each from the module it is imported from at run time."""
+    import ast
+
+    tree = ast.parse(Path(vthread.__file__).read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If)
+                   and ast.unparse(node.test).endswith("TYPE_CHECKING"))
+    imported = {alias.name: node.module for node in guarded.body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == vthread._HOMES

@@ -2,18 +2,18 @@
 
 This is the public API. Each name is imported from its module when first used, so that
 what needs no NumPy starts without it: ``from vthread import Guard`` and ``vthread guard``
-load the compiled core and the guard alone (about a fifth of the time the whole package
-takes to import), while ``vthread.scan`` brings NumPy with it.
+load the compiled core and the guard alone (less than half the time the whole package
+took to import), while ``vthread.scan`` brings NumPy with it. Submodules are attributes
+too, imported when first used (``vthread.adapters.to_native``).
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import pkgutil as _pkgutil
+import sys as _sys
+import types as _types
+import typing as _typing
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from vthread.arrow import scan_arrow
     from vthread.build import BuildResult, build_thread
     from vthread.cycle import (
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from vthread.textrun import has_repeated_text_run
     from vthread.volatile import masked_thread
 
-_HOMES: Final = {
+_HOMES = {
     "HEURISTIC_NAMES": "vthread.scan",
     "BuildResult": "vthread.build",
     "Guard": "vthread.guard",
@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """The package, keeping ``vthread.scan`` and ``vthread.fingerprint`` the functions.
 
     Importing a submodule sets it as an attribute of its package; two submodules share
@@ -89,25 +89,35 @@ class _Package(types.ModuleType):
     """
 
     def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and value.__name__ == _HOMES.get(name) == (
+        if isinstance(value, _types.ModuleType) and value.__name__ == _HOMES.get(name) == (
                 f"{__name__}.{name}"):
             value = getattr(value, name)
         super().__setattr__(name, value)
 
 
-if not TYPE_CHECKING:  # (a module __getattr__ would make every name type as Any)
+if not _typing.TYPE_CHECKING:  # (a module __getattr__ would make every name type as Any)
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> _typing.Any:
         home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
-        globals()[name] = value
-        return value
+        if home is not None:
+            value = getattr(_importlib.import_module(home), name)
+            globals()[name] = value
+            return value
+        if not name.startswith("__"):
+            # A submodule, as the package's attribute it was once the package imported it
+            # (`import vthread; vthread.adapters.to_native(...)`).
+            try:
+                return _importlib.import_module(f"{__name__}.{name}")
+            except ModuleNotFoundError as error:
+                if error.name != f"{__name__}.{name}":
+                    raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    submodules = (module.name for module in _pkgutil.iter_modules(__path__))
+    return sorted(name for name in {*_HOMES, *submodules, *globals()}
+                  if not name.startswith("_"))
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package

@@ -14,9 +14,10 @@ import os
 import sys
 from typing import IO, Any, Final, cast
 
+from vthread.adapters import FORMATS
+
 __all__ = ["main"]
 
-FORMATS: Final = ("native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 USAGE_EXIT: Final = 2
 LOOP_EXIT: Final = 1
 BROKEN_PIPE_EXIT: Final = 141  # as vthread guard, and as a shell reports cat killed by SIGPIPE
