@@ -135,9 +135,9 @@ def test_the_core_leaves_container_ids_to_python() -> None:
         ({"é": "\ud800"}, '{"é":"\ud800"}'),
         (float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity"),
         ([float("nan")], "[NaN]"), (2**1023 * 2 - 2**970 - 1, 2**1024 - 2**970 - 1),
-        (10**400, "1" + "0" * 255 + "..."),
-        pytest.param(-(10**5000), "-1" + "0" * 254 + "...", id="-10**5000"),
-        pytest.param([10**5000], "[1" + "0" * 254 + "...", id="[10**5000]"),
+        (10**400, "Infinity"),  # past the doubles: the infinity JSON.parse reads
+        pytest.param(-(10**5000), "-Infinity", id="-10**5000"),
+        pytest.param([10**5000], "[Infinity]", id="[10**5000]"),
         (list(range(1000)), json.dumps(list(range(1000)), separators=(",", ":"))[:256] + "..."),
     ],
 )

@@ -8,8 +8,8 @@ given to orjson, and everything orjson rejects (``NaN``, lone surrogates, ...) t
 
 from __future__ import annotations
 
-import decimal
 import json
+import math
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -41,22 +41,23 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
 
 
 def loads_without_digit_limit(text: bytes | str) -> Any:
-    """``json.loads(text)``, but an integer of more digits than Python converts by default
-    (4,300) is read as the int it is, as JavaScript's ``JSON.parse`` reads any number (such a
-    one compares as ``Infinity`` does) rather than failing the line."""
+    """``json.loads(text)``, but an integer of more digits than Python converts (4,300) is
+    read as the infinity ``JSON.parse`` reads it as (past the doubles, it compares as null
+    does) rather than failing the line; its digits are never converted, which would cost
+    time quadratic in their number."""
     try:
         return json.loads(text)
     except ValueError as error:
         if "integer string conversion" not in str(error):
             raise
-    return json.loads(text, parse_int=_int_of_digits)
+    return json.loads(text, parse_int=_int_or_infinity)
 
 
-def _int_of_digits(digits: str) -> int:
+def _int_or_infinity(digits: str) -> int | float:
     try:
         return int(digits)
-    except ValueError:  # past the digit limit: Decimal converts exactly, without it
-        return int(decimal.Decimal(digits))
+    except ValueError:  # past the digit limit (at least 640 digits): past the doubles too
+        return -math.inf if digits.startswith("-") else math.inf
 
 
 def suspect_lines(lines: list[bytes]) -> frozenset[int]:
