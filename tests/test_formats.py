@@ -1240,6 +1240,22 @@ def test_a_document_is_read_run_by_run_whatever_its_first_run(
     assert len(records(by_document[1])) == len(runs)
 
 
+
+def test_a_thread_whose_first_message_has_no_type_stays_a_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A native message may lack its type; one with text (or content, or a role) is a message,
+    not a run without messages: such a .json document is one thread, and such JSONL lines on
+    standard input are threads, not a document of runs."""
+    document = tmp_path / "thread.json"
+    document.write_text('[{"text": "hello"}, {"type": "agent", "text": "c"}]')
+    _, out, _ = run(["scan", str(document), "-q", "--format", "native"], monkeypatch)
+    assert [(r["line"], r["messages"]) for r in records(out)] == [(1, 2)]
+    lines = b'[{"text": "a"}]\n[{"type": "user", "text": "b"}]\n[{"type": "user", "text": "b"}]\n'
+    code, out, said = run(["scan", "-", "-q", "--format", "native"], monkeypatch, stdin=lines)
+    assert code == 0 and "document" not in said
+    assert [(r["line"], "error" in r) for r in records(out)] == [(1, False), (2, False),
+                                                                (3, False)]
+
 @pytest.mark.parametrize("name", ["runs.jsonl", "runs.json"])
 def test_an_integer_past_pythons_digit_limit_is_read_as_javascript_reads_it(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1486,9 +1486,8 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
         return _Replayed(first, stream)
     document = _DocumentRuns(_Replayed(first, stream), messages_key)
     # Read only until its first element is whole: a message makes the line a JSONL thread.
-    if document.start() and (empty_is_runs or (
-            document.first is not None
-            and _holds_messages(document.first[0][0], messages_key))):
+    if document.start() and (_holds_messages(document.first[0][0], messages_key)
+                             if document.first is not None else empty_is_runs):
         return document
     return _Replayed(document.head, stream)
 

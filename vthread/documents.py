@@ -160,20 +160,25 @@ def opens_runs(first: Any, messages_key: str | None = None) -> bool:
     """Whether a list whose first item is ``first`` is a list of runs rather than one run's
     messages: ``first`` is a list (a run's bare messages, as no message is a list), or an
     object holding one of :data:`MESSAGES_KEYS` (``messages_key``, when given) whatever it
-    holds there, or an object that is no message of any format (neither ``role`` nor
-    ``type``). The runs that hold no messages are then error records, as JSONL lines are.
+    holds there, or an object that is no message of any format (none of ``role``, ``type``,
+    ``text``, ``content``). The runs that hold no messages are then error records, as JSONL
+    lines are.
 
     >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}), opens_runs([])
     (True, True, True)
-    >>> opens_runs({"messages": None}), opens_runs({"role": "user"}, "steps")
-    (True, False)
+    >>> opens_runs({"messages": None}), opens_runs({"text": "hi"}), opens_runs({"role": "user"})
+    (True, False, False)
     """
     if isinstance(first, list):
         return True
     if not isinstance(first, Mapping):
         return False
     keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
-    return any(key in first for key in keys) or ("role" not in first and "type" not in first)
+    return any(key in first for key in keys) or not any(key in first for key in _MESSAGE_KEYS)
+
+
+_MESSAGE_KEYS: Final = ("role", "type", "text", "content")
+"""Keys that make an object a message in some format (a native message may lack its type)."""
 
 
 def read_run(
