@@ -150,3 +150,30 @@ def test_the_type_checkers_imports_are_the_public_names_from_their_homes() -> No
     imported = {alias.name: node.module for node in guarded.body
                 if isinstance(node, ast.ImportFrom) for alias in node.names}
     assert imported == vthread._HOMES
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4"), ("", "")])
+def test_the_command_keeps_openblas_to_one_thread_unless_told(
+        given: str | None, expected: str) -> None:
+    """The command's own process (no argv given) sets OPENBLAS_NUM_THREADS=1 before NumPy
+    loads, keeping a value the user set; a caller passing argv in its own process keeps its
+    environment as it was."""
+    env = {key: value for key, value in ENV.items() if key != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = ("import os\n"
+            "from vthread._cli_main import main\n"
+            "assert main(['scan', '--sample', '-q', '-o', os.devnull]) == 0\n"
+            "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == repr(given)  # argv given: the caller's environment
+    probe = ("import os, sys\n"
+             "sys.argv = ['vthread', '--version']\n"
+             "from vthread._cli_main import main\n"
+             "main()\n"
+             "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                           check=True, timeout=120).stdout.decode().splitlines()
+    assert shown[-1] == repr(expected)
