@@ -104,7 +104,7 @@ if not _typing.TYPE_CHECKING:  # (a module __getattr__ would make every name typ
             globals()[name] = value
             return value
         if not name.startswith("__"):
-            # A submodule, as the package's attribute it was once the package imported it
+            # A submodule, an attribute of the package as when the package imported them all
             # (`import vthread; vthread.adapters.to_native(...)`).
             try:
                 return _importlib.import_module(f"{__name__}.{name}")

@@ -33,7 +33,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO, Final, NoReturn, TextIO
 
-from vthread._cli_main import point_at_null
+from vthread._cli_main import (
+    BROKEN_PIPE_EXIT,
+    INTERRUPTED_EXIT,
+    IO_EXIT,
+    USAGE_EXIT,
+    point_at_null,
+)
 from vthread.guard import Guard
 
 if TYPE_CHECKING:
@@ -42,11 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_TRIPPED", "run_guard"]
 
 EXIT_OK: Final = 0
-EXIT_USAGE: Final = 2
 EXIT_TRIPPED: Final = 3
-EXIT_IO: Final = 74  # EX_IOERR in sysexits.h, as vthread scan
-EXIT_INTERRUPTED: Final = 130
-EXIT_BROKEN_PIPE: Final = 141
 #: Largest read; a pipe returns whatever is there sooner, so small pieces flow at once.
 READ_SIZE: Final = 1 << 16
 #: Largest read from a FILE (it is all there: fewer, larger reads).
@@ -180,7 +182,7 @@ def run_guard(
         return stop.status
     if stdout is None:
         _say(stderr, "vthread guard: cannot write standard output: it is closed\n")
-        return EXIT_IO
+        return IO_EXIT
     try:
         guard = Guard(
             ngram=args.ngram,
@@ -191,7 +193,7 @@ def run_guard(
         )
     except ValueError as error:
         _say(stderr, f"vthread guard: error: {error}\n")
-        return EXIT_USAGE
+        return USAGE_EXIT
     if args.file == "-":
         return _copy(_reader(stdin), guard, stdout, stderr)
     try:
@@ -200,11 +202,11 @@ def run_guard(
             return _copy(lambda: os.read(descriptor, FILE_READ_SIZE), guard, stdout, stderr)
     except IsADirectoryError:
         _say(stderr, f"vthread guard: error: {args.file} is a directory\n")
-        return EXIT_USAGE
+        return USAGE_EXIT
     except OSError as error:
         _say(stderr, f"vthread guard: error: cannot read {args.file}: "
                      f"{error.strerror or error}\n")
-        return EXIT_USAGE
+        return USAGE_EXIT
 
 
 def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: TextIO) -> int:
@@ -223,13 +225,13 @@ def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: Tex
             _write(stdout, data)
     except BrokenPipeError:
         point_at_null(stdout)
-        return EXIT_BROKEN_PIPE
+        return BROKEN_PIPE_EXIT
     except _WriteError as error:
         point_at_null(stdout)
         _say(stderr, f"vthread guard: cannot write standard output: {error}\n")
-        return EXIT_IO
+        return IO_EXIT
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return INTERRUPTED_EXIT
 
 
 class _WriteError(Exception):

@@ -32,14 +32,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from vthread._cli_main import IO_EXIT, USAGE_EXIT
 from vthread._cli_parquet import is_parquet
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, message_kinds, render_report
 
 __all__ = ["run_report"]
 
-EXIT_USAGE: Final = 2
-EXIT_IO: Final = 74  # EX_IOERR in sysexits.h, as vthread scan's for an unwritable output
 SNIFF_BYTES: Final = 64 << 10
 """Bytes read to tell a records file from trajectories: a record line is far shorter."""
 MESSAGE_KINDS_PER_RUN: Final = 2_000
@@ -54,7 +53,7 @@ _RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
 class _ReportError(Exception):
     """A problem that ends the command with ``status`` (the message names file and line)."""
 
-    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+    def __init__(self, message: str, status: int = USAGE_EXIT) -> None:
         super().__init__(message)
         self.status = status
 
@@ -65,7 +64,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     try:
         options = parser.parse_args(list(argv))
     except SystemExit as exit_:  # --help and usage errors
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+        return exit_.code if isinstance(exit_.code, int) else USAGE_EXIT
     if options.format == "auto":
         options.format = None  # detected per file, as vthread scan's default
     try:
@@ -92,7 +91,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
             Path(options.output).write_bytes(page.encode("utf-8", "replace"))
         except OSError as error:
             why = error.strerror or error
-            raise _ReportError(f"cannot write {options.output}: {why}", EXIT_IO) from None
+            raise _ReportError(f"cannot write {options.output}: {why}", IO_EXIT) from None
     except _ReportError as error:
         stderr.write(f"vthread report: {error}\n")
         return error.status
@@ -147,7 +146,7 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                                        "path)")
     unwritable = unwritable_folder(output)
     if unwritable is not None:
-        raise _ReportError(f"cannot write {output}: {unwritable}", EXIT_IO)
+        raise _ReportError(f"cannot write {output}: {unwritable}", IO_EXIT)
 
 
 def _files_of(name: str) -> list[str]:
