@@ -31,6 +31,7 @@ __all__ = [
     "UNSERIALIZABLE",
     "Opaque",
     "canonical",
+    "js_double",
     "js_ge_zero",
     "js_string_to_number",
     "opaque",
@@ -114,6 +115,19 @@ def opaque(value: object) -> Opaque:
     except Exception:
         text = f"<unrepresentable at {id(value):#x}>"
     return Opaque(f"{_type_tag(value)}:{str.__str__(text)}")
+
+
+def js_double(number: int | float) -> float:
+    """The double JavaScript holds for a real number: an integer past the doubles is an
+    infinity (``JSON.parse`` reads its text so), where Python's ``float`` raises.
+
+    >>> js_double(7), js_double(-(10**400))
+    (7.0, -inf)
+    """
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 def real_number(value: object) -> int | float | None:
@@ -474,10 +488,7 @@ def _js_to_string_number(value: Any, depth: int = 0) -> float:
         return 1.0 if value else 0.0
     number = real_number(value)
     if number is not None:
-        try:
-            return float(number)
-        except OverflowError:
-            return math.inf if number > 0 else -math.inf
+        return js_double(number)
     if isinstance(value, str):
         return js_string_to_number(value)
     if isinstance(value, (list, tuple)) and depth < 64:

@@ -16,7 +16,7 @@ import operator
 from dataclasses import dataclass
 from typing import Final
 
-from vthread._jsvalue import real_number
+from vthread._jsvalue import js_double, real_number
 
 DEFAULT_MIN_REPETITIONS: Final = 2
 DEFAULT_MIN_PATTERN_LENGTH: Final = 2
@@ -43,11 +43,7 @@ def real(name: str, value: object) -> float | None:
     exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if exact is None:
         raise TypeError(f"option {name} must be a real number or None, got {shown(value)}")
-    try:
-        number = float(exact)
-    except OverflowError:
-        number = math.inf if exact > 0 else -math.inf
-    return number
+    return js_double(exact)
 
 
 def shown(value: object) -> str:

@@ -22,6 +22,8 @@ import math
 from collections.abc import Iterator
 from typing import Any, Final
 
+from vthread._jsvalue import js_double
+
 __all__ = ["ID_TEXT_LIMIT", "json_text", "record_id", "strict_dumps"]
 
 ID_TEXT_LIMIT: Final = 256
@@ -50,31 +52,16 @@ def record_id(value: Any) -> str:
     """The JSON text of a record's ``"id"`` field for the input id ``value``. O(limit)."""
     kind = type(value)
     if kind is int:
-        if _is_finite_in_javascript(value):
+        double = js_double(value)
+        if math.isfinite(double):
             return str(value)
-        value, kind = _javascript_infinity(value), float
+        value, kind = double, float  # past the doubles: the infinity JSON.parse reads
     if value is None or kind is str or kind is bool:
         return strict_dumps(value)
     if kind is float and math.isfinite(value):
         return strict_dumps(value)
     text = json_text(value, ID_TEXT_LIMIT)
     return strict_dumps(text)
-
-
-def _is_finite_in_javascript(value: int) -> bool:
-    """Whether ``JSON.parse`` reads the integer as a finite number: it rounds to a double,
-    and one past the largest reads as an infinity."""
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
-
-
-def _javascript_infinity(value: int) -> float:
-    """The infinity an integer past the doubles is to JavaScript (its digits, which Python
-    writes only up to 4,300 of and in quadratic time, are never needed)."""
-    return math.inf if value > 0 else -math.inf
 
 
 def json_text(value: Any, limit: int | None = None, *, ensure_ascii: bool = False) -> str:
@@ -110,8 +97,8 @@ def _pieces(value: Any, ensure_ascii: bool) -> Iterator[str]:
             yield "{"
             stack.append(_object_items(item, ensure_ascii))
         elif kind is int:
-            finite = _is_finite_in_javascript(item)
-            yield json.dumps(item if finite else _javascript_infinity(item))
+            double = js_double(item)  # an integer past the doubles: an infinity
+            yield json.dumps(item if math.isfinite(double) else double)
         elif item is None or kind is bool or kind is float or kind is str:
             yield json.dumps(item, ensure_ascii=ensure_ascii)
         else:  # not a JSON value (parsed JSON holds none): its repr, as a string
