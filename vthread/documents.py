@@ -97,13 +97,18 @@ def messages_column(names: Sequence[str], messages_key: str | None, where: str,
                      f"{', '.join(names)}; name it with {naming}")
 
 
+def _messages_keys(messages_key: str | None) -> tuple[str, ...]:
+    """The keys a run may hold its messages under: the one given, else the known ones."""
+    return (messages_key,) if messages_key is not None else MESSAGES_KEYS
+
+
 def run_messages(run: Mapping[str, Any], messages_key: str | None = None) -> Any:
     """The value holding ``run``'s messages, or :data:`None` when it holds none of the keys.
 
     >>> run_messages({"history": []}), run_messages({"history": []}, "steps")
     ([], None)
     """
-    keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+    keys = _messages_keys(messages_key)
     for key in keys:
         value = run.get(key, _ABSENT)
         if value is not _ABSENT:
@@ -173,7 +178,7 @@ def opens_runs(first: Any, messages_key: str | None = None) -> bool:
         return True
     if not isinstance(first, Mapping):
         return False
-    keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+    keys = _messages_keys(messages_key)
     return any(key in first for key in keys) or not any(key in first for key in _MESSAGE_KEYS)
 
 
@@ -196,7 +201,7 @@ def read_run(
     if kind is list:
         ident, messages = None, value
     elif kind is dict:
-        keys = (messages_key,) if messages_key is not None else MESSAGES_KEYS
+        keys = _messages_keys(messages_key)
         key = next((k for k in keys if k in value), None)
         if key is None:
             return f"not a thread: an object without {_key_list(keys)}"
