@@ -17,10 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def run_python(code: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    """``code`` in a fresh interpreter (so that nothing this test process imported counts)."""
-    return subprocess.run([sys.executable, "-c", code], input=stdin, env=ENV,
-                          capture_output=True, check=False, timeout=120)
+def run_python(code: str, stdin: bytes = b"", env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[bytes]:
+    """``code`` in a fresh interpreter (so that nothing this test process imported counts),
+    with ``env`` (default: this one's, the checkout importable)."""
+    return subprocess.run([sys.executable, "-c", code], input=stdin,
+                          env=ENV if env is None else env, capture_output=True, check=False,
+                          timeout=120)
 
 
 def test_the_guard_imports_no_numpy() -> None:
@@ -165,8 +168,7 @@ def test_the_command_keeps_openblas_to_one_thread_unless_told(
             "from vthread._cli_main import main\n"
             "assert main(['scan', '--sample', '-q', '-o', os.devnull]) == 0\n"
             "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          check=False, timeout=120)
+    done = run_python(code, env=env)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == repr(given)  # argv given: the caller's environment
     probe = ("import os, sys\n"
@@ -174,6 +176,6 @@ def test_the_command_keeps_openblas_to_one_thread_unless_told(
              "from vthread._cli_main import main\n"
              "main()\n"
              "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
-    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                           check=True, timeout=120).stdout.decode().splitlines()
-    assert shown[-1] == repr(expected)
+    shown = run_python(probe, env=env)
+    assert shown.returncode == 0, shown.stderr.decode()
+    assert shown.stdout.decode().splitlines()[-1] == repr(expected)
