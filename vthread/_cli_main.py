@@ -110,9 +110,18 @@ def _main(args: list[str]) -> int:
     if options.command != "scan":
         parser.print_usage(sys.stderr)
         return USAGE_EXIT
-    from vthread.cli import scan_command  # NumPy and the scan, only for a scan
+    # With more than one job, the core reads the file's first chunks on a second core while
+    # this thread imports NumPy and the scan (which only a scan needs).
+    from vthread._head_start import head_start_for
 
-    return scan_command(options)
+    head_start = head_start_for(options)
+    try:
+        from vthread.cli import scan_command
+
+        return scan_command(options, head_start)
+    finally:
+        if head_start is not None:
+            head_start.close()
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str | None
