@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+use crate::canonical::MAX_DEPTH;
 use crate::objects;
 use crate::textrun::CodePoints;
 
@@ -255,7 +256,17 @@ impl Node for Bound<'_, PyAny> {
     }
 
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64> {
-        PythonScreen { open: Vec::new() }.of(self, 0, scratch)
+        let mut walk = PythonScreen {
+            open: Vec::new(),
+            unencodable: false,
+        };
+        let screen = walk.of(self, 0, scratch)?;
+        // A value holding a cycle, or nesting too deep, encodes whole as the marker.
+        Ok(if walk.unencodable {
+            screens::unserializable()
+        } else {
+            screen
+        })
     }
 
     fn text_value(&self) -> Text {
@@ -381,10 +392,12 @@ pub mod screens {
     }
 }
 
-/// The structural screen of a Python value, with the open containers (cycles screen as the
-/// marker, as they encode).
+/// The structural screen of a Python value, with the open containers. A value that holds a
+/// reference back into a cycle, or nests deeper than `MAX_DEPTH`, screens as the marker
+/// whole, as it encodes (`unencodable` is then set, and what the walk returns is not used).
 struct PythonScreen {
     open: Vec<usize>,
+    unencodable: bool,
 }
 
 impl PythonScreen {
@@ -394,6 +407,9 @@ impl PythonScreen {
         depth: usize,
         scratch: &mut Vec<u8>,
     ) -> PyResult<u64> {
+        if self.unencodable {
+            return Ok(0);
+        }
         if let Ok(text) = value.cast::<PyString>() {
             return Ok(string_screen(text, scratch));
         }
@@ -426,9 +442,15 @@ impl PythonScreen {
         }
         let identity = value.as_ptr() as usize;
         if self.open.contains(&identity) {
-            return Ok(screens::unserializable());
+            self.unencodable = true;
+            return Ok(0);
         }
         if depth >= SCREEN_DEPTH {
+            // Not hashed below here, but a cycle or too deep a nesting anywhere below makes
+            // the whole value the marker.
+            if holds_unencodable(value, &mut self.open)? {
+                self.unencodable = true;
+            }
             return Ok(screens::deep());
         }
         self.open.push(identity);
@@ -459,6 +481,45 @@ impl PythonScreen {
         self.open.pop();
         Ok(screen)
     }
+}
+
+/// Whether `value` holds a reference back into a container open on its path (`open`, as the
+/// encoder keeps it) or nests deeper than `MAX_DEPTH`: what makes its encoding the marker.
+/// Only lists, tuples and mappings are walked: any other value is encoded by its stand-in,
+/// which holds no container of the caller's.
+fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResult<bool> {
+    let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
+    if !is_list && !objects::is_mapping(value)? {
+        return Ok(false);
+    }
+    let identity = value.as_ptr() as usize;
+    if open.len() >= MAX_DEPTH || open.contains(&identity) {
+        return Ok(true);
+    }
+    open.push(identity);
+    // Up to MAX_DEPTH frames deep, as the encoder: grow the stack as it does.
+    let found = stacker::maybe_grow(64 * 1024, 1024 * 1024, || -> PyResult<bool> {
+        let children: Vec<Bound<'_, PyAny>> = if is_list {
+            value.try_iter()?.collect::<PyResult<_>>()?
+        } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+            dict.values().into_iter().collect()
+        } else {
+            // items(), as the encoder reads a mapping (a values() of its own is not asked)
+            value
+                .call_method0("items")?
+                .try_iter()?
+                .map(|item| Ok(item?.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?.1))
+                .collect::<PyResult<_>>()?
+        };
+        for child in children {
+            if holds_unencodable(&child, open)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    });
+    open.pop();
+    found
 }
 
 /// A key's screen: a `str` by its content, other keys by the name JSON gives them.

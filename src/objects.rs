@@ -268,13 +268,19 @@ fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>
 
 /// The encoder's walk: the containers open on the current path, for cycles and depth. A
 /// path is short in real data, so a vector scanned on entry beats a hash set (and at the
-/// 10,000-level limit it costs at most milliseconds).
+/// 10,000-level limit it costs at most milliseconds). `unencodable` is set on meeting what
+/// `JSON.stringify` throws on (a reference back into a cycle, nesting too deep): the whole
+/// value then encodes as [`UNSERIALIZABLE`], so the rest of the walk writes nothing.
 struct Walk {
     open: Vec<usize>,
+    unencodable: bool,
 }
 
 impl Walk {
     fn value(&mut self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.unencodable {
+            return Ok(());
+        }
         if let Ok(string) = value.cast::<PyString>() {
             push_string(out, string);
         } else if value.is_none() {
@@ -305,7 +311,7 @@ impl Walk {
     fn container(&mut self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let identity = value.as_ptr() as usize;
         if self.open.len() >= MAX_DEPTH || self.open.contains(&identity) {
-            out.extend_from_slice(UNSERIALIZABLE);
+            self.unencodable = true;
             return Ok(());
         }
         self.open.push(identity);
@@ -405,10 +411,22 @@ impl Walk {
     }
 }
 
-/// Append `value`'s canonical encoding to `out`. Errors only where Python itself raised
-/// (a mapping whose `items()` fails, an iterator that raises).
+/// Append `value`'s canonical encoding to `out`: [`UNSERIALIZABLE`] alone for a value that
+/// holds a cycle or nests too deep, as `JSON.stringify` throws on the whole value. Errors
+/// only where Python itself raised (a mapping whose `items()` fails, an iterator that
+/// raises).
 pub fn push_canonical(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    Walk { open: Vec::new() }.value(out, value)
+    let start = out.len();
+    let mut walk = Walk {
+        open: Vec::new(),
+        unencodable: false,
+    };
+    walk.value(out, value)?;
+    if walk.unencodable {
+        out.truncate(start);
+        out.extend_from_slice(UNSERIALIZABLE);
+    }
+    Ok(())
 }
 
 /// `value`'s canonical encoding as bytes.

@@ -22,7 +22,7 @@ from strategies import HOSTILE_VALUES
 import vthread
 from vthread import _core
 from vthread import _reference as ref
-from vthread._jsvalue import canonical
+from vthread._jsvalue import MAX_DEPTH, UNSERIALIZABLE, canonical
 from vthread._messages import token_total, usage_tokens
 from vthread._options import cycle_options
 
@@ -282,11 +282,76 @@ def test_colliding_screens_change_no_answer(left: Any, right: Any) -> None:
         _core._set_screen_bits(64)
 
 
-def test_a_cycle_is_still_the_bare_marker() -> None:
-    """What JavaScript cannot serialise, a cycle, is still written as ``!`` by both."""
-    loop: dict[str, Any] = {"a": 1}
-    loop["self"] = loop
-    assert canonical(loop) == _core.canonical(loop).decode() == '{"a":1,"self":!}'
+def _holding_a_cycle(ident: int, depth: int) -> dict[str, Any]:
+    """An object that differs by ``ident`` and holds, ``depth`` objects down, a reference
+    back to itself."""
+    top: dict[str, Any] = {"id": ident}
+    inner = top
+    for _ in range(depth):
+        inner["down"] = inner = {"x": ident}
+    inner["back"] = top
+    return top
+
+
+def _nested_past_the_limit(ident: int) -> list[Any]:
+    value: list[Any] = [ident]
+    for _ in range(MAX_DEPTH + 1):
+        value = [value]
+    return value
+
+
+_UNENCODABLE_KINDS: list[Callable[[int], Any]] = [
+    lambda ident: _holding_a_cycle(ident, 0), lambda ident: _holding_a_cycle(ident, 3),
+    lambda ident: _holding_a_cycle(ident, 12), _nested_past_the_limit]
+"""Values ``JSON.stringify`` throws on, each kind made distinct by an id outside what fails:
+a cycle at the top, within and below the screens' depth, and nesting past the limit."""
+_KIND_IDS = ["cycle", "cycle3", "cycle12", "deep"]
+
+
+@pytest.mark.parametrize("make", _UNENCODABLE_KINDS, ids=_KIND_IDS)
+def test_a_value_javascript_cannot_serialise_is_the_marker_whole(
+        make: Callable[[int], Any]) -> None:
+    """``JSON.stringify`` throws on the whole value, so the production code compares it by
+    its fallback text: every such value is the marker, by both encoders, whatever else it
+    holds, with one fingerprint and one screen."""
+    value, other = make(1), _holding_a_cycle(2, 0)
+    for whole in (value, {"wrapped": value}, [1, value]):
+        assert canonical(whole) == _core.canonical(whole).decode() == UNSERIALIZABLE
+    assert vthread.fingerprint(value) == vthread.fingerprint(other)
+    assert _core.screen(value) == _core.screen(other)
+
+
+def _read_call(result: Any, step: int) -> list[dict[str, Any]]:
+    function = {"name": "read", "arguments": {"path": "a.py"}}
+    return [{"type": "activity", "text": f"call {step}",  # no suffix repeats
+             "meta": {"activity": {"type": "request", "function": function}}},
+            {"type": "activity", "text": "",
+             "meta": {"activity": {"type": "response",
+                                   "function": {**function, "result": result}}}},
+            {"type": "reasoning", "text": f"step {step}"}]
+
+
+@pytest.mark.parametrize("make", _UNENCODABLE_KINDS, ids=_KIND_IDS)
+def test_values_javascript_cannot_serialise_compare_equal_in_every_check(
+        make: Callable[[int], Any]) -> None:
+    """Metas, or tool results, that each hold a cycle (or nest too deep) and differ
+    elsewhere are equal: a suffix, a result run and an activity tail of them loop (the
+    same call answered differently each time would be progress), in the engine, the bulk
+    scan and the reference alike, whatever the screens."""
+    suffix = _alternating(make(1), make(2))
+    results = [m for step in range(3) for m in _read_call(make(step), step)]
+    tail = [m for step in range(6) for m in _read_call(make(step), step)
+            if m["type"] == "activity"]
+    for thread, verdict in ((suffix, "repeated_suffix"), (results, "repeated_result_run"),
+                            (tail, "repeated_activity_tail")):
+        assert vthread.describe_thread_cycle(thread) == verdict
+        assert vthread.scan([thread]).names == [verdict]
+        assert ref.describe_thread_cycle(thread, ref.cycle()) == verdict
+        _core._set_screen_bits(1)
+        try:
+            assert vthread.scan([thread]).names == [verdict]
+        finally:
+            _core._set_screen_bits(64)
 
 
 @pytest.mark.parametrize(("value", "text"), [

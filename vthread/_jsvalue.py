@@ -49,11 +49,14 @@ JS_WHITESPACE: Final = (
 )
 JS_WHITESPACE_CLASS: Final = "[" + re.escape(JS_WHITESPACE) + "]"
 
-#: Encoding of what ``JSON.stringify`` cannot write: a reference back into a cycle, nesting
-#: too deep. Such values compare equal to each other and to nothing else: ``!`` never starts
-#: a JSON text. It replaces the offending part only, so a tool call with a cyclic result
-#: still has its name: see docs/how-it-works.md. A Python value JSON has no form for is
-#: written as ``!`` and a quoted text naming its type and value instead (:class:`Opaque`).
+#: Encoding of a value ``JSON.stringify`` throws on: one holding a reference back into a
+#: cycle, or nesting too deep. The whole value is the marker (the production code compares
+#: such values by its fallback text, ``"[unserializable]"``), so all of them compare equal to
+#: each other and to nothing else: ``!`` never starts a JSON text. A value of a message is
+#: encoded on its own (``type``, ``text``, ``meta``; a tool call's name, arguments and
+#: result), so a cyclic result leaves its call's name as it is. A Python value JSON has no
+#: form for is written as ``!`` and a quoted text naming its type and value instead
+#: (:class:`Opaque`).
 UNSERIALIZABLE: Final = "!"
 
 #: Deepest nesting encoded before a value counts as unserializable; V8's recursive
@@ -344,8 +347,8 @@ def _has_json_form(value: object) -> bool:
 
 def _encode(value: Any) -> str:
     """Compact JSON of the value as JavaScript sees it; iterative, so depth is bounded by
-    MAX_DEPTH rather than by Python's stack. What cannot be encoded writes the marker in its
-    place and the walk goes on."""
+    MAX_DEPTH rather than by Python's stack. A value holding a reference back into a cycle,
+    or nesting deeper than MAX_DEPTH, is the marker whole."""
     out: list[str] = []
     stack: list[tuple[Iterator[Any], int, bool]] = []
     active: set[int] = set()
@@ -357,16 +360,15 @@ def _encode(value: Any) -> str:
         if not _scalar(current, out):
             ident = id(current)
             if ident in active or len(stack) >= MAX_DEPTH:
-                out.append(UNSERIALIZABLE)
+                return UNSERIALIZABLE  # JSON.stringify throws on the whole value
+            first = True
+            active.add(ident)
+            if isinstance(current, Mapping):
+                out.append("{")
+                stack.append((iter(js_items(current)), ident, True))
             else:
-                first = True
-                active.add(ident)
-                if isinstance(current, Mapping):
-                    out.append("{")
-                    stack.append((iter(js_items(current)), ident, True))
-                else:
-                    out.append("[")
-                    stack.append((iter(current), ident, False))
+                out.append("[")
+                stack.append((iter(current), ident, False))
         while True:
             if not stack:
                 return "".join(out)
@@ -397,8 +399,8 @@ def canonical(value: Any) -> str:
     ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
     JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
     surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle,
-    nesting deeper than 10,000) the part that cannot be encoded is written as
-    :data:`UNSERIALIZABLE` and the rest as usual; a value without a JSON form is written as
+    nesting deeper than 10,000) the whole value is :data:`UNSERIALIZABLE`; a value without a
+    JSON form is written as
     its :func:`stand_in` (a NumPy scalar as its number, a date as ``Date.toJSON``'s text, a
     ``set`` or ``bytes`` as an :class:`Opaque` text). It never raises on account of the
     value's shape (only a mapping whose ``items()`` raises, or the like, propagates).
