@@ -164,6 +164,32 @@ def test_output_that_is_standard_input_is_refused(tmp_path: Path) -> None:
     assert source.read_bytes() == before
 
 
+@pytest.mark.parametrize("link", ["same", "spelled-otherwise", "symlink", "hardlink"])
+def test_a_summary_file_that_is_the_output_file_is_refused(
+        link: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o X --summary X`` wrote the summary over every record, exit 0 (found by a tester):
+    now exit 2 before anything is written, an existing file untouched."""
+    source = lines_file(tmp_path / "runs.jsonl", 5)
+    output = tmp_path / "out.jsonl"
+    output.write_bytes(b"kept\n")
+    summary = {"same": output, "spelled-otherwise": tmp_path / "." / "out.jsonl",
+               "symlink": tmp_path / "summary.json", "hardlink": tmp_path / "summary.json"}[link]
+    if link == "symlink":
+        summary.symlink_to(output)
+    elif link == "hardlink":
+        os.link(output, summary)
+    code, out, err = run(["scan", str(source), "-q", "-o", str(output), "--summary",
+                          str(summary)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"the --summary file {summary} is the --output file {output}" in err
+    assert output.read_bytes() == b"kept\n"
+    # Apart, or both /dev/null, they are fine.
+    assert run(["scan", str(source), "-q", "-o", str(output), "--summary",
+                str(tmp_path / "summary-apart.json")], monkeypatch)[0] == 0
+    assert run(["scan", str(source), "-q", "-o", os.devnull, "--summary", os.devnull],
+               monkeypatch)[0] == 0
+
+
 def test_output_to_a_device_is_no_input(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """-o /dev/null is fine, whatever the input."""

@@ -334,6 +334,14 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return USAGE_EXIT
     jobs = worker_count(options.jobs)
     cycle = cycle_of(options)
+    if options.output and options.summary_file:
+        # Said without the early summary the other refusals leave: it would be written over
+        # the very file it names.
+        try:
+            _check_summary_apart(options.summary_file, options.output)
+        except _FatalError as error:
+            say(f"vthread scan: {error}")
+            return USAGE_EXIT
     try:
         inputs = _inputs(options)
         if inputs is None:
@@ -865,6 +873,25 @@ def _check_not_an_input(output: str, files: list[str]) -> None:
             label = "standard input" if name == "-" else name
             raise _FatalError(f"the output {output} is the input {label}; writing it would "
                               f"destroy the input before it is read (choose another path)")
+
+
+def _check_summary_apart(summary: str, output: str) -> None:
+    """Refuse a ``--summary`` file that is the ``--output`` file (the same path, or a link
+    to it): the summary, written last, would replace every record."""
+    same = os.path.realpath(summary) == os.path.realpath(output)
+    try:
+        target = os.stat(summary)
+    except OSError:
+        target = None  # not made yet: only the paths can tell
+    if target is not None:
+        if not stat.S_ISREG(target.st_mode):
+            return  # /dev/null, a pipe: nothing there to lose
+        with contextlib.suppress(OSError):
+            records = os.stat(output)
+            same = same or (records.st_dev, records.st_ino) == (target.st_dev, target.st_ino)
+    if same:
+        raise _FatalError(f"the --summary file {summary} is the --output file {output}; the "
+                          "summary would replace the records (choose another path)")
 
 
 def _is_tty(stream: TextIO) -> bool:
