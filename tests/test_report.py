@@ -191,6 +191,21 @@ def test_bad_record_line_names_file_and_line(tmp_path: Path,
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize("tokens", ["1e400", "-1e400", "-5", '"12"', "true"])
+def test_a_loop_tokens_figure_no_scan_writes_is_refused(
+        tokens: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``"loop_tokens": 1e400`` (read as an infinity) was an OverflowError, exit 70 (found
+    by a tester): now status 2 with the file and line named, as for any bad field."""
+    records = tmp_path / "records.jsonl"
+    line = json.dumps({**_loop_record("a", "x"), "loop_tokens": 0}).replace(
+        '"loop_tokens": 0', f'"loop_tokens": {tokens}')
+    records.write_text(json.dumps(_loop_record("b", "x")) + "\n" + line + "\n")
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"vthread report: {records}:2: loop_tokens is "), err
+    assert "not a finite number >= 0" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),
                                               ("no folder", 74), ("output is a folder", 74)])
 def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str, status: int,

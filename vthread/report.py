@@ -133,8 +133,11 @@ class ReportData:
         if tokens is None:
             self.loops_without_tokens += 1
         else:
-            if not isinstance(tokens, int | float) or isinstance(tokens, bool):
-                raise RecordError(f"loop_tokens is {tokens!r}, not a number")
+            if (not isinstance(tokens, int | float) or isinstance(tokens, bool)
+                    or not 0 <= tokens < math.inf):
+                # (vthread scan writes a total past the doubles as null: an infinity here
+                # was written otherwise, and would break the page's scales)
+                raise RecordError(f"loop_tokens is {tokens!r}, not a finite number >= 0")
             self.wasted_tokens += tokens
             self.wasted_tokens_seen = True
         self.ids.append(_run_name(record))
