@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 import sys
 import warnings
@@ -151,7 +152,7 @@ def test_long_identical_thread_is_one_message_repeated() -> None:
 
 def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two processes answer exactly as one (the small batch is split all the same)."""
-    scan_module = sys.modules["vthread.scan"]
+    scan_module = importlib.import_module("vthread.scan")
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
     split: list[int] = []
     parallel = scan_module._scan_parallel
@@ -167,9 +168,27 @@ def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -
     assert (one.codes == two.codes).all() and (one.signature == two.signature).all()
 
 
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_a_split_scans_error_names_the_thread_in_the_callers_batch(
+        anywhere: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad thread in a batch split over processes was named by its place in its worker's
+    rows (thread 3 for thread 59; found by a tester): it is named as one process names it."""
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES_ANYWHERE", 0)
+    threads: list[list[Any]] = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(59)]
+    threads.append([{"type": "bot", "text": "x"}, 1])
+    with pytest.raises(TypeError) as one:
+        vthread.scan(threads, anywhere=anywhere)
+    with pytest.raises(TypeError) as two:
+        vthread.scan(threads, jobs=2, anywhere=anywhere)
+    assert str(two.value) == str(one.value)
+    assert str(one.value).startswith("thread 59: messages[1] must be a mapping")
+
+
 def test_small_batch_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below PARALLEL_MIN_MESSAGES, jobs=2 scans in this process: a pool would cost more."""
-    scan_module = sys.modules["vthread.scan"]
+    scan_module = importlib.import_module("vthread.scan")
     monkeypatch.setattr(scan_module, "_scan_parallel", lambda *args: pytest.fail("forked"))
     threads = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
     assert vthread.scan(threads, jobs=2).names == vthread.scan(threads).names

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -125,7 +125,7 @@ def test_a_looping_row_python_cannot_read_sends_its_slice_the_python_way(
     table = pa.table({"messages": pa.array([json.dumps(run) for run in runs])})
     expected = _rows(arrow.scan_arrow(table, format="native"))
     assert any(row["verdict"] is not None for row in expected)
-    scan_module = sys.modules["vthread.scan"]
+    scan_module = importlib.import_module("vthread.scan")
     through_python = []
     scan_in_python = arrow._scan_in_python
 

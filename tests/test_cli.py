@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import io
 import json
 import math
@@ -462,7 +463,7 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
     The core's path meets the failure in the looping thread's attribution and hands the
     chunk to the Python path, which meets it in the scan of that thread."""
     real = cli.scan_validated  # type: ignore[attr-defined]
-    scan_module = sys.modules["vthread.scan"]
+    scan_module = importlib.import_module("vthread.scan")
     real_attribute = scan_module.attribute_lines
 
     def failing(threads: list[Any]) -> bool:

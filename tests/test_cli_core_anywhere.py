@@ -5,8 +5,8 @@ byte for byte, what Python's reading of every line writes, and so does a whole f
 
 from __future__ import annotations
 
+import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,7 @@ def test_a_fault_in_the_cores_columns_is_not_hidden(monkeypatch: pytest.MonkeyPa
     def broken(*args: Any) -> Any:
         raise RuntimeError("a fault in the verdict arrays")
 
-    monkeypatch.setattr(sys.modules["vthread.scan"], "verdicts", broken)
+    monkeypatch.setattr(importlib.import_module("vthread.scan"), "verdicts", broken)
     with pytest.raises(RuntimeError, match="verdict arrays"):
         cli._scan_chunk_in_core(chunk_task(lines))
 

@@ -657,6 +657,11 @@ def _scan_parallel(
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             parts = pool.map(_scan_rows, tasks, chunksize=1)
+    except Exception:
+        # A worker's error names the thread by its place in the worker's rows: the batch is
+        # scanned here instead, so that the error (or the answer, should none recur) is
+        # the one-process scan's, the thread named by its place in the caller's batch.
+        return _scan_batch(threads, options, anywhere)
     finally:
         _FORKED_THREADS = ()
     return ScanResult.concatenate(parts)
