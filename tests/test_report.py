@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -204,6 +205,23 @@ def test_a_loop_tokens_figure_no_scan_writes_is_refused(
     err = capsys.readouterr().err
     assert err.startswith(f"vthread report: {records}:2: loop_tokens is "), err
     assert "not a finite number >= 0" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("source", ["stdin", "fifo"])
+def test_an_input_that_can_be_read_only_once_is_refused(
+        source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Standard input and a FIFO: the report came out empty (``scan | report -``) or waited
+    forever (a FIFO whose writer had gone; found by a tester). Now status 2 at once, no
+    page written, and what to do said."""
+    name = "-"
+    if source == "fifo":
+        name = str(tmp_path / "records.fifo")
+        os.mkfifo(name)  # never opened: a report that opened it would wait here forever
+    out = tmp_path / "r.html"
+    assert main(["report", name, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vthread report: " + ("standard input" if name == "-" else name))
+    assert "save it to a file first" in err and not out.exists()
 
 
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),

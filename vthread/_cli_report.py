@@ -25,6 +25,7 @@ import gzip
 import io
 import json
 import os
+import stat
 import sys
 import tempfile
 import zlib
@@ -68,6 +69,8 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     if options.format == "auto":
         options.format = None  # detected per file, as vthread scan's default
     try:
+        for name in options.files:
+            _check_readable_twice(name)
         _check_output(options.output, options.files)
         data = ReportData()
         to_scan = [name for name in options.files if not holds_records(name)]
@@ -147,6 +150,25 @@ def _check_output(output: str, files: Sequence[str]) -> None:
     unwritable = unwritable_folder(output)
     if unwritable is not None:
         raise _ReportError(f"cannot write {output}: {unwritable}", IO_EXIT)
+
+
+def _check_readable_twice(name: str) -> None:
+    """Refuse standard input, a pipe or a FIFO: the report reads the start of each input to
+    tell records from runs, then reads it again, and a pipe gives its bytes once (the report
+    came out empty, or waited forever on a FIFO whose writer had gone)."""
+    if name == "-":
+        what = "standard input"
+    else:
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            return  # missing or unreadable: said where it is read, as for any file
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return
+        what = f"{name} (a pipe or a device, not a file)"
+    raise _ReportError(f"{what}: vthread report reads each input more than once (to tell "
+                       "records from runs, then for them), and a pipe gives its bytes once; "
+                       "save it to a file first (vthread scan -o FILE writes records to one)")
 
 
 def _files_of(name: str) -> list[str]:

@@ -1918,8 +1918,10 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
              "(is it a trajectory file?)")
     elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
+        back = ("saved to a file, vthread report FILE reads them back" if label == "<stdin>"
+                else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
-             f"each {unit} is an error record (vthread report {label} reads them back)")
+             f"each {unit} is an error record ({back})")
     try:
         return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
             evidence)
