@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import vthread
-from vthread import _cli_lines, _core, _exact_json, cli
+from vthread import _core, _exact_json, cli
 from vthread._records import ID_TEXT_LIMIT, json_text, record_id
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -392,13 +392,13 @@ def test_huge_options_answer_alike(name: str, value: float, tmp_path: Path,
 
 def test_worker_count_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     """At most the usable CPUs and the pieces of work; 0 means every CPU; never below 1."""
-    monkeypatch.setattr(_cli_lines, "usable_cpus", lambda: 8)
-    assert _cli_lines.worker_count(1000) == 8
-    assert _cli_lines.worker_count(0) == 8
-    assert _cli_lines.worker_count(3) == 3
-    assert _cli_lines.worker_count(1000, 2) == 2
-    assert _cli_lines.worker_count(1000, 0) == 1
-    assert _cli_lines.worker_count(1) == 1
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 8)
+    assert cli._worker_count(1000) == 8
+    assert cli._worker_count(0) == 8
+    assert cli._worker_count(3) == 3
+    assert cli._worker_count(1000, 2) == 2
+    assert cli._worker_count(1000, 0) == 1
+    assert cli._worker_count(1) == 1
 
 
 def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
@@ -417,7 +417,7 @@ def test_jobs_1000_starts_no_pool_for_a_short_file(tmp_path: Path,
             super().__init__(max_workers, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Spy)
-    monkeypatch.setattr(_cli_lines, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
     path = tmp_path / "eleven.jsonl"
     run_with_nan = {"score": math.nan, "messages": OPENAI_LOOPING}
     path.write_text("".join(json.dumps(run_with_nan) + "\n" for _ in range(11)))
@@ -445,7 +445,7 @@ def test_jobs_1000_native_reads_on_capped_threads(tmp_path: Path,
         return real(task)
 
     monkeypatch.setattr(cli, "_read_in_core", spy)
-    monkeypatch.setattr(_cli_lines, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 4)
     monkeypatch.setattr(cli, "CHUNK_LINES", 10)  # 30 chunks: every thread gets work
     code, out, _ = run(["scan", "-q", "--jobs", "1000", str(SAMPLE)], monkeypatch)
     assert code == 0 and len(strict_records(out)) == 300

@@ -54,15 +54,6 @@ def test_vthread_guard_and_version_start_without_numpy_or_the_scan() -> None:
     assert scan.returncode == 0, scan.stderr.decode()
 
 
-def test_the_scans_head_start_imports_no_numpy() -> None:
-    """What the core reads ahead while the scan's modules load (``--jobs N``) must itself
-    load none of them, or there would be nothing left to overlap."""
-    done = run_python("import sys; import vthread._head_start; "
-                      "heavy = {'numpy', 'vthread.cli', 'vthread.scan'} & set(sys.modules); "
-                      "assert not heavy, heavy")
-    assert done.returncode == 0, done.stderr.decode()
-
-
 def test_the_core_makes_arrays_when_numpy_was_not_imported() -> None:
     """The core's module imports no NumPy; its first array imports it (then, not at the
     module's import) and is an ordinary array."""

@@ -110,18 +110,9 @@ def _main(args: list[str]) -> int:
     if options.command != "scan":
         parser.print_usage(sys.stderr)
         return USAGE_EXIT
-    # With more than one job, the core reads the file's first chunks on a second core while
-    # this thread imports NumPy and the scan (which only a scan needs).
-    from vthread._head_start import head_start_for
+    from vthread.cli import scan_command  # NumPy and the scan, only for a scan
 
-    head_start = head_start_for(options)
-    try:
-        from vthread.cli import scan_command
-
-        return scan_command(options, head_start)
-    finally:
-        if head_start is not None:
-            head_start.close()
+    return scan_command(options)
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str | None

@@ -11,7 +11,7 @@ __version__: str
 
 CoreOptions = tuple[int, int, int | None, int]
 """(min_repetitions, min_pattern_length, max_pattern_length or None, min_result_repetitions),
-as ``vthread._core_call.core_options`` makes them."""
+as ``vthread._heuristics.core_options`` makes them."""
 
 def canonical(value: Any) -> bytes:
     """``vthread._jsvalue.canonical(value)`` as ASCII bytes, made in Rust."""

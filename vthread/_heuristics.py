@@ -14,6 +14,7 @@ is a comparison of values, never of hashes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _core
-from vthread._core_call import core_options
 from vthread._options import CycleOptions, text_run_options
 from vthread.replay import has_repeated_text_runs
 
@@ -47,6 +47,9 @@ _RESPONSE: Final = 2
 _TAIL_MIN_WITH_PAYLOAD: Final = 4
 _PROGRESS_MIN_ANSWERS: Final = 3
 
+# The core counts in machine words; larger option values change nothing (no thread is that
+# long), so they are clamped on the way in.
+_LARGEST: Final = sys.maxsize // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,17 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.lengths)
+
+
+def core_options(options: CycleOptions) -> _core.CoreOptions:
+    """The cycle options as the core takes them, clamped to what a machine word holds."""
+    cap = options.max_pattern_length
+    return (
+        min(options.min_repetitions, _LARGEST),
+        min(options.min_pattern_length, _LARGEST),
+        None if cap is None else min(cap, _LARGEST),
+        min(options.min_result_repetitions, _LARGEST),
+    )
 
 
 def read_columns(threads: list[Any], options: CycleOptions) -> Columns:

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from vthread._core_call import core_options
-from vthread._heuristics import written_lines
+from vthread._heuristics import core_options, written_lines
 from vthread._options import cycle_options, flag
 from vthread.adapters import agreed_format
 from vthread.documents import (

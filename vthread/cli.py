@@ -94,7 +94,7 @@ ends: one cut short (a fatal error, ``--strict``'s first bad line, Ctrl-C, a fai
 says ``"completed": false`` and why (``"failure"``), its figures those of what was read, so a
 dashboard never reads a stale summary; ``"unit"`` says what ``"lines"`` counts (``line``,
 ``run``, ``row``, or ``record`` for inputs of more than one kind). ``--jobs`` is capped at
-the CPUs this process may use and at the chunks there are (:func:`vthread._cli_lines.worker_count`).
+the CPUs this process may use and at the chunks there are (:func:`_worker_count`).
 
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
 any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
@@ -131,14 +131,6 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _core
-from vthread._cli_lines import (
-    CHUNK_BYTES,
-    CHUNK_LINES,
-    READ_BYTES,
-    PausedBatch,
-    chunked_lines,
-    worker_count,
-)
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
     INTERRUPTED_EXIT,
@@ -151,10 +143,8 @@ from vthread._cli_main import (
     say,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
-from vthread._core_call import CORE_FORMATS, CoreCall, CoreFormat, core_call
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
-from vthread._head_start import HeadStart, counts_tokens, cycle_of
-from vthread._heuristics import written_lines
+from vthread._heuristics import core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
@@ -176,6 +166,22 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "scan_command"]
 
+CHUNK_LINES: Final = 4096
+"""Most lines parsed and scanned together (one :func:`vthread.scan` call per chunk)."""
+CHUNK_BYTES: Final = 4 << 20
+"""About the most input bytes per chunk; a chunk the core declines takes several times this
+in memory as Python objects.
+
+Measured on the 90 MB benchmark set with the core reading (5 alternating runs each, wall
+seconds, median): 1, 2, 4 and 8 MiB chunks took 0.727, 0.715, 0.695 and 0.729 s with
+``--jobs 1`` and 0.490, 0.477, 0.468 and 0.507 s with ``--jobs 2``. With two jobs the core
+reads a chunk while Python finishes the one before, so the first chunk's reading and the
+last one's finishing do not overlap: smaller chunks shorten both, smaller still pay each
+call's fixed cost. (Before the core, through Python objects, 8 MiB had beaten 1 MiB.) The
+peak memory depends on the chunk size only.
+"""
+READ_BYTES: Final = 1 << 20
+"""Size of each binary read."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
@@ -193,10 +199,37 @@ _GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one me
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
+_CoreFormat = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent",
+                      "swe-agent"]
+_CORE_FORMATS: Final[tuple[_CoreFormat, ...]] = (  # the formats the core reads: every one
+    "native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent")
 _INT_EXACT: Final = 2**53
 
 
 # ---------------------------------------------------------------------------- scan command
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def _worker_count(requested: int, work: int | None = None) -> int:
+    """The workers worth starting for ``--jobs requested`` (0: one per CPU): no more than
+    the usable CPUs, nor than the pieces of ``work`` when known; at least 1.
+
+    More workers than CPUs only take turns, and more than pieces of work sit idle (a
+    ``--jobs 1000`` on an 11-line file once forked a thousand processes).
+    """
+    cpus = _usable_cpus()
+    count = min(requested, cpus) if requested > 0 else cpus
+    if work is not None:
+        count = min(count, work)
+    return max(1, count)
+
 
 
 @dataclass(slots=True)
@@ -280,17 +313,15 @@ class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
 
 
-def scan_command(options: argparse.Namespace, head_start: HeadStart | None = None) -> int:
-    """Run ``vthread scan`` with its parsed ``options``; the exit status. ``head_start``:
-    the core's readings of the file's first chunks, made while this module was imported
-    (:mod:`vthread._head_start`); the caller closes it."""
+def scan_command(options: argparse.Namespace) -> int:
+    """Run ``vthread scan`` with its parsed ``options``; the exit status."""
     # Ctrl-C and SIGTERM are caught from the start, not only once the scan runs: listing a
     # directory of many files (and reading each one's first bytes) can take a while, and a
     # job stopped then still says so and leaves its --summary.
     stop_signals = _StopSignals()
     _STOP_SIGNALS.append(stop_signals)
     try:
-        return _scan_stopping_on_signals(options, stop_signals, head_start)
+        return _scan_stopping_on_signals(options, stop_signals)
     except (KeyboardInterrupt, _TerminatedError) as stop:
         # Before the scan: the scan's own stops are handled in it (which then gives the
         # handlers back, so that its summary is never written over by this one's).
@@ -321,8 +352,7 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
                 _Stats(), _what_was_scanned(list(options.files)), 0.0, [], set(), reason))
 
 
-def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals,
-                              head_start: HeadStart | None) -> int:
+def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
     if options.format == "auto":
         options.format = None  # detected per file, the default
     if options.output == "-":
@@ -332,8 +362,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         say("vthread scan: --summary takes a file path; the summary table is written on "
              "standard error already (without --quiet)")
         return USAGE_EXIT
-    jobs = worker_count(options.jobs)
-    cycle = cycle_of(options)
+    jobs = _worker_count(options.jobs)
+    cycle = {
+        "min_repetitions": options.min_repetitions,
+        "min_pattern_length": options.min_pattern_length,
+        "max_pattern_length": options.max_pattern_length,
+        "min_result_repetitions": options.min_result_repetitions,
+    }
     if options.output and options.summary_file:
         # Said without the early summary the other refusals leave: it would be written over
         # the very file it names.
@@ -398,7 +433,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # processes at a time.
         tasks = _noting_units(
             _tasks(files, options.format, cycle, options.strict, progress,
-                   count_tokens=counts_tokens(options),
+                   count_tokens=not options.quiet or bool(options.summary_file),
                    threads=1,
                    messages_key=options.messages_key, id_key=options.id_key,
                    detected=detected, mask_volatile=options.mask_volatile,
@@ -410,9 +445,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         if first is not None:
             tasks = chain([first], tasks)
         in_core = first is None or first.format == "native" or _core_may_read(first)
-        if not in_core and head_start is not None:
-            head_start.close()  # its readings are of no use, and no thread may run at a fork
-        results = _run_in_core(tasks, jobs, head_start) if in_core else _run(tasks, jobs)
+        results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
             _write(out, _loops_only(done.output) if options.only_loops else done.output,
                    flush=streaming)
@@ -1498,22 +1531,58 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     return isinstance(value, dict) and run_messages(value, messages_key) is not None
 
 
+class _PausedBatch(list[bytes]):
+    """A chunk's lines cut where the stream's writer paused (see :class:`_LiveStream`)."""
+
+
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
-    """The stream's complete lines in chunks (:func:`vthread._cli_lines.chunked_lines`, cut
-    at this module's ``CHUNK_LINES`` and ``CHUNK_BYTES``). A pipe's lines are scanned
-    whenever its writer pauses (:class:`_LiveStream`). The incomplete last line of a broken
-    gzip stream is no line: its error record, made by :func:`_tasks`, stands for it."""
+    """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
+
+    A line longer than a read is assembled from its parts once (never re-joined per read).
+    A last line without a final newline is a line; the empty string after a final newline
+    is not, nor is the incomplete last line of a broken gzip stream (its error record, made
+    by :func:`_tasks`, stands for it).
+    """
+    pending: list[bytes] = []  # the parts of a line that has not ended yet
+    batch: list[bytes] = []
+    size = 0
+    # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
     idle = stream.idle if isinstance(stream, _Replayed | _LiveStream) else None
-    source = stream.rest if isinstance(stream, _Replayed) else stream
-
-    def last_line_kept(size: int) -> bool:
+    while block := stream.read(READ_BYTES):
+        lines = block.split(b"\n")
+        if len(lines) == 1:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending = []
+        tail = lines.pop()
+        if tail:
+            pending.append(tail)
+        batch.extend(lines)
+        size += len(block)
+        if len(batch) >= CHUNK_LINES:  # short lines: a read holds several chunks
+            start = 0
+            while len(batch) - start >= CHUNK_LINES:
+                yield batch[start : start + CHUNK_LINES]
+                start += CHUNK_LINES
+            batch = batch[start:]
+            size = sum(map(len, batch))
+        if size >= CHUNK_BYTES:
+            yield batch
+            batch, size = [], 0
+        elif batch and idle is not None and idle():
+            yield _PausedBatch(batch)
+            batch, size = [], 0
+    if pending:
+        source = stream.rest if isinstance(stream, _Replayed) else stream
         if isinstance(source, _GzipStream) and source.broken is not None:
-            source.dropped = size
-            return False
-        return True
-
-    return chunked_lines(partial(stream.read, READ_BYTES), CHUNK_LINES, CHUNK_BYTES, idle,
-                         last_line_kept)
+            source.dropped = sum(map(len, pending))
+        else:
+            batch.append(b"".join(pending))
+    if batch:
+        yield batch
 
 
 def _tasks(
@@ -1614,7 +1683,7 @@ def _tasks(
                         say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
-                            paused=isinstance(lines, PausedBatch))
+                            paused=isinstance(lines, _PausedBatch))
                 line += len(lines)
         except (OSError, EOFError, zlib.error) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -2019,14 +2088,12 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
             "their records may be wrong")
 
 
-def _run_in_core(tasks: Iterable[_Task], jobs: int, head_start: HeadStart | None = None
-                 ) -> Iterator[_Done]:
+def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
     """The results of chunks the core reads (native, OpenAI, Anthropic, Responses), in
     order, in this process. With jobs > 1, ``jobs`` threads each take a whole chunk (the
     core's reading and attribution with the GIL released, then Python's verdict arrays and
     records), at most ``2 * jobs`` chunks in flight; a file whose first chunk the core
-    declines goes to ``jobs`` worker processes instead (:func:`_run`). The chunks
-    ``head_start`` has read are taken from it rather than read again."""
+    declines goes to ``jobs`` worker processes instead (:func:`_run`)."""
     if jobs <= 1:
         yield from map(_scan_chunk, tasks)
         return
@@ -2039,7 +2106,7 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int, head_start: HeadStart | None
     # switch it back on while another thread is still in a chunk.
     with collector_paused(), ThreadPoolExecutor(jobs, thread_name_prefix="vthread-core") as pool:
         try:
-            yield from _chunks_in_order(pool, tasks, jobs, window, declined_first, head_start)
+            yield from _chunks_in_order(pool, tasks, jobs, window, declined_first)
         finally:
             # A fatal record, an error or a closed output ends the run: chunks not started
             # are dropped rather than scanned for nothing (the pool waits for running ones).
@@ -2051,22 +2118,19 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int, head_start: HeadStart | None
     # --mask-volatile, or values only Python reads, such as numeric call ids throughout):
     # the file goes to worker processes, as the formats only Python reads do, rather than
     # to Python in this one process chunk after chunk.
-    if head_start is not None:
-        head_start.close()  # no thread may be in the core when the workers are forked
     yield from _run(chain(declined_first, tasks), jobs)
 
 
 def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int,
                      window: deque[tuple[_Task, Future[_Done | None]]],
-                     declined_first: list[_Task], head_start: HeadStart | None
-                     ) -> Iterator[_Done]:
+                     declined_first: list[_Task]) -> Iterator[_Done]:
     """The chunks' results in input order, at most ``2 * jobs`` in flight (in ``window``);
     when the core declines the file's first chunk, stops with the tasks taken so far in
     ``declined_first``."""
     first = True
     for task in chain(tasks, [None]):
         if task is not None:
-            window.append((task, pool.submit(_chunk_in_core, task, first, head_start)))
+            window.append((task, pool.submit(_chunk_in_core, task, first)))
             first = False
             if len(window) < 2 * jobs and not task.paused:
                 continue
@@ -2086,15 +2150,10 @@ def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int
             yield done
 
 
-def _chunk_in_core(task: _Task, first: bool, head_start: HeadStart | None = None
-                   ) -> _Done | None:
+def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
     """One chunk's result, read by the core (Python's way where the core declines it); None
-    for a file's ``first`` chunk the core declines, which sends the file elsewhere. The
-    reading ``head_start`` made of the chunk, if it made one with the same arguments, is
-    taken instead of reading the chunk again."""
-    ahead = (head_start.take(task.first_line, task.lines, _core_call(task))
-             if head_start is not None and _core_may_read(task) else None)
-    raw = _read_in_core(task) if ahead is None else _worth_reading(task, ahead)
+    for a file's ``first`` chunk the core declines, which sends the file elsewhere."""
+    raw = _read_in_core(task)
     if raw is None and first:
         return None
     done = _scan_chunk_in_core(task, raw) if raw is not None else None
@@ -2115,7 +2174,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
         first.append(task)
         if len(first) >= jobs or task.paused:
             break
-    workers = worker_count(jobs, len(first))
+    workers = _worker_count(jobs, len(first))
     if workers <= 1:
         yield from map(_scan_chunk, chain(first, tasks))
         return
@@ -2184,7 +2243,7 @@ def _core_may_read(task: _Task) -> bool:
     volatile values masked (as :func:`vthread.masked_thread` masks them), looking at the
     end of each thread or anywhere in it, under keys the core can name (a key that is no
     UTF-8 text, from a command line's undecodable bytes, is Python's)."""
-    return (task.format in CORE_FORMATS and task.broken is None
+    return (task.format in _CORE_FORMATS and task.broken is None
             and _utf8(task.messages_key) and _utf8(task.id_key))
 
 
@@ -2203,20 +2262,14 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     line needs Python's ``json`` or its adapters."""
     if not _core_may_read(task):
         return None
-    return _worth_reading(task, _core.scan_lines(task.lines, *_core_call(task)))
-
-
-def _core_call(task: _Task) -> CoreCall:
-    """The core's arguments for reading ``task``'s lines (one of :data:`CORE_FORMATS`)."""
-    return core_call(task.options, task.count_tokens, task.threads,
-                     cast(CoreFormat, task.format), task.messages_key, task.id_key,
-                     task.mask_volatile, core_text_run() if task.anywhere else None)
-
-
-def _worth_reading(task: _Task, raw: dict[str, Any]) -> dict[str, Any] | None:
-    """The core's reading ``raw`` of ``task``, or None when the core declines most of its
-    lines: such a chunk is Python's whole (and a file that begins with one goes to worker
-    processes: see :func:`_run_in_core`)."""
+    options = cycle_options(**task.options)
+    raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
+                           format=cast(_CoreFormat, task.format),
+                           messages_key=task.messages_key, id_key=task.id_key,
+                           mask_volatile=task.mask_volatile,
+                           anywhere=core_text_run() if task.anywhere else None)
+    # A chunk the core mostly declines is Python's whole (and a file that begins with one
+    # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
 
 

@@ -14,11 +14,11 @@ from typing import Any, cast
 import numpy as np
 
 from vthread import _core
-from vthread._core_call import core_options
 from vthread._heuristics import (
     HEURISTIC_NAMES,
     Columns,
     activity_tail,
+    core_options,
     read_columns,
     result_run,
     text_runs,
