@@ -447,9 +447,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         in_core = first is None or first.format == "native" or _core_may_read(first)
         results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
+            # Counted before it is written: a write the reader cuts short (`| head`) has
+            # delivered some of the chunk's records, which the summary must not leave out.
+            stats.add(done.stats)
             _write(out, _loops_only(done.output) if options.only_loops else done.output,
                    flush=streaming)
-            stats.add(done.stats)
             if progress is not None:
                 progress.chunk_done(stats.lines)
             if done.fatal is not None:
