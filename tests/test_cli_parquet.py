@@ -168,6 +168,25 @@ def test_bad_rows_become_error_records(tmp_path: Path,
     assert records[2]["error"].startswith("not valid JSON")
 
 
+@pytest.mark.parametrize("with_ids", [False, True])
+def test_a_cell_that_is_no_json_is_placed_within_the_cell(
+        with_ids: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A text cell that is not one JSON value: its record's error is ``json.loads`` of the
+    cell, positions within the cell (they were the wrapping's: column 23 for column 1;
+    found by a tester), and a cell that only its wrapping made valid is no run."""
+    path = tmp_path / "bad.parquet"
+    cells = ["garbage", "[1,", '{"a":tru}', '[],"id":"forged"', json.dumps(RUNS[0])]
+    table = {"messages": cells} | ({"id": list("abcde")} if with_ids else {})
+    pq.write_table(pa.table(table), path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0 and [r["line"] for r in records] == [1, 2, 3, 4, 5]
+    for record, cell in zip(records[:4], cells, strict=False):
+        with pytest.raises(json.JSONDecodeError) as expected:
+            json.loads(cell)
+        assert record["error"] == f"not valid JSON: {expected.value}", record
+    assert "error" not in records[4]
+
+
 def test_missing_columns_and_pyarrow_are_clear_errors(
         parquet: Path, jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

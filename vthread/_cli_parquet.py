@@ -105,13 +105,29 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
         for row, body in enumerate(_bodies(column, text, done)):
-            if not id_columns and body.lstrip()[:1] == b"{":
+            if text and not _one_json_value(body):
+                # The cell alone is the line, so that its record says where in the cell it
+                # stops being JSON (wrapped, the place was the wrapping's, and a cell such
+                # as `[],"id":"x"` would have made a valid run of its wrapping).
+                lines.append(body)
+            elif not id_columns and body.lstrip()[:1] == b"{":
                 lines.append(body)  # a run object: its own id and messages
             else:
                 ident = _id_text([column_values[row] for column_values in ids])
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
         yield lines, done / total
+
+
+def _one_json_value(body: bytes) -> bool:
+    """Whether a text cell is one JSON value, as ``json.loads`` reads text."""
+    from vthread._exact_json import loads_exactly
+
+    try:
+        loads_exactly(body, long_digits=False)  # (orjson's rounding of long integers: moot)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
