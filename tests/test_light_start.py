@@ -4,6 +4,7 @@ package's names, imported when first used, staying the functions and classes the
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -179,3 +180,15 @@ def test_the_command_keeps_openblas_to_one_thread_unless_told(
     shown = run_python(probe, env=env)
     assert shown.returncode == 0, shown.stderr.decode()
     assert shown.stdout.decode().splitlines()[-1] == repr(expected)
+
+
+def test_the_version_is_an_attribute_read_only_when_asked_for() -> None:
+    """``vthread.__version__`` (missing before; found by a tester) is the installed version
+    and the command's; ``import vthread`` does not read the package metadata for it."""
+    done = run_python(
+        "import sys, importlib.metadata as metadata; del sys.modules['importlib.metadata']; "
+        "import vthread; assert 'importlib.metadata' not in sys.modules; "
+        "assert vthread.__version__ == metadata.version('vthread'), vthread.__version__; "
+        "from vthread._cli_main import main; sys.exit(main(['--version']))")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["vthread", importlib.metadata.version("vthread")]

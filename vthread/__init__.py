@@ -95,9 +95,26 @@ class _Package(_types.ModuleType):
         super().__setattr__(name, value)
 
 
+__version__: str
+"""The installed version (read from the package's metadata when first asked for: about
+30 ms, which ``import vthread`` does not pay)."""
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vthread")
+    except PackageNotFoundError:
+        return "0+unknown"  # run from a checkout that was never installed
+
+
 if not _typing.TYPE_CHECKING:  # (a module __getattr__ would make every name type as Any)
 
     def __getattr__(name: str) -> _typing.Any:
+        if name == "__version__":
+            globals()[name] = version = _installed_version()
+            return version
         home = _HOMES.get(name)
         if home is not None:
             value = getattr(_importlib.import_module(home), name)

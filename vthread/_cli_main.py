@@ -143,12 +143,9 @@ def _guard(argv: list[str]) -> int:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    import vthread
 
-    try:
-        return version("vthread")
-    except PackageNotFoundError:
-        return "(not installed)"
+    return vthread.__version__
 
 
 class _VersionAction(argparse.Action):
