@@ -749,24 +749,30 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
     """In a directory, a file whose threads are in several formats gets one error record
     after its lines and the other files are still read; the file is said on stderr and in
     the summary as not read to its end (its lines after the error have no records of their
-    own); a dangling link and the records of an earlier run into that directory are left
-    out. --strict keeps the error fatal."""
+    own); a dangling link, a FIFO and the records of an earlier run into that directory are
+    left out, the first two said. --strict keeps the error fatal."""
     native = json.dumps([{"type": "user", "text": "hi"}])
     chat = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
     (tmp_path / "a.jsonl").write_text(native + "\n")
     (tmp_path / "b.jsonl").write_text(native + "\n" + chat + "\n")
     (tmp_path / "c.jsonl").write_text(native + "\n")
     (tmp_path / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    os.mkfifo(tmp_path / "waiting.jsonl")  # read, it would wait for a writer forever
     records = tmp_path / "records.jsonl"
     summary = tmp_path / "summary.out"
     for _ in range(2):  # the second run finds the first one's records in the directory
         code, out, err = run(["scan", str(tmp_path), "-q", "-o", str(records), "--summary",
                               str(summary)], monkeypatch)
         assert (code, out) == (0, b"")
-        assert err.splitlines() == [f"vthread scan: {tmp_path / 'b.jsonl'}: its threads are "
-                                    "in different formats (native at line 1; openai at line "
-                                    "2); give --format to read them all in one; not read past "
-                                    "there"]
+        # What is left out is said (it was left out silently; found by a tester).
+        assert err.splitlines() == [
+            f"vthread scan: {tmp_path / 'gone.jsonl'}: left out: cannot be read: No such file "
+            "or directory (a dangling link?)",
+            f"vthread scan: {tmp_path / 'waiting.jsonl'}: left out: not a regular file (a "
+            "FIFO, a socket, a device)",
+            f"vthread scan: {tmp_path / 'b.jsonl'}: its threads are in different formats "
+            "(native at line 1; openai at line 2); give --format to read them all in one; not "
+            "read past there"]
         said = json.loads(summary.read_text())
         assert [(Path(c["file"]).name, "different formats" in c["why"])
                 for c in said["cut_short"]] == [("b.jsonl", True)]

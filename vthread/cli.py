@@ -27,10 +27,11 @@ it breaks. Any other document is parsed whole (a pretty-printed one that does no
 one error record). A directory FILE
 stands for the trajectory files under it, at any depth, in sorted path order: those ending
 ``.jsonl``, ``.ndjson``, ``.json``, ``.traj``, ``.eval``, ``.parquet`` or ``.pq`` (the text
-ones optionally ``.gz``), hidden ones, dangling links and the files the run writes aside; one
-of them that cannot be read, or whose format cannot be told, gets one error record and the
-others are still read. Each file's message format is detected from its first threads with
-messages (up to ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
+ones optionally ``.gz``), hidden ones, dangling links, FIFOs and the files the run writes
+aside (the links and FIFOs said on stderr); one of them that cannot be read, or whose
+format cannot be told, gets one error record and the others are still read. Each file's
+message format is detected from its first threads with messages (up to
+``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
 different formats, or none in a known one, are a fatal error naming their lines; ``--format``
 overrides (with a warning on stderr when the first threads are plainly in another format).
 Messages in another format than native are first translated by :mod:`vthread.adapters`; the
@@ -744,7 +745,10 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
         listed: set[str] = set()
         for name in options.files:
             overwritten: list[str] = []
-            found = _files_under(name, written, overwritten)
+            left_out: list[tuple[str, str]] = []
+            found = _files_under(name, written, overwritten, left_out)
+            for path, why in sorted(left_out):
+                say(f"vthread scan: {path}: left out: {why}")
             _check_only_records_overwritten(name, overwritten)
             if found != [name]:
                 found = _without_records(found)
@@ -836,14 +840,15 @@ def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
 
 
 def _files_under(name: str, written: set[tuple[int, int]],
-                 overwritten: list[str] | None = None) -> list[str]:
+                 overwritten: list[str] | None = None,
+                 left_out: list[tuple[str, str]] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
-    regular file (a dangling link), and the files this run writes (``written``: (device,
-    inode) pairs; an earlier run's records left in the directory, appended to
-    ``overwritten`` for the caller to check) left out; links to directories not followed, so
-    a link cycle cannot loop. A directory holding none is a fatal error naming it, not a
-    silent empty scan."""
+    regular file (a dangling link, a FIFO: appended with why to ``left_out``, for the caller
+    to say), and the files this run writes (``written``: (device, inode) pairs; an earlier
+    run's records left in the directory, appended to ``overwritten`` for the caller to
+    check) left out; links to directories not followed, so a link cycle cannot loop. A
+    directory holding none is a fatal error naming it, not a silent empty scan."""
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
@@ -858,9 +863,15 @@ def _files_under(name: str, written: set[tuple[int, int]],
             path = os.path.join(root, file)
             try:
                 status = os.stat(path)  # through a link: a dangling one raises
-            except OSError:
+            except OSError as error:
+                if left_out is not None:
+                    left_out.append((path, "cannot be read: "
+                                     f"{error.strerror or error} (a dangling link?)"))
                 continue
             if not stat.S_ISREG(status.st_mode):
+                if left_out is not None:
+                    # A FIFO would wait for a writer, and a device is no trajectory.
+                    left_out.append((path, "not a regular file (a FIFO, a socket, a device)"))
                 continue
             if (status.st_dev, status.st_ino) not in written:
                 found.append(path)
