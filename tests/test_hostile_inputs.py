@@ -25,6 +25,7 @@ from vthread import _reference as ref
 from vthread._jsvalue import MAX_DEPTH, UNSERIALIZABLE, canonical
 from vthread._messages import token_total, usage_tokens
 from vthread._options import cycle_options
+from vthread.anywhere import find_loops, find_loops_reference
 
 _CALL = {"type": "activity", "text": "", "meta": {"activity": {
     "type": "request", "function": {"name": "ls", "arguments": {"path": "."}}}}}
@@ -352,6 +353,28 @@ def test_values_javascript_cannot_serialise_compare_equal_in_every_check(
             assert vthread.scan([thread]).names == [verdict]
         finally:
             _core._set_screen_bits(64)
+
+
+@pytest.mark.parametrize("make", _UNENCODABLE_KINDS, ids=_KIND_IDS)
+def test_a_meta_javascript_cannot_serialise_leaves_type_and_text_compared(
+        make: Callable[[int], Any]) -> None:
+    """A message is compared field by field: metas that are all the marker leave the texts
+    to tell the messages apart, in the core, the Python paths (a lone surrogate sends a
+    thread to them), the reference and the loops found anywhere (a review found the
+    Python keys encoding (type, text, meta) as one value, which the marker took whole)."""
+    head = [{"type": "bot", "text": text, "meta": make(i)} for i, text in enumerate("abcd")]
+    for thread in (head, [{**m, "text": m["text"] + "\ud800"} for m in head]):
+        assert vthread.describe_thread_cycle(thread) is None
+        assert vthread.scan([thread]).names == [None]
+        assert ref.describe_thread_cycle(thread, ref.cycle()) is None
+        assert find_loops([thread]) == find_loops_reference([thread]) == [[]]
+    loop = [{"type": "bot", "text": text, "meta": make(9)} for text in "xyxyxy"]
+    for suffix in ("", "\ud800"):  # the core's reading, then Python's
+        thread = head + [{**m, "text": m["text"] + suffix} for m in loop]
+        record = vthread.scan([thread]).record(0)
+        assert (record["verdict"], record["loop_start"], record["period"],
+                record["repetitions"]) == ("repeated_suffix", 4, 2, 3), record
+        assert find_loops([thread]) == find_loops_reference([thread])
 
 
 @pytest.mark.parametrize(("value", "text"), [

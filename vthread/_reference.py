@@ -206,11 +206,11 @@ def shaped_build(
 
 
 def message_key(message: Message) -> str:
-    """(type, text, meta-or-absent) as one canonical text; absent type/text count as null."""
-    fields = [message.get("type"), message.get("text")]
-    if "meta" in message:
-        fields.append(message["meta"])
-    return canonical(fields)
+    """(type, text, meta-or-absent), each encoded on its own (a meta JSON cannot encode does
+    not take the type and text with it) and joined by NUL, which no canonical text holds;
+    absent type/text count as null, an absent meta is ``-`` (no JSON text)."""
+    meta = canonical(message["meta"]) if "meta" in message else "-"
+    return "\x00".join((canonical(message.get("type")), canonical(message.get("text")), meta))
 
 
 def has_repeated_suffix(messages: object, options: CycleOptions) -> bool:

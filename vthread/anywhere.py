@@ -64,7 +64,7 @@ from vthread._attribution import joined, rendered
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
-from vthread.fingerprint import message_fingerprint
+from vthread.fingerprint import exact_key, message_fingerprint, message_key
 from vthread.scan import HEURISTIC_NAMES
 from vthread.textrun import repeated_text_start, runaway, text_units
 
@@ -142,10 +142,8 @@ def reply_key(message: Mapping[str, Any]) -> Key:
     """:func:`message_key` with every run of digits in the text read as one: replies equal
     under it differ only in their numbers (a count, a line number, an id)."""
     text = message.get("text")
-    fields = [message.get("type"), _NUMBERS.sub("0", text) if isinstance(text, str) else text]
-    if "meta" in message:
-        fields.append(message["meta"])
-    return _core.canonical(fields)
+    return exact_key(message.get("type"),
+                     _NUMBERS.sub("0", text) if isinstance(text, str) else text, message)
 
 
 def failed(message: Mapping[str, Any]) -> bool:
@@ -169,15 +167,6 @@ def call_result(message: Mapping[str, Any]) -> tuple[Any, Key]:
     if not isinstance(function, Mapping):
         return None, _core.canonical([None])
     return function.get("name"), _core.canonical([function.get("result")])
-
-
-def message_key(message: Mapping[str, Any]) -> Key:
-    """A message's exact comparison key: (type, text, meta-or-absent), canonically encoded
-    (equal keys exactly when the suffix heuristic calls the messages equal)."""
-    fields = [message.get("type"), message.get("text")]
-    if "meta" in message:
-        fields.append(message["meta"])
-    return _core.canonical(fields)
 
 
 # --------------------------------------------------------------------------- the fast path

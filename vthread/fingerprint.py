@@ -44,6 +44,18 @@ def message_fingerprint(message: Mapping[str, Any]) -> int:
     """
     if not isinstance(message, Mapping):
         raise TypeError(f"message must be a mapping, got {type(message).__name__}")
+    return xxhash.xxh3_64_intdigest(message_key(message))
+
+
+def message_key(message: Mapping[str, Any]) -> bytes:
+    """The bytes the suffix heuristic compares a message by: :func:`exact_key` of its type,
+    text and meta (equal exactly when the messages are equal)."""
+    return exact_key(message.get("type"), message.get("text"), message)
+
+
+def exact_key(kind: Any, text: Any, message: Mapping[str, Any]) -> bytes:
+    """(``kind``, ``text``, ``message``'s meta or its absence), each part encoded on its own
+    (a meta holding a cycle is the marker while the type and text stay themselves) and
+    joined by NUL, which no canonical text holds; an absent meta is ``-``, which none is."""
     meta = _core.canonical(message["meta"]) if "meta" in message else _ABSENT_META
-    return xxhash.xxh3_64_intdigest(b"\x00".join(
-        (_core.canonical(message.get("type")), _core.canonical(message.get("text")), meta)))
+    return b"\x00".join((_core.canonical(kind), _core.canonical(text), meta))

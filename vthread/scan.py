@@ -46,7 +46,7 @@ from vthread._messages import (
 )
 from vthread._on_demand import OnDemand
 from vthread._options import CycleOptions, cycle_options, flag, jobs_count
-from vthread.fingerprint import message_fingerprint
+from vthread.fingerprint import message_fingerprint, message_key
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
 
@@ -385,7 +385,7 @@ def attribute_by_messages(result: ScanResult, rows: Sequence[int],
     for row, messages in zip(rows, threads, strict=True):
         code = int(result.codes[row])
         if code == SUFFIX:
-            keys = [_message_key(m) for m in messages]
+            keys = [message_key(m) for m in messages]
             span = person_span(keys, int(result.period[row]), int(result.repetitions[row]))
             _set_suffix_span(result, row, len(messages), span)
         begin = int(result.loop_start[row])
@@ -416,7 +416,7 @@ def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tupl
     """:func:`person_span` of a repeated suffix with the keys of only the messages it reads:
     those of the heuristic's copies, then one more for each message the walk back takes
     (a thread's older history is never encoded)."""
-    return person_span(OnDemand(len(messages), lambda index: _message_key(messages[index])),
+    return person_span(OnDemand(len(messages), lambda index: message_key(messages[index])),
                        period, repetitions)
 
 
@@ -543,15 +543,6 @@ def set_row(result: ScanResult, row: int, record: Mapping[str, Any],
     result.loop_tokens[row] = math.nan if tokens is None else tokens
     result.signature[row] = int(record["signature"], 16)
     result.excerpt[row] = record["excerpt"]
-
-
-def _message_key(message: Mapping[str, Any]) -> bytes:
-    """A message's exact comparison key, (type, text, meta-or-absent) canonically encoded:
-    equal keys exactly when the suffix heuristic calls the messages equal."""
-    fields = [message.get("type"), message.get("text")]
-    if "meta" in message:
-        fields.append(message["meta"])
-    return _core.canonical(fields)
 
 
 def _signature(messages: Sequence[Any], code: int, begin: int, size: int) -> int:
