@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import signal
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -184,6 +186,37 @@ def test_a_split_scans_error_names_the_thread_in_the_callers_batch(
         vthread.scan(threads, jobs=2, anywhere=anywhere)
     assert str(two.value) == str(one.value)
     assert str(one.value).startswith("thread 59: messages[1] must be a mapping")
+
+
+def test_an_error_raised_in_the_caller_during_a_split_scan_is_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception raised in the calling process while the workers run (a timeout's
+    SIGALRM handler) propagates: it was taken for a worker's error and the batch scanned
+    again (found by a reviewer)."""
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    batch = scan_module._scan_batch
+
+    def slow(*args: Any) -> Any:
+        time.sleep(3)  # in the workers (forked with this in place)
+        return batch(*args)
+
+    monkeypatch.setattr(scan_module, "_scan_batch", slow)
+
+    def timed_out(signum: int, frame: Any) -> None:
+        raise TimeoutError("the caller's own deadline")
+
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    threads = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(8)]
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(TimeoutError, match="the caller's own deadline"):
+            vthread.scan(threads, jobs=2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 3  # not scanned again after the workers
 
 
 def test_small_batch_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -631,9 +631,14 @@ messages 0.631 s against 0.613 s, 1.95M 1.730 s against 1.277 s."""
 _FORKED_THREADS: Sequence[Sequence[Any]] = ()
 
 
-def _scan_rows(task: tuple[int, int, CycleOptions, bool]) -> ScanResult:
+def _scan_rows(task: tuple[int, int, CycleOptions, bool]) -> ScanResult | None:
+    """A worker's rows scanned, or None when they raised: the error names a thread by its
+    place among these rows, so the caller scans the batch itself to raise it rightly."""
     begin, end, options, anywhere = task
-    return _scan_batch(list(_FORKED_THREADS[begin:end]), options, anywhere)
+    try:
+        return _scan_batch(list(_FORKED_THREADS[begin:end]), options, anywhere)
+    except Exception:
+        return None
 
 
 def _scan_parallel(
@@ -648,14 +653,15 @@ def _scan_parallel(
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             parts = pool.map(_scan_rows, tasks, chunksize=1)
-    except Exception:
-        # A worker's error names the thread by its place in the worker's rows: the batch is
-        # scanned here instead, so that the error (or the answer, should none recur) is
-        # the one-process scan's, the thread named by its place in the caller's batch.
-        return _scan_batch(threads, options, anywhere)
     finally:
         _FORKED_THREADS = ()
-    return ScanResult.concatenate(parts)
+    done = [part for part in parts if part is not None]
+    if len(done) < len(parts):
+        # A worker's rows raised: the batch is scanned here, so that the error (or the
+        # answer, should none recur) is the one-process scan's, the thread named by its
+        # place in the caller's batch. What the caller's objects do when read runs again.
+        return _scan_batch(threads, options, anywhere)
+    return ScanResult.concatenate(done)
 
 
 def scan(
