@@ -190,6 +190,27 @@ def test_a_summary_file_that_is_the_output_file_is_refused(
                monkeypatch)[0] == 0
 
 
+@pytest.mark.parametrize("summary", ["same", "/dev/stdout"])
+def test_a_summary_file_that_standard_output_goes_to_is_refused(summary: str,
+                                                                 tmp_path: Path) -> None:
+    """``--summary out.txt > out.txt`` (no -o) wrote the summary over the records, exit 0
+    (found by a reviewer): refused, status 2. Standard output to a pipe stays fine."""
+    source = lines_file(tmp_path / "runs.jsonl", 5)
+    out = tmp_path / "out.txt"
+    named = str(out) if summary == "same" else summary
+    with out.open("wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "vthread", "scan", str(source), "-q",
+                               "--summary", named], stdout=stdout, stderr=subprocess.PIPE,
+                              env=ENV, check=False, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert (f"the --summary file {named} is the file standard output goes to".encode()
+            in done.stderr)
+    piped = subprocess.run([sys.executable, "-m", "vthread", "scan", str(source), "-q",
+                            "--summary", str(tmp_path / "apart.json")],
+                           capture_output=True, env=ENV, check=False, timeout=120)
+    assert piped.returncode == 0 and len(piped.stdout.splitlines()) == 5
+
+
 def test_output_to_a_device_is_no_input(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """-o /dev/null is fine, whatever the input."""

@@ -370,7 +370,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         "max_pattern_length": options.max_pattern_length,
         "min_result_repetitions": options.min_result_repetitions,
     }
-    if options.output and options.summary_file:
+    if options.summary_file:
         # Said without the early summary the other refusals leave: it would be written over
         # the very file it names.
         try:
@@ -921,10 +921,12 @@ def _check_not_an_input(output: str, files: list[str]) -> None:
                               f"destroy the input before it is read (choose another path)")
 
 
-def _check_summary_apart(summary: str, output: str) -> None:
+def _check_summary_apart(summary: str, output: str | None) -> None:
     """Refuse a ``--summary`` file that is the ``--output`` file (the same path, or a link
-    to it): the summary, written last, would replace every record."""
-    same = os.path.realpath(summary) == os.path.realpath(output)
+    to it), or, with no ``--output``, the file standard output was sent to
+    (``--summary out.txt > out.txt``): the summary, written last, would replace every
+    record."""
+    same = output is not None and os.path.realpath(summary) == os.path.realpath(output)
     try:
         target = os.stat(summary)
     except OSError:
@@ -932,12 +934,16 @@ def _check_summary_apart(summary: str, output: str) -> None:
     if target is not None:
         if not stat.S_ISREG(target.st_mode):
             return  # /dev/null, a pipe: nothing there to lose
-        with contextlib.suppress(OSError):
-            records = os.stat(output)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            # (AttributeError, ValueError: no standard output, or one with no descriptor)
+            records = os.stat(output) if output is not None else os.fstat(
+                sys.stdout.fileno())
             same = same or (records.st_dev, records.st_ino) == (target.st_dev, target.st_ino)
     if same:
-        raise _FatalError(f"the --summary file {summary} is the --output file {output}; the "
-                          "summary would replace the records (choose another path)")
+        where = f"the --output file {output}" if output is not None else (
+            "the file standard output goes to")
+        raise _FatalError(f"the --summary file {summary} is {where}; the summary would "
+                          "replace the records (choose another path)")
 
 
 def _is_tty(stream: TextIO) -> bool:
