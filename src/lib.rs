@@ -996,6 +996,21 @@ fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>
     Some(PyBytes::new(data.py(), &out))
 }
 
+/// Whether the tape reads each of `lines` (the GIL released): True only for text that is one
+/// JSON value `json.loads` reads (the tape takes nothing else), False for the rest (not
+/// JSON, or JSON that only Python's `json` reads exactly: the caller asks it).
+#[pyfunction]
+fn tape_reads(lines: &Bound<'_, PyList>) -> PyResult<Vec<bool>> {
+    let owned = byte_lines(lines)?;
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    Ok(lines.py().detach(|| {
+        views
+            .iter()
+            .map(|line| document::Tape::parse(line).is_ok())
+            .collect()
+    }))
+}
+
 /// The guard's normal form of one word (`vthread.guard.normalize`), for the tests that hold
 /// the core's Unicode tables to Python: the str's code points read from its storage (lone
 /// surrogates included), surrogate pairs joined, then `unicode::push_word_normal`.
@@ -1058,6 +1073,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
+    module.add_function(wrap_pyfunction!(tape_reads, module)?)?;
     module.add_class::<guard_py::GuardCore>()?;
     module.add_function(wrap_pyfunction!(guard_py::scan_texts, module)?)?;
     module.add_function(wrap_pyfunction!(_normalize_word, module)?)?;

@@ -90,6 +90,7 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
     file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
     own run object when the messages column holds one and no id column is read."""
+    from vthread import _core
     from vthread.arrow import _is_text, decoded
 
     pa = _pyarrow()
@@ -104,8 +105,12 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
         text = _is_text(column)
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
-        for row, body in enumerate(_bodies(column, text, done)):
-            if text and not _one_json_value(body):
+        bodies = _bodies(column, text, done)
+        # The tape's verdict is enough for the cells it reads (all but odd ones); json's
+        # decides the rest, with its message.
+        taken = _core.tape_reads(bodies) if text else [True] * len(bodies)
+        for row, body in enumerate(bodies):
+            if not taken[row] and not _one_json_value(body):
                 # The cell alone is the line, so that its record says where in the cell it
                 # stops being JSON (wrapped, the place was the wrapping's, and a cell such
                 # as `[],"id":"x"` would have made a valid run of its wrapping).

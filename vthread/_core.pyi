@@ -47,6 +47,10 @@ def scan_lines(
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
     and the cycle columns hold empty threads."""
 
+def tape_reads(lines: list[bytes]) -> list[bool]:
+    """Whether the core's tape reads each line: True only for one JSON value that
+    ``json.loads`` reads (and reads alike); False for the rest, which Python judges."""
+
 def mask_line(line: bytes, messages_key: str | None = None,
               id_key: str | None = None) -> bytes | None:
     """A native line's thread as ``--mask-volatile`` reads it in the core: the native line of
