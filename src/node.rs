@@ -485,12 +485,23 @@ impl PythonScreen {
 
 /// Whether `value` holds a reference back into a container open on its path (`open`, as the
 /// encoder keeps it) or nests deeper than `MAX_DEPTH`: what makes its encoding the marker.
-/// Only lists, tuples and mappings are walked: any other value is encoded by its stand-in,
-/// which holds no container of the caller's.
+/// A value of no JSON type is walked as its stand-in, as the encoder walks it (a NumPy
+/// array's nested list counts toward the depth).
 fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResult<bool> {
+    if value.is_instance_of::<PyString>()
+        || value.is_none()
+        || value.is_instance_of::<PyBool>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyFloat>()
+    {
+        return Ok(false);
+    }
     let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
     if !is_list && !objects::is_mapping(value)? {
-        return Ok(false);
+        return match objects::stand_in(value)? {
+            objects::StandIn::Json(stand) => holds_unencodable(&stand, open),
+            objects::StandIn::Opaque(_) => Ok(false),
+        };
     }
     let identity = value.as_ptr() as usize;
     if open.len() >= MAX_DEPTH || open.contains(&identity) {

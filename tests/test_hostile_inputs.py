@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -320,6 +321,28 @@ def test_a_value_javascript_cannot_serialise_is_the_marker_whole(
         assert canonical(whole) == _core.canonical(whole).decode() == UNSERIALIZABLE
     assert vthread.fingerprint(value) == vthread.fingerprint(other)
     assert _core.screen(value) == _core.screen(other)
+
+
+def test_depth_counts_alike_through_stand_ins_and_a_raised_recursion_limit() -> None:
+    """Two ways a value could pass the depth limit unseen, found by a reviewer: a NumPy array
+    (encoded as its nested list) below the screens' depth, whose screen was an ordinary one;
+    and Python's own JSON writer, bounded by the recursion limit, which a program may raise
+    past the limit."""
+    deep_array: Any = np.zeros((1,) * 8)
+    for _ in range(MAX_DEPTH - 5):
+        deep_array = [deep_array]
+    assert canonical(deep_array) == _core.canonical(deep_array).decode() == UNSERIALIZABLE
+    assert _core.screen(deep_array) == _core.screen(_holding_a_cycle(0, 0))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(4 * MAX_DEPTH)
+    try:
+        deep_list = _nested_past_the_limit(1)
+        assert canonical(deep_list) == UNSERIALIZABLE
+        at_the_limit = deep_list[0][0]  # MAX_DEPTH lists deep: encoded in full
+        assert canonical(at_the_limit) == _core.canonical(at_the_limit).decode()
+        assert canonical(at_the_limit) != UNSERIALIZABLE
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _read_call(result: Any, step: int) -> list[dict[str, Any]]:

@@ -422,6 +422,10 @@ def plain_json(value: Any) -> str | None:
 
 def canonical_from_json(value: Any, text: str | None) -> str:
     """:func:`canonical`, given ``text = plain_json(value)`` already computed."""
+    if text is not None and text.count("[") + text.count("{") > MAX_DEPTH:
+        # Possibly nested past MAX_DEPTH (json's own limit is the recursion limit, which a
+        # program may raise): the walk that counts the depth decides.
+        return _encode(value)
     if text is not None and '\\"' not in text:
         outside = "".join(text.split('"')[0::2])
         if not (
