@@ -4,10 +4,12 @@ headless Chromium (Debian's ``chromium``, driven by Playwright) on the real publ
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -207,21 +209,29 @@ def test_a_loop_tokens_figure_no_scan_writes_is_refused(
     assert "not a finite number >= 0" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("source", ["stdin", "fifo"])
-def test_an_input_that_can_be_read_only_once_is_refused(
-        source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Standard input and a FIFO: the report came out empty (``scan | report -``) or waited
-    forever (a FIFO whose writer had gone; found by a tester). Now status 2 at once, no
-    page written, and what to do said."""
-    name = "-"
-    if source == "fifo":
-        name = str(tmp_path / "records.fifo")
-        os.mkfifo(name)  # never opened: a report that opened it would wait here forever
+def test_a_pipe_named_as_an_input_is_refused(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO (or ``<(cmd)``): the report came out empty or waited forever on a FIFO whose
+    writer had gone (found by a tester). Now status 2 at once, no page written, and what
+    to do said."""
+    fifo = tmp_path / "records.fifo"
+    os.mkfifo(fifo)  # never opened: a report that opened it would wait here forever
     out = tmp_path / "r.html"
-    assert main(["report", name, "-o", str(out)]) == 2
+    assert main(["report", str(fifo), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("vthread report: " + ("standard input" if name == "-" else name))
+    assert err.startswith(f"vthread report: {fifo} is a pipe, not a file: ")
     assert "save it to a file first" in err and not out.exists()
+
+
+def test_runs_on_standard_input_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``cat runs.jsonl | vthread report -``: standard input is read once, as runs."""
+    runs = [[{"type": "bot", "text": "x"}] * 4, [{"type": "user", "text": "hi"}]]
+    data = "".join(json.dumps(run) + "\n" for run in runs).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
+    out = tmp_path / "r.html"
+    assert main(["report", "-", "-o", str(out)]) == 0
+    assert "2 runs, 1 with a loop" in capsys.readouterr().err and out.exists()
 
 
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),

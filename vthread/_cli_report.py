@@ -153,22 +153,21 @@ def _check_output(output: str, files: Sequence[str]) -> None:
 
 
 def _check_readable_twice(name: str) -> None:
-    """Refuse standard input, a pipe or a FIFO: the report reads the start of each input to
-    tell records from runs, then reads it again, and a pipe gives its bytes once (the report
-    came out empty, or waited forever on a FIFO whose writer had gone)."""
+    """Refuse a pipe or a FIFO named as an input (``<(cmd)``, ``mkfifo``): the report reads
+    the start of each named input to tell records from runs, then reads it again, and a
+    pipe gives its bytes once (the report came out empty, or waited forever on a FIFO whose
+    writer had gone). Standard input (``-``) is read once, as runs, by the scan."""
     if name == "-":
-        what = "standard input"
-    else:
-        try:
-            mode = os.stat(name).st_mode
-        except OSError:
-            return  # missing or unreadable: said where it is read, as for any file
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            return
-        what = f"{name} (a pipe or a device, not a file)"
-    raise _ReportError(f"{what}: vthread report reads each input more than once (to tell "
-                       "records from runs, then for them), and a pipe gives its bytes once; "
-                       "save it to a file first (vthread scan -o FILE writes records to one)")
+        return
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return  # missing or unreadable: said where it is read, as for any file
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise _ReportError(f"{name} is a pipe, not a file: vthread report reads each input "
+                           "more than once (to tell records from runs, then for them), and a "
+                           "pipe gives its bytes once; save it to a file first (vthread scan "
+                           "-o FILE writes records to one)")
 
 
 def _files_of(name: str) -> list[str]:
