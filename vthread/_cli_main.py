@@ -142,12 +142,6 @@ def _guard(argv: list[str]) -> int:
     return int(module.run_guard(argv, stdin, stdout, stderr))
 
 
-def _version() -> str:
-    import vthread
-
-    return vthread.__version__
-
-
 class _VersionAction(argparse.Action):
     """``--version``, with the installed version looked up only when asked for: reading the
     package metadata costs about 30 ms, a twentieth of a whole scan of 10,000 threads."""
@@ -159,7 +153,10 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
-        print(f"vthread {_version()}", file=sys.stdout)  # where argparse's own "version" writes
+        import vthread
+
+        # Standard output, where argparse's own "version" action writes.
+        print(f"vthread {vthread.__version__}", file=sys.stdout)
         parser.exit()
 
 
@@ -258,7 +255,9 @@ def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
     """The message for an option given before the command (``vthread --formt x``)."""
     import difflib
 
-    scan_options = [flag for action in _scan_parser(parser)._actions
+    scan = _subcommand(parser, "scan")
+    assert scan is not None, "the parser has a scan command"
+    scan_options = [flag for action in scan._actions
                     for flag in action.option_strings if flag.startswith("--")]
     name = option.split("=", 1)[0]
     close = difflib.get_close_matches(name, scan_options, n=1, cutoff=0.75)
@@ -266,11 +265,6 @@ def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
     return (f"vthread: error: unknown option {name!r} before the command (options go after "
             f"it: vthread scan [options] [FILE ...]){hint}\n"
             f"  see 'vthread scan --help' and 'vthread guard --help'")
-
-
-def _scan_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return cast(argparse.ArgumentParser, commands.choices["scan"])
 
 
 def say(message: str, end: str = "\n") -> None:

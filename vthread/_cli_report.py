@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from vthread._cli_main import IO_EXIT, USAGE_EXIT
+from vthread._cli_main import INTERRUPTED_EXIT, IO_EXIT, USAGE_EXIT
 from vthread._cli_parquet import is_parquet
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, message_kinds, render_report
@@ -100,7 +100,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         return error.status
     except KeyboardInterrupt:
         stderr.write("vthread report: interrupted\n")
-        return 130
+        return INTERRUPTED_EXIT
     summary = data.summary()
     runs = summary["threads"]
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""

@@ -361,7 +361,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     if options.summary_file == "-":
         # Not a file named "-" left in the working directory: the table is on stderr already.
         say("vthread scan: --summary takes a file path; the summary table is written on "
-             "standard error already (without --quiet)")
+            "standard error already (without --quiet)")
         return USAGE_EXIT
     jobs = _worker_count(options.jobs)
     cycle = {
@@ -490,7 +490,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             say(f"vthread scan: {message}")
     elif not options.quiet:
         say(_summary(stats, what, seconds, detected=detected, units=units,
-                      cut_short=len(cut_short)), end="")
+                     cut_short=len(cut_short)), end="")
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
@@ -767,7 +767,7 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
     say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
-         f"(vthread scan --sample)")
+        f"(vthread scan --sample)")
     return [str(SAMPLE)], frozenset()
 
 
@@ -1672,7 +1672,7 @@ def _tasks(
                     chunks, kind = _document_chunks(document, messages_key, label)
                     if name != "-":
                         say(f"vthread scan: {label}: read as a JSON document, a record per "
-                             "run (it opens as one, not as JSONL)")
+                            "run (it opens as one, not as JSONL)")
                 else:
                     chunks = _chunks(sniffed)
             unit = "line" if kind == "lines" else "run"  # what the file's records stand for
@@ -1784,7 +1784,7 @@ def _parquet_tasks(
     if messages_key is None and holds_records(name):
         # A scan's own output given back as input: its "messages" column is the counts.
         say(f"vthread scan: {name}: warning: it holds vthread scan's records, not runs; "
-             f"each row is an error record (vthread report {name} reads them back)")
+            f"each row is an error record (vthread report {name} reads them back)")
     line = 1
     file_format = format_
     try:
@@ -2003,13 +2003,13 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
         which = (f"its first {unit} is not" if looked == 1
                  else f"none of its first {looked} {unit}s is")
         say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
-             "(is it a trajectory file?)")
+            "(is it a trajectory file?)")
     elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
         back = ("saved to a file, vthread report FILE reads them back" if label == "<stdin>"
                 else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
-             f"each {unit} is an error record ({back})")
+            f"each {unit} is an error record ({back})")
     try:
         return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
             evidence)
