@@ -26,6 +26,13 @@ def _numpy() -> ModuleType | None:
     return sys.modules.get("numpy")
 
 
+def _boolean(value: object) -> bool:
+    """Whether ``value`` is a boolean, Python's or NumPy's (a boolean to JavaScript, never a
+    number, although Python's ``bool`` is an ``int``)."""
+    np = _numpy()
+    return isinstance(value, bool) or (np is not None and isinstance(value, np.bool_))
+
+
 __all__ = [
     "JS_WHITESPACE",
     "UNSERIALIZABLE",
@@ -147,9 +154,9 @@ def real_number(value: object) -> int | float | None:
     """
     if value.__class__ is float or value.__class__ is int:
         return value  # the usual cases, by exact class
-    np = _numpy()
-    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+    if _boolean(value):
         return None
+    np = _numpy()
     if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return int(value)
     if not isinstance(value, (numbers.Real, decimal.Decimal)):
@@ -227,14 +234,14 @@ def stand_in(value: object) -> Any:
     >>> stand_in(np.float32(0.5)), stand_in(np.bool_(True)), stand_in(b"x")
     (0.5, True, Opaque("builtins.bytes:b'x'"))
     """
-    np = _numpy()
-    if np is not None and isinstance(value, np.bool_):
+    if _boolean(value):
         return bool(value)
     number = real_number(value)
     if number is not None:
         return number
     if isinstance(value, datetime.date):
         return js_date_text(value)
+    np = _numpy()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
         return value.tolist()
     return opaque(value)
@@ -489,8 +496,7 @@ def _js_to_string_number(value: Any, depth: int = 0) -> float:
     a real number of another type (NumPy's, ``Decimal``) as the number it is."""
     if value is None:
         return 0.0
-    np = _numpy()
-    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+    if _boolean(value):
         return 1.0 if value else 0.0
     number = real_number(value)
     if number is not None:
