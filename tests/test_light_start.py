@@ -27,14 +27,21 @@ def run_python(code: str, stdin: bytes = b"", env: dict[str, str] | None = None
                           timeout=120)
 
 
+def passing_python(code: str, env: dict[str, str] | None = None
+                   ) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run_python`, which must exit 0 (the end of its standard error shown if not)."""
+    done = run_python(code, env=env)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return done
+
+
 def test_the_guard_imports_no_numpy() -> None:
-    done = run_python("import sys; from vthread import Guard, GuardReason; "
-                      "guard = Guard(ngram=3, window=12, max_repeats=3); "
-                      "assert any(guard.push(c) for c in ['I will ', 'try again. '] * 5); "
-                      "assert guard.reason is not None and guard.reason.phrase == 'i will try'; "
-                      "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'); "
-                      "assert not loaded, loaded")
-    assert done.returncode == 0, done.stderr.decode()
+    passing_python("import sys; from vthread import Guard, GuardReason; "
+                   "guard = Guard(ngram=3, window=12, max_repeats=3); "
+                   "assert any(guard.push(c) for c in ['I will ', 'try again. '] * 5); "
+                   "assert guard.reason is not None and guard.reason.phrase == 'i will try'; "
+                   "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'numpy'); "
+                   "assert not loaded, loaded")
 
 
 def test_vthread_guard_and_version_start_without_numpy_or_the_scan() -> None:
@@ -49,21 +56,19 @@ def test_vthread_guard_and_version_start_without_numpy_or_the_scan() -> None:
     version = run_python("import sys; from vthread._cli_main import main; "
                          f"code = main(['--version']); {check}; sys.exit(code)")
     assert version.returncode == 0 and version.stdout.startswith(b"vthread "), version
-    scan = run_python("import sys; from vthread._cli_main import main; "
-                      "code = main(['scan', '--sample', '-q', '-o', '/dev/null']); "
-                      "assert {'numpy', 'vthread.cli'} <= set(sys.modules); sys.exit(code)")
-    assert scan.returncode == 0, scan.stderr.decode()
+    passing_python("import sys; from vthread._cli_main import main; "
+                   "code = main(['scan', '--sample', '-q', '-o', '/dev/null']); "
+                   "assert {'numpy', 'vthread.cli'} <= set(sys.modules); sys.exit(code)")
 
 
 def test_the_core_makes_arrays_when_numpy_was_not_imported() -> None:
     """The core's module imports no NumPy; its first array imports it (then, not at the
     module's import) and is an ordinary array."""
-    done = run_python(
+    passing_python(
         "import sys; from vthread import _core; assert 'numpy' not in sys.modules; "
         "found = _core.has_repeated_text_runs(['Again. ' * 9, 'One. Two.'], 8, 64, 0.5); "
         "import numpy; assert isinstance(found, numpy.ndarray), type(found); "
         "assert found.tolist() == [True, False], found")
-    assert done.returncode == 0, done.stderr.decode()
 
 
 @pytest.mark.parametrize("first", ["import vthread.scan", "from vthread.scan import ScanResult",
@@ -73,7 +78,7 @@ def test_the_core_makes_arrays_when_numpy_was_not_imported() -> None:
 def test_scan_and_fingerprint_stay_functions_whatever_is_imported_first(first: str) -> None:
     """``vthread.scan`` and ``vthread.fingerprint`` name modules as well as functions; the
     package attribute is the function however the module came to be imported."""
-    done = run_python(
+    passing_python(
         "import types, vthread\n"
         f"{first}\n"
         "import vthread.scan, vthread.fingerprint\n"
@@ -81,7 +86,6 @@ def test_scan_and_fingerprint_stay_functions_whatever_is_imported_first(first: s
         "assert vthread.scan([[{'type': 'user', 'text': 'hi'}]]).names == [None]\n"
         "assert vthread.fingerprint('x') == vthread.fingerprint('x')\n"
         "assert not isinstance(vthread.fingerprint, types.ModuleType)\n")
-    assert done.returncode == 0, done.stderr.decode()
 
 
 @pytest.mark.parametrize("name", vthread.__all__)
@@ -122,8 +126,7 @@ def test_a_signal_during_the_cores_first_array_is_an_ordinary_exception(
             "except KeyboardInterrupt:\n"
             "    sys.exit(0)\n"
             "sys.exit('the call ended before the signal came: no signal was tested')\n")
-    done = run_python(code)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    passing_python(code)
 
 
 def test_submodules_are_attributes_of_the_package_as_when_it_imported_them() -> None:
@@ -131,7 +134,7 @@ def test_submodules_are_attributes_of_the_package_as_when_it_imported_them() -> 
     works, each submodule imported when first named; a name that is none is an
     AttributeError, and a dunder probe (``inspect.unwrap``'s ``__wrapped__``) imports
     nothing."""
-    done = run_python(
+    passing_python(
         "import sys, vthread\n"
         "assert vthread.adapters.to_native is sys.modules['vthread.adapters'].to_native\n"
         "assert vthread.arrow.RESULT_FIELDS and vthread.documents.runs_of([]) == []\n"
@@ -140,7 +143,6 @@ def test_submodules_are_attributes_of_the_package_as_when_it_imported_them() -> 
         "assert set(sys.modules) == before, set(sys.modules) - before\n"
         "assert {'adapters', 'documents', 'scan', 'Guard'} <= set(dir(vthread))\n"
         "assert not [name for name in dir(vthread) if name.startswith('_')]\n")
-    assert done.returncode == 0, done.stderr.decode()
 
 
 def test_the_type_checkers_imports_are_the_public_names_from_their_homes() -> None:
@@ -169,26 +171,23 @@ def test_the_command_keeps_openblas_to_one_thread_unless_told(
             "from vthread._cli_main import main\n"
             "assert main(['scan', '--sample', '-q', '-o', os.devnull]) == 0\n"
             "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
-    done = run_python(code, env=env)
-    assert done.returncode == 0, done.stderr.decode()
+    done = passing_python(code, env=env)
     assert done.stdout.decode().strip() == repr(given)  # argv given: the caller's environment
     probe = ("import os, sys\n"
              "sys.argv = ['vthread', '--version']\n"
              "from vthread._cli_main import main\n"
              "main()\n"
              "print(repr(os.environ.get('OPENBLAS_NUM_THREADS')))\n")
-    shown = run_python(probe, env=env)
-    assert shown.returncode == 0, shown.stderr.decode()
+    shown = passing_python(probe, env=env)
     assert shown.stdout.decode().splitlines()[-1] == repr(expected)
 
 
 def test_the_version_is_an_attribute_read_only_when_asked_for() -> None:
     """``vthread.__version__`` (missing before; found by a tester) is the installed version
     and the command's; ``import vthread`` does not read the package metadata for it."""
-    done = run_python(
+    done = passing_python(
         "import sys, importlib.metadata as metadata; del sys.modules['importlib.metadata']; "
         "import vthread; assert 'importlib.metadata' not in sys.modules; "
         "assert vthread.__version__ == metadata.version('vthread'), vthread.__version__; "
         "from vthread._cli_main import main; sys.exit(main(['--version']))")
-    assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().split() == ["vthread", importlib.metadata.version("vthread")]
