@@ -523,3 +523,45 @@ def test_a_thread_changed_while_scanned_is_named(keywords: dict[str, Any]) -> No
             vthread.scan([[{"type": "user", "text": "x"}], hostile], **keywords)
     finally:
         _ClearsWhenCompared.thread = None
+
+
+class _SaysOther(str):
+    """A string whose own ``__str__`` says something else than it holds."""
+
+    def __str__(self) -> str:
+        return "other"
+
+
+def _response(name: str, kind: str = "response") -> dict[str, Any]:
+    return {"type": "activity", "text": "", "meta": {"activity": {
+        "type": kind, "function": {"name": name, "arguments": {"q": 1}, "result": "r"}}}}
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        # Contents differ; each __str__ says "other": no run.
+        ([_SaysOther("f"), _SaysOther("g"), _SaysOther("h")], None),
+        # Contents agree, one written as a subclass: a run.
+        ([_SaysOther("f"), "f", "f"], "repeated_result_run"),
+    ],
+)
+def test_tool_names_compare_by_content_not_by_their_str(names: list[str],
+                                                         expected: str | None) -> None:
+    """A tool's name or an activity's kind that is a ``str`` subclass is read by what it holds
+    (JavaScript compares content), in the engine, ``scan`` and the reference alike, and the
+    excerpt shows that content: the reference once read ``str(name)``, the subclass's own
+    ``__str__``, and found a run of different tools, or missed one of the same tool."""
+    thread: list[dict[str, Any]] = [{"type": "user", "text": "q"}]
+    for turn, name in enumerate(names):
+        thread += [_response(name), {"type": "bot", "text": str(turn)}]
+    thread.pop()
+    assert vthread.describe_thread_cycle(thread) == expected
+    assert ref.describe_thread_cycle(thread, ref.cycle()) == expected
+    found = vthread.scan([thread])
+    assert found.names == [expected]
+    kinds = [_response("f", _SaysOther("response")) for _ in range(3)]
+    looping = [{"type": "user", "text": "q"}, *kinds]
+    record = vthread.scan([looping]).record(0)
+    assert ref.describe_thread_cycle(looping, ref.cycle()) == record["verdict"]
+    assert record["excerpt"] is not None and record["excerpt"].startswith("f(")

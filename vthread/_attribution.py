@@ -233,4 +233,6 @@ def tail_excerpt(calls: Sequence[tuple[Activity, Message]], encode: Callable[[An
 def text_excerpt(text: Any, repeated: str | None) -> str:
     """A text run's excerpt: the text from its first repeated sentence (``repeated``), else
     the text itself, in one line."""
-    return joined([_one_line(repeated if repeated is not None else str(text))])
+    if repeated is None:
+        repeated = str.__str__(text) if isinstance(text, str) else str(text)
+    return joined([_one_line(repeated)])

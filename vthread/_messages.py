@@ -154,9 +154,11 @@ def parse_activity(
     function = activity.get("function")
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         return None
+    # str.__str__: the string's content, whatever a subclass's own __str__ says (content is
+    # what JavaScript compares, and what the core reads).
     return Activity(
-        kind=str(activity["type"]),
-        name=str(function["name"]),
+        kind=str.__str__(activity["type"]),
+        name=str.__str__(function["name"]),
         arguments=encode(function["arguments"]) if "arguments" in function else ABSENT,
         result=encode(function["result"]) if "result" in function else ABSENT,
     )
