@@ -6,6 +6,8 @@
 //! alone and whose split stops nowhere is the array of those values; a split that stops
 //! (cut short, an empty element, data after the closing bracket) gives the elements before.
 
+use std::collections::TryReserveError;
+
 /// Where a byte stands in the document: its offset, and its line and column (from 1; the
 /// column in characters) as Python's `json` counts them in its error messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,8 +153,10 @@ impl ArraySplitter {
     }
 
     /// Feed the next block of the document; the elements it completed, each as its range of
-    /// `text` (whitespace around it left out) and the place it starts.
-    pub fn feed(&mut self, block: &[u8]) -> Vec<Element> {
+    /// `text` (whitespace around it left out) and the place it starts. An error when memory
+    /// for the block cannot be had (an element of hundreds of megabytes under a memory
+    /// limit): the caller raises MemoryError rather than the allocation aborting the process.
+    pub fn feed(&mut self, block: &[u8]) -> Result<Vec<Element>, TryReserveError> {
         // Let go of what earlier blocks completed: keep only the element being read.
         let keep_from = self.element.map_or(self.scanned, |(start, _)| start);
         self.place_of(keep_from);
@@ -163,10 +167,11 @@ impl ArraySplitter {
         if let Some((start, _)) = &mut self.element {
             *start -= keep_from;
         }
+        self.buffer.try_reserve(block.len())?;
         self.buffer.extend_from_slice(block);
         let mut found = Vec::new();
         self.scan(&mut found);
-        found
+        Ok(found)
     }
 
     fn scan(&mut self, found: &mut Vec<Element>) {
@@ -335,7 +340,7 @@ mod tests {
         let mut splitter = ArraySplitter::new();
         let mut elements = Vec::new();
         for block in document.chunks(size.max(1)) {
-            for (start, end, place) in splitter.feed(block) {
+            for (start, end, place) in splitter.feed(block).unwrap() {
                 assert_eq!(
                     &document[place.offset..][..end - start],
                     &splitter.text()[start..end]
@@ -401,7 +406,7 @@ mod tests {
         }
         for other in [&b"{}"[..], b"1", b" \xef\xbb\xbf[1]", b"\xef\xbb[1]"] {
             let mut splitter = ArraySplitter::new();
-            assert!(splitter.feed(other).is_empty());
+            assert!(splitter.feed(other).unwrap().is_empty());
             assert!(splitter.not_an_array() && splitter.is_done(), "{other:?}");
         }
     }
@@ -474,14 +479,14 @@ mod tests {
             let mut splitter = ArraySplitter::new();
             let mut places = Vec::new();
             for block in document.chunks(size) {
-                places.extend(splitter.feed(block).into_iter().map(|(_, _, p)| p));
+                places.extend(splitter.feed(block).unwrap().into_iter().map(|(_, _, p)| p));
             }
             // json.loads counts no column for the mark: "[" is column 2 after the space.
             let columns: Vec<usize> = places.iter().map(|p| p.column).collect();
             assert_eq!(columns, vec![3, 6], "blocks of {size}");
         }
         let mut splitter = ArraySplitter::new();
-        assert!(splitter.feed(b"\xef\xbb").is_empty() && !splitter.is_done());
+        assert!(splitter.feed(b"\xef\xbb").unwrap().is_empty() && !splitter.is_done());
         assert_eq!(splitter.finish(), (None, false, None));
     }
 
@@ -492,7 +497,7 @@ mod tests {
             let mut splitter = ArraySplitter::new();
             let mut places = Vec::new();
             for block in document.chunks(size) {
-                places.extend(splitter.feed(block).into_iter().map(|(_, _, p)| p));
+                places.extend(splitter.feed(block).unwrap().into_iter().map(|(_, _, p)| p));
             }
             let (stop, _, _) = splitter.finish();
             let lines_columns: Vec<(usize, usize)> =

@@ -14,10 +14,16 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
 use crate::node::{screens, Key, Node, Text, SCREEN_DEPTH, SEED_UTF8};
-use crate::textrun::CodePoints;
+use crate::textrun::{CodePoints, TAIL_UNITS};
 
 /// Deepest nesting the tape takes; deeper lines go to Python.
 pub const MAX_TAPE_DEPTH: usize = 128;
+
+/// The least room made for items when a tape grows.
+const MIN_ITEMS: usize = 64;
+
+/// The most items a tape reserves before it has read any (64 Ki items, 1 MiB).
+const MAX_FIRST_ITEMS: usize = 1 << 16;
 
 /// Digit runs this long in a number go to Python (see `Parser::short_digits`).
 pub const LONG_DIGIT_RUN: usize = 19;
@@ -71,7 +77,20 @@ impl Parser<'_, '_> {
         }
     }
 
-    fn push(&mut self, kind: Kind, start: usize, end: usize, escaped: bool) -> usize {
+    /// Append an item; Declined when memory for more cannot be had (a line of hundreds of
+    /// megabytes under a memory limit), so that Python's `json` reads the line or raises
+    /// MemoryError, rather than the allocation failure aborting the process.
+    fn push(
+        &mut self,
+        kind: Kind,
+        start: usize,
+        end: usize,
+        escaped: bool,
+    ) -> Result<usize, Declined> {
+        if self.items.len() == self.items.capacity() {
+            let more = self.items.len().max(MIN_ITEMS);
+            self.items.try_reserve(more).map_err(|_| Declined)?;
+        }
         self.items.push(Item {
             kind,
             start: start as u32,
@@ -79,7 +98,7 @@ impl Parser<'_, '_> {
             next: 0,
             escaped,
         });
-        self.items.len() - 1
+        Ok(self.items.len() - 1)
     }
 
     fn literal(&mut self, word: &[u8], kind: Kind) -> Result<(), Declined> {
@@ -88,7 +107,7 @@ impl Parser<'_, '_> {
         }
         let at = self.at;
         self.at += word.len();
-        let index = self.push(kind, at, self.at, false);
+        let index = self.push(kind, at, self.at, false)?;
         self.items[index].next = self.items.len() as u32;
         Ok(())
     }
@@ -142,7 +161,7 @@ impl Parser<'_, '_> {
                 return Err(Declined);
             }
         }
-        let index = self.push(Kind::Number, start, self.at, false);
+        let index = self.push(Kind::Number, start, self.at, false)?;
         self.items[index].next = self.items.len() as u32;
         Ok(())
     }
@@ -191,7 +210,7 @@ impl Parser<'_, '_> {
                 _ => self.at += 1,
             }
         }
-        let index = self.push(Kind::String, start, self.at, escaped);
+        let index = self.push(Kind::String, start, self.at, escaped)?;
         self.at += 1; // the closing quote
         self.items[index].next = self.items.len() as u32;
         Ok(index)
@@ -215,7 +234,7 @@ impl Parser<'_, '_> {
         if depth > MAX_TAPE_DEPTH {
             return Err(Declined);
         }
-        let index = self.push(Kind::Array, self.at, self.at, false);
+        let index = self.push(Kind::Array, self.at, self.at, false)?;
         self.at += 1;
         self.skip_space();
         if self.bytes.get(self.at) == Some(&b']') {
@@ -243,7 +262,7 @@ impl Parser<'_, '_> {
         if depth > MAX_TAPE_DEPTH {
             return Err(Declined);
         }
-        let index = self.push(Kind::Object, self.at, self.at, false);
+        let index = self.push(Kind::Object, self.at, self.at, false)?;
         self.at += 1;
         self.skip_space();
         let mut keys: Vec<usize> = Vec::new();
@@ -347,6 +366,18 @@ fn string_stop_plainly(bytes: &[u8]) -> Option<usize> {
         .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
 }
 
+/// The last `count` characters of `text` (all of it when it has fewer).
+fn last_characters(text: &str, count: usize) -> &str {
+    match count.checked_sub(1) {
+        Some(back) => text
+            .char_indices()
+            .rev()
+            .nth(back)
+            .map_or(text, |(at, _)| &text[at..]),
+        None => "",
+    }
+}
+
 fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {
     let digits = digits.ok_or(Declined)?;
     let mut value = 0;
@@ -368,7 +399,16 @@ impl<'a> Tape<'a> {
     /// `parse` of a text already known to be UTF-8 (no check again).
     pub fn parse_str(text: &'a str) -> Result<Tape<'a>, Declined> {
         let line = text.as_bytes();
-        let mut items = Vec::with_capacity(line.len() / 16);
+        // About one item per 16 bytes of a typical thread's line, but no more than a small
+        // start for a long one: a single long text would otherwise reserve as many bytes as
+        // it has, for the handful of items it makes.
+        let mut items = Vec::new();
+        if items
+            .try_reserve((line.len() / 16).min(MAX_FIRST_ITEMS))
+            .is_err()
+        {
+            return Err(Declined);
+        }
         if line.starts_with(b"\xef\xbb\xbf") {
             return Err(Declined);
         }
@@ -728,7 +768,11 @@ impl<'t> Node for Value<'t> {
     }
 
     fn text_value(&self) -> Text {
-        Text::Owned(self.text().unwrap_or_default().into_owned())
+        // The text-run check reads no more than a text's last TAIL_UNITS code points (its
+        // first step cuts them), so only those are copied: a text of hundreds of megabytes
+        // is not held a second time, and a third as Python's str.
+        let text = self.text().unwrap_or_default();
+        Text::Owned(last_characters(&text, TAIL_UNITS).to_owned())
     }
 
     fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R> {
@@ -841,5 +885,30 @@ mod tests {
             .is_text("activity"));
         assert_eq!(message.get("text").unwrap().text().unwrap(), "a\"b");
         assert!(message.get("meta").is_none());
+    }
+
+    #[test]
+    fn a_texts_value_keeps_the_tail_the_text_run_check_reads() {
+        for text in [
+            String::new(),
+            "short \"quoted\" text".to_owned(),
+            "ab".repeat(TAIL_UNITS),
+            // Astral characters around the cut, escaped and not: code points, not units.
+            "\u{1F600}x".repeat(TAIL_UNITS),
+            "y".repeat(10) + &"\u{e9}\n\u{10348}".repeat(TAIL_UNITS),
+        ] {
+            let line = serde_json::to_string(&text).unwrap();
+            let tape = Tape::parse(line.as_bytes()).unwrap();
+            let Text::Owned(kept) = tape.root().text_value() else {
+                panic!("a tape's text is owned");
+            };
+            let whole: Vec<char> = text.chars().collect();
+            let wanted: String = whole[whole.len().saturating_sub(TAIL_UNITS)..]
+                .iter()
+                .collect();
+            assert_eq!(kept, wanted);
+        }
+        assert_eq!(last_characters("abc", 0), "");
+        assert_eq!(last_characters("abc", 5), "abc");
     }
 }

@@ -37,7 +37,7 @@ pub mod volatile;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::ffi;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
@@ -853,24 +853,33 @@ impl DocumentSplitter {
             id: None,
         };
         let started = self.started;
-        let (found, plain, declined) = py.detach(|| {
-            let found = splitter.feed(bytes);
-            let text = splitter.text();
-            let mut plain = Vec::with_capacity(found.len());
-            for (index, &(start, end, _)) in found.iter().enumerate() {
-                let tape = document::Tape::parse(&text[start..end]);
-                if index == 0 && !started {
-                    if let Ok(tape) = &tape {
-                        if !opens_runs(tape.root(), &keys) {
-                            return (found, plain, true);
+        let (found, plain, declined) = py
+            .detach(|| {
+                let Ok(found) = splitter.feed(bytes) else {
+                    return None;
+                };
+                let text = splitter.text();
+                let mut plain = Vec::with_capacity(found.len());
+                for (index, &(start, end, _)) in found.iter().enumerate() {
+                    let tape = document::Tape::parse(&text[start..end]);
+                    if index == 0 && !started {
+                        if let Ok(tape) = &tape {
+                            if !opens_runs(tape.root(), &keys) {
+                                return Some((found, plain, true));
+                            }
                         }
                     }
+                    plain.push(tape.is_ok());
                 }
-                plain.push(tape.is_ok());
-            }
-            let declined = splitter.not_an_array();
-            (found, plain, declined)
-        });
+                let declined = splitter.not_an_array();
+                Some((found, plain, declined))
+            })
+            .ok_or_else(|| {
+                PyMemoryError::new_err(format!(
+                    "out of memory holding a run of the document ({} bytes and more)",
+                    self.splitter.text().len() + bytes.len()
+                ))
+            })?;
         py.check_signals()?; // a Ctrl-C during the split ends the scan here
         if declined {
             self.declined = true;

@@ -101,7 +101,8 @@ pub trait Node: Sized {
     /// hashed from their storage, containers combined from their members' screens down to
     /// `SCREEN_DEPTH`); unequal values may share one.
     fn screen(&self, scratch: &mut Vec<u8>) -> PyResult<u64>;
-    /// A text handed back to Python (the few the text-run check reads).
+    /// A text handed back to Python (the few the text-run check reads): the whole string, or
+    /// at least its last `textrun::TAIL_UNITS` code points, all the check reads.
     fn text_value(&self) -> Text;
     /// `read` of the string's code points, None when the value is no string: a Python
     /// `str`'s storage as it is, a tape's string decoded (its bytes as they are when ASCII).

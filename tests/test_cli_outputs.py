@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,6 +149,34 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
     summary = json.loads(target.read_text())
     assert code == 130 and "interrupted" in err
     assert (summary["completed"], summary["failure"]) == (False, "interrupted")
+
+
+def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the process cannot hold (MemoryError, as a line of hundreds of megabytes under
+    ``ulimit -v`` or a container's limit raises): status 71, one line on stderr saying so
+    and after how many lines, the records before it written, and the summary says the scan
+    did not complete. Not a traceback, and not the internal error's 70."""
+    from vthread import cli
+
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b'[{"type": "user", "text": "memory-test-7f3a"}]\n')
+    target = tmp_path / "summary.json"
+    reading = cli._core.scan_lines
+
+    def short_of_memory(lines: list[bytes], *args: Any, **keywords: Any) -> Any:
+        if any(b"memory-test-7f3a" in line for line in lines):
+            raise MemoryError
+        return reading(lines, *args, **keywords)
+
+    monkeypatch.setattr(cli._core, "scan_lines", short_of_memory)
+    code, out, err = run(["scan", str(SAMPLE), str(huge), "--summary", str(target)],
+                         monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 71 and len(records(out)) == 300 and summary["lines"] == 300
+    assert err == f"vthread scan: {summary['failure']}\n"
+    assert summary["completed"] is False
+    assert summary["failure"].startswith("out of memory after 300 lines: ")
 
 
 def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
 import sys
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.cli_chunks import chunk_task, read_wholly_by_the_core
 from tests.strategies import (
     long_text_runs,
     text_run_option_values,
@@ -245,3 +247,34 @@ def test_reference_agrees() -> None:
     assert has_repeated_text_runs(texts).tolist() == [
         ref.has_repeated_text_run(t, options) for t in texts
     ]
+
+
+def file_boundary_texts() -> Iterator[str]:
+    """Texts for the CLI's default text-run options (8 units, at most half distinct) whose
+    answer turns on where the 4000-unit boundary falls, swept across each junction: the
+    last 8 units are the one cut at the boundary, four ``k`` runs and three others, a runaway
+    exactly when the one cut is a whole ``k`` run."""
+    end = ("." + "k" * _RUN) * 4 + ".a.b.c"
+    for junction in _JUNCTIONS:
+        for shift in range(-3, 4):
+            dots = TAIL_UNITS - _RUN - len(end) - utf16_units(junction) + shift
+            yield "k" * 10 + junction + "k" * _RUN + "." * dots + end
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_file_s_long_texts_cut_where_python_s_do(ascii_only: bool) -> None:
+    """A text the core reads from a file's bytes is handed on as its last 4000 code points
+    only (not the whole text, which may be hundreds of megabytes): the records equal those
+    of Python's reading of the same lines, across the boundary sweep, its texts written as
+    JSON escapes and as UTF-8."""
+    texts = list(file_boundary_texts())
+    lines = [json.dumps([{"type": "user", "text": "go"}, {"type": "bot", "text": text}],
+                        ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+             for text in texts]
+    plain = [index for index, text in enumerate(texts)
+             if not any(0xD800 <= ord(c) < 0xE000 for c in text)]  # no lone surrogate
+    done = read_wholly_by_the_core(chunk_task([lines[index] for index in plain]))
+    verdicts = [json.loads(record)["verdict"] for record in done.output.splitlines()]
+    assert verdicts == ["repeated_message_text_run" if twin([texts[index]], {})[0] else None
+                        for index in plain]
+    assert set(verdicts) == {"repeated_message_text_run", None}

@@ -25,6 +25,7 @@ INTERRUPTED_EXIT: Final = 130
 TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it killed
 IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
 INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
+MEMORY_EXIT: Final = 71  # EX_OSERR in sysexits.h: the system could not give the memory asked
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
@@ -32,6 +33,8 @@ exit status:
   2    usage error, unreadable input, output that is an input, or with --strict
        the first bad line
   70   internal error (a bug: the traceback is on standard error; please report it)
+  71   out of memory (a line larger than the memory the process may use); the
+       records before it are written, and so is the --summary FILE
   74   the records or the --summary FILE could not be written (disk full, a path
        that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)

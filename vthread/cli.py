@@ -137,6 +137,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     LOOP_EXIT,
+    MEMORY_EXIT,
     TERMINATED_EXIT,
     USAGE_EXIT,
     main,
@@ -477,6 +478,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     except (KeyboardInterrupt, _TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
         failure = _stopped_by(stop)
+    except MemoryError:
+        # A line (a run of a document) larger than the memory the process may use: the
+        # records of the lines before it are written, and the summary says where it stopped.
+        _close_quietly(out, options.output, progress)
+        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the next "
+                   "line is larger than the memory the process may use (ulimit -v, a "
+                   "container's limit); its records and the rest are not written")
     finally:
         # The handlers are given back before the summary is written: a signal now ends the
         # process, rather than a summary of nothing written over this one (by the handler
@@ -1557,12 +1565,14 @@ class _PausedBatch(list[bytes]):
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
-    A line longer than a read is assembled from its parts once (never re-joined per read).
+    A line longer than a read is assembled as its parts arrive, in one growing buffer that
+    becomes the line without a copy (``BytesIO.getvalue``): a line of hundreds of megabytes
+    is held once, not once in parts and again joined.
     A last line without a final newline is a line; the empty string after a final newline
     is not, nor is the incomplete last line of a broken gzip stream (its error record, made
     by :func:`_tasks`, stands for it).
     """
-    pending: list[bytes] = []  # the parts of a line that has not ended yet
+    pending = io.BytesIO()  # the parts of a line that has not ended yet
     batch: list[bytes] = []
     size = 0
     # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
@@ -1570,15 +1580,15 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
     while block := stream.read(READ_BYTES):
         lines = block.split(b"\n")
         if len(lines) == 1:
-            pending.append(block)
+            pending.write(block)
             continue
-        if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
-            pending = []
+        if pending.tell():
+            pending.write(lines[0])
+            lines[0] = pending.getvalue()
+            pending = io.BytesIO()
         tail = lines.pop()
         if tail:
-            pending.append(tail)
+            pending.write(tail)
         batch.extend(lines)
         size += len(block)
         if len(batch) >= CHUNK_LINES:  # short lines: a read holds several chunks
@@ -1594,12 +1604,12 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
         elif batch and idle is not None and idle():
             yield _PausedBatch(batch)
             batch, size = [], 0
-    if pending:
+    if pending.tell():
         source = stream.rest if isinstance(stream, _Replayed) else stream
         if isinstance(source, _GzipStream) and source.broken is not None:
-            source.dropped = sum(map(len, pending))
+            source.dropped = pending.tell()
         else:
-            batch.append(b"".join(pending))
+            batch.append(pending.getvalue())
     if batch:
         yield batch
 
