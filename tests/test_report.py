@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -91,6 +92,22 @@ def test_loops_of_unrecorded_cost_are_not_shown_as_no_waste() -> None:
     card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
     assert 'data-value="50.0"' in card
     assert "2 loops with no countable usage.tokens not counted" in card
+
+
+@pytest.mark.filterwarnings("error")
+def test_token_sums_past_the_largest_double_are_said_not_written_as_infinity() -> None:
+    """Loops whose costs sum past the largest double (1.8e308): the card and the table say
+    "over 1.8e308", the card's data-value is JSON null (as the scan's --summary file writes
+    it), and no ``Infinity``, ``inf`` or NumPy warning appears anywhere."""
+    data = ReportData()
+    for ident in "abc":
+        data.add(_loop_record(ident, "x", loop_tokens=1.5e308))
+    data.tokens = math.inf
+    page = render_report(data, title="t", sources=["s"])
+    card = _wasted_tokens_card(page)
+    assert 'data-value="null"' in card and "over 1.8e308" in card
+    assert "Infinity" not in page and not re.search(r"\binf\b", page)
+    assert 'data-figure="tokens" data-value="null"' in page
 
 
 def test_a_histogram_bar_says_run_or_runs() -> None:

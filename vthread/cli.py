@@ -2703,6 +2703,11 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
     return f"  {'format':<28}{'; '.join(parts)}"
 
 
+def _tokens_text(tokens: float) -> str:
+    """A token total as the summary writes it; a sum past the largest double is infinite."""
+    return f"{tokens:,.0f}" if math.isfinite(tokens) else "over 1.8e308"
+
+
 def _summary(stats: _Stats, scanned: str, seconds: float, *,
              detected: list[tuple[str, str]] | None = None,
              units: set[str] | None = None, cut_short: int = 0) -> str:
@@ -2737,8 +2742,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
                     "usage.tokens)")
     elif stats.tokens_known:
         unknown = stats.loops_without_tokens
-        rows.append(f"  {'wasted tokens':<28}{stats.loop_tokens:>14,.0f}"
-                    f"{share(stats.loop_tokens, stats.tokens)} of {stats.tokens:,.0f}"
+        rows.append(f"  {'wasted tokens':<28}{_tokens_text(stats.loop_tokens):>14}"
+                    f"{share(stats.loop_tokens, stats.tokens)} of {_tokens_text(stats.tokens)}"
                     + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no countable"
                        " usage.tokens not counted)" if unknown else ""))
     else:
@@ -2746,7 +2751,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     if stats.anywhere is not None:
         found, spent, cost = stats.anywhere
         rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} runs: "
-                    f"{spent:,} messages" + (f", {cost:,.0f} tokens" if stats.tokens_known
+                    f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens" if stats.tokens_known
                                              else "")
                     + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"

@@ -299,13 +299,20 @@ def _json_for_html(value: object) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.0f}"
+    # A sum of token figures can pass the largest double (1.8e308) and become infinite.
+    return f"{value:,.0f}" if math.isfinite(value) else "over 1.8e308"
 
 
 def _share(part: float, whole: float | None) -> str:
-    if not whole:
-        return ""
+    if not whole or not math.isfinite(whole):
+        return ""  # no share of nothing, nor of a total past the largest double
     return f"{part / whole:.1%}"
+
+
+def _figure_json(value: float | None) -> str:
+    """A figure's ``data-value``: JSON, ``null`` where it is not known or is past the
+    largest double (as the scan's --summary file writes it), never ``Infinity``."""
+    return json.dumps(value if value is None or math.isfinite(value) else None)
 
 
 def _headline(figures: Mapping[str, Any]) -> str:
@@ -339,14 +346,14 @@ def _headline(figures: Mapping[str, Any]) -> str:
     for key, label, value, note in cards:
         shown = "n/a" if value is None else _number(value)
         out.append(f'<div class="card" data-figure="{key}" '
-                   f'data-value="{_text(json.dumps(value))}">'
+                   f'data-value="{_text(_figure_json(value))}">'
                    f'<div class="value">{shown}</div><div class="label">{label}</div>'
                    f'<div class="note">{_text(note)}</div></div>')
     extras = [("errors", "bad lines", figures["errors"]),
               ("messages", "messages", figures["messages"]),
               ("tokens", "tokens", figures["tokens"])]
     out.append('<p class="extras">')
-    out.extend(f'<span data-figure="{key}" data-value="{_text(json.dumps(value))}">'
+    out.extend(f'<span data-figure="{key}" data-value="{_text(_figure_json(value))}">'
                f'{label}: {"n/a" if value is None else _number(value)}</span> '
                for key, label, value in extras)
     out.append("</p></section>")
