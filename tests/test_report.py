@@ -422,3 +422,18 @@ def test_the_report_line_counts_one_run_and_the_runs_not_read(
     assert main(["report", str(runs), "-o", str(out)]) == 0
     assert capsys.readouterr().err == ("vthread report: 1 run, 0 with a loop, 1 not read "
                                        f"(error records): wrote {out}\n")
+
+
+def test_dash_writes_the_page_to_standard_output(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o -`` writes the page to standard output, as ``vthread scan -o -`` does its
+    records (it wrote a file named ``-``), and the same page as ``-o FILE``."""
+    from tests.test_cli import run
+
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["report", str(SAMPLE), "-o", "-", "--title", "t"], monkeypatch)
+    assert code == 0 and err.endswith(": wrote standard output\n")
+    assert not (tmp_path / "-").exists()
+    code, _, _ = run(["report", str(SAMPLE), "-o", "page.html", "--title", "t"], monkeypatch)
+    assert code == 0 and out == (tmp_path / "page.html").read_bytes()
+    assert out.startswith(b"<!DOCTYPE html>")

@@ -33,7 +33,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from vthread._cli_main import INTERRUPTED_EXIT, IO_EXIT, USAGE_EXIT
+from vthread._cli_main import (
+    BROKEN_PIPE_EXIT,
+    INTERRUPTED_EXIT,
+    IO_EXIT,
+    USAGE_EXIT,
+    point_at_null,
+)
 from vthread._cli_parquet import is_parquet
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, message_kinds, render_report
@@ -91,7 +97,14 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         page = render_report(data, title=title, sources=options.files)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
-            Path(options.output).write_bytes(page.encode("utf-8", "replace"))
+            _write_page(options.output, page.encode("utf-8", "replace"))
+        except BrokenPipeError:
+            # The reader of standard output went away (| head): end quietly, as scan does.
+            out = sys.stdout.buffer if sys.stdout is not None else None
+            sys.stdout = None
+            if out is not None:
+                point_at_null(out)
+            return BROKEN_PIPE_EXIT
         except OSError as error:
             why = error.strerror or error
             raise _ReportError(f"cannot write {options.output}: {why}", IO_EXIT) from None
@@ -104,9 +117,22 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     summary = data.summary()
     runs = summary["threads"]
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
+    written = "standard output" if options.output == "-" else options.output
     stderr.write(f"vthread report: {runs:,} run{'' if runs == 1 else 's'}, "
-                 f"{summary['loops']:,} with a loop{errors}: wrote {options.output}\n")
+                 f"{summary['loops']:,} with a loop{errors}: wrote {written}\n")
     return 0
+
+
+def _write_page(output: str, page: bytes) -> None:
+    """Write the page to ``output``; ``-`` is standard output, as for vthread scan -o."""
+    if output != "-":
+        Path(output).write_bytes(page)
+        return
+    if sys.stdout is None:
+        raise OSError("standard output is closed")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(page)
+    sys.stdout.buffer.flush()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -121,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="trajectory file as vthread scan takes it, or vthread scan's "
                         "output (JSONL, .gz, or Parquet)")
     parser.add_argument("-o", "--output", metavar="PATH", required=True,
-                        help="the HTML file to write")
+                        help="the HTML file to write (- for standard output)")
     parser.add_argument("--title", help="the page's title (default: names the inputs)")
     parser.add_argument("--format", choices=(*FORMATS, "auto"),
                         help="message format, as for vthread scan")
@@ -139,6 +165,8 @@ def _what(files: Sequence[str]) -> str:
 def _check_output(output: str, files: Sequence[str]) -> None:
     """Refuse an output that is an input, named or found under an input directory (it would
     be written over), or whose folder is missing, before a long scan rather than after it."""
+    if output == "-":
+        return  # standard output
     for name in files:
         for found in _files_of(name):
             with contextlib.suppress(OSError):
