@@ -537,14 +537,22 @@ def test_summary_total_counts_only_usage_objects(tmp_path: Path, odd: Any,
 
 def test_summary_of_tokens_past_the_largest_double(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Token totals past the largest double read as infinite, with no share of them (it
-    printed "nan%")."""
+    """Token totals past the largest double: said as "over 1.8e308" (it printed "inf"),
+    with no share of them (it printed "nan%"), also for the loops found anywhere; the
+    --summary file writes null, strict JSON."""
     thread = [{"type": "bot", "text": "again", "usage": {"tokens": 1.7e308}}] * 4
     path = tmp_path / "huge.jsonl"
     path.write_text(json.dumps(thread) + "\n")
-    _, _, err = run(["scan", str(path)], monkeypatch)
+    target = tmp_path / "summary.json"
+    code, _, err = run(["scan", str(path), "--anywhere", "--summary", str(target)],
+                       monkeypatch)
     line = _line(err, "wasted tokens")
-    assert "inf" in line and "nan" not in line and "%" not in line
+    assert code == 0 and "inf" not in line and "nan" not in line and "%" not in line
+    assert line.split() == ["wasted", "tokens", "over", "1.8e308", "-", "of", "over",
+                            "1.8e308"]
+    assert "messages, over 1.8e308 tokens" in _line(err, "loops found anywhere")
+    summary = json.loads(target.read_text())
+    assert (summary["tokens"], summary["wasted_tokens"]) == (None, None)
 
 
 def _line(summary: str, label: str) -> str:

@@ -516,6 +516,50 @@ def test_a_nul_among_the_first_bytes_is_named(line: bytes, tmp_path: Path,
     assert "error" not in second and second["messages"] == 1
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32",
+                                      "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_utf16_or_utf32_file_is_read_as_the_text_it_holds(
+        encoding: str, newline: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file written in UTF-16 or UTF-32 (with a byte-order mark or without, as JSON
+    may be): the same records as its UTF-8 twin, one per line. Split at the byte 0x0A,
+    each line after the first was cut one byte off (an error record each) and the trailing
+    NUL was a record of its own. Non-ASCII and astral text inside survives."""
+    runs = [{"id": f"run é {index}", "messages": [{"type": "user", "text": "hi é 🎉"}]
+             + [{"type": "bot", "text": "a"}] * index} for index in range(1, 5)]
+    text = "".join(json.dumps(run, ensure_ascii=False) + newline for run in runs)
+    utf8, other = tmp_path / "utf8.jsonl", tmp_path / "other.jsonl"
+    utf8.write_bytes(text.encode("utf-8"))
+    other.write_bytes(text.encode(encoding))
+    _, expected, _ = run(["scan", str(utf8), "-q"], monkeypatch)
+    code, out, _ = run(["scan", str(other), "-q"], monkeypatch)
+    assert code == 0 and len(strict_records(out)) == len(runs)
+    assert out.replace(b"other.jsonl", b"utf8.jsonl") == expected
+    assert [record["id"] for record in strict_records(out)] == [run["id"] for run in runs]
+
+
+def test_a_utf16_file_cut_inside_a_character_keeps_its_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """UTF-16 bytes that end inside a character, or UTF-32 bytes that are no code point: the
+    lines before are scanned, then one error record (and a line on stderr) names the byte,
+    as a gzip stream that breaks off gets."""
+    good = '[{"type":"user","text":"hi"}]\n'
+    cases = [(good.encode("utf-16") + '[{"ty'.encode("utf-16-le") + b"[", 1,
+              "not UTF-16 text: truncated data at byte 72 of the file (it opens as UTF-16 "
+              "and is read as such); line 2 is incomplete (5 bytes read)"),
+             (good.encode("utf-32-le") * 2 + b"\xff\xff\xff\xff" + good.encode("utf-32-le"), 2,
+              "not UTF-32-LE text: code point not in range(0x110000) at byte 240 of the "
+              "file (it opens as UTF-32-LE and is read as such)")]
+    for data, lines_before, why in cases:
+        path = tmp_path / "cut.jsonl"
+        path.write_bytes(data)
+        code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+        *threads, last = strict_records(out)
+        assert code == 0 and [thread["messages"] for thread in threads] == [1] * len(threads)
+        assert len(threads) == lines_before
+        assert last["error"] == why and err == f"vthread scan: {path}: {why}\n"
+
+
 @pytest.mark.parametrize("line", [b'{"\x00": 1}', b'[1\x00]', b'"\x00"'])
 def test_a_nul_json_reads_as_utf8_keeps_jsons_message(line: bytes, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1302,11 +1302,76 @@ def _is_gzip(head: bytes, name: str) -> bool:
     return name.lower().endswith(".gz") and bool(head) and _GZIP_HEADER.startswith(head)
 
 
+class _Transcoded:
+    """A JSONL stream written in UTF-16 or UTF-32 (as JSON may be, with or without a
+    byte-order mark: :func:`json.detect_encoding`), read as the UTF-8 it stands for, so that
+    it splits into its lines at its newlines (split at the byte 0x0A, each line of a UTF-16
+    file was cut one byte off, an error record for every line but the first and one for
+    the trailing NUL). A lone surrogate passes through (as a JSON escape would) for the
+    line's reader to judge. Bytes that are no text in the encoding end the stream as a
+    broken gzip stream ends: every line before them is read, and :attr:`broken` says where
+    (the error record after them; the line they are in, :attr:`dropped`, is not read)."""
+
+    def __init__(self, source: _Replayed, encoding: str) -> None:
+        import codecs
+
+        self.source = source
+        self.encoding = encoding
+        self.decoder = codecs.getincrementaldecoder(encoding)("surrogatepass")
+        self.consumed = 0  # bytes of the source decoded so far
+        self.ended = False
+        self.broken: str | None = None
+        self.dropped = 0  # bytes of the incomplete line the break cut short
+
+    def read(self, size: int = READ_BYTES) -> bytes:
+        while not self.ended:
+            block = self.source.read(size)
+            try:
+                text = self.decoder.decode(block, final=not block)
+            except UnicodeDecodeError as error:
+                # The decoder holds what it had of the last read (its state's bytes): what
+                # precedes the fault in this block is text, and is handed out.
+                held = len(self.decoder.getstate()[0])
+                text = self.decoder.decode(block[:max(error.start - held, 0)])
+                self.broken = (f"not {self.encoding.upper()} text: {error.reason} at byte "
+                               f"{self.consumed + error.start - held:,} of the file (it "
+                               f"opens as {self.encoding.upper()} and is read as such)")
+                self.ended = True
+                return text.encode("utf-8", "surrogatepass")
+            self.consumed += len(block)
+            self.ended = not block
+            if text:
+                return text.encode("utf-8", "surrogatepass")
+        return b""
+
+
+def _transcoder_of(sniffed: _Replayed | _DocumentRuns) -> _Transcoded | None:
+    """The :class:`_Transcoded` stream under what :func:`_sniffed_document` made, if any."""
+    stream = sniffed.stream if isinstance(sniffed, _DocumentRuns) else sniffed
+    rest = stream.rest if isinstance(stream, _Replayed) else stream
+    return rest if isinstance(rest, _Transcoded) else None
+
+
+def _text_encoding(head: bytes) -> str | None:
+    """The UTF-16 or UTF-32 encoding a stream opening with ``head`` is written in (JSON's
+    rule, :func:`json.detect_encoding`) when its first four characters in it are ASCII opening
+    JSON text (a bracket or space): a file of NUL bytes, or of UTF-8 lines one of which
+    merely holds a NUL among its first bytes, stays bytes, each line its record. None for
+    UTF-8, or for too few bytes to tell."""
+    encoding = json.detect_encoding(head[:4]) if len(head) >= 2 else "utf-8"
+    if encoding.startswith("utf-8"):
+        return None
+    opening = head[:20].decode(encoding, "ignore").lstrip("\ufeff")[:4]
+    return (encoding if opening[:1] and opening[0] in "[{ \t\r\n" and opening.isascii()
+            else None)
+
+
 class _Replayed:
     """A stream whose first blocks were read ahead: those blocks (never joined: a first run
     of 150 MB is not copied again), then the rest of the stream."""
 
-    def __init__(self, first: bytes | list[bytes], rest: BinaryIO | _GzipStream) -> None:
+    def __init__(self, first: bytes | list[bytes],
+                 rest: BinaryIO | _GzipStream | _Transcoded) -> None:
         self.ahead = deque([first] if isinstance(first, bytes) else first)
         self.rest = rest
 
@@ -1512,7 +1577,7 @@ def _break(line: int, column: int, where: str, reason: str) -> str:
             "the document is not read past there")
 
 
-def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
+def _sniffed_document(stream: BinaryIO | _GzipStream | _Transcoded, messages_key: str | None,
                       empty_is_runs: bool = True) -> _Replayed | _DocumentRuns:
     """Standard input, or a file not named as a document, as lines, or as the JSON document
     it is (as ``cat runs.json | vthread scan -`` pipes one, or a download saved without its
@@ -1525,6 +1590,10 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
     where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
     thread (a file named as JSONL)."""
     first = stream.read(READ_BYTES)
+    encoding = _text_encoding(first)
+    if encoding is not None:
+        stream = _Transcoded(_Replayed(first, stream), encoding)
+        first = stream.read(READ_BYTES)
     # A read of a pipe returns what has come, and one of a gzip file may end with a member:
     # read on until the first line is whole (or a read's worth of it has come), as the sniff
     # reads that line.
@@ -1606,7 +1675,7 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
             batch, size = [], 0
     if pending.tell():
         source = stream.rest if isinstance(stream, _Replayed) else stream
-        if isinstance(source, _GzipStream) and source.broken is not None:
+        if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
             source.dropped = pending.tell()
         else:
             batch.append(pending.getvalue())
@@ -1665,6 +1734,7 @@ def _tasks(
         keys = (messages_key, id_key)
         kind: _Kind = "lines"
         document: _DocumentRuns | None = None
+        transcoded: _Transcoded | None = None
         try:
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
@@ -1677,6 +1747,7 @@ def _tasks(
                 # no JSONL file does: read as JSONL, such a file was an error record for
                 # every line of its runs.
                 sniffed = _sniffed_document(stream, messages_key, empty_is_runs=name == "-")
+                transcoded = _transcoder_of(sniffed)
                 if isinstance(sniffed, _DocumentRuns):
                     document = sniffed
                     chunks, kind = _document_chunks(document, messages_key, label)
@@ -1724,11 +1795,13 @@ def _tasks(
         # its end: where and why its gzip stream broke off, and where its document breaks
         # (a document cut short with its gzip stream is one defect, one record).
         reasons = []
-        if isinstance(stream, _GzipStream) and stream.broken is not None:
-            reasons.append(stream.broken)
-            if stream.dropped:
-                reasons.append(f"line {line} is incomplete ({stream.dropped:,} bytes "
-                               "decompressed)")
+        for broken in (stream, transcoded):
+            if isinstance(broken, _GzipStream | _Transcoded) and broken.broken is not None:
+                reasons.append(broken.broken)
+                if broken.dropped:
+                    made = "decompressed" if isinstance(broken, _GzipStream) else "read"
+                    reasons.append(f"line {line} is incomplete ({broken.dropped:,} bytes "
+                                   f"{made})")
         if document is not None and document.broken is not None:
             reasons.append(document.broken)
         if reasons:
