@@ -245,3 +245,38 @@ def test_published_mini_swe_agent_runs_as_objects_get_the_cli_records(
     expected = [{k: v for k, v in r.items() if k not in ("file", "line")}
                 for r in records(out)]
     assert code == 0 and [result.record(i) for i in range(len(result))] == expected
+
+
+def _mixed_batch() -> tuple[list[Any], list[int]]:
+    """70 native threads, then chat ones (two looping read as native, one not); the rows of
+    those that loop."""
+    native = generate_threads(70, seed=5)
+    chat = to_openai([{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "a"}] * 4)
+    calm = [{"role": "user", "content": "hi"}]
+    return [*native, chat, calm, chat], [70, 72]
+
+
+def test_chat_threads_past_the_first_that_loop_are_warned_about(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chat threads further on in a batch (a file) read as native, past the first threads
+    detection weighs: each such thread that loops (its loop false) is named, by the API and
+    by the command with every way of reading (the core, Python's masking, one and two
+    jobs, looking anywhere); a batch of native threads draws no warning."""
+    batch, looping = _mixed_batch()
+    for format_ in ("native", "auto"):
+        with pytest.warns(UserWarning, match=r"thread 70's messages have a \"role\""):
+            vthread.scan(batch, format=format_)
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(thread) + "\n" for thread in batch))
+    named = ", ".join(str(row + 1) for row in looping)
+    for extra in ([], ["-j", "2"], ["--anywhere"], ["--mask-volatile"], ["--format", "native"]):
+        code, out, err = run(["scan", str(path), "-q", *extra], monkeypatch)
+        assert code == 0 and len(records(out)) == len(batch)
+        assert err.count("warning") == 1
+        assert f"warning: lines {named} look like openai but are read as native" in err
+    native = tmp_path / "native.jsonl"
+    native.write_text("".join(json.dumps(thread) + "\n" for thread in batch[:70] * 2))
+    assert run(["scan", str(native), "-q"], monkeypatch)[2] == ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vthread.scan(batch[:70] * 2)

@@ -309,6 +309,8 @@ class _Done:
     output: bytes
     stats: _Stats
     fatal: str | None
+    # Said on stderr as the chunk's records are written (chat lines read as native).
+    warnings: tuple[str, ...] = ()
 
 
 class _FatalError(Exception):
@@ -456,6 +458,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    flush=streaming)
             if progress is not None:
                 progress.chunk_done(stats.lines)
+            for warning in done.warnings:
+                say(f"vthread scan: {warning}")
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
         _close(out, options.output, progress)
@@ -2444,7 +2448,39 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             assert len(written) == end - start, "Python wrote other than a record a line"
             records[start:end] = written
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, None)
+    declined_rows = set(declined)
+    looping = [row for row in np.flatnonzero(loops).tolist() if row not in declined_rows]
+    return _Done("\n".join(records).encode("ascii"), stats, None,
+                 _chat_read_as_native(task, looping))
+
+
+def _chat_read_as_native(task: _Task, looping: list[int]) -> tuple[str, ...]:
+    """A warning (at most one) when lines of a chunk read as native that were found to loop
+    (``looping``: their offsets in the chunk) hold messages of another format: read as
+    native, chat messages are alike, so such a line's loop is false. Detection weighs only a
+    file's first lines, so a chat line further on in a native file was read as native with
+    no word (and a mixed file is common when datasets are concatenated). Only looping lines
+    are looked at, and only those holding a ``"role"`` or ``"call_id"`` key's text are
+    parsed for their format: no cost to a native file's scan."""
+    if task.format != "native" or not looping:
+        return ()
+    from vthread.documents import line_format_evidence, misfit_lines
+
+    found: list[tuple[int, Any]] = []
+    for row in looping:
+        line = task.lines[row]
+        if b'"role"' not in line and b'"call_id"' not in line:
+            continue
+        evidence = line_format_evidence(line, task.messages_key,
+                                        partial(_parse, suspect=True))
+        if evidence is not None and evidence[0] not in (None, "native"):
+            found.append((task.first_line + row, evidence[0]))
+    if not found:
+        return ()
+    return (f"{task.label}: warning: {misfit_lines(found, task.unit)} but are read as "
+            "native, the file's format (found from its first lines, or given): read so, "
+            "their messages are alike and their loops may be false; scan them apart, or "
+            "with their --format",)
 
 
 class _ChunkForPythonError(Exception):
@@ -2620,7 +2656,11 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, fatal)
+    thread_lines = [index for index, entry in enumerate(items) if not isinstance(entry, _Bad)]
+    looping = [thread_lines[row] for row in np.flatnonzero(result.codes > 0).tolist()
+               if row not in failed]
+    return _Done("\n".join(records).encode("ascii"), stats, fatal,
+                 _chat_read_as_native(task, looping))
 
 
 def _verdict_texts(result: ScanResult) -> list[str]:

@@ -43,12 +43,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
+    "PASS_A_FORMAT",
     "chat_like",
     "checked_format",
     "evidence_of",
     "in_source_messages",
     "line_format_evidence",
     "messages_column",
+    "misfit_lines",
     "misfit_phrase",
     "misfits",
     "native_messages",
@@ -401,10 +403,17 @@ def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple
 def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
     """How a warning names the :func:`misfits` among the first ``examined`` ``unit``s (line,
     row): "rows 0, 1 and 3 more of the first 16 look like openai"."""
-    shown = ", ".join(str(position) for position, _ in found[:5])
+    return misfit_lines(found, unit, among=f" of the first {examined}")
+
+
+def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "") -> str:
+    """How a warning names ``unit``s (lines, rows, runs) by number that look like another
+    format than they are read as, ``among`` some: "lines 71, 90 and 3 more look like
+    openai"."""
+    shown = ", ".join(str(number) for number, _ in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
     units, look = (unit, "looks") if len(found) == 1 else (f"{unit}s", "look")
-    return f"{units} {shown}{more} of the first {examined} {look} like {found[0][1]}"
+    return f"{units} {shown}{more}{among} {look} like {found[0][1]}"
 
 
 def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]:
@@ -435,7 +444,7 @@ _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tell
                              "so such a thread looks like a loop")
 
 
-_PASS_A_FORMAT: Final = 'pass format="auto" (or the format\'s name) to translate them'
+PASS_A_FORMAT: Final = 'pass format="auto" (or the format\'s name) to translate them'
 """What to do about chat messages read as native when the caller gave no format."""
 DETECTED_NATIVE: Final = ("format=\"auto\" read the batch as native, as its first threads "
                           "are: scan these apart, or pass their format's name")
@@ -443,14 +452,16 @@ DETECTED_NATIVE: Final = ("format=\"auto\" read the batch as native, as its firs
 
 
 def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
-                 what: str = _LOOKS_LIKE_A_LOOP, advice: str = _PASS_A_FORMAT) -> None:
-    """Warn when one of the first :data:`DETECT_THREADS` threads, to be read as native
-    messages, is chat (:func:`chat_like`): by default, that its messages are alike to the
-    heuristics, so it looks like a loop; ``what``: what reading them as native costs the
-    caller instead (a clause after "read as native ones, they"); ``advice``: what to do
-    about it. ``one``: the threads are one caller's thread (the warning says "the
+                 what: str = _LOOKS_LIKE_A_LOOP, advice: str = PASS_A_FORMAT,
+                 rows: Iterable[int] | None = None) -> None:
+    """Warn when one of the first :data:`DETECT_THREADS` threads (or of ``rows``), to be
+    read as native messages, is chat (:func:`chat_like`): by default, that its messages are
+    alike to the heuristics, so it looks like a loop; ``what``: what reading them as native
+    costs the caller instead (a clause after "read as native ones, they"); ``advice``: what
+    to do about it. ``one``: the threads are one caller's thread (the warning says "the
     messages"). O(1) per thread."""
-    for index, thread in enumerate(threads[:DETECT_THREADS]):
+    for index in range(min(len(threads), DETECT_THREADS)) if rows is None else rows:
+        thread = threads[index]
         if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
             import warnings
 

@@ -753,6 +753,19 @@ def scan(
         result = _scan_parallel(batch_threads, options, jobs, anywhere)
     else:
         result = _scan_paused(batch_threads, options, anywhere)
+    if sources is None or not any(sources):
+        from vthread.documents import (
+            DETECT_THREADS,
+            DETECTED_NATIVE,
+            PASS_A_FORMAT,
+            warn_if_chat,
+        )
+
+        # The threads read as native were looked at for chat messages only as far as the
+        # first few: one further on that loops may be chat, its loop false.
+        looping = np.flatnonzero(result.codes[DETECT_THREADS:] > 0) + DETECT_THREADS
+        warn_if_chat(batch_threads, stacklevel=2, rows=looping.tolist(),
+                     advice=DETECTED_NATIVE if format == "auto" else PASS_A_FORMAT)
     if sources is not None:
         from vthread.documents import in_source_messages
 
