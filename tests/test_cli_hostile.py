@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 import vthread
+from tests.test_cli import run
 from vthread import _core, _exact_json, cli
 from vthread._records import ID_TEXT_LIMIT, json_text, record_id
 
@@ -37,18 +37,6 @@ def strict_records(output: bytes) -> list[dict[str, Any]]:
     """Every line of ``output`` parsed by a strict parser (no NaN, no Infinity)."""
     return [json.loads(line, parse_constant=_refuse_constant)
             for line in output.decode("ascii").splitlines()]
-
-
-def run(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, str]:
-    """cli.main(argv) in this process: (exit status, stdout bytes, stderr text)."""
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    err = io.StringIO()
-    monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(sys, "stderr", err)
-    code = cli.main(argv)
-    out.flush()
-    assert isinstance(out.buffer, io.BytesIO)
-    return code, out.buffer.getvalue(), err.getvalue()
 
 
 def shell(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
@@ -579,3 +567,23 @@ def _json_error(line: bytes) -> str:
     except ValueError as error:
         return str(error)
     raise AssertionError(f"{line!r} is JSON")
+
+
+def test_parquet_bytes_where_text_is_read_are_named(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parquet piped to standard input, or in a file not named .parquet, is said to be
+    Parquet (status 2; beside other inputs, one error record), not read as JSONL lines of
+    garbage; a JSONL line that merely begins with the word PAR1 is a line as ever."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    misnamed = tmp_path / "runs.jsonl"
+    pq.write_table(pa.table({"messages": ['[{"type": "user", "text": "x"}]'] * 3}), misnamed)
+    said = "cannot read: it holds Parquet data (it opens with PAR1), which is read only from "
+    code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=misnamed.read_bytes())
+    assert (code, out) == (2, b"") and err.startswith(f"vthread scan: <stdin>: {said}")
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b'PAR1 is a word\n[{"type": "user", "text": "x"}]\n')
+    code, out, err = run(["scan", str(misnamed), str(good), "-q"], monkeypatch)
+    first, *rest = strict_records(out)
+    assert code == 0 and first["error"].startswith(said)
+    assert [record.get("error", "")[:14] for record in rest] == ["not valid JSON", ""]

@@ -1349,6 +1349,15 @@ class _Transcoded:
         return b""
 
 
+# A Parquet file opens with these bytes, then binary page headers (a byte below 0x09 among
+# the next few: no JSONL line that happens to start with the word is taken for one).
+_PARQUET_MAGIC: Final = b"PAR1"
+
+
+class _ParquetAsTextError(ValueError):
+    """Parquet bytes where text was to be read: standard input, a file not named .parquet."""
+
+
 def _transcoder_of(sniffed: _Replayed | _DocumentRuns) -> _Transcoded | None:
     """The :class:`_Transcoded` stream under what :func:`_sniffed_document` made, if any."""
     stream = sniffed.stream if isinstance(sniffed, _DocumentRuns) else sniffed
@@ -1594,6 +1603,10 @@ def _sniffed_document(stream: BinaryIO | _GzipStream | _Transcoded, messages_key
     where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
     thread (a file named as JSONL)."""
     first = stream.read(READ_BYTES)
+    if first.startswith(_PARQUET_MAGIC) and re.search(rb"[\x00-\x08]", first[4:64]):
+        raise _ParquetAsTextError("it holds Parquet data (it opens with PAR1), which is read "
+                                  "only from a file named .parquet (its footer, at its end, "
+                                  "says where its rows are): save it to such a file")
     encoding = _text_encoding(first)
     if encoding is not None:
         stream = _Transcoded(_Replayed(first, stream), encoding)
@@ -1789,7 +1802,7 @@ def _tasks(
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
                             paused=isinstance(lines, _PausedBatch))
                 line += len(lines)
-        except (OSError, EOFError, zlib.error) as error:
+        except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
             close()
