@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -573,3 +574,37 @@ def test_an_output_that_cannot_be_written_is_said_before_the_scan(
     assert code == 0 and len(records(out)) == 1 and not (Path.cwd() / "-").exists()
     code, _, err = run(["scan", str(good), "--summary", "-"], monkeypatch)
     assert code == 2 and "--summary takes a file path" in err and not (Path.cwd() / "-").exists()
+
+
+def test_a_file_that_shrinks_while_read_is_said_to(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file cut short after it was opened (log rotation by copytruncate): the lines left
+    are scanned, then one error record and a line on stderr say how far it was read of the
+    size it had, and the summary lists it as cut short (it said the file was read whole).
+    A file that does not shrink says nothing of the kind."""
+    from vthread import cli
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes())
+    measured = cli._regular_size
+
+    def shrinking(name: str) -> int | None:
+        size = measured(name)
+        assert size is not None
+        os.truncate(name, size // 2)  # cut short once opened, before it is read
+        return size
+
+    monkeypatch.setattr(cli, "_regular_size", shrinking)
+    target = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "--summary", str(target), "-q"], monkeypatch)
+    *kept, last = records(out)
+    size = SAMPLE.stat().st_size
+    why = (f"the file shrank while it was read: {size:,} bytes when opened, read to its end "
+           f"at byte {size // 2:,}")
+    assert code == 0 and last["error"] == why and err == f"vthread scan: {path}: {why}\n"
+    assert len(kept) == path.read_bytes().count(b"\n") + 1  # the last line cut in two
+    summary = json.loads(target.read_text())
+    assert summary["cut_short"] == [{"file": str(path), "why": why}]
+    monkeypatch.setattr(cli, "_regular_size", measured)
+    code, out, err = run(["scan", str(SAMPLE), "-q"], monkeypatch)
+    assert code == 0 and err == "" and len(records(out)) == 300

@@ -1234,6 +1234,18 @@ class _GzipStream:
         self.ended = True
 
 
+def _regular_size(name: str) -> int | None:
+    """The size of ``name`` when it is a regular file (not standard input, a pipe or a
+    device), else None."""
+    if name == "-":
+        return None
+    try:
+        status = os.stat(name)
+    except OSError:
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
 def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callable[[], None]]:
     """(decompressed stream, position in the raw file, close) for a FILE argument."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
@@ -1746,6 +1758,7 @@ def _tasks(
             stream, position, close = _open(name)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
+        size_at_open = _regular_size(name)
         line = 1
         file_format = format_
         keys = (messages_key, id_key)
@@ -1805,6 +1818,7 @@ def _tasks(
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
+            read_to = position()
             close()
         if name != "-":
             done_bytes += Path(name).stat().st_size
@@ -1821,6 +1835,13 @@ def _tasks(
                                    f"{made})")
         if document is not None and document.broken is not None:
             reasons.append(document.broken)
+        if (not reasons and kind != "inspect" and size_at_open is not None
+                and read_to < size_at_open):  # (an Inspect log is read by its own reader)
+            # Read to its end (no break stopped the reading) but short of the size it had:
+            # cut short while read (log rotation by copytruncate, a job rewriting it), the
+            # lines past where it now ends were not read, and the scan says so.
+            reasons.append(f"the file shrank while it was read: {size_at_open:,} bytes when "
+                           f"opened, read to its end at byte {read_to:,}")
         if reasons:
             why = "; ".join(reasons)
             if not strict:  # (--strict makes its record the fatal error that says it)
