@@ -7,6 +7,9 @@ of ``messages``, ``traj``, ``history`` the file has), as JSON text (an array of 
 a run object) or as a list of structs (a null struct field read as absent); the id is the
 ``--id-key`` column, else ``id`` or ``instance_id``, else ``task_id`` with ``trial``.
 Rows are read in batches of at most ``rows`` rows, so memory does not grow with the file.
+A row group pyarrow cannot read (a corrupt page) is an error record per row of it, naming the
+group, its rows and pyarrow's reason, and the row groups after it are still read; a file
+whose footer cannot be read is one error, as before.
 
 Writing (``-o VERDICTS.parquet``): the records, one row each, in input order, with the
 columns of :data:`RECORD_COLUMNS`; a row group is written every :data:`ROWS_PER_GROUP`
@@ -19,13 +22,15 @@ pyarrow is imported only when a Parquet file is read or written
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Final
 
 from vthread.documents import messages_column
 
-__all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "is_parquet",
-           "parquet_available", "parquet_lines"]
+__all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
+           "is_parquet", "parquet_available", "parquet_lines"]
 
 PARQUET_SUFFIXES: Final = (".parquet", ".pq")
 ROWS_PER_GROUP: Final = 16_384
@@ -85,11 +90,22 @@ def _id_text(values: list[Any]) -> bytes:
         return json.dumps(str(ident)).encode()
 
 
+@dataclass(frozen=True, slots=True)
+class UnreadableRows:
+    """Rows of a row group that pyarrow cannot read, in the place of their lines: ``rows``
+    rows, and ``reason``, which names the row group, its rows and pyarrow's message."""
+
+    rows: int
+    reason: str
+
+
 def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
-                  rows: int) -> Iterator[tuple[list[bytes], float]]:
+                  rows: int) -> Iterator[tuple[list[bytes] | UnreadableRows, float]]:
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
     file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
-    own run object when the messages column holds one and no id column is read."""
+    own run object when the messages column holds one and no id column is read. The rows of
+    a row group that cannot be read are an :class:`UnreadableRows` in their place, and the
+    row groups after it are still read."""
     from vthread import _core
     from vthread.arrow import _is_text, decoded
 
@@ -100,7 +116,11 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
     total = max(1, parquet.metadata.num_rows)
     done = 0
-    for batch in parquet.iter_batches(batch_size=rows, columns=[messages, *id_columns]):
+    for batch in _readable_batches(parquet, [messages, *id_columns], rows):
+        if isinstance(batch, UnreadableRows):
+            done += batch.rows
+            yield batch, done / total
+            continue
         column = decoded(batch.column(messages))
         text = _is_text(column)
         ids = [batch.column(name).to_pylist() for name in id_columns]
@@ -122,6 +142,93 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
         yield lines, done / total
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What pyarrow raises for data it cannot read (its MemoryError aside: no row's fault)."""
+    pa = _pyarrow()
+    return OSError, ValueError, pa.ArrowException
+
+
+def _readable_batches(parquet: Any, columns: list[str],
+                      rows: int) -> Iterator[Any | UnreadableRows]:
+    """The file's record batches of at most ``rows`` rows, read across row groups as one
+    reader reads them (a good file's batches are those of ``iter_batches``). When a read
+    fails, the row group it failed in is found by reading the groups from there one by one:
+    an :class:`UnreadableRows` stands for the rows of a group that cannot be read, and the
+    reading goes on with the next group."""
+    metadata = parquet.metadata
+    starts = [0]  # the first row of each row group, and the end of the last
+    for group in range(metadata.num_row_groups):
+        starts.append(starts[-1] + metadata.row_group(group).num_rows)
+    groups = len(starts) - 1
+    done = 0  # rows handed on, read or not
+    group = 0  # the first row group not handed on
+    while group < groups:
+        batches = None
+        try:
+            batches = parquet.iter_batches(batch_size=rows, columns=columns,
+                                           row_groups=list(range(group, groups)))
+            while True:
+                batch = next(batches, None)
+                if batch is None:
+                    break
+                yield batch
+                done += len(batch)
+        except MemoryError:
+            raise
+        except _read_errors():
+            pass
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+        if done >= starts[-1]:
+            return
+        # A read failed, or the rows ended before the metadata's count: the groups from the
+        # one holding row `done` on, read one at a time until one fails (or all are read).
+        group = bisect_right(starts, done) - 1
+        yield from _one_group(parquet, columns, rows, group, starts, done)
+        done = starts[group + 1]
+        group += 1
+
+
+def _one_group(parquet: Any, columns: list[str], rows: int, group: int, starts: list[int],
+               first: int) -> Iterator[Any | UnreadableRows]:
+    """Row group ``group``'s batches from row ``first`` (counted from 0 in the file) on; an
+    :class:`UnreadableRows` for its rows from where it cannot be read to its end."""
+    start, end = starts[group], starts[group + 1]
+    at = start  # the file's row of the next batch's first
+    reason = None
+    batches = None
+    try:
+        batches = parquet.iter_batches(batch_size=rows, columns=columns, row_groups=[group])
+        while at < end:
+            batch = next(batches, None)
+            if batch is None:
+                break
+            if at + len(batch) > first:
+                yield batch.slice(max(0, first - at)) if at < first else batch
+            at += len(batch)
+    except MemoryError:
+        raise
+    except _read_errors() as error:
+        # (pyarrow's message may run over lines: "...thrift: invalid TType\nDeserializing...")
+        reason = "; ".join(filter(None, map(str.strip, str(error).splitlines()))) or (
+            type(error).__name__)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+    at = max(at, first)
+    if at < end:
+        where = f"row group {group} (rows {start + 1:,}-{end:,})"
+        if at > start:
+            where += f" from row {at + 1:,} on"
+        if reason is None:
+            reason = f"it ends after {at - start:,} of the {end - start:,} rows the file's " \
+                     "metadata counts"
+        yield UnreadableRows(end - at, f"cannot read {where}: {reason}")
 
 
 def _one_json_value(body: bytes) -> bool:

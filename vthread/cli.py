@@ -291,6 +291,10 @@ class _Task:
     id_key: str | None = None
     # Set (with no lines) for the error record of a gzip stream that broke off: the reason.
     broken: str | None = None
+    # With ``broken``: the number of records it stands for, one a line (or row) from
+    # ``first_line`` on, each an error saying ``broken`` (a Parquet row group that cannot be
+    # read: a record per row, as for bad lines); 0 for the one record of a stream's break.
+    broken_lines: int = 0
     # Compare messages with their volatile values masked.
     mask_volatile: bool = False
     # Report every loop of each run, not only one it ends in.
@@ -1898,7 +1902,7 @@ def _parquet_tasks(
 ) -> Iterator[_Task]:
     """A Parquet file's rows as tasks of JSONL lines (:mod:`vthread._cli_parquet`): each
     line holds the row's id and messages under the keys the pipeline reads by default."""
-    from vthread._cli_parquet import parquet_lines
+    from vthread._cli_parquet import UnreadableRows, parquet_lines
     from vthread._cli_report import holds_records
 
     size = Path(name).stat().st_size
@@ -1912,6 +1916,16 @@ def _parquet_tasks(
         for lines, share in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
             if progress is not None:
                 progress.chunk_read(done_bytes + int(share * size))
+            if isinstance(lines, UnreadableRows):
+                # A row group pyarrow cannot read: an error record per row of it, as for a
+                # bad line (a chunk's worth at a time: a group may hold a million rows),
+                # and the row groups after it are read.
+                for first in range(0, lines.rows, CHUNK_LINES):
+                    yield _Task(name, line, [], file_format or "native", cycle, strict,
+                                count_tokens, threads, broken=lines.reason,
+                                broken_lines=min(CHUNK_LINES, lines.rows - first), unit="row")
+                    line += min(CHUNK_LINES, lines.rows - first)
+                continue
             if file_format is None:
                 file_format, told = _detect(name, lines, None, "row")
                 if detected is not None and told:
@@ -2599,8 +2613,20 @@ def _where(task: _Task, number: int) -> str:
 
 
 def _broken_stream(task: _Task) -> _Done:
-    """The one error record of a gzip stream that broke off after line ``first_line - 1``."""
+    """The one error record of a gzip stream that broke off after line ``first_line - 1``;
+    or, with ``broken_lines``, one error record per line it stands for."""
     assert task.broken is not None
+    if task.broken_lines:
+        # Lines (rows) that could not be read: each is a bad line, and under --strict the
+        # first of them is fatal, as the first bad line is.
+        if task.strict:
+            return _Done(b"", _Stats(), f"{_where(task, task.first_line)}: {task.broken}")
+        tail = f',"error":{_dumps(task.broken)}}}\n'
+        head = f'{{"id":null,"file":{_dumps(task.label)},"line":'
+        output = "".join(f"{head}{number}{tail}" for number in
+                         range(task.first_line, task.first_line + task.broken_lines))
+        return _Done(output.encode("ascii"),
+                     _Stats(lines=task.broken_lines, errors=task.broken_lines), None)
     if task.strict:
         # A document's break says in or after which run it is, and a file's fatal error
         # where it was found: only a JSONL stream's break needs its line put before it.
