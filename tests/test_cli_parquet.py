@@ -304,3 +304,16 @@ def test_struct_rows_holding_nan_are_read_as_jsonl_lines_are(
     assert code == 0
     assert [r["id"] for r in records] == ["a", "b"]
     assert [r["verdict"] for r in records] == [None, "repeated_suffix"]
+
+
+def test_an_empty_messages_cell_is_named_a_cell(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A messages cell of empty or blank text is an error record saying so of the cell (it
+    said "blank line", of a file that has no lines), and under --strict the fatal error."""
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"messages": ["", " \t", "[]"]}), path)
+    code, records = _scan([str(path)], capsys)
+    said = "blank cell: the row's messages are empty text"
+    assert code == 0 and [r.get("error") for r in records] == [said, said, None]
+    assert cli.main(["scan", str(path), "-q", "--strict"]) == 2
+    assert capsys.readouterr().err == f"vthread scan: {path}: row 1: {said}\n"

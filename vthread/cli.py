@@ -2655,6 +2655,9 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
         item = _read_thread(line, index in suspect, task.format, task.messages_key,
                             task.id_key)
         if isinstance(item, _Bad):
+            if item.reason == _BLANK and task.unit == "row":
+                # A Parquet row's line is its messages cell's text when it holds the run.
+                item = _Bad("blank cell: the row's messages are empty text")
             if task.strict:
                 fatal = f"{_where(task, task.first_line + index)}: {item.reason}"
                 break
@@ -2774,11 +2777,14 @@ def _read_thread(
     return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key)
 
 
+_BLANK: Final = "blank line"
+
+
 def _parse(line: bytes, suspect: bool) -> Any:
     """The line's JSON value as ``json.loads(line)`` makes it, or a :class:`_Bad`;
     ``suspect``: the line holds a 19-digit run (:func:`vthread._exact_json.suspect_lines`)."""
     if not line.strip(b" \t\r\n"):
-        return _Bad("blank line")
+        return _Bad(_BLANK)
     try:
         return loads_exactly(line, suspect)
     except ValueError as error:
