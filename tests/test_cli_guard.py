@@ -84,6 +84,14 @@ def test_options_are_passed_to_the_guard() -> None:
     assert (never.returncode, never.stdout) == (0, text.encode())
     ratio = run(text.encode(), "--max-unique-ratio", "0.05")
     assert ratio.returncode == 0
+    # Not a finite number: the default, as the library's option (it refused NaN and took
+    # inf), the same trip as with no option.
+    default = run(text.encode(), "--ngram", "2", "--max-repeats", "2")
+    for unset in ("nan", "inf", "-inf"):
+        result = run(text.encode(), "--ngram", "2", "--max-repeats", "2",
+                     f"--max-unique-ratio={unset}")
+        assert (result.returncode, result.stdout, result.stderr) == (
+            default.returncode, default.stdout, default.stderr)
 
 
 def test_bad_options_exit_2_with_a_clear_message() -> None:

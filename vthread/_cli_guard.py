@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import math
 import os
 import re
 import sys
@@ -116,13 +115,12 @@ def _count(text: str) -> int:
 
 
 def _ratio(text: str) -> float:
+    # NaN and the infinities are taken, and mean the default, as the library's option does
+    # (an option that is not a finite number is unset), and as vthread scan's options do.
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if math.isnan(value):
-        raise argparse.ArgumentTypeError("expected a number, got NaN")
-    return value
 
 
 def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
@@ -138,7 +136,7 @@ def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
                         help="repeats of one phrase that trip the guard (default 4)")
     parser.add_argument("--max-unique-ratio", type=_ratio, metavar="X",
                         help="trip only when distinct/total words in the window is at most "
-                        "this (default 0.4, clamped to [0, 1])")
+                        "this (default 0.4, clamped to [0, 1]; nan or inf: the default)")
     parser.add_argument("--min-chars", type=_count, metavar="N",
                         help="never trip before this many characters (UTF-16 units; "
                         "default 0)")
