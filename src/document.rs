@@ -368,6 +368,9 @@ fn string_stop_plainly(bytes: &[u8]) -> Option<usize> {
 
 /// The last `count` characters of `text` (all of it when it has fewer).
 fn last_characters(text: &str, count: usize) -> &str {
+    if text.len() <= count {
+        return text; // no more bytes than `count`, so no more characters
+    }
     match count.checked_sub(1) {
         Some(back) => text
             .char_indices()
