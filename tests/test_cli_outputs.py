@@ -608,3 +608,75 @@ def test_a_file_that_shrinks_while_read_is_said_to(tmp_path: Path,
     monkeypatch.setattr(cli, "_regular_size", measured)
     code, out, err = run(["scan", str(SAMPLE), "-q"], monkeypatch)
     assert code == 0 and err == "" and len(records(out)) == 300
+
+
+_STOPPED_TWICE = """
+import os, signal, sys
+from concurrent.futures import ThreadPoolExecutor
+from vthread import cli
+from vthread._cli_main import main
+
+path, written, target, when = sys.argv[1:]
+cli.CHUNK_LINES = 100  # chunks in flight when the first Ctrl-C comes
+cli._usable_cpus = lambda: 2  # --jobs 2 takes two threads on any machine
+real_write, writes = cli._write, []
+
+def write_then_interrupted(out, data, flush=False):
+    writes.append(data)
+    if when != "finished" and len(writes) == 3:
+        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C, chunks in flight
+    real_write(out, data, flush)
+
+def interrupted_first(owner, name):
+    real = getattr(owner, name)
+    def again(*args, **keywords):
+        if writes:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **keywords)
+    setattr(owner, name, again)
+
+cli._write = write_then_interrupted
+if when == "output":  # the second while the output closes
+    interrupted_first(cli, "_close_quietly")
+elif when == "pool":  # the second while the pool waits for its threads
+    interrupted_first(ThreadPoolExecutor, "shutdown")
+else:  # both once the scan has finished: its summary being written, the process ending
+    interrupted_first(cli, "_write_summary")
+sys.argv = ["vthread", "scan", path, "-j", "2", "-o", written, "--summary", target]
+code = main()
+os.kill(os.getpid(), signal.SIGINT)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("when", ["output", "pool", "finished"])
+def test_a_second_ctrl_c_ends_the_scan_as_the_first_does(when: str, tmp_path: Path) -> None:
+    """Ctrl-C twice during a --jobs 2 scan, the second while the first is being handled
+    (the output closing, the pool waiting for its running chunks): status 130 in one line,
+    no traceback (there was one, from the pool shut down in the scan's generator once the
+    handlers were given back, and from the interpreter's exit), the records so far written
+    and counted by the summary ("completed": false). Ctrl-C once the scan has finished (its
+    summary being written, the process ending) changes nothing: status 0, "completed":
+    true (it was 130 with "completed": true, or a summary of nothing written over it)."""
+    import gzip
+    import subprocess
+    import sys
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() * 4)  # 1,200 lines: 12 chunks of 100
+    written = tmp_path / "records.jsonl.gz"
+    target = tmp_path / "summary.json"
+    scan = subprocess.run([sys.executable, "-c", _STOPPED_TWICE, str(path), str(written),
+                           str(target), when], capture_output=True, timeout=120,
+                          check=False)
+    err = scan.stderr.decode()
+    summary = json.loads(target.read_text())
+    kept = records(gzip.decompress(written.read_bytes()))
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if when == "finished":
+        assert (scan.returncode, summary["completed"]) == (0, True), err
+        assert summary["lines"] == len(kept) == 1200
+    else:
+        assert (scan.returncode, err) == (130, "vthread scan: interrupted\n")
+        assert (summary["completed"], summary["failure"]) == (False, "interrupted")
+        assert summary["lines"] == len(kept) < 1200

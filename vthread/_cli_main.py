@@ -61,13 +61,28 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     _plug_closed_descriptors()
     try:
-        return _main(args)
+        return _main(args, own_process=argv is None)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command handles it itself (the scan's modules and NumPy still
+        # loading, about 0.3 s): one line and status 130, as during the scan, not a traceback.
+        if argv is None:
+            _ignore_stops()
+        say("vthread: interrupted")
+        return INTERRUPTED_EXIT
     except Exception:
         import traceback
 
         say("vthread: internal error (a bug; please report it with this traceback)\n"
             + traceback.format_exc(), end="")
         return INTERNAL_EXIT
+
+
+def _ignore_stops() -> None:
+    """Ignore Ctrl-C and SIGTERM: the process is ending, its exit status decided."""
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _plug_closed_descriptors() -> None:
@@ -91,7 +106,7 @@ def _plug_closed_descriptors() -> None:
                 os.close(null)
 
 
-def _main(args: list[str]) -> int:
+def _main(args: list[str], own_process: bool = False) -> int:
     if args[:1] == ["guard"]:
         return _guard(args[1:])
     if args[:1] == ["report"]:
@@ -115,7 +130,7 @@ def _main(args: list[str]) -> int:
         return USAGE_EXIT
     from vthread.cli import scan_command  # NumPy and the scan, only for a scan
 
-    return scan_command(options)
+    return scan_command(options, own_process=own_process)
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str | None

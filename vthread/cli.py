@@ -120,13 +120,13 @@ import sys
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -317,12 +317,17 @@ class _Done:
     warnings: tuple[str, ...] = ()
 
 
+_R = TypeVar("_R")
+
+
 class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
 
 
-def scan_command(options: argparse.Namespace) -> int:
-    """Run ``vthread scan`` with its parsed ``options``; the exit status."""
+def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
+    """Run ``vthread scan`` with its parsed ``options``; the exit status. ``own_process``:
+    the process is the command's own (it ends when this returns), and Ctrl-C or SIGTERM
+    from then on is ignored, rather than given back to a caller's handlers."""
     # Ctrl-C and SIGTERM are caught from the start, not only once the scan runs: listing a
     # directory of many files (and reading each one's first bytes) can take a while, and a
     # job stopped then still says so and leaves its --summary.
@@ -339,7 +344,7 @@ def scan_command(options: argparse.Namespace) -> int:
         return code
     finally:
         _STOP_SIGNALS.remove(stop_signals)
-        stop_signals.close()
+        stop_signals.close(ignore=own_process)
 
 
 def _stopped_by(stop: BaseException) -> tuple[int, str]:
@@ -434,6 +439,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     # written at once, for whoever reads them as they come.
     streaming = (files == ["-"] and sys.stdin is not None
                  and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
+    results: Generator[_Done, None, None] | None = None
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
@@ -457,9 +463,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
             # delivered some of the chunk's records, which the summary must not leave out.
-            stats.add(done.stats)
-            _write(out, _loops_only(done.output) if options.only_loops else done.output,
-                   flush=streaming)
+            # Counted and written with a stop held back until both are done: one between
+            # them left a chunk counted and not written.
+            with stop_signals.held():
+                stats.add(done.stats)
+                _write(out, _loops_only(done.output) if options.only_loops else done.output,
+                       flush=streaming)
             if progress is not None:
                 progress.chunk_done(stats.lines)
             for warning in done.warnings:
@@ -467,6 +476,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
         _close(out, options.output, progress)
+        # Every record is written: Ctrl-C or SIGTERM from now on changes nothing (it made a
+        # finished scan exit 130 with its summary saying "completed": true).
+        stop_signals.settle()
     except _FatalError as error:
         _close_quietly(out, options.output, progress)
         failure = (USAGE_EXIT, str(error))
@@ -494,10 +506,15 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    "line is larger than the memory the process may use (ulimit -v, a "
                    "container's limit); its records and the rest are not written")
     finally:
-        # The handlers are given back before the summary is written: a signal now ends the
-        # process, rather than a summary of nothing written over this one (by the handler
-        # around the whole command).
-        stop_signals.close()
+        # The scan's end is decided (a stop, a failure, every record written): a signal from
+        # now on (a second Ctrl-C) is ignored until the command has ended, its summary
+        # written, rather than a traceback or a summary of nothing written over this one.
+        stop_signals.settle()
+        if results is not None:
+            # The chunks still running are waited for here, a second Ctrl-C ignored: the
+            # pool was shut down when the generator was collected, after the handlers were
+            # given back, and a Ctrl-C then was a traceback ("Exception ignored in").
+            results.close()
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if failure is not None:
@@ -543,9 +560,13 @@ class _StopSignals:
     flushed, the summary written ("completed": false), status 130 or 143. Inside
     :meth:`held` the exception waits until the block is done (a record is never written in
     part, a worker process never forked unknown to its pool), whichever thread the signal
-    reached. Outside the main thread (a caller running :func:`main` in a thread) the
-    handlers cannot be set and are left as they are. A forked worker that inherits them,
-    before its first step (:func:`_worker_started`), dies of SIGTERM as it would have."""
+    reached. Only the first stops the scan: once it has (or the scan has ended otherwise,
+    :meth:`settle`), a signal is ignored, so that a second Ctrl-C while the first is handled
+    (the pool waiting for its running chunks, the output closing, the summary being
+    written) is never a traceback or a second, different ending. Outside the main thread
+    (a caller running :func:`main` in a thread) the handlers cannot be set and are left as
+    they are. A forked worker that inherits them, before its first step
+    (:func:`_worker_started`), dies of SIGTERM as it would have."""
 
     def __init__(self) -> None:
         import signal
@@ -553,6 +574,7 @@ class _StopSignals:
         self.owner = os.getpid()
         self.depth = 0  # nested held() blocks open
         self.pending: int | None = None  # a signal that came inside one
+        self.settled = False  # the scan's end is decided: a signal now changes nothing
         self.previous: dict[int, Any] = {}
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -567,10 +589,21 @@ class _StopSignals:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        if self.settled:
+            return
         if self.depth:
             self.pending = signum
             return
+        self._stop(signum)
+
+    def _stop(self, signum: int) -> None:
+        self.settled = True
         _raise_for(signum)
+
+    def settle(self) -> None:
+        """The scan's end is decided: signals from now on are ignored."""
+        self.settled = True
+        self.pending = None
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -582,13 +615,16 @@ class _StopSignals:
             self.depth -= 1
             if not self.depth and self.pending is not None:
                 signum, self.pending = self.pending, None
-                _raise_for(signum)
+                self._stop(signum)
 
-    def close(self) -> None:
+    def close(self, ignore: bool = False) -> None:
+        """Give back the handlers found; ``ignore``: ignore the signals instead (the process
+        is ending: a Ctrl-C as the interpreter exits was a traceback, or the process killed
+        by SIGINT after a scan that had completed)."""
         import signal
 
         for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, signal.SIG_IGN if ignore else handler)
         self.previous = {}
 
 
@@ -2242,7 +2278,7 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
             "their records may be wrong")
 
 
-def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
+def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     """The results of chunks the core reads (native, OpenAI, Anthropic, Responses), in
     order, in this process. With jobs > 1, ``jobs`` threads each take a whole chunk (the
     core's reading and attribution with the GIL released, then Python's verdict arrays and
@@ -2284,7 +2320,8 @@ def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int
     first = True
     for task in chain(tasks, [None]):
         if task is not None:
-            window.append((task, pool.submit(_chunk_in_core, task, first)))
+            with _signals_held():  # never inside the pool's lock: see _result
+                window.append((task, pool.submit(_chunk_in_core, task, first)))
             first = False
             if len(window) < 2 * jobs and not task.paused:
                 continue
@@ -2293,7 +2330,7 @@ def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int
         drain = task is None or task.paused
         while window and (drain or len(window) >= 2 * jobs):
             oldest, future = window.popleft()
-            done = future.result()
+            done = _result(future)
             if done is None:  # the core declines the file's first chunk
                 declined_first.append(oldest)
                 while window:
@@ -2302,6 +2339,16 @@ def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int
                     declined_first.append(queued)
                 return
             yield done
+
+
+def _result(future: Future[_R]) -> _R:
+    """``future``'s result; Ctrl-C or SIGTERM meanwhile takes effect once it has come. Raised
+    inside the future's lock (``with self._condition``), KeyboardInterrupt could leave the
+    lock held: the pool's thread that finished the chunk then waited for it forever, and the
+    scan, shutting the pool down, for that thread (a double Ctrl-C hung it). No later:
+    the pool's shutdown waits for the oldest chunk, running, all the same."""
+    with _signals_held():
+        return future.result()
 
 
 def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
@@ -2314,7 +2361,7 @@ def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
     return done if done is not None else _scan_chunk_in_python(task)
 
 
-def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
+def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     """Each task's result, in order; with jobs > 1 from a pool, at most 2 * jobs in flight.
 
     The pool has one process per chunk up to ``jobs``: the first ``jobs`` chunks are read
@@ -2348,11 +2395,11 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Iterator[_Done]:
                     submitted = pool.submit(_scan_chunk, task)
                 window.append(submitted)
                 if len(window) >= 2 * workers:
-                    yield window.popleft().result()
+                    yield _result(window.popleft())
                 while task.paused and window:  # the writer paused: its records now
-                    yield window.popleft().result()
+                    yield _result(window.popleft())
             while window:
-                yield window.popleft().result()
+                yield _result(window.popleft())
         finally:
             for future in window:
                 future.cancel()
