@@ -528,7 +528,12 @@ fn result_parts_and_excerpt<N: Readable>(messages: &[N]) -> Result<(String, Stri
 /// A text run's signature parts (the sorted distinct units of the text's tail, as `repr`
 /// writes the list) and excerpt (the tail from its first repeated unit, else the text).
 fn text_parts_and_excerpt(text: &str) -> (String, String) {
-    let points: Vec<u32> = text.chars().map(u32::from).collect();
+    // Only the last TAIL_UNITS characters are decoded (a runaway text of hundreds of
+    // megabytes took four bytes a character here): they hold the tail the check reads.
+    let points: Vec<u32> = textrun::last_characters(text, TAIL_UNITS)
+        .chars()
+        .map(u32::from)
+        .collect();
     let tail = utf16_tail(&points, TAIL_UNITS);
     let mut units: Vec<Vec<u8>> = Vec::new();
     let mut starts: HashMap<Vec<u8>, usize> = HashMap::new();

@@ -14,7 +14,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
 use crate::node::{screens, Key, Node, Text, SCREEN_DEPTH, SEED_UTF8};
-use crate::textrun::{CodePoints, TAIL_UNITS};
+use crate::textrun::{last_characters, CodePoints, TAIL_UNITS};
 
 /// Deepest nesting the tape takes; deeper lines go to Python.
 pub const MAX_TAPE_DEPTH: usize = 128;
@@ -364,21 +364,6 @@ fn string_stop_plainly(bytes: &[u8]) -> Option<usize> {
     bytes
         .iter()
         .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
-}
-
-/// The last `count` characters of `text` (all of it when it has fewer).
-fn last_characters(text: &str, count: usize) -> &str {
-    if text.len() <= count {
-        return text; // no more bytes than `count`, so no more characters
-    }
-    match count.checked_sub(1) {
-        Some(back) => text
-            .char_indices()
-            .rev()
-            .nth(back)
-            .map_or(text, |(at, _)| &text[at..]),
-        None => "",
-    }
 }
 
 fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {

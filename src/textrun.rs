@@ -21,6 +21,22 @@ use xxhash_rust::xxh3::xxh3_64;
 /// Only the last 4000 UTF-16 code units of a text are read (the reference's `slice(-4000)`).
 pub const TAIL_UNITS: usize = 4000;
 
+/// The last `count` characters of `text` (all of it when it has fewer): a text's last
+/// `TAIL_UNITS` characters hold at least the `TAIL_UNITS` UTF-16 units the check reads.
+pub fn last_characters(text: &str, count: usize) -> &str {
+    if text.len() <= count {
+        return text; // no more bytes than `count`, so no more characters
+    }
+    match count.checked_sub(1) {
+        Some(back) => text
+            .char_indices()
+            .rev()
+            .nth(back)
+            .map_or(text, |(at, _)| &text[at..]),
+        None => "",
+    }
+}
+
 /// Texts per rayon task: enough to amortise a task, small enough to balance two cores.
 const TEXTS_PER_TASK: usize = 32;
 

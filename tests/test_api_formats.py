@@ -248,12 +248,14 @@ def test_published_mini_swe_agent_runs_as_objects_get_the_cli_records(
 
 
 def _mixed_batch() -> tuple[list[Any], list[int]]:
-    """70 native threads, then chat ones (two looping read as native, one not); the rows of
-    those that loop."""
+    """70 native threads, then chat ones (three looping read as native, one not; the last
+    holds a lone surrogate, which the core leaves to Python); the rows of those that
+    loop."""
     native = generate_threads(70, seed=5)
     chat = to_openai([{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "a"}] * 4)
     calm = [{"role": "user", "content": "hi"}]
-    return [*native, chat, calm, chat], [70, 72]
+    lone = [{"role": "user", "content": "\ud800"}] + [{"role": "assistant", "content": "a"}] * 4
+    return [*native, chat, calm, chat, lone], [70, 72, 73]
 
 
 def test_chat_threads_past_the_first_that_loop_are_warned_about(

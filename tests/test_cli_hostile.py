@@ -526,6 +526,42 @@ def test_a_utf16_or_utf32_file_is_read_as_the_text_it_holds(
     assert [record["id"] for record in strict_records(out)] == [run["id"] for run in runs]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be"])
+def test_a_utf16_input_is_known_from_a_first_read_of_a_byte_or_two(
+        encoding: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The encoding is judged on the first 20 bytes, however few the first read gives (a
+    pipe's, or a gzip file whose first member is the byte-order mark alone or one byte):
+    it was judged on the first read alone, and every line after the first was an error
+    record. A JSON document of runs in UTF-16 is read as its UTF-8 twin is, a run at a
+    time, its runs before a break kept (it was read whole, and cut short lost every run)."""
+    import gzip
+
+    runs = [{"id": f"r{index}", "messages": [{"type": "user", "text": "hi é"}]
+             + [{"type": "bot", "text": "a"}] * index} for index in range(1, 5)]
+    text = "".join(json.dumps(run, ensure_ascii=False) + "\n" for run in runs)
+    _, expected, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text.encode())
+    data = text.encode(encoding)
+    for cut in (1, 2, 3):
+        members = tmp_path / f"cut{cut}.jsonl.gz"
+        members.write_bytes(gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+        code, out, _ = run(["scan", str(members), "-q"], monkeypatch)
+        assert code == 0 and out.replace(str(members).encode(), b"<stdin>") == expected
+    document = json.dumps(runs, ensure_ascii=False, indent=1)
+    twin, other = tmp_path / "twin.json", tmp_path / "other.json"
+    twin.write_bytes(document.encode("utf-8"))
+    other.write_bytes(document.encode(encoding))
+    _, expected, _ = run(["scan", str(twin), "-q"], monkeypatch)
+    code, out, _ = run(["scan", str(other), "-q"], monkeypatch)
+    assert code == 0 and out.replace(b"other.json", b"twin.json") == expected
+    cut_short = document[:document.index('"r3"')]  # in the third run
+    twin.write_bytes(cut_short.encode("utf-8"))
+    other.write_bytes(cut_short.encode(encoding))
+    _, expected, _ = run(["scan", str(twin), "-q"], monkeypatch)
+    code, out, _ = run(["scan", str(other), "-q"], monkeypatch)
+    assert code == 0 and out.replace(b"other.json", b"twin.json") == expected
+    assert [record.get("id") for record in strict_records(out)] == ["r1", "r2", None]
+
+
 def test_a_utf16_file_cut_inside_a_character_keeps_its_lines(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """UTF-16 bytes that end inside a character, or UTF-32 bytes that are no code point: the

@@ -588,10 +588,10 @@ def test_a_file_that_shrinks_while_read_is_said_to(tmp_path: Path,
     path.write_bytes(SAMPLE.read_bytes())
     measured = cli._regular_size
 
-    def shrinking(name: str) -> int | None:
-        size = measured(name)
+    def shrinking(raw: Any) -> int | None:
+        size = measured(raw)
         assert size is not None
-        os.truncate(name, size // 2)  # cut short once opened, before it is read
+        os.truncate(path, size // 2)  # cut short once opened, before it is read
         return size
 
     monkeypatch.setattr(cli, "_regular_size", shrinking)

@@ -1274,20 +1274,21 @@ class _GzipStream:
         self.ended = True
 
 
-def _regular_size(name: str) -> int | None:
-    """The size of ``name`` when it is a regular file (not standard input, a pipe or a
-    device), else None."""
-    if name == "-":
-        return None
+def _regular_size(raw: BinaryIO) -> int | None:
+    """The size of the opened file ``raw`` when it is a regular file (not a pipe or a
+    device), else None; asked of the descriptor, so that a file renamed meanwhile (log
+    rotation) is not confused with the one now under its name."""
     try:
-        status = os.stat(name)
-    except OSError:
+        status = os.fstat(raw.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         return None
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callable[[], None]]:
-    """(decompressed stream, position in the raw file, close) for a FILE argument."""
+def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callable[[], None],
+                              int | None]:
+    """(decompressed stream, position in the raw file, close, the raw file's size when it
+    is a regular file) for a FILE argument."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
     raw = cast(io.BufferedReader, sys.stdin.buffer) if name == "-" else open(name, "rb")  # noqa: SIM115
 
@@ -1301,12 +1302,13 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
         if name != "-":
             raw.close()
 
+    size = None if name == "-" else _regular_size(raw)
     head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
     if _is_gzip(head, name):
-        return _GzipStream(raw), position, close
+        return _GzipStream(raw), position, close, size
     if name == "-" and _is_live(raw):
-        return cast(BinaryIO, _LiveStream(raw)), position, close
-    return raw, position, close
+        return cast(BinaryIO, _LiveStream(raw)), position, close, size
+    return raw, position, close, size
 
 
 def _is_live(raw: io.BufferedReader) -> bool:
@@ -1379,6 +1381,11 @@ class _Transcoded:
         self.broken: str | None = None
         self.dropped = 0  # bytes of the incomplete line the break cut short
 
+    def idle(self) -> bool:
+        """Whether the stream's writer has paused (:meth:`_LiveStream.idle`) with no part of
+        a character held back."""
+        return not self.decoder.getstate()[0] and self.source.idle()
+
     def read(self, size: int = READ_BYTES) -> bytes:
         while not self.ended:
             block = self.source.read(size)
@@ -1449,7 +1456,8 @@ class _Replayed:
 
     def idle(self) -> bool:
         """Whether the stream's writer has paused (:meth:`_LiveStream.idle`)."""
-        return not self.ahead and isinstance(self.rest, _LiveStream) and self.rest.idle()
+        return (not self.ahead and isinstance(self.rest, _LiveStream | _Transcoded)
+                and self.rest.idle())
 
 
 class _DocumentRuns:
@@ -1531,8 +1539,11 @@ class _DocumentRuns:
         """The document's bytes, read to its end (once :meth:`start` found it no runs)."""
         parts = self.head
         if not self.ended:
-            if isinstance(self.stream, io.BufferedReader) and len(parts) == 1:
-                return parts[0] + self.stream.read()  # a file: the rest at once
+            # (a file's first bytes, replayed, are in the head, and the rest is the file's)
+            rest = (self.stream.rest if isinstance(self.stream, _Replayed)
+                    and not self.stream.ahead else self.stream)
+            if isinstance(rest, io.BufferedReader) and len(parts) == 1:
+                return parts[0] + rest.read()  # a file: the rest at once
             while part := self.stream.read(READ_BYTES):
                 parts.append(part)
         return b"".join(parts)
@@ -1642,7 +1653,35 @@ def _break(line: int, column: int, where: str, reason: str) -> str:
             "the document is not read past there")
 
 
-def _sniffed_document(stream: BinaryIO | _GzipStream | _Transcoded, messages_key: str | None,
+_ENCODING_HEAD: Final = 20
+"""Bytes read before a stream's encoding is judged (unless a line or the stream ends first):
+a pipe's or a gzip member's first read may hold one byte, or a byte-order mark alone."""
+
+
+def _opened_as_text(stream: BinaryIO | _GzipStream
+                    ) -> tuple[bytes, BinaryIO | _GzipStream | _Transcoded]:
+    """The first bytes of ``stream`` (a read, and more while fewer than
+    :data:`_ENCODING_HEAD` have come) and the stream the rest is read from: the UTF-8 of
+    a stream written in UTF-16 or UTF-32 (:class:`_Transcoded`), both from its start, else
+    the stream itself. Parquet bytes are refused (:class:`_ParquetAsTextError`)."""
+    first = stream.read(READ_BYTES)
+    parts = [first]
+    while (len(first) < _ENCODING_HEAD and b"\n" not in first
+           and (more := stream.read(READ_BYTES))):
+        parts.append(more)
+        first = b"".join(parts)
+    if first.startswith(_PARQUET_MAGIC) and re.search(rb"[\x00-\x08]", first[4:64]):
+        raise _ParquetAsTextError("it holds Parquet data (it opens with PAR1), which is read "
+                                  "only from a file named .parquet (its footer, at its end, "
+                                  "says where its rows are): save it to such a file")
+    encoding = _text_encoding(first)
+    if encoding is None:
+        return first, stream
+    transcoded = _Transcoded(_Replayed(first, stream), encoding)
+    return transcoded.read(READ_BYTES), transcoded
+
+
+def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
                       empty_is_runs: bool = True) -> _Replayed | _DocumentRuns:
     """Standard input, or a file not named as a document, as lines, or as the JSON document
     it is (as ``cat runs.json | vthread scan -`` pipes one, or a download saved without its
@@ -1654,34 +1693,26 @@ def _sniffed_document(stream: BinaryIO | _GzipStream | _Transcoded, messages_key
     ``empty_is_runs``: whether a first line ``[]`` is a document of no runs (standard input,
     where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
     thread (a file named as JSONL)."""
-    first = stream.read(READ_BYTES)
-    if first.startswith(_PARQUET_MAGIC) and re.search(rb"[\x00-\x08]", first[4:64]):
-        raise _ParquetAsTextError("it holds Parquet data (it opens with PAR1), which is read "
-                                  "only from a file named .parquet (its footer, at its end, "
-                                  "says where its rows are): save it to such a file")
-    encoding = _text_encoding(first)
-    if encoding is not None:
-        stream = _Transcoded(_Replayed(first, stream), encoding)
-        first = stream.read(READ_BYTES)
+    first, text = _opened_as_text(stream)
     # A read of a pipe returns what has come, and one of a gzip file may end with a member:
     # read on until the first line is whole (or a read's worth of it has come), as the sniff
     # reads that line.
     parts = [first]
     while (b"\n" not in first.lstrip() and len(first) < READ_BYTES
-           and (more := stream.read(READ_BYTES))):
+           and (more := text.read(READ_BYTES))):
         parts.append(more)
         first = b"".join(parts)
     line, _ = _opening_line(first)
     if line in (b"[", b"{"):
-        return _DocumentRuns(_Replayed(first, stream), messages_key)
+        return _DocumentRuns(_Replayed(first, text), messages_key)
     if not line.startswith(b"["):
-        return _Replayed(first, stream)
-    document = _DocumentRuns(_Replayed(first, stream), messages_key)
+        return _Replayed(first, text)
+    document = _DocumentRuns(_Replayed(first, text), messages_key)
     # Read only until its first element is whole: a message makes the line a JSONL thread.
     if document.start() and (_holds_messages(document.first[0][0], messages_key)
                              if document.first is not None else empty_is_runs):
         return document
-    return _Replayed(document.head, stream)
+    return _Replayed(document.head, text)
 
 
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
@@ -1795,10 +1826,9 @@ def _tasks(
             done_bytes += Path(name).stat().st_size
             continue
         try:
-            stream, position, close = _open(name)
+            stream, position, close, size_at_open = _open(name)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
-        size_at_open = _regular_size(name)
         line = 1
         file_format = format_
         keys = (messages_key, id_key)
@@ -1809,7 +1839,9 @@ def _tasks(
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
             elif _is_document(name):
-                document = _DocumentRuns(stream, messages_key)
+                first, text = _opened_as_text(stream)
+                document = _DocumentRuns(_Replayed(first, text), messages_key)
+                transcoded = _transcoder_of(document)
                 chunks, kind = _document_chunks(document, messages_key, label)
             else:
                 # Standard input, or a file not named as a document: JSONL, unless it opens as
@@ -2543,8 +2575,11 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             assert len(written) == end - start, "Python wrote other than a record a line"
             records[start:end] = written
     records.append("")
+    # The looping lines: the core's, and the declined ones Python found to loop (a record
+    # with a verdict other than null).
     declined_rows = set(declined)
-    looping = [row for row in np.flatnonzero(loops).tolist() if row not in declined_rows]
+    looping = sorted([row for row in np.flatnonzero(loops).tolist() if row not in declined_rows]
+                     + [row for row in declined if '"verdict":"' in records[row]])
     return _Done("\n".join(records).encode("ascii"), stats, None,
                  _chat_read_as_native(task, looping))
 
@@ -2572,10 +2607,12 @@ def _chat_read_as_native(task: _Task, looping: list[int]) -> tuple[str, ...]:
             found.append((task.first_line + row, evidence[0]))
     if not found:
         return ()
-    return (f"{task.label}: warning: {misfit_lines(found, task.unit)} but are read as "
-            "native, the file's format (found from its first lines, or given): read so, "
-            "their messages are alike and their loops may be false; scan them apart, or "
-            "with their --format",)
+    one = len(found) == 1
+    return (f"{task.label}: warning: {misfit_lines(found, task.unit)} but "
+            f"{'is' if one else 'are'} read as native, the file's format (found from its "
+            f"first lines, or given): read so, {'its' if one else 'their'} messages are "
+            f"alike and {'its loop' if one else 'their loops'} may be false; scan "
+            f"{'it' if one else 'them'} apart, or with {'its' if one else 'their'} --format",)
 
 
 class _ChunkForPythonError(Exception):
