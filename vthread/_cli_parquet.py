@@ -165,24 +165,10 @@ def _readable_batches(parquet: Any, columns: list[str],
     done = 0  # rows handed on, read or not
     group = 0  # the first row group not handed on
     while group < groups:
-        batches = None
-        try:
-            batches = parquet.iter_batches(batch_size=rows, columns=columns,
-                                           row_groups=list(range(group, groups)))
-            while True:
-                batch = next(batches, None)
-                if batch is None:
-                    break
-                yield batch
-                done += len(batch)
-        except MemoryError:
-            raise
-        except _read_errors():
-            pass
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+        for batch in _batches_until_failure(parquet, columns, rows,
+                                            list(range(group, groups)), []):
+            yield batch
+            done += len(batch)
         if done >= starts[-1]:
             return
         # A read failed, or the rows ended before the metadata's count: the groups from the
@@ -193,33 +179,39 @@ def _readable_batches(parquet: Any, columns: list[str],
         group += 1
 
 
+def _batches_until_failure(parquet: Any, columns: list[str], rows: int,
+                           row_groups: list[int], failed: list[str]) -> Iterator[Any]:
+    """The record batches of ``row_groups``, read until one cannot be: pyarrow's reason (its
+    message on one line) is then added to ``failed`` and the batches end. A MemoryError is
+    raised (no row's fault)."""
+    batches = None
+    try:
+        batches = parquet.iter_batches(batch_size=rows, columns=columns, row_groups=row_groups)
+        yield from batches
+    except MemoryError:
+        raise
+    except _read_errors() as error:
+        # (pyarrow's message may run over lines: "...thrift: invalid TType\nDeserializing...")
+        failed.append("; ".join(filter(None, map(str.strip, str(error).splitlines())))
+                      or type(error).__name__)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+
+
 def _one_group(parquet: Any, columns: list[str], rows: int, group: int, starts: list[int],
                first: int) -> Iterator[Any | UnreadableRows]:
     """Row group ``group``'s batches from row ``first`` (counted from 0 in the file) on; an
     :class:`UnreadableRows` for its rows from where it cannot be read to its end."""
     start, end = starts[group], starts[group + 1]
     at = start  # the file's row of the next batch's first
-    reason = None
-    batches = None
-    try:
-        batches = parquet.iter_batches(batch_size=rows, columns=columns, row_groups=[group])
-        while at < end:
-            batch = next(batches, None)
-            if batch is None:
-                break
-            if at + len(batch) > first:
-                yield batch.slice(max(0, first - at)) if at < first else batch
-            at += len(batch)
-    except MemoryError:
-        raise
-    except _read_errors() as error:
-        # (pyarrow's message may run over lines: "...thrift: invalid TType\nDeserializing...")
-        reason = "; ".join(filter(None, map(str.strip, str(error).splitlines()))) or (
-            type(error).__name__)
-    finally:
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
+    failed: list[str] = []
+    for batch in _batches_until_failure(parquet, columns, rows, [group], failed):
+        if at + len(batch) > first:
+            yield batch.slice(max(0, first - at)) if at < first else batch
+        at += len(batch)
+    reason = failed[0] if failed else None
     at = max(at, first)
     if at < end:
         where = f"row group {group} (rows {start + 1:,}-{end:,})"

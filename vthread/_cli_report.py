@@ -107,7 +107,8 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
             return BROKEN_PIPE_EXIT
         except OSError as error:
             why = error.strerror or error
-            raise _ReportError(f"cannot write {options.output}: {why}", IO_EXIT) from None
+            where = "standard output" if options.output == "-" else options.output
+            raise _ReportError(f"cannot write {where}: {why}", IO_EXIT) from None
     except _ReportError as error:
         stderr.write(f"vthread report: {error}\n")
         return error.status

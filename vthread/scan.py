@@ -706,7 +706,9 @@ def scan(
     are scanned as native ones and their loops reported in their own messages'
     numbers (``loop_start`` an index into the thread as given), as ``vthread scan FILE``
     reports them. Chat messages passed as native ones (a ``role``, which no native message
-    has) are alike, so every such thread looks like a loop: that is warned about.
+    has) are alike, so every such thread looks like a loop: that is warned about (once a
+    call, naming the first such thread among the first 64, or else the first further on
+    that loops).
 
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
