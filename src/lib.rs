@@ -466,8 +466,10 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
         .iter()
         .map(|line| line.messages as i64)
         .collect();
+    let chat_first: Vec<bool> = chunk.lines.iter().map(|line| line.chat_first).collect();
     out.set_item("id_texts", PyList::new(py, ids)?)?;
     out.set_item("message_counts", numpy_array(py, counts)?)?;
+    out.set_item("chat_first", numpy_array(py, chat_first)?)?;
     out.set_item("figures", numpy_array(py, chunk.figures)?)?;
     out.set_item("figures_odd", chunk.figures_odd)?;
     out.set_item("declined", numpy_array(py, chunk.declined)?)?;

@@ -100,6 +100,10 @@ pub struct LineOutcome {
     pub id_text: String,
     /// Messages in the thread.
     pub messages: usize,
+    /// Whether the thread's first message has a `role` or a `call_id` (as chat messages and
+    /// Responses items do, and no native message): Python looks again at such a line read
+    /// as native when it loops (its loop may be false).
+    pub chat_first: bool,
 }
 
 /// The `"id"` as `json.dumps` writes it, where that equals its canonical text (strings,
@@ -277,9 +281,13 @@ impl ChunkColumns {
             self.columns
                 .push_thread(offset, &thread, reading.options, reader)?;
         }
+        let chat_first = thread
+            .first()
+            .is_some_and(|first| first.get("role").is_some() || first.get("call_id").is_some());
         self.lines.push(LineOutcome {
             id_text,
             messages: messages.unwrap_or(thread.len()),
+            chat_first,
         });
         Ok(Some(()))
     }
@@ -301,6 +309,7 @@ impl ChunkColumns {
         self.lines.push(LineOutcome {
             id_text: "null".to_owned(),
             messages: 0,
+            chat_first: false,
         });
         self.declined.push(offset as i64);
         Ok(())

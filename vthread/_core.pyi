@@ -38,8 +38,9 @@ def scan_lines(
     anywhere: tuple[int, int, float] | None = None,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
-    ``figures_odd`` and ``declined`` (the lines that need Python's json or its adapters,
-    each an empty thread in its row). OpenAI and
+    ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
+    ``role`` or ``call_id``) and ``declined`` (the lines that need Python's json or its
+    adapters, each an empty thread in its row). OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given. With

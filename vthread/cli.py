@@ -151,7 +151,7 @@ from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options
 from vthread._records import json_text, record_id, strict_dumps
 from vthread.anywhere import core_text_run
-from vthread.documents import DETECT_THREADS, in_source_messages
+from vthread.documents import DETECT_THREADS, chat_like, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
     LineUnreadError,
@@ -2575,32 +2575,40 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             assert len(written) == end - start, "Python wrote other than a record a line"
             records[start:end] = written
     records.append("")
-    # The looping lines: the core's, and the declined ones Python found to loop (a record
-    # with a verdict other than null).
+    # Looping lines that may be chat: the core's whose first message has a role or a call
+    # id, and the declined ones Python found to loop (a verdict other than null) holding
+    # such a key.
     declined_rows = set(declined)
-    looping = sorted([row for row in np.flatnonzero(loops).tolist() if row not in declined_rows]
-                     + [row for row in declined if '"verdict":"' in records[row]])
+    chat = [row for row in np.flatnonzero(loops & raw["chat_first"]).tolist()
+            if row not in declined_rows]
+    chat += [row for row in declined
+             if '"verdict":"' in records[row] and _may_hold_chat(task.lines[row])]
     return _Done("\n".join(records).encode("ascii"), stats, None,
-                 _chat_read_as_native(task, looping))
+                 _chat_read_as_native(task, sorted(chat)))
 
 
-def _chat_read_as_native(task: _Task, looping: list[int]) -> tuple[str, ...]:
+def _may_hold_chat(line: bytes) -> bool:
+    """Whether a line holds a ``role`` or ``call_id`` key's text anywhere (a byte search,
+    for the few lines the core leaves to Python)."""
+    return b'"role"' in line or b'"call_id"' in line
+
+
+def _chat_read_as_native(task: _Task, candidates: list[int]) -> tuple[str, ...]:
     """A warning (at most one) when lines of a chunk read as native that were found to loop
-    (``looping``: their offsets in the chunk) hold messages of another format: read as
-    native, chat messages are alike, so such a line's loop is false. Detection weighs only a
-    file's first lines, so a chat line further on in a native file was read as native with
-    no word (and a mixed file is common when datasets are concatenated). Only looping lines
-    are looked at, and only those holding a ``"role"`` or ``"call_id"`` key's text are
-    parsed for their format: no cost to a native file's scan."""
-    if task.format != "native" or not looping:
+    hold messages of another format: read as native, chat messages are alike, so such a
+    line's loop is false. Detection weighs only a file's first lines, so a chat line further
+    on in a native file was read as native with no word (and a mixed file is common when
+    datasets are concatenated). ``candidates``: the offsets in the chunk of looping lines
+    whose first message may be chat (it has a ``role`` or a ``call_id``, as the core or
+    :func:`vthread.documents.chat_like` tells), each parsed here for its format: no cost to
+    a native file's scan."""
+    if task.format != "native" or not candidates:
         return ()
     from vthread.documents import line_format_evidence, misfit_lines
 
     found: list[tuple[int, Any]] = []
-    for row in looping:
+    for row in candidates:
         line = task.lines[row]
-        if b'"role"' not in line and b'"call_id"' not in line:
-            continue
         evidence = line_format_evidence(line, task.messages_key,
                                         partial(_parse, suspect=True))
         if evidence is not None and evidence[0] not in (None, "native"):
@@ -2758,6 +2766,10 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:
             in_source_messages(result, row, origins)
+    # The looping lines whose first message may be chat (see _chat_read_as_native).
+    thread_lines = [index for index, entry in enumerate(items) if not isinstance(entry, _Bad)]
+    chat = [thread_lines[row] for row in np.flatnonzero(result.codes > 0).tolist()
+            if row not in failed and threads[row] and chat_like(threads[row][0])]
     counts = [entry[1] for entry in items if not isinstance(entry, _Bad)]
     if failed:
         threads = [t for row, t in enumerate(threads) if row not in failed]
@@ -2803,11 +2815,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
-    thread_lines = [index for index, entry in enumerate(items) if not isinstance(entry, _Bad)]
-    looping = [thread_lines[row] for row in np.flatnonzero(result.codes > 0).tolist()
-               if row not in failed]
     return _Done("\n".join(records).encode("ascii"), stats, fatal,
-                 _chat_read_as_native(task, looping))
+                 _chat_read_as_native(task, chat))
 
 
 def _verdict_texts(result: ScanResult) -> list[str]:
