@@ -343,6 +343,14 @@ fn push_message_key<N: Node>(message: &N, out: &mut Vec<u8>) -> Result<(), Decli
 /// No key read yet for a message in `Keys::spans`.
 const UNREAD: (usize, usize) = (usize::MAX, 0);
 
+/// `length` spans, none read; Declined when the memory cannot be had (see `Keys::key`).
+fn unread_spans(length: usize) -> Result<Vec<(usize, usize)>, Declined> {
+    let mut spans = Vec::new();
+    spans.try_reserve_exact(length).map_err(|_| Declined)?;
+    spans.resize(length, UNREAD);
+    Ok(spans)
+}
+
 /// The exact keys of a thread's messages, each encoded when first read (`_KeysOnDemand`)
 /// into one buffer: comparing two is comparing their bytes, with no table to probe (a long
 /// period reads half a million distinct keys).
@@ -358,6 +366,11 @@ impl<N: Node> Keys<'_, N> {
         if self.spans[index] == UNREAD {
             push_message_key(&self.messages[index], &mut self.scratch)?;
             let start = self.bytes.len();
+            // The keys of a thread of millions of messages fill hundreds of megabytes: when
+            // that cannot be had, Python attributes the line (and says it is out of memory).
+            self.bytes
+                .try_reserve(self.scratch.len())
+                .map_err(|_| Declined)?;
             self.bytes.extend_from_slice(&self.scratch);
             self.spans[index] = (start, self.bytes.len());
         }
@@ -385,7 +398,7 @@ fn person_span<N: Node>(
     repetitions: usize,
 ) -> Result<(usize, usize, usize), Declined> {
     let length = keys.messages.len();
-    keys.spans = vec![UNREAD; length];
+    keys.spans = unread_spans(length)?;
     let mut begin = length - period * repetitions;
     let block = smallest_period(keys, begin)?;
     while begin > 0 && keys.equal(begin - 1, begin - 1 + block)? {
