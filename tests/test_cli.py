@@ -330,7 +330,7 @@ def test_options_are_read_by_the_core(thread_file: Path, monkeypatch: pytest.Mon
     by Python) and write what Python's reading of every chunk writes."""
     monkeypatch.setattr(cli, "CHUNK_LINES", 5)
     arguments = ["scan", str(thread_file), "-q", option, "--jobs", jobs]
-    monkeypatch.setattr(cli, "_scan_chunk_in_python",
+    monkeypatch.setattr(cli, "_read_chunk_in_python",
                         lambda *args: pytest.fail("a chunk was read by Python"))
     monkeypatch.setattr(cli, "_run", lambda *args: pytest.fail("not read by the core"))
     by_core = run(arguments, monkeypatch)

@@ -230,17 +230,17 @@ def test_declined_lines_alone_go_the_python_way(threads: int,
         lines[at] = odd
     task = _task(lines, threads=threads)
     read_by_python: list[tuple[int, int]] = []
-    real = cli._scan_chunk_in_python
+    real = cli._read_chunk_in_python
 
     def spy(part: Any) -> Any:
         read_by_python.append((part.first_line, len(part.lines)))
         return real(part)
 
-    monkeypatch.setattr(cli, "_scan_chunk_in_python", spy)
+    monkeypatch.setattr(cli, "_read_chunk_in_python", spy)
     done = cli._scan_chunk_in_core(task)
     assert done is not None
     assert read_by_python == [(1, 1), (6, 2), (301, 3), (600, 1)]
-    monkeypatch.setattr(cli, "_scan_chunk_in_python", real)
+    monkeypatch.setattr(cli, "_read_chunk_in_python", real)
     _same(done, cli._scan_chunk_in_python(task))
 
 

@@ -2562,49 +2562,40 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         for row, (ident, verdict, count) in enumerate(
             zip(raw["id_texts"], _verdict_texts(result), counts, strict=True))
     ]
+    # Looping lines that may be chat: the core's whose first message has a role or a call
+    # id (a declined line's row is an empty thread, neither looping nor chat), then those
+    # Python finds among the declined ones.
+    chat = _chat_read_as_native(task, np.flatnonzero(loops & raw["chat_first"]).tolist())
     if declined:
         # Each declined line holds an empty thread in the core's rows: its record and counts
         # are Python's, read a run of consecutive lines at a time.
         stats.lines -= len(declined)
         stats.verdicts[0] -= len(declined)
         for start, end in _consecutive(declined):
-            done = _scan_chunk_in_python(replace(task, first_line=task.first_line + start,
-                                                 lines=task.lines[start:end]))
+            done, misread = _read_chunk_in_python(replace(
+                task, first_line=task.first_line + start, lines=task.lines[start:end]))
             stats.add(done.stats)
+            chat += misread
             written = done.output.decode("ascii").split("\n")[:-1]
             assert len(written) == end - start, "Python wrote other than a record a line"
             records[start:end] = written
     records.append("")
-    # Looping lines that may be chat: the core's whose first message has a role or a call
-    # id, and the declined ones Python found to loop (a verdict other than null) holding
-    # such a key.
-    declined_rows = set(declined)
-    chat = [row for row in np.flatnonzero(loops & raw["chat_first"]).tolist()
-            if row not in declined_rows]
-    chat += [row for row in declined
-             if '"verdict":"' in records[row] and _may_hold_chat(task.lines[row])]
     return _Done("\n".join(records).encode("ascii"), stats, None,
-                 _chat_read_as_native(task, sorted(chat)))
+                 _chat_warning(task, sorted(chat)))
 
 
-def _may_hold_chat(line: bytes) -> bool:
-    """Whether a line holds a ``role`` or ``call_id`` key's text anywhere (a byte search,
-    for the few lines the core leaves to Python)."""
-    return b'"role"' in line or b'"call_id"' in line
-
-
-def _chat_read_as_native(task: _Task, candidates: list[int]) -> tuple[str, ...]:
-    """A warning (at most one) when lines of a chunk read as native that were found to loop
-    hold messages of another format: read as native, chat messages are alike, so such a
-    line's loop is false. Detection weighs only a file's first lines, so a chat line further
-    on in a native file was read as native with no word (and a mixed file is common when
-    datasets are concatenated). ``candidates``: the offsets in the chunk of looping lines
-    whose first message may be chat (it has a ``role`` or a ``call_id``, as the core or
-    :func:`vthread.documents.chat_like` tells), each parsed here for its format: no cost to
-    a native file's scan."""
+def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, Any]]:
+    """(line number, format) of the lines of a chunk read as native that were found to loop
+    but hold messages of another format: read as native, chat messages are alike, so such
+    a line's loop is false. Detection weighs only a file's first lines, so a chat line
+    further on in a native file was read as native with no word (and a mixed file is
+    common when datasets are concatenated). ``candidates``: the offsets in the chunk of
+    looping lines whose first message may be chat (it has a ``role`` or a ``call_id``, as
+    the core or :func:`vthread.documents.chat_like` tells), each parsed here for its
+    format: no cost to a native file's scan."""
     if task.format != "native" or not candidates:
-        return ()
-    from vthread.documents import line_format_evidence, misfit_lines
+        return []
+    from vthread.documents import line_format_evidence
 
     found: list[tuple[int, Any]] = []
     for row in candidates:
@@ -2613,8 +2604,15 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> tuple[str, ...]:
                                         partial(_parse, suspect=True))
         if evidence is not None and evidence[0] not in (None, "native"):
             found.append((task.first_line + row, evidence[0]))
+    return found
+
+
+def _chat_warning(task: _Task, found: list[tuple[int, Any]]) -> tuple[str, ...]:
+    """The chunk's one warning naming the lines :func:`_chat_read_as_native` found, if any."""
     if not found:
         return ()
+    from vthread.documents import misfit_lines
+
     one = len(found) == 1
     return (f"{task.label}: warning: {misfit_lines(found, task.unit)} but "
             f"{'is' if one else 'are'} read as native, the file's format (found from its "
@@ -2731,8 +2729,15 @@ def _broken_stream(task: _Task) -> _Done:
 
 
 def _scan_chunk_in_python(task: _Task) -> _Done:
+    done, misread = _read_chunk_in_python(task)
+    return replace(done, warnings=_chat_warning(task, misread))
+
+
+def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
+    """The chunk's records and counts, read the Python way, and the looping lines in it
+    that look like chat read as native (:func:`_chat_read_as_native`), not yet said."""
     if task.broken is not None:
-        return _broken_stream(task)
+        return _broken_stream(task), []
     # Each line is parsed, checked and its usages gathered in one go, while its objects are
     # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
     lines = task.lines
@@ -2815,8 +2820,8 @@ def _scan_chunk_in_python(task: _Task) -> _Done:
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, fatal,
-                 _chat_read_as_native(task, chat))
+    return (_Done("\n".join(records).encode("ascii"), stats, fatal),
+            _chat_read_as_native(task, chat))
 
 
 def _verdict_texts(result: ScanResult) -> list[str]:
