@@ -304,6 +304,16 @@ def say(message: str, end: str = "\n") -> None:
         point_at_null(stream)
 
 
+def silence_stdout(out: IO[bytes]) -> None:
+    """After standard output (``out``, its buffer) failed, point its descriptor at
+    /dev/null, so that the interpreter's final flush of what is still buffered cannot fail
+    again (and turn the exit status into 120)."""
+    if out is not getattr(sys.stdout, "buffer", None):
+        return
+    sys.stdout = None
+    point_at_null(out)
+
+
 def point_at_null(stream: IO[Any]) -> None:
     """Point the descriptor under a stream that failed at /dev/null, so that nothing written
     later (the interpreter's final flush, a panic message) fails or lands elsewhere; a

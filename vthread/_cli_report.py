@@ -38,7 +38,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
-    point_at_null,
+    silence_stdout,
 )
 from vthread._cli_parquet import is_parquet
 from vthread.adapters import FORMATS
@@ -74,6 +74,7 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
         return exit_.code if isinstance(exit_.code, int) else USAGE_EXIT
     if options.format == "auto":
         options.format = None  # detected per file, as vthread scan's default
+    written = "standard output" if options.output == "-" else options.output
     try:
         for name in options.files:
             _check_readable_twice(name)
@@ -100,15 +101,12 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
             _write_page(options.output, page.encode("utf-8", "replace"))
         except BrokenPipeError:
             # The reader of standard output went away (| head): end quietly, as scan does.
-            out = sys.stdout.buffer if sys.stdout is not None else None
-            sys.stdout = None
-            if out is not None:
-                point_at_null(out)
+            if sys.stdout is not None:
+                silence_stdout(sys.stdout.buffer)
             return BROKEN_PIPE_EXIT
         except OSError as error:
             why = error.strerror or error
-            where = "standard output" if options.output == "-" else options.output
-            raise _ReportError(f"cannot write {where}: {why}", IO_EXIT) from None
+            raise _ReportError(f"cannot write {written}: {why}", IO_EXIT) from None
     except _ReportError as error:
         stderr.write(f"vthread report: {error}\n")
         return error.status
@@ -118,7 +116,6 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     summary = data.summary()
     runs = summary["threads"]
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
-    written = "standard output" if options.output == "-" else options.output
     stderr.write(f"vthread report: {runs:,} run{'' if runs == 1 else 's'}, "
                  f"{summary['loops']:,} with a loop{errors}: wrote {written}\n")
     return 0

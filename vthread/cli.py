@@ -141,8 +141,8 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     main,
-    point_at_null,
     say,
+    silence_stdout,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
@@ -487,13 +487,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # guard and cat do.
         if progress is not None:
             progress.clear()
-        _silence_stdout(out)
+        silence_stdout(out)
         failure = (BROKEN_PIPE_EXIT, "the reader of the records went away (broken pipe)")
     except _WriteError as error:
         # A full disk, a device that refuses, a file system gone read-only: the records are
         # incomplete, which is neither a loop (1) nor a usage error (2).
         _close_quietly(out, options.output, progress)
-        _silence_stdout(out)
+        silence_stdout(out)
         failure = (IO_EXIT, f"cannot write {options.output or 'standard output'}: {error}")
     except (KeyboardInterrupt, _TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
@@ -700,16 +700,6 @@ def _write_through(out: io.FileIO, data: bytes) -> None:
             select.select([], [out], [])
             continue
         view = view[written:]
-
-
-def _silence_stdout(out: BinaryIO) -> None:
-    """After standard output failed, point its descriptor at /dev/null, so that the
-    interpreter's final flush of what is still buffered cannot fail again (and turn the
-    exit status into 120)."""
-    if out is not getattr(sys.stdout, "buffer", None):
-        return
-    sys.stdout = None
-    point_at_null(out)
 
 
 def _loops_only(output: bytes) -> bytes:
