@@ -437,3 +437,26 @@ def test_dash_writes_the_page_to_standard_output(tmp_path: Path,
     code, _, _ = run(["report", str(SAMPLE), "-o", "page.html", "--title", "t"], monkeypatch)
     assert code == 0 and out == (tmp_path / "page.html").read_bytes()
     assert out.startswith(b"<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_reader_of_the_page_that_goes_away_ends_the_report_quietly(
+        tmp_path: Path, unbuffered: str) -> None:
+    """``-o -`` into a reader that takes a few bytes and goes away, the page larger than a
+    pipe holds: status 141 and nothing said, buffered or not (unbuffered, one write call
+    took what the pipe held and the report said it wrote the page, status 0)."""
+    import subprocess
+
+    looping = [{"type": "user", "text": "x" * 300}] + [{"type": "bot", "text": "a" * 300}] * 4
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps([{"type": "user", "text": f"{index}"}, *looping]) + "\n"
+                            for index in range(3000)))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    env["PYTHONUNBUFFERED"] = unbuffered
+    report = subprocess.Popen([sys.executable, "-m", "vthread", "report", str(runs), "-o", "-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert report.stdout is not None and report.stderr is not None
+    assert report.stdout.read(10) == b"<!DOCTYPE "
+    report.stdout.close()
+    said = report.stderr.read()
+    assert (report.wait(timeout=120), said) == (141, b"")

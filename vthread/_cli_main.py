@@ -304,6 +304,23 @@ def say(message: str, end: str = "\n") -> None:
         point_at_null(stream)
 
 
+def write_through(out: io.FileIO, data: bytes) -> None:
+    """``data`` written whole to an unbuffered output (standard output under ``python -u``
+    or ``PYTHONUNBUFFERED``, whose ``buffer`` is the raw file): its ``write`` makes one
+    system call, which a signal cuts short on a full pipe, and returns how much it wrote
+    (measured: 65,536 of 106,917 bytes, the rest never written); this loop writes the
+    rest."""
+    view = memoryview(data)
+    while view:
+        written = out.write(view)
+        if written is None:  # a non-blocking descriptor, full: wait until it takes more
+            import select
+
+            select.select([], [out], [])
+            continue
+        view = view[written:]
+
+
 def silence_stdout(out: IO[bytes]) -> None:
     """After standard output (``out``, its buffer) failed, point its descriptor at
     /dev/null, so that the interpreter's final flush of what is still buffered cannot fail

@@ -39,6 +39,7 @@ from vthread._cli_main import (
     IO_EXIT,
     USAGE_EXIT,
     silence_stdout,
+    write_through,
 )
 from vthread._cli_parquet import is_parquet
 from vthread.adapters import FORMATS
@@ -129,8 +130,12 @@ def _write_page(output: str, page: bytes) -> None:
     if sys.stdout is None:
         raise OSError("standard output is closed")
     sys.stdout.flush()
-    sys.stdout.buffer.write(page)
-    sys.stdout.buffer.flush()
+    out = sys.stdout.buffer
+    if isinstance(out, io.FileIO):
+        write_through(out, page)  # unbuffered (-u): one write call may take only part
+    else:
+        out.write(page)
+    out.flush()
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -143,6 +143,7 @@ from vthread._cli_main import (
     main,
     say,
     silence_stdout,
+    write_through,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
@@ -674,7 +675,7 @@ def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
     try:
         with _signals_held():
             if isinstance(out, io.FileIO):
-                _write_through(out, data)
+                write_through(out, data)
             else:
                 out.write(data)
                 if flush:
@@ -683,23 +684,6 @@ def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
         raise
     except OSError as error:
         raise _WriteError(error.strerror or str(error)) from error
-
-
-def _write_through(out: io.FileIO, data: bytes) -> None:
-    """``data`` written whole to an unbuffered output (standard output under ``python -u``
-    or ``PYTHONUNBUFFERED``, whose ``buffer`` is the raw file): its ``write`` makes one
-    system call, which a signal cuts short on a full pipe, and returns how much it wrote
-    (measured: 65,536 of 106,917 bytes, the rest never written); this loop writes the
-    rest."""
-    view = memoryview(data)
-    while view:
-        written = out.write(view)
-        if written is None:  # a non-blocking descriptor, full: wait until it takes more
-            import select
-
-            select.select([], [out], [])
-            continue
-        view = view[written:]
 
 
 def _loops_only(output: bytes) -> bytes:
