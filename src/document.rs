@@ -391,12 +391,9 @@ impl<'a> Tape<'a> {
         // start for a long one: a single long text would otherwise reserve as many bytes as
         // it has, for the handful of items it makes.
         let mut items = Vec::new();
-        if items
+        items
             .try_reserve((line.len() / 16).min(MAX_FIRST_ITEMS))
-            .is_err()
-        {
-            return Err(Declined);
-        }
+            .map_err(|_| Declined)?;
         if line.starts_with(b"\xef\xbb\xbf") {
             return Err(Declined);
         }

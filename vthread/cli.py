@@ -1963,10 +1963,11 @@ def _parquet_tasks(
                 # bad line (a chunk's worth at a time: a group may hold a million rows),
                 # and the row groups after it are read.
                 for first in range(0, lines.rows, CHUNK_LINES):
+                    rows = min(CHUNK_LINES, lines.rows - first)
                     yield _Task(name, line, [], file_format or "native", cycle, strict,
                                 count_tokens, threads, broken=lines.reason,
-                                broken_lines=min(CHUNK_LINES, lines.rows - first), unit="row")
-                    line += min(CHUNK_LINES, lines.rows - first)
+                                broken_lines=rows, unit="row")
+                    line += rows
                 continue
             if file_format is None:
                 file_format, told = _detect(name, lines, None, "row")
