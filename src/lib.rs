@@ -126,15 +126,19 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
 }
 
 /// Per-message screens and roles of a batch, and the agent messages whose prose runs away
-/// under the given resolved text-run options (see `anywhere.rs`): a dict of NumPy arrays.
-/// Errors name the thread and message index.
+/// under the given resolved text-run options (see `anywhere.rs`): a dict of NumPy arrays,
+/// and `threads`, the messages read (`threads::ReadThreads`). Errors name the thread and
+/// message index.
 #[pyfunction]
 fn message_screens<'py>(
     threads: &Bound<'py, PyList>,
     text_run: (usize, usize, f64),
 ) -> PyResult<Bound<'py, PyDict>> {
-    let read = threads::message_columns_of_objects(threads, looking_anywhere(text_run)?)?;
-    screens_dict(threads.py(), read)
+    let (read, messages) =
+        threads::message_columns_of_objects(threads, looking_anywhere(text_run)?)?;
+    let out = screens_dict(threads.py(), read)?;
+    out.set_item("threads", messages)?;
+    Ok(out)
 }
 
 /// A batch's message screens for Python (`vthread.anywhere.find_loops_in`).
@@ -150,15 +154,18 @@ fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Boun
 }
 
 /// Read a batch of threads into the columns the NumPy heuristics run over (see
-/// `columns.rs`): a dict of NumPy arrays. Errors name the thread and message index.
+/// `columns.rs`): a dict of NumPy arrays, and `threads`, the messages read
+/// (`threads::ReadThreads`). Errors name the thread and message index.
 #[pyfunction]
 fn scan_columns<'py>(
     threads: &Bound<'py, PyList>,
     options: CoreOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = columns::ScanOptions::from(options);
-    let read = threads::columns_of_objects(threads, &options)?;
-    columns_dict(threads.py(), read)
+    let (read, messages) = threads::columns_of_objects(threads, &options)?;
+    let out = columns_dict(threads.py(), read)?;
+    out.set_item("threads", messages)?;
+    Ok(out)
 }
 
 /// One thread decided in the core: 1, 2, 3 or 4 for a repeated suffix, activity tail,
@@ -666,6 +673,51 @@ fn attribute_threads<'py>(
     attributions_dict(threads.py(), &attributed)
 }
 
+/// `ending_repeats`' columns: groups, periods, matched.
+type Repeats<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+);
+
+/// `anywhere::ending_repeats` of `values` in groups `bounds[g]..bounds[g + 1]` (`bounds`
+/// ascending, within `values`; a ValueError naming the first bad bound otherwise): arrays
+/// `groups`, `periods` and `matched`, one row per repeat found.
+#[pyfunction]
+fn ending_repeats<'py>(
+    values: PyReadonlyArray1<'py, u64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    shortest: usize,
+) -> PyResult<Repeats<'py>> {
+    let py = values.py();
+    let values = values.as_slice()?;
+    let mut checked = Vec::with_capacity(bounds.len()?);
+    for (index, &bound) in bounds.as_slice()?.iter().enumerate() {
+        match usize::try_from(bound) {
+            Ok(bound)
+                if bound <= values.len() && checked.last().is_none_or(|&last| last <= bound) =>
+            {
+                checked.push(bound)
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "bounds[{index}] = {bound} is not an ascending position within {} values",
+                    values.len()
+                )))
+            }
+        }
+    }
+    let found = anywhere::ending_repeats(values, &checked, shortest);
+    let column = |pick: fn(&(usize, usize, usize)) -> usize| {
+        numpy_array(py, found.iter().map(|row| pick(row) as i64).collect())
+    };
+    Ok((
+        column(|row| row.0)?,
+        column(|row| row.1)?,
+        column(|row| row.2)?,
+    ))
+}
+
 /// The record fields `vthread.anywhere.loop_records` writes of loops found anywhere
 /// (`attribution::anywhere_parts`): loop `i` lies in `threads[owners[i]]` (a list or
 /// sequence of message mappings), messages `starts[i]..ends[i]`, repeating every
@@ -1079,6 +1131,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
+    module.add_function(wrap_pyfunction!(ending_repeats, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;

@@ -68,18 +68,31 @@ pub(crate) fn python_messages<'py>(
 /// Threads read between two looks for a pending signal (Ctrl-C) during a batch.
 const SIGNAL_CHECK_THREADS: usize = 256;
 
-/// The columns of a batch of Python threads.
-pub fn columns_of_objects(threads: &Bound<'_, PyList>, options: &ScanOptions) -> PyResult<Columns> {
+/// The messages of each thread of a batch as the core read them, one tuple per thread:
+/// Python reads a looping thread's messages again for its loop's record, and a list the
+/// caller's code (another Python thread, or a value's own method run while read) changed
+/// meanwhile would give a record of neither state. The core holds every message's reference
+/// already, so the copy costs one tuple per thread.
+pub type ReadThreads<'py> = Vec<Bound<'py, PyTuple>>;
+
+/// The columns of a batch of Python threads, and the messages read.
+pub fn columns_of_objects<'py>(
+    threads: &Bound<'py, PyList>,
+    options: &ScanOptions,
+) -> PyResult<(Columns, ReadThreads<'py>)> {
+    let py = threads.py();
     let mut columns = Columns::new();
     let mut reader = Reader::default();
+    let mut read = Vec::with_capacity(threads.len());
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {
-            threads.py().check_signals()?; // Ctrl-C stops a long batch between threads
+            py.check_signals()?; // Ctrl-C stops a long batch between threads
         }
         let items = python_messages(&thread, index)?;
         columns.push_thread(index, &items, options, &mut reader)?;
+        read.push(PyTuple::new(py, items)?);
     }
-    Ok(columns)
+    Ok((columns, read))
 }
 
 /// The columns of one Python thread; errors name the message index alone.
@@ -453,20 +466,23 @@ pub fn columns_of_lines(
 }
 
 /// Message screens and roles of a batch of Python threads (see `anywhere.rs`).
-pub fn message_columns_of_objects(
-    threads: &Bound<'_, PyList>,
+pub fn message_columns_of_objects<'py>(
+    threads: &Bound<'py, PyList>,
     text_run: TextRunOptions,
-) -> PyResult<MessageColumns> {
+) -> PyResult<(MessageColumns, ReadThreads<'py>)> {
+    let py = threads.py();
     let mut columns = MessageColumns::new(text_run);
     let mut scratch = Vec::new();
+    let mut read = Vec::with_capacity(threads.len());
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {
-            threads.py().check_signals()?;
+            py.check_signals()?;
         }
         let items = python_messages(&thread, index)?;
         columns.push_thread(&items, &mut scratch)?;
+        read.push(PyTuple::new(py, items)?);
     }
-    Ok(columns)
+    Ok((columns, read))
 }
 
 #[cfg(test)]

@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import anywhere_threads
+from tests.strategies import anywhere_threads, long_block_threads
 from vthread import _core, scan
 from vthread._options import text_run_options
 from vthread.anywhere import (
@@ -342,9 +343,11 @@ def test_edits_before_a_rerun_and_successes_are_progress() -> None:
         answer("bash", "<returncode>0</returncode>", command=f"sed -i s/{i}// a.py"))]
     succeeded = [m for i in range(3) for m in (
         call("get", id=1), answer("get", "ok", id=1), call("calc", n=i), answer("calc", i, n=i))]
-    spaced = [m for _ in range(3) for m in (
+    # Looks at other things each time: the copies are not one block repeated.
+    spaced = [m for copy in range(3) for m in (
         call("book"), answer("book", "Error: full"),
-        *[x for i in range(MAX_PERIOD // 2) for x in (call("look", n=i), answer("look", i, n=i))])]
+        *[x for i in range(copy, copy + MAX_PERIOD // 2)
+          for x in (call("look", n=i), answer("look", i, n=i))])]
     assert find_loops([edited, succeeded, spaced]) == [[], [], []]
     assert find_loops_reference([edited, succeeded, spaced]) == [[], [], []]
     flagged = [dict(m) for m in spaced]
@@ -365,12 +368,55 @@ def test_two_step_cycle_twice_and_one_step_twice() -> None:
 
 
 def test_longest_period_searched() -> None:
-    """A block of MAX_PERIOD messages repeated is found; one longer is not."""
+    """A block of MAX_PERIOD messages repeated is found anywhere; a longer one only where it
+    ends the thread (or its actions), over its whole run of copies."""
     def block(size: int) -> list[dict[str, Any]]:
         return [call("step", n=i) for i in range(size)]
     assert find_loops([block(MAX_PERIOD) * 2])[0] == [Loop(0, 2 * MAX_PERIOD, MAX_PERIOD,
                                                            2, 1)]
-    assert find_loops([block(MAX_PERIOD + 1) * 2]) == [[]]
+    long = block(MAX_PERIOD + 6)
+    size = len(long)
+    assert find_loops([long * 2])[0] == [Loop(0, 2 * size, size, 2, 1)]
+    # Its actions end the thread: the agent's words after them are no action, a reply is.
+    assert find_loops([long * 2 + [said("done")]])[0] == [Loop(0, 2 * size, size, 2, 2)]
+    assert find_loops([long * 2 + [said("done"), said("go on", "user")]]) == [[]]
+    assert find_loops([long * 3 + [call("other")]]) == [[]]
+    # Part of a copy after the whole ones: the thread still ends in a block twice (rotated).
+    assert find_loops([long * 3 + long[:5]])[0] == [Loop(0, 3 * size, size, 3, 1)]
+    # The run of copies goes back to where the copies start, in part or whole.
+    assert find_loops([long[3:] + long * 2])[0] == [Loop(0, 2 * size, size, 2, 1)]
+
+
+def test_a_long_block_that_is_not_the_agents_loop() -> None:
+    """The shortest block ending the thread twice decides: environment messages alone are
+    no loop, and a block holding one action needs three copies."""
+    replies = [said(f"note {n}", "user") for n in range(MAX_PERIOD + 5)]
+    assert find_loops([replies * 2]) == find_loops_reference([replies * 2]) == [[]]
+    one_call = [call("ls"), *replies]
+    assert find_loops([one_call * 2]) == [[]]
+    assert find_loops([one_call * 3])[0] == [Loop(0, 3 * len(one_call), len(one_call), 3, 1)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(long_block_threads(), max_size=3))
+def test_long_blocks_ending_a_thread_equal_the_reference(
+        threads: list[list[dict[str, Any]]]) -> None:
+    """Blocks longer than MAX_PERIOD at a thread's end: the fast path (candidates from the
+    screens) equals the twin trying every length, with full screens and with screens cut
+    to 2 bits (every length a candidate, each confirmed on exact keys)."""
+    expected = find_loops_reference(threads)
+    assert find_loops(threads) == expected
+    _core._set_screen_bits(2)
+    try:
+        assert find_loops(threads) == expected
+    finally:
+        _core._set_screen_bits(64)
+
+
+@pytest.mark.parametrize("bounds", [[1, 0], [0, 5], [-1, 2]])
+def test_ending_repeats_names_a_bad_bound(bounds: list[int]) -> None:
+    with pytest.raises(ValueError, match=r"bounds\[\d\]"):
+        _core.ending_repeats(np.zeros(4, np.uint64), np.array(bounds, np.int64), 1)
 
 
 def test_defaults_unchanged_and_results_concatenate() -> None:
@@ -479,6 +525,31 @@ def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:
     assert [(x["loop_start"], x["loop_messages"], x["period"]) for x in record["loops"]] == [
         (1, 6, 2)]
     assert record["loop_start"] == 1 and record["verdict"] == "repeated_suffix"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_cli_finds_a_long_block_the_run_ends_in(tmp_path: Path, jobs: str) -> None:
+    """A run ending in a block of MAX_PERIOD + 6 calls twice: the default scan and
+    --anywhere both report it, from the file's bytes, with the same span; a run that moved
+    on after it does not loop at its end, and --anywhere does not look there."""
+    from vthread import cli
+
+    block = [call("step", n=i) for i in range(MAX_PERIOD + 6)]
+    ends = [said("go", "user"), *block * 2]
+    moved_on = [*ends, said("next", "user"), call("other")]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": thread}) + "\n"
+                            for i, thread in enumerate([ends, moved_on] * 20)))
+    records = {}
+    for flags in ([], ["--anywhere"]):
+        out = tmp_path / "out.jsonl"
+        assert cli.main(["scan", "-q", "-j", jobs, *flags, str(path), "-o", str(out)]) in (0, 1)
+        records[bool(flags)] = [json.loads(line) for line in out.read_text().splitlines()]
+    for default, anywhere in zip(records[False], records[True], strict=True):
+        assert anywhere["verdict"] == default["verdict"]
+        assert anywhere["loop_start"] == default["loop_start"]
+    assert records[True][0]["loops"][0]["period"] == len(block)
+    assert records[True][0]["loop_start"] == 1 and records[True][1]["loops"] == []
 
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs (../shared/realdata) "

@@ -499,11 +499,12 @@ class _ClearsWhenCompared(str):
         return str.__eq__(self, other)
 
 
-@pytest.mark.parametrize("keywords", [{}, {"anywhere": True}, {"format": "auto"}])
-def test_a_thread_changed_while_scanned_is_named(keywords: dict[str, Any]) -> None:
-    """A thread emptied by its own key's __eq__ while the core reads it: a ValueError naming
-    the thread and the change (it was a ZeroDivisionError or IndexError from deep inside the
-    loop's attribution); the same thread left alone is judged as ever."""
+@pytest.mark.parametrize("keywords", [{}, {"anywhere": True}, {"format": "auto"},
+                                      {"mask_volatile": True}])
+def test_a_thread_changed_while_scanned_is_judged_as_it_was(keywords: dict[str, Any]) -> None:
+    """A thread emptied by its own key's __eq__ while the core reads it is judged, and its
+    loop attributed, as it was when the scan began (it was a ZeroDivisionError or IndexError
+    from deep inside the loop's attribution, then a ValueError naming the thread)."""
     request = {"type": "activity", "text": "", "meta": {"activity": {
         "type": "request", "function": {"name": "f", "arguments": {"q": 1}}}}}
 
@@ -518,11 +519,44 @@ def test_a_thread_changed_while_scanned_is_named(keywords: dict[str, Any]) -> No
     hostile = looping()
     _ClearsWhenCompared.thread = hostile
     try:
-        with pytest.raises(ValueError, match=r"^thread 1 changed while it was scanned: it "
-                                             r"held 7 messages when read and holds 0 now"):
-            vthread.scan([[{"type": "user", "text": "x"}], hostile], **keywords)
+        changed = vthread.scan([[{"type": "user", "text": "x"}], hostile], **keywords)
     finally:
         _ClearsWhenCompared.thread = None
+    assert hostile == []
+    assert [changed.record(row) for row in range(2)] == [calm.record(row) for row in range(2)]
+
+
+def test_a_thread_replaced_while_scanned_is_judged_as_it_was() -> None:
+    """A mapping message whose reading replaces every message of the caller's list (as
+    another Python thread might between the core's reading and the loop's attribution):
+    the record is the loop of the thread as it was, not the excerpt of messages that never
+    repeated with a count of one copy."""
+    pair = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    thread: list[Any] = []
+
+    class Replaces(Mapping[str, Any]):
+        def __init__(self, message: dict[str, Any]) -> None:
+            self.message, self.fired = message, False
+
+        def __getitem__(self, key: str) -> Any:
+            if not self.fired:
+                self.fired = True
+                thread[:] = [{"type": "user", "text": f"other {i}"} for i in range(6)]
+            return self.message[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(self.message)
+
+        def __len__(self) -> int:
+            return len(self.message)
+
+    for keywords in ({}, {"anywhere": True}):
+        thread[:] = [dict(m) for m in pair * 3]
+        thread[-1] = Replaces(thread[-1])
+        record = vthread.scan([thread], **keywords).record(0)
+        assert thread[0]["text"] == "other 0"
+        assert (record["verdict"], record["period"], record["repetitions"],
+                record["excerpt"]) == ("repeated_suffix", 2, 3, "user: hi | bot: yo")
 
 
 class _SaysOther(str):

@@ -9,7 +9,9 @@ A loop is one of (each named after the production heuristic whose repetition it 
 
 ``repeated_suffix``
     a block of 1 to :data:`MAX_PERIOD` messages repeated back to back, anywhere (a tandem
-    repeat of whole messages: the agent's words, its calls and their results alike);
+    repeat of whole messages: the agent's words, its calls and their results alike), or a
+    longer block where it ends the thread, as the production heuristic looks for it (the
+    shortest block the thread ends in twice decides);
 ``repeated_activity_tail``
     the same, over the thread's *actions* only (tool calls, their results and user or
     environment replies; the agent's free text and reasoning skipped), so a call retried
@@ -38,7 +40,8 @@ Cost: one pass of the compiled core over the messages (a 64-bit *screen* per mes
 messages always have equal screens; a user message gets a second one, blind to numbers; each
 agent message's :func:`prose` checked for a runaway as it is read), then for each period
 ``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch with itself shifted
-by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; the
+by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; longer blocks at
+the end from one backward pass of the core over each thread's screens (O(n)); the
 number-blind replies by one more comparison, the failing retries by one sort of the tool
 responses' screens. Every repeat the screens accept is confirmed message by message on exact
 canonical keys (the keys the suffix heuristic compares, or the number-blind
@@ -53,6 +56,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 import numpy as np
@@ -84,8 +88,9 @@ __all__ = [
 ]
 
 MAX_PERIOD: Final = 24
-"""The longest repeating block searched, in messages (or actions, for action blocks): three
-tool calls with their results and the agent's words between them."""
+"""The longest repeating block searched anywhere, in messages (or actions, for action
+blocks): three tool calls with their results and the agent's words between them. A longer
+block is looked for only where it ends the thread."""
 
 LOOP_KINDS: Final = HEURISTIC_NAMES
 """Loop kinds, coded 1 to 4: a loop is named after the production heuristic whose
@@ -183,7 +188,8 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...              {"type": "bot", "text": "done"}]])
     [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
     """
-    return find_loops_in(_core.message_screens(threads, core_text_run()), threads)
+    raw = _core.message_screens(threads, core_text_run())
+    return find_loops_in(raw, raw["threads"])
 
 
 def core_text_run() -> tuple[int, int, float]:
@@ -212,7 +218,8 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
 
     every = np.arange(screens.size, dtype=np.int64)
     for kind, rows in ((BLOCK, every), (ACTIONS, np.flatnonzero(_is_action(roles)))):
-        for thread, first, last, period in _screen_runs(screens[rows], owner[rows]):
+        sequence = screens[rows]
+        for thread, first, last, period in _screen_runs(sequence, owner[rows]):
             run = rows[first : last + period]
             if not _may_hold_a_loop(kind, run, period, roles):
                 continue  # its messages are never read: most such threads are never parsed
@@ -220,6 +227,8 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
                 loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
                 if loop is not None:
                     found[thread].append(loop)
+        for thread, loop in _long_blocks_ending(kind, rows, sequence, roles, offsets, keys):
+            found[thread].append(loop)
 
     actions = np.flatnonzero(_is_action(roles))
     replies: npt.NDArray[np.uint64] = raw["reply_screens"]
@@ -287,6 +296,32 @@ def _screen_runs(
     return runs
 
 
+def _long_blocks_ending(kind: int, rows: npt.NDArray[np.int64], sequence: npt.NDArray[np.uint64],
+                        roles: npt.NDArray[np.int8], offsets: npt.NDArray[np.int64],
+                        keys: _Keys) -> list[tuple[int, Loop]]:
+    """The loop of each thread's ending block longer than MAX_PERIOD (see
+    :func:`_long_block_ending`): candidate periods from the screens (``sequence``, the
+    screens of ``rows``), ascending, each confirmed on exact keys; the first confirmed is
+    the thread's. A screen collision costs one more confirmation, never an answer."""
+    bounds = np.searchsorted(rows, offsets)
+    groups, periods, matched = _core.ending_repeats(sequence, bounds, MAX_PERIOD + 1)
+    firsts = np.flatnonzero(np.diff(groups, prepend=-1)).tolist()  # each thread's shortest
+    out = []
+    for first, last in pairwise([*firsts, groups.size]):
+        thread = int(groups[first])
+        end = int(bounds[thread + 1])
+        for period, equal in zip(periods[first:last].tolist(), matched[first:last].tolist(),
+                                 strict=True):
+            if keys.ends_in_copies(thread, rows[end - 2 * period : end], period):
+                run = rows[end - period - equal : end]
+                begin, stop = keys.exact_runs(thread, run, period)[-1]
+                loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
+                if loop is not None:
+                    out.append((thread, loop))
+                break
+    return out
+
+
 class _Keys:
     """Exact message keys, each computed once and only for messages a screen run holds."""
 
@@ -302,6 +337,13 @@ class _Keys:
             cached = message_key(self._threads[thread][row - int(self._offsets[thread])])
             self._cache[row] = cached
         return cached
+
+    def ends_in_copies(self, thread: int, rows: npt.NDArray[np.int64], period: int) -> bool:
+        """Whether ``rows`` (``2 * period`` of them) are two copies of a block, by exact key."""
+        listed = rows.tolist()
+        return all(self.key(thread, listed[position]) == self.key(thread,
+                                                                  listed[position + period])
+                   for position in range(period))
 
     def exact_runs(self, thread: int, run: npt.NDArray[np.int64],
                    period: int) -> list[tuple[int, int]]:
@@ -535,7 +577,8 @@ def _kept(loops: list[Loop]) -> list[Loop]:
 
 def find_loops_reference(threads: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[Loop]]:
     """:func:`find_loops` written plainly: exact keys of every message, every start and
-    every period compared block by block, no screens. O(n² x MAX_PERIOD) per thread."""
+    every period compared block by block, every longer block tried at the end, no screens.
+    O(n² x MAX_PERIOD) per thread."""
     return [_thread_loops(list(thread)) for thread in threads]
 
 
@@ -597,6 +640,7 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
                     loop = _judged(kind, begin, stop, period, rows, roles, 0)
                     if loop is not None:
                         found.append(loop)
+        found += _long_block_ending(kind, sequence, rows, roles)
     replies = [reply_key(messages[r]) if roles[r] == _USER else None for r in actions.tolist()]
     for begin in range(len(replies) - 1):
         if replies[begin] is None or (begin and replies[begin - 1] == replies[begin]):
@@ -615,6 +659,24 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
         if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
             found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
     return _kept_plainly(found)
+
+
+def _long_block_ending(kind: int, sequence: list[Key], rows: npt.NDArray[np.int64],
+                       roles: npt.NDArray[np.int8]) -> list[Loop]:
+    """The loop a sequence's ending block makes when it is longer than MAX_PERIOD: the
+    shortest block that ends the sequence twice in a row, over its whole run of copies
+    (the positions equal to the one a block later, back from the end without a break),
+    judged as any run is. Found as the production scan finds its repeated suffix, by
+    trying every length; only the shortest is judged."""
+    size = len(sequence)
+    for period in range(MAX_PERIOD + 1, size // 2 + 1):
+        if sequence[size - 2 * period : size - period] == sequence[size - period :]:
+            begin = size - 2 * period
+            while begin and sequence[begin - 1] == sequence[begin - 1 + period]:
+                begin -= 1
+            loop = _judged(kind, begin, size - period, period, rows, roles, 0)
+            return [] if loop is None else [loop]
+    return []
 
 
 def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],

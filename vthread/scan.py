@@ -30,7 +30,7 @@ from vthread._heuristics import (
     Columns,
     activity_tail,
     columns_of,
-    read_columns,
+    core_options,
     result_run,
     text_runs,
     written_lines,
@@ -248,27 +248,16 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
 def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False) -> ScanResult:
     if anywhere:
         return _scan_anywhere(threads)
-    columns = read_columns(threads, options)
+    raw = _core.scan_columns(threads, core_options(options))
+    columns = columns_of(raw)
     result = verdicts(columns, options)
-    unchanged_while_read(threads, result.messages)
     looping = np.flatnonzero(result.codes).tolist()
-    attribute_threads(result, columns, looping, [threads[row] for row in looping])
+    # The loops are attributed from the messages the core read, not from the caller's
+    # lists: one replaced, extended or cut meanwhile (by another Python thread, or by code
+    # a message runs when read) would give a record of neither state.
+    read: list[tuple[Any, ...]] = raw["threads"]
+    attribute_threads(result, columns, looping, [read[row] for row in looping])
     return result
-
-
-def unchanged_while_read(threads: Sequence[Sequence[Any]], lengths: npt.NDArray[np.int64]
-                         ) -> None:
-    """Raise ValueError, naming the thread, when a thread no longer holds the messages the
-    core read (a key's ``__eq__`` or ``__hash__``, or a mapping's ``__getitem__``, run while
-    it was read, changed the caller's list): the loops are then read again from the thread,
-    whose messages would no longer be those judged. One ``len`` per thread."""
-    now = np.fromiter(map(len, threads), np.int64, len(threads))
-    changed = np.flatnonzero(now != lengths)
-    if changed.size:
-        row = int(changed[0])
-        raise ValueError(f"thread {row} changed while it was scanned: it held {lengths[row]} "
-                         f"messages when read and holds {now[row]} now (code run by reading "
-                         "its messages, a key's __eq__ or __hash__, changed it)")
 
 
 def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
@@ -447,8 +436,7 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     from vthread.anywhere import core_text_run
 
     raw = _core.message_screens(threads, core_text_run())
-    unchanged_while_read(threads, np.diff(raw["offsets"]))
-    return scan_anywhere_in(raw, threads)
+    return scan_anywhere_in(raw, raw["threads"])  # the messages read, as _scan_batch says
 
 
 def scan_of_lines(raw: dict[str, Any], options: CycleOptions, line_of: Callable[[int], bytes],
