@@ -908,9 +908,21 @@ impl Guard {
         None
     }
 
-    fn extend_partial<T: Unit>(&mut self, text: &[T]) {
-        self.partial.extend(text.iter().map(|c| c.code()));
-        while self.partial.len() > PIECE {
+    /// Append `text` to the partial word, folding each PIECE code points into the long word
+    /// as soon as one more follows. The text is taken a piece at a time, so the partial
+    /// word never holds more than PIECE + 1 code points and a cut moves at most two: one
+    /// 40-million-character word cost 4 bytes a character, and its cuts, each moving the
+    /// rest of the buffer, made it quadratic.
+    fn extend_partial<T: Unit>(&mut self, mut text: &[T]) {
+        loop {
+            let taken = (PIECE + 1)
+                .saturating_sub(self.partial.len())
+                .min(text.len());
+            self.partial.extend(text[..taken].iter().map(|c| c.code()));
+            text = &text[taken..];
+            if self.partial.len() <= PIECE {
+                return; // the text is all taken
+            }
             // Never cut between the halves of a pair.
             let cut = if (0xD800..0xDC00).contains(&self.partial[PIECE - 1]) {
                 PIECE - 1
@@ -1227,8 +1239,31 @@ mod tests {
             guard.push(&chunk, Feed::Pushes);
         }
         assert!(guard.partial.len() <= PIECE);
+        // The buffer itself never grew with a chunk: each megabyte was taken a piece at a time.
+        assert!(guard.partial.capacity() <= 2 * (PIECE + 1));
         let long = guard.long.as_ref().expect("long word");
         assert!(long.normal.len() <= NORMAL_KEPT);
         assert!(long.spelling.tail.len() <= 8 * SHOWN + PIECE);
+    }
+
+    #[test]
+    fn a_long_word_in_one_chunk_is_the_word_in_many() {
+        // Pieces cut from one 300,000-unit chunk are those cut from small pushes, pairs of
+        // surrogates kept whole across the cuts (UTF-16 units).
+        let word = "ab\u{1F389}Cd\u{E9}".encode_utf16().cycle().take(300_001);
+        let text: Vec<u16> = word.chain(" tail word".repeat(8).encode_utf16()).collect();
+        let mut whole = Guard::new(options(2, 8, 2));
+        let mut pieces = Guard::new(options(2, 8, 2));
+        let tripped = whole.push(&text, Feed::Pushes).map(|at| at.index);
+        let mut tripped_in_pieces = None;
+        for (index, chunk) in text.chunks(7_001).enumerate() {
+            if let Some(at) = pieces.push(chunk, Feed::Pushes) {
+                tripped_in_pieces = Some(index * 7_001 + at.index);
+                break;
+            }
+        }
+        assert!(tripped.is_some());
+        assert_eq!(tripped, tripped_in_pieces);
+        assert_eq!(whole.reason(), pieces.reason());
     }
 }
