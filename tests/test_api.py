@@ -363,3 +363,21 @@ def test_surrogate_pair_equals_its_code_point(bulk: bool) -> None:
     assert want == "repeated_suffix"
     got = vthread.scan([thread]).names[0] if bulk else vthread.describe_thread_cycle(thread)
     assert got == want
+
+
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_a_result_equals_its_copies_and_differs_from_another(anywhere: bool) -> None:
+    """== compares every field (arrays element by element, NaN equal to NaN: a thread with
+    no usage has NaN tokens); a result is no dict key (its arrays can change)."""
+    import copy
+    import pickle
+
+    pair = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    result = vthread.scan([pair * 3, pair], anywhere=anywhere)
+    assert np.isnan(result.loop_tokens[0])
+    assert result == pickle.loads(pickle.dumps(result)) == copy.deepcopy(result)
+    assert result != vthread.scan([pair * 3, pair * 2], anywhere=anywhere)
+    assert result != vthread.scan([pair * 3, pair], anywhere=not anywhere)
+    assert result != result.record(0)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(result)

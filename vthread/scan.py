@@ -53,7 +53,7 @@ from vthread.volatile import volatile_masked
 __all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ScanResult:
     """Verdicts and loop attribution for a batch of threads, one row per thread.
 
@@ -96,6 +96,23 @@ class ScanResult:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is: arrays element by element (NaN equal to NaN, so a
+        result equals its pickled copy), lists and ids as Python compares them."""
+        if not isinstance(other, ScanResult):
+            return NotImplemented
+        for name in self.__slots__:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if isinstance(mine, np.ndarray):
+                if not (isinstance(theirs, np.ndarray) and mine.dtype == theirs.dtype
+                        and np.array_equal(mine, theirs, equal_nan=mine.dtype.kind == "f")):
+                    return False
+            elif mine != theirs:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]  # its arrays can change: no hash
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Each row as :meth:`record` makes it, in the batch's order."""
