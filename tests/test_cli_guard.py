@@ -94,14 +94,32 @@ def test_options_are_passed_to_the_guard() -> None:
             default.returncode, default.stdout, default.stderr)
 
 
+def test_count_options_take_any_number_as_the_library_does() -> None:
+    """A fraction rounds down and a value that is no finite number means the default, for
+    the counts as for the ratio (they were refused as not whole numbers): each gives the
+    library's Guard with the same option."""
+    text = HEALTHY + LOOP
+    for option, value in (("--ngram", "2.5"), ("--window", "6e1"), ("--ngram", "nan"),
+                          ("--max-repeats", "inf"), ("--min-chars", "-inf"),
+                          ("--max-repeats", "2.9")):
+        keyword = option[2:].replace("-", "_")
+        (trip,) = scan_texts([text], **{keyword: float(value)})
+        result = run(text.encode(), f"{option}={value}")
+        assert result.returncode == (EXIT_TRIPPED if trip else 0), (option, value)
+        if trip is not None:
+            assert json.loads(result.stderr)["phrase"] == trip.reason.phrase
+
+
 def test_bad_options_exit_2_with_a_clear_message() -> None:
     """argparse errors go to stderr with the usage line; nothing is read."""
-    for args in (["--ngram", "four"], ["--max-unique-ratio", "lots"], ["--bogus"], ["a", "b"]):
+    numbers = (["--ngram", "four"], ["--max-unique-ratio", "lots"], ["--window", "1_000"],
+               ["--ngram", "\u0665"], ["--ngram", "0x10"])
+    for args in (*numbers, ["--bogus"], ["a", "b"]):
         result = run(b"", *args)
         assert result.returncode == 2
         assert b"usage: vthread guard" in result.stderr
         assert b"error:" in result.stderr
-    assert b"whole number" in run(b"", "--window", "1.5").stderr
+        assert (b"expected a number" in result.stderr) == (args in numbers)
 
 
 def test_options_too_large_exit_2_naming_the_limit() -> None:

@@ -84,7 +84,8 @@ class _Parser(argparse.ArgumentParser):
             description="Copy standard input (or FILE) to standard output; stop when the\n"
             "text starts repeating itself (exit 3, reason as JSON on standard error).",
             epilog="Options not given keep the guard's defaults; out-of-range values are\n"
-            "clamped as the library does.\n\n" + EXIT_STATUS_HELP,
+            "clamped as the library does, fractions round down, and nan or inf means\n"
+            "the default.\n\n" + EXIT_STATUS_HELP,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         self._stdout = stdout
@@ -107,20 +108,27 @@ class _Parser(argparse.ArgumentParser):
         raise _StopParsingError(status)
 
 
-def _count(text: str) -> int:
-    try:
+_WHOLE: Final = re.compile(r"[+-]?[0-9]+")
+_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                            r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+def _count(text: str) -> float:
+    # Any number, as the library's count options take one: a fraction rounds down, and NaN
+    # or an infinity means the default (an option that is not a finite number is unset).
+    # A whole number stays an int, so one past a double's precision is still refused.
+    if _WHOLE.fullmatch(text):
         return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    return _ratio(text)
 
 
 def _ratio(text: str) -> float:
     # NaN and the infinities are taken, and mean the default, as the library's option does
     # (an option that is not a finite number is unset), and as vthread scan's options do.
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    # Written in ASCII, as a number on a command line is ("1_000" and other digits are not).
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return float(text)
 
 
 def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
