@@ -76,6 +76,19 @@ def test_build_thread_without_estimate_names_the_message() -> None:
         vthread.build_thread(thread, max_tokens=10)
 
 
+def test_an_estimate_that_is_no_function_is_named_where_it_is_needed() -> None:
+    """estimate=5: a TypeError naming the option and the message that needed it (it was
+    Python's own "'int' object is not callable"); unasked for, it changes nothing, as in
+    production, which calls it only for a message without its own usage."""
+    thread = [{"text": "a", "usage": {"tokens": 3}}, {"text": "b"}]
+    with pytest.raises(TypeError, match=r"^estimate must be a function of a message, got "
+                                        r"int \(needed for messages\[1\]"):
+        vthread.build_thread(thread, max_tokens=10, estimate=5)  # type: ignore[arg-type]
+    own = thread[:1]
+    assert (vthread.build_thread(own, max_tokens=10, estimate=5)  # type: ignore[arg-type]
+            == vthread.build_thread(own, max_tokens=10))
+
+
 def test_estimator_exception_propagates_unchanged() -> None:
     """The estimator's own exception reaches the caller, not a wrapper."""
 

@@ -304,6 +304,12 @@ def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> 
             raise ValueError(
                 f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
             )
+        if not callable(estimate):
+            # Checked where it is first needed, as production calls it: a thread whose every
+            # message carries its usage never asks for it.
+            raise TypeError(f"estimate must be a function of a message, got "
+                            f"{type(estimate).__name__} (needed for messages[{index}], "
+                            "which carries no usage.tokens >= 0)")
         return estimate_figure(estimate(message), index)
     return token_figure(raw)
 
