@@ -340,10 +340,32 @@ def retries_everywhere(n: int) -> Thread:
     return thread + _chat(n % 6)
 
 
+def long_block_throughout(n: int) -> Thread:
+    """A block of 30 distinct calls repeated from the first message to the last: one loop
+    whose block is longer than looking anywhere's MAX_PERIOD.
+
+    Aimed at the search for long blocks at the end: every multiple of 30 up to n / 2 is a
+    candidate period, the shortest is confirmed, and its run of copies goes back to the
+    first message (exact keys for the whole thread).
+    """
+    block = [_activity("request", "step", {"n": i}) for i in range(30)]
+    return (block * (n // 30 + 1))[:n]
+
+
+def one_reply_throughout(n: int) -> Thread:
+    """The same user message ``n`` times: every period is a candidate at the end, and the
+    block of environment messages alone is no loop of the agent's.
+
+    Aimed at the search for long blocks at the end: ``n / 2`` candidates, the shortest
+    confirmed and judged, the rest never looked at.
+    """
+    return [{"type": "user", "text": "continue"} for _ in range(n)]
+
+
 ANYWHERE_SHAPES: Final[dict[str, Callable[[int], Thread]]] = {
     make.__name__: make
     for make in (healthy, changing_arguments, many_small_loops, runaway_everywhere,
-                 retries_everywhere)
+                 retries_everywhere, long_block_throughout, one_reply_throughout)
 }
 """Shapes that stress looking anywhere (``healthy`` and ``changing_arguments`` as baselines:
 no loop, and a long ordinary run)."""
