@@ -322,6 +322,19 @@ impl Columns {
         }
     }
 
+    /// Whether the last thread pushed may loop otherwise than by a runaway text in its last
+    /// `THREAD_TEXT_RUN_MESSAGES` messages: a repeating suffix, an activity tail long enough
+    /// to be judged, or a result run of two or more (the fewest any option asks for). A
+    /// superset of the threads the NumPy heuristics find looping so.
+    pub fn last_may_loop_before_its_texts(&self) -> bool {
+        self.suffix_period.last().is_some_and(|&period| period > 0)
+            || self
+                .tail_length
+                .last()
+                .is_some_and(|&length| length as usize >= ACTIVITY_TAIL_MIN_LENGTH)
+            || self.result_run.last().is_some_and(|&run| run >= 2)
+    }
+
     /// The one thread of a batch of one, decided in the core where it can be: 1, 2 or 3 for
     /// a repeated suffix, activity tail or result run (in the reference's order), else 0 and
     /// the text-run check over `texts` is the caller's (`describe_thread`).

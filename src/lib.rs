@@ -127,17 +127,21 @@ fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<
 
 /// Per-message screens and roles of a batch, and the agent messages whose prose runs away
 /// under the given resolved text-run options (see `anywhere.rs`): a dict of NumPy arrays,
-/// and `threads`, the messages read (`threads::ReadThreads`). Errors name the thread and
-/// message index.
+/// and with `keep_read`, `threads`: the messages read (`threads::ReadThreads`). Errors name
+/// the thread and message index.
 #[pyfunction]
+#[pyo3(signature = (threads, text_run, keep_read=false))]
 fn message_screens<'py>(
     threads: &Bound<'py, PyList>,
     text_run: (usize, usize, f64),
+    keep_read: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (read, messages) =
-        threads::message_columns_of_objects(threads, looking_anywhere(text_run)?)?;
+        threads::message_columns_of_objects(threads, looking_anywhere(text_run)?, keep_read)?;
     let out = screens_dict(threads.py(), read)?;
-    out.set_item("threads", messages)?;
+    if let Some(messages) = messages {
+        out.set_item("threads", messages)?;
+    }
     Ok(out)
 }
 
@@ -154,17 +158,21 @@ fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Boun
 }
 
 /// Read a batch of threads into the columns the NumPy heuristics run over (see
-/// `columns.rs`): a dict of NumPy arrays, and `threads`, the messages read
+/// `columns.rs`): a dict of NumPy arrays, and with `keep_read`, `threads`: the messages read
 /// (`threads::ReadThreads`). Errors name the thread and message index.
 #[pyfunction]
+#[pyo3(signature = (threads, options, keep_read=false))]
 fn scan_columns<'py>(
     threads: &Bound<'py, PyList>,
     options: CoreOptions,
+    keep_read: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = columns::ScanOptions::from(options);
-    let (read, messages) = threads::columns_of_objects(threads, &options)?;
+    let (read, messages) = threads::columns_of_objects(threads, &options, keep_read)?;
     let out = columns_dict(threads.py(), read)?;
-    out.set_item("threads", messages)?;
+    if let Some(messages) = messages {
+        out.set_item("threads", messages)?;
+    }
     Ok(out)
 }
 

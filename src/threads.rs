@@ -10,7 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::canonical;
-use crate::columns::{Columns, Reader, ScanOptions};
+use crate::columns::{Columns, Reader, ScanOptions, THREAD_TEXT_RUN_MESSAGES};
 use crate::masking;
 use crate::node::{Key, Node};
 use crate::objects;
@@ -68,29 +68,58 @@ pub(crate) fn python_messages<'py>(
 /// Threads read between two looks for a pending signal (Ctrl-C) during a batch.
 const SIGNAL_CHECK_THREADS: usize = 256;
 
-/// The messages of each thread of a batch as the core read them, one tuple per thread:
-/// Python reads a looping thread's messages again for its loop's record, and a list the
-/// caller's code (another Python thread, or a value's own method run while read) changed
-/// meanwhile would give a record of neither state. The core holds every message's reference
-/// already, so the copy costs one tuple per thread.
-pub type ReadThreads<'py> = Vec<Bound<'py, PyTuple>>;
+/// The messages of each thread of a batch as the core read them, one tuple per thread, when
+/// asked for (`Some`): Python reads a looping thread's messages again for its loop's record,
+/// and a list the caller's code (another Python thread, or a value's own method run while
+/// read) changed meanwhile would give a record of neither state. The core holds every
+/// message's reference already, so the copy is one tuple per thread (a tuple given is kept
+/// as it is). Holding every reference until Python is done cost 3% of a scan of the
+/// benchmark's threads, and 10% of one of short messages (each release then touched a
+/// message no longer in cache), so a thread whose columns rule out every loop but a runaway
+/// text keeps only the messages that check reads, its last `THREAD_TEXT_RUN_MESSAGES`.
+pub type ReadThreads<'py> = Option<Vec<Bound<'py, PyTuple>>>;
 
-/// The columns of a batch of Python threads, and the messages read.
+/// Keep the messages read of `thread` (`items`) in `read` when it is kept: all of them when
+/// `whole`, else the last few.
+fn keep_read<'py>(
+    read: &mut ReadThreads<'py>,
+    thread: &Bound<'py, PyAny>,
+    mut items: Vec<Bound<'py, PyAny>>,
+    whole: bool,
+) -> PyResult<()> {
+    let Some(read) = read else {
+        return Ok(());
+    };
+    let first = if whole {
+        0
+    } else {
+        items.len().saturating_sub(THREAD_TEXT_RUN_MESSAGES)
+    };
+    read.push(match thread.cast_exact::<PyTuple>() {
+        Ok(tuple) if first == 0 => tuple.clone(),
+        _ => PyTuple::new(thread.py(), items.drain(first..))?,
+    });
+    Ok(())
+}
+
+/// The columns of a batch of Python threads, and the messages read when `keep` says so.
 pub fn columns_of_objects<'py>(
     threads: &Bound<'py, PyList>,
     options: &ScanOptions,
+    keep: bool,
 ) -> PyResult<(Columns, ReadThreads<'py>)> {
     let py = threads.py();
     let mut columns = Columns::new();
     let mut reader = Reader::default();
-    let mut read = Vec::with_capacity(threads.len());
+    let mut read = keep.then(|| Vec::with_capacity(threads.len()));
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {
             py.check_signals()?; // Ctrl-C stops a long batch between threads
         }
         let items = python_messages(&thread, index)?;
         columns.push_thread(index, &items, options, &mut reader)?;
-        read.push(PyTuple::new(py, items)?);
+        let whole = columns.last_may_loop_before_its_texts();
+        keep_read(&mut read, &thread, items, whole)?;
     }
     Ok((columns, read))
 }
@@ -469,18 +498,19 @@ pub fn columns_of_lines(
 pub fn message_columns_of_objects<'py>(
     threads: &Bound<'py, PyList>,
     text_run: TextRunOptions,
+    keep: bool,
 ) -> PyResult<(MessageColumns, ReadThreads<'py>)> {
     let py = threads.py();
     let mut columns = MessageColumns::new(text_run);
     let mut scratch = Vec::new();
-    let mut read = Vec::with_capacity(threads.len());
+    let mut read = keep.then(|| Vec::with_capacity(threads.len()));
     for (index, thread) in threads.iter().enumerate() {
         if index % SIGNAL_CHECK_THREADS == 0 {
             py.check_signals()?;
         }
         let items = python_messages(&thread, index)?;
         columns.push_thread(&items, &mut scratch)?;
-        read.push(PyTuple::new(py, items)?);
+        keep_read(&mut read, &thread, items, true)?; // a loop may lie anywhere
     }
     Ok((columns, read))
 }

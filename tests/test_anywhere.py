@@ -527,8 +527,7 @@ def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:
     assert record["loop_start"] == 1 and record["verdict"] == "repeated_suffix"
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_cli_finds_a_long_block_the_run_ends_in(tmp_path: Path, jobs: str) -> None:
+def test_cli_finds_a_long_block_the_run_ends_in(tmp_path: Path) -> None:
     """A run ending in a block of MAX_PERIOD + 6 calls twice: the default scan and
     --anywhere both report it, from the file's bytes, with the same span; a run that moved
     on after it does not loop at its end, and --anywhere does not look there."""
@@ -543,7 +542,7 @@ def test_cli_finds_a_long_block_the_run_ends_in(tmp_path: Path, jobs: str) -> No
     records = {}
     for flags in ([], ["--anywhere"]):
         out = tmp_path / "out.jsonl"
-        assert cli.main(["scan", "-q", "-j", jobs, *flags, str(path), "-o", str(out)]) in (0, 1)
+        assert cli.main(["scan", "-q", *flags, str(path), "-o", str(out)]) == 0
         records[bool(flags)] = [json.loads(line) for line in out.read_text().splitlines()]
     for default, anywhere in zip(records[False], records[True], strict=True):
         assert anywhere["verdict"] == default["verdict"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from hypothesis import given, settings
@@ -233,3 +233,22 @@ def test_fast_attribution_of_text_runs(texts: list[str]) -> None:
     """Threads whose texts run away: one reading of each text gives the plain answers."""
     threads = [[{"type": "user", "text": "go"}, {"type": "bot", "text": text}] for text in texts]
     assert _attributed(threads, fast=True) == _attributed(threads, fast=False)
+
+
+RUNAWAY: Final = {"type": "bot", "text": "Checking the logs now. " * 12, "usage": {"tokens": 7}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(strategies.threads(max_size=30), st.integers(-1, 4)), min_size=1,
+                max_size=6))
+def test_scan_records_equal_reading_every_message(
+        drawn: list[tuple[list[dict[str, Any]], int]]) -> None:
+    """vthread.scan's records, made from the messages the core kept (of a thread that can
+    loop only by a runaway text, its last five), equal the plain twin's over the threads
+    themselves: threads ending in a runaway text followed by 0-4 messages of their own, or
+    not (-1)."""
+    threads = [thread if after < 0 else [*thread, RUNAWAY, *thread[:after]]
+               for thread, after in drawn]
+    result = vthread.scan(threads)
+    assert [result.record(row) for row in range(len(threads))] == attributed_by(
+        threads, every_message)

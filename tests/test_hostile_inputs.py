@@ -4,6 +4,7 @@ numbers of other types, sequences of other types."""
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import math
 import sys
@@ -557,6 +558,29 @@ def test_a_thread_replaced_while_scanned_is_judged_as_it_was() -> None:
         assert thread[0]["text"] == "other 0"
         assert (record["verdict"], record["period"], record["repetitions"],
                 record["excerpt"]) == ("repeated_suffix", 2, 3, "user: hi | bot: yo")
+
+
+@pytest.mark.parametrize("run_object", [False, True])
+def test_a_chat_thread_extended_while_scanned_keeps_its_length_as_read(
+        monkeypatch: pytest.MonkeyPatch, run_object: bool) -> None:
+    """With a format given, a record's message count is the thread's as it was translated,
+    not as the caller's list holds it once the scan is done (another Python thread, standing
+    in here as the scan's end, appended to it)."""
+    scan_module = importlib.import_module("vthread.scan")  # vthread.scan is the function
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}] * 3
+    thread: Any = {"id": "r1", "messages": chat} if run_object else chat
+    scanned = scan_module._scan_paused
+
+    def then_extended(*arguments: Any, **keywords: Any) -> Any:
+        result = scanned(*arguments, **keywords)
+        chat.extend([{"role": "user", "content": "more"}] * 10)
+        return result
+
+    monkeypatch.setattr(scan_module, "_scan_paused", then_extended)
+    record = vthread.scan([thread], format="openai").record(0)
+    assert len(chat) == 16
+    assert (record["messages"], record["loop_messages"], record["id"]) == (
+        6, 6, "r1" if run_object else None)
 
 
 class _SaysOther(str):

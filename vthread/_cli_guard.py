@@ -117,7 +117,7 @@ def _count(text: str) -> float:
     # Any number, as the library's count options take one: a fraction rounds down, and NaN
     # or an infinity means the default (an option that is not a finite number is unset).
     # A whole number stays an int, so one past a double's precision is still refused.
-    if _WHOLE.fullmatch(text):
+    if _WHOLE.fullmatch(text.strip()):
         return int(text)
     return _ratio(text)
 
@@ -125,8 +125,9 @@ def _count(text: str) -> float:
 def _ratio(text: str) -> float:
     # NaN and the infinities are taken, and mean the default, as the library's option does
     # (an option that is not a finite number is unset), and as vthread scan's options do.
-    # Written in ASCII, as a number on a command line is ("1_000" and other digits are not).
-    if not _NUMBER.fullmatch(text):
+    # Written in ASCII digits, spaces around allowed ("1_000" and other scripts' digits,
+    # which float() would take, are refused).
+    if not _NUMBER.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
     return float(text)
 

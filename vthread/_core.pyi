@@ -22,8 +22,10 @@ def fingerprint(value: Any) -> int:
 def scan_columns(
     threads: list[Any],
     options: CoreOptions,
+    keep_read: bool = False,
 ) -> dict[str, Any]:
-    """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name."""
+    """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name.
+    With ``keep_read``, also ``threads``: a tuple per thread of the messages read."""
 
 def scan_lines(
     lines: list[bytes],
@@ -228,11 +230,13 @@ def has_repeated_text_runs(
     """``vthread.textrun.has_repeated_text_run`` of each text with resolved options, read in
     place with the GIL released; TypeError for a bare ``str``."""
 
-def message_screens(threads: list[Any], text_run: tuple[int, int, float]) -> dict[str, Any]:
+def message_screens(threads: list[Any], text_run: tuple[int, int, float],
+                    keep_read: bool = False) -> dict[str, Any]:
     """Per-message screens (u64), reply screens (u64: a user message's with the numbers in
     its text folded), roles (i8: 1 agent, 2 request, 3 response, 4 user, 0 other), whether a
     tool response may have failed (bool, a superset of ``vthread.anywhere.failed``), thread
     offsets, and the rows of agent messages whose text's prose (``vthread.anywhere.prose``)
     runs away under the resolved text-run options ``text_run`` (min_units, window,
-    max_unique_ratio; a ValueError otherwise)."""
+    max_unique_ratio; a ValueError otherwise); with ``keep_read``, ``threads``: a tuple per
+    thread of the messages read."""
     ...

@@ -11,7 +11,7 @@ A loop is one of (each named after the production heuristic whose repetition it 
     a block of 1 to :data:`MAX_PERIOD` messages repeated back to back, anywhere (a tandem
     repeat of whole messages: the agent's words, its calls and their results alike), or a
     longer block where it ends the thread, as the production heuristic looks for it (the
-    shortest block the thread ends in twice decides);
+    shortest block longer than :data:`MAX_PERIOD` that the thread ends in twice decides);
 ``repeated_activity_tail``
     the same, over the thread's *actions* only (tool calls, their results and user or
     environment replies; the agent's free text and reasoning skipped), so a call retried
@@ -188,7 +188,7 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...              {"type": "bot", "text": "done"}]])
     [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
     """
-    raw = _core.message_screens(threads, core_text_run())
+    raw = _core.message_screens(threads, core_text_run(), keep_read=True)
     return find_loops_in(raw, raw["threads"])
 
 
@@ -304,21 +304,26 @@ def _long_blocks_ending(kind: int, rows: npt.NDArray[np.int64], sequence: npt.ND
     screens of ``rows``), ascending, each confirmed on exact keys; the first confirmed is
     the thread's. A screen collision costs one more confirmation, never an answer."""
     bounds = np.searchsorted(rows, offsets)
-    groups, periods, matched = _core.ending_repeats(sequence, bounds, MAX_PERIOD + 1)
+    groups, periods, matches = _core.ending_repeats(sequence, bounds, MAX_PERIOD + 1)
     firsts = np.flatnonzero(np.diff(groups, prepend=-1)).tolist()  # each thread's shortest
     out = []
     for first, last in pairwise([*firsts, groups.size]):
         thread = int(groups[first])
         end = int(bounds[thread + 1])
-        for period, equal in zip(periods[first:last].tolist(), matched[first:last].tolist(),
-                                 strict=True):
-            if keys.ends_in_copies(thread, rows[end - 2 * period : end], period):
-                run = rows[end - period - equal : end]
+        for candidate in range(first, last):  # nearly always the first only
+            period, matched = int(periods[candidate]), int(matches[candidate])
+            if not keys.ends_in_copies(thread, rows[end - 2 * period : end], period):
+                continue  # the screens collided
+            run = rows[end - period - matched : end]
+            # The exact run lies within the screens' run: one whose roles hold no loop is
+            # judged no loop without walking its exact keys back (a thread of one user
+            # message repeated a million times).
+            if _may_hold_a_loop(kind, run, period, roles):
                 begin, stop = keys.exact_runs(thread, run, period)[-1]
                 loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
                 if loop is not None:
                     out.append((thread, loop))
-                break
+            break
     return out
 
 

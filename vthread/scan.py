@@ -265,7 +265,7 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
 def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False) -> ScanResult:
     if anywhere:
         return _scan_anywhere(threads)
-    raw = _core.scan_columns(threads, core_options(options))
+    raw = _core.scan_columns(threads, core_options(options), keep_read=True)
     columns = columns_of(raw)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
@@ -273,8 +273,25 @@ def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = Fals
     # lists: one replaced, extended or cut meanwhile (by another Python thread, or by code
     # a message runs when read) would give a record of neither state.
     read: list[tuple[Any, ...]] = raw["threads"]
-    attribute_threads(result, columns, looping, [read[row] for row in looping])
+    attribute_threads(result, columns, looping,
+                      [_as_read(read[row], result, row) for row in looping])
     return result
+
+
+_NOT_KEPT: Final[dict[str, Any]] = {}
+"""Stands for a message the core did not keep (:func:`_as_read`); no attribution reads it
+(a plain dict, so that the core attributes the row as it does any other)."""
+
+
+def _as_read(kept: tuple[Any, ...], result: ScanResult, row: int) -> tuple[Any, ...]:
+    """Row ``row``'s thread as the core read it. Of a thread whose columns ruled out every
+    loop but a runaway text, the core keeps only the last messages, which that check and its
+    record read; the messages before them are stood for, so indexes stay the thread's."""
+    missing = int(result.messages[row]) - len(kept)
+    if missing == 0:
+        return kept
+    assert int(result.codes[row]) == TEXT_RUN, "the core kept part of a thread it may need"
+    return (_NOT_KEPT,) * missing + kept
 
 
 def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
@@ -452,7 +469,7 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     costliest loop."""
     from vthread.anywhere import core_text_run
 
-    raw = _core.message_screens(threads, core_text_run())
+    raw = _core.message_screens(threads, core_text_run(), keep_read=True)
     return scan_anywhere_in(raw, raw["threads"])  # the messages read, as _scan_batch says
 
 
@@ -730,8 +747,8 @@ def scan(
     if format != "native":
         from vthread.documents import native_threads
 
-        given = batch_threads
         translated, sources = native_threads(batch_threads, format)
+        given = _given_runs(batch_threads)  # as translated, before any of it is scanned
         batch_threads = list(translated)
         if format == "auto" and (sources is None or not any(sources)):
             from vthread.documents import DETECTED_NATIVE, warn_if_chat
@@ -779,23 +796,28 @@ def scan(
         for row, origins in enumerate(sources):
             if origins is not None:
                 in_source_messages(result, row, origins)
-        result = _in_given_runs(result, given)
+        result = _in_given_runs(result, *given)
     return result
 
 
-def _in_given_runs(result: ScanResult, given: list[Any]) -> ScanResult:
-    """``result`` with each row's length in the thread's own messages and, when the batch
-    held run objects, their ids."""
+def _given_runs(threads: list[Any]) -> tuple[list[int], list[Any] | None]:
+    """Each thread's length in its own messages and, when the batch holds run objects, each
+    one's run id (None for a list of messages), read once, as the threads are translated:
+    the scan answers for what it read, whatever the caller's lists hold when it is done."""
     from vthread.documents import run_id, run_messages
 
-    for row, thread in enumerate(given):
-        if isinstance(thread, Mapping):
-            result.messages[row] = len(run_messages(thread))
-        else:
-            result.messages[row] = len(thread)
-    if not any(isinstance(thread, Mapping) for thread in given):
-        return result
-    return replace(result, ids=[run_id(t) if isinstance(t, Mapping) else None for t in given])
+    lengths = [len(run_messages(t)) if isinstance(t, Mapping) else len(t) for t in threads]
+    if not any(isinstance(thread, Mapping) for thread in threads):
+        return lengths, None
+    return lengths, [run_id(t) if isinstance(t, Mapping) else None for t in threads]
+
+
+def _in_given_runs(result: ScanResult, lengths: list[int], ids: list[Any] | None
+                   ) -> ScanResult:
+    """``result`` with each row's length in the thread's own messages and, when the batch
+    held run objects, their ids (see :func:`_given_runs`)."""
+    result.messages[:] = lengths
+    return result if ids is None else replace(result, ids=ids)
 
 
 def _thread_list(threads: object) -> list[Any]:
