@@ -324,15 +324,20 @@ impl Columns {
 
     /// Whether the last thread pushed may loop otherwise than by a runaway text in its last
     /// `THREAD_TEXT_RUN_MESSAGES` messages: a repeating suffix, an activity tail long enough
-    /// to be judged, or a result run of two or more (the fewest any option asks for). A
-    /// superset of the threads the NumPy heuristics find looping so.
-    pub fn last_may_loop_before_its_texts(&self) -> bool {
+    /// to be judged (the only one whose rows are written), or a result run as long as
+    /// `needed_results` asks, or two if that is fewer (the option's floor; a caller passing
+    /// less is covered too). A superset of the threads the NumPy heuristics find looping so,
+    /// from the same columns.
+    pub fn last_may_loop_before_its_texts(&self, needed_results: usize) -> bool {
         self.suffix_period.last().is_some_and(|&period| period > 0)
             || self
                 .tail_length
                 .last()
                 .is_some_and(|&length| length as usize >= ACTIVITY_TAIL_MIN_LENGTH)
-            || self.result_run.last().is_some_and(|&run| run >= 2)
+            || self
+                .result_run
+                .last()
+                .is_some_and(|&run| run as usize >= needed_results.min(2))
     }
 
     /// The one thread of a batch of one, decided in the core where it can be: 1, 2 or 3 for

@@ -118,7 +118,7 @@ pub fn columns_of_objects<'py>(
         }
         let items = python_messages(&thread, index)?;
         columns.push_thread(index, &items, options, &mut reader)?;
-        let whole = columns.last_may_loop_before_its_texts();
+        let whole = columns.last_may_loop_before_its_texts(options.needed_results);
         keep_read(&mut read, &thread, items, whole)?;
     }
     Ok((columns, read))

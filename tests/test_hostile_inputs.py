@@ -583,6 +583,16 @@ def test_a_chat_thread_extended_while_scanned_keeps_its_length_as_read(
         6, 6, "r1" if run_object else None)
 
 
+@pytest.mark.parametrize("bad", [5, None, iter([])])
+@pytest.mark.parametrize("format", ["native", "auto"])
+def test_a_thread_that_is_no_sequence_is_named_with_any_format(bad: Any, format: str) -> None:
+    """format="auto" finding native threads names the bad one as format="native" does (a
+    count of every thread's messages, taken before the core read them, raised "object of
+    type 'int' has no len()")."""
+    with pytest.raises(TypeError, match=r"^thread 1: messages must be a sequence of mappings"):
+        vthread.scan([[{"type": "user", "text": "hi"}], bad], format=format)
+
+
 class _SaysOther(str):
     """A string whose own ``__str__`` says something else than it holds."""
 

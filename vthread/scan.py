@@ -290,7 +290,9 @@ def _as_read(kept: tuple[Any, ...], result: ScanResult, row: int) -> tuple[Any, 
     missing = int(result.messages[row]) - len(kept)
     if missing == 0:
         return kept
-    assert int(result.codes[row]) == TEXT_RUN, "the core kept part of a thread it may need"
+    if int(result.codes[row]) != TEXT_RUN:
+        raise RuntimeError(f"thread {row}: the core kept {len(kept)} of its "
+                           f"{int(result.messages[row])} messages, and its loop needs them all")
     return (_NOT_KEPT,) * missing + kept
 
 
@@ -748,7 +750,8 @@ def scan(
         from vthread.documents import native_threads
 
         translated, sources = native_threads(batch_threads, format)
-        given = _given_runs(batch_threads)  # as translated, before any of it is scanned
+        if sources is not None:  # translated: counted as translated, before it is scanned
+            given = _given_runs(batch_threads)
         batch_threads = list(translated)
         if format == "auto" and (sources is None or not any(sources)):
             from vthread.documents import DETECTED_NATIVE, warn_if_chat
