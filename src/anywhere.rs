@@ -13,12 +13,14 @@
 //! (`vthread.anywhere.reply_key`) are equal always have equal reply screens. A text with no
 //! digit (most are) keeps its exact screen: folding keeps whether a text has digits.
 
+use std::convert::Infallible;
+
 use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::columns::{parse_activity, Activity};
 use crate::node::{absent_screen, Key, Node};
-use crate::suffix::masked;
+use crate::suffix::{masked, z_function};
 use crate::textrun::{self, CodePoints, TextRunOptions};
 
 /// Role codes, as `vthread/anywhere.py` reads them.
@@ -257,40 +259,24 @@ fn fold_digits(bytes: &[u8]) -> Vec<u8> {
 /// for every period `p >= shortest` whose group ends in two copies of its last `p` values,
 /// `(g, p, matched)`, where `matched >= p` counts the positions before the last `p` that
 /// equal the one `p` later, back from there without a break; periods ascending within a
-/// group. The Z-array of the group read backwards, so O(length) per group: `matched` for
-/// period `p` is the length of the longest common prefix of the reversed group and its
-/// suffix from `p`. `vthread.anywhere` reads the candidates from screens and confirms them
-/// on exact keys.
+/// group. The Z-function of the group read backwards (`suffix::z_function`, as the
+/// repeated-suffix check reads a thread), so O(length) per group: `matched` for period `p`
+/// is `z[p]`. `vthread.anywhere` reads the candidates from screens and confirms them on
+/// exact keys.
 pub fn ending_repeats(
     values: &[u64],
     bounds: &[usize],
     shortest: usize,
 ) -> Vec<(usize, usize, usize)> {
     let mut found = Vec::new();
-    let mut prefix = Vec::new();
+    let mut z = Vec::new();
     for (group, window) in bounds.windows(2).enumerate() {
         let group_values = &values[window[0]..window[1]];
         let length = group_values.len();
-        let backwards = |position: usize| group_values[length - 1 - position];
-        prefix.clear();
-        prefix.resize(length, 0usize);
-        let (mut left, mut right) = (0usize, 0usize);
-        for position in 1..length {
-            let mut common = if position < right {
-                (right - position).min(prefix[position - left])
-            } else {
-                0
-            };
-            while position + common < length && backwards(common) == backwards(position + common) {
-                common += 1;
-            }
-            prefix[position] = common;
-            if position + common > right {
-                (left, right) = (position, position + common);
-            }
-        }
-        let periods = prefix.iter().enumerate().take(length / 2 + 1);
-        for (period, &matched) in periods.skip(shortest.max(1)) {
+        let backwards =
+            |position: usize| Ok::<u64, Infallible>(group_values[length - 1 - position]);
+        let Ok(()) = z_function(&mut z, length, length / 2, backwards);
+        for (period, &matched) in z.iter().enumerate().skip(shortest.max(1)) {
             if matched >= period {
                 found.push((group, period, matched));
             }
