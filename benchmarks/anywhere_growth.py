@@ -4,7 +4,7 @@
 thread as one JSONL line) on each of :data:`benchmarks.shapes.ANYWHERE_SHAPES` at sizes 4x
 apart; CPU seconds (user + kernel, ``getrusage``), the minimum of ``--repeats`` runs. Before
 timing, the loops found are checked against the plain twin
-(:func:`vthread.anywhere.find_loops_reference`, quadratic) at a size it finishes in, and the
+(:func:`vthread.anywhere.find_loops_reference`, cubic) at a size it finishes in, and the
 CLI's record against ``scan``'s row at every size. Writes
 ``benchmarks/results/anywhere-growth.json``; exits 1 when a 4x step costs over 6x.
 

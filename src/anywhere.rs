@@ -13,14 +13,12 @@
 //! (`vthread.anywhere.reply_key`) are equal always have equal reply screens. A text with no
 //! digit (most are) keeps its exact screen: folding keeps whether a text has digits.
 
-use std::convert::Infallible;
-
 use pyo3::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::columns::{parse_activity, Activity};
 use crate::node::{absent_screen, Key, Node};
-use crate::suffix::{masked, z_function};
+use crate::suffix::masked;
 use crate::textrun::{self, CodePoints, TextRunOptions};
 
 /// Role codes, as `vthread/anywhere.py` reads them.
@@ -255,39 +253,9 @@ fn fold_digits(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The repeats ending each group of `values` (group `g` is `values[bounds[g]..bounds[g + 1]]`):
-/// for every period `p >= shortest` whose group ends in two copies of its last `p` values,
-/// `(g, p, matched)`, where `matched >= p` counts the positions before the last `p` that
-/// equal the one `p` later, back from there without a break; periods ascending within a
-/// group. The Z-function of the group read backwards (`suffix::z_function`, as the
-/// repeated-suffix check reads a thread), so O(length) per group: `matched` for period `p`
-/// is `z[p]`. `vthread.anywhere` reads the candidates from screens and confirms them on
-/// exact keys.
-pub fn ending_repeats(
-    values: &[u64],
-    bounds: &[usize],
-    shortest: usize,
-) -> Vec<(usize, usize, usize)> {
-    let mut found = Vec::new();
-    let mut z = Vec::new();
-    for (group, window) in bounds.windows(2).enumerate() {
-        let group_values = &values[window[0]..window[1]];
-        let length = group_values.len();
-        let backwards =
-            |position: usize| Ok::<u64, Infallible>(group_values[length - 1 - position]);
-        let Ok(()) = z_function(&mut z, length, length / 2, backwards);
-        for (period, &matched) in z.iter().enumerate().skip(shortest.max(1)) {
-            if matched >= period {
-                found.push((group, period, matched));
-            }
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{ending_repeats, fold_digits, prose, MessageColumns, AGENT, USER};
+    use super::{fold_digits, prose, MessageColumns, AGENT, USER};
     use crate::document::Tape;
     use crate::node::begins_an_error;
     use crate::textrun::TextRunOptions;
@@ -394,67 +362,5 @@ mod tests {
         assert_eq!(fold_digits(b"a0b"), fold_digits(b"a987b"));
         assert_eq!(fold_digits(b""), b"");
         assert_ne!(fold_digits(b"a1b"), fold_digits(b"a1 b"));
-    }
-
-    /// `ending_repeats` written plainly: every period compared copy against copy.
-    fn ending_repeats_plainly(
-        values: &[u64],
-        bounds: &[usize],
-        shortest: usize,
-    ) -> Vec<(usize, usize, usize)> {
-        let mut found = Vec::new();
-        for (group, window) in bounds.windows(2).enumerate() {
-            let group_values = &values[window[0]..window[1]];
-            let length = group_values.len();
-            for period in shortest.max(1)..=length / 2 {
-                let mut matched = 0;
-                while matched + period < length
-                    && group_values[length - 1 - period - matched]
-                        == group_values[length - 1 - matched]
-                {
-                    matched += 1;
-                }
-                if matched >= period {
-                    found.push((group, period, matched));
-                }
-            }
-        }
-        found
-    }
-
-    #[test]
-    fn ending_repeats_are_those_found_plainly() {
-        // Every sequence over a 2- or 3-letter alphabet up to 10 long, cut into groups.
-        for alphabet in [2u64, 3] {
-            for length in 0..=10u32 {
-                for code in 0..alphabet.pow(length) {
-                    let values: Vec<u64> = (0..length)
-                        .scan(code, |rest, _| {
-                            let value = *rest % alphabet;
-                            *rest /= alphabet;
-                            Some(value)
-                        })
-                        .collect();
-                    let cut = (code as usize) % (values.len() + 1);
-                    for bounds in [vec![0, values.len()], vec![0, cut, values.len()]] {
-                        for shortest in [0, 1, 2, 3] {
-                            assert_eq!(
-                                ending_repeats(&values, &bounds, shortest),
-                                ending_repeats_plainly(&values, &bounds, shortest),
-                                "{values:?} {bounds:?} {shortest}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_long_block_twice_at_the_end() {
-        let block: Vec<u64> = (0..30).collect();
-        let values: Vec<u64> = [vec![7, 7], block.clone(), block].concat();
-        assert_eq!(ending_repeats(&values, &[0, 62], 25), vec![(0, 30, 30)]);
-        assert_eq!(ending_repeats(&values, &[0, 62], 31), vec![]);
     }
 }

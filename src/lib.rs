@@ -28,6 +28,7 @@ pub mod masking;
 pub mod node;
 pub mod objects;
 pub mod pool;
+pub mod runs;
 pub mod suffix;
 pub mod textrun;
 pub mod threads;
@@ -681,22 +682,23 @@ fn attribute_threads<'py>(
     attributions_dict(threads.py(), &attributed)
 }
 
-/// `ending_repeats`' columns: groups, periods, matched.
-type Repeats<'py> = (
+/// `long_runs`' columns: groups, periods, starts, stops.
+type Runs<'py> = (
+    Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
 );
 
-/// `anywhere::ending_repeats` of `values` in groups `bounds[g]..bounds[g + 1]` (`bounds`
-/// ascending, within `values`; a ValueError naming the first bad bound otherwise): arrays
-/// `groups`, `periods` and `matched`, one row per repeat found.
+/// `runs::long_runs` of `values` in groups `bounds[g]..bounds[g + 1]` (`bounds` ascending,
+/// within `values`; a ValueError naming the first bad bound otherwise): arrays `groups`,
+/// `periods`, `starts` and `stops`, one row per run. The GIL is released while it runs.
 #[pyfunction]
-fn ending_repeats<'py>(
+fn long_runs<'py>(
     values: PyReadonlyArray1<'py, u64>,
     bounds: PyReadonlyArray1<'py, i64>,
     shortest: usize,
-) -> PyResult<Repeats<'py>> {
+) -> PyResult<Runs<'py>> {
     let py = values.py();
     let values = values.as_slice()?;
     let mut checked = Vec::with_capacity(bounds.len()?);
@@ -715,14 +717,15 @@ fn ending_repeats<'py>(
             }
         }
     }
-    let found = anywhere::ending_repeats(values, &checked, shortest);
-    let column = |pick: fn(&(usize, usize, usize)) -> usize| {
-        numpy_array(py, found.iter().map(|row| pick(row) as i64).collect())
+    let found = py.detach(|| runs::long_runs(values, &checked, shortest));
+    let column = |pick: fn(&runs::Run) -> usize| {
+        numpy_array(py, found.iter().map(|run| pick(run) as i64).collect())
     };
     Ok((
-        column(|row| row.0)?,
-        column(|row| row.1)?,
-        column(|row| row.2)?,
+        column(|run| run.group)?,
+        column(|run| run.period)?,
+        column(|run| run.start)?,
+        column(|run| run.stop)?,
     ))
 }
 
@@ -1139,7 +1142,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
-    module.add_function(wrap_pyfunction!(ending_repeats, module)?)?;
+    module.add_function(wrap_pyfunction!(long_runs, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;

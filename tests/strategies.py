@@ -473,20 +473,24 @@ def anywhere_threads(draw: st.DrawFn, max_size: int = 40) -> list[dict[str, Any]
 
 @st.composite
 def long_block_threads(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """A thread ending in (or near) a block longer than ``vthread.anywhere.MAX_PERIOD``
-    repeated: a few random messages, then a block of 25-34 messages drawn from a small pool
-    (so the block repeats within itself too) repeated 1-3 times, then maybe part of a copy
-    or a message of its own, each message an equal copy or the same object."""
+    """A thread holding a block longer than ``vthread.anywhere.MAX_PERIOD`` repeated: a few
+    random messages, then a block of 25-34 messages drawn from a small pool (so the block
+    repeats within itself too) repeated 1-3 times, then maybe part of a copy, a message of
+    its own, a few more messages (the block left in the middle) or a second such block,
+    each message an equal copy or the same object."""
     pool = draw(st.lists(MESSAGES, min_size=1, max_size=8))
     pick = st.sampled_from(pool)
     thread = draw(st.lists(st.one_of(pick, MESSAGES), max_size=6))
-    block = draw(st.lists(st.one_of(pick, pick, MESSAGES), min_size=25, max_size=34))
-    thread += block * draw(st.integers(1, 3))
-    ending = draw(st.sampled_from(["whole", "part", "other"]))
-    if ending == "part":
-        thread += block[: draw(st.integers(1, len(block) - 1))]
-    elif ending == "other":
-        thread.append(draw(MESSAGES))
+    for _ in range(draw(st.integers(1, 2))):
+        block = draw(st.lists(st.one_of(pick, pick, MESSAGES), min_size=25, max_size=34))
+        thread += block * draw(st.integers(1, 3))
+        ending = draw(st.sampled_from(["whole", "part", "other", "more"]))
+        if ending == "part":
+            thread += block[: draw(st.integers(1, len(block) - 1))]
+        elif ending == "other":
+            thread.append(draw(MESSAGES))
+        elif ending == "more":
+            thread += draw(st.lists(st.one_of(pick, MESSAGES), min_size=1, max_size=6))
     if draw(st.booleans()):
         thread = [_copy(m) for m in thread]
     return thread

@@ -368,8 +368,8 @@ def test_two_step_cycle_twice_and_one_step_twice() -> None:
 
 
 def test_longest_period_searched() -> None:
-    """A block of MAX_PERIOD messages repeated is found anywhere; a longer one only where it
-    ends the thread (or its actions), over its whole run of copies."""
+    """A block of MAX_PERIOD messages repeated is found anywhere, and so is a longer one,
+    over its whole run of copies, from its first message."""
     def block(size: int) -> list[dict[str, Any]]:
         return [call("step", n=i) for i in range(size)]
     assert find_loops([block(MAX_PERIOD) * 2])[0] == [Loop(0, 2 * MAX_PERIOD, MAX_PERIOD,
@@ -377,19 +377,26 @@ def test_longest_period_searched() -> None:
     long = block(MAX_PERIOD + 6)
     size = len(long)
     assert find_loops([long * 2])[0] == [Loop(0, 2 * size, size, 2, 1)]
-    # Its actions end the thread: the agent's words after them are no action, a reply is.
-    assert find_loops([long * 2 + [said("done")]])[0] == [Loop(0, 2 * size, size, 2, 2)]
-    assert find_loops([long * 2 + [said("done"), said("go on", "user")]]) == [[]]
-    assert find_loops([long * 3 + [call("other")]]) == [[]]
-    # Part of a copy after the whole ones: the thread still ends in a block twice (rotated).
+    # Left in the middle: the agent moved on after the copies.
+    assert find_loops([long * 2 + [said("done")]])[0] == [Loop(0, 2 * size, size, 2, 1)]
+    moved_on = [said("intro", "user"), *long, *long, said("done"), said("go on", "user")]
+    assert find_loops([moved_on])[0] == [Loop(1, 1 + 2 * size, size, 2, 1)]
+    assert find_loops([long * 3 + [call("other")]])[0] == [Loop(0, 3 * size, size, 3, 1)]
+    # Part of a copy after the whole ones: the run goes on through it.
     assert find_loops([long * 3 + long[:5]])[0] == [Loop(0, 3 * size, size, 3, 1)]
     # The run of copies goes back to where the copies start, in part or whole.
     assert find_loops([long[3:] + long * 2])[0] == [Loop(0, 2 * size, size, 2, 1)]
+    # Two long loops, each found where it is.
+    other = [call("other", n=i) for i in range(MAX_PERIOD + 2)]
+    both = long * 2 + [said("next", "user")] + other * 2
+    assert find_loops([both])[0] == [Loop(0, 2 * size, size, 2, 1),
+                                      Loop(2 * size + 1, len(both), len(other), 2, 1)]
+    assert find_loops([both]) == find_loops_reference([both])
 
 
 def test_a_long_block_that_is_not_the_agents_loop() -> None:
-    """The shortest block ending the thread twice decides: environment messages alone are
-    no loop, and a block holding one action needs three copies."""
+    """A long block is judged as a short one is: environment messages alone are no loop,
+    and a block holding one action needs three copies."""
     replies = [said(f"note {n}", "user") for n in range(MAX_PERIOD + 5)]
     assert find_loops([replies * 2]) == find_loops_reference([replies * 2]) == [[]]
     one_call = [call("ls"), *replies]
@@ -397,13 +404,23 @@ def test_a_long_block_that_is_not_the_agents_loop() -> None:
     assert find_loops([one_call * 3])[0] == [Loop(0, 3 * len(one_call), len(one_call), 3, 1)]
 
 
+def test_a_long_block_of_a_shorter_one_repeated_is_the_shorter_ones() -> None:
+    """A block that is itself a shorter block repeated is reported by the shorter block,
+    however long: one call repeated 200 times is one loop of period 1, not 100 of others."""
+    thread = [said("go", "user")] + [call("ls")] * 200 + [said("done")]
+    assert find_loops([thread])[0] == [Loop(1, 201, 1, 200, 1)]
+    five = [call(f"s{i}") for i in range(MAX_PERIOD + 1)]
+    assert find_loops([five * 6]) == find_loops_reference([five * 6])
+    assert find_loops([five * 6])[0] == [Loop(0, 6 * len(five), len(five), 6, 1)]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(long_block_threads(), max_size=3))
-def test_long_blocks_ending_a_thread_equal_the_reference(
-        threads: list[list[dict[str, Any]]]) -> None:
-    """Blocks longer than MAX_PERIOD at a thread's end: the fast path (candidates from the
-    screens) equals the twin trying every length, with full screens and with screens cut
-    to 2 bits (every length a candidate, each confirmed on exact keys)."""
+def test_long_blocks_equal_the_reference(threads: list[list[dict[str, Any]]]) -> None:
+    """Blocks longer than MAX_PERIOD anywhere: the fast path (the core's runs of the
+    screens) equals the twin trying every period and start on exact keys, with full screens
+    and with screens cut to 2 bits (screens collide everywhere, so runs of exact keys hide
+    behind shorter runs of screens and are found again over the keys)."""
     expected = find_loops_reference(threads)
     assert find_loops(threads) == expected
     _core._set_screen_bits(2)
@@ -414,9 +431,9 @@ def test_long_blocks_ending_a_thread_equal_the_reference(
 
 
 @pytest.mark.parametrize("bounds", [[1, 0], [0, 5], [-1, 2]])
-def test_ending_repeats_names_a_bad_bound(bounds: list[int]) -> None:
+def test_long_runs_names_a_bad_bound(bounds: list[int]) -> None:
     with pytest.raises(ValueError, match=r"bounds\[\d\]"):
-        _core.ending_repeats(np.zeros(4, np.uint64), np.array(bounds, np.int64), 1)
+        _core.long_runs(np.zeros(4, np.uint64), np.array(bounds, np.int64), 1)
 
 
 def test_defaults_unchanged_and_results_concatenate() -> None:
@@ -527,28 +544,33 @@ def test_cli_reports_loops_in_source_messages(tmp_path: Path) -> None:
     assert record["loop_start"] == 1 and record["verdict"] == "repeated_suffix"
 
 
-def test_cli_finds_a_long_block_the_run_ends_in(tmp_path: Path) -> None:
+def test_cli_finds_a_long_block_anywhere(tmp_path: Path) -> None:
     """A run ending in a block of MAX_PERIOD + 6 calls twice: the default scan and
     --anywhere both report it, from the file's bytes, with the same span; a run that moved
-    on after it does not loop at its end, and --anywhere does not look there."""
+    on after it does not loop at its end, and --anywhere still finds it where it is, as it
+    finds it in the same threads in process."""
     from vthread import cli
 
     block = [call("step", n=i) for i in range(MAX_PERIOD + 6)]
     ends = [said("go", "user"), *block * 2]
     moved_on = [*ends, said("next", "user"), call("other")]
+    threads = [ends, moved_on] * 20
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps({"id": i, "messages": thread}) + "\n"
-                            for i, thread in enumerate([ends, moved_on] * 20)))
+                            for i, thread in enumerate(threads)))
     records = {}
     for flags in ([], ["--anywhere"]):
         out = tmp_path / "out.jsonl"
         assert cli.main(["scan", "-q", *flags, str(path), "-o", str(out)]) == 0
         records[bool(flags)] = [json.loads(line) for line in out.read_text().splitlines()]
-    for default, anywhere in zip(records[False], records[True], strict=True):
-        assert anywhere["verdict"] == default["verdict"]
-        assert anywhere["loop_start"] == default["loop_start"]
-    assert records[True][0]["loops"][0]["period"] == len(block)
-    assert records[True][0]["loop_start"] == 1 and records[True][1]["loops"] == []
+    in_process = scan(threads, anywhere=True)
+    for index, (default, anywhere) in enumerate(zip(records[False], records[True],
+                                                    strict=True)):
+        assert anywhere["verdict"] == "repeated_suffix"
+        assert anywhere["loop_start"] == 1
+        assert anywhere["loops"][0]["period"] == len(block)
+        assert anywhere["loops"] == in_process.record(index)["loops"]
+        assert default["verdict"] == ("repeated_suffix" if index % 2 == 0 else None)
 
 
 @pytest.mark.skipif(not REALDATA.is_dir(), reason="the published runs (../shared/realdata) "

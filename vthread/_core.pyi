@@ -159,14 +159,15 @@ def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int]
     ``threads[owners[i]]``) as ``vthread.anywhere.loop_records`` makes them: ``signature``
     and ``loop_tokens`` arrays (NaN: no figure), ``excerpts`` (None where declined) and the
     loops left to Python (``declined``)."""
-def ending_repeats(values: npt.NDArray[np.uint64], bounds: npt.NDArray[np.int64],
-                   shortest: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
-                                           npt.NDArray[np.int64]]:
-    """For each group ``values[bounds[g]:bounds[g + 1]]`` and each period ``p >= shortest``
-    whose group ends in two copies of its last ``p`` values: its group, ``p``, and how many
-    positions before the last ``p`` equal the one ``p`` later, back without a break
-    (``>= p``); periods ascending within a group. ValueError for bounds not ascending
-    within ``values``."""
+def long_runs(values: npt.NDArray[np.uint64], bounds: npt.NDArray[np.int64], shortest: int
+              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                         npt.NDArray[np.int64]]:
+    """Every run of each group ``values[bounds[g]:bounds[g + 1]]`` whose block is at least
+    ``shortest`` values long and repeats no shorter block: a maximal stretch ``[start,
+    stop)`` (indices into ``values``) at least two blocks long, each value equal to the one
+    a block (``period``) later. Columns ``groups``, ``periods``, ``starts``, ``stops``,
+    ordered by group, then period, then start. ValueError for bounds not ascending within
+    ``values``."""
 def attribute_threads(threads: list[Any], codes: list[int], begins: list[int],
                       periods: list[int], repetitions: list[int]) -> dict[str, Any]:
     """``attribute_lines`` over Python threads; rows whose values Python reads otherwise

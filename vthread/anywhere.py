@@ -8,10 +8,8 @@ wherever in the run. :func:`find_loops` answers that for a batch of threads, and
 A loop is one of (each named after the production heuristic whose repetition it extends):
 
 ``repeated_suffix``
-    a block of 1 to :data:`MAX_PERIOD` messages repeated back to back, anywhere (a tandem
-    repeat of whole messages: the agent's words, its calls and their results alike), or a
-    longer block where it ends the thread, as the production heuristic looks for it (the
-    shortest block longer than :data:`MAX_PERIOD` that the thread ends in twice decides);
+    a block of messages repeated back to back, anywhere (a tandem repeat of whole
+    messages: the agent's words, its calls and their results alike), of any length;
 ``repeated_activity_tail``
     the same, over the thread's *actions* only (tool calls, their results and user or
     environment replies; the agent's free text and reasoning skipped), so a call retried
@@ -40,8 +38,8 @@ Cost: one pass of the compiled core over the messages (a 64-bit *screen* per mes
 messages always have equal screens; a user message gets a second one, blind to numbers; each
 agent message's :func:`prose` checked for a runaway as it is read), then for each period
 ``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch with itself shifted
-by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; longer blocks at
-the end from one backward pass of the core over each thread's screens (O(n)); the
+by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; longer blocks from the
+core's runs of each thread's screens (``vthread._core.long_runs``, O(n log n)); the
 number-blind replies by one more comparison, the failing retries by one sort of the tool
 responses' screens. Every repeat the screens accept is confirmed message by message on exact
 canonical keys (the keys the suffix heuristic compares, or the number-blind
@@ -56,7 +54,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any, Final
 
 import numpy as np
@@ -89,8 +86,8 @@ __all__ = [
 
 MAX_PERIOD: Final = 24
 """The longest repeating block searched anywhere, in messages (or actions, for action
-blocks): three tool calls with their results and the agent's words between them. A longer
-block is looked for only where it ends the thread."""
+blocks): three tool calls with their results and the agent's words between them: each period up to
+it is one NumPy pass over the batch. Longer blocks are found by the core's runs."""
 
 LOOP_KINDS: Final = HEURISTIC_NAMES
 """Loop kinds, coded 1 to 4: a loop is named after the production heuristic whose
@@ -219,15 +216,20 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
     every = np.arange(screens.size, dtype=np.int64)
     for kind, rows in ((BLOCK, every), (ACTIONS, np.flatnonzero(_is_action(roles)))):
         sequence = screens[rows]
+        collided: set[int] = set()  # threads where equal screens held unequal messages
         for thread, first, last, period in _screen_runs(sequence, owner[rows]):
             run = rows[first : last + period]
             if not _may_hold_a_loop(kind, run, period, roles):
                 continue  # its messages are never read: most such threads are never parsed
-            for begin, stop in keys.exact_runs(thread, run, period):
+            exact = keys.exact_runs(thread, run, period)
+            if exact != [(0, run.size - period)]:
+                collided.add(thread)
+            for begin, stop in exact:
                 loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
                 if loop is not None:
                     found[thread].append(loop)
-        for thread, loop in _long_blocks_ending(kind, rows, sequence, roles, offsets, keys):
+        for thread, loop in _long_block_loops(kind, rows, sequence, roles, offsets, keys,
+                                              collided):
             found[thread].append(loop)
 
     actions = np.flatnonzero(_is_action(roles))
@@ -296,35 +298,57 @@ def _screen_runs(
     return runs
 
 
-def _long_blocks_ending(kind: int, rows: npt.NDArray[np.int64], sequence: npt.NDArray[np.uint64],
-                        roles: npt.NDArray[np.int8], offsets: npt.NDArray[np.int64],
-                        keys: _Keys) -> list[tuple[int, Loop]]:
-    """The loop of each thread's ending block longer than MAX_PERIOD (see
-    :func:`_long_block_ending`): candidate periods from the screens (``sequence``, the
-    screens of ``rows``), ascending, each confirmed on exact keys; the first confirmed is
-    the thread's. A screen collision costs one more confirmation, never an answer."""
+def _long_block_loops(kind: int, rows: npt.NDArray[np.int64], sequence: npt.NDArray[np.uint64],
+                      roles: npt.NDArray[np.int8], offsets: npt.NDArray[np.int64], keys: _Keys,
+                      collided: set[int]) -> list[tuple[int, Loop]]:
+    """The loops of blocks longer than MAX_PERIOD repeated back to back anywhere: the runs
+    of each thread's screens (``sequence``, the screens of ``rows``) whose block repeats no
+    shorter one (``vthread._core.long_runs``), each confirmed on exact keys and judged as any
+    run is. A run of exact keys always lies in a run of their screens, but collided screens
+    may repeat with a shorter period than the keys do, hiding it; so a thread in which equal
+    screens held unequal messages (``collided``, from the shorter periods' runs and from
+    these) has its long runs found again over its exact keys: a collision costs time, never
+    an answer."""
     bounds = np.searchsorted(rows, offsets)
-    groups, periods, matches = _core.ending_repeats(sequence, bounds, MAX_PERIOD + 1)
-    firsts = np.flatnonzero(np.diff(groups, prepend=-1)).tolist()  # each thread's shortest
-    out = []
-    for first, last in pairwise([*firsts, groups.size]):
-        thread = int(groups[first])
-        end = int(bounds[thread + 1])
-        for candidate in range(first, last):  # nearly always the first only
-            period, matched = int(periods[candidate]), int(matches[candidate])
-            if not keys.ends_in_copies(thread, rows[end - 2 * period : end], period):
-                continue  # the screens collided
-            run = rows[end - period - matched : end]
-            # The exact run lies within the screens' run: one whose roles hold no loop is
-            # judged no loop without walking its exact keys back (a thread of one user
-            # message repeated a million times).
-            if _may_hold_a_loop(kind, run, period, roles):
-                begin, stop = keys.exact_runs(thread, run, period)[-1]
-                loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
-                if loop is not None:
-                    out.append((thread, loop))
-            break
-    return out
+    groups, periods, starts, stops = _core.long_runs(sequence, bounds, MAX_PERIOD + 1)
+    loops: dict[int, list[Loop]] = {}
+    for thread, period, start, stop in zip(groups.tolist(), periods.tolist(), starts.tolist(),
+                                           stops.tolist(), strict=True):
+        run = rows[start:stop]
+        if not _may_hold_a_loop(kind, run, period, roles):
+            continue  # a thread of one user message repeated a million times walks no key
+        exact = keys.exact_runs(thread, run, period)
+        if exact != [(0, run.size - period)]:
+            collided.add(thread)
+        for begin, end in exact:
+            loop = _judged(kind, begin, end, period, run, roles, int(offsets[thread]))
+            if loop is not None:
+                loops.setdefault(thread, []).append(loop)
+    for thread in collided:
+        thread_rows = rows[bounds[thread] : bounds[thread + 1]]
+        loops[thread] = _long_block_loops_exactly(kind, thread, thread_rows, roles,
+                                                  int(offsets[thread]), keys)
+    return [(thread, loop) for thread, kept in loops.items() for loop in kept]
+
+
+def _long_block_loops_exactly(kind: int, thread: int, rows: npt.NDArray[np.int64],
+                              roles: npt.NDArray[np.int8], offset: int,
+                              keys: _Keys) -> list[Loop]:
+    """:func:`_long_block_loops` of one thread's ``rows``, over its messages' exact keys
+    numbered in order of first appearance (equal numbers for equal keys only)."""
+    numbers: dict[Key, int] = {}
+    numbered = np.array([numbers.setdefault(keys.key(thread, row), len(numbers))
+                         for row in rows.tolist()], np.uint64)
+    _, periods, starts, stops = _core.long_runs(numbered, np.array([0, rows.size], np.int64),
+                                                MAX_PERIOD + 1)
+    loops = []
+    for period, start, stop in zip(periods.tolist(), starts.tolist(), stops.tolist(),
+                                   strict=True):
+        run = rows[start:stop]
+        loop = _judged(kind, 0, run.size - period, period, run, roles, offset)
+        if loop is not None:
+            loops.append(loop)
+    return loops
 
 
 class _Keys:
@@ -342,13 +366,6 @@ class _Keys:
             cached = message_key(self._threads[thread][row - int(self._offsets[thread])])
             self._cache[row] = cached
         return cached
-
-    def ends_in_copies(self, thread: int, rows: npt.NDArray[np.int64], period: int) -> bool:
-        """Whether ``rows`` (``2 * period`` of them) are two copies of a block, by exact key."""
-        listed = rows.tolist()
-        return all(self.key(thread, listed[position]) == self.key(thread,
-                                                                  listed[position + period])
-                   for position in range(period))
 
     def exact_runs(self, thread: int, run: npt.NDArray[np.int64],
                    period: int) -> list[tuple[int, int]]:
@@ -582,8 +599,7 @@ def _kept(loops: list[Loop]) -> list[Loop]:
 
 def find_loops_reference(threads: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[Loop]]:
     """:func:`find_loops` written plainly: exact keys of every message, every start and
-    every period compared block by block, every longer block tried at the end, no screens.
-    O(n² x MAX_PERIOD) per thread."""
+    every period compared block by block, no screens. O(n³) per thread."""
     return [_thread_loops(list(thread)) for thread in threads]
 
 
@@ -645,7 +661,7 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
                     loop = _judged(kind, begin, stop, period, rows, roles, 0)
                     if loop is not None:
                         found.append(loop)
-        found += _long_block_ending(kind, sequence, rows, roles)
+        found += _long_block_runs(kind, sequence, rows, roles)
     replies = [reply_key(messages[r]) if roles[r] == _USER else None for r in actions.tolist()]
     for begin in range(len(replies) - 1):
         if replies[begin] is None or (begin and replies[begin - 1] == replies[begin]):
@@ -666,22 +682,29 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
     return _kept_plainly(found)
 
 
-def _long_block_ending(kind: int, sequence: list[Key], rows: npt.NDArray[np.int64],
-                       roles: npt.NDArray[np.int8]) -> list[Loop]:
-    """The loop a sequence's ending block makes when it is longer than MAX_PERIOD: the
-    shortest block that ends the sequence twice in a row, over its whole run of copies
-    (the positions equal to the one a block later, back from the end without a break),
-    judged as any run is. Found as the production scan finds its repeated suffix, by
-    trying every length; only the shortest is judged."""
+def _long_block_runs(kind: int, sequence: list[Key], rows: npt.NDArray[np.int64],
+                     roles: npt.NDArray[np.int8]) -> list[Loop]:
+    """The loops of a sequence's blocks longer than MAX_PERIOD repeated back to back: every
+    maximal run of positions equal to the one a block later, at least a block of them,
+    whose block repeats no shorter block (a block that does covers the same messages as
+    the shorter one's run), judged as any run is. Every period and start tried."""
     size = len(sequence)
+    loops = []
     for period in range(MAX_PERIOD + 1, size // 2 + 1):
-        if sequence[size - 2 * period : size - period] == sequence[size - period :]:
-            begin = size - 2 * period
-            while begin and sequence[begin - 1] == sequence[begin - 1 + period]:
-                begin -= 1
-            loop = _judged(kind, begin, size - period, period, rows, roles, 0)
-            return [] if loop is None else [loop]
-    return []
+        begin = 0
+        while begin + period < size:
+            stop = begin
+            while stop + period < size and sequence[stop] == sequence[stop + period]:
+                stop += 1
+            block = sequence[begin : begin + period]
+            if stop - begin >= period and not any(
+                    period % shorter == 0 and block[shorter:] == block[:-shorter]
+                    for shorter in range(1, period)):
+                loop = _judged(kind, begin, stop, period, rows, roles, 0)
+                if loop is not None:
+                    loops.append(loop)
+            begin = stop + 1
+    return loops
 
 
 def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
