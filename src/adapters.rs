@@ -103,6 +103,15 @@ impl<'t> Str<'t> {
         }
     }
 
+    /// How many bytes `write` writes.
+    fn written_len(&self) -> usize {
+        match self {
+            Str::Line(value) => value.json_text().len(),
+            Str::Fixed(text) => text.len() + 2,
+            Str::Joined(text) => json_string_len(text),
+        }
+    }
+
     fn write(&self, out: &mut Vec<u8>) {
         match self {
             Str::Line(value) => out.extend_from_slice(value.json_text()),
@@ -114,6 +123,18 @@ impl<'t> Str<'t> {
             Str::Joined(text) => push_json_string(out, text),
         }
     }
+}
+
+/// How many bytes `push_json_string` writes of `text`.
+fn json_string_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' => 2,
+            0x00..=0x1F => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
 }
 
 /// A string as JSON text, UTF-8 kept (only what JSON requires escaped).
@@ -150,6 +171,15 @@ enum Payload<'t> {
 }
 
 impl Payload<'_> {
+    /// How many bytes `write` writes.
+    fn written_len(&self) -> usize {
+        match self {
+            Payload::Line(value) => value.json_text().len(),
+            Payload::Parsed(text) => text.len(),
+            Payload::Text(text) => text.written_len(),
+        }
+    }
+
     fn write(&self, out: &mut Vec<u8>) {
         match self {
             Payload::Line(value) => out.extend_from_slice(value.json_text()),
@@ -311,6 +341,10 @@ struct Writer<'o, 't> {
     total: usize,
     /// The current source message's tokens, for its first native message.
     tokens: Option<Value<'t>>,
+    /// Memory for a message could not be had: nothing more is written, and the line is
+    /// declined (Python's reading then raises MemoryError, which the CLI reports with the
+    /// line's place, rather than the allocator ending the process).
+    short_of_memory: bool,
 }
 
 impl<'t> Writer<'_, 't> {
@@ -318,6 +352,17 @@ impl<'t> Writer<'_, 't> {
         self.source = source as u32;
         self.written = 0;
         self.tokens = usage_tokens(message);
+    }
+
+    /// Whether `more` bytes (besides the fixed parts of a message) can be written without
+    /// an allocation that fails: asked for fallibly, once, before a message is written.
+    fn room(&mut self, more: usize) -> bool {
+        const FIXED: usize = 128;
+        let tokens = self.tokens.map_or(0, |tokens| tokens.json_text().len());
+        if !self.short_of_memory && self.out.try_reserve(more + tokens + FIXED).is_err() {
+            self.short_of_memory = true;
+        }
+        !self.short_of_memory
     }
 
     fn open(&mut self, kind: &Str<'_>) {
@@ -346,6 +391,9 @@ impl<'t> Writer<'_, 't> {
 
     /// `{"type": kind, "text": text}`.
     fn text(&mut self, kind: &Str<'_>, text: &Str<'_>) {
+        if !self.room(kind.written_len() + text.written_len()) {
+            return;
+        }
         self.open(kind);
         text.write(self.out);
         self.close();
@@ -359,6 +407,11 @@ impl<'t> Writer<'_, 't> {
         result: Option<&Payload<'_>>,
         is_error: bool,
     ) {
+        let payloads =
+            arguments.map_or(0, Payload::written_len) + result.map_or(0, Payload::written_len);
+        if !self.room(name.written_len() + payloads) {
+            return;
+        }
         self.open(&Str::Fixed("activity"));
         self.out
             .extend_from_slice(b"\"\",\"meta\":{\"activity\":{\"type\":");
@@ -1190,6 +1243,7 @@ pub fn translate_line(
         written: 0,
         total: 0,
         tokens: None,
+        short_of_memory: false,
     };
     match format {
         Format::OpenAi => from_openai(&messages, &mut writer, TextActions::None)?,
@@ -1197,6 +1251,9 @@ pub fn translate_line(
         Format::SweAgent => from_openai(&messages, &mut writer, TextActions::SweAgent)?,
         Format::Anthropic => from_anthropic(&messages, &mut writer)?,
         Format::Responses => from_responses(&messages, &mut writer)?,
+    }
+    if writer.short_of_memory {
+        return Err(Declined);
     }
     out.extend_from_slice(b"]}");
     Ok(messages.len())
@@ -1453,5 +1510,29 @@ mod tests {
         let mut out = Vec::new();
         push_json_string(&mut out, "a\"\\\n\u{1}é");
         assert_eq!(out, "\"a\\\"\\\\\\n\\u0001é\"".as_bytes());
+        for text in ["", "plain", "a\"\\\n\u{1}é", "\u{1f}\t\r\u{7f}"] {
+            let mut written = Vec::new();
+            push_json_string(&mut written, text);
+            assert_eq!(json_string_len(text), written.len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_message_without_room_declines_the_line_and_writes_nothing() {
+        let (mut out, mut sources) = (Vec::new(), Vec::new());
+        let mut writer = Writer {
+            out: &mut out,
+            sources: &mut sources,
+            source: 0,
+            written: 0,
+            total: 0,
+            tokens: None,
+            short_of_memory: false,
+        };
+        assert!(writer.room(16));
+        assert!(!writer.room(usize::MAX / 2)); // an allocation that cannot be had
+        writer.text(&Str::Fixed("bot"), &Str::Fixed("hello"));
+        assert!(writer.short_of_memory);
+        assert!(out.is_empty() && sources.is_empty());
     }
 }

@@ -449,6 +449,10 @@ fn read_part(
                 None
             }),
         };
+        // The native line is kept with the part's: memory for it is asked for fallibly, and
+        // a line it cannot be had for is Python's (whose MemoryError the CLI reports with the
+        // line's place) rather than the allocator's abort.
+        let read = read.filter(|_| part.native.try_reserve(scratch.len()).is_ok());
         let taken = match read {
             Some(messages) => part
                 .push_line(&scratch, offset, messages, native, &mut reader)?

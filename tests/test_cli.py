@@ -9,12 +9,15 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from vthread import _exact_json, _reference, cli
@@ -456,6 +459,20 @@ def test_long_digit_runs_found_at_any_alignment(offset: int) -> None:
     assert _exact_json.long_digit_lines(lines) == {0, 3}
     assert _exact_json.long_digit_lines(lines[1:3]) == frozenset()
     assert _exact_json.long_digit_lines([b""]) == frozenset()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([b"1" * 7, b"23", b"x", b"4" * 12, b"\n5"]),
+                         max_size=12).map(b"".join), max_size=6),
+       st.sampled_from([8, 16, 1 << 20]))
+def test_long_digit_lines_equal_a_plain_search(lines: list[bytes], slice_bytes: int) -> None:
+    """The word search equals a regular expression's, for lines searched joined and lines
+    searched a slice at a time (slices cut small here, so runs straddle them)."""
+    plain = frozenset(index for index, line in enumerate(lines)
+                      if re.search(rb"[0-9]{19}", line))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_exact_json, "_SLICE", slice_bytes)
+        assert _exact_json.long_digit_lines(lines) == plain
 
 
 def test_engine_failure_becomes_one_error_record(thread_file: Path,

@@ -623,3 +623,38 @@ def test_parquet_bytes_where_text_is_read_are_named(tmp_path: Path,
     first, *rest = strict_records(out)
     assert code == 0 and first["error"].startswith(said)
     assert [record.get("error", "")[:14] for record in rest] == ["not valid JSON", ""]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("chat", [True, False], ids=["openai", "native"])
+def test_a_line_larger_than_the_memory_keeps_the_records_before_it(
+        tmp_path: Path, chat: bool, jobs: str) -> None:
+    """100 small runs, one of 120 MB, one more, under an address-space limit of 220 MB: the
+    scan ends with status 71 naming line 101, after writing the 100 records before it (a
+    chunk holds them all with the long line: before, the chunk's records were lost, the
+    message named the chunk's first line, and an OpenAI line aborted the process in the
+    core's allocator). The same file scans whole without the limit."""
+    import resource
+
+    def message(text: str) -> dict[str, str]:
+        return ({"role": "assistant", "content": text} if chat
+                else {"type": "bot", "text": text})
+
+    small = json.dumps([message("hi"), message("yo")]).encode() + b"\n"
+    path = tmp_path / "runs.jsonl"
+    with path.open("wb") as file:
+        file.write(small * 100)
+        file.write(json.dumps([message("y" * 120_000_000)]).encode() + b"\n")
+        file.write(small)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (220 << 20, 220 << 20))
+
+    command = [*VTHREAD, "scan", "-q", "-j", jobs, str(path)]
+    done = subprocess.run(command, capture_output=True, env=ENV, preexec_fn=limited,
+                          timeout=300, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert f"out of memory at {path}:101:".encode() in done.stderr
+    assert len(done.stdout.splitlines()) == 100
+    whole = subprocess.run(command, capture_output=True, env=ENV, timeout=300, check=False)
+    assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 102

@@ -156,12 +156,15 @@ def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line the process cannot hold (MemoryError, as a line of hundreds of megabytes under
     ``ulimit -v`` or a container's limit raises): status 71, one line on stderr saying so
-    and after how many lines, the records before it written, and the summary says the scan
+    and naming the line, the records before it written (those of the lines read in the same
+    chunk too: the chunk is scanned again a line at a time), and the summary says the scan
     did not complete. Not a traceback, and not the internal error's 70."""
     from vthread import cli
 
     huge = tmp_path / "huge.jsonl"
-    huge.write_bytes(b'[{"type": "user", "text": "memory-test-7f3a"}]\n')
+    huge.write_bytes(b'[{"type": "user", "text": "before"}]\n'
+                     b'[{"type": "user", "text": "memory-test-7f3a"}]\n'
+                     b'[{"type": "user", "text": "after"}]\n')
     target = tmp_path / "summary.json"
     reading = cli._core.scan_lines
 
@@ -174,10 +177,11 @@ def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
     code, out, err = run(["scan", str(SAMPLE), str(huge), "--summary", str(target)],
                          monkeypatch)
     summary = json.loads(target.read_text())
-    assert code == 71 and len(records(out)) == 300 and summary["lines"] == 300
+    assert code == 71 and len(records(out)) == 301 and summary["lines"] == 301
     assert err == f"vthread scan: {summary['failure']}\n"
     assert summary["completed"] is False
-    assert summary["failure"].startswith("out of memory after 300 lines: ")
+    assert summary["failure"].startswith(f"out of memory at {huge}:2: ")
+    assert "the records before it are written (301)" in summary["failure"]
 
 
 def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,

@@ -305,6 +305,9 @@ class _Task:
     # The chunk was cut where its writer paused (a pipe): its records are written before
     # more is read, even when other chunks are in flight (--jobs N).
     paused: bool = False
+    # Set (with no lines) where the line at ``first_line`` did not fit the memory the
+    # process may use as it was read: the scan ends there.
+    too_large: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +319,9 @@ class _Done:
     fatal: str | None
     # Said on stderr as the chunk's records are written (chat lines read as native).
     warnings: tuple[str, ...] = ()
+    # Where a line (a document's run, a row) larger than the memory the process may use
+    # lies: the records are those of the chunk's lines before it, and the scan ends there.
+    out_of_memory: str | None = None
 
 
 _R = TypeVar("_R")
@@ -323,6 +329,11 @@ _R = TypeVar("_R")
 
 class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
+
+
+class _OutOfMemoryError(MemoryError):
+    """A line (a document's run, a row) larger than the memory the process may use, at the
+    place given."""
 
 
 def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
@@ -476,6 +487,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 say(f"vthread scan: {warning}")
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
+            if done.out_of_memory is not None:
+                raise _OutOfMemoryError(done.out_of_memory)
         _close(out, options.output, progress)
         # Every record is written: Ctrl-C or SIGTERM from now on changes nothing (it made a
         # finished scan exit 130 with its summary saying "completed": true).
@@ -499,13 +512,18 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     except (KeyboardInterrupt, _TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
         failure = _stopped_by(stop)
-    except MemoryError:
+    except _OutOfMemoryError as error:
         # A line (a run of a document) larger than the memory the process may use: the
         # records of the lines before it are written, and the summary says where it stopped.
         _close_quietly(out, options.output, progress)
-        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the next "
-                   "line is larger than the memory the process may use (ulimit -v, a "
-                   "container's limit); its records and the rest are not written")
+        failure = (MEMORY_EXIT, f"out of memory at {error}: it is larger than the memory "
+                   "the process may use (ulimit -v, a container's limit); the records "
+                   f"before it are written ({stats.lines:,}), its own and the rest are not")
+    except MemoryError:
+        _close_quietly(out, options.output, progress)
+        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} records: the input "
+                   "is larger than the memory the process may use (ulimit -v, a "
+                   "container's limit); the rest is not written")
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -1705,6 +1723,11 @@ class _PausedBatch(list[bytes]):
     """A chunk's lines cut where the stream's writer paused (see :class:`_LiveStream`)."""
 
 
+class _TooLarge(list[bytes]):
+    """No lines: the next line did not fit the memory the process may use as it was read
+    (the lines before it are the chunk before this)."""
+
+
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
@@ -1715,8 +1738,22 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
     is not, nor is the incomplete last line of a broken gzip stream (its error record, made
     by :func:`_tasks`, stands for it).
     """
-    pending = io.BytesIO()  # the parts of a line that has not ended yet
     batch: list[bytes] = []
+    try:
+        yield from _chunks_read(stream, batch)
+    except MemoryError:
+        # A line larger than the memory the process may use, as it was assembled: the
+        # lines before it are scanned and written, and the scan ends there.
+        if batch:
+            yield batch
+        yield _TooLarge()
+
+
+def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed,
+                 batch: list[bytes]) -> Iterator[list[bytes]]:
+    """:func:`_chunks`, with the lines not yet yielded in ``batch`` (``batch`` is cleared,
+    never replaced, so that the caller holds them if reading fails)."""
+    pending = io.BytesIO()  # the parts of a line that has not ended yet
     size = 0
     # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
     idle = stream.idle if isinstance(stream, _Replayed | _LiveStream) else None
@@ -1739,14 +1776,16 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
             while len(batch) - start >= CHUNK_LINES:
                 yield batch[start : start + CHUNK_LINES]
                 start += CHUNK_LINES
-            batch = batch[start:]
+            del batch[:start]
             size = sum(map(len, batch))
         if size >= CHUNK_BYTES:
-            yield batch
-            batch, size = [], 0
+            yield batch[:]
+            batch.clear()
+            size = 0
         elif batch and idle is not None and idle():
             yield _PausedBatch(batch)
-            batch, size = [], 0
+            batch.clear()
+            size = 0
     if pending.tell():
         source = stream.rest if isinstance(stream, _Replayed) else stream
         if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
@@ -1754,7 +1793,8 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
         else:
             batch.append(pending.getvalue())
     if batch:
-        yield batch
+        yield batch[:]
+        batch.clear()
 
 
 def _tasks(
@@ -1843,6 +1883,10 @@ def _tasks(
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
+                if isinstance(lines, _TooLarge):
+                    yield _Task(label, line, [], file_format or "native", cycle, strict,
+                                count_tokens, unit=unit, too_large=True)
+                    return
                 if file_format is None:
                     file_format, told = _detect(label, lines, messages_key, unit)
                     if detected is not None and told:
@@ -2361,11 +2405,16 @@ def _result(future: Future[_R]) -> _R:
 def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
     """One chunk's result, read by the core (Python's way where the core declines it); None
     for a file's ``first`` chunk the core declines, which sends the file elsewhere."""
-    raw = _read_in_core(task)
-    if raw is None and first:
-        return None
-    done = _scan_chunk_in_core(task, raw) if raw is not None else None
-    return done if done is not None else _scan_chunk_in_python(task)
+    if task.too_large:
+        return _too_large(task)
+    try:
+        raw = _read_in_core(task)
+        if raw is None and first:
+            return None
+        done = _scan_chunk_in_core(task, raw) if raw is not None else None
+        return done if done is not None else _scan_chunk_in_python(task)
+    except MemoryError:
+        return _line_by_line(task)
 
 
 def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
@@ -2434,10 +2483,45 @@ def _scan_chunk(task: _Task) -> _Done:
     again (it tripled the parse time when measured).
     """
     with collector_paused():
-        return _scan_chunk_unpaused(task)
+        try:
+            return _scan_chunk_unpaused(task)
+        except MemoryError:
+            return _line_by_line(task)
+
+
+def _too_large(task: _Task) -> _Done:
+    """The result of a line that did not fit the memory the process may use."""
+    return _Done(b"", _Stats(), None, out_of_memory=_where(task, task.first_line))
+
+
+def _line_by_line(task: _Task) -> _Done:
+    """A chunk that ran out of memory, scanned again a line at a time: the records of its
+    lines up to the first that does not fit alone, and that line's place. A chunk holds
+    thousands of lines, and one too large must not take the others' records with it."""
+    if len(task.lines) <= 1:
+        return _too_large(task)
+    parts: list[_Done] = []
+    place = None
+    for index, line in enumerate(task.lines):
+        try:
+            parts.append(_scan_chunk_unpaused(replace(task, lines=[line],
+                                                      first_line=task.first_line + index)))
+        except MemoryError:
+            place = _where(task, task.first_line + index)
+            break
+        if parts[-1].fatal is not None:
+            break
+    stats = _Stats()
+    for part in parts:
+        stats.add(part.stats)
+    fatal = parts[-1].fatal if parts else None
+    warnings = tuple(dict.fromkeys(warning for part in parts for warning in part.warnings))
+    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings, place)
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
+    if task.too_large:
+        return _too_large(task)
     if _core_may_read(task):
         done = _scan_chunk_in_core(task)
         if done is not None:
