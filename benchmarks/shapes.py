@@ -41,7 +41,7 @@ _SHORT_BLOCK: Final = 8
 """Messages per copy in ``near_period_short``."""
 _DEPTH: Final = 32
 """Nesting of ``deep_meta``'s meta: deep enough that every exact key costs a walk, far below
-the encoder's depth limit (10,000), past which a value would encode as unserializable."""
+the encoder's depth limit (4,160), past which a value would encode as unserializable."""
 _BIG: Final = 1_700_000_000_000_000_000
 """A nanosecond timestamp: 19 digits, so a JSONL line holding it may hold an integer beyond
 64 bits as far as the CLI's digit scan can tell, and is parsed by the standard module."""

@@ -13,8 +13,9 @@
 /// (`vthread._jsvalue.Opaque`).
 pub const UNSERIALIZABLE: &[u8] = b"!";
 
-/// Nesting deeper than this encodes as [`UNSERIALIZABLE`] (as in `vthread._jsvalue`).
-pub const MAX_DEPTH: usize = 10_000;
+/// Nesting deeper than this encodes as [`UNSERIALIZABLE`] (as in `vthread._jsvalue`, which
+/// says where the figure comes from: Node 20's `JSON.stringify`).
+pub const MAX_DEPTH: usize = 4_160;
 
 /// Largest canonical array index JavaScript orders first among an object's keys.
 const ARRAY_INDEX_LIMIT: u64 = 4_294_967_294;

@@ -268,7 +268,7 @@ fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>
 
 /// The encoder's walk: the containers open on the current path, for cycles and depth. A
 /// path is short in real data, so a vector scanned on entry beats a hash set (and at the
-/// 10,000-level limit it costs at most milliseconds). `unencodable` is set on meeting what
+/// 4,160-level limit it costs at most milliseconds). `unencodable` is set on meeting what
 /// `JSON.stringify` throws on (a reference back into a cycle, nesting too deep): the whole
 /// value then encodes as [`UNSERIALIZABLE`], so the rest of the walk writes nothing.
 struct Walk {

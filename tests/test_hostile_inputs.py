@@ -633,3 +633,24 @@ def test_tool_names_compare_by_content_not_by_their_str(names: list[str],
     record = vthread.scan([looping]).record(0)
     assert ref.describe_thread_cycle(looping, ref.cycle()) == record["verdict"]
     assert record["excerpt"] is not None and record["excerpt"].startswith("f(")
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+@pytest.mark.parametrize(("depth", "equal"), [(1_000, False), (4_000, False), (5_000, True),
+                                              (10_000, True)])
+def test_nesting_past_where_node_throws_compares_as_the_marker(depth: int,
+                                                               equal: bool) -> None:
+    """Node 20's ``JSON.stringify`` throws on arrays or objects nested past about 4,170
+    levels (4,184 from the top of its stack, measured: ``node -e`` nesting ``[v]`` until it
+    throws), so two metas nested 5,000 or 10,000 deep compare as the one fallback text,
+    whatever their leaves; 4,000 deep they are told apart by their leaves. The limit was
+    10,000, and metas 5,000 deep were unequal where production found them equal."""
+    thread = [{"type": "u", "meta": _nested(depth, 1)}, {"type": "u", "meta": _nested(depth, 2)}]
+    expected = "repeated_suffix" if equal else None
+    assert vthread.describe_thread_cycle(thread, min_pattern_length=1) == expected
+    assert vthread.scan([thread], min_pattern_length=1).record(0)["verdict"] == expected

@@ -221,11 +221,15 @@ def _parser() -> argparse.ArgumentParser:
                        "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
                        ".parquet or .pq; - is standard output)")
     for flag, meaning in (
-        ("--min-repetitions", "copies of the pattern needed (default 2)"),
+        ("--min-repetitions", "copies of the pattern needed (default 2; at least 1, and 1 "
+         "makes every thread of --min-pattern-length messages or more a loop)"),
         ("--min-pattern-length", "shortest repeating block looked for, in messages (default "
-         "2; a record's period is the loop's own smallest, which can be 1)"),
-        ("--max-pattern-length", "longest repeating pattern (default: length / repetitions)"),
-        ("--min-result-repetitions", "identical tool results in a row needed (default 3)"),
+         "2, at least 1; a record's period is the loop's own smallest, which can be 1)"),
+        ("--max-pattern-length", "longest repeating pattern (default: length / repetitions; "
+         "at least --min-pattern-length)"),
+        ("--min-result-repetitions", "identical tool results in a row needed (default 3, at "
+         "least 2). For every option a value below its floor is the floor, a fraction rounds "
+         "down, and nan or inf is the default, as the production code reads them"),
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
@@ -239,7 +243,8 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--strict", action="store_true",
                        help="stop at the first bad line (exit status 2)")
     scan_.add_argument("--fail-on-loop", action="store_true",
-                       help="exit with status 1 when any thread loops (for CI gates)")
+                       help="exit with status 1 when any thread loops (for CI gates); a bad "
+                       "line is no loop: add --strict to fail on one (status 2)")
     scan_.add_argument("--only-loops", action="store_true",
                        help="write only the records of threads that loop, and error records "
                        "(so no failure goes unseen); the summary still counts every line")
