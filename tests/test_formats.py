@@ -204,6 +204,11 @@ def test_common_format() -> None:
     assert conflict.value.formats == {"native": [2], "openai": [1, 3]}
     with pytest.raises(FormatConflictError, match="anthropic at 1; swe-agent at 2"):
         common_format([(1, "anthropic", True), (2, "swe-agent", True)])
+    # Plain chats fit both chat formats: a conflict between two names neither.
+    with pytest.raises(FormatConflictError) as conflict:
+        common_format([(1, "openai", True), (2, "openai", False), (3, "anthropic", True),
+                       (4, "openai", False)])
+    assert conflict.value.formats == {"openai": [1], "anthropic": [3]}
 
 
 # ------------------------------------------------------------------------------- documents

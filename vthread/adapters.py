@@ -757,7 +757,9 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
             shown.setdefault(format_, []).append(position)
     plain = [position for position, _, decisive in evidence if not decisive]
     if len(shown) > 1 or (plain and "native" in shown):
-        if plain:
+        if plain and "native" in shown:
+            # Plain chats are what disagrees with native threads (they are chat, read as
+            # OpenAI's); between two chat formats they fit either, so they are not named.
             shown.setdefault("openai", []).extend(plain)
             shown["openai"].sort()
         raise FormatConflictError(shown)
