@@ -252,6 +252,14 @@ def test_sample_takes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "--sample takes no FILE" in err
 
 
+def test_standard_input_given_twice_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vthread scan - -`: standard input is read once, so the second - stood for nothing,
+    silently (a new user's finding); it is a usage error naming it."""
+    code, out, err = run(["scan", "-", "-"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert "- (standard input) is given more than once" in err
+
+
 def test_summary_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary's first line names what was scanned."""
     source = lines_file(tmp_path / "runs.jsonl", 4)

@@ -783,6 +783,10 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
             say("vthread scan: error: --sample takes no FILE")
             return None
         return [str(SAMPLE)], frozenset()
+    if options.files.count("-") > 1:
+        # Standard input is read once: a second "-" would stand for nothing, silently.
+        say("vthread scan: error: - (standard input) is given more than once")
+        return None
     if options.files:
         written = _identities([options.output, options.summary_file])
         files: list[str] = []
