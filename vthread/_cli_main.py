@@ -254,9 +254,8 @@ def _parser() -> argparse.ArgumentParser:
                        "seen to loop (off: the production answers exactly)")
     scan_.add_argument("--anywhere", action="store_true",
                        help="report every loop of each run wherever it lies, of blocks of "
-                       "1 to 24 messages, and of any length where the run ends (a 'loops' "
-                       "list per record; the record's fields describe the costliest), not "
-                       "only a loop the run ends in")
+                       "any length (a 'loops' list per record; the record's fields describe "
+                       "the costliest), not only a loop the run ends in")
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards; "
                        "written also when the scan ends early, saying \"completed\": false)")

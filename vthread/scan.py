@@ -718,8 +718,8 @@ def scan(
     ``anywhere=True`` reports every loop of each thread wherever it lies, not only one that
     ends it (:mod:`vthread.anywhere`): ``loops`` holds each thread's loops as records,
     costliest first, and the row's fields describe the costliest (its verdict is the loop's
-    kind). O(total messages x ``vthread.anywhere.MAX_PERIOD``) array work, plus the exact
-    confirmation of what repeats.
+    kind). O(total messages x ``vthread.anywhere.MAX_PERIOD``) array work and O(n log n)
+    per thread in the core for longer blocks, plus the exact confirmation of what repeats.
 
     ``format`` names the threads' message format: ``"native"`` (the production library's
     ``{type, text, meta}`` messages, the default), one of :data:`vthread.adapters.FORMATS`
