@@ -2,8 +2,8 @@
 
 Looking anywhere finds blocks longer than 24 messages by the runs of a thread's screens.
 This times that search alone on sequences of screens chosen to stress it: one value
-repeated (a run of every period), a block of 29 equal values and one other (long reaches
-that are no run), random values over 2 and over 1,000 letters, 30 distinct values repeated,
+repeated (a run of every period), a block of 29 (or 999) equal values and one other (long
+reaches that are no run), random values over 2 and over 1,000 letters, 30 distinct values repeated,
 and the Fibonacci word (the most runs a sequence can hold). CPU seconds (the minimum of
 ``--repeats``), sizes 4x apart; before timing, each shape's runs at a small size are checked
 against a plain enumeration. Writes ``benchmarks/results/runs-growth.json``.
@@ -51,6 +51,7 @@ def _cycled(block: list[int], size: int) -> Values:
 SHAPES: Final[dict[str, Callable[[int], Values]]] = {
     "one value": lambda size: np.zeros(size, np.uint64),
     "29 equal and one other": lambda size: _cycled([0] * 29 + [1], size),
+    "999 equal and one other": lambda size: _cycled([0] * 999 + [1], size),
     "random over 2": lambda size: np.random.default_rng(0).integers(0, 2, size).astype(
         np.uint64),
     "30 distinct repeated": lambda size: _cycled(list(range(30)), size),

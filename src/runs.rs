@@ -57,10 +57,15 @@ fn random_base() -> u64 {
     2 + drawn % (MODULUS - 3)
 }
 
-/// Prefix hashes of one group, to compare any two stretches of it in O(1).
+/// Prefix hashes of one group, to compare any two stretches of it in O(1), and where each
+/// value's block of equal values begins and ends, to step over such a block at once.
 struct Hashes {
     prefix: Vec<u64>,
     powers: Vec<u64>,
+    /// `block_start[i]..block_end[i]`: the maximal stretch of values equal to `values[i]`
+    /// around `i`.
+    block_start: Vec<usize>,
+    block_end: Vec<usize>,
 }
 
 impl Hashes {
@@ -68,6 +73,8 @@ impl Hashes {
         Self {
             prefix: Vec::new(),
             powers: Vec::new(),
+            block_start: Vec::new(),
+            block_end: Vec::new(),
         }
     }
 
@@ -83,6 +90,25 @@ impl Hashes {
             self.prefix.push(hash);
             self.powers.push(power);
         }
+        self.block_start.clear();
+        self.block_end.clear();
+        self.block_end.resize(values.len(), 0);
+        for index in 0..values.len() {
+            let start = if index > 0 && values[index - 1] == values[index] {
+                self.block_start[index - 1]
+            } else {
+                index
+            };
+            self.block_start.push(start);
+        }
+        for index in (0..values.len()).rev() {
+            self.block_end[index] =
+                if index + 1 < values.len() && values[index + 1] == values[index] {
+                    self.block_end[index + 1]
+                } else {
+                    index + 1
+                };
+        }
     }
 
     /// The hash of values `[start, start + length)`.
@@ -97,22 +123,48 @@ impl Hashes {
     }
 }
 
-/// How many values a reach is measured over directly, before hashes measure it: most
-/// reaches are short, and comparing neighbouring values is cheaper than hashing (whose
-/// tables, for a long thread, are read at random).
+/// How many steps a reach is measured over directly (a value compared, or a block of equal
+/// values stepped over), before hashes measure it: most reaches are short, and comparing
+/// neighbouring values is cheaper than hashing (whose tables, for a long thread, are read
+/// at random).
 const DIRECT: usize = 32;
 
+/// How many values a reach compares side by side before it reads the blocks of equal
+/// values (those reads are at random in a long thread, the side-by-side ones are not).
+const NEAR: usize = 8;
+
 /// How many values from `first` on equal those from `second` on (`first < second`), at
-/// least the true count: past the first `DIRECT`, a stretch is taken as equal when its
-/// hashes are.
+/// least the true count: past the first `DIRECT` steps, a stretch is taken as equal when its
+/// hashes are. Two equal values whose blocks of equal values end at different distances
+/// reach exactly the nearer end (there one block changes value and the other does not), so
+/// a sample among a value repeated many times costs one step.
 fn reach_forwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) -> usize {
     let most = values.len() - second;
     let mut reach = 0;
-    while reach < most.min(DIRECT) && values[first + reach] == values[second + reach] {
+    // The first values side by side (most reaches end there), then blocks stepped over.
+    while reach < most.min(NEAR) && values[first + reach] == values[second + reach] {
         reach += 1;
     }
-    if reach < DIRECT {
+    if reach < NEAR {
         return reach;
+    }
+    for _ in 0..DIRECT {
+        if reach >= most {
+            return most;
+        }
+        let (left, right) = (first + reach, second + reach);
+        if values[left] != values[right] {
+            return reach;
+        }
+        let left_block = hashes.block_end[left] - left;
+        let right_block = hashes.block_end[right] - right;
+        if left_block != right_block {
+            return (reach + left_block.min(right_block)).min(most);
+        }
+        reach += left_block;
+    }
+    if reach >= most {
+        return most;
     }
     // Doubling while whole stretches agree, then halving back: O(log reach) hashes.
     let mut step = DIRECT;
@@ -136,11 +188,29 @@ fn reach_forwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) 
 fn reach_backwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) -> usize {
     let most = first;
     let mut reach = 0;
-    while reach < most.min(DIRECT) && values[first - reach - 1] == values[second - reach - 1] {
+    while reach < most.min(NEAR) && values[first - reach - 1] == values[second - reach - 1] {
         reach += 1;
     }
-    if reach < DIRECT {
+    if reach < NEAR {
         return reach;
+    }
+    for _ in 0..DIRECT {
+        if reach >= most {
+            return most;
+        }
+        let (left, right) = (first - reach - 1, second - reach - 1);
+        if values[left] != values[right] {
+            return reach;
+        }
+        let left_block = left + 1 - hashes.block_start[left];
+        let right_block = right + 1 - hashes.block_start[right];
+        if left_block != right_block {
+            return (reach + left_block.min(right_block)).min(most);
+        }
+        reach += left_block;
+    }
+    if reach >= most {
+        return most;
     }
     let mut step = DIRECT;
     while reach + step <= most
