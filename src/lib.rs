@@ -458,7 +458,7 @@ fn arrow_row_texts<'py>(
         return Ok(None);
     };
     Ok(Some((
-        PyBytes::new(py, &rows.text),
+        new_bytes(py, &rows.text)?,
         numpy_array(py, rows.starts)?,
         numpy_array(py, rows.ends)?,
         numpy_array(py, rows.rows)?,
@@ -490,7 +490,7 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     out.set_item("figures_odd", chunk.figures_odd)?;
     out.set_item("declined", numpy_array(py, chunk.declined)?)?;
     if !chunk.native_ends.is_empty() {
-        out.set_item("native", PyBytes::new(py, &chunk.native))?;
+        out.set_item("native", new_bytes(py, &chunk.native)?)?;
         out.set_item("native_ends", numpy_array(py, chunk.native_ends)?)?;
         let sources: Vec<i64> = chunk.sources.into_iter().map(i64::from).collect();
         out.set_item("sources", numpy_array(py, sources)?)?;
@@ -952,12 +952,11 @@ impl DocumentSplitter {
         }
         self.started |= !found.is_empty();
         let text = self.splitter.text();
-        let texts = PyList::new(
-            py,
-            found
-                .iter()
-                .map(|&(start, end, _)| PyBytes::new(py, &text[start..end])),
-        )?;
+        let texts = found
+            .iter()
+            .map(|&(start, end, _)| new_bytes(py, &text[start..end]))
+            .collect::<PyResult<Vec<_>>>()?;
+        let texts = PyList::new(py, texts)?;
         let places: Vec<i64> = found
             .iter()
             .flat_map(|&(_, _, p)| [p.offset as i64, p.line as i64, p.column as i64])
@@ -984,11 +983,11 @@ impl DocumentSplitter {
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
-    ) -> (
+    ) -> PyResult<(
         Option<(&'static str, (usize, usize, usize))>,
         bool,
         Option<(Bound<'py, PyBytes>, (usize, usize, usize))>,
-    ) {
+    )> {
         let (stop, closed, tail) = self.splitter.finish();
         let stop = stop.map(|(why, place)| {
             let why = match why {
@@ -999,9 +998,13 @@ impl DocumentSplitter {
             (why, place_tuple(place))
         });
         let text = self.splitter.text();
-        let tail = tail
-            .map(|(start, end, place)| (PyBytes::new(py, &text[start..end]), place_tuple(place)));
-        (stop, closed, tail)
+        let tail = match tail {
+            Some((start, end, place)) => {
+                Some((new_bytes(py, &text[start..end])?, place_tuple(place)))
+            }
+            None => None,
+        };
+        Ok((stop, closed, tail))
     }
 }
 
@@ -1057,6 +1060,20 @@ fn tape_parse_floor(lines: &Bound<'_, PyList>) -> PyResult<usize> {
         }
     }
     Ok(taken)
+}
+
+/// `bytes(data)`, or a MemoryError where Python cannot allocate it: `PyBytes::new` panics
+/// then, and under a memory limit the panic's own report could not be written (a document
+/// scanned under `ulimit -v` hung instead of ending with status 71).
+fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let length = ffi::Py_ssize_t::try_from(data.len())
+        .map_err(|_| PyMemoryError::new_err("a text longer than Python's bytes can hold"))?;
+    // SAFETY: the pointer and length describe `data`, which CPython copies before returning;
+    // a null result (with MemoryError set) becomes that error.
+    unsafe {
+        let object = ffi::PyBytes_FromStringAndSize(data.as_ptr().cast(), length);
+        Ok(Bound::from_owned_ptr_or_err(py, object)?.cast_into_unchecked())
+    }
 }
 
 /// The canonical encoding of one line as the CLI's tape reads it, or None where the tape

@@ -658,3 +658,26 @@ def test_a_line_larger_than_the_memory_keeps_the_records_before_it(
     assert len(done.stdout.splitlines()) == 100
     whole = subprocess.run(command, capture_output=True, env=ENV, timeout=300, check=False)
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 102
+
+
+def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
+    """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
+    limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the
+    100 records before the long run. Python's bytes for a run were made by a call that
+    panics where memory cannot be had, and the panic's report could not be written either:
+    the process hung, and only SIGKILL ended it."""
+    import resource
+
+    small = [{"type": "bot", "text": "hi"}, {"type": "bot", "text": "yo"}]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([small] * 100 + [[{"type": "bot", "text": "y" * 60_000_000}]]
+                               + [small]))
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (220 << 20, 220 << 20))
+
+    done = subprocess.run([*VTHREAD, "scan", "-q", str(path)], capture_output=True, env=ENV,
+                          preexec_fn=limited, timeout=120, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert b"out of memory" in done.stderr and b"panicked" not in done.stderr
+    assert len(done.stdout.splitlines()) <= 100

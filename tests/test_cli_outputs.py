@@ -181,7 +181,7 @@ def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
     assert err == f"vthread scan: {summary['failure']}\n"
     assert summary["completed"] is False
     assert summary["failure"].startswith(f"out of memory at {huge}:2: ")
-    assert "the records before it are written (301)" in summary["failure"]
+    assert "the records of the 301 lines before it are written" in summary["failure"]
 
 
 def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,

@@ -517,13 +517,14 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # records of the lines before it are written, and the summary says where it stopped.
         _close_quietly(out, options.output, progress)
         failure = (MEMORY_EXIT, f"out of memory at {error}: it is larger than the memory "
-                   "the process may use (ulimit -v, a container's limit); the records "
-                   f"before it are written ({stats.lines:,}), its own and the rest are not")
+                   "the process may use (ulimit -v, a container's limit); the records of "
+                   f"the {stats.lines:,} lines before it are written, its own and the rest's "
+                   "are not")
     except MemoryError:
         _close_quietly(out, options.output, progress)
-        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} records: the input "
-                   "is larger than the memory the process may use (ulimit -v, a "
-                   "container's limit); the rest is not written")
+        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the input is "
+                   "larger than the memory the process may use (ulimit -v, a container's "
+                   "limit); the records of the lines after them are not written")
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -2161,15 +2162,23 @@ def _holds_a_thread(line: bytes) -> bool:
 
 
 def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
-    """``lines`` in chunks of at most CHUNK_LINES lines and about CHUNK_BYTES bytes."""
+    """``lines`` in chunks of at most CHUNK_LINES lines and about CHUNK_BYTES bytes; where
+    the next line does not fit the memory the process may use as it is read (a document's
+    long run), the lines before it, then :class:`_TooLarge`."""
     batch: list[bytes] = []
     size = 0
-    for line in lines:
-        batch.append(line)
-        size += len(line)
-        if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
+    try:
+        for line in lines:
+            batch.append(line)
+            size += len(line)
+            if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
+                yield batch
+                batch, size = [], 0
+    except MemoryError:
+        if batch:
             yield batch
-            batch, size = [], 0
+        yield _TooLarge()
+        return
     if batch:
         yield batch
 
