@@ -133,16 +133,53 @@ const DIRECT: usize = 32;
 /// values (those reads are at random in a long thread, the side-by-side ones are not).
 const NEAR: usize = 8;
 
-/// How many values from `first` on equal those from `second` on (`first < second`), at
-/// least the true count: past the first `DIRECT` steps, a stretch is taken as equal when its
-/// hashes are. Two equal values whose blocks of equal values end at different distances
-/// reach exactly the nearer end (there one block changes value and the other does not), so
-/// a sample among a value repeated many times costs one step.
-fn reach_forwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) -> usize {
-    let most = values.len() - second;
+/// Which way a reach is measured from its two starting places.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// The values from `first` and `second` on.
+    Forwards,
+    /// The values just before `first` and `second`.
+    Backwards,
+}
+
+/// How many values from `first` on equal those from `second` on (`first < second`), or
+/// just before them going back, at least the true count: the first `NEAR` values side by
+/// side, then up to `DIRECT` steps over blocks of equal values (two equal values whose
+/// blocks end at different distances reach exactly the nearer end: there one block changes
+/// value and the other does not, so a sample among a value repeated many times costs one
+/// step), then hashes, a stretch taken as equal when its hashes are.
+fn reach(
+    values: &[u64],
+    hashes: &Hashes,
+    first: usize,
+    second: usize,
+    direction: Direction,
+) -> usize {
+    let most = match direction {
+        Direction::Forwards => values.len() - second,
+        Direction::Backwards => first,
+    };
+    // The place `offset` values away from `origin`, and how many values its block of equal
+    // values holds from there on, the way the reach goes.
+    let place = |origin: usize, offset: usize| match direction {
+        Direction::Forwards => origin + offset,
+        Direction::Backwards => origin - offset - 1,
+    };
+    let block = |index: usize| match direction {
+        Direction::Forwards => hashes.block_end[index] - index,
+        Direction::Backwards => index + 1 - hashes.block_start[index],
+    };
+    let equal = |offset: usize, length: usize| match direction {
+        Direction::Forwards => {
+            hashes.of(first + offset, length) == hashes.of(second + offset, length)
+        }
+        Direction::Backwards => {
+            hashes.of(first - offset - length, length)
+                == hashes.of(second - offset - length, length)
+        }
+    };
     let mut reach = 0;
-    // The first values side by side (most reaches end there), then blocks stepped over.
-    while reach < most.min(NEAR) && values[first + reach] == values[second + reach] {
+    while reach < most.min(NEAR) && values[place(first, reach)] == values[place(second, reach)] {
         reach += 1;
     }
     if reach < NEAR {
@@ -152,12 +189,11 @@ fn reach_forwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) 
         if reach >= most {
             return most;
         }
-        let (left, right) = (first + reach, second + reach);
+        let (left, right) = (place(first, reach), place(second, reach));
         if values[left] != values[right] {
             return reach;
         }
-        let left_block = hashes.block_end[left] - left;
-        let right_block = hashes.block_end[right] - right;
+        let (left_block, right_block) = (block(left), block(right));
         if left_block != right_block {
             return (reach + left_block.min(right_block)).min(most);
         }
@@ -168,62 +204,13 @@ fn reach_forwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) 
     }
     // Doubling while whole stretches agree, then halving back: O(log reach) hashes.
     let mut step = DIRECT;
-    while reach + step <= most && hashes.of(first + reach, step) == hashes.of(second + reach, step)
-    {
+    while reach + step <= most && equal(reach, step) {
         reach += step;
         step *= 2;
     }
     while step > 1 {
         step /= 2;
-        if reach + step <= most && hashes.of(first + reach, step) == hashes.of(second + reach, step)
-        {
-            reach += step;
-        }
-    }
-    reach
-}
-
-/// How many values just before `first` equal those just before `second` (`first <
-/// second`), at least the true count, as `reach_forwards` measures it.
-fn reach_backwards(values: &[u64], hashes: &Hashes, first: usize, second: usize) -> usize {
-    let most = first;
-    let mut reach = 0;
-    while reach < most.min(NEAR) && values[first - reach - 1] == values[second - reach - 1] {
-        reach += 1;
-    }
-    if reach < NEAR {
-        return reach;
-    }
-    for _ in 0..DIRECT {
-        if reach >= most {
-            return most;
-        }
-        let (left, right) = (first - reach - 1, second - reach - 1);
-        if values[left] != values[right] {
-            return reach;
-        }
-        let left_block = left + 1 - hashes.block_start[left];
-        let right_block = right + 1 - hashes.block_start[right];
-        if left_block != right_block {
-            return (reach + left_block.min(right_block)).min(most);
-        }
-        reach += left_block;
-    }
-    if reach >= most {
-        return most;
-    }
-    let mut step = DIRECT;
-    while reach + step <= most
-        && hashes.of(first - reach - step, step) == hashes.of(second - reach - step, step)
-    {
-        reach += step;
-        step *= 2;
-    }
-    while step > 1 {
-        step /= 2;
-        if reach + step <= most
-            && hashes.of(first - reach - step, step) == hashes.of(second - reach - step, step)
-        {
+        if reach + step <= most && equal(reach, step) {
             reach += step;
         }
     }
@@ -278,8 +265,14 @@ fn group_runs(
                 sample += period;
                 continue;
             }
-            let forwards = reach_forwards(values, hashes, sample, sample + period);
-            let backwards = reach_backwards(values, hashes, sample, sample + period);
+            let forwards = reach(values, hashes, sample, sample + period, Direction::Forwards);
+            let backwards = reach(
+                values,
+                hashes,
+                sample,
+                sample + period,
+                Direction::Backwards,
+            );
             if backwards + forwards < period {
                 sample += period;
                 continue;

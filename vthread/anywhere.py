@@ -221,13 +221,8 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
             run = rows[first : last + period]
             if not _may_hold_a_loop(kind, run, period, roles):
                 continue  # its messages are never read: most such threads are never parsed
-            exact = keys.exact_runs(thread, run, period)
-            if exact != [(0, run.size - period)]:
-                collided.add(thread)
-            for begin, stop in exact:
-                loop = _judged(kind, begin, stop, period, run, roles, int(offsets[thread]))
-                if loop is not None:
-                    found[thread].append(loop)
+            found[thread] += _confirmed(kind, thread, run, period, roles,
+                                        int(offsets[thread]), keys, collided)
         for thread, loop in _long_block_loops(kind, rows, sequence, roles, offsets, keys,
                                               collided):
             found[thread].append(loop)
@@ -317,18 +312,31 @@ def _long_block_loops(kind: int, rows: npt.NDArray[np.int64], sequence: npt.NDAr
         run = rows[start:stop]
         if not _may_hold_a_loop(kind, run, period, roles):
             continue  # a thread of one user message repeated a million times walks no key
-        exact = keys.exact_runs(thread, run, period)
-        if exact != [(0, run.size - period)]:
-            collided.add(thread)
-        for begin, end in exact:
-            loop = _judged(kind, begin, end, period, run, roles, int(offsets[thread]))
-            if loop is not None:
-                loops.setdefault(thread, []).append(loop)
+        loops.setdefault(thread, []).extend(
+            _confirmed(kind, thread, run, period, roles, int(offsets[thread]), keys, collided))
     for thread in collided:
         thread_rows = rows[bounds[thread] : bounds[thread + 1]]
         loops[thread] = _long_block_loops_exactly(kind, thread, thread_rows, roles,
                                                   int(offsets[thread]), keys)
     return [(thread, loop) for thread, kept in loops.items() for loop in kept]
+
+
+def _confirmed(kind: int, thread: int, run: npt.NDArray[np.int64], period: int,
+               roles: npt.NDArray[np.int8], offset: int, keys: _Keys,
+               collided: set[int]) -> list[Loop]:
+    """The loops of a run of positions equal by screen to the one ``period`` later (``run``:
+    batch rows of ``thread``, whose first row is ``offset``), confirmed on exact keys and
+    judged; ``thread`` is added to ``collided`` when the keys do not confirm the whole run
+    (equal screens held unequal messages)."""
+    exact = keys.exact_runs(thread, run, period)
+    if exact != [(0, run.size - period)]:
+        collided.add(thread)
+    loops = []
+    for begin, stop in exact:
+        loop = _judged(kind, begin, stop, period, run, roles, offset)
+        if loop is not None:
+            loops.append(loop)
+    return loops
 
 
 def _long_block_loops_exactly(kind: int, thread: int, rows: npt.NDArray[np.int64],
