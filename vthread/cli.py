@@ -1776,21 +1776,24 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed,
             pending.write(tail)
         batch.extend(lines)
         size += len(block)
+        # Each chunk is taken out of ``batch`` before it is yielded, so that a line is never
+        # both yielded and still held there when reading fails.
         if len(batch) >= CHUNK_LINES:  # short lines: a read holds several chunks
-            start = 0
-            while len(batch) - start >= CHUNK_LINES:
-                yield batch[start : start + CHUNK_LINES]
-                start += CHUNK_LINES
-            del batch[:start]
+            while len(batch) >= CHUNK_LINES:
+                chunk = batch[:CHUNK_LINES]
+                del batch[:CHUNK_LINES]
+                yield chunk
             size = sum(map(len, batch))
         if size >= CHUNK_BYTES:
-            yield batch[:]
+            chunk = batch[:]
             batch.clear()
             size = 0
+            yield chunk
         elif batch and idle is not None and idle():
-            yield _PausedBatch(batch)
+            chunk = _PausedBatch(batch)
             batch.clear()
             size = 0
+            yield chunk
     if pending.tell():
         source = stream.rest if isinstance(stream, _Replayed) else stream
         if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
@@ -1798,8 +1801,9 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed,
         else:
             batch.append(pending.getvalue())
     if batch:
-        yield batch[:]
+        chunk = batch[:]
         batch.clear()
+        yield chunk
 
 
 def _tasks(
@@ -2172,8 +2176,9 @@ def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
             batch.append(line)
             size += len(line)
             if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
-                yield batch
+                chunk = batch
                 batch, size = [], 0
+                yield chunk
     except MemoryError:
         if batch:
             yield batch
