@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _core
+from vthread.anywhere import plain_runs
 
 RESULTS: Final = Path(__file__).resolve().parent / "results" / "runs-growth.json"
 SHORTEST: Final = 25
@@ -61,24 +62,6 @@ SHAPES: Final[dict[str, Callable[[int], Values]]] = {
 }
 
 
-def plain_runs(values: list[int], shortest: int) -> list[tuple[int, int, int]]:
-    """(period, start, stop) of every run whose block repeats no shorter block."""
-    found = []
-    for period in range(shortest, len(values) // 2 + 1):
-        begin = 0
-        while begin + period < len(values):
-            end = begin
-            while end + period < len(values) and values[end] == values[end + period]:
-                end += 1
-            block = values[begin : begin + period]
-            if end - begin >= period and not any(
-                    period % shorter == 0 and block[shorter:] == block[:-shorter]
-                    for shorter in range(1, period)):
-                found.append((period, begin, end + period))
-            begin = end + 1
-    return found
-
-
 def runs_of(values: Values) -> tuple[list[tuple[int, int, int]], float]:
     """The core's runs of ``values`` and the CPU seconds they took."""
     bounds = np.array([0, values.size], np.int64)
@@ -104,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, make in SHAPES.items():
         small = make(400)
-        if runs_of(small)[0] != plain_runs(small.tolist(), SHORTEST):
+        plain = [(period, begin, stop + period)
+                 for period, begin, stop in plain_runs(small.tolist(), SHORTEST)]
+        if runs_of(small)[0] != plain:
             raise SystemExit(f"{name}: runs differ from the plain enumeration's")
         points = []
         for size in sizes:

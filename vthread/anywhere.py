@@ -80,6 +80,7 @@ __all__ = [
     "loop_records",
     "loop_records_of",
     "loops_in_source",
+    "plain_runs",
     "records_in_source",
     "threads_on_demand",
 ]
@@ -692,13 +693,25 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
 
 def _long_block_runs(kind: int, sequence: list[Key], rows: npt.NDArray[np.int64],
                      roles: npt.NDArray[np.int8]) -> list[Loop]:
-    """The loops of a sequence's blocks longer than MAX_PERIOD repeated back to back: every
-    maximal run of positions equal to the one a block later, at least a block of them,
-    whose block repeats no shorter block (a block that does covers the same messages as
-    the shorter one's run), judged as any run is. Every period and start tried."""
-    size = len(sequence)
+    """The loops of a sequence's blocks longer than MAX_PERIOD repeated back to back (the
+    runs :func:`plain_runs` finds), judged as any run is."""
     loops = []
-    for period in range(MAX_PERIOD + 1, size // 2 + 1):
+    for period, begin, stop in plain_runs(sequence, MAX_PERIOD + 1):
+        loop = _judged(kind, begin, stop, period, rows, roles, 0)
+        if loop is not None:
+            loops.append(loop)
+    return loops
+
+
+def plain_runs(sequence: Sequence[Any], shortest: int) -> list[tuple[int, int, int]]:
+    """``(period, begin, stop)`` of every run of ``sequence`` with a block of ``shortest``
+    or more that repeats no shorter block (a block that does covers the same positions as
+    the shorter one's run): the maximal ``[begin, stop)`` of positions equal to the one a
+    block later, at least a block of them. Every period and start tried, the plain twin of
+    ``vthread._core.long_runs`` (whose runs span ``[begin, stop + period)``)."""
+    size = len(sequence)
+    found = []
+    for period in range(max(shortest, 1), size // 2 + 1):
         begin = 0
         while begin + period < size:
             stop = begin
@@ -708,11 +721,9 @@ def _long_block_runs(kind: int, sequence: list[Key], rows: npt.NDArray[np.int64]
             if stop - begin >= period and not any(
                     period % shorter == 0 and block[shorter:] == block[:-shorter]
                     for shorter in range(1, period)):
-                loop = _judged(kind, begin, stop, period, rows, roles, 0)
-                if loop is not None:
-                    loops.append(loop)
+                found.append((period, begin, stop))
             begin = stop + 1
-    return loops
+    return found
 
 
 def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
