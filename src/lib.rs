@@ -1009,15 +1009,15 @@ impl DocumentSplitter {
 }
 
 /// Whether an array whose first element is `first` is a list of runs, as
-/// `documents.opens_runs` tells: an array (a run's bare messages), or an object holding the
-/// given messages key or a known one (whatever its value), or an object that is no message
-/// (none of `role`, `type`, `text`, `content`).
+/// `documents.opens_runs` tells: an array (a run's bare messages), a string, number, boolean
+/// or null (no message of any format), or an object holding the given messages key or a
+/// known one (whatever its value), or an object that is no message (none of `role`, `type`,
+/// `text`, `content`).
 fn opens_runs(first: document::Value<'_>, keys: &adapters::RunKeys<'_>) -> bool {
     const MESSAGE_KEYS: [&str; 4] = ["role", "type", "text", "content"];
-    first.is_array()
-        || first.is_object()
-            && (keys.messages_of(first).is_some()
-                || MESSAGE_KEYS.iter().all(|key| first.get(key).is_none()))
+    !first.is_object()
+        || keys.messages_of(first).is_some()
+        || MESSAGE_KEYS.iter().all(|key| first.get(key).is_none())
 }
 
 /// Keep only the low `bits` bits of the suffix screens (64 restores them): a test hook that

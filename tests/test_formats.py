@@ -887,7 +887,7 @@ _DOCUMENT_RUNS = [
     {"id": "nan", "messages": [{"type": "bot", "text": float("nan")}] * 2},  # only json reads
 ]
 _NO_RUNS = [["not", "a", "run"], {"id": "null", "messages": None}, {"id": "no key"},
-            {"type": "bot", "text": "a message"}]
+            {"type": "bot", "text": "a message"}, 7, None, "a run's name", True]
 _TIMING = re.compile(r" in [0-9.]+ s \([0-9,]+ [a-z]+s/s\)")
 
 
@@ -1225,14 +1225,17 @@ def test_a_large_document_is_read_run_by_run(tmp_path: Path,
     [{"id": "r1"}, {"id": "r2", "messages": [{"type": "user", "text": "hi"}]}],
     [[{"type": "user", "text": "hi"}], [{"type": "bot", "text": "hi"}]],
     [[]], [[], []], [{"messages": None}],
+    [5, [{"type": "user", "text": "hi"}], [{"type": "user", "text": "hi"}]],
+    [None, {"messages": [{"type": "user", "text": "hi"}]}], ["a name", True, 1.5],
 ])
 @pytest.mark.parametrize("indent", [None, 2])
 def test_a_document_is_read_run_by_run_whatever_its_first_run(
         runs: list[Any], indent: int | None, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A list of runs whose first run holds no messages (null, or no key) or is a bare array
-    of messages is still a list of runs: a record per run, as for the same runs as JSONL
-    lines (it was read as one thread whose messages were the runs, or refused whole)."""
+    """A list of runs whose first run holds no messages (null, no key, or a string, number,
+    boolean or null in place of a run) or is a bare array of messages is still a list of
+    runs: a record per run, as for the same runs as JSONL lines (it was read as one thread
+    whose messages were the runs, or refused whole)."""
     document = tmp_path / "runs.json"
     document.write_text(json.dumps(runs, indent=indent))
     lines = tmp_path / "runs.jsonl"

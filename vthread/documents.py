@@ -165,21 +165,21 @@ def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
 
 def opens_runs(first: Any, messages_key: str | None = None) -> bool:
     """Whether a list whose first item is ``first`` is a list of runs rather than one run's
-    messages: ``first`` is a list (a run's bare messages, as no message is a list), or an
-    object holding one of :data:`MESSAGES_KEYS` (``messages_key``, when given) whatever it
-    holds there, or an object that is no message of any format (none of ``role``, ``type``,
+    messages: ``first`` is a list (a run's bare messages, as no message is a list), a string,
+    number, boolean or null (no message of any format is one, so the list is no run's
+    messages either way: read as runs, the runs after it keep their records), or an object
+    holding one of :data:`MESSAGES_KEYS` (``messages_key``, when given) whatever it holds
+    there, or an object that is no message of any format (none of ``role``, ``type``,
     ``text``, ``content``). The runs that hold no messages are then error records, as JSONL
     lines are.
 
-    >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}), opens_runs([])
-    (True, True, True)
+    >>> opens_runs({"steps": []}, "steps"), opens_runs({"id": 1}), opens_runs([]), opens_runs(5)
+    (True, True, True, True)
     >>> opens_runs({"messages": None}), opens_runs({"text": "hi"}), opens_runs({"role": "user"})
     (True, False, False)
     """
-    if isinstance(first, list):
-        return True
     if not isinstance(first, Mapping):
-        return False
+        return True
     keys = _messages_keys(messages_key)
     return any(key in first for key in keys) or not any(key in first for key in _MESSAGE_KEYS)
 
