@@ -24,6 +24,7 @@ pub mod guard;
 mod guard_py;
 mod json_py;
 pub mod json_reader;
+pub mod json_syntax;
 pub mod masking;
 pub mod node;
 pub mod objects;
@@ -1008,6 +1009,15 @@ impl DocumentSplitter {
     }
 }
 
+/// Whether `text` is one JSON value Python's `json` reads, or would read but for its
+/// recursion limit (`json_syntax`): a document's run too deeply nested for `json` is then an
+/// error record of its own, and the document is split on past it. The GIL is released.
+#[pyfunction]
+fn python_reads_json(py: Python<'_>, text: &Bound<'_, PyBytes>) -> bool {
+    let bytes = text.as_bytes();
+    py.detach(|| json_syntax::python_reads(bytes))
+}
+
 /// Whether an array whose first element is `first` is a list of runs, as
 /// `documents.opens_runs` tells: an array (a run's bare messages), a string, number, boolean
 /// or null (no message of any format), or an object holding the given messages key or a
@@ -1160,6 +1170,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
     module.add_function(wrap_pyfunction!(long_runs, module)?)?;
+    module.add_function(wrap_pyfunction!(python_reads_json, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;

@@ -969,6 +969,40 @@ def test_a_document_cut_short_keeps_its_whole_runs(
         assert f"of the document, {where}; " in broken["error"]
 
 
+@pytest.mark.parametrize(("shape", "where"), [("array", 0), ("array", 1), ("object", 1)])
+def test_a_run_nested_too_deeply_for_json_is_one_error_record(
+        shape: str, where: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of a document nested past what Python's json reads, first (a bare array of
+    messages) or in the middle: its own error record, as the same runs as JSONL lines give,
+    and the runs after it are judged (the document was not read past it). The same run in
+    the middle with a bracket that does not match is no JSON: the document breaks there,
+    keeping the runs before. (A first run that is an object that deep is read whole: which
+    keys it holds, and so whether it is a run, is not known.)"""
+    good = {"id": "a", "messages": [{"type": "bot", "text": "again"}] * 4}
+    levels = 50_000
+    deep = ("[" * levels + "]" * levels if shape == "array"
+            else '{"id": "deep", "messages": ' + "[" * levels + "]" * levels + "}")
+    texts = [json.dumps(good), json.dumps(good)]
+    texts.insert(where, deep)
+    document = tmp_path / "runs.json"
+    document.write_text("[" + ",\n".join(texts) + "]")
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text("".join(text + "\n" for text in texts))
+    by_document = records(run(["scan", str(document), "-q"], monkeypatch)[1])
+    by_lines = records(run(["scan", str(lines), "-q"], monkeypatch)[1])
+    assert [{**r, "file": None} for r in by_document] == [{**r, "file": None} for r in by_lines]
+    assert len(by_document) == 3 and by_document[where]["error"].startswith(
+        "nested too deeply to read")
+    if where == 0:
+        return  # a first element that is no JSON: the document is read whole, and breaks
+    texts[where] = deep[:-1] + "}" if shape == "array" else deep[:-2] + "}}"
+    document.write_text("[" + ",\n".join(texts) + "]")
+    got = records(run(["scan", str(document), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in got[:-1]] == ["a"]
+    assert got[-1]["error"].startswith("not valid JSON: nested too deeply to read, and not JSON")
+    assert got[-1]["error"].endswith("in run 2; the document is not read past there")
+
+
 def test_a_document_that_breaks_says_where(tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Where a document of runs breaks, by its line and column, after the runs before; data
@@ -1112,7 +1146,7 @@ def test_documents_that_are_not_what_they_seem(tmp_path: Path,
         assert record["error"] in err
         assert run(["scan", str(document), "-q", "--strict"], monkeypatch)[0] == 2
     good = json.dumps(runs[0]).encode()
-    for odd in (b"1\x00", b"\xef\xbb\xbf" + good, b"[" * 3000 + b"]" * 3000):
+    for odd in (b"1\x00", b"\xef\xbb\xbf" + good, b"[" * 3000 + b"]" * 2999 + b"}"):
         document.write_bytes(b"[" + good + b", " + odd + b", " + good + b"]")
         code, out, _ = run(["scan", str(document), "-q"], monkeypatch)
         *read, broken = records(out)

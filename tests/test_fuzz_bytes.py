@@ -277,6 +277,35 @@ def test_core_readers_agree_with_json_loads(data: bytes) -> None:
     assert raw["declined"].tolist() in ([], [0])
 
 
+@_FUZZ
+@given(data=st.one_of(TOKEN_SOUP, RAW_BYTES, nested_texts(),
+                      mutated(thread_lines()), st.sampled_from(_HOSTILE_LINES)))
+@example(data=b"[" * 2_000 + b"]" * 1_999 + b"}")
+@example(data=b'{"a":' * 2_000 + b'"\\u00e9"' + b"}" * 2_000)
+def test_the_syntax_walk_reads_what_json_loads_reads_at_any_depth(data: bytes) -> None:
+    """``_core.python_reads_json`` (which a document's run too deep for json is judged by)
+    accepts exactly the texts json.loads reads, given the stack to read them: checked with
+    the recursion limit raised past the text's depth."""
+    from vthread._exact_json import loads_without_digit_limit
+
+    try:
+        text = data.decode("utf-8", "surrogatepass")  # as a document's run is read
+    except UnicodeDecodeError:
+        assume(False)
+        return
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(previous + 2 * _nesting(data) + 100)
+    try:
+        loads_without_digit_limit(text)
+    except ValueError:
+        reads = False
+    else:
+        reads = True
+    finally:
+        sys.setrecursionlimit(previous)
+    assert _core.python_reads_json(data) == reads, data
+
+
 # ------------------------------------------------------------------- (b) vthread scan
 
 

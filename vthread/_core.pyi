@@ -225,6 +225,10 @@ def scan_texts(
 def _normalize_word(text: str) -> str:
     """Test hook: ``vthread.guard.normalize(text)`` made in the core (pairs joined first)."""
 
+def python_reads_json(text: bytes) -> bool:
+    """Whether ``text`` is one JSON value Python's ``json`` reads, or would read but for its
+    recursion limit (any depth; strict strings, ``NaN`` and ``Infinity`` numbers)."""
+
 def has_repeated_text_runs(
     texts: Iterable[object], min_units: int, window: int, max_unique_ratio: float
 ) -> npt.NDArray[np.bool_]:

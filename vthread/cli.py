@@ -1529,7 +1529,11 @@ class _DocumentRuns:
 
         try:
             return opens_runs(_element_value(text), self.messages_key)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            # Too deep to read, but an array (a run's bare messages) opens runs whatever it
+            # holds, if it is JSON at all.
+            return text.lstrip(b" \t\r\n")[:1] == b"[" and _core.python_reads_json(text)
+        except ValueError:
             return False
 
     def whole(self) -> bytes:
@@ -1604,11 +1608,15 @@ class _DocumentRuns:
         try:
             _element_value(text)
         except RecursionError:
-            # Nested past what Python's json reads (as the whole document would be): no
-            # telling where its structure ends, so the document is not read past it.
+            if _core.python_reads_json(text):
+                # JSON nested past what Python's json reads: the run is an error record of
+                # its own, as such a JSONL line is, and the split goes on past it.
+                return True
+            # Nor is it JSON: no telling where its structure ends, so the document is not
+            # read past it.
             _, line, column = place
             self.broken = _break(line, column, f"in run {runs + 1}",
-                                 "nested too deeply to read")
+                                 "nested too deeply to read, and not JSON")
             return False
         except ValueError as error:
             if isinstance(error, json.JSONDecodeError):

@@ -1,0 +1,258 @@
+//! Whether a text is JSON as Python's `json.loads` reads it, at any depth.
+//!
+//! Python's `json` reads values by recursion and gives up (RecursionError) past about a
+//! thousand levels, so it cannot tell whether a deeply nested text is JSON at all. A JSON
+//! document's run nested that deep is an error record of its own, like a JSONL line, when
+//! its text is JSON: the split found its bounds, and the runs after it are where the split
+//! says. When it is not, the document breaks there. This walk keeps one bit of state per
+//! level (object or array), so any depth costs memory linear in it and no stack.
+//!
+//! The grammar is `json`'s (its C scanner, strict): whitespace is space, tab, line feed and
+//! carriage return; `NaN`, `Infinity` and `-Infinity` are numbers; a number is
+//! `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; a string holds no control character
+//! (below U+0020) and only the escapes `\" \\ \/ \b \f \n \r \t \uXXXX`. The text is bytes
+//! of UTF-8 Python has already decoded: a byte of a multi-byte character is never a quote,
+//! a backslash or a control character, so bytes are read one by one.
+
+/// Whether `text` is one JSON value (whitespace around it allowed) that Python's `json`
+/// reads, or would read but for its recursion limit.
+pub fn python_reads(text: &[u8]) -> bool {
+    let mut walk = Walk { text, at: 0 };
+    walk.document().is_some()
+}
+
+struct Walk<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl Walk<'_> {
+    fn document(&mut self) -> Option<()> {
+        // Open containers, innermost last: true for an object.
+        let mut open: Vec<bool> = Vec::new();
+        self.space();
+        loop {
+            // A value is expected here.
+            match self.peek() {
+                Some(b'{') => {
+                    self.at += 1;
+                    self.space();
+                    if self.eat(b'}') {
+                        // An empty object is a whole value.
+                    } else {
+                        self.key()?;
+                        open.push(true);
+                        continue;
+                    }
+                }
+                Some(b'[') => {
+                    self.at += 1;
+                    self.space();
+                    if self.eat(b']') {
+                        // An empty array is a whole value.
+                    } else {
+                        open.push(false);
+                        continue;
+                    }
+                }
+                Some(b'"') => self.string()?,
+                _ => self.scalar()?,
+            }
+            // A value ended: close what it ends, until a comma asks for the next value.
+            loop {
+                self.space();
+                let Some(&object) = open.last() else {
+                    return (self.at == self.text.len()).then_some(());
+                };
+                match self.peek()? {
+                    b',' => {
+                        self.at += 1;
+                        self.space();
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    b'}' if object => {
+                        self.at += 1;
+                        open.pop();
+                    }
+                    b']' if !object => {
+                        self.at += 1;
+                        open.pop();
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let found = self.peek() == Some(byte);
+        self.at += usize::from(found);
+        found
+    }
+
+    fn space(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// A member's key and its colon, and the space before its value.
+    fn key(&mut self) -> Option<()> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        self.string()?;
+        self.space();
+        self.eat(b':').then_some(())?;
+        self.space();
+        Some(())
+    }
+
+    fn string(&mut self) -> Option<()> {
+        self.at += 1; // the opening quote
+        loop {
+            let byte = self.peek()?;
+            self.at += 1;
+            match byte {
+                b'"' => return Some(()),
+                0..=0x1f => return None,
+                b'\\' => match self.peek()? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 1,
+                    b'u' => {
+                        let digits = self.text.get(self.at + 1..self.at + 5)?;
+                        if !digits.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        self.at += 5;
+                    }
+                    _ => return None,
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn scalar(&mut self) -> Option<()> {
+        for word in [
+            &b"true"[..],
+            b"false",
+            b"null",
+            b"NaN",
+            b"Infinity",
+            b"-Infinity",
+        ] {
+            if self.text[self.at..].starts_with(word) {
+                self.at += word.len();
+                return Some(());
+            }
+        }
+        self.eat(b'-');
+        match self.peek()? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') && self.text.get(self.at + 1).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+            self.digits();
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            let sign = usize::from(matches!(self.text.get(self.at + 1), Some(b'+' | b'-')));
+            if self
+                .text
+                .get(self.at + 1 + sign)
+                .is_some_and(u8::is_ascii_digit)
+            {
+                self.at += 1 + sign;
+                self.digits();
+            }
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|byte| byte.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_reads;
+
+    #[test]
+    fn reads_what_python_reads() {
+        for text in [
+            "0",
+            " -0.5e+3 ",
+            "1E9",
+            "NaN",
+            "-Infinity",
+            "\"a\\u00E9\\ud800\\n\"",
+            "[]",
+            "{}",
+            "[1, [2, {\"a\": [true, false, null]}], {}]",
+            "{\"a\" : {\"b\":[]} , \"a\": 1}",
+            "\t[\r\n1\n]\n",
+            "\"\u{e9}\u{1f389}\"",
+        ] {
+            assert!(python_reads(text.as_bytes()), "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_python_refuses() {
+        for text in [
+            "",
+            " ",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "-",
+            "+1",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{1: 2}",
+            "{\"a\":1]",
+            "[1}",
+            "[1",
+            "{\"a\":",
+            "\"\\x\"",
+            "\"\\u12g4\"",
+            "\"\\u12\"",
+            "\"a\u{1}\"",
+            "\"open",
+            "[] []",
+            "tru",
+            "nan",
+            "\u{feff}[]",
+            "[1]]",
+            "-NaN",
+        ] {
+            assert!(!python_reads(text.as_bytes()), "{text}");
+        }
+    }
+
+    #[test]
+    fn any_depth_is_read_without_a_stack() {
+        let depth = 1_000_000;
+        let deep = "[".repeat(depth) + &"]".repeat(depth);
+        assert!(python_reads(deep.as_bytes()));
+        let objects = "{\"a\":".repeat(depth) + "1" + &"}".repeat(depth);
+        assert!(python_reads(objects.as_bytes()));
+        let unbalanced = "[".repeat(depth) + &"]".repeat(depth - 1) + "}";
+        assert!(!python_reads(unbalanced.as_bytes()));
+    }
+}
