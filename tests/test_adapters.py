@@ -226,6 +226,32 @@ def test_openai_usage_fields() -> None:
     ]
 
 
+@pytest.mark.parametrize("kind", ["int32", "int64", "uint16", "float32", "Decimal", "Fraction"])
+def test_usage_figures_of_any_numeric_type_are_kept(kind: str) -> None:
+    """A token figure that is a NumPy integer or float, a Decimal or a Fraction (a thread
+    built from pandas or NumPy) is carried in every format, as a native usage.tokens of that
+    type counts: they were dropped, and the loop's wasted tokens read as unknown."""
+    import decimal
+    import fractions
+
+    import numpy as np
+
+    import vthread
+
+    figure = {"Decimal": decimal.Decimal(4), "Fraction": fractions.Fraction(4)}.get(
+        kind) or getattr(np, kind)(4)
+    openai = [{"role": "user", "content": "a"},
+              {"role": "assistant", "content": "b", "usage": {"completion_tokens": figure}}] * 3
+    anthropic = [{"role": "user", "content": "a"},
+                 {"role": "assistant", "content": "b", "usage": {"output_tokens": figure}}] * 3
+    recorded = [{"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b",
+                 "extra": {"response": {"usage": {"completion_tokens": figure}}}}] * 3
+    for thread, format_ in ((openai, "openai"), (anthropic, "anthropic"), (recorded, "openai")):
+        assert to_native(thread, format_)[1]["usage"] == {"tokens": figure}
+        assert vthread.scan([thread], format=format_).record(0)["loop_tokens"] == 12.0
+
+
 @pytest.mark.parametrize(
     ("messages", "message"),
     [

@@ -135,6 +135,8 @@ from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
 
+from vthread._jsvalue import real_number
+
 __all__ = [
     "FORMATS",
     "Format",
@@ -849,11 +851,13 @@ def _usage(message: Mapping[str, Any]) -> Any:
 
 
 def _usage_tokens(usage: Any) -> Any:
+    """The first number among the usage's token fields: a real number of any type (NumPy's
+    integers and ``Decimal`` too, as a native ``usage.tokens`` may be), not a boolean."""
     if not isinstance(usage, Mapping):
         return None
     for field in _TOKEN_FIELDS:
         value = usage.get(field)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if real_number(value) is not None:
             return value
     return None
 
