@@ -260,7 +260,14 @@ fn joined_text<'t>(content: Option<Value<'t>>) -> Result<Str<'t>, Declined> {
             // `adapters._named`: a type that is no string names no text part.
             let is_text = match part.get("type") {
                 None => true,
-                Some(kind) if kind.is_string() => TEXT_PARTS.iter().any(|name| kind.is_text(name)),
+                Some(kind) if kind.is_string() => {
+                    if !TEXT_PARTS.iter().any(|name| kind.is_text(name)) {
+                        // An image, audio, file or document part (`adapters._media`): Python
+                        // carries it whole, in a result or the message's meta.
+                        return Err(Declined);
+                    }
+                    true
+                }
                 Some(_) => false,
             };
             if let Some(text) = part.get("text").filter(|text| is_text && text.is_string()) {
@@ -980,6 +987,8 @@ fn anthropic_block<'t>(
         if let CallId::Key(key) = call_id(block.get("id"), true)? {
             calls.insert(key, (Str::Line(name), arguments));
         }
+    } else if block_type.is_text("image") || block_type.is_text("document") {
+        return Err(Declined); // a message of its own carrying it whole (`adapters`), in Python
     } else if block_type.is_text("tool_result") {
         let (name, arguments) = find_call(calls, block.get("tool_use_id"), block)?;
         let result = json_or_text(joined_text(block.get("content"))?)?;
@@ -1366,7 +1375,7 @@ mod tests {
     #[test]
     fn openai_lists_legacy_calls_and_empty_messages() {
         let line = r#"[{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"1"}},
-            {"role":"function","name":"f","content":[{"type":"text","text":"a"},"b",{"type":"image_url"}]},
+            {"role":"function","name":"f","content":[{"type":"text","text":"a"},"b",{"type":null,"text":"c"}]},
             {"role":"assistant","content":null,"tool_calls":[{"id":"x","function":{"name":"g"}}]},
             {"role":"tool","tool_call_ids":["x","x"],"content":"{}"},
             {"role":"critic","content":"meh"},{"role":"user"}]"#;
@@ -1379,6 +1388,35 @@ mod tests {
     }
 
     #[test]
+    fn parts_that_are_no_text_are_left_to_python() {
+        // Python carries an image, audio, file or document whole (`adapters._media`).
+        for (line, format) in [
+            (
+                r#"[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]"#,
+                Format::OpenAi,
+            ),
+            (
+                r#"[{"role":"tool","tool_call_id":"c","content":[{"type":"input_audio"}]}]"#,
+                Format::OpenAi,
+            ),
+            (
+                r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":[{"type":"image"}]}]}]"#,
+                Format::Anthropic,
+            ),
+            (
+                r#"[{"role":"user","content":[{"type":"document","source":{}}]}]"#,
+                Format::Anthropic,
+            ),
+            (
+                r#"[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}]"#,
+                Format::Responses,
+            ),
+        ] {
+            assert!(native(line, format).is_none(), "{line}");
+        }
+    }
+
+    #[test]
     fn anthropic_blocks() {
         let line = r#"{"task_id":3,"trial":0,"traj":[
             {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},
@@ -1387,8 +1425,8 @@ mod tests {
              "usage":{"input_tokens":100,"output_tokens":9}},
             {"role":"user","content":[{"type":"tool_result","tool_use_id":"u1",
               "content":[{"type":"text","text":"x"},{"type":"text","text":"y"}],"is_error":true},
-              {"type":"image"}]},
-            {"role":"user","content":[{"type":"image"}]}]}"#;
+              {"type":"server_tool_use"}]},
+            {"role":"user","content":[{"type":"web_search_tool_result"}]}]}"#;
         let (text, sources) = native(line, Format::Anthropic).unwrap();
         assert!(text.starts_with(r#"{"id":"3/0","messages":[{"type":"reasoning","text":"t","usage":{"tokens":9}},{"type":"bot","text":"a"},{"type":"bot","text":"b"},"#));
         assert!(text.contains(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from tests.test_cli import records, run
 from vthread import _reference
 from vthread._options import cycle_options
 from vthread.adapters import from_anthropic, from_openai, to_native
@@ -163,25 +165,66 @@ def test_openai_empty_content() -> None:
     ]
 
 
-def test_openai_image_parts_ignored() -> None:
-    """Image, audio and file parts are skipped; an image-only message is an empty text."""
+def test_openai_image_parts_are_carried() -> None:
+    """Image, audio and file parts are no text; a message carries them in ``meta.media`` (so
+    two messages with different images differ), and an image-only message is an empty text
+    carrying its image."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    linked = {"type": "image_url", "image_url": {"url": "https://example.com/a.png",
+                                                 "detail": "high"}}
+    audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [
-            {"type": "text", "text": "What is wrong in this screenshot?"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "https://example.com/a.png",
-                                                "detail": "high"}}]},
-        {"role": "user", "content": [{"type": "input_audio",
-                                      "input_audio": {"data": "AAAA", "format": "wav"}},
-                                     "and this?"]},
+            {"type": "text", "text": "What is wrong in this screenshot?"}, image]},
+        {"role": "user", "content": [linked]},
+        {"role": "user", "content": [audio, "and this?"]},
+        {"role": "user", "content": [{"type": None, "text": "a part of no type is ignored"}]},
     ]
     assert from_openai(messages) == [
-        {"type": "user", "text": "What is wrong in this screenshot?"},
+        {"type": "user", "text": "What is wrong in this screenshot?", "meta": {"media": [image]}},
+        {"type": "user", "text": "", "meta": {"media": [linked]}},
+        {"type": "user", "text": "and this?", "meta": {"media": [audio]}},
         {"type": "user", "text": ""},
-        {"type": "user", "text": "and this?"},
     ]
+
+
+def test_screenshots_are_results_that_differ(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computer-use agent scrolling through different screenshots is progressing: a tool
+    result holding an image is its parts as given, so different images are different results
+    (they were all the empty text, a repeated_result_run); the same screenshot every time is
+    still a loop. In every format, in process and from the file's bytes."""
+    import vthread
+
+    def step(index: int, data: str) -> list[dict[str, Any]]:
+        call = {"type": "tool_use", "id": f"t{index}", "name": "computer",
+                "input": {"action": "scroll", "scroll_direction": "down"}}
+        shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                            "data": data}}
+        return [{"role": "assistant", "content": [{"type": "text", "text": "Scrolling."}, call]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{index}",
+                                              "content": [shot]}]}]
+
+    def openai_step(index: int, data: str) -> list[dict[str, Any]]:
+        call = {"id": f"c{index}", "type": "function",
+                "function": {"name": "computer", "arguments": '{"action": "scroll"}'}}
+        return [{"role": "assistant", "content": "Scrolling.", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{index}", "content": [
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]}]
+
+    for make, format_ in ((step, "anthropic"), (openai_step, "openai")):
+        opening = [{"role": "user", "content": "Find the Submit button"}]
+        moving = opening + [m for i, d in enumerate("ABCD") for m in make(i, d * 12)]
+        stuck = opening + [m for i in range(4) for m in make(i, "A" * 12)]
+        result = vthread.scan([moving, stuck], format=format_)
+        assert [result.record(i)["verdict"] for i in range(2)] == [None, "repeated_suffix"]
+        assert vthread.describe_thread_cycle(moving, format=format_) is None
+        path = tmp_path / f"{format_}.jsonl"
+        path.write_text(json.dumps(moving) + "\n" + json.dumps(stuck) + "\n")
+        code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+        assert code == 0
+        assert [{**r, "file": None} for r in records(out)] == [
+            {**result.record(i), "file": None, "line": i + 1} for i in range(2)]
 
 
 def test_openai_reasoning_field_and_refusal() -> None:
@@ -346,26 +389,30 @@ def test_anthropic_unknown_tool_use_id_and_json_results() -> None:
 
 
 def test_anthropic_images_and_empty_content() -> None:
-    """Image and document blocks are ignored; an empty message is an empty text message."""
+    """An image or document block is a message of its own carrying it in ``meta.media``; an
+    empty message is an empty text message."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                               "data": "..."}}
     messages: list[dict[str, Any]] = [
-        {"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": "iVBORw0KGgo="}},
-            {"type": "text", "text": "Transcribe this."},
-            {"type": "document", "source": {"type": "text", "media_type": "text/plain",
-                                            "data": "..."}},
-        ]},
+        {"role": "user", "content": [image, {"type": "text", "text": "Transcribe this."},
+                                     document]},
         {"role": "assistant", "content": []},
         {"role": "assistant", "content": ""},
         {"role": "user", "content": [{"type": "image", "source": {}}]},
         {"role": "user", "content": ["plain string block"]},
+        {"role": "user", "content": [{"type": "web_search_tool_result"}]},
     ]
     assert from_anthropic(messages) == [
+        {"type": "user", "text": "", "meta": {"media": [image]}},
         {"type": "user", "text": "Transcribe this."},
+        {"type": "user", "text": "", "meta": {"media": [document]}},
         {"type": "bot", "text": ""},
         {"type": "bot", "text": ""},
-        {"type": "user", "text": ""},
+        {"type": "user", "text": "", "meta": {"media": [{"type": "image", "source": {}}]}},
         {"type": "user", "text": "plain string block"},
+        {"type": "user", "text": ""},
     ]
 
 

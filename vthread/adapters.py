@@ -47,7 +47,9 @@ is_error}``                                 arguments; ``result`` = the content 
                                             its text blocks joined by ``\\n``) parsed as JSON
                                             when it is valid JSON text, else the text;
                                             ``is_error: true`` is kept in ``meta.activity``
-``image``, ``document`` and other blocks    ignored
+``image``, ``document``                     ``{"type": "user" | "bot", "text": "", "meta":
+                                            {"media": [<the block>]}}``
+other blocks (server-side tools)            ignored
 ==========================================  ==================================================
 
 OpenAI Responses API items (:func:`from_responses`), as a ``input`` list or a stored run:
@@ -98,8 +100,13 @@ Rules common to all of them:
 
 - OpenAI content given as a list of parts (and a tool result's content blocks, in both
   formats) keeps the text parts (``{"type": "text", "text": ...}``, or plain strings) joined
-  by ``\\n``; image, audio and file parts are ignored. A newline, not the empty string, so that
-  two parts never fuse into one sentence for the text-run heuristic.
+  by ``\\n``. A newline, not the empty string, so that two parts never fuse into one sentence
+  for the text-run heuristic.
+- Parts that are no text (an object whose ``type`` is a string other than ``text``,
+  ``input_text``, ``output_text``: images, audio, files, documents) are kept as given, so
+  that two different screenshots never compare equal: a tool result holding one is the list
+  of its content's parts (not its text), and a message holding one carries them in
+  ``meta.media``.
 - Every source message yields at least one native message: one whose parts produce nothing
   (``content: null`` and no tool calls, an image-only message) becomes an empty text message
   of its role, so message counts and usages are never lost.
@@ -169,6 +176,7 @@ EXPECTED: Final = (
 _PART_SEPARATOR: Final = "\n"
 _ABSENT: Final = object()
 _TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
+_ANTHROPIC_MEDIA: Final = frozenset({"image", "document"})
 _TOKEN_FIELDS: Final = ("tokens", "completion_tokens", "output_tokens")
 _OPENAI_ROLE_TYPES: Final = {"system": "system", "developer": "system", "user": "user",
                              "assistant": "bot"}
@@ -264,7 +272,7 @@ def _openai_message(
     if role == "assistant":
         _openai_assistant(message, index, out, calls, legacy)
     elif role == "tool":
-        result = _json_or_text(_text(message, index))
+        result = _result(message.get("content"), f"message {index}")
         ids = message.get("tool_call_ids")
         if "tool_call_id" in message or not isinstance(ids, list) or not ids:
             ids = [message.get("tool_call_id")]
@@ -272,13 +280,15 @@ def _openai_message(
             name, arguments = _call(calls, call_id, message)
             # A fresh result per response: the output never shares a parsed object twice.
             out.append(_response(name, arguments, result if position == 0
-                                 else _json_or_text(_text(message, index))))
+                                 else _result(message.get("content"), f"message {index}")))
     elif role == "function":
         name = _own_name(message)
         arguments = legacy.get(name, _ABSENT)
-        out.append(_response(name, arguments, _json_or_text(_text(message, index))))
+        out.append(_response(name, arguments, _result(message.get("content"),
+                                                      f"message {index}")))
     else:
-        out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(message, index)})
+        out.append(_with_media({"type": _OPENAI_ROLE_TYPES.get(role, role),
+                                "text": _text(message, index)}, message.get("content")))
 
 
 def _openai_assistant(
@@ -296,8 +306,9 @@ def _openai_assistant(
     text = _text(message, index)
     if not text and isinstance(message.get("refusal"), str):
         text = message["refusal"]
-    if text:
-        out.append({"type": "bot", "text": text})
+    media = _media(message.get("content"))
+    if text or media:
+        out.append(_with_media({"type": "bot", "text": text}, message.get("content")))
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
         if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence):
@@ -393,12 +404,15 @@ def _anthropic_blocks(
                 calls[block.get("id")] = (name, arguments)
         elif block_type == "tool_result":
             name, arguments = _call(calls, block.get("tool_use_id"), block)
-            result = _json_or_text(_joined_text(block.get("content"), where))
-            response = _response(name, arguments, result)
+            response = _response(name, arguments, _result(block.get("content"), where))
             if block.get("is_error") is True:
                 response["meta"]["activity"]["is_error"] = True
             out.append(response)
-        # anything else (images, documents, server-side tool blocks): nothing the heuristics read
+        elif block_type in _ANTHROPIC_MEDIA:
+            # An image or document alone: a message of its own that carries it, so that two
+            # different ones differ (and the same one twice is the same message).
+            out.append({"type": kind, "text": "", "meta": {"media": [block]}})
+        # anything else (server-side tool blocks and the like): nothing the heuristics read
 
 
 # --------------------------------------------------------------------------- Responses API
@@ -431,7 +445,8 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = kind
         if kind == "message":
             role = _role(item, index)
-            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(item, index)})
+            out.append(_with_media({"type": _OPENAI_ROLE_TYPES.get(role, role),
+                                    "text": _text(item, index)}, item.get("content")))
         elif kind == "reasoning":
             text = _reasoning_text(item.get("summary"))
             if not text:
@@ -446,8 +461,8 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 calls[item.get("call_id")] = (name, arguments)
         elif kind in _RESPONSES_OUTPUTS:
             name, arguments = _call(calls, item.get("call_id"), item)
-            output = _joined_text(item.get("output"), f"item {index}: output")
-            out.append(_response(name, arguments, _json_or_text(output)))
+            output = _result(item.get("output"), f"item {index}: output")
+            out.append(_response(name, arguments, output))
         else:
             out.append({"type": kind, "text": ""})
         _finish(item, role, first, out, _OPENAI_ROLE_TYPES)
@@ -885,6 +900,38 @@ def _joined_text(content: Any, where: str) -> str:
             if isinstance(text, str):
                 texts.append(text)
     return _PART_SEPARATOR.join(texts)
+
+
+def _media(content: Any) -> list[Any]:
+    """The parts of a content list that are no text (images, audio, files, documents: objects
+    whose type is a string naming no text part), as given."""
+    if isinstance(content, Mapping):
+        content = [content]
+    elif isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
+        return []
+    return [part for part in content if isinstance(part, Mapping)
+            and isinstance(part.get("type", "text"), str) and not _named(part.get("type", "text"),
+                                                                           _TEXT_PARTS)]
+
+
+def _with_media(native: dict[str, Any], content: Any) -> dict[str, Any]:
+    """``native``, carrying in ``meta.media`` the content's parts that are no text, when it
+    has any: the suffix heuristic compares meta, so two messages with different images
+    differ."""
+    media = _media(content)
+    if media:
+        native["meta"] = {"media": media}
+    return native
+
+
+def _result(content: Any, where: str) -> Any:
+    """A tool's result: its content's text parsed as JSON when it is valid JSON text, else the
+    text; or, when the content holds parts that are no text (a screenshot), a fresh list of
+    its parts as given, so that two different images are two results."""
+    text = _joined_text(content, where)
+    if _media(content):
+        return [content] if isinstance(content, Mapping) else list(content)
+    return _json_or_text(text)
 
 
 def _json_or_text(text: str) -> Any:
