@@ -457,6 +457,35 @@ def test_defaults_unchanged_and_results_concatenate() -> None:
     assert ScanResult.concatenate([empty_anywhere]).loops == []
 
 
+@pytest.mark.parametrize("option", ["min_repetitions", "min_pattern_length",
+                                    "max_pattern_length", "min_result_repetitions"])
+def test_cycle_options_are_refused_with_anywhere(option: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looking anywhere judges loops by rules of its own: a cycle option given with it would
+    change nothing, so the call, the Arrow scan and the command refuse it by name rather
+    than ignore it without a word (a new user set --min-repetitions 1000000 with --anywhere
+    and got the same loops). Left unset, or without anywhere, the option is taken."""
+    from tests.test_cli import run
+
+    loop = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3]
+    with pytest.raises(ValueError, match=f"^{option} does not apply with anywhere=True"):
+        scan([loop], anywhere=True, **{option: 3})
+    assert scan([loop], anywhere=True, **{option: None}).names == scan([loop], anywhere=True).names
+    assert scan([loop], **{option: 3}).names is not None
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(loop) + "\n")
+    flag = "--" + option.replace("_", "-")
+    code, out, said_ = run(["scan", str(path), "--anywhere", flag, "3"], monkeypatch)
+    assert code == 2 and out == b"" and f"{flag} does not apply with --anywhere" in said_
+    assert run(["scan", str(path), flag, "3"], monkeypatch)[0] == 0
+    pyarrow = pytest.importorskip("pyarrow")
+    from vthread.arrow import scan_arrow
+
+    table = pyarrow.table({"messages": [json.dumps(loop)]})
+    with pytest.raises(ValueError, match=f"^{option} does not apply"):
+        scan_arrow(table, anywhere=True, **{option: 3})
+
+
 def test_masked_volatile_values_compose() -> None:
     """Polling that differs only in a timestamp loops with mask_volatile, not without."""
     thread = [said("wait", "user")]

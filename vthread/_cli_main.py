@@ -255,7 +255,8 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--anywhere", action="store_true",
                        help="report every loop of each run wherever it lies, of blocks of "
                        "any length (a 'loops' list per record; the record's fields describe "
-                       "the costliest), not only a loop the run ends in")
+                       "the costliest), not only a loop the run ends in; its rules are its "
+                       "own, so the four pattern and repetition options are refused with it")
     scan_.add_argument("--summary", metavar="FILE", dest="summary_file",
                        help="also write the summary as JSON to FILE (for dashboards; "
                        "written also when the scan ends early, saying \"completed\": false)")

@@ -128,6 +128,18 @@ def cycle_options(
     )
 
 
+def not_with_anywhere(anywhere: bool, **options: object) -> None:
+    """A ValueError naming the first cycle option given (not None) with ``anywhere``: looking
+    anywhere judges loops by rules of its own (:mod:`vthread.anywhere`), so such an option
+    would change nothing, and is refused rather than ignored without a word."""
+    if anywhere:
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise ValueError(f"{given[0]} does not apply with anywhere=True: looking anywhere "
+                             "judges loops by rules of its own (vthread.anywhere); leave it "
+                             "unset")
+
+
 _DEFAULT_CYCLE: Final = CycleOptions(
     min_repetitions=DEFAULT_MIN_REPETITIONS,
     min_pattern_length=DEFAULT_MIN_PATTERN_LENGTH,

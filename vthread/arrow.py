@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from vthread._heuristics import core_options, written_lines
-from vthread._options import cycle_options, flag
+from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
     checked_format,
@@ -155,7 +155,7 @@ def checked_arguments(format: str, mask_volatile: bool, anywhere: bool,
     one is an error before any row is read (with Ray, before any worker starts)."""
     cycle_options(**options)
     flag("mask_volatile", mask_volatile)
-    flag("anywhere", anywhere)
+    not_with_anywhere(flag("anywhere", anywhere), **options)
     checked_format(format)
     return options
 

@@ -394,6 +394,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         "max_pattern_length": options.max_pattern_length,
         "min_result_repetitions": options.min_result_repetitions,
     }
+    if options.anywhere and (given := next((k for k, v in cycle.items() if v is not None),
+                                           None)):
+        # Looking anywhere has rules of its own: the option would change nothing.
+        say(f"vthread scan: --{given.replace('_', '-')} does not apply with --anywhere, which "
+            "judges loops by rules of its own (docs/detection.md); leave it out")
+        return USAGE_EXIT
     if options.summary_file:
         # Said without the early summary the other refusals leave: it would be written over
         # the very file it names.

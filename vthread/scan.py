@@ -45,7 +45,7 @@ from vthread._messages import (
     usage_tokens,
 )
 from vthread._on_demand import OnDemand
-from vthread._options import CycleOptions, cycle_options, flag, jobs_count
+from vthread._options import CycleOptions, cycle_options, flag, jobs_count, not_with_anywhere
 from vthread.fingerprint import message_fingerprint, message_key
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
@@ -743,6 +743,10 @@ def scan(
     )
     jobs = jobs_count(jobs)
     anywhere = flag("anywhere", anywhere)
+    not_with_anywhere(anywhere, min_repetitions=min_repetitions,
+                      min_pattern_length=min_pattern_length,
+                      max_pattern_length=max_pattern_length,
+                      min_result_repetitions=min_result_repetitions)
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
     sources = None
