@@ -251,6 +251,34 @@ def test_runs_on_standard_input_are_reported(tmp_path: Path, monkeypatch: pytest
     assert "2 runs, 1 with a loop" in capsys.readouterr().err and out.exists()
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_records_on_standard_input_are_read_back(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 compressed: bool) -> None:
+    """``vthread scan ... | vthread report -`` (gzipped or not): the records are read back, as
+    from a file; they were read as runs, each an error record, and the report came out empty
+    with status 0."""
+    runs = [[{"type": "bot", "text": "x"}] * 4, [{"type": "user", "text": "hi"}]] * 3
+    source = tmp_path / "runs.jsonl"
+    source.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    saved = tmp_path / "records.jsonl"
+    assert main(["scan", str(source), "-q", "-o", str(saved)]) == 0
+    from_file = tmp_path / "from_file.html"
+    assert main(["report", str(saved), "-o", str(from_file)]) == 0
+    told = capsys.readouterr().err
+    data = saved.read_bytes()
+    if compressed:
+        data = gzip.compress(data)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
+    piped = tmp_path / "piped.html"
+    assert main(["report", "-", "-o", str(piped), "--title", f"vthread report: {saved}"]) == 0
+    said = capsys.readouterr().err
+    assert said == told.replace(str(from_file), str(piped)) and "6 runs, 3 with a loop" in said
+    page, expected = piped.read_bytes(), from_file.read_bytes()
+    assert page.count(b"repeated_suffix") == expected.count(b"repeated_suffix") > 0
+
+
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),
                                               ("no folder", 74), ("output is a folder", 74)])
 def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str, status: int,

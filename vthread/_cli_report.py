@@ -81,7 +81,9 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
             _check_readable_twice(name)
         _check_output(options.output, options.files)
         data = ReportData()
-        to_scan = [name for name in options.files if not holds_records(name)]
+        records_in = {name for name in options.files
+                      if (_stdin_holds_records() if name == "-" else holds_records(name))}
+        to_scan = [name for name in options.files if name not in records_in]
         if to_scan:
             status = _scan_into(data, to_scan, options, stderr)
             if status:
@@ -187,7 +189,7 @@ def _check_readable_twice(name: str) -> None:
     """Refuse a pipe or a FIFO named as an input (``<(cmd)``, ``mkfifo``): the report reads
     the start of each named input to tell records from runs, then reads it again, and a
     pipe gives its bytes once (the report came out empty, or waited forever on a FIFO whose
-    writer had gone). Standard input (``-``) is read once, as runs, by the scan."""
+    writer had gone). Standard input (``-``) is read once (records or runs, told by a peek)."""
     if name == "-":
         return
     try:
@@ -272,12 +274,54 @@ def is_record(value: object) -> bool:
             and ("verdict" in value or "error" in value))
 
 
+def _stdin_holds_records() -> bool:
+    """Whether standard input is ``vthread scan``'s records (``vthread scan ... | vthread
+    report -``), told by its first line, looked at without reading it (a buffered reader's
+    peek): read as runs, each of them was an error record. A first line longer than what the
+    peek gives is taken for runs, as before."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if not isinstance(buffer, io.BufferedReader):
+        return False
+    try:
+        head = buffer.peek(SNIFF_BYTES)
+    except (OSError, ValueError):
+        return False  # the scan of it says what is wrong
+    if head.startswith(_GZIP_MAGIC):
+        try:  # the start of the records a gzip member holds (``| gzip | vthread report -``)
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return False
+    first = next((line for line in head.split(b"\n")[:-1] if line.strip()), b"")
+    try:
+        return is_record(json.loads(first))
+    except (ValueError, RecursionError):
+        return False
+
+
 def _open_text(name: str) -> TextIO:
+    if name == "-":
+        # Standard input's own buffer, kept open after the records are read (a GzipFile
+        # given a stream leaves it open).
+        buffer = sys.stdin.buffer
+        if isinstance(buffer, io.BufferedReader) and buffer.peek(2)[:2] == _GZIP_MAGIC:
+            return io.TextIOWrapper(gzip.GzipFile(fileobj=buffer, mode="rb"), encoding="utf-8")
+        return _KeptOpen(buffer, encoding="utf-8")
     with open(name, "rb") as raw:
         gzipped = raw.read(2) == _GZIP_MAGIC
     if gzipped:
         return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8")
     return open(name, encoding="utf-8")  # the caller closes it
+
+
+class _KeptOpen(io.TextIOWrapper):
+    """A text reader over a stream it does not own: closing it leaves the stream open."""
+
+    detached = False
+
+    def close(self) -> None:
+        if not self.detached:
+            self.detached = True
+            self.detach()
 
 
 def _parquet_columns(name: str) -> frozenset[str]:
