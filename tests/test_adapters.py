@@ -298,10 +298,11 @@ def test_usage_figures_of_any_numeric_type_are_kept(kind: str) -> None:
 @pytest.mark.parametrize(
     ("messages", "message"),
     [
-        ([{"role": "user", "content": "hi"}, "hello"], "message 1 is not an object"),
+        ([{"role": "user", "content": "hi"}, "hello"], r"message 1 is not an object \(a string\)"),
         ([{"content": "no role"}], "message 0 has no role"),
         ([{"role": 3, "content": "x"}], "message 0: role must be a string"),
-        ([{"role": "user", "content": 42}], "message 0: content must be"),
+        ([{"role": "user", "content": 42}],
+         "message 0: content must be a string, a list of parts or null, not a number"),
         ([{"role": "assistant", "tool_calls": "ls"}], "message 0: tool_calls must be a list"),
         ([{"role": "assistant", "tool_calls": [7]}], r"message 0: tool_calls\[0\] is not"),
         ([{"role": "assistant", "tool_calls": [{"id": "1", "function": {"arguments": "{}"}}]}],

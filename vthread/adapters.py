@@ -365,7 +365,8 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         elif isinstance(content, Sequence) and not isinstance(content, (bytes, Mapping)):
             _anthropic_blocks(content, index, kind, out, calls)
         else:
-            raise ValueError(f"message {index}: content must be a string or a list of blocks")
+            raise ValueError(f"message {index}: content must be a string or a list of blocks, "
+                             f"not {json_type(content)}")
         _finish(message, role, first, out, _ANTHROPIC_ROLE_TYPES)
     return out
 
@@ -818,11 +819,26 @@ def _named(value: Any, names: frozenset[str]) -> bool:
 def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
     """``messages`` as a sequence of mappings, or a ValueError naming the first bad index."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise ValueError(f"messages must be a list of messages, got {type(messages).__name__}")
+        raise ValueError(f"messages must be a list of messages, not {json_type(messages)}")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise ValueError(f"message {index} is not an object (got {type(message).__name__})")
+            raise ValueError(f"message {index} is not an object ({json_type(message)})")
     return messages
+
+
+_JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
+                      float: "number", bool: "boolean", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """What ``value`` is, named as JSON names it (``"an array"``, ``"a number"``; another
+    Python type by its own name), for messages about a file's values.
+
+    >>> json_type([1]), json_type(2.5), json_type(None), json_type((1,))
+    ('an array', 'a number', 'a null', 'a tuple')
+    """
+    name = _JSON_TYPES.get(type(value), type(value).__name__)
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 def _role(message: Mapping[str, Any], index: int) -> str:
@@ -890,7 +906,8 @@ def _joined_text(content: Any, where: str) -> str:
     if isinstance(content, Mapping):
         content = [content]
     elif isinstance(content, bytes) or not isinstance(content, Sequence):
-        raise ValueError(f"{where}: content must be a string, a list of parts or null")
+        raise ValueError(f"{where}: content must be a string, a list of parts or null, not "
+                         f"{json_type(content)}")
     texts = []
     for part in content:
         if isinstance(part, str):

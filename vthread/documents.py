@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._messages import check_messages, ndarray_hint
-from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS
+from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS, json_type
 
 if TYPE_CHECKING:
     from vthread.scan import ScanResult
@@ -71,8 +71,6 @@ DOCUMENT_SUFFIXES: Final = (".json", ".traj")
 """File name endings (before an optional ``.gz``) of files holding one JSON document."""
 _ID_KEYS: Final = ("id", "instance_id")
 _ABSENT: Final = object()
-_JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
-                      float: "number", bool: "boolean", type(None): "null"}
 
 
 def messages_column(names: Sequence[str], messages_key: str | None, where: str,
@@ -209,9 +207,9 @@ def read_run(
             return f"not a thread: an object without {_key_list(keys)}"
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
-            return f'not a thread: "{key}" is {_json_type(messages)}, not an array'
+            return f'not a thread: "{key}" is {json_type(messages)}, not an array'
     else:
-        return (f'not a thread: {_json_type(value)}, not an array of messages or an object '
+        return (f'not a thread: {json_type(value)}, not an array of messages or an object '
                 f'with "messages"')
     if format_ != "native":
         from vthread.adapters import to_native_with_sources
@@ -222,18 +220,13 @@ def read_run(
             return f"{format_} format: {error}"
     if messages and set(map(type, messages)) != {dict}:
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
-        return f"message {index} is not an object ({_json_type(messages[index])})"
+        return f"message {index} is not an object ({json_type(messages[index])})"
     return ident, messages, None
 
 
 def _key_list(keys: tuple[str, ...]) -> str:
     quoted = [json.dumps(key) for key in keys]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-
-
-def _json_type(value: Any) -> str:
-    name = _JSON_TYPES.get(type(value), type(value).__name__)
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 DETECT_THREADS: Final = 64
