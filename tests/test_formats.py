@@ -379,7 +379,9 @@ def test_messages_key_and_id_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert got[0]["verdict"] is not None and got[1]["verdict"] is None
     _, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
     assert records(out)[0]["error"] == ('not a thread: an object without "messages", "traj" '
-                                        'or "history"')
+                                        'or "history"; it holds an array "turns" of 9 '
+                                        "objects: if they are its messages, give "
+                                        "--messages-key turns")
 
 
 def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
@@ -397,7 +399,9 @@ def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
         assert code == 0
         outputs.append([dict(r, file=None) for r in records(out)])
     assert outputs[0] == outputs[1]
-    assert [r["error"] for r in outputs[1]] == ['not a thread: an object without "steps"'] * 3
+    assert [r["error"] for r in outputs[1]] == [
+        'not a thread: an object without "steps"; it holds an array "messages" of 3 objects: if '
+        "they are its messages, give --messages-key messages"] * 3
     # Said once, with the keys the runs do have; and an --id-key none of them has.
     _, _, said = run(["scan", str(document), "-q", "--messages-key", "steps", "--id-key",
                       "name"], monkeypatch)
@@ -1303,6 +1307,29 @@ def test_a_one_line_array_of_bare_threads_is_a_document(
     assert code == 0 and len(expected) == 2 and not any("error" in r for r in expected)
     assert [{**r, "file": None} for r in records(out)] == [
         {**r, "file": None} for r in expected]
+
+
+def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object with no messages under a known key that holds an array of runs (``{"runs":
+    [...]}``) or of messages under another key: its error record says so and how to read
+    them, and following the advice reads them."""
+    runs = [{"id": f"r{i}", "messages": [{"type": "bot", "text": "again"}] * 4}
+            for i in range(3)]
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"runs": runs}))
+    (record,) = records(run(["scan", str(wrapped), "-q"], monkeypatch)[1])
+    assert record["error"].endswith('; it holds an array "runs" of 3 objects that are no '
+                                    "messages: if they are runs, `jq -c '.runs[]'` writes "
+                                    "them a line each")
+    steps = tmp_path / "steps.json"
+    steps.write_text(json.dumps({"id": "s", "the steps": runs[0]["messages"]}))
+    (record,) = records(run(["scan", str(steps), "-q"], monkeypatch)[1])
+    assert record["error"].endswith('; it holds an array "the steps" of 4 objects: if they '
+                                    "are its messages, give --messages-key 'the steps'")
+    (record,) = records(run(["scan", str(steps), "-q", "--messages-key", "the steps"],
+                            monkeypatch)[1])
+    assert record["verdict"] == "repeated_suffix"
 
 
 def test_a_thread_whose_first_message_has_no_type_stays_a_thread(

@@ -30,6 +30,7 @@ names another (and then only that one is looked at), for formats not listed. The
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -204,7 +205,7 @@ def read_run(
         keys = _messages_keys(messages_key)
         key = next((k for k in keys if k in value), None)
         if key is None:
-            return f"not a thread: an object without {_key_list(keys)}"
+            return f"not a thread: an object without {_key_list(keys)}{_held_arrays(value)}"
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
             return f'not a thread: "{key}" is {json_type(messages)}, not an array'
@@ -222,6 +223,23 @@ def read_run(
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return f"message {index} is not an object ({json_type(messages[index])})"
     return ident, messages, None
+
+
+def _held_arrays(run: Mapping[str, Any]) -> str:
+    """What an object with no messages holds that may be runs or messages, as a hint: the
+    first of its keys whose value is an array opening with an object, and how to read it
+    (``--messages-key`` for messages; for runs, which a run never holds, JSONL of them)."""
+    for key, value in run.items():
+        if type(value) is list and value and type(value[0]) is dict and type(key) is str:
+            quoted = json.dumps(key)
+            objects = f"{len(value):,} object{'' if len(value) == 1 else 's'}"
+            if opens_runs(value[0]) and not any(k in value[0] for k in _MESSAGE_KEYS):
+                path = f".{key}" if key.isidentifier() and key.isascii() else f".[{quoted}]"
+                return (f"; it holds an array {quoted} of {objects} that are no messages: if "
+                        f"they are runs, `jq -c '{path}[]'` writes them a line each")
+            return (f"; it holds an array {quoted} of {objects}: if they are its messages, "
+                    f"give --messages-key {shlex.quote(key)}")
+    return ""
 
 
 def _key_list(keys: tuple[str, ...]) -> str:
