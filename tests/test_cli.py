@@ -152,14 +152,18 @@ def test_cycle_options_are_passed(thread_file: Path, threads: list[list[dict[str
     assert [core(r) for r in records(out)] == expected_for(thread_file, threads, **options)
 
 
-@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
-def test_non_finite_max_pattern_length_is_no_cap(value: str, tmp_path: Path,
+@pytest.mark.parametrize("joined", [True, False])
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "-Infinity"])
+def test_non_finite_max_pattern_length_is_no_cap(value: str, joined: bool, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--max-pattern-length inf`` is no cap: a loop of 3-message blocks is still found."""
+    """``--max-pattern-length inf`` is no cap: a loop of 3-message blocks is still found.
+    The value given as a word of its own too: ``-inf`` was refused ("expected one
+    argument"), argparse taking it for an option."""
     block = [{"type": "user", "text": "status?"}, {"type": "bot", "text": "checking"},
              {"type": "tool", "text": "running"}]
     path = write_jsonl(tmp_path / "loop.jsonl", [[{"type": "user", "text": "go"}, *block * 2]])
-    code, out, _ = run(["scan", str(path), "-q", f"--max-pattern-length={value}"], monkeypatch)
+    option = [f"--max-pattern-length={value}"] if joined else ["--max-pattern-length", value]
+    code, out, _ = run(["scan", str(path), "-q", *option], monkeypatch)
     assert code == 0
     [record] = records(out)
     assert (record["verdict"], record["period"]) == ("repeated_suffix", 3)

@@ -118,7 +118,7 @@ def _main(args: list[str], own_process: bool = False) -> int:
         say(_misplaced_option(args[0], parser))
         return USAGE_EXIT
     try:
-        options, unknown = parser.parse_known_args(args)
+        options, unknown = parser.parse_known_args(_numbers_joined(args))
         if unknown:
             # Said with the command's own usage (the top-level usage named no option).
             command = _subcommand(parser, options.command) or parser
@@ -176,6 +176,41 @@ class _VersionAction(argparse.Action):
         # Standard output, where argparse's own "version" action writes.
         print(f"vthread {vthread.__version__}", file=sys.stdout)
         parser.exit()
+
+
+_NUMBER_OPTIONS: Final = frozenset({"--min-repetitions", "--min-pattern-length",
+                                    "--max-pattern-length", "--min-result-repetitions",
+                                    "-j", "--jobs"})
+
+
+def _numbers_joined(args: list[str]) -> list[str]:
+    """``args`` with each numeric option and a value that starts with a minus joined
+    (``--min-repetitions -inf`` as ``--min-repetitions=-inf``): argparse takes only plain
+    negative numbers for values, and read ``-inf`` or ``-1e3`` as an unknown option, leaving
+    the option "expected one argument"."""
+    joined: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            joined.extend(args[index:])
+            break
+        if (word in _NUMBER_OPTIONS and index + 1 < len(args)
+                and args[index + 1].startswith("-") and _is_number(args[index + 1])):
+            joined.append(f"{word}={args[index + 1]}")
+            index += 2
+            continue
+        joined.append(word)
+        index += 1
+    return joined
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _parser() -> argparse.ArgumentParser:
