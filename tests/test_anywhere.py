@@ -470,7 +470,9 @@ def test_cycle_options_are_refused_with_anywhere(option: str, tmp_path: Path,
     loop = [said("go", "user"), *[call("ls"), answer("ls", "a")] * 3]
     with pytest.raises(ValueError, match=f"^{option} does not apply with anywhere=True"):
         scan([loop], anywhere=True, **{option: 3})
-    assert scan([loop], anywhere=True, **{option: None}).names == scan([loop], anywhere=True).names
+    for unset in (None, math.nan, math.inf, -math.inf):  # the defaults, as cycle_options reads
+        assert scan([loop], anywhere=True, **{option: unset}).names == scan(
+            [loop], anywhere=True).names
     assert scan([loop], **{option: 3}).names is not None
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(loop) + "\n")
@@ -478,6 +480,7 @@ def test_cycle_options_are_refused_with_anywhere(option: str, tmp_path: Path,
     code, out, said_ = run(["scan", str(path), "--anywhere", flag, "3"], monkeypatch)
     assert code == 2 and out == b"" and f"{flag} does not apply with --anywhere" in said_
     assert run(["scan", str(path), flag, "3"], monkeypatch)[0] == 0
+    assert run(["scan", str(path), "--anywhere", flag, "nan"], monkeypatch)[0] == 0
     pyarrow = pytest.importorskip("pyarrow")
     from vthread.arrow import scan_arrow
 

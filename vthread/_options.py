@@ -128,16 +128,23 @@ def cycle_options(
     )
 
 
+def set_with_anywhere(anywhere: bool, **options: object) -> str | None:
+    """The name of the first cycle option set (a finite number: None, NaN and the infinities
+    are the defaults) with ``anywhere``, or None: looking anywhere judges loops by rules of
+    its own (:mod:`vthread.anywhere`), so such an option would change nothing."""
+    if not anywhere:
+        return None
+    return next((name for name, value in options.items()
+                 if (number := real(name, value)) is not None and math.isfinite(number)), None)
+
+
 def not_with_anywhere(anywhere: bool, **options: object) -> None:
-    """A ValueError naming the first cycle option given (not None) with ``anywhere``: looking
-    anywhere judges loops by rules of its own (:mod:`vthread.anywhere`), so such an option
-    would change nothing, and is refused rather than ignored without a word."""
-    if anywhere:
-        given = [name for name, value in options.items() if value is not None]
-        if given:
-            raise ValueError(f"{given[0]} does not apply with anywhere=True: looking anywhere "
-                             "judges loops by rules of its own (vthread.anywhere); leave it "
-                             "unset")
+    """A ValueError naming the option :func:`set_with_anywhere` finds: refused rather than
+    ignored without a word."""
+    name = set_with_anywhere(anywhere, **options)
+    if name is not None:
+        raise ValueError(f"{name} does not apply with anywhere=True: looking anywhere judges "
+                         "loops by rules of its own (vthread.anywhere); leave it unset")
 
 
 _DEFAULT_CYCLE: Final = CycleOptions(

@@ -149,7 +149,7 @@ from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
 from vthread._heuristics import core_options, written_lines
 from vthread._messages import token_total
-from vthread._options import CycleOptions, cycle_options
+from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._records import json_text, record_id, strict_dumps
 from vthread.anywhere import core_text_run
 from vthread.documents import DETECT_THREADS, chat_like, in_source_messages
@@ -394,11 +394,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         "max_pattern_length": options.max_pattern_length,
         "min_result_repetitions": options.min_result_repetitions,
     }
-    if options.anywhere and (given := next((k for k, v in cycle.items() if v is not None),
-                                           None)):
+    refused = set_with_anywhere(options.anywhere, **cycle)
+    if refused is not None:
         # Looking anywhere has rules of its own: the option would change nothing.
-        say(f"vthread scan: --{given.replace('_', '-')} does not apply with --anywhere, which "
-            "judges loops by rules of its own (docs/detection.md); leave it out")
+        say(f"vthread scan: --{refused.replace('_', '-')} does not apply with --anywhere, "
+            "which judges loops by rules of its own (see vthread.anywhere); leave it out")
         return USAGE_EXIT
     if options.summary_file:
         # Said without the early summary the other refusals leave: it would be written over
