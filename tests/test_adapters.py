@@ -390,15 +390,16 @@ def test_anthropic_unknown_tool_use_id_and_json_results() -> None:
 
 
 def test_anthropic_images_and_empty_content() -> None:
-    """An image or document block is a message of its own carrying it in ``meta.media``; an
-    empty message is an empty text message."""
+    """Image and document blocks are carried in ``meta.media`` by their message's first
+    native message (an image-only message: an empty text message carrying it); an empty
+    message is an empty text message."""
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                          "data": "iVBORw0KGgo="}}
     document = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
                                                "data": "..."}}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [image, {"type": "text", "text": "Transcribe this."},
-                                     document]},
+                                     document, {"type": "text", "text": "And this."}]},
         {"role": "assistant", "content": []},
         {"role": "assistant", "content": ""},
         {"role": "user", "content": [{"type": "image", "source": {}}]},
@@ -406,15 +407,35 @@ def test_anthropic_images_and_empty_content() -> None:
         {"role": "user", "content": [{"type": "web_search_tool_result"}]},
     ]
     assert from_anthropic(messages) == [
-        {"type": "user", "text": "", "meta": {"media": [image]}},
-        {"type": "user", "text": "Transcribe this."},
-        {"type": "user", "text": "", "meta": {"media": [document]}},
+        {"type": "user", "text": "Transcribe this.", "meta": {"media": [image, document]}},
+        {"type": "user", "text": "And this."},
         {"type": "bot", "text": ""},
         {"type": "bot", "text": ""},
         {"type": "user", "text": "", "meta": {"media": [{"type": "image", "source": {}}]}},
         {"type": "user", "text": "plain string block"},
         {"type": "user", "text": ""},
     ]
+
+
+def test_an_image_beside_a_message_never_starts_a_loop_of_its_own() -> None:
+    """The same screenshot beside the task and beside every result (a reviewer's case): the
+    loop is the calls and results from message 1, not a block beginning at the task's image
+    (which, as a native message of its own, took the task prompt into the loop)."""
+    import vthread
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "SAME"}}
+    thread: list[dict[str, Any]] = [{"role": "user", "content": [
+        {"type": "text", "text": "go"}, image]}]
+    for turn in range(6):
+        thread.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{turn}", "name": "computer",
+             "input": {"action": "screenshot"}}]})
+        thread.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{turn}", "content": "ok"}, image]})
+    for anywhere in (False, True):
+        record = vthread.scan([thread], format="anthropic", anywhere=anywhere).record(0)
+        assert (record["loop_start"], record["loop_messages"], record["period"]) == (1, 12, 2)
 
 
 def test_anthropic_tool_use_without_input() -> None:

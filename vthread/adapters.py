@@ -47,8 +47,8 @@ is_error}``                                 arguments; ``result`` = the content 
                                             its text blocks joined by ``\\n``) parsed as JSON
                                             when it is valid JSON text, else the text;
                                             ``is_error: true`` is kept in ``meta.activity``
-``image``, ``document``                     ``{"type": "user" | "bot", "text": "", "meta":
-                                            {"media": [<the block>]}}``
+``image``, ``document``                     kept whole in ``meta.media`` of the message's
+                                            first native message
 other blocks (server-side tools)            ignored
 ==========================================  ==================================================
 
@@ -105,8 +105,9 @@ Rules common to all of them:
 - Parts that are no text (an object whose ``type`` is a string other than ``text``,
   ``input_text``, ``output_text``: images, audio, files, documents) are kept as given, so
   that two different screenshots never compare equal: a tool result holding one is the list
-  of its content's parts (not its text), and a message holding one carries them in
-  ``meta.media``.
+  of its content's parts (not its text), and any other source message's first native
+  message carries them in ``meta.media`` (an image beside a text or a result makes no
+  native message of its own, where a loop could begin).
 - Every source message yields at least one native message: one whose parts produce nothing
   (``content: null`` and no tool calls, an image-only message) becomes an empty text message
   of its role, so message counts and usages are never lost.
@@ -256,7 +257,9 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = _role(message, index)
         first = len(out)
         _openai_message(message, index, role, out, calls, legacy)
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
+        # (a tool's result holds its media itself)
+        media = [] if role in ("tool", "function") else _media(message.get("content"))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, media)
     return out
 
 
@@ -287,8 +290,7 @@ def _openai_message(
         out.append(_response(name, arguments, _result(message.get("content"),
                                                       f"message {index}")))
     else:
-        out.append(_with_media({"type": _OPENAI_ROLE_TYPES.get(role, role),
-                                "text": _text(message, index)}, message.get("content")))
+        out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(message, index)})
 
 
 def _openai_assistant(
@@ -306,9 +308,8 @@ def _openai_assistant(
     text = _text(message, index)
     if not text and isinstance(message.get("refusal"), str):
         text = message["refusal"]
-    media = _media(message.get("content"))
-    if text or media:
-        out.append(_with_media({"type": "bot", "text": text}, message.get("content")))
+    if text:
+        out.append({"type": "bot", "text": text})
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
         if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence):
@@ -360,14 +361,15 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         first = len(out)
         kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
         content = message.get("content")
+        media: list[Any] = []
         if isinstance(content, str) or content is None:
             out.append({"type": kind, "text": content or ""})
         elif isinstance(content, Sequence) and not isinstance(content, (bytes, Mapping)):
-            _anthropic_blocks(content, index, kind, out, calls)
+            media = _anthropic_blocks(content, index, kind, out, calls)
         else:
             raise ValueError(f"message {index}: content must be a string or a list of blocks, "
                              f"not {json_type(content)}")
-        _finish(message, role, first, out, _ANTHROPIC_ROLE_TYPES)
+        _finish(message, role, first, out, _ANTHROPIC_ROLE_TYPES, media)
     return out
 
 
@@ -377,7 +379,10 @@ def _anthropic_blocks(
     kind: str,
     out: list[dict[str, Any]],
     calls: dict[Any, tuple[str, Any]],
-) -> None:
+) -> list[Any]:
+    """Append the native messages of one message's blocks; its image and document blocks,
+    which the message's first native message carries."""
+    media = []
     for position, block in enumerate(blocks):
         where = f"message {index}: content[{position}]"
         if isinstance(block, str):
@@ -410,10 +415,9 @@ def _anthropic_blocks(
                 response["meta"]["activity"]["is_error"] = True
             out.append(response)
         elif block_type in _ANTHROPIC_MEDIA:
-            # An image or document alone: a message of its own that carries it, so that two
-            # different ones differ (and the same one twice is the same message).
-            out.append({"type": kind, "text": "", "meta": {"media": [block]}})
+            media.append(block)
         # anything else (server-side tool blocks and the like): nothing the heuristics read
+    return media
 
 
 # --------------------------------------------------------------------------- Responses API
@@ -446,8 +450,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = kind
         if kind == "message":
             role = _role(item, index)
-            out.append(_with_media({"type": _OPENAI_ROLE_TYPES.get(role, role),
-                                    "text": _text(item, index)}, item.get("content")))
+            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(item, index)})
         elif kind == "reasoning":
             text = _reasoning_text(item.get("summary"))
             if not text:
@@ -466,7 +469,8 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out.append(_response(name, arguments, output))
         else:
             out.append({"type": kind, "text": ""})
-        _finish(item, role, first, out, _OPENAI_ROLE_TYPES)
+        _finish(item, role, first, out, _OPENAI_ROLE_TYPES,
+                _media(item.get("content")) if kind == "message" else [])
     return out
 
 
@@ -587,7 +591,8 @@ def _with_text_actions(
                     message.get("function_call") is None):
                 pending = actions(message, _text(message, index))
                 out.extend(_request(name, arguments) for name, arguments in pending)
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES)
+        media = [] if role in ("tool", "function") else _media(message.get("content"))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, media)
     return out
 
 
@@ -855,10 +860,17 @@ def _finish(
     first: int,
     out: list[dict[str, Any]],
     role_types: Mapping[str, str],
+    media: list[Any],
 ) -> None:
-    """Keep the message visible (an empty text message if it yielded none), attach its usage."""
+    """Keep the message visible (an empty text message if it yielded none), attach its usage,
+    and its ``media`` to its first native message's meta: the suffix heuristic compares meta,
+    so two messages with different images differ, and the message's other native messages
+    stay as they are (an image beside a text, or a result, does not make a message of its
+    own, which a loop could begin at)."""
     if len(out) == first:
         out.append({"type": role_types.get(role, role), "text": ""})
+    if media:
+        out[first].setdefault("meta", {})["media"] = media
     ends = _SOURCE_ENDS.get()
     if ends is not None:
         ends.append(len(out))
@@ -929,16 +941,6 @@ def _media(content: Any) -> list[Any]:
     return [part for part in content if isinstance(part, Mapping)
             and isinstance(part.get("type", "text"), str) and not _named(part.get("type", "text"),
                                                                            _TEXT_PARTS)]
-
-
-def _with_media(native: dict[str, Any], content: Any) -> dict[str, Any]:
-    """``native``, carrying in ``meta.media`` the content's parts that are no text, when it
-    has any: the suffix heuristic compares meta, so two messages with different images
-    differ."""
-    media = _media(content)
-    if media:
-        native["meta"] = {"media": media}
-    return native
 
 
 def _result(content: Any, where: str) -> Any:
