@@ -251,32 +251,65 @@ def test_runs_on_standard_input_are_reported(tmp_path: Path, monkeypatch: pytest
     assert "2 runs, 1 with a loop" in capsys.readouterr().err and out.exists()
 
 
-@pytest.mark.parametrize("compressed", [False, True])
+class _Trickle(io.RawIOBase):
+    """A pipe whose writer delivers a few bytes at a time."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        super().__init__()
+        self.data, self.piece = data, piece
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        count = min(len(target), self.piece, len(self.data))
+        target[:count] = self.data[:count]
+        self.data = self.data[count:]
+        return count
+
+
+@pytest.mark.parametrize("shape", ["plain", "gzipped", "trickled", "gzipped and trickled",
+                                   "a record past 8 KiB", "no newline at the end"])
 def test_records_on_standard_input_are_read_back(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str],
-                                                 compressed: bool) -> None:
-    """``vthread scan ... | vthread report -`` (gzipped or not): the records are read back, as
-    from a file; they were read as runs, each an error record, and the report came out empty
-    with status 0."""
-    runs = [[{"type": "bot", "text": "x"}] * 4, [{"type": "user", "text": "hi"}]] * 3
+                                                 shape: str) -> None:
+    """``vthread scan ... | vthread report -``: the records are read back, as from a file,
+    however they come (gzipped, a few bytes at a time, a first record longer than a read
+    buffer, no newline after the last); they were read as runs, each an error record, and
+    the report came out empty with status 0. Runs on standard input stay runs."""
+    runs: list[Any] = [{"id": f"run{i}", "messages": [{"type": "bot", "text": "x"}] * 4}
+                       if i % 2 else [{"type": "user", "text": "hi"}] for i in range(6)]
+    if shape == "a record past 8 KiB":
+        # (an error record naming a long key)
+        runs[0] = {"k" * 9_000: [{"type": "user", "text": "hi"}]}
     source = tmp_path / "runs.jsonl"
     source.write_text("".join(json.dumps(run) + "\n" for run in runs))
     saved = tmp_path / "records.jsonl"
     assert main(["scan", str(source), "-q", "-o", str(saved)]) == 0
+    if shape == "no newline at the end":  # one record, cut before its newline
+        saved.write_bytes(saved.read_bytes().split(b"\n")[1])
     from_file = tmp_path / "from_file.html"
     assert main(["report", str(saved), "-o", str(from_file)]) == 0
     told = capsys.readouterr().err
-    data = saved.read_bytes()
-    if compressed:
-        data = gzip.compress(data)
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
-    piped = tmp_path / "piped.html"
-    assert main(["report", "-", "-o", str(piped), "--title", f"vthread report: {saved}"]) == 0
-    said = capsys.readouterr().err
-    assert said == told.replace(str(from_file), str(piped)) and "6 runs, 3 with a loop" in said
-    page, expected = piped.read_bytes(), from_file.read_bytes()
-    assert page.count(b"repeated_suffix") == expected.count(b"repeated_suffix") > 0
+    for data, expected in ((saved.read_bytes(), told), (source.read_bytes(), None)):
+        if "gzipped" in shape:
+            data = gzip.compress(data)
+        raw: io.RawIOBase = (_Trickle(data, 7) if "trickled" in shape
+                             else io.BytesIO(data))  # type: ignore[assignment]
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(raw)))
+        piped = tmp_path / "piped.html"
+        assert main(["report", "-", "-o", str(piped)]) == 0
+        said = capsys.readouterr().err
+        if expected is None:  # runs: scanned
+            assert f", 3 with a loop{', 1 not read' * (shape == 'a record past 8 KiB')}" in said
+            continue
+        assert said == told.replace(str(saved), "-").replace(str(from_file), str(piped))
+        assert {"no newline at the end": "1 run, 1 with a loop",
+                "a record past 8 KiB": "5 runs, 3 with a loop, 1 not read"}.get(
+            shape, "6 runs, 3 with a loop") in said
+        page, whole = piped.read_bytes(), from_file.read_bytes()
+        assert page.count(b"repeated_suffix") == whole.count(b"repeated_suffix") > 0
 
 
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),

@@ -31,7 +31,7 @@ import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
@@ -68,6 +68,14 @@ class _ReportError(Exception):
 
 def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status."""
+    stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
+    try:
+        return _run_report(argv, stderr)
+    finally:
+        sys.stdin = stdin
+
+
+def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
     parser = _parser()
     try:
         options = parser.parse_args(list(argv))
@@ -238,14 +246,7 @@ def holds_records(name: str) -> bool:
             head = stream.read(SNIFF_BYTES)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError):
         return False  # the scan reports what is wrong with it
-    first = next((line for line in head.split("\n") if line.strip()), "")
-    if len(first) == len(head) and len(head) == SNIFF_BYTES:
-        return False  # a first line longer than any record
-    try:
-        value = json.loads(first)
-    except ValueError:
-        return False
-    return is_record(value)
+    return _first_line_is_record(head.encode("utf-8", "surrogatepass"), len(head) < SNIFF_BYTES)
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
@@ -276,26 +277,80 @@ def is_record(value: object) -> bool:
 
 def _stdin_holds_records() -> bool:
     """Whether standard input is ``vthread scan``'s records (``vthread scan ... | vthread
-    report -``), told by its first line, looked at without reading it (a buffered reader's
-    peek): read as runs, each of them was an error record. A first line longer than what the
-    peek gives is taken for runs, as before."""
-    buffer = getattr(sys.stdin, "buffer", None)
-    if not isinstance(buffer, io.BufferedReader):
+    report -``), told as a file is by its first line: its first bytes are read (to its first
+    whole line, ``SNIFF_BYTES`` or its end; decompressed when gzipped, as far as they go)
+    and ``sys.stdin`` replaced by a reader that gives them again, so that the records, or
+    the scan of runs, read it from its start."""
+    stdin = sys.stdin
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
         return False
+    read = getattr(buffer, "read1", buffer.read)  # what has come, not a whole block
+    head, ended = b"", False
     try:
-        head = buffer.peek(SNIFF_BYTES)
+        while True:
+            text = _decompressed(head)
+            if (len(head) >= 4 * SNIFF_BYTES or len(text) >= SNIFF_BYTES
+                    or any(line.strip() for line in text.split(b"\n")[:-1])):
+                break
+            more = read(SNIFF_BYTES)
+            if not more:
+                ended = True
+                break
+            head += more
     except (OSError, ValueError):
         return False  # the scan of it says what is wrong
-    if head.startswith(_GZIP_MAGIC):
-        try:  # the start of the records a gzip member holds (``| gzip | vthread report -``)
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
-        except zlib.error:
-            return False
-    first = next((line for line in head.split(b"\n")[:-1] if line.strip()), b"")
+    finally:
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Replaying(head, buffer)),
+                                     encoding=getattr(stdin, "encoding", None) or "utf-8")
+    return _first_line_is_record(_decompressed(head), ended)
+
+
+def _decompressed(head: bytes) -> bytes:
+    """The first bytes of a stream as text: decompressed, as far as they go, when they open
+    a gzip member."""
+    if not head.startswith(_GZIP_MAGIC):
+        return head
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+    except zlib.error:
+        return b""
+
+
+def _first_line_is_record(head: bytes, ended: bool) -> bool:
+    """Whether the first line with text of ``head``, a stream's first bytes (all of them when
+    ``ended``), is a record; a line the head cuts short is none."""
+    lines = head.split(b"\n")
+    first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
     try:
         return is_record(json.loads(first))
     except (ValueError, RecursionError):
         return False
+
+
+class _Replaying(io.RawIOBase):
+    """A stream's first bytes, read ahead, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: Any) -> None:
+        super().__init__()
+        self.head = head
+        self.rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        if self.head:
+            count = min(len(target), len(self.head))
+            target[:count] = self.head[:count]
+            self.head = self.head[count:]
+            return count
+        more = getattr(self.rest, "read1", self.rest.read)(len(target))
+        target[:len(more)] = more
+        return len(more)
+
+    def fileno(self) -> int:
+        return int(self.rest.fileno())
 
 
 def _open_text(name: str) -> TextIO:
