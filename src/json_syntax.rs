@@ -17,13 +17,27 @@
 /// Whether `text` is one JSON value (whitespace around it allowed) that Python's `json`
 /// reads, or would read but for its recursion limit.
 pub fn python_reads(text: &[u8]) -> bool {
-    let mut walk = Walk { text, at: 0 };
-    walk.document().is_some()
+    top_keys(text).is_some()
+}
+
+/// When `text` is JSON as [`python_reads`] tells, the byte ranges of the keys (their quotes
+/// included) of its top-level object, in order (none when it is no object); else None. A
+/// document's first element too deep for Python's `json` is a run or a message by these.
+pub fn top_keys(text: &[u8]) -> Option<Vec<(usize, usize)>> {
+    let mut walk = Walk {
+        text,
+        at: 0,
+        keys: Vec::new(),
+    };
+    walk.document()?;
+    Some(walk.keys)
 }
 
 struct Walk<'a> {
     text: &'a [u8],
     at: usize,
+    /// The keys of the top-level object.
+    keys: Vec<(usize, usize)>,
 }
 
 impl Walk<'_> {
@@ -40,7 +54,7 @@ impl Walk<'_> {
                     if self.eat(b'}') {
                         // An empty object is a whole value.
                     } else {
-                        self.key()?;
+                        self.key(open.is_empty())?;
                         open.push(true);
                         continue;
                     }
@@ -69,7 +83,7 @@ impl Walk<'_> {
                         self.at += 1;
                         self.space();
                         if object {
-                            self.key()?;
+                            self.key(open.len() == 1)?;
                         }
                         break;
                     }
@@ -103,12 +117,17 @@ impl Walk<'_> {
         }
     }
 
-    /// A member's key and its colon, and the space before its value.
-    fn key(&mut self) -> Option<()> {
+    /// A member's key (kept when it is one of the top-level object's) and its colon, and the
+    /// space before its value.
+    fn key(&mut self, top: bool) -> Option<()> {
         if self.peek() != Some(b'"') {
             return None;
         }
+        let start = self.at;
         self.string()?;
+        if top {
+            self.keys.push((start, self.at));
+        }
         self.space();
         self.eat(b':').then_some(())?;
         self.space();
@@ -243,6 +262,19 @@ mod tests {
         ] {
             assert!(!python_reads(text.as_bytes()), "{text}");
         }
+    }
+
+    #[test]
+    fn the_top_level_objects_keys_and_no_others() {
+        let text = br#" {"a": {"b": [{"c": 1}]}, "d\"e" : [], "f":{}} "#;
+        let keys: Vec<&[u8]> = super::top_keys(text)
+            .unwrap()
+            .into_iter()
+            .map(|(start, end)| &text[start..end])
+            .collect();
+        assert_eq!(keys, [&br#""a""#[..], br#""d\"e""#, br#""f""#]);
+        assert_eq!(super::top_keys(b"[{\"a\": 1}]"), Some(Vec::new()));
+        assert_eq!(super::top_keys(b"{\"a\": }"), None);
     }
 
     #[test]

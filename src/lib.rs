@@ -1018,6 +1018,24 @@ fn python_reads_json(py: Python<'_>, text: &Bound<'_, PyBytes>) -> bool {
     py.detach(|| json_syntax::python_reads(bytes))
 }
 
+/// When `text` is JSON (as `python_reads_json` tells), the texts of its top-level object's
+/// keys, quotes included (none when it is no object); else None. The GIL is released.
+#[pyfunction]
+fn json_top_keys<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyBytes>,
+) -> PyResult<Option<Vec<Bound<'py, PyBytes>>>> {
+    let bytes = text.as_bytes();
+    let Some(spans) = py.detach(|| json_syntax::top_keys(bytes)) else {
+        return Ok(None);
+    };
+    spans
+        .into_iter()
+        .map(|(start, end)| new_bytes(py, &bytes[start..end]))
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}
+
 /// Whether an array whose first element is `first` is a list of runs, as
 /// `documents.opens_runs` tells: an array (a run's bare messages), a string, number, boolean
 /// or null (no message of any format), or an object holding the given messages key or a
@@ -1171,6 +1189,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
     module.add_function(wrap_pyfunction!(long_runs, module)?)?;
     module.add_function(wrap_pyfunction!(python_reads_json, module)?)?;
+    module.add_function(wrap_pyfunction!(json_top_keys, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;

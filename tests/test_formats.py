@@ -973,15 +973,15 @@ def test_a_document_cut_short_keeps_its_whole_runs(
         assert f"of the document, {where}; " in broken["error"]
 
 
-@pytest.mark.parametrize(("shape", "where"), [("array", 0), ("array", 1), ("object", 1)])
+@pytest.mark.parametrize(("shape", "where"), [("array", 0), ("array", 1), ("object", 0),
+                                            ("object", 1)])
 def test_a_run_nested_too_deeply_for_json_is_one_error_record(
         shape: str, where: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of a document nested past what Python's json reads, first (a bare array of
-    messages) or in the middle: its own error record, as the same runs as JSONL lines give,
-    and the runs after it are judged (the document was not read past it). The same run in
-    the middle with a bracket that does not match is no JSON: the document breaks there,
-    keeping the runs before. (A first run that is an object that deep is read whole: which
-    keys it holds, and so whether it is a run, is not known.)"""
+    messages, or an object told a run by its keys alone) or in the middle: its own error
+    record, as the same runs as JSONL lines give, and the runs after it are judged (the
+    document was not read past it). The same run in the middle with a bracket that does not
+    match is no JSON: the document breaks there, keeping the runs before."""
     good = {"id": "a", "messages": [{"type": "bot", "text": "again"}] * 4}
     levels = 50_000
     deep = ("[" * levels + "]" * levels if shape == "array"

@@ -297,6 +297,10 @@ def test_the_syntax_walk_reads_what_json_loads_reads_at_any_depth(data: bytes) -
     sys.setrecursionlimit(previous + 2 * _nesting(data) + 100)
     try:
         loads_without_digit_limit(text)
+        # The top-level object's keys in order, repeated ones too.
+        keys = []
+        json.loads(text, object_pairs_hook=lambda pairs: keys.append([k for k, _ in pairs]),
+                   parse_int=float)  # (no digit limit)
     except ValueError:
         reads = False
     else:
@@ -304,6 +308,11 @@ def test_the_syntax_walk_reads_what_json_loads_reads_at_any_depth(data: bytes) -
     finally:
         sys.setrecursionlimit(previous)
     assert _core.python_reads_json(data) == reads, data
+    found = _core.json_top_keys(data)
+    assert (found is not None) == reads, data
+    if found is not None:
+        top = keys[-1] if keys and text.lstrip(" \t\r\n").startswith("{") else []
+        assert [json.loads(key.decode("utf-8", "surrogatepass")) for key in found] == top
 
 
 # ------------------------------------------------------------------- (b) vthread scan

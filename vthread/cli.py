@@ -1536,9 +1536,14 @@ class _DocumentRuns:
         try:
             return opens_runs(_element_value(text), self.messages_key)
         except RecursionError:
-            # Too deep to read, but an array (a run's bare messages) opens runs whatever it
-            # holds, if it is JSON at all.
-            return text.lstrip(b" \t\r\n")[:1] == b"[" and _core.python_reads_json(text)
+            # Too deep to read, but JSON (a run of its own then, as a deep JSONL line is) that
+            # an array opens runs whatever it holds, and an object by its keys alone.
+            keys = _core.json_top_keys(text)
+            if keys is None:
+                return False
+            if text.lstrip(b" \t\r\n")[:1] != b"{":
+                return True
+            return opens_runs(dict.fromkeys(map(_element_value, keys)), self.messages_key)
         except ValueError:
             return False
 
