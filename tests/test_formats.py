@@ -1319,9 +1319,14 @@ def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
     wrapped = tmp_path / "wrapped.json"
     wrapped.write_text(json.dumps({"runs": runs}))
     (record,) = records(run(["scan", str(wrapped), "-q"], monkeypatch)[1])
-    assert record["error"].endswith('; it holds an array "runs" of 3 objects that are no '
-                                    "messages: if they are runs, `jq -c '.runs[]'` writes "
-                                    "them a line each")
+    assert record["error"].endswith('; it holds an array "runs" of 3 objects that may be '
+                                    "runs: `jq -c '.runs[]'` writes them a line each")
+    # Runs that carry a type of their own are runs still; a key with a quote is quoted.
+    typed = tmp_path / "typed.json"
+    typed.write_text(json.dumps({"it's": [{"type": "run", **runs[0]}]}))
+    (record,) = records(run(["scan", str(typed), "-q"], monkeypatch)[1])
+    assert record["error"].endswith('; it holds an array "it\'s" of 1 object that may be a '
+                                    "run: `jq -c '.[\"it'\"'\"'s\"][]'` writes them a line each")
     steps = tmp_path / "steps.json"
     steps.write_text(json.dumps({"id": "s", "the steps": runs[0]["messages"]}))
     (record,) = records(run(["scan", str(steps), "-q"], monkeypatch)[1])

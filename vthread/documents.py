@@ -227,16 +227,21 @@ def read_run(
 
 def _held_arrays(run: Mapping[str, Any]) -> str:
     """What an object with no messages holds that may be runs or messages, as a hint: the
-    first of its keys whose value is an array opening with an object, and how to read it
-    (``--messages-key`` for messages; for runs, which a run never holds, JSONL of them)."""
+    first of its keys whose value is an array opening with an object, and how to read it:
+    runs (objects holding messages under a known key, or no message of any format) as JSONL
+    of them, which ``jq`` writes; messages by ``--messages-key``."""
     for key, value in run.items():
         if type(value) is list and value and type(value[0]) is dict and type(key) is str:
             quoted = json.dumps(key)
-            objects = f"{len(value):,} object{'' if len(value) == 1 else 's'}"
-            if opens_runs(value[0]) and not any(k in value[0] for k in _MESSAGE_KEYS):
+            inner = value[0]
+            count = len(value)
+            objects = f"{count:,} object{'' if count == 1 else 's'}"
+            if any(k in inner for k in MESSAGES_KEYS) or not any(
+                    k in inner for k in _MESSAGE_KEYS):
                 path = f".{key}" if key.isidentifier() and key.isascii() else f".[{quoted}]"
-                return (f"; it holds an array {quoted} of {objects} that are no messages: if "
-                        f"they are runs, `jq -c '{path}[]'` writes them a line each")
+                may_be = "a run" if count == 1 else "runs"
+                return (f"; it holds an array {quoted} of {objects} that may be {may_be}: "
+                        f"`jq -c {shlex.quote(path + '[]')}` writes them a line each")
             return (f"; it holds an array {quoted} of {objects}: if they are its messages, "
                     f"give --messages-key {shlex.quote(key)}")
     return ""
