@@ -1287,14 +1287,17 @@ def test_a_document_is_read_run_by_run_whatever_its_first_run(
 
 
 
+@pytest.mark.parametrize("empty_first", [False, True])
 @pytest.mark.parametrize("name", ["-", "threads.txt", "threads.jsonl"])
 def test_a_one_line_array_of_bare_threads_is_a_document(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, empty_first: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``json.dumps(list_of_threads)`` on one line, piped or in a file not named .json: a
     record per thread, as the same file named .json gets (it was refused whole, "cannot
     tell the message format", since its one "thread" held arrays for messages)."""
     threads = [[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}] * 2,
                [{"role": "user", "content": "hello"}]]
+    if empty_first:
+        threads.insert(0, [])
     text = json.dumps(threads).encode() + b"\n"
     document = tmp_path / "threads.json"
     document.write_bytes(text)
@@ -1304,7 +1307,8 @@ def test_a_one_line_array_of_bare_threads_is_a_document(
     else:
         (tmp_path / name).write_bytes(text)
         code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
-    assert code == 0 and len(expected) == 2 and not any("error" in r for r in expected)
+    assert code == 0 and len(expected) == 2 + empty_first
+    assert not any("error" in r for r in expected)
     assert [{**r, "file": None} for r in records(out)] == [
         {**r, "file": None} for r in expected]
 

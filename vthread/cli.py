@@ -1733,8 +1733,8 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
 
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     """Whether the first element of a file's one-line array holds messages (under
-    ``messages_key``, when given) or is a run's bare messages (an array whose first item is
-    an object): only then is a file named as JSONL read as a document of runs. This is
+    ``messages_key``, when given) or is a run's bare messages (an array): only then is a file
+    named as JSONL read as a document of runs. This is
     stricter than a ``.json`` file's test (:func:`vthread.documents.opens_runs`, which takes
     an object that is no message, or a scalar, for a run): a JSONL thread whose messages have
     no ``type`` stays a thread."""
@@ -1742,9 +1742,9 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
 
     value = _parse(text, bool(suspect_lines([text])))
     if isinstance(value, list):
-        # A run's bare messages (as json.dumps of a list of threads writes them): no message
-        # of a JSONL thread is a list.
-        return bool(value) and isinstance(value[0], dict)
+        # A run's bare messages (as json.dumps of a list of threads writes them; an empty
+        # run too): no message of a JSONL thread is a list.
+        return True
     return isinstance(value, dict) and run_messages(value, messages_key) is not None
 
 
