@@ -660,6 +660,37 @@ def test_a_line_larger_than_the_memory_keeps_the_records_before_it(
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == 102
 
 
+@pytest.mark.parametrize("chat", [True, False], ids=["openai", "native"])
+def test_a_line_too_large_to_judge_the_format_by_is_passed_over(tmp_path: Path,
+                                                                chat: bool) -> None:
+    """A run of 120 MB second in the file, among the lines the format is told by, under an
+    address-space limit of 220 MB: the format is told (the core judges the line's bytes
+    without a copy), the first line's record is written, and the scan ends with status 71
+    naming line 2, in words that count one line as one."""
+    import resource
+
+    def message(text: str) -> dict[str, str]:
+        return ({"role": "assistant", "content": text} if chat
+                else {"type": "bot", "text": text})
+
+    small = json.dumps([message("hi"), message("yo")]).encode() + b"\n"
+    path = tmp_path / "runs.jsonl"
+    with path.open("wb") as file:
+        file.write(small)
+        file.write(json.dumps([message("y" * 120_000_000)]).encode() + b"\n")
+        file.write(small)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (220 << 20, 220 << 20))
+
+    done = subprocess.run([*VTHREAD, "scan", "-q", str(path)], capture_output=True, env=ENV,
+                          preexec_fn=limited, timeout=300, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert f"out of memory at {path}:2:".encode() in done.stderr
+    assert b"the record of the 1 line before it is written" in done.stderr
+    assert len(done.stdout.splitlines()) == 1
+
+
 def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
     """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
     limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the

@@ -522,10 +522,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # A line (a run of a document) larger than the memory the process may use: the
         # records of the lines before it are written, and the summary says where it stopped.
         _close_quietly(out, options.output, progress)
+        before = (f"the record of the {stats.lines:,} line before it is" if stats.lines == 1
+                  else f"the records of the {stats.lines:,} lines before it are")
         failure = (MEMORY_EXIT, f"out of memory at {error}: it is larger than the memory "
-                   "the process may use (ulimit -v, a container's limit); the records of "
-                   f"the {stats.lines:,} lines before it are written, its own and the rest's "
-                   "are not")
+                   f"the process may use (ulimit -v, a container's limit); {before} written, "
+                   "its own and the rest's are not")
     except MemoryError:
         _close_quietly(out, options.output, progress)
         failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the input is "
