@@ -152,9 +152,9 @@ def test_cycle_options_are_passed(thread_file: Path, threads: list[list[dict[str
     assert [core(r) for r in records(out)] == expected_for(thread_file, threads, **options)
 
 
-@pytest.mark.parametrize("joined", [True, False])
+@pytest.mark.parametrize("spelling", ["joined", "apart", "abbreviated"])
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "-Infinity"])
-def test_non_finite_max_pattern_length_is_no_cap(value: str, joined: bool, tmp_path: Path,
+def test_non_finite_max_pattern_length_is_no_cap(value: str, spelling: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """``--max-pattern-length inf`` is no cap: a loop of 3-message blocks is still found.
     The value given as a word of its own too: ``-inf`` was refused ("expected one
@@ -162,7 +162,9 @@ def test_non_finite_max_pattern_length_is_no_cap(value: str, joined: bool, tmp_p
     block = [{"type": "user", "text": "status?"}, {"type": "bot", "text": "checking"},
              {"type": "tool", "text": "running"}]
     path = write_jsonl(tmp_path / "loop.jsonl", [[{"type": "user", "text": "go"}, *block * 2]])
-    option = [f"--max-pattern-length={value}"] if joined else ["--max-pattern-length", value]
+    option = {"joined": [f"--max-pattern-length={value}"],
+              "apart": ["--max-pattern-length", value], "abbreviated": ["--max-pat", value]}[
+        spelling]
     code, out, _ = run(["scan", str(path), "-q", *option], monkeypatch)
     assert code == 0
     [record] = records(out)

@@ -312,6 +312,17 @@ def test_records_on_standard_input_are_read_back(tmp_path: Path,
         assert page.count(b"repeated_suffix") == whole.count(b"repeated_suffix") > 0
 
 
+def test_a_negative_jobs_value_is_named_as_such(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``-j -1e0`` is a value argparse took for an option ("expected one argument"): it is the
+    jobs value, refused for what it is."""
+    source = tmp_path / "runs.jsonl"
+    source.write_text(json.dumps([{"type": "bot", "text": "x"}]) + "\n")
+    assert main(["report", str(source), "-j", "-1e0", "-o", str(tmp_path / "r.html")]) == 2
+    said = capsys.readouterr().err
+    assert "-1e0" in said and "expected one argument" not in said
+
+
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),
                                               ("no folder", 74), ("output is a folder", 74)])
 def test_errors_are_messages_not_tracebacks(tmp_path: Path, case: str, status: int,

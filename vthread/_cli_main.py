@@ -118,7 +118,9 @@ def _main(args: list[str], own_process: bool = False) -> int:
         say(_misplaced_option(args[0], parser))
         return USAGE_EXIT
     try:
-        options, unknown = parser.parse_known_args(_numbers_joined(args))
+        scan_parser = _subcommand(parser, "scan")
+        assert scan_parser is not None
+        options, unknown = parser.parse_known_args(numbers_joined(args, scan_parser))
         if unknown:
             # Said with the command's own usage (the top-level usage named no option).
             command = _subcommand(parser, options.command) or parser
@@ -178,16 +180,18 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-_NUMBER_OPTIONS: Final = frozenset({"--min-repetitions", "--min-pattern-length",
-                                    "--max-pattern-length", "--min-result-repetitions",
-                                    "-j", "--jobs"})
-
-
-def _numbers_joined(args: list[str]) -> list[str]:
-    """``args`` with each numeric option and a value that starts with a minus joined
-    (``--min-repetitions -inf`` as ``--min-repetitions=-inf``): argparse takes only plain
-    negative numbers for values, and read ``-inf`` or ``-1e3`` as an unknown option, leaving
-    the option "expected one argument"."""
+def numbers_joined(args: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``args`` with each of ``parser``'s numeric options (those whose value is shown as
+    ``N``), or an abbreviation argparse takes for one, joined to a value that starts with a
+    minus (``--min-repetitions -inf`` as ``--min-repetitions=-inf``): argparse takes only
+    plain negative numbers for values, and read ``-inf`` or ``-1e3`` as an unknown option,
+    leaving the option "expected one argument"."""
+    numeric: set[str] = set()
+    words: list[str] = []
+    for action in parser._actions:  # argparse keeps a parser's options only here
+        words.extend(action.option_strings)
+        if action.metavar == "N":
+            numeric.update(action.option_strings)
     joined: list[str] = []
     index = 0
     while index < len(args):
@@ -195,14 +199,26 @@ def _numbers_joined(args: list[str]) -> list[str]:
         if word == "--":
             joined.extend(args[index:])
             break
-        if (word in _NUMBER_OPTIONS and index + 1 < len(args)
-                and args[index + 1].startswith("-") and _is_number(args[index + 1])):
+        value = args[index + 1] if index + 1 < len(args) else ""
+        if (_option_named(word, words) in numeric and value.startswith("-")
+                and _is_number(value)):
             joined.append(f"{word}={args[index + 1]}")
             index += 2
             continue
         joined.append(word)
         index += 1
     return joined
+
+
+def _option_named(word: str, words: list[str]) -> str | None:
+    """The option ``word`` names: itself, or the one long option it abbreviates."""
+    if word in words:
+        return word
+    if word.startswith("--") and len(word) > 2:
+        matches = [name for name in words if name.startswith(word)]
+        if len(matches) == 1:
+            return matches[0]
+    return None
 
 
 def _is_number(word: str) -> bool:

@@ -76,9 +76,11 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
 
 
 def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
+    from vthread._cli_main import numbers_joined
+
     parser = _parser()
     try:
-        options = parser.parse_args(list(argv))
+        options = parser.parse_args(numbers_joined(list(argv), parser))
     except SystemExit as exit_:  # --help and usage errors
         return exit_.code if isinstance(exit_.code, int) else USAGE_EXIT
     if options.format == "auto":
