@@ -947,10 +947,9 @@ def _result(content: Any, where: str) -> Any:
     """A tool's result: its content's text parsed as JSON when it is valid JSON text, else the
     text; or, when the content holds parts that are no text (a screenshot), a fresh list of
     its parts as given, so that two different images are two results."""
-    text = _joined_text(content, where)
     if _media(content):
         return [content] if isinstance(content, Mapping) else list(content)
-    return _json_or_text(text)
+    return _json_or_text(_joined_text(content, where))
 
 
 def _json_or_text(text: str) -> Any:
