@@ -932,8 +932,10 @@ def _joined_text(content: Any, where: str) -> str:
 
 
 def _media(content: Any) -> list[Any]:
-    """The parts of a content list that are no text (images, audio, files, documents: objects
-    whose type is a string naming no text part), as given."""
+    """The parts of a content list that are no text (images, audio, files, documents,
+    refusals: objects whose type is a string naming no text part), as given."""
+    if content is None or content.__class__ is str:
+        return []  # the usual cases, by exact class (an ABC check costs more)
     if isinstance(content, Mapping):
         content = [content]
     elif isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
