@@ -1313,6 +1313,26 @@ def test_a_one_line_array_of_bare_threads_is_a_document(
         {**r, "file": None} for r in expected]
 
 
+@pytest.mark.parametrize("name", ["-", "threads.jsonl"])
+def test_a_line_of_bare_threads_followed_by_jsonl_threads_stays_jsonl(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file whose first line is an array of threads and whose other lines are
+    threads (the reviewer's mixed file): a record per line, the first an error, the others
+    judged; read as a one-line document, the lines after it were one error record, "data
+    after its closing bracket"."""
+    thread = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "yo"}] * 2
+    text = (json.dumps([thread, thread]) + "\n" + json.dumps(thread) + "\n"
+            + json.dumps(thread) + "\n").encode()
+    if name == "-":
+        code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text)
+    else:
+        (tmp_path / name).write_bytes(text)
+        code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["line"] for r in got] == [1, 2, 3]
+    assert "error" in got[0] and got[1]["verdict"] == got[2]["verdict"] == "repeated_suffix"
+
+
 def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An object with no messages under a known key that holds an array of runs (``{"runs":

@@ -1719,10 +1719,10 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
            and (more := text.read(READ_BYTES))):
         parts.append(more)
         first = b"".join(parts)
-    line, _ = _opening_line(first)
+    line, rest = _opening_line(first)
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, text), messages_key)
-    if not line.startswith(b"["):
+    if not line.startswith(b"[") or (_BARE_THREADS.match(line) and _jsonl_after(line, rest)):
         return _Replayed(first, text)
     document = _DocumentRuns(_Replayed(first, text), messages_key)
     # Read only until its first element is whole: a message makes the line a JSONL thread.
@@ -1730,6 +1730,22 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
                              if document.first is not None else empty_is_runs):
         return document
     return _Replayed(document.head, text)
+
+
+_BARE_THREADS: Final = re.compile(rb"\[[ \t\r]*\[")
+"""A line opening an array of arrays (threads' bare messages, as a document's runs)."""
+
+
+def _jsonl_after(line: bytes, rest: bytes) -> bool:
+    """Whether a first line that is a whole JSON value alone has more lines after it (as far
+    as they have been read): JSONL, whose first line is an array of threads, not a document,
+    which would end at that line and take the lines after it for data after its closing
+    bracket, one error record for them all (as JSONL, the first line is one error record and
+    the others are read). A document written a run a line (``[[...],`` first) is no JSON
+    value alone."""
+    if not rest.strip():
+        return False
+    return not isinstance(_parse(line, bool(suspect_lines([line]))), _Bad)
 
 
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
