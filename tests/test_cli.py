@@ -970,6 +970,23 @@ def test_a_compact_document_of_runs_piped_in_is_read_run_by_run(
     assert "line 2 column 1 of the document, after its closing bracket" in broken["error"]
 
 
+def test_one_misread_line_is_warned_of_once(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format native on 70 looping chat runs: the file's warning names the first 64 it looked
+    at, and the chunks' warning of chat loops read as native names only the 6 after them;
+    both named lines 1 to 64 (a new user's two warnings for one misread)."""
+    chat = [{"role": "user", "content": "again"}, {"role": "assistant", "content": "sure"}] * 4
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(chat) + "\n" for _ in range(70)))
+    code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    given, looping = err.splitlines()
+    assert code == 0 and len(records(out)) == 70
+    assert "--format native was given, but lines 1, 2, 3, 4, 5 and 59 more of the first 64" in (
+        given)
+    assert "warning: lines 65, 66, 67, 68, 69 and 1 more look like openai but are read" in (
+        looping)
+
+
 def test_a_given_format_that_does_not_fit_is_warned_of(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--format native on chat runs (every one would read as typeless, equal messages): the

@@ -308,6 +308,10 @@ class _Task:
     # Set (with no lines) where the line at ``first_line`` did not fit the memory the
     # process may use as it was read: the scan ends there.
     too_large: bool = False
+    # The file's warning that its lines are not in the --format given named the misfits
+    # among its lines up to this one: the chunks' warnings of chat read as native leave
+    # them out (one misread, one warning).
+    named_through: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -1930,6 +1934,7 @@ def _tasks(
                 file_format, keys = "openai", (None, None)
                 if detected is not None:
                     detected.append((label, "inspect"))
+            named_through = 0  # (see _Task.named_through)
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -1944,16 +1949,18 @@ def _tasks(
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
                     # another (the records are made as asked).
-                    warning = _misread_warning(label, lines, file_format, messages_key, unit)
-                    if warning is not None:
-                        say(f"vthread scan: {warning}")
+                    misread = _misread_warning(label, lines, file_format, messages_key, unit)
+                    if misread is not None:
+                        say(f"vthread scan: {misread[0]}")
+                        named_through = misread[1]
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
                         say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
-                            paused=isinstance(lines, _PausedBatch))
+                            paused=isinstance(lines, _PausedBatch),
+                            named_through=named_through)
                 line += len(lines)
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -2371,12 +2378,13 @@ def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
 
 
 def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: str | None,
-                     unit: str) -> str | None:
+                     unit: str) -> tuple[str, int] | None:
     """A warning when ``--format given`` does not fit the first threads of a file: some are
     plainly in another format (a plain chat fits every chat format, not native; lines over
     ``WARN_LINE_BYTES`` are not looked at). The records are still made as asked; a thread
     read in the wrong format can look like a loop (chat messages read as native are all
-    messages of no type, equal to one another)."""
+    messages of no type, equal to one another). With the warning, the number of the last
+    line it looked at: it names every misfit up to there."""
     from vthread.documents import misfit_phrase, misfits
 
     evidence, _ = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
@@ -2385,7 +2393,7 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
         return None
     return (f"{label}: warning: --format {given} was given, but "
             f"{misfit_phrase(found, len(evidence), unit)}; they are read as {given}, and "
-            "their records may be wrong")
+            "their records may be wrong"), evidence[-1][0]
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
@@ -2727,6 +2735,7 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
 
 def _chat_warning(task: _Task, found: list[tuple[int, Any]]) -> tuple[str, ...]:
     """The chunk's one warning naming the lines :func:`_chat_read_as_native` found, if any."""
+    found = [(line, format_) for line, format_ in found if line > task.named_through]
     if not found:
         return ()
     from vthread.documents import misfit_lines
