@@ -38,6 +38,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
+    numbers_joined,
     silence_stdout,
     write_through,
 )
@@ -76,8 +77,6 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
 
 
 def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
-    from vthread._cli_main import numbers_joined
-
     parser = _parser()
     try:
         options = parser.parse_args(numbers_joined(list(argv), parser))
@@ -91,6 +90,9 @@ def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
             _check_readable_twice(name)
         _check_output(options.output, options.files)
         data = ReportData()
+        if options.files.count("-") > 1:
+            # Standard input is read once (and told records or runs once, before the scan).
+            raise _ReportError("- (standard input) is given more than once", USAGE_EXIT)
         records_in = {name for name in options.files
                       if (_stdin_holds_records() if name == "-" else holds_records(name))}
         to_scan = [name for name in options.files if name not in records_in]
@@ -199,7 +201,8 @@ def _check_readable_twice(name: str) -> None:
     """Refuse a pipe or a FIFO named as an input (``<(cmd)``, ``mkfifo``): the report reads
     the start of each named input to tell records from runs, then reads it again, and a
     pipe gives its bytes once (the report came out empty, or waited forever on a FIFO whose
-    writer had gone). Standard input (``-``) is read once (records or runs, told by a peek)."""
+    writer had gone). Standard input (``-``) is read once (its first bytes replayed, see
+    ``_stdin_holds_records``)."""
     if name == "-":
         return
     try:
@@ -244,11 +247,16 @@ def holds_records(name: str) -> bool:
     if is_parquet(name):
         return _parquet_columns(name) >= _RECORD_COLUMNS
     try:
-        with _open_text(name) as stream:
-            head = stream.read(SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        with open(name, "rb") as raw:
+            # (gzip bytes that decompress to no line are read up to four times as far)
+            head = raw.read(4 * SNIFF_BYTES)
+            ended = not raw.read(1)
+    except OSError:
         return False  # the scan reports what is wrong with it
-    return _first_line_is_record(head.encode("utf-8", "surrogatepass"), len(head) < SNIFF_BYTES)
+    # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
+    # told by the lines before its cut, as standard input is.
+    return _first_line_is_record(_decompressed(head), ended and not head.startswith(
+        _GZIP_MAGIC))
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
@@ -292,6 +300,7 @@ def _stdin_holds_records() -> bool:
     try:
         while True:
             text = _decompressed(head)
+            # (gzip bytes that decompress to no line are read up to four times as far)
             if (len(head) >= 4 * SNIFF_BYTES or len(text) >= SNIFF_BYTES
                     or any(line.strip() for line in text.split(b"\n")[:-1])):
                 break
@@ -313,10 +322,19 @@ def _decompressed(head: bytes) -> bytes:
     a gzip member."""
     if not head.startswith(_GZIP_MAGIC):
         return head
+    text = b""
     try:
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        # Member after member, as gzip.open reads them (shards joined by cat; an empty
+        # member first, as --only-loops writes for a shard without loops).
+        while head and len(text) < SNIFF_BYTES:
+            member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            text += member.decompress(head, SNIFF_BYTES - len(text))
+            if not member.eof:
+                break
+            head = member.unused_data
     except zlib.error:
-        return b""
+        pass
+    return text
 
 
 def _first_line_is_record(head: bytes, ended: bool) -> bool:
@@ -325,7 +343,8 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     lines = head.split(b"\n")
     first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
     try:
-        return is_record(json.loads(first))
+        # UTF-8, as the records are read (json.loads of bytes would take UTF-16 too)
+        return is_record(json.loads(first.decode("utf-8-sig")))
     except (ValueError, RecursionError):
         return False
 
@@ -357,17 +376,19 @@ class _Replaying(io.RawIOBase):
 
 def _open_text(name: str) -> TextIO:
     if name == "-":
-        # Standard input's own buffer, kept open after the records are read (a GzipFile
-        # given a stream leaves it open).
+        # Standard input's buffer (the replaying one), kept open after the records are read
+        # (a GzipFile given a stream leaves it open).
         buffer = sys.stdin.buffer
         if isinstance(buffer, io.BufferedReader) and buffer.peek(2)[:2] == _GZIP_MAGIC:
-            return io.TextIOWrapper(gzip.GzipFile(fileobj=buffer, mode="rb"), encoding="utf-8")
-        return _KeptOpen(buffer, encoding="utf-8")
+            return io.TextIOWrapper(gzip.GzipFile(fileobj=buffer, mode="rb"),
+                                    encoding="utf-8-sig")
+        return _KeptOpen(buffer, encoding="utf-8-sig")
     with open(name, "rb") as raw:
         gzipped = raw.read(2) == _GZIP_MAGIC
+    # (a byte-order mark, which Windows tools write, is passed over, as vthread scan does)
     if gzipped:
-        return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8")
-    return open(name, encoding="utf-8")  # the caller closes it
+        return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8-sig")
+    return open(name, encoding="utf-8-sig")  # the caller closes it
 
 
 class _KeptOpen(io.TextIOWrapper):
@@ -435,7 +456,12 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                                      "out\n")
                         return
                     raise _ReportError(f"{name}:{number}: {error}") from None
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+    except EOFError:
+        # A gzip file cut short (still being written or copied): its whole lines are read.
+        stderr.write(f"vthread report: warning: {name}: the gzip stream ends in the middle of "
+                     f"a member (cut short: a file still being written?): the records of its "
+                     f"{number:,} whole lines are read\n")
+    except (OSError, zlib.error, UnicodeDecodeError) as error:
         where = f"{name}:{number + 1}" if number else name
         raise _ReportError(f"{where}: cannot read: {error}") from error
 
