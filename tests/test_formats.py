@@ -997,6 +997,14 @@ def test_a_run_nested_too_deeply_for_json_is_one_error_record(
     assert [{**r, "file": None} for r in by_document] == [{**r, "file": None} for r in by_lines]
     assert len(by_document) == 3 and by_document[where]["error"].startswith(
         "nested too deeply to read")
+    # On one line, piped or in a file not named .json: a document all the same.
+    one_line = ("[" + ",".join(texts) + "]\n").encode()
+    (tmp_path / "one.txt").write_bytes(one_line)
+    for got in (run(["scan", "-", "-q"], monkeypatch, stdin=one_line),
+                run(["scan", str(tmp_path / "one.txt"), "-q"], monkeypatch)):
+        assert [{**r, "file": None} for r in records(got[1])] == [
+            {**r, "file": None} for r in by_lines]
+        assert "is not JSON" not in got[2]
     if where == 0:
         return  # a first element that is no JSON: the document is read whole, and breaks
     texts[where] = deep[:-1] + "}" if shape == "array" else deep[:-2] + "}}"
@@ -1359,6 +1367,13 @@ def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
     (record,) = records(run(["scan", str(steps), "-q", "--messages-key", "the steps"],
                             monkeypatch)[1])
     assert record["verdict"] == "repeated_suffix"
+    # Runs under the --messages-key given are runs, whatever else they hold.
+    keyed = tmp_path / "keyed.json"
+    keyed.write_text(json.dumps({"data": [{"type": "run", "steps": runs[0]["messages"]}]}))
+    (record,) = records(run(["scan", str(keyed), "-q", "--messages-key", "steps"],
+                            monkeypatch)[1])
+    assert record["error"].endswith("that may be a run: `jq -c '.data[]'` writes them a line "
+                                    "each")
 
 
 def test_a_thread_whose_first_message_has_no_type_stays_a_thread(

@@ -1541,14 +1541,11 @@ class _DocumentRuns:
         try:
             return opens_runs(_element_value(text), self.messages_key)
         except RecursionError:
-            # Too deep to read, but JSON (a run of its own then, as a deep JSONL line is) that
-            # an array opens runs whatever it holds, and an object by its keys alone.
-            keys = _core.json_top_keys(text)
-            if keys is None:
-                return False
-            if text.lstrip(b" \t\r\n")[:1] != b"{":
-                return True
-            return opens_runs(dict.fromkeys(map(_element_value, keys)), self.messages_key)
+            # Too deep for json, but if JSON, a run of its own (as a deep JSONL line is):
+            # whether it opens runs needs no more than whether it is an array, or an
+            # object's keys.
+            shallow = _shallow(text)
+            return shallow is not None and opens_runs(shallow, self.messages_key)
         except ValueError:
             return False
 
@@ -1749,7 +1746,7 @@ def _jsonl_after(line: bytes, rest: bytes) -> bool:
     value alone."""
     if not rest.strip():
         return False
-    return not isinstance(_parse(line, bool(suspect_lines([line]))), _Bad)
+    return _reads_as_json(line, bool(suspect_lines([line])))
 
 
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
@@ -1762,11 +1759,41 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     from vthread.documents import run_messages
 
     value = _parse(text, bool(suspect_lines([text])))
+    if _too_deep(value):
+        value = _shallow(text)
     if isinstance(value, list):
         # A run's bare messages (as json.dumps of a list of threads writes them; an empty
         # run too): no message of a JSONL thread is a list.
         return True
     return isinstance(value, dict) and run_messages(value, messages_key) is not None
+
+
+_TOO_DEEP: Final = "nested too deeply to read"
+"""How a line Python's json gave up on for its depth alone begins its reason."""
+
+
+def _reads_as_json(line: bytes, suspect: bool) -> bool:
+    """Whether ``line`` is JSON: Python's json reads it, or would but for its depth (the
+    core's syntax walk says so)."""
+    value = _parse(line, suspect)
+    return not isinstance(value, _Bad) or (_too_deep(value) and _core.python_reads_json(line))
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether :func:`_parse` gave up on a text for its depth alone (it may be JSON)."""
+    return isinstance(value, _Bad) and value.reason.startswith(_TOO_DEEP)
+
+
+def _shallow(text: bytes) -> Any:
+    """A JSON text too deep for Python's json, as far as telling runs from messages needs:
+    ``[]`` for an array, an object of its top-level keys (each ``True``) for an object, None
+    for anything else or no JSON (the core's syntax walk)."""
+    keys = _core.json_top_keys(text)
+    if keys is None:
+        return None
+    if text.lstrip(b" \t\r\n")[:1] == b"{":
+        return dict.fromkeys(map(_element_value, keys), True)
+    return [] if text.lstrip(b" \t\r\n")[:1] == b"[" else None
 
 
 class _PausedBatch(list[bytes]):
@@ -2310,7 +2337,7 @@ def _may_be_json(line: bytes) -> bool:
     for a warning (``WARN_LINE_BYTES``)."""
     if len(line) > WARN_LINE_BYTES:
         return True
-    return bool(line.strip()) and not isinstance(_parse(line, True), _Bad)
+    return bool(line.strip()) and _reads_as_json(line, True)
 
 
 def _format_evidence(lines: list[bytes], messages_key: str | None,
@@ -3021,7 +3048,7 @@ def _parse(line: bytes, suspect: bool) -> Any:
         return _Bad(f"not valid JSON: {error}")
     except RecursionError as error:
         # Valid JSON, perhaps: nested past what Python's json reads.
-        return _Bad(f"nested too deeply to read ({error})")
+        return _Bad(f"{_TOO_DEEP} ({error})")
 
 
 def _thread(
