@@ -205,7 +205,8 @@ def read_run(
         keys = _messages_keys(messages_key)
         key = next((k for k in keys if k in value), None)
         if key is None:
-            return f"not a thread: an object without {_key_list(keys)}{_held_arrays(value)}"
+            return (f"not a thread: an object without {_key_list(keys)}"
+                    f"{_held_arrays(value, messages_key)}")
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
             return f'not a thread: "{key}" is {json_type(messages)}, not an array'
@@ -225,19 +226,19 @@ def read_run(
     return ident, messages, None
 
 
-def _held_arrays(run: Mapping[str, Any]) -> str:
+def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
     """What an object with no messages holds that may be runs or messages, as a hint: the
     first of its keys whose value is an array opening with an object, and how to read it:
-    runs (objects holding messages under a known key, or no message of any format) as JSONL
-    of them, which ``jq`` writes; messages by ``--messages-key``."""
+    runs (objects holding messages under ``messages_key`` or a known key, or no message of
+    any format: :func:`opens_runs`) as JSONL of them, which ``jq`` writes; messages by
+    ``--messages-key``."""
     for key, value in run.items():
         if type(value) is list and value and type(value[0]) is dict and type(key) is str:
             quoted = json.dumps(key)
             inner = value[0]
             count = len(value)
             objects = f"{count:,} object{'' if count == 1 else 's'}"
-            if any(k in inner for k in MESSAGES_KEYS) or not any(
-                    k in inner for k in _MESSAGE_KEYS):
+            if opens_runs(inner, messages_key):
                 path = f".{key}" if key.isidentifier() and key.isascii() else f".[{quoted}]"
                 may_be = "a run" if count == 1 else "runs"
                 return (f"; it holds an array {quoted} of {objects} that may be {may_be}: "
