@@ -101,13 +101,16 @@ def test_count_options_take_any_number_as_the_library_does() -> None:
     text = HEALTHY + LOOP
     for option, value in (("--ngram", "2.5"), ("--window", "6e1"), ("--ngram", "nan"),
                           ("--max-repeats", "inf"), ("--min-chars", "-inf"),
-                          ("--max-repeats", "2.9")):
+                          ("--max-repeats", "2.9"), ("--ngram", "-inf"),
+                          ("--max-unique-ratio", "-1e3")):
         keyword = option[2:].replace("-", "_")
         (trip,) = scan_texts([text], **{keyword: float(value)})
-        result = run(text.encode(), f"{option}={value}")
-        assert result.returncode == (EXIT_TRIPPED if trip else 0), (option, value)
-        if trip is not None:
-            assert json.loads(result.stderr)["phrase"] == trip.reason.phrase
+        # Joined, and as a word of its own (a minus-led one was "expected one argument").
+        for words in ([f"{option}={value}"], [option, value]):
+            result = run(text.encode(), *words)
+            assert result.returncode == (EXIT_TRIPPED if trip else 0), (words, result.stderr)
+            if trip is not None:
+                assert json.loads(result.stderr)["phrase"] == trip.reason.phrase
 
 
 def test_bad_options_exit_2_with_a_clear_message() -> None:

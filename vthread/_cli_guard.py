@@ -37,6 +37,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
+    numbers_joined,
     point_at_null,
 )
 from vthread.guard import Guard
@@ -183,8 +184,8 @@ def run_guard(
     Memory stays flat on an endless stream: the guard's window plus one read.
     """
     try:
-        args = _parser(stdout if stdout is not None else io.BytesIO(), stderr).parse_args(
-            list(argv))
+        parser = _parser(stdout if stdout is not None else io.BytesIO(), stderr)
+        args = parser.parse_args(numbers_joined(list(argv), parser))
     except _StopParsingError as stop:
         return stop.status
     if stdout is None:

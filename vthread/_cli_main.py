@@ -182,7 +182,7 @@ class _VersionAction(argparse.Action):
 
 def numbers_joined(args: list[str], parser: argparse.ArgumentParser) -> list[str]:
     """``args`` with each of ``parser``'s numeric options (those whose value is shown as
-    ``N``), or an abbreviation argparse takes for one, joined to a value that starts with a
+    ``N`` or ``X``), or an abbreviation argparse takes for one, joined to a value that starts with a
     minus (``--min-repetitions -inf`` as ``--min-repetitions=-inf``): argparse takes only
     plain negative numbers for values, and read ``-inf`` or ``-1e3`` as an unknown option,
     leaving the option "expected one argument"."""
@@ -190,7 +190,7 @@ def numbers_joined(args: list[str], parser: argparse.ArgumentParser) -> list[str
     words: list[str] = []
     for action in parser._actions:  # argparse keeps a parser's options only here
         words.extend(action.option_strings)
-        if action.metavar == "N":
+        if action.metavar in ("N", "X"):
             numeric.update(action.option_strings)
     joined: list[str] = []
     index = 0
