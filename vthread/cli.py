@@ -1752,10 +1752,9 @@ def _jsonl_after(line: bytes, rest: bytes) -> bool:
 def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     """Whether the first element of a file's one-line array holds messages (under
     ``messages_key``, when given) or is a run's bare messages (an array): only then is a file
-    named as JSONL read as a document of runs. This is
-    stricter than a ``.json`` file's test (:func:`vthread.documents.opens_runs`, which takes
-    an object that is no message, or a scalar, for a run): a JSONL thread whose messages have
-    no ``type`` stays a thread."""
+    named as JSONL read as a document of runs. This is stricter than a ``.json`` file's test
+    (:func:`vthread.documents.opens_runs`, which takes an object that is no message, or a
+    scalar, for a run): a JSONL thread whose messages have no ``type`` stays a thread."""
     from vthread.documents import run_messages
 
     value = _parse(text, bool(suspect_lines([text])))
