@@ -485,7 +485,7 @@ def test_jobs_that_is_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, err = run(["scan", "-j", "abc"], monkeypatch)
     assert code == 2
     assert "--jobs: expected a whole number >= 1" in err and "got 'abc'" in err
-    assert "invalid _jobs value" not in err
+    assert "invalid jobs_argument value" not in err
 
 
 def test_option_before_the_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -370,6 +370,14 @@ def test_a_negative_jobs_value_is_named_as_such(tmp_path: Path,
     assert main(["report", str(source), "-j", "-1e0", "-o", str(tmp_path / "r.html")]) == 2
     said = capsys.readouterr().err
     assert "-1e0" in said and "expected one argument" not in said
+    # Checked by the report itself, even when it reads records only (it was passed on to
+    # the scan, which a records file never reaches).
+    records = tmp_path / "records.jsonl"
+    assert main(["scan", str(source), "-q", "-o", str(records)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(records), "-j", "-5", "-o", str(tmp_path / "r.html")]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("usage: vthread report") and "--jobs: expected a whole number" in said
 
 
 @pytest.mark.parametrize(("case", "status"), [("missing input", 2), ("output is input", 2),

@@ -283,7 +283,7 @@ def _parser() -> argparse.ArgumentParser:
          "down, and nan or inf is the default, as the production code reads them"),
     ):
         scan_.add_argument(flag, type=float, metavar="N", help=meaning)
-    scan_.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+    scan_.add_argument("-j", "--jobs", type=jobs_argument, default=1, metavar="N",
                        help="workers (default 1; 0 = one per CPU): threads of the core, for "
                        "every format (--mask-volatile and --anywhere too). "
                        "Capped at the CPUs this process may use and at the chunks there "
@@ -314,7 +314,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _jobs(text: str) -> int:
+def jobs_argument(text: str) -> int:
+    """A ``--jobs`` value: a whole number, 0 for one per CPU (both commands take it)."""
     try:
         count = int(text)
     except ValueError:

@@ -38,6 +38,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
+    jobs_argument,
     numbers_joined,
     silence_stdout,
     write_through,
@@ -171,7 +172,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--messages-key", metavar="KEY", help="as for vthread scan")
     parser.add_argument("--id-key", metavar="KEY", help="as for vthread scan")
     parser.add_argument("--mask-volatile", action="store_true", help="as for vthread scan")
-    parser.add_argument("-j", "--jobs", metavar="N", help="as for vthread scan")
+    # (checked here, so that a bad value is said even when only records are read)
+    parser.add_argument("-j", "--jobs", type=jobs_argument, metavar="N",
+                        help="as for vthread scan")
     return parser
 
 
@@ -483,7 +486,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
                             options.messages_key), ("--id-key", options.id_key),
                             ("--jobs", options.jobs)):
             if value is not None:
-                argv += [flag, value]
+                argv += [flag, str(value)]
         if options.mask_volatile:
             argv.append("--mask-volatile")
         said = io.StringIO()
