@@ -988,7 +988,7 @@ fn anthropic_block<'t>(
             calls.insert(key, (Str::Line(name), arguments));
         }
     } else if block_type.is_text("image") || block_type.is_text("document") {
-        return Err(Declined); // a message of its own carrying it whole (`adapters`), in Python
+        return Err(Declined); // kept whole in its message's `meta.media` by Python (`adapters`)
     } else if block_type.is_text("tool_result") {
         let (name, arguments) = find_call(calls, block.get("tool_use_id"), block)?;
         let result = json_or_text(joined_text(block.get("content"))?)?;

@@ -407,13 +407,14 @@ pub fn long_runs(values: &[u64], bounds: &[usize], shortest: usize) -> Vec<Run> 
 fn runs_in_windows(values: &[u64], bounds: &[usize], shortest: usize, window: usize) -> Vec<Run> {
     let mut search = Search::new(random_base(), window);
     let mut found = Vec::new();
-    for (group, window) in bounds.windows(2).enumerate() {
+    // (`span`: a group's bounds; `window` is the sampling window's size)
+    for (group, span) in bounds.windows(2).enumerate() {
         let first = found.len();
-        let group_values = &values[window[0]..window[1]];
+        let group_values = &values[span[0]..span[1]];
         group_runs(group, group_values, shortest, &mut search, &mut found);
         for run in &mut found[first..] {
-            run.start += window[0];
-            run.stop += window[0];
+            run.start += span[0];
+            run.stop += span[0];
         }
     }
     found

@@ -251,8 +251,7 @@ def holds_records(name: str) -> bool:
         return _parquet_columns(name) >= _RECORD_COLUMNS
     try:
         with open(name, "rb") as raw:
-            # (gzip bytes that decompress to no line are read up to four times as far)
-            head = raw.read(4 * SNIFF_BYTES)
+            head = raw.read(_RAW_HEAD_BYTES)
             ended = not raw.read(1)
     except OSError:
         return False  # the scan reports what is wrong with it
@@ -288,6 +287,11 @@ def is_record(value: object) -> bool:
             and ("verdict" in value or "error" in value))
 
 
+_RAW_HEAD_BYTES: Final = 4 * SNIFF_BYTES
+"""Most bytes of a file or standard input read to tell records from runs: gzip bytes that
+decompress to no whole line are read this far, four times the text looked at."""
+
+
 def _stdin_holds_records() -> bool:
     """Whether standard input is ``vthread scan``'s records (``vthread scan ... | vthread
     report -``), told as a file is by its first line: its first bytes are read (to its first
@@ -303,8 +307,7 @@ def _stdin_holds_records() -> bool:
     try:
         while True:
             text = _decompressed(head)
-            # (gzip bytes that decompress to no line are read up to four times as far)
-            if (len(head) >= 4 * SNIFF_BYTES or len(text) >= SNIFF_BYTES
+            if (len(head) >= _RAW_HEAD_BYTES or len(text) >= SNIFF_BYTES
                     or any(line.strip() for line in text.split(b"\n")[:-1])):
                 break
             more = read(SNIFF_BYTES)

@@ -1790,9 +1790,10 @@ def _shallow(text: bytes) -> Any:
     keys = _core.json_top_keys(text)
     if keys is None:
         return None
-    if text.lstrip(b" \t\r\n")[:1] == b"{":
+    opening = text.lstrip(b" \t\r\n")[:1]
+    if opening == b"{":
         return dict.fromkeys(map(_element_value, keys), True)
-    return [] if text.lstrip(b" \t\r\n")[:1] == b"[" else None
+    return [] if opening == b"[" else None
 
 
 class _PausedBatch(list[bytes]):
