@@ -834,6 +834,36 @@ def test_an_earlier_runs_records_in_a_directory_are_passed_over(
     assert code == 0 and "error" in records(out)[0]
 
 
+def test_runs_behind_one_record_line_in_a_directory_are_scanned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose first line is a record but whose next lines are runs (a record pasted
+    above a trajectory) is not an earlier run's output: passing it over would drop its runs
+    unread, and writing records over it would destroy them. It is scanned, a record for each
+    line, and refused as an output."""
+    thread = json.dumps([{"type": "user", "text": "hi"}])
+    (tmp_path / "elsewhere").mkdir()
+    earlier = tmp_path / "elsewhere" / "runs.jsonl"
+    earlier.write_text(thread + "\n")
+    code, earlier_records, _ = run(["scan", str(earlier), "-q"], monkeypatch)
+    assert code == 0 and len(records(earlier_records)) == 1
+    earlier.unlink()
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(earlier_records + (thread + "\n" + thread + "\n").encode())
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and "passed over" not in err
+    read = records(out)
+    assert [(Path(r["file"]).name, r["line"]) for r in read] == [("mixed.jsonl", 1),
+                                                                 ("mixed.jsonl", 2),
+                                                                 ("mixed.jsonl", 3)]
+    assert "error" in read[0]
+    assert [(r["verdict"], r["messages"]) for r in read[1:]] == [(None, 1), (None, 1)]
+    (tmp_path / "other.jsonl").write_text(thread + "\n")
+    before = mixed.read_bytes()
+    code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(mixed)], monkeypatch)
+    assert code == 2 and "holds neither records nor a summary" in err
+    assert mixed.read_bytes() == before
+
+
 @pytest.mark.parametrize("flag", ["-o", "--summary"])
 def test_an_output_under_an_input_directory_that_is_a_trajectory_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str) -> None:

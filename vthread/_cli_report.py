@@ -242,8 +242,10 @@ def unwritable_folder(path: str) -> str | None:
     return None
 
 
-def holds_records(name: str) -> bool:
-    """Whether the file is ``vthread scan``'s JSONL output: its first line is a record."""
+def holds_records(name: str, *, throughout: bool = False) -> bool:
+    """Whether the file is ``vthread scan``'s JSONL output: its first line is a record (and,
+    ``throughout``, every whole line of its first bytes: a file a scan would pass over or
+    write over must not be runs behind one record line)."""
     base = name.lower().removesuffix(".gz")
     if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):
         return False
@@ -257,8 +259,9 @@ def holds_records(name: str) -> bool:
         return False  # the scan reports what is wrong with it
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
-    return _first_line_is_record(_decompressed(head), ended and not head.startswith(
-        _GZIP_MAGIC))
+    text, whole = _decompressed(head), ended and not head.startswith(_GZIP_MAGIC)
+    return _first_line_is_record(text, whole) and (not throughout or _lines_are_records(text,
+                                                                                        whole))
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
@@ -351,6 +354,17 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     try:
         # UTF-8, as the records are read (json.loads of bytes would take UTF-16 too)
         return is_record(json.loads(first.decode("utf-8-sig")))
+    except (ValueError, RecursionError):
+        return False
+
+
+def _lines_are_records(head: bytes, ended: bool) -> bool:
+    """Whether every line with text of ``head`` (all of them when ``ended``; else those before
+    the last, which the head may cut short) is a record."""
+    lines = head.split(b"\n")
+    try:
+        return all(is_record(json.loads(line.decode("utf-8-sig")))
+                   for line in (lines if ended else lines[:-1]) if line.strip())
     except (ValueError, RecursionError):
         return False
 

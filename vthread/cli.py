@@ -839,7 +839,7 @@ def _without_records(found: list[str]) -> list[str]:
 
     kept = []
     for name in found:
-        if holds_records(name):
+        if holds_records(name, throughout=True):
             say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
         elif holds_summary(name):
             say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
@@ -878,7 +878,7 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> N
         with contextlib.suppress(OSError):
             if os.path.getsize(path) == 0:
                 continue
-        if not holds_records(path) and not holds_summary(path):
+        if not holds_records(path, throughout=True) and not holds_summary(path):
             raise _FatalError(f"the output {path} is a file under the input {directory} that "
                               "holds neither records nor a summary of vthread scan; writing it "
                               "would destroy it (choose another path)")
