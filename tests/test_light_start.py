@@ -61,6 +61,20 @@ def test_vthread_guard_and_version_start_without_numpy_or_the_scan() -> None:
                    "assert {'numpy', 'vthread.cli'} <= set(sys.modules); sys.exit(code)")
 
 
+def test_a_scan_of_a_file_leaves_the_report_and_the_anywhere_modules_unloaded(
+        tmp_path: Path) -> None:
+    """``vthread scan FILE`` of a run file pays for what it does: the report's module (and
+    hashlib) and the anywhere search are imported only by the runs that use them (both were
+    imported at every start, about 15 ms together)."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('[{"type": "user", "text": "hi"}]\n')
+    unused = "{'vthread._cli_report', 'vthread.report', 'hashlib', 'vthread.anywhere'}"
+    passing_python("import sys; from vthread._cli_main import main; "
+                   f"code = main(['scan', {str(runs)!r}, '-q', '-o', '/dev/null']); "
+                   f"loaded = {unused} & set(sys.modules); assert not loaded, loaded; "
+                   "assert 'vthread.cli' in sys.modules; sys.exit(code)")
+
+
 def test_the_core_makes_arrays_when_numpy_was_not_imported() -> None:
     """The core's module imports no NumPy; its first array imports it (then, not at the
     module's import) and is an ordinary array."""

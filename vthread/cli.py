@@ -151,7 +151,6 @@ from vthread._heuristics import core_options, written_lines
 from vthread._messages import token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._records import json_text, record_id, strict_dumps
-from vthread.anywhere import core_text_run
 from vthread.documents import DETECT_THREADS, chat_like, in_source_messages
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -872,6 +871,8 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> N
     or ``--summary runs/summary.json`` run again): any other file there is a trajectory this
     run was asked to read, which writing would destroy unread (it was left out of the scan
     and written over, silently)."""
+    if not overwritten:
+        return  # the usual case, without importing the report module (and hashlib) at start
     from vthread._cli_report import holds_records, holds_summary
 
     for path in overwritten:
@@ -2649,6 +2650,8 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     if not _core_may_read(task):
         return None
     options = cycle_options(**task.options)
+    if task.anywhere:
+        from vthread.anywhere import core_text_run  # imported by the runs that look anywhere
     raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
