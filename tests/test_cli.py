@@ -578,6 +578,39 @@ def test_summary_of_tokens_past_the_largest_double(tmp_path: Path,
     assert (summary["tokens"], summary["wasted_tokens"]) == (None, None)
 
 
+@pytest.mark.parametrize("anywhere", [[], ["--anywhere"]])
+def test_loops_none_of_which_carries_tokens_cost_unknown_tokens(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anywhere: list[str]) -> None:
+    """A loop whose messages carry no usage.tokens costs an unknown number of tokens: with
+    every loop so, --summary's wasted tokens (and loops_anywhere's tokens) are null, as the
+    table and the report say, though other runs carry tokens (it wrote 0.0: "no waste")."""
+    loop = [{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "again"}] * 4
+    progress = [{"type": "user", "text": "hi", "usage": {"tokens": 5}},
+                {"type": "bot", "text": "done", "usage": {"tokens": 3}}]
+    path = tmp_path / "mix.jsonl"
+    path.write_text(json.dumps(loop) + "\n" + json.dumps(progress) + "\n")
+    target = tmp_path / "summary.json"
+    code, _, err = run(["scan", str(path), "-o", os.devnull, "--summary", str(target),
+                        *anywhere], monkeypatch)
+    summary = json.loads(target.read_text())
+    assert code == 0 and summary["tokens"] == 8 and summary["loops_without_tokens"] == 1
+    assert summary["wasted_tokens"] is None
+    assert "n/a" in _line(err, "wasted tokens")
+    if anywhere:
+        assert summary["loops_anywhere"]["tokens"] is None
+        assert "tokens" not in _line(err, "loops found anywhere")
+    report = tmp_path / "report.html"
+    assert run(["report", str(path), "-o", str(report)], monkeypatch)[0] == 0
+    assert 'data-figure="wasted_tokens" data-value="null"' in report.read_text()
+    # One loop priced: the figure is the priced loops' sum, the unpriced one said apart.
+    path.write_text(json.dumps(loop) + "\n" + json.dumps(
+        [{**message, "usage": {"tokens": 2}} for message in loop]) + "\n")
+    assert run(["scan", str(path), "-o", os.devnull, "--summary", str(target), *anywhere],
+               monkeypatch)[0] == 0
+    summary = json.loads(target.read_text())
+    assert summary["wasted_tokens"] == 8 and summary["loops_without_tokens"] == 1
+
+
 def _line(summary: str, label: str) -> str:
     return next(line for line in summary.splitlines() if line.strip().startswith(label))
 

@@ -86,6 +86,7 @@ def test_loops_of_unrecorded_cost_are_not_shown_as_no_waste() -> None:
     data.add(_loop_record("b", "y", loop_tokens=None))
     data.tokens = 5000.0
     assert data.summary()["loops_without_tokens"] == 2
+    assert data.summary()["wasted_tokens"] is None  # as the scan's --summary writes it
     card = _wasted_tokens_card(render_report(data, title="t", sources=["s"]))
     assert 'data-value="null"' in card and "n/a" in card and "carry usage.tokens" in card
     data.add(_loop_record("c", "z", loop_tokens=50.0))

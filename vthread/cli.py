@@ -249,8 +249,9 @@ class _Stats:
     # Loops none of whose messages carries usage.tokens: their cost is unknown, not 0.
     loops_without_tokens: int = 0
     # With --anywhere: every loop of every run (the figures above count each run's costliest
-    # loop, as for the default scan), their messages and known tokens; None without.
-    anywhere: tuple[int, int, float] | None = None
+    # loop, as for the default scan), their messages, known tokens and the loops without
+    # tokens; None without.
+    anywhere: tuple[int, int, float, int] | None = None
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
@@ -263,9 +264,17 @@ class _Stats:
         self.loop_tokens += other.loop_tokens
         self.loops_without_tokens += other.loops_without_tokens
         if other.anywhere is not None:
-            mine = self.anywhere or (0, 0, 0.0)
+            mine = self.anywhere or (0, 0, 0.0, 0)
             self.anywhere = (mine[0] + other.anywhere[0], mine[1] + other.anywhere[1],
-                             mine[2] + other.anywhere[2])
+                             mine[2] + other.anywhere[2], mine[3] + other.anywhere[3])
+
+    @property
+    def wasted_tokens_known(self) -> bool:
+        """Whether the loops' tokens are a figure: some message carries usage.tokens, and
+        there is no loop or some loop's are counted (a total of 0 over loops none of which
+        carries a count would read as "no waste")."""
+        return self.tokens_known and not (self.loops
+                                          and self.loops_without_tokens == self.loops)
 
     @property
     def loops(self) -> int:
@@ -450,7 +459,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             progress.clear()
         say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
         return IO_EXIT
-    stats = _Stats(anywhere=(0, 0, 0.0) if options.anywhere else None)
+    stats = _Stats(anywhere=(0, 0, 0.0, 0) if options.anywhere else None)
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
@@ -726,16 +735,17 @@ def _loops_only(output: bytes) -> bytes:
     return b"".join(line + b"\n" for line in kept)
 
 
-def _every_loop(loops: list[list[dict[str, Any]]] | None) -> tuple[int, int, float] | None:
-    """(loops, their messages, their known tokens) of every run's loops found anywhere; None
-    when the scan did not look anywhere. A run's loops never overlap, so the sums count no
-    message twice."""
+def _every_loop(loops: list[list[dict[str, Any]]] | None
+                ) -> tuple[int, int, float, int] | None:
+    """(loops, their messages, their known tokens, the loops without tokens) of every run's
+    loops found anywhere; None when the scan did not look anywhere. A run's loops never
+    overlap, so the sums count no message twice."""
     if loops is None:
         return None
     every = [loop for found in loops for loop in found]
     tokens = [loop["loop_tokens"] for loop in every if loop["loop_tokens"] is not None]
     return (len(every), sum(loop["loop_messages"] for loop in every),
-            token_total(tokens) if tokens else 0.0)
+            token_total(tokens) if tokens else 0.0, len(every) - len(tokens))
 
 
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
@@ -763,12 +773,13 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "wasted_messages": stats.loop_messages,
         # A total past the largest double is no number JSON can hold: null, as when unknown.
         "tokens": _finite(stats.tokens) if stats.tokens_known else None,
-        "wasted_tokens": _finite(stats.loop_tokens) if stats.tokens_known else None,
+        "wasted_tokens": _finite(stats.loop_tokens) if stats.wasted_tokens_known else None,
         "loops_without_tokens": stats.loops_without_tokens,
         # --anywhere: every loop, where the figures above count each run's costliest one.
         **({} if stats.anywhere is None else {"loops_anywhere": {
             "loops": stats.anywhere[0], "messages": stats.anywhere[1],
-            "tokens": _finite(stats.anywhere[2]) if stats.tokens_known else None}}),
+            "tokens": _finite(stats.anywhere[2])
+            if stats.tokens_known and stats.anywhere[3] < stats.anywhere[0] else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
     }
@@ -3169,7 +3180,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         rows.append(f"    {name:<26}{count:>14,}{share(count, threads)}")
     rows.append(f"  {'wasted messages':<28}{stats.loop_messages:>14,}"
                 f"{share(stats.loop_messages, stats.messages)} of {stats.messages:,}")
-    if stats.tokens_known and stats.loops and stats.loops_without_tokens == stats.loops:
+    if stats.tokens_known and not stats.wasted_tokens_known:
         # No loop's cost is recorded: a total of 0 would read as "no waste" (as the report's
         # card says it too).
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no looping run's messages carry "
@@ -3183,9 +3194,10 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     if stats.anywhere is not None:
-        found, spent, cost = stats.anywhere
+        found, spent, cost, unpriced = stats.anywhere
         rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} runs: "
-                    f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens" if stats.tokens_known
+                    f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens"
+                                             if stats.tokens_known and unpriced < found
                                              else "")
                     + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"

@@ -160,7 +160,9 @@ class ReportData:
 
     def summary(self) -> dict[str, Any]:
         """The headline figures, under the keys of ``vthread scan --summary``'s JSON."""
-        known = self.tokens is not None or self.wasted_tokens_seen
+        # Loops none of which carries a count cost an unknown number of tokens, not 0.
+        known = ((self.tokens is not None or self.wasted_tokens_seen)
+                 and not (self.loops and self.loops_without_tokens == self.loops))
         return {
             "lines": self.lines,
             "threads": self.lines - self.errors,
