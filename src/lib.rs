@@ -47,11 +47,15 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 ///
 /// The core's module does not import NumPy, so that what needs no array (`vthread guard`,
 /// `vthread.fingerprint`) starts without it. The numpy crate loads NumPy's C API on its
-/// first array, running Python code, and panics if that raises; a signal still pending from
-/// the work done with the GIL released (Ctrl-C, SIGTERM) would raise there. So the pending
-/// signals are run first, where their exception is an ordinary error, and the crate's
-/// loading is done at once, before anything else runs. Every array the core hands Python is
-/// made here (clippy's `disallowed-methods` holds the crate to it).
+/// first array and panics if that raises (a `PanicException`, which neither `except
+/// KeyboardInterrupt` nor `except Exception` catches). Its loading runs Python code (NumPy's
+/// version read by `numpy.lib.NumpyVersion`), at which a signal is handled: one pending from
+/// the work before (Ctrl-C, SIGTERM), or one a thread waiting for the GIL sends as soon as
+/// that code lets it run (`_thread.interrupt_main`). So that Python code is run first through
+/// the crate's fallible `get_array_module`, where an exception is an ordinary error, the
+/// pending signals are run, and what is left of the loading (an import already done and an
+/// attribute read) runs no Python code. Every array the core hands Python is made here
+/// (clippy's `disallowed-methods` holds the crate to it).
 pub(crate) fn numpy_array<'py, T: numpy::Element>(
     py: Python<'py>,
     values: Vec<T>,
@@ -59,6 +63,7 @@ pub(crate) fn numpy_array<'py, T: numpy::Element>(
     static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !LOADED.load(std::sync::atomic::Ordering::Acquire) {
         py.import("numpy")?;
+        numpy::get_array_module(py)?;
         py.check_signals()?;
         #[allow(clippy::disallowed_methods)] // the crate's loading, here and nowhere else
         drop(numpy::IntoPyArray::into_pyarray(Vec::<u8>::new(), py));

@@ -65,8 +65,17 @@ pub(crate) fn python_messages<'py>(
     Ok(items)
 }
 
-/// Threads read between two looks for a pending signal (Ctrl-C) during a batch.
-const SIGNAL_CHECK_THREADS: usize = 256;
+/// Messages read between two pauses of a batch (see `pause`): a few milliseconds' work.
+const PAUSE_MESSAGES: usize = 1 << 14;
+
+/// A pause between the threads of a batch read with the GIL held: the GIL is let go for a
+/// moment, so that the caller's other Python threads run (a harness's heartbeat, a thread
+/// calling `_thread.interrupt_main`) rather than wait seconds for a long batch, and a
+/// pending signal (Ctrl-C) is then run, its exception ending the batch.
+fn pause(py: Python<'_>) -> PyResult<()> {
+    py.detach(|| ());
+    py.check_signals()
+}
 
 /// The messages of each thread of a batch as the core read them, one tuple per thread, when
 /// asked for (`Some`): Python reads a looping thread's messages again for its loop's record,
@@ -112,11 +121,14 @@ pub fn columns_of_objects<'py>(
     let mut columns = Columns::new();
     let mut reader = Reader::default();
     let mut read = keep.then(|| Vec::with_capacity(threads.len()));
+    let mut since_pause = PAUSE_MESSAGES; // a pause first: a signal already pending ends it
     for (index, thread) in threads.iter().enumerate() {
-        if index % SIGNAL_CHECK_THREADS == 0 {
-            py.check_signals()?; // Ctrl-C stops a long batch between threads
+        if since_pause >= PAUSE_MESSAGES {
+            pause(py)?;
+            since_pause = 0;
         }
         let items = python_messages(&thread, index)?;
+        since_pause += items.len() + 1;
         columns.push_thread(index, &items, options, &mut reader)?;
         let whole = columns.last_may_loop_before_its_texts(options.needed_results);
         keep_read(&mut read, &thread, items, whole)?;
@@ -508,11 +520,14 @@ pub fn message_columns_of_objects<'py>(
     let mut columns = MessageColumns::new(text_run);
     let mut scratch = Vec::new();
     let mut read = keep.then(|| Vec::with_capacity(threads.len()));
+    let mut since_pause = PAUSE_MESSAGES; // a pause first: a signal already pending ends it
     for (index, thread) in threads.iter().enumerate() {
-        if index % SIGNAL_CHECK_THREADS == 0 {
-            py.check_signals()?;
+        if since_pause >= PAUSE_MESSAGES {
+            pause(py)?;
+            since_pause = 0;
         }
         let items = python_messages(&thread, index)?;
+        since_pause += items.len() + 1;
         columns.push_thread(&items, &mut scratch)?;
         keep_read(&mut read, &thread, items, true)?; // a loop may lie anywhere
     }

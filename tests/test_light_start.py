@@ -143,6 +143,29 @@ def test_a_signal_during_the_cores_first_array_is_an_ordinary_exception(
     passing_python(code)
 
 
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_an_interrupt_from_another_thread_during_the_first_scan_is_a_keyboardinterrupt(
+        anywhere: bool) -> None:
+    """``_thread.interrupt_main`` from a timer thread (a harness's watchdog; what a test of
+    Ctrl-C does) during the first ``vthread.scan`` of a process: the batch is read with the
+    GIL held, so the timer ran only when the core let go of it, which was in the numpy
+    crate's loading of NumPy's C API: a panic (PanicException, caught by neither ``except
+    KeyboardInterrupt`` nor ``except Exception``; a new user's find). The core now pauses
+    between threads, letting the timer run, and the interrupt ends the batch there."""
+    code = ("import _thread, sys, threading, vthread\n"
+            "call = {'type': 'activity', 'text': '', 'meta': {'activity': {'type': 'response',"
+            " 'function': {'name': 'get', 'arguments': {'id': 1}, 'result': {'s': 'p'}}}}}\n"
+            # About a second's reading: the timer is due well before its end.
+            "batch = [[dict(call, text=f'{i} {j}') for j in range(440)] for i in range(2000)]\n"
+            "threading.Timer(0.3, _thread.interrupt_main).start()\n"
+            "try:\n"
+            f"    vthread.scan(batch, anywhere={anywhere})\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(0)\n"
+            "sys.exit('the scan ended before the interrupt came: nothing was tested')\n")
+    passing_python(code)
+
+
 def test_submodules_are_attributes_of_the_package_as_when_it_imported_them() -> None:
     """``import vthread`` then ``vthread.adapters.to_native`` (as docs/api.md writes it)
     works, each submodule imported when first named; a name that is none is an
