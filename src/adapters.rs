@@ -13,7 +13,9 @@
 //! the Python way whole.
 //!
 //! Values are copied as the line writes them (a string's escapes, a number's digits), so the
-//! native line reads back as the very values Python's adapter makes. O(line length).
+//! native line reads back as the very values Python's adapter makes: images, audio, files and
+//! documents too (`adapters._media`), a tool result holding one being its content's parts and
+//! another message's riding in its first native message's `meta.media`. O(line length).
 
 use std::borrow::Cow;
 
@@ -168,6 +170,8 @@ enum Payload<'t> {
     Parsed(Cow<'t, str>),
     /// A string kept as text.
     Text(Str<'t>),
+    /// A value of the line in a list of its own (`[value]`).
+    Listed(Value<'t>),
 }
 
 impl Payload<'_> {
@@ -177,6 +181,7 @@ impl Payload<'_> {
             Payload::Line(value) => value.json_text().len(),
             Payload::Parsed(text) => text.len(),
             Payload::Text(text) => text.written_len(),
+            Payload::Listed(value) => value.json_text().len() + 2,
         }
     }
 
@@ -185,6 +190,11 @@ impl Payload<'_> {
             Payload::Line(value) => out.extend_from_slice(value.json_text()),
             Payload::Parsed(text) => out.extend_from_slice(text.as_bytes()),
             Payload::Text(text) => text.write(out),
+            Payload::Listed(value) => {
+                out.push(b'[');
+                out.extend_from_slice(value.json_text());
+                out.push(b']');
+            }
         }
     }
 }
@@ -257,19 +267,11 @@ fn joined_text<'t>(content: Option<Value<'t>>) -> Result<Str<'t>, Declined> {
         if part.is_string() {
             texts.push(part);
         } else if part.is_object() {
-            // `adapters._named`: a type that is no string names no text part.
-            let is_text = match part.get("type") {
-                None => true,
-                Some(kind) if kind.is_string() => {
-                    if !TEXT_PARTS.iter().any(|name| kind.is_text(name)) {
-                        // An image, audio, file or document part (`adapters._media`): Python
-                        // carries it whole, in a result or the message's meta.
-                        return Err(Declined);
-                    }
-                    true
-                }
-                Some(_) => false,
-            };
+            // `adapters._named`: a type that is no string names no text part, and a part that
+            // is no text (an image: `media_parts`) has none to join.
+            let is_text = part
+                .get("type")
+                .is_none_or(|kind| named(Some(kind), &TEXT_PARTS));
             if let Some(text) = part.get("text").filter(|text| is_text && text.is_string()) {
                 texts.push(text);
             }
@@ -286,6 +288,41 @@ fn joined_text<'t>(content: Option<Value<'t>>) -> Result<Str<'t>, Declined> {
             Str::Joined(decoded.join("\n"))
         }
     })
+}
+
+/// `adapters._media`'s test of one part: an object whose type is a string naming no text
+/// part (an image, audio, a file, a document, a refusal).
+fn is_media(part: Value<'_>) -> bool {
+    part.get("type")
+        .is_some_and(|kind| kind.is_string() && !named(Some(kind), &TEXT_PARTS))
+}
+
+/// `adapters._media`: the parts of a content value that are no text, as given (a content
+/// object is a list of one part; a string, null or anything else holds none).
+fn media_parts<'t>(content: Option<Value<'t>>) -> impl Iterator<Item = Value<'t>> {
+    let (object, array) = match content {
+        Some(part) if part.is_object() => (Some(part), None),
+        Some(parts) if parts.is_array() => (None, Some(parts.children())),
+        _ => (None, None),
+    };
+    object
+        .into_iter()
+        .chain(array.into_iter().flatten())
+        .filter(|&part| is_media(part))
+}
+
+/// `adapters._result`: a tool's result. Content holding parts that are no text is the list of
+/// all its parts as given (a content object in a list of its own), so that two different
+/// screenshots are two results; other content is its text, parsed when it is JSON text.
+fn tool_result(content: Option<Value<'_>>) -> Result<Payload<'_>, Declined> {
+    match content {
+        Some(parts) if media_parts(content).next().is_some() => Ok(if parts.is_object() {
+            Payload::Listed(parts)
+        } else {
+            Payload::Line(parts)
+        }),
+        _ => json_or_text(joined_text(content)?),
+    }
 }
 
 /// A call id as a key of `calls`: a string or null (`None`), or no key at all.
@@ -348,6 +385,9 @@ struct Writer<'o, 't> {
     total: usize,
     /// The current source message's tokens, for its first native message.
     tokens: Option<Value<'t>>,
+    /// The current source message's parts that are no text, for its first native message's
+    /// `meta.media`.
+    media: Vec<Value<'t>>,
     /// Memory for a message could not be had: nothing more is written, and the line is
     /// declined (Python's reading then raises MemoryError, which the CLI reports with the
     /// line's place, rather than the allocator ending the process).
@@ -355,10 +395,13 @@ struct Writer<'o, 't> {
 }
 
 impl<'t> Writer<'_, 't> {
-    fn begin(&mut self, source: usize, message: Value<'t>) {
+    /// Starts the native messages of source message `source`; its first one carries
+    /// `media` (`adapters._finish`).
+    fn begin(&mut self, source: usize, message: Value<'t>, media: Vec<Value<'t>>) {
         self.source = source as u32;
         self.written = 0;
         self.tokens = usage_tokens(message);
+        self.media = media;
     }
 
     /// Whether `more` bytes (besides the fixed parts of a message) can be written without
@@ -366,7 +409,15 @@ impl<'t> Writer<'_, 't> {
     fn room(&mut self, more: usize) -> bool {
         const FIXED: usize = 128;
         let tokens = self.tokens.map_or(0, |tokens| tokens.json_text().len());
-        if !self.short_of_memory && self.out.try_reserve(more + tokens + FIXED).is_err() {
+        let media = if self.written == 0 {
+            self.media
+                .iter()
+                .map(|part| part.json_text().len() + 1)
+                .sum()
+        } else {
+            0
+        };
+        if !self.short_of_memory && self.out.try_reserve(more + tokens + media + FIXED).is_err() {
             self.short_of_memory = true;
         }
         !self.short_of_memory
@@ -396,17 +447,42 @@ impl<'t> Writer<'_, 't> {
         self.total += 1;
     }
 
-    /// `{"type": kind, "text": text}`.
+    /// Whether the message being written is the one to carry the source message's media.
+    fn carries_media(&self) -> bool {
+        self.written == 0 && !self.media.is_empty()
+    }
+
+    /// The source message's media as a JSON list, each part as the line writes it.
+    fn write_media(&mut self) {
+        self.out.push(b'[');
+        for (index, part) in self.media.iter().enumerate() {
+            if index > 0 {
+                self.out.push(b',');
+            }
+            self.out.extend_from_slice(part.json_text());
+        }
+        self.out.push(b']');
+    }
+
+    /// `{"type": kind, "text": text}`, and `"meta": {"media": [...]}` on the source
+    /// message's first native message when it has media.
     fn text(&mut self, kind: &Str<'_>, text: &Str<'_>) {
         if !self.room(kind.written_len() + text.written_len()) {
             return;
         }
         self.open(kind);
         text.write(self.out);
+        if self.carries_media() {
+            self.out.extend_from_slice(b",\"meta\":{\"media\":");
+            self.write_media();
+            self.out.push(b'}');
+        }
         self.close();
     }
 
-    /// `adapters._request` / `_response` (with `result`), `is_error` in `meta.activity`.
+    /// `adapters._request` / `_response` (with `result`), `is_error` in `meta.activity`, and
+    /// the source message's media after it in `meta` (where `_finish` adds them) on its first
+    /// native message.
     fn activity(
         &mut self,
         name: &Str<'_>,
@@ -441,7 +517,12 @@ impl<'t> Writer<'_, 't> {
         if is_error {
             self.out.extend_from_slice(b",\"is_error\":true");
         }
-        self.out.extend_from_slice(b"}}");
+        self.out.push(b'}');
+        if self.carries_media() {
+            self.out.extend_from_slice(b",\"media\":");
+            self.write_media();
+        }
+        self.out.push(b'}');
         self.close();
     }
 
@@ -554,7 +635,13 @@ fn from_openai<'t>(
     let mut pending: Vec<TextCall<'t>> = Vec::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
-        writer.begin(index, message);
+        // A tool's result holds its media itself (`tool_result`).
+        let media = if role.is_text("tool") || role.is_text("function") {
+            Vec::new()
+        } else {
+            media_parts(message.get("content")).collect()
+        };
+        writer.begin(index, message, media);
         let asked = std::mem::take(&mut pending);
         if !asked.is_empty() && role.is_text("user") {
             let output = Payload::Text(joined_text(message.get("content"))?);
@@ -580,7 +667,7 @@ fn from_openai<'t>(
                 }
             }
         } else if role.is_text("tool") {
-            let result = json_or_text(joined_text(message.get("content"))?)?;
+            let result = tool_result(message.get("content"))?;
             let listed = message
                 .get("tool_call_ids")
                 .filter(|ids| ids.is_array() && ids.children().next().is_some());
@@ -600,7 +687,7 @@ fn from_openai<'t>(
         } else if role.is_text("function") {
             let name = own_name(message);
             let arguments = legacy.get(name.decoded().as_ref()).cloned().flatten();
-            let result = json_or_text(joined_text(message.get("content"))?)?;
+            let result = tool_result(message.get("content"))?;
             writer.activity(&name, arguments.as_ref(), Some(&result), false);
         } else {
             let text = joined_text(message.get("content"))?;
@@ -862,7 +949,6 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
         if !item.is_object() {
             return Err(Declined);
         }
-        writer.begin(index, item);
         // `item.get("type")`: null is no type, and an item with a role is then a message.
         let kind = match item.get("type").filter(|kind| !kind.is_null()) {
             Some(kind) if kind.is_string() => Some(kind),
@@ -870,6 +956,14 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
             None if item.get("role").is_some() => None,
             None => return Err(Declined),
         };
+        // Only a message carries the parts of its content that are no text in its meta; an
+        // output holds them in its result (`tool_result`).
+        let media = if kind.is_none_or(|kind| kind.is_text("message")) {
+            media_parts(item.get("content")).collect()
+        } else {
+            Vec::new()
+        };
+        writer.begin(index, item, media);
         // Every item yields exactly one native message, so `_finish` never adds one here.
         let Some(kind) = kind.filter(|kind| !kind.is_text("message")) else {
             let role = role(item)?;
@@ -901,7 +995,7 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
                 || kind.is_text("custom_tool_call_output") =>
             {
                 let (name, arguments) = find_call(&calls, item.get("call_id"), item)?;
-                let result = json_or_text(joined_text(item.get("output"))?)?;
+                let result = tool_result(item.get("output"))?;
                 writer.activity(&name, arguments.as_ref(), Some(&result), false);
             }
             kind => writer.text(&Str::Line(kind), &Str::Fixed("")),
@@ -937,9 +1031,10 @@ fn from_anthropic<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Re
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
-        writer.begin(index, message);
+        let content = message.get("content").filter(|v| !v.is_null());
+        writer.begin(index, message, anthropic_media(content));
         let kind = role_type(role, &ANTHROPIC_ROLE_TYPES);
-        match message.get("content").filter(|v| !v.is_null()) {
+        match content {
             None => writer.text(&kind, &Str::Fixed("")),
             Some(text) if text.is_string() => writer.text(&kind, &Str::Line(text)),
             Some(blocks) if blocks.is_array() => {
@@ -952,6 +1047,22 @@ fn from_anthropic<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Re
         writer.finish(&kind);
     }
     Ok(())
+}
+
+/// `adapters._ANTHROPIC_MEDIA`: the blocks a message's first native message carries whole.
+const ANTHROPIC_MEDIA: [&str; 2] = ["image", "document"];
+
+/// The image and document blocks of a message's content list, in order (what
+/// `adapters._anthropic_blocks` returns), found before its blocks are written: the first
+/// native message carries them, and an image may follow the text that message is made of.
+fn anthropic_media(content: Option<Value<'_>>) -> Vec<Value<'_>> {
+    match content {
+        Some(blocks) if blocks.is_array() => blocks
+            .children()
+            .filter(|block| named(block.get("type"), &ANTHROPIC_MEDIA))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn anthropic_block<'t>(
@@ -987,11 +1098,9 @@ fn anthropic_block<'t>(
         if let CallId::Key(key) = call_id(block.get("id"), true)? {
             calls.insert(key, (Str::Line(name), arguments));
         }
-    } else if block_type.is_text("image") || block_type.is_text("document") {
-        return Err(Declined); // kept whole in its message's `meta.media` by Python (`adapters`)
     } else if block_type.is_text("tool_result") {
         let (name, arguments) = find_call(calls, block.get("tool_use_id"), block)?;
-        let result = json_or_text(joined_text(block.get("content"))?)?;
+        let result = tool_result(block.get("content"))?;
         let is_error = block.get("is_error").and_then(|v| v.as_bool()) == Some(true);
         writer.activity(&name, arguments.as_ref(), Some(&result), is_error);
     }
@@ -1252,6 +1361,7 @@ pub fn translate_line(
         written: 0,
         total: 0,
         tokens: None,
+        media: Vec::new(),
         short_of_memory: false,
     };
     match format {
@@ -1388,31 +1498,61 @@ mod tests {
     }
 
     #[test]
-    fn parts_that_are_no_text_are_left_to_python() {
-        // Python carries an image, audio, file or document whole (`adapters._media`).
-        for (line, format) in [
+    fn parts_that_are_no_text_ride_in_meta_or_are_the_result() {
+        // `adapters._media`: an image, audio, file or document part is kept as given, in
+        // the first native message's `meta.media` (after `meta.activity`, before `usage`),
+        // or as a tool result's whole content.
+        for (line, format, expected, sources) in [
             (
-                r#"[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]"#,
+                r#"[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}],"usage":{"tokens":2}}]"#,
                 Format::OpenAi,
+                r#"[{"type":"user","text":"a","meta":{"media":[{"type":"image_url","image_url":{"url":"x"}}]},"usage":{"tokens":2}}]"#,
+                &[0][..],
             ),
             (
-                r#"[{"role":"tool","tool_call_id":"c","content":[{"type":"input_audio"}]}]"#,
+                r#"[{"role":"assistant","content":[{"type":"file"}],"tool_calls":[{"id":"c","function":{"name":"f"}}]},
+                   {"role":"tool","tool_call_id":"c","content":{"type":"input_audio", "x": [1, 2]}}]"#,
                 Format::OpenAi,
+                concat!(
+                    r#"[{"type":"activity","text":"","meta":{"activity":{"type":"request","#,
+                    r#""function":{"name":"f"}},"media":[{"type":"file"}]}},"#,
+                    r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                    r#""function":{"name":"f","result":[{"type":"input_audio", "x": [1, 2]}]}}}}]"#
+                ),
+                &[0, 1],
             ),
             (
-                r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":[{"type":"image"}]}]}]"#,
+                r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":["a",{"type":"image"}],"is_error":true},
+                   {"type":"image","source":{}},{"type":"document"}]}]"#,
                 Format::Anthropic,
+                concat!(
+                    r#"[{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                    r#""function":{"name":"","result":["a",{"type":"image"}]},"is_error":true},"#,
+                    r#""media":[{"type":"image","source":{}},{"type":"document"}]}}]"#
+                ),
+                &[0],
             ),
             (
                 r#"[{"role":"user","content":[{"type":"document","source":{}}]}]"#,
                 Format::Anthropic,
+                r#"[{"type":"user","text":"","meta":{"media":[{"type":"document","source":{}}]}}]"#,
+                &[0],
             ),
             (
-                r#"[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}]"#,
+                r#"[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]},
+                   {"role":"user","content":[{"type":"input_image"}]}]"#,
                 Format::Responses,
+                concat!(
+                    r#"[{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
+                    r#""function":{"name":"","result":[{"type":"input_image"}]}}}},"#,
+                    r#"{"type":"user","text":"","meta":{"media":[{"type":"input_image"}]}}]"#
+                ),
+                &[0, 1],
             ),
         ] {
-            assert!(native(line, format).is_none(), "{line}");
+            let (text, found) = native(line, format).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(text, format!(r#"{{"id":null,"messages":{expected}}}"#));
+            assert_eq!(found, sources, "{line}");
         }
     }
 
@@ -1565,6 +1705,7 @@ mod tests {
             written: 0,
             total: 0,
             tokens: None,
+            media: Vec::new(),
             short_of_memory: false,
         };
         assert!(writer.room(16));

@@ -517,6 +517,26 @@ CALL_IDS = st.sampled_from(["c1", "c2", "c\u00e9", None, _ABSENT, _ABSENT, 1, 1.
 ROLE_NAMES = st.sampled_from(["system", "developer", "user", "assistant", "assistant",
                               "tool", "tool", "function", "critic", "\u00e9", ""])
 TOOL_NAMES = st.sampled_from(["ls", "read", "ls", "\u00e9", "", 1, None])
+# Parts that are no text (images, audio, files, documents, refusals, a type the adapters have
+# no name for), which the adapters carry as given: their values of every kind and key order.
+MEDIA_PARTS = st.one_of(
+    st.sampled_from([
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "image_url", "image_url": {"url": "https://a.example/b.png", "detail": "low"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+        {"type": "file", "file": {"file_id": "file-1", "filename": "\u00e9.pdf"}},
+        {"type": "refusal", "refusal": "no"},
+        {"type": "input_image", "image_url": "https://a.example/c.png"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": "AAAA"}},
+        {"type": "document", "source": {"type": "text", "data": "\ud83c\udf89"}},
+        {"type": "\u00e9"}, {"type": ""},
+    ]),
+    st.builds(lambda kind, value: {"type": kind, "image_url": value},
+              st.sampled_from(["image_url", "image"]), JSON_VALUES),
+    st.builds(lambda value, kind: {"data": value, "type": kind}, JSON_VALUES,
+              st.sampled_from(["file", "input_file"])),
+)
 PARTS = st.one_of(
     TEXTS, TOOL_TEXTS,
     st.builds(lambda t: {"type": "text", "text": t}, TEXTS),
@@ -525,10 +545,12 @@ PARTS = st.one_of(
                      {"type": "input_text", "text": "in"}, {"type": "output_text", "text": "o"},
                      {"type": "text", "text": 3}, {"type": ["text"]}, {"type": {}}, 7, None,
                      [1]]),
+    MEDIA_PARTS, MEDIA_PARTS,
 )
 CONTENTS = st.one_of(
     st.just(_ABSENT), st.none(), TEXTS, TOOL_TEXTS, st.lists(PARTS, max_size=3),
     st.sampled_from([{"type": "text", "text": "one"}, 3, True, 1.5]),
+    MEDIA_PARTS,  # a content object that is a part of its own
 )
 USAGE_FIGURES = st.sampled_from([0, 7, 2.5, -1, "3", None, True, 2**60])
 
@@ -621,6 +643,8 @@ def mini_swe_agent_messages(draw: st.DrawFn) -> Any:
     if kind == 1:
         return {"role": "user", "content": draw(st.one_of(
             BASH_TEXTS, TEXTS, st.just([{"type": "text", "text": "out"}]),
+            st.lists(st.one_of(st.just({"type": "text", "text": "out"}), MEDIA_PARTS),
+                     max_size=3),
             st.builds("<returncode>{}</returncode>\n<output>{}</output>".format,
                       st.integers(0, 2), TEXTS),
             st.builds("{}<returncode>".format, TEXTS)))}
@@ -697,7 +721,8 @@ def responses_items(draw: st.DrawFn) -> Any:
 def anthropic_blocks(draw: st.DrawFn) -> Any:
     """An Anthropic content block of any kind, sometimes odd."""
     kind = draw(st.sampled_from(["text", "text", "thinking", "redacted_thinking", "tool_use",
-                                 "tool_use", "tool_result", "tool_result", "image", "odd"]))
+                                 "tool_use", "tool_result", "tool_result", "image", "document",
+                                 "odd"]))
     if kind == "odd":
         return draw(st.sampled_from(["plain", 3, None, [1], {"text": "no type"},
                                      {"type": None}, {"type": ["text"]}, {"type": 3}]))
@@ -715,12 +740,19 @@ def anthropic_blocks(draw: st.DrawFn) -> Any:
         _put(block, "input", draw(st.one_of(st.just(_ABSENT), ARGUMENTS, JSON_VALUES)))
     elif kind == "tool_result":
         _put(block, "tool_use_id", draw(CALL_IDS))
-        _put(block, "content", draw(CONTENTS))
+        _put(block, "content", draw(st.one_of(CONTENTS, st.lists(st.one_of(
+            st.builds(lambda t: {"type": "text", "text": t}, TEXTS), MEDIA_PARTS),
+            min_size=1, max_size=3))))
         _put(block, "is_error", draw(st.sampled_from([_ABSENT, True, False, 1, None])))
         if draw(st.integers(0, 4)) == 0:
             block["name"] = draw(TOOL_NAMES)
     else:
-        block["source"] = {"type": "base64", "data": "AAAA"}
+        block["source"] = draw(st.one_of(
+            st.sampled_from([{"type": "base64", "media_type": "image/png", "data": "AAAA"},
+                             {"type": "base64", "data": "BBBB"}, {"type": "url", "url": "x"}]),
+            JSON_VALUES))
+        if draw(st.booleans()):
+            block["cache_control"] = {"type": "ephemeral"}
     return block
 
 
@@ -769,3 +801,84 @@ def runs(draw: st.DrawFn, messages: st.SearchStrategy[Any]) -> Any:
         run[shape] = listed if draw(st.integers(0, 20)) else draw(st.sampled_from(
             [{}, "x", None]))
     return run
+
+
+# ------------------------------------------------------------ runs holding media, well formed
+
+# Media the core reads as json.loads does (no NaN, no lone surrogate): each a distinct value.
+PLAIN_MEDIA = st.one_of(
+    st.sampled_from([
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "image_url", "image_url": {"url": "https://a.example/b.png", "detail": "low"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+        {"type": "file", "file": {"file_id": "file-1", "filename": "\u00e9.pdf"}},
+        {"type": "refusal", "refusal": "no"},
+    ]),
+    st.builds(lambda data, scale: {"type": "image_url",
+                                   "image_url": {"url": f"data:{data}", "b": 1, "0": scale}},
+              st.sampled_from(["A", "B", "\U0001f389"]), st.sampled_from([1, 1.0, 2.5, -0.0])),
+)
+PLAIN_TEXTS = st.sampled_from(["", "a", "Look.", "\u00e9", "\U0001f389", '{"a": 1}', "[1, 2]",
+                               "Done.\nDone."])
+ANTHROPIC_MEDIA = st.builds(
+    lambda kind, data: {"type": kind, "source": {"type": "base64", "data": data}},
+    st.sampled_from(["image", "document"]), st.sampled_from(["AAAA", "BBBB", "\u00e9"]))
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _beside(draw: st.DrawFn, media: st.SearchStrategy[Any], text: st.SearchStrategy[Any]) -> Any:
+    """Content of texts and media in any order, sometimes a media object alone."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(media)
+    return draw(st.lists(st.one_of(text, media, media), max_size=4))
+
+
+@st.composite
+def media_chats(draw: st.DrawFn, format_: str) -> list[dict[str, Any]]:
+    """A run in ``format_`` (OpenAI chat, Anthropic, Responses, mini-swe-agent) whose messages
+    hold images, audio, files and documents beside their texts, calls and results, every
+    value one the core reads as Python does: the core must take it."""
+    texts = st.builds(_text_part, PLAIN_TEXTS)
+    out: list[dict[str, Any]] = []
+    for turn in range(draw(st.integers(1, 6))):
+        call = f"c{turn % 2}"
+        usage = {"usage": {"completion_tokens": turn}} if draw(st.booleans()) else {}
+        if format_ == "anthropic":
+            out.append({"role": "assistant", "content": [
+                *draw(st.lists(st.one_of(texts, ANTHROPIC_MEDIA), max_size=2)),
+                {"type": "tool_use", "id": call, "name": "screenshot", "input": {"n": turn}}],
+                **usage})
+            result = draw(st.one_of(PLAIN_TEXTS, st.lists(st.one_of(texts, ANTHROPIC_MEDIA),
+                                                          max_size=3)))
+            out.append({"role": "user", "content": draw(st.permutations([
+                {"type": "tool_result", "tool_use_id": call, "content": result,
+                 **({"is_error": True} if draw(st.booleans()) else {})},
+                *draw(st.lists(st.one_of(texts, ANTHROPIC_MEDIA), max_size=2))]))})
+        elif format_ == "responses":
+            out.append({"type": "message", "role": draw(st.sampled_from(["user", "assistant"])),
+                        "content": _beside(draw, PLAIN_MEDIA, st.builds(
+                            lambda t: {"type": "input_text", "text": t}, PLAIN_TEXTS)), **usage})
+            out.append({"type": "function_call", "call_id": call, "name": "look",
+                        "arguments": '{"n": 1}'})
+            out.append({"type": "function_call_output", "call_id": call,
+                        "output": _beside(draw, PLAIN_MEDIA, texts)})
+        elif format_ == "mini-swe-agent":
+            out.append({"role": "assistant", "content": draw(st.sampled_from(
+                ["Look.\n```bash\nls\n```", "Thinking."])), **usage})
+            out.append({"role": "user", "content": _beside(draw, PLAIN_MEDIA, texts)})
+        else:
+            out.append({"role": draw(st.sampled_from(["user", "system", "critic"])),
+                        "content": _beside(draw, PLAIN_MEDIA, texts)})
+            calls = [{"id": f"{call}{i}", "type": "function",
+                      "function": {"name": "look", "arguments": '{"n": 1}'}}
+                     for i in range(draw(st.integers(0, 2)))]
+            out.append({"role": "assistant", "content": draw(st.one_of(
+                st.none(), PLAIN_TEXTS, st.just(_beside(draw, PLAIN_MEDIA, texts)))),
+                **({"tool_calls": calls} if calls else {}), **usage})
+            for made in calls:
+                out.append({"role": "tool", "tool_call_id": made["id"], "content": draw(
+                    st.one_of(PLAIN_TEXTS, st.just(_beside(draw, PLAIN_MEDIA, texts))))})
+    return out

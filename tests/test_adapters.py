@@ -417,6 +417,16 @@ def test_anthropic_images_and_empty_content() -> None:
     ]
 
 
+def test_an_anthropic_block_typed_by_a_list_or_object_is_ignored() -> None:
+    """A block whose type is a list or an object names no block, as the table says of
+    blocks it does not name (the test for an image raised TypeError on it)."""
+    image = {"type": "image", "source": {}}
+    for kind in (["image"], {"type": "image"}):
+        messages = [{"role": "user", "content": [{"type": kind}, image, "a"]}]
+        assert from_anthropic(messages) == [
+            {"type": "user", "text": "a", "meta": {"media": [image]}}]
+
+
 def test_an_image_beside_a_message_never_starts_a_loop_of_its_own() -> None:
     """The same screenshot beside the task and beside every result (a reviewer's case): the
     loop is the calls and results from message 1, not a block beginning at the task's image

@@ -6,6 +6,7 @@ and the CLI writes the same bytes whichever path read a chunk."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from strategies import (
     BASH_TEXTS,
     anthropic_messages,
     function_call_texts,
+    media_chats,
     mini_swe_agent_messages,
     openai_messages,
     responses_items,
@@ -187,15 +189,70 @@ def test_unusual_responses_items_are_declined(line: bytes) -> None:
     assert _core.translate_line(line, "responses") is None
 
 
-@pytest.mark.parametrize("format_", ["openai", "responses"])
+@pytest.mark.parametrize("format_", ["openai", "responses", "anthropic"])
 def test_a_part_typed_by_a_list_or_object_is_no_text(format_: str) -> None:
-    """A content part whose type is a list or an object names no text part (Python's
-    ``in`` of a set raised TypeError on it, which ended the run); the core reads it alike."""
-    for kind in (["text"], {"a": 1}):
-        content = [{"type": kind, "text": "a"}, {"type": "text", "text": "b"}]
-        message = ({"role": "user", "content": content} if format_ == "openai"
-                   else {"type": "message", "role": "user", "content": content})
+    """A content part or block whose type is a list or an object names no text part and no
+    medium (Python's ``in`` of a set raised TypeError on it, which ended the run); the core
+    reads it alike, beside an image that is carried."""
+    image = {"type": "image", "source": {"type": "base64", "data": "AAAA"}}
+    for kind in (["text"], {"a": 1}, ["image"]):
+        content = [{"type": kind, "text": "a"}, {"type": "text", "text": "b"}, image]
+        message = ({"type": "message", "role": "user", "content": content}
+                   if format_ == "responses" else {"role": "user", "content": content})
         assert _check_line(_encode([message], False), format_)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["openai", "anthropic", "responses", "mini-swe-agent", "swe-agent"]),
+       st.data(), st.booleans())
+def test_media_is_translated_by_the_core(format_: str, data: st.DataObject,
+                                         ascii_only: bool) -> None:
+    """Images, audio, files and documents beside texts, calls and results, in a tool result
+    (its content's parts as given) or a message (in its first native message's
+    ``meta.media``): the core takes the run, and writes what the adapters make."""
+    messages = data.draw(media_chats(format_))
+    line = _encode({"id": "r", "messages": messages}, ascii_only)
+    assert _check_line(line, format_)
+
+
+def _with_screenshots(messages: list[dict[str, Any]], format_: str) -> list[dict[str, Any]]:
+    """The run with an image beside its first user text and every tool result an image of
+    that result (the same image for the same result, so loops stay loops)."""
+    def shot(text: Any) -> dict[str, Any]:
+        data = hashlib.sha256(json.dumps(text).encode()).hexdigest()[:16]
+        if format_ == "anthropic":
+            return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                "data": data}}
+        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+
+    out = []
+    shown = False
+    for message in messages:
+        message = dict(message)
+        content = message.get("content")
+        if message["role"] == "tool":
+            message["content"] = [shot(content)]
+        elif message["role"] == "user" and isinstance(content, list):
+            message["content"] = [{**block, "content": [shot(block["content"])]}
+                                  if block.get("type") == "tool_result" else block
+                                  for block in content]
+        if message["role"] == "user" and isinstance(content, str) and not shown:
+            message["content"] = [{"type": "text", "text": content}, shot("task")]
+            shown = True
+        out.append(message)
+    return out
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_runs_with_screenshots_are_read_wholly_by_the_core(format_: str) -> None:
+    """The benchmark's threads with an image beside the task and an image as every tool
+    result: no line left to Python, the records what Python's reading writes."""
+    convert = to_openai if format_ == "openai" else to_anthropic
+    lines = [_encode({"id": f"t{i}", "messages": _with_screenshots(convert(t), format_)},
+                     i % 2 == 0) for i, t in enumerate(generate_threads(300, seed=8))]
+    assert b"image" in lines[0]
+    done = read_wholly_by_the_core(_task(lines, format_))
+    assert sum(done.stats.verdicts[1:]) > 20
 
 
 def test_tool_text_that_is_not_json_stays_text() -> None:

@@ -414,7 +414,7 @@ def _anthropic_blocks(
             if block.get("is_error") is True:
                 response["meta"]["activity"]["is_error"] = True
             out.append(response)
-        elif block_type in _ANTHROPIC_MEDIA:
+        elif _named(block_type, _ANTHROPIC_MEDIA):  # a list or object type names no block
             media.append(block)
         # anything else (server-side tool blocks and the like): nothing the heuristics read
     return media
