@@ -713,6 +713,16 @@ fn long_runs<'py>(
             Ok(bound)
                 if bound <= values.len() && checked.last().is_none_or(|&last| last <= bound) =>
             {
+                if let Some(&last) = checked.last() {
+                    if bound - last > runs::LONGEST_GROUP {
+                        return Err(PyValueError::new_err(format!(
+                            "group {} holds {} values, more than the {} a group may hold",
+                            index - 1,
+                            bound - last,
+                            runs::LONGEST_GROUP
+                        )));
+                    }
+                }
                 checked.push(bound)
             }
             _ => {

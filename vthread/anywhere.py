@@ -39,7 +39,7 @@ messages always have equal screens; a user message gets a second one, blind to n
 agent message's :func:`prose` checked for a runaway as it is read), then for each period
 ``p`` up to :data:`MAX_PERIOD` one NumPy comparison of the whole batch with itself shifted
 by ``p``: O(total messages x MAX_PERIOD), vectorised across threads; longer blocks from the
-core's runs of each thread's screens (``vthread._core.long_runs``, O(n log n)); the
+core's runs of each thread's screens (``vthread._core.long_runs``, by the runs theorem); the
 number-blind replies by one more comparison, the failing retries by one sort of the tool
 responses' screens. Every repeat the screens accept is confirmed message by message on exact
 canonical keys (the keys the suffix heuristic compares, or the number-blind
