@@ -109,6 +109,16 @@ def test_trim_without_usage_is_a_value_error() -> None:
         vthread.build_thread(thread, max_tokens=100, inclusive=lambda m, room: {"text": "x"})
 
 
+@pytest.mark.parametrize("build", [vthread.build_thread, ref.build_thread])
+def test_trim_that_returns_no_message_is_a_type_error(build: Any) -> None:
+    """A trim function that returns a string (or anything but a mapping or None) is told so,
+    not that its result lacks a usage (a new user's find)."""
+    thread = [{"text": "old", "usage": {"tokens": 60}}, {"text": "new", "usage": {"tokens": 50}}]
+    with pytest.raises(TypeError, match=r"trim function returned a str for messages\[0\], "
+                                        r"not a message or None: 'x'"):
+        build(thread, max_tokens=100, inclusive=lambda m, room: "x")
+
+
 def test_build_thread_leaves_input_untouched_and_copies() -> None:
     """Returned messages are copies; the caller's list and dicts are unchanged."""
     thread = [{"text": "a", "meta": {"k": [1, 2]}}, {"text": "b", "usage": {"tokens": 2}}]

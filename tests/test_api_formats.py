@@ -196,9 +196,17 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
         as_run.record(2)
     with pytest.raises(TypeError, match="a row is an integer index, got str"):
         as_run["0"]  # type: ignore[index]
-    with pytest.raises(TypeError, match=r'thread 1 is a run object \(a mapping holding its '
-                       r'messages\), not a sequence of messages: pass format="auto"'):
-        vthread.scan([chat, {"id": "a", "messages": chat}])
+    # The default format reads a run object too (as vthread scan --format native reads a
+    # line holding one), and warns of chat messages read as native ones, as for a list.
+    with pytest.warns(UserWarning, match=r'thread 0\'s messages have a "role"'):
+        as_native = vthread.scan([chat, {"id": "a", "messages": chat}])
+    assert as_native.ids == [None, "a"]
+    native = generate_threads(1, seed=5)[0]
+    for given in ("native", "auto"):
+        held = vthread.scan([{"id": "n", "messages": native}, native], format=given)
+        assert held.record(0) == {**held.record(1), "id": "n"}
+        assert vthread.describe_thread_cycle({"messages": native}, format=given) == (
+            vthread.describe_thread_cycle(native))
     odd = [float("nan"), np.int64(3), [1, {"k": None}]]
     result = vthread.scan([{"id": ident, "messages": chat} for ident in odd], format="openai")
     assert result.ids == odd  # as given; the records hold what vthread scan writes

@@ -106,7 +106,12 @@ def build_thread(
                 trimmed = inclusive(message, room)
                 if trimmed is None or trimmed is False:
                     break
-                if not isinstance(trimmed, Mapping) or trimmed.get("usage") is None:
+                if not isinstance(trimmed, Mapping):
+                    raise TypeError(
+                        f"trim function returned a {type(trimmed).__name__} for "
+                        f"messages[{index}], not a message or None: {trimmed!r}"
+                    )
+                if trimmed.get("usage") is None:
                     raise ValueError(
                         f"trim function returned no usage for messages[{index}]: {trimmed!r}"
                     )

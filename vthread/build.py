@@ -30,7 +30,8 @@ Trim = Callable[[dict[str, Any], float], "Mapping[str, Any] | Literal[False] | N
 
 @dataclass(frozen=True, slots=True)
 class BuildResult:
-    """The assembled thread, oldest first, each message a copy carrying its usage."""
+    """The assembled thread, oldest first, each message a shallow copy carrying its usage
+    (nested values, such as ``meta``, are the caller's own objects)."""
 
     messages: list[dict[str, Any]]
     tokens: float
@@ -421,7 +422,12 @@ def _trim(
     result = trim(message, room)
     if result is None or result is False:
         return None
-    if not isinstance(result, Mapping) or result.get("usage") is None:
+    if not isinstance(result, Mapping):
+        raise TypeError(
+            f"the trim function returned a {type(result).__name__} for messages[{index}], "
+            f"not a message or None: {shown(result)}"
+        )
+    if result.get("usage") is None:
         raise ValueError(
             f"the trim function returned no usage for messages[{index}]: {shown(result)}"
         )

@@ -9,6 +9,7 @@ object) from, or ``"auto"``; chat messages passed as native ones are warned abou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -25,7 +26,7 @@ from vthread._heuristics import (
 )
 from vthread._messages import MessagesOrRun, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
-from vthread.documents import chat_like, warn_if_chat
+from vthread.documents import chat_like, run_messages, warn_if_chat
 from vthread.volatile import volatile_masked
 
 __all__ = [
@@ -51,7 +52,9 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     :func:`vthread.scan` reads one), or, as given when native, warned about when they look
     like chat messages (every such thread would loop). ``stacklevel``: where the warning
     points (the caller of the public function)."""
-    if format != "native":
+    if format != "native" or (isinstance(messages, Mapping)
+                              and run_messages(messages) is not None):
+        # A run object holding its messages is read in any format, native too.
         from vthread.documents import native_messages
 
         return native_messages(as_thread(messages), format)[0]

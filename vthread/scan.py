@@ -750,27 +750,23 @@ def scan(
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
     sources = None
-    if format != "native":
-        from vthread.documents import native_threads
+    from vthread.documents import native_threads, run_messages, warn_if_chat
 
+    if format != "native" or any(isinstance(thread, Mapping) and run_messages(thread) is not None
+                                 for thread in batch_threads):
+        # A run object holding its messages is read in any format, native too, as the CLI
+        # reads a line holding one.
         translated, sources = native_threads(batch_threads, format)
         if sources is not None:  # translated: counted as translated, before it is scanned
             given = _given_runs(batch_threads)
         batch_threads = list(translated)
         if format == "auto" and (sources is None or not any(sources)):
-            from vthread.documents import DETECTED_NATIVE, warn_if_chat
+            from vthread.documents import DETECTED_NATIVE
 
             # Detection found native messages first: a chat thread further on fits no
             # format, and read as native would look like a loop.
             warn_if_chat(batch_threads, stacklevel=2, advice=DETECTED_NATIVE)
-    else:
-        from vthread.documents import run_messages, warn_if_chat
-
-        for index, thread in enumerate(batch_threads):
-            if isinstance(thread, Mapping) and run_messages(thread) is not None:
-                raise TypeError(f"thread {index} is a run object (a mapping holding its "
-                                "messages), not a sequence of messages: pass format=\"auto\" "
-                                "(or the format's name) to read run objects")
+    if format == "native":
         warn_if_chat(batch_threads, stacklevel=2)
     if mask_volatile:
         batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
