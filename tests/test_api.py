@@ -310,6 +310,19 @@ def test_a_numpy_array_for_a_thread_is_told_what_to_do() -> None:
     assert "scan_arrow" not in str(raised.value)
 
 
+def test_numpy_booleans_are_flags() -> None:
+    """NumPy's boolean is as plain a yes or no as bool (it was refused as "must be a bool,
+    got bool": NumPy 2 names its type bool; a new user's find)."""
+    thread = [{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "at 12:00:01"},
+                                                 {"type": "bot", "text": "at 12:00:02"}] * 2
+    for value in (True, False):
+        assert (vthread.scan([thread], mask_volatile=np.bool_(value)).names
+                == vthread.scan([thread], mask_volatile=value).names)
+        assert (vthread.scan([thread], anywhere=np.bool_(value)).names
+                == vthread.scan([thread], anywhere=value).names)
+    assert vthread.scan([thread], mask_volatile=np.bool_(True)).names == ["repeated_suffix"]
+
+
 @pytest.mark.parametrize(("keywords", "said"), [
     ({"jobs": "2"}, "jobs must be a positive integer, got str"),
     ({"jobs": None}, "jobs must be a positive integer, got NoneType"),
@@ -317,6 +330,7 @@ def test_a_numpy_array_for_a_thread_is_told_what_to_do() -> None:
     ({"anywhere": "no"}, "anywhere must be a bool, got str"),
     ({"anywhere": 1}, "anywhere must be a bool, got int"),
     ({"mask_volatile": None}, "mask_volatile must be a bool, got NoneType"),
+    ({"mask_volatile": np.int64(1)}, "mask_volatile must be a bool, got numpy.int64"),
     ({"format": None}, "format must be a str ('auto' or one of native, openai"),
 ])
 def test_an_option_of_the_wrong_type_is_a_type_error_naming_it(keywords: dict[str, Any],

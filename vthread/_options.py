@@ -56,11 +56,17 @@ def shown(value: object) -> str:
 
 
 def flag(name: str, value: object) -> bool:
-    """A yes-or-no option as given; anything but a bool (a string such as ``"no"`` would
-    read as true) is a TypeError naming it."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return value
+    """A yes-or-no option as given: a bool, or NumPy's boolean (as plain a yes or no, from a
+    mask or a config read with NumPy); anything else (a string such as ``"no"`` would read as
+    true) is a TypeError naming it and the type given."""
+    if isinstance(value, bool):
+        return value
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        return bool(value)
+    # NumPy 2 names its boolean "bool": the module tells it from Python's.
+    given = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    raise TypeError(f"{name} must be a bool, got {given}")
 
 
 def jobs_count(value: object) -> int:
