@@ -1,7 +1,7 @@
 //! Python bindings of the guard: `GuardCore` (the base class of `vthread.Guard`), bytes fed
 //! straight from a pipe for `vthread guard`, and `scan_texts` over many texts on every core.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString};
@@ -146,6 +146,25 @@ fn reason_object<'py>(py: Python<'py>, reason: &Reason) -> PyResult<Bound<'py, P
 /// Pushes of at least this many code points release the GIL while they are read.
 const RELEASE_GIL_FROM: usize = 1 << 16;
 
+/// What a guard another thread is feeding says when it is called (PyO3 said "Already
+/// borrowed"): a guard is one stream's, and the chunks of two streams, interleaved, would be
+/// neither stream.
+fn in_use() -> PyErr {
+    PyRuntimeError::new_err(
+        "this Guard is being fed by another thread (a push of 65,536 characters or more lets          other threads run meanwhile): a guard watches one stream; give each stream, or          each thread, a Guard of its own",
+    )
+}
+
+/// The guard, for a call that changes it; `in_use` while another thread feeds it.
+fn for_change<'py>(guard: &Bound<'py, GuardCore>) -> PyResult<PyRefMut<'py, GuardCore>> {
+    guard.try_borrow_mut().map_err(|_| in_use())
+}
+
+/// The guard, for a call that reads it; `in_use` while another thread feeds it.
+fn for_reading<'py>(guard: &Bound<'py, GuardCore>) -> PyResult<PyRef<'py, GuardCore>> {
+    guard.try_borrow().map_err(|_| in_use())
+}
+
 /// The guard's state machine for one stream (see src/guard.rs). `vthread.Guard` subclasses
 /// it: `push` is this method, one call into the core.
 #[pyclass(subclass, module = "vthread._core")]
@@ -178,15 +197,16 @@ impl GuardCore {
 
     /// Feed the next chunk; True once the stream has tripped the guard (and ever after). A
     /// chunk that is not a `str`, or is empty, changes nothing.
-    fn push(&mut self, text: &Bound<'_, PyAny>) -> bool {
-        if self.guard.tripped() {
-            return true;
+    fn push(slf: &Bound<'_, Self>, text: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let mut this = for_change(slf)?;
+        if this.guard.tripped() {
+            return Ok(true);
         }
         let Ok(text) = text.cast::<PyString>() else {
-            return false;
+            return Ok(false);
         };
         let stored = storage(text);
-        let guard = &mut self.guard;
+        let guard = &mut this.guard;
         let trip = if stored.length >= RELEASE_GIL_FROM {
             // A long push (a whole document) lets other Python threads run meanwhile; `text`
             // stays borrowed, so its storage stays alive and unchanged.
@@ -195,13 +215,13 @@ impl GuardCore {
         } else {
             with_units(stored, PushInto(guard, Feed::Pushes))
         };
-        match trip {
+        Ok(match trip {
             Some(at) => {
-                self.trip_offset = Some(at.index);
+                this.trip_offset = Some(at.index);
                 true
             }
             None => false,
-        }
+        })
     }
 
     /// Feed raw bytes as UTF-8 (bytes that are not UTF-8 become lone surrogates, as Python's
@@ -210,9 +230,13 @@ impl GuardCore {
     /// `memoryview`, an array), its raw bytes read as they are at the call, as a binary
     /// file's `write` takes them. None, or (bytes of `data` up to the end of the tripping
     /// word, code points decoded before that point over all calls).
-    fn push_bytes(&mut self, data: &Bound<'_, PyAny>) -> PyResult<Option<(usize, u64)>> {
+    fn push_bytes(
+        slf: &Bound<'_, Self>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<(usize, u64)>> {
+        let mut this = for_change(slf)?;
         if let Ok(bytes) = data.cast::<PyBytes>() {
-            return Ok(self.push_byte_slice(bytes.as_bytes()));
+            return Ok(this.push_byte_slice(bytes.as_bytes()));
         }
         let Ok(view) = PyMemoryView::from(data) else {
             return Err(PyTypeError::new_err(format!(
@@ -223,33 +247,35 @@ impl GuardCore {
         };
         // A copy of the raw bytes in C order, whatever the buffer's item format or strides.
         let copied = view.call_method0("tobytes")?;
-        Ok(self.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes()))
+        Ok(this.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes()))
     }
 
     /// The resolved options (`vthread.guard.GuardOptions`).
     #[getter]
-    fn options(&self, py: Python<'_>) -> Py<PyAny> {
-        self.options.clone_ref(py)
+    fn options(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Ok(for_reading(slf)?.options.clone_ref(slf.py()))
     }
 
     /// None until the guard trips, then why it tripped (the first trip's reason).
     #[getter]
-    fn reason(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if let Some(reason) = &self.reason {
+    fn reason(slf: &Bound<'_, Self>) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        let mut this = for_change(slf)?;
+        if let Some(reason) = &this.reason {
             return Ok(Some(reason.clone_ref(py)));
         }
-        let Some(reason) = self.guard.reason() else {
+        let Some(reason) = this.guard.reason() else {
             return Ok(None);
         };
         let object = reason_object(py, reason)?.unbind();
-        self.reason = Some(object.clone_ref(py));
+        this.reason = Some(object.clone_ref(py));
         Ok(Some(object))
     }
 
     /// The index in the tripping push just past the word that tripped the guard.
     #[getter]
-    fn trip_offset(&self) -> Option<usize> {
-        self.trip_offset
+    fn trip_offset(slf: &Bound<'_, Self>) -> PyResult<Option<usize>> {
+        Ok(for_reading(slf)?.trip_offset)
     }
 
     /// Test hook: keep only `bits` bits of every hash, so that collisions are common.

@@ -435,6 +435,44 @@ def test_a_long_push_lets_other_threads_run() -> None:
     assert during > 400_000, during
 
 
+def test_a_guard_fed_by_another_thread_says_so() -> None:
+    """A guard is one stream's. Called while another thread's long push (which lets other
+    threads run) is reading, its push, push_bytes, reason, trip_offset and options raise a
+    RuntimeError saying so (PyO3 said "Already borrowed"; a new user's find)."""
+    import threading
+
+    guard = Guard()
+    text = "healthy words " + " ".join(f"w{i}" for i in range(2_000_000))
+    done = threading.Event()
+    refused: list[str] = []
+
+    def call_meanwhile() -> None:
+        # A harmless read, again and again, until one meets the push (it cannot end first:
+        # the push lets this thread run for as long as it reads).
+        while not done.is_set():
+            try:
+                _ = guard.trip_offset
+            except RuntimeError as error:
+                refused.append(str(error))
+                break
+        for call in (lambda: guard.push("a b "), lambda: guard.push_bytes(b"a b "),
+                     lambda: guard.reason, lambda: guard.options):
+            try:
+                call()
+            except RuntimeError as error:
+                refused.append(str(error))
+
+    other = threading.Thread(target=call_meanwhile)
+    other.start()
+    assert not guard.push(text)
+    done.set()
+    other.join()
+    assert refused, "no call met the push: nothing was tested"
+    assert all(r.startswith("this Guard is being fed by another thread") for r in refused)
+    assert all("a guard watches one stream" in r for r in refused)
+    assert guard.reason is None and guard.options.ngram == 4
+
+
 def test_the_core_refuses_unresolved_options() -> None:
     """Options that guard_options could not have produced are a ValueError in the core,
     never an out-of-range read."""
