@@ -599,6 +599,14 @@ def test_loops_none_of_which_carries_tokens_cost_unknown_tokens(
     if anywhere:
         assert summary["loops_anywhere"]["tokens"] is None
         assert "tokens" not in _line(err, "loops found anywhere")
+        # No loop at all: nothing wasted, a known 0 (a reviewer's find).
+        path.write_text(json.dumps(progress) + "\n")
+        code, _, err = run(["scan", str(path), "-o", os.devnull, "--summary", str(target),
+                            *anywhere], monkeypatch)
+        summary = json.loads(target.read_text())
+        assert (summary["wasted_tokens"], summary["loops_anywhere"]["tokens"]) == (0, 0)
+        assert "0 tokens" in _line(err, "loops found anywhere")
+        path.write_text(json.dumps(loop) + "\n" + json.dumps(progress) + "\n")
     report = tmp_path / "report.html"
     assert run(["report", str(path), "-o", str(report)], monkeypatch)[0] == 0
     assert 'data-figure="wasted_tokens" data-value="null"' in report.read_text()
@@ -895,6 +903,25 @@ def test_runs_behind_one_record_line_in_a_directory_are_scanned(
     code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(mixed)], monkeypatch)
     assert code == 2 and "holds neither records nor a summary" in err
     assert mixed.read_bytes() == before
+
+
+def test_records_cut_short_in_a_directory_are_still_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An earlier run's records whose last line was cut (the scan killed while writing, a
+    full disk, a scan still writing) are still passed over, and may be written over: the
+    test that every line is a record leaves out a last line without its newline (a
+    reviewer's find in this check's first version)."""
+    thread = json.dumps([{"type": "user", "text": "hi"}])
+    (tmp_path / "runs.jsonl").write_text((thread + "\n") * 3)
+    code, written, _ = run(["scan", str(tmp_path / "runs.jsonl"), "-q"], monkeypatch)
+    assert code == 0 and len(records(written)) == 3
+    cut = tmp_path / "records.jsonl"
+    cut.write_bytes(written[:-20])
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and [Path(r["file"]).name for r in records(out)] == ["runs.jsonl"] * 3
+    assert err == f"vthread scan: {cut}: passed over: it holds vthread scan's records\n"
+    assert run(["scan", str(tmp_path), "-q", "-o", str(cut)], monkeypatch)[0] == 0
+    assert cut.read_bytes() == written
 
 
 @pytest.mark.parametrize("flag", ["-o", "--summary"])

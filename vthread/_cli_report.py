@@ -260,8 +260,7 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
     text, whole = _decompressed(head), ended and not head.startswith(_GZIP_MAGIC)
-    return _first_line_is_record(text, whole) and (not throughout or _lines_are_records(text,
-                                                                                        whole))
+    return _first_line_is_record(text, whole) and (not throughout or _lines_are_records(text))
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
@@ -358,13 +357,14 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
         return False
 
 
-def _lines_are_records(head: bytes, ended: bool) -> bool:
-    """Whether every line with text of ``head`` (all of them when ``ended``; else those before
-    the last, which the head may cut short) is a record."""
+def _lines_are_records(head: bytes) -> bool:
+    """Whether every whole line with text of ``head`` is a record: a last line without its
+    newline is left out, as the head may cut it short, or a scan killed while writing (or
+    still writing) the file did."""
     lines = head.split(b"\n")
     try:
         return all(is_record(json.loads(line.decode("utf-8-sig")))
-                   for line in (lines if ended else lines[:-1]) if line.strip())
+                   for line in lines[:-1] if line.strip())
     except (ValueError, RecursionError):
         return False
 

@@ -779,7 +779,8 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         **({} if stats.anywhere is None else {"loops_anywhere": {
             "loops": stats.anywhere[0], "messages": stats.anywhere[1],
             "tokens": _finite(stats.anywhere[2])
-            if stats.tokens_known and stats.anywhere[3] < stats.anywhere[0] else None}}),
+            if stats.tokens_known and (stats.anywhere[3] < stats.anywhere[0]
+                                       or not stats.anywhere[0]) else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
     }
@@ -3197,7 +3198,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         found, spent, cost, unpriced = stats.anywhere
         rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} runs: "
                     f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens"
-                                             if stats.tokens_known and unpriced < found
-                                             else "")
+                                             if stats.tokens_known
+                                             and (unpriced < found or not found) else "")
                     + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"
