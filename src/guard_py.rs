@@ -150,9 +150,11 @@ const RELEASE_GIL_FROM: usize = 1 << 16;
 /// borrowed"): a guard is one stream's, and the chunks of two streams, interleaved, would be
 /// neither stream.
 fn in_use() -> PyErr {
-    PyRuntimeError::new_err(
-        "this Guard is being fed by another thread (a push of 65,536 characters or more lets          other threads run meanwhile): a guard watches one stream; give each stream, or          each thread, a Guard of its own",
-    )
+    PyRuntimeError::new_err(concat!(
+        "this Guard is being fed by another thread (a push of 65,536 characters or more ",
+        "lets other threads run meanwhile): a guard watches one stream; give each stream, ",
+        "or each thread, a Guard of its own",
+    ))
 }
 
 /// The guard, for a call that changes it; `in_use` while another thread feeds it.

@@ -114,9 +114,20 @@ def test_trim_that_returns_no_message_is_a_type_error(build: Any) -> None:
     """A trim function that returns a string (or anything but a mapping or None) is told so,
     not that its result lacks a usage (a new user's find)."""
     thread = [{"text": "old", "usage": {"tokens": 60}}, {"text": "new", "usage": {"tokens": 50}}]
-    with pytest.raises(TypeError, match=r"trim function returned a str for messages\[0\], "
-                                        r"not a message or None: 'x'"):
+    with pytest.raises(TypeError, match=r"trim function returned str 'x' for messages\[0\], "
+                                        r"not a message or None"):
         build(thread, max_tokens=100, inclusive=lambda m, room: "x")
+    with pytest.raises(TypeError, match=r"trim function returned numpy.bool "):
+        build(thread, max_tokens=100, inclusive=lambda m, room: np.True_)
+
+
+def test_numpy_booleans_are_inclusive_flags() -> None:
+    """inclusive=np.True_ keeps the straddling message as True does (it was refused)."""
+    thread = [{"text": "old", "usage": {"tokens": 60}}, {"text": "new", "usage": {"tokens": 50}}]
+    for value in (True, False):
+        assert (vthread.build_thread(thread, max_tokens=100, inclusive=np.bool_(value))
+                == vthread.build_thread(thread, max_tokens=100, inclusive=value))
+    assert len(vthread.build_thread(thread, max_tokens=100, inclusive=np.True_).messages) == 2
 
 
 def test_build_thread_leaves_input_untouched_and_copies() -> None:

@@ -922,6 +922,16 @@ def test_records_cut_short_in_a_directory_are_still_records(
     assert err == f"vthread scan: {cut}: passed over: it holds vthread scan's records\n"
     assert run(["scan", str(tmp_path), "-q", "-o", str(cut)], monkeypatch)[0] == 0
     assert cut.read_bytes() == written
+    # A whole last line that is a run, its newline missing, is no cut: the file is runs
+    # behind a record, scanned and not written over (the second reviewer's find).
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(written.split(b"\n")[0] + b"\n" + thread.encode())
+    cut.unlink()
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and "passed over" not in err
+    assert [Path(r["file"]).name for r in records(out)].count("mixed.jsonl") == 2
+    code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(mixed)], monkeypatch)
+    assert code == 2 and "holds neither records nor a summary" in err
 
 
 @pytest.mark.parametrize("flag", ["-o", "--summary"])

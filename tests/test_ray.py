@@ -153,6 +153,8 @@ def test_bad_arguments_fail_before_any_work() -> None:
         scan_dataset(ds, format="xml")
     with pytest.raises(TypeError, match="batch_format"):
         scan_dataset(ds, batch_format="pandas")
+    with pytest.raises(TypeError, match="keep_messages must be a bool, got str"):
+        scan_dataset(ds, keep_messages="no")
     with pytest.raises(TypeError, match="mask_volatile"):
         scan_dataset(ds, mask_volatile=1)
 

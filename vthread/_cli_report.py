@@ -358,15 +358,23 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
 
 
 def _lines_are_records(head: bytes) -> bool:
-    """Whether every whole line with text of ``head`` is a record: a last line without its
-    newline is left out, as the head may cut it short, or a scan killed while writing (or
-    still writing) the file did."""
-    lines = head.split(b"\n")
+    """Whether every line with text of ``head`` is a record. A last line without its newline
+    that is not JSON is left out: the head cut it short, or a scan killed while writing (or
+    still writing) the file did; one that is JSON is a whole line, and counts."""
+    *whole, last = head.split(b"\n")
+
+    def read(line: bytes) -> object:
+        return json.loads(line.decode("utf-8-sig"))
+
     try:
-        return all(is_record(json.loads(line.decode("utf-8-sig")))
-                   for line in lines[:-1] if line.strip())
+        if not all(is_record(read(line)) for line in whole if line.strip()):
+            return False
     except (ValueError, RecursionError):
         return False
+    try:
+        return not last.strip() or is_record(read(last))
+    except (ValueError, RecursionError):
+        return True  # cut short
 
 
 class _Replaying(io.RawIOBase):

@@ -107,9 +107,12 @@ def build_thread(
                 if trimmed is None or trimmed is False:
                     break
                 if not isinstance(trimmed, Mapping):
+                    kind = type(trimmed)
+                    named = (kind.__name__ if kind.__module__ == "builtins"
+                             else f"{kind.__module__}.{kind.__name__}")
                     raise TypeError(
-                        f"trim function returned a {type(trimmed).__name__} for "
-                        f"messages[{index}], not a message or None: {trimmed!r}"
+                        f"trim function returned {named} {trimmed!r} for "
+                        f"messages[{index}], not a message or None"
                     )
                 if trimmed.get("usage") is None:
                     raise ValueError(

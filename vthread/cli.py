@@ -3196,7 +3196,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     if stats.anywhere is not None:
         found, spent, cost, unpriced = stats.anywhere
-        rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} runs: "
+        runs = "run" if stats.loops == 1 else "runs"
+        rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} {runs}: "
                     f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens"
                                              if stats.tokens_known
                                              and (unpriced < found or not found) else "")

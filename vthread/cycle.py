@@ -57,7 +57,9 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
         # A run object holding its messages is read in any format, native too.
         from vthread.documents import native_messages
 
-        return native_messages(as_thread(messages), format)[0]
+        messages = native_messages(as_thread(messages), format)[0]
+        if format != "native":
+            return messages
     if type(messages) in (list, tuple) and messages and chat_like(cast("list[Any]", messages)[0]):
         warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages

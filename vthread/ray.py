@@ -15,6 +15,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Final
 
+from vthread._options import flag
 from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, decoded, scan_column
 from vthread.documents import messages_column
 
@@ -89,6 +90,7 @@ def scan_dataset(
                                  min_result_repetitions=min_result_repetitions)
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+    keep_messages = flag("keep_messages", keep_messages)  # the string "no" is no false
     reserved = sorted(_RESERVED & map_batches_kwargs.keys())
     if reserved:
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")

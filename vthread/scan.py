@@ -724,8 +724,8 @@ def scan(
     ``format`` names the threads' message format: ``"native"`` (the production library's
     ``{type, text, meta}`` messages, the default), one of :data:`vthread.adapters.FORMATS`
     (``"openai"``, ``"anthropic"``, ...), or ``"auto"`` to detect it from the first threads
-    as ``vthread scan`` does (:func:`vthread.documents.native_threads`); with a format given,
-    a thread may also be a run object holding its messages (a JSONL line's ``{"messages":
+    as ``vthread scan`` does (:func:`vthread.documents.native_threads`); in any format, a
+    thread may also be a run object holding its messages (a JSONL line's ``{"messages":
     ...}``; mini-swe-agent's run declares its format there). Translated threads
     are scanned as native ones and their loops reported in their own messages'
     numbers (``loop_start`` an index into the thread as given), as ``vthread scan FILE``
@@ -752,8 +752,15 @@ def scan(
     sources = None
     from vthread.documents import native_threads, run_messages, warn_if_chat
 
-    if format != "native" or any(isinstance(thread, Mapping) and run_messages(thread) is not None
-                                 for thread in batch_threads):
+    if format == "native":
+        # A mapping holding no messages is no thread, a TypeError as for a lone one whatever
+        # else the batch holds (read as a run, it would be a ValueError).
+        for index, thread in enumerate(batch_threads):
+            if isinstance(thread, Mapping) and run_messages(thread) is None:
+                raise TypeError(f"thread {index}: a thread is a sequence of messages, or a run "
+                                "object holding them under \"messages\", \"traj\" or "
+                                f"\"history\"; got a {type(thread).__name__} without them")
+    if format != "native" or any(isinstance(thread, Mapping) for thread in batch_threads):
         # A run object holding its messages is read in any format, native too, as the CLI
         # reads a line holding one.
         translated, sources = native_threads(batch_threads, format)
