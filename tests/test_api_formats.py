@@ -201,6 +201,13 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     with pytest.warns(UserWarning, match=r'thread 0\'s messages have a "role"'):
         as_native = vthread.scan([chat, {"id": "a", "messages": chat}])
     assert as_native.ids == [None, "a"]
+    with pytest.warns(UserWarning, match=r'messages have a "role"'):
+        vthread.describe_thread_cycle({"messages": chat})  # as for the list (a reviewer)
+    for batch in ([{"foo": 1}], [{"id": "a", "messages": chat}, {"foo": 1}],
+                  [{"id": "a", "messages": chat}, {"messages": None}]):
+        # A mapping holding no messages: the same TypeError alone or beside run objects.
+        with pytest.raises(TypeError, match=r"thread \d: a thread is a sequence of messages"):
+            vthread.scan(batch)
     native = generate_threads(1, seed=5)[0]
     for given in ("native", "auto"):
         held = vthread.scan([{"id": "n", "messages": native}, native], format=given)
