@@ -517,15 +517,20 @@ CALL_IDS = st.sampled_from(["c1", "c2", "c\u00e9", None, _ABSENT, _ABSENT, 1, 1.
 ROLE_NAMES = st.sampled_from(["system", "developer", "user", "assistant", "assistant",
                               "tool", "tool", "function", "critic", "\u00e9", ""])
 TOOL_NAMES = st.sampled_from(["ls", "read", "ls", "\u00e9", "", 1, None])
+# An image, audio, a file and a refusal as OpenAI chat writes them: no text, each a distinct
+# value the core reads as json.loads does.
+MEDIA_EXAMPLES: list[dict[str, Any]] = [
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    {"type": "image_url", "image_url": {"url": "https://a.example/b.png", "detail": "low"}},
+    {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+    {"type": "file", "file": {"file_id": "file-1", "filename": "\u00e9.pdf"}},
+    {"type": "refusal", "refusal": "no"},
+]
 # Parts that are no text (images, audio, files, documents, refusals, a type the adapters have
 # no name for), which the adapters carry as given: their values of every kind and key order.
 MEDIA_PARTS = st.one_of(
     st.sampled_from([
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-        {"type": "image_url", "image_url": {"url": "https://a.example/b.png", "detail": "low"}},
-        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
-        {"type": "file", "file": {"file_id": "file-1", "filename": "\u00e9.pdf"}},
-        {"type": "refusal", "refusal": "no"},
+        *MEDIA_EXAMPLES,
         {"type": "input_image", "image_url": "https://a.example/c.png"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                      "data": "AAAA"}},
@@ -807,13 +812,7 @@ def runs(draw: st.DrawFn, messages: st.SearchStrategy[Any]) -> Any:
 
 # Media the core reads as json.loads does (no NaN, no lone surrogate): each a distinct value.
 PLAIN_MEDIA = st.one_of(
-    st.sampled_from([
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-        {"type": "image_url", "image_url": {"url": "https://a.example/b.png", "detail": "low"}},
-        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
-        {"type": "file", "file": {"file_id": "file-1", "filename": "\u00e9.pdf"}},
-        {"type": "refusal", "refusal": "no"},
-    ]),
+    st.sampled_from(MEDIA_EXAMPLES),
     st.builds(lambda data, scale: {"type": "image_url",
                                    "image_url": {"url": f"data:{data}", "b": 1, "0": scale}},
               st.sampled_from(["A", "B", "\U0001f389"]), st.sampled_from([1, 1.0, 2.5, -0.0])),
