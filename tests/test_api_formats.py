@@ -206,7 +206,8 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     for batch in ([{"foo": 1}], [{"id": "a", "messages": chat}, {"foo": 1}],
                   [{"id": "a", "messages": chat}, {"messages": None}]):
         # A mapping holding no messages: the same TypeError alone or beside run objects.
-        with pytest.raises(TypeError, match=r"thread \d: a thread is a sequence of messages"):
+        with pytest.raises(TypeError, match=r"thread \d: messages must be a sequence of "
+                                            r"mappings \(or a run object holding them"):
             vthread.scan(batch)
     native = generate_threads(1, seed=5)[0]
     for given in ("native", "auto"):

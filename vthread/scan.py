@@ -757,9 +757,9 @@ def scan(
         # else the batch holds (read as a run, it would be a ValueError).
         for index, thread in enumerate(batch_threads):
             if isinstance(thread, Mapping) and run_messages(thread) is None:
-                raise TypeError(f"thread {index}: a thread is a sequence of messages, or a run "
-                                "object holding them under \"messages\", \"traj\" or "
-                                f"\"history\"; got a {type(thread).__name__} without them")
+                raise TypeError(f"thread {index}: messages must be a sequence of mappings (or "
+                                "a run object holding them under \"messages\", \"traj\" or "
+                                f"\"history\"), got a {type(thread).__name__} without them")
     if format != "native" or any(isinstance(thread, Mapping) for thread in batch_threads):
         # A run object holding its messages is read in any format, native too, as the CLI
         # reads a line holding one.
