@@ -35,6 +35,7 @@ __all__ = [
     "check_messages",
     "estimate_figure",
     "is_type",
+    "loops_priced",
     "own_tokens",
     "parse_activity",
     "token_figure",
@@ -307,6 +308,14 @@ def usage_tokens(message: Message) -> float | None:
         return None
     figure = token_figure(number)
     return figure if figure == number else None  # an int compares exactly
+
+
+def loops_priced(loops: int, unpriced: int) -> bool:
+    """Whether the tokens wasted in ``loops`` loops, ``unpriced`` of which carry no
+    ``usage.tokens``, are a figure: there is no loop (0 wasted), or some loop's are counted.
+    Over loops none of which carries a count, a total of 0 would read as "no waste": the
+    summary, its table and the report say the cost is not known."""
+    return not loops or unpriced < loops
 
 
 def token_total(figures: Sequence[float]) -> float:

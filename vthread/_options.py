@@ -55,18 +55,28 @@ def shown(value: object) -> str:
         return f"a {type(value).__name__}"
 
 
+def type_name(value: object) -> str:
+    """The type of ``value`` for an error message, with its module unless a builtin: NumPy 2
+    names its boolean "bool", which the module tells from Python's."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def is_numpy_bool(value: object) -> bool:
+    """Whether ``value`` is NumPy's boolean (as plain a yes or no as a bool, from a mask or a
+    config read with NumPy), told without importing NumPy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+
+
 def flag(name: str, value: object) -> bool:
-    """A yes-or-no option as given: a bool, or NumPy's boolean (as plain a yes or no, from a
-    mask or a config read with NumPy); anything else (a string such as ``"no"`` would read as
-    true) is a TypeError naming it and the type given."""
+    """A yes-or-no option as given: a bool, or NumPy's boolean; anything else (a string such
+    as ``"no"`` would read as true) is a TypeError naming it and the type given."""
     if isinstance(value, bool):
         return value
-    kind = type(value)
-    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+    if is_numpy_bool(value):
         return bool(value)
-    # NumPy 2 names its boolean "bool": the module tells it from Python's.
-    given = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-    raise TypeError(f"{name} must be a bool, got {given}")
+    raise TypeError(f"{name} must be a bool, got {type_name(value)}")
 
 
 def jobs_count(value: object) -> int:

@@ -257,9 +257,7 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = _role(message, index)
         first = len(out)
         _openai_message(message, index, role, out, calls, legacy)
-        # (a tool's result holds its media itself)
-        media = [] if role in ("tool", "function") else _media(message.get("content"))
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, media)
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role))
     return out
 
 
@@ -591,8 +589,7 @@ def _with_text_actions(
                     message.get("function_call") is None):
                 pending = actions(message, _text(message, index))
                 out.extend(_request(name, arguments) for name, arguments in pending)
-        media = [] if role in ("tool", "function") else _media(message.get("content"))
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, media)
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role))
     return out
 
 
@@ -943,6 +940,12 @@ def _media(content: Any) -> list[Any]:
     return [part for part in content if isinstance(part, Mapping)
             and isinstance(part.get("type", "text"), str) and not _named(part.get("type", "text"),
                                                                            _TEXT_PARTS)]
+
+
+def _chat_media(message: Mapping[str, Any], role: str) -> list[Any]:
+    """The media an OpenAI chat message's first native message carries: none for a tool's
+    result, which holds its media itself (:func:`_result`)."""
+    return [] if role in ("tool", "function") else _media(message.get("content"))
 
 
 def _result(content: Any, where: str) -> Any:

@@ -15,7 +15,7 @@ from vthread._messages import (
     token_figure,
     tool_pairs,
 )
-from vthread._options import flag, shown
+from vthread._options import flag, is_numpy_bool, shown, type_name
 from vthread.documents import chat_like, native_messages, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
@@ -123,8 +123,8 @@ def build_thread(
                       "production keeps them); was the budget computed from a missing "
                       "figure?", RuntimeWarning, stacklevel=2)
     floor = abs(_number("min_messages", min_messages)) if min_messages is not None else 0.0
-    if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
-        inclusive = flag("inclusive", inclusive) if _is_numpy_bool(inclusive) else inclusive
+    if is_numpy_bool(inclusive):
+        inclusive = flag("inclusive", inclusive)
     if not (inclusive is None or isinstance(inclusive, bool) or callable(inclusive)):
         raise TypeError(f"inclusive must be a bool or a trim function, got {shown(inclusive)}")
 
@@ -426,7 +426,7 @@ def _trim(
         return None
     if not isinstance(result, Mapping):
         raise TypeError(
-            f"the trim function returned {_type_name(result)} {shown(result)} for "
+            f"the trim function returned {type_name(result)} {shown(result)} for "
             f"messages[{index}], not a message or None"
         )
     if result.get("usage") is None:
@@ -439,19 +439,6 @@ def _trim(
         # A trimmer that overshoots cannot blow the budget: production caps it.
         return {**result, "usage": {"tokens": room}}, room
     return dict(result), tokens
-
-
-def _is_numpy_bool(value: object) -> bool:
-    """Whether ``value`` is NumPy's boolean (read as a bool, as the yes-or-no options are)."""
-    kind = type(value)
-    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
-
-
-def _type_name(value: object) -> str:
-    """The type of ``value`` for an error message, with its module unless a builtin (NumPy 2
-    names its boolean "bool")."""
-    kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def _number(name: str, value: object) -> float:

@@ -148,7 +148,7 @@ from vthread._cli_main import (
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
 from vthread._heuristics import core_options, written_lines
-from vthread._messages import token_total
+from vthread._messages import loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._records import json_text, record_id, strict_dumps
 from vthread.documents import DETECT_THREADS, chat_like, in_source_messages
@@ -270,11 +270,15 @@ class _Stats:
 
     @property
     def wasted_tokens_known(self) -> bool:
-        """Whether the loops' tokens are a figure: some message carries usage.tokens, and
-        there is no loop or some loop's are counted (a total of 0 over loops none of which
-        carries a count would read as "no waste")."""
-        return self.tokens_known and not (self.loops
-                                          and self.loops_without_tokens == self.loops)
+        """Whether the costliest loops' tokens are a figure (:func:`loops_priced`, of runs
+        some message of which carries usage.tokens)."""
+        return self.tokens_known and loops_priced(self.loops, self.loops_without_tokens)
+
+    @property
+    def anywhere_tokens_known(self) -> bool:
+        """Whether the tokens of every loop found anywhere are a figure, as above."""
+        return (self.tokens_known and self.anywhere is not None
+                and loops_priced(self.anywhere[0], self.anywhere[3]))
 
     @property
     def loops(self) -> int:
@@ -778,9 +782,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         # --anywhere: every loop, where the figures above count each run's costliest one.
         **({} if stats.anywhere is None else {"loops_anywhere": {
             "loops": stats.anywhere[0], "messages": stats.anywhere[1],
-            "tokens": _finite(stats.anywhere[2])
-            if stats.tokens_known and (stats.anywhere[3] < stats.anywhere[0]
-                                       or not stats.anywhere[0]) else None}}),
+            "tokens": _finite(stats.anywhere[2]) if stats.anywhere_tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
     }
@@ -3195,11 +3197,10 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     if stats.anywhere is not None:
-        found, spent, cost, unpriced = stats.anywhere
+        found, spent, cost, _ = stats.anywhere
         runs = "run" if stats.loops == 1 else "runs"
         rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} {runs}: "
                     f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens"
-                                             if stats.tokens_known
-                                             and (unpriced < found or not found) else "")
+                                             if stats.anywhere_tokens_known else "")
                     + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"

@@ -26,7 +26,7 @@ from vthread._heuristics import (
 )
 from vthread._messages import MessagesOrRun, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
-from vthread.documents import chat_like, run_messages, warn_if_chat
+from vthread.documents import chat_like, native_messages, run_messages, warn_if_chat
 from vthread.volatile import volatile_masked
 
 __all__ = [
@@ -52,14 +52,10 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     :func:`vthread.scan` reads one), or, as given when native, warned about when they look
     like chat messages (every such thread would loop). ``stacklevel``: where the warning
     points (the caller of the public function)."""
-    if format != "native" or (isinstance(messages, Mapping)
-                              and run_messages(messages) is not None):
-        # A run object holding its messages is read in any format, native too.
-        from vthread.documents import native_messages
-
-        messages = native_messages(as_thread(messages), format)[0]
-        if format != "native":
-            return messages
+    if format != "native":
+        return native_messages(as_thread(messages), format)[0]
+    if isinstance(messages, Mapping) and run_messages(messages) is not None:
+        messages = native_messages(messages, format)[0]  # a run object, read as scan reads one
     if type(messages) in (list, tuple) and messages and chat_like(cast("list[Any]", messages)[0]):
         warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages

@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from vthread._messages import loops_priced
 from vthread.scan import HEURISTIC_NAMES
 
 __all__ = ["RecordError", "ReportData", "render_report"]
@@ -160,9 +161,8 @@ class ReportData:
 
     def summary(self) -> dict[str, Any]:
         """The headline figures, under the keys of ``vthread scan --summary``'s JSON."""
-        # Loops none of which carries a count cost an unknown number of tokens, not 0.
         known = ((self.tokens is not None or self.wasted_tokens_seen)
-                 and not (self.loops and self.loops_without_tokens == self.loops))
+                 and loops_priced(self.loops, self.loops_without_tokens))
         return {
             "lines": self.lines,
             "threads": self.lines - self.errors,
@@ -334,8 +334,9 @@ def _headline(figures: Mapping[str, Any]) -> str:
     unpriced = figures.get("loops_without_tokens", 0)
     left_out = (f"; {_number(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
                 "countable usage.tokens not counted") if unpriced else ""
-    if wasted is None or (unpriced and unpriced == figures["loops"]):
-        # No loop's cost is recorded: a total of 0 would read as "no waste".
+    if wasted is None:
+        # No loop's cost is recorded (summary() says so by loops_priced): a total of 0
+        # would read as "no waste".
         cards.append(("wasted_tokens", "wasted tokens", None,
                       "no looping run's messages carry usage.tokens"))
     elif tokens is None:

@@ -752,15 +752,19 @@ def scan(
     sources = None
     from vthread.documents import native_threads, run_messages, warn_if_chat
 
+    holds_runs = False  # a native batch holding a run object
     if format == "native":
-        # A mapping holding no messages is no thread, a TypeError as for a lone one whatever
-        # else the batch holds (read as a run, it would be a ValueError).
         for index, thread in enumerate(batch_threads):
-            if isinstance(thread, Mapping) and run_messages(thread) is None:
+            if not isinstance(thread, Mapping):
+                continue
+            if run_messages(thread) is None:
+                # No thread: a TypeError as for a lone one, whatever else the batch holds
+                # (read as a run, it would be a ValueError).
                 raise TypeError(f"thread {index}: messages must be a sequence of mappings (or "
                                 "a run object holding them under \"messages\", \"traj\" or "
                                 f"\"history\"), got a {type(thread).__name__} without them")
-    if format != "native" or any(isinstance(thread, Mapping) for thread in batch_threads):
+            holds_runs = True
+    if format != "native" or holds_runs:
         # A run object holding its messages is read in any format, native too, as the CLI
         # reads a line holding one.
         translated, sources = native_threads(batch_threads, format)
