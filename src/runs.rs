@@ -297,11 +297,22 @@ fn order_runs<const REVERSED: bool>(
 /// `LONGEST_GROUP` values.
 pub fn long_runs(values: &[u64], bounds: &[usize], shortest: usize) -> Vec<Run> {
     let mut lyndon = Lyndon::default();
+    runs_of_groups(values, bounds, |group, group_values, found| {
+        group_runs_by_lyndon(group, group_values, shortest, &mut lyndon, found);
+    })
+}
+
+/// The runs `group_runs` appends for each group `values[bounds[g]..bounds[g + 1]]` (given
+/// the group's number, its values and the runs so far), their places made `values`'.
+fn runs_of_groups(
+    values: &[u64],
+    bounds: &[usize],
+    mut group_runs: impl FnMut(usize, &[u64], &mut Vec<Run>),
+) -> Vec<Run> {
     let mut found = Vec::new();
     for (group, span) in bounds.windows(2).enumerate() {
         let first = found.len();
-        let group_values = &values[span[0]..span[1]];
-        group_runs_by_lyndon(group, group_values, shortest, &mut lyndon, &mut found);
+        group_runs(group, &values[span[0]..span[1]], &mut found);
         for run in &mut found[first..] {
             run.start += span[0];
             run.stop += span[0];
@@ -701,18 +712,9 @@ mod samples {
         window: usize,
     ) -> Vec<Run> {
         let mut search = Search::new(random_base(), window);
-        let mut found = Vec::new();
-        // (`span`: a group's bounds; `window` is the sampling window's size)
-        for (group, span) in bounds.windows(2).enumerate() {
-            let first = found.len();
-            let group_values = &values[span[0]..span[1]];
-            group_runs(group, group_values, shortest, &mut search, &mut found);
-            for run in &mut found[first..] {
-                run.start += span[0];
-                run.stop += span[0];
-            }
-        }
-        found
+        super::runs_of_groups(values, bounds, |group, group_values, found| {
+            group_runs(group, group_values, shortest, &mut search, found);
+        })
     }
 }
 
