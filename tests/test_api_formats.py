@@ -118,6 +118,18 @@ def test_each_heuristic_takes_the_format_as_describe_does(name: str) -> None:
         assert [w.filename for w in caught] == [__file__]
 
 
+@pytest.mark.parametrize("function", [vthread.describe_thread_cycle, vthread.is_thread_cyclic])
+def test_the_chat_warning_of_a_whole_thread_check_points_at_its_caller(
+        function: Callable[..., object]) -> None:
+    """A list of messages takes a shorter path than other sequences; both warn where the
+    function was called."""
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}] * 2
+    for thread in (chat, tuple(chat)):
+        with pytest.warns(UserWarning, match='pass format="auto"') as caught:
+            function(thread)
+        assert [w.filename for w in caught] == [__file__]
+
+
 def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
     native = [{"type": "user", "text": "hi"}]
     chat = [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]

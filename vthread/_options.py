@@ -126,7 +126,7 @@ def cycle_options(
     """Resolve the cycle keywords as the production implementation does."""
     if (min_repetitions is None and min_pattern_length is None and max_pattern_length is None
             and min_result_repetitions is None):
-        return _DEFAULT_CYCLE  # the every-turn call: resolved once
+        return DEFAULT_CYCLE  # the every-turn call: resolved once
     min_pattern = floor_count("min_pattern_length", min_pattern_length,
                               DEFAULT_MIN_PATTERN_LENGTH, 1)
     # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum, as in production.
@@ -163,7 +163,7 @@ def not_with_anywhere(anywhere: bool, **options: object) -> None:
                          "loops by rules of its own (vthread.anywhere); leave it unset")
 
 
-_DEFAULT_CYCLE: Final = CycleOptions(
+DEFAULT_CYCLE: Final = CycleOptions(
     min_repetitions=DEFAULT_MIN_REPETITIONS,
     min_pattern_length=DEFAULT_MIN_PATTERN_LENGTH,
     max_pattern_length=None,
