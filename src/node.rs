@@ -379,17 +379,38 @@ pub mod screens {
     }
 
     pub fn list(children: impl Iterator<Item = u64>) -> u64 {
-        children.fold(SEED_LIST, |acc, child| mix(acc.rotate_left(5) ^ child))
+        children.fold(SEED_LIST, list_step)
+    }
+
+    /// A list's screen so far (`SEED_LIST` for none) with one more element's.
+    pub fn list_step(screen: u64, child: u64) -> u64 {
+        mix(screen.rotate_left(5) ^ child)
     }
 
     pub fn object(members: impl Iterator<Item = (u64, u64)>) -> u64 {
-        let (sum, count) = members.fold((0u64, 0u64), |(sum, count), (key, value)| {
-            (
-                sum.wrapping_add(mix(key ^ value.rotate_left(17))),
-                count + 1,
-            )
-        });
-        mix(sum ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ SEED_OBJECT)
+        let mut object = Object::default();
+        for (key, value) in members {
+            object.add(key, value);
+        }
+        object.screen()
+    }
+
+    /// An object's screen made one member at a time, in any order (an order-free sum).
+    #[derive(Default)]
+    pub struct Object {
+        sum: u64,
+        count: u64,
+    }
+
+    impl Object {
+        pub fn add(&mut self, key: u64, value: u64) {
+            self.sum = self.sum.wrapping_add(mix(key ^ value.rotate_left(17)));
+            self.count += 1;
+        }
+
+        pub fn screen(&self) -> u64 {
+            mix(self.sum ^ self.count.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ SEED_OBJECT)
+        }
     }
 }
 
@@ -455,29 +476,30 @@ impl PythonScreen {
             return Ok(screens::deep());
         }
         self.open.push(identity);
+        // Folded as the members come, with no buffer: a message's meta is screened on every
+        // call, and buffers were a tenth of a short thread's cost in allocations.
         let screen = if is_list {
-            let mut children = Vec::new();
+            let mut screen = SEED_LIST;
             for child in value.try_iter()? {
-                children.push(self.of(&child?, depth + 1, scratch)?);
+                screen = screens::list_step(screen, self.of(&child?, depth + 1, scratch)?);
             }
-            screens::list(children.into_iter())
+            screen
         } else {
-            let mut members = Vec::new();
-            let items: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> =
-                if let Ok(dict) = value.cast_exact::<PyDict>() {
-                    dict.iter().collect()
-                } else {
-                    value
-                        .call_method0("items")?
-                        .try_iter()?
-                        .map(|item| item?.extract())
-                        .collect::<PyResult<_>>()?
-                };
-            for (key, child) in items {
-                let key_screen = key_screen(&key, scratch)?;
-                members.push((key_screen, self.of(&child, depth + 1, scratch)?));
+            let mut object = screens::Object::default();
+            if let Ok(dict) = value.cast_exact::<PyDict>() {
+                objects::for_each_member(dict, |key, child| {
+                    let key_screen = key_screen(&key, scratch)?;
+                    object.add(key_screen, self.of(&child, depth + 1, scratch)?);
+                    Ok(true)
+                })?;
+            } else {
+                for item in value.call_method0("items")?.try_iter()? {
+                    let (key, child): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                    let key_screen = key_screen(&key, scratch)?;
+                    object.add(key_screen, self.of(&child, depth + 1, scratch)?);
+                }
             }
-            screens::object(members.into_iter())
+            object.screen()
         };
         self.open.pop();
         Ok(screen)
