@@ -8,7 +8,8 @@
 //! is defined by the Python twin, step for step: the signature hashes Python's `repr` of the
 //! loop's parts (so `repr` of a `str` is restated, with `str.isprintable` tabled from the
 //! interpreter), a payload in an excerpt is what `json.dumps` writes of it (floats as `repr`
-//! writes them), and the loop's tokens are `math.fsum`'s total (CPython's algorithm). A line
+//! writes them; media a result holds inline as `_attribution._media_placeholder` shows
+//! them), and the loop's tokens are `math.fsum`'s total (CPython's algorithm). A line
 //! always parses here (the core read it before); a row this module cannot restate would be
 //! declined to Python, never guessed.
 
@@ -41,6 +42,10 @@ const PART_SEPARATOR: &str = " | ";
 /// `_attribution._ARROW`: between a tool call and its result.
 const ARROW: &str = " -> ";
 const ELLIPSIS: char = '\u{2026}';
+/// `_attribution._PART_BREAK`: between a result's parts, as the adapters join their texts.
+const PART_BREAK: &str = "\n";
+/// `_attribution._TEXT_PARTS`: the content parts that are text.
+const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
 /// `_messages.ABSENT`: an absent payload in an activity's parts.
 const ABSENT: &str = "-";
 
@@ -88,6 +93,10 @@ pub trait Readable: Node + Clone {
     /// `usage.tokens` as a figure that counts (`_messages.usage_tokens`), None when it
     /// does not count.
     fn figure(&self) -> Result<Option<f64>, Declined>;
+    /// The items of a list (a Python `list` or `tuple`), None for a value that is none.
+    fn items(&self) -> Result<Option<Vec<Self>>, Declined>;
+    /// `value.get(name)` of a `dict`, None for a value that is no mapping.
+    fn member(&self, name: &str) -> Result<Option<Self>, Declined>;
 }
 
 /// Nesting beyond which a Python payload is left to Python (`json.dumps` raises
@@ -160,6 +169,14 @@ impl Readable for Value<'_> {
             (true, Some(integer)) => integer_figure(integer),
             _ => float_figure(self.as_f64().unwrap_or(f64::NAN)),
         })
+    }
+
+    fn items(&self) -> Result<Option<Vec<Self>>, Declined> {
+        Ok(self.is_array().then(|| self.children().collect()))
+    }
+
+    fn member(&self, name: &str) -> Result<Option<Self>, Declined> {
+        Ok(self.get(name))
     }
 }
 
@@ -260,6 +277,26 @@ impl Readable for Bound<'_, PyAny> {
             return Ok(None);
         }
         Err(Declined)
+    }
+
+    fn items(&self) -> Result<Option<Vec<Self>>, Declined> {
+        if self.is_exact_instance_of::<PyList>() || self.is_exact_instance_of::<PyTuple>() {
+            return Ok(Some(self.try_iter()?.collect::<PyResult<_>>()?));
+        }
+        if self.is_instance_of::<PyList>() || self.is_instance_of::<PyTuple>() {
+            return Err(Declined); // a subclass may iterate otherwise than json.dumps reads it
+        }
+        Ok(None)
+    }
+
+    fn member(&self, name: &str) -> Result<Option<Self>, Declined> {
+        if let Ok(dict) = self.cast_exact::<PyDict>() {
+            return Ok(dict.get_item(name)?);
+        }
+        if objects::is_mapping(self)? {
+            return Err(Declined); // a subclass's or another mapping's `get` is its own
+        }
+        Ok(None)
     }
 }
 
@@ -735,7 +772,7 @@ fn render_part<N: Readable>(message: &N) -> Result<(String, Part), Declined> {
         if part == Part::Response {
             if let Some(result) = &activity.result {
                 out.push_str(ARROW);
-                out.push_str(&one_line(&payload(result)?, PART_CHARS));
+                out.push_str(&one_line(&result_text(result)?, PART_CHARS));
             }
         }
         return Ok((out, part));
@@ -768,6 +805,130 @@ fn payload<N: Readable>(value: &N) -> Result<String, Declined> {
         return Ok(out);
     }
     Ok(String::from_utf8(encoded(value)?).expect("canonical text is ASCII"))
+}
+
+/// `_attribution._result_text`: a tool result as `payload` writes it, except a list of
+/// content parts holding media inline (a screenshot): each part in turn, a text as itself,
+/// such media as `media_placeholder` shows it, any other part as `payload` writes it.
+fn result_text<N: Readable>(result: &N) -> Result<String, Declined> {
+    if let Some(parts) = result.items()? {
+        let shown: Vec<Option<String>> = parts
+            .iter()
+            .map(media_placeholder)
+            .collect::<Result<_, _>>()?;
+        if shown.iter().any(Option::is_some) {
+            let texts: Vec<String> = parts
+                .iter()
+                .zip(shown)
+                .map(|(part, placeholder)| match placeholder {
+                    Some(placeholder) => Ok(placeholder),
+                    None => part_text(part),
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(texts.join(PART_BREAK));
+        }
+    }
+    payload(result)
+}
+
+/// `_attribution._part_text`: a text part's text, else the part as `payload` writes it.
+fn part_text<N: Readable>(part: &N) -> Result<String, Declined> {
+    if part.is_mapping()? {
+        let kind = match part.member("type")? {
+            Some(kind) => kind.string()?,
+            None => Some("text".to_owned()), // `part.get("type", "text")`
+        };
+        let text = match part.member("text")? {
+            Some(text) => text.string()?,
+            None => None,
+        };
+        if let (Some(kind), Some(text)) = (kind, text) {
+            if TEXT_PARTS.contains(&kind.as_str()) {
+                return Ok(text);
+            }
+        }
+    }
+    payload(part)
+}
+
+/// `_attribution._media_placeholder`: `[label, N bytes]` for a content part carrying a
+/// file's bytes inline in one of the shapes the adapters keep as media, N the decoded size;
+/// None for anything else (a linked image, any other part, a value that is no part).
+fn media_placeholder<N: Readable>(part: &N) -> Result<Option<String>, Declined> {
+    let Some(kind) = string_member(part, "type")? else {
+        return Ok(None);
+    };
+    let url = match kind.as_str() {
+        "image" | "document" => {
+            let Some(source) = part.member("source")? else {
+                return Ok(None);
+            };
+            if string_member(&source, "type")?.as_deref() != Some("base64") {
+                return Ok(None);
+            }
+            let Some(data) = string_member(&source, "data")? else {
+                return Ok(None);
+            };
+            let label = string_member(&source, "media_type")?;
+            return Ok(Some(placeholder(label.as_deref(), &kind, &data)));
+        }
+        "input_audio" => {
+            let Some(audio) = part.member("input_audio")? else {
+                return Ok(None);
+            };
+            let Some(data) = string_member(&audio, "data")? else {
+                return Ok(None);
+            };
+            let label = string_member(&audio, "format")?
+                .filter(|format| !format.is_empty())
+                .map(|format| format!("audio/{format}"));
+            return Ok(Some(placeholder(label.as_deref(), &kind, &data)));
+        }
+        "image_url" => match part.member("image_url")? {
+            Some(holder) => string_member(&holder, "url")?,
+            None => None,
+        },
+        "file" => match part.member("file")? {
+            Some(holder) => string_member(&holder, "file_data")?,
+            None => None,
+        },
+        "input_image" => string_member(part, "image_url")?,
+        "input_file" => string_member(part, "file_data")?,
+        _ => None,
+    };
+    Ok(url
+        .as_deref()
+        .and_then(base64_data_url)
+        .map(|(media_type, data)| placeholder(Some(media_type), &kind, data)))
+}
+
+/// The member `name` of a mapping when it is a string.
+fn string_member<N: Readable>(value: &N, name: &str) -> Result<Option<String>, Declined> {
+    match value.member(name)? {
+        Some(member) => member.string(),
+        None => Ok(None),
+    }
+}
+
+/// (media type, base64 text) of a base64 `data:` URL (RFC 2397); None for any other URL,
+/// a URL-encoded data URL among them (its text is readable).
+fn base64_data_url(url: &str) -> Option<(&str, &str)> {
+    let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
+    let header = header.strip_suffix(";base64")?;
+    Some((header.split(';').next().unwrap_or(header), data))
+}
+
+/// `_attribution._placeholder`: `[label, N bytes]`, the label the media type when the part
+/// names one, else its `type`; N three bytes per four base64 symbols (standard or URL-safe),
+/// what is no symbol (padding, line breaks) not counted.
+fn placeholder(media_type: Option<&str>, kind: &str, data: &str) -> String {
+    let label = media_type.filter(|named| !named.is_empty()).unwrap_or(kind);
+    let symbols = data
+        .bytes()
+        .filter(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_'))
+        .count();
+    let size = symbols * 3 / 4;
+    format!("[{label}, {size} byte{}]", if size == 1 { "" } else { "s" })
 }
 
 /// A JSON string as `json.dumps(..., ensure_ascii=False)` writes it.
@@ -1126,6 +1287,38 @@ mod tests {
             };
             assert_eq!(anywhere_parts(&messages, found), Err(Declined));
         }
+    }
+
+    #[test]
+    fn media_inline_read_as_their_type_and_decoded_size() {
+        assert_eq!(
+            base64_data_url("data:image/png;x=1;base64,AA=="),
+            Some(("image/png", "AA=="))
+        );
+        assert_eq!(base64_data_url("data:;base64,"), Some(("", "")));
+        assert_eq!(base64_data_url("data:text/plain,SGk="), None);
+        assert_eq!(base64_data_url("https://a.example/b.png"), None);
+        assert_eq!(
+            placeholder(Some("image/png"), "image", "AAAA"),
+            "[image/png, 3 bytes]"
+        );
+        assert_eq!(placeholder(Some(""), "image", "A-_=\n"), "[image, 2 bytes]");
+        assert_eq!(placeholder(None, "file", "AA=="), "[file, 1 byte]");
+        let line = br#"[{"type":"text","text":"Saved"},
+            {"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGOD"}},
+            {"type":"image_url","image_url":{"url":"https://a.example/b.png"}}, "SGk="]"#;
+        let tape = Tape::parse(line).expect("plain JSON");
+        assert_eq!(
+            result_text(&tape.root()).expect("plain JSON"),
+            "Saved\n[image/gif, 4 bytes]\n\
+             {\"type\":\"image_url\",\"image_url\":{\"url\":\"https://a.example/b.png\"}}\nSGk="
+        );
+        // No media among the parts: the result as JSON, its base64-looking text untouched.
+        let tape = Tape::parse(br#"[{"type":"text","text":"SGk="}]"#).expect("plain JSON");
+        assert_eq!(
+            result_text(&tape.root()).expect("plain JSON"),
+            r#"[{"type":"text","text":"SGk="}]"#
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ so a hash collision cannot move a loop's start.
 
 :func:`excerpt` renders the repeating content (tool name and arguments, a result, the start
 of a repeated text) in one line of at most :data:`EXCERPT_CHARS` characters, so a record
-says what the agent was stuck on without anyone opening the thread.
+says what the agent was stuck on without anyone opening the thread. Media a result holds
+inline read as their type and size (``[image/png, 70 bytes]``), not as their base64.
 """
 
 from __future__ import annotations
@@ -116,6 +117,113 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
         return encode(value)
 
 
+_TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
+"""The content parts that are text (``adapters._TEXT_PARTS``)."""
+_PART_BREAK: Final = "\n"  # between a result's parts, as the adapters join their texts
+_NOT_BASE64: Final = re.compile(r"[^A-Za-z0-9+/_-]")
+"""What is no symbol of base64 (standard or URL-safe): padding, line breaks, anything else."""
+
+
+def _media_placeholder(part: Any) -> str | None:
+    """``[label, N bytes]`` for a content part that carries a file's bytes inline, in the
+    shapes the adapters keep as media, N the decoded size (three bytes per four base64
+    symbols; padding and line breaks not counted); None for anything else.
+
+    ==============================================================  ========================
+    part                                                            label
+    ==============================================================  ========================
+    ``{"type": "image_url", "image_url": {"url": DATA_URL}}``       the URL's media type
+    ``{"type": "input_image", "image_url": DATA_URL}``              the URL's media type
+    ``{"type": "file", "file": {"file_data": DATA_URL}}``           the URL's media type
+    ``{"type": "input_file", "file_data": DATA_URL}``               the URL's media type
+    ``{"type": "input_audio", "input_audio": {"data": B64,          ``audio/`` + format
+    "format": F}}``
+    ``{"type": "image" | "document", "source": {"type": "base64",   ``media_type``
+    "media_type": M, "data": B64}}``
+    ==============================================================  ========================
+
+    ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397); a label the part does not name is its
+    ``type``. Only these shapes: a URL that links to its media, and every string that is no
+    such part's field, hold no bytes to hide and are shown as they are.
+    """
+    if not isinstance(part, dict):
+        return None
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind in ("image", "document"):  # Anthropic's blocks
+        source = part.get("source")
+        if not (isinstance(source, dict) and _is_text(source.get("type"), "base64")
+                and isinstance(source.get("data"), str)):
+            return None
+        return _placeholder(_label(source.get("media_type"), kind), source["data"])
+    if kind == "input_audio":
+        audio = part.get("input_audio")
+        if not (isinstance(audio, dict) and isinstance(audio.get("data"), str)):
+            return None
+        form = audio.get("format")
+        return _placeholder(_label(f"audio/{form}" if isinstance(form, str) and form else None,
+                                   kind), audio["data"])
+    if kind == "image_url":  # OpenAI chat's parts hold their URL one object down
+        url = _member(part.get("image_url"), "url")
+    elif kind == "file":
+        url = _member(part.get("file"), "file_data")
+    elif kind == "input_image":  # the Responses API's parts hold it themselves
+        url = part.get("image_url")
+    elif kind == "input_file":
+        url = part.get("file_data")
+    else:
+        return None
+    if not (isinstance(url, str) and url.startswith("data:")):
+        return None
+    header, comma, data = url.partition(",")
+    if not comma or not header.endswith(";base64"):
+        return None  # a URL-encoded data URL is text already
+    return _placeholder(_label(header[5:].partition(";")[0], kind), data)
+
+
+def _member(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else None
+
+
+def _is_text(value: Any, text: str) -> bool:
+    return isinstance(value, str) and value == text
+
+
+def _label(media_type: Any, kind: str) -> str:
+    return media_type if isinstance(media_type, str) and media_type else kind
+
+
+def _placeholder(label: str, data: str) -> str:
+    size = len(_NOT_BASE64.sub("", data)) * 3 // 4
+    return f"[{label}, {size} byte{'' if size == 1 else 's'}]"
+
+
+def _result_text(result: Any, encode: Callable[[Any], str]) -> str:
+    """A tool result as a person reads it (:func:`_payload`), except a list of content parts
+    holding media inline (a screenshot): each part in turn, a text as itself, such media as
+    :func:`_media_placeholder` shows it, any other part as :func:`_payload` writes it. The
+    media's bytes would fill the excerpt with base64 that says nothing."""
+    if isinstance(result, (list, tuple)):
+        shown = [_media_placeholder(part) for part in result]
+        if any(placeholder is not None for placeholder in shown):
+            return _PART_BREAK.join(
+                placeholder if placeholder is not None else _part_text(part, encode)
+                for part, placeholder in zip(result, shown, strict=True))
+    return _payload(result, encode)
+
+
+def _part_text(part: Any, encode: Callable[[Any], str]) -> str:
+    """A content part that carries no media inline: a text part's text, else the part as
+    :func:`_payload` writes it."""
+    if isinstance(part, dict):
+        kind = part.get("type", "text")
+        text = part.get("text")
+        if isinstance(kind, str) and kind in _TEXT_PARTS and isinstance(text, str):
+            return text
+    return _payload(part, encode)
+
+
 _MISSING: Final = object()
 """A payload the message does not carry. Not :data:`ABSENT` (``"-"``), which marks a missing
 payload among canonical texts only: a payload that is the string ``"-"`` (which ``json.loads``
@@ -147,7 +255,7 @@ def _render(message: Message, activity: Activity | None, encode: Callable[[Any],
         arguments, result = _activity_payloads(message)
         call = _call(activity.name, arguments, encode)
         if activity.kind == "response" and result is not _MISSING:
-            return f"{call}{_ARROW}{_one_line(_payload(result, encode))}"
+            return f"{call}{_ARROW}{_one_line(_result_text(result, encode))}"
         return call
     kind = message.get("type")
     text = message.get("text")
