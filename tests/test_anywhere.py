@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import anywhere_threads, long_block_threads
+from tests.test_attribution import MEDIA_RESULTS, media_loop
 from vthread import _core, scan
 from vthread._options import text_run_options
 from vthread.anywhere import (
@@ -100,6 +101,27 @@ def test_the_cores_loop_records_are_pythons(threads: list[list[dict[str, Any]]],
     expected = [loop_records(thread, loops, _core_canonical)
                 for thread, loops in zip(threads, found, strict=True)]
     assert loop_records_of(threads, found, _core_canonical) == expected
+
+
+@pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
+def test_media_in_a_loop_found_anywhere_read_alike_both_ways(result: list[Any],
+                                                             shown: str) -> None:
+    """A loop whose tool answers hold media inline: the core's record (none declined) and
+    Python's show them as their type and size."""
+    from vthread.anywhere import loop_records, loop_records_of
+    from vthread.scan import _core_canonical
+
+    threads = [media_loop(result)]
+    found = find_loops(threads)
+    made = loop_records_of(threads, found, _core_canonical)
+    assert made == [loop_records(threads[0], found[0], _core_canonical)]
+    assert [record["excerpt"] for record in made[0]] == [f"shot({{}}) -> {shown}"]
+    flat = found[0]
+    parts = _core.anywhere_loop_parts(threads, [0] * len(flat), [loop.start for loop in flat],
+                                      [loop.end for loop in flat],
+                                      [loop.period for loop in flat],
+                                      [loop.kind for loop in flat])
+    assert parts["declined"].tolist() == []
 
 
 def test_the_core_makes_the_records_of_every_loop_but_runaway_texts() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,85 @@ def test_excerpt_names_the_tool_and_arguments() -> None:
         _call("grep", pattern="TODO"), _reply("grep", "no matches", pattern="TODO")] * 3
     (found,) = vthread.scan([thread], anywhere=True).loops[0]
     assert found["excerpt"] == 'grep({"pattern":"TODO"}) -> no matches'
+
+
+#: A 1x1 PNG (70 bytes) as base64.
+PNG: Final = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kg"
+              "AAAABJRU5ErkJggg==")
+_IMAGE_URL: Final = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+_LINKED: Final = {"type": "image_url", "image_url": {"url": "https://x.io/b.png"}}
+#: Tool results holding media inline, in each shape the adapters keep, and how an excerpt
+#: shows them: the media as ``[media type, decoded bytes]``, every other part as before
+#: (a linked image, a URL-encoded data URL, a text that merely looks like base64).
+MEDIA_RESULTS: Final[list[tuple[list[Any], str]]] = [
+    ([_IMAGE_URL], "[image/png, 70 bytes]"),
+    ([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
+     "[image/png, 70 bytes]"),
+    ([{"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                      "data": "JVBERi0xLjQK"}}], "[application/pdf, 9 bytes]"),
+    ([{"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}],
+     "[audio/wav, 4 bytes]"),
+    ([{"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/4A=="}],
+     "[image/jpeg, 4 bytes]"),
+    ([{"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,"
+                                                               "JVBERi0="}],
+     "[application/pdf, 5 bytes]"),
+    ([{"type": "file", "file": {"filename": "a.pdf",
+                                "file_data": "data:application/pdf;name=a.pdf;base64,JVBE\nRi0x"}}],
+     "[application/pdf, 6 bytes]"),
+    ([{"type": "image_url", "image_url": {"url": "data:;base64,AA=="}}], "[image_url, 1 byte]"),
+    ([{"type": "text", "text": "Saved\n"}, _IMAGE_URL, "and", _LINKED],
+     'Saved [image/png, 70 bytes] and {"type":"image_url","image_url":{"url":"https://x.io/b.png"}}'),
+    ([{"type": "text", "text": "SGk="}, {"type": "image_url", "image_url": {
+        "url": "data:text/plain,hi"}}, _IMAGE_URL],
+     'SGk= {"type":"image_url","image_url":{"url":"data:text/plain,hi"}} [image/png, 70 bytes]'),
+    ([{"type": "image", "source": {"type": "url", "url": "u"}},
+      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
+     '{"type":"image","source":{"type":"url","url":"u"}} [image/png, 70 bytes]'),
+]
+
+
+def media_loop(*results: Any) -> list[dict[str, Any]]:
+    """A thread that takes the same screenshots again and again, each answered by ``results``
+    in turn."""
+    block: list[dict[str, Any]] = []
+    for result in results:
+        block += [_call("shot"), _reply("shot", result)]
+    return [{"type": "user", "text": "go"}] + block * 3
+
+
+@pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
+def test_excerpt_shows_media_as_their_type_and_size(result: list[Any], shown: str) -> None:
+    """A tool result holding an image, audio, a file or a document inline reads as its media
+    type and decoded size, by the Python reading and by the core's, here and --anywhere."""
+    thread = media_loop(result)
+    (by_python,) = attributed_by([thread], every_message)
+    result_ = vthread.scan([thread], anywhere=True)
+    assert by_python["excerpt"] == result_.record(0)["excerpt"] == f"shot({{}}) -> {shown}"
+    assert [found["excerpt"] for found in result_.loops[0]] == [f"shot({{}}) -> {shown}"]
+
+
+def test_text_that_looks_like_base64_is_shown_as_itself() -> None:
+    """Only media parts are recognised: a result that is base64-looking text, in a string or a
+    text part, stays as written beside a screenshot that does not."""
+    thread = media_loop("SGVsbG8sIHdvcmxkIQ==", [{"type": "text", "text": PNG[:20]}],
+                        [_IMAGE_URL])
+    assert vthread.scan([thread]).record(0)["excerpt"] == (
+        f"shot({{}}) -> SGVsbG8sIHdvcmxkIQ== | shot({{}}) -> [{{\"type\":\"text\",\"text\":"
+        f"\"{PNG[:20]}\"}}] | shot({{}}) -> [image/png, 70 bytes]")
+
+
+def test_media_placeholders_change_the_excerpt_alone() -> None:
+    """Two screenshots of the same size read alike, yet remain two loops: the signature is
+    made of the messages' content, never of the excerpt."""
+    first = media_loop([{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                     "data": "A" * 400}}])
+    second = media_loop([{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                      "data": "B" * 400}}])
+    records = [vthread.scan([thread]).record(0) for thread in (first, second)]
+    assert records[0]["excerpt"] == records[1]["excerpt"] == "shot({}) -> [image/png, 300 bytes]"
+    assert records[0]["signature"] != records[1]["signature"]
+    assert ({**records[0], "signature": None}) == ({**records[1], "signature": None})
 
 
 def test_excerpt_of_a_text_run_is_the_start_of_the_repeated_text() -> None:

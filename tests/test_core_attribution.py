@@ -27,7 +27,7 @@ from tests.strategies import (
     long_text_runs,
     text_run_texts,
 )
-from tests.test_attribution import attributed_by, every_message
+from tests.test_attribution import MEDIA_RESULTS, attributed_by, every_message, media_loop
 from vthread import _core, cli
 from vthread._heuristics import columns_of
 from vthread._options import cycle_options
@@ -72,6 +72,41 @@ PAYLOADS = st.recursive(
                                                       _PLAIN_KEYS), inner, max_size=3)),
     max_leaves=10,
 )
+#: Base64 texts and data URLs as media parts hold them, some no base64 at all.
+_MEDIA_DATA = st.sampled_from(["", "AA==", "QUJD\nREVG", "-_8=", "a b", "é🎉", "data:", "==="])
+_DATA_URLS = st.one_of(
+    st.builds(lambda header, data: f"data:{header},{data}",
+              st.sampled_from(["image/png;base64", ";base64", "base64", "image/png",
+                               "a;b;base64", "image/png;base64;x", " é\n;base64", "x,y;base64"]),
+              _MEDIA_DATA),
+    st.sampled_from(["https://a.example/b.png", "data:image/png;base64", "DATA:;base64,AA"]),
+)
+#: Content parts in the media shapes the excerpt recognises, some broken, beside text parts.
+MEDIA_PARTS = st.one_of(
+    st.builds(lambda url: {"type": "image_url", "image_url": {"url": url}}, _DATA_URLS),
+    st.builds(lambda kind, field, url: {"type": kind, field: url},
+              st.sampled_from(["input_image", "input_file", "image"]),
+              st.sampled_from(["image_url", "file_data"]), _DATA_URLS),
+    st.builds(lambda url: {"type": "file", "file": {"filename": "a", "file_data": url}},
+              _DATA_URLS),
+    st.builds(lambda data, form: {"type": "input_audio", "input_audio": {"data": data,
+                                                                         "format": form}},
+              _MEDIA_DATA, st.sampled_from(["wav", "", None, 3])),
+    st.builds(lambda kind, source, media_type, data: {"type": kind, "source": {
+        "type": source, "media_type": media_type, "data": data}},
+              st.sampled_from(["image", "document", "image_url"]),
+              st.sampled_from(["base64", "url", None]),
+              st.sampled_from(["image/png", "", None, "a b\n"]), _MEDIA_DATA),
+    st.builds(lambda kind, text: {"type": kind, "text": text},
+              st.sampled_from(["text", "output_text", "refusal", None]), STRINGS),
+    st.builds(lambda text: {"text": text}, STRINGS),
+    st.sampled_from([{"type": "image_url", "image_url": "data:;base64,AA"}, {"type": ["image"]},
+                     {"type": "input_audio", "input_audio": ["AA"]}, {"source": {}}]),
+    STRINGS,
+)
+#: Tool results: any payload, or a list of content parts that may hold media.
+RESULTS = st.one_of(PAYLOADS, st.lists(st.one_of(MEDIA_PARTS, PAYLOADS), min_size=1,
+                                       max_size=4))
 TOKENS = st.sampled_from([0, 1, 3, 2.5, 0.1, -1, "3", None, True, 1e308, 1.7e308, 2**53 + 1,
                           -0.0, 1e-300, 7, 1e16, 1.0, 1e-16])
 
@@ -100,7 +135,7 @@ def activity(draw: st.DrawFn, kind: str | None = None) -> dict[str, Any]:
         function["arguments"] = draw(PAYLOADS)
     kind = kind or draw(st.sampled_from(["request", "response"]))
     if kind == "response" and draw(st.integers(0, 4)):
-        function["result"] = draw(PAYLOADS)
+        function["result"] = draw(RESULTS)
     message = {"type": "activity", "text": draw(st.sampled_from(["", "x"])),
                "meta": {"activity": {"type": kind, "function": function}}}
     return _usage(draw, message)
@@ -122,7 +157,7 @@ def looping_threads(draw: st.DrawFn) -> list[dict[str, Any]]:
             request = draw(activity("request"))
             answer = json.loads(json.dumps(request))
             answer["meta"]["activity"]["type"] = "response"
-            answer["meta"]["activity"]["function"]["result"] = draw(PAYLOADS)
+            answer["meta"]["activity"]["function"]["result"] = draw(RESULTS)
             calls.append([request, answer])
         for pick in (0, 1, 1, 0, 0, 1, 0):
             thread += calls[pick]
@@ -132,7 +167,7 @@ def looping_threads(draw: st.DrawFn) -> list[dict[str, Any]]:
     elif shape == 2:  # the same settled result, again and again
         request = draw(activity("request"))
         answer = draw(activity("response"))
-        answer["meta"]["activity"]["function"].setdefault("result", draw(PAYLOADS))
+        answer["meta"]["activity"]["function"].setdefault("result", draw(RESULTS))
         for _ in range(draw(st.integers(3, 5))):
             thread += [request, answer] if draw(st.booleans()) else [answer]
     elif shape == 3:  # a runaway text
@@ -244,6 +279,21 @@ def test_a_payload_of_a_hyphen_is_shown_as_itself() -> None:
     assert looping == [0]
     _assert_same(by_core, by_python)
     assert by_core.excerpt[0] == "ls(-) -> -"  # the call shown once, by its response
+
+
+@pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
+def test_media_read_from_a_line_are_shown_as_python_shows_them(result: list[Any],
+                                                               shown: str) -> None:
+    """A result holding media inline, read from the line's bytes, reads as Python's twin
+    reads it (its media type and decoded size), for a suffix and for a result run."""
+    lines = [_line(media_loop(result), ensure_ascii) for ensure_ascii in (False, True)]
+    thinking = [{"type": "reasoning", "text": f"try {i}"} for i in range(3)]
+    answer = media_loop(result)[2]
+    lines.append(_line([thinking[0], answer, thinking[1], answer, thinking[2], answer], False))
+    by_core, by_python, looping = _both_ways(lines)
+    assert looping == [0, 1, 2] and by_core.codes[2] == 3  # repeated_result_run
+    _assert_same(by_core, by_python)
+    assert by_core.excerpt == [f"shot({{}}) -> {shown}"] * 3
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.strategies import function_call_texts
+from tests.test_attribution import PNG
 from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
 from vthread import describe_thread_cycle, scan
 from vthread.adapters import (
@@ -855,6 +856,35 @@ def test_loop_is_reported_in_the_files_own_messages(tmp_path: Path,
     assert (record["loop_start"], record["period"], record["repetitions"],
             record["loop_messages"], record["messages"]) == (2, 2, 4, 8, 10)
     assert record["excerpt"] == "bot: Checking. | ls({}) -> a.py"  # the call shown once
+
+
+def test_a_screenshot_loop_reads_as_its_media_type_and_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI and Anthropic runs whose tool answers a screenshot each time: the record shows
+    the image as ``[image/png, 70 bytes]``, not its base64, --anywhere too."""
+    url = f"data:image/png;base64,{PNG}"
+    openai: list[dict[str, Any]] = [{"role": "user", "content": "Look."}]
+    anthropic: list[dict[str, Any]] = [{"role": "user", "content": "Look."}]
+    for i in range(3):
+        openai += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}",
+             "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+        anthropic += [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "shot",
+                                               "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                          "content": [{"type": "image", "source": {
+                                              "type": "base64", "media_type": "image/png",
+                                              "data": PNG}}]}]}]
+    for format_, messages in (("openai", openai), ("anthropic", anthropic)):
+        path = write_jsonl(tmp_path / f"{format_}.jsonl", [{"messages": messages}])
+        code, out, _ = run(["scan", str(path), "--format", format_, "--anywhere", "-q"],
+                           monkeypatch)
+        (record,) = records(out)
+        assert code == 0 and record["verdict"] == "repeated_suffix"
+        assert record["excerpt"] == record["loops"][0]["excerpt"] == (
+            "shot({}) -> [image/png, 70 bytes]")
 
 
 def _document_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, *options: str,
