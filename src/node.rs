@@ -29,24 +29,7 @@ pub enum Key {
     IsError,
 }
 
-/// How many `Key`s there are.
-pub const KEY_COUNT: usize = 11;
-
 impl Key {
-    pub const ALL: [Key; KEY_COUNT] = [
-        Key::Type,
-        Key::Text,
-        Key::Meta,
-        Key::Activity,
-        Key::Function,
-        Key::Name,
-        Key::Arguments,
-        Key::Result,
-        Key::Usage,
-        Key::Tokens,
-        Key::IsError,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Key::Type => "type",
@@ -142,132 +125,6 @@ fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
     }
 }
 
-/// The messages' own key objects, used to look fields up while a call reads messages.
-///
-/// A dict compares a looked-up `str` with its own key by identity first, and by content only
-/// when they are different objects. JSON parsers make one object per distinct key and share
-/// it (orjson's key cache, `json`'s memo), which is never the interned name the core holds,
-/// so every lookup compared contents: 7-8 % of a 60-message `describe_thread`. While a
-/// [`KeyAdoption`] is active, the first few small dicts a key is looked up in lend their own
-/// object for it: an exact `str` of the same content, so every lookup finds what it found
-/// before, only sooner.
-///
-/// The adopted names live in one process-wide slot, which only code holding the GIL reads or
-/// changes (the module declares that it uses the GIL, so a free-threaded interpreter keeps
-/// one for it). The first adoption to find the slot empty owns it until it ends; a call
-/// made meanwhile (from another thread while the owner has let the GIL go, or from Python
-/// code a message runs) uses and may add to the owner's names. Each lookup holds its own
-/// reference to the name it uses, so an owner ending meanwhile frees nothing in use.
-pub mod adopted_keys {
-    use super::{python_key, Key, KEY_COUNT};
-    use pyo3::ffi;
-    use pyo3::prelude::*;
-    use pyo3::types::{PyDict, PyString};
-    use std::marker::PhantomData;
-    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::Relaxed};
-
-    /// Dicts a key is looked for in before the interned name is kept for the adoption.
-    const TRIES: u8 = 4;
-    /// Larger dicts lend no keys: looking through them would cost more than it saves.
-    const LARGEST_LENDER: ffi::Py_ssize_t = 16;
-
-    static ACTIVE: AtomicBool = AtomicBool::new(false);
-    /// Per key: a strong reference to its adopted name, or null.
-    static NAMES: [AtomicPtr<ffi::PyObject>; KEY_COUNT] =
-        [const { AtomicPtr::new(std::ptr::null_mut()) }; KEY_COUNT];
-    static TRIED: [AtomicU8; KEY_COUNT] = [const { AtomicU8::new(0) }; KEY_COUNT];
-
-    /// An adoption for the length of one call into the core that reads Python messages,
-    /// made and dropped with the GIL held.
-    pub struct KeyAdoption<'py> {
-        owner: bool,
-        _python: PhantomData<Python<'py>>,
-    }
-
-    impl<'py> KeyAdoption<'py> {
-        pub fn begin(_py: Python<'py>) -> Self {
-            let owner = !ACTIVE.swap(true, Relaxed);
-            if owner {
-                for tried in &TRIED {
-                    tried.store(0, Relaxed);
-                }
-            }
-            KeyAdoption {
-                owner,
-                _python: PhantomData,
-            }
-        }
-    }
-
-    impl Drop for KeyAdoption<'_> {
-        fn drop(&mut self) {
-            if !self.owner {
-                return;
-            }
-            ACTIVE.store(false, Relaxed);
-            for name in &NAMES {
-                let adopted = name.swap(std::ptr::null_mut(), Relaxed);
-                if !adopted.is_null() {
-                    // SAFETY: the slot's strong reference, taken by `adopt`; the GIL is held.
-                    unsafe { ffi::Py_DECREF(adopted) };
-                }
-            }
-        }
-    }
-
-    /// The name to look `key` up with in `dict`, as a strong reference: an adopted key
-    /// object, else the interned one.
-    pub fn name_in<'py>(dict: &Bound<'py, PyDict>, key: Key) -> Bound<'py, PyString> {
-        let py = dict.py();
-        if ACTIVE.load(Relaxed) {
-            let index = key as usize;
-            if NAMES[index].load(Relaxed).is_null() && TRIED[index].load(Relaxed) < TRIES {
-                TRIED[index].fetch_add(1, Relaxed);
-                adopt(dict);
-            }
-            let adopted = NAMES[index].load(Relaxed);
-            if !adopted.is_null() {
-                // SAFETY: a live exact str held by the slot; the GIL is held.
-                return unsafe { Bound::from_borrowed_ptr(py, adopted).cast_into_unchecked() };
-            }
-        }
-        python_key(py, key).clone()
-    }
-
-    /// Adopt every exact `str` key of a small `dict` that spells a key not adopted yet.
-    fn adopt(dict: &Bound<'_, PyDict>) {
-        // SAFETY: `dict` is a live dict and the GIL is held. `PyDict_Next` runs no Python
-        // code and hands out borrowed keys; each adopted one is made strong at once.
-        unsafe {
-            if ffi::PyDict_Size(dict.as_ptr()) > LARGEST_LENDER {
-                return;
-            }
-            let mut position: ffi::Py_ssize_t = 0;
-            let mut name = std::ptr::null_mut();
-            let mut value = std::ptr::null_mut();
-            while ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut name, &mut value) != 0 {
-                if ffi::PyUnicode_CheckExact(name) == 0
-                    || ffi::PyUnicode_KIND(name) != ffi::PyUnicode_1BYTE_KIND
-                {
-                    continue;
-                }
-                let length = ffi::PyUnicode_GET_LENGTH(name) as usize;
-                let bytes =
-                    std::slice::from_raw_parts(ffi::PyUnicode_DATA(name) as *const u8, length);
-                let Some(spelled) = Key::ALL.iter().find(|key| key.as_str().as_bytes() == bytes)
-                else {
-                    continue;
-                };
-                let slot = &NAMES[*spelled as usize];
-                if slot.load(Relaxed).is_null() {
-                    ffi::Py_INCREF(name);
-                    slot.store(name, Relaxed);
-                }
-            }
-        }
-    }
-}
-
 /// The storage of a `str`: (kind, data pointer, length in code points).
 pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
     let pointer = text.as_ptr();
@@ -284,23 +141,10 @@ pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
 
 impl Node for Bound<'_, PyAny> {
     fn field(&self, key: Key) -> PyResult<Option<Self>> {
-        let py = self.py();
+        let name = python_key(self.py(), key);
         if let Ok(dict) = self.cast_exact::<PyDict>() {
-            let name = adopted_keys::name_in(dict, key);
-            // SAFETY: `dict` is a live dict and `name` a strong reference to a str; the GIL
-            // is held. The value found is borrowed and made strong before anything else runs.
-            unsafe {
-                let found = ffi::PyDict_GetItemWithError(dict.as_ptr(), name.as_ptr());
-                if !found.is_null() {
-                    return Ok(Some(Bound::from_borrowed_ptr(py, found)));
-                }
-                if ffi::PyErr_Occurred().is_null() {
-                    return Ok(None);
-                }
-            }
-            return Err(PyErr::fetch(py));
+            return dict.get_item(name);
         }
-        let name = python_key(py, key);
         if !objects::is_mapping(self)? {
             return Ok(None);
         }

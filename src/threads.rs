@@ -12,7 +12,6 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use crate::canonical;
 use crate::columns::{Columns, Reader, ScanOptions, THREAD_TEXT_RUN_MESSAGES};
 use crate::masking;
-use crate::node::adopted_keys::KeyAdoption;
 use crate::node::{Key, Node};
 use crate::objects;
 
@@ -119,7 +118,6 @@ pub fn columns_of_objects<'py>(
     keep: bool,
 ) -> PyResult<(Columns, ReadThreads<'py>)> {
     let py = threads.py();
-    let _adoption = KeyAdoption::begin(py);
     let mut columns = Columns::new();
     let mut reader = Reader::default();
     let mut read = keep.then(|| Vec::with_capacity(threads.len()));
@@ -140,7 +138,6 @@ pub fn columns_of_objects<'py>(
 
 /// The columns of one Python thread; errors name the message index alone.
 pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> PyResult<Columns> {
-    let _adoption = KeyAdoption::begin(messages.py());
     let items = python_messages(messages, 0).map_err(|error| {
         let py = messages.py();
         let text = error.value(py).to_string();
@@ -520,7 +517,6 @@ pub fn message_columns_of_objects<'py>(
     keep: bool,
 ) -> PyResult<(MessageColumns, ReadThreads<'py>)> {
     let py = threads.py();
-    let _adoption = KeyAdoption::begin(py);
     let mut columns = MessageColumns::new(text_run);
     let mut scratch = Vec::new();
     let mut read = keep.then(|| Vec::with_capacity(threads.len()));
