@@ -476,8 +476,9 @@ impl PythonScreen {
             return Ok(screens::deep());
         }
         self.open.push(identity);
-        // Folded as the members come, with no buffer: a message's meta is screened on every
-        // call, and buffers were a tenth of a short thread's cost in allocations.
+        // The members' screens are folded as they come, with no buffer of them (a message's
+        // meta is screened on every call); the members themselves are read as the encoder
+        // reads them, copied first.
         let screen = if is_list {
             let mut screen = SEED_LIST;
             for child in value.try_iter()? {
@@ -487,14 +488,13 @@ impl PythonScreen {
         } else {
             let mut object = screens::Object::default();
             if let Ok(dict) = value.cast_exact::<PyDict>() {
-                objects::for_each_member(dict, |key, child| {
+                // A copy, as the encoder reads one (a member's own code may change the dict).
+                for (key, child) in objects::dict_members(dict) {
                     let key_screen = key_screen(&key, scratch)?;
                     object.add(key_screen, self.of(&child, depth + 1, scratch)?);
-                    Ok(true)
-                })?;
+                }
             } else {
-                for item in value.call_method0("items")?.try_iter()? {
-                    let (key, child): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                for (key, child) in objects::mapping_items(value)? {
                     let key_screen = key_screen(&key, scratch)?;
                     object.add(key_screen, self.of(&child, depth + 1, scratch)?);
                 }
@@ -539,11 +539,10 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
             dict.values().into_iter().collect()
         } else {
             // items(), as the encoder reads a mapping (a values() of its own is not asked)
-            value
-                .call_method0("items")?
-                .try_iter()?
-                .map(|item| Ok(item?.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?.1))
-                .collect::<PyResult<_>>()?
+            objects::mapping_items(value)?
+                .into_iter()
+                .map(|(_, child)| child)
+                .collect()
         };
         for child in children {
             if holds_unencodable(&child, open)? {

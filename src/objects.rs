@@ -123,6 +123,24 @@ pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
     }
 }
 
+/// The (key, value) members of an exact dict in order, copied (reading them runs no Python
+/// code, so the copy is of one state of the dict).
+pub fn dict_members<'py>(dict: &Bound<'py, PyDict>) -> Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    dict.iter().collect()
+}
+
+/// A mapping's `items()`, read to the end before any is encoded (as the reference reads
+/// them): the pairs it yields, each a 2-sequence.
+pub fn mapping_items<'py>(
+    mapping: &Bound<'py, PyAny>,
+) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+    mapping
+        .call_method0("items")?
+        .try_iter()?
+        .map(|item| item?.extract())
+        .collect()
+}
+
 /// Call `each` on the (key, value) members of an exact dict in order, as iterating
 /// `dict.items()` does, until it returns false. A change of the dict's size meanwhile (the
 /// encoding of a value can run Python code) is Python's RuntimeError, where PyO3's own
@@ -332,43 +350,42 @@ impl Walk {
             }
             out.push(b']');
         } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+            // The members are copied before any is encoded, as the reference
+            // (`_jsvalue.js_items`) and `json` copy them: a member's own code (the repr of a
+            // value of no JSON type, a mapping's items()) may change the dict meanwhile.
+            let copied = dict_members(dict);
             // Written in place; only an object with an array-index key (rare) is rewritten
             // through the ordering path.
             let start = out.len();
             out.push(b'{');
             let mut ordered = true;
-            let mut position = 0;
-            for_each_member(dict, |key, element| {
+            for (position, (key, element)) in copied.iter().enumerate() {
                 if position > 0 {
                     out.push(b',');
                 }
-                position += 1;
                 match key.cast::<PyString>() {
                     Ok(name) if ascii_digits(name).is_none() => push_string(out, name),
                     _ => {
                         ordered = false;
-                        return Ok(false);
+                        break;
                     }
                 }
                 out.push(b':');
-                self.value(out, &element)?;
-                Ok(true)
-            })?;
+                self.value(out, element)?;
+            }
             if ordered {
                 out.push(b'}');
             } else {
                 out.truncate(start);
-                let mut members = Vec::with_capacity(dict.len());
-                for_each_member(dict, |key, element| {
-                    members.push(self.member(&key, &element)?);
-                    Ok(true)
-                })?;
+                let mut members = Vec::with_capacity(copied.len());
+                for (key, element) in &copied {
+                    members.push(self.member(key, element)?);
+                }
                 canonical::push_object(out, members);
             }
         } else if is_mapping(value)? {
             let mut members = Vec::new();
-            for item in value.call_method0("items")?.try_iter()? {
-                let (key, element): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+            for (key, element) in mapping_items(value)? {
                 members.push(self.member(&key, &element)?);
             }
             canonical::push_object(out, members);

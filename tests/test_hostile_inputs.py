@@ -474,15 +474,61 @@ class _GrowsItsOwner(Mapping[str, Any]):
         return 0
 
 
-def test_a_dict_changed_while_the_core_encodes_it_is_a_runtime_error() -> None:
-    """The core's encoding of a dict whose value, when read, grows that dict raises Python's
-    RuntimeError (an Exception callers catch), never a panic of the core."""
+def _grown_owner() -> dict[str, Any]:
     owner: dict[str, Any] = {}
     owner["a"] = _GrowsItsOwner(owner)
     owner["b"] = 2
-    for encode in (_core.canonical, vthread.fingerprint):
-        with pytest.raises(RuntimeError, match="changed size during iteration"):
-            encode(owner)
+    return owner
+
+
+def test_a_dict_changed_while_the_core_encodes_it_is_encoded_as_it_was_reached() -> None:
+    """A dict whose value, when read, grows that dict is encoded with the members it had when
+    the encoding reached it, as the reference's encoding (`_jsvalue`) and `json` copy them
+    first (it was a RuntimeError, where the reference answered)."""
+    assert _core.canonical(_grown_owner()) == b'{"a":{},"b":2}'
+    assert _core.canonical(_grown_owner()).decode() == ref.canonical(_grown_owner())
+    assert vthread.fingerprint(_grown_owner()) == vthread.fingerprint({"a": {}, "b": 2})
+
+
+class _GrowsItsOwnerWhenShown:
+    """A value of no JSON type whose text (read to encode and screen it) adds a member to
+    the dict holding it."""
+
+    def __init__(self, owner: dict[str, Any]) -> None:
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        self.owner[f"late{len(self.owner)}"] = 1
+        return "Grows()"
+
+
+def _response_growing_its_arguments() -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    arguments["a"] = _GrowsItsOwnerWhenShown(arguments)
+    arguments["b"] = 2
+    return {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "function": {"name": "ls", "arguments": arguments,
+                                         "result": "x"}}}}
+
+
+@pytest.mark.parametrize("shape", ["one result", "a text, then one result", "three results"])
+def test_a_dict_changed_while_screened_is_judged_as_the_reference_judges_it(
+        shape: str) -> None:
+    """Screens read a dict's members as the encoder does, copied first: a value whose text
+    grows its dict changes no verdict (one result was a RuntimeError, where the reference
+    answers; three, an error from the exact comparison)."""
+
+    def thread() -> list[Any]:
+        if shape == "one result":
+            return [_response_growing_its_arguments()]
+        if shape == "a text, then one result":
+            return [{"type": "user", "text": "a"}, _response_growing_its_arguments()]
+        return [_response_growing_its_arguments() for _ in range(3)]
+
+    expected = ref.describe_thread_cycle(thread(), ref.cycle())
+    assert expected == (None if shape != "three results" else "repeated_result_run")
+    assert vthread.describe_thread_cycle(thread()) == expected
+    assert vthread.scan([thread()]).names == [expected]
 
 
 class _ClearsWhenCompared(str):
