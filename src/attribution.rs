@@ -807,9 +807,10 @@ fn payload<N: Readable>(value: &N) -> Result<String, Declined> {
     Ok(String::from_utf8(encoded(value)?).expect("canonical text is ASCII"))
 }
 
-/// `_attribution._result_text`: a tool result as `payload` writes it, except a list of
-/// content parts holding media inline (a screenshot): each part in turn, a text as itself,
-/// such media as `media_placeholder` shows it, any other part as `payload` writes it.
+/// `_attribution._result_text`: a tool result as `payload` writes it, except content parts
+/// holding media inline (a screenshot), as a list or one part alone: each part in turn, a
+/// text as itself, such media as `media_placeholder` shows it, any other part as `payload`
+/// writes it.
 fn result_text<N: Readable>(result: &N) -> Result<String, Declined> {
     if let Some(parts) = result.items()? {
         let shown: Vec<Option<String>> = parts
@@ -827,6 +828,8 @@ fn result_text<N: Readable>(result: &N) -> Result<String, Declined> {
                 .collect::<Result<_, _>>()?;
             return Ok(texts.join(PART_BREAK));
         }
+    } else if let Some(placeholder) = media_placeholder(result)? {
+        return Ok(placeholder);
     }
     payload(result)
 }
@@ -852,26 +855,34 @@ fn part_text<N: Readable>(part: &N) -> Result<String, Declined> {
 }
 
 /// `_attribution._media_placeholder`: `[label, N bytes]` for a content part carrying a
-/// file's bytes inline in one of the shapes the adapters keep as media, N the decoded size;
-/// None for anything else (a linked image, any other part, a value that is no part).
+/// file's bytes inline in one of the OpenAI, Anthropic, MCP or Inspect shapes listed there,
+/// N the decoded size; None for anything else (a linked image, a file path, any other part,
+/// a value that is no part). The shapes are tried in the twin's order.
 fn media_placeholder<N: Readable>(part: &N) -> Result<Option<String>, Declined> {
     let Some(kind) = string_member(part, "type")? else {
         return Ok(None);
     };
-    let url = match kind.as_str() {
-        "image" | "document" => {
-            let Some(source) = part.member("source")? else {
-                return Ok(None);
-            };
-            if string_member(&source, "type")?.as_deref() != Some("base64") {
-                return Ok(None);
+    if matches!(kind.as_str(), "image" | "document") {
+        // Anthropic's blocks
+        if let Some(source) = part.member("source")? {
+            if string_member(&source, "type")?.as_deref() == Some("base64") {
+                if let Some(data) = string_member(&source, "data")? {
+                    let named = string_member(&source, "media_type")?;
+                    return Ok(Some(placeholder(&kind, &data, &[named], None)));
+                }
             }
-            let Some(data) = string_member(&source, "data")? else {
-                return Ok(None);
-            };
-            let label = string_member(&source, "media_type")?;
-            return Ok(Some(placeholder(label.as_deref(), &kind, &data)));
         }
+    }
+    if matches!(kind.as_str(), "image" | "audio") {
+        // MCP's content
+        if let Some(data) = string_member(part, "data")? {
+            let named = string_member(part, "mimeType")?;
+            return Ok(Some(placeholder(&kind, &data, &[named], None)));
+        }
+    }
+    let mut named = None; // the media type the part names beside its URL's
+    let mut filename = None;
+    let url = match kind.as_str() {
         "input_audio" => {
             let Some(audio) = part.member("input_audio")? else {
                 return Ok(None);
@@ -879,27 +890,57 @@ fn media_placeholder<N: Readable>(part: &N) -> Result<Option<String>, Declined> 
             let Some(data) = string_member(&audio, "data")? else {
                 return Ok(None);
             };
-            let label = string_member(&audio, "format")?
-                .filter(|format| !format.is_empty())
-                .map(|format| format!("audio/{format}"));
-            return Ok(Some(placeholder(label.as_deref(), &kind, &data)));
+            let named = typed("audio/", &audio)?;
+            return Ok(Some(placeholder(&kind, &data, &[named], None)));
         }
         "image_url" => match part.member("image_url")? {
-            Some(holder) => string_member(&holder, "url")?,
+            // OpenAI chat's parts hold their URL one object down, LangChain's in the field
+            Some(holder) => match holder.string()? {
+                Some(url) => Some(url),
+                None => string_member(&holder, "url")?,
+            },
             None => None,
         },
         "file" => match part.member("file")? {
-            Some(holder) => string_member(&holder, "file_data")?,
+            Some(holder) => {
+                let url = string_member(&holder, "file_data")?;
+                filename = string_member(&holder, "filename")?;
+                url
+            }
             None => None,
         },
         "input_image" => string_member(part, "image_url")?,
-        "input_file" => string_member(part, "file_data")?,
+        "input_file" => {
+            let url = string_member(part, "file_data")?;
+            filename = string_member(part, "filename")?;
+            url
+        }
+        // Inspect's, in a field named by its type
+        "image" => string_member(part, "image")?,
+        "audio" | "video" => {
+            let url = string_member(part, &kind)?;
+            named = typed(&format!("{kind}/"), part)?;
+            url
+        }
+        "document" => {
+            let url = string_member(part, "document")?;
+            named = string_member(part, "mime_type")?;
+            filename = string_member(part, "filename")?;
+            url
+        }
         _ => None,
     };
     Ok(url
         .as_deref()
         .and_then(base64_data_url)
-        .map(|(media_type, data)| placeholder(Some(media_type), &kind, data)))
+        .map(|(media_type, data)| {
+            placeholder(
+                &kind,
+                data,
+                &[Some(media_type.to_owned()), named],
+                filename.as_deref(),
+            )
+        }))
 }
 
 /// The member `name` of a mapping when it is a string.
@@ -910,19 +951,71 @@ fn string_member<N: Readable>(value: &N, name: &str) -> Result<Option<String>, D
     }
 }
 
-/// (media type, base64 text) of a base64 `data:` URL (RFC 2397); None for any other URL,
-/// a URL-encoded data URL among them (its text is readable).
-fn base64_data_url(url: &str) -> Option<(&str, &str)> {
-    let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
-    let header = header.strip_suffix(";base64")?;
-    Some((header.split(';').next().unwrap_or(header), data))
+/// `_attribution._typed`: `prefix` + the part's `format` (`audio/wav`), None without one.
+fn typed<N: Readable>(prefix: &str, part: &N) -> Result<Option<String>, Declined> {
+    Ok(string_member(part, "format")?
+        .filter(|format| !format.is_empty())
+        .map(|format| format!("{prefix}{format}")))
 }
 
-/// `_attribution._placeholder`: `[label, N bytes]`, the label the media type when the part
-/// names one, else its `type`; N three bytes per four base64 symbols (standard or URL-safe),
-/// what is no symbol (padding, line breaks) not counted.
-fn placeholder(media_type: Option<&str>, kind: &str, data: &str) -> String {
-    let label = media_type.filter(|named| !named.is_empty()).unwrap_or(kind);
+/// (media type, base64 text) of a base64 `data:` URL (RFC 2397: the scheme and `;base64`
+/// in any case of their ASCII letters); None for any other URL, a URL-encoded data URL among
+/// them (its text is readable).
+fn base64_data_url(url: &str) -> Option<(&str, &str)> {
+    const SCHEME: &str = "data:";
+    const BASE64: &str = ";base64";
+    let scheme = url.get(..SCHEME.len())?;
+    if !scheme.eq_ignore_ascii_case(SCHEME) {
+        return None;
+    }
+    let (header, data) = url[SCHEME.len()..].split_once(',')?;
+    let cut = header.len().checked_sub(BASE64.len())?;
+    if !header.get(cut..)?.eq_ignore_ascii_case(BASE64) {
+        return None;
+    }
+    let media_type = &header[..cut];
+    Some((media_type.split(';').next().unwrap_or(media_type), data))
+}
+
+/// `_attribution._FILENAME_CHARS`: a file name in a placeholder is cut to this many code
+/// points, its ellipsis included.
+const FILENAME_CHARS: usize = 40;
+
+/// `_attribution._placeholder`: `[label, N bytes]`, the label the first of `media_types`
+/// that is not empty, else the part's `type`, then its file name, cut; a bracket or a control
+/// character in the label becomes `_` (`_NOT_IN_LABEL`). N three bytes per four base64
+/// symbols (standard or URL-safe), what is no symbol (padding, line breaks) not counted.
+fn placeholder(
+    kind: &str,
+    data: &str,
+    media_types: &[Option<String>],
+    filename: Option<&str>,
+) -> String {
+    let mut label = media_types
+        .iter()
+        .flatten()
+        .find(|named| !named.is_empty())
+        .map_or(kind, String::as_str)
+        .to_owned();
+    if let Some(filename) = filename.filter(|name| !name.is_empty()) {
+        label.push(' ');
+        if filename.chars().count() > FILENAME_CHARS {
+            label.extend(filename.chars().take(FILENAME_CHARS - 1));
+            label.push(ELLIPSIS);
+        } else {
+            label.push_str(filename);
+        }
+    }
+    let label: String = label
+        .chars()
+        .map(|c| {
+            if matches!(c, '[' | ']' | '\0'..='\x1f' | '\x7f') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
     let symbols = data
         .bytes()
         .filter(|&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_'))
@@ -1299,11 +1392,30 @@ mod tests {
         assert_eq!(base64_data_url("data:text/plain,SGk="), None);
         assert_eq!(base64_data_url("https://a.example/b.png"), None);
         assert_eq!(
-            placeholder(Some("image/png"), "image", "AAAA"),
+            base64_data_url("DATA:image/png;BASE64,AA"),
+            Some(("image/png", "AA"))
+        );
+        assert_eq!(base64_data_url("data:image/png;base64;x,AA"), None);
+        assert_eq!(base64_data_url("data:é;base64"), None);
+        let png = Some("image/png".to_owned());
+        assert_eq!(
+            placeholder("image", "AAAA", std::slice::from_ref(&png), None),
             "[image/png, 3 bytes]"
         );
-        assert_eq!(placeholder(Some(""), "image", "A-_=\n"), "[image, 2 bytes]");
-        assert_eq!(placeholder(None, "file", "AA=="), "[file, 1 byte]");
+        assert_eq!(
+            placeholder("image", "A-_=\n", &[Some(String::new()), png], None),
+            "[image/png, 2 bytes]"
+        );
+        assert_eq!(placeholder("file", "AA==", &[None], None), "[file, 1 byte]");
+        assert_eq!(
+            placeholder(
+                "file",
+                "",
+                &[Some("a]\nb".to_owned())],
+                Some(&"é".repeat(41))
+            ),
+            format!("[a__b {}\u{2026}, 0 bytes]", "é".repeat(39))
+        );
         let line = br#"[{"type":"text","text":"Saved"},
             {"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGOD"}},
             {"type":"image_url","image_url":{"url":"https://a.example/b.png"}}, "SGk="]"#;

@@ -104,7 +104,7 @@ def test_the_cores_loop_records_are_pythons(threads: list[list[dict[str, Any]]],
 
 
 @pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
-def test_media_in_a_loop_found_anywhere_read_alike_both_ways(result: list[Any],
+def test_media_in_a_loop_found_anywhere_read_alike_both_ways(result: Any,
                                                              shown: str) -> None:
     """A loop whose tool answers hold media inline: the core's record (none declined) and
     Python's show them as their type and size."""

@@ -109,7 +109,7 @@ _LINKED: Final = {"type": "image_url", "image_url": {"url": "https://x.io/b.png"
 #: Tool results holding media inline, in each shape the adapters keep, and how an excerpt
 #: shows them: the media as ``[media type, decoded bytes]``, every other part as before
 #: (a linked image, a URL-encoded data URL, a text that merely looks like base64).
-MEDIA_RESULTS: Final[list[tuple[list[Any], str]]] = [
+MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
     ([_IMAGE_URL], "[image/png, 70 bytes]"),
     ([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
      "[image/png, 70 bytes]"),
@@ -121,10 +121,10 @@ MEDIA_RESULTS: Final[list[tuple[list[Any], str]]] = [
      "[image/jpeg, 4 bytes]"),
     ([{"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,"
                                                                "JVBERi0="}],
-     "[application/pdf, 5 bytes]"),
+     "[application/pdf a.pdf, 5 bytes]"),
     ([{"type": "file", "file": {"filename": "a.pdf",
                                 "file_data": "data:application/pdf;name=a.pdf;base64,JVBE\nRi0x"}}],
-     "[application/pdf, 6 bytes]"),
+     "[application/pdf a.pdf, 6 bytes]"),
     ([{"type": "image_url", "image_url": {"url": "data:;base64,AA=="}}], "[image_url, 1 byte]"),
     ([{"type": "text", "text": "Saved\n"}, _IMAGE_URL, "and", _LINKED],
      'Saved [image/png, 70 bytes] and {"type":"image_url","image_url":{"url":"https://x.io/b.png"}}'),
@@ -134,6 +134,41 @@ MEDIA_RESULTS: Final[list[tuple[list[Any], str]]] = [
     ([{"type": "image", "source": {"type": "url", "url": "u"}},
       {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
      '{"type":"image","source":{"type":"url","url":"u"}} [image/png, 70 bytes]'),
+    # Inspect's content parts (ContentImage, ContentAudio, ContentVideo, ContentDocument):
+    # the data URL's media type, else the one the part names; a file path is shown as is.
+    ([{"type": "image", "image": f"data:image/png;base64,{PNG}", "detail": "auto"}],
+     "[image/png, 70 bytes]"),
+    ([{"type": "audio", "audio": "data:;base64,UklGRg==", "format": "wav"}],
+     "[audio/wav, 4 bytes]"),
+    ([{"type": "video", "video": "data:video/mp4;base64,AAAAIGZ0eXBpc29t", "format": "mov"}],
+     "[video/mp4, 12 bytes]"),
+    ([{"type": "document", "document": "data:;base64,JVBERi0xLjQK",
+       "filename": "quarterly-report.pdf", "mime_type": "application/pdf"}],
+     "[application/pdf quarterly-report.pdf, 9 bytes]"),
+    ([{"type": "audio", "audio": "/tmp/take.wav", "format": "wav"}, _IMAGE_URL],
+     '{"type":"audio","audio":"/tmp/take.wav","format":"wav"} [image/png, 70 bytes]'),
+    # MCP's image and audio content: the base64 itself beside its mimeType.
+    ([{"type": "image", "data": PNG, "mimeType": "image/png"},
+      {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}],
+     "[image/png, 70 bytes] [audio/wav, 4 bytes]"),
+    # One media part alone is the result, as a native message may hold it.
+    ({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+     "[image/png, 70 bytes]"),
+    ({"type": "image", "data": PNG, "mimeType": "image/png"}, "[image/png, 70 bytes]"),
+    # RFC 2397's scheme and base64 token in any case; image_url given as the URL itself
+    # (LangChain).
+    ([{"type": "image_url", "image_url": f"DATA:image/png;BASE64,{PNG}"}],
+     "[image/png, 70 bytes]"),
+    ([{"type": "input_image", "image_url": "data:image/jpeg;Base64,/9j/4A=="}],
+     "[image/jpeg, 4 bytes]"),
+    # A long file name is cut; a bracket or a line break in a label becomes "_".
+    ([{"type": "input_file", "filename": "r" * 60 + ".pdf",
+       "file_data": "data:application/pdf;base64,JVBERi0="}],
+     f"[application/pdf {'r' * 39}\u2026, 5 bytes]"),
+    ([{"type": "image", "source": {"type": "base64", "media_type": "image/png]\n[x",
+                                   "data": PNG}}], "[image/png___x, 70 bytes]"),
+    ([{"type": "file", "file": {"filename": "a]b\n.pdf", "file_data": "data:;base64,AA=="}}],
+     "[file a_b_.pdf, 1 byte]"),
 ]
 
 
@@ -147,7 +182,7 @@ def media_loop(*results: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
-def test_excerpt_shows_media_as_their_type_and_size(result: list[Any], shown: str) -> None:
+def test_excerpt_shows_media_as_their_type_and_size(result: Any, shown: str) -> None:
     """A tool result holding an image, audio, a file or a document inline reads as its media
     type and decoded size, by the Python reading and by the core's, here and --anywhere."""
     thread = media_loop(result)

@@ -77,18 +77,33 @@ _MEDIA_DATA = st.sampled_from(["", "AA==", "QUJD\nREVG", "-_8=", "a b", "é🎉"
 _DATA_URLS = st.one_of(
     st.builds(lambda header, data: f"data:{header},{data}",
               st.sampled_from(["image/png;base64", ";base64", "base64", "image/png",
-                               "a;b;base64", "image/png;base64;x", " é\n;base64", "x,y;base64"]),
+                               "a;b;base64", "image/png;base64;x", " é\n;base64", "x,y;base64",
+                               "image/png;BASE64", "a]b;Base64", "é;base64", ";base6"]),
               _MEDIA_DATA),
-    st.sampled_from(["https://a.example/b.png", "data:image/png;base64", "DATA:;base64,AA"]),
+    st.sampled_from(["https://a.example/b.png", "data:image/png;base64", "DATA:;base64,AA",
+                     "Data:x/y;bAsE64,AA", "dat:;base64,AA", "/tmp/a.wav", "data"]),
 )
+_NAMES = st.sampled_from([None, "", 3, "a.pdf", "r" * 39, "r" * 40, "é" * 41, "a]\n[b"])
 #: Content parts in the media shapes the excerpt recognises, some broken, beside text parts.
 MEDIA_PARTS = st.one_of(
     st.builds(lambda url: {"type": "image_url", "image_url": {"url": url}}, _DATA_URLS),
     st.builds(lambda kind, field, url: {"type": kind, field: url},
               st.sampled_from(["input_image", "input_file", "image"]),
               st.sampled_from(["image_url", "file_data"]), _DATA_URLS),
-    st.builds(lambda url: {"type": "file", "file": {"filename": "a", "file_data": url}},
-              _DATA_URLS),
+    st.builds(lambda url, name: {"type": "file", "file": {"filename": name, "file_data": url}},
+              _DATA_URLS, _NAMES),
+    st.builds(lambda url, name: {"type": "input_file", "filename": name, "file_data": url},
+              _DATA_URLS, _NAMES),
+    st.builds(lambda url: {"type": "image_url", "image_url": url}, _DATA_URLS),
+    # Inspect's parts (the data URL in a field named by the type) and MCP's (raw base64)
+    st.builds(lambda kind, url, form, named, name: {"type": kind, kind: url, "format": form,
+                                                    "mime_type": named, "filename": name},
+              st.sampled_from(["image", "audio", "video", "document"]), _DATA_URLS,
+              st.sampled_from(["wav", "", None]), st.sampled_from(["application/pdf", "", None]),
+              _NAMES),
+    st.builds(lambda kind, data, named: {"type": kind, "data": data, "mimeType": named},
+              st.sampled_from(["image", "audio", "video"]), st.one_of(_MEDIA_DATA, st.none()),
+              st.sampled_from(["image/png", "", None, "a]b"])),
     st.builds(lambda data, form: {"type": "input_audio", "input_audio": {"data": data,
                                                                          "format": form}},
               _MEDIA_DATA, st.sampled_from(["wav", "", None, 3])),
@@ -104,9 +119,10 @@ MEDIA_PARTS = st.one_of(
                      {"type": "input_audio", "input_audio": ["AA"]}, {"source": {}}]),
     STRINGS,
 )
-#: Tool results: any payload, or a list of content parts that may hold media.
-RESULTS = st.one_of(PAYLOADS, st.lists(st.one_of(MEDIA_PARTS, PAYLOADS), min_size=1,
-                                       max_size=4))
+#: Tool results: any payload, a content part alone, or a list of content parts that may
+#: hold media.
+RESULTS = st.one_of(PAYLOADS, MEDIA_PARTS,
+                    st.lists(st.one_of(MEDIA_PARTS, PAYLOADS), min_size=1, max_size=4))
 TOKENS = st.sampled_from([0, 1, 3, 2.5, 0.1, -1, "3", None, True, 1e308, 1.7e308, 2**53 + 1,
                           -0.0, 1e-300, 7, 1e16, 1.0, 1e-16])
 
@@ -282,7 +298,7 @@ def test_a_payload_of_a_hyphen_is_shown_as_itself() -> None:
 
 
 @pytest.mark.parametrize(("result", "shown"), MEDIA_RESULTS)
-def test_media_read_from_a_line_are_shown_as_python_shows_them(result: list[Any],
+def test_media_read_from_a_line_are_shown_as_python_shows_them(result: Any,
                                                                shown: str) -> None:
     """A result holding media inline, read from the line's bytes, reads as Python's twin
     reads it (its media type and decoded size), for a suffix and for a result run."""

@@ -122,29 +122,40 @@ _TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
 _PART_BREAK: Final = "\n"  # between a result's parts, as the adapters join their texts
 _NOT_BASE64: Final = re.compile(r"[^A-Za-z0-9+/_-]")
 """What is no symbol of base64 (standard or URL-safe): padding, line breaks, anything else."""
+_DATA_SCHEME: Final = re.compile(r"data:", re.IGNORECASE | re.ASCII)
+_BASE64_END: Final = re.compile(r";base64\Z", re.IGNORECASE | re.ASCII)
+"""A data URL's header that says its data is base64 (RFC 2397: the scheme and the token are
+case-insensitive; ASCII letters only, so no other letter's case folding can fake one)."""
+_NOT_IN_LABEL: Final = re.compile(r"[\[\]\x00-\x1f\x7f]")
+"""What a label taken from the data may not hold (each becomes ``_``): a bracket would end
+the placeholder early, a control character (a line break) would split it."""
+_FILENAME_CHARS: Final = 40
+"""A file name in a placeholder is cut to this many code points, its ellipsis included."""
 
 
 def _media_placeholder(part: Any) -> str | None:
-    """``[label, N bytes]`` for a content part that carries a file's bytes inline, in the
-    shapes the adapters keep as media, N the decoded size (three bytes per four base64
-    symbols; padding and line breaks not counted); None for anything else.
+    """``[label, N bytes]`` for a content part that carries a file's bytes inline, N the
+    decoded size (three bytes per four base64 symbols; padding and line breaks not counted);
+    None for anything else.
 
-    ==============================================================  ========================
-    part                                                            label
-    ==============================================================  ========================
-    ``{"type": "image_url", "image_url": {"url": DATA_URL}}``       the URL's media type
-    ``{"type": "input_image", "image_url": DATA_URL}``              the URL's media type
-    ``{"type": "file", "file": {"file_data": DATA_URL}}``           the URL's media type
-    ``{"type": "input_file", "file_data": DATA_URL}``               the URL's media type
-    ``{"type": "input_audio", "input_audio": {"data": B64,          ``audio/`` + format
-    "format": F}}``
-    ``{"type": "image" | "document", "source": {"type": "base64",   ``media_type``
-    "media_type": M, "data": B64}}``
-    ==============================================================  ========================
+    - OpenAI: ``{"type": "image_url", "image_url": {"url": DATA_URL}}`` (or ``"image_url":
+      DATA_URL``, as LangChain writes it), ``{"type": "input_image", "image_url": DATA_URL}``,
+      ``{"type": "file", "file": {"file_data": DATA_URL, "filename": NAME}}``, ``{"type":
+      "input_file", "file_data": DATA_URL, "filename": NAME}``: labelled with the URL's media
+      type; ``{"type": "input_audio", "input_audio": {"data": B64, "format": F}}``: ``audio/F``.
+    - Anthropic: ``{"type": "image" | "document", "source": {"type": "base64", "media_type":
+      M, "data": B64}}``: ``M``.
+    - MCP: ``{"type": "image" | "audio", "data": B64, "mimeType": M}``: ``M``.
+    - Inspect: ``{"type": "image", "image": DATA_URL}``, ``{"type": "audio" | "video",
+      "audio" | "video": DATA_URL, "format": F}``, ``{"type": "document", "document":
+      DATA_URL, "mime_type": M, "filename": NAME}``: the URL's media type, else ``audio/F``,
+      ``video/F`` or ``M``.
 
     ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397); a label the part does not name is its
-    ``type``. Only these shapes: a URL that links to its media, and every string that is no
-    such part's field, hold no bytes to hide and are shown as they are.
+    ``type``, and a file name (``NAME``, cut to :data:`_FILENAME_CHARS`) follows the label.
+    Only these shapes: a URL that links to its media, a file path (Inspect's other reading
+    of its fields), and every string that is no such part's field, hold no bytes to hide and
+    are shown as they are.
     """
     if not isinstance(part, dict):
         return None
@@ -153,33 +164,43 @@ def _media_placeholder(part: Any) -> str | None:
         return None
     if kind in ("image", "document"):  # Anthropic's blocks
         source = part.get("source")
-        if not (isinstance(source, dict) and _is_text(source.get("type"), "base64")
+        if (isinstance(source, dict) and _is_text(source.get("type"), "base64")
                 and isinstance(source.get("data"), str)):
-            return None
-        return _placeholder(_label(source.get("media_type"), kind), source["data"])
+            return _placeholder(kind, source["data"], source.get("media_type"))
+    if kind in ("image", "audio") and isinstance(part.get("data"), str):  # MCP's content
+        return _placeholder(kind, part["data"], part.get("mimeType"))
     if kind == "input_audio":
         audio = part.get("input_audio")
         if not (isinstance(audio, dict) and isinstance(audio.get("data"), str)):
             return None
-        form = audio.get("format")
-        return _placeholder(_label(f"audio/{form}" if isinstance(form, str) and form else None,
-                                   kind), audio["data"])
+        return _placeholder(kind, audio["data"], _typed("audio/", audio.get("format")))
+    named: Any = None  # the media type the part names beside its URL's
+    filename: Any = None
     if kind == "image_url":  # OpenAI chat's parts hold their URL one object down
-        url = _member(part.get("image_url"), "url")
+        url = part.get("image_url")
+        if not isinstance(url, str):
+            url = _member(url, "url")
     elif kind == "file":
         url = _member(part.get("file"), "file_data")
+        filename = _member(part.get("file"), "filename")
     elif kind == "input_image":  # the Responses API's parts hold it themselves
         url = part.get("image_url")
     elif kind == "input_file":
-        url = part.get("file_data")
+        url, filename = part.get("file_data"), part.get("filename")
+    elif kind in ("image", "audio", "video", "document"):  # Inspect's, in a field of its type
+        url = part.get(kind)
+        if kind == "document":
+            named, filename = part.get("mime_type"), part.get("filename")
+        elif kind != "image":
+            named = _typed(f"{kind}/", part.get("format"))
     else:
         return None
-    if not (isinstance(url, str) and url.startswith("data:")):
+    if not (isinstance(url, str) and _DATA_SCHEME.match(url)):
         return None
     header, comma, data = url.partition(",")
-    if not comma or not header.endswith(";base64"):
+    if not comma or not _BASE64_END.search(header):
         return None  # a URL-encoded data URL is text already
-    return _placeholder(_label(header[5:].partition(";")[0], kind), data)
+    return _placeholder(kind, data, header[5:].partition(";")[0], named, filename=filename)
 
 
 def _member(value: Any, name: str) -> Any:
@@ -190,21 +211,34 @@ def _is_text(value: Any, text: str) -> bool:
     return isinstance(value, str) and value == text
 
 
-def _label(media_type: Any, kind: str) -> str:
-    return media_type if isinstance(media_type, str) and media_type else kind
+def _typed(prefix: str, form: Any) -> str | None:
+    """A media type made of a part's ``format`` (``audio/`` + ``wav``), None without one."""
+    return prefix + form if isinstance(form, str) and form else None
 
 
-def _placeholder(label: str, data: str) -> str:
+def _placeholder(kind: str, data: str, *media_types: Any, filename: Any = None) -> str:
+    """``[label, N bytes]``: the label the first media type given that is a non-empty string,
+    else ``kind``, then the file name when there is one."""
+    label = next((named for named in media_types if isinstance(named, str) and named), kind)
+    if isinstance(filename, str) and filename:
+        if len(filename) > _FILENAME_CHARS:
+            filename = filename[: _FILENAME_CHARS - 1] + _ELLIPSIS
+        label = f"{label} {filename}"
     size = len(_NOT_BASE64.sub("", data)) * 3 // 4
-    return f"[{label}, {size} byte{'' if size == 1 else 's'}]"
+    return f"[{_NOT_IN_LABEL.sub('_', label)}, {size} byte{'' if size == 1 else 's'}]"
 
 
 def _result_text(result: Any, encode: Callable[[Any], str]) -> str:
-    """A tool result as a person reads it (:func:`_payload`), except a list of content parts
-    holding media inline (a screenshot): each part in turn, a text as itself, such media as
-    :func:`_media_placeholder` shows it, any other part as :func:`_payload` writes it. The
-    media's bytes would fill the excerpt with base64 that says nothing."""
-    if isinstance(result, (list, tuple)):
+    """A tool result as a person reads it (:func:`_payload`), except content parts holding
+    media inline (a screenshot), as a list or one part alone: each part in turn, a text as
+    itself, such media as :func:`_media_placeholder` shows it, any other part as
+    :func:`_payload` writes it. The media's bytes would fill the excerpt with base64 that
+    says nothing."""
+    if isinstance(result, dict):
+        placeholder = _media_placeholder(result)
+        if placeholder is not None:
+            return placeholder
+    elif isinstance(result, (list, tuple)):
         shown = [_media_placeholder(part) for part in result]
         if any(placeholder is not None for placeholder in shown):
             return _PART_BREAK.join(
