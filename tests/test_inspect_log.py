@@ -127,6 +127,61 @@ def test_inspect_log_scanned(inspect_logs: dict[str, Path], suffix: str,
         for ident, record in got.items()}
 
 
+SCREENSHOTS = '''
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.solver import generate, use_tools
+from inspect_ai.tool import ContentImage, tool
+
+PNG = "{png}"
+
+
+@tool
+def shot():
+    async def execute() -> list[ContentImage]:
+        """Take a screenshot."""
+        return [ContentImage(image=f"data:image/png;base64,{{PNG}}")]
+    return execute
+
+
+def outputs():
+    outputs = [ModelOutput.for_tool_call("mockllm/model", "shot", {{}}, tool_call_id=f"c{{i}}")
+               for i in range(3)] + [ModelOutput.from_content("mockllm/model", "Done.")]
+    for output in outputs:  # usage given, so the mock model counts no tokens
+        output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    return outputs
+
+
+@task
+def screenshots():
+    return Task(dataset=[Sample(id="shots", input="Look.")],
+                solver=[use_tools(shot()), generate()],
+                model=get_model("mockllm/model", custom_outputs=outputs()))
+'''
+
+
+@needs_inspect
+def test_inspect_screenshots_read_as_their_media_type_and_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computer-use-like tool that answers with Inspect's ContentImage (a data URL in its
+    ``image`` field) each time: the record shows ``[image/png, 70 bytes]``, not its base64."""
+    from tests.test_attribution import PNG
+
+    (tmp_path / "task.py").write_text(SCREENSHOTS.format(png=PNG))
+    logs = tmp_path / "logs"
+    subprocess.run([sys.executable, "-c", textwrap.dedent(EVALUATE).replace(
+        'for log_format in ("eval", "json")', 'for log_format in ("eval",)'), str(logs)],
+                   cwd=tmp_path, check=True, timeout=120, capture_output=True)
+    (path,) = logs.iterdir()
+    code, out, _ = run(["scan", str(path), "--anywhere"], monkeypatch)
+    (record,) = records(out)
+    assert code == 0 and record["verdict"] is not None
+    # (the mock model says a text of its own beside each call, which the excerpt shows first)
+    assert record["excerpt"] == record["loops"][0]["excerpt"]
+    assert record["excerpt"].endswith(" | shot({}) -> [image/png, 70 bytes]")
+
+
 def test_inspect_log_without_inspect_ai(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Without inspect_ai an Inspect log is refused with what to install, before any record."""
