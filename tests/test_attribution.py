@@ -169,6 +169,14 @@ MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
                                    "data": PNG}}], "[image/png___x, 70 bytes]"),
     ([{"type": "file", "file": {"filename": "a]b\n.pdf", "file_data": "data:;base64,AA=="}}],
      "[file a_b_.pdf, 1 byte]"),
+    # A text part without a type is text; base64 not last in the header is no base64 (the
+    # URL is shown as written); an empty audio format names no media type.
+    ([{"text": "Saved"}, _IMAGE_URL], "Saved [image/png, 70 bytes]"),
+    ([{"type": "image_url", "image_url": {"url": "data:image/png;base64;x,AA=="}}, _IMAGE_URL],
+     '{"type":"image_url","image_url":{"url":"data:image/png;base64;x,AA=="}} '
+     "[image/png, 70 bytes]"),
+    ([{"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": ""}}],
+     "[input_audio, 4 bytes]"),
 ]
 
 
