@@ -18,6 +18,7 @@ from vthread._heuristics import read_columns
 from vthread._options import cycle_options
 from vthread.scan import attribute, attribute_by_messages, verdicts
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
+from vthread.volatile import mask_text, masked_thread
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -221,6 +222,21 @@ def test_media_placeholders_change_the_excerpt_alone() -> None:
     assert records[0]["excerpt"] == records[1]["excerpt"] == "shot({}) -> [image/png, 300 bytes]"
     assert records[0]["signature"] != records[1]["signature"]
     assert ({**records[0], "signature": None}) == ({**records[1], "signature": None})
+
+
+def test_under_masking_the_size_counts_the_masked_data() -> None:
+    """With mask_volatile the excerpt is made of the masked messages, as the loop was found
+    (docs/api.md): a base64 run that masking replaced counts as its placeholder, whose ``<``
+    and ``>`` are no base64 symbols, so the size is the masked data's."""
+    data = "iVBO/1234567890abcdef/12s+AAAA"  # a hex run and a duration, to be masked
+    thread = media_loop([{"type": "image", "source": {"type": "base64",
+                                                      "media_type": "image/png", "data": data}}])
+    assert mask_text(data) == "iVBO/<hex>/<elapsed>+AAAA"
+    assert vthread.scan([thread]).record(0)["excerpt"] == "shot({}) -> [image/png, 22 bytes]"
+    masked = vthread.scan([thread], mask_volatile=True, anywhere=True)
+    assert masked.record(0)["excerpt"] == masked.loops[0][0]["excerpt"] == (
+        "shot({}) -> [image/png, 15 bytes]")
+    assert masked.record(0) == vthread.scan([masked_thread(thread)], anywhere=True).record(0)
 
 
 def test_excerpt_of_a_text_run_is_the_start_of_the_repeated_text() -> None:
