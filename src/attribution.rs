@@ -977,13 +977,23 @@ fn base64_data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type.split(';').next().unwrap_or(media_type), data))
 }
 
-/// `_attribution._FILENAME_CHARS`: a file name in a placeholder is cut to this many code
-/// points, its ellipsis included.
-const FILENAME_CHARS: usize = 40;
+/// `_attribution._LABEL_PART_CHARS`: a media type or a file name in a placeholder is cut to
+/// this many code points, its ellipsis included, so that the size always shows.
+const LABEL_PART_CHARS: usize = 40;
+
+/// `_attribution._label_part`: `text` cut to `LABEL_PART_CHARS` code points.
+fn push_label_part(label: &mut String, text: &str) {
+    if text.chars().count() > LABEL_PART_CHARS {
+        label.extend(text.chars().take(LABEL_PART_CHARS - 1));
+        label.push(ELLIPSIS);
+    } else {
+        label.push_str(text);
+    }
+}
 
 /// `_attribution._placeholder`: `[label, N bytes]`, the label the first of `media_types`
-/// that is not empty, else the part's `type`, then its file name, cut; a bracket or a control
-/// character in the label becomes `_` (`_NOT_IN_LABEL`). N three bytes per four base64
+/// that is not empty, else the part's `type`, then its file name, each cut; a bracket or a
+/// control character in the label becomes `_` (`_NOT_IN_LABEL`). N three bytes per four base64
 /// symbols (standard or URL-safe), what is no symbol (padding, line breaks) not counted.
 fn placeholder(
     kind: &str,
@@ -991,25 +1001,22 @@ fn placeholder(
     media_types: &[Option<String>],
     filename: Option<&str>,
 ) -> String {
-    let mut label = media_types
+    let mut label = String::new();
+    let media_type = media_types
         .iter()
         .flatten()
         .find(|named| !named.is_empty())
-        .map_or(kind, String::as_str)
-        .to_owned();
+        .map_or(kind, String::as_str);
+    push_label_part(&mut label, media_type);
     if let Some(filename) = filename.filter(|name| !name.is_empty()) {
         label.push(' ');
-        if filename.chars().count() > FILENAME_CHARS {
-            label.extend(filename.chars().take(FILENAME_CHARS - 1));
-            label.push(ELLIPSIS);
-        } else {
-            label.push_str(filename);
-        }
+        push_label_part(&mut label, filename);
     }
     let label: String = label
         .chars()
         .map(|c| {
-            if matches!(c, '[' | ']' | '\0'..='\x1f' | '\x7f') {
+            // `is_control` is Unicode's Cc, as `_NOT_IN_LABEL`: C0, DEL and C1.
+            if c == '[' || c == ']' || c.is_control() {
                 '_'
             } else {
                 c

@@ -170,6 +170,13 @@ MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
                                    "data": PNG}}], "[image/png___x, 70 bytes]"),
     ([{"type": "file", "file": {"filename": "a]b\n.pdf", "file_data": "data:;base64,AA=="}}],
      "[file a_b_.pdf, 1 byte]"),
+    # A long media type is cut as a name is, so the size still shows; a C1 control (which
+    # can hide what follows) becomes "_" as C0's do.
+    ([{"type": "image", "data": "AAAA", "mimeType": "m" * 5000}],
+     f"[{'m' * 39}\u2026, 3 bytes]"),
+    ([{"type": "input_file", "filename": "a\x85b\x9f.pdf",
+       "file_data": "data:application/pdf;base64,JVBERi0="}],
+     "[application/pdf a_b_.pdf, 5 bytes]"),
     # A text part without a type is text; base64 not last in the header is no base64 (the
     # URL is shown as written); an empty audio format names no media type.
     ([{"text": "Saved"}, _IMAGE_URL], "Saved [image/png, 70 bytes]"),

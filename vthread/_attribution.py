@@ -126,11 +126,13 @@ _DATA_SCHEME: Final = re.compile(r"data:", re.IGNORECASE | re.ASCII)
 _BASE64_END: Final = re.compile(r";base64\Z", re.IGNORECASE | re.ASCII)
 """A data URL's header that says its data is base64 (RFC 2397: the scheme and the token are
 case-insensitive; ASCII letters only, so no other letter's case folding can fake one)."""
-_NOT_IN_LABEL: Final = re.compile(r"[\[\]\x00-\x1f\x7f]")
+_NOT_IN_LABEL: Final = re.compile(r"[\[\]\x00-\x1f\x7f-\x9f]")
 """What a label taken from the data may not hold (each becomes ``_``): a bracket would end
-the placeholder early, a control character (a line break) would split it."""
-_FILENAME_CHARS: Final = 40
-"""A file name in a placeholder is cut to this many code points, its ellipsis included."""
+the placeholder early, a control character (Unicode's Cc: C0, DEL, C1; a line break) would
+split it or hide what follows."""
+_LABEL_PART_CHARS: Final = 40
+"""A media type or a file name in a placeholder is cut to this many code points, its
+ellipsis included, so that the size always shows."""
 
 
 def _media_placeholder(part: Any) -> str | None:
@@ -152,7 +154,8 @@ def _media_placeholder(part: Any) -> str | None:
       ``video/F`` or ``M``.
 
     ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397); a label the part does not name is its
-    ``type``, and a file name (``NAME``, cut to :data:`_FILENAME_CHARS`) follows the label.
+    ``type``, and a file name (``NAME``) follows the label, each cut to
+    :data:`_LABEL_PART_CHARS`.
     Only these shapes: a URL that links to its media, a file path (Inspect's other reading
     of its fields), and every string that is no such part's field, hold no bytes to hide and
     are shown as they are.
@@ -216,14 +219,20 @@ def _typed(prefix: str, form: Any) -> str | None:
     return prefix + form if isinstance(form, str) and form else None
 
 
+def _label_part(text: str) -> str:
+    """``text`` cut to :data:`_LABEL_PART_CHARS` code points, an ellipsis last when cut."""
+    if len(text) > _LABEL_PART_CHARS:
+        return text[: _LABEL_PART_CHARS - 1] + _ELLIPSIS
+    return text
+
+
 def _placeholder(kind: str, data: str, *media_types: Any, filename: Any = None) -> str:
     """``[label, N bytes]``: the label the first media type given that is a non-empty string,
     else ``kind``, then the file name when there is one."""
-    label = next((named for named in media_types if isinstance(named, str) and named), kind)
+    label = _label_part(
+        next((named for named in media_types if isinstance(named, str) and named), kind))
     if isinstance(filename, str) and filename:
-        if len(filename) > _FILENAME_CHARS:
-            filename = filename[: _FILENAME_CHARS - 1] + _ELLIPSIS
-        label = f"{label} {filename}"
+        label = f"{label} {_label_part(filename)}"
     size = len(_NOT_BASE64.sub("", data)) * 3 // 4
     return f"[{_NOT_IN_LABEL.sub('_', label)}, {size} byte{'' if size == 1 else 's'}]"
 
