@@ -75,7 +75,7 @@ impl<'k> RunKeys<'k> {
 /// `adapters._TOKEN_FIELDS`: where a usage keeps a message's own tokens, in that order.
 const TOKEN_FIELDS: [&str; 3] = ["tokens", "completion_tokens", "output_tokens"];
 /// `adapters._TEXT_PARTS`: the content parts whose text is read.
-const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
+pub(crate) const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
 
 /// A string of the output.
 #[derive(Clone)]

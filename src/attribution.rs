@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use crate::adapters::is_python_space;
+use crate::adapters::{is_python_space, TEXT_PARTS};
 use crate::canonical;
 use crate::columns::parse_activity;
 use crate::document::Value;
@@ -44,8 +44,6 @@ const ARROW: &str = " -> ";
 const ELLIPSIS: char = '\u{2026}';
 /// `_attribution._PART_BREAK`: between a result's parts, as the adapters join their texts.
 const PART_BREAK: &str = "\n";
-/// `_attribution._TEXT_PARTS`: the content parts that are text.
-const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
 /// `_messages.ABSENT`: an absent payload in an activity's parts.
 const ABSENT: &str = "-";
 
