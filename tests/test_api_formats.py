@@ -122,9 +122,17 @@ def test_each_heuristic_takes_the_format_as_describe_does(name: str) -> None:
 def test_the_chat_warning_of_a_whole_thread_check_points_at_its_caller(
         function: Callable[..., object]) -> None:
     """A list of messages takes a shorter path than other sequences; both warn where the
-    function was called."""
+    function was called, a list's or tuple's subclass as scan warns about one."""
+    class Messages(list[dict[str, str]]):
+        pass
+
+    class MessageTuple(tuple[dict[str, str], ...]):
+        pass
+
     chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}] * 2
-    for thread in (chat, tuple(chat)):
+    with pytest.warns(UserWarning, match='pass format="auto"'):
+        vthread.scan([Messages(chat)])
+    for thread in (chat, tuple(chat), Messages(chat), MessageTuple(chat)):
         with pytest.warns(UserWarning, match='pass format="auto"') as caught:
             function(thread)
         assert [w.filename for w in caught] == [__file__]

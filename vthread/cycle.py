@@ -10,7 +10,7 @@ object) from, or ``"auto"``; chat messages passed as native ones are warned abou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import numpy as np
 
@@ -56,8 +56,8 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
         return native_messages(as_thread(messages), format)[0]
     if isinstance(messages, Mapping) and run_messages(messages) is not None:
         messages = native_messages(messages, format)[0]  # a run object, read as scan reads one
-    if type(messages) in (list, tuple) and messages and chat_like(cast("list[Any]", messages)[0]):
-        warn_if_chat([messages], stacklevel=stacklevel, one=True)
+    # Any sequence, a list's or tuple's subclass included, as scan's warning reads threads.
+    warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages
 
 
