@@ -989,6 +989,15 @@ fn push_label_part(label: &mut String, text: &str) {
     }
 }
 
+/// Unicode's Bidi_Control property (as `_attribution._NOT_IN_LABEL` lists it): the marks
+/// and embeddings, overrides and isolates that reorder how the text after them is shown.
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
 /// `_attribution._placeholder`: `[label, N bytes]`, the label the first of `media_types`
 /// that is not empty, else the part's `type`, then its file name, each cut; a bracket or a
 /// control character in the label becomes `_` (`_NOT_IN_LABEL`). N three bytes per four base64
@@ -1013,8 +1022,9 @@ fn placeholder(
     let label: String = label
         .chars()
         .map(|c| {
-            // `is_control` is Unicode's Cc, as `_NOT_IN_LABEL`: C0, DEL and C1.
-            if c == '[' || c == ']' || c.is_control() {
+            // `is_control` is Unicode's Cc, as `_NOT_IN_LABEL`: C0, DEL and C1; then
+            // Unicode's Bidi_Control, which would show the rest of the label reversed.
+            if c == '[' || c == ']' || c.is_control() || is_bidi_control(c) {
                 '_'
             } else {
                 c

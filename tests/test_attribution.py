@@ -177,6 +177,12 @@ MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
     ([{"type": "input_file", "filename": "a\x85b\x9f.pdf",
        "file_data": "data:application/pdf;base64,JVBERi0="}],
      "[application/pdf a_b_.pdf, 5 bytes]"),
+    # A bidirectional control (Unicode's Bidi_Control, every one of them) would show what
+    # follows it reversed ("x\u202egnp.exe" reads as "xexe.png"): each becomes "_".
+    ([{"type": "input_file", "filename": "x\u202egnp.exe\u061c\u200e\u200f\u202a\u202b\u202c"
+       "\u202d\u2066\u2067\u2068\u2069\u2065\u206a",
+       "file_data": "data:\u200fapplication/pdf;base64,JVBERi0="}],
+     "[_application/pdf x_gnp.exe___________\u2065\u206a, 5 bytes]"),
     # A text part without a type is text; base64 not last in the header is no base64 (the
     # URL is shown as written); an empty audio format names no media type.
     ([{"text": "Saved"}, _IMAGE_URL], "Saved [image/png, 70 bytes]"),

@@ -126,10 +126,12 @@ _DATA_SCHEME: Final = re.compile(r"data:", re.IGNORECASE | re.ASCII)
 _BASE64_END: Final = re.compile(r";base64\Z", re.IGNORECASE | re.ASCII)
 """A data URL's header that says its data is base64 (RFC 2397: the scheme and the token are
 case-insensitive; ASCII letters only, so no other letter's case folding can fake one)."""
-_NOT_IN_LABEL: Final = re.compile(r"[\[\]\x00-\x1f\x7f-\x9f]")
+_NOT_IN_LABEL: Final = re.compile(
+    r"[\[\]\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """What a label taken from the data may not hold (each becomes ``_``): a bracket would end
 the placeholder early, a control character (Unicode's Cc: C0, DEL, C1; a line break) would
-split it or hide what follows."""
+split it or hide what follows, and a bidirectional control (Unicode's Bidi_Control) would
+show the rest reversed, so that ``x\u202egnp.exe`` reads as ``xexe.png``."""
 _LABEL_PART_CHARS: Final = 40
 """A media type or a file name in a placeholder is cut to this many code points, its
 ellipsis included, so that the size always shows."""
