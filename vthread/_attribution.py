@@ -23,6 +23,10 @@ from typing import Any, Final
 
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
+# The content parts that are text, the adapters' own set (a call of scan imports them
+# anyway, so importing them here costs the scan nothing).
+from vthread.adapters import _TEXT_PARTS
+
 __all__ = [
     "EXCERPT_CHARS",
     "excerpt",
@@ -117,8 +121,6 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
         return encode(value)
 
 
-_TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
-"""The content parts that are text (``adapters._TEXT_PARTS``)."""
 _PART_BREAK: Final = "\n"  # between a result's parts, as the adapters join their texts
 _NOT_BASE64: Final = re.compile(r"[^A-Za-z0-9+/_-]")
 """What is no symbol of base64 (standard or URL-safe): padding, line breaks, anything else."""
