@@ -36,6 +36,9 @@ pub const TEXT_RUN: u8 = 4;
 
 /// An excerpt's length limit in code points, its ellipsis included (`EXCERPT_CHARS`).
 const EXCERPT_CHARS: usize = 240;
+/// `_attribution._NAME_CHARS`: a name in an excerpt (a tool's, a message's type, a media type,
+/// a file name) is cut to this many code points, its ellipsis included.
+const NAME_CHARS: usize = 40;
 /// Each rendered message or payload is cut to this many code points first (`_PART_CHARS`).
 const PART_CHARS: usize = 100;
 const PART_SEPARATOR: &str = " | ";
@@ -726,13 +729,15 @@ fn rendered_excerpt<'m, N: Readable + 'm>(
     Ok(joined(parts))
 }
 
-/// `_attribution._joined`: the parts joined, cut to `EXCERPT_CHARS` code points.
+/// `_attribution.joined`: the parts joined, cut to `EXCERPT_CHARS` code points, what is never
+/// shown (`is_unshown`) as `_`.
 fn joined(parts: Vec<String>) -> String {
     let text = parts.join(PART_SEPARATOR);
+    let shown = text.chars().map(|c| if is_unshown(c) { '_' } else { c });
     if text.chars().count() <= EXCERPT_CHARS {
-        return text;
+        return shown.collect();
     }
-    let mut cut: String = text.chars().take(EXCERPT_CHARS - 1).collect();
+    let mut cut: String = shown.take(EXCERPT_CHARS - 1).collect();
     cut.push(ELLIPSIS);
     cut
 }
@@ -761,7 +766,8 @@ fn render_part<N: Readable>(message: &N) -> Result<(String, Part), Declined> {
         } else {
             Part::Other
         };
-        let mut out = activity.name.string()?.ok_or(Declined)?;
+        // The name in one line, as its arguments are (`_attribution._call`).
+        let mut out = one_line(&activity.name.string()?.ok_or(Declined)?, NAME_CHARS);
         out.push('(');
         if let Some(arguments) = &activity.arguments {
             out.push_str(&one_line(&payload(arguments)?, PART_CHARS));
@@ -779,7 +785,7 @@ fn render_part<N: Readable>(message: &N) -> Result<(String, Part), Declined> {
         Some(kind) => kind.string()?,
         None => None,
     };
-    let label = label.unwrap_or_else(|| "message".to_owned());
+    let label = label.map_or_else(|| "message".to_owned(), |kind| one_line(&kind, NAME_CHARS));
     let text = match message.field(Key::Text)? {
         Some(text) => text.string()?,
         None => None,
@@ -975,27 +981,26 @@ fn base64_data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type.split(';').next().unwrap_or(media_type), data))
 }
 
-/// `_attribution._LABEL_PART_CHARS`: a media type or a file name in a placeholder is cut to
-/// this many code points, its ellipsis included, so that the size always shows.
-const LABEL_PART_CHARS: usize = 40;
-
-/// `_attribution._label_part`: `text` cut to `LABEL_PART_CHARS` code points.
+/// `_attribution._label_part`: `text` cut to `NAME_CHARS` code points.
 fn push_label_part(label: &mut String, text: &str) {
-    if text.chars().count() > LABEL_PART_CHARS {
-        label.extend(text.chars().take(LABEL_PART_CHARS - 1));
+    if text.chars().count() > NAME_CHARS {
+        label.extend(text.chars().take(NAME_CHARS - 1));
         label.push(ELLIPSIS);
     } else {
         label.push_str(text);
     }
 }
 
-/// Unicode's Bidi_Control property (as `_attribution._NOT_IN_LABEL` lists it): the marks
-/// and embeddings, overrides and isolates that reorder how the text after them is shown.
-fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
-    )
+/// `_attribution._NOT_SHOWN`: what an excerpt never shows. `is_control` is Unicode's Cc (C0,
+/// DEL, C1), which would split the line or hide what follows (a terminal's escapes); then
+/// Unicode's Bidi_Control, the marks, embeddings, overrides and isolates that would show
+/// the rest reversed.
+fn is_unshown(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// `_attribution._placeholder`: `[label, N bytes]`, the label the first of `media_types`
@@ -1022,9 +1027,8 @@ fn placeholder(
     let label: String = label
         .chars()
         .map(|c| {
-            // `is_control` is Unicode's Cc, as `_NOT_IN_LABEL`: C0, DEL and C1; then
-            // Unicode's Bidi_Control, which would show the rest of the label reversed.
-            if c == '[' || c == ']' || c.is_control() || is_bidi_control(c) {
+            // `_NOT_IN_LABEL`: a bracket, or what no excerpt shows.
+            if c == '[' || c == ']' || is_unshown(c) {
                 '_'
             } else {
                 c

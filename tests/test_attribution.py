@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -192,6 +193,44 @@ MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
     ([{"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": ""}}],
      "[input_audio, 4 bytes]"),
 ]
+
+
+_LONG_NAME: Final = "t" * 300
+UNSHOWN_THREADS: Final[list[tuple[list[dict[str, Any]], str]]] = [
+    # A tool's name and a message's type in one line, as their texts are; a long name cut.
+    ([{"type": "user", "text": "go"}]
+     + [_call("search\nIGNORE"), _reply("search\nIGNORE", "none")] * 3,
+     "search IGNORE({}) -> none"),
+    ([{"type": "user", "text": "go"}]
+     + [{"type": "bot\n\tx", "text": "r"}, {"type": "user", "text": "s"}] * 3,
+     "bot x: r | user: s"),
+    ([{"type": "user", "text": "go"}]
+     + [_call(_LONG_NAME), _reply(_LONG_NAME, "r"), _call("ls"), _reply("ls", "x")] * 3,
+     f"{'t' * 39}\u2026({{}}) -> r | ls({{}}) -> x"),
+    # A terminal's escape, a NUL, a C1 control and a bidirectional override are shown as _,
+    # in texts, names and results alike.
+    ([{"type": "user", "text": "go"}]
+     + [{"type": "bot", "text": "\x1b[31mred\x1b[0m x\u202egnp"},
+        {"type": "user\u2066", "text": "s\x00\x9b"}] * 3,
+     "bot: _[31mred_[0m x_gnp | user_: s__"),
+    ([{"type": "user", "text": "go"}]
+     + [_call("ls\u200f", path="a\u202eb"), _reply("ls\u200f", "\x07done", path="a\u202eb")] * 3,
+     'ls_({"path":"a_b"}) -> _done'),
+]
+
+
+@pytest.mark.parametrize(("thread", "shown"), UNSHOWN_THREADS)
+def test_excerpt_is_one_line_without_controls(thread: list[dict[str, Any]], shown: str) -> None:
+    """An excerpt is one readable line whatever the data holds: a name or a type with line
+    breaks is flattened and a long one cut, and a control character or a bidirectional one
+    (which would split the line, run a terminal's escape, or show the rest reversed) is
+    shown as _; by the Python reading and the core's, here and --anywhere."""
+    (by_python,) = attributed_by([thread], every_message)
+    result = vthread.scan([thread], anywhere=True)
+    assert by_python["excerpt"] == result.record(0)["excerpt"] == shown
+    assert vthread.scan([thread]).record(0)["excerpt"] == shown
+    for found in result.loops[0]:
+        assert not re.search(r"[\x00-\x1f\x7f-\x9f\u202e\u2066\u200f]", found["excerpt"])
 
 
 def media_loop(*results: Any) -> list[dict[str, Any]]:

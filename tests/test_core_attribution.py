@@ -27,7 +27,13 @@ from tests.strategies import (
     long_text_runs,
     text_run_texts,
 )
-from tests.test_attribution import MEDIA_RESULTS, attributed_by, every_message, media_loop
+from tests.test_attribution import (
+    MEDIA_RESULTS,
+    UNSHOWN_THREADS,
+    attributed_by,
+    every_message,
+    media_loop,
+)
 from vthread import _core, cli
 from vthread._heuristics import columns_of
 from vthread._options import cycle_options
@@ -310,6 +316,17 @@ def test_media_read_from_a_line_are_shown_as_python_shows_them(result: Any,
     assert looping == [0, 1, 2] and by_core.codes[2] == 3  # repeated_result_run
     _assert_same(by_core, by_python)
     assert by_core.excerpt == [f"shot({{}}) -> {shown}"] * 3
+
+
+@pytest.mark.parametrize(("thread", "shown"), UNSHOWN_THREADS)
+def test_excerpts_read_from_a_line_show_no_controls_as_python(thread: list[dict[str, Any]],
+                                                              shown: str) -> None:
+    """Names, types and texts holding line breaks, controls and bidirectional controls,
+    read from the line's bytes (escaped or not), make Python's excerpt."""
+    by_core, by_python, looping = _both_ways([_line(thread, False), _line(thread, True)])
+    assert looping == [0, 1]
+    _assert_same(by_core, by_python)
+    assert by_core.excerpt == [shown] * 2
 
 
 @settings(max_examples=60, deadline=None)

@@ -46,6 +46,16 @@ _SEPARATOR: Final = " | "
 _ARROW: Final = " -> "  # between a tool call and its result
 _ELLIPSIS: Final = "…"
 _SPACES: Final = re.compile(r"\s+")
+_NAME_CHARS: Final = 40
+"""A name in an excerpt (a tool's, a message's type, a media type, a file name) is cut to
+this many code points, its ellipsis included, so that a long one cannot push the rest of
+its message past the cut."""
+_UNSHOWN_CHARS: Final = r"\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_NOT_SHOWN: Final = re.compile(f"[{_UNSHOWN_CHARS}]")
+"""What an excerpt never shows (each becomes ``_``): a control character (Unicode's Cc: C0,
+DEL, C1) would split the line or hide what follows it (a terminal's escape sequences), and
+a bidirectional control (Unicode's Bidi_Control) would show the rest reversed, so that
+``x\u202egnp.exe`` reads as ``xexe.png``. Whitespace among them is one space already."""
 
 
 def smallest_period(keys: Sequence[object]) -> int:
@@ -128,15 +138,11 @@ _DATA_SCHEME: Final = re.compile(r"data:", re.IGNORECASE | re.ASCII)
 _BASE64_END: Final = re.compile(r";base64\Z", re.IGNORECASE | re.ASCII)
 """A data URL's header that says its data is base64 (RFC 2397: the scheme and the token are
 case-insensitive; ASCII letters only, so no other letter's case folding can fake one)."""
-_NOT_IN_LABEL: Final = re.compile(
-    r"[\[\]\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""What a label taken from the data may not hold (each becomes ``_``): a bracket would end
-the placeholder early, a control character (Unicode's Cc: C0, DEL, C1; a line break) would
-split it or hide what follows, and a bidirectional control (Unicode's Bidi_Control) would
-show the rest reversed, so that ``x\u202egnp.exe`` reads as ``xexe.png``."""
-_LABEL_PART_CHARS: Final = 40
-"""A media type or a file name in a placeholder is cut to this many code points, its
-ellipsis included, so that the size always shows."""
+_NOT_IN_LABEL: Final = re.compile(rf"[\[\]{_UNSHOWN_CHARS}]")
+"""What a media label taken from the data may not hold (each becomes ``_``): a bracket,
+which would end the placeholder early, and what no excerpt shows (:data:`_NOT_SHOWN`), a
+line break included (replaced before the result is made one line, so that a file name's
+characters stay one each)."""
 
 
 def _media_placeholder(part: Any) -> str | None:
@@ -159,7 +165,7 @@ def _media_placeholder(part: Any) -> str | None:
 
     ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397); a label the part does not name is its
     ``type``, and a file name (``NAME``) follows the label, each cut to
-    :data:`_LABEL_PART_CHARS`.
+    :data:`_NAME_CHARS`.
     Only these shapes: a URL that links to its media, a file path (Inspect's other reading
     of its fields), and every string that is no such part's field, hold no bytes to hide and
     are shown as they are.
@@ -224,9 +230,9 @@ def _typed(prefix: str, form: Any) -> str | None:
 
 
 def _label_part(text: str) -> str:
-    """``text`` cut to :data:`_LABEL_PART_CHARS` code points, an ellipsis last when cut."""
-    if len(text) > _LABEL_PART_CHARS:
-        return text[: _LABEL_PART_CHARS - 1] + _ELLIPSIS
+    """``text`` cut to :data:`_NAME_CHARS` code points, an ellipsis last when cut."""
+    if len(text) > _NAME_CHARS:
+        return text[: _NAME_CHARS - 1] + _ELLIPSIS
     return text
 
 
@@ -278,6 +284,7 @@ hands out as the interpreter's one cached ``"-"``) is shown as itself."""
 
 
 def _call(name: str, arguments: Any, encode: Callable[[Any], str]) -> str:
+    name = _one_line(name, _NAME_CHARS)  # in one line, as its arguments are
     if arguments is _MISSING:
         return f"{name}()"
     return f"{name}({_one_line(_payload(arguments, encode))})"
@@ -306,7 +313,7 @@ def _render(message: Message, activity: Activity | None, encode: Callable[[Any],
         return call
     kind = message.get("type")
     text = message.get("text")
-    label = kind if isinstance(kind, str) else "message"
+    label = _one_line(kind, _NAME_CHARS) if isinstance(kind, str) else "message"
     return f"{label}: {_one_line(text)}" if isinstance(text, str) else label
 
 
@@ -329,13 +336,15 @@ def rendered(messages: Sequence[Message], encode: Callable[[Any], str]) -> list[
 
 def joined(parts: Sequence[str]) -> str:
     """``parts`` in one line of at most :data:`EXCERPT_CHARS` characters, readable in UTF-8
-    (a surrogate pair as its character, a lone surrogate as U+FFFD)."""
+    (a surrogate pair as its character, a lone surrogate as U+FFFD), what is never shown
+    (:data:`_NOT_SHOWN`) as ``_``."""
     text = _SEPARATOR.join(parts)
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
     # An excerpt is for reading and goes into UTF-8 files and Arrow strings: a surrogate pair
     # becomes its character, a lone surrogate U+FFFD.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    readable = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return _NOT_SHOWN.sub("_", readable)
 
 
 def excerpt(
