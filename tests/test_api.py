@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,36 @@ def test_message_that_is_not_a_mapping_names_its_index(heuristic: Any) -> None:
     """The error names the index of the offending message."""
     with pytest.raises(TypeError, match=r"messages\[2\]"):
         heuristic([{"type": "user"}, {"type": "bot"}, "oops"])
+
+
+class _CallersError(TypeError):
+    """A TypeError of the caller's own, raised by its mapping while it is read."""
+
+
+class _FailingMeta(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def items(self) -> Any:
+        raise _CallersError("the caller's mapping failed")
+
+
+@pytest.mark.parametrize("heuristic", [*HEURISTICS, lambda thread: vthread.scan([thread])])
+def test_a_type_error_of_the_callers_code_goes_on_as_raised(heuristic: Any) -> None:
+    """A TypeError that the caller's own code raises while a thread is read reaches the
+    caller as it was raised (its class, its traceback into that code), from every entry
+    point: the one-thread checks made it a bare TypeError without its traceback."""
+    thread = [{"type": "bot", "text": "r", "meta": _FailingMeta()}] * 4
+    with pytest.raises(_CallersError, match="the caller's mapping failed") as caught:
+        heuristic(thread)
+    assert caught.value.__suppress_context__ is False
+    assert any(entry.name == "items" for entry in caught.traceback)
 
 
 def test_scan_error_names_thread_and_message() -> None:

@@ -43,7 +43,10 @@ def _columns(messages: object, options: CycleOptions) -> Columns:
     try:
         return read_columns([as_thread(messages)], options)
     except TypeError as error:
-        # A single thread's errors name the message index, not a thread.
+        # A single thread's errors name the message index, not a thread; any other error
+        # (the caller's own code failing as it is read) goes on as it was raised.
+        if type(error) is not TypeError or not str(error).startswith("thread 0: "):
+            raise
         raise TypeError(str(error).removeprefix("thread 0: ")) from None
 
 
@@ -195,10 +198,7 @@ def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bo
     else:
         thread = as_thread(
             volatile_masked(_native(messages, format, stacklevel + 1), mask_volatile))
-    try:
-        code = _core.describe_thread(thread, core_options(options), *_TEXT_RUN_ARGUMENTS)
-    except TypeError as error:
-        raise TypeError(str(error)) from None
+    code = _core.describe_thread(thread, core_options(options), *_TEXT_RUN_ARGUMENTS)
     return HEURISTIC_NAMES[code - 1] if code else None
 
 
