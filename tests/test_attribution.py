@@ -111,6 +111,16 @@ _LINKED: Final = {"type": "image_url", "image_url": {"url": "https://x.io/b.png"
 #: Tool results holding media inline, in each shape the adapters keep, and how an excerpt
 #: shows them: the media as ``[media type, decoded bytes]``, every other part as before
 #: (a linked image, a URL-encoded data URL, a text that merely looks like base64).
+class _Formatted(str):
+    """A str subclass that formats and converts to other text than its content."""
+
+    def __format__(self, spec: str) -> str:
+        return "FMT"
+
+    def __str__(self) -> str:
+        return "STR"
+
+
 MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
     ([_IMAGE_URL], "[image/png, 70 bytes]"),
     ([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
@@ -251,6 +261,22 @@ def test_excerpt_shows_media_as_their_type_and_size(result: Any, shown: str) -> 
     result_ = vthread.scan([thread], anywhere=True)
     assert by_python["excerpt"] == result_.record(0)["excerpt"] == f"shot({{}}) -> {shown}"
     assert [found["excerpt"] for found in result_.loops[0]] == [f"shot({{}}) -> {shown}"]
+
+
+@pytest.mark.parametrize(("result", "shown"), [
+    ([{"type": "input_file", "filename": _Formatted("f.pdf"),
+       "file_data": "data:a/b;base64,AAAA"}], "[a/b f.pdf, 3 bytes]"),
+    ([{"type": "image", "data": "AAAA", "mimeType": _Formatted("image/png")}],
+     "[image/png, 3 bytes]"),
+])
+def test_media_labels_given_as_str_subclasses_show_their_content(result: Any,
+                                                                  shown: str) -> None:
+    """A file name or a media type given as a ``str`` subclass is shown by its content, not
+    by its ``__format__`` or ``__str__`` (the core leaves such values to Python)."""
+    thread = media_loop(result)
+    (by_python,) = attributed_by([thread], every_message)
+    assert by_python["excerpt"] == vthread.scan([thread]).record(0)["excerpt"]
+    assert by_python["excerpt"] == f"shot({{}}) -> {shown}"
 
 
 def test_text_that_looks_like_base64_is_shown_as_itself() -> None:

@@ -230,7 +230,9 @@ def _typed(prefix: str, form: Any) -> str | None:
 
 
 def _label_part(text: str) -> str:
-    """``text`` cut to :data:`_NAME_CHARS` code points, an ellipsis last when cut."""
+    """``text`` cut to :data:`_NAME_CHARS` code points, an ellipsis last when cut; its
+    content, whatever a ``str`` subclass's ``__format__`` would write."""
+    text = str.__str__(text)
     if len(text) > _NAME_CHARS:
         return text[: _NAME_CHARS - 1] + _ELLIPSIS
     return text
