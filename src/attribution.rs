@@ -817,25 +817,41 @@ fn payload<N: Readable>(value: &N) -> Result<String, Declined> {
 /// writes it.
 fn result_text<N: Readable>(result: &N) -> Result<String, Declined> {
     if let Some(parts) = result.items()? {
-        let shown: Vec<Option<String>> = parts
-            .iter()
-            .map(media_placeholder)
-            .collect::<Result<_, _>>()?;
-        if shown.iter().any(Option::is_some) {
-            let texts: Vec<String> = parts
-                .iter()
-                .zip(shown)
-                .map(|(part, placeholder)| match placeholder {
-                    Some(placeholder) => Ok(placeholder),
-                    None => part_text(part),
-                })
-                .collect::<Result<_, _>>()?;
-            return Ok(texts.join(PART_BREAK));
+        if let Some(shown) = parts_text(&parts)? {
+            return Ok(shown);
         }
     } else if let Some(placeholder) = media_placeholder(result)? {
         return Ok(placeholder);
+    } else if result.member("type")?.is_none() {
+        // MCP's CallToolResult as a harness keeps it (`result.model_dump()`)
+        if let Some(parts) = result.member("content")?.map(|content| content.items()) {
+            if let Some(shown) = parts_text(&parts?.unwrap_or_default())? {
+                return Ok(shown);
+            }
+        }
     }
     payload(result)
+}
+
+/// `_attribution._parts_text`: content parts one after another when one holds media inline,
+/// None when none does.
+fn parts_text<N: Readable>(parts: &[N]) -> Result<Option<String>, Declined> {
+    let shown: Vec<Option<String>> = parts
+        .iter()
+        .map(media_placeholder)
+        .collect::<Result<_, _>>()?;
+    if shown.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let texts: Vec<String> = parts
+        .iter()
+        .zip(shown)
+        .map(|(part, placeholder)| match placeholder {
+            Some(placeholder) => Ok(placeholder),
+            None => part_text(part),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Some(texts.join(PART_BREAK)))
 }
 
 /// `_attribution._part_text`: a text part's text, else the part as `payload` writes it.
@@ -877,12 +893,13 @@ fn media_placeholder<N: Readable>(part: &N) -> Result<Option<String>, Declined> 
             }
         }
     }
-    if matches!(kind.as_str(), "image" | "audio") {
-        // MCP's content
-        if let Some(data) = string_member(part, "data")? {
-            let named = string_member(part, "mimeType")?;
-            return Ok(Some(placeholder(&kind, &data, &[named], None)));
-        }
+    if let Some(data) = inline_base64(part, &kind)? {
+        // MCP's content, LangChain's blocks
+        let named = [
+            string_member(part, "mimeType")?,
+            string_member(part, "mime_type")?,
+        ];
+        return Ok(Some(inline_placeholder(&kind, &data, named)));
     }
     let mut named = None; // the media type the part names beside its URL's
     let mut filename = None;
@@ -979,6 +996,41 @@ fn base64_data_url(url: &str) -> Option<(&str, &str)> {
     }
     let media_type = &header[..cut];
     Some((media_type.split(';').next().unwrap_or(media_type), data))
+}
+
+/// `_attribution._inline_base64`: the base64 a part of type `kind` holds in a field of its
+/// own: LangChain 1.0's `base64`, MCP's `data` (an image or audio), LangChain 0.3's `data`
+/// beside `"source_type": "base64"`.
+fn inline_base64<N: Readable>(part: &N, kind: &str) -> Result<Option<String>, Declined> {
+    if !matches!(kind, "image" | "audio" | "video" | "file") {
+        return Ok(None);
+    }
+    if let Some(data) = string_member(part, "base64")? {
+        return Ok(Some(data));
+    }
+    let tagged =
+        || Ok::<_, Declined>(string_member(part, "source_type")?.as_deref() == Some("base64"));
+    if matches!(kind, "image" | "audio") || (kind == "file" && tagged()?) {
+        return string_member(part, "data");
+    }
+    Ok(None)
+}
+
+/// `_attribution._inline_placeholder`: base64 held inline, which may be written as a base64
+/// `data:` URL, whose header is then no data and whose media type comes first.
+fn inline_placeholder(kind: &str, data: &str, named: [Option<String>; 2]) -> String {
+    match base64_data_url(data) {
+        Some((media_type, data)) => {
+            let [first, second] = named;
+            placeholder(
+                kind,
+                data,
+                &[Some(media_type.to_owned()), first, second],
+                None,
+            )
+        }
+        None => placeholder(kind, data, &named, None),
+    }
 }
 
 /// `_attribution._label_part`: `text` cut to `NAME_CHARS` code points.

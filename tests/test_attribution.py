@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -163,6 +164,32 @@ MEDIA_RESULTS: Final[list[tuple[Any, str]]] = [
     ([{"type": "image", "data": PNG, "mimeType": "image/png"},
       {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}],
      "[image/png, 70 bytes] [audio/wav, 4 bytes]"),
+    # LangChain's blocks: 0.3's base64 "data" tagged by "source_type", 1.0's "base64"; both
+    # labelled by "mime_type". A data URL where base64 is expected (as some MCP servers
+    # write "data") counts only its data, and its media type labels it.
+    ([{"type": "image", "source_type": "base64", "data": PNG, "mime_type": "image/png"},
+      {"type": "file", "source_type": "base64", "data": "JVBERi0=",
+       "mime_type": "application/pdf"}],
+     "[image/png, 70 bytes] [application/pdf, 5 bytes]"),
+    ([{"type": "file", "data": "JVBERi0=", "mime_type": "application/pdf"}, _IMAGE_URL],
+     '{"type":"file","data":"JVBERi0=","mime_type":"application/pdf"} [image/png, 70 bytes]'),
+    ([{"type": "video", "base64": "AAAAIGZ0eXBpc29t", "mime_type": "video/mp4"},
+      {"type": "file", "base64": "JVBERi0=", "mime_type": "application/pdf"},
+      {"type": "audio", "base64": "UklGRg=="}],
+     "[video/mp4, 12 bytes] [application/pdf, 5 bytes] [audio, 4 bytes]"),
+    ([{"type": "image", "data": f"data:image/png;base64,{PNG}", "mimeType": "image/x"}],
+     "[image/png, 70 bytes]"),
+    ([{"type": "image", "data": "data:,AAAA", "mimeType": "image/x"}], "[image/x, 6 bytes]"),
+    # An MCP tool result kept whole (CallToolResult: "content" and no "type") shows its
+    # content's parts when one holds media; without media it is JSON as any other object.
+    ({"content": [{"type": "text", "text": "Saved"},
+                  {"type": "image", "data": PNG, "mimeType": "image/png"}], "isError": False},
+     "Saved [image/png, 70 bytes]"),
+    ({"content": [{"type": "text", "text": "Saved"}], "isError": False},
+     '{"content":[{"type":"text","text":"Saved"}],"isError":false}'),
+    ({"type": "result", "content": [_IMAGE_URL]},
+     json.dumps({"type": "result", "content": [_IMAGE_URL]}, separators=(",", ":"))[:99]
+     + "\u2026"),
     # One media part alone is the result, as a native message may hold it.
     ({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
      "[image/png, 70 bytes]"),

@@ -158,12 +158,17 @@ def _media_placeholder(part: Any) -> str | None:
     - Anthropic: ``{"type": "image" | "document", "source": {"type": "base64", "media_type":
       M, "data": B64}}``: ``M``.
     - MCP: ``{"type": "image" | "audio", "data": B64, "mimeType": M}``: ``M``.
+    - LangChain: ``{"type": "image" | "audio" | "file", "source_type": "base64", "data": B64,
+      "mime_type": M}`` (0.3) and ``{"type": "image" | "audio" | "video" | "file", "base64":
+      B64, "mime_type": M}`` (1.0): ``M``.
     - Inspect: ``{"type": "image", "image": DATA_URL}``, ``{"type": "audio" | "video",
       "audio" | "video": DATA_URL, "format": F}``, ``{"type": "document", "document":
       DATA_URL, "mime_type": M, "filename": NAME}``: the URL's media type, else ``audio/F``,
       ``video/F`` or ``M``.
 
-    ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397); a label the part does not name is its
+    ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397), which a ``B64`` may also be (its
+    header is then no data, and its media type comes first); a label the part does not name
+    is its
     ``type``, and a file name (``NAME``) follows the label, each cut to
     :data:`_NAME_CHARS`.
     Only these shapes: a URL that links to its media, a file path (Inspect's other reading
@@ -180,8 +185,9 @@ def _media_placeholder(part: Any) -> str | None:
         if (isinstance(source, dict) and _is_text(source.get("type"), "base64")
                 and isinstance(source.get("data"), str)):
             return _placeholder(kind, source["data"], source.get("media_type"))
-    if kind in ("image", "audio") and isinstance(part.get("data"), str):  # MCP's content
-        return _placeholder(kind, part["data"], part.get("mimeType"))
+    inline = _inline_base64(part, kind)
+    if inline is not None:  # MCP's content, LangChain's blocks
+        return _inline_placeholder(kind, inline, part.get("mimeType"), part.get("mime_type"))
     if kind == "input_audio":
         audio = part.get("input_audio")
         if not (isinstance(audio, dict) and isinstance(audio.get("data"), str)):
@@ -214,6 +220,32 @@ def _media_placeholder(part: Any) -> str | None:
     if not comma or not _BASE64_END.search(header):
         return None  # a URL-encoded data URL is text already
     return _placeholder(kind, data, header[5:].partition(";")[0], named, filename=filename)
+
+
+def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
+    """The base64 a part of type ``kind`` holds in a field of its own, None for another
+    part: LangChain 1.0's ``base64``, MCP's ``data`` (an image or audio), LangChain 0.3's
+    ``data`` beside ``"source_type": "base64"``."""
+    if kind not in ("image", "audio", "video", "file"):
+        return None
+    for field, kinds, tagged in (("base64", ("image", "audio", "video", "file"), False),
+                                 ("data", ("image", "audio"), False),
+                                 ("data", ("file",), True)):
+        value = part.get(field)
+        if (kind in kinds and isinstance(value, str)
+                and (not tagged or _is_text(part.get("source_type"), "base64"))):
+            return value
+    return None
+
+
+def _inline_placeholder(kind: str, data: str, *media_types: Any) -> str:
+    """:func:`_placeholder` of base64 held inline, which may be written as a base64 ``data:``
+    URL: its header is then no data, and its media type is the label's first choice."""
+    if _DATA_SCHEME.match(data):
+        header, comma, rest = data.partition(",")
+        if comma and _BASE64_END.search(header):
+            return _placeholder(kind, rest, header[5:].partition(";")[0], *media_types)
+    return _placeholder(kind, data, *media_types)
 
 
 def _member(value: Any, name: str) -> Any:
@@ -251,7 +283,8 @@ def _placeholder(kind: str, data: str, *media_types: Any, filename: Any = None) 
 
 def _result_text(result: Any, encode: Callable[[Any], str]) -> str:
     """A tool result as a person reads it (:func:`_payload`), except content parts holding
-    media inline (a screenshot), as a list or one part alone: each part in turn, a text as
+    media inline (a screenshot), as a list, one part alone, or the ``content`` list of an
+    MCP tool result (an object without a ``type``): each part in turn, a text as
     itself, such media as :func:`_media_placeholder` shows it, any other part as
     :func:`_payload` writes it. The media's bytes would fill the excerpt with base64 that
     says nothing."""
@@ -259,13 +292,28 @@ def _result_text(result: Any, encode: Callable[[Any], str]) -> str:
         placeholder = _media_placeholder(result)
         if placeholder is not None:
             return placeholder
+        content = result.get("content")
+        if "type" not in result and isinstance(content, (list, tuple)):
+            # MCP's CallToolResult as a harness keeps it (``result.model_dump()``)
+            shown_parts = _parts_text(content, encode)
+            if shown_parts is not None:
+                return shown_parts
     elif isinstance(result, (list, tuple)):
-        shown = [_media_placeholder(part) for part in result]
-        if any(placeholder is not None for placeholder in shown):
-            return _PART_BREAK.join(
-                placeholder if placeholder is not None else _part_text(part, encode)
-                for part, placeholder in zip(result, shown, strict=True))
+        shown_parts = _parts_text(result, encode)
+        if shown_parts is not None:
+            return shown_parts
     return _payload(result, encode)
+
+
+def _parts_text(parts: list[Any] | tuple[Any, ...], encode: Callable[[Any], str]) -> str | None:
+    """Content parts one after another when one of them holds media inline (each such part
+    as :func:`_media_placeholder` shows it, any other as :func:`_part_text` does); None when
+    none does."""
+    shown = [_media_placeholder(part) for part in parts]
+    if all(placeholder is None for placeholder in shown):
+        return None
+    return _PART_BREAK.join(placeholder if placeholder is not None else _part_text(part, encode)
+                            for part, placeholder in zip(parts, shown, strict=True))
 
 
 def _part_text(part: Any, encode: Callable[[Any], str]) -> str:
