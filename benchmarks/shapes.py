@@ -362,10 +362,26 @@ def one_reply_throughout(n: int) -> Thread:
     return [{"type": "user", "text": "continue"} for _ in range(n)]
 
 
+def loop_that_skipped_once(n: int) -> Thread:
+    """A cycle of 25 agent messages repeated from first to last, one copy in the middle
+    skipping one message: an ordinary stuck agent that once did something a little else.
+
+    Aimed at the search for long blocks: around the skip, every period of 24 modulo 25 (49,
+    74, ... up to n / 2) repeats twice, so the runs hold n² / 50 positions in all; confirming
+    each along its length was quadratic (100,000 messages: 16 s; 400,000: 229 s).
+    """
+    cycle = [{"type": "bot", "text": f"step {chr(97 + i // 26)}{chr(97 + i % 26)} of the cycle"}
+             for i in range(25)]
+    half = n // 2 - (n // 2) % 25
+    thread = [cycle[i % 25] for i in range(half)] + cycle[:23] + cycle[24:]
+    return thread + [cycle[i % 25] for i in range(n - len(thread))]
+
+
 ANYWHERE_SHAPES: Final[dict[str, Callable[[int], Thread]]] = {
     make.__name__: make
     for make in (healthy, changing_arguments, many_small_loops, runaway_everywhere,
-                 retries_everywhere, long_block_throughout, one_reply_throughout)
+                 retries_everywhere, long_block_throughout, one_reply_throughout,
+                 loop_that_skipped_once)
 }
 """Shapes that stress looking anywhere (``healthy`` and ``changing_arguments`` as baselines:
 no loop, and a long ordinary run)."""

@@ -16,13 +16,16 @@ from hypothesis import strategies as st
 from tests.strategies import anywhere_threads, long_block_threads
 from tests.test_attribution import MEDIA_RESULTS, media_loop
 from vthread import _core, scan
+from vthread import anywhere as anywhere_module
 from vthread._options import text_run_options
 from vthread.anywhere import (
     MAX_PERIOD,
     RUNAWAY_UNIQUE_RATIO,
     Loop,
+    _judged,
     _kept,
     _kept_plainly,
+    _RoleCounts,
     core_text_run,
     find_loops,
     find_loops_reference,
@@ -450,6 +453,59 @@ def test_long_blocks_equal_the_reference(threads: list[list[dict[str, Any]]]) ->
         assert find_loops(threads) == expected
     finally:
         _core._set_screen_bits(64)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(long_block_threads(), anywhere_threads()), max_size=3))
+def test_threads_judged_on_numbered_keys_equal_the_reference(
+        threads: list[list[dict[str, Any]]]) -> None:
+    """A thread whose long runs hold many positions per message is judged on its exact keys,
+    numbered once each: with that bound at nothing (every thread with a long run goes that
+    way), the loops are still the reference's."""
+    expected = find_loops_reference(threads)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(anywhere_module, "_CONFIRMED_PER_MESSAGE", 0)
+        patch.setattr(anywhere_module, "_CONFIRMED_PER_THREAD", 0)
+        assert find_loops(threads) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2, 3, 4]), min_size=2, max_size=60), st.data())
+def test_runs_judged_by_role_counts_as_by_their_roles(roles_drawn: list[int],
+                                                      data: st.DataObject) -> None:
+    """:meth:`_RoleCounts.judged` (O(1) a run, from counts of each role before each
+    position) judges every run as :func:`_judged` does reading its roles, for both kinds,
+    over a sequence that is every batch row or some of them (the actions)."""
+    roles = np.array(roles_drawn, np.int8)
+    rows = np.flatnonzero(data.draw(st.lists(st.booleans(), min_size=roles.size,
+                                             max_size=roles.size)) | (roles == 4))
+    if rows.size < 2:
+        rows = np.arange(roles.size, dtype=np.int64)
+    counts = _RoleCounts(rows, roles)
+    period = data.draw(st.integers(1, rows.size // 2))
+    first = data.draw(st.integers(0, rows.size - 2 * period))
+    stop = data.draw(st.integers(period, rows.size - first - period))
+    offset = data.draw(st.integers(0, int(rows[first])))
+    for kind in (1, 2):
+        assert counts.judged(kind, first, stop, period, offset) == _judged(
+            kind, 0, stop, period, rows[first:], roles, offset)
+
+
+def test_a_loop_that_skipped_once_is_found_in_linear_time() -> None:
+    """A 25-message cycle whose middle copy skips one message has a long run at every period
+    of 24 modulo 25 around the skip (n² / 50 positions in all): the thread is judged on its
+    keys numbered once, and its loops are the reference's (growth is measured by
+    ``benchmarks.anywhere_growth``, shape ``loop_that_skipped_once``)."""
+    from benchmarks.shapes import loop_that_skipped_once
+
+    thread = loop_that_skipped_once(300)
+    expected = find_loops_reference([thread])
+    assert expected[0] == [Loop(49, 297, 124, 2, 1)]
+    assert find_loops([thread]) == expected
+    with pytest.MonkeyPatch.context() as patch:  # as a longer thread is (n² / 50 > 8n + 4096)
+        patch.setattr(anywhere_module, "_CONFIRMED_PER_MESSAGE", 0)
+        patch.setattr(anywhere_module, "_CONFIRMED_PER_THREAD", 0)
+        assert find_loops([thread]) == expected
 
 
 @pytest.mark.parametrize("bounds", [[1, 0], [0, 5], [-1, 2]])

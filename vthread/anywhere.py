@@ -117,6 +117,11 @@ _THINK: Final = "think"
 as reasoning, so thoughts worded anew between identical retries do not hide them."""
 _ONE_ACTION_COPIES: Final = 3
 _SEVERAL_ACTIONS_COPIES: Final = 2
+_CONFIRMED_PER_MESSAGE: Final = 8
+_CONFIRMED_PER_THREAD: Final = 4096
+"""A thread whose long runs of screens hold more positions than this many per message (plus
+this many) is judged on exact keys numbered once each (:func:`_long_block_loops`) rather
+than by confirming each run along its length: cheaper past that, and linear."""
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _NUMBERS: Final = re.compile(r"[0-9]+")
 _ERROR: Final = re.compile(r"\s*(?:error|exception|traceback|<returncode>(?!0<))", re.IGNORECASE)
@@ -307,18 +312,28 @@ def _long_block_loops(kind: int, rows: npt.NDArray[np.int64], sequence: npt.NDAr
     an answer."""
     bounds = np.searchsorted(rows, offsets)
     groups, periods, starts, stops = _core.long_runs(sequence, bounds, MAX_PERIOD + 1)
+    # A thread whose runs hold many times its own length (a loop that skipped a message once
+    # has a run at every period around the skip: n²/period positions in all) is judged on
+    # its exact keys, numbered once each, in time linear in its length.
+    covered = np.bincount(groups, weights=stops - starts, minlength=offsets.size - 1)
+    heavy = set(np.flatnonzero(covered > _CONFIRMED_PER_MESSAGE * np.diff(bounds)
+                               + _CONFIRMED_PER_THREAD).tolist())
     loops: dict[int, list[Loop]] = {}
     for thread, period, start, stop in zip(groups.tolist(), periods.tolist(), starts.tolist(),
                                            stops.tolist(), strict=True):
+        if thread in heavy:
+            continue
         run = rows[start:stop]
         if not _may_hold_a_loop(kind, run, period, roles):
             continue  # a thread of one user message repeated a million times walks no key
         loops.setdefault(thread, []).extend(
             _confirmed(kind, thread, run, period, roles, int(offsets[thread]), keys, collided))
-    for thread in collided:
-        thread_rows = rows[bounds[thread] : bounds[thread + 1]]
-        loops[thread] = _long_block_loops_exactly(kind, thread, thread_rows, roles,
-                                                  int(offsets[thread]), keys)
+    if collided or heavy:
+        counts = _RoleCounts(rows, roles)
+        for thread in sorted(collided | heavy):
+            loops[thread] = _long_block_loops_exactly(kind, thread, rows, int(bounds[thread]),
+                                                      int(bounds[thread + 1]), counts,
+                                                      int(offsets[thread]), keys)
     return [(thread, loop) for thread, kept in loops.items() for loop in kept]
 
 
@@ -340,24 +355,68 @@ def _confirmed(kind: int, thread: int, run: npt.NDArray[np.int64], period: int,
     return loops
 
 
-def _long_block_loops_exactly(kind: int, thread: int, rows: npt.NDArray[np.int64],
-                              roles: npt.NDArray[np.int8], offset: int,
+def _long_block_loops_exactly(kind: int, thread: int, rows: npt.NDArray[np.int64], low: int,
+                              high: int, counts: _RoleCounts, offset: int,
                               keys: _Keys) -> list[Loop]:
-    """:func:`_long_block_loops` of one thread's ``rows``, over its messages' exact keys
-    numbered in order of first appearance (equal numbers for equal keys only)."""
+    """:func:`_long_block_loops` of one thread (``rows[low:high]``), over its messages' exact
+    keys numbered in order of first appearance (equal numbers for equal keys only), each
+    run judged in O(1) (:meth:`_RoleCounts.judged`): linear in the thread's length, however
+    long its runs are in all."""
     numbers: dict[Key, int] = {}
     numbered = np.array([numbers.setdefault(keys.key(thread, row), len(numbers))
-                         for row in rows.tolist()], np.uint64)
-    _, periods, starts, stops = _core.long_runs(numbered, np.array([0, rows.size], np.int64),
+                         for row in rows[low:high].tolist()], np.uint64)
+    _, periods, starts, stops = _core.long_runs(numbered, np.array([0, high - low], np.int64),
                                                 MAX_PERIOD + 1)
     loops = []
     for period, start, stop in zip(periods.tolist(), starts.tolist(), stops.tolist(),
                                    strict=True):
-        run = rows[start:stop]
-        loop = _judged(kind, 0, run.size - period, period, run, roles, offset)
+        loop = counts.judged(kind, low + start, stop - start - period, period, offset)
         if loop is not None:
             loops.append(loop)
     return loops
+
+
+class _RoleCounts:
+    """How many requests, agent messages and user messages lie before each position of a
+    kind's sequence of batch rows (and agent messages before each batch row), so that a run
+    is judged in O(1) whatever its length: :meth:`judged` is :func:`_judged`'s twin."""
+
+    def __init__(self, rows: npt.NDArray[np.int64], roles: npt.NDArray[np.int8]) -> None:
+        def before(flags: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            return np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
+
+        self._rows = rows
+        sequence = roles[rows]
+        self._requests = before(sequence == _REQUEST)
+        self._agents = before(sequence == _AGENT)
+        self._users = before(sequence == _USER)
+        self._agents_in_batch = before(roles == _AGENT)
+
+    def judged(self, kind: int, first: int, stop: int, period: int,
+               offset: int) -> Loop | None:
+        """``_judged(kind, 0, stop, period, rows[first:], roles, offset)``."""
+        end = first + period  # the first block: positions first..end - 1
+        requests = int(self._requests[end] - self._requests[first])
+        if kind == BLOCK:
+            actions = requests + int(self._agents[end] - self._agents[first])
+        elif requests:
+            actions = requests
+        elif (int(self._users[end] - self._users[first]) == period
+              and self._agents_in_batch[int(self._rows[end])]
+              > self._agents_in_batch[int(self._rows[first]) + 1]):
+            kind, actions = REPLIES, 1
+        else:
+            actions = 0
+        if actions == 0:
+            return None
+        copies = (stop + period) // period
+        if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
+            return None
+        first_row = int(self._rows[first])
+        last_row = int(self._rows[first + copies * period - 1])
+        span = last_row + 1 - first_row
+        return Loop(first_row - offset, last_row + 1 - offset, max(1, round(span / copies)),
+                    copies, kind)
 
 
 class _Keys:
