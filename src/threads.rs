@@ -128,6 +128,7 @@ pub fn columns_of_objects<'py>(
             since_pause = 0;
         }
         let items = python_messages(&thread, index)?;
+        crate::node::prefetch_fields(&items);
         since_pause += items.len() + 1;
         columns.push_thread(index, &items, options, &mut reader)?;
         let whole = columns.last_may_loop_before_its_texts(options.needed_results);
