@@ -1,0 +1,142 @@
+"""Two or more builds of the compiled core side by side in one process, on the same objects.
+
+A change to the core's pass over Python objects (how it reads fields, what it asks of
+memory) moves its time by a few percent, less than this machine's drift between two runs a
+minute apart. So the builds are loaded into one interpreter (each ``.so`` under a name of
+its own) and called in turn on the same parsed threads, the order alternating by round, and
+each round's ratio is taken against the first build: the drift then moves both sides of a
+ratio alike. Two measures: ``_core.scan_columns`` over the threads (the column pass alone)
+and ``vthread.scan`` with the build put in place of ``vthread._core`` (the whole call,
+Python's verdicts and records included); records and columns must be identical across
+builds. CPU seconds (``time.process_time``), garbage collection off.
+
+A build is ``NAME=PATH``, PATH a built core (``vthread/_core.*.so`` after ``maturin develop
+--release``, copied aside before the next build). Writes ``--out`` (JSON).
+
+    python -m benchmarks.workload --count 10000 --out /tmp/w10k.jsonl
+    python -m benchmarks.core_ab before=/tmp/a/_core.so after=/tmp/b/_core.so \\
+        --file /tmp/w10k.jsonl --rounds 21 --out benchmarks/results/core-ab.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+import vthread
+from benchmarks.scan_report import machine
+from vthread._heuristics import core_options
+from vthread._options import cycle_options
+
+_USING_THE_CORE = ("vthread.scan", "vthread._heuristics", "vthread.cycle")
+"""The modules whose ``_core`` a build replaces for ``vthread.scan``."""
+
+
+def load(name: str, path: str) -> ModuleType:
+    """The core built at ``path``, loaded as ``<name>._core`` (its init function's name)."""
+    spec = importlib.util.spec_from_file_location(f"{name}._core", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{path}: not a loadable extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _columns(core: ModuleType, threads: list[Any], options: Any) -> tuple[float, Any]:
+    started = time.process_time()
+    raw = core.scan_columns(threads, options)
+    return time.process_time() - started, {
+        key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
+
+
+def _public(core: ModuleType, threads: list[Any]) -> tuple[float, Any]:
+    modules = [importlib.import_module(name) for name in _USING_THE_CORE]
+    kept = [module._core for module in modules]
+    for module in modules:
+        module._core = core  # type: ignore[attr-defined]
+    try:
+        started = time.process_time()
+        result = vthread.scan(threads)
+        seconds = time.process_time() - started
+    finally:
+        for module, original in zip(modules, kept, strict=True):
+            module._core = original  # type: ignore[attr-defined]
+    return seconds, [result.record(row) for row in range(len(result))]
+
+
+def measure(builds: dict[str, ModuleType], threads: list[Any], rounds: int) -> dict[str, Any]:
+    options = core_options(cycle_options())
+    ways: dict[str, Callable[[ModuleType], tuple[float, Any]]] = {
+        "scan_columns": lambda core: _columns(core, threads, options),
+        "vthread.scan": lambda core: _public(core, threads)}
+    out: dict[str, Any] = {}
+    for way, run in ways.items():
+        seconds: dict[str, list[float]] = {name: [] for name in builds}
+        answers: dict[str, Any] = {}
+        for index in range(rounds):
+            order = list(builds.items())
+            for name, core in order if index % 2 == 0 else reversed(order):
+                took, answer = run(core)
+                seconds[name].append(took)
+                answers.setdefault(name, answer)
+        first = next(iter(builds))
+        if any(answer != answers[first] for answer in answers.values()):
+            raise AssertionError(f"{way}: the builds answered differently")
+        out[way] = {
+            name: {"median_s": round(statistics.median(values), 4),
+                   "min_s": round(min(values), 4),
+                   "speedup_over_first": None if name == first else {
+                       "median_of_round_ratios": round(statistics.median(
+                           base / took for base, took in zip(seconds[first], values,
+                                                             strict=True)), 3),
+                       "rounds_faster": sum(base > took for base, took in zip(
+                           seconds[first], values, strict=True))}}
+            for name, values in seconds.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("builds", nargs="+", help="NAME=PATH of a built core; the first is "
+                                                  "the baseline")
+    parser.add_argument("--file", type=Path, required=True, help="JSONL of threads")
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--out", type=Path)
+    options = parser.parse_args(argv)
+    builds = {}
+    for given in options.builds:
+        name, equals, path = given.partition("=")
+        if not equals or not name.isidentifier():
+            raise SystemExit(f"{given!r}: a build is NAME=PATH, NAME an identifier")
+        builds[name] = load(name, path)
+    with options.file.open("rb") as lines:
+        parsed = [orjson.loads(line) for line in lines]
+    threads = [thread["messages"] if isinstance(thread, dict) else thread for thread in parsed]
+    gc.disable()
+    report = {"what": __doc__.split("\n\n")[0], "machine": machine(),
+              "builds": dict(zip(builds, options.builds, strict=True)),
+              "workload": {"file": options.file.name, "threads": len(threads),
+                           "messages": sum(map(len, threads))},
+              "rounds": options.rounds, "results": measure(builds, threads, options.rounds)}
+    report["machine"]["load_average_end"] = list(os.getloadavg())
+    text = json.dumps(report, indent=1) + "\n"
+    if options.out:
+        options.out.write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
