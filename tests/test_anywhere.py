@@ -491,6 +491,13 @@ def test_runs_judged_by_role_counts_as_by_their_roles(roles_drawn: list[int],
             kind, 0, stop, period, rows[first:], roles, offset)
 
 
+def _chat_prefix() -> list[dict[str, Any]]:
+    """A short healthy thread: every text distinct, in its letters (not only its numbers)."""
+    words = [chr(97 + i % 26) + chr(97 + i // 26) for i in range(40)]
+    return [said(f"question {word}", "user") if i % 2 == 0 else said(f"answer {word}")
+            for i, word in enumerate(words)]
+
+
 def test_a_loop_that_skipped_once_is_found_in_linear_time() -> None:
     """A 25-message cycle whose middle copy skips one message has a long run at every period
     of 24 modulo 25 around the skip (n² / 50 positions in all): the thread is judged on its
@@ -498,6 +505,18 @@ def test_a_loop_that_skipped_once_is_found_in_linear_time() -> None:
     ``benchmarks.anywhere_growth``, shape ``loop_that_skipped_once``)."""
     from benchmarks.shapes import loop_that_skipped_once
 
+    numbered: list[int] = []
+    exactly = anywhere_module._long_block_loops_exactly
+
+    def spied(kind: int, thread: int, *rest: Any) -> list[Loop]:
+        numbered.append(thread)
+        return exactly(kind, thread, *rest)
+
+    with pytest.MonkeyPatch.context() as patch:  # at the real bounds: 2,000²/50 > 8·2,000 + 4,096
+        patch.setattr(anywhere_module, "_long_block_loops_exactly", spied)
+        found = find_loops([_chat_prefix(), loop_that_skipped_once(2_000)])
+    assert numbered == [1]  # the second thread, its messages (all the agent's: no actions)
+    assert found == [[], [Loop(49, 1997, 974, 2, 1)]]
     thread = loop_that_skipped_once(300)
     expected = find_loops_reference([thread])
     assert expected[0] == [Loop(49, 297, 124, 2, 1)]

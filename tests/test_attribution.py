@@ -256,6 +256,27 @@ UNSHOWN_THREADS: Final[list[tuple[list[dict[str, Any]], str]]] = [
 ]
 
 
+class _Sliced(str):
+    """A str subclass whose own slicing and length say otherwise than its content."""
+
+    def __getitem__(self, key: Any) -> str:
+        return "EVIL"
+
+    def __len__(self) -> int:
+        return -1
+
+
+def test_names_and_texts_given_as_str_subclasses_show_their_content() -> None:
+    """A type, a tool name or a text given as a ``str`` subclass is shown by its content,
+    not through its own ``__getitem__`` or ``__len__`` (a negative length raised)."""
+    thread = [{"type": "user", "text": "go"}] + [
+        {"type": _Sliced("bot"), "text": _Sliced("r")}, _call(_Sliced("ls")),
+        _reply(_Sliced("ls"), "x")] * 3
+    (by_python,) = attributed_by([thread], every_message)
+    assert by_python["excerpt"] == vthread.scan([thread]).record(0)["excerpt"]
+    assert by_python["excerpt"] == "bot: r | ls({}) -> x"
+
+
 @pytest.mark.parametrize(("thread", "shown"), UNSHOWN_THREADS)
 def test_excerpt_is_one_line_without_controls(thread: list[dict[str, Any]], shown: str) -> None:
     """An excerpt is one readable line whatever the data holds: a name or a type with line

@@ -109,7 +109,9 @@ def _one_line(text: str, limit: int = _PART_CHARS) -> str:
     Only a head of the text is flattened, grown until it yields more than ``limit``
     characters or is the whole text: a tool's output can be megabytes, of which a hundred
     characters are shown. The head's flattening is a prefix of the whole text's (a run cut
-    by the head's end is one space in both), so the cut is the same."""
+    by the head's end is one space in both), so the cut is the same. A ``str`` subclass is
+    read by its content, not by its own ``__getitem__`` or ``__len__``."""
+    text = str.__str__(text)
     size = 4 * limit
     while True:
         flat = _SPACES.sub(" ", text[:size]).strip()
