@@ -170,8 +170,7 @@ def _media_placeholder(part: Any) -> str | None:
 
     ``DATA_URL`` is a base64 ``data:`` URL (RFC 2397), which a ``B64`` may also be (its
     header is then no data, and its media type comes first); a label the part does not name
-    is its
-    ``type``, and a file name (``NAME``) follows the label, each cut to
+    is its ``type``, and a file name (``NAME``) follows the label, each cut to
     :data:`_NAME_CHARS`.
     Only these shapes: a URL that links to its media, a file path (Inspect's other reading
     of its fields), and every string that is no such part's field, hold no bytes to hide and
