@@ -979,7 +979,7 @@ fn typed<N: Readable>(prefix: &str, part: &N) -> Result<Option<String>, Declined
         .map(|format| format!("{prefix}{format}")))
 }
 
-/// (media type, base64 text) of a base64 `data:` URL (RFC 2397: the scheme and `;base64`
+/// `_attribution._base64_data_url`: (media type, base64 text) of a base64 `data:` URL (RFC 2397: the scheme and `;base64`
 /// in any case of their ASCII letters); None for any other URL, a URL-encoded data URL among
 /// them (its text is readable).
 fn base64_data_url(url: &str) -> Option<(&str, &str)> {

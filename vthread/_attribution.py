@@ -215,12 +215,22 @@ def _media_placeholder(part: Any) -> str | None:
             named = _typed(f"{kind}/", part.get("format"))
     else:
         return None
+    found = _base64_data_url(url)
+    if found is None:
+        return None
+    media_type, data = found
+    return _placeholder(kind, data, media_type, named, filename=filename)
+
+
+def _base64_data_url(url: Any) -> tuple[str, str] | None:
+    """(media type, base64 text) of a base64 ``data:`` URL; None for anything else, a
+    URL-encoded data URL among them (its text is readable already)."""
     if not (isinstance(url, str) and _DATA_SCHEME.match(url)):
         return None
     header, comma, data = url.partition(",")
     if not comma or not _BASE64_END.search(header):
-        return None  # a URL-encoded data URL is text already
-    return _placeholder(kind, data, header[5:].partition(";")[0], named, filename=filename)
+        return None
+    return header[5:].partition(";")[0], data
 
 
 def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
@@ -242,10 +252,10 @@ def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
 def _inline_placeholder(kind: str, data: str, *media_types: Any) -> str:
     """:func:`_placeholder` of base64 held inline, which may be written as a base64 ``data:``
     URL: its header is then no data, and its media type is the label's first choice."""
-    if _DATA_SCHEME.match(data):
-        header, comma, rest = data.partition(",")
-        if comma and _BASE64_END.search(header):
-            return _placeholder(kind, rest, header[5:].partition(";")[0], *media_types)
+    found = _base64_data_url(data)
+    if found is not None:
+        media_type, data = found
+        return _placeholder(kind, data, media_type, *media_types)
     return _placeholder(kind, data, *media_types)
 
 
