@@ -49,15 +49,14 @@ def test_answers_are_the_same_whichever_objects_spell_the_keys() -> None:
             THREADS, anywhere=True).names
 
 
-class _SlowMessage(Mapping[str, Any]):
-    """A message whose lookups let the GIL go: another thread's call into the core runs in
-    the middle of this one's."""
+class _WrappedMessage(Mapping[str, Any]):
+    """A message read through a mapping of its own, which its subclasses make do something
+    while a field is looked up."""
 
     def __init__(self, message: dict[str, Any]) -> None:
         self._message = message
 
     def __getitem__(self, key: str) -> Any:
-        time.sleep(0)
         return self._message[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -65,6 +64,15 @@ class _SlowMessage(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._message)
+
+
+class _SlowMessage(_WrappedMessage):
+    """A message whose lookups let the GIL go: another thread's call into the core runs in
+    the middle of this one's."""
+
+    def __getitem__(self, key: str) -> Any:
+        time.sleep(0)
+        return super().__getitem__(key)
 
 
 def test_calls_overlapping_on_two_threads_answer_as_alone() -> None:
@@ -99,24 +107,18 @@ def test_calls_overlapping_on_two_threads_answer_as_alone() -> None:
     assert answers["fresh"] == EXPECTED * 2
 
 
-class _CallsTheCore(Mapping[str, Any]):
+class _CallsTheCore(_WrappedMessage):
     """A message whose lookups describe another thread first: a call into the core made
     while the core is reading this message."""
 
     def __init__(self, message: dict[str, Any], inner: list[Any]) -> None:
-        self._message = message
+        super().__init__(message)
         self._inner = inner
         self.answers: list[str | None] = []
 
     def __getitem__(self, key: str) -> Any:
         self.answers.append(vthread.describe_thread_cycle(self._inner))
-        return self._message[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._message)
-
-    def __len__(self) -> int:
-        return len(self._message)
+        return super().__getitem__(key)
 
 
 def test_a_call_made_from_a_message_mid_call_answers_as_alone() -> None:
