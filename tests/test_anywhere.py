@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import anywhere_threads, long_block_threads
-from tests.test_attribution import MEDIA_RESULTS, media_loop
+from tests.test_attribution import MEDIA_RESULTS, as_surrogate_pairs, media_loop
 from vthread import _core, scan
 from vthread import anywhere as anywhere_module
 from vthread._options import text_run_options
@@ -288,6 +288,20 @@ def test_runaway_text_anywhere_but_not_written_out_code() -> None:
     thread = [said("hi", "user"), runaway, *[said(f"step {i}") for i in range(8)], code]
     # 91: how often "let me check the flag" occurs in the 4,000 code units read
     assert find_loops([thread]) == [[Loop(1, 2, 1, 91, 4)]]
+
+
+@pytest.mark.parametrize("before", range(94, 101))
+def test_a_runaway_texts_excerpt_counts_a_surrogate_pair_as_its_character(before: int) -> None:
+    """The excerpt of a runaway text is cut at 100 characters; an astral character written
+    as its surrogate pair (two code points, as a Python caller may build it) is one there,
+    as it is when the same thread is read from JSON bytes."""
+    sentence = "abc " * (before // 4) + "x" * (before % 4) + "\U0001f389 tail. "
+    thread = [said("go", "user"), said(sentence * 30), *[said(f"step {i}") for i in range(8)]]
+    astral = scan([thread], anywhere=True).record(0)
+    assert astral["loops"][0]["verdict"] == "repeated_message_text_run"
+    pairs = as_surrogate_pairs(thread)
+    assert scan([pairs], anywhere=True).record(0) == astral
+    assert scan([json.loads(json.dumps(pairs))], anywhere=True).record(0) == astral
 
 
 PROSE_PIECES = st.sampled_from(["`", "``", "```", "ok. ", "Let me check. ", "x = 1\n", "é. ",

@@ -407,6 +407,53 @@ def test_excerpt_is_valid_unicode() -> None:
     excerpt.encode("utf-8")
 
 
+def as_surrogate_pairs(value: Any) -> Any:
+    """``value`` with every astral character of its strings written as its two surrogate
+    code points: the same JavaScript value (SPEC §1)."""
+    if isinstance(value, str):
+        return "".join(chr(unit) for unit in memoryview(value.encode("utf-16-le")).cast("H"))
+    if isinstance(value, dict):
+        return {as_surrogate_pairs(key): as_surrogate_pairs(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_surrogate_pairs(item) for item in value]
+    return value
+
+
+#: Strings whose astral characters fall on every side of the excerpt's cuts (40 characters
+#: for a name or a media label, 100 for a text or a payload, 240 for the whole line).
+CUT_TEXTS = st.builds(lambda head, astral, tail: "x" * head + astral + "y" * tail,
+                      st.integers(0, 245), st.sampled_from(["\U0001f389", "\U0001f389" * 3,
+                                                            "\U000e0001a\U0001f389"]),
+                      st.integers(0, 3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(CUT_TEXTS, CUT_TEXTS, st.sampled_from(["type", "text", "tool", "arguments", "result",
+                                              "media"]))
+def test_excerpt_counts_a_surrogate_pair_as_its_character(first: str, second: str,
+                                                          where: str) -> None:
+    """A thread whose strings hold astral characters as surrogate pairs (two code points, as
+    a Python caller may build them) is the same JavaScript value as the one holding the
+    characters, and as the thread JSON bytes hold: its record, signature and excerpt
+    included, is the same wherever a cut falls, and with the two forms mixed."""
+    if where in ("type", "text"):
+        message: dict[str, Any] = {"type": first if where == "type" else "bot",
+                                   "text": second}
+    elif where == "media":
+        message = _reply("shot", [{"type": "image", "source": {
+            "type": "base64", "media_type": first, "data": "aGk="}}], q=second)
+    else:
+        message = _reply(first if where == "tool" else "ls", second if where == "result" else "r",
+                         q=second if where == "arguments" else "a")
+    thread = [{"type": "user", "text": "go"}] + [message] * 4
+    astral = vthread.scan([thread]).record(0)
+    assert astral["excerpt"] is not None
+    assert vthread.scan([as_surrogate_pairs(thread)]).record(0) == astral
+    assert vthread.scan([json.loads(json.dumps(as_surrogate_pairs(thread)))]).record(0) == astral
+    mixed = [{"type": "user", "text": "go"}] + [message, as_surrogate_pairs(message)] * 2
+    assert vthread.scan([mixed]).record(0) == astral
+
+
 SPACE_HEAVY = st.text(st.sampled_from(["a", "b", " ", "\n", "\t", "\u3000", "\x1c", "é"]),
                       max_size=3000)
 

@@ -110,15 +110,31 @@ def _one_line(text: str, limit: int = _PART_CHARS) -> str:
     characters or is the whole text: a tool's output can be megabytes, of which a hundred
     characters are shown. The head's flattening is a prefix of the whole text's (a run cut
     by the head's end is one space in both), so the cut is the same. A ``str`` subclass is
-    read by its content, not by its own ``__getitem__`` or ``__len__``."""
+    read by its content, not by its own ``__getitem__`` or ``__len__``. A surrogate pair
+    counts as its one character (:func:`paired`)."""
     text = str.__str__(text)
     size = 4 * limit
     while True:
-        flat = _SPACES.sub(" ", text[:size]).strip()
+        flat = _SPACES.sub(" ", paired(text[:size])).strip()
         if len(flat) > limit or size >= len(text):
             break
         size *= 4
     return flat if len(flat) <= limit else flat[: limit - 1] + _ELLIPSIS
+
+
+def paired(text: str) -> str:
+    """``text`` with each surrogate pair written as two code points made the one astral
+    character it stands for, a lone surrogate kept: a JavaScript string is UTF-16, so
+    ``"\ud83c\udf89"`` given as a Python object and the same JSON read from bytes are one
+    value, and an excerpt's cuts must count its characters alike (SPEC §1)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def javascript_activity(activity: Activity) -> Activity:
+    """``activity`` with its kind and name as JavaScript has them (:func:`paired`), so that
+    two calls equal in JavaScript are one call."""
+    return Activity(paired(activity.kind), paired(activity.name), activity.arguments,
+                    activity.result)
 
 
 def _payload(value: Any, encode: Callable[[Any], str]) -> str:
@@ -273,9 +289,11 @@ def _typed(prefix: str, form: Any) -> str | None:
 
 
 def _label_part(text: str) -> str:
-    """``text`` cut to :data:`_NAME_CHARS` code points, an ellipsis last when cut; its
-    content, whatever a ``str`` subclass's ``__format__`` would write."""
-    text = str.__str__(text)
+    """``text`` cut to :data:`_NAME_CHARS` characters (a surrogate pair is one:
+    :func:`paired`), an ellipsis last when cut; its content, whatever a ``str`` subclass's
+    ``__format__`` would write."""
+    # A head of twice the limit holds more than the limit in characters unless it is all.
+    text = paired(str.__str__(text)[: 2 * _NAME_CHARS + 2])
     if len(text) > _NAME_CHARS:
         return text[: _NAME_CHARS - 1] + _ELLIPSIS
     return text
@@ -432,7 +450,7 @@ def excerpt(
         for message in messages[begin:]:
             activity = parse_activity(message, encode)
             if activity is not None:
-                seen.setdefault(activity, message)
+                seen.setdefault(javascript_activity(activity), message)
         return tail_excerpt(list(seen.items()), encode)
     if name == "repeated_result_run":
         for message in reversed(messages):

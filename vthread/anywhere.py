@@ -61,7 +61,7 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import joined, rendered
+from vthread._attribution import joined, paired, rendered
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
@@ -942,7 +942,8 @@ def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[An
     if kind == TEXT:
         text = block[0].get("text")
         unit = repeated_text_start(text) if isinstance(text, str) else None
-        parts = [" ".join((unit if unit is not None else str(text)).split())[:100]]
+        # paired: a surrogate pair is one character, as the bytes' reading has it
+        parts = [" ".join(paired(unit if unit is not None else str(text)).split())[:100]]
     else:
         shown = [m for m in block if kind == BLOCK or _role(m) != _AGENT] or list(block)
         parts = rendered(shown, encode)

@@ -20,7 +20,13 @@ import numpy.typing as npt
 import xxhash
 
 from vthread import _core
-from vthread._attribution import excerpt, person_span, tail_excerpt, text_excerpt
+from vthread._attribution import (
+    excerpt,
+    javascript_activity,
+    person_span,
+    tail_excerpt,
+    text_excerpt,
+)
 from vthread._heuristics import (
     ACTIVITY_TAIL,
     HEURISTIC_NAMES,
@@ -317,7 +323,7 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
         period = int(result.period[row])
         if code == ACTIVITY_TAIL:
             calls = _distinct_calls(columns, row, messages, begin)
-            parts: Any = sorted({(a.kind, a.name, a.arguments, a.result) for a, _ in calls})
+            parts: Any = _calls_part(a for a, _ in calls)
             result.excerpt[row] = tail_excerpt(calls, _core_canonical)
         elif code == TEXT_RUN:
             text = messages[begin]["text"]
@@ -584,11 +590,19 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
         return block[first:] + block[:first]  # the same block whatever its phase
     if code == ACTIVITY_TAIL:
         tail = [parse_activity(m, _core_canonical) for m in messages[begin:]]
-        return sorted({(a.kind, a.name, a.arguments, a.result) for a in tail if a})
+        return _calls_part(a for a in tail if a)
     if code == RESULT_RUN:
-        newest = _newest_settled(messages)
+        newest = javascript_activity(_newest_settled(messages))
         return (newest.name, newest.arguments, newest.result)
     return sorted(set(text_units(messages[begin]["text"])))
+
+
+def _calls_part(calls: Iterable[Activity]) -> list[tuple[str, str, str, str]]:
+    """An activity tail's signature part: its distinct calls, sorted, each as JavaScript
+    has it (a surrogate pair in a name is its astral character, as the bytes' reading
+    makes it)."""
+    return sorted({(a.kind, a.name, a.arguments, a.result)
+                   for a in map(javascript_activity, calls)})
 
 
 def _signature_of(parts: Any, code: int) -> int:
