@@ -231,7 +231,9 @@ impl GuardCore {
     /// `bytes`, or any object holding bytes (a `bytearray` filled by `readinto`, a
     /// `memoryview`, an array), its raw bytes read as they are at the call, as a binary
     /// file's `write` takes them. None, or (bytes of `data` up to the end of the tripping
-    /// word, code points decoded before that point over all calls).
+    /// word, code points decoded before that point over all calls). When the space after
+    /// that word began in the previous call's bytes, the first count takes the rest of the
+    /// space, so that bytes passed on up to it never end inside a character.
     fn push_bytes(
         slf: &Bound<'_, Self>,
         data: &Bound<'_, PyAny>,
@@ -337,9 +339,15 @@ impl GuardCore {
         }
         let trip = self.guard.push(codes.as_slice(), Feed::Pushes);
         let result = trip.map(|at| {
-            let through: usize = codes[..at.index].iter().map(|&c| utf8_width(c)).sum();
+            let mut through: usize = codes[..at.index].iter().map(|&c| utf8_width(c)).sum();
+            if through < held {
+                // The word ended before the space that completed the held bytes, which were
+                // passed on with the last read: the rest of that space, so that what is
+                // passed on never ends inside a character.
+                through = utf8_width(codes[0]);
+            }
             self.trip_offset = Some(at.index);
-            (through - held, self.decoded + at.index as u64)
+            (through.saturating_sub(held), self.decoded + at.index as u64)
         });
         self.decoded += codes.len() as u64;
         self.codes = codes;

@@ -213,6 +213,83 @@ def test_every_byte_boundary_in_process() -> None:
     assert outputs[0] == outputs[1]
 
 
+class _Reads(io.RawIOBase):
+    """Standard input that returns the given pieces, one per read."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = list(pieces)
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000", "\u2028"])
+def test_a_space_cut_across_reads_after_the_tripping_word(space: str) -> None:
+    """A multibyte space that completes the tripping word, cut between two reads: the output
+    still stops at that word (plus the rest of the space whose first bytes were already
+    copied, so it never ends inside a character), never copying what follows."""
+    data = ("again and again and again and" + space + "NEVER COPIED").encode()
+    stop = data.index(b"and" + space.encode()[:1], 20) + 3
+    for cut in range(stop, stop + len(space.encode()) + 1):
+        stdout, stderr = io.BytesIO(), io.StringIO()
+        stdin = _Reads(data[:cut], data[cut:])
+        assert run_guard(["--ngram", "2", "--max-repeats", "3"], stdin,  # type: ignore[arg-type]
+                         stdout, stderr) == EXIT_TRIPPED
+        written = stdout.getvalue()
+        assert written.decode().rstrip(space) == data[:stop].decode(), (cut, written)
+        assert b"NEVER" not in written
+
+
+def test_a_non_blocking_standard_input_is_waited_for() -> None:
+    """Standard input handed over non-blocking (as Node.js or a terminal tool may) is
+    waited for, not an internal error when the producer is slower than the guard."""
+    import threading
+
+    readable, writable = os.pipe()
+    os.set_blocking(readable, False)
+    data = LOOP.encode()
+
+    def produce() -> None:
+        time.sleep(0.2)  # the guard reads an empty pipe first
+        os.write(writable, data[:40])
+        time.sleep(0.1)
+        os.write(writable, data[40:])
+        os.close(writable)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    stdout, stderr = io.BytesIO(), io.StringIO()
+    with open(readable, "rb", buffering=0) as stdin:
+        status = run_guard([], stdin, stdout, stderr)
+    producer.join()
+    (trip,) = scan_texts([LOOP])
+    assert trip is not None
+    assert (status, stdout.getvalue()) == (EXIT_TRIPPED, LOOP[: trip.offset].encode())
+
+
+def test_an_unreadable_standard_input_exits_2_naming_it(tmp_path: Path) -> None:
+    """A standard input that cannot be read (here a folder) is named, exit 2."""
+    class Folder:
+        def __init__(self, descriptor: int) -> None:
+            self.descriptor = descriptor
+
+        def fileno(self) -> int:
+            return self.descriptor
+
+    descriptor = os.open(tmp_path, os.O_RDONLY)
+    stdout, stderr = io.BytesIO(), io.StringIO()
+    try:
+        status = run_guard([], Folder(descriptor), stdout, stderr)  # type: ignore[arg-type]
+    finally:
+        os.close(descriptor)
+    assert status == 2
+    assert stderr.getvalue().startswith("vthread guard: error: cannot read standard input: ")
+    assert stdout.getvalue() == b""
+
+
 def test_invalid_utf8_passes_through() -> None:
     """Bytes that are not UTF-8 are copied unchanged and do not upset the guard."""
     data = b" ".join(b"caf\xe9 %d \xff\xfe" % i for i in range(300))
