@@ -687,3 +687,58 @@ def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> 
     assert done.returncode == 71, done.stderr.decode()[-2000:]
     assert b"out of memory" in done.stderr and b"panicked" not in done.stderr
     assert len(done.stdout.splitlines()) <= 100
+
+
+# ------------------------------------------------- a non-blocking standard input
+
+
+def _fed_without_blocking(argv: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:
+    """The command reading a pipe handed over non-blocking (as a Node.js parent or a terminal
+    tool may), the producer slower than the reader: nothing is written until it has looked."""
+    import threading
+    import time
+
+    readable, writable = os.pipe()
+    os.set_blocking(readable, False)
+
+    def produce() -> None:
+        time.sleep(0.3)
+        try:
+            for at in range(0, len(data), 50_000):
+                os.write(writable, data[at : at + 50_000])
+        except BrokenPipeError:
+            pass  # the command stopped reading (the test then fails on what it wrote)
+        finally:
+            os.close(writable)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        return subprocess.run([*VTHREAD, *argv], stdin=readable, capture_output=True, env=ENV,
+                              timeout=120, check=False)
+    finally:
+        os.close(readable)  # a writer still writing gets a broken pipe, not a hang
+        producer.join()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_non_blocking_standard_input_is_read_to_its_end(jobs: str) -> None:
+    """``vthread scan -`` on a non-blocking pipe reads every line (it read none: an empty
+    read of such a pipe looked like its end), with the records of a blocking one."""
+    data = SAMPLE.read_bytes()
+    expected = subprocess.run([*VTHREAD, "scan", "-", "--jobs", jobs], input=data,
+                              capture_output=True, env=ENV, timeout=120, check=False)
+    fed = _fed_without_blocking(["scan", "-", "--jobs", jobs], data)
+    assert (fed.returncode, fed.stdout) == (expected.returncode, expected.stdout)
+    assert len(fed.stdout.splitlines()) == len(data.splitlines())
+
+
+def test_a_non_blocking_standard_input_is_reported(tmp_path: Path) -> None:
+    """``vthread report -`` reads a non-blocking pipe of runs, and of records, to its end."""
+    data = SAMPLE.read_bytes()
+    records = subprocess.run([*VTHREAD, "scan", str(SAMPLE)], capture_output=True, env=ENV,
+                             timeout=120, check=False).stdout
+    for given, page in ((data, tmp_path / "runs.html"), (records, tmp_path / "records.html")):
+        fed = _fed_without_blocking(["report", "-", "-o", str(page)], given)
+        assert fed.returncode == 0, fed.stderr
+        assert b"300 runs" in fed.stderr

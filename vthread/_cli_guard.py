@@ -13,10 +13,10 @@ UTF-8 split anywhere across reads, including inside a character, decodes as one 
 bytes that are not UTF-8 pass through unchanged (they reach the guard as lone surrogates,
 as Python's ``surrogateescape`` reads them, which are not letters). Memory stays flat
 whatever the input: the guard's window plus one read. Exit status: 0 at the end of the
-input, 3 when the guard trips, 2 for bad options or an unreadable FILE, 74 when standard
-output cannot be written (closed, a full disk: EX_IOERR), 141 when standard output is closed
-early by its reader (as ``cat`` killed by SIGPIPE), 130 on Ctrl-C. A closed or failing
-standard error only loses the messages.
+input, 3 when the guard trips, 2 for bad options or an unreadable FILE or standard input, 74
+when standard output cannot be written (closed, a full disk: EX_IOERR), 141 when standard
+output is closed early by its reader (as ``cat`` killed by SIGPIPE), 130 on Ctrl-C. A
+closed or failing standard error only loses the messages.
 
 Also runs on its own: ``python -m vthread._cli_guard [options]``.
 """
@@ -26,10 +26,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, BinaryIO, Final, NoReturn, TextIO
 
 from vthread._cli_main import (
@@ -37,6 +37,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
+    BlockingInput,
     numbers_joined,
     point_at_null,
 )
@@ -59,7 +60,7 @@ EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the input ended without the guard tripping
   3    the guard tripped (the reason as one JSON line on standard error)
-  2    bad options or an unreadable FILE
+  2    bad options or an unreadable FILE or standard input
   70   internal error (a bug: the traceback is on standard error; please report it)
   74   standard output could not be written (closed, disk full)
   130  interrupted (Ctrl-C)
@@ -162,7 +163,7 @@ def _reader(stdin: BinaryIO) -> Callable[[], bytes]:
         if callable(read1):
             return lambda: bytes(read1(READ_SIZE))
         return lambda: stdin.read(READ_SIZE)
-    return lambda: os.read(descriptor, READ_SIZE)
+    return partial(BlockingInput(descriptor).read_some, READ_SIZE)
 
 
 def _say(stderr: TextIO, message: str) -> None:
@@ -203,11 +204,16 @@ def run_guard(
         _say(stderr, f"vthread guard: error: {error}\n")
         return USAGE_EXIT
     if args.file == "-":
-        return _copy(_reader(stdin), guard, stdout, stderr)
+        try:
+            return _copy(_reader(stdin), guard, stdout, stderr)
+        except OSError as error:  # reading; _copy handles writing
+            _say(stderr, "vthread guard: error: cannot read standard input: "
+                         f"{error.strerror or error}\n")
+            return USAGE_EXIT
     try:
         with open(args.file, "rb", buffering=0) as source:
-            descriptor = source.fileno()
-            return _copy(lambda: os.read(descriptor, FILE_READ_SIZE), guard, stdout, stderr)
+            read = partial(BlockingInput(source.fileno()).read_some, FILE_READ_SIZE)
+            return _copy(read, guard, stdout, stderr)
     except IsADirectoryError:
         _say(stderr, f"vthread guard: error: {args.file} is a directory\n")
         return USAGE_EXIT

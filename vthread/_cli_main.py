@@ -398,3 +398,57 @@ def point_at_null(stream: IO[Any]) -> None:
         os.close(null)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         pass
+
+
+class BlockingInput(io.RawIOBase):
+    """A descriptor read as a blocking one, whatever its flags: a parent (Node.js, a
+    terminal tool) may hand over a non-blocking standard input, whose read raises
+    ``BlockingIOError`` while the producer is still thinking (and, through a
+    ``BufferedReader``, returns ``b""``, which reads as the end of the input). Waits with
+    ``select`` instead. The descriptor stays the caller's: closing this leaves it open."""
+
+    def __init__(self, descriptor: int) -> None:
+        super().__init__()
+        self.descriptor = descriptor
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.descriptor
+
+    def readinto(self, buffer: Any) -> int:
+        while True:
+            try:
+                return os.readv(self.descriptor, [buffer])
+            except BlockingIOError:
+                self._wait()
+
+    def read_some(self, size: int) -> bytes:
+        """Up to ``size`` bytes, as they come (``b""`` at the end of the input)."""
+        while True:
+            try:
+                return os.read(self.descriptor, size)
+            except BlockingIOError:
+                self._wait()
+
+    def _wait(self) -> None:
+        import select
+
+        select.select([self.descriptor], [], [])
+
+
+def blocking_stdin(stdin: io.BufferedReader) -> io.BufferedReader:
+    """``stdin`` itself, unless it is the process's own standard input and its descriptor
+    does not block: then the descriptor read through :class:`BlockingInput` (a stream that
+    replaced it, such as one replaying bytes read ahead, is kept: it reads its own way)."""
+    own: object = getattr(sys.__stdin__, "buffer", None)
+    if own is None or stdin is not own:
+        return stdin
+    try:
+        descriptor = stdin.fileno()
+        if os.get_blocking(descriptor):
+            return stdin
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return stdin
+    return io.BufferedReader(BlockingInput(descriptor))

@@ -38,6 +38,7 @@ from vthread._cli_main import (
     INTERRUPTED_EXIT,
     IO_EXIT,
     USAGE_EXIT,
+    blocking_stdin,
     jobs_argument,
     numbers_joined,
     silence_stdout,
@@ -304,6 +305,7 @@ def _stdin_holds_records() -> bool:
     buffer = getattr(stdin, "buffer", None)
     if buffer is None:
         return False
+    buffer = blocking_stdin(buffer)
     read = getattr(buffer, "read1", buffer.read)  # what has come, not a whole block
     head, ended = b"", False
     try:

@@ -140,6 +140,7 @@ from vthread._cli_main import (
     MEMORY_EXIT,
     TERMINATED_EXIT,
     USAGE_EXIT,
+    blocking_stdin,
     main,
     say,
     silence_stdout,
@@ -1313,7 +1314,8 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
     """(decompressed stream, position in the raw file, close, the raw file's size when it
     is a regular file) for a FILE argument."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
-    raw = cast(io.BufferedReader, sys.stdin.buffer) if name == "-" else open(name, "rb")  # noqa: SIM115
+    raw = (blocking_stdin(cast(io.BufferedReader, sys.stdin.buffer)) if name == "-"
+           else open(name, "rb"))  # noqa: SIM115
 
     def position() -> int:
         try:
