@@ -905,6 +905,46 @@ def test_runs_behind_one_record_line_in_a_directory_are_scanned(
     assert mixed.read_bytes() == before
 
 
+def test_runs_that_carry_file_line_and_error_fields_are_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's runs whose lines carry ``file``, ``line`` and ``error`` fields of their
+    own (a run fixing a TypeError at src/app.py line 42) hold their messages as an array: they
+    are runs, scanned in a directory (they were passed over as records, their loops never
+    reported) and never written over by ``-o`` (they were)."""
+    chat = [{"role": "user", "content": "fix"}] + [
+        {"role": "assistant", "content": "same"}, {"role": "user", "content": "again"}] * 4
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"id": f"r{i}", "file": "src/app.py", "line": 42,
+                                        "error": "TypeError", "messages": chat}) + "\n"
+                            for i in range(3)))
+    (tmp_path / "other.jsonl").write_text(json.dumps(chat) + "\n")
+    before = runs.read_bytes()
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and "passed over" not in err
+    looped = [r for r in records(out) if Path(r["file"]).name == "runs.jsonl"]
+    assert [r["verdict"] for r in looped] == ["repeated_suffix"] * 3
+    code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(runs)], monkeypatch)
+    assert code == 2 and "holds neither records nor a summary" in err
+    assert runs.read_bytes() == before
+
+
+@pytest.mark.parametrize(("line", "is_one"), [
+    ({"file": "a", "line": 1, "verdict": None, "messages": 3}, True),
+    ({"id": [1], "file": "a", "line": 2, "error": "not valid JSON"}, True),
+    ({"file": "a", "line": 1, "error": "TypeError", "messages": [{"role": "user"}]}, False),
+    ({"file": "a", "line": "7", "verdict": None}, False),
+    ({"file": 3, "line": 1, "verdict": None}, False),
+    ({"file": "a", "line": True, "error": "x"}, False),
+    ({"file": "a", "line": 1, "verdict": None, "messages": {"a": 1}}, False),
+])
+def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
+    """A record names a file (a string) and a line (an integer), a verdict or an error, and
+    counts its messages (an integer) when it says how many."""
+    from vthread._cli_report import is_record
+
+    assert is_record(line) is is_one
+
+
 def test_records_cut_short_in_a_directory_are_still_records(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An earlier run's records whose last line was cut (the scan killed while writing, a

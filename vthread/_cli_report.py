@@ -251,7 +251,7 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
     if name == "-" or base.endswith(_NOT_RECORDS_SUFFIXES):
         return False
     if is_parquet(name):
-        return _parquet_columns(name) >= _RECORD_COLUMNS
+        return _parquet_holds_records(name)
     try:
         with open(name, "rb") as raw:
             head = raw.read(_RAW_HEAD_BYTES)
@@ -284,10 +284,19 @@ def holds_summary(name: str) -> bool:
 
 
 def is_record(value: object) -> bool:
-    """Whether a JSON value is one of ``vthread scan``'s records (it names a file and a line,
-    and a verdict or an error)."""
-    return (isinstance(value, dict) and {"file", "line"} <= value.keys()
-            and ("verdict" in value or "error" in value))
+    """Whether a JSON value is one of ``vthread scan``'s records: it names a file (a string)
+    and a line (an integer), and a verdict or an error, and its ``messages``, when it has
+    one, is the count a record writes. A run that happens to carry ``file``, ``line`` and
+    ``error`` fields (an agent's run fixing a TypeError in src/app.py line 42) holds its
+    messages as an array: it is a run, to be scanned, never passed over or written over."""
+    if not isinstance(value, dict) or not ("verdict" in value or "error" in value):
+        return False
+    file, line, messages = value.get("file"), value.get("line"), value.get("messages", 0)
+    return (isinstance(file, str) and _is_count(line) and _is_count(messages))
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 _RAW_HEAD_BYTES: Final = 4 * SNIFF_BYTES
@@ -432,14 +441,23 @@ class _KeptOpen(io.TextIOWrapper):
             self.detach()
 
 
-def _parquet_columns(name: str) -> frozenset[str]:
-    """The column names of a Parquet file (none when it cannot be read: the scan says why)."""
+def _parquet_holds_records(name: str) -> bool:
+    """Whether a Parquet file has the columns of ``vthread scan -o X.parquet``'s records,
+    its ``messages`` (when it has one) the integer count a record writes, not the runs'
+    messages (no: when it cannot be read, the scan says why)."""
     try:
+        import pyarrow as arrow
         import pyarrow.parquet as parquet
 
-        return frozenset(parquet.read_schema(name).names)
+        schema = parquet.read_schema(name)
     except Exception:  # no pyarrow, or not a Parquet file: whatever pyarrow raises
-        return frozenset()
+        return False
+    if not frozenset(schema.names) >= _RECORD_COLUMNS:
+        return False
+    if "messages" not in schema.names:
+        return True
+    at = schema.get_field_index("messages")  # -1 when two columns have the name
+    return at >= 0 and bool(arrow.types.is_integer(schema.field(at).type))
 
 
 def _read_parquet_records(data: ReportData, name: str) -> None:
