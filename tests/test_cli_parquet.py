@@ -317,3 +317,78 @@ def test_an_empty_messages_cell_is_named_a_cell(tmp_path: Path,
     assert code == 0 and [r.get("error") for r in records] == [said, said, None]
     assert cli.main(["scan", str(path), "-q", "--strict"]) == 2
     assert capsys.readouterr().err == f"vthread scan: {path}: row 1: {said}\n"
+
+
+def test_a_run_object_cell_with_an_id_column_is_read_as_scan_arrow_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cell holding a whole run object, beside an id column: its messages, the column's id
+    (it was an error, "messages is an object"), as ``vthread.scan_arrow`` answers."""
+    import vthread
+
+    chat = [{"type": "user", "text": "a"}] + [
+        {"type": "bot", "text": "s"}, {"type": "user", "text": "t"}] * 2
+    cells = [json.dumps({"id": "inner", "messages": chat}), "{}",
+             ' {"messages": [{"type": "user", "text": "x"}], "id": "own"}  ',
+             json.dumps({"instance_id": "i", "messages": []})]
+    table = pa.table({"id": ["r1", "r2", "r3", None], "messages": cells})
+    path = tmp_path / "runs.parquet"
+    pq.write_table(table, path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    expected = vthread.scan_arrow(table, id="id").to_pylist()
+    assert [(r["id"], r.get("verdict"), r.get("error")) for r in records] == [
+        (e["id"], e["verdict"], e["error"]) for e in expected]
+    assert records[0]["verdict"] == "repeated_suffix"
+
+
+def test_records_that_are_no_unicode_text_are_written_and_a_failure_keeps_the_old_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids holding a lone surrogate (JSON allows the escape) reach the Parquet of records as
+    U+FFFD (Parquet's strings are UTF-8: the file was emptied and the run crashed when it
+    closed); a scan that fails while writing leaves the file that was there whole."""
+    from vthread import _cli_parquet
+
+    out = tmp_path / "verdicts.parquet"
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"id": "ok", "messages": []}) + "\n")
+    assert cli.main(["scan", str(good), "-q", "-o", str(out)]) == 0
+    before = out.read_bytes()
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"id":"ok","messages":[]}\n{"id":"\\ud800","messages":[]}\n'
+                   '{"id":["\\udfff"],"messages":[]}\n{"id":"\\ud83c\\udf89","messages":[]}\n')
+    assert cli.main(["scan", str(odd), "-q", "-o", str(out)]) == 0
+    assert pq.read_table(out).column("id").to_pylist() == ["ok", "\ufffd", '["\ufffd"]',
+                                                           "\U0001f389"]
+    assert cli.main(["scan", str(good), "-q", "-o", str(out)]) == 0
+    before = out.read_bytes()
+
+    def failing(self: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_cli_parquet.ParquetRecords, "_write_group", failing)
+    assert cli.main(["scan", str(odd), "-q", "-o", str(out)]) != 0
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.jsonl", "odd.jsonl",
+                                                          "verdicts.parquet"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="names of bytes that are no UTF-8")
+def test_file_names_and_keys_that_are_no_utf8(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A Parquet file named with bytes that are no UTF-8 is read and written (pyarrow takes
+    no such name: the run failed); a key option that is no UTF-8 is a usage error, exit 2."""
+    import os
+
+    name = os.fsdecode(b"runs\xff.parquet")
+    source = tmp_path / name
+    with open(source, "wb") as sink:  # pyarrow takes no such name
+        pq.write_table(pa.table({"id": ["r1"], "messages": [json.dumps(RUNS[0])]}), sink)
+    code, records = _scan([str(source)], capsys)
+    assert code == 0 and [r["id"] for r in records] == ["r1"]
+    out = tmp_path / os.fsdecode(b"out\xfe.parquet")
+    assert cli.main(["scan", str(source), "-q", "-o", str(out)]) == 0
+    assert pq.read_table(pa.OSFile(os.fsencode(out))).column("id").to_pylist() == ["r1"]
+    for option in ("--messages-key", "--id-key"):
+        assert cli.main(["scan", str(source), "-q", option, os.fsdecode(b"\xff")]) == 2
+        assert f"argument {option}: expected UTF-8 text" in capsys.readouterr().err

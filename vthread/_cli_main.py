@@ -261,10 +261,10 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("--format", choices=(*FORMATS, "auto"), default=None,
                        help="message format of the threads (default, or auto: detected per "
                        "file from its first threads, as format='auto' in Python)")
-    scan_.add_argument("--messages-key", metavar="KEY",
+    scan_.add_argument("--messages-key", metavar="KEY", type=key_argument,
                        help="the key of each run object that holds its messages (default: "
                        "messages, traj or history, the first present)")
-    scan_.add_argument("--id-key", metavar="KEY",
+    scan_.add_argument("--id-key", metavar="KEY", type=key_argument,
                        help="the key of each run object that holds its id (default: id, "
                        "instance_id or task_id/trial)")
     scan_.add_argument("-o", "--output", metavar="PATH",
@@ -312,6 +312,19 @@ def _parser() -> argparse.ArgumentParser:
                        help="also write the summary as JSON to FILE (for dashboards; "
                        "written also when the scan ends early, saying \"completed\": false)")
     return parser
+
+
+def key_argument(text: str) -> str:
+    """A ``--messages-key`` or ``--id-key`` value: a JSON object's key, so Unicode text (an
+    argument's bytes that are no UTF-8 reach Python as lone surrogates, which no JSON key
+    read from UTF-8 bytes holds)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # argparse prefixes the option's name: "argument --messages-key: ..."
+        raise argparse.ArgumentTypeError(
+            f"expected UTF-8 text (a key of the runs' JSON), got {text!r}") from None
+    return text
 
 
 def jobs_argument(text: str) -> int:

@@ -21,11 +21,14 @@ pyarrow is imported only when a Parquet file is read or written
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import secrets
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from vthread.documents import messages_column
 
@@ -42,6 +45,17 @@ NEEDS_PYARROW: Final = "Parquet files need pyarrow: pip install 'vthread[arrow]'
 def is_parquet(name: str) -> bool:
     """Whether ``name`` names a Parquet file (by its ending)."""
     return name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def parquet_source(path: str) -> Any:
+    """What pyarrow opens for ``path``: the path itself, or, for a name that is no UTF-8 (its
+    undecodable bytes held as Python holds them, which pyarrow cannot take), the file opened
+    by its bytes."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return _pyarrow().OSFile(os.fsencode(path))
+    return path
 
 
 def parquet_available() -> bool:
@@ -112,7 +126,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     pa = _pyarrow()
     # Read a column chunk a buffer at a time rather than whole: memory then follows the
     # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
-    parquet = pa.parquet.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+    parquet = pa.parquet.ParquetFile(parquet_source(path), buffer_size=1 << 20,
+                                     pre_buffer=False)
     messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
     total = max(1, parquet.metadata.num_rows)
     done = 0
@@ -135,13 +150,22 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                 # stops being JSON (wrapped, the place was the wrapping's, and a cell such
                 # as `[],"id":"x"` would have made a valid run of its wrapping).
                 lines.append(body)
-            elif not id_columns and body.lstrip()[:1] == b"{":
-                lines.append(body)  # a run object: its own id and messages
+            elif body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
+                lines.append(body if not id_columns else _with_id(
+                    body, _id_text([column_values[row] for column_values in ids])))
             else:
                 ident = _id_text([column_values[row] for column_values in ids])
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
         yield lines, done / total
+
+
+def _with_id(run: bytes, ident: bytes) -> bytes:
+    """A run object (one JSON object) with ``"id": ident`` last, so that the id column's id is
+    the run's, as ``vthread.scan_arrow`` takes it (of a key given twice, a JSON object's last
+    counts, in vthread's reading as in JavaScript's and Python's)."""
+    inside = run.rstrip()[:-1].rstrip()  # without its closing brace
+    return inside + (b'"id":' if inside.endswith(b"{") else b',"id":') + ident + b"}"
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
@@ -274,7 +298,14 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
 class ParquetRecords:
     """A binary sink for the scan's JSONL records that writes them to a Parquet file; with
     ``anywhere``, a last column ``loops`` holds each record's loops (a list of structs with
-    the record's own loop fields)."""
+    the record's own loop fields).
+
+    The rows go to a new file beside ``path`` that replaces it when closed: a file already at
+    ``path`` stays whole until then (a Parquet file is readable only once its footer is
+    written, and a failure while writing emptied it). Parquet's strings are UTF-8, so a
+    string that is not Unicode text (a lone surrogate in an id, a file name's undecodable
+    bytes) is written with U+FFFD in place of each such code point; the JSONL records keep
+    it as an escape."""
 
     def __init__(self, path: str, *, anywhere: bool = False) -> None:
         pa = _pyarrow()
@@ -292,9 +323,39 @@ class ParquetRecords:
             loop = pa.struct([field for field in self._schema
                               if field.name in LOOP_FIELDS])
             self._schema = self._schema.append(pa.field("loops", pa.list_(loop)))
-        self._writer = pa.parquet.ParquetWriter(path, self._schema)
+        self._path = os.path.realpath(path)  # a link is written through, as open() does
+        self._partial: str | None = None
+        self._file = self._partial_file()
+        try:
+            self._writer = pa.parquet.ParquetWriter(self._file, self._schema)
+        except BaseException:
+            self._discard()
+            raise
         self._pending: list[dict[str, Any]] = []
         self._tail = b""
+
+    def _partial_file(self) -> BinaryIO:
+        """A new file beside the target (named after it, hidden, unique), or the target
+        itself where its folder takes no new file."""
+        folder, name = os.path.split(self._path)
+        partial = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+        try:
+            opened = open(partial, "xb")  # noqa: SIM115 (closed by close or _discard)
+        except OSError:
+            return open(self._path, "wb")
+        self._partial = partial
+        return opened
+
+    def _discard(self) -> None:
+        """Close the file; a partial one is removed, leaving the target as it was."""
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(Exception):  # it failed already: the file is dropped
+                writer.close()
+        self._file.close()
+        if self._partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._partial)
 
     def write(self, data: bytes) -> int:
         """Take complete or partial JSONL records; rows are written a group at a time."""
@@ -306,7 +367,8 @@ class ParquetRecords:
                 ident = record.get("id")
                 if ident is not None and not isinstance(ident, str):
                     record["id"] = json.dumps(ident)
-                self._pending.append(record)
+                # The records are ASCII JSON: a surrogate is there as an escape.
+                self._pending.append(_replaced(record) if b"\\ud" in line else record)
         if len(self._pending) >= ROWS_PER_GROUP:
             self._write_group()
         return len(data)
@@ -320,11 +382,31 @@ class ParquetRecords:
         """Nothing to do: rows reach the file a group at a time, and at :meth:`close`."""
 
     def close(self) -> None:
-        """Write what is pending and the file's footer."""
-        if self._tail:
-            self.write(b"\n")
-        self._write_group()
-        self._writer.close()
+        """Write what is pending and the file's footer, and put the file in place; on a
+        failure, the partial file is removed and the target left as it was."""
+        try:
+            if self._tail:
+                self.write(b"\n")
+            self._write_group()
+            self._writer.close()
+            self._file.close()
+            if self._partial is not None:
+                os.replace(self._partial, self._path)
+        except BaseException:
+            self._discard()
+            raise
+
+
+def _replaced(value: Any) -> Any:
+    """``value`` with every string in it Unicode text: a surrogate pair its character, a
+    lone surrogate U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, dict):
+        return {key: _replaced(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item) for item in value]
+    return value
 
 
 

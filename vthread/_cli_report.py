@@ -40,11 +40,12 @@ from vthread._cli_main import (
     USAGE_EXIT,
     blocking_stdin,
     jobs_argument,
+    key_argument,
     numbers_joined,
     silence_stdout,
     write_through,
 )
-from vthread._cli_parquet import is_parquet
+from vthread._cli_parquet import is_parquet, parquet_source
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, message_kinds, render_report
 
@@ -170,8 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--title", help="the page's title (default: names the inputs)")
     parser.add_argument("--format", choices=(*FORMATS, "auto"),
                         help="message format, as for vthread scan")
-    parser.add_argument("--messages-key", metavar="KEY", help="as for vthread scan")
-    parser.add_argument("--id-key", metavar="KEY", help="as for vthread scan")
+    parser.add_argument("--messages-key", metavar="KEY", type=key_argument,
+                        help="as for vthread scan")
+    parser.add_argument("--id-key", metavar="KEY", type=key_argument, help="as for vthread scan")
     parser.add_argument("--mask-volatile", action="store_true", help="as for vthread scan")
     # (checked here, so that a bad value is said even when only records are read)
     parser.add_argument("-j", "--jobs", type=jobs_argument, metavar="N",
@@ -449,7 +451,7 @@ def _parquet_holds_records(name: str) -> bool:
         import pyarrow as arrow
         import pyarrow.parquet as parquet
 
-        schema = parquet.read_schema(name)
+        schema = parquet.read_schema(parquet_source(name))
     except Exception:  # no pyarrow, or not a Parquet file: whatever pyarrow raises
         return False
     if not frozenset(schema.names) >= _RECORD_COLUMNS:
@@ -466,7 +468,7 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
 
     number = 0
     try:
-        for batch in parquet.ParquetFile(name).iter_batches():
+        for batch in parquet.ParquetFile(parquet_source(name)).iter_batches():
             for row in batch.to_pylist():
                 number += 1
                 if row.get("error") is None:
