@@ -1203,6 +1203,9 @@ pub type Evidence = (Option<&'static str>, bool);
 /// Declined for a line the tape does not read as `json.loads` does: Python decides. Lets the
 /// detection judge a long run without building Python objects of it.
 pub fn format_evidence(line: &[u8], keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
+    if !crate::threads::memory_for(line.len(), false) {
+        return Err(Declined); // Python's reading raises the MemoryError the CLI reports
+    }
     let tape = Tape::parse(line)?;
     let root = tape.root();
     let listed = if root.is_object() {

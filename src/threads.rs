@@ -405,6 +405,36 @@ pub struct LineReading<'a> {
     pub anywhere: Option<TextRunOptions>,
 }
 
+/// The most a line's reading takes (its tape, its thread, its native translation, its
+/// columns), in bytes per byte of the line, with a margin: a line of a million tiny
+/// messages (`{"role":"user","content":"t"}`, 36.5 MB) raised the process's peak RSS by
+/// 6.2 times its size (the line itself included), 19 times with `--anywhere`'s screens and
+/// runs. Asked for ahead by `memory_for`.
+const READING_BYTES_PER_BYTE: usize = 8;
+const ANYWHERE_BYTES_PER_BYTE: usize = 24;
+/// Lines shorter than this are read without asking (a few tens of megabytes at most).
+const ASKED_FROM_BYTES: usize = 1 << 20;
+
+/// Whether the memory reading a line of `bytes` bytes may take can be had now: asked for and
+/// given back at once (address space only, no page touched). A line that cannot have it is
+/// left to Python, whose reading raises the MemoryError the CLI reports with the line's
+/// place (exit 71, the records before it written); the core's own allocations would fail
+/// part-way with the allocator's abort, which ends the process with no record written.
+pub(crate) fn memory_for(bytes: usize, anywhere: bool) -> bool {
+    if bytes < ASKED_FROM_BYTES {
+        return true;
+    }
+    let per_byte = if anywhere {
+        ANYWHERE_BYTES_PER_BYTE
+    } else {
+        READING_BYTES_PER_BYTE
+    };
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(bytes.saturating_mul(per_byte))
+        .is_ok()
+}
+
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
 /// lines in another format translated first (`adapters.rs`).
 fn read_part(
@@ -422,10 +452,13 @@ fn read_part(
         ..reading
     };
     for (offset, line) in lines.iter().enumerate() {
+        // A line the memory for whose reading cannot be had is Python's (`memory_for`).
+        let fits = memory_for(line.len(), reading.anywhere.is_some());
         if format.is_none() && !reading.mask_volatile {
-            if part
-                .push_line(line, offset, None, reading, &mut reader)?
-                .is_none()
+            if !fits
+                || part
+                    .push_line(line, offset, None, reading, &mut reader)?
+                    .is_none()
             {
                 part.decline(offset, reading, &mut reader)?;
             }
@@ -438,6 +471,7 @@ fn read_part(
         // Some(the record's message count, when it is not the native line's: a translated
         // line counts its source messages), or None when Python must read the line.
         let read: Option<Option<usize>> = match format {
+            _ if !fits => None,
             Some(format) => {
                 match adapters::translate_line(
                     line,

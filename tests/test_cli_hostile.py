@@ -666,6 +666,41 @@ def test_a_line_larger_than_the_memory_keeps_the_records_before_it(
     assert whole.returncode == 0 and len(whole.stdout.splitlines()) == before + 2
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("anywhere", [False, True], ids=["end", "anywhere"])
+def test_a_line_of_a_million_messages_larger_than_the_memory_keeps_the_records_before_it(
+        tmp_path: Path, jobs: str, anywhere: bool) -> None:
+    """50 small OpenAI runs, then one of a million tiny messages (36 MB), one more, under an
+    address-space limit of 300 MB (a tester's case): the core's reading of the long line
+    (for the format, then for the scan) asked for memory one allocation at a time, and the
+    allocator's failure aborted the process (status 134: no record, no summary). Now the
+    core asks for the memory of a whole line's reading first and leaves a line it cannot
+    have to Python: status 71 naming line 51, the 50 records before it written."""
+    import resource
+
+    small = json.dumps({"id": "ok", "messages": [
+        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}).encode()
+    tiny = [{"role": "assistant", "content": "s"}, {"role": "user", "content": "t"}]
+    path = tmp_path / "runs.jsonl"
+    with path.open("wb") as file:
+        file.write((small + b"\n") * 50)
+        file.write(json.dumps({"id": "many", "messages": tiny * 500_000}).encode() + b"\n")
+        file.write(small + b"\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+
+    summary = tmp_path / "summary.json"
+    command = [*VTHREAD, "scan", "-q", "-j", jobs, "--summary", str(summary), str(path),
+               *(["--anywhere"] if anywhere else [])]
+    done = subprocess.run(command, capture_output=True, env=ENV, preexec_fn=limited,
+                          timeout=300, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert f"out of memory at {path}:51:".encode() in done.stderr
+    assert len(done.stdout.splitlines()) == 50
+    assert json.loads(summary.read_text())["completed"] is False
+
+
 def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
     """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
     limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the

@@ -2376,8 +2376,11 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
         if longest is not None and len(line) > longest:
             continue
         # (the core judges the bytes; Python parses only what it leaves)
-        found = line_format_evidence(line, messages_key,
-                                     partial(_parse, suspect=index in suspect))
+        try:
+            found = line_format_evidence(line, messages_key,
+                                         partial(_parse, suspect=index in suspect))
+        except MemoryError:
+            continue  # a line too large to hold says nothing: its scan reports it, in place
         if found is None:
             continue
         if found[0] is None:
@@ -2525,7 +2528,8 @@ def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
         done = _scan_chunk_in_core(task, raw) if raw is not None else None
         return done if done is not None else _scan_chunk_in_python(task)
     except MemoryError:
-        return _line_by_line(task)
+        pass  # left first: the error's frames, and all they hold, go before the retry
+    return _line_by_line(task)
 
 
 def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
@@ -2597,7 +2601,8 @@ def _scan_chunk(task: _Task) -> _Done:
         try:
             return _scan_chunk_unpaused(task)
         except MemoryError:
-            return _line_by_line(task)
+            pass  # left first: the error's frames, and all they hold, go before the retry
+        return _line_by_line(task)
 
 
 def _too_large(task: _Task) -> _Done:
