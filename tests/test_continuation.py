@@ -351,9 +351,44 @@ def test_fragment_roundtrip(body: str, prose: str, language: str) -> None:
     assert extract_fragment(reply) == body
 
 
+@pytest.mark.parametrize(
+    ("reply", "fragment"),
+    [
+        ("```\ncode\n```\r\n", "code"),
+        ("```\r\ncode\r\n```\r\n", "code"),
+        ("```\r\ncode\r\n```\r\nafter", "code"),
+        ("```html\r\na\r\nb\r\n```  \r\nDone.", "a\r\nb"),
+        ("```\r\ncode\r\n```\r", "code"),
+        ("~~~\r\ncode\r\n~~~\r\n", "code"),
+    ],
+)
+def test_fragment_crlf_fence_closes_like_lf(reply: str, fragment: str) -> None:
+    """A closing fence line ending in "\\r" (a CRLF reply) still closes the block."""
+    assert extract_fragment(reply) == fragment
+
+
+@given(
+    st.text(alphabet="ab<>/ \n", max_size=80),
+    st.text(alphabet="xyz .\n", max_size=40),
+    st.sampled_from(["", "html", "css"]),
+)
+def test_fragment_roundtrip_crlf(body: str, prose: str, language: str) -> None:
+    """The round trip holds with every line ending written as CRLF."""
+    reply = f"{prose}\n```{language}\n{body}\n```\n{prose}".replace("\n", "\r\n")
+    assert extract_fragment(reply) == body.replace("\n", "\r\n")
+
+
 # ---------------------------------------------------------------------------------------
 # append_continuation
 # ---------------------------------------------------------------------------------------
+
+
+def test_crlf_reply_is_joined_without_its_prose() -> None:
+    """A CRLF reply's closing fence ends the fragment, so the prose after it is not joined."""
+    reply = "Sure:\r\n```html\r\nshund</h2>\r\n```\r\nHope this helps!"
+    result = append_continuation("<h2>Dach", reply)
+    assert result.text == "<h2>Dachshund</h2>"
+    assert result.added == "shund</h2>"
 
 
 def test_seam_overlap_is_removed() -> None:

@@ -295,8 +295,9 @@ def extract_fragment(reply: str) -> str:
     around it; only the body belongs in the draft. The closing fence needs at least as many
     fence characters as the opening one. A reply cut off before its closing fence still
     yields everything after the opening line, since that is exactly what a truncated
-    continuation looks like. One newline before the closing fence is the fence's, not the
-    code's, and is dropped. An unfenced reply is returned unchanged.
+    continuation looks like. One newline (``\\n`` or ``\\r\\n``) before the closing fence is the
+    fence's, not the code's, and is dropped; a closing fence line may end in ``\\r``, so a CRLF
+    reply closes as an LF one does. An unfenced reply is returned unchanged.
 
     Complexity: O(n) in the reply length.
 
@@ -307,8 +308,9 @@ def extract_fragment(reply: str) -> str:
     if opening is None:
         return reply
     fence = opening.group(1)
+    # ``$`` stops before "\n" only, so a CRLF reply's "\r" is allowed before it explicitly.
     closing = re.compile(
-        rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE
+        rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$", re.MULTILINE
     ).search(reply, opening.end())
     if closing is None:
         return reply[opening.end() :]
