@@ -494,6 +494,21 @@ def test_trailing_text_after_html_close_is_dropped() -> None:
     assert result.complete
 
 
+@pytest.mark.parametrize("prefixes", ["<html", b"<html"])
+def test_restart_prefixes_as_a_bare_string_is_a_type_error(prefixes: object) -> None:
+    """A bare string would be read one character per prefix, so "<p>" would be a restart."""
+    with pytest.raises(TypeError, match="restart_prefixes"):
+        append_continuation("<p>x", "hello</p>", restart_prefixes=prefixes)  # type: ignore[arg-type]
+
+
+def test_restart_prefixes_must_be_non_empty_strings() -> None:
+    """An empty prefix would make every fragment a restart; a non-string one cannot match."""
+    with pytest.raises(ValueError, match="restart_prefixes"):
+        append_continuation("<p>x", "hello</p>", restart_prefixes=("<html", ""))
+    with pytest.raises(TypeError, match="restart_prefixes"):
+        append_continuation("<p>x", "hello</p>", restart_prefixes=(1,))  # type: ignore[arg-type]
+
+
 def test_completion_marker_split_across_seam() -> None:
     """A draft ending in '</ht' completed by 'ml>' counts as complete."""
     result = append_continuation("<body></body>\n</ht", "ml>\n<!-- extra -->")

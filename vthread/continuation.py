@@ -357,6 +357,22 @@ def _longest_overlap_reference(draft: str, fragment: str) -> int:
     return 0
 
 
+def _check_prefixes(prefixes: Sequence[str]) -> None:
+    """Reject a bare string, which would be read as one prefix per character ("<html" as
+    "<", "h", …, so every tag would look like a restart), and an empty prefix, which every
+    fragment opens with."""
+    if isinstance(prefixes, (str, bytes, bytearray)):
+        raise TypeError(f"restart_prefixes must be a sequence of strings, got a single "
+                        f"{type(prefixes).__name__}; wrap it in a tuple")
+    for prefix in prefixes:
+        if not isinstance(prefix, str):
+            raise TypeError(f"restart_prefixes must hold strings, got "
+                            f"{type(prefix).__name__}")
+        if not prefix:
+            raise ValueError("restart_prefixes must not hold an empty string (every fragment "
+                             "would be a restart)")
+
+
 def _opens_with(text: str, prefixes: Sequence[str]) -> bool:
     opening = text.lstrip()[: max((len(p) for p in prefixes), default=0)].lower()
     return any(opening.startswith(prefix.lower()) for prefix in prefixes)
@@ -388,6 +404,8 @@ def append_continuation(
        whitespace). The restart check runs after the overlap is removed so that a model
        echoing a short draft in full (which then opens with ``<!doctype``) and continuing it
        is accepted; a genuine restart shares no 12-character seam with the draft's end.
+       *restart_prefixes* is a sequence of non-empty strings; a bare string is a
+       ``TypeError`` (it would be read character by character).
     4. With no overlap, and only then, a draft ending on ``>``, ``;``, ``{`` or ``}`` is
        joined with a newline; otherwise the fragment is appended directly, so a draft cut
        mid-token ("<h2>Dach" + "shund</h2>") is mended.
@@ -400,6 +418,7 @@ def append_continuation(
     >>> result.text, result.added, result.overlap
     ('<p>A dachshund is a long dog.</p>', '.</p>', 13)
     """
+    _check_prefixes(restart_prefixes)
     fragment = extract_fragment(reply)
     overlap = _longest_overlap(draft, fragment)
     if overlap < min_overlap:
