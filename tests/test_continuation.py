@@ -686,6 +686,50 @@ def test_plan_accepts_float_estimates() -> None:
     assert plan.mode == "rewrite"
 
 
+@pytest.mark.parametrize("answer", [math.nan, math.inf, -math.inf, None, -1000, -0.5, "12",
+                                    True])
+@pytest.mark.parametrize("draft", ["<p>" * 3000, "<p>short"])
+def test_plan_counts_unusable_estimates_as_zero(answer: object, draft: str) -> None:
+    """An estimate that is not a finite number >= 0 counts as 0, as build_thread counts it:
+    for every message it is given, the plan is the one an estimator answering 0 there gets."""
+    def bad_for_system(message: Message) -> object:
+        return answer if message["type"] == "system" else estimate(message)
+
+    def zero_for_system(message: Message) -> float:
+        return 0 if message["type"] == "system" else estimate(message)
+
+    for bad, zero in [(bad_for_system, zero_for_system), (lambda m: answer, lambda m: 0)]:
+        plan = plan_continuation(draft, "a page", context_tokens=CONTEXT_TOKENS,
+                                 estimate=bad)  # type: ignore[arg-type]
+        assert plan == plan_continuation(draft, "a page", context_tokens=CONTEXT_TOKENS,
+                                         estimate=zero)
+        assert plan.prompt_tokens >= 0 and plan.reply_room <= CONTEXT_TOKENS
+
+
+def test_plan_reads_the_estimator_as_its_history_fit_does() -> None:
+    """One call counts a NaN estimate as 0 for its own prompts and for the history alike."""
+    history = [{"type": "user", "text": "a dog site"}, {"type": "bot", "text": "<p>..."}]
+    plan = plan_continuation("<p>short", "a page", context_tokens=CONTEXT_TOKENS,
+                             estimate=lambda m: math.nan, history=history)
+    assert (plan.mode, plan.prompt_tokens, plan.reply_room) == ("rewrite", 0, CONTEXT_TOKENS)
+    assert len(plan.messages) == 4
+
+
+def test_plan_sum_past_the_largest_double_is_exact() -> None:
+    """Two finite estimates whose sum overflows a double still give an int prompt size."""
+    plan = plan_continuation("<p>x", "a page", context_tokens=CONTEXT_TOKENS,
+                             estimate=lambda m: 1.5e308)
+    assert plan.mode == "refuse"
+    assert plan.rewrite.prompt_tokens == 2 * int(1.5e308)
+
+
+def test_plan_estimate_returning_no_json_value_is_a_type_error() -> None:
+    """An estimator answering an object no JSON estimator returns is named, as in build_thread."""
+    with pytest.raises(TypeError, match=r"estimate\(messages\[0\]\) returned complex.*rewrite"):
+        plan_continuation("<p>x", "a page", context_tokens=CONTEXT_TOKENS,
+                          estimate=lambda m: 1j)  # type: ignore[arg-type,return-value]
+
+
 @pytest.mark.parametrize(("context_tokens", "reply_reserve"), [(0, 128), (-5, 128), (4096, -1)])
 def test_plan_rejects_invalid_budgets(context_tokens: int, reply_reserve: int) -> None:
     """Non-positive windows and negative reserves are errors."""

@@ -9,8 +9,9 @@ Messages follow vthread's message shape: a ``dict`` with a ``"type"`` (``"system
 ``"user"``) and a ``"text"``, typed here as :class:`Message`.
 
 Every function is pure and uses only the standard library, except that
-:func:`plan_continuation` fits a conversation ``history`` with :func:`vthread.build_thread`
-(imported only when a history is given).
+:func:`plan_continuation` counts its estimator's answers by vthread's token-figure rule and
+fits a conversation ``history`` with :func:`vthread.build_thread` (both imported when first
+needed, so importing this module brings no NumPy).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Final, Literal, TypedDict
 
 __all__ = [
@@ -520,8 +522,27 @@ def build_rewrite_messages(request: str, draft: str) -> list[Message]:
     return [{"type": "system", "text": _REWRITE_SYSTEM}, {"type": "user", "text": user}]
 
 
-def _tokens(messages: Sequence[Message], estimate: Callable[[Message], float]) -> int:
-    return math.ceil(sum(estimate(message) for message in messages))
+def _tokens(messages: Sequence[Message], estimate: Callable[[Message], float],
+            what: str) -> int:
+    """The prompt size of ``messages`` (named ``what`` in an error): their estimates counted
+    by build_thread's rule, so that one plan reads the estimator one way for its own prompts
+    and for the history: a figure that is not a finite number >= 0 (NaN, an infinity, a
+    negative, None) counts as 0, an object no JSON estimator can return is a TypeError. The
+    figures are summed with ``math.fsum`` and rounded up once (exactly, as an int, when the
+    sum passes the largest double, where ``math.ceil`` of a float would overflow)."""
+    from vthread._messages import estimate_figure  # brings NumPy: imported on first plan
+
+    figures = []
+    for index, message in enumerate(messages):
+        answer = estimate(message)
+        try:
+            figures.append(estimate_figure(answer, index))
+        except TypeError as error:
+            raise TypeError(f"{error} (messages: {what})") from None
+    try:
+        return math.ceil(math.fsum(figures))
+    except OverflowError:
+        return math.ceil(sum(map(Fraction, figures)))
 
 
 def plan_continuation(
@@ -542,7 +563,10 @@ def plan_continuation(
     """Answer how to finish *draft* within *context_tokens*: rewrite, tail, or refuse.
 
     *estimate* maps one message to its token count; prompt size is the (rounded-up) sum over
-    the messages, and reply room is ``context_tokens - prompt_tokens``.
+    the messages, and reply room is ``context_tokens - prompt_tokens``. Its answers are
+    counted as :func:`vthread.build_thread` counts them, for the planner's messages as for
+    the history: one that is not a finite number >= 0 (NaN, an infinity, a negative, None)
+    counts as 0, and an object no JSON estimator can return is a ``TypeError``.
 
     * Rewrite: the prompt is :func:`build_rewrite_messages` (system prompt, request clipped
       to 600 characters, whole draft). The reply must hold the whole draft again, so it fits
@@ -617,8 +641,8 @@ def _plan_without_history(draft: str, request: str, context_tokens: int,
         raise ValueError("reply_reserve and min_tail_room must be >= 0")
 
     rewrite_messages = tuple(build_rewrite_messages(request, draft))
-    rewrite_prompt = _tokens(rewrite_messages, estimate)
-    draft_tokens = _tokens([{"type": "user", "text": draft}], estimate)
+    rewrite_prompt = _tokens(rewrite_messages, estimate, "the rewrite prompt")
+    draft_tokens = _tokens([{"type": "user", "text": draft}], estimate, "the draft")
     rewrite = Budget(rewrite_prompt, context_tokens - rewrite_prompt, draft_tokens + reply_reserve)
     rewrite_note = (
         f"a whole rewrite needs {rewrite.needed:,} tokens of reply room (draft "
@@ -651,7 +675,7 @@ def _plan_without_history(draft: str, request: str, context_tokens: int,
     tail_messages = tuple(
         build_continuation_messages(request, continuation_tail(draft, tail_limit))
     )
-    tail_prompt = _tokens(tail_messages, estimate)
+    tail_prompt = _tokens(tail_messages, estimate, "the tail prompt")
     tail = Budget(tail_prompt, context_tokens - tail_prompt, max(min_tail_room, reply_reserve))
     tail_note = (
         f"tail continuation's {tail.prompt_tokens:,}-token prompt leaves {tail.reply_room:,}, "
