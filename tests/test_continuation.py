@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -737,6 +738,123 @@ def test_plan_rejects_invalid_budgets(context_tokens: int, reply_reserve: int) -
         plan_continuation(
             "d", "r", context_tokens=context_tokens, estimate=estimate, reply_reserve=reply_reserve
         )
+
+
+@pytest.mark.parametrize("window", [math.nan, math.inf, -math.inf, None, 0.5])
+def test_plan_window_must_be_a_finite_number_of_at_least_one_token(window: object) -> None:
+    """context_tokens has no default, so a non-finite one is an error naming it, not "unset"
+    (NaN used to fail every comparison and give a refusal with reply room NaN)."""
+    with pytest.raises(ValueError, match="context_tokens"):
+        plan_continuation("d", "r", context_tokens=window, estimate=estimate)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("option", ["context_tokens", "reply_reserve", "min_tail_room",
+                                    "tail_limit"])
+def test_plan_option_that_is_no_number_is_a_type_error(option: str) -> None:
+    """A string or a boolean is not a count; the error names the option."""
+    for value in ["4096", True]:
+        options: dict[str, Any] = {"context_tokens": CONTEXT_TOKENS, option: value}
+        with pytest.raises(TypeError, match=option):
+            plan_continuation("<p>" * 3000, "r", estimate=estimate, **options)
+
+
+@pytest.mark.parametrize("option", ["reply_reserve", "min_tail_room", "tail_limit"])
+def test_plan_negative_option_is_a_value_error_naming_it(option: str) -> None:
+    options: dict[str, Any] = {option: -1}
+    with pytest.raises(ValueError, match=option):
+        plan_continuation("<p>" * 3000, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate,
+                          **options)
+
+
+@pytest.mark.parametrize("option", ["reply_reserve", "min_tail_room", "tail_limit"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None])
+@pytest.mark.parametrize("draft", ["<p>" * 3000, "<p>short", dog_draft(10_600)])
+def test_plan_non_finite_option_means_the_default(option: str, value: object,
+                                                   draft: str) -> None:
+    """As for every vthread option (SPEC section 4), a value that is not finite is unset: a
+    NaN reply_reserve used to turn a fitting rewrite into tail mode, a NaN min_tail_room
+    refuse, a NaN tail_limit fail as a string index."""
+    options: dict[str, Any] = {option: value}
+    plan = plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate,
+                             **options)
+    assert plan == plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS,
+                                     estimate=estimate)
+
+
+@pytest.mark.parametrize(("option", "value", "whole"),
+                         [("context_tokens", 4096.5, 4096), ("reply_reserve", 128.9, 128),
+                          ("min_tail_room", 256.7, 256), ("tail_limit", 1.5, 1),
+                          ("tail_limit", 1200.99, 1200)])
+def test_plan_fractional_options_round_down(option: str, value: float, whole: int) -> None:
+    draft = dog_draft(10_600)
+    base: dict[str, Any] = {"context_tokens": CONTEXT_TOKENS}
+    fractional = plan_continuation(draft, "r", estimate=estimate, **{**base, option: value})
+    assert fractional == plan_continuation(draft, "r", estimate=estimate,
+                                           **{**base, option: whole})
+
+
+@given(st.floats(min_value=1, max_value=6000), st.floats(min_value=0, max_value=3000),
+       st.integers(min_value=0, max_value=12_000))
+def test_plan_with_history_never_leaves_less_room_than_needed(
+        window: float, history_tokens: float, n_chars: int) -> None:
+    """With a fractional window, a history costing the whole fractional spare room used to
+    be kept and rounded up past it: tail.fits held while reply_room (255.5) < needed (256)."""
+    draft = "<p>dog</p>\n" * (n_chars // 11)
+    history = [{"type": "user", "text": "x", "usage": {"tokens": history_tokens}}]
+    plan = plan_continuation(draft, "r", context_tokens=window, estimate=estimate,
+                             history=history)
+    if plan.mode != "refuse":
+        assert plan.reply_room >= plan.needed
+        assert plan.prompt_tokens + plan.reply_room == math.floor(window)
+
+
+def test_plan_fractional_window_example() -> None:
+    """The tester's case: the history exactly fills the fractional spare room."""
+    draft = dog_draft(10_600)
+    bare = plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate)
+    spare = bare.reply_room - bare.needed
+    history = [{"type": "user", "text": "x", "usage": {"tokens": spare + 0.5}}]
+    plan = plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS + 0.5, estimate=estimate,
+                             history=history)
+    assert plan.mode == "tail"
+    assert plan.reply_room >= plan.needed
+
+
+@pytest.mark.parametrize("marker", ["", None])
+def test_empty_completion_marker_is_rejected(marker: object) -> None:
+    """An empty marker is in every text: every draft would be complete, every join cut."""
+    error = ValueError if marker == "" else TypeError
+    with pytest.raises(error, match="completion_marker"):
+        plan_continuation("<p>" * 3000, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate,
+                          completion_marker=marker)  # type: ignore[arg-type]
+    with pytest.raises(error, match="completion_marker"):
+        append_continuation("<p>x", "y</p>", completion_marker=marker)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [1.5, math.nan, "12", True])
+def test_tail_limit_must_be_an_int(limit: object) -> None:
+    with pytest.raises(TypeError, match="limit"):
+        continuation_tail("<p>\n" * 100, limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("draft", "mode", "calls"),
+                         [("<p>short", "rewrite", 3), (dog_draft(10_600), "tail", 5),
+                          (dog_draft(12_000) + "</html>", "refuse", 3)])
+def test_plan_estimate_call_count(draft: str, mode: str, calls: int) -> None:
+    """The count docs/continuation.md states: the rewrite prompt's two messages and the
+    draft, and the tail prompt's two when tail mode is considered."""
+    seen: list[Message] = []
+
+    def counting(message: Message) -> int:
+        seen.append(message)
+        return estimate(message)
+
+    assert plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS,
+                             estimate=counting).mode == mode
+    assert len(seen) == calls
+    seen.clear()
+    assert plan_continuation(draft, "r", context_tokens=200, estimate=counting).mode == "refuse"
+    assert len(seen) == (3 if "</html>" in draft else 5)
 
 
 @given(st.integers(min_value=0, max_value=30_000), st.integers(min_value=200, max_value=16_384))

@@ -9,14 +9,16 @@ Messages follow vthread's message shape: a ``dict`` with a ``"type"`` (``"system
 ``"user"``) and a ``"text"``, typed here as :class:`Message`.
 
 Every function is pure and uses only the standard library, except that
-:func:`plan_continuation` counts its estimator's answers by vthread's token-figure rule and
-fits a conversation ``history`` with :func:`vthread.build_thread` (both imported when first
-needed, so importing this module brings no NumPy).
+:func:`plan_continuation` reads its numeric options by vthread's option rule, counts its
+estimator's answers by vthread's token-figure rule and fits a conversation ``history`` with
+:func:`vthread.build_thread` (all imported when first needed, so importing this module
+brings no NumPy).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -273,6 +275,10 @@ def continuation_tail(draft: str, limit: int = DEFAULT_TAIL_LIMIT) -> str:
     >>> continuation_tail("<ul>\\n<li>one</li>\\n<li>tw", limit=20)
     '<li>one</li>\\n<li>tw'
     """
+    # A float (even 1.5 or NaN) would fail as a string index with a message naming nothing.
+    if isinstance(limit, bool) or not hasattr(type(limit), "__index__"):
+        raise TypeError(f"limit must be an int, got {type(limit).__name__}")
+    limit = operator.index(limit)
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     if len(draft) <= limit:
@@ -375,6 +381,15 @@ def _check_prefixes(prefixes: Sequence[str]) -> None:
                              "would be a restart)")
 
 
+def _check_marker(marker: str) -> None:
+    """Reject an empty marker, which every text contains: every draft would be complete (and
+    a joined one cut just past its old end)."""
+    if not isinstance(marker, str):
+        raise TypeError(f"completion_marker must be a str, got {type(marker).__name__}")
+    if not marker:
+        raise ValueError("completion_marker must not be empty (every draft would be complete)")
+
+
 def _opens_with(text: str, prefixes: Sequence[str]) -> bool:
     opening = text.lstrip()[: max((len(p) for p in prefixes), default=0)].lower()
     return any(opening.startswith(prefix.lower()) for prefix in prefixes)
@@ -411,8 +426,9 @@ def append_continuation(
     4. With no overlap, and only then, a draft ending on ``>``, ``;``, ``{`` or ``}`` is
        joined with a newline; otherwise the fragment is appended directly, so a draft cut
        mid-token ("<h2>Dach" + "shund</h2>") is mended.
-    5. The draft is complete when *completion_marker* is present (case-insensitively); text
-       after the first marker that reaches past the old draft's end is dropped.
+    5. The draft is complete when *completion_marker* (a non-empty string) is present
+       (case-insensitively); text after the first marker that reaches past the old draft's
+       end is dropped.
 
     Complexity: O(len(draft) + len(reply)).
 
@@ -421,6 +437,7 @@ def append_continuation(
     ('<p>A dachshund is a long dog.</p>', '.</p>', 13)
     """
     _check_prefixes(restart_prefixes)
+    _check_marker(completion_marker)
     fragment = extract_fragment(reply)
     overlap = _longest_overlap(draft, fragment)
     if overlap < min_overlap:
@@ -589,8 +606,15 @@ def plan_continuation(
     exceed the room) names the room the plan had left. All four keywords are ignored when
     the plan is a refusal, and change nothing when *history* is empty.
 
-    Complexity: O(len(draft) + len(history)) plus the cost of *estimate* on four messages
-    and on each history message that carries no usage of its own.
+    *context_tokens* must be a finite number >= 1 and is rounded down to whole tokens.
+    *reply_reserve*, *min_tail_room* and *tail_limit* follow the library's option rule: a
+    value that is not finite (None, NaN, an infinity) means the default, a fraction rounds
+    down, a negative is a ``ValueError`` and a non-number a ``TypeError``, each naming the
+    option. *completion_marker* must be a non-empty string.
+
+    Complexity: O(len(draft) + len(history)) plus the cost of *estimate* on three messages
+    (the rewrite prompt's two and the draft), five when tail mode is considered (the tail
+    prompt's two more), and on each history message that carries no usage of its own.
 
     >>> plan = plan_continuation("<p>" * 3000, "a page", context_tokens=4096,
     ...                          estimate=lambda m: len(m["text"]) / 4)
@@ -631,14 +655,45 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
     )
 
 
+def _window(context_tokens: object) -> int:
+    """``context_tokens`` as a whole number of tokens, rounded down so that a fractional
+    window cannot leave room for a fraction of a token a fitted history would overrun. It
+    has no default, so a value that is not finite (None, NaN, an infinity) is an error, not
+    "unset"; a non-number is a TypeError."""
+    from vthread._jsvalue import js_double, real_number
+
+    number = None if context_tokens is None else real_number(context_tokens)
+    if number is None and context_tokens is not None:
+        raise TypeError(f"context_tokens must be a number, got {type(context_tokens).__name__}")
+    if number is None or not math.isfinite(js_double(number)) or math.floor(number) < 1:
+        raise ValueError(f"context_tokens must be a finite number >= 1, got {context_tokens!r}")
+    return math.floor(number)
+
+
+def _count_option(name: str, value: object, default: int) -> int:
+    """An option with a default read by the library's rule (SPEC section 4): a value that is
+    not finite (None, NaN, an infinity) is unset, so the default; a fraction rounds down; a
+    negative is a ValueError and a non-number a TypeError, each naming the option. (NaN
+    passed ``value < 0`` unnoticed and then failed every comparison it met.)"""
+    from vthread._options import real
+
+    number = real(name, value)
+    if number is None or not math.isfinite(number):
+        return default
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return math.floor(number)
+
+
 def _plan_without_history(draft: str, request: str, context_tokens: int,
                           estimate: Callable[[Message], float], reply_reserve: int,
                           min_tail_room: int, tail_limit: int,
                           completion_marker: str) -> ContinuationPlan:
-    if context_tokens <= 0:
-        raise ValueError(f"context_tokens must be > 0, got {context_tokens}")
-    if reply_reserve < 0 or min_tail_room < 0:
-        raise ValueError("reply_reserve and min_tail_room must be >= 0")
+    context_tokens = _window(context_tokens)
+    reply_reserve = _count_option("reply_reserve", reply_reserve, DEFAULT_REPLY_RESERVE)
+    min_tail_room = _count_option("min_tail_room", min_tail_room, DEFAULT_MIN_TAIL_ROOM)
+    tail_limit = _count_option("tail_limit", tail_limit, DEFAULT_TAIL_LIMIT)
+    _check_marker(completion_marker)
 
     rewrite_messages = tuple(build_rewrite_messages(request, draft))
     rewrite_prompt = _tokens(rewrite_messages, estimate, "the rewrite prompt")
