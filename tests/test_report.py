@@ -3,6 +3,7 @@ headless Chromium (Debian's ``chromium``, driven by Playwright) on the real publ
 
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import json
@@ -15,10 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from vthread.cli import main
-from vthread.report import ReportData, render_report
+from vthread.report import RecordError, ReportData, render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
@@ -109,6 +112,67 @@ def test_token_sums_past_the_largest_double_are_said_not_written_as_infinity() -
     assert 'data-value="null"' in card and "over 1.8e308" in card
     assert "Infinity" not in page and not re.search(r"\binf\b", page)
     assert 'data-figure="tokens" data-value="null"' in page
+
+
+BAD_FIELDS = [{"line": "7"}, {"loop_start": -1}, {"period": 1.0}, {"repetitions": None},
+              {"loop_messages": True}, {"messages": -3}, {"verdict": "no_such_heuristic"},
+              {"verdict": ["repeated_suffix"]}, {"loop_tokens": -1.0},
+              {"loop_tokens": math.inf}, {"loop_tokens": math.nan}, {"loop_tokens": "60"},
+              {"loop_tokens": 10**400}, {"verdict": None, "messages": "10"}]
+
+
+def _report_state(data: ReportData) -> tuple[ReportData, dict[str, Any], str]:
+    """Everything a record can change: every column and counter, the summary, the page."""
+    return copy.deepcopy(data), data.summary(), render_report(data, title="t", sources=["s"])
+
+
+@pytest.mark.parametrize("fields", BAD_FIELDS, ids=repr)
+def test_a_rejected_record_changes_nothing(fields: dict[str, Any]) -> None:
+    """A record with one bad field raises RecordError before counting anything: the columns
+    stay one entry per looping run (they used to come out 5, 4, 3, 2 long for ids, line,
+    loop_start and period) and lines, messages and the summary count only good records."""
+    data = ReportData()
+    data.add(_loop_record("good", "x"))
+    data.add(_loop_record("next", "y", verdict=None))
+    before = _report_state(data)
+    with pytest.raises(RecordError):
+        data.add(_loop_record("bad", "z", **fields))
+    assert _report_state(data) == before
+
+
+@pytest.mark.parametrize("record", [[], "record", None, 7, [("file", "a")]], ids=repr)
+def test_a_record_that_is_no_mapping_is_a_record_error(record: Any) -> None:
+    data = ReportData()
+    before = _report_state(data)
+    with pytest.raises(RecordError, match="not a vthread scan record"):
+        data.add(record)
+    assert _report_state(data) == before
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**20) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=2), max_leaves=3)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(st.lists(st.dictionaries(
+    st.sampled_from(["line", "loop_start", "period", "repetitions", "loop_messages",
+                     "messages", "verdict", "loop_tokens", "id", "excerpt", "signature"]),
+    JSON_VALUES, max_size=3), max_size=6))
+def test_every_add_counts_whole_records_or_nothing(changes: list[dict[str, Any]]) -> None:
+    """Adding records with random JSON values in their fields: each either raises
+    RecordError and leaves the state as it was, or counts; the columns stay one length."""
+    data = ReportData()
+    for index, fields in enumerate(changes):
+        before = _report_state(data)
+        try:
+            data.add({**_loop_record(f"r{index}", "x"), **fields})
+        except RecordError:
+            assert _report_state(data) == before
+        columns = {len(getattr(data, name)) for name in (
+            "ids", "file_index", "line", "kind", "loop_start", "period", "repetitions",
+            "loop_messages", "loop_tokens", "run_messages", "excerpt_index", "signature_index")}
+        assert columns == {data.loops}
 
 
 def test_a_histogram_bar_says_run_or_runs() -> None:

@@ -109,50 +109,67 @@ class ReportData:
     message_kinds: dict[int, str] = field(default_factory=dict)
 
     def add(self, record: Mapping[str, Any]) -> None:
-        """Count one record; O(1). Raises :class:`RecordError` for a mapping that is none."""
+        """Count one record; O(1). Raises :class:`RecordError` for anything that is not one
+        (a mapping lacking a key, a field of the wrong kind, or no mapping at all).
+
+        Every field is read and checked before anything is counted, so a rejected record
+        changes nothing: a caller that skips it and goes on keeps every column one entry per
+        looping run and every count its records' (adding as it read used to leave the columns
+        of a bad run different lengths, and the page's table misaligned).
+        """
+        if not isinstance(record, Mapping):
+            raise RecordError(f"not a vthread scan record (a {type(record).__name__}, not a "
+                              "mapping)")
         missing = _RECORD_KEYS - record.keys()
         if missing or ("verdict" not in record and "error" not in record):
             raise RecordError("not a vthread scan record (it needs file, line and verdict or "
                               "error)")
-        self.lines += 1
         if "error" in record:
+            self.lines += 1
             self.errors += 1
             return
         verdict = record["verdict"]
         messages = _count(record, "messages")
-        self.messages += messages
         if verdict is None:
+            self.lines += 1
+            self.messages += messages
             self.progressing += 1
             return
         if verdict not in HEURISTIC_NAMES:
             raise RecordError(f"unknown verdict {verdict!r}")
         code = HEURISTIC_NAMES.index(verdict) + 1
-        self.by_kind[code - 1] += 1
         wasted = _count(record, "loop_messages")
+        tokens = _loop_tokens(record.get("loop_tokens"))
+        ident = _run_name(record)
+        file = str(record["file"])
+        line = _count(record, "line")
+        loop_start = _count(record, "loop_start")
+        period = _count(record, "period")
+        repetitions = _count(record, "repetitions")
+        excerpt = str(record.get("excerpt") or "")
+        signature = str(record.get("signature") or "")
+        # Every field is checked: from here on nothing raises.
+        self.lines += 1
+        self.messages += messages
+        self.by_kind[code - 1] += 1
         self.wasted_messages += wasted
-        tokens = record.get("loop_tokens")
         if tokens is None:
             self.loops_without_tokens += 1
         else:
-            if (not isinstance(tokens, int | float) or isinstance(tokens, bool)
-                    or not 0 <= tokens < math.inf):
-                # (vthread scan writes a total past the doubles as null: an infinity here
-                # was written otherwise, and would break the page's scales)
-                raise RecordError(f"loop_tokens is {tokens!r}, not a finite number >= 0")
             self.wasted_tokens += tokens
             self.wasted_tokens_seen = True
-        self.ids.append(_run_name(record))
-        self.file_index.append(_index(self.files, str(record["file"])))
-        self.line.append(_count(record, "line"))
+        self.ids.append(ident)
+        self.file_index.append(_index(self.files, file))
+        self.line.append(line)
         self.kind.append(code)
-        self.loop_start.append(_count(record, "loop_start"))
-        self.period.append(_count(record, "period"))
-        self.repetitions.append(_count(record, "repetitions"))
+        self.loop_start.append(loop_start)
+        self.period.append(period)
+        self.repetitions.append(repetitions)
         self.loop_messages.append(wasted)
-        self.loop_tokens.append(None if tokens is None else float(tokens))
+        self.loop_tokens.append(tokens)
         self.run_messages.append(messages)
-        self.excerpt_index.append(_index(self.excerpts, str(record.get("excerpt") or "")))
-        self.signature_index.append(_index(self.signatures, str(record.get("signature") or "")))
+        self.excerpt_index.append(_index(self.excerpts, excerpt))
+        self.signature_index.append(_index(self.signatures, signature))
 
     @property
     def loops(self) -> int:
@@ -241,6 +258,23 @@ def _count(record: Mapping[str, Any], key: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RecordError(f"{key} is {value!r}, not a count")
     return value
+
+
+def _loop_tokens(value: Any) -> float | None:
+    """A record's ``loop_tokens`` as a float: None (not counted) or a finite number >= 0."""
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise RecordError(f"loop_tokens is {value!r}, not a finite number >= 0")
+    try:
+        figure = float(value)
+    except OverflowError:  # an integer past the doubles, which float() cannot hold
+        figure = math.inf
+    if not 0 <= figure < math.inf:
+        # (vthread scan writes a total past the doubles as null: an infinity here was
+        # written otherwise, and would break the page's scales)
+        raise RecordError(f"loop_tokens is {value!r}, not a finite number >= 0")
+    return figure
 
 
 def _run_name(record: Mapping[str, Any]) -> str:
