@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -338,7 +337,7 @@ class ParquetRecords:
         """A new file beside the target (named after it, hidden, unique), or the target
         itself where its folder takes no new file."""
         folder, name = os.path.split(self._path)
-        partial = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+        partial = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
         try:
             opened = open(partial, "xb")  # noqa: SIM115 (closed by close or _discard)
         except OSError:
