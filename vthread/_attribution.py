@@ -126,7 +126,7 @@ def paired(text: str) -> str:
     """``text`` with each surrogate pair written as two code points made the one astral
     character it stands for, a lone surrogate kept: a JavaScript string is UTF-16, so
     ``"\ud83c\udf89"`` given as a Python object and the same JSON read from bytes are one
-    value, and an excerpt's cuts must count its characters alike (SPEC §1)."""
+    value, and an excerpt's cuts must count its characters alike."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 

@@ -671,7 +671,7 @@ def _window(context_tokens: object) -> int:
 
 
 def _count_option(name: str, value: object, default: int) -> int:
-    """An option with a default read by the library's rule (SPEC section 4): a value that is
+    """An option with a default read by the library's option rule: a value that is
     not finite (None, NaN, an infinity) is unset, so the default; a fraction rounds down; a
     negative is a ValueError and a non-number a TypeError, each naming the option. (NaN
     passed ``value < 0`` unnoticed and then failed every comparison it met.)"""

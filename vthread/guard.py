@@ -104,8 +104,13 @@ class Guard(_core.GuardCore):
     ``push(text)`` feeds the next chunk and returns True once the stream has tripped the
     guard (and ever after); a chunk that is not a ``str``, or is empty, changes nothing.
     ``reason`` is None until the guard trips, then the first trip's :class:`GuardReason`;
-    ``trip_offset`` the index in the tripping chunk just past the word that tripped it;
-    ``options`` the resolved :class:`~vthread._options.GuardOptions`.
+    ``trip_offset`` the index in the tripping chunk just past the word that tripped it (in
+    code points of the chunk's text; after ``push_bytes``, of the text that call decoded,
+    bytes held from the previous call first: the byte offset is what ``push_bytes``
+    returns); ``options`` the resolved :class:`~vthread._options.GuardOptions`.
+    ``push_bytes(data)`` feeds raw UTF-8 (a character may be split between calls) and
+    returns None, or (bytes of ``data`` up to the end of the tripping word, code points
+    decoded before that point over all calls).
 
     >>> guard = Guard()
     >>> guard.push("All good so far. "), guard.reason
