@@ -19,7 +19,9 @@
 //!     O(window * ngram), once per trip in practice), and a collision's false pass is
 //!     dropped. A collision can never trip the guard nor name a wrong phrase.
 //!
-//! Memory: O(window) slots, each holding its word; the partial word waits for the whitespace
+//! Memory: O(window) slots, each holding its word (a reused slot lets go of a buffer far
+//! larger than its new word, so memory follows the words in the window now, not the
+//! largest ones ever seen); the partial word waits for the whitespace
 //! that completes it, up to `PIECE` code points; past that it is folded into a bounded
 //! `LongWord` (see there), so an endless word costs constant memory.
 
@@ -46,6 +48,9 @@ pub const PIECE: usize = 1 << 16;
 pub const SHOWN: usize = 1024;
 /// A normal form longer than this many bytes is compared by its length and a 128-bit hash.
 pub const NORMAL_KEPT: usize = 1 << 18;
+/// A reused slot's buffer keeps up to this many bytes, or four times its word, whichever
+/// is more (see `reuse`).
+const RELEASE_ABOVE: usize = 4096;
 /// Between the two ends of a long word in a reason.
 const ELISION: &str = "\u{2026}";
 
@@ -223,13 +228,25 @@ struct Slot {
     key: u64,
 }
 
+/// Empty `buffer` for a new word of about `need` bytes, releasing its memory when it is far
+/// larger than that (it held a long word): a reused slot keeps what the window holds now,
+/// not the largest word it ever held.
+#[inline]
+fn reuse(buffer: &mut Vec<u8>, need: usize) {
+    buffer.clear();
+    if buffer.capacity() > RELEASE_ABOVE && buffer.capacity() / 4 > need {
+        buffer.shrink_to(need);
+    }
+}
+
 impl Slot {
     fn same_word(&self, other: &Slot) -> bool {
         self.normal == other.normal && self.long == other.long
     }
 }
 
-/// The last `capacity` words; slots keep their buffers when reused.
+/// The last `capacity` words; slots keep their buffers when reused, up to a few times what
+/// the new word needs (see `reuse`).
 struct Ring {
     slots: Vec<Slot>,
     head: usize,
@@ -942,7 +959,7 @@ impl Guard {
         let window = &mut self.window;
         let mask = window.mask;
         let slot = window.ring.vacant();
-        slot.normal.clear();
+        reuse(&mut slot.normal, bytes.len());
         let mut same = true;
         for &byte in bytes {
             if byte.is_ascii_alphanumeric() {
@@ -956,8 +973,8 @@ impl Guard {
         if slot.normal.is_empty() {
             return false;
         }
-        slot.spelling.clear();
         slot.spelling_is_normal = same;
+        reuse(&mut slot.spelling, if same { 0 } else { bytes.len() });
         if !same {
             slot.spelling.extend_from_slice(bytes);
         }
@@ -1025,10 +1042,15 @@ impl Guard {
         let window = &mut self.window;
         let slot = window.ring.push();
         slot.hash = hash & window.mask;
-        slot.normal.clear();
+        reuse(&mut slot.normal, self.normal.len());
         slot.normal.extend_from_slice(&self.normal);
-        slot.spelling.clear();
         slot.spelling_is_normal = self.spelling == self.normal;
+        let spelling = if slot.spelling_is_normal {
+            0
+        } else {
+            self.spelling.len()
+        };
+        reuse(&mut slot.spelling, spelling);
         if !slot.spelling_is_normal {
             slot.spelling.extend_from_slice(&self.spelling);
         }
@@ -1244,6 +1266,45 @@ mod tests {
         let long = guard.long.as_ref().expect("long word");
         assert!(long.normal.len() <= NORMAL_KEPT);
         assert!(long.spelling.tail.len() <= 8 * SHOWN + PIECE);
+    }
+
+    /// Bytes the ring's slots hold in their buffers (capacity, not length).
+    fn slot_bytes(guard: &Guard) -> usize {
+        let slots = &guard.window.ring.slots;
+        slots
+            .iter()
+            .map(|slot| slot.normal.capacity() + slot.spelling.capacity())
+            .sum()
+    }
+
+    #[test]
+    fn slots_let_go_of_long_words_that_left_the_window() {
+        // One 65,000-character word and 19 short ones, over and over, through a window of
+        // 20: the long word lands in every slot in turn. The slots must hold about what
+        // the window holds now (one long word), not a long word each.
+        let window = 20;
+        let mut guard = Guard::new(options(2, window, 1_000_000));
+        let mut chunk = vec![0xC9u8; 65_000]; // "É": normal and spelling differ
+        for k in 0..window - 1 {
+            chunk.extend(format!(" w{k}").bytes());
+        }
+        chunk.push(b' ');
+        let one_word = 2 * 2 * 65_000; // its normal form and its spelling, 2 bytes a letter
+        for _ in 0..5 * (window + 1) {
+            assert!(guard.push(&chunk, Feed::Pushes).is_none());
+        }
+        // ASCII words of the ascii_word path too.
+        let mut ascii = vec![b'X'; 60_000];
+        ascii.extend(b" y ");
+        for _ in 0..2 * (window + 1) {
+            guard.push(&ascii, Feed::Pushes);
+            guard.push(&chunk[65_000..], Feed::Pushes);
+        }
+        let held = slot_bytes(&guard);
+        assert!(
+            held < 2 * one_word + window * 8 * RELEASE_ABOVE,
+            "slots hold {held} bytes"
+        );
     }
 
     #[test]
