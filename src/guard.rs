@@ -994,13 +994,16 @@ impl Guard {
 
     fn complete_word<T: Unit>(&mut self, rest: &[T], enough: bool) -> bool {
         let mut long_key = None;
-        if self.long.is_none() && self.partial.len() + rest.len() > PIECE {
-            // However the word arrived, a word this long is always folded the same way.
+        if self.long.is_some() || self.partial.len() + rest.len() > PIECE {
+            // However the word arrived (in one push, or begun in earlier ones and finished
+            // here by a rest of any length), a word this long is always folded the same
+            // way: a PIECE at a time from its start, so that the pieces (and a final capital
+            // sigma decided within each) do not depend on the pushes, and the partial word
+            // never holds more than PIECE + 1 code points. Its last piece is left in
+            // `partial`.
             self.extend_partial(rest);
-            return self.complete_word::<u32>(&[], enough);
         }
         if self.long.is_some() {
-            self.partial.extend(rest.iter().map(|c| c.code()));
             let mut long = self.long.take().expect("checked");
             let piece = std::mem::take(&mut self.partial);
             long.add_piece(&piece, &mut self.joined, &mut self.spelling);
@@ -1305,6 +1308,32 @@ mod tests {
             held < 2 * one_word + window * 8 * RELEASE_ABOVE,
             "slots hold {held} bytes"
         );
+    }
+
+    #[test]
+    fn a_long_word_finished_in_a_later_push_is_cut_into_the_same_pieces() {
+        // A capital sigma ends the word's second piece: final there, whatever the pushes.
+        let mut word: Vec<u16> = vec![u16::from(b'a'); 2 * PIECE - 1];
+        word.push(0x03A3);
+        word.extend(std::iter::repeat_n(u16::from(b'b'), 40_000));
+        let mut text = Vec::new();
+        for _ in 0..5 {
+            text.extend_from_slice(&word);
+            text.push(u16::from(b' '));
+        }
+        let mut whole = Guard::new(options(2, 4, 2));
+        let tripped = whole.push(&text, Feed::Pushes).map(|at| at.index);
+        assert_eq!(tripped, Some(3 * word.len() + 2));
+        let mut cut = Guard::new(options(2, 4, 2));
+        let first = word.len() + 1 + 70_000;
+        assert_eq!(cut.push(&text[..first], Feed::Pushes), None);
+        let rest = cut
+            .push(&text[first..], Feed::Pushes)
+            .map(|at| first + at.index);
+        assert_eq!(rest, tripped);
+        assert_eq!(whole.reason(), cut.reason());
+        // And the partial word never held the rest at once.
+        assert!(cut.partial.capacity() <= 2 * (PIECE + 1));
     }
 
     #[test]

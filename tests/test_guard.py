@@ -283,6 +283,88 @@ def test_long_words_that_differ_only_in_the_middle_are_different() -> None:
     assert guard.push(f"{first} z ")
 
 
+PIECE = 1 << 16
+
+
+def pushed(options: dict[str, Any], pushes: list[str]) -> tuple[int, GuardReason] | None:
+    """(offset in the whole stream just past the tripping word, reason), or None."""
+    guard, done = Guard(**options), 0
+    for chunk in pushes:
+        if guard.push(chunk):
+            assert guard.trip_offset is not None and guard.reason is not None
+            return done + guard.trip_offset, guard.reason
+        done += len(chunk)
+    return None
+
+
+def test_a_long_word_finished_in_a_later_push_is_folded_as_in_one() -> None:
+    """A word over 65,536 code points begun in one push and finished in another is cut into
+    the same pieces as in one push: a capital sigma at the end of its second piece is final
+    there whatever the pushes (it was not when the rest came in a later push, and the same
+    text tripped two words later)."""
+    word = "a" * (2 * PIECE - 2) + "a\u03a3" + "b" * 40_000
+    options: dict[str, Any] = {"ngram": 2, "max_repeats": 2, "window": 4}
+    text = (word + " ") * 5
+    whole = pushed(options, [text])
+    reference = ref.guard(**options)
+    assert reference.push(text) and whole is not None
+    assert whole[0] == 3 * len(word) + 2  # the end of the third word, as the reference
+    cut = [word + " ", word[:70_000], word[70_000:] + " " + (word + " ") * 3]
+    assert pushed(options, cut) == whole
+    assert pushed(options, [text[:70_000], text[70_000:]]) == whole
+
+
+LONG_WORD_UNITS = st.sampled_from(["\u03a3", "\u03a3", "a", "B", "\ud83c", "\udf89", "\u0301"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_long_words_do_not_depend_on_the_pushes(data: st.DataObject) -> None:
+    """Words of 1 to 3 pieces and more, with capital sigmas, marks and surrogate halves
+    around the piece boundaries, cut into pushes anywhere: the trip and its reason are
+    those of one push."""
+    length = data.draw(st.integers(1, 3)) * PIECE + data.draw(st.integers(-3, 3000))
+    units = ["a"] * length
+    for boundary in range(PIECE, length, PIECE):
+        for at in range(boundary - 3, min(boundary + 3, length)):
+            units[at] = data.draw(LONG_WORD_UNITS)
+        # Most often a sigma (or a high half) just before the boundary, something cased
+        # (or a low half, or a mark) just after it.
+        units[boundary - 1] = data.draw(st.sampled_from(["\u03a3", "\u03a3", "\ud83c", "a"]))
+        if boundary < length:
+            units[boundary] = data.draw(st.sampled_from(["b", "\udf89", "\u0301", "\u03a3"]))
+    word = "".join(units)
+    other = data.draw(st.sampled_from(["z", word[:-1] + "\u03a3", word + "\u03a3"]))
+    text = f"{word} {other} {word} {other} {word} {other} {word} "
+    # One cut inside a word (past its first piece, most often), others anywhere.
+    inside = data.draw(st.integers(0, 3)) * (len(word) + len(other) + 2) + data.draw(
+        st.one_of(st.integers(min(PIECE, len(word)), len(word)), st.integers(0, len(word))))
+    cuts = sorted([inside, *data.draw(st.lists(st.integers(0, len(text)), max_size=3))])
+    pushes = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    options: dict[str, Any] = {"ngram": 2, "max_repeats": 2, "window": 4, "max_unique_ratio": 1}
+    assert pushed(options, pushes) == pushed(options, [text])
+
+
+def test_a_long_word_finished_by_a_huge_push_stays_in_bounded_memory() -> None:
+    """70,000 characters of a word, then 50,000,000 more and a space in one push: peak RSS
+    grows by a few MB, as when the whole word comes in one push (it grew by 334 MB when the
+    rest was normalised as one piece)."""
+    script = """
+import resource
+from vthread.guard import Guard
+def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+guard = Guard()
+guard.push("x" * 70_000)
+rest = "x" * 50_000_000 + " "
+before = peak()
+guard.push(rest)
+print(peak() - before)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, check=True)
+    assert int(result.stdout) < 32 * 1024, f"grew {result.stdout} KiB"
+
+
 def test_a_hundred_thousand_newlines() -> None:
     """Newlines alone never make a word; they count toward the next one."""
     guard, reference = Guard(), ref.guard()
