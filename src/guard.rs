@@ -869,7 +869,7 @@ impl Guard {
     /// more than `window` kept words before `start`.
     pub fn replay_segment<T: Unit>(&mut self, text: &[T], segment: Segment) -> Option<TripAt> {
         self.reset();
-        self.total = utf16_units_before(text, segment.warm);
+        self.total = segment.warm_units;
         self.feed(
             &text[..segment.end],
             segment.warm,
@@ -1109,51 +1109,72 @@ pub struct Segment {
     pub warm: usize,
     pub start: usize,
     pub end: usize,
+    /// UTF-16 units of `text[..warm]` (counted once for all segments, not per segment).
+    pub warm_units: u64,
 }
 
-/// Whether a whole word keeps anything after normalisation.
+/// Whether a whole word keeps anything after normalisation: whether one of its code
+/// points (pairs joined as `word_forms` joins them) does. Nothing is allocated.
 fn is_kept<T: Unit>(word: &[T]) -> bool {
     if let Some(bytes) = T::ascii(word) {
         return bytes.iter().any(u8::is_ascii_alphanumeric);
     }
-    let (mut joined, mut normal, mut spelling) = (Vec::new(), Vec::new(), Vec::new());
-    word_forms(word, &mut joined, &mut normal, &mut spelling);
-    !normal.is_empty()
+    let mut i = 0;
+    while i < word.len() {
+        let mut c = word[i].code();
+        i += 1;
+        if (0xD800..0xDC00).contains(&c) && i < word.len() {
+            let low = word[i].code();
+            if (0xDC00..0xE000).contains(&low) {
+                c = 0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00);
+                i += 1;
+            }
+        }
+        if unicode::keeps_anything(c) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where to start filling the window for a segment beginning at `start` (a whitespace
-/// position): the start of the `words`-th kept word before it, or 0.
-fn warm_start<T: Unit>(text: &[T], start: usize, words: usize) -> usize {
+/// position): the start of the `words`-th kept word before it, when that is after
+/// `limit` (the previous cut, a whitespace position or 0); None when fewer than `words`
+/// kept words lie between `limit` and `start`. The walk never goes back past `limit`.
+fn warm_start<T: Unit>(text: &[T], start: usize, words: usize, limit: usize) -> Option<usize> {
     let mut kept = 0;
     let mut i = start;
     loop {
-        while i > 0 && text[i - 1].is_space() {
+        while i > limit && text[i - 1].is_space() {
             i -= 1;
         }
         let end = i;
-        while i > 0 && !text[i - 1].is_space() {
+        while i > limit && !text[i - 1].is_space() {
             i -= 1;
         }
         if i == end {
-            return 0;
+            return None;
         }
         if is_kept(&text[i..end]) {
             kept += 1;
             if kept >= words {
-                return i;
+                return Some(i);
             }
-        }
-        if i == 0 {
-            return 0;
         }
     }
 }
 
-/// `text` cut at whitespace into about `parts` segments that replay independently (each
+/// `text` cut at whitespace into at most `parts` segments that replay independently (each
 /// warms its window on the `window + 2` kept words before it). The first segment, in
 /// order, that trips gives the text's trip: the window at every word is a function of the
 /// words before it in the window alone, so a segment sees exactly what the whole replay
 /// sees from its start on.
+///
+/// A part whose warm-up would reach back past the previous cut (few kept words: a text of
+/// dashes, of emoji, of punctuation) is not a segment of its own: it joins the segment
+/// before it, which replays the same characters anyway. So each segment's warm-up lies
+/// within the part before it, the walks back to find it read each character at most once,
+/// and the whole replay reads each character at most twice: O(text) whatever the text.
 pub fn replay_segments<T: Unit>(text: &[T], parts: usize, window: usize) -> Vec<Segment> {
     let length = text.len();
     let mut starts = vec![0];
@@ -1164,15 +1185,28 @@ pub fn replay_segments<T: Unit>(text: &[T], parts: usize, window: usize) -> Vec<
             starts.push(at);
         }
     }
-    let mut segments = Vec::with_capacity(starts.len());
+    let mut segments: Vec<Segment> = Vec::with_capacity(starts.len());
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(length);
-        let warm = if start == 0 {
-            0
-        } else {
-            warm_start(text, start, window + 2)
+        let warm = match k {
+            0 => Some(0),
+            _ => warm_start(text, start, window + 2, starts[k - 1]),
         };
-        segments.push(Segment { warm, start, end });
+        match (warm, segments.last_mut()) {
+            (None, Some(previous)) => previous.end = end,
+            (warm, _) => segments.push(Segment {
+                warm: warm.unwrap_or(0),
+                start,
+                end,
+                warm_units: 0,
+            }),
+        }
+    }
+    // The warm starts only move forward: their UTF-16 offsets in one pass.
+    let mut counted = (0, 0);
+    for segment in &mut segments {
+        counted = advance_units(text, counted, segment.warm);
+        segment.warm_units = counted.1;
     }
     segments
 }
@@ -1186,11 +1220,6 @@ fn advance_units<T: Unit>(text: &[T], from: (usize, u64), to: usize) -> (usize, 
 /// A per-guard seed, so that crafted input cannot aim collisions at a known hash.
 fn random_seed() -> u64 {
     ahash::RandomState::new().hash_one(0x5EED_u64)
-}
-
-/// UTF-16 units of `text[..index]`.
-pub fn utf16_units_before<T: Unit>(text: &[T], index: usize) -> u64 {
-    utf16_len(&text[..index])
 }
 
 #[cfg(test)]
@@ -1334,6 +1363,69 @@ mod tests {
         assert_eq!(whole.reason(), cut.reason());
         // And the partial word never held the rest at once.
         assert!(cut.partial.capacity() <= 2 * (PIECE + 1));
+    }
+
+    #[test]
+    fn segments_replay_each_character_at_most_twice() {
+        // Texts with few or no kept words: a segment's warm-up never reaches back past the
+        // cut before it (it joins the previous segment instead), so the replay reads at
+        // most twice the text, and the segments still tile it.
+        let dashes: Vec<u16> = "\u{2014} ".repeat(200_000).encode_utf16().collect();
+        let sparse: Vec<u16> = "\u{2014} \u{2014} ... \u{1F389} word "
+            .repeat(20_000)
+            .encode_utf16()
+            .collect();
+        let dense: Vec<u16> = "one two three four five six seven eight "
+            .repeat(10_000)
+            .encode_utf16()
+            .collect();
+        for text in [&dashes, &sparse, &dense] {
+            for parts in [2, 8, 64] {
+                for window in [4, 48, 1_000, 20_000] {
+                    let segments = replay_segments(text, parts, window);
+                    assert_eq!(segments[0].start, 0);
+                    assert_eq!(segments[segments.len() - 1].end, text.len());
+                    for pair in segments.windows(2) {
+                        assert_eq!(pair[0].end, pair[1].start);
+                    }
+                    for segment in &segments {
+                        assert!(segment.warm <= segment.start && segment.start < segment.end);
+                        assert_eq!(segment.warm_units, utf16_len(&text[..segment.warm]));
+                    }
+                    let replayed: usize = segments.iter().map(|s| s.end - s.warm).sum();
+                    assert!(
+                        replayed <= 2 * text.len(),
+                        "{replayed} for {} ({parts} parts, window {window})",
+                        text.len()
+                    );
+                }
+            }
+        }
+        // Dense text in a small window still splits into parts.
+        assert_eq!(replay_segments(&dense, 8, 48).len(), 8);
+    }
+
+    #[test]
+    fn is_kept_is_a_non_empty_normal_form() {
+        let words = [
+            "\u{2014}",
+            "...",
+            "\u{1F389}",
+            "a",
+            "\u{3A3}",
+            "\u{301}",
+            "x\u{2014}",
+            "\u{2167}",
+        ];
+        for word in words {
+            let units: Vec<u16> = word.encode_utf16().collect();
+            let (mut joined, mut normal, mut spelling) = (Vec::new(), Vec::new(), Vec::new());
+            word_forms(&units, &mut joined, &mut normal, &mut spelling);
+            assert_eq!(is_kept(&units), !normal.is_empty(), "{word:?}");
+        }
+        // Halves of a pair join (a mathematical letter), lone halves are dropped.
+        assert!(is_kept(&[0xD835u16, 0xDC00]));
+        assert!(!is_kept(&[0xDC00u16, 0xD835]));
     }
 
     #[test]

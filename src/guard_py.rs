@@ -6,9 +6,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
-use crate::guard::{
-    replay_segments, utf16_units_before, Feed, Guard, Options, Reason, Segment, TripAt,
-};
+use crate::guard::{replay_segments, utf16_len, Feed, Guard, Options, Reason, Segment, TripAt};
 
 /// A `str`'s storage: (kind, data, length in code points). Valid while the str is alive.
 #[derive(Clone, Copy)]
@@ -67,9 +65,13 @@ struct Replay<'a>(&'a mut Guard, Segment);
 
 impl UnitWork<Option<(usize, u64)>> for Replay<'_> {
     fn run<T: crate::guard::Unit>(self, text: &[T]) -> Option<(usize, u64)> {
-        self.0
-            .replay_segment(text, self.1)
-            .map(|at| (at.index, utf16_units_before(text, at.index)))
+        self.0.replay_segment(text, self.1).map(|at| {
+            let warm = self.1.warm;
+            (
+                at.index,
+                self.1.warm_units + utf16_len(&text[warm..at.index]),
+            )
+        })
     }
 }
 
@@ -85,6 +87,7 @@ impl UnitWork<Vec<Segment>> for Segments {
                 warm: 0,
                 start: 0,
                 end: text.len(),
+                warm_units: 0,
             }];
         }
         let parts = parts.min(4 * crate::pool::worker_threads());

@@ -61,6 +61,32 @@ pub fn push_word_normal(word: &[u32], out: &mut Vec<u8>) {
     }
 }
 
+/// Whether `push_word_normal` writes anything for `c` (a code point of a word whose pairs
+/// are joined): its lower case holds a letter or a number. Capital sigma's two lower
+/// cases are both letters, so the answer needs no context; nothing is allocated.
+pub fn keeps_anything(c: u32) -> bool {
+    if c < 0x80 {
+        return (c as u8).is_ascii_alphanumeric();
+    }
+    if c == CAPITAL_SIGMA {
+        return true;
+    }
+    let after = LOWER.partition_point(|&(first, ..)| first <= c);
+    if after > 0 {
+        let (first, last, step, delta) = LOWER[after - 1];
+        if c <= last && (c - first) % step == 0 {
+            return is_letter_or_number(c.wrapping_add_signed(delta));
+        }
+    }
+    if let Ok(at) = LOWER_EXPANDED.binary_search_by_key(&c, |&(from, _)| from) {
+        return LOWER_EXPANDED[at]
+            .1
+            .chars()
+            .any(|lower| is_letter_or_number(u32::from(lower)));
+    }
+    is_letter_or_number(c)
+}
+
 /// Whether the general category of `c` is a letter or a number (`L*`, `N*`), as
 /// `unicodedata.category` gives it.
 pub fn is_letter_or_number(c: u32) -> bool {
@@ -218,6 +244,16 @@ mod tests {
         let joined = join_pairs(&[0xD83D, 0xDE00, 0xDC00, 0xD800, 0xD801, 0xDC00, 0xD800]);
         assert_eq!(joined, [0x1F600, 0xDC00, 0xD800, 0x10400, 0xD800]);
         assert_eq!(normal_of(&joined), "\u{10428}");
+    }
+
+    #[test]
+    fn keeps_anything_is_a_non_empty_normal_form() {
+        let mut out = Vec::new();
+        for c in 0..0x11_0000u32 {
+            out.clear();
+            push_word_normal(&[c], &mut out);
+            assert_eq!(keeps_anything(c), !out.is_empty(), "U+{c:04X}");
+        }
     }
 
     #[test]

@@ -271,6 +271,36 @@ def test_long_texts_in_segments_answer_as_whole(
         assert (found is None) == (expected is None)
 
 
+#: Words that normalise to nothing, and a few that do not, for texts with few kept words.
+_EMPTY_WORDS = ["\u2014", "...", "\U0001f389", "--", "\u0301", "\ud835", "\udc00", "\u2014\u2014"]
+_KEPT_WORDS = ["loop", "Loop", "again", "\u03a3", "\U0001d400", "\ud835\udc00", "x\u2014"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), options=guard_option_values(), segment=st.integers(1, 64))
+def test_texts_with_few_kept_words_in_segments_answer_as_whole(
+    data: st.DataObject, options: dict[str, Any], segment: int
+) -> None:
+    """Texts mostly of words that normalise to nothing (dashes, emoji, marks, lone halves),
+    whose segments' warm-ups reach back past the cut before them and join the segment
+    before: the trip (offset, UTF-16 offset, reason) is the whole replay's and the
+    character-by-character guard's."""
+    kept_share = data.draw(st.sampled_from([0.0, 0.02, 0.1, 0.3]))
+    words = data.draw(st.lists(
+        st.one_of(st.sampled_from(_EMPTY_WORDS), st.sampled_from(_KEPT_WORDS))
+        if kept_share >= 0.3 else st.sampled_from(_EMPTY_WORDS), max_size=400))
+    # Kept words sprinkled at the drawn share, repeating so that some texts trip.
+    rng_words = [w if (i * 7919) % 100 >= kept_share * 100 else _KEPT_WORDS[i % 2]
+                 for i, w in enumerate(words)]
+    spaces = st.sampled_from([" ", " ", "\n", "  ", "\u3000"])
+    text = "".join(word + data.draw(spaces) for word in rng_words)
+    resolved = guard_options(**options)
+    whole = _core.scan_texts([text], resolved, 64, 1 << 40)
+    assert _core.scan_texts([text], resolved, 64, segment) == whole
+    (trip,) = scan_texts([text], **options)
+    same_trip(trip, text, fed_one_by_one(text, options))
+
+
 def test_scan_texts_takes_any_iterable_but_not_a_bare_string() -> None:
     """A generator works; a str (which would iterate characters) is a TypeError."""
     texts = ["again and " * 6, "fine"]
