@@ -341,34 +341,20 @@ def test_a_run_object_cell_with_an_id_column_is_read_as_scan_arrow_reads_it(
     assert records[0]["verdict"] == "repeated_suffix"
 
 
-def test_records_that_are_no_unicode_text_are_written_and_a_failure_keeps_the_old_file(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_that_are_no_unicode_text_are_written(tmp_path: Path) -> None:
     """Ids holding a lone surrogate (JSON allows the escape) reach the Parquet of records as
-    U+FFFD (Parquet's strings are UTF-8: the file was emptied and the run crashed when it
-    closed); a scan that fails while writing leaves the file that was there whole."""
-    from vthread import _cli_parquet
-
+    U+FFFD (Parquet's strings are UTF-8: the run crashed when the file closed, after it had
+    emptied a file already there)."""
     out = tmp_path / "verdicts.parquet"
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps({"id": "ok", "messages": []}) + "\n")
     assert cli.main(["scan", str(good), "-q", "-o", str(out)]) == 0
-    before = out.read_bytes()
     odd = tmp_path / "odd.jsonl"
     odd.write_text('{"id":"ok","messages":[]}\n{"id":"\\ud800","messages":[]}\n'
                    '{"id":["\\udfff"],"messages":[]}\n{"id":"\\ud83c\\udf89","messages":[]}\n')
     assert cli.main(["scan", str(odd), "-q", "-o", str(out)]) == 0
     assert pq.read_table(out).column("id").to_pylist() == ["ok", "\ufffd", '["\ufffd"]',
                                                            "\U0001f389"]
-    assert cli.main(["scan", str(good), "-q", "-o", str(out)]) == 0
-    before = out.read_bytes()
-
-    def failing(self: Any) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(_cli_parquet.ParquetRecords, "_write_group", failing)
-    assert cli.main(["scan", str(odd), "-q", "-o", str(out)]) != 0
-    assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.jsonl", "odd.jsonl",
                                                           "verdicts.parquet"]
 

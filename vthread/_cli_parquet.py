@@ -21,13 +21,12 @@ pyarrow is imported only when a Parquet file is read or written
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 from vthread.documents import messages_column
 
@@ -116,7 +115,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                   rows: int) -> Iterator[tuple[list[bytes] | UnreadableRows, float]]:
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
     file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
-    own run object when the messages column holds one and no id column is read. The rows of
+    own run object when the messages column holds one (with the id column's id last, when
+    an id column is read, as ``vthread.scan_arrow`` takes it). The rows of
     a row group that cannot be read are an :class:`UnreadableRows` in their place, and the
     row groups after it are still read."""
     from vthread import _core
@@ -299,12 +299,12 @@ class ParquetRecords:
     ``anywhere``, a last column ``loops`` holds each record's loops (a list of structs with
     the record's own loop fields).
 
-    The rows go to a new file beside ``path`` that replaces it when closed: a file already at
-    ``path`` stays whole until then (a Parquet file is readable only once its footer is
-    written, and a failure while writing emptied it). Parquet's strings are UTF-8, so a
-    string that is not Unicode text (a lone surrogate in an id, a file name's undecodable
-    bytes) is written with U+FFFD in place of each such code point; the JSONL records keep
-    it as an escape."""
+    The file is opened here as a JSONL output is (written in place, through a link, keeping
+    its mode and links; a name that is no UTF-8, which pyarrow cannot take, is opened by
+    Python). Parquet's strings are UTF-8, so a string that is not Unicode text (a lone
+    surrogate in an id, a file name's undecodable bytes) is written with U+FFFD in place of
+    each such code point (it crashed the writer when it closed); the JSONL records keep it
+    as an escape."""
 
     def __init__(self, path: str, *, anywhere: bool = False) -> None:
         pa = _pyarrow()
@@ -322,39 +322,14 @@ class ParquetRecords:
             loop = pa.struct([field for field in self._schema
                               if field.name in LOOP_FIELDS])
             self._schema = self._schema.append(pa.field("loops", pa.list_(loop)))
-        self._path = os.path.realpath(path)  # a link is written through, as open() does
-        self._partial: str | None = None
-        self._file = self._partial_file()
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by close)
         try:
             self._writer = pa.parquet.ParquetWriter(self._file, self._schema)
         except BaseException:
-            self._discard()
+            self._file.close()
             raise
         self._pending: list[dict[str, Any]] = []
         self._tail = b""
-
-    def _partial_file(self) -> BinaryIO:
-        """A new file beside the target (named after it, hidden, unique), or the target
-        itself where its folder takes no new file."""
-        folder, name = os.path.split(self._path)
-        partial = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
-        try:
-            opened = open(partial, "xb")  # noqa: SIM115 (closed by close or _discard)
-        except OSError:
-            return open(self._path, "wb")
-        self._partial = partial
-        return opened
-
-    def _discard(self) -> None:
-        """Close the file; a partial one is removed, leaving the target as it was."""
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            with contextlib.suppress(Exception):  # it failed already: the file is dropped
-                writer.close()
-        self._file.close()
-        if self._partial is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._partial)
 
     def write(self, data: bytes) -> int:
         """Take complete or partial JSONL records; rows are written a group at a time."""
@@ -381,19 +356,14 @@ class ParquetRecords:
         """Nothing to do: rows reach the file a group at a time, and at :meth:`close`."""
 
     def close(self) -> None:
-        """Write what is pending and the file's footer, and put the file in place; on a
-        failure, the partial file is removed and the target left as it was."""
+        """Write what is pending and the file's footer."""
         try:
             if self._tail:
                 self.write(b"\n")
             self._write_group()
             self._writer.close()
+        finally:
             self._file.close()
-            if self._partial is not None:
-                os.replace(self._partial, self._path)
-        except BaseException:
-            self._discard()
-            raise
 
 
 def _replaced(value: Any) -> Any:
