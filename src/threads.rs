@@ -579,6 +579,16 @@ mod tests {
     }
 
     #[test]
+    fn memory_is_asked_for_long_lines_only_and_refused_past_the_address_space() {
+        // Short lines are not asked for; a line whose reading could never be had (more
+        // bytes than an address space holds, the product saturating) is refused.
+        assert!(memory_for(ASKED_FROM_BYTES - 1, true));
+        assert!(memory_for(ASKED_FROM_BYTES, false));
+        assert!(!memory_for(usize::MAX / 4, false));
+        assert!(!memory_for(usize::MAX / ANYWHERE_BYTES_PER_BYTE + 1, true));
+    }
+
+    #[test]
     fn a_run_s_id_is_documents_run_id() {
         let default = RunKeys::default();
         let read_id = |line: &str| read(line, default).map(|(id, _)| id);

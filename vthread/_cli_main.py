@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import stat
 import sys
-from typing import IO, Any, Final, cast
+from collections.abc import Callable
+from typing import IO, Any, Final, TypeVar, cast
 
 from vthread.adapters import FORMATS
 
@@ -413,6 +415,9 @@ def point_at_null(stream: IO[Any]) -> None:
         pass
 
 
+_Read = TypeVar("_Read", int, bytes)
+
+
 class BlockingInput(io.RawIOBase):
     """A descriptor read as a blocking one, whatever its flags: a parent (Node.js, a
     terminal tool) may hand over a non-blocking standard input, whose read raises
@@ -431,24 +436,21 @@ class BlockingInput(io.RawIOBase):
         return self.descriptor
 
     def readinto(self, buffer: Any) -> int:
-        while True:
-            try:
-                return os.readv(self.descriptor, [buffer])
-            except BlockingIOError:
-                self._wait()
+        return self._waiting(lambda: os.readv(self.descriptor, [buffer]))
 
     def read_some(self, size: int) -> bytes:
         """Up to ``size`` bytes, as they come (``b""`` at the end of the input)."""
-        while True:
-            try:
-                return os.read(self.descriptor, size)
-            except BlockingIOError:
-                self._wait()
+        return self._waiting(lambda: os.read(self.descriptor, size))
 
-    def _wait(self) -> None:
+    def _waiting(self, read: Callable[[], _Read]) -> _Read:
+        """``read()``, waited for while the descriptor has nothing yet."""
         import select
 
-        select.select([self.descriptor], [], [])
+        while True:
+            try:
+                return read()
+            except BlockingIOError:
+                select.select([self.descriptor], [], [])
 
 
 def blocking_stdin(stdin: io.BufferedReader) -> io.BufferedReader:
@@ -460,7 +462,8 @@ def blocking_stdin(stdin: io.BufferedReader) -> io.BufferedReader:
         return stdin
     try:
         descriptor = stdin.fileno()
-        if os.get_blocking(descriptor):
+        # (a file never makes a read wait, whatever its flags: it keeps its tell())
+        if os.get_blocking(descriptor) or stat.S_ISREG(os.fstat(descriptor).st_mode):
             return stdin
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return stdin

@@ -467,7 +467,7 @@ def _number_blind_replies(
     users = roles[actions] == _USER
     same = (owner[actions[:-1]] == owner[actions[1:]]) & (
         replies[actions[:-1]] == replies[actions[1:]])
-    paired = np.flatnonzero(users[:-1] & users[1:] & same).tolist()
+    adjacent = np.flatnonzero(users[:-1] & users[1:] & same).tolist()
     cache: dict[int, Key] = {}
 
     def key(position: int) -> Key:
@@ -477,7 +477,7 @@ def _number_blind_replies(
             cache[row] = reply_key(threads[thread][row - int(offsets[thread])])
         return cache[row]
 
-    linked = [position for position in paired if key(position) == key(position + 1)]
+    linked = [position for position in adjacent if key(position) == key(position + 1)]
     out = []
     begin = 0
     for index, position in enumerate(linked):

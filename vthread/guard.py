@@ -110,7 +110,9 @@ class Guard(_core.GuardCore):
     returns); ``options`` the resolved :class:`~vthread._options.GuardOptions`.
     ``push_bytes(data)`` feeds raw UTF-8 (a character may be split between calls) and
     returns None, or (bytes of ``data`` up to the end of the tripping word, code points
-    decoded before that point over all calls).
+    decoded before that point over all calls); when the space after the word began in the
+    previous call's bytes, the first count takes the rest of that space, so that the bytes
+    let through never end inside a character.
 
     >>> guard = Guard()
     >>> guard.push("All good so far. "), guard.reason
