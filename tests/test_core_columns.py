@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from strategies import cycle_keywords, threads
 
 import vthread
+from tests.peak_memory import PEAK_KIB, needs_proc
 from vthread import _core
 from vthread import _reference as ref
 from vthread._options import cycle_options
@@ -121,6 +122,7 @@ def test_least_rotation_is_the_least_of_all_rotations(items: list[int]) -> None:
     )
 
 
+@needs_proc
 def test_a_thread_repeating_large_messages_keeps_one_copy_of_each() -> None:
     """The exact pass keeps a message's canonical bytes only while no earlier message read
     equals it: a loop of two 200 KB messages, 2,000 long (400 MB of text), is confirmed in
@@ -129,12 +131,12 @@ def test_a_thread_repeating_large_messages_keeps_one_copy_of_each() -> None:
     import sys
 
     program = (
-        "import resource, vthread\n"
+        "import vthread\n"
         "thread = [{'type': 'bot', 'text': 'x' * 200_000 + str(i % 2)} for i in range(2_000)]\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"before = {PEAK_KIB}\n"
         "assert vthread.has_repeated_suffix(thread)\n"
         "assert vthread.describe_thread_cycle(thread) == 'repeated_suffix'\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n")
+        f"print({PEAK_KIB} - before)\n")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           check=True, timeout=300)
     grown_kb = int(done.stdout)

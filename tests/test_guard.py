@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import recorded
+from tests.peak_memory import PEAK_KIB, needs_proc
 from tests.strategies import (
     CODE_POINT_WORDS,
     chunkings,
@@ -345,14 +346,14 @@ def test_long_words_do_not_depend_on_the_pushes(data: st.DataObject) -> None:
     assert pushed(options, pushes) == pushed(options, [text])
 
 
+@needs_proc
 def test_a_long_word_finished_by_a_huge_push_stays_in_bounded_memory() -> None:
     """70,000 characters of a word, then 50,000,000 more and a space in one push: peak RSS
     grows by a few MB, as when the whole word comes in one push (it grew by 334 MB when the
     rest was normalised as one piece)."""
-    script = """
-import resource
+    script = f"""
 from vthread.guard import Guard
-def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak(): return {PEAK_KIB}
 guard = Guard()
 guard.push("x" * 70_000)
 rest = "x" * 50_000_000 + " "
@@ -363,6 +364,33 @@ print(peak() - before)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=300, check=True)
     assert int(result.stdout) < 32 * 1024, f"grew {result.stdout} KiB"
+
+
+@needs_proc
+@pytest.mark.parametrize("letter", ["\u0431", "\u00c9", "x"])
+def test_long_words_that_left_the_window_give_their_memory_back(letter: str) -> None:
+    """A 65,000-character word, then enough short words to push it out of a window of 200,
+    600 times over: peak RSS grows by a few MB (what the window holds), not by a long word
+    per slot (26 MB and more: reused slots kept their buffers, and then shrank them in place,
+    which under glibc left holes too small for the next long word). A lower-case word (its
+    spelling its normal form), an upper-case one (two buffers), an ASCII one."""
+    script = f"""
+from vthread.guard import Guard
+def peak(): return {PEAK_KIB}
+guard = Guard(window=200, max_repeats=10**9)
+long_word = {letter!r} * 65_000 + " "
+short_words = " ".join(f"w{{k}}" for k in range(199)) + " "
+guard.push(long_word)
+guard.push(short_words)
+before = peak()
+for _ in range(600):
+    guard.push(long_word)
+    guard.push(short_words)
+print(peak() - before)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, check=True)
+    assert int(result.stdout) < 8 * 1024, f"grew {result.stdout} KiB"
 
 
 def test_a_hundred_thousand_newlines() -> None:
@@ -385,13 +413,14 @@ def test_astral_plane_words() -> None:
     assert guard.reason is not None and guard.reason.phrase.startswith("\U0001d400")
 
 
+@needs_proc
 def test_memory_stays_flat_on_an_endless_word() -> None:
     """200 MB without whitespace (as `cat /dev/zero` or one enormous word) and ten
     million one-character pushes: peak RSS grows by a few MB, not by the input."""
-    script = """
-import resource, sys
+    script = f"""
+import sys
 from vthread.guard import Guard
-def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak(): return {PEAK_KIB}
 guard = Guard()
 chunk = chr(int(sys.argv[1])) * (1 << 20)
 before = peak()
