@@ -157,15 +157,23 @@ def test_other_formats_and_integer_ids(tmp_path: Path,
 
 def test_bad_rows_become_error_records(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """A null, invalid JSON or non-run row gets its error record, in place."""
+    """A null, invalid JSON, empty or non-run row gets its error record, in place, with the
+    row's id (a cell that is no JSON, cut off or empty, is read alone, and its record had
+    a null id although the id column holds it)."""
     path = tmp_path / "bad.parquet"
-    texts = [json.dumps(RUNS[0]), None, "{nope", "7", json.dumps(RUNS[1])]
-    pq.write_table(pa.table({"id": list("abcde"), "messages": texts}), path)
+    texts = [json.dumps(RUNS[0]), None, "{nope", "7", json.dumps(RUNS[1]), "", '[{"type":']
+    pq.write_table(pa.table({"id": list("abcdefg"), "messages": texts}), path)
+    for jobs in ("1", "2"):
+        code, records = _scan([str(path), "-j", jobs], capsys)
+        assert code == 0 and [r["line"] for r in records] == [1, 2, 3, 4, 5, 6, 7]
+        assert ["error" in r for r in records] == [False, True, True, True, False, True, True]
+        assert records[1]["error"].startswith('not a thread: "messages" is a null')
+        assert records[2]["error"].startswith("not valid JSON")
+        assert records[5]["error"].startswith("blank cell")
+        assert [r["id"] for r in records] == list("abcdefg")
+    pq.write_table(pa.table({"messages": texts}), path)  # no id column: no id to give
     code, records = _scan([str(path)], capsys)
-    assert code == 0 and [r["line"] for r in records] == [1, 2, 3, 4, 5]
-    assert ["error" in r for r in records] == [False, True, True, True, False]
-    assert records[1]["error"].startswith('not a thread: "messages" is a null')
-    assert records[2]["error"].startswith("not valid JSON")
+    assert [r["id"] for r in records] == [None] * 7
 
 
 def _with_a_corrupt_row_group(path: Path) -> None:
@@ -282,11 +290,11 @@ def test_struct_rows_are_written_by_the_core_as_python_would(
         return real(*args)
 
     monkeypatch.setattr(_core, "arrow_row_texts", counted)
-    fast = [line for lines, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
+    fast = [line for lines, _, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
             for line in lines]
     assert calls
     monkeypatch.setattr(_core, "arrow_row_texts", lambda *args: None)
-    slow = [line for lines, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
+    slow = [line for lines, _, _ in _cli_parquet.parquet_lines(str(path), None, None, 2)
             for line in lines]
     assert [json.loads(line) for line in fast] == [json.loads(line) for line in slow]
     assert json.loads(fast[2])["messages"] == [{"type": "bot", "text": "é \"q\" \n"}, None]

@@ -111,14 +111,17 @@ class UnreadableRows:
     reason: str
 
 
-def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
-                  rows: int) -> Iterator[tuple[list[bytes] | UnreadableRows, float]]:
+def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows: int
+                  ) -> Iterator[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]]:
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
-    file read so far (for progress). ``{"id": ..., "messages": ...}`` per row, or the row's
-    own run object when the messages column holds one (with the id column's id last, when
-    an id column is read, as ``vthread.scan_arrow`` takes it). The rows of
-    a row group that cannot be read are an :class:`UnreadableRows` in their place, and the
-    row groups after it are still read."""
+    file read so far (for progress) and the ids of its rows whose line is their cell alone.
+    ``{"id": ..., "messages": ...}`` per row, or the row's own run object when the messages
+    column holds one (with the id column's id last, when an id column is read, as
+    ``vthread.scan_arrow`` takes it), or, for a cell that is no JSON (cut off, empty), the
+    cell alone, so that its error says where in the cell the JSON breaks: its id (JSON
+    text, by the row's place in the batch) then goes beside the lines, for its record. The
+    rows of a row group that cannot be read are an :class:`UnreadableRows` in their place,
+    and the row groups after it are still read."""
     from vthread import _core
     from vthread.arrow import _is_text, decoded
 
@@ -133,12 +136,13 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
     for batch in _readable_batches(parquet, [messages, *id_columns], rows):
         if isinstance(batch, UnreadableRows):
             done += batch.rows
-            yield batch, done / total
+            yield batch, done / total, {}
             continue
         column = decoded(batch.column(messages))
         text = _is_text(column)
         ids = [batch.column(name).to_pylist() for name in id_columns]
         lines: list[bytes] = []
+        cell_ids: dict[int, bytes] = {}
         bodies = _bodies(column, text, done)
         # The tape's verdict is enough for the cells it reads (all but odd ones); json's
         # decides the rest, with its message.
@@ -149,6 +153,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                 # stops being JSON (wrapped, the place was the wrapping's, and a cell such
                 # as `[],"id":"x"` would have made a valid run of its wrapping).
                 lines.append(body)
+                if id_columns:
+                    cell_ids[row] = _id_text([column_values[row] for column_values in ids])
             elif body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
                 lines.append(body if not id_columns else _with_id(
                     body, _id_text([column_values[row] for column_values in ids])))
@@ -156,7 +162,7 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None,
                 ident = _id_text([column_values[row] for column_values in ids])
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
-        yield lines, done / total
+        yield lines, done / total, cell_ids
 
 
 def _with_id(run: bytes, ident: bytes) -> bytes:

@@ -325,6 +325,9 @@ class _Task:
     # among its lines up to this one: the chunks' warnings of chat read as native leave
     # them out (one misread, one warning).
     named_through: int = 0
+    # The ids of lines whose own text holds none (by line number): a Parquet row whose
+    # messages cell is no JSON is its cell alone, its id in the row's id column.
+    cell_ids: dict[int, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -2100,7 +2103,7 @@ def _parquet_tasks(
     line = 1
     file_format = format_
     try:
-        for lines, share in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
+        for lines, share, cell_ids in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
             if progress is not None:
                 progress.chunk_read(done_bytes + int(share * size))
             if isinstance(lines, UnreadableRows):
@@ -2119,7 +2122,9 @@ def _parquet_tasks(
                 if detected is not None and told:
                     detected.append((name, file_format))
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
-                        mask_volatile=mask_volatile, unit="row")
+                        mask_volatile=mask_volatile, unit="row",
+                        cell_ids={line + row: json.loads(ident)
+                                  for row, ident in cell_ids.items()} or None)
             line += len(lines)
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
         raise _FatalError(f"{name}: cannot read: {error}") from error
@@ -2933,6 +2938,8 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
             if item.reason == _BLANK and task.unit == "row":
                 # A Parquet row's line is its messages cell's text when it holds the run.
                 item = _Bad("blank cell: the row's messages are empty text")
+            if item.ident is None and task.cell_ids is not None:
+                item = _Bad(item.reason, task.cell_ids.get(task.first_line + index))
             if task.strict:
                 fatal = f"{_where(task, task.first_line + index)}: {item.reason}"
                 break
