@@ -286,6 +286,30 @@ def test_a_given_format_is_checked_on_the_first_rows_only(
     assert got.num_rows == 5_000 and len(judged) == 16
 
 
+def test_columns_that_cannot_be_told_apart_are_clear_errors(tmp_path: Path) -> None:
+    """Two columns named as the messages or the id column are a ValueError naming them
+    (pyarrow's KeyError came out of the reading, and the command's was an internal error,
+    exit 70), and an id column named as a result column is one too (the result's column
+    took its place in the output, the ids silently lost)."""
+    runs = pa.array(['[{"type":"user","text":"x"}]'])
+    doubled = pa.Table.from_arrays([runs, runs], names=["messages", "messages"])
+    with pytest.raises(ValueError, match="the table has 2 columns named 'messages'"):
+        arrow.scan_arrow(doubled)
+    ids = pa.Table.from_arrays([runs, pa.array(["i"]), pa.array(["j"])],
+                               names=["messages", "id", "id"])
+    with pytest.raises(ValueError, match="the table has 2 columns named 'id'"):
+        arrow.scan_arrow(ids, id="id")
+    for name in ("verdict", "error"):
+        clash = pa.table({"messages": ["[]"], name: ["run-A"]})
+        with pytest.raises(ValueError, match=f"id='{name}' is also the name of a result"):
+            arrow.scan_arrow(clash, id=name)
+    parquet = pytest.importorskip("pyarrow.parquet")
+    for table, named in ((doubled, "messages"), (ids, "id")):
+        path = tmp_path / f"{named}.parquet"
+        parquet.write_table(table, path)
+        assert cli.main(["scan", str(path), "-q"]) == 2
+
+
 def test_the_messages_column_is_found_under_each_known_name() -> None:
     """Without ``messages=``, the runs are the first of MESSAGES_KEYS the table has (a
     published SWE-agent dataset keeps them in ``history``); none of them is an error naming

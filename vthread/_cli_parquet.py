@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from vthread.documents import messages_column
+from vthread.documents import messages_column, one_column
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
            "is_parquet", "parquet_available", "parquet_lines"]
@@ -81,13 +81,12 @@ def _columns(names: list[str], messages_key: str | None,
     if id_key is not None:
         if id_key not in names:
             raise ValueError(f"no column {id_key!r}; the file has {', '.join(names)}")
-        return messages, [id_key]
-    for key in _ID_COLUMNS:
-        if key in names:
-            return messages, [key]
-    if "task_id" in names:
-        return messages, ["task_id"] + (["trial"] if "trial" in names else [])
-    return messages, []
+        ids = [id_key]
+    else:
+        ids = next(([key] for key in _ID_COLUMNS if key in names), [])
+        if not ids and "task_id" in names:
+            ids = ["task_id"] + (["trial"] if "trial" in names else [])
+    return messages, [one_column(names, name, "the file") for name in ids]
 
 
 def _id_text(values: list[Any]) -> bytes:

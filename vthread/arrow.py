@@ -37,6 +37,7 @@ from vthread.documents import (
     messages_column,
     misfit_phrase,
     misfits,
+    one_column,
     read_run,
 )
 from vthread.scan import (
@@ -113,6 +114,13 @@ def scan_arrow(
     table = _as_table(data)
     column = decoded(table.column(messages_column(table.column_names, messages, "the table",
                                                   "messages=")))
+    if id is not None:
+        one_column(table.column_names, id, "the table")
+        _column(table, id)
+        if id in _result_types(anywhere):
+            # (the result's own column of that name would take its place, silently)
+            raise ValueError(f"id={id!r} is also the name of a result column; give the id "
+                             "column another name")
     keywords = checked_arguments(format, mask_volatile, anywhere,
                                  min_repetitions=min_repetitions,
                                  min_pattern_length=min_pattern_length,

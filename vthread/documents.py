@@ -90,12 +90,22 @@ def messages_column(names: Sequence[str], messages_key: str | None, where: str,
             raise TypeError(f"column names are strings, got {type(messages_key).__name__}")
         if messages_key not in names:
             raise ValueError(f"no column {messages_key!r}; {where} has {', '.join(names)}")
-        return messages_key
+        return one_column(names, messages_key, where)
     for key in MESSAGES_KEYS:
         if key in names:
-            return key
+            return one_column(names, key, where)
     raise ValueError(f"no messages column ({', '.join(MESSAGES_KEYS)}); {where} has "
                      f"{', '.join(names)}; name it with {naming}")
+
+
+def one_column(names: Sequence[str], name: str, where: str) -> str:
+    """``name``, a column of ``where`` read by name: a ValueError when two columns have it
+    (which one to read cannot be told; pyarrow raised a KeyError deep in the reading)."""
+    count = list(names).count(name)
+    if count > 1:
+        raise ValueError(f"{where} has {count} columns named {name!r}: which to read cannot "
+                         "be told (rename one)")
+    return name
 
 
 def _messages_keys(messages_key: str | None) -> tuple[str, ...]:
