@@ -320,13 +320,21 @@ def key_argument(text: str) -> str:
     """A ``--messages-key`` or ``--id-key`` value: a JSON object's key, so Unicode text (an
     argument's bytes that are no UTF-8 reach Python as lone surrogates, which no JSON key
     read from UTF-8 bytes holds)."""
+    if not is_utf8(text):
+        # argparse prefixes the option's name: "argument --messages-key: ..."
+        raise argparse.ArgumentTypeError(
+            f"expected UTF-8 text (a key of the runs' JSON), got {text!r}")
+    return text
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` is Unicode text UTF-8 can hold: no lone surrogate (which is how
+    Python holds a command line's or a file name's bytes that are no UTF-8)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        # argparse prefixes the option's name: "argument --messages-key: ..."
-        raise argparse.ArgumentTypeError(
-            f"expected UTF-8 text (a key of the runs' JSON), got {text!r}") from None
-    return text
+        return False
+    return True
 
 
 def jobs_argument(text: str) -> int:

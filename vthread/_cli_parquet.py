@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from vthread._cli_main import is_utf8
 from vthread.documents import messages_column, one_column
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
@@ -49,11 +50,7 @@ def parquet_source(path: str) -> Any:
     """What pyarrow opens for ``path``: the path itself, or, for a name that is no UTF-8 (its
     undecodable bytes held as Python holds them, which pyarrow cannot take), the file opened
     by its bytes."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return _pyarrow().OSFile(os.fsencode(path))
-    return path
+    return path if is_utf8(path) else _pyarrow().OSFile(os.fsencode(path))
 
 
 def parquet_available() -> bool:
@@ -147,18 +144,17 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
         # decides the rest, with its message.
         taken = _core.tape_reads(bodies) if text else [True] * len(bodies)
         for row, body in enumerate(bodies):
+            ident = _id_text([column_values[row] for column_values in ids])
             if not taken[row] and not _one_json_value(body):
                 # The cell alone is the line, so that its record says where in the cell it
                 # stops being JSON (wrapped, the place was the wrapping's, and a cell such
                 # as `[],"id":"x"` would have made a valid run of its wrapping).
                 lines.append(body)
                 if id_columns:
-                    cell_ids[row] = _id_text([column_values[row] for column_values in ids])
+                    cell_ids[row] = ident
             elif body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
-                lines.append(body if not id_columns else _with_id(
-                    body, _id_text([column_values[row] for column_values in ids])))
+                lines.append(_with_id(body, ident) if id_columns else body)
             else:
-                ident = _id_text([column_values[row] for column_values in ids])
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
         yield lines, done / total, cell_ids

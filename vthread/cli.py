@@ -141,6 +141,7 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    is_utf8,
     main,
     say,
     silence_stdout,
@@ -2661,13 +2662,7 @@ def _core_may_read(task: _Task) -> bool:
 
 
 def _utf8(key: str | None) -> bool:
-    if key is None:
-        return True
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return key is None or is_utf8(key)
 
 
 def _read_in_core(task: _Task) -> dict[str, Any] | None:
