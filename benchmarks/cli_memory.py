@@ -8,8 +8,8 @@ scanning them), then runs, each in its own subprocess,
 
     python -m vthread scan FILE --output /dev/null --quiet
 
-on the first ``--small`` lines and on the whole file, and reports each run's peak RSS (from
-``wait4``, that child alone) and wall time. Flat memory = the two peaks match.
+on the first ``--small`` lines and on the whole file, and reports each run's peak RSS (that
+child alone, :mod:`benchmarks.child_peak`) and wall time. Flat memory = the two peaks match.
 
 Usage: ``python -m benchmarks.cli_memory [--threads 1000000] [--jobs 1] [--nice 19]``. Writes
 ``benchmarks/results/cli_memory.json``. Needs free disk for the file (about 9.7 KB a
@@ -23,12 +23,13 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Final
+
+from benchmarks.child_peak import run_child
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 RESULT: Final = ROOT / "benchmarks" / "results" / "cli_memory.json"
@@ -63,18 +64,17 @@ def measure(path: Path, jobs: int, nice: int) -> dict[str, Any]:
     """
     command = [sys.executable, "-m", "vthread", "scan", str(path), "--output", os.devnull,
                "--quiet", "--jobs", str(jobs)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, preexec_fn=lambda: os.nice(nice))
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - started
+
+    def lowered() -> None:
+        os.nice(nice)
+
+    done = run_child(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=lowered)
     return {
         "command": " ".join(["python", "-m", "vthread", *command[3:]]),
-        "exit_status": child.returncode,
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # ru_maxrss is in KiB on Linux
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "wall_s": round(wall, 2),
+        "exit_status": done.exit_status,
+        "peak_rss_mb": round(done.peak_kib / 1024, 1),
+        "cpu_s": round(done.cpu_s, 2),
+        "wall_s": round(done.wall_s, 2),
     }
 
 

@@ -5,7 +5,7 @@ the claim under test is that it grows by a small factor, and that a line larger 
 memory the process may use ends the scan with status 71 and a message (or is read), never
 with the allocator aborting the process. Each shape is written to a temporary file and
 scanned in its own child process (``python -m vthread scan FILE -q -o /dev/null``), whose
-peak RSS comes from ``wait4`` (that child alone); then again under ``RLIMIT_AS`` of
+peak RSS is that child's alone (:mod:`benchmarks.child_peak`); then again under ``RLIMIT_AS`` of
 ``--limit`` times the line's size, reporting the exit status and the first line of stderr.
 
 Usage: ``python -m benchmarks.long_lines [--megabytes 200] [--limit 2.5]``. Writes
@@ -20,13 +20,14 @@ import os
 import platform
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
+
+from benchmarks.child_peak import run_child
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 RESULT: Final = ROOT / "benchmarks" / "results" / "long_lines.json"
@@ -70,22 +71,18 @@ def measure(path: Path, limit: int | None = None) -> dict[str, Any]:
     """Scan ``path`` in a child (under an address-space limit of ``limit`` bytes, when
     given): its exit status, peak RSS (MB), wall time and first line of stderr."""
     command = [sys.executable, "-m", "vthread", "scan", str(path), "-q", "-o", os.devnull]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def limited() -> None:
         if limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=limited)
-    assert child.stderr is not None
-    said = child.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(child.pid, 0)
+    done = run_child(command, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                     preexec_fn=limited, keep_stderr=True)
     return {
-        "exit_status": os.waitstatus_to_exitcode(status),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "wall_s": round(time.perf_counter() - started, 2),
-        "stderr": said.splitlines()[0][:200] if said else "",
+        "exit_status": done.exit_status,
+        "peak_rss_mb": round(done.peak_kib / 1024, 1),
+        "wall_s": round(done.wall_s, 2),
+        "stderr": done.stderr.splitlines()[0][:200] if done.stderr else "",
     }
 
 
