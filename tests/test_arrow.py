@@ -250,6 +250,18 @@ def test_other_formats_are_detected_and_counted_in_their_own_messages() -> None:
     assert got.column("messages").to_pylist() == [len(run) for run in openai]
 
 
+@pytest.mark.parametrize("nested", [False, True])
+def test_the_misread_warning_names_rows_by_their_index_past_null_rows(nested: bool) -> None:
+    """Rows after null ones are named by their index in the table (the text column's
+    warning counted only the rows with text: "rows 0, 1" for rows 2 and 3)."""
+    ask = {"type": "user", "text": "hi"}
+    runs: list[Any] = [None, None, [ask], [ask, {"type": "assistant", "text": "ok"}]]
+    column = pa.array(runs) if nested else _json_column(runs)
+    with pytest.warns(UserWarning, match=r"format='openai' was given, but rows 2, 3 of the "
+                      r"first 4 look like native"):
+        arrow.scan_arrow(pa.table({"messages": column}), format="openai")
+
+
 def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> None:
     """format= given for rows plainly in another (chat read as native: every run alike, so a
     loop) warns once, naming the rows and pointing at the caller, as ``vthread scan

@@ -240,18 +240,28 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     # (datasets, Spark) pays for 16 rows, not for parsing them in Python.
     head = column.slice(0, _DETECT_ROWS)
     if _is_text(head):
+        # A null row keeps its place (judged as no run), so that the rows are named by
+        # their index in the table.
         texts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t
-                 for t in head.to_pylist() if t is not None]
-        evidence, _ = evidence_of(texts, _DETECT_ROWS, line_format_evidence)
+                 for t in head.to_pylist()]
+        evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
     else:
         evidence, _ = evidence_of(_python_values(head.combine_chunks()), _DETECT_ROWS)
     found = misfits(evidence, given)
     if found:
         import warnings
 
+        # Of the rows looked at, not of those with messages: "rows 2, 3 of the first 2"
+        # said of a column opening with two null rows.
         warnings.warn(f"format={given!r} was given, but "
-                      f"{misfit_phrase(found, len(evidence), 'row')}; they are read as "
+                      f"{misfit_phrase(found, len(head), 'row')}; they are read as "
                       f"{given}, and their verdicts may be wrong", stacklevel=stacklevel)
+
+
+def _text_format_evidence(text: bytes | None) -> tuple[Any, bool] | None:
+    """:func:`vthread.documents.line_format_evidence` of a text row; None (no run) for a null
+    one."""
+    return None if text is None else line_format_evidence(text)
 
 
 def _head_values(piece: pa.Array) -> Iterator[Any]:
