@@ -22,6 +22,8 @@ from vthread.documents import in_source_messages
 
 pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
 
+NULL_CELL = 'not a thread: "messages" is a null, not an array'
+"""A null messages cell's error, in the words ``vthread scan X.parquet`` gives it."""
 FIELDS = ["verdict", "loop_start", "period", "repetitions", "loop_messages", "loop_tokens",
           "signature", "excerpt", "messages"]
 
@@ -153,9 +155,9 @@ def test_bad_rows_keep_their_place(monkeypatch: pytest.MonkeyPatch) -> None:
     texts[7] = "42"
     got = arrow.scan_arrow(pa.table({"messages": pa.array(texts)}))
     errors = got.column("error").to_pylist()
-    assert errors[2] == "messages is null"
+    assert errors[2] == NULL_CELL
     assert errors[4].startswith("not valid JSON")
-    assert errors[7].startswith("not a thread: a number")
+    assert errors[7] == 'not a thread: "messages" is a number, not an array'
     assert [e is None for e in errors] == [t not in (2, 4, 7) for t in range(10)]
     good = [i for i in range(10) if errors[i] is None]
     assert [_rows(got)[i] for i in good] == _expected([runs[i] for i in good])
@@ -575,7 +577,7 @@ def test_struct_rows_keep_null_runs_and_sliced_offsets(monkeypatch: pytest.Monke
     got = arrow.scan_arrow(table, format="native")
     kept = runs[2:17]
     errors = got.column("error").to_pylist()
-    assert [e == "messages is null" for e in errors] == [r is None for r in kept]
+    assert [e == NULL_CELL for e in errors] == [r is None for r in kept]
     good = [i for i, r in enumerate(kept) if r is not None]
     assert [_rows(got)[i] for i in good] == _expected([kept[i] for i in good])
 

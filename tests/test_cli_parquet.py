@@ -386,3 +386,54 @@ def test_file_names_and_keys_that_are_no_utf8(tmp_path: Path,
     for option in ("--messages-key", "--id-key"):
         assert cli.main(["scan", str(source), "-q", option, os.fsdecode(b"\xff")]) == 2
         assert f"argument {option}: expected UTF-8 text" in capsys.readouterr().err
+
+
+_LOOP = json.dumps([{"type": "user", "text": "a"}] + [{"type": "bot", "text": "s"}] * 5)
+
+
+def _cli_and_arrow(cells: list[Any], kind: Any, tmp_path: Path,
+                   capsys: pytest.CaptureFixture[str]) -> tuple[list[Any], list[Any]]:
+    """(id, verdict, error) of each row of a table of ``cells``, as ``vthread scan X.parquet``
+    and as ``vthread.scan_arrow`` answer."""
+    import vthread
+
+    table = pa.table({"id": [f"r{i}" for i in range(len(cells))],
+                      "messages": pa.array(cells, type=kind)})
+    path = tmp_path / f"cells_{kind}.parquet"
+    pq.write_table(table, path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    by_cli = [(r["id"], r.get("verdict"), r.get("error")) for r in records]
+    by_arrow = [(r["id"], r["verdict"], r["error"])
+                for r in vthread.scan_arrow(table, id="id").to_pylist()]
+    return by_cli, by_arrow
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "binary"])
+def test_a_cell_that_is_no_run_has_one_error_text_on_both_paths(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A null, empty, blank, non-array or broken messages cell gets the same error from
+    ``vthread scan X.parquet`` and from scan_arrow, worded in one place (scan_arrow said
+    "messages is null", and "not valid JSON" of an empty cell)."""
+    texts = [None, "", " \t", '"text"', "42", "null", "true", "{}", "[1,", _LOOP]
+    cells = [t if t is None or kind != "binary" else t.encode() for t in texts]
+    by_cli, by_arrow = _cli_and_arrow(cells, getattr(pa, kind)(), tmp_path, capsys)
+    assert by_cli == by_arrow
+    errors = [error for _, _, error in by_cli]
+    blank = "blank cell: the row's messages are empty text"
+    assert errors[:7] == [f'not a thread: "messages" is {what}, not an array' if what else blank
+                          for what in ("a null", "", "", "a string", "a number", "a null",
+                                       "a boolean")]
+    assert errors[7] == 'not a thread: an object without "messages", "traj" or "history"'
+    assert errors[8] == "not valid JSON: Expecting value: line 1 column 4 (char 3)"
+    assert errors[9] is None
+
+
+def test_a_null_nested_cell_has_the_text_columns_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A null row of a column of message structs: the error a null text cell has, on both
+    paths."""
+    cells = [None, [{"type": "user", "text": "a"}]]
+    by_cli, by_arrow = _cli_and_arrow(cells, None, tmp_path, capsys)
+    assert by_cli == by_arrow
+    assert by_cli[0] == ("r0", None, 'not a thread: "messages" is a null, not an array')

@@ -83,7 +83,7 @@ def test_parquet_file_with_bad_rows(tmp_path: Path) -> None:
     fields = list(arrow.RESULT_FIELDS)
     assert _rows(got, fields) == _rows(arrow.scan_arrow(source), fields)
     errors = got.column("error").to_pylist()
-    assert errors[3] == "messages is null"
+    assert errors[3] == 'not a thread: "messages" is a null, not an array'
     assert errors[17].startswith("not valid JSON")
     assert errors[40].startswith("not a thread")
     assert sum(error is not None for error in errors) == 3

@@ -30,6 +30,7 @@ from vthread._heuristics import core_options, written_lines
 from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
+    BLANK_CELL,
     checked_format,
     evidence_of,
     in_source_messages,
@@ -37,8 +38,11 @@ from vthread.documents import (
     messages_column,
     misfit_phrase,
     misfits,
+    not_an_array,
     one_column,
+    read_cell,
     read_run,
+    unread_reason,
 )
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -69,6 +73,9 @@ ROWS_PER_SLICE: Final = 4096
 """Rows read per call into the core (or parsed in Python): bounds the memory of one step."""
 _DETECT_ROWS: Final = 16
 """Rows whose messages are looked at to detect the format when ``format="auto"``."""
+_NULL_CELL: Final = not_an_array("messages", None)
+"""A null messages cell's error: that of the JSON text ``null``, as ``vthread scan`` reads
+both."""
 _TEXT_TYPES: Final = ("string", "large_string", "binary", "large_binary", "string_view",
                       "binary_view")
 
@@ -274,18 +281,22 @@ def _python_values(array: pa.Array) -> list[Any]:
     """The rows as Python values: parsed JSON text, or lists of dicts from structs (null
     struct fields dropped); a row that cannot be read is a :class:`_BadRow`."""
     if _is_text(array):
-        out: list[Any] = []
-        for item in array.to_pylist():
-            if item is None:
-                out.append(_BadRow("messages is null"))
-                continue
-            try:
-                out.append(json.loads(item))
-            except (ValueError, RecursionError) as error:
-                out.append(_BadRow(f"not valid JSON: {error}"))
-        return out
-    return [_BadRow("messages is null") if item is None else _without_nulls(item)
+        return [_BadRow(_NULL_CELL) if item is None else _text_value(item)
+                for item in array.to_pylist()]
+    return [_BadRow(_NULL_CELL) if item is None else _without_nulls(item)
             for item in _structs_as_python(array)]
+
+
+def _text_value(item: str | bytes) -> Any:
+    """A text cell's value, or a :class:`_BadRow` saying why it has none in the words of
+    ``vthread scan X.parquet`` (:func:`vthread.documents.unread_reason`)."""
+    text = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
+    if not text.strip(b" \t\r\n"):
+        return _BadRow(BLANK_CELL)
+    try:
+        return json.loads(item)
+    except (ValueError, RecursionError) as error:
+        return _BadRow(unread_reason(text, error))
 
 
 def _structs_as_python(array: pa.Array) -> list[Any]:
@@ -427,7 +438,7 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
         return fields
     # Null rows: an error each, in place.
     spread: dict[str, list[Any]] = {name: [None] * length for name in fields}
-    spread["error"] = ["messages is null"] * length
+    spread["error"] = [_NULL_CELL] * length
     for name, values in fields.items():
         column = spread[name]
         for index, value in zip(valid.tolist(), values, strict=True):
@@ -479,7 +490,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
     errors: list[str | None] = []
     for value in values:
         found = (value.reason if isinstance(value, _BadRow)
-                 else read_run(value, format_))
+                 else read_cell(value, format_))
         if isinstance(found, str):
             errors.append(found)
             continue

@@ -153,7 +153,14 @@ from vthread._heuristics import core_options, written_lines
 from vthread._messages import loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._records import json_text, record_id, strict_dumps
-from vthread.documents import DETECT_THREADS, chat_like, in_source_messages
+from vthread.documents import (
+    BLANK_CELL,
+    DETECT_THREADS,
+    TOO_DEEP,
+    chat_like,
+    in_source_messages,
+    unread_reason,
+)
 from vthread.scan import (
     HEURISTIC_NAMES,
     LineUnreadError,
@@ -1788,10 +1795,6 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     return isinstance(value, dict) and run_messages(value, messages_key) is not None
 
 
-_TOO_DEEP: Final = "nested too deeply to read"
-"""How a line Python's json gave up on for its depth alone begins its reason."""
-
-
 def _reads_as_json(line: bytes, suspect: bool) -> bool:
     """Whether ``line`` is JSON: Python's json reads it, or would but for its depth (the
     core's syntax walk says so)."""
@@ -1801,7 +1804,7 @@ def _reads_as_json(line: bytes, suspect: bool) -> bool:
 
 def _too_deep(value: Any) -> bool:
     """Whether :func:`_parse` gave up on a text for its depth alone (it may be JSON)."""
-    return isinstance(value, _Bad) and value.reason.startswith(_TOO_DEEP)
+    return isinstance(value, _Bad) and value.reason.startswith(TOO_DEEP)
 
 
 def _shallow(text: bytes) -> Any:
@@ -2932,7 +2935,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         if isinstance(item, _Bad):
             if item.reason == _BLANK and task.unit == "row":
                 # A Parquet row's line is its messages cell's text when it holds the run.
-                item = _Bad("blank cell: the row's messages are empty text")
+                item = _Bad(BLANK_CELL)
             if item.ident is None and task.cell_ids is not None:
                 item = _Bad(item.reason, task.cell_ids.get(task.first_line + index))
             if task.strict:
@@ -3065,16 +3068,8 @@ def _parse(line: bytes, suspect: bool) -> Any:
         return _Bad(_BLANK)
     try:
         return loads_exactly(line, suspect)
-    except ValueError as error:
-        if 0 in line[:4] and not json.detect_encoding(line).startswith("utf-8"):
-            # json.loads takes a NUL among the first bytes for UTF-16 or UTF-32 text, and
-            # its message then speaks of a codec or of the garbled text: say what is there.
-            return _Bad(f"not valid JSON: a NUL byte at byte {line.index(0) + 1} of the line, "
-                        f"which json reads as UTF-16 or UTF-32 text ({error})")
-        return _Bad(f"not valid JSON: {error}")
-    except RecursionError as error:
-        # Valid JSON, perhaps: nested past what Python's json reads.
-        return _Bad(f"{_TOO_DEEP} ({error})")
+    except (ValueError, RecursionError) as error:
+        return _Bad(unread_reason(line, error))
 
 
 def _thread(

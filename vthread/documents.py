@@ -42,9 +42,11 @@ if TYPE_CHECKING:
     from vthread.scan import ScanResult
 
 __all__ = [
+    "BLANK_CELL",
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "PASS_A_FORMAT",
+    "TOO_DEEP",
     "chat_like",
     "checked_format",
     "evidence_of",
@@ -56,13 +58,16 @@ __all__ = [
     "misfits",
     "native_messages",
     "native_threads",
+    "not_an_array",
     "opens_runs",
+    "read_cell",
     "read_run",
     "run_format",
     "run_format_evidence",
     "run_id",
     "run_messages",
     "runs_of",
+    "unread_reason",
     "warn_if_chat",
 ]
 
@@ -219,7 +224,7 @@ def read_run(
                     f"{_held_arrays(value, messages_key)}")
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
-            return f'not a thread: "{key}" is {json_type(messages)}, not an array'
+            return not_an_array(key, messages)
     else:
         return (f'not a thread: {json_type(value)}, not an array of messages or an object '
                 f'with "messages"')
@@ -234,6 +239,58 @@ def read_run(
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return f"message {index} is not an object ({json_type(messages[index])})"
     return ident, messages, None
+
+
+TOO_DEEP: Final = "nested too deeply to read"
+"""How the reason for a text Python's json gave up on for its depth alone begins."""
+
+
+def unread_reason(text: bytes, error: ValueError | RecursionError) -> str:
+    """Why ``text`` (a JSONL line, a table's messages cell) is no JSON, from the ``error``
+    ``json.loads(text)`` raised: one wording wherever such text is read. O(1).
+
+    >>> unread_reason(b"[1,", ValueError("Expecting value: line 1 column 4 (char 3)"))
+    'not valid JSON: Expecting value: line 1 column 4 (char 3)'
+    """
+    if isinstance(error, RecursionError):
+        # Valid JSON, perhaps: nested past what Python's json reads.
+        return f"{TOO_DEEP} ({error})"
+    if 0 in text[:4] and not json.detect_encoding(text).startswith("utf-8"):
+        # json.loads takes a NUL among the first bytes for UTF-16 or UTF-32 text, and its
+        # message then speaks of a codec or of the garbled text: say what is there.
+        return (f"not valid JSON: a NUL byte at byte {text.index(0) + 1} of the line, "
+                f"which json reads as UTF-16 or UTF-32 text ({error})")
+    return f"not valid JSON: {error}"
+
+
+def not_an_array(key: str, messages: Any) -> str:
+    """Why a run object whose ``key`` holds ``messages``, not an array, is no run.
+
+    >>> not_an_array("messages", None)
+    'not a thread: "messages" is a null, not an array'
+    """
+    return f'not a thread: "{key}" is {json_type(messages)}, not an array'
+
+
+BLANK_CELL: Final = "blank cell: the row's messages are empty text"
+"""Why a table's row (Parquet, Arrow) whose messages cell is empty or blank text is no run."""
+
+
+def read_cell(
+    value: Any, format_: str,
+) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
+    """:func:`read_run` of the value of a table's messages cell (None for a null cell), or
+    why it is no run, worded as ``vthread scan X.parquet`` words it and ``vthread.scan_arrow``
+    after it: the command reads each row as the line ``{"id": ..., "messages": cell}`` (a
+    run object cell as itself), so a cell that is neither an array nor an object (a null
+    cell among them) is named as that line's ``"messages"``. O(the run's messages).
+
+    >>> read_cell(42, "native")
+    'not a thread: "messages" is a number, not an array'
+    """
+    if type(value) is list or type(value) is dict:
+        return read_run(value, format_)
+    return not_an_array("messages", value)
 
 
 def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
