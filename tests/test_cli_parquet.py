@@ -389,6 +389,7 @@ def test_file_names_and_keys_that_are_no_utf8(tmp_path: Path,
 
 
 _LOOP = json.dumps([{"type": "user", "text": "a"}] + [{"type": "bot", "text": "s"}] * 5)
+_BOM = b"\xef\xbb\xbf"
 
 
 def _cli_and_arrow(cells: list[Any], kind: Any, tmp_path: Path,
@@ -407,6 +408,32 @@ def _cli_and_arrow(cells: list[Any], kind: Any, tmp_path: Path,
     by_arrow = [(r["id"], r["verdict"], r["error"])
                 for r in vthread.scan_arrow(table, id="id").to_pylist()]
     return by_cli, by_arrow
+
+
+@pytest.mark.parametrize("kind", ["string", "binary", "large_binary"])
+def test_a_cell_opening_with_a_byte_order_mark_reads_as_a_jsonl_line_does(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cell whose JSON text opens with a UTF-8 byte-order mark (a binary cell in UTF-16
+    too) is the run it holds, as a JSONL line or file opening with one is, by the command
+    and by scan_arrow alike; a broken one is the error of that line, with the row's id (the
+    command said where its wrapping broke, with a null id; scan_arrow refused the mark in
+    a string column only)."""
+    broken = _BOM + b'[{"type": "user"'
+    cells: list[bytes] = [_BOM + _LOOP.encode(), _LOOP.encode(), broken,
+                          _BOM + json.dumps({"id": "own", "messages": []}).encode()]
+    if kind != "string":
+        cells += [_LOOP.encode("utf-16"), _LOOP.encode("utf-16-le")]
+    column = [c.decode() for c in cells] if kind == "string" else cells
+    by_cli, by_arrow = _cli_and_arrow(column, getattr(pa, kind)(), tmp_path, capsys)
+    assert by_cli == by_arrow
+    lines = tmp_path / "bom.jsonl"
+    lines.write_bytes(_BOM + _LOOP.encode() + b"\n" + broken + b"\n")
+    _, records = _scan([str(lines)], capsys)
+    loop, error = records[0]["verdict"], records[1]["error"]
+    assert loop == "repeated_suffix" and error.startswith("not valid JSON")
+    expected = [("r0", loop, None), ("r1", loop, None), ("r2", None, error),
+                ("r3", None, None), ("r4", loop, None), ("r5", loop, None)]
+    assert by_cli == expected[:len(cells)]
 
 
 @pytest.mark.parametrize("kind", ["string", "large_string", "binary"])

@@ -145,14 +145,17 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
         taken = _core.tape_reads(bodies) if text else [True] * len(bodies)
         for row, body in enumerate(bodies):
             ident = _id_text([column_values[row] for column_values in ids])
-            if not taken[row] and not _one_json_value(body):
-                # The cell alone is the line, so that its record says where in the cell it
-                # stops being JSON (wrapped, the place was the wrapping's, and a cell such
-                # as `[],"id":"x"` would have made a valid run of its wrapping).
-                lines.append(body)
-                if id_columns:
-                    cell_ids[row] = ident
-            elif body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
+            if not taken[row]:
+                if not _one_json_value(body):
+                    # The cell alone is the line, so that its record says where in the cell
+                    # it stops being JSON (wrapped, the place was the wrapping's, and a cell
+                    # such as `[],"id":"x"` would have made a valid run of its wrapping).
+                    lines.append(body)
+                    if id_columns:
+                        cell_ids[row] = ident
+                    continue
+                body = _as_utf8(body)
+            if body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
                 lines.append(_with_id(body, ident) if id_columns else body)
             else:
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
@@ -256,6 +259,20 @@ def _one_json_value(body: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def _as_utf8(body: bytes) -> bytes:
+    """A cell that is one JSON value (:func:`_one_json_value`) as UTF-8 text with no
+    byte-order mark, of the same value: ``json.loads`` of the cell's bytes skips a leading
+    mark and reads UTF-16 and UTF-32 text, as it reads a JSONL line's, but inside the line
+    the cell is wrapped in, either broke the line (an error naming the wrapping's place,
+    with no id). O(1) for a UTF-8 cell with no mark, else O(its size)."""
+    encoding = json.detect_encoding(body)
+    if encoding == "utf-8":
+        return body
+    # The decoded text opens with no U+FEFF (json.loads would have refused it), so its
+    # UTF-8 bytes read as the same value; a lone surrogate passes through, as in the cell.
+    return body.decode(encoding, "surrogatepass").encode("utf-8", "surrogatepass")
 
 
 def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:

@@ -288,13 +288,16 @@ def _python_values(array: pa.Array) -> list[Any]:
 
 
 def _text_value(item: str | bytes) -> Any:
-    """A text cell's value, or a :class:`_BadRow` saying why it has none in the words of
-    ``vthread scan X.parquet`` (:func:`vthread.documents.unread_reason`)."""
+    """A text cell's value, or a :class:`_BadRow` saying why it has none, as ``vthread scan``
+    reads the cell's bytes (a string cell's as UTF-8): one leading byte-order mark skipped,
+    UTF-16 and UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes. (Of a
+    ``str``, ``json.loads`` refuses the mark: a string column and a binary one holding the
+    same bytes disagreed.)"""
     text = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
     if not text.strip(b" \t\r\n"):
         return _BadRow(BLANK_CELL)
     try:
-        return json.loads(item)
+        return json.loads(text)
     except (ValueError, RecursionError) as error:
         return _BadRow(unread_reason(text, error))
 
