@@ -15,7 +15,7 @@ import pytest
 from tests.test_cli import records, run
 from vthread import scan
 from vthread.adapters import from_openai
-from vthread.inspect_log import is_inspect_log, thread_of
+from vthread.inspect_log import chat_of, is_inspect_log, thread_of
 
 needs_inspect = pytest.mark.skipif(
     importlib.util.find_spec("inspect_ai") is None,
@@ -265,3 +265,42 @@ def test_is_inspect_log() -> None:
     assert not is_inspect_log({"eval": {"task": "t", "model": "m"}})
     assert not is_inspect_log({"version": 2, "eval": "t"})
     assert not is_inspect_log([{"version": 2}])
+
+
+@pytest.mark.parametrize(("fields", "problem"), [
+    ({"messages": ["hi"]}, "message 0 is not an object, but a str"),
+    ({"messages": "hi"}, "its messages are not a list, but a str"),
+    ({"messages": [{"role": "assistant", "content": "", "tool_calls": ["ls"]}]},
+     "message 0: tool call 0 is not an object, but a str"),
+    ({"messages": [{"role": "assistant", "content": "", "tool_calls": "ls"}]},
+     "message 0: its tool_calls are not a list, but a str"),
+    ({"messages": [{"role": "assistant", "id": ["a"], "content": "x"}]},
+     "message 0: its id is not text, but a list"),
+    ({"messages": [{"role": "assistant", "id": "a", "content": "x"}],
+      "model_usage": {"m": {"output_tokens": "5"}}},
+     "model_usage 'm': output_tokens is not a number, but a str ('5')"),
+    ({"messages": [{"role": "assistant", "id": "a", "content": "x"}],
+      "events": [{"event": "model", "output": {"choices": [{"message": {"id": "a"}}],
+                                               "usage": {"output_tokens": "5"}}}]},
+     "event 0: output_tokens is not a number, but a str ('5')"),
+    ({"messages": [{"role": "assistant", "id": "a", "content": "x"}], "events": 5},
+     "events are not a list, but an int"),
+    ({"messages": [{"role": "assistant", "id": "a", "content": "x"}],
+      "events": [{"event": "model", "output": {"choices": {"a": 1},
+                                               "usage": {"output_tokens": 5}}}]},
+     "event 0: the output's choices are not a list, but a dict"),
+])
+def test_raw_sample_inspect_would_reject(fields: dict[str, Any], problem: str) -> None:
+    """A sample as a dict that inspect_ai would not have written is a ValueError naming the
+    sample and where in it, never an AttributeError or TypeError from inside."""
+    for read in (thread_of, chat_of):
+        with pytest.raises(ValueError) as raised:
+            read({**sample([]), **fields})
+        assert str(raised.value) == f"sample 's1' epoch 2: {problem}"
+
+
+def test_raw_sample_the_translation_rejects_is_named() -> None:
+    """What from_openai refuses in a sample's chat (content that is a number) is named with
+    the sample, as chat_of's own refusals are."""
+    with pytest.raises(ValueError, match=r"^sample 's1' epoch 2: message 0: content must be"):
+        thread_of(sample([{"role": "assistant", "content": 5}]))

@@ -61,6 +61,8 @@ EVAL_SUFFIX: Final = ".eval"
 # The parts of a sample read here: dumping the rest (events, store, attachments) would cost
 # more than the messages themselves.
 _SAMPLE_FIELDS: Final = frozenset({"id", "epoch", "messages", "model_usage"})
+# How much of a value an error message quotes (a sample's whole message may be the value).
+_QUOTED_CHARS: Final = 80
 
 
 def is_inspect_log(document: Any) -> bool:
@@ -102,28 +104,72 @@ def read_inspect_chats(
         samples = read_eval_log(source, resolve_attachments=True, format="json").samples or []
     for sample in samples:
         fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
-        yield chat_of(fields, _call_tokens(sample.events))
+        yield chat_of(fields, _call_tokens(sample.events, _sample_name(fields)))
 
 
-def _call_tokens(events: Sequence[Any]) -> dict[str, Any]:
+def _quoted(value: Any) -> str:
+    """A value as an error message quotes it: its repr, cut at ``_QUOTED_CHARS``."""
+    text = repr(value)
+    return text if len(text) <= _QUOTED_CHARS else f"{text[:_QUOTED_CHARS]}..."
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for an error message: ``a str``, ``an int``."""
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _call_tokens(events: Sequence[Any], named: str) -> dict[Any, Any]:
     """The output tokens of each model call, by the id of the message it produced; the
-    events as inspect_ai's objects or as a ``.json`` log writes them."""
-    tokens: dict[str, Any] = {}
-    for event in events:
+    events as inspect_ai's objects or as a ``.json`` log writes them. Raises
+    :class:`ValueError` saying where, starting with ``named``, on events that are not
+    a list, or a call whose choices are not a list or whose figure is not a number."""
+    if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+        raise ValueError(f"{named}: events are not a list, but {_kind(events)}")
+    tokens: dict[Any, Any] = {}
+    for index, event in enumerate(events):
         if _field(event, "event") != "model":
             continue
         output = _field(event, "output")
         choices, usage = _field(output, "choices"), _field(output, "usage")
         if not choices or usage is None:
             continue
+        if not isinstance(choices, Sequence) or isinstance(choices, (str, bytes)):
+            raise ValueError(f"{named}: event {index}: the output's choices are not a list, "
+                             f"but {_kind(choices)}")
         message_id = _field(_field(choices[0], "message"), "id")
         if message_id is not None:
-            tokens[message_id] = _field(usage, "output_tokens")
+            tokens[_key(message_id, f"{named}: event {index}: the output message's id")] = (
+                _figure(_field(usage, "output_tokens"), f"{named}: event {index}"))
     return tokens
 
 
 def _field(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _figure(value: Any, where: str) -> float | None:
+    """An ``output_tokens`` figure, a number or None; :class:`ValueError` from ``where``
+    otherwise (a figure written as text would otherwise be added as text)."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{where}: output_tokens is not a number, but {_kind(value)} "
+                     f"({_quoted(value)})")
+
+
+def _key(value: Any, what: str) -> str | int | None:
+    """A message id, by which tokens are looked up: text, a number or None (inspect_ai
+    writes text); :class:`ValueError` saying ``what`` it is otherwise (a list or an object
+    is no key)."""
+    if value is None or isinstance(value, (str, int)):
+        return value
+    raise ValueError(f"{what} is not text, but {_kind(value)}")
+
+
+def _sample_name(sample: Mapping[str, Any]) -> str:
+    """How an error names a sample: ``sample 'stuck' epoch 1`` (its id's repr tells a
+    numeric id from text)."""
+    return f"sample {sample.get('id')!r} epoch {sample.get('epoch', 1)}"
 
 
 def thread_of(
@@ -132,41 +178,59 @@ def thread_of(
     """(id, native messages) of a sample, given as Inspect writes it in a ``.json`` log
     (``model_dump`` of an ``EvalSample``), and the output tokens of its model calls by
     message id, read from the sample's ``events`` when not given (mapping in the module
-    docstring). O(size of the messages and events)."""
+    docstring). Raises :class:`ValueError` naming the sample and the message on what
+    inspect_ai would not have written (see :func:`chat_of`). O(size of the messages and
+    events)."""
     ident, chat = chat_of(sample, call_tokens)
-    return ident, from_openai(chat)
+    try:
+        return ident, from_openai(chat)
+    except ValueError as error:  # (its reasons name the message, not the sample)
+        raise ValueError(f"{_sample_name(sample)}: {error}") from error
 
 
 def chat_of(
     sample: Mapping[str, Any], call_tokens: Mapping[str, Any] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """(id, OpenAI chat messages, one per message of the sample) of a sample: what
-    :func:`thread_of` translates."""
+    :func:`thread_of` translates. Raises :class:`ValueError` naming the sample, and the
+    message or event, when its messages are not a list of objects, a tool call is not an
+    object, a message id is neither text nor a number, or an ``output_tokens`` figure is
+    not a number."""
+    named = _sample_name(sample)
     messages = sample.get("messages") or []
-    chat = [_chat_message(message) for message in messages]
+    if not isinstance(messages, list):
+        raise ValueError(f"{named}: its messages are not a list, but {_kind(messages)}")
+    chat = [_chat_message(message, f"{named}: message {index}")
+            for index, message in enumerate(messages)]
+    ids = [_key(message.get("id"), f"{named}: message {index}: its id")
+           for index, message in enumerate(messages)]
     assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
-    tokens = (call_tokens if call_tokens is not None
-              else _call_tokens(sample.get("events") or []))
-    if not any(messages[i].get("id") in tokens for i in assistants):
-        tokens = _spread(sample.get("model_usage"), [messages[i] for i in assistants])
+    tokens: Mapping[Any, Any] = (call_tokens if call_tokens is not None
+                                 else _call_tokens(sample.get("events") or [], named))
+    if not any(ids[i] in tokens for i in assistants):
+        tokens = _spread(sample.get("model_usage"), [ids[i] for i in assistants], named)
     for i in assistants:
-        figure = tokens.get(messages[i].get("id"))
+        figure = tokens.get(ids[i])
         if figure is not None:
             chat[i]["usage"] = {"completion_tokens": figure}
     return f"{sample.get('id')}/{sample.get('epoch', 1)}", chat
 
 
-def _spread(model_usage: Any, assistants: list[Mapping[str, Any]]) -> dict[Any, Any]:
+def _spread(model_usage: Any, assistant_ids: list[str | int | None], named: str
+            ) -> dict[Any, Any]:
     """The sample's output tokens shared evenly by its assistant messages, by message id."""
-    if not isinstance(model_usage, Mapping) or not assistants:
+    if not isinstance(model_usage, Mapping) or not assistant_ids:
         return {}
-    total = sum(usage.get("output_tokens") or 0 for usage in model_usage.values()
-                if isinstance(usage, Mapping))
-    return {message.get("id"): total / len(assistants) for message in assistants} if total else {}
+    total = sum(_figure(usage.get("output_tokens"), f"{named}: model_usage {model!r}") or 0
+                for model, usage in model_usage.items() if isinstance(usage, Mapping))
+    return {ident: total / len(assistant_ids) for ident in assistant_ids} if total else {}
 
 
-def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """An Inspect message as the OpenAI chat message that maps to the same native messages."""
+def _chat_message(message: Any, where: str) -> dict[str, Any]:
+    """An Inspect message as the OpenAI chat message that maps to the same native messages;
+    :class:`ValueError` from ``where`` when it, or one of its tool calls, is no object."""
+    if not isinstance(message, Mapping):
+        raise ValueError(f"{where} is not an object, but {_kind(message)}")
     role = message.get("role")
     content = message.get("content")
     chat: dict[str, Any] = {"role": role, "content": content}
@@ -177,11 +241,18 @@ def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
                      if isinstance(part, Mapping) and part.get("type") == "reasoning"]
         if any(reasoning):
             chat["reasoning_content"] = "\n".join(reasoning)
-    if role == "assistant" and message.get("tool_calls"):
+    calls = message.get("tool_calls")
+    if role == "assistant" and calls:
+        if not isinstance(calls, list):
+            raise ValueError(f"{where}: its tool_calls are not a list, but {_kind(calls)}")
+        for index, call in enumerate(calls):
+            if not isinstance(call, Mapping):
+                raise ValueError(f"{where}: tool call {index} is not an object, but "
+                                 f"{_kind(call)}")
         chat["tool_calls"] = [
             {"id": call.get("id"), "type": "function",
              "function": {"name": call.get("function"), "arguments": call.get("arguments", {})}}
-            for call in message["tool_calls"]]
+            for call in calls]
     elif role == "tool":
         chat["tool_call_id"] = message.get("tool_call_id")
         chat["name"] = message.get("function")
