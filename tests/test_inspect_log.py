@@ -4,6 +4,8 @@ the mapping of a sample's messages; the error when inspect_ai is missing."""
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import subprocess
 import sys
 import textwrap
@@ -265,6 +267,159 @@ def test_is_inspect_log() -> None:
     assert not is_inspect_log({"eval": {"task": "t", "model": "m"}})
     assert not is_inspect_log({"version": 2, "eval": "t"})
     assert not is_inspect_log([{"version": 2}])
+
+
+def written_log(folder: Path, name: str, *, status: str = "success",
+                sample_ids: tuple[str, ...] = ("a", "b", "c")) -> Path:
+    """An Inspect log written by inspect_ai's own writer (``.eval`` or ``.json`` by the
+    name's suffix): one sample per id, the first polling a tool five times, the others
+    answering at once; model calls without events, so tokens come from model_usage."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.model import (
+        ChatMessage,
+        ChatMessageAssistant,
+        ChatMessageTool,
+        ChatMessageUser,
+        ModelUsage,
+    )
+    from inspect_ai.tool import ToolCall
+
+    def written_sample(ident: str, polls: int) -> EvalSample:
+        messages: list[ChatMessage] = [ChatMessageUser(content="Is job 7 done?", id=f"u{ident}")]
+        for i in range(polls):
+            messages += [
+                ChatMessageAssistant(content="", id=f"{ident}{i}", tool_calls=[
+                    ToolCall(id=f"c{i}", function="status", arguments={"job": 7})]),
+                ChatMessageTool(content="pending", tool_call_id=f"c{i}", function="status",
+                                id=f"t{ident}{i}")]
+        messages.append(ChatMessageAssistant(content="Done.", id=f"z{ident}"))
+        usage = ModelUsage(input_tokens=10, output_tokens=6 * (polls + 1), total_tokens=10)
+        return EvalSample(id=ident, epoch=1, input="x", target="", messages=messages,
+                          model_usage={"mockllm/model": usage})
+
+    log = EvalLog(status=status, eval=EvalSpec(
+        created="2026-01-01T00:00:00+00:00", task="polling", model="mockllm/model",
+        dataset=EvalDataset(samples=len(sample_ids), sample_ids=list(sample_ids)),
+        config=EvalConfig(epochs=1)),
+        samples=[written_sample(ident, 5 if i == 0 else 0)
+                 for i, ident in enumerate(sample_ids)])
+    path = folder / name
+    write_eval_log(log, str(path))
+    return path
+
+
+def with_member(path: Path, member: str, data: bytes | None) -> None:
+    """The ``.eval`` log at ``path`` with one zip member's bytes replaced (None: left out);
+    the others copied as inspect_ai wrote them (read through its zstd support)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
+
+    with zipfile.ZipFile(path) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    assert member in members
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            if name != member:
+                archive.writestr(name, content)
+            elif data is not None:
+                archive.writestr(name, data)
+
+
+@needs_inspect
+def test_corrupt_eval_sample_is_its_error_record(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval whose second sample's member is no JSON: the samples before and after it
+    keep their records and it gets an error record naming it; --strict stops there."""
+    path = written_log(tmp_path, "run.eval")
+    with_member(path, "samples/b_epoch_1.json", b'{"id": "b", "epoch": 1, "messages": [')
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["id"] for r in got] == ["a/1", "b/1", "c/1"]
+    assert [r["line"] for r in got] == [1, 2, 3]
+    assert got[0]["verdict"] == "repeated_result_run" and got[2]["messages"] == 2
+    assert got[1] == {"id": "b/1", "file": str(path), "line": 2, "error": (
+        "sample 'b' epoch 1 cannot be read: JSONDecodeError: Expecting value: line 1 "
+        "column 38 (char 37)")}
+    code, out, err = run(["scan", str(path), "--strict"], monkeypatch)
+    assert code == 2 and [r["id"] for r in records(out)] == ["a/1"]
+    assert f"{path}: run 2: sample 'b' epoch 1 cannot be read: JSONDecodeError" in err
+
+    from vthread.inspect_log import read_inspect_chats
+
+    chats = read_inspect_chats(path)
+    assert next(chats)[0] == "a/1"
+    with pytest.raises(ValueError, match=r"^sample 'b' epoch 1 cannot be read: "):
+        next(chats)
+
+
+@needs_inspect
+def test_sample_missing_from_a_finished_eval_log(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample the header of a finished evaluation lists but the .eval lacks is an error
+    record; an interrupted evaluation's log (status "started") lacks it with no error."""
+    path = written_log(tmp_path, "run.eval")
+    with_member(path, "samples/b_epoch_1.json", None)
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["id"] for r in got] == ["a/1", "b/1", "c/1"]
+    assert got[1]["error"] == ("sample 'b' epoch 1 is missing from the log, whose header "
+                               "says the evaluation succeeded")
+    started = written_log(tmp_path, "started.eval", status="started")
+    with_member(started, "samples/b_epoch_1.json", None)
+    code, out, err = run(["scan", str(started), "-q"], monkeypatch)
+    assert code == 0 and err == ""
+    assert [(r["id"], "error" in r) for r in records(out)] == [("a/1", False), ("c/1", False)]
+
+
+@needs_inspect
+def test_invalid_json_log_sample_is_its_error_record(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json log with one sample inspect_ai does not validate (a message's role unknown):
+    the valid samples are read (inspect_ai reading the log whole read none), and that one
+    is an error record naming it, the place and the problem."""
+    path = written_log(tmp_path, "run.json")
+    document = json.loads(path.read_text())
+    document["samples"][1]["messages"][0]["role"] = "robot"
+    path.write_text(json.dumps(document))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["id"] for r in got] == ["a/1", "b/1", "c/1"]
+    assert got[0]["verdict"] == "repeated_result_run" and "error" not in got[2]
+    assert got[1]["error"] == (
+        "sample 'b' epoch 1 is not a valid Inspect sample: messages.0.role: Input should "
+        "be 'system' or 'user' or 'assistant' or 'tool' (it is 'robot')")
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_samples_read_alone_as_inspect_reads_the_log(
+        tmp_path: Path, inspect_logs: dict[str, Path], suffix: str) -> None:
+    """Each sample read alone gives the chat inspect_ai's reading of the whole log gives
+    (the reference: read_eval_log_samples for a .eval, read_eval_log for a .json), sample
+    for sample, in the same order, for a real evaluation's log and a written one."""
+    from inspect_ai.log import read_eval_log, read_eval_log_samples
+
+    from vthread.inspect_log import read_inspect_chats
+
+    for path in (inspect_logs[suffix], written_log(tmp_path, f"run{suffix}")):
+        whole = (read_eval_log_samples(path, all_samples_required=False,
+                                       resolve_attachments=True) if suffix == ".eval"
+                 else read_eval_log(path, resolve_attachments=True).samples or [])
+        expected = []
+        for sample in whole:
+            fields = sample.model_dump(mode="json", exclude_none=True)
+            expected.append(chat_of(fields))
+        assert list(read_inspect_chats(path)) == expected
+        if suffix == ".json":  # (the CLI's way: the document's bytes)
+            assert list(read_inspect_chats(io.BytesIO(path.read_bytes()))) == expected
 
 
 @pytest.mark.parametrize(("fields", "problem"), [

@@ -40,7 +40,8 @@ record still counts the file's own messages: ``messages`` is the run's message c
 ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
 :func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
 document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
-native messages. A Parquet file (``.parquet``) holds a run a row
+native messages; a sample it cannot read, or one missing from a finished evaluation's log,
+is an error record in its place. A Parquet file (``.parquet``) holds a run a row
 (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as Parquet. A summary table
 goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running,
 only when stderr is a terminal and the records go to a file or a pipe, never to that terminal.
@@ -1829,6 +1830,17 @@ class _TooLarge(list[bytes]):
     (the lines before it are the chunk before this)."""
 
 
+class _UnreadableRun(list[bytes]):
+    """No lines: in their place, a run of the file its reader could not read (an Inspect
+    log's sample), its id (None when unknown) and why; its error record comes between the
+    records of the runs around it."""
+
+    def __init__(self, ident: str | None, reason: str) -> None:
+        super().__init__()
+        self.ident = ident
+        self.reason = reason
+
+
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
@@ -1993,6 +2005,13 @@ def _tasks(
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
                                 count_tokens, unit=unit, too_large=True)
                     return
+                if isinstance(lines, _UnreadableRun):
+                    # An error record for it, as for a bad line, and the runs after it read.
+                    yield _Task(label, line, [], file_format or "native", cycle, strict,
+                                count_tokens, threads, broken=lines.reason, broken_lines=1,
+                                unit=unit, cell_ids={line: lines.ident})
+                    line += 1
+                    continue
                 if file_format is None:
                     file_format, told = _detect(label, lines, messages_key, unit)
                     if detected is not None and told:
@@ -2266,14 +2285,22 @@ def _holds_a_thread(line: bytes) -> bool:
     return isinstance(value, (list, dict)) and bool(value)
 
 
-def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
+def _batched(lines: Iterable[bytes | _UnreadableRun]) -> Iterator[list[bytes]]:
     """``lines`` in chunks of at most CHUNK_LINES lines and about CHUNK_BYTES bytes; where
     the next line does not fit the memory the process may use as it is read (a document's
-    long run), the lines before it, then :class:`_TooLarge`."""
+    long run), the lines before it, then :class:`_TooLarge`. An :class:`_UnreadableRun`
+    among them is a chunk of its own, after the lines before it."""
     batch: list[bytes] = []
     size = 0
     try:
         for line in lines:
+            if isinstance(line, _UnreadableRun):
+                if batch:
+                    chunk = batch
+                    batch, size = [], 0
+                    yield chunk
+                yield line
+                continue
             batch.append(line)
             size += len(line)
             if len(batch) >= CHUNK_LINES or size >= CHUNK_BYTES:
@@ -2301,12 +2328,16 @@ def _run_line(run: Any) -> bytes:
 
 def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
     """An Inspect AI log's samples as JSONL lines ``{"id", "messages"}`` of OpenAI chat messages
-    (one per message of the sample), in chunks; a fatal error when inspect_ai is missing or
-    cannot read the log."""
-    from vthread.inspect_log import read_inspect_chats
+    (one per message of the sample), in chunks; a sample inspect_ai cannot read, or one
+    missing from a finished evaluation's log, an :class:`_UnreadableRun` in its place (its
+    error record: records out = samples in); a fatal error when inspect_ai is missing or
+    cannot read the log's header."""
+    from vthread.inspect_log import UnreadableSample, read_inspect_samples
 
-    samples = (json.dumps({"id": ident, "messages": messages}).encode("ascii")
-               for ident, messages in read_inspect_chats(source))
+    samples = (_UnreadableRun(sample.ident, sample.reason)
+               if isinstance(sample, UnreadableSample)
+               else json.dumps({"id": sample[0], "messages": sample[1]}).encode("ascii")
+               for sample in read_inspect_samples(source))
     try:
         yield from _batched(samples)
     except ImportError as error:
@@ -2885,7 +2916,8 @@ def _where(task: _Task, number: int) -> str:
 
 def _broken_stream(task: _Task) -> _Done:
     """The one error record of a gzip stream that broke off after line ``first_line - 1``;
-    or, with ``broken_lines``, one error record per line it stands for."""
+    or, with ``broken_lines``, one error record per line it stands for (with its id from
+    ``cell_ids``, else null)."""
     assert task.broken is not None
     if task.broken_lines:
         # Lines (rows) that could not be read: each is a bad line, and under --strict the
@@ -2893,9 +2925,11 @@ def _broken_stream(task: _Task) -> _Done:
         if task.strict:
             return _Done(b"", _Stats(), f"{_where(task, task.first_line)}: {task.broken}")
         tail = f',"error":{_dumps(task.broken)}}}\n'
-        head = f'{{"id":null,"file":{_dumps(task.label)},"line":'
-        output = "".join(f"{head}{number}{tail}" for number in
-                         range(task.first_line, task.first_line + task.broken_lines))
+        file_text = _dumps(task.label)
+        ids = task.cell_ids or {}  # (an unreadable run's id, when its reader knows it)
+        output = "".join(
+            f'{{"id":{record_id(ids.get(number))},"file":{file_text},"line":{number}{tail}'
+            for number in range(task.first_line, task.first_line + task.broken_lines))
         return _Done(output.encode("ascii"),
                      _Stats(lines=task.broken_lines, errors=task.broken_lines), None)
     if task.strict:

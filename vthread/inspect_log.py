@@ -3,10 +3,13 @@
 Inspect (``inspect_ai``) writes a run of a task as a log, ``.eval`` (a zip archive) or
 ``.json`` (one JSON document): the evaluation's header and its samples, each sample holding
 its conversation (``messages``), its model calls (``events``) and its ``model_usage``. The
-log is read with inspect_ai's own reader (:func:`inspect_ai.log.read_eval_log_samples`, or
-:func:`~inspect_ai.log.read_eval_log` for a document already in memory), so every log version
-Inspect can read is read, attachments resolved; inspect_ai is an optional dependency
-(``pip install 'vthread[inspect]'``), imported only here and only when a log is read.
+log is read with inspect_ai's own reader, so every log version Inspect can read is read,
+attachments resolved; inspect_ai is an optional dependency (``pip install 'vthread[inspect]'``),
+imported only here and only when a log is read. Each sample is read alone (a ``.eval`` member
+with :func:`inspect_ai.log.read_eval_log_sample`, a ``.json`` sample as a log of its own with
+:func:`~inspect_ai.log.read_eval_log`), so that a sample Inspect cannot read, or one missing
+from a log whose header says the evaluation succeeded, is an :class:`UnreadableSample` in its
+place (:func:`read_inspect_samples`) while the others are still read.
 
 A sample's messages map as OpenAI chat messages do (:func:`vthread.adapters.from_openai`), with
 Inspect's shapes:
@@ -45,14 +48,17 @@ spread evenly over its assistant messages, so that its total is still right.
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
 from vthread.adapters import from_openai
 
-__all__ = ["INSTALL_HINT", "chat_of", "is_inspect_log", "read_inspect_chats", "read_inspect_log",
-           "thread_of"]
+__all__ = ["INSTALL_HINT", "UnreadableSample", "chat_of", "is_inspect_log", "read_inspect_chats",
+           "read_inspect_log", "read_inspect_samples", "thread_of"]
 
 INSTALL_HINT: Final = "pip install 'vthread[inspect]'"
 """How to get the reader this module needs."""
@@ -63,6 +69,20 @@ EVAL_SUFFIX: Final = ".eval"
 _SAMPLE_FIELDS: Final = frozenset({"id", "epoch", "messages", "model_usage"})
 # How much of a value an error message quotes (a sample's whole message may be the value).
 _QUOTED_CHARS: Final = 80
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSample:
+    """A sample of a log that cannot be read, in its place among the samples
+    :func:`read_inspect_samples` yields: its thread id (``"<sample id>/<epoch>"``, None when
+    the sample names no id), and why, naming the sample."""
+
+    ident: str | None
+    reason: str
+
+
+# A sample as read: (id, chat messages), or why it cannot be.
+_Read = tuple[str, list[dict[str, Any]]] | UnreadableSample
 
 
 def is_inspect_log(document: Any) -> bool:
@@ -80,8 +100,10 @@ def is_inspect_log(document: Any) -> bool:
 def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(id, native messages) of each sample of the Inspect log at ``source``: a path (``.eval``
     or ``.json``), or a binary stream holding a ``.json`` log. Samples are read one at a time
-    from a path. Raises :class:`ImportError` saying what to install when inspect_ai is not
-    installed; whatever inspect_ai raises on a log it cannot read passes through."""
+    from a ``.eval`` log (a ``.json`` one is parsed whole). Raises :class:`ImportError` saying
+    what to install when inspect_ai is not installed, and :class:`ValueError` naming the
+    first sample that cannot be read (:class:`UnreadableSample`), after the samples before
+    it; whatever inspect_ai raises on a log whose header it cannot read passes through."""
     for ident, chat in read_inspect_chats(source):
         yield ident, from_openai(chat)
 
@@ -92,19 +114,143 @@ def read_inspect_chats(
     """:func:`read_inspect_log` before the last step: each sample's messages as the OpenAI
     chat messages that map to its native ones, one for one with the sample's own, so a
     scan can count loops in the log's messages."""
+    for sample in read_inspect_samples(source):
+        if isinstance(sample, UnreadableSample):
+            raise ValueError(sample.reason)
+        yield sample
+
+
+def read_inspect_samples(source: str | Path | IO[bytes]) -> Iterator[_Read]:
+    """:func:`read_inspect_chats` that reads on past a sample it cannot read: (id, chat
+    messages) of each sample, or an :class:`UnreadableSample` in the place of one
+    inspect_ai cannot read (a ``.eval`` member that is no JSON, a sample that does not
+    validate), one :func:`chat_of` refuses, or one missing from a log whose header says
+    the evaluation succeeded (an interrupted evaluation's missing samples are not yielded:
+    it never ran them). Raises as :func:`read_inspect_log` does when the log itself (its
+    header) cannot be read. O(size of the log); a ``.eval`` log's samples are held one at a
+    time, a ``.json`` log whole."""
     try:
-        from inspect_ai.log import read_eval_log, read_eval_log_samples
+        import inspect_ai.log  # noqa: F401  (the error that says what to install, first)
     except ImportError as error:
         raise ImportError(f"reading an Inspect AI log needs inspect_ai: {INSTALL_HINT}") from error
-    if isinstance(source, (str, Path)):
-        # all_samples_required=False: an interrupted evaluation still has its finished samples.
-        samples: Any = read_eval_log_samples(source, all_samples_required=False,
-                                             resolve_attachments=True)
+    if isinstance(source, (str, Path)) and str(source).lower().endswith(EVAL_SUFFIX):
+        yield from _eval_samples(source)
+    elif isinstance(source, (str, Path)):
+        yield from _json_samples(Path(source).read_bytes())
     else:
-        samples = read_eval_log(source, resolve_attachments=True, format="json").samples or []
-    for sample in samples:
-        fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
-        yield chat_of(fields, _call_tokens(sample.events, _sample_name(fields)))
+        yield from _json_samples(source.read())
+
+
+def _eval_samples(path: str | Path) -> Iterator[_Read]:
+    """The samples of a ``.eval`` log, in the order of its header's sample ids and epochs
+    (as :func:`inspect_ai.log.read_eval_log_samples` reads them), each read alone."""
+    from inspect_ai.log import read_eval_log, read_eval_log_sample
+
+    header = read_eval_log(path, header_only=True)
+    sample_ids = header.eval.dataset.sample_ids
+    if sample_ids is None:
+        raise ValueError("the log's header lists no sample ids (reading the log whole and "
+                         "writing it again with inspect_ai adds them)")
+    # A finished evaluation holds every sample its header lists; an interrupted one (status
+    # "started", "error", "cancelled") or one with invalidated samples, only those it ran.
+    complete = header.status == "success" and not header.invalidated
+    for sample_id in sample_ids:
+        for epoch in range(1, (header.eval.config.epochs or 1) + 1):
+            ident = f"{sample_id}/{epoch}"
+            named = _sample_name({"id": sample_id, "epoch": epoch})
+            try:
+                sample = read_eval_log_sample(path, id=sample_id, epoch=epoch,
+                                              resolve_attachments=True)
+            except IndexError:  # (inspect_ai's answer for a sample the log does not hold)
+                if complete:
+                    yield UnreadableSample(ident, f"{named} is missing from the log, whose "
+                                                  "header says the evaluation succeeded")
+                continue
+            except MemoryError:
+                raise
+            except Exception as error:  # whatever inspect_ai raises on the sample's member
+                yield UnreadableSample(ident, f"{named} cannot be read: {_problem(error)}")
+                continue
+            yield _chat_or_why(sample)
+
+
+def _json_samples(data: bytes) -> Iterator[_Read]:
+    """The samples of a ``.json`` log, in the document's order. inspect_ai validates a
+    document whole, so that one invalid sample would lose them all: the header is read
+    first as a log without samples, then each sample as a log of its own with the least
+    of that header inspect_ai needs (its reading, attachments resolved, ids kept as
+    written; each sample's JSON written again, O(size of the sample)). The header's list
+    of sample ids and its results, O(samples) each, are left out of the samples' logs."""
+    from inspect_ai.log import read_eval_log
+    from pydantic_core import from_json
+
+    document = from_json(data)  # (as inspect_ai parses a log: NaN and Infinity allowed)
+    if not isinstance(document, dict):
+        raise ValueError(f"the log is not a JSON object, but {_kind(document)}")
+    samples = document.pop("samples", None) or []
+    read_eval_log(io.BytesIO(json.dumps(document).encode()), format="json")  # its header
+    if not isinstance(samples, list):
+        raise ValueError(f"the log's samples are not a list, but {_kind(samples)}")
+    spec = document["eval"]  # (an object naming a dataset: the header was read)
+    header = {"version": document.get("version", 2),
+              "eval": {**spec, "dataset": {**spec["dataset"], "sample_ids": None}}}
+    for position, raw in enumerate(samples):
+        fields = raw if isinstance(raw, dict) else {}
+        sample_id, epoch = fields.get("id"), fields.get("epoch", 1)
+        ident = None if sample_id is None else f"{sample_id}/{epoch}"
+        named = (f"sample {position + 1} of the log" if sample_id is None
+                 else _sample_name(fields))
+        alone = json.dumps({**header, "samples": [raw]}).encode()
+        try:
+            log = read_eval_log(io.BytesIO(alone), resolve_attachments=True, format="json")
+        except MemoryError:
+            raise
+        except Exception as error:  # a sample that does not validate, by pydantic's reason
+            yield UnreadableSample(ident, f"{named} is not a valid Inspect sample: "
+                                          f"{_problem(error, 'samples.0.')}")
+            continue
+        (sample,) = log.samples or []
+        yield _chat_or_why(sample)
+
+
+def _chat_or_why(sample: Any) -> _Read:
+    """(id, chat messages) of a sample read by inspect_ai, or why :func:`chat_of` refuses
+    it."""
+    fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
+    try:
+        return chat_of(fields, _call_tokens(sample.events, _sample_name(fields)))
+    except ValueError as error:
+        return UnreadableSample(f"{fields.get('id')}/{fields.get('epoch', 1)}", str(error))
+
+
+def _problem(error: Exception, within: str = "") -> str:
+    """An exception inspect_ai raised as one line: a pydantic validation error as the place
+    of its first problem (``within`` left off), what that place should be and what it is,
+    and how many other places have problems (pydantic says each place once per alternative
+    a value may take, over several lines)."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return f"{type(error).__name__}: {error}"  # (the type says what broke: JSON, zip)
+    problems = error.errors(include_url=False)
+    places = [_place(problem["loc"]).removeprefix(within) for problem in problems]
+    first = places[0]
+    said = list(dict.fromkeys(problem["msg"] for problem, place
+                              in zip(problems, places, strict=True) if place == first))
+    prefix = "Input should be "
+    if len(said) > 1 and all(text.startswith(prefix) for text in said):
+        said = [prefix + " or ".join(text.removeprefix(prefix) for text in said)]
+    others = len(set(places)) - 1
+    return (f"{first or 'the sample'}: {'; '.join(said)} (it is "
+            f"{_quoted(problems[0].get('input'))})"
+            + (f"; and problems in {others} other place{'s' * (others > 1)}" if others else ""))
+
+
+def _place(location: Sequence[int | str]) -> str:
+    """A pydantic error's location as a dotted path, without the names of the validators
+    it went through (``function-wrap[_wrap()]``), which are no place in the document."""
+    return ".".join(str(part) for part in location
+                    if not (isinstance(part, str) and "[" in part))
 
 
 def _quoted(value: Any) -> str:
