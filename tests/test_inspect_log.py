@@ -407,7 +407,7 @@ def test_samples_read_alone_as_inspect_reads_the_log(
     for sample, in the same order, for a real evaluation's log and a written one."""
     from inspect_ai.log import read_eval_log, read_eval_log_samples
 
-    from vthread.inspect_log import read_inspect_chats
+    from vthread.inspect_log import _json_samples_alone, read_inspect_chats
 
     for path in (inspect_logs[suffix], written_log(tmp_path, f"run{suffix}")):
         whole = (read_eval_log_samples(path, all_samples_required=False,
@@ -420,6 +420,9 @@ def test_samples_read_alone_as_inspect_reads_the_log(
         assert list(read_inspect_chats(path)) == expected
         if suffix == ".json":  # (the CLI's way: the document's bytes)
             assert list(read_inspect_chats(io.BytesIO(path.read_bytes()))) == expected
+            # A log inspect_ai reads whole is read so; the sample-by-sample reading, kept
+            # for a log it cannot, must give the same on one it can.
+            assert list(_json_samples_alone(path.read_bytes())) == expected
 
 
 @pytest.mark.parametrize(("fields", "problem"), [

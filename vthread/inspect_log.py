@@ -175,12 +175,29 @@ def _eval_samples(path: str | Path) -> Iterator[_Read]:
 
 
 def _json_samples(data: bytes) -> Iterator[_Read]:
-    """The samples of a ``.json`` log, in the document's order. inspect_ai validates a
-    document whole, so that one invalid sample would lose them all: the header is read
-    first as a log without samples, then each sample as a log of its own with the least
-    of that header inspect_ai needs (its reading, attachments resolved, ids kept as
-    written; each sample's JSON written again, O(size of the sample)). The header's list
-    of sample ids and its results, O(samples) each, are left out of the samples' logs."""
+    """The samples of a ``.json`` log, in the document's order: read whole by inspect_ai
+    when it can; else (inspect_ai validates a document whole, so that one invalid sample
+    loses them all) :func:`_json_samples_alone`."""
+    from inspect_ai.log import read_eval_log
+
+    try:
+        log = read_eval_log(io.BytesIO(data), resolve_attachments=True, format="json")
+    except MemoryError:
+        raise
+    except Exception:  # (said by the sample, or the header, it is about)
+        yield from _json_samples_alone(data)
+        return
+    for sample in log.samples or []:
+        yield _chat_or_why(sample)
+
+
+def _json_samples_alone(data: bytes) -> Iterator[_Read]:
+    """The samples of a ``.json`` log inspect_ai cannot read whole, in the document's
+    order: the header is read first as a log without samples, then each sample as a log of
+    its own with the least of that header inspect_ai needs (its reading, attachments
+    resolved, ids kept as written; each sample's JSON written again, O(size of the sample),
+    about a third more time than reading the log whole). The header's list of sample ids
+    and its results, O(samples) each, are left out of the samples' logs."""
     from inspect_ai.log import read_eval_log
     from pydantic_core import from_json
 
