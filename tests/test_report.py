@@ -118,7 +118,9 @@ BAD_FIELDS = [{"line": "7"}, {"loop_start": -1}, {"period": 1.0}, {"repetitions"
               {"loop_messages": True}, {"messages": -3}, {"verdict": "no_such_heuristic"},
               {"verdict": ["repeated_suffix"]}, {"loop_tokens": -1.0},
               {"loop_tokens": math.inf}, {"loop_tokens": math.nan}, {"loop_tokens": "60"},
-              {"loop_tokens": 10**400}, {"verdict": None, "messages": "10"}]
+              {"loop_tokens": 10**400}, {"verdict": None, "messages": "10"},
+              {"file": ["a"]}, {"line": True}, {"excerpt": {"a": [1]}}, {"signature": 3},
+              {"verdict": None, "line": -2}, {"error": "x", "file": None}]
 
 
 def _report_state(data: ReportData) -> tuple[ReportData, dict[str, Any], str]:
@@ -136,7 +138,7 @@ def test_a_rejected_record_changes_nothing(fields: dict[str, Any]) -> None:
     data.add(_loop_record("next", "y", verdict=None))
     before = _report_state(data)
     with pytest.raises(RecordError):
-        data.add(_loop_record("bad", "z", **fields))
+        data.add({**_loop_record("bad", "z"), **fields})
     assert _report_state(data) == before
 
 
@@ -276,6 +278,42 @@ def test_bad_record_line_names_file_and_line(tmp_path: Path,
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize(("bad", "said"), [
+    (b"[" * 5000 + b"]" * 5000, "nested too deeply to read"),
+    (b'{"file": "a", "line": 2, "verdict": null, "id": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+     "nested too deeply to read"),
+    (b'{"file": "a\xff", "line": 2, "verdict": null}', "not UTF-8 text: byte 12 of the line"),
+    (b'{"file": "a", "line": 2, "verdict": null, "messages": ' + b"1" * 5000 + b"}",
+     "a number of more than 4300 digits"),
+    (b'{"file": "a", "line": true, "verdict": null}', "line is True, not a count"),
+    (b'{"file": ["a"], "line": 2, "verdict": null}', "file is ['a'], not text"),
+    (b'{"file": "a", "line": -1, "error": "x"}', "line is -1, not a count"),
+])
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_bad_records_line_is_named_in_a_persons_terms(
+        bad: bytes, said: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A records line nested past what json reads was a RecursionError, exit 70; a byte that
+    is no UTF-8 was named 49 lines early, its place counted from a read block's start; a
+    number past Python's digit limit told a command-line user to call a Python function;
+    a line or file of the wrong kind was counted (found by a tester). Each is status 2
+    with its own line named, many lines in."""
+    good = b"".join(json.dumps({**_loop_record(f"r{i}", "x"), "line": i}).encode() + b"\n"
+                    for i in range(1, 5000))
+    data = good + bad + b"\n" + good
+    name = str(tmp_path / "records.jsonl")
+    if where == "file":
+        Path(name).write_bytes(data)
+    else:
+        name = "-"
+        monkeypatch.setattr(sys, "stdin",
+                            io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
+    assert main(["report", name, "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"vthread report: {name}:5000: {said}"), err
+    assert err.count("\n") == 1 and "Traceback" not in err and "sys." not in err
+
+
 @pytest.mark.parametrize("tokens", ["1e400", "-1e400", "-5", '"12"', "true"])
 def test_a_loop_tokens_figure_no_scan_writes_is_refused(
         tokens: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -334,7 +372,8 @@ class _Trickle(io.RawIOBase):
 
 
 @pytest.mark.parametrize("shape", ["plain", "gzipped", "trickled", "gzipped and trickled",
-                                   "a record past 8 KiB", "no newline at the end"])
+                                   "a record past 8 KiB", "no newline at the end",
+                                   "an id past 256 KiB", "gzipped, an id past 256 KiB"])
 def test_records_on_standard_input_are_read_back(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str],
@@ -348,17 +387,27 @@ def test_records_on_standard_input_are_read_back(tmp_path: Path,
     if shape == "a record past 8 KiB":
         # (an error record naming a long key)
         runs[0] = {"k" * 9_000: [{"type": "user", "text": "hi"}]}
+    if "an id past 256 KiB" in shape:
+        # A record repeats its run's id whole: its first line outgrew what was looked at
+        # (64 KiB of standard input, 256 KiB of a file), and the records were read as runs.
+        runs[1] = {"id": "r" + "x" * 300_000, "messages": [{"type": "bot", "text": "x"}] * 4}
     source = tmp_path / "runs.jsonl"
     source.write_text("".join(json.dumps(run) + "\n" for run in runs))
     saved = tmp_path / "records.jsonl"
     assert main(["scan", str(source), "-q", "-o", str(saved)]) == 0
     if shape == "no newline at the end":  # one record, cut before its newline
         saved.write_bytes(saved.read_bytes().split(b"\n")[1])
+    if "an id past 256 KiB" in shape:  # (the long record first)
+        first, second, *rest = saved.read_bytes().split(b"\n")
+        saved.write_bytes(b"\n".join([second, first, *rest]))
+        if shape.startswith("gzipped"):
+            saved = saved.with_suffix(".jsonl.gz")
+            saved.write_bytes(gzip.compress(saved.with_suffix("").read_bytes()))
     from_file = tmp_path / "from_file.html"
     assert main(["report", str(saved), "-o", str(from_file)]) == 0
     told = capsys.readouterr().err
     for data, expected in ((saved.read_bytes(), told), (source.read_bytes(), None)):
-        if "gzipped" in shape:
+        if "gzipped" in shape and not data.startswith(b"\x1f\x8b"):
             data = gzip.compress(data)
         raw: io.RawIOBase = (_Trickle(data, 7) if "trickled" in shape
                              else io.BytesIO(data))  # type: ignore[assignment]

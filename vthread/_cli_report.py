@@ -29,7 +29,7 @@ import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -256,13 +256,12 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
         return _parquet_holds_records(name)
     try:
         with open(name, "rb") as raw:
-            head = raw.read(_RAW_HEAD_BYTES)
-            ended = not raw.read(1)
+            head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES)
     except OSError:
         return False  # the scan reports what is wrong with it
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
-    text, whole = _decompressed(head), ended and not head.startswith(_GZIP_MAGIC)
+    whole = ended and not head.startswith(_GZIP_MAGIC)
     return _first_line_is_record(text, whole) and (not throughout or _lines_are_records(text))
 
 
@@ -302,8 +301,72 @@ def _is_count(value: object) -> bool:
 
 
 _RAW_HEAD_BYTES: Final = 4 * SNIFF_BYTES
-"""Most bytes of a file or standard input read to tell records from runs: gzip bytes that
-decompress to no whole line are read this far, four times the text looked at."""
+"""Bytes of a file read at first to tell records from runs."""
+_FIRST_LINE_BYTES: Final = 64 << 20
+"""Most text of a stream's first line read to tell records from runs (and four times as
+many gzip bytes): a record's line is short but for its run's id, which it repeats whole (the
+records of a run named with 300,000 characters were read as runs)."""
+
+
+def _head_of(read: Callable[[int], bytes], first: int) -> tuple[bytes, bytes, bool]:
+    """(first bytes, their text, whether the stream ended there) of a stream: ``first`` bytes
+    asked of ``read`` (a pipe's ``read1`` gives what has come), then more until their text
+    (:func:`_text_of`) holds a whole line with text, or :data:`_FIRST_LINE_BYTES` of it,
+    or the stream ends. Past :data:`SNIFF_BYTES` each read asks for as much as is held and
+    the text is looked at when the bytes have doubled, so a long first line costs time
+    linear in its size."""
+    head = bytearray()
+    look_at = 0  # (the size of the bytes at which the text is next looked at)
+    text, ended = b"", False
+    while True:
+        more = read(max(first, len(head)))
+        if not more:
+            ended = True
+            break
+        head += more
+        if len(head) < look_at:
+            continue
+        text = _text_of(bytes(head))
+        if (_has_whole_line(text) or len(text) >= _FIRST_LINE_BYTES
+                or len(head) >= 4 * _FIRST_LINE_BYTES):
+            break
+        look_at = 0 if len(head) < SNIFF_BYTES else 2 * len(head)
+    data = bytes(head)
+    return data, _text_of(data) if ended else text, ended
+
+
+def _text_of(head: bytes) -> bytes:
+    """The text of a stream's first bytes, decompressed when gzipped, as far as they go: at
+    least :data:`SNIFF_BYTES` of it, or all there is, and as far as its first whole line
+    with text when that is longer, to at most :data:`_FIRST_LINE_BYTES` (gzip text is
+    decompressed again to four times as much while it holds no whole line: linear in the
+    text returned). Past its first line the text is cut at :data:`_RAW_HEAD_BYTES`, as
+    much as was ever looked at."""
+    limit = SNIFF_BYTES
+    while True:
+        text = _decompressed(head, limit)
+        if _has_whole_line(text) or len(text) < limit or limit >= _FIRST_LINE_BYTES:
+            break
+        limit = min(4 * limit, _FIRST_LINE_BYTES)
+    if len(text) > _RAW_HEAD_BYTES:
+        text = text[: max(_RAW_HEAD_BYTES, _whole_line_end(text))]
+    return text
+
+
+def _has_whole_line(text: bytes) -> bool:
+    """Whether ``text`` holds a line with text that a newline ends."""
+    return _whole_line_end(text) > 0
+
+
+def _whole_line_end(text: bytes) -> int:
+    """Where the first line with text that a newline ends, ends (after its newline); 0 when
+    there is none. O(len(text))."""
+    start = 0
+    while (end := text.find(b"\n", start)) >= 0:
+        if text[start:end].strip():
+            return end + 1
+        start = end + 1
+    return 0
 
 
 def _stdin_holds_records() -> bool:
@@ -318,38 +381,35 @@ def _stdin_holds_records() -> bool:
         return False
     buffer = blocking_stdin(buffer)
     read = getattr(buffer, "read1", buffer.read)  # what has come, not a whole block
-    head, ended = b"", False
+    held = bytearray()  # (what was read, replayed whatever happens)
+
+    def kept(size: int) -> bytes:
+        more: bytes = read(size)
+        held.extend(more)
+        return more
+
     try:
-        while True:
-            text = _decompressed(head)
-            if (len(head) >= _RAW_HEAD_BYTES or len(text) >= SNIFF_BYTES
-                    or any(line.strip() for line in text.split(b"\n")[:-1])):
-                break
-            more = read(SNIFF_BYTES)
-            if not more:
-                ended = True
-                break
-            head += more
+        _, text, ended = _head_of(kept, SNIFF_BYTES)
     except (OSError, ValueError):
         return False  # the scan of it says what is wrong
     finally:
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Replaying(head, buffer)),
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Replaying(bytes(held), buffer)),
                                      encoding=getattr(stdin, "encoding", None) or "utf-8")
-    return _first_line_is_record(_decompressed(head), ended)
+    return _first_line_is_record(text, ended)
 
 
-def _decompressed(head: bytes) -> bytes:
-    """The first bytes of a stream as text: decompressed, as far as they go, when they open
-    a gzip member."""
+def _decompressed(head: bytes, limit: int) -> bytes:
+    """The first bytes of a stream as text: decompressed, as far as they go and to at most
+    ``limit`` bytes, when they open a gzip member."""
     if not head.startswith(_GZIP_MAGIC):
         return head
     text = b""
     try:
         # Member after member, as gzip.open reads them (shards joined by cat; an empty
         # member first, as --only-loops writes for a shard without loops).
-        while head and len(text) < SNIFF_BYTES:
+        while head and len(text) < limit:
             member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            text += member.decompress(head, SNIFF_BYTES - len(text))
+            text += member.decompress(head, limit - len(text))
             if not member.eof:
                 break
             head = member.unused_data
@@ -415,32 +475,56 @@ class _Replaying(io.RawIOBase):
         return int(self.rest.fileno())
 
 
-def _open_text(name: str) -> TextIO:
+@contextlib.contextmanager
+def _record_lines(name: str) -> Iterator[Iterator[bytes]]:
+    """The lines of a records file, or of standard input (``-``, the replaying one, left
+    open), as bytes, gzip decompressed; a byte-order mark before the first passed over, as
+    vthread scan does (Windows tools write one). Read as bytes, so that a line's number and
+    a bad byte's place in it are the line's own (a text reader's read-ahead put a bad
+    byte's error 49 lines early, its place counted from the start of a block)."""
     if name == "-":
-        # Standard input's buffer (the replaying one), kept open after the records are read
-        # (a GzipFile given a stream leaves it open).
         buffer = sys.stdin.buffer
         if isinstance(buffer, io.BufferedReader) and buffer.peek(2)[:2] == _GZIP_MAGIC:
-            return io.TextIOWrapper(gzip.GzipFile(fileobj=buffer, mode="rb"),
-                                    encoding="utf-8-sig")
-        return _KeptOpen(buffer, encoding="utf-8-sig")
+            # (a GzipFile given a stream leaves it open)
+            with gzip.GzipFile(fileobj=buffer, mode="rb") as unzipped:
+                yield _without_mark(unzipped)
+        else:
+            yield _without_mark(buffer)
+        return
     with open(name, "rb") as raw:
         gzipped = raw.read(2) == _GZIP_MAGIC
-    # (a byte-order mark, which Windows tools write, is passed over, as vthread scan does)
-    if gzipped:
-        return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8-sig")
-    return open(name, encoding="utf-8-sig")  # the caller closes it
+    with gzip.open(name, "rb") if gzipped else open(name, "rb") as stream:
+        yield _without_mark(stream)
 
 
-class _KeptOpen(io.TextIOWrapper):
-    """A text reader over a stream it does not own: closing it leaves the stream open."""
+def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``lines`` with a UTF-8 byte-order mark before the first left out."""
+    iterator = iter(lines)
+    first = next(iterator, None)
+    if first is None:
+        return
+    yield first.removeprefix(b"\xef\xbb\xbf")
+    yield from iterator
 
-    detached = False
 
-    def close(self) -> None:
-        if not self.detached:
-            self.detached = True
-            self.detach()
+def _record_of(line: bytes) -> Any:
+    """The JSON value of a records file's line, or a ValueError saying why there is none in
+    a person's terms: the place of a byte that is no UTF-8, a value nested too deeply, a
+    number with more digits than Python reads."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 text: byte {error.start + 1} of the line "
+                         f"({error.reason})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+    except ValueError as error:
+        if "int_max_str_digits" in str(error):
+            raise ValueError(f"a number of more than {sys.get_int_max_str_digits()} digits, "
+                             "which no record holds") from None
+        raise
 
 
 def _parquet_holds_records(name: str) -> bool:
@@ -490,17 +574,17 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
         return
     number = 0
     try:
-        with _open_text(name) as stream:
-            for number, line in enumerate(stream, 1):
+        with _record_lines(name) as lines:
+            for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = _record_of(line)
                     if not isinstance(record, dict):
                         raise RecordError("not a vthread scan record (not a JSON object)")
                     data.add(record)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
-                    if not line.endswith("\n") and isinstance(error, json.JSONDecodeError):
+                    if not line.endswith(b"\n") and isinstance(error, json.JSONDecodeError):
                         stderr.write(f"vthread report: warning: {name}:{number}: the last "
                                      "line is cut short (a file still being written?): left "
                                      "out\n")

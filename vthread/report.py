@@ -124,6 +124,9 @@ class ReportData:
         if missing or ("verdict" not in record and "error" not in record):
             raise RecordError("not a vthread scan record (it needs file, line and verdict or "
                               "error)")
+        if not isinstance(record["file"], str):
+            raise RecordError(f"file is {record['file']!r}, not text")
+        line = _count(record, "line")  # (every record's, checked as is_record tells them)
         if "error" in record:
             self.lines += 1
             self.errors += 1
@@ -141,13 +144,12 @@ class ReportData:
         wasted = _count(record, "loop_messages")
         tokens = _loop_tokens(record.get("loop_tokens"))
         ident = _run_name(record)
-        file = str(record["file"])
-        line = _count(record, "line")
+        file = record["file"]
         loop_start = _count(record, "loop_start")
         period = _count(record, "period")
         repetitions = _count(record, "repetitions")
-        excerpt = str(record.get("excerpt") or "")
-        signature = str(record.get("signature") or "")
+        excerpt = _text_field(record, "excerpt")
+        signature = _text_field(record, "signature")
         # Every field is checked: from here on nothing raises.
         self.lines += 1
         self.messages += messages
@@ -257,6 +259,17 @@ def _count(record: Mapping[str, Any], key: str) -> int:
     value = record.get(key, 0)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RecordError(f"{key} is {value!r}, not a count")
+    return value
+
+
+def _text_field(record: Mapping[str, Any], key: str) -> str:
+    """A record's text field, "" when absent or null; a RecordError for any other value (its
+    repr was shown on the page)."""
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordError(f"{key} is {value!r}, not text")
     return value
 
 
