@@ -333,3 +333,17 @@ def test_dispatched_by_vthread_cli() -> None:
                             check=False)
     assert result.returncode == EXIT_TRIPPED
     assert json.loads(result.stderr)["tripped"] is True
+
+
+@pytest.mark.parametrize("module", ["vthread._cli_guard", "vthread guard"])
+def test_closed_stdin_is_a_usage_error(module: str) -> None:
+    """`vthread guard <&-`: status 2 saying so, as `vthread scan -` says it (it read as an
+    empty stream and exited 0, found by a tester); a file named instead still reads."""
+    command = f"{sys.executable} -m {module}"
+    result = subprocess.run(["bash", "-c", f"{command} <&-; echo status=$?"],
+                            capture_output=True, timeout=60, env=env(), check=False)
+    assert result.stdout.endswith(b"status=2\n")
+    assert result.stderr == b"vthread guard: error: there is no standard input (it is closed)\n"
+    result = subprocess.run(["bash", "-c", f"{command} /dev/null <&-; echo status=$?"],
+                            capture_output=True, timeout=60, env=env(), check=False)
+    assert result.stdout == b"status=0\n" and not result.stderr

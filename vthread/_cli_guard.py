@@ -176,12 +176,14 @@ def _say(stderr: TextIO, message: str) -> None:
 
 
 def run_guard(
-    argv: Sequence[str], stdin: BinaryIO, stdout: BinaryIO | None, stderr: TextIO
+    argv: Sequence[str], stdin: BinaryIO | None, stdout: BinaryIO | None, stderr: TextIO
 ) -> int:
     """Run ``vthread guard`` with ``argv`` (the words after ``guard``); the exit status.
 
     ``stdout`` None is a closed standard output: the options are still checked (and
-    ``--help`` exits 0, shown nowhere), then the run stops with status 74.
+    ``--help`` exits 0, shown nowhere), then the run stops with status 74. ``stdin`` None
+    is a closed standard input: status 2 when the stream is to come from it (it read as an
+    empty stream, status 0).
     Memory stays flat on an endless stream: the guard's window plus one read.
     """
     try:
@@ -204,6 +206,9 @@ def run_guard(
         _say(stderr, f"vthread guard: error: {error}\n")
         return USAGE_EXIT
     if args.file == "-":
+        if stdin is None:
+            _say(stderr, "vthread guard: error: there is no standard input (it is closed)\n")
+            return USAGE_EXIT
         try:
             return _copy(_reader(stdin), guard, stdout, stderr)
         except OSError as error:  # reading; _copy handles writing
@@ -280,7 +285,7 @@ def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
 
 def main() -> int:
     """Entry point of ``python -m vthread._cli_guard``."""
-    stdin = sys.stdin.buffer if sys.stdin is not None else io.BytesIO()
+    stdin = sys.stdin.buffer if sys.stdin is not None else None
     stderr = sys.stderr if sys.stderr is not None else io.StringIO()
     stdout = sys.stdout.buffer if sys.stdout is not None else None
     return run_guard(sys.argv[1:], stdin, stdout, stderr)
