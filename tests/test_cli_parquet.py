@@ -436,6 +436,21 @@ def test_a_cell_opening_with_a_byte_order_mark_reads_as_a_jsonl_line_does(
     assert by_cli == expected[:len(cells)]
 
 
+@pytest.mark.parametrize("kind", ["string", "binary"])
+def test_a_cell_with_an_integer_past_the_digit_limit_reads_alike_on_both_paths(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An integer of 5,000 digits in a cell: the command reads it as a JSONL line's (as
+    ``JSON.parse`` does, an infinity) and scan_arrow now too (its reader refused the cell,
+    "Exceeds the limit (4300 digits)", a reviewer's finding)."""
+    loop = json.loads(_LOOP)
+    loop[1]["meta"] = {"n": 0}
+    text = json.dumps(loop).replace('"n": 0', '"n": ' + "9" * 5000)
+    cells = [text.encode(), _BOM + text.encode()]
+    column = [c.decode() for c in cells] if kind == "string" else cells
+    by_cli, by_arrow = _cli_and_arrow(column, getattr(pa, kind)(), tmp_path, capsys)
+    assert by_cli == by_arrow == [("r0", "repeated_suffix", None), ("r1", "repeated_suffix", None)]
+
+
 @pytest.mark.parametrize("kind", ["string", "large_string", "binary"])
 def test_a_cell_that_is_no_run_has_one_error_text_on_both_paths(
         kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

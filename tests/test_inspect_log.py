@@ -17,7 +17,7 @@ import pytest
 from tests.test_cli import records, run
 from vthread import scan
 from vthread.adapters import from_openai
-from vthread.inspect_log import chat_of, is_inspect_log, thread_of
+from vthread.inspect_log import chat_of, is_inspect_log, read_inspect_log, thread_of
 
 needs_inspect = pytest.mark.skipif(
     importlib.util.find_spec("inspect_ai") is None,
@@ -270,7 +270,8 @@ def test_is_inspect_log() -> None:
 
 
 def written_log(folder: Path, name: str, *, status: str = "success",
-                sample_ids: tuple[str, ...] = ("a", "b", "c")) -> Path:
+                sample_ids: tuple[str, ...] = ("a", "b", "c"),
+                stopped: tuple[str, ...] = ()) -> Path:
     """An Inspect log written by inspect_ai's own writer (``.eval`` or ``.json`` by the
     name's suffix): one sample per id, the first polling a tool five times, the others
     answering at once; model calls without events, so tokens come from model_usage."""
@@ -304,12 +305,19 @@ def written_log(folder: Path, name: str, *, status: str = "success",
         return EvalSample(id=ident, epoch=1, input="x", target="", messages=messages,
                           model_usage={"mockllm/model": usage})
 
+    from inspect_ai.log import EvalResults
+    from inspect_ai.util import EarlyStop, EarlyStoppingSummary
+
+    # Samples an early-stopping manager stopped: listed by the header, not in the log.
+    results = EvalResults(early_stopping=EarlyStoppingSummary(
+        manager="m", early_stops=[EarlyStop(id=ident, epoch=1) for ident in stopped],
+        metadata={})) if stopped else None
     log = EvalLog(status=status, eval=EvalSpec(
         created="2026-01-01T00:00:00+00:00", task="polling", model="mockllm/model",
         dataset=EvalDataset(samples=len(sample_ids), sample_ids=list(sample_ids)),
-        config=EvalConfig(epochs=1)),
+        config=EvalConfig(epochs=1)), results=results,
         samples=[written_sample(ident, 5 if i == 0 else 0)
-                 for i, ident in enumerate(sample_ids)])
+                 for i, ident in enumerate(sample_ids) if ident not in stopped])
     path = folder / name
     write_eval_log(log, str(path))
     return path
@@ -377,6 +385,41 @@ def test_sample_missing_from_a_finished_eval_log(tmp_path: Path,
     code, out, err = run(["scan", str(started), "-q"], monkeypatch)
     assert code == 0 and err == ""
     assert [(r["id"], "error" in r) for r in records(out)] == [("a/1", False), ("c/1", False)]
+    # A sample an early-stopping manager stopped is not missing (a reviewer's finding: it
+    # was an error record, and read_inspect_log raised on a valid log).
+    early = written_log(tmp_path, "early.eval", stopped=("b",))
+    code, out, err = run(["scan", str(early), "-q", "--strict"], monkeypatch)
+    assert code == 0 and err == ""
+    assert [(r["id"], "error" in r) for r in records(out)] == [("a/1", False), ("c/1", False)]
+    assert [ident for ident, _ in read_inspect_log(early)] == ["a/1", "c/1"]
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_an_error_of_the_file_or_installation_is_the_logs_not_each_samples(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """An OSError or ImportError while samples are read is the log's fatal error (status 2,
+    said once), not an error record for every sample after it with status 0 (a reviewer's
+    finding: a log deleted while read made 1,883 error records, then a traceback)."""
+    import inspect_ai.log
+
+    path = written_log(tmp_path, f"run{suffix}")
+    document = json.loads(path.read_text()) if suffix == ".json" else None
+    if document is not None:  # (a log inspect_ai refuses whole, read sample by sample)
+        document["samples"][1]["messages"][0]["role"] = "robot"
+        path.write_text(json.dumps(document))
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("header_only") or not kwargs.get("resolve_attachments"):
+            return reader(*args, **kwargs)  # a header: read (the samples' reads raise)
+        raise ModuleNotFoundError("No module named 'zipfile_deflate64'")
+
+    reader = inspect_ai.log.read_eval_log
+    for name in ("read_eval_log_samples_by_id", "read_eval_log_sample", "read_eval_log"):
+        monkeypatch.setattr(inspect_ai.log, name, unavailable)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and "zipfile_deflate64" in err and "Traceback" not in err
 
 
 @needs_inspect
@@ -396,6 +439,14 @@ def test_invalid_json_log_sample_is_its_error_record(tmp_path: Path,
     assert got[1]["error"] == (
         "sample 'b' epoch 1 is not a valid Inspect sample: messages.0.role: Input should "
         "be 'system' or 'user' or 'assistant' or 'tool' (it is 'robot')")
+    # A sample that is no object at all is named as the sample, not as the place inside
+    # the one-sample log it is read in ("samples.0", a reviewer's finding).
+    document["samples"][1] = "oops"
+    path.write_text(json.dumps(document))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    error = records(out)[1]["error"]
+    assert error.startswith("sample 2 of the log is not a valid Inspect sample: the sample: ")
+    assert "samples.0" not in error
 
 
 @needs_inspect

@@ -19,7 +19,6 @@ answers. pyarrow is imported only when this module's functions run (``pip instal
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -290,14 +289,17 @@ def _python_values(array: pa.Array) -> list[Any]:
 def _text_value(item: str | bytes) -> Any:
     """A text cell's value, or a :class:`_BadRow` saying why it has none, as ``vthread scan``
     reads the cell's bytes (a string cell's as UTF-8): one leading byte-order mark skipped,
-    UTF-16 and UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes. (Of a
-    ``str``, ``json.loads`` refuses the mark: a string column and a binary one holding the
-    same bytes disagreed.)"""
+    UTF-16 and UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes, and an
+    integer past Python's digit limit read as the command reads it (an infinity, as
+    ``JSON.parse`` does; ``json.loads`` refused the cell). (Of a ``str``, ``json.loads``
+    refuses the mark: a string column and a binary one holding the same bytes disagreed.)"""
+    from vthread._exact_json import loads_exactly  # orjson: not loaded by `import vthread`
+
     text = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
     if not text.strip(b" \t\r\n"):
         return _BadRow(BLANK_CELL)
     try:
-        return json.loads(text)
+        return loads_exactly(text)
     except (ValueError, RecursionError) as error:
         return _BadRow(unread_reason(text, error))
 

@@ -40,8 +40,8 @@ record still counts the file's own messages: ``messages`` is the run's message c
 ``loop_messages`` and a repeated block's ``period`` count the file's messages (see
 :func:`vthread.documents.in_source_messages`). An Inspect AI log (``.eval``, or a ``.json``
 document with Inspect's header) is read by :mod:`vthread.inspect_log`, each sample a run of
-native messages; a sample it cannot read, or one missing from a finished evaluation's log,
-is an error record in its place. A Parquet file (``.parquet``) holds a run a row
+native messages; a sample it cannot read, or one missing from a finished evaluation's
+``.eval`` log, is an error record in its place. A Parquet file (``.parquet``) holds a run a row
 (:mod:`vthread._cli_parquet`); ``-o X.parquet`` writes the records as Parquet. A summary table
 goes to stderr at the end (``--quiet`` drops it), and a progress bar (tqdm) while running,
 only when stderr is a terminal and the records go to a file or a pipe, never to that terminal.
@@ -2329,9 +2329,9 @@ def _run_line(run: Any) -> bytes:
 def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
     """An Inspect AI log's samples as JSONL lines ``{"id", "messages"}`` of OpenAI chat messages
     (one per message of the sample), in chunks; a sample inspect_ai cannot read, or one
-    missing from a finished evaluation's log, an :class:`_UnreadableRun` in its place (its
-    error record: records out = samples in); a fatal error when inspect_ai is missing or
-    cannot read the log's header."""
+    missing from a finished evaluation's ``.eval`` log, an :class:`_UnreadableRun` in its
+    place (its error record: records out = samples in); a fatal error when inspect_ai is
+    missing or cannot read the log's header, or the file cannot be read."""
     from vthread.inspect_log import UnreadableSample, read_inspect_samples
 
     samples = (_UnreadableRun(sample.ident, sample.reason)
