@@ -689,7 +689,7 @@ fn tail_chars(bytes: &[u8], chars: usize) -> &[u8] {
 }
 
 /// Keep the first and the last `SHOWN` characters of a growing text.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Ends {
     head: Vec<u8>,
     head_full: bool,
@@ -728,41 +728,102 @@ impl Ends {
     }
 }
 
-/// A word longer than `PIECE` code points, folded in piece by piece: its normal form kept
-/// whole up to `NORMAL_KEPT` bytes (else its length, a 128-bit hash and its two ends), its
-/// spelling as its two ends. Each piece is normalised on its own, so the one context-
-/// dependent case mapping (a final capital sigma) does not look across pieces.
-#[derive(Default)]
-struct LongWord {
-    normal: Vec<u8>,
-    normal_bytes: u64,
-    normal_hash: Option<Xxh3>,
-    normal_ends: Ends,
-    spelling: Ends,
+/// A long word's normal form so far: kept whole up to `NORMAL_KEPT` bytes, else its
+/// length, a 128-bit hash and its two ends.
+#[derive(Clone, Default)]
+struct NormalSoFar {
+    kept: Vec<u8>,
+    bytes: u64,
+    hash: Option<Xxh3>,
+    ends: Ends,
 }
 
-impl LongWord {
-    fn add_piece(&mut self, piece: &[u32], joined: &mut Vec<u32>, scratch: &mut Vec<u8>) {
-        let mut normal = Vec::new();
-        word_forms(piece, joined, &mut normal, scratch);
-        self.spelling.extend(scratch);
-        self.normal_bytes += normal.len() as u64;
-        match &mut self.normal_hash {
-            Some(hasher) => hasher.update(&normal),
-            None if self.normal.len() + normal.len() <= NORMAL_KEPT => {
-                self.normal.extend_from_slice(&normal);
+impl NormalSoFar {
+    fn extend(&mut self, normal: &[u8]) {
+        self.bytes += normal.len() as u64;
+        match &mut self.hash {
+            Some(hasher) => hasher.update(normal),
+            None if self.kept.len() + normal.len() <= NORMAL_KEPT => {
+                self.kept.extend_from_slice(normal);
                 return;
             }
             None => {
                 let mut hasher = Xxh3::new();
-                hasher.update(&self.normal);
-                hasher.update(&normal);
-                self.normal_ends.extend(&self.normal);
-                self.normal.clear();
-                self.normal_hash = Some(hasher);
+                hasher.update(&self.kept);
+                hasher.update(normal);
+                self.ends.extend(&self.kept);
+                self.kept.clear();
+                self.hash = Some(hasher);
             }
         }
-        self.normal_ends.extend(&normal);
+        self.ends.extend(normal);
+    }
+}
+
+/// A word longer than `PIECE` code points, folded in piece by piece: its normal form (see
+/// `NormalSoFar`), its spelling as its two ends. Each piece is lower-cased in the context
+/// of the pieces before it and after it, as the whole word would be: the one case mapping
+/// that depends on neighbours, capital sigma's final form, looks back through
+/// `cased_before` and forward through `final_sigma`.
+#[derive(Default)]
+struct LongWord {
+    normal: NormalSoFar,
+    /// While a capital sigma is open (a cased character before it, nothing but
+    /// case-ignorable ones after it so far, however many pieces they fill): the normal
+    /// form with that sigma final, `normal` having it non-final. Both grow until a piece
+    /// decides, so memory stays twice the bounded summary, whatever the run's length.
+    final_sigma: Option<Box<NormalSoFar>>,
+    /// Whether the last code point so far that is not case-ignorable is cased.
+    cased_before: bool,
+    spelling: Ends,
+}
+
+impl LongWord {
+    /// Fold in the word's next piece (`last`: the word ends with it).
+    fn add_piece(
+        &mut self,
+        piece: &[u32],
+        last: bool,
+        joined: &mut Vec<u32>,
+        scratch: &mut Vec<u8>,
+    ) {
+        // Pieces are never cut between the halves of a pair, so each joins on its own.
+        let codes: &[u32] = if piece.iter().all(|&c| c < 0x80) {
+            piece
+        } else {
+            join_pairs(piece, joined);
+            joined
+        };
+        scratch.clear();
+        push_wtf8(codes, scratch);
+        self.spelling.extend(scratch);
+        if self.final_sigma.is_some() {
+            match unicode::first_cased(codes) {
+                Some(true) => self.final_sigma = None,
+                None if !last => {}
+                _ => self.normal = *self.final_sigma.take().expect("checked"),
+            }
+        }
+        scratch.clear();
+        let context = unicode::SigmaContext {
+            cased_before: self.cased_before,
+            word_ends: last,
+        };
+        let open = unicode::push_piece_normal(codes, context, scratch);
+        self.cased_before = unicode::cased_after(codes, self.cased_before);
+        if let Some(at) = open {
+            // The sigma is cased and not case-ignorable: it decided any sigma open before.
+            debug_assert!(self.final_sigma.is_none());
+            let mut final_form = self.normal.clone();
+            let small = [scratch[at], scratch[at + 1]];
+            scratch[at..at + 2].copy_from_slice(&unicode::FINAL_SIGMA_UTF8);
+            final_form.extend(scratch);
+            scratch[at..at + 2].copy_from_slice(&small);
+            self.final_sigma = Some(Box::new(final_form));
+        } else if let Some(final_form) = &mut self.final_sigma {
+            final_form.extend(scratch);
+        }
+        self.normal.extend(scratch);
     }
 }
 
@@ -951,7 +1012,12 @@ impl Guard {
                 PIECE
             };
             let long = self.long.get_or_insert_with(Box::default);
-            long.add_piece(&self.partial[..cut], &mut self.joined, &mut self.spelling);
+            long.add_piece(
+                &self.partial[..cut],
+                false,
+                &mut self.joined,
+                &mut self.spelling,
+            );
             self.partial.drain(..cut);
         }
     }
@@ -1010,18 +1076,19 @@ impl Guard {
         if self.long.is_some() {
             let mut long = self.long.take().expect("checked");
             let piece = std::mem::take(&mut self.partial);
-            long.add_piece(&piece, &mut self.joined, &mut self.spelling);
+            long.add_piece(&piece, true, &mut self.joined, &mut self.spelling);
             self.partial = piece;
             self.partial.clear();
             long.spelling.finish(&mut self.spelling);
-            match long.normal_hash {
+            let normal = &long.normal;
+            match &normal.hash {
                 Some(hasher) => {
-                    long_key = Some((long.normal_bytes, hasher.digest128()));
-                    long.normal_ends.finish(&mut self.normal);
+                    long_key = Some((normal.bytes, hasher.digest128()));
+                    normal.ends.finish(&mut self.normal);
                 }
                 None => {
                     self.normal.clear();
-                    self.normal.extend_from_slice(&long.normal);
+                    self.normal.extend_from_slice(&normal.kept);
                 }
             }
         } else if self.partial.is_empty() {
@@ -1300,7 +1367,7 @@ mod tests {
         // The buffer itself never grew with a chunk: each megabyte was taken a piece at a time.
         assert!(guard.partial.capacity() <= 2 * (PIECE + 1));
         let long = guard.long.as_ref().expect("long word");
-        assert!(long.normal.len() <= NORMAL_KEPT);
+        assert!(long.normal.kept.len() <= NORMAL_KEPT);
         assert!(long.spelling.tail.len() <= 8 * SHOWN + PIECE);
     }
 
@@ -1345,7 +1412,7 @@ mod tests {
 
     #[test]
     fn a_long_word_finished_in_a_later_push_is_cut_into_the_same_pieces() {
-        // A capital sigma ends the word's second piece: final there, whatever the pushes.
+        // A capital sigma ends the word's second piece (not final: a letter follows).
         let mut word: Vec<u16> = vec![u16::from(b'a'); 2 * PIECE - 1];
         word.push(0x03A3);
         word.extend(std::iter::repeat_n(u16::from(b'b'), 40_000));
@@ -1365,6 +1432,62 @@ mod tests {
             .map(|at| first + at.index);
         assert_eq!(rest, tripped);
         assert_eq!(whole.reason(), cut.reason());
+    }
+
+    /// The normal form and long key the guard gives `word`, pushed in chunks of `chunk`.
+    fn long_word_key(word: &[u32], chunk: usize) -> (Vec<u8>, Option<(u64, u128)>) {
+        let mut guard = Guard::new(options(2, 4, 2));
+        let mut text = word.to_vec();
+        text.push(u32::from(b' '));
+        for piece in text.chunks(chunk) {
+            guard.push(piece, Feed::Pushes);
+        }
+        let slot = guard.window.ring.get(guard.window.ring.len - 1);
+        (slot.normal.clone(), slot.long)
+    }
+
+    #[test]
+    fn a_long_word_is_lower_cased_as_a_whole_across_its_pieces() {
+        // A capital sigma at either side of a cut, case-ignorable runs (kept modifier letters
+        // among them) as long as pieces after it, what follows them cased, uncased or the
+        // word's end: the normal form is the whole word's, in one push or in many, and past
+        // NORMAL_KEPT the key is the one of the word spelled with the right small sigma.
+        let codes = |text: &str| text.chars().map(u32::from).collect::<Vec<u32>>();
+        let mixed = codes("\u{301}\u{ad}':\u{2b0}");
+        // Modifier letters alone: the open sigma's two forms pass NORMAL_KEPT.
+        let letters = codes("\u{2b0}");
+        let runs = [
+            (&mixed, 0),
+            (&mixed, 1),
+            (&mixed, 3),
+            (&mixed, PIECE + 5),
+            (&mixed, 3 * PIECE),
+            (&letters, 2 * PIECE),
+        ];
+        for before in [PIECE - 2, PIECE - 1, PIECE, PIECE + 1] {
+            for (ignorable, run) in runs {
+                for after in ["b", "-", "", "1b"] {
+                    let mut word = vec![u32::from(b'a'); before];
+                    word.push(0x3A3);
+                    word.extend(ignorable.iter().cycle().take(run));
+                    word.extend(codes(after));
+                    let mut whole = Vec::new();
+                    unicode::push_word_normal(&word, &mut whole);
+                    let final_form = !after.starts_with('b');
+                    let mut spelled = word.clone();
+                    spelled[before] = if final_form { 0x3C2 } else { 0x3C3 };
+                    let expected = long_word_key(&spelled, word.len() + 1);
+                    for chunk in [word.len() + 1, 70_001, 4_099] {
+                        let (normal, long) = long_word_key(&word, chunk);
+                        assert_eq!(long, expected.1, "{before} {run} {after:?} by {chunk}");
+                        assert_eq!(normal, expected.0, "{before} {run} {after:?} by {chunk}");
+                        if long.is_none() {
+                            assert_eq!(normal, whole, "{before} {run} {after:?} by {chunk}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

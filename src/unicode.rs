@@ -42,23 +42,83 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// point (no table has 1,000 ranges), and for each capital sigma a walk over the
 /// case-ignorable characters beside it (each such run is walked at most twice).
 pub fn push_word_normal(word: &[u32], out: &mut Vec<u8>) {
-    for (at, &c) in word.iter().enumerate() {
+    let whole = SigmaContext {
+        cased_before: false,
+        word_ends: true,
+    };
+    push_piece_normal(word, whole, out);
+}
+
+/// Where a piece of a word sits in the word, for the one lower case that depends on
+/// neighbours (capital sigma's final form): what the piece cannot see of them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SigmaContext {
+    /// Whether the last code point before the piece that is not case-ignorable is cased
+    /// (false at the word's start).
+    pub cased_before: bool,
+    /// Whether the word ends with the piece.
+    pub word_ends: bool,
+}
+
+/// UTF-8 of the final small sigma, which an open sigma (see `push_piece_normal`) becomes:
+/// the same length as the small sigma written for it, so it can be put in its place.
+pub const FINAL_SIGMA_UTF8: [u8; 2] = [0xCF, 0x82];
+
+/// `push_word_normal` for a piece of a word, its neighbours given by `context`; a capital
+/// sigma is lower-cased as it is in the whole word. Only the last capital sigma of a piece
+/// the word goes on after can be open: a cased character before it and nothing but
+/// case-ignorable ones after it in the piece, so that its form is decided by what follows.
+/// It is written as the small sigma, and its index in `out` is returned (see
+/// `FINAL_SIGMA_UTF8`; `first_cased` of the following pieces decides it).
+///
+/// O(len(piece)), as `push_word_normal`.
+pub fn push_piece_normal(piece: &[u32], context: SigmaContext, out: &mut Vec<u8>) -> Option<usize> {
+    let mut open = None;
+    for (at, &c) in piece.iter().enumerate() {
         if c < 0x80 {
             let byte = c as u8;
             if byte.is_ascii_alphanumeric() {
                 out.push(byte.to_ascii_lowercase());
             }
         } else if c == CAPITAL_SIGMA {
-            let lower = if is_final_sigma(word, at) {
-                SMALL_FINAL_SIGMA
-            } else {
-                SMALL_SIGMA
+            let lower = match final_sigma(piece, at, context) {
+                Some(true) => SMALL_FINAL_SIGMA,
+                Some(false) => SMALL_SIGMA,
+                None => {
+                    open = Some(out.len());
+                    SMALL_SIGMA
+                }
             };
             push_utf8(lower, out);
         } else {
             push_lower_kept(c, out);
         }
     }
+    open
+}
+
+/// Whether the first code point of `codes` that is not case-ignorable is cased; None when
+/// every one is case-ignorable (an open sigma before them is still open). O(the
+/// case-ignorable run it walks).
+pub fn first_cased(codes: &[u32]) -> Option<bool> {
+    codes
+        .iter()
+        .find(|&&c| !is_case_ignorable(c))
+        .map(|&c| in_ranges(&CASED, c))
+}
+
+/// The `cased_before` of the piece after `codes`, whose own was `cased_before`. O(the
+/// case-ignorable run it walks back).
+pub fn cased_after(codes: &[u32], cased_before: bool) -> bool {
+    codes
+        .iter()
+        .rev()
+        .find(|&&c| !is_case_ignorable(c))
+        .map_or(cased_before, |&c| in_ranges(&CASED, c))
+}
+
+fn is_case_ignorable(c: u32) -> bool {
+    in_ranges(&CASE_IGNORABLE, c)
 }
 
 /// Whether `push_word_normal` writes anything for `c` (a code point of a word whose pairs
@@ -150,18 +210,21 @@ fn push_utf8(c: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// CPython's `handle_capital_sigma`: the capital sigma at `word[at]` lower-cases to the final
-/// form when a cased character precedes it and none follows it, case-ignorable characters
-/// skipped both ways. (The `CASED` table leaves out characters that are also case-ignorable:
-/// CPython skips those before it asks.)
-fn is_final_sigma(word: &[u32], at: usize) -> bool {
-    let not_ignorable = |&&c: &&u32| !in_ranges(&CASE_IGNORABLE, c);
-    let before = word[..at].iter().rev().find(not_ignorable);
-    if !before.is_some_and(|&c| in_ranges(&CASED, c)) {
-        return false;
+/// CPython's `handle_capital_sigma`, for the capital sigma at `piece[at]`: it lower-cases
+/// to the final form when a cased character precedes it and none follows it,
+/// case-ignorable characters skipped both ways (the `CASED` table leaves out characters
+/// that are also case-ignorable: CPython skips those before it asks). Beyond the piece's
+/// ends, `context` answers; None when the answer lies in pieces still to come.
+fn final_sigma(piece: &[u32], at: usize, context: SigmaContext) -> Option<bool> {
+    let before = piece[..at].iter().rev().find(|&&c| !is_case_ignorable(c));
+    if !before.map_or(context.cased_before, |&c| in_ranges(&CASED, c)) {
+        return Some(false);
     }
-    let after = word[at + 1..].iter().find(not_ignorable);
-    !after.is_some_and(|&c| in_ranges(&CASED, c))
+    match first_cased(&piece[at + 1..]) {
+        Some(cased) => Some(!cased),
+        None if context.word_ends => Some(true),
+        None => None,
+    }
 }
 
 /// `units` (code points of a Python `str`, lone surrogates included) with each high+low
@@ -223,6 +286,74 @@ mod tests {
         assert_eq!(normal("ΑΣ'"), "ας");
         assert_eq!(normal("Α'Σ"), "ας");
         assert_eq!(normal("Α-Σ"), "ασ");
+    }
+
+    /// The normal form of `word` cut at `cuts`, each piece told only its context, an open
+    /// sigma decided by the pieces after it.
+    fn normal_in_pieces(word: &[u32], cuts: &[usize]) -> String {
+        let mut out = Vec::new();
+        let (mut cased_before, mut open, mut from) = (false, None, 0);
+        for (k, &to) in cuts.iter().chain([word.len()].iter()).enumerate() {
+            let piece = &word[from..to];
+            let word_ends = k == cuts.len();
+            if let Some(at) = open {
+                match first_cased(piece) {
+                    Some(true) => open = None,
+                    None if !word_ends => {}
+                    _ => {
+                        let at: usize = at;
+                        out[at..at + 2].copy_from_slice(&FINAL_SIGMA_UTF8);
+                        open = None;
+                    }
+                }
+            }
+            let context = SigmaContext {
+                cased_before,
+                word_ends,
+            };
+            if let Some(at) = push_piece_normal(piece, context, &mut out) {
+                assert!(open.is_none(), "one open sigma at a time");
+                open = Some(at);
+            }
+            cased_before = cased_after(piece, cased_before);
+            from = to;
+        }
+        assert!(open.is_none(), "the word's end decides every sigma");
+        String::from_utf8(out).expect("the normal form is UTF-8")
+    }
+
+    #[test]
+    fn a_word_in_pieces_is_lower_cased_as_the_whole_word() {
+        let words = [
+            "ΑΣ",
+            "ΑΣΒ",
+            "ΑΣ1",
+            "Α\u{301}\u{301}Σ\u{ad}'\u{301}:",
+            "Α\u{301}Σ\u{2b0}\u{2b0}Β",
+            "Α\u{301}Σ\u{2b0}\u{2b0}-",
+            "1Σ\u{301}Β",
+            "ΣΣ\u{345}Σ",
+            "a'Σ'b'Σ'",
+            "\u{10400}Σ\u{301}",
+        ];
+        for word in words {
+            let units: Vec<u32> = word.chars().map(u32::from).collect();
+            let whole = normal_of(&units);
+            for first in 0..=units.len() {
+                assert_eq!(
+                    normal_in_pieces(&units, &[first]),
+                    whole,
+                    "{word:?} at {first}"
+                );
+                for second in first..=units.len() {
+                    assert_eq!(
+                        normal_in_pieces(&units, &[first, second]),
+                        whole,
+                        "{word:?} at {first}, {second}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
