@@ -927,3 +927,86 @@ def test_end_to_end_tail_continuation_of_10_6k_draft() -> None:
     assert "<h2>Dachshund</h2>" in result.text
     assert result.text.count('id="dachshund"') == 1
     assert (plan.prompt_tokens, plan.reply_room, plan.rewrite.prompt_tokens) == (465, 3631, 2771)
+
+
+@pytest.mark.parametrize("prefixes", [(p for p in ("<html",)), iter(["<html"]), {"<html"},
+                                      {"<html": 1}.keys()])
+def test_restart_prefixes_that_are_no_sequence_are_a_type_error(prefixes: object) -> None:
+    """A generator was consumed by the option's check: no prefix was left, so a restart
+    was joined on silently. An iterable that is no sequence is refused, as ``history``
+    refuses one."""
+    with pytest.raises(TypeError, match="restart_prefixes must be a sequence"):
+        append_continuation("<p>x", "<html><p>again", restart_prefixes=prefixes)  # type: ignore[arg-type]
+
+
+def test_restart_prefixes_as_a_list_detect_restarts() -> None:
+    """Any sequence works, and is read as often as needed."""
+    result = append_continuation("<p>x", "<HTML><p>again", restart_prefixes=["<!doctype", "<html"])
+    assert result.rejected == "restart"
+
+
+@pytest.mark.parametrize("history", [(m for m in [{"type": "user", "text": "hi"}]), "hi",
+                                     {"type": "user", "text": "hi"}])
+def test_history_that_is_no_sequence_of_messages_is_a_type_error(history: object) -> None:
+    """A generator, a string or one message is named as ``history`` (a generator was named
+    as build_thread's "messages"; a refused plan ignored it)."""
+    for draft in ("<p>short", dog_draft(12_000) + "</html>"):
+        with pytest.raises(TypeError, match="history must be a sequence"):
+            plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate,
+                              history=history)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None])
+def test_min_overlap_not_finite_means_the_default(value: object) -> None:
+    """NaN was taken as 0 (every overlap of 1 character removed); None was a TypeError
+    naming nothing ("'<' not supported")."""
+    draft, reply = "<p>A dachshund is", "s a long dog</p>"
+    result = append_continuation(draft, reply, min_overlap=value)  # type: ignore[arg-type]
+    assert result == append_continuation(draft, reply)
+    assert result.overlap == 0 and result.text == draft + reply
+
+
+@pytest.mark.parametrize(("value", "error"), [("3", TypeError), (b"3", TypeError),
+                                              ([3], TypeError), (-1, ValueError)])
+def test_min_overlap_that_is_no_count_names_the_option(value: object,
+                                                       error: type[Exception]) -> None:
+    with pytest.raises(error, match="min_overlap"):
+        append_continuation("<p>x", "x</p>", min_overlap=value)  # type: ignore[arg-type]
+
+
+def test_min_overlap_fraction_rounds_down() -> None:
+    draft, reply = "<p>A dachshund is", "is a long dog</p>"
+    assert append_continuation(draft, reply, min_overlap=2.9).overlap == 2
+    assert append_continuation(draft, reply, min_overlap=3.5).overlap == 0
+
+
+@pytest.mark.parametrize("value", [None, b"<p>", 3, ["<p>"]])
+def test_text_arguments_that_are_no_string_are_named(value: object) -> None:
+    """Each text argument that is not a ``str`` is a ``TypeError`` naming it and what it got
+    (None gave an AttributeError from inside: "'NoneType' object has no attribute ...")."""
+    got = "None" if value is None else type(value).__name__
+    calls: list[tuple[str, Any]] = [
+        ("draft", lambda: continuation_tail(value)),
+        ("reply", lambda: extract_fragment(value)),
+        ("text", lambda: is_multi_page_request(value)),
+        ("draft", lambda: append_continuation(value, "x</p>")),
+        ("reply", lambda: append_continuation("<p>x", value)),
+        ("request", lambda: build_continuation_messages(value, "<p>")),
+        ("tail", lambda: build_continuation_messages("r", value)),
+        ("draft", lambda: build_rewrite_messages("r", value)),
+        ("draft", lambda: plan_continuation(value, "r", context_tokens=CONTEXT_TOKENS,
+                                            estimate=estimate)),
+        ("request", lambda: plan_continuation("<p>x", value, context_tokens=CONTEXT_TOKENS,
+                                              estimate=estimate)),
+    ]
+    for name, call in calls:
+        with pytest.raises(TypeError, match=re.escape(f"{name} must be a str, got {got}")):
+            call()
+
+
+@pytest.mark.parametrize("value", [None, 3, "len"])
+def test_estimate_that_is_no_function_is_named(value: object) -> None:
+    got = "None" if value is None else type(value).__name__
+    with pytest.raises(TypeError, match=f"estimate must be a function of one message, got {got}"):
+        plan_continuation("<p>x", "r", context_tokens=CONTEXT_TOKENS,
+                          estimate=value)  # type: ignore[arg-type]

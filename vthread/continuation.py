@@ -75,6 +75,15 @@ Mode = Literal["rewrite", "tail", "refuse"]
 Rejection = Literal["restart", "empty"]
 
 
+def _check_text(name: str, value: object) -> None:
+    """Refuse a ``value`` that is not a ``str`` with a ``TypeError`` naming the argument and
+    what it got (a ``None`` text failed deep inside with an ``AttributeError`` naming
+    neither). An exact ``str`` costs one comparison."""
+    if value.__class__ is not str and not isinstance(value, str):
+        got = "None" if value is None else type(value).__name__
+        raise TypeError(f"{name} must be a str, got {got}")
+
+
 class Message(TypedDict):
     """One chat message in vthread's shape: ``{"type": "system" | "user", "text": str}``."""
 
@@ -246,6 +255,7 @@ def is_multi_page_request(text: str) -> bool:
     >>> is_multi_page_request("page 2 of my notes")
     False
     """
+    _check_text("text", text)
     if _STANDALONE_CUES.search(text) or _SIZED_SITE.search(text):
         return True
     if _NAMED_PAGE_LIST.search(text):
@@ -275,6 +285,7 @@ def continuation_tail(draft: str, limit: int = DEFAULT_TAIL_LIMIT) -> str:
     >>> continuation_tail("<ul>\\n<li>one</li>\\n<li>tw", limit=20)
     '<li>one</li>\\n<li>tw'
     """
+    _check_text("draft", draft)
     # A float (even 1.5 or NaN) would fail as a string index with a message naming nothing.
     if isinstance(limit, bool) or not hasattr(type(limit), "__index__"):
         raise TypeError(f"limit must be an int, got {type(limit).__name__}")
@@ -312,6 +323,7 @@ def extract_fragment(reply: str) -> str:
     >>> extract_fragment("Here you go:\\n```html\\n</p>\\n</body>\\n```\\nDone.")
     '</p>\\n</body>'
     """
+    _check_text("reply", reply)
     opening = _FENCE_OPEN.search(reply)
     if opening is None:
         return reply
@@ -367,11 +379,16 @@ def _longest_overlap_reference(draft: str, fragment: str) -> int:
 
 def _check_prefixes(prefixes: Sequence[str]) -> None:
     """Reject a bare string, which would be read as one prefix per character ("<html" as
-    "<", "h", …, so every tag would look like a restart), and an empty prefix, which every
-    fragment opens with."""
+    "<", "h", …, so every tag would look like a restart), an iterable that is no sequence
+    (a generator, consumed by this check, left no prefix to test: no restart was ever
+    found), as ``history`` refuses one, and an empty prefix, which every fragment opens
+    with."""
     if isinstance(prefixes, (str, bytes, bytearray)):
         raise TypeError(f"restart_prefixes must be a sequence of strings, got a single "
                         f"{type(prefixes).__name__}; wrap it in a tuple")
+    if not isinstance(prefixes, Sequence):
+        raise TypeError(f"restart_prefixes must be a sequence of strings (a tuple, a list), "
+                        f"got {type(prefixes).__name__}")
     for prefix in prefixes:
         if not isinstance(prefix, str):
             raise TypeError(f"restart_prefixes must hold strings, got "
@@ -416,13 +433,16 @@ def append_continuation(
        (:func:`extract_fragment`).
     2. The longest overlap of at least *min_overlap* characters between the draft's end and
        the fragment's start is removed, since models often repeat the last line they saw.
+       *min_overlap* follows the library's option rule: a value that is not finite (None,
+       NaN, an infinity) means the default, a fraction rounds down, a negative is a
+       ``ValueError`` and a non-number a ``TypeError``, each naming the option.
     3. What remains is rejected, leaving the draft unchanged, when it is a restart (opens,
        after whitespace, with one of *restart_prefixes*, case-insensitively) or empty (only
        whitespace). The restart check runs after the overlap is removed so that a model
        echoing a short draft in full (which then opens with ``<!doctype``) and continuing it
        is accepted; a genuine restart shares no 12-character seam with the draft's end.
-       *restart_prefixes* is a sequence of non-empty strings; a bare string is a
-       ``TypeError`` (it would be read character by character).
+       *restart_prefixes* is a sequence of non-empty strings; a bare string, or an
+       iterable that is no sequence (a generator), is a ``TypeError``.
     4. With no overlap, and only then, a draft ending on ``>``, ``;``, ``{`` or ``}`` is
        joined with a newline; otherwise the fragment is appended directly, so a draft cut
        mid-token ("<h2>Dach" + "shund</h2>") is mended.
@@ -436,8 +456,11 @@ def append_continuation(
     >>> result.text, result.added, result.overlap
     ('<p>A dachshund is a long dog.</p>', '.</p>', 13)
     """
+    _check_text("draft", draft)
+    _check_text("reply", reply)
     _check_prefixes(restart_prefixes)
     _check_marker(completion_marker)
+    min_overlap = _count_option("min_overlap", min_overlap, MIN_OVERLAP)
     fragment = extract_fragment(reply)
     overlap = _longest_overlap(draft, fragment)
     if overlap < min_overlap:
@@ -486,6 +509,7 @@ _REWRITE_SYSTEM: Final = "\n".join(
 
 
 def _clip_request(request: str) -> str:
+    _check_text("request", request)
     request = request.strip()
     if len(request) <= MAX_REQUEST_CHARS:
         return request
@@ -511,6 +535,7 @@ def build_continuation_messages(request: str, tail: str) -> list[Message]:
     >>> [m["type"] for m in build_continuation_messages("a dog site", "<h2>Dach")]
     ['system', 'user']
     """
+    _check_text("tail", tail)
     user = (
         f"Original request:\n{_clip_request(request)}\n\n"
         "The draft so far is too long to show; it ends with:\n"
@@ -531,6 +556,7 @@ def build_rewrite_messages(request: str, draft: str) -> list[Message]:
     >>> build_rewrite_messages("a dog site", "<h2>Dach")[1]["text"].endswith("complete file.")
     True
     """
+    _check_text("draft", draft)
     user = (
         f"Original request:\n{_clip_request(request)}\n\n"
         f"The unfinished draft:\n{_fenced(draft)}\n\n"
@@ -610,7 +636,9 @@ def plan_continuation(
     *reply_reserve*, *min_tail_room* and *tail_limit* follow the library's option rule: a
     value that is not finite (None, NaN, an infinity) means the default, a fraction rounds
     down, a negative is a ``ValueError`` and a non-number a ``TypeError``, each naming the
-    option. *completion_marker* must be a non-empty string.
+    option. *completion_marker* must be a non-empty string. A *draft* or *request* that is
+    not a ``str``, an *estimate* that is not callable and a *history* that is no sequence of
+    messages (a generator, a string, one message) are each a ``TypeError`` naming it.
 
     Complexity: O(len(draft) + len(history)) plus the cost of *estimate* on three messages
     (the rewrite prompt's two and the draft), five when tail mode is considered (the tail
@@ -621,6 +649,14 @@ def plan_continuation(
     >>> plan.mode, plan.rewrite.fits
     ('tail', False)
     """
+    _check_text("draft", draft)
+    _check_text("request", request)
+    if not callable(estimate):
+        got = "None" if estimate is None else type(estimate).__name__
+        raise TypeError(f"estimate must be a function of one message, got {got}")
+    if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
+        raise TypeError(f"history must be a sequence of messages (a list, a tuple), got "
+                        f"{type(history).__name__}")
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
                                  min_tail_room, tail_limit, completion_marker)
     if plan.mode == "refuse" or not history:
