@@ -1231,6 +1231,72 @@ pub fn format_evidence(line: &[u8], keys: RunKeys<'_>) -> Result<Option<Evidence
     messages_format(&messages).map(Some)
 }
 
+/// What a JSON string that settles a chat format opens with, after its quote (see
+/// [`may_settle`]): OpenAI's `tool`/`function`/`developer` roles and `tool_call*`/
+/// `function_call` keys, Anthropic's `tool_use`/`tool_result`/`thinking`/
+/// `redacted_thinking` blocks, the Responses `function_call*`/`custom_tool_call*`/`message`
+/// items, SWE-agent's `action`, an observation opening with mini-swe-agent's `<returncode>`,
+/// and the `trajectory_format` a run declares.
+const SETTLING_STRINGS: [&[u8]; 10] = [
+    b"tool",
+    b"function",
+    b"developer\"",
+    b"thinking\"",
+    b"redacted_thinking\"",
+    b"custom_tool_call",
+    b"message\"",
+    b"action\"",
+    b"<returncode>",
+    b"trajectory_format\"",
+];
+
+/// The bytes [`SETTLING_STRINGS`] open with: most quotes in a line are followed by none.
+const SETTLING_FIRST: [bool; 256] = {
+    let mut first = [false; 256];
+    let mut index = 0;
+    while index < SETTLING_STRINGS.len() {
+        first[SETTLING_STRINGS[index][0] as usize] = true;
+        index += 1;
+    }
+    first
+};
+
+/// Whether the run a line of JSON text holds may be decisively in a chat format
+/// (`documents.first_settling`): false only when [`format_evidence`] surely is not
+/// `(Some(chat format), true)`, so that a file of plain chats is looked through without
+/// parsing each line. One pass over the line's quotes, backslashes and `<`s: O(len(line)),
+/// about a third of the line's parse.
+///
+/// Why it is safe: the evidence is decisive for a chat format only on one of
+/// [`SETTLING_STRINGS`], a key or string value of its own (or a string's opening, for
+/// `<returncode>`), so a quote stands right before it; or on SWE-agent's `<function=` call,
+/// anywhere in a text. JSON writes each literally or with a `\u00XX` escape for one of its
+/// ASCII characters (no other escape makes a letter), and text in UTF-16 or UTF-32, which
+/// `json.loads` also reads, holds NUL bytes. A quote that opens a string follows a `:`, `,`,
+/// `[`, `{` or whitespace, never a backslash (there is none outside strings); a quote that
+/// closes one is looked at too: only more lines are parsed.
+pub fn may_settle(line: &[u8]) -> bool {
+    if memchr::memchr(0, line).is_some() {
+        return true;
+    }
+    memchr::memchr3_iter(b'"', b'\\', b'<', line).any(|at| {
+        let rest = &line[at + 1..];
+        match line[at] {
+            // (a quote after a backslash is in a string: none opens there)
+            b'"' if at > 0 && line[at - 1] == b'\\' => false,
+            b'"' => {
+                rest.first()
+                    .is_some_and(|&byte| SETTLING_FIRST[byte as usize])
+                    && SETTLING_STRINGS
+                        .iter()
+                        .any(|opening| rest.starts_with(opening))
+            }
+            b'\\' => matches!(rest, [b'u', b'0', b'0', b'0'..=b'7', ..]),
+            _ => rest.starts_with(b"function="),
+        }
+    })
+}
+
 /// Whether `value` is a string among `names` (`adapters._named`).
 fn named(value: Option<Value<'_>>, names: &[&str]) -> bool {
     value.is_some_and(|value| names.iter().any(|name| value.is_text(name)))
@@ -1384,6 +1450,45 @@ pub fn translate_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn may_settle_finds_every_settling_word() {
+        for line in [
+            r#"[{"role": "tool", "content": "1"}]"#,
+            r#"[{"role": "assistant", "tool_calls": []}]"#,
+            r#"[{"role": "developer", "content": "x"}]"#,
+            r#"[{"role": "user", "content": [{"type": "tool_result"}]}]"#,
+            r#"[{"role": "assistant", "content": [{"type": "redacted_thinking"}]}]"#,
+            r#"[{"type": "custom_tool_call", "call_id": "c"}]"#,
+            r#"[{"type": "message", "role": "user"}]"#,
+            r#"[{"role": "assistant", "content": "x", "action": "ls"}]"#,
+            r#"[{"role": "assistant", "content": "<function=bash></function>"}]"#,
+            r#"[{"role": "user", "content": "<returncode>0</returncode>"}]"#,
+            r#"{"trajectory_format": "mini-swe-agent-1", "messages": []}"#,
+            r#"[{"r\u006fle": "tool"}]"#,
+            "[\0]",
+        ] {
+            assert!(may_settle(line.as_bytes()), "{line}");
+        }
+    }
+
+    #[test]
+    fn may_settle_passes_over_plain_chats() {
+        for line in [
+            r#"{"messages": [{"role": "user", "content": "a message\u2019s tools"}]}"#,
+            r#"[{"role": "assistant", "content": [{"type": "text", "text": "a <b> \\ x"}]}]"#,
+            r#"[{"role": "system", "content": "the function of a tool", "name": "s"}]"#,
+        ] {
+            assert!(!may_settle(line.as_bytes()), "{line}");
+        }
+        // An escaped quote opens no string; a closing one is looked at (never missed).
+        assert!(!may_settle(
+            br#"[{"role": "user", "content": "a \"tool\""}]"#
+        ));
+        assert!(may_settle(
+            br#"[{"role": "user", "content": "a tool", "x": "tool"}]"#
+        ));
+    }
 
     fn native(line: &str, format: Format) -> Option<(String, Vec<u32>)> {
         let (mut out, mut sources) = (Vec::new(), Vec::new());

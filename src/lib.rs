@@ -417,6 +417,14 @@ fn line_format_evidence(
     }
 }
 
+/// Whether the run a line holds may be decisively in a chat format (`adapters::may_settle`):
+/// False only when `line_format_evidence` surely does not settle one. The GIL is kept: the
+/// check takes about a microsecond, less than releasing it costs.
+#[pyfunction]
+fn may_settle(line: &[u8]) -> bool {
+    adapters::may_settle(line)
+}
+
 /// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
 /// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
 /// left out, written on `threads` worker threads; None when some value has no JSON text (see
@@ -1191,6 +1199,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(mask_line, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(line_format_evidence, module)?)?;
+    module.add_function(wrap_pyfunction!(may_settle, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;

@@ -87,6 +87,12 @@ def line_format_evidence(line: bytes, messages_key: str | None = None
     leaves the line to Python (one its tape does not read as ``json.loads`` does: NaN, a lone
     surrogate, an escaped or repeated key, a 19-digit number, invalid UTF-8)."""
 
+def may_settle(line: bytes) -> bool:
+    """Whether the run ``line`` holds may be decisively in a chat format: False only when
+    ``line_format_evidence(line)`` surely is no ``(True, (format, True))`` with ``format``
+    one of ``documents.CHAT_FORMATS`` (nor is Python's reading of a line the core leaves).
+    One pass over the line's quotes, backslashes and ``<``s, not a parse."""
+
 def arrow_row_texts(
     array: Any, threads: int,
 ) -> tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
