@@ -1,6 +1,7 @@
 """The format detection's reading of a line in the core (``_core.line_format_evidence``) is
 Python's (:func:`vthread.documents.run_format_evidence` of the parsed line) wherever the core
-answers, and it answers for every line that is plain JSON."""
+answers, and it answers for every line that is plain JSON; the byte test that passes over
+plain chats (``_core.may_settle``) never passes over a line that settles a format."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from strategies import (
 )
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
-from vthread import _core
-from vthread.documents import run_format_evidence
+from vthread import _core, documents
+from vthread.documents import run_format_evidence, settles
 
 KINDS = st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
                          "function_call_output", "custom_tool_call", "x"])
@@ -94,6 +95,88 @@ def test_core_answers_every_plain_json_line(value: Any, messages_key: str | None
         return
     if _plain(value):
         assert _agrees(value, messages_key)
+
+
+def _escaped(value: Any) -> str:
+    """``value`` as JSON text with every character of every string, keys too, written as a
+    ``\\u`` escape (a surrogate pair beyond the BMP), as no writer does but JSON allows."""
+    if isinstance(value, str):
+        units = value.encode("utf-16-le", "surrogatepass")
+        return '"' + "".join(f"\\u{int.from_bytes(units[i:i + 2], 'little'):04x}"
+                             for i in range(0, len(units), 2)) + '"'
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_escaped(k)}:{_escaped(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_escaped, value)) + "]"
+    return json.dumps(value, allow_nan=True)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RUNS, MESSAGES_KEYS, st.sampled_from(["utf-8", "ascii", "escaped"]))
+def test_may_settle_never_passes_over_a_settling_line(value: Any, messages_key: str | None,
+                                                       written: str) -> None:
+    """A line whose run settles a chat format as Python reads it (the reference the core
+    is held to above) is never passed over by ``_core.may_settle``, however it is written:
+    as UTF-8, with non-ASCII escaped (``json.dumps``'s default) or with every character
+    escaped."""
+    if written == "escaped":
+        line = _escaped(value).encode("utf-8", "surrogatepass")
+    else:
+        line = json.dumps(value, allow_nan=True, ensure_ascii=written == "ascii").encode(
+            "utf-8", "surrogatepass")
+    if settles(run_format_evidence(json.loads(line), messages_key)):
+        assert _core.may_settle(line), line[:300]
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RUNS)
+def test_python_may_settle_never_passes_over_a_settling_run(value: Any) -> None:
+    """The same of the parsed run's twin, for ``scan(format="auto")``'s batches."""
+    if settles(run_format_evidence(value)):
+        assert documents._may_settle(value), value
+
+
+SETTLING = [
+    [{"role": "tool", "content": "1"}],
+    [{"role": "assistant", "content": None, "tool_calls": []}],
+    [{"role": "developer", "content": "x"}],
+    [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]}],
+    [{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"}]}],
+    [{"type": "custom_tool_call", "call_id": "c", "name": "f", "input": ""}],
+    [{"type": "message", "role": "user", "content": "hi"}],
+    [{"role": "assistant", "content": "x", "action": "ls"}],
+    [{"role": "assistant", "content": "<function=bash>\n<parameter=command>ls</parameter>\n"
+                                       "</function>"}],
+    [{"role": "assistant", "content": "Run:\n```bash\nls\n```"},
+     {"role": "user", "content": "<returncode>0</returncode>"}],
+    {"trajectory_format": "mini-swe-agent-1", "messages": [{"role": "user", "content": "x"}]},
+]
+"""A run settling each chat format by each thing that can show it."""
+
+
+def test_each_way_to_settle_a_format_is_kept() -> None:
+    """Every one of :data:`SETTLING` settles a format, and both byte test and twin keep it."""
+    for value in SETTLING:
+        assert settles(run_format_evidence(value)), value
+        assert _core.may_settle(json.dumps(value).encode()), value
+        assert _core.may_settle(_escaped(value).encode()), value
+        assert documents._may_settle(value), value
+
+
+def test_may_settle_keeps_settling_runs_and_passes_over_plain_chats() -> None:
+    """The workload's runs in every chat format are kept (their evidence settles), the same
+    as plain chats (tool calls dropped) are passed over, and so are native runs."""
+    for run in generate_threads(40, seed=31):
+        for convert in (to_openai, to_anthropic, to_responses):
+            line = json.dumps({"messages": convert(run)}).encode()
+            if settles(run_format_evidence(json.loads(line))):
+                assert _core.may_settle(line)
+        plain = [{"role": "user" if m["type"] == "user" else "assistant", "content": m["text"]}
+                 for m in run if m["type"] in ("user", "bot")]
+        assert not _core.may_settle(json.dumps(plain).encode())
+        assert not documents._may_settle(plain)
+        assert run_format_evidence(plain) in (None, ("openai", False))
+    assert _core.may_settle("[{\"role\": \"tool\"}]".encode("utf-16"))
 
 
 def _plain(value: Any) -> bool:

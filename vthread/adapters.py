@@ -759,8 +759,9 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
     no known format.
 
     Decisive threads must all show the same format. A plain chat (not decisive) fits any
-    format but native, and alone is read as OpenAI's. No evidence at all reads as native
-    (every thread is then empty or an error record). O(len(evidence)).
+    format but native, and alone is read as OpenAI's (the callers then look on for a thread
+    that shows a format: :func:`vthread.documents.first_settling`). No evidence at all
+    reads as native (every thread is then empty or an error record). O(len(evidence)).
 
     >>> common_format([(1, "openai", False), (2, "anthropic", True)])
     'anthropic'

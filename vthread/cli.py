@@ -32,7 +32,10 @@ aside (the links and FIFOs said on stderr); one of them that cannot be read, or 
 format cannot be told, gets one error record and the others are still read. Each file's
 message format is detected from its first threads with messages (up to
 ``DETECT_THREADS``; :func:`vthread.adapters.common_format`); threads in
-different formats, or none in a known one, are a fatal error naming their lines; ``--format``
+different formats, or none in a known one, are a fatal error naming their lines. When they
+are all plain chats (which fit every chat format), the first thread further on, in that
+chunk or a later one, to show a chat format settles it from its chunk on (:func:`_settled`;
+a later thread in another format is warned of, not fatal). ``--format``
 overrides (with a warning on stderr when the first threads are plainly in another format).
 Messages in another format than native are first translated by :mod:`vthread.adapters`; the
 record still counts the file's own messages: ``messages`` is the run's message count,
@@ -1998,6 +2001,11 @@ def _tasks(
                 if detected is not None:
                     detected.append((label, "inspect"))
             named_through = 0  # (see _Task.named_through)
+            # While the file's threads have all been plain chats (its format OpenAI's by
+            # default, not shown): the index of the chunk's line to look on from for one
+            # that shows it.
+            settle_from: int | None = None
+            detected_at = -1  # the file's entry in ``detected``
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -2013,8 +2021,9 @@ def _tasks(
                     line += 1
                     continue
                 if file_format is None:
-                    file_format, told = _detect(label, lines, messages_key, unit)
+                    file_format, told, settle_from = _detect(label, lines, messages_key, unit)
                     if detected is not None and told:
+                        detected_at = len(detected)
                         detected.append((label, file_format))
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
@@ -2023,6 +2032,13 @@ def _tasks(
                     if misread is not None:
                         say(f"vthread scan: {misread[0]}")
                         named_through = misread[1]
+                if settle_from is not None:
+                    settled = _settled(label, lines, settle_from, line, messages_key, unit)
+                    settle_from = 0 if settled is None else None
+                    if settled is not None:
+                        file_format = settled
+                        if detected is not None and detected_at >= 0:
+                            detected[detected_at] = (label, settled)
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
@@ -2125,6 +2141,8 @@ def _parquet_tasks(
             f"each row is an error record (vthread report {name} reads them back)")
     line = 1
     file_format = format_
+    settle_from: int | None = None  # (as in _tasks)
+    detected_at = -1
     try:
         for lines, share, cell_ids in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
             if progress is not None:
@@ -2141,9 +2159,17 @@ def _parquet_tasks(
                     line += rows
                 continue
             if file_format is None:
-                file_format, told = _detect(name, lines, None, "row")
+                file_format, told, settle_from = _detect(name, lines, None, "row")
                 if detected is not None and told:
+                    detected_at = len(detected)
                     detected.append((name, file_format))
+            if settle_from is not None:
+                settled = _settled(name, lines, settle_from, line, None, "row")
+                settle_from = 0 if settled is None else None
+                if settled is not None:
+                    file_format = settled
+                    if detected is not None and detected_at >= 0:
+                        detected[detected_at] = (name, settled)
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
                         mask_volatile=mask_volatile, unit="row",
                         cell_ids={line + row: json.loads(ident)
@@ -2358,10 +2384,12 @@ def _is_record_line(line: bytes) -> bool:
 
 
 def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
-            ) -> tuple[str, bool]:
+            ) -> tuple[str, bool, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
-    fits (:func:`vthread.adapters.common_format`), and whether any thread told it (native
-    is the format of lines with no thread to judge by, but it was not detected); a fatal
+    fits (:func:`vthread.adapters.common_format`), whether any thread told it (native
+    is the format of lines with no thread to judge by, but it was not detected), and, when
+    they are all plain chats (so the format is OpenAI's by default, not shown), the index
+    of the line from which to look on for one that shows it (:func:`_settled`); a fatal
     error naming the ``unit``s (line or run numbers) when they disagree, or when none is in
     a known format but one has messages."""
     from vthread.adapters import agreed_format
@@ -2383,10 +2411,87 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
     try:
-        return agreed_format(evidence, unknown, unit, "its threads", "give --format"), bool(
-            evidence)
+        agreed = agreed_format(evidence, unknown, unit, "its threads", "give --format")
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
+    plain_only = bool(evidence) and not any(decisive for _, _, decisive in evidence)
+    # (evidence is numbered from 1: the last one's number is the index of the line after it)
+    return agreed, bool(evidence), evidence[-1][0] if plain_only else None
+
+
+def _settled(label: str, lines: list[bytes], start: int, first_line: int,
+             messages_key: str | None, unit: str) -> str | None:
+    """The format a line of ``lines`` from index ``start`` on settles for a file whose
+    threads so far were all plain chats, read as OpenAI's by default: that of the first
+    decisively in a chat format (:func:`vthread.documents.first_settling`), or None when
+    none is. Said on stderr: the lines after it, up to ``DETECT_THREADS`` threads of the
+    chunk, plainly in another format (read in the settled one, as a ``--format`` given is);
+    and, when the lines before the chunk (``first_line``) were read as OpenAI's, that a
+    plain chat in some shapes reads differently in the settled format, as they were not read
+    again. O(total bytes of the lines): a file of plain chats is looked through to its end,
+    each line by :func:`vthread._core.may_settle` (about 1.2 us a 3 KB line; the few it
+    does not pass over are judged by the core, about 4 us)."""
+    from vthread.documents import first_settling, settled_warning
+
+    window = first_settling(_judged_after(lines, start, first_line, messages_key),
+                            DETECT_THREADS)
+    if not window:
+        return None
+    settled_format: str = window[0][1]
+    warning = settled_warning(window, unit)
+    if warning is not None:
+        say(f"vthread scan: {label}: warning: {warning}")
+    differs = _PLAIN_READS_DIFFERENTLY.get(settled_format)
+    if first_line > 1 and differs is not None:
+        say(f"vthread scan: {label}: warning: no thread of {unit}s 1 to {first_line - 1:,} "
+            f"showed a format (plain chats: read as openai), and {unit} {window[0][0]:,} "
+            f"is {settled_format}, the format the rest is read in; a plain chat with "
+            f"{differs} reads differently as {settled_format}, and those {unit}s were not "
+            f"read again (--format {settled_format} reads them all so)")
+    return settled_format
+
+
+_PLAIN_READS_DIFFERENTLY: Final = {
+    "anthropic": ("content of several parts (one block a message), of parts other than "
+                  '"text", "image" and "document" blocks, or an object, or an assistant\'s '
+                  "reasoning or refusal"),
+    "responses": 'an assistant\'s reasoning or refusal, or a message with a "type"',
+    "mini-swe-agent": "an assistant's text holding one ```bash block (a command)",
+}
+"""What makes a plain chat (:func:`vthread.adapters.format_evidence`: not decisive) read
+otherwise in each chat format than as OpenAI's, its reading by default (SWE-agent's reads
+every plain chat as OpenAI's does)."""
+
+
+def _judged_after(lines: list[bytes], start: int, first_line: int, messages_key: str | None
+                  ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+    """(line number, evidence) of ``lines`` from index ``start`` on, for
+    :func:`vthread.documents.first_settling`: up to the first that settles the format, only
+    the lines :func:`vthread._core.may_settle` keeps (the others surely do not); every line
+    after it (the warning's window counts them all)."""
+    from vthread._core import may_settle
+    from vthread.documents import settles
+
+    settled = False
+    for index in range(start, len(lines)):
+        if not settled and not may_settle(lines[index]):
+            continue
+        found = _line_evidence(lines[index], messages_key)
+        settled = settled or settles(found)
+        yield first_line + index, found
+
+
+def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | None:
+    """:func:`vthread.documents.line_format_evidence` of one line, Python parsing what the
+    core leaves as :func:`_parse` does; None for a line too large to hold (its scan
+    reports it, in place)."""
+    from vthread.documents import line_format_evidence
+
+    try:
+        return line_format_evidence(
+            line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))))
+    except MemoryError:
+        return None
 
 
 def _may_be_json(line: bytes) -> bool:

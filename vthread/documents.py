@@ -31,12 +31,18 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._messages import check_messages, ndarray_hint
-from vthread.adapters import _RESPONSES_CALLS, _RESPONSES_OUTPUTS, json_type
+from vthread.adapters import (
+    _OPENAI_KEYS,
+    _OPENAI_ONLY_ROLES,
+    _RESPONSES_CALLS,
+    _RESPONSES_OUTPUTS,
+    json_type,
+)
 
 if TYPE_CHECKING:
     from vthread.scan import ScanResult
@@ -50,6 +56,7 @@ __all__ = [
     "chat_like",
     "checked_format",
     "evidence_of",
+    "first_settling",
     "in_source_messages",
     "line_format_evidence",
     "messages_column",
@@ -67,6 +74,8 @@ __all__ = [
     "run_id",
     "run_messages",
     "runs_of",
+    "settled_warning",
+    "settles",
     "unread_reason",
     "warn_if_chat",
 ]
@@ -321,7 +330,13 @@ def _key_list(keys: tuple[str, ...]) -> str:
 
 
 DETECT_THREADS: Final = 64
-"""Most threads with messages that ``format="auto"`` judges the batch's format by."""
+"""Most threads with messages that ``format="auto"`` judges the batch's format by, when one of
+them shows its format (:func:`first_settling` looks further when they are all plain chats)."""
+
+CHAT_FORMATS: Final = frozenset({"openai", "anthropic", "responses", "mini-swe-agent",
+                                 "swe-agent"})
+"""The formats a plain chat (roles and text only) fits: a thread decisively in one of them
+settles the format of a batch whose first threads were all plain chats."""
 
 
 def native_threads(threads: Sequence[Any], format_: str
@@ -332,7 +347,8 @@ def native_threads(threads: Sequence[Any], format_: str
     message (for :func:`in_source_messages`; None for a thread read as it is). ``format_`` is
     one of :data:`vthread.adapters.FORMATS`, or ``"auto"``: the format the first
     :data:`DETECT_THREADS` threads with messages agree on, as ``vthread scan`` detects a
-    file's (a mini-swe-agent run is known by its run object's ``trajectory_format``). Native
+    file's (a mini-swe-agent run is known by its run object's ``trajectory_format``), or
+    when they are all plain chats, that of the first further on to show one. Native
     lists of messages are returned as they are, with None for all. A thread that cannot be
     read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
     the thread. O(total messages).
@@ -410,12 +426,15 @@ def _as_parsed_run(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
-    """The format the first threads with messages agree on (``vthread scan``'s detection)."""
+    """The format the first threads with messages agree on (``vthread scan``'s detection),
+    or, when they are all plain chats, the one the first thread further on to show a chat
+    format shows (:func:`first_settling`; a warning names the threads after it, among
+    :data:`DETECT_THREADS`, plainly in another). O(messages looked at): a batch of plain
+    chats is looked through to its end by :func:`_may_settle`, a few dictionary lookups a
+    message (10,000 chats of 13 messages: about 50 ms, a tenth of translating them)."""
     from vthread.adapters import agreed_format
 
-    values = (_as_parsed_run(thread) if isinstance(thread, Mapping)
-              else list(thread) if isinstance(thread, Sequence) else thread
-              for thread in threads)
+    values = (_judged_value(thread) for thread in threads)
     evidence, unknown = evidence_of(values, DETECT_THREADS)
     if not evidence and unknown is not None:
         # A thread whose messages are in no format because one is no message at all: that
@@ -430,7 +449,79 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                 check_messages(messages)
             except TypeError as error:
                 raise TypeError(f"thread {unknown}: {error}") from None
-    return agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
+    found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
+    if not evidence or any(decisive for _, _, decisive in evidence):
+        return found
+    window = first_settling(_judged_after(threads, evidence[-1][0] + 1), DETECT_THREADS)
+    if not window:
+        return found
+    warning = settled_warning(window, "thread")
+    if warning is not None:
+        import warnings
+
+        # (stacklevel: this function, native_threads, scan, then scan's caller)
+        warnings.warn(f'format="auto": {warning}', stacklevel=4)
+    settled: str = window[0][1]
+    return settled
+
+
+def _judged_after(threads: Sequence[Any], start: int
+                  ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+    """(position, :func:`run_format_evidence`) of ``threads`` from ``start`` on, for
+    :func:`first_settling`: up to the first that settles the format, only those
+    :func:`_may_settle` keeps (the others surely do not); every one after it."""
+    settled = False
+    for position in range(start, len(threads)):
+        value = _judged_value(threads[position])
+        if not settled and not _may_settle(value):
+            continue
+        found = run_format_evidence(value)
+        settled = settled or settles(found)
+        yield position, found
+
+
+_SETTLING_KEYS: Final = frozenset({"type", "action", *_OPENAI_KEYS})
+"""The message keys one of which a run decisively in a chat format holds, unless a role,
+its content or the run's declaration shows the format (see :func:`_may_settle`)."""
+
+
+def _may_settle(value: Any) -> bool:
+    """Whether a parsed run (as :func:`run_format_evidence` reads it) may settle a chat
+    format: False only when it surely does not, so that a batch of plain chats is looked
+    through at a few dictionary lookups a message, not the evidence's several passes (about
+    a quarter of its cost). Python's twin of :func:`vthread._core.may_settle`, which reads
+    JSON text.
+
+    Why it is safe: :func:`vthread.adapters.format_evidence` settles a chat format only on
+    a message with a ``type`` (Responses items), an OpenAI-only role or key, an ``action``
+    (SWE-agent), content that is no string (Anthropic's blocks, and text parts that may
+    hold a call), text holding a ``<function=`` call or opening with ``<returncode>``; or
+    on the run's ``trajectory_format``. A message that is no ``dict``, or a run that is no
+    list of them, is passed on to the evidence."""
+    if type(value) is dict:
+        if "trajectory_format" in value:
+            return True
+        value = run_messages(value)
+    if type(value) is not list:
+        return True
+    for message in value:
+        if type(message) is not dict or not _SETTLING_KEYS.isdisjoint(message):
+            return True
+        role = message.get("role")
+        if type(role) is str and role in _OPENAI_ONLY_ROLES:
+            return True
+        content = message.get("content")
+        if content is not None and (type(content) is not str or "<function=" in content
+                                    or content.startswith("<returncode>")):
+            return True
+    return False
+
+
+def _judged_value(thread: Any) -> Any:
+    """A batch's thread as :func:`run_format_evidence` reads a parsed run."""
+    if isinstance(thread, Mapping):
+        return _as_parsed_run(thread)
+    return list(thread) if isinstance(thread, Sequence) else thread
 
 
 def evidence_of(values: Iterable[Any], most: int,
@@ -452,6 +543,52 @@ def evidence_of(values: Iterable[Any], most: int,
         elif found is not None:
             evidence.append((position, *found))
     return evidence, unknown
+
+
+def first_settling(judged: Iterable[tuple[int, tuple[Any, bool] | None]], most: int
+                   ) -> list[tuple[int, Any, bool]]:
+    """Past a batch's first threads, all plain chats: the evidence (position, format,
+    decisive) of the first thread of ``judged`` (position and :func:`run_format_evidence`
+    of each, read lazily) that is decisively in a chat format, then of the threads with
+    messages after it, ``most`` in all; empty when no thread is. The first's format is the
+    batch's (a plain chat reads alike in every chat format but in a few shapes: see
+    docs/formats.md), and :func:`misfits` of the rest against it are what to warn of.
+    O(threads judged).
+
+    >>> first_settling([(64, ("openai", False)), (65, ("anthropic", True)),
+    ...                 (66, ("openai", True))], 64)
+    [(65, 'anthropic', True), (66, 'openai', True)]
+    """
+    window: list[tuple[int, Any, bool]] = []
+    for position, found in judged:
+        if found is None or found[0] is None:
+            continue
+        if window or settles(found):
+            window.append((position, *found))
+            if len(window) >= most:
+                break
+    return window
+
+
+def settles(found: tuple[Any, bool] | None) -> bool:
+    """Whether a thread's :func:`run_format_evidence` settles the format of a batch whose
+    first threads were plain chats: it is decisively in a chat format (a native thread is
+    not: a plain chat fits no native reading)."""
+    return found is not None and found[1] and found[0] in CHAT_FORMATS
+
+
+def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str | None:
+    """What to say of the threads of a :func:`first_settling` window that are plainly in
+    another format than its first, the one the batch is read in; None when none is."""
+    found = misfits(window[1:], window[0][1])
+    if not found:
+        return None
+    settled = window[0][1]
+    one = len(found) == 1
+    return (f"{unit} {window[0][0]:,}, the first after plain chats to show a format, is "
+            f"{settled}, the format the rest is read in, but {misfit_lines(found, unit)}: "
+            f"{'it is' if one else 'they are'} read as {settled}, and "
+            f"{'its' if one else 'their'} records may be wrong")
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,

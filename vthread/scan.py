@@ -738,7 +738,8 @@ def scan(
     ``format`` names the threads' message format: ``"native"`` (the production library's
     ``{type, text, meta}`` messages, the default), one of :data:`vthread.adapters.FORMATS`
     (``"openai"``, ``"anthropic"``, ...), or ``"auto"`` to detect it from the first threads
-    as ``vthread scan`` does (:func:`vthread.documents.native_threads`); in any format, a
+    as ``vthread scan`` does (:func:`vthread.documents.native_threads`; past first threads
+    that are all plain chats, from the first further on to show a chat format); in any format, a
     thread may also be a run object holding its messages (a JSONL line's ``{"messages":
     ...}``; mini-swe-agent's run declares its format there). Translated threads
     are scanned as native ones and their loops reported in their own messages'

@@ -1,0 +1,183 @@
+"""Format detection past a head of plain chats: the first thread further on to show a chat
+format settles it, in ``vthread scan`` (in the first chunk and in later ones), ``scan`` and
+``scan_arrow``; a later thread in another format is warned of, never fatal."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vthread
+from tests.test_cli import records, run
+from vthread import cli
+from vthread.documents import DETECT_THREADS
+
+pa = pytest.importorskip("pyarrow")
+
+PLAIN = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+         {"role": "assistant", "content": "hello", "usage": {"completion_tokens": 3}}]
+
+
+def anthropic_loop(ask: Any = "Fix the build.") -> list[dict[str, Any]]:
+    """An Anthropic run that retries one failing command: a result run when its tool blocks
+    are read, no loop when they are lost (each turn's text differs)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": ask}]
+    for turn in range(8):
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Attempt {turn}: rerun."},
+            {"type": "tool_use", "id": f"t{turn}", "name": "bash",
+             "input": {"command": "make"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{turn}",
+             "content": "error: missing header"}]})
+    return messages
+
+
+OPENAI_CALL = [{"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]
+
+
+def write(path: Path, threads: list[list[dict[str, Any]]]) -> Path:
+    path.write_text("".join(json.dumps({"id": f"r{row}", "messages": thread}) + "\n"
+                            for row, thread in enumerate(threads)))
+    return path
+
+
+def alone(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without where it was read."""
+    return {key: value for key, value in record.items() if key not in ("id", "file", "line")}
+
+
+def test_the_loop_alone_reads_as_anthropic_only() -> None:
+    """The fixture: its loop is found in its own format and lost read as OpenAI's."""
+    assert vthread.scan([anthropic_loop()], format="auto").names == ["repeated_result_run"]
+    assert vthread.scan([anthropic_loop()], format="openai").names == [None]
+
+
+@pytest.mark.parametrize("chunk_lines", [cli.CHUNK_LINES, 16])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_cli_reads_a_thread_past_plain_chats_in_its_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int, jobs: str) -> None:
+    """70 plain chats then an Anthropic loop, in the first chunk or a later one: the loop's
+    record is the loop alone's, the file is said to be Anthropic's."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", chunk_lines)
+    path = write(tmp_path / "runs.jsonl", [PLAIN] * 70 + [anthropic_loop()])
+    only = write(tmp_path / "loop.jsonl", [anthropic_loop()])
+    code, out, err = run(["scan", str(path), "-j", jobs], monkeypatch)
+    read = records(out)
+    assert code == 0 and len(read) == 71
+    assert alone(read[70]) == alone(records(run(["scan", str(only), "-q"], monkeypatch)[1])[0])
+    assert read[70]["verdict"] == "repeated_result_run"
+    assert "anthropic (detected" in err
+    if chunk_lines > 71:
+        assert "warning" not in err
+    else:
+        # Lines 1 to 64 were read as OpenAI's before line 71 showed the format.
+        assert "no thread of lines 1 to 64 showed a format" in err
+        assert "line 71 is anthropic" in err
+
+
+def test_a_parquet_file_settles_in_a_later_chunk(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same in a Parquet file, its rows read a chunk at a time."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
+    path = tmp_path / "runs.parquet"
+    threads = [PLAIN] * 70 + [anthropic_loop()]
+    pq.write_table(pa.table({"messages": [json.dumps(thread) for thread in threads]}), path)
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and records(out)[70]["verdict"] == "repeated_result_run"
+    assert "row 71 is anthropic" in err
+
+
+def test_a_file_of_plain_chats_reads_as_before(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain chats only, in one chunk or many: read as OpenAI's, silently."""
+    path = write(tmp_path / "plain.jsonl", [PLAIN] * 100)
+    given = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)[1]
+    for chunk_lines in (cli.CHUNK_LINES, 16):
+        monkeypatch.setattr(cli, "CHUNK_LINES", chunk_lines)
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        assert code == 0 and out == given
+        assert "openai (detected" in err and "warning" not in err
+
+
+def test_a_format_among_the_first_threads_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decisive thread among the first ``DETECT_THREADS`` fixes the format as before: a
+    thread in another format past them draws no word (it is read in the file's), and two
+    formats among them are still fatal."""
+    threads = [PLAIN] * 3 + [anthropic_loop()] + [PLAIN] * (DETECT_THREADS + 10) + [OPENAI_CALL]
+    path = write(tmp_path / "runs.jsonl", threads)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == ""
+    assert out == run(["scan", str(path), "-q", "--format", "anthropic"], monkeypatch)[1]
+    mixed = write(tmp_path / "mixed.jsonl", [PLAIN, anthropic_loop(), OPENAI_CALL])
+    code, _, err = run(["scan", str(mixed), "-q"], monkeypatch)
+    assert code == 2 and "in different formats" in err
+
+
+def test_a_later_thread_in_another_format_is_warned_of(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past plain chats, an Anthropic loop settles the format; an OpenAI call after it is a
+    misread, named, not an error (by the command, ``scan`` and ``scan_arrow``)."""
+    threads = [PLAIN] * 70 + [anthropic_loop(), PLAIN, OPENAI_CALL]
+    path = write(tmp_path / "runs.jsonl", threads)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 73
+    assert records(out)[70]["verdict"] == "repeated_result_run"
+    assert ("line 71, the first after plain chats to show a format, is anthropic, the format "
+            "the rest is read in, but line 73 looks like openai: it is read as anthropic") in err
+    with pytest.warns(UserWarning, match="thread 70, the first after plain chats .* but "
+                                         "thread 72 looks like openai") as said:
+        assert vthread.scan(threads, format="auto").names[70] == "repeated_result_run"
+    table = pa.table({"messages": [json.dumps(thread) for thread in threads]})
+    with pytest.warns(UserWarning, match="row 70, the first .* but row 72 looks like openai"
+                      ) as said_of_rows:
+        verdicts = vthread.scan_arrow(table).column("verdict").to_pylist()
+    assert verdicts[70] == "repeated_result_run"
+    # (each warning points at the caller's line)
+    assert said[0].filename == said_of_rows[0].filename == __file__
+
+
+def test_scan_reads_a_thread_past_plain_chats_in_its_format() -> None:
+    """``scan(format="auto")``: the loop's row is the loop alone's, with no warning; plain
+    chats only read as OpenAI's."""
+    expected = vthread.scan([anthropic_loop()], format="auto").record(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = vthread.scan([PLAIN] * 70 + [anthropic_loop()], format="auto")
+        assert found.record(70) == expected
+        plain = vthread.scan([PLAIN] * 70, format="auto")
+    given = vthread.scan([PLAIN] * 70, format="openai")
+    assert [plain.record(row) for row in range(70)] == [given.record(row) for row in range(70)]
+
+
+@pytest.mark.parametrize("kind", ["text", "structs"])
+def test_scan_arrow_reads_a_row_past_plain_chats_in_its_format(kind: str) -> None:
+    """``scan_arrow``, a column of JSON text or of message structs: the loop's row is the
+    loop alone's; plain chats only read as OpenAI's."""
+    plain = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+
+    # (every content a list of blocks: a column of structs holds one type)
+    loop = anthropic_loop([{"type": "text", "text": "Fix the build."}])
+
+    def table(threads: list[list[dict[str, Any]]]) -> Any:
+        if kind == "text":
+            return pa.table({"messages": [json.dumps(thread) for thread in threads]})
+        return pa.table({"messages": threads})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = vthread.scan_arrow(table([plain] * 70 + [loop]))
+        only = vthread.scan_arrow(table([loop]))
+        plain_only = vthread.scan_arrow(table([plain] * 70))
+    assert found.slice(70).to_pylist() == only.to_pylist()
+    assert plain_only.equals(vthread.scan_arrow(table([plain] * 70), format="openai"))
