@@ -703,3 +703,24 @@ def test_a_reader_of_the_page_that_goes_away_ends_the_report_quietly(
     report.stdout.close()
     said = report.stderr.read()
     assert (report.wait(timeout=120), said) == (141, b"")
+
+
+def test_a_long_records_line_is_told_with_the_lines_after_it(tmp_path: Path) -> None:
+    """Past a first line longer than what was looked at (256 KiB), the lines after it are
+    looked at too: a records line followed by runs is no records file, to be passed over
+    or written over by a directory scan (a reviewer's finding: the runs after it were
+    never looked at); a long records line alone, even with no newline, is records; a
+    first line past 8 MiB is taken for a run's (a JSON document's), read no further."""
+    from vthread._cli_report import holds_records
+
+    record = json.dumps({**_loop_record("a" * 300_000, "x"), "verdict": None})
+    run = json.dumps({"id": "r1", "messages": [{"role": "user", "content": "hi"}]})
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(f"{record}\n{run}\n{run}\n")
+    assert holds_records(str(mixed)) and not holds_records(str(mixed), throughout=True)
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(record)
+    assert holds_records(str(alone)) and holds_records(str(alone), throughout=True)
+    document = tmp_path / "document.json"
+    document.write_text(json.dumps([json.loads(run)] * 300_000))  # (about 17 MB, one line)
+    assert not holds_records(str(document), throughout=True)

@@ -256,7 +256,8 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
         return _parquet_holds_records(name)
     try:
         with open(name, "rb") as raw:
-            head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES)
+            head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES,
+                                         _PAST_FIRST_LINE if throughout else 0)
     except OSError:
         return False  # the scan reports what is wrong with it
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
@@ -302,19 +303,26 @@ def _is_count(value: object) -> bool:
 
 _RAW_HEAD_BYTES: Final = 4 * SNIFF_BYTES
 """Bytes of a file read at first to tell records from runs."""
-_FIRST_LINE_BYTES: Final = 64 << 20
-"""Most text of a stream's first line read to tell records from runs (and four times as
-many gzip bytes): a record's line is short but for its run's id, which it repeats whole (the
-records of a run named with 300,000 characters were read as runs)."""
+_FIRST_LINE_BYTES: Final = 8 << 20
+"""Most text of a stream's first line read to tell records from runs: a record's line is
+short but for its run's id, which it repeats whole (the records of a run named with 300,000
+characters were read as runs); a first line longer than this is taken for a run's (a JSON
+document's first line may be all of it), whose scan reads it anyway."""
+_PAST_FIRST_LINE: Final = SNIFF_BYTES
+"""Text of a file read past its first line, for the lines after it to be looked at too (a
+records line followed by runs is no records file)."""
 
 
-def _head_of(read: Callable[[int], bytes], first: int) -> tuple[bytes, bytes, bool]:
+def _head_of(read: Callable[[int], bytes], first: int, after: int = 0
+             ) -> tuple[bytes, bytes, bool]:
     """(first bytes, their text, whether the stream ended there) of a stream: ``first`` bytes
     asked of ``read`` (a pipe's ``read1`` gives what has come), then more until their text
-    (:func:`_text_of`) holds a whole line with text, or :data:`_FIRST_LINE_BYTES` of it,
-    or the stream ends. Past :data:`SNIFF_BYTES` each read asks for as much as is held and
-    the text is looked at when the bytes have doubled, so a long first line costs time
-    linear in its size."""
+    (:func:`_text_of`) holds a whole line with text and ``after`` bytes past it, or
+    :data:`_FIRST_LINE_BYTES` of text and ``after`` with no whole line, or the stream
+    ends. Past :data:`SNIFF_BYTES` of text each read asks for as much as is held and the
+    text is looked at when the bytes have doubled, so that a long first line costs time
+    linear in its size (while the text is shorter, after every read: a pipe's first record
+    may come alone)."""
     head = bytearray()
     look_at = 0  # (the size of the bytes at which the text is next looked at)
     text, ended = b"", False
@@ -326,31 +334,34 @@ def _head_of(read: Callable[[int], bytes], first: int) -> tuple[bytes, bytes, bo
         head += more
         if len(head) < look_at:
             continue
-        text = _text_of(bytes(head))
-        if (_has_whole_line(text) or len(text) >= _FIRST_LINE_BYTES
-                or len(head) >= 4 * _FIRST_LINE_BYTES):
+        text = _text_of(bytes(head), after)
+        end = _whole_line_end(text)
+        if ((end and len(text) >= end + after) or len(text) >= _FIRST_LINE_BYTES + after
+                or len(head) >= 4 * (_FIRST_LINE_BYTES + after)):
             break
-        look_at = 0 if len(head) < SNIFF_BYTES else 2 * len(head)
+        look_at = 0 if len(text) < SNIFF_BYTES else 2 * len(head)
     data = bytes(head)
-    return data, _text_of(data) if ended else text, ended
+    return data, _text_of(data, after) if ended else text, ended
 
 
-def _text_of(head: bytes) -> bytes:
+def _text_of(head: bytes, after: int = 0) -> bytes:
     """The text of a stream's first bytes, decompressed when gzipped, as far as they go: at
-    least :data:`SNIFF_BYTES` of it, or all there is, and as far as its first whole line
-    with text when that is longer, to at most :data:`_FIRST_LINE_BYTES` (gzip text is
-    decompressed again to four times as much while it holds no whole line: linear in the
-    text returned). Past its first line the text is cut at :data:`_RAW_HEAD_BYTES`, as
-    much as was ever looked at."""
+    least :data:`SNIFF_BYTES` of it, or all there is, and as far as ``after`` bytes past its
+    first whole line with text, to at most :data:`_FIRST_LINE_BYTES` and ``after`` (gzip
+    text is decompressed again to four times as much while it holds too little: linear in
+    the text returned). Past its first line and ``after`` the text is cut at
+    :data:`_RAW_HEAD_BYTES`, as much as was ever looked at."""
+    most = _FIRST_LINE_BYTES + after
     limit = SNIFF_BYTES
     while True:
         text = _decompressed(head, limit)
-        if _has_whole_line(text) or len(text) < limit or limit >= _FIRST_LINE_BYTES:
+        end = _whole_line_end(text)
+        if (end and len(text) >= end + after) or len(text) < limit or limit >= most:
             break
-        limit = min(4 * limit, _FIRST_LINE_BYTES)
-    if len(text) > _RAW_HEAD_BYTES:
-        text = text[: max(_RAW_HEAD_BYTES, _whole_line_end(text))]
-    return text
+        limit = min(4 * limit, most)
+    if end:
+        return text[: max(_RAW_HEAD_BYTES, end + after)]
+    return text[:most]
 
 
 def _has_whole_line(text: bytes) -> bool:
@@ -372,8 +383,8 @@ def _whole_line_end(text: bytes) -> int:
 def _stdin_holds_records() -> bool:
     """Whether standard input is ``vthread scan``'s records (``vthread scan ... | vthread
     report -``), told as a file is by its first line: its first bytes are read (to its first
-    whole line, ``SNIFF_BYTES`` or its end; decompressed when gzipped, as far as they go)
-    and ``sys.stdin`` replaced by a reader that gives them again, so that the records, or
+    whole line, :data:`_FIRST_LINE_BYTES` of text or its end: :func:`_head_of`) and
+    ``sys.stdin`` replaced by a reader that gives them again, so that the records, or
     the scan of runs, read it from its start."""
     stdin = sys.stdin
     buffer = getattr(stdin, "buffer", None)
