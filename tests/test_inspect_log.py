@@ -513,3 +513,24 @@ def test_raw_sample_the_translation_rejects_is_named() -> None:
     the sample, as chat_of's own refusals are."""
     with pytest.raises(ValueError, match=r"^sample 's1' epoch 2: message 0: content must be"):
         thread_of(sample([{"role": "assistant", "content": 5}]))
+
+
+@needs_inspect
+def test_eval_samples_are_read_in_batches_bounded_in_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples are read together up to a byte bound by the archive's listed sizes (64 big
+    samples at once held 3.6 times the memory of one at a time, a reviewer's finding), a
+    larger one alone, one a batch when the archive cannot be listed; the samples read are
+    the same whatever the batches."""
+    import vthread.inspect_log as inspect_log
+
+    path = written_log(tmp_path, "run.eval", sample_ids=("a", "b", "c", "d"))
+    wanted = [(ident, 1) for ident in "abcd"]
+    expected = list(read_inspect_log(path))
+    assert list(inspect_log._batches(path, wanted)) == [wanted]
+    monkeypatch.setattr(inspect_log, "_EVAL_BATCH_BYTES", 1_000)  # a: ~1.5 KB, others ~0.4
+    assert list(inspect_log._batches(path, wanted)) == [wanted[:1], wanted[1:3], wanted[3:]]
+    assert list(read_inspect_log(path)) == expected
+    unlisted = tmp_path / "not-a-zip.eval"
+    unlisted.write_bytes(b"no zip")
+    assert list(inspect_log._batches(unlisted, wanted)) == [[pair] for pair in wanted]
