@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -32,7 +33,6 @@ from vthread.documents import (
     BLANK_CELL,
     checked_format,
     evidence_of,
-    first_settling,
     in_source_messages,
     line_format_evidence,
     messages_column,
@@ -43,7 +43,7 @@ from vthread.documents import (
     read_cell,
     read_run,
     run_format_evidence,
-    settled_warning,
+    settled_format,
     settles,
     unread_reason,
 )
@@ -246,18 +246,8 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
     values = (value for piece in _slices(column) for value in _head_values(piece))
     evidence, unknown = evidence_of(values, _DETECT_ROWS)
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=")
-    if not evidence or any(decisive for _, _, decisive in evidence):
-        return found
-    window = first_settling(_later_evidence(column, evidence[-1][0] + 1), _DETECT_ROWS)
-    if not window:
-        return found
-    warning = settled_warning(window, "row")
-    if warning is not None:
-        import warnings
-
-        warnings.warn(f"format='auto': {warning}", stacklevel=stacklevel)
-    settled: str = window[0][1]
-    return settled
+    return settled_format(found, evidence, partial(_later_evidence, column), _DETECT_ROWS,
+                          "row", "format='auto'", stacklevel)
 
 
 def _later_evidence(column: pa.ChunkedArray, start: int

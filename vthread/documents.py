@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
@@ -74,6 +75,7 @@ __all__ = [
     "run_id",
     "run_messages",
     "runs_of",
+    "settled_format",
     "settled_warning",
     "settles",
     "unread_reason",
@@ -450,17 +452,30 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
             except TypeError as error:
                 raise TypeError(f"thread {unknown}: {error}") from None
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
+    # (stacklevel: this function, native_threads, scan, then scan's caller)
+    return settled_format(found, evidence, partial(_judged_after, threads), DETECT_THREADS,
+                          "thread", 'format="auto"', stacklevel=4)
+
+
+def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
+                   later: Callable[[int], Iterable[tuple[int, tuple[Any, bool] | None]]],
+                   most: int, unit: str, option: str, stacklevel: int) -> str:
+    """``found``, the format a batch's first threads (their ``evidence``) agree on; or, when
+    they are all plain chats, the format of the first thread further on to show one
+    (:func:`first_settling` of ``later(position after the last of them)``), with a warning
+    (``option``: what is said to have chosen it; ``stacklevel`` counts from the caller)
+    naming the ``unit``s after it, among ``most``, plainly in another. O(what ``later``
+    reads)."""
     if not evidence or any(decisive for _, _, decisive in evidence):
         return found
-    window = first_settling(_judged_after(threads, evidence[-1][0] + 1), DETECT_THREADS)
+    window = first_settling(later(evidence[-1][0] + 1), most)
     if not window:
         return found
-    warning = settled_warning(window, "thread")
+    warning = settled_warning(window, unit)
     if warning is not None:
         import warnings
 
-        # (stacklevel: this function, native_threads, scan, then scan's caller)
-        warnings.warn(f'format="auto": {warning}', stacklevel=4)
+        warnings.warn(f"{option}: {warning}", stacklevel=stacklevel + 1)
     settled: str = window[0][1]
     return settled
 
