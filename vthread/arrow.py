@@ -253,23 +253,37 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
 def _later_evidence(column: pa.ChunkedArray, start: int
                     ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """(row, :func:`vthread.documents.run_format_evidence`) of the rows from ``start`` on,
-    lazily, a text column's judged by the core from their bytes: until one settles the
-    format, only those :func:`vthread._core.may_settle` keeps (the others surely do not)."""
-    from vthread._core import may_settle
+    lazily, judged by the core from their JSON text (a text column's bytes, a nested
+    column's rows as the core writes them from the Arrow buffers, as ``vthread scan
+    X.parquet`` reads them): until one settles the format, only those
+    :func:`vthread._core.may_settle` keeps (the others surely do not). A nested column the
+    core cannot write is converted to Python (converting every row of a column of plain
+    chats doubled the cost of scan_arrow)."""
+    from vthread._core import arrow_row_texts, may_settle
 
     settled = False
     first = start
     for piece in _slices(column.slice(start)):
+        texts: Iterator[tuple[int, bytes]] | None = None
         if _is_text(piece):
-            for row, text in enumerate(_as_binary(piece).to_pylist()):
-                if text is None or not (settled or may_settle(text)):
+            texts = ((row, text) for row, text in enumerate(_as_binary(piece).to_pylist())
+                     if text is not None)
+        else:
+            written = arrow_row_texts(piece, core_threads())
+            if written is not None:
+                data, begins, ends = written[0], written[1].tolist(), written[2].tolist()
+                texts = ((row, data[begins[at]:ends[at]])
+                         for at, row in enumerate(written[3].tolist()))
+        if texts is None:
+            for row, value in enumerate(_python_values(piece)):
+                yield first + row, run_format_evidence(value)
+        else:
+            for row, text in texts:
+                if not (settled or may_settle(text)):
                     continue
                 found = line_format_evidence(text)
                 settled = settled or settles(found)
                 yield first + row, found
-        else:
-            for row, value in enumerate(_python_values(piece)):
-                yield first + row, run_format_evidence(value)
         first += len(piece)
 
 
