@@ -262,7 +262,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="scan the sample set bundled with vthread (no FILE)")
     scan_.add_argument("--format", choices=(*FORMATS, "auto"), default=None,
                        help="message format of the threads (default, or auto: detected per "
-                       "file from its first threads, as format='auto' in Python)")
+                       "file from its first threads, past plain chats from the first that "
+                       "shows one, as format='auto' in Python)")
     scan_.add_argument("--messages-key", metavar="KEY", type=key_argument,
                        help="the key of each run object that holds its messages (default: "
                        "messages, traj or history, the first present)")
