@@ -2006,6 +2006,11 @@ def _tasks(
             # that shows it.
             settle_from: int | None = None
             detected_at = -1  # the file's entry in ``detected``
+            # Once settled past plain chats: the settling thread's evidence, and how many
+            # threads after it are still to be looked at for another format (the chunk
+            # that settled it may end first).
+            settler: tuple[int, Any, bool] | None = None
+            window_left = 0
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -2033,12 +2038,16 @@ def _tasks(
                         say(f"vthread scan: {misread[0]}")
                         named_through = misread[1]
                 if settle_from is not None:
-                    settled = _settled(label, lines, settle_from, line, messages_key, unit)
-                    settle_from = 0 if settled is None else None
-                    if settled is not None:
-                        file_format = settled
+                    window = _settled(label, lines, settle_from, line, messages_key, unit)
+                    settle_from = None if window else 0
+                    if window:
+                        settler, window_left = window[0], DETECT_THREADS - len(window)
+                        file_format = settler[1]
                         if detected is not None and detected_at >= 0:
-                            detected[detected_at] = (label, settled)
+                            detected[detected_at] = (label, settler[1])
+                elif settler is not None and window_left > 0:
+                    window_left = _window_rest(label, lines, line, settler, window_left,
+                                               messages_key, unit)
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
@@ -2143,6 +2152,8 @@ def _parquet_tasks(
     file_format = format_
     settle_from: int | None = None  # (as in _tasks)
     detected_at = -1
+    settler: tuple[int, Any, bool] | None = None
+    window_left = 0
     try:
         for lines, share, cell_ids in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
             if progress is not None:
@@ -2164,12 +2175,15 @@ def _parquet_tasks(
                     detected_at = len(detected)
                     detected.append((name, file_format))
             if settle_from is not None:
-                settled = _settled(name, lines, settle_from, line, None, "row")
-                settle_from = 0 if settled is None else None
-                if settled is not None:
-                    file_format = settled
+                window = _settled(name, lines, settle_from, line, None, "row")
+                settle_from = None if window else 0
+                if window:
+                    settler, window_left = window[0], DETECT_THREADS - len(window)
+                    file_format = settler[1]
                     if detected is not None and detected_at >= 0:
-                        detected[detected_at] = (name, settled)
+                        detected[detected_at] = (name, settler[1])
+            elif settler is not None and window_left > 0:
+                window_left = _window_rest(name, lines, line, settler, window_left, None, "row")
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
                         mask_volatile=mask_volatile, unit="row",
                         cell_ids={line + row: json.loads(ident)
@@ -2420,12 +2434,13 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
 
 
 def _settled(label: str, lines: list[bytes], start: int, first_line: int,
-             messages_key: str | None, unit: str) -> str | None:
-    """The format a line of ``lines`` from index ``start`` on settles for a file whose
-    threads so far were all plain chats, read as OpenAI's by default: that of the first
-    decisively in a chat format (:func:`vthread.documents.first_settling`), or None when
-    none is. Said on stderr: the lines after it, up to ``DETECT_THREADS`` threads of the
-    chunk, plainly in another format (read in the settled one, as a ``--format`` given is);
+             messages_key: str | None, unit: str) -> list[tuple[int, Any, bool]]:
+    """The :func:`vthread.documents.first_settling` window of ``lines`` from index ``start``
+    on, for a file whose threads so far were all plain chats, read as OpenAI's by default:
+    its first thread's format, the first decisively in a chat format, is the file's; empty
+    when no line settles it. Said on stderr: the lines after it, up to ``DETECT_THREADS``
+    threads of the chunk (the rest in the next chunks: :func:`_window_rest`), plainly in
+    another format (read in the settled one, as a ``--format`` given is);
     and, when the lines before the chunk (``first_line``) were read as OpenAI's, that a
     plain chat in some shapes reads differently in the settled format, as they were not read
     again. O(total bytes of the lines): a file of plain chats is looked through to its end,
@@ -2436,19 +2451,42 @@ def _settled(label: str, lines: list[bytes], start: int, first_line: int,
     window = first_settling(_judged_after(lines, start, first_line, messages_key),
                             DETECT_THREADS)
     if not window:
-        return None
+        return window
     settled_format: str = window[0][1]
     warning = settled_warning(window, unit)
     if warning is not None:
         say(f"vthread scan: {label}: warning: {warning}")
     differs = _PLAIN_READS_DIFFERENTLY.get(settled_format)
     if first_line > 1 and differs is not None:
-        say(f"vthread scan: {label}: warning: no thread of {unit}s 1 to {first_line - 1:,} "
-            f"showed a format (plain chats: read as openai), and {unit} {window[0][0]:,} "
+        say(f"vthread scan: {label}: warning: no thread of {unit}s 1 to {first_line - 1} "
+            f"showed a format (plain chats: read as openai), and {unit} {window[0][0]} "
             f"is {settled_format}, the format the rest is read in; a plain chat with "
             f"{differs} reads differently as {settled_format}, and those {unit}s were not "
             f"read again (--format {settled_format} reads them all so)")
-    return settled_format
+    return window
+
+
+def _window_rest(label: str, lines: list[bytes], first_line: int,
+                 settler: tuple[int, Any, bool], left: int, messages_key: str | None,
+                 unit: str) -> int:
+    """The rest of the window after a settling thread (``settler``) in an earlier chunk:
+    the first ``left`` threads with messages of ``lines`` (the first numbered
+    ``first_line``), warned of on stderr when plainly in another format than the settled
+    one, as those of the settling chunk are (:func:`vthread.documents.settled_warning`);
+    how many are still to be looked at. O(the lines looked at)."""
+    from vthread.documents import settled_warning
+
+    window = [settler]
+    for index, line in enumerate(lines):
+        if len(window) > left:
+            break
+        found = _line_evidence(line, messages_key)
+        if found is not None and found[0] is not None:
+            window.append((first_line + index, *found))
+    warning = settled_warning(window, unit)
+    if warning is not None:
+        say(f"vthread scan: {label}: warning: {warning}")
+    return left - (len(window) - 1)
 
 
 _PLAIN_READS_DIFFERENTLY: Final = {

@@ -523,7 +523,7 @@ def _may_settle(value: Any) -> bool:
         if type(message) is not dict or not _SETTLING_KEYS.isdisjoint(message):
             return True
         role = message.get("role")
-        if type(role) is str and role in _OPENAI_ONLY_ROLES:
+        if isinstance(role, str) and role in _OPENAI_ONLY_ROLES:  # (a str subclass too)
             return True
         content = message.get("content")
         if content is not None and (type(content) is not str or "<function=" in content
@@ -600,7 +600,7 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
         return None
     settled = window[0][1]
     one = len(found) == 1
-    return (f"{unit} {window[0][0]:,}, the first after plain chats to show a format, is "
+    return (f"{unit} {window[0][0]}, the first after plain chats to show a format, is "
             f"{settled}, the format the rest is read in, but {misfit_lines(found, unit)}: "
             f"{'it is' if one else 'they are'} read as {settled}, and "
             f"{'its' if one else 'their'} records may be wrong")
@@ -644,12 +644,20 @@ def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) ->
 
 def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "") -> str:
     """How a warning names ``unit``s (lines, rows, runs) by number that look like another
-    format than they are read as, ``among`` some: "lines 71, 90 and 3 more look like
-    openai"."""
-    shown = ", ".join(str(number) for number, _ in found[:5])
-    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    units, look = (unit, "looks") if len(found) == 1 else (f"{unit}s", "look")
-    return f"{units} {shown}{more}{among} {look} like {found[0][1]}"
+    format than they are read as, ``among`` some, each format with its own: "lines 71, 90
+    and 3 more look like openai, line 95 like native" (every one was said to look like the
+    first's format)."""
+    by_format: dict[Any, list[int]] = {}
+    for number, format_ in found:
+        by_format.setdefault(format_, []).append(number)
+    said: list[str] = []
+    for format_, numbers in by_format.items():
+        shown = ", ".join(str(number) for number in numbers[:5])
+        more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
+        units, look = (unit, "looks") if len(numbers) == 1 else (f"{unit}s", "look")
+        said.append(f"{units} {shown}{more}{among} {look} like {format_}" if not said
+                    else f"{units} {shown}{more} like {format_}")
+    return ", ".join(said)
 
 
 def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]:
