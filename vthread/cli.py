@@ -2004,13 +2004,7 @@ def _tasks(
             # While the file's threads have all been plain chats (its format OpenAI's by
             # default, not shown): the index of the chunk's line to look on from for one
             # that shows it.
-            settle_from: int | None = None
-            detected_at = -1  # the file's entry in ``detected``
-            # Once settled past plain chats: the settling thread's evidence, and how many
-            # threads after it are still to be looked at for another format (the chunk
-            # that settled it may end first).
-            settler: tuple[int, Any, bool] | None = None
-            window_left = 0
+            settling = _Settling()
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -2026,9 +2020,10 @@ def _tasks(
                     line += 1
                     continue
                 if file_format is None:
-                    file_format, told, settle_from = _detect(label, lines, messages_key, unit)
+                    file_format, told, settling.start = _detect(label, lines, messages_key,
+                                                                unit)
                     if detected is not None and told:
-                        detected_at = len(detected)
+                        settling.detected_at = len(detected)
                         detected.append((label, file_format))
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
@@ -2037,17 +2032,8 @@ def _tasks(
                     if misread is not None:
                         say(f"vthread scan: {misread[0]}")
                         named_through = misread[1]
-                if settle_from is not None:
-                    window = _settled(label, lines, settle_from, line, messages_key, unit)
-                    settle_from = None if window else 0
-                    if window:
-                        settler, window_left = window[0], DETECT_THREADS - len(window)
-                        file_format = settler[1]
-                        if detected is not None and detected_at >= 0:
-                            detected[detected_at] = (label, settler[1])
-                elif settler is not None and window_left > 0:
-                    window_left = _window_rest(label, lines, line, settler, window_left,
-                                               messages_key, unit)
+                settled = settling.look(label, lines, line, messages_key, unit, detected)
+                file_format = settled or file_format
                 if line == 1 and kind != "inspect" and (messages_key or id_key):
                     # A key given for the file: said once if none of its first runs has it.
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
@@ -2150,10 +2136,7 @@ def _parquet_tasks(
             f"each row is an error record (vthread report {name} reads them back)")
     line = 1
     file_format = format_
-    settle_from: int | None = None  # (as in _tasks)
-    detected_at = -1
-    settler: tuple[int, Any, bool] | None = None
-    window_left = 0
+    settling = _Settling()
     try:
         for lines, share, cell_ids in parquet_lines(name, messages_key, id_key, CHUNK_LINES):
             if progress is not None:
@@ -2170,20 +2153,11 @@ def _parquet_tasks(
                     line += rows
                 continue
             if file_format is None:
-                file_format, told, settle_from = _detect(name, lines, None, "row")
+                file_format, told, settling.start = _detect(name, lines, None, "row")
                 if detected is not None and told:
-                    detected_at = len(detected)
+                    settling.detected_at = len(detected)
                     detected.append((name, file_format))
-            if settle_from is not None:
-                window = _settled(name, lines, settle_from, line, None, "row")
-                settle_from = None if window else 0
-                if window:
-                    settler, window_left = window[0], DETECT_THREADS - len(window)
-                    file_format = settler[1]
-                    if detected is not None and detected_at >= 0:
-                        detected[detected_at] = (name, settler[1])
-            elif settler is not None and window_left > 0:
-                window_left = _window_rest(name, lines, line, settler, window_left, None, "row")
+            file_format = settling.look(name, lines, line, None, "row", detected) or file_format
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
                         mask_volatile=mask_volatile, unit="row",
                         cell_ids={line + row: json.loads(ident)
@@ -2431,6 +2405,40 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
     plain_only = bool(evidence) and not any(decisive for _, _, decisive in evidence)
     # (evidence is numbered from 1: the last one's number is the index of the line after it)
     return agreed, bool(evidence), evidence[-1][0] if plain_only else None
+
+
+@dataclass
+class _Settling:
+    """A file's format while its threads so far were all plain chats (read as OpenAI's by
+    default, not shown): where in the next chunk to look on for one that shows a format;
+    once one has, its evidence and how many threads after it are still to be looked at for
+    another format (the chunk that settled it may end first)."""
+
+    start: int | None = None  # (None: not looking on)
+    settler: tuple[int, Any, bool] | None = None
+    window_left: int = 0
+    detected_at: int = -1  # the file's entry in the ``detected`` formats
+
+    def look(self, label: str, lines: list[bytes], first_line: int,
+             messages_key: str | None, unit: str, detected: list[tuple[str, str]] | None
+             ) -> str | None:
+        """The format the chunk ``lines`` (its first line numbered ``first_line``) settles,
+        the file's entry in ``detected`` replaced by it; None when it settles none
+        (:func:`_settled`), the rest of a window looked at (:func:`_window_rest`)."""
+        if self.start is not None:
+            window = _settled(label, lines, self.start, first_line, messages_key, unit)
+            self.start = None if window else 0
+            if not window:
+                return None
+            self.settler, self.window_left = window[0], DETECT_THREADS - len(window)
+            settled = str(window[0][1])
+            if detected is not None and self.detected_at >= 0:
+                detected[self.detected_at] = (label, settled)
+            return settled
+        if self.settler is not None and self.window_left > 0:
+            self.window_left = _window_rest(label, lines, first_line, self.settler,
+                                            self.window_left, messages_key, unit)
+        return None
 
 
 def _settled(label: str, lines: list[bytes], start: int, first_line: int,
