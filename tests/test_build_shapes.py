@@ -253,3 +253,15 @@ def test_core_selection_equals_the_python_walk(costs: list[float], limit: float,
     assert [list(m) for m in fast[0]] == [list(m) for m in slow[0]]  # key order too
     assert fast[1] == slow[1] or (math.isnan(fast[1]) and math.isnan(slow[1]))
     assert thread == before
+
+
+def test_system_messages_past_the_largest_double_are_said_so() -> None:
+    """Two system messages of 1e308 tokens each sum past the largest double: the error says
+    so (it said "alone cost inf tokens, inf more than", found by a tester)."""
+    thread = [{"type": "system", "text": "a", "usage": {"tokens": 1e308}},
+              {"type": "system", "text": "b", "usage": {"tokens": 1e308}},
+              {"type": "user", "text": "q", "usage": {"tokens": 2}}]
+    with pytest.raises(ValueError) as raised:
+        vthread.build_thread(thread, max_tokens=3405, keep_system=True)
+    assert str(raised.value) == ("the 2 leading system messages alone cost over 1.8e308 tokens "
+                                 "(more than a double holds), more than max_tokens=3405")

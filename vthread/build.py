@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -157,10 +158,12 @@ def build_thread(
     for tokens in costs[:head]:
         system_total += tokens
     if head and system_total > limit:
-        raise ValueError(
-            f"the {head} leading system message{'s' if head != 1 else ''} alone cost "
-            f"{system_total:g} tokens, {system_total - limit:g} more than max_tokens={limit:g}"
-        )
+        # (a sum past the largest double is infinite: said so, not as "inf tokens")
+        cost = (f"{system_total:g} tokens, {system_total - limit:g} more"
+                if system_total < math.inf else "over 1.8e308 tokens (more than a double holds), "
+                "more")
+        raise ValueError(f"the {head} leading system message{'s' if head != 1 else ''} alone "
+                         f"cost {cost} than max_tokens={limit:g}")
     taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive,
                                    view.copy)
     if pair_safe or start_on is not None:
