@@ -34,6 +34,7 @@ from vthread.documents import (
     checked_format,
     evidence_of,
     in_source_messages,
+    judged_until_settled,
     line_format_evidence,
     messages_column,
     misfit_phrase,
@@ -44,7 +45,6 @@ from vthread.documents import (
     read_run,
     run_format_evidence,
     settled_format,
-    settles,
     unread_reason,
 )
 from vthread.scan import (
@@ -252,38 +252,39 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
 
 def _later_evidence(column: pa.ChunkedArray, start: int
                     ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
-    """(row, :func:`vthread.documents.run_format_evidence`) of the rows from ``start`` on,
-    lazily, judged by the core from their JSON text (a text column's bytes, a nested
-    column's rows as the core writes them from the Arrow buffers, as ``vthread scan
-    X.parquet`` reads them): until one settles the format, only those
-    :func:`vthread._core.may_settle` keeps (the others surely do not). A nested column the
-    core cannot write is converted to Python (converting every row of a column of plain
-    chats doubled the cost of scan_arrow)."""
-    from vthread._core import arrow_row_texts, may_settle
+    """:func:`vthread.documents.judged_until_settled` of the rows from ``start`` on, lazily:
+    a row's JSON text (a text column's bytes, a nested column's rows as the core writes
+    them from the Arrow buffers, as ``vthread scan X.parquet`` reads them) passed over by
+    :func:`vthread._core.may_settle` or judged by the core; a row of a nested piece the core
+    cannot write, converted to Python, always judged (converting every row of a column of
+    plain chats doubled the cost of scan_arrow)."""
+    from vthread._core import may_settle
 
-    settled = False
+    return judged_until_settled(
+        _later_rows(column, start),
+        lambda row: not isinstance(row, bytes) or may_settle(row),
+        lambda row: line_format_evidence(row) if isinstance(row, bytes)
+        else run_format_evidence(row))
+
+
+def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]]:
+    """(row, its JSON text as bytes, or its Python value where the core cannot write the
+    piece's rows) of the rows from ``start`` on, null text rows left out."""
+    from vthread._core import arrow_row_texts
+
     first = start
     for piece in _slices(column.slice(start)):
-        texts: Iterator[tuple[int, bytes]] | None = None
         if _is_text(piece):
-            texts = ((row, text) for row, text in enumerate(_as_binary(piece).to_pylist())
-                     if text is not None)
-        else:
-            written = arrow_row_texts(piece, core_threads())
-            if written is not None:
-                data, begins, ends = written[0], written[1].tolist(), written[2].tolist()
-                texts = ((row, data[begins[at]:ends[at]])
-                         for at, row in enumerate(written[3].tolist()))
-        if texts is None:
+            for row, text in enumerate(_as_binary(piece).to_pylist()):
+                if text is not None:
+                    yield first + row, text
+        elif (written := arrow_row_texts(piece, core_threads())) is None:
             for row, value in enumerate(_python_values(piece)):
-                yield first + row, run_format_evidence(value)
+                yield first + row, value
         else:
-            for row, text in texts:
-                if not (settled or may_settle(text)):
-                    continue
-                found = line_format_evidence(text)
-                settled = settled or settles(found)
-                yield first + row, found
+            data, begins, ends = written[0], written[1].tolist(), written[2].tolist()
+            for at, row in enumerate(written[3].tolist()):
+                yield first + row, data[begins[at]:ends[at]]
         first += len(piece)
 
 

@@ -2001,9 +2001,6 @@ def _tasks(
                 if detected is not None:
                     detected.append((label, "inspect"))
             named_through = 0  # (see _Task.named_through)
-            # While the file's threads have all been plain chats (its format OpenAI's by
-            # default, not shown): the index of the chunk's line to look on from for one
-            # that shows it.
             settling = _Settling()
             for lines in chunks:
                 if progress is not None:
@@ -2482,15 +2479,10 @@ def _window_rest(label: str, lines: list[bytes], first_line: int,
     ``first_line``), warned of on stderr when plainly in another format than the settled
     one, as those of the settling chunk are (:func:`vthread.documents.settled_warning`);
     how many are still to be looked at. O(the lines looked at)."""
-    from vthread.documents import settled_warning
+    from vthread.documents import evidence_of, settled_warning
 
-    window = [settler]
-    for index, line in enumerate(lines):
-        if len(window) > left:
-            break
-        found = _line_evidence(line, messages_key)
-        if found is not None and found[0] is not None:
-            window.append((first_line + index, *found))
+    found, _ = evidence_of(lines, left, partial(_line_evidence, messages_key=messages_key))
+    window = [settler, *((first_line + index, *evidence) for index, *evidence in found)]
     warning = settled_warning(window, unit)
     if warning is not None:
         say(f"vthread scan: {label}: warning: {warning}")
@@ -2511,20 +2503,15 @@ every plain chat as OpenAI's does)."""
 
 def _judged_after(lines: list[bytes], start: int, first_line: int, messages_key: str | None
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
-    """(line number, evidence) of ``lines`` from index ``start`` on, for
-    :func:`vthread.documents.first_settling`: up to the first that settles the format, only
-    the lines :func:`vthread._core.may_settle` keeps (the others surely do not); every line
-    after it (the warning's window counts them all)."""
+    """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
+    by line number, each passed over by :func:`vthread._core.may_settle` or judged by
+    :func:`_line_evidence`."""
     from vthread._core import may_settle
-    from vthread.documents import settles
+    from vthread.documents import judged_until_settled
 
-    settled = False
-    for index in range(start, len(lines)):
-        if not settled and not may_settle(lines[index]):
-            continue
-        found = _line_evidence(lines[index], messages_key)
-        settled = settled or settles(found)
-        yield first_line + index, found
+    return judged_until_settled(
+        ((first_line + index, lines[index]) for index in range(start, len(lines))),
+        may_settle, partial(_line_evidence, messages_key=messages_key))
 
 
 def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | None:

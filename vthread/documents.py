@@ -59,6 +59,7 @@ __all__ = [
     "evidence_of",
     "first_settling",
     "in_source_messages",
+    "judged_until_settled",
     "line_format_evidence",
     "messages_column",
     "misfit_lines",
@@ -482,15 +483,25 @@ def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
 
 def _judged_after(threads: Sequence[Any], start: int
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
-    """(position, :func:`run_format_evidence`) of ``threads`` from ``start`` on, for
-    :func:`first_settling`: up to the first that settles the format, only those
-    :func:`_may_settle` keeps (the others surely do not); every one after it."""
+    """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position."""
+    return judged_until_settled(
+        ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
+        _may_settle, run_format_evidence)
+
+
+def judged_until_settled(
+    items: Iterable[tuple[int, Any]], may_settle: Callable[[Any], bool],
+    judged: Callable[[Any], tuple[Any, bool] | None],
+) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+    """(position, ``judged(item)``) of ``items`` ((position, item) each, read lazily), for
+    :func:`first_settling`: up to the first that settles the format (:func:`settles`), only
+    the items ``may_settle`` keeps (a quick test that passes over only those that surely do
+    not); every one after it (the warning's window counts them all)."""
     settled = False
-    for position in range(start, len(threads)):
-        value = _judged_value(threads[position])
-        if not settled and not _may_settle(value):
+    for position, item in items:
+        if not settled and not may_settle(item):
             continue
-        found = run_format_evidence(value)
+        found = judged(item)
         settled = settled or settles(found)
         yield position, found
 
