@@ -364,11 +364,6 @@ def _text_of(head: bytes, after: int = 0) -> bytes:
     return text[:most]
 
 
-def _has_whole_line(text: bytes) -> bool:
-    """Whether ``text`` holds a line with text that a newline ends."""
-    return _whole_line_end(text) > 0
-
-
 def _whole_line_end(text: bytes) -> int:
     """Where the first line with text that a newline ends, ends (after its newline); 0 when
     there is none. O(len(text))."""
