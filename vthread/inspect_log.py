@@ -172,7 +172,7 @@ def _eval_samples(path: str | Path) -> Iterator[_Read]:
             if isinstance(sample, _Missing):
                 if complete and (str(sample_id), epoch) not in stopped:
                     named = _sample_name({"id": sample_id, "epoch": epoch})
-                    yield UnreadableSample(f"{sample_id}/{epoch}", f"{named} is missing from "
+                    yield UnreadableSample(_thread_id(sample_id, epoch), f"{named} is missing from "
                                            "the log, whose header says the evaluation "
                                            "succeeded")
                 continue
@@ -243,7 +243,7 @@ def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> list[Any]:
             raise
         except Exception as error:  # whatever inspect_ai raises on the sample's member
             named = _sample_name({"id": sample_id, "epoch": epoch})
-            found.append(UnreadableSample(f"{sample_id}/{epoch}",
+            found.append(UnreadableSample(_thread_id(sample_id, epoch),
                                           f"{named} cannot be read: {_problem(error)}"))
     return found
 
@@ -288,7 +288,7 @@ def _json_samples_alone(data: bytes) -> Iterator[_Read]:
     for position, raw in enumerate(samples):
         fields = raw if isinstance(raw, dict) else {}
         sample_id, epoch = fields.get("id"), fields.get("epoch", 1)
-        ident = None if sample_id is None else f"{sample_id}/{epoch}"
+        ident = None if sample_id is None else _thread_id(sample_id, epoch)
         named = (f"sample {position + 1} of the log" if sample_id is None
                  else _sample_name(fields))
         alone = json.dumps({**header, "samples": [raw]}).encode()
@@ -311,7 +311,7 @@ def _chat_or_why(sample: Any) -> _Read:
     try:
         return chat_of(fields, _call_tokens(sample.events, _sample_name(fields)))
     except ValueError as error:
-        return UnreadableSample(f"{fields.get('id')}/{fields.get('epoch', 1)}", str(error))
+        return UnreadableSample(_thread_id(fields.get("id"), fields.get("epoch", 1)), str(error))
 
 
 def _problem(error: Exception, within: str = "") -> str:
@@ -406,6 +406,11 @@ def _key(value: Any, what: str) -> str | int | None:
     raise ValueError(f"{what} is not text, but {_kind(value)}")
 
 
+def _thread_id(sample_id: Any, epoch: Any) -> str:
+    """A sample's thread id: ``"<sample id>/<epoch>"``."""
+    return f"{sample_id}/{epoch}"
+
+
 def _sample_name(sample: Mapping[str, Any]) -> str:
     """How an error names a sample: ``sample 'stuck' epoch 1`` (its id's repr tells a
     numeric id from text)."""
@@ -453,7 +458,7 @@ def chat_of(
         figure = tokens.get(ids[i])
         if figure is not None:
             chat[i]["usage"] = {"completion_tokens": figure}
-    return f"{sample.get('id')}/{sample.get('epoch', 1)}", chat
+    return _thread_id(sample.get("id"), sample.get("epoch", 1)), chat
 
 
 def _spread(model_usage: Any, assistant_ids: list[str | int | None], named: str
