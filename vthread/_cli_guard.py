@@ -283,12 +283,15 @@ def _report(guard: Guard, offset: int, stderr: TextIO) -> None:
     _say(stderr, json.dumps(line, allow_nan=False) + "\n")
 
 
-def main() -> int:
-    """Entry point of ``python -m vthread._cli_guard``."""
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``vthread guard`` and ``python -m vthread._cli_guard``: :func:`run_guard`
+    of ``argv`` (the command line's by default) on the process's standard streams."""
     stdin = sys.stdin.buffer if sys.stdin is not None else None
+    # A closed standard error swallows the guard's messages; a closed standard input or
+    # output is refused (it is where the stream comes from or goes) by run_guard itself.
     stderr = sys.stderr if sys.stderr is not None else io.StringIO()
     stdout = sys.stdout.buffer if sys.stdout is not None else None
-    return run_guard(sys.argv[1:], stdin, stdout, stderr)
+    return run_guard(sys.argv[1:] if argv is None else argv, stdin, stdout, stderr)
 
 
 if __name__ == "__main__":

@@ -156,12 +156,7 @@ def _guard(argv: list[str]) -> int:
             raise
         say("vthread guard: not available in this installation")
         return USAGE_EXIT
-    stdin = sys.stdin.buffer if sys.stdin is not None else None
-    # A closed standard error swallows the guard's messages; a closed standard input or
-    # output is refused (it is where the stream comes from or goes) by the guard itself.
-    stderr = sys.stderr if sys.stderr is not None else io.StringIO()
-    stdout = sys.stdout.buffer if sys.stdout is not None else None
-    return int(module.run_guard(argv, stdin, stdout, stderr))
+    return int(module.main(argv))
 
 
 class _VersionAction(argparse.Action):
