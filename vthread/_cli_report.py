@@ -20,6 +20,7 @@ cannot be written (a missing folder, no permission, a full disk); the scan's own
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import gzip
 import io
@@ -429,11 +430,7 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     ``ended``), is a record; a line the head cuts short is none."""
     lines = head.split(b"\n")
     first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
-    try:
-        # UTF-8, as the records are read (json.loads of bytes would take UTF-16 too)
-        return is_record(json.loads(first.decode("utf-8-sig")))
-    except (ValueError, RecursionError):
-        return False
+    return _line_is_record(first) is True
 
 
 def _lines_are_records(head: bytes) -> bool:
@@ -441,19 +438,18 @@ def _lines_are_records(head: bytes) -> bool:
     that is not JSON is left out: the head cut it short, or a scan killed while writing (or
     still writing) the file did; one that is JSON is a whole line, and counts."""
     *whole, last = head.split(b"\n")
+    return (all(_line_is_record(line) is True for line in whole if line.strip())
+            and (not last.strip() or _line_is_record(last) is not False))
 
-    def read(line: bytes) -> object:
-        return json.loads(line.decode("utf-8-sig"))
 
+def _line_is_record(line: bytes) -> bool | None:
+    """Whether a line of a stream's first bytes is a record (:func:`is_record`), read as the
+    records are (:func:`_record_of`: UTF-8, so not the UTF-16 ``json.loads`` of bytes would
+    also take) with a byte-order mark before it passed over; None when it holds no JSON."""
     try:
-        if not all(is_record(read(line)) for line in whole if line.strip()):
-            return False
-    except (ValueError, RecursionError):
-        return False
-    try:
-        return not last.strip() or is_record(read(last))
-    except (ValueError, RecursionError):
-        return True  # cut short
+        return is_record(_record_of(line.removeprefix(codecs.BOM_UTF8)))
+    except ValueError:
+        return None
 
 
 class _Replaying(io.RawIOBase):
@@ -509,7 +505,7 @@ def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
     first = next(iterator, None)
     if first is None:
         return
-    yield first.removeprefix(b"\xef\xbb\xbf")
+    yield first.removeprefix(codecs.BOM_UTF8)
     yield from iterator
 
 
