@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from vthread import cli
+from vthread import cli, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "vthread" / "samples" / "threads.jsonl"
@@ -486,6 +486,38 @@ def test_jobs_that_is_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
     assert code == 2
     assert "--jobs: expected a whole number >= 1" in err and "got 'abc'" in err
     assert "invalid jobs_argument value" not in err
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0662", "\u0661\u0660", "ten", "0x10"])
+@pytest.mark.parametrize("option", ["--min-repetitions", "--min-pattern-length",
+                                    "--max-pattern-length", "--min-result-repetitions",
+                                    "--jobs"])
+def test_numbers_are_written_in_ascii_digits(option: str, value: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count written with an underscore or another script's digits, which Python's int()
+    and float() take, is refused with the option and the text named (1_0 was read as 10),
+    as vthread guard refuses it."""
+    source = lines_file(tmp_path / "runs.jsonl", 3)
+    code, out, err = run(["scan", str(source), option, value, "-q"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"{option}: expected a" in err and repr(value) in err
+
+
+@pytest.mark.parametrize("value", [" 4 ", "4.9", "-3", "1e400", "nan", "-inf",
+                                   str(2**53 + 1), str(10**400)])
+def test_numbers_in_ascii_are_read(value: str, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every number the library's options take is taken on the command line (a fraction, a
+    negative, a non-finite one meaning the default, a whole number past a double's
+    precision), with the library's answer."""
+    pair = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}]
+    threads = [pair * copies for copies in (1, 2, 3, 4, 5)]
+    source = tmp_path / "runs.jsonl"
+    source.write_text("".join(json.dumps(thread) + "\n" for thread in threads))
+    code, out, _ = run(["scan", str(source), "--min-repetitions", value, "-q"], monkeypatch)
+    number = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+    want = scan(threads, min_repetitions=number).names
+    assert code == 0 and [r["verdict"] for r in records(out)] == want
 
 
 def test_option_before_the_command(monkeypatch: pytest.MonkeyPatch) -> None:

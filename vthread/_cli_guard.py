@@ -38,6 +38,8 @@ from vthread._cli_main import (
     IO_EXIT,
     USAGE_EXIT,
     BlockingInput,
+    count_argument,
+    number_argument,
     numbers_joined,
     point_at_null,
 )
@@ -110,45 +112,21 @@ class _Parser(argparse.ArgumentParser):
         raise _StopParsingError(status)
 
 
-_WHOLE: Final = re.compile(r"[+-]?[0-9]+")
-_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                            r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
-
-
-def _count(text: str) -> float:
-    # Any number, as the library's count options take one: a fraction rounds down, and NaN
-    # or an infinity means the default (an option that is not a finite number is unset).
-    # A whole number stays an int, so one past a double's precision is still refused.
-    if _WHOLE.fullmatch(text.strip()):
-        return int(text)
-    return _ratio(text)
-
-
-def _ratio(text: str) -> float:
-    # NaN and the infinities are taken, and mean the default, as the library's option does
-    # (an option that is not a finite number is unset), and as vthread scan's options do.
-    # Written in ASCII digits, spaces around allowed ("1_000" and other scripts' digits,
-    # which float() would take, are refused).
-    if not _NUMBER.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
-    return float(text)
-
-
 def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
     parser = _Parser(stdout, stderr)
     parser.add_argument("file", nargs="?", default="-", metavar="FILE",
                         help="read this file instead of standard input ('-' or none: "
                         "standard input)")
-    parser.add_argument("--ngram", type=_count, metavar="N",
+    parser.add_argument("--ngram", type=count_argument, metavar="N",
                         help="words per repeated phrase (default 4, at least 2)")
-    parser.add_argument("--window", type=_count, metavar="N",
+    parser.add_argument("--window", type=count_argument, metavar="N",
                         help="words the guard looks back over (default max(ngram, 48))")
-    parser.add_argument("--max-repeats", type=_count, metavar="N",
+    parser.add_argument("--max-repeats", type=count_argument, metavar="N",
                         help="repeats of one phrase that trip the guard (default 4)")
-    parser.add_argument("--max-unique-ratio", type=_ratio, metavar="X",
+    parser.add_argument("--max-unique-ratio", type=number_argument, metavar="X",
                         help="trip only when distinct/total words in the window is at most "
                         "this (default 0.4, clamped to [0, 1]; nan or inf: the default)")
-    parser.add_argument("--min-chars", type=_count, metavar="N",
+    parser.add_argument("--min-chars", type=count_argument, metavar="N",
                         help="never trip before this many characters (UTF-16 units; "
                         "default 0)")
     return parser

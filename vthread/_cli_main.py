@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
@@ -280,7 +281,7 @@ def _parser() -> argparse.ArgumentParser:
          "least 2). For every option a value below its floor is the floor, a fraction rounds "
          "down, and nan or inf is the default, as the production code reads them"),
     ):
-        scan_.add_argument(flag, type=float, metavar="N", help=meaning)
+        scan_.add_argument(flag, type=count_argument, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=jobs_argument, default=1, metavar="N",
                        help="workers (default 1; 0 = one per CPU): threads of the core, for "
                        "every format (--mask-volatile and --anywhere too). "
@@ -333,12 +334,34 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+_WHOLE_NUMBER: Final = re.compile(r"[+-]?[0-9]+")
+_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                            r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+def count_argument(text: str) -> float:
+    """A count option's value (``vthread scan``'s cycle options, ``vthread guard``'s): any
+    number, as the library's count options take one (a fraction rounds down; NaN or an
+    infinity means the default, an option that is not a finite number being unset). A
+    whole number stays an int, exact past a double's precision."""
+    if _WHOLE_NUMBER.fullmatch(text.strip()):
+        return int(text)
+    return number_argument(text)
+
+
+def number_argument(text: str) -> float:
+    """A number option's value: written in ASCII digits, spaces around allowed. ``1_000``
+    and other scripts' digits, which ``float()`` and ``int()`` take, are refused: read as
+    numbers they would pass a typo (``1_0`` for 10) or text no user meant as one."""
+    if not _NUMBER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return float(text)
+
+
 def jobs_argument(text: str) -> int:
-    """A ``--jobs`` value: a whole number, 0 for one per CPU (both commands take it)."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
+    """A ``--jobs`` value: a whole number in ASCII digits, 0 for one per CPU (both commands
+    take it)."""
+    count = int(text) if _WHOLE_NUMBER.fullmatch(text.strip()) else -1
     if count < 0:
         # argparse prefixes the option's name: "argument -j/--jobs: expected ..."
         raise argparse.ArgumentTypeError(
