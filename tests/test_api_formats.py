@@ -223,12 +223,14 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
     assert as_native.ids == [None, "a"]
     with pytest.warns(UserWarning, match=r'messages have a "role"'):
         vthread.describe_thread_cycle({"messages": chat})  # as for the list (a reviewer)
-    for batch in ([{"foo": 1}], [{"id": "a", "messages": chat}, {"foo": 1}],
-                  [{"id": "a", "messages": chat}, {"messages": None}]):
+    for batch in ([{"foo": 1}], [{"id": "a", "messages": chat}, {"foo": 1}]):
         # A mapping holding no messages: the same TypeError alone or beside run objects.
         with pytest.raises(TypeError, match=r"thread \d: messages must be a sequence of "
                                             r"mappings \(or a run object holding them"):
             vthread.scan(batch)
+    # A run whose messages are null is a run with no thread, as in every other format.
+    with pytest.raises(ValueError, match='thread 1: not a thread: "messages" is a null'):
+        vthread.scan([{"id": "a", "messages": chat}, {"messages": None}])
     native = generate_threads(1, seed=5)[0]
     for given in ("native", "auto"):
         held = vthread.scan([{"id": "n", "messages": native}, native], format=given)

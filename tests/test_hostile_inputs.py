@@ -700,3 +700,20 @@ def test_nesting_past_where_node_throws_compares_as_the_marker(depth: int,
     expected = "repeated_suffix" if equal else None
     assert vthread.describe_thread_cycle(thread, min_pattern_length=1) == expected
     assert vthread.scan([thread], min_pattern_length=1).record(0)["verdict"] == expected
+
+
+@pytest.mark.parametrize("key", ["messages", "traj", "history"])
+@pytest.mark.parametrize("format", ["native", "openai", "auto"])
+def test_a_run_whose_messages_are_null_is_named_alike_in_every_format(
+        key: str, format: str) -> None:
+    """A run object holding null under its messages key is a run with no thread, in the
+    native format as in the others (the native scan called it "a dict without them", a
+    TypeError, as if the key were missing); a mapping without the keys stays a TypeError."""
+    said = f'not a thread: "{key}" is a null, not an array'
+    with pytest.raises(ValueError, match=f"^thread 0: {said}$"):
+        vthread.scan([{key: None}], format=format)
+    with pytest.raises(ValueError, match=f"^{said}$"):
+        vthread.describe_thread_cycle({key: None}, format=format)
+    if format == "native":
+        with pytest.raises(TypeError, match=r"without them$"):
+            vthread.scan([{"steps": None}], format=format)

@@ -26,7 +26,7 @@ from vthread._heuristics import (
 )
 from vthread._messages import MessagesOrRun, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
-from vthread.documents import chat_like, native_messages, run_messages, warn_if_chat
+from vthread.documents import chat_like, holds_run_messages, native_messages, warn_if_chat
 from vthread.volatile import volatile_masked
 
 __all__ = [
@@ -57,7 +57,7 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     points (the caller of the public function)."""
     if format != "native":
         return native_messages(as_thread(messages), format)[0]
-    if isinstance(messages, Mapping) and run_messages(messages) is not None:
+    if isinstance(messages, Mapping) and holds_run_messages(messages):
         messages = native_messages(messages, format)[0]  # a run object, read as scan reads one
     # Any sequence, a list's or tuple's subclass included, as scan's warning reads threads.
     warn_if_chat([messages], stacklevel=stacklevel, one=True)

@@ -58,6 +58,7 @@ __all__ = [
     "checked_format",
     "evidence_of",
     "first_settling",
+    "holds_run_messages",
     "in_source_messages",
     "judged_until_settled",
     "line_format_evidence",
@@ -142,6 +143,17 @@ def run_messages(run: Mapping[str, Any], messages_key: str | None = None) -> Any
         if value is not _ABSENT:
             return value
     return None
+
+
+def holds_run_messages(run: Mapping[str, Any], messages_key: str | None = None) -> bool:
+    """Whether ``run`` has a key its messages may be under, whatever it holds there (a run
+    whose ``"messages"`` is null is a run, and no thread: :func:`run_messages` gives None
+    for it as for a mapping without the keys).
+
+    >>> holds_run_messages({"messages": None}), holds_run_messages({"steps": []})
+    (True, False)
+    """
+    return any(key in run for key in _messages_keys(messages_key))
 
 
 def run_id(run: Mapping[str, Any], id_key: str | None = None) -> Any:

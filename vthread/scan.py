@@ -765,14 +765,14 @@ def scan(
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
     sources = None
-    from vthread.documents import native_threads, run_messages, warn_if_chat
+    from vthread.documents import holds_run_messages, native_threads, warn_if_chat
 
     holds_runs = False  # a native batch holding a run object
     if format == "native":
         for index, thread in enumerate(batch_threads):
             if not isinstance(thread, Mapping):
                 continue
-            if run_messages(thread) is None:
+            if not holds_run_messages(thread):
                 # No thread: a TypeError as for a lone one, whatever else the batch holds
                 # (read as a run, it would be a ValueError).
                 raise TypeError(f"thread {index}: messages must be a sequence of mappings (or "
