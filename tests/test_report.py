@@ -724,3 +724,29 @@ def test_a_long_records_line_is_told_with_the_lines_after_it(tmp_path: Path) -> 
     document = tmp_path / "document.json"
     document.write_text(json.dumps([json.loads(run)] * 300_000))  # (about 17 MB, one line)
     assert not holds_records(str(document), throughout=True)
+
+
+def test_the_default_title_names_the_inputs(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's default title names its inputs as given, a folder by its name (it was
+    "2 files" for a file and a folder of many), and the first with a count of the rest
+    when the names would make a long title."""
+    runs = tmp_path / "runs.jsonl"
+    shutil.copy(SAMPLE, runs)
+    folder = tmp_path / "more"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        shutil.copy(SAMPLE, folder / name)
+    out = tmp_path / "r.html"
+
+    def title(inputs: list[str]) -> str:
+        assert main(["report", *inputs, "-o", str(out)]) == 0
+        found = re.search(r"<title>(.*?)</title>", out.read_text())
+        assert found is not None
+        return found.group(1)
+
+    assert title([str(runs)]) == f"vthread report: {runs}"
+    monkeypatch.chdir(tmp_path)
+    assert title(["runs.jsonl", "more"]) == "vthread report: runs.jsonl, more"
+    many = [str(runs), *(str(folder / f"{n}.jsonl") for n in "abc")]
+    assert title(many) == f"vthread report: {runs} and 3 more inputs"

@@ -182,8 +182,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _what(files: Sequence[str]) -> str:
-    return files[0] if len(files) == 1 else f"{len(files)} files"
+def _what(inputs: Sequence[str]) -> str:
+    """The inputs as the page's default title names them: each as given (a folder stands
+    for the files under it, so a count of the names would count it as one file), the
+    first alone and how many more when they make a long title."""
+    named = ", ".join(inputs)
+    if len(inputs) == 1 or len(named) <= _TITLE_NAMES:
+        return named
+    return f"{inputs[0]} and {len(inputs) - 1:,} more inputs"
+
+
+_TITLE_NAMES: Final = 80
+"""Characters of input names the default title holds before it counts the rest."""
 
 
 def _check_output(output: str, files: Sequence[str]) -> None:
