@@ -156,7 +156,7 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
 def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A line the process cannot hold (MemoryError, as a line of hundreds of megabytes under
-    ``ulimit -v`` or a container's limit raises): status 71, one line on stderr saying so
+    ``ulimit -v`` or strict overcommit raises): status 71, one line on stderr saying so
     and naming the line, the records before it written (those of the lines read in the same
     chunk too: the chunk is scanned again a line at a time), and the summary says the scan
     did not complete. Not a traceback, and not the internal error's 70."""

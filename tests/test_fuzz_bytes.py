@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 #: Examples per property; the default keeps the suite quick, a fuzzing run raises it.
 EXAMPLES = int(os.environ.get("VTHREAD_FUZZ_EXAMPLES", "60"))
-#: The exit statuses ``vthread scan`` documents (``vthread scan --help``).
+#: The exit statuses ``vthread scan`` documents (``vthread scan --help``) that bytes can
+#: cause: not 70 (an internal error), 71 (out of memory) or 143 (a SIGTERM).
 SCAN_STATUSES = {0, 1, 2, 74, 130, 141}
 #: A generous bound per example: the machine is shared, but a hang is minutes, not seconds.
 _DEADLINE_MS = 10_000

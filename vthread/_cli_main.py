@@ -284,7 +284,8 @@ def _parser() -> argparse.ArgumentParser:
         scan_.add_argument(flag, type=count_argument, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=jobs_argument, default=1, metavar="N",
                        help="workers (default 1; 0 = one per CPU): threads of the core, for "
-                       "every format (--mask-volatile and --anywhere too). "
+                       "every format (--mask-volatile and --anywhere too; worker processes "
+                       "for a file whose first chunk only Python reads). "
                        "Capped at the CPUs this process may use and at the chunks there "
                        "are to share out")
     scan_.add_argument("-q", "--quiet", action="store_true",

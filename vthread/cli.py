@@ -557,13 +557,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         before = (f"the record of the {stats.lines:,} line before it is" if stats.lines == 1
                   else f"the records of the {stats.lines:,} lines before it are")
         failure = (MEMORY_EXIT, f"out of memory at {error}: it is larger than the memory "
-                   f"the process may use (ulimit -v, a container's limit); {before} written, "
+                   f"the process may use (ulimit -v, strict overcommit); {before} written, "
                    "its own and the rest's are not")
     except MemoryError:
         _close_quietly(out, options.output, progress)
         failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the input is "
-                   "larger than the memory the process may use (ulimit -v, a container's "
-                   "limit); the records of the lines after them are not written")
+                   "larger than the memory the process may use (ulimit -v, strict "
+                   "overcommit); the records of the lines after them are not written")
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -2647,8 +2647,8 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, No
                 queued.cancel()
     if not declined_first:
         return
-    # The core declined the file's first chunk (an option only Python applies, such as
-    # --mask-volatile, or values only Python reads, such as numeric call ids throughout):
+    # The core declined the file's first chunk (values only Python reads, such as numeric
+    # call ids, or NaN, throughout):
     # the file goes to worker processes, as the formats only Python reads do, rather than
     # to Python in this one process chunk after chunk.
     yield from _run(chain(declined_first, tasks), jobs)
