@@ -40,7 +40,8 @@ vthread report runs/ -o report.html
 
 Each record names its input (`"file"`, and `"line"`: the line of a JSONL file, the run of a
 JSON document, the row of a Parquet file), and a line that cannot be read is a record with
-an `"error"` saying what was wrong, so records out equal lines in. The exit statuses are
+an `"error"` saying what was wrong, so records out equal lines in (a file refused whole,
+its format not told, is one error record among several inputs). The exit statuses are
 listed under each command below.
 
 The rest of this page is each command's `--help`, written by `python -m tools.cli_reference`.
@@ -52,7 +53,14 @@ def help_text(command: str) -> str:
     arguments = [sys.executable, "-m", "vthread", *([command] if command else []), "--help"]
     environment = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(arguments, capture_output=True, text=True, env=environment,
-                          check=True)
+                          check=False)
+    if done.returncode != 0:
+        # The sources are imported, not an installed copy: they need their compiled core
+        # beside them, which only an editable install puts there.
+        said = (done.stderr.strip().splitlines() or ["nothing on stderr"])[-1]
+        raise SystemExit(f"`vthread {command} --help` from {ROOT} exited {done.returncode} "
+                         f"({said}); this needs the sources' "
+                         "own compiled core: pip install -e '.[dev]' (or maturin develop)")
     return done.stdout.rstrip() + "\n"
 
 
