@@ -410,6 +410,20 @@ def _cli_and_arrow(cells: list[Any], kind: Any, tmp_path: Path,
     return by_cli, by_arrow
 
 
+@pytest.mark.parametrize("kind", ["binary", "large_binary"])
+def test_a_nul_byte_opening_a_binary_cell_is_placed_in_the_cell(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary cell with a NUL among its first bytes (read as UTF-16 or UTF-32 text, as
+    such a JSONL line is) has that line's error, the NUL's place said to be in the cell (it
+    said "of the line", of a table that has none), by the command and scan_arrow alike."""
+    by_cli, by_arrow = _cli_and_arrow([b"\x00[]]", _LOOP.encode()], getattr(pa, kind)(),
+                                      tmp_path, capsys)
+    assert by_cli == by_arrow
+    assert by_cli[0][2] == ("not valid JSON: a NUL byte at byte 1 of the cell, which json reads "
+                            "as UTF-16 or UTF-32 text (Expecting value: line 1 column 2 (char 1))")
+    assert by_cli[1] == ("r1", "repeated_suffix", None)
+
+
 @pytest.mark.parametrize("kind", ["string", "binary", "large_binary"])
 def test_a_cell_opening_with_a_byte_order_mark_reads_as_a_jsonl_line_does(
         kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -367,7 +367,7 @@ def _text_value(item: str | bytes) -> Any:
     try:
         return loads_exactly(text)
     except (ValueError, RecursionError) as error:
-        return _BadRow(unread_reason(text, error))
+        return _BadRow(unread_reason(text, error, "cell"))
 
 
 def _structs_as_python(array: pa.Array) -> list[Any]:

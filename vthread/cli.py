@@ -2198,7 +2198,7 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         document.broken = "not valid JSON: the document is empty" + (
             f" ({len(data):,} bytes of whitespace)" if data else "")
         return iter([]), "runs"
-    value = _parse(data, bool(suspect_lines([data])))
+    value = _parse(data, bool(suspect_lines([data])), "document")
     if isinstance(value, _Bad):
         first, rest = _opening_line(data)
         if first in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
@@ -3103,7 +3103,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
     fatal = None
     for index, line in enumerate(lines):
         item = _read_thread(line, index in suspect, task.format, task.messages_key,
-                            task.id_key)
+                            task.id_key, "cell" if task.unit == "row" else task.unit)
         if isinstance(item, _Bad):
             if item.reason == _BLANK and task.unit == "row":
                 # A Parquet row's line is its messages cell's text when it holds the run.
@@ -3222,26 +3222,30 @@ def _dumps(record: Any) -> str:
 
 def _read_thread(
     line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
-    id_key: str | None = None,
+    id_key: str | None = None, text_name: str = "line",
 ) -> tuple[Any, list[Any], list[int] | None] | _Bad:
     """(id, native messages, the source message of each or None when the line is native)
-    of one line, or why it is not a thread."""
-    value = _parse(line, suspect)
+    of one line, or why it is not a thread (``text_name``: what the line is, as
+    :func:`_parse` takes it)."""
+    value = _parse(line, suspect, text_name)
     return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key)
 
 
 _BLANK: Final = "blank line"
 
 
-def _parse(line: bytes, suspect: bool) -> Any:
+def _parse(line: bytes, suspect: bool, text_name: str = "line") -> Any:
     """The line's JSON value as ``json.loads(line)`` makes it, or a :class:`_Bad`;
-    ``suspect``: the line holds a 19-digit run (:func:`vthread._exact_json.suspect_lines`)."""
+    ``suspect``: the line holds a 19-digit run (:func:`vthread._exact_json.suspect_lines`);
+    ``text_name``: what the line is where its error names a place in it (a Parquet row's
+    line is its messages cell when the cell is no JSON value, a document's text the
+    document)."""
     if not line.strip(b" \t\r\n"):
         return _Bad(_BLANK)
     try:
         return loads_exactly(line, suspect)
     except (ValueError, RecursionError) as error:
-        return _Bad(unread_reason(line, error))
+        return _Bad(unread_reason(line, error, text_name))
 
 
 def _thread(

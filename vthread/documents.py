@@ -269,12 +269,17 @@ TOO_DEEP: Final = "nested too deeply to read"
 """How the reason for a text Python's json gave up on for its depth alone begins."""
 
 
-def unread_reason(text: bytes, error: ValueError | RecursionError) -> str:
-    """Why ``text`` (a JSONL line, a table's messages cell) is no JSON, from the ``error``
-    ``json.loads(text)`` raised: one wording wherever such text is read. O(1).
+def unread_reason(text: bytes, error: ValueError | RecursionError, text_name: str = "line"
+                  ) -> str:
+    """Why ``text`` is no JSON, from the ``error`` ``json.loads(text)`` raised: one wording
+    wherever such text is read, ``text_name`` saying what the text is (``"line"`` of JSONL,
+    ``"cell"`` of a table's messages column, ``"document"``) where a place in it is named.
+    O(1).
 
     >>> unread_reason(b"[1,", ValueError("Expecting value: line 1 column 4 (char 3)"))
     'not valid JSON: Expecting value: line 1 column 4 (char 3)'
+    >>> unread_reason(b"[\\x00\\x00\\x00", ValueError("..."), "cell")[:52]
+    'not valid JSON: a NUL byte at byte 2 of the cell, wh'
     """
     if isinstance(error, RecursionError):
         # Valid JSON, perhaps: nested past what Python's json reads.
@@ -282,7 +287,7 @@ def unread_reason(text: bytes, error: ValueError | RecursionError) -> str:
     if 0 in text[:4] and not json.detect_encoding(text).startswith("utf-8"):
         # json.loads takes a NUL among the first bytes for UTF-16 or UTF-32 text, and its
         # message then speaks of a codec or of the garbled text: say what is there.
-        return (f"not valid JSON: a NUL byte at byte {text.index(0) + 1} of the line, "
+        return (f"not valid JSON: a NUL byte at byte {text.index(0) + 1} of the {text_name}, "
                 f"which json reads as UTF-16 or UTF-32 text ({error})")
     return f"not valid JSON: {error}"
 
