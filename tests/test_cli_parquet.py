@@ -424,6 +424,27 @@ def test_a_nul_byte_opening_a_binary_cell_is_placed_in_the_cell(
     assert by_cli[1] == ("r1", "repeated_suffix", None)
 
 
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view"])
+def test_a_string_cell_with_nul_characters_is_text_not_utf16(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A string cell is text: NUL characters near its start are characters no JSON text
+    holds unescaped, not the sign of UTF-16 or UTF-32 JSON that they are in a binary cell
+    or a JSONL line (a string cell holding a run's UTF-16 bytes as characters was that
+    run, and ``"[\\x00]\\x00"`` an empty run), by the command and scan_arrow alike; the
+    error is ``json.loads`` of the text."""
+    if kind == "string_view" and not hasattr(pa, "string_view"):
+        pytest.skip("no string_view in this pyarrow")
+    utf16 = _LOOP.encode("utf-16-le").decode("latin-1")
+    cells = ["[\x00]\x00", utf16, "\x00[]]", "\ufeff\x00[]", _LOOP]
+    by_cli, by_arrow = _cli_and_arrow(cells, getattr(pa, kind)(), tmp_path, capsys)
+    assert by_cli == by_arrow
+    for (_, verdict, error), cell in zip(by_cli[:4], cells, strict=False):
+        with pytest.raises(json.JSONDecodeError) as expected:
+            json.loads(cell.removeprefix("\ufeff"))
+        assert (verdict, error) == (None, f"not valid JSON: {expected.value}")
+    assert by_cli[4] == ("r4", "repeated_suffix", None)
+
+
 @pytest.mark.parametrize("kind", ["string", "binary", "large_binary"])
 def test_a_cell_opening_with_a_byte_order_mark_reads_as_a_jsonl_line_does(
         kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

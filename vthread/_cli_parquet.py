@@ -292,15 +292,15 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
                                        strict=True):
                 bodies[row] = data[start:end]
             return bodies
-    from vthread.arrow import _structs_as_python, _without_nulls
+    from vthread.arrow import _structs_as_python, _without_nulls, as_utf8_json
 
     bodies = []
     for row, value in enumerate(column.to_pylist() if text else _structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
         elif text:
-            bodies.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str)
-                          else value)
+            bodies.append(as_utf8_json(value.encode("utf-8", "surrogatepass"))
+                          if isinstance(value, str) else value)
         else:
             # NaN and the infinities written as json writes them (NaN, Infinity), which the
             # pipeline reads as json.loads does: a JSONL line holding them is read alike.

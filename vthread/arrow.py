@@ -19,6 +19,7 @@ answers. pyarrow is imported only when this module's functions run (``pip instal
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Iterator, Sequence
 from functools import partial
@@ -81,6 +82,7 @@ _NULL_CELL: Final = not_an_array("messages", None)
 both."""
 _TEXT_TYPES: Final = ("string", "large_string", "binary", "large_binary", "string_view",
                       "binary_view")
+_STRING_TYPES: Final = ("string", "large_string", "string_view")
 
 
 def scan_arrow(
@@ -228,6 +230,26 @@ def _is_text(array: pa.Array) -> bool:
     return str(array.type) in _TEXT_TYPES
 
 
+def _is_string(array: pa.Array) -> bool:
+    return str(array.type) in _STRING_TYPES
+
+
+def as_utf8_json(text: bytes) -> bytes:
+    """A string cell's UTF-8 bytes as ``json.loads`` (and the core, which reads bytes as it
+    does) reads them: as UTF-8, the text the cell holds. Bytes with a NUL among their first
+    four, which ``json.loads`` takes for UTF-16 or UTF-32 JSON (a binary cell's, as a JSONL
+    line's), get a UTF-8 byte-order mark before them, which the reading skips as it skips a
+    cell's own: the NUL is then the character no JSON text holds unescaped, and an error's
+    place is the cell's. O(1) for text with no NUL there, else O(its size).
+
+    >>> as_utf8_json(b"[1]"), as_utf8_json(b"[\\x00]\\x00")
+    (b'[1]', b'\\xef\\xbb\\xbf[\\x00]\\x00')
+    """
+    if 0 in text[:4] and not text.startswith(codecs.BOM_UTF8):
+        return codecs.BOM_UTF8 + text
+    return text
+
+
 # ---------------------------------------------------------------------------- the formats
 
 
@@ -275,9 +297,10 @@ def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]
     first = start
     for piece in _slices(column.slice(start)):
         if _is_text(piece):
+            as_read = as_utf8_json if _is_string(piece) else bytes
             for row, text in enumerate(_as_binary(piece).to_pylist()):
                 if text is not None:
-                    yield first + row, text
+                    yield first + row, as_read(text)
         elif (written := arrow_row_texts(piece, core_threads())) is None:
             for row, value in enumerate(_python_values(piece)):
                 yield first + row, value
@@ -314,7 +337,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     if _is_text(head):
         # A null row keeps its place (judged as no run), so that the rows are named by
         # their index in the table.
-        texts = [t.encode("utf-8", "surrogatepass") if isinstance(t, str) else t
+        texts = [as_utf8_json(t.encode("utf-8", "surrogatepass")) if isinstance(t, str) else t
                  for t in head.to_pylist()]
         evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
     else:
@@ -354,14 +377,16 @@ def _python_values(array: pa.Array) -> list[Any]:
 
 def _text_value(item: str | bytes) -> Any:
     """A text cell's value, or a :class:`_BadRow` saying why it has none, as ``vthread scan``
-    reads the cell's bytes (a string cell's as UTF-8): one leading byte-order mark skipped,
-    UTF-16 and UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes, and an
-    integer past Python's digit limit read as the command reads it (an infinity, as
-    ``JSON.parse`` does; ``json.loads`` refused the cell). (Of a ``str``, ``json.loads``
-    refuses the mark: a string column and a binary one holding the same bytes disagreed.)"""
+    reads the cell's bytes: one leading byte-order mark skipped, a binary cell's UTF-16 and
+    UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes, a string cell's
+    text as the UTF-8 it is (:func:`as_utf8_json`), and an integer past Python's digit limit
+    read as the command reads it (an infinity, as ``JSON.parse`` does; ``json.loads``
+    refused the cell). (Of a ``str``, ``json.loads`` refuses the mark: a string column and
+    a binary one holding the same bytes disagreed.)"""
     from vthread._exact_json import loads_exactly  # orjson: not loaded by `import vthread`
 
-    text = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
+    text = (as_utf8_json(item.encode("utf-8", "surrogatepass")) if isinstance(item, str)
+            else item)
     if not text.strip(b" \t\r\n"):
         return _BadRow(BLANK_CELL)
     try:
@@ -436,13 +461,26 @@ def _without_nulls(value: Any) -> Any:
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
-    if format_ == "native":
+    if format_ == "native" and not (_is_string(piece) and _nul_opens_a_row(piece)):
         rows = _text_buffers(piece) if _is_text(piece) else _nested_texts(piece)
         fields = (None if rows is None
                   else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere))
         if fields is not None:
             return fields
     return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere)
+
+
+def _nul_opens_a_row(piece: pa.Array) -> bool:
+    """Whether a row of a text array holds a NUL among its first four bytes: the core reads
+    such a row as ``json.loads`` reads bytes, as UTF-16 or UTF-32, which a string cell is not
+    (:func:`as_utf8_json`); the slice is then read through Python objects. O(rows)."""
+    data, starts, ends, _ = _text_buffers(piece)
+    data = np.frombuffer(data, np.uint8)
+    for at in range(4):
+        inside = starts + at < ends
+        if (data[(starts + at)[inside]] == 0).any():
+            return True
+    return False
 
 
 def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
