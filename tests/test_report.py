@@ -244,6 +244,22 @@ def test_records_file_is_read_back(tmp_path: Path) -> None:
     assert '"kinds":[]' in page
 
 
+def test_a_number_id_is_shown_as_its_record_writes_it(tmp_path: Path) -> None:
+    """An id that is a number no double holds as written (1e400, NaN) or rounds is shown as
+    the record writes it, as an integer id is shown exactly (1e400 was "Infinity")."""
+    written = ["1e400", "-1E+400", "NaN", "-Infinity", "1.50", "12345678901234567890123",
+               "0.1000000000000000000001"]
+    lines = [json.dumps(_loop_record(0, "x")).replace('"id": 0', f'"id": {text}')
+             for text in written]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(line + "\n" for line in lines))
+    out = tmp_path / "r.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    page = out.read_text()
+    blob = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(blob)["runs"]["id"] == written
+
+
 def test_records_named_json_and_a_cut_last_line_are_read_back(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Records in a file named .json are read back (they were taken for a JSON document:

@@ -48,7 +48,7 @@ from vthread._cli_main import (
 )
 from vthread._cli_parquet import is_parquet, parquet_source
 from vthread.adapters import FORMATS
-from vthread.report import RecordError, ReportData, message_kinds, render_report
+from vthread.report import RecordError, ReportData, WrittenNumber, message_kinds, render_report
 
 __all__ = ["run_report"]
 
@@ -522,14 +522,20 @@ def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
 def _record_of(line: bytes) -> Any:
     """The JSON value of a records file's line, or a ValueError saying why there is none in
     a person's terms: the place of a byte that is no UTF-8, a value nested too deeply, a
-    number with more digits than Python reads."""
+    number with more digits than Python reads. A record's id that is a float is a
+    :class:`vthread.report.WrittenNumber`, holding its text."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 text: byte {error.start + 1} of the line "
                          f"({error.reason})") from None
     try:
-        return json.loads(text)
+        record = json.loads(text)
+        if isinstance(record, dict) and type(record.get("id")) is float:
+            # Read again keeping each float's text, so that the id is shown as written
+            # (1e400 was shown as "Infinity"): rare, so other records pay nothing for it.
+            record = json.loads(text, parse_float=WrittenNumber, parse_constant=WrittenNumber)
+        return record
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
     except ValueError as error:

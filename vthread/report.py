@@ -48,7 +48,7 @@ from typing import Any, Final
 from vthread._messages import loops_priced
 from vthread.scan import HEURISTIC_NAMES
 
-__all__ = ["RecordError", "ReportData", "render_report"]
+__all__ = ["RecordError", "ReportData", "WrittenNumber", "render_report"]
 
 TOP_LOOPS: Final = 20
 """How many of the most repeated loops (by signature) the page lists."""
@@ -291,11 +291,33 @@ def _loop_tokens(value: Any) -> float | None:
 
 
 def _run_name(record: Mapping[str, Any]) -> str:
-    """The run's id as text (a number or other JSON value as its JSON); none: file:line."""
+    """The run's id as text (a number or other JSON value as its JSON, a
+    :class:`WrittenNumber` as written); none: file:line."""
     ident = record.get("id")
     if ident is None:
         return f"{record['file']}:{record['line']}"
+    if isinstance(ident, WrittenNumber):
+        return ident.text
     return ident if isinstance(ident, str) else json.dumps(ident)
+
+
+class WrittenNumber(float):
+    """A JSON number read as a float, with its text as the record writes it, for a run's
+    id: shown as written (``1e400``, not the ``Infinity`` the float of it is, nor a float's
+    rounding of its digits), as an integer id is shown exactly.
+
+    >>> number = WrittenNumber("1e400")
+    >>> number, number.text
+    (inf, '1e400')
+    """
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> WrittenNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
 
 
 def _index(table: dict[str, int], text: str) -> int:
