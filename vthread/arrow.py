@@ -399,32 +399,105 @@ def _structs_as_python(array: pa.Array) -> list[Any]:
     """The rows of a nested column as Python values, an Arrow ``map`` as a dict (a JSON
     object, as it would be written in JSON text: ``to_pylist`` alone gives a list of
     (key, value) pairs, and a run's signature would depend on how it was stored); of keys
-    given twice, the last value is kept, as ``JSON.parse`` keeps it."""
-    import warnings
+    given twice, the last value is kept, as ``JSON.parse`` keeps it. O(the rows' values):
+    the maps are made dicts here, along the paths :func:`_map_plan` finds in the type
+    (pyarrow's own conversion of maps costs time growing with the square of their nesting,
+    27 s for 12 messages holding maps 1,000 deep, and ends the process on a type nested
+    thousands deep, where the plain one raises RecursionError, the row's error)."""
+    try:
+        plan = _map_plan(array.type)
+    except _MapOutOfReachError:
+        import warnings
 
-    if not _holds_a_map(array.type):
-        # pyarrow's conversion of maps aborts the process on a type nested thousands deep,
-        # where the plain one raises RecursionError (the row's error).
-        plain: list[Any] = array.to_pylist()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
+            converted: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
+        return converted
+    plain: list[Any] = array.to_pylist()
+    if plan is None:
         return plain
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
-        values: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
-    return values
+    return [_maps_as_dicts(value, plan) for value in plain]
 
 
-def _holds_a_map(kind: pa.DataType) -> bool:
-    """Whether an Arrow type is or holds a ``map`` (walked without recursion: a type may be
-    nested thousands deep)."""
+class _MapOutOfReachError(Exception):
+    """A map inside a type whose Python values do not say which of its children they are
+    (a union), so that :func:`_maps_as_dicts` cannot follow it."""
+
+
+def _map_plan(kind: pa.DataType) -> Any:
+    """Where the maps lie in a value of Arrow type ``kind``, for :func:`_maps_as_dicts`: None
+    where none does, else ``("map", plan of its values)``, ``("list", plan of its items)``
+    or ``("struct", ((field name, plan), ...))`` (the fields holding maps). Built without
+    recursion (a type may be nested thousands deep); O(the type's nodes). Raises
+    :class:`_MapOutOfReachError` for a map below any other type with children."""
     import pyarrow as pa
 
-    pending = [kind]
+    def children(node: pa.DataType) -> list[pa.DataType]:
+        if pa.types.is_map(node):
+            return [node.item_type]  # (a key holding a map is no dict key: left as it is)
+        if pa.types.is_dictionary(node):
+            return [node.value_type]
+        if _is_list_type(node):
+            return [node.value_type]
+        return [node.field(i).type for i in range(node.num_fields)]
+
+    result: Any = None
+    stack: list[tuple[pa.DataType, list[pa.DataType], list[Any]]] = [(kind, children(kind), [])]
+    while stack:
+        node, below, plans = stack[-1]
+        if len(plans) < len(below):
+            child = below[len(plans)]
+            stack.append((child, children(child), []))
+            continue
+        stack.pop()
+        plan: Any = None
+        if pa.types.is_map(node):
+            plan = ("map", plans[0])
+        elif pa.types.is_dictionary(node):
+            plan = plans[0]
+        elif _is_list_type(node):
+            plan = None if plans[0] is None else ("list", plans[0])
+        elif pa.types.is_struct(node):
+            fields = tuple((node.field(i).name, found) for i, found in enumerate(plans)
+                           if found is not None)
+            plan = ("struct", fields) if fields else None
+        elif any(found is not None for found in plans):
+            raise _MapOutOfReachError
+        if stack:
+            stack[-1][2].append(plan)
+        else:
+            result = plan
+    return result
+
+
+def _is_list_type(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return any(getattr(pa.types, test, lambda _: False)(kind)
+               for test in ("is_list", "is_large_list", "is_fixed_size_list", "is_list_view",
+                            "is_large_list_view"))
+
+
+def _maps_as_dicts(value: Any, plan: Any) -> Any:
+    """``value`` (a row of ``to_pylist``) with each map's list of (key, value) pairs along
+    ``plan`` (:func:`_map_plan`) a dict, the last value of a key given twice kept; in
+    place, without recursion. O(the values along the plan)."""
+    holder = [value]
+    pending: list[tuple[Any, Any, Any]] = [(holder, 0, plan)]
     while pending:
-        kind = pending.pop()
-        if pa.types.is_map(kind):
-            return True
-        pending.extend(kind.field(i).type for i in range(kind.num_fields))
-    return False
+        container, key, (shape, inner) = pending.pop()
+        item = container[key]
+        if item is None:
+            continue
+        if shape == "map":
+            item = container[key] = dict(item)
+            if inner is not None:
+                pending.extend((item, name, inner) for name in item)
+        elif shape == "list":
+            pending.extend((item, index, inner) for index in range(len(item)))
+        else:
+            pending.extend((item, name, found) for name, found in inner if name in item)
+    return holder[0]
 
 
 class _BadRow:
