@@ -269,6 +269,32 @@ def test_maps_nested_deep_are_read_in_time_linear_in_their_depth() -> None:
     assert elapsed < 3, elapsed
 
 
+def test_a_type_using_one_type_at_many_places_is_an_error_per_row() -> None:
+    """A struct of two fields of the struct below it, 18 deep (its buffers a few bytes, each
+    value 262,144 strings; 30 deep, a billion): each row, a null one too, is an error saying
+    the type is too large, at once (such a column took gigabytes, and ended the process)."""
+    import time
+
+    import numpy as np
+
+    inner: Any = pa.array(["leaf"] * 2)
+    for _ in range(18):
+        inner = pa.StructArray.from_arrays([inner, inner], names=["left", "right"])
+    messages = pa.StructArray.from_arrays([pa.array(["user"] * 2), inner],
+                                          names=["type", "text"])
+    column = pa.ListArray.from_arrays(pa.array(np.array([0, 1, 2, 2], dtype=np.int32)),
+                                      messages, mask=pa.array([False, False, True]))
+    table = pa.table({"messages": column})
+    start = time.perf_counter()
+    for format in ("auto", "native"):
+        got = arrow.scan_arrow(table, format=format)
+        assert got.column("error").to_pylist() == [
+            "messages of a type too large to read: it holds more than 100,000 nested types "
+            "(counted at each place one is used)"] * 3
+        assert got.column("verdict").to_pylist() == [None] * 3
+    assert time.perf_counter() - start < 2
+
+
 def test_chunked_columns_and_record_batches() -> None:
     """A column of several chunks, a RecordBatch and a C-stream exporter answer alike."""
     runs = generate_threads(30, seed=9)

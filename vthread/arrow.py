@@ -22,7 +22,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Iterator, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -227,11 +227,20 @@ def _slices(column: pa.ChunkedArray) -> Iterator[pa.Array]:
 
 
 def _is_text(array: pa.Array) -> bool:
-    return str(array.type) in _TEXT_TYPES
+    return array.type.id in _type_ids(_TEXT_TYPES)
 
 
 def _is_string(array: pa.Array) -> bool:
-    return str(array.type) in _STRING_TYPES
+    return array.type.id in _type_ids(_STRING_TYPES)
+
+
+@cache
+def _type_ids(names: tuple[str, ...]) -> frozenset[int]:
+    """The ids of the pyarrow types named (those this pyarrow has): a type is told by its id,
+    as its name (``str``) of a nested type is as long as the type is large."""
+    import pyarrow as pa
+
+    return frozenset(getattr(pa, name)().id for name in names if hasattr(pa, name))
 
 
 def as_utf8_json(text: bytes) -> bytes:
@@ -301,7 +310,8 @@ def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]
             for row, text in enumerate(_as_binary(piece).to_pylist()):
                 if text is not None:
                     yield first + row, as_read(text)
-        elif (written := arrow_row_texts(piece, core_threads())) is None:
+        elif (_type_too_large(piece.type)
+              or (written := arrow_row_texts(piece, core_threads())) is None):
             for row, value in enumerate(_python_values(piece)):
                 yield first + row, value
         else:
@@ -371,8 +381,43 @@ def _python_values(array: pa.Array) -> list[Any]:
     if _is_text(array):
         return [_BadRow(_NULL_CELL) if item is None else _text_value(item)
                 for item in array.to_pylist()]
+    if _type_too_large(array.type):
+        # Each row, a null one too: telling them apart (is_null) costs as much as the values.
+        return [_BadRow(TYPE_TOO_LARGE)] * len(array)
     return [_BadRow(_NULL_CELL) if item is None else _without_nulls(item)
             for item in _structs_as_python(array)]
+
+
+MOST_NESTED_TYPES: Final = 100_000
+"""Most types a messages column's type holds, each counted at every place it is used, as its
+values are: message structs hold a few dozen. A type may use one type at several places (a
+struct of two fields of the struct below it), so that its values grow with the places while
+its buffers do not: 30 such levels put a billion strings in each value. Past this many,
+each row is an error (:data:`TYPE_TOO_LARGE`), a null one too, rather than a conversion that
+exhausts memory (12 messages of 2^22 strings each ended the process)."""
+
+TYPE_TOO_LARGE: Final = (f"messages of a type too large to read: it holds more than "
+                         f"{MOST_NESTED_TYPES:,} nested types (counted at each place one is "
+                         "used)")
+"""The error of each row of a column whose type is past :data:`MOST_NESTED_TYPES`."""
+
+
+def _type_too_large(kind: pa.DataType) -> bool:
+    """Whether an Arrow type holds more than :data:`MOST_NESTED_TYPES` types, counted at
+    each place (walked without recursion, and no further than that many). O(that bound)."""
+    import pyarrow as pa
+
+    pending = [kind]
+    seen = 0
+    while pending:
+        seen += 1
+        if seen > MOST_NESTED_TYPES:
+            return True
+        node = pending.pop()
+        if pa.types.is_dictionary(node):
+            pending.append(node.value_type)
+        pending.extend(node.field(i).type for i in range(node.num_fields))
+    return False
 
 
 def _text_value(item: str | bytes) -> Any:
@@ -535,7 +580,8 @@ def _without_nulls(value: Any) -> Any:
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
     if format_ == "native" and not (_is_string(piece) and _nul_opens_a_row(piece)):
-        rows = _text_buffers(piece) if _is_text(piece) else _nested_texts(piece)
+        rows = (_text_buffers(piece) if _is_text(piece)
+                else None if _type_too_large(piece.type) else _nested_texts(piece))
         fields = (None if rows is None
                   else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere))
         if fields is not None:
