@@ -60,7 +60,7 @@ _KIND_LABELS: Final = {
     "repeated_suffix": "repeated block of messages",
     "repeated_activity_tail": "same tool call, same answer",
     "repeated_result_run": "identical tool results in a row",
-    "repeated_message_text_run": "a message repeating its own sentences",
+    "repeated_message_text_run": "a message repeating itself",
 }
 _KIND_COLOURS: Final = ("#d9480f", "#1971c2", "#2f9e44", "#9c36b5")
 _RECORD_KEYS: Final = frozenset({"file", "line"})
