@@ -1,4 +1,4 @@
-"""Tests for vthread.continuation: guard, tail, join, prompts and planning (issue 5)."""
+"""Tests for vthread.continuation: guard, tail, join, prompts and planning."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from vthread.continuation import (
 # per-message overhead for the role markers a chat template adds.
 MESSAGE_OVERHEAD = 4
 CONTEXT_TOKENS = 4096
-# The research note's request (turn 117), verbatim.
+# The motivating case's request (docs/continuation.md, Observation), verbatim.
 NOTE_REQUEST = (
     "lets create a web app, about dogs, with little write ups on each dog breed, use 10 dog "
     "breeds, 10 different pages, use css and styling"
@@ -43,7 +43,7 @@ def estimate(message: Message) -> int:
 
 
 def estimate_calibrated(message: Message) -> int:
-    """Chars/2.25, the ratio implied by the note's 5,532-char draft needing 2,460 tokens."""
+    """Chars/2.25, the ratio implied by the case's 5,532-char draft needing 2,460 tokens."""
     return math.ceil(len(message["text"]) / 2.25) + MESSAGE_OVERHEAD
 
 
@@ -226,7 +226,7 @@ def test_pages_of_writing_are_silent_even_with_site_noun() -> None:
 
 @pytest.mark.parametrize("noun", ["site", "website", "web site", "web app", "webapp", "app"])
 def test_sized_site_accepts_each_site_noun(noun: str) -> None:
-    """'a ten-page <noun>' fires for every site noun the issue names."""
+    """'a ten-page <noun>' fires for every site noun the lexicon names."""
     assert is_multi_page_request(f"make a ten-page {noun}")
     assert not is_multi_page_request(f"make a one-page {noun}")
 
@@ -870,7 +870,7 @@ def test_plan_arithmetic(n_chars: int, context_tokens: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# The research note's numbers, and the 10.6k end-to-end run
+# The motivating case's numbers, and the 10.6k end-to-end run
 # ---------------------------------------------------------------------------------------
 
 

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 DEFAULT_TAIL_LIMIT: Final = 1200
-"""Characters of draft shown to the model in tail mode (issue 5, the note's 1,200)."""
+"""Characters of draft shown to the model in tail mode (H2 of docs/continuation.md: 1,200)."""
 
 MIN_OVERLAP: Final = 12
 """Shortest repeated seam removed; shorter matches are too likely to be coincidence."""
@@ -60,7 +60,7 @@ DEFAULT_REPLY_RESERVE: Final = 128
 """Tokens added to the draft's size when judging whether a whole rewrite fits."""
 
 DEFAULT_MIN_TAIL_ROOM: Final = 256
-"""Reply room below which tail mode is refused: the note's pre-registered refutation bound."""
+"""Reply room below which tail mode is refused: H2's pre-registered refutation bound."""
 
 DEFAULT_COMPLETION_MARKER: Final = "</html>"
 """Text whose presence means the draft is finished; anything after it is dropped."""
@@ -618,7 +618,7 @@ def plan_continuation(
       continued, only rewritten): the prompt is :func:`build_continuation_messages` with
       :func:`continuation_tail`. The remainder's length is unknown, so the test is a floor:
       reply room ≥ ``max(min_tail_room, reply_reserve)``. The default floor of 256 tokens is
-      the bound the research note pre-registered as too small to be useful; 128 (the
+      the bound pre-registered as too small to be useful (H2 of docs/continuation.md); 128 (the
       reserve alone) would let a reply spend its whole budget on a repeated seam.
     * Refuse: neither fits; ``explanation`` gives both sets of numbers.
 
