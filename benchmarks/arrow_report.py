@@ -222,7 +222,7 @@ def hypotheses(rows: dict[str, dict[str, Any]], threads: int) -> dict[str, dict[
     whole = f"ray_scan_c2_b{threads // BLOCKS}"
     out: dict[str, dict[str, Any]] = {
         "H1": {"claim": "scan_arrow on the table in memory is at least as fast as vthread scan "
-                        "FILE -q on the same runs as JSONL (issue target)",
+                        "FILE -q on the same runs as JSONL (project target)",
                "measured": _ratio(med["cli"], med["scan_arrow"]),
                "holds": med["scan_arrow"] <= med["cli"]},
         "H2": {"claim": "scan_dataset with 2 workers >= 1.6x with 1 worker (2 shared cores: "

@@ -9,7 +9,7 @@ and with the garbage collector off, CPU seconds (min of ``--repeats``):
 - ``floor_every_value``: the core hashing every value of every message (its screens for
   looking anywhere: type, text and the whole meta, nested dicts and all).
 
-The issue's bound is a 1M-message thread at most 12x a 100k one. A thread whose cost is
+The growth bound is a 1M-message thread at most 12x a 100k one. A thread whose cost is
 reading every value it holds cannot grow less than the second floor does on the same machine;
 the report writes each ratio 1M/100k and ``describe``'s over the second floor's.
 Results go to ``benchmarks/results/growth-floor-<shape>.json``.

@@ -8,8 +8,8 @@ Run from the repository root::
     python -m benchmarks.growth_report --quick   # smoke run at 2k/8k/32k, outputs in a temp
                                                  #    dir; exit 0 whatever the ratios
 
-The claim checked (the issue "a single thread's cost stays linear in its length for every
-shape"): for each shape of :mod:`benchmarks.shapes`, 4x the messages costs at most
+The claim checked (a single thread's cost stays linear in its length for every
+shape): for each shape of :mod:`benchmarks.shapes`, 4x the messages costs at most
 :data:`BOUND_4X` times the time, and for ``healthy``, ``meta_only`` and
 ``changing_arguments`` a 1,000,000-message thread costs at most :data:`BOUND_10X` times a
 100,000 one. A bound holds or fails on the ratio of two times measured in the same run, so
@@ -97,7 +97,7 @@ SIZES: Final = (25_000, 100_000, 400_000)
 LARGE: Final = 1_000_000
 LARGE_BASE: Final = 100_000
 LARGE_SHAPES: Final = ("healthy", "meta_only", "changing_arguments")
-"""Shapes also timed at :data:`LARGE` messages, against :data:`LARGE_BASE` (the issue's)."""
+"""Shapes also timed at :data:`LARGE` messages, against :data:`LARGE_BASE` (the 12x bound)."""
 QUICK_SIZES: Final = (2_000, 8_000, 32_000)
 QUICK_LARGE: Final = 80_000
 QUICK_LARGE_BASE: Final = 8_000

@@ -294,7 +294,7 @@ def cli_argv(path: Path, output: str, jobs: int, keys: bool = False) -> list[str
 
 
 PER_CALL_MESSAGES: Final = 60
-"""The length of the threads a per-call figure is measured on (the issue's)."""
+"""The length of the threads the project's per-call figure is measured on."""
 
 MESSY_EVERY: Final = 500
 """One line in this many of the messy copy holds a value only Python's json reads (NaN)."""
@@ -446,14 +446,14 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, float]],
                threads: int) -> dict[str, dict[str, Any]]:
     """H1-H19 of docs/performance.md (the compiled core), judged on medians; written down
-    before the run, each with the issue's target it tests (H9 added before the run of
+    before the run, each with the project's target it tests (H9 added before the run of
     session 6, H10-H14 before that of session 8, H15-H18 before the runs of session 10,
     H19 before that of session 28)."""
     out: dict[str, dict[str, Any]] = {
-        "H1": {"claim": "scan >= 100x the scalar reference, parsed (issue target)",
+        "H1": {"claim": "scan >= 100x the scalar reference, parsed (project target)",
                "measured": speedups["scan"]["median"],
                "holds": speedups["scan"]["median"] >= 100},
-        "H5": {"claim": "describe_thread_cycle per thread >= 50x the reference (issue target)",
+        "H5": {"claim": "describe_thread_cycle per thread >= 50x the reference (project target)",
                "measured": speedups["describe"]["median"],
                "holds": speedups["describe"]["median"] >= 50},
         "H7": {"claim": "100x over parsed Python threads is out of reach here: the reference "
@@ -492,9 +492,9 @@ def hypotheses(rows: dict[str, dict[str, Any]], speedups: dict[str, dict[str, fl
     if "cli" in rows:
         e2e = speedups["cli"]["median"]
         jobs = _ratio(rows["cli"]["median_s"], rows["cli_jobs2"]["median_s"])
-        out["H2"] = {"claim": "CLI >= 30x stdlib json + reference, end to end (issue target)",
+        out["H2"] = {"claim": "CLI >= 30x stdlib json + reference, end to end (project target)",
                      "measured": e2e, "holds": e2e >= 30}
-        out["H3"] = {"claim": "--jobs 2 >= 1.6x --jobs 1, end to end (issue target)",
+        out["H3"] = {"claim": "--jobs 2 >= 1.6x --jobs 1, end to end (project target)",
                      "measured": jobs, "holds": jobs >= 1.6}
         floor_s = rows["process_start"]["median_s"] + rows["core_lines_2"]["median_s"]
         best = _ratio(rows["stdlib_reference"]["median_s"], floor_s)
