@@ -528,6 +528,15 @@ def test_option_before_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "did you mean 'vthread scan --format'" in err
 
 
+def test_no_command_says_which_there_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vthread alone: the usage line and what to do, naming each command (the usage alone
+    left a new user to guess)."""
+    code, out, err = run([], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert err.startswith("usage: vthread")
+    assert all(command in err for command in ("scan", "guard", "report", "--help"))
+
+
 def test_every_exit_status_is_documented(monkeypatch: pytest.MonkeyPatch) -> None:
     """vthread scan --help and the README list each exit status."""
     code, out, _ = run(["scan", "--help"], monkeypatch)

@@ -203,12 +203,16 @@ def test_inspect_log_without_inspect_ai(tmp_path: Path,
 
 @needs_inspect
 def test_unreadable_eval_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A .eval that is not an Inspect log stops the scan with inspect_ai's reason."""
+    """A .eval that is not an Inspect log stops the scan with inspect_ai's reason, and one
+    that is no whole zip archive (empty, cut short, another kind of file) says so in a
+    person's words, not only in the zip reader's ("EOCD not found")."""
     path = tmp_path / "broken.eval"
-    path.write_bytes(b"not a zip archive")
-    code, out, err = run(["scan", str(path)], monkeypatch)
-    assert code == 2 and out == b""
-    assert f"{path}: cannot read the Inspect AI log: " in err
+    for data in (b"not a zip archive", b"", b"PK\x03\x04cut short"):
+        path.write_bytes(data)
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        assert code == 2 and out == b""
+        assert f"{path}: cannot read the Inspect AI log: it is not a whole zip archive, " \
+               "which an .eval log is" in err
 
 
 def sample(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -132,6 +132,8 @@ def _main(args: list[str], own_process: bool = False) -> int:
         return exit_.code if isinstance(exit_.code, int) else USAGE_EXIT
     if options.command != "scan":
         parser.print_usage(sys.stderr)
+        say("vthread: error: name a command: scan (loops in trajectory files), guard (a "
+            "token stream) or report (an HTML page); vthread COMMAND --help says more")
         return USAGE_EXIT
     from vthread.cli import scan_command  # NumPy and the scan, only for a scan
 

@@ -2354,7 +2354,19 @@ def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]
     except ImportError as error:
         raise _FatalError(f"{label}: {error}") from error
     except Exception as error:  # whatever inspect_ai raises on a log it cannot read
-        raise _FatalError(f"{label}: cannot read the Inspect AI log: {error}") from error
+        raise _FatalError(f"{label}: cannot read the Inspect AI log: "
+                          f"{_inspect_reason(error)}") from error
+
+
+def _inspect_reason(error: Exception) -> str:
+    """What inspect_ai's ``error`` means to a person: its zip reader's words for a file that
+    is no zip archive ("EOCD not found": the archive's end record is missing) say so."""
+    import zipfile
+
+    if isinstance(error, zipfile.BadZipFile) or "EOCD" in str(error):
+        return (f"it is not a whole zip archive, which an .eval log is (cut short while "
+                f"written or copied, or another kind of file): {error}")
+    return str(error)
 
 
 def _is_record_line(line: bytes) -> bool:
