@@ -1297,6 +1297,262 @@ pub fn may_settle(line: &[u8]) -> bool {
     })
 }
 
+/// A mark of [`line_marks`]: the line may settle a chat format ([`may_settle`]).
+pub const MAY_SETTLE: u8 = 1;
+/// A mark of [`line_marks`]: the line may be a plain chat that reads otherwise in some chat
+/// format than as OpenAI's ([`plain_reads_otherwise`] tells).
+pub const MAY_READ_OTHERWISE: u8 = 2;
+/// A mark of [`line_marks`]: no `role` opens a string in the line, so it may be a native
+/// thread (whose messages have none), which no quick test tells from a plain chat otherwise.
+pub const MAY_BE_NATIVE: u8 = 4;
+
+/// What a JSON string opens with, after its quote, where a plain chat may read otherwise
+/// than as OpenAI's: a `reasoning*` or `refusal` key, a message's (or content part's)
+/// `type`, and `content` (otherwise only when a list or an object follows: see
+/// [`content_not_text`]).
+const OTHERWISE_STRINGS: [&[u8]; 4] = [b"reasoning", b"refusal\"", b"type\"", b"content\""];
+
+/// Whether the bytes after a `"content"` string are a key's colon and a list or an object.
+fn content_not_text(after: &[u8]) -> bool {
+    let mut rest = after.iter().skip_while(|byte| byte.is_ascii_whitespace());
+    rest.next() == Some(&b':')
+        && rest
+            .find(|byte| !byte.is_ascii_whitespace())
+            .is_some_and(|&byte| byte == b'[' || byte == b'{')
+}
+
+/// The bytes of `text` from `at` on past JSON whitespace.
+fn past_whitespace(text: &[u8], at: usize) -> usize {
+    at + text[at..]
+        .iter()
+        .take_while(|&&byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
+        .count()
+}
+
+/// Where content of one text part (`: [{"type": "text", "text": "..."}]`, as OpenAI's SDK
+/// writes it), which reads alike in every chat format, ends in the bytes after a
+/// `"content"` string; None for content of any other form.
+fn one_text_part_end(after: &[u8]) -> Option<usize> {
+    const OPENING: [&[u8]; 10] = [
+        b":",
+        b"[",
+        b"{",
+        b"\"type\"",
+        b":",
+        b"\"text\"",
+        b",",
+        b"\"text\"",
+        b":",
+        b"\"",
+    ];
+    let mut at = 0;
+    for expected in OPENING {
+        at = past_whitespace(after, at);
+        if !after[at..].starts_with(expected) {
+            return None;
+        }
+        at += expected.len();
+    }
+    // The text, to its closing quote (every other quote in it is escaped).
+    loop {
+        at += memchr::memchr2(b'"', b'\\', after.get(at..)?)?;
+        if after[at] == b'"' {
+            break;
+        }
+        at += 2;
+    }
+    at += 1;
+    for expected in [b'}', b']'] {
+        at = past_whitespace(after, at);
+        if after.get(at) != Some(&expected) {
+            return None;
+        }
+        at += 1;
+    }
+    Some(at)
+}
+
+/// [`may_settle`], [`MAY_READ_OTHERWISE`] and [`MAY_BE_NATIVE`] of one line in the one pass
+/// over its quotes, backslashes and `<`s that `may_settle` makes (and a search for a
+/// fenced `bash` block), so that a file of plain chats is looked through for all three at
+/// about the cost of one. Each mark is false only when surely so: a `\u00XX` escape may
+/// spell any word, and sets them all.
+pub fn line_marks(line: &[u8]) -> u8 {
+    const ALL: u8 = MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE;
+    if memchr::memchr(0, line).is_some() {
+        return ALL;
+    }
+    let mut marks = 0;
+    let mut has_role = false;
+    let mut alike_until = 0; // (the end of the last content of one text part)
+    for at in memchr::memchr3_iter(b'"', b'\\', b'<', line) {
+        let rest = &line[at + 1..];
+        match line[at] {
+            b'"' if at > 0 && line[at - 1] == b'\\' => {}
+            b'"' => {
+                let Some(&first) = rest.first() else {
+                    continue;
+                };
+                if SETTLING_FIRST[first as usize]
+                    && SETTLING_STRINGS
+                        .iter()
+                        .any(|opening| rest.starts_with(opening))
+                {
+                    marks |= MAY_SETTLE;
+                } else if rest.starts_with(b"role\"") {
+                    has_role = true;
+                } else if let Some(opening) = OTHERWISE_STRINGS
+                    .iter()
+                    .find(|opening| rest.starts_with(opening))
+                {
+                    let after = &rest[opening.len()..];
+                    if *opening != b"content\"" {
+                        // (the type of a part of content that reads alike says nothing)
+                        if at >= alike_until {
+                            marks |= MAY_READ_OTHERWISE;
+                        }
+                    } else if let Some(end) = one_text_part_end(after) {
+                        alike_until = at + 1 + opening.len() + end;
+                    } else if content_not_text(after) {
+                        marks |= MAY_READ_OTHERWISE;
+                    }
+                }
+            }
+            b'\\' => {
+                if matches!(rest, [b'u', b'0', b'0', b'0'..=b'7', ..]) {
+                    return ALL;
+                }
+            }
+            _ => {
+                if rest.starts_with(b"function=") {
+                    marks |= MAY_SETTLE;
+                }
+            }
+        }
+        if has_role && marks == MAY_SETTLE | MAY_READ_OTHERWISE {
+            return marks;
+        }
+    }
+    if !has_role {
+        marks |= MAY_BE_NATIVE;
+    }
+    if marks & MAY_READ_OTHERWISE == 0 && memchr::memmem::find(line, b"```bash").is_some() {
+        marks |= MAY_READ_OTHERWISE;
+    }
+    marks
+}
+
+/// Whether a content list reads alike as Anthropic's blocks and as OpenAI's parts: OpenAI's
+/// reading joins the text of every part that is a string or has a string `text` and a
+/// text type or none into one message, and keeps every part with another string type as
+/// media; Anthropic's writes a message a string or `text` block, keeps image and document
+/// blocks as media, and drops the rest (declining a part that is no object nor string).
+/// So they agree when at most one part makes text in OpenAI's reading, one that makes the
+/// same in Anthropic's or an empty one, and no other part makes media in one reading only.
+fn content_reads_alike(content: Value<'_>) -> bool {
+    let (mut texts, mut openai_texts, mut openai_text_shown) = (0, 0, false);
+    for part in content.children() {
+        let kind = part.get("type");
+        let text = part.get("text").filter(|text| text.is_string());
+        if part.is_string() || text.is_some() && named(kind, &["text"]) {
+            texts += 1;
+        } else if !part.is_object() {
+            return false;
+        } else if kind.is_some_and(|kind| kind.is_string()) {
+            if named(kind, &["input_text", "output_text"]) {
+                openai_texts += usize::from(text.is_some());
+                openai_text_shown |= text.is_some_and(|text| text.is_nonempty_text());
+            } else if !named(kind, &ANTHROPIC_ALIKE_PARTS) {
+                return false;
+            }
+        } else if kind.is_none() {
+            openai_texts += usize::from(text.is_some());
+            openai_text_shown |= text.is_some_and(|text| text.is_nonempty_text());
+        }
+    }
+    texts + openai_texts <= 1 && !openai_text_shown
+}
+
+/// A bit of [`plain_reads_otherwise`]: the plain chat reads otherwise as Anthropic's.
+pub const OTHERWISE_AS_ANTHROPIC: u8 = 1;
+/// A bit of [`plain_reads_otherwise`]: the plain chat reads otherwise as Responses items.
+pub const OTHERWISE_AS_RESPONSES: u8 = 2;
+/// A bit of [`plain_reads_otherwise`]: the plain chat reads otherwise as mini-swe-agent's.
+pub const OTHERWISE_AS_MINI_SWE_AGENT: u8 = 4;
+
+/// The content parts Anthropic's reading keeps as OpenAI's does: one text, image or
+/// document block (or one string).
+const ANTHROPIC_ALIKE_PARTS: [&str; 3] = ["text", "image", "document"];
+
+/// In which chat formats the plain chat a line holds (one `format_evidence` finds not
+/// decisive) reads otherwise than as OpenAI's, its reading by default, as bits
+/// (`OTHERWISE_AS_*`; 0 for a line with no messages): as Anthropic's, content that is an
+/// object, or a list of several parts or of a part other than a string and a text, image or
+/// document block; as Anthropic's and as Responses items, an assistant's non-empty
+/// reasoning, or its refusal standing for empty content; as Responses items, a message
+/// with a `type`; as mini-swe-agent's, an assistant's text holding one fenced `bash`
+/// block (a command). 0 for a line that is no plain chat's (no messages, or one with no
+/// role, as a native thread's). Declined where the tape or the reading declines.
+/// O(len(line)).
+pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Declined> {
+    if !crate::threads::memory_for(line.len(), false) {
+        return Err(Declined);
+    }
+    let tape = Tape::parse(line)?;
+    let root = tape.root();
+    let listed = if root.is_object() {
+        match keys.messages_of(root) {
+            Some(listed) => listed,
+            None => return Ok(0),
+        }
+    } else {
+        root
+    };
+    // (no plain chat: no messages, or messages in no chat format, as native ones are)
+    let has_role = |message: &Value<'_>| message.get("role").is_some_and(|role| role.is_string());
+    if !listed.is_array() || !listed.children().all(|message| has_role(&message)) {
+        return Ok(0);
+    }
+    let mut found = 0;
+    for message in listed.children() {
+        if message.get("type").is_some_and(|kind| !kind.is_null()) {
+            found |= OTHERWISE_AS_RESPONSES;
+        }
+        let content = message.get("content").filter(|value| !value.is_null());
+        let anthropic_alike = match content {
+            Some(content) if content.is_object() => false,
+            Some(content) if content.is_array() => content_reads_alike(content),
+            _ => true,
+        };
+        if !anthropic_alike {
+            found |= OTHERWISE_AS_ANTHROPIC;
+        }
+        if !message
+            .get("role")
+            .is_some_and(|role| role.is_text("assistant"))
+        {
+            continue;
+        }
+        let text = joined_text(content)?;
+        let reasoning = ["reasoning_content", "reasoning"].iter().any(|key| {
+            message
+                .get(key)
+                .is_some_and(|value| value.is_nonempty_text())
+        });
+        let refusal = text.is_empty()
+            && message
+                .get("refusal")
+                .is_some_and(|value| value.is_nonempty_text());
+        if reasoning || refusal {
+            found |= OTHERWISE_AS_ANTHROPIC | OTHERWISE_AS_RESPONSES;
+        }
+        if one_bash_block(&text).is_some() {
+            found |= OTHERWISE_AS_MINI_SWE_AGENT;
+        }
+    }
+    Ok(found)
+}
+
 /// Whether `value` is a string among `names` (`adapters._named`).
 fn named(value: Option<Value<'_>>, names: &[&str]) -> bool {
     value.is_some_and(|value| names.iter().any(|name| value.is_text(name)))
@@ -1488,6 +1744,143 @@ mod tests {
         assert!(may_settle(
             br#"[{"role": "user", "content": "a tool", "x": "tool"}]"#
         ));
+    }
+
+    #[test]
+    fn line_marks_as_may_settle_and_more() {
+        for (line, marks) in [
+            (r#"[{"role": "user", "content": "hi"}]"#, 0),
+            (r#"[{"role": "tool", "content": "1"}]"#, MAY_SETTLE),
+            (
+                r#"[{"role": "user", "content": [{"type": "text", "text": "a"}]}]"#,
+                0,
+            ),
+            (
+                r#"[{"role": "user", "content":[ {"type":"text","text":"a \"b\" \\"} ] }]"#,
+                0,
+            ),
+            (
+                r#"[{"role": "user", "content": [{"text": "a", "type": "text"}]}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "user", "content": [{"type": "text", "text": 1}]}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "user", "content": [{"type": "text", "text": "a"}], "type": "x"}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "user", "content" :{"text": "a"}}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (r#"[{"role": "user", "content": "content", "x": 1}]"#, 0),
+            (
+                r#"[{"role": "assistant", "content": null, "refusal": "no"}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "assistant", "content": "x", "reasoning_content": "y"}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "assistant", "content": "```bash\nls\n```"}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"role": "user", "content": "a", "type": "text"}]"#,
+                MAY_READ_OTHERWISE,
+            ),
+            (
+                r#"[{"type": "user", "text": "hi"}]"#,
+                MAY_READ_OTHERWISE | MAY_BE_NATIVE,
+            ),
+            (r#"{"messages": []}"#, MAY_BE_NATIVE),
+            (
+                r#"[{"r\u006fle": "user"}]"#,
+                MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE,
+            ),
+        ] {
+            assert_eq!(line_marks(line.as_bytes()), marks, "{line}");
+            assert_eq!(
+                line_marks(line.as_bytes()) & MAY_SETTLE != 0,
+                may_settle(line.as_bytes()),
+                "{line}"
+            );
+        }
+    }
+
+    /// Plain chats of every shape the table of docs/formats.md names, and alike ones.
+    const PLAIN_CHATS: [&str; 22] = [
+        r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]"#,
+        r#"[{"role": "system", "content": "s", "name": "n"}, {"role": "user", "content": null}]"#,
+        r#"[{"role": "assistant", "content": ""}, {"role": "critic", "content": "x"}]"#,
+        r#"[{"role": "user", "content": [{"type": "text", "text": "a"}]}]"#,
+        r#"[{"role": "user", "content": ["a"]}]"#,
+        r#"[{"role": "user", "content": []}]"#,
+        r#"[{"role": "user", "content": [{"type": "image", "source": {"data": "x"}}]}]"#,
+        r#"[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]"#,
+        r#"[{"role": "user", "content": ["a", "b"]}]"#,
+        r#"[{"role": "user", "content": [{"text": "a"}]}]"#,
+        r#"[{"role": "user", "content": [{"type": "input_text", "text": "a"}]}]"#,
+        r#"[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}]"#,
+        r#"[{"role": "user", "content": {"type": "text", "text": "a"}}]"#,
+        r#"[{"role": "assistant", "content": "a", "reasoning_content": "r"}]"#,
+        r#"[{"role": "assistant", "content": "a", "reasoning": "r"}]"#,
+        r#"[{"role": "assistant", "content": "a", "reasoning": ""}]"#,
+        r#"[{"role": "assistant", "content": null, "refusal": "no"}]"#,
+        r#"[{"role": "assistant", "content": "a", "refusal": "no"}]"#,
+        r#"[{"role": "assistant", "content": "a", "refusal": null}]"#,
+        r#"[{"role": "user", "content": "a", "type": "text"}]"#,
+        r#"[{"role": "assistant", "content": "run\n```bash\nls\n```"}, {"role": "user", "content": "ok"}]"#,
+        r#"[{"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"}]"#,
+    ];
+
+    #[test]
+    fn only_a_plain_chat_reads_otherwise() {
+        for line in [
+            r#"[{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}]"#,
+            r#"[{"role": "user", "content": ["a", "b"]}, {"type": "bot"}]"#,
+            r#"{"messages": []}"#,
+            r#"{"messages": {"role": "user", "content": ["a", "b"]}}"#,
+        ] {
+            assert_eq!(
+                plain_reads_otherwise(line.as_bytes(), RunKeys::default()),
+                Ok(0)
+            );
+        }
+    }
+
+    #[test]
+    fn plain_reads_otherwise_where_the_readings_differ() {
+        for line in PLAIN_CHATS {
+            let found = plain_reads_otherwise(line.as_bytes(), RunKeys::default()).unwrap();
+            assert_eq!(
+                format_evidence(line.as_bytes(), RunKeys::default()).unwrap(),
+                Some((Some("openai"), false)),
+                "{line}"
+            );
+            let openai = native(line, Format::OpenAi);
+            for (format, bit) in [
+                (Format::Anthropic, OTHERWISE_AS_ANTHROPIC),
+                (Format::Responses, OTHERWISE_AS_RESPONSES),
+                (Format::MiniSweAgent, OTHERWISE_AS_MINI_SWE_AGENT),
+            ] {
+                let differs = native(line, format) != openai;
+                assert_eq!(found & bit != 0, differs, "{line} as {format:?}");
+            }
+            // Each is marked by the byte test whenever it reads otherwise.
+            assert!(line_marks(line.as_bytes()) & MAY_BE_NATIVE == 0, "{line}");
+            assert!(
+                found == 0 || line_marks(line.as_bytes()) & MAY_READ_OTHERWISE != 0,
+                "{line}"
+            );
+        }
     }
 
     fn native(line: &str, format: Format) -> Option<(String, Vec<u32>)> {

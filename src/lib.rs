@@ -425,6 +425,32 @@ fn may_settle(line: &[u8]) -> bool {
     adapters::may_settle(line)
 }
 
+/// `adapters::line_marks` of each of `lines`, a byte each: whether it may settle a chat
+/// format (`MAY_SETTLE`), may be a plain chat that reads otherwise in some chat format than
+/// as OpenAI's (`MAY_READ_OTHERWISE`), may be a native thread (`MAY_BE_NATIVE`). One call for a chunk of lines, with the GIL kept: each
+/// takes about a microsecond.
+#[pyfunction]
+fn line_marks<'py>(lines: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
+    let marks: Vec<u8> = byte_lines(lines)?
+        .iter()
+        .map(|line| adapters::line_marks(line.as_bytes()))
+        .collect();
+    Ok(PyBytes::new(lines.py(), &marks))
+}
+
+/// `adapters::plain_reads_otherwise` of a plain chat's line: bits 1 (Anthropic), 2
+/// (Responses), 4 (mini-swe-agent) for the chat formats it reads otherwise in than as
+/// OpenAI's; None for a line the core leaves to Python.
+#[pyfunction]
+#[pyo3(signature = (line, messages_key=None))]
+fn plain_reads_otherwise(line: &[u8], messages_key: Option<&str>) -> Option<u8> {
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: None,
+    };
+    adapters::plain_reads_otherwise(line, keys).ok()
+}
+
 /// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
 /// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
 /// left out, written on `threads` worker threads; None when some value has no JSON text (see
@@ -1200,6 +1226,11 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;
     module.add_function(wrap_pyfunction!(line_format_evidence, module)?)?;
     module.add_function(wrap_pyfunction!(may_settle, module)?)?;
+    module.add_function(wrap_pyfunction!(line_marks, module)?)?;
+    module.add("MAY_SETTLE", adapters::MAY_SETTLE)?;
+    module.add("MAY_READ_OTHERWISE", adapters::MAY_READ_OTHERWISE)?;
+    module.add("MAY_BE_NATIVE", adapters::MAY_BE_NATIVE)?;
+    module.add_function(wrap_pyfunction!(plain_reads_otherwise, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;

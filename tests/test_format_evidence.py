@@ -281,3 +281,62 @@ def test_published_mini_swe_agent_messages_alone_are_detected() -> None:
     assert {run_format_evidence(m) for m in messages} == {("mini-swe-agent", True)}
     assert (vthread.scan(messages, format="auto").names
             == vthread.scan(runs, format="auto").names)
+
+
+def _reading(value: Any, format_: str) -> Any:
+    """How Python reads a run's messages in ``format_``: its native messages and their
+    sources, or the kind of error it raises."""
+    try:
+        return documents.native_messages(value, format_)
+    except (TypeError, ValueError) as error:
+        return type(error)
+
+
+# Plain chats of every shape: roles with text, null, lists of parts or objects, an
+# assistant's reasoning, refusal or bash block, a message type.
+PARTS = st.one_of(TEXTS, st.fixed_dictionaries(
+    {}, optional={"type": st.sampled_from(["text", "image", "document", "input_text",
+                                           "image_url", 3]),
+                  "text": st.one_of(TEXTS, st.none())}))
+PLAIN_MESSAGES = st.builds(
+    lambda role, content, extra: {"role": role, **content, **extra},
+    st.sampled_from(["user", "assistant", "system"]),
+    st.fixed_dictionaries({}, optional={"content": st.one_of(
+        TEXTS, BASH_TEXTS, st.none(), st.lists(PARTS, max_size=3), PARTS)}),
+    st.fixed_dictionaries({}, optional={
+        "reasoning_content": st.one_of(TEXTS, st.none()),
+        "reasoning": st.one_of(TEXTS, st.none()),
+        "refusal": st.one_of(TEXTS, st.none()),
+        "type": st.sampled_from(["text", "reasoning", None]),
+        "name": TEXTS}))
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PLAIN_MESSAGES, min_size=1, max_size=4), st.booleans())
+def test_core_tells_where_a_plain_chat_reads_otherwise(messages: list[Any],
+                                                      ascii_only: bool) -> None:
+    """``_core.plain_reads_otherwise`` of a plain chat's line sets a format's bit exactly
+    when Python reads the chat otherwise in that format than as OpenAI's, and
+    ``_core.line_marks`` never passes over such a line."""
+    if run_format_evidence(messages) != ("openai", False):
+        return
+    line = json.dumps({"messages": messages}, ensure_ascii=ascii_only).encode(
+        "utf-8", "surrogatepass")
+    found = _core.plain_reads_otherwise(line)
+    if found is None:
+        return
+    as_openai = _reading(messages, "openai")
+    for format_, bit in (("anthropic", 1), ("responses", 2), ("mini-swe-agent", 4)):
+        assert bool(found & bit) == (_reading(messages, format_) != as_openai), (format_, line)
+    if found:
+        assert _core.line_marks([line])[0] & _core.MAY_READ_OTHERWISE, line
+    # (an escaped ASCII character may spell any word: every mark is then set)
+    assert b"\\u00" in line or not _core.line_marks([line])[0] & _core.MAY_BE_NATIVE, line
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RUNS)
+def test_line_marks_settle_as_may_settle(value: Any) -> None:
+    """The marks' ``MAY_SETTLE`` is ``may_settle``'s answer, from the same pass."""
+    line = json.dumps(value, allow_nan=True).encode()
+    assert bool(_core.line_marks([line])[0] & _core.MAY_SETTLE) == _core.may_settle(line)

@@ -93,6 +93,23 @@ def may_settle(line: bytes) -> bool:
     one of ``documents.CHAT_FORMATS`` (nor is Python's reading of a line the core leaves).
     One pass over the line's quotes, backslashes and ``<``s, not a parse."""
 
+MAY_SETTLE: int
+MAY_READ_OTHERWISE: int
+MAY_BE_NATIVE: int
+
+def line_marks(lines: list[bytes]) -> bytes:
+    """A byte of marks for each of ``lines``, each mark false only when surely so:
+    ``MAY_SETTLE``, it may settle a chat format (``may_settle``); ``MAY_READ_OTHERWISE``, it
+    may be a plain chat that reads otherwise in some chat format than as OpenAI's
+    (``plain_reads_otherwise`` tells); ``MAY_BE_NATIVE``, no ``role`` opens a string in it,
+    so it may be a native thread. One pass over each line's quotes,
+    backslashes and ``<``s, not a parse."""
+
+def plain_reads_otherwise(line: bytes, messages_key: str | None = None) -> int | None:
+    """In which chat formats the plain chat ``line`` holds reads otherwise than as OpenAI's,
+    as bits: 1 Anthropic, 2 Responses, 4 mini-swe-agent (0 for none, or no messages); None
+    when the core leaves the line to Python."""
+
 def arrow_row_texts(
     array: Any, threads: int,
 ) -> tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
