@@ -74,12 +74,59 @@ def test_cli_reads_a_thread_past_plain_chats_in_its_format(
     assert alone(read[70]) == alone(records(run(["scan", str(only), "-q"], monkeypatch)[1])[0])
     assert read[70]["verdict"] == "repeated_result_run"
     assert "anthropic (detected" in err
-    if chunk_lines > 71:
-        assert "warning" not in err
-    else:
-        # Lines 1 to 64 were read as OpenAI's before line 71 showed the format.
-        assert "no thread of lines 1 to 64 showed a format" in err
-        assert "line 71 is anthropic" in err
+    # Lines 1 to 64 may be read as OpenAI's before line 71 shows the format, but as plain
+    # chats of text content they read alike as Anthropic's: nothing to warn of.
+    assert "warning" not in err
+
+
+MULTIPART = [{"role": "user", "content": [{"type": "text", "text": "Look:"},
+                                          {"type": "text", "text": "the log."}]}]
+"""A plain chat that reads otherwise as Anthropic's (a message per block) than as OpenAI's."""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_chunks_read_before_the_format_settles_are_warned_of_when_they_differ(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """Plain chats read as OpenAI's in a chunk before the one that settles the format are
+    said not to be read again only when one of them reads otherwise in the settled format,
+    the first such named: one in the first threads, or in a later chunk."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
+    for at in (6, 40):
+        threads = [PLAIN] * 70 + [anthropic_loop()]
+        threads[at] = MULTIPART
+        path = write(tmp_path / f"at{at}.jsonl", threads)
+        code, out, err = run(["scan", str(path), "-q", "-j", jobs], monkeypatch)
+        assert code == 0 and records(out)[70]["verdict"] == "repeated_result_run"
+        assert ("no thread of lines 1 to 64 showed a format (plain chats: read as openai), "
+                f"and line 71 is anthropic, the format the rest is read in; line {at + 1} is "
+                "the first of them that reads differently as anthropic") in err, err
+    # In the chunk that settles it, a chat is read in the settled format: nothing to say.
+    threads = [PLAIN] * 70 + [MULTIPART, anthropic_loop()]
+    code, _, err = run(["scan", str(write(tmp_path / "late.jsonl", threads)), "-q"],
+                       monkeypatch)
+    assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize(("chat", "settler", "format_"), [
+    ([{"role": "user", "content": "a", "type": "text"}],
+     [{"type": "message", "role": "user", "content": "a"}], "responses"),
+    ([{"role": "assistant", "content": "Run:\n```bash\nls\n```"}],
+     [{"role": "assistant", "content": "```bash\nls\n```"},
+      {"role": "user", "content": "<returncode>0</returncode>"}], "mini-swe-agent"),
+])
+def test_each_chat_format_is_warned_of_by_its_own_shapes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat: list[dict[str, Any]],
+        settler: list[dict[str, Any]], format_: str) -> None:
+    """A chat that reads otherwise only in one chat format is warned of when that format
+    settles, and not when Anthropic's does."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
+    for then, warned in ((settler, True), (anthropic_loop(), False)):
+        threads = [PLAIN] * 2 + [chat] + [PLAIN] * 67 + [then]
+        code, _, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
+                           monkeypatch)
+        said = f"line 3 is the first of them that reads differently as {format_}"
+        assert code == 0 and (said in err) == warned, err
+        assert ("not read again" in err) == warned, err
 
 
 def test_a_parquet_file_settles_in_a_later_chunk(tmp_path: Path,
@@ -93,7 +140,11 @@ def test_a_parquet_file_settles_in_a_later_chunk(tmp_path: Path,
     pq.write_table(pa.table({"messages": [json.dumps(thread) for thread in threads]}), path)
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and records(out)[70]["verdict"] == "repeated_result_run"
-    assert "row 71 is anthropic" in err
+    assert "anthropic (detected" in err and "warning" not in err
+    threads[4] = MULTIPART
+    pq.write_table(pa.table({"messages": [json.dumps(thread) for thread in threads]}), path)
+    err = run(["scan", str(path)], monkeypatch)[2]
+    assert "row 71 is anthropic" in err and "row 5 is the first of them" in err
 
 
 def test_a_file_of_plain_chats_reads_as_before(tmp_path: Path,

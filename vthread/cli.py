@@ -2419,14 +2419,17 @@ def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
 @dataclass
 class _Settling:
     """A file's format while its threads so far were all plain chats (read as OpenAI's by
-    default, not shown): where in the next chunk to look on for one that shows a format;
-    once one has, its evidence and how many threads after it are still to be looked at for
-    another format (the chunk that settled it may end first)."""
+    default, not shown): where in the next chunk to look on for one that shows a format, and
+    the first line of those chunks, so read, in a shape that reads otherwise in each chat
+    format (:func:`_first_read_otherwise`); once one has, its evidence and how many threads
+    after it are still to be looked at for another format (the chunk that settled it may end
+    first)."""
 
     start: int | None = None  # (None: not looking on)
     settler: tuple[int, Any, bool] | None = None
     window_left: int = 0
     detected_at: int = -1  # the file's entry in the ``detected`` formats
+    read_otherwise: dict[str, int] = field(default_factory=dict)
 
     def look(self, label: str, lines: list[bytes], first_line: int,
              messages_key: str | None, unit: str, detected: list[tuple[str, str]] | None
@@ -2435,10 +2438,18 @@ class _Settling:
         the file's entry in ``detected`` replaced by it; None when it settles none
         (:func:`_settled`), the rest of a window looked at (:func:`_window_rest`)."""
         if self.start is not None:
-            window = _settled(label, lines, self.start, first_line, messages_key, unit)
-            self.start = None if window else 0
+            from vthread._core import line_marks
+
+            marks = line_marks(lines)
+            window = _settled(label, lines, marks, self.start, first_line, messages_key,
+                              unit, self.read_otherwise)
             if not window:
+                # Read as OpenAI's, this chunk's plain chats are not read again.
+                _first_read_otherwise(lines, marks, first_line, messages_key,
+                                      self.read_otherwise)
+                self.start = 0
                 return None
+            self.start = None
             self.settler, self.window_left = window[0], DETECT_THREADS - len(window)
             settled = str(window[0][1])
             if detected is not None and self.detected_at >= 0:
@@ -2450,22 +2461,23 @@ class _Settling:
         return None
 
 
-def _settled(label: str, lines: list[bytes], start: int, first_line: int,
-             messages_key: str | None, unit: str) -> list[tuple[int, Any, bool]]:
+def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_line: int,
+             messages_key: str | None, unit: str, read_otherwise: dict[str, int]
+             ) -> list[tuple[int, Any, bool]]:
     """The :func:`vthread.documents.first_settling` window of ``lines`` from index ``start``
     on, for a file whose threads so far were all plain chats, read as OpenAI's by default:
     its first thread's format, the first decisively in a chat format, is the file's; empty
-    when no line settles it. Said on stderr: the lines after it, up to ``DETECT_THREADS``
-    threads of the chunk (the rest in the next chunks: :func:`_window_rest`), plainly in
-    another format (read in the settled one, as a ``--format`` given is);
-    and, when the lines before the chunk (``first_line``) were read as OpenAI's, that a
-    plain chat in some shapes reads differently in the settled format, as they were not read
-    again. O(total bytes of the lines): a file of plain chats is looked through to its end,
-    each line by :func:`vthread._core.may_settle` (about 1.2 us a 3 KB line; the few it
-    does not pass over are judged by the core, about 4 us)."""
+    when no line settles it. Said on stderr: the threads after it, up to ``DETECT_THREADS``
+    of the chunk (the rest in the next chunks: :func:`_window_rest`), plainly in another
+    format (read in the settled one, as a ``--format`` given is); and, when a plain chat of
+    the chunks before this one (``first_line``), read as OpenAI's, reads otherwise in the
+    settled format (``read_otherwise``: the first line of each format), that they were not
+    read again. O(total bytes of the lines): a file of plain chats is looked through to its
+    end, each line by its ``marks`` (:func:`vthread._core.line_marks`, about 1.2 us a 3 KB
+    line; the few they do not pass over are judged by the core, about 4 us)."""
     from vthread.documents import first_settling, settled_warning
 
-    window = first_settling(_judged_after(lines, start, first_line, messages_key),
+    window = first_settling(_judged_after(lines, marks, start, first_line, messages_key),
                             DETECT_THREADS)
     if not window:
         return window
@@ -2474,13 +2486,45 @@ def _settled(label: str, lines: list[bytes], start: int, first_line: int,
     if warning is not None:
         say(f"vthread scan: {label}: warning: {warning}")
     differs = _PLAIN_READS_DIFFERENTLY.get(settled_format)
-    if first_line > 1 and differs is not None:
+    otherwise = read_otherwise.get(settled_format)
+    if first_line > 1 and differs is not None and otherwise is not None:
         say(f"vthread scan: {label}: warning: no thread of {unit}s 1 to {first_line - 1} "
             f"showed a format (plain chats: read as openai), and {unit} {window[0][0]} "
-            f"is {settled_format}, the format the rest is read in; a plain chat with "
-            f"{differs} reads differently as {settled_format}, and those {unit}s were not "
-            f"read again (--format {settled_format} reads them all so)")
+            f"is {settled_format}, the format the rest is read in; {unit} {otherwise} is "
+            f"the first of them that reads differently as {settled_format} (a plain chat "
+            f"with {differs} does), and those {unit}s were not read again (--format "
+            f"{settled_format} reads them all so)")
     return window
+
+
+_READ_OTHERWISE_BITS: Final = {"anthropic": 1, "responses": 2, "mini-swe-agent": 4}
+"""The bit :func:`vthread._core.plain_reads_otherwise` sets for each chat format."""
+_MAY_READ_OTHERWISE: Final = bytes(bool(mark & _core.MAY_READ_OTHERWISE) for mark in range(256))
+"""A :func:`vthread._core.line_marks` byte as 1 for a line that may read otherwise, 0 for
+one that surely does not (``bytes.translate``'s table)."""
+
+
+def _first_read_otherwise(lines: list[bytes], marks: bytes, first_line: int,
+                          messages_key: str | None, read_otherwise: dict[str, int]) -> None:
+    """Into ``read_otherwise``, for each chat format it has no line for yet, the number of
+    the first of ``lines`` (numbered from ``first_line``) that is a plain chat reading
+    otherwise in that format than as OpenAI's (:func:`vthread._core.plain_reads_otherwise`;
+    a line the core leaves to Python is counted in each). Only lines ``marks`` says may be
+    are read, and none once every format has one: a file of plain chats with text content
+    costs no parse."""
+    from vthread._core import plain_reads_otherwise
+
+    if len(read_otherwise) == len(_READ_OTHERWISE_BITS):
+        return
+    may = marks.translate(_MAY_READ_OTHERWISE)
+    index = -1
+    while (index := may.find(1, index + 1)) != -1:
+        found = plain_reads_otherwise(lines[index], messages_key)
+        for format_, bit in _READ_OTHERWISE_BITS.items():
+            if (found is None or found & bit) and format_ not in read_otherwise:
+                read_otherwise[format_] = first_line + index
+        if len(read_otherwise) == len(_READ_OTHERWISE_BITS):
+            return
 
 
 def _window_rest(label: str, lines: list[bytes], first_line: int,
@@ -2513,17 +2557,20 @@ otherwise in each chat format than as OpenAI's, its reading by default (SWE-agen
 every plain chat as OpenAI's does)."""
 
 
-def _judged_after(lines: list[bytes], start: int, first_line: int, messages_key: str | None
-                  ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+def _judged_after(lines: list[bytes], marks: bytes, start: int, first_line: int,
+                  messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
-    by line number, each passed over by :func:`vthread._core.may_settle` or judged by
-    :func:`_line_evidence`."""
-    from vthread._core import may_settle
+    by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`: a
+    line that surely does not settle a chat format) or judged by :func:`_line_evidence`."""
+    from vthread._core import MAY_SETTLE
     from vthread.documents import judged_until_settled
 
     return judged_until_settled(
-        ((first_line + index, lines[index]) for index in range(start, len(lines))),
-        may_settle, partial(_line_evidence, messages_key=messages_key))
+        ((first_line + index, index) for index in range(start, len(lines))),
+        lambda index: bool(marks[index] & MAY_SETTLE),
+        lambda index: _line_evidence(lines[index], messages_key))
+
+
 
 
 def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | None:
