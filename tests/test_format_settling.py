@@ -129,6 +129,23 @@ def test_each_chat_format_is_warned_of_by_its_own_shapes(
         assert ("not read again" in err) == warned, err
 
 
+@pytest.mark.parametrize("chunk_lines", [cli.CHUNK_LINES, 16])
+def test_a_native_thread_before_the_settling_one_is_warned_of(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int) -> None:
+    """A native thread past the first threads (all plain chats) and before the one that
+    settles the format, in its chunk, is read in the settled format: warned of, as one
+    after it is."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", chunk_lines)
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "ok"}]
+    threads = [PLAIN] * 100 + [native] + [PLAIN] * 6 + [anthropic_loop()]
+    code, out, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
+                         monkeypatch)
+    assert code == 0 and records(out)[107]["verdict"] == "repeated_result_run"
+    assert ("line 108, the first after plain chats to show a format, is anthropic, the format "
+            "the rest is read in, but line 101 looks like native: it is read as anthropic"
+            ) in err, err
+
+
 def test_a_parquet_file_settles_in_a_later_chunk(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The same in a Parquet file, its rows read a chunk at a time."""

@@ -2468,7 +2468,8 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
     on, for a file whose threads so far were all plain chats, read as OpenAI's by default:
     its first thread's format, the first decisively in a chat format, is the file's; empty
     when no line settles it. Said on stderr: the threads after it, up to ``DETECT_THREADS``
-    of the chunk (the rest in the next chunks: :func:`_window_rest`), plainly in another
+    of the chunk (the rest in the next chunks: :func:`_window_rest`), and the native ones
+    before it (past the first threads, which were all plain chats), plainly in another
     format (read in the settled one, as a ``--format`` given is); and, when a plain chat of
     the chunks before this one (``first_line``), read as OpenAI's, reads otherwise in the
     settled format (``read_otherwise``: the first line of each format), that they were not
@@ -2477,12 +2478,14 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
     line; the few they do not pass over are judged by the core, about 4 us)."""
     from vthread.documents import first_settling, settled_warning
 
-    window = first_settling(_judged_after(lines, marks, start, first_line, messages_key),
-                            DETECT_THREADS)
+    natives: list[tuple[int, Any, bool]] = []
+    window = first_settling(_natives_noted(
+        _judged_after(lines, marks, start, first_line, messages_key), natives),
+        DETECT_THREADS)
     if not window:
         return window
     settled_format: str = window[0][1]
-    warning = settled_warning(window, unit)
+    warning = settled_warning([window[0], *natives, *window[1:]], unit)
     if warning is not None:
         say(f"vthread scan: {label}: warning: {warning}")
     differs = _PLAIN_READS_DIFFERENTLY.get(settled_format)
@@ -2495,6 +2498,22 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
             f"with {differs} does), and those {unit}s were not read again (--format "
             f"{settled_format} reads them all so)")
     return window
+
+
+def _natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
+                   natives: list[tuple[int, Any, bool]]
+                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+    """``judged`` as it is, the evidence of each native thread before the first that
+    settles a chat format appended to ``natives``: read in the format that thread settles
+    (its chunk is), it is plainly misread, as a native one after it is. O(1) a thread."""
+    from vthread.documents import settles
+
+    settled = False
+    for number, found in judged:
+        settled = settled or settles(found)
+        if not settled and found is not None and found[0] == "native":
+            natives.append((number, *found))
+        yield number, found
 
 
 _READ_OTHERWISE_BITS: Final = {"anthropic": 1, "responses": 2, "mini-swe-agent": 4}
@@ -2560,14 +2579,17 @@ every plain chat as OpenAI's does)."""
 def _judged_after(lines: list[bytes], marks: bytes, start: int, first_line: int,
                   messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
-    by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`: a
-    line that surely does not settle a chat format) or judged by :func:`_line_evidence`."""
-    from vthread._core import MAY_SETTLE
+    by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`:
+    neither a line that may settle a chat format nor one that may be native) or judged by
+    :func:`_line_evidence`. (A native thread that names a ``role`` anywhere, in a message's
+    ``meta`` say, is passed over as a plain chat is: the marks tell no more.)"""
+    from vthread._core import MAY_BE_NATIVE, MAY_SETTLE
     from vthread.documents import judged_until_settled
 
+    judged = MAY_SETTLE | MAY_BE_NATIVE
     return judged_until_settled(
         ((first_line + index, index) for index in range(start, len(lines))),
-        lambda index: bool(marks[index] & MAY_SETTLE),
+        lambda index: bool(marks[index] & judged),
         lambda index: _line_evidence(lines[index], messages_key))
 
 
