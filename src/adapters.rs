@@ -1372,12 +1372,57 @@ fn one_text_part_end(after: &[u8]) -> Option<usize> {
     Some(at)
 }
 
+/// The end (the index after it) of the list or object after a `"tools"` key, whose opening
+/// quote's key ends at `line[after_key]`: OpenAI's tool definitions, which a request log
+/// keeps beside its messages (`{"type": "function", "function": {...}}` each). None when no
+/// list or object follows the key's colon, or it does not close in the line. Its strings are
+/// passed over whole (each ends at the first quote no backslash escapes), so only its
+/// brackets are counted: O(its length).
+fn tools_value_end(line: &[u8], after_key: usize) -> Option<usize> {
+    let colon = past_whitespace(line, after_key);
+    if line.get(colon) != Some(&b':') {
+        return None;
+    }
+    let open = past_whitespace(line, colon + 1);
+    if !matches!(line.get(open), Some(b'[' | b'{')) {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut at = open;
+    while at < line.len() {
+        match line[at] {
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            b'"' => loop {
+                at += 1;
+                at += memchr::memchr2(b'"', b'\\', line.get(at..)?)?;
+                if line[at] == b'"' {
+                    break;
+                }
+                at += 1; // (the escaped character)
+            },
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
 /// [`may_settle`], [`MAY_READ_OTHERWISE`] and [`MAY_BE_NATIVE`] of one line in the one pass
 /// over its quotes, backslashes and `<`s that `may_settle` makes (and a search for a
 /// fenced `bash` block), so that a file of plain chats is looked through for all three at
 /// about the cost of one. Each mark is false only when surely so: a `\u00XX` escape may
-/// spell any word, and sets them all.
-pub fn line_marks(line: &[u8]) -> u8 {
+/// spell any word, and sets them all. The list or object of a `tools` key (OpenAI's tool
+/// definitions, full of `"function"` and `"type"`) is passed over unless `tools` is the
+/// `messages_key`: the evidence reads the run's messages and its `trajectory_format`, and
+/// in a message its role, type, content, `action` and OpenAI's call keys, never a value of
+/// a `tools` key.
+pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
     const ALL: u8 = MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE;
     if memchr::memchr(0, line).is_some() {
         return ALL;
@@ -1385,7 +1430,12 @@ pub fn line_marks(line: &[u8]) -> u8 {
     let mut marks = 0;
     let mut has_role = false;
     let mut alike_until = 0; // (the end of the last content of one text part)
+    let mut passed_until = 0; // (the end of the last `tools` value passed over)
+    let tools_are_messages = messages_key == Some("tools");
     for at in memchr::memchr3_iter(b'"', b'\\', b'<', line) {
+        if at < passed_until {
+            continue;
+        }
         let rest = &line[at + 1..];
         match line[at] {
             b'"' if at > 0 && line[at - 1] == b'\\' => {}
@@ -1393,6 +1443,12 @@ pub fn line_marks(line: &[u8]) -> u8 {
                 let Some(&first) = rest.first() else {
                     continue;
                 };
+                if !tools_are_messages && rest.starts_with(b"tools\"") {
+                    if let Some(end) = tools_value_end(line, at + 1 + b"tools\"".len()) {
+                        passed_until = end;
+                        continue;
+                    }
+                }
                 if SETTLING_FIRST[first as usize]
                     && SETTLING_STRINGS
                         .iter()
@@ -1806,13 +1862,34 @@ mod tests {
                 MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE,
             ),
         ] {
-            assert_eq!(line_marks(line.as_bytes()), marks, "{line}");
+            assert_eq!(line_marks(line.as_bytes(), None), marks, "{line}");
             assert_eq!(
-                line_marks(line.as_bytes()) & MAY_SETTLE != 0,
+                line_marks(line.as_bytes(), None) & MAY_SETTLE != 0,
                 may_settle(line.as_bytes()),
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn line_marks_pass_over_tool_definitions() {
+        let tools = r#"{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f", "description": "a \"tool\" [x", "parameters": {"type": "object"}}}], "n": "tool"}"#;
+        assert_eq!(line_marks(tools.as_bytes(), None), MAY_SETTLE);
+        let before =
+            r#"{"tools" : [{"type": "function"}], "messages": [{"role": "tool", "content": "1"}]}"#;
+        assert_eq!(line_marks(before.as_bytes(), None) & MAY_SETTLE, MAY_SETTLE);
+        let plain =
+            r#"{"tools": {"type": "function"}, "messages": [{"role": "user", "content": "x"}]}"#;
+        assert_eq!(line_marks(plain.as_bytes(), None), 0);
+        // The tools as the messages, or a tools value that does not close: looked through.
+        let listed = r#"{"tools": [{"role": "tool", "content": "1"}]}"#;
+        assert_eq!(
+            line_marks(listed.as_bytes(), Some("tools")) & MAY_SETTLE,
+            MAY_SETTLE
+        );
+        let open =
+            r#"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function""#;
+        assert_eq!(line_marks(open.as_bytes(), None) & MAY_SETTLE, MAY_SETTLE);
     }
 
     /// Plain chats of every shape the table of docs/formats.md names, and alike ones.
@@ -1875,9 +1952,12 @@ mod tests {
                 assert_eq!(found & bit != 0, differs, "{line} as {format:?}");
             }
             // Each is marked by the byte test whenever it reads otherwise.
-            assert!(line_marks(line.as_bytes()) & MAY_BE_NATIVE == 0, "{line}");
             assert!(
-                found == 0 || line_marks(line.as_bytes()) & MAY_READ_OTHERWISE != 0,
+                line_marks(line.as_bytes(), None) & MAY_BE_NATIVE == 0,
+                "{line}"
+            );
+            assert!(
+                found == 0 || line_marks(line.as_bytes(), None) & MAY_READ_OTHERWISE != 0,
                 "{line}"
             );
         }

@@ -427,13 +427,18 @@ fn may_settle(line: &[u8]) -> bool {
 
 /// `adapters::line_marks` of each of `lines`, a byte each: whether it may settle a chat
 /// format (`MAY_SETTLE`), may be a plain chat that reads otherwise in some chat format than
-/// as OpenAI's (`MAY_READ_OTHERWISE`), may be a native thread (`MAY_BE_NATIVE`). One call for a chunk of lines, with the GIL kept: each
-/// takes about a microsecond.
+/// as OpenAI's (`MAY_READ_OTHERWISE`), may be a native thread (`MAY_BE_NATIVE`), the runs'
+/// messages under `messages_key` (None: the keys a run's messages are looked for under).
+/// One call for a chunk of lines, with the GIL kept: each takes about a microsecond.
 #[pyfunction]
-fn line_marks<'py>(lines: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (lines, messages_key=None))]
+fn line_marks<'py>(
+    lines: &Bound<'py, PyList>,
+    messages_key: Option<&str>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let marks: Vec<u8> = byte_lines(lines)?
         .iter()
-        .map(|line| adapters::line_marks(line.as_bytes()))
+        .map(|line| adapters::line_marks(line.as_bytes(), messages_key))
         .collect();
     Ok(PyBytes::new(lines.py(), &marks))
 }

@@ -334,9 +334,48 @@ def test_core_tells_where_a_plain_chat_reads_otherwise(messages: list[Any],
     assert b"\\u00" in line or not _core.line_marks([line])[0] & _core.MAY_BE_NATIVE, line
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(RUNS)
-def test_line_marks_settle_as_may_settle(value: Any) -> None:
-    """The marks' ``MAY_SETTLE`` is ``may_settle``'s answer, from the same pass."""
-    line = json.dumps(value, allow_nan=True).encode()
-    assert bool(_core.line_marks([line])[0] & _core.MAY_SETTLE) == _core.may_settle(line)
+# OpenAI's tool definitions, as a request log keeps them beside its messages, or anything.
+TOOL_DEFINITIONS = st.lists(st.one_of(
+    st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
+        {"name": TEXTS}, optional={"description": st.one_of(TEXTS, BASH_TEXTS),
+                                   "parameters": JSON_VALUES})}),
+    MESSAGES, JSON_VALUES), max_size=3)
+
+
+def _with_tools(value: Any, tools: Any, first: bool, in_messages: bool) -> Any:
+    """``value`` (a run) with a ``tools`` key beside its messages, before or after them, and
+    when ``in_messages`` in each of its messages that is an object too."""
+    if in_messages:
+        listed = value.get("messages") if isinstance(value, dict) else value
+        if isinstance(listed, list):
+            listed[:] = [{"tools": tools, **message} if isinstance(message, dict) else message
+                         for message in listed]
+    run = value if isinstance(value, dict) else {"messages": value}
+    return {"tools": tools, **run} if first else {**run, "tools": tools}
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RUNS, TOOL_DEFINITIONS, st.booleans(), st.booleans(),
+       st.sampled_from([None, None, "messages", "tools", "steps"]),
+       st.sampled_from(["utf-8", "ascii", "escaped"]))
+def test_line_marks_never_pass_over_a_settling_line(
+        value: Any, tools: Any, first: bool, in_messages: bool, messages_key: str | None,
+        written: str) -> None:
+    """``_core.line_marks`` marks every line whose run settles a chat format (passing over
+    the tool definitions beside its messages, unless they are its messages), and every
+    plain chat that reads otherwise in some chat format, however it is written; without
+    tools, its ``MAY_SETTLE`` is ``may_settle``'s answer."""
+    value = _with_tools(value, tools, first, in_messages) if tools or first else value
+    if written == "escaped":
+        line = _escaped(value).encode("utf-8", "surrogatepass")
+    else:
+        line = json.dumps(value, allow_nan=True, ensure_ascii=written == "ascii").encode(
+            "utf-8", "surrogatepass")
+    marks = _core.line_marks([line], messages_key)[0]
+    evidence = run_format_evidence(json.loads(line), messages_key)
+    if settles(evidence):
+        assert marks & _core.MAY_SETTLE, line[:300]
+    if evidence == ("openai", False) and _core.plain_reads_otherwise(line, messages_key):
+        assert marks & _core.MAY_READ_OTHERWISE, line[:300]
+    if b'"tools"' not in line:
+        assert bool(marks & _core.MAY_SETTLE) == _core.may_settle(line), line[:300]

@@ -284,3 +284,24 @@ def test_the_python_byte_twin_keeps_a_role_given_as_a_str_subclass() -> None:
     thread = [{"role": Role.developer, "content": "x"}, {"role": "user", "content": "hi"}]
     assert run_format_evidence(thread) == ("openai", True)
     assert _may_settle(thread)
+
+
+def test_tool_definitions_beside_plain_chats_are_not_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain chats of an OpenAI request log, each with the run's tool definitions (full of
+    "function" and "type"), are passed over by the byte test past the first threads, not
+    judged one by one; a tool result after them still settles the format."""
+    tools = [{"type": "function", "function": {"name": "tool_use", "description": "a tool",
+                                               "parameters": {"type": "object"}}}]
+    path = tmp_path / "requests.jsonl"
+    lines = [{"messages": PLAIN, "tools": tools}] * 100 + [{"messages": OPENAI_CALL,
+                                                              "tools": tools}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    judged: list[bytes] = []
+    line_evidence = cli._line_evidence
+    monkeypatch.setattr(cli, "_line_evidence",
+                        lambda line, messages_key: judged.append(line) or line_evidence(
+                            line, messages_key))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 101 and err == ""
+    assert len(judged) == 1 and b'"role": "tool"' in judged[0]

@@ -2440,7 +2440,7 @@ class _Settling:
         if self.start is not None:
             from vthread._core import line_marks
 
-            marks = line_marks(lines)
+            marks = line_marks(lines, messages_key)
             window = _settled(label, lines, marks, self.start, first_line, messages_key,
                               unit, self.read_otherwise)
             if not window:
