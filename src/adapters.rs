@@ -1413,6 +1413,11 @@ fn tools_value_end(line: &[u8], after_key: usize) -> Option<usize> {
     None
 }
 
+/// A fenced `bash` block's opening, searched for once a line (built once: building the
+/// searcher each time cost more than the search itself).
+static BASH_FENCE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"```bash"));
+
 /// [`may_settle`], [`MAY_READ_OTHERWISE`] and [`MAY_BE_NATIVE`] of one line in the one pass
 /// over its quotes, backslashes and `<`s that `may_settle` makes (and a search for a
 /// fenced `bash` block), so that a file of plain chats is looked through for all three at
@@ -1440,9 +1445,13 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
         match line[at] {
             b'"' if at > 0 && line[at - 1] == b'\\' => {}
             b'"' => {
+                // (`r`: a role; `c`, `t`: content, a type; the rest open no word looked for)
                 let Some(&first) = rest.first() else {
                     continue;
                 };
+                if !SETTLING_FIRST[first as usize] && !matches!(first, b'r' | b'c' | b't') {
+                    continue;
+                }
                 if !tools_are_messages && rest.starts_with(b"tools\"") {
                     if let Some(end) = tools_value_end(line, at + 1 + b"tools\"".len()) {
                         passed_until = end;
@@ -1492,7 +1501,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
     if !has_role {
         marks |= MAY_BE_NATIVE;
     }
-    if marks & MAY_READ_OTHERWISE == 0 && memchr::memmem::find(line, b"```bash").is_some() {
+    if marks & MAY_READ_OTHERWISE == 0 && BASH_FENCE.find(line).is_some() {
         marks |= MAY_READ_OTHERWISE;
     }
     marks
