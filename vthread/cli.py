@@ -2494,8 +2494,8 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
         say(f"vthread scan: {label}: warning: no thread of {unit}s 1 to {first_line - 1} "
             f"showed a format (plain chats: read as openai), and {unit} {window[0][0]} "
             f"is {settled_format}, the format the rest is read in; {unit} {otherwise} is "
-            f"the first of them that reads differently as {settled_format} (a plain chat "
-            f"with {differs} does), and those {unit}s were not read again (--format "
+            f"the first of them that reads differently as {settled_format}, as a plain chat "
+            f"with {differs} does; those {unit}s were not read again (--format "
             f"{settled_format} reads them all so)")
     return window
 
