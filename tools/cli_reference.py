@@ -44,6 +44,36 @@ an `"error"` saying what was wrong, so records out equal lines in (a file refuse
 its format not told, is one error record among several inputs). The exit statuses are
 listed under each command below.
 
+## Records and the summary
+
+A record of `vthread scan` (one JSON object a line; `-o X.parquet` writes the same as columns):
+
+- `id`: the run's id (`id`, `instance_id`, `task_id`/`trial`, `--id-key`), null for none;
+- `file`, `line`: the input, and the line of JSONL, run of a JSON document, row of Parquet
+  or sample of an Inspect log;
+- `verdict`: the loop's kind (`repeated_suffix`, `repeated_activity_tail`,
+  `repeated_result_run`, `repeated_message_text_run`), null for none;
+- `loop_start`, `period`, `repetitions`: where the loop starts (a message index in the run's
+  own messages, -1 for none), its smallest repeating block, its copies (for a runaway text:
+  how many of the last five messages run away);
+- `loop_messages`, `loop_tokens`: the messages from `loop_start` to the run's end (the first
+  copy included) and their `usage.tokens`, null when none carries one;
+- `signature`, `excerpt`: 16 hex digits naming what repeats, equal across runs with the same
+  loop; one readable line of it;
+- `messages`: the run's length in its own messages;
+- `loops`, with `--anywhere`: every loop of the run, costliest first, each with the fields
+  `verdict` to `excerpt`;
+- `error`, in place of the verdict's fields: why the line is no run (the record keeps
+  `id`, `file` and `line`).
+
+`--summary FILE` writes one JSON object: `scanned` (the inputs), `completed` and `failure`
+(null, or why the scan stopped), `seconds`, `lines` and `unit` (what a line is: line, run,
+row, sample), `threads`, `errors`, `progressing`, `loops`, `loops_by_heuristic`,
+`messages`, `wasted_messages`, `tokens`, `wasted_tokens` (null when no looping run's messages
+carry `usage.tokens`), `loops_without_tokens`, `formats_detected` (`file` and `format` of
+each input), `cut_short` (`file` and `why` of each input not read to its end) and, with
+`--anywhere`, `loops_anywhere` (`loops`, `messages`, `tokens` of every loop found).
+
 The rest of this page is each command's `--help`, written by `python -m tools.cli_reference`.
 """
 
