@@ -1153,6 +1153,12 @@ def test_a_given_format_that_does_not_fit_is_warned_of(
                             for i in range(3)))  # ids padded: lines 2 and 3 are longer
     _, _, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
     assert "but line 1 of the first 1 looks like openai" in err
+    # Lines with no thread (blank ones, an empty run) count among the first: "line 4 of the
+    # first 1" was said when only line 4 held messages.
+    path.write_text("\n\n" + json.dumps({"messages": []}) + "\n"
+                    + json.dumps({"id": "0", "messages": chat}) + "\n")
+    _, _, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    assert "but line 4 of the first 4 looks like openai" in err, err
 
 
 def test_the_version_is_looked_up_only_when_asked_for() -> None:

@@ -2698,7 +2698,7 @@ def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: s
     if not found:
         return None
     return (f"{label}: warning: --format {given} was given, but "
-            f"{misfit_phrase(found, len(evidence), unit)}; they are read as {given}, and "
+            f"{misfit_phrase(found, evidence[-1][0], unit)}; they are read as {given}, and "
             "their records may be wrong"), evidence[-1][0]
 
 
