@@ -130,13 +130,6 @@ def paired(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
-def javascript_activity(activity: Activity) -> Activity:
-    """``activity`` with its kind and name as JavaScript has them (:func:`paired`), so that
-    two calls equal in JavaScript are one call."""
-    return Activity(paired(activity.kind), paired(activity.name), activity.arguments,
-                    activity.result)
-
-
 def _payload(value: Any, encode: Callable[[Any], str]) -> str:
     """A tool payload as a person reads it: a string as itself, anything else as JSON."""
     if isinstance(value, str):
@@ -450,7 +443,7 @@ def excerpt(
         for message in messages[begin:]:
             activity = parse_activity(message, encode)
             if activity is not None:
-                seen.setdefault(javascript_activity(activity), message)
+                seen.setdefault(activity, message)
         return tail_excerpt(list(seen.items()), encode)
     if name == "repeated_result_run":
         for message in reversed(messages):

@@ -21,7 +21,7 @@ from typing import Any, Final, TypeAlias, cast
 
 import numpy as np
 
-from vthread._jsvalue import canonical, js_ge_zero, real_number
+from vthread._jsvalue import canonical, js_ge_zero, js_string, real_number
 
 __all__ = [
     "ABSENT",
@@ -117,7 +117,8 @@ def as_thread(messages: object) -> object:
 
 @dataclass(frozen=True, slots=True)
 class Activity:
-    """A well-formed tool activity, its payloads as canonical text (or :data:`ABSENT`)."""
+    """A well-formed tool activity, its payloads as canonical text (or :data:`ABSENT`), its
+    kind and name as JavaScript strings (a surrogate pair as its astral character)."""
 
     kind: str
     name: str
@@ -156,10 +157,11 @@ def parse_activity(
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         return None
     # str.__str__: the string's content, whatever a subclass's own __str__ says (content is
-    # what JavaScript compares, and what the core reads).
+    # what JavaScript compares, and what the core reads); js_string: a surrogate pair as its
+    # astral character, so two names JavaScript calls equal compare equal here too.
     return Activity(
-        kind=str.__str__(activity["type"]),
-        name=str.__str__(function["name"]),
+        kind=js_string(str.__str__(activity["type"])),
+        name=js_string(str.__str__(function["name"])),
         arguments=encode(function["arguments"]) if "arguments" in function else ABSENT,
         result=encode(function["result"]) if "result" in function else ABSENT,
     )
@@ -173,7 +175,9 @@ def _call_id(message: Message) -> Any:
     activity = message["meta"]["activity"]
     for key in ("id", "call_id"):
         value = activity.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        if isinstance(value, str):
+            return js_string(str.__str__(value))  # one id however its surrogates are held
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
 

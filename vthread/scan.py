@@ -22,7 +22,6 @@ import xxhash
 from vthread import _core
 from vthread._attribution import (
     excerpt,
-    javascript_activity,
     person_span,
     tail_excerpt,
     text_excerpt,
@@ -592,7 +591,7 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
         tail = [parse_activity(m, _core_canonical) for m in messages[begin:]]
         return _calls_part(a for a in tail if a)
     if code == RESULT_RUN:
-        newest = javascript_activity(_newest_settled(messages))
+        newest = _newest_settled(messages)
         return (newest.name, newest.arguments, newest.result)
     return sorted(set(text_units(messages[begin]["text"])))
 
@@ -600,9 +599,8 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
 def _calls_part(calls: Iterable[Activity]) -> list[tuple[str, str, str, str]]:
     """An activity tail's signature part: its distinct calls, sorted, each as JavaScript
     has it (a surrogate pair in a name is its astral character, as the bytes' reading
-    makes it)."""
-    return sorted({(a.kind, a.name, a.arguments, a.result)
-                   for a in map(javascript_activity, calls)})
+    makes it, and as :func:`parse_activity` gives it)."""
+    return sorted({(a.kind, a.name, a.arguments, a.result) for a in calls})
 
 
 def _signature_of(parts: Any, code: int) -> int:
