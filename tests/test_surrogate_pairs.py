@@ -6,7 +6,12 @@ reference, the adapters and build_thread alike (found by differential testing)."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 import vthread
 from vthread import _reference, describe_thread_cycle, scan
@@ -101,3 +106,58 @@ def test_pair_safe_builds_agree_with_the_json_form() -> None:
     assert len(vthread.build_thread(thread, max_tokens=2, pair_safe=True).messages) == 0
     assert len(_reference.shaped_build(line, max_tokens=2, pair_safe=True).messages) == 0
     assert len(_reference.shaped_build(thread, max_tokens=2, pair_safe=True).messages) == 0
+
+
+# ------------------------------------------------------------------------------- adapters
+
+
+def _chat_runs(call: str, reply: str) -> dict[str, list[dict[str, Any]]]:
+    openai: list[dict[str, Any]] = [{"role": "user", "content": "find it"}]
+    anthropic: list[dict[str, Any]] = [{"role": "user", "content": "find it"}]
+    responses: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "find it"}]
+    for index in range(3):
+        said = f"still pending {index}"
+        # The last reply names its call by the other form of the id.
+        answer = reply if index == 2 else call
+        openai += [{"role": "assistant", "content": None, "tool_calls": [
+                       {"id": call, "type": "function",
+                        "function": {"name": "get", "arguments": "{}"}}]},
+                   {"role": "tool", "tool_call_id": answer, "content": "pending"},
+                   {"role": "assistant", "content": said}]
+        anthropic += [{"role": "assistant", "content": [
+                          {"type": "tool_use", "id": call, "name": "get", "input": {}}]},
+                      {"role": "user", "content": [
+                          {"type": "tool_result", "tool_use_id": answer, "content": "pending"}]},
+                      {"role": "assistant", "content": [{"type": "text", "text": said}]}]
+        responses += [{"type": "function_call", "call_id": call, "name": "get", "arguments": "{}"},
+                      {"type": "function_call_output", "call_id": answer, "output": "pending"},
+                      {"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": said}]}]
+    return {"openai": openai, "anthropic": anthropic, "responses": responses}
+
+
+@pytest.mark.parametrize(("call", "reply"), [(EMOJI, PAIR), (PAIR, EMOJI)])
+def test_a_call_id_held_as_a_pair_finds_its_call(tmp_path: Path, call: str, reply: str) -> None:
+    for format_, run in _chat_runs(call, reply).items():
+        line = json.dumps(run)
+        path = tmp_path / f"{format_}.jsonl"
+        path.write_text(line + "\n")
+        done = subprocess.run([sys.executable, "-m", "vthread", "scan", str(path), "-q",
+                               "--format", format_], capture_output=True, check=True)
+        cli = json.loads(done.stdout)["verdict"]
+        assert cli == "repeated_result_run", format_
+        assert scan([json.loads(line)], format=format_).names == [cli], format_
+        assert scan([run], format=format_).names == [cli], format_
+        assert describe_thread_cycle(run, format=format_) == cli, format_
+
+
+def test_a_legacy_function_reply_named_by_a_pair_finds_its_call() -> None:
+    from vthread.adapters import from_openai
+
+    run = [{"role": "assistant", "content": None,
+            "function_call": {"name": EMOJI, "arguments": '{"a": 1}'}},
+           {"role": "function", "name": PAIR, "content": "done"}]
+    reply = from_openai(run)[1]["meta"]["activity"]["function"]
+    assert reply["arguments"] == {"a": 1}
+    joined = from_openai(as_json(run))[1]["meta"]["activity"]["function"]
+    assert {**reply, "name": js_string(reply["name"])} == joined

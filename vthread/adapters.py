@@ -143,7 +143,7 @@ from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
 
-from vthread._jsvalue import real_number
+from vthread._jsvalue import js_string, real_number
 
 __all__ = [
     "FORMATS",
@@ -284,7 +284,7 @@ def _openai_message(
                                  else _result(message.get("content"), f"message {index}")))
     elif role == "function":
         name = _own_name(message)
-        arguments = legacy.get(name, _ABSENT)
+        arguments = legacy.get(js_string(name), _ABSENT)
         out.append(_response(name, arguments, _result(message.get("content"),
                                                       f"message {index}")))
     else:
@@ -320,12 +320,12 @@ def _openai_assistant(
             out.append(_request(name, arguments))
             call_id = call.get("id")
             if _hashable(call_id):
-                calls[call_id] = (name, arguments)
+                calls[_id_key(call_id)] = (name, arguments)
     function_call = message.get("function_call")
     if function_call is not None:
         name, arguments = _function(function_call, f"message {index}: function_call")
         out.append(_request(name, arguments))
-        legacy[name] = arguments
+        legacy[js_string(name)] = arguments
 
 
 def _function(function: Any, where: str) -> tuple[str, Any]:
@@ -405,7 +405,7 @@ def _anthropic_blocks(
             arguments = block.get("input", _ABSENT)
             out.append(_request(name, arguments))
             if _hashable(block.get("id")):
-                calls[block.get("id")] = (name, arguments)
+                calls[_id_key(block.get("id"))] = (name, arguments)
         elif block_type == "tool_result":
             name, arguments = _call(calls, block.get("tool_use_id"), block)
             response = _response(name, arguments, _result(block.get("content"), where))
@@ -460,7 +460,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 arguments = item.get("input", _ABSENT)
             out.append(_request(name, arguments))
             if _hashable(item.get("call_id")):
-                calls[item.get("call_id")] = (name, arguments)
+                calls[_id_key(item.get("call_id"))] = (name, arguments)
         elif kind in _RESPONSES_OUTPUTS:
             name, arguments = _call(calls, item.get("call_id"), item)
             output = _result(item.get("output"), f"item {index}: output")
@@ -970,9 +970,17 @@ def _call(
     calls: Mapping[Any, tuple[str, Any]], call_id: Any, result: Mapping[str, Any]
 ) -> tuple[str, Any]:
     """(name, arguments) of the call ``call_id``; for an unknown one, the result's own name."""
-    if _hashable(call_id) and call_id in calls:
-        return calls[call_id]
+    if _hashable(call_id):
+        found = calls.get(_id_key(call_id))
+        if found is not None:
+            return found
     return _own_name(result), _ABSENT
+
+
+def _id_key(call_id: Any) -> Any:
+    """A call id as the ``calls`` tables key it: a string as its JavaScript string (a
+    surrogate pair and its astral character are one id, as in the thread's JSON line)."""
+    return js_string(str.__str__(call_id)) if isinstance(call_id, str) else call_id
 
 
 def _own_name(message: Mapping[str, Any]) -> str:
