@@ -538,14 +538,20 @@ impl PythonScreen {
             screen
         } else {
             let mut object = screens::Object::default();
-            if let Ok(dict) = value.cast_exact::<PyDict>() {
-                // A copy, as the encoder reads one (a member's own code may change the dict).
-                for (key, child) in objects::dict_members(dict) {
+            // A copy, as the encoder reads one (a member's own code may change the dict).
+            let members = match value.cast_exact::<PyDict>() {
+                Ok(dict) => objects::dict_members(dict),
+                Err(_) => objects::mapping_items(value)?,
+            };
+            if members.iter().any(|(key, _)| key_may_repeat(key)) {
+                // Keys that are one property name are one member, the last value (as the
+                // encoder writes them: `objects::one_per_name`).
+                for (_, _, key, child) in objects::one_per_name(&members)? {
                     let key_screen = key_screen(&key, scratch)?;
                     object.add(key_screen, self.of(&child, depth + 1, scratch)?);
                 }
             } else {
-                for (key, child) in objects::mapping_items(value)? {
+                for (key, child) in members {
                     let key_screen = key_screen(&key, scratch)?;
                     object.add(key_screen, self.of(&child, depth + 1, scratch)?);
                 }
@@ -604,6 +610,15 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
     });
     open.pop();
     found
+}
+
+/// Whether a key may name the property another key of its mapping names (a key that is no
+/// `str`, or one `objects::key_may_repeat` says may).
+fn key_may_repeat(key: &Bound<'_, PyAny>) -> bool {
+    match key.cast::<PyString>() {
+        Ok(text) => objects::key_may_repeat(text),
+        Err(_) => true,
+    }
 }
 
 /// A key's screen: a `str` by its content, other keys by the name JSON gives them.

@@ -208,6 +208,50 @@ fn string_of_code_points<'py>(py: Python<'py>, points: &[u32]) -> PyResult<Bound
     }
 }
 
+/// Whether a `str` key may be one JavaScript property name with another key of its dict: a
+/// `str` subclass (its own `__eq__` may tell equal contents apart), or a string holding a
+/// surrogate code point (a surrogate pair held as two code points names the property its
+/// astral character names). A Latin-1 exact `str`, nearly every key, is read in O(1).
+pub fn key_may_repeat(text: &Bound<'_, PyString>) -> bool {
+    if !text.is_exact_instance_of::<PyString>() {
+        return true;
+    }
+    match code_points(text) {
+        CodePoints::Latin1(_) => false,
+        CodePoints::Ucs2(units) => units.iter().any(|&unit| (0xD800..0xE000).contains(&unit)),
+        CodePoints::Ucs4(points) => points
+            .iter()
+            .any(|&point| (0xD800..0xE000).contains(&point)),
+    }
+}
+
+/// A member of an object as JavaScript has it: its array index, its key text (quoted), the
+/// first key that names it and the last value given it.
+pub type NamedMember<'py> = (Option<u64>, Vec<u8>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+
+/// The members of a mapping with the keys that name one property made one, as `JSON.parse`
+/// reads a repeated key: at the first one's place, with the last one's value. A key no JSON
+/// object can have (an opaque key) is a member of its own. The values are not encoded. O(n).
+pub fn one_per_name<'py>(
+    members: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)],
+) -> PyResult<Vec<NamedMember<'py>>> {
+    let mut kept: Vec<NamedMember<'py>> = Vec::with_capacity(members.len());
+    let mut place: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    for (key, element) in members {
+        match key_member(key)? {
+            Some((index, name)) => match place.get(&name) {
+                Some(&at) => kept[at].3 = element.clone(),
+                None => {
+                    place.insert(name.clone(), kept.len());
+                    kept.push((index, name, key.clone(), element.clone()));
+                }
+            },
+            None => kept.push((None, opaque_key(key)?, key.clone(), element.clone())),
+        }
+    }
+    Ok(kept)
+}
+
 /// The raw content of a `str` as a key text (unquoted), for the array-index test.
 fn ascii_digits(text: &Bound<'_, PyString>) -> Option<u64> {
     let pointer = text.as_ptr();
@@ -258,12 +302,20 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
                 .call1((key,))?
                 .extract::<String>()?,
         }
-    } else if key.is_instance_of::<PyFloat>() {
-        key.py()
-            .get_type::<PyFloat>()
-            .call1((key,))?
-            .repr()?
-            .to_string()
+    } else if let Ok(double) = key.cast::<PyFloat>() {
+        match double.value() {
+            // json's names for the floats repr writes "nan" and "inf"
+            value if value.is_nan() => "NaN".to_owned(),
+            value if value.is_infinite() => {
+                if value > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+            }
+            _ => key
+                .py()
+                .get_type::<PyFloat>()
+                .call1((key,))?
+                .repr()?
+                .to_string(),
+        }
     } else {
         return Ok(None);
     }))
@@ -364,7 +416,9 @@ impl Walk {
                     out.push(b',');
                 }
                 match key.cast::<PyString>() {
-                    Ok(name) if ascii_digits(name).is_none() => push_string(out, name),
+                    Ok(name) if ascii_digits(name).is_none() && !key_may_repeat(name) => {
+                        push_string(out, name)
+                    }
                     _ => {
                         ordered = false;
                         break;
@@ -377,18 +431,10 @@ impl Walk {
                 out.push(b'}');
             } else {
                 out.truncate(start);
-                let mut members = Vec::with_capacity(copied.len());
-                for (key, element) in &copied {
-                    members.push(self.member(key, element)?);
-                }
-                canonical::push_object(out, members);
+                self.object(out, &copied)?;
             }
         } else if is_mapping(value)? {
-            let mut members = Vec::new();
-            for (key, element) in mapping_items(value)? {
-                members.push(self.member(&key, &element)?);
-            }
-            canonical::push_object(out, members);
+            self.object(out, &mapping_items(value)?)?;
         } else {
             out.push(b'[');
             for (position, element) in value.try_iter()?.enumerate() {
@@ -402,29 +448,20 @@ impl Walk {
         Ok(())
     }
 
-    fn member(
+    /// An object's members in JavaScript's order, one per property name.
+    fn object(
         &mut self,
-        key: &Bound<'_, PyAny>,
-        element: &Bound<'_, PyAny>,
-    ) -> PyResult<(Option<u64>, Member)> {
-        let mut encoded = Vec::new();
-        self.value(&mut encoded, element)?;
-        Ok(match key_member(key)? {
-            Some((index, key)) => (
-                index,
-                Member {
-                    key,
-                    value: encoded,
-                },
-            ),
-            None => (
-                None,
-                Member {
-                    key: opaque_key(key)?,
-                    value: encoded,
-                },
-            ),
-        })
+        out: &mut Vec<u8>,
+        copied: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)],
+    ) -> PyResult<()> {
+        let mut members = Vec::with_capacity(copied.len());
+        for (index, key, _, element) in one_per_name(copied)? {
+            let mut value = Vec::new();
+            self.value(&mut value, &element)?;
+            members.push((index, Member { key, value }));
+        }
+        canonical::push_object(out, members);
+        Ok(())
     }
 }
 

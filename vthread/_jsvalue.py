@@ -85,13 +85,21 @@ _plain_json = json.JSONEncoder(
 # The fast path trusts json's own text only when it is already the canonical text: no
 # integral float (json writes "5.0", JavaScript's double is 5), no integer of 16 digits
 # outside strings (beyond 2**53 JavaScript rounds it; NaN and the infinities already raise),
-# and no key that looks like an array index. Other floats are written by json as by
+# no key that looks like an array index, and no two keys that may be one property name to
+# JavaScript (see _COERCIBLE_KEY, _SURROGATE_KEY). Other floats are written by json as by
 # _number, with repr's shortest round-trip digits. Splitting on '"' finds what is outside
 # strings at C speed unless a string holds an escaped quote, which then takes the slow
 # path. Every test over-approximates, which costs only speed.
 _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
 _INTEGRAL_FLOAT: Final = re.compile(r"\.0(?![0-9])")
-_INDEX_LIKE_KEY: Final = re.compile(r'"[0-9]+":')
+# A key that may be an array index, or the name json gave a key that is no str (a number,
+# true, false, null), which another key of the same object may also be ({1: 0, "1": 1}).
+# One character class rather than alternatives, for speed: it also takes a few other keys.
+_COERCIBLE_KEY: Final = re.compile(r'"[-0-9tfn][-+.0-9eruals]*":')
+# A key holding a surrogate escape: an astral character and its surrogate pair held as two
+# code points are written alike, and are one property to JavaScript.
+# Atomic and possessive, so a long string of many such escapes is read once: O(n).
+_SURROGATE_KEY: Final = re.compile(r'"(?>[^"]*?\\u[dD][89a-fA-F])[^"]*+":')
 
 
 class Opaque:
@@ -289,26 +297,36 @@ def _key_text(key: object) -> str | None:
     if isinstance(key, int):
         return int_text(key)
     if isinstance(key, float):
-        return repr(float(key))
+        number = float(key)
+        if math.isfinite(number):
+            return repr(number)
+        return "NaN" if number != number else "Infinity" if number > 0 else "-Infinity"
     return None
 
 
 def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | Opaque, Any]]:
-    """Items in the order JavaScript enumerates them: array indices ascending, then the rest.
+    """Items in the order JavaScript enumerates them: array indices ascending, then the rest;
+    keys that are one property name to JavaScript as one item (the first one's place, the
+    last one's value, as ``JSON.parse`` keeps a repeated key).
 
     A key no JSON object can have comes back as its :func:`opaque` value, in insertion
     order with the rest.
     """
-    indices: list[tuple[int, str, Any]] = []
-    others: list[tuple[str | Opaque, Any]] = []
+    # Keyed by property name: keys that are one name to JavaScript (1 and "1", a surrogate
+    # pair and its astral character) are one member, at the first one's place with the last
+    # one's value, as JSON.parse reads the object json.dumps writes of the mapping. An
+    # Opaque hashes by identity: each such key is a member of its own.
+    members: dict[str | Opaque, Any] = {}
     for key, value in mapping.items():
         name = _key_text(key)
-        if name is None:
-            others.append((opaque(key), value))
-        elif name[:1].isdigit() and _is_array_index(name):
-            indices.append((int(name), name, value))
+        members[opaque(key) if name is None else js_string(name)] = value
+    indices: list[tuple[int, str, Any]] = []
+    others: list[tuple[str | Opaque, Any]] = []
+    for member, value in members.items():
+        if isinstance(member, str) and member[:1].isdigit() and _is_array_index(member):
+            indices.append((int(member), member, value))
         else:
-            others.append((name, value))
+            others.append((member, value))
     if not indices:
         return others
     indices.sort(key=lambda item: item[0])
@@ -443,7 +461,8 @@ def canonical_from_json(value: Any, text: str | None) -> str:
         if not (
             _INTEGRAL_FLOAT.search(outside)
             or _LONG_INTEGER.search(outside)
-            or _INDEX_LIKE_KEY.search(text)
+            or _COERCIBLE_KEY.search(text)
+            or ("\\ud" in text and _SURROGATE_KEY.search(text))
         ):
             return text
     return _encode(value)

@@ -1,0 +1,73 @@
+"""A Python dict whose keys are one JavaScript property name (``1`` and ``"1"``, ``True`` and
+``"true"``, a surrogate pair held as two code points and its astral character) is encoded as
+the JavaScript object it becomes: one member, at the first key's place, with the last key's
+value, as ``JSON.parse`` reads the text ``json.dumps`` writes of it. The Python encoder, the
+core's object encoder and its screens agree with the JSON text's reading."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vthread import _core, fingerprint, scan
+from vthread._jsvalue import canonical
+
+PAIR = "\ud83c\udf89"  # a surrogate pair held as two code points
+EMOJI = "\U0001f389"  # the same JavaScript string
+
+KEYS: list[Any] = [
+    "a", "b", "1", 1, 1.0, "1.0", 0, "0", -1, "-1", 1.5, "1.5", 2**60, str(2**60),
+    True, "true", False, "false", None, "null",
+    float("nan"), "NaN", float("inf"), "Infinity", float("-inf"), "-Infinity",
+    EMOJI, PAIR, "x" + EMOJI, "x" + PAIR, "\ud800", "\ud800\udc00", "\U00010000", "é",
+]
+
+SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from(["s", EMOJI, PAIR, "é"]), st.none())
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(st.tuples(st.sampled_from(KEYS), inner), max_size=6).map(dict),
+    ),
+    max_leaves=12,
+)
+OBJECTS = st.lists(st.tuples(st.sampled_from(KEYS), VALUES), max_size=8).map(dict)
+SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(OBJECTS)
+def test_a_dict_encodes_as_the_object_its_json_text_becomes(value: dict[Any, Any]) -> None:
+    text = json.dumps(value)
+    parsed = json.loads(text)  # JSON.parse: a repeated key's first place, its last value
+    assert fingerprint(value) == _core.fingerprint_json(text.encode())
+    assert canonical(value) == canonical(parsed)
+    assert _core.canonical(value) == canonical(value).encode()
+    assert _core.screen(value) == _core.screen(parsed)
+
+
+def test_repeated_names_keep_the_first_place_and_the_last_value() -> None:
+    value = {"b": 0, EMOJI: 1, "a": 2, PAIR: 3, True: 4, "true": 5, 2: 6, "2": 7}
+    expected = '{"2":7,"b":0,"\\ud83c\\udf89":3,"a":2,"true":5}'
+    assert canonical(value) == expected
+    assert _core.canonical(value) == expected.encode()
+    assert json.loads(json.dumps(value)) == {"b": 0, EMOJI: 3, "a": 2, "true": 5, "2": 7}
+
+
+def test_keys_that_are_one_javascript_property_compare_as_one() -> None:
+    first = {"type": "bot", "text": "x", "meta": {EMOJI: 1, PAIR: 2}}
+    second = {"type": "bot", "text": "x", "meta": {EMOJI: 2}}
+    thread = [{"type": "user", "text": "go"}, first, second]
+    line = json.loads(json.dumps(thread))
+    assert scan([line], min_pattern_length=1).names == ["repeated_suffix"]
+    assert scan([thread], min_pattern_length=1).names == ["repeated_suffix"]
+
+
+def test_non_finite_float_keys_are_named_as_json_names_them() -> None:
+    value = {float("nan"): 1, float("inf"): 2, float("-inf"): 3}
+    assert json.dumps(value) == '{"NaN": 1, "Infinity": 2, "-Infinity": 3}'
+    assert canonical(value) == '{"NaN":1,"Infinity":2,"-Infinity":3}'
+    assert _core.canonical(value) == canonical(value).encode()
