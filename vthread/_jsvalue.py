@@ -472,7 +472,7 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def js_string(text: str) -> str:
-    """``text`` as the one Python form of its JavaScript string: each surrogate pair held as
+    r"""``text`` as the one Python form of its JavaScript string: each surrogate pair held as
     two code points made the astral character it stands for (a lone surrogate kept), so that
     two strings JavaScript calls equal are equal, hash alike and key one dict entry.
 
