@@ -20,9 +20,11 @@
 //! - strings may hold any escaped UTF-16 unit, lone surrogates included, and no raw control
 //!   character; an object's keys come out in JavaScript's order, a repeated key keeps its first
 //!   position and its last value (as `dict` and `JSON.parse` both do). Keys are repeated when
-//!   they are one JavaScript string (the same UTF-16 units): a surrogate pair is its astral
-//!   character however it is written (two escapes, two UTF-8-encoded surrogates), as
-//!   `vthread._jsvalue.canonical` also reads the keys of the `dict` `json.loads` makes.
+//!   Python's strings are equal: a surrogate pair written as two escapes is the astral
+//!   character, but written as two UTF-8-encoded surrogates it is a different `str`. Those
+//!   two `str`s are then one JavaScript property, made one member as
+//!   `vthread._jsvalue.canonical` makes it of the `dict`: at the first one's place, with the
+//!   value of the one later in the `dict`.
 //!
 //! Errors carry the byte offset and the very message `json.loads` raises (a
 //! `JSONDecodeError`'s "Expecting value: line 1 column 5 (char 4)", whose `char` counts code
@@ -164,7 +166,12 @@ struct Member {
     /// Just past the key's closing quote; the value starts after the `:` there.
     key_end: usize,
     end: usize,
+    /// The key's raw text between its quotes in the input, to tell Python strings apart.
+    key_source: (usize, usize),
     index: Option<u64>,
+    /// The key holds a surrogate or an astral character: equal canonical keys may then be
+    /// different Python strings (a pair of UTF-8-encoded surrogates is not the character).
+    wide: bool,
 }
 
 /// A reusable reader: its scratch stacks are kept between texts (a scalar call and a bulk
@@ -654,8 +661,10 @@ impl Parse<'_> {
             return self.fault(self.pos, Problem::ExpectingPropertyName);
         }
         let start = self.out.len();
-        self.string()?;
+        let source_start = self.pos + 1;
+        let wide = self.string()?;
         let key_end = self.out.len();
+        let key_source = (source_start, self.pos - 1);
         let index = canonical::array_index(&self.out[start + 1..key_end - 1]);
         self.skip_whitespace();
         if self.peek() != Some(b':') {
@@ -668,7 +677,9 @@ impl Parse<'_> {
             start,
             key_end,
             end: key_end + 1,
+            key_source,
             index,
+            wide,
         });
         Ok(())
     }
@@ -838,9 +849,13 @@ impl Parse<'_> {
         let members = &self.members[frame.first_member..];
         let sources = Sources {
             out: self.out.as_slice(),
+            text: self.text,
         };
         let repeated = repeated_keys(&sources, members);
-        if repeated.is_none() && in_javascript_order(members) {
+        // Keys that are two Python strings but one JavaScript string (a surrogate pair as
+        // UTF-8-encoded surrogates beside its character) can only be wide ones.
+        let wide = members.iter().filter(|member| member.wide).count() > 1;
+        if repeated.is_none() && !wide && in_javascript_order(members) {
             self.out.push(b'}');
             self.members.truncate(frame.first_member);
             return;
@@ -851,6 +866,10 @@ impl Parse<'_> {
         let mut value: Vec<usize> = (0..members.len()).collect();
         for (position, &first) in keeper.iter().enumerate() {
             value[first] = position;
+        }
+        let mut keeper = keeper;
+        if wide {
+            one_javascript_key(&sources, members, &mut keeper, &mut value);
         }
         let mut order: Vec<usize> = (0..members.len())
             .filter(|&position| keeper[position] == position)
@@ -884,6 +903,7 @@ impl Parse<'_> {
 /// The buffers a member's key can be read back from.
 struct Sources<'a> {
     out: &'a [u8],
+    text: &'a [u8],
 }
 
 impl Sources<'_> {
@@ -891,11 +911,45 @@ impl Sources<'_> {
         &self.out[member.start..member.key_end]
     }
 
-    /// Whether two members' keys are one JavaScript string: the same UTF-16 units, so a
-    /// surrogate pair, however it is written (two escapes, two UTF-8-encoded surrogates, one
-    /// of each), is its astral character.
+    /// Whether two members' keys are the same Python string.
     fn same_key(&self, first: &Member, second: &Member) -> bool {
-        self.key(first) == self.key(second)
+        if self.key(first) != self.key(second) {
+            return false;
+        }
+        // Equal UTF-16 units; the code points can differ only where surrogates are involved.
+        !(first.wide || second.wide)
+            || python_code_points(self.raw_key(first)) == python_code_points(self.raw_key(second))
+    }
+
+    fn raw_key(&self, member: &Member) -> &[u8] {
+        &self.text[member.key_source.0..member.key_source.1]
+    }
+}
+
+/// The members `keeper` keeps (the `dict` `json.loads` makes: one per Python string, at its
+/// first place with its last value) made one per JavaScript string, as
+/// `vthread._jsvalue.canonical` reads that `dict`: of the kept members whose keys have the
+/// same UTF-16 units, the first keeps its place and takes the value of the last; the others
+/// are dropped (their `keeper` made the first). Only asked when two keys are wide. O(n log n).
+fn one_javascript_key(
+    sources: &Sources<'_>,
+    members: &[Member],
+    keeper: &mut [usize],
+    value: &mut [usize],
+) {
+    let kept: Vec<usize> = (0..members.len())
+        .filter(|&position| keeper[position] == position && members[position].wide)
+        .collect();
+    let mut by_key = kept.clone();
+    // Stable, so the kept members of one key stay in position order.
+    by_key.sort_by(|&a, &b| sources.key(&members[a]).cmp(sources.key(&members[b])));
+    for run in by_key.chunk_by(|&a, &b| sources.key(&members[a]) == sources.key(&members[b])) {
+        if let [first, .., last] = *run {
+            value[first] = value[last];
+            for &position in &run[1..] {
+                keeper[position] = first; // no longer written (its repeats' keeper only)
+            }
+        }
     }
 }
 
@@ -921,8 +975,28 @@ fn repeated_keys(sources: &Sources<'_>, members: &[Member]) -> Option<Vec<usize>
         if run.len() < 2 {
             continue;
         }
-        any = true;
-        run.iter().for_each(|&position| keeper[position] = run[0]);
+        // Equal UTF-16 units: all of the run hold surrogate units, or none does.
+        if !members[run[0]].wide {
+            any = true;
+            run.iter().for_each(|&position| keeper[position] = run[0]);
+            continue;
+        }
+        let mut strings: Vec<(Vec<u32>, usize)> = run
+            .iter()
+            .map(|&position| {
+                (
+                    python_code_points(sources.raw_key(&members[position])),
+                    position,
+                )
+            })
+            .collect();
+        strings.sort();
+        for group in strings.chunk_by(|a, b| a.0 == b.0) {
+            any |= group.len() > 1;
+            group
+                .iter()
+                .for_each(|&(_, position)| keeper[position] = group[0].1);
+        }
     }
     any.then_some(keeper)
 }
@@ -943,6 +1017,52 @@ fn in_javascript_order(members: &[Member]) -> bool {
         }
     }
     true
+}
+
+/// A key's code points as the Python `str` `json.loads` makes (only asked for keys with
+/// surrogates or astral characters): `\uD83C\uDF89` escapes join into one code point,
+/// UTF-8-encoded surrogates (and an escape next to one) stay two. `raw` is valid.
+fn python_code_points(raw: &[u8]) -> Vec<u32> {
+    let mut points = Vec::with_capacity(raw.len());
+    let mut at = 0;
+    while at < raw.len() {
+        match raw[at] {
+            b'\\' if raw[at + 1] == b'u' => {
+                let unit = hex4(&raw[at + 2..at + 6]).expect("a valid escape");
+                at += 6;
+                if (0xD800..0xDC00).contains(&unit) && raw[at..].starts_with(b"\\u") {
+                    let next = hex4(&raw[at + 2..at + 6]).expect("a valid escape");
+                    if (0xDC00..0xE000).contains(&next) {
+                        points.push(0x1_0000 + ((unit - 0xD800) << 10) + (next - 0xDC00));
+                        at += 6;
+                        continue;
+                    }
+                }
+                points.push(unit);
+            }
+            b'\\' => {
+                points.push(match raw[at + 1] {
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => 0x0A,
+                    b'r' => 0x0D,
+                    b't' => 0x09,
+                    other => u32::from(other), // `"`, `\\`, `/` stand for themselves
+                });
+                at += 2;
+            }
+            byte if byte < 0x80 => {
+                points.push(u32::from(byte));
+                at += 1;
+            }
+            _ => {
+                let (point, length) = decode_utf8(&raw[at..]).expect("a decoded text");
+                points.push(point);
+                at += length;
+            }
+        }
+    }
+    points
 }
 
 /// Four hex digits (either case) as a UTF-16 unit.
@@ -1324,13 +1444,18 @@ mod tests {
             read("{\"🎉\":1,\"\\ud83c\\udf89\":2}".as_bytes()),
             r#"{"\ud83c\udf89":2}"#
         );
-        // ...and so are UTF-8-encoded surrogates (or one escape beside one): one JavaScript
-        // string, one property.
+        // ...UTF-8-encoded surrogates (or one escape beside one) are two other code points
+        // to json.loads, whose dict then holds one JavaScript property twice: one member, at
+        // the first one's place, with the value of the one later in the dict.
         assert_eq!(
             read(
                 b"{\"\xed\xa0\xbc\xed\xbe\x89\":1,\"\\ud83c\\udf89\":2,\"\\ud83c\xed\xbe\x89\":3}"
             ),
-            r#"{"\ud83c\udf89":3}"#
+            r#"{"\ud83c\udf89":2}"#
+        );
+        assert_eq!(
+            read(b"{\"a\":[],\"\xf0\x9f\x8e\x89\":null,\"\xed\xa0\xbc\xed\xbe\x89\":{},\"\xf0\x9f\x8e\x89\":[]}"),
+            r#"{"a":[],"\ud83c\udf89":{}}"#
         );
     }
 
@@ -1345,8 +1470,9 @@ mod tests {
         assert!(read.starts_with(r#"{"3":0,"k39":39,"#), "{read}");
         assert!(read.contains(r#""k7":"last""#) && !read.contains(r#""k7":7"#));
         assert_eq!(read.matches("\"k").count(), 40);
-        // Past the pairwise limit: the escaped pair, the character and the UTF-8-encoded
-        // surrogates are one key (one JavaScript string), at the first one's place.
+        // Past the pairwise limit, with keys that are equal UTF-16 but not equal Python
+        // strings: the escaped pair and the character are one Python key, the UTF-8-encoded
+        // surrogates another, and the two one JavaScript property.
         let mut raw = b"{".to_vec();
         for key in 0..20 {
             raw.extend_from_slice(format!("\"{key}x\":0,").as_bytes());
@@ -1421,6 +1547,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn python_code_points_join_only_escaped_pairs() {
+        assert_eq!(python_code_points(br"\ud83c\udf89"), [0x1F389]);
+        assert_eq!(
+            python_code_points(b"\xed\xa0\xbc\xed\xbe\x89"),
+            [0xD83C, 0xDF89]
+        );
+        assert_eq!(python_code_points(b"\\ud83c\xed\xbe\x89"), [0xD83C, 0xDF89]);
+        assert_eq!(
+            python_code_points(br"\ud83c\u0041\n\/"),
+            [0xD83C, 0x41, 0x0A, 0x2F]
+        );
     }
 
     #[test]

@@ -210,6 +210,7 @@ _DOCUMENTS = st.builds(lambda bom, before, text, after: bom + before + text + af
 @given(data=_DOCUMENTS)
 @example(data=b'{"a":1,"\\u0061":2,"b":3,"a":4}')
 @example(data=b'{"\xed\xa0\xbc\xed\xbe\x89":1,"\\ud83c\\udf89":2,"\xf0\x9f\x8e\x89":3}')
+@example(data=b'{"a":[],"\xf0\x9f\x8e\x89":null,"\xed\xa0\xbc\xed\xbe\x89":{},"\xf0\x9f\x8e\x89":[]}')
 @example(data=b'{"b":0,"\\u0031":1,"01":2,"1":3}')
 @example(data=b"\xef\xbb\xbf [1E400, -0.0, 12345678901234567890, NaN]")
 def test_texts_read_as_json_loads_reads_them(data: bytes) -> None:
