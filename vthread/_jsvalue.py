@@ -92,9 +92,11 @@ _plain_json = json.JSONEncoder(
 # path. Every test over-approximates, which costs only speed.
 _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
 _INTEGRAL_FLOAT: Final = re.compile(r"\.0(?![0-9])")
-# A key that may be an array index, or the name json gave a key that is no str (a number,
-# true, false, null), which another key of the same object may also be ({1: 0, "1": 1}).
-# One character class rather than alternatives, for speed: it also takes a few other keys.
+# A key that may be an array index, or the name json gave a key that is no str (an int, a
+# finite float, true, false, null), which another key of the same object may also be
+# ({1: 0, "1": 1}). A NaN or infinite float key never reaches this test: allow_nan=False
+# makes json raise, and the walk names it. One character class rather than alternatives,
+# for speed: it also takes a few other keys, which costs only speed.
 _COERCIBLE_KEY: Final = re.compile(r'"[-0-9tfn][-+.0-9eruals]*":')
 # A key holding a surrogate escape: an astral character and its surrogate pair held as two
 # code points are written alike, and are one property to JavaScript.
