@@ -503,6 +503,19 @@ def test_numbers_are_written_in_ascii_digits(option: str, value: str, tmp_path: 
     assert f"{option}: expected a" in err and repr(value) in err
 
 
+@pytest.mark.parametrize("option", ["--min-repetitions", "--jobs"])
+def test_a_whole_number_past_what_python_reads_is_a_usage_error(
+        option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole number of more digits than int() reads (4,300) is refused in the option's
+    terms with the text cut short, not with a message naming a function of vthread."""
+    source = lines_file(tmp_path / "runs.jsonl", 3)
+    code, out, err = run(["scan", str(source), option, "9" * 5000, "-q"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert f"{option}: expected a whole number of at most 4300 digits" in err \
+        or f"{option}: expected a number of at most 4300 digits" in err
+    assert "(5,000 characters)" in err and "_argument" not in err and len(err) < 1000
+
+
 @pytest.mark.parametrize("value", [" 4 ", "4.9", "-3", "1e400", "nan", "-inf",
                                    str(2**53 + 1), str(10**400)])
 def test_numbers_in_ascii_are_read(value: str, tmp_path: Path,

@@ -3,6 +3,7 @@ headless Chromium (Debian's ``chromium``, driven by Playwright) on the real publ
 
 from __future__ import annotations
 
+import codecs
 import copy
 import gzip
 import io
@@ -744,6 +745,23 @@ def test_a_long_records_line_is_told_with_the_lines_after_it(tmp_path: Path) -> 
     document = tmp_path / "document.json"
     document.write_text(json.dumps([json.loads(run)] * 300_000))  # (about 17 MB, one line)
     assert not holds_records(str(document), throughout=True)
+
+
+def test_a_byte_order_mark_counts_only_where_the_reader_passes_it_over(
+        tmp_path: Path) -> None:
+    """The records reader passes a byte-order mark over only at the stream's start, so the
+    sniff does too: a mark opening a later line makes that line no record (the reader
+    stops there), and the file no records file to be passed over or written over."""
+    from vthread._cli_report import holds_records
+
+    lines = [json.dumps({**_loop_record(name, "x"), "verdict": None}).encode()
+             for name in "abc"]
+    opened = tmp_path / "opened.jsonl"
+    opened.write_bytes(codecs.BOM_UTF8 + b"\n".join(lines) + b"\n")
+    assert holds_records(str(opened), throughout=True)
+    inside = tmp_path / "inside.jsonl"
+    inside.write_bytes(b"\n".join([lines[0], codecs.BOM_UTF8 + lines[1], lines[2]]) + b"\n")
+    assert holds_records(str(inside)) and not holds_records(str(inside), throughout=True)
 
 
 def test_the_default_title_names_the_inputs(tmp_path: Path,

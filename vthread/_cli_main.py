@@ -348,7 +348,7 @@ def count_argument(text: str) -> float:
     infinity means the default, an option that is not a finite number being unset). A
     whole number stays an int, exact past a double's precision."""
     if _WHOLE_NUMBER.fullmatch(text.strip()):
-        return int(text)
+        return _whole_number(text, "a number")
     return number_argument(text)
 
 
@@ -357,19 +357,37 @@ def number_argument(text: str) -> float:
     and other scripts' digits, which ``float()`` and ``int()`` take, are refused: read as
     numbers they would pass a typo (``1_0`` for 10) or text no user meant as one."""
     if not _NUMBER.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {_shown(text)}")
     return float(text)
 
 
 def jobs_argument(text: str) -> int:
     """A ``--jobs`` value: a whole number in ASCII digits, 0 for one per CPU (both commands
-    take it)."""
-    count = int(text) if _WHOLE_NUMBER.fullmatch(text.strip()) else -1
+    take it; more than the CPUs there are is capped where the workers start)."""
+    expected = "a whole number >= 1 (or 0 for one per CPU)"
+    count = _whole_number(text, "a whole number") if _WHOLE_NUMBER.fullmatch(text.strip()) else -1
     if count < 0:
         # argparse prefixes the option's name: "argument -j/--jobs: expected ..."
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number >= 1 (or 0 for one per CPU), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {_shown(text)}")
     return count
+
+
+def _whole_number(text: str, expected: str) -> int:
+    """A whole number's value; one too long for ``int()`` (Python reads at most 4,300
+    digits) is a usage error in the option's terms, not a message naming this function."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {expected} of at most 4300 digits, got {_shown(text)}") from None
+
+
+def _shown(text: str) -> str:
+    """An option's value as a message quotes it: cut past 40 characters, so a pasted
+    mistake does not flood the terminal."""
+    if len(text) <= 40:
+        return repr(text)
+    return f"{text[:40]!r}... ({len(text):,} characters)"
 
 
 def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:

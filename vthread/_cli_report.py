@@ -438,7 +438,7 @@ def _decompressed(head: bytes, limit: int) -> bytes:
 def _first_line_is_record(head: bytes, ended: bool) -> bool:
     """Whether the first line with text of ``head``, a stream's first bytes (all of them when
     ``ended``), is a record; a line the head cuts short is none."""
-    lines = head.split(b"\n")
+    lines = head.removeprefix(codecs.BOM_UTF8).split(b"\n")
     first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
     return _line_is_record(first) is True
 
@@ -447,7 +447,8 @@ def _lines_are_records(head: bytes) -> bool:
     """Whether every line with text of ``head`` is a record. A last line without its newline
     that is not JSON is left out: the head cut it short, or a scan killed while writing (or
     still writing) the file did; one that is JSON is a whole line, and counts."""
-    *whole, last = head.split(b"\n")
+    # A byte-order mark only opens the stream, as the reader passes one over only there.
+    *whole, last = head.removeprefix(codecs.BOM_UTF8).split(b"\n")
     return (all(_line_is_record(line) is True for line in whole if line.strip())
             and (not last.strip() or _line_is_record(last) is not False))
 
@@ -455,9 +456,9 @@ def _lines_are_records(head: bytes) -> bool:
 def _line_is_record(line: bytes) -> bool | None:
     """Whether a line of a stream's first bytes is a record (:func:`is_record`), read as the
     records are (:func:`_record_of`: UTF-8, so not the UTF-16 ``json.loads`` of bytes would
-    also take) with a byte-order mark before it passed over; None when it holds no JSON."""
+    also take); None when it holds no JSON."""
     try:
-        return is_record(_record_of(line.removeprefix(codecs.BOM_UTF8)))
+        return is_record(_record_of(line))
     except ValueError:
         return None
 
