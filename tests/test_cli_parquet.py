@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import sys
 from pathlib import Path
@@ -514,3 +516,97 @@ def test_a_null_nested_cell_has_the_text_columns_error(
     by_cli, by_arrow = _cli_and_arrow(cells, None, tmp_path, capsys)
     assert by_cli == by_arrow
     assert by_cli[0] == ("r0", None, 'not a thread: "messages" is a null, not an array')
+
+
+def _records_both_ways(table: Any, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> tuple[list[Any], list[Any]]:
+    """Each row's record fields (id, verdict and the loop's, messages, error), as ``vthread
+    scan X.parquet`` and as ``vthread.scan_arrow`` give them."""
+    import vthread
+    from vthread.arrow import RESULT_FIELDS
+
+    path = tmp_path / "values.parquet"
+    pq.write_table(table, path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    by_cli = [{name: record.get(name) for name in ("id", *RESULT_FIELDS)} for record in records]
+    by_arrow = vthread.scan_arrow(table, id="id").to_pylist()
+    return by_cli, by_arrow
+
+
+_NO_JSON_FORM = {
+    "binary": (pa.binary(), [b"\x00a", b"b", b"\xffc", b"d"]),
+    "timestamp": (pa.timestamp("ms"), [datetime.datetime(2024, 1, 2, 3, 4, s) for s in range(4)]),
+    "timestamp_utc": (pa.timestamp("us", tz="UTC"),
+                      [datetime.datetime(2024, 1, 2, s, tzinfo=datetime.UTC)
+                       for s in range(4)]),
+    "date": (pa.date32(), [datetime.date(2024, 1, d) for d in range(1, 5)]),
+    "time": (pa.time64("us"), [datetime.time(3, 4, s) for s in range(4)]),
+    "duration": (pa.duration("s"), [datetime.timedelta(seconds=s) for s in range(4)]),
+    "decimal": (pa.decimal128(10, 2), [decimal.Decimal(f"1.{d}0") for d in range(4)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(_NO_JSON_FORM))
+def test_values_with_no_json_text_get_the_same_records_from_the_command_and_scan_arrow(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary, timestamp, date, time, duration or decimal value in a message's meta, as a
+    field of its struct, or as a map's key: a record for every row, the command's equal to
+    scan_arrow's (the command ended with status 70, "Object of type datetime is not JSON
+    serializable"). One value four times is a loop; four different values are not."""
+    arrow_type, values = _NO_JSON_FORM[kind]
+    same, different = [values[0]] * 4, values
+
+    def run(of: list[Any], shape: Any) -> list[dict[str, Any]]:
+        return [{"type": "user", "text": "go", "meta": shape(value)} for value in of]
+
+    message = pa.struct([("type", pa.string()), ("text", pa.string()),
+                         ("meta", pa.struct([("v", arrow_type)]))])
+    keyed = pa.struct([("type", pa.string()), ("text", pa.string()),
+                       ("meta", pa.map_(arrow_type, pa.string()))])
+    field = pa.struct([("type", pa.string()), ("text", pa.string()), ("blob", arrow_type)])
+    tables = [
+        pa.table({"id": ["a", "b", "c"], "messages": pa.array(
+            [run(same, lambda v: {"v": v}), run(different, lambda v: {"v": v}),
+             run(same, lambda v: None)], type=pa.list_(message))}),
+        pa.table({"id": ["a", "b"], "messages": pa.array(
+            [run(same, lambda v: [(v, "x")]), run(different, lambda v: [(v, "x")])],
+            type=pa.list_(keyed))}),
+        pa.table({"id": ["a", "b"], "messages": pa.array(
+            [[{"type": "user", "text": "go", "blob": v} for v in of]
+             for of in (same, different)], type=pa.list_(field))}),
+    ]
+    # (a field beside type, text and meta is not compared: both of its runs loop)
+    verdicts = [["repeated_suffix", None, "repeated_suffix"], ["repeated_suffix", None],
+                ["repeated_suffix", "repeated_suffix"]]
+    for table, expected in zip(tables, verdicts, strict=True):
+        by_cli, by_arrow = _records_both_ways(table, tmp_path, capsys)
+        assert by_cli == by_arrow
+        assert [r["verdict"] for r in by_cli] == expected
+        assert all(r["error"] is None for r in by_cli)
+
+
+def test_a_map_keyed_by_structs_or_lists_is_an_error_of_its_row_on_both_paths(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A map whose keys are structs or lists has no JSON object: its row gets an error
+    naming the map's place, from the command and scan_arrow alike (both ended with
+    "unhashable type"); the other rows get their verdicts."""
+    for key_type, key in [(pa.struct([("k", pa.int64())]), {"k": 1}),
+                          (pa.list_(pa.string()), ["k"])]:
+        message = pa.struct([("type", pa.string()), ("text", pa.string()),
+                             ("meta", pa.struct([("tags", pa.map_(key_type, pa.string()))]))])
+        loop = [{"type": "user", "text": "go", "meta": {"tags": []}}] * 4
+        keyed = [{"type": "user", "text": "go", "meta": None},
+                 {"type": "user", "text": "go", "meta": {"tags": [(key, "x")]}}]
+        table = pa.table({"id": ["a", "b", "c"],
+                          "messages": pa.array([loop, keyed, loop], type=pa.list_(message))})
+        by_cli, by_arrow = _records_both_ways(table, tmp_path, capsys)
+        assert by_cli == by_arrow
+        assert [r["verdict"] for r in by_cli] == ["repeated_suffix", None, "repeated_suffix"]
+        kind = "struct" if isinstance(key, dict) else "list"
+        assert by_cli[1]["error"] == (
+            f"not a thread: the map at [1].meta.tags has {kind} keys, and a map whose keys "
+            "are structs or lists cannot be a JSON object")
+        assert cli.main(["scan", str(tmp_path / "values.parquet"), "-q", "--strict"]) == 2
+        assert f"row 2: not a thread: the map at [1].meta.tags has {kind} keys" in (
+            capsys.readouterr().err)

@@ -26,7 +26,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from vthread._cli_main import is_utf8
 from vthread.documents import messages_column, one_column
@@ -100,8 +100,10 @@ def _id_text(values: list[Any]) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class UnreadableRows:
-    """Rows of a row group that pyarrow cannot read, in the place of their lines: ``rows``
-    rows, and ``reason``, which names the row group, its rows and pyarrow's message."""
+    """Rows that cannot be read as runs, in the place of their lines: ``rows`` rows, and
+    ``reason``, which names the row group, its rows and pyarrow's message for a row group
+    pyarrow cannot read, or says why of one row that is no run however it is read (a map
+    keyed by structs)."""
 
     rows: int
     reason: str
@@ -142,17 +144,26 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
         bodies = _bodies(column, text, done)
         # The tape's verdict is enough for the cells it reads (all but odd ones); json's
         # decides the rest, with its message.
-        taken = _core.tape_reads(bodies) if text else [True] * len(bodies)
+        taken = (_core.tape_reads(cast("list[bytes]", bodies)) if text
+                 else [True] * len(bodies))
         for row, body in enumerate(bodies):
             ident = _id_text([column_values[row] for column_values in ids])
+            if isinstance(body, UnreadableRows):
+                # A row that is no run whatever its reading (a map keyed by structs): its
+                # error record in its place, the rows before it handed on first.
+                if lines:
+                    yield lines, (done + row) / total, cell_ids
+                    lines, cell_ids = [], {}
+                yield body, (done + row + 1) / total, {0: ident} if id_columns else {}
+                continue
             if not taken[row]:
                 if not _one_json_value(body):
                     # The cell alone is the line, so that its record says where in the cell
                     # it stops being JSON (wrapped, the place was the wrapping's, and a cell
                     # such as `[],"id":"x"` would have made a valid run of its wrapping).
-                    lines.append(body)
                     if id_columns:
-                        cell_ids[row] = ident
+                        cell_ids[len(lines)] = ident
+                    lines.append(body)
                     continue
                 body = _as_utf8(body)
             if body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
@@ -160,7 +171,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             else:
                 lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
         done += len(column)
-        yield lines, done / total, cell_ids
+        if lines:
+            yield lines, done / total, cell_ids
 
 
 def _with_id(run: bytes, ident: bytes) -> bytes:
@@ -275,11 +287,14 @@ def _as_utf8(body: bytes) -> bytes:
     return body.decode(encoding, "surrogatepass").encode("utf-8", "surrogatepass")
 
 
-def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
-    """Each row's messages as JSON text (``null`` for a null row). Nested values (lists of
-    message structs) are written by the core from the Arrow buffers when every value has a
-    JSON text, with no Python object per row; otherwise, and for text columns, from
-    ``to_pylist``. ``rows_before`` numbers the rows in an error."""
+def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | UnreadableRows]:
+    """Each row's messages as JSON text (``null`` for a null row), or, for a row that is no
+    run however it is read (a map keyed by structs), an :class:`UnreadableRows` of one row
+    saying why, as ``vthread.scan_arrow`` says it. Nested values (lists of message structs)
+    are written by the core from the Arrow buffers when every value has a JSON text, with
+    no Python object per row; otherwise, and for text columns, from ``to_pylist``, a value
+    with no JSON text as the JSON value scan_arrow reads it as (:func:`_json_ready`).
+    ``rows_before`` numbers the rows in an error."""
     if not text:
         from vthread import _core
         from vthread.arrow import core_threads
@@ -287,17 +302,19 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
         written = _core.arrow_row_texts(column, core_threads())
         if written is not None:
             data, starts, ends, rows = written
-            bodies = [b"null"] * len(column)
+            bodies: list[bytes | UnreadableRows] = [b"null"] * len(column)
             for row, start, end in zip(rows.tolist(), starts.tolist(), ends.tolist(),
                                        strict=True):
                 bodies[row] = data[start:end]
             return bodies
-    from vthread.arrow import _structs_as_python, _without_nulls, as_utf8_json
+    from vthread.arrow import _BadRow, _json_ready, _structs_as_python, as_utf8_json
 
     bodies = []
     for row, value in enumerate(column.to_pylist() if text else _structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
+        elif isinstance(value, _BadRow):
+            bodies.append(UnreadableRows(1, value.reason))
         elif text:
             bodies.append(as_utf8_json(value.encode("utf-8", "surrogatepass"))
                           if isinstance(value, str) else value)
@@ -305,7 +322,7 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes]:
             # NaN and the infinities written as json writes them (NaN, Infinity), which the
             # pipeline reads as json.loads does: a JSONL line holding them is read alike.
             try:
-                bodies.append(json.dumps(_without_nulls(value)).encode())
+                bodies.append(json.dumps(_json_ready(value)).encode())
             except RecursionError:
                 raise ValueError(f"row {rows_before + row + 1}: messages nested too deep to "
                                  "read") from None

@@ -20,6 +20,7 @@ answers. pyarrow is imported only when this module's functions run (``pip instal
 from __future__ import annotations
 
 import codecs
+import json
 import os
 from collections.abc import Iterator, Sequence
 from functools import cache, partial
@@ -384,7 +385,8 @@ def _python_values(array: pa.Array) -> list[Any]:
     if _type_too_large(array.type):
         # Each row, a null one too: telling them apart (is_null) costs as much as the values.
         return [_BadRow(TYPE_TOO_LARGE)] * len(array)
-    return [_BadRow(_NULL_CELL) if item is None else _without_nulls(item)
+    return [_BadRow(_NULL_CELL) if item is None
+            else item if isinstance(item, _BadRow) else _json_ready(item)
             for item in _structs_as_python(array)]
 
 
@@ -405,8 +407,6 @@ TYPE_TOO_LARGE: Final = (f"messages of a type too large to read: it holds more t
 def _type_too_large(kind: pa.DataType) -> bool:
     """Whether an Arrow type holds more than :data:`MOST_NESTED_TYPES` types, counted at
     each place (walked without recursion, and no further than that many). O(that bound)."""
-    import pyarrow as pa
-
     pending = [kind]
     seen = 0
     while pending:
@@ -414,8 +414,9 @@ def _type_too_large(kind: pa.DataType) -> bool:
         if seen > MOST_NESTED_TYPES:
             return True
         node = pending.pop()
-        if pa.types.is_dictionary(node):
-            pending.append(node.value_type)
+        wrapped = _wrapped_type(node)
+        if wrapped is not None:
+            pending.append(wrapped)
         pending.extend(node.field(i).type for i in range(node.num_fields))
     return False
 
@@ -452,16 +453,48 @@ def _structs_as_python(array: pa.Array) -> list[Any]:
     try:
         plan = _map_plan(array.type)
     except _MapOutOfReachError:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
-            converted: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
-        return converted
+        return _lossy_rows(array)
     plain: list[Any] = array.to_pylist()
     if plan is None:
         return plain
-    return [_maps_as_dicts(value, plan) for value in plain]
+    rows: list[Any] = []
+    for value in plain:
+        try:
+            rows.append(_maps_as_dicts(value, plan))
+        except _UnkeyableMapError as error:
+            rows.append(_BadRow(str(error)))
+    return rows
+
+
+def _lossy_rows(array: pa.Array) -> list[Any]:
+    """The rows as pyarrow's own conversion of maps to dicts makes them (for a map below a
+    union); a row holding a map whose keys are no dict keys (structs, lists) is a
+    :class:`_BadRow`, row by row then (such keys are rare)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
+        try:
+            converted: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
+        except TypeError:
+            converted = []
+            for row in range(len(array)):
+                try:
+                    converted.extend(array.slice(row, 1).to_pylist(maps_as_pydicts="lossy"))
+                except TypeError:
+                    converted.append(_BadRow(_unkeyable("a map in the row", "struct or list")))
+    return converted
+
+
+def _unkeyable(where: str, kind: str) -> str:
+    """The error of a row holding a map (at ``where``) whose keys are of ``kind``."""
+    return (f"not a thread: {where} has {kind} keys, and a map whose keys are structs or "
+            "lists cannot be a JSON object")
+
+
+class _UnkeyableMapError(Exception):
+    """A map whose keys are structs or lists (no dict's keys, no JSON object's names); its
+    text is the row's error."""
 
 
 class _MapOutOfReachError(Exception):
@@ -471,17 +504,22 @@ class _MapOutOfReachError(Exception):
 
 def _map_plan(kind: pa.DataType) -> Any:
     """Where the maps lie in a value of Arrow type ``kind``, for :func:`_maps_as_dicts`: None
-    where none does, else ``("map", plan of its values)``, ``("list", plan of its items)``
-    or ``("struct", ((field name, plan), ...))`` (the fields holding maps). Built without
-    recursion (a type may be nested thousands deep); O(the type's nodes). Raises
-    :class:`_MapOutOfReachError` for a map below any other type with children."""
+    where none does, else ``("map", plan of its values, what its keys are)`` (None for keys
+    a dict can have, else ``"struct"``, ``"list"`` or ``"map"``), ``("list", plan of its
+    items)`` or ``("struct", ((field name, plan), ...))`` (the fields holding maps). A type
+    that wraps another (an extension type's storage, a dictionary's values, a run-end
+    encoded array's values) is looked through to it, as its Python values are the wrapped
+    type's. Built without recursion (a type may be nested thousands deep); O(the type's
+    nodes). Raises :class:`_MapOutOfReachError` for a map below any other type with
+    children."""
     import pyarrow as pa
 
     def children(node: pa.DataType) -> list[pa.DataType]:
         if pa.types.is_map(node):
-            return [node.item_type]  # (a key holding a map is no dict key: left as it is)
-        if pa.types.is_dictionary(node):
-            return [node.value_type]
+            return [node.item_type]  # (a key holding a map is no dict key: its row's error)
+        wrapped = _wrapped_type(node)
+        if wrapped is not None:
+            return [wrapped]
         if _is_list_type(node):
             return [node.value_type]
         return [node.field(i).type for i in range(node.num_fields)]
@@ -497,8 +535,8 @@ def _map_plan(kind: pa.DataType) -> Any:
         stack.pop()
         plan: Any = None
         if pa.types.is_map(node):
-            plan = ("map", plans[0])
-        elif pa.types.is_dictionary(node):
+            plan = ("map", plans[0], _key_kind(node.key_type))
+        elif _wrapped_type(node) is not None:
             plan = plans[0]
         elif _is_list_type(node):
             plan = None if plans[0] is None else ("list", plans[0])
@@ -515,6 +553,37 @@ def _map_plan(kind: pa.DataType) -> Any:
     return result
 
 
+def _wrapped_type(kind: pa.DataType) -> pa.DataType | None:
+    """The type whose values ``kind`` holds when it only wraps one (an extension type's
+    storage type, a dictionary's value type, a run-end encoded type's value type), else
+    None."""
+    import pyarrow as pa
+
+    if isinstance(kind, pa.BaseExtensionType):
+        return kind.storage_type
+    if pa.types.is_dictionary(kind):
+        return kind.value_type
+    if getattr(pa.types, "is_run_end_encoded", lambda _: False)(kind):
+        return kind.value_type
+    return None
+
+
+def _key_kind(kind: pa.DataType) -> str | None:
+    """What a map's keys of Arrow type ``kind`` are when a dict cannot have them as keys
+    (``"struct"``, ``"list"`` or ``"map"``), else None."""
+    import pyarrow as pa
+
+    while (wrapped := _wrapped_type(kind)) is not None:
+        kind = wrapped
+    if pa.types.is_struct(kind):
+        return "struct"
+    if pa.types.is_map(kind):
+        return "map"
+    if _is_list_type(kind):
+        return "list"
+    return None
+
+
 def _is_list_type(kind: pa.DataType) -> bool:
     import pyarrow as pa
 
@@ -526,23 +595,48 @@ def _is_list_type(kind: pa.DataType) -> bool:
 def _maps_as_dicts(value: Any, plan: Any) -> Any:
     """``value`` (a row of ``to_pylist``) with each map's list of (key, value) pairs along
     ``plan`` (:func:`_map_plan`) a dict, the last value of a key given twice kept; in
-    place, without recursion. O(the values along the plan)."""
+    place, without recursion. Raises :class:`_UnkeyableMapError`, naming the map's place,
+    for a map whose keys are structs or lists (or maps) holding any. O(the values along the
+    plan)."""
     holder = [value]
-    pending: list[tuple[Any, Any, Any]] = [(holder, 0, plan)]
+    # (container, key, plan, where the container lies: (where its container lies, key))
+    pending: list[tuple[Any, Any, Any, Any]] = [(holder, 0, plan, None)]
     while pending:
-        container, key, (shape, inner) = pending.pop()
+        container, key, inner_plan, where = pending.pop()
+        shape, inner = inner_plan[0], inner_plan[1]
         item = container[key]
         if item is None:
             continue
+        here = (where, key) if container is not holder else None
         if shape == "map":
-            item = container[key] = dict(item)
+            if inner_plan[2] is not None and item:
+                raise _UnkeyableMapError(_unkeyable(f"the map at {_place(here)}",
+                                                    inner_plan[2]))
+            try:
+                item = container[key] = dict(item)
+            except TypeError:  # (keys of a union holding structs or lists)
+                raise _UnkeyableMapError(_unkeyable(f"the map at {_place(here)}",
+                                                    "struct or list")) from None
             if inner is not None:
-                pending.extend((item, name, inner) for name in item)
+                pending.extend((item, name, inner, here) for name in item)
         elif shape == "list":
-            pending.extend((item, index, inner) for index in range(len(item)))
+            pending.extend((item, index, inner, here) for index in range(len(item)))
         else:
-            pending.extend((item, name, found) for name, found in inner if name in item)
+            pending.extend((item, name, found, here) for name, found in inner if name in item)
     return holder[0]
+
+
+def _place(where: Any) -> str:
+    """A place in a row's value (``(where its container lies, key)`` pairs, None the row)
+    as written: ``[1].meta.tags``, a list's index in brackets, a struct's field after a
+    dot, a map's key as its JSON text in brackets."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) and not isinstance(key, bool)
+                     else f".{key}" if isinstance(key, str) and key.isidentifier()
+                     else f"[{json.dumps(key, default=str)}]")
+    return "".join(reversed(parts)) or "the row"
 
 
 class _BadRow:
@@ -554,10 +648,18 @@ class _BadRow:
         self.reason = reason
 
 
-def _without_nulls(value: Any) -> Any:
-    """``value`` with the null fields of its objects dropped, at any depth (iteratively)."""
-    if not isinstance(value, (dict, list)):
-        return value
+_JSON_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` (a row of :func:`_structs_as_python`) as the JSON value it is read as, by
+    ``scan_arrow`` and ``vthread scan X.parquet`` alike: the null fields of its objects
+    dropped, a tuple a list, and each value or key with no JSON form (bytes, a timestamp,
+    date, time, duration or decimal) its stand-in (:func:`_json_stand_in`), at any depth
+    (iteratively). The command writes the result as JSON text, so both read one value and
+    give one record. O(the value's size)."""
+    if type(value) not in (dict, list, tuple):
+        return value if type(value) in _JSON_LEAVES else _json_stand_in(value)
     root: Any = {} if isinstance(value, dict) else [None] * len(value)
     pending = [(value, root)]
     while pending:
@@ -566,12 +668,32 @@ def _without_nulls(value: Any) -> Any:
         for key, child in entries:
             if child is None and isinstance(source, dict):
                 continue
-            if isinstance(child, (dict, list)):
+            if type(key) not in _JSON_LEAVES:
+                key = _json_stand_in(key)
+            if type(child) in (dict, list, tuple):
                 copy: Any = {} if isinstance(child, dict) else [None] * len(child)
                 pending.append((child, copy))
                 child = copy
+            elif type(child) not in _JSON_LEAVES:
+                child = _json_stand_in(child)
             target[key] = child
     return root
+
+
+def _json_stand_in(value: Any) -> Any:
+    """The JSON value that a value with no JSON form is compared as
+    (:func:`vthread._jsvalue.stand_in`: a date or timestamp as JavaScript's ``Date.toJSON``
+    text, a decimal as its number), or, where that is no JSON value (bytes, a time, a
+    duration), the text of its type and ``repr``, as a string."""
+    from vthread._jsvalue import Opaque, stand_in
+
+    found = stand_in(value)
+    if isinstance(found, Opaque):
+        text: str = json.loads(found.encoded[1:])
+        return text
+    if type(found) in (dict, list, tuple):
+        return _json_ready(found)
+    return found
 
 
 # ----------------------------------------------------------------------------- one slice

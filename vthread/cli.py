@@ -2146,7 +2146,9 @@ def _parquet_tasks(
                     rows = min(CHUNK_LINES, lines.rows - first)
                     yield _Task(name, line, [], file_format or "native", cycle, strict,
                                 count_tokens, threads, broken=lines.reason,
-                                broken_lines=rows, unit="row")
+                                broken_lines=rows, unit="row",
+                                cell_ids={line + row: json.loads(ident)
+                                          for row, ident in cell_ids.items()} or None)
                     line += rows
                 continue
             if file_format is None:
