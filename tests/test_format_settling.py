@@ -305,3 +305,36 @@ def test_tool_definitions_beside_plain_chats_are_not_parsed(
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 101 and err == ""
     assert len(judged) == 1 and b'"role": "tool"' in judged[0]
+
+
+@pytest.mark.parametrize("kind", ["text", "structs"])
+def test_scan_arrow_and_a_parquet_file_warn_of_a_native_row_before_the_settling_one(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A native row past the first rows (all plain chats) and before the one that settles
+    the format is read in the settled format: ``scan_arrow`` and ``vthread scan X.parquet``
+    warn of it as ``vthread scan`` does of such a JSONL line (scan_arrow said nothing)."""
+    import pyarrow.parquet as pq
+
+    plain = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "ok"}]
+    loop = anthropic_loop([{"type": "text", "text": "Fix the build."}])
+    threads = [plain] * 100 + [native] + [plain] * 6 + [loop]
+    column = ([json.dumps(thread) for thread in threads] if kind == "text"
+              else pa.array(threads))
+    table = pa.table({"messages": column})
+    with pytest.warns(UserWarning) as said:
+        verdicts = vthread.scan_arrow(table).column("verdict").to_pylist()
+    assert verdicts[107] == "repeated_result_run"
+    assert [str(w.message) for w in said] == [
+        "format='auto': row 107, the first after plain chats to show a format, is anthropic, "
+        "the format the rest is read in, but row 100 looks like native: it is read as "
+        "anthropic, and its records may be wrong"]
+    assert said[0].filename == __file__
+    path = tmp_path / "runs.parquet"
+    pq.write_table(table, path)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and records(out)[107]["verdict"] == "repeated_result_run"
+    assert ("row 108, the first after plain chats to show a format, is anthropic, the format "
+            "the rest is read in, but row 101 looks like native: it is read as anthropic"
+            ) in err, err

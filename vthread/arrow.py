@@ -270,9 +270,9 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
     format of the first row further on to show a chat format
     (:func:`vthread.documents.first_settling`), with a warning (``stacklevel`` as
     ``warnings.warn`` counts from this function's caller) naming the rows after it plainly
-    in another. A column of plain chats is thus looked through to its end: a text column's
-    rows by :func:`vthread._core.may_settle` from their bytes (about 1.2 us a 3 KB row),
-    a column of structs converted to Python."""
+    in another and the native rows before it. A column of plain chats is thus looked
+    through to its end: a text column's rows by :func:`vthread._core.line_marks` from their
+    bytes (about 1.2 us a 3 KB row), a column of structs converted to Python."""
     # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost more
     # than scanning the table.
     values = (value for piece in _slices(column) for value in _head_values(piece))
@@ -287,14 +287,17 @@ def _later_evidence(column: pa.ChunkedArray, start: int
     """:func:`vthread.documents.judged_until_settled` of the rows from ``start`` on, lazily:
     a row's JSON text (a text column's bytes, a nested column's rows as the core writes
     them from the Arrow buffers, as ``vthread scan X.parquet`` reads them) passed over by
-    :func:`vthread._core.may_settle` or judged by the core; a row of a nested piece the core
+    :func:`vthread._core.line_marks` (neither a row that may settle a chat format nor one
+    that may be native: a native row before the settling one is warned of, as ``vthread
+    scan`` warns of such a line) or judged by the core; a row of a nested piece the core
     cannot write, converted to Python, always judged (converting every row of a column of
     plain chats doubled the cost of scan_arrow)."""
-    from vthread._core import may_settle
+    from vthread._core import MAY_BE_NATIVE, MAY_SETTLE, line_marks
 
+    judged = MAY_SETTLE | MAY_BE_NATIVE
     return judged_until_settled(
         _later_rows(column, start),
-        lambda row: not isinstance(row, bytes) or may_settle(row),
+        lambda row: not isinstance(row, bytes) or bool(line_marks([row])[0] & judged),
         lambda row: line_format_evidence(row) if isinstance(row, bytes)
         else run_format_evidence(row))
 

@@ -2478,10 +2478,10 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
     read again. O(total bytes of the lines): a file of plain chats is looked through to its
     end, each line by its ``marks`` (:func:`vthread._core.line_marks`, about 1.2 us a 3 KB
     line; the few they do not pass over are judged by the core, about 4 us)."""
-    from vthread.documents import first_settling, settled_warning
+    from vthread.documents import first_settling, natives_noted, settled_warning
 
     natives: list[tuple[int, Any, bool]] = []
-    window = first_settling(_natives_noted(
+    window = first_settling(natives_noted(
         _judged_after(lines, marks, start, first_line, messages_key), natives),
         DETECT_THREADS)
     if not window:
@@ -2500,22 +2500,6 @@ def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_lin
             f"with {differs} does; those {unit}s were not read again (--format "
             f"{settled_format} reads them all so)")
     return window
-
-
-def _natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
-                   natives: list[tuple[int, Any, bool]]
-                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
-    """``judged`` as it is, the evidence of each native thread before the first that
-    settles a chat format appended to ``natives``: read in the format that thread settles
-    (its chunk is), it is plainly misread, as a native one after it is. O(1) a thread."""
-    from vthread.documents import settles
-
-    settled = False
-    for number, found in judged:
-        settled = settled or settles(found)
-        if not settled and found is not None and found[0] == "native":
-            natives.append((number, *found))
-        yield number, found
 
 
 _READ_OTHERWISE_BITS: Final = {"anthropic": 1, "responses": 2, "mini-swe-agent": 4}

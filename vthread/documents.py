@@ -482,20 +482,36 @@ def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
     they are all plain chats, the format of the first thread further on to show one
     (:func:`first_settling` of ``later(position after the last of them)``), with a warning
     (``option``: what is said to have chosen it; ``stacklevel`` counts from the caller)
-    naming the ``unit``s after it, among ``most``, plainly in another. O(what ``later``
-    reads)."""
+    naming the ``unit``s after it, among ``most``, plainly in another, and the native ones
+    before it (:func:`natives_noted`: ``later`` must judge them), as ``vthread scan`` warns
+    of a file's lines. O(what ``later`` reads)."""
     if not evidence or any(decisive for _, _, decisive in evidence):
         return found
-    window = first_settling(later(evidence[-1][0] + 1), most)
+    natives: list[tuple[int, Any, bool]] = []
+    window = first_settling(natives_noted(later(evidence[-1][0] + 1), natives), most)
     if not window:
         return found
-    warning = settled_warning(window, unit)
+    warning = settled_warning([window[0], *natives, *window[1:]], unit)
     if warning is not None:
         import warnings
 
         warnings.warn(f"{option}: {warning}", stacklevel=stacklevel + 1)
     settled: str = window[0][1]
     return settled
+
+
+def natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
+                  natives: list[tuple[int, Any, bool]]
+                  ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+    """``judged`` as it is, the evidence of each native thread before the first that
+    settles a chat format appended to ``natives``: read in the format that thread settles
+    (its batch is), it is plainly misread, as a native one after it is. O(1) a thread."""
+    settled = False
+    for number, found in judged:
+        settled = settled or settles(found)
+        if not settled and found is not None and found[0] == "native":
+            natives.append((number, *found))
+        yield number, found
 
 
 def _judged_after(threads: Sequence[Any], start: int
