@@ -606,7 +606,7 @@ def test_a_map_keyed_by_structs_or_lists_is_an_error_of_its_row_on_both_paths(
         kind = "struct" if isinstance(key, dict) else "list"
         assert by_cli[1]["error"] == (
             f"not a thread: the map at [1].meta.tags has {kind} keys, and a map whose keys "
-            "are structs or lists cannot be a JSON object")
+            "are structs, lists or maps cannot be a JSON object")
         assert cli.main(["scan", str(tmp_path / "values.parquet"), "-q", "--strict"]) == 2
         assert f"row 2: not a thread: the map at [1].meta.tags has {kind} keys" in (
             capsys.readouterr().err)

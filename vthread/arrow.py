@@ -417,10 +417,11 @@ def _type_too_large(kind: pa.DataType) -> bool:
         if seen > MOST_NESTED_TYPES:
             return True
         node = pending.pop()
-        wrapped = _wrapped_type(node)
-        if wrapped is not None:
+        fields = node.num_fields
+        if fields:
+            pending.extend(node.field(i).type for i in range(fields))
+        elif (wrapped := _wrapped_type(node)) is not None:  # (an extension or dictionary type)
             pending.append(wrapped)
-        pending.extend(node.field(i).type for i in range(node.num_fields))
     return False
 
 
@@ -491,13 +492,13 @@ def _lossy_rows(array: pa.Array) -> list[Any]:
 
 def _unkeyable(where: str, kind: str) -> str:
     """The error of a row holding a map (at ``where``) whose keys are of ``kind``."""
-    return (f"not a thread: {where} has {kind} keys, and a map whose keys are structs or "
-            "lists cannot be a JSON object")
+    return (f"not a thread: {where} has {kind} keys, and a map whose keys are structs, "
+            "lists or maps cannot be a JSON object")
 
 
 class _UnkeyableMapError(Exception):
-    """A map whose keys are structs or lists (no dict's keys, no JSON object's names); its
-    text is the row's error."""
+    """A map whose keys are structs, lists or maps (no dict's keys, no JSON object's
+    names); its text is the row's error."""
 
 
 class _MapOutOfReachError(Exception):
@@ -613,12 +614,12 @@ def _maps_as_dicts(value: Any, plan: Any) -> Any:
         here = (where, key) if container is not holder else None
         if shape == "map":
             if inner_plan[2] is not None and item:
-                raise _UnkeyableMapError(_unkeyable(f"the map at {_place(here)}",
+                raise _UnkeyableMapError(_unkeyable(_map_named(here),
                                                     inner_plan[2]))
             try:
                 item = container[key] = dict(item)
             except TypeError:  # (keys of a union holding structs or lists)
-                raise _UnkeyableMapError(_unkeyable(f"the map at {_place(here)}",
+                raise _UnkeyableMapError(_unkeyable(_map_named(here),
                                                     "struct or list")) from None
             if inner is not None:
                 pending.extend((item, name, inner, here) for name in item)
@@ -629,17 +630,24 @@ def _maps_as_dicts(value: Any, plan: Any) -> Any:
     return holder[0]
 
 
+def _map_named(where: Any) -> str:
+    """A map at ``where`` (as :func:`_place` takes it) named in a row's error."""
+    place = _place(where)
+    return f"the map at {place}" if place else "the row's map"
+
+
 def _place(where: Any) -> str:
-    """A place in a row's value (``(where its container lies, key)`` pairs, None the row)
-    as written: ``[1].meta.tags``, a list's index in brackets, a struct's field after a
-    dot, a map's key as its JSON text in brackets."""
+    """A place in a row's value (``(where its container lies, key)`` pairs, None the row,
+    written as empty text) as written: ``[1].meta.tags``, a list's index (or a map's integer
+    key) in brackets, a struct's field (or a map's key) after a dot when it is a name, else
+    as its JSON text in brackets."""
     parts: list[str] = []
     while where is not None:
         where, key = where
         parts.append(f"[{key}]" if isinstance(key, int) and not isinstance(key, bool)
                      else f".{key}" if isinstance(key, str) and key.isidentifier()
                      else f"[{json.dumps(key, default=str)}]")
-    return "".join(reversed(parts)) or "the row"
+    return "".join(reversed(parts))
 
 
 class _BadRow:
