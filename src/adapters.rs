@@ -1372,20 +1372,31 @@ fn one_text_part_end(after: &[u8]) -> Option<usize> {
     Some(at)
 }
 
-/// The end (the index after it) of the list or object after a `"tools"` key, whose opening
-/// quote's key ends at `line[after_key]`: OpenAI's tool definitions, which a request log
-/// keeps beside its messages (`{"type": "function", "function": {...}}` each). None when no
-/// list or object follows the key's colon, or it does not close in the line. Its strings are
-/// passed over whole (each ends at the first quote no backslash escapes), so only its
-/// brackets are counted: O(its length).
-fn tools_value_end(line: &[u8], after_key: usize) -> Option<usize> {
+/// What follows a `"tools"` key ([`tools_value_end`]).
+#[derive(Debug, PartialEq, Eq)]
+enum ToolsValue {
+    /// No list or object follows the key's colon.
+    Other,
+    /// A list or object that does not close in the line.
+    Unclosed,
+    /// A list or object ending (the index after it) there.
+    Ends(usize),
+}
+
+/// The end of the list or object after a `"tools"` key, whose opening quote's key ends at
+/// `line[after_key]`: OpenAI's tool definitions, which a request log keeps beside its
+/// messages (`{"type": "function", "function": {...}}` each). Its strings are passed over
+/// whole (each ends at the first quote no backslash escapes), so only its brackets are
+/// counted: O(its length), to the line's end when it does not close (so a caller looks for
+/// no more once one is [`ToolsValue::Unclosed`]: each would be read to the end again).
+fn tools_value_end(line: &[u8], after_key: usize) -> ToolsValue {
     let colon = past_whitespace(line, after_key);
     if line.get(colon) != Some(&b':') {
-        return None;
+        return ToolsValue::Other;
     }
     let open = past_whitespace(line, colon + 1);
     if !matches!(line.get(open), Some(b'[' | b'{')) {
-        return None;
+        return ToolsValue::Other;
     }
     let mut depth = 0usize;
     let mut at = open;
@@ -1395,12 +1406,18 @@ fn tools_value_end(line: &[u8], after_key: usize) -> Option<usize> {
             b']' | b'}' => {
                 depth -= 1;
                 if depth == 0 {
-                    return Some(at + 1);
+                    return ToolsValue::Ends(at + 1);
                 }
             }
             b'"' => loop {
                 at += 1;
-                at += memchr::memchr2(b'"', b'\\', line.get(at..)?)?;
+                let Some(found) = line
+                    .get(at..)
+                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                else {
+                    return ToolsValue::Unclosed;
+                };
+                at += found;
                 if line[at] == b'"' {
                     break;
                 }
@@ -1410,7 +1427,7 @@ fn tools_value_end(line: &[u8], after_key: usize) -> Option<usize> {
         }
         at += 1;
     }
-    None
+    ToolsValue::Unclosed
 }
 
 /// A fenced `bash` block's opening, searched for once a line (built once: building the
@@ -1436,7 +1453,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
     let mut has_role = false;
     let mut alike_until = 0; // (the end of the last content of one text part)
     let mut passed_until = 0; // (the end of the last `tools` value passed over)
-    let tools_are_messages = messages_key == Some("tools");
+    let mut look_for_tools = messages_key != Some("tools");
     for at in memchr::memchr3_iter(b'"', b'\\', b'<', line) {
         if at < passed_until {
             continue;
@@ -1452,10 +1469,17 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
                 if !SETTLING_FIRST[first as usize] && !matches!(first, b'r' | b'c' | b't') {
                     continue;
                 }
-                if !tools_are_messages && rest.starts_with(b"tools\"") {
-                    if let Some(end) = tools_value_end(line, at + 1 + b"tools\"".len()) {
-                        passed_until = end;
-                        continue;
+                // (a tools value that does not close makes the line no JSON text, whose marks
+                // need not be few: no later one is passed over, as looking for each would
+                // read to the line's end once a key, quadratic in a line of many openings)
+                if look_for_tools && rest.starts_with(b"tools\"") {
+                    match tools_value_end(line, at + 1 + b"tools\"".len()) {
+                        ToolsValue::Ends(end) => {
+                            passed_until = end;
+                            continue;
+                        }
+                        ToolsValue::Unclosed => look_for_tools = false,
+                        ToolsValue::Other => {}
                     }
                 }
                 if SETTLING_FIRST[first as usize]
@@ -1899,6 +1923,26 @@ mod tests {
         let open =
             r#"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function""#;
         assert_eq!(line_marks(open.as_bytes(), None) & MAY_SETTLE, MAY_SETTLE);
+    }
+
+    #[test]
+    fn line_marks_look_for_no_tools_value_after_one_that_does_not_close() {
+        let end = |line: &str| tools_value_end(line.as_bytes(), line.find(':').unwrap());
+        assert_eq!(end(r#""tools": [1, {"a": "]"}] ,"#), ToolsValue::Ends(24));
+        assert_eq!(end(r#""tools": [1, {"a": "]"}"#), ToolsValue::Unclosed);
+        assert_eq!(end(r#""tools": ["a\"#), ToolsValue::Unclosed);
+        assert_eq!(end(r#""tools": "[]""#), ToolsValue::Other);
+        // A tools value that closes inside one that does not is looked through, as the rest
+        // of the line is (its `type` may read otherwise), and so is a line of many openings,
+        // each no longer read to the line's end.
+        let nested = r#"{"tools": [{"tools": [{"type": "x"}]"#;
+        assert_eq!(
+            line_marks(nested.as_bytes(), None),
+            MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE
+        );
+        let mut openings = r#"{"tools": ["#.repeat(20_000);
+        openings.push_str(r#"{"role": "tool"}"#);
+        assert_eq!(line_marks(openings.as_bytes(), None), MAY_SETTLE);
     }
 
     /// Plain chats of every shape the table of docs/formats.md names, and alike ones.

@@ -6,6 +6,7 @@ plain chats (``_core.may_settle``) never passes over a line that settles a forma
 from __future__ import annotations
 
 import json
+import resource
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +380,25 @@ def test_line_marks_never_pass_over_a_settling_line(
         assert marks & _core.MAY_READ_OTHERWISE, line[:300]
     if b'"tools"' not in line:
         assert bool(marks & _core.MAY_SETTLE) == _core.may_settle(line), line[:300]
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_line_marks_grow_linearly_with_tools_values_that_do_not_close() -> None:
+    """A line of many ``"tools": [`` openings that never close costs ``_core.line_marks`` a
+    read of the line, not one to its end a key (16x the time for 4x the openings): 4x the
+    openings costs at most 6x the CPU time, the minimum of five runs of 300 such lines each,
+    run alternately (the bound of ``benchmarks.growth_report``)."""
+    sizes = (1_000, 4_000)
+    lines = {size: [b'{"tools": [' * size] * 300 for size in sizes}
+    best = dict.fromkeys(sizes, float("inf"))
+    for _ in range(5):
+        for size in sizes:
+            start = _cpu()
+            marks = _core.line_marks(lines[size])
+            best[size] = min(best[size], _cpu() - start)
+            assert set(marks) == {_core.MAY_SETTLE | _core.MAY_BE_NATIVE}
+    assert best[4_000] <= 6 * max(best[1_000], 1e-4), best
