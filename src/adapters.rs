@@ -1579,7 +1579,8 @@ const ANTHROPIC_ALIKE_PARTS: [&str; 3] = ["text", "image", "document"];
 /// object, or a list of several parts or of a part other than a string and a text, image or
 /// document block; as Anthropic's and as Responses items, an assistant's non-empty
 /// reasoning, or its refusal standing for empty content; as Responses items, a message
-/// with a `type`; as mini-swe-agent's, an assistant's text holding one fenced `bash`
+/// with a `type` that does not read alike ([`typed_reads_alike_as_responses`]); as
+/// mini-swe-agent's, an assistant's text holding one fenced `bash`
 /// block (a command). 0 for a line that is no plain chat's (no messages, or one with no
 /// role, as a native thread's). Declined where the tape or the reading declines.
 /// O(len(line)).
@@ -1604,8 +1605,10 @@ pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Decli
     }
     let mut found = 0;
     for message in listed.children() {
-        if message.get("type").is_some_and(|kind| !kind.is_null()) {
-            found |= OTHERWISE_AS_RESPONSES;
+        if let Some(kind) = message.get("type").filter(|kind| !kind.is_null()) {
+            if !typed_reads_alike_as_responses(message, kind)? {
+                found |= OTHERWISE_AS_RESPONSES;
+            }
         }
         let content = message.get("content").filter(|value| !value.is_null());
         let anthropic_alike = match content {
@@ -1640,6 +1643,61 @@ pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Decli
         }
     }
     Ok(found)
+}
+
+/// Whether a plain chat's message with a `type` (`kind`, not null) reads alike as a
+/// Responses item and as OpenAI's (`adapters.from_responses` and `from_openai`): a
+/// `message` item is read as OpenAI's message is (an assistant's reasoning and refusal
+/// aside, which [`plain_reads_otherwise`] tells); an item of any other type is one native
+/// message of that type with no text and no media, which OpenAI's reading makes only of a
+/// message whose role's native type is that type (`""` of the role `""`, `bot` of an
+/// assistant's) with no text, media, reasoning nor refusal; a type that is no string, or a
+/// call's or an output's, is read otherwise (an error, a tool's activity). Declined for a
+/// `reasoning` item of an assistant with reasoning or of the role `reasoning`, whose texts
+/// would be compared as Python joins them.
+fn typed_reads_alike_as_responses(message: Value<'_>, kind: Value<'_>) -> Result<bool, Declined> {
+    let Some(role) = message.get("role").and_then(|role| role.text()) else {
+        return Ok(false);
+    };
+    if kind.is_text("message") {
+        return Ok(true);
+    }
+    let Some(kind) = kind.text() else {
+        return Ok(false);
+    };
+    if RESPONSES_CALLS_AND_OUTPUTS.contains(&kind.as_ref()) {
+        return Ok(false);
+    }
+    let assistant = role == "assistant";
+    let reasoning = ["reasoning_content", "reasoning"].iter().any(|key| {
+        message
+            .get(key)
+            .is_some_and(|value| value.is_nonempty_text())
+    });
+    if kind == "reasoning" {
+        if role == "reasoning" || assistant && reasoning {
+            return Err(Declined);
+        }
+        return Ok(false);
+    }
+    let native_type = match role.as_ref() {
+        "system" | "developer" => "system",
+        "user" => "user",
+        "assistant" => "bot",
+        other => other,
+    };
+    let content = message.get("content");
+    let Ok(text) = joined_text(content) else {
+        return Ok(false); // (OpenAI's reading raises, the item's does not)
+    };
+    let refusal = assistant
+        && message
+            .get("refusal")
+            .is_some_and(|value| value.is_nonempty_text());
+    Ok(kind == native_type
+        && text.is_empty()
+        && media_parts(content).next().is_none()
+        && !(assistant && (reasoning || refusal)))
 }
 
 /// Whether `value` is a string among `names` (`adapters._named`).
@@ -1946,7 +2004,7 @@ mod tests {
     }
 
     /// Plain chats of every shape the table of docs/formats.md names, and alike ones.
-    const PLAIN_CHATS: [&str; 22] = [
+    const PLAIN_CHATS: [&str; 37] = [
         r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]"#,
         r#"[{"role": "system", "content": "s", "name": "n"}, {"role": "user", "content": null}]"#,
         r#"[{"role": "assistant", "content": ""}, {"role": "critic", "content": "x"}]"#,
@@ -1967,6 +2025,21 @@ mod tests {
         r#"[{"role": "assistant", "content": "a", "refusal": "no"}]"#,
         r#"[{"role": "assistant", "content": "a", "refusal": null}]"#,
         r#"[{"role": "user", "content": "a", "type": "text"}]"#,
+        r#"[{"role": "", "type": ""}]"#,
+        r#"[{"role": "", "content": "a", "type": ""}]"#,
+        r#"[{"role": "user", "type": ""}]"#,
+        r#"[{"role": "", "type": "user"}]"#,
+        r#"[{"role": "user", "content": [], "type": "user"}]"#,
+        r#"[{"role": "user", "content": [{"type": "image"}], "type": "user"}]"#,
+        r#"[{"role": "system", "content": null, "type": "system"}]"#,
+        r#"[{"role": "assistant", "type": "bot"}, {"role": "assistant", "type": "bot", "refusal": ""}]"#,
+        r#"[{"role": "assistant", "type": "bot", "refusal": "no"}]"#,
+        r#"[{"role": "assistant", "type": "bot", "reasoning": "r"}]"#,
+        r#"[{"role": "assistant", "type": "assistant"}]"#,
+        r#"[{"role": "user", "content": "a", "type": "message"}, {"role": "user", "type": "user"}]"#,
+        r#"[{"role": "assistant", "type": "message", "reasoning": "r"}, {"role": "x", "type": "x"}]"#,
+        r#"[{"role": "user", "type": "reasoning"}]"#,
+        r#"[{"role": "user", "type": 0}]"#,
         r#"[{"role": "assistant", "content": "run\n```bash\nls\n```"}, {"role": "user", "content": "ok"}]"#,
         r#"[{"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"}]"#,
     ];

@@ -26,7 +26,7 @@ from strategies import (
 )
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
-from vthread import _core, documents
+from vthread import _core, cli, documents
 from vthread.documents import run_format_evidence, settles
 
 KINDS = st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
@@ -294,21 +294,23 @@ def _reading(value: Any, format_: str) -> Any:
 
 
 # Plain chats of every shape: roles with text, null, lists of parts or objects, an
-# assistant's reasoning, refusal or bash block, a message type.
+# assistant's reasoning, refusal or bash block, a message type (its role's native type too,
+# and the empty role and type).
 PARTS = st.one_of(TEXTS, st.fixed_dictionaries(
     {}, optional={"type": st.sampled_from(["text", "image", "document", "input_text",
                                            "image_url", 3]),
                   "text": st.one_of(TEXTS, st.none())}))
 PLAIN_MESSAGES = st.builds(
     lambda role, content, extra: {"role": role, **content, **extra},
-    st.sampled_from(["user", "assistant", "system"]),
+    st.sampled_from(["user", "assistant", "system", "", "bot"]),
     st.fixed_dictionaries({}, optional={"content": st.one_of(
         TEXTS, BASH_TEXTS, st.none(), st.lists(PARTS, max_size=3), PARTS)}),
     st.fixed_dictionaries({}, optional={
         "reasoning_content": st.one_of(TEXTS, st.none()),
         "reasoning": st.one_of(TEXTS, st.none()),
         "refusal": st.one_of(TEXTS, st.none()),
-        "type": st.sampled_from(["text", "reasoning", None]),
+        "type": st.sampled_from(["text", "reasoning", None, "", "message", "user", "bot",
+                                 "system"]),
         "name": TEXTS}))
 
 
@@ -316,19 +318,24 @@ PLAIN_MESSAGES = st.builds(
 @given(st.lists(PLAIN_MESSAGES, min_size=1, max_size=4), st.booleans())
 def test_core_tells_where_a_plain_chat_reads_otherwise(messages: list[Any],
                                                       ascii_only: bool) -> None:
-    """``_core.plain_reads_otherwise`` of a plain chat's line sets a format's bit exactly
-    when Python reads the chat otherwise in that format than as OpenAI's, and
-    ``_core.line_marks`` never passes over such a line."""
+    """``_core.plain_reads_otherwise`` of a plain chat's line, where it answers, and the
+    CLI's reading of a line it leaves to Python set a format's bit exactly when Python reads
+    the chat otherwise in that format than as OpenAI's, and ``_core.line_marks`` never
+    passes over such a line."""
     if run_format_evidence(messages) != ("openai", False):
         return
     line = json.dumps({"messages": messages}, ensure_ascii=ascii_only).encode(
         "utf-8", "surrogatepass")
+    as_openai = _reading(messages, "openai")
+    expected = sum(bit for format_, bit in (("anthropic", 1), ("responses", 2),
+                                            ("mini-swe-agent", 4))
+                   if _reading(messages, format_) != as_openai)
+    # (the CLI's reading of a line the core leaves to Python)
+    assert cli._python_reads_otherwise(line, None) == expected, line
     found = _core.plain_reads_otherwise(line)
     if found is None:
         return
-    as_openai = _reading(messages, "openai")
-    for format_, bit in (("anthropic", 1), ("responses", 2), ("mini-swe-agent", 4)):
-        assert bool(found & bit) == (_reading(messages, format_) != as_openai), (format_, line)
+    assert found == expected, line
     if found:
         assert _core.line_marks([line])[0] & _core.MAY_READ_OTHERWISE, line
     # (an escaped ASCII character may spell any word: every mark is then set)

@@ -129,6 +129,41 @@ def test_each_chat_format_is_warned_of_by_its_own_shapes(
         assert ("not read again" in err) == warned, err
 
 
+# A plain chat whose one text part is written with its keys in another order (looked at)
+# and a 23-digit number (which the core leaves to Python): it reads alike in every format.
+BIG_NUMBER = [{"role": "user", "content": [{"text": "a", "type": "text"}], "n": 10 ** 22}]
+
+
+@pytest.mark.parametrize(("chat", "settler", "format_", "warned"), [
+    (BIG_NUMBER, None, "anthropic", False),
+    (BIG_NUMBER + MULTIPART, None, "anthropic", True),
+    ([{"role": "user", "content": "", "type": "user"}],
+     [{"type": "message", "role": "user", "content": "a"}], "responses", False),
+    ([{"role": "", "type": ""}], [{"type": "message", "role": "user", "content": "a"}],
+     "responses", False),
+    ([{"role": "user", "content": "a", "type": "message"},
+      {"role": "user", "content": "", "type": "user"}],
+     [{"type": "message", "role": "user", "content": "a"}], "responses", False),
+    ([{"role": "user", "content": "a", "type": "user"}],
+     [{"type": "message", "role": "user", "content": "a"}], "responses", True),
+])
+def test_a_chat_is_warned_of_only_when_python_reads_it_otherwise(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat: list[dict[str, Any]],
+        settler: list[dict[str, Any]] | None, format_: str, warned: bool) -> None:
+    """A plain chat the core does not judge (a number too long for it) is judged by
+    Python's reading, and one with a ``type`` is said to read otherwise as Responses items
+    only when it does (a type that is its role's, with no text, or ``message``, reads alike):
+    no warning of chats that read alike."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
+    then = anthropic_loop() if settler is None else settler
+    threads = [PLAIN] * 2 + [chat] + [PLAIN] * 67 + [then]
+    code, _, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
+                       monkeypatch)
+    said = f"line 3 is the first of them that reads differently as {format_}"
+    assert code == 0 and (said in err) == warned, err
+    assert ("not read again" in err) == warned, err
+
+
 @pytest.mark.parametrize("chunk_lines", [cli.CHUNK_LINES, 16])
 def test_a_native_thread_before_the_settling_one_is_warned_of(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int) -> None:

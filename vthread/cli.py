@@ -2514,9 +2514,9 @@ def _first_read_otherwise(lines: list[bytes], marks: bytes, first_line: int,
     """Into ``read_otherwise``, for each chat format it has no line for yet, the number of
     the first of ``lines`` (numbered from ``first_line``) that is a plain chat reading
     otherwise in that format than as OpenAI's (:func:`vthread._core.plain_reads_otherwise`;
-    a line the core leaves to Python is counted in each). Only lines ``marks`` says may be
-    are read, and none once every format has one: a file of plain chats with text content
-    costs no parse."""
+    a line the core leaves to Python is read by the adapters, :func:`_python_reads_otherwise`).
+    Only lines ``marks`` says may be are read, and none once every format has one: a file of
+    plain chats with text content costs no parse."""
     from vthread._core import plain_reads_otherwise
 
     if len(read_otherwise) == len(_READ_OTHERWISE_BITS):
@@ -2525,11 +2525,41 @@ def _first_read_otherwise(lines: list[bytes], marks: bytes, first_line: int,
     index = -1
     while (index := may.find(1, index + 1)) != -1:
         found = plain_reads_otherwise(lines[index], messages_key)
+        if found is None:
+            found = _python_reads_otherwise(lines[index], messages_key)
         for format_, bit in _READ_OTHERWISE_BITS.items():
-            if (found is None or found & bit) and format_ not in read_otherwise:
+            if found & bit and format_ not in read_otherwise:
                 read_otherwise[format_] = first_line + index
         if len(read_otherwise) == len(_READ_OTHERWISE_BITS):
             return
+
+
+def _python_reads_otherwise(line: bytes, messages_key: str | None) -> int:
+    """:func:`vthread._core.plain_reads_otherwise` of a line the core leaves to Python (a
+    number too long for it, a lone surrogate, content it does not read): the bits of the
+    chat formats in which the adapters read the plain chat it holds otherwise than as
+    OpenAI's, its messages read both ways (an error is a reading); 0 for a line that is no
+    plain chat (:func:`vthread.adapters.format_evidence` not ``("openai", False)``) or too
+    large to hold, whose scan says so."""
+    from vthread.documents import native_messages, run_format_evidence, run_messages
+
+    def reading(messages: Any, format_: str) -> Any:
+        try:
+            return native_messages(messages, format_)
+        except (TypeError, ValueError) as error:
+            return type(error)
+
+    try:
+        value = _parse(line, bool(suspect_lines([line])))
+        if isinstance(value, _Bad) or run_format_evidence(value, messages_key) != (
+                "openai", False):
+            return 0
+        messages = run_messages(value, messages_key) if isinstance(value, dict) else value
+        as_openai = reading(messages, "openai")
+        return sum(bit for format_, bit in _READ_OTHERWISE_BITS.items()
+                   if reading(messages, format_) != as_openai)
+    except (MemoryError, RecursionError):
+        return 0
 
 
 def _window_rest(label: str, lines: list[bytes], first_line: int,
@@ -2554,7 +2584,8 @@ _PLAIN_READS_DIFFERENTLY: Final = {
     "anthropic": ("content of several parts (one block a message), of parts other than "
                   '"text", "image" and "document" blocks, or an object, or an assistant\'s '
                   "reasoning or refusal"),
-    "responses": 'an assistant\'s reasoning or refusal, or a message with a "type"',
+    "responses": ('an assistant\'s reasoning or refusal, or a message with a "type" (but '
+                  '"message", or its role\'s with no text)'),
     "mini-swe-agent": "an assistant's text holding one ```bash block (a command)",
 }
 """What makes a plain chat (:func:`vthread.adapters.format_evidence`: not decisive) read
