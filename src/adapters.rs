@@ -1261,6 +1261,15 @@ const SETTLING_FIRST: [bool; 256] = {
     first
 };
 
+/// Whether the bytes after a backslash are a `\u00XX` escape of a printable ASCII character
+/// (`\u0020` to `\u007f`), which may spell a letter (or `<`, `=`, `_`, a backquote, a quote)
+/// of a word [`may_settle`] and [`line_marks`] look for. An escape of a control character
+/// (`\u001b` of a terminal's colours, which JSON must escape, and writers do as `\u00XX`)
+/// is in none of them, nor is a short escape (`\n`) or one beyond ASCII.
+fn escape_may_spell_a_word(rest: &[u8]) -> bool {
+    matches!(rest, [b'u', b'0', b'0', b'2'..=b'7', ..])
+}
+
 /// Whether the run a line of JSON text holds may be decisively in a chat format
 /// (`documents.first_settling`): false only when [`format_evidence`] surely is not
 /// `(Some(chat format), true)`, so that a file of plain chats is looked through without
@@ -1271,8 +1280,8 @@ const SETTLING_FIRST: [bool; 256] = {
 /// [`SETTLING_STRINGS`], a key or string value of its own (or a string's opening, for
 /// `<returncode>`), so a quote stands right before it; or on SWE-agent's `<function=` call,
 /// anywhere in a text. JSON writes each literally or with a `\u00XX` escape for one of its
-/// ASCII characters (no other escape makes a letter), and text in UTF-16 or UTF-32, which
-/// `json.loads` also reads, holds NUL bytes. A quote that opens a string follows a `:`, `,`,
+/// ASCII characters (no other escape makes a letter: [`escape_may_spell_a_word`]), and text
+/// in UTF-16 or UTF-32, which `json.loads` also reads, holds NUL bytes. A quote that opens a string follows a `:`, `,`,
 /// `[`, `{` or whitespace, never a backslash (there is none outside strings); a quote that
 /// closes one is looked at too: only more lines are parsed.
 pub fn may_settle(line: &[u8]) -> bool {
@@ -1291,7 +1300,7 @@ pub fn may_settle(line: &[u8]) -> bool {
                         .iter()
                         .any(|opening| rest.starts_with(opening))
             }
-            b'\\' => matches!(rest, [b'u', b'0', b'0', b'0'..=b'7', ..]),
+            b'\\' => escape_may_spell_a_word(rest),
             _ => rest.starts_with(b"function="),
         }
     })
@@ -1438,8 +1447,8 @@ static BASH_FENCE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 /// [`may_settle`], [`MAY_READ_OTHERWISE`] and [`MAY_BE_NATIVE`] of one line in the one pass
 /// over its quotes, backslashes and `<`s that `may_settle` makes (and a search for a
 /// fenced `bash` block), so that a file of plain chats is looked through for all three at
-/// about the cost of one. Each mark is false only when surely so: a `\u00XX` escape may
-/// spell any word, and sets them all. The list or object of a `tools` key (OpenAI's tool
+/// about the cost of one. Each mark is false only when surely so: a `\u00XX` escape of a
+/// printable character may spell any word, and sets them all ([`escape_may_spell_a_word`]). The list or object of a `tools` key (OpenAI's tool
 /// definitions, full of `"function"` and `"type"`) is passed over unless `tools` is the
 /// `messages_key`: the evidence reads the run's messages and its `trajectory_format`, and
 /// in a message its role, type, content, `action` and OpenAI's call keys, never a value of
@@ -1508,7 +1517,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
                 }
             }
             b'\\' => {
-                if matches!(rest, [b'u', b'0', b'0', b'0'..=b'7', ..]) {
+                if escape_may_spell_a_word(rest) {
                     return ALL;
                 }
             }
@@ -1869,9 +1878,24 @@ mod tests {
             r#"[{"role": "user", "content": "<returncode>0</returncode>"}]"#,
             r#"{"trajectory_format": "mini-swe-agent-1", "messages": []}"#,
             r#"[{"r\u006fle": "tool"}]"#,
+            r#"[{"role": "user", "content": "\u003creturncode>0"}]"#,
+            r#"[{"role": "assistant", "content": "x", "\u0061ction": "ls"}]"#,
             "[\0]",
         ] {
             assert!(may_settle(line.as_bytes()), "{line}");
+        }
+    }
+
+    #[test]
+    fn control_character_escapes_mark_nothing() {
+        // A terminal's colours in a plain chat's text, as JSON writes them.
+        let ansi = r#"{"messages": [{"role": "user", "content": "\u001b[31mfailed\u001b[0m\u0007"}, {"role": "assistant", "content": "\u0000ok\u001f"}]}"#;
+        assert!(!may_settle(ansi.as_bytes()));
+        assert_eq!(line_marks(ansi.as_bytes(), None), 0);
+        // Escapes of printable characters may spell a word: every mark.
+        for escaped in [r#"\u0074"#, r#"\u0020"#, r#"\u007e"#, r#"\u003C"#] {
+            let line = ansi.replace(r#"\u0007"#, escaped);
+            assert_eq!(line_marks(line.as_bytes(), None), 7, "{line}");
         }
     }
 

@@ -6,6 +6,8 @@ plain chats (``_core.may_settle``) never passes over a line that settles a forma
 from __future__ import annotations
 
 import json
+import random
+import re
 import resource
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,40 @@ def _escaped(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(map(_escaped, value)) + "]"
     return json.dumps(value, allow_nan=True)
+
+
+CONTROLS = "\x1b\x00\x07\x1f\x7f\n\t"
+"""Control characters (a terminal's colours, a bell): JSON escapes them in every string."""
+
+
+def _escapes_drawn(value: Any, draw: random.Random) -> str:
+    """``value`` as JSON text whose strings, keys too, have characters written as ``\\u``
+    escapes or literally at random, and now and then a control character added (as a
+    terminal's coloured output brings), which JSON escapes: the escapes a line holds mixed."""
+    if isinstance(value, str):
+        text = list(value)
+        if draw.random() < 0.3:
+            text.insert(draw.randint(0, len(text)), draw.choice(CONTROLS))
+        return '"' + "".join(
+            "".join(f"\\u{int.from_bytes(unit, 'little'):04x}" for unit in (
+                char.encode("utf-16-le", "surrogatepass")[i:i + 2]
+                for i in range(0, len(char.encode("utf-16-le", "surrogatepass")), 2)))
+            if draw.random() < 0.2 else json.dumps(char)[1:-1] for char in text) + '"'
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_escapes_drawn(k, draw)}:{_escapes_drawn(v, draw)}"
+                              for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_escapes_drawn(item, draw) for item in value) + "]"
+    return json.dumps(value, allow_nan=True)
+
+
+def _holds_string(value: Any, text: str) -> bool:
+    """Whether ``text`` is a string of ``value`` (a key or a value, at any depth)."""
+    if isinstance(value, dict):
+        return any(key == text or _holds_string(item, text) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_string(item, text) for item in value)
+    return value == text
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -300,13 +336,17 @@ PARTS = st.one_of(TEXTS, st.fixed_dictionaries(
     {}, optional={"type": st.sampled_from(["text", "image", "document", "input_text",
                                            "image_url", 3]),
                   "text": st.one_of(TEXTS, st.none())}))
+PRINTABLE_ESCAPE = re.compile(rb"\\u00[2-7]")
+"""A ``\\u00XX`` escape of a printable ASCII character, which may spell a word."""
+ANSI_TEXTS = st.sampled_from(["\x1b[31merror\x1b[0m", "\x1b[1m\x1b[32m ok \x1b[0m\x07",
+                              "\x00\x1f\x7f"])
 PLAIN_MESSAGES = st.builds(
     lambda role, content, extra: {"role": role, **content, **extra},
     st.sampled_from(["user", "assistant", "system", "", "bot"]),
     st.fixed_dictionaries({}, optional={"content": st.one_of(
-        TEXTS, BASH_TEXTS, st.none(), st.lists(PARTS, max_size=3), PARTS)}),
+        TEXTS, BASH_TEXTS, ANSI_TEXTS, st.none(), st.lists(PARTS, max_size=3), PARTS)}),
     st.fixed_dictionaries({}, optional={
-        "reasoning_content": st.one_of(TEXTS, st.none()),
+        "reasoning_content": st.one_of(TEXTS, ANSI_TEXTS, st.none()),
         "reasoning": st.one_of(TEXTS, st.none()),
         "refusal": st.one_of(TEXTS, st.none()),
         "type": st.sampled_from(["text", "reasoning", None, "", "message", "user", "bot",
@@ -338,8 +378,10 @@ def test_core_tells_where_a_plain_chat_reads_otherwise(messages: list[Any],
     assert found == expected, line
     if found:
         assert _core.line_marks([line])[0] & _core.MAY_READ_OTHERWISE, line
-    # (an escaped ASCII character may spell any word: every mark is then set)
-    assert b"\\u00" in line or not _core.line_marks([line])[0] & _core.MAY_BE_NATIVE, line
+    # (an escaped printable ASCII character may spell any word: every mark is then set; a
+    # control character's escape, as a terminal's colours, spells none)
+    assert (PRINTABLE_ESCAPE.search(line)
+            or not _core.line_marks([line])[0] & _core.MAY_BE_NATIVE), line
 
 
 # OpenAI's tool definitions, as a request log keeps them beside its messages, or anything.
@@ -365,17 +407,22 @@ def _with_tools(value: Any, tools: Any, first: bool, in_messages: bool) -> Any:
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(RUNS, TOOL_DEFINITIONS, st.booleans(), st.booleans(),
        st.sampled_from([None, None, "messages", "tools", "steps"]),
-       st.sampled_from(["utf-8", "ascii", "escaped"]))
+       st.sampled_from(["utf-8", "ascii", "escaped", "drawn"]),
+       st.randoms(use_true_random=False))
 def test_line_marks_never_pass_over_a_settling_line(
         value: Any, tools: Any, first: bool, in_messages: bool, messages_key: str | None,
-        written: str) -> None:
+        written: str, draw: random.Random) -> None:
     """``_core.line_marks`` marks every line whose run settles a chat format (passing over
-    the tool definitions beside its messages, unless they are its messages), and every
-    plain chat that reads otherwise in some chat format, however it is written; without
-    tools, its ``MAY_SETTLE`` is ``may_settle``'s answer."""
+    the tool definitions beside its messages, unless they are its messages), every plain
+    chat that reads otherwise in some chat format, and every native thread that names no
+    ``role``, however it is written (escapes of every character, or of some and of control
+    characters added, drawn in); without tools, its ``MAY_SETTLE`` is ``may_settle``'s
+    answer."""
     value = _with_tools(value, tools, first, in_messages) if tools or first else value
     if written == "escaped":
         line = _escaped(value).encode("utf-8", "surrogatepass")
+    elif written == "drawn":
+        line = _escapes_drawn(value, draw).encode("utf-8", "surrogatepass")
     else:
         line = json.dumps(value, allow_nan=True, ensure_ascii=written == "ascii").encode(
             "utf-8", "surrogatepass")
@@ -385,8 +432,28 @@ def test_line_marks_never_pass_over_a_settling_line(
         assert marks & _core.MAY_SETTLE, line[:300]
     if evidence == ("openai", False) and _core.plain_reads_otherwise(line, messages_key):
         assert marks & _core.MAY_READ_OTHERWISE, line[:300]
+    if evidence is not None and evidence[0] == "native" and not _holds_string(
+            json.loads(line), "role"):
+        assert marks & _core.MAY_BE_NATIVE, line[:300]
     if b'"tools"' not in line:
         assert bool(marks & _core.MAY_SETTLE) == _core.may_settle(line), line[:300]
+
+
+def test_control_character_escapes_add_no_mark() -> None:
+    """A plain chat of a terminal's coloured output (``\\u001b`` escapes) is marked as the
+    same chat without them is (no mark: passed over without a parse); an escaped letter
+    may spell any word, and marks it all."""
+    plain = [{"role": "user", "content": "Run the tests."},
+             {"role": "assistant", "content": "2 failed, 5 passed"}]
+    coloured = [{"role": "user", "content": "Run the tests."},
+                {"role": "assistant", "content": "\x1b[31m2 failed\x1b[0m, \x1b[32m5 passed\x07"}]
+    lines = [json.dumps({"messages": chat}).encode() for chat in (plain, coloured)]
+    assert b"\\u001b" in lines[1]
+    assert _core.line_marks(lines) == bytes([0, 0])
+    assert [_core.may_settle(line) for line in lines] == [False, False]
+    escaped = lines[1].replace(b"failed", b"f\\u0061iled")
+    all_marks = _core.MAY_SETTLE | _core.MAY_READ_OTHERWISE | _core.MAY_BE_NATIVE
+    assert _core.line_marks([escaped]) == bytes([all_marks])
 
 
 def _cpu() -> float:
