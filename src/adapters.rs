@@ -1311,8 +1311,8 @@ pub const MAY_SETTLE: u8 = 1;
 /// A mark of [`line_marks`]: the line may be a plain chat that reads otherwise in some chat
 /// format than as OpenAI's ([`plain_reads_otherwise`] tells).
 pub const MAY_READ_OTHERWISE: u8 = 2;
-/// A mark of [`line_marks`]: no `role` opens a string in the line, so it may be a native
-/// thread (whose messages have none), which no quick test tells from a plain chat otherwise.
+/// A mark of [`line_marks`]: no `role` key is in the line, so it may be a native thread
+/// (whose messages have none), which no quick test tells from a plain chat otherwise.
 pub const MAY_BE_NATIVE: u8 = 4;
 
 /// What a JSON string opens with, after its quote, where a plain chat may read otherwise
@@ -1498,7 +1498,9 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
                 {
                     marks |= MAY_SETTLE;
                 } else if rest.starts_with(b"role\"") {
-                    has_role = true;
+                    // (a key: a message's role; a text or type `"role"` is no role)
+                    let after = at + 1 + b"role\"".len();
+                    has_role |= line.get(past_whitespace(line, after)) == Some(&b':');
                 } else if let Some(opening) = OTHERWISE_STRINGS
                     .iter()
                     .find(|opening| rest.starts_with(opening))
@@ -1884,6 +1886,24 @@ mod tests {
         ] {
             assert!(may_settle(line.as_bytes()), "{line}");
         }
+    }
+
+    #[test]
+    fn only_a_role_key_is_a_role() {
+        for line in [
+            r#"[{"type": "user", "text": "role"}]"#,
+            r#"[{"type": "role", "text": "x"}]"#,
+            r#"[{"type": "user", "text": "x", "meta": ["role" , "a"]}]"#,
+            r#"[{"type": "user", "text": "x", "meta": {"k": "role"}}]"#,
+        ] {
+            assert_eq!(
+                line_marks(line.as_bytes(), None) & MAY_BE_NATIVE,
+                MAY_BE_NATIVE,
+                "{line}"
+            );
+        }
+        let keyed = r#"[{"role" : "user", "content": "role"}]"#;
+        assert_eq!(line_marks(keyed.as_bytes(), None), 0);
     }
 
     #[test]

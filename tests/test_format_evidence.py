@@ -139,13 +139,13 @@ def _escapes_drawn(value: Any, draw: random.Random) -> str:
     return json.dumps(value, allow_nan=True)
 
 
-def _holds_string(value: Any, text: str) -> bool:
-    """Whether ``text`` is a string of ``value`` (a key or a value, at any depth)."""
+def _holds_key(value: Any, key: str) -> bool:
+    """Whether ``key`` is a key of an object in ``value``, at any depth."""
     if isinstance(value, dict):
-        return any(key == text or _holds_string(item, text) for key, item in value.items())
+        return key in value or any(_holds_key(item, key) for item in value.values())
     if isinstance(value, list):
-        return any(_holds_string(item, text) for item in value)
-    return value == text
+        return any(_holds_key(item, key) for item in value)
+    return False
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -414,10 +414,10 @@ def test_line_marks_never_pass_over_a_settling_line(
         written: str, draw: random.Random) -> None:
     """``_core.line_marks`` marks every line whose run settles a chat format (passing over
     the tool definitions beside its messages, unless they are its messages), every plain
-    chat that reads otherwise in some chat format, and every native thread that names no
-    ``role``, however it is written (escapes of every character, or of some and of control
-    characters added, drawn in); without tools, its ``MAY_SETTLE`` is ``may_settle``'s
-    answer."""
+    chat that reads otherwise in some chat format, and every native thread with no ``role``
+    key (a text or type that is ``"role"`` is no key), however it is written (escapes of
+    every character, or of some and of control characters added, drawn in); without tools,
+    its ``MAY_SETTLE`` is ``may_settle``'s answer."""
     value = _with_tools(value, tools, first, in_messages) if tools or first else value
     if written == "escaped":
         line = _escaped(value).encode("utf-8", "surrogatepass")
@@ -432,7 +432,7 @@ def test_line_marks_never_pass_over_a_settling_line(
         assert marks & _core.MAY_SETTLE, line[:300]
     if evidence == ("openai", False) and _core.plain_reads_otherwise(line, messages_key):
         assert marks & _core.MAY_READ_OTHERWISE, line[:300]
-    if evidence is not None and evidence[0] == "native" and not _holds_string(
+    if evidence is not None and evidence[0] == "native" and not _holds_key(
             json.loads(line), "role"):
         assert marks & _core.MAY_BE_NATIVE, line[:300]
     if b'"tools"' not in line:
@@ -476,3 +476,23 @@ def test_line_marks_grow_linearly_with_tools_values_that_do_not_close() -> None:
             best[size] = min(best[size], _cpu() - start)
             assert set(marks) == {_core.MAY_SETTLE | _core.MAY_BE_NATIVE}
     assert best[4_000] <= 6 * max(best[1_000], 1e-4), best
+
+
+@pytest.mark.parametrize("message", [
+    {"type": "user", "text": "role"},
+    {"type": "user", "text": "type"},
+    {"type": "role", "text": "x"},
+    {"type": "user", "text": "the \"role\": field"},
+    {"type": "user", "text": 'role": "user'},
+    {"type": "user", "text": "x", "meta": {"kind": "role", "type": "role"}},
+    {"type": "user", "text": "x", "meta": ["role", {"role ": 1}]},
+])
+def test_a_native_thread_naming_role_in_its_values_is_marked_native(
+        message: dict[str, Any]) -> None:
+    """A native thread whose text, type or meta holds ``role`` (or ``type``) as a value is
+    marked as one that may be native, as Python reads it: a ``"role"`` string is a message's
+    role only as a key."""
+    value = {"messages": [message, {"type": "bot", "text": "ok"}]}
+    assert run_format_evidence(value) == ("native", True)
+    for line in (json.dumps(value).encode(), _escaped(value).encode()):
+        assert _core.line_marks([line])[0] & _core.MAY_BE_NATIVE, line

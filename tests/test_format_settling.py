@@ -164,14 +164,15 @@ def test_a_chat_is_warned_of_only_when_python_reads_it_otherwise(
     assert ("not read again" in err) == warned, err
 
 
+@pytest.mark.parametrize("text", ["hi", "role"])
 @pytest.mark.parametrize("chunk_lines", [cli.CHUNK_LINES, 16])
 def test_a_native_thread_before_the_settling_one_is_warned_of(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_lines: int, text: str) -> None:
     """A native thread past the first threads (all plain chats) and before the one that
     settles the format, in its chunk, is read in the settled format: warned of, as one
-    after it is."""
+    after it is (one whose text is ``role`` too, which is no message's role)."""
     monkeypatch.setattr(cli, "CHUNK_LINES", chunk_lines)
-    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "ok"}]
+    native = [{"type": "user", "text": text}, {"type": "bot", "text": "ok"}]
     threads = [PLAIN] * 100 + [native] + [PLAIN] * 6 + [anthropic_loop()]
     code, out, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
                          monkeypatch)

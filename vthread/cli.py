@@ -2598,8 +2598,9 @@ def _judged_after(lines: list[bytes], marks: bytes, start: int, first_line: int,
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
     by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`:
     neither a line that may settle a chat format nor one that may be native) or judged by
-    :func:`_line_evidence`. (A native thread that names a ``role`` anywhere, in a message's
-    ``meta`` say, is passed over as a plain chat is: the marks tell no more.)"""
+    :func:`_line_evidence`. (A native thread with a ``role`` key anywhere, in a message's
+    ``meta`` say, is passed over as a plain chat is: the marks tell no more; a text or type
+    ``"role"`` is no key.)"""
     from vthread._core import MAY_BE_NATIVE, MAY_SETTLE
     from vthread.documents import judged_until_settled
 
