@@ -530,7 +530,8 @@ def _records_both_ways(table: Any, tmp_path: Path,
     code, records = _scan([str(path)], capsys)
     assert code == 0
     by_cli = [{name: record.get(name) for name in ("id", *RESULT_FIELDS)} for record in records]
-    by_arrow = vthread.scan_arrow(table, id="id").to_pylist()
+    # The table as the file holds it (a date64 is stored as days, say), as the command reads it.
+    by_arrow = vthread.scan_arrow(pq.read_table(path), id="id").to_pylist()
     return by_cli, by_arrow
 
 
@@ -584,6 +585,54 @@ def test_values_with_no_json_text_get_the_same_records_from_the_command_and_scan
         assert by_cli == by_arrow
         assert [r["verdict"] for r in by_cli] == expected
         assert all(r["error"] is None for r in by_cli)
+
+
+_OUT_OF_RANGE = {
+    "date32": (pa.date32(), 2**31 - 1),
+    "date64": (pa.date64(), 2**62),
+    "timestamp_utc": (pa.timestamp("ms", tz="UTC"), 2**62),
+    "timestamp_before": (pa.timestamp("us"), -(2**62)),
+    "duration": (pa.duration("s"), 2**62),
+}
+
+
+@pytest.mark.parametrize("kind", list(_OUT_OF_RANGE))
+def test_a_date_past_what_python_holds_is_an_error_of_its_row_on_both_paths(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A date, timestamp or duration past Python's datetime range (pyarrow raises for the
+    whole column) in a message's field, as a map's key, or as an id: its row gets an error
+    saying so, from the command and scan_arrow alike (both ended with OverflowError, the
+    command with status 70), the other rows their verdicts, the id its stored number."""
+    arrow_type, stored = _OUT_OF_RANGE[kind]
+    loop = [{"type": "user", "text": "go", "v": 0, "m": [(0, "x")]}] * 4
+    bad = [{"type": "user", "text": "go", "v": stored, "m": [(0, "x")]},
+           {"type": "user", "text": "go", "v": 0, "m": [(stored, "x")]}]
+    message = pa.struct([("type", pa.string()), ("text", pa.string()), ("v", arrow_type),
+                         ("m", pa.map_(arrow_type, pa.string()))])
+    for row in bad:
+        # Raw numbers in the buffers: pyarrow cannot take such a datetime from Python.
+        storage = pa.int64() if arrow_type.bit_width == 64 else pa.int32()
+        rows = [[{**m, "v": m["v"]} for m in loop], [row]]
+        flat = pa.array(rows, type=pa.list_(pa.struct([
+            ("type", pa.string()), ("text", pa.string()), ("v", storage),
+            ("m", pa.map_(storage, pa.string()))])))
+        column = flat.cast(pa.list_(message))
+        table = pa.table({"id": ["a", "b"], "messages": column})
+        by_cli, by_arrow = _records_both_ways(table, tmp_path, capsys)
+        assert by_cli == by_arrow
+        assert [r["verdict"] for r in by_cli] == ["repeated_suffix", None]
+        assert by_cli[0]["error"] is None
+        assert by_cli[1]["error"].startswith(
+            "not a thread: it holds a date, time or duration out of the range Python reads")
+    ids = pa.array([stored, 0], type=pa.int64() if arrow_type.bit_width == 64 else pa.int32())
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"id": ids.cast(arrow_type),
+                             "messages": [json.dumps(loop[:1])] * 2}), path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0 and len(records) == 2
+    held = pq.read_table(path).column("id").combine_chunks()  # (a date64 is held as days)
+    number = held.view(pa.int64() if held.type.bit_width == 64 else pa.int32())[0].as_py()
+    assert records[0]["id"] == f"{held.type}:{number}"
 
 
 def test_a_map_keyed_by_structs_or_lists_is_an_error_of_its_row_on_both_paths(

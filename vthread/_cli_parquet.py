@@ -86,6 +86,27 @@ def _columns(names: list[str], messages_key: str | None,
     return messages, [one_column(names, name, "the file") for name in ids]
 
 
+def _id_values(column: Any) -> list[Any]:
+    """An id column's values; one Python cannot hold (a date past ``datetime``'s range) as
+    the text of its type and stored number, ``date32[day]:2147483647``, so that its record
+    still names its row's id (pyarrow raises for the whole column)."""
+    try:
+        return list(column.to_pylist())
+    except (OverflowError, ValueError):
+        pass
+    import pyarrow as pa
+
+    values: list[Any] = []
+    for row in range(len(column)):
+        cell = column.slice(row, 1)
+        try:
+            values.extend(cell.to_pylist())
+        except (OverflowError, ValueError):
+            stored = cell.view(pa.int64() if cell.type.bit_width == 64 else pa.int32())
+            values.append(f"{cell.type}:{stored[0].as_py()}")
+    return values
+
+
 def _id_text(values: list[Any]) -> bytes:
     """The JSON text of a row's id from its id columns' values."""
     if len(values) == 2:  # task_id and trial, written as the documents module writes them
@@ -138,7 +159,7 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             continue
         column = decoded(batch.column(messages))
         text = _is_text(column)
-        ids = [batch.column(name).to_pylist() for name in id_columns]
+        ids = [_id_values(batch.column(name)) for name in id_columns]
         lines: list[bytes] = []
         cell_ids: dict[int, bytes] = {}
         bodies = _bodies(column, text, done)

@@ -458,16 +458,40 @@ def _structs_as_python(array: pa.Array) -> list[Any]:
         plan = _map_plan(array.type)
     except _MapOutOfReachError:
         return _lossy_rows(array)
-    plain: list[Any] = array.to_pylist()
+    plain = python_rows(array)
     if plan is None:
         return plain
     rows: list[Any] = []
     for value in plain:
         try:
-            rows.append(_maps_as_dicts(value, plan))
+            rows.append(value if isinstance(value, _BadRow) else _maps_as_dicts(value, plan))
         except _UnkeyableMapError as error:
             rows.append(_BadRow(str(error)))
     return rows
+
+
+def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
+    """``array.to_pylist(**conversion)``, with a row holding a value Python cannot hold (a
+    date, time or duration past ``datetime``'s range: pyarrow raises OverflowError or
+    ValueError for the whole array) as a :class:`_BadRow` saying so, row by row then (such
+    values are rare, so the common array is converted at once)."""
+    try:
+        return list(array.to_pylist(**conversion))
+    except (OverflowError, ValueError):
+        pass
+    rows: list[Any] = []
+    for row in range(len(array)):
+        try:
+            rows.extend(array.slice(row, 1).to_pylist(**conversion))
+        except (OverflowError, ValueError) as error:
+            rows.append(_BadRow(out_of_range(error)))
+    return rows
+
+
+def out_of_range(error: Exception) -> str:
+    """The error of a row holding a value past what Python's ``datetime`` holds."""
+    return (f"not a thread: it holds a date, time or duration out of the range Python "
+            f"reads ({error})")
 
 
 def _lossy_rows(array: pa.Array) -> list[Any]:
@@ -479,12 +503,12 @@ def _lossy_rows(array: pa.Array) -> list[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pyarrow's word on each key given twice
         try:
-            converted: list[Any] = array.to_pylist(maps_as_pydicts="lossy")
+            converted: list[Any] = python_rows(array, maps_as_pydicts="lossy")
         except TypeError:
             converted = []
             for row in range(len(array)):
                 try:
-                    converted.extend(array.slice(row, 1).to_pylist(maps_as_pydicts="lossy"))
+                    converted.extend(python_rows(array.slice(row, 1), maps_as_pydicts="lossy"))
                 except TypeError:
                     converted.append(_BadRow(_unkeyable("a map in the row", "struct or list")))
     return converted
