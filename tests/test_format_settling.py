@@ -119,14 +119,22 @@ def test_each_chat_format_is_warned_of_by_its_own_shapes(
         settler: list[dict[str, Any]], format_: str) -> None:
     """A chat that reads otherwise only in one chat format is warned of when that format
     settles, and not when Anthropic's does."""
-    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
     for then, warned in ((settler, True), (anthropic_loop(), False)):
-        threads = [PLAIN] * 2 + [chat] + [PLAIN] * 67 + [then]
-        code, _, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
-                           monkeypatch)
-        said = f"line 3 is the first of them that reads differently as {format_}"
-        assert code == 0 and (said in err) == warned, err
-        assert ("not read again" in err) == warned, err
+        _check_warned_of_line_3(tmp_path, monkeypatch, chat, then, format_, warned)
+
+
+def _check_warned_of_line_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            chat: list[dict[str, Any]], then: list[dict[str, Any]],
+                            format_: str, warned: bool) -> None:
+    """``chat`` as line 3 among plain chats, ``then`` settling the format at line 71, in
+    chunks of 16 lines: whether the scan says line 3 reads differently as ``format_``."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
+    threads = [PLAIN] * 2 + [chat] + [PLAIN] * 67 + [then]
+    code, _, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
+                       monkeypatch)
+    said = f"line 3 is the first of them that reads differently as {format_}"
+    assert code == 0 and (said in err) == warned, err
+    assert ("not read again" in err) == warned, err
 
 
 # A plain chat whose one text part is written with its keys in another order (looked at)
@@ -154,14 +162,8 @@ def test_a_chat_is_warned_of_only_when_python_reads_it_otherwise(
     Python's reading, and one with a ``type`` is said to read otherwise as Responses items
     only when it does (a type that is its role's, with no text, or ``message``, reads alike):
     no warning of chats that read alike."""
-    monkeypatch.setattr(cli, "CHUNK_LINES", 16)
     then = anthropic_loop() if settler is None else settler
-    threads = [PLAIN] * 2 + [chat] + [PLAIN] * 67 + [then]
-    code, _, err = run(["scan", str(write(tmp_path / "runs.jsonl", threads)), "-q"],
-                       monkeypatch)
-    said = f"line 3 is the first of them that reads differently as {format_}"
-    assert code == 0 and (said in err) == warned, err
-    assert ("not read again" in err) == warned, err
+    _check_warned_of_line_3(tmp_path, monkeypatch, chat, then, format_, warned)
 
 
 @pytest.mark.parametrize("text", ["hi", "role"])
