@@ -90,20 +90,16 @@ def _id_values(column: Any) -> list[Any]:
     """An id column's values; one Python cannot hold (a date past ``datetime``'s range) as
     the text of its type and stored number, ``date32[day]:2147483647``, so that its record
     still names its row's id (pyarrow raises for the whole column)."""
-    try:
-        return list(column.to_pylist())
-    except (OverflowError, ValueError):
-        pass
     import pyarrow as pa
 
-    values: list[Any] = []
-    for row in range(len(column)):
-        cell = column.slice(row, 1)
-        try:
-            values.extend(cell.to_pylist())
-        except (OverflowError, ValueError):
+    from vthread.arrow import _BadRow, python_rows
+
+    values = python_rows(column)
+    for row, value in enumerate(values):
+        if isinstance(value, _BadRow):
+            cell = column.slice(row, 1)
             stored = cell.view(pa.int64() if cell.type.bit_width == 64 else pa.int32())
-            values.append(f"{cell.type}:{stored[0].as_py()}")
+            values[row] = f"{cell.type}:{stored[0].as_py()}"
     return values
 
 

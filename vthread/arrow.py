@@ -484,11 +484,11 @@ def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
         try:
             rows.extend(array.slice(row, 1).to_pylist(**conversion))
         except (OverflowError, ValueError) as error:
-            rows.append(_BadRow(out_of_range(error)))
+            rows.append(_BadRow(_out_of_range(error)))
     return rows
 
 
-def out_of_range(error: Exception) -> str:
+def _out_of_range(error: Exception) -> str:
     """The error of a row holding a value past what Python's ``datetime`` holds."""
     return (f"not a thread: it holds a date, time or duration out of the range Python "
             f"reads ({error})")
