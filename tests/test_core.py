@@ -150,3 +150,88 @@ def test_screen_edge_cases(left: Any, right: Any) -> None:
     screen alike."""
     assert _jsvalue.canonical(left) == _jsvalue.canonical(right)
     assert _core.screen(left) == _core.screen(right)
+
+
+class _Meddler:
+    """A value of no JSON type whose ``repr`` (asked for its stand-in) changes the dicts
+    around it: it drops their last member and adds one. The encoders copy a dict's members
+    before encoding any, so what either writes is the dict as it was when it was reached."""
+
+    def __init__(self) -> None:
+        self.around: list[dict[str, Any]] = []
+
+    def __repr__(self) -> str:
+        for owner in self.around:
+            if owner:
+                owner.pop(next(reversed(owner)))
+            owner["added"] = len(owner)
+        return "meddler"
+
+
+class _Int(int):
+    pass
+
+
+_NOT_PLAIN = st.sampled_from(["meddler", "int subclass", "large int", "tuple", "set",
+                              "index key", "subclass key", "items"])
+
+
+def _leaf(kind: str) -> Any:
+    return {"meddler": None, "int subclass": _Int(3), "large int": 2**80,
+            "tuple": (1, "a"), "set": {1, 2}}.get(kind)
+
+
+class _Key(str):
+    """A key of a ``str`` subclass (its own ``__eq__`` may merge it with another key)."""
+
+
+@st.composite
+def _dicts_with_a_value_read_otherwise(draw: st.DrawFn) -> tuple[list[int], str, list[Any]]:
+    """Where in nested exact dicts of plain values (at any depth, in any place among its
+    siblings) one member goes that is not plain, what it is, and the plain values around it."""
+    path = draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
+    plain = draw(st.lists(st.one_of(st.text(max_size=4), st.integers(-5, 5), st.floats(),
+                                    st.booleans(), st.none()), min_size=16, max_size=16))
+    return path, draw(_NOT_PLAIN), plain
+
+
+def _build(path: list[int], kind: str, plain: list[Any]) -> Any:
+    """The value ``_dicts_with_a_value_read_otherwise`` describes, built anew (an encoder
+    may change it)."""
+    meddler = _Meddler()
+    dicts: list[dict[Any, Any]] = []
+
+    def level(at: int) -> dict[Any, Any]:
+        made: dict[Any, Any] = {}
+        dicts.append(made)
+        for place in range(4):
+            if place != path[at]:
+                made[f"k{place}"] = plain[(4 * at + place) % len(plain)]
+            elif at + 1 < len(path):
+                made[f"k{place}"] = level(at + 1)
+            elif kind == "meddler":
+                made[f"k{place}"] = meddler
+            elif kind == "index key":
+                made["7"] = "index"
+            elif kind == "subclass key":
+                made[_Key(f"k{place}")] = "subclass"
+            elif kind == "items":
+                made[f"k{place}"] = _Items({"b": 1, "a": [2]})
+            else:
+                made[f"k{place}"] = _leaf(kind)
+        return made
+
+    root = level(0)
+    meddler.around = dicts
+    return root
+
+
+@given(case=_dicts_with_a_value_read_otherwise())
+def test_dicts_read_in_place_encode_as_their_copies(
+    case: tuple[list[int], str, list[Any]],
+) -> None:
+    """Whatever value of no plain JSON type sits wherever among nested dicts, the core's
+    bytes are the Python twin's, including when that value changes the dicts around it as it
+    is encoded: both encode each dict as it was when it was reached (its members copied
+    first), so no reading of a dict straight from its table may skip that copy unnoticed."""
+    assert _core.canonical(_build(*case)).decode("ascii") == _jsvalue._encode(_build(*case))
