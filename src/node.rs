@@ -158,6 +158,10 @@ const PREFETCHED_MESSAGES: usize = 256;
 /// Entries of a message walked by `prefetch_fields`: a message's few fields.
 const PREFETCHED_ENTRIES: ffi::Py_ssize_t = 8;
 
+/// Cache lines of a dict's key table asked for: its header, index and first entries, which
+/// hold a message's few fields (a key and value pointer each).
+const KEY_TABLE_LINES: usize = 4;
+
 /// Ask memory for the fields of the last `PREFETCHED_MESSAGES` messages (each exact dict's
 /// first `PREFETCHED_ENTRIES` values, two cache lines of each: a string's header and the
 /// start of its text) before the column pass reads them one after another. A bulk pass over
@@ -169,8 +173,35 @@ const PREFETCHED_ENTRIES: ffi::Py_ssize_t = 8;
 /// thread (`describe_thread`): a harness's thread checked every turn is mostly in the caches
 /// already, where the walk cost a fifth of the call; nor for looking anywhere's pass, which
 /// it did not speed up.
+///
+/// Asked for in three rounds, each for what the round before brought in: every dict's header,
+/// then every dict's key table (which its header points to), then the values (which the table
+/// points to). A cold message is three dependent trips to memory; asked for message by
+/// message, each trip waits for the one before it, while in rounds the trips of all the
+/// messages overlap: the column pass took 1.09x less time again (docs/performance.md,
+/// session 30; a fourth round, for the key tables of the values that are dicts, gained
+/// nothing and is not made).
 pub fn prefetch_fields(messages: &[Bound<'_, PyAny>]) {
-    for message in messages.iter().rev().take(PREFETCHED_MESSAGES) {
+    let recent = &messages[messages.len().saturating_sub(PREFETCHED_MESSAGES)..];
+    for message in recent.iter().rev() {
+        prefetch_line(message.as_ptr().cast());
+    }
+    for message in recent.iter().rev() {
+        let dict = message.as_ptr();
+        // SAFETY: `dict` is live (the caller holds it) and the GIL is held; an exact dict is
+        // a `PyDictObject`, whose `ma_keys` (never null in CPython) is only used as an
+        // address to prefetch from.
+        unsafe {
+            if ffi::PyDict_CheckExact(dict) == 0 {
+                continue;
+            }
+            let table = (*dict.cast::<ffi::PyDictObject>()).ma_keys.cast::<u8>();
+            for line in 0..KEY_TABLE_LINES {
+                prefetch_line(table.wrapping_add(64 * line));
+            }
+        }
+    }
+    for message in recent.iter().rev() {
         let dict = message.as_ptr();
         // SAFETY: `dict` is live (the caller holds it) and the GIL is held.
         if unsafe { ffi::PyDict_CheckExact(dict) } == 0 {
