@@ -332,7 +332,8 @@ enum CallId<'t> {
 }
 
 /// The id of a call (`adapters._hashable`); a number or boolean is Declined where it would
-/// be stored (Python's dict makes `1`, `1.0` and `true` one key).
+/// be stored: Python keys it by its JSON text (`1` and `1.0` one id, `true` another), which
+/// this table of strings does not hold.
 fn call_id<'t>(value: Option<Value<'t>>, storing: bool) -> Result<CallId<'t>, Declined> {
     Ok(match value {
         None => CallId::Key(None),

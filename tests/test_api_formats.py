@@ -16,6 +16,8 @@ import pytest
 import vthread
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
 from tests.test_cli import records, run
+from vthread import _core
+from vthread.adapters import to_native
 
 CONVERSIONS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
     "openai": to_openai, "anthropic": to_anthropic, "responses": to_responses}
@@ -320,3 +322,63 @@ def test_chat_threads_past_the_first_that_loop_are_warned_about(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         vthread.scan(batch[:70] * 2)
+
+
+def _looping_calls(format_: str, ids: tuple[Any, Any, Any, Any]) -> list[dict[str, Any]]:
+    """A run that repeats two calls and three results by call id: the first call's, the
+    second's and one naming no call, so what each result is the response to shows."""
+    first, second, first_again, neither = ids
+    messages: list[dict[str, Any]] = []
+    for _ in range(4):
+        if format_ == "openai":
+            messages += [
+                {"role": "assistant", "tool_calls": [
+                    {"id": first, "function": {"name": "read", "arguments": "{}"}},
+                    {"id": second, "function": {"name": "write", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": first_again, "content": "x"},
+                {"role": "tool", "tool_call_id": second, "content": "y"},
+                {"role": "tool", "tool_call_id": neither, "name": "own", "content": "z"}]
+        elif format_ == "anthropic":
+            messages += [
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": first, "name": "read", "input": {}},
+                    {"type": "tool_use", "id": second, "name": "write", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": first_again, "content": "x"},
+                    {"type": "tool_result", "tool_use_id": second, "content": "y"},
+                    {"type": "tool_result", "tool_use_id": neither, "content": "z"}]}]
+        else:
+            messages += [
+                {"type": "function_call", "call_id": first, "name": "read", "arguments": "{}"},
+                {"type": "function_call", "call_id": second, "name": "write",
+                 "arguments": "{}"},
+                {"type": "function_call_output", "call_id": first_again, "output": "x"},
+                {"type": "function_call_output", "call_id": second, "output": "y"},
+                {"type": "function_call_output", "call_id": neither, "output": "z"}]
+    return messages
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+def test_call_ids_are_one_exactly_when_their_json_texts_are(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Call ids 1, 1.0, true and "1" are matched as JavaScript values: 1 and 1.0 are one id,
+    true and "1" others. vthread.scan of such a run gets the records the core's reading of
+    the bytes writes for the same run with string ids standing for them ("n" for 1 and 1.0,
+    "t" for true), and vthread scan writes them for the run as it is."""
+    numeric = _looping_calls(name, (1, True, 1.0, "1"))
+    named = _looping_calls(name, ("n", "t", "n", "1"))
+    path = tmp_path / "runs.jsonl"
+    lines = [json.dumps({"id": "a", "messages": numeric}), json.dumps({"id": "a",
+                                                                       "messages": named})]
+    assert _core.translate_line(lines[1].encode(), name) is not None  # read by the core
+    path.write_text("".join(line + "\n" for line in lines))
+    code, out, _ = run(["scan", str(path), "-q", "--format", name], monkeypatch)
+    assert code == 0
+    from_bytes = [{k: v for k, v in r.items() if k not in ("file", "line")}
+                  for r in records(out)]
+    result = vthread.scan([{"id": "a", "messages": numeric}], format=name)
+    assert from_bytes == [result.record(0)] * 2
+    native = to_native(numeric, name)  # type: ignore[arg-type]
+    responses = [m["meta"]["activity"]["function"]["name"] for m in native
+                 if m["type"] == "activity" and m["meta"]["activity"]["type"] == "response"]
+    assert responses == ["read", "write", "own" if name == "openai" else ""] * 4

@@ -143,7 +143,7 @@ from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
 
-from vthread._jsvalue import js_string, real_number
+from vthread._jsvalue import canonical, js_string, real_number
 
 __all__ = [
     "FORMATS",
@@ -978,9 +978,18 @@ def _call(
 
 
 def _id_key(call_id: Any) -> Any:
-    """A call id as the ``calls`` tables key it: a string as its JavaScript string (a
-    surrogate pair and its astral character are one id, as in the thread's JSON line)."""
-    return js_string(str.__str__(call_id)) if isinstance(call_id, str) else call_id
+    """A call id as the ``calls`` tables key it: two ids are one exactly when their
+    ``JSON.stringify`` texts are equal, the project's value equality. A string is its
+    JavaScript string (a surrogate pair and its astral character are one id, as in the
+    thread's JSON line); a number or boolean its JSON text in a tuple, apart from any string,
+    since Python's dict would make ``1``, ``1.0`` and ``True`` one key where JavaScript has
+    ``true`` apart from ``1`` (and ``1.0`` is ``1``, NaN and the infinities ``null``)."""
+    if isinstance(call_id, str):
+        return js_string(str.__str__(call_id))
+    if call_id is None:
+        return None
+    text = canonical(call_id)
+    return None if text == "null" else (text,)
 
 
 def _own_name(message: Mapping[str, Any]) -> str:
