@@ -928,6 +928,30 @@ def test_runs_that_carry_file_line_and_error_fields_are_runs(
     assert runs.read_bytes() == before
 
 
+def test_runs_that_carry_a_verdict_of_their_own_are_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graded runs whose lines carry ``file``, ``line`` and a ``verdict`` that names no
+    heuristic ("pass"), their messages under another key, are runs: scanned in a directory
+    (they were passed over as records, and the directory said to hold only records), and
+    never written over by ``-o`` (they were)."""
+    chat = [{"role": "user", "content": "fix"}] + [
+        {"role": "assistant", "content": "same"}, {"role": "user", "content": "again"}] * 4
+    (tmp_path / "graded.jsonl").write_text("".join(
+        json.dumps({"id": f"r{i}", "file": "tasks/a.json", "line": 3, "verdict": "pass",
+                    "trajectory": chat}) + "\n" for i in range(3)))
+    code, out, err = run(["scan", str(tmp_path), "-q", "--messages-key", "trajectory"],
+                         monkeypatch)
+    assert code == 0 and "passed over" not in err
+    assert [r["verdict"] for r in records(out)] == ["repeated_suffix"] * 3
+    (tmp_path / "other.jsonl").write_text(json.dumps({"id": "o", "trajectory": chat}) + "\n")
+    graded = tmp_path / "graded.jsonl"
+    before = graded.read_bytes()
+    code, _, err = run(["scan", str(tmp_path), "-q", "--messages-key", "trajectory", "-o",
+                        str(graded)], monkeypatch)
+    assert code == 2 and "holds neither records nor a summary" in err
+    assert graded.read_bytes() == before
+
+
 @pytest.mark.parametrize(("line", "is_one"), [
     ({"file": "a", "line": 1, "verdict": None, "messages": 3}, True),
     ({"id": [1], "file": "a", "line": 2, "error": "not valid JSON"}, True),
@@ -936,10 +960,15 @@ def test_runs_that_carry_file_line_and_error_fields_are_runs(
     ({"file": 3, "line": 1, "verdict": None}, False),
     ({"file": "a", "line": True, "error": "x"}, False),
     ({"file": "a", "line": 1, "verdict": None, "messages": {"a": 1}}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_result_run", "messages": 9}, True),
+    ({"file": "a", "line": 1, "verdict": "pass", "messages": 9}, False),
+    ({"file": "a", "line": 1, "verdict": "", "messages": 9}, False),
+    ({"file": "a", "line": 1, "verdict": ["repeated_suffix"]}, False),
+    ({"file": "a", "line": 1, "verdict": "pass", "error": "not valid JSON"}, True),
 ])
 def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
-    """A record names a file (a string) and a line (an integer), a verdict or an error, and
-    counts its messages (an integer) when it says how many."""
+    """A record names a file (a string) and a line (an integer), an error or a verdict (null
+    or a heuristic's name), and counts its messages (an integer) when it says how many."""
     from vthread._cli_report import is_record
 
     assert is_record(line) is is_one

@@ -49,6 +49,7 @@ from vthread._cli_main import (
 from vthread._cli_parquet import is_parquet, parquet_source
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, WrittenNumber, message_kinds, render_report
+from vthread.scan import HEURISTIC_NAMES
 
 __all__ = ["run_report"]
 
@@ -298,12 +299,20 @@ def holds_summary(name: str) -> bool:
 
 def is_record(value: object) -> bool:
     """Whether a JSON value is one of ``vthread scan``'s records: it names a file (a string)
-    and a line (an integer), and a verdict or an error, and its ``messages``, when it has
-    one, is the count a record writes. A run that happens to carry ``file``, ``line`` and
-    ``error`` fields (an agent's run fixing a TypeError in src/app.py line 42) holds its
-    messages as an array: it is a run, to be scanned, never passed over or written over."""
-    if not isinstance(value, dict) or not ("verdict" in value or "error" in value):
+    and a line (an integer), and an error or a verdict (null or a heuristic's name, as the
+    report reads it), and its ``messages``, when it has one, is the count a record writes. A
+    run that happens to carry ``file``, ``line`` and ``error`` fields (an agent's run fixing
+    a TypeError in src/app.py line 42) holds its messages as an array: it is a run, to be
+    scanned, never passed over or written over; so is one whose ``verdict`` is any other
+    value (a grader's "pass"), which no report could read."""
+    if not isinstance(value, dict):
         return False
+    if "error" not in value:
+        if "verdict" not in value:
+            return False
+        verdict = value["verdict"]
+        if verdict is not None and verdict not in HEURISTIC_NAMES:
+            return False
     file, line, messages = value.get("file"), value.get("line"), value.get("messages", 0)
     return (isinstance(file, str) and _is_count(line) and _is_count(messages))
 
