@@ -277,6 +277,32 @@ def test_names_and_texts_given_as_str_subclasses_show_their_content() -> None:
     assert by_python["excerpt"] == "bot: r | ls({}) -> x"
 
 
+@pytest.mark.parametrize(("arguments", "result", "shown"), [
+    ({1: "a", "1": "b"}, {"x": 1}, 'ls({"1":"b"}) -> {"x":1}'),
+    ({"k": 0}, {True: 1, "true": 2, "n": [{None: 3, "null": 4}]},
+     'ls({"k":0}) -> {"true":2,"n":[{"null":4}]}'),
+    ({"\ud83d\ude00": 1, "\U0001f600": 2, 2.5: 3, "2.5": 4}, "r",
+     'ls({"\U0001f600":2,"2.5":4}) -> r'),
+    ({"a": 0, "\ud83d\ude00": 1, "\U0001f600": 2}, "r", 'ls({"a":0,"\U0001f600":2}) -> r'),
+])
+def test_excerpt_shows_keys_that_are_one_property_name_as_one_member(
+        arguments: dict[Any, Any], result: Any, shown: str) -> None:
+    """Keys of one object that are one property name to JavaScript (``1`` and ``"1"``,
+    ``True`` and ``"true"``, a surrogate pair and its character) are one member of the
+    excerpt, at the first key's place with the last one's value, as ``JSON.parse`` reads
+    the object (json.dumps wrote the name twice); by the Python reading and the core's."""
+    call = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": "ls", "arguments": arguments}}}}
+    reply = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "function": {"name": "ls", "arguments": arguments,
+                                         "result": result}}}}
+    thread = [{"type": "user", "text": "go"}, *[call, reply] * 3]
+    (by_python,) = attributed_by([thread], every_message)
+    assert by_python["excerpt"] == shown
+    assert vthread.scan([thread]).record(0)["excerpt"] == shown
+    assert vthread.scan([thread], anywhere=True).record(0)["excerpt"] == shown
+
+
 @pytest.mark.parametrize(("thread", "shown"), UNSHOWN_THREADS)
 def test_excerpt_is_one_line_without_controls(thread: list[dict[str, Any]], shown: str) -> None:
     """An excerpt is one readable line whatever the data holds: a name or a type with line

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from vthread._jsvalue import property_name
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
@@ -131,15 +132,43 @@ def paired(text: str) -> str:
 
 
 def _payload(value: Any, encode: Callable[[Any], str]) -> str:
-    """A tool payload as a person reads it: a string as itself, anything else as JSON."""
+    """A tool payload as a person reads it: a string as itself, anything else as JSON, an
+    object's keys that are one property name to JavaScript (``1`` and ``"1"``) as one member
+    (:func:`_one_member_per_name`)."""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        # json.dumps has written it, so the value holds no cycle and no key without a name.
+        merged = _one_member_per_name(value)
+        if merged is value:
+            return text
+        return json.dumps(merged, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         # Values JSON cannot write (NaN, cycles, deep nesting, non-JSON objects) read as the
         # canonical encoding the comparison used.
         return encode(value)
+
+
+def _one_member_per_name(value: Any) -> Any:
+    """``value`` with each dict's keys that are one property name to JavaScript made one
+    member, at the first key's place with the last one's value, as ``JSON.parse`` reads the
+    text ``json.dumps`` writes (which writes such a name twice); ``value`` itself when no
+    dict in it has such keys, so that its text stays what ``json.dumps`` writes. For a value
+    ``json.dumps`` writes: every key has a name (:func:`property_name`)."""
+    if isinstance(value, dict):
+        members: dict[Any, Any] = {}
+        changed = False
+        for key, item in value.items():
+            merged = _one_member_per_name(item)
+            changed = changed or merged is not item
+            members[property_name(key)] = merged
+        return members if changed or len(members) < len(value) else value
+    if isinstance(value, (list, tuple)):
+        items = [_one_member_per_name(item) for item in value]
+        if any(merged is not item for merged, item in zip(items, value, strict=True)):
+            return items
+    return value
 
 
 _PART_BREAK: Final = "\n"  # between a result's parts, as the adapters join their texts

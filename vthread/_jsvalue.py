@@ -306,6 +306,19 @@ def _key_text(key: object) -> str | None:
     return None
 
 
+def property_name(key: object) -> str | None:
+    """A mapping key as the JavaScript property name ``JSON.parse`` makes of what
+    ``json.dumps`` writes of it, in the one Python form of its string (:func:`js_string`):
+    ``1`` and ``"1"``, ``True`` and ``"true"``, a surrogate pair and its astral character are
+    one name. None for a key no JSON object can have.
+
+    >>> property_name(1) == property_name("1"), property_name(True), property_name((1,))
+    (True, 'true', None)
+    """
+    name = _key_text(key)
+    return None if name is None else js_string(name)
+
+
 def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | Opaque, Any]]:
     """Items in the order JavaScript enumerates them: array indices ascending, then the rest;
     keys that are one property name to JavaScript as one item (the first one's place, the
@@ -320,8 +333,8 @@ def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | Opaque, Any]]:
     # Opaque hashes by identity: each such key is a member of its own.
     members: dict[str | Opaque, Any] = {}
     for key, value in mapping.items():
-        name = _key_text(key)
-        members[opaque(key) if name is None else js_string(name)] = value
+        name = property_name(key)
+        members[opaque(key) if name is None else name] = value
     indices: list[tuple[int, str, Any]] = []
     others: list[tuple[str | Opaque, Any]] = []
     for member, value in members.items():
