@@ -61,12 +61,48 @@ pub fn push_code_point(out: &mut Vec<u8>, code_point: u32) {
     }
 }
 
-/// A quoted string from Latin-1 (one byte per code point) storage.
+/// Whether a Latin-1 character is written as itself: printable ASCII but `"` and `\\`.
+#[inline]
+fn is_plain(byte: u8) -> bool {
+    (0x20..=0x7E).contains(&byte) && byte != b'"' && byte != b'\\'
+}
+
+/// Whether some byte of `word` is not plain ([`is_plain`]), eight at a time. Each test is
+/// exact for "some byte is" (the bit tricks' false alarms fall only on bytes above one that
+/// is): a byte below 0x20 (the subtraction borrows into its high bit), one at 0x7F or above
+/// (adding one sets the high bit, or it was set), a `"` or a `\\` (a zero byte after the
+/// exclusive or).
+#[inline]
+fn holds_special(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |value: u64| value.wrapping_sub(ONES) & !value & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    let delete_or_above = (word.wrapping_add(ONES) | word) & HIGHS;
+    (below_space
+        | delete_or_above
+        | zero_byte(word ^ (ONES * 0x22))
+        | zero_byte(word ^ (ONES * 0x5C)))
+        != 0
+}
+
+/// A quoted string from Latin-1 (one byte per code point) storage: runs of plain characters
+/// (most of a text) copied whole, found eight bytes at a time; the rest as [`push_unit`]
+/// writes each (held equal to writing every character so by a test).
 pub fn push_latin1(out: &mut Vec<u8>, text: &[u8]) {
     out.reserve(text.len() + 2);
     out.push(b'"');
-    for &byte in text {
-        push_unit(out, u32::from(byte));
+    let mut rest = text;
+    loop {
+        let plain = plain_run(rest);
+        out.extend_from_slice(&rest[..plain]);
+        match rest.get(plain) {
+            Some(&byte) => {
+                push_unit(out, u32::from(byte));
+                rest = &rest[plain + 1..];
+            }
+            None => break,
+        }
     }
     out.push(b'"');
 }
@@ -91,12 +127,43 @@ pub fn push_ucs4(out: &mut Vec<u8>, text: &[u32]) {
     out.push(b'"');
 }
 
-/// A quoted string from Rust text (no lone surrogates can occur in it).
+/// The length of the run of plain characters ([`is_plain`]) `bytes` starts with, found eight
+/// bytes at a time.
+#[inline]
+fn plain_run(bytes: &[u8]) -> usize {
+    let mut plain = 0;
+    while let Some(word) = bytes.get(plain..plain + 8) {
+        let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        if holds_special(word) {
+            break;
+        }
+        plain += 8;
+    }
+    while plain < bytes.len() && is_plain(bytes[plain]) {
+        plain += 1;
+    }
+    plain
+}
+
+/// A quoted string from Rust text (no lone surrogates can occur in it): runs of plain ASCII
+/// copied whole ([`plain_run`]), every other character as [`push_code_point`] writes it (held
+/// equal to writing every character so by a test).
 pub fn push_str(out: &mut Vec<u8>, text: &str) {
     out.reserve(text.len() + 2);
     out.push(b'"');
-    for character in text.chars() {
-        push_code_point(out, u32::from(character));
+    let mut rest = text;
+    loop {
+        // A plain run is ASCII, so it ends on a character boundary.
+        let plain = plain_run(rest.as_bytes());
+        out.extend_from_slice(&rest.as_bytes()[..plain]);
+        let mut after = rest[plain..].chars();
+        match after.next() {
+            Some(character) => {
+                push_code_point(out, u32::from(character));
+                rest = after.as_str();
+            }
+            None => break,
+        }
     }
     out.push(b'"');
 }
@@ -358,6 +425,101 @@ mod tests {
         out.clear();
         push_i64(&mut out, (1 << 53) - 1);
         assert_eq!(out, b"9007199254740991");
+    }
+
+    /// The obvious twin of `push_latin1`: every character through `push_unit`.
+    fn latin1_by_unit(text: &[u8]) -> Vec<u8> {
+        let mut out = vec![b'"'];
+        for &byte in text {
+            push_unit(&mut out, u32::from(byte));
+        }
+        out.push(b'"');
+        out
+    }
+
+    fn latin1(text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        push_latin1(&mut out, text);
+        out
+    }
+
+    #[test]
+    fn latin1_runs_write_what_each_character_writes() {
+        // Every byte value at every place of a plain text, across two words and a tail.
+        let plain = b"The quick brown fox jumps ove";
+        for at in 0..plain.len() {
+            for byte in 0..=255u8 {
+                let mut text = plain.to_vec();
+                text[at] = byte;
+                assert_eq!(
+                    latin1(&text),
+                    latin1_by_unit(&text),
+                    "byte {byte:#x} at {at}"
+                );
+            }
+        }
+        // Drawn texts, mostly plain, with specials and high bytes anywhere, of every length.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for length in 0..2_000 {
+            let text: Vec<u8> = (0..length % 97)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    match state % 16 {
+                        0 => (state >> 8) as u8,
+                        1 => b"\"\\\n\x7f\x1f\x80\xff\x20\x7e"[(state >> 8) as usize % 9],
+                        _ => b'a' + (state >> 8) as u8 % 26,
+                    }
+                })
+                .collect();
+            assert_eq!(latin1(&text), latin1_by_unit(&text), "{text:?}");
+        }
+    }
+
+    /// The obvious twin of `push_str`: every character through `push_code_point`.
+    fn str_by_character(text: &str) -> Vec<u8> {
+        let mut out = vec![b'"'];
+        for character in text.chars() {
+            push_code_point(&mut out, u32::from(character));
+        }
+        out.push(b'"');
+        out
+    }
+
+    #[test]
+    fn str_runs_write_what_each_character_writes() {
+        let specials = [
+            '"', '\\', '\n', '\u{7f}', '\u{1f}', 'é', '\u{ff}', '€', '🎉', ' ', '~',
+        ];
+        let plain = "The quick brown fox jumps ove";
+        for at in 0..plain.len() {
+            for special in specials {
+                let mut text = plain.to_owned();
+                text.insert(at, special);
+                let mut out = Vec::new();
+                push_str(&mut out, &text);
+                assert_eq!(out, str_by_character(&text), "{text:?}");
+            }
+        }
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        for length in 0..2_000 {
+            let text: String = (0..length % 61)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    match state % 12 {
+                        0 => char::from_u32((state >> 8) as u32 % 0x11_0000).unwrap_or('\u{fffd}'),
+                        1 => specials[(state >> 8) as usize % specials.len()],
+                        _ => char::from(b'a' + (state >> 8) as u8 % 26),
+                    }
+                })
+                .collect();
+            let mut out = Vec::new();
+            push_str(&mut out, &text);
+            assert_eq!(out, str_by_character(&text), "{text:?}");
+        }
     }
 
     #[test]
