@@ -382,3 +382,26 @@ def test_call_ids_are_one_exactly_when_their_json_texts_are(
     responses = [m["meta"]["activity"]["function"]["name"] for m in native
                  if m["type"] == "activity" and m["meta"]["activity"]["type"] == "response"]
     assert responses == ["read", "write", "own" if name == "openai" else ""] * 4
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+@pytest.mark.parametrize("written", ["1e400", "-1e400"])
+def test_an_infinite_result_id_answers_no_call_without_an_id(
+        name: str, written: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result whose id is an infinity (1e400 is JSON, and JavaScript's Infinity) answers no
+    call whose id is null or absent: JSON.stringify writes Infinity as null, but an id keys
+    as "Infinity". The core reads such a line itself; vthread.scan gets its records."""
+    messages = _looping_calls(name, (None, "w", None, "other"))
+    line = json.dumps({"id": "a", "messages": messages}).replace('"other"', written)
+    assert _core.translate_line(line.encode(), name) is not None  # read by the core
+    path = tmp_path / "runs.jsonl"
+    path.write_text(line + "\n")
+    code, out, _ = run(["scan", str(path), "-q", "--format", name], monkeypatch)
+    assert code == 0
+    (from_bytes,) = [{k: v for k, v in r.items() if k not in ("file", "line")}
+                     for r in records(out)]
+    assert vthread.scan([json.loads(line)], format=name).record(0) == from_bytes
+    native = to_native(json.loads(line)["messages"], name)
+    responses = [m["meta"]["activity"]["function"]["name"] for m in native
+                 if m["type"] == "activity" and m["meta"]["activity"]["type"] == "response"]
+    assert responses == ["read", "write", "own" if name == "openai" else ""] * 4

@@ -188,6 +188,19 @@ def test_pairs_match_by_id_then_name_then_order() -> None:
     assert tool_pairs(thread) == ([(1, 2), (0, 3), (5, 6), (4, 7)], [8])
 
 
+def test_numeric_call_ids_pair_as_the_numbers_javascript_holds() -> None:
+    """A whole-number id pairs as the double it is in JavaScript: 1.0 answers 1 (a float id
+    was no id at all), 2**53 + 1 answers 2**53, and neither answers the string "1"."""
+    thread = [_call("ls", "1"), _call("ls"), _call("ls"), _call("ls"),
+              _reply("ls"), _reply("ls"), _reply("ls"), _reply("ls")]
+    thread[1]["meta"]["activity"]["id"] = 1
+    thread[2]["meta"]["activity"]["id"] = 2**53
+    thread[4]["meta"]["activity"]["id"] = 2**53 + 1
+    thread[5]["meta"]["activity"]["id"] = 1.0
+    thread[6]["meta"]["activity"]["id"] = "1"
+    assert tool_pairs(thread) == ([(2, 4), (1, 5), (0, 6), (3, 7)], [])
+
+
 @pytest.mark.parametrize(("keyword", "value"), [("keep_system", 1), ("pair_safe", "yes"),
                                                  ("start_on", 3)])
 def test_bad_option_types_are_type_errors(keyword: str, value: Any) -> None:

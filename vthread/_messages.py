@@ -21,7 +21,7 @@ from typing import Any, Final, TypeAlias, cast
 
 import numpy as np
 
-from vthread._jsvalue import canonical, js_ge_zero, js_string, real_number
+from vthread._jsvalue import canonical, js_double, js_ge_zero, js_string, real_number
 
 __all__ = [
     "ABSENT",
@@ -171,14 +171,18 @@ def parse_activity(
 
 
 def _call_id(message: Message) -> Any:
-    """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None."""
+    """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None: a
+    string, or a whole number as JavaScript holds it (a double, keyed by its JSON text apart
+    from every string: ``1`` and ``1.0`` one id, ``2**53 + 1`` the id ``2**53``)."""
     activity = message["meta"]["activity"]
     for key in ("id", "call_id"):
         value = activity.get(key)
         if isinstance(value, str):
             return js_string(str.__str__(value))  # one id however its surrogates are held
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            double = js_double(value)
+            if math.isfinite(double) and double.is_integer():
+                return (canonical(double),)
     return None
 
 

@@ -983,13 +983,20 @@ def _id_key(call_id: Any) -> Any:
     JavaScript string (a surrogate pair and its astral character are one id, as in the
     thread's JSON line); a number or boolean its JSON text in a tuple, apart from any string,
     since Python's dict would make ``1``, ``1.0`` and ``True`` one key where JavaScript has
-    ``true`` apart from ``1`` (and ``1.0`` is ``1``, NaN and the infinities ``null``)."""
+    ``true`` apart from ``1`` (and ``1.0`` is ``1``). NaN and the infinities, which
+    ``JSON.stringify`` writes as ``null``, are no null id: JavaScript keys them ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``, so a result with such an id answers no call with a null
+    or absent one (nor does the compiled core find one for it)."""
     if isinstance(call_id, str):
         return js_string(str.__str__(call_id))
     if call_id is None:
         return None
     text = canonical(call_id)
-    return None if text == "null" else (text,)
+    if text == "null":
+        number = real_number(call_id)
+        if number is not None:
+            return ("NaN" if number != number else "Infinity" if number > 0 else "-Infinity",)
+    return (text,)
 
 
 def _own_name(message: Mapping[str, Any]) -> str:
