@@ -933,12 +933,14 @@ def test_runs_that_carry_a_verdict_of_their_own_are_runs(
     """Graded runs whose lines carry ``file``, ``line`` and a ``verdict`` that names no
     heuristic ("pass"), their messages under another key, are runs: scanned in a directory
     (they were passed over as records, and the directory said to hold only records), and
-    never written over by ``-o`` (they were)."""
+    never written over by ``-o`` (they were). So are those that carry an ``error`` of their
+    own too, a text or null (an error beside a verdict made any line a record)."""
     chat = [{"role": "user", "content": "fix"}] + [
         {"role": "assistant", "content": "same"}, {"role": "user", "content": "again"}] * 4
+    errors = ["TypeError: x", None, "TypeError: y"]
     (tmp_path / "graded.jsonl").write_text("".join(
         json.dumps({"id": f"r{i}", "file": "tasks/a.json", "line": 3, "verdict": "pass",
-                    "trajectory": chat}) + "\n" for i in range(3)))
+                    "error": errors[i], "trajectory": chat}) + "\n" for i in range(3)))
     code, out, err = run(["scan", str(tmp_path), "-q", "--messages-key", "trajectory"],
                          monkeypatch)
     assert code == 0 and "passed over" not in err
@@ -964,11 +966,18 @@ def test_runs_that_carry_a_verdict_of_their_own_are_runs(
     ({"file": "a", "line": 1, "verdict": "pass", "messages": 9}, False),
     ({"file": "a", "line": 1, "verdict": "", "messages": 9}, False),
     ({"file": "a", "line": 1, "verdict": ["repeated_suffix"]}, False),
-    ({"file": "a", "line": 1, "verdict": "pass", "error": "not valid JSON"}, True),
+    ({"file": "a", "line": 1, "verdict": "pass", "error": "not valid JSON"}, False),
+    ({"file": "a", "line": 1, "verdict": None, "error": "not valid JSON"}, False),
+    ({"file": "a", "line": 1, "error": None}, False),
+    ({"file": "a", "line": 1, "error": "TypeError", "trajectory": [{"role": "user"}]}, False),
+    ({"file": "a", "line": 1, "error": "TypeError", "grading": {"score": 0}}, False),
+    ({"id": {"task": 1}, "file": "a", "line": 1, "error": "not a thread"}, True),
 ])
 def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
     """A record names a file (a string) and a line (an integer), an error or a verdict (null
-    or a heuristic's name), and counts its messages (an integer) when it says how many."""
+    or a heuristic's name), and counts its messages (an integer) when it says how many. An
+    error record is the error's text beside the id, file and line: a verdict, a null error
+    or an array or object beside it (a graded run's trajectory) makes the line a run."""
     from vthread._cli_report import is_record
 
     assert is_record(line) is is_one

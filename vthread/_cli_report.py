@@ -304,10 +304,17 @@ def is_record(value: object) -> bool:
     run that happens to carry ``file``, ``line`` and ``error`` fields (an agent's run fixing
     a TypeError in src/app.py line 42) holds its messages as an array: it is a run, to be
     scanned, never passed over or written over; so is one whose ``verdict`` is any other
-    value (a grader's "pass"), which no report could read."""
+    value (a grader's "pass"), which no report could read. An error record is an error's text
+    beside the id (any JSON value), file and line, never a verdict and never an array or
+    object (a run holds its messages in one, under whatever key)."""
     if not isinstance(value, dict):
         return False
-    if "error" not in value:
+    if "error" in value:
+        if ("verdict" in value or not isinstance(value["error"], str)
+                or any(isinstance(field, (list, dict))
+                       for key, field in value.items() if key != "id")):
+            return False
+    else:
         if "verdict" not in value:
             return False
         verdict = value["verdict"]
