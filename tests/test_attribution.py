@@ -303,6 +303,26 @@ def test_excerpt_shows_keys_that_are_one_property_name_as_one_member(
     assert vthread.scan([thread], anywhere=True).record(0)["excerpt"] == shown
 
 
+def test_excerpt_of_a_deeply_nested_payload_is_what_json_writes() -> None:
+    """A payload nested deeper than Python's recursion lets the walk that merges keys go
+    (json's C encoder goes further) is shown as json writes it, its keys in their order and
+    1.0 as written, not as the canonical text, by the Python reading and the core's."""
+    deep: Any = []
+    for _ in range(600):
+        deep = [deep]
+    arguments = {"path": "é.txt", "retry": 1.0, "0": deep}
+    call = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": "ls", "arguments": arguments}}}}
+    reply = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "function": {"name": "ls", "arguments": arguments,
+                                         "result": "r"}}}}
+    thread = [{"type": "user", "text": "go"}, *[call, reply] * 3]
+    (by_python,) = attributed_by([thread], every_message)
+    assert by_python["excerpt"].startswith('ls({"path":"é.txt","retry":1.0,"0":[[[')
+    assert vthread.scan([thread]).record(0)["excerpt"] == by_python["excerpt"]
+    assert vthread.scan([thread], anywhere=True).record(0)["excerpt"] == by_python["excerpt"]
+
+
 @pytest.mark.parametrize(("thread", "shown"), UNSHOWN_THREADS)
 def test_excerpt_is_one_line_without_controls(thread: list[dict[str, Any]], shown: str) -> None:
     """An excerpt is one readable line whatever the data holds: a name or a type with line

@@ -140,7 +140,12 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         # json.dumps has written it, so the value holds no cycle and no key without a name.
-        merged = _one_member_per_name(value)
+        try:
+            merged = _one_member_per_name(value)
+        except RecursionError:
+            # Nested deeper than this walk may go (json's C encoder goes further): shown as
+            # json writes it, keys unmerged, rather than as the canonical text.
+            return text
         if merged is value:
             return text
         return json.dumps(merged, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
