@@ -80,6 +80,28 @@ def test_parquet_records_given_back_are_said_to_be_records(
                    "back)\n")
 
 
+def test_graded_runs_in_parquet_are_runs(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A table of graded runs with the record's columns (file, line, verdict, error) beside
+    its trajectories (a list column) is runs: scanned without the records warning, and never
+    written over by -o, as for JSONL."""
+    chat = [{"role": "user", "content": "fix"}] + [
+        {"role": "assistant", "content": "same"}, {"role": "user", "content": "again"}] * 4
+    graded = tmp_path / "graded.parquet"
+    pq.write_table(pa.table({"id": ["r0", "r1"], "file": ["src/app.py"] * 2, "line": [42, 7],
+                             "verdict": ["fail", "pass"], "error": ["TypeError", None],
+                             "trajectory": [chat, chat]}), graded)
+    code, got = _scan([str(graded), "--messages-key", "trajectory"], capsys)
+    assert code == 0 and [r["verdict"] for r in got] == ["repeated_suffix"] * 2
+    assert capsys.readouterr().err == ""
+    (tmp_path / "other.jsonl").write_text(json.dumps({"id": "o", "trajectory": chat}) + "\n")
+    before = graded.read_bytes()
+    code = cli.main(["scan", str(tmp_path), "-q", "--messages-key", "trajectory", "-o",
+                     str(graded)])
+    assert code == 2 and "holds neither records nor a summary" in capsys.readouterr().err
+    assert graded.read_bytes() == before
+
+
 def test_a_categorical_column_and_map_fields_are_read_as_their_json(
         jsonl: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A Parquet file written from a categorical (its runs' text dictionary-encoded) gives

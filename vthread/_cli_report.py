@@ -565,7 +565,9 @@ def _record_of(line: bytes) -> Any:
 def _parquet_holds_records(name: str) -> bool:
     """Whether a Parquet file has the columns of ``vthread scan -o X.parquet``'s records,
     its ``messages`` (when it has one) the integer count a record writes, not the runs'
-    messages (no: when it cannot be read, the scan says why)."""
+    messages, and no column but ``id`` and ``loops`` nested (a graded run's trajectory, a
+    list, makes its table runs, as for JSONL: :func:`is_record`). No when it cannot be read:
+    the scan says why."""
     try:
         import pyarrow as arrow
         import pyarrow.parquet as parquet
@@ -574,6 +576,9 @@ def _parquet_holds_records(name: str) -> bool:
     except Exception:  # no pyarrow, or not a Parquet file: whatever pyarrow raises
         return False
     if not frozenset(schema.names) >= _RECORD_COLUMNS:
+        return False
+    if any(arrow.types.is_nested(field.type) for field in schema
+           if field.name not in ("id", "loops")):
         return False
     if "messages" not in schema.names:
         return True
