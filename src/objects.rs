@@ -309,12 +309,9 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
             value if value.is_infinite() => {
                 if value > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
             }
-            _ => key
-                .py()
-                .get_type::<PyFloat>()
-                .call1((key,))?
-                .repr()?
-                .to_string(),
+            // The value's repr, as `json` writes a float key (never a subclass's own
+            // `__float__` or `__repr__`).
+            value => PyFloat::new(key.py(), value).repr()?.to_string(),
         }
     } else {
         return Ok(None);

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vthread import _core, fingerprint, scan
+from vthread import _core, _jsvalue, fingerprint, scan
 from vthread._jsvalue import canonical
 
 PAIR = "\ud83c\udf89"  # a surrogate pair held as two code points
@@ -71,3 +72,34 @@ def test_non_finite_float_keys_are_named_as_json_names_them() -> None:
     assert json.dumps(value) == '{"NaN": 1, "Infinity": 2, "-Infinity": 3}'
     assert canonical(value) == '{"NaN":1,"Infinity":2,"-Infinity":3}'
     assert _core.canonical(value) == canonical(value).encode()
+
+
+class _OwnInt(int):
+    """An int key whose own conversions say another number than its value."""
+
+    def __int__(self) -> int:
+        return 7
+
+    def __index__(self) -> int:
+        return 7
+
+
+class _OwnFloat(float):
+    """A float key whose own conversion says another number than its value."""
+
+    def __float__(self) -> float:
+        return 9.5
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ({_OwnInt(3): "x", "7": "y"}, '{"3":"x","7":"y"}'),
+    ({_OwnInt(2**70): "x", "7": "y"}, '{"7":"y","1180591620717411303424":"x"}'),
+    ({_OwnFloat(2.5): "a", "9.5": "b"}, '{"2.5":"a","9.5":"b"}'),
+])
+def test_number_keys_of_subclasses_are_named_by_their_values(value: Any, text: str) -> None:
+    """A key of an int or float subclass is the property json names it, by its value (as
+    ``json.dumps`` writes it), never by its own ``__int__``, ``__index__`` or ``__float__``:
+    in the Python encoding, the core's, and the name an excerpt merges keys by."""
+    assert _jsvalue.canonical(value) == _core.canonical(value).decode("ascii") == text
+    assert [_jsvalue.property_name(key) for key in value] == [
+        json.loads(json.dumps({key: 0})).popitem()[0] for key in value]

@@ -273,13 +273,14 @@ def _is_array_index(key: str) -> bool:
 
 
 def int_text(value: int) -> str:
-    """``str(int(value))``, beyond Python's 4,300-digit limit on converting an int to text
-    too (``Decimal`` converts an int exactly and prints it without the limit).
+    """The decimal text of an ``int``'s value (of a subclass too, as ``json`` writes it: never
+    through the subclass's own ``__int__``), beyond Python's 4,300-digit limit on converting
+    an int to text too (``Decimal`` converts an int exactly and prints it without the limit).
 
     >>> len(int_text(10**5000))
     5001
     """
-    number = int(value)
+    number = int.__index__(value)
     if -_SAFE_INTEGER < number < _SAFE_INTEGER:
         return str(number)
     return str(decimal.Decimal(number))
@@ -299,7 +300,7 @@ def _key_text(key: object) -> str | None:
     if isinstance(key, int):
         return int_text(key)
     if isinstance(key, float):
-        number = float(key)
+        number = float.__float__(key)  # its value, as json reads it, not a subclass's own
         if math.isfinite(number):
             return repr(number)
         return "NaN" if number != number else "Infinity" if number > 0 else "-Infinity"
