@@ -972,6 +972,11 @@ def test_runs_that_carry_a_verdict_of_their_own_are_runs(
     ({"file": "a", "line": 1, "error": "TypeError", "trajectory": [{"role": "user"}]}, False),
     ({"file": "a", "line": 1, "error": "TypeError", "grading": {"score": 0}}, False),
     ({"id": {"task": 1}, "file": "a", "line": 1, "error": "not a thread"}, True),
+    ({"file": "a", "line": 1, "verdict": None, "trajectory": [{"role": "user"}]}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_suffix", "grading": {"score": 0}}, False),
+    ({"id": [1, 2], "file": "a", "line": 1, "verdict": None, "loops": [], "messages": 3},
+     True),
+    ({"file": "a", "line": 1, "verdict": None, "loops": {"a": 1}}, False),
 ])
 def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
     """A record names a file (a string) and a line (an integer), an error or a verdict (null

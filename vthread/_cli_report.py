@@ -305,14 +305,16 @@ def is_record(value: object) -> bool:
     a TypeError in src/app.py line 42) holds its messages as an array: it is a run, to be
     scanned, never passed over or written over; so is one whose ``verdict`` is any other
     value (a grader's "pass"), which no report could read. An error record is an error's text
-    beside the id (any JSON value), file and line, never a verdict and never an array or
-    object (a run holds its messages in one, under whatever key)."""
+    beside the id, file and line, never a verdict. No record holds an array or an object but
+    its id (any JSON value) and its ``loops`` (a list, looking anywhere): a run holds its
+    messages in one, under whatever key."""
     if not isinstance(value, dict):
         return False
+    if any(isinstance(field, (list, dict)) for key, field in value.items()
+           if key != "id" and not (key == "loops" and isinstance(field, list))):
+        return False
     if "error" in value:
-        if ("verdict" in value or not isinstance(value["error"], str)
-                or any(isinstance(field, (list, dict))
-                       for key, field in value.items() if key != "id")):
+        if "verdict" in value or not isinstance(value["error"], str):
             return False
     else:
         if "verdict" not in value:
