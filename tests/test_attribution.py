@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 import vthread
 from tests import strategies
+from vthread import _attribution
 from vthread import _reference as ref
 from vthread._attribution import EXCERPT_CHARS, person_span, smallest_period
 from vthread._heuristics import read_columns
+from vthread._jsvalue import property_name
 from vthread._options import cycle_options
 from vthread.scan import attribute, attribute_by_messages, verdicts
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
@@ -303,13 +305,50 @@ def test_excerpt_shows_keys_that_are_one_property_name_as_one_member(
     assert vthread.scan([thread], anywhere=True).record(0)["excerpt"] == shown
 
 
-def test_excerpt_of_a_deeply_nested_payload_is_what_json_writes() -> None:
-    """A payload nested deeper than Python's recursion lets the walk that merges keys go
-    (json's C encoder goes further) is shown as json writes it, its keys in their order and
-    1.0 as written, not as the canonical text, by the Python reading and the core's."""
-    deep: Any = []
-    for _ in range(600):
-        deep = [deep]
+def _merged_by_recursion(value: Any) -> Any:
+    """The obvious twin of ``_attribution._one_member_per_name``: the same merge, recursing."""
+    if isinstance(value, dict):
+        members: dict[Any, Any] = {}
+        changed = False
+        for key, item in value.items():
+            merged = _merged_by_recursion(item)
+            changed = changed or merged is not item
+            members[property_name(key)] = merged
+        return members if changed or len(members) < len(value) else value
+    if isinstance(value, (list, tuple)):
+        items = [_merged_by_recursion(item) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
+
+
+_COLLIDING_KEYS = st.sampled_from([1, "1", True, "true", None, "null", 2.5, "2.5", "k",
+                                   "\ud83d\ude00", "\U0001f600"])
+_PAYLOADS = st.recursive(
+    st.one_of(st.none(), st.integers(-3, 3), st.floats(allow_nan=False, allow_infinity=False),
+              st.text(max_size=3)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
+                            st.dictionaries(_COLLIDING_KEYS, inner, max_size=5)),
+    max_leaves=30)
+
+
+@given(_PAYLOADS)
+def test_merging_keys_with_a_stack_is_merging_them_by_recursion(value: Any) -> None:
+    """The walk that merges keys naming one property, which keeps a stack of its own, gives
+    what the recursive merge gives: the same text, and the value itself when nothing merges."""
+    merged, twin = _attribution._one_member_per_name(value), _merged_by_recursion(value)
+    assert (merged is value) == (twin is value)
+    assert json.dumps(merged, ensure_ascii=False) == json.dumps(twin, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("nesting", ["list", "dict"])
+def test_excerpt_of_a_deeply_nested_payload_is_what_json_writes(nesting: str) -> None:
+    """A payload nested as deep as json's C encoder goes (deeper than Python's recursion) is
+    shown as json writes it, its keys in their order and 1.0 as written (not as the
+    canonical text), keys that are one property name merged (the walk that merges them
+    keeps a stack of its own), by the Python reading and the core's."""
+    deep: Any = {1: "a", "1": "b"}
+    for _ in range(900):
+        deep = [deep] if nesting == "list" else {"k": deep}
     arguments = {"path": "é.txt", "retry": 1.0, "0": deep}
     call = {"type": "activity", "text": "", "meta": {"activity": {
         "type": "request", "function": {"name": "ls", "arguments": arguments}}}}
@@ -318,7 +357,9 @@ def test_excerpt_of_a_deeply_nested_payload_is_what_json_writes() -> None:
                                          "result": "r"}}}}
     thread = [{"type": "user", "text": "go"}, *[call, reply] * 3]
     (by_python,) = attributed_by([thread], every_message)
-    assert by_python["excerpt"].startswith('ls({"path":"é.txt","retry":1.0,"0":[[[')
+    opening = "[[[" if nesting == "list" else '{"k":{"k":'
+    assert by_python["excerpt"].startswith('ls({"path":"é.txt","retry":1.0,"0":' + opening)
+    assert _attribution._payload(arguments, str).count('"1"') == 1
     assert vthread.scan([thread]).record(0)["excerpt"] == by_python["excerpt"]
     assert vthread.scan([thread], anywhere=True).record(0)["excerpt"] == by_python["excerpt"]
 

@@ -199,6 +199,16 @@ def test_numeric_call_ids_pair_as_the_numbers_javascript_holds() -> None:
     thread[5]["meta"]["activity"]["id"] = 1.0
     thread[6]["meta"]["activity"]["id"] = "1"
     assert tool_pairs(thread) == ([(2, 4), (1, 5), (0, 6), (3, 7)], [])
+    # An int subclass is its value, whatever its own __float__ says (as canonical reads it).
+    thread[1]["meta"]["activity"]["id"] = _IntSayingOtherwise(1)
+    assert tool_pairs(thread) == ([(2, 4), (1, 5), (0, 6), (3, 7)], [])
+
+
+class _IntSayingOtherwise(int):
+    """An int whose own float conversion says another number."""
+
+    def __float__(self) -> float:
+        return 7.0
 
 
 @pytest.mark.parametrize(("keyword", "value"), [("keep_system", 1), ("pair_safe", "yes"),

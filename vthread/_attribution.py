@@ -140,12 +140,7 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         # json.dumps has written it, so the value holds no cycle and no key without a name.
-        try:
-            merged = _one_member_per_name(value)
-        except RecursionError:
-            # Nested deeper than this walk may go (json's C encoder goes further): shown as
-            # json writes it, keys unmerged, rather than as the canonical text.
-            return text
+        merged = _one_member_per_name(value)
         if merged is value:
             return text
         return json.dumps(merged, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -155,25 +150,57 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
         return encode(value)
 
 
+class _Open:
+    """A container of :func:`_one_member_per_name`'s walk: its members (key and value, the
+    key None in an array), their values as merged so far, and whether one changed."""
+
+    __slots__ = ("changed", "container", "members", "merged")
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+        self.members: list[tuple[Any, Any]] = (
+            list(container.items()) if isinstance(container, dict)
+            else [(None, item) for item in container])
+        self.merged: list[Any] = []
+        self.changed = False
+
+    def closed(self) -> Any:
+        """The container with its members merged: itself when nothing changed."""
+        if isinstance(self.container, dict):
+            members: dict[Any, Any] = {}
+            for (key, _), merged in zip(self.members, self.merged, strict=True):
+                members[property_name(key)] = merged
+            unchanged = not self.changed and len(members) == len(self.container)
+            return self.container if unchanged else members
+        return self.merged if self.changed else self.container
+
+
 def _one_member_per_name(value: Any) -> Any:
     """``value`` with each dict's keys that are one property name to JavaScript made one
     member, at the first key's place with the last one's value, as ``JSON.parse`` reads the
     text ``json.dumps`` writes (which writes such a name twice); ``value`` itself when no
     dict in it has such keys, so that its text stays what ``json.dumps`` writes. For a value
-    ``json.dumps`` writes: every key has a name (:func:`property_name`)."""
-    if isinstance(value, dict):
-        members: dict[Any, Any] = {}
-        changed = False
-        for key, item in value.items():
-            merged = _one_member_per_name(item)
-            changed = changed or merged is not item
-            members[property_name(key)] = merged
-        return members if changed or len(members) < len(value) else value
-    if isinstance(value, (list, tuple)):
-        items = [_one_member_per_name(item) for item in value]
-        if any(merged is not item for merged, item in zip(items, value, strict=True)):
-            return items
-    return value
+    ``json.dumps`` writes: every key has a name (:func:`property_name`), and no cycle. Walked
+    with a stack of its own, not Python's, so it goes as deep as json's encoder went."""
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    stack = [_Open(value)]
+    while True:
+        top = stack[-1]
+        if len(top.merged) < len(top.members):
+            child = top.members[len(top.merged)][1]
+            if isinstance(child, (dict, list, tuple)):
+                stack.append(_Open(child))
+            else:
+                top.merged.append(child)
+            continue
+        stack.pop()
+        merged = top.closed()
+        if not stack:
+            return merged
+        parent = stack[-1]
+        parent.changed = parent.changed or merged is not top.container
+        parent.merged.append(merged)
 
 
 _PART_BREAK: Final = "\n"  # between a result's parts, as the adapters join their texts

@@ -180,7 +180,9 @@ def _call_id(message: Message) -> Any:
         if isinstance(value, str):
             return js_string(str.__str__(value))  # one id however its surrogates are held
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            double = js_double(value)
+            # Its value, never a subclass's own __float__ (as canonical reads it).
+            double = js_double(int.__index__(value) if isinstance(value, int)
+                               else float.__float__(value))
             if math.isfinite(double) and double.is_integer():
                 return (canonical(double),)
     return None
