@@ -1207,7 +1207,14 @@ pub fn format_evidence(line: &[u8], keys: RunKeys<'_>) -> Result<Option<Evidence
     if !crate::threads::memory_for(line.len(), false) {
         return Err(Declined); // Python's reading raises the MemoryError the CLI reports
     }
-    let tape = Tape::parse(line)?;
+    tape_format_evidence(&Tape::parse(line)?, keys)
+}
+
+/// `format_evidence` of a line already parsed.
+pub fn tape_format_evidence(
+    tape: &Tape<'_>,
+    keys: RunKeys<'_>,
+) -> Result<Option<Evidence>, Declined> {
     let root = tape.root();
     let listed = if root.is_object() {
         // `documents.run_format`: mini-swe-agent declares itself.

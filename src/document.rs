@@ -57,6 +57,13 @@ pub struct Tape<'a> {
     items: Vec<Item>,
 }
 
+/// A tape's items with the place of the line they were parsed from (`Tape::into_kept`).
+pub struct KeptItems {
+    at: usize,
+    len: usize,
+    items: Vec<Item>,
+}
+
 /// Why the tape declined a line (Python's `json` reads it instead).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Declined;
@@ -378,8 +385,11 @@ fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {
 impl<'a> Tape<'a> {
     /// Parse one line (without its newline); `Declined` for anything Python should read.
     pub fn parse(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
+        if let Some(tape) = crate::kept_tape::take(line) {
+            return Ok(tape); // format detection's parse of this very line, UTF-8 and all
+        }
         match std::str::from_utf8(line) {
-            Ok(text) => Tape::parse_str(text),
+            Ok(text) => Tape::parse_afresh(text.as_bytes()),
             Err(_) => Err(Declined),
         }
     }
@@ -387,6 +397,38 @@ impl<'a> Tape<'a> {
     /// `parse` of a text already known to be UTF-8 (no check again).
     pub fn parse_str(text: &'a str) -> Result<Tape<'a>, Declined> {
         let line = text.as_bytes();
+        if let Some(tape) = crate::kept_tape::take(line) {
+            return Ok(tape); // format detection's parse of this very line
+        }
+        Tape::parse_afresh(line)
+    }
+
+    /// The tape's items, with where its line lies, for `kept_tape` to hand to the next
+    /// parse of the same line.
+    pub fn into_kept(self) -> KeptItems {
+        KeptItems {
+            at: self.line.as_ptr() as usize,
+            len: self.line.len(),
+            items: self.items,
+        }
+    }
+
+    /// The tape of `line` from items kept from its parse; the items back when `line` does
+    /// not lie where the parsed line did (another line's). The caller answers for the text
+    /// there being unchanged since (`kept_tape` holds the `bytes` it lies in).
+    pub fn from_kept(line: &'a [u8], kept: KeptItems) -> Result<Tape<'a>, KeptItems> {
+        if kept.at == line.as_ptr() as usize && kept.len == line.len() {
+            Ok(Tape {
+                line,
+                items: kept.items,
+            })
+        } else {
+            Err(kept)
+        }
+    }
+
+    /// Parse `line`, known to be UTF-8, without looking for a kept tape.
+    fn parse_afresh(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
         // About one item per 16 bytes of a typical thread's line, but no more than a small
         // start for a long one: a single long text would otherwise reserve as many bytes as
         // it has, for the handful of items it makes.
@@ -773,6 +815,27 @@ impl<'t> Node for Value<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_items_make_a_tape_only_of_the_line_they_were_parsed_from() {
+        let line = br#"{"a":[1,"two",{"b":null}]}"#.to_vec();
+        let twin = line.clone();
+        let kept = Tape::parse_afresh(&line).expect("plain JSON").into_kept();
+        // The same text elsewhere, or a prefix of the same buffer, gets the items back.
+        let kept = Tape::from_kept(&twin, kept).err().expect("another buffer");
+        let kept = Tape::from_kept(&line[..line.len() - 1], kept)
+            .err()
+            .expect("another length");
+        let tape = Tape::from_kept(&line, kept).ok().expect("its own line");
+        let mut from_kept = Vec::new();
+        tape.root().push_canonical(&mut from_kept);
+        let mut fresh = Vec::new();
+        Tape::parse(&twin)
+            .expect("plain JSON")
+            .root()
+            .push_canonical(&mut fresh);
+        assert_eq!(from_kept, fresh);
+    }
 
     #[test]
     fn a_strings_stop_is_found_as_byte_by_byte() {

@@ -25,6 +25,7 @@ mod guard_py;
 mod json_py;
 pub mod json_reader;
 pub mod json_syntax;
+pub mod kept_tape;
 pub mod masking;
 pub mod node;
 pub mod objects;
@@ -399,21 +400,27 @@ fn scan_slices<'py>(
 /// the parsed line; `adapters::format_evidence`), read with the GIL released: `(True, None)`
 /// when it has no messages to judge by, `(True, (format or None, decisive))`, or
 /// `(False, None)` for a line the core leaves to Python (one the tape does not read as
-/// `json.loads` does).
+/// `json.loads` does). With `keep_tape`, the tape of a long line is kept for the next parse
+/// of the same line (`kept_tape`: the scan that follows the detection), until `release_kept_tape`.
 #[pyfunction]
-#[pyo3(signature = (line, messages_key=None))]
+#[pyo3(signature = (line, messages_key=None, keep_tape=false))]
 fn line_format_evidence(
-    py: Python<'_>,
-    line: &[u8],
+    line: &Bound<'_, PyBytes>,
     messages_key: Option<&str>,
+    keep_tape: bool,
 ) -> (bool, Option<adapters::Evidence>) {
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: None,
     };
-    match py.detach(|| adapters::format_evidence(line, keys)) {
-        Ok(found) => (true, found),
-        Err(document::Declined) => (false, None),
+    if !threads::memory_for(line.as_bytes().len(), false) {
+        return (false, None); // Python's reading raises the MemoryError the CLI reports
+    }
+    match kept_tape::judged_and_kept(line, keep_tape, |tape| {
+        adapters::tape_format_evidence(tape, keys)
+    }) {
+        Ok(Ok(found)) => (true, found),
+        Ok(Err(document::Declined)) | Err(document::Declined) => (false, None),
     }
 }
 
@@ -1130,6 +1137,19 @@ fn one_field_floor(threads: &Bound<'_, PyList>) -> PyResult<usize> {
     Ok(found)
 }
 
+/// Drop the tape `line_format_evidence(..., keep_tape=True)` kept, if the scan did not take
+/// it: at the end of a file, so that no tape outlives the reading it was kept for.
+#[pyfunction]
+fn release_kept_tape(py: Python<'_>) {
+    kept_tape::release(py);
+}
+
+/// Whether a tape kept by `line_format_evidence` is still waiting for its line (for tests).
+#[pyfunction]
+fn tape_is_kept() -> bool {
+    kept_tape::is_kept()
+}
+
 /// The parse floor of the CLI, for benchmarks: parse every line into a tape (one thread) and
 /// nothing else. Returns how many lines the tape took.
 #[pyfunction]
@@ -1254,6 +1274,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
+    module.add_function(wrap_pyfunction!(release_kept_tape, module)?)?;
+    module.add_function(wrap_pyfunction!(tape_is_kept, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
     module.add_function(wrap_pyfunction!(tape_reads, module)?)?;
     module.add_class::<guard_py::GuardCore>()?;

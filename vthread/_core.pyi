@@ -78,14 +78,22 @@ def scan_slices(
 ) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
-def line_format_evidence(line: bytes, messages_key: str | None = None
+def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape: bool = False
                          ) -> tuple[bool, tuple[str | None, bool] | None]:
     """What the run ``line`` holds says of its file's format, as
     ``documents.run_format_evidence(json.loads(line), messages_key)`` answers: ``(True,
     None)`` when the run has no messages to judge by, ``(True, (format, decisive))`` with
     ``format`` None for messages in no known format, or ``(False, None)`` when the core
     leaves the line to Python (one its tape does not read as ``json.loads`` does: NaN, a lone
-    surrogate, an escaped or repeated key, a 19-digit number, invalid UTF-8)."""
+    surrogate, an escaped or repeated key, a 19-digit number, invalid UTF-8). With
+    ``keep_tape``, the parse of a line of 1 MiB or more is kept for the next parse of the
+    same ``bytes`` (the scan after the detection), until :func:`release_kept_tape`."""
+
+def release_kept_tape() -> None:
+    """Drop the tape :func:`line_format_evidence` kept, if no parse took it."""
+
+def tape_is_kept() -> bool:
+    """Whether a tape :func:`line_format_evidence` kept still waits for its line."""
 
 def may_settle(line: bytes) -> bool:
     """Whether the run ``line`` holds may be decisively in a chat format: False only when

@@ -389,6 +389,9 @@ def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
     finally:
         _STOP_SIGNALS.remove(stop_signals)
         stop_signals.close(ignore=own_process)
+        # A parse format detection kept for a scan that never took it (that line read by
+        # Python, the run stopped) goes with the run, not with the process.
+        _core.release_kept_tape()
 
 
 def _stopped_by(stop: BaseException) -> tuple[int, str]:
@@ -2621,7 +2624,8 @@ def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | 
 
     try:
         return line_format_evidence(
-            line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))))
+            line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))),
+            keep_tape=True)  # the chunk is scanned next: its parse is handed over
     except MemoryError:
         return None
 
@@ -2655,7 +2659,8 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
         # (the core judges the bytes; Python parses only what it leaves)
         try:
             found = line_format_evidence(line, messages_key,
-                                         partial(_parse, suspect=index in suspect))
+                                         partial(_parse, suspect=index in suspect),
+                                         keep_tape=True)  # the scan takes its parse
         except MemoryError:
             continue  # a line too large to hold says nothing: its scan reports it, in place
         if found is None:

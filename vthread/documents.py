@@ -651,15 +651,17 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,
-                         parse: Callable[[bytes], Any] = json.loads,
-                         ) -> tuple[Any, bool] | None:
+                         parse: Callable[[bytes], Any] = json.loads, *,
+                         keep_tape: bool = False) -> tuple[Any, bool] | None:
     """:func:`run_format_evidence` of one line's JSON text (a JSONL line, an Arrow row),
     judged by the compiled core from its bytes, so that a long run's messages are never built
     in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
-    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``."""
+    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``. ``keep_tape``:
+    the core keeps its parse of a long line for the scan of the same ``bytes`` that follows
+    (:func:`vthread._core.line_format_evidence`), which spares parsing it twice."""
     from vthread import _core
 
-    read, found = _core.line_format_evidence(line, messages_key)
+    read, found = _core.line_format_evidence(line, messages_key, keep_tape)
     if read:
         return found
     try:
