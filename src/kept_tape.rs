@@ -10,7 +10,7 @@
 //! that very text, and its tape is the one a fresh parse would make. It is handed over once
 //! (taken), and at most one tape is kept, so memory holds at most one tape more than before.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -31,10 +31,16 @@ struct Kept {
 
 static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
 
-fn kept() -> std::sync::MutexGuard<'static, Option<Kept>> {
-    // A panic while the lock was held leaves nothing half-done worth refusing.
-    KEPT.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The kept tape's slot, or None while another thread holds it: nothing waits for it (a
+/// parse that finds it busy parses afresh), so no thread can hang on it, not even in a
+/// process forked while another thread held it.
+fn kept() -> Option<MutexGuard<'static, Option<Kept>>> {
+    match KEPT.try_lock() {
+        Ok(guard) => Some(guard),
+        // A panic while the lock was held leaves nothing half-done worth refusing.
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 /// Parse `line` (the text of `owner`) and run `judge` on its tape with the GIL released;
@@ -52,11 +58,12 @@ pub fn judged_and_kept<T: Send>(
         let found = judge(&tape);
         Ok::<_, Declined>((found, keep.then(|| tape.into_kept())))
     })?;
-    if let Some(items) = items {
-        let before = kept().replace(Kept {
+    if let (Some(items), Some(mut slot)) = (items, kept()) {
+        let before = slot.replace(Kept {
             line: owner.clone().unbind(),
             items: Some(items),
         });
+        drop(slot);
         drop(before); // outside the lock: its reference is released with the GIL held
     }
     Ok(found)
@@ -67,7 +74,7 @@ pub fn take(line: &[u8]) -> Option<Tape<'_>> {
     if line.len() < KEEP_FROM_BYTES {
         return None;
     }
-    let mut guard = kept();
+    let mut guard = kept()?;
     let entry = guard.as_mut()?;
     let items = entry.items.take()?;
     match Tape::from_kept(line, items) {
@@ -82,11 +89,24 @@ pub fn take(line: &[u8]) -> Option<Tape<'_>> {
 /// Drop the kept tape, if any (the GIL held): at the end of a file, or when a caller knows
 /// the line will not be read again.
 pub fn release(_py: Python<'_>) {
-    let before = kept().take();
+    let before = kept().and_then(|mut slot| slot.take());
+    drop(before);
+}
+
+/// Drop the kept line's reference once a parse has taken its tape (the GIL held), so that
+/// the line's `bytes` goes when its caller lets it go, not at the next keeping.
+pub fn release_taken(_py: Python<'_>) {
+    let before = kept().and_then(|mut slot| {
+        if slot.as_ref().is_some_and(|entry| entry.items.is_none()) {
+            slot.take()
+        } else {
+            None
+        }
+    });
     drop(before);
 }
 
 /// Whether a tape is kept (for the tests).
 pub fn is_kept() -> bool {
-    kept().as_ref().is_some_and(|entry| entry.items.is_some())
+    kept().is_some_and(|slot| slot.as_ref().is_some_and(|entry| entry.items.is_some()))
 }

@@ -6,6 +6,7 @@ was parsed from, takes it once, and no tape outlives a ``vthread scan`` run."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,10 @@ def test_the_scan_reads_the_kept_tape_as_its_own_parse(loop: bool) -> None:
     fresh = _core.scan_lines([bytes(bytearray(line))], OPTIONS, True, 1)
     assert _core.line_format_evidence(line, None, True) == (True, ("native", True))
     assert _core.tape_is_kept()
+    held = sys.getrefcount(line)
     handed = _core.scan_lines([b"[]", line], OPTIONS, True, 1)
     assert not _core.tape_is_kept()  # taken, once
+    assert sys.getrefcount(line) == held - 1  # and the line no longer held for it
     again = _core.scan_lines([b"[]", line], OPTIONS, True, 1)
     _columns_equal(handed, again)
     alone = _core.scan_lines([line], OPTIONS, True, 1)
