@@ -1,0 +1,119 @@
+"""Two source trees of vthread side by side on ``vthread scan FILE``, run in process.
+
+Each build is a directory put first on ``PYTHONPATH`` (a clone with its compiled core
+beside its ``vthread/``: ``cp target/release/lib_core.so vthread/_core.cpython-...so``). A
+round runs one fresh interpreter per build, the order alternating by round; the interpreter
+scans a small file once (imports, first calls), then each ``--file`` once with
+``vthread.cli.main(["scan", FILE, "--quiet", "--output", OUT])``, and reports the CPU time
+(user and kernel, all threads) and the minor page faults of each scan, and a digest of
+its records. The builds must write the same records, or they do not answer alike. Each
+round's ratio is taken within the round (before / after), so drift of the machine moves
+both sides alike; the summary gives the median of those ratios and how many rounds were
+faster.
+
+    python -m benchmarks.cli_in_process_ab before=/tmp/old after=. \\
+        --file /tmp/healthy-1000000.jsonl --rounds 7 --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+_CHILD = r"""
+import gc, hashlib, json, os, resource, sys, tempfile
+from vthread import cli
+warm, files = sys.argv[1], sys.argv[2:]
+out = os.path.join(tempfile.mkdtemp(), "records.jsonl")
+cli.main(["scan", warm, "--quiet", "--output", os.devnull])
+found = {}
+for path in files:
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    status = cli.main(["scan", path, "--quiet", "--output", out])
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    digest = hashlib.sha256(open(out, "rb").read()).hexdigest()[:16]
+    found[path] = [after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
+                   after.ru_minflt - before.ru_minflt, status, digest]
+print(json.dumps(found))
+"""
+
+
+def _build(text: str) -> tuple[str, Path]:
+    name, _, path = text.partition("=")
+    if not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=DIRECTORY, got {text!r}")
+    return name, Path(path).resolve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rounds, print (and write to ``--out``) the summary; 1 when records differ."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cli_in_process_ab",
+                                     description=__doc__.split("\n", 1)[0] if __doc__ else "")
+    parser.add_argument("builds", nargs=2, type=_build, metavar="NAME=DIRECTORY")
+    parser.add_argument("--file", action="append", required=True, type=Path)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    files = [str(path.resolve()) for path in args.file]
+    warm = Path(os.environ.get("TMPDIR", "/tmp")) / "vthread-ab-warm.jsonl"
+    warm.write_text('[{"type":"user","text":"hi"}]\n')
+    builds: list[tuple[str, Path]] = args.builds
+    runs: dict[str, dict[str, list[list[Any]]]] = {
+        name: {path: [] for path in files} for name, _ in builds}
+    for round_ in range(args.rounds):
+        for name, directory in builds if round_ % 2 == 0 else builds[::-1]:
+            env = {**os.environ, "PYTHONPATH": str(directory)}
+            done = subprocess.run([sys.executable, "-c", _CHILD, str(warm), *files], env=env,
+                                  cwd=warm.parent, capture_output=True, text=True, check=True)
+            for path, run in json.loads(done.stdout).items():
+                runs[name][path].append(run)
+    (first, _), (second, _) = builds
+    summary: dict[str, Any] = {}
+    same = True
+    for path in files:
+        row: dict[str, Any] = {}
+        cpu: dict[str, list[float]] = {}
+        for name, _ in builds:
+            taken = runs[name][path]
+            cpu[name] = [user + kernel for user, kernel, *_ in taken]
+            row[name] = {
+                "cpu_s_median": round(statistics.median(cpu[name]), 4),
+                "cpu_s_min": round(min(cpu[name]), 4),
+                "user_s_min": round(min(run[0] for run in taken), 4),
+                "faults_median": statistics.median(run[2] for run in taken),
+                "records": sorted({run[4] for run in taken}),
+                "status": sorted({run[3] for run in taken}),
+            }
+        ratios = [a / b for a, b in zip(cpu[first], cpu[second], strict=True)]
+        row[f"{first}/{second}_median_of_rounds"] = round(statistics.median(ratios), 3)
+        row[f"rounds_{second}_faster"] = sum(ratio > 1 for ratio in ratios)
+        row["same_records"] = row[first]["records"] == row[second]["records"]
+        same = same and row["same_records"]
+        summary[Path(path).name] = row
+    report = {
+        "method": "vthread.cli.main in process, one fresh interpreter per build and round, "
+                  "order alternating; CPU = user + kernel time of the process",
+        "builds": {name: str(directory) for name, directory in builds},
+        "rounds": args.rounds,
+        "machine": {"processor": platform.processor() or platform.machine(),
+                    "cpus": os.cpu_count(), "python": platform.python_version()},
+        "files": {Path(path).name: Path(path).stat().st_size for path in files},
+        "summary": summary,
+    }
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
