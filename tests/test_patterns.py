@@ -201,6 +201,15 @@ def test_bash_blocks_are_the_patterns_findall(text: str) -> None:
     assert adapters._bash_blocks(text) == re.findall(adapters._BASH_BLOCK, text, re.DOTALL)
 
 
+@given(st.lists(st.sampled_from(["```bash", "```", "`", "<function=", "<function", "<", "a",
+                                 "ba"]), max_size=12).map("".join),
+       st.sampled_from(["```bash", "<function="]), st.integers(0, 40))
+def test_finding_a_word_by_its_first_character_is_str_find(text: str, word: str,
+                                                           position: int) -> None:
+    """The search the block scanners use is ``str.find``."""
+    assert adapters._find_by_first(text, word, position) == text.find(word, position)
+
+
 def test_hostile_texts_get_the_old_answers() -> None:
     """The inputs that were quadratic still get the answers they got (small sizes)."""
     assert continuation.is_multi_page_request("home, " * 300) is False

@@ -489,6 +489,20 @@ _BASH_OPEN: Final = "```bash"
 _BASH_CLOSE: Final = "\n```"
 
 
+def _find_by_first(text: str, word: str, position: int = 0) -> int:
+    """``text.find(word, position)``, each candidate found by ``word``'s first character
+    alone. ``str.find`` of a longer word changes algorithm on texts of 30,000 characters or
+    more, and on a text of characters the word shares ("a1a1...", "Checking now. ...") took
+    10-20x longer for 4x the text there (8,000 to 32,000 characters); a one-character search
+    is a ``memchr``, linear throughout, and ``word`` opens with a rare one (a backquote,
+    ``<``)."""
+    while (start := text.find(word[0], position)) != -1:
+        if text.startswith(word, start):
+            return start
+        position = start + 1
+    return -1
+
+
 def _bash_blocks(text: str) -> list[str]:
     """``re.findall(_BASH_BLOCK, text, re.DOTALL)``, in O(len(text)).
 
@@ -504,7 +518,7 @@ def _bash_blocks(text: str) -> list[str]:
     blocks: list[str] = []
     last_close = text.rfind(_BASH_CLOSE)
     position = 0
-    while (start := text.find(_BASH_OPEN, position)) != -1:
+    while (start := _find_by_first(text, _BASH_OPEN, position)) != -1:
         run_start = run_end = start + len(_BASH_OPEN)
         while run_end < len(text) and text[run_end].isspace():  # re's \s is str.isspace
             run_end += 1
@@ -623,7 +637,7 @@ def _function_blocks(text: str) -> list[_Call]:
     >>> _function_blocks("<function=bash>\\n<parameter=command>ls")
     []
     """
-    if "<function=" not in text:
+    if _find_by_first(text, "<function=") == -1:
         return []
     found: list[_Call] = []
     for block in _FUNCTION_BLOCK.finditer(text):
