@@ -10,6 +10,7 @@
 //! something reads them.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::{self, Member};
@@ -55,13 +56,28 @@ struct Item {
 pub struct Tape<'a> {
     line: &'a [u8],
     items: Vec<Item>,
+    /// For a tape handed over by `kept_tape`: the `bytes` its line lies in, held (never read)
+    /// so that the buffer outlives the tape; dropped with it (without the GIL, PyO3 defers
+    /// the release to the next time it holds it).
+    #[allow(dead_code)]
+    owner: Option<Py<PyBytes>>,
 }
 
-/// A tape's items with the place of the line they were parsed from (`Tape::into_kept`).
+/// A tape's items with the place of the line they were parsed from (`Tape::into_kept`), and
+/// the `bytes` that line lies in, which `kept_tape` holds with them.
 pub struct KeptItems {
     at: usize,
     len: usize,
     items: Vec<Item>,
+    owner: Option<Py<PyBytes>>,
+}
+
+impl KeptItems {
+    /// These items, held with `owner`, the `bytes` their line lies in.
+    pub fn owned_by(mut self, owner: Py<PyBytes>) -> KeptItems {
+        self.owner = Some(owner);
+        self
+    }
 }
 
 /// Why the tape declined a line (Python's `json` reads it instead).
@@ -410,6 +426,7 @@ impl<'a> Tape<'a> {
             at: self.line.as_ptr() as usize,
             len: self.line.len(),
             items: self.items,
+            owner: self.owner,
         }
     }
 
@@ -421,6 +438,7 @@ impl<'a> Tape<'a> {
             Ok(Tape {
                 line,
                 items: kept.items,
+                owner: kept.owner,
             })
         } else {
             Err(kept)
@@ -452,7 +470,11 @@ impl<'a> Tape<'a> {
                 Err(Declined)
             }
         });
-        parsed.map(|()| Tape { line, items })
+        parsed.map(|()| Tape {
+            line,
+            items,
+            owner: None,
+        })
     }
 
     /// The root value.

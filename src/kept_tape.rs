@@ -8,7 +8,8 @@
 //! so that object's buffer lives, unchanged (`bytes` is immutable), for as long as the tape is
 //! kept; a line whose bytes start at that buffer's address and have its length is therefore
 //! that very text, and its tape is the one a fresh parse would make. It is handed over once
-//! (taken), and at most one tape is kept, so memory holds at most one tape more than before.
+//! (taken, the reference with it: the `bytes` is then held only as long as that tape), and at
+//! most one tape is kept, so memory holds at most one tape more than before.
 
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
@@ -20,27 +21,25 @@ use crate::document::{Declined, KeptItems, Tape};
 /// Lines shorter than this are not kept: their parse costs less than the keeping.
 pub const KEEP_FROM_BYTES: usize = 1 << 20;
 
-/// The line a tape was parsed from, and the tape's items until a parse of the line takes
-/// them. The reference is dropped only with the GIL held (`keep`, `release`).
-struct Kept {
-    // Held, never read: it keeps the buffer the items' line lies in alive and unchanged.
-    #[allow(dead_code)]
-    line: Py<PyBytes>,
-    items: Option<KeptItems>,
-}
+/// Tries at the slot's lock before going without it (see `slot`).
+const LOCK_TRIES: usize = 1 << 12;
 
-static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
+static KEPT: Mutex<Option<KeptItems>> = Mutex::new(None);
 
-/// The kept tape's slot, or None while another thread holds it: nothing waits for it (a
-/// parse that finds it busy parses afresh), so no thread can hang on it, not even in a
-/// process forked while another thread held it.
-fn kept() -> Option<MutexGuard<'static, Option<Kept>>> {
-    match KEPT.try_lock() {
-        Ok(guard) => Some(guard),
-        // A panic while the lock was held leaves nothing half-done worth refusing.
-        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
+/// The kept tape's slot. It is held only to move a tape in or out (no Python code, no
+/// freeing of a large block), so a try rarely fails, and it is tried a bounded number of
+/// times rather than waited for: a process forked while another thread held it (that
+/// thread gone in the child) goes without the slot (a parse afresh) instead of hanging.
+fn slot() -> Option<MutexGuard<'static, Option<KeptItems>>> {
+    for _ in 0..LOCK_TRIES {
+        match KEPT.try_lock() {
+            Ok(guard) => return Some(guard),
+            // A panic while the lock was held leaves nothing half-done worth refusing.
+            Err(TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
     }
+    None
 }
 
 /// Parse `line` (the text of `owner`) and run `judge` on its tape with the GIL released;
@@ -58,13 +57,10 @@ pub fn judged_and_kept<T: Send>(
         let found = judge(&tape);
         Ok::<_, Declined>((found, keep.then(|| tape.into_kept())))
     })?;
-    if let (Some(items), Some(mut slot)) = (items, kept()) {
-        let before = slot.replace(Kept {
-            line: owner.clone().unbind(),
-            items: Some(items),
-        });
-        drop(slot);
-        drop(before); // outside the lock: its reference is released with the GIL held
+    if let Some(items) = items {
+        let items = items.owned_by(owner.clone().unbind());
+        let before = slot().map(|mut slot| slot.replace(items));
+        drop(before); // outside the lock, the GIL held: the reference it holds goes now
     }
     Ok(found)
 }
@@ -74,13 +70,12 @@ pub fn take(line: &[u8]) -> Option<Tape<'_>> {
     if line.len() < KEEP_FROM_BYTES {
         return None;
     }
-    let mut guard = kept()?;
-    let entry = guard.as_mut()?;
-    let items = entry.items.take()?;
+    let mut slot = slot()?;
+    let items = slot.take()?;
     match Tape::from_kept(line, items) {
         Ok(tape) => Some(tape),
         Err(items) => {
-            entry.items = Some(items); // another line's: left for it
+            *slot = Some(items); // another line's: left for it
             None
         }
     }
@@ -89,24 +84,11 @@ pub fn take(line: &[u8]) -> Option<Tape<'_>> {
 /// Drop the kept tape, if any (the GIL held): at the end of a file, or when a caller knows
 /// the line will not be read again.
 pub fn release(_py: Python<'_>) {
-    let before = kept().and_then(|mut slot| slot.take());
-    drop(before);
-}
-
-/// Drop the kept line's reference once a parse has taken its tape (the GIL held), so that
-/// the line's `bytes` goes when its caller lets it go, not at the next keeping.
-pub fn release_taken(_py: Python<'_>) {
-    let before = kept().and_then(|mut slot| {
-        if slot.as_ref().is_some_and(|entry| entry.items.is_none()) {
-            slot.take()
-        } else {
-            None
-        }
-    });
+    let before = slot().and_then(|mut slot| slot.take());
     drop(before);
 }
 
 /// Whether a tape is kept (for the tests).
 pub fn is_kept() -> bool {
-    kept().is_some_and(|slot| slot.as_ref().is_some_and(|entry| entry.items.is_some()))
+    slot().is_some_and(|slot| slot.is_some())
 }

@@ -311,9 +311,8 @@ fn scan_lines<'py>(
         mask_volatile,
         anywhere,
     };
-    let chunk = threads::columns_of_lines(py, &views, reading, threads, format);
-    kept_tape::release_taken(py);
-    chunk_dict(py, chunk?)
+    let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
+    chunk_dict(py, chunk)
 }
 
 /// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are

@@ -6,6 +6,7 @@ was parsed from, takes it once, and no tape outlives a ``vthread scan`` run."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import vthread
-from vthread import _core, cli
+from vthread import _core, cli, documents
 
 OPTIONS = (2, 2, None, 3)
 KEEP_FROM_BYTES = 1 << 20
@@ -100,6 +101,63 @@ def test_a_kept_tape_goes_to_whichever_worker_reads_the_line() -> None:
     handed = _core.scan_lines(lines, OPTIONS, True, 2)
     assert not _core.tape_is_kept()
     _columns_equal(handed, fresh)
+
+
+def _long_file(tmp_path: Path, loop: bool = True) -> tuple[Path, bytes]:
+    line = _line(_long_thread(loop, 6000))
+    path = tmp_path / "one-long-line.jsonl"
+    path.write_bytes(line + b"\n" + json.dumps(_long_thread(False, 2)).encode() + b"\n")
+    return path, line
+
+
+@pytest.mark.parametrize("extra", [[], ["--jobs", "2"]])
+def test_vthread_scan_hands_the_detection_s_parse_to_the_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]) -> None:
+    path, line = _long_file(tmp_path)
+    scan_lines = _core.scan_lines
+    kept_before: list[bool] = []
+
+    def spied(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        if line in lines:
+            kept_before.append(_core.tape_is_kept())
+        found = scan_lines(lines, *args, **kwargs)
+        if line in lines:
+            assert not _core.tape_is_kept()  # taken by this scan
+        return found
+
+    monkeypatch.setattr(_core, "scan_lines", spied)
+    assert cli.main(["scan", str(path), "--quiet", "--output", os.devnull, *extra]) == 0
+    assert kept_before == [True]
+
+
+def test_a_tape_no_scan_took_goes_with_the_run(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # (not looping: no record's attribution parses the line again, taking the tape)
+    path, line = _long_file(tmp_path, loop=False)
+    scan_lines = _core.scan_lines
+    kept_during: list[bool] = []
+
+    def elsewhere(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        # The same text in other buffers: the kept tape is not taken.
+        found = scan_lines([bytes(bytearray(x)) for x in lines], *args, **kwargs)
+        if line in lines:
+            kept_during.append(_core.tape_is_kept())
+        return found
+
+    monkeypatch.setattr(_core, "scan_lines", elsewhere)
+    assert cli.main(["scan", str(path), "--quiet", "--output", os.devnull]) == 0
+    assert kept_during == [True]
+    assert not _core.tape_is_kept()
+
+
+def test_only_vthread_scan_keeps_tapes(tmp_path: Path) -> None:
+    # `vthread report` reads a file's runs through the scan's own chunking without scanning
+    # them: nothing may be kept for a scan that never comes.
+    path, _ = _long_file(tmp_path)
+    tasks = list(cli._tasks([str(path)], None, {}, False, None, False))
+    assert tasks and not _core.tape_is_kept()
+    assert documents.line_format_evidence(_line(_long_thread(True, 6000))) == ("native", True)
+    assert not _core.tape_is_kept()
 
 
 def test_vthread_scan_of_long_lines_answers_as_the_api_and_keeps_nothing(

@@ -114,6 +114,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import io
 import json
 import math
@@ -359,6 +360,14 @@ class _Done:
 _R = TypeVar("_R")
 
 
+_KEEP_TAPES: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
+    "vthread_scan_keeps_tapes", default=False)
+"""Whether format detection keeps its parse of a long line for the scan that follows
+(:func:`vthread._core.line_format_evidence`): only inside :func:`scan_command`, which lets
+a tape no scan took go at its end; never for a caller of :func:`_tasks` that does not scan
+(``vthread report``'s look at a file's kinds of messages)."""
+
+
 class _FatalError(Exception):
     """An input or output problem that ends the run with status 2."""
 
@@ -377,6 +386,7 @@ def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
     # job stopped then still says so and leaves its --summary.
     stop_signals = _StopSignals()
     _STOP_SIGNALS.append(stop_signals)
+    keeping = _KEEP_TAPES.set(True)
     try:
         return _scan_stopping_on_signals(options, stop_signals)
     except (KeyboardInterrupt, _TerminatedError) as stop:
@@ -391,6 +401,7 @@ def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
         stop_signals.close(ignore=own_process)
         # A parse format detection kept for a scan that never took it (that line read by
         # Python, the run stopped) goes with the run, not with the process.
+        _KEEP_TAPES.reset(keeping)
         _core.release_kept_tape()
 
 
@@ -2620,12 +2631,12 @@ def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | 
     """:func:`vthread.documents.line_format_evidence` of one line, Python parsing what the
     core leaves as :func:`_parse` does; None for a line too large to hold (its scan
     reports it, in place)."""
-    from vthread.documents import line_format_evidence
+    from vthread.documents import line_format_evidence_keeping
 
     try:
-        return line_format_evidence(
+        return line_format_evidence_keeping(
             line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))),
-            keep_tape=True)  # the chunk is scanned next: its parse is handed over
+            keep_tape=_KEEP_TAPES.get())  # the chunk is scanned next: its parse handed over
     except MemoryError:
         return None
 
@@ -2645,7 +2656,7 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
     format: (number, format, decisive) each (:func:`vthread.documents.run_format_evidence`),
     and the number of the first thread in no known format (None when there is none); lines
     over ``longest`` bytes, when given, are passed over."""
-    from vthread.documents import line_format_evidence
+    from vthread.documents import line_format_evidence_keeping
 
     suspect = suspect_lines(lines)
     evidence: list[tuple[int, Any, bool]] = []
@@ -2658,9 +2669,9 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
             continue
         # (the core judges the bytes; Python parses only what it leaves)
         try:
-            found = line_format_evidence(line, messages_key,
-                                         partial(_parse, suspect=index in suspect),
-                                         keep_tape=True)  # the scan takes its parse
+            found = line_format_evidence_keeping(
+                line, messages_key, partial(_parse, suspect=index in suspect),
+                keep_tape=_KEEP_TAPES.get())  # the scan takes its parse
         except MemoryError:
             continue  # a line too large to hold says nothing: its scan reports it, in place
         if found is None:

@@ -651,14 +651,21 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,
-                         parse: Callable[[bytes], Any] = json.loads, *,
-                         keep_tape: bool = False) -> tuple[Any, bool] | None:
+                         parse: Callable[[bytes], Any] = json.loads,
+                         ) -> tuple[Any, bool] | None:
     """:func:`run_format_evidence` of one line's JSON text (a JSONL line, an Arrow row),
     judged by the compiled core from its bytes, so that a long run's messages are never built
     in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
-    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``. ``keep_tape``:
-    the core keeps its parse of a long line for the scan of the same ``bytes`` that follows
-    (:func:`vthread._core.line_format_evidence`), which spares parsing it twice."""
+    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``."""
+    return line_format_evidence_keeping(line, messages_key, parse, keep_tape=False)
+
+
+def line_format_evidence_keeping(line: bytes, messages_key: str | None,
+                                 parse: Callable[[bytes], Any], *, keep_tape: bool
+                                 ) -> tuple[Any, bool] | None:
+    """:func:`line_format_evidence`; with ``keep_tape``, the core keeps its parse of a long
+    line for the scan of the same ``bytes`` that follows (``vthread scan`` only, which lets
+    it go at the end of its run: :func:`vthread._core.line_format_evidence`)."""
     from vthread import _core
 
     read, found = _core.line_format_evidence(line, messages_key, keep_tape)
