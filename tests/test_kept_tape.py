@@ -95,7 +95,7 @@ def test_only_the_very_bytes_take_it_and_short_lines_are_not_kept() -> None:
 def test_a_kept_tape_goes_to_whichever_worker_reads_the_line() -> None:
     lines = [json.dumps(_long_thread(False, 3)).encode()] * 300
     line = _line(_long_thread(True, 6000))
-    lines[250] = line  # in a later part than the first, read on the other thread
+    lines[280] = line  # in the second part of 256 lines (`LINES_PER_PART`), not the first
     fresh = _core.scan_lines([bytes(bytearray(x)) for x in lines], OPTIONS, True, 2)
     _core.line_format_evidence(line, None, True)
     handed = _core.scan_lines(lines, OPTIONS, True, 2)
