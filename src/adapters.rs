@@ -1730,14 +1730,30 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
         return Ok((None, true));
     }
     let kind = |message: &Value<'t>| message.get("type");
-    if messages
-        .iter()
-        .all(|m| kind(m).is_some_and(|kind| kind.is_string()) && m.get("role").is_none())
-    {
-        let responses = messages
-            .iter()
-            .any(|m| named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS))
-            && messages.iter().all(|m| named(kind(m), &RESPONSES_ITEMS));
+    // Every message a string `type` and no `role`: native, or Responses items. One walk of
+    // each message's members finds both keys and answers the three questions at once (three
+    // lookups a message, each a walk, were a sixth of `vthread scan` on a 1M-message line).
+    let mut typed_without_role = true;
+    let mut any_call_or_output = false;
+    let mut all_responses_items = true;
+    for message in messages {
+        let (mut found_kind, mut found_role) = (None, None);
+        for (key, value) in message.members() {
+            match key {
+                b"type" => found_kind = Some(value),
+                b"role" => found_role = Some(value),
+                _ => {}
+            }
+        }
+        if !found_kind.is_some_and(|kind| kind.is_string()) || found_role.is_some() {
+            typed_without_role = false;
+            break;
+        }
+        any_call_or_output = any_call_or_output || named(found_kind, &RESPONSES_CALLS_AND_OUTPUTS);
+        all_responses_items = all_responses_items && named(found_kind, &RESPONSES_ITEMS);
+    }
+    if typed_without_role {
+        let responses = any_call_or_output && all_responses_items;
         return Ok((Some(if responses { "responses" } else { "native" }), true));
     }
     // `m.get("type", "message")`: an item without a type is a message.

@@ -86,6 +86,21 @@ def test_core_evidence_is_pythons(value: Any, messages_key: str | None) -> None:
     _agrees(value, messages_key)
 
 
+TYPED = st.lists(st.fixed_dictionaries(
+    {"type": st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
+                              "function_call_output", "custom_tool_call", "x"])},
+    optional={"role": st.just("assistant"), "text": st.just("t")}), min_size=1, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TYPED)
+def test_typed_items_are_told_native_or_responses_as_python_tells_them(value: Any) -> None:
+    """Runs of typed items, mostly without a role: the one pass over their members that
+    tells native runs from Responses ones (every item a Responses type, one a call or an
+    output) answers as Python's three passes."""
+    assert _agrees(value, None)
+
+
 @settings(max_examples=300, deadline=None)
 @given(RUNS, MESSAGES_KEYS)
 def test_core_answers_every_plain_json_line(value: Any, messages_key: str | None) -> None:
