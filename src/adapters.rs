@@ -1199,22 +1199,11 @@ const OPENAI_KEYS: [&str; 4] = [
 /// format); no format for messages in none.
 pub type Evidence = (Option<&'static str>, bool);
 
-/// `documents.run_format_evidence` of the run a line holds, read from its bytes: None when
+/// `documents.run_format_evidence` of the run a line holds, read from its tape: None when
 /// it has no messages to judge by (no list of them, an empty one, or no run at all).
-/// Declined for a line the tape does not read as `json.loads` does: Python decides. Lets the
+/// Declined for a run the core does not judge as Python does: Python decides. Lets the
 /// detection judge a long run without building Python objects of it.
-pub fn format_evidence(line: &[u8], keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
-    if !crate::threads::memory_for(line.len(), false) {
-        return Err(Declined); // Python's reading raises the MemoryError the CLI reports
-    }
-    tape_format_evidence(&Tape::parse(line)?, keys)
-}
-
-/// `format_evidence` of a line already parsed.
-pub fn tape_format_evidence(
-    tape: &Tape<'_>,
-    keys: RunKeys<'_>,
-) -> Result<Option<Evidence>, Declined> {
+pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
     let root = tape.root();
     let listed = if root.is_object() {
         // `documents.run_format`: mini-swe-agent declares itself.
@@ -2132,7 +2121,8 @@ mod tests {
         for line in PLAIN_CHATS {
             let found = plain_reads_otherwise(line.as_bytes(), RunKeys::default()).unwrap();
             assert_eq!(
-                format_evidence(line.as_bytes(), RunKeys::default()).unwrap(),
+                format_evidence(&Tape::parse(line.as_bytes()).unwrap(), RunKeys::default())
+                    .unwrap(),
                 Some((Some("openai"), false)),
                 "{line}"
             );

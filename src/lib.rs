@@ -417,7 +417,7 @@ fn line_format_evidence(
         return (false, None); // Python's reading raises the MemoryError the CLI reports
     }
     match kept_tape::judged_and_kept(line, keep_tape, |tape| {
-        adapters::tape_format_evidence(tape, keys)
+        adapters::format_evidence(tape, keys)
     }) {
         Ok(Ok(found)) => (true, found),
         Ok(Err(document::Declined)) | Err(document::Declined) => (false, None),

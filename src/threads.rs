@@ -420,7 +420,7 @@ const ASKED_FROM_BYTES: usize = 1 << 20;
 /// left to Python, whose reading raises the MemoryError the CLI reports with the line's
 /// place (exit 71, the records before it written); the core's own allocations would fail
 /// part-way with the allocator's abort, which ends the process with no record written.
-pub fn memory_for(bytes: usize, anywhere: bool) -> bool {
+pub(crate) fn memory_for(bytes: usize, anywhere: bool) -> bool {
     if bytes < ASKED_FROM_BYTES {
         return true;
     }
