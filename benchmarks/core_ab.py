@@ -5,10 +5,12 @@ memory) moves its time by a few percent, less than this machine's drift between 
 minute apart. So the builds are loaded into one interpreter (each ``.so`` under a name of
 its own) and called in turn on the same parsed threads, the order alternating by round, and
 each round's ratio is taken against the first build: the drift then moves both sides of a
-ratio alike. Two measures: ``_core.scan_columns`` over the threads (the column pass alone)
-and ``vthread.scan`` with the build put in place of ``vthread._core`` (the whole call,
-Python's verdicts and records included); records and columns must be identical across
-builds. CPU seconds (``time.process_time``), garbage collection off.
+ratio alike. Three measures: ``_core.scan_columns`` over the threads (the column pass alone),
+``vthread.scan`` with the build put in place of ``vthread._core`` (the whole call,
+Python's verdicts and records included), and ``_core.scan_lines`` over the file's lines on
+one thread (the pass ``vthread scan FILE`` makes from bytes: parse, columns, ids and token
+figures); records and columns must be identical across builds. CPU seconds
+(``time.process_time``), garbage collection off. ``--ways`` picks some of them.
 
 A build is ``NAME=PATH``, PATH a built core (``vthread/_core.*.so`` after ``maturin develop
 --release``, copied aside before the next build). Writes ``--out`` (JSON).
@@ -31,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -61,6 +63,13 @@ def _columns(core: ModuleType, threads: list[Any], options: Any) -> tuple[float,
         key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
 
 
+def _lines(core: ModuleType, lines: list[bytes], options: Any) -> tuple[float, Any]:
+    started = time.process_time()
+    raw = core.scan_lines(lines, options, True, 1)
+    return time.process_time() - started, {
+        key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
+
+
 def _public(core: ModuleType, threads: list[Any]) -> tuple[float, Any]:
     modules = [importlib.import_module(name) for name in _USING_THE_CORE]
     kept = [module._core for module in modules]
@@ -76,13 +85,19 @@ def _public(core: ModuleType, threads: list[Any]) -> tuple[float, Any]:
     return seconds, [result.record(row) for row in range(len(result))]
 
 
-def measure(builds: dict[str, ModuleType], threads: list[Any], rounds: int) -> dict[str, Any]:
+WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines")
+
+
+def measure(builds: dict[str, ModuleType], threads: list[Any], lines: list[bytes], rounds: int,
+            chosen: tuple[str, ...] = WAYS) -> dict[str, Any]:
     options = core_options(cycle_options())
     ways: dict[str, Callable[[ModuleType], tuple[float, Any]]] = {
         "scan_columns": lambda core: _columns(core, threads, options),
-        "vthread.scan": lambda core: _public(core, threads)}
+        "vthread.scan": lambda core: _public(core, threads),
+        "scan_lines": lambda core: _lines(core, lines, options)}
     out: dict[str, Any] = {}
-    for way, run in ways.items():
+    for way in chosen:
+        run = ways[way]
         seconds: dict[str, list[float]] = {name: [] for name in builds}
         answers: dict[str, Any] = {}
         for index in range(rounds):
@@ -113,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   "the baseline")
     parser.add_argument("--file", type=Path, required=True, help="JSONL of threads")
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--out", type=Path)
     options = parser.parse_args(argv)
     builds = {}
@@ -121,15 +137,16 @@ def main(argv: list[str] | None = None) -> int:
         if not equals or not name.isidentifier():
             raise SystemExit(f"{given!r}: a build is NAME=PATH, NAME an identifier")
         builds[name] = load(name, path)
-    with options.file.open("rb") as lines:
-        parsed = [orjson.loads(line) for line in lines]
+    lines = options.file.read_bytes().splitlines()
+    parsed = [orjson.loads(line) for line in lines]
     threads = [thread["messages"] if isinstance(thread, dict) else thread for thread in parsed]
     gc.disable()
     report = {"what": __doc__.split("\n\n")[0], "machine": machine(),
               "builds": dict(zip(builds, options.builds, strict=True)),
               "workload": {"file": options.file.name, "threads": len(threads),
                            "messages": sum(map(len, threads))},
-              "rounds": options.rounds, "results": measure(builds, threads, options.rounds)}
+              "rounds": options.rounds, "results": measure(builds, threads, lines, options.rounds,
+                                                      tuple(options.ways))}
     report["machine"]["load_average_end"] = list(os.getloadavg())
     text = json.dumps(report, indent=1) + "\n"
     if options.out:

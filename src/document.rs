@@ -54,7 +54,9 @@ struct Item {
 
 /// A parsed line.
 pub struct Tape<'a> {
-    line: &'a [u8],
+    /// The line, checked to be UTF-8 once, when it was parsed: a string's text is then a
+    /// slice of it, found without a second check.
+    line: &'a str,
     items: Vec<Item>,
     /// For a tape handed over by `kept_tape`: the `bytes` its line lies in, held (never read)
     /// so that the buffer outlives the tape; dropped with it (without the GIL, PyO3 defers
@@ -330,15 +332,24 @@ impl Parser<'_, '_> {
 
 fn has_repeated_key(bytes: &[u8], items: &[Item], keys: &[usize]) -> bool {
     let text = |key: usize| &bytes[items[key].start as usize..items[key].end as usize];
-    if keys.len() <= 16 {
+    if keys.len() <= SMALL_OBJECT {
+        // Pairs compared by length and end bytes first: an object's keys nearly always
+        // differ there ("type" and "text" in the last), and the bytes are then compared only
+        // when those agree, not with a call to `memcmp` for every pair of equal length.
+        let alike = |a: &[u8], b: &[u8]| {
+            a.len() == b.len() && a.first() == b.first() && a.last() == b.last() && a == b
+        };
         return keys
             .iter()
             .enumerate()
-            .any(|(i, &a)| keys[..i].iter().any(|&b| text(a) == text(b)));
+            .any(|(i, &a)| keys[..i].iter().any(|&b| alike(text(a), text(b))));
     }
     let mut seen = ahash::AHashSet::with_capacity(keys.len());
     !keys.iter().all(|&key| seen.insert(text(key)))
 }
+
+/// Objects of at most this many keys are checked for a repeated key pair by pair.
+const SMALL_OBJECT: usize = 16;
 
 /// Where the first byte a string's scan must stop at lies: a quote, a backslash, or a raw
 /// control character (which json's strict mode refuses). One pass, 16 bytes at a time
@@ -401,18 +412,14 @@ fn hex4(digits: Option<&[u8]>) -> Result<u32, Declined> {
 impl<'a> Tape<'a> {
     /// Parse one line (without its newline); `Declined` for anything Python should read.
     pub fn parse(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
-        if let Some(tape) = crate::kept_tape::take(line) {
-            return Ok(tape); // format detection's parse of this very line, UTF-8 and all
-        }
-        match std::str::from_utf8(line) {
-            Ok(text) => Tape::parse_afresh(text.as_bytes()),
+        match simdutf8::basic::from_utf8(line) {
+            Ok(text) => Tape::parse_str(text),
             Err(_) => Err(Declined),
         }
     }
 
     /// `parse` of a text already known to be UTF-8 (no check again).
-    pub fn parse_str(text: &'a str) -> Result<Tape<'a>, Declined> {
-        let line = text.as_bytes();
+    pub fn parse_str(line: &'a str) -> Result<Tape<'a>, Declined> {
         if let Some(tape) = crate::kept_tape::take(line) {
             return Ok(tape); // format detection's parse of this very line
         }
@@ -433,7 +440,7 @@ impl<'a> Tape<'a> {
     /// The tape of `line` from items kept from its parse; the items back when `line` does
     /// not lie where the parsed line did (another line's). The caller answers for the text
     /// there being unchanged since (`kept_tape` holds the `bytes` it lies in).
-    pub fn from_kept(line: &'a [u8], kept: KeptItems) -> Result<Tape<'a>, KeptItems> {
+    pub fn from_kept(line: &'a str, kept: KeptItems) -> Result<Tape<'a>, KeptItems> {
         if kept.at == line.as_ptr() as usize && kept.len == line.len() {
             Ok(Tape {
                 line,
@@ -446,7 +453,7 @@ impl<'a> Tape<'a> {
     }
 
     /// Parse `line`, known to be UTF-8, without looking for a kept tape.
-    fn parse_afresh(line: &'a [u8]) -> Result<Tape<'a>, Declined> {
+    fn parse_afresh(line: &'a str) -> Result<Tape<'a>, Declined> {
         // About one item per 16 bytes of a typical thread's line, but no more than a small
         // start for a long one: a single long text would otherwise reserve as many bytes as
         // it has, for the handful of items it makes.
@@ -454,11 +461,11 @@ impl<'a> Tape<'a> {
         items
             .try_reserve((line.len() / 16).min(MAX_FIRST_ITEMS))
             .map_err(|_| Declined)?;
-        if line.starts_with(b"\xef\xbb\xbf") {
+        if line.starts_with('\u{feff}') {
             return Err(Declined);
         }
         let mut parser = Parser {
-            bytes: line,
+            bytes: line.as_bytes(),
             at: 0,
             items: &mut items,
         };
@@ -500,7 +507,14 @@ impl<'t> Value<'t> {
 
     fn raw(&self) -> &'t [u8] {
         let item = self.tape.items[self.index];
-        &self.tape.line[item.start as usize..item.end as usize]
+        &self.tape.line.as_bytes()[item.start as usize..item.end as usize]
+    }
+
+    /// `raw` as text: a slice of the line, which was checked to be UTF-8 when parsed (a
+    /// value's text begins and ends beside ASCII, so the slice always lies on characters).
+    fn raw_str(&self) -> Option<&'t str> {
+        let item = self.tape.items[self.index];
+        self.tape.line.get(item.start as usize..item.end as usize)
     }
 
     /// The children of an array, or the keys and values (alternating) of an object.
@@ -540,9 +554,9 @@ impl<'t> Value<'t> {
         let item = self.tape.items[self.index];
         let (start, end) = (item.start as usize, item.end as usize);
         if item.kind == Kind::String {
-            &self.tape.line[start - 1..end + 1]
+            &self.tape.line.as_bytes()[start - 1..end + 1]
         } else {
-            &self.tape.line[start..end]
+            &self.tape.line.as_bytes()[start..end]
         }
     }
 
@@ -572,13 +586,11 @@ impl<'t> Value<'t> {
         if item.kind != Kind::String {
             return None;
         }
-        let raw = self.raw();
-        // SAFETY-free: the whole line was checked to be UTF-8 before parsing.
-        let plain = std::str::from_utf8(raw).ok()?;
+        let plain = self.raw_str()?;
         if !item.escaped {
             return Some(std::borrow::Cow::Borrowed(plain));
         }
-        Some(std::borrow::Cow::Owned(unescape(raw)))
+        Some(std::borrow::Cow::Owned(unescape(plain.as_bytes())))
     }
 
     /// An integer's value when it is one that fits in an i64.
@@ -586,7 +598,7 @@ impl<'t> Value<'t> {
         if self.item().kind != Kind::Number {
             return None;
         }
-        std::str::from_utf8(self.raw()).ok()?.parse().ok()
+        self.raw_str()?.parse().ok()
     }
 
     /// A number's value as a double (correctly rounded, as Python's float()).
@@ -594,7 +606,7 @@ impl<'t> Value<'t> {
         if self.item().kind != Kind::Number {
             return None;
         }
-        std::str::from_utf8(self.raw()).ok()?.parse().ok()
+        self.raw_str()?.parse().ok()
     }
 
     /// Whether the number is written as an integer (no fraction, no exponent).
@@ -840,7 +852,7 @@ mod tests {
 
     #[test]
     fn kept_items_make_a_tape_only_of_the_line_they_were_parsed_from() {
-        let line = br#"{"a":[1,"two",{"b":null}]}"#.to_vec();
+        let line = r#"{"a":[1,"two",{"b":null}]}"#.to_string();
         let twin = line.clone();
         let kept = Tape::parse_afresh(&line).expect("plain JSON").into_kept();
         // The same text elsewhere, or a prefix of the same buffer, gets the items back.
@@ -852,11 +864,59 @@ mod tests {
         let mut from_kept = Vec::new();
         tape.root().push_canonical(&mut from_kept);
         let mut fresh = Vec::new();
-        Tape::parse(&twin)
+        Tape::parse(twin.as_bytes())
             .expect("plain JSON")
             .root()
             .push_canonical(&mut fresh);
         assert_eq!(from_kept, fresh);
+    }
+
+    #[test]
+    fn a_repeated_key_is_found_as_a_set_of_the_keys_finds_it() {
+        // Keys drawn from few bytes and lengths, so that many pairs agree in what the small
+        // objects' check compares first (length, first and last byte) and differ inside; the
+        // empty key; objects on both sides of SMALL_OBJECT.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |bound: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % bound
+        };
+        let lengths = [0, 1, 3, 7, 8, 9, 259, 263, 264];
+        for _ in 0..4000 {
+            let count = next(2 * SMALL_OBJECT + 2);
+            let keys: Vec<Vec<u8>> = (0..count)
+                .map(|_| {
+                    let mut key = vec![b'k'; lengths[next(lengths.len())]];
+                    if !key.is_empty() {
+                        let place = next(key.len());
+                        key[place] = b"ab"[next(2)];
+                    }
+                    key
+                })
+                .collect();
+            let mut line = Vec::new();
+            let mut items = Vec::new();
+            for key in &keys {
+                let start = line.len() as u32;
+                line.extend_from_slice(key);
+                items.push(Item {
+                    kind: Kind::String,
+                    escaped: false,
+                    start,
+                    end: line.len() as u32,
+                    next: 0,
+                });
+            }
+            let indices: Vec<usize> = (0..keys.len()).collect();
+            let distinct: std::collections::HashSet<&Vec<u8>> = keys.iter().collect();
+            assert_eq!(
+                has_repeated_key(&line, &items, &indices),
+                distinct.len() < keys.len(),
+                "{keys:?}"
+            );
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub fn judged_and_kept<T: Send>(
 }
 
 /// The kept tape of `line`, taken, when it is the kept line's text; any thread, GIL or not.
-pub fn take(line: &[u8]) -> Option<Tape<'_>> {
+pub fn take(line: &str) -> Option<Tape<'_>> {
     if line.len() < KEEP_FROM_BYTES {
         return None;
     }
