@@ -333,19 +333,22 @@ impl Parser<'_, '_> {
 fn has_repeated_key(bytes: &[u8], items: &[Item], keys: &[usize]) -> bool {
     let text = |key: usize| &bytes[items[key].start as usize..items[key].end as usize];
     if keys.len() <= SMALL_OBJECT {
-        // Pairs compared by length and end bytes first: an object's keys nearly always
-        // differ there ("type" and "text" in the last), and the bytes are then compared only
-        // when those agree, not with a call to `memcmp` for every pair of equal length.
-        let alike = |a: &[u8], b: &[u8]| {
-            a.len() == b.len() && a.first() == b.first() && a.last() == b.last() && a == b
-        };
         return keys
             .iter()
             .enumerate()
-            .any(|(i, &a)| keys[..i].iter().any(|&b| alike(text(a), text(b))));
+            .any(|(i, &a)| keys[..i].iter().any(|&b| same_key(text(a), text(b))));
     }
     let mut seen = ahash::AHashSet::with_capacity(keys.len());
     !keys.iter().all(|&key| seen.insert(text(key)))
+}
+
+/// Whether two keys are the same bytes, told by their lengths and end bytes first: an
+/// object's keys nearly always differ there ("type" and "text" in the last), and the rest
+/// is then compared only when those agree, not with a call to `memcmp` for every pair of
+/// keys of one length.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.first() == b.first() && a.last() == b.last() && a == b
 }
 
 /// Objects of at most this many keys are checked for a repeated key pair by pair.
@@ -576,7 +579,7 @@ impl<'t> Value<'t> {
             return None;
         }
         self.members()
-            .find(|(key, _)| *key == name.as_bytes())
+            .find(|(key, _)| same_key(key, name.as_bytes()))
             .map(|(_, value)| value)
     }
 
