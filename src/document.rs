@@ -90,6 +90,9 @@ struct Parser<'a, 'b> {
     bytes: &'a [u8],
     at: usize,
     items: &'b mut Vec<Item>,
+    /// The key items of the objects being read, innermost last: one stack for the line,
+    /// not a vector allocated and freed for every object.
+    keys: Vec<usize>,
 }
 
 impl Parser<'_, '_> {
@@ -290,7 +293,7 @@ impl Parser<'_, '_> {
         let index = self.push(Kind::Object, self.at, self.at, false)?;
         self.at += 1;
         self.skip_space();
-        let mut keys: Vec<usize> = Vec::new();
+        let first_key = self.keys.len();
         if self.bytes.get(self.at) == Some(&b'}') {
             self.at += 1;
         } else {
@@ -303,7 +306,7 @@ impl Parser<'_, '_> {
                 if self.items[key].escaped {
                     return Err(Declined); // compared as raw bytes below and in `field`
                 }
-                keys.push(key);
+                self.keys.push(key);
                 self.skip_space();
                 if self.bytes.get(self.at) != Some(&b':') {
                     return Err(Declined);
@@ -321,9 +324,10 @@ impl Parser<'_, '_> {
                 }
             }
         }
-        if has_repeated_key(self.bytes, self.items, &keys) {
+        if has_repeated_key(self.bytes, self.items, &self.keys[first_key..]) {
             return Err(Declined); // json keeps the first place and the last value: Python's job
         }
+        self.keys.truncate(first_key);
         self.items[index].end = self.at as u32;
         self.items[index].next = self.items.len() as u32;
         Ok(())
@@ -471,6 +475,7 @@ impl<'a> Tape<'a> {
             bytes: line.as_bytes(),
             at: 0,
             items: &mut items,
+            keys: Vec::new(),
         };
         let parsed = parser.value(0).and_then(|()| {
             parser.skip_space();
@@ -570,6 +575,16 @@ impl<'t> Value<'t> {
             let key = children.next()?;
             let value = children.next()?;
             Some((key.raw(), value))
+        })
+    }
+
+    /// `members` with each key as text (a slice of the line, no UTF-8 check again).
+    fn members_as_text(&self) -> impl Iterator<Item = (&'t str, Value<'t>)> {
+        let mut children = self.children();
+        std::iter::from_fn(move || {
+            let key = children.next()?;
+            let value = children.next()?;
+            Some((key.raw_str().unwrap_or(""), value))
         })
     }
 
@@ -695,14 +710,14 @@ impl<'t> Value<'t> {
                     .any(|(key, _)| canonical::array_index(key).is_some())
                 {
                     let members = self
-                        .members()
+                        .members_as_text()
                         .map(|(key, value)| {
                             let mut text = Vec::new();
-                            canonical::push_str(&mut text, std::str::from_utf8(key).unwrap_or(""));
+                            canonical::push_str(&mut text, key);
                             let mut encoded = Vec::new();
                             value.push_canonical(&mut encoded);
                             (
-                                canonical::array_index(key),
+                                canonical::array_index(key.as_bytes()),
                                 Member {
                                     key: text,
                                     value: encoded,
@@ -713,11 +728,11 @@ impl<'t> Value<'t> {
                     canonical::push_object(out, members);
                 } else {
                     out.push(b'{');
-                    for (position, (key, value)) in self.members().enumerate() {
+                    for (position, (key, value)) in self.members_as_text().enumerate() {
                         if position > 0 {
                             out.push(b',');
                         }
-                        canonical::push_str(out, std::str::from_utf8(key).unwrap_or(""));
+                        canonical::push_str(out, key);
                         out.push(b':');
                         value.push_canonical(out);
                     }
