@@ -3,7 +3,9 @@
 Each build is a directory put first on ``PYTHONPATH`` (a clone with its compiled core
 beside its ``vthread/``: ``cp target/release/lib_core.so vthread/_core.cpython-...so``). A
 round runs one fresh interpreter per build, the order alternating by round; the interpreter
-scans a small file once (imports, first calls), then each ``--file`` once with
+scans a small file once (imports, first calls), then each ``--file`` once (or
+``--repeats`` times, the scan of least CPU time kept: the first scan of a large file in a
+process also pays for the memory the process grows into) with
 ``vthread.cli.main(["scan", FILE, "--quiet", "--output", OUT])``, and reports the CPU time
 (user and kernel, all threads) and the minor page faults of each scan, and a digest of
 its records. The builds must write the same records, or they do not answer alike. Each
@@ -30,18 +32,21 @@ from typing import Any
 _CHILD = r"""
 import gc, hashlib, json, os, resource, sys, tempfile
 from vthread import cli
-warm, files = sys.argv[1], sys.argv[2:]
+repeats, warm, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 out = os.path.join(tempfile.mkdtemp(), "records.jsonl")
 cli.main(["scan", warm, "--quiet", "--output", os.devnull])
 found = {}
 for path in files:
-    gc.collect()
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    status = cli.main(["scan", path, "--quiet", "--output", out])
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    digest = hashlib.sha256(open(out, "rb").read()).hexdigest()[:16]
-    found[path] = [after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
-                   after.ru_minflt - before.ru_minflt, status, digest]
+    for _ in range(repeats):
+        gc.collect()
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        status = cli.main(["scan", path, "--quiet", "--output", out])
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        digest = hashlib.sha256(open(out, "rb").read()).hexdigest()[:16]
+        run = [after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
+               after.ru_minflt - before.ru_minflt, status, digest]
+        if path not in found or run[0] + run[1] < found[path][0] + found[path][1]:
+            found[path] = run
 print(json.dumps(found))
 """
 
@@ -60,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("builds", nargs=2, type=_build, metavar="NAME=DIRECTORY")
     parser.add_argument("--file", action="append", required=True, type=Path)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="scans of each file per interpreter; the least CPU time kept")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     files = [str(path.resolve()) for path in args.file]
@@ -71,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):
         for name, directory in builds if round_ % 2 == 0 else builds[::-1]:
             env = {**os.environ, "PYTHONPATH": str(directory)}
-            done = subprocess.run([sys.executable, "-c", _CHILD, str(warm), *files], env=env,
+            done = subprocess.run([sys.executable, "-c", _CHILD, str(args.repeats), str(warm),
+                                   *files], env=env,
                                   cwd=warm.parent, capture_output=True, text=True, check=True)
             for path, run in json.loads(done.stdout).items():
                 runs[name][path].append(run)
@@ -100,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         summary[Path(path).name] = row
     report = {
         "method": "vthread.cli.main in process, one fresh interpreter per build and round, "
-                  "order alternating; CPU = user + kernel time of the process",
+                  "order alternating; CPU = user + kernel time of the process; of "
+                  f"{args.repeats} scan(s) of a file per interpreter, the least CPU time",
         "builds": {name: str(directory) for name, directory in builds},
         "rounds": args.rounds,
         "machine": {"processor": platform.processor() or platform.machine(),
