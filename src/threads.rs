@@ -237,10 +237,9 @@ fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool)
         if usage.children().next().is_none() {
             continue; // Python's filter(None, ...) drops an empty usage before reading it
         }
-        match usage
-            .get("tokens")
-            .filter(|tokens| tokens.as_f64().is_some())
-        {
+        // Any number of JSON's grammar reads as a double (1e400 as infinity), so the kind
+        // says it: the text is parsed once, below, not also here.
+        match usage.get("tokens").filter(Value::is_number) {
             Some(number) => {
                 if number.is_integer() {
                     let small = number.as_i64()?;
