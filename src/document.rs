@@ -80,6 +80,18 @@ impl KeptItems {
         self.owner = Some(owner);
         self
     }
+
+    /// These items without the `bytes` they hold, and that reference (to be let go of with
+    /// the GIL held, once the items are used or dropped).
+    pub fn without_owner(mut self) -> (KeptItems, Option<Py<PyBytes>>) {
+        let owner = self.owner.take();
+        (self, owner)
+    }
+
+    /// The address of the line these items were parsed from.
+    pub fn place(&self) -> usize {
+        self.at
+    }
 }
 
 /// Why the tape declined a line (Python's `json` reads it instead).

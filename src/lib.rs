@@ -7,6 +7,8 @@
 //! the guard's word normal form, from the tables that `tools/unicode_tables.py` generates
 //! into `unicode_tables`).
 
+use std::collections::HashMap;
+
 use pyo3::prelude::*;
 
 pub mod adapters;
@@ -310,9 +312,57 @@ fn scan_lines<'py>(
         keys,
         mask_volatile,
         anywhere,
+        keep_tapes: true,
     };
-    let chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
-    chunk_dict(py, chunk)
+    let mut chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
+    let kept = std::mem::take(&mut chunk.kept);
+    let out = chunk_dict(py, chunk)?;
+    if !kept.is_empty() {
+        let tapes = kept
+            .into_iter()
+            .map(|(offset, items)| items.owned_by(owned[offset].clone().unbind()))
+            .collect();
+        let kept = KeptTapes {
+            tapes: std::sync::Mutex::new(tapes),
+        };
+        out.set_item("kept", Bound::new(py, kept)?)?;
+    }
+    Ok(out)
+}
+
+/// The tapes `scan_lines` kept of the lines whose threads may loop, for `attribute_lines`
+/// of the looping ones, which then parses none of them again. Each holds a reference to its
+/// line's `bytes`: while it is kept, that buffer lives unchanged (`bytes` is immutable), so a
+/// line found at its address with its length is the text the tape was parsed from.
+#[pyclass(module = "vthread._core", frozen)]
+struct KeptTapes {
+    tapes: std::sync::Mutex<Vec<document::KeptItems>>,
+}
+
+#[pymethods]
+impl KeptTapes {
+    /// The tapes still kept (`attribute_lines` takes them all).
+    fn __len__(&self) -> usize {
+        self.tapes.try_lock().map_or(0, |tapes| tapes.len())
+    }
+}
+
+impl KeptTapes {
+    /// Every tape, taken, by the address of its line, and the references they held (to be
+    /// dropped with the GIL held). The lock is tried, never waited for: a process forked
+    /// while another thread held it goes without (each line is then parsed).
+    fn take(&self) -> (HashMap<usize, document::KeptItems>, Vec<Py<PyBytes>>) {
+        let mut by_place = HashMap::new();
+        let mut owners = Vec::new();
+        if let Ok(mut tapes) = self.tapes.try_lock() {
+            for items in tapes.drain(..) {
+                let (items, owner) = items.without_owner();
+                owners.extend(owner);
+                by_place.insert(items.place(), items);
+            }
+        }
+        (by_place, owners)
+    }
 }
 
 /// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
@@ -391,6 +441,7 @@ fn scan_slices<'py>(
         keys: adapters::RunKeys::default(),
         mask_volatile,
         anywhere,
+        keep_tapes: false,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)
@@ -664,7 +715,8 @@ fn loop_tokens(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<f64
 /// the GIL released. Runs are found under `messages_key` and their lines read as
 /// `documents.read_run` reads them (`id_key` as the lines were read).
 #[pyfunction]
-#[pyo3(signature = (lines, codes, begins, periods, repetitions, messages_key=None, id_key=None))]
+#[pyo3(signature = (lines, codes, begins, periods, repetitions, messages_key=None, id_key=None, kept=None))]
+#[allow(clippy::too_many_arguments)]
 fn attribute_lines<'py>(
     lines: &Bound<'py, PyList>,
     codes: Vec<u8>,
@@ -673,6 +725,7 @@ fn attribute_lines<'py>(
     repetitions: Vec<usize>,
     messages_key: Option<&str>,
     id_key: Option<&str>,
+    kept: Option<&Bound<'py, KeptTapes>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = lines.py();
     let found = found_loops(
@@ -689,17 +742,29 @@ fn attribute_lines<'py>(
         messages: messages_key,
         id: id_key,
     };
+    let (mut kept, owners) = kept.map(|kept| kept.get().take()).unwrap_or_default();
     let attributed: Vec<Option<attribution::Attributed>> = py.detach(|| {
         views
             .iter()
             .enumerate()
             .map(|(row, line)| {
-                let tape = document::Tape::parse(line).ok()?;
+                let tape = match kept.remove(&(line.as_ptr() as usize)) {
+                    // The tape scan_lines made of this very line, or a parse afresh when the
+                    // line at that address is another (another length).
+                    Some(items) => {
+                        let text = simdutf8::basic::from_utf8(line).ok()?;
+                        document::Tape::from_kept(text, items)
+                            .or_else(|_| document::Tape::parse_str(text))
+                            .ok()?
+                    }
+                    None => document::Tape::parse(line).ok()?,
+                };
                 let (_, messages) = threads::native_thread(tape.root(), keys)?;
                 attribution::attribute(&messages, found[row]).ok()
             })
             .collect()
     });
+    drop(owners); // the GIL held
     attributions_dict(py, &attributed)
 }
 
@@ -1271,6 +1336,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(python_reads_json, module)?)?;
     module.add_function(wrap_pyfunction!(json_top_keys, module)?)?;
     module.add_class::<DocumentSplitter>()?;
+    module.add_class::<KeptTapes>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;

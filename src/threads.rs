@@ -2,7 +2,7 @@
 
 use crate::adapters::{self, Format, RunKeys};
 use crate::anywhere::MessageColumns;
-use crate::document::{Tape, Value};
+use crate::document::{KeptItems, Tape, Value};
 use crate::textrun::TextRunOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -279,6 +279,10 @@ pub struct ChunkColumns {
     /// With `LineReading::anywhere`, every thread's message screens and roles (one thread per
     /// line, a declined line's empty), the cycle columns then holding an empty thread a line.
     pub anywhere: Option<MessageColumns>,
+    /// With `LineReading::keep_tapes`, the tapes of the lines read as written whose thread
+    /// may loop (by position in the chunk): the attribution of the lines that do loop then
+    /// takes them instead of parsing those lines again (`KeptTapes` in `lib.rs`).
+    pub kept: Vec<(usize, KeptItems)>,
     /// Bytes a screen is encoded into.
     scratch: Vec<u8>,
 }
@@ -295,13 +299,15 @@ impl ChunkColumns {
             sources: Vec::new(),
             declined: Vec::new(),
             anywhere: anywhere.map(MessageColumns::new),
+            kept: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
     /// Read one native line's thread into the chunk (numbered `offset` within it); None when
     /// Python should read it. `messages` is the record's message count when the line was
-    /// translated (its source messages), else the thread's.
+    /// translated (its source messages), else the thread's. `as_written`: the line is the
+    /// chunk's own (not a native line made of it), so its tape may be kept.
     fn push_line(
         &mut self,
         line: &[u8],
@@ -309,6 +315,7 @@ impl ChunkColumns {
         messages: Option<usize>,
         reading: LineReading<'_>,
         reader: &mut Reader,
+        as_written: bool,
     ) -> PyResult<Option<()>> {
         let Ok(tape) = Tape::parse(line) else {
             return Ok(None);
@@ -343,6 +350,18 @@ impl ChunkColumns {
             messages: messages.unwrap_or(thread.len()),
             chat_first,
         });
+        // A superset of the threads the heuristics will find looping (but for a runaway
+        // text, whose line is parsed again): the others' tapes go now.
+        if as_written
+            && reading.keep_tapes
+            && self.anywhere.is_none()
+            && self
+                .columns
+                .last_may_loop_before_its_texts(reading.options.needed_results)
+        {
+            drop(thread);
+            self.kept.push((offset, tape.into_kept()));
+        }
         Ok(Some(()))
     }
 
@@ -374,6 +393,11 @@ impl ChunkColumns {
         let lines = self.lines.len() as i64;
         self.declined
             .extend(part.declined.iter().map(|offset| offset + lines));
+        self.kept.extend(
+            part.kept
+                .into_iter()
+                .map(|(offset, items)| (offset + lines as usize, items)),
+        );
         let base = self.native.len() as i64;
         self.columns.append(part.columns);
         self.lines.extend(part.lines);
@@ -402,6 +426,8 @@ pub struct LineReading<'a> {
     /// (`ChunkColumns::anywhere`, `--anywhere`) instead of its cycle columns, its agent texts
     /// checked with these text-run options.
     pub anywhere: Option<TextRunOptions>,
+    /// Keep the tapes of the lines that may loop (`ChunkColumns::kept`).
+    pub keep_tapes: bool,
 }
 
 /// The most a line's reading takes (its tape, its thread, its native translation, its
@@ -456,7 +482,7 @@ fn read_part(
         if format.is_none() && !reading.mask_volatile {
             if !fits
                 || part
-                    .push_line(line, offset, None, reading, &mut reader)?
+                    .push_line(line, offset, None, reading, &mut reader, true)?
                     .is_none()
             {
                 part.decline(offset, reading, &mut reader)?;
@@ -501,7 +527,7 @@ fn read_part(
         let read = read.filter(|_| part.native.try_reserve(scratch.len()).is_ok());
         let taken = match read {
             Some(messages) => part
-                .push_line(&scratch, offset, messages, native, &mut reader)?
+                .push_line(&scratch, offset, messages, native, &mut reader, false)?
                 .is_some(),
             None => false,
         };

@@ -48,7 +48,8 @@ def scan_lines(
     object's messages and id are under ``messages_key`` and ``id_key`` when given. With
     ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
-    and the cycle columns hold empty threads."""
+    and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native
+    lines as written whose threads may loop, for :func:`attribute_lines` of those lines."""
 
 def tape_reads(lines: list[bytes]) -> list[bool]:
     """Whether the core's tape reads each line: True only for one JSON value that
@@ -181,10 +182,15 @@ def loop_tokens(messages: Any, begin: int) -> float | None:
     value of a type JSON has no word for)."""
 def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], periods: list[int],
                     repetitions: list[int], messages_key: str | None = None,
-                    id_key: str | None = None) -> dict[str, Any]:
+                    id_key: str | None = None, kept: KeptTapes | None = None
+                    ) -> dict[str, Any]:
     """The loop attribution of looping native lines (``loop_start``, ``period``,
     ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
-    of the lines left to Python (``declined``)."""
+    of the lines left to Python (``declined``). ``kept``: :func:`scan_lines`' tapes of the
+    same ``bytes`` objects, taken (all of them) instead of parsing those lines again."""
+class KeptTapes:
+    """Tapes :func:`scan_lines` kept, each holding its line's ``bytes``."""
+    def __len__(self) -> int: ...
 def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int],
                         ends: list[int], periods: list[int], kinds: list[int]) -> dict[str, Any]:
     """Signature, excerpt and token total of loops found anywhere (loop ``i`` in

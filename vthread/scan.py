@@ -339,17 +339,18 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
 
 def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
                     lines: Sequence[bytes], messages_key: str | None = None,
-                    id_key: str | None = None) -> None:
+                    id_key: str | None = None, kept: _core.KeptTapes | None = None) -> None:
     """:func:`attribute` of rows ``rows`` whose threads are the runs of the native JSON
     ``lines`` (``lines[i]`` row ``rows[i]``'s, found as ``documents.read_run`` finds a run
     under ``messages_key`` and ``id_key``), computed by the core from the bytes with the GIL
-    released: no message is made into a Python object. A row the core leaves to Python is
-    attributed from its line as ``json.loads`` reads it."""
+    released: no message is made into a Python object (and no line parsed again whose tape
+    ``kept`` holds, from the core's reading of these very ``bytes``). A row the core leaves
+    to Python is attributed from its line as ``json.loads`` reads it."""
     if not rows:
         return
     picked = np.asarray(rows, np.int64)
     core = _core.attribute_lines(list(lines), *_found_loops(result, picked),
-                                 messages_key=messages_key, id_key=id_key)
+                                 messages_key=messages_key, id_key=id_key, kept=kept)
     declined = _take_attributions(result, columns, picked, core)
     if declined:
         attribute(result, columns, [rows[i] for i in declined],
@@ -497,7 +498,9 @@ def scan_of_lines(raw: dict[str, Any], options: CycleOptions, line_of: Callable[
         keys = (None, None) if written is not None else (messages_key, id_key)
         lines = written if written is not None else [line_of(row) for row in looping]
         try:
-            attribute_lines(result, columns, looping, lines, *keys)
+            # The core's tapes of the lines as read (of no use for lines it wrote).
+            attribute_lines(result, columns, looping, lines, *keys,
+                            kept=raw.get("kept") if written is None else None)
         except Exception as error:
             raise LineUnreadError from error
     return result

@@ -1,0 +1,113 @@
+"""The tapes ``_core.scan_lines`` keeps of lines that may loop, taken by
+``_core.attribute_lines`` instead of parsing those lines again (``KeptTapes`` in
+``src/lib.rs``): a looping line's attribution is the same as from a parse afresh, a tape is
+used only for the very ``bytes`` it was parsed from, and each is taken once."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import threads
+from vthread import _core
+from vthread._heuristics import HEURISTIC_NAMES, columns_of, core_options
+from vthread._options import cycle_options
+from vthread.scan import _found_loops, scan_of_lines, verdicts
+
+OPTIONS = cycle_options()
+CORE_OPTIONS = core_options(OPTIONS)
+
+
+def _line(thread: list[dict[str, Any]]) -> bytes:
+    return json.dumps(thread, separators=(",", ":")).encode()
+
+
+def _attributions_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
+        else:
+            assert a[key] == b[key], key
+
+
+def _looping(lines: list[bytes]) -> tuple[dict[str, Any], list[int], tuple[list[Any], ...]]:
+    """The core's reading of ``lines``, the rows the heuristics find looping, and the loops'
+    (codes, begins, periods, repetitions) as ``attribute_lines`` takes them."""
+    raw = _core.scan_lines(lines, CORE_OPTIONS, True, 1)
+    result = verdicts(columns_of(raw), OPTIONS)
+    rows = np.flatnonzero(result.codes).tolist()
+    return raw, rows, _found_loops(result, np.asarray(rows, np.int64))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(), min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_attribution_from_kept_tapes_is_attribution_from_a_fresh_parse(
+        drawn: list[list[dict[str, Any]]], shuffle: random.Random) -> None:
+    lines = [_line(thread) for thread in drawn]
+    raw, rows, found = _looping(lines)
+    kept = raw.get("kept")
+    if not rows:
+        return
+    # The rows in another order than the chunk's, as another caller may ask: a tape is found
+    # by its line's address, never by its place.
+    order = list(range(len(rows)))
+    shuffle.shuffle(order)
+    picked = [lines[rows[i]] for i in order]
+    loops = tuple([column[i] for i in order] for column in found)
+    fresh = _core.attribute_lines(picked, *loops)
+    # Every looping row's tape is kept, but a runaway text's (its line is parsed again).
+    text_runs = HEURISTIC_NAMES.index("repeated_message_text_run") + 1
+    assert len(kept or ()) >= sum(code != text_runs for code in found[0])
+    taken = _core.attribute_lines(picked, *loops, kept=kept)
+    assert len(kept or ()) == 0  # taken, all of them, once
+    _attributions_equal(taken, fresh)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(), min_size=1, max_size=8))
+def test_the_scan_of_lines_answers_alike_with_and_without_kept_tapes(
+        drawn: list[list[dict[str, Any]]]) -> None:
+    lines = [_line(thread) for thread in drawn]
+    with_kept = _core.scan_lines(lines, CORE_OPTIONS, True, 1)
+    without = _core.scan_lines(lines, CORE_OPTIONS, True, 1)
+    without.pop("kept", None)
+    a = scan_of_lines(with_kept, OPTIONS, lines.__getitem__)
+    b = scan_of_lines(without, OPTIONS, lines.__getitem__)
+    assert [a.record(row) for row in range(len(a))] == [b.record(row) for row in range(len(b))]
+
+
+def test_a_kept_tape_serves_only_the_bytes_it_was_parsed_from() -> None:
+    loop = [{"type": "user", "text": "status?"}, {"type": "bot", "text": "running é \u2028"}] * 4
+    line = _line(loop)
+    raw, rows, found = _looping([line])
+    assert rows == [0]
+    kept = raw["kept"]
+    assert len(kept) == 1
+    twin = bytes(bytearray(line))  # the same text in another buffer: parsed afresh
+    assert twin == line and twin is not line
+    _attributions_equal(_core.attribute_lines([twin], *found, kept=kept),
+                        _core.attribute_lines([line], *found))
+    assert len(kept) == 0  # the tape not used is let go of with the others
+    _attributions_equal(_core.attribute_lines([line], *found, kept=kept),
+                        _core.attribute_lines([line], *found))
+
+
+def test_only_lines_as_written_that_may_loop_keep_a_tape() -> None:
+    loop = _line([{"type": "user", "text": "again"}, {"type": "bot", "text": "ok"}] * 4)
+    plain = _line([{"type": "user", "text": f"turn {i}"} for i in range(12)])
+    assert "kept" not in _core.scan_lines([plain, plain], CORE_OPTIONS, True, 1)
+    assert len(_core.scan_lines([plain, loop, plain], CORE_OPTIONS, True, 1)["kept"]) == 1
+    # Lines the core writes afresh (masked, translated) and lines read for loops anywhere
+    # are attributed from other text: nothing kept for them.
+    assert "kept" not in _core.scan_lines([loop], CORE_OPTIONS, True, 1, mask_volatile=True)
+    chat = _line([{"role": "user", "content": "again"}, {"role": "assistant", "content": "ok"}]
+                 * 4)
+    assert "kept" not in _core.scan_lines([chat], CORE_OPTIONS, True, 1, format="openai")
+    assert "kept" not in _core.scan_lines([loop], CORE_OPTIONS, True, 1,
+                                          anywhere=(12, 300, 0.1))
