@@ -67,9 +67,8 @@ def _lines(core: ModuleType, lines: list[bytes], options: Any) -> tuple[float, A
     started = time.process_time()
     raw = core.scan_lines(lines, options, True, 1)
     seconds = time.process_time() - started
-    # The tapes kept for attribution are compared by their count (a build without them: 0).
-    kept = len(raw.pop("kept", ()))
-    return seconds, {"kept": kept} | {
+    raw.pop("kept", None)  # tapes kept for attribution: builds before session 32 keep none
+    return seconds, {
         key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
 
 

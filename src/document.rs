@@ -92,6 +92,16 @@ impl KeptItems {
     pub fn place(&self) -> usize {
         self.at
     }
+
+    /// The bytes the items take when held without spare room (`shrink`).
+    pub fn memory(&self) -> usize {
+        self.items.len() * std::mem::size_of::<Item>()
+    }
+
+    /// Let go of the spare room the parse left in the items (up to as much again).
+    pub fn shrink(&mut self) {
+        self.items.shrink_to_fit();
+    }
 }
 
 /// Why the tape declined a line (Python's `json` reads it instead).

@@ -9,7 +9,9 @@
 //! kept; a line whose bytes start at that buffer's address and have its length is therefore
 //! that very text, and its tape is the one a fresh parse would make. It is handed over once
 //! (taken, the reference with it: the `bytes` is then held only as long as that tape), and at
-//! most one tape is kept, so memory holds at most one tape more than before.
+//! most one tape is kept, so memory holds at most one tape more than before. (The tapes
+//! `scan_lines` keeps of the lines that may loop, for their attribution, are held by its
+//! result instead: `KeptTapes` in `lib.rs`.)
 
 use std::sync::{Mutex, MutexGuard, TryLockError};
 

@@ -334,7 +334,7 @@ fn scan_lines<'py>(
 /// of the looping ones, which then parses none of them again. Each holds a reference to its
 /// line's `bytes`: while it is kept, that buffer lives unchanged (`bytes` is immutable), so a
 /// line found at its address with its length is the text the tape was parsed from.
-#[pyclass(module = "vthread._core", frozen)]
+#[pyclass(module = "vthread._core", frozen, weakref)]
 struct KeptTapes {
     tapes: std::sync::Mutex<Vec<document::KeptItems>>,
 }
@@ -743,6 +743,7 @@ fn attribute_lines<'py>(
         id: id_key,
     };
     let (mut kept, owners) = kept.map(|kept| kept.get().take()).unwrap_or_default();
+    let mut from_kept = 0;
     let attributed: Vec<Option<attribution::Attributed>> = py.detach(|| {
         views
             .iter()
@@ -753,9 +754,13 @@ fn attribute_lines<'py>(
                     // line at that address is another (another length).
                     Some(items) => {
                         let text = simdutf8::basic::from_utf8(line).ok()?;
-                        document::Tape::from_kept(text, items)
-                            .or_else(|_| document::Tape::parse_str(text))
-                            .ok()?
+                        match document::Tape::from_kept(text, items) {
+                            Ok(tape) => {
+                                from_kept += 1;
+                                tape
+                            }
+                            Err(_) => document::Tape::parse_str(text).ok()?,
+                        }
                     }
                     None => document::Tape::parse(line).ok()?,
                 };
@@ -765,7 +770,9 @@ fn attribute_lines<'py>(
             .collect()
     });
     drop(owners); // the GIL held
-    attributions_dict(py, &attributed)
+    let out = attributions_dict(py, &attributed)?;
+    out.set_item("from_kept", from_kept)?;
+    Ok(out)
 }
 
 /// `attribute_lines` over Python threads (lists or sequences of message mappings), the

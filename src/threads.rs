@@ -283,6 +283,10 @@ pub struct ChunkColumns {
     /// may loop (by position in the chunk): the attribution of the lines that do loop then
     /// takes them instead of parsing those lines again (`KeptTapes` in `lib.rs`).
     pub kept: Vec<(usize, KeptItems)>,
+    /// The bytes the kept tapes take, and those of the lines read as written so far: the
+    /// former may pass the latter only by the first tape kept (see `push_line`).
+    kept_memory: usize,
+    line_bytes: usize,
     /// Bytes a screen is encoded into.
     scratch: Vec<u8>,
 }
@@ -300,6 +304,8 @@ impl ChunkColumns {
             declined: Vec::new(),
             anywhere: anywhere.map(MessageColumns::new),
             kept: Vec::new(),
+            kept_memory: 0,
+            line_bytes: 0,
             scratch: Vec::new(),
         }
     }
@@ -351,7 +357,13 @@ impl ChunkColumns {
             chat_first,
         });
         // A superset of the threads the heuristics will find looping (but for a runaway
-        // text, whose line is parsed again): the others' tapes go now.
+        // text, whose line is parsed again): the others' tapes go now. The tapes kept take
+        // no more memory than the lines read (a line of `{}` messages makes 16 bytes of
+        // tape of 2 of text), but for the first, which the attribution's own parse of its
+        // line would make as large; a line whose tape is not kept is parsed again.
+        if as_written {
+            self.line_bytes += line.len();
+        }
         if as_written
             && reading.keep_tapes
             && self.anywhere.is_none()
@@ -360,7 +372,13 @@ impl ChunkColumns {
                 .last_may_loop_before_its_texts(reading.options.needed_results)
         {
             drop(thread);
-            self.kept.push((offset, tape.into_kept()));
+            let mut items = tape.into_kept();
+            let memory = items.memory();
+            if self.kept.is_empty() || self.kept_memory + memory <= self.line_bytes {
+                items.shrink();
+                self.kept_memory += memory;
+                self.kept.push((offset, items));
+            }
         }
         Ok(Some(()))
     }

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import random
+import weakref
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import threads
 from vthread import _core
-from vthread._heuristics import HEURISTIC_NAMES, columns_of, core_options
+from vthread._heuristics import columns_of, core_options
 from vthread._options import cycle_options
 from vthread.scan import _found_loops, scan_of_lines, verdicts
 
@@ -61,11 +64,11 @@ def test_attribution_from_kept_tapes_is_attribution_from_a_fresh_parse(
     picked = [lines[rows[i]] for i in order]
     loops = tuple([column[i] for i in order] for column in found)
     fresh = _core.attribute_lines(picked, *loops)
-    # Every looping row's tape is kept, but a runaway text's (its line is parsed again).
-    text_runs = HEURISTIC_NAMES.index("repeated_message_text_run") + 1
-    assert len(kept or ()) >= sum(code != text_runs for code in found[0])
+    assert fresh.pop("from_kept") == 0
+    held = len(kept or ())
     taken = _core.attribute_lines(picked, *loops, kept=kept)
     assert len(kept or ()) == 0  # taken, all of them, once
+    assert taken.pop("from_kept") <= held
     _attributions_equal(taken, fresh)
 
 
@@ -91,11 +94,67 @@ def test_a_kept_tape_serves_only_the_bytes_it_was_parsed_from() -> None:
     assert len(kept) == 1
     twin = bytes(bytearray(line))  # the same text in another buffer: parsed afresh
     assert twin == line and twin is not line
-    _attributions_equal(_core.attribute_lines([twin], *found, kept=kept),
-                        _core.attribute_lines([line], *found))
+    fresh = _core.attribute_lines([line], *found)
+    from_twin = _core.attribute_lines([twin], *found, kept=kept)
+    assert from_twin.pop("from_kept") == 0
     assert len(kept) == 0  # the tape not used is let go of with the others
-    _attributions_equal(_core.attribute_lines([line], *found, kept=kept),
-                        _core.attribute_lines([line], *found))
+    assert fresh.pop("from_kept") == 0
+    _attributions_equal(from_twin, fresh)
+    kept = _core.scan_lines([line], CORE_OPTIONS, True, 1)["kept"]
+    taken = _core.attribute_lines([line], *found, kept=kept)
+    assert taken.pop("from_kept") == 1  # the very bytes: its tape, not a parse
+    _attributions_equal(taken, fresh)
+
+
+def test_a_chunk_keeps_no_more_tape_than_it_has_text_but_its_first() -> None:
+    # Empty messages: 16 bytes of tape for the 3 bytes of "{}," each; every line loops.
+    sparse = [_line([{}] * (400 + i)) for i in range(40)]
+    kept = _core.scan_lines(sparse, CORE_OPTIONS, True, 1)["kept"]
+    assert 1 <= len(kept) <= len(sparse) // 4
+    # Messages of sentences (a tape takes about half their text): every looping line's
+    # tape is kept.
+    ask = "Could you find where the worker's retry limit is set, and whether it is read"
+    wordy = [_line([{"type": "user", "text": f"{ask} at start-up or on every job ({i})?"},
+                    {"type": "bot", "text": f"{ask.lower()}: let me look at it once more."}]
+                   * 6) for i in range(40)]
+    assert len(_core.scan_lines(wordy, CORE_OPTIONS, True, 1)["kept"]) == len(wordy)
+
+
+def test_a_chunk_short_of_memory_lets_its_kept_tapes_go_before_it_is_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vthread import cli
+
+    path = tmp_path / "loops.jsonl"
+    path.write_bytes(b"".join(
+        _line([{"type": "user", "text": f"again {i}"}, {"type": "bot", "text": "ok"}] * 4)
+        + b"\n" for i in range(6)))
+    read_in_core, line_by_line = cli._read_in_core, cli._line_by_line
+    scan_in_core = cli._scan_chunk_in_core
+    kept: list[weakref.ref[Any]] = []
+    alive_at_retry: list[bool] = []
+
+    def reading(task: Any) -> Any:
+        raw = read_in_core(task)
+        kept.append(weakref.ref(raw["kept"]))
+        return raw
+
+    def short_of_memory(task: Any, raw: Any = None) -> Any:
+        if not alive_at_retry and len(task.lines) > 1:  # the whole chunk's verdicts only
+            raise MemoryError
+        return scan_in_core(task, raw)
+
+    def again(task: Any) -> Any:
+        alive_at_retry.extend(ref() is not None for ref in kept)
+        assert alive_at_retry
+        return line_by_line(task)
+
+    monkeypatch.setattr(cli, "_read_in_core", reading)
+    monkeypatch.setattr(cli, "_scan_chunk_in_core", short_of_memory)
+    monkeypatch.setattr(cli, "_line_by_line", again)
+    out = tmp_path / "records.jsonl"
+    assert cli.main(["scan", str(path), "--quiet", "--jobs", "2", "--output", str(out)]) == 0
+    assert alive_at_retry == [False]
+    assert len(out.read_bytes().splitlines()) == 6  # every line scanned again, one by one
 
 
 def test_only_lines_as_written_that_may_loop_keep_a_tape() -> None:

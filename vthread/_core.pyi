@@ -187,7 +187,8 @@ def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], per
     """The loop attribution of looping native lines (``loop_start``, ``period``,
     ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
     of the lines left to Python (``declined``). ``kept``: :func:`scan_lines`' tapes of the
-    same ``bytes`` objects, taken (all of them) instead of parsing those lines again."""
+    same ``bytes`` objects, taken (all of them) instead of parsing those lines again;
+    ``from_kept`` counts the lines read from them."""
 class KeptTapes:
     """Tapes :func:`scan_lines` kept, each holding its line's ``bytes``."""
     def __len__(self) -> int: ...

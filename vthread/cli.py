@@ -2814,6 +2814,7 @@ def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
     for a file's ``first`` chunk the core declines, which sends the file elsewhere."""
     if task.too_large:
         return _too_large(task)
+    raw = None
     try:
         raw = _read_in_core(task)
         if raw is None and first:
@@ -2821,7 +2822,9 @@ def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
         done = _scan_chunk_in_core(task, raw) if raw is not None else None
         return done if done is not None else _scan_chunk_in_python(task)
     except MemoryError:
-        pass  # left first: the error's frames, and all they hold, go before the retry
+        # Left first: the error's frames, and all they hold, go before the retry; so do the
+        # core's columns and the tapes it kept for the looping lines' attribution.
+        raw = None
     return _line_by_line(task)
 
 
