@@ -65,10 +65,12 @@ def test_a_scan_of_a_file_leaves_the_report_and_the_anywhere_modules_unloaded(
         tmp_path: Path) -> None:
     """``vthread scan FILE`` of a run file pays for what it does: the report's module (and
     hashlib) and the anywhere search are imported only by the runs that use them (both were
-    imported at every start, about 15 ms together)."""
+    imported at every start, about 15 ms together), and the thread pool of ``--jobs N``
+    (with the logging it loads, 5-7 ms) only by a scan on more than one thread."""
     runs = tmp_path / "runs.jsonl"
     runs.write_text('[{"type": "user", "text": "hi"}]\n')
-    unused = "{'vthread._cli_report', 'vthread.report', 'hashlib', 'vthread.anywhere'}"
+    unused = ("{'vthread._cli_report', 'vthread.report', 'hashlib', 'vthread.anywhere', "
+              "'concurrent.futures', 'logging'}")
     passing_python("import sys; from vthread._cli_main import main; "
                    f"code = main(['scan', {str(runs)!r}, '-q', '-o', '/dev/null']); "
                    f"loaded = {unused} & set(sys.modules); assert not loaded, loaded; "

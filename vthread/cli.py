@@ -126,7 +126,6 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, repeat
@@ -178,7 +177,8 @@ from vthread.scan import (
 from vthread.volatile import masked_thread
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    # Only --jobs N above 1 needs the module (and the logging it loads, 5-7 ms of a start).
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["main", "scan_command"]
 
