@@ -590,24 +590,21 @@ impl<'t> Value<'t> {
         }
     }
 
+    /// `(key, value)` pairs of an object, the key as its string value.
+    fn member_values(&self) -> impl Iterator<Item = (Value<'t>, Value<'t>)> {
+        let mut children = self.children();
+        std::iter::from_fn(move || Some((children.next()?, children.next()?)))
+    }
+
     /// `(key bytes, value)` pairs of an object (keys are never escaped in a tape).
     pub fn members(&self) -> impl Iterator<Item = (&'t [u8], Value<'t>)> {
-        let mut children = self.children();
-        std::iter::from_fn(move || {
-            let key = children.next()?;
-            let value = children.next()?;
-            Some((key.raw(), value))
-        })
+        self.member_values().map(|(key, value)| (key.raw(), value))
     }
 
     /// `members` with each key as text (a slice of the line, no UTF-8 check again).
     fn members_as_text(&self) -> impl Iterator<Item = (&'t str, Value<'t>)> {
-        let mut children = self.children();
-        std::iter::from_fn(move || {
-            let key = children.next()?;
-            let value = children.next()?;
-            Some((key.raw_str().unwrap_or(""), value))
-        })
+        self.member_values()
+            .map(|(key, value)| (key.raw_str().unwrap_or(""), value))
     }
 
     /// The member `name` of an object (keys are unique in a tape).
