@@ -322,10 +322,7 @@ fn scan_lines<'py>(
             .into_iter()
             .map(|(offset, items)| items.owned_by(owned[offset].clone().unbind()))
             .collect();
-        let kept = KeptTapes {
-            tapes: std::sync::Mutex::new(tapes),
-        };
-        out.set_item("kept", Bound::new(py, kept)?)?;
+        out.set_item("kept", Bound::new(py, KeptTapes { tapes })?)?;
     }
     Ok(out)
 }
@@ -333,33 +330,31 @@ fn scan_lines<'py>(
 /// The tapes `scan_lines` kept of the lines whose threads may loop, for `attribute_lines`
 /// of the looping ones, which then parses none of them again. Each holds a reference to its
 /// line's `bytes`: while it is kept, that buffer lives unchanged (`bytes` is immutable), so a
-/// line found at its address with its length is the text the tape was parsed from.
-#[pyclass(module = "vthread._core", frozen, weakref)]
+/// line found at its address with its length is the text the tape was parsed from. Read and
+/// taken only with the GIL held, so PyO3's borrow of the object is all the locking it needs.
+#[pyclass(module = "vthread._core", weakref)]
 struct KeptTapes {
-    tapes: std::sync::Mutex<Vec<document::KeptItems>>,
+    tapes: Vec<document::KeptItems>,
 }
 
 #[pymethods]
 impl KeptTapes {
     /// The tapes still kept (`attribute_lines` takes them all).
     fn __len__(&self) -> usize {
-        self.tapes.try_lock().map_or(0, |tapes| tapes.len())
+        self.tapes.len()
     }
 }
 
 impl KeptTapes {
     /// Every tape, taken, by the address of its line, and the references they held (to be
-    /// dropped with the GIL held). The lock is tried, never waited for: a process forked
-    /// while another thread held it goes without (each line is then parsed).
-    fn take(&self) -> (HashMap<usize, document::KeptItems>, Vec<Py<PyBytes>>) {
+    /// dropped with the GIL held).
+    fn take(&mut self) -> (HashMap<usize, document::KeptItems>, Vec<Py<PyBytes>>) {
         let mut by_place = HashMap::new();
         let mut owners = Vec::new();
-        if let Ok(mut tapes) = self.tapes.try_lock() {
-            for items in tapes.drain(..) {
-                let (items, owner) = items.without_owner();
-                owners.extend(owner);
-                by_place.insert(items.place(), items);
-            }
+        for items in self.tapes.drain(..) {
+            let (items, owner) = items.without_owner();
+            owners.extend(owner);
+            by_place.insert(items.place(), items);
         }
         (by_place, owners)
     }
@@ -742,27 +737,27 @@ fn attribute_lines<'py>(
         messages: messages_key,
         id: id_key,
     };
-    let (mut kept, owners) = kept.map(|kept| kept.get().take()).unwrap_or_default();
+    // Taken only here, once per chunk; were it borrowed, each line is parsed afresh.
+    let (mut kept, owners) = kept
+        .and_then(|kept| kept.try_borrow_mut().ok())
+        .map(|mut kept| kept.take())
+        .unwrap_or_default();
     let mut from_kept = 0;
     let attributed: Vec<Option<attribution::Attributed>> = py.detach(|| {
         views
             .iter()
             .enumerate()
             .map(|(row, line)| {
-                let tape = match kept.remove(&(line.as_ptr() as usize)) {
-                    // The tape scan_lines made of this very line, or a parse afresh when the
-                    // line at that address is another (another length).
-                    Some(items) => {
-                        let text = simdutf8::basic::from_utf8(line).ok()?;
-                        match document::Tape::from_kept(text, items) {
-                            Ok(tape) => {
-                                from_kept += 1;
-                                tape
-                            }
-                            Err(_) => document::Tape::parse_str(text).ok()?,
-                        }
+                let text = simdutf8::basic::from_utf8(line).ok()?;
+                // The tape scan_lines made of this very line, or a parse afresh (no tape kept,
+                // or the line at that address is another: another length).
+                let kept = kept.remove(&(line.as_ptr() as usize));
+                let tape = match kept.map(|items| document::Tape::from_kept(text, items)) {
+                    Some(Ok(tape)) => {
+                        from_kept += 1;
+                        tape
                     }
-                    None => document::Tape::parse(line).ok()?,
+                    _ => document::Tape::parse_str(text).ok()?,
                 };
                 let (_, messages) = threads::native_thread(tape.root(), keys)?;
                 attribution::attribute(&messages, found[row]).ok()

@@ -283,8 +283,8 @@ pub struct ChunkColumns {
     /// may loop (by position in the chunk): the attribution of the lines that do loop then
     /// takes them instead of parsing those lines again (`KeptTapes` in `lib.rs`).
     pub kept: Vec<(usize, KeptItems)>,
-    /// The bytes the kept tapes take, and those of the lines read as written so far: the
-    /// former may pass the latter only by the first tape kept (see `push_line`).
+    /// The bytes the kept tapes take, and those of the lines read as written so far while
+    /// keeping: the former may pass the latter only by the first tape kept (`push_line`).
     kept_memory: usize,
     line_bytes: usize,
     /// Bytes a screen is encoded into.
@@ -361,23 +361,20 @@ impl ChunkColumns {
         // no more memory than the lines read (a line of `{}` messages makes 16 bytes of
         // tape of 2 of text), but for the first, which the attribution's own parse of its
         // line would make as large; a line whose tape is not kept is parsed again.
-        if as_written {
+        if as_written && reading.keep_tapes && self.anywhere.is_none() {
             self.line_bytes += line.len();
-        }
-        if as_written
-            && reading.keep_tapes
-            && self.anywhere.is_none()
-            && self
+            if self
                 .columns
                 .last_may_loop_before_its_texts(reading.options.needed_results)
-        {
-            drop(thread);
-            let mut items = tape.into_kept();
-            let memory = items.memory();
-            if self.kept.is_empty() || self.kept_memory + memory <= self.line_bytes {
-                items.shrink();
-                self.kept_memory += memory;
-                self.kept.push((offset, items));
+            {
+                drop(thread);
+                let mut items = tape.into_kept();
+                let memory = items.memory();
+                if self.kept.is_empty() || self.kept_memory + memory <= self.line_bytes {
+                    items.shrink();
+                    self.kept_memory += memory;
+                    self.kept.push((offset, items));
+                }
             }
         }
         Ok(Some(()))
