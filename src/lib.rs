@@ -18,6 +18,7 @@ pub mod array_split;
 pub mod arrow_rows;
 pub mod attribution;
 pub mod canonical;
+mod chunk_rows;
 pub mod columns;
 pub mod costs;
 pub mod document;
@@ -281,9 +282,14 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// (the text-run options of `message_screens`), each thread's message screens are read
 /// instead of its cycle columns (`anywhere`: the dict `message_screens` makes, a thread a
 /// line; the cycle columns hold empty threads).
+///
+/// With `block` (a `bytes` read of a file and the starts and ends of its lines in it), the
+/// chunk's rows are `lines` and then those slices, read in place: `vthread scan` hands the
+/// core each read whole rather than a `bytes` per line.
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
-                    messages_key=None, id_key=None, mask_volatile=false, anywhere=None))]
+                    messages_key=None, id_key=None, mask_volatile=false, anywhere=None,
+                    block=None))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -295,6 +301,7 @@ fn scan_lines<'py>(
     id_key: Option<&str>,
     mask_volatile: bool,
     anywhere: Option<(usize, usize, f64)>,
+    block: Option<chunk_rows::BlockArgument<'py>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let keys = adapters::RunKeys {
@@ -304,8 +311,8 @@ fn scan_lines<'py>(
     let py = lines.py();
     let format = line_format(format)?;
     let options = columns::ScanOptions::from(options);
-    let owned = byte_lines(lines)?;
-    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    let rows = chunk_rows::ChunkRows::new(lines, block)?;
+    let views = rows.views();
     let reading = threads::LineReading {
         options: &options,
         count_tokens,
@@ -320,7 +327,7 @@ fn scan_lines<'py>(
     if !kept.is_empty() {
         let tapes = kept
             .into_iter()
-            .map(|(offset, items)| items.owned_by(owned[offset].clone().unbind()))
+            .map(|(offset, items)| items.owned_by(rows.owner(offset)))
             .collect();
         out.set_item("kept", Bound::new(py, KeptTapes { tapes })?)?;
     }
@@ -328,9 +335,10 @@ fn scan_lines<'py>(
 }
 
 /// The tapes `scan_lines` kept of the lines whose threads may loop, for `attribute_lines`
-/// of the looping ones, which then parses none of them again. Each holds a reference to its
-/// line's `bytes`: while it is kept, that buffer lives unchanged (`bytes` is immutable), so a
-/// line found at its address with its length is the text the tape was parsed from. Read and
+/// of the looping ones, which then parses none of them again. Each holds a reference to the
+/// `bytes` its line lies in (the line's own, or the read it is a slice of): while it is
+/// kept, that buffer lives unchanged (`bytes` is immutable), so a line found at its address
+/// with its length is the text the tape was parsed from. Read and
 /// taken only with the GIL held, so PyO3's borrow of the object is all the locking it needs.
 #[pyclass(module = "vthread._core", weakref)]
 struct KeptTapes {
@@ -369,6 +377,18 @@ fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyByte
         .collect()
 }
 
+/// The positions of the first `most` newlines of `data` from byte `start` on (an int64
+/// array): where `vthread scan` cuts a read of a file into its lines, found at SIMD speed
+/// with no Python object per line.
+#[pyfunction]
+fn line_ends<'py>(
+    data: &Bound<'py, PyBytes>,
+    start: usize,
+    most: usize,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    chunk_rows::line_ends(data, start, most)
+}
+
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
 /// (an Arrow string column's data buffer, say): no Python object per row. A slice outside
 /// the buffer, or ends before starts, is a ValueError naming the row. With `mask_volatile`,
@@ -400,36 +420,14 @@ fn scan_slices<'py>(
     // A writable buffer (Arrow exports its buffers writable) is copied, once, whole: another
     // Python thread could write to it while the rows are read with the GIL released.
     let copied: Vec<u8>;
-    let bytes: &[u8] = if buffer.readonly() {
-        // SAFETY: the buffer is read-only and C-contiguous (checked above), and `buffer`
-        // keeps its exporter alive and the memory pinned until it is dropped at the end of
-        // this call; nothing can write to a read-only buffer meanwhile, GIL released or not.
-        unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) }
-    } else {
-        copied = buffer.to_vec(py)?;
-        &copied
-    };
-    let (starts, ends) = (starts.as_slice()?, ends.as_slice()?);
-    if starts.len() != ends.len() {
-        return Err(PyValueError::new_err("starts and ends differ in length"));
-    }
-    let mut views: Vec<&[u8]> = Vec::with_capacity(starts.len());
-    for (row, (&start, &end)) in starts.iter().zip(ends).enumerate() {
-        let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
-            return Err(PyValueError::new_err(format!(
-                "row {row}: a negative offset"
-            )));
-        };
-        match bytes.get(start..end) {
-            Some(view) => views.push(view),
-            None => {
-                return Err(PyValueError::new_err(format!(
-                    "row {row}: slice {start}..{end} outside the buffer of {} bytes",
-                    bytes.len()
-                )))
-            }
+    let bytes: &[u8] = match chunk_rows::readonly_bytes(&buffer) {
+        Some(bytes) => bytes,
+        None => {
+            copied = buffer.to_vec(py)?;
+            &copied
         }
-    }
+    };
+    let views = chunk_rows::slices_of(bytes, starts.as_slice()?, ends.as_slice()?)?;
     let reading = threads::LineReading {
         options: &options,
         count_tokens,
@@ -708,7 +706,9 @@ fn loop_tokens(messages: &Bound<'_, PyAny>, begin: usize) -> PyResult<Option<f64
 /// line (`loop_start`, `period`, `repetitions`, `signature`, `loop_tokens`, `excerpts`) and
 /// the lines it leaves to Python (`declined`, whose fields are placeholders), computed with
 /// the GIL released. Runs are found under `messages_key` and their lines read as
-/// `documents.read_run` reads them (`id_key` as the lines were read).
+/// `documents.read_run` reads them (`id_key` as the lines were read). A line is a `bytes`,
+/// or a read-only view of one (a `memoryview` of a slice of the read `scan_lines` read it
+/// in, where its kept tape is found).
 #[pyfunction]
 #[pyo3(signature = (lines, codes, begins, periods, repetitions, messages_key=None, id_key=None, kept=None))]
 #[allow(clippy::too_many_arguments)]
@@ -731,7 +731,7 @@ fn attribute_lines<'py>(
         periods,
         repetitions,
     )?;
-    let owned = byte_lines(lines)?;
+    let owned = chunk_rows::line_buffers(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
         messages: messages_key,
@@ -1313,6 +1313,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(message_screens, module)?)?;
     module.add_function(wrap_pyfunction!(scan_lines, module)?)?;
     module.add_function(wrap_pyfunction!(scan_slices, module)?)?;
+    module.add_function(wrap_pyfunction!(line_ends, module)?)?;
     module.add_function(wrap_pyfunction!(translate_line, module)?)?;
     module.add_function(wrap_pyfunction!(mask_line, module)?)?;
     module.add_function(wrap_pyfunction!(arrow_row_texts, module)?)?;

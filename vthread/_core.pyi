@@ -38,6 +38,7 @@ def scan_lines(
     id_key: str | None = None,
     mask_volatile: bool = False,
     anywhere: tuple[int, int, float] | None = None,
+    block: tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
@@ -49,7 +50,12 @@ def scan_lines(
     ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
     and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native
-    lines as written whose threads may loop, for :func:`attribute_lines` of those lines."""
+    lines as written whose threads may loop, for :func:`attribute_lines` of those lines.
+    With ``block`` (a read of a file and the starts and ends of its lines in it), the rows
+    are ``lines`` and then those slices, read in place."""
+
+def line_ends(data: bytes, start: int, most: int) -> npt.NDArray[np.int64]:
+    """Where the first ``most`` newlines of ``data`` from byte ``start`` on lie."""
 
 def tape_reads(lines: list[bytes]) -> list[bool]:
     """Whether the core's tape reads each line: True only for one JSON value that
@@ -180,17 +186,18 @@ def loop_tokens(messages: Any, begin: int) -> float | None:
     """``math.fsum`` of the ``usage.tokens`` figures that count of ``messages[begin:]``, NaN
     when none does (None when a figure is one Python reads: an integer beyond 64 bits, a
     value of a type JSON has no word for)."""
-def attribute_lines(lines: list[bytes], codes: list[int], begins: list[int], periods: list[int],
-                    repetitions: list[int], messages_key: str | None = None,
+def attribute_lines(lines: list[bytes | memoryview], codes: list[int], begins: list[int],
+                    periods: list[int], repetitions: list[int], messages_key: str | None = None,
                     id_key: str | None = None, kept: KeptTapes | None = None
                     ) -> dict[str, Any]:
     """The loop attribution of looping native lines (``loop_start``, ``period``,
     ``repetitions``, ``signature``, ``loop_tokens`` arrays, ``excerpts``), and the positions
-    of the lines left to Python (``declined``). ``kept``: :func:`scan_lines`' tapes of the
-    same ``bytes`` objects, taken (all of them) instead of parsing those lines again;
-    ``from_kept`` counts the lines read from them."""
+    of the lines left to Python (``declined``). A line is a ``bytes`` or a read-only view of
+    one. ``kept``: :func:`scan_lines`' tapes of the same lines (at the same addresses),
+    taken (all of them) instead of parsing those lines again; ``from_kept`` counts the
+    lines read from them."""
 class KeptTapes:
-    """Tapes :func:`scan_lines` kept, each holding its line's ``bytes``."""
+    """Tapes :func:`scan_lines` kept, each holding the ``bytes`` its line lies in."""
     def __len__(self) -> int: ...
 def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int],
                         ends: list[int], periods: list[int], kinds: list[int]) -> dict[str, Any]:

@@ -56,10 +56,12 @@ that is one of the inputs is refused before anything is opened for writing. A ``
 breaks off gives every line that decompressed its record, then one error record saying where
 and why (see :class:`_GzipStream`).
 
-How it stays fast and bounded. Files are read in binary blocks and split on ``\\n`` here;
-complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
+How it stays fast and bounded. Files are read in binary blocks and cut into lines at
+``\\n``; complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
 ``CHUNK_BYTES`` bytes, and each chunk is parsed, judged and written before the next is read,
-so memory depends on the chunk size, not the input size.
+so memory depends on the chunk size, not the input size. Past a file's first chunk, a chunk
+is the lines of one read, left where they lie: the core finds them and reads them in place
+(:class:`_LineBlock`), with no ``bytes`` object per line.
 
 A chunk of native-format lines goes to the compiled core whole: each line is parsed into a
 tape (no Python object per message) and read into the heuristics' columns with the GIL
@@ -125,12 +127,12 @@ import sys
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -305,7 +307,7 @@ class _Task:
 
     label: str
     first_line: int
-    lines: list[bytes]
+    lines: Sequence[bytes]
     format: str
     options: dict[str, float | None]
     strict: bool
@@ -1838,6 +1840,72 @@ def _shallow(text: bytes) -> Any:
     return [] if opening == b"[" else None
 
 
+class _LineBlock(Sequence[bytes]):
+    """A chunk's lines as one read of the file holds them: ``head`` (when not None, a line
+    begun in an earlier read and ended in this one, assembled), then the lines
+    ``data[starts[i]:ends[i]]``. The core reads them where they lie (``scan_lines`` with its
+    ``block``), so a chunk costs no Python object per line; a line is copied out of the read
+    only when Python reads it (its loop attributed, its error record made, its format told).
+    Pickled (to a worker process) as the plain list of its lines: a read shared by several
+    chunks of short lines is not sent with each."""
+
+    __slots__ = ("data", "ends", "head", "starts")
+
+    def __init__(self, head: bytes | None, data: bytes, starts: npt.NDArray[np.int64],
+                 ends: npt.NDArray[np.int64]) -> None:
+        self.head = head
+        self.data = data
+        self.starts = starts
+        self.ends = ends
+
+    def __len__(self) -> int:
+        return len(self.starts) + (self.head is not None)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return [self[row] for row in range(*index.indices(len(self)))]
+        start, end = self._bounds(index)
+        return self.data[start:end] if start >= 0 else cast(bytes, self.head)
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self.head is not None:
+            yield self.head
+        data = self.data
+        for start, end in zip(self.starts.tolist(), self.ends.tolist(), strict=True):
+            yield data[start:end]
+
+    def view(self, index: int) -> bytes | memoryview:
+        """Line ``index`` where it lies, not copied: a read-only view of the read (the same
+        memory the core's tape of it was parsed in), or the head line."""
+        start, end = self._bounds(index)
+        return memoryview(self.data)[start:end] if start >= 0 else cast(bytes, self.head)
+
+    def core_rows(self) -> tuple[list[bytes], tuple[bytes, npt.NDArray[np.int64],
+                                                    npt.NDArray[np.int64]]]:
+        """The rows as ``_core.scan_lines`` takes them: its ``lines`` and its ``block``."""
+        return ([] if self.head is None else [self.head]), (self.data, self.starts, self.ends)
+
+    def _bounds(self, index: int) -> tuple[int, int]:
+        """Where line ``index`` lies in the read; (-1, -1) for the head line."""
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("line index out of range")
+        if self.head is not None:
+            if index == 0:
+                return -1, -1
+            index -= 1
+        return int(self.starts[index]), int(self.ends[index])
+
+    def __reduce__(self) -> tuple[type[list[bytes]], tuple[list[bytes]]]:
+        return list, (list(self),)
+
+
 class _PausedBatch(list[bytes]):
     """A chunk's lines cut where the stream's writer paused (see :class:`_LiveStream`)."""
 
@@ -1858,7 +1926,12 @@ class _UnreadableRun(list[bytes]):
         self.reason = reason
 
 
-def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]:
+def _listed(lines: Sequence[bytes]) -> list[bytes]:
+    """``lines`` as a list (a :class:`_LineBlock`'s lines copied out of its read)."""
+    return lines if isinstance(lines, list) else list(lines)
+
+
+def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
     A line longer than a read is assembled as its parts arrive, in one growing buffer that
@@ -1867,10 +1940,16 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
     A last line without a final newline is a line; the empty string after a final newline
     is not, nor is the incomplete last line of a broken gzip stream (its error record, made
     by :func:`_tasks`, stands for it).
+
+    A stream that is not live (a file, a gzip file) is read, after its first chunk, a chunk's
+    worth at a time, each read cut into its lines where they lie (:class:`_LineBlock`, the
+    newlines found by the core): no ``bytes`` object is made per line. The first chunk is
+    made as a live stream's are, a line at a time, so that what a file's first lines
+    decide (its format, the warnings on them) is decided on the same lines either way.
     """
     batch: list[bytes] = []
     try:
-        yield from _chunks_read(stream, batch)
+        yield from _chunks_read(stream, batch, in_blocks=not _live(stream))
     except MemoryError:
         # A line larger than the memory the process may use, as it was assembled: the
         # lines before it are scanned and written, and the scan ends there.
@@ -1879,14 +1958,24 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[list[bytes]]
         yield _TooLarge()
 
 
-def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed,
-                 batch: list[bytes]) -> Iterator[list[bytes]]:
+def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
+    """Whether ``stream`` is a pipe read as its data comes (or a transcoding of one), whose
+    lines are scanned whenever its writer pauses."""
+    if isinstance(stream, _Replayed):
+        return isinstance(stream.rest, _LiveStream | _Transcoded)
+    return isinstance(stream, _LiveStream)
+
+
+def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
+                 in_blocks: bool = False) -> Iterator[Sequence[bytes]]:
     """:func:`_chunks`, with the lines not yet yielded in ``batch`` (``batch`` is cleared,
-    never replaced, so that the caller holds them if reading fails)."""
+    never replaced, so that the caller holds them if reading fails); ``in_blocks``: the
+    rest read in blocks once the first chunk is yielded."""
     pending = io.BytesIO()  # the parts of a line that has not ended yet
     size = 0
     # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
     idle = stream.idle if isinstance(stream, _Replayed | _LiveStream) else None
+    yielded = False
     while block := stream.read(READ_BYTES):
         lines = block.split(b"\n")
         if len(lines) == 1:
@@ -1907,28 +1996,85 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed,
             while len(batch) >= CHUNK_LINES:
                 chunk = batch[:CHUNK_LINES]
                 del batch[:CHUNK_LINES]
+                yielded = True
                 yield chunk
             size = sum(map(len, batch))
         if size >= CHUNK_BYTES:
             chunk = batch[:]
             batch.clear()
             size = 0
+            yielded = True
             yield chunk
         elif batch and idle is not None and idle():
             chunk = _PausedBatch(batch)
             batch.clear()
             size = 0
+            yielded = True
             yield chunk
-    if pending.tell():
-        source = stream.rest if isinstance(stream, _Replayed) else stream
-        if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
-            source.dropped = pending.tell()
-        else:
-            batch.append(pending.getvalue())
+        if in_blocks and yielded:
+            if batch:
+                chunk = batch[:]
+                batch.clear()
+                yield chunk
+            yield from _chunks_of_reads(stream, pending)
+            return
+    last = _last_line(stream, pending)
+    if last is not None:
+        batch.append(last)
     if batch:
         chunk = batch[:]
         batch.clear()
         yield chunk
+
+
+def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed,
+                     pending: io.BytesIO) -> Iterator[Sequence[bytes]]:
+    """The rest of :func:`_chunks` of a stream that is not live, ``pending`` holding the
+    start of a line read before: each read of ``CHUNK_BYTES`` cut into its lines where they
+    lie, at most ``CHUNK_LINES`` a chunk (:class:`_LineBlock`); a line that began in an
+    earlier read is assembled, and is the head of the chunk it ends in."""
+    while block := stream.read(CHUNK_BYTES):
+        at = 0  # where the next line of the read starts
+        head = None
+        if pending.tell():
+            first = block.find(b"\n")
+            if first < 0:
+                pending.write(block)
+                continue
+            pending.write(memoryview(block)[:first])
+            head = pending.getvalue()
+            pending = io.BytesIO()
+            at = first + 1
+            if CHUNK_LINES <= 1:  # no room beside it
+                yield [head]
+                head = None
+        while len(ends := _core.line_ends(block, at, CHUNK_LINES - (head is not None))):
+            starts = np.empty_like(ends)
+            starts[0] = at
+            starts[1:] = ends[:-1] + 1
+            yield _LineBlock(head, block, starts, ends)
+            head = None
+            at = int(ends[-1]) + 1
+        if head is not None:
+            yield [head]
+        if at < len(block):
+            pending.write(memoryview(block)[at:])
+    last = _last_line(stream, pending)
+    if last is not None:
+        yield [last]
+
+
+def _last_line(stream: BinaryIO | _GzipStream | _Replayed, pending: io.BytesIO) -> bytes | None:
+    """The stream's last line, ``pending`` at its end (one without a final newline); None
+    when there is none, or when it is the incomplete line of a stream that broke off (its
+    length then set as the stream's ``dropped``)."""
+    if not pending.tell():
+        return None
+    source = stream.rest if isinstance(stream, _Replayed) else stream
+    if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
+        source.dropped = pending.tell()
+        return None
+    return pending.getvalue()
 
 
 def _tasks(
@@ -1983,6 +2129,7 @@ def _tasks(
         kind: _Kind = "lines"
         document: _DocumentRuns | None = None
         transcoded: _Transcoded | None = None
+        chunks: Iterator[Sequence[bytes]]
         try:
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name), "inspect"
@@ -2196,7 +2343,7 @@ def _is_document(name: str) -> bool:
 
 
 def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: str
-                     ) -> tuple[Iterator[list[bytes]], _Kind]:
+                     ) -> tuple[Iterator[Sequence[bytes]], _Kind]:
     """A JSON document's runs as JSONL lines, in chunks, and what they are (where an array of
     runs breaks is ``document.broken`` once they have been read). An Inspect log's samples
     are its runs, as native threads. A file that is not one JSON document is read as JSONL
@@ -2396,7 +2543,7 @@ def _is_record_line(line: bytes) -> bool:
         return False
 
 
-def _detect(label: str, lines: list[bytes], messages_key: str | None, unit: str
+def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str
             ) -> tuple[str, bool, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
     fits (:func:`vthread.adapters.common_format`), whether any thread told it (native
@@ -2447,7 +2594,7 @@ class _Settling:
     detected_at: int = -1  # the file's entry in the ``detected`` formats
     read_otherwise: dict[str, int] = field(default_factory=dict)
 
-    def look(self, label: str, lines: list[bytes], first_line: int,
+    def look(self, label: str, lines: Sequence[bytes], first_line: int,
              messages_key: str | None, unit: str, detected: list[tuple[str, str]] | None
              ) -> str | None:
         """The format the chunk ``lines`` (its first line numbered ``first_line``) settles,
@@ -2456,6 +2603,7 @@ class _Settling:
         if self.start is not None:
             from vthread._core import line_marks
 
+            lines = _listed(lines)
             marks = line_marks(lines, messages_key)
             window = _settled(label, lines, marks, self.start, first_line, messages_key,
                               unit, self.read_otherwise)
@@ -2477,7 +2625,7 @@ class _Settling:
         return None
 
 
-def _settled(label: str, lines: list[bytes], marks: bytes, start: int, first_line: int,
+def _settled(label: str, lines: Sequence[bytes], marks: bytes, start: int, first_line: int,
              messages_key: str | None, unit: str, read_otherwise: dict[str, int]
              ) -> list[tuple[int, Any, bool]]:
     """The :func:`vthread.documents.first_settling` window of ``lines`` from index ``start``
@@ -2523,7 +2671,7 @@ _MAY_READ_OTHERWISE: Final = bytes(bool(mark & _core.MAY_READ_OTHERWISE) for mar
 one that surely does not (``bytes.translate``'s table)."""
 
 
-def _first_read_otherwise(lines: list[bytes], marks: bytes, first_line: int,
+def _first_read_otherwise(lines: Sequence[bytes], marks: bytes, first_line: int,
                           messages_key: str | None, read_otherwise: dict[str, int]) -> None:
     """Into ``read_otherwise``, for each chat format it has no line for yet, the number of
     the first of ``lines`` (numbered from ``first_line``) that is a plain chat reading
@@ -2576,7 +2724,7 @@ def _python_reads_otherwise(line: bytes, messages_key: str | None) -> int:
         return 0
 
 
-def _window_rest(label: str, lines: list[bytes], first_line: int,
+def _window_rest(label: str, lines: Sequence[bytes], first_line: int,
                  settler: tuple[int, Any, bool], left: int, messages_key: str | None,
                  unit: str) -> int:
     """The rest of the window after a settling thread (``settler``) in an earlier chunk:
@@ -2607,7 +2755,7 @@ otherwise in each chat format than as OpenAI's, its reading by default (SWE-agen
 every plain chat as OpenAI's does)."""
 
 
-def _judged_after(lines: list[bytes], marks: bytes, start: int, first_line: int,
+def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: int,
                   messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
     by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`:
@@ -2649,7 +2797,7 @@ def _may_be_json(line: bytes) -> bool:
     return bool(line.strip()) and _reads_as_json(line, True)
 
 
-def _format_evidence(lines: list[bytes], messages_key: str | None,
+def _format_evidence(lines: Sequence[bytes], messages_key: str | None,
                      longest: int | None = None
                      ) -> tuple[list[tuple[int, Any, bool]], int | None]:
     """What the first ``DETECT_THREADS`` threads with messages of ``lines`` say of their
@@ -2658,7 +2806,7 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
     over ``longest`` bytes, when given, are passed over."""
     from vthread.documents import line_format_evidence_keeping
 
-    suspect = suspect_lines(lines)
+    suspect = suspect_lines(_listed(lines))
     evidence: list[tuple[int, Any, bool]] = []
     unknown: int | None = None  # the first thread in no known format
     examined = 0  # bytes of the threads examined
@@ -2686,7 +2834,7 @@ def _format_evidence(lines: list[bytes], messages_key: str | None,
     return evidence, unknown
 
 
-def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
+def _key_warnings(label: str, lines: Sequence[bytes], messages_key: str | None,
                   id_key: str | None, unit: str) -> list[str]:
     """Warnings for ``--messages-key`` or ``--id-key`` given and held by none of the run
     objects among the first ``DETECT_THREADS`` lines of a file (read up to ``DETECT_BYTES``,
@@ -2717,7 +2865,7 @@ def _key_warnings(label: str, lines: list[bytes], messages_key: str | None,
     return warnings
 
 
-def _misread_warning(label: str, lines: list[bytes], given: str, messages_key: str | None,
+def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_key: str | None,
                      unit: str) -> tuple[str, int] | None:
     """A warning when ``--format given`` does not fit the first threads of a file: some are
     plainly in another format (a plain chat fits every chat format, not native; lines over
@@ -2963,11 +3111,14 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     options = cycle_options(**task.options)
     if task.anywhere:
         from vthread.anywhere import core_text_run  # imported by the runs that look anywhere
-    raw = _core.scan_lines(task.lines, core_options(options), task.count_tokens, task.threads,
+    # A read of the file is handed over whole, its lines read where they lie.
+    lines, block = (task.lines.core_rows() if isinstance(task.lines, _LineBlock)
+                    else (_listed(task.lines), None))
+    raw = _core.scan_lines(lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
                            mask_volatile=task.mask_volatile,
-                           anywhere=core_text_run() if task.anywhere else None)
+                           anywhere=core_text_run() if task.anywhere else None, block=block)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
@@ -3099,8 +3250,10 @@ def _verdicts_in_core(task: _Task, raw: dict[str, Any], options: CycleOptions) -
     """The chunk's verdicts from the core's columns, each looping line's loop attributed
     (its record's fields), a translated line's loop restated in the file's own messages."""
     try:
-        result = scan_of_lines(raw, options, task.lines.__getitem__, task.messages_key,
-                               task.id_key)
+        # A looping line of a read is attributed where it lies, from the tape kept of it.
+        line_of = (task.lines.view if isinstance(task.lines, _LineBlock)
+                   else task.lines.__getitem__)
+        result = scan_of_lines(raw, options, line_of, task.messages_key, task.id_key)
     except LineUnreadError as error:  # a looping thread Python's reading may call an error
         raise _ChunkForPythonError from error
     if task.format != "native" and raw.get("native") is not None:
@@ -3211,7 +3364,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         return _broken_stream(task), []
     # Each line is parsed, checked and its usages gathered in one go, while its objects are
     # still in the CPU cache; walking the chunk again afterwards cost more than the parse.
-    lines = task.lines
+    lines = _listed(task.lines)
     suspect = suspect_lines(lines)
     items: list[tuple[Any, int] | _Bad] = []  # (id, message count) or why the line is bad
     threads: list[list[dict[str, Any]]] = []

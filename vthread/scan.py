@@ -338,14 +338,15 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
 
 
 def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
-                    lines: Sequence[bytes], messages_key: str | None = None,
+                    lines: Sequence[bytes | memoryview], messages_key: str | None = None,
                     id_key: str | None = None, kept: _core.KeptTapes | None = None) -> None:
     """:func:`attribute` of rows ``rows`` whose threads are the runs of the native JSON
     ``lines`` (``lines[i]`` row ``rows[i]``'s, found as ``documents.read_run`` finds a run
     under ``messages_key`` and ``id_key``), computed by the core from the bytes with the GIL
     released: no message is made into a Python object (and no line parsed again whose tape
     ``kept`` holds, from the core's reading of these very ``bytes``). A row the core leaves
-    to Python is attributed from its line as ``json.loads`` reads it."""
+    to Python is attributed from its line as ``json.loads`` reads it. A line may be a
+    read-only view of the read the core scanned it in (where its kept tape is found)."""
     if not rows:
         return
     picked = np.asarray(rows, np.int64)
@@ -354,7 +355,7 @@ def attribute_lines(result: ScanResult, columns: Columns, rows: Sequence[int],
     declined = _take_attributions(result, columns, picked, core)
     if declined:
         attribute(result, columns, [rows[i] for i in declined],
-                  [_native_messages(lines[i], messages_key, id_key) for i in declined])
+                  [_native_messages(bytes(lines[i]), messages_key, id_key) for i in declined])
 
 
 def _native_messages(line: bytes, messages_key: str | None, id_key: str | None) -> Any:
@@ -481,22 +482,24 @@ def _scan_anywhere(threads: list[Any]) -> ScanResult:
     return scan_anywhere_in(raw, raw["threads"])  # the messages read, as _scan_batch says
 
 
-def scan_of_lines(raw: dict[str, Any], options: CycleOptions, line_of: Callable[[int], bytes],
+def scan_of_lines(raw: dict[str, Any], options: CycleOptions,
+                  line_of: Callable[[int], bytes | memoryview],
                   messages_key: str | None = None, id_key: str | None = None) -> ScanResult:
     """The verdicts of the JSON lines the core read into columns (``raw``, from
     ``_core.scan_lines`` or ``_core.scan_slices``), each looping line's loop attributed from
     its text: the native line the core wrote of a translated or masked line, else
-    ``line_of(row)``, its run found under ``messages_key`` and ``id_key`` (copied out only
-    for a line that loops). A :class:`LineUnreadError` when Python's reading of a looping
-    line the core read fails (the caller then reads the lines the Python way, which says
-    why)."""
+    ``line_of(row)`` (a ``bytes``, or a view of the read the core read it in), its run
+    found under ``messages_key`` and ``id_key`` (copied out only for a line that loops). A
+    :class:`LineUnreadError` when Python's reading of a looping line the core read fails
+    (the caller then reads the lines the Python way, which says why)."""
     columns = columns_of(raw)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
     if looping:
         written = written_lines(raw, looping)
         keys = (None, None) if written is not None else (messages_key, id_key)
-        lines = written if written is not None else [line_of(row) for row in looping]
+        lines: Sequence[bytes | memoryview] = (
+            written if written is not None else [line_of(row) for row in looping])
         try:
             # The core's tapes of the lines as read (of no use for lines it wrote).
             attribute_lines(result, columns, looping, lines, *keys,

@@ -1,0 +1,261 @@
+"""``vthread scan`` hands the core each read of a file whole (``_core.scan_lines`` with its
+``block``), its lines found by the core (``_core.line_ends``) and read where they lie
+(:class:`vthread.cli._LineBlock`): the lines are those ``bytes.split`` finds, the core's
+columns those of the same lines as ``bytes``, a looping line's kept tape is found at its
+place in the read, and the records are those of reading a line at a time."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import pickle
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import threads
+from vthread import _core, cli
+from vthread._heuristics import columns_of, core_options
+from vthread._options import cycle_options
+from vthread.scan import _found_loops, scan_of_lines, verdicts
+
+OPTIONS = cycle_options()
+CORE_OPTIONS = core_options(OPTIONS)
+
+
+def _split(data: bytes) -> list[bytes]:
+    """The lines of ``data`` as ``bytes.split`` makes them: the obviously correct twin."""
+    lines = data.split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
+
+
+def _read_chunks(data: bytes, replayed: bool = True) -> list[Any]:
+    stream = io.BytesIO(data)
+    return list(cli._chunks(cli._Replayed([], stream) if replayed else stream))
+
+
+line_text = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"x"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(line_text, max_size=60), st.booleans(), st.integers(1, 64),
+       st.integers(1, 64), st.integers(1, 9), st.booleans())
+def test_the_chunks_hold_the_lines_split_finds(lines: list[bytes], final_newline: bool,
+                                               read_bytes: int, chunk_bytes: int,
+                                               chunk_lines: int, replayed: bool) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "READ_BYTES", read_bytes)
+        patch.setattr(cli, "CHUNK_BYTES", chunk_bytes)
+        patch.setattr(cli, "CHUNK_LINES", chunk_lines)
+        chunks = _read_chunks(data, replayed)
+        # The first chunk is the one a line-at-a-time reading makes (a file's first lines
+        # decide its format and the warnings on it).
+        line_at_a_time = list(cli._chunks_read(cli._Replayed([], io.BytesIO(data)), []))
+    assert [line for chunk in chunks for line in chunk] == _split(data)
+    assert all(0 < len(chunk) <= chunk_lines for chunk in chunks)
+    if chunks:
+        assert list(chunks[0]) == list(line_at_a_time[0])
+
+
+def test_a_file_past_its_first_chunk_is_read_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "READ_BYTES", 1000)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 1000)
+    rows = [json.dumps([{"type": "user", "text": "x" * (i % 50)}]).encode() for i in range(300)]
+    data = b"\n".join(rows) + b"\n"
+    chunks = _read_chunks(data)
+    assert isinstance(chunks[0], list)
+    blocks = [chunk for chunk in chunks if isinstance(chunk, cli._LineBlock)]
+    assert len(blocks) >= len(data) // 1000 - 2
+    assert [line for chunk in chunks for line in chunk] == rows
+    # A pipe read as its data comes keeps a line at a time (its lines are scanned when its
+    # writer pauses).
+    live = cli._Replayed([], cli._LiveStream(io.BufferedReader(io.BytesIO(data))))
+    assert cli._live(live)
+    assert not any(isinstance(chunk, cli._LineBlock) for chunk in cli._chunks(live))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(line_text, max_size=12), st.one_of(st.none(), line_text), st.data())
+def test_a_line_block_is_the_list_of_its_lines(lines: list[bytes], head: bytes | None,
+                                                data: st.DataObject) -> None:
+    read = b"".join(line + b"\n" for line in lines) + b"tail"
+    ends = _core.line_ends(read, 0, len(lines))
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    block = cli._LineBlock(head, read, starts[: len(ends)], ends)
+    twin = ([] if head is None else [head]) + lines
+    assert len(block) == len(twin)
+    assert list(block) == twin
+    for index in range(-len(twin), len(twin)):
+        assert block[index] == twin[index]
+        assert bytes(block.view(index)) == twin[index]
+    for index in (len(twin), -len(twin) - 1):
+        with pytest.raises(IndexError):
+            block[index]
+    start = data.draw(st.integers(-15, 15))
+    stop = data.draw(st.integers(-15, 15))
+    step = data.draw(st.sampled_from([1, 2, -1, 3]))
+    assert block[start:stop:step] == twin[start:stop:step]
+    assert pickle.loads(pickle.dumps(block)) == twin  # sent to a worker as a plain list
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.integers(0, 210), st.integers(0, 30))
+def test_line_ends_are_the_newlines_a_search_finds(data: bytes, start: int, most: int) -> None:
+    found = [at for at in range(start, len(data)) if data[at] == 0x0A][:most]
+    assert _core.line_ends(data, start, most).tolist() == found
+
+
+def _line(thread: list[dict[str, Any]]) -> bytes:
+    return json.dumps(thread, separators=(",", ":")).encode()
+
+
+def _as_block(lines: list[bytes], with_head: bool) -> tuple[list[bytes], cli._LineBlock]:
+    """``lines`` as a read holds them: the first as a head line, when asked, the others
+    between newlines of one ``bytes``."""
+    head, rest = (lines[0], lines[1:]) if with_head and lines else (None, lines)
+    read = b"".join(line + b"\n" for line in rest)
+    ends = _core.line_ends(read, 0, len(rest))
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)[: len(ends)]
+    block = cli._LineBlock(head, read, starts, ends)
+    return block.core_rows()[0], block
+
+
+def _columns_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
+    a.pop("kept", None)
+    b.pop("kept", None)
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
+        else:
+            assert a[key] == b[key], key
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(threads(), min_size=1, max_size=10), st.booleans(), st.integers(1, 2))
+def test_the_core_reads_a_block_as_it_reads_its_lines(drawn: list[list[dict[str, Any]]],
+                                                      with_head: bool, workers: int) -> None:
+    lines = [_line(thread) for thread in drawn]
+    head, block = _as_block(lines, with_head)
+    as_bytes = _core.scan_lines(lines, CORE_OPTIONS, True, workers)
+    in_place = _core.scan_lines(head, CORE_OPTIONS, True, workers,
+                                block=block.core_rows()[1])
+    a = scan_of_lines(as_bytes, OPTIONS, lines.__getitem__)
+    b = scan_of_lines(in_place, OPTIONS, block.view)
+    assert [a.record(row) for row in range(len(a))] == [b.record(row) for row in range(len(b))]
+    _columns_equal(as_bytes, in_place)
+
+
+def test_a_looping_line_of_a_block_is_attributed_from_its_kept_tape() -> None:
+    # Messages of sentences: a tape takes less than its text, so every looping line's is kept.
+    ask = "Could you find where the worker's retry limit is set, and whether it is read"
+    loop = [{"type": "user", "text": f"{ask} at start-up?"},
+            {"type": "bot", "text": f"{ask.lower()}: let me look é."}] * 4
+    plain = [{"type": "user", "text": f"{ask}, turn {i}"} for i in range(9)]
+    lines = [_line(plain), _line(loop), _line(plain), _line(loop)]
+    head, block = _as_block(lines, with_head=True)
+    raw = _core.scan_lines(head, CORE_OPTIONS, True, 1, block=block.core_rows()[1])
+    result = verdicts(columns_of(raw), OPTIONS)
+    rows = np.flatnonzero(result.codes).tolist()
+    assert rows == [1, 3]
+    found = _found_loops(result, np.asarray(rows, np.int64))
+    fresh = _core.attribute_lines([lines[row] for row in rows], *found)
+    assert fresh.pop("from_kept") == 0
+    # Copied out of the read, a line is another buffer: parsed afresh.
+    copies = _core.attribute_lines([block[row] for row in rows], *found, kept=raw["kept"])
+    assert copies.pop("from_kept") == 0
+    raw = _core.scan_lines(head, CORE_OPTIONS, True, 1, block=block.core_rows()[1])
+    where_they_lie = _core.attribute_lines([block.view(row) for row in rows], *found,
+                                           kept=raw["kept"])
+    assert where_they_lie.pop("from_kept") == 2
+    for taken in (copies, where_they_lie):
+        _columns_equal(taken, dict(fresh))
+
+
+def test_a_line_the_core_could_see_written_meanwhile_is_refused() -> None:
+    line = _line([{"type": "user", "text": "a"}] * 6)
+    codes, begins, periods, repetitions = [1], [0], [1], [6]
+    for writable in (bytearray(line), memoryview(bytearray(line))):
+        with pytest.raises(TypeError, match="line 0: expected bytes or a read-only view"):
+            _core.attribute_lines([writable], codes, begins, periods, repetitions)
+
+
+def test_bounds_outside_the_read_name_the_row() -> None:
+    read = b'[]\n[]\n'
+    with pytest.raises(ValueError, match=re.escape("row 1: slice 3..9 outside the buffer of 6")):
+        _core.scan_lines([], CORE_OPTIONS, True, 1,
+                         block=(read, np.array([0, 3]), np.array([2, 9])))
+    with pytest.raises(ValueError, match="row 0: a negative offset"):
+        _core.scan_lines([], CORE_OPTIONS, True, 1,
+                         block=(read, np.array([-1]), np.array([2])))
+
+
+def _workload_file(path: Path, count: int, seed: int) -> bytes:
+    """``count`` generated threads, a tenth of them looping, some lines bad, as JSONL."""
+    chance = random.Random(seed)
+    rows: list[bytes] = []
+    for i in range(count):
+        turns = [{"type": "user", "text": f"step {i} {j}"} for j in range(chance.randint(1, 9))]
+        if i % 10 == 3:
+            turns += [{"type": "bot", "text": "again"}, {"type": "user", "text": "ok"}] * 4
+        rows.append(b"{bad" if i % 37 == 5 else _line(turns))
+    data = b"\n".join(rows) + b"\n"
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return data
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.jsonl.gz"])
+def test_records_read_in_blocks_are_those_read_a_line_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str, name: str) -> None:
+    path = tmp_path / name
+    _workload_file(path, 700, seed=len(name) + int(jobs))
+    monkeypatch.setattr(cli, "READ_BYTES", 3000)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 3000)  # about 15 reads
+    blocks: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        blocks.append(kwargs.get("block") is not None)
+        return scan_lines(*args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    arguments = ["scan", str(path), "--jobs", jobs, "--output"]
+    assert cli.main([*arguments, str(tmp_path / "blocks.jsonl")]) == 0
+    assert sum(blocks) >= 10
+    monkeypatch.setattr(cli, "_live", lambda stream: True)  # a line at a time, as a pipe is
+    blocks.clear()
+    assert cli.main([*arguments, str(tmp_path / "lines.jsonl")]) == 0
+    assert not any(blocks)
+    written = (tmp_path / "blocks.jsonl").read_bytes()
+    assert written == (tmp_path / "lines.jsonl").read_bytes()
+    assert len(written.splitlines()) == 700
+
+
+def test_a_gzip_stream_that_breaks_off_mid_line_drops_that_line_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _workload_file(tmp_path / "whole.jsonl", 400, seed=3)
+    packed = gzip.compress(data)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 3 // 4])
+    monkeypatch.setattr(cli, "READ_BYTES", 2000)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 2000)
+    outputs = []
+    for live in (False, True):
+        monkeypatch.setattr(cli, "_live", lambda stream, live=live: live)
+        out = tmp_path / f"records-{live}.jsonl"
+        cli.main(["scan", str(cut), "-q", "--output", str(out)])
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    records = [json.loads(line) for line in outputs[0].splitlines()]
+    assert records[-1]["error"].startswith("gzip stream broken")
+    assert f"line {len(records)} is incomplete" in records[-1]["error"]
+    assert [record["line"] for record in records[:-1]] == list(range(1, len(records)))
