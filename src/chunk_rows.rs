@@ -7,17 +7,24 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
-/// The bytes of a read-only, C-contiguous buffer; None for a buffer Python code could write
-/// to (or lay out in strides) while the core reads it with the GIL released.
+/// The bytes of a read-only, C-contiguous buffer; None for a buffer its exporter says may be
+/// written to (or that is laid out in strides). `_core` is private: its callers hand it
+/// buffers of immutable objects (`bytes`, Arrow's buffers), which no one writes to while the
+/// core reads them with the GIL released; a view made read-only of a mutable object
+/// (`memoryview(bytearray).toreadonly()`) is no such buffer, and `line_buffers` refuses it.
 pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     if !buffer.readonly() || !buffer.is_c_contiguous() {
         return None;
     }
-    // SAFETY: the buffer is read-only and C-contiguous (checked above), and `buffer` keeps
-    // its exporter alive and the memory pinned for as long as the slice borrows it; nothing
-    // can write to a read-only buffer meanwhile, GIL released or not.
+    if buffer.len_bytes() == 0 {
+        return Some(&[]); // an empty exporter may hand over no memory at all (a null pointer)
+    }
+    // SAFETY: the buffer is read-only, C-contiguous and not empty (checked above), and
+    // `buffer` keeps its exporter alive and the memory pinned for as long as the slice
+    // borrows it; its exporter is an immutable object (see above), so nothing writes to it
+    // meanwhile, GIL released or not.
     Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
 }
 
@@ -117,8 +124,8 @@ impl<'py> ChunkRows<'py> {
     }
 }
 
-/// A line handed to the core as a `bytes`, or as a read-only view of one (a `memoryview` of
-/// a slice of a read: the same memory the core read it in when it scanned the chunk).
+/// A line handed to the core as a `bytes`, or as a `memoryview` of one (of a slice of a
+/// read: the same memory the core read it in when it scanned the chunk).
 pub enum LineBuffer<'py> {
     Bytes(Bound<'py, PyBytes>),
     View(PyBuffer<u8>),
@@ -134,8 +141,10 @@ impl LineBuffer<'_> {
     }
 }
 
-/// Each of `lines` as a `LineBuffer`: a `bytes`, or a read-only C-contiguous buffer; a
-/// TypeError naming the first item that is neither.
+/// Each of `lines` as a `LineBuffer`: a `bytes`, or a contiguous `memoryview` of a `bytes`
+/// (immutable, so nothing writes to it while the core reads it with the GIL released); a
+/// TypeError naming the first item that is neither (a view of a `bytearray`, even one made
+/// read-only, could be written to meanwhile).
 pub fn line_buffers<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<LineBuffer<'py>>> {
     lines
         .iter()
@@ -146,12 +155,19 @@ pub fn line_buffers<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<LineBuffer<
             }
             let not_bytes = || {
                 pyo3::exceptions::PyTypeError::new_err(format!(
-                    "line {index}: expected bytes or a read-only view of bytes, got {}",
+                    "line {index}: expected bytes or a memoryview of bytes, got {}",
                     line.get_type()
                         .name()
                         .map_or_else(|_| "?".to_owned(), |name| name.to_string())
                 ))
             };
+            let of_bytes = line.cast::<PyMemoryView>().is_ok()
+                && line
+                    .getattr("obj")
+                    .is_ok_and(|exporter| exporter.is_exact_instance_of::<PyBytes>());
+            if !of_bytes {
+                return Err(not_bytes());
+            }
             let buffer = PyBuffer::<u8>::get(&line).map_err(|_| not_bytes())?;
             match readonly_bytes(&buffer) {
                 Some(_) => Ok(LineBuffer::View(buffer)),

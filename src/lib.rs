@@ -480,16 +480,20 @@ fn may_settle(line: &[u8]) -> bool {
 /// format (`MAY_SETTLE`), may be a plain chat that reads otherwise in some chat format than
 /// as OpenAI's (`MAY_READ_OTHERWISE`), may be a native thread (`MAY_BE_NATIVE`), the runs'
 /// messages under `messages_key` (None: the keys a run's messages are looked for under).
-/// One call for a chunk of lines, with the GIL kept: each takes about a microsecond.
+/// One call for a chunk of lines, with the GIL kept: each takes about a microsecond. With
+/// `block`, the rows are `lines` and then the lines of a read, as `scan_lines` takes them.
 #[pyfunction]
-#[pyo3(signature = (lines, messages_key=None))]
+#[pyo3(signature = (lines, messages_key=None, block=None))]
 fn line_marks<'py>(
     lines: &Bound<'py, PyList>,
     messages_key: Option<&str>,
+    block: Option<chunk_rows::BlockArgument<'py>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let marks: Vec<u8> = byte_lines(lines)?
-        .iter()
-        .map(|line| adapters::line_marks(line.as_bytes(), messages_key))
+    let rows = chunk_rows::ChunkRows::new(lines, block)?;
+    let marks: Vec<u8> = rows
+        .views()
+        .into_iter()
+        .map(|line| adapters::line_marks(line, messages_key))
         .collect();
     Ok(PyBytes::new(lines.py(), &marks))
 }

@@ -338,8 +338,8 @@ def test_tool_definitions_beside_plain_chats_are_not_parsed(
     judged: list[bytes] = []
     line_evidence = cli._line_evidence
     monkeypatch.setattr(cli, "_line_evidence",
-                        lambda line, messages_key: judged.append(line) or line_evidence(
-                            line, messages_key))
+                        lambda line, messages_key, *keep: judged.append(line) or line_evidence(
+                            line, messages_key, *keep))
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 101 and err == ""
     assert len(judged) == 1 and b'"role": "tool"' in judged[0]

@@ -183,9 +183,16 @@ def test_a_looping_line_of_a_block_is_attributed_from_its_kept_tape() -> None:
 def test_a_line_the_core_could_see_written_meanwhile_is_refused() -> None:
     line = _line([{"type": "user", "text": "a"}] * 6)
     codes, begins, periods, repetitions = [1], [0], [1], [6]
-    for writable in (bytearray(line), memoryview(bytearray(line))):
-        with pytest.raises(TypeError, match="line 0: expected bytes or a read-only view"):
-            _core.attribute_lines([writable], codes, begins, periods, repetitions)
+    # A view made read-only of a bytearray can still be written through the bytearray while
+    # the core reads it with the GIL released: only bytes, and views of bytes, are taken.
+    for mutable in (bytearray(line), memoryview(bytearray(line)),
+                    memoryview(bytearray(line)).toreadonly(), memoryview(line)[::2]):
+        with pytest.raises(TypeError, match="line 0: expected bytes or a memoryview of bytes"):
+            _core.attribute_lines([mutable], codes, begins, periods, repetitions)
+    taken = _core.attribute_lines([memoryview(line)], codes, begins, periods, repetitions)
+    assert taken["period"].tolist() == [1]
+    empty = _core.attribute_lines([memoryview(b"")], codes, begins, periods, repetitions)
+    assert empty["declined"].tolist() == [0]  # no thread: left to Python, not read
 
 
 def test_bounds_outside_the_read_name_the_row() -> None:
@@ -259,3 +266,111 @@ def test_a_gzip_stream_that_breaks_off_mid_line_drops_that_line_alone(
     assert records[-1]["error"].startswith("gzip stream broken")
     assert f"line {len(records)} is incomplete" in records[-1]["error"]
     assert [record["line"] for record in records[:-1]] == list(range(1, len(records)))
+
+
+def _wordy_file(path: Path, count: int, chat: bool = False) -> None:
+    """``count`` threads of sentences (a tape takes less than its text, so every looping
+    line's is kept), every third looping; as plain OpenAI chats with ``chat``."""
+    ask = "Could you find where the worker's retry limit is set, and whether it is read"
+    rows = []
+    for i in range(count):
+        turns = [{"type": "user", "text": f"{ask} at start-up, run {i}?"},
+                 {"type": "bot", "text": f"{ask.lower()}: let me look ({i})."}]
+        thread = turns * 4 if i % 3 == 0 else [*turns, {"type": "user", "text": f"done {i}"}]
+        if chat:
+            thread = [{"role": "user" if m["type"] == "user" else "assistant",
+                       "content": m["text"]} for m in thread]
+        rows.append(_line(thread))
+    path.write_bytes(b"".join(row + b"\n" for row in rows))
+
+
+def test_the_scan_finds_the_kept_tapes_of_a_reads_looping_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "loops.jsonl"
+    _wordy_file(path, 300)
+    monkeypatch.setattr(cli, "READ_BYTES", 4000)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 4000)
+    attribute_lines = _core.attribute_lines
+    from_kept: list[tuple[int, int]] = []
+
+    def counting(lines: list[Any], *args: Any, **kwargs: Any) -> Any:
+        out = attribute_lines(lines, *args, **kwargs)
+        from_kept.append((out["from_kept"], sum(isinstance(line, memoryview) for line in lines)))
+        return out
+
+    monkeypatch.setattr(_core, "attribute_lines", counting)
+    assert cli.main(["scan", str(path), "-q", "--output", str(tmp_path / "out.jsonl")]) == 0
+    in_views = sum(views for _, views in from_kept)
+    assert in_views >= 50  # the looping lines of the reads after the first chunk
+    assert sum(kept for kept, _ in from_kept) >= in_views  # each found where it lies
+
+
+def test_plain_chats_are_marked_in_place(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of plain chats is looked through to its end for one that settles its format:
+    a read's lines are marked where they lie, not copied out."""
+    path = tmp_path / "chats.jsonl"
+    _wordy_file(path, 400, chat=True)
+    monkeypatch.setattr(cli, "READ_BYTES", 4000)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 4000)
+    listed, kept_after = cli._listed, []
+    copied: list[bool] = []
+    scan_chunk = cli._scan_chunk
+
+    def listing(lines: Any) -> Any:
+        copied.append(isinstance(lines, cli._LineBlock))
+        return listed(lines)
+
+    def scanning(task: Any) -> Any:
+        done = scan_chunk(task)
+        kept_after.append(_core.tape_is_kept())
+        return done
+
+    monkeypatch.setattr(cli, "_listed", listing)
+    monkeypatch.setattr(cli, "_scan_chunk", scanning)
+    out = tmp_path / "blocks.jsonl"
+    assert cli.main(["scan", str(path), "-q", "--output", str(out)]) == 0
+    assert not any(copied)
+    assert len(kept_after) > 10
+    monkeypatch.setattr(cli, "_live", lambda stream: True)
+    assert cli.main(["scan", str(path), "-q", "--output", str(tmp_path / "lines.jsonl")]) == 0
+    assert out.read_bytes() == (tmp_path / "lines.jsonl").read_bytes()
+
+
+def test_a_long_line_judged_out_of_a_read_leaves_no_parse_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long line (1 MiB or more) that settles a file's format is judged from a copy when
+    it lies inside a read: its parse is not kept (the scan reads the line where it lies in
+    the read, so no later parse would take it, and it would be held to the run's end)."""
+    path = tmp_path / "chats.jsonl"
+    _wordy_file(path, 60, chat=True)
+    chats = path.read_bytes()
+    call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    settles = _line([{"role": "user", "content": "x" * (1200 << 10)},
+                     {"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": "c1", "content": "ok"}])
+    before = chats * ((3300 << 10) // len(chats))  # past the first chunk (3 MiB)
+    path.write_bytes(before + settles + b"\n" + chats)
+    monkeypatch.setattr(cli, "CHUNK_BYTES", 3 << 20)
+    judged: list[tuple[bool, bool]] = []
+    evidence = _core.line_format_evidence
+
+    def judging(line: bytes, messages_key: Any = None, keep_tape: bool = False) -> Any:
+        if len(line) > 1 << 20:
+            judged.append((type(line) is bytes, keep_tape))
+        return evidence(line, messages_key, keep_tape)
+
+    chunks: list[tuple[str, bool]] = []
+    scan_chunk = cli._scan_chunk
+
+    def scanning(task: Any) -> Any:
+        done = scan_chunk(task)
+        chunks.append((type(task.lines).__name__, _core.tape_is_kept()))
+        return done
+
+    monkeypatch.setattr(_core, "line_format_evidence", judging)
+    monkeypatch.setattr(cli, "_scan_chunk", scanning)
+    assert cli.main(["scan", str(path), "-q", "--output", str(tmp_path / "out.jsonl")]) == 0
+    assert judged == [(True, False)]  # judged once, from a copy, nothing kept
+    assert chunks[0][0] == "list" and "_LineBlock" in {kind for kind, _ in chunks[1:]}
+    assert not any(kept for _, kept in chunks)

@@ -112,14 +112,17 @@ MAY_SETTLE: int
 MAY_READ_OTHERWISE: int
 MAY_BE_NATIVE: int
 
-def line_marks(lines: list[bytes], messages_key: str | None = None) -> bytes:
+def line_marks(lines: list[bytes], messages_key: str | None = None,
+               block: tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+               ) -> bytes:
     """A byte of marks for each of ``lines``, each mark false only when surely so:
     ``MAY_SETTLE``, it may settle a chat format (``may_settle``); ``MAY_READ_OTHERWISE``, it
     may be a plain chat that reads otherwise in some chat format than as OpenAI's
     (``plain_reads_otherwise`` tells); ``MAY_BE_NATIVE``, no ``role`` key is in it,
     so it may be a native thread. A ``tools`` value (OpenAI's tool definitions beside the
     messages) is passed over unless ``messages_key`` is ``"tools"``. One pass over each
-    line's quotes, backslashes and ``<``s, not a parse."""
+    line's quotes, backslashes and ``<``s, not a parse. With ``block``, the rows are
+    ``lines`` and then the lines of a read (as :func:`scan_lines` takes them)."""
 
 def plain_reads_otherwise(line: bytes, messages_key: str | None = None) -> int | None:
     """In which chat formats the plain chat ``line`` holds reads otherwise than as OpenAI's,

@@ -1959,8 +1959,9 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[byt
 
 
 def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
-    """Whether ``stream`` is a pipe read as its data comes (or a transcoding of one), whose
-    lines are scanned whenever its writer pauses."""
+    """Whether ``stream`` is read a line at a time to the end: a pipe read as its data comes
+    (its lines are scanned whenever its writer pauses), or a UTF-16 or UTF-32 stream read
+    through its transcoding (pipe or file: rare enough not to be worth a second path)."""
     if isinstance(stream, _Replayed):
         return isinstance(stream.rest, _LiveStream | _Transcoded)
     return isinstance(stream, _LiveStream)
@@ -2603,8 +2604,10 @@ class _Settling:
         if self.start is not None:
             from vthread._core import line_marks
 
-            lines = _listed(lines)
-            marks = line_marks(lines, messages_key)
+            # A read's lines are marked where they lie; a line is copied out only to judge it.
+            marks = (line_marks(lines.core_rows()[0], messages_key,
+                                block=lines.core_rows()[1])
+                     if isinstance(lines, _LineBlock) else line_marks(_listed(lines), messages_key))
             window = _settled(label, lines, marks, self.start, first_line, messages_key,
                               unit, self.read_otherwise)
             if not window:
@@ -2734,7 +2737,8 @@ def _window_rest(label: str, lines: Sequence[bytes], first_line: int,
     how many are still to be looked at. O(the lines looked at)."""
     from vthread.documents import evidence_of, settled_warning
 
-    found, _ = evidence_of(lines, left, partial(_line_evidence, messages_key=messages_key))
+    found, _ = evidence_of(lines, left, partial(_line_evidence, messages_key=messages_key,
+                                                keep=not isinstance(lines, _LineBlock)))
     window = [settler, *((first_line + index, *evidence) for index, *evidence in found)]
     warning = settled_warning(window, unit)
     if warning is not None:
@@ -2770,21 +2774,29 @@ def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: 
     return judged_until_settled(
         ((first_line + index, index) for index in range(start, len(lines))),
         lambda index: bool(marks[index] & judged),
-        lambda index: _line_evidence(lines[index], messages_key))
+        lambda index: _line_evidence(lines[index], messages_key, _is_itself(lines, index)))
+
+
+def _is_itself(lines: Sequence[bytes], index: int) -> bool:
+    """Whether ``lines[index]`` is the line's own ``bytes``, not a copy out of a read (a
+    parse kept of a copy would be found by no later parse of the line: it lies elsewhere)."""
+    return not isinstance(lines, _LineBlock) or (lines.head is not None and index == 0)
 
 
 
 
-def _line_evidence(line: bytes, messages_key: str | None) -> tuple[Any, bool] | None:
+def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True
+                   ) -> tuple[Any, bool] | None:
     """:func:`vthread.documents.line_format_evidence` of one line, Python parsing what the
     core leaves as :func:`_parse` does; None for a line too large to hold (its scan
-    reports it, in place)."""
+    reports it, in place). ``keep``: whether its parse may be kept for the scan's (not
+    for a line copied out of a read: see :func:`_is_itself`)."""
     from vthread.documents import line_format_evidence_keeping
 
     try:
         return line_format_evidence_keeping(
             line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))),
-            keep_tape=_KEEP_TAPES.get())  # the chunk is scanned next: its parse handed over
+            keep_tape=keep and _KEEP_TAPES.get())  # the chunk, scanned next, takes it
     except MemoryError:
         return None
 
