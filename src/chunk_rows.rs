@@ -9,11 +9,20 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
+/// Whether `object` is a `bytes`, or a `memoryview` of one: memory no one can write to while
+/// the core reads it with the GIL released. A buffer that merely says it is read-only may
+/// not be (`memoryview(bytearray).toreadonly()` is written through its `bytearray`).
+pub fn of_immutable_bytes(object: &Bound<'_, PyAny>) -> bool {
+    object.is_instance_of::<PyBytes>()
+        || (object.cast::<PyMemoryView>().is_ok()
+            && object
+                .getattr("obj")
+                .is_ok_and(|exporter| exporter.is_instance_of::<PyBytes>()))
+}
+
 /// The bytes of a read-only, C-contiguous buffer; None for a buffer its exporter says may be
-/// written to (or that is laid out in strides). `_core` is private: its callers hand it
-/// buffers of immutable objects (`bytes`, Arrow's buffers), which no one writes to while the
-/// core reads them with the GIL released; a view made read-only of a mutable object
-/// (`memoryview(bytearray).toreadonly()`) is no such buffer, and `line_buffers` refuses it.
+/// written to (or that is laid out in strides). Read with the GIL released only when its
+/// exporter is immutable (`of_immutable_bytes`).
 pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     if !buffer.readonly() || !buffer.is_c_contiguous() {
         return None;
@@ -23,8 +32,8 @@ pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     }
     // SAFETY: the buffer is read-only, C-contiguous and not empty (checked above), and
     // `buffer` keeps its exporter alive and the memory pinned for as long as the slice
-    // borrows it; its exporter is an immutable object (see above), so nothing writes to it
-    // meanwhile, GIL released or not.
+    // borrows it; the callers read it with the GIL released only when the exporter is
+    // immutable (`of_immutable_bytes`), so nothing writes to it meanwhile.
     Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
 }
 
@@ -161,11 +170,7 @@ pub fn line_buffers<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<LineBuffer<
                         .map_or_else(|_| "?".to_owned(), |name| name.to_string())
                 ))
             };
-            let of_bytes = line.cast::<PyMemoryView>().is_ok()
-                && line
-                    .getattr("obj")
-                    .is_ok_and(|exporter| exporter.is_exact_instance_of::<PyBytes>());
-            if !of_bytes {
+            if !of_immutable_bytes(&line) {
                 return Err(not_bytes());
             }
             let buffer = PyBuffer::<u8>::get(&line).map_err(|_| not_bytes())?;

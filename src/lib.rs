@@ -417,10 +417,14 @@ fn scan_slices<'py>(
             "data must be a contiguous buffer (bytes, an Arrow buffer)",
         ));
     }
-    // A writable buffer (Arrow exports its buffers writable) is copied, once, whole: another
-    // Python thread could write to it while the rows are read with the GIL released.
+    // A buffer of anything but `bytes` (Arrow exports its buffers writable; a read-only view
+    // of a `bytearray` can be written through the `bytearray`) is copied, once, whole:
+    // another Python thread could write to it while the rows are read with the GIL released.
     let copied: Vec<u8>;
-    let bytes: &[u8] = match chunk_rows::readonly_bytes(&buffer) {
+    let in_place = chunk_rows::of_immutable_bytes(data)
+        .then(|| chunk_rows::readonly_bytes(&buffer))
+        .flatten();
+    let bytes: &[u8] = match in_place {
         Some(bytes) => bytes,
         None => {
             copied = buffer.to_vec(py)?;

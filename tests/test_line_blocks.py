@@ -195,6 +195,21 @@ def test_a_line_the_core_could_see_written_meanwhile_is_refused() -> None:
     assert empty["declined"].tolist() == [0]  # no thread: left to Python, not read
 
 
+def test_rows_of_any_buffer_read_alike() -> None:
+    """``scan_slices`` reads a ``bytes`` (or a view of one) in place and copies any other
+    buffer first (a read-only view of a ``bytearray`` can be written meanwhile): the columns
+    are the same either way."""
+    loop = [{"type": "user", "text": "again"}, {"type": "bot", "text": "ok"}] * 4
+    lines = [_line(loop), _line([{"type": "user", "text": "hi"}]), _line(loop[:3])]
+    read = b"".join(line + b"\n" for line in lines)
+    ends = _core.line_ends(read, 0, 9)
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    expected = _core.scan_slices(read, starts, ends, CORE_OPTIONS, True, 1)
+    for buffer in (memoryview(read), bytearray(read), memoryview(bytearray(read)).toreadonly()):
+        _columns_equal(_core.scan_slices(buffer, starts, ends, CORE_OPTIONS, True, 1),
+                       dict(expected))
+
+
 def test_bounds_outside_the_read_name_the_row() -> None:
     read = b'[]\n[]\n'
     with pytest.raises(ValueError, match=re.escape("row 1: slice 3..9 outside the buffer of 6")):
