@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import threads
+from tests.test_attribution_tapes import _attributions_equal, _line
 from vthread import _core, cli
 from vthread._heuristics import columns_of, core_options
 from vthread._options import cycle_options
@@ -113,10 +114,6 @@ def test_line_ends_are_the_newlines_a_search_finds(data: bytes, start: int, most
     assert _core.line_ends(data, start, most).tolist() == found
 
 
-def _line(thread: list[dict[str, Any]]) -> bytes:
-    return json.dumps(thread, separators=(",", ":")).encode()
-
-
 def _as_block(lines: list[bytes], with_head: bool) -> tuple[list[bytes], cli._LineBlock]:
     """``lines`` as a read holds them: the first as a head line, when asked, the others
     between newlines of one ``bytes``."""
@@ -129,14 +126,10 @@ def _as_block(lines: list[bytes], with_head: bool) -> tuple[list[bytes], cli._Li
 
 
 def _columns_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Equal columns (NaN equal to NaN), the tapes kept aside."""
     a.pop("kept", None)
     b.pop("kept", None)
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], np.ndarray):
-            assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
-        else:
-            assert a[key] == b[key], key
+    _attributions_equal(a, b)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
