@@ -9,20 +9,21 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView};
 
-/// Whether `object` is a `bytes`, or a `memoryview` of one: memory no one can write to while
+/// Whether `object` is a `memoryview` of an exact `bytes`: memory no one can write to while
 /// the core reads it with the GIL released. A buffer that merely says it is read-only may
-/// not be (`memoryview(bytearray).toreadonly()` is written through its `bytearray`).
-pub fn of_immutable_bytes(object: &Bound<'_, PyAny>) -> bool {
-    object.is_instance_of::<PyBytes>()
-        || (object.cast::<PyMemoryView>().is_ok()
-            && object
-                .getattr("obj")
-                .is_ok_and(|exporter| exporter.is_instance_of::<PyBytes>()))
+/// not be (`memoryview(bytearray).toreadonly()` is written through its `bytearray`), nor
+/// may a `bytes` subclass's (from Python 3.12 its `__buffer__` can hand out any buffer): a
+/// `bytes`, subclass or not, is read from its own storage (`PyBytes::as_bytes`) instead.
+pub fn is_view_of_bytes(object: &Bound<'_, PyAny>) -> bool {
+    object.cast::<PyMemoryView>().is_ok()
+        && object
+            .getattr("obj")
+            .is_ok_and(|exporter| exporter.is_exact_instance_of::<PyBytes>())
 }
 
 /// The bytes of a read-only, C-contiguous buffer; None for a buffer its exporter says may be
-/// written to (or that is laid out in strides). Read with the GIL released only when its
-/// exporter is immutable (`of_immutable_bytes`).
+/// written to (or that is laid out in strides). Read with the GIL released only when it is
+/// a view of a `bytes` (`is_view_of_bytes`).
 pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     if !buffer.readonly() || !buffer.is_c_contiguous() {
         return None;
@@ -32,8 +33,8 @@ pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     }
     // SAFETY: the buffer is read-only, C-contiguous and not empty (checked above), and
     // `buffer` keeps its exporter alive and the memory pinned for as long as the slice
-    // borrows it; the callers read it with the GIL released only when the exporter is
-    // immutable (`of_immutable_bytes`), so nothing writes to it meanwhile.
+    // borrows it; the callers read it with the GIL released only when it is a view of a
+    // `bytes` (`is_view_of_bytes`), which nothing can write to meanwhile.
     Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
 }
 
@@ -170,7 +171,7 @@ pub fn line_buffers<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<LineBuffer<
                         .map_or_else(|_| "?".to_owned(), |name| name.to_string())
                 ))
             };
-            if !of_immutable_bytes(&line) {
+            if !is_view_of_bytes(&line) {
                 return Err(not_bytes());
             }
             let buffer = PyBuffer::<u8>::get(&line).map_err(|_| not_bytes())?;

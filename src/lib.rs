@@ -411,24 +411,31 @@ fn scan_slices<'py>(
     let py = data.py();
     let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let options = columns::ScanOptions::from(options);
-    let buffer = PyBuffer::<u8>::get(data)?;
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "data must be a contiguous buffer (bytes, an Arrow buffer)",
-        ));
-    }
-    // A buffer of anything but `bytes` (Arrow exports its buffers writable; a read-only view
-    // of a `bytearray` can be written through the `bytearray`) is copied, once, whole:
-    // another Python thread could write to it while the rows are read with the GIL released.
+    // A `bytes` is read from its own storage, a view of one in place; any other buffer
+    // (Arrow exports its buffers writable; a read-only view of a `bytearray` can be written
+    // through the `bytearray`) is copied, once, whole: another Python thread could write to
+    // it while the rows are read with the GIL released.
+    let buffer: PyBuffer<u8>;
     let copied: Vec<u8>;
-    let in_place = chunk_rows::of_immutable_bytes(data)
-        .then(|| chunk_rows::readonly_bytes(&buffer))
-        .flatten();
-    let bytes: &[u8] = match in_place {
-        Some(bytes) => bytes,
-        None => {
-            copied = buffer.to_vec(py)?;
-            &copied
+    let bytes: &[u8] = match data.cast::<PyBytes>() {
+        Ok(data) => data.as_bytes(),
+        Err(_) => {
+            buffer = PyBuffer::<u8>::get(data)?;
+            if !buffer.is_c_contiguous() {
+                return Err(PyValueError::new_err(
+                    "data must be a contiguous buffer (bytes, an Arrow buffer)",
+                ));
+            }
+            match chunk_rows::is_view_of_bytes(data)
+                .then(|| chunk_rows::readonly_bytes(&buffer))
+                .flatten()
+            {
+                Some(bytes) => bytes,
+                None => {
+                    copied = buffer.to_vec(py)?;
+                    &copied
+                }
+            }
         }
     };
     let views = chunk_rows::slices_of(bytes, starts.as_slice()?, ends.as_slice()?)?;

@@ -310,7 +310,7 @@ def test_the_scan_finds_the_kept_tapes_of_a_reads_looping_lines(
     assert cli.main(["scan", str(path), "-q", "--output", str(tmp_path / "out.jsonl")]) == 0
     in_views = sum(views for _, views in from_kept)
     assert in_views >= 50  # the looping lines of the reads after the first chunk
-    assert sum(kept for kept, _ in from_kept) >= in_views  # each found where it lies
+    assert all(kept >= views for kept, views in from_kept)  # each found where it lies
 
 
 def test_plain_chats_are_marked_in_place(tmp_path: Path,
@@ -321,44 +321,60 @@ def test_plain_chats_are_marked_in_place(tmp_path: Path,
     _wordy_file(path, 400, chat=True)
     monkeypatch.setattr(cli, "READ_BYTES", 4000)
     monkeypatch.setattr(cli, "CHUNK_BYTES", 4000)
-    listed, kept_after = cli._listed, []
+    listed, look = cli._listed, cli._Settling.look
     copied: list[bool] = []
-    scan_chunk = cli._scan_chunk
+    looked_at: list[bool] = []
 
     def listing(lines: Any) -> Any:
         copied.append(isinstance(lines, cli._LineBlock))
         return listed(lines)
 
-    def scanning(task: Any) -> Any:
-        done = scan_chunk(task)
-        kept_after.append(_core.tape_is_kept())
-        return done
+    def looking(self: Any, label: str, lines: Any, *rest: Any) -> Any:
+        looked_at.append(isinstance(lines, cli._LineBlock) and self.start is not None)
+        return look(self, label, lines, *rest)
 
     monkeypatch.setattr(cli, "_listed", listing)
-    monkeypatch.setattr(cli, "_scan_chunk", scanning)
+    monkeypatch.setattr(cli._Settling, "look", looking)
     out = tmp_path / "blocks.jsonl"
     assert cli.main(["scan", str(path), "-q", "--output", str(out)]) == 0
     assert not any(copied)
-    assert len(kept_after) > 10
+    assert sum(looked_at) > 10  # reads still looked through for a settling line
     monkeypatch.setattr(cli, "_live", lambda stream: True)
     assert cli.main(["scan", str(path), "-q", "--output", str(tmp_path / "lines.jsonl")]) == 0
     assert out.read_bytes() == (tmp_path / "lines.jsonl").read_bytes()
 
 
+@pytest.mark.parametrize("judged_in", ["settling", "window"])
 def test_a_long_line_judged_out_of_a_read_leaves_no_parse_kept(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long line (1 MiB or more) that settles a file's format is judged from a copy when
-    it lies inside a read: its parse is not kept (the scan reads the line where it lies in
-    the read, so no later parse would take it, and it would be held to the run's end)."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged_in: str) -> None:
+    """A long line (1 MiB or more) judged for a file's format from a copy, because it lies
+    inside a read, keeps no parse (the scan reads the line where it lies in the read, so no
+    later parse would take it, and it would be held to the run's end): judged as the line
+    that settles the format, or as one of the threads after the settling one that are still
+    looked at (the window's rest, in the chunks after it)."""
     path = tmp_path / "chats.jsonl"
     _wordy_file(path, 60, chat=True)
     chats = path.read_bytes()
     call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
-    settles = _line([{"role": "user", "content": "x" * (1200 << 10)},
-                     {"role": "assistant", "content": None, "tool_calls": [call]},
-                     {"role": "tool", "tool_call_id": "c1", "content": "ok"}])
-    before = chats * ((3300 << 10) // len(chats))  # past the first chunk (3 MiB)
-    path.write_bytes(before + settles + b"\n" + chats)
+    tool_turns = [{"role": "assistant", "content": None, "tool_calls": [call]},
+                  {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    long_line = _line([{"role": "user", "content": "x" * (1200 << 10)}, *tool_turns]) + b"\n"
+    if judged_in == "settling":
+        # Plain chats past the first chunk (3 MiB), then the long line settles the format.
+        before = chats * ((3300 << 10) // len(chats))
+        path.write_bytes(before + long_line + chats)
+    else:
+        # A short line settles the format near the end of the first chunk (its end falls
+        # among the 60 short chats after it); those chats, then the long line, are the
+        # window's rest (the 63 threads after the settling one), the long line in the read
+        # after the first chunk.
+        short = _line([{"role": "user", "content": "hi"}, {"role": "assistant",
+                                                          "content": "hello"}]) + b"\n"
+        settler = _line([{"role": "user", "content": "hi"}, *tool_turns]) + b"\n"
+        before = short * (((3 << 20) - 2000) // len(short))
+        path.write_bytes(before + settler + short * 60 + long_line + chats)
+        monkeypatch.setattr(cli, "READ_BYTES", 1000)
+        monkeypatch.setattr(cli, "CHUNK_LINES", 1 << 20)  # chunks cut by their bytes alone
     monkeypatch.setattr(cli, "CHUNK_BYTES", 3 << 20)
     judged: list[tuple[bool, bool]] = []
     evidence = _core.line_format_evidence

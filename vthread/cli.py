@@ -2737,8 +2737,8 @@ def _window_rest(label: str, lines: Sequence[bytes], first_line: int,
     how many are still to be looked at. O(the lines looked at)."""
     from vthread.documents import evidence_of, settled_warning
 
-    found, _ = evidence_of(lines, left, partial(_line_evidence, messages_key=messages_key,
-                                                keep=not isinstance(lines, _LineBlock)))
+    found, _ = evidence_of(range(len(lines)), left, lambda index: _line_evidence(
+        lines[index], messages_key, _is_itself(lines, index)))
     window = [settler, *((first_line + index, *evidence) for index, *evidence in found)]
     warning = settled_warning(window, unit)
     if warning is not None:
