@@ -3,7 +3,7 @@
 //! or read-only views of such a read. The core reads every row in place, with the GIL
 //! released; what it keeps of a row (a parsed tape) holds the Python object the row lies in.
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::PyReadonlyArray1;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -38,18 +38,28 @@ pub fn readonly_bytes(buffer: &PyBuffer<u8>) -> Option<&[u8]> {
     Some(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
 }
 
+/// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
+/// read with the GIL released.
+pub fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    lines
+        .iter()
+        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
+        .collect()
+}
+
 /// The slices `data[starts[i]..ends[i]]`; a ValueError naming the first row whose bounds are
 /// negative, reversed, or outside `data`.
 pub fn slices_of<'a>(data: &'a [u8], starts: &[i64], ends: &[i64]) -> PyResult<Vec<&'a [u8]>> {
-    slices_or_why(data, starts, ends).map_err(PyValueError::new_err)
+    let bounds = bounds_in(data.len(), starts, ends).map_err(PyValueError::new_err)?;
+    Ok(bounds
+        .into_iter()
+        .map(|(start, end)| &data[start..end])
+        .collect())
 }
 
-/// `slices_of`, or what is wrong with the bounds.
-fn slices_or_why<'a>(
-    data: &'a [u8],
-    starts: &[i64],
-    ends: &[i64],
-) -> Result<Vec<&'a [u8]>, String> {
+/// The rows' bounds `(starts[i], ends[i])` in a buffer of `length` bytes, or what is wrong
+/// with them (the first row whose bounds are negative, reversed, or outside it).
+fn bounds_in(length: usize, starts: &[i64], ends: &[i64]) -> Result<Vec<(usize, usize)>, String> {
     if starts.len() != ends.len() {
         return Err("starts and ends differ in length".to_owned());
     }
@@ -61,12 +71,13 @@ fn slices_or_why<'a>(
             let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
                 return Err(format!("row {row}: a negative offset"));
             };
-            data.get(start..end).ok_or_else(|| {
-                format!(
-                    "row {row}: slice {start}..{end} outside the buffer of {} bytes",
-                    data.len()
-                )
-            })
+            if start <= end && end <= length {
+                Ok((start, end))
+            } else {
+                Err(format!(
+                    "row {row}: slice {start}..{end} outside the buffer of {length} bytes"
+                ))
+            }
         })
         .collect()
 }
@@ -92,22 +103,12 @@ impl<'py> ChunkRows<'py> {
     /// The rows of `lines` (each must be a `bytes`: a TypeError otherwise) followed by those
     /// of `block`, a `bytes` and the starts and ends of its rows in it.
     pub fn new(lines: &Bound<'py, PyList>, block: Option<BlockArgument<'py>>) -> PyResult<Self> {
-        let lines = lines
-            .iter()
-            .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
-            .collect::<PyResult<Vec<_>>>()?;
+        let lines = byte_lines(lines)?;
         let block = match block {
             None => None,
             Some((data, starts, ends)) => {
-                let bytes = data.as_bytes();
-                let base = bytes.as_ptr() as usize;
-                let bounds = slices_of(bytes, starts.as_slice()?, ends.as_slice()?)?
-                    .into_iter()
-                    .map(|row| {
-                        let start = row.as_ptr() as usize - base;
-                        (start, start + row.len())
-                    })
-                    .collect();
+                let bounds = bounds_in(data.as_bytes().len(), starts.as_slice()?, ends.as_slice()?)
+                    .map_err(PyValueError::new_err)?;
                 Some((data, bounds))
             }
         };
@@ -194,17 +195,6 @@ pub fn newline_positions(data: &[u8], start: usize, most: usize) -> Vec<i64> {
         .collect()
 }
 
-/// The positions of the first `most` newlines in `data` from byte `start` on, as a NumPy
-/// array of int64 (`vthread scan` cuts a read into lines, and chunks, with them).
-pub fn line_ends<'py>(
-    data: &Bound<'py, PyBytes>,
-    start: usize,
-    most: usize,
-) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let positions = newline_positions(data.as_bytes(), start, most);
-    crate::numpy_array(data.py(), positions)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,17 +219,17 @@ mod tests {
     #[test]
     fn slices_name_the_row_whose_bounds_are_wrong() {
         let data = b"0123456789";
-        let rows = slices_or_why(data, &[0, 3], &[2, 10]).unwrap();
-        assert_eq!(rows, vec![&data[0..2], &data[3..10]]);
+        let rows = bounds_in(data.len(), &[0, 3], &[2, 10]).unwrap();
+        assert_eq!(rows, vec![(0, 2), (3, 10)]);
         let wrong = [
             (vec![0, -1], vec![1, 2]),
             (vec![0, 5], vec![1, 11]),
             (vec![0, 5], vec![1, 4]),
         ];
         for (starts, ends) in wrong {
-            let why = slices_or_why(data, &starts, &ends).unwrap_err();
+            let why = bounds_in(data.len(), &starts, &ends).unwrap_err();
             assert!(why.starts_with("row 1:"), "{why}");
         }
-        assert!(slices_or_why(data, &[0], &[]).is_err());
+        assert!(bounds_in(data.len(), &[0], &[]).is_err());
     }
 }

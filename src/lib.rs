@@ -368,15 +368,6 @@ impl KeptTapes {
     }
 }
 
-/// The items of `lines`, each a `bytes` (a TypeError otherwise), held while their bytes are
-/// read with the GIL released.
-fn byte_lines<'py>(lines: &Bound<'py, PyList>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-    lines
-        .iter()
-        .map(|line| line.cast_into::<PyBytes>().map_err(PyErr::from))
-        .collect()
-}
-
 /// The positions of the first `most` newlines of `data` from byte `start` on (an int64
 /// array): where `vthread scan` cuts a read of a file into its lines, found at SIMD speed
 /// with no Python object per line.
@@ -386,7 +377,10 @@ fn line_ends<'py>(
     start: usize,
     most: usize,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    chunk_rows::line_ends(data, start, most)
+    numpy_array(
+        data.py(),
+        chunk_rows::newline_positions(data.as_bytes(), start, most),
+    )
 }
 
 /// `scan_lines` over rows that are slices `data[starts[i]..ends[i]]` of one read-only buffer
@@ -1276,7 +1270,7 @@ fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>
 /// JSON, or JSON that only Python's `json` reads exactly: the caller asks it).
 #[pyfunction]
 fn tape_reads(lines: &Bound<'_, PyList>) -> PyResult<Vec<bool>> {
-    let owned = byte_lines(lines)?;
+    let owned = chunk_rows::byte_lines(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     Ok(lines.py().detach(|| {
         views

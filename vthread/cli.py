@@ -1931,6 +1931,13 @@ def _listed(lines: Sequence[bytes]) -> list[bytes]:
     return lines if isinstance(lines, list) else list(lines)
 
 
+def _core_rows(lines: Sequence[bytes]) -> tuple[
+        list[bytes], tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None]:
+    """``lines`` as the core's chunk readers take them (``lines`` and ``block``): a read
+    handed over whole, its lines read where they lie; other lines as a list."""
+    return lines.core_rows() if isinstance(lines, _LineBlock) else (_listed(lines), None)
+
+
 def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
 
@@ -2605,9 +2612,8 @@ class _Settling:
             from vthread._core import line_marks
 
             # A read's lines are marked where they lie; a line is copied out only to judge it.
-            marks = (line_marks(lines.core_rows()[0], messages_key,
-                                block=lines.core_rows()[1])
-                     if isinstance(lines, _LineBlock) else line_marks(_listed(lines), messages_key))
+            listed, block = _core_rows(lines)
+            marks = line_marks(listed, messages_key, block=block)
             window = _settled(label, lines, marks, self.start, first_line, messages_key,
                               unit, self.read_otherwise)
             if not window:
@@ -3124,8 +3130,7 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
     if task.anywhere:
         from vthread.anywhere import core_text_run  # imported by the runs that look anywhere
     # A read of the file is handed over whole, its lines read where they lie.
-    lines, block = (task.lines.core_rows() if isinstance(task.lines, _LineBlock)
-                    else (_listed(task.lines), None))
+    lines, block = _core_rows(task.lines)
     raw = _core.scan_lines(lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
