@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vthread import _core, _jsvalue, fingerprint, scan
+from vthread import _core, _jsvalue, _reference, describe_thread_cycle, fingerprint, scan
 from vthread._jsvalue import canonical
 
 PAIR = "\ud83c\udf89"  # a surrogate pair held as two code points
@@ -26,16 +26,31 @@ KEYS: list[Any] = [
     EMOJI, PAIR, "x" + EMOJI, "x" + PAIR, "\ud800", "\ud800\udc00", "\U00010000", "é",
 ]
 
+
+
+class _Distinct(str):
+    """A key equal to no other, so that a dict holds several with one text: json writes each,
+    and JavaScript reads them as one property."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = str.__hash__
+
+
+DISTINCT_KEYS = st.builds(_Distinct, st.sampled_from(["a", "1", "", EMOJI, PAIR]))
+ANY_KEY = st.one_of(st.sampled_from(KEYS), DISTINCT_KEYS)
+
 SCALARS = st.one_of(st.integers(-3, 3), st.sampled_from(["s", EMOJI, PAIR, "é"]), st.none())
 VALUES = st.recursive(
     SCALARS,
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
-        st.lists(st.tuples(st.sampled_from(KEYS), inner), max_size=6).map(dict),
+        st.lists(st.tuples(ANY_KEY, inner), max_size=6).map(dict),
     ),
     max_leaves=12,
 )
-OBJECTS = st.lists(st.tuples(st.sampled_from(KEYS), VALUES), max_size=8).map(dict)
+OBJECTS = st.lists(st.tuples(ANY_KEY, VALUES), max_size=8).map(dict)
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -64,6 +79,40 @@ def test_keys_that_are_one_javascript_property_compare_as_one() -> None:
     thread = [{"type": "user", "text": "go"}, first, second]
     line = json.loads(json.dumps(thread))
     assert scan([line], min_pattern_length=1).names == ["repeated_suffix"]
+    assert scan([thread], min_pattern_length=1).names == ["repeated_suffix"]
+
+
+class _RepeatingItems(dict[str, int]):
+    """A dict whose ``items()`` names one key twice, as json (and the walk) enumerate it."""
+
+    def items(self) -> Any:
+        return [("a", 1), ("b", 2), ("a", 3)]
+
+
+@pytest.mark.parametrize("value", [
+    {_Distinct("a"): 1, _Distinct("a"): 3, "b": 2},
+    {"a": 1, "b": 2, _Distinct("a"): 3},
+    _RepeatingItems(a=3, b=2),
+])
+def test_keys_written_alike_are_one_member_on_every_path(value: dict[Any, Any]) -> None:
+    """Keys json writes with one text (a str subclass's own ``__eq__`` told them apart, or a
+    dict's ``items()`` repeats one) are one member on the fast path, the walk and the core."""
+    assert json.dumps(value, separators=(",", ":")).count('"a"') == 2
+    expected = '{"a":3,"b":2}'
+    assert canonical(value) == _jsvalue._encode(value) == expected
+    assert canonical([{"nested": value}]) == '[{"nested":' + expected + "}]"
+    assert _core.canonical(value) == expected.encode()
+    assert fingerprint(value) == fingerprint({"a": 3, "b": 2})
+
+
+def test_a_thread_with_keys_written_alike_is_judged_alike_by_engine_and_reference() -> None:
+    repeated = {_Distinct("a"): 1, _Distinct("a"): 2}
+    thread = [{"type": "user", "text": "go"},
+              {"type": "bot", "text": "x", "meta": repeated},
+              {"type": "bot", "text": "x", "meta": {"a": 2}}]
+    options = _reference.cycle(min_pattern_length=1)
+    assert _reference.describe_thread_cycle(thread, options) == "repeated_suffix"
+    assert describe_thread_cycle(thread, min_pattern_length=1) == "repeated_suffix"
     assert scan([thread], min_pattern_length=1).names == ["repeated_suffix"]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import marshal
 import math
 import numbers
 import re
@@ -89,7 +90,10 @@ _plain_json = json.JSONEncoder(
 # JavaScript (see _COERCIBLE_KEY, _SURROGATE_KEY). Other floats are written by json as by
 # _number, with repr's shortest round-trip digits. Splitting on '"' finds what is outside
 # strings at C speed unless a string holds an escaped quote, which then takes the slow
-# path. Every test over-approximates, which costs only speed.
+# path. Every test over-approximates, which costs only speed. And no object of the text may
+# name a key twice: a dict can hold two keys json writes alike (str subclasses whose own
+# __eq__ tells them apart, or a dict subclass whose items() repeats a key), which JavaScript
+# reads as one property, as the walk merges them (_keys_unrepeated).
 _LONG_INTEGER: Final = re.compile(r"[0-9]{16}")
 _INTEGRAL_FLOAT: Final = re.compile(r"\.0(?![0-9])")
 # A key that may be an array index, or the name json gave a key that is no str (an int, a
@@ -479,9 +483,39 @@ def canonical_from_json(value: Any, text: str | None) -> str:
             or _LONG_INTEGER.search(outside)
             or _COERCIBLE_KEY.search(text)
             or ("\\ud" in text and _SURROGATE_KEY.search(text))
-        ):
+        ) and ("{" not in outside or _keys_unrepeated(value, text)):
             return text
     return _encode(value)
+
+
+class _RepeatedKeyError(Exception):
+    """An object of a JSON text names one key twice."""
+
+
+def _no_repeated_key(pairs: list[tuple[str, Any]]) -> None:
+    if len(pairs) > 1 and len(dict(pairs)) != len(pairs):
+        raise _RepeatedKeyError
+    # None: the check needs no value read back, and building none is cheaper.
+
+
+_check_keys = json.JSONDecoder(object_pairs_hook=_no_repeated_key).decode
+
+
+def _keys_unrepeated(value: Any, text: str) -> bool:
+    """Whether no object of ``text``, the JSON of ``value``, names a key twice."""
+    try:
+        marshal.dumps(value)
+    except ValueError:
+        pass  # a subclass somewhere (or a value nested past marshal's limit): read the text
+    else:
+        # marshal writes only exact built-in types, so every dict is an exact dict, whose
+        # exact str keys differ; keys json may coerce alike were screened by _COERCIBLE_KEY.
+        return True
+    try:
+        _check_keys(text)
+    except (_RepeatedKeyError, RecursionError):  # RecursionError: deeper than json reads here
+        return False
+    return True
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
