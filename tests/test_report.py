@@ -788,3 +788,26 @@ def test_the_default_title_names_the_inputs(tmp_path: Path,
     assert title(["runs.jsonl", "more"]) == "vthread report: runs.jsonl, more"
     many = [str(runs), *(str(folder / f"{n}.jsonl") for n in "abc")]
     assert title(many) == f"vthread report: {runs} and 3 more inputs"
+
+
+_RECORD_FIELDS = st.fixed_dictionaries(
+    {"file": st.text(max_size=4), "line": st.integers(0, 9)},
+    optional={"id": st.one_of(st.text(max_size=3), st.integers()), "verdict": st.none(),
+              "error": st.text(max_size=3), "messages": st.integers(0, 9)})
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(_RECORD_FIELDS, st.booleans(), st.booleans())
+def test_the_screen_for_records_refuses_no_record(value: dict[str, Any], escaped: bool,
+                                                  spaced: bool) -> None:
+    """A line the screen says cannot be a record is none when parsed, whatever the keys'
+    writing: ASCII-escaped (a \\u escape may write a key's letter), spaced or plain."""
+    from vthread._cli_report import _line_is_record, _may_be_record
+
+    text = json.dumps(value, separators=(", ", ": ") if spaced else (",", ":"))
+    if escaped:  # every key's first letter written as an escape, as a JSON writer may
+        for key in value:
+            text = text.replace(f'"{key}"', f'"\\u{ord(key[0]):04x}{key[1:]}"', 1)
+    line = text.encode()
+    assert _may_be_record(line) or _line_is_record(line) is not True
+    assert not _may_be_record(line.replace(b'"file"', b'"name"')) or b"\\u" in line

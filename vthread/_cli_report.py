@@ -458,7 +458,15 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     ``ended``), is a record; a line the head cuts short is none."""
     lines = head.removeprefix(codecs.BOM_UTF8).split(b"\n")
     first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
-    return _line_is_record(first) is True
+    return _may_be_record(first) and _line_is_record(first) is True
+
+
+def _may_be_record(line: bytes) -> bool:
+    """False for a line that cannot be a record, told without parsing it: a record names its
+    file and line, so the line holds the keys ``"file"`` and ``"line"`` as written, unless a
+    ``\\u`` escape writes a letter of one (a directory of runs is told from records at the
+    cost of a search, not of a parse of each file's first run)."""
+    return b"\\u" in line or (b'"file"' in line and b'"line"' in line)
 
 
 def _lines_are_records(head: bytes) -> bool:
