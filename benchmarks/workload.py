@@ -40,6 +40,7 @@ import copy
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import random
 import re
@@ -1260,7 +1261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write bare message arrays instead of {id, messages} objects")
     parser.add_argument("--samples", metavar="DIR",
                         help="write the package samples (threads/openai/anthropic.jsonl) to DIR")
+    parser.add_argument("--per-file", type=int, metavar="N",
+                        help="write a directory (--out) of files of N threads each, as an "
+                             "evaluation's runs are often kept: part-00000.jsonl, ...")
     args = parser.parse_args(argv)
+    if args.per_file is not None and (args.per_file < 1 or not args.out):
+        parser.error("--per-file takes a number of threads above 0, and --out a directory")
     started = time.perf_counter()
     if args.samples:
         for name, size in write_samples(args.samples).items():
@@ -1280,7 +1286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             yield convert(thread.messages)
 
     with_ids = not args.no_ids
-    if args.out:
+    if args.per_file is not None:
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        size = 0
+        every = threads()
+        for number, start in enumerate(range(0, args.count, args.per_file)):
+            part = list(itertools.islice(every, args.per_file))
+            ids = [thread_id(start + i) for i in range(len(part))]
+            size += write_jsonl(folder / f"part-{number:05d}.jsonl", part,
+                                with_ids=with_ids, ids=ids)
+    elif args.out:
         size = write_jsonl(args.out, threads(), with_ids=with_ids)
     else:
         size = _write_lines(sys.stdout, threads(), with_ids, None)

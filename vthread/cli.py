@@ -198,6 +198,11 @@ last one's finishing do not overlap: smaller chunks shorten both, smaller still 
 call's fixed cost. (Before the core, through Python objects, 8 MiB had beaten 1 MiB.) The
 peak memory depends on the chunk size only.
 """
+JOIN_BELOW_LINES: Final = 256
+"""A chunk of fewer lines than this (most often a small file's whole) is read by the core
+together with the small chunks after it, up to ``CHUNK_LINES`` lines or ``CHUNK_BYTES``
+bytes: each chunk's fixed cost (the verdict arrays' set-up, about 0.2 ms, and the core's
+call) was most of the scan of a file of a few lines."""
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
@@ -343,6 +348,9 @@ class _Task:
     # The ids of lines whose own text holds none (by line number): a Parquet row whose
     # messages cell is no JSON is its cell alone, its id in the row's id column.
     cell_ids: dict[int, Any] | None = None
+    # Set for small chunks read together (see _small_chunks_joined): the chunks, whose lines
+    # ``lines`` holds one after another, each with its own file, first line and warnings.
+    parts: tuple[_Task, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,9 +530,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
         first = next(tasks, None)
-        if first is not None:
-            tasks = chain([first], tasks)
         in_core = first is None or first.format == "native" or _core_may_read(first)
+        if first is not None:
+            # (the first chunk alone: whether the core declines it decides where the rest go)
+            tasks = chain([first], _small_chunks_joined(tasks) if in_core else tasks)
         results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
@@ -2980,6 +2989,9 @@ def _chunk_in_core(task: _Task, first: bool) -> _Done | None:
     for a file's ``first`` chunk the core declines, which sends the file elsewhere."""
     if task.too_large:
         return _too_large(task)
+    if task.parts is not None:
+        return _joined_in_core(task) or _merged(
+            cast(_Done, _chunk_in_core(part, False)) for part in task.parts)
     raw = None
     try:
         raw = _read_in_core(task)
@@ -3059,12 +3071,97 @@ def _scan_chunk(task: _Task) -> _Done:
     allocates so many objects that the collector would otherwise traverse them again and
     again (it tripled the parse time when measured).
     """
+    if task.parts is not None:
+        with collector_paused():
+            done = _joined_in_core(task)
+        return done or _merged(map(_scan_chunk, task.parts))
     with collector_paused():
         try:
             return _scan_chunk_unpaused(task)
         except MemoryError:
             pass  # left first: the error's frames, and all they hold, go before the retry
         return _line_by_line(task)
+
+
+def _small_chunks_joined(tasks: Iterator[_Task]) -> Iterator[_Task]:
+    """``tasks``, consecutive small chunks the core reads alike made one (their ``parts``):
+    a directory of small files is read by the core in calls of thousands of lines, not one
+    call per file. Any other chunk, and any chunk whose writer paused, goes as it is."""
+    pending: list[_Task] = []
+    lines = size = 0
+    while True:
+        try:
+            task = next(tasks, None)
+        except Exception:
+            # (a file that cannot be read ends the scan: the chunks before it are scanned)
+            if pending:
+                yield _joined(pending)
+            raise
+        joinable = task is not None and _joinable(task)
+        if task is not None and joinable and pending:
+            more = sum(map(len, task.lines))
+            if (_join_key(task) == _join_key(pending[0])
+                    and lines + len(task.lines) <= CHUNK_LINES and size + more <= CHUNK_BYTES):
+                pending.append(task)
+                lines += len(task.lines)
+                size += more
+                continue
+        if pending:
+            yield _joined(pending)
+            pending = []
+        if task is None:
+            return
+        if joinable:
+            pending, lines, size = [task], len(task.lines), sum(map(len, task.lines))
+        else:
+            yield task
+
+
+def _joinable(task: _Task) -> bool:
+    """Whether the chunk is a small one of plain lines the core reads, to be read with
+    others (a chunk that stands for an error, a too large line or a paused writer goes
+    alone)."""
+    return (type(task.lines) is list and 0 < len(task.lines) < JOIN_BELOW_LINES
+            and _core_may_read(task) and not task.paused
+            and task.cell_ids is None and task.parts is None)
+
+
+def _join_key(task: _Task) -> tuple[Any, ...]:
+    """What chunks read together share: everything but their file, lines and warnings."""
+    return (task.format, tuple(task.options.items()), task.strict, task.count_tokens,
+            task.threads, task.messages_key, task.id_key, task.mask_volatile)
+
+
+def _joined(parts: list[_Task]) -> _Task:
+    if len(parts) == 1:
+        return parts[0]
+    lines = [line for part in parts for line in part.lines]
+    return replace(parts[0], lines=lines, named_through=0, parts=tuple(parts))
+
+
+def _joined_in_core(task: _Task) -> _Done | None:
+    """The result of chunks read together, read by the core at once; None when any of
+    their lines is Python's to read (each chunk is then read alone, as it would be)."""
+    try:
+        return _scan_chunk_in_core(task)
+    except MemoryError:
+        return None  # each chunk alone, a chunk that still does not fit a line at a time
+
+
+def _merged(results: Iterable[_Done]) -> _Done:
+    """The results of chunks read one after another as one, up to the first that ends the
+    scan (a fatal error, a line too large): no record of a chunk after it."""
+    parts: list[_Done] = []
+    for done in results:
+        parts.append(done)
+        if done.fatal is not None or done.out_of_memory is not None:
+            break
+    stats = _Stats()
+    for part in parts:
+        stats.add(part.stats)
+    return _Done(b"".join(part.output for part in parts), stats, parts[-1].fatal,
+                 tuple(warning for part in parts for warning in part.warnings),
+                 parts[-1].out_of_memory)
 
 
 def _too_large(task: _Task) -> _Done:
@@ -3163,7 +3260,9 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         return None
     declined = raw["declined"].tolist()
     if declined and task.strict:
-        return None  # which line is fatal, and what went before it, is Python's to say
+        # Which line is fatal, and what went before it, is Python's to say (chunks read
+        # together are then read alone, each as it would be).
+        return None
     try:
         result = (_anywhere_in_core(task, raw) if task.anywhere
                   else _verdicts_in_core(task, raw, options))
@@ -3190,33 +3289,53 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
         anywhere=_every_loop(result.loops),
     )
-    file_text = _dumps(task.label)
-    records = [
-        f'{{"id":{ident},"file":{file_text},"line":{task.first_line + row},{verdict},'
-        f'"messages":{count}}}'
-        for row, (ident, verdict, count) in enumerate(
-            zip(raw["id_texts"], _verdict_texts(result), counts, strict=True))
-    ]
+    ids, verdicts = raw["id_texts"], _verdict_texts(result)
+    assert len(ids) == len(verdicts) == len(counts) == len(task.lines)
     # Looping lines that may be chat: the core's whose first message has a role or a call
     # id (a declined line's row is an empty thread, neither looping nor chat), then those
     # Python finds among the declined ones.
-    chat = _chat_read_as_native(task, np.flatnonzero(loops & raw["chat_first"]).tolist())
-    if declined:
-        # Each declined line holds an empty thread in the core's rows: its record and counts
-        # are Python's, read a run of consecutive lines at a time.
-        stats.lines -= len(declined)
-        stats.verdicts[0] -= len(declined)
-        for start, end in _consecutive(declined):
+    maybe_chat = np.flatnonzero(loops & raw["chat_first"]).tolist()
+    # Each declined line holds an empty thread in the core's rows: its record and counts
+    # are Python's, read a run of consecutive lines (of one chunk) at a time.
+    stats.lines -= len(declined)
+    stats.verdicts[0] -= len(declined)
+    runs = list(_consecutive(declined)) if declined else []
+    records: list[str] = []
+    warnings: list[str] = []
+    start = 0
+    for part in task.parts or (task,):  # the chunks read together, or the chunk
+        end = start + len(part.lines)
+        written = _records(part, ids[start:end], verdicts[start:end], counts[start:end])
+        chat = _chat_read_as_native(part, [row - start for row in maybe_chat
+                                           if start <= row < end])
+        for first, last in runs:
+            first, last = max(first, start) - start, min(last, end) - start
+            if first >= last:
+                continue
             done, misread = _read_chunk_in_python(replace(
-                task, first_line=task.first_line + start, lines=task.lines[start:end]))
+                part, first_line=part.first_line + first, lines=part.lines[first:last]))
             stats.add(done.stats)
             chat += misread
-            written = done.output.decode("ascii").split("\n")[:-1]
-            assert len(written) == end - start, "Python wrote other than a record a line"
-            records[start:end] = written
+            python = done.output.decode("ascii").split("\n")[:-1]
+            assert len(python) == last - first, "Python wrote other than a record a line"
+            written[first:last] = python
+        records += written
+        warnings += _chat_warning(part, sorted(chat))
+        start = end
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, None,
-                 _chat_warning(task, sorted(chat)))
+    return _Done("\n".join(records).encode("ascii"), stats, None, tuple(warnings))
+
+
+def _records(task: _Task, ids: list[str], verdicts: list[str], counts: list[int]
+             ) -> list[str]:
+    """The records of the chunk's lines, from their id and verdict texts and counts of
+    messages."""
+    file_text = _dumps(task.label)
+    first = task.first_line
+    return [f'{{"id":{ident},"file":{file_text},"line":{first + row},{verdict},'
+            f'"messages":{count}}}'
+            for row, (ident, verdict, count) in enumerate(zip(ids, verdicts, counts,
+                                                               strict=True))]
 
 
 def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, Any]]:

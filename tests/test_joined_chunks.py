@@ -1,0 +1,193 @@
+"""``vthread scan`` reads consecutive small chunks (most often small files' whole) in one call
+of the core (``cli._small_chunks_joined``): the records, warnings, summary and exit status
+are those of reading each chunk alone (the obviously correct twin, with joining switched
+off), whatever the files hold: loops, bad lines, chat read as native, other formats, gzip
+streams that break off, documents, files too large to join."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_attribution_tapes import _line
+from vthread import _core, cli
+
+
+def _thread(chance: random.Random, i: int, loops: bool) -> list[dict[str, Any]]:
+    turns = [{"type": "user", "text": f"step {i} {j}", "usage": {"tokens": j + 0.5}}
+             for j in range(chance.randint(1, 6))]
+    if loops:
+        turns += [{"type": "bot", "text": "again"}, {"type": "user", "text": "ok"}] * 4
+    return turns
+
+
+def _chat(i: int, loops: bool) -> list[dict[str, Any]]:
+    turns = [{"role": "user", "content": f"question {i}"}]
+    turns += [{"role": "assistant", "content": "checking"},
+              {"role": "user", "content": "and?"}] * (4 if loops else 1)
+    return turns
+
+
+def _directory(root: Path, files: int, seed: int) -> Path:
+    """A directory of ``files`` small files of every kind a directory of runs holds."""
+    chance = random.Random(seed)
+    folder = root / f"runs-{seed}"
+    folder.mkdir()
+    for number in range(files):
+        kind = chance.choice(["native", "native", "native", "chat", "bad", "mixed", "gzip",
+                              "broken", "document", "long", "empty", "late-chat"])
+        count = chance.randint(1, 6)
+        rows = [_line(_thread(chance, i, chance.random() < 0.3)) for i in range(count)]
+        name = folder / f"{number:03d}-{kind}.jsonl"
+        if kind == "chat":
+            rows = [_line(_chat(i, chance.random() < 0.4)) for i in range(count)]
+        elif kind == "bad":
+            rows.insert(chance.randrange(len(rows) + 1), b"{not json")
+        elif kind == "mixed":  # a chat line in a native file: read as native, with a warning
+            rows.append(_line(_chat(number, True)))
+        elif kind == "late-chat":  # past the lines that tell the format: read as native
+            rows = [_line(_thread(chance, i, False)) for i in range(80)]
+            rows.insert(70 + count, _line(_chat(number, True)))
+        elif kind == "long":
+            rows = [_line(_thread(chance, i, i % 7 == 0)) for i in range(600)]
+        elif kind == "empty":
+            rows = []
+        data = b"".join(row + b"\n" for row in rows)
+        if kind == "gzip":
+            name = name.with_suffix(".jsonl.gz")
+            data = gzip.compress(data)
+        elif kind == "broken":
+            name = name.with_suffix(".jsonl.gz")
+            data = gzip.compress(data)[:-12]
+        elif kind == "document":
+            name = name.with_suffix(".json")
+            data = json.dumps([{"id": f"run{i}", "messages": json.loads(row)}
+                               for i, row in enumerate(rows)]).encode()
+        name.write_bytes(data)
+    return folder
+
+
+def _scan(arguments: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = cli.main(arguments)
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [[], ["--format", "native"], ["--anywhere"],
+                                   ["--mask-volatile"]])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_small_files_read_together_give_the_records_of_each_read_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        seed: int, jobs: str, given: list[str]) -> None:
+    folder = _directory(tmp_path, 60, seed)
+    calls: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(lines))
+        return scan_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    outputs = {}
+    for joined in (True, False):
+        # Alone: no chunk is small enough to be joined.
+        monkeypatch.setattr(cli, "JOIN_BELOW_LINES", 256 if joined else 1)
+        calls.clear()
+        records, summary = tmp_path / f"records-{joined}", tmp_path / f"summary-{joined}"
+        status, said = _scan(["scan", str(folder), "--jobs", jobs, "-q", "-o", str(records),
+                              "--summary", str(summary), *given], capsys)
+        figures = json.loads(summary.read_text())
+        del figures["seconds"]
+        # The same lines on stderr; a file's warnings said as it is read may come before an
+        # earlier file's said as its records are written (read ahead, as --jobs 2 reads).
+        outputs[joined] = (status, records.read_bytes(), figures, sorted(said.splitlines()),
+                           len(calls))
+    assert outputs[True][:4] == outputs[False][:4]
+    if "--anywhere" not in given:  # (looking anywhere has no warning of chat read so)
+        assert any("read as native, the file's format" in said for said in outputs[True][3])
+    assert len(outputs[True][1].splitlines()) == outputs[True][2]["lines"]
+    assert outputs[True][4] < outputs[False][4]  # (formats alternate: see below)
+
+
+def test_a_directory_of_small_files_is_read_in_few_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    chance = random.Random(5)
+    for number in range(300):
+        rows = [_line(_thread(chance, i, i == 1)) for i in range(3)]
+        (folder / f"{number:03d}.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
+    calls: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(lines))
+        return scan_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    assert cli.main(["scan", str(folder), "-q", "-o", str(tmp_path / "records")]) == 0
+    # The first file alone (where it goes decides where the rest go), then the others'
+    # 897 lines in one call.
+    assert calls == [3, 897]
+    records = [json.loads(line) for line in (tmp_path / "records").read_text().splitlines()]
+    assert [(record["file"], record["line"]) for record in records] == [
+        (str(folder / f"{number:03d}.jsonl"), line)
+        for number in range(300) for line in (1, 2, 3)]
+    assert {record["verdict"] for record in records[1::3]} == {"repeated_suffix"}
+
+
+def test_strict_stops_where_reading_each_alone_stops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for number in range(20):
+        rows = [_line([{"type": "user", "text": f"go {number} {i}"}]) for i in range(3)]
+        if number == 11:
+            rows.insert(1, b"{not json")
+        (folder / f"{number:02d}.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
+    outputs = []
+    for below in (256, 1):
+        monkeypatch.setattr(cli, "JOIN_BELOW_LINES", below)
+        records = tmp_path / f"records-{below}"
+        status, said = _scan(["scan", str(folder), "--strict", "-o", str(records)], capsys)
+        outputs.append((status, records.read_bytes(), said))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == 2 and len(outputs[0][1].splitlines()) == 11 * 3 + 1
+
+
+def _task(label: str, lines: int) -> cli._Task:
+    return cli._Task(label, 1, [b"[]"] * lines, "native", {}, False)
+
+
+def test_chunks_join_up_to_the_chunk_limits_and_alike() -> None:
+    small = [_task(f"f{i}", 100) for i in range(100)]
+    joined = list(cli._small_chunks_joined(iter(small)))
+    assert [len(task.parts or [task]) for task in joined] == [40, 40, 20]  # 4,096 lines
+    assert [len(task.lines) for task in joined] == [4000, 4000, 2000]
+    other = cli._Task("g", 1, [b"[]"], "openai", {}, False)
+    large = _task("h", 300)
+    kinds = list(cli._small_chunks_joined(iter([small[0], other, small[1], small[2], large,
+                                                 small[3]])))
+    assert [task.label for task in kinds] == ["f0", "g", "f1", "h", "f3"]
+    assert kinds[2].parts == (small[1], small[2])
+    assert kinds[0].parts is None and kinds[4].parts is None
+
+
+def test_the_chunks_before_a_fatal_error_are_still_scanned() -> None:
+    def failing() -> Iterator[cli._Task]:
+        yield _task("a", 2)
+        yield _task("b", 2)
+        raise cli._FatalError("c: cannot read")
+
+    given = cli._small_chunks_joined(failing())
+    first = next(given)
+    assert [part.label for part in first.parts or ()] == ["a", "b"]
+    with pytest.raises(cli._FatalError):
+        next(given)
