@@ -340,6 +340,55 @@ def test_merging_keys_with_a_stack_is_merging_them_by_recursion(value: Any) -> N
     assert json.dumps(merged, ensure_ascii=False) == json.dumps(twin, ensure_ascii=False)
 
 
+class _DistinctKey(str):
+    """A key equal to no other: a dict holds several of one text, which are one name."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = str.__hash__
+
+
+class _OwnItems(dict[Any, Any]):
+    """A dict subclass (json and the walk read it through its items())."""
+
+
+_ANY_KEYS = st.one_of(_COLLIDING_KEYS, st.builds(_DistinctKey, st.sampled_from(["k", "1", ""])))
+_ANY_PAYLOADS = st.recursive(
+    st.one_of(st.none(), st.integers(-3, 3), st.floats(allow_nan=False, allow_infinity=False),
+              st.text(max_size=3), st.builds(_DistinctKey, st.text(max_size=2))),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner),
+        st.lists(st.tuples(_ANY_KEYS, inner), max_size=5).map(dict),
+        st.lists(st.tuples(_ANY_KEYS, inner), max_size=5).map(_OwnItems)),
+    max_leaves=30)
+
+
+@given(_ANY_PAYLOADS)
+def test_a_payload_is_shown_as_the_walk_merges_it(value: Any) -> None:
+    """A payload's text taken as json writes it, when nothing in it can merge (told without
+    the walk), is the text of the walk's merge: keys one name to JavaScript (1 and "1", a
+    surrogate pair and its character, two str subclass keys of one text) merged."""
+    expected = json.dumps(_merged_by_recursion(value), ensure_ascii=False,
+                          separators=(",", ":"), allow_nan=False)
+    assert _attribution._payload(value, str) == (value if isinstance(value, str) else expected)
+
+
+@pytest.mark.parametrize("keys", [
+    (1, "1"), (True, "true"), (None, "null"), (2.5, "2.5"), ("\ud83d\ude00", "\U0001f600"),
+    (_DistinctKey("k"), _DistinctKey("k")), (_DistinctKey(""), _DistinctKey(""))])
+@pytest.mark.parametrize("nesting", [0, 1, 2])
+def test_keys_of_one_name_are_merged_in_a_payload_at_any_depth(
+        keys: tuple[Any, Any], nesting: int) -> None:
+    value: Any = {keys[0]: "first", "other": 0, keys[1]: "last"}
+    for _ in range(nesting):
+        value = [{"inner": value}]
+    text = _attribution._payload(value, str)
+    assert text == json.dumps(_merged_by_recursion(value), ensure_ascii=False,
+                              separators=(",", ":"))
+    assert "first" not in text and text.count("last") == 1
+
+
 @pytest.mark.parametrize("nesting", ["list", "dict"])
 def test_excerpt_of_a_deeply_nested_payload_is_what_json_writes(nesting: str) -> None:
     """A payload nested as deep as json's C encoder goes (deeper than Python's recursion) is

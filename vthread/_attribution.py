@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from vthread._jsvalue import property_name
+from vthread._jsvalue import names_are_distinct, property_name
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
@@ -139,6 +139,8 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
         return value
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if names_are_distinct(value, text):
+            return text  # nothing to merge: told at C speed, not by the walk below
         # json.dumps has written it, so the value holds no cycle and no key without a name.
         merged = _one_member_per_name(value)
         if merged is value:

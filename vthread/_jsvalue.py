@@ -501,15 +501,21 @@ def _no_repeated_key(pairs: list[tuple[str, Any]]) -> None:
 _check_keys = json.JSONDecoder(object_pairs_hook=_no_repeated_key).decode
 
 
-def _keys_unrepeated(value: Any, text: str) -> bool:
-    """Whether no object of ``text``, the JSON of ``value``, names a key twice."""
+def _of_exact_builtins(value: Any) -> bool:
+    """Whether ``value`` and all it holds are of exact built-in types (no subclass), told at
+    C speed: marshal writes no other. False too for a value nested past marshal's limit."""
     try:
         marshal.dumps(value)
     except ValueError:
-        pass  # a subclass somewhere (or a value nested past marshal's limit): read the text
-    else:
-        # marshal writes only exact built-in types, so every dict is an exact dict, whose
-        # exact str keys differ; keys json may coerce alike were screened by _COERCIBLE_KEY.
+        return False
+    return True
+
+
+def _keys_unrepeated(value: Any, text: str) -> bool:
+    """Whether no object of ``text``, the JSON of ``value``, names a key twice."""
+    if _of_exact_builtins(value):
+        # Every dict is an exact dict, whose exact str keys differ; keys json may coerce
+        # alike were screened by _COERCIBLE_KEY.
         return True
     try:
         _check_keys(text)
@@ -519,6 +525,17 @@ def _keys_unrepeated(value: Any, text: str) -> bool:
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def names_are_distinct(value: Any, text: str) -> bool:
+    """Whether each dict of ``value``, which json wrote as ``text`` (ASCII or not), has
+    keys that are distinct property names to JavaScript, told without a walk in Python: no
+    key json named from a number, true, false or null (nor any key that looks so, see
+    _COERCIBLE_KEY), no surrogate anywhere (a pair and its astral character are one name),
+    and every dict and key of exact built-in types, whose distinct str keys are distinct
+    names. A False may be needless (it costs a walk); a True never is."""
+    return not (_COERCIBLE_KEY.search(text) or "\\ud" in text or _SURROGATE.search(text)
+                ) and _of_exact_builtins(value)
 
 
 def js_string(text: str) -> str:
