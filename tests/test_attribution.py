@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import vthread
 from tests import strategies
-from vthread import _attribution
+from vthread import _attribution, _jsvalue
 from vthread import _reference as ref
 from vthread._attribution import EXCERPT_CHARS, person_span, smallest_period
 from vthread._heuristics import read_columns
@@ -378,8 +378,12 @@ def test_a_payload_is_shown_as_the_walk_merges_it(value: Any) -> None:
     (1, "1"), (True, "true"), (None, "null"), (2.5, "2.5"), ("\ud83d\ude00", "\U0001f600"),
     (_DistinctKey("k"), _DistinctKey("k")), (_DistinctKey(""), _DistinctKey(""))])
 @pytest.mark.parametrize("nesting", [0, 1, 2])
+@pytest.mark.parametrize("buffers_in_python", [False, True])
 def test_keys_of_one_name_are_merged_in_a_payload_at_any_depth(
-        keys: tuple[Any, Any], nesting: int) -> None:
+        keys: tuple[Any, Any], nesting: int, buffers_in_python: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(``buffers_in_python``: marshal cannot tell a subclass, as from Python 3.12.)"""
+    monkeypatch.setattr(_jsvalue, "_BUFFERS_IN_PYTHON", buffers_in_python)
     value: Any = {keys[0]: "first", "other": 0, keys[1]: "last"}
     for _ in range(nesting):
         value = [{"inner": value}]

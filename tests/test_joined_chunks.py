@@ -2,13 +2,20 @@
 of the core (``cli._small_chunks_joined``): the records, warnings, summary and exit status
 are those of reading each chunk alone (the obviously correct twin, with joining switched
 off), whatever the files hold: loops, bad lines, chat read as native, other formats, gzip
-streams that break off, documents, files too large to join."""
+streams that break off, documents, files too large to join. (The token figures drawn here
+add up exactly: a total of fractional figures may differ in its last bits, its chunks'
+sums added in another order.)"""
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import random
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,8 +169,102 @@ def test_strict_stops_where_reading_each_alone_stops(
     assert outputs[0][0] == 2 and len(outputs[0][1].splitlines()) == 11 * 3 + 1
 
 
-def _task(label: str, lines: int) -> cli._Task:
-    return cli._Task(label, 1, [b"[]"] * lines, "native", {}, False)
+def test_a_files_tail_is_read_with_small_files_its_bad_line_numbered_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The last lines of a long file (a chunk that starts past line 4,096) read with the
+    small files after it: a bad line among them is read by Python and numbered in its file."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    rows = [_line([{"type": "user", "text": f"s{i}"}]) for i in range(4101)]
+    rows[4098] = b"{not json"
+    (folder / "0.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
+    for number in (1, 2):
+        small = [_line([{"type": "user", "text": f"t{i}"}]) for i in range(3)]
+        small.insert(number, b"{bad")
+        (folder / f"{number}.jsonl").write_bytes(b"".join(row + b"\n" for row in small))
+    calls: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(lines))
+        return scan_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    outputs = []
+    for below in (256, 1):
+        monkeypatch.setattr(cli, "JOIN_BELOW_LINES", below)
+        calls.clear()
+        status, _ = _scan(["scan", str(folder), "-q", "-o", str(tmp_path / "out")], capsys)
+        outputs.append((status, (tmp_path / "out").read_bytes(), list(calls)))
+    assert outputs[0][:2] == outputs[1][:2]
+    assert outputs[0][2] == [4096, 5 + 4 + 4]  # the tail and the small files, at once
+    errors = [(json.loads(line)["file"][-7:], json.loads(line)["line"])
+              for line in outputs[0][1].splitlines() if "error" in json.loads(line)]
+    assert errors == [("0.jsonl", 4099), ("1.jsonl", 2), ("2.jsonl", 3)]
+
+
+def test_standard_input_and_strict_scans_read_each_chunk_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """No chunk is joined when standard input is among the inputs (a pipe's chunk must not
+    wait for more to come) or under --strict (which reads no file ahead of where it stops)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for number in range(5):
+        (folder / f"{number}.jsonl").write_bytes(_line([{"type": "user", "text": "x"}]) + b"\n")
+    calls: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(lines))
+        return scan_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(
+        _line([{"type": "user", "text": "y"}]) + b"\n"))))
+    for given in (["-"], ["--strict"], []):
+        calls.clear()
+        _scan(["scan", str(folder), *given, "-q", "-o", str(tmp_path / "out")], capsys)
+        assert calls == ([1, 4] if not given else [1] * (6 if "-" in given else 5))
+
+
+def test_a_pipes_records_come_as_its_lines_do() -> None:
+    """Records of a pipe's lines are written while its writer waits, whatever the chunks'
+    sizes: 64 lines of 64 KiB, a chunk of few lines cut where it reaches 4 MiB (not where
+    the writer paused), are not held back until more comes."""
+
+    def line(i: int, size: int) -> bytes:
+        text = json.dumps([{"type": "user", "text": f"{i:02d} "}]).encode()
+        return text.replace(b' "', b' "' + b"x" * (size - len(text) - 1), 1) + b"\n"
+
+    lines = [line(0, 100)] + [line(i, 1 << 16) for i in range(1, 65)]
+    assert sum(map(len, lines[1:])) == cli.CHUNK_BYTES
+    scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", "-", "-q"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert scan.stdin is not None and scan.stdout is not None
+    seen: list[bytes] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(scan.stdout.readline, b"")))
+    reader.start()
+    try:
+        scan.stdin.write(lines[0])
+        scan.stdin.flush()
+        time.sleep(0.5)
+        scan.stdin.write(b"".join(lines[1:]))
+        scan.stdin.flush()
+        waited = 0.0
+        while len(seen) < 65 and waited < 60:  # (the writer keeps its end open meanwhile)
+            time.sleep(0.1)
+            waited += 0.1
+        assert len(seen) == 65
+    finally:
+        scan.stdin.close()
+        reader.join(timeout=120)
+        scan.wait(timeout=120)
+
+
+def _task(label: str, lines: int, line: bytes = b"[]") -> cli._Task:
+    return cli._Task(label, 1, [line] * lines, "native", {}, False)
 
 
 def test_chunks_join_up_to_the_chunk_limits_and_alike() -> None:
@@ -178,6 +279,14 @@ def test_chunks_join_up_to_the_chunk_limits_and_alike() -> None:
     assert [task.label for task in kinds] == ["f0", "g", "f1", "h", "f3"]
     assert kinds[2].parts == (small[1], small[2])
     assert kinds[0].parts is None and kinds[4].parts is None
+    # At most CHUNK_BYTES together, and a chunk over JOIN_BYTES alone.
+    wide = [_task(f"w{i}", 4, b"x" * 200_000) for i in range(12)]
+    parts = [len(task.parts or [task]) for task in cli._small_chunks_joined(iter(wide))]
+    assert parts == [5, 5, 2]
+    broad = _task("b", 2, b"x" * (cli.JOIN_BYTES // 2 + 1))
+    assert [task.parts for task in cli._small_chunks_joined(iter([broad, broad]))] == [None] * 2
+    paused = cli._Task("p", 1, [b"[]"], "native", {}, False, paused=True)
+    assert not cli._joinable(paused)
 
 
 def test_the_chunks_before_a_fatal_error_are_still_scanned() -> None:

@@ -488,6 +488,10 @@ def canonical_from_json(value: Any, text: str | None) -> str:
     return _encode(value)
 
 
+_BUFFERS_IN_PYTHON: Final = sys.version_info >= (3, 12)
+"""Whether a class defined in Python can export a buffer (PEP 688), which marshal writes."""
+
+
 class _RepeatedKeyError(Exception):
     """An object of a JSON text names one key twice."""
 
@@ -503,7 +507,14 @@ _check_keys = json.JSONDecoder(object_pairs_hook=_no_repeated_key).decode
 
 def _of_exact_builtins(value: Any) -> bool:
     """Whether ``value`` and all it holds are of exact built-in types (no subclass), told at
-    C speed: marshal writes no other. False too for a value nested past marshal's limit."""
+    C speed: marshal writes no other, but for an object that exports a buffer, which it
+    writes as bytes. Before Python 3.12 only a type written in C can export one, and no
+    subclass of str or dict in the standard library or NumPy both does and tells equal keys
+    apart; from 3.12 a class defined in Python can (``__buffer__``, PEP 688), so the answer
+    is False there, and the caller reads the text instead. False too for a value nested past
+    marshal's limit."""
+    if _BUFFERS_IN_PYTHON:
+        return False
     try:
         marshal.dumps(value)
     except ValueError:
@@ -532,10 +543,10 @@ def names_are_distinct(value: Any, text: str) -> bool:
     keys that are distinct property names to JavaScript, told without a walk in Python: no
     key json named from a number, true, false or null (nor any key that looks so, see
     _COERCIBLE_KEY), no surrogate anywhere (a pair and its astral character are one name),
-    and every dict and key of exact built-in types, whose distinct str keys are distinct
-    names. A False may be needless (it costs a walk); a True never is."""
+    so that a key's name is its text, and no object of the text naming a key twice. A False
+    may be needless (it costs a walk); a True never is."""
     return not (_COERCIBLE_KEY.search(text) or "\\ud" in text or _SURROGATE.search(text)
-                ) and _of_exact_builtins(value)
+                ) and _keys_unrepeated(value, text)
 
 
 def js_string(text: str) -> str:

@@ -199,10 +199,13 @@ call's fixed cost. (Before the core, through Python objects, 8 MiB had beaten 1 
 peak memory depends on the chunk size only.
 """
 JOIN_BELOW_LINES: Final = 256
-"""A chunk of fewer lines than this (most often a small file's whole) is read by the core
-together with the small chunks after it, up to ``CHUNK_LINES`` lines or ``CHUNK_BYTES``
-bytes: each chunk's fixed cost (the verdict arrays' set-up, about 0.2 ms, and the core's
-call) was most of the scan of a file of a few lines."""
+"""A chunk of fewer lines than this and of at most ``JOIN_BYTES`` (most often a small file's
+whole) is read by the core together with the small chunks after it, up to ``CHUNK_LINES``
+lines or ``CHUNK_BYTES`` bytes: each chunk's fixed cost (the verdict arrays' set-up, about
+0.2 ms, and the core's call) was most of the scan of a file of a few lines."""
+JOIN_BYTES: Final = 1 << 20
+"""Most bytes of a chunk read with others: a larger one gains nothing from it, and is not
+held while the next file is read."""
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
@@ -532,8 +535,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         first = next(tasks, None)
         in_core = first is None or first.format == "native" or _core_may_read(first)
         if first is not None:
-            # (the first chunk alone: whether the core declines it decides where the rest go)
-            tasks = chain([first], _small_chunks_joined(tasks) if in_core else tasks)
+            # Small chunks read together, but not from standard input (a pipe's chunk waits
+            # for no more to come), nor under --strict (a scan that stops at a bad line reads
+            # no file ahead of it, so its summary names only files it reached). The first
+            # chunk alone: whether the core declines it decides where the rest go.
+            joined = in_core and "-" not in files and not options.strict
+            tasks = chain([first], _small_chunks_joined(tasks) if joined else tasks)
         results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
@@ -3123,11 +3130,14 @@ def _joinable(task: _Task) -> bool:
     alone)."""
     return (type(task.lines) is list and 0 < len(task.lines) < JOIN_BELOW_LINES
             and _core_may_read(task) and not task.paused
-            and task.cell_ids is None and task.parts is None)
+            and task.cell_ids is None and task.parts is None
+            and sum(map(len, task.lines)) <= JOIN_BYTES)
 
 
 def _join_key(task: _Task) -> tuple[Any, ...]:
-    """What chunks read together share: everything but their file, lines and warnings."""
+    """What chunks read together share: everything but their file, lines and warnings (the
+    format may differ from file to file; the rest is the run's, and checked all the same,
+    so that a chunk is never read under another's options)."""
     return (task.format, tuple(task.options.items()), task.strict, task.count_tokens,
             task.threads, task.messages_key, task.id_key, task.mask_volatile)
 
@@ -3136,6 +3146,7 @@ def _joined(parts: list[_Task]) -> _Task:
     if len(parts) == 1:
         return parts[0]
     lines = [line for part in parts for line in part.lines]
+    # (each part keeps its own named_through, which its warnings use)
     return replace(parts[0], lines=lines, named_through=0, parts=tuple(parts))
 
 
