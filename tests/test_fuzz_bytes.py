@@ -163,18 +163,22 @@ def lines_in(data: bytes) -> int | None:
     when it reads a file of these bytes as a JSON document, a record per run."""
     if not data:
         return 0
-    if opens_as_a_document(data):
+    if opens_as_a_document(data) is not False:
         return None
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
-def opens_as_a_document(data: bytes) -> bool:
+def opens_as_a_document(data: bytes) -> bool | None:
     """Whether a file of ``data`` named as JSONL opens as a JSON document of runs
     (docs/formats.md): its first line with text, a byte-order mark aside, is only ``[`` or
     ``{`` (no JSONL line can be), or an array whose first element is an object holding
-    ``messages``, ``traj`` or ``history`` (a run, which no message is)."""
+    ``messages``, ``traj`` or ``history`` (a run, which no message is), or is an array (a
+    run's bare messages), unless that first line is an array of threads whole and more
+    lines follow it (JSONL). None when this cannot tell (a first line nested past what
+    json reads here)."""
     text = data.removeprefix(b"\xef\xbb\xbf").lstrip()
-    first = text.split(b"\n", 1)[0].strip()
+    first, _, rest = text.partition(b"\n")
+    first = first.strip()
     if first in (b"[", b"{"):
         return True
     if not first.startswith(b"["):
@@ -183,7 +187,19 @@ def opens_as_a_document(data: bytes) -> bool:
         decoded = text.decode("utf-8")
         start = len(decoded) - len(decoded[1:].lstrip())
         element, _ = json.JSONDecoder().raw_decode(decoded, start)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return None
+    except ValueError:
+        return False
+    if isinstance(element, list):
+        if not rest.strip():
+            return True
+        try:
+            json.loads(first.decode("utf-8"))
+        except RecursionError:
+            return None
+        except ValueError:
+            return True  # no whole value: a document written a run a line
         return False
     return isinstance(element, dict) and any(k in element for k in ("messages", "traj",
                                                                      "history"))
@@ -375,6 +391,9 @@ def test_scan_survives_fuzzed_jsonl(data: bytes, jobs: str, tmp_path_factory: An
 
 @_FUZZ
 @given(data=jsonl_files())
+# A one-line array of arrays: a document of runs (bare messages), not a JSONL line.
+@example(data=b"\xef\xbb\xbf[[]")
+@example(data=b"[[]]\n[]\n")  # an array of threads whole with lines after it: JSONL
 def test_scan_detecting_the_format_survives_fuzzed_jsonl(data: bytes,
                                                         tmp_path_factory: Any) -> None:
     """Without --format the first thread decides the format, and a line in no known format
