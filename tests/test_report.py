@@ -812,3 +812,16 @@ def test_the_screen_for_records_refuses_no_record(value: dict[str, Any], escaped
     assert _may_be_record(line) or _line_is_record(line) is not True
     for key in (b'"file"', b'"line"'):  # either key missing: no record
         assert not _may_be_record(line.replace(key, b'"name"')) or b"\\u" in line
+
+
+@hypothesis.settings(max_examples=500, deadline=None)
+@hypothesis.given(st.lists(st.sampled_from([b"\n", b" ", b"\r", b"\t", b"a", b"{}"]),
+                           max_size=12).map(b"".join), st.booleans())
+def test_the_first_line_with_text_is_the_split_heads(text: bytes, ended: bool) -> None:
+    """The first line with text of a stream's head, found a line at a time, is the one its
+    split into lines gives (a last line without its newline only when the stream ended)."""
+    from vthread._cli_report import _first_line_with_text
+
+    lines = text.split(b"\n")
+    expected = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
+    assert _first_line_with_text(text, ended) == expected

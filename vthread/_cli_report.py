@@ -456,9 +456,23 @@ def _decompressed(head: bytes, limit: int) -> bytes:
 def _first_line_is_record(head: bytes, ended: bool) -> bool:
     """Whether the first line with text of ``head``, a stream's first bytes (all of them when
     ``ended``), is a record; a line the head cuts short is none."""
-    lines = head.removeprefix(codecs.BOM_UTF8).split(b"\n")
-    first = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
+    first = _first_line_with_text(head.removeprefix(codecs.BOM_UTF8), ended)
     return _may_be_record(first) and _line_is_record(first) is True
+
+
+def _first_line_with_text(text: bytes, ended: bool) -> bytes:
+    """The first line of ``text`` that holds more than whitespace, or ``b""``; a last line
+    without its newline counts only when ``ended``. Found a line at a time, not by splitting
+    the whole of ``text`` (a stream's head, up to a megabyte)."""
+    start = 0
+    while True:
+        end = text.find(b"\n", start)
+        if end < 0:
+            last = text[start:]
+            return last if last.strip() else b""
+        if text[start:end].strip():
+            return text[start:end]
+        start = end + 1
 
 
 def _may_be_record(line: bytes) -> bool:
