@@ -80,6 +80,19 @@ def _directory(root: Path, files: int, seed: int) -> Path:
     return folder
 
 
+def _core_calls_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of lines of each call of ``_core.scan_lines`` from now on."""
+    calls: list[int] = []
+    scan_lines = _core.scan_lines
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(lines))
+        return scan_lines(lines, *args, **kwargs)
+
+    monkeypatch.setattr(_core, "scan_lines", counting)
+    return calls
+
+
 def _scan(arguments: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     status = cli.main(arguments)
     return status, capsys.readouterr().err
@@ -93,14 +106,7 @@ def test_small_files_read_together_give_the_records_of_each_read_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         seed: int, jobs: str, given: list[str]) -> None:
     folder = _directory(tmp_path, 60, seed)
-    calls: list[int] = []
-    scan_lines = _core.scan_lines
-
-    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(lines))
-        return scan_lines(lines, *args, **kwargs)
-
-    monkeypatch.setattr(_core, "scan_lines", counting)
+    calls = _core_calls_counted(monkeypatch)
     outputs = {}
     for joined in (True, False):
         # Alone: no chunk is small enough to be joined.
@@ -130,14 +136,7 @@ def test_a_directory_of_small_files_is_read_in_few_calls(
     for number in range(300):
         rows = [_line(_thread(chance, i, i == 1)) for i in range(3)]
         (folder / f"{number:03d}.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
-    calls: list[int] = []
-    scan_lines = _core.scan_lines
-
-    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(lines))
-        return scan_lines(lines, *args, **kwargs)
-
-    monkeypatch.setattr(_core, "scan_lines", counting)
+    calls = _core_calls_counted(monkeypatch)
     assert cli.main(["scan", str(folder), "-q", "-o", str(tmp_path / "records")]) == 0
     # The first file alone (where it goes decides where the rest go), then the others'
     # 897 lines in one call.
@@ -183,14 +182,7 @@ def test_a_files_tail_is_read_with_small_files_its_bad_line_numbered_in_it(
         small = [_line([{"type": "user", "text": f"t{i}"}]) for i in range(3)]
         small.insert(number, b"{bad")
         (folder / f"{number}.jsonl").write_bytes(b"".join(row + b"\n" for row in small))
-    calls: list[int] = []
-    scan_lines = _core.scan_lines
-
-    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(lines))
-        return scan_lines(lines, *args, **kwargs)
-
-    monkeypatch.setattr(_core, "scan_lines", counting)
+    calls = _core_calls_counted(monkeypatch)
     outputs = []
     for below in (256, 1):
         monkeypatch.setattr(cli, "JOIN_BELOW_LINES", below)
@@ -213,14 +205,7 @@ def test_standard_input_and_strict_scans_read_each_chunk_alone(
     folder.mkdir()
     for number in range(5):
         (folder / f"{number}.jsonl").write_bytes(_line([{"type": "user", "text": "x"}]) + b"\n")
-    calls: list[int] = []
-    scan_lines = _core.scan_lines
-
-    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(lines))
-        return scan_lines(lines, *args, **kwargs)
-
-    monkeypatch.setattr(_core, "scan_lines", counting)
+    calls = _core_calls_counted(monkeypatch)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(
         _line([{"type": "user", "text": "y"}]) + b"\n"))))
     for given in (["-"], ["--strict"], []):
