@@ -469,7 +469,7 @@ def _first_line_with_text(text: bytes, ended: bool) -> bytes:
         end = text.find(b"\n", start)
         if end < 0:
             last = text[start:]
-            return last if last.strip() else b""
+            return last if ended and last.strip() else b""
         if text[start:end].strip():
             return text[start:end]
         start = end + 1
