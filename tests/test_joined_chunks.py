@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import random
 import subprocess
 import sys
@@ -285,3 +286,36 @@ def test_the_chunks_before_a_fatal_error_are_still_scanned() -> None:
     assert [part.label for part in first.parts or ()] == ["a", "b"]
     with pytest.raises(cli._FatalError):
         next(given)
+
+
+@pytest.mark.parametrize("python_read", [False, True])
+def test_the_chunks_read_before_an_error_are_written_whatever_the_jobs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        python_read: bool) -> None:
+    """An error reading the next file ends the scan after the records of every chunk read
+    before it, with one job or two, in the core's threads or (``python_read``: NaN, which
+    only Python reads) in worker processes: with two, the chunks in flight were dropped."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for number in range(12):
+        rows = [json.dumps([{"type": "user", "text": f"go {number} {i}",
+                             "usage": {"tokens": math.nan if python_read else 1}}]).encode()
+                for i in range(3)]
+        (folder / f"{number:02d}.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
+    read = cli._tasks
+
+    def failing(*args: Any, **kwargs: Any) -> Iterator[cli._Task]:
+        for number, task in enumerate(read(*args, **kwargs)):
+            if number == 8:
+                raise cli._FatalError(f"{folder / '08.jsonl'}: cannot read: a failing disk")
+            yield task
+
+    monkeypatch.setattr(cli, "_tasks", failing)
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"records-{jobs}"
+        status, said = _scan(["scan", str(folder), "--jobs", jobs, "-q", "-o", str(out)], capsys)
+        outputs.append((status, out.read_bytes()))
+        assert "a failing disk" in said
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == 2 and len(outputs[0][1].splitlines()) == 8 * 3

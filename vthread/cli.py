@@ -2929,7 +2929,8 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, No
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    tasks = iter(tasks)
+    failed: list[Exception] = []
+    tasks = _until_failure(iter(tasks), failed)
     window: deque[tuple[_Task, Future[_Done | None]]] = deque()
     declined_first: list[_Task] = []
     # One pause for every thread: each pausing and restoring the collector on its own would
@@ -2942,13 +2943,25 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, No
             # are dropped rather than scanned for nothing (the pool waits for running ones).
             for _, queued in window:
                 queued.cancel()
-    if not declined_first:
-        return
-    # The core declined the file's first chunk (values only Python reads, such as numeric
-    # call ids, or NaN, throughout):
-    # the file goes to worker processes, as the formats only Python reads do, rather than
-    # to Python in this one process chunk after chunk.
-    yield from _run(chain(declined_first, tasks), jobs)
+    if declined_first:
+        # The core declined the file's first chunk (values only Python reads, such as
+        # numeric call ids, or NaN, throughout): the file goes to worker processes, as the
+        # formats only Python reads do, rather than to Python in this one process chunk
+        # after chunk.
+        yield from _run(chain(declined_first, tasks), jobs)
+    if failed:
+        raise failed[0]
+
+
+def _until_failure(tasks: Iterator[_Task], failed: list[Exception]) -> Iterator[_Task]:
+    """``tasks`` up to an error reading the next (a file that cannot be read ends the scan),
+    which is put in ``failed`` for the caller to raise once the chunks read before it are
+    scanned and written, as one job writes them (with several, the chunks in flight were
+    dropped). A stop (Ctrl-C, SIGTERM) is no error: it goes through at once."""
+    try:
+        yield from tasks
+    except Exception as error:
+        failed.append(error)
 
 
 def _chunks_in_order(pool: ThreadPoolExecutor, tasks: Iterator[_Task], jobs: int,
@@ -3021,7 +3034,8 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     is a pipe whose writer paused before that many came (its records are due then, and the
     next chunk may be long in coming).
     """
-    tasks = iter(tasks)
+    failed: list[Exception] = []
+    tasks = _until_failure(iter(tasks), failed)
     first: list[_Task] = []
     for task in tasks if jobs > 1 else ():
         first.append(task)
@@ -3030,6 +3044,8 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     workers = _worker_count(jobs, len(first))
     if workers <= 1:
         yield from map(_scan_chunk, chain(first, tasks))
+        if failed:
+            raise failed[0]
         return
     import multiprocessing
     from collections import deque
@@ -3055,6 +3071,8 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
         finally:
             for future in window:
                 future.cancel()
+    if failed:
+        raise failed[0]
 
 
 # ---------------------------------------------------------------------- one chunk, any process
