@@ -378,12 +378,13 @@ def test_a_payload_is_shown_as_the_walk_merges_it(value: Any) -> None:
     (1, "1"), (True, "true"), (None, "null"), (2.5, "2.5"), ("\ud83d\ude00", "\U0001f600"),
     (_DistinctKey("k"), _DistinctKey("k")), (_DistinctKey(""), _DistinctKey(""))])
 @pytest.mark.parametrize("nesting", [0, 1, 2])
-@pytest.mark.parametrize("buffers_in_python", [False, True])
+@pytest.mark.parametrize("types_told", [True, False])
 def test_keys_of_one_name_are_merged_in_a_payload_at_any_depth(
-        keys: tuple[Any, Any], nesting: int, buffers_in_python: bool,
+        keys: tuple[Any, Any], nesting: int, types_told: bool,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """(``buffers_in_python``: marshal cannot tell a subclass, as from Python 3.12.)"""
-    monkeypatch.setattr(_jsvalue, "_BUFFERS_IN_PYTHON", buffers_in_python)
+    """(``types_told`` False: the value's types not asked, the text read for a repeat.)"""
+    if not types_told:
+        monkeypatch.setattr(_jsvalue, "_of_exact_builtins", lambda value: False)
     value: Any = {keys[0]: "first", "other": 0, keys[1]: "last"}
     for _ in range(nesting):
         value = [{"inner": value}]

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
+import io
 import json
-import marshal
 import math
 import numbers
 import re
 import sys
 from collections.abc import Iterator, Mapping
 from types import ModuleType
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
+
+if TYPE_CHECKING:
+    import pickle
 
 
 def _numpy() -> ModuleType | None:
@@ -488,10 +492,6 @@ def canonical_from_json(value: Any, text: str | None) -> str:
     return _encode(value)
 
 
-_BUFFERS_IN_PYTHON: Final = sys.version_info >= (3, 12)
-"""Whether a class defined in Python can export a buffer (PEP 688), which marshal writes."""
-
-
 class _RepeatedKeyError(Exception):
     """An object of a JSON text names one key twice."""
 
@@ -505,20 +505,50 @@ def _no_repeated_key(pairs: list[tuple[str, Any]]) -> None:
 _check_keys = json.JSONDecoder(object_pairs_hook=_no_repeated_key).decode
 
 
+class _NotExactError(Exception):
+    """A value holds an object of no exact built-in type."""
+
+
+@functools.cache
+def _exact_only_pickler() -> type[pickle.Pickler]:
+    """A pickler that refuses every object of no exact built-in type: the C pickler writes
+    an exact ``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool`` or None
+    itself and asks ``reducer_override`` of any other object, a subclass of those included,
+    whatever else it is (a subclass exporting a buffer, which marshal writes as bytes).
+    Made at first use: ``vthread guard`` loads this module and never pickles."""
+    import pickle
+
+    class ExactOnly(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            raise _NotExactError
+
+    return ExactOnly
+
+
+_picklers: Any = None  # a threading.local: one pickler (and its sink) a thread, made once
+
+
 def _of_exact_builtins(value: Any) -> bool:
     """Whether ``value`` and all it holds are of exact built-in types (no subclass), told at
-    C speed: marshal writes no other, but for an object that exports a buffer, which it
-    writes as bytes. Before Python 3.12 only a type written in C can export one, and no
-    subclass of str or dict in the standard library or NumPy both does and tells equal keys
-    apart; from 3.12 a class defined in Python can (``__buffer__``, PEP 688), so the answer
-    is False there, and the caller reads the text instead. False too for a value nested past
-    marshal's limit."""
-    if _BUFFERS_IN_PYTHON:
-        return False
+    C speed. False too for a value nested deeper than the pickler goes."""
+    global _picklers
+    if _picklers is None:
+        import threading
+
+        _picklers = threading.local()
+    made: tuple[io.BytesIO, pickle.Pickler] | None = getattr(_picklers, "made", None)
+    if made is None:
+        sink = io.BytesIO()
+        made = _picklers.made = (sink, _exact_only_pickler()(sink, protocol=5))
+    sink, pickler = made
+    pickler.clear_memo()
     try:
-        marshal.dumps(value)
-    except ValueError:
+        pickler.dump(value)
+    except (_NotExactError, RecursionError):
         return False
+    finally:
+        sink.seek(0)
+        sink.truncate()
     return True
 
 
