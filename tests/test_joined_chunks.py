@@ -319,3 +319,30 @@ def test_the_chunks_read_before_an_error_are_written_whatever_the_jobs(
         assert "a failing disk" in said
     assert outputs[0] == outputs[1]
     assert outputs[0][0] == 2 and len(outputs[0][1].splitlines()) == 8 * 3
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_progress_bar_reaches_the_end_of_a_directory_of_small_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """A result standing for several chunks read together moves the bar past every one of
+    them: it ends at the inputs' size with no offset left over (it stayed at the first
+    file's)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for number in range(300):
+        (folder / f"{number:03d}.jsonl").write_bytes(
+            _line([{"type": "user", "text": f"go {number}"}]) + b"\n")
+    ends: list[tuple[float, float | None, int]] = []
+
+    class Watched(cli._Progress):
+        def clear(self) -> None:
+            ends.append((self.bar.n, self.bar.total, len(self.read_to)))
+            super().clear()
+
+    monkeypatch.setattr(cli, "_Progress", Watched)
+    monkeypatch.setattr(cli, "_is_tty", lambda stream: stream is sys.stderr)
+    out = tmp_path / "records"
+    assert cli.main(["scan", str(folder), "--jobs", jobs, "-o", str(out)]) == 0
+    size = sum(path.stat().st_size for path in folder.iterdir())
+    assert ends == [(size, size, 0)]
+    assert len(out.read_bytes().splitlines()) == 300

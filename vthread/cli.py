@@ -368,6 +368,9 @@ class _Done:
     # Where a line (a document's run, a row) larger than the memory the process may use
     # lies: the records are those of the chunk's lines before it, and the scan ends there.
     out_of_memory: str | None = None
+    # The chunks it stands for (several read together: see _small_chunks_joined), each of
+    # which moved the progress bar's reading on when it was read.
+    chunks: int = 1
 
 
 _R = TypeVar("_R")
@@ -552,7 +555,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 _write(out, _loops_only(done.output) if options.only_loops else done.output,
                        flush=streaming)
             if progress is not None:
-                progress.chunk_done(stats.lines)
+                progress.chunk_done(stats.lines, done.chunks)
             for warning in done.warnings:
                 say(f"vthread scan: {warning}")
             if done.fatal is not None:
@@ -1228,9 +1231,11 @@ class _Progress:
         """A chunk was cut with the input read up to ``offset`` (over all files)."""
         self.read_to.append(offset)
 
-    def chunk_done(self, lines: int) -> None:
-        """The oldest chunk's records are written; ``lines`` in all so far."""
-        offset = self.read_to.popleft() if self.read_to else self.bar.n
+    def chunk_done(self, lines: int, chunks: int = 1) -> None:
+        """The oldest ``chunks`` chunks' records are written; ``lines`` in all so far."""
+        offset = self.bar.n
+        for _ in range(chunks):
+            offset = self.read_to.popleft() if self.read_to else offset
         done = offset if self.by_bytes else lines
         if self.by_bytes:
             self.bar.set_postfix_str(f"{lines:,} lines", refresh=False)
@@ -3190,7 +3195,7 @@ def _merged(results: Iterable[_Done]) -> _Done:
         stats.add(part.stats)
     return _Done(b"".join(part.output for part in parts), stats, parts[-1].fatal,
                  tuple(warning for part in parts for warning in part.warnings),
-                 parts[-1].out_of_memory)
+                 parts[-1].out_of_memory, chunks=sum(part.chunks for part in parts))
 
 
 def _too_large(task: _Task) -> _Done:
@@ -3352,7 +3357,8 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         warnings += _chat_warning(part, sorted(chat))
         start = end
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, None, tuple(warnings))
+    return _Done("\n".join(records).encode("ascii"), stats, None, tuple(warnings),
+                 chunks=len(task.parts) if task.parts is not None else 1)
 
 
 def _records(task: _Task, ids: list[str], verdicts: list[str], counts: list[int]
