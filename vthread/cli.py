@@ -544,7 +544,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             # chunk alone: whether the core declines it decides where the rest go.
             joined = in_core and "-" not in files and not options.strict
             tasks = chain([first], _small_chunks_joined(tasks) if joined else tasks)
-        results = _run_in_core(tasks, jobs) if in_core else _run(tasks, jobs)
+        results = _scanned(_run_in_core if in_core else _run, tasks, jobs)
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
             # delivered some of the chunk's records, which the summary must not leave out.
@@ -2934,8 +2934,7 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, No
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    failed: list[Exception] = []
-    tasks = _until_failure(iter(tasks), failed)
+    tasks = iter(tasks)
     window: deque[tuple[_Task, Future[_Done | None]]] = deque()
     declined_first: list[_Task] = []
     # One pause for every thread: each pausing and restoring the collector on its own would
@@ -2954,15 +2953,22 @@ def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, No
         # formats only Python reads do, rather than to Python in this one process chunk
         # after chunk.
         yield from _run(chain(declined_first, tasks), jobs)
+
+
+def _scanned(run: Callable[[Iterable[_Task], int], Iterator[_Done]], tasks: Iterable[_Task],
+             jobs: int) -> Generator[_Done, None, None]:
+    """``run``'s results of ``tasks``; an error reading the next task (a file that cannot be
+    read ends the scan) is raised once the chunks read before it are scanned and written,
+    as one job writes them (with several, the chunks in flight were dropped). A stop
+    (Ctrl-C, SIGTERM) is no error: it goes through at once."""
+    failed: list[Exception] = []
+    yield from run(_until_failure(iter(tasks), failed), jobs)
     if failed:
         raise failed[0]
 
 
 def _until_failure(tasks: Iterator[_Task], failed: list[Exception]) -> Iterator[_Task]:
-    """``tasks`` up to an error reading the next (a file that cannot be read ends the scan),
-    which is put in ``failed`` for the caller to raise once the chunks read before it are
-    scanned and written, as one job writes them (with several, the chunks in flight were
-    dropped). A stop (Ctrl-C, SIGTERM) is no error: it goes through at once."""
+    """``tasks`` up to an error reading the next, which is put in ``failed``."""
     try:
         yield from tasks
     except Exception as error:
@@ -3039,8 +3045,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     is a pipe whose writer paused before that many came (its records are due then, and the
     next chunk may be long in coming).
     """
-    failed: list[Exception] = []
-    tasks = _until_failure(iter(tasks), failed)
+    tasks = iter(tasks)
     first: list[_Task] = []
     for task in tasks if jobs > 1 else ():
         first.append(task)
@@ -3049,8 +3054,6 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     workers = _worker_count(jobs, len(first))
     if workers <= 1:
         yield from map(_scan_chunk, chain(first, tasks))
-        if failed:
-            raise failed[0]
         return
     import multiprocessing
     from collections import deque
@@ -3076,8 +3079,6 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
         finally:
             for future in window:
                 future.cancel()
-    if failed:
-        raise failed[0]
 
 
 # ---------------------------------------------------------------------- one chunk, any process
@@ -3127,34 +3128,35 @@ def _small_chunks_joined(tasks: Iterator[_Task]) -> Iterator[_Task]:
             if pending:
                 yield _joined(pending)
             raise
-        joinable = task is not None and _joinable(task)
-        if task is not None and joinable and pending:
-            more = sum(map(len, task.lines))
-            if (_join_key(task) == _join_key(pending[0])
-                    and lines + len(task.lines) <= CHUNK_LINES and size + more <= CHUNK_BYTES):
-                pending.append(task)
-                lines += len(task.lines)
-                size += more
-                continue
+        # The chunk's bytes when it is to be read with others, else None.
+        more = sum(map(len, task.lines)) if task is not None and _joinable(task) else None
+        if more is not None and more > JOIN_BYTES:
+            more = None
+        if (task is not None and more is not None and pending
+                and _join_key(task) == _join_key(pending[0])
+                and lines + len(task.lines) <= CHUNK_LINES and size + more <= CHUNK_BYTES):
+            pending.append(task)
+            lines += len(task.lines)
+            size += more
+            continue
         if pending:
             yield _joined(pending)
             pending = []
         if task is None:
             return
-        if joinable:
-            pending, lines, size = [task], len(task.lines), sum(map(len, task.lines))
+        if more is not None:
+            pending, lines, size = [task], len(task.lines), more
         else:
             yield task
 
 
 def _joinable(task: _Task) -> bool:
-    """Whether the chunk is a small one of plain lines the core reads, to be read with
-    others (a chunk that stands for an error, a too large line or a paused writer goes
-    alone)."""
+    """Whether the chunk is one of few plain lines the core reads, to be read with others
+    when it holds at most ``JOIN_BYTES`` (a chunk that stands for an error, a too large line
+    or a paused writer goes alone)."""
     return (type(task.lines) is list and 0 < len(task.lines) < JOIN_BELOW_LINES
             and _core_may_read(task) and not task.paused
-            and task.cell_ids is None and task.parts is None
-            and sum(map(len, task.lines)) <= JOIN_BYTES)
+            and task.cell_ids is None and task.parts is None)
 
 
 def _join_key(task: _Task) -> tuple[Any, ...]:
@@ -3333,7 +3335,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     # are Python's, read a run of consecutive lines (of one chunk) at a time.
     stats.lines -= len(declined)
     stats.verdicts[0] -= len(declined)
-    runs = list(_consecutive(declined)) if declined else []
+    runs = list(_consecutive(declined))
     records: list[str] = []
     warnings: list[str] = []
     start = 0
@@ -3475,9 +3477,11 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
 def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:
     """The runs of consecutive numbers in ascending ``rows``, as (first, last + 1).
 
-    >>> list(_consecutive([2, 3, 4, 9, 11, 12]))
-    [(2, 5), (9, 10), (11, 13)]
+    >>> list(_consecutive([2, 3, 4, 9, 11, 12])), list(_consecutive([]))
+    ([(2, 5), (9, 10), (11, 13)], [])
     """
+    if not rows:
+        return
     start = previous = rows[0]
     for row in rows[1:]:
         if row != previous + 1:
