@@ -825,3 +825,48 @@ def test_the_first_line_with_text_is_the_split_heads(text: bytes, ended: bool) -
     lines = text.split(b"\n")
     expected = next((line for line in (lines if ended else lines[:-1]) if line.strip()), b"")
     assert _first_line_with_text(text, ended) == expected
+
+
+_HEAD_LINES = st.sampled_from([
+    json.dumps({**_loop_record("r", "x"), "verdict": None}).encode(),  # a record
+    json.dumps(_loop_record("r" * 70_000, "x")).encode(),  # one longer than the first read
+    json.dumps({"id": "r", "messages": [{"role": "user", "content": "hi"}]}).encode(),  # a run
+    json.dumps({"id": "r", "messages": [{"role": "user", "content": "h" * 70_000}]}).encode(),
+    b'{"\\u0066ile": "runs.jsonl", "line": 1, "verdict": null}',  # a record, a key escaped
+    b'{"file": "runs.jsonl", "line": 1}',  # both keys, no record
+    b"", b"  ", b"\r", b"not json"])
+
+
+@hypothesis.settings(max_examples=150, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@hypothesis.given(st.lists(_HEAD_LINES, min_size=0, max_size=5), st.booleans(), st.booleans(),
+                  st.sampled_from(["plain", "gzip", "gzip cut", "gzip broken"]),
+                  st.floats(0.05, 0.95), st.booleans())
+@hypothesis.example([b"", json.dumps({**_loop_record("r", "x"), "verdict": None}).encode()],
+                    True, True, "plain", 0.5, False)  # a mark, a blank line, then a record
+def test_a_files_first_read_tells_records_as_its_whole_head_does(
+        lines: list[bytes], bom: bool, ended_by_newline: bool, packing: str, cut: float,
+        throughout: bool) -> None:
+    """:func:`holds_records` passes a file over after a small read when its first line,
+    whole in it, cannot be a record: the answer is always the one its whole head gives,
+    for first lines shorter and longer than that read, a byte-order mark, and gzip files
+    whole, cut short or broken part-way."""
+    import tempfile
+
+    from vthread._cli_report import _head_holds_records, holds_records
+
+    data = (codecs.BOM_UTF8 if bom else b"") + b"\n".join(lines)
+    data += b"\n" if ended_by_newline and lines else b""
+    if packing != "plain":
+        data = gzip.compress(data) + gzip.compress(data)  # two members, as shards joined
+        at = max(1, int(len(data) * cut))
+        if packing == "gzip cut":
+            data = data[:at]
+        elif packing == "gzip broken":
+            data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:] if at < len(data) \
+                else data
+    with tempfile.TemporaryDirectory() as folder:
+        name = os.path.join(folder, "runs.jsonl.gz" if packing != "plain" else "runs.jsonl")
+        Path(name).write_bytes(data)
+        assert holds_records(name, throughout=throughout) == _head_holds_records(
+            name, throughout)

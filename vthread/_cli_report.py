@@ -268,6 +268,17 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
         return _parquet_holds_records(name)
     try:
         with open(name, "rb") as raw:
+            if _first_line_is_no_record(raw.read(SNIFF_BYTES)):
+                return False
+    except OSError:
+        return False  # the scan reports what is wrong with it
+    return _head_holds_records(name, throughout)
+
+
+def _head_holds_records(name: str, throughout: bool) -> bool:
+    """:func:`holds_records` of a text file, told from its whole head (:func:`_head_of`)."""
+    try:
+        with open(name, "rb") as raw:
             head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES,
                                          _PAST_FIRST_LINE if throughout else 0)
     except OSError:
@@ -458,6 +469,19 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     ``ended``), is a record; a line the head cuts short is none."""
     first = _first_line_with_text(head.removeprefix(codecs.BOM_UTF8), ended)
     return _may_be_record(first) and _line_is_record(first) is True
+
+
+def _first_line_is_no_record(start: bytes) -> bool:
+    """Whether a file's first bytes already show that its first line is no record: they
+    hold that line whole, and it cannot be one (:func:`_may_be_record`). A directory of runs
+    is told from records a small read each, not the first megabyte of every file.
+
+    Why it agrees with the whole head's reading: the text of a longer head is the text of
+    these bytes and more (or, for a gzip file broken further on, none at all), so a line
+    these bytes hold whole is its first line with text too (or it has none: no record)."""
+    text = _decompressed(start, SNIFF_BYTES)
+    first = _first_line_with_text(text.removeprefix(codecs.BOM_UTF8), False)
+    return bool(first) and not _may_be_record(first)
 
 
 def _first_line_with_text(text: bytes, ended: bool) -> bytes:

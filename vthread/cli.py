@@ -1826,7 +1826,7 @@ def _holds_messages(text: bytes, messages_key: str | None) -> bool:
     scalar, for a run): a JSONL thread whose messages have no ``type`` stays a thread."""
     from vthread.documents import run_messages
 
-    value = _parse(text, bool(suspect_lines([text])))
+    value = _parse_alone(text)
     if _too_deep(value):
         value = _shallow(text)
     if isinstance(value, list):
@@ -2742,7 +2742,7 @@ def _python_reads_otherwise(line: bytes, messages_key: str | None) -> int:
             return type(error)
 
     try:
-        value = _parse(line, bool(suspect_lines([line])))
+        value = _parse_alone(line)
         if isinstance(value, _Bad) or run_format_evidence(value, messages_key) != (
                 "openai", False):
             return 0
@@ -2822,7 +2822,7 @@ def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True
 
     try:
         return line_format_evidence_keeping(
-            line, messages_key, lambda text: _parse(text, bool(suspect_lines([text]))),
+            line, messages_key, _parse_alone,
             keep_tape=keep and _KEEP_TAPES.get())  # the chunk, scanned next, takes it
     except MemoryError:
         return None
@@ -2845,7 +2845,6 @@ def _format_evidence(lines: Sequence[bytes], messages_key: str | None,
     over ``longest`` bytes, when given, are passed over."""
     from vthread.documents import line_format_evidence_keeping
 
-    suspect = suspect_lines(_listed(lines))
     evidence: list[tuple[int, Any, bool]] = []
     unknown: int | None = None  # the first thread in no known format
     examined = 0  # bytes of the threads examined
@@ -2857,7 +2856,7 @@ def _format_evidence(lines: Sequence[bytes], messages_key: str | None,
         # (the core judges the bytes; Python parses only what it leaves)
         try:
             found = line_format_evidence_keeping(
-                line, messages_key, partial(_parse, suspect=index in suspect),
+                line, messages_key, _parse_alone,
                 keep_tape=_KEEP_TAPES.get())  # the scan takes its parse
         except MemoryError:
             continue  # a line too large to hold says nothing: its scan reports it, in place
@@ -2887,7 +2886,7 @@ def _key_warnings(label: str, lines: Sequence[bytes], messages_key: str | None,
         if len(line) > WARN_LINE_BYTES:
             continue
         examined += len(line)
-        value = _parse(line, bool(suspect_lines([line])))
+        value = _parse_alone(line)
         if type(value) is dict:
             runs.append(value)
     if not runs:
@@ -3692,6 +3691,12 @@ def _parse(line: bytes, suspect: bool, text_name: str = "line") -> Any:
         return loads_exactly(line, suspect)
     except (ValueError, RecursionError) as error:
         return _Bad(unread_reason(line, error, text_name))
+
+
+def _parse_alone(line: bytes) -> Any:
+    """:func:`_parse` of a line read on its own: its 19-digit runs looked for in it alone,
+    only now that Python parses it (the core reads most lines)."""
+    return _parse(line, bool(suspect_lines([line])))
 
 
 def _thread(
