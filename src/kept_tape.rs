@@ -67,6 +67,21 @@ pub fn judged_and_kept<T: Send>(
     Ok(found)
 }
 
+/// Parse `line` (the text of `owner`) and run `judge` on its tape with the GIL released; the
+/// tape's items, held with `owner`, are handed back for the caller to keep.
+pub fn judged_and_handed<T: Send>(
+    owner: &Bound<'_, PyBytes>,
+    judge: impl FnOnce(&Tape<'_>) -> T + Send,
+) -> Result<(T, KeptItems), Declined> {
+    let line = owner.as_bytes();
+    let (found, items) = owner.py().detach(|| {
+        let tape = Tape::parse(line)?;
+        let found = judge(&tape);
+        Ok::<_, Declined>((found, tape.into_kept()))
+    })?;
+    Ok((found, items.owned_by(owner.clone().unbind())))
+}
+
 /// The kept tape of `line`, taken, when it is the kept line's text; any thread, GIL or not.
 pub fn take(line: &str) -> Option<Tape<'_>> {
     if line.len() < KEEP_FROM_BYTES {

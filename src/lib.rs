@@ -45,7 +45,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::ffi;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 
 /// `values` as a NumPy array, NumPy and its C API loaded first when they are not yet.
 ///
@@ -289,7 +289,7 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
                     messages_key=None, id_key=None, mask_volatile=false, anywhere=None,
-                    block=None))]
+                    block=None, detected=None))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -302,6 +302,7 @@ fn scan_lines<'py>(
     mask_volatile: bool,
     anywhere: Option<(usize, usize, f64)>,
     block: Option<chunk_rows::BlockArgument<'py>>,
+    detected: Option<Vec<Bound<'py, KeptTapes>>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let keys = adapters::RunKeys {
@@ -313,6 +314,19 @@ fn scan_lines<'py>(
     let options = columns::ScanOptions::from(options);
     let rows = chunk_rows::ChunkRows::new(lines, block)?;
     let views = rows.views();
+    // Detection's tapes of the chunk's lines, taken (a holder another thread is reading at
+    // this moment is passed over: its lines are parsed afresh), and the references they
+    // held, let go of once the reading is over, with the GIL held.
+    let mut owners = Vec::new();
+    let mut tapes = HashMap::new();
+    for holder in detected.iter().flatten() {
+        if let Ok(mut holder) = holder.try_borrow_mut() {
+            let (taken, held) = holder.take();
+            tapes.extend(taken);
+            owners.extend(held);
+        }
+    }
+    let detected = (!tapes.is_empty()).then(|| threads::DetectedTapes::new(tapes));
     let reading = threads::LineReading {
         options: &options,
         count_tokens,
@@ -320,8 +334,11 @@ fn scan_lines<'py>(
         mask_volatile,
         anywhere,
         keep_tapes: true,
+        detected: detected.as_ref(),
     };
     let mut chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
+    drop(detected);
+    drop(owners);
     let kept = std::mem::take(&mut chunk.kept);
     let out = chunk_dict(py, chunk)?;
     if !kept.is_empty() {
@@ -329,7 +346,16 @@ fn scan_lines<'py>(
             .into_iter()
             .map(|(offset, items)| items.owned_by(rows.owner(offset)))
             .collect();
-        out.set_item("kept", Bound::new(py, KeptTapes { tapes })?)?;
+        out.set_item(
+            "kept",
+            Bound::new(
+                py,
+                KeptTapes {
+                    tapes,
+                    line_bytes: 0,
+                },
+            )?,
+        )?;
     }
     Ok(out)
 }
@@ -340,16 +366,39 @@ fn scan_lines<'py>(
 /// kept, that buffer lives unchanged (`bytes` is immutable), so a line found at its address
 /// with its length is the text the tape was parsed from. Read and
 /// taken only with the GIL held, so PyO3's borrow of the object is all the locking it needs.
+///
+/// Made empty from Python, it holds the tapes format detection makes of a chunk's first
+/// lines (`line_format_evidence(keep_into=)`), for `scan_lines(detected=)` of that chunk to
+/// take: at most `DETECTED_LINE_BYTES` of lines, each shorter than the long line
+/// `kept_tape` keeps. A copy (pickled for a worker process) holds none.
 #[pyclass(module = "vthread._core", weakref)]
+#[derive(Default)]
 struct KeptTapes {
     tapes: Vec<document::KeptItems>,
+    /// The bytes of the lines detection kept tapes of.
+    line_bytes: usize,
 }
+
+/// The most bytes of lines whose detection tapes one `KeptTapes` holds: more than a chunk
+/// of small lines (`CHUNK_BYTES` in `cli.py`) holds, so that the memory held for the scan
+/// stays near the chunk's own.
+const DETECTED_LINE_BYTES: usize = 8 << 20;
 
 #[pymethods]
 impl KeptTapes {
+    #[new]
+    fn new() -> Self {
+        KeptTapes::default()
+    }
+
     /// The tapes still kept (`attribute_lines` takes them all).
     fn __len__(&self) -> usize {
         self.tapes.len()
+    }
+
+    /// An empty holder: a tape is of this process's memory.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, ()) {
+        (slf.get_type(), ())
     }
 }
 
@@ -359,6 +408,7 @@ impl KeptTapes {
     fn take(&mut self) -> (HashMap<usize, document::KeptItems>, Vec<Py<PyBytes>>) {
         let mut by_place = HashMap::new();
         let mut owners = Vec::new();
+        self.line_bytes = 0;
         for items in self.tapes.drain(..) {
             let (items, owner) = items.without_owner();
             owners.extend(owner);
@@ -440,6 +490,7 @@ fn scan_slices<'py>(
         mask_volatile,
         anywhere,
         keep_tapes: false,
+        detected: None,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)
@@ -451,23 +502,44 @@ fn scan_slices<'py>(
 /// `(False, None)` for a line the core leaves to Python (one the tape does not read as
 /// `json.loads` does). With `keep_tape`, the tape of a long line is kept for the next parse
 /// of the same line (`kept_tape`: the scan that follows the detection), until `release_kept_tape`.
+/// With `keep_into` (a `KeptTapes`), the tape of a shorter line is held there instead, for
+/// `scan_lines(detected=)` of the chunk the line is in, while it holds less than
+/// `DETECTED_LINE_BYTES` of lines.
 #[pyfunction]
-#[pyo3(signature = (line, messages_key=None, keep_tape=false))]
+#[pyo3(signature = (line, messages_key=None, keep_tape=false, keep_into=None))]
 fn line_format_evidence(
     line: &Bound<'_, PyBytes>,
     messages_key: Option<&str>,
     keep_tape: bool,
+    keep_into: Option<&Bound<'_, KeptTapes>>,
 ) -> (bool, Option<adapters::Evidence>) {
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: None,
     };
-    if !threads::memory_for(line.as_bytes().len(), false) {
+    let size = line.as_bytes().len();
+    if !threads::memory_for(size, false) {
         return (false, None); // Python's reading raises the MemoryError the CLI reports
     }
-    match kept_tape::judged_and_kept(line, keep_tape, |tape| {
-        adapters::format_evidence(tape, keys)
-    }) {
+    let holder = keep_into
+        .filter(|_| size < kept_tape::KEEP_FROM_BYTES)
+        .and_then(|holder| holder.try_borrow_mut().ok())
+        .filter(|holder| holder.line_bytes + size <= DETECTED_LINE_BYTES);
+    let found = match holder {
+        Some(mut holder) => {
+            kept_tape::judged_and_handed(line, |tape| adapters::format_evidence(tape, keys)).map(
+                |(found, items)| {
+                    holder.line_bytes += size;
+                    holder.tapes.push(items);
+                    found
+                },
+            )
+        }
+        None => kept_tape::judged_and_kept(line, keep_tape, |tape| {
+            adapters::format_evidence(tape, keys)
+        }),
+    };
+    match found {
         Ok(Ok(found)) => (true, found),
         Ok(Err(document::Declined)) | Err(document::Declined) => (false, None),
     }

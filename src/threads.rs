@@ -1,5 +1,8 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use crate::adapters::{self, Format, RunKeys};
 use crate::anywhere::MessageColumns;
 use crate::document::{KeptItems, Tape, Value};
@@ -323,7 +326,8 @@ impl ChunkColumns {
         reader: &mut Reader,
         as_written: bool,
     ) -> PyResult<Option<()>> {
-        let Ok(tape) = Tape::parse(line) else {
+        let detected = reading.detected.and_then(|detected| detected.take(line));
+        let Some(tape) = detected.or_else(|| Tape::parse(line).ok()) else {
             return Ok(None);
         };
         let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
@@ -443,6 +447,47 @@ pub struct LineReading<'a> {
     pub anywhere: Option<TextRunOptions>,
     /// Keep the tapes of the lines that may loop (`ChunkColumns::kept`).
     pub keep_tapes: bool,
+    /// Tapes format detection made of some of the lines, by their address (`DetectedTapes`).
+    pub detected: Option<&'a DetectedTapes>,
+}
+
+/// The tapes format detection made of a chunk's first lines, by the address of each line's
+/// text, for the scan to take instead of parsing those lines again (`KeptTapes` in
+/// `lib.rs`): on a directory of small files detection judges nearly every line, and that
+/// second parse of each was about a sixth of the run.
+///
+/// Why it is safe: the `bytes` each tape's line lies in is held (by the chunk's list and by
+/// the tape's holder) until the scan is over, unchanged (`bytes` is immutable), so a line
+/// of the chunk found at a kept tape's address with its length is that very text.
+#[derive(Default)]
+pub struct DetectedTapes {
+    tapes: Mutex<HashMap<usize, KeptItems>>,
+}
+
+impl DetectedTapes {
+    pub fn new(tapes: HashMap<usize, KeptItems>) -> Self {
+        DetectedTapes {
+            tapes: Mutex::new(tapes),
+        }
+    }
+
+    /// The tape of `line`, taken, when detection made one of it.
+    fn take<'l>(&self, line: &'l [u8]) -> Option<Tape<'l>> {
+        let mut tapes = self
+            .tapes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let place = line.as_ptr() as usize;
+        let items = tapes.remove(&place)?;
+        // (a kept tape's line passed this check when it was parsed)
+        let Ok(text) = simdutf8::basic::from_utf8(line) else {
+            tapes.insert(place, items);
+            return None;
+        };
+        Tape::from_kept(text, items)
+            .map_err(|items| tapes.insert(place, items)) // another line's: left for it
+            .ok()
+    }
 }
 
 /// The most a line's reading takes (its tape, its thread, its native translation, its
@@ -616,6 +661,23 @@ mod tests {
     fn read(line: &str, keys: RunKeys<'_>) -> Option<(String, usize)> {
         let tape = Tape::parse(line.as_bytes()).ok()?;
         native_thread(tape.root(), keys).map(|(id, messages)| (id, messages.len()))
+    }
+
+    #[test]
+    fn a_detected_tape_is_taken_once_and_only_by_its_own_line() {
+        let line = br#"{"id":"a","messages":[{"type":"user","text":"hi"}]}"#.to_vec();
+        let twin = line.clone(); // the same text in another buffer
+        let items = Tape::parse(&line).unwrap().into_kept();
+        let detected = DetectedTapes::new(HashMap::from([(items.place(), items)]));
+        assert!(detected.take(&twin).is_none());
+        assert!(detected.take(&line[..line.len() - 1]).is_none()); // same place, shorter
+        let tape = detected.take(&line).expect("its own line's tape");
+        let fresh = Tape::parse(&line).unwrap();
+        assert_eq!(
+            native_thread(tape.root(), RunKeys::default()).map(|(id, m)| (id, m.len())),
+            native_thread(fresh.root(), RunKeys::default()).map(|(id, m)| (id, m.len()))
+        );
+        assert!(detected.take(&line).is_none()); // taken once
     }
 
     #[test]

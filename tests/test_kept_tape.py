@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import numpy as np
 import pytest
+from hypothesis import strategies as st
+from strategies import openai_messages, runs, threads
 
 import vthread
 from vthread import _core, cli, documents
@@ -45,7 +49,7 @@ def _columns_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
         if key == "kept":  # the tapes kept for the attribution, each read alike
             assert len(a[key]) == len(b[key])
         elif isinstance(a[key], np.ndarray):
-            assert np.array_equal(a[key], b[key]), key
+            assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
         else:
             assert a[key] == b[key], key
 
@@ -180,3 +184,108 @@ def test_vthread_scan_of_long_lines_answers_as_the_api_and_keeps_nothing(
         records = [json.loads(x) for x in out.read_text().splitlines()]
         assert [r["verdict"] for r in records] == expected, extra
         assert not _core.tape_is_kept()
+
+
+# -------------------------------------- short lines: detection's tapes held for their chunk
+
+_ODD_LINES = st.sampled_from([
+    b'[{"type": "user", "text": NaN}]', b"\xef\xbb\xbf[]", b"not json", b"", b"[]",
+    b'{"id": 123456789012345678901, "messages": []}', b'[{"type": "user", "text": "\\ud800"}]',
+    b'{"messages": [{"role": "user", "content": "hi"}]}'])
+_LINES = st.one_of(threads(max_size=12).map(lambda t: json.dumps(t).encode()),
+                   runs(openai_messages()).map(lambda r: json.dumps(r).encode()), _ODD_LINES)
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.lists(_LINES, min_size=1, max_size=12), st.data(),
+                  st.sampled_from(["native", "openai"]), st.sampled_from([1, 2]),
+                  st.booleans())
+def test_a_chunk_reads_detection_s_tapes_as_its_own_parse(
+        lines: list[bytes], data: st.DataObject, format_: str, workers: int,
+        mask_volatile: bool) -> None:
+    """``scan_lines`` of a chunk handed the tapes detection made of some of its lines
+    (``keep_into``) makes the very columns a parse of its own makes (the twin: the same text
+    in other buffers, no tape to take), on native, chat and bad lines, one or two workers,
+    masked or not; it takes every tape, and lets go of the lines they held."""
+    lines = [bytes(bytearray(x)) for x in lines]  # (each held here only, but b"")
+    fresh = _core.scan_lines([bytes(bytearray(x)) for x in lines], OPTIONS, True, workers,
+                             format=format_, mask_volatile=mask_volatile)
+    holders = [_core.KeptTapes(), _core.KeptTapes()]
+    held = [sys.getrefcount(line) for line in lines]
+    judged = data.draw(st.lists(st.integers(0, len(lines) - 1), unique=True))
+    places = data.draw(st.lists(st.sampled_from(holders), min_size=len(judged),
+                                max_size=len(judged)))
+    for index, holder in zip(judged, places, strict=True):
+        _core.line_format_evidence(lines[index], None, False, holder)
+    handed = _core.scan_lines(lines, OPTIONS, True, workers, format=format_,
+                              mask_volatile=mask_volatile, detected=holders)
+    assert [len(holder) for holder in holders] == [0, 0]
+    _columns_equal(handed, fresh)
+    del handed  # (with the tapes it kept for attribution, which hold their lines too)
+    assert [sys.getrefcount(line) for line in lines] == held
+
+
+def test_detection_holds_short_lines_tapes_up_to_its_bound_and_no_long_line() -> None:
+    line = json.dumps(_long_thread(True, 40)).encode()  # about 10 KB
+    holder = _core.KeptTapes()
+    for _ in range(2000):  # about 20 MB of lines: held up to 8 MiB of them
+        copy = bytes(bytearray(line))
+        assert _core.line_format_evidence(copy, None, False, holder) == (True, ("native", True))
+    assert 700 < len(holder) <= (8 << 20) // len(line)
+    long = _line(_long_thread(True, 6000))  # the long line's own slot keeps it, when asked
+    few = _core.KeptTapes()
+    _core.line_format_evidence(long, None, True, few)
+    assert len(few) == 0 and _core.tape_is_kept()
+    declined = b'[{"type": "user", "text": NaN}]'  # no tape: Python reads it
+    assert _core.line_format_evidence(declined, None, False, few) == (False, None)
+    assert len(few) == 0
+
+
+def test_a_copy_of_a_holder_holds_no_tape() -> None:
+    holder = _core.KeptTapes()
+    _core.line_format_evidence(json.dumps(_long_thread(True, 4)).encode(), None, False, holder)
+    assert len(holder) == 1
+    copy = pickle.loads(pickle.dumps(holder))
+    assert type(copy) is _core.KeptTapes and len(copy) == 0 and len(holder) == 1
+    task = cli._Task("runs.jsonl", 1, [b"[]"], "native", {}, False, detected=holder)
+    assert len(pickle.loads(pickle.dumps(task)).detected) == 0  # (a worker process's)
+
+
+@pytest.mark.parametrize("extra", [[], ["--jobs", "2"], ["--anywhere"], ["--mask-volatile"]])
+def test_vthread_scan_of_small_files_hands_each_file_s_tapes_to_its_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]) -> None:
+    """A directory of small files: every file's first lines are judged for its format, and
+    the chunks read together take those tapes; the records are those of a scan that parses
+    every line afresh."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for number in range(30):  # native runs, some looping, and chats, file by file
+        native = [_long_thread(i % 3 == 0, 3 + number % 5) for i in range(4)]
+        chat = [[{"role": "user", "content": f"hi {number}"}]] * 4
+        lines = [json.dumps({"id": f"{number}-{i}", "messages": messages}) for i, messages
+                 in enumerate(chat if number % 4 == 3 else native)]
+        lines += ["{bad"] if number % 7 == 0 else []
+        (folder / f"{number:02}.jsonl").write_text("\n".join(lines) + "\n")
+    scan_lines = _core.scan_lines
+    handed: list[int] = []
+
+    def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        holders = kwargs.get("detected") or []
+        before = sum(map(len, holders))
+        found = scan_lines(lines, *args, **kwargs)
+        assert sum(map(len, holders)) == 0  # every tape taken
+        handed.append(before)
+        return found
+
+    def afresh(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
+        return scan_lines(lines, *args, **{**kwargs, "detected": None})
+
+    outputs = []
+    for spy in (counting, afresh):
+        monkeypatch.setattr(_core, "scan_lines", spy)
+        out = tmp_path / f"{spy.__name__}.jsonl"
+        assert cli.main(["scan", str(folder), "--quiet", "--fail-on-loop", "-o", str(out),
+                         *extra]) == 1
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert sum(handed) == 30 * 4  # every well-formed line's tape

@@ -379,10 +379,11 @@ def test_a_long_line_judged_out_of_a_read_leaves_no_parse_kept(
     judged: list[tuple[bool, bool]] = []
     evidence = _core.line_format_evidence
 
-    def judging(line: bytes, messages_key: Any = None, keep_tape: bool = False) -> Any:
+    def judging(line: bytes, messages_key: Any = None, keep_tape: bool = False,
+                keep_into: Any = None) -> Any:
         if len(line) > 1 << 20:
             judged.append((type(line) is bytes, keep_tape))
-        return evidence(line, messages_key, keep_tape)
+        return evidence(line, messages_key, keep_tape, keep_into)
 
     chunks: list[tuple[str, bool]] = []
     scan_chunk = cli._scan_chunk

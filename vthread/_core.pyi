@@ -39,6 +39,7 @@ def scan_lines(
     mask_volatile: bool = False,
     anywhere: tuple[int, int, float] | None = None,
     block: tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
+    detected: list[KeptTapes] | None = None,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
@@ -52,7 +53,9 @@ def scan_lines(
     and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native
     lines as written whose threads may loop, for :func:`attribute_lines` of those lines.
     With ``block`` (a read of a file and the starts and ends of its lines in it), the rows
-    are ``lines`` and then those slices, read in place."""
+    are ``lines`` and then those slices, read in place. ``detected``: holders of the tapes
+    format detection made of some of ``lines`` (:func:`line_format_evidence`'s
+    ``keep_into``), taken (all of them) instead of parsing those lines again."""
 
 def line_ends(data: bytes, start: int, most: int) -> npt.NDArray[np.int64]:
     """Where the first ``most`` newlines of ``data`` from byte ``start`` on lie."""
@@ -85,7 +88,8 @@ def scan_slices(
 ) -> dict[str, Any]:
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
-def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape: bool = False
+def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape: bool = False,
+                         keep_into: KeptTapes | None = None
                          ) -> tuple[bool, tuple[str | None, bool] | None]:
     """What the run ``line`` holds says of its file's format, as
     ``documents.run_format_evidence(json.loads(line), messages_key)`` answers: ``(True,
@@ -94,7 +98,10 @@ def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape
     leaves the line to Python (one its tape does not read as ``json.loads`` does: NaN, a lone
     surrogate, an escaped or repeated key, a 19-digit number, invalid UTF-8). With
     ``keep_tape``, the parse of a line of 1 MiB or more is kept for the next parse of the
-    same ``bytes`` (the scan after the detection), until :func:`release_kept_tape`."""
+    same ``bytes`` (the scan after the detection), until :func:`release_kept_tape`. With
+    ``keep_into``, the parse of a shorter line is held there instead, for
+    :func:`scan_lines` (``detected``) of the chunk the same ``bytes`` is in, while it holds
+    less than 8 MiB of lines."""
 
 def release_kept_tape() -> None:
     """Drop the tape :func:`line_format_evidence` kept, if no parse took it."""
@@ -200,8 +207,11 @@ def attribute_lines(lines: list[bytes | memoryview], codes: list[int], begins: l
     taken (all of them) instead of parsing those lines again; ``from_kept`` counts the
     lines read from them."""
 class KeptTapes:
-    """Tapes :func:`scan_lines` kept, each holding the ``bytes`` its line lies in."""
+    """Tapes :func:`scan_lines` kept, or format detection (:func:`line_format_evidence`'s
+    ``keep_into``), each holding the ``bytes`` its line lies in; made empty, and a copy
+    (pickled for a worker process) holds none."""
     def __len__(self) -> int: ...
+    def __reduce__(self) -> tuple[type[KeptTapes], tuple[()]]: ...
 def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int],
                         ends: list[int], periods: list[int], kinds: list[int]) -> dict[str, Any]:
     """Signature, excerpt and token total of loops found anywhere (loop ``i`` in

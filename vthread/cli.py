@@ -354,6 +354,9 @@ class _Task:
     # Set for small chunks read together (see _small_chunks_joined): the chunks, whose lines
     # ``lines`` holds one after another, each with its own file, first line and warnings.
     parts: tuple[_Task, ...] | None = None
+    # The tapes format detection made of the chunk's first lines, for the core's scan of
+    # them to take instead of parsing those lines again (a pickled copy holds none).
+    detected: _core.KeptTapes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -2206,9 +2209,12 @@ def _tasks(
                                 unit=unit, cell_ids={line: lines.ident})
                     line += 1
                     continue
+                # (only a file's own lines are kept tapes of: a read's are copied out)
+                tapes = (_core.KeptTapes() if file_format is None and type(lines) is list
+                         and _KEEP_TAPES.get() else None)
                 if file_format is None:
                     file_format, told, settling.start = _detect(label, lines, messages_key,
-                                                                unit)
+                                                                unit, tapes)
                     if detected is not None and told:
                         settling.detected_at = len(detected)
                         detected.append((label, file_format))
@@ -2228,7 +2234,7 @@ def _tasks(
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
                             paused=isinstance(lines, _PausedBatch),
-                            named_through=named_through)
+                            named_through=named_through, detected=tapes or None)
                 line += len(lines)
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
@@ -2572,18 +2578,19 @@ def _is_record_line(line: bytes) -> bool:
         return False
 
 
-def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str
-            ) -> tuple[str, bool, int | None]:
+def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str,
+            keep_into: _core.KeptTapes | None = None) -> tuple[str, bool, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
     fits (:func:`vthread.adapters.common_format`), whether any thread told it (native
     is the format of lines with no thread to judge by, but it was not detected), and, when
     they are all plain chats (so the format is OpenAI's by default, not shown), the index
     of the line from which to look on for one that shows it (:func:`_settled`); a fatal
     error naming the ``unit``s (line or run numbers) when they disagree, or when none is in
-    a known format but one has messages."""
+    a known format but one has messages. ``keep_into``: where to hold the tapes made of
+    the lines judged, for the chunk's scan (:func:`_format_evidence`)."""
     from vthread.adapters import agreed_format
 
-    evidence, unknown = _format_evidence(lines, messages_key)
+    evidence, unknown = _format_evidence(lines, messages_key, keep_into=keep_into)
     if not evidence and unknown is None and lines and not any(map(_may_be_json, lines[:8])):
         # Nothing to judge by, and not even JSON (a README, a log, a CSV passed by mistake):
         # each line will be an error record; said once, so that a wrong file is not taken
@@ -2837,12 +2844,14 @@ def _may_be_json(line: bytes) -> bool:
 
 
 def _format_evidence(lines: Sequence[bytes], messages_key: str | None,
-                     longest: int | None = None
+                     longest: int | None = None, keep_into: _core.KeptTapes | None = None
                      ) -> tuple[list[tuple[int, Any, bool]], int | None]:
     """What the first ``DETECT_THREADS`` threads with messages of ``lines`` say of their
     format: (number, format, decisive) each (:func:`vthread.documents.run_format_evidence`),
     and the number of the first thread in no known format (None when there is none); lines
-    over ``longest`` bytes, when given, are passed over."""
+    over ``longest`` bytes, when given, are passed over. ``keep_into``: where the core holds
+    its parse of each line judged (but a long one, kept by itself), for the scan of
+    ``lines``, which are then the ``bytes`` that scan reads."""
     from vthread.documents import line_format_evidence_keeping
 
     evidence: list[tuple[int, Any, bool]] = []
@@ -2857,7 +2866,7 @@ def _format_evidence(lines: Sequence[bytes], messages_key: str | None,
         try:
             found = line_format_evidence_keeping(
                 line, messages_key, _parse_alone,
-                keep_tape=_KEEP_TAPES.get())  # the scan takes its parse
+                keep_tape=_KEEP_TAPES.get(), keep_into=keep_into)  # the scan takes its parse
         except MemoryError:
             continue  # a line too large to hold says nothing: its scan reports it, in place
         if found is None:
@@ -3263,11 +3272,13 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
         from vthread.anywhere import core_text_run  # imported by the runs that look anywhere
     # A read of the file is handed over whole, its lines read where they lie.
     lines, block = _core_rows(task.lines)
+    detected = [part.detected for part in task.parts or (task,) if part.detected is not None]
     raw = _core.scan_lines(lines, core_options(options), task.count_tokens, task.threads,
                            format=cast(_CoreFormat, task.format),
                            messages_key=task.messages_key, id_key=task.id_key,
                            mask_volatile=task.mask_volatile,
-                           anywhere=core_text_run() if task.anywhere else None, block=block)
+                           anywhere=core_text_run() if task.anywhere else None, block=block,
+                           detected=detected or None)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw

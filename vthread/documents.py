@@ -46,6 +46,7 @@ from vthread.adapters import (
 )
 
 if TYPE_CHECKING:
+    from vthread import _core
     from vthread.scan import ScanResult
 
 __all__ = [
@@ -661,14 +662,16 @@ def line_format_evidence(line: bytes, messages_key: str | None = None,
 
 
 def line_format_evidence_keeping(line: bytes, messages_key: str | None,
-                                 parse: Callable[[bytes], Any], *, keep_tape: bool
+                                 parse: Callable[[bytes], Any], *, keep_tape: bool,
+                                 keep_into: _core.KeptTapes | None = None
                                  ) -> tuple[Any, bool] | None:
     """:func:`line_format_evidence`; with ``keep_tape``, the core keeps its parse of a long
     line for the scan of the same ``bytes`` that follows (``vthread scan`` only, which lets
-    it go at the end of its run: :func:`vthread._core.line_format_evidence`)."""
+    it go at the end of its run: :func:`vthread._core.line_format_evidence`); with
+    ``keep_into``, that of a shorter line is held there, for the scan of its chunk."""
     from vthread import _core
 
-    read, found = _core.line_format_evidence(line, messages_key, keep_tape)
+    read, found = _core.line_format_evidence(line, messages_key, keep_tape, keep_into)
     if read:
         return found
     try:
