@@ -1832,7 +1832,17 @@ pub fn translate_line(
     out: &mut Vec<u8>,
     sources: &mut Vec<u32>,
 ) -> Result<usize, Declined> {
-    let tape = Tape::parse(line)?;
+    translate_tape(&Tape::parse(line)?, format, keys, out, sources)
+}
+
+/// `translate_line` of a line's tape.
+pub fn translate_tape(
+    tape: &Tape<'_>,
+    format: Format,
+    keys: RunKeys<'_>,
+    out: &mut Vec<u8>,
+    sources: &mut Vec<u32>,
+) -> Result<usize, Declined> {
     let root = tape.root();
     out.extend_from_slice(b"{\"id\":");
     let messages = if root.is_array() {

@@ -98,6 +98,11 @@ impl KeptItems {
         self.items.len() * std::mem::size_of::<Item>()
     }
 
+    /// The bytes the items take as held now, spare room included.
+    pub fn allocated(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<Item>()
+    }
+
     /// Let go of the spare room the parse left in the items (up to as much again).
     pub fn shrink(&mut self) {
         self.items.shrink_to_fit();

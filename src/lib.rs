@@ -337,10 +337,14 @@ fn scan_lines<'py>(
         detected: detected.as_ref(),
     };
     let mut chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
+    let from_detected = detected.as_ref().map_or(0, threads::DetectedTapes::taken);
     drop(detected);
     drop(owners);
     let kept = std::mem::take(&mut chunk.kept);
     let out = chunk_dict(py, chunk)?;
+    if from_detected > 0 {
+        out.set_item("from_detected", from_detected)?;
+    }
     if !kept.is_empty() {
         let tapes = kept
             .into_iter()
@@ -380,9 +384,14 @@ struct KeptTapes {
 }
 
 /// The most bytes of lines whose detection tapes one `KeptTapes` holds: more than a chunk
-/// of small lines (`CHUNK_BYTES` in `cli.py`) holds, so that the memory held for the scan
-/// stays near the chunk's own.
+/// of small lines (`CHUNK_BYTES` in `cli.py`) holds.
 const DETECTED_LINE_BYTES: usize = 8 << 20;
+/// The most bytes a held tape takes for a byte of its line: a line of text makes a tape of
+/// about its size (an item of 16 bytes for about every 16 of text), so that the memory held
+/// for a chunk's scan stays within twice the chunk's own, whose lines are held anyway.
+const TAPE_BYTES_PER_LINE_BYTE: usize = 2;
+/// Bytes any held tape may take beyond that (a short line's few items).
+const SMALL_TAPE_BYTES: usize = 1 << 10;
 
 #[pymethods]
 impl KeptTapes {
@@ -529,8 +538,12 @@ fn line_format_evidence(
         Some(mut holder) => {
             kept_tape::judged_and_handed(line, |tape| adapters::format_evidence(tape, keys)).map(
                 |(found, items)| {
-                    holder.line_bytes += size;
-                    holder.tapes.push(items);
+                    // (a line of many small values, numbers most often, makes a tape of
+                    // several times its size: parsed again by the scan, not held that large)
+                    if items.allocated() <= TAPE_BYTES_PER_LINE_BYTE * size + SMALL_TAPE_BYTES {
+                        holder.line_bytes += size;
+                        holder.tapes.push(items);
+                    }
                     found
                 },
             )

@@ -209,7 +209,11 @@ pub fn masked_thread<'py>(
 /// line's thread (`keys` say where a run keeps them); its message count, or None when the
 /// line is Python's to read (anything `threads::native_thread` declines).
 pub fn masked_native_line(line: &[u8], keys: RunKeys<'_>, out: &mut Vec<u8>) -> Option<usize> {
-    let tape = Tape::parse(line).ok()?;
+    masked_native_tape(&Tape::parse(line).ok()?, keys, out)
+}
+
+/// `masked_native_line` of a line's tape.
+pub fn masked_native_tape(tape: &Tape<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Option<usize> {
     let (id_text, messages) = native_thread(tape.root(), keys)?;
     out.extend_from_slice(b"{\"id\":");
     out.extend_from_slice(id_text.as_bytes());

@@ -1,11 +1,12 @@
 //! Batches of threads, from Python objects or from the lines of a JSONL file, into columns.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::adapters::{self, Format, RunKeys};
 use crate::anywhere::MessageColumns;
-use crate::document::{KeptItems, Tape, Value};
+use crate::document::{Declined, KeptItems, Tape, Value};
 use crate::textrun::TextRunOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -326,8 +327,7 @@ impl ChunkColumns {
         reader: &mut Reader,
         as_written: bool,
     ) -> PyResult<Option<()>> {
-        let detected = reading.detected.and_then(|detected| detected.take(line));
-        let Some(tape) = detected.or_else(|| Tape::parse(line).ok()) else {
+        let Ok(tape) = tape_of(reading.detected, line) else {
             return Ok(None);
         };
         let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
@@ -462,13 +462,21 @@ pub struct LineReading<'a> {
 #[derive(Default)]
 pub struct DetectedTapes {
     tapes: Mutex<HashMap<usize, KeptItems>>,
+    /// How many were taken (`scan_lines` tells it, for the tests).
+    taken: AtomicUsize,
 }
 
 impl DetectedTapes {
     pub fn new(tapes: HashMap<usize, KeptItems>) -> Self {
         DetectedTapes {
             tapes: Mutex::new(tapes),
+            taken: AtomicUsize::new(0),
         }
+    }
+
+    /// How many tapes lines took.
+    pub fn taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
     }
 
     /// The tape of `line`, taken, when detection made one of it.
@@ -484,9 +492,19 @@ impl DetectedTapes {
             tapes.insert(place, items);
             return None;
         };
-        Tape::from_kept(text, items)
+        let tape = Tape::from_kept(text, items)
             .map_err(|items| tapes.insert(place, items)) // another line's: left for it
-            .ok()
+            .ok()?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(tape)
+    }
+}
+
+/// The tape of `line`: the one format detection made of it, taken, or a parse of its own.
+fn tape_of<'l>(detected: Option<&DetectedTapes>, line: &'l [u8]) -> Result<Tape<'l>, Declined> {
+    match detected.and_then(|detected| detected.take(line)) {
+        Some(tape) => Ok(tape),
+        None => Tape::parse(line),
     }
 }
 
@@ -558,13 +576,15 @@ fn read_part(
         let read: Option<Option<usize>> = match format {
             _ if !fits => None,
             Some(format) => {
-                match adapters::translate_line(
-                    line,
-                    format,
-                    reading.keys,
-                    &mut scratch,
-                    &mut part.sources,
-                ) {
+                match tape_of(reading.detected, line).and_then(|tape| {
+                    adapters::translate_tape(
+                        &tape,
+                        format,
+                        reading.keys,
+                        &mut scratch,
+                        &mut part.sources,
+                    )
+                }) {
                     Ok(count) if reading.mask_volatile => {
                         masked.clear();
                         let made =
@@ -576,10 +596,13 @@ fn read_part(
                     Err(_) => None,
                 }
             }
-            None => masking::masked_native_line(line, reading.keys, &mut scratch).map(|count| {
-                part.sources.extend(0..count as u32); // each message its own source
-                None
-            }),
+            None => tape_of(reading.detected, line)
+                .ok()
+                .and_then(|tape| masking::masked_native_tape(&tape, reading.keys, &mut scratch))
+                .map(|count| {
+                    part.sources.extend(0..count as u32); // each message its own source
+                    None
+                }),
         };
         // The native line is kept with the part's: memory for it is asked for fallibly, and
         // a line it cannot be had for is Python's (whose MemoryError the CLI reports with the

@@ -206,7 +206,8 @@ def test_a_chunk_reads_detection_s_tapes_as_its_own_parse(
     """``scan_lines`` of a chunk handed the tapes detection made of some of its lines
     (``keep_into``) makes the very columns a parse of its own makes (the twin: the same text
     in other buffers, no tape to take), on native, chat and bad lines, one or two workers,
-    masked or not; it takes every tape, and lets go of the lines they held."""
+    masked or not; every line detection made a tape of is read from it, and the lines they
+    held are let go of."""
     lines = [bytes(bytearray(x)) for x in lines]  # (each held here only, but b"")
     fresh = _core.scan_lines([bytes(bytearray(x)) for x in lines], OPTIONS, True, workers,
                              format=format_, mask_volatile=mask_volatile)
@@ -217,9 +218,11 @@ def test_a_chunk_reads_detection_s_tapes_as_its_own_parse(
                                 max_size=len(judged)))
     for index, holder in zip(judged, places, strict=True):
         _core.line_format_evidence(lines[index], None, False, holder)
+    kept = sum(map(len, holders))
     handed = _core.scan_lines(lines, OPTIONS, True, workers, format=format_,
                               mask_volatile=mask_volatile, detected=holders)
     assert [len(holder) for holder in holders] == [0, 0]
+    assert handed.pop("from_detected", 0) == kept  # every line read from its tape
     _columns_equal(handed, fresh)
     del handed  # (with the tapes it kept for attribution, which hold their lines too)
     assert [sys.getrefcount(line) for line in lines] == held
@@ -238,6 +241,10 @@ def test_detection_holds_short_lines_tapes_up_to_its_bound_and_no_long_line() ->
     assert len(few) == 0 and _core.tape_is_kept()
     declined = b'[{"type": "user", "text": NaN}]'  # no tape: Python reads it
     assert _core.line_format_evidence(declined, None, False, few) == (False, None)
+    # A line of many small numbers makes a tape several times its size: not held (the
+    # scan parses it again), where a line of text about its size is.
+    dense = json.dumps({"id": 1, "messages": [], "x": [0] * 50_000}).encode()
+    assert _core.line_format_evidence(dense, None, False, few) == (True, None)
     assert len(few) == 0
 
 
@@ -254,9 +261,9 @@ def test_a_copy_of_a_holder_holds_no_tape() -> None:
 @pytest.mark.parametrize("extra", [[], ["--jobs", "2"], ["--anywhere"], ["--mask-volatile"]])
 def test_vthread_scan_of_small_files_hands_each_file_s_tapes_to_its_scan(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]) -> None:
-    """A directory of small files: every file's first lines are judged for its format, and
-    the chunks read together take those tapes; the records are those of a scan that parses
-    every line afresh."""
+    """A directory of small files, native and chat: every file's first lines are judged
+    for its format, and the chunks read together read each line from its tape (translated,
+    masked or as written); the records are those of a scan that parses every line afresh."""
     folder = tmp_path / "runs"
     folder.mkdir()
     for number in range(30):  # native runs, some looping, and chats, file by file
@@ -268,13 +275,14 @@ def test_vthread_scan_of_small_files_hands_each_file_s_tapes_to_its_scan(
         (folder / f"{number:02}.jsonl").write_text("\n".join(lines) + "\n")
     scan_lines = _core.scan_lines
     handed: list[int] = []
+    read: list[int] = []
 
     def counting(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
         holders = kwargs.get("detected") or []
-        before = sum(map(len, holders))
+        handed.append(sum(map(len, holders)))
         found = scan_lines(lines, *args, **kwargs)
         assert sum(map(len, holders)) == 0  # every tape taken
-        handed.append(before)
+        read.append(found.pop("from_detected", 0))
         return found
 
     def afresh(lines: list[bytes], *args: Any, **kwargs: Any) -> Any:
@@ -288,4 +296,4 @@ def test_vthread_scan_of_small_files_hands_each_file_s_tapes_to_its_scan(
                          *extra]) == 1
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
-    assert sum(handed) == 30 * 4  # every well-formed line's tape
+    assert sum(handed) == sum(read) == 30 * 4  # every well-formed line read from its tape

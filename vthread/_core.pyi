@@ -55,7 +55,8 @@ def scan_lines(
     With ``block`` (a read of a file and the starts and ends of its lines in it), the rows
     are ``lines`` and then those slices, read in place. ``detected``: holders of the tapes
     format detection made of some of ``lines`` (:func:`line_format_evidence`'s
-    ``keep_into``), taken (all of them) instead of parsing those lines again."""
+    ``keep_into``), taken (all of them) instead of parsing those lines again;
+    ``from_detected`` (when some) counts the lines read from them."""
 
 def line_ends(data: bytes, start: int, most: int) -> npt.NDArray[np.int64]:
     """Where the first ``most`` newlines of ``data`` from byte ``start`` on lie."""

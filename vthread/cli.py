@@ -3075,8 +3075,10 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
             for task in chain(first, tasks):
                 # A submit may fork the workers: a signal meanwhile would leave one forked
                 # and unknown to the pool, waited for forever.
+                # (a worker process reads its chunk afresh: the tapes format detection made
+                # of its lines go now, not when its result comes)
                 with _signals_held():
-                    submitted = pool.submit(_scan_chunk, task)
+                    submitted = pool.submit(_scan_chunk, replace(task, detected=None))
                 window.append(submitted)
                 if len(window) >= 2 * workers:
                     yield _result(window.popleft())
