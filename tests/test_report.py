@@ -834,6 +834,11 @@ _HEAD_LINES = st.sampled_from([
     json.dumps({"id": "r", "messages": [{"role": "user", "content": "h" * 70_000}]}).encode(),
     b'{"\\u0066ile": "runs.jsonl", "line": 1, "verdict": null}',  # a record, a key escaped
     b'{"file": "runs.jsonl", "line": 1}',  # both keys, no record
+    json.dumps({**_loop_record("r", "x"), "verdict": None}).encode() + b"\r",  # CRLF
+    json.dumps({**_loop_record("r", "x"), "verdict": None}).encode("utf-16"),
+    # runs ending on either side of the first read's end (64 KiB)
+    *(b'{"id": "r", "messages": [], "pad": "%s"}' % (b"p" * (65_536 - 37 + shift))
+      for shift in (-2, -1, 0, 1)),
     b"", b"  ", b"\r", b"not json"])
 
 
@@ -870,3 +875,33 @@ def test_a_files_first_read_tells_records_as_its_whole_head_does(
         Path(name).write_bytes(data)
         assert holds_records(name, throughout=throughout) == _head_holds_records(
             name, throughout)
+
+
+def test_a_file_of_runs_is_told_by_its_first_read_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose first line is a run's, whole in the first 64 KiB, is no records file
+    without the whole head being read; one whose first line is a record, or longer than
+    that read, is read whole."""
+    from vthread import _cli_report
+
+    read_whole: list[str] = []
+    whole = _cli_report._head_holds_records
+
+    def spied(name: str, throughout: bool) -> bool:
+        read_whole.append(Path(name).name)
+        return whole(name, throughout)
+
+    monkeypatch.setattr(_cli_report, "_head_holds_records", spied)
+    run = json.dumps({"id": "r", "messages": [{"role": "user", "content": "hi"}]})
+    record = json.dumps({**_loop_record("r", "x"), "verdict": None})
+    for name, text in (("runs.jsonl", f"{run}\n" * 3), ("records.jsonl", f"{record}\n"),
+                       ("long.jsonl", json.dumps({"messages": [], "x": "y" * 70_000}))):
+        (tmp_path / name).write_text(text)
+        gzip_path = tmp_path / f"{name}.gz"
+        gzip_path.write_bytes(gzip.compress(text.encode()))
+    answers = {name: _cli_report.holds_records(str(tmp_path / name), throughout=True)
+               for name in ("runs.jsonl", "runs.jsonl.gz", "records.jsonl", "records.jsonl.gz",
+                            "long.jsonl", "long.jsonl.gz")}
+    assert answers == {"runs.jsonl": False, "runs.jsonl.gz": False, "records.jsonl": True,
+                       "records.jsonl.gz": True, "long.jsonl": False, "long.jsonl.gz": False}
+    assert read_whole == ["records.jsonl", "records.jsonl.gz", "long.jsonl", "long.jsonl.gz"]
