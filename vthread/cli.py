@@ -2151,13 +2151,13 @@ def _tasks(
                        cut_short=cut_short, hold_tapes=hold_tapes),
                 label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
             with contextlib.suppress(OSError):
-                done_bytes += Path(name).stat().st_size
+                done_bytes += os.stat(name).st_size
             continue
         if is_parquet(name):
             yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
                                       threads, messages_key, id_key, detected, mask_volatile,
                                       done_bytes)
-            done_bytes += Path(name).stat().st_size
+            done_bytes += os.stat(name).st_size
             continue
         try:
             stream, position, close, size_at_open = _open(name)
@@ -2250,7 +2250,7 @@ def _tasks(
             read_to = position()
             close()
         if name != "-":
-            done_bytes += Path(name).stat().st_size
+            done_bytes += os.stat(name).st_size
         # One error record after every line or run read whole, when the file was not read to
         # its end: where and why its gzip stream broke off, and where its document breaks
         # (a document cut short with its gzip stream is one defect, one record).
