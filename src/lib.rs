@@ -388,7 +388,8 @@ struct KeptTapes {
 const DETECTED_LINE_BYTES: usize = 8 << 20;
 /// The most bytes a held tape takes for a byte of its line: a line of text makes a tape of
 /// about its size (an item of 16 bytes for about every 16 of text), so that the memory held
-/// for a chunk's scan stays within twice the chunk's own, whose lines are held anyway.
+/// for a chunk's scan stays within twice the chunk's own (whose lines are held anyway) and
+/// `SMALL_TAPE_BYTES` a line.
 const TAPE_BYTES_PER_LINE_BYTE: usize = 2;
 /// Bytes any held tape may take beyond that (a short line's few items).
 const SMALL_TAPE_BYTES: usize = 1 << 10;

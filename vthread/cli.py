@@ -538,7 +538,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    # With more jobs, a line's parse by its scan runs on a worker beside
                    # the detection's on this thread: holding the latter's tapes for it
                    # saves no time there, and cost this thread memory traffic (the scan of
-                   # 500 files of 20 runs with --jobs 2 took 0.41 s without, 0.44 s with).
+                   # 500 files of 20 runs with --jobs 2 took 0.42 s without, 0.47 s with:
+                   # docs/performance.md, session 35).
                    hold_tapes=jobs == 1),
             units)
         if options.anywhere:
