@@ -836,9 +836,9 @@ _HEAD_LINES = st.sampled_from([
     b'{"file": "runs.jsonl", "line": 1}',  # both keys, no record
     json.dumps({**_loop_record("r", "x"), "verdict": None}).encode() + b"\r",  # CRLF
     json.dumps({**_loop_record("r", "x"), "verdict": None}).encode("utf-16"),
-    # runs ending on either side of the first read's end (64 KiB)
-    *(b'{"id": "r", "messages": [], "pad": "%s"}' % (b"p" * (65_536 - 37 + shift))
-      for shift in (-2, -1, 0, 1)),
+    # runs ending on either side of the first reads' ends (16 and 64 KiB)
+    *(b'{"id": "r", "messages": [], "pad": "%s"}' % (b"p" * (end - 37 + shift))
+      for end in (16_384, 65_536) for shift in (-2, -1, 0, 1)),
     b"", b"  ", b"\r", b"not json"])
 
 
@@ -905,3 +905,14 @@ def test_a_file_of_runs_is_told_by_its_first_read_alone(
     assert answers == {"runs.jsonl": False, "runs.jsonl.gz": False, "records.jsonl": True,
                        "records.jsonl.gz": True, "long.jsonl": False, "long.jsonl.gz": False}
     assert read_whole == ["records.jsonl", "records.jsonl.gz", "long.jsonl", "long.jsonl.gz"]
+
+
+@hypothesis.settings(max_examples=500, deadline=None)
+@hypothesis.given(st.lists(st.sampled_from([b'"file"', b'"line"', b"\\u", b"\\", b"u", b'"',
+                                            b"file", b"line", b"x", b"\\\\u", b"\xe9"]),
+                           max_size=12).map(b"".join))
+def test_the_cores_search_for_a_record_is_pythons(line: bytes) -> None:
+    """The core's screen of a line for a record (memchr's searches) is Python's."""
+    from vthread._cli_report import _may_be_record, _may_be_record_plainly
+
+    assert _may_be_record(line) == _may_be_record_plainly(line)

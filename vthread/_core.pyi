@@ -104,6 +104,10 @@ def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape
     :func:`scan_lines` (``detected``) of the chunk the same ``bytes`` is in, while it holds
     less than 8 MiB of lines."""
 
+def may_be_record(line: bytes) -> bool:
+    """Whether ``line`` holds ``\\u``, or both ``"file"`` and ``"line"`` (a line that may be
+    one of ``vthread scan``'s records)."""
+
 def release_kept_tape() -> None:
     """Drop the tape :func:`line_format_evidence` kept, if no parse took it."""
 
