@@ -879,9 +879,9 @@ def test_a_files_first_read_tells_records_as_its_whole_head_does(
 
 def test_a_file_of_runs_is_told_by_its_first_read_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file whose first line is a run's, whole in the first 64 KiB, is no records file
-    without the whole head being read; one whose first line is a record, or longer than
-    that read, is read whole."""
+    """A file whose first line is a run's, whole in its first reads (16 KiB, then 64 KiB),
+    is no records file without the whole head being read; one whose first line is a record,
+    or longer than those reads, is read whole."""
     from vthread import _cli_report
 
     read_whole: list[str] = []
@@ -894,16 +894,19 @@ def test_a_file_of_runs_is_told_by_its_first_read_alone(
     monkeypatch.setattr(_cli_report, "_head_holds_records", spied)
     run = json.dumps({"id": "r", "messages": [{"role": "user", "content": "hi"}]})
     record = json.dumps({**_loop_record("r", "x"), "verdict": None})
+    wide = json.dumps({"messages": [], "x": "y" * 30_000})  # past the first read, not the second
     for name, text in (("runs.jsonl", f"{run}\n" * 3), ("records.jsonl", f"{record}\n"),
+                       ("wide.jsonl", f"{wide}\n{run}\n"),
                        ("long.jsonl", json.dumps({"messages": [], "x": "y" * 70_000}))):
         (tmp_path / name).write_text(text)
         gzip_path = tmp_path / f"{name}.gz"
         gzip_path.write_bytes(gzip.compress(text.encode()))
     answers = {name: _cli_report.holds_records(str(tmp_path / name), throughout=True)
                for name in ("runs.jsonl", "runs.jsonl.gz", "records.jsonl", "records.jsonl.gz",
-                            "long.jsonl", "long.jsonl.gz")}
+                            "wide.jsonl", "wide.jsonl.gz", "long.jsonl", "long.jsonl.gz")}
     assert answers == {"runs.jsonl": False, "runs.jsonl.gz": False, "records.jsonl": True,
-                       "records.jsonl.gz": True, "long.jsonl": False, "long.jsonl.gz": False}
+                       "records.jsonl.gz": True, "wide.jsonl": False, "wide.jsonl.gz": False,
+                       "long.jsonl": False, "long.jsonl.gz": False}
     assert read_whole == ["records.jsonl", "records.jsonl.gz", "long.jsonl", "long.jsonl.gz"]
 
 
