@@ -52,34 +52,32 @@ pub fn judged_and_kept<T: Send>(
     keep: bool,
     judge: impl FnOnce(&Tape<'_>) -> T + Send,
 ) -> Result<T, Declined> {
-    let line = owner.as_bytes();
-    let keep = keep && line.len() >= KEEP_FROM_BYTES;
-    let (found, items) = owner.py().detach(|| {
-        let tape = Tape::parse(line)?;
-        let found = judge(&tape);
-        Ok::<_, Declined>((found, keep.then(|| tape.into_kept())))
-    })?;
+    let keep = keep && owner.as_bytes().len() >= KEEP_FROM_BYTES;
+    let (found, items) = judged_and_handed(owner, keep, judge)?;
     if let Some(items) = items {
-        let items = items.owned_by(owner.clone().unbind());
         let before = slot().map(|mut slot| slot.replace(items));
         drop(before); // outside the lock, the GIL held: the reference it holds goes now
     }
     Ok(found)
 }
 
-/// Parse `line` (the text of `owner`) and run `judge` on its tape with the GIL released; the
-/// tape's items, held with `owner`, are handed back for the caller to keep.
+/// Parse `line` (the text of `owner`) and run `judge` on its tape with the GIL released;
+/// with `hand`, the tape's items, held with `owner`, are handed back for the caller to keep.
 pub fn judged_and_handed<T: Send>(
     owner: &Bound<'_, PyBytes>,
+    hand: bool,
     judge: impl FnOnce(&Tape<'_>) -> T + Send,
-) -> Result<(T, KeptItems), Declined> {
+) -> Result<(T, Option<KeptItems>), Declined> {
     let line = owner.as_bytes();
     let (found, items) = owner.py().detach(|| {
         let tape = Tape::parse(line)?;
         let found = judge(&tape);
-        Ok::<_, Declined>((found, tape.into_kept()))
+        Ok::<_, Declined>((found, hand.then(|| tape.into_kept())))
     })?;
-    Ok((found, items.owned_by(owner.clone().unbind())))
+    Ok((
+        found,
+        items.map(|items| items.owned_by(owner.clone().unbind())),
+    ))
 }
 
 /// The kept tape of `line`, taken, when it is the kept line's text; any thread, GIL or not.

@@ -350,16 +350,11 @@ fn scan_lines<'py>(
             .into_iter()
             .map(|(offset, items)| items.owned_by(rows.owner(offset)))
             .collect();
-        out.set_item(
-            "kept",
-            Bound::new(
-                py,
-                KeptTapes {
-                    tapes,
-                    line_bytes: 0,
-                },
-            )?,
-        )?;
+        let kept = KeptTapes {
+            tapes,
+            ..KeptTapes::default()
+        };
+        out.set_item("kept", Bound::new(py, kept)?)?;
     }
     Ok(out)
 }
@@ -537,17 +532,17 @@ fn line_format_evidence(
         .filter(|holder| holder.line_bytes + size <= DETECTED_LINE_BYTES);
     let found = match holder {
         Some(mut holder) => {
-            kept_tape::judged_and_handed(line, |tape| adapters::format_evidence(tape, keys)).map(
-                |(found, items)| {
-                    // (a line of many small values, numbers most often, makes a tape of
-                    // several times its size: parsed again by the scan, not held that large)
-                    if items.allocated() <= TAPE_BYTES_PER_LINE_BYTE * size + SMALL_TAPE_BYTES {
+            kept_tape::judged_and_handed(line, true, |tape| adapters::format_evidence(tape, keys))
+                .map(|(found, items)| {
+                    // (a line of many small values, numbers most often, makes a tape of several
+                    // times its size: parsed again by the scan, not held that large)
+                    let limit = TAPE_BYTES_PER_LINE_BYTE * size + SMALL_TAPE_BYTES;
+                    if let Some(items) = items.filter(|items| items.allocated() <= limit) {
                         holder.line_bytes += size;
                         holder.tapes.push(items);
                     }
                     found
-                },
-            )
+                })
         }
         None => kept_tape::judged_and_kept(line, keep_tape, |tape| {
             adapters::format_evidence(tape, keys)

@@ -459,7 +459,6 @@ pub struct LineReading<'a> {
 /// Why it is safe: the `bytes` each tape's line lies in is held (by the chunk's list and by
 /// the tape's holder) until the scan is over, unchanged (`bytes` is immutable), so a line
 /// of the chunk found at a kept tape's address with its length is that very text.
-#[derive(Default)]
 pub struct DetectedTapes {
     tapes: Mutex<HashMap<usize, KeptItems>>,
     /// How many were taken (`scan_lines` tells it, for the tests).
