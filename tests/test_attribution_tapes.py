@@ -33,10 +33,22 @@ def _line(thread: list[dict[str, Any]]) -> bytes:
 def _attributions_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
     assert a.keys() == b.keys()
     for key in a:
-        if isinstance(a[key], np.ndarray):
-            assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
-        else:
-            assert a[key] == b[key], key
+        assert _values_equal(a[key], b[key]), key
+
+
+def _values_equal(a: Any, b: Any) -> bool:
+    """Equal values of the core's results: arrays (NaN equal to NaN), and dicts, lists and
+    tuples of them."""
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f")))
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and a.keys() == b.keys()
+                and all(_values_equal(a[key], b[key]) for key in a))
+    if isinstance(a, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_values_equal(x, y) for x, y in zip(a, b, strict=True)))
+    return bool(a == b)
 
 
 def _looping(lines: list[bytes]) -> tuple[dict[str, Any], list[int], tuple[list[Any], ...]]:

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis
-import numpy as np
 import pytest
 from hypothesis import strategies as st
 from strategies import anthropic_messages, openai_messages, responses_items, runs, threads
 
 import vthread
+from tests.test_attribution_tapes import _values_equal
 from vthread import _core, cli, documents
 from vthread.anywhere import core_text_run
 
@@ -50,22 +50,7 @@ def _columns_equal(a: dict[str, Any], b: dict[str, Any]) -> None:
         if key == "kept":  # the tapes kept for the attribution, each read alike
             assert len(a[key]) == len(b[key])
         else:
-            assert _equal(a[key], b[key]), key
-
-
-def _equal(a: Any, b: Any) -> bool:
-    """Equal values of a chunk's columns: arrays (NaN equal to NaN), and dicts, lists and
-    tuples of them."""
-    if isinstance(a, np.ndarray):
-        return (isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f")))
-    if isinstance(a, dict):
-        return (isinstance(b, dict) and a.keys() == b.keys()
-                and all(_equal(a[key], b[key]) for key in a))
-    if isinstance(a, (list, tuple)):
-        return (type(a) is type(b) and len(a) == len(b)
-                and all(_equal(x, y) for x, y in zip(a, b, strict=True)))
-    return bool(a == b)
+            assert _values_equal(a[key], b[key]), key
 
 
 @pytest.fixture(autouse=True)

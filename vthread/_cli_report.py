@@ -479,7 +479,7 @@ def _decompressed(head: bytes, limit: int) -> bytes:
 def _first_line_is_record(head: bytes, ended: bool) -> bool:
     """Whether the first line with text of ``head``, a stream's first bytes (all of them when
     ``ended``), is a record; a line the head cuts short is none."""
-    first = _first_line_with_text(head.removeprefix(codecs.BOM_UTF8), ended)
+    first = _first_line(head, ended)
     return _may_be_record(first) and _line_is_record(first) is True
 
 
@@ -491,9 +491,14 @@ def _first_line_is_no_record(start: bytes) -> bool:
     Why it agrees with the whole head's reading: the text of a longer head is the text of
     these bytes and more (or, for a gzip file broken further on, none at all), so a line
     these bytes hold whole is its first line with text too (or it has none: no record)."""
-    text = _decompressed(start, SNIFF_BYTES)
-    first = _first_line_with_text(text.removeprefix(codecs.BOM_UTF8), False)
+    first = _first_line(_decompressed(start, SNIFF_BYTES), False)
     return bool(first) and not _may_be_record(first)
+
+
+def _first_line(head: bytes, ended: bool) -> bytes:
+    """The first line with text of a stream's first bytes, past a byte-order mark opening
+    it (:func:`_first_line_with_text`)."""
+    return _first_line_with_text(head.removeprefix(codecs.BOM_UTF8), ended)
 
 
 def _first_line_with_text(text: bytes, ended: bool) -> bytes:

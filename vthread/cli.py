@@ -2220,7 +2220,7 @@ def _tasks(
                     continue
                 # (only a file's own lines are kept tapes of: a read's are copied out)
                 tapes = (_core.KeptTapes() if hold_tapes and file_format is None
-                         and type(lines) is list and _KEEP_TAPES.get() else None)
+                         and type(lines) is list else None)
                 if file_format is None:
                     file_format, told, settling.start = _detect(label, lines, messages_key,
                                                                 unit, tapes)
