@@ -558,3 +558,49 @@ def test_every_exit_status_is_documented(monkeypatch: pytest.MonkeyPatch) -> Non
     for status in ("0", "1", "2", "130", "141"):
         assert re.search(rf"^  {status} +\S", out.decode(), re.MULTILINE), status
         assert re.search(rf"`{status}`", readme), status
+
+
+# ------------------------------------------------------- 7. files removed while being read
+
+
+@pytest.mark.parametrize("tty_err", [False, True], ids=["quiet", "progress"])
+@pytest.mark.parametrize("shape", ["one file", "listed files", "a directory"])
+def test_a_file_removed_once_opened_is_read_to_its_end(shape: str, tty_err: bool,
+                                                       tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file removed (log rotation, a harness's clean-up) after the scan opened it is read
+    to its end from the open file, and the scan goes on to the next: every line has its
+    record and the exit status is 0 (the scan asked the removed path its size for the
+    progress bar afterwards, and ended with a traceback, exit 70, the next file unread)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    inputs = [lines_file(folder / f"in{i}.jsonl", 300 + i) for i in range(1 if shape == "one file"
+                                                                          else 3)]
+    opened = cli._open
+
+    def opened_then_removed(name: str) -> Any:
+        stream = opened(name)
+        os.remove(name)
+        return stream
+
+    monkeypatch.setattr(cli, "_open", opened_then_removed)
+    target = tmp_path / "out.jsonl"
+    named = [str(folder)] if shape == "a directory" else [str(path) for path in inputs]
+    code, out, err = run(["scan", *named, "-o", str(target)], monkeypatch, tty_err=tty_err)
+    assert (code, out) == (0, b""), err
+    assert "Traceback" not in err
+    assert len(records(target.read_bytes())) == sum(300 + i for i in range(len(inputs)))
+    assert not any(path.exists() for path in inputs)  # each was removed, once opened
+
+
+def test_progress_size_asks_no_file_for_standard_input(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress bar's size of a FILE argument: ``-`` is standard input even beside a
+    file named ``-``; a path that cannot be looked at counts 0 rather than raising."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_bytes(b"x" * 1000)
+    regular = lines_file(tmp_path / "in.jsonl", 5)
+    assert cli._progress_size("-") is None
+    assert cli._progress_size(str(regular)) == regular.stat().st_size
+    assert cli._progress_size(str(regular) + "/") == 0
+    assert cli._progress_size(str(tmp_path / "gone.jsonl")) == 0

@@ -1225,7 +1225,7 @@ class _Progress:
         # No monitor thread: with --jobs the other formats fork worker processes, and a
         # process that forks is best left without threads it did not need.
         tqdm.monitor_interval = 0
-        sizes = [Path(f).stat().st_size if f != "-" else None for f in files]
+        sizes = [_progress_size(f) for f in files]
         self.by_bytes = None not in sizes
         total = sum(size or 0 for size in sizes)
         self.bar = tqdm(
@@ -1357,6 +1357,19 @@ class _GzipStream:
     def _break(self, why: str) -> None:
         self.broken = f"gzip stream broken at byte {self.offset:,} of the file: {why}"
         self.ended = True
+
+
+def _progress_size(name: str) -> int | None:
+    """A FILE argument's size in bytes as the progress bar counts it: None for standard
+    input (``-`` names no file, even where a file of that name exists), 0 for a path that
+    cannot be looked at now (removed since it was checked, or ``file/``): such a file gets
+    its own error when it is read, and its size only moves a bar."""
+    if name == "-":
+        return None
+    try:
+        return os.stat(name).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _regular_size(raw: BinaryIO) -> int | None:
@@ -2151,14 +2164,13 @@ def _tasks(
                        messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes,
                        cut_short=cut_short, hold_tapes=hold_tapes),
                 label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
-            with contextlib.suppress(OSError):
-                done_bytes += os.stat(name).st_size
+            done_bytes += _progress_size(name) or 0
             continue
         if is_parquet(name):
             yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
                                       threads, messages_key, id_key, detected, mask_volatile,
                                       done_bytes)
-            done_bytes += os.stat(name).st_size
+            done_bytes += _progress_size(name) or 0
             continue
         try:
             stream, position, close, size_at_open = _open(name)
@@ -2250,8 +2262,8 @@ def _tasks(
         finally:
             read_to = position()
             close()
-        if name != "-":
-            done_bytes += os.stat(name).st_size
+        # (the size it had when opened: it may have been removed or renamed since)
+        done_bytes += size_at_open or 0
         # One error record after every line or run read whole, when the file was not read to
         # its end: where and why its gzip stream broke off, and where its document breaks
         # (a document cut short with its gzip stream is one defect, one record).
@@ -2331,7 +2343,7 @@ def _parquet_tasks(
     from vthread._cli_parquet import UnreadableRows, parquet_lines
     from vthread._cli_report import holds_records
 
-    size = Path(name).stat().st_size
+    size = _progress_size(name) or 0
     if messages_key is None and holds_records(name):
         # A scan's own output given back as input: its "messages" column is the counts.
         say(f"vthread scan: {name}: warning: it holds vthread scan's records, not runs; "
