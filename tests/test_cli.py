@@ -905,6 +905,41 @@ def test_runs_behind_one_record_line_in_a_directory_are_scanned(
     assert mixed.read_bytes() == before
 
 
+@pytest.mark.parametrize("packing", ["plain", "gzip"])
+def test_runs_after_many_records_in_a_directory_are_scanned(
+        packing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs appended to an earlier scan's records, past the head a records file is first
+    told by (a few hundred kilobytes), make the file runs: scanned in a directory, every
+    line a record, and refused as an output (a tester's find: only the head was looked at,
+    so the runs were passed over unread and ``-o`` wrote over them, exit 0)."""
+    thread = json.dumps([{"type": "user", "text": "hi"}])
+    (tmp_path / "elsewhere").mkdir()
+    earlier = tmp_path / "elsewhere" / "runs.jsonl"
+    earlier.write_text((thread + "\n") * 3000)
+    code, written, _ = run(["scan", str(earlier), "-q"], monkeypatch)
+    assert code == 0 and len(written) > 2 * (256 << 10)  # far past the head
+    earlier.unlink()
+    data = written + (thread + "\n").encode() * 2
+    log = tmp_path / ("log.jsonl.gz" if packing == "gzip" else "log.jsonl")
+    log.write_bytes(gzip.compress(data) if packing == "gzip" else data)
+    (tmp_path / "other.jsonl").write_text(thread + "\n")
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and "passed over" not in err
+    read = [r for r in records(out) if Path(r["file"]).name == log.name]
+    assert len(read) == 3002
+    assert [r["messages"] for r in read[-2:]] == [1, 1] and "error" in read[0]
+    before = log.read_bytes()
+    code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(log)], monkeypatch)
+    assert code == 2 and "holds neither records nor a summary" in err
+    assert log.read_bytes() == before
+    # The records alone, whole or cut short in their last line, are still passed over.
+    for records_only in (written, written[:-20]):
+        log.write_bytes(gzip.compress(records_only) if packing == "gzip" else records_only)
+        code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+        assert code == 0 and f"{log}: passed over" in err
+        assert [Path(r["file"]).name for r in records(out)] == ["other.jsonl"]
+
+
 def test_runs_that_carry_file_line_and_error_fields_are_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An agent's runs whose lines carry ``file``, ``line`` and ``error`` fields of their

@@ -32,7 +32,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, BinaryIO, Final, TextIO
 
 from vthread import _core
 from vthread._cli_main import (
@@ -298,7 +298,75 @@ def _head_holds_records(name: str, throughout: bool) -> bool:
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
     whole = ended and not head.startswith(_GZIP_MAGIC)
-    return _first_line_is_record(text, whole) and (not throughout or _lines_are_records(text))
+    if not _first_line_is_record(text, whole):
+        return False
+    if not throughout:
+        return True
+    # A file a scan would pass over or write over: every line of it, not only of its head
+    # (records followed by runs appended later are runs, to be scanned and not destroyed).
+    return _lines_are_records(text) and _every_line_is_a_record(name)
+
+
+_WHOLE_FILE_READ: Final = 1 << 20
+"""Bytes read (or decompressed) at a time to look at every line of a records file."""
+
+
+def _every_line_is_a_record(name: str) -> bool:
+    """Whether every line with text of the whole file is a record, read as the records
+    reader reads it (a byte-order mark passed over at its start only; gzip decompressed
+    member after member, as far as its bytes go; a last line without its newline that is
+    not JSON left out, as :func:`_lines_are_records` leaves it). A line longer than
+    :data:`_FIRST_LINE_BYTES` is no record's, so memory stays bounded by that."""
+    pending = b""
+    started = False
+    try:
+        with open(name, "rb") as raw:
+            for block in _text_blocks(raw):
+                data = pending + block
+                if not started:
+                    if len(data) < len(codecs.BOM_UTF8):
+                        pending = data  # (a mark is looked for in the stream's first bytes)
+                        continue
+                    data = data.removeprefix(codecs.BOM_UTF8)
+                    started = True
+                *lines, pending = data.split(b"\n")
+                if not all(_line_is_record(line) is True for line in lines if line.strip()):
+                    return False
+                if len(pending) > _FIRST_LINE_BYTES:
+                    return False
+    except OSError:
+        return False  # the scan reports what is wrong with it
+    return not pending.strip() or _line_is_record(pending) is not False
+
+
+def _text_blocks(raw: BinaryIO) -> Iterator[bytes]:
+    """A file's text a block at a time: decompressed, member after member, when it opens a
+    gzip member, to where its bytes stop making sense (a stream cut short or broken is told
+    by the text before its fault, as its head is)."""
+    block = raw.read(_WHOLE_FILE_READ)
+    if not block.startswith(_GZIP_MAGIC):
+        while block:
+            yield block
+            block = raw.read(_WHOLE_FILE_READ)
+        return
+    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while block:
+        try:
+            text = member.decompress(block, _WHOLE_FILE_READ)
+        except zlib.error:
+            return
+        yield text
+        if member.eof:
+            block = member.unused_data
+            if len(block) < len(_GZIP_MAGIC):
+                block += raw.read(_WHOLE_FILE_READ)
+            if not block.startswith(_GZIP_MAGIC):
+                return  # the end, or zero padding or junk after the last member
+            member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif member.unconsumed_tail:
+            block = member.unconsumed_tail
+        else:
+            block = raw.read(_WHOLE_FILE_READ)
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
@@ -418,8 +486,10 @@ def _text_of(head: bytes, after: int = 0) -> bytes:
 
 def _whole_line_end(text: bytes) -> int:
     """Where the first line with text that a newline ends, ends (after its newline); 0 when
-    there is none. O(len(text))."""
-    start = 0
+    there is none. O(len(text)). A byte-order mark opening the text is no text (the reader
+    passes it over, as :func:`_first_line` does: a mark alone on the first line ended the
+    head before the line after it was whole)."""
+    start = len(codecs.BOM_UTF8) if text.startswith(codecs.BOM_UTF8) else 0
     while (end := text.find(b"\n", start)) >= 0:
         if text[start:end].strip():
             return end + 1
