@@ -604,3 +604,49 @@ def test_progress_size_asks_no_file_for_standard_input(tmp_path: Path,
     assert cli._progress_size(str(regular)) == regular.stat().st_size
     assert cli._progress_size(str(regular) + "/") == 0
     assert cli._progress_size(str(tmp_path / "gone.jsonl")) == 0
+
+
+# ------------------------------------------------- 8. a line longer than one line may take
+
+
+def test_a_line_longer_than_the_limit_ends_the_scan_after_the_lines_before_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than the most one line may take (by default a quarter of the memory)
+    ends the scan as a line the memory ran out on does: the records of the lines before it
+    written, exit 71, the message and the summary naming where and the limit; a long line
+    within it is read (a line that never ends took memory until the kernel killed the
+    process)."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    thread = json.dumps([{"type": "user", "text": "hi"}]).encode()
+    within = json.dumps([{"type": "user", "text": "w" * (2 << 20)}]).encode()
+    beyond = json.dumps([{"type": "user", "text": "b" * (4 << 20)}]).encode()
+    source = tmp_path / "runs.jsonl"
+    source.write_bytes(b"\n".join([thread, within, thread, beyond, thread]) + b"\n")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(source), "-q", "--summary", str(summary)], monkeypatch)
+    assert code == 71, err
+    assert [r["line"] for r in records(out)] == [1, 2, 3]
+    assert f"out of memory at {source}:4: it is longer than 3,145,728 bytes" in err
+    said = json.loads(summary.read_text())
+    assert said["completed"] is False and said["lines"] == 3
+    monkeypatch.setattr(cli, "LONGEST_LINE", 5 << 20)
+    code, out, err = run(["scan", str(source), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 5, err
+
+
+def test_a_line_that_never_ends_is_not_held_without_end() -> None:
+    """``vthread scan /dev/zero`` (a line with no end) stops at the most one line may take,
+    exit 71, rather than growing until the kernel kills it."""
+    code = ("import sys, vthread.cli as cli; cli.LONGEST_LINE = 32 << 20; "
+            "sys.exit(cli.main(['scan', '/dev/zero', '-q']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV,
+                            timeout=120)
+    assert result.returncode == 71, result.stderr
+    assert b"/dev/zero:1: it is longer than 33,554,432 bytes" in result.stderr
+
+
+def test_the_memory_limit_is_the_machines_or_lower() -> None:
+    """The memory a line's limit is a quarter of: positive, and at most the machine's."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < cli._memory_limit() <= machine
+    assert cli._line_limit() == cli._memory_limit() // 4

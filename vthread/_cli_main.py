@@ -36,8 +36,9 @@ exit status:
   2    usage error, unreadable input, output that is an input, or with --strict
        the first bad line
   70   internal error (a bug: the traceback is on standard error; please report it)
-  71   out of memory (a line larger than the memory the process may use); the
-       records before it are written, and so is the --summary FILE
+  71   out of memory (a line larger than the memory the process may use, or longer
+       than a quarter of it); the records before it are written, and so is the
+       --summary FILE
   74   the records or the --summary FILE could not be written (disk full, a path
        that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)

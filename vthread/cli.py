@@ -129,7 +129,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from itertools import chain, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, TypeVar, cast, overload
@@ -208,6 +208,9 @@ JOIN_BYTES: Final = 1 << 20
 held while the next file is read."""
 READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
+LONGEST_LINE: int | None = None
+"""The most bytes one line may take as it is read; None: a quarter of the memory this
+process may have (:func:`_line_limit`)."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
@@ -344,6 +347,9 @@ class _Task:
     # Set (with no lines) where the line at ``first_line`` did not fit the memory the
     # process may use as it was read: the scan ends there.
     too_large: bool = False
+    # With too_large, when the line was longer than the most one line may take (the
+    # limit, in bytes), not a line the memory ran out on.
+    line_limit: int | None = None
     # The file's warning that its lines are not in the --format given named the misfits
     # among its lines up to this one: the chunks' warnings of chat read as native leave
     # them out (one misread, one warning).
@@ -371,6 +377,8 @@ class _Done:
     # Where a line (a document's run, a row) larger than the memory the process may use
     # lies: the records are those of the chunk's lines before it, and the scan ends there.
     out_of_memory: str | None = None
+    # With out_of_memory, the most one line may take when the line was longer than that.
+    line_limit: int | None = None
     # The chunks it stands for (several read together: see _small_chunks_joined), each of
     # which moved the progress bar's reading on when it was read.
     chunks: int = 1
@@ -393,7 +401,8 @@ class _FatalError(Exception):
 
 class _OutOfMemoryError(MemoryError):
     """A line (a document's run, a row) larger than the memory the process may use, at the
-    place given."""
+    place given (``args[0]``), or longer than the most one line may take (``args[1]``, the
+    limit in bytes, else None)."""
 
 
 def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
@@ -570,7 +579,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
             if done.out_of_memory is not None:
-                raise _OutOfMemoryError(done.out_of_memory)
+                raise _OutOfMemoryError(done.out_of_memory, done.line_limit)
         _close(out, options.output, progress)
         # Every record is written: Ctrl-C or SIGTERM from now on changes nothing (it made a
         # finished scan exit 130 with its summary saying "completed": true).
@@ -600,9 +609,14 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         _close_quietly(out, options.output, progress)
         before = (f"the record of the {stats.lines:,} line before it is" if stats.lines == 1
                   else f"the records of the {stats.lines:,} lines before it are")
-        failure = (MEMORY_EXIT, f"out of memory at {error}: it is larger than the memory "
-                   f"the process may use (ulimit -v, strict overcommit); {before} written, "
-                   "its own and the rest's are not")
+        where, limit = error.args
+        why = ("it is larger than the memory the process may use (ulimit -v, strict "
+               "overcommit)" if limit is None else
+               f"it is longer than {limit:,} bytes, the most one line may take (a quarter of "
+               "the memory this process may have: a line that never ends, such as "
+               "/dev/zero's, must not take all of it)")
+        failure = (MEMORY_EXIT, f"out of memory at {where}: {why}; {before} written, its "
+                   "own and the rest's are not")
     except MemoryError:
         _close_quietly(out, options.output, progress)
         failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the input is "
@@ -1955,7 +1969,48 @@ class _PausedBatch(list[bytes]):
 
 class _TooLarge(list[bytes]):
     """No lines: the next line did not fit the memory the process may use as it was read
-    (the lines before it are the chunk before this)."""
+    (the lines before it are the chunk before this), or was longer than ``line_limit``
+    bytes, the most one line may take (:func:`_line_limit`)."""
+
+    def __init__(self, line_limit: int | None = None) -> None:
+        super().__init__()
+        self.line_limit = line_limit
+
+
+class _LineTooLongError(MemoryError):
+    """A line longer than the most one line may take (``args[0]``, in bytes), as read."""
+
+
+def _line_limit() -> int:
+    """The most bytes one line may take as it is read (:data:`LONGEST_LINE`, by default a
+    quarter of the memory this process may have: the machine's, or its container's memory
+    limit when lower). A line is held whole to be parsed, and its parse takes about as
+    much again, so a longer one could not be scanned anyway; without a limit, a line that
+    never ends (``vthread scan /dev/zero``) took memory until the kernel killed the process
+    (or a ``ulimit -v`` ended it)."""
+    if LONGEST_LINE is not None:
+        return LONGEST_LINE
+    return _memory_limit() // 4
+
+
+@cache
+def _memory_limit() -> int:
+    """The memory this process may have, in bytes: the machine's, or its control group's
+    limit when one is set and lower (a container's); 64 GiB when neither can be told."""
+    found = []
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError), open(limit, "rb") as text:
+            found.append(int(text.read(64).strip()))  # ("max" when unlimited: a ValueError)
+    return min((size for size in found if size > 0), default=64 << 30)
+
+
+def _held_line(pending: io.BytesIO) -> None:
+    """Raise :class:`_LineTooLongError` when the line being assembled in ``pending`` is longer
+    than the most one line may take."""
+    if pending.tell() > READ_BYTES and pending.tell() > (limit := _line_limit()):
+        raise _LineTooLongError(limit)
 
 
 class _UnreadableRun(list[bytes]):
@@ -2000,12 +2055,13 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[byt
     batch: list[bytes] = []
     try:
         yield from _chunks_read(stream, batch, in_blocks=not _live(stream))
-    except MemoryError:
-        # A line larger than the memory the process may use, as it was assembled: the
-        # lines before it are scanned and written, and the scan ends there.
+    except MemoryError as error:
+        # A line larger than the memory the process may use (or than the most one line may
+        # take), as it was assembled: the lines before it are scanned and written, and the
+        # scan ends there.
         if batch:
             yield batch
-        yield _TooLarge()
+        yield _TooLarge(error.args[0] if isinstance(error, _LineTooLongError) else None)
 
 
 def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
@@ -2031,6 +2087,7 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
         lines = block.split(b"\n")
         if len(lines) == 1:
             pending.write(block)
+            _held_line(pending)
             continue
         if pending.tell():
             pending.write(lines[0])
@@ -2091,6 +2148,7 @@ def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed,
             first = block.find(b"\n")
             if first < 0:
                 pending.write(block)
+                _held_line(pending)
                 continue
             pending.write(memoryview(block)[:first])
             head = pending.getvalue()
@@ -2221,7 +2279,8 @@ def _tasks(
                     progress.chunk_read(done_bytes + position())
                 if isinstance(lines, _TooLarge):
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
-                                count_tokens, unit=unit, too_large=True)
+                                count_tokens, unit=unit, too_large=True,
+                                line_limit=lines.line_limit)
                     return
                 if isinstance(lines, _UnreadableRun):
                     # An error record for it, as for a bad line, and the runs after it read.
@@ -3226,12 +3285,14 @@ def _merged(results: Iterable[_Done]) -> _Done:
         stats.add(part.stats)
     return _Done(b"".join(part.output for part in parts), stats, parts[-1].fatal,
                  tuple(warning for part in parts for warning in part.warnings),
-                 parts[-1].out_of_memory, chunks=sum(part.chunks for part in parts))
+                 parts[-1].out_of_memory, parts[-1].line_limit,
+                 chunks=sum(part.chunks for part in parts))
 
 
 def _too_large(task: _Task) -> _Done:
     """The result of a line that did not fit the memory the process may use."""
-    return _Done(b"", _Stats(), None, out_of_memory=_where(task, task.first_line))
+    return _Done(b"", _Stats(), None, out_of_memory=_where(task, task.first_line),
+                 line_limit=task.line_limit)
 
 
 def _line_by_line(task: _Task) -> _Done:
