@@ -650,3 +650,71 @@ def test_the_memory_limit_is_the_machines_or_lower() -> None:
     machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert 0 < cli._memory_limit() <= machine
     assert cli._line_limit() == cli._memory_limit() // 4
+
+
+# ------------------------------------------------------- 9. what a mistyped argument says
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["scan", ""], "an empty FILE argument names no file"),
+    (["scan", "IN", "-o", ""], "-o: an empty path names no file (- is standard output)"),
+    (["scan", "IN", "--summary", ""], "--summary: an empty path names no file"),
+    (["report", ""], "an empty FILE argument names no file"),
+    (["report", "IN", "-o", ""], "-o: an empty path names no file (- is standard output)"),
+])
+def test_an_empty_path_is_a_usage_error(args: list[str], said: str, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty path (an unset variable in a script: ``-o "$OUT"``) names no file: a usage
+    error saying so, nothing written (``-o ''`` wrote the records to standard output and
+    ``--summary ''`` no summary, exit 0; ``scan ''`` said the working directory held no
+    trajectory file)."""
+    source = lines_file(tmp_path / "in.jsonl", 3)
+    argv = [str(source) if arg == "IN" else arg for arg in args]
+    if args[0] == "report" and "-o" not in args:
+        argv += ["-o", str(tmp_path / "r.html")]
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, monkeypatch)
+    assert (code, out) == (2, b""), err
+    assert said in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_link_cycle_is_named_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FILE that is a cycle of symbolic links is said to be one, not a missing file."""
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    for command in (["scan"], ["report", "-o", str(tmp_path / "r.html")]):
+        code, _, err = run([*command, str(tmp_path / "a.jsonl")], monkeypatch)
+        assert code == 2
+        assert "a.jsonl: too many levels of symbolic links" in err, err
+    code, _, err = run(["scan", str(tmp_path / "gone.jsonl")], monkeypatch)
+    assert code == 2 and "gone.jsonl: no such file" in err
+
+
+def test_an_output_that_is_a_directorys_only_trajectory_is_refused_as_such(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o`` naming the only trajectory under the input directory is refused for what it
+    is (writing it would destroy it), not said to leave the directory with no trajectory
+    file; the file is as it was."""
+    only = lines_file(tmp_path / "a.jsonl", 3)
+    before = only.read_bytes()
+    code, _, err = run(["scan", str(tmp_path), "-o", str(only)], monkeypatch)
+    assert code == 2
+    assert "holds neither records nor a summary" in err and "would destroy it" in err
+    assert only.read_bytes() == before
+
+
+def test_an_eval_log_missing_a_member_says_which(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zip archive named .eval that holds no Inspect log is said to miss the member the
+    log needs (the message was inspect_ai's bare KeyError: the member's name alone)."""
+    import zipfile
+
+    pytest.importorskip("inspect_ai")
+    log = tmp_path / "run.eval"
+    with zipfile.ZipFile(log, "w") as archive:
+        archive.writestr("notes.txt", "hi")
+    code, _, err = run(["scan", str(log)], monkeypatch)
+    assert code == 2
+    assert "cannot read the Inspect AI log: it has no member '" in err, err
+    assert "which an .eval log holds" in err

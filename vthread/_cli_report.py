@@ -203,6 +203,9 @@ def _check_output(output: str, files: Sequence[str]) -> None:
     be written over), or whose folder is missing, before a long scan rather than after it."""
     if output == "-":
         return  # standard output
+    if output == "":
+        raise _ReportError("-o: an empty path names no file (- is standard output)",
+                           USAGE_EXIT)
     for name in files:
         for found in _files_of(name):
             with contextlib.suppress(OSError):

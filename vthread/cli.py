@@ -454,6 +454,13 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
 def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
     if options.format == "auto":
         options.format = None  # detected per file, the default
+    for flag, path in (("-o", options.output), ("--summary", options.summary_file)):
+        if path == "":
+            # (an unset variable in a script, "-o $OUT": the records went to standard
+            # output, and the summary nowhere, with exit status 0)
+            say(f"vthread scan: {flag}: an empty path names no file"
+                + (" (- is standard output)" if flag == "-o" else ""))
+            return USAGE_EXIT
     if options.output == "-":
         options.output = None  # "-o -": standard output, as for the inputs
     if options.summary_file == "-":
@@ -887,6 +894,9 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
         say("vthread scan: error: - (standard input) is given more than once")
         return None
     if options.files:
+        if "" in options.files:
+            # (Path("") is the working directory, which an empty argument never meant)
+            raise _FatalError("an empty FILE argument names no file")
         written = _identities([options.output, options.summary_file])
         files: list[str] = []
         listed: set[str] = set()
@@ -1026,6 +1036,9 @@ def _files_under(name: str, written: set[tuple[int, int]],
                 found.append(path)
             elif overwritten is not None:
                 overwritten.append(path)
+    if not found and overwritten:
+        # Only the files this run writes: a trajectory among them is refused as such first.
+        _check_only_records_overwritten(name, overwritten)
     if not found:
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
@@ -1209,9 +1222,16 @@ def _check_readable(name: str) -> None:
             raise _FatalError("-: there is no standard input")
         return
     path = Path(name)
-    if not path.exists():
-        raise _FatalError(f"{name}: no such file" if name != str(SAMPLE)
-                          else f"the bundled sample {name} is missing from this installation")
+    try:
+        os.stat(name)
+    except OSError as error:
+        if name == str(SAMPLE):
+            raise _FatalError(f"the bundled sample {name} is missing from this "
+                              "installation") from None
+        # (a link cycle is no missing file: "too many levels of symbolic links")
+        why = ("no such file" if isinstance(error, FileNotFoundError)
+               else (error.strerror or str(error)).lower())
+        raise _FatalError(f"{name}: {why}") from None
     if path.is_dir():
         raise _FatalError(f"{name}: is a directory")
     if not os.access(path, os.R_OK):
@@ -2644,6 +2664,10 @@ def _inspect_reason(error: Exception) -> str:
     if isinstance(error, zipfile.BadZipFile) or "EOCD" in str(error):
         return (f"it is not a whole zip archive, which an .eval log is (cut short while "
                 f"written or copied, or another kind of file): {error}")
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
+        # (a zip archive's missing member: inspect_ai's own KeyError says only its name)
+        return (f"it has no member {error.args[0]!r}, which an .eval log holds (a zip "
+                "archive of another kind, or a log damaged or written by another program)")
     return str(error)
 
 
