@@ -718,3 +718,17 @@ def test_an_eval_log_missing_a_member_says_which(tmp_path: Path,
     assert code == 2
     assert "cannot read the Inspect AI log: it has no member '" in err, err
     assert "which an .eval log holds" in err
+
+
+def test_control_characters_of_a_name_reach_stderr_as_escapes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file name holding a terminal's escape sequence or a carriage return is said on
+    stderr with those characters escaped (they reached the terminal as commands: recolouring
+    it, rewriting the line said), while its records name the file exactly."""
+    name = "x\x1b[31mred\rback\x07.jsonl"
+    (tmp_path / name).write_bytes(b"{bad\n")
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0
+    assert [Path(r["file"]).name for r in records(out)] == [name]
+    assert not any(c in err for c in "\x1b\r\x07")
+    assert "x\\x1b[31mred\\x0dback\\x07.jsonl: warning:" in err

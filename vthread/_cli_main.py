@@ -407,8 +407,19 @@ def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
             f"  see 'vthread scan --help' and 'vthread guard --help'")
 
 
+_UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but a newline and a tab: written as escapes in messages (a file's
+name, a run's id, holding an escape sequence would reach the terminal as a command to it:
+recolouring, moving the cursor, rewriting what was said)."""
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\x{ord(found.group()):02x}"
+
+
 def say(message: str, end: str = "\n") -> None:
-    """Write a message to standard error, if there is one that works.
+    """Write a message to standard error, if there is one that works; its control
+    characters but newlines and tabs written as ``\\xNN`` (:data:`_UNSHOWN`).
 
     Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
     print would write the message among the records on standard output. A standard error
@@ -418,7 +429,7 @@ def say(message: str, end: str = "\n") -> None:
     if stream is None:
         return
     try:
-        stream.write(message + end)
+        stream.write(_UNSHOWN.sub(_escaped, message) + end)
         stream.flush()
     except (OSError, ValueError):
         sys.stderr = None
