@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import json
@@ -732,3 +733,23 @@ def test_control_characters_of_a_name_reach_stderr_as_escapes(
     assert [Path(r["file"]).name for r in records(out)] == [name]
     assert not any(c in err for c in "\x1b\r\x07")
     assert "x\\x1b[31mred\\x0dback\\x07.jsonl: warning:" in err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_line_of_a_byte_order_mark_alone_is_blank(jobs: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line holding only a byte-order mark (and whitespace) is a blank line, as the same
+    line without the mark is: the mark is passed over where it opens a line, as it is before
+    a run (it was "not valid JSON: Expecting value")."""
+    thread = json.dumps({"id": 1, "messages": []}).encode()
+    mark = codecs.BOM_UTF8
+    source = tmp_path / "runs.jsonl"
+    source.write_bytes(b"\n".join([mark, mark + thread, mark + b" \t", thread, b""]))
+    code, out, _ = run(["scan", str(source), "-q", "-j", jobs], monkeypatch)
+    assert code == 0
+    assert [r.get("error", r.get("messages")) for r in records(out)] == [
+        "blank line", 0, "blank line", 0]
+    alone = tmp_path / "mark.jsonl"
+    alone.write_bytes(mark)
+    code, out, _ = run(["scan", str(alone), "-q"], monkeypatch)
+    assert records(out) == [{"id": None, "file": str(alone), "line": 1, "error": "blank line"}]

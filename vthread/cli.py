@@ -3794,6 +3794,7 @@ def _read_thread(
 
 
 _BLANK: Final = "blank line"
+_UTF8_MARK: Final = b"\xef\xbb\xbf"
 
 
 def _parse(line: bytes, suspect: bool, text_name: str = "line") -> Any:
@@ -3802,7 +3803,8 @@ def _parse(line: bytes, suspect: bool, text_name: str = "line") -> Any:
     ``text_name``: what the line is where its error names a place in it (a Parquet row's
     line is its messages cell when the cell is no JSON value, a document's text the
     document)."""
-    if not line.strip(b" \t\r\n"):
+    # (a byte-order mark opening a line is passed over, as json.loads passes it over)
+    if not line.removeprefix(_UTF8_MARK).strip(b" \t\r\n"):
         return _Bad(_BLANK)
     try:
         return loads_exactly(line, suspect)
