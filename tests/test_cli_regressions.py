@@ -635,15 +635,78 @@ def test_a_line_longer_than_the_limit_ends_the_scan_after_the_lines_before_it(
     assert code == 0 and len(records(out)) == 5, err
 
 
-def test_a_line_that_never_ends_is_not_held_without_end() -> None:
-    """``vthread scan /dev/zero`` (a line with no end) stops at the most one line may take,
-    exit 71, rather than growing until the kernel kills it."""
+def _memory_capped() -> None:
+    """(in a child process) An address space of 2 GiB: a regression that held a line without
+    end fails its test with a MemoryError, not by taking the machine's memory."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize(("source", "named"), [
+    ("/dev/zero", "/dev/zero:1"),
+    ("document", "z.json: run 1"),
+    ("document on standard input", "<stdin>:1"),
+    ("first run without end", "<stdin>:1"),
+])
+def test_a_line_that_never_ends_is_not_held_without_end(source: str, named: str,
+                                                        tmp_path: Path) -> None:
+    """``vthread scan /dev/zero`` (a line with no end), a document named ``.json`` that is
+    /dev/zero, and documents on standard input whose first run never ends, stop at the most
+    one line may take, exit 71, rather than growing until the kernel kills them."""
+    where = "/dev/zero"
+    stdin: Any = subprocess.DEVNULL
+    feeder = None
+    if source == "document":
+        where = str(tmp_path / "z.json")
+        os.symlink("/dev/zero", where)
+    elif source != "/dev/zero":
+        where = "-"
+        opening = (b'[[{"type": "user", "text": "' if source == "document on standard input"
+                   else b"[\n")
+        filler = b"a" if source == "document on standard input" else b"\n"
+        feeder = subprocess.Popen(
+            [sys.executable, "-c", f"import sys; sys.stdout.buffer.write({opening!r})\n"
+             f"while True: sys.stdout.buffer.write({filler!r} * 65536)"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        stdin = feeder.stdout
     code = ("import sys, vthread.cli as cli; cli.LONGEST_LINE = 32 << 20; "
-            "sys.exit(cli.main(['scan', '/dev/zero', '-q']))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV,
-                            timeout=120)
+            f"sys.exit(cli.main(['scan', {where!r}, '-q']))")
+    try:
+        result = subprocess.run([sys.executable, "-c", code], stdin=stdin, capture_output=True,
+                                env=ENV, timeout=120, preexec_fn=_memory_capped)
+    finally:
+        if feeder is not None:
+            feeder.kill()
+            feeder.wait()
     assert result.returncode == 71, result.stderr
-    assert b"/dev/zero:1: it is longer than 33,554,432 bytes" in result.stderr
+    assert f"{named}: it is longer than 33,554,432 bytes".encode() in result.stderr
+
+
+@pytest.mark.parametrize("packing", ["plain", "gzip"])
+def test_a_documents_run_longer_than_the_limit_ends_the_scan_after_the_runs_before_it(
+        packing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document's run longer than the most one line may take ends the scan as such a JSONL
+    line does: the records of the runs before it, exit 71, the message naming the run; a
+    document read whole (one run, not an array of runs) longer than it too."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    small = [{"type": "user", "text": "hi"}]
+    large = [{"type": "user", "text": "b" * (4 << 20)}]
+    data = json.dumps([small, small, large, small]).encode()
+    source = tmp_path / ("runs.json.gz" if packing == "gzip" else "runs.json")
+    source.write_bytes(gzip.compress(data) if packing == "gzip" else data)
+    code, out, err = run(["scan", str(source), "-q"], monkeypatch)
+    assert code == 71, err
+    assert [r["line"] for r in records(out)] == [1, 2]
+    assert f"out of memory at {source}: run 3: it is longer than 3,145,728 bytes" in err
+    whole = tmp_path / "one.json"
+    whole.write_text(json.dumps({"id": "r", "messages": large}))
+    code, out, err = run(["scan", str(whole), "-q"], monkeypatch)
+    assert (code, out) == (71, b""), err
+    assert f"out of memory at {whole}: run 1: it is longer than 3,145,728 bytes" in err
+    monkeypatch.setattr(cli, "LONGEST_LINE", 5 << 20)
+    code, out, err = run(["scan", str(source), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 4, err
 
 
 def test_the_memory_limit_is_the_machines_or_lower() -> None:
@@ -753,3 +816,21 @@ def test_a_line_of_a_byte_order_mark_alone_is_blank(jobs: str, tmp_path: Path,
     alone.write_bytes(mark)
     code, out, _ = run(["scan", str(alone), "-q"], monkeypatch)
     assert records(out) == [{"id": None, "file": str(alone), "line": 1, "error": "blank line"}]
+
+
+def test_report_and_guard_write_control_characters_of_a_name_as_escapes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vthread report``'s own messages and ``vthread guard``'s escape a name's control
+    characters as ``vthread scan``'s do (they wrote them raw)."""
+    name = "x\x1b[31mred\r.jsonl"
+    records_file = tmp_path / name
+    records_file.write_bytes(b'{"id":"z","file":"a","line":1,"verdict":null}\n{"id":')
+    code, _, err = run(["report", str(records_file), "-o", str(tmp_path / "r.html")],
+                       monkeypatch)
+    assert code == 0
+    assert "x\\x1b[31mred\\x0d.jsonl:2: the last line is cut short" in err
+    assert not any(c in err for c in "\x1b\r")
+    code, _, err = run(["guard", str(tmp_path / ("gone" + name))], monkeypatch)
+    assert code == 2
+    assert "gonex\\x1b[31mred\\x0d.jsonl" in err
+    assert not any(c in err for c in "\x1b\r")

@@ -42,6 +42,7 @@ from vthread._cli_main import (
     number_argument,
     numbers_joined,
     point_at_null,
+    shown,
 )
 from vthread.guard import Guard
 
@@ -147,7 +148,7 @@ def _reader(stdin: BinaryIO) -> Callable[[], bytes]:
 def _say(stderr: TextIO, message: str) -> None:
     """Write to standard error; one that is closed or fails only loses the message."""
     try:
-        stderr.write(message)
+        stderr.write(shown(message))  # (a FILE's name may hold a terminal's escapes)
         stderr.flush()
     except (OSError, ValueError):
         pass

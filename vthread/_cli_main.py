@@ -417,6 +417,12 @@ def _escaped(found: re.Match[str]) -> str:
     return f"\\x{ord(found.group()):02x}"
 
 
+def shown(message: str) -> str:
+    """``message`` as said on a terminal: its control characters but newlines and tabs
+    written as ``\\xNN`` (:data:`_UNSHOWN`)."""
+    return _UNSHOWN.sub(_escaped, message)
+
+
 def say(message: str, end: str = "\n") -> None:
     """Write a message to standard error, if there is one that works; its control
     characters but newlines and tabs written as ``\\xNN`` (:data:`_UNSHOWN`).
@@ -429,7 +435,7 @@ def say(message: str, end: str = "\n") -> None:
     if stream is None:
         return
     try:
-        stream.write(_UNSHOWN.sub(_escaped, message) + end)
+        stream.write(shown(message) + end)
         stream.flush()
     except (OSError, ValueError):
         sys.stderr = None

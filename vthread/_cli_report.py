@@ -32,7 +32,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO
+from typing import Any, BinaryIO, Final, TextIO, cast
 
 from vthread import _core
 from vthread._cli_main import (
@@ -44,6 +44,7 @@ from vthread._cli_main import (
     jobs_argument,
     key_argument,
     numbers_joined,
+    shown,
     silence_stdout,
     write_through,
 )
@@ -77,9 +78,26 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
     """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status."""
     stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
     try:
-        return _run_report(argv, stderr)
+        return _run_report(argv, cast(TextIO, _Shown(stderr)))
     finally:
         sys.stdin = stdin
+
+
+class _Shown(io.TextIOBase):
+    """A text stream that writes to ``stream`` what :func:`shown` makes of each text: the
+    report's messages name files and runs, whose control characters must not reach the
+    terminal as commands."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(shown(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
@@ -333,13 +351,39 @@ def _every_line_is_a_record(name: str) -> bool:
                     data = data.removeprefix(codecs.BOM_UTF8)
                     started = True
                 *lines, pending = data.split(b"\n")
-                if not all(_line_is_record(line) is True for line in lines if line.strip()):
+                if not _all_records(lines):
                     return False
                 if len(pending) > _FIRST_LINE_BYTES:
                     return False
     except OSError:
         return False  # the scan reports what is wrong with it
     return not pending.strip() or _line_is_record(pending) is not False
+
+
+def _all_records(lines: list[bytes]) -> bool:
+    """Whether every line with text of ``lines`` is a record (:func:`_line_is_record`), each
+    parsed by orjson where that gives json's value (a line holding no 19-digit run, which
+    orjson could round, and that orjson reads at all: it refuses all else json reads
+    otherwise, lone surrogates, NaN, bytes that are no UTF-8), else as the records reader
+    parses it. A records file of 50 MB took 1.8 s to read line by line through json."""
+    from vthread._exact_json import FAST_LONGEST, fast_loads, suspect_lines
+
+    suspects = suspect_lines(lines)
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if fast_loads is not None and index not in suspects and len(line) <= FAST_LONGEST:
+            try:
+                value = fast_loads(line)
+            except ValueError:
+                pass  # json decides, below
+            else:
+                if not is_record(value):
+                    return False
+                continue
+        if _line_is_record(line) is not True:
+            return False
+    return True
 
 
 def _text_blocks(raw: BinaryIO) -> Iterator[bytes]:

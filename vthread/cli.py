@@ -1626,8 +1626,11 @@ class _DocumentRuns:
         return self.is_runs
 
     def _find_first(self) -> bool:
+        held = 0
         while block := self.stream.read(READ_BYTES):
             self.head.append(block)
+            held += len(block)
+            _check_held(held)  # (a first run that never ends)
             if len(self.head) == 1 and b"\0" in block[:4]:
                 return False  # UTF-16 or UTF-32 text: read whole, as json reads it
             found = self.splitter.feed(block)
@@ -1681,10 +1684,17 @@ class _DocumentRuns:
             # (a file's first bytes, replayed, are in the head, and the rest is the file's)
             rest = (self.stream.rest if isinstance(self.stream, _Replayed)
                     and not self.stream.ahead else self.stream)
+            held = sum(map(len, parts))
             if isinstance(rest, io.BufferedReader) and len(parts) == 1:
-                return parts[0] + rest.read()  # a file: the rest at once
+                # A file: the rest at once, but no more than the most one line may take.
+                limit = _line_limit()
+                data = parts[0] + rest.read(max(0, limit + 1 - held))
+                _check_held(len(data))
+                return data
             while part := self.stream.read(READ_BYTES):
                 parts.append(part)
+                held += len(part)
+                _check_held(held)
         return b"".join(parts)
 
     def runs_text(self) -> Iterator[bytes]:
@@ -1692,6 +1702,7 @@ class _DocumentRuns:
         if self.first is None:
             return  # [] holds no runs
         found, self.first, self.head = self.first, None, []
+        since_run = 0  # bytes fed since the last block that ended a run
         while True:
             texts, plain, places = found
             places = places.reshape(-1, 3)
@@ -1710,6 +1721,10 @@ class _DocumentRuns:
             if not block:
                 self.ended = True
                 break
+            # The bytes fed since the last run ended bound the run the splitter holds: a
+            # run that never ends must not take all the memory.
+            since_run = len(block) + (since_run if not texts else 0)
+            _check_held(since_run)
             fed = self.splitter.feed(block)
             if fed is None:  # the splitter declines only before the first run
                 break
@@ -2029,7 +2044,13 @@ def _memory_limit() -> int:
 def _held_line(pending: io.BytesIO) -> None:
     """Raise :class:`_LineTooLongError` when the line being assembled in ``pending`` is longer
     than the most one line may take."""
-    if pending.tell() > READ_BYTES and pending.tell() > (limit := _line_limit()):
+    _check_held(pending.tell())
+
+
+def _check_held(size: int) -> None:
+    """Raise :class:`_LineTooLongError` when ``size`` bytes of one line (a document's run, a
+    document read whole) are more than the most one line may take."""
+    if size > READ_BYTES and size > (limit := _line_limit()):
         raise _LineTooLongError(limit)
 
 
@@ -2336,6 +2357,13 @@ def _tasks(
                             paused=isinstance(lines, _PausedBatch),
                             named_through=named_through, detected=tapes or None)
                 line += len(lines)
+        except _LineTooLongError as error:
+            # A document whose first run, or whose whole (read as one value), is longer
+            # than the most one line may take: it ends the scan, as such a line does.
+            yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
+                        unit="run" if _is_document(name) else "line", too_large=True,
+                        line_limit=error.args[0])
+            return
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
@@ -2616,10 +2644,10 @@ def _batched(lines: Iterable[bytes | _UnreadableRun]) -> Iterator[list[bytes]]:
                 chunk = batch
                 batch, size = [], 0
                 yield chunk
-    except MemoryError:
+    except MemoryError as error:
         if batch:
             yield batch
-        yield _TooLarge()
+        yield _TooLarge(error.args[0] if isinstance(error, _LineTooLongError) else None)
         return
     if batch:
         yield batch
