@@ -771,3 +771,16 @@ def test_rows_in_no_format_or_in_several_are_named() -> None:
         arrow.scan_arrow(mixed)
     assert str(raised.value) == ("the rows are in different formats (native at row 0; openai "
                                  "at row 1); pass format= to read them all in one")
+
+
+def test_a_struct_with_two_fields_of_one_name_is_named_so() -> None:
+    """Rows whose messages are structs with two fields of one name (which pyarrow converts
+    to no Python value) are each their row's error saying so (they were said to hold a date
+    out of range)."""
+    messages = pa.StructArray.from_arrays([pa.array(["bot"] * 6), pa.array(["x"] * 6)],
+                                          names=["type", "type"])
+    column = pa.ListArray.from_arrays(pa.array([0, 4, 6], pa.int32()), messages)
+    errors = arrow.scan_arrow(pa.table({"messages": column})).column("error").to_pylist()
+    assert len(errors) == 2
+    assert all(error.startswith("not a thread: a struct in it has two fields of one name")
+               for error in errors)

@@ -3,6 +3,7 @@ numbers of other types, sequences of other types."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
 import json
@@ -417,6 +418,57 @@ def test_dates_are_written_as_javascripts_to_json(value: Any, text: str) -> None
     assert canonical(value) == _core.canonical(value).decode() == json.dumps(text)
 
 
+class _UnreadableDate(datetime.datetime):
+    """A datetime whose offset cannot be read (its own code raises)."""
+
+    def utcoffset(self) -> datetime.timedelta | None:
+        raise ValueError("no offset")
+
+
+class _NotATime(datetime.datetime):
+    """A datetime equal to nothing, itself included, whose offset cannot be read: as
+    pandas' ``NaT`` is."""
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = datetime.datetime.__hash__
+
+    def utcoffset(self) -> datetime.timedelta | None:
+        raise ValueError("NaTType does not support utcoffset")
+
+
+def _not_a_time() -> list[Any]:
+    """pandas' ``NaT`` where pandas is installed, and a datetime that behaves as it does."""
+    found: list[Any] = [_NotATime(2024, 5, 6)]
+    with contextlib.suppress(ImportError):
+        import pandas as pd
+
+        found.append(pd.NaT)
+    return found
+
+
+@pytest.mark.parametrize("value", [*_not_a_time(), _UnreadableDate(2024, 5, 6)],
+                         ids=lambda value: type(value).__name__)
+def test_a_date_that_is_no_instant_never_raises(value: Any) -> None:
+    """A datetime equal to nothing (pandas' NaT) is null, as JavaScript's Invalid Date's
+    toJSON is, and a date whose offset raises is compared by its type and repr: the cycle
+    functions and scan answer (NaT anywhere in a message raised ValueError from all of them,
+    a tester's find), the engine, the core and the reference alike."""
+    no_instant = value != value
+    assert canonical(value) == _core.canonical(value).decode()
+    assert (canonical(value) == "null") is no_instant
+    assert canonical(value).startswith("!") is not no_instant
+    thread = [{"type": "bot", "text": "x", "meta": {"at": value}}] * 4
+    assert vthread.describe_thread_cycle(thread) == "repeated_suffix"
+    assert vthread.scan([thread]).names == ["repeated_suffix"]
+    assert ref.describe_thread_cycle(thread, cycle_options()) == "repeated_suffix"
+    assert vthread.fingerprint(value) != vthread.fingerprint(datetime.datetime(2024, 5, 6))
+
+
 @settings(max_examples=200, deadline=None)
 @given(HOSTILE_VALUES)
 def test_core_encodes_hostile_values_as_the_python_twin(value: Any) -> None:
@@ -717,3 +769,51 @@ def test_a_run_whose_messages_are_null_is_named_alike_in_every_format(
     if format == "native":
         with pytest.raises(TypeError, match=r"without them$"):
             vthread.scan([{"steps": None}], format=format)
+
+
+class _AlwaysEqual(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _NeverEqual(str):
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _Unhashable(str):
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash")
+
+
+@pytest.mark.parametrize("kind", [_AlwaysEqual, _NeverEqual, _Unhashable])
+def test_build_thread_reads_a_str_subclass_type_by_its_content(kind: type[str]) -> None:
+    """``build_thread``'s system messages and ``start_on`` read a message's ``type`` by its
+    content, as the cycle functions do (a subclass whose ``__eq__`` said yes to everything
+    made every message a system message, one saying no kept nothing after them; a type
+    whose hash raises made every cycle function raise it), the engine and the reference
+    alike."""
+    def thread(make: Callable[[str], str]) -> list[dict[str, Any]]:
+        return ([{"type": make("system"), "text": "s"}]
+                + [{"type": make(t), "text": f"{t}{i}"}
+                   for i, t in enumerate(["user", "bot", "user", "bot", "user"])])
+
+    plain, odd = thread(str), thread(kind)
+    for keywords in ({"keep_system": True}, {"start_on": "user"},
+                     {"keep_system": True, "start_on": "user"}):
+        want = vthread.build_thread(plain, max_tokens=4, estimate=lambda m: 1, **keywords)
+        got = vthread.build_thread(odd, max_tokens=4, estimate=lambda m: 1, **keywords)
+        assert [m["text"] for m in got.messages] == [m["text"] for m in want.messages]
+        assert got.tokens == want.tokens
+        reference = ref.shaped_build(odd, max_tokens=4, estimate=lambda m: 1, **keywords)
+        assert [m["text"] for m in reference.messages] == [m["text"] for m in want.messages]
+    calls = [{"type": kind("function_call"), "call_id": "c", "name": "f"}] * 4
+    with pytest.warns(UserWarning, match="OpenAI Responses items"):
+        assert vthread.describe_thread_cycle(calls) == "repeated_suffix"

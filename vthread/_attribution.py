@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from vthread._jsvalue import names_are_distinct, property_name
+from vthread._jsvalue import is_text, names_are_distinct, property_name
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
@@ -336,7 +336,7 @@ def _member(value: Any, name: str) -> Any:
 
 
 def _is_text(value: Any, text: str) -> bool:
-    return isinstance(value, str) and value == text
+    return is_text(value, text)
 
 
 def _typed(prefix: str, form: Any) -> str | None:

@@ -263,7 +263,16 @@ def stand_in(value: object) -> Any:
     if number is not None:
         return number
     if isinstance(value, datetime.date):
-        return js_date_text(value)
+        try:
+            if value != value:
+                # pandas' NaT (a datetime equal to nothing, itself included): no instant, as
+                # JavaScript's Invalid Date, whose toJSON is null.
+                return None
+            return js_date_text(value)
+        except Exception:
+            # A date whose offset or fields cannot be read (a subclass's own code raised):
+            # compared by what it is, as any other value without a JSON form.
+            return opaque(value)
     np = _numpy()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
         return value.tolist()
@@ -577,6 +586,21 @@ def names_are_distinct(value: Any, text: str) -> bool:
     may be needless (it costs a walk); a True never is."""
     return not (_COERCIBLE_KEY.search(text) or "\\ud" in text or _SURROGATE.search(text)
                 ) and _keys_unrepeated(value, text)
+
+
+def is_text(value: object, text: str) -> bool:
+    r"""Whether ``value`` is a string JavaScript's ``===`` calls equal to ``text``: compared
+    by content (a ``str`` subclass's own ``__eq__`` is never asked, as the cycle functions
+    never ask it), a surrogate pair equal to its astral character.
+
+    >>> class Odd(str):
+    ...     def __eq__(self, other): return True
+    ...     __hash__ = str.__hash__
+    >>> is_text(Odd("user"), "system"), is_text("\ud83c\udf89", "\U0001f389"), is_text(1, "1")
+    (False, True, False)
+    """
+    return isinstance(value, str) and js_string(str.__str__(value)) == js_string(
+        str.__str__(text))
 
 
 def js_string(text: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, real_number, utf16_len
+from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, is_text, real_number, utf16_len
 from vthread._messages import (
     ABSENT,
     ACTIVITY_TAIL_MIN_LENGTH,
@@ -160,7 +160,7 @@ def shaped_build(
     # Costing every message once, oldest first: production's whole thread under no limit.
     costed = build_thread(thread, max_tokens=math.inf, estimate=estimate).messages
     head = 0
-    while keep_system and head < len(thread) and thread[head].get("type") == "system":
+    while keep_system and head < len(thread) and is_text(thread[head].get("type"), "system"):
         head += 1
     system_total = 0.0
     for message in costed[:head]:
@@ -182,7 +182,7 @@ def shaped_build(
             return True
         if pair_safe and (k in orphans or any(r < k <= s for r, s in pairs)):
             return False
-        return start_on is None or rest[k].get("type") == start_on
+        return start_on is None or is_text(rest[k].get("type"), start_on)
 
     budget = limit - system_total
 

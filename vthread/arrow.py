@@ -489,7 +489,10 @@ def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
 
 
 def _out_of_range(error: Exception) -> str:
-    """The error of a row holding a value past what Python's ``datetime`` holds."""
+    """The error of a row holding a value past what Python's ``datetime`` holds, or a struct
+    whose fields share a name (pyarrow converts neither, with the same kinds of error)."""
+    if "duplicate field names" in str(error):
+        return f"not a thread: a struct in it has two fields of one name ({error})"
     return (f"not a thread: it holds a date, time or duration out of the range Python "
             f"reads ({error})")
 

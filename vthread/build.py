@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from vthread import _core
-from vthread._jsvalue import real_number
+from vthread._jsvalue import is_text, real_number
 from vthread._messages import (
     check_messages,
     estimate_figure,
@@ -248,8 +248,8 @@ class _MessageView:
         type (``"user"`` stays the translated type: a user turn holding only tool results
         is a reply, not a user turn)."""
         if self._types is not None and start_on not in _TRANSLATED_TYPES:
-            return bool(self._thread[index].get("role") == start_on)
-        return bool(self.type_of(index) == start_on)
+            return is_text(self._thread[index].get("role"), start_on)
+        return is_text(self.type_of(index), start_on)
 
     def check_start_on(self, start_on: str) -> None:
         """A ``start_on`` no chat message can ever match (a chat format's result would be
@@ -277,7 +277,7 @@ class _MessageView:
     def leading_system(self) -> int:
         """How many messages at the start of the thread are system messages."""
         count = 0
-        while count < len(self._thread) and self.type_of(count) == "system":
+        while count < len(self._thread) and is_text(self.type_of(count), "system"):
             count += 1
         return count
 
@@ -294,7 +294,7 @@ class _MessageView:
     def _reasoned(self, call: int) -> int:
         """The first of the Responses ``reasoning`` items just before the source item of a
         call, else the call: a call is sent with the reasoning that made it."""
-        while call > 0 and self._thread[call - 1].get("type") == "reasoning" and (
+        while call > 0 and is_text(self._thread[call - 1].get("type"), "reasoning") and (
                 "role" not in self._thread[call - 1]):
             call -= 1
         return call

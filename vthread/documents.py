@@ -36,6 +36,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
+from vthread._jsvalue import js_string
 from vthread._messages import check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
@@ -736,8 +737,10 @@ def chat_like(message: Any) -> bool:
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
     kind = message.get("type")
-    return (isinstance(kind, str) and (kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS)
-            and "call_id" in message)
+    if not isinstance(kind, str):
+        return False
+    kind = js_string(str.__str__(kind))  # (by content: a str subclass's own hash is not asked)
+    return (kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS) and "call_id" in message
 
 
 _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '
