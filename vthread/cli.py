@@ -619,9 +619,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         where, limit = error.args
         why = ("it is larger than the memory the process may use (ulimit -v, strict "
                "overcommit)" if limit is None else
-               f"it is longer than {limit:,} bytes, the most one line may take (a quarter of "
-               "the memory this process may have: a line that never ends, such as "
-               "/dev/zero's, must not take all of it)")
+               f"it is longer than {limit:,} bytes, the most one line (a document's run, or a "
+               "document read from a stream) may take (a quarter of the memory this process "
+               "may have: a line that never ends, such as /dev/zero's, must not take all of "
+               "it)")
         failure = (MEMORY_EXIT, f"out of memory at {where}: {why}; {before} written, its "
                    "own and the rest's are not")
     except MemoryError:
@@ -1684,13 +1685,20 @@ class _DocumentRuns:
             # (a file's first bytes, replayed, are in the head, and the rest is the file's)
             rest = (self.stream.rest if isinstance(self.stream, _Replayed)
                     and not self.stream.ahead else self.stream)
+            source = self.stream.rest if isinstance(self.stream, _Replayed) else self.stream
+            if isinstance(source, io.BufferedReader) and _regular_size(source) is not None:
+                # A file: as large as it is (JSONL named .json, runs one after another as
+                # jq writes them: many runs, read whole), the rest at once when the head is
+                # one block. (Asking for at most the limit made CPython reserve all of it
+                # first: a MemoryError under ulimit -v for a document of 200 bytes.)
+                if rest is source and len(parts) == 1:
+                    return parts[0] + rest.read()
+                while part := self.stream.read(READ_BYTES):
+                    parts.append(part)
+                return b"".join(parts)
+            # A pipe, a device, a gzip stream: text without a size of its own, which must
+            # not take all the memory (a document that never ends).
             held = sum(map(len, parts))
-            if isinstance(rest, io.BufferedReader) and len(parts) == 1:
-                # A file: the rest at once, but no more than the most one line may take.
-                limit = _line_limit()
-                data = parts[0] + rest.read(max(0, limit + 1 - held))
-                _check_held(len(data))
-                return data
             while part := self.stream.read(READ_BYTES):
                 parts.append(part)
                 held += len(part)
