@@ -784,3 +784,40 @@ def test_a_struct_with_two_fields_of_one_name_is_named_so() -> None:
     assert len(errors) == 2
     assert all(error.startswith("not a thread: a struct in it has two fields of one name")
                for error in errors)
+
+
+def _results_table(results: list[int], kind: pa.DataType, wrap: str) -> pa.Table:
+    """One thread of three tool responses of ``f`` whose results are ``results`` viewed as
+    ``kind``, each alone (``plain``), in a list, or as a map's value."""
+    count = len(results)
+    values = pa.array(results, pa.int64()).view(kind)
+    if wrap == "list":
+        values = pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), values)
+    elif wrap == "map":
+        values = pa.MapArray.from_arrays(pa.array(range(count + 1), pa.int32()),
+                                         pa.array(["at"] * count), values)
+    function = pa.StructArray.from_arrays([pa.array(["f"] * count), values],
+                                          names=["name", "result"])
+    activity = pa.StructArray.from_arrays([pa.array(["response"] * count), function],
+                                          names=["type", "function"])
+    messages = pa.StructArray.from_arrays(
+        [pa.array(["activity"] * count), pa.array([""] * count),
+         pa.StructArray.from_arrays([activity], names=["activity"])],
+        names=["type", "text", "meta"])
+    return pa.table({"messages": pa.ListArray.from_arrays(pa.array([0, count], pa.int32()),
+                                                          messages)})
+
+
+@pytest.mark.parametrize("wrap", ["plain", "list", "map"])
+def test_times_of_day_in_nanoseconds_keep_their_nanoseconds(wrap: str) -> None:
+    """Tool results of Arrow type ``time64[ns]`` that differ by less than a microsecond are
+    different results (pyarrow's ``datetime.time`` drops the nanoseconds: three were taken
+    for one result repeated, a tester's find); equal ones still repeat, at any depth."""
+    def verdict(results: list[int], kind: pa.DataType) -> Any:
+        return arrow.scan_arrow(_results_table(results, kind, wrap)).column(
+            "verdict").to_pylist()[0]
+
+    assert verdict([1, 2, 3], pa.time64("ns")) is None
+    assert verdict([5, 5, 5], pa.time64("ns")) == "repeated_result_run"
+    assert verdict([1000, 2000, 3000], pa.time64("ns")) is None
+    assert verdict([7, 7, 7], pa.time64("us")) == "repeated_result_run"

@@ -474,7 +474,9 @@ def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
     """``array.to_pylist(**conversion)``, with a row holding a value Python cannot hold (a
     date, time or duration past ``datetime``'s range: pyarrow raises OverflowError or
     ValueError for the whole array) as a :class:`_BadRow` saying so, row by row then (such
-    values are rare, so the common array is converted at once)."""
+    values are rare, so the common array is converted at once). Times of day in nanoseconds
+    are read as their text (:func:`_exact_times`)."""
+    array = _exact_times(array)
     try:
         return list(array.to_pylist(**conversion))
     except (OverflowError, ValueError):
@@ -486,6 +488,60 @@ def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
         except (OverflowError, ValueError) as error:
             rows.append(_BadRow(_out_of_range(error)))
     return rows
+
+
+def _exact_times(array: pa.Array) -> pa.Array:
+    """``array`` with its ``time64[ns]`` values (at any depth of lists, structs and maps)
+    cast to their text, ``"00:00:00.000000001"``: pyarrow makes ``datetime.time`` of them,
+    which holds microseconds, so that times differing by less compared equal (three tool
+    results taken for one repeated). ``array`` itself when it holds none, or when its type
+    cannot be rewritten so (a union, nesting past Python's recursion)."""
+    import pyarrow as pa
+
+    try:
+        kind = _without_nanosecond_times(array.type)
+    except RecursionError:
+        return array
+    if kind is None:
+        return array
+    try:
+        return array.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return array
+
+
+def _without_nanosecond_times(kind: pa.DataType) -> pa.DataType | None:
+    """``kind`` with each ``time64[ns]`` in it made ``string``, through lists, structs and
+    maps; None when there is none to change (or it lies below another type)."""
+    import pyarrow as pa
+
+    if pa.types.is_time64(kind):
+        return pa.string() if kind.unit == "ns" else None
+    if pa.types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        changed = [_without_nanosecond_times(field.type) for field in fields]
+        if all(new is None for new in changed):
+            return None
+        return pa.struct([field if new is None else field.with_type(new)
+                          for field, new in zip(fields, changed, strict=True)])
+    if pa.types.is_map(kind):
+        key, item = kind.key_field, kind.item_field
+        new_key, new_item = (_without_nanosecond_times(key.type),
+                             _without_nanosecond_times(item.type))
+        if new_key is None and new_item is None:
+            return None
+        return pa.map_(key.with_type(new_key or key.type), item.with_type(new_item or item.type))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        field = kind.value_field
+        new = _without_nanosecond_times(field.type)
+        if new is None:
+            return None
+        make = pa.list_ if pa.types.is_list(kind) else pa.large_list
+        return make(field.with_type(new))
+    if pa.types.is_fixed_size_list(kind):
+        new = _without_nanosecond_times(kind.value_field.type)
+        return None if new is None else pa.list_(kind.value_field.with_type(new), kind.list_size)
+    return None
 
 
 def _out_of_range(error: Exception) -> str:
