@@ -32,7 +32,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO, cast
+from typing import Any, Final, TextIO, cast
 
 from vthread import _core
 from vthread._cli_main import (
@@ -333,16 +333,20 @@ _WHOLE_FILE_READ: Final = 1 << 20
 
 
 def _every_line_is_a_record(name: str) -> bool:
-    """Whether every line with text of the whole file is a record, read as the records
-    reader reads it (a byte-order mark passed over at its start only; gzip decompressed
-    member after member, as far as its bytes go; a last line without its newline that is
-    not JSON left out, as :func:`_lines_are_records` leaves it). A line longer than
-    :data:`_FIRST_LINE_BYTES` is no record's, so memory stays bounded by that."""
+    """Whether every line with text of the whole file is a record: the file read as the
+    scan opens it (:func:`vthread.cli._open`: gzip decompressed member after member, as far
+    as it decompresses), a byte-order mark passed over at its start only, a last line
+    without its newline that is not JSON left out, as :func:`_lines_are_records` leaves it.
+    A line longer than :data:`_FIRST_LINE_BYTES` is no record's, so memory stays bounded by
+    that."""
+    from vthread.cli import _open
+
     pending = b""
     started = False
     try:
-        with open(name, "rb") as raw:
-            for block in _text_blocks(raw):
+        stream, _, close, _ = _open(name)
+        try:
+            while block := stream.read(_WHOLE_FILE_READ):
                 data = pending + block
                 if not started:
                     if len(data) < len(codecs.BOM_UTF8):
@@ -355,6 +359,8 @@ def _every_line_is_a_record(name: str) -> bool:
                     return False
                 if len(pending) > _FIRST_LINE_BYTES:
                     return False
+        finally:
+            close()
     except OSError:
         return False  # the scan reports what is wrong with it
     return not pending.strip() or _line_is_record(pending) is not False
@@ -384,36 +390,6 @@ def _all_records(lines: list[bytes]) -> bool:
         if _line_is_record(line) is not True:
             return False
     return True
-
-
-def _text_blocks(raw: BinaryIO) -> Iterator[bytes]:
-    """A file's text a block at a time: decompressed, member after member, when it opens a
-    gzip member, to where its bytes stop making sense (a stream cut short or broken is told
-    by the text before its fault, as its head is)."""
-    block = raw.read(_WHOLE_FILE_READ)
-    if not block.startswith(_GZIP_MAGIC):
-        while block:
-            yield block
-            block = raw.read(_WHOLE_FILE_READ)
-        return
-    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    while block:
-        try:
-            text = member.decompress(block, _WHOLE_FILE_READ)
-        except zlib.error:
-            return
-        yield text
-        if member.eof:
-            block = member.unused_data
-            if len(block) < len(_GZIP_MAGIC):
-                block += raw.read(_WHOLE_FILE_READ)
-            if not block.startswith(_GZIP_MAGIC):
-                return  # the end, or zero padding or junk after the last member
-            member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif member.unconsumed_tail:
-            block = member.unconsumed_tail
-        else:
-            block = raw.read(_WHOLE_FILE_READ)
 
 
 _SUMMARY_KEYS: Final = frozenset({"scanned", "completed", "lines", "unit", "threads", "loops"})
