@@ -1222,9 +1222,8 @@ def _check_readable(name: str) -> None:
         if sys.stdin is None:
             raise _FatalError("-: there is no standard input")
         return
-    path = Path(name)
     try:
-        os.stat(name)
+        status = os.stat(name)
     except OSError as error:
         if name == str(SAMPLE):
             raise _FatalError(f"the bundled sample {name} is missing from this "
@@ -1233,9 +1232,9 @@ def _check_readable(name: str) -> None:
         why = ("no such file" if isinstance(error, FileNotFoundError)
                else (error.strerror or str(error)).lower())
         raise _FatalError(f"{name}: {why}") from None
-    if path.is_dir():
+    if stat.S_ISDIR(status.st_mode):
         raise _FatalError(f"{name}: is a directory")
-    if not os.access(path, os.R_OK):
+    if not os.access(name, os.R_OK):
         raise _FatalError(f"{name}: permission denied")
 
 
@@ -1682,27 +1681,24 @@ class _DocumentRuns:
         """The document's bytes, read to its end (once :meth:`start` found it no runs)."""
         parts = self.head
         if not self.ended:
+            stream = self.stream
+            source = stream.rest if isinstance(stream, _Replayed) else stream
             # (a file's first bytes, replayed, are in the head, and the rest is the file's)
-            rest = (self.stream.rest if isinstance(self.stream, _Replayed)
-                    and not self.stream.ahead else self.stream)
-            source = self.stream.rest if isinstance(self.stream, _Replayed) else self.stream
-            if isinstance(source, io.BufferedReader) and _regular_size(source) is not None:
-                # A file: as large as it is (JSONL named .json, runs one after another as
-                # jq writes them: many runs, read whole), the rest at once when the head is
-                # one block. (Asking for at most the limit made CPython reserve all of it
-                # first: a MemoryError under ulimit -v for a document of 200 bytes.)
-                if rest is source and len(parts) == 1:
-                    return parts[0] + rest.read()
-                while part := self.stream.read(READ_BYTES):
-                    parts.append(part)
-                return b"".join(parts)
-            # A pipe, a device, a gzip stream: text without a size of its own, which must
-            # not take all the memory (a document that never ends).
+            ahead = isinstance(stream, _Replayed) and bool(stream.ahead)
+            # A file is as large as it is (JSONL named .json, runs one after another as jq
+            # writes them: many runs, read whole); a pipe, a device, a gzip stream have no
+            # size of their own, and must not take all the memory (a document that never
+            # ends). (Asking a file for at most the limit made CPython reserve all of it
+            # first: a MemoryError under ulimit -v for a document of 200 bytes.)
+            sized = isinstance(source, io.BufferedReader) and _regular_size(source) is not None
+            if sized and len(parts) == 1 and not ahead:
+                return parts[0] + source.read()  # the rest at once
             held = sum(map(len, parts))
             while part := self.stream.read(READ_BYTES):
                 parts.append(part)
                 held += len(part)
-                _check_held(held)
+                if not sized:
+                    _check_held(held)
         return b"".join(parts)
 
     def runs_text(self) -> Iterator[bytes]:
@@ -2019,6 +2015,11 @@ class _TooLarge(list[bytes]):
         super().__init__()
         self.line_limit = line_limit
 
+    @classmethod
+    def after(cls, error: MemoryError) -> _TooLarge:
+        """The marker of the line a reading stopped at with ``error``."""
+        return cls(error.args[0] if isinstance(error, _LineTooLongError) else None)
+
 
 class _LineTooLongError(MemoryError):
     """A line longer than the most one line may take (``args[0]``, in bytes), as read."""
@@ -2049,15 +2050,10 @@ def _memory_limit() -> int:
     return min((size for size in found if size > 0), default=64 << 30)
 
 
-def _held_line(pending: io.BytesIO) -> None:
-    """Raise :class:`_LineTooLongError` when the line being assembled in ``pending`` is longer
-    than the most one line may take."""
-    _check_held(pending.tell())
-
-
 def _check_held(size: int) -> None:
-    """Raise :class:`_LineTooLongError` when ``size`` bytes of one line (a document's run, a
-    document read whole) are more than the most one line may take."""
+    """Raise :class:`_LineTooLongError` when ``size`` bytes of one line (a line being
+    assembled, a document's run, a document read from a stream) are more than the most one
+    line may take."""
     if size > READ_BYTES and size > (limit := _line_limit()):
         raise _LineTooLongError(limit)
 
@@ -2110,7 +2106,7 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[byt
         # scan ends there.
         if batch:
             yield batch
-        yield _TooLarge(error.args[0] if isinstance(error, _LineTooLongError) else None)
+        yield _TooLarge.after(error)
 
 
 def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
@@ -2136,7 +2132,7 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
         lines = block.split(b"\n")
         if len(lines) == 1:
             pending.write(block)
-            _held_line(pending)
+            _check_held(pending.tell())
             continue
         if pending.tell():
             pending.write(lines[0])
@@ -2197,7 +2193,7 @@ def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed,
             first = block.find(b"\n")
             if first < 0:
                 pending.write(block)
-                _held_line(pending)
+                _check_held(pending.tell())
                 continue
             pending.write(memoryview(block)[:first])
             head = pending.getvalue()
@@ -2655,7 +2651,7 @@ def _batched(lines: Iterable[bytes | _UnreadableRun]) -> Iterator[list[bytes]]:
     except MemoryError as error:
         if batch:
             yield batch
-        yield _TooLarge(error.args[0] if isinstance(error, _LineTooLongError) else None)
+        yield _TooLarge.after(error)
         return
     if batch:
         yield batch
