@@ -255,7 +255,7 @@ def _media_placeholder(part: Any) -> str | None:
         return None
     if kind in ("image", "document"):  # Anthropic's blocks
         source = part.get("source")
-        if (isinstance(source, dict) and _is_text(source.get("type"), "base64")
+        if (isinstance(source, dict) and is_text(source.get("type"), "base64")
                 and isinstance(source.get("data"), str)):
             return _placeholder(kind, source["data"], source.get("media_type"))
     inline = _inline_base64(part, kind)
@@ -316,7 +316,7 @@ def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
                                  ("data", ("file",), True)):
         value = part.get(field)
         if (kind in kinds and isinstance(value, str)
-                and (not tagged or _is_text(part.get("source_type"), "base64"))):
+                and (not tagged or is_text(part.get("source_type"), "base64"))):
             return value
     return None
 
@@ -333,10 +333,6 @@ def _inline_placeholder(kind: str, data: str, *media_types: Any) -> str:
 
 def _member(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, dict) else None
-
-
-def _is_text(value: Any, text: str) -> bool:
-    return is_text(value, text)
 
 
 def _typed(prefix: str, form: Any) -> str | None:

@@ -599,7 +599,13 @@ def is_text(value: object, text: str) -> bool:
     >>> is_text(Odd("user"), "system"), is_text("\ud83c\udf89", "\U0001f389"), is_text(1, "1")
     (False, True, False)
     """
-    return isinstance(value, str) and js_string(str.__str__(value)) == js_string(
+    if not isinstance(value, str):
+        return False
+    if str.__eq__(value, text) is True:
+        return True
+    # The same characters written otherwise only where a surrogate pair may be, which an
+    # ASCII value holds none of (nor can equal a text holding one).
+    return not value.isascii() and js_string(str.__str__(value)) == js_string(
         str.__str__(text))
 
 

@@ -62,6 +62,7 @@ import xxhash
 
 from vthread import _core
 from vthread._attribution import joined, paired, rendered
+from vthread._jsvalue import is_text
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
@@ -685,29 +686,25 @@ def _role(message: Mapping[str, Any]) -> int:
     strings (by their characters: a ``str`` subclass's own ``__eq__`` is not asked, as the
     core's screens do not ask it)."""
     kind = message.get("type")
-    if _is_text(kind, "activity"):
+    if is_text(kind, "activity"):
         meta = message.get("meta")
         activity = meta.get("activity") if isinstance(meta, Mapping) else None
         function = activity.get("function") if isinstance(activity, Mapping) else None
         if (isinstance(function, Mapping) and isinstance(function.get("name"), str)
                 and isinstance(activity, Mapping) and isinstance(activity.get("type"), str)):
-            if _is_text(function["name"], _THINK):
+            if is_text(function["name"], _THINK):
                 return _OTHER
             side = activity.get("type")
-            if _is_text(side, "request"):
+            if is_text(side, "request"):
                 return _REQUEST
-            if _is_text(side, "response"):
+            if is_text(side, "response"):
                 return _RESPONSE
         return _OTHER
-    if _is_text(kind, "user"):
+    if is_text(kind, "user"):
         return _USER
-    if any(_is_text(kind, other) for other in ("system", "reasoning", "tool")):
+    if any(is_text(kind, other) for other in ("system", "reasoning", "tool")):
         return _OTHER
     return _AGENT
-
-
-def _is_text(value: Any, expected: str) -> bool:
-    return isinstance(value, str) and str.__eq__(value, expected) is True
 
 
 def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
