@@ -8,7 +8,9 @@ import datetime
 import importlib
 import json
 import math
+import re
 import sys
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
@@ -20,10 +22,17 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import HOSTILE_VALUES
+from strategies import (
+    HOSTILE_VALUES,
+    anthropic_messages,
+    mini_swe_agent_messages,
+    openai_messages,
+    responses_items,
+    swe_agent_messages,
+)
 
 import vthread
-from vthread import _core
+from vthread import _core, adapters
 from vthread import _reference as ref
 from vthread._jsvalue import MAX_DEPTH, UNSERIALIZABLE, canonical
 from vthread._messages import token_total, usage_tokens
@@ -817,3 +826,79 @@ def test_build_thread_reads_a_str_subclass_type_by_its_content(kind: type[str]) 
     calls = [{"type": kind("function_call"), "call_id": "c", "name": "f"}] * 4
     with pytest.warns(UserWarning, match="OpenAI Responses items"):
         assert vthread.describe_thread_cycle(calls) == "repeated_suffix"
+
+
+class _LyingString(str):
+    """A string whose own methods lie about it: every search finds nothing, it has no length,
+    strips to nothing and reads as empty."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
+    def find(self, *args: Any) -> int:
+        return -1
+
+    def rfind(self, *args: Any) -> int:
+        return -1
+
+    def startswith(self, *args: Any) -> bool:
+        return False
+
+    def strip(self, *args: Any) -> str:
+        return ""
+
+    def isascii(self) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def _strings_made(value: Any, kind: type[str]) -> Any:
+    """``value`` with every string in it (dict keys aside) made a ``kind`` of its content."""
+    if isinstance(value, str):
+        return kind(value)
+    if isinstance(value, dict):
+        return {key: _strings_made(item, kind) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strings_made(item, kind) for item in value]
+    return value
+
+
+_CHAT_MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
+                  "responses": responses_items(), "mini-swe-agent": mini_swe_agent_messages(),
+                  "swe-agent": swe_agent_messages()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(_CHAT_MESSAGES)), st.data(),
+       st.sampled_from([_AlwaysEqual, _NeverEqual, _Unhashable, _LyingString]))
+def test_translated_strings_are_read_by_their_content(format_: str, data: st.DataObject,
+                                                      kind: type[str]) -> None:
+    """Chat messages whose strings (roles, types, names, ids, texts) are ``str`` subclasses
+    with their own ``__eq__``, ``__hash__`` or string methods are detected and translated as
+    the same messages with plain strings: the adapters compared them with ``==``, ``in`` and
+    ``find``, so a hash that raises made ``format="auto"`` raise it in every function, and
+    a subclass saying yes to everything made every message an assistant's."""
+    messages = data.draw(st.lists(_CHAT_MESSAGES[format_], max_size=8))
+    odd = _strings_made(messages, kind)
+    assert adapters.format_evidence(odd) == adapters.format_evidence(messages)
+    try:
+        want = adapters.to_native(messages, format_)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=f"^{re.escape(str(error))}$"):
+            adapters.to_native(odd, format_)
+        return
+    assert json.dumps(adapters.to_native(odd, format_)) == json.dumps(want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert (vthread.describe_thread_cycle(odd, format=format_)
+                == vthread.describe_thread_cycle(messages, format=format_))
+        assert vthread.scan([odd], format=format_).record(0) == vthread.scan(
+            [messages], format=format_).record(0)
+        kept = [json.dumps(vthread.build_thread(given, max_tokens=5, estimate=lambda m: 1,
+                                                format=format_, pair_safe=True).messages)
+                for given in (messages, odd)]
+    assert kept[0] == kept[1]

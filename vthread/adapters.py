@@ -298,14 +298,15 @@ def _openai_assistant(
     calls: dict[Any, tuple[str, Any]],
     legacy: dict[str, Any],
 ) -> None:
-    reasoning = message.get("reasoning_content")
-    if not isinstance(reasoning, str) or not reasoning:
-        reasoning = message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:
-        out.append({"type": "reasoning", "text": reasoning})
+    for key in ("reasoning_content", "reasoning"):  # the first that is a non-empty string
+        reasoning = message.get(key)
+        if isinstance(reasoning, str) and (reasoning := _plain(reasoning)):
+            out.append({"type": "reasoning", "text": reasoning})
+            break
     text = _text(message, index)
-    if not text and isinstance(message.get("refusal"), str):
-        text = message["refusal"]
+    refusal = _plain(message.get("refusal")) if not text else None
+    if isinstance(refusal, str):
+        text = refusal
     if text:
         out.append({"type": "bot", "text": text})
     tool_calls = message.get("tool_calls")
@@ -332,12 +333,12 @@ def _function(function: Any, where: str) -> tuple[str, Any]:
     """(name, arguments or _ABSENT) of an OpenAI ``function`` object."""
     if not isinstance(function, Mapping):
         raise ValueError(f"{where}: function must be an object")
-    name = function.get("name")
+    name = _plain(function.get("name"))
     if not isinstance(name, str):
         raise ValueError(f"{where}: function name must be a string")
     if "arguments" not in function:
         return name, _ABSENT
-    arguments = function["arguments"]
+    arguments = _plain(function["arguments"])
     return name, _json_or_text(arguments) if isinstance(arguments, str) else arguments
 
 
@@ -358,7 +359,7 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         role = _role(message, index)
         first = len(out)
         kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
-        content = message.get("content")
+        content = _plain(message.get("content"))
         media: list[Any] = []
         if isinstance(content, str) or content is None:
             out.append({"type": kind, "text": content or ""})
@@ -384,22 +385,23 @@ def _anthropic_blocks(
     for position, block in enumerate(blocks):
         where = f"message {index}: content[{position}]"
         if isinstance(block, str):
-            out.append({"type": kind, "text": block})
+            out.append({"type": kind, "text": _plain(block)})
             continue
         if not isinstance(block, Mapping):
             raise ValueError(f"{where} is not an object")
-        block_type = block.get("type")
+        block_type = _plain(block.get("type"))
         if block_type == "text":
-            if isinstance(block.get("text"), str):
-                out.append({"type": kind, "text": block["text"]})
+            text = _plain(block.get("text"))
+            if isinstance(text, str):
+                out.append({"type": kind, "text": text})
         elif block_type == "thinking":
-            thinking = block.get("thinking")
+            thinking = _plain(block.get("thinking"))
             out.append({"type": "reasoning", "text": thinking if isinstance(thinking, str)
                         else ""})
         elif block_type == "redacted_thinking":
             out.append({"type": "reasoning", "text": ""})
         elif block_type == "tool_use":
-            name = block.get("name")
+            name = _plain(block.get("name"))
             if not isinstance(name, str):
                 raise ValueError(f"{where}: tool_use name must be a string")
             arguments = block.get("input", _ABSENT)
@@ -422,8 +424,8 @@ def _anthropic_blocks(
 
 _RESPONSES_CALLS: Final = frozenset({"function_call", "custom_tool_call"})
 _RESPONSES_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
-_RESPONSES_ITEMS: Final = (frozenset({"message", "reasoning"}) | _RESPONSES_CALLS
-                           | _RESPONSES_OUTPUTS)
+_RESPONSES_TOOL_ITEMS: Final = _RESPONSES_CALLS | _RESPONSES_OUTPUTS
+_RESPONSES_ITEMS: Final = frozenset({"message", "reasoning"}) | _RESPONSES_TOOL_ITEMS
 
 
 def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -438,7 +440,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     calls: dict[Any, tuple[str, Any]] = {}  # call_id -> (name, arguments or _ABSENT)
     for index, item in enumerate(_checked(items)):
-        kind = item.get("type")
+        kind = _plain(item.get("type"))
         if kind is None and "role" in item:
             kind = "message"
         if not isinstance(kind, str):
@@ -476,9 +478,8 @@ def _reasoning_text(parts: Any) -> str:
     """The texts of a reasoning item's ``summary`` or ``content`` parts, joined."""
     if not isinstance(parts, list):
         return ""
-    return _PART_SEPARATOR.join(
-        part["text"] for part in parts
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+    texts = (_plain(part.get("text")) for part in parts if isinstance(part, Mapping))
+    return _PART_SEPARATOR.join(text for text in texts if isinstance(text, str))
 
 
 # ------------------------------------------------------------------------------ text actions
@@ -619,7 +620,7 @@ def _swe_agent_action(message: Mapping[str, Any], text: str) -> list[_Call]:
     found = _function_blocks(text)
     if found:
         return found
-    action = message.get("action")
+    action = _plain(message.get("action"))
     return [("bash", {"command": action})] if isinstance(action, str) and action.strip() else []
 
 
@@ -692,24 +693,27 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     """
     if not messages or not all(isinstance(m, Mapping) for m in messages):
         return None, True
-    if all(isinstance(m.get("type"), str) and "role" not in m for m in messages):
-        if any(m["type"] in _RESPONSES_CALLS or m["type"] in _RESPONSES_OUTPUTS
-               for m in messages) and all(m["type"] in _RESPONSES_ITEMS for m in messages):
+    types = _plain_all([m.get("type", _ABSENT) for m in messages])
+    if all(isinstance(kind, str) for kind in types) and not any("role" in m for m in messages):
+        if any(kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS for kind in types) and all(
+                kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
         return "native", True
-    if all(_named(m.get("type", "message"), _RESPONSES_ITEMS) for m in messages) and any(
-        _named(m.get("type"), _RESPONSES_CALLS | _RESPONSES_OUTPUTS)
-        or (m.get("type") == "message" and "role" in m) for m in messages
+    if all(_named("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
+           for kind in types) and any(
+        _named(kind, _RESPONSES_TOOL_ITEMS) or (kind == "message" and "role" in m)
+        for m, kind in zip(messages, types, strict=True)
     ):
         return "responses", True
-    if not all(isinstance(m.get("role"), str) for m in messages):
+    roles = _plain_all([m.get("role") for m in messages])
+    if not all(isinstance(role, str) for role in roles):
         return None, True
     anthropic = any(_has_anthropic_block(m.get("content")) for m in messages)
-    openai = any(m["role"] in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
-                 for m in messages)
+    openai = any(role in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
+                 for m, role in zip(messages, roles, strict=True))
     if anthropic:
         return (None if openai else "anthropic"), True
-    assistants = [m for m in messages if m["role"] == "assistant"]
+    assistants = [m for m, role in zip(messages, roles, strict=True) if role == "assistant"]
     if any(isinstance(m.get("action"), str) for m in assistants) or (not openai and any(
             _function_blocks(_joined_text(m.get("content"), "")) for m in assistants
             if isinstance(m.get("content"), (str, list)))):
@@ -730,9 +734,9 @@ def _answered_commands(messages: Sequence[Mapping[str, Any]]) -> bool:
     the run object that declares it (a chat that only shows a bash block is not one). O(the
     text of the assistant messages so answered)."""
     for turn, reply in pairwise(messages):
-        if turn.get("role") != "assistant" or reply.get("role") != "user":
+        if _plain(turn.get("role")) != "assistant" or _plain(reply.get("role")) != "user":
             continue
-        command, observation = turn.get("content"), reply.get("content")
+        command, observation = _plain(turn.get("content")), _plain(reply.get("content"))
         if (isinstance(command, str) and isinstance(observation, str)
                 and observation.startswith(_OBSERVATION_OPEN)
                 and len(_bash_blocks(command)) == 1):
@@ -826,8 +830,40 @@ def _has_anthropic_block(content: Any) -> bool:
 
 def _named(value: Any, names: frozenset[str]) -> bool:
     """Whether ``value`` is one of ``names``: a list or object (unhashable) is none of them,
-    where ``in`` would raise."""
-    return isinstance(value, str) and value in names
+    where ``in`` would raise; a string by its content (:func:`_plain`)."""
+    if value.__class__ is str:
+        return value in names
+    return isinstance(value, str) and str.__str__(value) in names
+
+
+def _plain(value: Any) -> Any:
+    """``value``, a string as an exact ``str`` of its content, anything else as it is.
+
+    The adapters compare, hash and search the strings they read (roles, types, names, texts);
+    a ``str`` subclass's own ``__eq__``, ``__hash__``, ``find`` or ``__len__`` must not decide
+    what a message is, nor raise from inside a translation: the project compares strings by
+    content, as the compiled core reads them. ``str.__str__`` copies a subclass's content
+    without running any of its code.
+
+    >>> class Loud(str):
+    ...     def __eq__(self, other): raise RuntimeError
+    >>> type(_plain(Loud("user"))).__name__, _plain(3)
+    ('str', 3)
+    """
+    if value.__class__ is str or not isinstance(value, str):
+        return value
+    return str.__str__(value)
+
+
+_EXACT: Final = frozenset({str, type(None), object})
+
+
+def _plain_all(values: list[Any]) -> list[Any]:
+    """:func:`_plain` of each of ``values``: the list itself when they are all exact strings,
+    None or :data:`_ABSENT`, the usual case, told at C speed."""
+    if set(map(type, values)) <= _EXACT:
+        return values
+    return [_plain(value) for value in values]
 
 
 # ------------------------------------------------------------------------------ shared parts
@@ -854,12 +890,18 @@ def json_type(value: Any) -> str:
     >>> json_type([1]), json_type(2.5), json_type(None), json_type((1,))
     ('an array', 'a number', 'a null', 'a tuple')
     """
-    name = _JSON_TYPES.get(type(value), type(value).__name__)
+    kind = type(value)
+    # A subclass of a JSON type (an OrderedDict, a str subclass) is named as its JSON type.
+    name = next((_JSON_TYPES[base] for base in kind.__mro__ if base in _JSON_TYPES),
+                kind.__name__)
     return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 def _role(message: Mapping[str, Any], index: int) -> str:
     role = message.get("role")
+    if role.__class__ is str:
+        return role
+    role = _plain(role)
     if not isinstance(role, str):
         raise ValueError(f"message {index} has no role" if role is None
                          else f"message {index}: role must be a string")
@@ -925,8 +967,10 @@ def _joined_text(content: Any, where: str) -> str:
     """A content value's text: a string as is, a list's text parts joined, null as ""."""
     if content is None:
         return ""
-    if isinstance(content, str):
+    if content.__class__ is str:
         return content
+    if isinstance(content, str):
+        return _plain(content)  # type: ignore[no-any-return]
     if isinstance(content, Mapping):
         content = [content]
     elif isinstance(content, bytes) or not isinstance(content, Sequence):
@@ -935,9 +979,9 @@ def _joined_text(content: Any, where: str) -> str:
     texts = []
     for part in content:
         if isinstance(part, str):
-            texts.append(part)
+            texts.append(_plain(part))
         elif isinstance(part, Mapping) and _named(part.get("type", "text"), _TEXT_PARTS):
-            text = part.get("text")
+            text = _plain(part.get("text"))
             if isinstance(text, str):
                 texts.append(text)
     return _PART_SEPARATOR.join(texts)
@@ -1014,7 +1058,7 @@ def _id_key(call_id: Any) -> Any:
 
 
 def _own_name(message: Mapping[str, Any]) -> str:
-    name = message.get("name")
+    name = _plain(message.get("name"))
     return name if isinstance(name, str) else ""
 
 
