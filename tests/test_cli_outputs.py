@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -592,11 +593,14 @@ def test_a_file_that_shrinks_while_read_is_said_to(tmp_path: Path,
     path = tmp_path / "runs.jsonl"
     path.write_bytes(SAMPLE.read_bytes())
     measured = cli._regular_size
+    opened: list[int] = []
 
     def shrinking(raw: Any) -> int | None:
         size = measured(raw)
-        assert size is not None
-        os.truncate(path, size // 2)  # cut short once opened, before it is read
+        if not opened:  # cut short once opened, before it is read
+            assert size is not None
+            opened.append(size)
+            os.truncate(path, size // 2)
         return size
 
     monkeypatch.setattr(cli, "_regular_size", shrinking)
@@ -613,6 +617,48 @@ def test_a_file_that_shrinks_while_read_is_said_to(tmp_path: Path,
     monkeypatch.setattr(cli, "_regular_size", measured)
     code, out, err = run(["scan", str(SAMPLE), "-q"], monkeypatch)
     assert code == 0 and err == "" and len(records(out)) == 300
+
+
+@pytest.mark.parametrize("shape", ["document", "gzip"])
+def test_a_document_or_gzip_that_shrinks_while_read_says_so_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
+    """A JSON document or a gzip file cut short once opened breaks off where it now ends; its
+    error record says first that the file shrank, then where the document or stream broke
+    (it said only "Unterminated string ... in run 151", as if the file were written so). The
+    same break in a file that did not shrink says nothing of shrinking."""
+    from vthread import cli
+
+    runs = [{"id": i, "messages": [{"type": "user", "text": f"hi {i}"}]} for i in range(300)]
+    if shape == "document":
+        path, data = tmp_path / "runs.json", json.dumps(runs).encode()
+    else:
+        lines = "".join(json.dumps(run) + "\n" for run in runs).encode()
+        path, data = tmp_path / "runs.jsonl.gz", gzip.compress(lines, mtime=0)
+    path.write_bytes(data)
+    measured = cli._regular_size
+    opened: list[int] = []
+
+    def shrinking(raw: Any) -> int | None:
+        size = measured(raw)
+        if not opened:  # the size at open; the size at close is measured as it is
+            assert size is not None
+            opened.append(size)
+            os.truncate(path, size // 2)
+        return size
+
+    monkeypatch.setattr(cli, "_regular_size", shrinking)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    *kept, last = records(out)
+    shrank = (f"the file shrank while it was read: {len(data):,} bytes when opened, read to "
+              f"its end at byte {len(data) // 2:,}; ")
+    assert code == 0 and 0 < len(kept) < len(runs)
+    assert last["error"].startswith(shrank) and len(last["error"]) > len(shrank)
+    assert err == f"vthread scan: {path}: {last['error']}\n"
+    monkeypatch.setattr(cli, "_regular_size", measured)
+    path.write_bytes(data[: len(data) // 2])  # the same break, in a file written so
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert records(out)[-1]["error"] == last["error"].removeprefix(shrank)
+    assert "shrank" not in err
 
 
 _STOPPED_TWICE = """

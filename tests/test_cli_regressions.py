@@ -839,6 +839,41 @@ def test_report_and_guard_write_control_characters_of_a_name_as_escapes(
     assert not any(c in err for c in "\x1b\r")
 
 
+def test_a_newline_in_a_name_is_escaped_so_each_message_stays_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file or directory named with a newline is said as ``\\x0a`` in every message of
+    scan (its warnings, its summary's first line and format row), report (its own messages
+    and the scan's it passes on) and guard: the newline split one message into two lines,
+    the second not starting with the command's name. Its records name it exactly."""
+    folder = tmp_path / "runs\ndir"
+    folder.mkdir()
+    name = "first\nsecond.jsonl"
+    (folder / name).write_bytes(b"{bad\n")
+    (folder / "chat.jsonl").write_text(json.dumps([{"role": "user", "content": "hi"}]) + "\n")
+    escaped = str(folder / name).replace("\n", "\\x0a")
+
+    def one_line_each(err: str) -> list[str]:
+        said = err.splitlines()
+        assert said and all(line.startswith(("vthread ", "  ")) for line in said), err
+        return said
+
+    code, out, err = run(["scan", str(folder / name), str(folder)], monkeypatch)
+    assert code == 0 and [r["file"] for r in records(out)][:1] == [str(folder / name)]
+    said = one_line_each(err)
+    assert f"vthread scan: {escaped}: warning:" in err
+    assert any("runs\\x0adir/chat.jsonl" in line and "format" in line for line in said), err
+    code, out, err = run(["scan", str(folder / name)], monkeypatch)
+    assert any(line.startswith(f"vthread scan: 1 line from {escaped} in ")
+               for line in one_line_each(err)), err
+    code, _, err = run(["report", str(folder / name), "-o", str(tmp_path / "r.html")],
+                       monkeypatch)
+    assert code == 0 and f"vthread report: {escaped}: warning:" in one_line_each(err)[0]
+    code, _, err = run(["guard", str(folder)], monkeypatch)
+    folder_escaped = str(folder).replace("\n", "\\x0a")
+    assert code == 2
+    assert one_line_each(err) == [f"vthread guard: error: {folder_escaped} is a directory"]
+
+
 def test_a_document_file_read_whole_is_not_held_to_the_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A document file read whole holds many runs (JSONL named .json, runs one after

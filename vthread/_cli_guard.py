@@ -105,11 +105,11 @@ class _Parser(argparse.ArgumentParser):
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
-            _say(self._stderr, message)
+            _say(self._stderr, message, lines=True)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
-            _say(self._stderr, message)
+            _say(self._stderr, message, lines=True)
         raise _StopParsingError(status)
 
 
@@ -145,10 +145,14 @@ def _reader(stdin: BinaryIO) -> Callable[[], bytes]:
     return partial(BlockingInput(descriptor).read_some, READ_SIZE)
 
 
-def _say(stderr: TextIO, message: str) -> None:
-    """Write to standard error; one that is closed or fails only loses the message."""
+def _say(stderr: TextIO, message: str, lines: bool = False) -> None:
+    """Write to standard error; one that is closed or fails only loses the message. A
+    message not of ``lines`` (argparse's usage is) is one line: a newline before its end
+    came from what it quotes, a FILE's name, and is escaped as its control characters are
+    (a FILE's name may hold a terminal's escapes)."""
+    body = message if lines else message.removesuffix("\n")
     try:
-        stderr.write(shown(message))  # (a FILE's name may hold a terminal's escapes)
+        stderr.write(shown(body, lines) + message[len(body):])
         stderr.flush()
     except (OSError, ValueError):
         pass

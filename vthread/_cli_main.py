@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         say("vthread: internal error (a bug; please report it with this traceback)\n"
-            + traceback.format_exc(), end="")
+            + traceback.format_exc(), end="", lines=True)
         return INTERNAL_EXIT
 
 
@@ -119,7 +119,7 @@ def _main(args: list[str], own_process: bool = False) -> int:
         return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
-        say(_misplaced_option(args[0], parser))
+        say(_misplaced_option(args[0], parser), lines=True)
         return USAGE_EXIT
     try:
         scan_parser = _subcommand(parser, "scan")
@@ -412,20 +412,26 @@ _UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 name, a run's id, holding an escape sequence would reach the terminal as a command to it:
 recolouring, moving the cursor, rewriting what was said)."""
 
+_UNSHOWN_IN_A_LINE: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+""":data:`_UNSHOWN` and the newline: what is escaped in a one-line message, where a newline
+can only have come from what it quotes (a file named ``a\nb.jsonl``), and would make one
+message read as two."""
+
 
 def _escaped(found: re.Match[str]) -> str:
     return f"\\x{ord(found.group()):02x}"
 
 
-def shown(message: str) -> str:
+def shown(message: str, lines: bool = True) -> str:
     """``message`` as said on a terminal: its control characters but newlines and tabs
-    written as ``\\xNN`` (:data:`_UNSHOWN`)."""
-    return _UNSHOWN.sub(_escaped, message)
+    written as ``\\xNN`` (:data:`_UNSHOWN`); its newlines too unless it has ``lines``."""
+    return (_UNSHOWN if lines else _UNSHOWN_IN_A_LINE).sub(_escaped, message)
 
 
-def say(message: str, end: str = "\n") -> None:
+def say(message: str, end: str = "\n", *, lines: bool = False) -> None:
     """Write a message to standard error, if there is one that works; its control
-    characters but newlines and tabs written as ``\\xNN`` (:data:`_UNSHOWN`).
+    characters but tabs written as ``\\xNN`` (:data:`_UNSHOWN_IN_A_LINE`), newlines too
+    unless the message is one of ``lines`` (a table, a traceback): a message is one line.
 
     Never ``print(file=sys.stderr)``: with standard error closed, ``sys.stderr`` is None and
     print would write the message among the records on standard output. A standard error
@@ -435,7 +441,7 @@ def say(message: str, end: str = "\n") -> None:
     if stream is None:
         return
     try:
-        stream.write(shown(message) + end)
+        stream.write(shown(message, lines) + end)
         stream.flush()
     except (OSError, ValueError):
         sys.stderr = None

@@ -86,14 +86,16 @@ def run_report(argv: Sequence[str], stderr: TextIO) -> int:
 class _Shown(io.TextIOBase):
     """A text stream that writes to ``stream`` what :func:`shown` makes of each text: the
     report's messages name files and runs, whose control characters must not reach the
-    terminal as commands."""
+    terminal as commands. Each text written is one message ending in its newline; a newline
+    before that came from what it quotes (a file named ``a\\nb.jsonl``) and is escaped too."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(shown(text))
+        body = text.removesuffix("\n")
+        self.stream.write(shown(body, lines=False) + text[len(body):])
         return len(text)
 
     def flush(self) -> None:
@@ -827,7 +829,8 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
         said = io.StringIO()
         with contextlib.redirect_stderr(said):
             status = cli.main([*argv, "--", *files])
-        stderr.write(said.getvalue().replace("vthread scan:", "vthread report:"))
+        for message in said.getvalue().splitlines(keepends=True):  # (each escaped by scan)
+            stderr.write(message.replace("vthread scan:", "vthread report:"))
         if status:
             return status
         looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row

@@ -150,6 +150,7 @@ from vthread._cli_main import (
     is_utf8,
     main,
     say,
+    shown,
     silence_stdout,
     write_through,
 )
@@ -648,7 +649,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             say(f"vthread scan: {message}")
     elif not options.quiet:
         say(_summary(stats, what, seconds, detected=detected, units=units,
-                     cut_short=len(cut_short)), end="")
+                     cut_short=len(cut_short)), end="", lines=True)
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
@@ -1417,10 +1418,11 @@ def _regular_size(raw: BinaryIO) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callable[[], None],
-                              int | None]:
+def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int],
+                              Callable[[], int | None], int | None]:
     """(decompressed stream, position in the raw file, close, the raw file's size when it
-    is a regular file) for a FILE argument."""
+    is a regular file) for a FILE argument; close returns the file's size as it closes it
+    (None for standard input and anything not a regular file)."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
     raw = (blocking_stdin(cast(io.BufferedReader, sys.stdin.buffer)) if name == "-"
            else open(name, "rb"))  # noqa: SIM115
@@ -1431,9 +1433,12 @@ def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int], Callabl
         except (OSError, ValueError):
             return 0
 
-    def close() -> None:
-        if name != "-":
-            raw.close()
+    def close() -> int | None:
+        if name == "-":
+            return None
+        size_now = _regular_size(raw)
+        raw.close()
+        return size_now
 
     size = None if name == "-" else _regular_size(raw)
     head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
@@ -2372,7 +2377,7 @@ def _tasks(
             raise _FatalError(f"{label}: cannot read: {error}") from error
         finally:
             read_to = position()
-            close()
+            size_at_close = close()
         # (the size it had when opened: it may have been removed or renamed since)
         done_bytes += size_at_open or 0
         # One error record after every line or run read whole, when the file was not read to
@@ -2388,13 +2393,15 @@ def _tasks(
                                    f"{made})")
         if document is not None and document.broken is not None:
             reasons.append(document.broken)
-        if (not reasons and kind != "inspect" and size_at_open is not None
-                and read_to < size_at_open):  # (an Inspect log is read by its own reader)
-            # Read to its end (no break stopped the reading) but short of the size it had:
-            # cut short while read (log rotation by copytruncate, a job rewriting it), the
-            # lines past where it now ends were not read, and the scan says so.
-            reasons.append(f"the file shrank while it was read: {size_at_open:,} bytes when "
-                           f"opened, read to its end at byte {read_to:,}")
+        if kind != "inspect" and size_at_open is not None and read_to < size_at_open and (
+                not reasons or (size_at_close is not None and read_to >= size_at_close)):
+            # (an Inspect log is read by its own reader.) Read to its end but short of the
+            # size it had: cut short while read (log rotation by copytruncate, a job
+            # rewriting it), the lines past where it now ends were not read, and the scan
+            # says so, first: a document or gzip stream that breaks off where the file now
+            # ends is broken by the shrinking, not as it was written.
+            reasons.insert(0, f"the file shrank while it was read: {size_at_open:,} bytes "
+                              f"when opened, read to its end at byte {read_to:,}")
         if reasons:
             why = "; ".join(reasons)
             if not strict:  # (--strict makes its record the fatal error that says it)
@@ -3927,7 +3934,8 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
         by_format.setdefault(format_, []).append(label)
     parts = []
     for format_, labels in by_format.items():
-        named = ", ".join(labels[:3]) + (", ..." if len(labels) > 3 else "")
+        named = ", ".join(shown(label, lines=False) for label in labels[:3]) + (
+            ", ..." if len(labels) > 3 else "")
         count = f"{len(labels)} files: " if len(labels) > 1 else ""
         parts.append(f"{format_} (detected; {count}{named})")
     return f"  {'format':<28}{'; '.join(parts)}"
@@ -3951,7 +3959,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
 
     rows = [
         f"vthread scan: {stats.lines:,} {unit}{'' if stats.lines == 1 else 's'} from "
-        f"{scanned} in {seconds:.2f} s ({rate:,.0f} {unit}s/s)",
+        f"{shown(scanned, lines=False)} in {seconds:.2f} s ({rate:,.0f} {unit}s/s)",
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
         f"  {'errors':<28}{stats.errors:>14,}",
