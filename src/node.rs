@@ -6,12 +6,17 @@
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::PyTypeInfo;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::canonical::MAX_DEPTH;
 use crate::objects;
 use crate::textrun::CodePoints;
+
+/// `object()`, made once: the default a mapping's `get` is asked with, which no message holds.
+static ABSENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The fields the heuristics read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,13 +235,16 @@ impl Node for Bound<'_, PyAny> {
         if !objects::is_mapping(self)? {
             return Ok(None);
         }
-        match self.get_item(name) {
-            Ok(value) => Ok(Some(value)),
-            Err(error) if error.is_instance_of::<pyo3::exceptions::PyKeyError>(self.py()) => {
-                Ok(None)
-            }
-            Err(error) => Err(error),
-        }
+        // The mapping's own `get`, as the Python twin reads a message: a dict subclass's is
+        // dict.get, which never calls `__missing__` (a defaultdict asked with `[]` gained
+        // the key, the caller's message changed by being read) nor an overridden
+        // `__getitem__`; another mapping's is Mapping.get. A default no message can hold
+        // tells an absent key from one holding None.
+        let absent = ABSENT.get_or_try_init(self.py(), || {
+            PyAny::type_object(self.py()).call0().map(Bound::unbind)
+        })?;
+        let value = self.call_method1(intern!(self.py(), "get"), (name, absent.bind(self.py())))?;
+        Ok((!value.is(absent)).then_some(value))
     }
 
     fn is_mapping(&self) -> PyResult<bool> {

@@ -8,7 +8,7 @@
 //! JSON form (a NumPy scalar, a date, `bytes`, a `set`) is encoded as the stand-in
 //! `vthread._jsvalue.stand_in` gives it, the one definition both implementations use.
 
-use pyo3::exceptions::{PyOverflowError, PyRuntimeError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -49,9 +49,29 @@ pub fn stand_in<'py>(value: &Bound<'py, PyAny>) -> PyResult<StandIn<'py>> {
         .call1((value,))?;
     if stand.is_instance(OPAQUE.import(py, "vthread._jsvalue", "Opaque")?)? {
         Ok(StandIn::Opaque(encoded(&stand)?))
-    } else {
+    } else if is_exact_json(&stand) {
         Ok(StandIn::Json(stand))
+    } else {
+        // The stand-in is read as a JSON value, so one that is none (the very object back,
+        // were the Python twin ever to give it) would be stood in for again, without end:
+        // a clear error instead of a stack that overflows.
+        Err(PyTypeError::new_err(format!(
+            "the stand-in of a {} value is a {}, not a JSON value",
+            value.get_type().name()?,
+            stand.get_type().name()?
+        )))
     }
+}
+
+/// Whether `value` is of an exact JSON type (`None`, `bool`, `int`, `float`, `str`, `list`):
+/// what a stand-in may be.
+fn is_exact_json(value: &Bound<'_, PyAny>) -> bool {
+    value.is_none()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<PyFloat>()
+        || value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyList>()
 }
 
 /// A key no JSON object can have, as `vthread._jsvalue.opaque(key)` encodes it.
@@ -137,8 +157,38 @@ pub fn mapping_items<'py>(
     mapping
         .call_method0("items")?
         .try_iter()?
-        .map(|item| item?.extract())
+        .map(|item| pair(&item?))
         .collect()
+}
+
+/// A member of `items()` unpacked as Python's `for key, value in mapping.items()` unpacks
+/// it: a tuple of two, or any other iterable of exactly two (a list `[key, value]`); else
+/// Python's own ValueError.
+fn pair<'py>(item: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if let Ok(tuple) = item.cast_exact::<PyTuple>() {
+        if tuple.len() == 2 {
+            return Ok((tuple.get_item(0)?, tuple.get_item(1)?));
+        }
+    }
+    let Ok(mut members) = item.try_iter() else {
+        return Err(PyTypeError::new_err(format!(
+            "cannot unpack non-iterable {} object",
+            item.get_type().name()?
+        )));
+    };
+    let mut next = || members.next().transpose();
+    match (next()?, next()?) {
+        (Some(key), Some(value)) => match next()? {
+            None => Ok((key, value)),
+            Some(_) => Err(PyValueError::new_err(
+                "too many values to unpack (expected 2)",
+            )),
+        },
+        (first, _) => Err(PyValueError::new_err(format!(
+            "not enough values to unpack (expected 2, got {})",
+            usize::from(first.is_some())
+        ))),
+    }
 }
 
 /// Call `each` on the (key, value) members of an exact dict in order, as iterating

@@ -288,3 +288,22 @@ def test_system_messages_past_the_largest_double_are_said_so() -> None:
         vthread.build_thread(thread, max_tokens=3405, keep_system=True)
     assert str(raised.value) == ("the 2 leading system messages alone cost over 1.8e308 tokens "
                                  "(more than a double holds), more than max_tokens=3405")
+
+
+@pytest.mark.parametrize("keywords", [{"start_on": "bot"}, {"pair_safe": True},
+                                      {"keep_system": True, "start_on": "bot"}])
+@pytest.mark.parametrize("max_tokens", [math.inf, 10**400, 1e308])
+def test_the_reference_costs_every_message_whatever_the_total(
+        keywords: dict[str, Any], max_tokens: float) -> None:
+    """Costs whose total overflows to infinity, and a budget past the doubles, are shaped by
+    the reference as by the engine: the reference costed the thread through production's
+    selection under no limit, which stops where the total reaches infinity (it kept no
+    message where the engine kept three), and read a budget of 10**400 with float() (an
+    OverflowError)."""
+    thread = [{"type": "bot", "text": "a", "usage": {"tokens": 1}},
+              {"type": "user", "text": "c", "usage": {"tokens": 1e308}},
+              {"type": "user", "text": "b", "usage": {"tokens": 1e308}}]
+    engine = vthread.build_thread(thread, max_tokens=max_tokens, **keywords)
+    reference = ref.shaped_build(thread, max_tokens=max_tokens, **keywords)
+    assert [m["text"] for m in engine.messages] == [m["text"] for m in reference.messages]
+    assert engine.tokens == reference.tokens

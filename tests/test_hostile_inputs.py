@@ -902,3 +902,224 @@ def test_translated_strings_are_read_by_their_content(format_: str, data: st.Dat
                                                 format=format_, pair_safe=True).messages)
                 for given in (messages, odd)]
     assert kept[0] == kept[1]
+
+
+class _LoudFloat(float):
+    """A float whose own conversions lie: it holds 5.0, says 7.0."""
+
+    def __float__(self) -> float:
+        return 7.0
+
+
+class _LoudInt(int):
+    """An int whose own conversions lie: it holds 5, says 100."""
+
+    def __int__(self) -> int:
+        return 100
+
+    def __index__(self) -> int:
+        return 100
+
+    def __float__(self) -> float:
+        return 100.0
+
+
+class _TolistIsSelf(np.ndarray):  # type: ignore[type-arg]
+    def tolist(self) -> Any:
+        return self
+
+
+def _impostors() -> list[Any]:
+    """Objects that claim another type through ``__class__`` (a mock "spec"ed as it), or
+    whose conversion to JSON gives themselves back."""
+    from unittest import mock
+
+    return [mock.Mock(spec=float), mock.Mock(spec=int), mock.Mock(spec=str),
+            mock.Mock(spec=bool), mock.Mock(spec=list), mock.MagicMock(spec=float),
+            mock.MagicMock(spec=int), np.arange(3).view(_TolistIsSelf)]
+
+
+@pytest.mark.parametrize("position", range(8))
+def test_an_object_claiming_a_json_type_is_read_by_its_own(position: int) -> None:
+    """A value whose ``__class__`` claims float or int (``Mock(spec=float)``), or a NumPy
+    array whose ``tolist`` is itself, is encoded by what it is, the core as its Python twin,
+    and every function answers as the reference: the core asked for its stand-in, got the
+    object back as a number, and asked again until the process died (SIGSEGV)."""
+    value = _impostors()[position]
+    assert _core.canonical(value).decode() == canonical(value)
+    response = {"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+                "function": {"name": "ls", "result": value}}}}
+    noted = {"type": "bot", "text": "x", "meta": {"note": value}}
+    for thread in ([response] * 3, [noted] * 4, [_CALL, response] * 3):
+        expected = ref.describe_thread_cycle(thread, cycle_options())
+        assert vthread.describe_thread_cycle(thread) == expected
+        assert vthread.scan([thread]).names == [expected]
+        assert find_loops([thread]) == find_loops_reference([thread])
+
+
+def test_number_subclasses_are_the_numbers_they_hold() -> None:
+    """A float or int subclass whose ``__float__``, ``__int__`` or ``__index__`` says another
+    number is the number it holds (as json writes it and the core reads it) in the canonical
+    encoding, the heuristics and the token figures of scan, the reference and build_thread:
+    the Python twin asked the subclass and the two disagreed."""
+    assert canonical(_LoudFloat(5.0)) == _core.canonical(_LoudFloat(5.0)).decode() == "5"
+    assert canonical(_LoudInt(5)) == _core.canonical(_LoudInt(5)).decode() == "5"
+    results = [{"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+               "function": {"name": "ls", "result": result}}}}
+               for result in (_LoudFloat(5.0), 7, 7)]
+    assert ref.describe_thread_cycle(results, cycle_options()) is None
+    assert vthread.describe_thread_cycle(results) is None
+    priced = {"type": "bot", "text": "x", "usage": {"tokens": _LoudInt(5)}}
+    record = vthread.scan([[priced, priced]], min_pattern_length=1).record(0)
+    assert record["loop_tokens"] == 10.0
+    assert ref.attribute([priced, priced], cycle_options(min_pattern_length=1)).loop_tokens == 10
+    assert vthread.build_thread([priced], max_tokens=50).tokens == 5.0
+
+
+class _ReadsAsEmpty(dict):  # type: ignore[type-arg]
+    """A dict whose own ``[]`` finds nothing: its ``get`` (dict.get) finds what it holds."""
+
+    def __getitem__(self, key: Any) -> Any:
+        raise KeyError(key)
+
+
+def _missing_threads() -> list[list[Any]]:
+    """Threads of mappings that answer a missing key by inventing (and keeping) one."""
+    from collections import Counter, defaultdict
+
+    usage: defaultdict[str, int] = defaultdict(int, {"prompt_tokens": 40})
+    priced = {"type": "user", "text": "hi", "usage": usage}
+    invented = defaultdict(lambda: "x", {"type": "bot"})
+    counted = Counter({"type": 1})
+    odd = _ReadsAsEmpty({"type": "bot", "text": "x"})
+    return [[priced, priced], [invented, {"type": "bot", "text": "x", "meta": "x"}],
+            [invented, invented, invented], [counted, counted], [odd, odd, odd],
+            [_CALL, odd, _CALL, odd]]
+
+
+@pytest.mark.parametrize("position", range(6))
+def test_mappings_that_invent_missing_keys_are_read_by_get(position: int) -> None:
+    """A message (or its usage) that is a defaultdict, a Counter or a dict whose own ``[]``
+    differs is read by its ``get``, as the reference reads it, and is left as it was given:
+    the core asked ``[]``, so a defaultdict gained "tokens": 0, "text" and "meta" keys from
+    being scanned, and scan answered repeated_suffix where the reference said None."""
+    thread = _missing_threads()[position]
+    before = [(type(m), dict(m), {k: dict(v) if isinstance(v, dict) else v for k, v in m.items()})
+              for m in thread]
+    options = cycle_options(min_pattern_length=1)
+    expected = ref.describe_thread_cycle(thread, options)
+    assert vthread.describe_thread_cycle(thread, min_pattern_length=1) == expected
+    result = vthread.scan([thread], min_pattern_length=1)
+    assert result.names == [expected]
+    tokens = ref.attribute(thread, options).loop_tokens
+    record_tokens = result.record(0)["loop_tokens"]
+    assert (record_tokens is None and (tokens is None or math.isnan(tokens))) or (
+        record_tokens == tokens)
+    vthread.build_thread(thread, max_tokens=100, estimate=lambda m: 1)
+    vthread.fingerprint(thread)
+    vthread.scan([thread], anywhere=True, mask_volatile=True)
+    after = [(type(m), dict(m), {k: dict(v) if isinstance(v, dict) else v for k, v in m.items()})
+             for m in thread]
+    assert after == before
+
+
+class _ReplacesItsThread(Mapping[str, Any]):
+    """A message whose reading replaces every message of the thread holding it."""
+
+    def __init__(self, fields: dict[str, Any], thread: list[Any]) -> None:
+        self.fields, self.thread = fields, thread
+
+    def __getitem__(self, key: str) -> Any:
+        self.thread[:] = [{"type": "user", "text": "new"}]
+        return self.fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
+@pytest.mark.parametrize("format_", ["native", "auto"])
+@pytest.mark.parametrize("position", [0, 1])
+def test_a_thread_is_read_as_it_was_at_the_call(format_: str, position: int) -> None:
+    """A message that rewrites its own thread when read, first or second in it, leaves the
+    answer that of the four messages held at the call, with the native format and with
+    format="auto": chat detection and format detection read it before the core took its
+    copy, so scan answered for the one message left (None, 1 message)."""
+    def thread() -> list[Any]:
+        held: list[Any] = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}] * 2
+        held[position] = _ReplacesItsThread(dict(held[position]), held)
+        return held
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = vthread.scan([thread()], format=format_)
+        assert result.names == ["repeated_suffix"] and result.messages.tolist() == [4]
+        assert vthread.describe_thread_cycle(thread(), format=format_) == "repeated_suffix"
+
+
+def test_a_retried_failure_is_told_by_the_tools_name_by_content() -> None:
+    """Between two copies of a failing call, a response of the same tool with another result
+    is progress, whatever the name's own ``__eq__`` says: a name saying it equals nothing
+    made the other calls another tool's, and progress a loop of retries."""
+    def call(name: str) -> dict[str, Any]:
+        return {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "request", "function": {"name": name, "arguments": {"x": 1}}}}}
+
+    def response(name: str, result: str) -> dict[str, Any]:
+        return {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": name, "arguments": {"x": 1},
+                                             "result": result}}}}
+
+    def thread(name: str) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"type": "user", "text": "go"}]
+        for i in range(3):
+            messages += [call("ls"), response("ls", "Error: boom"),
+                         {"type": "bot", "text": f"thinking {i}"}, call(name),
+                         response(name, f"other {i}"), {"type": "bot", "text": f"hmm {i}"}]
+        return messages
+
+    plain = find_loops([thread("ls")])
+    assert plain == find_loops_reference([thread("ls")]) == [[]]
+    assert find_loops([thread(_NeverEqual("ls"))]) == plain
+    assert find_loops_reference([thread(_NeverEqual("ls"))]) == plain
+
+
+class _ListedItems(Mapping[str, Any]):
+    """A mapping whose ``items()`` gives its members as given: ``[key, value]`` lists, or
+    members of another length."""
+
+    def __init__(self, fields: dict[str, Any], members: list[Any]) -> None:
+        self.fields, self.members = fields, members
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def items(self) -> Any:
+        return self.members
+
+
+@pytest.mark.parametrize("members", [[["a", 1]], [("a", 1, 2)], [("a",)], [5], []])
+def test_mapping_members_unpack_as_python_unpacks_them(members: list[Any]) -> None:
+    """A meta whose ``items()`` yields ``[key, value]`` lists is encoded as Python's twin
+    encodes it (``for key, value in items()``), and members that do not unpack raise
+    Python's own error in both: the core asked for exact tuples ("'list' object is not an
+    instance of 'tuple'", where the reference answered repeated_suffix)."""
+    value = _ListedItems({"a": 1}, members)
+    try:
+        expected = canonical(value)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error), match=f"^{re.escape(str(error))}$"):
+            _core.canonical(value)
+        return
+    assert _core.canonical(value).decode() == expected
+    thread = [{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "x", "meta": value}] * 2
+    answer = ref.describe_thread_cycle(thread, cycle_options(min_pattern_length=1))
+    assert vthread.scan([[], thread], min_pattern_length=1).names == [None, answer]

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from vthread._jsvalue import is_text, names_are_distinct, property_name
+from vthread._jsvalue import is_string, is_text, names_are_distinct, property_name
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
@@ -135,7 +135,7 @@ def _payload(value: Any, encode: Callable[[Any], str]) -> str:
     """A tool payload as a person reads it: a string as itself, anything else as JSON, an
     object's keys that are one property name to JavaScript (``1`` and ``"1"``) as one member
     (:func:`_one_member_per_name`)."""
-    if isinstance(value, str):
+    if is_string(value):
         return value
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -161,14 +161,14 @@ class _Open:
     def __init__(self, container: Any) -> None:
         self.container = container
         self.members: list[tuple[Any, Any]] = (
-            list(container.items()) if isinstance(container, dict)
+            list(container.items()) if issubclass(type(container), dict)
             else [(None, item) for item in container])
         self.merged: list[Any] = []
         self.changed = False
 
     def closed(self) -> Any:
         """The container with its members merged: itself when nothing changed."""
-        if isinstance(self.container, dict):
+        if issubclass(type(self.container), dict):
             members: dict[Any, Any] = {}
             for (key, _), merged in zip(self.members, self.merged, strict=True):
                 members[property_name(key)] = merged
@@ -184,14 +184,14 @@ def _one_member_per_name(value: Any) -> Any:
     dict in it has such keys, so that its text stays what ``json.dumps`` writes. For a value
     ``json.dumps`` writes: every key has a name (:func:`property_name`), and no cycle. Walked
     with a stack of its own, not Python's, so it goes as deep as json's encoder went."""
-    if not isinstance(value, (dict, list, tuple)):
+    if not issubclass(type(value), (dict, list, tuple)):
         return value
     stack = [_Open(value)]
     while True:
         top = stack[-1]
         if len(top.merged) < len(top.members):
             child = top.members[len(top.merged)][1]
-            if isinstance(child, (dict, list, tuple)):
+            if issubclass(type(child), (dict, list, tuple)):
                 stack.append(_Open(child))
             else:
                 top.merged.append(child)
@@ -248,29 +248,29 @@ def _media_placeholder(part: Any) -> str | None:
     of its fields), and every string that is no such part's field, hold no bytes to hide and
     are shown as they are.
     """
-    if not isinstance(part, dict):
+    if not issubclass(type(part), dict):
         return None
     kind = part.get("type")
-    if not isinstance(kind, str):
+    if not is_string(kind):
         return None
     if kind in ("image", "document"):  # Anthropic's blocks
         source = part.get("source")
-        if (isinstance(source, dict) and is_text(source.get("type"), "base64")
-                and isinstance(source.get("data"), str)):
+        if (issubclass(type(source), dict) and is_text(source.get("type"), "base64")
+                and is_string(source.get("data"))):
             return _placeholder(kind, source["data"], source.get("media_type"))
     inline = _inline_base64(part, kind)
     if inline is not None:  # MCP's content, LangChain's blocks
         return _inline_placeholder(kind, inline, part.get("mimeType"), part.get("mime_type"))
     if kind == "input_audio":
         audio = part.get("input_audio")
-        if not (isinstance(audio, dict) and isinstance(audio.get("data"), str)):
+        if not (issubclass(type(audio), dict) and is_string(audio.get("data"))):
             return None
         return _placeholder(kind, audio["data"], _typed("audio/", audio.get("format")))
     named: Any = None  # the media type the part names beside its URL's
     filename: Any = None
     if kind == "image_url":  # OpenAI chat's parts hold their URL one object down
         url = part.get("image_url")
-        if not isinstance(url, str):
+        if not is_string(url):
             url = _member(url, "url")
     elif kind == "file":
         url = _member(part.get("file"), "file_data")
@@ -297,7 +297,7 @@ def _media_placeholder(part: Any) -> str | None:
 def _base64_data_url(url: Any) -> tuple[str, str] | None:
     """(media type, base64 text) of a base64 ``data:`` URL; None for anything else, a
     URL-encoded data URL among them (its text is readable already)."""
-    if not (isinstance(url, str) and _DATA_SCHEME.match(url)):
+    if not (is_string(url) and _DATA_SCHEME.match(url)):
         return None
     header, comma, data = url.partition(",")
     if not comma or not _BASE64_END.search(header):
@@ -315,7 +315,7 @@ def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
                                  ("data", ("image", "audio"), False),
                                  ("data", ("file",), True)):
         value = part.get(field)
-        if (kind in kinds and isinstance(value, str)
+        if (kind in kinds and is_string(value)
                 and (not tagged or is_text(part.get("source_type"), "base64"))):
             return value
     return None
@@ -332,12 +332,12 @@ def _inline_placeholder(kind: str, data: str, *media_types: Any) -> str:
 
 
 def _member(value: Any, name: str) -> Any:
-    return value.get(name) if isinstance(value, dict) else None
+    return value.get(name) if issubclass(type(value), dict) else None
 
 
 def _typed(prefix: str, form: Any) -> str | None:
     """A media type made of a part's ``format`` (``audio/`` + ``wav``), None without one."""
-    return prefix + form if isinstance(form, str) and form else None
+    return prefix + form if is_string(form) and form else None
 
 
 def _label_part(text: str) -> str:
@@ -355,8 +355,8 @@ def _placeholder(kind: str, data: str, *media_types: Any, filename: Any = None) 
     """``[label, N bytes]``: the label the first media type given that is a non-empty string,
     else ``kind``, then the file name when there is one."""
     label = _label_part(
-        next((named for named in media_types if isinstance(named, str) and named), kind))
-    if isinstance(filename, str) and filename:
+        next((named for named in media_types if is_string(named) and named), kind))
+    if is_string(filename) and filename:
         label = f"{label} {_label_part(filename)}"
     size = len(_NOT_BASE64.sub("", data)) * 3 // 4
     return f"[{_NOT_IN_LABEL.sub('_', label)}, {size} byte{'' if size == 1 else 's'}]"
@@ -369,17 +369,17 @@ def _result_text(result: Any, encode: Callable[[Any], str]) -> str:
     itself, such media as :func:`_media_placeholder` shows it, any other part as
     :func:`_payload` writes it. The media's bytes would fill the excerpt with base64 that
     says nothing."""
-    if isinstance(result, dict):
+    if issubclass(type(result), dict):
         placeholder = _media_placeholder(result)
         if placeholder is not None:
             return placeholder
         content = result.get("content")
-        if "type" not in result and isinstance(content, (list, tuple)):
+        if "type" not in result and issubclass(type(content), (list, tuple)):
             # MCP's CallToolResult as a harness keeps it (``result.model_dump()``)
             shown_parts = _parts_text(content, encode)
             if shown_parts is not None:
                 return shown_parts
-    elif isinstance(result, (list, tuple)):
+    elif issubclass(type(result), (list, tuple)):
         shown_parts = _parts_text(result, encode)
         if shown_parts is not None:
             return shown_parts
@@ -400,10 +400,10 @@ def _parts_text(parts: list[Any] | tuple[Any, ...], encode: Callable[[Any], str]
 def _part_text(part: Any, encode: Callable[[Any], str]) -> str:
     """A content part that carries no media inline: a text part's text, else the part as
     :func:`_payload` writes it."""
-    if isinstance(part, dict):
+    if issubclass(type(part), dict):
         kind = part.get("type", "text")
         text = part.get("text")
-        if isinstance(kind, str) and kind in _TEXT_PARTS and isinstance(text, str):
+        if is_string(kind) and kind in _TEXT_PARTS and is_string(text):
             return text
     return _payload(part, encode)
 
@@ -444,8 +444,8 @@ def _render(message: Message, activity: Activity | None, encode: Callable[[Any],
         return call
     kind = message.get("type")
     text = message.get("text")
-    label = _one_line(kind, _NAME_CHARS) if isinstance(kind, str) else "message"
-    return f"{label}: {_one_line(text)}" if isinstance(text, str) else label
+    label = _one_line(kind, _NAME_CHARS) if is_string(kind) else "message"
+    return f"{label}: {_one_line(text)}" if is_string(text) else label
 
 
 def rendered(messages: Sequence[Message], encode: Callable[[Any], str]) -> list[str]:
@@ -512,7 +512,7 @@ def excerpt(
                 return joined([render_message(message, encode)])
         raise AssertionError("the result run fired without a settled response")
     text = messages[begin].get("text")
-    return text_excerpt(text, repeated_unit(text) if isinstance(text, str) else None)
+    return text_excerpt(text, repeated_unit(text) if is_string(text) else None)
 
 
 def tail_excerpt(calls: Sequence[tuple[Activity, Message]], encode: Callable[[Any], str]) -> str:
@@ -529,5 +529,5 @@ def text_excerpt(text: Any, repeated: str | None) -> str:
     """A text run's excerpt: the text from its first repeated sentence (``repeated``), else
     the text itself, in one line."""
     if repeated is None:
-        repeated = str.__str__(text) if isinstance(text, str) else str(text)
+        repeated = str.__str__(text) if is_string(text) else str(text)
     return joined([_one_line(repeated)])

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 if TYPE_CHECKING:
     import pickle
 
+    from typing_extensions import TypeIs
+
 
 def _numpy() -> ModuleType | None:
     """NumPy if some module has imported it: only then can a value be one of its types (this
@@ -43,6 +45,7 @@ __all__ = [
     "UNSERIALIZABLE",
     "Opaque",
     "canonical",
+    "is_string",
     "js_double",
     "js_ge_zero",
     "js_string",
@@ -163,6 +166,18 @@ def js_double(number: int | float) -> float:
         return math.inf if number > 0 else -math.inf
 
 
+def is_string(value: object) -> TypeIs[str]:
+    """Whether ``value`` is a ``str`` (or subclass) by its type, as the compiled core tells
+    one, not by a ``__class__`` it claims (``isinstance`` believes a mock "spec"ed as a
+    ``str``, whose content ``str.__str__`` then cannot read).
+
+    >>> from unittest import mock
+    >>> is_string("a"), is_string(mock.Mock(spec=str)), isinstance(mock.Mock(spec=str), str)
+    (True, False, True)
+    """
+    return issubclass(type(value), str)
+
+
 def real_number(value: object) -> int | float | None:
     """``value`` as a Python number when it is a real number of any type (``int``, ``float``,
     NumPy's integers and floats, ``Decimal``, ``Fraction``, any ``numbers.Real``), else None.
@@ -175,12 +190,21 @@ def real_number(value: object) -> int | float | None:
     >>> real_number(np.int64(7)), real_number(decimal.Decimal("2.5")), real_number(True)
     (7, 2.5, None)
     """
-    if value.__class__ is float or value.__class__ is int:
-        return value  # the usual cases, by exact class
+    kind = type(value)
+    if kind is float or kind is int:
+        return cast("int | float", value)  # the usual cases, by exact class
     if _boolean(value):
         return None
+    # A subclass of int or float is the number it holds, as json and the compiled core read
+    # it: not what its own __int__, __index__ or __float__ says. By its type, not
+    # isinstance, which believes an object's __class__ (a mock "spec"ed as a float is no
+    # float, and reading it as one gave the core that object back for ever).
+    if issubclass(kind, int):
+        return int.__int__(cast("int", value))
+    if issubclass(kind, float):
+        return float.__float__(cast("float", value))
     np = _numpy()
-    if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
+    if np is not None and isinstance(value, np.integer):
         return int(value)
     if not isinstance(value, (numbers.Real, decimal.Decimal)):
         return None
@@ -275,7 +299,9 @@ def stand_in(value: object) -> Any:
             return opaque(value)
     np = _numpy()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
-        return value.tolist()
+        listed = value.tolist()
+        if type(listed) is list or not isinstance(listed, list | np.ndarray):
+            return listed  # (a 0-d array's is a scalar)
     return opaque(value)
 
 
@@ -368,6 +394,12 @@ def js_items(mapping: Mapping[Any, Any]) -> list[tuple[str | Opaque, Any]]:
 
 def _number(value: float | int) -> str:
     """JSON text of a number as JavaScript holds it: a double, NaN and infinities as null."""
+    kind = type(value)
+    if kind is not int and kind is not float:
+        # A subclass is the number it holds (as json and the core write it), not what its
+        # own __int__ or __float__ says.
+        value = (int.__int__(cast("int", value)) if issubclass(kind, int)
+                 else float.__float__(value))
     if isinstance(value, int):
         if -_SAFE_INTEGER < value < _SAFE_INTEGER:
             return str(int(value))
@@ -384,8 +416,9 @@ def _number(value: float | int) -> str:
 
 
 def _scalar(value: Any, out: list[str]) -> bool:
-    """Append the encoding of a non-container; False when ``value`` is a container."""
-    if isinstance(value, str):
+    """Append the encoding of a non-container; False when ``value`` is a container. Strings
+    and numbers are told by their type, never by a ``__class__`` an object claims."""
+    if issubclass(type(value), str):
         out.append(_quote(str.__str__(value)))  # content, not a subclass's __str__
     elif value is None:
         out.append("null")
@@ -393,7 +426,7 @@ def _scalar(value: Any, out: list[str]) -> bool:
         out.append("true")
     elif value is False:
         out.append("false")
-    elif isinstance(value, (int, float)):
+    elif issubclass(type(value), (int, float)):
         out.append(_number(value))
     elif isinstance(value, (Mapping, list, tuple)):
         return False
@@ -405,7 +438,8 @@ def _scalar(value: Any, out: list[str]) -> bool:
 
 
 def _has_json_form(value: object) -> bool:
-    return value is None or isinstance(value, (str, int, float, Mapping, list, tuple))
+    return value is None or issubclass(type(value), (str, int, float, list, tuple)) or (
+        isinstance(value, Mapping))
 
 
 def _encode(value: Any) -> str:

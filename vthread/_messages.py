@@ -21,7 +21,7 @@ from typing import Any, Final, TypeAlias, cast
 
 import numpy as np
 
-from vthread._jsvalue import canonical, js_double, js_ge_zero, js_string, real_number
+from vthread._jsvalue import canonical, is_string, js_double, js_ge_zero, js_string, real_number
 
 __all__ = [
     "ABSENT",
@@ -106,8 +106,17 @@ native, a run object holding them (``{"id": ..., "messages": [...]}``, as a JSON
 def as_thread(messages: object) -> object:
     """``messages`` as the core reads a thread fastest and Python can slice: a list or tuple
     as it is, any other sequence copied into a list once. Anything else is returned as it is,
-    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
-    if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
+    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n).
+
+    A list or tuple whose first message is no exact dict is copied too: that message is read
+    before the core takes its own copy of the thread (to tell chat messages, a run object),
+    and reading it runs the caller's code, which may change the thread; the copy is the
+    thread as it was at the call."""
+    if type(messages) is list or type(messages) is tuple:
+        if messages and type(messages[0]) is not dict:
+            return list(messages)
+        return messages
+    if not _is_thread(messages):
         return messages
     return list(cast("Sequence[Any]", messages))
 
@@ -130,7 +139,7 @@ def is_type(message: Message, *kinds: str) -> bool:
     """Whether the message's ``type`` is a string equal to one of ``kinds`` (compared by
     content: a NumPy array or an object with its own ``__eq__`` is no type)."""
     kind = message.get("type")
-    return isinstance(kind, str) and str.__str__(kind) in kinds
+    return is_string(kind) and str.__str__(kind) in kinds
 
 
 def parse_activity(
@@ -151,10 +160,10 @@ def parse_activity(
     if not isinstance(meta, Mapping):
         return None
     activity = meta.get("activity")
-    if not isinstance(activity, Mapping) or not isinstance(activity.get("type"), str):
+    if not isinstance(activity, Mapping) or not is_string(activity.get("type")):
         return None
     function = activity.get("function")
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+    if not isinstance(function, Mapping) or not is_string(function.get("name")):
         return None
     # str.__str__: the string's content, whatever a subclass's own __str__ says (content is
     # what JavaScript compares, and what the core reads); js_string: a surrogate pair as its
@@ -177,7 +186,7 @@ def _call_id(message: Message) -> Any:
     activity = message["meta"]["activity"]
     for key in ("id", "call_id"):
         value = activity.get(key)
-        if isinstance(value, str):
+        if is_string(value):
             return js_string(str.__str__(value))  # one id however its surrogates are held
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             # Its value, never a subclass's own __float__ (as canonical reads it).
@@ -262,7 +271,7 @@ def token_figure(value: Any) -> float:
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
-    if value.__class__ is float:  # the usual case, by exact class
+    if type(value) is float:  # the usual case, by exact class
         return value if math.isfinite(value) and value >= 0 else 0.0
     number = real_number(value)
     if number is None:
@@ -288,7 +297,7 @@ def estimate_figure(value: Any, index: int) -> float:
     ...
     TypeError: estimate(messages[4]) returned complex, not a number
     """
-    if value.__class__ is float:  # the usual case, by exact class
+    if type(value) is float:  # the usual case, by exact class
         return token_figure(value)
     if real_number(value) is None and not (
         value is None or isinstance(value, (bool, np.bool_, str, list, tuple, Mapping))

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final
 
-from vthread._jsvalue import JS_WHITESPACE_CLASS, canonical, is_text, real_number, utf16_len
+from vthread._jsvalue import (
+    JS_WHITESPACE_CLASS,
+    canonical,
+    is_string,
+    is_text,
+    real_number,
+    utf16_len,
+)
 from vthread._messages import (
     ABSENT,
     ACTIVITY_TAIL_MIN_LENGTH,
@@ -70,21 +77,8 @@ def build_thread(
     min_messages: float | None = 0,
     inclusive: bool | Trim | None = False,
 ) -> ReferenceBuild:
-    thread = check_messages(messages)
-    annotated: list[dict[str, Any]] = []
-    figures: list[float] = []
-    for index, message in enumerate(thread):
-        has_own, raw = own_tokens(message)
-        if not has_own:
-            if estimate is None:
-                raise ValueError(f"messages[{index}] has no usage and no estimate was given")
-            tokens = estimate_figure(estimate(message), index)
-        else:
-            tokens = token_figure(raw)
-        copy = dict(message)
-        copy["usage"] = {"tokens": tokens}
-        annotated.append(copy)
-        figures.append(tokens)
+    annotated = _costed(check_messages(messages), estimate)
+    figures = [message["usage"]["tokens"] for message in annotated]
 
     # Numbers of any real type, as the engine reads them (a Decimal NaN is NaN).
     floor = abs(_real(min_messages)) if min_messages is not None else 0.0
@@ -139,6 +133,24 @@ def build_thread(
     return ReferenceBuild(taken, total)
 
 
+def _costed(thread: Sequence[Message], estimate: Estimate | None) -> list[dict[str, Any]]:
+    """Each message copied with its cost as its usage, oldest first: its own
+    ``usage.tokens``, else the estimate's answer."""
+    annotated = []
+    for index, message in enumerate(thread):
+        has_own, raw = own_tokens(message)
+        if not has_own:
+            if estimate is None:
+                raise ValueError(f"messages[{index}] has no usage and no estimate was given")
+            tokens = estimate_figure(estimate(message), index)
+        else:
+            tokens = token_figure(raw)
+        copy = dict(message)
+        copy["usage"] = {"tokens": tokens}
+        annotated.append(copy)
+    return annotated
+
+
 def shaped_build(
     messages: object,
     *,
@@ -157,15 +169,16 @@ def shaped_build(
     or the last allowed start at or before the one ``min_messages`` asks for, when that keeps
     more."""
     thread = list(check_messages(messages))
-    # Costing every message once, oldest first: production's whole thread under no limit.
-    costed = build_thread(thread, max_tokens=math.inf, estimate=estimate).messages
+    # Every message costed once, oldest first (not production's selection under no limit,
+    # which stops where the total reaches infinity).
+    costed = _costed(thread, estimate)
     head = 0
     while keep_system and head < len(thread) and is_text(thread[head].get("type"), "system"):
         head += 1
     system_total = 0.0
     for message in costed[:head]:
         system_total += message["usage"]["tokens"]
-    limit = float(max_tokens)
+    limit = _real(max_tokens)
     if head and system_total > limit:
         raise ValueError(f"system messages cost {system_total}, more than {limit}")
     rest = costed[head:]
@@ -310,7 +323,7 @@ def has_message_text_run(messages: object, options: CycleOptions) -> bool:
         if is_type(message, "reasoning", "activity"):
             continue
         text = message.get("text")
-        if isinstance(text, str) and has_repeated_text_run(text, text_run_options()):
+        if is_string(text) and has_repeated_text_run(text, text_run_options()):
             return True
     return False
 
@@ -342,7 +355,7 @@ def is_thread_cyclic(messages: object, options: CycleOptions) -> bool:
 
 
 def has_repeated_text_run(text: object, options: TextRunOptions) -> bool:
-    if not isinstance(text, str) or not text:
+    if not is_string(text) or not text:
         return False
     units = text_units(text)
     if len(units) < options.min_units:
@@ -394,7 +407,7 @@ class ReferenceGuard:
     def push(self, text: object) -> bool:
         if self.reason is not None:
             return True
-        if not isinstance(text, str) or not text:
+        if not is_string(text) or not text:
             return False
         self.total_chars += utf16_len(text)
         self.buffer = join_surrogates(self.buffer + text)
@@ -572,7 +585,7 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
             index
             for index in range(max(0, n - THREAD_TEXT_RUN_MESSAGES), n)
             if not is_type(thread[index], "reasoning", "activity")
-            and isinstance(thread[index].get("text"), str)
+            and is_string(thread[index].get("text"))
             and has_repeated_text_run(thread[index]["text"], text_run_options())
         ]
         start, period, repetitions = firing[0], 1, len(firing)

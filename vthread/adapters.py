@@ -143,7 +143,7 @@ from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
 
-from vthread._jsvalue import canonical, js_string, real_number
+from vthread._jsvalue import canonical, is_string, js_string, real_number
 
 __all__ = [
     "FORMATS",
@@ -300,12 +300,12 @@ def _openai_assistant(
 ) -> None:
     for key in ("reasoning_content", "reasoning"):  # the first that is a non-empty string
         reasoning = message.get(key)
-        if isinstance(reasoning, str) and (reasoning := _plain(reasoning)):
+        if is_string(reasoning) and (reasoning := _plain(reasoning)):
             out.append({"type": "reasoning", "text": reasoning})
             break
     text = _text(message, index)
     refusal = _plain(message.get("refusal")) if not text else None
-    if isinstance(refusal, str):
+    if is_string(refusal):
         text = refusal
     if text:
         out.append({"type": "bot", "text": text})
@@ -334,12 +334,12 @@ def _function(function: Any, where: str) -> tuple[str, Any]:
     if not isinstance(function, Mapping):
         raise ValueError(f"{where}: function must be an object")
     name = _plain(function.get("name"))
-    if not isinstance(name, str):
+    if not is_string(name):
         raise ValueError(f"{where}: function name must be a string")
     if "arguments" not in function:
         return name, _ABSENT
     arguments = _plain(function["arguments"])
-    return name, _json_or_text(arguments) if isinstance(arguments, str) else arguments
+    return name, _json_or_text(arguments) if is_string(arguments) else arguments
 
 
 # --------------------------------------------------------------------------------- Anthropic
@@ -361,7 +361,7 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
         content = _plain(message.get("content"))
         media: list[Any] = []
-        if isinstance(content, str) or content is None:
+        if is_string(content) or content is None:
             out.append({"type": kind, "text": content or ""})
         elif isinstance(content, Sequence) and not isinstance(content, (bytes, Mapping)):
             media = _anthropic_blocks(content, index, kind, out, calls)
@@ -384,7 +384,7 @@ def _anthropic_blocks(
     media = []
     for position, block in enumerate(blocks):
         where = f"message {index}: content[{position}]"
-        if isinstance(block, str):
+        if is_string(block):
             out.append({"type": kind, "text": _plain(block)})
             continue
         if not isinstance(block, Mapping):
@@ -392,17 +392,17 @@ def _anthropic_blocks(
         block_type = _plain(block.get("type"))
         if block_type == "text":
             text = _plain(block.get("text"))
-            if isinstance(text, str):
+            if is_string(text):
                 out.append({"type": kind, "text": text})
         elif block_type == "thinking":
             thinking = _plain(block.get("thinking"))
-            out.append({"type": "reasoning", "text": thinking if isinstance(thinking, str)
+            out.append({"type": "reasoning", "text": thinking if is_string(thinking)
                         else ""})
         elif block_type == "redacted_thinking":
             out.append({"type": "reasoning", "text": ""})
         elif block_type == "tool_use":
             name = _plain(block.get("name"))
-            if not isinstance(name, str):
+            if not is_string(name):
                 raise ValueError(f"{where}: tool_use name must be a string")
             arguments = block.get("input", _ABSENT)
             out.append(_request(name, arguments))
@@ -443,7 +443,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         kind = _plain(item.get("type"))
         if kind is None and "role" in item:
             kind = "message"
-        if not isinstance(kind, str):
+        if not is_string(kind):
             raise ValueError(f"item {index} has no type" if kind is None
                              else f"item {index}: type must be a string")
         first = len(out)
@@ -479,7 +479,7 @@ def _reasoning_text(parts: Any) -> str:
     if not isinstance(parts, list):
         return ""
     texts = (_plain(part.get("text")) for part in parts if isinstance(part, Mapping))
-    return _PART_SEPARATOR.join(text for text in texts if isinstance(text, str))
+    return _PART_SEPARATOR.join(text for text in texts if is_string(text))
 
 
 # ------------------------------------------------------------------------------ text actions
@@ -621,7 +621,7 @@ def _swe_agent_action(message: Mapping[str, Any], text: str) -> list[_Call]:
     if found:
         return found
     action = _plain(message.get("action"))
-    return [("bash", {"command": action})] if isinstance(action, str) and action.strip() else []
+    return [("bash", {"command": action})] if is_string(action) and action.strip() else []
 
 
 def _function_blocks(text: str) -> list[_Call]:
@@ -694,7 +694,7 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     if not messages or not all(isinstance(m, Mapping) for m in messages):
         return None, True
     types = _plain_all([m.get("type", _ABSENT) for m in messages])
-    if all(isinstance(kind, str) for kind in types) and not any("role" in m for m in messages):
+    if all(is_string(kind) for kind in types) and not any("role" in m for m in messages):
         if any(kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
@@ -706,7 +706,7 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     ):
         return "responses", True
     roles = _plain_all([m.get("role") for m in messages])
-    if not all(isinstance(role, str) for role in roles):
+    if not all(is_string(role) for role in roles):
         return None, True
     anthropic = any(_has_anthropic_block(m.get("content")) for m in messages)
     openai = any(role in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
@@ -714,7 +714,7 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     if anthropic:
         return (None if openai else "anthropic"), True
     assistants = [m for m, role in zip(messages, roles, strict=True) if role == "assistant"]
-    if any(isinstance(m.get("action"), str) for m in assistants) or (not openai and any(
+    if any(is_string(m.get("action")) for m in assistants) or (not openai and any(
             _function_blocks(_joined_text(m.get("content"), "")) for m in assistants
             if isinstance(m.get("content"), (str, list)))):
         return "swe-agent", True
@@ -737,7 +737,7 @@ def _answered_commands(messages: Sequence[Mapping[str, Any]]) -> bool:
         if _plain(turn.get("role")) != "assistant" or _plain(reply.get("role")) != "user":
             continue
         command, observation = _plain(turn.get("content")), _plain(reply.get("content"))
-        if (isinstance(command, str) and isinstance(observation, str)
+        if (is_string(command) and is_string(observation)
                 and observation.startswith(_OBSERVATION_OPEN)
                 and len(_bash_blocks(command)) == 1):
             return True
@@ -831,9 +831,9 @@ def _has_anthropic_block(content: Any) -> bool:
 def _named(value: Any, names: frozenset[str]) -> bool:
     """Whether ``value`` is one of ``names``: a list or object (unhashable) is none of them,
     where ``in`` would raise; a string by its content (:func:`_plain`)."""
-    if value.__class__ is str:
+    if type(value) is str:
         return value in names
-    return isinstance(value, str) and str.__str__(value) in names
+    return is_string(value) and str.__str__(value) in names
 
 
 def _plain(value: Any) -> Any:
@@ -850,7 +850,7 @@ def _plain(value: Any) -> Any:
     >>> type(_plain(Loud("user"))).__name__, _plain(3)
     ('str', 3)
     """
-    if value.__class__ is str or not isinstance(value, str):
+    if type(value) is str or not is_string(value):
         return value
     return str.__str__(value)
 
@@ -899,10 +899,10 @@ def json_type(value: Any) -> str:
 
 def _role(message: Mapping[str, Any], index: int) -> str:
     role = message.get("role")
-    if role.__class__ is str:
+    if type(role) is str:
         return role
     role = _plain(role)
-    if not isinstance(role, str):
+    if not is_string(role):
         raise ValueError(f"message {index} has no role" if role is None
                          else f"message {index}: role must be a string")
     return role
@@ -967,9 +967,9 @@ def _joined_text(content: Any, where: str) -> str:
     """A content value's text: a string as is, a list's text parts joined, null as ""."""
     if content is None:
         return ""
-    if content.__class__ is str:
+    if type(content) is str:
         return content
-    if isinstance(content, str):
+    if is_string(content):
         return _plain(content)  # type: ignore[no-any-return]
     if isinstance(content, Mapping):
         content = [content]
@@ -978,11 +978,11 @@ def _joined_text(content: Any, where: str) -> str:
                          f"{json_type(content)}")
     texts = []
     for part in content:
-        if isinstance(part, str):
+        if is_string(part):
             texts.append(_plain(part))
         elif isinstance(part, Mapping) and _named(part.get("type", "text"), _TEXT_PARTS):
             text = _plain(part.get("text"))
-            if isinstance(text, str):
+            if is_string(text):
                 texts.append(text)
     return _PART_SEPARATOR.join(texts)
 
@@ -990,14 +990,14 @@ def _joined_text(content: Any, where: str) -> str:
 def _media(content: Any) -> list[Any]:
     """The parts of a content list that are no text (images, audio, files, documents,
     refusals: objects whose type is a string naming no text part), as given."""
-    if content is None or content.__class__ is str:
+    if content is None or type(content) is str:
         return []  # the usual cases, by exact class (an ABC check costs more)
     if isinstance(content, Mapping):
         content = [content]
     elif isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
         return []
     return [part for part in content if isinstance(part, Mapping)
-            and isinstance(part.get("type", "text"), str) and not _named(part.get("type", "text"),
+            and is_string(part.get("type", "text")) and not _named(part.get("type", "text"),
                                                                            _TEXT_PARTS)]
 
 
@@ -1045,7 +1045,7 @@ def _id_key(call_id: Any) -> Any:
     ``JSON.stringify`` writes as ``null``, are no null id: JavaScript keys them ``"NaN"``,
     ``"Infinity"``, ``"-Infinity"``, so a result with such an id answers no call with a null
     or absent one (nor does the compiled core find one for it)."""
-    if isinstance(call_id, str):
+    if is_string(call_id):
         return js_string(str.__str__(call_id))
     if call_id is None:
         return None
@@ -1059,7 +1059,7 @@ def _id_key(call_id: Any) -> Any:
 
 def _own_name(message: Mapping[str, Any]) -> str:
     name = _plain(message.get("name"))
-    return name if isinstance(name, str) else ""
+    return name if is_string(name) else ""
 
 
 def _hashable(value: Any) -> bool:

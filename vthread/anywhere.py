@@ -62,7 +62,7 @@ import xxhash
 
 from vthread import _core
 from vthread._attribution import joined, paired, rendered
-from vthread._jsvalue import is_text
+from vthread._jsvalue import is_string, is_text
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
@@ -152,7 +152,7 @@ def reply_key(message: Mapping[str, Any]) -> Key:
     under it differ only in their numbers (a count, a line number, an id)."""
     text = message.get("text")
     return exact_key(message.get("type"),
-                     _NUMBERS.sub("0", text) if isinstance(text, str) else text, message)
+                     _NUMBERS.sub("0", text) if is_string(text) else text, message)
 
 
 def failed(message: Mapping[str, Any]) -> bool:
@@ -164,18 +164,20 @@ def failed(message: Mapping[str, Any]) -> bool:
     function = activity.get("function")
     result = function.get("result") if isinstance(function, Mapping) else None
     return activity.get("is_error") is True or (
-        isinstance(result, str) and _ERROR.match(result) is not None)
+        is_string(result) and _ERROR.match(result) is not None)
 
 
-def call_result(message: Mapping[str, Any]) -> tuple[Any, Key]:
-    """A tool response's (tool name, exact result key): a response of the same tool with
-    another result between two retries is progress."""
+def call_result(message: Mapping[str, Any]) -> tuple[Key, Key]:
+    """A tool response's (tool name, result), each as its exact key: a response of the same
+    tool with another result between two retries is progress. The name by its value, as
+    JavaScript compares it (a ``str`` subclass's own ``__eq__`` saying no made every other
+    call of the tool a different one, and a retried failure a loop)."""
     meta = message.get("meta")
     activity = meta.get("activity") if isinstance(meta, Mapping) else None
     function = activity.get("function") if isinstance(activity, Mapping) else None
     if not isinstance(function, Mapping):
-        return None, _core.canonical([None])
-    return function.get("name"), _core.canonical([function.get("result")])
+        return _core.canonical([None]), _core.canonical([None])
+    return _core.canonical([function.get("name")]), _core.canonical([function.get("result")])
 
 
 # --------------------------------------------------------------------------- the fast path
@@ -545,7 +547,7 @@ def _retried_failures(
 
 def _retry_linked(messages: Sequence[Mapping[str, Any]], offset: int,
                   roles: npt.NDArray[np.int8], position: npt.NDArray[np.int64],
-                  failure: tuple[Any, Key], before: int, after: int) -> bool:
+                  failure: tuple[Key, Key], before: int, after: int) -> bool:
     """Whether the copy at row ``after`` retries the one at ``before``: close enough, and
     no response of the same tool with another result between them."""
     if int(position[after] - position[before]) > MAX_PERIOD:
@@ -630,7 +632,7 @@ def prose(text: Any) -> Any:
     >>> prose("Fix it:\n```bash\nls\nls\n```\nDone.")
     'Fix it:\n\nDone.'
     """
-    if not isinstance(text, str) or "```" not in text:
+    if not is_string(text) or "```" not in text:
         return text
     return _FENCED.sub("", text)
 
@@ -690,8 +692,8 @@ def _role(message: Mapping[str, Any]) -> int:
         meta = message.get("meta")
         activity = meta.get("activity") if isinstance(meta, Mapping) else None
         function = activity.get("function") if isinstance(activity, Mapping) else None
-        if (isinstance(function, Mapping) and isinstance(function.get("name"), str)
-                and isinstance(activity, Mapping) and isinstance(activity.get("type"), str)):
+        if (isinstance(function, Mapping) and is_string(function.get("name"))
+                and isinstance(activity, Mapping) and is_string(activity.get("type"))):
             if is_text(function["name"], _THINK):
                 return _OTHER
             side = activity.get("type")
@@ -742,7 +744,7 @@ def _thread_loops(messages: list[Mapping[str, Any]]) -> list[Loop]:
     options = text_run_options(max_unique_ratio=RUNAWAY_UNIQUE_RATIO)
     for index, message in enumerate(messages):
         text = message.get("text")
-        if roles[index] == _AGENT and isinstance(text, str) and runaway(prose(text), options):
+        if roles[index] == _AGENT and is_string(text) and runaway(prose(text), options):
             found.append(Loop(index, index + 1, 1, _text_copies(text), TEXT))
     return _kept_plainly(found)
 
@@ -790,7 +792,7 @@ def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
     responses = [i for i in range(len(messages)) if roles[i] == _RESPONSE]
     found = []
 
-    def retries(before: int, after: int, failure: tuple[Any, Key]) -> bool:
+    def retries(before: int, after: int, failure: tuple[Key, Key]) -> bool:
         if actions_before[after] - actions_before[before] > MAX_PERIOD:
             return False
         return not any(
@@ -926,7 +928,7 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
 
     if kind == TEXT:
         text = block[0].get("text")
-        parts: Any = sorted(set(text_units(text))) if isinstance(text, str) else []
+        parts: Any = sorted(set(text_units(text))) if is_string(text) else []
     else:
         prints = [message_fingerprint(m) for m in block
                   if kind == BLOCK or _role(m) != _AGENT]
@@ -938,7 +940,7 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
 def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[Any], str]) -> str:
     if kind == TEXT:
         text = block[0].get("text")
-        unit = repeated_text_start(text) if isinstance(text, str) else None
+        unit = repeated_text_start(text) if is_string(text) else None
         # paired: a surrogate pair is one character, as the bytes' reading has it
         parts = [" ".join(paired(unit if unit is not None else str(text)).split())[:100]]
     else:

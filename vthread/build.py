@@ -104,7 +104,7 @@ def build_thread(
     """
     # A list of plain dicts is read by the core, which checks every message is one; other
     # sequences (and a list holding anything else) are checked here, naming a bad message.
-    read = _core.own_token_costs(messages) if messages.__class__ is list else None
+    read = _core.own_token_costs(messages) if type(messages) is list else None
     thread = list(messages) if read is not None else check_messages(messages)
     view = _MessageView(thread, format)
     flag("keep_system", keep_system)
@@ -445,7 +445,7 @@ def _trim(
 
 
 def _number(name: str, value: object) -> float:
-    if value.__class__ is float:
+    if type(value) is float:
         return value  # the usual case, checked by class
     number = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if number is None:

@@ -79,7 +79,7 @@ def _check_text(name: str, value: object) -> None:
     """Refuse a ``value`` that is not a ``str`` with a ``TypeError`` naming the argument and
     what it got (a ``None`` text failed deep inside with an ``AttributeError`` naming
     neither). An exact ``str`` costs one comparison."""
-    if value.__class__ is not str and not isinstance(value, str):
+    if type(value) is not str and not isinstance(value, str):
         got = "None" if value is None else type(value).__name__
         raise TypeError(f"{name} must be a str, got {got}")
 

@@ -192,6 +192,8 @@ def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bo
     if type(messages) is list and format == "native" and mask_volatile is False:
         # The every-turn call, a list of native messages: _native's and volatile_masked's
         # checks in their cheapest form (they were a quarter of a 60-message call's time).
+        if messages and type(messages[0]) is not dict:
+            messages = list(messages)  # as it is at the call (as_thread says why)
         if messages and chat_like(messages[0]):
             warn_if_chat([messages], stacklevel=stacklevel, one=True)
         thread: object = messages

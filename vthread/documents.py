@@ -36,7 +36,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
-from vthread._jsvalue import js_string
+from vthread._jsvalue import is_string, js_string
 from vthread._messages import check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
@@ -106,7 +106,7 @@ def messages_column(names: Sequence[str], messages_key: str | None, where: str,
     'history'
     """
     if messages_key is not None:
-        if not isinstance(messages_key, str):
+        if not is_string(messages_key):
             raise TypeError(f"column names are strings, got {type(messages_key).__name__}")
         if messages_key not in names:
             raise ValueError(f"no column {messages_key!r}; {where} has {', '.join(names)}")
@@ -184,7 +184,7 @@ def run_format(run: Mapping[str, Any]) -> str | None:
     ('mini-swe-agent', None)
     """
     declared = run.get("trajectory_format")
-    if isinstance(declared, str) and declared.startswith("mini-swe-agent"):
+    if is_string(declared) and declared.startswith("mini-swe-agent"):
         return "mini-swe-agent"
     return None
 
@@ -381,6 +381,10 @@ def native_threads(threads: Sequence[Any], format_: str
     from vthread.adapters import to_native_with_sources
 
     if checked_format(format_) == "auto":
+        # The threads detection reads, as they are at the call: a message that is no exact
+        # dict runs the caller's code when read, which may change the thread under it.
+        threads = [_held(thread) if index < DETECT_THREADS else thread
+                   for index, thread in enumerate(threads)]
         format_ = _batch_format(threads)
     if format_ == "native" and not any(isinstance(t, Mapping) for t in threads):
         return threads, None
@@ -389,7 +393,7 @@ def native_threads(threads: Sequence[Any], format_: str
     for index, thread in enumerate(threads):
         if isinstance(thread, Mapping):
             found = read_run(_as_parsed_run(thread), format_)
-            if isinstance(found, str):
+            if is_string(found):
                 raise ValueError(f"thread {index}: {found}")
             native.append(found[1])
             sources.append(found[2])
@@ -401,12 +405,18 @@ def native_threads(threads: Sequence[Any], format_: str
             sources.append(None)
             continue
         try:
-            messages, origins = to_native_with_sources(thread, format_)  # type: ignore[arg-type]
+            messages, origins = to_native_with_sources(_held(thread), format_)  # type: ignore[arg-type]
         except ValueError as error:
             raise ValueError(f"thread {index}: {format_} format: {error}") from None
         native.append(messages)
         sources.append(origins)
     return native, sources
+
+
+def _held(thread: Any) -> Any:
+    """A list or tuple thread as it is now (a copy), for Python to read message by message
+    while the caller's own list may change under it; anything else as it is."""
+    return list(thread) if type(thread) is list or type(thread) is tuple else thread
 
 
 def checked_format(format_: object) -> str:
@@ -415,7 +425,7 @@ def checked_format(format_: object) -> str:
     listing the formats."""
     from vthread.adapters import FORMATS
 
-    if not isinstance(format_, str):
+    if not is_string(format_):
         raise TypeError(f"format must be a str ('auto' or one of {', '.join(FORMATS)}), got "
                         f"{type(format_).__name__}")
     if format_ != "auto" and format_ not in FORMATS:
@@ -569,7 +579,7 @@ def _may_settle(value: Any) -> bool:
         if type(message) is not dict or not _SETTLING_KEYS.isdisjoint(message):
             return True
         role = message.get("role")
-        if isinstance(role, str) and role in _OPENAI_ONLY_ROLES:  # (a str subclass too)
+        if is_string(role) and role in _OPENAI_ONLY_ROLES:  # (a str subclass too)
             return True
         content = message.get("content")
         if content is not None and (type(content) is not str or "<function=" in content
@@ -737,7 +747,7 @@ def chat_like(message: Any) -> bool:
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
     kind = message.get("type")
-    if not isinstance(kind, str):
+    if not is_string(kind):
         return False
     kind = js_string(str.__str__(kind))  # (by content: a str subclass's own hash is not asked)
     return (kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS) and "call_id" in message

@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 from typing import Final
 
-from vthread._jsvalue import JS_WHITESPACE, utf16_tail
+from vthread._jsvalue import JS_WHITESPACE, is_string, utf16_tail
 from vthread._options import TextRunOptions, text_run_options
 
 __all__ = [
@@ -107,7 +107,7 @@ def may_hold_units(text: object, min_units: int) -> bool:
     """Whether ``text`` has enough separators to hold ``min_units`` units: n units need at
     least n - 1 separators, so most texts are rejected without splitting. Only the last
     TAIL_UNITS code points are counted: they hold every unit that is read."""
-    if not isinstance(text, str) or not text:
+    if not is_string(text) or not text:
         return False
     tail = text[-TAIL_UNITS:]
     count = tail.count(".") + tail.count("!") + tail.count("?") + tail.count("\n")
@@ -116,7 +116,7 @@ def may_hold_units(text: object, min_units: int) -> bool:
 
 def runaway(text: object, options: TextRunOptions) -> bool:
     """:func:`has_repeated_text_run` with resolved options."""
-    if not isinstance(text, str) or not may_hold_units(text, options.min_units):
+    if not is_string(text) or not may_hold_units(text, options.min_units):
         return False
     return runaway_units(text_units(text), options)
 

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from vthread import _core
+from vthread._jsvalue import is_string
 from vthread._options import flag
 
 __all__ = ["mask_text", "masked_thread", "volatile_masked"]
@@ -109,7 +110,7 @@ def _volatile_key(key: object) -> bool:
 
 
 def _leaf(value: Any, under_volatile_key: bool, mask: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
+    if is_string(value):
         return VOLATILE if under_volatile_key else mask(value)
     if under_volatile_key and isinstance(value, (int, float)) and not isinstance(value, bool):
         return VOLATILE
@@ -185,7 +186,7 @@ def _masked_message(message: Any, mask: Callable[[str], str] = mask_text) -> Any
     if not isinstance(message, Mapping):
         return message
     copy = dict(message)
-    if isinstance(copy.get("text"), str):
+    if is_string(copy.get("text")):
         copy["text"] = mask(copy["text"])
     if "meta" in copy:
         copy["meta"] = _masked_value(copy["meta"], mask=mask)
