@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import os
 import signal
 import sys
 import time
@@ -221,6 +222,7 @@ def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -
     """Two processes answer exactly as one (the small batch is split all the same)."""
     scan_module = importlib.import_module("vthread.scan")
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)  # on any machine
     split: list[int] = []
     parallel = scan_module._scan_parallel
     monkeypatch.setattr(scan_module, "_scan_parallel",
@@ -282,6 +284,80 @@ def test_an_error_raised_in_the_caller_during_a_split_scan_is_its_own(
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 3  # not scanned again after the workers
+
+
+class _EndsItsProcess(Mapping[str, Any]):
+    """A message that, read in a forked worker, ends that process (os._exit, as a
+    segmentation fault or the kernel's out-of-memory killer would), or raises SystemExit."""
+
+    def __init__(self, caller: int, how: str) -> None:
+        self.caller, self.how = caller, how
+
+    def __getitem__(self, key: str) -> Any:
+        if os.getpid() != self.caller:
+            if self.how == "exit":
+                os._exit(3)
+            raise SystemExit(3)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_a_worker_that_dies_is_an_error_not_a_wait(anywhere: bool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker process that ends without answering (killed, or ended by an object it read)
+    makes scan(jobs=2) raise at once, saying so: the pool waited for its answer for ever (a
+    tester's run was still waiting when killed at 40 s). A SystemExit raised in a worker is
+    the caller's to see, as with jobs=1 (it hung too)."""
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES_ANYWHERE", 0)
+    monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)
+    threads: list[list[Any]] = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
+    threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(os.getpid(), "exit")]
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("scan(jobs=2) waited 60 s for a worker that had died")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(60)  # a regression fails here rather than hanging the run
+    try:
+        with pytest.raises(vthread.WorkerDiedError, match=r"^scan\(jobs=2\): a worker "
+                           r"process ended without answering \(exit status 3"):
+            vthread.scan(threads, jobs=2, anywhere=anywhere)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    # Raised in a worker, read here as the empty mapping it is in this process: the batch
+    # is scanned again here and answers as jobs=1 does.
+    threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(os.getpid(), "raise")]
+    two = vthread.scan(threads, jobs=2, anywhere=anywhere)
+    assert two.names == vthread.scan(threads, anywhere=anywhere).names
+    assert two.record(30) == vthread.scan(threads, anywhere=anywhere).record(30)
+
+
+def test_jobs_past_the_cpus_start_a_worker_per_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scan(jobs=12) on a machine of 2 usable CPUs starts 2 workers, as ``vthread scan
+    --jobs`` does (it forked 12, each copying the pages it read), and one CPU scans in this
+    process."""
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    started: list[int] = []
+    parallel = scan_module._scan_parallel
+    monkeypatch.setattr(scan_module, "_scan_parallel",
+                        lambda threads, options, jobs, *rest: started.append(jobs) or parallel(
+                            threads, options, jobs, *rest))
+    threads = [[{"type": "bot", "text": f"t{i % 7}"}] * 3 for i in range(60)]
+    for cpus, expected in ((2, [2]), (1, [])):
+        started.clear()
+        monkeypatch.setattr(scan_module, "usable_cpus", lambda cpus=cpus: cpus)
+        assert vthread.scan(threads, jobs=12).names == vthread.scan(threads).names
+        assert started == expected
 
 
 def test_small_batch_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:

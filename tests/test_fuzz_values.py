@@ -356,12 +356,13 @@ def test_scan_arrow_refuses_what_is_not_a_table(value: Any) -> None:
 
 
 def test_every_public_callable_is_fuzzed() -> None:
-    """Each callable of ``vthread.__all__`` is driven by a test above (result types are
-    built only by the library)."""
+    """Each callable of ``vthread.__all__`` is driven by a test above (result types and
+    errors are built only by the library)."""
     fuzzed = {*_CYCLE_FUNCTIONS, "scan", "build_thread", "fingerprint", "message_fingerprint",
               "has_repeated_text_run", "has_repeated_text_runs", "Guard", "scan_texts",
               "masked_thread", "scan_arrow"}
-    results = {"BuildResult", "GuardReason", "GuardTrip", "ScanResult", "HEURISTIC_NAMES"}
+    results = {"BuildResult", "GuardReason", "GuardTrip", "ScanResult", "HEURISTIC_NAMES",
+               "WorkerDiedError"}
     assert set(vthread.__all__) == fuzzed | results
 
 

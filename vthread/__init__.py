@@ -26,7 +26,7 @@ if _typing.TYPE_CHECKING:
     from vthread.fingerprint import fingerprint, message_fingerprint
     from vthread.guard import Guard, GuardReason
     from vthread.replay import GuardTrip, has_repeated_text_runs, scan_texts
-    from vthread.scan import HEURISTIC_NAMES, ScanResult, scan
+    from vthread.scan import HEURISTIC_NAMES, ScanResult, WorkerDiedError, scan
     from vthread.textrun import has_repeated_text_run
     from vthread.volatile import masked_thread
 
@@ -37,6 +37,7 @@ _HOMES = {
     "GuardReason": "vthread.guard",
     "GuardTrip": "vthread.replay",
     "ScanResult": "vthread.scan",
+    "WorkerDiedError": "vthread.scan",
     "build_thread": "vthread.build",
     "describe_thread_cycle": "vthread.cycle",
     "fingerprint": "vthread.fingerprint",
@@ -61,6 +62,7 @@ __all__ = [
     "GuardReason",
     "GuardTrip",
     "ScanResult",
+    "WorkerDiedError",
     "build_thread",
     "describe_thread_cycle",
     "fingerprint",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from dataclasses import dataclass
 from typing import Final
 
@@ -88,6 +89,14 @@ def jobs_count(value: object) -> int:
     if count < 1:
         raise ValueError(f"jobs must be a positive integer, got {count}")
     return count
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def floor_count(name: str, value: object, default: int, minimum: int) -> int:

@@ -50,7 +50,14 @@ from vthread._messages import (
     usage_tokens,
 )
 from vthread._on_demand import OnDemand
-from vthread._options import CycleOptions, cycle_options, flag, jobs_count, not_with_anywhere
+from vthread._options import (
+    CycleOptions,
+    cycle_options,
+    flag,
+    jobs_count,
+    not_with_anywhere,
+    usable_cpus,
+)
 from vthread.fingerprint import message_fingerprint, message_key
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
@@ -675,35 +682,100 @@ _FORKED_THREADS: Sequence[Sequence[Any]] = ()
 
 def _scan_rows(task: tuple[int, int, CycleOptions, bool]) -> ScanResult | None:
     """A worker's rows scanned, or None when they raised: the error names a thread by its
-    place among these rows, so the caller scans the batch itself to raise it rightly."""
+    place among these rows, so the caller scans the batch itself to raise it rightly. Any
+    exception, a SystemExit or KeyboardInterrupt a caller's object raised too: the worker
+    answers, and the caller decides."""
     begin, end, options, anywhere = task
     try:
         return _scan_batch(list(_FORKED_THREADS[begin:end]), options, anywhere)
-    except Exception:
+    except BaseException:
         return None
+
+
+def _scan_worker(tasks: Any, results: Any, options: CycleOptions, anywhere: bool) -> None:
+    """A forked worker: row ranges taken from ``tasks`` until a None, each one's
+    ``(position, result)`` sent on ``results``, then a None to say it finished."""
+    while (task := tasks.get()) is not None:
+        position, begin, end = task
+        results.send((position, _scan_rows((begin, end, options, anywhere))))
+    results.send(None)
+    results.close()
+
+
+class WorkerDiedError(RuntimeError):
+    """A worker process of ``scan(jobs=N)`` ended without answering (killed for memory, by a
+    signal, or by a caller's object ending the process from inside it)."""
 
 
 def _scan_parallel(
     threads: list[Sequence[Any]], options: CycleOptions, jobs: int, anywhere: bool = False
 ) -> ScanResult:
+    """``threads`` scanned by ``jobs`` forked workers taking row ranges as they finish.
+
+    Each worker's end is watched (its process sentinel) beside its answers, so a worker
+    that dies is an error at once, never a wait for an answer that cannot come (a pool
+    waited for ever); an exception in this process ends every worker before it goes on."""
     import multiprocessing
+    from multiprocessing.connection import wait
 
     global _FORKED_THREADS
-    bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int)
-    tasks = [(int(a), int(b), options, anywhere) for a, b in pairwise(bounds.tolist())]
+    context = multiprocessing.get_context("fork")
+    bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int).tolist()
+    tasks = context.SimpleQueue()
+    for position, (begin, end) in enumerate(pairwise(bounds)):
+        tasks.put((position, begin, end))
+    for _ in range(jobs):
+        tasks.put(None)
+    workers: dict[Any, Any] = {}  # its answers' end of a pipe -> the worker's process
+    parts: dict[int, ScanResult | None] = {}
     _FORKED_THREADS = threads
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            parts = pool.map(_scan_rows, tasks, chunksize=1)
+        for _ in range(jobs):
+            answers, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_scan_worker, daemon=True,
+                                      args=(tasks, sender, options, anywhere))
+            process.start()
+            sender.close()
+            workers[answers] = process
+        _FORKED_THREADS = ()
+        running = dict(workers)
+        while running:
+            ready = wait([*running, *(process.sentinel for process in running.values())])
+            for answers, process in list(running.items()):
+                finished = ended = False
+                while not (finished or ended) and answers.poll():  # (true at its end too)
+                    try:
+                        answer = answers.recv()
+                    except EOFError:  # it closed its end without finishing: it died
+                        ended = True
+                        break
+                    finished = answer is None
+                    if not finished:
+                        parts[answer[0]] = answer[1]
+                if finished:
+                    del running[answers]
+                elif ended or process.sentinel in ready:
+                    process.join()
+                    raise WorkerDiedError(
+                        f"scan(jobs={jobs}): a worker process ended without answering (exit "
+                        f"status {process.exitcode}: killed for memory or by a signal, or "
+                        f"ended by an object it read); scan with jobs=1 to see what its "
+                        f"threads do")
     finally:
         _FORKED_THREADS = ()
-    done = [part for part in parts if part is not None]
-    if len(done) < len(parts):
+        for answers, process in workers.items():
+            if process.is_alive():
+                process.kill()
+            process.join()
+            answers.close()
+        tasks.close()
+    done = [parts[position] for position in range(len(bounds) - 1)]
+    if any(part is None for part in done):
         # A worker's rows raised: the batch is scanned here, so that the error (or the
         # answer, should none recur) is the one-process scan's, the thread named by its
         # place in the caller's batch. What the caller's objects do when read runs again.
         return _scan_batch(threads, options, anywhere)
-    return ScanResult.concatenate(done)
+    return ScanResult.concatenate([part for part in done if part is not None])
 
 
 def scan(
@@ -724,10 +796,12 @@ def scan(
     keywords. Each heuristic reads only the messages it can look at (each thread's second
     half for the repeated suffix, its end for the others), as array operations across all
     threads at once; only candidate loops are confirmed one by one. ``jobs > 1`` splits
-    the batch over forked processes (where the platform can fork, and when the batch holds
+    the batch over forked processes, no more than the usable CPUs (where the platform can
+    fork, and when the batch holds
     at least ``PARALLEL_MIN_MESSAGES`` messages, ``PARALLEL_MIN_MESSAGES_ANYWHERE`` with
     ``anywhere=True``: below that a pool costs more than it
-    saves) and returns the identical result. A thread that is not a sequence of mappings
+    saves) and returns the identical result; a worker that dies (killed for memory, by a
+    signal) is a :class:`WorkerDiedError`. A thread that is not a sequence of mappings
     is a ``TypeError`` naming the thread and message index. ``mask_volatile=True`` compares
     messages with their volatile values masked (:mod:`vthread.volatile`), as the cycle
     functions do; signatures and excerpts then show the placeholders. O(total messages) at
@@ -760,7 +834,9 @@ def scan(
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
-    jobs = jobs_count(jobs)
+    # More workers than CPUs would only take turns, each holding its own copy of the pages
+    # it reads.
+    jobs = min(jobs_count(jobs), usable_cpus())
     anywhere = flag("anywhere", anywhere)
     not_with_anywhere(anywhere, min_repetitions=min_repetitions,
                       min_pattern_length=min_pattern_length,
