@@ -8,8 +8,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -847,10 +849,10 @@ def test_a_newline_in_a_name_is_escaped_so_each_message_stays_one_line(
     the second not starting with the command's name. Its records name it exactly."""
     folder = tmp_path / "runs\ndir"
     folder.mkdir()
-    name = "first\nsecond.jsonl"
+    name = "first\nsec\u202eond.jsonl"  # and a right-to-left override, which reorders
     (folder / name).write_bytes(b"{bad\n")
     (folder / "chat.jsonl").write_text(json.dumps([{"role": "user", "content": "hi"}]) + "\n")
-    escaped = str(folder / name).replace("\n", "\\x0a")
+    escaped = str(folder / name).replace("\n", "\\x0a").replace("\u202e", "\\u202e")
 
     def one_line_each(err: str) -> list[str]:
         said = err.splitlines()
@@ -915,3 +917,130 @@ def test_a_small_document_is_read_under_a_small_address_space(tmp_path: Path) ->
                             timeout=120, preexec_fn=capped)
     assert result.returncode == 0, result.stderr
     assert [r["verdict"] for r in records(result.stdout)] == ["repeated_suffix"]
+
+
+def test_an_early_summary_never_overwrites_standard_input_or_the_sample(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--summary`` naming the file standard input is redirected from (``< x.jsonl``, or
+    ``/dev/stdin``), or the sample ``--sample`` scans, is refused and the input left as it
+    was: the refusal's early summary was written over it (the runs were lost). ``vthread
+    report - -o x.jsonl < x.jsonl`` is refused too (it wrote its page over the runs)."""
+    source = ROOT / "vthread" / "samples" / "threads.jsonl"
+    runs = tmp_path / "runs.jsonl"
+    runs.write_bytes(b"".join(source.read_bytes().splitlines(keepends=True)[:3]))
+    given = runs.read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for target in (str(runs), "/dev/stdin"):
+        with runs.open("rb") as stdin:
+            done = subprocess.run([sys.executable, "-m", "vthread", "scan", "--summary", target],
+                                  stdin=stdin, capture_output=True, env=env, timeout=120,
+                                  check=False)
+        assert done.returncode == 2 and b"is the input standard input" in done.stderr
+        assert runs.read_bytes() == given
+    with runs.open("rb") as stdin:  # the report's output the file its "-" comes from
+        done = subprocess.run([sys.executable, "-m", "vthread", "report", "-", "-o", str(runs)],
+                              stdin=stdin, capture_output=True, env=env, timeout=120,
+                              check=False)
+    assert done.returncode == 2 and b"is the input standard input" in done.stderr
+    assert runs.read_bytes() == given
+    sample = tmp_path / "sample.jsonl"
+    sample.write_bytes(given)
+    monkeypatch.setattr(cli, "SAMPLE", sample)
+    code, _, err = run(["scan", "--sample", "--summary", str(sample)], monkeypatch)
+    assert code == 2 and "destroy the input" in err and sample.read_bytes() == given
+
+
+def test_no_file_and_no_standard_input_is_an_error_not_the_sample(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vthread scan`` with no FILE and standard input closed (a cron job, a daemon) is a
+    usage error: it scanned the bundled sample and passed its records (and, with
+    ``--fail-on-loop``, its loops' exit status) off as the job's."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(["sh", "-c", f"exec {sys.executable} -m vthread scan "
+                           "--fail-on-loop <&-"], capture_output=True, env=env, timeout=120,
+                          check=False)
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert b"no FILE and there is no standard input (it is closed)" in done.stderr
+
+
+def test_a_directory_that_cannot_be_listed_is_an_error_and_links_are_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subdirectory the scan cannot list stops it with an error naming it, as a file it
+    cannot read does (its files were passed over in silence, exit status 0, the summary
+    "completed"); a link to a directory, which is not followed, is said on stderr and listed
+    in --summary's "left_out", as a FIFO is."""
+    top = tmp_path / "runs"
+    (top / "sub").mkdir(parents=True)
+    lines_file(top / "a.jsonl", 2)
+    lines_file(top / "sub" / "b.jsonl", 2)
+    real_walk = os.walk
+
+    def walk_denied(name: Any, onerror: Any = None, **keywords: Any) -> Any:
+        for root, directories, files in real_walk(name, **keywords):
+            if root.endswith("sub"):  # (as root, which may list anything, a refusal is made)
+                assert onerror is not None, "a directory that cannot be listed is ignored"
+                onerror(PermissionError(13, "Permission denied", root))
+                return
+            yield root, directories, files
+
+    monkeypatch.setattr(os, "walk", walk_denied)
+    code, out, err = run(["scan", str(top)], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert err == f"vthread scan: {top / 'sub'}: cannot be listed: Permission denied\n"
+    monkeypatch.undo()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lines_file(elsewhere / "c.jsonl", 1)
+    (top / "linked").symlink_to(elsewhere, target_is_directory=True)
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(top), "-q", "--summary", str(summary)], monkeypatch)
+    why = "a link to a directory, not followed (name the directory itself to scan it)"
+    assert code == 0 and len(records(out)) == 4
+    assert f"vthread scan: {top / 'linked'}: left out: {why}" in err
+    assert json.loads(summary.read_text())["left_out"] == [
+        {"file": str(top / "linked"), "why": why}]
+
+
+def test_a_fifo_output_without_a_reader_is_an_error_not_a_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o FIFO`` or ``--summary FIFO`` that no process reads is refused at once (status
+    74, saying so), where the scan waited in ``open`` for ever, deaf to SIGTERM and Ctrl-C;
+    with a reader waiting, the records and the summary reach it, plain or gzip."""
+    import threading
+
+    source = lines_file(tmp_path / "runs.jsonl", 3)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("the scan waited 30 s for a FIFO's reader")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(30)  # a regression fails here rather than hanging the run
+    try:
+        code, out, err = run(["scan", str(source), "-q", "-o", str(fifo)], monkeypatch)
+        assert (code, out) == (74, b"")
+        assert err == f"vthread scan: cannot write {fifo}: it is a FIFO no process reads\n"
+        code, out, err = run(["scan", str(source), "-q", "--summary", str(fifo)], monkeypatch)
+        assert code == 74 and len(records(out)) == 3
+        assert err == f"vthread scan: cannot write {fifo}: it is a FIFO no process reads\n"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    gzipped = tmp_path / "out.jsonl.gz"
+    gzipped.symlink_to(fifo)
+    for flag, target in (("-o", fifo), ("--summary", fifo), ("-o", gzipped)):
+        received: list[bytes] = []
+        reader = threading.Thread(
+            target=lambda into=received: into.append(fifo.read_bytes()))
+        reader.start()
+        time.sleep(0.3)  # the reader waiting in its open
+        code, out, _ = run(["scan", str(source), "-q", flag, str(target)], monkeypatch)
+        reader.join(30)
+        assert code == 0 and received
+        if target == gzipped:
+            assert len(records(gzip.decompress(received[0]))) == 3
+        elif flag == "-o":
+            assert len(records(received[0])) == 3
+        else:
+            assert json.loads(received[0])["threads"] == 3 and len(records(out)) == 3

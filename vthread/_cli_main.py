@@ -407,19 +407,26 @@ def _misplaced_option(option: str, parser: argparse.ArgumentParser) -> str:
             f"  see 'vthread scan --help' and 'vthread guard --help'")
 
 
-_UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BIDI_AND_SEPARATORS: Final = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""Characters that reorder or break what a terminal shows without being control characters:
+the bidirectional marks, embeddings, overrides and isolates (a name holding U+202E shows
+its end reversed, ``gpj.exe`` as ``exe.jpg``), and the line and paragraph separators."""
+
+_UNSHOWN: Final = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 """Control characters but a newline and a tab: written as escapes in messages (a file's
 name, a run's id, holding an escape sequence would reach the terminal as a command to it:
-recolouring, moving the cursor, rewriting what was said)."""
+recolouring, moving the cursor, rewriting what was said); and
+:data:`_BIDI_AND_SEPARATORS`."""
 
-_UNSHOWN_IN_A_LINE: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_UNSHOWN_IN_A_LINE: Final = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 """:data:`_UNSHOWN` and the newline: what is escaped in a one-line message, where a newline
 can only have come from what it quotes (a file named ``a\nb.jsonl``), and would make one
 message read as two."""
 
 
 def _escaped(found: re.Match[str]) -> str:
-    return f"\\x{ord(found.group()):02x}"
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def shown(message: str, lines: bool = True) -> str:

@@ -227,6 +227,16 @@ def _check_output(output: str, files: Sequence[str]) -> None:
         raise _ReportError("-o: an empty path names no file (- is standard output)",
                            USAGE_EXIT)
     for name in files:
+        if name == "-":
+            # Standard input redirected from the output file (< runs.jsonl): writing the
+            # page would empty the file before it is read.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                target, source = os.stat(output), os.fstat(sys.stdin.fileno())
+                if stat.S_ISREG(target.st_mode) and os.path.samestat(target, source):
+                    raise _ReportError(f"the output {output} is the input standard input; "
+                                       "writing it would destroy the input (choose another "
+                                       "path)")
+            continue
         for found in _files_of(name):
             with contextlib.suppress(OSError):
                 if os.path.samefile(output, found):

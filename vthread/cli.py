@@ -117,6 +117,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import errno
 import io
 import json
 import math
@@ -159,6 +160,7 @@ from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspec
 from vthread._heuristics import core_options, written_lines
 from vthread._messages import loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
+from vthread._options import usable_cpus as _usable_cpus
 from vthread._records import json_text, record_id, strict_dumps
 from vthread.documents import (
     BLANK_CELL,
@@ -237,14 +239,6 @@ _INT_EXACT: Final = 2**53
 
 
 # ---------------------------------------------------------------------------- scan command
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
-        return os.cpu_count() or 1
 
 
 def _worker_count(requested: int, work: int | None = None) -> int:
@@ -444,12 +438,24 @@ def _stopped_by(stop: BaseException) -> tuple[int, str]:
 def _early_summary(options: argparse.Namespace, reason: str) -> None:
     """``--summary``'s file for a run that ended before its scan (nothing scanned, and why):
     a summary left by an earlier run must not stand for this one."""
-    if options.summary_file and not _destroys_a_listed_input(options.summary_file,
-                                                              options.files):
+    inputs = _named_inputs(options)
+    if options.summary_file and not _destroys_a_listed_input(options.summary_file, inputs):
         with contextlib.suppress(_FatalError):
-            _check_not_an_input(options.summary_file, list(options.files))
+            _check_not_an_input(options.summary_file, inputs)
             _write_summary(options.summary_file, _summary_json(
-                _Stats(), _what_was_scanned(list(options.files)), 0.0, [], set(), reason))
+                _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason))
+
+
+def _named_inputs(options: argparse.Namespace) -> list[str]:
+    """The inputs the options name, as :func:`_inputs` reads them but without listing a
+    directory or saying anything: the FILE arguments, else the sample or standard input (an
+    early summary must not be written over either: standard input redirected from the very
+    file it names was overwritten with the summary of a run that refused to do so)."""
+    if options.files:
+        return list(options.files)
+    if options.sample or _is_tty(sys.stdin):
+        return [str(SAMPLE)]
+    return ["-"]
 
 
 def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSignals) -> int:
@@ -490,8 +496,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         except _FatalError as error:
             say(f"vthread scan: {error}")
             return USAGE_EXIT
+    passed_over: list[tuple[str, str]] = []  # paths under an input directory not read
     try:
-        inputs = _inputs(options)
+        inputs = _inputs(options, passed_over)
         if inputs is None:
             return USAGE_EXIT
         files, listed = inputs
@@ -654,7 +661,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
-                                None if failure is None else failure[1], cut_short)
+                                None if failure is None else failure[1], cut_short,
+                                passed_over)
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
     if failure is not None:
@@ -664,9 +672,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
     """Write ``--summary``'s file; False (said on stderr) when it cannot be written."""
+    text = json.dumps(summary, indent=2, allow_nan=False) + "\n"
     try:
-        Path(path).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n",
-                              encoding="utf-8")
+        if _is_fifo(path):
+            with _open_fifo(path) as fifo:
+                fifo.write(text.encode("utf-8"))
+        else:
+            Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
         say(f"vthread scan: cannot write {path}: {error.strerror or error}")
         return False
@@ -838,10 +850,12 @@ def _every_loop(loops: list[list[dict[str, Any]]] | None
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   detected: list[tuple[str, str]], units: set[str],
                   failure: str | None = None,
-                  cut_short: list[tuple[str, str]] | None = None) -> dict[str, object]:
+                  cut_short: list[tuple[str, str]] | None = None,
+                  left_out: list[tuple[str, str]] | None = None) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
     why the scan ended before its end (the figures are then those of what it read);
-    ``cut_short``: the inputs not read to their end, and why."""
+    ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
+    an input directory not read (a FIFO, a link to a directory), and why."""
     threads = stats.lines - stats.errors
     return {
         "scanned": scanned,
@@ -868,6 +882,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
             "tokens": _finite(stats.anywhere[2]) if stats.anywhere_tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
+        "left_out": [{"file": label, "why": why} for label, why in left_out or []],
     }
 
 
@@ -881,11 +896,15 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | None:
+def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | None = None
+            ) -> tuple[list[str], frozenset[str]] | None:
     """The files to read, and those of them found in a directory FILE: the FILE arguments as
     given, a directory by the files under it (the records and summary this run writes left
     out); with none, standard input when it is a pipe or a file, else (or with --sample) the
-    bundled sample. None after a usage error."""
+    bundled sample. None after a usage error. The paths under a directory left out (not
+    regular files, links to directories) are said, and added to ``passed_over`` with why."""
+    if passed_over is None:
+        passed_over = []
     if options.sample:
         if options.files:
             say("vthread scan: error: --sample takes no FILE")
@@ -908,6 +927,7 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
             found = _files_under(name, written, overwritten, left_out)
             for path, why in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
+            passed_over.extend(sorted(left_out))
             _check_only_records_overwritten(name, overwritten)
             if found != [name]:
                 found = _without_records(found)
@@ -921,12 +941,16 @@ def _inputs(options: argparse.Namespace) -> tuple[list[str], frozenset[str]] | N
             # is its own error record, said, and the others are still read.
             listed.update(name for name in files if name != "-")
         return files, frozenset(listed)
-    if sys.stdin is not None and not _is_tty(sys.stdin):
+    if sys.stdin is None:
+        # A job started with no standard input (cron, a daemon) that named no FILE: an
+        # error, not the sample's records passed off as its own.
+        raise _FatalError("no FILE and there is no standard input (it is closed): name a "
+                          "FILE, or - for standard input (--sample scans the bundled sample)")
+    if not _is_tty(sys.stdin):
         return ["-"], frozenset()
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
-    why = "standard input is a terminal" if sys.stdin is not None else "there is no standard input"
-    say(f"vthread scan: no FILE and {why}: scanning the bundled sample "
-        f"(vthread scan --sample)")
+    say("vthread scan: no FILE and standard input is a terminal: scanning the bundled "
+        "sample (vthread scan --sample)")
     return [str(SAMPLE)], frozenset()
 
 
@@ -1013,8 +1037,20 @@ def _files_under(name: str, written: set[tuple[int, int]],
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
-    for root, directories, files in os.walk(name):
+
+    def unlisted(error: OSError) -> None:
+        # A directory that cannot be listed holds files that would go unread: an error, as
+        # a file that cannot be read is (it was passed over in silence, exit status 0).
+        where = error.filename if error.filename is not None else name
+        raise _FatalError(f"{where}: cannot be listed: {error.strerror or error}")
+
+    for root, directories, files in os.walk(name, onerror=unlisted):
         directories[:] = [d for d in directories if not d.startswith(".")]
+        if left_out is not None:
+            left_out.extend(
+                (os.path.join(root, d), "a link to a directory, not followed (name the "
+                 "directory itself to scan it)")
+                for d in directories if os.path.islink(os.path.join(root, d)))
         for file in files:
             lower = file.lower()
             if file.startswith(".") or not (
@@ -1123,6 +1159,9 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     (:class:`_PendingOutput`). An ``OSError`` when the file could not be written."""
     if not path:
         return sys.stdout.buffer
+    if _is_fifo(path):
+        fifo = _open_fifo(path)  # now: a reader waiting is given its records as they come
+        return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere, fifo)))
     unwritable = _unwritable(path)
     if unwritable is not None:
         raise OSError(unwritable)
@@ -1141,19 +1180,53 @@ def _unwritable(path: str) -> str | None:
     return unwritable_folder(path)
 
 
-def _open_output(path: str, anywhere: bool) -> BinaryIO:
-    if is_parquet(path):
-        from vthread._cli_parquet import ParquetRecords
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
-        return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
-    if path.lower().endswith(".gz"):
-        import gzip
 
-        # Level 6, gzip's own default: level 9 costs several times the time for a few percent;
-        # no timestamp in the header, so the same records written to the same path make the
-        # same bytes.
-        return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
-    return open(path, "wb")
+def _open_fifo(path: str) -> BinaryIO:
+    """The FIFO ``path`` opened for writing, or an OSError saying no process reads it.
+
+    A plain open would wait until a reader comes, and in ``open`` neither Ctrl-C nor
+    SIGTERM ends the wait (the scan hung until killed). A non-blocking open fails at once
+    (ENXIO) when none reads; once open, the writes block again as a pipe's do. (Opening it
+    only to look, then closing it, would end the reader's input: it is kept.)"""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO no process reads") from None
+        raise
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "wb")
+
+
+def _open_output(path: str, anywhere: bool, opened: BinaryIO | None = None) -> BinaryIO:
+    """The records' file at ``path``, as its name says: Parquet, gzip or JSONL. ``opened``:
+    the FIFO at ``path`` already open (:func:`_open_fifo`); the Parquet and gzip writers
+    open the path themselves, which a reader waiting lets them do at once, and it is closed
+    once they have (the reader's input ends only when the last writer closes)."""
+    if opened is not None and not (is_parquet(path) or path.lower().endswith(".gz")):
+        return opened
+    try:
+        if is_parquet(path):
+            from vthread._cli_parquet import ParquetRecords
+
+            return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
+        if path.lower().endswith(".gz"):
+            import gzip
+
+            # Level 6, gzip's own default: level 9 costs several times the time for a few
+            # percent; no timestamp in the header, so the same records written to the same
+            # path make the same bytes.
+            return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
+        return open(path, "wb")
+    finally:
+        if opened is not None:
+            opened.close()
 
 
 class _PendingOutput:
@@ -3811,7 +3884,7 @@ def _usage_figures(threads: list[list[dict[str, Any]]]) -> list[Any]:
     try:
         return list(map(dict.get, usages, repeat("tokens")))
     except TypeError:
-        return [u.get("tokens") for u in usages if u.__class__ is dict]
+        return [u.get("tokens") for u in usages if type(u) is dict]
 
 
 def _dumps(record: Any) -> str:
