@@ -1123,3 +1123,30 @@ def test_mapping_members_unpack_as_python_unpacks_them(members: list[Any]) -> No
     thread = [{"type": "user", "text": "hi"}] + [{"type": "bot", "text": "x", "meta": value}] * 2
     answer = ref.describe_thread_cycle(thread, cycle_options(min_pattern_length=1))
     assert vthread.scan([[], thread], min_pattern_length=1).names == [None, answer]
+
+
+class _NoLength(str):
+    def __len__(self) -> int:
+        return 0
+
+
+class _SlicesElsewhere(str):
+    def __getitem__(self, index: Any) -> str:
+        return "Zzz. Yyy."
+
+
+@pytest.mark.parametrize("kind", [_NoLength, _SlicesElsewhere, _LyingString])
+def test_a_runaway_text_is_read_by_its_content(kind: type[str]) -> None:
+    """A text that is a ``str`` subclass whose ``__len__``, slicing or string methods lie is
+    judged a runaway (or not) by its content everywhere, as the core reads it: the reference
+    and has_repeated_text_run asked the subclass (no runaway), scan's excerpt and signature
+    came from its slicing, and the reference guard saw an empty push."""
+    runaway = "Intro. " + "Let me check. " * 10
+    plain = [{"type": "bot", "text": runaway}]
+    odd = [{"type": "bot", "text": kind(runaway)}]
+    assert ref.describe_thread_cycle(odd, cycle_options()) == "repeated_message_text_run"
+    assert vthread.describe_thread_cycle(odd) == "repeated_message_text_run"
+    assert vthread.has_repeated_text_run(kind(runaway))
+    assert vthread.scan([odd]).record(0) == vthread.scan([plain]).record(0)
+    words = "Let me check the file. " * 8
+    assert vthread.Guard().push(kind(words)) and ref.guard().push(kind(words))

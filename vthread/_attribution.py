@@ -512,6 +512,8 @@ def excerpt(
                 return joined([render_message(message, encode)])
         raise AssertionError("the result run fired without a settled response")
     text = messages[begin].get("text")
+    if is_string(text):
+        text = str.__str__(text)  # its content, not what a subclass's own slicing says
     return text_excerpt(text, repeated_unit(text) if is_string(text) else None)
 
 

@@ -668,8 +668,11 @@ def utf16_len(text: str) -> int:
 def utf16_tail(text: str, units: int) -> str:
     """``text.slice(-units)`` with JavaScript's UTF-16 indexing. O(units), whatever the length.
 
-    A cut through a surrogate pair leaves the lone low surrogate, as JavaScript would.
+    A cut through a surrogate pair leaves the lone low surrogate, as JavaScript would. A
+    ``str`` subclass is read by its content (its own ``__len__`` or slicing may lie).
     """
+    if type(text) is not str:
+        text = str.__str__(text)
     if len(text) <= units // 2:
         return text
     # The last `units` code points hold at least `units` UTF-16 units: encode only those.

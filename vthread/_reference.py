@@ -355,8 +355,9 @@ def is_thread_cyclic(messages: object, options: CycleOptions) -> bool:
 
 
 def has_repeated_text_run(text: object, options: TextRunOptions) -> bool:
-    if not is_string(text) or not text:
+    if not is_string(text) or not str.__len__(text):  # by content, as the engine reads it
         return False
+    text = str.__str__(text)
     units = text_units(text)
     if len(units) < options.min_units:
         return False
@@ -407,8 +408,9 @@ class ReferenceGuard:
     def push(self, text: object) -> bool:
         if self.reason is not None:
             return True
-        if not is_string(text) or not text:
+        if not is_string(text) or not str.__len__(text):  # by content, as the engine reads
             return False
+        text = str.__str__(text)
         self.total_chars += utf16_len(text)
         self.buffer = join_surrogates(self.buffer + text)
         parts = re.split("(" + JS_WHITESPACE_CLASS + "+)", self.buffer)

@@ -107,9 +107,9 @@ def may_hold_units(text: object, min_units: int) -> bool:
     """Whether ``text`` has enough separators to hold ``min_units`` units: n units need at
     least n - 1 separators, so most texts are rejected without splitting. Only the last
     TAIL_UNITS code points are counted: they hold every unit that is read."""
-    if not is_string(text) or not text:
+    if not is_string(text) or not str.__len__(text):  # (by content: a subclass may lie)
         return False
-    tail = text[-TAIL_UNITS:]
+    tail = str.__str__(text)[-TAIL_UNITS:]
     count = tail.count(".") + tail.count("!") + tail.count("?") + tail.count("\n")
     return count + 1 >= min_units
 
