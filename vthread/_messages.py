@@ -106,19 +106,22 @@ native, a run object holding them (``{"id": ..., "messages": [...]}``, as a JSON
 def as_thread(messages: object) -> object:
     """``messages`` as the core reads a thread fastest and Python can slice: a list or tuple
     as it is, any other sequence copied into a list once. Anything else is returned as it is,
-    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n).
-
-    A list or tuple whose first message is no exact dict is copied too: that message is read
-    before the core takes its own copy of the thread (to tell chat messages, a run object),
-    and reading it runs the caller's code, which may change the thread; the copy is the
-    thread as it was at the call."""
-    if type(messages) is list or type(messages) is tuple:
-        if messages and type(messages[0]) is not dict:
-            return list(messages)
-        return messages
-    if not _is_thread(messages):
+    for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
+    if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
         return messages
     return list(cast("Sequence[Any]", messages))
+
+
+def as_held_thread(messages: object) -> object:
+    """:func:`as_thread`, a list or tuple whose first message is no exact dict copied too:
+    that message is read in Python before the core takes its own copy of the thread (to tell
+    chat messages), and reading it runs the caller's code, which may change the thread; the
+    copy is the thread as it was at the call. O(1) but for such a thread."""
+    thread = as_thread(messages)
+    if (type(thread) is list or type(thread) is tuple) and thread and (
+            type(thread[0]) is not dict):
+        return list(cast("Sequence[Any]", thread))
+    return thread
 
 
 # ----------------------------------------------------------------------------- activities

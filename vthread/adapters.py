@@ -300,12 +300,12 @@ def _openai_assistant(
 ) -> None:
     for key in ("reasoning_content", "reasoning"):  # the first that is a non-empty string
         reasoning = message.get(key)
-        if is_string(reasoning) and (reasoning := _plain(reasoning)):
+        if reasoning is not None and is_string(reasoning) and (reasoning := _plain(reasoning)):
             out.append({"type": "reasoning", "text": reasoning})
             break
     text = _text(message, index)
     refusal = _plain(message.get("refusal")) if not text else None
-    if is_string(refusal):
+    if type(refusal) is str:  # (a string made exact by _plain)
         text = refusal
     if text:
         out.append({"type": "bot", "text": text})
@@ -334,7 +334,7 @@ def _function(function: Any, where: str) -> tuple[str, Any]:
     if not isinstance(function, Mapping):
         raise ValueError(f"{where}: function must be an object")
     name = _plain(function.get("name"))
-    if not is_string(name):
+    if type(name) is not str:  # (a string made exact by _plain)
         raise ValueError(f"{where}: function name must be a string")
     if "arguments" not in function:
         return name, _ABSENT
@@ -1045,6 +1045,8 @@ def _id_key(call_id: Any) -> Any:
     ``JSON.stringify`` writes as ``null``, are no null id: JavaScript keys them ``"NaN"``,
     ``"Infinity"``, ``"-Infinity"``, so a result with such an id answers no call with a null
     or absent one (nor does the compiled core find one for it)."""
+    if type(call_id) is str:
+        return js_string(call_id)
     if is_string(call_id):
         return js_string(str.__str__(call_id))
     if call_id is None:

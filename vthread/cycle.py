@@ -10,7 +10,7 @@ object) from, or ``"auto"``; chat messages passed as native ones are warned abou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from vthread._heuristics import (
     result_run,
     text_runs,
 )
-from vthread._messages import MessagesOrRun, as_thread
+from vthread._messages import MessagesOrRun, as_held_thread, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
 from vthread.documents import chat_like, holds_run_messages, native_messages, warn_if_chat
 from vthread.volatile import volatile_masked
@@ -41,7 +41,7 @@ __all__ = [
 
 def _columns(messages: object, options: CycleOptions) -> Columns:
     try:
-        return read_columns([as_thread(messages)], options)
+        return read_columns([as_held_thread(messages)], options)
     except TypeError as error:
         # A single thread's errors name the message index, not a thread; any other error
         # (the caller's own code failing as it is read) goes on as it was raised.
@@ -56,9 +56,11 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     like chat messages (every such thread would loop). ``stacklevel``: where the warning
     points (the caller of the public function)."""
     if format != "native":
-        return native_messages(as_thread(messages), format)[0]
+        return native_messages(as_held_thread(messages), format)[0]
     if isinstance(messages, Mapping) and holds_run_messages(messages):
         messages = native_messages(messages, format)[0]  # a run object, read as scan reads one
+    else:
+        messages = cast(MessagesOrRun, as_held_thread(messages))  # before it is read
     # Any sequence, a list's or tuple's subclass included, as scan's warning reads threads.
     warn_if_chat([messages], stacklevel=stacklevel, one=True)
     return messages
@@ -192,10 +194,11 @@ def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bo
     if type(messages) is list and format == "native" and mask_volatile is False:
         # The every-turn call, a list of native messages: _native's and volatile_masked's
         # checks in their cheapest form (they were a quarter of a 60-message call's time).
-        if messages and type(messages[0]) is not dict:
-            messages = list(messages)  # as it is at the call (as_thread says why)
-        if messages and chat_like(messages[0]):
-            warn_if_chat([messages], stacklevel=stacklevel, one=True)
+        if messages:
+            if type(messages[0]) is not dict:
+                messages = list(messages)  # as it is at the call (as_held_thread says why)
+            if chat_like(messages[0]):
+                warn_if_chat([messages], stacklevel=stacklevel, one=True)
         thread: object = messages
     else:
         thread = as_thread(

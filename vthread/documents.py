@@ -742,15 +742,18 @@ def chat_like(message: Any) -> bool:
     """Whether a first message is plainly not native: it has a ``role``, which no native
     message has (OpenAI's and Anthropic's messages, a Responses ``message`` item), or it is
     a Responses tool item (a ``function_call`` or its output, with a ``call_id``)."""
-    return isinstance(message, Mapping) and ("role" in message or _responses_tool(message))
+    return (type(message) is dict or isinstance(message, Mapping)) and (
+        "role" in message or _responses_tool(message))
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
+    if "call_id" not in message:  # (first: no native message has one)
+        return False
     kind = message.get("type")
     if not is_string(kind):
         return False
     kind = js_string(str.__str__(kind))  # (by content: a str subclass's own hash is not asked)
-    return (kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS) and "call_id" in message
+    return kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS
 
 
 _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '

@@ -44,6 +44,7 @@ from vthread._messages import (
     ABSENT,
     Activity,
     MessagesOrRun,
+    as_held_thread,
     as_thread,
     parse_activity,
     token_total,
@@ -935,7 +936,14 @@ def _thread_list(threads: object) -> list[Any]:
     if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
         raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
     # Any sequence is a thread, as for describe_thread_cycle; the loop attribution slices it.
-    return [as_thread(thread) for thread in threads]
+    from vthread.documents import DETECT_THREADS
+
+    batch = [as_thread(thread) for thread in threads]
+    for index in range(min(len(batch), DETECT_THREADS)):
+        # The threads whose first message Python reads (chat and format detection) as they
+        # are at the call (as_held_thread); the core copies every thread before reading it.
+        batch[index] = as_held_thread(batch[index])
+    return batch
 
 
 def scan_validated(threads: list[list[dict[str, Any]]], **keywords: Any) -> ScanResult:
