@@ -1,0 +1,103 @@
+"""Two source trees of vthread side by side on the in-process API.
+
+Each build is a directory put first on ``PYTHONPATH`` (a clone with its compiled core beside
+its ``vthread/``). A round runs one fresh interpreter per build, the order alternating by
+round; the interpreter reads the workload file's threads, then times (CPU seconds, the
+least of three):
+
+- ``vthread.scan`` over every thread (native messages);
+- ``vthread.scan(format="auto")`` over the first 3,000 threads in OpenAI's chat format
+  (the Python adapters' path);
+- ``describe_thread_cycle`` per call on up to 200 threads of 55-65 messages (the every-turn
+  call), in microseconds per call.
+
+The builds must give the same answers (a digest of the scans' verdicts). Each round's ratio
+is taken within the round (before / after), so the machine's drift moves both sides alike;
+the summary gives the median of those ratios and how many rounds were faster.
+
+    python -m benchmarks.api_ab before=/tmp/old after=. --file /tmp/w10k.jsonl \\
+        --rounds 7 --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+_CHILD = r"""
+import gc, hashlib, json, sys, time
+import vthread
+from benchmarks.workload import to_openai
+threads = [json.loads(line)["messages"] for line in open(sys.argv[1])]
+chats = [to_openai(thread) for thread in threads[:3000]]
+sixty = [thread for thread in threads if 55 <= len(thread) <= 65][:200]
+
+def least(call):
+    best, answer = float("inf"), None
+    for _ in range(3):
+        gc.collect()
+        started = time.process_time()
+        answer = call()
+        best = min(best, time.process_time() - started)
+    return best, answer
+
+def every_turn():
+    for _ in range(10):
+        for thread in sixty:
+            vthread.describe_thread_cycle(thread)
+
+found = {}
+found["scan"], native = least(lambda: vthread.scan(threads))
+found["scan_auto_openai"], chat = least(lambda: vthread.scan(chats, format="auto"))
+seconds, _ = least(every_turn)
+found["describe_us_per_call"] = seconds / (10 * len(sixty)) * 1e6
+found["digest"] = hashlib.sha1(json.dumps([native.names, chat.names]).encode()).hexdigest()[:16]
+print(json.dumps(found))
+"""
+
+_METRICS = ("scan", "scan_auto_openai", "describe_us_per_call")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("builds", nargs=2, metavar="NAME=DIR")
+    parser.add_argument("--file", required=True, help="the workload's JSONL file")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--out", required=True)
+    options = parser.parse_args(argv)
+    builds = dict(build.split("=", 1) for build in options.builds)
+    names = list(builds)
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for number in range(options.rounds):
+        for name in names if number % 2 == 0 else names[::-1]:
+            done = subprocess.run(
+                [sys.executable, "-c", _CHILD, options.file], cwd=builds[name],
+                env={"PYTHONPATH": builds[name], "PATH": "/usr/bin:/bin"},
+                capture_output=True, text=True, check=True)
+            rounds[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    summary: dict[str, Any] = {}
+    for metric in _METRICS:
+        ratios = [a[metric] / b[metric]
+                  for a, b in zip(rounds[names[0]], rounds[names[1]], strict=True)]
+        summary[metric] = {name: statistics.median(r[metric] for r in rounds[name])
+                           for name in names}
+        summary[metric][f"{names[0]}/{names[1]}_median_of_rounds"] = statistics.median(ratios)
+        summary[metric][f"rounds_{names[1]}_faster"] = sum(ratio > 1 for ratio in ratios)
+    summary["identical_answers"] = len({r["digest"] for name in names
+                                        for r in rounds[name]}) == 1
+    result = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "builds": builds,
+              "machine": {"processor": platform.processor(), "python": platform.python_version()},
+              "file": options.file, "rounds": rounds, "summary": summary}
+    with open(options.out, "w", encoding="utf-8") as out:
+        json.dump(result, out, indent=1)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
