@@ -243,8 +243,21 @@ impl Node for Bound<'_, PyAny> {
         let absent = ABSENT.get_or_try_init(self.py(), || {
             PyAny::type_object(self.py()).call0().map(Bound::unbind)
         })?;
-        let value = self.call_method1(intern!(self.py(), "get"), (name, absent.bind(self.py())))?;
-        Ok((!value.is(absent)).then_some(value))
+        let py = self.py();
+        match self.call_method1(intern!(py, "get"), (name, absent.bind(py))) {
+            Ok(value) => Ok((!value.is(absent)).then_some(value)),
+            // A `get` of its own that takes no default: `[]`, a KeyError for absent.
+            Err(error) if error.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+                match self.get_item(name) {
+                    Ok(value) => Ok(Some(value)),
+                    Err(error) if error.is_instance_of::<pyo3::exceptions::PyKeyError>(py) => {
+                        Ok(None)
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
     }
 
     fn is_mapping(&self) -> PyResult<bool> {

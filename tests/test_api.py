@@ -333,6 +333,10 @@ def test_a_worker_that_dies_is_an_error_not_a_wait(anywhere: bool,
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+    # Raised in both processes: the caller sees the SystemExit, as with jobs=1.
+    threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(-1, "raise")]
+    with pytest.raises(SystemExit):
+        vthread.scan(threads, jobs=2, anywhere=anywhere)
     # Raised in a worker, read here as the empty mapping it is in this process: the batch
     # is scanned again here and answers as jobs=1 does.
     threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(os.getpid(), "raise")]

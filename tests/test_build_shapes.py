@@ -307,3 +307,6 @@ def test_the_reference_costs_every_message_whatever_the_total(
     reference = ref.shaped_build(thread, max_tokens=max_tokens, **keywords)
     assert [m["text"] for m in engine.messages] == [m["text"] for m in reference.messages]
     assert engine.tokens == reference.tokens
+    floored = vthread.build_thread(thread, max_tokens=2, min_messages=10**400, **keywords)
+    assert [m["text"] for m in floored.messages] == [m["text"] for m in ref.shaped_build(
+        thread, max_tokens=2, min_messages=10**400, **keywords).messages]

@@ -987,6 +987,18 @@ def test_a_directory_that_cannot_be_listed_is_an_error_and_links_are_said(
     code, out, err = run(["scan", str(top)], monkeypatch)
     assert (code, out) == (2, b"")
     assert err == f"vthread scan: {top / 'sub'}: cannot be listed: Permission denied\n"
+
+    def walk_removed(name: Any, onerror: Any = None, **keywords: Any) -> Any:
+        for root, directories, files in real_walk(name, **keywords):
+            if root.endswith("sub"):  # removed by a harness's clean-up while listed
+                onerror(FileNotFoundError(2, "No such file or directory", root))
+                continue
+            yield root, directories, files
+
+    monkeypatch.setattr(os, "walk", walk_removed)
+    code, out, err = run(["scan", str(top), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 2
+    assert err == f"vthread scan: {top / 'sub'}: left out: removed while the directory was listed\n"
     monkeypatch.undo()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -1032,7 +1044,7 @@ def test_a_fifo_output_without_a_reader_is_an_error_not_a_wait(
     for flag, target in (("-o", fifo), ("--summary", fifo), ("-o", gzipped)):
         received: list[bytes] = []
         reader = threading.Thread(
-            target=lambda into=received: into.append(fifo.read_bytes()))
+            target=lambda into=received: into.append(fifo.read_bytes()), daemon=True)
         reader.start()
         time.sleep(0.3)  # the reader waiting in its open
         code, out, _ = run(["scan", str(source), "-q", flag, str(target)], monkeypatch)
@@ -1044,3 +1056,32 @@ def test_a_fifo_output_without_a_reader_is_an_error_not_a_wait(
             assert len(records(received[0])) == 3
         else:
             assert json.loads(received[0])["threads"] == 3 and len(records(out)) == 3
+
+
+def test_workers_that_cannot_start_leave_the_scan_to_this_process(tmp_path: Path) -> None:
+    """``--jobs 2`` where the worker processes cannot start (no file descriptors left under
+    ``ulimit -n``) scans in its own process, saying so, with the records of ``--jobs 1``:
+    it was an internal error (exit 70), then a wait at exit for the worker that had
+    started, for ever. Lines only Python reads (NaN) take the worker processes' path."""
+    import resource
+
+    source = tmp_path / "nan.jsonl"
+    line = b'[{"type":"bot","text":"x","meta":{"v":NaN}},{"type":"user","text":"y"}]\n'
+    source.write_bytes(line * 20_000)
+    one = subprocess.run([sys.executable, "-m", "vthread", "scan", str(source), "-q", "-j1"],
+                         capture_output=True, env=ENV, timeout=120, check=True)
+
+    warned = 0
+    for limit in (10, 12, 14):  # the pool's queues, then its first or second worker, fail
+        done = subprocess.run(
+            [sys.executable, "-m", "vthread", "scan", str(source), "-q", "-j2"],
+            capture_output=True, env=ENV, timeout=120, check=False,
+            preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                               (limit, limit)))
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stdout == one.stdout
+        said = done.stderr.decode()
+        assert said in ("", "vthread scan: warning: worker processes could not start (Too "
+                        "many open files); scanning in this process\n")
+        warned += bool(said)
+    assert warned  # (one limit at least is below what the pool needs)

@@ -267,6 +267,11 @@ def _civil_from_days(days: int) -> tuple[int, int, int]:
     return year, month, day
 
 
+_EXACT_JSON: Final = frozenset({list, str, int, float, bool, type(None)})
+"""The exact types a stand-in may be: the compiled core refuses any other (a stand-in is
+read as a JSON value, and one that is none would be stood in for again, without end)."""
+
+
 def stand_in(value: object) -> Any:
     """The JSON value a Python value without a JSON form is compared as (see the table in
     docs/api.md, "How values are compared"): a real number as that number, a NumPy boolean
@@ -300,8 +305,8 @@ def stand_in(value: object) -> Any:
     np = _numpy()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
         listed = value.tolist()
-        if type(listed) is list or not isinstance(listed, list | np.ndarray):
-            return listed  # (a 0-d array's is a scalar)
+        if type(listed) in _EXACT_JSON:  # (a 0-d array's is a scalar, bytes for dtype S)
+            return listed
     return opaque(value)
 
 
@@ -332,7 +337,7 @@ def int_text(value: int) -> str:
 def _key_text(key: object) -> str | None:
     """A mapping key as a JavaScript property name (json's coercion of non-str keys), or
     None for a key no JSON object can have."""
-    if isinstance(key, str):
+    if is_string(key):
         return str.__str__(key)  # content, not a subclass's __str__
     if key is None:
         return "null"
@@ -340,10 +345,11 @@ def _key_text(key: object) -> str | None:
         return "true"
     if key is False:
         return "false"
-    if isinstance(key, int):
-        return int_text(key)
-    if isinstance(key, float):
-        number = float.__float__(key)  # its value, as json reads it, not a subclass's own
+    if issubclass(type(key), int):  # by type, as the core reads a key (not a __class__)
+        return int_text(cast("int", key))
+    if issubclass(type(key), float):
+        # Its value, as json reads it, not a subclass's own.
+        number = float.__float__(cast("float", key))
         if math.isfinite(number):
             return repr(number)
         return "NaN" if number != number else "Infinity" if number > 0 else "-Infinity"
@@ -633,7 +639,7 @@ def is_text(value: object, text: str) -> bool:
     >>> is_text(Odd("user"), "system"), is_text("\ud83c\udf89", "\U0001f389"), is_text(1, "1")
     (False, True, False)
     """
-    if not isinstance(value, str):
+    if not is_string(value):
         return False
     if str.__eq__(value, text) is True:
         return True
@@ -718,8 +724,8 @@ def _js_to_string_number(value: Any, depth: int = 0) -> float:
     number = real_number(value)
     if number is not None:
         return js_double(number)
-    if isinstance(value, str):
-        return js_string_to_number(value)
+    if is_string(value):
+        return js_string_to_number(str.__str__(value))
     if isinstance(value, (list, tuple)) and depth < 64:
         # Array.prototype.toString joins with ","; any two elements make the text non-numeric.
         if len(value) == 0:

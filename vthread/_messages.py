@@ -191,9 +191,10 @@ def _call_id(message: Message) -> Any:
         value = activity.get(key)
         if is_string(value):
             return js_string(str.__str__(value))  # one id however its surrogates are held
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            # Its value, never a subclass's own __float__ (as canonical reads it).
-            double = js_double(int.__index__(value) if isinstance(value, int)
+        if issubclass(type(value), (int, float)) and not isinstance(value, bool):
+            # Its value, never a subclass's own __float__ (as canonical reads it); by its
+            # type, not a __class__ it claims.
+            double = js_double(int.__index__(value) if issubclass(type(value), int)
                                else float.__float__(value))
             if math.isfinite(double) and double.is_integer():
                 return (canonical(double),)

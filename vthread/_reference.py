@@ -208,7 +208,7 @@ def shaped_build(
     start = min((k for k in range(n) if allowed(k) and fits(k)), default=n)
     if inclusive and first < start and allowed(first):
         start = first
-    floor = abs(float(min_messages)) if min_messages is not None else 0.0
+    floor = abs(_real(min_messages)) if min_messages is not None else 0.0
     kept = int(min(floor, n)) if floor >= 1 else 0
     if kept > n - start:
         earlier = [k for k in range(0, n - kept + 1) if allowed(k)]

@@ -1040,8 +1040,13 @@ def _files_under(name: str, written: set[tuple[int, int]],
 
     def unlisted(error: OSError) -> None:
         # A directory that cannot be listed holds files that would go unread: an error, as
-        # a file that cannot be read is (it was passed over in silence, exit status 0).
+        # a file that cannot be read is (it was passed over in silence, exit status 0). One
+        # removed meanwhile (a harness's clean-up) held nothing to read: said and left out.
         where = error.filename if error.filename is not None else name
+        if isinstance(error, (FileNotFoundError, NotADirectoryError)):
+            if left_out is not None:
+                left_out.append((where, "removed while the directory was listed"))
+            return
         raise _FatalError(f"{where}: cannot be listed: {error.strerror or error}")
 
     for root, directories, files in os.walk(name, onerror=unlisted):
@@ -1161,7 +1166,8 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
         return sys.stdout.buffer
     if _is_fifo(path):
         fifo = _open_fifo(path)  # now: a reader waiting is given its records as they come
-        return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere, fifo)))
+        return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere, fifo),
+                                             held=fifo))
     unwritable = _unwritable(path)
     if unwritable is not None:
         raise OSError(unwritable)
@@ -1206,27 +1212,23 @@ def _open_fifo(path: str) -> BinaryIO:
 
 def _open_output(path: str, anywhere: bool, opened: BinaryIO | None = None) -> BinaryIO:
     """The records' file at ``path``, as its name says: Parquet, gzip or JSONL. ``opened``:
-    the FIFO at ``path`` already open (:func:`_open_fifo`); the Parquet and gzip writers
-    open the path themselves, which a reader waiting lets them do at once, and it is closed
-    once they have (the reader's input ends only when the last writer closes)."""
-    if opened is not None and not (is_parquet(path) or path.lower().endswith(".gz")):
-        return opened
-    try:
-        if is_parquet(path):
-            from vthread._cli_parquet import ParquetRecords
+    the FIFO at ``path`` already open (:func:`_open_fifo`), written through (its owner
+    closes it); only the Parquet writer opens the path again itself."""
+    if is_parquet(path):
+        from vthread._cli_parquet import ParquetRecords
 
-            return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
-        if path.lower().endswith(".gz"):
-            import gzip
+        return cast(BinaryIO, ParquetRecords(path, anywhere=anywhere))
+    if path.lower().endswith(".gz"):
+        import gzip
 
-            # Level 6, gzip's own default: level 9 costs several times the time for a few
-            # percent; no timestamp in the header, so the same records written to the same
-            # path make the same bytes.
-            return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
-        return open(path, "wb")
-    finally:
+        # Level 6, gzip's own default: level 9 costs several times the time for a few
+        # percent; no timestamp in the header, so the same records written to the same
+        # path make the same bytes.
         if opened is not None:
-            opened.close()
+            return cast(BinaryIO, gzip.GzipFile(fileobj=opened, mode="wb", compresslevel=6,
+                                                mtime=0))
+        return cast(BinaryIO, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0))
+    return opened if opened is not None else open(path, "wb")
 
 
 class _PendingOutput:
@@ -1234,9 +1236,10 @@ class _PendingOutput:
     finished scan closes it: a scan that fails before any record (a format conflict, an
     unreadable input, Ctrl-C) leaves a file already at the path as it was."""
 
-    def __init__(self, make: Callable[[], BinaryIO]) -> None:
+    def __init__(self, make: Callable[[], BinaryIO], held: BinaryIO | None = None) -> None:
         self._make = make
         self._file: BinaryIO | None = None
+        self._held = held  # a FIFO opened at the start, closed with the records' file
 
     def _opened(self) -> BinaryIO:
         if self._file is None:
@@ -1252,12 +1255,20 @@ class _PendingOutput:
 
     def close(self) -> None:
         """The scan finished: the file holds its records (none makes an empty file)."""
-        self._opened().close()
+        try:
+            self._opened().close()
+        finally:
+            if self._held is not None:
+                self._held.close()
 
     def abandon(self) -> None:
         """The scan failed: the records written so far are kept; none, no file is made."""
-        if self._file is not None:
-            self._file.close()
+        try:
+            if self._file is not None:
+                self._file.close()
+        finally:
+            if self._held is not None:
+                self._held.close()
 
 
 def _close(out: BinaryIO, path: str | None, progress: _Progress | None,
@@ -3285,24 +3296,58 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_started) as pool:
-        window: deque[Future[_Done]] = deque()
+    try:
+        made = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_started)
+    except OSError as error:  # its queues and locks could not be made: no process started
+        _say_unstarted(error)
+        yield from map(_scan_chunk, chain(first, tasks))
+        return
+    with made as pool:
+        window: deque[tuple[_Task, Future[_Done]]] = deque()
+        pending = chain(first, tasks)  # one iterator: a fallback goes on where it stopped
         try:
-            for task in chain(first, tasks):
-                # A submit may fork the workers: a signal meanwhile would leave one forked
-                # and unknown to the pool, waited for forever.
-                with _signals_held():
-                    submitted = pool.submit(_scan_chunk, task)
-                window.append(submitted)
+            for task in pending:
+                try:
+                    # A submit may fork the workers: a signal meanwhile would leave one
+                    # forked and unknown to the pool, waited for forever.
+                    with _signals_held():
+                        submitted = pool.submit(_scan_chunk, task)
+                except OSError as error:
+                    # The workers could not all start (no file descriptors or processes
+                    # left: `ulimit -n`). Those that did are ended, or the process would
+                    # wait for them at its exit for ever; the chunks are scanned here, the
+                    # ones handed to the pool again, in order.
+                    _end_started_workers()
+                    _say_unstarted(error)
+                    unanswered = [waiting for waiting, _ in window]
+                    window.clear()
+                    yield from map(_scan_chunk, chain(unanswered, [task], pending))
+                    return
+                window.append((task, submitted))
                 if len(window) >= 2 * workers:
-                    yield _result(window.popleft())
+                    yield _result(window.popleft()[1])
                 while task.paused and window:  # the writer paused: its records now
-                    yield _result(window.popleft())
+                    yield _result(window.popleft()[1])
             while window:
-                yield _result(window.popleft())
+                yield _result(window.popleft()[1])
         finally:
-            for future in window:
+            for _, future in window:
                 future.cancel()
+
+
+def _say_unstarted(error: OSError) -> None:
+    say(f"vthread scan: warning: worker processes could not start ({error.strerror or error}); "
+        "scanning in this process")
+
+
+def _end_started_workers() -> None:
+    """Kill and reap this process's worker processes (a pool that failed to start them all
+    leaves the others waiting for work that never comes)."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.kill()
+        child.join()
 
 
 # ---------------------------------------------------------------------- one chunk, any process

@@ -693,11 +693,11 @@ def _scan_rows(task: tuple[int, int, CycleOptions, bool]) -> ScanResult | None:
         return None
 
 
-def _scan_worker(tasks: Any, results: Any, options: CycleOptions, anywhere: bool) -> None:
-    """A forked worker: row ranges taken from ``tasks`` until a None, each one's
+def _scan_worker(tasks: list[tuple[int, int, int]], results: Any, options: CycleOptions,
+                 anywhere: bool) -> None:
+    """A forked worker: each of its row ranges ``(position, begin, end)`` scanned and
     ``(position, result)`` sent on ``results``, then a None to say it finished."""
-    while (task := tasks.get()) is not None:
-        position, begin, end = task
+    for position, begin, end in tasks:
         results.send((position, _scan_rows((begin, end, options, anywhere))))
     results.send(None)
     results.close()
@@ -722,21 +722,24 @@ def _scan_parallel(
     global _FORKED_THREADS
     context = multiprocessing.get_context("fork")
     bounds = np.linspace(0, len(threads), jobs * 4 + 1).astype(int).tolist()
-    tasks = context.SimpleQueue()
-    for position, (begin, end) in enumerate(pairwise(bounds)):
-        tasks.put((position, begin, end))
-    for _ in range(jobs):
-        tasks.put(None)
+    # Each worker's ranges handed to it at the fork (every jobs-th, so each has a share of
+    # the batch's length): nothing to send, so nothing to wait on before the workers run.
+    tasks = [(position, begin, end) for position, (begin, end) in enumerate(pairwise(bounds))]
     workers: dict[Any, Any] = {}  # its answers' end of a pipe -> the worker's process
     parts: dict[int, ScanResult | None] = {}
     _FORKED_THREADS = threads
     try:
-        for _ in range(jobs):
+        for worker in range(jobs):
             answers, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_scan_worker, daemon=True,
-                                      args=(tasks, sender, options, anywhere))
-            process.start()
-            sender.close()
+            try:
+                process = context.Process(target=_scan_worker, daemon=True,
+                                          args=(tasks[worker::jobs], sender, options, anywhere))
+                process.start()
+            except BaseException:
+                answers.close()
+                raise
+            finally:
+                sender.close()
             workers[answers] = process
         _FORKED_THREADS = ()
         running = dict(workers)
@@ -747,8 +750,8 @@ def _scan_parallel(
                 while not (finished or ended) and answers.poll():  # (true at its end too)
                     try:
                         answer = answers.recv()
-                    except EOFError:  # it closed its end without finishing: it died
-                        ended = True
+                    except (EOFError, OSError):  # its end closed before it finished (or
+                        ended = True            # in the middle of an answer): it died
                         break
                     finished = answer is None
                     if not finished:
@@ -769,7 +772,6 @@ def _scan_parallel(
                 process.kill()
             process.join()
             answers.close()
-        tasks.close()
     done = [parts[position] for position in range(len(bounds) - 1)]
     if any(part is None for part in done):
         # A worker's rows raised: the batch is scanned here, so that the error (or the
