@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any, Final, TypeVar, cast
 
 from vthread.adapters import FORMATS
@@ -427,6 +427,33 @@ message read as two."""
 def _escaped(found: re.Match[str]) -> str:
     code = ord(found.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def input_written_over(output: str, names: Iterable[str]) -> str | None:
+    """Which of the inputs ``names`` (files, ``-`` for standard input) writing ``output``
+    would destroy: the same regular file, under another name, through a link, or the file
+    standard input is redirected from (``< runs.jsonl``); None for none (nor for an output
+    that is no regular file: /dev/null, a terminal, a pipe). Standard input is said
+    ``standard input``."""
+    try:
+        target = os.stat(output)
+    except OSError:
+        return None  # no such file yet (or none we may look at): it is no input
+    if not stat.S_ISREG(target.st_mode):
+        return None
+    for name in names:
+        try:
+            if name == "-":
+                if sys.stdin is None:
+                    continue
+                source = os.fstat(sys.stdin.fileno())
+            else:
+                source = os.stat(name)
+        except (OSError, ValueError, AttributeError):
+            continue  # standard input that is no file descriptor (under tests, say)
+        if os.path.samestat(source, target):
+            return "standard input" if name == "-" else name
+    return None
 
 
 def shown(message: str, lines: bool = True) -> str:

@@ -41,6 +41,7 @@ from vthread._cli_main import (
     IO_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    input_written_over,
     jobs_argument,
     key_argument,
     numbers_joined,
@@ -230,12 +231,9 @@ def _check_output(output: str, files: Sequence[str]) -> None:
         if name == "-":
             # Standard input redirected from the output file (< runs.jsonl): writing the
             # page would empty the file before it is read.
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                target, source = os.stat(output), os.fstat(sys.stdin.fileno())
-                if stat.S_ISREG(target.st_mode) and os.path.samestat(target, source):
-                    raise _ReportError(f"the output {output} is the input standard input; "
-                                       "writing it would destroy the input (choose another "
-                                       "path)")
+            if input_written_over(output, ["-"]) is not None:
+                raise _ReportError(f"the output {output} is the input standard input; "
+                                   "writing it would destroy the input (choose another path)")
             continue
         for found in _files_of(name):
             with contextlib.suppress(OSError):

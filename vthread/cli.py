@@ -148,6 +148,7 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    input_written_over,
     is_utf8,
     main,
     say,
@@ -942,7 +943,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
             listed.update(name for name in files if name != "-")
         return files, frozenset(listed)
     if sys.stdin is None:
-        # A job started with no standard input (cron, a daemon) that named no FILE: an
+        # A job started with standard input closed (<&-) that named no FILE: an
         # error, not the sample's records passed off as its own.
         raise _FatalError("no FILE and there is no standard input (it is closed): name a "
                           "FILE, or - for standard input (--sample scans the bundled sample)")
@@ -1104,26 +1105,10 @@ def _what_was_scanned(files: list[str]) -> str:
 def _check_not_an_input(output: str, files: list[str]) -> None:
     """Refuse an output path that is one of the inputs (the same file, a symbolic or a hard
     link to it): opening it for writing would empty the input before it is read."""
-    try:
-        target = os.stat(output)
-    except OSError:
-        return  # no such file yet (or none we may look at): it is no input
-    if not stat.S_ISREG(target.st_mode):
-        return  # /dev/null, a terminal, a pipe: writing there destroys no input
-    for name in files:
-        try:
-            if name == "-":
-                if sys.stdin is None:
-                    continue
-                source = os.fstat(sys.stdin.fileno())
-            else:
-                source = os.stat(name)
-        except (OSError, ValueError, AttributeError):
-            continue  # standard input that is no file descriptor (under tests, say)
-        if (source.st_dev, source.st_ino) == (target.st_dev, target.st_ino):
-            label = "standard input" if name == "-" else name
-            raise _FatalError(f"the output {output} is the input {label}; writing it would "
-                              f"destroy the input before it is read (choose another path)")
+    label = input_written_over(output, files)
+    if label is not None:
+        raise _FatalError(f"the output {output} is the input {label}; writing it would "
+                          f"destroy the input before it is read (choose another path)")
 
 
 def _check_summary_apart(summary: str, output: str | None) -> None:
