@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -681,3 +682,20 @@ def test_a_map_keyed_by_structs_or_lists_is_an_error_of_its_row_on_both_paths(
         assert cli.main(["scan", str(tmp_path / "values.parquet"), "-q", "--strict"]) == 2
         assert f"row 2: not a thread: the map at [1].meta.tags has {kind} keys" in (
             capsys.readouterr().err)
+
+
+def test_non_finite_ids_are_named_as_in_jsonl(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A float id column's NaN and infinities name their records as the same ids in a JSONL
+    file do ("NaN", "Infinity", "-Infinity"; a Parquet file said Python's "nan" and "inf")."""
+    ids = [math.nan, math.inf, -math.inf, 1.5]
+    runs = [json.dumps(run) for run in RUNS[:4]]
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"id": ids, "messages": runs}), path)
+    lines = tmp_path / "ids.jsonl"
+    lines.write_text("".join(f'{{"id":{json.dumps(i)},"messages":{run}}}\n'
+                             for i, run in zip(ids, runs, strict=True)))
+    _, from_parquet = _scan([str(path)], capsys)
+    _, from_jsonl = _scan([str(lines)], capsys)
+    assert [r["id"] for r in from_parquet] == [r["id"] for r in from_jsonl] == [
+        "NaN", "Infinity", "-Infinity", 1.5]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from vthread._cli_main import is_utf8
+from vthread._records import record_id
 from vthread.documents import messages_column, one_column
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
@@ -111,7 +112,11 @@ def _id_text(values: list[Any]) -> bytes:
         ident = values[0] if values else None
     try:
         return json.dumps(ident, allow_nan=False).encode()
-    except (TypeError, ValueError):
+    except ValueError:
+        # NaN or an infinity, for which JSON has no number: named as a JSONL line's such id
+        # is ("NaN", "Infinity"; Python's own str said "nan", "inf").
+        return record_id(ident).encode()
+    except TypeError:
         return json.dumps(str(ident)).encode()
 
 
