@@ -574,6 +574,8 @@ def test_an_output_that_cannot_be_written_is_said_before_the_scan(
     assert code == 74 and f"cannot write {tmp_path}: it is a directory" in err
     code, _, err = run(["scan", str(good), "-o", str(tmp_path / "no" / "r.jsonl")], monkeypatch)
     assert code == 74 and f"no such directory {tmp_path / 'no'}" in err
+    code, _, err = run(["scan", str(good), "-o", str(good / "r.jsonl")], monkeypatch)
+    assert code == 74 and f"cannot write {good / 'r.jsonl'}: {good} is not a directory" in err
     code, out, err = run(["scan", str(good), "--summary", str(tmp_path)], monkeypatch)
     assert (code, out) == (74, b"") and f"cannot write {tmp_path}: it is a directory" in err
     code, out, err = run(["scan", str(good), "-q", "-o", "-"], monkeypatch)

@@ -283,6 +283,8 @@ def unwritable_folder(path: str) -> str | None:
     and ``vthread report -o`` ask before their work, not after it)."""
     folder = Path(path).parent
     if not folder.is_dir():
+        if folder.exists():  # (a file named as a folder: -o runs.jsonl/out.jsonl)
+            return f"{folder} is not a directory"
         return f"no such directory {folder}"
     if not os.access(folder, os.W_OK):
         return f"the directory {folder} is not writable"
