@@ -150,9 +150,8 @@ def _say(stderr: TextIO, message: str, lines: bool = False) -> None:
     message not of ``lines`` (argparse's usage is) is one line: a newline before its end
     came from what it quotes, a FILE's name, and is escaped as its control characters are
     (a FILE's name may hold a terminal's escapes)."""
-    body = message if lines else message.removesuffix("\n")
     try:
-        stderr.write(shown(body, lines) + message[len(body):])
+        stderr.write(shown(message, lines))
         stderr.flush()
     except (OSError, ValueError):
         pass

@@ -458,8 +458,12 @@ def input_written_over(output: str, names: Iterable[str]) -> str | None:
 
 def shown(message: str, lines: bool = True) -> str:
     """``message`` as said on a terminal: its control characters but newlines and tabs
-    written as ``\\xNN`` (:data:`_UNSHOWN`); its newlines too unless it has ``lines``."""
-    return (_UNSHOWN if lines else _UNSHOWN_IN_A_LINE).sub(_escaped, message)
+    written as ``\\xNN`` (:data:`_UNSHOWN`); its newlines too unless it has ``lines``, but a
+    final one, which ends the one line."""
+    if lines:
+        return _UNSHOWN.sub(_escaped, message)
+    body = message.removesuffix("\n")
+    return _UNSHOWN_IN_A_LINE.sub(_escaped, body) + message[len(body):]
 
 
 def say(message: str, end: str = "\n", *, lines: bool = False) -> None:

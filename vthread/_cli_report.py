@@ -95,8 +95,7 @@ class _Shown(io.TextIOBase):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        body = text.removesuffix("\n")
-        self.stream.write(shown(body, lines=False) + text[len(body):])
+        self.stream.write(shown(text, lines=False))
         return len(text)
 
     def flush(self) -> None:
