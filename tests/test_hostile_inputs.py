@@ -1023,14 +1023,14 @@ def test_mappings_that_invent_missing_keys_are_read_by_get(position: int) -> Non
     assert after == before
 
 
-class _ReplacesItsThread(Mapping[str, Any]):
-    """A message whose reading replaces every message of the thread holding it."""
+class _FieldsMapping(Mapping[str, Any]):
+    """A message that is a plain ``Mapping`` (no dict) over ``fields``: the base of the odd
+    mappings below, each changing one part of the protocol."""
 
-    def __init__(self, fields: dict[str, Any], thread: list[Any]) -> None:
-        self.fields, self.thread = fields, thread
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
 
     def __getitem__(self, key: str) -> Any:
-        self.thread[:] = [{"type": "user", "text": "new"}]
         return self.fields[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -1038,6 +1038,18 @@ class _ReplacesItsThread(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.fields)
+
+
+class _ReplacesItsThread(_FieldsMapping):
+    """A message whose reading replaces every message of the thread holding it."""
+
+    def __init__(self, fields: dict[str, Any], thread: list[Any]) -> None:
+        super().__init__(fields)
+        self.thread = thread
+
+    def __getitem__(self, key: str) -> Any:
+        self.thread[:] = [{"type": "user", "text": "new"}]
+        return self.fields[key]
 
 
 @pytest.mark.parametrize("format_", ["native", "auto"])
@@ -1086,21 +1098,13 @@ def test_a_retried_failure_is_told_by_the_tools_name_by_content() -> None:
     assert find_loops_reference([thread(_NeverEqual("ls"))]) == plain
 
 
-class _ListedItems(Mapping[str, Any]):
+class _ListedItems(_FieldsMapping):
     """A mapping whose ``items()`` gives its members as given: ``[key, value]`` lists, or
     members of another length."""
 
     def __init__(self, fields: dict[str, Any], members: list[Any]) -> None:
-        self.fields, self.members = fields, members
-
-    def __getitem__(self, key: str) -> Any:
-        return self.fields[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.fields)
-
-    def __len__(self) -> int:
-        return len(self.fields)
+        super().__init__(fields)
+        self.members = members
 
     def items(self) -> Any:
         return self.members
@@ -1154,20 +1158,8 @@ def test_a_runaway_text_is_read_by_its_content(kind: type[str]) -> None:
     assert vthread.Guard().push(kind(words)) and ref.guard().push(kind(words))
 
 
-class _GetWithoutDefault(Mapping[str, Any]):
+class _GetWithoutDefault(_FieldsMapping):
     """A mapping whose own ``get`` takes a key alone."""
-
-    def __init__(self, fields: dict[str, Any]) -> None:
-        self.fields = fields
-
-    def __getitem__(self, key: str) -> Any:
-        return self.fields[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.fields)
-
-    def __len__(self) -> int:
-        return len(self.fields)
 
     def get(self, key: str) -> Any:  # type: ignore[override]
         return self.fields.get(key)
