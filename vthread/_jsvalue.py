@@ -17,7 +17,7 @@ import math
 import numbers
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -53,6 +53,7 @@ __all__ = [
     "opaque",
     "real_number",
     "stand_in",
+    "text_in",
     "utf16_len",
     "utf16_tail",
 ]
@@ -176,6 +177,19 @@ def is_string(value: object) -> TypeIs[str]:
     (True, False, True)
     """
     return issubclass(type(value), str)
+
+
+def text_in(value: object, names: Collection[str]) -> bool:
+    """Whether ``value`` is a string, by its content, that is one of ``names``: a list or
+    object (unhashable) is none of them where ``in`` would raise, and a ``str`` subclass's
+    own ``__eq__`` or ``__hash__`` is never asked.
+
+    >>> text_in("user", ("user", "bot")), text_in(["user"], frozenset({"user"}))
+    (True, False)
+    """
+    if type(value) is str:
+        return value in names
+    return is_string(value) and str.__str__(value) in names
 
 
 def real_number(value: object) -> int | float | None:

@@ -21,7 +21,15 @@ from typing import Any, Final, TypeAlias, cast
 
 import numpy as np
 
-from vthread._jsvalue import canonical, is_string, js_double, js_ge_zero, js_string, real_number
+from vthread._jsvalue import (
+    canonical,
+    is_string,
+    js_double,
+    js_ge_zero,
+    js_string,
+    real_number,
+    text_in,
+)
 
 __all__ = [
     "ABSENT",
@@ -141,8 +149,7 @@ class Activity:
 def is_type(message: Message, *kinds: str) -> bool:
     """Whether the message's ``type`` is a string equal to one of ``kinds`` (compared by
     content: a NumPy array or an object with its own ``__eq__`` is no type)."""
-    kind = message.get("type")
-    return is_string(kind) and str.__str__(kind) in kinds
+    return text_in(message.get("type"), kinds)
 
 
 def parse_activity(

@@ -143,7 +143,7 @@ from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
 
-from vthread._jsvalue import canonical, is_string, js_string, real_number
+from vthread._jsvalue import canonical, is_string, js_string, real_number, text_in
 
 __all__ = [
     "FORMATS",
@@ -414,7 +414,7 @@ def _anthropic_blocks(
             if block.get("is_error") is True:
                 response["meta"]["activity"]["is_error"] = True
             out.append(response)
-        elif _named(block_type, _ANTHROPIC_MEDIA):  # a list or object type names no block
+        elif text_in(block_type, _ANTHROPIC_MEDIA):  # a list or object type names no block
             media.append(block)
         # anything else (server-side tool blocks and the like): nothing the heuristics read
     return media
@@ -699,9 +699,9 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
         return "native", True
-    if all(_named("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
+    if all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
            for kind in types) and any(
-        _named(kind, _RESPONSES_TOOL_ITEMS) or (kind == "message" and "role" in m)
+        text_in(kind, _RESPONSES_TOOL_ITEMS) or (kind == "message" and "role" in m)
         for m, kind in zip(messages, types, strict=True)
     ):
         return "responses", True
@@ -824,16 +824,8 @@ def agreed_format(evidence: Sequence[tuple[int, Format, bool]], unknown: int | N
 
 def _has_anthropic_block(content: Any) -> bool:
     return isinstance(content, list) and any(
-        isinstance(block, Mapping) and _named(block.get("type"), _ANTHROPIC_BLOCKS)
+        isinstance(block, Mapping) and text_in(block.get("type"), _ANTHROPIC_BLOCKS)
         for block in content)
-
-
-def _named(value: Any, names: frozenset[str]) -> bool:
-    """Whether ``value`` is one of ``names``: a list or object (unhashable) is none of them,
-    where ``in`` would raise; a string by its content (:func:`_plain`)."""
-    if type(value) is str:
-        return value in names
-    return is_string(value) and str.__str__(value) in names
 
 
 def _plain(value: Any) -> Any:
@@ -980,7 +972,7 @@ def _joined_text(content: Any, where: str) -> str:
     for part in content:
         if is_string(part):
             texts.append(_plain(part))
-        elif isinstance(part, Mapping) and _named(part.get("type", "text"), _TEXT_PARTS):
+        elif isinstance(part, Mapping) and text_in(part.get("type", "text"), _TEXT_PARTS):
             text = _plain(part.get("text"))
             if is_string(text):
                 texts.append(text)
@@ -997,7 +989,7 @@ def _media(content: Any) -> list[Any]:
     elif isinstance(content, (str, bytes)) or not isinstance(content, Sequence):
         return []
     return [part for part in content if isinstance(part, Mapping)
-            and is_string(part.get("type", "text")) and not _named(part.get("type", "text"),
+            and is_string(part.get("type", "text")) and not text_in(part.get("type", "text"),
                                                                            _TEXT_PARTS)]
 
 
