@@ -405,3 +405,33 @@ def test_an_infinite_result_id_answers_no_call_without_an_id(
     responses = [m["meta"]["activity"]["function"]["name"] for m in native
                  if m["type"] == "activity" and m["meta"]["activity"]["type"] == "response"]
     assert responses == ["read", "write", "own" if name == "openai" else ""] * 4
+
+
+def test_chat_read_as_native_is_warned_about_once_per_file_however_many_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looping chat lines read as native in many chunks of a file draw one warning as the
+    first such chunk is written and one tally after the last record, naming the first lines
+    and the count of the rest (it was a warning per chunk: a tester's file said it dozens
+    of times); each file has its own, with one and two jobs."""
+    from vthread import cli
+
+    batch, looping = _mixed_batch()
+    chat = batch[looping[0]]
+    lines = [json.dumps(thread) + "\n" for thread in batch[:70]] + [json.dumps(chat) + "\n"] * 30
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text("".join(lines))
+    monkeypatch.setattr(cli, "CHUNK_LINES", 8)
+    for extra in ([], ["-j", "2"]):
+        code, out, err = run(["scan", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                              "-q", *extra], monkeypatch)
+        assert code == 0 and len(records(out)) == 2 * len(lines)
+        said = err.splitlines()
+        # lines 71..100 loop: 71 and 72 share the chunk of lines 65..72, 73.. come later
+        for name in ("a.jsonl", "b.jsonl"):
+            of_file = [line for line in said if f"{name}: warning" in line]
+            assert len(of_file) == 2, err
+            assert "lines 71, 72 look like openai but are read as native" in of_file[0]
+            assert of_file[1].endswith(
+                "warning: also lines 73, 74, 75, 76, 77 and 23 more look like openai but "
+                "are read as native (as said above of its earlier lines)")
+        assert said[-1].startswith(f"vthread scan: {tmp_path / 'b.jsonl'}: warning: also")

@@ -581,8 +581,8 @@ def test_a_file_removed_once_opened_is_read_to_its_end(shape: str, tty_err: bool
                                                                           else 3)]
     opened = cli._open
 
-    def opened_then_removed(name: str) -> Any:
-        stream = opened(name)
+    def opened_then_removed(name: str, regular_only: bool = False) -> Any:
+        stream = opened(name, regular_only)
         os.remove(name)
         return stream
 
@@ -1085,3 +1085,42 @@ def test_workers_that_cannot_start_leave_the_scan_to_this_process(tmp_path: Path
                         "many open files); scanning in this process\n")
         warned += bool(said)
     assert warned  # (one limit at least is below what the pool needs)
+
+
+@pytest.mark.parametrize("replaced_after", ["_files_under", "_without_records"])
+def test_a_directory_file_replaced_by_a_fifo_after_listing_is_an_error_record_not_a_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced_after: str) -> None:
+    """A file of a scanned directory that becomes a FIFO after the directory was listed
+    (after the walk, or after the screen for earlier records) is an error record naming it,
+    and the other files are read: the scan waited in ``open`` for a writer for ever (found
+    by a tester)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        lines_file(folder / f"{name}.jsonl", 2)
+    real = getattr(cli, replaced_after)
+
+    def then_replaced(*args: Any, **keywords: Any) -> Any:
+        found = real(*args, **keywords)
+        (folder / "b.jsonl").unlink()
+        os.mkfifo(folder / "b.jsonl")
+        return found
+
+    monkeypatch.setattr(cli, replaced_after, then_replaced)
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("the scan waited 30 s for a FIFO's writer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(30)  # a regression fails here rather than hanging the run
+    try:
+        code, out, err = run(["scan", str(folder), "-q"], monkeypatch)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert code == 0
+    written = records(out)
+    assert [(Path(r["file"]).name, r["line"]) for r in written] == [
+        ("a.jsonl", 1), ("a.jsonl", 2), ("b.jsonl", 1), ("c.jsonl", 1), ("c.jsonl", 2)]
+    assert written[2]["error"].startswith("cannot read: not a regular file")
+    assert f"{folder / 'b.jsonl'}: cannot read: not a regular file" in err

@@ -362,7 +362,8 @@ def test_corrupt_eval_sample_is_its_error_record(tmp_path: Path,
         "column 38 (char 37)")}
     code, out, err = run(["scan", str(path), "--strict"], monkeypatch)
     assert code == 2 and [r["id"] for r in records(out)] == ["a/1"]
-    assert f"{path}: run 2: sample 'b' epoch 1 cannot be read: JSONDecodeError" in err
+    # (a log's records stand for its samples, and its messages say so: they said "run 2")
+    assert f"{path}: sample 2: sample 'b' epoch 1 cannot be read: JSONDecodeError" in err
 
     from vthread.inspect_log import read_inspect_chats
 

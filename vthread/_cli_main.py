@@ -9,6 +9,7 @@ started for each stream an agent harness opens pays about a third of the time it
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import re
@@ -561,6 +562,22 @@ class BlockingInput(io.RawIOBase):
                 return read()
             except BlockingIOError:
                 select.select([self.descriptor], [], [])
+
+
+def opened_regular(name: str) -> io.BufferedReader:
+    """``name`` opened for reading when it is a regular file, else OSError. The open does
+    not block (O_NONBLOCK: a FIFO opens at once instead of waiting for a writer), and the
+    check is made of the descriptor opened, so no rename in between can slip past it."""
+    descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (replaced by something else since "
+                          "its directory was listed?)", name)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return open(descriptor, "rb")
 
 
 def blocking_stdin(stdin: io.BufferedReader) -> io.BufferedReader:

@@ -45,6 +45,7 @@ from vthread._cli_main import (
     jobs_argument,
     key_argument,
     numbers_joined,
+    opened_regular,
     shown,
     silence_stdout,
     write_through,
@@ -300,7 +301,8 @@ def holds_records(name: str, *, throughout: bool = False) -> bool:
     if is_parquet(name):
         return _parquet_holds_records(name)
     try:
-        with open(name, "rb") as raw:
+        # (not blocking on a FIFO: one put in a directory's file's place since it was listed)
+        with opened_regular(name) as raw:
             start = b""
             for size in _FIRST_READS:
                 start += raw.read(size - len(start))
@@ -322,7 +324,7 @@ most often a few kilobytes, and a read of 16 KiB costs about half one of 64 KiB.
 def _head_holds_records(name: str, throughout: bool) -> bool:
     """:func:`holds_records` of a text file, told from its whole head (:func:`_head_of`)."""
     try:
-        with open(name, "rb") as raw:
+        with opened_regular(name) as raw:
             head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES,
                                          _PAST_FIRST_LINE if throughout else 0)
     except OSError:
@@ -415,7 +417,7 @@ def holds_summary(name: str) -> bool:
     try:
         if os.path.getsize(name) > 1 << 20:
             return False  # a summary is a few kilobytes; a document of runs may be gigabytes
-        with open(name, "rb") as stream:
+        with opened_regular(name) as stream:
             value = json.loads(stream.read())
     except (OSError, ValueError, RecursionError):
         return False

@@ -151,6 +151,7 @@ from vthread._cli_main import (
     input_written_over,
     is_utf8,
     main,
+    opened_regular,
     say,
     shown,
     silence_stdout,
@@ -368,7 +369,7 @@ class _Done:
     output: bytes
     stats: _Stats
     fatal: str | None
-    # Said on stderr as the chunk's records are written (chat lines read as native).
+    # Said on stderr as the chunk's records are written.
     warnings: tuple[str, ...] = ()
     # Where a line (a document's run, a row) larger than the memory the process may use
     # lies: the records are those of the chunk's lines before it, and the scan ends there.
@@ -378,6 +379,67 @@ class _Done:
     # The chunks it stands for (several read together: see _small_chunks_joined), each of
     # which moved the progress bar's reading on when it was read.
     chunks: int = 1
+    # Looping lines that look like chat read as native, a _Misread per file (of the chunks
+    # read together), said on stderr once per file (see _MisreadWarnings).
+    misread: tuple[_Misread, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Misread:
+    """Looping lines of a file (``label``) that look like chat but are read as native: the
+    line numbers with the format each looks like (see :func:`_chat_read_as_native`)."""
+
+    label: str
+    unit: str
+    found: tuple[tuple[int, Any], ...]
+
+
+class _MisreadWarnings:
+    """The warnings of looping lines that look like chat read as native, one per file (it
+    was one per chunk: a long file said it dozens of times): a file's first chunk that has
+    some is said as it is written; those of its later chunks are tallied and said once,
+    after the last record (:meth:`rest`), the first few of each format by number."""
+
+    _SHOWN: Final = 5
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+        # per file said already: (unit, the first few lines of each format, their totals)
+        self._later: dict[str, tuple[str, list[tuple[int, Any]], dict[Any, int]]] = {}
+
+    def said_now(self, misread: Iterable[_Misread]) -> list[str]:
+        """The warnings to say as a chunk's records are written."""
+        from vthread.documents import misfit_lines
+
+        now = []
+        for found in misread:
+            if found.label not in self._said:
+                self._said.add(found.label)
+                one = len(found.found) == 1
+                now.append(
+                    f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
+                    f"{'is' if one else 'are'} read as native, the file's format (found from "
+                    f"its first lines, or given): read so, {'its' if one else 'their'} "
+                    f"messages are alike and {'its loop' if one else 'their loops'} may be "
+                    f"false; scan {'it' if one else 'them'} apart, or with "
+                    f"{'its' if one else 'their'} --format")
+                continue
+            _, first, totals = self._later.setdefault(found.label, (found.unit, [], {}))
+            for line, format_ in found.found:
+                if totals.get(format_, 0) < self._SHOWN:
+                    first.append((line, format_))
+                totals[format_] = totals.get(format_, 0) + 1
+        return now
+
+    def rest(self) -> list[str]:
+        """The warnings of the lines tallied after each file's first warning."""
+        from vthread.documents import misfit_lines
+
+        return [f"{label}: warning: also {misfit_lines(first, unit, totals=totals)} but "
+                f"{'is' if sum(totals.values()) == 1 else 'are'} read as native (as said "
+                "above of its earlier lines)"
+                for label, (unit, first, totals) in self._later.items()]
+
 
 
 _R = TypeVar("_R")
@@ -502,7 +564,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         inputs = _inputs(options, passed_over)
         if inputs is None:
             return USAGE_EXIT
-        files, listed = inputs
+        files, listed, walked = inputs
         for name in files:
             _check_readable(name)
         for written in (options.output, options.summary_file):
@@ -559,7 +621,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    threads=1,
                    messages_key=options.messages_key, id_key=options.id_key,
                    detected=detected, mask_volatile=options.mask_volatile,
-                   listed=listed, cut_short=cut_short,
+                   listed=listed, walked=walked, cut_short=cut_short,
                    # With more jobs, a line's parse by its scan runs on a worker beside
                    # the detection's on this thread: holding the latter's tapes for it
                    # saves no time there, and cost this thread memory traffic (the scan of
@@ -579,6 +641,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             joined = in_core and "-" not in files and not options.strict
             tasks = chain([first], _small_chunks_joined(tasks) if joined else tasks)
         results = _scanned(_run_in_core if in_core else _run, tasks, jobs)
+        misread_warnings = _MisreadWarnings()
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
             # delivered some of the chunk's records, which the summary must not leave out.
@@ -590,12 +653,14 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                        flush=streaming)
             if progress is not None:
                 progress.chunk_done(stats.lines, done.chunks)
-            for warning in done.warnings:
+            for warning in (*done.warnings, *misread_warnings.said_now(done.misread)):
                 say(f"vthread scan: {warning}")
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
             if done.out_of_memory is not None:
                 raise _OutOfMemoryError(done.out_of_memory, done.line_limit)
+        for warning in misread_warnings.rest():
+            say(f"vthread scan: {warning}")
         _close(out, options.output, progress)
         # Every record is written: Ctrl-C or SIGTERM from now on changes nothing (it made a
         # finished scan exit 130 with its summary saying "completed": true).
@@ -888,8 +953,9 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
 
 
 def _unit(units: set[str]) -> str:
-    """What the inputs' lines are, in one word: ``line`` (JSONL), ``run`` (a JSON document's
-    or an Inspect log's), ``row`` (Parquet), or ``record`` for inputs of more than one."""
+    """What the inputs' lines are, in one word: ``line`` (JSONL), ``run`` (a JSON
+    document's), ``sample`` (an Inspect log's), ``row`` (Parquet), or ``record`` for inputs
+    of more than one."""
     return next(iter(units)) if len(units) == 1 else "line" if not units else "record"
 
 
@@ -898,8 +964,10 @@ def _finite(value: float) -> float | None:
 
 
 def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | None = None
-            ) -> tuple[list[str], frozenset[str]] | None:
-    """The files to read, and those of them found in a directory FILE: the FILE arguments as
+            ) -> tuple[list[str], frozenset[str], frozenset[str]] | None:
+    """The files to read, those of them read one at a time (found in a directory FILE, or one
+    of several inputs: see :func:`_tasks`), and those found in a directory FILE: the FILE
+    arguments as
     given, a directory by the files under it (the records and summary this run writes left
     out); with none, standard input when it is a pipe or a file, else (or with --sample) the
     bundled sample. None after a usage error. The paths under a directory left out (not
@@ -910,7 +978,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         if options.files:
             say("vthread scan: error: --sample takes no FILE")
             return None
-        return [str(SAMPLE)], frozenset()
+        return [str(SAMPLE)], frozenset(), frozenset()
     if options.files.count("-") > 1:
         # Standard input is read once: a second "-" would stand for nothing, silently.
         say("vthread scan: error: - (standard input) is given more than once")
@@ -922,6 +990,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         written = _identities([options.output, options.summary_file])
         files: list[str] = []
         listed: set[str] = set()
+        walked: set[str] = set()
         for name in options.files:
             overwritten: list[str] = []
             left_out: list[tuple[str, str]] = []
@@ -936,23 +1005,24 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
                     raise _FatalError(f"{name}: is a directory holding only vthread scan's "
                                       "records, no trajectory file")
                 listed.update(found)
+                walked.update(found)
             files += found
         if len(files) > 1:
             # Many files (a directory, a shell glob of thousands): one that cannot be read
             # is its own error record, said, and the others are still read.
             listed.update(name for name in files if name != "-")
-        return files, frozenset(listed)
+        return files, frozenset(listed), frozenset(walked)
     if sys.stdin is None:
         # A job started with standard input closed (<&-) that named no FILE: an
         # error, not the sample's records passed off as its own.
         raise _FatalError("no FILE and there is no standard input (it is closed): name a "
                           "FILE, or - for standard input (--sample scans the bundled sample)")
     if not _is_tty(sys.stdin):
-        return ["-"], frozenset()
+        return ["-"], frozenset(), frozenset()
     # Nothing piped in: a person at a terminal who typed `vthread scan` to see what it does.
     say("vthread scan: no FILE and standard input is a terminal: scanning the bundled "
         "sample (vthread scan --sample)")
-    return [str(SAMPLE)], frozenset()
+    return [str(SAMPLE)], frozenset(), frozenset()
 
 
 def _without_records(found: list[str]) -> list[str]:
@@ -1487,13 +1557,17 @@ def _regular_size(raw: BinaryIO) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _open(name: str) -> tuple[BinaryIO | _GzipStream, Callable[[], int],
-                              Callable[[], int | None], int | None]:
+def _open(name: str, regular_only: bool = False
+          ) -> tuple[BinaryIO | _GzipStream, Callable[[], int],
+                     Callable[[], int | None], int | None]:
     """(decompressed stream, position in the raw file, close, the raw file's size when it
     is a regular file) for a FILE argument; close returns the file's size as it closes it
-    (None for standard input and anything not a regular file)."""
+    (None for standard input and anything not a regular file). ``regular_only``: anything
+    but a regular file raises OSError, found without waiting (a file of a directory,
+    replaced by a FIFO after the directory was listed, would wait for a writer forever)."""
     # sys.stdin is touched only for "-" (under CI there may be none); a file is closed by close()
     raw = (blocking_stdin(cast(io.BufferedReader, sys.stdin.buffer)) if name == "-"
+           else opened_regular(name) if regular_only
            else open(name, "rb"))  # noqa: SIM115
 
     def position() -> int:
@@ -2318,6 +2392,7 @@ def _tasks(
     detected: list[tuple[str, str]] | None = None,
     mask_volatile: bool = False,
     listed: frozenset[str] = frozenset(),
+    walked: frozenset[str] = frozenset(),
     done_bytes: int = 0,
     cut_short: list[tuple[str, str]] | None = None,
     hold_tapes: bool = False,
@@ -2329,7 +2404,9 @@ def _tasks(
     scan goes on; any other such file ends the scan. ``done_bytes``: the size of the files
     read before these (the progress bar's offset). A file not read to its end (a gzip stream
     that breaks off, a document that breaks) is said on stderr and appended to ``cut_short``
-    as (file, why), besides its error record. ``hold_tapes``: the parse format detection
+    as (file, why), besides its error record. ``walked``: the files found in a directory
+    FILE, each a regular file when listed, which must still be one when opened (see
+    :func:`_open`). ``hold_tapes``: the parse format detection
     makes of each of a file's first lines is held for the scan of its chunk
     (:attr:`_Task.detected`)."""
     for name in files:
@@ -2338,8 +2415,8 @@ def _tasks(
             # The same tasks, one file at a time, so that its fatal error ends only it.
             yield from _kept_going(
                 _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
-                       messages_key, id_key, detected, mask_volatile, done_bytes=done_bytes,
-                       cut_short=cut_short, hold_tapes=hold_tapes),
+                       messages_key, id_key, detected, mask_volatile, walked=walked,
+                       done_bytes=done_bytes, cut_short=cut_short, hold_tapes=hold_tapes),
                 label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
             done_bytes += _progress_size(name) or 0
             continue
@@ -2350,7 +2427,7 @@ def _tasks(
             done_bytes += _progress_size(name) or 0
             continue
         try:
-            stream, position, close, size_at_open = _open(name)
+            stream, position, close, size_at_open = _open(name, regular_only=name in walked)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
         line = 1
@@ -2383,7 +2460,8 @@ def _tasks(
                             "run (it opens as one, not as JSONL)")
                 else:
                     chunks = _chunks(sniffed)
-            unit = "line" if kind == "lines" else "run"  # what the file's records stand for
+            # What the file's records stand for: lines, a document's runs, a log's samples.
+            unit = "line" if kind == "lines" else "sample" if kind == "inspect" else "run"
             if kind == "inspect":
                 # An Inspect log's samples are read as the chat messages they map through,
                 # one per message of the log (so records count the log's messages), whatever
@@ -3452,7 +3530,8 @@ def _merged(results: Iterable[_Done]) -> _Done:
     return _Done(b"".join(part.output for part in parts), stats, parts[-1].fatal,
                  tuple(warning for part in parts for warning in part.warnings),
                  parts[-1].out_of_memory, parts[-1].line_limit,
-                 chunks=sum(part.chunks for part in parts))
+                 chunks=sum(part.chunks for part in parts),
+                 misread=tuple(found for part in parts for found in part.misread))
 
 
 def _too_large(task: _Task) -> _Done:
@@ -3483,7 +3562,8 @@ def _line_by_line(task: _Task) -> _Done:
         stats.add(part.stats)
     fatal = parts[-1].fatal if parts else None
     warnings = tuple(dict.fromkeys(warning for part in parts for warning in part.warnings))
-    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings, place)
+    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings, place,
+                 misread=tuple(found for part in parts for found in part.misread))
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
@@ -3595,7 +3675,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
     stats.verdicts[0] -= len(declined)
     runs = list(_consecutive(declined))
     records: list[str] = []
-    warnings: list[str] = []
+    misread_lines: list[_Misread] = []
     start = 0
     for part in task.parts or (task,):  # the chunks read together, or the chunk
         end = start + len(part.lines)
@@ -3614,10 +3694,10 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
             assert len(python) == last - first, "Python wrote other than a record a line"
             written[first:last] = python
         records += written
-        warnings += _chat_warning(part, sorted(chat))
+        misread_lines += _chat_misread(part, sorted(chat))
         start = end
     records.append("")
-    return _Done("\n".join(records).encode("ascii"), stats, None, tuple(warnings),
+    return _Done("\n".join(records).encode("ascii"), stats, None, misread=tuple(misread_lines),
                  chunks=len(task.parts) if task.parts is not None else 1)
 
 
@@ -3656,19 +3736,11 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
     return found
 
 
-def _chat_warning(task: _Task, found: list[tuple[int, Any]]) -> tuple[str, ...]:
-    """The chunk's one warning naming the lines :func:`_chat_read_as_native` found, if any."""
+def _chat_misread(task: _Task, found: list[tuple[int, Any]]) -> tuple[_Misread, ...]:
+    """The lines :func:`_chat_read_as_native` found in the chunk, if any, but those the
+    file's --format warning named."""
     found = [(line, format_) for line, format_ in found if line > task.named_through]
-    if not found:
-        return ()
-    from vthread.documents import misfit_lines
-
-    one = len(found) == 1
-    return (f"{task.label}: warning: {misfit_lines(found, task.unit)} but "
-            f"{'is' if one else 'are'} read as native, the file's format (found from its "
-            f"first lines, or given): read so, {'its' if one else 'their'} messages are "
-            f"alike and {'its loop' if one else 'their loops'} may be false; scan "
-            f"{'it' if one else 'them'} apart, or with {'its' if one else 'their'} --format",)
+    return (_Misread(task.label, task.unit, tuple(found)),) if found else ()
 
 
 class _ChunkForPythonError(Exception):
@@ -3751,7 +3823,8 @@ def _consecutive(rows: list[int]) -> Iterator[tuple[int, int]]:
 
 def _where(task: _Task, number: int) -> str:
     """Where a record's input is, for a message: ``FILE:LINE`` for a JSONL line (as compilers
-    and grep write it), ``FILE: run N`` for a document's run, ``FILE: row N`` for a row."""
+    and grep write it), ``FILE: run N`` for a document's run, ``FILE: sample N`` for an
+    Inspect log's sample, ``FILE: row N`` for a row."""
     return (f"{task.label}:{number}" if task.unit == "line"
             else f"{task.label}: {task.unit} {number}")
 
@@ -3787,7 +3860,7 @@ def _broken_stream(task: _Task) -> _Done:
 
 def _scan_chunk_in_python(task: _Task) -> _Done:
     done, misread = _read_chunk_in_python(task)
-    return replace(done, warnings=_chat_warning(task, misread))
+    return replace(done, misread=_chat_misread(task, misread))
 
 
 def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:

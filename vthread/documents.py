@@ -709,19 +709,22 @@ def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) ->
     return misfit_lines(found, unit, among=f" of the first {examined}")
 
 
-def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "") -> str:
+def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
+                 totals: Mapping[Any, int] | None = None) -> str:
     """How a warning names ``unit``s (lines, rows, runs) by number that look like another
     format than they are read as, ``among`` some, each format with its own: "lines 71, 90
     and 3 more look like openai, line 95 like native" (every one was said to look like the
-    first's format)."""
+    first's format). ``totals``: how many there are of each format, when ``found`` holds
+    only the first few of each."""
     by_format: dict[Any, list[int]] = {}
     for number, format_ in found:
         by_format.setdefault(format_, []).append(number)
     said: list[str] = []
     for format_, numbers in by_format.items():
+        total = len(numbers) if totals is None else totals[format_]
         shown = ", ".join(str(number) for number in numbers[:5])
-        more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
-        units, look = (unit, "looks") if len(numbers) == 1 else (f"{unit}s", "look")
+        more = f" and {total - 5} more" if total > 5 else ""
+        units, look = (unit, "looks") if total == 1 else (f"{unit}s", "look")
         said.append(f"{units} {shown}{more}{among} {look} like {format_}" if not said
                     else f"{units} {shown}{more} like {format_}")
     return ", ".join(said)
