@@ -235,3 +235,40 @@ def test_dicts_read_in_place_encode_as_their_copies(
     is encoded: both encode each dict as it was when it was reached (its members copied
     first), so no reading of a dict straight from its table may skip that copy unnoticed."""
     assert _core.canonical(_build(*case)).decode("ascii") == _jsvalue._encode(_build(*case))
+
+
+@pytest.mark.parametrize(("stand_in", "named"), [
+    ("lambda value: value", "int64"),  # the very object back: stood in for again, for ever
+    ("lambda value: type('Text', (str,), {})('x')", "Text"),  # a str subclass is no JSON type
+    ("lambda value: (1, 2)", "tuple"),
+])
+def test_a_stand_in_of_no_json_type_is_a_clear_error_in_the_core(stand_in: str,
+                                                                 named: str) -> None:
+    """The core reads the stand-in ``vthread._jsvalue.stand_in`` gives a value of no JSON
+    type as a JSON value only when it is of an exact JSON type; any other (were the Python
+    twin ever to give one) is a TypeError naming both types, in every entry point that
+    meets it, never a stack that overflows. Run apart: the core keeps the function it
+    imports first."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = f"""
+import numpy as np
+import vthread._jsvalue
+vthread._jsvalue.stand_in = {stand_in}
+import vthread
+thread = [{{"type": "user", "text": np.int64(3)}}] * 6
+for call in (lambda: vthread.scan([thread]), lambda: vthread.fingerprint(np.int64(3)),
+             lambda: vthread.describe_thread_cycle(thread)):
+    try:
+        call()
+    except TypeError as error:
+        print(error)
+"""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          cwd=root, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    said = f"the stand-in of a int64 value is a {named}, not a JSON value"
+    assert done.stdout.splitlines() == [said] * 3, done.stdout

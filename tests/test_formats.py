@@ -1442,3 +1442,33 @@ def test_an_integer_past_pythons_digit_limit_is_read_as_javascript_reads_it(
     expected = describe_thread_cycle(json.loads(thread, parse_int=decimal.Decimal))
     assert record["verdict"] == expected == "repeated_suffix"
     assert record["id"] == "Infinity"  # what JSON.parse reads it as, written as 1e400 is
+
+
+def test_a_minified_document_cut_inside_its_first_run_is_a_document_cut_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-line ``.json`` document cut inside its first run (a download stopped early) is
+    one error record saying where it breaks, said on stderr as not read to its end and
+    listed in the summary's ``cut_short``, as a document cut after some runs is: it was read
+    as JSONL, warned of as "its first line is not JSON", and not listed."""
+    good = {"id": "a", "messages": [{"type": "bot", "text": "x" * 40}] * 2}
+    whole = json.dumps([good, good], separators=(",", ":"))
+    path, summary = tmp_path / "runs.json", tmp_path / "summary.out"
+    # (the last: "[" and the first run but its closing brace)
+    for cut in (20, 50, len(json.dumps(good, separators=(",", ":")))):
+        path.write_text(whole[:cut])
+        code, out, err = run(["scan", str(path), "-q", "--summary", str(summary)],
+                             monkeypatch)
+        (broken,) = records(out)
+        try:
+            json.loads(whole[:cut])
+        except json.JSONDecodeError as error:
+            why = f"{error.msg}: line 1 column {error.colno}"
+        assert code == 0 and broken["line"] == 1 and broken["id"] is None
+        assert broken["error"].startswith(f"not valid JSON: {why}")
+        assert broken["error"].endswith("; the document is not read past there")
+        assert err == f"vthread scan: {path}: {broken['error']}\n"
+        said = json.loads(summary.read_text())
+        assert said["cut_short"] == [{"file": str(path), "why": broken["error"]}]
+    # A one-line file that opens no JSON value is still read as lines, as before.
+    path.write_text("hello")
+    assert "its first line is not JSON" in run(["scan", str(path), "-q"], monkeypatch)[2]

@@ -2685,13 +2685,18 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
     value = _parse(data, bool(suspect_lines([data])), "document")
     if isinstance(value, _Bad):
         first, rest = _opening_line(data)
-        if first in (b"[", b"{") and not any(map(_holds_a_thread, rest.split(b"\n"))):
+        # A minified document (one line) cut inside its first run: the core's split finds
+        # no run to start from, yet it is the document cut short it looks like, not JSONL.
+        minified = first[:1] in (b"[", b"{") and not rest.strip(b" \t\r\n")
+        if (first in (b"[", b"{") or minified) and not any(map(_holds_a_thread,
+                                                                 rest.split(b"\n"))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
-            # is a thread alone) that does not parse: the runs of the whole values it begins
-            # with (pretty-printed runs one after another, as `jq '.[]'` writes them, or a
-            # run followed by junk), then one error record saying where it breaks, not an
-            # error for each of its lines; the document is one not read to its end (said,
-            # and counted in the summary, as a document split where it breaks is).
+            # is a thread alone), or a minified one, that does not parse: the runs of the
+            # whole values it begins with (pretty-printed runs one after another, as `jq
+            # '.[]'` writes them, or a run followed by junk), then one error record saying
+            # where it breaks, not an error for each of its lines; the document is one not
+            # read to its end (said, and counted in the summary, as a document split where
+            # it breaks is).
             values, where = _leading_values(data)
             if not values:
                 document.broken = f"{value.reason}; the document is not read past there"
