@@ -5,6 +5,11 @@
 //! then read alone, by the tape or by Python's `json`). A document whose every element parses
 //! alone and whose split stops nowhere is the array of those values; a split that stops
 //! (cut short, an empty element, data after the closing bracket) gives the elements before.
+//!
+//! Arrays one after another (`cat a.json b.json`, or `jq -c` writing one array of runs a
+//! line) are split as one: the elements of each in turn. Only an array may follow an array;
+//! anything else after one is data after the closing bracket, where the split stops, and so
+//! is a later array its reader refuses by its first element (`refuse_later_array`).
 
 use std::collections::TryReserveError;
 
@@ -25,7 +30,7 @@ pub enum Stop {
     Cut,
     /// An element was empty (a comma or the closing bracket where a value belongs).
     Empty,
-    /// Something other than whitespace follows the closing bracket.
+    /// Something other than whitespace or another array follows the closing bracket.
     After,
 }
 
@@ -64,6 +69,14 @@ pub struct ArraySplitter {
     /// `Stop::Cut`, the end of the document).
     stop_place: Option<Place>,
     closed: bool,
+    /// Whether the array being read follows another, and where its bracket is, until its
+    /// first element has been found.
+    later_array: Option<Place>,
+    /// The element being read is the first of a later array, whose bracket is here.
+    opening: Option<Place>,
+    /// The elements of the last `feed` that open a later array (their index among its
+    /// elements) and where that array's bracket is.
+    later_openings: Vec<(usize, Place)>,
 }
 
 impl Default for ArraySplitter {
@@ -115,7 +128,28 @@ impl ArraySplitter {
             element: None,
             stop_place: None,
             closed: false,
+            later_array: None,
+            opening: None,
+            later_openings: Vec::new(),
         }
+    }
+
+    /// The elements of the last `feed` that are the first of an array following another,
+    /// each as its index among that feed's elements and the place of its array's bracket.
+    pub fn later_openings(&self) -> &[(usize, Place)] {
+        &self.later_openings
+    }
+
+    /// Stop at a later array (`place`, its bracket, from `later_openings`) whose first element
+    /// its reader finds no element of the document (an array of runs followed by a thread
+    /// of messages): data after the closing bracket of the array before it, where the split
+    /// stops. The elements from that one on are the caller's to drop.
+    pub fn refuse_later_array(&mut self, place: Place) {
+        self.state = State::Stopped(Stop::After);
+        self.stop_place = Some(place);
+        self.element = None;
+        self.opening = None;
+        self.closed = true;
     }
 
     /// The bytes fed and not yet let go of: element ranges index into them.
@@ -169,6 +203,7 @@ impl ArraySplitter {
         }
         self.buffer.try_reserve(block.len())?;
         self.buffer.extend_from_slice(block);
+        self.later_openings.clear();
         let mut found = Vec::new();
         self.scan(&mut found);
         Ok(found)
@@ -206,12 +241,20 @@ impl ArraySplitter {
                     };
                     at += 1;
                 }
+                State::AfterArray if self.buffer[at] == b'[' => {
+                    // The next of arrays one after another: its elements follow the last's.
+                    self.later_array = Some(self.place_of(at));
+                    self.closed = false;
+                    self.state = State::BeforeElement { first: true };
+                    at += 1;
+                }
                 State::AfterArray => {
                     self.stop_place = Some(self.place_of(at));
                     self.state = State::Stopped(Stop::After);
                 }
                 State::BeforeElement { first } => match self.buffer[at] {
                     b']' if first => {
+                        self.later_array = None;
                         self.closed = true;
                         self.state = State::AfterArray;
                         at += 1;
@@ -222,6 +265,9 @@ impl ArraySplitter {
                     }
                     _ => {
                         let place = self.place_of(at);
+                        if first {
+                            self.opening = self.later_array.take();
+                        }
                         self.element = Some((at, place));
                         self.depth = 0;
                         self.state = State::InElement;
@@ -235,6 +281,9 @@ impl ArraySplitter {
                         let mut last = at;
                         while is_json_space(self.buffer[last - 1]) {
                             last -= 1; // the element's first byte is not space
+                        }
+                        if let Some(bracket) = self.opening.take() {
+                            self.later_openings.push((found.len(), bracket));
                         }
                         found.push((start, last, place));
                         if byte == b']' {
@@ -302,8 +351,8 @@ impl ArraySplitter {
     }
 
     /// The document has ended: why the split stopped short of a whole document and where
-    /// (None when it did not: one array, only whitespace after it), whether the closing
-    /// bracket was reached, and the element the document ended in (its range of `text`,
+    /// (None when it did not: arrays whole, only whitespace between and after them), whether
+    /// the last array's closing bracket was reached, and the element the document ended in (its range of `text`,
     /// trailing whitespace left out unless the document ends inside a string, where it is
     /// the string's own text and where `json` finds the break; and its place), if any. Call
     /// after the last `feed`.
@@ -466,6 +515,91 @@ mod tests {
                 tail.map(<[u8]>::to_vec),
             );
             assert_eq!(every_way(document), expected, "{document:?}");
+        }
+    }
+
+    #[test]
+    fn arrays_one_after_another_are_split_as_one() {
+        type Case = (
+            &'static [u8],
+            &'static [&'static [u8]],
+            Option<(Stop, usize)>,
+            bool,
+        );
+        let cases: [Case; 7] = [
+            (b"[1, 2][3]", &[b"1", b"2", b"3"], None, true),
+            (
+                b"[1]\n[2, {\"a\": [3]}]\n",
+                &[b"1", b"2", b"{\"a\": [3]}"],
+                None,
+                true,
+            ),
+            (b"[] [1] []", &[b"1"], None, true),
+            (b"[1] [2] x", &[b"1", b"2"], Some((Stop::After, 8)), true),
+            (b"[1] {\"a\": 2}", &[b"1"], Some((Stop::After, 4)), true),
+            (b"[1] [2, ]", &[b"1", b"2"], Some((Stop::Empty, 8)), false),
+            (b"[1] [", &[b"1"], Some((Stop::Cut, 5)), false),
+        ];
+        for (document, elements, stop, closed) in cases {
+            let expected: Split = (
+                elements.iter().map(|e| e.to_vec()).collect(),
+                stop,
+                closed,
+                None,
+            );
+            assert_eq!(every_way(document), expected, "{document:?}");
+        }
+        let (elements, stop, closed, tail) = every_way(b"[1] [2, 3");
+        assert_eq!(elements, vec![b"1".to_vec(), b"2".to_vec()]);
+        assert_eq!(
+            (stop, closed, tail),
+            (Some((Stop::Cut, 9)), false, Some(b"3".to_vec()))
+        );
+    }
+
+    #[test]
+    fn a_later_array_is_told_by_its_first_element_and_may_be_refused() {
+        let document = b"[1, 2]\n [] [3, 4] [5]";
+        let mut splitter = ArraySplitter::new();
+        let found = splitter.feed(document).unwrap();
+        assert_eq!(found.len(), 5);
+        let openings: Vec<(usize, usize)> = splitter
+            .later_openings()
+            .iter()
+            .map(|&(index, place)| (index, place.offset))
+            .collect();
+        assert_eq!(openings, vec![(2, 11), (4, 18)]); // (the empty array opens none)
+        splitter.refuse_later_array(splitter.later_openings()[0].1);
+        let (stop, closed, tail) = splitter.finish();
+        assert_eq!(
+            stop.map(|(why, p)| (why, p.offset, p.line, p.column)),
+            Some((Stop::After, 11, 2, 5))
+        );
+        assert!(closed && tail.is_none());
+        // Refused in the middle of its first element's block, the split feeds nothing more.
+        let mut splitter = ArraySplitter::new();
+        splitter.feed(b"[1] [2, ").unwrap();
+        splitter.refuse_later_array(splitter.later_openings()[0].1);
+        assert!(splitter.is_done() && splitter.feed(b"3]").unwrap().is_empty());
+        // In blocks of any size, the opening is told with the feed that completes the element.
+        for size in 1..document.len() {
+            let mut splitter = ArraySplitter::new();
+            let mut told = Vec::new();
+            let mut elements = 0;
+            for block in document.chunks(size) {
+                let found = splitter.feed(block).unwrap();
+                told.extend(splitter.later_openings().iter().map(|&(index, place)| {
+                    let (start, end, _) = found[index];
+                    (splitter.text()[start..end].to_vec(), place.offset)
+                }));
+                elements += found.len();
+            }
+            assert_eq!(elements, 5, "blocks of {size}");
+            assert_eq!(
+                told,
+                vec![(b"3".to_vec(), 11), (b"5".to_vec(), 18)],
+                "blocks of {size}"
+            );
         }
     }
 

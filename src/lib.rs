@@ -1154,8 +1154,10 @@ impl DocumentSplitter {
                 let Ok(found) = splitter.feed(bytes) else {
                     return None;
                 };
+                let mut found = found;
                 let text = splitter.text();
                 let mut plain = Vec::with_capacity(found.len());
+                let mut refused = None;
                 for (index, &(start, end, _)) in found.iter().enumerate() {
                     let tape = document::Tape::parse(&text[start..end]);
                     if index == 0 && !started {
@@ -1165,7 +1167,24 @@ impl DocumentSplitter {
                             }
                         }
                     }
+                    // An array after the first is more runs only when it opens runs as the
+                    // first did (a document of runs followed by a thread of messages is
+                    // data after its closing bracket).
+                    let later = splitter
+                        .later_openings()
+                        .iter()
+                        .find(|&&(at, _)| at == index);
+                    if let (Some(&(_, bracket)), Ok(tape)) = (later, &tape) {
+                        if !opens_runs(tape.root(), &keys) {
+                            refused = Some((index, bracket));
+                            break;
+                        }
+                    }
                     plain.push(tape.is_ok());
+                }
+                if let Some((index, bracket)) = refused {
+                    splitter.refuse_later_array(bracket);
+                    found.truncate(index);
                 }
                 let declined = splitter.not_an_array();
                 Some((found, plain, declined))

@@ -1472,3 +1472,49 @@ def test_a_minified_document_cut_inside_its_first_run_is_a_document_cut_short(
     # A one-line file that opens no JSON value is still read as lines, as before.
     path.write_text("hello")
     assert "its first line is not JSON" in run(["scan", str(path), "-q"], monkeypatch)[2]
+
+
+@pytest.mark.parametrize("read_bytes", [64, 1 << 20])
+def test_arrays_of_runs_one_after_another_are_read_as_one_document(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_bytes: int) -> None:
+    """``cat a.json b.json`` (pretty-printed or compact), or ``jq -c`` writing an array of runs
+    a line: a record for every run of every array, in order, from a file, from standard input
+    and gzipped, in blocks of any size (the runs of the second array were one error record,
+    "Extra data after its closing bracket"). An array after the first that holds no runs (a
+    thread of messages) is still where the document breaks."""
+    from vthread import cli
+
+    monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
+    looping = [{"type": "user", "text": "go"}] + [{"type": "bot", "text": "same"}] * 4
+    first = [{"id": "a", "messages": looping}, {"id": "b", "messages": looping[:2]}]
+    second = [{"id": "c", "messages": looping[:3]}]
+    alone = [json.dumps(runs, indent=2) + "\n" for runs in (first, [], second)]
+    joined = {"pretty.json": "".join(alone),
+              "compact.json": json.dumps(first) + json.dumps(second),
+              "lines.jsonl": json.dumps(first) + "\n" + json.dumps(second) + "\n"}
+    expected = []
+    for runs in (first, second):
+        path = tmp_path / "alone.json"
+        path.write_text(json.dumps(runs))
+        expected += [{**r, "file": None, "line": None}
+                     for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])]
+    assert [r["id"] for r in expected] == ["a", "b", "c"] and expected[0]["verdict"]
+    for name, text in joined.items():
+        path = tmp_path / name
+        path.write_text(text)
+        gzipped = tmp_path / (name + ".gz")
+        gzipped.write_bytes(gzip.compress(text.encode()))
+        for got in (run(["scan", str(path), "-q"], monkeypatch),
+                    run(["scan", "-", "-q"], monkeypatch, stdin=text.encode()),
+                    run(["scan", str(gzipped), "-q"], monkeypatch)):
+            code, out, _ = got
+            written = records(out)
+            assert code == 0 and [r["line"] for r in written] == [1, 2, 3], (name, out)
+            assert [{**r, "file": None, "line": None} for r in written] == expected, name
+    # An array of runs, then a thread of messages: the runs, then where it breaks.
+    path = tmp_path / "then_a_thread.json"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(looping) + "\n")
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["a", "b"]
+    assert broken["error"].endswith("line 2 column 1 of the document, after its closing "
+                                    "bracket; the document is not read past there")
