@@ -134,7 +134,9 @@ pub fn columns_of_objects<'py>(
         let items = python_messages(&thread, index)?;
         crate::node::prefetch_fields(&items);
         since_pause += items.len() + 1;
-        columns.push_thread(index, &items, options, &mut reader)?;
+        columns
+            .push_thread(index, &items, options, &mut reader)
+            .map_err(|error| located(py, error, Some(index), &items))?;
         let whole = columns.last_may_loop_before_its_texts(options.needed_results);
         keep_read(&mut read, &thread, items, whole)?;
     }
@@ -149,8 +151,46 @@ pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> 
         PyTypeError::new_err(text.trim_start_matches("thread 0: ").to_owned())
     })?;
     let mut columns = Columns::new();
-    columns.push_thread(0, &items, options, &mut Reader::default())?;
+    columns
+        .push_thread(0, &items, options, &mut Reader::default())
+        .map_err(|error| located(messages.py(), error, None, &items))?;
     Ok(columns)
+}
+
+/// `error`, raised while a thread's messages were read (by a message's own mapping methods,
+/// or by a value the core cannot encode), with a note saying where, as the core's own
+/// errors do: `thread {index}` (None: the thread of a single-thread call) and the first
+/// message one of whose fields cannot be read alone, found by reading each message's
+/// fields again (on this error path only). An exception that is no `Exception` (Ctrl-C)
+/// is left as it is, and no message's code is run again for it.
+fn located<N: Node>(py: Python<'_>, error: PyErr, thread: Option<usize>, items: &[N]) -> PyErr {
+    if !error.is_instance_of::<pyo3::exceptions::PyException>(py) {
+        return error;
+    }
+    let message = items.iter().position(|message| !fields_read(message));
+    let place = match (thread, message) {
+        (Some(thread), Some(message)) => format!("thread {thread}, messages[{message}]"),
+        (Some(thread), None) => format!("thread {thread}"),
+        (None, Some(message)) => format!("messages[{message}]"),
+        (None, None) => return error,
+    };
+    // (a note that cannot be added leaves the error as raised)
+    let _ = error.add_note(py, format!("while reading {place}"));
+    error
+}
+
+/// Whether every field of `message` the heuristics read (type, text, meta, usage, and its
+/// activity) can be read and encoded.
+fn fields_read<N: Node>(message: &N) -> bool {
+    let mut scratch = Vec::new();
+    for key in [Key::Type, Key::Text, Key::Meta, Key::Usage] {
+        match message.field(key) {
+            Err(_) => return false,
+            Ok(Some(value)) if value.push_canonical(&mut scratch).is_err() => return false,
+            Ok(_) => {}
+        }
+    }
+    crate::columns::parse_activity(message).is_ok()
 }
 
 /// What became of one JSONL line in the core.
@@ -670,7 +710,9 @@ pub fn message_columns_of_objects<'py>(
         }
         let items = python_messages(&thread, index)?;
         since_pause += items.len() + 1;
-        columns.push_thread(&items, &mut scratch)?;
+        columns
+            .push_thread(&items, &mut scratch)
+            .map_err(|error| located(py, error, Some(index), &items))?;
         keep_read(&mut read, &thread, items, true)?; // a loop may lie anywhere
     }
     Ok((columns, read))

@@ -1184,3 +1184,51 @@ def test_odd_keys_and_mappings_are_read_as_the_reference_reads_them() -> None:
     odd = [_GetWithoutDefault({"type": "bot", "text": "x"})] * 4
     assert vthread.describe_thread_cycle(odd) == ref.describe_thread_cycle(
         odd, cycle_options()) == "repeated_suffix"
+
+
+class _BadPairs(dict[str, Any]):
+    """A meta whose items are not pairs: encoding it raises the caller's own ValueError."""
+
+    def items(self) -> Any:
+        return [("a", 1, 2)]
+
+
+class _TextRaises(dict[str, Any]):
+    """A message whose ``get("text")`` raises."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "text":
+            raise KeyError("text")
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("call", ["scan", "scan anywhere", "scan jobs=2", "describe"])
+@pytest.mark.parametrize("odd", ["pairs", "get raises", "mock"])
+def test_an_error_a_message_raises_is_noted_with_its_thread_and_index(
+        call: str, odd: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception a message's own objects raise while they are read (a meta whose items
+    are no pairs, a ``get`` that raises, a ``Mock(spec=dict)``) propagates as raised, with a
+    note naming the thread and message, as the core's own errors name them (testers: the
+    error named neither, in a batch of thousands)."""
+    from unittest import mock
+
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES_ANYWHERE", 0)
+    fine = {"type": "user", "text": "a"}
+    bad: Any = {"pairs": {"type": "user", "text": "a", "meta": _BadPairs(a=1)},
+                "get raises": _TextRaises(type="user", text="a"),
+                "mock": {"type": "user", "text": "a", "meta": mock.Mock(spec=dict)}}[odd]
+    raised = {"pairs": ValueError, "get raises": KeyError, "mock": TypeError}[odd]
+    # (equal type and text around it: the meta is read, which only a candidate loop needs)
+    bot = {"type": "bot", "text": "b"}
+    thread = [fine, bot, bad, bot, bad, bot]
+    batch = [[fine]] * 7 + [thread] + [[fine]] * 3
+    with pytest.raises(raised) as error:
+        if call == "describe":
+            vthread.describe_thread_cycle(thread)
+        else:
+            vthread.scan(batch, anywhere=call == "scan anywhere",
+                         jobs=2 if call == "scan jobs=2" else 1)
+    where = "messages[2]" if call == "describe" else "thread 7, messages[2]"
+    assert error.value.__notes__ == [f"while reading {where}"]
