@@ -6,9 +6,11 @@ round runs one fresh interpreter per build, the order alternating by round; the 
 scans a small file once (imports, first calls), then each ``--file`` once (or
 ``--repeats`` times, the scan of least CPU time kept: the first scan of a large file in a
 process also pays for the memory the process grows into) with
-``vthread.cli.main(["scan", FILE, "--quiet", "--output", OUT])``, and reports the CPU time
-(user and kernel, all threads) and the minor page faults of each scan, and a digest of
-its records. The builds must write the same records, or they do not answer alike. Each
+``vthread.cli.main(["scan", FILE, "--quiet", "--output", OUT, *OPTIONS])`` (``OPTIONS``:
+each ``--scan-option``, such as ``--anywhere``), and reports the CPU time (user and
+kernel, all threads) and the minor page faults of each scan, a digest of its records, and
+the interpreter's peak resident memory (of all its scans: give one ``--file`` to read it
+as one file's). The builds must write the same records, or they do not answer alike. Each
 round's ratio is taken within the round (before / after), so drift of the machine moves
 both sides alike; the summary gives the median of those ratios and how many rounds were
 faster.
@@ -33,6 +35,7 @@ _CHILD = r"""
 import gc, hashlib, json, os, resource, sys, tempfile
 from vthread import cli
 repeats, warm, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+options = json.loads(os.environ["VTHREAD_AB_OPTIONS"])
 out = os.path.join(tempfile.mkdtemp(), "records.jsonl")
 cli.main(["scan", warm, "--quiet", "--output", os.devnull])
 found = {}
@@ -40,14 +43,15 @@ for path in files:
     for _ in range(repeats):
         gc.collect()
         before = resource.getrusage(resource.RUSAGE_SELF)
-        status = cli.main(["scan", path, "--quiet", "--output", out])
+        status = cli.main(["scan", path, "--quiet", "--output", out, *options])
         after = resource.getrusage(resource.RUSAGE_SELF)
         digest = hashlib.sha256(open(out, "rb").read()).hexdigest()[:16]
         run = [after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
                after.ru_minflt - before.ru_minflt, status, digest]
         if path not in found or run[0] + run[1] < found[path][0] + found[path][1]:
             found[path] = run
-print(json.dumps(found))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({path: [*run, peak] for path, run in found.items()}))
 """
 
 
@@ -68,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1,
                         help="scans of each file per interpreter; the least CPU time kept")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--scan-option", action="append", default=[],
+                        help="an option given to every scan (repeat for more)")
     args = parser.parse_args(argv)
     files = [str(path.resolve()) for path in args.file]
     warm = Path(os.environ.get("TMPDIR", "/tmp")) / "vthread-ab-warm.jsonl"
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         name: {path: [] for path in files} for name, _ in builds}
     for round_ in range(args.rounds):
         for name, directory in builds if round_ % 2 == 0 else builds[::-1]:
-            env = {**os.environ, "PYTHONPATH": str(directory)}
+            env = {**os.environ, "PYTHONPATH": str(directory),
+                   "VTHREAD_AB_OPTIONS": json.dumps(args.scan_option)}
             done = subprocess.run([sys.executable, "-c", _CHILD, str(args.repeats), str(warm),
                                    *files], env=env,
                                   cwd=warm.parent, capture_output=True, text=True, check=True)
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cpu_s_min": round(min(cpu[name]), 4),
                 "user_s_min": round(min(run[0] for run in taken), 4),
                 "faults_median": statistics.median(run[2] for run in taken),
+                "peak_rss_kb_median": statistics.median(run[5] for run in taken),
                 "records": sorted({run[4] for run in taken}),
                 "status": sorted({run[3] for run in taken}),
             }
@@ -112,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.repeats} scan(s) of a file per interpreter, the least CPU time",
         "builds": {name: str(directory) for name, directory in builds},
         "rounds": args.rounds,
+        "scan_options": args.scan_option,
         "machine": {"processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count(), "python": platform.python_version()},
         "files": {Path(path).name: Path(path).stat().st_size for path in files},

@@ -365,9 +365,7 @@ def _long_block_loops_exactly(kind: int, thread: int, rows: npt.NDArray[np.int64
     keys numbered in order of first appearance (equal numbers for equal keys only), each
     run judged in O(1) (:meth:`_RoleCounts.judged`): linear in the thread's length, however
     long its runs are in all."""
-    numbers: dict[Key, int] = {}
-    numbered = np.array([numbers.setdefault(keys.key(thread, row), len(numbers))
-                         for row in rows[low:high].tolist()], np.uint64)
+    numbered = keys.numbers(thread, rows[low:high]).astype(np.uint64)
     _, periods, starts, stops = _core.long_runs(numbered, np.array([0, high - low], np.int64),
                                                 MAX_PERIOD + 1)
     loops = []
@@ -423,39 +421,47 @@ class _RoleCounts:
 
 
 class _Keys:
-    """Exact message keys, each computed once and only for messages a screen run holds."""
+    """Messages' exact keys (:func:`message_key`) as numbers, equal exactly when the keys
+    are, each computed once and only for messages a screen run holds. A row's number is
+    held in an array and each distinct key once, so a long thread's keys take 8 bytes a
+    message: holding every key (each message's own bytes, in a dict by row) took about
+    150 bytes a message, most of ``vthread scan --anywhere``'s memory past the thread."""
 
     def __init__(self, threads: Sequence[Sequence[Mapping[str, Any]]],
                  offsets: npt.NDArray[np.int64]) -> None:
         self._threads = threads
         self._offsets = offsets
-        self._cache: dict[int, Key] = {}
+        self._numbers = np.full(int(offsets[-1]), -1, np.int64)  # -1: not yet computed
+        self._known: dict[Key, int] = {}
 
-    def key(self, thread: int, row: int) -> Key:
-        cached = self._cache.get(row)
-        if cached is None:
-            cached = message_key(self._threads[thread][row - int(self._offsets[thread])])
-            self._cache[row] = cached
-        return cached
+    def numbers(self, thread: int, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The key numbers of ``rows`` (distinct batch rows of ``thread``)."""
+        got = self._numbers[rows]
+        missing = np.flatnonzero(got < 0)
+        if missing.size:
+            messages = self._threads[thread]
+            offset = int(self._offsets[thread])
+            known = self._known
+            made = np.array([known.setdefault(message_key(messages[row - offset]), len(known))
+                             for row in rows[missing].tolist()], np.int64)
+            self._numbers[rows[missing]] = made
+            got[missing] = made
+        return got
+
+    def key(self, thread: int, row: int) -> int:
+        """The key number of one row."""
+        return int(self.numbers(thread, np.array([row], np.int64))[0])
 
     def exact_runs(self, thread: int, run: npt.NDArray[np.int64],
                    period: int) -> list[tuple[int, int]]:
         """The maximal ``[begin, stop)`` of ``run``'s positions equal, by exact key, to the
         position ``period`` later, at least one block long."""
-        rows = run.tolist()
-        out = []
-        begin = None
-        for position in range(len(rows) - period):
-            same = self.key(thread, rows[position]) == self.key(thread, rows[position + period])
-            if same and begin is None:
-                begin = position
-            elif not same and begin is not None:
-                if position - begin >= period:
-                    out.append((begin, position))
-                begin = None
-        if begin is not None and len(rows) - period - begin >= period:
-            out.append((begin, len(rows) - period))
-        return out
+        numbers = self.numbers(thread, run)
+        same = numbers[:-period] == numbers[period:]
+        edges = np.diff(same.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+        begins, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        whole = stops - begins >= period
+        return list(zip(begins[whole].tolist(), stops[whole].tolist(), strict=True))
 
 
 def _number_blind_replies(
@@ -521,7 +527,7 @@ def _retried_failures(
         thread = int(owner[rows[first]])
         offset = int(offsets[thread])
         messages = threads[thread]
-        copies_of: dict[Key, list[int]] = {}
+        copies_of: dict[int, list[int]] = {}  # by key number
         # Whether a result failed is cheaper to ask than an exact key.
         for row in rows[first : first + size].tolist():
             if failed(messages[row - offset]):
