@@ -1232,3 +1232,55 @@ def test_an_error_a_message_raises_is_noted_with_its_thread_and_index(
                          jobs=2 if call == "scan jobs=2" else 1)
     where = "messages[2]" if call == "describe" else "thread 7, messages[2]"
     assert error.value.__notes__ == [f"while reading {where}"]
+
+
+class _GetSaysOtherwise(dict[str, Any]):
+    """A mapping whose ``get`` gives ``"X"`` for every key in ``odd`` (``[]`` and ``in`` as a
+    dict's)."""
+
+    odd: frozenset[str] = frozenset()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return "X" if key in self.odd else super().get(key, default)
+
+
+class _ItemSaysOtherwise(dict[str, Any]):
+    """A mapping whose ``[]`` gives ``"X"``, and ``in`` says present, for every key in
+    ``odd`` (``get`` as a dict's)."""
+
+    odd: frozenset[str] = frozenset()
+
+    def __getitem__(self, key: str) -> Any:
+        return "X" if key in self.odd else super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.odd or super().__contains__(key)
+
+
+@pytest.mark.parametrize("kind", [_GetSaysOtherwise, _ItemSaysOtherwise])
+@pytest.mark.parametrize("field", ["meta", "payloads"])
+def test_a_mapping_whose_get_and_items_disagree_is_read_by_get_everywhere(
+        kind: type[dict[str, Any]], field: str) -> None:
+    """A message (or tool function) whose ``get`` and ``[]``/``in`` give different values is
+    read one way, with ``get``, by the core, its Python twins and the reference alike: the
+    reference read ``meta`` (and a function's payloads) with ``in`` and ``[]``, and called
+    ``repeated_suffix`` no loop where the engine found one (a tester's)."""
+    odd = type("Odd", (kind,), {"odd": frozenset(
+        {"meta"} if field == "meta" else {"arguments", "result"})})
+    bot = {"type": "bot", "text": "b"}
+    if field == "meta":
+        thread = [odd(type="u", text="a", meta=i) for i in range(3)]
+        thread = [message for first in thread for message in (first, bot)]
+    else:
+        def call(i: int) -> dict[str, Any]:
+            function = odd(name="ls", arguments={"n": i}, result=f"r{i}")
+            return {"type": "activity", "text": "",
+                    "meta": {"activity": {"type": "response", "function": function}}}
+        thread = [call(i) for i in range(6)]
+    expected = ref.describe_thread_cycle(thread, ref.cycle())
+    # (read by get, the odd values are equal and loop; by [], they differ)
+    assert expected == (None if kind is _ItemSaysOtherwise else
+                        "repeated_suffix" if field == "meta" else "repeated_result_run")
+    assert vthread.describe_thread_cycle(thread) == expected
+    assert vthread.scan([thread]).names == [expected]
+    assert vthread.is_thread_cyclic(thread) == ref.is_thread_cyclic(thread, ref.cycle())

@@ -423,7 +423,8 @@ def _call(name: str, arguments: Any, encode: Callable[[Any], str]) -> str:
 
 def _activity_payloads(message: Message) -> tuple[Any, Any]:
     """(arguments, result) of a well-formed activity message, _MISSING where missing."""
-    function = message["meta"]["activity"]["function"]
+    meta: Any = message.get("meta")  # (a well-formed activity's, read as it was checked)
+    function = meta.get("activity").get("function")
     return function.get("arguments", _MISSING), function.get("result", _MISSING)
 
 

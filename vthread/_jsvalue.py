@@ -179,6 +179,25 @@ def is_string(value: object) -> TypeIs[str]:
     return issubclass(type(value), str)
 
 
+ABSENT_FIELD: Final = object()
+"""What :func:`field` gives for a field a mapping does not hold (absent is not ``None``)."""
+
+
+def field(mapping: Mapping[Any, Any], name: str) -> Any:
+    """``mapping``'s field ``name``, read as the core reads a field: with the mapping's own
+    ``get`` (a dict subclass's ``dict.get``, which never calls ``__missing__``), or, for a
+    ``get`` of its own that takes no default, with ``[]`` (a ``KeyError`` meaning absent);
+    :data:`ABSENT_FIELD` when absent. Every reader of a message's fields uses it, so that a
+    mapping whose ``get`` and ``[]`` disagree is read one way everywhere."""
+    try:
+        return mapping.get(name, ABSENT_FIELD)
+    except TypeError:
+        try:
+            return mapping[name]
+        except KeyError:
+            return ABSENT_FIELD
+
+
 def text_in(value: object, names: Collection[str]) -> bool:
     """Whether ``value`` is a string, by its content, that is one of ``names``: a list or
     object (unhashable) is none of them where ``in`` would raise, and a ``str`` subclass's

@@ -22,7 +22,9 @@ from typing import Any, Final, TypeAlias, cast
 import numpy as np
 
 from vthread._jsvalue import (
+    ABSENT_FIELD,
     canonical,
+    field,
     is_string,
     js_double,
     js_ge_zero,
@@ -170,19 +172,23 @@ def parse_activity(
     if not isinstance(meta, Mapping):
         return None
     activity = meta.get("activity")
-    if not isinstance(activity, Mapping) or not is_string(activity.get("type")):
+    if not isinstance(activity, Mapping) or not is_string(kind := activity.get("type")):
         return None
     function = activity.get("function")
-    if not isinstance(function, Mapping) or not is_string(function.get("name")):
+    if not isinstance(function, Mapping) or not is_string(name := function.get("name")):
         return None
-    # str.__str__: the string's content, whatever a subclass's own __str__ says (content is
-    # what JavaScript compares, and what the core reads); js_string: a surrogate pair as its
-    # astral character, so two names JavaScript calls equal compare equal here too.
+    # Every field read once, with get (as the core reads it: a mapping whose get and []
+    # disagree is read one way); str.__str__: the string's content, whatever a subclass's
+    # own __str__ says (content is what JavaScript compares, and what the core reads);
+    # js_string: a surrogate pair as its astral character, so two names JavaScript calls
+    # equal compare equal here too.
+    arguments = field(function, "arguments")
+    result = field(function, "result")
     return Activity(
-        kind=js_string(str.__str__(activity["type"])),
-        name=js_string(str.__str__(function["name"])),
-        arguments=encode(function["arguments"]) if "arguments" in function else ABSENT,
-        result=encode(function["result"]) if "result" in function else ABSENT,
+        kind=js_string(str.__str__(kind)),
+        name=js_string(str.__str__(name)),
+        arguments=ABSENT if arguments is ABSENT_FIELD else encode(arguments),
+        result=ABSENT if result is ABSENT_FIELD else encode(result),
     )
 
 
@@ -193,7 +199,8 @@ def _call_id(message: Message) -> Any:
     """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None: a
     string, or a whole number as JavaScript holds it (a double, keyed by its JSON text apart
     from every string: ``1`` and ``1.0`` one id, ``2**53 + 1`` the id ``2**53``)."""
-    activity = message["meta"]["activity"]
+    meta: Any = message.get("meta")  # (a well-formed activity's, read as it was checked)
+    activity = meta.get("activity")
     for key in ("id", "call_id"):
         value = activity.get(key)
         if is_string(value):

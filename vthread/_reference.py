@@ -22,8 +22,10 @@ from itertools import pairwise
 from typing import Any, Final
 
 from vthread._jsvalue import (
+    ABSENT_FIELD,
     JS_WHITESPACE_CLASS,
     canonical,
+    field,
     is_string,
     is_text,
     real_number,
@@ -230,7 +232,8 @@ def message_key(message: Message) -> str:
     """(type, text, meta-or-absent), each encoded on its own (a meta JSON cannot encode does
     not take the type and text with it) and joined by NUL, which no canonical text holds;
     absent type/text count as null, an absent meta is ``-`` (no JSON text)."""
-    meta = canonical(message["meta"]) if "meta" in message else "-"
+    meta = field(message, "meta")
+    meta = "-" if meta is ABSENT_FIELD else canonical(meta)
     return "\x00".join((canonical(message.get("type")), canonical(message.get("text")), meta))
 
 

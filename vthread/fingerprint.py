@@ -14,6 +14,7 @@ from typing import Any, Final
 import xxhash
 
 from vthread import _core
+from vthread._jsvalue import ABSENT_FIELD, field
 
 __all__ = ["fingerprint", "message_fingerprint"]
 
@@ -57,5 +58,6 @@ def exact_key(kind: Any, text: Any, message: Mapping[str, Any]) -> bytes:
     """(``kind``, ``text``, ``message``'s meta or its absence), each part encoded on its own
     (a meta holding a cycle is the marker while the type and text stay themselves) and
     joined by NUL, which no canonical text holds; an absent meta is ``-``, which none is."""
-    meta = _core.canonical(message["meta"]) if "meta" in message else _ABSENT_META
+    meta = field(message, "meta")
+    meta = _ABSENT_META if meta is ABSENT_FIELD else _core.canonical(meta)
     return b"\x00".join((_core.canonical(kind), _core.canonical(text), meta))
