@@ -1012,6 +1012,175 @@ fn anywhere_loop_parts<'py>(
     Ok(out)
 }
 
+/// `anywhere_loop_parts` of threads given as their native JSON lines (`lines[owner]`, read
+/// under `messages_key` and `id_key` as `scan_lines` read them), so that a looping line's
+/// records are made without its messages becoming Python objects. A loop whose line the
+/// core does not read is declined (Python's), as one it declines of a thread is.
+#[pyfunction]
+#[pyo3(signature = (lines, owners, starts, ends, periods, kinds, messages_key=None, id_key=None))]
+#[allow(clippy::too_many_arguments)]
+fn anywhere_loop_parts_of_lines<'py>(
+    lines: &Bound<'py, PyList>,
+    owners: Vec<usize>,
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+    periods: Vec<usize>,
+    kinds: Vec<u8>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = lines.py();
+    let count = owners.len();
+    if [starts.len(), ends.len(), periods.len(), kinds.len()] != [count; 4] {
+        return Err(PyValueError::new_err(
+            "owners, starts, ends, periods and kinds must have one entry per loop",
+        ));
+    }
+    if let Some(owner) = owners.iter().find(|&&owner| owner >= lines.len()) {
+        return Err(PyValueError::new_err(format!(
+            "owner {owner} of a batch of {} lines",
+            lines.len()
+        )));
+    }
+    let owned = chunk_rows::line_buffers(lines)?;
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
+    let parts: Vec<Option<attribution::AnywhereParts>> = py.detach(|| {
+        let mut parts = Vec::with_capacity(count);
+        let mut index = 0;
+        while index < count {
+            // The loops of one line (owners come in order), its tape made once for them.
+            let owner = owners[index];
+            let mut last = index;
+            while last < count && owners[last] == owner {
+                last += 1;
+            }
+            let tape = simdutf8::basic::from_utf8(views[owner])
+                .ok()
+                .and_then(|text| document::Tape::parse_str(text).ok());
+            let messages = tape
+                .as_ref()
+                .and_then(|tape| threads::native_thread(tape.root(), keys))
+                .map(|(_, messages)| messages);
+            for at in index..last {
+                let found = attribution::FoundAnywhere {
+                    start: starts[at],
+                    end: ends[at],
+                    period: periods[at],
+                    kind: kinds[at],
+                };
+                parts.push(
+                    messages
+                        .as_deref()
+                        .and_then(|messages| attribution::anywhere_parts(messages, found).ok()),
+                );
+            }
+            index = last;
+        }
+        parts
+    });
+    let out = PyDict::new(py);
+    set_loop_fields(py, &out, &parts, |p| {
+        (p.signature, &p.excerpt, p.loop_tokens)
+    })?;
+    Ok(out)
+}
+
+/// The exact keys of the messages of a native JSON line (`lines[0]`, read under
+/// `messages_key` and `id_key` as `scan_lines` read it), each as
+/// `vthread.fingerprint.message_key` encodes it (`suffix::push_exact_key`), numbered in
+/// order of first appearance: equal numbers exactly for equal keys, the keys themselves
+/// compared (never a hash), so that `vthread.anywhere` confirms a looping line's runs
+/// without its messages becoming Python objects. With `digits_folded`, the keys are
+/// `vthread.anywhere.reply_key`'s: a string text's every run of ASCII digits read as one
+/// `0`. None when the core does not read the line.
+#[pyfunction]
+#[pyo3(signature = (lines, messages_key=None, id_key=None, digits_folded=false))]
+fn line_key_numbers<'py>(
+    lines: &Bound<'py, PyList>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+    digits_folded: bool,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    let py = lines.py();
+    let owned = chunk_rows::line_buffers(lines)?;
+    let [line] = owned.as_slice() else {
+        return Err(PyValueError::new_err("expected a list of one line"));
+    };
+    let line = line.as_bytes();
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
+    let numbers = py.detach(|| -> Option<Vec<i64>> {
+        let text = simdutf8::basic::from_utf8(line).ok()?;
+        let tape = document::Tape::parse_str(text).ok()?;
+        let (_, messages) = threads::native_thread(tape.root(), keys)?;
+        let mut known: HashMap<Vec<u8>, i64> = HashMap::new();
+        let mut key = Vec::new();
+        let mut numbers = Vec::with_capacity(messages.len());
+        for message in &messages {
+            key.clear();
+            if digits_folded {
+                push_reply_key(message, &mut key);
+            } else {
+                suffix::push_exact_key(message, &mut key).ok()?;
+            }
+            let next = known.len() as i64;
+            let number = match known.get(key.as_slice()) {
+                Some(&number) => number,
+                None => {
+                    known.insert(key.clone(), next);
+                    next
+                }
+            };
+            numbers.push(number);
+        }
+        Some(numbers)
+    });
+    numbers.map(|numbers| numpy_array(py, numbers)).transpose()
+}
+
+/// `suffix::push_exact_key` of a tape message with its text, when a string, read with every
+/// run of ASCII digits as one `0` (`vthread.anywhere.reply_key`: `[0-9]+` replaced by `0`).
+fn push_reply_key(message: &document::Value<'_>, out: &mut Vec<u8>) {
+    use node::Node;
+    match message.field(node::Key::Type).ok().flatten() {
+        Some(value) => value.push_canonical(out),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(fingerprint::PART_SEPARATOR);
+    match message.field(node::Key::Text).ok().flatten() {
+        Some(value) => match value.text() {
+            Some(text) => {
+                let mut folded = String::with_capacity(text.len());
+                for character in text.chars() {
+                    if !(character.is_ascii_digit()
+                        && folded.ends_with(|c: char| c.is_ascii_digit()))
+                    {
+                        folded.push(if character.is_ascii_digit() {
+                            '0'
+                        } else {
+                            character
+                        });
+                    }
+                }
+                canonical::push_str(out, &folded);
+            }
+            None => value.push_canonical(out),
+        },
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(fingerprint::PART_SEPARATOR);
+    match message.field(node::Key::Meta).ok().flatten() {
+        Some(value) => value.push_canonical(out),
+        None => out.extend_from_slice(fingerprint::ABSENT_META),
+    }
+}
+
 /// Set `signature`, `loop_tokens` and `excerpts` in `out`, one entry per row (`fields` of
 /// it: signature, excerpt, token total; placeholders for a row that is None: declined), and
 /// `declined`, those rows' positions.
@@ -1466,6 +1635,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(one_field_floor, module)?)?;
     module.add_function(wrap_pyfunction!(tape_parse_floor, module)?)?;
     module.add_function(wrap_pyfunction!(release_kept_tape, module)?)?;
+    module.add_function(wrap_pyfunction!(anywhere_loop_parts_of_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(line_key_numbers, module)?)?;
     module.add_function(wrap_pyfunction!(tape_is_kept, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
     module.add_function(wrap_pyfunction!(tape_reads, module)?)?;

@@ -762,3 +762,70 @@ def test_parquet_records_carry_the_loops(tmp_path: Path) -> None:
         if expected:
             [[loop]] = table.column("loops").to_pylist()
             assert (loop["loop_start"], loop["repetitions"]) == (1, 3)
+
+
+def _numbered(keys: list[Any]) -> list[int]:
+    """Keys numbered in order of first appearance (the obvious way)."""
+    numbers: dict[Any, int] = {}
+    return [numbers.setdefault(key, len(numbers)) for key in keys]
+
+
+_KEYED_TEXTS = st.sampled_from(["found 2 actions", "found 13 actions", "found 2 action",
+                                "a1b22", "a7b1", "\u0661 \u0662", "0", "00", "", "x\x1f9"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(anywhere_threads(), st.lists(
+    st.builds(lambda kind, text: {"type": kind, "text": text},
+              st.sampled_from(["user", "bot"]), _KEYED_TEXTS), max_size=12)), max_size=3))
+def test_the_cores_key_numbers_of_a_line_are_its_keys_numbered(
+        threads: list[list[dict[str, Any]]]) -> None:
+    """The core's numbering of a native line's exact keys (and of its number-blind reply
+    keys), which ``vthread scan --anywhere`` confirms a looping line's runs with, is the
+    obvious numbering of :func:`message_key` (:func:`reply_key`) over the messages Python
+    reads from the line: equal numbers exactly for equal keys. A line the core does not read
+    (NaN, a lone surrogate) is None, its keys then Python's."""
+    from vthread.anywhere import reply_key
+    from vthread.fingerprint import message_key
+
+    for thread in threads:
+        line = json.dumps({"id": 0, "messages": thread}).encode()
+        messages = json.loads(line)["messages"]
+        for folded, key in ((False, message_key), (True, reply_key)):
+            numbers = _core.line_key_numbers([line], digits_folded=folded)
+            if numbers is None:
+                assert "NaN" in line.decode() or "\\ud8" in line.decode(), line
+                continue
+            assert numbers.tolist() == _numbered([key(message) for message in messages])
+        # under a messages key, and from a read-only view of the line
+        keyed = json.dumps({"task": 1, "steps": thread}).encode()
+        assert _core.line_key_numbers([keyed], "steps", "task") is None or np.array_equal(
+            _core.line_key_numbers([memoryview(keyed)], "steps", "task"),
+            _core.line_key_numbers([line]))
+
+
+def test_the_core_makes_loop_records_from_lines_as_from_threads() -> None:
+    """:func:`_core.anywhere_loop_parts_of_lines` (the records of a looping line made from the
+    line itself) equals :func:`_core.anywhere_loop_parts` of the same threads as objects, on
+    the benchmark's threads, every loop kind among them; the loops of a line the core does
+    not read are declined."""
+    from benchmarks.workload import generate_threads
+
+    threads = generate_threads(300, seed=4)
+    found = find_loops(threads)
+    flat = [(row, loop) for row, loops in enumerate(found) for loop in loops]
+    assert len({loop.kind for _, loop in flat}) >= 3
+    rows = sorted({row for row, _ in flat})
+    position = {row: index for index, row in enumerate(rows)}
+    spans = ([position[row] for row, _ in flat], [loop.start for _, loop in flat],
+             [loop.end for _, loop in flat], [loop.period for _, loop in flat],
+             [loop.kind for _, loop in flat])
+    lines = [json.dumps({"id": row, "messages": threads[row]}).encode() for row in rows]
+    from_lines = _core.anywhere_loop_parts_of_lines(lines, *spans)
+    from_threads = _core.anywhere_loop_parts([threads[row] for row in rows], *spans)
+    for field in ("signature", "loop_tokens", "declined"):
+        assert np.array_equal(from_lines[field], from_threads[field], equal_nan=True), field
+    assert from_lines["excerpts"] == from_threads["excerpts"]
+    broken = [line.replace(b'"messages": [', b'"messages": [NaN, ', 1) for line in lines]
+    unread = _core.anywhere_loop_parts_of_lines(broken, *spans)
+    assert unread["declined"].tolist() == list(range(len(flat)))

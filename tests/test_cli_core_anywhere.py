@@ -49,6 +49,27 @@ def test_core_chunk_equals_python_chunk(drawn: list[list[dict[str, Any]]], maske
         _same(done, cli._scan_chunk_in_python(task))
 
 
+@SETTINGS
+@given(st.lists(anywhere_threads(), min_size=1, max_size=6))
+def test_core_chunk_equals_python_chunk_when_screens_collide(
+        drawn: list[list[dict[str, Any]]]) -> None:
+    """With screens cut to 2 bits (equal screens everywhere), every run the screens offer is
+    confirmed on the core's exact key numbers of the line: the records are still Python's
+    (a collision costs time, never an answer)."""
+    from vthread import _core
+
+    lines = [_line(t, f"r{i}", True) for i, t in enumerate(drawn)]
+    task = chunk_task(lines, anywhere=True)
+    expected = cli._scan_chunk_in_python(task)
+    _core._set_screen_bits(2)
+    try:
+        done = cli._scan_chunk_in_core(task)
+    finally:
+        _core._set_screen_bits(64)
+    if done is not None:
+        _same(done, expected)
+
+
 MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
             "responses": responses_items()}
 
@@ -122,8 +143,12 @@ def test_declined_lines_are_pythons_and_the_rest_the_cores() -> None:
 def test_a_confirmation_that_fails_sends_the_chunk_to_python(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Should a line the core read not parse in Python (never seen: a disagreement of the
-    two readers), the chunk is Python's, whose records then say what is wrong."""
-    lines = [_line([{"type": "bot", "text": "again"}] * 3, "a", True)]
+    two readers), the chunk is Python's, whose records then say what is wrong. The line is
+    one Python must read: a failing call retried (a block repeated is confirmed and
+    recorded by the core from the line itself, never parsed in Python)."""
+    failing = {"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+               "function": {"name": "book", "arguments": {"seat": 1}, "result": "Error"}}}}
+    lines = [_line([failing, {"type": "bot", "text": "Let me try."}] * 3, "a", True)]
     task = chunk_task(lines, anywhere=True)
 
     def refuses(line: bytes, *rest: Any) -> Any:
@@ -183,3 +208,37 @@ def test_published_runs_alike_from_the_command_line(
         outputs.append((out.read_bytes(), totals))
     assert outputs[0] == outputs[1]
     assert outputs[0][0].count(b'"loops":[{') >= 4  # tau-bench's 4, mini-swe-agent's 9
+
+
+@pytest.mark.parametrize("shape", ["block", "replies", "long block"])
+def test_a_looping_line_is_confirmed_and_recorded_without_being_parsed_in_python(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --anywhere, a line whose blocks repeat (short or long periods), or whose replies
+    differ only in their numbers, is confirmed and recorded by the core from the line
+    itself: Python never parses it (a 1M-message line took 4x the memory of its own
+    scan as Python objects), and the records are those Python's reading writes."""
+    said = [{"type": "bot", "text": f"step {i}"} for i in range(40)]
+    call = {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": "ls", "arguments": {"p": "."}}}}}
+    thread = {"block": [{"type": "user", "text": "go"}] + said[:3] * 5,
+              "replies": [call] + [item for n in range(5) for item in (
+                  {"type": "bot", "text": f"Let me look ({n})."},
+                  {"type": "user", "text": f"found {n} files"})],
+              "long block": said * 3}[shape]
+    lines = [_line(thread, "a", True), _line(said, "b", True)]
+    task = chunk_task(lines, anywhere=True)
+    expected = cli._scan_chunk_in_python(task)
+    assert b'"verdict":null' not in expected.output.split(b"\n")[0]  # the line loops
+    parsed: list[bytes] = []
+    real = cli._read_thread
+
+    def counted(line: bytes, *rest: Any) -> Any:
+        parsed.append(line)
+        return real(line, *rest)
+
+    monkeypatch.setattr(cli, "_read_thread", counted)
+    done = read_wholly_by_the_core(task)
+    parsed.clear()  # (the Python reading the helper compares with parses every line)
+    done = cli._scan_chunk_in_core(task)
+    assert done is not None and parsed == []
+    _same(done, expected)

@@ -223,6 +223,20 @@ def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int]
     ``threads[owners[i]]``) as ``vthread.anywhere.loop_records`` makes them: ``signature``
     and ``loop_tokens`` arrays (NaN: no figure), ``excerpts`` (None where declined) and the
     loops left to Python (``declined``)."""
+def anywhere_loop_parts_of_lines(lines: list[bytes | memoryview], owners: list[int],
+                                 starts: list[int], ends: list[int], periods: list[int],
+                                 kinds: list[int], messages_key: str | None = None,
+                                 id_key: str | None = None) -> dict[str, Any]:
+    """:func:`anywhere_loop_parts` of threads given as their native JSON lines (read under
+    the keys as :func:`scan_lines` read them); a loop of a line the core does not read is
+    declined."""
+def line_key_numbers(lines: list[bytes | memoryview], messages_key: str | None = None,
+                     id_key: str | None = None, digits_folded: bool = False
+                     ) -> npt.NDArray[np.int64] | None:
+    """The exact keys (``vthread.fingerprint.message_key``; with ``digits_folded``,
+    ``vthread.anywhere.reply_key``) of the messages of the one native JSON line in
+    ``lines``, numbered in order of first appearance (equal numbers exactly for equal keys);
+    None when the core does not read the line."""
 def long_runs(values: npt.NDArray[np.uint64], bounds: npt.NDArray[np.int64], shortest: int
               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
                          npt.NDArray[np.int64]]:

@@ -73,6 +73,7 @@ from vthread.textrun import repeated_text_start, runaway, text_units
 __all__ = [
     "LOOP_KINDS",
     "MAX_PERIOD",
+    "LineSource",
     "Loop",
     "core_text_run",
     "find_loops",
@@ -206,20 +207,23 @@ def core_text_run() -> tuple[int, int, float]:
     return options.min_units, options.window, options.max_unique_ratio
 
 
-def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
-                  ) -> list[list[Loop]]:
+def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]],
+                  lines: LineSource | None = None) -> list[list[Loop]]:
     """:func:`find_loops` given the core's screens of the threads (``raw``: what
     :func:`vthread._core.message_screens` makes of them, or ``vthread._core.scan_lines``
     of their lines, with :func:`core_text_run`). ``threads[i]`` is read only for a thread
     whose screens repeat or whose prose runs away, to confirm the loop exactly and count a
     runaway's copies, so it may parse its thread when asked (the CLI reads a file's lines
-    this way: only the lines that may loop are made into Python objects)."""
+    this way: only the lines that may loop are made into Python objects). ``lines``: the
+    threads' native JSON lines, which the core numbers a looping line's exact keys from
+    (:func:`vthread._core.line_key_numbers`), so that a run of screens is confirmed without
+    its thread becoming Python objects."""
     offsets: npt.NDArray[np.int64] = raw["offsets"]
     screens: npt.NDArray[np.uint64] = raw["screens"]
     roles: npt.NDArray[np.int8] = raw["roles"]
     count = offsets.size - 1
     owner = np.repeat(np.arange(count, dtype=np.int64), np.diff(offsets))
-    keys = _Keys(threads, offsets)
+    keys = _Keys(threads, offsets, lines)
     found: list[list[Loop]] = [[] for _ in range(count)]
 
     every = np.arange(screens.size, dtype=np.int64)
@@ -238,7 +242,8 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
 
     actions = np.flatnonzero(_is_action(roles))
     replies: npt.NDArray[np.uint64] = raw["reply_screens"]
-    for thread, loop in _number_blind_replies(threads, actions, replies, roles, owner, offsets):
+    for thread, loop in _number_blind_replies(threads, actions, replies, roles, owner, offsets,
+                                              lines):
         found[thread].append(loop)
     may_fail: npt.NDArray[np.bool_] = raw["may_fail"]
     for thread, loop in _retried_failures(threads, keys, screens, roles, may_fail, owner,
@@ -257,6 +262,18 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
 
 
 Thread = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class LineSource:
+    """Threads as their native JSON lines (``line_of(row)``), read under ``messages_key``
+    and ``id_key`` as :func:`vthread._core.scan_lines` read them: what the core reads a
+    looping line's keys and loop records from (:func:`find_loops_in`,
+    :func:`loop_records_of`)."""
+
+    line_of: Callable[[int], bytes | memoryview]
+    messages_key: str | None = None
+    id_key: str | None = None
 
 
 def threads_on_demand(count: int, line_of: Callable[[int], bytes],
@@ -428,14 +445,26 @@ class _Keys:
     150 bytes a message, most of ``vthread scan --anywhere``'s memory past the thread."""
 
     def __init__(self, threads: Sequence[Sequence[Mapping[str, Any]]],
-                 offsets: npt.NDArray[np.int64]) -> None:
+                 offsets: npt.NDArray[np.int64], lines: LineSource | None = None) -> None:
         self._threads = threads
         self._offsets = offsets
+        self._lines = lines
         self._numbers = np.full(int(offsets[-1]), -1, np.int64)  # -1: not yet computed
         self._known: dict[Key, int] = {}
+        self._asked: set[int] = set()  # threads whose line the core was asked to number
 
     def numbers(self, thread: int, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """The key numbers of ``rows`` (distinct batch rows of ``thread``)."""
+        """The key numbers of ``rows`` (distinct batch rows of ``thread``). A thread's
+        numbers all come from one source, the core's numbering of its line or Python's of
+        its messages (numbers are compared within a thread only)."""
+        if self._lines is not None and thread not in self._asked:
+            self._asked.add(thread)
+            begin, end = int(self._offsets[thread]), int(self._offsets[thread + 1])
+            source = self._lines
+            numbered = _core.line_key_numbers([source.line_of(thread)], source.messages_key,
+                                              source.id_key)
+            if numbered is not None and numbered.size == end - begin:
+                self._numbers[begin:end] = numbered
         got = self._numbers[rows]
         missing = np.flatnonzero(got < 0)
         if missing.size:
@@ -468,22 +497,34 @@ def _number_blind_replies(
     threads: Sequence[Sequence[Mapping[str, Any]]], actions: npt.NDArray[np.int64],
     replies: npt.NDArray[np.uint64],
     roles: npt.NDArray[np.int8], owner: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64],
+    lines: LineSource | None = None,
 ) -> list[tuple[int, Loop]]:
     """Replies to three or more agent turns in a row equal but for their numbers
     (:func:`reply_key`): consecutive user messages of the actions whose number-blind screens
     (``replies``, from the core) agree are found by one comparison, and only those are
-    keyed in Python to confirm."""
+    keyed to confirm: in Python, or by the core from the thread's line (``lines``: its
+    reply keys numbered, :func:`vthread._core.line_key_numbers`), a thread's all one way."""
     users = roles[actions] == _USER
     same = (owner[actions[:-1]] == owner[actions[1:]]) & (
         replies[actions[:-1]] == replies[actions[1:]])
     adjacent = np.flatnonzero(users[:-1] & users[1:] & same).tolist()
-    cache: dict[int, Key] = {}
+    cache: dict[int, Key | int] = {}
+    numbered: dict[int, npt.NDArray[np.int64] | None] = {}  # by thread: the core's numbers
 
-    def key(position: int) -> Key:
+    def key(position: int) -> Key | int:
         row = int(actions[position])
         if row not in cache:
             thread = int(owner[row])
-            cache[row] = reply_key(threads[thread][row - int(offsets[thread])])
+            offset = int(offsets[thread])
+            if lines is not None and thread not in numbered:
+                numbers = _core.line_key_numbers([lines.line_of(thread)], lines.messages_key,
+                                                 lines.id_key, digits_folded=True)
+                length = int(offsets[thread + 1]) - offset
+                numbered[thread] = (numbers if numbers is not None and numbers.size == length
+                                    else None)
+            numbers = numbered.get(thread)
+            cache[row] = (int(numbers[row - offset]) if numbers is not None
+                          else reply_key(threads[thread][row - offset]))
         return cache[row]
 
     linked = [position for position in adjacent if key(position) == key(position + 1)]
@@ -890,21 +931,27 @@ def _record(loop: Loop, place: Loop, tokens: float | None, signature: int,
 
 
 def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[list[Loop]],
-                    encode: Callable[[Any], str]) -> list[list[dict[str, Any]]]:
+                    encode: Callable[[Any], str], lines: LineSource | None = None
+                    ) -> list[list[dict[str, Any]]]:
     """:func:`loop_records` of every thread's loops (``found[i]`` in ``threads[i]``, which
     is read only when it has some), their signatures, excerpts and token totals made by the
     compiled core in one call, step for step as :func:`loop_records` makes them; a loop the
     core leaves (a runaway text, a value Python reads otherwise than by its content) is
-    made in Python. Spans as found (not restated in source messages)."""
+    made in Python. Spans as found (not restated in source messages). ``lines``: the
+    threads' native JSON lines, which the core makes the records from instead (a thread
+    is then read as Python objects only for a loop the core leaves)."""
     rows = [row for row, loops in enumerate(found) if loops]
     flat = [(position, loop) for position, row in enumerate(rows) for loop in found[row]]
     out: list[list[dict[str, Any]]] = [[] for _ in found]
     if not flat:
         return out
-    made = _core.anywhere_loop_parts(
-        [threads[row] for row in rows], [position for position, _ in flat],
-        [loop.start for _, loop in flat], [loop.end for _, loop in flat],
-        [loop.period for _, loop in flat], [loop.kind for _, loop in flat])
+    spans = ([position for position, _ in flat], [loop.start for _, loop in flat],
+             [loop.end for _, loop in flat], [loop.period for _, loop in flat],
+             [loop.kind for _, loop in flat])
+    made = (_core.anywhere_loop_parts([threads[row] for row in rows], *spans)
+            if lines is None else
+            _core.anywhere_loop_parts_of_lines([lines.line_of(row) for row in rows], *spans,
+                                               lines.messages_key, lines.id_key))
     declined = set(made["declined"].tolist())
     signatures = made["signature"].tolist()
     tokens = made["loop_tokens"].tolist()

@@ -3801,7 +3801,7 @@ def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
 
     screens = raw["anywhere"]
     lines = task.lines if written is None else written
-    result = scan_anywhere_of_lines(screens, lines.__getitem__, read)
+    result = scan_anywhere_of_lines(screens, lines.__getitem__, read, *keys)
     if result is None:
         raise _ChunkForPythonError  # a thread Python's reading may call an error (as above)
     if written is not None and task.format != "native":

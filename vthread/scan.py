@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,9 @@ from vthread._options import (
 from vthread.fingerprint import message_fingerprint, message_key
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
+
+if TYPE_CHECKING:
+    from vthread.anywhere import LineSource
 
 __all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
 
@@ -522,28 +525,34 @@ class LineUnreadError(Exception):
 
 
 def scan_anywhere_of_lines(raw: Mapping[str, Any], line_of: Callable[[int], bytes],
-                           read: Callable[[bytes, bool], Sequence[Mapping[str, Any]]]
+                           read: Callable[[bytes, bool], Sequence[Mapping[str, Any]]],
+                           messages_key: str | None = None, id_key: str | None = None
                            ) -> ScanResult | None:
     """:func:`scan_anywhere_in` of the threads of the JSON lines the core screened (``raw``),
     ``read(line_of(row), long_digits)`` making row ``row``'s thread only when it may loop
     (:func:`vthread.anywhere.threads_on_demand`). None when Python's reading of such a thread
-    fails (raises): the caller then reads the lines the Python way, which says why."""
-    from vthread.anywhere import threads_on_demand
+    fails (raises): the caller then reads the lines the Python way, which says why. A
+    looping line's exact keys and loop records are the core's, read from the line itself
+    (under ``messages_key`` and ``id_key``, as the core screened it): its thread becomes
+    Python objects only for what the core leaves to Python (a reply, a retried failure, a
+    runaway text, a loop record the core declines)."""
+    from vthread.anywhere import LineSource, threads_on_demand
 
     try:
-        return scan_anywhere_in(raw, threads_on_demand(len(raw["offsets"]) - 1, line_of, read))
+        return scan_anywhere_in(raw, threads_on_demand(len(raw["offsets"]) - 1, line_of, read),
+                                LineSource(line_of, messages_key, id_key))
     except Exception:
         return None
 
 
-def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]]
-                     ) -> ScanResult:
+def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]],
+                     lines: LineSource | None = None) -> ScanResult:
     """:func:`_scan_anywhere` given the core's screens of the threads (see
     :func:`vthread.anywhere.find_loops_in`: ``threads[i]`` is read only for a thread that
     may loop)."""
     from vthread.anywhere import LOOP_KINDS, find_loops_in, loop_records_of
 
-    found = find_loops_in(raw, threads)
+    found = find_loops_in(raw, threads, lines)
     count = len(found)
     all_loops: list[list[dict[str, Any]]] = []
     result = ScanResult(
@@ -559,7 +568,7 @@ def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[
         messages=np.diff(raw["offsets"]),
         loops=all_loops,
     )
-    for row, records in enumerate(loop_records_of(threads, found, _core_canonical)):
+    for row, records in enumerate(loop_records_of(threads, found, _core_canonical, lines)):
         all_loops.append(records)
         if records:
             set_row(result, row, records[0], LOOP_KINDS)
