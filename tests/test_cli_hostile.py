@@ -623,6 +623,16 @@ def test_parquet_bytes_where_text_is_read_are_named(tmp_path: Path,
     first, *rest = strict_records(out)
     assert code == 0 and first["error"].startswith(said)
     assert [record.get("error", "")[:14] for record in rest] == ["not valid JSON", ""]
+    # A first line PAR1 and a NUL in the next: lines (it was refused as Parquet, exit 2);
+    # a NUL on the second line of a file opening with a newline: UTF-8 lines, not the
+    # UTF-16 text "\n" (one record for two lines). Found by the fuzz test.
+    for data, first_error in ((b"PAR1\n\x00", "not valid JSON"), (b"\n\x00", "blank line")):
+        odd = tmp_path / "odd.jsonl"
+        odd.write_bytes(data)
+        code, out, err = run(["scan", str(odd), "-q"], monkeypatch)
+        written = strict_records(out)
+        assert code == 0 and [record["line"] for record in written] == [1, 2], err
+        assert written[0]["error"].startswith(first_error)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

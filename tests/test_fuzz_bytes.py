@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -155,6 +156,9 @@ def jsonl_files(draw: st.DrawFn) -> bytes:
     # Bytes that begin with a whole gzip header (magic and method) are read as gzip, whatever
     # the file's name: such a "JSONL file" is a broken gzip stream, one error record.
     assume(not data.startswith(b"\x1f\x8b\x08"))
+    # Nor those opening as Parquet data (its mark, then binary bytes in its first line): a
+    # usage error, no records (vthread.cli._opens_as_parquet).
+    assume(not re.match(rb"PAR1[^\n]{0,59}?[\x00-\x08]", data))
     return data
 
 
@@ -369,6 +373,8 @@ def assert_scan_invariants(code: int, out: bytes, err: str, lines: int | None) -
 @example(data=b"\x1f", jobs="1")
 @example(data=b"\xef\xbb\xbf[]", jobs="1")  # a JSONL line of an empty thread, not a document
 @example(data=b'[{"messages": []}]\n', jobs="2")  # a document of runs on one line
+@example(data=b"PAR1\n\x00", jobs="1")  # a first line PAR1: lines, no Parquet (refused)
+@example(data=b"\n\x00", jobs="1")  # a NUL on line 2: UTF-8 lines, not UTF-16 "\n" (1 record)
 def test_scan_survives_fuzzed_jsonl(data: bytes, jobs: str, tmp_path_factory: Any) -> None:
     """vthread scan --format native on fuzzed bytes, plain and gzipped, --jobs 1 and 2: the
     invariants hold and the gzipped file's records are the plain file's."""

@@ -1691,7 +1691,14 @@ class _Transcoded:
 
 # A Parquet file opens with these bytes, then binary page headers (a byte below 0x09 among
 # the next few: no JSONL line that happens to start with the word is taken for one).
-_PARQUET_MAGIC: Final = b"PAR1"
+_PARQUET_OPENING: Final = re.compile(rb"PAR1[^\n]{0,59}?[\x00-\x08]")
+"""How Parquet bytes open: its mark, then binary bytes before any newline (a JSONL file
+whose first line is ``PAR1`` and whose next holds a NUL is lines: it was refused)."""
+
+
+def _opens_as_parquet(head: bytes) -> bool:
+    """Whether a stream opening with ``head`` holds Parquet data (:data:`_PARQUET_OPENING`)."""
+    return _PARQUET_OPENING.match(head) is not None
 
 
 class _ParquetAsTextError(ValueError):
@@ -1707,16 +1714,17 @@ def _transcoder_of(sniffed: _Replayed | _DocumentRuns) -> _Transcoded | None:
 
 def _text_encoding(head: bytes) -> str | None:
     """The UTF-16 or UTF-32 encoding a stream opening with ``head`` is written in (JSON's
-    rule, :func:`json.detect_encoding`) when its first four characters in it are ASCII opening
-    JSON text (a bracket or space): a file of NUL bytes, or of UTF-8 lines one of which
-    merely holds a NUL among its first bytes, stays bytes, each line its record. None for
-    UTF-8, or for too few bytes to tell."""
+    rule, :func:`json.detect_encoding`) when its first characters in it are ASCII opening
+    JSON text (spaces, then a bracket): a file of NUL bytes, or of UTF-8 lines one of which
+    merely holds a NUL among its first bytes (``\n\x00``, read as UTF-16, was the one
+    character ``\n``: one record for two lines), stays bytes, each line its record. None
+    for UTF-8, or for too few bytes to tell."""
     encoding = json.detect_encoding(head[:4]) if len(head) >= 2 else "utf-8"
     if encoding.startswith("utf-8"):
         return None
-    opening = head[:20].decode(encoding, "ignore").lstrip("\ufeff")[:4]
-    return (encoding if opening[:1] and opening[0] in "[{ \t\r\n" and opening.isascii()
-            else None)
+    opening = head[:20].decode(encoding, "ignore").lstrip("\ufeff")
+    text = opening.lstrip(" \t\r\n")
+    return encoding if text[:1] in ("[", "{") and opening.isascii() else None
 
 
 class _Replayed:
@@ -1980,7 +1988,7 @@ def _opened_as_text(stream: BinaryIO | _GzipStream
            and (more := stream.read(READ_BYTES))):
         parts.append(more)
         first = b"".join(parts)
-    if first.startswith(_PARQUET_MAGIC) and re.search(rb"[\x00-\x08]", first[4:64]):
+    if _opens_as_parquet(first):
         raise _ParquetAsTextError("it holds Parquet data (it opens with PAR1), which is read "
                                   "only from a file named .parquet (its footer, at its end, "
                                   "says where its rows are): save it to such a file")
