@@ -1144,6 +1144,43 @@ fn line_key_numbers<'py>(
     numbers.map(|numbers| numpy_array(py, numbers)).transpose()
 }
 
+/// Where each message of a native JSON line (`lines[0]`, read under `messages_key` and
+/// `id_key` as `scan_lines` read it) lies in it: its JSON text's `[start, end)` byte offsets,
+/// one pair per message (flat: start, end, start, end, ...), so that `vthread.anywhere` makes a Python object of a message only
+/// when it reads it. None when the core does not read the line.
+#[pyfunction]
+#[pyo3(signature = (lines, messages_key=None, id_key=None))]
+fn line_message_spans<'py>(
+    lines: &Bound<'py, PyList>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    let py = lines.py();
+    let owned = chunk_rows::line_buffers(lines)?;
+    let [line] = owned.as_slice() else {
+        return Err(PyValueError::new_err("expected a list of one line"));
+    };
+    let line = line.as_bytes();
+    let keys = adapters::RunKeys {
+        messages: messages_key,
+        id: id_key,
+    };
+    let spans = py.detach(|| -> Option<Vec<i64>> {
+        let text = simdutf8::basic::from_utf8(line).ok()?;
+        let tape = document::Tape::parse_str(text).ok()?;
+        let (_, messages) = threads::native_thread(tape.root(), keys)?;
+        let base = line.as_ptr() as usize;
+        let mut spans = Vec::with_capacity(2 * messages.len());
+        for message in &messages {
+            let json = message.json_text();
+            let start = (json.as_ptr() as usize - base) as i64;
+            spans.extend([start, start + json.len() as i64]);
+        }
+        Some(spans)
+    });
+    spans.map(|spans| numpy_array(py, spans)).transpose()
+}
+
 /// `suffix::push_exact_key` of a tape message with its text, when a string, read with every
 /// run of ASCII digits as one `0` (`vthread.anywhere.reply_key`: `[0-9]+` replaced by `0`).
 fn push_reply_key(message: &document::Value<'_>, out: &mut Vec<u8>) {
@@ -1637,6 +1674,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(release_kept_tape, module)?)?;
     module.add_function(wrap_pyfunction!(anywhere_loop_parts_of_lines, module)?)?;
     module.add_function(wrap_pyfunction!(line_key_numbers, module)?)?;
+    module.add_function(wrap_pyfunction!(line_message_spans, module)?)?;
     module.add_function(wrap_pyfunction!(tape_is_kept, module)?)?;
     module.add_function(wrap_pyfunction!(tape_canonical, module)?)?;
     module.add_function(wrap_pyfunction!(tape_reads, module)?)?;

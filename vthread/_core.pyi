@@ -237,6 +237,11 @@ def line_key_numbers(lines: list[bytes | memoryview], messages_key: str | None =
     ``vthread.anywhere.reply_key``) of the messages of the one native JSON line in
     ``lines``, numbered in order of first appearance (equal numbers exactly for equal keys);
     None when the core does not read the line."""
+def line_message_spans(lines: list[bytes | memoryview], messages_key: str | None = None,
+                       id_key: str | None = None) -> npt.NDArray[np.int64] | None:
+    """Where each message of the one native JSON line in ``lines`` lies in it: its JSON
+    text's start and end byte offsets, flat (start, end, start, end, ...); None when the core
+    does not read the line."""
 def long_runs(values: npt.NDArray[np.uint64], bounds: npt.NDArray[np.int64], shortest: int
               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
                          npt.NDArray[np.int64]]:

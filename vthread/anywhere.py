@@ -54,7 +54,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -277,20 +277,71 @@ class LineSource:
 
 
 def threads_on_demand(count: int, line_of: Callable[[int], bytes],
-                      read: Callable[[bytes, bool], Thread]) -> Sequence[Thread]:
+                      read: Callable[[bytes, bool], Thread],
+                      lines: LineSource | None = None) -> Sequence[Thread]:
     """``count`` threads, row ``row``'s made from its JSON line ``line_of(row)`` only when first
     asked for: what :func:`find_loops_in` is given for lines the core screened, so that only
     the lines that may loop are copied out and made into Python objects. ``read(line,
     long_digits)`` makes a line's thread (``long_digits``: whether the line holds 19 digits in
     a row, see :func:`vthread._exact_json.suspect_lines`, looked for in that line only: a
-    chunk's few candidate lines, not all of its lines); it raises for a line it cannot."""
+    chunk's few candidate lines, not all of its lines); it raises for a line it cannot.
+    ``lines`` (the same lines, as the core read them): a thread is then its messages each
+    made only when read, from its own JSON text (:class:`_MessagesOfLine`), for the core
+    says where each lies; ``read`` makes a line the core does not read."""
     from vthread._exact_json import suspect_lines
 
     def made(row: int) -> Thread:
         line = line_of(row)
+        if lines is not None:
+            spans = _core.line_message_spans([line], lines.messages_key, lines.id_key)
+            if spans is not None:
+                return _MessagesOfLine(line, spans.reshape(-1, 2))
         return read(line, bool(suspect_lines([line])))
 
     return OnDemand(count, made)
+
+
+class _MessagesOfLine(Sequence[Mapping[str, Any]]):
+    """A line's messages, message ``i`` made from its own JSON text (``line[spans[i][0]:
+    spans[i][1]]``) when first read, as ``json.loads`` makes it (exactly, as the line's
+    reading does: :func:`vthread._exact_json.loads_exactly`): the same object the line read
+    whole holds there, for a JSON value reads alike alone. A long looping line is read in
+    Python only where a rule needs its messages (a retried failure, a runaway text), not
+    made whole into Python objects (a 1M-message line took 4x the memory of its scan)."""
+
+    def __init__(self, line: bytes | memoryview, spans: npt.NDArray[np.int64]) -> None:
+        self._text = line
+        self._line = memoryview(line)
+        self._spans = spans
+        self._made: dict[int, Mapping[str, Any]] = {}
+        self._long_digits: bool | None = None  # whether the line holds 19 digits in a row
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | list[Mapping[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"message {index} of {len(self)}")
+        made = self._made.get(index)
+        if made is None:
+            from vthread._exact_json import loads_exactly, suspect_lines
+
+            if self._long_digits is None:  # (looked for once, over the whole line)
+                self._long_digits = bool(suspect_lines([cast(bytes, self._text)]))
+            start, end = self._spans[index].tolist()
+            made = loads_exactly(bytes(self._line[start:end]), self._long_digits)
+            if not isinstance(made, Mapping):
+                raise ValueError(f"message {index} of a line the core read is no mapping")
+            self._made[index] = made
+        return made
 
 
 def _is_action(roles: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:

@@ -534,13 +534,15 @@ def scan_anywhere_of_lines(raw: Mapping[str, Any], line_of: Callable[[int], byte
     fails (raises): the caller then reads the lines the Python way, which says why. A
     looping line's exact keys and loop records are the core's, read from the line itself
     (under ``messages_key`` and ``id_key``, as the core screened it): its thread becomes
-    Python objects only for what the core leaves to Python (a reply, a retried failure, a
-    runaway text, a loop record the core declines)."""
+    Python objects only where a rule the core leaves to Python reads them (a retried
+    failure, a runaway text, a loop record the core declines), and then only the messages
+    it reads."""
     from vthread.anywhere import LineSource, threads_on_demand
 
     try:
-        return scan_anywhere_in(raw, threads_on_demand(len(raw["offsets"]) - 1, line_of, read),
-                                LineSource(line_of, messages_key, id_key))
+        lines = LineSource(line_of, messages_key, id_key)
+        return scan_anywhere_in(
+            raw, threads_on_demand(len(raw["offsets"]) - 1, line_of, read, lines), lines)
     except Exception:
         return None
 
