@@ -540,3 +540,44 @@ def test_a_result_equals_its_copies_and_differs_from_another(anywhere: bool) -> 
     assert result != result.record(0)
     with pytest.raises(TypeError, match="unhashable"):
         hash(result)
+
+
+@pytest.mark.parametrize("stops", ["in the header", "in the answer", "after an answer"])
+def test_a_worker_that_dies_in_the_middle_of_an_answer_is_an_error_not_a_wait(
+        stops: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that ends part-way through sending an answer (killed while writing it: the
+    pipe holds a length and some bytes of the answer, or a whole answer and then part of
+    the next) makes scan(jobs=2) raise WorkerDiedError at once: no wait for the rest, no
+    answer read from half of one."""
+    import struct
+
+    scan_module = importlib.import_module("vthread.scan")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)
+    real = scan_module._scan_worker
+
+    def half_sent(tasks: Any, results: Any, options: Any, anywhere: bool) -> None:
+        if tasks[0][0] == 1:  # the second worker; the first answers in full
+            if stops == "after an answer":
+                position, begin, end = tasks[0]
+                results.send((position, scan_module._scan_rows((begin, end, options,
+                                                                anywhere))))
+            frame = struct.pack("!i", 1 << 16) + b"\x80\x05" * 8
+            os.write(results.fileno(), frame[:2] if stops == "in the header" else frame)
+            os._exit(9)
+        real(tasks, results, options, anywhere)
+
+    monkeypatch.setattr(scan_module, "_scan_worker", half_sent)
+    threads = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("scan(jobs=2) waited 60 s for the rest of an answer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(60)  # a regression fails here rather than hanging the run
+    try:
+        with pytest.raises(vthread.WorkerDiedError, match=r"exit status 9"):
+            vthread.scan(threads, jobs=2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
