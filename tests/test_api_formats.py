@@ -435,3 +435,24 @@ def test_chat_read_as_native_is_warned_about_once_per_file_however_many_chunks(
                 "warning: also lines 73, 74, 75, 76, 77 and 23 more look like openai but "
                 "are read as native (as said above of its earlier lines)")
         assert said[-1].startswith(f"vthread scan: {tmp_path / 'b.jsonl'}: warning: also")
+
+
+def test_the_tally_of_chat_read_as_native_is_said_when_the_scan_stops_early(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan that stops early (--strict at a bad line) still says the tally of the looping
+    chat lines read as native whose records it wrote (the tally was said only at a normal
+    end: a tester's 4,903 false loops went unsaid)."""
+    from vthread import cli
+
+    batch, looping = _mixed_batch()
+    chat = json.dumps(batch[looping[0]]) + "\n"
+    lines = [json.dumps(thread) + "\n" for thread in batch[:70]] + [chat] * 30 + ["{bad\n"]
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(lines))
+    monkeypatch.setattr(cli, "CHUNK_LINES", 8)
+    code, out, err = run(["scan", str(path), "-q", "--strict"], monkeypatch)
+    assert code == 2 and len(records(out)) == 100
+    said = err.splitlines()
+    assert any("also lines 73, 74, 75, 76, 77 and 23 more look like openai" in line
+               for line in said), err
+    assert said[-1].startswith(f"vthread scan: {path}:101: not valid JSON")

@@ -699,3 +699,38 @@ def test_non_finite_ids_are_named_as_in_jsonl(tmp_path: Path,
     _, from_jsonl = _scan([str(lines)], capsys)
     assert [r["id"] for r in from_parquet] == [r["id"] for r in from_jsonl] == [
         "NaN", "Infinity", "-Infinity", 1.5]
+
+
+def _strings(values: list[bytes]) -> Any:
+    """A string array holding ``values`` as they are (pyarrow writes what it is given, UTF-8
+    or not)."""
+    import array
+
+    offsets = [0]
+    for value in values:
+        offsets.append(offsets[-1] + len(value))
+    return pa.Array.from_buffers(pa.string(), len(values), [
+        None, pa.py_buffer(array.array("i", offsets).tobytes()), pa.py_buffer(b"".join(values))])
+
+
+def test_a_string_cell_that_is_no_utf8_is_its_rows_error_not_the_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A messages cell (or an id) of a string column holding bytes that are no UTF-8 is that
+    row's error record (its id then with U+FFFD for each such byte), the other rows scanned
+    as ever: the whole file was one error ("'utf-8' codec can't decode", "Non-fixed width
+    type"), every row lost (found by a tester)."""
+    chat = json.dumps([{"role": "user", "content": "hi"},
+                       {"role": "assistant", "content": "yo"}] * 2).encode()
+    bad_cell = tmp_path / "bad_cell.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "messages": _strings(
+        [chat, chat.replace(b"yo", b"y\xff"), chat])}), bad_cell)
+    code, got = _scan([str(bad_cell)], capsys)
+    assert code == 0 and [record["id"] for record in got] == ["a", "b", "c"]
+    assert "not valid JSON" in got[1]["error"] and "0xff" in got[1]["error"]
+    assert got[0]["verdict"] == got[2]["verdict"] == "repeated_suffix"
+    bad_id = tmp_path / "bad_id.parquet"
+    pq.write_table(pa.table({"id": _strings([b"a", b"b\xff", b"c"]),
+                             "messages": [chat.decode()] * 3}), bad_id)
+    code, got = _scan([str(bad_id)], capsys)
+    assert code == 0 and [record["id"] for record in got] == ["a", "b\ufffd", "c"]
+    assert all(record["verdict"] == "repeated_suffix" for record in got)

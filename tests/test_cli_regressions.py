@@ -1088,22 +1088,29 @@ def test_workers_that_cannot_start_leave_the_scan_to_this_process(tmp_path: Path
 
 
 @pytest.mark.parametrize("replaced_after", ["_files_under", "_without_records"])
-def test_a_directory_file_replaced_by_a_fifo_after_listing_is_an_error_record_not_a_wait(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced_after: str) -> None:
-    """A file of a scanned directory that becomes a FIFO after the directory was listed
-    (after the walk, or after the screen for earlier records) is an error record naming it,
-    and the other files are read: the scan waited in ``open`` for a writer for ever (found
-    by a tester)."""
+@pytest.mark.parametrize("becomes", ["a FIFO", "nothing"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet", ".eval"])
+def test_a_directory_file_replaced_after_listing_is_an_error_record_not_a_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced_after: str, becomes: str,
+        suffix: str) -> None:
+    """A file of a scanned directory that becomes a FIFO, or is removed, after the directory
+    was listed (after the walk, or after the screen for earlier records) is an error record
+    naming it, and the other files are read: the scan waited in ``open`` for a writer for
+    ever (in pyarrow or inspect_ai for a .parquet or .eval file, deaf to SIGTERM), and a
+    file removed ended the whole scan, no record written (found by testers)."""
     folder = tmp_path / "runs"
     folder.mkdir()
-    for name in ("a", "b", "c"):
+    for name in ("a", "c"):
         lines_file(folder / f"{name}.jsonl", 2)
+    replaced = folder / f"b{suffix}"
+    lines_file(replaced, 2)  # (listed by its name; what it holds is never read)
     real = getattr(cli, replaced_after)
 
     def then_replaced(*args: Any, **keywords: Any) -> Any:
         found = real(*args, **keywords)
-        (folder / "b.jsonl").unlink()
-        os.mkfifo(folder / "b.jsonl")
+        replaced.unlink()
+        if becomes == "a FIFO":
+            os.mkfifo(replaced)
         return found
 
     monkeypatch.setattr(cli, replaced_after, then_replaced)
@@ -1118,9 +1125,40 @@ def test_a_directory_file_replaced_by_a_fifo_after_listing_is_an_error_record_no
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    assert code == 0
+    assert code == 0, err
     written = records(out)
     assert [(Path(r["file"]).name, r["line"]) for r in written] == [
-        ("a.jsonl", 1), ("a.jsonl", 2), ("b.jsonl", 1), ("c.jsonl", 1), ("c.jsonl", 2)]
-    assert written[2]["error"].startswith("cannot read: not a regular file")
-    assert f"{folder / 'b.jsonl'}: cannot read: not a regular file" in err
+        ("a.jsonl", 1), ("a.jsonl", 2), (replaced.name, 1), ("c.jsonl", 1), ("c.jsonl", 2)]
+    why = "not a regular file" if becomes == "a FIFO" else "No such file or directory"
+    assert why in written[2]["error"]
+    assert f"{replaced}: " in err and why in err
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".eval"])
+def test_a_fifo_named_as_a_parquet_file_or_an_eval_log_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A FIFO named ``X.parquet`` or ``X.eval`` (read from their end, by libraries that open
+    them by name) is refused at once, saying why (status 2; beside other inputs, its error
+    record): the scan waited in pyarrow's or inspect_ai's open for ever, deaf to SIGTERM."""
+    fifo = tmp_path / f"runs{suffix}"
+    os.mkfifo(fifo)
+    other = lines_file(tmp_path / "other.jsonl", 2)
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("the scan waited 30 s for a FIFO's writer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(30)  # a regression fails here rather than hanging the run
+    try:
+        code, out, err = run(["scan", str(fifo), "-q"], monkeypatch)
+        assert (code, out) == (2, b"")
+        assert err.startswith(f"vthread scan: {fifo}: cannot read: not a regular file: ")
+        assert "must be a regular file, not a FIFO" in err
+        code, out, err = run(["scan", str(fifo), str(other), "-q"], monkeypatch)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert code == 0
+    written = records(out)
+    assert [r["line"] for r in written] == [1, 1, 2]
+    assert written[0]["error"].startswith("cannot read: not a regular file")

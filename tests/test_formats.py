@@ -1469,6 +1469,7 @@ def test_a_minified_document_cut_inside_its_first_run_is_a_document_cut_short(
         assert err == f"vthread scan: {path}: {broken['error']}\n"
         said = json.loads(summary.read_text())
         assert said["cut_short"] == [{"file": str(path), "why": broken["error"]}]
+        assert (said["unit"], said["lines"]) == ("run", 1)  # (it said "line")
     # A one-line file that opens no JSON value is still read as lines, as before.
     path.write_text("hello")
     assert "its first line is not JSON" in run(["scan", str(path), "-q"], monkeypatch)[2]

@@ -961,3 +961,56 @@ def test_a_file_passed_over_as_records_holds_them_on_every_line(
         # (a gzip file's text may have been cut short: its one line is whole by its newline)
         want = _first_line_is_record(text, not packed) and _lines_are_records(data)
         assert holds_records(name, throughout=True) == want
+
+
+def test_the_reports_second_reading_says_nothing_and_waits_for_no_fifo(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vthread report`` reads its inputs a second time for the looping runs' timelines:
+    that reading says nothing (it said the scan's messages again, as "vthread scan:"), and
+    a file replaced by a FIFO since the scan leaves the timelines plain instead of waiting
+    for a writer for ever (found by a tester)."""
+    import signal
+
+    from vthread import _cli_report, cli
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(SAMPLE, folder / "sample.jsonl")
+    runs = json.dumps([{"id": "r", "messages": [{"type": "bot", "text": "x" * 40}] * 4}])
+    (folder / "cut.json").write_text(runs[:-30])  # a document cut short: said by the scan
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    said = capsys.readouterr().err
+    assert "vthread scan:" not in said and said.count("not read past there") == 1, said
+    assert any(json.loads(out.read_text().split('id="report-data">', 1)[1].split(
+        "</script>", 1)[0])["runs"]["kinds"])
+    real = cli._tasks
+
+    def after_the_scan(*args: Any, **keywords: Any) -> Any:
+        (folder / "sample.jsonl").unlink()
+        os.mkfifo(folder / "sample.jsonl")
+        return real(*args, **keywords)
+
+    monkeypatch.setattr(_cli_report, "_read_message_kinds", _cli_report._read_message_kinds)
+    reading = _cli_report._read_message_kinds
+
+    def replaced_first(*args: Any) -> None:
+        monkeypatch.setattr(cli, "_tasks", after_the_scan)
+        reading(*args)
+
+    monkeypatch.setattr(_cli_report, "_read_message_kinds", replaced_first)
+
+    def waited(signum: int, frame: Any) -> None:
+        raise TimeoutError("the report waited 30 s for a FIFO's writer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(30)  # a regression fails here rather than hanging the run
+    try:
+        assert main(["report", str(folder), "-o", str(out)]) == 0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not any(json.loads(out.read_text().split('id="report-data">', 1)[1].split(
+        "</script>", 1)[0])["runs"]["kinds"])

@@ -564,6 +564,15 @@ class BlockingInput(io.RawIOBase):
                 select.select([self.descriptor], [], [])
 
 
+def require_regular(name: str, why: str) -> None:
+    """OSError unless ``name`` is a regular file (``why``: what needs one), asked without
+    opening it: a file a library opens by its name (pyarrow, inspect_ai), which would wait
+    in ``open`` for a FIFO's writer for ever, deaf to SIGTERM."""
+    if not stat.S_ISREG(os.stat(name).st_mode):
+        raise OSError(errno.EINVAL, f"not a regular file: {why}, so it must be a regular "
+                      "file, not a FIFO, a socket or a device", name)
+
+
 def opened_regular(name: str) -> io.BufferedReader:
     """``name`` opened for reading when it is a regular file, else OSError. The open does
     not block (O_NONBLOCK: a FIFO opens at once instead of waiting for a writer), and the

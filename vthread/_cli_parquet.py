@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from vthread._cli_main import is_utf8
+from vthread._cli_main import is_utf8, require_regular
 from vthread._records import record_id
 from vthread.documents import messages_column, one_column
 
@@ -50,7 +50,8 @@ def is_parquet(name: str) -> bool:
 def parquet_source(path: str) -> Any:
     """What pyarrow opens for ``path``: the path itself, or, for a name that is no UTF-8 (its
     undecodable bytes held as Python holds them, which pyarrow cannot take), the file opened
-    by its bytes."""
+    by its bytes. OSError for anything but a regular file (:func:`require_regular`)."""
+    require_regular(path, "a Parquet file is read from its end (its footer)")
     return path if is_utf8(path) else _pyarrow().OSFile(os.fsencode(path))
 
 
@@ -93,12 +94,17 @@ def _id_values(column: Any) -> list[Any]:
     still names its row's id (pyarrow raises for the whole column)."""
     import pyarrow as pa
 
-    from vthread.arrow import _BadRow, python_rows
+    from vthread.arrow import _BadRow, _is_string, python_rows
 
     values = python_rows(column)
     for row, value in enumerate(values):
         if isinstance(value, _BadRow):
             cell = column.slice(row, 1)
+            if _is_string(cell):
+                # Text that is no UTF-8 (pyarrow writes what it is given): its bytes, each
+                # that is no UTF-8 as U+FFFD (it ended the file: "Non-fixed width type").
+                values[row] = _cell_bytes(cell).decode("utf-8", "replace")
+                continue
             stored = cell.view(pa.int64() if cell.type.bit_width == 64 else pa.int32())
             values[row] = f"{cell.type}:{stored[0].as_py()}"
     return values
@@ -332,7 +338,7 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
     from vthread.arrow import _BadRow, _json_ready, _structs_as_python, as_utf8_json
 
     bodies = []
-    for row, value in enumerate(column.to_pylist() if text else _structs_as_python(column)):
+    for row, value in enumerate(_text_values(column) if text else _structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
         elif isinstance(value, _BadRow):
@@ -349,6 +355,30 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
                 raise ValueError(f"row {rows_before + row + 1}: messages nested too deep to "
                                  "read") from None
     return bodies
+
+
+def _text_values(column: Any) -> list[Any]:
+    """A text column's cells as Python values: a string cell as its ``str``, or, where a
+    string cell is no UTF-8 (pyarrow writes what it is given), as its bytes, which the
+    pipeline reads as it reads a binary column's (that row's error record: such a cell
+    made the whole file one error, every row lost)."""
+    try:
+        return cast("list[Any]", column.to_pylist())
+    except UnicodeDecodeError:
+        values: list[Any] = []
+        for cell in (column.slice(row, 1) for row in range(len(column))):
+            raw = _cell_bytes(cell)
+            try:
+                values.append(None if raw is None else raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                values.append(raw)
+        return values
+
+
+def _cell_bytes(cell: Any) -> Any:
+    """The bytes of a one-row string array (None for a null), read without decoding."""
+    pa = _pyarrow()
+    return cell.cast(pa.large_binary())[0].as_py()
 
 
 class ParquetRecords:

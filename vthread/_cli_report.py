@@ -357,7 +357,9 @@ def _every_line_is_a_record(name: str) -> bool:
     pending = b""
     started = False
     try:
-        stream, _, close, _ = _open(name)
+        # (a regular file only, opened without waiting: one its head was read from may have
+        # become a FIFO since)
+        stream, _, close, _ = _open(name, regular_only=True)
         try:
             while block := stream.read(_WHOLE_FILE_READ):
                 data = pending + block
@@ -864,17 +866,29 @@ def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[s
     Bounded: at most ``MESSAGE_KINDS_PER_RUN`` messages a run and ``MESSAGE_KINDS_BUDGET``
     in all (later runs get none and a plain strip). Standard input cannot be read twice.
     """
-    from vthread import cli
-
     if "-" in files:
         return
     budget = MESSAGE_KINDS_BUDGET
+    # The scan said what it had to of these files once: this second reading says nothing
+    # (it said each again, as "vthread scan:", found by a tester).
+    with contextlib.redirect_stderr(io.StringIO()):
+        _read_message_kinds(data, files, looping, options, budget)
+
+
+def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],
+                        options: argparse.Namespace, budget: int) -> None:
+    """:func:`_add_message_kinds`' reading of the inputs."""
+    from vthread import cli
+
     try:
         # A directory stands for the files under it, as the scan read them (records left
-        # there were passed over by the scan and hold no looping run's messages).
+        # there were passed over by the scan and hold no looping run's messages). Each file
+        # must still be a regular file, opened without waiting (one replaced by a FIFO
+        # since the scan would wait for a writer for ever).
         files = [found for name in files for found in _files_of(name)]
         tasks = cli._tasks(files, options.format, {}, False, None, False,
-                           messages_key=options.messages_key, id_key=options.id_key)
+                           messages_key=options.messages_key, id_key=options.id_key,
+                           walked=frozenset(files))
         for task in tasks:
             if task.broken is not None:
                 continue

@@ -152,6 +152,7 @@ from vthread._cli_main import (
     is_utf8,
     main,
     opened_regular,
+    require_regular,
     say,
     shown,
     silence_stdout,
@@ -566,7 +567,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             return USAGE_EXIT
         files, listed, walked = inputs
         for name in files:
-            _check_readable(name)
+            if name not in walked:
+                # (a file of a directory gone or changed since the listing is its own error
+                # record when read, as a file that cannot be read is: it ended the scan)
+                _check_readable(name)
         for written in (options.output, options.summary_file):
             if written:
                 _check_not_an_input(written, files)
@@ -610,6 +614,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     streaming = (files == ["-"] and sys.stdin is not None
                  and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
     results: Generator[_Done, None, None] | None = None
+    misread_warnings = _MisreadWarnings()
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
@@ -641,7 +646,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             joined = in_core and "-" not in files and not options.strict
             tasks = chain([first], _small_chunks_joined(tasks) if joined else tasks)
         results = _scanned(_run_in_core if in_core else _run, tasks, jobs)
-        misread_warnings = _MisreadWarnings()
         for done in results:
             # Counted before it is written: a write the reader cuts short (`| head`) has
             # delivered some of the chunk's records, which the summary must not leave out.
@@ -659,8 +663,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 raise _FatalError(done.fatal)
             if done.out_of_memory is not None:
                 raise _OutOfMemoryError(done.out_of_memory, done.line_limit)
-        for warning in misread_warnings.rest():
-            say(f"vthread scan: {warning}")
         _close(out, options.output, progress)
         # Every record is written: Ctrl-C or SIGTERM from now on changes nothing (it made a
         # finished scan exit 130 with its summary saying "completed": true).
@@ -688,8 +690,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # A line (a run of a document) larger than the memory the process may use: the
         # records of the lines before it are written, and the summary says where it stopped.
         _close_quietly(out, options.output, progress)
-        before = (f"the record of the {stats.lines:,} line before it is" if stats.lines == 1
-                  else f"the records of the {stats.lines:,} lines before it are")
+        unit = _unit(units)  # (lines, a document's runs, a log's samples, rows)
+        before = (f"the record of the {stats.lines:,} {unit} before it is" if stats.lines == 1
+                  else f"the records of the {stats.lines:,} {unit}s before it are")
         where, limit = error.args
         why = ("it is larger than the memory the process may use (ulimit -v, strict "
                "overcommit)" if limit is None else
@@ -714,6 +717,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             # pool was shut down when the generator was collected, after the handlers were
             # given back, and a Ctrl-C then was a traceback ("Exception ignored in").
             results.close()
+        # Said whenever records it tallies were written, the scan ended early or not.
+        for warning in misread_warnings.rest():
+            say(f"vthread scan: {warning}")
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     if failure is not None:
@@ -859,9 +865,12 @@ def _worker_started() -> None:
 
 
 def _noting_units(tasks: Iterator[_Task], units: set[str]) -> Iterator[_Task]:
-    """``tasks``, each adding to ``units`` what its lines are (:attr:`_Task.unit`)."""
+    """``tasks``, each adding to ``units`` what its lines are (:attr:`_Task.unit`): a task of
+    lines, or the error record of a run or row that broke (a document cut in its first run
+    is runs, not lines: its summary said "1 line"); a file's own error says nothing of what
+    its lines are."""
     for task in tasks:
-        if task.lines:
+        if task.lines or (task.broken is not None and task.unit != "file"):
             units.add(task.unit)
         yield task
 
@@ -2435,6 +2444,10 @@ def _tasks(
             done_bytes += _progress_size(name) or 0
             continue
         try:
+            if _is_eval_log(name):
+                # (inspect_ai opens the log by its name, again and again)
+                require_regular(name, "an Inspect .eval log is a zip archive, read from its "
+                                "end")
             stream, position, close, size_at_open = _open(name, regular_only=name in walked)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
@@ -2653,7 +2666,9 @@ def _parquet_tasks(
                                   for row, ident in cell_ids.items()} or None)
             line += len(lines)
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
-        raise _FatalError(f"{name}: cannot read: {error}") from error
+        # (an OSError of the system says its own words, without the errno and the name)
+        why = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise _FatalError(f"{name}: cannot read: {why}") from error
 
 
 def _is_eval_log(name: str) -> bool:
