@@ -140,6 +140,12 @@ impl ArraySplitter {
         &self.later_openings
     }
 
+    /// Where the bracket of the later array whose first element is being read (the
+    /// document's tail, should it end now) is: None when that element opens no later array.
+    pub fn pending_opening(&self) -> Option<Place> {
+        self.element.and(self.opening)
+    }
+
     /// Stop at a later array (`place`, its bracket, from `later_openings`) whose first element
     /// its reader finds no element of the document (an array of runs followed by a thread
     /// of messages): data after the closing bracket of the array before it, where the split
@@ -351,11 +357,11 @@ impl ArraySplitter {
     }
 
     /// The document has ended: why the split stopped short of a whole document and where
-    /// (None when it did not: arrays whole, only whitespace between and after them), whether
-    /// the last array's closing bracket was reached, and the element the document ended in (its range of `text`,
-    /// trailing whitespace left out unless the document ends inside a string, where it is
-    /// the string's own text and where `json` finds the break; and its place), if any. Call
-    /// after the last `feed`.
+    /// (None when it did not: arrays whole, only whitespace between and after them),
+    /// whether the last array's closing bracket was reached, and the element the document
+    /// ended in (its range of `text`, trailing whitespace left out unless the document ends
+    /// inside a string, where it is the string's own text and where `json` finds the break;
+    /// and its place), if any. Call after the last `feed`.
     pub fn finish(&mut self) -> (Option<(Stop, Place)>, bool, Option<Element>) {
         let in_string = self.in_string;
         let tail = self.element.take().map(|(start, place)| {

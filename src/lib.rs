@@ -1058,26 +1058,20 @@ fn anywhere_loop_parts_of_lines<'py>(
             while last < count && owners[last] == owner {
                 last += 1;
             }
-            let tape = simdutf8::basic::from_utf8(views[owner])
-                .ok()
-                .and_then(|text| document::Tape::parse_str(text).ok());
-            let messages = tape
-                .as_ref()
-                .and_then(|tape| threads::native_thread(tape.root(), keys))
-                .map(|(_, messages)| messages);
-            for at in index..last {
-                let found = attribution::FoundAnywhere {
-                    start: starts[at],
-                    end: ends[at],
-                    period: periods[at],
-                    kind: kinds[at],
-                };
-                parts.push(
-                    messages
-                        .as_deref()
-                        .and_then(|messages| attribution::anywhere_parts(messages, found).ok()),
-                );
-            }
+            let found = (index..last).map(|at| attribution::FoundAnywhere {
+                start: starts[at],
+                end: ends[at],
+                period: periods[at],
+                kind: kinds[at],
+            });
+            let made = with_line_messages(views[owner], keys, |messages| {
+                Some(
+                    found
+                        .map(|found| attribution::anywhere_parts(messages, found).ok())
+                        .collect::<Vec<_>>(),
+                )
+            });
+            parts.extend(made.unwrap_or_else(|| vec![None; last - index]));
             index = last;
         }
         parts
@@ -1115,39 +1109,55 @@ fn line_key_numbers<'py>(
         messages: messages_key,
         id: id_key,
     };
-    let numbers = py.detach(|| -> Option<Vec<i64>> {
-        let text = simdutf8::basic::from_utf8(line).ok()?;
-        let tape = document::Tape::parse_str(text).ok()?;
-        let (_, messages) = threads::native_thread(tape.root(), keys)?;
-        let mut known: HashMap<Vec<u8>, i64> = HashMap::new();
-        let mut key = Vec::new();
-        let mut numbers = Vec::with_capacity(messages.len());
-        for message in &messages {
-            key.clear();
-            if digits_folded {
-                push_reply_key(message, &mut key);
-            } else {
-                suffix::push_exact_key(message, &mut key).ok()?;
-            }
-            let next = known.len() as i64;
-            let number = match known.get(key.as_slice()) {
-                Some(&number) => number,
-                None => {
-                    known.insert(key.clone(), next);
-                    next
-                }
-            };
-            numbers.push(number);
-        }
-        Some(numbers)
-    });
+    let numbers = py
+        .detach(|| with_line_messages(line, keys, |messages| number_keys(messages, digits_folded)));
     numbers.map(|numbers| numpy_array(py, numbers)).transpose()
 }
 
+/// `read` of the native messages of a JSON line, read as `scan_lines` reads it; None when
+/// the core does not read the line.
+fn with_line_messages<T>(
+    line: &[u8],
+    keys: adapters::RunKeys<'_>,
+    read: impl FnOnce(&[document::Value<'_>]) -> Option<T>,
+) -> Option<T> {
+    let text = simdutf8::basic::from_utf8(line).ok()?;
+    let tape = document::Tape::parse_str(text).ok()?;
+    let (_, messages) = threads::native_thread(tape.root(), keys)?;
+    read(&messages)
+}
+
+/// The messages' exact keys (reply keys, with `digits_folded`) numbered in order of first
+/// appearance: equal numbers exactly for equal key bytes.
+fn number_keys(messages: &[document::Value<'_>], digits_folded: bool) -> Option<Vec<i64>> {
+    let mut known: HashMap<Vec<u8>, i64> = HashMap::new();
+    let mut key = Vec::new();
+    let mut numbers = Vec::with_capacity(messages.len());
+    for message in messages {
+        key.clear();
+        if digits_folded {
+            push_reply_key(message, &mut key);
+        } else {
+            suffix::push_exact_key(message, &mut key).ok()?;
+        }
+        let next = known.len() as i64;
+        let number = match known.get(key.as_slice()) {
+            Some(&number) => number,
+            None => {
+                known.insert(key.clone(), next);
+                next
+            }
+        };
+        numbers.push(number);
+    }
+    Some(numbers)
+}
+
 /// Where each message of a native JSON line (`lines[0]`, read under `messages_key` and
-/// `id_key` as `scan_lines` read it) lies in it: its JSON text's `[start, end)` byte offsets,
-/// one pair per message (flat: start, end, start, end, ...), so that `vthread.anywhere` makes a Python object of a message only
-/// when it reads it. None when the core does not read the line.
+/// `id_key` as `scan_lines` read it) lies in it: its JSON text's `[start, end)` byte
+/// offsets, one pair per message (flat: start, end, start, end, ...), so that
+/// `vthread.anywhere` makes a Python object of a message only when it reads it. None when
+/// the core does not read the line.
 #[pyfunction]
 #[pyo3(signature = (lines, messages_key=None, id_key=None))]
 fn line_message_spans<'py>(
@@ -1165,18 +1175,17 @@ fn line_message_spans<'py>(
         messages: messages_key,
         id: id_key,
     };
-    let spans = py.detach(|| -> Option<Vec<i64>> {
-        let text = simdutf8::basic::from_utf8(line).ok()?;
-        let tape = document::Tape::parse_str(text).ok()?;
-        let (_, messages) = threads::native_thread(tape.root(), keys)?;
-        let base = line.as_ptr() as usize;
-        let mut spans = Vec::with_capacity(2 * messages.len());
-        for message in &messages {
-            let json = message.json_text();
-            let start = (json.as_ptr() as usize - base) as i64;
-            spans.extend([start, start + json.len() as i64]);
-        }
-        Some(spans)
+    let spans = py.detach(|| {
+        with_line_messages(line, keys, |messages| {
+            let base = line.as_ptr() as usize;
+            let mut spans = Vec::with_capacity(2 * messages.len());
+            for message in messages {
+                let json = message.json_text();
+                let start = (json.as_ptr() as usize - base) as i64;
+                spans.extend([start, start + json.len() as i64]);
+            }
+            Some(spans)
+        })
     });
     spans.map(|spans| numpy_array(py, spans)).transpose()
 }
@@ -1364,6 +1373,8 @@ impl DocumentSplitter {
                 let text = splitter.text();
                 let mut plain = Vec::with_capacity(found.len());
                 let mut refused = None;
+                // (the openings in index order, walked beside the elements: one look each)
+                let mut openings = splitter.later_openings().iter().peekable();
                 for (index, &(start, end, _)) in found.iter().enumerate() {
                     let tape = document::Tape::parse(&text[start..end]);
                     if index == 0 && !started {
@@ -1373,15 +1384,15 @@ impl DocumentSplitter {
                             }
                         }
                     }
-                    // An array after the first is more runs only when it opens runs as the
-                    // first did (a document of runs followed by a thread of messages is
-                    // data after its closing bracket).
-                    let later = splitter
-                        .later_openings()
-                        .iter()
-                        .find(|&&(at, _)| at == index);
-                    if let (Some(&(_, bracket)), Ok(tape)) = (later, &tape) {
-                        if !opens_runs(tape.root(), &keys) {
+                    // An array after the first is more runs only when its first element
+                    // plainly opens runs as the first array's did (a document of runs
+                    // followed by a thread of messages is data after its closing bracket;
+                    // one the tape does not read, NaN in it, is not trusted to be runs).
+                    if let Some(&(_, bracket)) = openings.next_if(|&&(at, _)| at == index) {
+                        if !tape
+                            .as_ref()
+                            .is_ok_and(|tape| opens_runs(tape.root(), &keys))
+                        {
                             refused = Some((index, bracket));
                             break;
                         }
@@ -1444,7 +1455,24 @@ impl DocumentSplitter {
         bool,
         Option<(Bound<'py, PyBytes>, (usize, usize, usize))>,
     )> {
-        let (stop, closed, tail) = self.splitter.finish();
+        let opening = self.splitter.pending_opening();
+        let (mut stop, mut closed, mut tail) = self.splitter.finish();
+        if let (Some(bracket), Some((start, end, _))) = (opening, tail) {
+            // The document ends in a later array's first element: whole and plainly opening
+            // runs, it is one (the array cut short); else the later array is data after the
+            // closing bracket of the one before, as `feed` treats one.
+            let keys = adapters::RunKeys {
+                messages: self.messages_key.as_deref(),
+                id: None,
+            };
+            let text = &self.splitter.text()[start..end];
+            let runs = document::Tape::parse(text).is_ok_and(|tape| opens_runs(tape.root(), &keys));
+            if !runs {
+                stop = Some((array_split::Stop::After, bracket));
+                closed = true;
+                tail = None;
+            }
+        }
         let stop = stop.map(|(why, place)| {
             let why = match why {
                 array_split::Stop::Cut => "cut",

@@ -161,13 +161,24 @@ pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> 
 /// or by a value the core cannot encode), with a note saying where, as the core's own
 /// errors do: `thread {index}` (None: the thread of a single-thread call) and the first
 /// message one of whose fields cannot be read alone, found by reading each message's
-/// fields again (on this error path only). An exception that is no `Exception` (Ctrl-C)
-/// is left as it is, and no message's code is run again for it.
+/// fields again (on this error path only). An exception that is no `Exception` (Ctrl-C) is
+/// left as it is, and no message's code is run again for it; one raised while the fields
+/// are read again is raised in the error's place.
 fn located<N: Node>(py: Python<'_>, error: PyErr, thread: Option<usize>, items: &[N]) -> PyErr {
     if !error.is_instance_of::<pyo3::exceptions::PyException>(py) {
         return error;
     }
-    let message = items.iter().position(|message| !fields_read(message));
+    let mut message = None;
+    for (position, item) in items.iter().enumerate() {
+        match fields_read(py, item) {
+            Ok(true) => {}
+            Ok(false) => {
+                message = Some(position);
+                break;
+            }
+            Err(stop) => return stop,
+        }
+    }
     let place = match (thread, message) {
         (Some(thread), Some(message)) => format!("thread {thread}, messages[{message}]"),
         (Some(thread), None) => format!("thread {thread}"),
@@ -180,17 +191,32 @@ fn located<N: Node>(py: Python<'_>, error: PyErr, thread: Option<usize>, items: 
 }
 
 /// Whether every field of `message` the heuristics read (type, text, meta, usage, and its
-/// activity) can be read and encoded.
-fn fields_read<N: Node>(message: &N) -> bool {
+/// activity) can be read and encoded; an exception that is no `Exception` (Ctrl-C) while
+/// they are read is returned.
+fn fields_read<N: Node>(py: Python<'_>, message: &N) -> PyResult<bool> {
+    let unread = |error: PyErr| {
+        if error.is_instance_of::<pyo3::exceptions::PyException>(py) {
+            Ok(false)
+        } else {
+            Err(error)
+        }
+    };
     let mut scratch = Vec::new();
     for key in [Key::Type, Key::Text, Key::Meta, Key::Usage] {
         match message.field(key) {
-            Err(_) => return false,
-            Ok(Some(value)) if value.push_canonical(&mut scratch).is_err() => return false,
-            Ok(_) => {}
+            Err(error) => return unread(error),
+            Ok(Some(value)) => {
+                if let Err(error) = value.push_canonical(&mut scratch) {
+                    return unread(error);
+                }
+            }
+            Ok(None) => {}
         }
     }
-    crate::columns::parse_activity(message).is_ok()
+    match crate::columns::parse_activity(message) {
+        Ok(_) => Ok(true),
+        Err(error) => unread(error),
+    }
 }
 
 /// What became of one JSONL line in the core.

@@ -626,6 +626,14 @@ def test_parquet_bytes_where_text_is_read_are_named(tmp_path: Path,
     # A first line PAR1 and a NUL in the next: lines (it was refused as Parquet, exit 2);
     # a NUL on the second line of a file opening with a newline: UTF-8 lines, not the
     # UTF-16 text "\n" (one record for two lines). Found by the fuzz test.
+    # (and UTF-16 lines whose first id holds an é are still UTF-16: a reviewer's)
+    utf16 = "".join(json.dumps({"id": f"é{i}", "messages": [{"type": "user", "text": "hi"}]},
+                               ensure_ascii=False) + "\n" for i in range(3))
+    for encoding in ("utf-16", "utf-16-le", "utf-32"):
+        odd = tmp_path / "utf16.jsonl"
+        odd.write_bytes(utf16.encode(encoding))
+        code, out, err = run(["scan", str(odd), "-q"], monkeypatch)
+        assert code == 0 and [r["id"] for r in strict_records(out)] == ["é0", "é1", "é2"], err
     for data, first_error in ((b"PAR1\n\x00", "not valid JSON"), (b"\n\x00", "blank line")):
         odd = tmp_path / "odd.jsonl"
         odd.write_bytes(data)

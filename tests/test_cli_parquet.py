@@ -716,7 +716,7 @@ def _strings(values: list[bytes]) -> Any:
 def test_a_string_cell_that_is_no_utf8_is_its_rows_error_not_the_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A messages cell (or an id) of a string column holding bytes that are no UTF-8 is that
-    row's error record (its id then with U+FFFD for each such byte), the other rows scanned
+    row's error record (its id then with \\xNN for each such byte), the other rows scanned
     as ever: the whole file was one error ("'utf-8' codec can't decode", "Non-fixed width
     type"), every row lost (found by a tester)."""
     chat = json.dumps([{"role": "user", "content": "hi"},
@@ -729,8 +729,9 @@ def test_a_string_cell_that_is_no_utf8_is_its_rows_error_not_the_files(
     assert "not valid JSON" in got[1]["error"] and "0xff" in got[1]["error"]
     assert got[0]["verdict"] == got[2]["verdict"] == "repeated_suffix"
     bad_id = tmp_path / "bad_id.parquet"
-    pq.write_table(pa.table({"id": _strings([b"a", b"b\xff", b"c"]),
+    pq.write_table(pa.table({"id": _strings([b"a", b"b\xff", b"b\xfe"]),
                              "messages": [chat.decode()] * 3}), bad_id)
     code, got = _scan([str(bad_id)], capsys)
-    assert code == 0 and [record["id"] for record in got] == ["a", "b\ufffd", "c"]
+    # (each byte that is no UTF-8 as \xNN: two such ids stay two)
+    assert code == 0 and [record["id"] for record in got] == ["a", "b\\xff", "b\\xfe"]
     assert all(record["verdict"] == "repeated_suffix" for record in got)

@@ -72,3 +72,20 @@ def test_bytes_the_core_calls_json_python_reads(element: bytes) -> None:
     """Any bytes the core calls plain JSON, Python's json reads."""
     if element.strip() and not _splits_elsewhere(element):
         assert not _marked(element) or _python_reads(element)
+
+
+def test_a_million_arrays_one_after_another_are_split_in_one_pass() -> None:
+    """Arrays one after another, each a later array's first element told as it is split:
+    a block of a million tiny arrays splits in one pass (each element's opening was looked
+    for among all the block's, and 1 MB of them took 30 s; a reviewer's). Run apart, so
+    that a regression ends at the timeout instead of holding the suite."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = ("from vthread import _core; found = _core.DocumentSplitter(None).feed("
+               "b'[[]]' * 1_000_000); print(len(found[0]))")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          cwd=root, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "1000000\n"), done.stderr

@@ -1284,3 +1284,51 @@ def test_a_mapping_whose_get_and_items_disagree_is_read_by_get_everywhere(
     assert vthread.describe_thread_cycle(thread) == expected
     assert vthread.scan([thread]).names == [expected]
     assert vthread.is_thread_cyclic(thread) == ref.is_thread_cyclic(thread, ref.cycle())
+
+
+class _NameText(str):
+    """A str subclass: a tool name read by Python for the loop's excerpt, not by the core."""
+
+
+def test_a_tool_function_whose_get_takes_no_default_is_read_everywhere() -> None:
+    """A tool function that is a mapping whose own ``get`` takes a key alone (a tool name a
+    str subclass, so that the loop's excerpt is written in Python): every reader takes its
+    payloads as the core does (the excerpt's reader asked ``get`` with a default and
+    raised TypeError, in scan and scan anywhere; a reviewer's)."""
+    def call() -> dict[str, Any]:
+        function = _GetWithoutDefault({"name": _NameText("ls"), "arguments": {"p": "."},
+                                       "result": "a.txt"})
+        return {"type": "activity", "text": "",
+                "meta": {"activity": {"type": "response", "function": function}}}
+
+    thread = [call() for _ in range(6)]
+    expected = ref.describe_thread_cycle(thread, ref.cycle())
+    assert expected == "repeated_suffix"
+    assert vthread.scan([thread]).names == [expected]
+    assert "ls" in vthread.scan([thread]).excerpt[0]
+    anywhere = vthread.scan([thread], anywhere=True)
+    assert anywhere.loops is not None
+    assert len(anywhere.loops[0]) == len(find_loops_reference([thread])[0])
+
+
+class _InterruptedOnRereading(dict[str, Any]):
+    """A message whose ``get("text")`` raises RuntimeError the first time and Ctrl-C's
+    KeyboardInterrupt the next."""
+
+    calls = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "text":
+            type(self).calls += 1
+            raise RuntimeError("first") if type(self).calls == 1 else KeyboardInterrupt
+        return super().get(key, default)
+
+
+def test_a_ctrl_c_while_an_errors_place_is_found_is_not_lost() -> None:
+    """Finding where an error was raised reads the messages' fields again; a Ctrl-C raised
+    meanwhile ends the call as a Ctrl-C (it was swallowed, the first error raised in its
+    place; a reviewer's)."""
+    _InterruptedOnRereading.calls = 0
+    with pytest.raises(KeyboardInterrupt):
+        vthread.scan([[_InterruptedOnRereading(type="user", text="a")]])
+    assert _InterruptedOnRereading.calls == 2

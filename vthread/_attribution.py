@@ -21,7 +21,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from vthread._jsvalue import is_string, is_text, names_are_distinct, property_name
+from vthread._jsvalue import (
+    ABSENT_FIELD,
+    field,
+    is_string,
+    is_text,
+    names_are_distinct,
+    property_name,
+)
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
@@ -311,10 +318,10 @@ def _inline_base64(part: dict[Any, Any], kind: str) -> str | None:
     ``data`` beside ``"source_type": "base64"``."""
     if kind not in ("image", "audio", "video", "file"):
         return None
-    for field, kinds, tagged in (("base64", ("image", "audio", "video", "file"), False),
-                                 ("data", ("image", "audio"), False),
-                                 ("data", ("file",), True)):
-        value = part.get(field)
+    for name, kinds, tagged in (("base64", ("image", "audio", "video", "file"), False),
+                                ("data", ("image", "audio"), False),
+                                ("data", ("file",), True)):
+        value = part.get(name)
         if (kind in kinds and is_string(value)
                 and (not tagged or is_text(part.get("source_type"), "base64"))):
             return value
@@ -425,7 +432,9 @@ def _activity_payloads(message: Message) -> tuple[Any, Any]:
     """(arguments, result) of a well-formed activity message, _MISSING where missing."""
     meta: Any = message.get("meta")  # (a well-formed activity's, read as it was checked)
     function = meta.get("activity").get("function")
-    return function.get("arguments", _MISSING), function.get("result", _MISSING)
+    arguments, result = field(function, "arguments"), field(function, "result")
+    return (_MISSING if arguments is ABSENT_FIELD else arguments,
+            _MISSING if result is ABSENT_FIELD else result)
 
 
 def render_message(message: Message, encode: Callable[[Any], str]) -> str:

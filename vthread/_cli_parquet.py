@@ -102,8 +102,9 @@ def _id_values(column: Any) -> list[Any]:
             cell = column.slice(row, 1)
             if _is_string(cell):
                 # Text that is no UTF-8 (pyarrow writes what it is given): its bytes, each
-                # that is no UTF-8 as U+FFFD (it ended the file: "Non-fixed width type").
-                values[row] = _cell_bytes(cell).decode("utf-8", "replace")
+                # that is no UTF-8 as \xNN, so that two such ids stay two (it ended the
+                # file: "Non-fixed width type").
+                values[row] = _cell_bytes(cell).decode("utf-8", "backslashreplace")
                 continue
             stored = cell.view(pa.int64() if cell.type.bit_width == 64 else pa.int32())
             values[row] = f"{cell.type}:{stored[0].as_py()}"

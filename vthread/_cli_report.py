@@ -871,7 +871,7 @@ def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[s
     budget = MESSAGE_KINDS_BUDGET
     # The scan said what it had to of these files once: this second reading says nothing
     # (it said each again, as "vthread scan:", found by a tester).
-    with contextlib.redirect_stderr(io.StringIO()):
+    with open(os.devnull, "w") as nothing, contextlib.redirect_stderr(nothing):
         _read_message_kinds(data, files, looping, options, budget)
 
 
@@ -886,9 +886,10 @@ def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[
         # must still be a regular file, opened without waiting (one replaced by a FIFO
         # since the scan would wait for a writer for ever).
         files = [found for name in files for found in _files_of(name)]
+        # (each file on its own: one that cannot be read leaves only its runs plain)
         tasks = cli._tasks(files, options.format, {}, False, None, False,
                            messages_key=options.messages_key, id_key=options.id_key,
-                           walked=frozenset(files))
+                           listed=frozenset(files), walked=frozenset(files))
         for task in tasks:
             if task.broken is not None:
                 continue

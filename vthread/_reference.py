@@ -590,8 +590,8 @@ def attribute(messages: object, options: CycleOptions) -> ReferenceAttribution:
             index
             for index in range(max(0, n - THREAD_TEXT_RUN_MESSAGES), n)
             if not is_type(thread[index], "reasoning", "activity")
-            and is_string(thread[index].get("text"))
-            and has_repeated_text_run(thread[index]["text"], text_run_options())
+            and is_string(text := field(thread[index], "text"))
+            and has_repeated_text_run(text, text_run_options())
         ]
         start, period, repetitions = firing[0], 1, len(firing)
     figures = [usage_tokens(m) for m in thread[start:]]

@@ -54,7 +54,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast, overload
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +62,7 @@ import xxhash
 
 from vthread import _core
 from vthread._attribution import joined, paired, rendered
-from vthread._jsvalue import is_string, is_text
+from vthread._jsvalue import field, is_string, is_text
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
@@ -213,11 +213,11 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
     :func:`vthread._core.message_screens` makes of them, or ``vthread._core.scan_lines``
     of their lines, with :func:`core_text_run`). ``threads[i]`` is read only for a thread
     whose screens repeat or whose prose runs away, to confirm the loop exactly and count a
-    runaway's copies, so it may parse its thread when asked (the CLI reads a file's lines
-    this way: only the lines that may loop are made into Python objects). ``lines``: the
-    threads' native JSON lines, which the core numbers a looping line's exact keys from
-    (:func:`vthread._core.line_key_numbers`), so that a run of screens is confirmed without
-    its thread becoming Python objects."""
+    runaway's copies, so it may parse its thread when asked. ``lines``: the threads' native
+    JSON lines (the CLI's), from which the core numbers a looping thread's exact keys and
+    reply keys (:func:`vthread._core.line_key_numbers`): ``threads[i]`` is then read only by
+    the rules still written in Python (a retried failure, a runaway text), message by
+    message when it is :func:`threads_on_demand`'s."""
     offsets: npt.NDArray[np.int64] = raw["offsets"]
     screens: npt.NDArray[np.uint64] = raw["screens"]
     roles: npt.NDArray[np.int8] = raw["roles"]
@@ -256,7 +256,7 @@ def find_loops_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str
     for row in text_rows.tolist():
         thread = int(owner[row])
         start = row - int(offsets[thread])
-        copies = _text_copies(threads[thread][start]["text"])
+        copies = _text_copies(field(threads[thread][start], "text"))  # (read as the core reads it)
         found[thread].append(Loop(start, start + 1, 1, copies, TEXT))
     return [_kept(loops) for loops in found]
 
@@ -286,7 +286,7 @@ def threads_on_demand(count: int, line_of: Callable[[int], bytes],
     a row, see :func:`vthread._exact_json.suspect_lines`, looked for in that line only: a
     chunk's few candidate lines, not all of its lines); it raises for a line it cannot.
     ``lines`` (the same lines, as the core read them): a thread is then its messages each
-    made only when read, from its own JSON text (:class:`_MessagesOfLine`), for the core
+    made only when read, from its own JSON text (:func:`_messages_of_line`), for the core
     says where each lies; ``read`` makes a line the core does not read."""
     from vthread._exact_json import suspect_lines
 
@@ -295,53 +295,35 @@ def threads_on_demand(count: int, line_of: Callable[[int], bytes],
         if lines is not None:
             spans = _core.line_message_spans([line], lines.messages_key, lines.id_key)
             if spans is not None:
-                return _MessagesOfLine(line, spans.reshape(-1, 2))
+                return _messages_of_line(line, spans.reshape(-1, 2))
         return read(line, bool(suspect_lines([line])))
 
     return OnDemand(count, made)
 
 
-class _MessagesOfLine(Sequence[Mapping[str, Any]]):
+def _messages_of_line(line: bytes | memoryview, spans: npt.NDArray[np.int64]
+                      ) -> Sequence[Mapping[str, Any]]:
     """A line's messages, message ``i`` made from its own JSON text (``line[spans[i][0]:
     spans[i][1]]``) when first read, as ``json.loads`` makes it (exactly, as the line's
     reading does: :func:`vthread._exact_json.loads_exactly`): the same object the line read
     whole holds there, for a JSON value reads alike alone. A long looping line is read in
     Python only where a rule needs its messages (a retried failure, a runaway text), not
     made whole into Python objects (a 1M-message line took 4x the memory of its scan)."""
+    from vthread._exact_json import loads_exactly, suspect_lines
 
-    def __init__(self, line: bytes | memoryview, spans: npt.NDArray[np.int64]) -> None:
-        self._text = line
-        self._line = memoryview(line)
-        self._spans = spans
-        self._made: dict[int, Mapping[str, Any]] = {}
-        self._long_digits: bool | None = None  # whether the line holds 19 digits in a row
+    view = memoryview(line)
+    long_digits: list[bool] = []  # whether the line holds 19 digits in a row, once looked
 
-    def __len__(self) -> int:
-        return len(self._spans)
+    def made(index: int) -> Mapping[str, Any]:
+        if not long_digits:
+            long_digits.append(bool(suspect_lines([cast(bytes, line)])))
+        start, end = spans[index].tolist()
+        message = loads_exactly(bytes(view[start:end]), long_digits[0])
+        if not isinstance(message, Mapping):
+            raise ValueError(f"message {index} of a line the core read is no mapping")
+        return message
 
-    @overload
-    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Mapping[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | list[Mapping[str, Any]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"message {index} of {len(self)}")
-        made = self._made.get(index)
-        if made is None:
-            from vthread._exact_json import loads_exactly, suspect_lines
-
-            if self._long_digits is None:  # (looked for once, over the whole line)
-                self._long_digits = bool(suspect_lines([cast(bytes, self._text)]))
-            start, end = self._spans[index].tolist()
-            made = loads_exactly(bytes(self._line[start:end]), self._long_digits)
-            if not isinstance(made, Mapping):
-                raise ValueError(f"message {index} of a line the core read is no mapping")
-            self._made[index] = made
-        return made
+    return OnDemand(len(spans), made)
 
 
 def _is_action(roles: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:

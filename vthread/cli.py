@@ -401,8 +401,6 @@ class _MisreadWarnings:
     some is said as it is written; those of its later chunks are tallied and said once,
     after the last record (:meth:`rest`), the first few of each format by number."""
 
-    _SHOWN: Final = 5
-
     def __init__(self) -> None:
         self._said: set[str] = set()
         # per file said already: (unit, the first few lines of each format, their totals)
@@ -410,7 +408,7 @@ class _MisreadWarnings:
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
-        from vthread.documents import misfit_lines
+        from vthread.documents import MISFITS_SHOWN, misfit_lines
 
         now = []
         for found in misread:
@@ -427,7 +425,7 @@ class _MisreadWarnings:
                 continue
             _, first, totals = self._later.setdefault(found.label, (found.unit, [], {}))
             for line, format_ in found.found:
-                if totals.get(format_, 0) < self._SHOWN:
+                if totals.get(format_, 0) < MISFITS_SHOWN:
                     first.append((line, format_))
                 totals[format_] = totals.get(format_, 0) + 1
         return now
@@ -704,9 +702,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    "own and the rest's are not")
     except MemoryError:
         _close_quietly(out, options.output, progress)
-        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} lines: the input is "
-                   "larger than the memory the process may use (ulimit -v, strict "
-                   "overcommit); the records of the lines after them are not written")
+        unit = _unit(units)
+        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} {unit}s: the input "
+                   "is larger than the memory the process may use (ulimit -v, strict "
+                   f"overcommit); the records of the {unit}s after them are not written")
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -1723,17 +1722,22 @@ def _transcoder_of(sniffed: _Replayed | _DocumentRuns) -> _Transcoded | None:
 
 def _text_encoding(head: bytes) -> str | None:
     """The UTF-16 or UTF-32 encoding a stream opening with ``head`` is written in (JSON's
-    rule, :func:`json.detect_encoding`) when its first characters in it are ASCII opening
-    JSON text (spaces, then a bracket): a file of NUL bytes, or of UTF-8 lines one of which
-    merely holds a NUL among its first bytes (``\n\x00``, read as UTF-16, was the one
-    character ``\n``: one record for two lines), stays bytes, each line its record. None
-    for UTF-8, or for too few bytes to tell."""
+    rule, :func:`json.detect_encoding`) when its first characters in it open JSON text:
+    spaces, then a bracket, or spaces alone across the whole head; the first four of them
+    ASCII. A file of NUL bytes, or
+    of UTF-8 lines one of which merely holds a NUL among its first bytes (``\n\x00``, read
+    as UTF-16, was the one character ``\n``: one record for two lines), stays bytes, each
+    line its record. None for UTF-8, or for too few bytes to tell."""
     encoding = json.detect_encoding(head[:4]) if len(head) >= 2 else "utf-8"
     if encoding.startswith("utf-8"):
         return None
-    opening = head[:20].decode(encoding, "ignore").lstrip("\ufeff")
+    opening = head[:_ENCODING_HEAD].decode(encoding, "ignore").lstrip("\ufeff")
     text = opening.lstrip(" \t\r\n")
-    return encoding if text[:1] in ("[", "{") and opening.isascii() else None
+    spaces_alone = not text and len(head) >= _ENCODING_HEAD
+    # The first four characters ASCII (bytes read as UTF-16 by mistake make CJK of two
+    # letters), no more: é in the first id is the text's own.
+    return (encoding if opening[:4].isascii() and (text[:1] in ("[", "{") or spaces_alone)
+            else None)
 
 
 class _Replayed:
@@ -2455,6 +2459,9 @@ def _tasks(
         file_format = format_
         keys = (messages_key, id_key)
         kind: _Kind = "lines"
+        # What the file's records stand for (lines, a document's runs, a log's samples): a
+        # guess by its name until it has been opened as what it is.
+        unit = "run" if _is_document(name) else "line"
         document: _DocumentRuns | None = None
         transcoded: _Transcoded | None = None
         chunks: Iterator[Sequence[bytes]]
@@ -2538,7 +2545,7 @@ def _tasks(
             # A document whose first run, or whose whole (read as one value), is longer
             # than the most one line may take: it ends the scan, as such a line does.
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
-                        unit="run" if _is_document(name) else "line", too_large=True,
+                        unit=unit, too_large=True,
                         line_limit=error.args[0])
             return
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:

@@ -54,6 +54,7 @@ __all__ = [
     "BLANK_CELL",
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
+    "MISFITS_SHOWN",
     "PASS_A_FORMAT",
     "TOO_DEEP",
     "chat_like",
@@ -709,6 +710,11 @@ def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) ->
     return misfit_lines(found, unit, among=f" of the first {examined}")
 
 
+MISFITS_SHOWN: Final = 5
+"""How many lines of each format a warning of misfit lines names by number (the rest are
+counted: "lines 71, 90, 91, 92, 95 and 3 more")."""
+
+
 def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
                  totals: Mapping[Any, int] | None = None) -> str:
     """How a warning names ``unit``s (lines, rows, runs) by number that look like another
@@ -722,8 +728,8 @@ def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
     said: list[str] = []
     for format_, numbers in by_format.items():
         total = len(numbers) if totals is None else totals[format_]
-        shown = ", ".join(str(number) for number in numbers[:5])
-        more = f" and {total - 5} more" if total > 5 else ""
+        shown = ", ".join(str(number) for number in numbers[:MISFITS_SHOWN])
+        more = f" and {total - MISFITS_SHOWN} more" if total > MISFITS_SHOWN else ""
         units, look = (unit, "looks") if total == 1 else (f"{unit}s", "look")
         said.append(f"{units} {shown}{more}{among} {look} like {format_}" if not said
                     else f"{units} {shown}{more} like {format_}")

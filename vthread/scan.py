@@ -40,6 +40,7 @@ from vthread._heuristics import (
     text_runs,
     written_lines,
 )
+from vthread._jsvalue import field
 from vthread._messages import (
     ABSENT,
     Activity,
@@ -336,7 +337,7 @@ def attribute(result: ScanResult, columns: Columns, rows: Sequence[int],
             parts: Any = _calls_part(a for a, _ in calls)
             result.excerpt[row] = tail_excerpt(calls, _core_canonical)
         elif code == TEXT_RUN:
-            text = messages[begin]["text"]
+            text = field(messages[begin], "text")  # (read as the check read it)
             units, start = text_units_and_repeat(text)
             parts = sorted(set(units))
             result.excerpt[row] = text_excerpt(text, start)
@@ -618,7 +619,7 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
     if code == RESULT_RUN:
         newest = _newest_settled(messages)
         return (newest.name, newest.arguments, newest.result)
-    return sorted(set(text_units(messages[begin]["text"])))
+    return sorted(set(text_units(field(messages[begin], "text"))))
 
 
 def _calls_part(calls: Iterable[Activity]) -> list[tuple[str, str, str, str]]:
