@@ -187,8 +187,9 @@ def field(mapping: Mapping[Any, Any], name: str) -> Any:
     """``mapping``'s field ``name``, read as the core reads a field: with the mapping's own
     ``get`` (a dict subclass's ``dict.get``, which never calls ``__missing__``), or, for a
     ``get`` of its own that takes no default, with ``[]`` (a ``KeyError`` meaning absent);
-    :data:`ABSENT_FIELD` when absent. Every reader of a message's fields uses it, so that a
-    mapping whose ``get`` and ``[]`` disagree is read one way everywhere."""
+    :data:`ABSENT_FIELD` when absent. The readers that tell an absent field from ``null``
+    use it, and the others ``get(name)``, so that a mapping whose ``get`` and ``[]``
+    disagree is read one way everywhere."""
     try:
         return mapping.get(name, ABSENT_FIELD)
     except TypeError:
