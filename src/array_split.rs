@@ -247,6 +247,19 @@ impl ArraySplitter {
                     };
                     at += 1;
                 }
+                State::AfterArray if self.buffer[at] == BOM[0] => {
+                    // A byte-order mark opening a later array (`cat` of files written with
+                    // one): passed over as the document's own first one is.
+                    let have = (end - at).min(BOM.len());
+                    if self.buffer[at..at + have] != BOM[..have] {
+                        self.stop_place = Some(self.place_of(at));
+                        self.state = State::Stopped(Stop::After);
+                    } else if have < BOM.len() {
+                        break;
+                    } else {
+                        at += BOM.len();
+                    }
+                }
                 State::AfterArray if self.buffer[at] == b'[' => {
                     // The next of arrays one after another: its elements follow the last's.
                     self.later_array = Some(self.place_of(at));
@@ -532,8 +545,10 @@ mod tests {
             Option<(Stop, usize)>,
             bool,
         );
-        let cases: [Case; 7] = [
+        let cases: [Case; 9] = [
             (b"[1, 2][3]", &[b"1", b"2", b"3"], None, true),
+            (b"[1]\n\xef\xbb\xbf[2]", &[b"1", b"2"], None, true), // files written with a mark
+            (b"[1]\n\xef\xbb[2]", &[b"1"], Some((Stop::After, 4)), true),
             (
                 b"[1]\n[2, {\"a\": [3]}]\n",
                 &[b"1", b"2", b"{\"a\": [3]}"],

@@ -1384,14 +1384,14 @@ impl DocumentSplitter {
                             }
                         }
                     }
-                    // An array after the first is more runs only when its first element
-                    // plainly opens runs as the first array's did (a document of runs
-                    // followed by a thread of messages is data after its closing bracket;
-                    // one the tape does not read, NaN in it, is not trusted to be runs).
+                    // An array after the first is more runs unless its first element plainly
+                    // opens none (a document of runs followed by a thread of messages is
+                    // data after its closing bracket); one the tape does not read (NaN in
+                    // it) is Python's to read, as a run, as any such element is.
                     if let Some(&(_, bracket)) = openings.next_if(|&&(at, _)| at == index) {
-                        if !tape
+                        if tape
                             .as_ref()
-                            .is_ok_and(|tape| opens_runs(tape.root(), &keys))
+                            .is_ok_and(|tape| !opens_runs(tape.root(), &keys))
                         {
                             refused = Some((index, bracket));
                             break;
@@ -1458,16 +1458,18 @@ impl DocumentSplitter {
         let opening = self.splitter.pending_opening();
         let (mut stop, mut closed, mut tail) = self.splitter.finish();
         if let (Some(bracket), Some((start, end, _))) = (opening, tail) {
-            // The document ends in a later array's first element: whole and plainly opening
-            // runs, it is one (the array cut short); else the later array is data after the
-            // closing bracket of the one before, as `feed` treats one.
+            // The document ends in a later array's first element: one that plainly opens no
+            // runs makes the later array data after the closing bracket of the one before,
+            // as `feed` treats one; any other is the tail, Python's to read or place the
+            // break in (cut inside it, json says where).
             let keys = adapters::RunKeys {
                 messages: self.messages_key.as_deref(),
                 id: None,
             };
             let text = &self.splitter.text()[start..end];
-            let runs = document::Tape::parse(text).is_ok_and(|tape| opens_runs(tape.root(), &keys));
-            if !runs {
+            let no_runs =
+                document::Tape::parse(text).is_ok_and(|tape| !opens_runs(tape.root(), &keys));
+            if no_runs {
                 stop = Some((array_split::Stop::After, bracket));
                 closed = true;
                 tail = None;

@@ -1512,14 +1512,25 @@ def test_arrays_of_runs_one_after_another_are_read_as_one_document(
             written = records(out)
             assert code == 0 and [r["line"] for r in written] == [1, 2, 3], (name, out)
             assert [{**r, "file": None, "line": None} for r in written] == expected, name
-    # An array of runs, then a thread of messages (plain, with a NaN the core leaves to
-    # Python, or cut short after its first message): the runs, then where it breaks (the
-    # thread's messages were each an error record, or a run, for a reviewer).
-    with_nan = json.dumps(looping).replace('"go"', "NaN", 1)
-    for then in (json.dumps(looping), with_nan, json.dumps(looping)[:-1].rsplit(",", 4)[0]):
+    # An array of runs, then a thread of messages (whole, or cut short after its first
+    # message): the runs, then where it breaks (the thread's messages were each an error
+    # record, or a run, for a reviewer).
+    for then in (json.dumps(looping), json.dumps(looping)[:-1].rsplit(",", 4)[0]):
         path = tmp_path / "then_a_thread.json"
         path.write_text(json.dumps(first) + "\n" + then)
         *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
         assert [r["id"] for r in read] == ["a", "b"], then
         assert broken["error"].endswith("line 2 column 1 of the document, after its closing "
                                         "bracket; the document is not read past there"), then
+    # A later array whose first run holds a value only Python reads (NaN), or opened by a
+    # byte-order mark (a file written with one): its runs are read (each was a break for a
+    # tester); one cut inside its first run breaks where json says it does.
+    nan_first = json.dumps(second).replace('"c"', '"c", "v": NaN', 1)
+    for then, ids in ((nan_first, ["a", "b", "c"]), ("\ufeff" + json.dumps(second),
+                                                   ["a", "b", "c"])):
+        path = tmp_path / "then_more.json"
+        path.write_text(json.dumps(first) + "\n" + then, encoding="utf-8")
+        assert [r["id"] for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])] == ids
+    path.write_text(json.dumps(first) + "\n" + json.dumps(second)[:30])
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["a", "b"] and "in run 3" in broken["error"]
