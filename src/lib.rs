@@ -976,32 +976,19 @@ fn anywhere_loop_parts<'py>(
     kinds: Vec<u8>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = threads.py();
-    let count = owners.len();
-    if [starts.len(), ends.len(), periods.len(), kinds.len()] != [count; 4] {
-        return Err(PyValueError::new_err(
-            "owners, starts, ends, periods and kinds must have one entry per loop",
-        ));
-    }
-    if let Some(owner) = owners.iter().find(|&&owner| owner >= threads.len()) {
-        return Err(PyValueError::new_err(format!(
-            "owner {owner} of a batch of {} threads",
-            threads.len()
-        )));
-    }
+    let found = loops_found_anywhere(
+        &owners,
+        [starts, ends, periods],
+        kinds,
+        (threads.len(), "threads"),
+    )?;
     let mut read: Option<(usize, Option<Vec<Bound<'py, PyAny>>>)> = None;
-    let mut parts = Vec::with_capacity(count);
-    for index in 0..count {
-        let owner = owners[index];
+    let mut parts = Vec::with_capacity(found.len());
+    for (&owner, &found) in owners.iter().zip(&found) {
         if read.as_ref().is_none_or(|(row, _)| *row != owner) {
             let thread = threads.get_item(owner)?;
             read = Some((owner, threads::python_messages(&thread, owner).ok()));
         }
-        let found = attribution::FoundAnywhere {
-            start: starts[index],
-            end: ends[index],
-            period: periods[index],
-            kind: kinds[index],
-        };
         let messages = read.as_ref().and_then(|(_, messages)| messages.as_deref());
         parts.push(messages.and_then(|messages| attribution::anywhere_parts(messages, found).ok()));
     }
@@ -1030,18 +1017,13 @@ fn anywhere_loop_parts_of_lines<'py>(
     id_key: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = lines.py();
-    let count = owners.len();
-    if [starts.len(), ends.len(), periods.len(), kinds.len()] != [count; 4] {
-        return Err(PyValueError::new_err(
-            "owners, starts, ends, periods and kinds must have one entry per loop",
-        ));
-    }
-    if let Some(owner) = owners.iter().find(|&&owner| owner >= lines.len()) {
-        return Err(PyValueError::new_err(format!(
-            "owner {owner} of a batch of {} lines",
-            lines.len()
-        )));
-    }
+    let found = loops_found_anywhere(
+        &owners,
+        [starts, ends, periods],
+        kinds,
+        (lines.len(), "lines"),
+    )?;
+    let count = found.len();
     let owned = chunk_rows::line_buffers(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
@@ -1058,16 +1040,11 @@ fn anywhere_loop_parts_of_lines<'py>(
             while last < count && owners[last] == owner {
                 last += 1;
             }
-            let found = (index..last).map(|at| attribution::FoundAnywhere {
-                start: starts[at],
-                end: ends[at],
-                period: periods[at],
-                kind: kinds[at],
-            });
             let made = with_line_messages(views[owner], keys, |messages| {
                 Some(
-                    found
-                        .map(|found| attribution::anywhere_parts(messages, found).ok())
+                    found[index..last]
+                        .iter()
+                        .map(|&found| attribution::anywhere_parts(messages, found).ok())
                         .collect::<Vec<_>>(),
                 )
             });
@@ -1225,6 +1202,38 @@ fn push_reply_key(message: &document::Value<'_>, out: &mut Vec<u8>) {
         Some(value) => value.push_canonical(out),
         None => out.extend_from_slice(fingerprint::ABSENT_META),
     }
+}
+
+/// The loops `anywhere_loop_parts` and `anywhere_loop_parts_of_lines` are given, one per
+/// entry of `owners` (`spans`: their starts, ends and periods), each checked to have all
+/// its fields and an owner among the `batch` (its size, and what it holds).
+fn loops_found_anywhere(
+    owners: &[usize],
+    spans: [Vec<usize>; 3],
+    kinds: Vec<u8>,
+    batch: (usize, &str),
+) -> PyResult<Vec<attribution::FoundAnywhere>> {
+    let [starts, ends, periods] = spans;
+    let count = owners.len();
+    if [starts.len(), ends.len(), periods.len(), kinds.len()] != [count; 4] {
+        return Err(PyValueError::new_err(
+            "owners, starts, ends, periods and kinds must have one entry per loop",
+        ));
+    }
+    let (size, holding) = batch;
+    if let Some(owner) = owners.iter().find(|&&owner| owner >= size) {
+        return Err(PyValueError::new_err(format!(
+            "owner {owner} of a batch of {size} {holding}"
+        )));
+    }
+    Ok((0..count)
+        .map(|at| attribution::FoundAnywhere {
+            start: starts[at],
+            end: ends[at],
+            period: periods[at],
+            kind: kinds[at],
+        })
+        .collect())
 }
 
 /// Set `signature`, `loop_tokens` and `excerpts` in `out`, one entry per row (`fields` of
