@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import vthread
+from tests.deadline import ends_within
 from vthread import _reference as ref
 from vthread._options import cycle_options
 
@@ -321,18 +322,11 @@ def test_a_worker_that_dies_is_an_error_not_a_wait(anywhere: bool,
     threads: list[list[Any]] = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
     threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(os.getpid(), "exit")]
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("scan(jobs=2) waited 60 s for a worker that had died")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(60)  # a regression fails here rather than hanging the run
-    try:
-        with pytest.raises(vthread.WorkerDiedError, match=r"^scan\(jobs=2\): a worker "
-                           r"process ended without answering \(exit status 3"):
-            vthread.scan(threads, jobs=2, anywhere=anywhere)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    # (a regression would hang the run)
+    with ends_within(60, "a worker that had died"), pytest.raises(
+            vthread.WorkerDiedError, match=r"^scan\(jobs=2\): a worker process ended without "
+            r"answering \(exit status 3"):
+        vthread.scan(threads, jobs=2, anywhere=anywhere)
     # Raised in both processes: the caller sees the SystemExit, as with jobs=1.
     threads[30] = [{"type": "bot", "text": "x"}, _EndsItsProcess(-1, "raise")]
     with pytest.raises(SystemExit):
@@ -570,14 +564,7 @@ def test_a_worker_that_dies_in_the_middle_of_an_answer_is_an_error_not_a_wait(
     monkeypatch.setattr(scan_module, "_scan_worker", half_sent)
     threads = [[{"type": "bot", "text": f"t{i}"}] * 3 for i in range(40)]
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("scan(jobs=2) waited 60 s for the rest of an answer")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(60)  # a regression fails here rather than hanging the run
-    try:
-        with pytest.raises(vthread.WorkerDiedError, match=r"exit status 9"):
-            vthread.scan(threads, jobs=2)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    # (a regression would hang the run)
+    with ends_within(60, "the rest of an answer"), pytest.raises(vthread.WorkerDiedError,
+                                                                  match=r"exit status 9"):
+        vthread.scan(threads, jobs=2)

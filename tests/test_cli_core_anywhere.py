@@ -70,6 +70,20 @@ def test_core_chunk_equals_python_chunk_when_screens_collide(
         _same(done, expected)
 
 
+def _lines_python_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The lines the CLI makes whole into Python objects from now on (each
+    ``cli._read_thread``), as a list that grows as they are read."""
+    parsed: list[bytes] = []
+    read_thread = cli._read_thread
+
+    def counted(line: bytes, *rest: Any) -> Any:
+        parsed.append(line)
+        return read_thread(line, *rest)
+
+    monkeypatch.setattr(cli, "_read_thread", counted)
+    return parsed
+
+
 MESSAGES = {"openai": openai_messages(), "anthropic": anthropic_messages(),
             "responses": responses_items()}
 
@@ -98,20 +112,12 @@ def test_generated_chunks_are_read_by_the_core(format_: str, masked: bool,
     lines = [json.dumps({"id": f"t{i}", "messages": convert(t)}).encode()
              for i, t in enumerate(generate_threads(400, seed=11))]
     task = chunk_task(lines, format_, mask_volatile=masked, anywhere=True)
-    parsed: list[bytes] = []
-    read_thread = cli._read_thread
-
-    def counted(line: bytes, *rest: Any) -> Any:
-        parsed.append(line)
-        return read_thread(line, *rest)
-
-    monkeypatch.setattr(cli, "_read_thread", counted)
+    parsed = _lines_python_reads(monkeypatch)
     raw = cli._read_in_core(task)
     assert raw is not None and not len(raw["declined"])
     done = cli._scan_chunk_in_core(task, raw)
     assert done is not None
     by_core = len(parsed)
-    monkeypatch.setattr(cli, "_read_thread", read_thread)
     _same(done, cli._scan_chunk_in_python(task))
     assert done.output.count(b'"loops":[{') > 20
     assert by_core == 0
@@ -235,14 +241,7 @@ def test_a_looping_line_is_confirmed_and_recorded_without_being_parsed_in_python
     task = chunk_task(lines, anywhere=True)
     expected = cli._scan_chunk_in_python(task)
     assert b'"verdict":null' not in expected.output.split(b"\n")[0]  # the line loops
-    parsed: list[bytes] = []
-    real = cli._read_thread
-
-    def counted(line: bytes, *rest: Any) -> Any:
-        parsed.append(line)
-        return real(line, *rest)
-
-    monkeypatch.setattr(cli, "_read_thread", counted)
+    parsed = _lines_python_reads(monkeypatch)
     done = read_wholly_by_the_core(task)
     parsed.clear()  # (the Python reading the helper compares with parses every line)
     done = cli._scan_chunk_in_core(task)

@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadline import ends_within
 from vthread import cli, scan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1024,21 +1024,13 @@ def test_a_fifo_output_without_a_reader_is_an_error_not_a_wait(
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("the scan waited 30 s for a FIFO's reader")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(30)  # a regression fails here rather than hanging the run
-    try:
+    with ends_within(30, "a FIFO's reader"):  # (a regression would hang the run)
         code, out, err = run(["scan", str(source), "-q", "-o", str(fifo)], monkeypatch)
         assert (code, out) == (74, b"")
         assert err == f"vthread scan: cannot write {fifo}: it is a FIFO no process reads\n"
         code, out, err = run(["scan", str(source), "-q", "--summary", str(fifo)], monkeypatch)
         assert code == 74 and len(records(out)) == 3
         assert err == f"vthread scan: cannot write {fifo}: it is a FIFO no process reads\n"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     gzipped = tmp_path / "out.jsonl.gz"
     gzipped.symlink_to(fifo)
     for flag, target in (("-o", fifo), ("--summary", fifo), ("-o", gzipped)):
@@ -1115,16 +1107,8 @@ def test_a_directory_file_replaced_after_listing_is_an_error_record_not_a_wait(
 
     monkeypatch.setattr(cli, replaced_after, then_replaced)
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("the scan waited 30 s for a FIFO's writer")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(30)  # a regression fails here rather than hanging the run
-    try:
+    with ends_within(30, "a FIFO's writer"):  # (a regression would hang the run)
         code, out, err = run(["scan", str(folder), "-q"], monkeypatch)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     assert code == 0, err
     written = records(out)
     assert [(Path(r["file"]).name, r["line"]) for r in written] == [
@@ -1144,20 +1128,12 @@ def test_a_fifo_named_as_a_parquet_file_or_an_eval_log_is_refused_not_waited_on(
     os.mkfifo(fifo)
     other = lines_file(tmp_path / "other.jsonl", 2)
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("the scan waited 30 s for a FIFO's writer")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(30)  # a regression fails here rather than hanging the run
-    try:
+    with ends_within(30, "a FIFO's writer"):  # (a regression would hang the run)
         code, out, err = run(["scan", str(fifo), "-q"], monkeypatch)
         assert (code, out) == (2, b"")
         assert err.startswith(f"vthread scan: {fifo}: cannot read: not a regular file: ")
         assert "must be a regular file, not a FIFO" in err
         code, out, err = run(["scan", str(fifo), str(other), "-q"], monkeypatch)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     assert code == 0
     written = records(out)
     assert [r["line"] for r in written] == [1, 1, 2]

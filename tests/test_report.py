@@ -21,6 +21,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from tests.deadline import ends_within
 from vthread.cli import main
 from vthread.report import RecordError, ReportData, render_report
 
@@ -970,7 +971,6 @@ def test_the_reports_second_reading_says_nothing_and_waits_for_no_fifo(
     that reading says nothing (it said the scan's messages again, as "vthread scan:"), and
     a file replaced by a FIFO since the scan leaves the timelines plain instead of waiting
     for a writer for ever (found by a tester)."""
-    import signal
 
     from vthread import _cli_report, cli
 
@@ -1002,15 +1002,7 @@ def test_the_reports_second_reading_says_nothing_and_waits_for_no_fifo(
 
     monkeypatch.setattr(_cli_report, "_read_message_kinds", replaced_first)
 
-    def waited(signum: int, frame: Any) -> None:
-        raise TimeoutError("the report waited 30 s for a FIFO's writer")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(30)  # a regression fails here rather than hanging the run
-    try:
+    with ends_within(30, "a FIFO's writer"):  # (a regression would hang the run)
         assert main(["report", str(folder), "-o", str(out)]) == 0
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     assert not any(json.loads(out.read_text().split('id="report-data">', 1)[1].split(
         "</script>", 1)[0])["runs"]["kinds"])
