@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from arrow_buffers import message_lists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import anywhere_threads, threads
@@ -821,3 +822,31 @@ def test_times_of_day_in_nanoseconds_keep_their_nanoseconds(wrap: str) -> None:
     assert verdict([5, 5, 5], pa.time64("ns")) == "repeated_result_run"
     assert verdict([1000, 2000, 3000], pa.time64("ns")) is None
     assert verdict([7, 7, 7], pa.time64("us")) == "repeated_result_run"
+
+
+def test_a_nested_string_that_is_no_utf8_is_its_rows_error() -> None:
+    """A string in a row's message structs that is no UTF-8 (pyarrow holds such strings as it
+    is given them) is that row's error; the other rows get the answers of the same rows with
+    clean text (the core refused the whole column, a ValueError for the table)."""
+    texts = [b"x", b"y", b"x", b"y", b"x", b"\xff", b"x", b"y", b"p", b"q", b"p", b"q"]
+    got = arrow.scan_arrow(pa.table({"messages": message_lists(texts, 4)}), format="native")
+    clean = [b"?" if text == b"\xff" else text for text in texts]
+    want = arrow.scan_arrow(pa.table({"messages": message_lists(clean, 4)}), format="native")
+    errors = got.column("error").to_pylist()
+    assert errors[0] is None and errors[2] is None
+    assert errors[1].startswith("not a thread: a string in it is no UTF-8")
+    assert _rows(got)[0::2] == _rows(want)[0::2]
+    assert [row["verdict"] for row in _rows(got)[0::2]] == ["repeated_suffix"] * 2
+
+
+def test_an_array_broken_past_its_text_is_still_refused() -> None:
+    """Offsets that run backwards are no text problem: the core's ValueError stands, and no
+    Python conversion reads the broken buffers."""
+    from vthread.arrow import nested_row_texts
+
+    structs = message_lists([b"x", b"y", b"x", b"y"], 4).values
+    backwards = pa.Array.from_buffers(
+        pa.list_(structs.type), 2, [None, pa.py_buffer(
+            pa.array([0, 4, 1], pa.int32()).buffers()[1])], children=[structs])
+    with pytest.raises(ValueError, match="not a valid Arrow array"):
+        nested_row_texts(backwards)

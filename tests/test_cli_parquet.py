@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from arrow_buffers import message_lists, raw_strings
 
 from benchmarks.workload import generate_threads, to_openai
 from vthread import cli
@@ -701,18 +702,6 @@ def test_non_finite_ids_are_named_as_in_jsonl(tmp_path: Path,
         "NaN", "Infinity", "-Infinity", 1.5]
 
 
-def _strings(values: list[bytes]) -> Any:
-    """A string array holding ``values`` as they are (pyarrow writes what it is given, UTF-8
-    or not)."""
-    import array
-
-    offsets = [0]
-    for value in values:
-        offsets.append(offsets[-1] + len(value))
-    return pa.Array.from_buffers(pa.string(), len(values), [
-        None, pa.py_buffer(array.array("i", offsets).tobytes()), pa.py_buffer(b"".join(values))])
-
-
 def test_a_string_cell_that_is_no_utf8_is_its_rows_error_not_the_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A messages cell (or an id) of a string column holding bytes that are no UTF-8 is that
@@ -722,16 +711,59 @@ def test_a_string_cell_that_is_no_utf8_is_its_rows_error_not_the_files(
     chat = json.dumps([{"role": "user", "content": "hi"},
                        {"role": "assistant", "content": "yo"}] * 2).encode()
     bad_cell = tmp_path / "bad_cell.parquet"
-    pq.write_table(pa.table({"id": ["a", "b", "c"], "messages": _strings(
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "messages": raw_strings(
         [chat, chat.replace(b"yo", b"y\xff"), chat])}), bad_cell)
     code, got = _scan([str(bad_cell)], capsys)
     assert code == 0 and [record["id"] for record in got] == ["a", "b", "c"]
     assert "not valid JSON" in got[1]["error"] and "0xff" in got[1]["error"]
     assert got[0]["verdict"] == got[2]["verdict"] == "repeated_suffix"
     bad_id = tmp_path / "bad_id.parquet"
-    pq.write_table(pa.table({"id": _strings([b"a", b"b\xff", b"b\xfe"]),
+    pq.write_table(pa.table({"id": raw_strings([b"a", b"b\xff", b"b\xfe"]),
                              "messages": [chat.decode()] * 3}), bad_id)
     code, got = _scan([str(bad_id)], capsys)
     # (each byte that is no UTF-8 as \xNN: two such ids stay two)
     assert code == 0 and [record["id"] for record in got] == ["a", "b\\xff", "b\\xfe"]
     assert all(record["verdict"] == "repeated_suffix" for record in got)
+
+
+def test_binary_ids_are_named_by_their_text(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary id column names its records by the bytes read as text, each byte that is no
+    UTF-8 as \\xNN, as a string column's id is named, alone or as a task id beside a trial
+    (Python's repr, ``"b'ab'"``, was written: an id the file does not hold)."""
+    chat = json.dumps([{"role": "user", "content": "hi"},
+                       {"role": "assistant", "content": "yo"}] * 2)
+    path = tmp_path / "binary_ids.parquet"
+    pq.write_table(pa.table({"id": pa.array([b"ab", b"c\xff", b""], pa.binary()),
+                             "messages": [chat] * 3}), path)
+    code, got = _scan([str(path)], capsys)
+    assert code == 0 and [record["id"] for record in got] == ["ab", "c\\xff", ""]
+    tasks = tmp_path / "binary_tasks.parquet"
+    pq.write_table(pa.table({"task_id": pa.array([b"t1", b"t\xfe"], pa.large_binary()),
+                             "trial": [1, 2], "messages": [chat] * 2}), tasks)
+    code, got = _scan([str(tasks)], capsys)
+    assert code == 0 and [record["id"] for record in got] == ["t1/1", "t\\xfe/2"]
+
+
+def test_a_nested_string_that_is_no_utf8_is_its_rows_error_not_the_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A string inside the message structs that is no UTF-8 makes its row an error record
+    saying so, and the rows around it, in its row group and in the groups after it, are
+    scanned as ever (the core refused the whole column: exit 2, no record at all)."""
+    clean = [b"x", b"y", b"x", b"y"]
+    groups = [clean, [b"x", b"\xff", b"x", b"y"], clean]
+    path = tmp_path / "nested.parquet"
+    first = pa.table({"id": ["r1", "r2"], "messages": message_lists(clean, 2)})
+    with pq.ParquetWriter(path, first.schema) as writer:
+        for number, texts in enumerate(groups):
+            writer.write_table(pa.table({
+                "id": [f"r{2 * number + 1}", f"r{2 * number + 2}"],
+                "messages": message_lists(texts, 2)}))
+    code, got = _scan([str(path)], capsys)
+    assert code == 0 and [record["id"] for record in got] == [f"r{n}" for n in range(1, 7)]
+    assert got[2]["error"].startswith("not a thread: a string in it is no UTF-8")
+    assert "0xff" in got[2]["error"]
+    assert all("error" not in record and record["messages"] == 2
+               for at, record in enumerate(got) if at != 2)
+    assert cli.main(["scan", str(path), "-q", "--strict"]) == 2
+    assert "row 3: not a thread: a string in it is no UTF-8" in capsys.readouterr().err

@@ -112,7 +112,12 @@ def _id_values(column: Any) -> list[Any]:
 
 
 def _id_text(values: list[Any]) -> bytes:
-    """The JSON text of a row's id from its id columns' values."""
+    """The JSON text of a row's id from its id columns' values. A binary value is its bytes
+    read as text, each byte that is no UTF-8 as \\xNN, as a string cell's that is no UTF-8
+    (its Python repr, ``"b'ab'"``, would name no id the file holds)."""
+    values = [bytes(value).decode("utf-8", "backslashreplace")
+              if isinstance(value, (bytes, bytearray, memoryview)) else value
+              for value in values]
     if len(values) == 2:  # task_id and trial, written as the documents module writes them
         ident: Any = f"{values[0]}/{values[1]}"
     else:
@@ -325,10 +330,9 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
     with no JSON text as the JSON value scan_arrow reads it as (:func:`_json_ready`).
     ``rows_before`` numbers the rows in an error."""
     if not text:
-        from vthread import _core
-        from vthread.arrow import core_threads
+        from vthread.arrow import nested_row_texts
 
-        written = _core.arrow_row_texts(column, core_threads())
+        written = nested_row_texts(column)
         if written is not None:
             data, starts, ends, rows = written
             bodies: list[bytes | UnreadableRows] = [b"null"] * len(column)

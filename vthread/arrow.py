@@ -305,8 +305,6 @@ def _later_evidence(column: pa.ChunkedArray, start: int
 def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]]:
     """(row, its JSON text as bytes, or its Python value where the core cannot write the
     piece's rows) of the rows from ``start`` on, null text rows left out."""
-    from vthread._core import arrow_row_texts
-
     first = start
     for piece in _slices(column.slice(start)):
         if _is_text(piece):
@@ -315,7 +313,7 @@ def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]
                 if text is not None:
                     yield first + row, as_read(text)
         elif (_type_too_large(piece.type)
-              or (written := arrow_row_texts(piece, core_threads())) is None):
+              or (written := nested_row_texts(piece)) is None):
             for row, value in enumerate(_python_values(piece)):
                 yield first + row, value
         else:
@@ -549,6 +547,8 @@ def _out_of_range(error: Exception) -> str:
     whose fields share a name (pyarrow converts neither, with the same kinds of error)."""
     if "duplicate field names" in str(error):
         return f"not a thread: a struct in it has two fields of one name ({error})"
+    if isinstance(error, UnicodeDecodeError):
+        return f"not a thread: a string in it is no UTF-8 ({error})"
     return (f"not a thread: it holds a date, time or duration out of the range Python "
             f"reads ({error})")
 
@@ -842,9 +842,66 @@ def _nested_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
     structs): the core writes each row as the JSON text of its Python value with null struct
     fields dropped, no Python object made; None when some value has no JSON text (NaN, bytes,
     a timestamp, ...) and the slice is read through Python objects instead."""
+    return nested_row_texts(piece)
+
+
+def nested_row_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
+                                               np.ndarray[Any, Any]] | None:
+    """``_core.arrow_row_texts`` of a nested array, or None where it is to be read through
+    Python objects: where the core says some value has no JSON text, and where the array is
+    sound but a string in it is no UTF-8 (pyarrow writes such strings as it is given them,
+    and reads them back from a Parquet file), so that only the rows holding one are errors;
+    the core refused the whole array, which ended the file (found by a tester). Any other
+    array the core refuses is its ValueError."""
     from vthread import _core
 
-    return _core.arrow_row_texts(piece, core_threads())
+    try:
+        return _core.arrow_row_texts(piece, core_threads())
+    except ValueError:
+        if _sound_but_for_utf8(piece):
+            return None
+        raise
+
+
+def _sound_but_for_utf8(piece: pa.Array) -> bool:
+    """Whether ``piece`` passes pyarrow's full validation with its strings seen as binary
+    (the same buffers: a view), that is, whether all that is wrong in it is text that is no
+    UTF-8. False for a type this does not rewrite (a union, a dictionary)."""
+    import pyarrow as pa
+
+    try:
+        piece.view(_strings_as_binary(piece.type)).validate(full=True)
+    except (pa.ArrowException, ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _strings_as_binary(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with each string type in it the binary type of the same layout; TypeError for
+    a type holding one this does not rewrite."""
+    import pyarrow as pa
+
+    if pa.types.is_string(kind):
+        return pa.binary()
+    if pa.types.is_large_string(kind):
+        return pa.large_binary()
+    if str(kind) == "string_view":
+        return pa.binary_view()
+    if pa.types.is_map(kind):
+        return pa.map_(kind.key_field.with_type(_strings_as_binary(kind.key_type)),
+                       kind.item_field.with_type(_strings_as_binary(kind.item_type)),
+                       kind.keys_sorted)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        field = kind.value_field.with_type(_strings_as_binary(kind.value_type))
+        return pa.list_(field) if pa.types.is_list(kind) else pa.large_list(field)
+    if pa.types.is_fixed_size_list(kind):
+        return pa.list_(kind.value_field.with_type(_strings_as_binary(kind.value_type)),
+                        kind.list_size)
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_strings_as_binary(field.type)) for field in kind])
+    if pa.types.is_union(kind) or pa.types.is_dictionary(kind) or kind.num_fields:
+        raise TypeError(f"not rewritten: {kind}")
+    return kind
 
 
 def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
