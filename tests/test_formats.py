@@ -1371,6 +1371,31 @@ def test_a_line_of_bare_threads_followed_by_jsonl_threads_stays_jsonl(
     assert "error" in got[0] and got[1]["verdict"] == got[2]["verdict"] == "repeated_suffix"
 
 
+@pytest.mark.parametrize("name", ["-", "threads.jsonl"])
+def test_lines_that_are_each_a_list_of_threads_are_one_document(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines that are each a list of threads' bare messages (``cat`` of such documents, one
+    written with a byte-order mark) are read as a ``.json`` file of them is: a record per
+    thread. As JSONL (a first line of threads whole, then more lines) no line was read: the
+    format could not be told, exit 2."""
+    thread = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "yo"}] * 2
+    text = (json.dumps([thread, thread]) + "\n\ufeff" + json.dumps([thread[:3]]) + "\n"
+            + json.dumps([thread]) + "\n").encode()
+    document = tmp_path / "threads.json"
+    document.write_bytes(text)
+    expected = records(run(["scan", str(document), "-q"], monkeypatch)[1])
+    if name == "-":
+        code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text)
+    else:
+        (tmp_path / name).write_bytes(text)
+        code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+    assert code == 0 and len(expected) == 4 and not any("error" in r for r in expected)
+    assert [r["verdict"] for r in expected] == ["repeated_suffix", "repeated_suffix", None,
+                                                "repeated_suffix"]
+    assert [{**r, "file": None} for r in records(out)] == [
+        {**r, "file": None} for r in expected]
+
+
 def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An object with no messages under a known key that holds an array of runs (``{"runs":

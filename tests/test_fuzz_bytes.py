@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -177,8 +178,8 @@ def opens_as_a_document(data: bytes) -> bool | None:
     ``{`` (no JSONL line can be), or an array whose first element is an object holding
     ``messages``, ``traj`` or ``history`` (a run, which no message is), or is an array (a
     run's bare messages), unless that first line is an array of threads whole and more
-    lines follow it (JSONL). None when this cannot tell (a first line nested past what
-    json reads here)."""
+    lines follow it, the next of them no array of arrays (JSONL). None when this cannot
+    tell (a first line nested past what json reads here)."""
     text = data.removeprefix(b"\xef\xbb\xbf").lstrip()
     first, _, rest = text.partition(b"\n")
     first = first.strip()
@@ -203,7 +204,9 @@ def opens_as_a_document(data: bytes) -> bool | None:
             return None
         except ValueError:
             return True  # no whole value: a document written a run a line
-        return False
+        # A whole list of threads, then another list of threads: one document of lists.
+        return re.match(rb"\[[ \t\r]*\[", rest.lstrip(b" \t\r\n").removeprefix(
+            b"\xef\xbb\xbf")) is not None
     return isinstance(element, dict) and any(k in element for k in ("messages", "traj",
                                                                      "history"))
 
@@ -399,6 +402,7 @@ def test_scan_survives_fuzzed_jsonl(data: bytes, jobs: str, tmp_path_factory: An
 # A one-line array of arrays: a document of runs (bare messages), not a JSONL line.
 @example(data=b"\xef\xbb\xbf[[]")
 @example(data=b"[[]]\n[]\n")  # an array of threads whole with lines after it: JSONL
+@example(data=b"[[]]\n\xef\xbb\xbf[[]]\n")  # lists of threads a line each: one document
 def test_scan_detecting_the_format_survives_fuzzed_jsonl(data: bytes,
                                                         tmp_path_factory: Any) -> None:
     """Without --format the first thread decides the format, and a line in no known format

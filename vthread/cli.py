@@ -2056,8 +2056,13 @@ def _jsonl_after(line: bytes, rest: bytes) -> bool:
     which would end at that line and take the lines after it for data after its closing
     bracket, one error record for them all (as JSONL, the first line is one error record and
     the others are read). A document written a run a line (``[[...],`` first) is no JSON
-    value alone."""
+    value alone, and lines that are each a list of threads (``cat`` of such documents) are
+    one document of lists, as a ``.json`` file's are: the next line opening an array of
+    arrays is no JSONL thread either (as JSONL, no line was read: the format of a file of
+    such lines cannot be told)."""
     if not rest.strip():
+        return False
+    if _BARE_THREADS.match(rest.lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf")):
         return False
     return _reads_as_json(line, bool(suspect_lines([line])))
 
