@@ -412,7 +412,8 @@ def test_chat_read_as_native_is_warned_about_once_per_file_however_many_chunks(
     """Looping chat lines read as native in many chunks of a file draw one warning as the
     first such chunk is written and one tally after the last record, naming the first lines
     and the count of the rest (it was a warning per chunk: a tester's file said it dozens
-    of times); each file has its own, with one and two jobs."""
+    of times); each file has its own, and so has each reading of a file given twice, with
+    one and two jobs."""
     from vthread import cli
 
     batch, looping = _mixed_batch()
@@ -435,6 +436,18 @@ def test_chat_read_as_native_is_warned_about_once_per_file_however_many_chunks(
                 "warning: also lines 73, 74, 75, 76, 77 and 23 more look like openai but "
                 "are read as native (as said above of its earlier lines)")
         assert said[-1].startswith(f"vthread scan: {tmp_path / 'b.jsonl'}: warning: also")
+        # The same file given twice is read twice, each reading warned of as its own (the
+        # second's lines were tallied with the first's: "lines 71, 72, 73, ... and 55 more").
+        code, out, err = run(["scan", str(tmp_path / "a.jsonl"), str(tmp_path / "a.jsonl"),
+                              "-q", *extra], monkeypatch)
+        assert code == 0 and len(records(out)) == 2 * len(lines)
+        of_file = [line for line in err.splitlines() if "a.jsonl: warning" in line]
+        assert len(of_file) == 4, err
+        assert ["lines 71, 72 look like openai" in line for line in of_file] == [
+            True, True, False, False]
+        assert all(line.endswith("also lines 73, 74, 75, 76, 77 and 23 more look like "
+                                 "openai but are read as native (as said above of its "
+                                 "earlier lines)") for line in of_file[2:])
 
 
 def test_the_tally_of_chat_read_as_native_is_said_when_the_scan_stops_early(

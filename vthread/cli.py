@@ -402,9 +402,21 @@ class _MisreadWarnings:
     after the last record (:meth:`rest`), the first few of each format by number."""
 
     def __init__(self) -> None:
-        self._said: set[str] = set()
-        # per file said already: (unit, the first few lines of each format, their totals)
-        self._later: dict[str, tuple[str, list[tuple[int, Any]], dict[Any, int]]] = {}
+        # A file given twice is read twice, each reading with its own warnings: a reading is
+        # (its file, how many readings of it came before), a new one begun where the lines
+        # found go back to an earlier number (records, and so these, come in input order).
+        self._readings: dict[str, tuple[int, int]] = {}  # file: (its reading, last line)
+        self._said: set[tuple[str, int]] = set()
+        # per reading said already: (unit, the first few lines of each format, their totals)
+        self._later: dict[tuple[str, int],
+                          tuple[str, list[tuple[int, Any]], dict[Any, int]]] = {}
+
+    def _reading(self, found: _Misread) -> tuple[str, int]:
+        reading, last = self._readings.get(found.label, (0, 0))
+        if found.found[0][0] <= last:
+            reading += 1
+        self._readings[found.label] = (reading, found.found[-1][0])
+        return found.label, reading
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
@@ -412,8 +424,9 @@ class _MisreadWarnings:
 
         now = []
         for found in misread:
-            if found.label not in self._said:
-                self._said.add(found.label)
+            reading = self._reading(found)
+            if reading not in self._said:
+                self._said.add(reading)
                 one = len(found.found) == 1
                 now.append(
                     f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
@@ -423,7 +436,7 @@ class _MisreadWarnings:
                     f"false; scan {'it' if one else 'them'} apart, or with "
                     f"{'its' if one else 'their'} --format")
                 continue
-            _, first, totals = self._later.setdefault(found.label, (found.unit, [], {}))
+            _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
             for line, format_ in found.found:
                 if totals.get(format_, 0) < MISFITS_SHOWN:
                     first.append((line, format_))
@@ -437,7 +450,7 @@ class _MisreadWarnings:
         return [f"{label}: warning: also {misfit_lines(first, unit, totals=totals)} but "
                 f"{'is' if sum(totals.values()) == 1 else 'are'} read as native (as said "
                 "above of its earlier lines)"
-                for label, (unit, first, totals) in self._later.items()]
+                for (label, _), (unit, first, totals) in self._later.items()]
 
 
 
