@@ -104,11 +104,10 @@ pub trait Readable: Node + Clone {
 /// `RecursionError` somewhere deeper, and a cycle never ends).
 const JSON_DEPTH: usize = 200;
 
-/// A non-negative integer token figure, counted when a double holds it exactly.
+/// A non-negative integer token figure, counted as the double JavaScript reads it as (the
+/// nearest, ties to even: `as` rounds so, as Python's `float()` and `JSON.parse` do).
 pub fn integer_figure(integer: i64) -> Option<f64> {
-    let double = integer as f64;
-    (integer >= 0 && double < 9_223_372_036_854_775_808.0 && double as i64 == integer)
-        .then_some(double)
+    (integer >= 0).then_some(integer as f64)
 }
 
 /// A float token figure, counted when finite and not negative.

@@ -293,7 +293,8 @@ fn run_id_text(run: Value<'_>, keys: RunKeys<'_>) -> Option<String> {
 
 /// The usage figures of a thread's messages, as the CLI's summary counts them: the number
 /// `usage.tokens` of every message whose usage is an object (None where it holds no number).
-/// Declines (None) a figure that is an integer beyond ±2**53, which Python sums exactly.
+/// An integer figure is the double JavaScript reads it as (the nearest); one beyond an i64
+/// is declined (None): Python reads it.
 /// A figure that is no number (absent included) is written as NaN and makes `odd` true:
 /// Python then sums the chunk's figures the exact way, as it does when it meets one.
 fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool) -> Option<()> {
@@ -312,11 +313,7 @@ fn usage_figures(messages: &[Value<'_>], figures: &mut Vec<f64>, odd: &mut bool)
         match usage.get("tokens").filter(Value::is_number) {
             Some(number) => {
                 if number.is_integer() {
-                    let small = number.as_i64()?;
-                    if small.unsigned_abs() > 1 << 53 {
-                        return None; // Python sums such an integer exactly
-                    }
-                    figures.push(small as f64);
+                    figures.push(number.as_i64()? as f64);
                 } else {
                     figures.push(number.as_f64()?);
                 }

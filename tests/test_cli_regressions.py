@@ -6,6 +6,7 @@ import codecs
 import gzip
 import io
 import json
+import math
 import os
 import re
 import subprocess
@@ -1138,3 +1139,35 @@ def test_a_fifo_named_as_a_parquet_file_or_an_eval_log_is_refused_not_waited_on(
     written = records(out)
     assert [r["line"] for r in written] == [1, 1, 2]
     assert written[0]["error"].startswith("cannot read: not a regular file")
+
+
+def test_a_token_figure_counts_as_the_double_javascript_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An integer ``usage.tokens`` past 2**53 counts as the double ``JSON.parse`` makes of it
+    (``10**30`` as ``1e30``, ``2**53 + 1`` as ``2**53``), in ``loop_tokens`` from objects, from
+    the file and looking anywhere, as ``build_thread`` counts it (both were left out: no
+    double holds them exactly); one past the largest double is JavaScript's Infinity and
+    counts nowhere. The summary of such a file is said (a 400-digit figure ended the scan
+    with OverflowError)."""
+    from vthread import build_thread
+
+    figures = [10**30, 1e30, 2**53 + 1, 2**53, 10**400, 7]
+    lines = []
+    for figure in figures:
+        thread = [{"type": "a", "text": "x", "usage": {"tokens": figure}},
+                  {"type": "b", "text": "y"}] * 3
+        lines.append(json.dumps(thread))
+    source = tmp_path / "tokens.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    counted = [math.fsum([1e30] * 3)] * 2 + [3 * 2.0**53] * 2 + [None, 21.0]
+    threads = [json.loads(line) for line in lines]
+    for result in (scan(threads), scan(threads, anywhere=True)):
+        assert [None if f != f else f for f in result.loop_tokens.tolist()] == counted
+    code, out, err = run(["scan", str(source)], monkeypatch)
+    assert code == 0 and [r["loop_tokens"] for r in records(out)] == counted
+    assert re.search(r"wasted tokens +[\d,]+ .*\(1 loop with no countable", err), err
+    code, out, _ = run(["scan", str(source), "--anywhere", "-q"], monkeypatch)
+    assert code == 0 and [r["loop_tokens"] for r in records(out)] == counted
+    built = [build_thread(thread[:1], max_tokens=math.inf, estimate=lambda m: 0.0).tokens
+             for thread in threads]
+    assert built == [1e30, 1e30, 2.0**53, 2.0**53, 0.0, 7.0]

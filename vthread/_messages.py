@@ -335,16 +335,21 @@ def own_tokens(message: Message) -> tuple[bool, Any]:
 
 
 def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` when it is a finite real number >= 0 that a double
-    holds exactly, else None."""
+    """The message's own ``usage.tokens`` as the double JavaScript reads it as (an integer
+    past 2**53 rounded to the nearest), when that is finite and >= 0, else None: a figure of
+    ``10**30`` counts as ``1e30`` does, as :func:`token_figure` counts it for
+    ``build_thread`` (it was left out, as no double holds it exactly)."""
     usage = message.get("usage")
     if not isinstance(usage, Mapping):
         return None
     number = real_number(usage.get("tokens"))
     if number is None:
         return None
-    figure = token_figure(number)
-    return figure if figure == number else None  # an int compares exactly
+    try:
+        figure = float(number)
+    except OverflowError:  # past the largest double: JavaScript's Infinity, no figure
+        return None
+    return figure if math.isfinite(figure) and figure >= 0 else None
 
 
 def loops_priced(loops: int, unpriced: int) -> bool:

@@ -4126,13 +4126,17 @@ def _scan_threads(
 def _token_sum(figures: list[Any]) -> float | None:
     """Sum of the ``usage.tokens`` figures that count, None when none does.
 
-    A figure counts when it is a finite number >= 0 that a double holds exactly (the rule
-    of ``loop_tokens``). NumPy sums the common case; unusual figures go one by one.
+    A figure counts when it is a finite number >= 0 as JavaScript reads it (an integer past
+    2**53 as the nearest double: the rule of ``loop_tokens``). NumPy sums the common case;
+    unusual figures go one by one.
     """
     if not figures:
         return None
     if set(map(type, figures)) <= {int, float}:
-        values = np.array(figures, np.float64)
+        try:
+            values = np.array(figures, np.float64)
+        except OverflowError:  # an integer past the largest double: one by one, below
+            values = np.array([math.inf])
         if np.abs(values).max() <= _INT_EXACT:
             counted = values[(values >= 0) & (values < math.inf)]
             return float(counted.sum()) if counted.size else None
@@ -4147,9 +4151,9 @@ def _token_figure(value: Any) -> float | None:
     if kind is int and value >= 0:
         try:
             figure = float(value)
-        except OverflowError:
+        except OverflowError:  # past the largest double: JavaScript's Infinity
             return None
-        return figure if figure == value else None
+        return figure
     return None
 
 
