@@ -261,6 +261,23 @@ def test_json_document_of_one_run_and_of_messages(tmp_path: Path,
     assert got[0]["verdict"] == got[1]["verdict"] is not None
 
 
+def test_a_trajectory_is_named_by_its_file_unless_an_id_key_is_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SWE-agent trajectory with no id is named by its file; with --id-key only that key is
+    read: absent, the id is null and the warning lists the keys the file holds (the file's
+    name stood in, and the warning listed an "id" the file does not hold)."""
+    path = tmp_path / "myinst.traj"
+    path.write_text(json.dumps({"environment": "e", "history": openai_loop(), "info": {}}))
+    _, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    assert [r["id"] for r in records(out)] == ["myinst"]
+    code, out, err = run(["scan", str(path), "--id-key", "nope"], monkeypatch)
+    assert code == 0 and [r["id"] for r in records(out)] == [None]
+    assert '"environment", "history", "info"' in err and '"id"' not in err, err
+    path.write_text(json.dumps({"run": "r7", "history": openai_loop()}))
+    _, out, _ = run(["scan", str(path), "-q", "--id-key", "run"], monkeypatch)
+    assert [r["id"] for r in records(out)] == ["r7"]
+
+
 def test_invalid_document_is_one_error_record(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A .json that is not JSON gives one error record, and the next file is still read."""

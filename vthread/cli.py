@@ -2490,7 +2490,7 @@ def _tasks(
                 first, text = _opened_as_text(stream)
                 document = _DocumentRuns(_Replayed(first, text), messages_key)
                 transcoded = _transcoder_of(document)
-                chunks, kind = _document_chunks(document, messages_key, label)
+                chunks, kind = _document_chunks(document, messages_key, id_key, label)
             else:
                 # Standard input, or a file not named as a document: JSONL, unless it opens as
                 # a document does (a line that is only a bracket, or an array of runs), which
@@ -2500,7 +2500,7 @@ def _tasks(
                 transcoded = _transcoder_of(sniffed)
                 if isinstance(sniffed, _DocumentRuns):
                     document = sniffed
-                    chunks, kind = _document_chunks(document, messages_key, label)
+                    chunks, kind = _document_chunks(document, messages_key, id_key, label)
                     if name != "-":
                         say(f"vthread scan: {label}: read as a JSON document, a record per "
                             "run (it opens as one, not as JSONL)")
@@ -2711,8 +2711,8 @@ def _is_document(name: str) -> bool:
     return name != "-" and base.endswith(DOCUMENT_SUFFIXES)
 
 
-def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: str
-                     ) -> tuple[Iterator[Sequence[bytes]], _Kind]:
+def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: str | None,
+                     label: str) -> tuple[Iterator[Sequence[bytes]], _Kind]:
     """A JSON document's runs as JSONL lines, in chunks, and what they are (where an array of
     runs breaks is ``document.broken`` once they have been read). An Inspect log's samples
     are its runs, as native threads. A file that is not one JSON document is read as JSONL
@@ -2757,25 +2757,27 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, label: s
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         return _inspect_chunks(label, io.BytesIO(data)), "inspect"
-    return _batched(_run_line(run) for run in runs_of(_named_trajectory(value, label),
-                                                        messages_key)), "runs"
+    return _batched(_run_line(run) for run in runs_of(
+        _named_trajectory(value, label, id_key), messages_key)), "runs"
 
 
 _SWE_AGENT_SUFFIXES: Final = (".traj", ".traj.gz")
 """Endings of a file holding one SWE-agent trajectory, named by the instance it ran on."""
 
 
-def _named_trajectory(value: Any, label: str) -> Any:
+def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
     """A SWE-agent trajectory (one run in a ``.traj`` file) with no id of its own, given its
     file's name without ``.traj`` as its ``id``: SWE-agent names each trajectory by the
     instance it ran on (``astropy__astropy-12907.traj``), which is what an evaluation joins
-    results on. Any other value as it is."""
+    results on. Any other value as it is, and any value at all with ``id_key`` (--id-key):
+    then only that key is read (the name stood in for a missing one, and a warning of the
+    key missing listed an ``"id"`` the file does not hold)."""
     from vthread.documents import run_id
 
     name = Path(label).name
     suffix = next((s for s in _SWE_AGENT_SUFFIXES if name.lower().endswith(s)), None)
-    if suffix is None or type(value) is not dict or run_id(value) is not None or (
-            "task_id" in value):
+    if suffix is None or id_key is not None or type(value) is not dict or (
+            run_id(value) is not None or "task_id" in value):
         return value
     return {**value, "id": name[:-len(suffix)]}
 
