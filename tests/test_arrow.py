@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arrow_buffers import message_lists
+from arrow_buffers import message_lists, raw_strings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import anywhere_threads, threads
@@ -331,7 +331,7 @@ def test_a_type_using_one_type_at_many_places_is_an_error_per_row(
     def never(*_: object) -> None:
         raise AssertionError("a too-large type's values were read")
 
-    for reader in ("_structs_as_python", "_nested_texts"):
+    for reader in ("_structs_as_python", "nested_row_texts"):
         monkeypatch.setattr(arrow, reader, never)
     monkeypatch.setattr(_core, "arrow_row_texts", never)
     inner: Any = pa.array(["leaf"] * 2)
@@ -850,3 +850,90 @@ def test_an_array_broken_past_its_text_is_still_refused() -> None:
             pa.array([0, 4, 1], pa.int32()).buffers()[1])], children=[structs])
     with pytest.raises(ValueError, match="not a valid Arrow array"):
         nested_row_texts(backwards)
+
+
+def _backwards_offsets() -> list[Any]:
+    """Arrays whose offsets point outside their buffers or run backwards, in a text column
+    and inside message structs, past the first rows that detection reads in Python."""
+    import numpy as np
+
+    good = json.dumps([{"type": "user", "text": "hi"}] * 4).encode()
+    texts = [good] * 19 + [good]
+    offsets = np.arange(len(texts) + 1, dtype=np.int32) * len(good)
+    offsets[19] = -100_000_000  # a row that starts far before the buffer
+    text = pa.Array.from_buffers(pa.string(), len(texts), [
+        None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(texts))])
+    structs = message_lists([b"x", b"y"] * 40, 4)
+    strings = structs.values.field("text")
+    broken = np.array([0, *range(1, 81)], np.int32)
+    broken[60] = -100_000_000
+    texts_broken = pa.Array.from_buffers(pa.string(), 80, [
+        None, pa.py_buffer(broken.tobytes()), strings.buffers()[2]])
+    nested = pa.ListArray.from_arrays(structs.offsets, pa.StructArray.from_arrays(
+        [structs.values.field("type"), texts_broken], names=["type", "text"]))
+    return [text, nested]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("format_", ["auto", "native", "openai"])
+def test_an_unsound_array_is_refused_before_any_row_is_read(which: int, format_: str) -> None:
+    """Offsets out of their buffers, in a text column or in the message structs: a ValueError
+    before detection or a misread warning converts a row to Python (which read memory it
+    does not own: the process ended, or raised SystemError)."""
+    column = _backwards_offsets()[which]
+    with pytest.raises(ValueError, match="not a valid Arrow array"):
+        arrow.scan_arrow(pa.table({"messages": column}), format=format_)
+
+
+def test_a_text_cell_that_is_no_utf8_is_its_rows_error() -> None:
+    """A string cell holding bytes that are no UTF-8 is that row's error, named as the command
+    names it, the other rows answered (the table was one UnicodeDecodeError), with every
+    format and past the rows detection reads."""
+    good = json.dumps([{"type": "user", "text": "hi"}] * 4).encode()
+    cells = [good] * 25
+    cells[3] = cells[20] = b'[{"type":"user","text":"h\xffi"}]'
+    for format_ in ("auto", "native"):
+        got = arrow.scan_arrow(pa.table({"messages": raw_strings(cells)}), format=format_)
+        errors = got.column("error").to_pylist()
+        assert [at for at, error in enumerate(errors) if error] == [3, 20]
+        assert all(errors[at].startswith("not valid JSON: 'utf-8' codec can't decode")
+                   for at in (3, 20))
+        verdicts = got.column("verdict").to_pylist()
+        assert all(verdicts[at] == "repeated_suffix" for at in range(25) if at not in (3, 20))
+
+
+def _message_structs(kind: str, texts: list[bytes]) -> Any:
+    """Message structs of types ``a``, ``b`` alternating and texts ``texts`` as they are,
+    plainly or dictionary-encoded."""
+    text: Any = raw_strings(texts)
+    if kind == "dictionary":
+        distinct = sorted(set(texts))
+        text = pa.DictionaryArray.from_arrays(
+            pa.array([distinct.index(t) for t in texts], pa.int32()), raw_strings(distinct))
+    types = raw_strings([b"a", b"b"] * (len(texts) // 2))
+    return pa.StructArray.from_arrays([types, text], names=["type", "text"])
+
+
+@pytest.mark.parametrize("kind", ["plain", "dictionary"])
+def test_text_that_is_no_utf8_under_any_encoding_is_its_rows_error(
+        kind: str, tmp_path: Path) -> None:
+    """A message text that is no UTF-8, dictionary-encoded too, is the error of the rows
+    holding it, in scan_arrow and in a Parquet file (the whole table was
+    refused, and the file lost to one record: found by a tester)."""
+    texts = [b"x", b"y"] * 6
+    texts[5] = b"\xff"
+    column = pa.ListArray.from_arrays(pa.array([0, 4, 8, 12], pa.int32()),
+                                      _message_structs(kind, texts))
+    got = arrow.scan_arrow(pa.table({"messages": column}), format="native")
+    errors = got.column("error").to_pylist()
+    assert errors[0] is None and errors[2] is None
+    assert errors[1].startswith("not a thread: a string in it is no UTF-8")
+    assert got.column("verdict").to_pylist()[0::2] == ["repeated_suffix"] * 2
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "runs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "messages": column}), path)
+    code = cli.main(["scan", str(path), "-q", "-o", str(tmp_path / "out.jsonl")])
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert code == 0 and [r["id"] for r in records] == ["a", "b", "c"]
+    assert "error" in records[1] and "error" not in records[0] and "error" not in records[2]

@@ -767,3 +767,15 @@ def test_a_nested_string_that_is_no_utf8_is_its_rows_error_not_the_files(
                for at, record in enumerate(got) if at != 2)
     assert cli.main(["scan", str(path), "-q", "--strict"]) == 2
     assert "row 3: not a thread: a string in it is no UTF-8" in capsys.readouterr().err
+
+
+def test_an_empty_parquet_file_is_counted_in_rows(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary of an empty Parquet file counts rows, as that of any other does (it said
+    "0 lines from", no task having said what its lines are)."""
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"id": pa.array([], pa.string()),
+                             "messages": pa.array([], pa.string())}), path)
+    assert cli.main(["scan", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"vthread scan: 0 rows from {path}" in err, err

@@ -94,7 +94,7 @@ def _id_values(column: Any) -> list[Any]:
     still names its row's id (pyarrow raises for the whole column)."""
     import pyarrow as pa
 
-    from vthread.arrow import _BadRow, _is_string, python_rows
+    from vthread.arrow import _BadRow, _is_string, cell_bytes, python_rows
 
     values = python_rows(column)
     for row, value in enumerate(values):
@@ -104,7 +104,7 @@ def _id_values(column: Any) -> list[Any]:
                 # Text that is no UTF-8 (pyarrow writes what it is given): its bytes, each
                 # that is no UTF-8 as \xNN, so that two such ids stay two (it ended the
                 # file: "Non-fixed width type").
-                values[row] = _cell_bytes(cell).decode("utf-8", "backslashreplace")
+                values[row] = cell_bytes(cell).decode("utf-8", "backslashreplace")
                 continue
             stored = cell.view(pa.int64() if cell.type.bit_width == 64 else pa.int32())
             values[row] = f"{cell.type}:{stored[0].as_py()}"
@@ -340,10 +340,10 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
                                        strict=True):
                 bodies[row] = data[start:end]
             return bodies
-    from vthread.arrow import _BadRow, _json_ready, _structs_as_python, as_utf8_json
+    from vthread.arrow import _BadRow, _json_ready, _structs_as_python, as_utf8_json, text_values
 
     bodies = []
-    for row, value in enumerate(_text_values(column) if text else _structs_as_python(column)):
+    for row, value in enumerate(text_values(column) if text else _structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
         elif isinstance(value, _BadRow):
@@ -360,30 +360,6 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
                 raise ValueError(f"row {rows_before + row + 1}: messages nested too deep to "
                                  "read") from None
     return bodies
-
-
-def _text_values(column: Any) -> list[Any]:
-    """A text column's cells as Python values: a string cell as its ``str``, or, where a
-    string cell is no UTF-8 (pyarrow writes what it is given), as its bytes, which the
-    pipeline reads as it reads a binary column's (that row's error record: such a cell
-    made the whole file one error, every row lost)."""
-    try:
-        return cast("list[Any]", column.to_pylist())
-    except UnicodeDecodeError:
-        values: list[Any] = []
-        for cell in (column.slice(row, 1) for row in range(len(column))):
-            raw = _cell_bytes(cell)
-            try:
-                values.append(None if raw is None else raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                values.append(raw)
-        return values
-
-
-def _cell_bytes(cell: Any) -> Any:
-    """The bytes of a one-row string array (None for a null), read without decoding."""
-    pa = _pyarrow()
-    return cell.cast(pa.large_binary())[0].as_py()
 
 
 class ParquetRecords:

@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
@@ -308,12 +308,13 @@ def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]
     first = start
     for piece in _slices(column.slice(start)):
         if _is_text(piece):
+            refuse_unsound(piece)
             as_read = as_utf8_json if _is_string(piece) else bytes
             for row, text in enumerate(_as_binary(piece).to_pylist()):
                 if text is not None:
                     yield first + row, as_read(text)
         elif (_type_too_large(piece.type)
-              or (written := nested_row_texts(piece)) is None):
+              or (written := nested_row_texts(piece, sound=True)) is None):
             for row, value in enumerate(_python_values(piece)):
                 yield first + row, value
         else:
@@ -346,11 +347,12 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
     # end), and text rows judged by the core from their bytes: a batch of a per-batch map
     # (datasets, Spark) pays for 16 rows, not for parsing them in Python.
     head = column.slice(0, _DETECT_ROWS)
+    refuse_unsound(head)
     if _is_text(head):
         # A null row keeps its place (judged as no run), so that the rows are named by
         # their index in the table.
         texts = [as_utf8_json(t.encode("utf-8", "surrogatepass")) if isinstance(t, str) else t
-                 for t in head.to_pylist()]
+                 for t in text_values(head)]
         evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
     else:
         evidence, _ = evidence_of(_python_values(head.combine_chunks()), _DETECT_ROWS)
@@ -377,12 +379,39 @@ def _head_values(piece: pa.Array) -> Iterator[Any]:
         yield from _python_values(piece.slice(begin, _DETECT_ROWS))
 
 
+def text_values(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """A text column's cells as Python values: a string cell as its ``str``, or, where a
+    string cell is no UTF-8 (pyarrow writes what it is given), as its bytes, which are read
+    as a binary cell's are (that row's error: such a cell made the whole file, or table, one
+    error, every row lost). Row by row only when some cell is no UTF-8."""
+    try:
+        return cast("list[Any]", column.to_pylist())
+    except UnicodeDecodeError:
+        values: list[Any] = []
+        for cell in (column.slice(row, 1) for row in range(len(column))):
+            raw = cell_bytes(cell)
+            try:
+                values.append(None if raw is None else raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                values.append(raw)
+        return values
+
+
+def cell_bytes(cell: pa.Array | pa.ChunkedArray) -> Any:
+    """The bytes of a one-row text array (None for a null), read without decoding."""
+    import pyarrow as pa
+
+    return cell.cast(pa.large_binary())[0].as_py()
+
+
 def _python_values(array: pa.Array) -> list[Any]:
     """The rows as Python values: parsed JSON text, or lists of dicts from structs (null
-    struct fields dropped); a row that cannot be read is a :class:`_BadRow`."""
+    struct fields dropped); a row that cannot be read is a :class:`_BadRow`. An array that
+    is not sound is a ValueError (:func:`refuse_unsound`), never converted."""
+    refuse_unsound(array)
     if _is_text(array):
         return [_BadRow(_NULL_CELL) if item is None else _text_value(item)
-                for item in array.to_pylist()]
+                for item in text_values(array)]
     if _type_too_large(array.type):
         # Each row, a null one too: telling them apart (is_null) costs as much as the values.
         return [_BadRow(TYPE_TOO_LARGE)] * len(array)
@@ -797,7 +826,8 @@ def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
     if format_ == "native" and not (_is_string(piece) and _nul_opens_a_row(piece)):
         rows = (_text_buffers(piece) if _is_text(piece)
-                else None if _type_too_large(piece.type) else _nested_texts(piece))
+                else None if _type_too_large(piece.type)
+                else nested_row_texts(piece, sound=True))
         fields = (None if rows is None
                   else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere))
         if fields is not None:
@@ -833,34 +863,59 @@ def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
     valid = np.flatnonzero(~np.asarray(piece.is_null()))
     # Arrow exports its buffers as signed bytes; the core reads unsigned ones (no copy).
     data = memoryview(data_buffer).cast("B") if data_buffer is not None else b""
+    if len(offsets) != len(piece) + 1 or (len(offsets) and (
+            offsets[0] < 0 or offsets[-1] > len(data) or (np.diff(offsets) < 0).any())):
+        # Offsets out of the data or out of order: no row of it is read (see
+        # refuse_unsound, which says what pyarrow finds wrong).
+        refuse_unsound(piece)
+        raise ValueError("not a valid Arrow array: its offsets are out of its data")
     return data, offsets[:-1][valid], offsets[1:][valid], valid
 
 
-def _nested_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
-                                            np.ndarray[Any, Any]] | None:
-    """The same as :func:`_text_buffers` for an array of nested values (lists of message
-    structs): the core writes each row as the JSON text of its Python value with null struct
-    fields dropped, no Python object made; None when some value has no JSON text (NaN, bytes,
-    a timestamp, ...) and the slice is read through Python objects instead."""
-    return nested_row_texts(piece)
-
-
-def nested_row_texts(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
-                                               np.ndarray[Any, Any]] | None:
+def nested_row_texts(piece: pa.Array, *, sound: bool = False
+                     ) -> tuple[Any, np.ndarray[Any, Any], np.ndarray[Any, Any],
+                                np.ndarray[Any, Any]] | None:
     """``_core.arrow_row_texts`` of a nested array, or None where it is to be read through
     Python objects: where the core says some value has no JSON text, and where the array is
     sound but a string in it is no UTF-8 (pyarrow writes such strings as it is given them,
     and reads them back from a Parquet file), so that only the rows holding one are errors;
-    the core refused the whole array, which ended the file (found by a tester). Any other
+    the core refused the whole array, which ended the file (found by a tester). ``sound``:
+    the array is known to be sound (read by pyarrow's Parquet reader, or checked by
+    :func:`refuse_unsound`), so that whatever the core refuses in it is its text. Any other
     array the core refuses is its ValueError."""
     from vthread import _core
 
     try:
         return _core.arrow_row_texts(piece, core_threads())
     except ValueError:
-        if _sound_but_for_utf8(piece):
+        if sound or _sound_but_for_utf8(piece):
             return None
         raise
+
+
+def refuse_unsound(column: pa.ChunkedArray | pa.Array) -> None:
+    """A ValueError, ``not a valid Arrow array: ...``, when ``column`` is not sound (offsets
+    out of order or out of its buffers, dictionary indexes out of range): such an array,
+    which ``pa.Array.from_buffers`` or another exporter can hand over, is never converted
+    to Python, which reads memory it does not own (a tester's ended the process); called
+    on what Python converts (the core checks what it reads itself).
+    A string that is no UTF-8 leaves it sound (its row is an error of its own) where its
+    strings can be seen as bytes (:func:`_sound_but_for_utf8`). O(its size): pyarrow's
+    full validation, offsets and text."""
+    import pyarrow as pa
+
+    for chunk in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
+        if _type_too_large(chunk.type):
+            continue  # (no value of it is read: each row is an error, told by its type)
+        try:
+            chunk.validate(full=True)
+        except pa.ArrowException as error:
+            # Its strings seen as bytes, the same buffers: sound but for text that is no
+            # UTF-8, each row holding such text an error of its own. (A view alone is no
+            # check: pyarrow's view of a null-typed child, or of a run-end encoding inside a
+            # struct, fails a sound array.)
+            if not _sound_but_for_utf8(chunk):
+                raise ValueError(f"not a valid Arrow array: {error}") from None
 
 
 def _sound_but_for_utf8(piece: pa.Array) -> bool:
@@ -899,7 +954,18 @@ def _strings_as_binary(kind: pa.DataType) -> pa.DataType:
                         kind.list_size)
     if pa.types.is_struct(kind):
         return pa.struct([field.with_type(_strings_as_binary(field.type)) for field in kind])
-    if pa.types.is_union(kind) or pa.types.is_dictionary(kind) or kind.num_fields:
+    if pa.types.is_dictionary(kind):
+        return pa.dictionary(kind.index_type, _strings_as_binary(kind.value_type), kind.ordered)
+    if pa.types.is_list_view(kind) or pa.types.is_large_list_view(kind):
+        field = kind.value_field.with_type(_strings_as_binary(kind.value_type))
+        return pa.list_view(field) if pa.types.is_list_view(kind) else pa.large_list_view(field)
+    if pa.types.is_union(kind):
+        return pa.union([field.with_type(_strings_as_binary(field.type)) for field in kind],
+                        kind.mode, kind.type_codes)
+    if kind.num_fields or isinstance(kind, pa.ExtensionType) or pa.types.is_run_end_encoded(
+            kind):
+        # (pyarrow's view of a run-end encoding inside a struct gives the struct a child of
+        # its runs' length: no sound array passes)
         raise TypeError(f"not rewritten: {kind}")
     return kind
 

@@ -618,6 +618,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
+    if files and all(map(is_parquet, files)):
+        units.add("row")  # (an empty Parquet file has no task to say so: "0 lines from")
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
