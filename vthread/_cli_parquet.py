@@ -137,10 +137,12 @@ class UnreadableRows:
     """Rows that cannot be read as runs, in the place of their lines: ``rows`` rows, and
     ``reason``, which names the row group, its rows and pyarrow's message for a row group
     pyarrow cannot read, or says why of one row that is no run however it is read (a map
-    keyed by structs)."""
+    keyed by structs); ``ids``, the JSON text of each row's id where the id columns could
+    be read alone (a group whose messages cannot be read may have readable ids), else empty."""
 
     rows: int
     reason: str
+    ids: tuple[bytes, ...] = ()
 
 
 def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows: int
@@ -165,10 +167,10 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
     messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
     total = max(1, parquet.metadata.num_rows)
     done = 0
-    for batch in _readable_batches(parquet, [messages, *id_columns], rows):
+    for batch in _readable_batches(parquet, [messages, *id_columns], rows, id_columns):
         if isinstance(batch, UnreadableRows):
             done += batch.rows
-            yield batch, done / total, {}
+            yield batch, done / total, dict(enumerate(batch.ids))
             continue
         column = decoded(batch.column(messages))
         text = _is_text(column)
@@ -223,8 +225,8 @@ def _read_errors() -> tuple[type[BaseException], ...]:
     return OSError, ValueError, pa.ArrowException
 
 
-def _readable_batches(parquet: Any, columns: list[str],
-                      rows: int) -> Iterator[Any | UnreadableRows]:
+def _readable_batches(parquet: Any, columns: list[str], rows: int,
+                      id_columns: list[str]) -> Iterator[Any | UnreadableRows]:
     """The file's record batches of at most ``rows`` rows, read across row groups as one
     reader reads them (a good file's batches are those of ``iter_batches``). When a read
     fails, the row group it failed in is found by reading the groups from there one by one:
@@ -247,7 +249,7 @@ def _readable_batches(parquet: Any, columns: list[str],
         # A read failed, or the rows ended before the metadata's count: the groups from the
         # one holding row `done` on, read one at a time until one fails (or all are read).
         group = bisect_right(starts, done) - 1
-        yield from _one_group(parquet, columns, rows, group, starts, done)
+        yield from _one_group(parquet, columns, rows, group, starts, done, id_columns)
         done = starts[group + 1]
         group += 1
 
@@ -274,9 +276,10 @@ def _batches_until_failure(parquet: Any, columns: list[str], rows: int,
 
 
 def _one_group(parquet: Any, columns: list[str], rows: int, group: int, starts: list[int],
-               first: int) -> Iterator[Any | UnreadableRows]:
+               first: int, id_columns: list[str]) -> Iterator[Any | UnreadableRows]:
     """Row group ``group``'s batches from row ``first`` (counted from 0 in the file) on; an
-    :class:`UnreadableRows` for its rows from where it cannot be read to its end."""
+    :class:`UnreadableRows` for its rows from where it cannot be read to its end, with
+    their ids when ``id_columns`` can be read alone."""
     start, end = starts[group], starts[group + 1]
     at = start  # the file's row of the next batch's first
     failed: list[str] = []
@@ -293,7 +296,24 @@ def _one_group(parquet: Any, columns: list[str], rows: int, group: int, starts: 
         if reason is None:
             reason = f"it ends after {at - start:,} of the {end - start:,} rows the file's " \
                      "metadata counts"
-        yield UnreadableRows(end - at, f"cannot read {where}: {reason}")
+        yield UnreadableRows(end - at, f"cannot read {where}: {reason}",
+                             _group_ids(parquet, group, id_columns, at - start))
+
+
+def _group_ids(parquet: Any, group: int, id_columns: list[str], skip: int) -> tuple[bytes, ...]:
+    """The JSON text of the ids of row group ``group``'s rows from its ``skip``-th on, read
+    from the id columns alone; empty when there are none, or they cannot be read either."""
+    if not id_columns:
+        return ()
+    try:
+        table = parquet.read_row_group(group, columns=id_columns)
+    except MemoryError:
+        raise
+    except _read_errors():
+        return ()
+    values = [_id_values(table.column(name).combine_chunks()) for name in id_columns]
+    return tuple(_id_text([column[row] for column in values])
+                 for row in range(skip, table.num_rows))
 
 
 def _one_json_value(body: bytes) -> bool:

@@ -2671,14 +2671,17 @@ def _parquet_tasks(
             if isinstance(lines, UnreadableRows):
                 # A row group pyarrow cannot read: an error record per row of it, as for a
                 # bad line (a chunk's worth at a time: a group may hold a million rows),
-                # and the row groups after it are read.
+                # and the row groups after it are read. Its rows' ids, where they could be
+                # read, by their rows' number in the file.
+                ids = {line + row: json.loads(ident) for row, ident in cell_ids.items()}
                 for first in range(0, lines.rows, CHUNK_LINES):
                     rows = min(CHUNK_LINES, lines.rows - first)
                     yield _Task(name, line, [], file_format or "native", cycle, strict,
                                 count_tokens, threads, broken=lines.reason,
                                 broken_lines=rows, unit="row",
-                                cell_ids={line + row: json.loads(ident)
-                                          for row, ident in cell_ids.items()} or None)
+                                cell_ids={number: ids[number]
+                                          for number in range(line, line + rows)
+                                          if number in ids} or None)
                     line += rows
                 continue
             if file_format is None:
