@@ -937,3 +937,29 @@ def test_text_that_is_no_utf8_under_any_encoding_is_its_rows_error(
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert code == 0 and [r["id"] for r in records] == ["a", "b", "c"]
     assert "error" in records[1] and "error" not in records[0] and "error" not in records[2]
+
+
+def test_unsound_views_and_dictionary_indexes_are_refused_as_unsound() -> None:
+    """A string view pointing at a data buffer it does not have (past the rows detection
+    reads), and dictionary indexes past the dictionary: the ValueError of an unsound array
+    with every format (the view ended the process in a cast; the indexes were pyarrow's
+    ArrowIndexError; a reviewer's findings)."""
+    import numpy as np
+
+    good = json.dumps([{"type": "user", "text": "hi, and some more words"}] * 4)
+    views = pa.array([good] * 40, pa.string_view())
+    validity, headers, *data = views.buffers()
+    broken = bytearray(headers.to_pybytes())
+    broken[30 * 16 + 8 : 30 * 16 + 12] = (7).to_bytes(4, "little")  # row 30: buffer 7
+    views = pa.Array.from_buffers(pa.string_view(), 40, [validity, pa.py_buffer(bytes(broken)),
+                                                         *data])
+    indexes = np.array([0] * 20 + [10**6] * 20, np.int32)
+    dictionary = pa.DictionaryArray.from_buffers(
+        pa.dictionary(pa.int32(), pa.string()), 40, [None, pa.py_buffer(indexes.tobytes())],
+        pa.array([good]))
+    for column in (views, dictionary):
+        for format_ in ("auto", "native", "openai"):
+            with pytest.raises(ValueError, match="not a valid Arrow array"), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (native rows given as openai: said so)
+                arrow.scan_arrow(pa.table({"messages": column}), format=format_)

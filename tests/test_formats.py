@@ -1413,6 +1413,29 @@ def test_lines_that_are_each_a_list_of_threads_are_one_document(
         {**r, "file": None} for r in expected]
 
 
+@pytest.mark.parametrize("name", ["-", "threads.jsonl"])
+@pytest.mark.parametrize("cut", [-3, -2, -1, 0, 1, 2])
+def test_a_list_of_threads_after_the_first_is_seen_wherever_a_read_ends(
+        name: str, cut: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a list of threads follows the first line does not depend on where the first
+    read of the input ends (one ending just after the next line's "[" read it as JSONL:
+    exit 2, no records), and a pretty-printed next list is one (a reviewer's findings)."""
+    from vthread import cli
+
+    thread = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "yo"}] * 2
+    first = json.dumps([thread, thread]).encode()
+    monkeypatch.setattr(cli, "READ_BYTES", len(first) + 1 + 1 + cut)  # ends near "[" of line 2
+    for later in (json.dumps([thread]), json.dumps([thread], indent=1)):
+        text = first + b"\n" + later.encode() + b"\n"
+        if name == "-":
+            code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=text)
+        else:
+            (tmp_path / name).write_bytes(text)
+            code, out, err = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+        got = records(out)
+        assert code == 0 and len(got) == 3 and not any("error" in r for r in got), err
+
+
 def test_an_object_holding_runs_or_messages_elsewhere_says_how_to_read_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An object with no messages under a known key that holds an array of runs (``{"runs":

@@ -205,7 +205,7 @@ def opens_as_a_document(data: bytes) -> bool | None:
         except ValueError:
             return True  # no whole value: a document written a run a line
         # A whole list of threads, then another list of threads: one document of lists.
-        return re.match(rb"\[[ \t\r]*\[", rest.lstrip(b" \t\r\n").removeprefix(
+        return re.match(rb"\[[ \t\r\n]*\[", rest.lstrip(b" \t\r\n").removeprefix(
             b"\xef\xbb\xbf")) is not None
     return isinstance(element, dict) and any(k in element for k in ("messages", "traj",
                                                                      "history"))

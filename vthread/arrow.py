@@ -207,10 +207,13 @@ def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
 
     if not pa.types.is_dictionary(column.type):
         return column
-    if isinstance(column, pa.Array):
-        return column.dictionary_decode()
-    return pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks],
-                            type=column.type.value_type)
+    try:
+        if isinstance(column, pa.Array):
+            return column.dictionary_decode()
+        return pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks],
+                                type=column.type.value_type)
+    except pa.ArrowException as error:  # (an index out of its dictionary: ArrowIndexError)
+        raise ValueError(f"not a valid Arrow array: {error}") from None
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -854,6 +857,7 @@ def _text_buffers(piece: pa.Array) -> tuple[Any, np.ndarray[Any, Any], np.ndarra
     import pyarrow as pa
 
     if str(piece.type) in ("string_view", "binary_view"):
+        refuse_unsound(piece)  # (the cast reads its views: an unsound one ended the process)
         piece = piece.cast(pa.large_string() if str(piece.type) == "string_view"
                            else pa.large_binary())
     _, offsets_buffer, data_buffer = piece.buffers()
@@ -880,9 +884,9 @@ def nested_row_texts(piece: pa.Array, *, sound: bool = False
     sound but a string in it is no UTF-8 (pyarrow writes such strings as it is given them,
     and reads them back from a Parquet file), so that only the rows holding one are errors;
     the core refused the whole array, which ended the file (found by a tester). ``sound``:
-    the array is known to be sound (read by pyarrow's Parquet reader, or checked by
-    :func:`refuse_unsound`), so that whatever the core refuses in it is its text. Any other
-    array the core refuses is its ValueError."""
+    whatever the core refuses is left to the caller's Python reading, which checks the
+    array itself (:func:`_python_values`). Any other array the core refuses is its
+    ValueError."""
     from vthread import _core
 
     try:
@@ -921,7 +925,7 @@ def refuse_unsound(column: pa.ChunkedArray | pa.Array) -> None:
 def _sound_but_for_utf8(piece: pa.Array) -> bool:
     """Whether ``piece`` passes pyarrow's full validation with its strings seen as binary
     (the same buffers: a view), that is, whether all that is wrong in it is text that is no
-    UTF-8. False for a type this does not rewrite (a union, a dictionary)."""
+    UTF-8. False for a type this does not rewrite (an extension type, a run-end encoding)."""
     import pyarrow as pa
 
     try:

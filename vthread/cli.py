@@ -2049,6 +2049,14 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
         parts.append(more)
         first = b"".join(parts)
     line, rest = _opening_line(first)
+    # Whether a list of threads follows the first line (:func:`_jsonl_after`) is told by the
+    # next line's opening: read on while it has begun and not yet said (a read that ends
+    # just after its "[" read the file as JSONL, or as a document, by where it ended).
+    while (_UNDECIDED_OPENING.fullmatch(rest.lstrip(b" \t\r\n")) and len(first) < 2 * READ_BYTES
+           and (more := text.read(READ_BYTES))):
+        parts.append(more)
+        first = b"".join(parts)
+        line, rest = _opening_line(first)
     if line in (b"[", b"{"):
         return _DocumentRuns(_Replayed(first, text), messages_key)
     if not line.startswith(b"[") or (_BARE_THREADS.match(line) and _jsonl_after(line, rest)):
@@ -2063,6 +2071,13 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
 
 _BARE_THREADS: Final = re.compile(rb"\[[ \t\r]*\[")
 """A line opening an array of arrays (threads' bare messages, as a document's runs)."""
+_NEXT_BARE_THREADS: Final = re.compile(rb"(?:\xef\xbb\xbf)?\[[ \t\r\n]*\[")
+"""A value after the first line opening an array of arrays (pretty-printed too), a byte-order
+mark before it (``cat`` of files written with one)."""
+_UNDECIDED_OPENING: Final = re.compile(
+    rb"\xef(?:\xbb\xbf?)?|(?:\xef\xbb\xbf)?\[[ \t\r\n]*")
+"""What follows the first line when it may yet open an array of arrays and has not said so:
+a byte-order mark cut short, or "[" and spaces alone."""
 
 
 def _jsonl_after(line: bytes, rest: bytes) -> bool:
@@ -2077,7 +2092,7 @@ def _jsonl_after(line: bytes, rest: bytes) -> bool:
     such lines cannot be told)."""
     if not rest.strip():
         return False
-    if _BARE_THREADS.match(rest.lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf")):
+    if _NEXT_BARE_THREADS.match(rest.lstrip(b" \t\r\n")):
         return False
     return _reads_as_json(line, bool(suspect_lines([line])))
 
