@@ -347,10 +347,7 @@ struct Window {
 
 impl Window {
     fn new(options: Options) -> Self {
-        let mut leaving_weight = 1u64;
-        for _ in 0..options.ngram {
-            leaving_weight = leaving_weight.wrapping_mul(NGRAM_MULTIPLIER);
-        }
+        let leaving_weight = wrapping_power(NGRAM_MULTIPLIER, options.ngram);
         // A word can pass the ratio test only with distinct <= ratio * size <= ratio *
         // (window + 1). Counting starts a margin above that (so rounding cannot matter)
         // and stops at twice the margin: one word moves the distinct count by at most one,
@@ -1288,6 +1285,20 @@ fn advance_units<T: Unit>(text: &[T], from: (usize, u64), to: usize) -> (usize, 
     (to, from.1 + utf16_len(&text[from.0..to]))
 }
 
+/// `base ** exponent` in wrapping arithmetic, by squaring: an n-gram may be as long as
+/// 2**62 words (never formed; a loop of that many multiplications would never end).
+fn wrapping_power(base: u64, exponent: usize) -> u64 {
+    let (mut result, mut base, mut exponent) = (1u64, base, exponent);
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            result = result.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        exponent >>= 1;
+    }
+    result
+}
+
 /// A per-guard seed, so that crafted input cannot aim collisions at a known hash.
 fn random_seed() -> u64 {
     ahash::RandomState::new().hash_one(0x5EED_u64)
@@ -1296,6 +1307,17 @@ fn random_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_power_is_repeated_multiplication() {
+        let mut expected = 1u64;
+        for exponent in 0..300 {
+            assert_eq!(wrapping_power(NGRAM_MULTIPLIER, exponent), expected);
+            expected = expected.wrapping_mul(NGRAM_MULTIPLIER);
+        }
+        // (a 2**62-word n-gram's weight comes at once)
+        let _ = wrapping_power(NGRAM_MULTIPLIER, 1 << 62);
+    }
 
     fn options(ngram: usize, window: usize, repeats: u64) -> Options {
         Options {

@@ -115,9 +115,9 @@ fn options_of(options: &Bound<'_, PyAny>) -> PyResult<Options> {
         usize::try_from(value).map_err(|_| PyTypeError::new_err(format!("{name} too large")))
     };
     let (ngram, window) = (size("ngram")?, size("window")?);
-    if ngram < 2 || window < ngram || window > 1_000_000 {
+    if ngram < 2 || window < ngram || window > 1 << 62 {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "unresolved guard options: need 2 <= ngram <= window <= 1,000,000, got ngram \
+            "unresolved guard options: need 2 <= ngram <= window <= 2**62, got ngram \
              {ngram}, window {window} (resolve them with vthread._options.guard_options)"
         )));
     }

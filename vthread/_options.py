@@ -30,10 +30,12 @@ DEFAULT_GUARD_WINDOW: Final = 48
 DEFAULT_MAX_REPEATS: Final = 4
 DEFAULT_GUARD_MAX_UNIQUE_RATIO: Final = 0.4
 DEFAULT_MIN_CHARS: Final = 0
-#: Largest guard window (and n-gram) in words. The guard's memory is proportional to its
-#: window (about 100 bytes a word plus the words), so a larger one is refused with a
-#: ValueError instead of allocated: a million words is far past any useful window.
-MAX_GUARD_WINDOW: Final = 1_000_000
+#: Largest guard window (and n-gram) in words taken as given; a larger one (any finite
+#: number is legal, as in production) is taken as this many. No stream holds so many
+#: words, so the guard answers as it would with the larger value: a window that never
+#: fills, an n-gram never formed. Nothing is allocated by the window's size: the guard's
+#: memory follows the words it holds (about 100 bytes a word plus the words).
+GUARD_WORDS_CAP: Final = 2**62
 
 
 
@@ -233,23 +235,16 @@ def guard_options(
 ) -> GuardOptions:
     """Resolve the guard keywords; the ratio is clamped to [0, 1].
 
-    An ``ngram`` or ``window`` past :data:`MAX_GUARD_WINDOW` is a ``ValueError`` (the
-    default window is ``max(ngram, 48)``, so a huge ``ngram`` is refused on its own).
+    An ``ngram`` or ``window`` past :data:`GUARD_WORDS_CAP` is taken as that many words
+    (no stream holds more: the answers are those of the value given).
     """
-    size = floor_count("ngram", ngram, DEFAULT_NGRAM, 2)
-    if size > MAX_GUARD_WINDOW:
-        raise ValueError(
-            f"option ngram must be at most {MAX_GUARD_WINDOW:,} words, got {ngram!r}"
-        )
+    size = min(floor_count("ngram", ngram, DEFAULT_NGRAM, 2), GUARD_WORDS_CAP)
     ratio = real("max_unique_ratio", max_unique_ratio)
     if ratio is None or not math.isfinite(ratio):
         ratio = DEFAULT_GUARD_MAX_UNIQUE_RATIO
     ratio = min(1.0, max(0.0, ratio))
-    words = floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size)
-    if words > MAX_GUARD_WINDOW:
-        raise ValueError(
-            f"option window must be at most {MAX_GUARD_WINDOW:,} words, got {window!r}"
-        )
+    words = min(floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size),
+                GUARD_WORDS_CAP)
     return GuardOptions(
         ngram=size,
         window=words,

@@ -14,8 +14,9 @@ trip it or name a wrong phrase. :class:`vthread._reference.ReferenceGuard` is th
 re-derivation the property tests hold it equal to, chunking by chunking.
 
 Limits
-    ``ngram`` and ``window`` above :data:`~vthread._options.MAX_GUARD_WINDOW` words are a
-    ``ValueError``. Memory is O(window) words plus the current partial word, which is held
+    ``ngram`` and ``window`` may be any finite number, as in production (past
+    :data:`~vthread._options.GUARD_WORDS_CAP` words, taken as that many: no stream holds
+    more). Memory is O(words in the window) plus the current partial word, which is held
     up to 65,536 code points and folded into a bounded summary beyond that: a stream
     without whitespace (``cat /dev/zero``) keeps memory flat. Such a long word's spelling is
     kept as its first and last 1,024 characters around "…" (what ``reason.text`` shows), its
@@ -97,8 +98,7 @@ class Guard(_core.GuardCore):
     """Watches a stream of text chunks and trips when the output starts to loop.
 
     Keyword options (``None`` = default; numbers floored and clamped as production does; a
-    non-number is a ``TypeError``; an ``ngram`` or ``window`` over a million words a
-    ``ValueError``): ``ngram`` (4), ``window`` (max(ngram, 48)), ``max_repeats`` (4),
+    non-number is a ``TypeError``): ``ngram`` (4), ``window`` (max(ngram, 48)), ``max_repeats`` (4),
     ``max_unique_ratio`` (0.4), ``min_chars`` (0).
 
     ``push(text)`` feeds the next chunk and returns True once the stream has tripped the
