@@ -963,3 +963,17 @@ def test_unsound_views_and_dictionary_indexes_are_refused_as_unsound() -> None:
                     warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # (native rows given as openai: said so)
                 arrow.scan_arrow(pa.table({"messages": column}), format=format_)
+
+
+def test_a_column_is_checked_once_however_many_slices_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soundness check runs once a call, on the whole column: pyarrow checks a slice's
+    chunk whole, so a check per slice read (detection looks through a column of plain chats
+    16 rows at a time) grew with the square of the column."""
+    checked: list[int] = []
+    real = arrow.refuse_unsound
+    monkeypatch.setattr(arrow, "refuse_unsound",
+                        lambda column: checked.append(len(column)) or real(column))
+    chats = [json.dumps([{"role": "user", "content": f"hi {i}"}]) for i in range(5000)]
+    arrow.scan_arrow(pa.table({"messages": chats}))
+    assert checked == [5000]

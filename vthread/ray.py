@@ -16,7 +16,14 @@ import inspect
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._options import flag
-from vthread.arrow import RESULT_FIELDS, _detect, checked_arguments, decoded, scan_column
+from vthread.arrow import (
+    RESULT_FIELDS,
+    _detect,
+    checked_arguments,
+    decoded,
+    refuse_unsound,
+    scan_column,
+)
 from vthread.documents import messages_column
 
 if TYPE_CHECKING:
@@ -135,8 +142,10 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None) -> str:
                                                               batch_format="pyarrow")
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
         return "native"
-    column = messages_column(head.column_names, messages, "the dataset", "messages=")
-    return _detect(decoded(head.column(column)))
+    column = head.column(messages_column(head.column_names, messages, "the dataset",
+                                         "messages="))
+    refuse_unsound(column)
+    return _detect(decoded(column))
 
 
 def _scan_batch(batch: pa.Table, *, messages: str | None, format: str,
@@ -145,8 +154,9 @@ def _scan_batch(batch: pa.Table, *, messages: str | None, format: str,
     """One batch with its verdict columns: runs in a Ray worker."""
     messages = messages_column(batch.column_names, messages, "the batch", "messages=")
     _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere)
-    found = scan_column(batch, batch.column(messages), format, keywords, mask_volatile,
-                        anywhere)
+    column = batch.column(messages)
+    refuse_unsound(column)
+    found = scan_column(batch, column, format, keywords, mask_volatile, anywhere)
     out = batch if keep_messages else batch.drop_columns([messages])
     for name in _result_names(anywhere):
         out = out.append_column(prefix + name, found.column(name))
