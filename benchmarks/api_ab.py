@@ -9,7 +9,10 @@ least of three):
 - ``vthread.scan(format="auto")`` over the first 3,000 threads in OpenAI's chat format
   (the Python adapters' path);
 - ``describe_thread_cycle`` per call on up to 200 threads of 55-65 messages (the every-turn
-  call), in microseconds per call.
+  call), in microseconds per call;
+- with ``--arrow``, ``vthread.scan_arrow`` over every thread as a column of JSON text, and
+  over the first 3,000 as a column of message structs (each tool payload as its JSON text,
+  so that pyarrow can give every row one type).
 
 The builds must give the same answers (a digest of the scans' verdicts). Each round's ratio
 is taken within the round (before / after), so the machine's drift moves both sides alike;
@@ -56,11 +59,33 @@ found["scan"], native = least(lambda: vthread.scan(threads))
 found["scan_auto_openai"], chat = least(lambda: vthread.scan(chats, format="auto"))
 seconds, _ = least(every_turn)
 found["describe_us_per_call"] = seconds / (10 * len(sixty)) * 1e6
-found["digest"] = hashlib.sha1(json.dumps([native.names, chat.names]).encode()).hexdigest()[:16]
+answers = [native.names, chat.names]
+if sys.argv[2:] == ["arrow"]:
+    import pyarrow as pa
+
+    def payloads_as_text(message):
+        meta = message.get("meta")
+        activity = meta.get("activity") if isinstance(meta, dict) else None
+        function = activity.get("function") if isinstance(activity, dict) else None
+        if isinstance(function, dict):
+            for key in ("arguments", "result"):
+                if key in function:
+                    function[key] = json.dumps(function[key])
+        return message
+
+    texts = pa.table({"messages": [json.dumps(thread) for thread in threads]})
+    copies = json.loads(json.dumps(threads[:3000]))  # (the payloads rewritten in copies)
+    structs = pa.table({"messages": pa.array(
+        [[payloads_as_text(message) for message in thread] for thread in copies])})
+    found["scan_arrow_text"], of_text = least(lambda: vthread.scan_arrow(texts))
+    found["scan_arrow_struct"], of_structs = least(lambda: vthread.scan_arrow(structs))
+    answers += [of_text.column("verdict").to_pylist(), of_structs.column("verdict").to_pylist()]
+found["digest"] = hashlib.sha1(json.dumps(answers).encode()).hexdigest()[:16]
 print(json.dumps(found))
 """
 
 _METRICS = ("scan", "scan_auto_openai", "describe_us_per_call")
+_ARROW_METRICS = ("scan_arrow_text", "scan_arrow_struct")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--file", required=True, help="the workload's JSONL file")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--arrow", action="store_true",
+                        help="also time scan_arrow on a text and a struct column (pyarrow)")
     options = parser.parse_args(argv)
     builds = dict(build.split("=", 1) for build in options.builds)
     names = list(builds)
@@ -76,12 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     for number in range(options.rounds):
         for name in names if number % 2 == 0 else names[::-1]:
             done = subprocess.run(
-                [sys.executable, "-c", _CHILD, options.file], cwd=builds[name],
+                [sys.executable, "-c", _CHILD, options.file,
+                 *(["arrow"] if options.arrow else [])], cwd=builds[name],
                 env={"PYTHONPATH": builds[name], "PATH": "/usr/bin:/bin"},
                 capture_output=True, text=True, check=True)
             rounds[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     summary: dict[str, Any] = {}
-    for metric in _METRICS:
+    for metric in _METRICS + (_ARROW_METRICS if options.arrow else ()):
         ratios = [a[metric] / b[metric]
                   for a, b in zip(rounds[names[0]], rounds[names[1]], strict=True)]
         summary[metric] = {name: statistics.median(r[metric] for r in rounds[name])
