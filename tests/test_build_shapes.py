@@ -188,6 +188,67 @@ def test_pairs_match_by_id_then_name_then_order() -> None:
     assert tool_pairs(thread) == ([(1, 2), (0, 3), (5, 6), (4, 7)], [8])
 
 
+def test_a_reply_whose_id_no_call_carries_takes_no_other_calls_place() -> None:
+    """A reply with an id pairs only with the call of that id, or with a call that carries
+    none: a stray reply (its call compacted away) paired with the pending call by order,
+    and that call's own reply was then an orphan, kept without it (a tester's)."""
+    thread = [_call("ls", "b"), _reply("cat", "a"), {"type": "user", "text": "u"},
+              _reply("ls", "b")]
+    assert tool_pairs(thread) == ([(0, 3)], [1])
+    # A reply with an id still pairs with a call that carries none, by name, then order.
+    assert tool_pairs([_call("ls"), _call("cat"), _reply("cat", "x"), _reply("ls", "y")]) == (
+        [(1, 2), (0, 3)], [])
+    # And a reply with none pairs among every call, as before.
+    assert tool_pairs([_call("ls", "b"), _reply("ls")]) == ([(0, 1)], [])
+
+
+def test_pair_safe_never_keeps_a_tool_result_without_its_call_in_any_chat_format() -> None:
+    """In OpenAI, Anthropic and Responses chats a stray tool result (an id no call in the
+    thread has) never takes another call's place: at every budget, each kept result's call
+    is kept (OpenAI and Anthropic refuse a request holding a result without its call)."""
+    openai = [{"role": "assistant", "content": None, "tool_calls": [
+                  {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+              {"role": "tool", "tool_call_id": "a", "content": "r"},
+              {"role": "user", "content": "u"},
+              {"role": "tool", "tool_call_id": "b", "content": "r"}]
+    anthropic = [{"role": "assistant", "content": [
+                     {"type": "tool_use", "id": "b", "name": "f", "input": {}}]},
+                 {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": "a", "content": "r"}]},
+                 {"role": "assistant", "content": "u"},
+                 {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": "b", "content": "r"}]}]
+    responses = [{"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"},
+                 {"type": "function_call_output", "call_id": "a", "output": "r"},
+                 {"type": "message", "role": "user", "content": "u"},
+                 {"type": "function_call_output", "call_id": "b", "output": "r"}]
+
+    def calls(message: dict[str, Any]) -> set[str]:
+        found = {call["id"] for call in message.get("tool_calls") or []}
+        found |= {block["id"] for block in message.get("content") or []
+                  if isinstance(block, dict) and block.get("type") == "tool_use"}
+        return found | ({message["call_id"]} if message.get("type") == "function_call" else set())
+
+    def results(message: dict[str, Any]) -> set[str]:
+        found = {message["tool_call_id"]} if "tool_call_id" in message else set()
+        found |= {block["tool_use_id"] for block in message.get("content") or []
+                  if isinstance(block, dict) and block.get("type") == "tool_result"}
+        return found | ({message["call_id"]} if message.get("type") == "function_call_output"
+                        else set())
+
+    for format_, thread in (("openai", openai), ("anthropic", anthropic),
+                            ("responses", responses)):
+        for budget in range(1, 6):
+            kept = vthread.build_thread(thread, max_tokens=budget, estimate=lambda m: 1,
+                                        pair_safe=True, format=format_).messages
+            made = set().union(*map(calls, kept)) if kept else set()
+            answered = set().union(*map(results, kept)) if kept else set()
+            assert "b" not in answered or "b" in made, (format_, budget, kept)
+        whole = vthread.build_thread(thread, max_tokens=10, estimate=lambda m: 1,
+                                     pair_safe=True, format=format_).messages
+        assert len(whole) == 4  # (all fit: the stray result stays where it is)
+
+
 def test_numeric_call_ids_pair_as_the_numbers_javascript_holds() -> None:
     """A whole-number id pairs as the double it is in JavaScript: 1.0 answers 1 (a float id
     was no id at all), 2**53 + 1 answers 2**53, and neither answers the string "1"."""
@@ -310,3 +371,25 @@ def test_the_reference_costs_every_message_whatever_the_total(
     floored = vthread.build_thread(thread, max_tokens=2, min_messages=10**400, **keywords)
     assert [m["text"] for m in floored.messages] == [m["text"] for m in ref.shaped_build(
         thread, max_tokens=2, min_messages=10**400, **keywords).messages]
+
+
+@pytest.mark.parametrize("pair_safe", [False, True])
+def test_a_list_changed_while_it_is_read_is_answered_as_it_was_at_the_call(
+        pair_safe: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messages are copied before the core costs them: another Python thread changing
+    the caller's list between the costing and the copy made costs of another length
+    (IndexError; a tester's). Here the change comes as the core's costing returns."""
+    from vthread import _core
+
+    thread = [{"type": "bot", "text": str(i % 2)} for i in range(50)]
+    real = _core.own_token_costs
+
+    def costing_then_changed(messages: Any) -> Any:
+        read = real(messages)
+        thread.append({"type": "bot", "text": "late"})  # the caller's list, not the copy
+        return read
+
+    monkeypatch.setattr(_core, "own_token_costs", costing_then_changed)
+    result = vthread.build_thread(thread, max_tokens=10, estimate=lambda m: 1,
+                                  pair_safe=pair_safe)
+    assert [m["text"] for m in result.messages] == ["0", "1"] * 5

@@ -215,14 +215,20 @@ def _call_id(message: Message) -> Any:
     return None
 
 
-def tool_pairs(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], list[int]]:
+def tool_pairs(messages: Sequence[Message], call_ids: Mapping[int, Any] | None = None
+               ) -> tuple[list[tuple[int, int]], list[int]]:
     """(request index, response index) of every tool call answered in ``messages``, and the
     indexes of the responses that answer no request before them (orphans).
 
     A response is matched, among the requests before it still unanswered, to the one with
-    its call id when both carry one (``meta.activity.id`` or ``call_id``), else to the
-    oldest with its function name, else to the oldest: parallel calls are answered in the
-    order they were made. O(n) with dictionaries of pending requests.
+    its call id when both carry one (``meta.activity.id`` or ``call_id``; ``call_ids``, by
+    message index, in their place for a chat's translation, which carries none); a response
+    whose id no such request carries is matched only among the requests that carry no id:
+    the oldest with its function name, else the oldest (parallel calls are answered in the
+    order they were made), else it is an orphan. A response with no id is matched so among
+    all of them. (A reply whose id matched no call took another call's place, and that
+    call's own reply was kept without it: a request a chat API refuses.) O(n) with
+    dictionaries of pending requests.
 
     >>> call = {"type": "activity", "meta": {"activity": {"type": "request",
     ...         "function": {"name": "ls"}}}}
@@ -232,30 +238,40 @@ def tool_pairs(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], list
     ([(1, 3)], [0])
     """
     pending: set[int] = set()  # requests not answered yet
-    in_order: deque[int] = deque()  # every request, oldest first (answered ones dropped lazily)
+    # every request, and those with no id, oldest first (answered ones dropped lazily)
+    in_order: deque[int] = deque()
+    unlabelled: deque[int] = deque()
     by_id: dict[Any, deque[int]] = {}
     by_name: dict[str, deque[int]] = {}
+    unlabelled_by_name: dict[str, deque[int]] = {}
     pairs: list[tuple[int, int]] = []
     orphans: list[int] = []
     for index, message in enumerate(messages):
         activity = parse_activity(message, no_payload)
         if activity is None:
             continue
-        call_id = _call_id(message)
+        call_id = _call_id(message) if call_ids is None else call_ids.get(index)
         if activity.kind == "request":
             pending.add(index)
             in_order.append(index)
             by_name.setdefault(activity.name, deque()).append(index)
             if call_id is not None:
                 by_id.setdefault(call_id, deque()).append(index)
+            else:
+                unlabelled.append(index)
+                unlabelled_by_name.setdefault(activity.name, deque()).append(index)
         elif activity.kind == "response":
             request = None
-            if call_id is not None and call_id in by_id:
-                request = _first_pending(by_id[call_id], pending)
-            if request is None and activity.name in by_name:
-                request = _first_pending(by_name[activity.name], pending)
+            if call_id is not None:
+                if call_id in by_id:
+                    request = _first_pending(by_id[call_id], pending)
+                named, oldest = unlabelled_by_name, unlabelled
+            else:
+                named, oldest = by_name, in_order
+            if request is None and activity.name in named:
+                request = _first_pending(named[activity.name], pending)
             if request is None:
-                request = _first_pending(in_order, pending)
+                request = _first_pending(oldest, pending)
             if request is None:
                 orphans.append(index)
                 continue

@@ -138,7 +138,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import pairwise
 from typing import Any, Final, Literal
@@ -209,6 +210,32 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dic
 # by _finish while to_native_with_sources runs: _finish is the one step every adapter takes
 # exactly once per source message, so no adapter has to carry the bookkeeping itself.
 _SOURCE_ENDS: ContextVar[list[int] | None] = ContextVar("_SOURCE_ENDS", default=None)
+_CALL_IDS: ContextVar[dict[int, Any] | None] = ContextVar("_CALL_IDS", default=None)
+
+
+@contextmanager
+def recording_call_ids(call_ids: dict[int, Any]) -> Iterator[None]:
+    """While the block runs, :func:`to_native_with_sources` records in ``call_ids`` the call
+    id of each tool request and response it translates: native message index -> the id as
+    the adapters key it (two ids one exactly when their JSON texts are equal). The
+    translation itself carries no id (the heuristics compare its messages, and a call's id
+    differs from every other call's), so pairing calls with their replies
+    (``build_thread(pair_safe=True)``) reads them here: a reply whose id matches no call
+    before it paired with another call by its name, and the call's own reply was then cut
+    off from it."""
+    token = _CALL_IDS.set(call_ids)
+    try:
+        yield
+    finally:
+        _CALL_IDS.reset(token)
+
+
+def _noted(out: list[dict[str, Any]], call_id: Any) -> None:
+    """Record ``call_id`` (when it is one) as the id of ``out``'s last message, when
+    :func:`recording_call_ids` asks for them."""
+    call_ids = _CALL_IDS.get()
+    if call_ids is not None and call_id is not None and _hashable(call_id):
+        call_ids[len(out) - 1] = _id_key(call_id)
 
 
 def to_native_with_sources(
@@ -226,6 +253,9 @@ def to_native_with_sources(
     if format == "native":
         native = to_native(messages, format)
         return native, list(range(len(native)))
+    call_ids = _CALL_IDS.get()
+    if call_ids is not None:
+        call_ids.clear()  # (this translation's alone: an earlier one's indexes are others)
     ends: list[int] = []
     token = _SOURCE_ENDS.set(ends)
     try:
@@ -282,6 +312,7 @@ def _openai_message(
             # A fresh result per response: the output never shares a parsed object twice.
             out.append(_response(name, arguments, result if position == 0
                                  else _result(message.get("content"), f"message {index}")))
+            _noted(out, call_id)
     elif role == "function":
         name = _own_name(message)
         arguments = legacy.get(js_string(name), _ABSENT)
@@ -320,6 +351,7 @@ def _openai_assistant(
             name, arguments = _function(call.get("function"), where)
             out.append(_request(name, arguments))
             call_id = call.get("id")
+            _noted(out, call_id)
             if _hashable(call_id):
                 calls[_id_key(call_id)] = (name, arguments)
     function_call = message.get("function_call")
@@ -406,6 +438,7 @@ def _anthropic_blocks(
                 raise ValueError(f"{where}: tool_use name must be a string")
             arguments = block.get("input", _ABSENT)
             out.append(_request(name, arguments))
+            _noted(out, block.get("id"))
             if _hashable(block.get("id")):
                 calls[_id_key(block.get("id"))] = (name, arguments)
         elif block_type == "tool_result":
@@ -414,6 +447,7 @@ def _anthropic_blocks(
             if block.get("is_error") is True:
                 response["meta"]["activity"]["is_error"] = True
             out.append(response)
+            _noted(out, block.get("tool_use_id"))
         elif text_in(block_type, _ANTHROPIC_MEDIA):  # a list or object type names no block
             media.append(block)
         # anything else (server-side tool blocks and the like): nothing the heuristics read
@@ -461,12 +495,14 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if kind == "custom_tool_call":
                 arguments = item.get("input", _ABSENT)
             out.append(_request(name, arguments))
+            _noted(out, item.get("call_id"))
             if _hashable(item.get("call_id")):
                 calls[_id_key(item.get("call_id"))] = (name, arguments)
         elif kind in _RESPONSES_OUTPUTS:
             name, arguments = _call(calls, item.get("call_id"), item)
             output = _result(item.get("output"), f"item {index}: output")
             out.append(_response(name, arguments, output))
+            _noted(out, item.get("call_id"))
         else:
             out.append({"type": kind, "text": ""})
         _finish(item, role, first, out, _OPENAI_ROLE_TYPES,

@@ -104,8 +104,16 @@ def build_thread(
     """
     # A list of plain dicts is read by the core, which checks every message is one; other
     # sequences (and a list holding anything else) are checked here, naming a bad message.
-    read = _core.own_token_costs(messages) if type(messages) is list else None
-    thread = list(messages) if read is not None else check_messages(messages)
+    # The list is read as it is at the call, copied first: costed and then copied, another
+    # Python thread changing it between the two gave costs of another length (IndexError).
+    if type(messages) is list:
+        thread = list(messages)
+        read = _core.own_token_costs(thread)
+        if read is None:
+            thread = check_messages(thread)
+    else:
+        read = None
+        thread = check_messages(messages)
     view = _MessageView(thread, format)
     flag("keep_system", keep_system)
     flag("pair_safe", pair_safe)
@@ -222,14 +230,19 @@ class _MessageView:
         self._types: list[Any] | None = None
         self._native: list[dict[str, Any]] = []
         self._sources: list[int] = []
+        self._call_ids: dict[int, Any] = {}  # the chat's call ids, by native message
         if format == "native":
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
             return
-        native, sources = native_messages(thread, format)
+        from vthread.adapters import recording_call_ids
+
+        call_ids: dict[int, Any] = {}
+        with recording_call_ids(call_ids):
+            native, sources = native_messages(thread, format)
         if sources is None:  # "auto" or "native" ("native" is above), the messages native
             return
-        self._native, self._sources = native, sources
+        self._native, self._sources, self._call_ids = native, sources, call_ids
         types: list[Any] = [None] * len(thread)
         for native, source in zip(reversed(self._native), reversed(self._sources),
                                   strict=True):
@@ -285,7 +298,7 @@ class _MessageView:
         """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices."""
         if self._types is None:
             return tool_pairs(self._thread[first:])
-        pairs, orphans = tool_pairs(self._native)
+        pairs, orphans = tool_pairs(self._native, self._call_ids)
         sources = self._sources
         return ([(self._reasoned(sources[a]) - first, sources[b] - first) for a, b in pairs
                  if self._reasoned(sources[a]) >= first],
