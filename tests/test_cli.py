@@ -1066,9 +1066,20 @@ def test_an_output_under_an_input_directory_that_is_a_trajectory_is_refused(
         before = target.read_bytes()
         code, out, err = run(["scan", str(tmp_path), "-q", flag, str(target)], monkeypatch)
         assert (code, out) == (2, b"")
-        assert (f"the output {target} is a file under the input {tmp_path} that holds "
+        what = "the output" if flag == "-o" else "the --summary file"
+        assert (f"{what} {target} is a file under the input {tmp_path} that holds "
                 "neither records nor a summary of vthread scan") in err
         assert target.read_bytes() == before
+    # Named as given, and where the directory holds it only by another name (a link), by
+    # that too; a link the user never named was given as the file (a tester's).
+    (tmp_path / "link.jsonl").symlink_to(runs[0])
+    code, _, err = run(["scan", str(tmp_path), "-q", flag, str(runs[0])], monkeypatch)
+    assert code == 2 and f"{what} {runs[0]} is a file under the input" in err, err
+    outside = tmp_path.parent / f"{tmp_path.name}-given.jsonl"
+    outside.symlink_to(runs[0])
+    code, _, err = run(["scan", str(tmp_path), "-q", flag, str(outside)], monkeypatch)
+    assert code == 2 and f"{what} {outside} (there as {runs[0]}) is a file under" in err, err
+    (tmp_path / "link.jsonl").unlink()
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert run(["scan", str(tmp_path), "-q", flag, str(empty)], monkeypatch)[0] == 0

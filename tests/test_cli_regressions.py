@@ -153,6 +153,11 @@ def test_output_that_is_an_input_is_refused(link: str, tmp_path: Path,
     assert (code, out) == (2, b"")
     assert f"the output {target} is the input {source}" in err
     assert source.read_bytes() == before
+    # --summary is named as itself (it was called "the output": a tester's)
+    code, out, err = run(["scan", str(other), str(source), "--summary", str(target),
+                          "-o", str(tmp_path / "records.jsonl")], monkeypatch)
+    assert code == 2 and f"the --summary file {target} is the input {source}" in err, err
+    assert source.read_bytes() == before
 
 
 def test_output_that_is_standard_input_is_refused(tmp_path: Path) -> None:

@@ -272,7 +272,7 @@ def _files_of(name: str) -> list[str]:
     from vthread import cli
 
     try:
-        return cli._files_under(name, set())
+        return cli._files_under(name, {})
     except cli._FatalError:
         return [name]  # a directory with no trajectory file: the scan says so
 

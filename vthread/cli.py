@@ -516,7 +516,7 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
     inputs = _named_inputs(options)
     if options.summary_file and not _destroys_a_listed_input(options.summary_file, inputs):
         with contextlib.suppress(_FatalError):
-            _check_not_an_input(options.summary_file, inputs)
+            _check_not_an_input(options.summary_file, inputs, "the --summary file")
             _write_summary(options.summary_file, _summary_json(
                 _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason))
 
@@ -582,9 +582,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 # (a file of a directory gone or changed since the listing is its own error
                 # record when read, as a file that cannot be read is: it ended the scan)
                 _check_readable(name)
-        for written in (options.output, options.summary_file):
+        for what, written in (("the output", options.output),
+                              ("the --summary file", options.summary_file)):
             if written:
-                _check_not_an_input(written, files)
+                _check_not_an_input(written, files, what)
     except _FatalError as error:
         say(f"vthread scan: {error}")
         _early_summary(options, str(error))
@@ -1010,7 +1011,8 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         if "" in options.files:
             # (Path("") is the working directory, which an empty argument never meant)
             raise _FatalError("an empty FILE argument names no file")
-        written = _identities([options.output, options.summary_file])
+        written = _identities([("the output", options.output),
+                               ("the --summary file", options.summary_file)])
         files: list[str] = []
         listed: set[str] = set()
         walked: set[str] = set()
@@ -1021,7 +1023,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
             for path, why in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
             passed_over.extend(sorted(left_out))
-            _check_only_records_overwritten(name, overwritten)
+            _check_only_records_overwritten(name, overwritten, written)
             if found != [name]:
                 found = _without_records(found)
                 if not found:
@@ -1065,15 +1067,21 @@ def _without_records(found: list[str]) -> list[str]:
     return kept
 
 
-def _identities(paths: list[str | None]) -> set[tuple[int, int]]:
-    """(device, inode) of each of ``paths`` that is an existing file."""
-    found = set()
-    for path in paths:
+_Written = dict[tuple[int, int], tuple[str, str]]
+"""The files this run writes that exist: (device, inode) -> (what it is, as a message names
+it: "the output", "the --summary file"; its path as given)."""
+
+
+def _identities(named: list[tuple[str, str | None]]) -> _Written:
+    """Each of ``named`` ((what it is, path or None)) that is an existing file, by (device,
+    inode)."""
+    found: _Written = {}
+    for what, path in named:
         if path is None:
             continue
         with contextlib.suppress(OSError):
             status = os.stat(path)
-            found.add((status.st_dev, status.st_ino))
+            found.setdefault((status.st_dev, status.st_ino), (what, path))
     return found
 
 
@@ -1083,7 +1091,8 @@ _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
 
 
-def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> None:
+def _check_only_records_overwritten(directory: str, overwritten: list[str],
+                                    written: _Written) -> None:
     """Refuse to write the records or the summary over a file found under an input directory
     unless it is empty or holds an earlier run's records or summary (``-o runs/records.jsonl``
     or ``--summary runs/summary.json`` run again): any other file there is a trajectory this
@@ -1093,32 +1102,48 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str]) -> N
         return  # the usual case, without importing the report module (and hashlib) at start
     from vthread._cli_report import holds_records, holds_summary
 
-    for path in overwritten:
+    given = {os.path.normpath(name) for _, name in written.values()}
+    # (the file found by the name it was given first: its other names are links to it)
+    for path in sorted(overwritten, key=lambda path: os.path.normpath(path) not in given):
         with contextlib.suppress(OSError):
             if os.path.getsize(path) == 0:
                 continue
         if not holds_records(path, throughout=True) and not holds_summary(path):
-            raise _FatalError(f"the output {path} is a file under the input {directory} that "
-                              "holds neither records nor a summary of vthread scan; writing it "
-                              "would destroy it (choose another path)")
+            raise _FatalError(f"{_written_as(path, written)} is a file under the input "
+                              f"{directory} that holds neither records nor a summary of "
+                              "vthread scan; writing it would destroy it (choose another "
+                              "path)")
+
+
+def _written_as(path: str, written: _Written) -> str:
+    """How a message names the written file found at ``path`` under an input directory: as
+    the option that names it, by the path given, and by ``path`` too where that is another
+    name for it (a link, a relative path): "the --summary file s.json (there as ./l.json)"."""
+    with contextlib.suppress(OSError):
+        status = os.stat(path)
+        what, given = written.get((status.st_dev, status.st_ino), ("the output", path))
+        if os.path.normpath(given) == os.path.normpath(path):
+            return f"{what} {given}"
+        return f"{what} {given} (there as {path})"
+    return f"the output {path}"
 
 
 def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
     """Whether writing ``path`` would destroy a file under one of the input directories
     ``names`` (see :func:`_check_only_records_overwritten`)."""
-    written = _identities([path])
+    written = _identities([("the --summary file", path)])
     for name in names:
         overwritten: list[str] = []
         with contextlib.suppress(_FatalError):
             _files_under(name, written, overwritten)
         try:
-            _check_only_records_overwritten(name, overwritten)
+            _check_only_records_overwritten(name, overwritten, written)
         except _FatalError:
             return True
     return False
 
 
-def _files_under(name: str, written: set[tuple[int, int]],
+def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
                  left_out: list[tuple[str, str]] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
@@ -1175,7 +1200,7 @@ def _files_under(name: str, written: set[tuple[int, int]],
                 overwritten.append(path)
     if not found and overwritten:
         # Only the files this run writes: a trajectory among them is refused as such first.
-        _check_only_records_overwritten(name, overwritten)
+        _check_only_records_overwritten(name, overwritten, written)
     if not found:
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
@@ -1195,12 +1220,13 @@ def _what_was_scanned(files: list[str]) -> str:
     return name
 
 
-def _check_not_an_input(output: str, files: list[str]) -> None:
-    """Refuse an output path that is one of the inputs (the same file, a symbolic or a hard
-    link to it): opening it for writing would empty the input before it is read."""
+def _check_not_an_input(output: str, files: list[str], what: str = "the output") -> None:
+    """Refuse an output path (``what``: "the output", "the --summary file") that is one of
+    the inputs (the same file, a symbolic or a hard link to it): opening it for writing
+    would empty the input before it is read."""
     label = input_written_over(output, files)
     if label is not None:
-        raise _FatalError(f"the output {output} is the input {label}; writing it would "
+        raise _FatalError(f"{what} {output} is the input {label}; writing it would "
                           f"destroy the input before it is read (choose another path)")
 
 
