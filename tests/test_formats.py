@@ -1341,6 +1341,15 @@ def test_a_document_is_read_run_by_run_whatever_its_first_run(
     assert len(records(by_document[1])) == len(runs)
 
 
+def _scan_named(name: str, text: bytes, tmp_path: Path,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, str]:
+    """``vthread scan -q`` of ``text`` from standard input (``name`` "-") or as a file of
+    that name."""
+    if name == "-":
+        return run(["scan", "-", "-q"], monkeypatch, stdin=text)
+    (tmp_path / name).write_bytes(text)
+    return run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+
 
 @pytest.mark.parametrize("empty_first", [False, True])
 @pytest.mark.parametrize("name", ["-", "threads.txt", "threads.jsonl"])
@@ -1357,11 +1366,7 @@ def test_a_one_line_array_of_bare_threads_is_a_document(
     document = tmp_path / "threads.json"
     document.write_bytes(text)
     expected = records(run(["scan", str(document), "-q"], monkeypatch)[1])
-    if name == "-":
-        code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text)
-    else:
-        (tmp_path / name).write_bytes(text)
-        code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+    code, out, _ = _scan_named(name, text, tmp_path, monkeypatch)
     assert code == 0 and len(expected) == 2 + empty_first
     assert not any("error" in r for r in expected)
     assert [{**r, "file": None} for r in records(out)] == [
@@ -1378,11 +1383,7 @@ def test_a_line_of_bare_threads_followed_by_jsonl_threads_stays_jsonl(
     thread = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "yo"}] * 2
     text = (json.dumps([thread, thread]) + "\n" + json.dumps(thread) + "\n"
             + json.dumps(thread) + "\n").encode()
-    if name == "-":
-        code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text)
-    else:
-        (tmp_path / name).write_bytes(text)
-        code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+    code, out, _ = _scan_named(name, text, tmp_path, monkeypatch)
     got = records(out)
     assert code == 0 and [r["line"] for r in got] == [1, 2, 3]
     assert "error" in got[0] and got[1]["verdict"] == got[2]["verdict"] == "repeated_suffix"
@@ -1401,11 +1402,7 @@ def test_lines_that_are_each_a_list_of_threads_are_one_document(
     document = tmp_path / "threads.json"
     document.write_bytes(text)
     expected = records(run(["scan", str(document), "-q"], monkeypatch)[1])
-    if name == "-":
-        code, out, _ = run(["scan", "-", "-q"], monkeypatch, stdin=text)
-    else:
-        (tmp_path / name).write_bytes(text)
-        code, out, _ = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+    code, out, _ = _scan_named(name, text, tmp_path, monkeypatch)
     assert code == 0 and len(expected) == 4 and not any("error" in r for r in expected)
     assert [r["verdict"] for r in expected] == ["repeated_suffix", "repeated_suffix", None,
                                                 "repeated_suffix"]
@@ -1427,11 +1424,7 @@ def test_a_list_of_threads_after_the_first_is_seen_wherever_a_read_ends(
     monkeypatch.setattr(cli, "READ_BYTES", len(first) + 1 + 1 + cut)  # ends near "[" of line 2
     for later in (json.dumps([thread]), json.dumps([thread], indent=1)):
         text = first + b"\n" + later.encode() + b"\n"
-        if name == "-":
-            code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=text)
-        else:
-            (tmp_path / name).write_bytes(text)
-            code, out, err = run(["scan", str(tmp_path / name), "-q"], monkeypatch)
+        code, out, err = _scan_named(name, text, tmp_path, monkeypatch)
         got = records(out)
         assert code == 0 and len(got) == 3 and not any("error" in r for r in got), err
 
