@@ -43,6 +43,7 @@ __all__ = [
     "Message",
     "as_thread",
     "check_messages",
+    "counted_figure",
     "estimate_figure",
     "is_type",
     "loops_priced",
@@ -298,23 +299,35 @@ def no_payload(value: Any) -> str:
 # --------------------------------------------------------------------------- token figures
 
 
+def counted_figure(value: Any) -> float | None:
+    """A token figure as JavaScript reads it: a real number of any type (NumPy's and
+    ``Decimal`` included) as its double, an integer past 2**53 rounded to the nearest, when
+    that is finite and >= 0; None for anything else (no number, NaN, an infinity, a
+    negative, an integer past the largest double, which is JavaScript's Infinity).
+
+    >>> counted_figure(10**30), counted_figure(-1), counted_figure(10**400), counted_figure("3")
+    (1e+30, None, None, None)
+    """
+    if type(value) is float:  # the usual case, by exact class
+        return value if math.isfinite(value) and value >= 0 else None
+    number = real_number(value)
+    if number is None:
+        return None
+    try:
+        figure = float(number)
+    except OverflowError:
+        return None
+    return figure if math.isfinite(figure) and figure >= 0 else None
+
+
 def token_figure(value: Any) -> float:
-    """A usage's ``tokens`` as counted: a finite real number >= 0 (of any numeric type, NumPy's
-    and ``Decimal`` included), anything else 0.
+    """A usage's ``tokens`` as counted: :func:`counted_figure`, anything else 0.
 
     >>> token_figure(12), token_figure(-1), token_figure(float("nan")), token_figure("3")
     (12.0, 0.0, 0.0, 0.0)
     """
-    if type(value) is float:  # the usual case, by exact class
-        return value if math.isfinite(value) and value >= 0 else 0.0
-    number = real_number(value)
-    if number is None:
-        return 0.0
-    try:
-        figure = float(number)
-    except OverflowError:
-        return 0.0
-    return figure if math.isfinite(figure) and figure >= 0 else 0.0
+    figure = counted_figure(value)
+    return 0.0 if figure is None else figure
 
 
 def estimate_figure(value: Any, index: int) -> float:
@@ -351,21 +364,13 @@ def own_tokens(message: Message) -> tuple[bool, Any]:
 
 
 def usage_tokens(message: Message) -> float | None:
-    """The message's own ``usage.tokens`` as the double JavaScript reads it as (an integer
-    past 2**53 rounded to the nearest), when that is finite and >= 0, else None: a figure of
-    ``10**30`` counts as ``1e30`` does, as :func:`token_figure` counts it for
-    ``build_thread`` (it was left out, as no double holds it exactly)."""
+    """The message's own ``usage.tokens`` as :func:`counted_figure` counts it (a figure of
+    ``10**30`` as ``1e30``, as :func:`token_figure` counts it for ``build_thread``), else
+    None."""
     usage = message.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    number = real_number(usage.get("tokens"))
-    if number is None:
-        return None
-    try:
-        figure = float(number)
-    except OverflowError:  # past the largest double: JavaScript's Infinity, no figure
-        return None
-    return figure if math.isfinite(figure) and figure >= 0 else None
+    return counted_figure(usage.get("tokens"))
 
 
 def loops_priced(loops: int, unpriced: int) -> bool:

@@ -161,7 +161,7 @@ from vthread._cli_main import (
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
 from vthread._heuristics import core_options, written_lines
-from vthread._messages import loops_priced, token_total
+from vthread._messages import counted_figure, loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._options import usable_cpus as _usable_cpus
 from vthread._records import json_text, record_id, strict_dumps
@@ -4188,21 +4188,8 @@ def _token_sum(figures: list[Any]) -> float | None:
         if np.abs(values).max() <= _INT_EXACT:
             counted = values[(values >= 0) & (values < math.inf)]
             return float(counted.sum()) if counted.size else None
-    exact = [figure for figure in map(_token_figure, figures) if figure is not None]
+    exact = [figure for figure in map(counted_figure, figures) if figure is not None]
     return token_total(exact) if exact else None
-
-
-def _token_figure(value: Any) -> float | None:
-    kind = type(value)
-    if kind is float:
-        return value if 0 <= value < math.inf else None
-    if kind is int and value >= 0:
-        try:
-            figure = float(value)
-        except OverflowError:  # past the largest double: JavaScript's Infinity
-            return None
-        return figure
-    return None
 
 
 # -------------------------------------------------------------------------------- summary
