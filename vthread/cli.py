@@ -582,8 +582,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 # (a file of a directory gone or changed since the listing is its own error
                 # record when read, as a file that cannot be read is: it ended the scan)
                 _check_readable(name)
-        for what, written in (("the output", options.output),
-                              ("the --summary file", options.summary_file)):
+        for what, written in _written_by(options):
             if written:
                 _check_not_an_input(written, files, what)
     except _FatalError as error:
@@ -1011,8 +1010,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         if "" in options.files:
             # (Path("") is the working directory, which an empty argument never meant)
             raise _FatalError("an empty FILE argument names no file")
-        written = _identities([("the output", options.output),
-                               ("the --summary file", options.summary_file)])
+        written = _identities(_written_by(options))
         files: list[str] = []
         listed: set[str] = set()
         walked: set[str] = set()
@@ -1065,6 +1063,12 @@ def _without_records(found: list[str]) -> list[str]:
         else:
             kept.append(name)
     return kept
+
+
+def _written_by(options: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files the run writes, each as a message names it: the records' and the summary's
+    (None where not asked for)."""
+    return [("the output", options.output), ("the --summary file", options.summary_file)]
 
 
 _Written = dict[tuple[int, int], tuple[str, str]]
