@@ -275,6 +275,15 @@ class LineSource:
     messages_key: str | None = None
     id_key: str | None = None
 
+    def key_numbers(self, row: int, length: int, *, digits_folded: bool = False
+                    ) -> npt.NDArray[np.int64] | None:
+        """The core's numbering of the keys of row ``row``'s ``length`` messages (exact keys,
+        or with ``digits_folded`` :func:`reply_key`'s: :func:`vthread._core.line_key_numbers`);
+        None when the core does not read the line, or reads another count of messages."""
+        numbers = _core.line_key_numbers([self.line_of(row)], self.messages_key, self.id_key,
+                                         digits_folded=digits_folded)
+        return numbers if numbers is not None and numbers.size == length else None
+
 
 def threads_on_demand(count: int, line_of: Callable[[int], bytes],
                       read: Callable[[bytes, bool], Thread],
@@ -493,10 +502,8 @@ class _Keys:
         if self._lines is not None and thread not in self._asked:
             self._asked.add(thread)
             begin, end = int(self._offsets[thread]), int(self._offsets[thread + 1])
-            source = self._lines
-            numbered = _core.line_key_numbers([source.line_of(thread)], source.messages_key,
-                                              source.id_key)
-            if numbered is not None and numbered.size == end - begin:
+            numbered = self._lines.key_numbers(thread, end - begin)
+            if numbered is not None:
                 self._numbers[begin:end] = numbered
         got = self._numbers[rows]
         missing = np.flatnonzero(got < 0)
@@ -550,11 +557,8 @@ def _number_blind_replies(
             thread = int(owner[row])
             offset = int(offsets[thread])
             if lines is not None and thread not in numbered:
-                numbers = _core.line_key_numbers([lines.line_of(thread)], lines.messages_key,
-                                                 lines.id_key, digits_folded=True)
-                length = int(offsets[thread + 1]) - offset
-                numbered[thread] = (numbers if numbers is not None and numbers.size == length
-                                    else None)
+                numbered[thread] = lines.key_numbers(
+                    thread, int(offsets[thread + 1]) - offset, digits_folded=True)
             numbers = numbered.get(thread)
             cache[row] = (int(numbers[row - offset]) if numbers is not None
                           else reply_key(threads[thread][row - offset]))
