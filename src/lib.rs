@@ -992,8 +992,16 @@ fn anywhere_loop_parts<'py>(
         let messages = read.as_ref().and_then(|(_, messages)| messages.as_deref());
         parts.push(messages.and_then(|messages| attribution::anywhere_parts(messages, found).ok()));
     }
+    anywhere_parts_dict(py, &parts)
+}
+
+/// The fields of loops found anywhere as `anywhere_loop_parts` returns them (None: declined).
+fn anywhere_parts_dict<'py>(
+    py: Python<'py>,
+    parts: &[Option<attribution::AnywhereParts>],
+) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    set_loop_fields(py, &out, &parts, |p| {
+    set_loop_fields(py, &out, parts, |p| {
         (p.signature, &p.excerpt, p.loop_tokens)
     })?;
     Ok(out)
@@ -1053,11 +1061,7 @@ fn anywhere_loop_parts_of_lines<'py>(
         }
         parts
     });
-    let out = PyDict::new(py);
-    set_loop_fields(py, &out, &parts, |p| {
-        (p.signature, &p.excerpt, p.loop_tokens)
-    })?;
-    Ok(out)
+    anywhere_parts_dict(py, &parts)
 }
 
 /// The exact keys of the messages of a native JSON line (`lines[0]`, read under
@@ -1076,6 +1080,20 @@ fn line_key_numbers<'py>(
     id_key: Option<&str>,
     digits_folded: bool,
 ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    of_one_line(lines, messages_key, id_key, |_, messages| {
+        number_keys(messages, digits_folded)
+    })
+}
+
+/// `read` of the one native JSON line of `lines` (read under `messages_key` and `id_key` as
+/// `scan_lines` read it) and of its messages, the GIL released, as a NumPy array; None when
+/// the core does not read the line.
+fn of_one_line<'py>(
+    lines: &Bound<'py, PyList>,
+    messages_key: Option<&str>,
+    id_key: Option<&str>,
+    read: impl FnOnce(&[u8], &[document::Value<'_>]) -> Option<Vec<i64>> + Send,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
     let py = lines.py();
     let owned = chunk_rows::line_buffers(lines)?;
     let [line] = owned.as_slice() else {
@@ -1086,9 +1104,8 @@ fn line_key_numbers<'py>(
         messages: messages_key,
         id: id_key,
     };
-    let numbers = py
-        .detach(|| with_line_messages(line, keys, |messages| number_keys(messages, digits_folded)));
-    numbers.map(|numbers| numpy_array(py, numbers)).transpose()
+    let values = py.detach(|| with_line_messages(line, keys, |messages| read(line, messages)));
+    values.map(|values| numpy_array(py, values)).transpose()
 }
 
 /// `read` of the native messages of a JSON line, read as `scan_lines` reads it; None when
@@ -1142,29 +1159,16 @@ fn line_message_spans<'py>(
     messages_key: Option<&str>,
     id_key: Option<&str>,
 ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
-    let py = lines.py();
-    let owned = chunk_rows::line_buffers(lines)?;
-    let [line] = owned.as_slice() else {
-        return Err(PyValueError::new_err("expected a list of one line"));
-    };
-    let line = line.as_bytes();
-    let keys = adapters::RunKeys {
-        messages: messages_key,
-        id: id_key,
-    };
-    let spans = py.detach(|| {
-        with_line_messages(line, keys, |messages| {
-            let base = line.as_ptr() as usize;
-            let mut spans = Vec::with_capacity(2 * messages.len());
-            for message in messages {
-                let json = message.json_text();
-                let start = (json.as_ptr() as usize - base) as i64;
-                spans.extend([start, start + json.len() as i64]);
-            }
-            Some(spans)
-        })
-    });
-    spans.map(|spans| numpy_array(py, spans)).transpose()
+    of_one_line(lines, messages_key, id_key, |line, messages| {
+        let base = line.as_ptr() as usize;
+        let mut spans = Vec::with_capacity(2 * messages.len());
+        for message in messages {
+            let json = message.json_text();
+            let start = (json.as_ptr() as usize - base) as i64;
+            spans.extend([start, start + json.len() as i64]);
+        }
+        Some(spans)
+    })
 }
 
 /// `suffix::push_exact_key` of a tape message with its text, when a string, read with every
