@@ -1646,25 +1646,10 @@ fn tape_reads(lines: &Bound<'_, PyList>) -> PyResult<Vec<bool>> {
 /// surrogates included), surrogate pairs joined, then `unicode::push_word_normal`.
 #[pyfunction]
 fn _normalize_word(text: &Bound<'_, PyString>) -> PyResult<String> {
-    let pointer = text.as_ptr();
-    // SAFETY: `pointer` is a live `str` (PyO3 checked the type) and the GIL is held. As in
-    // `objects::push_string`, KIND, DATA and GET_LENGTH describe one contiguous buffer of
-    // GET_LENGTH code points of the given width, alive and unchanged while `text` is borrowed;
-    // it is copied out before the borrow ends.
-    let units: Vec<u32> = unsafe {
-        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
-        let data = ffi::PyUnicode_DATA(pointer);
-        match ffi::PyUnicode_KIND(pointer) {
-            ffi::PyUnicode_1BYTE_KIND => std::slice::from_raw_parts(data as *const u8, length)
-                .iter()
-                .map(|&c| u32::from(c))
-                .collect(),
-            ffi::PyUnicode_2BYTE_KIND => std::slice::from_raw_parts(data as *const u16, length)
-                .iter()
-                .map(|&c| u32::from(c))
-                .collect(),
-            _ => std::slice::from_raw_parts(data as *const u32, length).to_vec(),
-        }
+    let units: Vec<u32> = match objects::code_points(text) {
+        textrun::CodePoints::Latin1(points) => points.iter().map(|&c| u32::from(c)).collect(),
+        textrun::CodePoints::Ucs2(points) => points.iter().map(|&c| u32::from(c)).collect(),
+        textrun::CodePoints::Ucs4(points) => points.to_vec(),
     };
     let mut out = Vec::with_capacity(units.len());
     unicode::push_word_normal(&unicode::join_pairs(&units), &mut out);

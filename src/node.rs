@@ -130,12 +130,28 @@ fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
     }
 }
 
-/// The storage of a `str`: (kind, data pointer, length in code points).
+/// The storage of a `str`: (kind, data pointer, length in code points). Every read of a
+/// string's storage in the core goes through here.
+///
+/// A `str` made by Python 3.11's deprecated `PyUnicode_FromUnicode(NULL, n)` (reachable from
+/// `ctypes`) is not "ready": its canonical storage does not exist yet and DATA is null, so it
+/// is made ready first, as CPython's own readers do (a no-op on 3.12, where every str is).
+/// Making it ready allocates; should that fail, the string reads as empty with Python's
+/// MemoryError left set, which the call then raises (as a SystemError naming it), never a
+/// wrong answer returned as right.
 pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
     let pointer = text.as_ptr();
-    // SAFETY: `pointer` is a live str (the caller cast it) and the GIL is held; KIND, DATA
-    // and GET_LENGTH describe its immutable storage, valid while `text` is borrowed.
+    // SAFETY: `pointer` is a live str (the caller cast it) and the GIL is held. Once ready,
+    // KIND, DATA and GET_LENGTH describe its immutable storage, valid while `text` is
+    // borrowed.
     unsafe {
+        if ffi::PyUnicode_READY(pointer) != 0 {
+            return (
+                ffi::PyUnicode_1BYTE_KIND,
+                std::ptr::NonNull::<u8>::dangling().as_ptr(),
+                0,
+            );
+        }
         (
             ffi::PyUnicode_KIND(pointer),
             ffi::PyUnicode_DATA(pointer) as *const u8,
@@ -547,9 +563,9 @@ impl PythonScreen {
         if value.is_instance_of::<PyInt>() {
             return Ok(match value.extract::<i64>() {
                 Ok(small) => screens::number(small as f64), // rounds as float(int) does
-                Err(_) => match value.py().get_type::<PyFloat>().call1((value,)) {
-                    Ok(double) => screens::number(double.extract::<f64>()?),
-                    Err(_) => screens::null(), // overflow: Infinity, written as null
+                Err(_) => match objects::int_as_double(value)? {
+                    Some(double) => screens::number(double),
+                    None => screens::null(), // overflow: Infinity, written as null
                 },
             });
         }

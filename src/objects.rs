@@ -98,25 +98,10 @@ pub fn is_mapping(value: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// The text of a `str` (or subclass) as UTF-16-escaped canonical JSON, read from storage.
 pub fn push_string(out: &mut Vec<u8>, text: &Bound<'_, PyString>) {
-    let pointer = text.as_ptr();
-    // SAFETY: `pointer` is a live `str` (the type check was made by the caller's cast) and
-    // the GIL is held for the whole read. Since Python 3.12 every str is "ready"; on 3.11
-    // strings made by the C API are ready too (PEP 393 legacy strings are gone from every
-    // path that builds str objects in this interpreter). KIND, DATA and GET_LENGTH then
-    // describe one contiguous buffer of GET_LENGTH code points of the given width, which
-    // stays alive and unchanged (str is immutable) while `text` is borrowed.
-    unsafe {
-        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
-        let data = ffi::PyUnicode_DATA(pointer);
-        match ffi::PyUnicode_KIND(pointer) {
-            ffi::PyUnicode_1BYTE_KIND => {
-                canonical::push_latin1(out, std::slice::from_raw_parts(data as *const u8, length))
-            }
-            ffi::PyUnicode_2BYTE_KIND => {
-                canonical::push_ucs2(out, std::slice::from_raw_parts(data as *const u16, length))
-            }
-            _ => canonical::push_ucs4(out, std::slice::from_raw_parts(data as *const u32, length)),
-        }
+    match code_points(text) {
+        CodePoints::Latin1(points) => canonical::push_latin1(out, points),
+        CodePoints::Ucs2(points) => canonical::push_ucs2(out, points),
+        CodePoints::Ucs4(points) => canonical::push_ucs4(out, points),
     }
 }
 
@@ -124,16 +109,14 @@ pub fn push_string(out: &mut Vec<u8>, text: &Bound<'_, PyString>) {
 /// as `text` is: no copy. Sound to read with the GIL released while a reference is held, as
 /// the storage is immutable and owned by the object.
 pub fn code_points<'a>(text: &'a Bound<'_, PyString>) -> CodePoints<'a> {
-    let pointer = text.as_ptr();
-    // SAFETY: as in `push_string`: one buffer of GET_LENGTH code points of the width KIND
-    // names, alive and unchanged while `text` (a strong reference) is borrowed, which the
-    // returned lifetime enforces.
+    let (kind, data, length) = crate::node::storage(text);
+    // SAFETY: `storage` gives one buffer of `length` code points of the width `kind` names
+    // (a dangling, aligned pointer when `length` is 0), alive and unchanged while `text` (a
+    // strong reference) is borrowed, which the returned lifetime enforces.
     unsafe {
-        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
-        let data = ffi::PyUnicode_DATA(pointer);
-        match ffi::PyUnicode_KIND(pointer) {
+        match kind {
             ffi::PyUnicode_1BYTE_KIND => {
-                CodePoints::Latin1(std::slice::from_raw_parts(data as *const u8, length))
+                CodePoints::Latin1(std::slice::from_raw_parts(data, length))
             }
             ffi::PyUnicode_2BYTE_KIND => {
                 CodePoints::Ucs2(std::slice::from_raw_parts(data as *const u16, length))
@@ -304,35 +287,42 @@ pub fn one_per_name<'py>(
 
 /// The raw content of a `str` as a key text (unquoted), for the array-index test.
 fn ascii_digits(text: &Bound<'_, PyString>) -> Option<u64> {
-    let pointer = text.as_ptr();
-    // SAFETY: as in `push_string`; only 1-byte storage is read, and only its length bytes.
-    unsafe {
-        if ffi::PyUnicode_KIND(pointer) != ffi::PyUnicode_1BYTE_KIND {
-            return None;
-        }
-        let length = ffi::PyUnicode_GET_LENGTH(pointer) as usize;
-        let data = ffi::PyUnicode_DATA(pointer) as *const u8;
-        canonical::array_index(std::slice::from_raw_parts(data, length))
+    match code_points(text) {
+        CodePoints::Latin1(bytes) => canonical::array_index(bytes),
+        _ => None,
     }
 }
 
 fn push_int(out: &mut Vec<u8>, value: &Bound<'_, PyAny>) -> PyResult<()> {
     match value.extract::<i64>() {
         Ok(small) => canonical::push_i64(out, small),
-        Err(_) => {
-            // Beyond i64: Python's float(int) rounds correctly or overflows (JavaScript's
-            // Infinity, which JSON.stringify writes as null).
-            let exact = value.py().get_type::<PyInt>().call1((value,))?;
-            match value.py().get_type::<PyFloat>().call1((exact,)) {
-                Ok(double) => canonical::push_double(out, double.extract::<f64>()?),
-                Err(error) if error.is_instance_of::<PyOverflowError>(value.py()) => {
-                    out.extend_from_slice(b"null")
-                }
-                Err(error) => return Err(error),
-            }
-        }
+        // Beyond i64: the nearest double, or Infinity (which JSON.stringify writes as null).
+        Err(_) => match int_as_double(value)? {
+            Some(double) => canonical::push_double(out, double),
+            None => out.extend_from_slice(b"null"),
+        },
     }
     Ok(())
+}
+
+/// The value an `int` (or subclass) holds as the nearest double, as `float(int)` rounds it;
+/// None when it is beyond every double (JavaScript's Infinity). Read from the int's own
+/// digits (`PyLong_AsDouble`), never through a subclass's `__int__`, `__index__` or
+/// `__float__`, so that a subclass compares as the number it holds.
+pub fn int_as_double(value: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    let py = value.py();
+    // SAFETY: `value` is a live int or subclass (callers test `is_instance_of::<PyInt>`) and
+    // the GIL is held; PyLong_AsDouble reads its digits and sets an error on overflow only.
+    let double = unsafe { ffi::PyLong_AsDouble(value.as_ptr()) };
+    if double == -1.0 {
+        if let Some(error) = PyErr::take(py) {
+            if error.is_instance_of::<PyOverflowError>(py) {
+                return Ok(None);
+            }
+            return Err(error);
+        }
+    }
+    Ok(Some(double))
 }
 
 /// The property name JSON gives a key that is not a `str` (`null`, `true`, `1`, `2.5`), or None

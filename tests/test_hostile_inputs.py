@@ -976,6 +976,123 @@ def test_number_subclasses_are_the_numbers_they_hold() -> None:
     assert vthread.build_thread([priced], max_tokens=50).tokens == 5.0
 
 
+def test_an_int_subclass_beyond_64_bits_is_the_number_it_holds() -> None:
+    """An int subclass too large for 64 bits is the number it holds, not what its own
+    ``__int__`` or ``__float__`` says, in the core's encoding and screens as in the Python
+    twin's: the core converted it through them, so 2**70 compared equal to 100."""
+    for held in (2**70, -(2**70), 10**400):
+        assert _core.canonical(_LoudInt(held)).decode() == canonical(_LoudInt(held)) == (
+            canonical(held))
+        assert vthread.fingerprint(_LoudInt(held)) != vthread.fingerprint(100)
+        results = [{"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+                   "function": {"name": "ls", "result": result}}}}
+                   for result in (100, 100, _LoudInt(held))]
+        noted = [{"type": "bot", "text": "x", "meta": {"n": n}}
+                 for n in (100, 100, 100, _LoudInt(held))]
+        for thread in (results, noted):
+            # Were it 100, the thread would loop.
+            told = [json.loads(json.dumps(m).replace(str(held), "100")) for m in thread]
+            assert ref.describe_thread_cycle(told, cycle_options(min_pattern_length=1))
+            assert ref.describe_thread_cycle(thread, cycle_options(min_pattern_length=1)) is None
+            assert vthread.describe_thread_cycle(thread, min_pattern_length=1) is None
+            assert vthread.scan([thread], min_pattern_length=1).names == [None]
+
+
+def _responses_emptied_on_second_text_lookup() -> list[dict[str, Any]]:
+    """Three identical settled tool results, then a message whose ``text`` key takes the
+    responses' ``meta`` away the second time it is looked up: after the core read the
+    thread (and found the result run), before its record was made."""
+    thread: list[dict[str, Any]] = [{"type": "activity", "text": "", "meta": {"activity": {
+        "type": "response", "function": {"name": "ls", "arguments": {"p": 1},
+                                         "result": "same"}}}} for _ in range(3)]
+
+    class Key(str):
+        calls = 0
+
+        def __hash__(self) -> int:
+            return str.__hash__(self)
+
+        def __eq__(self, other: object) -> bool:
+            Key.calls += 1
+            if Key.calls == 2:
+                for message in thread[:3]:
+                    message.pop("meta")
+            return str.__eq__(self, other)
+
+    last: dict[str, Any] = {"type": "user"}
+    last[Key("text")] = "hi"
+    return [*thread, last]
+
+
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_messages_changed_after_the_core_read_them_get_an_answer(anywhere: bool) -> None:
+    """A looping thread whose messages change after the core read them, before its loop's
+    record is made (another Python thread editing them), gets the answer of the state scan
+    then finds: the record's reading of the changed messages raised AssertionError from
+    deep inside, naming no thread."""
+    thread = _responses_emptied_on_second_text_lookup()
+    healthy = [{"type": "user", "text": str(n)} for n in range(3)]
+    got = vthread.scan([healthy, thread], anywhere=anywhere)
+    assert got == vthread.scan([healthy, thread], anywhere=anywhere)  # the state it found
+    assert got.names == [None, None]
+
+
+def test_a_loop_whose_record_fails_again_names_its_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop whose record cannot be made however often its thread is read again (its
+    messages changing with every read) is a RuntimeError naming the thread, with the
+    record's error as its cause, not that error from deep inside."""
+    scan_module = sys.modules["vthread.scan"]
+
+    def failing(result: Any, columns: Any, rows: Sequence[int], threads: Any) -> None:
+        if rows:  # (called for every batch, with the rows that loop)
+            raise AssertionError("the result run fired without a settled response")
+
+    monkeypatch.setattr(scan_module, "attribute_threads", failing)
+    looping = [{"type": "bot", "text": "same"}] * 4
+    healthy = [{"type": "user", "text": str(n)} for n in range(3)]
+    with pytest.raises(RuntimeError, match=r"^thread 2: the record of its loop could not be "
+                       r"made .*AssertionError: the result run fired") as raised:
+        vthread.scan([healthy, healthy, looping, healthy])
+    assert isinstance(raised.value.__cause__, AssertionError)
+    assert vthread.scan([healthy, healthy]).names == [None, None]  # no loop: no record
+
+
+def _legacy_str(text: str) -> object:
+    """A str made as Python 3.11's deprecated ``PyUnicode_FromUnicode(NULL, n)`` makes it:
+    not "ready" (its canonical storage not made yet) until something asks for it."""
+    import ctypes
+
+    make = ctypes.pythonapi.PyUnicode_FromUnicode
+    make.restype, make.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_ssize_t]
+    units = ctypes.pythonapi.PyUnicode_AsUnicode
+    units.restype, units.argtypes = ctypes.c_void_p, [ctypes.py_object]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        made = make(None, len(text))
+        buffer = (ctypes.c_wchar * len(text)).from_address(units(made))
+    for position, char in enumerate(text):
+        buffer[position] = char
+    return made
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 removed PyUnicode_FromUnicode: "
+                    "every str is ready there")
+@pytest.mark.parametrize("text", ["first answer", "é answer", "😀 answer"])
+def test_a_str_not_yet_ready_is_read_by_its_content(text: str) -> None:
+    """A str whose storage CPython 3.11 has not made yet (made by a deprecated C API, from
+    ctypes or an old extension) is read by its content: the core read its storage unmade, a
+    null pointer, so every such text read as empty and any two compared equal."""
+    assert _core.canonical(_legacy_str(text)).decode() == canonical(text)
+    assert vthread.fingerprint(_legacy_str(text)) == vthread.fingerprint(text)
+    thread = [{"type": "bot", "text": _legacy_str(text)},
+              {"type": "bot", "text": _legacy_str("another")}]
+    assert vthread.describe_thread_cycle(thread, min_pattern_length=1) is None
+    assert vthread.scan([thread], min_pattern_length=1).names == [None]
+    guard = vthread.Guard(max_repeats=2, min_chars=0)
+    assert not guard.push(_legacy_str(text + " "))  # type: ignore[arg-type]
+
+
 class _ReadsAsEmpty(dict):  # type: ignore[type-arg]
     """A dict whose own ``[]`` finds nothing: its ``get`` (dict.get) finds what it holds."""
 
