@@ -279,10 +279,51 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
     )
 
 
-def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False) -> ScanResult:
+def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False,
+                locate: bool = True) -> ScanResult:
+    """The scan of a batch in this process. ``locate``: an error raised once the core has
+    read the batch (the messages read again for a loop's record) is raised as a
+    RuntimeError naming the thread that raises it when scanned alone."""
     if anywhere:
-        return _scan_anywhere(threads)
-    raw = _core.scan_columns(threads, core_options(options), keep_read=True)
+        # Every loop of every thread (vthread.anywhere); each row describes its costliest.
+        from vthread.anywhere import core_text_run
+
+        raw = _core.message_screens(threads, core_text_run(), keep_read=True)
+    else:
+        raw = _core.scan_columns(threads, core_options(options), keep_read=True)
+    try:
+        if anywhere:
+            return scan_anywhere_in(raw, raw["threads"])  # the messages read, as below
+        return _verdicts_attributed(raw, options)
+    except Exception as error:
+        if not locate:
+            raise
+        # The core read every message and found the loops; reading a looping thread's
+        # messages again for its record failed, as it does when they changed meanwhile
+        # (another Python thread editing them, or a value's own code run when read). The
+        # batch is scanned once more, its answer of the state it then finds (a call racing
+        # edits may answer for either state); failing again, the thread that fails when
+        # scanned alone is named, its error the cause.
+        try:
+            return _scan_batch(threads, options, anywhere, locate=False)
+        except Exception:
+            pass
+        for index, thread in enumerate(threads):
+            try:
+                _scan_batch([thread], options, anywhere, locate=False)
+            except Exception as alone:
+                raise RuntimeError(
+                    f"thread {index}: the record of its loop could not be made from its "
+                    "messages read again (were they changed during the call?): "
+                    f"{type(alone).__name__}: {alone}") from alone
+        raise RuntimeError(
+            "the record of a loop could not be made from its thread's messages read again "
+            f"(were they changed during the call?): {type(error).__name__}: {error}"
+        ) from error
+
+
+def _verdicts_attributed(raw: dict[str, Any], options: CycleOptions) -> ScanResult:
+    """The verdicts of the columns the core read (``raw``), each loop attributed."""
     columns = columns_of(raw)
     result = verdicts(columns, options)
     looping = np.flatnonzero(result.codes).tolist()
@@ -485,15 +526,6 @@ def _distinct_calls(columns: Columns, row: int, messages: Sequence[Any],
     return calls
 
 
-def _scan_anywhere(threads: list[Any]) -> ScanResult:
-    """Every loop of every thread (:mod:`vthread.anywhere`); each row's fields describe its
-    costliest loop."""
-    from vthread.anywhere import core_text_run
-
-    raw = _core.message_screens(threads, core_text_run(), keep_read=True)
-    return scan_anywhere_in(raw, raw["threads"])  # the messages read, as _scan_batch says
-
-
 def scan_of_lines(raw: dict[str, Any], options: CycleOptions,
                   line_of: Callable[[int], bytes | memoryview],
                   messages_key: str | None = None, id_key: str | None = None) -> ScanResult:
@@ -550,7 +582,7 @@ def scan_anywhere_of_lines(raw: Mapping[str, Any], line_of: Callable[[int], byte
 
 def scan_anywhere_in(raw: Mapping[str, Any], threads: Sequence[Sequence[Mapping[str, Any]]],
                      lines: LineSource | None = None) -> ScanResult:
-    """:func:`_scan_anywhere` given the core's screens of the threads (see
+    """:func:`scan` with ``anywhere=True`` given the core's screens of the threads (see
     :func:`vthread.anywhere.find_loops_in`: ``threads[i]`` is read only for a thread that
     may loop)."""
     from vthread.anywhere import LOOP_KINDS, find_loops_in, loop_records_of
