@@ -375,6 +375,28 @@ def test_pretty_printed_runs_one_after_another_are_each_a_run(
     assert code == 0 and broken["error"].startswith("not valid JSON: ")
 
 
+def test_a_pretty_printed_run_then_compact_ones_are_each_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pretty-printed run followed by runs written a line each (`jq -c` output appended to
+    a `.traj`) gets the records of the same runs as one array, named .traj or .jsonl or read
+    from standard input: the compact lines do not make the file JSONL, whose pretty-printed
+    lines would each be an error record and whose looping run would be lost."""
+    runs = [{"id": f"r{i}", "messages": openai_loop() if i % 2 == 0 else openai_healthy()}
+            for i in range(3)]
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps(runs, indent=2))
+    expected = [dict(r, file=None) for r in records(run(["scan", str(array), "-q"],
+                                                        monkeypatch)[1])]
+    assert [r["id"] for r in expected] == ["r0", "r1", "r2"] and expected[0]["verdict"]
+    text = json.dumps(runs[0], indent=2) + "\n" + "".join(json.dumps(r) + "\n" for r in runs[1:])
+    for name in ("mixed.traj", "mixed.jsonl", "-"):
+        path = tmp_path / name
+        path.write_text(text)
+        argv = ["scan", str(path) if name != "-" else "-", "-q"]
+        code, out, _ = run(argv, monkeypatch, stdin=text.encode())
+        assert code == 0 and [dict(r, file=None) for r in records(out)] == expected, name
+
+
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONL file named .json is read line by line, as before documents were read."""
     rows = [{"id": 1, "messages": openai_loop()}, {"id": 2, "messages": openai_healthy()}]

@@ -2786,8 +2786,13 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
         # A minified document (one line) cut inside its first run: the core's split finds
         # no run to start from, yet it is the document cut short it looks like, not JSONL.
         minified = first[:1] in (b"[", b"{") and not rest.strip(b" \t\r\n")
-        if (first in (b"[", b"{") or minified) and not any(map(_holds_a_thread,
-                                                                 rest.split(b"\n"))):
+        pretty = first in (b"[", b"{")
+        values, where = _leading_values(data) if pretty or minified else ([], None)
+        # Whole values one after another, the first pretty-printed (no JSONL line is only a
+        # bracket), are each a document, whether later ones are pretty-printed or on a line
+        # each (`jq -c` output appended to a pretty-printed run).
+        if (pretty and values and where is None) or (
+                (pretty or minified) and not any(map(_holds_a_thread, rest.split(b"\n")))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
             # is a thread alone), or a minified one, that does not parse: the runs of the
             # whole values it begins with (pretty-printed runs one after another, as `jq
@@ -2795,7 +2800,6 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
             # where it breaks, not an error for each of its lines; the document is one not
             # read to its end (said, and counted in the summary, as a document split where
             # it breaks is).
-            values, where = _leading_values(data)
             if not values:
                 document.broken = f"{value.reason}; the document is not read past there"
                 return iter([]), "runs"
