@@ -18,24 +18,47 @@ type Costs<'py> = (Bound<'py, PyArray1<f64>>, Vec<usize>);
 /// Per message of `messages` (a list), its own token figure, or NaN where Python must
 /// decide (then its index is in the second list). None when `messages` is not a list of
 /// exact dicts: Python then checks and costs every message itself, naming a bad one.
+///
+/// With `decide` (Python's general rule: a message's own figure as JavaScript compares it,
+/// else the estimator's), each message the core cannot decide is decided by
+/// `decide(message, index)` in its turn, oldest first, and the second list is empty: the
+/// messages after it are read after that call, as production's oldest-first map reads them
+/// (an estimator may change a later message's own figure), and an error it raises ends the
+/// pass there.
 #[pyfunction]
-pub fn own_token_costs<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Option<Costs<'py>>> {
+#[pyo3(signature = (messages, decide = None))]
+pub fn own_token_costs<'py>(
+    messages: &Bound<'py, PyAny>,
+    decide: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Costs<'py>>> {
     let py = messages.py();
     let Ok(list) = messages.cast_exact::<PyList>() else {
         return Ok(None);
     };
+    if list
+        .iter()
+        .any(|message| !message.is_exact_instance_of::<PyDict>())
+    {
+        return Ok(None);
+    }
     let mut costs = Vec::with_capacity(list.len());
     let mut undecided = Vec::new();
     for (index, message) in list.iter().enumerate() {
         let Ok(message) = message.cast_exact::<PyDict>() else {
-            return Ok(None);
+            // (only a `decide` that changed the list, a copy of the caller's, gets here)
+            return Err(PyValueError::new_err(format!(
+                "messages[{index}] is no longer a dict"
+            )));
         };
         match own_figure(message)? {
             Some(figure) => costs.push(figure),
-            None => {
-                costs.push(f64::NAN);
-                undecided.push(index);
-            }
+            None => match decide {
+                Some(decide) => costs.push(decide.call1((message, index))?.extract::<f64>()?),
+                None => {
+                    costs.push(f64::NAN);
+                    undecided.push(index);
+                }
+            },
         }
     }
     Ok(Some((crate::numpy_array(py, costs)?, undecided)))

@@ -384,8 +384,8 @@ def test_a_list_changed_while_it_is_read_is_answered_as_it_was_at_the_call(
     thread = [{"type": "bot", "text": str(i % 2)} for i in range(50)]
     real = _core.own_token_costs
 
-    def costing_then_changed(messages: Any) -> Any:
-        read = real(messages)
+    def costing_then_changed(messages: Any, decide: Any = None) -> Any:
+        read = real(messages, decide)
         thread.append({"type": "bot", "text": "late"})  # the caller's list, not the copy
         return read
 
@@ -393,3 +393,36 @@ def test_a_list_changed_while_it_is_read_is_answered_as_it_was_at_the_call(
     result = vthread.build_thread(thread, max_tokens=10, estimate=lambda m: 1,
                                   pair_safe=pair_safe)
     assert [m["text"] for m in result.messages] == ["0", "1"] * 5
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_a_message_after_an_estimator_call_is_costed_after_it(plain: bool) -> None:
+    """Messages are costed oldest first, each in its turn, as production's map costs them: a
+    figure the estimator changes while costing an earlier message is read as changed. The
+    core read every plain figure before any estimator call, so the change went unseen (a
+    tester's). ``plain``: a list of dicts (the core's path), else a tuple (Python's)."""
+
+    def thread() -> list[dict[str, Any]]:
+        return [{"type": "user", "text": "a"},
+                {"type": "bot", "text": "b", "usage": {"tokens": 5}},
+                {"type": "bot", "text": "c"},
+                {"type": "bot", "text": "d", "usage": {"tokens": 5}}]
+
+    def build(builder: Any) -> tuple[list[str], float]:
+        messages = thread()
+        calls: list[str] = []
+
+        def estimate(message: dict[str, Any]) -> float:
+            calls.append(message["text"])
+            later = messages[1] if message["text"] == "a" else messages[3]
+            later["usage"]["tokens"] = 500  # a later message's own figure, changed
+            return 1
+
+        given = messages if plain else tuple(messages)
+        result = builder(given, max_tokens=100, estimate=estimate)
+        assert calls == ["a", "c"]
+        return [m["text"] for m in result.messages], result.tokens
+
+    expected = build(ref.build_thread)
+    assert expected == ([], 0.0)  # the newest message costs 500, over the budget
+    assert build(vthread.build_thread) == expected

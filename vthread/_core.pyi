@@ -151,10 +151,13 @@ def arrow_row_texts(
 
 def own_token_costs(
     messages: Any,
+    decide: Callable[[Any, int], float] | None = None,
 ) -> tuple[npt.NDArray[np.float64], list[int]] | None:
     """Per message of a list of exact dicts, its plain ``usage.tokens`` figure (a finite
     float or a 64-bit int >= 0), NaN where Python decides (indexes in the list); None when
-    ``messages`` is not a list of exact dicts."""
+    ``messages`` is not a list of exact dicts. With ``decide``, each message the core
+    cannot cost is costed by ``decide(message, index)`` in its turn, oldest first (the
+    list of indexes is then empty)."""
 
 def newest_fitting(
     messages: list[Any],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, Literal
 
 from vthread import _core
@@ -138,10 +139,12 @@ def build_thread(
         raise TypeError(f"inclusive must be a bool or a trim function, got {shown(inclusive)}")
 
     # Every message is costed up front, oldest first, as production does: an estimator
-    # sees each message exactly once, whichever of them end up in the thread. The core
-    # reads the plain figures of a list of dicts in one call; only the messages it leaves
-    # (no plain figure >= 0) are decided here, in order. Only the kept messages are copied
-    # (when taken): the answer is the same, and most of a long thread is not kept.
+    # sees each message exactly once, whichever of them end up in the thread, and a message
+    # after it is read after that call (an estimator may change its figure). The core
+    # reads the plain figures of a list of dicts in one pass; when it leaves some (no plain
+    # figure >= 0), it reads them all again, calling _cost for those in their turn. Only the
+    # kept messages are copied (when taken): the answer is the same, and most of a long
+    # thread is not kept.
     translated = view.own_costs()
     if translated is not None:
         # A chat message's tokens are those its translation carries, as vthread scan counts
@@ -153,7 +156,12 @@ def build_thread(
     else:
         figures, undecided = read
         if undecided:
-            figures[undecided] = [_cost(thread[i], i, estimate) for i in undecided]
+            # Read again, each message the core cannot cost decided by the general rule in
+            # its turn: the estimator is called there, and the messages after it are read
+            # after the call, as production's map reads them.
+            again = _core.own_token_costs(thread, partial(_cost, estimate=estimate))
+            assert again is not None  # the same list of dicts
+            figures = again[0]
         if format == "native" and not (keep_system or pair_safe or start_on is not None) and (
                 inclusive is False or inclusive is None):
             # The common shape, walked and copied in the core (the twin is below).
