@@ -54,6 +54,14 @@ def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, stdin: bytes = b"",
     return code, out.buffer.getvalue(), err.getvalue()
 
 
+def nothing_scanned(count: int, unit: str = "line") -> str:
+    """The warning closing a scan none of whose ``count`` records is a thread."""
+    what = (f"its one {unit} is an error record" if count == 1
+            else f"its {count} {unit}s are error records")
+    return (f"vthread scan: warning: no thread was scanned: {what} (--fail-on-error makes "
+            "that exit status 65)\n")
+
+
 def run_process(args: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """``python -m vthread ARGS`` in a subprocess, stdout and stderr piped."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -1132,11 +1140,11 @@ def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
     code, out, err = run(["scan", str(prose), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 3
     assert err == (f"vthread scan: {prose}: warning: none of its first 3 lines is JSON; each "
-                   "line is an error record (is it a trajectory file?)\n")
+                   "line is an error record (is it a trajectory file?)\n" + nothing_scanned(3))
     values = tmp_path / "values.jsonl"
     values.write_text('{"x": 1}\n7\n')
     code, out, err = run(["scan", str(values), "-q"], monkeypatch)
-    assert (code, len(records(out)), err) == (0, 2, "")
+    assert (code, len(records(out)), err) == (0, 2, nothing_scanned(2))
 
 
 def test_a_pretty_printed_document_piped_in_is_read_whole(
@@ -1303,5 +1311,6 @@ def test_a_scans_records_given_back_are_said_to_be_records(
     code, out, err = run(["scan", str(own), "-q"], monkeypatch)
     assert code == 0 and "error" in records(out)[0]
     assert err == (f"vthread scan: {own}: warning: it holds vthread scan's records, not runs; "
-                   f"each line is an error record (vthread report {own} reads them back)\n")
+                   f"each line is an error record (vthread report {own} reads them back)\n"
+                   + nothing_scanned(1))
     assert run(["scan", str(runs), "-q"], monkeypatch)[2] == ""

@@ -14,6 +14,7 @@ import pytest
 from arrow_buffers import message_lists, raw_strings
 
 from benchmarks.workload import generate_threads, to_openai
+from tests.test_cli import nothing_scanned
 from vthread import cli
 
 pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (pip install vthread[arrow])")
@@ -79,7 +80,7 @@ def test_parquet_records_given_back_are_said_to_be_records(
     assert all("is a number, not an array" in record["error"] for record in records)
     assert err == (f"vthread scan: {own}: warning: it holds vthread scan's records, not "
                    f"runs; each row is an error record (vthread report {own} reads them "
-                   "back)\n")
+                   "back)\n" + nothing_scanned(120, "row"))
 
 
 def test_graded_runs_in_parquet_are_runs(tmp_path: Path,

@@ -1176,3 +1176,52 @@ def test_a_token_figure_counts_as_the_double_javascript_reads(
     built = [build_thread(thread[:1], max_tokens=math.inf, estimate=lambda m: 0.0).tokens
              for thread in threads]
     assert built == [1e30, 1e30, 2.0**53, 2.0**53, 0.0, 7.0]
+
+
+def test_fail_on_error_fails_a_gate_that_checked_nothing_or_met_a_bad_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fail-on-error exits 65 when any record is an error or no thread was scanned, after
+    writing every record; a loop with --fail-on-loop is still 1. Without it such a run exits
+    0, as before, and a run that scanned no thread says so on stderr, -q or not: a CI gate
+    reading the exit status alone passed having checked nothing."""
+    good = lines_file(tmp_path / "good.jsonl", 3)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(good.read_bytes() + b'{"id": 9, "messages": [\n')
+    runs_elsewhere = tmp_path / "elsewhere.jsonl"
+    runs_elsewhere.write_text('{"id": 1, "turns": [{"type": "bot", "text": "x"}]}\n' * 2)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    looping = tmp_path / "loop.jsonl"
+    looping.write_text(json.dumps({"id": 1, "messages": [{"type": "bot", "text": "x"}] * 4})
+                       + "\n{\n")
+    for path, plain, failing, written, nothing in (
+            (good, 0, 0, 3, False), (bad, 0, 65, 4, False), (runs_elsewhere, 0, 65, 2, True),
+            (empty, 0, 65, 0, True)):
+        for quiet in ([], ["-q"]):
+            code, out, err = run(["scan", str(path), *quiet], monkeypatch)
+            assert code == plain and len(records(out)) == written, path
+            assert ("no thread was scanned" in err) is nothing, (path, err)
+            code, out, err = run(["scan", str(path), "--fail-on-error", *quiet], monkeypatch)
+            assert code == failing and len(records(out)) == written, path
+    assert run(["scan", str(looping), "--fail-on-error", "--fail-on-loop"], monkeypatch)[0] == 1
+    assert run(["scan", str(looping), "--fail-on-error"], monkeypatch)[0] == 65
+    code, _, err = run(["scan", "--fail-on-error"], monkeypatch, stdin=b"")
+    assert code == 65 and "no thread was scanned: the input held none" in err
+
+
+def test_a_key_option_swallowing_the_file_is_caught(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no FILE, a key option whose value names a file (``--id-key runs.json``, the key
+    forgotten) is a usage error at a terminal, where the bundled sample was scanned in its
+    place, and a warning when standard input is read (a CI job's /dev/null)."""
+    runs = lines_file(tmp_path / "runs.jsonl", 2)
+    monkeypatch.chdir(tmp_path)
+    for flag in ("--id-key", "--messages-key"):
+        code, out, err = run(["scan", flag, runs.name], monkeypatch, tty_in=True)
+        assert code == 2 and out == b""
+        assert f"no FILE given, and {flag} {runs.name} names a file" in err
+        code, out, err = run(["scan", flag, runs.name], monkeypatch, stdin=b"")
+        assert code == 0 and f"names a file: give the key first, then the FILE ({flag} KEY " \
+            f"{runs.name}); reading standard input" in err
+    code, out, _ = run(["scan", "--id-key", "id", runs.name], monkeypatch)
+    assert code == 0 and [r["id"] for r in records(out)] == [0, 1]

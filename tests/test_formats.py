@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.strategies import function_call_texts
 from tests.test_attribution import PNG
-from tests.test_cli import ROOT, SAMPLES, records, run, write_jsonl
+from tests.test_cli import ROOT, SAMPLES, nothing_scanned, records, run, write_jsonl
 from vthread import describe_thread_cycle, scan
 from vthread.adapters import (
     FormatConflictError,
@@ -332,7 +332,7 @@ def test_a_broken_pretty_printed_run_with_empty_containers_is_one_error_record(
     (broken,) = records(out)
     assert code == 0 and broken["error"].startswith("not valid JSON: ")
     assert broken["error"].endswith("; the document is not read past there")
-    assert err == f"vthread scan: {path}: {broken['error']}\n"
+    assert err == f"vthread scan: {path}: {broken['error']}\n" + nothing_scanned(1, "run")
 
 
 def test_pretty_printed_runs_one_after_another_are_each_a_run(
@@ -449,7 +449,8 @@ def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
         f'vthread scan: {document}: none of its first 3 runs has "{key}" ({flag}): '
         f'{outcome}; the first has "id", "messages"'
         for key, flag, outcome in (("steps", "--messages-key", "each is an error record"),
-                                   ("name", "--id-key", "their ids are null"))]
+                                   ("name", "--id-key", "their ids are null"))] + [
+        nothing_scanned(3, "run").rstrip("\n")]
     assert run(["scan", str(document), "-q", "--id-key", "id"], monkeypatch)[2] == ""
     # A document that is one run's messages stays one run under a key it does not use.
     document.write_text(json.dumps(openai_healthy()))
@@ -1546,7 +1547,8 @@ def test_a_minified_document_cut_inside_its_first_run_is_a_document_cut_short(
         assert code == 0 and broken["line"] == 1 and broken["id"] is None
         assert broken["error"].startswith(f"not valid JSON: {why}")
         assert broken["error"].endswith("; the document is not read past there")
-        assert err == f"vthread scan: {path}: {broken['error']}\n"
+        assert err == (f"vthread scan: {path}: {broken['error']}\n"
+                       + nothing_scanned(1, "run"))
         said = json.loads(summary.read_text())
         assert said["cut_short"] == [{"file": str(path), "why": broken["error"]}]
         assert (said["unit"], said["lines"]) == ("run", 1)  # (it said "line")

@@ -30,10 +30,13 @@ TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it k
 IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
 INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
 MEMORY_EXIT: Final = 71  # EX_OSERR in sysexits.h: the system could not give the memory asked
+DATA_EXIT: Final = 65  # EX_DATAERR in sysexits.h: --fail-on-error, and a record is an error
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
   1    --fail-on-loop and some thread loops
+  65   --fail-on-error and some record is an error, or no thread was scanned
+       (and no thread loops, with --fail-on-loop)
   2    usage error, unreadable input, output that is an input, or with --strict
        the first bad line
   70   internal error (a bug: the traceback is on standard error; please report it)
@@ -299,7 +302,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="stop at the first bad line (exit status 2)")
     scan_.add_argument("--fail-on-loop", action="store_true",
                        help="exit with status 1 when any thread loops (for CI gates); a bad "
-                       "line is no loop: add --strict to fail on one (status 2)")
+                       "line is no loop: add --fail-on-error (status 65) or --strict (status "
+                       "2) to fail on one")
+    scan_.add_argument("--fail-on-error", action="store_true",
+                       help="exit with status 65 when any record is an error (a bad line, a "
+                       "file that cannot be read among several) or no thread was scanned at "
+                       "all, after every record is written (for CI gates that must not pass "
+                       "having checked nothing)")
     scan_.add_argument("--only-loops", action="store_true",
                        help="write only the records of threads that loop, and error records "
                        "(so no failure goes unseen); the summary still counts every line")

@@ -104,12 +104,14 @@ dashboard never reads a stale summary; ``"unit"`` says what ``"lines"`` counts (
 the CPUs this process may use and at the chunks there are (:func:`_worker_count`).
 
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
-any thread loops, and for nothing else; 2 on a usage error, an unreadable input, an output
-that is one of the inputs or, with ``--strict``, a bad line; 70 on an internal error (a bug,
-its traceback on stderr); 74 (``EX_IOERR``) when the records or the ``--summary`` file cannot
-be written (a full disk, a path that cannot be made, standard output closed); 130 on Ctrl-C;
-141 when standard output is closed early (``vthread scan big.jsonl | head``), quietly, as
-``vthread guard`` does. A closed or failing standard error loses the messages, not the run.
+any thread loops, and for nothing else; 65 (``EX_DATAERR``) with ``--fail-on-error`` when a
+record is an error or no thread was scanned (and none loops, with ``--fail-on-loop``); 2 on
+a usage error, an unreadable input, an output that is one of the inputs or, with
+``--strict``, a bad line; 70 on an internal error (a bug, its traceback on stderr); 74
+(``EX_IOERR``) when the records or the ``--summary`` file cannot be written (a full disk, a
+path that cannot be made, standard output closed); 130 on Ctrl-C; 141 when standard output
+is closed early (``vthread scan big.jsonl | head``), quietly, as ``vthread guard`` does. A
+closed or failing standard error loses the messages, not the run.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ import numpy.typing as npt
 from vthread import _core
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
+    DATA_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
     LOOP_EXIT,
@@ -736,6 +739,15 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             say(f"vthread scan: {warning}")
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
+    scanned = stats.lines - stats.errors
+    if failure is None and scanned == 0:
+        # (a CI gate reading the exit status alone passed having checked nothing)
+        unit = _unit(units)
+        why = ("the input held none" if not stats.lines
+               else f"its one {unit} is an error record" if stats.lines == 1
+               else f"its {stats.lines:,} {unit}s are error records")
+        say(f"vthread scan: warning: no thread was scanned: {why}"
+            + ("" if options.fail_on_error else " (--fail-on-error makes that exit status 65)"))
     if failure is not None:
         code, message = failure
         if code != BROKEN_PIPE_EXIT:
@@ -753,7 +765,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             return IO_EXIT if failure is None else failure[0]
     if failure is not None:
         return failure[0]
-    return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+    if options.fail_on_loop and stats.loops:
+        return LOOP_EXIT
+    return DATA_EXIT if options.fail_on_error and (stats.errors or scanned == 0) else 0
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
@@ -975,6 +989,17 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     }
 
 
+def _swallowed_file(options: argparse.Namespace) -> str | None:
+    """With no FILE given: what to say when the value of a key option names a file or a
+    directory, which was most likely the FILE, taken as the key (``--id-key runs.json``,
+    the key forgotten); None otherwise."""
+    for flag, key in (("--id-key", options.id_key), ("--messages-key", options.messages_key)):
+        if key is not None and os.path.exists(key):
+            return (f"no FILE given, and {flag} {key} names a file: give the key first, then "
+                    f"the FILE ({flag} KEY {key})")
+    return None
+
+
 def _unit(units: set[str]) -> str:
     """What the inputs' lines are, in one word: ``line`` (JSONL), ``run`` (a JSON
     document's), ``sample`` (an Inspect log's), ``row`` (Parquet), or ``record`` for inputs
@@ -1035,6 +1060,12 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
             # is its own error record, said, and the others are still read.
             listed.update(name for name in files if name != "-")
         return files, frozenset(listed), frozenset(walked)
+    swallowed = _swallowed_file(options)
+    if swallowed is not None and (sys.stdin is None or _is_tty(sys.stdin)):
+        say(f"vthread scan: error: {swallowed}")
+        return None
+    if swallowed is not None:
+        say(f"vthread scan: warning: {swallowed}; reading standard input")
     if sys.stdin is None:
         # A job started with standard input closed (<&-) that named no FILE: an
         # error, not the sample's records passed off as its own.
