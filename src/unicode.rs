@@ -1,19 +1,19 @@
 //! Character classes the guard and the text-run check need, as the reference reads them:
 //! JavaScript's whitespace set and the guard's word normal form (lower-cased, only Unicode
-//! letters and numbers kept).
+//! letters and numbers kept), and the classes of Python's `re` the masking pattern uses.
 //!
-//! The normal form must be, byte for byte, what the Python layer's `vthread.guard.normalize`
-//! gives on the interpreter the package runs on: `str.lower` (with CPython's Final_Sigma rule
-//! for U+03A3) and `unicodedata`'s general categories. Rust's `to_lowercase` and
-//! `is_alphanumeric` follow the toolchain's Unicode version and other properties (Alphabetic
-//! is not `L*`: U+0345 is Alphabetic but `Mn`), so the tables in `unicode_tables.rs` are
-//! generated from Python itself by `tools/unicode_tables.py`, and a test fails when they no
-//! longer match the interpreter. JavaScript's whitespace is a fixed list that no Unicode
-//! version changes, so it stays a `match`.
+//! The normal form must be, byte for byte, what production's `toLowerCase` and
+//! `[\p{L}\p{N}]` give under Node 20, as the Python layer's `vthread.guard.normalize` gives
+//! it too: Rust's `to_lowercase` and `is_alphanumeric` follow the toolchain's Unicode version
+//! and other properties (Alphabetic is not `L*`: U+0345 is Alphabetic but `Mn`), so the
+//! tables in `unicode_tables.rs` are generated from Node's own reading of every code point
+//! (kept in `vthread/_js_unicode_tables.py`) by `tools/unicode_tables.py`, and a test fails
+//! when the two files no longer agree. JavaScript's whitespace is a fixed list that no
+//! Unicode version changes, so it stays a `match`.
 
 use crate::unicode_tables::{
-    CASED, CASE_IGNORABLE, DECIMAL, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED, NOT_PRINTABLE,
-    UNASSIGNED,
+    CASED, CASE_IGNORABLE, DECIMAL, JS_LETTER_OR_NUMBER, LETTER_OR_NUMBER, LOWER, LOWER_EXPANDED,
+    NOT_PRINTABLE, UNASSIGNED,
 };
 
 const CAPITAL_SIGMA: u32 = 0x3A3;
@@ -135,20 +135,25 @@ pub fn keeps_anything(c: u32) -> bool {
     if after > 0 {
         let (first, last, step, delta) = LOWER[after - 1];
         if c <= last && (c - first) % step == 0 {
-            return is_letter_or_number(c.wrapping_add_signed(delta));
+            return is_js_letter_or_number(c.wrapping_add_signed(delta));
         }
     }
     if let Ok(at) = LOWER_EXPANDED.binary_search_by_key(&c, |&(from, _)| from) {
         return LOWER_EXPANDED[at]
             .1
             .chars()
-            .any(|lower| is_letter_or_number(u32::from(lower)));
+            .any(|lower| is_js_letter_or_number(u32::from(lower)));
     }
-    is_letter_or_number(c)
+    is_js_letter_or_number(c)
 }
 
-/// Whether the general category of `c` is a letter or a number (`L*`, `N*`), as
-/// `unicodedata.category` gives it.
+/// Whether JavaScript's `/[\p{L}\p{N}]/u` matches `c` (under Node 20): what the guard keeps.
+pub fn is_js_letter_or_number(c: u32) -> bool {
+    in_ranges(&JS_LETTER_OR_NUMBER, c)
+}
+
+/// Whether the general category of `c` is a letter or a number (`L*`, `N*`), as Python's
+/// `unicodedata.category` gives it: `re`'s `\w` in a `str` pattern, besides `_`.
 pub fn is_letter_or_number(c: u32) -> bool {
     in_ranges(&LETTER_OR_NUMBER, c)
 }
@@ -176,8 +181,8 @@ fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
     after > 0 && c <= ranges[after - 1].1
 }
 
-/// Append the kept characters of `chr(c).lower()` (`c` not U+03A3, whose lower case depends
-/// on its neighbours).
+/// Append the kept characters of `c` lower-cased alone (`c` not U+03A3, whose lower case
+/// depends on its neighbours).
 fn push_lower_kept(c: u32, out: &mut Vec<u8>) {
     let after = LOWER.partition_point(|&(first, ..)| first <= c);
     if after > 0 {
@@ -197,7 +202,7 @@ fn push_lower_kept(c: u32, out: &mut Vec<u8>) {
 }
 
 fn push_kept(c: u32, out: &mut Vec<u8>) {
-    if is_letter_or_number(c) {
+    if is_js_letter_or_number(c) {
         push_utf8(c, out);
     }
 }
@@ -210,11 +215,13 @@ fn push_utf8(c: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// CPython's `handle_capital_sigma`, for the capital sigma at `piece[at]`: it lower-cases
+/// Unicode's Final_Sigma rule (ICU's, which JavaScript's `toLowerCase` applies, and
+/// CPython's `handle_capital_sigma`), for the capital sigma at `piece[at]`: it lower-cases
 /// to the final form when a cased character precedes it and none follows it,
 /// case-ignorable characters skipped both ways (the `CASED` table leaves out characters
-/// that are also case-ignorable: CPython skips those before it asks). Beyond the piece's
-/// ends, `context` answers; None when the answer lies in pieces still to come.
+/// that are also case-ignorable: they are skipped before a character is asked whether it
+/// is cased). Beyond the piece's ends, `context` answers; None when the answer lies in
+/// pieces still to come.
 fn final_sigma(piece: &[u32], at: usize, context: SigmaContext) -> Option<bool> {
     let before = piece[..at].iter().rev().find(|&&c| !is_case_ignorable(c));
     if !before.map_or(context.cased_before, |&c| in_ranges(&CASED, c)) {
@@ -390,6 +397,7 @@ mod tests {
     #[test]
     fn tables_are_sorted_and_disjoint() {
         for ranges in [
+            &JS_LETTER_OR_NUMBER[..],
             &LETTER_OR_NUMBER[..],
             &DECIMAL[..],
             &CASED[..],

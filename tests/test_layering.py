@@ -23,6 +23,7 @@ SHARED: Final = frozenset({
     "vthread._options",  # option resolution, as production resolves them
     "vthread._jsvalue",  # JavaScript value semantics: canonical text, UTF-16 lengths
     "vthread.textrun",  # the sentence units of a text (the text-run heuristic)
+    "vthread._js_unicode_tables",  # Node's Unicode data: what toLowerCase and \p{L} read
 })
 """What the reference may build on, directly or through each other: definitions, not the
 algorithms the property tests compare."""

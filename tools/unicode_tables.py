@@ -1,42 +1,53 @@
-"""Write ``src/unicode_tables.rs``: the tables behind the core's word normal form.
+"""Write ``src/unicode_tables.rs``: the tables behind the core's Unicode rules.
 
-The guard's normal form of a word is ``vthread.guard.normalize``: the word lower-cased by
-``str.lower``, then only the characters whose general category is a letter or a number
-kept. The core must give that string for every input, so its tables are read from the
-interpreter the package runs on, not from another Unicode library:
+Two sources, one per rule's owner:
 
-- ``LETTER_OR_NUMBER``: the code points whose ``unicodedata.category`` is ``L*`` or ``N*``.
-- ``LOWER`` and ``LOWER_EXPANDED``: ``chr(c).lower()`` for every code point it changes (one
-  code point, or several).
-- ``DECIMAL``: the code points Python's ``re`` takes for ``\\d`` in a ``str`` pattern
-  (``str.isdecimal``), for ``vthread.volatile``'s masking pattern, which the core runs too.
-  Its ``\\w`` (``str.isalnum``, and ``_``) is ``LETTER_OR_NUMBER``: checked, not tabled twice.
-- ``NOT_PRINTABLE``: the non-ASCII code points ``str.isprintable`` refuses, which ``repr``
-  of a ``str`` escapes (a loop's signature hashes the ``repr`` of what repeats), and
-  ``UNASSIGNED`` (category ``Cn``): a later Unicode may assign and print them, so the core
-  leaves a name holding one to the running interpreter's ``repr``.
-- ``CASED`` and ``CASE_IGNORABLE``: the two properties of CPython's Final_Sigma rule
-  (``handle_capital_sigma`` in ``Objects/unicodeobject.c``), which lower-cases U+03A3 to
-  U+03C2 after a cased character (case-ignorable ones skipped) unless a cased character
-  follows (case-ignorable ones skipped). ``unicodedata`` does not expose either property,
-  so they are read off ``str.lower`` itself and the reading is checked by further probes.
+- **JavaScript's**, for the guard's word normal form (production lower-cases a word with
+  ``toLowerCase`` and keeps ``[\\p{L}\\p{N}]``, under Node 20): read from Node itself by
+  ``--from-node`` into ``vthread/_js_unicode_tables.py`` (the data Python's twin reads too),
+  and from that module into the Rust file:
+
+  - ``JS_LETTER_OR_NUMBER``: the code points ``/[\\p{L}\\p{N}]/u`` matches.
+  - ``LOWER`` and ``LOWER_EXPANDED``: ``String.fromCodePoint(c).toLowerCase()`` for every code
+    point it changes (one code point, or several).
+  - ``CASED`` and ``CASE_IGNORABLE``: the two properties of the Final_Sigma rule, by which
+    U+03A3 lower-cases to U+03C2 after a cased character (case-ignorable ones skipped) unless
+    a cased character follows (case-ignorable ones skipped), read off ``toLowerCase`` itself.
+
+- **Python's**, for what the core does as Python does it, read from the interpreter:
+
+  - ``LETTER_OR_NUMBER``: the code points whose ``unicodedata.category`` is ``L*`` or ``N*``,
+    which is ``re``'s ``\\w`` (``str.isalnum``, and ``_``) for ``vthread.volatile``'s masking
+    pattern, which the core runs too (checked, not tabled twice).
+  - ``DECIMAL``: the code points ``re`` takes for ``\\d`` in a ``str`` pattern
+    (``str.isdecimal``), for the same pattern.
+  - ``NOT_PRINTABLE``: the non-ASCII code points ``str.isprintable`` refuses, which ``repr``
+    of a ``str`` escapes (a loop's signature hashes the ``repr`` of what repeats), and
+    ``UNASSIGNED`` (category ``Cn``): a later Unicode may assign and print them, so the core
+    leaves a name holding one to the running interpreter's ``repr``.
 
 Run from the repository root; ``--check`` compares instead of writing (exit status 1 on a
 difference), which is what the test suite does, so a Python with newer Unicode data fails
-the tests until the tables are regenerated.
+the tests until the tables are regenerated. ``--from-node`` reads JavaScript's data from
+``node`` (which must be Node 20, production's runtime) before writing.
 
-    python tools/unicode_tables.py [--check]
+    python tools/unicode_tables.py [--check] [--from-node]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import importlib
+import json
+import subprocess
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
+
+# Run as a script from the repository root: the package beside it is the one read.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 #: The generated file, relative to the repository root.
 OUTPUT: Final = Path("src/unicode_tables.rs")
@@ -46,7 +57,6 @@ COMMAND: Final = "python tools/unicode_tables.py"
 CODE_POINTS: Final = 0x11_0000
 
 _SIGMA: Final = "\u03a3"
-_FINAL: Final = "\u03c2"
 _MEDIAL: Final = "\u03c3"
 #: ``str.isspace``'s code points, as ``src/adapters.rs`` (``is_python_space``) lists them.
 PYTHON_SPACES: Final = [*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680,
@@ -99,29 +109,101 @@ def is_unassigned(c: int) -> bool:
     return unicodedata.category(chr(c)) == "Cn"
 
 
-def is_cased(c: int) -> bool:
-    """Cased and not case-ignorable: after it (nothing else before), Σ is final."""
-    return (chr(c) + _SIGMA).lower()[-1] == _FINAL
+#: Node's reading of every code point: which are letters or numbers, what each lower-cases
+#: to alone, and which are cased or case-ignorable (probed through Final_Sigma).
+_NODE_READING: Final = r"""
+const letterOrNumber = /^[\p{L}\p{N}]$/u;
+const out = {node: process.version, icu: process.versions.icu,
+             unicode: process.versions.unicode, letters: [], lower: [], cased: [],
+             ignorable: []};
+for (let c = 0; c < 0x110000; c++) {
+  if (c >= 0xD800 && c <= 0xDFFF) continue;
+  const s = String.fromCodePoint(c);
+  if (letterOrNumber.test(s)) out.letters.push(c);
+  const l = s.toLowerCase();
+  if (l !== s) out.lower.push([c, l]);
+  if ((s + "\u03a3").toLowerCase().endsWith("\u03c2")) out.cased.push(c);
+  else if (("A" + s + "\u03a3").toLowerCase().endsWith("\u03c2")) out.ignorable.push(c);
+}
+process.stdout.write(JSON.stringify(out));
+"""
+#: The generated module of JavaScript's data, relative to the repository root.
+JS_MODULE: Final = Path("vthread/_js_unicode_tables.py")
 
 
-def is_case_ignorable(c: int) -> bool:
-    """Case-ignorable: skipped on the way back from Σ to a cased character.
+def ranges_of(points: Iterable[int]) -> Ranges:
+    """Sorted code points as sorted, disjoint, non-adjacent inclusive ranges."""
+    out: Ranges = []
+    for c in points:
+        if out and out[-1][1] == c - 1:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return out
 
-    Between a cased character and Σ, a character leaves Σ final exactly when it is skipped
-    or is itself cased and not skipped; the latter is :func:`is_cased`.
-    """
-    return ("A" + chr(c) + _SIGMA).lower()[-1] == _FINAL and not is_cased(c)
+
+def node_reading(node: str = "node") -> dict[str, Any]:
+    """What ``node`` says of every code point (:data:`_NODE_READING`)."""
+    done = subprocess.run([node, "-e", _NODE_READING], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{node} failed: {done.stderr.strip()}")
+    reading: dict[str, Any] = json.loads(done.stdout)
+    if not reading["node"].startswith("v20."):
+        raise SystemExit(f"{node} is Node {reading['node']}: production runs under Node 20")
+    return reading
 
 
-def lowerings() -> tuple[list[Lowering], list[tuple[int, str]]]:
-    """``chr(c).lower()`` wherever it differs from ``chr(c)``: single code points as ranges
-    of a common step and delta, expansions to several code points one by one."""
+def js_module_text(reading: dict[str, Any]) -> str:
+    """The text of :data:`JS_MODULE` for Node's ``reading``."""
+
+    def table(name: str, doc: str, ranges: Ranges) -> str:
+        items = [f"(0x{first:04X}, 0x{last:04X})," for first, last in ranges]
+        return f"{name}: Final = (\n{_rows(items)}\n)\n{doc}\n"
+
+    lower = [f"0x{c:04X}: {_python_str(text)}," for c, text in reading["lower"]]
+    return "\n".join([
+        '"""JavaScript\'s Unicode data behind the guard\'s word normal form, as Node '
+        f'{reading["node"]}',
+        f"(ICU {reading['icu']}, Unicode {reading['unicode']}) reads it: production lower-cases a "
+        "word with",
+        "``toLowerCase`` and keeps ``[\\\\p{L}\\\\p{N}]``.",
+        "",
+        f"Generated by ``{COMMAND} --from-node``; do not edit.",
+        "",
+        "Every range is inclusive; each table is sorted, its ranges disjoint.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Final",
+        "",
+        f'NODE: Final = "{reading["node"]}"',
+        f'UNICODE_VERSION: Final = "{reading["unicode"]}"',
+        "",
+        table("LETTER_OR_NUMBER", '"""The code points ``/[\\\\p{L}\\\\p{N}]/u`` matches."""',
+              ranges_of(reading["letters"])),
+        "LOWER: Final = {",
+        _rows(lower),
+        "}",
+        '"""``String.fromCodePoint(c).toLowerCase()`` for each code point it changes (alone:',
+        'U+03A3 lower-cases by its neighbours, see :data:`CASED`)."""',
+        "",
+        table("CASED", '"""Final_Sigma\'s cased characters, less the case-ignorable ones (which '
+              'are skipped\nbefore a character is asked whether it is cased)."""',
+              ranges_of(reading["cased"])),
+        table("CASE_IGNORABLE", '"""Final_Sigma\'s case-ignorable characters: skipped when '
+              'looking for a cased one."""', ranges_of(reading["ignorable"])),
+    ]).rstrip("\n") + "\n"
+
+
+def lowerings(mapping: dict[int, str]) -> tuple[list[Lowering], list[tuple[int, str]]]:
+    """``mapping`` (code point to its lower case, where it changes), single code points as
+    ranges of a common step and delta, expansions to several code points one by one."""
     single: list[Lowering] = []
     expanded: list[tuple[int, str]] = []
-    for c in range(CODE_POINTS):
-        lower = chr(c).lower()
-        if lower == chr(c):
-            continue
+    for c in sorted(mapping):
+        lower = mapping[c]
         if len(lower) > 1:
             expanded.append((c, lower))
             continue
@@ -133,69 +215,12 @@ def lowerings() -> tuple[list[Lowering], list[tuple[int, str]]]:
                 single[-1] = (first, c, gap, delta)
                 continue
         single.append((c, c, 1, delta))
+    # The compression must give back the mapping, code point for code point.
+    back = {c: chr(c + delta) for first, last, step, delta in single
+            for c in range(first, last + 1, step)}
+    back.update(expanded)
+    _require(back == mapping, "the lower-case table does not give back its mapping")
     return single, expanded
-
-
-def _chunks(text: str, size: int) -> Iterable[str]:
-    return (text[i : i + size] for i in range(0, len(text), size))
-
-
-def verify(cased: Ranges, ignorable: Ranges, single: list[Lowering],
-           expanded: list[tuple[int, str]]) -> None:
-    """Check the tables against ``str.lower`` beyond the probes that made them.
-
-    Raises :class:`TableError` where the model of CPython's lower-casing they encode (per
-    code point, except Σ by its two properties) predicts another string than ``str.lower``.
-    """
-    cased_set = {c for first, last in cased for c in range(first, last + 1)}
-    ignorable_set = {c for first, last in ignorable for c in range(first, last + 1)}
-    _require(not cased_set & ignorable_set, "a code point is both cased and case-ignorable")
-    _require(ord(_SIGMA) in cased_set and 0x0345 in ignorable_set, "Σ or U+0345 misread")
-    lower_map = {c: chr(c + delta) for first, last, step, delta in single
-                 for c in range(first, last + 1, step)}
-    lower_map.update(expanded)
-    for c in range(CODE_POINTS):
-        _require(lower_map.get(c, chr(c)) == chr(c).lower(), hex(c))
-
-    def model(text: str) -> str:
-        out = []
-        for i, ch in enumerate(text):
-            if ch != _SIGMA:
-                out.append(lower_map.get(ord(ch), ch))
-                continue
-            before = next((d for d in reversed(text[:i]) if ord(d) not in ignorable_set), None)
-            after = next((d for d in text[i + 1 :] if ord(d) not in ignorable_set), None)
-            final = (before is not None and ord(before) in cased_set
-                     and (after is None or ord(after) not in cased_set))
-            out.append(_FINAL if final else _MEDIAL)
-        return "".join(out)
-
-    every = [chr(c) for c in range(CODE_POINTS)]
-    # The forward half of the rule, which the reading above never exercised, classifies every
-    # code point again: after Σ, a cased one makes Σ medial, and so does a case-ignorable one
-    # when a cased one follows it. Two in a row before Σ read both properties once more.
-    for ch in every:
-        cased_here = ord(ch) in cased_set
-        either = cased_here or ord(ch) in ignorable_set
-        after = _MEDIAL if cased_here else _FINAL
-        _require(("A" + _SIGMA + ch).lower()[1] == after, hex(ord(ch)))
-        _require(("A" + _SIGMA + "\u0345" + ch).lower()[1] == after, hex(ord(ch)))
-        _require(("A" + _SIGMA + ch + "b").lower()[1] == (_MEDIAL if either else _FINAL),
-                 hex(ord(ch)))
-        _require(("A" + ch + ch + _SIGMA).lower()[-1] == (_FINAL if either else _MEDIAL),
-                 hex(ord(ch)))
-    # Chains of case-ignorable characters, both ways, and random mixtures.
-    chain = "".join(chr(c) for c in sorted(ignorable_set))
-    probes = [text for piece in _chunks(chain, 7)
-              for text in ("A" + piece + _SIGMA, "A" + _SIGMA + piece, "A" + _SIGMA + piece + "b",
-                           piece + _SIGMA + piece, "A" + piece + _SIGMA + piece + "B")]
-    rng = random.Random(20240607)
-    pool = ([chr(c) for c in sorted(cased_set)] + [chr(c) for c in sorted(ignorable_set)]
-            + [_SIGMA] * 200 + [" ", "1", "\ud800", "\udc00", "\u0130"] * 20)
-    probes += ["".join(rng.choices(pool, k=rng.randint(1, 12))) for _ in range(20_000)]
-    probes += ["".join(rng.choices(every, k=rng.randint(1, 40))) for _ in range(2_000)]
-    for text in probes:
-        _require(text.lower() == model(text), ascii(text))
 
 
 class TableError(Exception):
@@ -223,13 +248,21 @@ def _range_table(name: str, doc: str, ranges: Ranges) -> str:
             f"{_rows(items)}\n];\n")
 
 
+def _python_str(text: str) -> str:
+    """``text`` as a Python string literal in double quotes, non-ASCII escaped."""
+    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+
+
 def _rust_str(text: str) -> str:
     return '"' + "".join(ch if ch.isascii() and ch.isalnum() else f"\\u{{{ord(ch):X}}}"
                          for ch in text) + '"'
 
 
 def render() -> str:
-    """The text of ``src/unicode_tables.rs`` for this interpreter."""
+    """The text of ``src/unicode_tables.rs`` for this interpreter and the committed
+    JavaScript data (:data:`JS_MODULE`)."""
+    from vthread import _js_unicode_tables as js
+
     letters = ranges_where(is_letter_or_number)
     # re's \w (besides "_") is LETTER_OR_NUMBER on every Python so far; the core relies on it.
     # The core's test of a time-naming key (src/volatile.rs) relies on the only non-ASCII
@@ -240,33 +273,41 @@ def render() -> str:
     _require([c for c in range(CODE_POINTS) if chr(c).isspace()] == PYTHON_SPACES,
              "str.isspace is not the list in src/adapters.rs (is_python_space)")
     _require(ranges_where(is_word) == letters, "str.isalnum is not the L* and N* categories")
-    decimal = ranges_where(is_decimal)
-    cased = ranges_where(is_cased)
-    ignorable = ranges_where(is_case_ignorable)
-    single, expanded = lowerings()
-    verify(cased, ignorable, single, expanded)
+    # The guard's rules of Σ (src/unicode.rs) rely on these.
+    _require(js.LOWER[ord(_SIGMA)] == _MEDIAL, "U+03A3 does not lower-case to U+03C3 alone")
+    cased = {c for first, last in js.CASED for c in range(first, last + 1)}
+    ignorable = {c for first, last in js.CASE_IGNORABLE for c in range(first, last + 1)}
+    _require(ord(_SIGMA) in cased and 0x0345 in ignorable and not cased & ignorable,
+             "JavaScript's cased and case-ignorable characters are misread")
+    single, expanded = lowerings(dict(js.LOWER))
     version = sys.version_info
     lower_items = [f"(0x{first:04X}, 0x{last:04X}, {step}, {delta})," for first, last, step, delta
                    in single]
     expanded_items = [f"    (0x{c:04X}, {_rust_str(text)})," for c, text in expanded]
     return "\n".join([
-        f"//! Generated by `{COMMAND}` from Python {version.major}.{version.minor}."
-        f"{version.micro}'s",
-        f"//! `unicodedata` (Unicode {unicodedata.unidata_version}), `str.lower` and"
-        " `str.isdecimal`. Do not edit:",
+        f"//! Generated by `{COMMAND}`: the guard's tables from JavaScript's data (Node",
+        f"//! {js.NODE}, Unicode {js.UNICODE_VERSION}, in `{JS_MODULE}`), the others from Python",
+        f"//! {version.major}.{version.minor}.{version.micro}'s `unicodedata` (Unicode "
+        f"{unicodedata.unidata_version}), `str.isdecimal` and `str.isprintable`. Do not edit:",
         "//! regenerate, and `tests/test_core_unicode.py` checks that this file is what the",
         "//! generator writes for the interpreter the tests run on.",
         "//!",
         "//! Every range is inclusive; each table is sorted, its ranges disjoint.",
         "",
         _range_table(
+            "JS_LETTER_OR_NUMBER",
+            "/// Code points JavaScript's `/[\\p{L}\\p{N}]/u` matches: what the guard keeps of a\n"
+            "/// word.",
+            list(js.LETTER_OR_NUMBER)),
+        _range_table(
             "LETTER_OR_NUMBER",
-            "/// Code points whose general category is a letter or a number (`L*`, `N*`).",
+            "/// Code points whose general category in Python is a letter or a number (`L*`,\n"
+            "/// `N*`): `re`'s `\\w` in a `str` pattern, besides `_`.",
             letters),
         _range_table(
             "DECIMAL",
             "/// Code points `chr(c).isdecimal()` holds for: `re`'s `\\d` in a `str` pattern.",
-            decimal),
+            ranges_where(is_decimal)),
         _range_table(
             "NOT_PRINTABLE",
             "/// Non-ASCII code points `chr(c).isprintable()` is false for: `repr` escapes them.",
@@ -275,14 +316,15 @@ def render() -> str:
             "UNASSIGNED",
             "/// Code points unassigned (`Cn`) in this Unicode: a later one may print them.",
             ranges_where(is_unassigned)),
-        "/// `chr(c).lower()` where it is one other code point: `(first, last, step, delta)`,",
-        "/// every `step`-th code point from `first` to `last` lower-cases to itself plus `delta`.",
+        "/// JavaScript's `toLowerCase` of `c` alone where it is one other code point: `(first,",
+        "/// last, step, delta)`, every `step`-th code point from `first` to `last` lower-cases to",
+        "/// itself plus `delta`.",
         "#[rustfmt::skip]",
         f"pub static LOWER: [(u32, u32, u32, i32); {len(single)}] = [",
         _rows(lower_items),
         "];",
         "",
-        "/// `chr(c).lower()` where it is several code points.",
+        "/// JavaScript's `toLowerCase` of `c` alone where it is several code points.",
         "#[rustfmt::skip]",
         f"pub static LOWER_EXPANDED: [(u32, &str); {len(expanded)}] = [",
         *expanded_items,
@@ -290,13 +332,14 @@ def render() -> str:
         "",
         _range_table(
             "CASED",
-            "/// Final_Sigma's cased characters, less the case-ignorable ones (CPython skips\n"
-            "/// those before it asks whether a character is cased).",
-            cased),
+            "/// Final_Sigma's cased characters, less the case-ignorable ones (skipped before a\n"
+            "/// character is asked whether it is cased), as JavaScript's `toLowerCase` reads\n"
+            "/// them.",
+            list(js.CASED)),
         _range_table(
             "CASE_IGNORABLE",
             "/// Final_Sigma's case-ignorable characters: skipped when looking for a cased one.",
-            ignorable),
+            list(js.CASE_IGNORABLE)),
     ]).rstrip("\n") + "\n"
 
 
@@ -305,8 +348,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed file instead of writing it")
+    parser.add_argument("--from-node", action="store_true",
+                        help=f"first write {JS_MODULE} from what node (Node 20) reads")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     options = parser.parse_args(argv)
+    if options.from_node:
+        JS_MODULE.write_text(js_module_text(node_reading()), encoding="utf-8")
+        importlib.invalidate_caches()
     text = render()
     if options.check:
         committed = options.output.read_text(encoding="utf-8")

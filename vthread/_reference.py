@@ -13,9 +13,9 @@ the engine or the public modules built on it (``tests/test_layering.py`` checks 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -383,8 +383,42 @@ def join_surrogates(text: str) -> str:
 
 
 def normalize_word(word: str) -> str:
-    """Lower-cased, keeping only Unicode letters and numbers (JavaScript ``[\\p{L}\\p{N}]``)."""
-    return "".join(c for c in word.lower() if unicodedata.category(c)[0] in "LN")
+    """Lower-cased by JavaScript's ``toLowerCase``, keeping only what its ``[\\p{L}\\p{N}]``
+    matches, by Node 20's Unicode data (:mod:`vthread._js_unicode_tables`): each code point
+    lower-cased alone, but a capital sigma final after a cased character when no cased
+    character follows (case-ignorable ones skipped both ways)."""
+    tables = _js_tables()
+    lowered = []
+    for at, char in enumerate(word):
+        if char != "\u03a3":
+            lowered.append(tables.lower.get(ord(char), char))
+            continue
+        before = [c for c in word[:at] if c not in tables.ignorable]
+        after = [c for c in word[at + 1:] if c not in tables.ignorable]
+        final = bool(before) and before[-1] in tables.cased and (
+            not after or after[0] not in tables.cased)
+        lowered.append("\u03c2" if final else "\u03c3")
+    return "".join(c for c in "".join(lowered) if c in tables.letters)
+
+
+@dataclass(frozen=True)
+class _JsTables:
+    letters: frozenset[str]
+    lower: dict[int, str]
+    cased: frozenset[str]
+    ignorable: frozenset[str]
+
+
+@functools.cache
+def _js_tables() -> _JsTables:
+    """Node's tables as sets of characters (made once, when the guard is first checked)."""
+    from vthread import _js_unicode_tables as js
+
+    def characters(ranges: tuple[tuple[int, int], ...]) -> frozenset[str]:
+        return frozenset(chr(c) for first, last in ranges for c in range(first, last + 1))
+
+    return _JsTables(characters(js.LETTER_OR_NUMBER), dict(js.LOWER), characters(js.CASED),
+                     characters(js.CASE_IGNORABLE))
 
 
 @dataclass(frozen=True, slots=True)

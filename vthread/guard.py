@@ -33,7 +33,6 @@ True
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Self
 
@@ -56,7 +55,9 @@ def join_pairs(text: str) -> str:
 
 
 def normalize(word: str) -> str:
-    """The guard's form of a word: lower-cased, only Unicode letters and numbers kept.
+    """The guard's form of a word: lower-cased, only Unicode letters and numbers kept, as
+    production's ``toLowerCase`` and ``[\\p{L}\\p{N}]`` give it under Node 20
+    (:mod:`vthread._js_unicode`: its Unicode, not this interpreter's).
 
     >>> normalize("Don't!"), normalize("ÉTÉ-2024")
     ('dont', 'été2024')
@@ -64,8 +65,10 @@ def normalize(word: str) -> str:
     if word.isascii():
         lower = word.lower()
         return lower if lower.isalnum() else "".join(filter(str.isalnum, lower))
-    category = unicodedata.category
-    return "".join([c for c in join_pairs(word).lower() if category(c)[0] in "LN"])
+    from vthread import _js_unicode
+
+    keep = _js_unicode.is_letter_or_number
+    return "".join([c for c in _js_unicode.lower(join_pairs(word)) if keep(c)])
 
 
 @dataclass(frozen=True, slots=True)
