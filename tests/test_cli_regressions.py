@@ -1225,3 +1225,77 @@ def test_a_key_option_swallowing_the_file_is_caught(
             f"{runs.name}); reading standard input" in err
     code, out, _ = run(["scan", "--id-key", "id", runs.name], monkeypatch)
     assert code == 0 and [r["id"] for r in records(out)] == [0, 1]
+
+
+def test_an_unreadable_file_among_several_named_is_its_own_error_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of several inputs named (a shell glob), one there but not readable is an error record
+    and the others are read, as for the files of a directory: the scan was refused whole
+    (status 2, no record). Named alone it still ends the scan, and so does one not there (a
+    typo) among several, before any output."""
+    first, second = lines_file(tmp_path / "a.jsonl", 2), lines_file(tmp_path / "c.jsonl", 1)
+    locked = lines_file(tmp_path / "b.jsonl", 1)
+    real_open, real_access = cli._open, os.access
+
+    def refused(name: str, *rest: Any, **keywords: Any) -> Any:
+        if name == str(locked):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, *rest, **keywords)
+
+    monkeypatch.setattr(cli, "_open", refused)
+    monkeypatch.setattr(os, "access", lambda path, mode, *rest, **keywords: (
+        str(path) != str(locked) and real_access(path, mode, *rest, **keywords)))
+    code, out, err = run(["scan", str(first), str(locked), str(second), "-q"], monkeypatch)
+    assert code == 0 and [r.get("error") for r in records(out)] == [
+        None, None, "cannot read: Permission denied", None]
+    assert f"{locked}: cannot read: Permission denied" in err
+    assert run(["scan", str(first), str(locked), str(second), "--fail-on-error"],
+               monkeypatch)[0] == 65
+    code, out, err = run(["scan", str(locked)], monkeypatch)
+    assert (code, out) == (2, b"") and f"{locked}: permission denied" in err
+    code, out, err = run(["scan", str(first), str(tmp_path / "typo.jsonl")], monkeypatch)
+    assert (code, out) == (2, b"") and "typo.jsonl: no such file" in err
+
+
+def test_a_compression_not_read_is_named_with_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file compressed with bzip2, xz or zstd (gzip alone is read) is said to be so, with
+    the command that decompresses it: named alone, status 2; among several, its error
+    record; on standard input, status 2; under a directory, listed as left out (it was
+    passed over in silence, and named, each line was "not UTF-8"). Text that merely begins
+    like one (``BZh``) is read as text."""
+    import bz2
+    import lzma
+
+    source = lines_file(tmp_path / "runs.jsonl", 2).read_bytes()
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(source)
+    made = {"b.jsonl.bz2": ("bzip2", "bzcat", bz2.compress(source)),
+            "c.jsonl.xz": ("xz", "xzcat", lzma.compress(source)),
+            "d.json.zst": ("zstd", "zstdcat", b"\x28\xb5\x2f\xfd" + bytes(range(40)))}
+    for name, (compressor, command, data) in made.items():
+        path = folder / name
+        path.write_bytes(data)
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        assert (code, out) == (2, b"")
+        assert err == (f"vthread scan: {path}: compressed with {compressor}, which vthread does "
+                       f"not read (gzip alone is): decompress it first ({command} {path} | "
+                       "vthread scan -)\n")
+        code, out, err = run(["scan", str(folder / "a.jsonl"), str(path), "-q"], monkeypatch)
+        got = records(out)
+        assert code == 0 and len(got) == 3 and got[2]["error"].startswith(
+            f"compressed with {compressor}, which vthread does not read")
+        code, out, err = run(["scan", "-"], monkeypatch, stdin=data)
+        assert (code, out) == (2, b"") and f"<stdin>: compressed with {compressor}" in err
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(folder), "-q", "--summary", str(summary)], monkeypatch)
+    assert code == 0 and len(records(out)) == 2
+    assert json.loads(summary.read_text())["left_out"] == [
+        {"file": str(folder / name), "why": f"compressed with {compressor}, which vthread "
+         f"does not read: decompress it first ({command})"}
+        for name, (compressor, command, _) in sorted(made.items())]
+    text = tmp_path / "text.jsonl"
+    text.write_bytes(b"BZh9 not bzip2\n" + source)
+    code, out, _ = run(["scan", str(text), "-q"], monkeypatch)
+    assert code == 0 and [r.get("error") is None for r in records(out)] == [False, True, True]

@@ -37,8 +37,9 @@ exit status:
   1    --fail-on-loop and some thread loops
   65   --fail-on-error and some record is an error, or no thread was scanned
        (and no thread loops, with --fail-on-loop)
-  2    usage error, unreadable input, output that is an input, or with --strict
-       the first bad line
+  2    usage error, an input that is not there, a lone input that cannot be read
+       (one of several is an error record), output that is an input, or with
+       --strict the first bad line
   70   internal error (a bug: the traceback is on standard error; please report it)
   71   out of memory (a line larger than the memory the process may use, or longer
        than a quarter of it); the records before it are written, and so is the

@@ -106,12 +106,12 @@ the CPUs this process may use and at the chunks there are (:func:`_worker_count`
 Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
 any thread loops, and for nothing else; 65 (``EX_DATAERR``) with ``--fail-on-error`` when a
 record is an error or no thread was scanned (and none loops, with ``--fail-on-loop``); 2 on
-a usage error, an unreadable input, an output that is one of the inputs or, with
-``--strict``, a bad line; 70 on an internal error (a bug, its traceback on stderr); 74
-(``EX_IOERR``) when the records or the ``--summary`` file cannot be written (a full disk, a
-path that cannot be made, standard output closed); 130 on Ctrl-C; 141 when standard output
-is closed early (``vthread scan big.jsonl | head``), quietly, as ``vthread guard`` does. A
-closed or failing standard error loses the messages, not the run.
+a usage error, an input that is not there or, alone, cannot be read, an output that is one
+of the inputs or, with ``--strict``, a bad line; 70 on an internal error (a bug, its
+traceback on stderr); 74 (``EX_IOERR``) when the records or the ``--summary`` file cannot be
+written (a full disk, a path that cannot be made, standard output closed); 130 on Ctrl-C;
+141 when standard output is closed early (``vthread scan big.jsonl | head``), quietly, as
+``vthread guard`` does. A closed or failing standard error loses the messages, not the run.
 """
 
 from __future__ import annotations
@@ -581,9 +581,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             return USAGE_EXIT
         files, listed, walked = inputs
         for name in files:
-            if name not in walked:
-                # (a file of a directory gone or changed since the listing is its own error
-                # record when read, as a file that cannot be read is: it ended the scan)
+            # An input named that is not there (a typo) ends the scan before any output
+            # (status 2), and so does a lone one that cannot be read. One of several that is
+            # there but cannot be read (a file of a directory, gone or changed since the
+            # listing, or one of many named, as a shell glob names them, without permission
+            # to read it) is its own error record when read, and the others are still read.
+            if name not in walked and not (name in listed and os.path.lexists(name)):
                 _check_readable(name)
         for what, written in _written_by(options):
             if written:
@@ -1124,6 +1127,36 @@ _TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
 """Endings (before an optional ``.gz``) of the text files a directory FILE stands for."""
 _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
+_UNREAD_COMPRESSIONS: Final = {
+    # name ending, (the compressor, its magic bytes, how to decompress to standard output)
+    ".bz2": ("bzip2", b"BZh", "bzcat"),
+    ".xz": ("xz", b"\xfd7zXZ\x00", "xzcat"),
+    ".zst": ("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
+    ".lz4": ("lz4", b"\x04\x22\x4d\x18", "lz4cat"),
+    ".7z": ("7-Zip", b"7z\xbc\xaf\x27\x1c", "7z e -so"),
+}
+"""Compressions vthread does not read (gzip alone is read), known by a file's first bytes
+and, under a directory, by a trajectory file's name ending in them (``runs.jsonl.zst``)."""
+
+
+def _unread_compression(head: bytes) -> tuple[str, str] | None:
+    """(compressor, decompressing command) of a file beginning with ``head`` compressed by a
+    compressor vthread does not read, else None. A bzip2 stream's magic is checked with its
+    level digit and first block's magic, so that no text is taken for one."""
+    for name, magic, command in _UNREAD_COMPRESSIONS.values():
+        if head.startswith(magic) and (name != "bzip2" or (
+                head[3:4].isdigit() and head[4:10] == b"1AY&SY")):
+            return name, command
+    return None
+
+
+def _unread_compression_said(name: str, compression: tuple[str, str]) -> str:
+    """Why ``name`` (a FILE argument, ``-`` for standard input) is not read, and what to do."""
+    compressor, command = compression
+    how = (f"... | {command} | vthread scan -" if name == "-"
+           else f"{command} {name} | vthread scan -")
+    return (f"{'<stdin>' if name == '-' else name}: compressed with {compressor}, which vthread "
+            f"does not read (gzip alone is): decompress it first ({how})")
 
 
 def _check_only_records_overwritten(directory: str, overwritten: list[str],
@@ -1215,6 +1248,14 @@ def _files_under(name: str, written: _Written,
             if file.startswith(".") or not (
                     lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
                     or lower.endswith(_WHOLE_FILE_SUFFIXES)):
+                compressed = next((c for ending, c in _UNREAD_COMPRESSIONS.items()
+                                   if lower.endswith(ending) and lower[: -len(ending)].endswith(
+                                       _TRAJECTORY_SUFFIXES)), None)
+                if compressed is not None and left_out is not None and not file.startswith("."):
+                    # (a trajectory file by its name, passed over in silence)
+                    left_out.append((os.path.join(root, file), f"compressed with "
+                                     f"{compressed[0]}, which vthread does not read: decompress "
+                                     f"it first ({compressed[2]})"))
                 continue
             path = os.path.join(root, file)
             try:
@@ -1668,9 +1709,14 @@ def _open(name: str, regular_only: bool = False
         return size_now
 
     size = None if name == "-" else _regular_size(raw)
-    head = raw.peek(3)[:3] if hasattr(raw, "peek") else b""
-    if _is_gzip(head, name):
+    head = raw.peek(10)[:10] if hasattr(raw, "peek") else b""
+    if _is_gzip(head[:3], name):
         return _GzipStream(raw), position, close, size
+    compression = _unread_compression(head)
+    if compression is not None and not _is_eval_log(name):
+        if name != "-":
+            raw.close()
+        raise _FatalError(_unread_compression_said(name, compression))
     if name == "-" and _is_live(raw):
         return cast(BinaryIO, _LiveStream(raw)), position, close, size
     return raw, position, close, size
