@@ -1299,3 +1299,25 @@ def test_a_compression_not_read_is_named_with_what_to_do(
     text.write_bytes(b"BZh9 not bzip2\n" + source)
     code, out, _ = run(["scan", str(text), "-q"], monkeypatch)
     assert code == 0 and [r.get("error") is None for r in records(out)] == [False, True, True]
+
+
+def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """A file read twice (named twice, by name and through its directory, or by two paths)
+    is said once per repetition; its records are still written each time, as asked."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    runs = lines_file(folder / "a.jsonl", 2)
+    other = lines_file(folder / "b.jsonl", 1)
+    code, out, err = run(["scan", "-q", str(folder), str(runs), str(folder / ".." / "runs" /
+                                                                     "a.jsonl"), str(runs)],
+                         monkeypatch)
+    assert code == 0 and len(records(out)) == 3 + 2 * 3
+    assert err.splitlines() == [
+        f"vthread scan: warning: {runs} is given again: its records are written and counted "
+        "once for each time it is given",
+        f"vthread scan: warning: {folder / '..' / 'runs' / 'a.jsonl'} is {runs} again: its "
+        "records are written and counted once for each time it is given",
+        f"vthread scan: warning: {runs} is given again: its records are written and counted "
+        "once for each time it is given"]
+    assert run(["scan", "-q", str(runs), str(other)], monkeypatch)[2] == ""

@@ -992,6 +992,27 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     }
 
 
+def _say_files_named_twice(files: list[str]) -> None:
+    """Warn of a file read more than once (named twice, or by name and through a directory
+    given too, or by two paths to it): its records are written, and counted, once each
+    time, as asked, and a tally that counts runs would count its runs twice."""
+    first: dict[tuple[int, int], str] = {}
+    for name in files:
+        if name == "-":
+            continue
+        try:
+            status = os.stat(name)
+        except OSError:
+            continue  # (its own error record when read)
+        identity = (status.st_dev, status.st_ino)
+        if identity in first:
+            again = "given again" if first[identity] == name else f"{first[identity]} again"
+            say(f"vthread scan: warning: {name} is {again}: its records are written and "
+                "counted once for each time it is given")
+        else:
+            first[identity] = name
+
+
 def _swallowed_file(options: argparse.Namespace) -> str | None:
     """With no FILE given: what to say when the value of a key option names a file or a
     directory, which was most likely the FILE, taken as the key (``--id-key runs.json``,
@@ -1062,6 +1083,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
             # Many files (a directory, a shell glob of thousands): one that cannot be read
             # is its own error record, said, and the others are still read.
             listed.update(name for name in files if name != "-")
+            _say_files_named_twice(files)
         return files, frozenset(listed), frozenset(walked)
     swallowed = _swallowed_file(options)
     if swallowed is not None and (sys.stdin is None or _is_tty(sys.stdin)):
