@@ -12,7 +12,10 @@ least of three):
   call), in microseconds per call;
 - with ``--arrow``, ``vthread.scan_arrow`` over every thread as a column of JSON text, and
   over the first 3,000 as a column of message structs (each tool payload as its JSON text,
-  so that pyarrow can give every row one type).
+  so that pyarrow can give every row one type);
+- with ``--guard`` (in place of ``--arrow``), ``Guard.push`` over 1 MB of ASCII words in
+  4-character pushes and in one push, and over 1 MB of Greek, Cyrillic, CJK and accented
+  words in 4-character pushes.
 
 The builds must give the same answers (a digest of the scans' verdicts). Each round's ratio
 is taken within the round (before / after), so the machine's drift moves both sides alike;
@@ -80,12 +83,37 @@ if sys.argv[2:] == ["arrow"]:
     found["scan_arrow_text"], of_text = least(lambda: vthread.scan_arrow(texts))
     found["scan_arrow_struct"], of_structs = least(lambda: vthread.scan_arrow(structs))
     answers += [of_text.column("verdict").to_pylist(), of_structs.column("verdict").to_pylist()]
+if sys.argv[2:] == ["guard"]:
+    import random
+
+    def words_text(alphabet, seed):
+        rng = random.Random(seed)
+        vocabulary = ["".join(rng.choices(alphabet, k=rng.randint(2, 9))) for _ in range(5000)]
+        text, size = [], 0
+        while size < 1_000_000:
+            word = rng.choice(vocabulary) + rng.choice("  \n")
+            text.append(word)
+            size += len(word)
+        return "".join(text)
+
+    def pushed(text, step):
+        guard = vthread.Guard()
+        tripped = [at for at in range(0, len(text), step) if guard.push(text[at:at + step])]
+        return tripped[:1], guard.reason
+
+    ascii_text = words_text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789'", 1)
+    other_text = words_text("αβγδεζηθικλμνΣΟΔΑабвгдежзийклмнЖЗИ日本語文字漢字ÉéÀàÇç", 2)
+    found["guard_ascii_4"], a = least(lambda: pushed(ascii_text, 4))
+    found["guard_ascii_whole"], b = least(lambda: pushed(ascii_text, len(ascii_text)))
+    found["guard_other_4"], c = least(lambda: pushed(other_text, 4))
+    answers += [repr(a), repr(b), repr(c)]
 found["digest"] = hashlib.sha1(json.dumps(answers).encode()).hexdigest()[:16]
 print(json.dumps(found))
 """
 
 _METRICS = ("scan", "scan_auto_openai", "describe_us_per_call")
 _ARROW_METRICS = ("scan_arrow_text", "scan_arrow_struct")
+_GUARD_METRICS = ("guard_ascii_4", "guard_ascii_whole", "guard_other_4")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--arrow", action="store_true",
                         help="also time scan_arrow on a text and a struct column (pyarrow)")
+    parser.add_argument("--guard", action="store_true",
+                        help="also time Guard.push over 1 MB of ASCII words in 4-character "
+                        "pushes and whole, and 1 MB of Greek, Cyrillic, CJK and accented "
+                        "words in 4-character pushes")
     options = parser.parse_args(argv)
     builds = dict(build.split("=", 1) for build in options.builds)
     names = list(builds)
@@ -104,12 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in names if number % 2 == 0 else names[::-1]:
             done = subprocess.run(
                 [sys.executable, "-c", _CHILD, options.file,
-                 *(["arrow"] if options.arrow else [])], cwd=builds[name],
+                 *(["arrow"] if options.arrow else ["guard"] if options.guard else [])],
+                cwd=builds[name],
                 env={"PYTHONPATH": builds[name], "PATH": "/usr/bin:/bin"},
                 capture_output=True, text=True, check=True)
             rounds[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     summary: dict[str, Any] = {}
-    for metric in _METRICS + (_ARROW_METRICS if options.arrow else ()):
+    for metric in _METRICS + (_ARROW_METRICS if options.arrow else _GUARD_METRICS
+                               if options.guard else ()):
         ratios = [a[metric] / b[metric]
                   for a, b in zip(rounds[names[0]], rounds[names[1]], strict=True)]
         summary[metric] = {name: statistics.median(r[metric] for r in rounds[name])
