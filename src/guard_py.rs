@@ -210,6 +210,7 @@ impl GuardCore {
         let Ok(text) = text.cast::<PyString>() else {
             return Ok(false);
         };
+        crate::node::ready(text)?;
         let stored = storage(text);
         let guard = &mut this.guard;
         let trip = if stored.length >= RELEASE_GIL_FROM {
@@ -387,8 +388,11 @@ pub fn scan_texts<'py>(
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let stored: Vec<Option<Storage>> = items
         .iter()
-        .map(|item| item.cast::<PyString>().ok().map(storage))
-        .collect();
+        .map(|item| match item.cast::<PyString>() {
+            Ok(text) => crate::node::ready(text).map(|()| Some(storage(text))),
+            Err(_) => Ok(None),
+        })
+        .collect::<PyResult<_>>()?;
     let trips: Vec<Option<(usize, u64, Reason)>> = py.detach(|| {
         let work: Vec<(usize, Storage, Segment)> = stored
             .iter()

@@ -210,6 +210,7 @@ fn describe_thread(
     for text in read.texts {
         let text = text.into_python(py).into_bound(py);
         if let Ok(text) = text.cast::<PyString>() {
+            node::ready(text)?;
             let points = objects::code_points(text);
             if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
                 return Ok(TEXT_RUN);
@@ -768,12 +769,12 @@ fn has_repeated_text_runs<'py>(
     // Only the tail is ever read; cutting it here keeps the views O(1) per text.
     let views: Vec<Option<textrun::CodePoints<'_>>> = items
         .iter()
-        .map(|item| {
-            item.cast::<PyString>()
-                .ok()
-                .map(|text| objects::code_points(text).last(textrun::TAIL_UNITS))
+        .map(|item| match item.cast::<PyString>() {
+            Ok(text) => node::ready(text)
+                .map(|()| Some(objects::code_points(text).last(textrun::TAIL_UNITS))),
+            Err(_) => Ok(None),
         })
-        .collect();
+        .collect::<PyResult<_>>()?;
     let options = text_run_options(min_units, window, max_unique_ratio)?;
     // `items` holds a reference to every text, so the borrowed storage outlives the call.
     let answers = py.detach(|| textrun::has_repeated_text_runs(&views, &options));
@@ -1646,6 +1647,7 @@ fn tape_reads(lines: &Bound<'_, PyList>) -> PyResult<Vec<bool>> {
 /// surrogates included), surrogate pairs joined, then `unicode::push_word_normal`.
 #[pyfunction]
 fn _normalize_word(text: &Bound<'_, PyString>) -> PyResult<String> {
+    node::ready(text)?;
     let units: Vec<u32> = match objects::code_points(text) {
         textrun::CodePoints::Latin1(points) => points.iter().map(|&c| u32::from(c)).collect(),
         textrun::CodePoints::Ucs2(points) => points.iter().map(|&c| u32::from(c)).collect(),

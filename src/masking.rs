@@ -43,6 +43,7 @@ fn is_volatile_key(key: &Bound<'_, PyString>) -> bool {
 fn leaf<'py>(value: &Bound<'py, PyAny>, volatile: bool) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
     if let Ok(text) = value.cast::<PyString>() {
+        crate::node::ready(text)?;
         if volatile {
             return Ok(intern!(py, VOLATILE).clone().into_any());
         }
@@ -133,6 +134,9 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
             // Python's RuntimeError, as the Python copy's `items()` loop raises it.
             let mut pythons_copy = false;
             objects::for_each_member(source, |key, child| {
+                if let Ok(text) = key.cast::<PyString>() {
+                    crate::node::ready(text)?;
+                }
                 let volatile = match key.cast::<PyString>() {
                     Ok(text) if text.is_exact_instance_of::<PyString>() => is_volatile_key(text),
                     Ok(_) => {
@@ -166,6 +170,7 @@ fn masked_message<'py>(message: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'p
     let copy = message.copy()?;
     if let Some(text) = copy.get_item(intern!(py, "text"))? {
         if let Ok(text) = text.cast::<PyString>() {
+            crate::node::ready(text)?;
             copy.set_item(intern!(py, "text"), objects::masked_text(text)?)?;
         }
     }

@@ -130,20 +130,31 @@ fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
     }
 }
 
+/// Make a `str` "ready", as CPython's own readers do before they read one: a `str` made
+/// by Python 3.11's deprecated `PyUnicode_FromUnicode(NULL, n)` (reachable from `ctypes` or
+/// an old extension) has no canonical storage until then, and making it fails for one
+/// holding a code point past U+10FFFF. Every value the core reads a `str` from passes here
+/// first (a message's fields in `Node::field`, a value's strings and keys as they are
+/// encoded, screened or masked, a guard's pushes), so that failure is the caller's
+/// ValueError, never a text read otherwise than it is. A no-op on 3.12, where every str is
+/// ready.
+pub fn ready(text: &Bound<'_, PyString>) -> PyResult<()> {
+    // SAFETY: `text` is a live str and the GIL is held.
+    if unsafe { ffi::PyUnicode_READY(text.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(text.py()));
+    }
+    Ok(())
+}
+
 /// The storage of a `str`: (kind, data pointer, length in code points). Every read of a
-/// string's storage in the core goes through here.
-///
-/// A `str` made by Python 3.11's deprecated `PyUnicode_FromUnicode(NULL, n)` (reachable from
-/// `ctypes`) is not "ready": its canonical storage does not exist yet and DATA is null, so it
-/// is made ready first, as CPython's own readers do (a no-op on 3.12, where every str is).
-/// Making it ready allocates; should that fail, the string reads as empty with Python's
-/// MemoryError left set, which the call then raises (as a SystemError naming it), never a
-/// wrong answer returned as right.
+/// string's storage in the core goes through here, after `ready`.
 pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
     let pointer = text.as_ptr();
     // SAFETY: `pointer` is a live str (the caller cast it) and the GIL is held. Once ready,
     // KIND, DATA and GET_LENGTH describe its immutable storage, valid while `text` is
-    // borrowed.
+    // borrowed. A str no reader made ready (none is left: see `ready`) is made ready here;
+    // were that to fail, it reads as empty with Python's error left set, which the call's
+    // return then raises (SystemError naming it).
     unsafe {
         if ffi::PyUnicode_READY(pointer) != 0 {
             return (
@@ -158,6 +169,17 @@ pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
             ffi::PyUnicode_GET_LENGTH(pointer) as usize,
         )
     }
+}
+
+/// A field's value with a `str` made ready (`ready`), as every reader of it expects.
+fn readied<'py>(value: Option<Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Some(text) = value
+        .as_ref()
+        .and_then(|value| value.cast::<PyString>().ok())
+    {
+        ready(text)?;
+    }
+    Ok(value)
 }
 
 /// Ask for the cache line at `address`: a hint, which can neither fault nor change a value.
@@ -246,7 +268,7 @@ impl Node for Bound<'_, PyAny> {
     fn field(&self, key: Key) -> PyResult<Option<Self>> {
         let name = python_key(self.py(), key);
         if let Ok(dict) = self.cast_exact::<PyDict>() {
-            return dict.get_item(name);
+            return readied(dict.get_item(name)?);
         }
         if !objects::is_mapping(self)? {
             return Ok(None);
@@ -261,11 +283,11 @@ impl Node for Bound<'_, PyAny> {
         })?;
         let py = self.py();
         match self.call_method1(intern!(py, "get"), (name, absent.bind(py))) {
-            Ok(value) => Ok((!value.is(absent)).then_some(value)),
+            Ok(value) => readied((!value.is(absent)).then_some(value)),
             // A `get` of its own that takes no default: `[]`, a KeyError for absent.
             Err(error) if error.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
                 match self.get_item(name) {
-                    Ok(value) => Ok(Some(value)),
+                    Ok(value) => readied(Some(value)),
                     Err(error) if error.is_instance_of::<pyo3::exceptions::PyKeyError>(py) => {
                         Ok(None)
                     }
@@ -552,6 +574,7 @@ impl PythonScreen {
             return Ok(0);
         }
         if let Ok(text) = value.cast::<PyString>() {
+            ready(text)?;
             return Ok(string_screen(text, scratch));
         }
         if value.is_none() {
@@ -692,6 +715,7 @@ fn key_may_repeat(key: &Bound<'_, PyAny>) -> bool {
 /// A key's screen: a `str` by its content, other keys by the name JSON gives them.
 fn key_screen(key: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
     if let Ok(text) = key.cast::<PyString>() {
+        ready(text)?;
         return Ok(string_screen(text, scratch));
     }
     Ok(match objects::key_name(key)? {

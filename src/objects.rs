@@ -363,6 +363,7 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
 fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>> {
     let mut text = Vec::new();
     if let Ok(string) = key.cast::<PyString>() {
+        crate::node::ready(string)?;
         push_string(&mut text, string);
         return Ok(Some((ascii_digits(string), text)));
     }
@@ -389,6 +390,7 @@ impl Walk {
             return Ok(());
         }
         if let Ok(string) = value.cast::<PyString>() {
+            crate::node::ready(string)?;
             push_string(out, string);
         } else if value.is_none() {
             out.extend_from_slice(b"null");
@@ -452,8 +454,12 @@ impl Walk {
                 if position > 0 {
                     out.push(b',');
                 }
-                match key.cast::<PyString>() {
-                    Ok(name) if ascii_digits(name).is_none() && !key_may_repeat(name) => {
+                let name = key.cast::<PyString>().ok();
+                if let Some(name) = name {
+                    crate::node::ready(name)?;
+                }
+                match name {
+                    Some(name) if ascii_digits(name).is_none() && !key_may_repeat(name) => {
                         push_string(out, name)
                     }
                     _ => {

@@ -1039,14 +1039,18 @@ def test_messages_changed_after_the_core_read_them_get_an_answer(anywhere: bool)
 
 def test_a_loop_whose_record_fails_again_names_its_thread(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A loop whose record cannot be made however often its thread is read again (its
-    messages changing with every read) is a RuntimeError naming the thread, with the
-    record's error as its cause, not that error from deep inside."""
+    """A loop whose record fails otherwise each time its thread is read again (its messages
+    changing with every read) is a RuntimeError naming the thread, with the record's error
+    as its cause; one that fails the same way again (a mapping's own method that raises, a
+    fault) is that error as it came, not one blaming an edit; MemoryError is never
+    retried."""
     scan_module = sys.modules["vthread.scan"]
+    calls: list[int] = []
 
     def failing(result: Any, columns: Any, rows: Sequence[int], threads: Any) -> None:
         if rows:  # (called for every batch, with the rows that loop)
-            raise AssertionError("the result run fired without a settled response")
+            calls.append(len(rows))
+            raise AssertionError(f"the result run fired without a settled response {len(calls)}")
 
     monkeypatch.setattr(scan_module, "attribute_threads", failing)
     looping = [{"type": "bot", "text": "same"}] * 4
@@ -1056,6 +1060,22 @@ def test_a_loop_whose_record_fails_again_names_its_thread(
         vthread.scan([healthy, healthy, looping, healthy])
     assert isinstance(raised.value.__cause__, AssertionError)
     assert vthread.scan([healthy, healthy]).names == [None, None]  # no loop: no record
+
+    class OwnError(Exception):
+        pass
+
+    for error, tries in ((OwnError("closed"), 2), (MemoryError(), 1)):
+        def the_same(result: Any, columns: Any, rows: Sequence[int], threads: Any,
+                     error: BaseException = error) -> None:
+            if rows:
+                calls.append(len(rows))
+                raise error
+
+        monkeypatch.setattr(scan_module, "attribute_threads", the_same)
+        calls.clear()
+        with pytest.raises(type(error)) as came:
+            vthread.scan([healthy, looping, healthy])
+        assert came.value is error and len(calls) == tries
 
 
 def _legacy_str(text: str) -> object:
@@ -1091,6 +1111,53 @@ def test_a_str_not_yet_ready_is_read_by_its_content(text: str) -> None:
     assert vthread.scan([thread], min_pattern_length=1).names == [None]
     guard = vthread.Guard(max_repeats=2, min_chars=0)
     assert not guard.push(_legacy_str(text + " "))  # type: ignore[arg-type]
+
+
+def _legacy_str_of_codes(codes: list[int]) -> object:
+    """A not-ready str (as :func:`_legacy_str`) holding ``codes`` as they are, even past
+    U+10FFFF, which CPython then cannot make ready (ValueError)."""
+    import ctypes
+
+    make = ctypes.pythonapi.PyUnicode_FromUnicode
+    make.restype, make.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_ssize_t]
+    units = ctypes.pythonapi.PyUnicode_AsUnicode
+    units.restype, units.argtypes = ctypes.POINTER(ctypes.c_uint32), [ctypes.py_object]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        made = make(None, len(codes))
+        buffer = units(made)
+    for position, code in enumerate(codes):
+        buffer[position] = code
+    return made
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 removed PyUnicode_FromUnicode")
+def test_a_str_that_cannot_be_made_ready_is_its_error() -> None:
+    """A str CPython cannot make ready (a code point past U+10FFFF, put there through
+    ctypes) is CPython's ValueError wherever the core meets it, never a text read as empty:
+    it read as "", six such texts compared equal, and the error left pending surfaced later
+    as a SystemError of some unrelated call (or, replaced by another, not at all)."""
+    def bad(n: int = 0) -> object:
+        return _legacy_str_of_codes([0x41, 0x110000 + n])
+
+    said = "not in range"
+    calls: list[Callable[[], object]] = [
+        lambda: _core.canonical({"t": bad(), "n": 2**70}),
+        lambda: _core.canonical({bad(): 1}),
+        lambda: vthread.fingerprint({"t": bad(), "n": 2**70}),
+        lambda: vthread.describe_thread_cycle(
+            [{"type": "m", "text": "x", "meta": {"a": bad(n), "n": 2**70}} for n in range(6)]),
+        lambda: vthread.scan([[{"type": "m", "text": bad(), "meta": {"n": 2**70}}] * 4]),
+        lambda: vthread.scan([[{"type": bad(), "text": "x"}] * 4]),
+        lambda: vthread.Guard().push(bad()),  # type: ignore[arg-type]
+        lambda: vthread.scan_texts([bad()]),  # type: ignore[list-item]
+        lambda: vthread.has_repeated_text_runs([bad()]),  # type: ignore[list-item]
+        lambda: vthread.masked_thread([{"type": "m", "text": bad()}]),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=said):
+            call()
+    assert vthread.fingerprint("A") != vthread.fingerprint("")  # nothing left pending
 
 
 class _ReadsAsEmpty(dict):  # type: ignore[type-arg]
