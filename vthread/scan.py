@@ -295,22 +295,31 @@ def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = Fals
         if anywhere:
             return scan_anywhere_in(raw, raw["threads"])  # the messages read, as below
         return _verdicts_attributed(raw, options)
+    except MemoryError:
+        raise
     except Exception as error:
         if not locate:
             raise
         # The core read every message and found the loops; reading a looping thread's
-        # messages again for its record failed, as it does when they changed meanwhile
-        # (another Python thread editing them, or a value's own code run when read). The
-        # batch is scanned once more, its answer of the state it then finds (a call racing
-        # edits may answer for either state); failing again, the thread that fails when
-        # scanned alone is named, its error the cause.
+        # messages again for its record failed. Messages changed meanwhile (another Python
+        # thread editing them, or a value's own code run when read) do that: the batch is
+        # scanned once more, and answered for the state it then finds (a call racing edits
+        # may answer for either state). An error that comes again as it was is the reading's
+        # own (a mapping's method that raises, a fault), raised as it came.
         try:
             return _scan_batch(threads, options, anywhere, locate=False)
-        except Exception:
-            pass
+        except MemoryError:
+            raise
+        except Exception as again:
+            if type(again) is type(error) and again.args == error.args:
+                raise error from None
+        # Failing otherwise each time: the messages keep changing. The thread that fails
+        # scanned alone is named, its error the cause.
         for index, thread in enumerate(threads):
             try:
                 _scan_batch([thread], options, anywhere, locate=False)
+            except MemoryError:
+                raise
             except Exception as alone:
                 raise RuntimeError(
                     f"thread {index}: the record of its loop could not be made from its "
