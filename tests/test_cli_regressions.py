@@ -1225,6 +1225,12 @@ def test_a_key_option_swallowing_the_file_is_caught(
             f"{runs.name}); reading standard input" in err
     code, out, _ = run(["scan", "--id-key", "id", runs.name], monkeypatch)
     assert code == 0 and [r["id"] for r in records(out)] == [0, 1]
+    # A directory, or a file not named as inputs are, may share a key's name.
+    (tmp_path / "messages").mkdir()
+    (tmp_path / "id").write_text("")
+    for flag, key in (("--messages-key", "messages"), ("--id-key", "id")):
+        code, _, err = run(["scan", flag, key], monkeypatch, stdin=runs.read_bytes())
+        assert code == 0 and "names a file" not in err
 
 
 def test_an_unreadable_file_among_several_named_is_its_own_error_record(
@@ -1255,6 +1261,10 @@ def test_an_unreadable_file_among_several_named_is_its_own_error_record(
     assert (code, out) == (2, b"") and f"{locked}: permission denied" in err
     code, out, err = run(["scan", str(first), str(tmp_path / "typo.jsonl")], monkeypatch)
     assert (code, out) == (2, b"") and "typo.jsonl: no such file" in err
+    dangling = tmp_path / "gone.jsonl"
+    dangling.symlink_to(tmp_path / "removed.jsonl")  # a link to no file is not there either
+    code, out, err = run(["scan", str(first), str(dangling)], monkeypatch)
+    assert (code, out) == (2, b"") and "gone.jsonl: no such file" in err
 
 
 def test_a_compression_not_read_is_named_with_what_to_do(
@@ -1273,7 +1283,8 @@ def test_a_compression_not_read_is_named_with_what_to_do(
     (folder / "a.jsonl").write_bytes(source)
     made = {"b.jsonl.bz2": ("bzip2", "bzcat", bz2.compress(source)),
             "c.jsonl.xz": ("xz", "xzcat", lzma.compress(source)),
-            "d.json.zst": ("zstd", "zstdcat", b"\x28\xb5\x2f\xfd" + bytes(range(40)))}
+            "d.json.zst": ("zstd", "zstdcat", b"\x28\xb5\x2f\xfd" + bytes(range(40))),
+            "e.jsonl.gz.zst": ("zstd", "zstdcat", b"\x28\xb5\x2f\xfd" + bytes(range(40)))}
     for name, (compressor, command, data) in made.items():
         path = folder / name
         path.write_bytes(data)

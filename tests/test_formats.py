@@ -395,6 +395,18 @@ def test_a_pretty_printed_run_then_compact_ones_are_each_a_run(
         argv = ["scan", str(path) if name != "-" else "-", "-q"]
         code, out, _ = run(argv, monkeypatch, stdin=text.encode())
         assert code == 0 and [dict(r, file=None) for r in records(out)] == expected, name
+    # Cut short in its last line (still being written): the whole values, then where it
+    # breaks; a bad line before the last is no cut, and the lines are read as JSONL.
+    cut = text + json.dumps(runs[1])[:40]
+    path = tmp_path / "cut.jsonl"
+    path.write_text(cut)
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [dict(r, file=None) for r in read] == expected
+    assert broken["error"].startswith("not valid JSON: ") and "after run 3" in broken["error"]
+    middle = json.dumps(runs[0], indent=2) + "\nnot json\n" + json.dumps(runs[1]) + "\n"
+    path.write_text(middle)
+    got = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert len(got) == middle.count("\n") and got[-1]["id"] == "r1" and "error" not in got[-1]
 
 
 def test_jsonl_named_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

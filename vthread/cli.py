@@ -586,7 +586,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             # there but cannot be read (a file of a directory, gone or changed since the
             # listing, or one of many named, as a shell glob names them, without permission
             # to read it) is its own error record when read, and the others are still read.
-            if name not in walked and not (name in listed and os.path.lexists(name)):
+            if name not in walked and not (name in listed and os.path.exists(name)):
                 _check_readable(name)
         for what, written in _written_by(options):
             if written:
@@ -1013,12 +1013,21 @@ def _say_files_named_twice(files: list[str]) -> None:
             first[identity] = name
 
 
+def _named_as_an_input(name: str) -> bool:
+    """Whether ``name`` ends as the files a directory FILE stands for do."""
+    lower = name.lower()
+    return (lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
+            or lower.endswith(_WHOLE_FILE_SUFFIXES))
+
+
 def _swallowed_file(options: argparse.Namespace) -> str | None:
     """With no FILE given: what to say when the value of a key option names a file or a
     directory, which was most likely the FILE, taken as the key (``--id-key runs.json``,
     the key forgotten); None otherwise."""
     for flag, key in (("--id-key", options.id_key), ("--messages-key", options.messages_key)):
-        if key is not None and os.path.exists(key):
+        # (a file named as inputs are: a directory, or a file of another name, may well
+        # share its name with a key, as a "messages" directory does)
+        if key is not None and _named_as_an_input(key) and os.path.isfile(key):
             return (f"no FILE given, and {flag} {key} names a file: give the key first, then "
                     f"the FILE ({flag} KEY {key})")
     return None
@@ -1271,8 +1280,8 @@ def _files_under(name: str, written: _Written,
                     lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
                     or lower.endswith(_WHOLE_FILE_SUFFIXES)):
                 compressed = next((c for ending, c in _UNREAD_COMPRESSIONS.items()
-                                   if lower.endswith(ending) and lower[: -len(ending)].endswith(
-                                       _TRAJECTORY_SUFFIXES)), None)
+                                   if lower.endswith(ending) and lower[: -len(ending)]
+                                   .removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)), None)
                 if compressed is not None and left_out is not None and not file.startswith("."):
                     # (a trajectory file by its name, passed over in silence)
                     left_out.append((os.path.join(root, file), f"compressed with "
@@ -2889,8 +2898,9 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
         values, where = _leading_values(data) if pretty or minified else ([], None)
         # Whole values one after another, the first pretty-printed (no JSONL line is only a
         # bracket), are each a document, whether later ones are pretty-printed or on a line
-        # each (`jq -c` output appended to a pretty-printed run).
-        if (pretty and values and where is None) or (
+        # each (`jq -c` output appended to a pretty-printed run), and so are they when only
+        # the last line breaks (a file cut short as it was written).
+        if (pretty and values and (where is None or where[0] >= _last_filled_line(data))) or (
                 (pretty or minified) and not any(map(_holds_a_thread, rest.split(b"\n")))):
             # A pretty-printed document (no JSONL line is only a bracket, and no line of it
             # is a thread alone), or a minified one, that does not parse: the runs of the
@@ -2974,6 +2984,11 @@ def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None
             line = text.count("\n", 0, at) + 1
             return values, (line, at - text.rfind("\n", 0, at), "nested too deeply to read")
         values.append(value)
+
+
+def _last_filled_line(data: bytes) -> int:
+    """The number of the last line of ``data`` that holds anything but whitespace."""
+    return data.rstrip(b" \t\r\n").count(b"\n") + 1
 
 
 def _holds_a_thread(line: bytes) -> bool:
