@@ -35,9 +35,12 @@ pub fn own_token_costs<'py>(
     let Ok(list) = messages.cast_exact::<PyList>() else {
         return Ok(None);
     };
-    if list
-        .iter()
-        .any(|message| !message.is_exact_instance_of::<PyDict>())
+    // With `decide`, the list is checked whole first: no estimator is called for a list
+    // Python then costs again itself (a call each message must see once).
+    if decide.is_some()
+        && list
+            .iter()
+            .any(|message| !message.is_exact_instance_of::<PyDict>())
     {
         return Ok(None);
     }
@@ -45,6 +48,9 @@ pub fn own_token_costs<'py>(
     let mut undecided = Vec::new();
     for (index, message) in list.iter().enumerate() {
         let Ok(message) = message.cast_exact::<PyDict>() else {
+            if decide.is_none() {
+                return Ok(None);
+            }
             // (only a `decide` that changed the list, a copy of the caller's, gets here)
             return Err(PyValueError::new_err(format!(
                 "messages[{index}] is no longer a dict"
