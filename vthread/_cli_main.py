@@ -49,7 +49,8 @@ exit status:
   130  interrupted (Ctrl-C)
   141  standard output closed early (vthread scan big.jsonl | head), quietly
   143  terminated (SIGTERM, as timeout, Slurm and Kubernetes stop a job); as for
-       130, the records so far are written and so is the --summary FILE
+       130, the records so far are written and so is the --summary FILE (timeout
+       itself exits 124 unless given --preserve-status)
 """
 
 
