@@ -254,8 +254,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Scan trajectory files and write one JSON record per run (per line of a "
         "JSONL file, per run of a JSON document, per sample of an Inspect log, per row of a "
         "Parquet file) to stdout or --output, and a summary to stderr. With no FILE, reads "
-        "standard input when it is a pipe or a file; --sample scans the sample set bundled "
-        "with vthread.",
+        "standard input when it is not a terminal (a pipe, a file, /dev/null); --sample "
+        "scans the sample set bundled with vthread.",
         epilog=EXIT_STATUS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -279,6 +279,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the records to PATH instead of standard output "
                        "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
                        ".parquet or .pq; - is standard output)")
+    thresholds = scan_.add_argument_group(
+        "loop thresholds", "For each, a value below its floor is the floor, a fraction rounds\n"
+        "down, and nan or inf is the default, as the production code reads them.")
     for flag, meaning in (
         ("--min-repetitions", "copies of the pattern needed (default 2; at least 1, and 1 "
          "makes every thread of --min-pattern-length messages or more a loop)"),
@@ -287,10 +290,9 @@ def _parser() -> argparse.ArgumentParser:
         ("--max-pattern-length", "longest repeating pattern (default: length / repetitions; "
          "at least --min-pattern-length)"),
         ("--min-result-repetitions", "identical tool results in a row needed (default 3, at "
-         "least 2). For every option a value below its floor is the floor, a fraction rounds "
-         "down, and nan or inf is the default, as the production code reads them"),
+         "least 2)"),
     ):
-        scan_.add_argument(flag, type=count_argument, metavar="N", help=meaning)
+        thresholds.add_argument(flag, type=count_argument, metavar="N", help=meaning)
     scan_.add_argument("-j", "--jobs", type=jobs_argument, default=1, metavar="N",
                        help="workers (default 1; 0 = one per CPU): threads of the core, for "
                        "every format (--mask-volatile and --anywhere too; worker processes "
