@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
 use crate::guard::{replay_segments, utf16_len, Feed, Guard, Options, Reason, Segment, TripAt};
 
@@ -208,6 +208,18 @@ impl GuardCore {
             return Ok(true);
         }
         let Ok(text) = text.cast::<PyString>() else {
+            if text.is_instance_of::<PyBytes>() || text.is_instance_of::<PyByteArray>() {
+                // Ignored, as production ignores any chunk that is no string; but bytes are
+                // most likely a stream's undecoded chunk, whose runaway would never trip.
+                let py = text.py();
+                PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                    c"Guard.push ignores bytes, as it ignores any chunk that is not a str: \
+                      decode them, or feed them to push_bytes",
+                    1,
+                )?;
+            }
             return Ok(false);
         };
         crate::node::ready(text)?;

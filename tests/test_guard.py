@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import pytest
@@ -157,10 +158,16 @@ def test_tripped_guard_stays_tripped() -> None:
 
 
 def test_non_strings_are_ignored() -> None:
-    """None, numbers, bytes and empty strings are harmless."""
+    """None, numbers, bytes and empty strings are harmless; bytes (most likely a stream's
+    chunk not decoded, whose runaway would never trip) are warned of, and only they."""
     guard = Guard()
-    for chunk in (None, 3, b"loop loop", "", ["a"]):
-        assert guard.push(chunk) is False
+    for chunk in (None, 3, "", ["a"]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert guard.push(chunk) is False
+    for chunk in (b"loop loop ", bytearray(b"loop loop ")):
+        with pytest.warns(UserWarning, match="Guard.push ignores bytes.*push_bytes"):
+            assert guard.push(chunk) is False
     assert guard.reason is None
 
 
