@@ -72,14 +72,7 @@ Lowering = tuple[int, int, int, int]
 
 def ranges_where(test: Callable[[int], bool]) -> Ranges:
     """The code points for which ``test`` holds, as sorted, disjoint, non-adjacent ranges."""
-    out: Ranges = []
-    for c in range(CODE_POINTS):
-        if test(c):
-            if out and out[-1][1] == c - 1:
-                out[-1] = (out[-1][0], c)
-            else:
-                out.append((c, c))
-    return out
+    return ranges_of(c for c in range(CODE_POINTS) if test(c))
 
 
 def is_letter_or_number(c: int) -> bool:
