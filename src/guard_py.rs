@@ -207,7 +207,7 @@ impl GuardCore {
         if this.guard.tripped() {
             return Ok(true);
         }
-        let Ok(text) = text.cast::<PyString>() else {
+        let Some(text) = crate::node::text_of(text)? else {
             if text.is_instance_of::<PyBytes>() || text.is_instance_of::<PyByteArray>() {
                 // Ignored, as production ignores any chunk that is no string; but bytes are
                 // most likely a stream's undecoded chunk, whose runaway would never trip.
@@ -222,7 +222,6 @@ impl GuardCore {
             }
             return Ok(false);
         };
-        crate::node::ready(text)?;
         let stored = storage(text);
         let guard = &mut this.guard;
         let trip = if stored.length >= RELEASE_GIL_FROM {
@@ -400,10 +399,7 @@ pub fn scan_texts<'py>(
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let stored: Vec<Option<Storage>> = items
         .iter()
-        .map(|item| match item.cast::<PyString>() {
-            Ok(text) => crate::node::ready(text).map(|()| Some(storage(text))),
-            Err(_) => Ok(None),
-        })
+        .map(|item| Ok(crate::node::text_of(item)?.map(storage)))
         .collect::<PyResult<_>>()?;
     let trips: Vec<Option<(usize, u64, Reason)>> = py.detach(|| {
         let work: Vec<(usize, Storage, Segment)> = stored

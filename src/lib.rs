@@ -209,8 +209,7 @@ fn describe_thread(
     let mut scratch = textrun::Scratch::default();
     for text in read.texts {
         let text = text.into_python(py).into_bound(py);
-        if let Ok(text) = text.cast::<PyString>() {
-            node::ready(text)?;
+        if let Some(text) = node::text_of(&text)? {
             let points = objects::code_points(text);
             if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
                 return Ok(TEXT_RUN);
@@ -769,10 +768,9 @@ fn has_repeated_text_runs<'py>(
     // Only the tail is ever read; cutting it here keeps the views O(1) per text.
     let views: Vec<Option<textrun::CodePoints<'_>>> = items
         .iter()
-        .map(|item| match item.cast::<PyString>() {
-            Ok(text) => node::ready(text)
-                .map(|()| Some(objects::code_points(text).last(textrun::TAIL_UNITS))),
-            Err(_) => Ok(None),
+        .map(|item| {
+            Ok(node::text_of(item)?
+                .map(|text| objects::code_points(text).last(textrun::TAIL_UNITS)))
         })
         .collect::<PyResult<_>>()?;
     let options = text_run_options(min_units, window, max_unique_ratio)?;

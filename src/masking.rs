@@ -42,8 +42,7 @@ fn is_volatile_key(key: &Bound<'_, PyString>) -> bool {
 /// time-naming key), a number under such a key made `"<volatile>"`, anything else kept.
 fn leaf<'py>(value: &Bound<'py, PyAny>, volatile: bool) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
-    if let Ok(text) = value.cast::<PyString>() {
-        crate::node::ready(text)?;
+    if let Some(text) = crate::node::text_of(value)? {
         if volatile {
             return Ok(intern!(py, VOLATILE).clone().into_any());
         }
@@ -134,16 +133,13 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
             // Python's RuntimeError, as the Python copy's `items()` loop raises it.
             let mut pythons_copy = false;
             objects::for_each_member(source, |key, child| {
-                if let Ok(text) = key.cast::<PyString>() {
-                    crate::node::ready(text)?;
-                }
-                let volatile = match key.cast::<PyString>() {
-                    Ok(text) if text.is_exact_instance_of::<PyString>() => is_volatile_key(text),
-                    Ok(_) => {
+                let volatile = match crate::node::text_of(&key)? {
+                    Some(text) if text.is_exact_instance_of::<PyString>() => is_volatile_key(text),
+                    Some(_) => {
                         pythons_copy = true; // a str subclass: its own lower() may differ
                         return Ok(false);
                     }
-                    Err(_) => false,
+                    None => false,
                 };
                 let copy = match shape(&child)? {
                     Shape::Container => copy_of(&child, &mut pending)?,
@@ -169,8 +165,7 @@ fn masked_message<'py>(message: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'p
     let py = message.py();
     let copy = message.copy()?;
     if let Some(text) = copy.get_item(intern!(py, "text"))? {
-        if let Ok(text) = text.cast::<PyString>() {
-            crate::node::ready(text)?;
+        if let Some(text) = crate::node::text_of(&text)? {
             copy.set_item(intern!(py, "text"), objects::masked_text(text)?)?;
         }
     }

@@ -146,6 +146,18 @@ pub fn ready(text: &Bound<'_, PyString>) -> PyResult<()> {
     Ok(())
 }
 
+/// `value` as a `str` made ready (`ready`), None when it is no `str`: how every reader of
+/// a value's strings takes one.
+pub fn text_of<'a, 'py>(
+    value: &'a Bound<'py, PyAny>,
+) -> PyResult<Option<&'a Bound<'py, PyString>>> {
+    let Ok(text) = value.cast::<PyString>() else {
+        return Ok(None);
+    };
+    ready(text)?;
+    Ok(Some(text))
+}
+
 /// The storage of a `str`: (kind, data pointer, length in code points). Every read of a
 /// string's storage in the core goes through here, after `ready`.
 pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
@@ -173,11 +185,8 @@ pub fn storage(text: &Bound<'_, PyString>) -> (u32, *const u8, usize) {
 
 /// A field's value with a `str` made ready (`ready`), as every reader of it expects.
 fn readied<'py>(value: Option<Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if let Some(text) = value
-        .as_ref()
-        .and_then(|value| value.cast::<PyString>().ok())
-    {
-        ready(text)?;
+    if let Some(value) = &value {
+        text_of(value)?;
     }
     Ok(value)
 }
@@ -573,8 +582,7 @@ impl PythonScreen {
         if self.unencodable {
             return Ok(0);
         }
-        if let Ok(text) = value.cast::<PyString>() {
-            ready(text)?;
+        if let Some(text) = text_of(value)? {
             return Ok(string_screen(text, scratch));
         }
         if value.is_none() {
@@ -714,8 +722,7 @@ fn key_may_repeat(key: &Bound<'_, PyAny>) -> bool {
 
 /// A key's screen: a `str` by its content, other keys by the name JSON gives them.
 fn key_screen(key: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
-    if let Ok(text) = key.cast::<PyString>() {
-        ready(text)?;
+    if let Some(text) = text_of(key)? {
         return Ok(string_screen(text, scratch));
     }
     Ok(match objects::key_name(key)? {

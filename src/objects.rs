@@ -362,8 +362,7 @@ pub fn key_name(key: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
 /// index when it has one; `None` for a key no JSON object can have.
 fn key_member(key: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Vec<u8>)>> {
     let mut text = Vec::new();
-    if let Ok(string) = key.cast::<PyString>() {
-        crate::node::ready(string)?;
+    if let Some(string) = crate::node::text_of(key)? {
         push_string(&mut text, string);
         return Ok(Some((ascii_digits(string), text)));
     }
@@ -389,8 +388,7 @@ impl Walk {
         if self.unencodable {
             return Ok(());
         }
-        if let Ok(string) = value.cast::<PyString>() {
-            crate::node::ready(string)?;
+        if let Some(string) = crate::node::text_of(value)? {
             push_string(out, string);
         } else if value.is_none() {
             out.extend_from_slice(b"null");
@@ -454,11 +452,7 @@ impl Walk {
                 if position > 0 {
                     out.push(b',');
                 }
-                let name = key.cast::<PyString>().ok();
-                if let Some(name) = name {
-                    crate::node::ready(name)?;
-                }
-                match name {
+                match crate::node::text_of(key)? {
                     Some(name) if ascii_digits(name).is_none() && !key_may_repeat(name) => {
                         push_string(out, name)
                     }
