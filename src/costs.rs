@@ -20,11 +20,11 @@ type Costs<'py> = (Bound<'py, PyArray1<f64>>, Vec<usize>);
 /// exact dicts: Python then checks and costs every message itself, naming a bad one.
 ///
 /// With `decide` (Python's general rule: a message's own figure as JavaScript compares it,
-/// else the estimator's), each message the core cannot decide is decided by
-/// `decide(message, index)` in its turn, oldest first, and the second list is empty: the
-/// messages after it are read after that call, as production's oldest-first map reads them
-/// (an estimator may change a later message's own figure), and an error it raises ends the
-/// pass there.
+/// else the estimator's), given only for a list a call without it read to the end, each
+/// message the core cannot decide is decided by `decide(message, index)` in its turn,
+/// oldest first, and the second list is empty: the messages after it are read after that
+/// call, as production's oldest-first map reads them (an estimator may change a later
+/// message's own figure), and an error it raises ends the pass there.
 #[pyfunction]
 #[pyo3(signature = (messages, decide = None))]
 pub fn own_token_costs<'py>(
@@ -35,15 +35,6 @@ pub fn own_token_costs<'py>(
     let Ok(list) = messages.cast_exact::<PyList>() else {
         return Ok(None);
     };
-    // With `decide`, the list is checked whole first: no estimator is called for a list
-    // Python then costs again itself (a call each message must see once).
-    if decide.is_some()
-        && list
-            .iter()
-            .any(|message| !message.is_exact_instance_of::<PyDict>())
-    {
-        return Ok(None);
-    }
     let mut costs = Vec::with_capacity(list.len());
     let mut undecided = Vec::new();
     for (index, message) in list.iter().enumerate() {
@@ -51,7 +42,8 @@ pub fn own_token_costs<'py>(
             if decide.is_none() {
                 return Ok(None);
             }
-            // (only a `decide` that changed the list, a copy of the caller's, gets here)
+            // `decide` is given a list the core read whole without it (see `build_thread`):
+            // a message that is no dict now was changed by a call made for an earlier one.
             return Err(PyValueError::new_err(format!(
                 "messages[{index}] is no longer a dict"
             )));
