@@ -279,56 +279,67 @@ def verdicts(columns: Columns, options: CycleOptions) -> ScanResult:
     )
 
 
-def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False,
-                locate: bool = True) -> ScanResult:
-    """The scan of a batch in this process. ``locate``: an error raised once the core has
-    read the batch (the messages read again for a loop's record) is raised as a
-    RuntimeError naming the thread that raises it when scanned alone."""
+def _scan_batch(threads: list[Any], options: CycleOptions, anywhere: bool = False
+                ) -> ScanResult:
+    """The scan of a batch in this process. The core reads every message and finds the
+    loops; a looping thread's messages are read again for its record, and should that
+    fail, the batch is scanned again (:func:`_scanned_again`)."""
+    raw = _read(threads, options, anywhere)
+    try:
+        return _answered(raw, options, anywhere)
+    except MemoryError:
+        raise
+    except Exception as error:
+        return _scanned_again(threads, options, anywhere, error)
+
+
+def _read(threads: list[Any], options: CycleOptions, anywhere: bool) -> dict[str, Any]:
+    """The core's reading of a batch: its columns, or with ``anywhere`` its screens."""
     if anywhere:
         # Every loop of every thread (vthread.anywhere); each row describes its costliest.
         from vthread.anywhere import core_text_run
 
-        raw = _core.message_screens(threads, core_text_run(), keep_read=True)
-    else:
-        raw = _core.scan_columns(threads, core_options(options), keep_read=True)
+        return _core.message_screens(threads, core_text_run(), keep_read=True)
+    return _core.scan_columns(threads, core_options(options), keep_read=True)
+
+
+def _answered(raw: dict[str, Any], options: CycleOptions, anywhere: bool) -> ScanResult:
+    """The verdicts of what the core read, each loop attributed from the messages it read."""
+    if anywhere:
+        return scan_anywhere_in(raw, raw["threads"])
+    return _verdicts_attributed(raw, options)
+
+
+def _scanned_again(threads: list[Any], options: CycleOptions, anywhere: bool,
+                   error: Exception) -> ScanResult:
+    """The batch scanned once more after a loop's record failed (``error``), as it does when
+    messages changed between the core's reading and the record (another Python thread
+    editing them, or a value's own code run when read): the answer of the state it then
+    finds (a call racing edits may answer for either state). An error that comes again as
+    it came is the reading's own (a mapping's method that raises, a fault), raised as it is;
+    one that changes each time is a RuntimeError naming the thread that fails when scanned
+    alone, its error the cause. MemoryError is never retried."""
     try:
-        if anywhere:
-            return scan_anywhere_in(raw, raw["threads"])  # the messages read, as below
-        return _verdicts_attributed(raw, options)
+        return _answered(_read(threads, options, anywhere), options, anywhere)
     except MemoryError:
         raise
-    except Exception as error:
-        if not locate:
-            raise
-        # The core read every message and found the loops; reading a looping thread's
-        # messages again for its record failed. Messages changed meanwhile (another Python
-        # thread editing them, or a value's own code run when read) do that: the batch is
-        # scanned once more, and answered for the state it then finds (a call racing edits
-        # may answer for either state). An error that comes again as it was is the reading's
-        # own (a mapping's method that raises, a fault), raised as it came.
+    except Exception as again:
+        if type(again) is type(error) and again.args == error.args:
+            raise error from None
+    for index, thread in enumerate(threads):
         try:
-            return _scan_batch(threads, options, anywhere, locate=False)
+            _answered(_read([thread], options, anywhere), options, anywhere)
         except MemoryError:
             raise
-        except Exception as again:
-            if type(again) is type(error) and again.args == error.args:
-                raise error from None
-        # Failing otherwise each time: the messages keep changing. The thread that fails
-        # scanned alone is named, its error the cause.
-        for index, thread in enumerate(threads):
-            try:
-                _scan_batch([thread], options, anywhere, locate=False)
-            except MemoryError:
-                raise
-            except Exception as alone:
-                raise RuntimeError(
-                    f"thread {index}: the record of its loop could not be made from its "
-                    "messages read again (were they changed during the call?): "
-                    f"{type(alone).__name__}: {alone}") from alone
-        raise RuntimeError(
-            "the record of a loop could not be made from its thread's messages read again "
-            f"(were they changed during the call?): {type(error).__name__}: {error}"
-        ) from error
+        except Exception as alone:
+            raise RuntimeError(
+                f"thread {index}: the record of its loop could not be made from its "
+                "messages read again (were they changed during the call?): "
+                f"{type(alone).__name__}: {alone}") from alone
+    raise RuntimeError(
+        "the record of a loop could not be made from its thread's messages read again "
+        f"(were they changed during the call?): {type(error).__name__}: {error}"
+    ) from error
 
 
 def _verdicts_attributed(raw: dict[str, Any], options: CycleOptions) -> ScanResult:
