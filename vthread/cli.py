@@ -135,7 +135,18 @@ from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from itertools import chain, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, TypeVar, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    BinaryIO,
+    Final,
+    Literal,
+    NamedTuple,
+    TextIO,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -992,19 +1003,22 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     }
 
 
-def _say_files_named_twice(files: list[str]) -> None:
+def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, int]]) -> None:
     """Warn of a file read more than once (named twice, or by name and through a directory
     given too, or by two paths to it): its records are written, and counted, once each
-    time, as asked, and a tally that counts runs would count its runs twice."""
+    time, as asked, and a tally that counts runs would count its runs twice. ``identities``:
+    the (device, inode) of the files a directory's walk found (stated there already)."""
     first: dict[tuple[int, int], str] = {}
     for name in files:
         if name == "-":
             continue
-        try:
-            status = os.stat(name)
-        except OSError:
-            continue  # (its own error record when read)
-        identity = (status.st_dev, status.st_ino)
+        identity = identities.get(name)
+        if identity is None:
+            try:
+                status = os.stat(name)
+            except OSError:
+                continue  # (its own error record when read)
+            identity = (status.st_dev, status.st_ino)
         if identity in first:
             again = "given again" if first[identity] == name else f"{first[identity]} again"
             say(f"vthread scan: warning: {name} is {again}: its records are written and "
@@ -1021,8 +1035,8 @@ def _named_as_an_input(name: str) -> bool:
 
 
 def _swallowed_file(options: argparse.Namespace) -> str | None:
-    """With no FILE given: what to say when the value of a key option names a file or a
-    directory, which was most likely the FILE, taken as the key (``--id-key runs.json``,
+    """With no FILE given: what to say when the value of a key option names a file named
+    as inputs are, which was most likely the FILE, taken as the key (``--id-key runs.json``,
     the key forgotten); None otherwise."""
     for flag, key in (("--id-key", options.id_key), ("--messages-key", options.messages_key)):
         # (a file named as inputs are: a directory, or a file of another name, may well
@@ -1072,10 +1086,11 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         files: list[str] = []
         listed: set[str] = set()
         walked: set[str] = set()
+        identities: dict[str, tuple[int, int]] = {}  # of the files found under directories
         for name in options.files:
             overwritten: list[str] = []
             left_out: list[tuple[str, str]] = []
-            found = _files_under(name, written, overwritten, left_out)
+            found = _files_under(name, written, overwritten, left_out, identities)
             for path, why in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
             passed_over.extend(sorted(left_out))
@@ -1092,7 +1107,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
             # Many files (a directory, a shell glob of thousands): one that cannot be read
             # is its own error record, said, and the others are still read.
             listed.update(name for name in files if name != "-")
-            _say_files_named_twice(files)
+            _say_files_named_twice(files, identities)
         return files, frozenset(listed), frozenset(walked)
     swallowed = _swallowed_file(options)
     if swallowed is not None and (sys.stdin is None or _is_tty(sys.stdin)):
@@ -1158,36 +1173,51 @@ _TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
 """Endings (before an optional ``.gz``) of the text files a directory FILE stands for."""
 _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
-_UNREAD_COMPRESSIONS: Final = {
-    # name ending, (the compressor, its magic bytes, how to decompress to standard output)
-    ".bz2": ("bzip2", b"BZh", "bzcat"),
-    ".xz": ("xz", b"\xfd7zXZ\x00", "xzcat"),
-    ".zst": ("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
-    ".lz4": ("lz4", b"\x04\x22\x4d\x18", "lz4cat"),
-    ".7z": ("7-Zip", b"7z\xbc\xaf\x27\x1c", "7z e -so"),
+class _Compression(NamedTuple):
+    compressor: str
+    magic: bytes  # the bytes a file compressed by it begins with
+    command: str  # what decompresses it to standard output
+
+
+_UNREAD_COMPRESSIONS: Final = {  # by the name ending a compressed file has
+    ".bz2": _Compression("bzip2", b"BZh", "bzcat"),
+    ".xz": _Compression("xz", b"\xfd7zXZ\x00", "xzcat"),
+    ".zst": _Compression("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
+    ".lz4": _Compression("lz4", b"\x04\x22\x4d\x18", "lz4cat"),
+    ".7z": _Compression("7-Zip", b"7z\xbc\xaf\x27\x1c", "7z e -so"),
 }
 """Compressions vthread does not read (gzip alone is read), known by a file's first bytes
 and, under a directory, by a trajectory file's name ending in them (``runs.jsonl.zst``)."""
 
 
-def _unread_compression(head: bytes) -> tuple[str, str] | None:
-    """(compressor, decompressing command) of a file beginning with ``head`` compressed by a
-    compressor vthread does not read, else None. A bzip2 stream's magic is checked with its
-    level digit and first block's magic, so that no text is taken for one."""
-    for name, magic, command in _UNREAD_COMPRESSIONS.values():
-        if head.startswith(magic) and (name != "bzip2" or (
+def _unread_compression(head: bytes) -> _Compression | None:
+    """The compression vthread does not read that a file beginning with ``head`` has, else
+    None. A bzip2 stream's magic is checked with its level digit and first block's magic,
+    so that no text is taken for one."""
+    for compression in _UNREAD_COMPRESSIONS.values():
+        if head.startswith(compression.magic) and (compression.compressor != "bzip2" or (
                 head[3:4].isdigit() and head[4:10] == b"1AY&SY")):
-            return name, command
+            return compression
     return None
 
 
-def _unread_compression_said(name: str, compression: tuple[str, str]) -> str:
+def _compression_named(name: str) -> _Compression | None:
+    """The compression vthread does not read that a trajectory file named ``name`` has by
+    its name (``runs.jsonl.zst``), else None."""
+    lower = name.lower()
+    return next((compression for ending, compression in _UNREAD_COMPRESSIONS.items()
+                 if lower.endswith(ending)
+                 and lower[: -len(ending)].removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)),
+                None)
+
+
+def _unread_compression_said(name: str, compression: _Compression) -> str:
     """Why ``name`` (a FILE argument, ``-`` for standard input) is not read, and what to do."""
-    compressor, command = compression
+    command = compression.command
     how = (f"... | {command} | vthread scan -" if name == "-"
            else f"{command} {name} | vthread scan -")
-    return (f"{'<stdin>' if name == '-' else name}: compressed with {compressor}, which vthread "
-            f"does not read (gzip alone is): decompress it first ({how})")
+    return (f"{'<stdin>' if name == '-' else name}: compressed with {compression.compressor}, "
+            f"which vthread does not read (gzip alone is): decompress it first ({how})")
 
 
 def _check_only_records_overwritten(directory: str, overwritten: list[str],
@@ -1244,14 +1274,16 @@ def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
 
 def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
-                 left_out: list[tuple[str, str]] | None = None) -> list[str]:
+                 left_out: list[tuple[str, str]] | None = None,
+                 identities: dict[str, tuple[int, int]] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
     regular file (a dangling link, a FIFO: appended with why to ``left_out``, for the caller
     to say), and the files this run writes (``written``: (device, inode) pairs; an earlier
     run's records left in the directory, appended to ``overwritten`` for the caller to
     check) left out; links to directories not followed, so a link cycle cannot loop. A
-    directory holding none is a fatal error naming it, not a silent empty scan."""
+    directory holding none is a fatal error naming it, not a silent empty scan. The
+    (device, inode) of each file found goes into ``identities`` when given."""
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
@@ -1275,18 +1307,15 @@ def _files_under(name: str, written: _Written,
                  "directory itself to scan it)")
                 for d in directories if os.path.islink(os.path.join(root, d)))
         for file in files:
-            lower = file.lower()
-            if file.startswith(".") or not (
-                    lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
-                    or lower.endswith(_WHOLE_FILE_SUFFIXES)):
-                compressed = next((c for ending, c in _UNREAD_COMPRESSIONS.items()
-                                   if lower.endswith(ending) and lower[: -len(ending)]
-                                   .removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)), None)
-                if compressed is not None and left_out is not None and not file.startswith("."):
+            if file.startswith("."):
+                continue
+            if not _named_as_an_input(file):
+                compressed = _compression_named(file)
+                if compressed is not None and left_out is not None:
                     # (a trajectory file by its name, passed over in silence)
                     left_out.append((os.path.join(root, file), f"compressed with "
-                                     f"{compressed[0]}, which vthread does not read: decompress "
-                                     f"it first ({compressed[2]})"))
+                                     f"{compressed.compressor}, which vthread does not read: "
+                                     f"decompress it first ({compressed.command})"))
                 continue
             path = os.path.join(root, file)
             try:
@@ -1303,6 +1332,8 @@ def _files_under(name: str, written: _Written,
                 continue
             if (status.st_dev, status.st_ino) not in written:
                 found.append(path)
+                if identities is not None:
+                    identities[path] = (status.st_dev, status.st_ino)
             elif overwritten is not None:
                 overwritten.append(path)
     if not found and overwritten:
