@@ -1312,6 +1312,39 @@ def test_a_compression_not_read_is_named_with_what_to_do(
     assert code == 0 and [r.get("error") is None for r in records(out)] == [False, True, True]
 
 
+def test_fail_on_error_fails_a_gate_that_left_a_trajectory_file_unread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a directory, a trajectory file left out unread (compressed as vthread does not
+    read it, a dangling link, a FIFO) fails --fail-on-error (65, saying how many), as a file
+    that cannot be read is an error record that fails it: the gate passed (0) with the
+    file unchecked. A link to a directory, not followed, and files that are no trajectory
+    do not fail it; without the option each run is 0 as before."""
+    import bz2
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    source = lines_file(folder / "a.jsonl", 2).read_bytes()
+    (folder / "notes.txt").write_text("not a trajectory")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lines_file(elsewhere / "c.jsonl", 1)
+    (folder / "linked").symlink_to(elsewhere, target_is_directory=True)
+    assert run(["scan", str(folder), "-q", "--fail-on-error"], monkeypatch)[0] == 0
+    unread = [("b.jsonl.bz2", lambda path: path.write_bytes(bz2.compress(source))),
+              ("gone.jsonl", lambda path: path.symlink_to(tmp_path / "removed.jsonl")),
+              ("pipe.jsonl", lambda path: os.mkfifo(path))]
+    for count, (name, make) in enumerate(unread, 1):
+        make(folder / name)
+        code, out, err = run(["scan", str(folder), "-q"], monkeypatch)
+        assert code == 0 and len(records(out)) == 2
+        code, out, err = run(["scan", str(folder), "-q", "--fail-on-error"], monkeypatch)
+        assert code == 65 and len(records(out)) == 2, name
+        files = "file was" if count == 1 else "files were"
+        assert err.endswith(f"vthread scan: --fail-on-error: {count} trajectory {files} left "
+                            "out unread (said above)\n"), err
+        assert f"{folder / name}: left out:" in err
+
+
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                          ) -> None:
     """A file read twice (named twice, by name and through its directory, or by two paths)

@@ -35,8 +35,9 @@ EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
   1    --fail-on-loop and some thread loops
-  65   --fail-on-error and some record is an error, or no thread was scanned
-       (and no thread loops, with --fail-on-loop)
+  65   --fail-on-error and some record is an error, a trajectory file under a
+       directory was left out unread, or no thread was scanned (and no thread
+       loops, with --fail-on-loop)
   2    usage error, an input that is not there, a lone input that cannot be read
        (one of several is an error record), output that is an input, or with
        --strict the first bad line
@@ -310,9 +311,11 @@ def _parser() -> argparse.ArgumentParser:
                        "2) to fail on one")
     scan_.add_argument("--fail-on-error", action="store_true",
                        help="exit with status 65 when any record is an error (a bad line, a "
-                       "file that cannot be read among several) or no thread was scanned at "
-                       "all, after every record is written (for CI gates that must not pass "
-                       "having checked nothing)")
+                       "file that cannot be read among several), a trajectory file under a "
+                       "directory was left out unread (compressed as vthread does not read, a "
+                       "dangling link, a FIFO) or no thread was scanned at all, after every "
+                       "record is written (for CI gates that must not pass having checked "
+                       "nothing)")
     scan_.add_argument("--only-loops", action="store_true",
                        help="write only the records of threads that loop, and error records "
                        "(so no failure goes unseen); the summary still counts every line")

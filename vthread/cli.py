@@ -585,7 +585,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         except _FatalError as error:
             say(f"vthread scan: {error}")
             return USAGE_EXIT
-    passed_over: list[tuple[str, str]] = []  # paths under an input directory not read
+    passed_over: list[_LeftOut] = []  # paths under an input directory not read
     try:
         inputs = _inputs(options, passed_over)
         if inputs is None:
@@ -781,7 +781,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return failure[0]
     if options.fail_on_loop and stats.loops:
         return LOOP_EXIT
-    return DATA_EXIT if options.fail_on_error and (stats.errors or scanned == 0) else 0
+    # A trajectory file left out (compressed as vthread does not read, a dangling link) went
+    # unchecked as surely as a file that cannot be read, which is an error record.
+    unread = sum(left.unread_trajectory for left in passed_over)
+    if options.fail_on_error and unread and not (stats.errors or scanned == 0):
+        say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
+            f"{' was' if unread == 1 else 's were'} left out unread (said above)")
+    return DATA_EXIT if options.fail_on_error and (stats.errors or scanned == 0 or unread) else 0
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
@@ -968,7 +974,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   detected: list[tuple[str, str]], units: set[str],
                   failure: str | None = None,
                   cut_short: list[tuple[str, str]] | None = None,
-                  left_out: list[tuple[str, str]] | None = None) -> dict[str, object]:
+                  left_out: list[_LeftOut] | None = None) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
     why the scan ended before its end (the figures are then those of what it read);
     ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
@@ -999,7 +1005,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
             "tokens": _finite(stats.anywhere[2]) if stats.anywhere_tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
-        "left_out": [{"file": label, "why": why} for label, why in left_out or []],
+        "left_out": [{"file": left.file, "why": left.why} for left in left_out or []],
     }
 
 
@@ -1058,7 +1064,7 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | None = None
+def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = None
             ) -> tuple[list[str], frozenset[str], frozenset[str]] | None:
     """The files to read, those of them read one at a time (found in a directory FILE, or one
     of several inputs: see :func:`_tasks`), and those found in a directory FILE: the FILE
@@ -1089,9 +1095,9 @@ def _inputs(options: argparse.Namespace, passed_over: list[tuple[str, str]] | No
         identities: dict[str, tuple[int, int]] = {}  # of the files found under directories
         for name in options.files:
             overwritten: list[str] = []
-            left_out: list[tuple[str, str]] = []
+            left_out: list[_LeftOut] = []
             found = _files_under(name, written, overwritten, left_out, identities)
-            for path, why in sorted(left_out):
+            for path, why, _ in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
             passed_over.extend(sorted(left_out))
             _check_only_records_overwritten(name, overwritten, written)
@@ -1173,6 +1179,17 @@ _TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
 """Endings (before an optional ``.gz``) of the text files a directory FILE stands for."""
 _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
+class _LeftOut(NamedTuple):
+    """A path under a directory FILE that was not read, and why. ``unread_trajectory``: it
+    is a trajectory file by its name (compressed in a way vthread does not read, a dangling
+    link, a FIFO), so that ``--fail-on-error`` fails a gate that did not check it; a link to
+    a directory, or a file removed meanwhile, is not."""
+
+    file: str
+    why: str
+    unread_trajectory: bool
+
+
 class _Compression(NamedTuple):
     compressor: str
     magic: bytes  # the bytes a file compressed by it begins with
@@ -1274,7 +1291,7 @@ def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
 
 def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
-                 left_out: list[tuple[str, str]] | None = None,
+                 left_out: list[_LeftOut] | None = None,
                  identities: dict[str, tuple[int, int]] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
@@ -1295,7 +1312,8 @@ def _files_under(name: str, written: _Written,
         where = error.filename if error.filename is not None else name
         if isinstance(error, (FileNotFoundError, NotADirectoryError)):
             if left_out is not None:
-                left_out.append((where, "removed while the directory was listed"))
+                left_out.append(_LeftOut(where, "removed while the directory was listed",
+                                         unread_trajectory=False))
             return
         raise _FatalError(f"{where}: cannot be listed: {error.strerror or error}")
 
@@ -1303,8 +1321,8 @@ def _files_under(name: str, written: _Written,
         directories[:] = [d for d in directories if not d.startswith(".")]
         if left_out is not None:
             left_out.extend(
-                (os.path.join(root, d), "a link to a directory, not followed (name the "
-                 "directory itself to scan it)")
+                _LeftOut(os.path.join(root, d), "a link to a directory, not followed (name "
+                         "the directory itself to scan it)", unread_trajectory=False)
                 for d in directories if os.path.islink(os.path.join(root, d)))
         for file in files:
             if file.startswith("."):
@@ -1313,22 +1331,25 @@ def _files_under(name: str, written: _Written,
                 compressed = _compression_named(file)
                 if compressed is not None and left_out is not None:
                     # (a trajectory file by its name, passed over in silence)
-                    left_out.append((os.path.join(root, file), f"compressed with "
-                                     f"{compressed.compressor}, which vthread does not read: "
-                                     f"decompress it first ({compressed.command})"))
+                    left_out.append(_LeftOut(
+                        os.path.join(root, file), f"compressed with {compressed.compressor}, "
+                        f"which vthread does not read: decompress it first "
+                        f"({compressed.command})", unread_trajectory=True))
                 continue
             path = os.path.join(root, file)
             try:
                 status = os.stat(path)  # through a link: a dangling one raises
             except OSError as error:
                 if left_out is not None:
-                    left_out.append((path, "cannot be read: "
-                                     f"{error.strerror or error} (a dangling link?)"))
+                    left_out.append(_LeftOut(path, "cannot be read: "
+                                             f"{error.strerror or error} (a dangling link?)",
+                                             unread_trajectory=True))
                 continue
             if not stat.S_ISREG(status.st_mode):
                 if left_out is not None:
                     # A FIFO would wait for a writer, and a device is no trajectory.
-                    left_out.append((path, "not a regular file (a FIFO, a socket, a device)"))
+                    left_out.append(_LeftOut(path, "not a regular file (a FIFO, a socket, a "
+                                             "device)", unread_trajectory=True))
                 continue
             if (status.st_dev, status.st_ino) not in written:
                 found.append(path)
