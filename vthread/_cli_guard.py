@@ -121,9 +121,10 @@ def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
     parser.add_argument("--ngram", type=count_argument, metavar="N",
                         help="words per repeated phrase (default 4, at least 2)")
     parser.add_argument("--window", type=count_argument, metavar="N",
-                        help="words the guard looks back over (default max(ngram, 48))")
+                        help="words the guard looks back over (default max(ngram, 48), at least "
+                        "ngram)")
     parser.add_argument("--max-repeats", type=count_argument, metavar="N",
-                        help="repeats of one phrase that trip the guard (default 4)")
+                        help="repeats of one phrase that trip the guard (default 4, at least 2)")
     parser.add_argument("--max-unique-ratio", type=number_argument, metavar="X",
                         help="trip only when distinct/total words in the window is at most "
                         "this (default 0.4, clamped to [0, 1]; nan or inf: the default)")
