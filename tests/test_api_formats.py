@@ -248,6 +248,44 @@ def test_run_objects_are_read_as_vthread_scan_reads_a_line() -> None:
         vthread.scan([{"steps": chat}], format="openai")
 
 
+def test_the_first_bad_thread_is_named_and_a_bad_run_object_is_a_type_error() -> None:
+    """Of a batch, the first thread that is no thread is named, whether it or a later one
+    is a run object (a run object without messages was named first, wherever it was); a run
+    object whose messages are no array, or hold a value that is no message, is a TypeError
+    as a bare list holding one is (it was a ValueError only, and still is one), with
+    pandas' hint for a NumPy array of messages."""
+    from vthread.documents import NotAThreadError
+
+    message = {"type": "user", "text": "a"}
+    bad_list = [message, 7]
+    cases = [
+        ([bad_list, {"id": 1}], TypeError, r"^thread 0: messages\[1\] must be a mapping"),
+        ([[message], bad_list, {"messages": "x"}], TypeError,
+         r"^thread 1: messages\[1\] must be a mapping"),
+        ([{"messages": "x"}, {"id": 1}], NotAThreadError,
+         r'^thread 0: not a thread: "messages" is a string, not an array$'),
+        ([{"messages": [message]}, {"messages": bad_list}, bad_list], NotAThreadError,
+         r"^thread 1: message 1 is not an object \(a number\)$"),
+        ([[message], {"messages": None}], NotAThreadError, r'^thread 1: not a thread: "messages"'
+         r" is a null"),
+        ([[message], {"id": 1}, bad_list], TypeError, r"^thread 1: messages must be a sequence"),
+        ([{"messages": np.array([message, message])}], NotAThreadError,
+         r"ndarray, not an array \(pandas reads a Parquet list column as NumPy arrays"),
+    ]
+    for batch, kind, said in cases:
+        with pytest.raises(kind, match=said) as caught:
+            vthread.scan(batch)
+        assert isinstance(caught.value, TypeError)
+    with pytest.raises(NotAThreadError, match=r"^message 1 is not an object") as caught:
+        vthread.describe_thread_cycle({"messages": bad_list})
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(ValueError, match=r"^thread 1: openai format: message 0 has no role"
+                       ) as raised:
+        vthread.scan([{"messages": [{"role": "user", "content": "a"}]}, {"messages": [{}]}],
+                     format="openai")
+    assert not isinstance(raised.value, TypeError)
+
+
 def test_run_objects_of_any_mapping_and_sequence_type_are_read_as_dicts_and_lists() -> None:
     """A run object that is a UserDict or a read-only mapping, its messages a tuple of
     UserDicts, is detected and read as the same run of dicts and lists is (it was taken for

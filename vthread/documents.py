@@ -395,7 +395,13 @@ def native_threads(threads: Sequence[Any], format_: str
         if isinstance(thread, Mapping):
             found = read_run(_as_parsed_run(thread), format_)
             if is_string(found):
-                raise ValueError(f"thread {index}: {found}")
+                if format_ == "native":
+                    # The list threads before it are checked by the core, later: the first
+                    # bad thread is named, not this one.
+                    earlier = first_thread_error(threads[:index])
+                    if earlier is not None:
+                        raise earlier
+                raise _unreadable_run(index, thread, found, format_)
             native.append(found[1])
             sources.append(found[2])
             continue
@@ -433,6 +439,46 @@ def checked_format(format_: object) -> str:
         raise ValueError(f"format must be 'auto' or one of {', '.join(FORMATS)}, "
                          f"got {format_!r}")
     return format_
+
+
+class NotAThreadError(TypeError, ValueError):
+    """A thread given in Python that is not one: a run object whose messages are no array
+    or hold a value that is no message. A ``TypeError``, as a list thread holding a value
+    that is no mapping is, and a ``ValueError``, as these were first raised."""
+
+
+def _unreadable_run(index: int, run: Mapping[str, Any], why: str, format_: str
+                    ) -> ValueError:
+    """The error of a run object ``read_run`` found no run (``why``): a ``ValueError`` when
+    its messages are not in ``format_``, else a :class:`NotAThreadError` (with pandas' hint
+    when the messages are a NumPy array)."""
+    if why.startswith(f"{format_} format:"):
+        return ValueError(f"thread {index}: {why}")
+    key = next((k for k in MESSAGES_KEYS if k in run), None)
+    hint = "" if key is None else ndarray_hint(run[key])
+    return NotAThreadError(f"thread {index}: {why}{hint}")
+
+
+def first_thread_error(threads: Sequence[Any]) -> Exception | None:
+    """The error of the first of ``threads`` that is no native thread (a sequence of
+    mappings, or a run object holding one), as scanning them would raise it; None when all
+    are threads. Read on the way to raising another thread's error, so that the first bad
+    thread of a batch is the one named. O(total messages)."""
+    for index, thread in enumerate(threads):
+        if isinstance(thread, Mapping):
+            if not holds_run_messages(thread):
+                return TypeError(f"thread {index}: messages must be a sequence of mappings (or "
+                                 "a run object holding them under \"messages\", \"traj\" or "
+                                 f"\"history\"), got a {type(thread).__name__} without them")
+            found = read_run(_as_parsed_run(thread), "native")
+            if is_string(found):
+                return _unreadable_run(index, thread, found, "native")
+            continue
+        try:
+            check_messages(thread)
+        except TypeError as error:
+            return TypeError(f"thread {index}: {error}")
+    return None
 
 
 def _not_a_thread(index: int, thread: object) -> TypeError:

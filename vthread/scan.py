@@ -912,7 +912,12 @@ def scan(
     batch_threads = _thread_list(threads)
     volatile_masked((), mask_volatile)  # checks the flag even for an empty batch
     sources = None
-    from vthread.documents import holds_run_messages, native_threads, warn_if_chat
+    from vthread.documents import (
+        first_thread_error,
+        holds_run_messages,
+        native_threads,
+        warn_if_chat,
+    )
 
     holds_runs = False  # a native batch holding a run object
     if format == "native":
@@ -920,11 +925,11 @@ def scan(
             if not isinstance(thread, Mapping):
                 continue
             if not holds_run_messages(thread):
-                # No thread: a TypeError as for a lone one, whatever else the batch holds
-                # (read as a run, it would be a ValueError).
-                raise TypeError(f"thread {index}: messages must be a sequence of mappings (or "
-                                "a run object holding them under \"messages\", \"traj\" or "
-                                f"\"history\"), got a {type(thread).__name__} without them")
+                # No thread: a TypeError as for a lone one, whatever else the batch holds,
+                # unless a thread before it is no thread either: the first is named.
+                error = first_thread_error(batch_threads[:index + 1])
+                assert error is not None  # this thread's, at the least
+                raise error
             holds_runs = True
     if format != "native" or holds_runs:
         # A run object holding its messages is read in any format, native too, as the CLI
