@@ -95,6 +95,69 @@ def test_equals_the_twin_that_tries_every_start(thread: list[dict[str, Any]],
     assert got.tokens == want.tokens
 
 
+@st.composite
+def ending_in_a_large_result(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A thread whose newest tool result (perhaps with a message or two after it) is large,
+    its call just before it or a few messages earlier: the result a harness trims."""
+    thread = draw(priced())
+    name, call_id = draw(st.sampled_from(["ls", "cat"])), draw(st.sampled_from([None, "a"]))
+    between = draw(st.lists(MESSAGES, max_size=2))
+    after = draw(st.lists(MESSAGES, max_size=2))
+    large = {**_reply(name, call_id), "usage": {"tokens": draw(st.sampled_from([20, 40, 90]))}}
+    return [*thread, _call(name, call_id), *between, large, *after]
+
+
+@SETTINGS
+@given(ending_in_a_large_result(), KEYWORDS)
+def test_a_trimmed_result_is_kept_with_its_call_as_the_twin_keeps_it(
+        thread: list[dict[str, Any]], keywords: dict[str, Any]) -> None:
+    """pair_safe or start_on with a trim function: the message that overflows is trimmed
+    with the room left by the messages from the last allowed start before it (its call),
+    as the twin that walks and tries every start does it."""
+    keywords = {**keywords, "inclusive": "trim"}
+    got, want = _call_both(thread, keywords)
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert got.messages == want.messages
+    assert got.tokens == want.tokens
+
+
+def test_pair_safe_keeps_a_trimmed_tool_result_with_its_call() -> None:
+    """The usual reason to trim: the newest tool result alone is over the budget. With
+    pair_safe it is trimmed to the room its call leaves and kept with it (production's trim
+    got the whole room, and the trimmed result, whose call was cut, was then dropped: the
+    result was empty). In a chat format too; a trim function that drops it drops both."""
+    call, reply = _call("cat", "a"), {**_reply("cat", "a"), "usage": {"tokens": 500}}
+    thread = [{"type": "user", "text": "read it", "usage": {"tokens": 5}},
+              {**call, "usage": {"tokens": 5}}, reply]
+    rooms: list[float] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
+        rooms.append(room)
+        return {**message, "text": "…", "usage": {"tokens": room}}
+
+    got = vthread.build_thread(thread, max_tokens=100, inclusive=trim, pair_safe=True)
+    assert rooms == [95.0]
+    assert got.messages == [{**call, "usage": {"tokens": 5.0}},
+                            {**reply, "text": "…", "usage": {"tokens": 95.0}}]
+    assert got.tokens == 100.0
+    assert vthread.build_thread(thread, max_tokens=100, inclusive=lambda m, room: None,
+                                pair_safe=True).messages == []
+    chat = [{"role": "user", "content": "read it"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "cat", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x" * 4000}]
+
+    def trim_chat(message: dict[str, Any], room: float) -> dict[str, Any]:
+        return {**message, "content": "x…", "usage": {"tokens": room}}
+
+    got = vthread.build_thread(chat, max_tokens=100, inclusive=trim_chat, pair_safe=True,
+                               format="openai", estimate=lambda m: len(str(m)) / 4)
+    assert got.messages == [chat[1], {**chat[2], "content": "x…"}]
+
+
 @SETTINGS
 @given(priced(), KEYWORDS)
 def test_the_result_is_what_a_chat_api_accepts(thread: list[dict[str, Any]],

@@ -200,6 +200,14 @@ def shaped_build(
         return start_on is None or is_text(rest[k].get("type"), start_on)
 
     budget = limit - system_total
+    floor = abs(_real(min_messages)) if min_messages is not None else 0.0
+    if callable(inclusive):
+        # The message a trim function is given, kept trimmed after the messages from the
+        # last allowed start before it, with the room they leave.
+        trimmed = _trimmed_after_allowed_start(rest, budget, floor, inclusive, allowed)
+        if trimmed is not None:
+            return ReferenceBuild(costed[:head] + trimmed.messages,
+                                  system_total + trimmed.tokens)
 
     def fits(k: int) -> bool:
         total = 0.0
@@ -210,7 +218,6 @@ def shaped_build(
     start = min((k for k in range(n) if allowed(k) and fits(k)), default=n)
     if inclusive and first < start and allowed(first):
         start = first
-    floor = abs(_real(min_messages)) if min_messages is not None else 0.0
     kept = int(min(floor, n)) if floor >= 1 else 0
     if kept > n - start:
         earlier = [k for k in range(0, n - kept + 1) if allowed(k)]
@@ -223,6 +230,47 @@ def shaped_build(
         for message in reversed(taken):
             total += message["usage"]["tokens"]
     return ReferenceBuild(costed[:head] + taken, system_total + total)
+
+
+def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floor: float,
+                                 trim: Trim, allowed: Callable[[int], bool]
+                                 ) -> ReferenceBuild | None:
+    """Production's straddling message (the newest not within the floor that takes the sum
+    over ``budget``), when there is room before it, trimmed with the room left once the
+    messages from the last allowed start at or before it are kept whole: those messages
+    and the trimmed one, then the rest, or None (no such message, start or room, or the
+    trim function drops it)."""
+    n = len(rest)
+    total = 0.0
+    for index in range(n - 1, -1, -1):
+        tokens = rest[index]["usage"]["tokens"]
+        within_floor = n - index <= floor
+        if total + tokens > budget and not within_floor:
+            break
+        total += tokens
+        if total >= budget and not within_floor:
+            return None
+    else:
+        return None
+    room = budget - total
+    if not room > 0:
+        return None
+    starts = [k for k in range(index + 1) if allowed(k)]
+    if not starts:
+        return None
+    start = max(starts)
+    for message in reversed(rest[start:index]):
+        room -= message["usage"]["tokens"]
+    if not room > 0:
+        return None
+    # The message alone under the room left: production's walk trims it.
+    cut = build_thread([rest[index]], max_tokens=room, inclusive=trim)
+    if not cut.messages:
+        return None
+    total += cut.tokens
+    for message in reversed(rest[start:index]):
+        total += message["usage"]["tokens"]
+    return ReferenceBuild(rest[start:index] + cut.messages + rest[index + 1:], total)
 
 
 # ------------------------------------------------------------------------ cycle heuristics

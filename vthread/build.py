@@ -82,7 +82,9 @@ def build_thread(
 
     With either of the last two, the result is the longest suffix within the budget that
     starts where they allow (production's own when it kept a straddling message that may
-    start it), or longer when ``min_messages`` asks for more. O(n).
+    start it), or longer when ``min_messages`` asks for more; a trim function trims the
+    message that overflows with the room left once the messages from the last allowed start
+    before it are kept (a large tool result is kept trimmed with its call). O(n).
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
     default; chat messages passed as native ones are warned about, since their system
@@ -180,22 +182,83 @@ def build_thread(
                 "more")
         raise ValueError(f"the {head} leading system message{'s' if head != 1 else ''} alone "
                          f"cost {cost} than max_tokens={limit:g}")
+    # With a shape asked for, a message to trim is trimmed with the room left once the
+    # messages it needs before it are kept (its tool call): see _trimmed_with_its_start.
+    deferred: list[tuple[int, float]] | None = (
+        [] if callable(inclusive) and (pair_safe or start_on is not None) else None)
     taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive,
-                                   view.copy)
+                                   view.copy, deferred)
     if pair_safe or start_on is not None:
+        allowed = _allowed_starts(view, head, len(thread) - head, pair_safe, start_on)
+        if deferred:
+            assert callable(inclusive)
+            index, room = deferred[0]
+            kept = _trimmed_with_its_start(thread, costs, head, allowed, index, room,
+                                           inclusive, view.copy)
+            if kept is not None:
+                start, before, trimmed_tokens = kept
+                # Summed newest first, as production adds: the messages after the trimmed
+                # one (total), the trimmed one, then those kept before it.
+                total = _added_newest_first(total + trimmed_tokens, costs[start:index])
+                return _with_system(thread, costs, head, system_total, before + taken,
+                                    total, view)
         first = len(thread) - len(taken)
-        start = head + _allowed_start(view, head, costs[head:], limit - system_total,
-                                      first - head, floor, bool(inclusive), pair_safe,
-                                      start_on)
+        start = head + _allowed_start(costs[head:], allowed, limit - system_total,
+                                      first - head, floor,
+                                      bool(inclusive) and not deferred)
         if start != first:
             taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
-            total = 0.0
-            for tokens in reversed(costs[start:]):  # newest first, as production adds
-                total += tokens
+            total = _added_newest_first(0.0, costs[start:])
+    return _with_system(thread, costs, head, system_total, taken, total, view)
+
+
+def _with_system(thread: list[Mapping[str, Any]], costs: list[float], head: int,
+                 system_total: float, taken: list[dict[str, Any]], total: float,
+                 view: _MessageView) -> BuildResult:
+    """The result: the ``head`` leading system messages kept, then ``taken``."""
     if head:
         return BuildResult([view.copy(thread[i], costs[i]) for i in range(head)] + taken,
                            system_total + total)
     return BuildResult(taken, total)
+
+
+def _added_newest_first(total: float, costs: Sequence[float]) -> float:
+    """``total`` plus ``costs`` added newest (last) first, as production sums a thread."""
+    for tokens in reversed(costs):
+        total += tokens
+    return total
+
+
+def _trimmed_with_its_start(
+    thread: list[Mapping[str, Any]], costs: list[float], head: int, allowed: list[bool],
+    index: int, room: float, trim: Trim,
+    copy: Callable[[Mapping[str, Any], float], dict[str, Any]],
+) -> tuple[int, list[dict[str, Any]], float] | None:
+    """With ``pair_safe`` or ``start_on``, the message ``thread[index]`` that would overflow
+    the budget, trimmed together with the messages from the last allowed start at or
+    before it (its tool call, for a tool result; the user turn before it, for ``start_on``):
+    those are kept whole, and the trim function is given the ``room`` left after them. Its
+    result (where the kept messages start, they and then the trimmed one, and the trimmed
+    one's tokens), or None when no start allows it, no room is left, or the trim function
+    drops it. Production
+    trims with the whole room and the shape then dropped the trimmed message, when it could
+    not start the result: a tool result too large for the budget was lost with its call,
+    the usual reason to trim."""
+    allowed_at = next((k for k in range(index - head, -1, -1) if allowed[k]), None)
+    if allowed_at is None:
+        return None
+    start = head + allowed_at
+    for tokens in reversed(costs[start:index]):  # the kept messages' cost, newest first
+        room -= tokens
+    if not room > 0:
+        return None
+    message = thread[index]
+    cut = _trim(trim, _priced(message, costs[index]), room, index)
+    if cut is None:
+        return None
+    trimmed = cut[0] if copy is _priced else _unpriced(cut[0], message)
+    before = [copy(thread[i], costs[i]) for i in range(start, index)]
+    return start, [*before, trimmed], cut[1]
 
 
 _TRANSLATED_TYPES: Final = frozenset({"system", "user", "bot", "reasoning", "activity"})
@@ -349,10 +412,13 @@ def _newest_fitting(
     floor: float,
     inclusive: bool | Trim | None,
     copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced,
+    deferred: list[tuple[int, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
     index): the newest messages within ``limit`` (see build_thread), as ``copy`` makes
-    them."""
+    them. With ``deferred`` (a list), the message a trim function would be given is not
+    trimmed: its (index, room) is appended there, for the caller to trim with the room its
+    shape leaves, and the messages after it are returned."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -367,7 +433,9 @@ def _newest_fitting(
                 total += tokens
             elif callable(inclusive):
                 room = limit - total
-                if room > 0:
+                if room > 0 and deferred is not None:
+                    deferred.append((index, room))
+                elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,
                     # in every format, and returns its usage; a chat message keeps none.
                     cut = _trim(inclusive, _priced(thread[index], tokens), room, index)
@@ -389,26 +457,12 @@ def _newest_fitting(
     return taken, total
 
 
-def _allowed_start(
-    view: _MessageView,
-    head: int,
-    costs: Sequence[float],
-    budget: float,
-    chosen: int,
-    floor: float,
-    inclusive: bool,
-    pair_safe: bool,
-    start_on: str | None,
-) -> int:
-    """Where the kept suffix of the messages after the ``head`` system ones begins (an index
-    among them) once pairs and ``start_on`` are respected.
-
-    The earliest allowed start whose suffix fits ``budget`` (fits as production judges it:
-    its cost is not above the budget); production's own start ``chosen`` when it kept a
-    straddling message (``inclusive``) and may begin there; and, when ``min_messages`` keeps
-    more, the last allowed start at or before the floor's. O(n)."""
-    n = len(costs)
-    allowed = [True] * (n + 1)  # allowed[k]: the suffix may begin at k (k = n: nothing kept)
+def _allowed_starts(view: _MessageView, head: int, n: int, pair_safe: bool,
+                    start_on: str | None) -> list[bool]:
+    """``allowed[k]``: whether the kept suffix of the ``n`` messages after the ``head``
+    system ones may begin at their ``k``-th (``k = n``: nothing kept), as pairs and
+    ``start_on`` allow. O(n)."""
+    allowed = [True] * (n + 1)
     if pair_safe:
         pairs, orphans = view.tool_pairs(head)
         inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
@@ -424,6 +478,19 @@ def _allowed_start(
     if start_on is not None:
         for k in range(n):
             allowed[k] = allowed[k] and view.starts(head + k, start_on)
+    return allowed
+
+
+def _allowed_start(costs: Sequence[float], allowed: list[bool], budget: float, chosen: int,
+                   floor: float, inclusive: bool) -> int:
+    """Where the kept suffix of the messages after the system ones begins (an index among
+    them, ``costs`` theirs) once pairs and ``start_on`` are respected (``allowed``).
+
+    The earliest allowed start whose suffix fits ``budget`` (fits as production judges it:
+    its cost is not above the budget); production's own start ``chosen`` when it kept a
+    straddling message whole (``inclusive``) and may begin there; and, when
+    ``min_messages`` keeps more, the last allowed start at or before the floor's. O(n)."""
+    n = len(costs)
     start = n
     suffix = 0.0
     for k in range(n - 1, -1, -1):  # newest first, as production adds
