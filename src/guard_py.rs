@@ -172,7 +172,7 @@ fn for_reading<'py>(guard: &Bound<'py, GuardCore>) -> PyResult<PyRef<'py, GuardC
 
 /// The guard's state machine for one stream (see src/guard.rs). `vthread.Guard` subclasses
 /// it: `push` is this method, one call into the core.
-#[pyclass(subclass, module = "vthread._core")]
+#[pyclass(subclass, weakref, module = "vthread._core")]
 pub struct GuardCore {
     guard: Guard,
     options: Py<PyAny>,
@@ -223,6 +223,17 @@ impl GuardCore {
             return Ok(false);
         };
         let stored = storage(text);
+        if stored.length > 0 && !this.held.is_empty() {
+            // A character `push_bytes` left unfinished is finished by no later bytes: its
+            // bytes are text of their own, before this chunk, as a decoder flushed at this
+            // point decodes them (lone surrogates). They hold no space, so complete no
+            // word, and cannot trip the guard here.
+            let held = std::mem::take(&mut this.held);
+            let escaped: Vec<u32> = held.iter().map(|&b| 0xDC00 + u32::from(b)).collect();
+            let flushed = this.guard.push(escaped.as_slice(), Feed::Pushes);
+            debug_assert!(flushed.is_none(), "no word is completed without a space");
+            this.decoded += escaped.len() as u64;
+        }
         let guard = &mut this.guard;
         let trip = if stored.length >= RELEASE_GIL_FROM {
             // A long push (a whole document) lets other Python threads run meanwhile; `text`
@@ -248,14 +259,25 @@ impl GuardCore {
     /// file's `write` takes them. None, or (bytes of `data` up to the end of the tripping
     /// word, code points decoded before that point over all calls). When the space after
     /// that word began in the previous call's bytes, the first count takes the rest of the
-    /// space, so that bytes passed on up to it never end inside a character.
+    /// space, so that bytes passed on up to it never end inside a character. With
+    /// `min_chars_per_character`, `min_chars` counts the characters up to the word being
+    /// judged, as a stream fed one character at a time counts them (`scan_texts`), not every
+    /// character of the pushes so far: where the guard trips then depends on the bytes alone,
+    /// not on how a pipe cut them into reads.
+    #[pyo3(signature = (data, *, min_chars_per_character = false))]
     fn push_bytes(
         slf: &Bound<'_, Self>,
         data: &Bound<'_, PyAny>,
+        min_chars_per_character: bool,
     ) -> PyResult<Option<(usize, u64)>> {
         let mut this = for_change(slf)?;
+        let feed = if min_chars_per_character {
+            Feed::Characters
+        } else {
+            Feed::Pushes
+        };
         if let Ok(bytes) = data.cast::<PyBytes>() {
-            return Ok(this.push_byte_slice(bytes.as_bytes()));
+            return Ok(this.push_byte_slice(bytes.as_bytes(), feed));
         }
         let Ok(view) = PyMemoryView::from(data) else {
             return Err(PyTypeError::new_err(format!(
@@ -266,7 +288,7 @@ impl GuardCore {
         };
         // A copy of the raw bytes in C order, whatever the buffer's item format or strides.
         let copied = view.call_method0("tobytes")?;
-        Ok(this.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes()))
+        Ok(this.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes(), feed))
     }
 
     /// The resolved options (`vthread.guard.GuardOptions`).
@@ -305,12 +327,12 @@ impl GuardCore {
 
 impl GuardCore {
     /// `push_bytes` of the bytes themselves.
-    fn push_byte_slice(&mut self, data: &[u8]) -> Option<(usize, u64)> {
+    fn push_byte_slice(&mut self, data: &[u8], feed: Feed) -> Option<(usize, u64)> {
         if self.guard.tripped() || data.is_empty() {
             return None;
         }
         if self.held.is_empty() && data.is_ascii() {
-            let trip = self.guard.push(data, Feed::Pushes).map(|at| {
+            let trip = self.guard.push(data, feed).map(|at| {
                 self.trip_offset = Some(at.index);
                 (at.index, self.decoded + at.index as u64)
             });
@@ -352,7 +374,7 @@ impl GuardCore {
                 }
             }
         }
-        let trip = self.guard.push(codes.as_slice(), Feed::Pushes);
+        let trip = self.guard.push(codes.as_slice(), feed);
         let result = trip.map(|at| {
             let mut through: usize = codes[..at.index].iter().map(|&c| utf8_width(c)).sum();
             if through < held {

@@ -227,6 +227,22 @@ class _Reads(io.RawIOBase):
         return self.pieces.pop(0) if self.pieces else b""
 
 
+def test_min_chars_counts_up_to_the_word_whatever_the_reads() -> None:
+    """``--min-chars N`` never trips before N characters, whether the input comes in one
+    read (a file) or many (a pipe): per read, a file larger than N let a word trip at once."""
+    text = ("again and " * 32 + "x" * 1000 + "\n").encode()
+    for min_chars, trips in ((1000, False), (100, True)):
+        answers = []
+        for stdin in (io.BytesIO(text), _Reads(*(text[i:i + 7] for i in range(0, len(text), 7)))):
+            stdout, stderr = io.BytesIO(), io.StringIO()
+            status = run_guard(["--min-chars", str(min_chars)], stdin,  # type: ignore[arg-type]
+                               stdout, stderr)
+            answers.append((status, stdout.getvalue(), stderr.getvalue()))
+        assert answers[0] == answers[1]
+        assert (answers[0][0] == EXIT_TRIPPED) is trips
+        assert (answers[0][1] == text) is not trips
+
+
 @pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000", "\u2028"])
 def test_a_space_cut_across_reads_after_the_tripping_word(space: str) -> None:
     """A multibyte space that completes the tripping word, cut between two reads: the output

@@ -591,6 +591,55 @@ def test_push_bytes_equals_decoding_in_python(data: st.DataObject, options: dict
             break
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), options=guard_option_values(),
+       min_chars=st.sampled_from([0, 1, 7, 20, 60, 200]))
+def test_push_bytes_per_character_trips_where_scan_texts_does_whatever_the_reads(
+        data: st.DataObject, options: dict[str, Any], min_chars: int) -> None:
+    """With ``min_chars_per_character``, ``min_chars`` counts the characters up to the word
+    judged, as ``scan_texts`` (one character a push) counts them: the guard trips at the
+    same character whatever the sizes of the reads (the command line's pipe), where per
+    push a read larger than ``min_chars`` let an early word trip."""
+    import codecs
+
+    options = {**options, "min_chars": min_chars}
+    parts = data.draw(raw_pieces)
+    stream = b"".join(p.encode() if isinstance(p, str) else p for p in parts)
+    text = codecs.decode(stream, "utf-8", "surrogateescape")
+    found = scan_texts([text], **options)[0]
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=12)))
+    guard = Guard(**options)
+    tripped = None
+    for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        tripped = guard.push_bytes(stream[a:b], min_chars_per_character=True)
+        if tripped is not None:
+            break
+    if found is None:
+        assert tripped is None
+        return
+    assert tripped is not None and tripped[1] == found.offset
+    same_reason(guard.reason, found.reason)
+
+
+def test_a_character_left_unfinished_by_push_bytes_is_flushed_by_push() -> None:
+    """A ``push`` after ``push_bytes`` left a character unfinished takes the held bytes as
+    text of their own first (lone surrogates, as a decoder flushed there gives them), as the
+    reference pushed that text answers: they were kept and spliced into the next
+    ``push_bytes``, after the ``push``'s text (a reordered stream)."""
+    options = {"ngram": 2, "max_repeats": 2, "max_unique_ratio": 1}
+    guard, reference = Guard(**options), ref.guard(**options)
+    for piece in (b"caf\xc3", " bar ", b"\xa9 ", "caf\u00e9 bar ", "caf\u00e9 bar "):
+        if isinstance(piece, bytes):
+            guard.push_bytes(piece)
+        else:
+            guard.push(piece)
+    for text in ("caf", "\udcc3", " bar ", "\udca9 ", "caf\u00e9 bar ", "caf\u00e9 bar "):
+        reference.push(text)
+    assert guard.reason is not None and reference.reason is not None
+    same_reason(guard.reason, reference.reason)
+    assert guard.reason.phrase == "bar caf\u00e9"
+
+
 def test_push_bytes_takes_what_holds_bytes_and_names_what_does_not() -> None:
     """A bytearray filled by readinto, or a memoryview of part of one, is read as the bytes
     it holds at the call, any other buffer as its raw bytes; a str, a list or a number is a
@@ -698,3 +747,17 @@ def test_the_core_refuses_unresolved_options() -> None:
             _core.GuardCore(raw)
         with pytest.raises(ValueError, match="unresolved guard options"):
             _core.scan_texts(["a b a b a b"], raw)
+
+
+def test_a_guard_takes_weak_references() -> None:
+    """A harness keeping its streams' guards in a WeakValueDictionary: a Guard (a subclass
+    of the core's type) takes weak references, which die with it."""
+    import gc
+    import weakref
+
+    guard = Guard()
+    held = weakref.ref(guard)
+    assert held() is guard
+    del guard
+    gc.collect()
+    assert held() is None

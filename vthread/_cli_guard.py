@@ -129,7 +129,8 @@ def _parser(stdout: BinaryIO, stderr: TextIO) -> _Parser:
                         help="trip only when distinct/total words in the window is at most "
                         "this (default 0.4, clamped to [0, 1]; nan or inf: the default)")
     parser.add_argument("--min-chars", type=count_argument, metavar="N",
-                        help="never trip before this many characters (UTF-16 units; "
+                        help="never trip before this many characters (UTF-16 units, "
+                        "counted up to the word judged, however the input is read; "
                         "default 0)")
     return parser
 
@@ -218,7 +219,9 @@ def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: Tex
             data = read()
             if not data:
                 return EXIT_OK
-            trip = guard.push_bytes(data)
+            # min_chars counted up to the word judged: the answer is the bytes', not the
+            # reads' (a file read whole and a slow pipe trip at the same word).
+            trip = guard.push_bytes(data, min_chars_per_character=True)
             if trip is not None:
                 through, offset_chars = trip
                 _write(stdout, data[:through])
