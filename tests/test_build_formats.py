@@ -183,3 +183,20 @@ def test_chat_roles_recorded_tokens_and_reasoning_are_read_as_the_chat_means_the
         assert vthread.build_thread(items, max_tokens=budget, estimate=lambda m: 1,
                                     format="responses", pair_safe=True,
                                     keep_system=True).messages == kept
+
+
+def test_keep_first_pins_chat_messages_and_a_pinned_call_keeps_its_reply() -> None:
+    """keep_first counts the chat's own messages after its system ones; with pair_safe a
+    pinned assistant call keeps the tool message that answers it."""
+    chat = [{"role": "system", "content": "rules"},
+            {"role": "user", "content": "the task"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a b c"},
+            *[{"role": "assistant", "content": f"step {i}"} for i in range(6)]]
+    got = vthread.build_thread(chat, max_tokens=5, estimate=lambda m: 1, format="openai",
+                               keep_system=True, keep_first=1)
+    assert got.messages == [chat[0], chat[1], *chat[-3:]] and got.tokens == 5
+    got = vthread.build_thread(chat, max_tokens=6, estimate=lambda m: 1, format="openai",
+                               keep_system=True, keep_first=2, pair_safe=True)
+    assert got.messages == [*chat[:4], *chat[-2:]] and got.tokens == 6

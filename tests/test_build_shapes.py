@@ -62,6 +62,7 @@ KEYWORDS = st.fixed_dictionaries({
     "keep_system": st.booleans(),
     "pair_safe": st.booleans(),
     "start_on": st.sampled_from([None, "user", "bot"]),
+    "keep_first": st.sampled_from([0, 0, 1, 2, 5]),
 })
 
 
@@ -78,7 +79,7 @@ def _call_both(thread: list[dict[str, Any]], keywords: dict[str, Any]) -> tuple[
         try:
             outcomes.append(build(thread, **keywords))
         except ValueError as error:
-            outcomes.append(("error", "system" in str(error)))
+            outcomes.append(("error", " cost " in str(error)))
     return outcomes[0], outcomes[1]
 
 
@@ -165,7 +166,7 @@ def test_the_result_is_what_a_chat_api_accepts(thread: list[dict[str, Any]],
     """System prompt kept, a suffix of the rest, no pair split, no orphan first, the type
     asked first, within budget when no floor or overflow rule keeps more, and the longest
     such suffix."""
-    keywords = {**keywords, "inclusive": False, "min_messages": 0}
+    keywords = {**keywords, "inclusive": False, "min_messages": 0, "keep_first": 0}
     try:
         got = vthread.build_thread(thread, estimate=_estimate, **keywords)
     except ValueError:
@@ -489,3 +490,59 @@ def test_a_message_after_an_estimator_call_is_costed_after_it(plain: bool) -> No
     expected = build(ref.build_thread)
     assert expected == ([], 0.0)  # the newest message costs 500, over the budget
     assert build(vthread.build_thread) == expected
+
+
+@SETTINGS
+@given(priced(), KEYWORDS)
+def test_the_messages_kept_first_open_the_result_and_split_no_pair(
+        thread: list[dict[str, Any]], keywords: dict[str, Any]) -> None:
+    """keep_first: the result opens with the thread's first messages (the system ones
+    keep_system keeps, then keep_first more, reaching on with pair_safe to the reply of a
+    call among them), as given; the rest is a suffix of what follows them."""
+    keywords = {**keywords, "inclusive": False}
+    try:
+        got = vthread.build_thread(thread, estimate=_estimate, **keywords)
+    except ValueError as error:
+        assert " cost " in str(error)
+        return
+    plain = [{k: v for k, v in m.items() if k != "usage"} for m in thread]
+    kept = [{k: v for k, v in m.items() if k != "usage"} for m in got.messages]
+    system = 0
+    while keywords["keep_system"] and system < len(thread) and thread[system]["type"] == "system":
+        system += 1
+    first = min(system + keywords["keep_first"], len(thread))
+    assert kept[:first] == plain[:first]
+    head = first
+    if keywords["pair_safe"]:
+        while head < len(kept) and head < len(plain) and kept[head] == plain[head] and any(
+                system + r < head <= system + s for r, s in tool_pairs(plain[system:])[0]):
+            head += 1
+        assert not any(system + r < head <= system + s
+                       for r, s in tool_pairs(plain[system:])[0]), "a pair split at the pin"
+    rest = kept[head:]
+    assert rest == plain[len(plain) - len(rest):]
+
+
+def test_keep_first_pins_the_task_while_the_middle_is_dropped() -> None:
+    """The task statement stays, the newest turns fill the rest of the budget, the middle
+    goes; a call pinned keeps its reply (pair_safe); too large a pin is said."""
+    thread = [{"type": "system", "text": "rules", "usage": {"tokens": 3}},
+              {"type": "user", "text": "the task", "usage": {"tokens": 5}},
+              *[{"type": "bot", "text": f"step {i}", "usage": {"tokens": 4}} for i in range(10)]]
+    got = vthread.build_thread(thread, max_tokens=20, keep_system=True, keep_first=1)
+    assert [m["text"] for m in got.messages] == ["rules", "the task", "step 7", "step 8",
+                                                  "step 9"]
+    assert got.tokens == 20
+    pinned_call = [{"type": "user", "text": "go", "usage": {"tokens": 1}},
+                   {**_call("ls", "a"), "usage": {"tokens": 1}},
+                   {**_reply("ls", "a"), "usage": {"tokens": 1}},
+                   *[{"type": "bot", "text": "x", "usage": {"tokens": 5}}] * 4]
+    got = vthread.build_thread(pinned_call, max_tokens=9, keep_first=2, pair_safe=True)
+    assert got.messages[:3] == [{**m, "usage": {"tokens": 1.0}} for m in pinned_call[:3]]
+    assert len(got.messages) == 4
+    with pytest.raises(ValueError, match=r"the 2 messages kept first \(1 system, 1 by "
+                                         r"keep_first=1\) alone cost 8 tokens, 1 more than"):
+        vthread.build_thread(thread, max_tokens=7, keep_system=True, keep_first=1)
+    for bad, error in ((-1, ValueError), (1.0, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="keep_first must be a non-negative integer"):
+            vthread.build_thread(thread, max_tokens=20, keep_first=bad)

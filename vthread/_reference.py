@@ -163,10 +163,13 @@ def shaped_build(
     keep_system: bool = False,
     pair_safe: bool = False,
     start_on: str | None = None,
+    keep_first: int = 0,
 ) -> ReferenceBuild:
     """build_thread's opt-in shapes, by trying every start: the leading system messages
-    costed first and kept; then, of the starts that split no tool pair, begin with no orphan
-    reply and are of type ``start_on``, the earliest whose suffix fits the budget left;
+    (with ``keep_first`` more, reaching on with ``pair_safe`` until no tool pair straddles
+    their end) costed first and kept; then, of the starts that split no tool pair, begin
+    with no orphan reply and are of type ``start_on``, the earliest whose suffix fits the
+    budget left;
     production's own start (:func:`build_thread`) when it kept a straddling message there;
     or the last allowed start at or before the one ``min_messages`` asks for, when that keeps
     more."""
@@ -174,15 +177,20 @@ def shaped_build(
     # Every message costed once, oldest first (not production's selection under no limit,
     # which stops where the total reaches infinity).
     costed = _costed(thread, estimate)
-    head = 0
-    while keep_system and head < len(thread) and is_text(thread[head].get("type"), "system"):
-        head += 1
+    system = 0
+    while keep_system and system < len(thread) and is_text(thread[system].get("type"), "system"):
+        system += 1
+    head = min(system + keep_first, len(thread))
+    if pair_safe and keep_first:
+        after_system, _ = tool_pairs(thread[system:])
+        while any(system + r < head <= system + s for r, s in after_system):
+            head = max(system + s + 1 for r, s in after_system if system + r < head <= system + s)
     system_total = 0.0
     for message in costed[:head]:
         system_total += message["usage"]["tokens"]
     limit = _real(max_tokens)
     if head and system_total > limit:
-        raise ValueError(f"system messages cost {system_total}, more than {limit}")
+        raise ValueError(f"the messages kept first cost {system_total}, more than {limit}")
     rest = costed[head:]
     chosen = build_thread(rest, max_tokens=limit - system_total, min_messages=min_messages,
                           inclusive=inclusive)

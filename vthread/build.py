@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -54,6 +55,7 @@ def build_thread(
     pair_safe: bool = False,
     start_on: str | None = None,
     format: str = "native",
+    keep_first: int = 0,
 ) -> BuildResult:
     """The largest suffix of ``messages`` that fits ``max_tokens``, newest messages first.
 
@@ -79,6 +81,13 @@ def build_thread(
       starts with a reply whose call was cut; ``min_messages`` counts pairs whole.
     * ``start_on="user"`` (or any type): the kept messages after the system ones begin at a
       message of that type, as APIs that require a user turn first expect.
+
+    ``keep_first=N`` keeps the first ``N`` messages after the system ones ``keep_system``
+    keeps (after none without it) and counts them first, as system messages are: a harness
+    pins the task statement while the middle of a long run is dropped. With ``pair_safe``, a
+    tool call among them keeps its reply (the pinned messages reach on to it). The rest fits
+    the budget left, shaped as asked; a ``ValueError`` says by how much the kept messages
+    alone exceed ``max_tokens``.
 
     With either of the last two, the result is the longest suffix within the budget that
     starts where they allow (production's own when it kept a straddling message that may
@@ -125,6 +134,7 @@ def build_thread(
                         f"{type(start_on).__name__}")
     if start_on is not None:
         view.check_start_on(start_on)
+    pinned = _count("keep_first", keep_first)
     limit = _number("max_tokens", max_tokens)
     if limit != limit:
         import warnings
@@ -164,29 +174,34 @@ def build_thread(
             again = _core.own_token_costs(thread, partial(_cost, estimate=estimate))
             assert again is not None  # the same list of dicts
             figures = again[0]
-        if format == "native" and not (keep_system or pair_safe or start_on is not None) and (
+        if format == "native" and not (keep_system or pair_safe or start_on is not None
+                                       or pinned) and (
                 inclusive is False or inclusive is None):
             # The common shape, walked and copied in the core (the twin is below).
             taken, total = _core.newest_fitting(thread, figures, 0, limit, floor)
             return BuildResult(taken, total)
         costs = figures.tolist()
 
-    head = view.leading_system() if keep_system else 0
-    system_total = 0.0
+    system = view.leading_system() if keep_system else 0
+    head = _pinned_end(view, system, pinned, pair_safe)
+    head_total = 0.0
     for tokens in costs[:head]:
-        system_total += tokens
-    if head and system_total > limit:
+        head_total += tokens
+    if head and head_total > limit:
         # (a sum past the largest double is infinite: said so, not as "inf tokens")
-        cost = (f"{system_total:g} tokens, {system_total - limit:g} more"
-                if system_total < math.inf else "over 1.8e308 tokens (more than a double holds), "
+        cost = (f"{head_total:g} tokens, {head_total - limit:g} more"
+                if head_total < math.inf else "over 1.8e308 tokens (more than a double holds), "
                 "more")
-        raise ValueError(f"the {head} leading system message{'s' if head != 1 else ''} alone "
-                         f"cost {cost} than max_tokens={limit:g}")
+        what = (f"leading system message{'s' if head != 1 else ''}" if head == system
+                else f"message{'s' if head != 1 else ''} kept first ({system} system, "
+                f"{head - system} by keep_first={pinned})" if system
+                else f"message{'s' if head != 1 else ''} kept first (keep_first={pinned})")
+        raise ValueError(f"the {head} {what} alone cost {cost} than max_tokens={limit:g}")
     # With a shape asked for, a message to trim is trimmed with the room left once the
     # messages it needs before it are kept (its tool call): see _trimmed_with_its_start.
     deferred: list[tuple[int, float]] | None = (
         [] if callable(inclusive) and (pair_safe or start_on is not None) else None)
-    taken, total = _newest_fitting(thread, costs, head, limit - system_total, floor, inclusive,
+    taken, total = _newest_fitting(thread, costs, head, limit - head_total, floor, inclusive,
                                    view.copy, deferred)
     if pair_safe or start_on is not None:
         allowed = _allowed_starts(view, head, len(thread) - head, pair_safe, start_on)
@@ -200,25 +215,51 @@ def build_thread(
                 # Summed newest first, as production adds: the messages after the trimmed
                 # one (total), the trimmed one, then those kept before it.
                 total = _added_newest_first(total + trimmed_tokens, costs[start:index])
-                return _with_system(thread, costs, head, system_total, before + taken,
+                return _with_head(thread, costs, head, head_total, before + taken,
                                     total, view)
         first = len(thread) - len(taken)
-        start = head + _allowed_start(costs[head:], allowed, limit - system_total,
+        start = head + _allowed_start(costs[head:], allowed, limit - head_total,
                                       first - head, floor,
                                       bool(inclusive) and not deferred)
         if start != first:
             taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
             total = _added_newest_first(0.0, costs[start:])
-    return _with_system(thread, costs, head, system_total, taken, total, view)
+    return _with_head(thread, costs, head, head_total, taken, total, view)
 
 
-def _with_system(thread: list[Mapping[str, Any]], costs: list[float], head: int,
-                 system_total: float, taken: list[dict[str, Any]], total: float,
+def _count(name: str, value: object) -> int:
+    """A count option: a non-negative integer (a NumPy integer too); another type is a
+    TypeError, a negative number a ValueError, each naming it."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be a non-negative integer, got {shown(value)}")
+    count = operator.index(value)  # type: ignore[arg-type]
+    if count < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {count}")
+    return count
+
+
+def _pinned_end(view: _MessageView, system: int, pinned: int, pair_safe: bool) -> int:
+    """Where the messages kept first end: the ``system`` ones, then ``pinned`` more (at most
+    the thread), reaching on, with ``pair_safe``, to the reply of every call among them (a
+    pair split there would leave a reply the kept messages cannot start with, or a call whose
+    reply was dropped). O(n)."""
+    end = min(system + pinned, view.length)
+    if not pinned or not pair_safe or end == view.length:
+        return end
+    pairs, _ = view.tool_pairs(system)
+    for request, response in sorted(pairs):  # by request: each may reach on further
+        if system + request < end <= system + response:
+            end = system + response + 1
+    return end
+
+
+def _with_head(thread: list[Mapping[str, Any]], costs: list[float], head: int,
+                 head_total: float, taken: list[dict[str, Any]], total: float,
                  view: _MessageView) -> BuildResult:
-    """The result: the ``head`` leading system messages kept, then ``taken``."""
+    """The result: the ``head`` messages kept first (system, pinned), then ``taken``."""
     if head:
         return BuildResult([view.copy(thread[i], costs[i]) for i in range(head)] + taken,
-                           system_total + total)
+                           head_total + total)
     return BuildResult(taken, total)
 
 
@@ -357,6 +398,10 @@ class _MessageView:
             if has_own:
                 costs[source] = (costs[source] or 0.0) + token_figure(raw)
         return costs
+
+    @property
+    def length(self) -> int:
+        return len(self._thread)
 
     def leading_system(self) -> int:
         """How many messages at the start of the thread are system messages."""

@@ -602,6 +602,7 @@ def plan_continuation(
     keep_system: bool = False,
     pair_safe: bool = False,
     start_on: str | None = None,
+    keep_first: int = 0,
 ) -> ContinuationPlan:
     """Answer how to finish *draft* within *context_tokens*: rewrite, tail, or refuse.
 
@@ -626,10 +627,11 @@ def plan_continuation(
     chosen without it, so it never turns a plan into a refusal, and it gets only the room the
     chosen mode leaves over (``reply_room - needed``). Its newest part that fits that room is
     placed between the planner's system and user messages, fitted by
-    :func:`vthread.build_thread` with *keep_system*, *pair_safe* and *start_on* (see there:
-    the harness's system prompt kept, no tool reply without its call, the kept part starting
-    on a given type). A ``ValueError`` from ``build_thread`` (the kept system messages alone
-    exceed the room) names the room the plan had left. All four keywords are ignored when
+    :func:`vthread.build_thread` with *keep_system*, *pair_safe*, *start_on* and *keep_first*
+    (see there: the harness's system prompt kept, no tool reply without its call, the kept
+    part starting on a given type, the task statement pinned). A ``ValueError`` from
+    ``build_thread`` (the messages kept first alone exceed the room) names the room the plan
+    had left. All five keywords are ignored when
     the plan is a refusal, and change nothing when *history* is empty.
 
     *context_tokens* must be a finite number >= 1 and is rounded down to whole tokens.
@@ -661,12 +663,13 @@ def plan_continuation(
                                  min_tail_room, tail_limit, completion_marker)
     if plan.mode == "refuse" or not history:
         return plan
-    return _with_history(plan, history, estimate, keep_system, pair_safe, start_on)
+    return _with_history(plan, history, estimate, keep_system, pair_safe, start_on,
+                         keep_first)
 
 
 def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
                   estimate: Callable[[Message], float], keep_system: bool, pair_safe: bool,
-                  start_on: str | None) -> ContinuationPlan:
+                  start_on: str | None, keep_first: int) -> ContinuationPlan:
     """``plan`` with the newest part of ``history`` that fits its spare room inserted."""
     from vthread.build import build_thread
 
@@ -674,7 +677,8 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
     try:
         fitted = build_thread(history, max_tokens=spare,
                               estimate=estimate,  # type: ignore[arg-type]  # any message
-                              keep_system=keep_system, pair_safe=pair_safe, start_on=start_on)
+                              keep_system=keep_system, pair_safe=pair_safe, start_on=start_on,
+                              keep_first=keep_first)
     except ValueError as error:
         raise ValueError(f"history: {error} (the {plan.mode} plan leaves {spare:,} tokens "
                          "of room for it)") from None
