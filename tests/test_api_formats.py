@@ -269,6 +269,10 @@ def test_the_first_bad_thread_is_named_and_a_bad_run_object_is_a_type_error() ->
         ([[message], {"messages": None}], NotAThreadError, r'^thread 1: not a thread: "messages"'
          r" is a null"),
         ([[message], {"id": 1}, bad_list], TypeError, r"^thread 1: messages must be a sequence"),
+        ([7, {"id": 1}], TypeError, r"^thread 0: a thread is a sequence of messages or a run "
+                                    r"object, got int$"),
+        ([7, {"messages": [message]}], TypeError, r"^thread 0: a thread is a sequence of "
+                                                  r"messages or a run object, got int$"),
         ([{"messages": np.array([message, message])}], NotAThreadError,
          r"ndarray, not an array \(pandas reads a Parquet list column as NumPy arrays"),
     ]

@@ -145,6 +145,9 @@ def test_pair_safe_keeps_a_trimmed_tool_result_with_its_call() -> None:
     assert got.tokens == 100.0
     assert vthread.build_thread(thread, max_tokens=100, inclusive=lambda m, room: None,
                                 pair_safe=True).messages == []
+    free = [{**thread[0], "usage": {"tokens": 0}}, *thread[1:]]  # kept too, costing nothing
+    got = vthread.build_thread(free, max_tokens=100, inclusive=trim, pair_safe=True)
+    assert [m["text"] for m in got.messages] == ["read it", "", "…"] and got.tokens == 100.0
     chat = [{"role": "user", "content": "read it"},
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "c1", "type": "function",

@@ -1330,6 +1330,17 @@ def test_fail_on_error_fails_a_gate_that_left_a_trajectory_file_unread(
     lines_file(elsewhere / "c.jsonl", 1)
     (folder / "linked").symlink_to(elsewhere, target_is_directory=True)
     assert run(["scan", str(folder), "-q", "--fail-on-error"], monkeypatch)[0] == 0
+    real_walk = os.walk
+
+    def listed_then_removed(top: Any, *rest: Any, **keywords: Any) -> Any:
+        for root, directories, files in real_walk(top, *rest, **keywords):
+            yield root, directories, [*files, "gone-since.jsonl"]  # removed after listing
+
+    monkeypatch.setattr(os, "walk", listed_then_removed)
+    code, out, err = run(["scan", str(folder), "-q", "--fail-on-error"], monkeypatch)
+    assert code == 0 and len(records(out)) == 2
+    assert "gone-since.jsonl: left out: removed while the directory was listed" in err
+    monkeypatch.setattr(os, "walk", real_walk)
     unread = [("b.jsonl.bz2", lambda path: path.write_bytes(bz2.compress(source))),
               ("gone.jsonl", lambda path: path.symlink_to(tmp_path / "removed.jsonl")),
               ("pipe.jsonl", lambda path: os.mkfifo(path))]

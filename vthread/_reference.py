@@ -245,7 +245,8 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
                                  ) -> ReferenceBuild | None:
     """Production's straddling message (the newest not within the floor that takes the sum
     over ``budget``), when there is room before it, trimmed with the room left once the
-    messages from the last allowed start at or before it are kept whole: those messages
+    messages from the last allowed start at or before it (or an earlier one, past messages
+    that cost nothing) are kept whole: those messages
     and the trimmed one, then the rest, or None (no such message, start or room, or the
     trim function drops it)."""
     n = len(rest)
@@ -266,7 +267,10 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     starts = [k for k in range(index + 1) if allowed(k)]
     if not starts:
         return None
-    start = max(starts)
+    last = max(starts)
+    # The earliest allowed start from which the messages before the last one cost nothing.
+    start = min(k for k in starts
+                if all(message["usage"]["tokens"] == 0 for message in rest[k:last]))
     for message in reversed(rest[start:index]):
         room -= message["usage"]["tokens"]
     if not room > 0:

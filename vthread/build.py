@@ -277,17 +277,24 @@ def _trimmed_with_its_start(
 ) -> tuple[int, list[dict[str, Any]], float] | None:
     """With ``pair_safe`` or ``start_on``, the message ``thread[index]`` that would overflow
     the budget, trimmed together with the messages from the last allowed start at or
-    before it (its tool call, for a tool result; the user turn before it, for ``start_on``):
-    those are kept whole, and the trim function is given the ``room`` left after them. Its
-    result (where the kept messages start, they and then the trimmed one, and the trimmed
-    one's tokens), or None when no start allows it, no room is left, or the trim function
-    drops it. Production
-    trims with the whole room and the shape then dropped the trimmed message, when it could
-    not start the result: a tool result too large for the budget was lost with its call,
-    the usual reason to trim."""
+    before it (its tool call, for a tool result; the user turn before it, for ``start_on``;
+    and earlier ones back to an allowed start while they cost nothing): those are kept
+    whole, and the trim function is given the ``room`` left after them. Its result (where
+    the kept messages start, they and then the trimmed one, and the trimmed one's tokens),
+    or None when no start allows it, no room is left, or the trim function drops it.
+    Production trims with the whole room and the shape then dropped the trimmed message,
+    when it could not start the result: a tool result too large for the budget was lost
+    with its call, the usual reason to trim."""
     allowed_at = next((k for k in range(index - head, -1, -1) if allowed[k]), None)
     if allowed_at is None:
         return None
+    # Older messages that cost nothing are kept too, back to the earliest allowed start
+    # they reach: the longest suffix, as without a trim.
+    k = allowed_at
+    while k > 0 and costs[head + k - 1] == 0:
+        k -= 1
+        if allowed[k]:
+            allowed_at = k
     start = head + allowed_at
     for tokens in reversed(costs[start:index]):  # the kept messages' cost, newest first
         room -= tokens

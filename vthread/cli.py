@@ -1341,6 +1341,15 @@ def _files_under(name: str, written: _Written,
                 status = os.stat(path)  # through a link: a dangling one raises
             except OSError as error:
                 if left_out is not None:
+                    try:
+                        os.lstat(path)
+                    except FileNotFoundError:
+                        # Gone since the listing (a harness's clean-up): nothing to read.
+                        left_out.append(_LeftOut(path, "removed while the directory was "
+                                                 "listed", unread_trajectory=False))
+                        continue
+                    except OSError:
+                        pass
                     left_out.append(_LeftOut(path, "cannot be read: "
                                              f"{error.strerror or error} (a dangling link?)",
                                              unread_trajectory=True))

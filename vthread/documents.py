@@ -57,6 +57,7 @@ __all__ = [
     "MISFITS_SHOWN",
     "PASS_A_FORMAT",
     "TOO_DEEP",
+    "NotAThreadError",
     "chat_like",
     "checked_format",
     "evidence_of",
@@ -474,6 +475,8 @@ def first_thread_error(threads: Sequence[Any]) -> Exception | None:
             if is_string(found):
                 return _unreadable_run(index, thread, found, "native")
             continue
+        if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
+            return _not_a_thread(index, thread)
         try:
             check_messages(thread)
         except TypeError as error:

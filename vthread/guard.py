@@ -115,7 +115,11 @@ class Guard(_core.GuardCore):
     returns None, or (bytes of ``data`` up to the end of the tripping word, code points
     decoded before that point over all calls); when the space after the word began in the
     previous call's bytes, the first count takes the rest of that space, so that the bytes
-    let through never end inside a character.
+    let through never end inside a character. ``push_bytes(data,
+    min_chars_per_character=True)`` counts ``min_chars`` up to the word judged (as
+    :func:`vthread.scan_texts` does), so that where it trips does not depend on how reads
+    cut the stream. A ``push`` after ``push_bytes`` left a character unfinished takes the
+    held bytes first, as lone surrogates.
 
     >>> guard = Guard()
     >>> guard.push("All good so far. "), guard.reason
