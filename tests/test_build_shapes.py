@@ -549,3 +549,83 @@ def test_keep_first_pins_the_task_while_the_middle_is_dropped() -> None:
     for bad, error in ((-1, ValueError), (1.0, TypeError), (True, TypeError)):
         with pytest.raises(error, match="keep_first must be a non-negative integer"):
             vthread.build_thread(thread, max_tokens=20, keep_first=bad)
+
+
+SHAPED = st.fixed_dictionaries({
+    "max_tokens": st.sampled_from([0, 4, 9, 15, 30]),
+    "keep_system": st.booleans(),
+    "pair_safe": st.booleans(),
+    "start_on": st.sampled_from([None, "user", "bot"]),
+    "keep_first": st.sampled_from([0, 1, 2]),
+}).filter(lambda k: k["keep_system"] or k["pair_safe"] or k["start_on"] is not None
+          or k["keep_first"])
+
+
+@SETTINGS
+@given(priced(), SHAPED)
+def test_a_shaped_build_with_a_trim_function_stays_within_its_budget(
+        thread: list[dict[str, Any]], keywords: dict[str, Any]) -> None:
+    """With any opt-in shape and a trim function (and no floor), the result never costs more
+    than max_tokens: a message with no room left is dropped, where production keeps it whole
+    (a 100,000-token paste kept on a budget of 100 once the newer messages filled it
+    exactly). The trim function is called once at most, and only with room > 0."""
+    rooms: list[float] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+        rooms.append(room)
+        return _trim(message, room)
+
+    try:
+        got = vthread.build_thread(thread, estimate=_estimate, inclusive=trim, **keywords)
+    except ValueError as error:
+        assert " cost " in str(error)
+        return
+    assert got.tokens <= keywords["max_tokens"]
+    assert len(rooms) <= 1 and all(room > 0 for room in rooms)
+
+
+def test_a_message_with_no_room_left_is_dropped_in_a_shaped_build() -> None:
+    """The newer messages fill the budget exactly: production's trim rule keeps the next
+    message whole (room 0), and so does a build without shapes; with a shape it is dropped,
+    and with one unit of room it is trimmed into it."""
+    thread = [{"type": "system", "text": "rules", "usage": {"tokens": 10}},
+              {"type": "user", "text": "a paste", "usage": {"tokens": 100_000}},
+              {"type": "bot", "text": "read", "usage": {"tokens": 40}},
+              {"type": "bot", "text": "done", "usage": {"tokens": 50}}]
+    rooms: list[float] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+        rooms.append(room)
+        return {**message, "text": "…", "usage": {"tokens": room}}
+
+    assert vthread.build_thread(thread, max_tokens=90, inclusive=trim).tokens == 100_090
+    got = vthread.build_thread(thread, max_tokens=100, inclusive=trim, keep_system=True)
+    assert [m["text"] for m in got.messages] == ["rules", "read", "done"]
+    assert (got.tokens, rooms) == (100.0, [])
+    got = vthread.build_thread(thread, max_tokens=101, inclusive=trim, keep_system=True)
+    assert [m["text"] for m in got.messages] == ["rules", "…", "read", "done"]
+    assert (got.tokens, rooms) == (101.0, [1.0])
+    got = vthread.build_thread(thread[1:], max_tokens=0, inclusive=trim, keep_first=0,
+                               pair_safe=True)
+    assert (got.messages, got.tokens) == ([], 0.0)
+
+
+def test_a_pinned_task_of_the_start_on_type_lets_the_rest_start_anywhere() -> None:
+    """start_on="user" with the task pinned: the pinned user turn opens the kept part, so
+    the agent's newest steps after it are kept (a run with no user turn after its task kept
+    nothing after it); a pinned message of another type leaves start_on to the rest."""
+    steps = []
+    for i in range(30):
+        steps += [{**_call("ls", f"c{i}"), "usage": {"tokens": 50}},
+                  {**_reply("ls", f"c{i}"), "usage": {"tokens": 50}}]
+    thread = [{"type": "system", "text": "rules", "usage": {"tokens": 10}},
+              {"type": "user", "text": "the task", "usage": {"tokens": 10}}, *steps]
+    keywords: dict[str, Any] = {"max_tokens": 1020, "keep_system": True, "pair_safe": True,
+                                "start_on": "user"}
+    assert len(vthread.build_thread(thread, **keywords).messages) == 1
+    got = vthread.build_thread(thread, keep_first=1, **keywords)
+    assert got.messages[:2] == [{**m, "usage": {"tokens": 10.0}} for m in thread[:2]]
+    assert got.messages[2:] == [{**m, "usage": {"tokens": 50.0}} for m in steps[-20:]]
+    with_bot = [thread[0], {"type": "bot", "text": "hello", "usage": {"tokens": 10}}, *thread[1:]]
+    got = vthread.build_thread(with_bot, keep_first=1, **keywords)
+    assert [m.get("text") for m in got.messages] == ["rules", "hello"]

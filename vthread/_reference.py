@@ -170,9 +170,11 @@ def shaped_build(
     their end) costed first and kept; then, of the starts that split no tool pair, begin
     with no orphan reply and are of type ``start_on``, the earliest whose suffix fits the
     budget left;
-    production's own start (:func:`build_thread`) when it kept a straddling message there;
-    or the last allowed start at or before the one ``min_messages`` asks for, when that keeps
-    more."""
+    production's own start (:func:`build_thread`) when it kept a straddling message whole
+    there (``inclusive=True``); or the last allowed start at or before the one
+    ``min_messages`` asks for, when that keeps more. A ``start_on`` a pinned message
+    satisfies constrains the rest no more. With a trim function, the straddling message is
+    trimmed after the messages it needs (:func:`_trimmed_after_allowed_start`), or dropped."""
     thread = list(check_messages(messages))
     # Every message costed once, oldest first (not production's selection under no limit,
     # which stops where the total reaches infinity).
@@ -191,10 +193,15 @@ def shaped_build(
     limit = _real(max_tokens)
     if head and system_total > limit:
         raise ValueError(f"the messages kept first cost {system_total}, more than {limit}")
+    if start_on is not None and head > system and is_text(thread[system].get("type"), start_on):
+        start_on = None  # a pinned message of that type opens the kept part
     rest = costed[head:]
     chosen = build_thread(rest, max_tokens=limit - system_total, min_messages=min_messages,
                           inclusive=inclusive)
-    if not pair_safe and start_on is None:  # production's own selection of the rest
+    trims = callable(inclusive)
+    shaped = keep_system or keep_first > 0 or pair_safe or start_on is not None
+    if not pair_safe and start_on is None and not (trims and shaped):
+        # production's own selection of the rest
         return ReferenceBuild(costed[:head] + chosen.messages, system_total + chosen.tokens)
     n = len(rest)
     first = n - len(chosen.messages)
@@ -224,7 +231,9 @@ def shaped_build(
         return not total > budget
 
     start = min((k for k in range(n) if allowed(k) and fits(k)), default=n)
-    if inclusive and first < start and allowed(first):
+    # Production's straddling message kept whole (with a trim function production keeps it
+    # when no room is left, a shaped build drops it).
+    if inclusive and not trims and first < start and allowed(first):
         start = first
     kept = int(min(floor, n)) if floor >= 1 else 0
     if kept > n - start:

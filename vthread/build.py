@@ -87,13 +87,16 @@ def build_thread(
     pins the task statement while the middle of a long run is dropped. With ``pair_safe``, a
     tool call among them keeps its reply (the pinned messages reach on to it). The rest fits
     the budget left, shaped as asked; a ``ValueError`` says by how much the kept messages
-    alone exceed ``max_tokens``.
+    alone exceed ``max_tokens``. A pinned first message of the ``start_on`` type opens the
+    kept part, and ``start_on`` leaves the rest free.
 
     With either of the last two, the result is the longest suffix within the budget that
     starts where they allow (production's own when it kept a straddling message that may
-    start it), or longer when ``min_messages`` asks for more; a trim function trims the
-    message that overflows with the room left once the messages from the last allowed start
-    before it are kept (a large tool result is kept trimmed with its call). O(n).
+    start it), or longer when ``min_messages`` asks for more. With a trim function and any
+    of the opt-in keywords, the message that overflows is trimmed with the room left once the
+    messages from the last allowed start before it are kept (a large tool result is kept
+    trimmed with its call), and one with no room left is dropped, not kept whole as
+    production keeps it. O(n).
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
     default; chat messages passed as native ones are warned about, since their system
@@ -197,13 +200,19 @@ def build_thread(
                 f"{head - system} by keep_first={pinned})" if system
                 else f"message{'s' if head != 1 else ''} kept first (keep_first={pinned})")
         raise ValueError(f"the {head} {what} alone cost {cost} than max_tokens={limit:g}")
+    if start_on is not None and head > system and view.starts(system, start_on):
+        # A pinned message of that type opens the kept part: the rest may start anywhere
+        # (a run with no user turn after its task kept nothing after it).
+        start_on = None
+    shaped = keep_system or pinned > 0 or pair_safe or start_on is not None
     # With a shape asked for, a message to trim is trimmed with the room left once the
-    # messages it needs before it are kept (its tool call): see _trimmed_with_its_start.
+    # messages it needs before it are kept (its tool call), and one with no room left is
+    # dropped, not kept whole as production keeps it: see _trimmed_with_its_start.
     deferred: list[tuple[int, float]] | None = (
-        [] if callable(inclusive) and (pair_safe or start_on is not None) else None)
+        [] if callable(inclusive) and shaped else None)
     taken, total = _newest_fitting(thread, costs, head, limit - head_total, floor, inclusive,
                                    view.copy, deferred)
-    if pair_safe or start_on is not None:
+    if deferred is not None or pair_safe or start_on is not None:
         allowed = _allowed_starts(view, head, len(thread) - head, pair_safe, start_on)
         if deferred:
             assert callable(inclusive)
@@ -216,11 +225,12 @@ def build_thread(
                 # one (total), the trimmed one, then those kept before it.
                 total = _added_newest_first(total + trimmed_tokens, costs[start:index])
                 return _with_head(thread, costs, head, head_total, before + taken,
-                                    total, view)
+                                  total, view)
+    if pair_safe or start_on is not None:
         first = len(thread) - len(taken)
         start = head + _allowed_start(costs[head:], allowed, limit - head_total,
                                       first - head, floor,
-                                      bool(inclusive) and not deferred)
+                                      bool(inclusive) and deferred is None)
         if start != first:
             taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
             total = _added_newest_first(0.0, costs[start:])
@@ -470,7 +480,8 @@ def _newest_fitting(
     index): the newest messages within ``limit`` (see build_thread), as ``copy`` makes
     them. With ``deferred`` (a list), the message a trim function would be given is not
     trimmed: its (index, room) is appended there, for the caller to trim with the room its
-    shape leaves, and the messages after it are returned."""
+    shape leaves, and the messages after it are returned; with no room left it is dropped
+    (production keeps it whole)."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -485,8 +496,9 @@ def _newest_fitting(
                 total += tokens
             elif callable(inclusive):
                 room = limit - total
-                if room > 0 and deferred is not None:
-                    deferred.append((index, room))
+                if deferred is not None:
+                    if room > 0:  # else dropped: no room to trim it into
+                        deferred.append((index, room))
                 elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,
                     # in every format, and returns its usage; a chat message keeps none.
