@@ -200,3 +200,32 @@ def test_keep_first_pins_chat_messages_and_a_pinned_call_keeps_its_reply() -> No
     got = vthread.build_thread(chat, max_tokens=6, estimate=lambda m: 1, format="openai",
                                keep_system=True, keep_first=2, pair_safe=True)
     assert got.messages == [*chat[:4], *chat[-2:]] and got.tokens == 6
+
+
+def test_a_responses_call_keeps_its_reasoning_past_a_preamble_and_other_tools_pair() -> None:
+    """Responses items: a function call is kept with the reasoning item nearest before it in
+    the model's output, even with an assistant message (a preamble) between them (a start
+    at the preamble or the call sent the call without its reasoning, which the API
+    refuses); a computer_call or local_shell_call pairs with its output by call id (the
+    output was kept without its call)."""
+    items = [{"type": "message", "role": "user", "content": "task"},
+             {"type": "reasoning", "id": "rs_1", "summary": []},
+             {"type": "message", "id": "msg_1", "role": "assistant",
+              "content": [{"type": "output_text", "text": "I'll check."}]},
+             {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f",
+              "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    for budget, kept in ((2, []), (3, []), (4, items[1:]), (5, items)):
+        got = vthread.build_thread(items, max_tokens=budget, estimate=lambda m: 1,
+                                   format="responses", pair_safe=True)
+        assert got.messages == kept, budget
+    for kind in ("computer_call", "local_shell_call"):
+        tools = [{"type": "message", "role": "user", "content": "go"},
+                 {"type": kind, "id": "x1", "call_id": "k1", "action": {}},
+                 {"type": f"{kind}_output", "call_id": "k1", "output": "done"},
+                 {"type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": "ok"}]}]
+        for budget, kept in ((2, tools[3:]), (3, tools[1:])):
+            got = vthread.build_thread(tools, max_tokens=budget, estimate=lambda m: 1,
+                                       format="responses", pair_safe=True)
+            assert got.messages == kept, (kind, budget)

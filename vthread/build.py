@@ -428,22 +428,86 @@ class _MessageView:
         return count
 
     def tool_pairs(self, first: int) -> tuple[list[tuple[int, int]], list[int]]:
-        """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices."""
+        """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices; in a
+        chat format also the Responses items of other tools (a ``computer_call`` and its
+        ``computer_call_output``, by call id), and each call from the reasoning that made
+        it."""
         if self._types is None:
             return tool_pairs(self._thread[first:])
         pairs, orphans = tool_pairs(self._native, self._call_ids)
         sources = self._sources
-        return ([(self._reasoned(sources[a]) - first, sources[b] - first) for a, b in pairs
-                 if self._reasoned(sources[a]) >= first],
-                sorted({sources[o] - first for o in orphans if sources[o] >= first}))
+        found = [(sources[a], sources[b]) for a, b in pairs]
+        lone = {sources[o] for o in orphans}
+        other_pairs, other_orphans = _other_tool_items(self._thread)
+        reasoned = _reasoning_before(self._thread)
+        return ([(reasoned[a] - first, b - first) for a, b in [*found, *other_pairs]
+                 if reasoned[a] >= first],
+                sorted(o - first for o in lone | other_orphans if o >= first))
 
-    def _reasoned(self, call: int) -> int:
-        """The first of the Responses ``reasoning`` items just before the source item of a
-        call, else the call: a call is sent with the reasoning that made it."""
-        while call > 0 and is_text(self._thread[call - 1].get("type"), "reasoning") and (
-                "role" not in self._thread[call - 1]):
-            call -= 1
-        return call
+
+def _responses_type(item: Mapping[str, Any]) -> str | None:
+    """A Responses item's ``type`` (a str), else None: chat messages carry none."""
+    kind = item.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def _reasoning_before(thread: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Per item, where the model's output that holds it begins to need keeping with it: the
+    first of the run of ``reasoning`` items nearest before it in the same output (the items
+    a model's one reply is made of: reasoning, assistant messages, tool calls), else the
+    item itself. A Responses call is sent with the reasoning that made it, even with an
+    assistant message (a preamble) between them: the API refuses it without. O(n)."""
+    reasoned = list(range(len(thread)))
+    nearest: int | None = None  # the nearest reasoning run's first item in this output
+    previous_reasoning = False
+    for index, item in enumerate(thread):
+        kind = _responses_type(item)
+        if kind == "reasoning" and "role" not in item:
+            if not previous_reasoning:
+                nearest = index
+            previous_reasoning = True
+        else:
+            previous_reasoning = False
+            output = kind is not None and (
+                (kind == "message" and is_text(item.get("role"), "assistant"))
+                or (kind.endswith("_call") and "role" not in item))
+            if not output:
+                nearest = None
+        if nearest is not None:
+            reasoned[index] = nearest
+    return reasoned
+
+
+def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, int]],
+                                                                    set[int]]:
+    """The Responses items of tools other than functions (``computer_call`` and
+    ``computer_call_output``, ``local_shell_call`` and its output, ...), which the
+    translation keeps as messages of their own type: (call, output) pairs by call id and
+    type, and the outputs no call before them made. O(n)."""
+    pairs: list[tuple[int, int]] = []
+    orphans: set[int] = set()
+    waiting: dict[tuple[str, Any], list[int]] = {}
+    for index, item in enumerate(thread):
+        kind = _responses_type(item)
+        if kind is None or "role" in item or kind in _FUNCTION_ITEMS:
+            continue
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if kind.endswith("_call"):
+            waiting.setdefault((kind, call_id), []).append(index)
+        elif kind.endswith("_call_output"):
+            calls = waiting.get((kind.removesuffix("_output"), call_id))
+            if calls:
+                pairs.append((calls.pop(0), index))
+            else:
+                orphans.add(index)
+    return pairs, orphans
+
+
+_FUNCTION_ITEMS: Final = frozenset({"function_call", "function_call_output", "custom_tool_call",
+                                    "custom_tool_call_output"})
+"""Responses tool items the translation pairs itself (as activities)."""
 
 
 def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
