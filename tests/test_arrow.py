@@ -977,3 +977,44 @@ def test_a_column_is_checked_once_however_many_slices_are_read(
     chats = [json.dumps([{"role": "user", "content": f"hi {i}"}]) for i in range(5000)]
     arrow.scan_arrow(pa.table({"messages": chats}))
     assert checked == [5000]
+
+
+def test_run_ids_are_the_ids_vthread_scan_reads_from_the_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """run_ids=True: a run_id column holds each row's own run id as ``vthread scan`` of the
+    same rows as a Parquet file reads it (a string as it is, another value as its JSON
+    text, null where the row holds bare messages or nothing), error rows included, in the
+    core's reading and in Python's (a chat format), after the id column; the column was not
+    there, and a table of whole run objects lost their ids."""
+    import pyarrow.parquet as pq
+
+    ask = {"type": "user", "text": "hi"}
+    native = [{"id": "inner", "messages": [ask] * 4}, [ask], {"task_id": 3, "trial": 0,
+              "messages": []}, None, {"instance_id": 7, "messages": 5},
+              {"id": [1, 2], "messages": [ask]}, {"id": None, "messages": []},
+              {"instance_id": "astropy-1", "traj": [ask, ask]}]
+    chat = {"role": "user", "content": "hi"}
+    openai = [{"id": "c1", "messages": [chat]}, [chat], {"id": 2.5, "messages": [chat] * 4},
+              {"id": "bad", "messages": [7]}]
+    for runs, format_ in ((native, "native"), (openai, "openai")):
+        table = pa.table({"row": list(range(len(runs))), "messages": _json_column(runs)})
+        got = arrow.scan_arrow(table, id="row", run_ids=True, format=format_)
+        assert got.column_names == ["row", "run_id", *arrow.RESULT_FIELDS]
+        path = tmp_path / f"{format_}.parquet"
+        pq.write_table(pa.table({"messages": _json_column(runs)}), path)
+        assert cli.main(["scan", str(path), "-q", "--format", format_]) == 0
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        expected = [r["id"] if r["id"] is None or isinstance(r["id"], str)
+                    else json.dumps(r["id"]) for r in records]
+        assert got.column("run_id").to_pylist() == expected
+        assert got.column("error").to_pylist() == [r.get("error") for r in records]
+        assert arrow.scan_arrow(table, format=format_).column_names == [
+            "row", *arrow.RESULT_FIELDS][1:]
+    assert arrow.scan_arrow(pa.table({"messages": _json_column(native)}),
+                            run_ids=True).column("run_id").to_pylist()[:3] == [
+        "inner", None, "3/0"]
+    with pytest.raises(ValueError, match="id='run_id' is also the name of a result column"):
+        arrow.scan_arrow(pa.table({"run_id": [1], "messages": ["[]"]}), id="run_id",
+                         run_ids=True)
+    with pytest.raises(TypeError, match="run_ids must be a bool"):
+        arrow.scan_arrow(pa.table({"messages": ["[]"]}), run_ids="yes")  # type: ignore[arg-type]

@@ -143,6 +143,14 @@ def test_column_names_prefix_and_keep_messages() -> None:
     assert got.column("verdict").to_pylist() == ["human: fine", "human: loops"]
     assert got.column("vt_verdict").to_pylist() == [None, "repeated_suffix"]
     assert got.column("messages").to_pylist() == [row["messages"] for row in rows]
+    runs = ray.data.from_items([{"messages": '{"id": "r1", "messages": []}'},
+                                {"messages": f'{{"instance_id": 7, "messages": [{ask}]}}'}])
+    got = _table(scan_dataset(runs, run_ids=True, format="native"))
+    assert got.column_names == ["run_id", *arrow.RESULT_FIELDS]
+    assert got.column("run_id").to_pylist() == ["r1", "7"]
+    with pytest.raises(ValueError, match="'run_id' is already a column"):
+        scan_dataset(ds.drop_columns(["verdict"]).add_column("run_id", lambda b: b["messages"]),
+                     run_ids=True, format="native")
 
 
 def test_bad_arguments_fail_before_any_work() -> None:

@@ -46,6 +46,7 @@ from vthread.documents import (
     read_cell,
     read_run,
     run_format_evidence,
+    run_id,
     settled_format,
     unread_reason,
 )
@@ -98,6 +99,7 @@ def scan_arrow(
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
     anywhere: bool = False,
+    run_ids: bool = False,
 ) -> pa.Table:
     """Verdicts for every row of ``data``, a table whose ``messages`` column holds runs
     (by default the first of :data:`vthread.documents.MESSAGES_KEYS` it has: ``messages``,
@@ -110,7 +112,10 @@ def scan_arrow(
     the two apart). ``format`` is one of ``"auto"`` (detected from the first rows, which
     must agree, or past them when they are all plain chats) and
     :data:`vthread.adapters.FORMATS`. The result has one row per input row,
-    in order: the ``id`` column when asked for, then :data:`RESULT_FIELDS`. A row that is
+    in order: the ``id`` column when asked for; with ``run_ids=True`` a ``run_id`` column,
+    the id each row's run object holds (``id``, ``instance_id``, ``task_id``/``trial``, as
+    ``vthread scan`` reads it: a string as it is, another value as its JSON text; null for a
+    row of bare messages, or one that is no run); then :data:`RESULT_FIELDS`. A row that is
     not a run gets its ``error`` and is never dropped. The answers are
     :func:`vthread.scan`'s, with loops of translated formats counted in the source's
     messages. ``anywhere=True`` reports every loop of a run wherever it lies
@@ -133,10 +138,11 @@ def scan_arrow(
     if id is not None:
         one_column(table.column_names, id, "the table")
         _column(table, id)
-        if id in _result_types(anywhere):
+        if id in _result_types(anywhere) or (run_ids and id == RUN_ID):
             # (the result's own column of that name would take its place, silently)
             raise ValueError(f"id={id!r} is also the name of a result column; give the id "
                              "column another name")
+    run_ids = flag("run_ids", run_ids)
     keywords = checked_arguments(format, mask_volatile, anywhere,
                                  min_repetitions=min_repetitions,
                                  min_pattern_length=min_pattern_length,
@@ -147,12 +153,16 @@ def scan_arrow(
     else:
         chosen = format
         warn_if_misread(column, format, stacklevel=3)
-    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id)
+    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id, run_ids)
+
+
+RUN_ID: Final = "run_id"
+"""The result column of each row's own run id (``run_ids=True``)."""
 
 
 def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
                 keywords: dict[str, float | None], mask_volatile: bool, anywhere: bool,
-                id: str | None = None) -> pa.Table:
+                id: str | None = None, run_ids: bool = False) -> pa.Table:
     """:func:`scan_arrow` once its arguments are checked, the column found sound
     (:func:`refuse_unsound`) and the format chosen (a Ray worker's batch, whose format was
     chosen once for the dataset)."""
@@ -165,10 +175,13 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     # 2,765 looping rows of the benchmark parsed in 1.77 s with it, 0.17 s without).
     with collector_paused():
         for piece in _slices(column):
-            rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere))
+            rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere,
+                                    run_ids))
     fields: dict[str, Any] = {}
     if id is not None:
         fields[id] = _column(table, id)
+    if run_ids:
+        fields[RUN_ID] = pa.array([v for part in rows for v in part[RUN_ID]], type=pa.string())
     for name, kind in _result_types(anywhere).items():
         fields[name] = pa.array([v for part in rows for v in part[name]], type=kind())
     return pa.table(fields)
@@ -826,7 +839,8 @@ def _json_stand_in(value: Any) -> Any:
 
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
-                mask_volatile: bool, anywhere: bool) -> dict[str, list[Any]]:
+                mask_volatile: bool, anywhere: bool, run_ids: bool = False
+                ) -> dict[str, list[Any]]:
     if format_ == "native":
         rows = (_text_buffers(piece) if _is_text(piece)
                 else None if _type_too_large(piece.type)
@@ -834,10 +848,12 @@ def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
         if rows is not None and _is_string(piece) and _nul_opens_a_row(*rows[:3]):
             rows = None
         fields = (None if rows is None
-                  else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere))
+                  else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere,
+                                     run_ids))
         if fields is not None:
             return fields
-    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere)
+    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere,
+                           run_ids)
 
 
 def _nul_opens_a_row(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any]
@@ -974,7 +990,7 @@ def _strings_as_binary(kind: pa.DataType) -> pa.DataType:
 
 def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],
                   valid: np.ndarray[Any, Any], length: int, keywords: dict[str, Any],
-                  mask_volatile: bool = False, anywhere: bool = False
+                  mask_volatile: bool = False, anywhere: bool = False, run_ids: bool = False
                   ) -> dict[str, list[Any]] | None:
     """The slice's rows (``data[starts[i]:ends[i]]`` the JSON text of row ``valid[i]``, the
     others null) read by the core (each row's masked copy with ``mask_volatile``, which the
@@ -1003,6 +1019,8 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
             return None  # the Python objects' way says what is wrong with the row
     counts = raw["message_counts"].tolist()
     fields = _fields(result, counts, [None] * len(counts))
+    if run_ids:
+        fields[RUN_ID] = [_run_id_text(text) for text in raw["id_texts"]]
     if len(valid) == length:
         return fields
     # Null rows: an error each, in place.
@@ -1052,8 +1070,10 @@ def core_threads() -> int:
 
 
 def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any],
-                    mask_volatile: bool, anywhere: bool = False) -> dict[str, list[Any]]:
+                    mask_volatile: bool, anywhere: bool = False, run_ids: bool = False
+                    ) -> dict[str, list[Any]]:
     threads: list[list[dict[str, Any]]] = []
+    idents: list[Any] = []  # every row's run id, an error row's too (as vthread scan's)
     sources: list[list[int] | None] = []
     counts: list[int] = []
     errors: list[str | None] = []
@@ -1062,8 +1082,10 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
                  else read_cell(value, format_))
         if isinstance(found, str):
             errors.append(found)
+            idents.append(run_id(value) if type(value) is dict else None)
             continue
-        _, thread, origins = found
+        ident, thread, origins = found
+        idents.append(ident)
         errors.append(None)
         threads.append(masked_thread(thread) if mask_volatile else thread)
         sources.append(origins)
@@ -1082,7 +1104,19 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
             else:
                 column.append(error if name == "error" else None)
         row += error is None
+    if run_ids:
+        from vthread._records import record_id
+
+        out[RUN_ID] = [_run_id_text(record_id(ident)) for ident in idents]
     return out
+
+
+def _run_id_text(text: str) -> str | None:
+    """A run id's column value from its JSON text as a ``vthread scan`` record holds it: a
+    string as it is, null as null, another value as its JSON text (as ``-o X.parquet``
+    writes a record's id)."""
+    value = json.loads(text)
+    return None if value is None else value if isinstance(value, str) else json.dumps(value)
 
 
 def _fields(result: ScanResult, counts: list[int],

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from vthread._options import flag
 from vthread.arrow import (
     RESULT_FIELDS,
+    RUN_ID,
     _detect,
     checked_arguments,
     decoded,
@@ -51,6 +52,7 @@ def scan_dataset(
     anywhere: bool = False,
     prefix: str = "",
     keep_messages: bool = False,
+    run_ids: bool = False,
     **map_batches_kwargs: Any,
 ) -> ray.data.Dataset:
     """``ds`` with the verdict of each row's run added as :data:`RESULT_FIELDS` columns.
@@ -62,9 +64,10 @@ def scan_dataset(
     the bytes: it is replaced by the result's ``messages`` (the run's message count);
     ``keep_messages=True`` keeps it.
     ``anywhere=True`` adds a last column ``loops``: every loop of the run, wherever it lies,
-    as :func:`vthread.scan_arrow` reports it. ``prefix`` is put before every result column's
-    name; a result name equal to a kept input
-    column is a ``ValueError`` naming it, raised here, before any work.
+    as :func:`vthread.scan_arrow` reports it; ``run_ids=True`` a first one, ``run_id``, the
+    id each row's run object holds (as :func:`vthread.scan_arrow` reads it). ``prefix`` is
+    put before every result column's name; a result name equal to a kept input column is a
+    ``ValueError`` naming it, raised here, before any work.
 
     ``format="auto"`` is resolved once, here, from the first :data:`DETECT_ROWS` rows (Ray
     executes the start of the pipeline to read them), and every batch is then read in that
@@ -98,20 +101,22 @@ def scan_dataset(
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
     keep_messages = flag("keep_messages", keep_messages)  # the string "no" is no false
+    run_ids = flag("run_ids", run_ids)
     reserved = sorted(_RESERVED & map_batches_kwargs.keys())
     if reserved:
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")
     schema = ds.schema()
     if schema is not None:
         messages = messages_column(list(schema.names), messages, "the dataset", "messages=")
-        _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere)
+        _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere, run_ids)
     # Else the columns are known only once the dataset runs: each batch finds its own.
     # A format given is taken as it is, so that the call stays lazy (checking it against the
     # rows, as scan_arrow does, would run the start of the pipeline here).
     chosen = _detect_format(ds, messages) if format == "auto" else format
     apply = functools.partial(_scan_batch, messages=messages, format=chosen,
                               keywords=keywords, mask_volatile=mask_volatile,
-                              anywhere=anywhere, prefix=prefix, keep_messages=keep_messages)
+                              anywhere=anywhere, prefix=prefix, keep_messages=keep_messages,
+                              run_ids=run_ids)
     options = dict(map_batches_kwargs)
     # One output row per input row: newer Ray versions can push a limit past such a map.
     if "udf_modifying_row_count" in inspect.signature(ds.map_batches).parameters:
@@ -119,14 +124,16 @@ def scan_dataset(
     return ds.map_batches(apply, batch_format="pyarrow", **options)
 
 
-def _result_names(anywhere: bool) -> tuple[str, ...]:
-    return (*RESULT_FIELDS, "loops") if anywhere else RESULT_FIELDS
+def _result_names(anywhere: bool, run_ids: bool = False) -> tuple[str, ...]:
+    names = (*RESULT_FIELDS, "loops") if anywhere else RESULT_FIELDS
+    return (RUN_ID, *names) if run_ids else names
 
 
 def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: bool,
-                   anywhere: bool = False) -> None:
+                   anywhere: bool = False, run_ids: bool = False) -> None:
     kept = set(names) if keep_messages else set(names) - {messages}
-    clashes = [prefix + name for name in _result_names(anywhere) if prefix + name in kept]
+    clashes = [prefix + name for name in _result_names(anywhere, run_ids)
+               if prefix + name in kept]
     if clashes:
         raise ValueError(f"the result column {clashes[0]!r} is already a column of the "
                          "dataset; pass prefix= (say prefix='vthread_') to name the results "
@@ -150,14 +157,16 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None) -> str:
 
 def _scan_batch(batch: pa.Table, *, messages: str | None, format: str,
                 keywords: dict[str, Any], mask_volatile: bool, prefix: str,
-                keep_messages: bool, anywhere: bool = False) -> pa.Table:
+                keep_messages: bool, anywhere: bool = False, run_ids: bool = False
+                ) -> pa.Table:
     """One batch with its verdict columns: runs in a Ray worker."""
     messages = messages_column(batch.column_names, messages, "the batch", "messages=")
-    _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere)
+    _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere, run_ids)
     column = batch.column(messages)
     refuse_unsound(column)
-    found = scan_column(batch, column, format, keywords, mask_volatile, anywhere)
+    found = scan_column(batch, column, format, keywords, mask_volatile, anywhere,
+                        run_ids=run_ids)
     out = batch if keep_messages else batch.drop_columns([messages])
-    for name in _result_names(anywhere):
+    for name in _result_names(anywhere, run_ids):
         out = out.append_column(prefix + name, found.column(name))
     return out
