@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any, Final, Literal
 
 from vthread import _core
-from vthread._jsvalue import is_text, real_number
+from vthread._jsvalue import is_text, js_string, real_number
 from vthread._messages import (
     check_messages,
     estimate_figure,
@@ -447,8 +447,14 @@ class _MessageView:
 
 def _responses_type(item: Mapping[str, Any]) -> str | None:
     """A Responses item's ``type`` (a str), else None: chat messages carry none."""
-    kind = item.get("type")
-    return kind if isinstance(kind, str) else None
+    return _by_content(item.get("type"))
+
+
+def _by_content(value: Any) -> str | None:
+    """A string as the plain ``str`` of its content (a subclass's own ``__eq__`` and
+    ``__hash__`` are not asked: it is compared and keyed as JavaScript compares strings),
+    else None."""
+    return js_string(str.__str__(value)) if isinstance(value, str) else None
 
 
 def _reasoning_before(thread: Sequence[Mapping[str, Any]]) -> list[int]:
@@ -491,8 +497,8 @@ def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[i
         kind = _responses_type(item)
         if kind is None or "role" in item or kind in _FUNCTION_ITEMS:
             continue
-        call_id = item.get("call_id")
-        if not isinstance(call_id, str):
+        call_id = _by_content(item.get("call_id"))
+        if call_id is None:
             continue
         if kind.endswith("_call"):
             waiting.setdefault((kind, call_id), []).append(index)
