@@ -219,6 +219,20 @@ def test_a_responses_call_keeps_its_reasoning_past_a_preamble_and_other_tools_pa
         got = vthread.build_thread(items, max_tokens=budget, estimate=lambda m: 1,
                                    format="responses", pair_safe=True)
         assert got.messages == kept, budget
+    # A preamble with no "type", as the API takes one, is a preamble too.
+    untyped = [*items[:2], {"role": "assistant", "content": "I'll check."}, *items[3:]]
+    for budget, kept in ((3, []), (4, untyped[1:])):
+        got = vthread.build_thread(untyped, max_tokens=budget, estimate=lambda m: 1,
+                                   format="responses", pair_safe=True)
+        assert got.messages == kept, budget
+    # A pinned reasoning item keeps the item it was followed by (the API refuses it alone).
+    asked = [items[0], items[1], {**items[2], "id": "plan"},
+             {"type": "message", "role": "user", "content": "more"},
+             {"type": "message", "role": "user", "content": "go"}]
+    for budget, kept in ((3, asked[:3]), (4, [*asked[:3], asked[4]])):
+        got = vthread.build_thread(asked, max_tokens=budget, estimate=lambda m: 1,
+                                   format="responses", pair_safe=True, keep_first=2)
+        assert got.messages == kept, budget
     for kind in ("computer_call", "local_shell_call"):
         tools = [{"type": "message", "role": "user", "content": "go"},
                  {"type": kind, "id": "x1", "call_id": "k1", "action": {}},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -69,8 +70,8 @@ def build_thread(
     changes the caller's sequence changes nothing this call sees. O(n) plus n estimator
     calls.
 
-    Three opt-in keywords shape the result the way chat APIs and harnesses need (all off by
-    default, where the answer is exactly production's):
+    Four opt-in keywords shape the result the way chat APIs and harnesses need (all off by
+    default, where the answer is exactly production's): the three below and ``keep_first``.
 
     * ``keep_system=True``: the leading system messages are always kept and counted first;
       the rest of the thread fits the budget left. A ``ValueError`` says by how much they
@@ -90,7 +91,7 @@ def build_thread(
     alone exceed ``max_tokens``. A pinned first message of the ``start_on`` type opens the
     kept part, and ``start_on`` leaves the rest free.
 
-    With either of the last two, the result is the longest suffix within the budget that
+    With ``pair_safe`` or ``start_on``, the result is the longest suffix within the budget that
     starts where they allow (production's own when it kept a straddling message that may
     start it), or longer when ``min_messages`` asks for more. With a trim function and any
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
@@ -285,11 +286,11 @@ def _trimmed_with_its_start(
     index: int, room: float, trim: Trim,
     copy: Callable[[Mapping[str, Any], float], dict[str, Any]],
 ) -> tuple[int, list[dict[str, Any]], float] | None:
-    """With ``pair_safe`` or ``start_on``, the message ``thread[index]`` that would overflow
-    the budget, trimmed together with the messages from the last allowed start at or
-    before it (its tool call, for a tool result; the user turn before it, for ``start_on``;
-    and earlier ones back to an allowed start while they cost nothing): those are kept
-    whole, and the trim function is given the ``room`` left after them. Its result (where
+    """With an opt-in shape, the message ``thread[index]`` that would overflow the budget,
+    trimmed together with the messages from the last allowed start at or before it (its
+    tool call, for a tool result; the user turn before it, for ``start_on``; and earlier
+    ones back to an allowed start while they cost nothing): those are kept whole, and the
+    trim function is given the ``room`` left after them. Its result (where
     the kept messages start, they and then the trimmed one, and the trimmed one's tokens),
     or None when no start allows it, no room is left, or the trim function drops it.
     Production trims with the whole room and the shape then dropped the trimmed message,
@@ -430,8 +431,8 @@ class _MessageView:
     def tool_pairs(self, first: int) -> tuple[list[tuple[int, int]], list[int]]:
         """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices; in a
         chat format also the Responses items of other tools (a ``computer_call`` and its
-        ``computer_call_output``, by call id), and each call from the reasoning that made
-        it."""
+        ``computer_call_output``, by call id) and each reasoning item with the item after it,
+        and each call from the reasoning that made it."""
         if self._types is None:
             return tool_pairs(self._thread[first:])
         pairs, orphans = tool_pairs(self._native, self._call_ids)
@@ -440,7 +441,8 @@ class _MessageView:
         lone = {sources[o] for o in orphans}
         other_pairs, other_orphans = _other_tool_items(self._thread)
         reasoned = _reasoning_before(self._thread)
-        return ([(reasoned[a] - first, b - first) for a, b in [*found, *other_pairs]
+        return ([(reasoned[a] - first, b - first)
+                 for a, b in [*found, *other_pairs, *_reasoning_pairs(self._thread)]
                  if reasoned[a] >= first],
                 sorted(o - first for o in lone | other_orphans if o >= first))
 
@@ -474,14 +476,36 @@ def _reasoning_before(thread: Sequence[Mapping[str, Any]]) -> list[int]:
             previous_reasoning = True
         else:
             previous_reasoning = False
-            output = kind is not None and (
-                (kind == "message" and is_text(item.get("role"), "assistant"))
-                or (kind.endswith("_call") and "role" not in item))
-            if not output:
+            if not _model_output(item, kind):
                 nearest = None
         if nearest is not None:
             reasoned[index] = nearest
     return reasoned
+
+
+def _model_output(item: Mapping[str, Any], kind: str | None) -> bool:
+    """Whether a Responses item (of type ``kind``) is part of a model's reply: an assistant
+    message (of type ``message``, or of none, as the API takes one), or a tool call."""
+    if is_text(item.get("role"), "assistant"):
+        return kind is None or kind == "message"
+    return kind is not None and kind.endswith("_call") and "role" not in item
+
+
+def _reasoning_pairs(thread: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """(first reasoning item of a run, the model's item right after the run): the API
+    refuses a reasoning item sent without the item it was followed by, so the two are kept
+    together as a call and its result are. O(n)."""
+    pairs = []
+    first: int | None = None
+    for index, item in enumerate(thread):
+        kind = _responses_type(item)
+        if kind == "reasoning" and "role" not in item:
+            first = index if first is None else first
+            continue
+        if first is not None and _model_output(item, kind):
+            pairs.append((first, index))
+        first = None
+    return pairs
 
 
 def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, int]],
@@ -492,7 +516,7 @@ def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[i
     type, and the outputs no call before them made. O(n)."""
     pairs: list[tuple[int, int]] = []
     orphans: set[int] = set()
-    waiting: dict[tuple[str, Any], list[int]] = {}
+    waiting: dict[tuple[str, Any], deque[int]] = {}
     for index, item in enumerate(thread):
         kind = _responses_type(item)
         if kind is None or "role" in item or kind in _FUNCTION_ITEMS:
@@ -501,11 +525,11 @@ def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[i
         if call_id is None:
             continue
         if kind.endswith("_call"):
-            waiting.setdefault((kind, call_id), []).append(index)
+            waiting.setdefault((kind, call_id), deque()).append(index)
         elif kind.endswith("_call_output"):
             calls = waiting.get((kind.removesuffix("_output"), call_id))
             if calls:
-                pairs.append((calls.pop(0), index))
+                pairs.append((calls.popleft(), index))
             else:
                 orphans.add(index)
     return pairs, orphans
@@ -593,8 +617,8 @@ def _newest_fitting(
 
 def _allowed_starts(view: _MessageView, head: int, n: int, pair_safe: bool,
                     start_on: str | None) -> list[bool]:
-    """``allowed[k]``: whether the kept suffix of the ``n`` messages after the ``head``
-    system ones may begin at their ``k``-th (``k = n``: nothing kept), as pairs and
+    """``allowed[k]``: whether the kept suffix of the ``n`` messages after the ``head`` kept
+    first (system, pinned) may begin at their ``k``-th (``k = n``: nothing kept), as pairs and
     ``start_on`` allow. O(n)."""
     allowed = [True] * (n + 1)
     if pair_safe:
