@@ -273,6 +273,9 @@ def test_the_first_bad_thread_is_named_and_a_bad_run_object_is_a_type_error() ->
                                     r"object, got int$"),
         ([7, {"messages": [message]}], TypeError, r"^thread 0: a thread is a sequence of "
                                                   r"messages or a run object, got int$"),
+        ([{"id": "r", "messages": [message]}, bad_list, 7], TypeError,
+         r"^thread 1: messages\[1\] must be a mapping"),
+        ([{"id": "x"}], NotAThreadError, r"^thread 0: messages must be a sequence"),
         ([{"messages": np.array([message, message])}], NotAThreadError,
          r"ndarray, not an array \(pandas reads a Parquet list column as NumPy arrays"),
     ]
@@ -280,6 +283,12 @@ def test_the_first_bad_thread_is_named_and_a_bad_run_object_is_a_type_error() ->
         with pytest.raises(kind, match=said) as caught:
             vthread.scan(batch)
         assert isinstance(caught.value, TypeError)
+    # With workers asked for, a thread with no length is named as without them (the batch's
+    # size was measured first: "object of type 'int' has no len()").
+    for batch, said in (([[message]] * 3 + [7], r"^thread 3: messages must be a sequence"),
+                        ([[message], bad_list, [message], 7], r"^thread 1: messages\[1\]")):
+        with pytest.raises(TypeError, match=said):
+            vthread.scan(batch, jobs=2)
     with pytest.raises(NotAThreadError, match=r"^message 1 is not an object") as caught:
         vthread.describe_thread_cycle({"messages": bad_list})
     assert isinstance(caught.value, ValueError)

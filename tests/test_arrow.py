@@ -1016,5 +1016,12 @@ def test_run_ids_are_the_ids_vthread_scan_reads_from_the_rows(
     with pytest.raises(ValueError, match="id='run_id' is also the name of a result column"):
         arrow.scan_arrow(pa.table({"run_id": [1], "messages": ["[]"]}), id="run_id",
                          run_ids=True)
+    # A lone surrogate, which no Arrow string holds, is U+FFFD, as -o X.parquet writes it
+    # (the whole table was a UnicodeEncodeError).
+    lone = pa.table({"messages": ['{"id": "a\\ud800b", "messages": []}',
+                                  '{"id": {"k": "\\udc00"}, "messages": []}', "[]"]})
+    for format_ in ("native", "openai"):
+        assert arrow.scan_arrow(lone, run_ids=True, format=format_).column(
+            "run_id").to_pylist() == ["a\ufffdb", '{"k":"\ufffd"}', None]
     with pytest.raises(TypeError, match="run_ids must be a bool"):
         arrow.scan_arrow(pa.table({"messages": ["[]"]}), run_ids="yes")  # type: ignore[arg-type]

@@ -1356,6 +1356,35 @@ def test_fail_on_error_fails_a_gate_that_left_a_trajectory_file_unread(
         assert f"{folder / name}: left out:" in err
 
 
+def test_more_compressions_are_left_out_by_name_and_counted_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trajectory files compressed as .zstd, .lzma, .Z, .zip or .br, and whole-file formats
+    compressed (.eval.xz, .parquet.zst), are left out by name and fail --fail-on-error
+    (they were passed over in silence); a directory given twice counts each file once; a
+    directory holding only such a file says which, where it said it held no trajectory."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    lines_file(folder / "a.jsonl", 1)
+    names = ["b.jsonl.zstd", "c.jsonl.lzma", "d.jsonl.Z", "e.jsonl.zip", "f.jsonl.br",
+             "g.eval.xz", "h.parquet.zst"]
+    for name in names:
+        (folder / name).write_bytes(b"x")
+    code, out, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error"],
+                         monkeypatch)
+    assert code == 65 and len(records(out)) == 2
+    for name in names:
+        assert f"{folder / name}: left out: compressed with " in err
+    assert err.endswith(f"--fail-on-error: {len(names)} trajectory files were left out "
+                        "unread (said above)\n")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "runs.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd0000")
+    code, out, err = run(["scan", str(alone), "-q"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert (f"{alone}: is a directory with no trajectory file vthread can read under it: "
+            f"{alone / 'runs.jsonl.zst'} is left out: compressed with zstd") in err
+
+
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                          ) -> None:
     """A file read twice (named twice, by name and through its directory, or by two paths)

@@ -213,8 +213,9 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
 
 def _with_id(run: bytes, ident: bytes) -> bytes:
     """A run object (one JSON object) with ``"id": ident`` last, so that the id column's id is
-    the run's, as ``vthread.scan_arrow`` takes it (of a key given twice, a JSON object's last
-    counts, in vthread's reading as in JavaScript's and Python's)."""
+    the run's record id (of a key given twice, a JSON object's last counts, in vthread's
+    reading as in JavaScript's and Python's). ``vthread.scan_arrow`` keeps an id column as
+    a column of its own (``id=``) and ``run_ids=True`` the run object's own id."""
     inside = run.rstrip()[:-1].rstrip()  # without its closing brace
     return inside + (b'"id":' if inside.endswith(b"{") else b',"id":') + ident + b"}"
 

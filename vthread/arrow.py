@@ -113,9 +113,10 @@ def scan_arrow(
     must agree, or past them when they are all plain chats) and
     :data:`vthread.adapters.FORMATS`. The result has one row per input row,
     in order: the ``id`` column when asked for; with ``run_ids=True`` a ``run_id`` column,
-    the id each row's run object holds (``id``, ``instance_id``, ``task_id``/``trial``, as
-    ``vthread scan`` reads it: a string as it is, another value as its JSON text; null for a
-    row of bare messages, or one that is no run); then :data:`RESULT_FIELDS`. A row that is
+    the id each row's run object holds (``id``, ``instance_id``, else ``task_id`` and
+    ``trial`` joined by ``/``, as ``vthread scan`` reads it from a Parquet file with no id
+    column: a string as it is, another value as its JSON text; null for a row of bare
+    messages, or one that is no run); then :data:`RESULT_FIELDS`. A row that is
     not a run gets its ``error`` and is never dropped. The answers are
     :func:`vthread.scan`'s, with loops of translated formats counted in the source's
     messages. ``anywhere=True`` reports every loop of a run wherever it lies
@@ -1114,9 +1115,14 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
 def _run_id_text(text: str) -> str | None:
     """A run id's column value from its JSON text as a ``vthread scan`` record holds it: a
     string as it is, null as null, another value as its JSON text (as ``-o X.parquet``
-    writes a record's id)."""
+    writes a record's id, a surrogate pair as its character and a lone surrogate, which no
+    Arrow string holds, as U+FFFD)."""
     value = json.loads(text)
-    return None if value is None else value if isinstance(value, str) else json.dumps(value)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _fields(result: ScanResult, counts: list[int],

@@ -783,7 +783,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return LOOP_EXIT
     # A trajectory file left out (compressed as vthread does not read, a dangling link) went
     # unchecked as surely as a file that cannot be read, which is an error record.
-    unread = sum(left.unread_trajectory for left in passed_over)
+    unread = len({left.file for left in passed_over if left.unread_trajectory})
     if options.fail_on_error and unread and not (stats.errors or scanned == 0):
         say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
             f"{' was' if unread == 1 else 's were'} left out unread (said above)")
@@ -1202,6 +1202,11 @@ _UNREAD_COMPRESSIONS: Final = {  # by the name ending a compressed file has
     ".zst": _Compression("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
     ".lz4": _Compression("lz4", b"\x04\x22\x4d\x18", "lz4cat"),
     ".7z": _Compression("7-Zip", b"7z\xbc\xaf\x27\x1c", "7z e -so"),
+    ".zstd": _Compression("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
+    ".lzma": _Compression("lzma", b"\x5d\x00\x00", "xzcat --format=lzma"),
+    ".z": _Compression("compress", b"\x1f\x9d", "uncompress -c"),
+    ".zip": _Compression("zip", b"PK\x03\x04", "unzip -p"),
+    ".br": _Compression("brotli", b"", "brotli -dc"),  # no magic: told by its name alone
 }
 """Compressions vthread does not read (gzip alone is read), known by a file's first bytes
 and, under a directory, by a trajectory file's name ending in them (``runs.jsonl.zst``)."""
@@ -1212,7 +1217,8 @@ def _unread_compression(head: bytes) -> _Compression | None:
     None. A bzip2 stream's magic is checked with its level digit and first block's magic,
     so that no text is taken for one."""
     for compression in _UNREAD_COMPRESSIONS.values():
-        if head.startswith(compression.magic) and (compression.compressor != "bzip2" or (
+        if compression.magic and head.startswith(compression.magic) and (
+                compression.compressor != "bzip2" or (
                 head[3:4].isdigit() and head[4:10] == b"1AY&SY")):
             return compression
     return None
@@ -1224,7 +1230,8 @@ def _compression_named(name: str) -> _Compression | None:
     lower = name.lower()
     return next((compression for ending, compression in _UNREAD_COMPRESSIONS.items()
                  if lower.endswith(ending)
-                 and lower[: -len(ending)].removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)),
+                 and lower[: -len(ending)].removesuffix(".gz").endswith(
+                     (*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))),
                 None)
 
 
@@ -1370,6 +1377,13 @@ def _files_under(name: str, written: _Written,
         # Only the files this run writes: a trajectory among them is refused as such first.
         _check_only_records_overwritten(name, overwritten, written)
     if not found:
+        unread = [left for left in left_out or [] if left.unread_trajectory]
+        if unread:
+            # (the listing's own lines are said only once it returns: said here, with it)
+            more = f", and {len(unread) - 1:,} more" if len(unread) > 1 else ""
+            raise _FatalError(f"{name}: is a directory with no trajectory file vthread can "
+                              f"read under it: {unread[0].file} is left out: {unread[0].why}"
+                              f"{more}")
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
                           f"(files ending {endings}, the text ones optionally .gz)")

@@ -407,7 +407,8 @@ def native_threads(threads: Sequence[Any], format_: str
             sources.append(found[2])
             continue
         if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
-            raise _not_a_thread(index, thread)
+            earlier = first_thread_error(threads[:index]) if format_ == "native" else None
+            raise earlier if earlier is not None else _not_a_thread(index, thread)
         if format_ == "native":
             native.append(thread)
             sources.append(None)
@@ -468,9 +469,10 @@ def first_thread_error(threads: Sequence[Any]) -> Exception | None:
     for index, thread in enumerate(threads):
         if isinstance(thread, Mapping):
             if not holds_run_messages(thread):
-                return TypeError(f"thread {index}: messages must be a sequence of mappings (or "
-                                 "a run object holding them under \"messages\", \"traj\" or "
-                                 f"\"history\"), got a {type(thread).__name__} without them")
+                return NotAThreadError(
+                    f"thread {index}: messages must be a sequence of mappings (or a run "
+                    "object holding them under \"messages\", \"traj\" or \"history\"), got "
+                    f"a {type(thread).__name__} without them")
             found = read_run(_as_parsed_run(thread), "native")
             if is_string(found):
                 return _unreadable_run(index, thread, found, "native")

@@ -951,8 +951,8 @@ def scan(
     if (
         jobs > 1
         and len(batch_threads) >= 2 * jobs
-        and sum(map(len, batch_threads)) >= (PARALLEL_MIN_MESSAGES_ANYWHERE if anywhere
-                                             else PARALLEL_MIN_MESSAGES)
+        and _messages_in(batch_threads) >= (PARALLEL_MIN_MESSAGES_ANYWHERE if anywhere
+                                            else PARALLEL_MIN_MESSAGES)
         and _can_fork()
     ):
         result = _scan_parallel(batch_threads, options, jobs, anywhere)
@@ -979,6 +979,15 @@ def scan(
                 in_source_messages(result, row, origins)
         result = _in_given_runs(result, *given)
     return result
+
+
+def _messages_in(threads: list[Any]) -> int:
+    """The messages of a batch, for choosing whether to fork; 0 when a thread has no length
+    (no thread: the scan in this process says which, as without workers)."""
+    try:
+        return sum(map(len, threads))
+    except TypeError:
+        return 0
 
 
 def _given_runs(threads: list[Any]) -> tuple[list[int], list[Any] | None]:
