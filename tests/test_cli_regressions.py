@@ -1366,7 +1366,7 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
     folder.mkdir()
     lines_file(folder / "a.jsonl", 1)
     names = ["b.jsonl.zstd", "c.jsonl.lzma", "d.jsonl.Z", "e.jsonl.zip", "f.jsonl.br",
-             "g.eval.xz", "h.parquet.zst"]
+             "g.eval.xz", "h.parquet.zst", "i.eval.gz", "j.parquet.gz"]
     for name in names:
         (folder / name).write_bytes(b"x")
     code, out, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error"],
@@ -1383,6 +1383,9 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
     assert (code, out) == (2, b"")
     assert (f"{alone}: is a directory with no trajectory file vthread can read under it: "
             f"{alone / 'runs.jsonl.zst'} is left out: compressed with zstd") in err
+    # Zip on standard input: unzip reads no pipe, funzip does.
+    code, out, err = run(["scan", "-"], monkeypatch, stdin=b"PK\x03\x04rest")
+    assert (code, out) == (2, b"") and "(... | funzip | vthread scan -)" in err
 
 
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -82,10 +82,11 @@ def test_the_harness_system_prompt_and_pairs_survive() -> None:
     assert kept[0]["text"] == history[0]["text"]
     assert kept[1]["type"] == "user"
     assert 1 < len(kept) < len(history)
-    assert "history: the newest" in plan.explanation
+    assert "history: those kept first and the newest, " in plan.explanation
     plain = plan_continuation(draft, "a dog site", context_tokens=4096, estimate=_estimate,
                               history=history)
     assert plain.messages[1]["type"] != "system"  # without keep_system it is cut
+    assert "history: the newest, " in plain.explanation
 
 
 def test_keep_system_too_large_for_the_room_says_so() -> None:

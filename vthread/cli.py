@@ -1194,6 +1194,7 @@ class _Compression(NamedTuple):
     compressor: str
     magic: bytes  # the bytes a file compressed by it begins with
     command: str  # what decompresses it to standard output
+    piped: str | None = None  # what decompresses it read from a pipe, when not the command
 
 
 _UNREAD_COMPRESSIONS: Final = {  # by the name ending a compressed file has
@@ -1205,7 +1206,7 @@ _UNREAD_COMPRESSIONS: Final = {  # by the name ending a compressed file has
     ".zstd": _Compression("zstd", b"\x28\xb5\x2f\xfd", "zstdcat"),
     ".lzma": _Compression("lzma", b"\x5d\x00\x00", "xzcat --format=lzma"),
     ".z": _Compression("compress", b"\x1f\x9d", "uncompress -c"),
-    ".zip": _Compression("zip", b"PK\x03\x04", "unzip -p"),
+    ".zip": _Compression("zip", b"PK\x03\x04", "unzip -p", "funzip"),
     ".br": _Compression("brotli", b"", "brotli -dc"),  # no magic: told by its name alone
 }
 """Compressions vthread does not read (gzip alone is read), known by a file's first bytes
@@ -1235,10 +1236,17 @@ def _compression_named(name: str) -> _Compression | None:
                 None)
 
 
+def _gzipped_whole_file(name: str) -> bool:
+    """Whether ``name`` is an Inspect log or a Parquet file gzipped (``log.eval.gz``), which
+    vthread reads only as it was written."""
+    lower = name.lower()
+    return lower.endswith(".gz") and lower[:-3].endswith(_WHOLE_FILE_SUFFIXES)
+
+
 def _unread_compression_said(name: str, compression: _Compression) -> str:
     """Why ``name`` (a FILE argument, ``-`` for standard input) is not read, and what to do."""
     command = compression.command
-    how = (f"... | {command} | vthread scan -" if name == "-"
+    how = (f"... | {compression.piped or command} | vthread scan -" if name == "-"
            else f"{command} {name} | vthread scan -")
     return (f"{'<stdin>' if name == '-' else name}: compressed with {compression.compressor}, "
             f"which vthread does not read (gzip alone is): decompress it first ({how})")
@@ -1333,6 +1341,14 @@ def _files_under(name: str, written: _Written,
                 for d in directories if os.path.islink(os.path.join(root, d)))
         for file in files:
             if file.startswith("."):
+                continue
+            if _gzipped_whole_file(file) and left_out is not None:
+                # (read as a text file it was a record per line of gzip's bytes, each
+                # "not UTF-8": never named as an input, it was passed over in silence)
+                left_out.append(_LeftOut(
+                    os.path.join(root, file), "compressed with gzip, which vthread reads "
+                    "for JSONL and JSON files only: decompress it first (gunzip -k)",
+                    unread_trajectory=True))
                 continue
             if not _named_as_an_input(file):
                 compressed = _compression_named(file)

@@ -689,8 +689,10 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
         plan,
         prompt_tokens=plan.prompt_tokens + tokens,
         reply_room=plan.reply_room - tokens,
-        explanation=f"{plan.explanation}; history: the newest {kept:,} of {len(history):,} "
-                    f"messages ({tokens:,} tokens) fit the {spare:,} tokens left over",
+        explanation=f"{plan.explanation}; history: "
+                    f"{'those kept first and ' if keep_system or keep_first else ''}the newest, "
+                    f"{kept:,} of {len(history):,} messages ({tokens:,} tokens), fit the "
+                    f"{spare:,} tokens left over",
         messages=(system, *fitted.messages, user),
     )
 
