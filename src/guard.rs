@@ -210,7 +210,7 @@ type WordFrequency<'a> = HashMap<(&'a [u8], Option<(u64, u128)>), (u32, bool), a
 type HashTable<V> = HashMap<u64, V, BuildHasherDefault<PassThrough>>;
 
 /// A word in the window.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Slot {
     hash: u64,
     /// The normal form (UTF-8); for a `long` one, its two ends around an ellipsis.
@@ -251,6 +251,7 @@ impl Slot {
 
 /// The last `capacity` words; slots keep their buffers when reused, up to a few times what
 /// the new word needs (see `reuse`).
+#[derive(Clone)]
 struct Ring {
     slots: Vec<Slot>,
     head: usize,
@@ -321,6 +322,7 @@ struct WordCount {
 }
 
 /// The window and its counts.
+#[derive(Clone)]
 struct Window {
     options: Options,
     ring: Ring,
@@ -762,7 +764,7 @@ impl NormalSoFar {
 /// of the pieces before it and after it, as the whole word would be: the one case mapping
 /// that depends on neighbours, capital sigma's final form, looks back through
 /// `cased_before` and forward through `final_sigma`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct LongWord {
     normal: NormalSoFar,
     /// While a capital sigma is open (a cased character before it, nothing but
@@ -839,7 +841,9 @@ pub struct TripAt {
     pub index: usize,
 }
 
-/// The guard: tokenizer state, the window, and the reason once tripped.
+/// The guard: tokenizer state, the window, and the reason once tripped. A clone is a
+/// guard of its own in the same state (a stream forked: each branch fed on its own).
+#[derive(Clone)]
 pub struct Guard {
     window: Window,
     total: u64,

@@ -291,6 +291,34 @@ impl GuardCore {
         Ok(this.push_byte_slice(copied.cast::<PyBytes>()?.as_bytes(), feed))
     }
 
+    /// A guard of its own in this one's state, of its class: a stream forked (candidate
+    /// continuations sampled from one prefix, each fed to its own copy). The state is the
+    /// core's, so `copy.copy` and `copy.deepcopy` are the same.
+    fn __copy__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = for_reading(slf)?;
+        let copy = py
+            .get_type::<GuardCore>()
+            .call_method1("__new__", (slf.get_type(), this.options.clone_ref(py)))?;
+        {
+            let mut state = copy.cast::<GuardCore>()?.try_borrow_mut()?;
+            state.guard = this.guard.clone();
+            state.reason = this.reason.as_ref().map(|reason| reason.clone_ref(py));
+            state.trip_offset = this.trip_offset;
+            state.held.clone_from(&this.held);
+            state.decoded = this.decoded;
+        }
+        Ok(copy)
+    }
+
+    /// `copy.deepcopy`: as `__copy__` (the options and reason it shares are immutable).
+    fn __deepcopy__<'py>(
+        slf: &Bound<'py, Self>,
+        _memo: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Self::__copy__(slf)
+    }
+
     /// The resolved options (`vthread.guard.GuardOptions`).
     #[getter]
     fn options(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {

@@ -761,3 +761,33 @@ def test_a_guard_takes_weak_references() -> None:
     del guard
     gc.collect()
     assert held() is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), options=guard_option_values())
+def test_a_copied_guard_is_a_fork_of_the_stream(data: st.DataObject, options: dict[str, Any]
+                                                ) -> None:
+    """copy.copy and copy.deepcopy of a guard mid-stream (bytes of a character held too)
+    give a guard of its own in the same state: fed the rest, it answers as one guard fed
+    the whole stream, and feeding it leaves the original as it was (candidate continuations
+    sampled from one prefix, each guarded on its own). A guard could not be copied."""
+    import copy
+
+    parts = data.draw(raw_pieces)
+    stream = b"".join(p.encode() if isinstance(p, str) else p for p in parts)
+    cut = data.draw(st.integers(0, len(stream)))
+    whole, forked = Guard(**options), Guard(**options)
+    expected = whole.push_bytes(stream)
+    first = forked.push_bytes(stream[:cut])
+    copies = [copy.copy(forked), copy.deepcopy(forked)]
+    before = (forked.reason, forked.trip_offset)
+    for branch in copies:
+        assert type(branch) is Guard and branch is not forked
+        if first is None:
+            got = branch.push_bytes(stream[cut:])
+            assert (got is None) == (expected is None)
+            if got is not None and expected is not None:
+                assert got[1] == expected[1]  # characters decoded before the tripping word
+        same_reason(branch.reason, None if whole.reason is None else ref.ReferenceReason(
+            **dataclasses.asdict(whole.reason)))
+    assert (forked.reason, forked.trip_offset) == before
