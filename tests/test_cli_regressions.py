@@ -1383,9 +1383,28 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
     assert (code, out) == (2, b"")
     assert (f"{alone}: is a directory with no trajectory file vthread can read under it: "
             f"{alone / 'runs.jsonl.zst'} is left out: compressed with zstd") in err
-    # Zip on standard input: unzip reads no pipe, funzip does.
+    # Zip on standard input: unzip reads no pipe, funzip does; an Inspect log is a zip.
     code, out, err = run(["scan", "-"], monkeypatch, stdin=b"PK\x03\x04rest")
     assert (code, out) == (2, b"") and "(... | funzip | vthread scan -)" in err
+    assert "an Inspect log, .eval, is a zip" in err
+    # Every file left out is named; a directory named twice counts its files once.
+    (alone / "b.jsonl.xz").write_bytes(b"x")
+    code, out, err = run(["scan", str(alone), "-q"], monkeypatch)
+    assert code == 2 and "b.jsonl.xz is left out: compressed with xz" in err
+    lines_file(alone / "c.jsonl", 1)
+    code, out, err = run(["scan", str(alone), f"{alone}/.", "-q", "--fail-on-error"],
+                         monkeypatch)
+    assert code == 65 and "2 trajectory files were left out" in err
+    # Brotli has no magic: a file named as one is refused by its name.
+    named = tmp_path / "runs.jsonl.br"
+    named.write_bytes(b"\x8b\x02\x80")
+    code, out, err = run(["scan", str(named)], monkeypatch)
+    assert (code, out) == (2, b"") and "compressed with brotli" in err
+    # Three bytes of lzma's magic at a damaged line's start are no lzma header.
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(b"]\x00\x00 junk\n" + lines_file(tmp_path / "one.jsonl", 2).read_bytes())
+    code, out, err = run(["scan", str(damaged), "-q"], monkeypatch)
+    assert code == 0 and [r.get("error") is None for r in records(out)] == [False, True, True]
 
 
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -87,6 +87,10 @@ def test_the_harness_system_prompt_and_pairs_survive() -> None:
                               history=history)
     assert plain.messages[1]["type"] != "system"  # without keep_system it is cut
     assert "history: the newest, " in plain.explanation
+    # keep_system with no system message kept keeps none first, and says so.
+    no_system = plan_continuation(draft, "a dog site", context_tokens=4096, estimate=_estimate,
+                                  history=history[1:], keep_system=True)
+    assert "history: the newest, " in no_system.explanation
 
 
 def test_keep_system_too_large_for_the_room_says_so() -> None:

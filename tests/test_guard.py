@@ -791,3 +791,29 @@ def test_a_copied_guard_is_a_fork_of_the_stream(data: st.DataObject, options: di
         same_reason(branch.reason, None if whole.reason is None else ref.ReferenceReason(
             **dataclasses.asdict(whole.reason)))
     assert (forked.reason, forked.trip_offset) == before
+
+
+def test_a_copied_subclass_keeps_its_own_attributes() -> None:
+    """A subclass's own attributes (its __dict__, its slots) are copied with the core's
+    state, shallowly by copy.copy and deeply by copy.deepcopy (they were dropped)."""
+    import copy
+
+    class Labelled(Guard):
+        def __init__(self, label: str, **options: Any) -> None:
+            self.label, self.seen = label, [label]
+
+        def __new__(cls, label: str, **options: Any) -> Labelled:
+            return super().__new__(cls, **options)
+
+    class Slotted(Guard):
+        __slots__ = ("note",)
+
+    labelled = Labelled("run 7", ngram=3)
+    shallow, deep = copy.copy(labelled), copy.deepcopy(labelled)
+    assert (shallow.label, shallow.seen, deep.seen) == ("run 7", ["run 7"], ["run 7"])
+    assert shallow.seen is labelled.seen and deep.seen is not labelled.seen
+    assert deep.options == labelled.options and type(deep) is Labelled
+    slotted = Slotted()
+    slotted.note = ["a"]
+    assert copy.copy(slotted).note is slotted.note
+    assert copy.deepcopy(slotted).note == ["a"] and copy.deepcopy(slotted).note is not slotted.note

@@ -783,7 +783,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return LOOP_EXIT
     # A trajectory file left out (compressed as vthread does not read, a dangling link) went
     # unchecked as surely as a file that cannot be read, which is an error record.
-    unread = len({left.file for left in passed_over if left.unread_trajectory})
+    unread = len({os.path.realpath(left.file) for left in passed_over
+                  if left.unread_trajectory})
     if options.fail_on_error and unread and not (stats.errors or scanned == 0):
         say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
             f"{' was' if unread == 1 else 's were'} left out unread (said above)")
@@ -1220,9 +1221,18 @@ def _unread_compression(head: bytes) -> _Compression | None:
     for compression in _UNREAD_COMPRESSIONS.values():
         if compression.magic and head.startswith(compression.magic) and (
                 compression.compressor != "bzip2" or (
-                head[3:4].isdigit() and head[4:10] == b"1AY&SY")):
+                head[3:4].isdigit() and head[4:10] == b"1AY&SY")) and (
+                compression.compressor != "lzma" or _lzma_dictionary(head)):
             return compression
     return None
+
+
+def _lzma_dictionary(head: bytes) -> bool:
+    """Whether an lzma header's dictionary size (bytes 1-4, little-endian) is one xz and
+    lzma write, a power of two from 4 KiB to 1 GiB, so that three bytes (``]`` and two
+    NULs, a damaged line's start) are not taken for one."""
+    size = int.from_bytes(head[1:5], "little")
+    return len(head) >= 5 and 1 << 12 <= size <= 1 << 30 and size & (size - 1) == 0
 
 
 def _compression_named(name: str) -> _Compression | None:
@@ -1248,8 +1258,11 @@ def _unread_compression_said(name: str, compression: _Compression) -> str:
     command = compression.command
     how = (f"... | {compression.piped or command} | vthread scan -" if name == "-"
            else f"{command} {name} | vthread scan -")
+    inspect = (" (an Inspect log, .eval, is a zip: save it to a file named .eval, which "
+               "vthread reads)" if compression.compressor == "zip" else "")
     return (f"{'<stdin>' if name == '-' else name}: compressed with {compression.compressor}, "
-            f"which vthread does not read (gzip alone is): decompress it first ({how})")
+            f"which vthread does not read (gzip alone is): decompress it first ({how})"
+            f"{inspect}")
 
 
 def _check_only_records_overwritten(directory: str, overwritten: list[str],
@@ -1396,10 +1409,10 @@ def _files_under(name: str, written: _Written,
         unread = [left for left in left_out or [] if left.unread_trajectory]
         if unread:
             # (the listing's own lines are said only once it returns: said here, with it)
-            more = f", and {len(unread) - 1:,} more" if len(unread) > 1 else ""
+            shown = "; ".join(f"{left.file} is left out: {left.why}" for left in unread[:5])
+            more = f"; and {len(unread) - 5:,} more" if len(unread) > 5 else ""
             raise _FatalError(f"{name}: is a directory with no trajectory file vthread can "
-                              f"read under it: {unread[0].file} is left out: {unread[0].why}"
-                              f"{more}")
+                              f"read under it: {shown}{more}")
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
                           f"(files ending {endings}, the text ones optionally .gz)")
@@ -1835,6 +1848,10 @@ def _open(name: str, regular_only: bool = False
     if _is_gzip(head[:3], name):
         return _GzipStream(raw), position, close, size
     compression = _unread_compression(head)
+    if compression is None and name != "-":
+        named = _compression_named(os.path.basename(name))
+        if named is not None and not named.magic:  # known by its name alone (brotli)
+            compression = named
     if compression is not None and not _is_eval_log(name):
         if name != "-":
             raw.close()

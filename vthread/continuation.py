@@ -683,6 +683,8 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
         raise ValueError(f"history: {error} (the {plan.mode} plan leaves {spare:,} tokens "
                          "of room for it)") from None
     tokens = math.ceil(fitted.tokens)
+    # Messages kept first, whatever their cost: a pin, or a system message keep_system kept.
+    pinned = keep_first > 0 or (keep_system and _is_system(history[0]))
     system, user = plan.messages
     kept = len(fitted.messages)
     return replace(
@@ -690,11 +692,17 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
         prompt_tokens=plan.prompt_tokens + tokens,
         reply_room=plan.reply_room - tokens,
         explanation=f"{plan.explanation}; history: "
-                    f"{'those kept first and ' if keep_system or keep_first else ''}the newest, "
+                    f"{'those kept first and ' if pinned else ''}the newest, "
                     f"{kept:,} of {len(history):,} messages ({tokens:,} tokens), fit the "
                     f"{spare:,} tokens left over",
         messages=(system, *fitted.messages, user),
     )
+
+
+def _is_system(message: Mapping[str, Any]) -> bool:
+    from vthread._jsvalue import is_text
+
+    return is_text(message.get("type"), "system")
 
 
 def _window(context_tokens: object) -> int:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from vthread import _core
 from vthread._options import GuardOptions, guard_options
@@ -151,4 +151,39 @@ class Guard(_core.GuardCore):
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
         return f"<Guard {state} {self.options}>"
+
+    def __copy__(self) -> Self:
+        """A guard of its own in this one's state (the core's copy), with a subclass's own
+        attributes (its ``__dict__`` and slots) copied as ``copy.copy`` copies them."""
+        copied = super().__copy__()
+        _copy_own_state(self, copied, None)
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """As :meth:`__copy__`, a subclass's own attributes deep-copied with ``memo``."""
+        copied = super().__deepcopy__(memo)
+        memo[id(self)] = copied
+        _copy_own_state(self, copied, memo)
+        return copied
+
+
+def _copy_own_state(guard: Guard, copied: Guard, memo: dict[int, Any] | None) -> None:
+    """Copy what a subclass of :class:`Guard` holds beside the core's state: its instance
+    ``__dict__`` and its slots, deep-copied when ``memo`` is given (``copy.deepcopy``)."""
+    import copy
+
+    def copied_value(value: Any) -> Any:
+        return value if memo is None else copy.deepcopy(value, memo)
+
+    for cls in type(guard).__mro__:
+        if cls is Guard:
+            break
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__") or not hasattr(guard, name):
+                continue
+            setattr(copied, name, copied_value(getattr(guard, name)))
+    own = getattr(guard, "__dict__", None)
+    if own:
+        copied.__dict__.update(copied_value(own))
 
