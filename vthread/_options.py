@@ -83,13 +83,19 @@ def flag(name: str, value: object) -> bool:
 
 
 def jobs_count(value: object) -> int:
-    """``jobs``: a positive integer (a NumPy integer too); another type is a TypeError, a
-    number below 1 a ValueError."""
+    """``jobs``: a positive integer (see :func:`integer_option`)."""
+    return integer_option("jobs", value, 1)
+
+
+def integer_option(name: str, value: object, minimum: int) -> int:
+    """An integer option (a NumPy integer too) of at least ``minimum`` (0 or 1): another type
+    is a TypeError, a smaller number a ValueError, each naming the option."""
+    kind = "a positive integer" if minimum == 1 else "a non-negative integer"
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"jobs must be a positive integer, got {type(value).__name__}")
+        raise TypeError(f"{name} must be {kind}, got {type(value).__name__}")
     count = operator.index(value)  # type: ignore[arg-type]
-    if count < 1:
-        raise ValueError(f"jobs must be a positive integer, got {count}")
+    if count < minimum:
+        raise ValueError(f"{name} must be {kind}, got {count}")
     return count
 
 

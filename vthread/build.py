@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from vthread._messages import (
     token_figure,
     tool_pairs,
 )
-from vthread._options import flag, is_numpy_bool, shown, type_name
+from vthread._options import flag, integer_option, is_numpy_bool, shown, type_name
 from vthread.documents import chat_like, native_messages, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
@@ -138,7 +137,7 @@ def build_thread(
                         f"{type(start_on).__name__}")
     if start_on is not None:
         view.check_start_on(start_on)
-    pinned = _count("keep_first", keep_first)
+    pinned = integer_option("keep_first", keep_first, 0)
     limit = _number("max_tokens", max_tokens)
     if limit != limit:
         import warnings
@@ -236,17 +235,6 @@ def build_thread(
             taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
             total = _added_newest_first(0.0, costs[start:])
     return _with_head(thread, costs, head, head_total, taken, total, view)
-
-
-def _count(name: str, value: object) -> int:
-    """A count option: a non-negative integer (a NumPy integer too); another type is a
-    TypeError, a negative number a ValueError, each naming it."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"{name} must be a non-negative integer, got {shown(value)}")
-    count = operator.index(value)  # type: ignore[arg-type]
-    if count < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {count}")
-    return count
 
 
 def _pinned_end(view: _MessageView, system: int, pinned: int, pair_safe: bool) -> int:
