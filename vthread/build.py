@@ -349,6 +349,7 @@ class _MessageView:
         self._native: list[dict[str, Any]] = []
         self._sources: list[int] = []
         self._call_ids: dict[int, Any] = {}  # the chat's call ids, by native message
+        self._chat_pairs: tuple[list[tuple[int, int]], set[int]] | None = None
         if format == "native":
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
@@ -423,16 +424,25 @@ class _MessageView:
         and each call from the reasoning that made it."""
         if self._types is None:
             return tool_pairs(self._thread[first:])
+        if self._chat_pairs is None:
+            self._chat_pairs = self._all_chat_pairs()
+        pairs, orphans = self._chat_pairs
+        return ([(a - first, b - first) for a, b in pairs if a >= first],
+                sorted(o - first for o in orphans if o >= first))
+
+    def _all_chat_pairs(self) -> tuple[list[tuple[int, int]], set[int]]:
+        """The pairs of the whole chat thread, each from the reasoning its call needs, and
+        the replies no call made, in source indices: read once, whatever ``first`` each
+        caller asks for (the pinned messages' end, then the kept part's)."""
         pairs, orphans = tool_pairs(self._native, self._call_ids)
         sources = self._sources
-        found = [(sources[a], sources[b]) for a, b in pairs]
-        lone = {sources[o] for o in orphans}
-        other_pairs, other_orphans = _other_tool_items(self._thread)
-        reasoned = _reasoning_before(self._thread)
-        return ([(reasoned[a] - first, b - first)
-                 for a, b in [*found, *other_pairs, *_reasoning_pairs(self._thread)]
-                 if reasoned[a] >= first],
-                sorted(o - first for o in lone | other_orphans if o >= first))
+        kinds = [_responses_type(item) for item in self._thread]
+        other_pairs, other_orphans = _other_tool_items(self._thread, kinds)
+        reasoned = _reasoning_before(self._thread, kinds)
+        every = [*((sources[a], sources[b]) for a, b in pairs), *other_pairs,
+                 *_reasoning_pairs(self._thread, kinds)]
+        return ([(reasoned[a], b) for a, b in every],
+                {sources[o] for o in orphans} | other_orphans)
 
 
 def _responses_type(item: Mapping[str, Any]) -> str | None:
@@ -447,7 +457,8 @@ def _by_content(value: Any) -> str | None:
     return js_string(str.__str__(value)) if isinstance(value, str) else None
 
 
-def _reasoning_before(thread: Sequence[Mapping[str, Any]]) -> list[int]:
+def _reasoning_before(thread: Sequence[Mapping[str, Any]], kinds: Sequence[str | None]
+                      ) -> list[int]:
     """Per item, where the model's output that holds it begins to need keeping with it: the
     first of the run of ``reasoning`` items nearest before it in the same output (the items
     a model's one reply is made of: reasoning, assistant messages, tool calls), else the
@@ -456,8 +467,7 @@ def _reasoning_before(thread: Sequence[Mapping[str, Any]]) -> list[int]:
     reasoned = list(range(len(thread)))
     nearest: int | None = None  # the nearest reasoning run's first item in this output
     previous_reasoning = False
-    for index, item in enumerate(thread):
-        kind = _responses_type(item)
+    for index, (item, kind) in enumerate(zip(thread, kinds, strict=True)):
         if kind == "reasoning" and "role" not in item:
             if not previous_reasoning:
                 nearest = index
@@ -479,14 +489,14 @@ def _model_output(item: Mapping[str, Any], kind: str | None) -> bool:
     return kind is not None and kind.endswith("_call") and "role" not in item
 
 
-def _reasoning_pairs(thread: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+def _reasoning_pairs(thread: Sequence[Mapping[str, Any]], kinds: Sequence[str | None]
+                     ) -> list[tuple[int, int]]:
     """(first reasoning item of a run, the model's item right after the run): the API
     refuses a reasoning item sent without the item it was followed by, so the two are kept
     together as a call and its result are. O(n)."""
     pairs = []
     first: int | None = None
-    for index, item in enumerate(thread):
-        kind = _responses_type(item)
+    for index, (item, kind) in enumerate(zip(thread, kinds, strict=True)):
         if kind == "reasoning" and "role" not in item:
             first = index if first is None else first
             continue
@@ -496,8 +506,8 @@ def _reasoning_pairs(thread: Sequence[Mapping[str, Any]]) -> list[tuple[int, int
     return pairs
 
 
-def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, int]],
-                                                                    set[int]]:
+def _other_tool_items(thread: Sequence[Mapping[str, Any]], kinds: Sequence[str | None]
+                      ) -> tuple[list[tuple[int, int]], set[int]]:
     """The Responses items of tools other than functions (``computer_call`` and
     ``computer_call_output``, ``local_shell_call`` and its output, ...), which the
     translation keeps as messages of their own type: (call, output) pairs by call id and
@@ -505,8 +515,7 @@ def _other_tool_items(thread: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[i
     pairs: list[tuple[int, int]] = []
     orphans: set[int] = set()
     waiting: dict[tuple[str, Any], deque[int]] = {}
-    for index, item in enumerate(thread):
-        kind = _responses_type(item)
+    for index, (item, kind) in enumerate(zip(thread, kinds, strict=True)):
         if kind is None or "role" in item or kind in _FUNCTION_ITEMS:
             continue
         call_id = _by_content(item.get("call_id"))
