@@ -28,6 +28,7 @@ from vthread._jsvalue import (
     is_text,
     names_are_distinct,
     property_name,
+    unicode_text,
 )
 from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activity
 
@@ -484,7 +485,7 @@ def joined(parts: Sequence[str]) -> str:
         text = text[: EXCERPT_CHARS - 1] + _ELLIPSIS
     # An excerpt is for reading and goes into UTF-8 files and Arrow strings: a surrogate pair
     # becomes its character, a lone surrogate U+FFFD.
-    readable = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    readable = unicode_text(text)
     return _NOT_SHOWN.sub("_", readable)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from vthread._cli_main import is_utf8, require_regular
+from vthread._jsvalue import unicode_text
 from vthread._records import record_id
 from vthread.documents import messages_column, one_column
 
@@ -459,7 +460,7 @@ def _replaced(value: Any) -> Any:
     """``value`` with every string in it Unicode text: a surrogate pair its character, a
     lone surrogate U+FFFD."""
     if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return unicode_text(value)
     if isinstance(value, dict):
         return {key: _replaced(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -54,6 +54,7 @@ __all__ = [
     "real_number",
     "stand_in",
     "text_in",
+    "unicode_text",
     "utf16_len",
     "utf16_tail",
 ]
@@ -731,6 +732,16 @@ _DECIMAL_LITERAL: Final = re.compile(
     r"[+-]?(?:Infinity|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 _RADIX_LITERAL: Final = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
+
+
+def unicode_text(text: str) -> str:
+    r"""``text`` as Unicode text a UTF-8 file or an Arrow string holds: a surrogate pair its
+    astral character, a lone surrogate U+FFFD.
+
+    >>> unicode_text("a\ud800b"), unicode_text("\ud83c\udf89") == "\U0001f389"
+    ('a�b', True)
+    """
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def js_string_to_number(text: str) -> float:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 
 from vthread._heuristics import core_options, written_lines
+from vthread._jsvalue import unicode_text
 from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
@@ -1122,7 +1123,7 @@ def _run_id_text(text: str) -> str | None:
         return None
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
-    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return unicode_text(value)
 
 
 def _fields(result: ScanResult, counts: list[int],
