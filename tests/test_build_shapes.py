@@ -160,6 +160,91 @@ def test_pair_safe_keeps_a_trimmed_tool_result_with_its_call() -> None:
     assert got.messages == [chat[1], {**chat[2], "content": "x…"}]
 
 
+@st.composite
+def ending_in_parallel_results(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A thread ending in a turn of parallel tool calls whose results are large or small
+    (perhaps with a message between or after them): results that share the room left."""
+    thread = draw(priced())
+    names = draw(st.lists(st.sampled_from(["ls", "cat"]), min_size=2, max_size=4))
+    ids = draw(st.sampled_from([None, "x"]))
+    calls = [_call(name, None if ids is None else f"{ids}{k}") for k, name in enumerate(names)]
+    order = draw(st.permutations(range(len(names))))
+    replies = [{**_reply(names[k], None if ids is None else f"{ids}{k}"),
+                "usage": {"tokens": draw(st.sampled_from([0, 2, 7, 20, 40, 90]))}}
+               for k in order]
+    between = draw(st.lists(MESSAGES, max_size=1))
+    after = draw(st.lists(MESSAGES, max_size=1))
+    return [*thread, *calls, *between, *replies, *after]
+
+
+@SETTINGS
+@given(ending_in_parallel_results(), KEYWORDS)
+def test_parallel_results_share_the_room_as_the_twin_shares_it(
+        thread: list[dict[str, Any]], keywords: dict[str, Any]) -> None:
+    """The results of one turn of parallel calls, trimmed together: each given an equal share
+    of the room left, smallest first, as the twin gives it by walking each result alone."""
+    _assert_the_twins_agree(thread, {**keywords, "inclusive": "trim"})
+
+
+def test_parallel_tool_results_each_too_large_are_each_trimmed() -> None:
+    """Three parallel calls, each result alone over the budget: each is trimmed to an equal
+    share of the room the calls leave, and the turn is kept (each result had been kept
+    whole but the last, and with no room left for it the whole turn was dropped). A small
+    result is kept whole and what it leaves is shared by the others; a trim function that
+    drops one drops the turn."""
+    calls = [{**_call(name, f"c{k}"), "usage": {"tokens": 2}}
+             for k, name in enumerate(["ls", "cat", "ls"])]
+    replies = [{**_reply(name, f"c{k}"), "usage": {"tokens": tokens}}
+               for k, (name, tokens) in enumerate([("ls", 500), ("cat", 800), ("ls", 600)])]
+    thread = [{"type": "user", "text": "look", "usage": {"tokens": 4}}, *calls, *replies]
+    rooms: list[tuple[str, float]] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
+        rooms.append((message["meta"]["activity"]["id"], room))
+        return {**message, "text": "…", "usage": {"tokens": room}}
+
+    got = vthread.build_thread(thread, max_tokens=96, inclusive=trim, pair_safe=True)
+    assert rooms == [("c0", 30.0), ("c2", 30.0), ("c1", 30.0)]  # smallest first
+    assert got.messages == [*({**c, "usage": {"tokens": 2.0}} for c in calls),
+                            *({**r, "text": "…", "usage": {"tokens": 30.0}} for r in replies)]
+    assert got.tokens == 96.0
+    rooms.clear()
+    small = [replies[0], {**replies[1], "usage": {"tokens": 10}}, replies[2]]
+    got = vthread.build_thread([*thread[:4], *small], max_tokens=96, inclusive=trim,
+                               pair_safe=True)
+    assert rooms == [("c0", 40.0), ("c2", 40.0)]  # the 10 of c1 kept whole: 80 left for two
+    assert [m["usage"]["tokens"] for m in got.messages] == [2.0, 2.0, 2.0, 40.0, 10.0, 40.0]
+    assert got.tokens == 96.0
+    assert vthread.build_thread(thread, max_tokens=96, pair_safe=True,
+                                inclusive=lambda m, room: None).messages == []
+
+
+def test_parallel_tool_results_share_the_room_in_openai_chat() -> None:
+    """The same turn as an OpenAI chat: one assistant message with three tool calls, three
+    tool messages, each kept trimmed with no usage added."""
+    thread: list[dict[str, Any]] = [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+            for k in range(3)]},
+        *({"role": "tool", "tool_call_id": f"c{k}", "content": "x" * 4000} for k in range(3)),
+    ]
+    rooms: list[float] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+        rooms.append(room)
+        return {**message, "content": "x…", "usage": {"tokens": room}}
+
+    def estimate(message: Any) -> float:
+        return 10.0 if message.get("role") == "assistant" else 1000.0
+
+    got = vthread.build_thread(thread, max_tokens=100, inclusive=trim, pair_safe=True,
+                               format="openai", estimate=estimate)
+    assert rooms == [30.0, 30.0, 30.0]
+    assert got.messages == [thread[1], *({**m, "content": "x…"} for m in thread[2:])]
+    assert got.tokens == 100.0
+
+
 @SETTINGS
 @given(priced(), KEYWORDS)
 def test_the_result_is_what_a_chat_api_accepts(thread: list[dict[str, Any]],

@@ -255,9 +255,10 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     """Production's straddling message (the newest not within the floor that takes the sum
     over ``budget``), when there is room before it, trimmed with the room left once the
     messages from the last allowed start at or before it (or an earlier one, past messages
-    that cost nothing) are kept whole: those messages
-    and the trimmed one, then the rest, or None (no such message, start or room, or the
-    trim function drops it)."""
+    that cost nothing) are kept whole, the tool results among them sharing that room with it
+    (smallest first, each under an equal share of what is left): those messages and the
+    trimmed one, then the rest, or None (no such message, start or room, or the trim
+    function drops one)."""
     n = len(rest)
     total = 0.0
     for index in range(n - 1, -1, -1):
@@ -280,18 +281,30 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     # The earliest allowed start from which the messages before the last one cost nothing.
     start = min(k for k in starts
                 if all(message["usage"]["tokens"] == 0 for message in rest[k:last]))
-    for message in reversed(rest[start:index]):
-        room -= message["usage"]["tokens"]
+    # The tool results among them share the room with it, the smallest first.
+    pairs, orphans = tool_pairs(rest)
+    results = {reply for _, reply in pairs} | set(orphans)
+    sharing = [k for k in range(start, index) if k in results]
+    for k in reversed(range(start, index)):
+        if k not in sharing:
+            room -= rest[k]["usage"]["tokens"]
     if not room > 0:
         return None
-    # The message alone under the room left: production's walk trims it.
-    cut = build_thread([rest[index]], max_tokens=room, inclusive=trim)
-    if not cut.messages:
-        return None
-    total += cut.tokens
-    for message in reversed(rest[start:index]):
+    kept = {k: rest[k] for k in range(start, index)}
+    waiting = sorted([*sharing, index], key=lambda k: (rest[k]["usage"]["tokens"], k))
+    for position, k in enumerate(waiting):
+        # Each alone under an equal share of the room left: production's walk keeps it
+        # whole when it fits, else trims it.
+        cut = build_thread([rest[k]], max_tokens=room / (len(waiting) - position),
+                           inclusive=trim)
+        if not cut.messages:
+            return None
+        kept[k] = cut.messages[0]
+        room -= cut.tokens
+    chosen = [kept[k] for k in range(start, index + 1)]
+    for message in reversed(chosen):
         total += message["usage"]["tokens"]
-    return ReferenceBuild(rest[start:index] + cut.messages + rest[index + 1:], total)
+    return ReferenceBuild(chosen + rest[index + 1:], total)
 
 
 # ------------------------------------------------------------------------ cycle heuristics

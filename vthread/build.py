@@ -95,8 +95,10 @@ def build_thread(
     start it), or longer when ``min_messages`` asks for more. With a trim function and any
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
     messages from the last allowed start before it are kept (a large tool result is kept
-    trimmed with its call), and one with no room left is dropped, not kept whole as
-    production keeps it. O(n).
+    trimmed with its call; the tool results kept with it, a turn's parallel results, share
+    that room with it, each given an equal share of what is left, smallest first), and one
+    with no room left is dropped, not kept whole as production keeps it. O(n), with a
+    sort of the results trimmed together.
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
     default; chat messages passed as native ones are warned about, since their system
@@ -218,12 +220,12 @@ def build_thread(
             assert callable(inclusive)
             index, room = deferred[0]
             kept = _trimmed_with_its_start(thread, costs, head, allowed, index, room,
-                                           inclusive, view.copy)
+                                           inclusive, view)
             if kept is not None:
-                start, before, trimmed_tokens = kept
+                start, before, before_tokens = kept
                 # Summed newest first, as production adds: the messages after the trimmed
                 # one (total), the trimmed one, then those kept before it.
-                total = _added_newest_first(total + trimmed_tokens, costs[start:index])
+                total = _added_newest_first(total, before_tokens)
                 return _with_head(thread, costs, head, head_total, before + taken,
                                   total, view)
     if pair_safe or start_on is not None:
@@ -271,19 +273,21 @@ def _added_newest_first(total: float, costs: Sequence[float]) -> float:
 
 def _trimmed_with_its_start(
     thread: list[Mapping[str, Any]], costs: list[float], head: int, allowed: list[bool],
-    index: int, room: float, trim: Trim,
-    copy: Callable[[Mapping[str, Any], float], dict[str, Any]],
-) -> tuple[int, list[dict[str, Any]], float] | None:
+    index: int, room: float, trim: Trim, view: _MessageView,
+) -> tuple[int, list[dict[str, Any]], list[float]] | None:
     """With an opt-in shape, the message ``thread[index]`` that would overflow the budget,
     trimmed together with the messages from the last allowed start at or before it (its
     tool call, for a tool result; the user turn before it, for ``start_on``; and earlier
     ones back to an allowed start while they cost nothing): those are kept whole, and the
-    trim function is given the ``room`` left after them. Its result (where
-    the kept messages start, they and then the trimmed one, and the trimmed one's tokens),
-    or None when no start allows it, no room is left, or the trim function drops it.
-    Production trims with the whole room and the shape then dropped the trimmed message,
-    when it could not start the result: a tool result too large for the budget was lost
-    with its call, the usual reason to trim."""
+    trim function is given the ``room`` left after them. The tool results among them (a
+    turn's parallel calls answered) share that room with it: taken smallest first, each is
+    given an equal share of the room still left, kept whole when it fits its share and
+    trimmed to it otherwise, so that what a small one leaves goes to the larger ones. The
+    result: where the kept messages start, they and then the trimmed one, and the tokens
+    of each; or None when no start allows it, no room is left, or the trim function drops
+    one of them. Production trims with the whole room and the shape then dropped the
+    trimmed message, when it could not start the result: a tool result too large for the
+    budget was lost with its call, the usual reason to trim."""
     allowed_at = next((k for k in range(index - head, -1, -1) if allowed[k]), None)
     if allowed_at is None:
         return None
@@ -295,17 +299,29 @@ def _trimmed_with_its_start(
         if allowed[k]:
             allowed_at = k
     start = head + allowed_at
-    for tokens in reversed(costs[start:index]):  # the kept messages' cost, newest first
-        room -= tokens
+    results = view.tool_results(start) if start < index else frozenset()
+    sharing = [k for k in range(start, index) if k in results]
+    sharing_set = set(sharing)
+    for k in range(index - 1, start - 1, -1):  # the whole messages' cost, newest first
+        if k not in sharing_set:
+            room -= costs[k]
     if not room > 0:
         return None
-    message = thread[index]
-    cut = _trim(trim, _priced(message, costs[index]), room, index)
-    if cut is None:
-        return None
-    trimmed = cut[0] if copy is _priced else _unpriced(cut[0], message)
-    before = [copy(thread[i], costs[i]) for i in range(start, index)]
-    return start, [*before, trimmed], cut[1]
+    tokens = costs[start:index + 1]
+    trimmed: dict[int, dict[str, Any]] = {}
+    waiting = sorted([*sharing, index], key=lambda k: (costs[k], k))
+    for position, k in enumerate(waiting):
+        share = room / (len(waiting) - position)
+        if costs[k] > share:  # always so for thread[index], which overflowed the room
+            cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
+            if cut is None:
+                return None
+            trimmed[k] = cut[0] if view.copy is _priced else _unpriced(cut[0], thread[k])
+            tokens[k - start] = cut[1]
+        room -= tokens[k - start]
+    kept = [trimmed[k] if k in trimmed else view.copy(thread[k], costs[k])
+            for k in range(start, index + 1)]
+    return start, kept, tokens
 
 
 _TRANSLATED_TYPES: Final = frozenset({"system", "user", "bot", "reasoning", "activity"})
@@ -350,6 +366,7 @@ class _MessageView:
         self._sources: list[int] = []
         self._call_ids: dict[int, Any] = {}  # the chat's call ids, by native message
         self._chat_pairs: tuple[list[tuple[int, int]], set[int]] | None = None
+        self._chat_results: frozenset[int] = frozenset()  # read with _chat_pairs
         if format == "native":
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
@@ -430,6 +447,18 @@ class _MessageView:
         return ([(a - first, b - first) for a, b in pairs if a >= first],
                 sorted(o - first for o in orphans if o >= first))
 
+    def tool_results(self, first: int) -> frozenset[int]:
+        """The tool results at or after ``first``, in the thread's indices: the replies of
+        the tool pairs :meth:`tool_pairs` reads and those no call made (in a chat format
+        the source messages holding them), not the item after a reasoning item."""
+        if self._types is None:
+            pairs, orphans = tool_pairs(self._thread[first:])
+            return frozenset([*(first + reply for _, reply in pairs),
+                              *(first + orphan for orphan in orphans)])
+        if self._chat_pairs is None:
+            self._chat_pairs = self._all_chat_pairs()
+        return frozenset(reply for reply in self._chat_results if reply >= first)
+
     def _all_chat_pairs(self) -> tuple[list[tuple[int, int]], set[int]]:
         """The pairs of the whole chat thread, each from the reasoning its call needs, and
         the replies no call made, in source indices: read once, whatever ``first`` each
@@ -441,6 +470,9 @@ class _MessageView:
         reasoned = _reasoning_before(self._thread, kinds)
         every = [*((sources[a], sources[b]) for a, b in pairs), *other_pairs,
                  *_reasoning_pairs(self._thread, kinds)]
+        self._chat_results = frozenset([*(sources[b] for _, b in pairs),
+                                        *(b for _, b in other_pairs),
+                                        *(sources[o] for o in orphans), *other_orphans])
         return ([(reasoned[a], b) for a, b in every],
                 {sources[o] for o in orphans} | other_orphans)
 
