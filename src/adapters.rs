@@ -1108,34 +1108,26 @@ fn anthropic_block<'t>(
     Ok(())
 }
 
-/// Python's `str()` of an id part (`f"{task}/{trial}"`), for the values it writes exactly.
-fn python_str(value: Value<'_>) -> Result<String, Declined> {
+/// A part of a joined id as `documents._id_part` writes it: a string's text, else its
+/// canonical JSON text (`true`, `null`, `1` for `1.0`).
+fn id_part(value: Value<'_>) -> Result<String, Declined> {
     if let Some(text) = value.text() {
         return Ok(text.into_owned());
     }
-    if value.is_null() {
-        return Ok("None".to_owned());
-    }
-    if let Some(flag) = value.as_bool() {
-        return Ok(if flag { "True" } else { "False" }.to_owned());
-    }
-    if value.is_integer() {
-        return value.as_i64().map(|n| n.to_string()).ok_or(Declined);
-    }
-    Err(Declined) // a float's repr, a list's, an object's: Python's to write
+    let canonical = crate::json_reader::canonical_json(value.json_text()).map_err(|_| Declined)?;
+    String::from_utf8(canonical).map_err(|_| Declined)
 }
 
 /// A run object's id as `documents.run_id` finds it.
 pub(crate) enum RunId<'t> {
     /// A value of the line (None: no id, null).
     Value(Option<Value<'t>>),
-    /// `"<task_id>/<trial>"`, as Python's f-string writes the two.
+    /// `"<task_id>/<trial>"`, each part as `id_part` writes it.
     Joined(String),
 }
 
 /// `documents.run_id`: the id key's value when one is given (null when absent), else `id`,
-/// else `instance_id`, else `task_id` (with `trial`, joined), else null. Declined where
-/// Python's `str()` of a part is not written here (a float, a list, an object).
+/// else `instance_id`, else `task_id` (with a `trial` that is not null, joined), else null.
 pub(crate) fn run_id<'t>(run: Value<'t>, keys: RunKeys<'_>) -> Result<RunId<'t>, Declined> {
     if let Some(key) = keys.id {
         return Ok(RunId::Value(run.get(key)));
@@ -1147,12 +1139,12 @@ pub(crate) fn run_id<'t>(run: Value<'t>, keys: RunKeys<'_>) -> Result<RunId<'t>,
         return Ok(RunId::Value(None));
     };
     match run.get("trial") {
-        Some(trial) => Ok(RunId::Joined(format!(
+        Some(trial) if !trial.is_null() => Ok(RunId::Joined(format!(
             "{}/{}",
-            python_str(task)?,
-            python_str(trial)?
+            id_part(task)?,
+            id_part(trial)?
         ))),
-        None => Ok(RunId::Value(Some(task))),
+        _ => Ok(RunId::Value(Some(task))),
     }
 }
 
@@ -2332,6 +2324,23 @@ mod tests {
     }
 
     #[test]
+    fn a_task_and_trial_are_joined_as_the_file_writes_them() {
+        for (run, id) in [
+            (r#"{"task_id":3,"trial":1}"#, r#""3/1""#),
+            (r#"{"task_id":1.50,"trial":1.0}"#, r#""1.5/1""#),
+            (r#"{"task_id":true,"trial":null}"#, "true"),
+            (
+                r#"{"task_id":null,"trial":[1,{"a":1e21}]}"#,
+                r#""null/[1,{\"a\":1e+21}]""#,
+            ),
+        ] {
+            let line = format!(r#"{},"messages":[]}}"#, &run[..run.len() - 1]);
+            let (text, _) = native(&line, Format::OpenAi).unwrap();
+            assert_eq!(text, format!(r#"{{"id":{id},"messages":[]}}"#), "{run}");
+        }
+    }
+
+    #[test]
     fn anthropic_blocks() {
         let line = r#"{"task_id":3,"trial":0,"traj":[
             {"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},
@@ -2396,7 +2405,6 @@ mod tests {
                 r#"[{"role":"tool","content":"[\"\\ud800\"]"}]"#,
                 Format::OpenAi,
             ),
-            (r#"{"task_id":1.5,"trial":0,"messages":[]}"#, Format::OpenAi),
             (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
             (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
             (

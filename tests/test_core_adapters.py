@@ -32,7 +32,7 @@ from strategies import (
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
 from vthread import _core, cli
 from vthread._jsvalue import canonical
-from vthread.documents import read_run
+from vthread.documents import read_run, run_id
 
 SAMPLES = Path(__file__).resolve().parent.parent / "vthread" / "samples"
 OPTIONS: dict[str, float | None] = {
@@ -153,13 +153,32 @@ def test_published_mini_swe_agent_runs_are_read_by_the_core() -> None:
     (json.dumps([{"role": "tool", "content": "[" * 1100 + "]" * 1100}]).encode(), "openai"),
     (b'[{"role":"assistant","tool_calls":[{"id":1,"function":{"name":"a"}}]}]', "openai"),
     (b'[{"role":"user","content":3}]', "openai"),
-    (b'{"task_id":1.5,"trial":0,"traj":[]}', "openai"),
     (b'[{"role":"user","content":{}}]', "anthropic"),
     (b'[{"role":"user","content":"\\ud800"}]', "anthropic"),
 ])
 def test_unusual_lines_are_declined(line: bytes, format_: str) -> None:
     """What Python alone reads exactly (or refuses) is left to it."""
     assert _core.translate_line(line, format_) is None
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    ('{"task_id":3,"trial":1}', "3/1"),
+    ('{"task_id":1.5,"trial":0}', "1.5/0"),
+    ('{"task_id":"t","trial":1.0}', "t/1"),
+    ('{"task_id":true,"trial":null}', True),
+    ('{"task_id":null,"trial":false}', "null/false"),
+    ('{"task_id":"a","trial":[1,2.50,{"b":1e21}]}', 'a/[1,2.5,{"b":1e+21}]'),
+    ('{"task_id":"t\\u00e9","trial":"x"}', "t\u00e9/x"),
+])
+def test_a_task_and_trial_are_joined_as_the_file_writes_them(run: str, expected: Any) -> None:
+    """tau-bench's ``task_id`` and ``trial`` joined by the core and by Python alike, each part
+    as JSON writes it (Python's ``str()`` wrote ``1.0``, ``True``, ``None``: ids the file
+    does not hold), and a null trial left out (``"t/None"`` was written)."""
+    line = run[:-1] + ',"traj":[]}'
+    assert run_id(json.loads(line)) == expected
+    translated = _core.translate_line(line.encode(), "openai")
+    assert translated is not None
+    assert json.loads(translated[0])["id"] == expected
 
 
 def test_generated_responses_runs_are_taken_and_read_alike() -> None:

@@ -20,7 +20,8 @@ mini-swe-agent (``.traj.json``)  ``messages``           ``instance_id``
 The first key of :data:`MESSAGES_KEYS` an object holds is its messages; ``messages_key``
 names another (and then only that one is looked at), for formats not listed. The id is
 ``id_key``'s value when given, else the first of ``id``, ``instance_id``, ``task_id`` (with
-``trial`` when present) the object holds, else None.
+``trial`` when present and not null, each part written as the file writes it) the object
+holds, else None.
 
 >>> run = {"task_id": 3, "trial": 1, "traj": [{"role": "user", "content": "hi"}]}
 >>> run_messages(run), run_id(run)
@@ -36,7 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
-from vthread._jsvalue import is_string, js_string
+from vthread._jsvalue import canonical, is_string, js_string
 from vthread._messages import check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
@@ -172,9 +173,16 @@ def run_id(run: Mapping[str, Any], id_key: str | None = None) -> Any:
         if key in run:
             return run[key]
     if "task_id" in run:
-        task = run["task_id"]
-        return f"{task}/{run['trial']}" if "trial" in run else task
+        task, trial = run["task_id"], run.get("trial")
+        return task if trial is None else f"{_id_part(task)}/{_id_part(trial)}"
     return None
+
+
+def _id_part(value: Any) -> str:
+    """A part of a joined id as the file wrote it: a string's text, else its JSON text in
+    JavaScript's form (``true``, ``null``, ``1`` for ``1.0``), where Python's ``str()``
+    wrote ``True``, ``None`` and ``1.0``: ids the file does not hold."""
+    return str(value) if is_string(value) else canonical(value)
 
 
 def run_format(run: Mapping[str, Any]) -> str | None:
