@@ -70,10 +70,19 @@ def _trim(message: dict[str, Any], room: float) -> dict[str, Any]:
     return {**message, "text": "…", "usage": {"tokens": room / 2}}
 
 
+def _odd_trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+    """A trim function whose figures are no plain count: negative, NaN, a string, over the
+    room (each counted as the general rule counts it, the last capped)."""
+    odd: list[Any] = [-3, math.nan, "12", room * 2]
+    return {**message, "text": "…", "usage": {"tokens": odd[int(room) % 4]}}
+
+
 def _call_both(thread: list[dict[str, Any]], keywords: dict[str, Any]) -> tuple[Any, Any]:
     keywords = {**keywords, "estimate": _estimate}
     if keywords["inclusive"] == "trim":
         keywords["inclusive"] = _trim
+    elif keywords["inclusive"] == "odd trim":
+        keywords["inclusive"] = _odd_trim
     outcomes = []
     for build in (vthread.build_thread, ref.shaped_build):
         try:
@@ -182,8 +191,10 @@ def ending_in_parallel_results(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_parallel_results_share_the_room_as_the_twin_shares_it(
         thread: list[dict[str, Any]], keywords: dict[str, Any]) -> None:
     """The results of one turn of parallel calls, trimmed together: each given an equal share
-    of the room left, smallest first, as the twin gives it by walking each result alone."""
+    of the room left, smallest first, as the twin gives it by walking each result alone;
+    with a trim function whose figures are odd too."""
     _assert_the_twins_agree(thread, {**keywords, "inclusive": "trim"})
+    _assert_the_twins_agree(thread, {**keywords, "inclusive": "odd trim"})
 
 
 def test_parallel_tool_results_each_too_large_are_each_trimmed() -> None:
@@ -217,6 +228,70 @@ def test_parallel_tool_results_each_too_large_are_each_trimmed() -> None:
     assert got.tokens == 96.0
     assert vthread.build_thread(thread, max_tokens=96, pair_safe=True,
                                 inclusive=lambda m, room: None).messages == []
+
+
+def _turn(costs: list[int], call_cost: int = 2) -> list[dict[str, Any]]:
+    calls = [{**_call("cat", f"c{k}"), "usage": {"tokens": call_cost}} for k in range(len(costs))]
+    replies = [{**_reply("cat", f"c{k}"), "usage": {"tokens": tokens}}
+               for k, tokens in enumerate(costs)]
+    return [{"type": "user", "text": "look", "usage": {"tokens": 4}}, *calls, *replies]
+
+
+def _room_trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+    return {**message, "text": "…", "usage": {"tokens": room}}
+
+
+def test_a_turns_results_share_the_room_whichever_order_they_came_in() -> None:
+    """A result newer than the one that overflows shares the room too: the same turn gives
+    the same shares whatever order its results came in (a small newer result kept whole
+    took the room, and the turn was dropped)."""
+    shares = set()
+    for costs in ([90, 500, 800], [500, 800, 90], [800, 90, 500], [500, 800, 85]):
+        got = vthread.build_thread(_turn(costs), max_tokens=96, inclusive=_room_trim,
+                                   pair_safe=True)
+        assert got.tokens == 96.0
+        shares.add(tuple(m["usage"]["tokens"] for m in got.messages))
+    assert shares == {(2.0, 2.0, 2.0, 30.0, 30.0, 30.0)}
+
+
+def test_earlier_steps_results_are_not_trimmed_with_a_later_message() -> None:
+    """Only the results of the overflowing message's own turn share its room: the results of
+    earlier, sequential steps kept with it stay whole, with start_on and pair_safe alike."""
+    thread = [{"type": "user", "text": "q", "usage": {"tokens": 4}},
+              {**_call("cat", "a"), "usage": {"tokens": 2}},
+              {**_reply("cat", "a"), "usage": {"tokens": 40}},
+              {**_call("cat", "b"), "usage": {"tokens": 2}},
+              {**_reply("cat", "b"), "usage": {"tokens": 40}},
+              {"type": "bot", "text": "answer", "usage": {"tokens": 1000}}]
+    for shape in ({"start_on": "user"}, {"start_on": "user", "pair_safe": True}):
+        got = vthread.build_thread(thread, max_tokens=100, inclusive=_room_trim, **shape)
+        assert [m["usage"]["tokens"] for m in got.messages] == [4.0, 2.0, 40.0, 2.0, 40.0,
+                                                                12.0]
+    # The second step two parallel calls: their results share what the first step leaves.
+    thread[4:] = [{**_call("cat", "c"), "usage": {"tokens": 2}},
+                  {**_reply("cat", "b"), "usage": {"tokens": 500}},
+                  {**_reply("cat", "c"), "usage": {"tokens": 1000}}]
+    got = vthread.build_thread(thread, max_tokens=100, inclusive=_room_trim, pair_safe=True,
+                               start_on="user")
+    assert [m["usage"]["tokens"] for m in got.messages] == [4.0, 2.0, 40.0, 2.0, 2.0, 25.0,
+                                                            25.0]
+
+
+@pytest.mark.parametrize(("results", "call_cost", "max_tokens"),
+                         [(6, 0, 52), (7, 1, 45), (3, 0, 10), (5, 0, 3)])
+def test_whole_figures_trimmed_to_their_shares_stay_within_the_budget(
+        results: int, call_cost: int, max_tokens: int) -> None:
+    """Shares are whole numbers when the room is (but the last, which gets what is left), so
+    whole figures trimmed to them add up to the budget exactly (52 / 6 each added up to
+    52.00000000000001); a room smaller than the count is shared in fractions."""
+    got = vthread.build_thread(_turn([1000] * results, call_cost)[1:], max_tokens=max_tokens,
+                               inclusive=_room_trim, pair_safe=True)
+    shares = [m["usage"]["tokens"] for m in got.messages[results:]]
+    assert len(shares) == results and max(shares) - min(shares) <= 1
+    assert got.tokens <= max_tokens
+    if max_tokens - results * call_cost >= results:
+        assert all(share.is_integer() for share in shares)
+        assert got.tokens == max_tokens and sum(shares) == max_tokens - results * call_cost
 
 
 def test_parallel_tool_results_share_the_room_in_openai_chat() -> None:
@@ -651,7 +726,8 @@ def test_a_shaped_build_with_a_trim_function_stays_within_its_budget(
     """With any opt-in shape and a trim function (and no floor), the result never costs more
     than max_tokens: a message with no room left is dropped, where production keeps it whole
     (a 100,000-token paste kept on a budget of 100 once the newer messages filled it
-    exactly). The trim function is called once at most, and only with room > 0."""
+    exactly). The trim function is called only with room > 0, once at most, but for the tool
+    results a pair_safe turn trims with it."""
     rooms: list[float] = []
 
     def trim(message: dict[str, Any], room: float) -> dict[str, Any]:
@@ -664,7 +740,10 @@ def test_a_shaped_build_with_a_trim_function_stays_within_its_budget(
         assert " cost " in str(error)
         return
     assert got.tokens <= keywords["max_tokens"]
-    assert len(rooms) <= 1 and all(room > 0 for room in rooms)
+    replies = sum(m.get("meta", {}).get("activity", {}).get("type") == "response"
+                  for m in thread)
+    assert len(rooms) <= 1 + (replies if keywords["pair_safe"] else 0)
+    assert all(room > 0 for room in rooms)
 
 
 def test_a_message_with_no_room_left_is_dropped_in_a_shaped_build() -> None:

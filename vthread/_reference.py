@@ -219,7 +219,8 @@ def shaped_build(
     if callable(inclusive):
         # The message a trim function is given, kept trimmed after the messages from the
         # last allowed start before it, with the room they leave.
-        trimmed = _trimmed_after_allowed_start(rest, budget, floor, inclusive, allowed)
+        trimmed = _trimmed_after_allowed_start(rest, budget, floor, inclusive, allowed,
+                                               pair_safe)
         if trimmed is not None:
             return ReferenceBuild(costed[:head] + trimmed.messages,
                                   system_total + trimmed.tokens)
@@ -250,15 +251,17 @@ def shaped_build(
 
 
 def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floor: float,
-                                 trim: Trim, allowed: Callable[[int], bool]
+                                 trim: Trim, allowed: Callable[[int], bool], pair_safe: bool
                                  ) -> ReferenceBuild | None:
     """Production's straddling message (the newest not within the floor that takes the sum
     over ``budget``), when there is room before it, trimmed with the room left once the
     messages from the last allowed start at or before it (or an earlier one, past messages
-    that cost nothing) are kept whole, the tool results among them sharing that room with it
-    (smallest first, each under an equal share of what is left): those messages and the
-    trimmed one, then the rest, or None (no such message, start or room, or the trim
-    function drops one)."""
+    that cost nothing) and the newer ones are kept whole; with ``pair_safe`` the tool
+    results of its turn (the messages between the nearest starts before and after it that
+    split no pair), but for those within the floor, share that room with it (smallest
+    first, each under an equal share of what is left, a whole number when that is): those
+    messages and the trimmed one, then the rest, or None (no such message, start or room,
+    or the trim function drops one)."""
     n = len(rest)
     total = 0.0
     for index in range(n - 1, -1, -1):
@@ -271,8 +274,7 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
             return None
     else:
         return None
-    room = budget - total
-    if not room > 0:
+    if not budget - total > 0:
         return None
     starts = [k for k in range(index + 1) if allowed(k)]
     if not starts:
@@ -281,30 +283,44 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     # The earliest allowed start from which the messages before the last one cost nothing.
     start = min(k for k in starts
                 if all(message["usage"]["tokens"] == 0 for message in rest[k:last]))
-    # The tool results among them share the room with it, the smallest first.
-    pairs, orphans = tool_pairs(rest)
-    results = {reply for _, reply in pairs} | set(orphans)
-    sharing = [k for k in range(start, index) if k in results]
-    for k in reversed(range(start, index)):
-        if k not in sharing:
+    end, sharing = index + 1, []
+    if pair_safe:
+        pairs, orphans = tool_pairs(rest)
+
+        def unsplit(k: int) -> bool:
+            return not any(r < k <= s for r, s in pairs)
+
+        turn = max(k for k in range(index + 1) if unsplit(k))
+        end = min(k for k in range(index + 1, n + 1) if unsplit(k))
+        results = {reply for _, reply in pairs} | set(orphans)
+        sharing = [k for k in range(turn, end) if k != index and k in results and n - k > floor]
+    after = 0.0
+    for message in reversed(rest[end:]):
+        after += message["usage"]["tokens"]
+    room = budget - after
+    for k in reversed(range(start, end)):
+        if k != index and k not in sharing:
             room -= rest[k]["usage"]["tokens"]
     if not room > 0:
         return None
-    kept = {k: rest[k] for k in range(start, index)}
+    kept = {k: rest[k] for k in range(start, end)}
+    used = {k: rest[k]["usage"]["tokens"] for k in range(start, end)}
     waiting = sorted([*sharing, index], key=lambda k: (rest[k]["usage"]["tokens"], k))
     for position, k in enumerate(waiting):
-        # Each alone under an equal share of the room left: production's walk keeps it
-        # whole when it fits, else trims it.
-        cut = build_thread([rest[k]], max_tokens=room / (len(waiting) - position),
-                           inclusive=trim)
+        count = len(waiting) - position
+        share = room / count
+        if count > 1 and share >= 1 and room == math.floor(room):
+            share = math.floor(share)
+        # Alone under its share: production's walk keeps it whole when it fits, else trims.
+        cut = build_thread([rest[k]], max_tokens=share, inclusive=trim)
         if not cut.messages:
             return None
-        kept[k] = cut.messages[0]
+        kept[k], used[k] = cut.messages[0], cut.tokens  # the figure as production reads it
         room -= cut.tokens
-    chosen = [kept[k] for k in range(start, index + 1)]
-    for message in reversed(chosen):
-        total += message["usage"]["tokens"]
-    return ReferenceBuild(chosen + rest[index + 1:], total)
+    total = after
+    for k in reversed(range(start, end)):
+        total += used[k]
+    return ReferenceBuild([kept[k] for k in range(start, end)] + rest[end:], total)
 
 
 # ------------------------------------------------------------------------ cycle heuristics

@@ -95,10 +95,10 @@ def build_thread(
     start it), or longer when ``min_messages`` asks for more. With a trim function and any
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
     messages from the last allowed start before it are kept (a large tool result is kept
-    trimmed with its call; the tool results kept with it, a turn's parallel results, share
-    that room with it, each given an equal share of what is left, smallest first), and one
-    with no room left is dropped, not kept whole as production keeps it. O(n), with a
-    sort of the results trimmed together.
+    trimmed with its call; with ``pair_safe`` the other results of its turn of parallel
+    calls share that room with it, each given an equal share of what is left, smallest
+    first), and one with no room left is dropped, not kept whole as production keeps it.
+    O(n), with a sort of the results trimmed together.
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
     default; chat messages passed as native ones are warned about, since their system
@@ -218,16 +218,18 @@ def build_thread(
         allowed = _allowed_starts(view, head, len(thread) - head, pair_safe, start_on)
         if deferred:
             assert callable(inclusive)
-            index, room = deferred[0]
-            kept = _trimmed_with_its_start(thread, costs, head, allowed, index, room,
-                                           inclusive, view)
+            index, _ = deferred[0]
+            kept = _trimmed_with_its_start(thread, costs, head, allowed, index,
+                                           limit - head_total, floor, inclusive, view,
+                                           pair_safe)
             if kept is not None:
-                start, before, before_tokens = kept
+                start, end, block, block_tokens = kept
                 # Summed newest first, as production adds: the messages after the trimmed
-                # one (total), the trimmed one, then those kept before it.
-                total = _added_newest_first(total, before_tokens)
-                return _with_head(thread, costs, head, head_total, before + taken,
-                                  total, view)
+                # one's turn, then the turn and those kept before it.
+                total = _added_newest_first(_added_newest_first(0.0, costs[end:]),
+                                            block_tokens)
+                return _with_head(thread, costs, head, head_total,
+                                  block + taken[end - index - 1:], total, view)
     if pair_safe or start_on is not None:
         first = len(thread) - len(taken)
         start = head + _allowed_start(costs[head:], allowed, limit - head_total,
@@ -273,21 +275,28 @@ def _added_newest_first(total: float, costs: Sequence[float]) -> float:
 
 def _trimmed_with_its_start(
     thread: list[Mapping[str, Any]], costs: list[float], head: int, allowed: list[bool],
-    index: int, room: float, trim: Trim, view: _MessageView,
-) -> tuple[int, list[dict[str, Any]], list[float]] | None:
-    """With an opt-in shape, the message ``thread[index]`` that would overflow the budget,
-    trimmed together with the messages from the last allowed start at or before it (its
-    tool call, for a tool result; the user turn before it, for ``start_on``; and earlier
-    ones back to an allowed start while they cost nothing): those are kept whole, and the
-    trim function is given the ``room`` left after them. The tool results among them (a
-    turn's parallel calls answered) share that room with it: taken smallest first, each is
-    given an equal share of the room still left, kept whole when it fits its share and
-    trimmed to it otherwise, so that what a small one leaves goes to the larger ones. The
-    result: where the kept messages start, they and then the trimmed one, and the tokens
-    of each; or None when no start allows it, no room is left, or the trim function drops
-    one of them. Production trims with the whole room and the shape then dropped the
-    trimmed message, when it could not start the result: a tool result too large for the
-    budget was lost with its call, the usual reason to trim."""
+    index: int, limit: float, floor: float, trim: Trim, view: _MessageView, pair_safe: bool,
+) -> tuple[int, int, list[dict[str, Any]], list[float]] | None:
+    """With an opt-in shape, the message ``thread[index]`` that would overflow the budget
+    (``limit``, after the messages kept first), trimmed together with the messages from the
+    last allowed start at or before it (its tool call, for a tool result; the user turn
+    before it, for ``start_on``; and earlier ones back to an allowed start while they cost
+    nothing): those are kept whole, and the trim function is given the room left after
+    them and the newer messages.
+
+    With ``pair_safe``, the other tool results of its turn (the messages no start may split
+    from it: a turn of parallel calls answered, newer or older than it) share that room
+    with it, but for those the ``floor`` keeps whole: taken smallest first, each is given
+    an equal share of the room still left (a whole number of tokens when the room is one),
+    kept whole when it fits its share and trimmed to it otherwise, so that what a small one
+    leaves goes to the larger ones, whichever order they came in.
+
+    The result: where the kept messages start and where the turn ends, the messages from
+    the one to the other (the trimmed ones in their places) and the tokens of each; or None
+    when no start allows it, no room is left, or the trim function drops one of them.
+    Production trims with the whole room and the shape then dropped the trimmed message,
+    when it could not start the result: a tool result too large for the budget was lost
+    with its call, the usual reason to trim."""
     allowed_at = next((k for k in range(index - head, -1, -1) if allowed[k]), None)
     if allowed_at is None:
         return None
@@ -299,19 +308,28 @@ def _trimmed_with_its_start(
         if allowed[k]:
             allowed_at = k
     start = head + allowed_at
-    results = view.tool_results(start) if start < index else frozenset()
-    sharing = [k for k in range(start, index) if k in results]
-    sharing_set = set(sharing)
-    for k in range(index - 1, start - 1, -1):  # the whole messages' cost, newest first
-        if k not in sharing_set:
+    n = len(thread)
+    end = index + 1
+    sharing: set[int] = set()
+    if pair_safe:
+        pairs, _ = view.tool_pairs(head)
+        unsplit = _unsplit(pairs, n - head)
+        turn = head + next(k for k in range(index - head, -1, -1) if unsplit[k])
+        end = head + next(k for k in range(index - head + 1, n - head + 1) if unsplit[k])
+        results = view.tool_results(head)
+        sharing = {k for k in range(turn, end)
+                   if k != index and k in results and not n - k <= floor}
+    room = limit - _added_newest_first(0.0, costs[end:])
+    for k in range(end - 1, start - 1, -1):  # the whole messages' cost, newest first
+        if k != index and k not in sharing:
             room -= costs[k]
     if not room > 0:
         return None
-    tokens = costs[start:index + 1]
+    tokens = costs[start:end]
     trimmed: dict[int, dict[str, Any]] = {}
     waiting = sorted([*sharing, index], key=lambda k: (costs[k], k))
     for position, k in enumerate(waiting):
-        share = room / (len(waiting) - position)
+        share = _share(room, len(waiting) - position)
         if costs[k] > share:  # always so for thread[index], which overflowed the room
             cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
             if cut is None:
@@ -319,9 +337,19 @@ def _trimmed_with_its_start(
             trimmed[k] = cut[0] if view.copy is _priced else _unpriced(cut[0], thread[k])
             tokens[k - start] = cut[1]
         room -= tokens[k - start]
-    kept = [trimmed[k] if k in trimmed else view.copy(thread[k], costs[k])
-            for k in range(start, index + 1)]
-    return start, kept, tokens
+    block = [trimmed[k] if k in trimmed else view.copy(thread[k], costs[k])
+             for k in range(start, end)]
+    return start, end, block, tokens
+
+
+def _share(room: float, count: int) -> float:
+    """An equal share of ``room`` among ``count``: a whole number of tokens when ``room`` is
+    one and the share at least 1 (the last, ``count == 1``, gets what is left), so that
+    whole figures trimmed to their shares add up to the room exactly."""
+    share = room / count
+    if count > 1 and share >= 1 and room.is_integer():
+        return float(math.floor(share))
+    return share
 
 
 _TRANSLATED_TYPES: Final = frozenset({"system", "user", "bot", "reasoning", "activity"})
@@ -652,20 +680,29 @@ def _allowed_starts(view: _MessageView, head: int, n: int, pair_safe: bool,
     allowed = [True] * (n + 1)
     if pair_safe:
         pairs, orphans = view.tool_pairs(head)
-        inside = [0] * (n + 2)  # a start inside (request, response] splits the pair
-        for request, response in pairs:
-            inside[request + 1] += 1
-            inside[response + 1] -= 1
-        depth = 0
-        for k in range(n + 1):
-            depth += inside[k]
-            allowed[k] = depth == 0
+        allowed = _unsplit(pairs, n)
         for orphan in orphans:
             allowed[orphan] = False
     if start_on is not None:
         for k in range(n):
             allowed[k] = allowed[k] and view.starts(head + k, start_on)
     return allowed
+
+
+def _unsplit(pairs: list[tuple[int, int]], n: int) -> list[bool]:
+    """``unsplit[k]`` for ``k`` in ``0..n``: whether a start at the ``k``-th of ``n``
+    messages splits none of the tool ``pairs`` (a start inside (request, response] splits
+    the pair). O(n + pairs)."""
+    inside = [0] * (n + 2)
+    for request, response in pairs:
+        inside[request + 1] += 1
+        inside[response + 1] -= 1
+    unsplit = [True] * (n + 1)
+    depth = 0
+    for k in range(n + 1):
+        depth += inside[k]
+        unsplit[k] = depth == 0
+    return unsplit
 
 
 def _allowed_start(costs: Sequence[float], allowed: list[bool], budget: float, chosen: int,
