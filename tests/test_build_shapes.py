@@ -70,11 +70,13 @@ def _trim(message: dict[str, Any], room: float) -> dict[str, Any]:
     return {**message, "text": "…", "usage": {"tokens": room / 2}}
 
 
-def _odd_trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+def _odd_trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
     """A trim function whose figures are no plain count: negative, NaN, a string, over the
-    room (each counted as the general rule counts it, the last capped)."""
-    odd: list[Any] = [-3, math.nan, "12", room * 2]
-    return {**message, "text": "…", "usage": {"tokens": odd[int(room) % 4]}}
+    room (each counted as the general rule counts it, the last capped); and one that drops
+    some messages."""
+    odd: list[Any] = [-3, math.nan, "12", room * 2, None]
+    figure = odd[int(room) % 5]
+    return None if figure is None else {**message, "text": "…", "usage": {"tokens": figure}}
 
 
 def _call_both(thread: list[dict[str, Any]], keywords: dict[str, Any]) -> tuple[Any, Any]:
@@ -275,6 +277,42 @@ def test_earlier_steps_results_are_not_trimmed_with_a_later_message() -> None:
                                start_on="user")
     assert [m["usage"]["tokens"] for m in got.messages] == [4.0, 2.0, 40.0, 2.0, 2.0, 25.0,
                                                             25.0]
+
+
+def test_what_a_turns_sharing_leaves_alone() -> None:
+    """The room is shared only among the results of calls made together, and only when a
+    result overflows: a call that overflows is trimmed alone, its results kept whole; a
+    result that came back late (a background call's) shares with no step between; figures
+    that are fractions are shared in fractions (3.25 fits a share of 3.33, and is kept);
+    and when the trim function drops another result, the overflowing one is trimmed alone
+    (with a floor, the turn was kept whole past the budget)."""
+    user = {"type": "user", "text": "q", "usage": {"tokens": 1}}
+
+    def call(name: str, tokens: float) -> dict[str, Any]:
+        return {**_call("cat", name), "usage": {"tokens": tokens}}
+
+    def reply(name: str, tokens: float, text: str = "") -> dict[str, Any]:
+        return {**_reply("cat", name), "text": text, "usage": {"tokens": tokens}}
+
+    def kept(thread: list[dict[str, Any]], trim: Any = _room_trim, **options: Any
+             ) -> list[float]:
+        got = vthread.build_thread(thread, inclusive=trim, pair_safe=True, **options)
+        return [m["usage"]["tokens"] for m in got.messages]
+
+    assert kept([user, call("a", 60), call("b", 1), reply("a", 20), reply("b", 20)],
+                max_tokens=50) == [9.0, 1.0, 20.0, 20.0]
+    background = [call("bg", 1), call("a", 1), reply("a", 20),
+                  {"type": "bot", "text": "", "usage": {"tokens": 1}},
+                  call("b", 1), reply("b", 40), reply("bg", 500)]  # a was called with bg
+    assert kept(background, max_tokens=100) == [1.0, 1.0, 20.0, 1.0, 1.0, 40.0, 36.0]
+    assert kept([call("c", 1), call("d", 1), call("e", 1), reply("c", 3.25), reply("d", 3.25),
+                 reply("e", 500)], max_tokens=13) == [1.0, 1.0, 1.0, 3.25, 3.25, 3.5]
+
+    def drop_one(message: dict[str, Any], room: float) -> dict[str, Any] | None:
+        return None if message["text"] == "drop" else _room_trim(message, room)
+
+    assert kept([call("a", 40), call("b", 1), reply("b", 10, "drop"), reply("a", 1)],
+                drop_one, max_tokens=20, min_messages=1) == [8.0, 1.0, 10.0, 1.0]
 
 
 @pytest.mark.parametrize(("results", "call_cost", "max_tokens"),

@@ -256,12 +256,13 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     """Production's straddling message (the newest not within the floor that takes the sum
     over ``budget``), when there is room before it, trimmed with the room left once the
     messages from the last allowed start at or before it (or an earlier one, past messages
-    that cost nothing) and the newer ones are kept whole; with ``pair_safe`` the tool
-    results of its turn (the messages between the nearest starts before and after it that
-    split no pair), but for those within the floor, share that room with it (smallest
-    first, each under an equal share of what is left, a whole number when that is): those
-    messages and the trimmed one, then the rest, or None (no such message, start or room,
-    or the trim function drops one)."""
+    that cost nothing) and the newer ones are kept whole; with ``pair_safe``, when it is a
+    tool result, the results of the calls made with its own (no result between them), but
+    for those within the floor, share that room with it (smallest first, each under an
+    equal share of what is left, a whole number when the room and their figures are), or
+    when the trim function drops one of those, it alone is trimmed: those messages and the
+    trimmed ones, then the rest, or None (no such message, start or room, or the trim
+    function drops it)."""
     n = len(rest)
     total = 0.0
     for index in range(n - 1, -1, -1):
@@ -283,17 +284,30 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     # The earliest allowed start from which the messages before the last one cost nothing.
     start = min(k for k in starts
                 if all(message["usage"]["tokens"] == 0 for message in rest[k:last]))
-    end, sharing = index + 1, []
+    sharing: list[int] = []
     if pair_safe:
         pairs, orphans = tool_pairs(rest)
-
-        def unsplit(k: int) -> bool:
-            return not any(r < k <= s for r, s in pairs)
-
-        turn = max(k for k in range(index + 1) if unsplit(k))
-        end = min(k for k in range(index + 1, n + 1) if unsplit(k))
         results = {reply for _, reply in pairs} | set(orphans)
-        sharing = [k for k in range(turn, end) if k != index and k in results and n - k > floor]
+        own = [call for call, reply in pairs if reply == index]
+        if own:
+            def together(call: int) -> bool:  # no result came back between the two calls
+                low, high = sorted((call, own[0]))
+                return not any(low < k < high for k in results)
+
+            sharing = [reply for call, reply in pairs
+                       if reply != index and together(call) and not n - reply <= floor]
+    shared, other_dropped = _shared_trim(rest, start, index, sharing, budget, trim)
+    if other_dropped:  # the trim function dropped one of the others: it alone is trimmed
+        shared, _ = _shared_trim(rest, start, index, [], budget, trim)
+    return shared
+
+
+def _shared_trim(rest: list[dict[str, Any]], start: int, index: int, sharing: list[int],
+                 budget: float, trim: Trim) -> tuple[ReferenceBuild | None, bool]:
+    """``rest[index]`` trimmed after ``rest[start:]`` kept whole, the results ``sharing`` the
+    room with it, or None (no room left, or one of them dropped); and whether one of the
+    ``sharing`` was the one dropped."""
+    end = max([*sharing, index]) + 1
     after = 0.0
     for message in reversed(rest[end:]):
         after += message["usage"]["tokens"]
@@ -302,25 +316,27 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
         if k != index and k not in sharing:
             room -= rest[k]["usage"]["tokens"]
     if not room > 0:
-        return None
+        return None, False
     kept = {k: rest[k] for k in range(start, end)}
     used = {k: rest[k]["usage"]["tokens"] for k in range(start, end)}
     waiting = sorted([*sharing, index], key=lambda k: (rest[k]["usage"]["tokens"], k))
+    whole = room == math.floor(room) and all(
+        used[k] == math.floor(used[k]) for k in waiting)
     for position, k in enumerate(waiting):
         count = len(waiting) - position
         share = room / count
-        if count > 1 and share >= 1 and room == math.floor(room):
+        if count > 1 and share >= 1 and whole:
             share = math.floor(share)
         # Alone under its share: production's walk keeps it whole when it fits, else trims.
         cut = build_thread([rest[k]], max_tokens=share, inclusive=trim)
         if not cut.messages:
-            return None
+            return None, k != index
         kept[k], used[k] = cut.messages[0], cut.tokens  # the figure as production reads it
         room -= cut.tokens
     total = after
     for k in reversed(range(start, end)):
         total += used[k]
-    return ReferenceBuild([kept[k] for k in range(start, end)] + rest[end:], total)
+    return ReferenceBuild([kept[k] for k in range(start, end)] + rest[end:], total), False
 
 
 # ------------------------------------------------------------------------ cycle heuristics

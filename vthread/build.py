@@ -95,9 +95,9 @@ def build_thread(
     start it), or longer when ``min_messages`` asks for more. With a trim function and any
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
     messages from the last allowed start before it are kept (a large tool result is kept
-    trimmed with its call; with ``pair_safe`` the other results of its turn of parallel
-    calls share that room with it, each given an equal share of what is left, smallest
-    first), and one with no room left is dropped, not kept whole as production keeps it.
+    trimmed with its call; with ``pair_safe`` the results of the calls made with its own
+    share that room with it, each given an equal share of what is left, smallest first),
+    and one with no room left is dropped, not kept whole as production keeps it.
     O(n), with a sort of the results trimmed together.
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
@@ -284,16 +284,18 @@ def _trimmed_with_its_start(
     nothing): those are kept whole, and the trim function is given the room left after
     them and the newer messages.
 
-    With ``pair_safe``, the other tool results of its turn (the messages no start may split
-    from it: a turn of parallel calls answered, newer or older than it) share that room
-    with it, but for those the ``floor`` keeps whole: taken smallest first, each is given
-    an equal share of the room still left (a whole number of tokens when the room is one),
-    kept whole when it fits its share and trimmed to it otherwise, so that what a small one
-    leaves goes to the larger ones, whichever order they came in.
+    With ``pair_safe``, when it is a tool result, the results of the calls made with its
+    own (no result came back between them: a turn of parallel calls), older or newer than
+    it, share that room with it, but for those the ``floor`` keeps whole: taken smallest
+    first, each is given an equal share of the room still left (a whole number of tokens
+    when the room and their figures are whole), kept whole when it fits its share and
+    trimmed to it otherwise, so that what a small one leaves goes to the larger ones,
+    whichever order they came in. When the trim function drops one of them, they are kept
+    whole and the message alone is trimmed.
 
     The result: where the kept messages start and where the turn ends, the messages from
     the one to the other (the trimmed ones in their places) and the tokens of each; or None
-    when no start allows it, no room is left, or the trim function drops one of them.
+    when no start allows it, no room is left, or the trim function drops the message.
     Production trims with the whole room and the shape then dropped the trimmed message,
     when it could not start the result: a tool result too large for the budget was lost
     with its call, the usual reason to trim."""
@@ -308,31 +310,68 @@ def _trimmed_with_its_start(
         if allowed[k]:
             allowed_at = k
     start = head + allowed_at
-    n = len(thread)
-    end = index + 1
-    sharing: set[int] = set()
     if pair_safe:
-        pairs, _ = view.tool_pairs(head)
-        unsplit = _unsplit(pairs, n - head)
-        turn = head + next(k for k in range(index - head, -1, -1) if unsplit[k])
-        end = head + next(k for k in range(index - head + 1, n - head + 1) if unsplit[k])
-        results = view.tool_results(head)
-        sharing = {k for k in range(turn, end)
-                   if k != index and k in results and not n - k <= floor}
+        shared = _results_of_its_calls(view, head, index, len(thread), floor)
+        if shared:
+            try:
+                return _trimmed_turn(thread, costs, start, index, shared, limit, trim, view)
+            except _OtherResultDroppedError:
+                # The trim function dropped one of the other results: they are kept whole,
+                # and the message alone is trimmed, as with no other result of its calls.
+                pass
+    return _trimmed_turn(thread, costs, start, index, frozenset(), limit, trim, view)
+
+
+def _results_of_its_calls(view: _MessageView, head: int, index: int, n: int, floor: float
+                          ) -> frozenset[int]:
+    """When ``thread[index]`` is a tool result, the results of the calls made with its own
+    (no result came back between them: a turn of parallel calls), older or newer than it,
+    but it and those the ``floor`` keeps whole. O(n)."""
+    results = view.tool_results(head)
+    if index not in results:
+        return frozenset()
+    pairs, _ = view.tool_pairs(head)
+    request = next((head + call for call, reply in pairs if head + reply == index), None)
+    if request is None:
+        return frozenset()  # a result no call made
+    earlier = max((k for k in results if k < request), default=-1)
+    later = min((k for k in results if k > request), default=n)
+    return frozenset(head + reply for call, reply in pairs
+                     if earlier < head + call < later and head + reply in results
+                     and head + reply != index and not n - (head + reply) <= floor)
+
+
+class _OtherResultDroppedError(Exception):
+    """The trim function dropped a result :func:`_trimmed_turn` trims with the message."""
+
+
+def _trimmed_turn(
+    thread: list[Mapping[str, Any]], costs: list[float], start: int, index: int,
+    shared: frozenset[int], limit: float, trim: Trim, view: _MessageView,
+) -> tuple[int, int, list[dict[str, Any]], list[float]] | None:
+    """``thread[index]`` trimmed with the messages from ``start`` kept whole and the
+    ``shared`` results sharing the room with it (see :func:`_trimmed_with_its_start`):
+    ``start``, the end of the messages given, they and the tokens of each; None when no
+    room is left or the trim function drops ``thread[index]``; :class:`_OtherResultDroppedError`
+    raised when it drops one of the others."""
+    end = max([*shared, index]) + 1
     room = limit - _added_newest_first(0.0, costs[end:])
     for k in range(end - 1, start - 1, -1):  # the whole messages' cost, newest first
-        if k != index and k not in sharing:
+        if k != index and k not in shared:
             room -= costs[k]
     if not room > 0:
         return None
     tokens = costs[start:end]
     trimmed: dict[int, dict[str, Any]] = {}
-    waiting = sorted([*sharing, index], key=lambda k: (costs[k], k))
+    waiting = sorted([*shared, index], key=lambda k: (costs[k], k))
+    whole = room.is_integer() and all(costs[k].is_integer() for k in waiting)
     for position, k in enumerate(waiting):
-        share = _share(room, len(waiting) - position)
+        share = _share(room, len(waiting) - position, whole)
         if costs[k] > share:  # always so for thread[index], which overflowed the room
             cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
             if cut is None:
+                if k != index:
+                    raise _OtherResultDroppedError
                 return None
             trimmed[k] = cut[0] if view.copy is _priced else _unpriced(cut[0], thread[k])
             tokens[k - start] = cut[1]
@@ -342,12 +381,13 @@ def _trimmed_with_its_start(
     return start, end, block, tokens
 
 
-def _share(room: float, count: int) -> float:
-    """An equal share of ``room`` among ``count``: a whole number of tokens when ``room`` is
-    one and the share at least 1 (the last, ``count == 1``, gets what is left), so that
-    whole figures trimmed to their shares add up to the room exactly."""
+def _share(room: float, count: int, whole: bool) -> float:
+    """An equal share of ``room`` among ``count``: a whole number of tokens when the room
+    and the figures shared are ``whole`` and the share at least 1 (the last, ``count == 1``,
+    gets what is left), so that whole figures trimmed to their shares add up to the room
+    exactly."""
     share = room / count
-    if count > 1 and share >= 1 and room.is_integer():
+    if count > 1 and share >= 1 and whole:
         return float(math.floor(share))
     return share
 
