@@ -791,11 +791,19 @@ mod tests {
         );
         assert_eq!(
             read_id(r#"{"task_id":3,"trial":true,"traj":[]}"#),
-            Some("\"3/True\"".into())
+            Some("\"3/true\"".into())
         );
         assert_eq!(read_id(r#"{"task_id":3,"history":[]}"#), Some("3".into()));
-        // A float's str() is Python's to write; so is a messages key holding no array.
-        assert_eq!(read_id(r#"{"task_id":1.5,"trial":0,"messages":[]}"#), None);
+        // Each part of a joined id as JSON writes it; a null trial is left out.
+        assert_eq!(
+            read_id(r#"{"task_id":1.5,"trial":0,"messages":[]}"#),
+            Some("\"1.5/0\"".into())
+        );
+        assert_eq!(
+            read_id(r#"{"task_id":"t","trial":null,"messages":[]}"#),
+            Some("\"t\"".into())
+        );
+        // A messages key holding no array is Python's to read.
         assert_eq!(read_id(r#"{"messages":null,"traj":[]}"#), None);
     }
 
