@@ -79,12 +79,21 @@ def _odd_trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
     return None if figure is None else {**message, "text": "…", "usage": {"tokens": figure}}
 
 
+def _results_trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
+    """A harness's trim function: it cuts tool output and drops anything else."""
+    if message.get("meta", {}).get("activity", {}).get("type") != "response":
+        return None
+    return {**message, "text": "…", "usage": {"tokens": room}}
+
+
 def _call_both(thread: list[dict[str, Any]], keywords: dict[str, Any]) -> tuple[Any, Any]:
     keywords = {**keywords, "estimate": _estimate}
     if keywords["inclusive"] == "trim":
         keywords["inclusive"] = _trim
     elif keywords["inclusive"] == "odd trim":
         keywords["inclusive"] = _odd_trim
+    elif keywords["inclusive"] == "results trim":
+        keywords["inclusive"] = _results_trim
     outcomes = []
     for build in (vthread.build_thread, ref.shaped_build):
         try:
@@ -197,6 +206,7 @@ def test_parallel_results_share_the_room_as_the_twin_shares_it(
     with a trim function whose figures are odd too."""
     _assert_the_twins_agree(thread, {**keywords, "inclusive": "trim"})
     _assert_the_twins_agree(thread, {**keywords, "inclusive": "odd trim"})
+    _assert_the_twins_agree(thread, {**keywords, "inclusive": "results trim"})
 
 
 def test_parallel_tool_results_each_too_large_are_each_trimmed() -> None:
@@ -277,6 +287,44 @@ def test_earlier_steps_results_are_not_trimmed_with_a_later_message() -> None:
                                start_on="user")
     assert [m["usage"]["tokens"] for m in got.messages] == [4.0, 2.0, 40.0, 2.0, 2.0, 25.0,
                                                             25.0]
+
+
+def test_a_call_that_overflows_is_kept_whole_and_its_results_trimmed() -> None:
+    """When the newest results fit but their call does not, the call is kept whole and its
+    results trimmed to make room, so a trim function that cuts only tool output keeps the
+    turn (it was given the call, returned None, and call and results were dropped: a budget
+    a little larger kept less). In OpenAI's chat format too."""
+    calls = [{**_call("cat", f"c{k}"), "text": "reading", "usage": {"tokens": 10}}
+             for k in range(2)]
+    replies = [{**_reply("cat", f"c{k}"), "usage": {"tokens": 40}} for k in range(2)]
+    thread = [{"type": "user", "text": "look", "usage": {"tokens": 4}}, *calls, *replies]
+    for budget in (90, 84, 70, 21):
+        got = vthread.build_thread(thread, max_tokens=budget, inclusive=_results_trim,
+                                   pair_safe=True)
+        share = min(40.0, (budget - 20) / 2)
+        assert [m["usage"]["tokens"] for m in got.messages][-4:] == [10.0, 10.0, share, share]
+        assert got.tokens <= budget
+    assert vthread.build_thread(thread, max_tokens=20, inclusive=_results_trim,
+                                pair_safe=True).messages == []  # the calls alone fill it
+    chat = [{"role": "user", "content": "Summarise the log."},
+            {"role": "assistant", "content": "Reading it.", "tool_calls": [
+                {"id": "a", "type": "function",
+                 "function": {"name": "read_file", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "INFO all good\n" * 400}]
+
+    def chat_trim(message: dict[str, Any], room: float) -> dict[str, Any] | None:
+        if message["role"] != "tool":
+            return None
+        return {**message, "content": "INFO…", "usage": {"tokens": room}}
+
+    def estimate(message: Any) -> float:
+        return 1500.0 if message["role"] == "tool" else 50.0
+
+    for budget in (120, 1540, 1549):
+        got = vthread.build_thread(chat, max_tokens=budget, estimate=estimate, inclusive=chat_trim,
+                                   pair_safe=True, format="openai")
+        assert got.messages == [chat[1], {**chat[2], "content": "INFO…"}]
+        assert got.tokens == budget
 
 
 def test_what_a_turns_sharing_leaves_alone() -> None:

@@ -254,15 +254,16 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
                                  trim: Trim, allowed: Callable[[int], bool], pair_safe: bool
                                  ) -> ReferenceBuild | None:
     """Production's straddling message (the newest not within the floor that takes the sum
-    over ``budget``), when there is room before it, trimmed with the room left once the
-    messages from the last allowed start at or before it (or an earlier one, past messages
-    that cost nothing) and the newer ones are kept whole; with ``pair_safe``, when it is a
-    tool result, the results of the calls made with its own (no result between them), but
-    for those within the floor, share that room with it (smallest first, each under an
-    equal share of what is left, a whole number when the room and their figures are), or
-    when the trim function drops one of those, it alone is trimmed: those messages and the
-    trimmed ones, then the rest, or None (no such message, start or room, or the trim
-    function drops it)."""
+    over ``budget``) trimmed with the room left once the messages from the last allowed
+    start at or before it (or an earlier one, past messages that cost nothing) and the
+    newer ones are kept whole; with ``pair_safe``, when it is a tool result, the results of
+    the calls made with its own (no result between them), but for those within the floor,
+    share that room with it (smallest first, each under an equal share of what is left, a
+    whole number when the room and their figures are); when it is no result, it is kept
+    whole and the results of the calls about it (none between) share the room left; when
+    that leaves no room or the trim function drops one of those, it alone is trimmed: those
+    messages and the trimmed ones, then the rest, or None (no such message, start or room,
+    or the trim function drops it)."""
     n = len(rest)
     total = 0.0
     for index in range(n - 1, -1, -1):
@@ -271,11 +272,7 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
         if total + tokens > budget and not within_floor:
             break
         total += tokens
-        if total >= budget and not within_floor:
-            return None
     else:
-        return None
-    if not budget - total > 0:
         return None
     starts = [k for k in range(index + 1) if allowed(k)]
     if not starts:
@@ -285,47 +282,55 @@ def _trimmed_after_allowed_start(rest: list[dict[str, Any]], budget: float, floo
     start = min(k for k in starts
                 if all(message["usage"]["tokens"] == 0 for message in rest[k:last]))
     sharing: list[int] = []
+    whole = False  # rest[index] kept whole, the results sharing the room
     if pair_safe:
         pairs, orphans = tool_pairs(rest)
         results = {reply for _, reply in pairs} | set(orphans)
         own = [call for call, reply in pairs if reply == index]
-        if own:
-            def together(call: int) -> bool:  # no result came back between the two calls
-                low, high = sorted((call, own[0]))
+        whole = index not in results
+        if own or whole:
+            at = index if whole else own[0]
+
+            def together(call: int) -> bool:  # no result came back between the two
+                low, high = sorted((call, at))
                 return not any(low < k < high for k in results)
 
             sharing = [reply for call, reply in pairs
                        if reply != index and together(call) and not n - reply <= floor]
-    shared, other_dropped = _shared_trim(rest, start, index, sharing, budget, trim)
-    if other_dropped:  # the trim function dropped one of the others: it alone is trimmed
-        shared, _ = _shared_trim(rest, start, index, [], budget, trim)
+    if sharing:
+        shared, fall_back = _shared_trim(rest, start, index, sharing, whole, budget, trim)
+        if not fall_back:
+            return shared
+    # No other result, or they could not share: it alone is trimmed, they kept whole.
+    shared, _ = _shared_trim(rest, start, index, [], False, budget, trim)
     return shared
 
 
 def _shared_trim(rest: list[dict[str, Any]], start: int, index: int, sharing: list[int],
-                 budget: float, trim: Trim) -> tuple[ReferenceBuild | None, bool]:
-    """``rest[index]`` trimmed after ``rest[start:]`` kept whole, the results ``sharing`` the
-    room with it, or None (no room left, or one of them dropped); and whether one of the
-    ``sharing`` was the one dropped."""
+                 whole: bool, budget: float, trim: Trim) -> tuple[ReferenceBuild | None, bool]:
+    """``rest[index]`` trimmed (or kept ``whole``) after ``rest[start:]`` kept whole, the
+    results ``sharing`` the room with it, or None (no room left, or one of them dropped);
+    and whether to try again with it alone (unless it was the one dropped)."""
     end = max([*sharing, index]) + 1
     after = 0.0
     for message in reversed(rest[end:]):
         after += message["usage"]["tokens"]
     room = budget - after
     for k in reversed(range(start, end)):
-        if k != index and k not in sharing:
+        if (k != index or whole) and k not in sharing:
             room -= rest[k]["usage"]["tokens"]
     if not room > 0:
-        return None, False
+        return None, whole
     kept = {k: rest[k] for k in range(start, end)}
     used = {k: rest[k]["usage"]["tokens"] for k in range(start, end)}
-    waiting = sorted([*sharing, index], key=lambda k: (rest[k]["usage"]["tokens"], k))
-    whole = room == math.floor(room) and all(
+    waiting = sorted(sharing if whole else [*sharing, index],
+                     key=lambda k: (rest[k]["usage"]["tokens"], k))
+    figures_whole = room == math.floor(room) and all(
         used[k] == math.floor(used[k]) for k in waiting)
     for position, k in enumerate(waiting):
         count = len(waiting) - position
         share = room / count
-        if count > 1 and share >= 1 and whole:
+        if count > 1 and share >= 1 and figures_whole:
             share = math.floor(share)
         # Alone under its share: production's walk keeps it whole when it fits, else trims.
         cut = build_thread([rest[k]], max_tokens=share, inclusive=trim)

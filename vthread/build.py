@@ -290,8 +290,10 @@ def _trimmed_with_its_start(
     first, each is given an equal share of the room still left (a whole number of tokens
     when the room and their figures are whole), kept whole when it fits its share and
     trimmed to it otherwise, so that what a small one leaves goes to the larger ones,
-    whichever order they came in. When the trim function drops one of them, they are kept
-    whole and the message alone is trimmed.
+    whichever order they came in. When it is no result (a call, the model's text before
+    its calls), it is kept whole and the results of the calls made about it share the
+    room left. When that leaves no room, or the trim function drops one of the results,
+    they are kept whole and the message alone is trimmed.
 
     The result: where the kept messages start and where the turn ends, the messages from
     the one to the other (the trimmed ones in their places) and the tokens of each; or None
@@ -311,67 +313,75 @@ def _trimmed_with_its_start(
             allowed_at = k
     start = head + allowed_at
     if pair_safe:
-        shared = _results_of_its_calls(view, head, index, len(thread), floor)
+        results = view.tool_results(head)
+        shared = _results_of_its_calls(view, head, results, index, len(thread), floor)
         if shared:
             try:
-                return _trimmed_turn(thread, costs, start, index, shared, limit, trim, view)
-            except _OtherResultDroppedError:
-                # The trim function dropped one of the other results: they are kept whole,
-                # and the message alone is trimmed, as with no other result of its calls.
+                return _trimmed_turn(thread, costs, start, index, shared, index not in results,
+                                     limit, trim, view)
+            except _NotSharedError:
+                # No room with the message kept whole, or the trim function dropped one of
+                # the results: the message alone is trimmed, the results kept whole.
                 pass
-    return _trimmed_turn(thread, costs, start, index, frozenset(), limit, trim, view)
+    return _trimmed_turn(thread, costs, start, index, frozenset(), False, limit, trim, view)
 
 
-def _results_of_its_calls(view: _MessageView, head: int, index: int, n: int, floor: float
-                          ) -> frozenset[int]:
-    """When ``thread[index]`` is a tool result, the results of the calls made with its own
-    (no result came back between them: a turn of parallel calls), older or newer than it,
-    but it and those the ``floor`` keeps whole. O(n)."""
-    results = view.tool_results(head)
-    if index not in results:
-        return frozenset()
+def _results_of_its_calls(view: _MessageView, head: int, results: frozenset[int], index: int,
+                          n: int, floor: float) -> frozenset[int]:
+    """The results to trim with ``thread[index]``: when it is a tool result, those of the
+    calls made with its own (no result came back between them: a turn of parallel calls),
+    older or newer than it; when it is no result, those of the calls made about it (its own,
+    when it is a call), all newer than it. Not it, nor those the ``floor`` keeps whole.
+    O(n)."""
     pairs, _ = view.tool_pairs(head)
-    request = next((head + call for call, reply in pairs if head + reply == index), None)
-    if request is None:
-        return frozenset()  # a result no call made
-    earlier = max((k for k in results if k < request), default=-1)
-    later = min((k for k in results if k > request), default=n)
+    at = index
+    if index in results:
+        request = next((head + call for call, reply in pairs if head + reply == index), None)
+        if request is None:
+            return frozenset()  # a result no call made
+        at = request
+    earlier = max((k for k in results if k < at), default=-1)
+    later = min((k for k in results if k > at), default=n)
     return frozenset(head + reply for call, reply in pairs
                      if earlier < head + call < later and head + reply in results
                      and head + reply != index and not n - (head + reply) <= floor)
 
 
-class _OtherResultDroppedError(Exception):
-    """The trim function dropped a result :func:`_trimmed_turn` trims with the message."""
+class _NotSharedError(Exception):
+    """:func:`_trimmed_turn` could not share the room: the message kept whole leaves none, or
+    the trim function dropped one of the results."""
 
 
 def _trimmed_turn(
     thread: list[Mapping[str, Any]], costs: list[float], start: int, index: int,
-    shared: frozenset[int], limit: float, trim: Trim, view: _MessageView,
+    shared: frozenset[int], whole: bool, limit: float, trim: Trim, view: _MessageView,
 ) -> tuple[int, int, list[dict[str, Any]], list[float]] | None:
-    """``thread[index]`` trimmed with the messages from ``start`` kept whole and the
-    ``shared`` results sharing the room with it (see :func:`_trimmed_with_its_start`):
-    ``start``, the end of the messages given, they and the tokens of each; None when no
-    room is left or the trim function drops ``thread[index]``; :class:`_OtherResultDroppedError`
-    raised when it drops one of the others."""
+    """``thread[index]`` trimmed (kept ``whole``, when it is no result) with the messages
+    from ``start`` kept whole and the ``shared`` results sharing the room with it (see
+    :func:`_trimmed_with_its_start`): ``start``, the end of the messages given, they and
+    the tokens of each; None when no room is left or the trim function drops
+    ``thread[index]``; :class:`_NotSharedError` raised, with ``shared`` results, when the
+    room cannot be shared among them."""
     end = max([*shared, index]) + 1
     room = limit - _added_newest_first(0.0, costs[end:])
     for k in range(end - 1, start - 1, -1):  # the whole messages' cost, newest first
-        if k != index and k not in shared:
+        if (k != index or whole) and k not in shared:
             room -= costs[k]
     if not room > 0:
+        if whole:
+            raise _NotSharedError
         return None
     tokens = costs[start:end]
     trimmed: dict[int, dict[str, Any]] = {}
-    waiting = sorted([*shared, index], key=lambda k: (costs[k], k))
-    whole = room.is_integer() and all(costs[k].is_integer() for k in waiting)
+    waiting = sorted([*shared] if whole else [*shared, index], key=lambda k: (costs[k], k))
+    figures_whole = room.is_integer() and all(costs[k].is_integer() for k in waiting)
     for position, k in enumerate(waiting):
-        share = _share(room, len(waiting) - position, whole)
+        share = _share(room, len(waiting) - position, figures_whole)
         if costs[k] > share:  # always so for thread[index], which overflowed the room
             cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
             if cut is None:
                 if k != index:
-                    raise _OtherResultDroppedError
+                    raise _NotSharedError
                 return None
             trimmed[k] = cut[0] if view.copy is _priced else _unpriced(cut[0], thread[k])
             tokens[k - start] = cut[1]
@@ -671,8 +681,8 @@ def _newest_fitting(
     index): the newest messages within ``limit`` (see build_thread), as ``copy`` makes
     them. With ``deferred`` (a list), the message a trim function would be given is not
     trimmed: its (index, room) is appended there, for the caller to trim with the room its
-    shape leaves, and the messages after it are returned; with no room left it is dropped
-    (production keeps it whole)."""
+    shape leaves (with no room left too: it is dropped, where production keeps it whole,
+    unless the results of its calls make room), and the messages after it are returned."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -688,8 +698,8 @@ def _newest_fitting(
             elif callable(inclusive):
                 room = limit - total
                 if deferred is not None:
-                    if room > 0:  # else dropped: no room to trim it into
-                        deferred.append((index, room))
+                    # (with no room left, dropped unless its calls' results make room)
+                    deferred.append((index, room))
                 elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,
                     # in every format, and returns its usage; a chat message keeps none.
