@@ -636,6 +636,9 @@ fn from_openai<'t>(
     let mut pending: Vec<TextCall<'t>> = Vec::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
+        if holds_anthropic_block(message.get("content")) {
+            return Err(Declined); // `adapters._not_anthropic`: Python says which block
+        }
         // A tool's result holds its media itself (`tool_result`).
         let media = if role.is_text("tool") || role.is_text("function") {
             Vec::new()
@@ -968,6 +971,9 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
         // Every item yields exactly one native message, so `_finish` never adds one here.
         let Some(kind) = kind.filter(|kind| !kind.is_text("message")) else {
             let role = role(item)?;
+            if has_openai_mark(item, role, &OPENAI_RESULT_ROLES) {
+                return Err(Declined); // `adapters._not_openai`: Python says which
+            }
             writer.text(
                 &role_type(role, &OPENAI_ROLE_TYPES),
                 &joined_text(item.get("content"))?,
@@ -1032,6 +1038,9 @@ fn from_anthropic<'t>(messages: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Re
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
+        if has_openai_mark(message, role, &OPENAI_ONLY_ROLES) {
+            return Err(Declined); // `adapters._not_openai`: Python says which
+        }
         let content = message.get("content").filter(|v| !v.is_null());
         writer.begin(index, message, anthropic_media(content));
         let kind = role_type(role, &ANTHROPIC_ROLE_TYPES);
@@ -1185,6 +1194,26 @@ const OPENAI_KEYS: [&str; 4] = [
     "tool_call_id",
     "tool_call_ids",
 ];
+
+/// `adapters._OPENAI_RESULT_ROLES`: the roles of OpenAI chat's tool results.
+const OPENAI_RESULT_ROLES: [&str; 2] = ["tool", "function"];
+
+/// `adapters._has_anthropic_block`: a content list holding a block only Anthropic's
+/// messages hold.
+fn holds_anthropic_block(content: Option<Value<'_>>) -> bool {
+    content.is_some_and(|content| {
+        content.is_array()
+            && content
+                .children()
+                .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_BLOCKS))
+    })
+}
+
+/// Whether a message has a key only OpenAI's chat has, or one of `roles`
+/// (`adapters._not_openai`).
+fn has_openai_mark(message: Value<'_>, role: Value<'_>, roles: &[&str]) -> bool {
+    OPENAI_KEYS.iter().any(|key| message.get(key).is_some()) || named(Some(role), roles)
+}
 
 /// What a run says of its file's format, as the detection weighs it: the format, and
 /// whether something specific to that format decided it (a plain chat fits every chat
@@ -2407,6 +2436,24 @@ mod tests {
             ),
             (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
             (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
+            // Another chat format's messages: Python names what they hold.
+            (
+                r#"[{"role":"assistant","content":[{"type":"tool_use","id":"u","name":"a"}]}]"#,
+                Format::OpenAi,
+            ),
+            (
+                r#"[{"role":"user","content":[{"type":"thinking","thinking":"t"}]}]"#,
+                Format::MiniSweAgent,
+            ),
+            (
+                r#"[{"role":"tool","tool_call_id":"c","content":"x"}]"#,
+                Format::Anthropic,
+            ),
+            (r#"[{"role":"developer","content":"x"}]"#, Format::Anthropic),
+            (
+                r#"[{"role":"assistant","content":null,"tool_calls":[]}]"#,
+                Format::Responses,
+            ),
             (
                 r#"[{"role":"user","content":[{"type":"tool_use","name":null}]}]"#,
                 Format::Anthropic,

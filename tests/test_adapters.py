@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.test_cli import records, run
-from vthread import _reference
+from vthread import _core, _reference
 from vthread._options import cycle_options
 from vthread.adapters import from_anthropic, from_openai, to_native
 
@@ -475,6 +475,51 @@ def test_anthropic_bad_input(messages: Any, message: str) -> None:
     """Bad input is a ValueError that names the message index."""
     with pytest.raises(ValueError, match=message):
         from_anthropic(messages)
+
+
+ANTHROPIC_TURN: list[dict[str, Any]] = [
+    {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+                                      {"type": "tool_use", "id": "u1", "name": "cat",
+                                       "input": {"path": "a"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1",
+                                  "content": "x"}]}]
+OPENAI_TURN: list[dict[str, Any]] = [
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "x"}]
+
+
+@pytest.mark.parametrize(("messages", "format_", "message"), [
+    (ANTHROPIC_TURN, "openai", "message 0 holds a tool_use block, which only Anthropic's"),
+    (ANTHROPIC_TURN[1:], "openai", "message 0 holds a tool_result block"),
+    ([{"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}],
+     "swe-agent", "message 0 holds a thinking block"),
+    (ANTHROPIC_TURN, "mini-swe-agent", "message 0 holds a tool_use block"),
+    (OPENAI_TURN, "anthropic", "message 0 has a 'tool_calls' key, which only OpenAI's"),
+    (OPENAI_TURN[1:], "anthropic", "message 0 has a 'tool_call_id' key"),
+    ([{"role": "tool", "content": "x"}], "anthropic", "message 0 has role 'tool'"),
+    ([{"role": "developer", "content": "x"}], "anthropic", "message 0 has role 'developer'"),
+    (OPENAI_TURN, "responses", "item 0 has a 'tool_calls' key"),
+    ([{"role": "function", "name": "f", "content": "x"}], "responses",
+     "item 0 has role 'function'"),
+])
+def test_another_formats_messages_are_refused_not_misread(
+        messages: list[dict[str, Any]], format_: str, message: str) -> None:
+    """A message only another chat format holds (Anthropic's tool blocks read as OpenAI's,
+    OpenAI's tool calls and results read as Anthropic's or as Responses messages) is a
+    ValueError naming it and the format it is in: read on, the calls were media or lost,
+    the results plain text, and loops missed or made up (a run of another format in a
+    file, a harness passing the wrong provider's name)."""
+    with pytest.raises(ValueError, match=message) as raised:
+        to_native(messages, format_)  # type: ignore[arg-type]
+    assert "is the thread in format" in str(raised.value)
+    assert _core.translate_line(json.dumps(messages).encode(), format_) is None  # Python says
+
+
+def test_a_developer_message_is_a_responses_message() -> None:
+    """The Responses API has a developer role (OpenAI chat's too): not refused there."""
+    assert to_native([{"role": "developer", "content": "Be brief."}], "responses") == [
+        {"type": "system", "text": "Be brief."}]
 
 
 # ---------------------------------------------------------------------------- both / native

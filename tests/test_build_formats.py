@@ -243,3 +243,18 @@ def test_a_responses_call_keeps_its_reasoning_past_a_preamble_and_other_tools_pa
             got = vthread.build_thread(tools, max_tokens=budget, estimate=lambda m: 1,
                                        format="responses", pair_safe=True)
             assert got.messages == kept, (kind, budget)
+
+
+@pytest.mark.parametrize("format_", ["anthropic", "responses"])
+def test_openai_messages_under_another_providers_name_are_refused(format_: str) -> None:
+    """OpenAI chat messages passed with the wrong provider's name are a ValueError naming the
+    key that gives them away: read as Anthropic's (or Responses items), the tool result was
+    kept without its call under pair_safe, silently."""
+    chat = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "r", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "A" * 200},
+            {"role": "assistant", "content": "done"}]
+    with pytest.raises(ValueError, match=f"{format_} format: .* 1 has a 'tool_calls' key"):
+        vthread.build_thread(chat, max_tokens=100, estimate=lambda m: 10.0, format=format_,
+                             pair_safe=True)

@@ -385,6 +385,39 @@ def test_provider_formats(format_: str, tmp_path: Path, threads: list[list[dict[
     assert got[-1]["error"] == f"{format_} format: message 0 has no role"
 
 
+@pytest.mark.parametrize(("first", "later", "said"), [
+    ("openai", "anthropic", "openai format: message 1 holds a tool_use block"),
+    ("anthropic", "openai", "anthropic format: message 1 has a 'tool_calls' key"),
+])
+def test_a_later_run_in_another_format_is_an_error_record_not_misread(
+        first: str, later: str, said: str, tmp_path: Path, threads: list[list[dict[str, Any]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose first runs settle one chat format, then holds runs in another: each such
+    run is an error record naming what it holds, and the runs around it are scanned as
+    ever, records out = lines in (read in the settled format, an Anthropic run's tool blocks
+    were media and its loop missed, an OpenAI run's calls were lost and progress made a
+    loop). With the core and with Python reading the lines."""
+    encode = {"openai": to_openai, "anthropic": to_anthropic}
+    tooled = [t for t in threads
+              if any(m["type"] == "activity" for m in t)][:3]  # runs that show their format
+    assert len(tooled) == 3
+    rows: list[Any] = [{"id": f"a{i}", "messages": encode[first](tooled[i % 3])}
+                       for i in range(70)]
+    rows += [{"id": "odd", "messages": encode[later](tooled[0])},
+             {"id": "after", "messages": encode[first](tooled[1])}]
+    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    arguments = ["scan", str(path), "-q"]
+    code, out, _ = run(arguments, monkeypatch)
+    got = records(out)
+    assert code == 0 and [record["id"] for record in got] == [row["id"] for row in rows]
+    assert got[70]["error"].startswith(said) and "is the thread in format" in got[70]["error"]
+    assert "error" not in got[71] and got[71]["verdict"] == got[1]["verdict"]
+    monkeypatch.setattr(cli, "_core_may_read", lambda task: False)
+    assert run(arguments, monkeypatch)[:2] == (code, out)
+    with pytest.raises(ValueError, match=f"thread 70: {said}"):
+        scan(rows, format="auto")
+
+
 def in_source_messages(record: dict[str, Any], sources: list[int]) -> dict[str, Any]:
     """A native record restated in source messages, ``sources[i]`` being the source message
     of translated message ``i``: the start is the source of the loop's first message, message

@@ -285,6 +285,7 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
+        _not_anthropic(message, index)
         first = len(out)
         _openai_message(message, index, role, out, calls, legacy)
         _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role))
@@ -389,6 +390,7 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     calls: dict[Any, tuple[str, Any]] = {}  # tool_use id -> (name, input or _ABSENT)
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
+        _not_openai(message, index, role, _OPENAI_ONLY_ROLES)
         first = len(out)
         kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
         content = _plain(message.get("content"))
@@ -484,6 +486,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = kind
         if kind == "message":
             role = _role(item, index)
+            _not_openai(item, index, role, _OPENAI_RESULT_ROLES, "item")
             out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(item, index)})
         elif kind == "reasoning":
             text = _reasoning_text(item.get("summary"))
@@ -628,6 +631,7 @@ def _with_text_actions(
     pending: list[_Call] = []  # the calls awaiting the environment's output
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
+        _not_anthropic(message, index)
         first = len(out)
         if role == "user" and pending:
             text = _text(message, index)
@@ -856,6 +860,38 @@ def agreed_format(evidence: Sequence[tuple[int, Format, bool]], unknown: int | N
     except FormatConflictError as conflict:
         raise ValueError(f"{subject} are in different formats ({conflict.where(unit)}); "
                          f"{override} to read them all in one") from None
+
+
+_OPENAI_RESULT_ROLES: Final = frozenset({"tool", "function"})
+"""The roles of OpenAI chat's tool results, which no Responses message has."""
+
+
+def _not_anthropic(message: Mapping[str, Any], index: int) -> None:
+    """A ValueError for a chat message read as OpenAI's that holds a block only Anthropic's
+    messages hold (a run of another format in the batch): read on, its tool calls and
+    results would be media, and its loops lost or made up."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    kind = next((_plain(block.get("type")) for block in content
+                 if isinstance(block, Mapping) and text_in(block.get("type"), _ANTHROPIC_BLOCKS)),
+                None)
+    if kind is not None:
+        raise ValueError(f"message {index} holds a {kind} block, which only Anthropic's "
+                         "messages hold (is the thread in format 'anthropic'?)")
+
+
+def _not_openai(message: Mapping[str, Any], index: int, role: str, roles: frozenset[str],
+                unit: str = "message") -> None:
+    """A ValueError for a message read as Anthropic's or as a Responses message that has a
+    role or key only OpenAI's chat has (``tool_calls``, a ``tool`` result): read on, its
+    tool calls would be lost and its results read as text."""
+    key = next((key for key in _OPENAI_KEYS if key in message), None)
+    if key is None and not text_in(role, roles):
+        return
+    what = f"a {key!r} key" if key is not None else f"role {role!r}"
+    raise ValueError(f"{unit} {index} has {what}, which only OpenAI's chat messages have (is "
+                     "the thread in format 'openai'?)")
 
 
 def _has_anthropic_block(content: Any) -> bool:
