@@ -54,9 +54,12 @@ def alone(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_loop_alone_reads_as_anthropic_only() -> None:
-    """The fixture: its loop is found in its own format and lost read as OpenAI's."""
+    """The fixture: its loop is found in its own format, and refused as OpenAI's (its
+    tool blocks were media, the loop lost)."""
     assert vthread.scan([anthropic_loop()], format="auto").names == ["repeated_result_run"]
-    assert vthread.scan([anthropic_loop()], format="openai").names == [None]
+    with pytest.raises(ValueError, match="thread 0: openai format: message 1 holds a "
+                                         "tool_use block"):
+        vthread.scan([anthropic_loop()], format="openai")
 
 
 @pytest.mark.parametrize("chunk_lines", [cli.CHUNK_LINES, 16])
@@ -231,23 +234,30 @@ def test_a_format_among_the_first_threads_is_unchanged(
 
 def test_a_later_thread_in_another_format_is_warned_of(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past plain chats, an Anthropic loop settles the format; an OpenAI call after it is a
-    misread, named, not an error (by the command, ``scan`` and ``scan_arrow``)."""
+    """Past plain chats, an Anthropic loop settles the format; an OpenAI call after it is
+    named, and refused where read (its tool_calls were lost as Anthropic's): an error
+    record of the command, an error row of ``scan_arrow``, the ValueError of ``scan``,
+    which reads no thread it cannot read."""
     threads = [PLAIN] * 70 + [anthropic_loop(), PLAIN, OPENAI_CALL]
     path = write(tmp_path / "runs.jsonl", threads)
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 73
     assert records(out)[70]["verdict"] == "repeated_result_run"
+    refused = "anthropic format: message 0 has a 'tool_calls' key"
+    assert records(out)[72]["error"].startswith(refused)
     assert ("line 71, the first after plain chats to show a format, is anthropic, the format "
-            "the rest is read in, but line 73 looks like openai: it is read as anthropic") in err
+            "the rest is read in, but line 73 looks like openai: it is read as anthropic, and "
+            "its record is an error or may be wrong") in err
     with pytest.warns(UserWarning, match="thread 70, the first after plain chats .* but "
-                                         "thread 72 looks like openai") as said:
-        assert vthread.scan(threads, format="auto").names[70] == "repeated_result_run"
+                                         "thread 72 looks like openai") as said, \
+            pytest.raises(ValueError, match=f"thread 72: {refused}"):
+        vthread.scan(threads, format="auto")
     table = pa.table({"messages": [json.dumps(thread) for thread in threads]})
     with pytest.warns(UserWarning, match="row 70, the first .* but row 72 looks like openai"
                       ) as said_of_rows:
-        verdicts = vthread.scan_arrow(table).column("verdict").to_pylist()
-    assert verdicts[70] == "repeated_result_run"
+        read = vthread.scan_arrow(table)
+    assert read.column("verdict").to_pylist()[70] == "repeated_result_run"
+    assert read.column("error").to_pylist()[72].startswith(refused)
     # (each warning points at the caller's line)
     assert said[0].filename == said_of_rows[0].filename == __file__
 
@@ -304,7 +314,7 @@ def test_the_window_after_a_settling_thread_runs_on_into_the_next_chunk(
     assert ("line 100, the first after plain chats to show a format, is anthropic, the "
             "format the rest is read in, but lines 101, 103 look like openai, line 102 "
             "like native") in err, err
-    with pytest.warns(UserWarning) as said:
+    with pytest.warns(UserWarning) as said, pytest.raises(ValueError, match="thread 100: "):
         vthread.scan(threads[:101] + threads[102:], format="auto")
     assert any("threads 100, 101 look like openai" in str(w.message) for w in said)
 
@@ -367,7 +377,7 @@ def test_scan_arrow_and_a_parquet_file_warn_of_a_native_row_before_the_settling_
     assert [str(w.message) for w in said] == [
         "format='auto': row 107, the first after plain chats to show a format, is anthropic, "
         "the format the rest is read in, but row 100 looks like native: it is read as "
-        "anthropic, and its records may be wrong"]
+        "anthropic, and its record is an error or may be wrong"]
     assert said[0].filename == __file__
     path = tmp_path / "runs.parquet"
     pq.write_table(table, path)

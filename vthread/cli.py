@@ -3549,7 +3549,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
         return None
     return (f"{label}: warning: --format {given} was given, but "
             f"{misfit_phrase(found, evidence[-1][0], unit)}; they are read as {given}, and "
-            "their records may be wrong"), evidence[-1][0]
+            "their records are errors or may be wrong"), evidence[-1][0]
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:

@@ -719,7 +719,8 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
     return (f"{unit} {window[0][0]}, the first after plain chats to show a format, is "
             f"{settled}, the format the rest is read in, but {misfit_lines(found, unit)}: "
             f"{'it is' if one else 'they are'} read as {settled}, and "
-            f"{'its' if one else 'their'} records may be wrong")
+            f"{'its record is an error or' if one else 'their records are errors or'} may "
+            "be wrong")
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,
