@@ -219,6 +219,21 @@ impl GuardCore {
                       decode them, or feed them to push_bytes",
                     1,
                 )?;
+            } else if !text.is_none() {
+                // A stream event or its delta pushed whole (None, a delta with no text, is
+                // what a tool call's chunks hold, and goes unsaid).
+                let py = text.py();
+                let message = format!(
+                    "Guard.push ignores a chunk of type {}, as it ignores any chunk that is \
+                     not a str: push the text it holds (a stream event's delta content)",
+                    text.get_type().name()?
+                );
+                PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                    &std::ffi::CString::new(message)?,
+                    1,
+                )?;
             }
             return Ok(false);
         };

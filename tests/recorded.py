@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,7 +256,11 @@ def _replay_guard(record: Mapping[str, Any], args: list[Any], api: Any) -> None:
         raise
     tripped_at = None
     for index, chunk in enumerate(args_pushes(record)):
-        if guard.push(chunk) and tripped_at is None:
+        with warnings.catch_warnings():
+            # (production's suite pushes chunks that are no str on purpose: they are ignored)
+            warnings.filterwarnings("ignore", "Guard.push ignores", UserWarning)
+            pushed = guard.push(chunk)
+        if pushed and tripped_at is None:
             tripped_at = index
     assert tripped_at == record["trippedAt"], (tripped_at, record["trippedAt"])
     expected = decode_value(record["expected"])

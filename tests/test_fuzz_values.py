@@ -322,7 +322,7 @@ GUARD_OPTIONS = st.fixed_dictionaries({}, optional={
 
 
 @FUZZ
-@pytest.mark.filterwarnings("ignore:Guard.push ignores bytes:UserWarning")  # (bytes are drawn)
+@pytest.mark.filterwarnings("ignore:Guard.push ignores:UserWarning")  # (no str is drawn too)
 @given(chunks=st.lists(TEXT_LIKE, max_size=6), options=GUARD_OPTIONS)
 def test_guard_and_scan_texts_answer_or_refuse(chunks: list[Any], options: dict[str, Any]) -> None:
     """A Guard fed hostile chunks answers as the reference guard; scan_texts answers."""

@@ -158,15 +158,22 @@ def test_tripped_guard_stays_tripped() -> None:
 
 
 def test_non_strings_are_ignored() -> None:
-    """None, numbers, bytes and empty strings are harmless; bytes (most likely a stream's
-    chunk not decoded, whose runaway would never trip) are warned of, and only they."""
+    """Chunks that are no str are ignored, as production ignores them. None (a tool call's
+    stream delta holds no text) and empty strings go unsaid; bytes (most likely a stream's
+    chunk not decoded, whose runaway would never trip) are warned of with push_bytes, and
+    any other value (a stream event or its delta pushed whole, whose text would never be
+    seen) is warned of by its type."""
     guard = Guard()
-    for chunk in (None, 3, "", ["a"]):
+    for chunk in (None, ""):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert guard.push(chunk) is False
     for chunk in (b"loop loop ", bytearray(b"loop loop ")):
         with pytest.warns(UserWarning, match="Guard.push ignores bytes.*push_bytes"):
+            assert guard.push(chunk) is False
+    for chunk, name in ((3, "int"), (["a"], "list"), ({"delta": {"content": "a"}}, "dict")):
+        with pytest.warns(UserWarning,
+                          match=f"Guard.push ignores a chunk of type {name}, .*delta"):
             assert guard.push(chunk) is False
     assert guard.reason is None
 
