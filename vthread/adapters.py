@@ -285,10 +285,9 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
-        _not_anthropic(message, index)
         first = len(out)
         _openai_message(message, index, role, out, calls, legacy)
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role, index))
     return out
 
 
@@ -631,7 +630,6 @@ def _with_text_actions(
     pending: list[_Call] = []  # the calls awaiting the environment's output
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
-        _not_anthropic(message, index)
         first = len(out)
         if role == "user" and pending:
             text = _text(message, index)
@@ -644,7 +642,7 @@ def _with_text_actions(
                     message.get("function_call") is None):
                 pending = actions(message, _text(message, index))
                 out.extend(_request(name, arguments) for name, arguments in pending)
-        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role))
+        _finish(message, role, first, out, _OPENAI_ROLE_TYPES, _chat_media(message, role, index))
     return out
 
 
@@ -1065,10 +1063,16 @@ def _media(content: Any) -> list[Any]:
                                                                            _TEXT_PARTS)]
 
 
-def _chat_media(message: Mapping[str, Any], role: str) -> list[Any]:
+def _chat_media(message: Mapping[str, Any], role: str, index: int) -> list[Any]:
     """The media an OpenAI chat message's first native message carries: none for a tool's
-    result, which holds its media itself (:func:`_result`)."""
-    return [] if role in ("tool", "function") else _media(message.get("content"))
+    result, which holds its media itself (:func:`_result`). A content list holding a block
+    only Anthropic's messages hold is a ValueError (:func:`_not_anthropic`), checked here,
+    where the content is read anyway: the usual string content costs one test."""
+    content = message.get("content")
+    if content is None or type(content) is str:
+        return []
+    _not_anthropic(message, index)
+    return [] if role in ("tool", "function") else _media(content)
 
 
 def _result(content: Any, where: str) -> Any:
