@@ -1215,9 +1215,13 @@ fn has_openai_mark(message: Value<'_>, role: Value<'_>, roles: &[&str]) -> bool 
     // One pass over the members (keys are never escaped in a tape), where a lookup of each
     // key was four: every message of an Anthropic file is asked.
     named(Some(role), roles)
-        || message
-            .members()
-            .any(|(key, _)| OPENAI_KEYS.iter().any(|name| key == name.as_bytes()))
+        || message.members().any(|(key, _)| {
+            // (all four open with `t` or `f` and are 10 bytes or more: `role`, `content`
+            // and `usage` are passed over at the first test)
+            key.len() >= 10
+                && matches!(key[0], b't' | b'f')
+                && OPENAI_KEYS.iter().any(|name| key == name.as_bytes())
+        })
 }
 
 /// What a run says of its file's format, as the detection weighs it: the format, and
