@@ -418,6 +418,29 @@ def test_a_later_run_in_another_format_is_an_error_record_not_misread(
         scan(rows, format="auto")
 
 
+def test_files_named_like_trajectories_but_not_read_are_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory's files that vthread does not read by their names, but that are named
+    like trajectory files (``runs.jsonlines``, ``.jsonl.gzip``, ``traj_17``), are counted
+    by ending on stderr with how to read one (an evaluation user's runs went unread in
+    silence); logs and notes beside the runs are passed over in silence, as before."""
+    run_line = json.dumps([{"type": "user", "text": "a"}]) + "\n"
+    (tmp_path / "sub").mkdir()
+    for name in ("a.jsonl", "sub/b.jsonlines", "sub/c.JSONLINES", "d.jsonl.gzip", "traj_17"):
+        (tmp_path / name).write_text(run_line)
+    for name in ("notes.txt", "scan.log", "README"):
+        (tmp_path / name).write_text("x\n")
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 1
+    assert (f"vthread scan: {tmp_path}: passed over 4 files named like trajectory files "
+            "(.jsonlines 2, .gzip 1, no ending 1): a directory stands for the files ending "
+            ".jsonl, .ndjson, .json, .traj, .eval, .parquet, .pq") in err
+    assert "name a file to read it whatever its name" in err
+    assert "notes.txt" not in err and ".log" not in err and "README" not in err
+    code, out, _ = run(["scan", str(tmp_path / "sub" / "b.jsonlines"), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 1
+
+
 def in_source_messages(record: dict[str, Any], sources: list[int]) -> dict[str, Any]:
     """A native record restated in source messages, ``sources[i]`` being the source message
     of translated message ``i``: the start is the source of the loop's first message, message

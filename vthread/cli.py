@@ -1034,6 +1034,30 @@ def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, in
             first[identity] = name
 
 
+def _looks_like_a_trajectory(name: str) -> bool:
+    """Whether a file name vthread does not read still names a trajectory file, most
+    likely (``runs.jsonlines``, ``runs.jsonl.gzip``, ``traj_17``): said when passed over,
+    where the logs and notes beside the runs are passed over in silence."""
+    lower = name.lower()
+    return "json" in lower or "traj" in lower
+
+
+def _unread_names_said(unread_names: dict[str, int]) -> str:
+    """What to say of the files under a directory passed over for their names, though
+    they look like trajectory files: how many, by ending (the five commonest), and how to
+    read one."""
+    count = sum(unread_names.values())
+    commonest = sorted(unread_names.items(), key=lambda item: (-item[1], item[0]))
+    endings = ", ".join(f"{ending} {number:,}" for ending, number in commonest[:5])
+    more = f", and {len(commonest) - 5:,} more endings" if len(commonest) > 5 else ""
+    read = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
+    files = ("1 file named like a trajectory file" if count == 1
+             else f"{count:,} files named like trajectory files")
+    return (f"passed over {files} ({endings}{more}): a directory stands for the files "
+            f"ending {read} (the text ones optionally .gz); name a file to read it whatever "
+            "its name")
+
+
 def _named_as_an_input(name: str) -> bool:
     """Whether ``name`` ends as the files a directory FILE stands for do."""
     lower = name.lower()
@@ -1097,9 +1121,14 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
         for name in options.files:
             overwritten: list[str] = []
             left_out: list[_LeftOut] = []
-            found = _files_under(name, written, overwritten, left_out, identities)
+            unread_names: dict[str, int] = {}
+            found = _files_under(name, written, overwritten, left_out, identities,
+                                 unread_names)
             for path, why, _ in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
+            if unread_names:
+                # (runs saved as runs.jsonlines went unread in silence)
+                say(f"vthread scan: {name}: {_unread_names_said(unread_names)}")
             passed_over.extend(sorted(left_out))
             _check_only_records_overwritten(name, overwritten, written)
             if found != [name]:
@@ -1320,7 +1349,8 @@ def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
 def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
                  left_out: list[_LeftOut] | None = None,
-                 identities: dict[str, tuple[int, int]] | None = None) -> list[str]:
+                 identities: dict[str, tuple[int, int]] | None = None,
+                 unread_names: dict[str, int] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
     regular file (a dangling link, a FIFO: appended with why to ``left_out``, for the caller
@@ -1328,7 +1358,8 @@ def _files_under(name: str, written: _Written,
     run's records left in the directory, appended to ``overwritten`` for the caller to
     check) left out; links to directories not followed, so a link cycle cannot loop. A
     directory holding none is a fatal error naming it, not a silent empty scan. The
-    (device, inode) of each file found goes into ``identities`` when given."""
+    (device, inode) of each file found goes into ``identities`` when given, and the files
+    passed over for their names are counted by ending into ``unread_names``."""
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
@@ -1371,6 +1402,9 @@ def _files_under(name: str, written: _Written,
                         os.path.join(root, file), f"compressed with {compressed.compressor}, "
                         f"which vthread does not read: decompress it first "
                         f"({compressed.command})", unread_trajectory=True))
+                elif unread_names is not None and _looks_like_a_trajectory(file):
+                    ending = os.path.splitext(file)[1].lower() or "no ending"
+                    unread_names[ending] = unread_names.get(ending, 0) + 1
                 continue
             path = os.path.join(root, file)
             try:
