@@ -1186,6 +1186,8 @@ const RESPONSES_ITEMS: [&str; 6] = [
 ];
 /// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
 const ANTHROPIC_BLOCKS: [&str; 4] = ["tool_use", "tool_result", "thinking", "redacted_thinking"];
+/// `adapters._ANTHROPIC_TOOL_BLOCKS`: those a chat read as OpenAI's is refused for.
+const ANTHROPIC_TOOL_BLOCKS: [&str; 2] = ["tool_use", "tool_result"];
 /// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
 const OPENAI_ONLY_ROLES: [&str; 3] = ["tool", "function", "developer"];
 const OPENAI_KEYS: [&str; 4] = [
@@ -1198,14 +1200,13 @@ const OPENAI_KEYS: [&str; 4] = [
 /// `adapters._OPENAI_RESULT_ROLES`: the roles of OpenAI chat's tool results.
 const OPENAI_RESULT_ROLES: [&str; 2] = ["tool", "function"];
 
-/// `adapters._has_anthropic_block`: a content list holding a block only Anthropic's
-/// messages hold.
+/// `adapters._not_anthropic`: a content list holding Anthropic's tool blocks.
 fn holds_anthropic_block(content: Option<Value<'_>>) -> bool {
     content.is_some_and(|content| {
         content.is_array()
             && content
                 .children()
-                .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_BLOCKS))
+                .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_TOOL_BLOCKS))
     })
 }
 
@@ -1215,13 +1216,21 @@ fn has_openai_mark(message: Value<'_>, role: Value<'_>, roles: &[&str]) -> bool 
     // One pass over the members (keys are never escaped in a tape), where a lookup of each
     // key was four: every message of an Anthropic file is asked.
     named(Some(role), roles)
-        || message.members().any(|(key, _)| {
+        || message.members().any(|(key, value)| {
             // (all four open with `t` or `f` and are 10 bytes or more: `role`, `content`
             // and `usage` are passed over at the first test)
             key.len() >= 10
                 && matches!(key[0], b't' | b'f')
                 && OPENAI_KEYS.iter().any(|name| key == name.as_bytes())
+                && holds(value)
         })
+}
+
+/// `adapters._holds`: a value that is neither null nor an empty array (a logger that writes
+/// every field writes `"tool_calls": null` on messages that have none).
+fn holds(value: Value<'_>) -> bool {
+    let empty_array = value.is_array() && value.children().next().is_none();
+    !(value.is_null() || empty_array)
 }
 
 /// What a run says of its file's format, as the detection weighs it: the format, and
@@ -2362,6 +2371,25 @@ mod tests {
     }
 
     #[test]
+    fn another_formats_marks_that_hold_nothing_are_read() {
+        // Mistral's reasoning models write a thinking block (its text a list of parts) in
+        // OpenAI-shaped content; a logger writes null and empty OpenAI keys on Anthropic
+        // messages. Neither is another format's run.
+        for (line, format) in [
+            (
+                r#"[{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"t"}]},{"type":"text","text":"a"}]}]"#,
+                Format::OpenAi,
+            ),
+            (
+                r#"[{"role":"user","content":"go","tool_calls":null,"tool_call_ids":[],"function_call":null}]"#,
+                Format::Anthropic,
+            ),
+        ] {
+            assert!(native(line, format).is_some(), "{line}");
+        }
+    }
+
+    #[test]
     fn a_task_and_trial_are_joined_as_the_file_writes_them() {
         for (run, id) in [
             (r#"{"task_id":3,"trial":1}"#, r#""3/1""#),
@@ -2451,7 +2479,7 @@ mod tests {
                 Format::OpenAi,
             ),
             (
-                r#"[{"role":"user","content":[{"type":"thinking","thinking":"t"}]}]"#,
+                r#"[{"role":"user","content":[{"type":"tool_result","content":"t"}]}]"#,
                 Format::MiniSweAgent,
             ),
             (
@@ -2460,7 +2488,7 @@ mod tests {
             ),
             (r#"[{"role":"developer","content":"x"}]"#, Format::Anthropic),
             (
-                r#"[{"role":"assistant","content":null,"tool_calls":[]}]"#,
+                r#"[{"role":"assistant","content":null,"tool_calls":[{"id":"c"}]}]"#,
                 Format::Responses,
             ),
             (

@@ -208,7 +208,10 @@ impl GuardCore {
             return Ok(true);
         }
         let Some(text) = crate::node::text_of(text)? else {
-            if text.is_instance_of::<PyBytes>() || text.is_instance_of::<PyByteArray>() {
+            if text.is_instance_of::<PyBytes>()
+                || text.is_instance_of::<PyByteArray>()
+                || text.is_instance_of::<PyMemoryView>()
+            {
                 // Ignored, as production ignores any chunk that is no string; but bytes are
                 // most likely a stream's undecoded chunk, whose runaway would never trip.
                 let py = text.py();
@@ -219,9 +222,10 @@ impl GuardCore {
                       decode them, or feed them to push_bytes",
                     1,
                 )?;
-            } else if !text.is_none() {
-                // A stream event or its delta pushed whole (None, a delta with no text, is
-                // what a tool call's chunks hold, and goes unsaid).
+            } else if !text.is_none() && !is_empty_sequence(text) {
+                // A stream event or its delta pushed whole (None, or an empty list of
+                // content parts, a delta with no text, is what a tool call's chunks hold,
+                // and goes unsaid).
                 let py = text.py();
                 let message = format!(
                     "Guard.push ignores a chunk of type {}, as it ignores any chunk that is \
@@ -530,4 +534,17 @@ pub fn scan_texts<'py>(
             .transpose()
         })
         .collect()
+}
+
+/// Whether `value` is an empty list or tuple: a delta's content parts, none of them text.
+fn is_empty_sequence(value: &Bound<'_, PyAny>) -> bool {
+    value
+        .cast::<PyList>()
+        .map(|list| list.is_empty())
+        .or_else(|_| {
+            value
+                .cast::<pyo3::types::PyTuple>()
+                .map(|tuple| tuple.is_empty())
+        })
+        .unwrap_or(false)
 }

@@ -492,8 +492,8 @@ OPENAI_TURN: list[dict[str, Any]] = [
 @pytest.mark.parametrize(("messages", "format_", "message"), [
     (ANTHROPIC_TURN, "openai", "message 0 holds a tool_use block, which only Anthropic's"),
     (ANTHROPIC_TURN[1:], "openai", "message 0 holds a tool_result block"),
-    ([{"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}],
-     "swe-agent", "message 0 holds a thinking block"),
+    ([{"role": "assistant", "content": [{"type": "tool_result", "content": "t"}]}],
+     "swe-agent", "message 0 holds a tool_result block"),
     (ANTHROPIC_TURN, "mini-swe-agent", "message 0 holds a tool_use block"),
     (OPENAI_TURN, "anthropic", "message 0 has a 'tool_calls' key, which only OpenAI's"),
     (OPENAI_TURN[1:], "anthropic", "message 0 has a 'tool_call_id' key"),
@@ -514,6 +514,26 @@ def test_another_formats_messages_are_refused_not_misread(
         to_native(messages, format_)  # type: ignore[arg-type]
     assert "is the thread in format" in str(raised.value)
     assert _core.translate_line(json.dumps(messages).encode(), format_) is None  # Python says
+
+
+def test_what_holds_no_sign_of_another_format_is_read() -> None:
+    """A thinking block in OpenAI-shaped content is Mistral's reasoning (its text a list of
+    parts), not an Anthropic run; OpenAI keys written null or empty on Anthropic messages (a
+    logger writing every field) hold no call. Both are read, by the core and by Python."""
+    mistral = [{"role": "user", "content": "fix it"},
+               {"role": "assistant", "content": [
+                   {"type": "thinking", "thinking": [{"type": "text", "text": "list files"}]},
+                   {"type": "text", "text": ""}],
+                "tool_calls": [{"id": "c1", "type": "function",
+                                "function": {"name": "ls", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]
+    logged = [{**message, "tool_calls": None, "function_call": None, "tool_call_ids": []}
+              for message in ANTHROPIC_TURN]
+    for messages, format_ in ((mistral, "openai"), (logged, "anthropic")):
+        native = to_native(messages, format_)  # type: ignore[arg-type]
+        assert any(m.get("meta", {}).get("activity", {}).get("type") == "response"
+                   for m in native)
+        assert _core.translate_line(json.dumps(messages).encode(), format_) is not None
 
 
 def test_a_developer_message_is_a_responses_message() -> None:

@@ -428,7 +428,8 @@ def test_files_named_like_trajectories_but_not_read_are_said(
     (tmp_path / "sub").mkdir()
     for name in ("a.jsonl", "sub/b.jsonlines", "sub/c.JSONLINES", "d.jsonl.gzip", "traj_17"):
         (tmp_path / name).write_text(run_line)
-    for name in ("notes.txt", "scan.log", "README"):
+    for name in ("notes.txt", "scan.log", "README", "trajectory_viewer.py", "json_utils.py",
+                 "conf.geojson", "runs.jsonl.swp", "runs.json~", "runs.json.lock"):
         (tmp_path / name).write_text("x\n")
     code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 1
@@ -437,8 +438,13 @@ def test_files_named_like_trajectories_but_not_read_are_said(
             ".jsonl, .ndjson, .json, .traj, .eval, .parquet, .pq") in err
     assert "name a file to read it whatever its name" in err
     assert "notes.txt" not in err and ".log" not in err and "README" not in err
+    assert ".py" not in err
     code, out, _ = run(["scan", str(tmp_path / "sub" / "b.jsonlines"), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 1
+    # A directory holding only such files: its fatal error says so.
+    code, _, err = run(["scan", str(tmp_path / "sub"), "-q"], monkeypatch)
+    assert code == 2 and "is a directory with no trajectory file under it" in err
+    assert "passed over 2 files named like trajectory files (.jsonlines 2)" in err
 
 
 def in_source_messages(record: dict[str, Any], sources: list[int]) -> dict[str, Any]:

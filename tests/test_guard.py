@@ -158,17 +158,17 @@ def test_tripped_guard_stays_tripped() -> None:
 
 
 def test_non_strings_are_ignored() -> None:
-    """Chunks that are no str are ignored, as production ignores them. None (a tool call's
-    stream delta holds no text) and empty strings go unsaid; bytes (most likely a stream's
-    chunk not decoded, whose runaway would never trip) are warned of with push_bytes, and
-    any other value (a stream event or its delta pushed whole, whose text would never be
-    seen) is warned of by its type."""
+    """Chunks that are no str are ignored, as production ignores them. None and empty lists
+    (a tool call's stream delta holds no text) and empty strings go unsaid; bytes (most
+    likely a stream's chunk not decoded, whose runaway would never trip) are warned of with
+    push_bytes, and any other value (a stream event or its delta pushed whole, whose text
+    would never be seen) is warned of by its type."""
     guard = Guard()
-    for chunk in (None, ""):
+    for chunk in (None, "", [], ()):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert guard.push(chunk) is False
-    for chunk in (b"loop loop ", bytearray(b"loop loop ")):
+    for chunk in (b"loop loop ", bytearray(b"loop loop "), memoryview(b"loop loop ")):
         with pytest.warns(UserWarning, match="Guard.push ignores bytes.*push_bytes"):
             assert guard.push(chunk) is False
     for chunk, name in ((3, "int"), (["a"], "list"), ({"delta": {"content": "a"}}, "dict")):

@@ -698,6 +698,10 @@ def _function_blocks(text: str) -> list[_Call]:
 
 _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
                                       "redacted_thinking"})
+_ANTHROPIC_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
+"""The blocks a chat read as OpenAI's is refused for: its calls and results would be lost.
+(A ``thinking`` block is no sign of another format there: Mistral's reasoning models put
+one in OpenAI-shaped content, its ``thinking`` a list of parts.)"""
 _OPENAI_ONLY_ROLES: Final = frozenset({"tool", "function", "developer"})
 _OPENAI_KEYS: Final = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids")
 
@@ -865,18 +869,24 @@ _OPENAI_RESULT_ROLES: Final = frozenset({"tool", "function"})
 
 
 def _not_anthropic(message: Mapping[str, Any], index: int) -> None:
-    """A ValueError for a chat message read as OpenAI's that holds a block only Anthropic's
-    messages hold (a run of another format in the batch): read on, its tool calls and
-    results would be media, and its loops lost or made up."""
+    """A ValueError for a chat message read as OpenAI's that holds Anthropic's tool blocks
+    (a run of another format in the batch): read on, its tool calls and results would be
+    media, and its loops lost or made up."""
     content = message.get("content")
     if not isinstance(content, list):
         return
     kind = next((_plain(block.get("type")) for block in content
-                 if isinstance(block, Mapping) and text_in(block.get("type"), _ANTHROPIC_BLOCKS)),
-                None)
+                 if isinstance(block, Mapping)
+                 and text_in(block.get("type"), _ANTHROPIC_TOOL_BLOCKS)), None)
     if kind is not None:
         raise ValueError(f"message {index} holds a {kind} block, which only Anthropic's "
                          "messages hold (is the thread in format 'anthropic'?)")
+
+
+def _holds(value: Any) -> bool:
+    """Whether a key's value holds something: a logger that writes every field writes
+    ``"tool_calls": null`` (or an empty list) on messages that have none."""
+    return value is not None and not (isinstance(value, (list, tuple)) and not value)
 
 
 def _not_openai(message: Mapping[str, Any], index: int, role: str, roles: frozenset[str],
@@ -884,7 +894,7 @@ def _not_openai(message: Mapping[str, Any], index: int, role: str, roles: frozen
     """A ValueError for a message read as Anthropic's or as a Responses message that has a
     role or key only OpenAI's chat has (``tool_calls``, a ``tool`` result): read on, its
     tool calls would be lost and its results read as text."""
-    key = next((key for key in _OPENAI_KEYS if key in message), None)
+    key = next((key for key in _OPENAI_KEYS if _holds(message.get(key))), None)
     if key is None and not text_in(role, roles):
         return
     what = f"a {key!r} key" if key is not None else f"role {role!r}"

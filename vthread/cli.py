@@ -1036,10 +1036,19 @@ def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, in
 
 def _looks_like_a_trajectory(name: str) -> bool:
     """Whether a file name vthread does not read still names a trajectory file, most
-    likely (``runs.jsonlines``, ``runs.jsonl.gzip``, ``traj_17``): said when passed over,
-    where the logs and notes beside the runs are passed over in silence."""
-    lower = name.lower()
-    return "json" in lower or "traj" in lower
+    likely: one of its endings says JSON or a trajectory (``runs.jsonlines``,
+    ``runs.jsonl.gzip``, ``run.traj.bak``), or it has none and its name says so
+    (``traj_17``). Said when passed over, where the logs, notes and code beside the runs
+    (``scan.log``, ``trajectory_viewer.py``) are passed over in silence."""
+    stem, *endings = name.lower().lstrip(".").split(".")
+    if endings and (endings[-1] in _LEFTOVER_ENDINGS or name.endswith("~")):
+        return False  # an editor's or a tool's leftover (runs.jsonl.swp, runs.json.lock)
+    return any(ending.startswith(("json", "traj")) for ending in endings) or (
+        not endings and ("json" in stem or "traj" in stem))
+
+
+_LEFTOVER_ENDINGS: Final = frozenset({"bak", "swp", "swo", "lock", "tmp", "orig", "old"})
+"""Endings of the copies editors and tools leave beside a file, never a trajectory."""
 
 
 def _unread_names_said(unread_names: dict[str, int]) -> str:
@@ -1448,8 +1457,9 @@ def _files_under(name: str, written: _Written,
             raise _FatalError(f"{name}: is a directory with no trajectory file vthread can "
                               f"read under it: {shown}{more}")
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
+        passed = f"; {_unread_names_said(unread_names)}" if unread_names else ""
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
-                          f"(files ending {endings}, the text ones optionally .gz)")
+                          f"(files ending {endings}, the text ones optionally .gz){passed}")
     return sorted(found)
 
 
