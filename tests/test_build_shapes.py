@@ -329,7 +329,8 @@ def test_a_call_that_overflows_is_kept_whole_and_its_results_trimmed() -> None:
 
 def test_what_a_turns_sharing_leaves_alone() -> None:
     """The room is shared only among the results of calls made together, and only when a
-    result overflows: a call that overflows is trimmed alone, its results kept whole; a
+    result overflows: a call that overflows with no room once kept whole is trimmed
+    alone, its results kept whole (with room, the results are trimmed: the test above); a
     result that came back late (a background call's) shares with no step between; figures
     that are fractions are shared in fractions (3.25 fits a share of 3.33, and is kept);
     and when the trim function drops another result, the overflowing one is trimmed alone

@@ -246,8 +246,9 @@ def test_a_later_thread_in_another_format_is_warned_of(
     refused = "anthropic format: message 0 has a 'tool_calls' key"
     assert records(out)[72]["error"].startswith(refused)
     assert ("line 71, the first after plain chats to show a format, is anthropic, the format "
-            "the rest is read in, but line 73 looks like openai: it is read as anthropic, and "
-            "its record is an error or may be wrong") in err
+            "the rest is read in, but line 73 looks like openai: it is read as anthropic: an "
+            "error where it holds what only its own format holds, else maybe read "
+            "wrongly") in err
     with pytest.warns(UserWarning, match="thread 70, the first after plain chats .* but "
                                          "thread 72 looks like openai") as said, \
             pytest.raises(ValueError, match=f"thread 72: {refused}"):
@@ -377,7 +378,8 @@ def test_scan_arrow_and_a_parquet_file_warn_of_a_native_row_before_the_settling_
     assert [str(w.message) for w in said] == [
         "format='auto': row 107, the first after plain chats to show a format, is anthropic, "
         "the format the rest is read in, but row 100 looks like native: it is read as "
-        "anthropic, and its record is an error or may be wrong"]
+        "anthropic: an error where it holds what only its own format holds, else maybe "
+        "read wrongly"]
     assert said[0].filename == __file__
     path = tmp_path / "runs.parquet"
     pq.write_table(table, path)

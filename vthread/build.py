@@ -96,7 +96,8 @@ def build_thread(
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
     messages from the last allowed start before it are kept (a large tool result is kept
     trimmed with its call; with ``pair_safe`` the results of the calls made with its own
-    share that room with it, each given an equal share of what is left, smallest first),
+    share that room with it, each given an equal share of what is left, smallest first,
+    and a call that overflows while its results fit is kept whole, its results trimmed),
     and one with no room left is dropped, not kept whole as production keeps it.
     O(n), with a sort of the results trimmed together.
 
@@ -356,8 +357,9 @@ def _trimmed_turn(
     thread: list[Mapping[str, Any]], costs: list[float], start: int, index: int,
     shared: frozenset[int], whole: bool, limit: float, trim: Trim, view: _MessageView,
 ) -> tuple[int, int, list[dict[str, Any]], list[float]] | None:
-    """``thread[index]`` trimmed (kept ``whole``, when it is no result) with the messages
-    from ``start`` kept whole and the ``shared`` results sharing the room with it (see
+    """``thread[index]`` trimmed, or kept whole when it fits its share (always kept
+    ``whole`` when it is no result), with the messages from ``start`` kept whole and the
+    ``shared`` results sharing the room with it (see
     :func:`_trimmed_with_its_start`): ``start``, the end of the messages given, they and
     the tokens of each; None when no room is left or the trim function drops
     ``thread[index]``; :class:`_NotSharedError` raised, with ``shared`` results, when the
@@ -377,7 +379,9 @@ def _trimmed_turn(
     figures_whole = room.is_integer() and all(costs[k].is_integer() for k in waiting)
     for position, k in enumerate(waiting):
         share = _share(room, len(waiting) - position, figures_whole)
-        if costs[k] > share:  # always so for thread[index], which overflowed the room
+        # (thread[index] may fit its share when a newer result is larger: that one is
+        # trimmed instead)
+        if costs[k] > share:
             cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
             if cut is None:
                 if k != index:
@@ -682,7 +686,8 @@ def _newest_fitting(
     them. With ``deferred`` (a list), the message a trim function would be given is not
     trimmed: its (index, room) is appended there, for the caller to trim with the room its
     shape leaves (with no room left too: it is dropped, where production keeps it whole,
-    unless the results of its calls make room), and the messages after it are returned."""
+    unless the other results of its turn make room), and the messages after it are
+    returned."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -698,7 +703,7 @@ def _newest_fitting(
             elif callable(inclusive):
                 room = limit - total
                 if deferred is not None:
-                    # (with no room left, dropped unless its calls' results make room)
+                    # (with no room left, dropped unless its turn's results make room)
                     deferred.append((index, room))
                 elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,

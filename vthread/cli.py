@@ -1037,11 +1037,11 @@ def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, in
 def _looks_like_a_trajectory(name: str) -> bool:
     """Whether a file name vthread does not read still names a trajectory file, most
     likely: one of its endings says JSON or a trajectory (``runs.jsonlines``,
-    ``runs.jsonl.gzip``, ``run.traj.bak``), or it has none and its name says so
+    ``runs.jsonl.gzip``, ``run.traj.json5``), or it has none and its name says so
     (``traj_17``). Said when passed over, where the logs, notes and code beside the runs
     (``scan.log``, ``trajectory_viewer.py``) are passed over in silence."""
     stem, *endings = name.lower().lstrip(".").split(".")
-    if endings and (endings[-1] in _LEFTOVER_ENDINGS or name.endswith("~")):
+    if name.endswith("~") or (endings and endings[-1] in _LEFTOVER_ENDINGS):
         return False  # an editor's or a tool's leftover (runs.jsonl.swp, runs.json.lock)
     return any(ending.startswith(("json", "traj")) for ending in endings) or (
         not endings and ("json" in stem or "traj" in stem))
@@ -1449,17 +1449,20 @@ def _files_under(name: str, written: _Written,
         # Only the files this run writes: a trajectory among them is refused as such first.
         _check_only_records_overwritten(name, overwritten, written)
     if not found:
+        # (the listing's own lines are said only once it returns: said here, with it)
+        passed = f"; {_unread_names_said(unread_names)}" if unread_names else ""
         unread = [left for left in left_out or [] if left.unread_trajectory]
         if unread:
-            # (the listing's own lines are said only once it returns: said here, with it)
             shown = "; ".join(f"{left.file} is left out: {left.why}" for left in unread[:5])
             more = f"; and {len(unread) - 5:,} more" if len(unread) > 5 else ""
             raise _FatalError(f"{name}: is a directory with no trajectory file vthread can "
-                              f"read under it: {shown}{more}")
+                              f"read under it: {shown}{more}{passed}")
+        if passed:
+            raise _FatalError(f"{name}: is a directory with no trajectory file under it"
+                              f"{passed}")
         endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
-        passed = f"; {_unread_names_said(unread_names)}" if unread_names else ""
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
-                          f"(files ending {endings}, the text ones optionally .gz){passed}")
+                          f"(files ending {endings}, the text ones optionally .gz)")
     return sorted(found)
 
 
@@ -3593,7 +3596,8 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
         return None
     return (f"{label}: warning: --format {given} was given, but "
             f"{misfit_phrase(found, evidence[-1][0], unit)}; they are read as {given}, and "
-            "their records are errors or may be wrong"), evidence[-1][0]
+            "each is an error where it holds what only its own format holds, else may be "
+            "read wrongly"), evidence[-1][0]
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:

@@ -20,7 +20,7 @@ mini-swe-agent (``.traj.json``)  ``messages``           ``instance_id``
 The first key of :data:`MESSAGES_KEYS` an object holds is its messages; ``messages_key``
 names another (and then only that one is looked at), for formats not listed. The id is
 ``id_key``'s value when given, else the first of ``id``, ``instance_id``, ``task_id`` (with
-``trial`` when present and not null, each part written as the file writes it) the object
+``trial`` when present and not null, each part as JSON writes it) the object
 holds, else None.
 
 >>> run = {"task_id": 3, "trial": 1, "traj": [{"role": "user", "content": "hi"}]}
@@ -718,9 +718,9 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
     one = len(found) == 1
     return (f"{unit} {window[0][0]}, the first after plain chats to show a format, is "
             f"{settled}, the format the rest is read in, but {misfit_lines(found, unit)}: "
-            f"{'it is' if one else 'they are'} read as {settled}, and "
-            f"{'its record is an error or' if one else 'their records are errors or'} may "
-            "be wrong")
+            f"{'it is' if one else 'they are'} read as {settled}: an error where "
+            f"{'it holds' if one else 'one holds'} what only its own format holds, else "
+            "maybe read wrongly")
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,

@@ -29,9 +29,10 @@ and the value (a string or a number) of any object key that names a time: ``time
 ``updated``, ``started``, ``finished``, ``ended``, or a key ending in ``_at``, ``_time``,
 ``_ms``, ``_ns``, ``_us``, ``_sec`` or ``_seconds`` (case-insensitive), becomes
 ``<volatile>``. Counts, sizes, line numbers and other numbers are kept: a thread whose
-numbers really change still progresses, but for those that look like a clock (10, 13, 16
-or 19 digits opening with ``1``, as a size of 1-2 GB in bytes does; a number with a time
-unit). So is a key named ``date``: a date is what an agent
+numbers really change still progresses, but for those that look like a clock or an id
+(10, 13, 16 or 19 digits opening with ``1``, as a size of 1-2 GB in bytes does; 12 digits
+or more, as ``<hex>``; a number with a time unit). The value of a key named ``date`` is
+kept too: a date is what an agent
 searches or books for (tau-bench's ``search_direct_flight(date=...)``), and one searched day
 after day is progress, not a clock.
 
