@@ -636,7 +636,7 @@ fn from_openai<'t>(
     let mut pending: Vec<TextCall<'t>> = Vec::new();
     for (index, &message) in messages.iter().enumerate() {
         let role = role(message)?;
-        if holds_anthropic_block(message.get("content")) {
+        if holds_block(message.get("content"), &ANTHROPIC_TOOL_BLOCKS) {
             return Err(Declined); // `adapters._not_anthropic`: Python says which block
         }
         // A tool's result holds its media itself (`tool_result`).
@@ -1200,13 +1200,14 @@ const OPENAI_KEYS: [&str; 4] = [
 /// `adapters._OPENAI_RESULT_ROLES`: the roles of OpenAI chat's tool results.
 const OPENAI_RESULT_ROLES: [&str; 2] = ["tool", "function"];
 
-/// `adapters._not_anthropic`: a content list holding Anthropic's tool blocks.
-fn holds_anthropic_block(content: Option<Value<'_>>) -> bool {
+/// `adapters._first_block`: whether a content list holds a block (an object) whose `type`
+/// is one of `kinds`.
+fn holds_block(content: Option<Value<'_>>, kinds: &[&str]) -> bool {
     content.is_some_and(|content| {
         content.is_array()
             && content
                 .children()
-                .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_TOOL_BLOCKS))
+                .any(|block| block.is_object() && named(block.get("type"), kinds))
     })
 }
 
@@ -1799,14 +1800,9 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     if roles.len() != messages.len() || !roles.iter().all(Value::is_string) {
         return Ok((None, true));
     }
-    let anthropic = messages.iter().any(|m| {
-        m.get("content").is_some_and(|content| {
-            content.is_array()
-                && content
-                    .children()
-                    .any(|block| block.is_object() && named(block.get("type"), &ANTHROPIC_BLOCKS))
-        })
-    });
+    let anthropic = messages
+        .iter()
+        .any(|m| holds_block(m.get("content"), &ANTHROPIC_BLOCKS));
     let openai = messages.iter().zip(&roles).any(|(m, role)| {
         named(Some(*role), &OPENAI_ONLY_ROLES) || OPENAI_KEYS.iter().any(|key| m.get(key).is_some())
     });

@@ -750,7 +750,8 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     roles = _plain_all([m.get("role") for m in messages])
     if not all(is_string(role) for role in roles):
         return None, True
-    anthropic = any(_has_anthropic_block(m.get("content")) for m in messages)
+    anthropic = any(_first_block(m.get("content"), _ANTHROPIC_BLOCKS) is not None
+                    for m in messages)
     openai = any(role in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
                  for m, role in zip(messages, roles, strict=True))
     if anthropic:
@@ -872,12 +873,7 @@ def _not_anthropic(message: Mapping[str, Any], index: int) -> None:
     """A ValueError for a chat message read as OpenAI's that holds Anthropic's tool blocks
     (a run of another format in the batch): read on, its tool calls and results would be
     media, and its loops lost or made up."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return
-    kind = next((_plain(block.get("type")) for block in content
-                 if isinstance(block, Mapping)
-                 and text_in(block.get("type"), _ANTHROPIC_TOOL_BLOCKS)), None)
+    kind = _first_block(message.get("content"), _ANTHROPIC_TOOL_BLOCKS)
     if kind is not None:
         raise ValueError(f"message {index} holds a {kind} block, which only Anthropic's "
                          "messages hold (is the thread in format 'anthropic'?)")
@@ -902,10 +898,13 @@ def _not_openai(message: Mapping[str, Any], index: int, role: str, roles: frozen
                      "the thread in format 'openai'?)")
 
 
-def _has_anthropic_block(content: Any) -> bool:
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping) and text_in(block.get("type"), _ANTHROPIC_BLOCKS)
-        for block in content)
+def _first_block(content: Any, kinds: frozenset[str]) -> str | None:
+    """The type of the first block (an object) of a content list whose type is one of
+    ``kinds``, else None (and for content that is no list)."""
+    if not isinstance(content, list):
+        return None
+    return next((_plain(block.get("type")) for block in content
+                 if isinstance(block, Mapping) and text_in(block.get("type"), kinds)), None)
 
 
 def _plain(value: Any) -> Any:
