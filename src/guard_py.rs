@@ -208,34 +208,35 @@ impl GuardCore {
             return Ok(true);
         }
         let Some(text) = crate::node::text_of(text)? else {
-            if text.is_instance_of::<PyBytes>()
+            // Ignored, as production ignores any chunk that is no string, but said: bytes
+            // are most likely a stream's undecoded chunk, and anything else a stream event
+            // or its delta pushed whole, whose runaway would never trip. (None, or an empty
+            // list of content parts, a delta with no text, is what a tool call's chunks
+            // hold, and goes unsaid.)
+            let advice = if text.is_instance_of::<PyBytes>()
                 || text.is_instance_of::<PyByteArray>()
                 || text.is_instance_of::<PyMemoryView>()
             {
-                // Ignored, as production ignores any chunk that is no string; but bytes are
-                // most likely a stream's undecoded chunk, whose runaway would never trip.
-                let py = text.py();
-                PyErr::warn(
-                    py,
-                    &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                Some(
                     c"Guard.push ignores bytes, as it ignores any chunk that is not a str: \
-                      decode them, or feed them to push_bytes",
-                    1,
-                )?;
+                       decode them, or feed them to push_bytes"
+                        .to_owned(),
+                )
             } else if !text.is_none() && !is_empty_sequence(text) {
-                // A stream event or its delta pushed whole (None, or an empty list of
-                // content parts, a delta with no text, is what a tool call's chunks hold,
-                // and goes unsaid).
-                let py = text.py();
-                let message = format!(
+                Some(std::ffi::CString::new(format!(
                     "Guard.push ignores a chunk of type {}, as it ignores any chunk that is \
                      not a str: push the text it holds (a stream event's delta content)",
                     text.get_type().name()?
-                );
+                ))?)
+            } else {
+                None
+            };
+            if let Some(advice) = advice {
+                let py = text.py();
                 PyErr::warn(
                     py,
                     &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-                    &std::ffi::CString::new(message)?,
+                    &advice,
                     1,
                 )?;
             }
