@@ -1059,12 +1059,11 @@ def _unread_names_said(unread_names: dict[str, int]) -> str:
     commonest = sorted(unread_names.items(), key=lambda item: (-item[1], item[0]))
     endings = ", ".join(f"{ending} {number:,}" for ending, number in commonest[:5])
     more = f", and {len(commonest) - 5:,} more endings" if len(commonest) > 5 else ""
-    read = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
     files = ("1 file named like a trajectory file" if count == 1
              else f"{count:,} files named like trajectory files")
     return (f"passed over {files} ({endings}{more}): a directory stands for the files "
-            f"ending {read} (the text ones optionally .gz); name a file to read it whatever "
-            "its name")
+            f"ending {_READ_ENDINGS} (the text ones optionally .gz); name a file to read it "
+            "whatever its name")
 
 
 def _named_as_an_input(name: str) -> bool:
@@ -1218,6 +1217,9 @@ _TRAJECTORY_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
 """Endings (before an optional ``.gz``) of the text files a directory FILE stands for."""
 _WHOLE_FILE_SUFFIXES: Final = (".eval", ".parquet", ".pq")
 """Endings of the other files it stands for (Inspect logs, Parquet), never gzipped."""
+_READ_ENDINGS: Final = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
+"""Those endings as the messages about a directory list them."""
+
 class _LeftOut(NamedTuple):
     """A path under a directory FILE that was not read, and why. ``unread_trajectory``: it
     is a trajectory file by its name (compressed in a way vthread does not read, a dangling
@@ -1460,9 +1462,8 @@ def _files_under(name: str, written: _Written,
         if passed:
             raise _FatalError(f"{name}: is a directory with no trajectory file under it"
                               f"{passed}")
-        endings = ", ".join((*_TRAJECTORY_SUFFIXES, *_WHOLE_FILE_SUFFIXES))
         raise _FatalError(f"{name}: is a directory with no trajectory file under it "
-                          f"(files ending {endings}, the text ones optionally .gz)")
+                          f"(files ending {_READ_ENDINGS}, the text ones optionally .gz)")
     return sorted(found)
 
 
