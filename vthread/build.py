@@ -449,6 +449,8 @@ class _MessageView:
         self._call_ids: dict[int, Any] = {}  # the chat's call ids, by native message
         self._chat_pairs: tuple[list[tuple[int, int]], set[int]] | None = None
         self._chat_results: frozenset[int] = frozenset()  # read with _chat_pairs
+        # native messages' tool_pairs, by the first message read (their lists not changed)
+        self._native_pairs: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
         if format == "native":
             if thread and chat_like(thread[0]):
                 warn_if_chat([thread], stacklevel=3, one=True, what=_UNSEEN)
@@ -522,7 +524,12 @@ class _MessageView:
         ``computer_call_output``, by call id) and each reasoning item with the item after it,
         and each call from the reasoning that made it."""
         if self._types is None:
-            return tool_pairs(self._thread[first:])
+            # Read once for each first (the kept part's allowed starts, and the results a
+            # trim shares the room among, read the same pairs).
+            found = self._native_pairs.get(first)
+            if found is None:
+                found = self._native_pairs[first] = tool_pairs(self._thread[first:])
+            return found
         if self._chat_pairs is None:
             self._chat_pairs = self._all_chat_pairs()
         pairs, orphans = self._chat_pairs
@@ -534,7 +541,7 @@ class _MessageView:
         the tool pairs :meth:`tool_pairs` reads and those no call made (in a chat format
         the source messages holding them), not the item after a reasoning item."""
         if self._types is None:
-            pairs, orphans = tool_pairs(self._thread[first:])
+            pairs, orphans = self.tool_pairs(first)
             return frozenset([*(first + reply for _, reply in pairs),
                               *(first + orphan for orphan in orphans)])
         if self._chat_pairs is None:
