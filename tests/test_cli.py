@@ -439,6 +439,22 @@ def test_files_named_like_trajectories_but_not_read_are_said(
     assert "name a file to read it whatever its name" in err
     assert "notes.txt" not in err and ".log" not in err and "README" not in err
     assert ".py" not in err
+    # --summary counts them too, by directory and ending (a dashboard saw none of them),
+    # and --fail-on-error does not fail on a name's guess.
+    summary_file = tmp_path / "out" / "summary.json"
+    summary_file.parent.mkdir()
+    more = tmp_path.parent / f"{tmp_path.name}_more"
+    more.mkdir()
+    (more / "e.jsonl").write_text(run_line)
+    (more / "f.json5").write_text(run_line)
+    code, _, _ = run(["scan", str(tmp_path), str(more), "-q", "--fail-on-error",
+                      "--summary", str(summary_file)], monkeypatch)
+    summary = json.loads(summary_file.read_text())
+    assert code == 0 and summary["left_out"] == []
+    assert summary["passed_over_by_name"] == [
+        {"directory": str(tmp_path), "files": 4,
+         "endings": {".jsonlines": 2, ".gzip": 1, "no ending": 1}},
+        {"directory": str(more), "files": 1, "endings": {".json5": 1}}]
     code, out, _ = run(["scan", str(tmp_path / "sub" / "b.jsonlines"), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 1
     # A directory holding only such files: its fatal error says so.

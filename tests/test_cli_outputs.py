@@ -238,8 +238,8 @@ def test_a_signal_while_the_inputs_are_listed_ends_as_one_during_the_scan(
     written.write_bytes(b"earlier\n")
     real_inputs = cli._inputs
 
-    def listed_then_stopped(options: object, passed_over: object = None) -> object:
-        found = real_inputs(options, passed_over)  # type: ignore[arg-type]
+    def listed_then_stopped(options: object, *collectors: object) -> object:
+        found = real_inputs(options, *collectors)  # type: ignore[arg-type]
         os.kill(os.getpid(), getattr(signal, signum))
         return found
 

@@ -586,8 +586,10 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             say(f"vthread scan: {error}")
             return USAGE_EXIT
     passed_over: list[_LeftOut] = []  # paths under an input directory not read
+    # Per directory, the files passed over for their names though named like trajectories.
+    passed_over_by_name: list[tuple[str, dict[str, int]]] = []
     try:
-        inputs = _inputs(options, passed_over)
+        inputs = _inputs(options, passed_over, passed_over_by_name)
         if inputs is None:
             return USAGE_EXIT
         files, listed, walked = inputs
@@ -774,7 +776,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short,
-                                passed_over)
+                                passed_over, passed_over_by_name)
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
     if failure is not None:
@@ -975,11 +977,15 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   detected: list[tuple[str, str]], units: set[str],
                   failure: str | None = None,
                   cut_short: list[tuple[str, str]] | None = None,
-                  left_out: list[_LeftOut] | None = None) -> dict[str, object]:
+                  left_out: list[_LeftOut] | None = None,
+                  passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None
+                  ) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
     why the scan ended before its end (the figures are then those of what it read);
     ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
-    an input directory not read (a FIFO, a link to a directory), and why."""
+    an input directory not read (a FIFO, a link to a directory), and why;
+    ``passed_over_by_name``: for each input directory, the number of its files passed over
+    for their names though named like trajectory files, by ending."""
     threads = stats.lines - stats.errors
     return {
         "scanned": scanned,
@@ -1007,6 +1013,11 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
         "left_out": [{"file": left.file, "why": left.why} for left in left_out or []],
+        # (said on stderr only, a dashboard never saw the runs.jsonlines files left unread)
+        "passed_over_by_name": [
+            {"directory": directory, "files": sum(endings.values()),
+             "endings": dict(sorted(endings.items(), key=lambda item: (-item[1], item[0])))}
+            for directory, endings in passed_over_by_name or []],
     }
 
 
@@ -1097,7 +1108,8 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = None
+def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = None,
+            passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None
             ) -> tuple[list[str], frozenset[str], frozenset[str]] | None:
     """The files to read, those of them read one at a time (found in a directory FILE, or one
     of several inputs: see :func:`_tasks`), and those found in a directory FILE: the FILE
@@ -1105,7 +1117,9 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
     given, a directory by the files under it (the records and summary this run writes left
     out); with none, standard input when it is a pipe or a file, else (or with --sample) the
     bundled sample. None after a usage error. The paths under a directory left out (not
-    regular files, links to directories) are said, and added to ``passed_over`` with why."""
+    regular files, links to directories) are said, and added to ``passed_over`` with why;
+    the files passed over for their names though named like trajectory files are said, and
+    counted by ending in ``passed_over_by_name`` for each directory."""
     if passed_over is None:
         passed_over = []
     if options.sample:
@@ -1137,6 +1151,8 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
             if unread_names:
                 # (runs saved as runs.jsonlines went unread in silence)
                 say(f"vthread scan: {name}: {_unread_names_said(unread_names)}")
+                if passed_over_by_name is not None:
+                    passed_over_by_name.append((name, unread_names))
             passed_over.extend(sorted(left_out))
             _check_only_records_overwritten(name, overwritten, written)
             if found != [name]:
