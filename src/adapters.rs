@@ -1246,9 +1246,7 @@ pub type Evidence = (Option<&'static str>, bool);
 pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
     let root = tape.root();
     let listed = if root.is_object() {
-        // `documents.run_format`: mini-swe-agent declares itself.
-        let declared = root.get("trajectory_format").and_then(|value| value.text());
-        if declared.is_some_and(|name| name.starts_with("mini-swe-agent")) {
+        if declares_mini_swe_agent(root) {
             return Ok(Some((Some("mini-swe-agent"), true)));
         }
         match keys.messages_of(root) {
@@ -1266,6 +1264,17 @@ pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evid
         return Ok(None);
     }
     messages_format(&messages).map(Some)
+}
+
+/// Whether a run object declares itself a mini-swe-agent run (`documents.run_format`:
+/// mini-swe-agent writes `"trajectory_format": "mini-swe-agent-1"`, whose tool calls are
+/// text that the messages alone do not tell from a chat).
+pub fn declares_mini_swe_agent(root: Value<'_>) -> bool {
+    root.is_object()
+        && root
+            .get("trajectory_format")
+            .and_then(|value| value.text())
+            .is_some_and(|name| name.starts_with("mini-swe-agent"))
 }
 
 /// What a JSON string that settles a chat format opens with, after its quote (see
@@ -1943,6 +1952,26 @@ mod tests {
             "[\0]",
         ] {
             assert!(may_settle(line.as_bytes()), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_run_declares_mini_swe_agent_only_by_its_trajectory_format() {
+        let declares =
+            |line: &str| declares_mini_swe_agent(Tape::parse(line.as_bytes()).unwrap().root());
+        assert!(declares(
+            r#"{"trajectory_format": "mini-swe-agent-1", "messages": []}"#
+        ));
+        assert!(declares(
+            r#"{"trajectory_format": "mini-swe-agent", "messages": []}"#
+        ));
+        for line in [
+            r#"{"trajectory_format": "swe-agent", "messages": []}"#,
+            r#"{"trajectory_format": ["mini-swe-agent-1"], "messages": []}"#,
+            r#"{"meta": {"trajectory_format": "mini-swe-agent-1"}, "messages": []}"#,
+            r#"[{"trajectory_format": "mini-swe-agent-1"}]"#,
+        ] {
+            assert!(!declares(line), "{line}");
         }
     }
 

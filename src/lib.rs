@@ -285,11 +285,13 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 ///
 /// With `block` (a `bytes` read of a file and the starts and ends of its lines in it), the
 /// chunk's rows are `lines` and then those slices, read in place: `vthread scan` hands the
-/// core each read whole rather than a `bytes` per line.
+/// core each read whole rather than a `bytes` per line. With `declared_wins` (the file's
+/// chat format was detected, not given), a run object declaring itself a mini-swe-agent run
+/// is translated as one.
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
                     messages_key=None, id_key=None, mask_volatile=false, anywhere=None,
-                    block=None, detected=None))]
+                    block=None, detected=None, declared_wins=false))]
 #[allow(clippy::too_many_arguments)]
 fn scan_lines<'py>(
     lines: &Bound<'py, PyList>,
@@ -303,6 +305,7 @@ fn scan_lines<'py>(
     anywhere: Option<(usize, usize, f64)>,
     block: Option<chunk_rows::BlockArgument<'py>>,
     detected: Option<Vec<Bound<'py, KeptTapes>>>,
+    declared_wins: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let anywhere = anywhere.map(looking_anywhere).transpose()?;
     let keys = adapters::RunKeys {
@@ -335,6 +338,7 @@ fn scan_lines<'py>(
         anywhere,
         keep_tapes: true,
         detected: detected.as_ref(),
+        declared_wins,
     };
     let mut chunk = threads::columns_of_lines(py, &views, reading, threads, format)?;
     let from_detected = detected.as_ref().map_or(0, threads::DetectedTapes::taken);
@@ -496,6 +500,7 @@ fn scan_slices<'py>(
         anywhere,
         keep_tapes: false,
         detected: None,
+        declared_wins: false,
     };
     let chunk = threads::columns_of_lines(py, &views, reading, threads, None)?;
     chunk_dict(py, chunk)

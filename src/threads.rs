@@ -512,6 +512,9 @@ pub struct LineReading<'a> {
     pub keep_tapes: bool,
     /// Tapes format detection made of some of the lines, by their address (`DetectedTapes`).
     pub detected: Option<&'a DetectedTapes>,
+    /// The chat format was detected, not given: a run declaring itself a mini-swe-agent
+    /// run is read as one (`documents.read_run`'s `declared_wins`).
+    pub declared_wins: bool,
 }
 
 /// The tapes format detection made of a chunk's first lines, by the address of each line's
@@ -639,9 +642,15 @@ fn read_part(
             _ if !fits => None,
             Some(format) => {
                 match tape_of(reading.detected, line).and_then(|tape| {
+                    let declared =
+                        reading.declared_wins && adapters::declares_mini_swe_agent(tape.root());
                     adapters::translate_tape(
                         &tape,
-                        format,
+                        if declared {
+                            adapters::Format::MiniSweAgent
+                        } else {
+                            format
+                        },
                         reading.keys,
                         &mut scratch,
                         &mut part.sources,

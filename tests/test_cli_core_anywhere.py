@@ -76,9 +76,9 @@ def _lines_python_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     parsed: list[bytes] = []
     read_thread = cli._read_thread
 
-    def counted(line: bytes, *rest: Any) -> Any:
+    def counted(line: bytes, *rest: Any, **keywords: Any) -> Any:
         parsed.append(line)
-        return read_thread(line, *rest)
+        return read_thread(line, *rest, **keywords)
 
     monkeypatch.setattr(cli, "_read_thread", counted)
     return parsed
@@ -158,7 +158,7 @@ def test_a_confirmation_that_fails_sends_the_chunk_to_python(
     lines = [_line([failing, {"type": "bot", "text": "Let me try."}] * 3, "a", True)]
     task = chunk_task(lines, anywhere=True)
 
-    def refuses(line: bytes, *rest: Any) -> Any:
+    def refuses(line: bytes, *rest: Any, **keywords: Any) -> Any:
         return cli._Bad("not valid JSON: refused")
 
     def fails(text: bytes, *rest: Any) -> Any:

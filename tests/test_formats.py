@@ -18,7 +18,7 @@ from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.strategies import function_call_texts
 from tests.test_attribution import PNG
 from tests.test_cli import ROOT, SAMPLES, nothing_scanned, records, run, write_jsonl
-from vthread import describe_thread_cycle, scan
+from vthread import cli, describe_thread_cycle, scan
 from vthread.adapters import (
     FormatConflictError,
     common_format,
@@ -730,6 +730,48 @@ def test_mini_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     got = records(out)
     assert code == 0 and "mini-swe-agent (detected" in err
     assert got[0]["verdict"] is None and got[1]["verdict"] is not None
+
+
+@pytest.mark.parametrize("core", [True, False])
+def test_a_run_declaring_mini_swe_agent_is_read_so_in_a_file_found_in_another_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core: bool) -> None:
+    """A mini-swe-agent run declares itself (``trajectory_format``): past the lines a file's
+    format is detected from, in a file of OpenAI runs, it was read as an OpenAI chat, its
+    bash blocks text, and its stuck command went unseen. A detected format yields to the
+    run's declaration (in the core and the Python way alike, as ``scan(format="auto")``);
+    a format given is read as given."""
+    messages = mini_run([])
+    for attempt in range(6):  # a new thought each time, the same command and answer
+        messages += [{"role": "assistant",
+                      "content": f"THOUGHT: try {attempt}\n\n```bash\npytest\n```"},
+                     {"role": "user", "content": "<returncode>1</returncode>\n<output>\n"
+                                                 "FAILED test_a\n</output>"}]
+    stuck = {"instance_id": "stuck", "trajectory_format": "mini-swe-agent-1",
+             "messages": messages}
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    runs: list[dict[str, Any]] = [
+        {"id": f"o{index}", "messages": [
+            {"role": "user", "content": f"task {index}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]}
+        for index in range(70)]
+    runs.append(stuck)
+    path = write_jsonl(tmp_path / "mixed.jsonl", runs)
+    alone = records(run(["scan", str(write_jsonl(tmp_path / "alone.jsonl", [stuck]))],
+                        monkeypatch)[1])[0]
+    assert alone["verdict"] == "repeated_result_run"
+    if not core:
+        monkeypatch.setattr(cli, "_core_may_read", lambda task: False)
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    got = records(out)
+    assert code == 0 and "openai (detected" in err and len(got) == 71
+    assert {**got[70], "file": alone["file"], "line": 1} == alone
+    assert all(record["verdict"] is None for record in got[:70])
+    code, out, _ = run(["scan", str(path), "--format", "openai"], monkeypatch)
+    assert code == 0 and records(out)[70]["verdict"] is None  # read as given
+    # The Python API alike: a detected format yields, a given one does not.
+    assert scan(runs, format="auto").names[70] == "repeated_result_run"
+    assert scan(runs, format="openai").names[70] is None
 
 
 def test_swe_agent_actions_are_tool_calls() -> None:

@@ -900,7 +900,7 @@ def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[
                 if budget < data.run_messages[row]:
                     return
                 read = cli._read_thread(line, True, task.format, task.messages_key,
-                                        task.id_key)
+                                        task.id_key, declared_wins=task.declared_wins)
                 if isinstance(read, cli._Bad):
                     continue
                 kinds = message_kinds(read[1], read[2], data.run_messages[row])

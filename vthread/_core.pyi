@@ -40,6 +40,7 @@ def scan_lines(
     anywhere: tuple[int, int, float] | None = None,
     block: tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
     detected: list[KeptTapes] | None = None,
+    declared_wins: bool = False,
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
@@ -47,7 +48,9 @@ def scan_lines(
     adapters, each an empty thread in its row). OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
-    object's messages and id are under ``messages_key`` and ``id_key`` when given. With
+    object's messages and id are under ``messages_key`` and ``id_key`` when given; with
+    ``declared_wins`` (a chat format detected, not given) a run object declaring itself a
+    mini-swe-agent run is translated as one. With
     ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
     and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native

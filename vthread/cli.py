@@ -375,6 +375,9 @@ class _Task:
     # The tapes format detection made of the chunk's first lines, for the core's scan of
     # them to take instead of parsing those lines again (a pickled copy holds none).
     detected: _core.KeptTapes | None = None
+    # The file's format was detected, not given: a run declaring itself a mini-swe-agent
+    # run is read as one (documents.read_run), where a given format is read as given.
+    declared_wins: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -2884,7 +2887,8 @@ def _tasks(
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
                             threads, *keys, mask_volatile=mask_volatile, unit=unit,
                             paused=isinstance(lines, _PausedBatch),
-                            named_through=named_through, detected=tapes or None)
+                            named_through=named_through, detected=tapes or None,
+                            declared_wins=format_ is None and kind != "inspect")
                 line += len(lines)
         except _LineTooLongError as error:
             # A document whose first run, or whose whole (read as one value), is longer
@@ -3892,7 +3896,8 @@ def _join_key(task: _Task) -> tuple[Any, ...]:
     format may differ from file to file; the rest is the run's, and checked all the same,
     so that a chunk is never read under another's options)."""
     return (task.format, tuple(task.options.items()), task.strict, task.count_tokens,
-            task.threads, task.messages_key, task.id_key, task.mask_volatile)
+            task.threads, task.messages_key, task.id_key, task.mask_volatile,
+            task.declared_wins)
 
 
 def _joined(parts: list[_Task]) -> _Task:
@@ -4002,7 +4007,7 @@ def _read_in_core(task: _Task) -> dict[str, Any] | None:
                            messages_key=task.messages_key, id_key=task.id_key,
                            mask_volatile=task.mask_volatile,
                            anywhere=core_text_run() if task.anywhere else None, block=block,
-                           detected=detected or None)
+                           detected=detected or None, declared_wins=task.declared_wins)
     # A chunk the core mostly declines is Python's whole (and a file that begins with one
     # goes to worker processes: see _run_in_core).
     return None if 2 * len(raw["declined"]) > len(task.lines) else raw
@@ -4276,7 +4281,8 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
     fatal = None
     for index, line in enumerate(lines):
         item = _read_thread(line, index in suspect, task.format, task.messages_key,
-                            task.id_key, "cell" if task.unit == "row" else task.unit)
+                            task.id_key, "cell" if task.unit == "row" else task.unit,
+                            declared_wins=task.declared_wins)
         if isinstance(item, _Bad):
             if item.reason == _BLANK and task.unit == "row":
                 # A Parquet row's line is its messages cell's text when it holds the run.
@@ -4395,13 +4401,14 @@ def _dumps(record: Any) -> str:
 
 def _read_thread(
     line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
-    id_key: str | None = None, text_name: str = "line",
+    id_key: str | None = None, text_name: str = "line", *, declared_wins: bool = False,
 ) -> tuple[Any, list[Any], list[int] | None] | _Bad:
     """(id, native messages, the source message of each or None when the line is native)
     of one line, or why it is not a thread (``text_name``: what the line is, as
-    :func:`_parse` takes it)."""
+    :func:`_parse` takes it; ``declared_wins``: as :func:`vthread.documents.read_run`)."""
     value = _parse(line, suspect, text_name)
-    return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key)
+    return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key,
+                                                         declared_wins)
 
 
 _BLANK: Final = "blank line"
@@ -4431,12 +4438,13 @@ def _parse_alone(line: bytes) -> Any:
 
 def _thread(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
+    declared_wins: bool = False,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
     from vthread.documents import read_run, run_id
 
-    found = read_run(value, format_, messages_key, id_key)
+    found = read_run(value, format_, messages_key, id_key, declared_wins)
     if not isinstance(found, str):
         return found
     return _Bad(found, run_id(value, id_key) if type(value) is dict else None)

@@ -240,9 +240,13 @@ _MESSAGE_KEYS: Final = ("role", "type", "text", "content")
 
 def read_run(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
+    declared_wins: bool = False,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
     """(id, native messages, the source message of each or None when ``value`` is native)
     of one parsed run (a list of messages or an object holding them), or why it is not one.
+    With ``declared_wins`` (``format_`` is a chat format detected, not given), a run object
+    declaring itself a mini-swe-agent run (:func:`run_format`) is read as one: the chat
+    format of a batch's other runs would read its text actions as text.
 
     >>> read_run({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
     ('r1', [{'type': 'user', 'text': 'hi'}], None)
@@ -261,6 +265,8 @@ def read_run(
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
             return not_an_array(key, messages)
+        if declared_wins and format_ != "native" and run_format(value) == "mini-swe-agent":
+            format_ = "mini-swe-agent"
     else:
         return (f'not a thread: {json_type(value)}, not an array of messages or an object '
                 f'with "messages"')
@@ -380,7 +386,9 @@ def native_threads(threads: Sequence[Any], format_: str
     one of :data:`vthread.adapters.FORMATS`, or ``"auto"``: the format the first
     :data:`DETECT_THREADS` threads with messages agree on, as ``vthread scan`` detects a
     file's (a mini-swe-agent run is known by its run object's ``trajectory_format``), or
-    when they are all plain chats, that of the first further on to show one. Native
+    when they are all plain chats, that of the first further on to show one; a run object
+    declaring itself a mini-swe-agent run in a batch found in another chat format is read
+    as one, as a given format is not overruled. Native
     lists of messages are returned as they are, with None for all. A thread that cannot be
     read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
     the thread. O(total messages).
@@ -390,7 +398,8 @@ def native_threads(threads: Sequence[Any], format_: str
     """
     from vthread.adapters import to_native_with_sources
 
-    if checked_format(format_) == "auto":
+    detected = checked_format(format_) == "auto"
+    if detected:
         # The threads detection reads, as they are at the call: a message that is no exact
         # dict runs the caller's code when read, which may change the thread under it.
         threads = [_held(thread) if index < DETECT_THREADS else thread
@@ -402,7 +411,8 @@ def native_threads(threads: Sequence[Any], format_: str
     sources: list[list[int] | None] = []
     for index, thread in enumerate(threads):
         if isinstance(thread, Mapping):
-            found = read_run(_as_parsed_run(thread), format_)
+            # (a detected chat format yields to a run's own declaration; a given one not)
+            found = read_run(_as_parsed_run(thread), format_, declared_wins=detected)
             if is_string(found):
                 if format_ == "native":
                     # The list threads before it are checked by the core, later: the first
