@@ -1203,8 +1203,14 @@ def test_fail_on_error_fails_a_gate_that_checked_nothing_or_met_a_bad_line(
             assert ("no thread was scanned" in err) is nothing, (path, err)
             code, out, err = run(["scan", str(path), "--fail-on-error", *quiet], monkeypatch)
             assert code == failing and len(records(out)) == written, path
-    assert run(["scan", str(looping), "--fail-on-error", "--fail-on-loop"], monkeypatch)[0] == 1
+    # A loop found does not hide a record that is an error: 65 comes before 1.
+    assert run(["scan", str(looping), "--fail-on-error", "--fail-on-loop"], monkeypatch)[0] == 65
+    assert run(["scan", str(looping), "--fail-on-loop"], monkeypatch)[0] == 1
     assert run(["scan", str(looping), "--fail-on-error"], monkeypatch)[0] == 65
+    looping_only = tmp_path / "loop_only.jsonl"
+    looping_only.write_text(looping.read_text().splitlines()[0] + "\n")
+    assert run(["scan", str(looping_only), "--fail-on-error", "--fail-on-loop"],
+               monkeypatch)[0] == 1
     code, _, err = run(["scan", "--fail-on-error"], monkeypatch, stdin=b"")
     assert code == 65 and "no thread was scanned: the input held none" in err
 

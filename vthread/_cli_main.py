@@ -34,10 +34,10 @@ DATA_EXIT: Final = 65  # EX_DATAERR in sysexits.h: --fail-on-error, and a record
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
-  1    --fail-on-loop and some thread loops
+  1    --fail-on-loop and some thread loops (and not 65)
   65   --fail-on-error and some record is an error, a trajectory file under a
-       directory was left out unread, or no thread was scanned (and no thread
-       loops, with --fail-on-loop)
+       directory was left out unread, or no thread was scanned (before 1: with
+       --fail-on-loop too, a loop found does not hide what went unchecked)
   2    usage error, an input that is not there, a lone input that cannot be read
        (one of several is an error record), output that is an input, or with
        --strict the first bad line
@@ -315,7 +315,7 @@ def _parser() -> argparse.ArgumentParser:
                        "directory was left out unread (compressed as vthread does not read, a "
                        "dangling link, a FIFO) or no thread was scanned at all, after every "
                        "record is written (for CI gates that must not pass having checked "
-                       "nothing)")
+                       "nothing); with --fail-on-loop too, 65 comes before 1")
     scan_.add_argument("--only-loops", action="store_true",
                        help="write only the records of threads that loop, and error records "
                        "(so no failure goes unseen); the summary still counts every line")
