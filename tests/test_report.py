@@ -246,6 +246,18 @@ def test_records_file_is_read_back(tmp_path: Path) -> None:
     assert '"kinds":[]' in page
 
 
+def test_a_report_of_no_thread_says_so_without_advising_a_scan_option(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scan a report runs warns that no thread was scanned in the report's words, with
+    no word of ``--fail-on-error``, which ``vthread report`` does not take."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert main(["report", str(empty), "-o", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert "vthread report: warning: no thread was scanned: the input held none\n" in err
+    assert "--fail-on-error" not in err and "vthread scan:" not in err
+
+
 def test_a_number_id_is_shown_as_its_record_writes_it(tmp_path: Path) -> None:
     """An id that is a number no double holds as written (1e400, NaN) or rounds is shown as
     the record writes it, as an integer id is shown exactly (1e400 was "Infinity")."""

@@ -843,7 +843,8 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
         with contextlib.redirect_stderr(said):
             status = cli.main([*argv, "--", *files])
         for message in said.getvalue().splitlines(keepends=True):  # (each escaped by scan)
-            stderr.write(message.replace("vthread scan:", "vthread report:"))
+            stderr.write(message.replace("vthread scan:", "vthread report:")
+                         .replace(cli.FAIL_ON_ERROR_ADVICE, ""))
         if status:
             return status
         looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row

@@ -766,7 +766,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                else f"its one {unit} is an error record" if stats.lines == 1
                else f"its {stats.lines:,} {unit}s are error records")
         say(f"vthread scan: warning: no thread was scanned: {why}"
-            + ("" if options.fail_on_error else " (--fail-on-error makes that exit status 65)"))
+            + ("" if options.fail_on_error else FAIL_ON_ERROR_ADVICE))
     if failure is not None:
         code, message = failure
         if code != BROKEN_PIPE_EXIT:
@@ -796,6 +796,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # always loops, and 1 then hid the runs that went unchecked.
         return DATA_EXIT
     return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+FAIL_ON_ERROR_ADVICE: Final = " (--fail-on-error makes that exit status 65)"
+"""Said after a scan's warning that no thread was scanned (``vthread report``, which has no
+such option, leaves it out of the scan's words it passes on)."""
 
 
 def _write_summary(path: str, summary: dict[str, object]) -> bool:
