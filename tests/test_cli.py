@@ -732,15 +732,35 @@ def test_progress_on_a_terminal(thread_file: Path, monkeypatch: pytest.MonkeyPat
 
 def test_missing_file_and_directory(tmp_path: Path, thread_file: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A missing FILE or a directory with nothing to read is exit 2 with a clear message,
-    before any output."""
+    """A missing FILE, or a lone directory with nothing to read, is exit 2 with a clear
+    message, before any output. A directory with nothing to read among several inputs (a
+    nightly run's folder left empty, in a glob of every night's) is its error record, as a
+    file among several that cannot be read is: the others are still scanned, and
+    --fail-on-error fails on it."""
     code, out, err = run(["scan", str(thread_file), str(tmp_path / "nope.jsonl")], monkeypatch)
     assert (code, out) == (2, b"")
     assert f"{tmp_path / 'nope.jsonl'}: no such file" in err
-    (tmp_path / "empty").mkdir()
-    code, out, err = run(["scan", str(thread_file), str(tmp_path / "empty")], monkeypatch)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run(["scan", str(empty)], monkeypatch)
     assert (code, out) == (2, b"")
     assert "empty: is a directory with no trajectory file" in err
+    alone = records(run(["scan", str(thread_file)], monkeypatch)[1])
+    only_records = tmp_path / "records"
+    only_records.mkdir()
+    (only_records / "out.jsonl").write_bytes(run(["scan", str(thread_file)], monkeypatch)[1])
+    code, out, err = run(["scan", str(empty), str(thread_file), str(only_records)], monkeypatch)
+    got = records(out)
+    assert code == 0 and got[1:-1] == alone and len(got) == len(alone) + 2
+    assert got[0] == {"id": None, "file": str(empty), "line": 1, "error": (
+        "is a directory with no trajectory file under it (files ending .jsonl, .ndjson, "
+        ".json, .traj, .eval, .parquet, .pq, the text ones optionally .gz)")}
+    assert got[-1] == {"id": None, "file": str(only_records), "line": 1, "error":
+                       "is a directory holding only vthread scan's records, no trajectory file"}
+    assert f"vthread scan: {empty}: is a directory with no trajectory file under it" in err
+    assert run(["scan", str(empty), str(thread_file), "--fail-on-error"], monkeypatch)[0] == 65
+    code, out, err = run(["scan", str(empty), str(thread_file), "--strict"], monkeypatch)
+    assert (code, out) == (2, b"") and f"{empty}: is a directory with no trajectory" in err
     done = run_process(["scan", str(tmp_path / "nope.jsonl")])
     assert done.returncode == 2 and b"Traceback" not in done.stderr
 

@@ -130,7 +130,7 @@ import sys
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from itertools import chain, repeat
@@ -591,8 +591,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     passed_over: list[_LeftOut] = []  # paths under an input directory not read
     # Per directory, the files passed over for their names though named like trajectories.
     passed_over_by_name: list[tuple[str, dict[str, int]]] = []
+    # Directories among several inputs with no trajectory file under them, and why: each is
+    # an error record.
+    empty_directories: dict[str, str] = {}
     try:
-        inputs = _inputs(options, passed_over, passed_over_by_name)
+        inputs = _inputs(options, passed_over, passed_over_by_name, empty_directories)
         if inputs is None:
             return USAGE_EXIT
         files, listed, walked = inputs
@@ -662,6 +665,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    messages_key=options.messages_key, id_key=options.id_key,
                    detected=detected, mask_volatile=options.mask_volatile,
                    listed=listed, walked=walked, cut_short=cut_short,
+                   empty_directories=empty_directories,
                    # With more jobs, a line's parse by its scan runs on a worker beside
                    # the detection's on this thread: holding the latter's tapes for it
                    # saves no time there, and cost this thread memory traffic (the scan of
@@ -1119,7 +1123,8 @@ def _finite(value: float) -> float | None:
 
 
 def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = None,
-            passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None
+            passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None,
+            empty_directories: dict[str, str] | None = None,
             ) -> tuple[list[str], frozenset[str], frozenset[str]] | None:
     """The files to read, those of them read one at a time (found in a directory FILE, or one
     of several inputs: see :func:`_tasks`), and those found in a directory FILE: the FILE
@@ -1129,7 +1134,9 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
     bundled sample. None after a usage error. The paths under a directory left out (not
     regular files, links to directories) are said, and added to ``passed_over`` with why;
     the files passed over for their names though named like trajectory files are said, and
-    counted by ending in ``passed_over_by_name`` for each directory."""
+    counted by ending in ``passed_over_by_name`` for each directory. A directory of several
+    inputs with no trajectory file under it is among the files, and why it has none in
+    ``empty_directories`` (its error record: :func:`_tasks`); a lone one is an error."""
     if passed_over is None:
         passed_over = []
     if options.sample:
@@ -1154,8 +1161,19 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
             overwritten: list[str] = []
             left_out: list[_LeftOut] = []
             unread_names: dict[str, int] = {}
-            found = _files_under(name, written, overwritten, left_out, identities,
-                                 unread_names)
+            try:
+                found = _files_under(name, written, overwritten, left_out, identities,
+                                     unread_names)
+            except _FatalError as error:
+                if len(options.files) == 1 or not os.path.isdir(name):
+                    raise
+                # One of several inputs, a directory with no trajectory file under it (a
+                # nightly run's folder left empty): its error record, as for a file of
+                # several that cannot be read, and the others still read.
+                if empty_directories is not None:
+                    empty_directories[name] = str(error).removeprefix(f"{name}: ")
+                files.append(name)
+                continue
             for path, why, _ in sorted(left_out):
                 say(f"vthread scan: {path}: left out: {why}")
             if unread_names:
@@ -1168,8 +1186,12 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
             if found != [name]:
                 found = _without_records(found)
                 if not found:
-                    raise _FatalError(f"{name}: is a directory holding only vthread scan's "
-                                      "records, no trajectory file")
+                    why = "is a directory holding only vthread scan's records, no trajectory file"
+                    if len(options.files) == 1 or empty_directories is None:
+                        raise _FatalError(f"{name}: {why}")
+                    empty_directories[name] = why
+                    files.append(name)
+                    continue
                 listed.update(found)
                 walked.update(found)
             files += found
@@ -1875,9 +1897,10 @@ def _progress_size(name: str) -> int | None:
     if name == "-":
         return None
     try:
-        return os.stat(name).st_size
+        status = os.stat(name)
     except (OSError, ValueError):
         return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0  # (a directory: its error)
 
 
 def _regular_size(raw: BinaryIO) -> int | None:
@@ -2772,6 +2795,7 @@ def _tasks(
     done_bytes: int = 0,
     cut_short: list[tuple[str, str]] | None = None,
     hold_tapes: bool = False,
+    empty_directories: Mapping[str, str] | None = None,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first threads
@@ -2784,9 +2808,17 @@ def _tasks(
     FILE, each a regular file when listed, which must still be one when opened (see
     :func:`_open`). ``hold_tapes``: the parse format detection
     makes of each of a file's first lines is held for the scan of its chunk
-    (:attr:`_Task.detected`)."""
+    (:attr:`_Task.detected`). ``empty_directories``: the directories among the inputs with
+    no trajectory file under them, each an error record saying why."""
     for name in files:
         label = "<stdin>" if name == "-" else name
+        why = (empty_directories or {}).get(name)
+        if why is not None:
+            if not strict:  # (--strict makes its record the fatal error that says it)
+                say(f"vthread scan: {name}: {why}")
+            yield _Task(name, 1, [], "native", cycle, strict, count_tokens, threads,
+                        messages_key, id_key, broken=why, unit="file")
+            continue
         if name in listed:
             # The same tasks, one file at a time, so that its fatal error ends only it.
             yield from _kept_going(
