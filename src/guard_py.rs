@@ -331,6 +331,18 @@ impl GuardCore {
         Ok(copy)
     }
 
+    /// Start a new stream with the same options, as a guard just made (a harness's next
+    /// turn): the words, the trip and its reason, and bytes `push_bytes` held, forgotten.
+    fn reset(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let mut this = for_change(slf)?;
+        this.guard.reset();
+        this.reason = None;
+        this.trip_offset = None;
+        this.held.clear();
+        this.decoded = 0;
+        Ok(())
+    }
+
     /// `copy.deepcopy`: as `__copy__` (the options and reason it shares are immutable).
     fn __deepcopy__<'py>(
         slf: &Bound<'py, Self>,

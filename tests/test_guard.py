@@ -772,6 +772,41 @@ def test_a_guard_takes_weak_references() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), options=guard_option_values())
+def test_a_reset_guard_answers_as_a_new_one(data: st.DataObject, options: dict[str, Any]
+                                            ) -> None:
+    """``reset()`` (a harness's next turn) forgets the stream: the words, a trip and its
+    reason, the bytes of a character ``push_bytes`` held. Fed another stream, the guard
+    answers as a guard just made with its options (the obviously correct twin): it stayed
+    tripped, and a new Guard was the only way to start again."""
+    earlier = b"".join(p.encode() if isinstance(p, str) else p
+                       for p in data.draw(raw_pieces))
+    later = data.draw(raw_pieces)
+    reused, fresh = Guard(**options), Guard(**options)
+    reused.push_bytes(earlier)
+    reused.push_bytes(b"\xe2\x82")  # a character cut short, held for the next call
+    assert reused.reset() is None
+    assert (reused.reason, reused.trip_offset, reused.options) == (None, None, fresh.options)
+    for piece in later:
+        if isinstance(piece, str):
+            assert reused.push(piece) == fresh.push(piece)
+        else:
+            assert reused.push_bytes(piece) == fresh.push_bytes(piece)
+        assert reused.reason == fresh.reason and reused.trip_offset == fresh.trip_offset
+
+
+def test_reset_starts_a_tripped_guard_again() -> None:
+    """A guard that tripped on one turn watches the next after ``reset()``, trips again on
+    a loop, and names that loop."""
+    guard = Guard()
+    assert guard.push("go on " * 20)
+    guard.reset()
+    assert guard.reason is None and not guard.push("Here is the answer you asked for. ")
+    assert guard.push("no " * 30)
+    assert guard.reason is not None and guard.reason.phrase == "no no no no"
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), options=guard_option_values())
 def test_a_copied_guard_is_a_fork_of_the_stream(data: st.DataObject, options: dict[str, Any]
                                                 ) -> None:
     """copy.copy and copy.deepcopy of a guard mid-stream (bytes of a character held too)

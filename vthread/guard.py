@@ -119,7 +119,8 @@ class Guard(_core.GuardCore):
     min_chars_per_character=True)`` counts ``min_chars`` up to the word judged (as
     :func:`vthread.scan_texts` does), so that where it trips does not depend on how reads
     cut the stream. A ``push`` after ``push_bytes`` left a character unfinished takes the
-    held bytes first, as lone surrogates.
+    held bytes first, as lone surrogates. ``reset()`` starts a new stream (a harness's next
+    turn) with the same options: a tripped guard otherwise stays tripped.
 
     >>> guard = Guard()
     >>> guard.push("All good so far. "), guard.reason
