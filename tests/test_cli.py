@@ -846,6 +846,50 @@ def test_a_summary_after_a_broken_pipe_counts_every_record_the_reader_got(
     written = json.loads(summary.read_text())
     assert written["completed"] is False and "broken pipe" in written["failure"]
     assert written["lines"] >= got == 6_000
+    assert written["exit_status"] == 141
+
+
+def test_the_summary_says_the_exit_status_version_start_and_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--summary`` holds what a dashboard needs to tell one nightly scan from another:
+    the exit status the run ends with (the gate's answer: a summary with no error and only
+    a file left out said nothing of the 65), the vthread version, when it started (UTC),
+    and the options as the scan applied them (nan is the default, a fraction rounds down;
+    with --anywhere, whose rules are its own, no thresholds)."""
+    import datetime
+
+    import vthread
+
+    looping = write_jsonl(tmp_path / "loop.jsonl",
+                          [[{"type": "bot", "text": "x"}] * 4, [{"type": "user", "text": "a"}]])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(looping.read_bytes() + b"{\n")
+    summary = tmp_path / "out" / "summary.json"
+    summary.parent.mkdir()
+    before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    for argv, status in (([str(looping)], 0), ([str(looping), "--fail-on-loop"], 1),
+                         ([str(bad), "--fail-on-loop", "--fail-on-error"], 65),
+                         ([str(bad), "--strict"], 2), ([str(tmp_path / "nope.jsonl")], 2)):
+        code = run(["scan", *argv, "-q", "--summary", str(summary)], monkeypatch)[0]
+        said = json.loads(summary.read_text())
+        assert code == said["exit_status"] == status, argv
+        assert said["version"] == vthread.__version__
+        started = datetime.datetime.fromisoformat(said["started"])
+        assert before <= started <= datetime.datetime.now(datetime.UTC)
+        assert said["options"]["fail_on_loop"] is ("--fail-on-loop" in argv)
+    run(["scan", str(looping), "-q", "--summary", str(summary), "--format", "native",
+         "--min-repetitions", "nan", "--min-pattern-length", "2.7", "--max-pattern-length",
+         "inf", "--min-result-repetitions", "5", "--mask-volatile"], monkeypatch)
+    assert json.loads(summary.read_text())["options"] == {
+        "format": "native", "messages_key": None, "id_key": None, "min_repetitions": 2,
+        "min_pattern_length": 2, "max_pattern_length": None, "min_result_repetitions": 5,
+        "mask_volatile": True, "anywhere": False, "only_loops": False, "strict": False,
+        "fail_on_loop": False, "fail_on_error": False}
+    run(["scan", str(looping), "-q", "--summary", str(summary), "--anywhere", "--id-key",
+         "run"], monkeypatch)
+    options = json.loads(summary.read_text())["options"]
+    assert options["anywhere"] is True and options["id_key"] == "run"
+    assert "min_repetitions" not in options and options["format"] == "auto"
 
 
 def test_import_vthread_stays_light() -> None:

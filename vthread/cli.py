@@ -131,7 +131,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache, partial
 from itertools import chain, repeat
 from pathlib import Path
@@ -509,7 +509,7 @@ def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
         # handlers back, so that its summary is never written over by this one's).
         code, message = _stopped_by(stop)
         say(f"vthread scan: {message}")
-        _early_summary(options, message)
+        _early_summary(options, message, code)
         return code
     finally:
         _STOP_SIGNALS.remove(stop_signals)
@@ -527,7 +527,7 @@ def _stopped_by(stop: BaseException) -> tuple[int, str]:
     return TERMINATED_EXIT, "terminated (SIGTERM)"
 
 
-def _early_summary(options: argparse.Namespace, reason: str) -> None:
+def _early_summary(options: argparse.Namespace, reason: str, status: int) -> None:
     """``--summary``'s file for a run that ended before its scan (nothing scanned, and why):
     a summary left by an earlier run must not stand for this one."""
     inputs = _named_inputs(options)
@@ -535,7 +535,8 @@ def _early_summary(options: argparse.Namespace, reason: str) -> None:
         with contextlib.suppress(_FatalError):
             _check_not_an_input(options.summary_file, inputs, "the --summary file")
             _write_summary(options.summary_file, _summary_json(
-                _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason))
+                _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason,
+                run=_run_settings(options, status, time.time())))
 
 
 def _named_inputs(options: argparse.Namespace) -> list[str]:
@@ -612,7 +613,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 _check_not_an_input(written, files, what)
     except _FatalError as error:
         say(f"vthread scan: {error}")
-        _early_summary(options, str(error))
+        _early_summary(options, str(error), USAGE_EXIT)
         return USAGE_EXIT
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
@@ -641,6 +642,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return IO_EXIT
     stats = _Stats(anywhere=(0, 0, 0.0, 0) if options.anywhere else None)
     started = time.perf_counter()
+    started_at = time.time()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     if files and all(map(is_parquet, files)):
@@ -778,16 +780,25 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     elif not options.quiet:
         say(_summary(stats, what, seconds, detected=detected, units=units,
                      cut_short=len(cut_short)), end="", lines=True)
+    status = failure[0] if failure is not None else _gate_status(options, stats, passed_over)
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short,
-                                passed_over, passed_over_by_name)
+                                passed_over, passed_over_by_name,
+                                run=_run_settings(options, status, started_at))
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
-    if failure is not None:
-        return failure[0]
+    return status
+
+
+def _gate_status(options: argparse.Namespace, stats: _Stats,
+                 passed_over: list[_LeftOut]) -> int:
+    """The exit status of a scan that ran to its end, as ``--fail-on-loop`` and
+    ``--fail-on-error`` gate it (a trajectory file left out unread said when it alone
+    fails the gate)."""
+    scanned = stats.lines - stats.errors
     # A trajectory file left out (compressed as vthread does not read, a dangling link) went
     # unchecked as surely as a file that cannot be read, which is an error record.
     unread = len({os.path.realpath(left.file) for left in passed_over
@@ -800,6 +811,40 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # always loops, and 1 then hid the runs that went unchecked.
         return DATA_EXIT
     return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _run_settings(options: argparse.Namespace, status: int, started_at: float
+                  ) -> dict[str, object]:
+    """What a dashboard needs to tell one scan's summary from another's: the exit status
+    the run ends with (the gate's answer), the vthread version, when it started (UTC,
+    ``started_at`` seconds since the epoch), and the options that shape the records (the
+    loop thresholds as the scan applied them)."""
+    from datetime import UTC, datetime
+
+    import vthread
+
+    applied = cycle_options(min_repetitions=options.min_repetitions,
+                            min_pattern_length=options.min_pattern_length,
+                            max_pattern_length=options.max_pattern_length,
+                            min_result_repetitions=options.min_result_repetitions)
+    return {
+        "exit_status": status,
+        "version": vthread.__version__,
+        "started": datetime.fromtimestamp(started_at, UTC).isoformat(
+            timespec="seconds"),
+        "options": {
+            "format": options.format or "auto",
+            "messages_key": options.messages_key,
+            "id_key": options.id_key,
+            **({} if options.anywhere else asdict(applied)),
+            "mask_volatile": options.mask_volatile,
+            "anywhere": options.anywhere,
+            "only_loops": options.only_loops,
+            "strict": options.strict,
+            "fail_on_loop": options.fail_on_loop,
+            "fail_on_error": options.fail_on_error,
+        },
+    }
 
 
 FAIL_ON_ERROR_ADVICE: Final = " (--fail-on-error makes that exit status 65)"
@@ -992,16 +1037,19 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   failure: str | None = None,
                   cut_short: list[tuple[str, str]] | None = None,
                   left_out: list[_LeftOut] | None = None,
-                  passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None
+                  passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None,
+                  run: dict[str, object] | None = None,
                   ) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
     why the scan ended before its end (the figures are then those of what it read);
     ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
     an input directory not read (a FIFO, a link to a directory), and why;
     ``passed_over_by_name``: for each input directory, the number of its files passed over
-    for their names though named like trajectory files, by ending."""
+    for their names though named like trajectory files, by ending; ``run``: the exit
+    status, version and options (:func:`_run_settings`), first."""
     threads = stats.lines - stats.errors
     return {
+        **(run or {}),
         "scanned": scanned,
         "completed": failure is None,
         "failure": failure,
