@@ -733,13 +733,15 @@ def test_mini_swe_agent_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize("core", [True, False])
+@pytest.mark.parametrize("where", [70, 3, 0])
 def test_a_run_declaring_mini_swe_agent_is_read_so_in_a_file_found_in_another_format(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core: bool, where: int) -> None:
     """A mini-swe-agent run declares itself (``trajectory_format``): past the lines a file's
     format is detected from, in a file of OpenAI runs, it was read as an OpenAI chat, its
-    bash blocks text, and its stuck command went unseen. A detected format yields to the
-    run's declaration (in the core and the Python way alike, as ``scan(format="auto")``);
-    a format given is read as given."""
+    bash blocks text, and its stuck command went unseen; among those lines, the file was
+    refused as of two formats. A detected format yields to the run's declaration wherever
+    it lies (in the core and the Python way alike, as ``scan(format="auto")``); a format
+    given is read as given."""
     messages = mini_run([])
     for attempt in range(6):  # a new thought each time, the same command and answer
         messages += [{"role": "assistant",
@@ -755,7 +757,7 @@ def test_a_run_declaring_mini_swe_agent_is_read_so_in_a_file_found_in_another_fo
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]}
         for index in range(70)]
-    runs.append(stuck)
+    runs.insert(where, stuck)
     path = write_jsonl(tmp_path / "mixed.jsonl", runs)
     alone = records(run(["scan", str(write_jsonl(tmp_path / "alone.jsonl", [stuck]))],
                         monkeypatch)[1])[0]
@@ -765,13 +767,17 @@ def test_a_run_declaring_mini_swe_agent_is_read_so_in_a_file_found_in_another_fo
     code, out, err = run(["scan", str(path)], monkeypatch)
     got = records(out)
     assert code == 0 and "openai (detected" in err and len(got) == 71
-    assert {**got[70], "file": alone["file"], "line": 1} == alone
-    assert all(record["verdict"] is None for record in got[:70])
+    assert {**got[where], "file": alone["file"], "line": 1} == alone
+    assert all(record["verdict"] is None for record in got[:where] + got[where + 1:])
     code, out, _ = run(["scan", str(path), "--format", "openai"], monkeypatch)
-    assert code == 0 and records(out)[70]["verdict"] is None  # read as given
+    assert code == 0 and records(out)[where]["verdict"] is None  # read as given
     # The Python API alike: a detected format yields, a given one does not.
-    assert scan(runs, format="auto").names[70] == "repeated_result_run"
-    assert scan(runs, format="openai").names[70] is None
+    assert scan(runs, format="auto").names[where] == "repeated_result_run"
+    assert scan(runs, format="openai").names[where] is None
+    # Beside native runs, which are read as they are, it still disagrees.
+    native = [{"id": "n", "messages": [{"type": "user", "text": "a"}]}, stuck]
+    with pytest.raises(ValueError, match="the threads are in different formats"):
+        scan(native, format="auto")
 
 
 def test_swe_agent_actions_are_tool_calls() -> None:

@@ -184,6 +184,7 @@ from vthread.documents import (
     DETECT_THREADS,
     TOO_DEEP,
     chat_like,
+    declared_apart,
     in_source_messages,
     unread_reason,
 )
@@ -3382,6 +3383,9 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                 else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
+    # (evidence is numbered from 1)
+    evidence = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
+        lines[number - 1]))
     try:
         agreed = agreed_format(evidence, unknown, unit, "its threads", "give --format")
     except ValueError as error:
@@ -3609,6 +3613,15 @@ def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True
             keep_tape=keep and _KEEP_TAPES.get())  # the chunk, scanned next, takes it
     except MemoryError:
         return None
+
+
+def _declares_mini_swe_agent(line: bytes) -> bool:
+    """Whether the line's run object declares itself a mini-swe-agent run
+    (:func:`vthread.documents.run_format`)."""
+    from vthread.documents import run_format
+
+    value = _parse_alone(line)
+    return type(value) is dict and run_format(value) == "mini-swe-agent"
 
 
 def _may_be_json(line: bytes) -> bool:

@@ -551,10 +551,37 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                 check_messages(messages)
             except TypeError as error:
                 raise TypeError(f"thread {unknown}: {error}") from None
+    def declares(position: int) -> bool:
+        thread: Any = threads[position]
+        return isinstance(thread, Mapping) and run_format(thread) == "mini-swe-agent"
+
+    evidence = declared_apart(evidence, declares)
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
     # (stacklevel: this function, native_threads, scan, then scan's caller)
     return settled_format(found, evidence, partial(_judged_after, threads), DETECT_THREADS,
                           "thread", 'format="auto"', stacklevel=4)
+
+
+def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
+                   ) -> list[tuple[int, Any, bool]]:
+    """``evidence`` (position, format, decisive) without the runs that declare themselves
+    mini-swe-agent runs (``declares(position)``, asked of those only), when the others show
+    another chat format: a detected chat format reads such a run as it declares wherever it
+    lies (:func:`read_run`'s ``declared_wins``), so it disagrees with them no more than it
+    does past the first threads. Beside native threads, which are read as they are, it
+    still disagrees. O(len(evidence)) and a ``declares`` call a mini-swe-agent run.
+
+    >>> declared_apart([(0, "openai", True), (1, "mini-swe-agent", True)], lambda _: True)
+    [(0, 'openai', True)]
+    >>> declared_apart([(0, "openai", False), (1, "mini-swe-agent", True)], lambda _: True)
+    [(0, 'openai', False), (1, 'mini-swe-agent', True)]
+    """
+    others = {format_ for _, format_, decisive in evidence
+              if decisive and format_ != "mini-swe-agent"}
+    if not others or "native" in others:
+        return evidence  # (plain chats alone fit a mini-swe-agent file)
+    return [item for item in evidence
+            if not (item[1] == "mini-swe-agent" and item[2] and declares(item[0]))]
 
 
 def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
