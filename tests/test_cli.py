@@ -1289,6 +1289,36 @@ def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
     assert (code, len(records(out)), err) == (0, 2, nothing_scanned(2))
 
 
+def test_a_line_cut_short_is_said_to_be_cut_short(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's line that ends inside its JSON value (a file copied while still being
+    written, or truncated) is said to be cut short, in its record and, when it is all the
+    file holds, in the file's warning: it was "not JSON ... (is it a trajectory file?)".
+    JSON written wrong says no such thing."""
+    whole = json.dumps({"id": "a", "messages": [{"type": "user", "text": "hello there"}]})
+    for cut in (len(whole) - 3, whole.index("hello") + 2, whole.index("[") + 1):
+        path = tmp_path / "cut.jsonl"
+        path.write_text(whole[:cut])
+        code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+        got = records(out)
+        with pytest.raises(json.JSONDecodeError) as expected:
+            json.loads(whole[:cut])
+        assert code == 0 and got == [{"id": None, "file": str(path), "line": 1, "error": (
+            f"not valid JSON: {expected.value} (it ends inside its value: cut short?)")}]
+        assert err == (f"vthread scan: {path}: warning: its first line ends inside its JSON "
+                       "value; each such line is an error record (is the file cut short, or "
+                       "still being written?)\n" + nothing_scanned(1))
+    path.write_text(whole + "\n" + whole[:40] + "\n")  # the last line alone cut short
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert records(out)[1]["error"].endswith("(it ends inside its value: cut short?)")
+    assert err == ""
+    path.write_text('{"id": "a", "messages": [}\n')  # written wrong, not cut short
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert records(out)[0]["error"] == ("not valid JSON: Expecting value: line 1 column 26 "
+                                        "(char 25)")
+    assert "is it a trajectory file?" in err
+
+
 def test_a_pretty_printed_document_piped_in_is_read_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`cat runs.json | vthread scan -`: a document whose first line is only "[" is read as

@@ -3373,10 +3373,19 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
         # each line will be an error record; said once, so that a wrong file is not taken
         # for a scan of bad runs.
         looked = min(len(lines), 8)
-        which = (f"its first {unit} is not" if looked == 1
-                 else f"none of its first {looked} {unit}s is")
-        say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error record "
-            "(is it a trajectory file?)")
+        if all(map(_cut_short, lines[:looked])):
+            # (a run's line cut off as the file was copied, or still being written, was
+            # "not JSON ... (is it a trajectory file?)")
+            which = (f"its first {unit} ends" if looked == 1
+                     else f"each of its first {looked} {unit}s ends")
+            say(f"vthread scan: {label}: warning: {which} inside its JSON value; each such "
+                f"{unit} is an error record (is the file cut short, or still being "
+                "written?)")
+        else:
+            which = (f"its first {unit} is not" if looked == 1
+                     else f"none of its first {looked} {unit}s is")
+            say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error "
+                "record (is it a trajectory file?)")
     elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
         back = ("saved to a file, vthread report FILE reads them back" if label == "<stdin>"
@@ -3613,6 +3622,22 @@ def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True
             keep_tape=keep and _KEEP_TAPES.get())  # the chunk, scanned next, takes it
     except MemoryError:
         return None
+
+
+def _cut_short(line: bytes) -> bool:
+    """Whether the line is JSON that ends inside its value (cut short), as ``json`` reads
+    it (:func:`vthread.documents.ends_inside_a_value`)."""
+    from vthread.documents import ends_inside_a_value
+
+    if len(line) > WARN_LINE_BYTES:
+        return False
+    try:
+        json.loads(line)
+    except ValueError as error:
+        return ends_inside_a_value(error)
+    except RecursionError:
+        return False
+    return False
 
 
 def _declares_mini_swe_agent(line: bytes) -> bool:

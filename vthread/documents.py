@@ -294,10 +294,19 @@ def unread_reason(text: bytes, error: ValueError | RecursionError, text_name: st
     ``"cell"`` of a table's messages column, ``"document"``) where a place in it is named.
     O(1).
 
-    >>> unread_reason(b"[1,", ValueError("Expecting value: line 1 column 4 (char 3)"))
+    >>> unread_reason(b"[1,,", ValueError("Expecting value: line 1 column 4 (char 3)"))
     'not valid JSON: Expecting value: line 1 column 4 (char 3)'
     >>> unread_reason(b"[\\x00\\x00\\x00", ValueError("..."), "cell")[:52]
     'not valid JSON: a NUL byte at byte 2 of the cell, wh'
+
+    JSON that ends before its value does (a file cut short, or still being written) says so:
+
+    >>> try:
+    ...     json.loads(b'{"id": 1, "messages": [')
+    ... except ValueError as error:
+    ...     unread_reason(b'{"id": 1, "messages": [', error)
+    'not valid JSON: Expecting value: line 1 column 24 (char 23) (it ends inside its value: \
+cut short?)'
     """
     if isinstance(error, RecursionError):
         # Valid JSON, perhaps: nested past what Python's json reads.
@@ -307,7 +316,19 @@ def unread_reason(text: bytes, error: ValueError | RecursionError, text_name: st
         # message then speaks of a codec or of the garbled text: say what is there.
         return (f"not valid JSON: a NUL byte at byte {text.index(0) + 1} of the {text_name}, "
                 f"which json reads as UTF-16 or UTF-32 text ({error})")
+    if ends_inside_a_value(error):
+        return f"not valid JSON: {error} (it ends inside its value: cut short?)"
     return f"not valid JSON: {error}"
+
+
+def ends_inside_a_value(error: ValueError) -> bool:
+    """Whether ``json`` gave up on an object or array that was still open where the text
+    ended (or on a string never closed): JSON cut short, not JSON written wrong."""
+    if not isinstance(error, json.JSONDecodeError):
+        return False
+    text = error.doc.rstrip(" \t\r\n")
+    return text.lstrip(" \t\r\n\ufeff").startswith(("{", "[")) and (
+        error.pos >= len(text) or error.msg == "Unterminated string starting at")
 
 
 def not_an_array(key: str, messages: Any) -> str:
