@@ -1366,8 +1366,9 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Trajectory files compressed as .zstd, .lzma, .Z, .zip or .br, and whole-file formats
     compressed (.eval.xz, .parquet.zst), are left out by name and fail --fail-on-error
-    (they were passed over in silence); a directory given twice counts each file once; a
-    directory holding only such a file says which, where it said it held no trajectory."""
+    (they were passed over in silence); a directory given twice reads and counts each file
+    once; a directory holding only such a file says which, where it said it held no
+    trajectory."""
     folder = tmp_path / "runs"
     folder.mkdir()
     lines_file(folder / "a.jsonl", 1)
@@ -1377,7 +1378,8 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
         (folder / name).write_bytes(b"x")
     code, out, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error"],
                          monkeypatch)
-    assert code == 65 and len(records(out)) == 2
+    assert code == 65 and len(records(out)) == 1
+    assert f"{folder / 'a.jsonl'}: left out: found again, under a directory given twice" in err
     for name in names:
         assert f"{folder / name}: left out: compressed with " in err
     assert err.endswith(f"--fail-on-error: {len(names)} trajectory files were left out "
@@ -1411,6 +1413,37 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
     damaged.write_bytes(b"]\x00\x00 junk\n" + lines_file(tmp_path / "one.jsonl", 2).read_bytes())
     code, out, err = run(["scan", str(damaged), "-q"], monkeypatch)
     assert code == 0 and [r.get("error") is None for r in records(out)] == [False, True, True]
+
+
+def test_a_file_found_again_under_the_directories_given_is_read_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file reached again under the directories given (a link to it, from the same folder
+    or another one given, or it hard-linked) is read once, by the path that is no link: its
+    runs were written and counted once for each path, with a warning each, 29 lines for a
+    results tree linking 29 runs. The others are left out, each in the summary's
+    ``left_out``, the first three said on stderr and the rest counted."""
+    folder, other = tmp_path / "runs", tmp_path / "latest"
+    folder.mkdir()
+    other.mkdir()
+    real = [lines_file(folder / f"r{index}.jsonl", 2) for index in range(5)]
+    (folder / "a_link.jsonl").symlink_to(real[0])
+    for index, path in enumerate(real):
+        (other / f"copy{index}.jsonl").symlink_to(path)
+    os.link(real[1], folder / "hard.jsonl")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", "-q", str(folder), str(other), "--summary", str(summary)],
+                         monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 5 * 2
+    assert sorted({record["file"] for record in got}) == sorted(
+        {str(real[0]), str(real[2]), str(real[3]), str(real[4]),
+         min(str(real[1]), str(folder / "hard.jsonl"))})
+    left = json.loads(summary.read_text())["left_out"]
+    assert len(left) == 7 and all("read once" in item["why"] for item in left)
+    assert str(folder / "a_link.jsonl") in {item["file"] for item in left}
+    assert err.count(": left out: the same file as ") == 3
+    assert "and 4 more files found again under the directories given (links)" in err
+    assert "again: its records are written" not in err
 
 
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

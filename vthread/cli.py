@@ -1084,6 +1084,46 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     }
 
 
+def _walked_once(files: list[str], found_in_walks: set[int],
+                 identities: dict[str, tuple[int, int]], passed_over: list[_LeftOut]
+                 ) -> list[str]:
+    """``files`` with each file found under the directories given read once: a link (or a
+    hard link) to a file found there too, which was read, written and counted once for
+    each path (a results tree linking each run from a second folder), is left out, said on
+    stderr and added to ``passed_over`` (the summary's ``left_out``), and so is a file found
+    again because its directory is given twice (or within another given). The path that is
+    no symbolic link is the one read. Files named as FILE arguments are read as often as
+    named (:func:`_say_files_named_twice`); ``found_in_walks``: the places in ``files`` of
+    the files found under directories."""
+    first: dict[tuple[int, int], int] = {}  # identity -> index in kept
+    kept: list[str] = []
+    again: list[_LeftOut] = []
+    for place, name in enumerate(files):
+        identity = identities.get(name) if place in found_in_walks else None
+        if identity is None:
+            kept.append(name)
+            continue
+        if identity not in first:
+            first[identity] = len(kept)
+            kept.append(name)
+            continue
+        earlier = kept[first[identity]]
+        if name == earlier:
+            why = "found again, under a directory given twice: read once"
+        else:
+            if os.path.islink(earlier) and not os.path.islink(name):
+                kept[first[identity]], name, earlier = name, earlier, name
+            why = f"the same file as {earlier} (a link to it, or it to this): read once"
+        again.append(_LeftOut(name, why, unread_trajectory=False))
+    for left in again[:3]:
+        say(f"vthread scan: {left.file}: left out: {left.why}")
+    if len(again) > 3:
+        say(f"vthread scan: and {len(again) - 3:,} more files found again under the "
+            "directories given (links), each read once (--summary FILE lists them)")
+    passed_over.extend(again)
+    return kept
+
+
 def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, int]]) -> None:
     """Warn of a file read more than once (named twice, or by name and through a directory
     given too, or by two paths to it): its records are written, and counted, once each
@@ -1206,6 +1246,7 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
         listed: set[str] = set()
         walked: set[str] = set()
         identities: dict[str, tuple[int, int]] = {}  # of the files found under directories
+        found_in_walks: set[int] = set()  # the places in files of those (not named too)
         for name in options.files:
             overwritten: list[str] = []
             left_out: list[_LeftOut] = []
@@ -1243,7 +1284,9 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
                     continue
                 listed.update(found)
                 walked.update(found)
+                found_in_walks.update(range(len(files), len(files) + len(found)))
             files += found
+        files = _walked_once(files, found_in_walks, identities, passed_over)
         if len(files) > 1:
             # Many files (a directory, a shell glob of thousands): one that cannot be read
             # is its own error record, said, and the others are still read.
