@@ -1289,6 +1289,34 @@ def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
     assert (code, len(records(out)), err) == (0, 2, nothing_scanned(2))
 
 
+def test_inputs_that_hold_no_run_are_said_and_listed(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input read to its end that holds no run (an empty file, an agent having crashed
+    before it wrote its trajectory; a document of no run) has no record to stand for it:
+    among several, it is noted on stderr, and the summary lists it in ``held_no_run``."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl.gz", "d.jsonl"):
+        (folder / name).write_bytes(gzip.compress(b"") if name.endswith(".gz") else b"")
+    (folder / "e.json").write_text("[]")
+    good = write_jsonl(folder / "f.jsonl", [[{"type": "user", "text": "a"}]] * 2)
+    summary = tmp_path / "summary.json"
+    for jobs in ("1", "2"):
+        code, out, err = run(["scan", str(folder), "-q", "-j", jobs, "--summary",
+                              str(summary)], monkeypatch)
+        empty = [str(folder / name) for name in ("a.jsonl", "b.jsonl", "c.jsonl.gz",
+                                                 "d.jsonl", "e.json")]
+        assert code == 0 and len(records(out)) == 2
+        assert err == (f"vthread scan: note: 5 inputs hold no run: {', '.join(empty[:3])}, "
+                       "and 2 more\n")
+        assert json.loads(summary.read_text())["held_no_run"] == empty
+    # Alone, the input's warning that no thread was scanned says it.
+    code, out, err = run(["scan", str(folder / "a.jsonl"), str(good), "-q"], monkeypatch)
+    assert err == f"vthread scan: note: 1 input holds no run: {folder / 'a.jsonl'}\n"
+    code, out, err = run(["scan", str(folder / "a.jsonl"), "-q"], monkeypatch)
+    assert "note:" not in err and "no thread was scanned: the input held none" in err
+
+
 def test_a_line_cut_short_is_said_to_be_cut_short(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A run's line that ends inside its JSON value (a file copied while still being

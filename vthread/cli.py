@@ -649,6 +649,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     if files and all(map(is_parquet, files)):
         units.add("row")  # (an empty Parquet file has no task to say so: "0 lines from")
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
+    held_none: list[str] = []  # inputs read to their end that held no run (empty files)
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
     # written at once, for whoever reads them as they come.
@@ -668,7 +669,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                    messages_key=options.messages_key, id_key=options.id_key,
                    detected=detected, mask_volatile=options.mask_volatile,
                    listed=listed, walked=walked, cut_short=cut_short,
-                   empty_directories=empty_directories,
+                   empty_directories=empty_directories, held_none=held_none,
                    # With more jobs, a line's parse by its scan runs on a worker beside
                    # the detection's on this thread: holding the latter's tapes for it
                    # saves no time there, and cost this thread memory traffic (the scan of
@@ -766,6 +767,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     seconds = time.perf_counter() - started
     what = _what_was_scanned(files)
     scanned = stats.lines - stats.errors
+    if len(files) > 1 and held_none:
+        # (an agent that crashed before writing its trajectory left an empty file, which no
+        # record stands for: it went by unseen)
+        shown = ", ".join(held_none[:3]) + (f", and {len(held_none) - 3:,} more"
+                                            if len(held_none) > 3 else "")
+        say(f"vthread scan: note: {len(held_none):,} input"
+            f"{' holds' if len(held_none) == 1 else 's hold'} no run: {shown}")
     if failure is None and scanned == 0:
         # (a CI gate reading the exit status alone passed having checked nothing)
         unit = _unit(units)
@@ -787,7 +795,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         # one cut short says so ("completed": false) and why.
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short,
-                                passed_over, passed_over_by_name,
+                                passed_over, passed_over_by_name, held_none,
                                 run=_run_settings(options, status, started_at))
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
@@ -1039,6 +1047,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   cut_short: list[tuple[str, str]] | None = None,
                   left_out: list[_LeftOut] | None = None,
                   passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None,
+                  held_none: list[str] | None = None,
                   run: dict[str, object] | None = None,
                   ) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
@@ -1046,8 +1055,9 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
     an input directory not read (a FIFO, a link to a directory), and why;
     ``passed_over_by_name``: for each input directory, the number of its files passed over
-    for their names though named like trajectory files, by ending; ``run``: the exit
-    status, version and options (:func:`_run_settings`), first."""
+    for their names though named like trajectory files, by ending; ``held_none``: the
+    inputs read to their end that held no run (empty files); ``run``: the exit status,
+    version and options (:func:`_run_settings`), first."""
     threads = stats.lines - stats.errors
     return {
         **(run or {}),
@@ -1081,6 +1091,8 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
             {"directory": directory, "files": sum(endings.values()),
              "endings": dict(sorted(endings.items(), key=lambda item: (-item[1], item[0])))}
             for directory, endings in passed_over_by_name or []],
+        # (no record stands for an empty file: a run that crashed before it wrote one)
+        "held_no_run": list(held_none or []),
     }
 
 
@@ -2888,6 +2900,7 @@ def _tasks(
     cut_short: list[tuple[str, str]] | None = None,
     hold_tapes: bool = False,
     empty_directories: Mapping[str, str] | None = None,
+    held_none: list[str] | None = None,
 ) -> Iterator[_Task]:
     """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
     run it holds; with ``format_`` None each file's format is detected from its first threads
@@ -2901,7 +2914,9 @@ def _tasks(
     :func:`_open`). ``hold_tapes``: the parse format detection
     makes of each of a file's first lines is held for the scan of its chunk
     (:attr:`_Task.detected`). ``empty_directories``: the directories among the inputs with
-    no trajectory file under them, each an error record saying why."""
+    no trajectory file under them, each an error record saying why. ``held_none``: where
+    to append each file read to its end that held no line or run (an empty file, a
+    document of no run), which no record stands for."""
     for name in files:
         label = "<stdin>" if name == "-" else name
         why = (empty_directories or {}).get(name)
@@ -2916,7 +2931,8 @@ def _tasks(
             yield from _kept_going(
                 _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
                        messages_key, id_key, detected, mask_volatile, walked=walked,
-                       done_bytes=done_bytes, cut_short=cut_short, hold_tapes=hold_tapes),
+                       done_bytes=done_bytes, cut_short=cut_short, hold_tapes=hold_tapes,
+                       held_none=held_none),
                 label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
             done_bytes += _progress_size(name) or 0
             continue
@@ -3067,6 +3083,8 @@ def _tasks(
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         threads, messages_key, id_key, broken=why, unit=unit)
+        elif line == 1 and held_none is not None:
+            held_none.append(label)  # (no record stands for it)
 
 
 def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
