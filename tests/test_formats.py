@@ -7,6 +7,7 @@ import gzip
 import itertools
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -778,6 +779,23 @@ def test_a_run_declaring_mini_swe_agent_is_read_so_in_a_file_found_in_another_fo
     native = [{"id": "n", "messages": [{"type": "user", "text": "a"}]}, stuck]
     with pytest.raises(ValueError, match="the threads are in different formats"):
         scan(native, format="auto")
+    # Past first runs that are all plain chats, it neither settles the file's format nor
+    # is warned of as misread in the format an OpenAI run settles (the warning said "read
+    # as openai" of a run read as mini-swe-agent).
+    plain = [{"id": f"p{index}", "messages": [{"role": "user", "content": "hi"},
+                                              {"role": "assistant", "content": "hello"}]}
+             for index in range(70)]
+    for order in ([*plain, runs[-1 if where == 0 else 0], stuck],
+                  [*plain, stuck, runs[-1 if where == 0 else 0]]):
+        path = write_jsonl(tmp_path / "plain_first.jsonl", order)
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        got = records(out)
+        at = order.index(stuck)
+        assert code == 0 and "openai (detected" in err and "looks like" not in err
+        assert {**got[at], "file": alone["file"], "line": 1} == alone
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert scan(order, format="auto").names[at] == "repeated_result_run"
 
 
 def test_swe_agent_actions_are_tool_calls() -> None:

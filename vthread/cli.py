@@ -186,6 +186,7 @@ from vthread.documents import (
     chat_like,
     declared_apart,
     in_source_messages,
+    undeclared_evidence,
     unread_reason,
 )
 from vthread.scan import (
@@ -3646,11 +3647,12 @@ every plain chat as OpenAI's does)."""
 def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: int,
                   messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
-    by line number, each passed over by its ``marks`` (:func:`vthread._core.line_marks`:
-    neither a line that may settle a chat format nor one that may be native) or judged by
-    :func:`_line_evidence`. (A native thread with a ``role`` key anywhere, in a message's
-    ``meta`` say, is passed over as a plain chat is: the marks tell no more; a text or type
-    ``"role"`` is no key.)"""
+    by line number (a run declaring itself a mini-swe-agent run judged by none:
+    :func:`vthread.documents.undeclared_evidence`), each passed over by its ``marks``
+    (:func:`vthread._core.line_marks`: neither a line that may settle a chat format nor one
+    that may be native) or judged by :func:`_line_evidence`. (A native thread with a
+    ``role`` key anywhere, in a message's ``meta`` say, is passed over as a plain chat is:
+    the marks tell no more; a text or type ``"role"`` is no key.)"""
     from vthread._core import MAY_BE_NATIVE, MAY_SETTLE
     from vthread.documents import judged_until_settled
 
@@ -3658,7 +3660,9 @@ def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: 
     return judged_until_settled(
         ((first_line + index, index) for index in range(start, len(lines))),
         lambda index: bool(marks[index] & judged),
-        lambda index: _line_evidence(lines[index], messages_key, _is_itself(lines, index)))
+        lambda index: undeclared_evidence(
+            _line_evidence(lines[index], messages_key, _is_itself(lines, index)),
+            lambda: _declares_mini_swe_agent(lines[index])))
 
 
 def _is_itself(lines: Sequence[bytes], index: int) -> bool:

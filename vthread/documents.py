@@ -646,10 +646,25 @@ def natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
 
 def _judged_after(threads: Sequence[Any], start: int
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
-    """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position."""
+    """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position (a run
+    declaring itself a mini-swe-agent run judged by none: :func:`undeclared_evidence`)."""
     return judged_until_settled(
         ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
-        _may_settle, run_format_evidence)
+        _may_settle, lambda value: undeclared_evidence(
+            run_format_evidence(value),
+            lambda: isinstance(value, Mapping) and run_format(value) == "mini-swe-agent"))
+
+
+def undeclared_evidence(found: tuple[Any, bool] | None, declares: Callable[[], bool]
+                        ) -> tuple[Any, bool] | None:
+    """``found``, a run's evidence past a batch's first threads (all plain chats), or None
+    when the run declares itself a mini-swe-agent run (``declares()``, asked of such
+    evidence only): it is read as it declares whatever the batch's format, so it neither
+    settles that format nor misfits it (as :func:`declared_apart` leaves it out among the
+    first threads)."""
+    if found == ("mini-swe-agent", True) and declares():
+        return None
+    return found
 
 
 def judged_until_settled(
