@@ -1379,7 +1379,8 @@ def test_more_compressions_are_left_out_by_name_and_counted_once(
     code, out, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error"],
                          monkeypatch)
     assert code == 65 and len(records(out)) == 1
-    assert f"{folder / 'a.jsonl'}: left out: found again, under a directory given twice" in err
+    assert (f"{folder / 'a.jsonl'}: left out: found again, its directory given twice or "
+            "within another given: read once") in err
     for name in names:
         assert f"{folder / name}: left out: compressed with " in err
     assert err.endswith(f"--fail-on-error: {len(names)} trajectory files were left out "
@@ -1442,8 +1443,45 @@ def test_a_file_found_again_under_the_directories_given_is_read_once(
     assert len(left) == 7 and all("read once" in item["why"] for item in left)
     assert str(folder / "a_link.jsonl") in {item["file"] for item in left}
     assert err.count(": left out: the same file as ") == 3
-    assert "and 4 more files found again under the directories given (links)" in err
+    assert "and 4 more files found again under the directories given (links, or" in err
     assert "again: its records are written" not in err
+
+
+def test_directories_given_twice_or_nested_count_what_they_pass_over_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory given twice, or within another given, is walked for each, but what the
+    walks leave out or pass over for its name is said and counted once (the summary's
+    passed_over_by_name counted a file 3 times); a directory of several inputs that is an
+    error record still has what it holds in the summary's left_out and
+    passed_over_by_name, which were empty."""
+    folder = tmp_path / "d"
+    (folder / "sub").mkdir(parents=True)
+    lines_file(folder / "a.jsonl", 1)
+    lines_file(folder / "sub" / "b.jsonl", 1)
+    for name in ("runs.jsonlines", "sub/traj_17"):
+        lines_file(folder / name, 1)
+    (folder / "sub" / "c.jsonl.zst").write_bytes(b"x")
+    only_zst, only_names = tmp_path / "only_zst", tmp_path / "only_names"
+    only_zst.mkdir()
+    only_names.mkdir()
+    (only_zst / "a.jsonl.zst").write_bytes(b"x")
+    (only_names / "runs.jsonlines").write_bytes(b"x")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(folder), str(folder), str(folder / "sub"), str(only_zst),
+                          str(only_names), "-q", "--summary", str(summary)], monkeypatch)
+    said = json.loads(summary.read_text())
+    assert code == 0 and len(records(out)) == 2 + 2  # a.jsonl, sub/b.jsonl, two directories
+    assert said["passed_over_by_name"] == [
+        {"directory": str(folder), "files": 2, "endings": {".jsonlines": 1, "no ending": 1}},
+        {"directory": str(only_names), "files": 1, "endings": {".jsonlines": 1}}]
+    compressed = [item["file"] for item in said["left_out"] if "zstd" in item["why"]]
+    assert compressed == [str(folder / "sub" / "c.jsonl.zst"), str(only_zst / "a.jsonl.zst")]
+    assert err.count("c.jsonl.zst: left out") == 1 and err.count("passed over 2 files") == 1
+    again = [item for item in said["left_out"] if "found again" in item["why"]]
+    assert sorted(item["file"] for item in again) == [str(folder / "a.jsonl"),
+                                                     str(folder / "sub" / "b.jsonl")]
+    assert all(item["why"] == "found again, its directory given twice or within another "
+               "given: read once" for item in again)
 
 
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -1111,6 +1111,7 @@ def _walked_once(files: list[str], found_in_walks: set[int],
     first: dict[tuple[int, int], int] = {}  # identity -> index in kept
     kept: list[str] = []
     again: list[_LeftOut] = []
+    said: set[tuple[str, str]] = set()
     for place, name in enumerate(files):
         identity = identities.get(name) if place in found_in_walks else None
         if identity is None:
@@ -1121,18 +1122,23 @@ def _walked_once(files: list[str], found_in_walks: set[int],
             kept.append(name)
             continue
         earlier = kept[first[identity]]
-        if name == earlier:
-            why = "found again, under a directory given twice: read once"
+        if os.path.abspath(name) == os.path.abspath(earlier):  # (d and ./d)
+            why = ("found again, its directory given twice or within another given: read "
+                   "once")
         else:
             if os.path.islink(earlier) and not os.path.islink(name):
                 kept[first[identity]], name, earlier = name, earlier, name
             why = f"the same file as {earlier} (a link to it, or it to this): read once"
-        again.append(_LeftOut(name, why, unread_trajectory=False))
+        if (name, why) not in said:  # (a path found a third time says nothing new)
+            said.add((name, why))
+            again.append(_LeftOut(name, why, unread_trajectory=False))
     for left in again[:3]:
         say(f"vthread scan: {left.file}: left out: {left.why}")
     if len(again) > 3:
-        say(f"vthread scan: and {len(again) - 3:,} more files found again under the "
-            "directories given (links), each read once (--summary FILE lists them)")
+        more = len(again) - 3
+        say(f"vthread scan: and {more:,} more file{'' if more == 1 else 's'} found again "
+            "under the directories given (links, or a directory given twice), each read "
+            "once (--summary FILE lists them)")
     passed_over.extend(again)
     return kept
 
@@ -1178,12 +1184,51 @@ _LEFTOVER_ENDINGS: Final = frozenset({"bak", "swp", "swo", "lock", "tmp", "orig"
 """Endings of the copies editors and tools leave beside a file, never a trajectory."""
 
 
-def _unread_names_said(unread_names: dict[str, int]) -> str:
+def _note_passed_over(name: str, left_out: list[_LeftOut], unread_names: dict[str, str],
+                      noted: set[tuple[str, str]], passed_over: list[_LeftOut],
+                      passed_over_by_name: list[tuple[str, dict[str, int]]] | None,
+                      say_them: bool = True) -> None:
+    """Say (``say_them``) and keep for the summary what the walk of the input ``name`` left
+    out and passed over for its name, but what an earlier input's walk did (``noted``,
+    kept up to date): a directory given twice, or within another given, counted and said
+    each such file once for each walk."""
+    fresh = []
+    for left in sorted(left_out):
+        key = (os.path.realpath(left.file), left.why)
+        if key not in noted:
+            noted.add(key)
+            fresh.append(left)
+    unread = {}
+    for path, ending in unread_names.items():
+        key = (os.path.realpath(path), "")
+        if key not in noted:
+            noted.add(key)
+            unread[path] = ending
+    if say_them:
+        for path, why, _ in fresh:
+            say(f"vthread scan: {path}: left out: {why}")
+        if unread:
+            # (runs saved as runs.jsonlines went unread in silence)
+            say(f"vthread scan: {name}: {_unread_names_said(unread)}")
+    passed_over.extend(fresh)
+    if unread and passed_over_by_name is not None:
+        passed_over_by_name.append((name, _by_ending(unread)))
+
+
+def _by_ending(unread_names: dict[str, str]) -> dict[str, int]:
+    """The files of ``unread_names`` (path -> ending) counted by ending, commonest first."""
+    counts: dict[str, int] = {}
+    for ending in unread_names.values():
+        counts[ending] = counts.get(ending, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _unread_names_said(unread_names: dict[str, str]) -> str:
     """What to say of the files under a directory passed over for their names, though
-    they look like trajectory files: how many, by ending (the five commonest), and how to
-    read one."""
-    count = sum(unread_names.values())
-    commonest = sorted(unread_names.items(), key=lambda item: (-item[1], item[0]))
+    they look like trajectory files (``unread_names``: path -> ending): how many, by ending
+    (the five commonest), and how to read one."""
+    count = len(unread_names)
+    commonest = list(_by_ending(unread_names).items())
     endings = ", ".join(f"{ending} {number:,}" for ending, number in commonest[:5])
     more = f", and {len(commonest) - 5:,} more endings" if len(commonest) > 5 else ""
     files = ("1 file named like a trajectory file" if count == 1
@@ -1260,10 +1305,11 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
         walked: set[str] = set()
         identities: dict[str, tuple[int, int]] = {}  # of the files found under directories
         found_in_walks: set[int] = set()  # the places in files of those (not named too)
+        noted: set[tuple[str, str]] = set()  # paths left out or passed over, and why
         for name in options.files:
             overwritten: list[str] = []
             left_out: list[_LeftOut] = []
-            unread_names: dict[str, int] = {}
+            unread_names: dict[str, str] = {}
             try:
                 found = _files_under(name, written, overwritten, left_out, identities,
                                      unread_names)
@@ -1272,19 +1318,16 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
                     raise
                 # One of several inputs, a directory with no trajectory file under it (a
                 # nightly run's folder left empty): its error record, as for a file of
-                # several that cannot be read, and the others still read.
+                # several that cannot be read, and the others still read; what it holds is
+                # in the summary, said by the record.
                 if empty_directories is not None:
                     empty_directories[name] = str(error).removeprefix(f"{name}: ")
+                _note_passed_over(name, left_out, unread_names, noted, passed_over,
+                                  passed_over_by_name, say_them=False)
                 files.append(name)
                 continue
-            for path, why, _ in sorted(left_out):
-                say(f"vthread scan: {path}: left out: {why}")
-            if unread_names:
-                # (runs saved as runs.jsonlines went unread in silence)
-                say(f"vthread scan: {name}: {_unread_names_said(unread_names)}")
-                if passed_over_by_name is not None:
-                    passed_over_by_name.append((name, unread_names))
-            passed_over.extend(sorted(left_out))
+            _note_passed_over(name, left_out, unread_names, noted, passed_over,
+                              passed_over_by_name)
             _check_only_records_overwritten(name, overwritten, written)
             if found != [name]:
                 found = _without_records(found)
@@ -1514,7 +1557,7 @@ def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
                  left_out: list[_LeftOut] | None = None,
                  identities: dict[str, tuple[int, int]] | None = None,
-                 unread_names: dict[str, int] | None = None) -> list[str]:
+                 unread_names: dict[str, str] | None = None) -> list[str]:
     """``[name]``, or for a directory the trajectory files under it at any depth, in sorted
     path order: hidden files and directories (names beginning with "."), anything that is no
     regular file (a dangling link, a FIFO: appended with why to ``left_out``, for the caller
@@ -1523,7 +1566,7 @@ def _files_under(name: str, written: _Written,
     check) left out; links to directories not followed, so a link cycle cannot loop. A
     directory holding none is a fatal error naming it, not a silent empty scan. The
     (device, inode) of each file found goes into ``identities`` when given, and the files
-    passed over for their names are counted by ending into ``unread_names``."""
+    passed over for their names go into ``unread_names`` (path -> ending)."""
     if name == "-" or not Path(name).is_dir():
         return [name]
     found = []
@@ -1568,7 +1611,7 @@ def _files_under(name: str, written: _Written,
                         f"({compressed.command})", unread_trajectory=True))
                 elif unread_names is not None and _looks_like_a_trajectory(file):
                     ending = os.path.splitext(file)[1].lower() or "no ending"
-                    unread_names[ending] = unread_names.get(ending, 0) + 1
+                    unread_names[os.path.join(root, file)] = ending
                 continue
             path = os.path.join(root, file)
             try:
