@@ -1118,7 +1118,8 @@ def test_a_document_cut_short_keeps_its_whole_runs(
     if whole_runs:
         where = (f"after run {whole_runs}" if "ends before its closing bracket" in
                  broken["error"] else f"in run {whole_runs + 1}")
-        assert f"of the document, {where}; " in broken["error"]
+        # (cut inside a run's value, it says so; inside a literal, json stops before)
+        assert re.search(f"of the document, {where}{CUT_SHORT}; ", broken["error"])
 
 
 @pytest.mark.parametrize(("shape", "where"), [("array", 0), ("array", 1), ("object", 0),
@@ -1202,6 +1203,29 @@ def test_a_document_that_breaks_says_where(tmp_path: Path,
     assert broken["error"].endswith(", after run 2; the document is not read past there")
 
 
+CUT_SHORT = "(, which the document ends inside: cut short\\?)?"
+"""The words a document's error adds when its last run's value is cut short (a pattern)."""
+
+
+def test_a_document_cut_inside_a_run_says_it_is_cut_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .traj or .json document cut off inside a run (copied while still being written)
+    says so in its error record, as a JSONL line cut short does; one broken in its middle
+    does not."""
+    runs = [{"id": f"r{i}", "messages": openai_healthy()} for i in range(5)]
+    text = json.dumps(runs).encode()
+    path = tmp_path / "runs.json"
+    for cut in (text.index(b'"r3"') + 40, text.index(b'"r3"') + 2):  # in a list, a string
+        path.write_bytes(text[:cut])
+        *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+        assert [r["id"] for r in read] == ["r0", "r1", "r2"] and broken["line"] == 4
+        assert broken["error"].endswith(", in run 4, which the document ends inside: cut "
+                                        "short?; the document is not read past there")
+    path.write_bytes(text.replace(b'"r3"', b'"r3" "x"'))
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert broken["error"].endswith(", in run 4; the document is not read past there")
+
+
 def test_a_compressed_document_cut_short_keeps_its_whole_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A .json.gz document whose download stopped: a record for each run that decompressed
@@ -1220,7 +1244,7 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
     assert broken["line"] == len(read) + 1
     assert broken["error"].startswith("gzip stream broken at byte ")
     assert "; not valid JSON: " in broken["error"]
-    assert f"of the document, in run {len(read) + 1}; " in broken["error"]
+    assert re.search(f"of the document, in run {len(read) + 1}{CUT_SHORT}; ", broken["error"])
     compact = json.dumps(runs).encode()
     cut = compact[: compact.index(b'{"id": "r7"') + 30]
     (tmp_path / "cut.json").write_bytes(cut)

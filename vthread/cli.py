@@ -2458,6 +2458,10 @@ class _DocumentRuns:
                 at, reason = error.start, f"not UTF-8 ({error.reason})"
             else:
                 at, reason = 0, str(error)
+            # The element the document ends in, broken at its end or in a string left open:
+            # the document is cut short (a .traj copied while still being written).
+            cut = end is not None and (at >= len(text)
+                                       or reason == "Unterminated string starting at")
             if end is not None and at >= len(text):
                 _, line, column = end
             else:
@@ -2471,7 +2475,9 @@ class _DocumentRuns:
                                                                           "surrogatepass")) + 1
                 else:
                     column += len(before.decode("utf-8", "surrogatepass"))
-            self.broken = _break(line, column, f"in run {runs + 1}", reason)
+            where = f"in run {runs + 1}" + (", which the document ends inside: cut short?"
+                                            if cut else "")
+            self.broken = _break(line, column, where, reason)
             return False
         return True
 
