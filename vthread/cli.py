@@ -498,6 +498,9 @@ def scan_command(options: argparse.Namespace, own_process: bool = False) -> int:
     """Run ``vthread scan`` with its parsed ``options``; the exit status. ``own_process``:
     the process is the command's own (it ends when this returns), and Ctrl-C or SIGTERM
     from then on is ignored, rather than given back to a caller's handlers."""
+    # When the run started, for --summary: before the inputs are listed, which can take a
+    # while (a directory of many files), not when the scan of them begins.
+    options.started_at = time.time()
     # Ctrl-C and SIGTERM are caught from the start, not only once the scan runs: listing a
     # directory of many files (and reading each one's first bytes) can take a while, and a
     # job stopped then still says so and leaves its --summary.
@@ -538,7 +541,7 @@ def _early_summary(options: argparse.Namespace, reason: str, status: int) -> Non
             _check_not_an_input(options.summary_file, inputs, "the --summary file")
             _write_summary(options.summary_file, _summary_json(
                 _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason,
-                run=_run_settings(options, status, time.time())))
+                run=_run_settings(options, status)))
 
 
 def _named_inputs(options: argparse.Namespace) -> list[str]:
@@ -644,7 +647,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         return IO_EXIT
     stats = _Stats(anywhere=(0, 0, 0.0, 0) if options.anywhere else None)
     started = time.perf_counter()
-    started_at = time.time()
     detected: list[tuple[str, str]] = []
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     if files and all(map(is_parquet, files)):
@@ -797,7 +799,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short,
                                 passed_over, passed_over_by_name, held_none,
-                                run=_run_settings(options, status, started_at))
+                                run=_run_settings(options, status))
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
     return status
@@ -823,12 +825,11 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
     return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
 
 
-def _run_settings(options: argparse.Namespace, status: int, started_at: float
-                  ) -> dict[str, object]:
+def _run_settings(options: argparse.Namespace, status: int) -> dict[str, object]:
     """What a dashboard needs to tell one scan's summary from another's: the exit status
-    the run ends with (the gate's answer), the vthread version, when it started (UTC,
-    ``started_at`` seconds since the epoch), and the options that shape the records (the
-    loop thresholds as the scan applied them)."""
+    the run ends with (the gate's answer), the vthread version, when it started (UTC, as
+    :func:`scan_command` noted it before listing the inputs), and the options that shape
+    the records (the loop thresholds as the scan applied them)."""
     from datetime import UTC, datetime
 
     import vthread
@@ -840,7 +841,7 @@ def _run_settings(options: argparse.Namespace, status: int, started_at: float
     return {
         "exit_status": status,
         "version": vthread.__version__,
-        "started": datetime.fromtimestamp(started_at, UTC).isoformat(
+        "started": datetime.fromtimestamp(options.started_at, UTC).isoformat(
             timespec="seconds"),
         "options": {
             "format": options.format or "auto",
