@@ -758,6 +758,7 @@ def test_missing_file_and_directory(tmp_path: Path, thread_file: Path,
     assert got[-1] == {"id": None, "file": str(only_records), "line": 1, "error":
                        "is a directory holding only vthread scan's records, no trajectory file"}
     assert f"vthread scan: {empty}: is a directory with no trajectory file under it" in err
+    assert f"lines from {thread_file} and 2 directories holding none in " in err
     assert run(["scan", str(empty), str(thread_file), "--fail-on-error"], monkeypatch)[0] == 65
     code, out, err = run(["scan", str(empty), str(thread_file), "--strict"], monkeypatch)
     assert (code, out) == (2, b"") and f"{empty}: is a directory with no trajectory" in err

@@ -768,7 +768,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         for warning in misread_warnings.rest():
             say(f"vthread scan: {warning}")
     seconds = time.perf_counter() - started
-    what = _what_was_scanned(files)
+    what = _what_was_scanned([name for name in files if name not in empty_directories])
+    if empty_directories:
+        # (a directory with no trajectory file under it is an input, not a file)
+        count = len(empty_directories)
+        what += f" and {count:,} director{'y' if count == 1 else 'ies'} holding none"
     scanned = stats.lines - stats.errors
     if len(files) > 1 and held_none:
         # (an agent that crashed before writing its trajectory left an empty file, which no
