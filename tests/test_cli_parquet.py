@@ -65,6 +65,47 @@ def test_parquet_in_gives_the_jsonl_records(jsonl: Path, parquet: Path,
     assert sum(r["verdict"] is not None for r in from_parquet) > 5
 
 
+@pytest.mark.parametrize("where", [3, 70])
+def test_a_row_declaring_mini_swe_agent_is_read_as_its_jsonl_line_is(
+        where: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table with a ``trajectory_format`` column: a row declaring mini-swe-agent among
+    OpenAI runs is read as its JSONL line is (as mini-swe-agent, its stuck command found),
+    among the first rows and past them; the column was not read, so the table was refused
+    as of two formats, or the row read as an OpenAI chat and its loop missed."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"},
+                                      {"role": "user", "content": "task"}]
+    for attempt in range(6):
+        messages += [{"role": "assistant",
+                      "content": f"THOUGHT: try {attempt}\n\n```bash\npytest\n```"},
+                     {"role": "user", "content": "<returncode>1</returncode>\n<output>\n"
+                                                 "FAILED test_a\n</output>"}]
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    runs: list[dict[str, Any]] = [
+        {"id": f"o{index}", "trajectory_format": None, "messages": [
+            {"role": "user", "content": f"task {index}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]}
+        for index in range(72)]
+    runs[where] = {"id": "stuck", "trajectory_format": "mini-swe-agent-1",
+                   "messages": messages}
+    jsonl = tmp_path / "runs.jsonl"
+    jsonl.write_text("".join(json.dumps({key: value for key, value in run.items()
+                                         if value is not None}) + "\n" for run in runs))
+    table = tmp_path / "runs.parquet"
+    pq.write_table(pa.table({"id": [run["id"] for run in runs],
+                             "trajectory_format": [run["trajectory_format"] for run in runs],
+                             "messages": [json.dumps(run["messages"]) for run in runs]}),
+                   table)
+    _, from_jsonl = _scan([str(jsonl)], capsys)
+    code, from_parquet = _scan([str(table)], capsys)
+    assert code == 0 and _without_file(from_parquet) == _without_file(from_jsonl)
+    assert [r["verdict"] for r in from_parquet if r["verdict"]] == ["repeated_result_run"]
+    assert from_parquet[where]["id"] == "stuck"
+    # Given, the format is read as given.
+    code, given = _scan([str(table), "--format", "openai"], capsys)
+    assert code == 0 and given[where]["verdict"] is None
+
+
 def test_parquet_records_given_back_are_said_to_be_records(
         parquet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A scan's Parquet output named as input: every row is still an error record (its

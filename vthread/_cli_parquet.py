@@ -165,10 +165,16 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
     # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
     parquet = pa.parquet.ParquetFile(parquet_source(path), buffer_size=1 << 20,
                                      pre_buffer=False)
-    messages, id_columns = _columns(parquet.schema_arrow.names, messages_key, id_key)
+    names = parquet.schema_arrow.names
+    messages, id_columns = _columns(names, messages_key, id_key)
+    # A run's declared format (mini-swe-agent's), read into its line as a JSONL run holds
+    # it: the scan reads the run as it declares where the file's format was detected.
+    declared = ([DECLARED_COLUMN] if DECLARED_COLUMN in names
+                and DECLARED_COLUMN not in (messages, *id_columns) else [])
     total = max(1, parquet.metadata.num_rows)
     done = 0
-    for batch in _readable_batches(parquet, [messages, *id_columns], rows, id_columns):
+    for batch in _readable_batches(parquet, [messages, *id_columns, *declared], rows,
+                                   id_columns):
         if isinstance(batch, UnreadableRows):
             done += batch.rows
             yield batch, done / total, dict(enumerate(batch.ids))
@@ -176,6 +182,8 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
         column = decoded(batch.column(messages))
         text = _is_text(column)
         ids = [_id_values(batch.column(name)) for name in id_columns]
+        declarations = (_declarations(batch.column(DECLARED_COLUMN)) if declared
+                        else [b""] * len(column))
         lines: list[bytes] = []
         cell_ids: dict[int, bytes] = {}
         bodies = _bodies(column, text, done)
@@ -206,10 +214,26 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             if body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
                 lines.append(_with_id(body, ident) if id_columns else body)
             else:
-                lines.append(b'{"id":' + ident + b',"messages":' + body + b"}")
+                lines.append(b'{"id":' + ident + declarations[row] + b',"messages":' + body
+                             + b"}")
         done += len(column)
         if lines:
             yield lines, done / total, cell_ids
+
+
+DECLARED_COLUMN: Final = "trajectory_format"
+"""The column of a run's declared format, as mini-swe-agent's run objects hold it."""
+
+
+def _declarations(column: Any) -> list[bytes]:
+    """Each row's declared format as its line's member (``,"trajectory_format":"..."``), or
+    nothing where the cell holds no string (null, or a column of another type)."""
+    try:
+        values = column.to_pylist()
+    except _read_errors():
+        return [b""] * len(column)
+    return [b',"trajectory_format":' + json.dumps(value).encode() if isinstance(value, str)
+            else b"" for value in values]
 
 
 def _with_id(run: bytes, ident: bytes) -> bytes:

@@ -3224,7 +3224,7 @@ def _parquet_tasks(
                     detected.append((name, file_format))
             file_format = settling.look(name, lines, line, None, "row", detected) or file_format
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
-                        mask_volatile=mask_volatile, unit="row",
+                        mask_volatile=mask_volatile, unit="row", declared_wins=format_ is None,
                         cell_ids={line + row: json.loads(ident)
                                   for row, ident in cell_ids.items()} or None)
             line += len(lines)
