@@ -1290,6 +1290,22 @@ def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,
     assert (code, len(records(out)), err) == (0, 2, nothing_scanned(2))
 
 
+@pytest.mark.parametrize("name", ["out.json", "OUT.JSON.gz", "out.jsonl"])
+def test_records_written_to_a_json_path_are_said_to_be_json_lines(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o out.json`` writes JSON Lines, as every other ending but Parquet's, and says so
+    with how to read them (``json.load`` of the file failed with "Extra data" and no word
+    of why); a .jsonl path gets no note."""
+    path = tmp_path / name
+    code, _, err = run(["scan", "--sample", "-q", "-o", str(path)], monkeypatch)
+    data = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    assert code == 0 and len(records(data)) == 300
+    note = (f"vthread scan: note: {path} holds JSON Lines, a record a line, as a .jsonl file "
+            "does: read it with pandas.read_json(path, lines=True), jq or vthread report, "
+            "not json.load\n")
+    assert err == ("" if name == "out.jsonl" else note)
+
+
 def test_inputs_that_hold_no_run_are_said_and_listed(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """An input read to its end that holds no run (an empty file, an agent having crashed

@@ -279,7 +279,8 @@ def _parser() -> argparse.ArgumentParser:
     scan_.add_argument("-o", "--output", metavar="PATH",
                        help="write the records to PATH instead of standard output "
                        "(gzip-compressed when PATH ends .gz; a Parquet table when it ends "
-                       ".parquet or .pq; - is standard output)")
+                       ".parquet or .pq; else JSON Lines, .json too, with a note; - is "
+                       "standard output)")
     thresholds = scan_.add_argument_group(
         "loop thresholds", "For each, a value below its floor is the floor, a fraction rounds\n"
         "down, and nan or inf is the default, as the production code reads them.")

@@ -645,6 +645,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             progress.clear()
         say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
         return IO_EXIT
+    if options.output and options.output.lower().removesuffix(".gz").endswith(".json"):
+        # (json.load of the file failed with "Extra data" and no word of why)
+        say(f"vthread scan: note: {options.output} holds JSON Lines, a record a line, as a "
+            ".jsonl file does: read it with pandas.read_json(path, lines=True), jq or "
+            "vthread report, not json.load")
     stats = _Stats(anywhere=(0, 0, 0.0, 0) if options.anywhere else None)
     started = time.perf_counter()
     detected: list[tuple[str, str]] = []
