@@ -1066,7 +1066,8 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
     ``cut_short``: the inputs not read to their end, and why; ``left_out``: the paths under
     an input directory not read (a FIFO, a link to a directory), and why;
     ``passed_over_by_name``: for each input directory, the number of its files passed over
-    for their names though named like trajectory files, by ending; ``held_none``: the
+    for their names though named like trajectory files, by ending, commonest first
+    (:func:`_by_ending`); ``held_none``: the
     inputs read to their end that held no run (empty files); ``run``: the exit status,
     version and options (:func:`_run_settings`), first."""
     threads = stats.lines - stats.errors
@@ -1099,8 +1100,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "left_out": [{"file": left.file, "why": left.why} for left in left_out or []],
         # (said on stderr only, a dashboard never saw the runs.jsonlines files left unread)
         "passed_over_by_name": [
-            {"directory": directory, "files": sum(endings.values()),
-             "endings": dict(sorted(endings.items(), key=lambda item: (-item[1], item[0])))}
+            {"directory": directory, "files": sum(endings.values()), "endings": endings}
             for directory, endings in passed_over_by_name or []],
         # (no record stands for an empty file: a run that crashed before it wrote one)
         "held_no_run": list(held_none or []),
@@ -3766,11 +3766,10 @@ def _cut_short(line: bytes) -> bool:
 
 def _declares_mini_swe_agent(line: bytes) -> bool:
     """Whether the line's run object declares itself a mini-swe-agent run
-    (:func:`vthread.documents.run_format`)."""
-    from vthread.documents import run_format
+    (:func:`vthread.documents.declares_mini_swe_agent`)."""
+    from vthread.documents import declares_mini_swe_agent
 
-    value = _parse_alone(line)
-    return type(value) is dict and run_format(value) == "mini-swe-agent"
+    return declares_mini_swe_agent(_parse_alone(line))
 
 
 def _may_be_json(line: bytes) -> bool:

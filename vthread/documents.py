@@ -199,6 +199,12 @@ def run_format(run: Mapping[str, Any]) -> str | None:
     return None
 
 
+def declares_mini_swe_agent(value: Any) -> bool:
+    """Whether ``value`` is a run object declaring itself a mini-swe-agent run
+    (:func:`run_format`); the twin of the core's ``adapters::declares_mini_swe_agent``."""
+    return isinstance(value, Mapping) and run_format(value) == "mini-swe-agent"
+
+
 def runs_of(document: Any, messages_key: str | None = None) -> list[Any]:
     """The runs a JSON document holds, each an object or a list of messages.
 
@@ -265,7 +271,7 @@ def read_run(
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
             return not_an_array(key, messages)
-        if declared_wins and format_ != "native" and run_format(value) == "mini-swe-agent":
+        if declared_wins and format_ != "native" and declares_mini_swe_agent(value):
             format_ = "mini-swe-agent"
     else:
         return (f'not a thread: {json_type(value)}, not an array of messages or an object '
@@ -572,11 +578,8 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                 check_messages(messages)
             except TypeError as error:
                 raise TypeError(f"thread {unknown}: {error}") from None
-    def declares(position: int) -> bool:
-        thread: Any = threads[position]
-        return isinstance(thread, Mapping) and run_format(thread) == "mini-swe-agent"
-
-    evidence = declared_apart(evidence, declares)
+    evidence = declared_apart(evidence,
+                              lambda position: declares_mini_swe_agent(threads[position]))
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
     # (stacklevel: this function, native_threads, scan, then scan's caller)
     return settled_format(found, evidence, partial(_judged_after, threads), DETECT_THREADS,
@@ -651,8 +654,7 @@ def _judged_after(threads: Sequence[Any], start: int
     return judged_until_settled(
         ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
         _may_settle, lambda value: undeclared_evidence(
-            run_format_evidence(value),
-            lambda: isinstance(value, Mapping) and run_format(value) == "mini-swe-agent"))
+            run_format_evidence(value), lambda: declares_mini_swe_agent(value)))
 
 
 def undeclared_evidence(found: tuple[Any, bool] | None, declares: Callable[[], bool]
