@@ -110,7 +110,7 @@ def test_masked_workload_is_read_by_the_core(monkeypatch: pytest.MonkeyPatch) ->
     table = pa.table({"messages": pa.array([json.dumps(run) for run in runs])})
     expected = arrow.scan_arrow(table, format="native", mask_volatile=True)
 
-    def refuse(*args: Any) -> Any:
+    def refuse(*args: Any, **keywords: Any) -> Any:
         raise AssertionError("a slice was read through Python objects")
 
     monkeypatch.setattr(arrow, "_scan_in_python", refuse)
@@ -135,9 +135,9 @@ def test_a_looping_row_python_cannot_read_sends_its_slice_the_python_way(
     def failing(*args: Any) -> None:
         raise RuntimeError("a line Python reads otherwise")
 
-    def counted(*args: Any) -> Any:
+    def counted(*args: Any, **keywords: Any) -> Any:
         through_python.append(1)
-        return scan_in_python(*args)
+        return scan_in_python(*args, **keywords)
 
     monkeypatch.setattr(scan_module, "attribute_lines", failing)
     monkeypatch.setattr(arrow, "_scan_in_python", counted)
@@ -579,7 +579,7 @@ def test_anywhere_on_the_workload_is_read_by_the_core(
     expected = arrow.scan_arrow(table, format="native", anywhere=True)
     monkeypatch.undo()
 
-    def refuse(*args: Any) -> Any:
+    def refuse(*args: Any, **keywords: Any) -> Any:
         raise AssertionError("a slice was read through Python objects")
 
     monkeypatch.setattr(arrow, "_scan_in_python", refuse)

@@ -7,6 +7,7 @@ import decimal
 import json
 import math
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +66,8 @@ def test_parquet_in_gives_the_jsonl_records(jsonl: Path, parquet: Path,
     assert sum(r["verdict"] is not None for r in from_parquet) > 5
 
 
-@pytest.mark.parametrize("where", [3, 70])
-def test_a_row_declaring_mini_swe_agent_is_read_as_its_jsonl_line_is(
-        where: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A table with a ``trajectory_format`` column: a row declaring mini-swe-agent among
-    OpenAI runs is read as its JSONL line is (as mini-swe-agent, its stuck command found),
-    among the first rows and past them; the column was not read, so the table was refused
-    as of two formats, or the row read as an OpenAI chat and its loop missed."""
+def declaring_runs(where: int) -> list[dict[str, Any]]:
+    """72 OpenAI runs, the one at ``where`` a stuck mini-swe-agent run declaring itself one."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": "s"},
                                       {"role": "user", "content": "task"}]
     for attempt in range(6):
@@ -88,22 +84,79 @@ def test_a_row_declaring_mini_swe_agent_is_read_as_its_jsonl_line_is(
         for index in range(72)]
     runs[where] = {"id": "stuck", "trajectory_format": "mini-swe-agent-1",
                    "messages": messages}
+    return runs
+
+
+def declaring_table(runs: list[dict[str, Any]], cells: str) -> Any:
+    """``runs`` as a table of ids, a ``trajectory_format`` column and messages: ``"text"``
+    cells of JSON arrays, ``"structs"`` (lists of message structs), or ``"run objects"``
+    (each cell the run's object as JSON text, declaring its own format; the column null)."""
+    if cells == "run objects":
+        return pa.table({"id": [run["id"] for run in runs],
+                         "trajectory_format": pa.nulls(len(runs), pa.string()),
+                         "messages": [json.dumps({key: value for key, value in run.items()
+                                                  if value is not None and key != "id"})
+                                      for run in runs]})
+    return pa.table({"id": [run["id"] for run in runs],
+                     "trajectory_format": [run["trajectory_format"] for run in runs],
+                     "messages": ([json.dumps(run["messages"]) for run in runs]
+                                  if cells == "text" else [run["messages"] for run in runs])})
+
+
+@pytest.mark.parametrize("cells", ["text", "structs", "run objects"])
+@pytest.mark.parametrize("where", [3, 70])
+def test_a_row_declaring_mini_swe_agent_is_read_as_its_jsonl_line_is(
+        where: int, cells: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table with a ``trajectory_format`` column (or run object cells declaring their own
+    format): a row declaring mini-swe-agent among OpenAI runs is read as its JSONL line is
+    (as mini-swe-agent, its stuck command found), among the first rows and past them, by
+    ``vthread scan X.parquet`` and by ``vthread.scan_arrow`` alike. The column was not
+    read, so the table was refused as of two formats, or the row read as an OpenAI chat and
+    its loop missed; scan_arrow refused every such table."""
+    from vthread.arrow import RESULT_FIELDS, scan_arrow
+
+    runs = declaring_runs(where)
     jsonl = tmp_path / "runs.jsonl"
     jsonl.write_text("".join(json.dumps({key: value for key, value in run.items()
                                          if value is not None}) + "\n" for run in runs))
-    table = tmp_path / "runs.parquet"
-    pq.write_table(pa.table({"id": [run["id"] for run in runs],
-                             "trajectory_format": [run["trajectory_format"] for run in runs],
-                             "messages": [json.dumps(run["messages"]) for run in runs]}),
-                   table)
+    table = declaring_table(runs, cells)
+    path = tmp_path / "runs.parquet"
+    pq.write_table(table, path)
     _, from_jsonl = _scan([str(jsonl)], capsys)
-    code, from_parquet = _scan([str(table)], capsys)
-    assert code == 0 and _without_file(from_parquet) == _without_file(from_jsonl)
+    code, from_parquet = _scan([str(path)], capsys)
+    if cells != "run objects":  # (a run object's own id is the record's, as in scan_arrow)
+        assert code == 0 and _without_file(from_parquet) == _without_file(from_jsonl)
     assert [r["verdict"] for r in from_parquet if r["verdict"]] == ["repeated_result_run"]
     assert from_parquet[where]["id"] == "stuck"
+    scanned = scan_arrow(table, id="id").to_pylist()
+    assert [{name: row[name] for name in RESULT_FIELDS} for row in scanned] == [
+        {name: record.get(name) for name in RESULT_FIELDS} for record in from_parquet]
     # Given, the format is read as given.
-    code, given = _scan([str(table), "--format", "openai"], capsys)
+    code, given = _scan([str(path), "--format", "openai"], capsys)
     assert code == 0 and given[where]["verdict"] is None
+    with pytest.warns(UserWarning, match="read as openai") if where < 16 else nullcontext():
+        assert scan_arrow(table, format="openai").column("verdict")[where].as_py() is None
+
+
+def test_a_declaration_beside_no_messages_declares_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A row whose messages cell is null (or no array) beside a declared mini-swe-agent
+    format gives no evidence of a format: it is the same error record, by the command and
+    by scan_arrow, and the native runs around it are read as native. The command read such
+    a row as declaring mini-swe-agent, and refused the table as of two formats."""
+    from vthread.arrow import scan_arrow
+
+    ask = {"type": "user", "text": "hi"}
+    table = pa.table({"id": ["a", "b", "c"],
+                      "trajectory_format": ["x", "mini-swe-agent-1", None],
+                      "messages": [json.dumps([ask] * 4), None, json.dumps([ask])]})
+    path = tmp_path / "runs.parquet"
+    pq.write_table(table, path)
+    code, records = _scan([str(path)], capsys)
+    assert code == 0
+    assert [r.get("verdict") for r in records] == ["repeated_suffix", None, None]
+    assert records[1]["error"] == 'not a thread: "messages" is a null, not an array'
+    assert scan_arrow(table).column("error").to_pylist() == [None, records[1]["error"], None]
 
 
 def test_parquet_records_given_back_are_said_to_be_records(

@@ -100,6 +100,25 @@ def test_format_detected_once_and_options_reach_the_workers() -> None:
     assert got.column("messages").to_pylist() == [len(to_openai(run)) for run in runs]
 
 
+@pytest.mark.parametrize("where", [3, 70])
+def test_a_row_declaring_mini_swe_agent_is_read_as_scan_arrow_reads_it(where: int) -> None:
+    """A ``trajectory_format`` column declaring one row a mini-swe-agent run among OpenAI
+    runs, in the head the format is detected from and past it, in another block: the row is
+    read as one (its loop found), as scan_arrow reads it; the dataset was refused as of two
+    formats, or the row read as an OpenAI chat."""
+    from tests.test_cli_parquet import declaring_runs, declaring_table
+
+    source = declaring_table(declaring_runs(where), "text")
+    ds = ray.data.from_arrow(source).repartition(3)
+    got = _table(scan_dataset(ds, messages="messages", batch_size=16))
+    fields = list(arrow.RESULT_FIELDS)
+    assert _rows(got, fields) == _rows(arrow.scan_arrow(source), fields)
+    assert [row for row, verdict in enumerate(got.column("verdict").to_pylist())
+            if verdict] == [where]
+    assert got.column("trajectory_format").to_pylist() == source.column(
+        "trajectory_format").to_pylist()
+
+
 def test_anywhere_reaches_the_workers() -> None:
     """anywhere=True adds scan_arrow's loops column, row for row; it clashes like the rest."""
     runs = generate_threads(80, seed=31)

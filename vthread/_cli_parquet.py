@@ -31,7 +31,7 @@ from typing import Any, Final, cast
 from vthread._cli_main import is_utf8, require_regular
 from vthread._jsvalue import unicode_text
 from vthread._records import record_id
-from vthread.documents import messages_column, one_column
+from vthread.documents import DECLARED_COLUMN, messages_column, one_column
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
            "is_parquet", "parquet_available", "parquet_lines"]
@@ -211,18 +211,15 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
                     lines.append(body)
                     continue
                 body = _as_utf8(body)
-            if body.lstrip()[:1] == b"{":  # a run object: its messages, and its own id
+            opening = body.lstrip()[:1]
+            if opening == b"{":  # a run object: its messages, and its own id
                 lines.append(_with_id(body, ident) if id_columns else body)
-            else:
-                lines.append(b'{"id":' + ident + declarations[row] + b',"messages":' + body
-                             + b"}")
+            else:  # (only an array has messages to declare a format of: with_declaration)
+                declaration = declarations[row] if opening == b"[" else b""
+                lines.append(b'{"id":' + ident + declaration + b',"messages":' + body + b"}")
         done += len(column)
         if lines:
             yield lines, done / total, cell_ids
-
-
-DECLARED_COLUMN: Final = "trajectory_format"
-"""The column of a run's declared format, as mini-swe-agent's run objects hold it."""
 
 
 def _declarations(column: Any) -> list[bytes]:

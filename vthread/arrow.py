@@ -34,7 +34,10 @@ from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
     BLANK_CELL,
+    DECLARED_COLUMN,
     checked_format,
+    declared_apart,
+    declares_mini_swe_agent,
     evidence_of,
     in_source_messages,
     judged_until_settled,
@@ -49,7 +52,9 @@ from vthread.documents import (
     run_format_evidence,
     run_id,
     settled_format,
+    undeclared_evidence,
     unread_reason,
+    with_declaration,
 )
 from vthread.scan import (
     HEURISTIC_NAMES,
@@ -133,8 +138,8 @@ def scan_arrow(
     [None, 'repeated_suffix']
     """
     table = _as_table(data)
-    column = table.column(messages_column(table.column_names, messages, "the table",
-                                          "messages="))
+    column_name = messages_column(table.column_names, messages, "the table", "messages=")
+    column = table.column(column_name)
     refuse_unsound(column)
     column = decoded(column)
     if id is not None:
@@ -150,12 +155,14 @@ def scan_arrow(
                                  min_pattern_length=min_pattern_length,
                                  max_pattern_length=max_pattern_length,
                                  min_result_repetitions=min_result_repetitions)
+    declared = declarations(table, column_name, id)
     if format == "auto":
-        chosen = _detect(column)
+        chosen = _detect(column, declared=declared)
     else:
         chosen = format
-        warn_if_misread(column, format, stacklevel=3)
-    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id, run_ids)
+        warn_if_misread(column, format, stacklevel=3, declared=declared)
+    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id, run_ids,
+                       declared=declared, detected=format == "auto")
 
 
 RUN_ID: Final = "run_id"
@@ -164,10 +171,15 @@ RUN_ID: Final = "run_id"
 
 def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
                 keywords: dict[str, float | None], mask_volatile: bool, anywhere: bool,
-                id: str | None = None, run_ids: bool = False) -> pa.Table:
+                id: str | None = None, run_ids: bool = False,
+                declared: Sequence[str | None] | None = None, detected: bool = False
+                ) -> pa.Table:
     """:func:`scan_arrow` once its arguments are checked, the column found sound
     (:func:`refuse_unsound`) and the format chosen (a Ray worker's batch, whose format was
-    chosen once for the dataset)."""
+    chosen once for the dataset): ``detected`` when it was detected rather than given, so
+    that a row declaring itself a mini-swe-agent run (in its run object or in
+    ``declared``, the rows' :func:`declarations`) is read as one, as ``vthread scan``
+    reads such a line of a file whose chat format it detected."""
     import pyarrow as pa
 
     column = decoded(column)
@@ -176,9 +188,12 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     # cycles; the collector walking them again and again cost more than the parse (measured:
     # 2,765 looping rows of the benchmark parsed in 1.77 s with it, 0.17 s without).
     with collector_paused():
+        first = 0
         for piece in _slices(column):
             rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere,
-                                    run_ids))
+                                    run_ids, None if declared is None
+                                    else declared[first:first + len(piece)], detected))
+            first += len(piece)
     fields: dict[str, Any] = {}
     if id is not None:
         fields[id] = _column(table, id)
@@ -234,6 +249,45 @@ def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         raise ValueError(f"not a valid Arrow array: {error}") from None
 
 
+def declarations(table: pa.Table, messages: str, id: str | None
+                 ) -> list[str | None] | None:
+    """Each row's declared format, from the table's :data:`DECLARED_COLUMN` (as
+    mini-swe-agent's runs hold it) when it has one that is neither the ``messages`` nor the
+    ``id`` column, as ``vthread scan X.parquet`` reads it: a row's string where it declares
+    a mini-swe-agent run (:func:`vthread.documents.run_format`), else None; None for a
+    table with no such column or no such row. O(rows)."""
+    import pyarrow as pa
+
+    if DECLARED_COLUMN not in table.column_names or DECLARED_COLUMN in (messages, id):
+        return None
+    try:
+        values = table.column(DECLARED_COLUMN).to_pylist()
+    except (ValueError, pa.ArrowException):  # (a column of values Python cannot hold)
+        return None
+    kept = [value if isinstance(value, str) and value.startswith("mini-swe-agent") else None
+            for value in values]
+    return kept if any(value is not None for value in kept) else None
+
+
+def _text_with_declaration(text: bytes, declared: str | None) -> bytes:
+    """A row's JSON text as :func:`vthread.documents.with_declaration` reads its value."""
+    if declared is None or text.lstrip()[:1] != b"[":
+        return text
+    return (b'{"' + DECLARED_COLUMN.encode() + b'":' + json.dumps(declared).encode()
+            + b',"messages":' + text + b"}")
+
+
+def _declares(row: Any) -> bool:
+    """Whether a row (its JSON text, or its Python value) is a run object declaring itself a
+    mini-swe-agent run (:func:`vthread.documents.declares_mini_swe_agent`)."""
+    if isinstance(row, bytes):
+        try:
+            row = json.loads(row)
+        except (ValueError, RecursionError):
+            return False
+    return declares_mini_swe_agent(row)
+
+
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
     if not isinstance(name, str):
         raise TypeError(f"column names are strings, got {type(name).__name__}")
@@ -284,7 +338,8 @@ def as_utf8_json(text: bytes) -> bytes:
 # ---------------------------------------------------------------------------- the formats
 
 
-def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
+def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
+            declared: Sequence[str | None] | None = None) -> str:
     """The format every one of the first rows with messages fits, as ``vthread scan``
     decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
     they disagree, or when none is in a known format. When they are all plain chats, the
@@ -293,18 +348,34 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3) -> str:
     ``warnings.warn`` counts from this function's caller) naming the rows after it plainly
     in another and the native rows before it. A column of plain chats is thus looked
     through to its end: a text column's rows by :func:`vthread._core.line_marks` from their
-    bytes (about 1.2 us a 3 KB row), a column of structs converted to Python."""
+    bytes (about 1.2 us a 3 KB row), a column of structs converted to Python. A row
+    declaring itself a mini-swe-agent run (in its run object, or in ``declared``: the rows'
+    :func:`declarations`) is read as one whatever the chat format detected, so it is left
+    out of the agreement (:func:`vthread.documents.declared_apart`) and the settling."""
     # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost more
     # than scanning the table.
     values = (value for piece in _slices(column) for value in _head_values(piece))
-    evidence, unknown = evidence_of(values, _DETECT_ROWS)
+    if declared is not None:
+        values = (with_declaration(value, declared[row]) for row, value in enumerate(values))
+    declaring: set[int] = set()
+    evidence, unknown = evidence_of(_noting_declarations(values, declaring), _DETECT_ROWS)
+    evidence = declared_apart(evidence, declaring.__contains__)
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=")
-    return settled_format(found, evidence, partial(_later_evidence, column), _DETECT_ROWS,
-                          "row", "format='auto'", stacklevel)
+    return settled_format(found, evidence, partial(_later_evidence, column, declared),
+                          _DETECT_ROWS, "row", "format='auto'", stacklevel)
 
 
-def _later_evidence(column: pa.ChunkedArray, start: int
-                    ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
+def _noting_declarations(values: Iterator[Any], declaring: set[int]) -> Iterator[Any]:
+    """``values`` as they are, the place of each run object declaring itself a mini-swe-agent
+    run added to ``declaring`` as it is read."""
+    for row, value in enumerate(values):
+        if type(value) is dict and declares_mini_swe_agent(value):
+            declaring.add(row)
+        yield value
+
+
+def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | None,
+                    start: int) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of the rows from ``start`` on, lazily:
     a row's JSON text (a text column's bytes, a nested column's rows as the core writes
     them from the Arrow buffers, as ``vthread scan X.parquet`` reads them) passed over by
@@ -312,15 +383,22 @@ def _later_evidence(column: pa.ChunkedArray, start: int
     that may be native: a native row before the settling one is warned of, as ``vthread
     scan`` warns of such a line) or judged by the core; a row of a nested piece the core
     cannot write, converted to Python, always judged (converting every row of a column of
-    plain chats doubled the cost of scan_arrow)."""
+    plain chats doubled the cost of scan_arrow). A row declaring itself a mini-swe-agent run
+    (``declared``, as :func:`_detect` takes it) is judged by none
+    (:func:`vthread.documents.undeclared_evidence`)."""
     from vthread._core import MAY_BE_NATIVE, MAY_SETTLE, line_marks
 
     judged = MAY_SETTLE | MAY_BE_NATIVE
+    rows = _later_rows(column, start)
+    if declared is not None:
+        rows = ((row, _text_with_declaration(value, declared[row]) if isinstance(value, bytes)
+                 else with_declaration(value, declared[row])) for row, value in rows)
     return judged_until_settled(
-        _later_rows(column, start),
+        rows,
         lambda row: not isinstance(row, bytes) or bool(line_marks([row])[0] & judged),
-        lambda row: line_format_evidence(row) if isinstance(row, bytes)
-        else run_format_evidence(row))
+        lambda row: undeclared_evidence(
+            line_format_evidence(row) if isinstance(row, bytes) else run_format_evidence(row),
+            lambda: _declares(row)))
 
 
 def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]]:
@@ -358,11 +436,13 @@ def _as_binary(array: pa.Array) -> pa.Array:
     return array
 
 
-def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> None:
+def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
+                    declared: Sequence[str | None] | None = None) -> None:
     """Warn, as ``vthread scan --format`` does, when some of the first rows plainly are not in
     the ``given`` format (chat messages read as native are alike, so every such run looks
     like a loop). The rows are still read as asked. ``stacklevel``: the caller's frame, as
-    ``warnings.warn`` counts from this function's caller."""
+    ``warnings.warn`` counts from this function's caller; ``declared``: the rows'
+    :func:`declarations`, a row declaring mini-swe-agent judged as such a run."""
     # Only the first rows, whatever they hold (a column of empty runs is not read to its
     # end), and text rows judged by the core from their bytes: a batch of a per-batch map
     # (datasets, Spark) pays for 16 rows, not for parsing them in Python.
@@ -372,9 +452,15 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int) -> Non
         # their index in the table.
         texts = [as_utf8_json(t.encode("utf-8", "surrogatepass")) if isinstance(t, str) else t
                  for t in text_values(head)]
+        if declared is not None:
+            texts = [None if text is None else _text_with_declaration(text, declared[row])
+                     for row, text in enumerate(texts)]
         evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
     else:
-        evidence, _ = evidence_of(_python_values(head.combine_chunks()), _DETECT_ROWS)
+        values = _python_values(head.combine_chunks())
+        if declared is not None:
+            values = [with_declaration(value, declared[row]) for row, value in enumerate(values)]
+        evidence, _ = evidence_of(values, _DETECT_ROWS)
     found = misfits(evidence, given)
     if found:
         import warnings
@@ -841,7 +927,8 @@ def _json_stand_in(value: Any) -> Any:
 
 
 def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
-                mask_volatile: bool, anywhere: bool, run_ids: bool = False
+                mask_volatile: bool, anywhere: bool, run_ids: bool = False,
+                declared: Sequence[str | None] | None = None, detected: bool = False
                 ) -> dict[str, list[Any]]:
     if format_ == "native":
         rows = (_text_buffers(piece) if _is_text(piece)
@@ -854,8 +941,11 @@ def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                                      run_ids))
         if fields is not None:
             return fields
-    return _scan_in_python(_python_values(piece), format_, keywords, mask_volatile, anywhere,
-                           run_ids)
+    values = _python_values(piece)
+    if declared is not None and detected:
+        values = [with_declaration(value, declared[row]) for row, value in enumerate(values)]
+    return _scan_in_python(values, format_, keywords, mask_volatile, anywhere, run_ids,
+                           declared_wins=detected)
 
 
 def _nul_opens_a_row(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any]
@@ -1072,8 +1162,8 @@ def core_threads() -> int:
 
 
 def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any],
-                    mask_volatile: bool, anywhere: bool = False, run_ids: bool = False
-                    ) -> dict[str, list[Any]]:
+                    mask_volatile: bool, anywhere: bool = False, run_ids: bool = False,
+                    declared_wins: bool = False) -> dict[str, list[Any]]:
     threads: list[list[dict[str, Any]]] = []
     idents: list[Any] = []  # every row's run id, an error row's too (as vthread scan's)
     sources: list[list[int] | None] = []
@@ -1081,7 +1171,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
     errors: list[str | None] = []
     for value in values:
         found = (value.reason if isinstance(value, _BadRow)
-                 else read_cell(value, format_))
+                 else read_cell(value, format_, declared_wins))
         if isinstance(found, str):
             errors.append(found)
             idents.append(run_id(value) if type(value) is dict else None)

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLANK_CELL",
+    "DECLARED_COLUMN",
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
     "MISFITS_SHOWN",
@@ -87,6 +88,7 @@ __all__ = [
     "settles",
     "unread_reason",
     "warn_if_chat",
+    "with_declaration",
 ]
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")
@@ -185,6 +187,28 @@ def _id_part(value: Any) -> str:
     return str(value) if is_string(value) else canonical(value)
 
 
+DECLARED_COLUMN: Final = "trajectory_format"
+"""The key of a run's declared format, as mini-swe-agent's run objects hold it; a table's
+column of that name declares each row's format (:func:`with_declaration`)."""
+
+
+def with_declaration(messages: Any, declared: Any) -> Any:
+    """A table row's messages cell (parsed) as the run object ``vthread scan X.parquet``
+    reads for it when the table has a :data:`DECLARED_COLUMN` (``declared``: that row's
+    value): an array of messages with a string beside it is read as a run declaring it
+    (:func:`run_format`); anything else stays as it is (a run object cell declares its own
+    format; a cell that is no array has no messages to declare a format of).
+
+    >>> with_declaration([], "mini-swe-agent-1")
+    {'trajectory_format': 'mini-swe-agent-1', 'messages': []}
+    >>> with_declaration({"messages": []}, "mini-swe-agent-1")
+    {'messages': []}
+    """
+    if type(messages) is not list or not isinstance(declared, str):
+        return messages
+    return {DECLARED_COLUMN: declared, "messages": messages}
+
+
 def run_format(run: Mapping[str, Any]) -> str | None:
     """The message format a run declares, or None: mini-swe-agent writes
     ``"trajectory_format": "mini-swe-agent-1"``, whose tool calls are text that the messages
@@ -193,7 +217,7 @@ def run_format(run: Mapping[str, Any]) -> str | None:
     >>> run_format({"trajectory_format": "mini-swe-agent-1"}), run_format({"messages": []})
     ('mini-swe-agent', None)
     """
-    declared = run.get("trajectory_format")
+    declared = run.get(DECLARED_COLUMN)
     if is_string(declared) and declared.startswith("mini-swe-agent"):
         return "mini-swe-agent"
     return None
@@ -351,19 +375,20 @@ BLANK_CELL: Final = "blank cell: the row's messages are empty text"
 
 
 def read_cell(
-    value: Any, format_: str,
+    value: Any, format_: str, declared_wins: bool = False,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
     """:func:`read_run` of the value of a table's messages cell (None for a null cell), or
     why it is no run, worded as ``vthread scan X.parquet`` words it and ``vthread.scan_arrow``
     after it: the command reads each row as the line ``{"id": ..., "messages": cell}`` (a
     run object cell as itself), so a cell that is neither an array nor an object (a null
-    cell among them) is named as that line's ``"messages"``. O(the run's messages).
+    cell among them) is named as that line's ``"messages"``; ``declared_wins`` as
+    :func:`read_run` takes it. O(the run's messages).
 
     >>> read_cell(42, "native")
     'not a thread: "messages" is a number, not an array'
     """
     if type(value) is list or type(value) is dict:
-        return read_run(value, format_)
+        return read_run(value, format_, declared_wins=declared_wins)
     return not_an_array("messages", value)
 
 

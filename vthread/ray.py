@@ -21,11 +21,12 @@ from vthread.arrow import (
     RUN_ID,
     _detect,
     checked_arguments,
+    declarations,
     decoded,
     refuse_unsound,
     scan_column,
 )
-from vthread.documents import messages_column
+from vthread.documents import DECLARED_COLUMN, messages_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,8 +113,10 @@ def scan_dataset(
     # Else the columns are known only once the dataset runs: each batch finds its own.
     # A format given is taken as it is, so that the call stays lazy (checking it against the
     # rows, as scan_arrow does, would run the start of the pipeline here).
-    chosen = _detect_format(ds, messages) if format == "auto" else format
+    names = None if schema is None else list(schema.names)
+    chosen = _detect_format(ds, messages, names) if format == "auto" else format
     apply = functools.partial(_scan_batch, messages=messages, format=chosen,
+                              detected=format == "auto",
                               keywords=keywords, mask_volatile=mask_volatile,
                               anywhere=anywhere, prefix=prefix, keep_messages=keep_messages,
                               run_ids=run_ids)
@@ -140,32 +143,38 @@ def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: 
                          "apart")
 
 
-def _detect_format(ds: ray.data.Dataset, messages: str | None) -> str:
+def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] | None
+                   ) -> str:
     """The format of the dataset's first rows, detected as :func:`vthread.scan_arrow` does
-    (``messages`` None: the dataset's columns were not known before it ran)."""
+    (``messages`` None: the dataset's columns, ``names``, were not known before it ran),
+    with the rows' declared formats when it has a ``trajectory_format`` column."""
     try:
-        picked = ds if messages is None else ds.select_columns([messages])
+        declaring = names is not None and DECLARED_COLUMN in names and messages != DECLARED_COLUMN
+        picked = (ds if messages is None
+                  else ds.select_columns([messages, DECLARED_COLUMN] if declaring else [messages]))
         head: pa.Table = picked.limit(DETECT_ROWS).take_batch(DETECT_ROWS,
                                                               batch_format="pyarrow")
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
         return "native"
-    column = head.column(messages_column(head.column_names, messages, "the dataset",
-                                         "messages="))
+    messages = messages_column(head.column_names, messages, "the dataset", "messages=")
+    column = head.column(messages)
     refuse_unsound(column)
-    return _detect(decoded(column))
+    return _detect(decoded(column), declared=declarations(head, messages, None))
 
 
-def _scan_batch(batch: pa.Table, *, messages: str | None, format: str,
+def _scan_batch(batch: pa.Table, *, messages: str | None, format: str, detected: bool,
                 keywords: dict[str, Any], mask_volatile: bool, prefix: str,
                 keep_messages: bool, anywhere: bool = False, run_ids: bool = False
                 ) -> pa.Table:
-    """One batch with its verdict columns: runs in a Ray worker."""
+    """One batch with its verdict columns: runs in a Ray worker (``detected``: ``format`` was
+    detected from the dataset's first rows, not given)."""
     messages = messages_column(batch.column_names, messages, "the batch", "messages=")
     _check_columns(batch.column_names, messages, prefix, keep_messages, anywhere, run_ids)
     column = batch.column(messages)
     refuse_unsound(column)
     found = scan_column(batch, column, format, keywords, mask_volatile, anywhere,
-                        run_ids=run_ids)
+                        run_ids=run_ids, declared=declarations(batch, messages, None),
+                        detected=detected)
     out = batch if keep_messages else batch.drop_columns([messages])
     for name in _result_names(anywhere, run_ids):
         out = out.append_column(prefix + name, found.column(name))
