@@ -1258,8 +1258,9 @@ def test_a_compressed_document_cut_short_keeps_its_whole_runs(
 def test_a_trajectory_with_no_id_is_named_by_its_file(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A .traj run with no id of its own (SWE-agent writes none) gets its file's name without
-    .traj (the instance it ran on), gzipped or not; its own id wins; the same run piped, or
-    in a .json file, has none."""
+    .traj (the instance it ran on), gzipped or not, and so does a mini-swe-agent run in its
+    .traj.json (mini-swe-agent names it by the instance too; it had none); its own id
+    wins; the same run piped, or in a .json file otherwise named, has none."""
     import gzip
 
     run_ = {"environment": "swe_main", "history": [{"role": "user", "content": "fix it"}]}
@@ -1271,11 +1272,18 @@ def test_a_trajectory_with_no_id_is_named_by_its_file(tmp_path: Path,
     own.write_text(json.dumps({**run_, "instance_id": "mine"}))
     other = tmp_path / "run.json"
     other.write_text(json.dumps(run_))
-    code, out, _ = run(["scan", "-q", str(plain), str(packed), str(own), str(other)],
-                       monkeypatch)
+    mini = {"info": {"exit_status": "Submitted"}, "trajectory_format": "mini-swe-agent-1",
+            "messages": [{"role": "user", "content": "fix it"}]}
+    mini_plain = tmp_path / "sympy__sympy-2.traj.json"
+    mini_plain.write_text(json.dumps(mini, indent=2))
+    mini_packed = tmp_path / "sympy__sympy-3.Traj.JSON.gz"
+    mini_packed.write_bytes(gzip.compress(json.dumps(mini).encode()))
+    code, out, _ = run(["scan", "-q", str(plain), str(packed), str(own), str(other),
+                        str(mini_plain), str(mini_packed)], monkeypatch)
     assert code == 0
     assert [r["id"] for r in records(out)] == ["astropy__astropy-12907", "django__django-1",
-                                               "mine", None]
+                                               "mine", None, "sympy__sympy-2",
+                                               "sympy__sympy-3"]
     _, piped, _ = run(["scan", "-", "-q"], monkeypatch, stdin=plain.read_bytes())
     assert [r["id"] for r in records(piped)] == [None]
 

@@ -3309,21 +3309,23 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
         _named_trajectory(value, label, id_key), messages_key)), "runs"
 
 
-_SWE_AGENT_SUFFIXES: Final = (".traj", ".traj.gz")
-"""Endings of a file holding one SWE-agent trajectory, named by the instance it ran on."""
+_TRAJECTORY_NAME_SUFFIXES: Final = (".traj", ".traj.gz", ".traj.json", ".traj.json.gz")
+"""Endings of a file holding one agent trajectory named by the instance it ran on: SWE-agent
+writes ``<instance>.traj``, mini-swe-agent ``<instance>/<instance>.traj.json``."""
 
 
 def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
-    """A SWE-agent trajectory (one run in a ``.traj`` file) with no id of its own, given its
-    file's name without ``.traj`` as its ``id``: SWE-agent names each trajectory by the
-    instance it ran on (``astropy__astropy-12907.traj``), which is what an evaluation joins
-    results on. Any other value as it is, and any value at all with ``id_key`` (--id-key):
-    then only that key is read (the name stood in for a missing one, and a warning of the
+    """A trajectory (one run in a ``.traj`` or ``.traj.json`` file) with no id of its own,
+    given its file's name without that ending as its ``id``: SWE-agent and mini-swe-agent
+    name each trajectory by the instance it ran on (``astropy__astropy-12907.traj``,
+    ``astropy__astropy-12907.traj.json``), which is what an evaluation joins results on.
+    Any other value as it is, and any value at all with ``id_key`` (--id-key): then only
+    that key is read (the name stood in for a missing one, and a warning of the
     key missing listed an ``"id"`` the file does not hold)."""
     from vthread.documents import run_id
 
     name = Path(label).name
-    suffix = next((s for s in _SWE_AGENT_SUFFIXES if name.lower().endswith(s)), None)
+    suffix = next((s for s in _TRAJECTORY_NAME_SUFFIXES if name.lower().endswith(s)), None)
     if suffix is None or id_key is not None or type(value) is not dict or (
             run_id(value) is not None or "task_id" in value):
         return value
