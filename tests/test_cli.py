@@ -1340,8 +1340,12 @@ def test_a_line_cut_short_is_said_to_be_cut_short(tmp_path: Path,
     written, or truncated) is said to be cut short, in its record and, when it is all the
     file holds, in the file's warning: it was "not JSON ... (is it a trajectory file?)".
     JSON written wrong says no such thing."""
-    whole = json.dumps({"id": "a", "messages": [{"type": "user", "text": "hello there"}]})
-    for cut in (len(whole) - 3, whole.index("hello") + 2, whole.index("[") + 1):
+    whole = json.dumps({"id": "a", "messages": [{"type": "user", "text": "hello caf\u00e9",
+                                                 "meta": {"ok": True, "n": -1.5e+30}}]})
+    literal, number = whole.index("true"), whole.index("-1.5e+30")
+    for cut in (len(whole) - 3, whole.index("hello") + 2, whole.index("[") + 1,
+                literal + 1, literal + 3, number + 1, number + 3, number + 5, number + 6,
+                whole.index("\\u00e9") + 2, whole.index("\\u00e9") + 5):
         path = tmp_path / "cut.jsonl"
         path.write_text(whole[:cut])
         code, out, err = run(["scan", str(path), "-q"], monkeypatch)

@@ -31,6 +31,7 @@ holds, else None.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
@@ -353,12 +354,37 @@ cut short?)'
 
 def ends_inside_a_value(error: ValueError) -> bool:
     """Whether ``json`` gave up on an object or array that was still open where the text
-    ended (or on a string never closed): JSON cut short, not JSON written wrong."""
+    ended (or on a string never closed, or a literal, number or escape the text ends
+    inside: ``tru``, ``-``, ``1.``, ``\\u00``): JSON cut short, not JSON written wrong.
+
+    >>> def cut(text):
+    ...     try:
+    ...         json.loads(text)
+    ...     except ValueError as error:
+    ...         return ends_inside_a_value(error)
+    >>> cut('{"done": fals'), cut('[1e+'), cut('["\\\\u00'), cut('{"done": flase}')
+    (True, True, True, False)
+    """
     if not isinstance(error, json.JSONDecodeError):
         return False
     text = error.doc.rstrip(" \t\r\n")
-    return text.lstrip(" \t\r\n\ufeff").startswith(("{", "[")) and (
-        error.pos >= len(text) or error.msg == "Unterminated string starting at")
+    if not text.lstrip(" \t\r\n\ufeff").startswith(("{", "[")):
+        return False
+    if error.pos >= len(text) or error.msg == "Unterminated string starting at":
+        return True
+    # json names the place the cut token starts at (a number's, after its digits): the text
+    # from there on is then only the start of one.
+    pattern = _CUT_TOKENS.get(error.msg)
+    return pattern is not None and pattern.fullmatch(text, error.pos) is not None
+
+
+_CUT_TOKENS: Final = {
+    "Expecting value": re.compile(r"-|t(?:r(?:u)?)?|f(?:a(?:l(?:s)?)?)?|n(?:u(?:l)?)?"),
+    "Expecting ',' delimiter": re.compile(r"\.|[eE][+-]?"),  # a number's fraction or exponent
+    "Invalid \\uXXXX escape": re.compile(r"u[0-9a-fA-F]{0,3}"),
+}
+"""By ``json``'s message, what the text from the place it names to its end is when it ends
+inside a token: a literal, a number after its sign, point or exponent mark, an escape."""
 
 
 def not_an_array(key: str, messages: Any) -> str:
