@@ -99,3 +99,85 @@ def test_keep_system_too_large_for_the_room_says_so() -> None:
     with pytest.raises(ValueError, match=r"history: .* leaves [\d,]+ tokens of room"):
         plan_continuation("<p>" * 100, "a page", context_tokens=4096, estimate=_estimate,
                           history=history, keep_system=True)
+
+
+def _openai_history(calls: int) -> list[dict[str, Any]]:
+    """A harness's OpenAI conversation: its system prompt, the task, then tool calls each
+    answered, and a last reply."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You build web pages. " * 20},
+        {"role": "user", "content": "a dog site"}]
+    for turn in range(calls):
+        history += [{"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{turn}", "type": "function",
+                         "function": {"name": "read", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"c{turn}", "content": f"file {turn} " * 20}]
+    return [*history, {"role": "assistant", "content": "<p>..."}]
+
+
+def _chat_estimate(message: Any) -> float:
+    return len(str(message.get("content"))) / 4 + 4
+
+
+@pytest.mark.parametrize("format", ["openai", "auto"])
+@pytest.mark.parametrize("context_tokens", [1400, 1800, 2200, 5000])
+def test_a_chat_history_is_fitted_in_its_format(format: str, context_tokens: int) -> None:
+    """An OpenAI history with format="openai" (or "auto"): fitted as build_thread fits it in
+    that format (the system prompt and the pinned task kept, no tool reply without its
+    call), the planner's own messages written as chat messages and estimated as such, so
+    that every message of the plan can be sent as it is. Without a format, the history was
+    read as native messages (all alike): the task dropped, the kept part opening on an
+    orphaned tool reply, planner and chat messages mixed; format= was a TypeError."""
+    from vthread import build_thread
+
+    history = _openai_history(40)
+    draft = "<p>dog</p>\n" * 1000
+    seen: list[Any] = []
+
+    def estimate(message: Any) -> float:
+        seen.append(message)
+        return _chat_estimate(message)
+
+    plan = plan_continuation(draft, "a dog site", context_tokens=context_tokens,
+                             estimate=estimate, history=history, keep_system=True,
+                             pair_safe=True, keep_first=1, format=format)
+    assert plan.mode == "tail"
+    assert all("role" in message and "type" not in message for message in seen)
+    assert all(set(message) >= {"role", "content"} for message in plan.messages)
+    first, *kept, last = plan.messages
+    assert (first["role"], last["role"]) == ("system", "user")
+    assert "Continue from exactly where it stops." in last["content"]
+    assert kept[:2] == history[:2]
+    bare = plan_continuation(draft, "a dog site", context_tokens=context_tokens,
+                             estimate=_chat_estimate, format="openai")
+    fitted = build_thread(history, max_tokens=bare.reply_room - bare.needed,
+                          estimate=_chat_estimate, keep_system=True, pair_safe=True,
+                          keep_first=1, format="openai")
+    assert kept == fitted.messages
+    calls = {call["id"] for message in kept for call in message.get("tool_calls") or ()}
+    replies = {message["tool_call_id"] for message in kept if message["role"] == "tool"}
+    assert calls == replies and (context_tokens == 5000) == (len(kept) == len(history))
+    assert plan.prompt_tokens == bare.prompt_tokens + math.ceil(fitted.tokens)
+    assert plan.explanation.endswith(
+        f"history: those kept first and the newest, {len(kept):,} of {len(history):,} "
+        f"messages ({math.ceil(fitted.tokens):,} tokens), fit the "
+        f"{bare.reply_room - bare.needed:,} tokens left over")
+
+
+def test_the_format_shapes_the_planner_messages_with_no_history() -> None:
+    """Given a chat format and no history, the planner's messages are chat messages (a
+    rewrite plan's too); native (the default) and "auto" with no history keep vthread's
+    own; a format that is none is a ValueError naming it."""
+    openai = plan_continuation("<p>" * 30, "a page", context_tokens=4096,
+                               estimate=_chat_estimate, format="anthropic")
+    assert openai.mode == "rewrite"
+    assert [message["role"] for message in openai.messages] == ["system", "user"]
+    for format in ("native", "auto"):
+        native = plan_continuation("<p>" * 30, "a page", context_tokens=4096,
+                                   estimate=_estimate, format=format)
+        assert [message["type"] for message in native.messages] == ["system", "user"]
+        assert [message["text"] for message in native.messages] == [
+            message["content"] for message in openai.messages]
+    with pytest.raises(ValueError, match="'opneai'"):
+        plan_continuation("<p>", "a page", context_tokens=4096, estimate=_estimate,
+                          format="opneai")

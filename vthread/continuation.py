@@ -6,7 +6,9 @@ refused. This module plans the alternative: send only the draft's tail, let the 
 the remainder, and join the remainder onto the draft in code.
 
 Messages follow vthread's message shape: a ``dict`` with a ``"type"`` (``"system"`` or
-``"user"``) and a ``"text"``, typed here as :class:`Message`.
+``"user"``) and a ``"text"``, typed here as :class:`Message`; :func:`plan_continuation` given
+a chat ``format`` writes its own as chat messages (``"role"`` and ``"content"``), so that the
+plan's messages are all in the harness's format.
 
 Every function is pure and uses only the standard library, except that
 :func:`plan_continuation` reads its numeric options by vthread's option rule, counts its
@@ -565,7 +567,7 @@ def build_rewrite_messages(request: str, draft: str) -> list[Message]:
     return [{"type": "system", "text": _REWRITE_SYSTEM}, {"type": "user", "text": user}]
 
 
-def _tokens(messages: Sequence[Message], estimate: Callable[[Message], float],
+def _tokens(messages: Sequence[Mapping[str, Any]], estimate: Callable[[Any], float],
             what: str) -> int:
     """The prompt size of ``messages`` (named ``what`` in an error): their estimates counted
     by build_thread's rule, so that one plan reads the estimator one way for its own prompts
@@ -593,7 +595,7 @@ def plan_continuation(
     request: str,
     *,
     context_tokens: int,
-    estimate: Callable[[Message], float],
+    estimate: Callable[[Any], float],
     reply_reserve: int = DEFAULT_REPLY_RESERVE,
     min_tail_room: int = DEFAULT_MIN_TAIL_ROOM,
     tail_limit: int = DEFAULT_TAIL_LIMIT,
@@ -603,6 +605,7 @@ def plan_continuation(
     pair_safe: bool = False,
     start_on: str | None = None,
     keep_first: int = 0,
+    format: str = "native",
 ) -> ContinuationPlan:
     """Answer how to finish *draft* within *context_tokens*: rewrite, tail, or refuse.
 
@@ -634,6 +637,16 @@ def plan_continuation(
     had left. All five keywords are ignored when
     the plan is a refusal, and change nothing when *history* is empty.
 
+    *format* names the history's message format as for :func:`vthread.build_thread`:
+    ``"native"`` (the default), a chat format of :data:`vthread.adapters.FORMATS`
+    (``"openai"``, ``"anthropic"``, ...) or ``"auto"`` (detected from the history). In a
+    chat format the history is fitted as ``build_thread`` fits it in that format (its system
+    messages, tool pairs and ``start_on`` types read from their translation, the kept ones
+    returned as the caller's own messages) and the planner's own messages are chat messages
+    too: ``{"role": "system", "content": ...}`` and ``{"role": "user", "content": ...}``,
+    which *estimate* is given, as it is the draft as ``{"role": "user", "content": draft}``.
+    (An Anthropic request takes its system prompts apart, in ``system``.)
+
     *context_tokens* must be a finite number >= 1 and is rounded down to whole tokens.
     *reply_reserve*, *min_tail_room* and *tail_limit* follow the library's option rule: a
     value that is not finite (None, NaN, an infinity) means the default, a fraction rounds
@@ -660,31 +673,51 @@ def plan_continuation(
         raise TypeError(f"history must be a sequence of messages (a list, a tuple), got "
                         f"{type(history).__name__}")
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
-                                 min_tail_room, tail_limit, completion_marker)
+                                 min_tail_room, tail_limit, completion_marker,
+                                 _in_chat_shape(history, format))
     if plan.mode == "refuse" or not history:
         return plan
     return _with_history(plan, history, estimate, keep_system, pair_safe, start_on,
-                         keep_first)
+                         keep_first, format)
+
+
+def _in_chat_shape(history: Sequence[Mapping[str, Any]], format: str) -> bool:
+    """Whether the planner's own messages are written as chat messages: ``format`` is a chat
+    format, or ``"auto"`` found the history in one (``format`` is checked here)."""
+    from vthread.documents import checked_format, native_messages
+
+    checked_format(format)
+    if format == "native" or (format == "auto" and not history):
+        return False
+    if format != "auto":
+        return True
+    _, sources = native_messages(list(history), format)
+    return sources is not None
+
+
+def _as_chat(message: Message) -> dict[str, Any]:
+    """A planner's message (a system or a user one) as a chat message."""
+    return {"role": message["type"], "content": message["text"]}
 
 
 def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
-                  estimate: Callable[[Message], float], keep_system: bool, pair_safe: bool,
-                  start_on: str | None, keep_first: int) -> ContinuationPlan:
+                  estimate: Callable[[Any], float], keep_system: bool, pair_safe: bool,
+                  start_on: str | None, keep_first: int, format: str) -> ContinuationPlan:
     """``plan`` with the newest part of ``history`` that fits its spare room inserted."""
     from vthread.build import build_thread
 
     spare = plan.reply_room - plan.needed
     try:
         fitted = build_thread(history, max_tokens=spare,
-                              estimate=estimate,  # type: ignore[arg-type]  # any message
+                              estimate=estimate,
                               keep_system=keep_system, pair_safe=pair_safe, start_on=start_on,
-                              keep_first=keep_first)
+                              keep_first=keep_first, format=format)
     except ValueError as error:
         raise ValueError(f"history: {error} (the {plan.mode} plan leaves {spare:,} tokens "
                          "of room for it)") from None
     tokens = math.ceil(fitted.tokens)
     # Messages kept first, whatever their cost: a pin, or a system message keep_system kept.
-    pinned = keep_first > 0 or (keep_system and _is_system(history[0]))
+    pinned = keep_first > 0 or (keep_system and _is_system(history[0], format))
     system, user = plan.messages
     kept = len(fitted.messages)
     return replace(
@@ -699,9 +732,16 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
     )
 
 
-def _is_system(message: Mapping[str, Any]) -> bool:
+def _is_system(message: Mapping[str, Any], format: str) -> bool:
+    """Whether a history's first message is a system message, as ``build_thread`` reads it
+    (in a chat format, by its translation's first message)."""
     from vthread._jsvalue import is_text
 
+    if format != "native":
+        from vthread.documents import native_messages
+
+        native, _ = native_messages([message], format)
+        return bool(native) and is_text(native[0].get("type"), "system")
     return is_text(message.get("type"), "system")
 
 
@@ -736,18 +776,19 @@ def _count_option(name: str, value: object, default: int) -> int:
 
 
 def _plan_without_history(draft: str, request: str, context_tokens: int,
-                          estimate: Callable[[Message], float], reply_reserve: int,
+                          estimate: Callable[[Any], float], reply_reserve: int,
                           min_tail_room: int, tail_limit: int,
-                          completion_marker: str) -> ContinuationPlan:
+                          completion_marker: str, chat: bool = False) -> ContinuationPlan:
     context_tokens = _window(context_tokens)
     reply_reserve = _count_option("reply_reserve", reply_reserve, DEFAULT_REPLY_RESERVE)
     min_tail_room = _count_option("min_tail_room", min_tail_room, DEFAULT_MIN_TAIL_ROOM)
     tail_limit = _count_option("tail_limit", tail_limit, DEFAULT_TAIL_LIMIT)
     _check_marker(completion_marker)
 
-    rewrite_messages = tuple(build_rewrite_messages(request, draft))
+    shaped: Callable[[Message], Mapping[str, Any]] = _as_chat if chat else dict
+    rewrite_messages = tuple(map(shaped, build_rewrite_messages(request, draft)))
     rewrite_prompt = _tokens(rewrite_messages, estimate, "the rewrite prompt")
-    draft_tokens = _tokens([{"type": "user", "text": draft}], estimate, "the draft")
+    draft_tokens = _tokens([shaped({"type": "user", "text": draft})], estimate, "the draft")
     rewrite = Budget(rewrite_prompt, context_tokens - rewrite_prompt, draft_tokens + reply_reserve)
     rewrite_note = (
         f"a whole rewrite needs {rewrite.needed:,} tokens of reply room (draft "
@@ -777,9 +818,8 @@ def _plan_without_history(draft: str, request: str, context_tokens: int,
             rewrite,
             None,
         )
-    tail_messages = tuple(
-        build_continuation_messages(request, continuation_tail(draft, tail_limit))
-    )
+    tail_messages = tuple(map(shaped, build_continuation_messages(
+        request, continuation_tail(draft, tail_limit))))
     tail_prompt = _tokens(tail_messages, estimate, "the tail prompt")
     tail = Budget(tail_prompt, context_tokens - tail_prompt, max(min_tail_room, reply_reserve))
     tail_note = (
