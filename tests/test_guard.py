@@ -842,10 +842,8 @@ def test_a_copied_subclass_keeps_its_own_attributes() -> None:
 
     class Labelled(Guard):
         def __init__(self, label: str, **options: Any) -> None:
+            super().__init__(**options)
             self.label, self.seen = label, [label]
-
-        def __new__(cls, label: str, **options: Any) -> Labelled:
-            return super().__new__(cls, **options)
 
     class Slotted(Guard):
         __slots__ = ("note",)
@@ -859,3 +857,34 @@ def test_a_copied_subclass_keeps_its_own_attributes() -> None:
     slotted.note = ["a"]
     assert copy.copy(slotted).note is slotted.note
     assert copy.deepcopy(slotted).note == ["a"] and copy.deepcopy(slotted).note is not slotted.note
+
+
+def test_a_subclass_adds_constructor_arguments_with_its_init_alone() -> None:
+    """A subclass whose __init__ takes arguments of its own (positional or keyword) needs no
+    __new__ of its own: the options reach the guard, its own arguments its __init__, which
+    may pass the options on to super().__init__ (its arguments were refused by Guard's
+    __new__). Guard itself, and a subclass with no __init__ of its own, still refuse an
+    argument they do not take, naming it."""
+
+    class Labelled(Guard):
+        def __init__(self, label: str, *, turn: int = 0, **options: Any) -> None:
+            super().__init__(**options)
+            self.label, self.turn = label, turn
+
+    labelled = Labelled("run 7", turn=3, ngram=3, max_repeats=2)
+    assert (labelled.label, labelled.turn) == ("run 7", 3)
+    assert (labelled.options.ngram, labelled.options.max_repeats) == (3, 2)
+    assert labelled.push("go on and on " * 6) and labelled.reason is not None
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nrgam'"):
+        Labelled("run 8", nrgam=3)
+
+    class Plain(Guard):
+        pass
+
+    for made in (Guard, Plain):
+        with pytest.raises(TypeError, match=f"{made.__name__}\\(\\) got an unexpected keyword "
+                                            "argument 'label'"):
+            made(label="x")
+        with pytest.raises(TypeError, match="keyword arguments only, got 1 positional"):
+            made(4)
+    assert Plain(ngram=5).options.ngram == 5

@@ -139,15 +139,36 @@ class Guard(_core.GuardCore):
 
     def __new__(
         cls,
+        *arguments: Any,
+        ngram: float | None = None,
+        window: float | None = None,
+        max_repeats: float | None = None,
+        max_unique_ratio: float | None = None,
+        min_chars: float | None = None,
+        **keywords: Any,
+    ) -> Self:
+        # As object.__new__ does: arguments of a subclass's own are its __init__'s to check,
+        # so that a subclass adds constructor arguments by writing __init__ alone.
+        if (arguments or keywords) and cls.__init__ is Guard.__init__:
+            if arguments:
+                raise TypeError(f"{cls.__name__}() takes keyword arguments only, got "
+                                f"{len(arguments)} positional")
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument "
+                            f"{next(iter(keywords))!r}")
+        options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars)
+        return super().__new__(cls, options)
+
+    def __init__(
+        self,
         *,
         ngram: float | None = None,
         window: float | None = None,
         max_repeats: float | None = None,
         max_unique_ratio: float | None = None,
         min_chars: float | None = None,
-    ) -> Self:
-        options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars)
-        return super().__new__(cls, options)
+    ) -> None:
+        """Nothing to do (``__new__`` took the options): here so that a subclass's
+        ``__init__`` may pass the options it was given on to ``super().__init__``."""
 
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
