@@ -520,3 +520,33 @@ def test_the_tally_of_chat_read_as_native_is_said_when_the_scan_stops_early(
     assert any("also lines 73, 74, 75, 76, 77 and 23 more look like openai" in line
                for line in said), err
     assert said[-1].startswith(f"vthread scan: {path}:101: not valid JSON")
+
+
+@pytest.mark.parametrize("format", ["native", "openai", "anthropic", "responses",
+                                    "mini-swe-agent", "swe-agent"])
+def test_a_message_that_is_no_mapping_is_a_type_error_in_every_format(format: str) -> None:
+    """A harness's message of the wrong type (a model object, None) is a TypeError naming
+    its index whatever the format, from every function, as it is for native messages: in a
+    chat format it was a ValueError from the cycle functions and scan, and a TypeError from
+    build_thread, so that a harness catching one missed the other. It is still a ValueError
+    too (what the adapters raised)."""
+
+    class Model:  # a message object the harness forgot to dump
+        pass
+
+    first = ({"type": "user", "text": "fix it"} if format == "native"
+             else {"role": "user", "content": "fix it"})
+    # (each with whether it raised a ValueError: those that did raise one still)
+    calls: list[tuple[Callable[[list[Any]], object], bool]] = [
+        (lambda thread: vthread.describe_thread_cycle(thread, format=format), True),
+        (lambda thread: vthread.scan([thread], format=format), True),
+        (lambda thread: vthread.build_thread(thread, max_tokens=100, estimate=lambda m: 1,
+                                             format=format), False)]
+    if format != "native":
+        calls.append((lambda thread: to_native(thread, format), True))
+    for bad in (Model(), None):
+        for call, was_a_value_error in calls:
+            with pytest.raises(TypeError, match=r"message(s\[| )1\b") as raised:
+                call([first, bad])
+            if format != "native" and was_a_value_error:
+                assert isinstance(raised.value, ValueError)

@@ -124,8 +124,9 @@ Rules common to all of them:
 - The input is never mutated; parsed arguments and results are fresh objects, other values
   are shared with the input.
 
-A message that is not an object, or has no string ``role``, raises :class:`ValueError` naming
-its index. Each function is a single pass: O(total size of the messages).
+A message that is not an object raises :class:`MessageTypeError` (a ``TypeError``, as a
+native message's does, and a ``ValueError``), one with no string ``role`` a ``ValueError``,
+each naming its index. Each function is a single pass: O(total size of the messages).
 
 >>> from_openai([{"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
 ...     "type": "function", "function": {"name": "ls", "arguments": '{"path": "."}'}}]},
@@ -151,6 +152,7 @@ __all__ = [
     "Format",
     "FormatConflictError",
     "FormatUnknownError",
+    "MessageTypeError",
     "common_format",
     "detect_format",
     "format_evidence",
@@ -940,13 +942,22 @@ def _plain_all(values: list[Any]) -> list[Any]:
 # ------------------------------------------------------------------------------ shared parts
 
 
+class MessageTypeError(TypeError, ValueError):
+    """Messages of a chat format that are no sequence of objects (a message that is a
+    model object, a tuple, None), naming the first bad one: a ``TypeError``, as the same
+    mistake in native messages is, so that a harness catches it whatever the format, and a
+    ``ValueError``, as every other message a format cannot read is."""
+
+
 def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
-    """``messages`` as a sequence of mappings, or a ValueError naming the first bad index."""
+    """``messages`` as a sequence of mappings, or a :class:`MessageTypeError` naming the
+    first bad index."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise ValueError(f"messages must be a list of messages, not {json_type(messages)}")
+        raise MessageTypeError(f"messages must be a list of messages, not "
+                               f"{json_type(messages)}")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise ValueError(f"message {index} is not an object ({json_type(message)})")
+            raise MessageTypeError(f"message {index} is not an object ({json_type(message)})")
     return messages
 
 

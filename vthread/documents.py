@@ -474,7 +474,7 @@ def native_threads(threads: Sequence[Any], format_: str
     >>> native_threads([[{"role": "user", "content": "hi"}]], "auto")
     ([[{'type': 'user', 'text': 'hi'}]], [[0]])
     """
-    from vthread.adapters import to_native_with_sources
+    from vthread.adapters import MessageTypeError, to_native_with_sources
 
     detected = checked_format(format_) == "auto"
     if detected:
@@ -511,8 +511,9 @@ def native_threads(threads: Sequence[Any], format_: str
             continue
         try:
             messages, origins = to_native_with_sources(_held(thread), format_)  # type: ignore[arg-type]
-        except ValueError as error:
-            raise ValueError(f"thread {index}: {format_} format: {error}") from None
+        except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
+            kind = MessageTypeError if isinstance(error, MessageTypeError) else ValueError
+            raise kind(f"thread {index}: {format_} format: {error}") from None
         native.append(messages)
         sources.append(origins)
     return native, sources
