@@ -1025,3 +1025,22 @@ def test_run_ids_are_the_ids_vthread_scan_reads_from_the_rows(
             "run_id").to_pylist() == ["a\ufffdb", '{"k":"\ufffd"}', None]
     with pytest.raises(TypeError, match="run_ids must be a bool"):
         arrow.scan_arrow(pa.table({"messages": ["[]"]}), run_ids="yes")  # type: ignore[arg-type]
+
+
+def test_a_column_alone_is_a_type_error_saying_to_put_it_in_a_table() -> None:
+    """A pyarrow array or chunked array (or another column exporting Arrow data) is a
+    TypeError saying to put it in a table (pyarrow's "ArrowSchema describes non-struct
+    type" was raised as it was); what is no Arrow data at all is a TypeError too."""
+    text = '[{"type": "user", "text": "hi"}]'
+
+    class Exported:  # a column exporting the Arrow C stream interface, as a polars Series
+        def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+            return pa.chunked_array([[text]]).__arrow_c_stream__(requested_schema)
+
+    for column in (pa.array([text]), pa.chunked_array([[text]]), Exported()):
+        with pytest.raises(TypeError, match=r"got \w+, whose Arrow data is no table .*"
+                                            r"pa\.table\(\{'messages': column\}\)"):
+            arrow.scan_arrow(column)
+    with pytest.raises(TypeError, match="got list"):
+        arrow.scan_arrow([text])
+    assert arrow.scan_arrow(pa.table({"messages": pa.array([text])})).num_rows == 1

@@ -225,8 +225,19 @@ def _as_table(data: Any) -> pa.Table:
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
-    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
-        return pa.table(data)
+    if isinstance(data, (pa.Array, pa.ChunkedArray)) or (
+            hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
+        try:
+            return pa.table(data)
+        except (pa.ArrowException, TypeError, ValueError) as error:
+            # A column alone (a pyarrow array, a polars Series) exports Arrow data too, and
+            # pyarrow's word for it ("ArrowSchema describes non-struct type") says nothing
+            # of what to pass.
+            raise TypeError(
+                f"data must be a table of runs (a pyarrow Table or RecordBatch, or a table "
+                f"exporting the Arrow C stream interface); got {type(data).__name__}, whose "
+                f"Arrow data is no table ({error}): put a column of runs in one, "
+                "pa.table({'messages': column})") from None
     raise TypeError("data must be a pyarrow Table or RecordBatch, or export the Arrow C "
                     f"stream interface; got {type(data).__name__}")
 
