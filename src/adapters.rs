@@ -1266,6 +1266,19 @@ pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evid
     messages_format(&messages).map(Some)
 }
 
+/// [`format_evidence`] of a run that may settle its batch's format: none for a run declaring
+/// itself a mini-swe-agent run, which is read as one whatever the batch's format
+/// (`documents.undeclared_evidence`), so that it settles none.
+pub fn undeclared_format_evidence(
+    tape: &Tape<'_>,
+    keys: RunKeys<'_>,
+) -> Result<Option<Evidence>, Declined> {
+    if declares_mini_swe_agent(tape.root()) {
+        return Ok(None);
+    }
+    format_evidence(tape, keys)
+}
+
 /// Whether a run object declares itself a mini-swe-agent run (`documents.run_format`:
 /// mini-swe-agent writes `"trajectory_format": "mini-swe-agent-1"`, whose tool calls are
 /// text that the messages alone do not tell from a chat).
@@ -1360,6 +1373,84 @@ pub const MAY_READ_OTHERWISE: u8 = 2;
 /// A mark of [`line_marks`]: no `role` key is in the line, so it may be a native thread
 /// (whose messages have none), which no quick test tells from a plain chat otherwise.
 pub const MAY_BE_NATIVE: u8 = 4;
+/// A mark of [`line_marks`]: the line's run object surely declares itself a mini-swe-agent
+/// run ([`declares_at_its_end`]), which settles no format and is no plain chat: past a
+/// batch's first runs it is judged by none, with no parse.
+pub const DECLARES_MINI_SWE_AGENT: u8 = 8;
+
+/// Whether `line`, a run object, surely declares itself a mini-swe-agent run
+/// ([`declares_mini_swe_agent`] of its parse), told from its end with no parse:
+/// mini-swe-agent writes its `"trajectory_format"` after the messages, and a harness's ids
+/// after that, so the object's last members, read backwards while each is a string key and
+/// a string value, reach it within a few dozen bytes of a run of any size. The first such
+/// key found backwards is the last in the object, the one a parse keeps. False when unsure
+/// (a member of another kind, or a key holding an escape, is reached first; the value's
+/// opening escaped; no object), the line then judged by a parse. For a line that is no JSON
+/// the answer may be true: its run is then an error record, judged as none either way.
+pub fn declares_at_its_end(line: &[u8]) -> bool {
+    let Some(mut end) = before_whitespace(line, line.len()).checked_sub(1) else {
+        return false;
+    };
+    if line[end] != b'}' {
+        return false;
+    }
+    loop {
+        // (`end`: where the member's value ends, at the `}` or `,` after it)
+        let Some(value) = string_ending_at(line, before_whitespace(line, end)) else {
+            return false;
+        };
+        let colon = before_whitespace(line, value.start);
+        if colon == 0 || line[colon - 1] != b':' {
+            return false;
+        }
+        let Some(key) = string_ending_at(line, before_whitespace(line, colon - 1)) else {
+            return false;
+        };
+        let name = &line[key.start + 1..key.end - 1];
+        if memchr::memchr(b'\\', name).is_some() {
+            return false; // (an escape may spell the key)
+        }
+        if name == b"trajectory_format" {
+            return line[value.start + 1..value.end - 1].starts_with(b"mini-swe-agent");
+        }
+        let before = before_whitespace(line, key.start);
+        if before == 0 || line[before - 1] != b',' {
+            return false; // (the object's first member, or no member: no declaration)
+        }
+        end = before - 1;
+    }
+}
+
+/// Where the JSON whitespace before `at` in `text` begins.
+fn before_whitespace(text: &[u8], at: usize) -> usize {
+    at - text[..at]
+        .iter()
+        .rev()
+        .take_while(|&&byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
+        .count()
+}
+
+/// The JSON string (its quotes included) that ends just before `end` in `text`: from the
+/// quote before `end` back to the last quote before it that no odd run of backslashes
+/// escapes; None when the byte before `end` is no quote.
+fn string_ending_at(text: &[u8], end: usize) -> Option<std::ops::Range<usize>> {
+    if end == 0 || text[end - 1] != b'"' {
+        return None;
+    }
+    let mut before = end - 1;
+    while let Some(quote) = memchr::memrchr(b'"', &text[..before]) {
+        let escapes = text[..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if escapes % 2 == 0 {
+            return Some(quote..end);
+        }
+        before = quote;
+    }
+    None
+}
 
 /// What a JSON string opens with, after its quote, where a plain chat may read otherwise
 /// than as OpenAI's: a `reasoning*` or `refusal` key, a message's (or content part's)
@@ -1500,9 +1591,14 @@ static BASH_FENCE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 /// in a message its role, type, content, `action` and OpenAI's call keys, never a value of
 /// a `tools` key.
 pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
+    let declares = if declares_at_its_end(line) {
+        DECLARES_MINI_SWE_AGENT
+    } else {
+        0
+    };
     const ALL: u8 = MAY_SETTLE | MAY_READ_OTHERWISE | MAY_BE_NATIVE;
     if memchr::memchr(0, line).is_some() {
-        return ALL;
+        return ALL | declares;
     }
     let mut marks = 0;
     let mut has_role = false;
@@ -1566,7 +1662,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
             }
             b'\\' => {
                 if escape_may_spell_a_word(rest) {
-                    return ALL;
+                    return ALL | declares;
                 }
             }
             _ => {
@@ -1576,7 +1672,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
             }
         }
         if has_role && marks == MAY_SETTLE | MAY_READ_OTHERWISE {
-            return marks;
+            return marks | declares;
         }
     }
     if !has_role {
@@ -1585,7 +1681,7 @@ pub fn line_marks(line: &[u8], messages_key: Option<&str>) -> u8 {
     if marks & MAY_READ_OTHERWISE == 0 && BASH_FENCE.find(line).is_some() {
         marks |= MAY_READ_OTHERWISE;
     }
-    marks
+    marks | declares
 }
 
 /// Whether a content list reads alike as Anthropic's blocks and as OpenAI's parts: OpenAI's
@@ -1953,6 +2049,76 @@ mod tests {
         ] {
             assert!(may_settle(line.as_bytes()), "{line}");
         }
+    }
+
+    #[test]
+    fn a_declaration_is_told_from_the_end_of_the_line_only_when_sure() {
+        let told = |line: &str| declares_at_its_end(line.as_bytes());
+        let parsed =
+            |line: &str| declares_mini_swe_agent(Tape::parse(line.as_bytes()).unwrap().root());
+        let sure = [
+            r#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#,
+            r#"{"info": {"a": "}"}, "messages": [{"content": "\"x\\"}], "trajectory_format" : "mini-swe-agent-1.1" , "instance_id":"a\"b\\" }"#,
+            "{\"trajectory_format\":\"other\",\"trajectory_format\":\"mini-swe-agent\"}\n",
+        ];
+        for line in sure {
+            assert!(told(line), "{line}");
+        }
+        // (the tape declines a repeated key, which Python's json reads: the last kept)
+        assert!(parsed(sure[0]) && parsed(sure[1]));
+        let unsure_or_not = [
+            r#"{"trajectory_format": "mini-swe-agent-1", "messages": []}"#, // (a parse tells)
+            r#"{"messages": [], "trajectory_format": "mini-swe-agent-1", "n": 1}"#,
+            r#"{"messages": [], "trajectory_format": "swe-agent"}"#,
+            r#"{"trajectory_format": "mini-swe-agent-1", "trajectory_format": "other"}"#,
+            r#"{"trajectory_format": "mini-swe-agent-1", "trajectory\u005fformat": "other"}"#,
+            r#"{"a": {"trajectory_format": "mini-swe-agent-1"}}"#,
+            r#"{"a": ["x", "trajectory_format", "mini-swe-agent-1"]}"#,
+            r#"{"a": "trajectory_format\":\"mini-swe-agent-1"}"#,
+            r#"{"a": "x\\", "trajectory_format": "\u006dini-swe-agent"}"#,
+            r#"[{"trajectory_format": "mini-swe-agent-1"}]"#,
+            "",
+            "}",
+            "\"}",
+            ":\"x\"}",
+        ];
+        for line in unsure_or_not {
+            assert!(!told(line), "{line}");
+        }
+        assert_eq!(
+            line_marks(sure[0].as_bytes(), None) & DECLARES_MINI_SWE_AGENT,
+            DECLARES_MINI_SWE_AGENT
+        );
+        assert_eq!(
+            line_marks(unsure_or_not[0].as_bytes(), None) & DECLARES_MINI_SWE_AGENT,
+            0
+        );
+    }
+
+    #[test]
+
+    fn a_declared_run_is_no_evidence_of_its_batch_format() {
+        let evidence = |line: &str| {
+            let tape = Tape::parse(line.as_bytes()).unwrap();
+            (
+                format_evidence(&tape, RunKeys::default()).unwrap(),
+                undeclared_format_evidence(&tape, RunKeys::default()).unwrap(),
+            )
+        };
+        let declared = r#"{"trajectory_format": "mini-swe-agent-1", "messages": [{"role": "tool", "content": "x"}]}"#;
+        assert_eq!(
+            evidence(declared),
+            (Some((Some("mini-swe-agent"), true)), None)
+        );
+        let other =
+            r#"{"trajectory_format": "other", "messages": [{"role": "tool", "content": "x"}]}"#;
+        assert_eq!(evidence(other).0, evidence(other).1);
+        assert_eq!(evidence(other).1, Some((Some("openai"), true)));
+        let bare = r#"[{"role": "user", "content": "x"}]"#;
+        assert_eq!(
+            evidence(bare),
+            (Some((Some("openai"), false)), Some((Some("openai"), false)))
+        );
     }
 
     #[test]

@@ -514,15 +514,22 @@ fn scan_slices<'py>(
 /// of the same line (`kept_tape`: the scan that follows the detection), until `release_kept_tape`.
 /// With `keep_into` (a `KeptTapes`), the tape of a shorter line is held there instead, for
 /// `scan_lines(detected=)` of the chunk the line is in, while it holds less than
-/// `DETECTED_LINE_BYTES` of lines.
+/// `DETECTED_LINE_BYTES` of lines. With `undeclared`, a run declaring itself a mini-swe-agent
+/// run says nothing (`(True, None)`: `adapters::undeclared_format_evidence`).
 #[pyfunction]
-#[pyo3(signature = (line, messages_key=None, keep_tape=false, keep_into=None))]
+#[pyo3(signature = (line, messages_key=None, keep_tape=false, keep_into=None, undeclared=false))]
 fn line_format_evidence(
     line: &Bound<'_, PyBytes>,
     messages_key: Option<&str>,
     keep_tape: bool,
     keep_into: Option<&Bound<'_, KeptTapes>>,
+    undeclared: bool,
 ) -> (bool, Option<adapters::Evidence>) {
+    let evidence = if undeclared {
+        adapters::undeclared_format_evidence
+    } else {
+        adapters::format_evidence
+    };
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: None,
@@ -537,8 +544,8 @@ fn line_format_evidence(
         .filter(|holder| holder.line_bytes + size <= DETECTED_LINE_BYTES);
     let found = match holder {
         Some(mut holder) => {
-            kept_tape::judged_and_handed(line, true, |tape| adapters::format_evidence(tape, keys))
-                .map(|(found, items)| {
+            kept_tape::judged_and_handed(line, true, |tape| evidence(tape, keys)).map(
+                |(found, items)| {
                     // (a line of many small values, numbers most often, makes a tape of several
                     // times its size: parsed again by the scan, not held that large)
                     let limit = TAPE_BYTES_PER_LINE_BYTE * size + SMALL_TAPE_BYTES;
@@ -547,11 +554,10 @@ fn line_format_evidence(
                         holder.tapes.push(items);
                     }
                     found
-                })
+                },
+            )
         }
-        None => kept_tape::judged_and_kept(line, keep_tape, |tape| {
-            adapters::format_evidence(tape, keys)
-        }),
+        None => kept_tape::judged_and_kept(line, keep_tape, |tape| evidence(tape, keys)),
     };
     match found {
         Ok(Ok(found)) => (true, found),
@@ -1684,6 +1690,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MAY_SETTLE", adapters::MAY_SETTLE)?;
     module.add("MAY_READ_OTHERWISE", adapters::MAY_READ_OTHERWISE)?;
     module.add("MAY_BE_NATIVE", adapters::MAY_BE_NATIVE)?;
+    module.add("DECLARES_MINI_SWE_AGENT", adapters::DECLARES_MINI_SWE_AGENT)?;
     module.add_function(wrap_pyfunction!(plain_reads_otherwise, module)?)?;
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;

@@ -29,7 +29,7 @@ from strategies import (
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
 from vthread import _core, cli, documents
-from vthread.documents import run_format_evidence, settles
+from vthread.documents import declares_mini_swe_agent, run_format_evidence, settles
 
 KINDS = st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
                          "function_call_output", "custom_tool_call", "x"])
@@ -452,6 +452,39 @@ def test_line_marks_never_pass_over_a_settling_line(
         assert marks & _core.MAY_BE_NATIVE, line[:300]
     if b'"tools"' not in line:
         assert bool(marks & _core.MAY_SETTLE) == _core.may_settle(line), line[:300]
+    if marks & _core.DECLARES_MINI_SWE_AGENT:
+        assert declares_mini_swe_agent(json.loads(line)), line[:300]
+
+
+MEMBER_NAMES = st.sampled_from(["trajectory_format", "instance_id", "messages", "info", "n"])
+MEMBER_VALUES = st.one_of(st.sampled_from(["mini-swe-agent-1", "mini-swe-agent", "other", ""]),
+                          st.text(max_size=6), st.none(), st.integers(), st.just([{"a": "}"}]))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.tuples(MEMBER_NAMES, MEMBER_VALUES), max_size=6),
+       st.sampled_from(["", " ", "\n", " \t"]), st.booleans(), st.randoms(use_true_random=False))
+def test_a_declaration_is_marked_only_where_a_parse_finds_it(
+        members: list[tuple[str, Any]], space: str, escape: bool, draw: random.Random) -> None:
+    """``DECLARES_MINI_SWE_AGENT`` (told from the object's last members, with no parse) is
+    set only for a run object ``json.loads`` finds declaring a mini-swe-agent run (the last
+    of a repeated key kept), however its members are ordered, spaced or escaped; and it is
+    set for every such object whose members after the declaration are strings, written
+    plainly (as mini-swe-agent and the harnesses after it write them)."""
+    body = ("," + space).join(f"{json.dumps(name)}{space}:{space}{json.dumps(value)}"
+                              for name, value in members)
+    line = ("{" + space + body + space + "}" + space).encode()
+    if escape:
+        line = _escapes_drawn(json.loads(line), draw).encode("utf-8", "surrogatepass")
+    marks = _core.line_marks([line])[0]
+    declares = declares_mini_swe_agent(json.loads(line))
+    if marks & _core.DECLARES_MINI_SWE_AGENT:
+        assert declares, line
+    last = max((at for at, (name, _) in enumerate(members) if name == "trajectory_format"),
+               default=None)
+    if declares and not escape and last is not None and all(
+            isinstance(value, str) for _, value in members[last:]):
+        assert marks & _core.DECLARES_MINI_SWE_AGENT, line
 
 
 def test_control_character_escapes_add_no_mark() -> None:

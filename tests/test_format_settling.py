@@ -13,7 +13,7 @@ import pytest
 
 import vthread
 from tests.test_cli import records, run
-from vthread import cli
+from vthread import _core, cli
 from vthread.documents import DETECT_THREADS
 
 pa = pytest.importorskip("pyarrow")
@@ -349,8 +349,8 @@ def test_tool_definitions_beside_plain_chats_are_not_parsed(
     judged: list[bytes] = []
     line_evidence = cli._line_evidence
     monkeypatch.setattr(cli, "_line_evidence",
-                        lambda line, messages_key, *keep: judged.append(line) or line_evidence(
-                            line, messages_key, *keep))
+                        lambda line, messages_key, *keep, **keywords: judged.append(line)
+                        or line_evidence(line, messages_key, *keep, **keywords))
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and len(records(out)) == 101 and err == ""
     assert len(judged) == 1 and b'"role": "tool"' in judged[0]
@@ -388,3 +388,100 @@ def test_scan_arrow_and_a_parquet_file_warn_of_a_native_row_before_the_settling_
     assert ("row 108, the first after plain chats to show a format, is anthropic, the format "
             "the rest is read in, but row 101 looks like native: it is read as anthropic"
             ) in err, err
+
+
+def _declared_mini_run(index: int) -> dict[str, Any]:
+    """A healthy mini-swe-agent run declaring itself one."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"},
+                                      {"role": "user", "content": f"task {index}"}]
+    for step in range(3):
+        messages += [{"role": "assistant",
+                      "content": f"THOUGHT: step {step}\n\n```bash\ncat f{step}.py\n```"},
+                     {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n"
+                                                 f"line {step}\n</output>"}]
+    # (in mini-swe-agent's order: the declaration after the messages)
+    return {"messages": messages, "trajectory_format": "mini-swe-agent-1",
+            "instance_id": f"m{index}"}
+
+
+def _swe_agent_loop() -> list[dict[str, Any]]:
+    """A SWE-agent history listing the same files again and again, each time with another
+    thought: a loop read as SWE-agent's (its action and observation), none as a chat's."""
+    history: list[dict[str, Any]] = [{"role": "system", "content": "sys", "agent": "primary"},
+                                     {"role": "user", "content": "task", "agent": "primary"}]
+    for attempt in range(5):
+        history += [{"role": "assistant", "agent": "primary", "action": "ls",
+                     "content": f"Thought {attempt}: the list may have changed; again."},
+                    {"role": "user", "content": "a.py", "agent": "primary"}]
+    return history
+
+
+@pytest.mark.parametrize("declared", [20, DETECT_THREADS + 6])
+def test_runs_declaring_mini_swe_agent_settle_no_format(
+        declared: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch whose first runs all declare themselves mini-swe-agent runs, then another
+    harness's (SWE-agent histories, declaring nothing): the declared runs are read as
+    mini-swe-agent runs and the others in the format the first of them shows, as when they
+    come first, by vthread scan (JSONL and Parquet), vthread.scan and scan_arrow alike; the
+    file is named by that format. The declared runs settled the format: the SWE-agent runs
+    were read as mini-swe-agent runs and their loop missed, silently (past the first 16
+    rows for scan_arrow, 64 threads for the command and vthread.scan). A file of declared
+    runs alone is still named mini-swe-agent, and each read as before."""
+    runs: list[Any] = [_declared_mini_run(index) for index in range(declared)]
+    runs += [{"instance_id": "swe", "history": _swe_agent_loop()},
+             {"instance_id": "swe2", "history": _swe_agent_loop()[:4]}]
+    expected = [None] * declared + ["repeated_result_run", None]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected
+    assert f"swe-agent (detected; {path})" in err
+    assert vthread.scan(runs, format="auto").names == expected
+    table = pa.table({"instance_id": [item["instance_id"] for item in runs],
+                      "trajectory_format": [item.get("trajectory_format") for item in runs],
+                      "messages": [json.dumps(item.get("messages") or item.get("history"))
+                                   for item in runs]})
+    assert vthread.scan_arrow(table).column("verdict").to_pylist() == expected
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "runs.parquet"
+    pq.write_table(table, parquet)
+    code, out, err = run(["scan", str(parquet)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected
+    # Declared runs alone (and an undeclared plain chat among them) are named mini-swe-agent.
+    alone = [*runs[:declared], {"messages": [{"role": "user", "content": "hi"}]}]
+    path.write_text("".join(json.dumps(item) + "\n" for item in alone))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and f"mini-swe-agent (detected; {path})" in err
+    assert [r["messages"] for r in records(out)] == [8] * declared + [1]
+    assert vthread.scan(alone, format="auto").names == [None] * (declared + 1)
+
+
+def test_runs_declaring_mini_swe_agent_are_passed_over_unparsed_past_the_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of runs declaring themselves mini-swe-agent runs (mini-swe-agent writes the
+    declaration after the messages) is looked through for a run of another harness past its
+    first threads, each declared run told by the last bytes of its line: none is parsed for
+    its evidence or for a plain chat's reading (each was parsed twice, as much again as
+    the scan's own parse), and the records are those of the runs read as declared."""
+    runs = [_declared_mini_run(index) for index in range(3 * DETECT_THREADS)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    judged: list[bytes] = []
+    read_otherwise: list[bytes] = []
+    line_evidence, reads_otherwise = cli._line_evidence, _core.plain_reads_otherwise
+    monkeypatch.setattr(cli, "_line_evidence", lambda line, *rest, **keywords: (
+        judged.append(line), line_evidence(line, *rest, **keywords))[1])
+    monkeypatch.setattr(_core, "plain_reads_otherwise", lambda line, *rest: (
+        read_otherwise.append(line), reads_otherwise(line, *rest))[1])
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and f"mini-swe-agent (detected; {path})" in err
+    assert len(records(out)) == len(runs) and len(judged) <= DETECT_THREADS
+    assert read_otherwise == []
+    # Declared before its messages, a run is parsed to be told (the end tells nothing).
+    path.write_text("".join(json.dumps({"trajectory_format": item["trajectory_format"],
+                                        "messages": item["messages"]}) + "\n"
+                            for item in runs))
+    judged.clear()
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and len(judged) > DETECT_THREADS

@@ -93,7 +93,7 @@ def scan_slices(
     """``scan_lines`` over the rows ``data[starts[i]:ends[i]]`` of one read-only buffer (an
     Arrow string column's data), no Python object per row; ValueError for a bad slice."""
 def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape: bool = False,
-                         keep_into: KeptTapes | None = None
+                         keep_into: KeptTapes | None = None, undeclared: bool = False
                          ) -> tuple[bool, tuple[str | None, bool] | None]:
     """What the run ``line`` holds says of its file's format, as
     ``documents.run_format_evidence(json.loads(line), messages_key)`` answers: ``(True,
@@ -105,7 +105,8 @@ def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape
     same ``bytes`` (the scan after the detection), until :func:`release_kept_tape`. With
     ``keep_into``, the parse of a shorter line is held there instead, for
     :func:`scan_lines` (``detected``) of the chunk the same ``bytes`` is in, while it holds
-    less than 8 MiB of lines."""
+    less than 8 MiB of lines. With ``undeclared``, a run declaring itself a mini-swe-agent
+    run says nothing: ``(True, None)`` (``documents.undeclared_evidence``)."""
 
 def may_be_record(line: bytes) -> bool:
     """Whether ``line`` holds ``\\u``, or both ``"file"`` and ``"line"`` (a line that may be
@@ -126,6 +127,7 @@ def may_settle(line: bytes) -> bool:
 MAY_SETTLE: int
 MAY_READ_OTHERWISE: int
 MAY_BE_NATIVE: int
+DECLARES_MINI_SWE_AGENT: int
 
 def line_marks(lines: list[bytes], messages_key: str | None = None,
                block: tuple[bytes, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
@@ -134,7 +136,10 @@ def line_marks(lines: list[bytes], messages_key: str | None = None,
     ``MAY_SETTLE``, it may settle a chat format (``may_settle``); ``MAY_READ_OTHERWISE``, it
     may be a plain chat that reads otherwise in some chat format than as OpenAI's
     (``plain_reads_otherwise`` tells); ``MAY_BE_NATIVE``, no ``role`` key is in it,
-    so it may be a native thread. A ``tools`` value (OpenAI's tool definitions beside the
+    so it may be a native thread; and, true only when surely so,
+    ``DECLARES_MINI_SWE_AGENT``: its run object declares itself a mini-swe-agent run, told
+    from the last members of the object (``documents.declares_mini_swe_agent`` of a line
+    that is JSON). A ``tools`` value (OpenAI's tool definitions beside the
     messages) is passed over unless ``messages_key`` is ``"tools"``. One pass over each
     line's quotes, backslashes and ``<``s, not a parse. With ``block``, the rows are
     ``lines`` and then the lines of a read (as :func:`scan_lines` takes them)."""

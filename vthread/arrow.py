@@ -288,17 +288,6 @@ def _text_with_declaration(text: bytes, declared: str | None) -> bytes:
             + b',"messages":' + text + b"}")
 
 
-def _declares(row: Any) -> bool:
-    """Whether a row (its JSON text, or its Python value) is a run object declaring itself a
-    mini-swe-agent run (:func:`vthread.documents.declares_mini_swe_agent`)."""
-    if isinstance(row, bytes):
-        try:
-            row = json.loads(row)
-        except (ValueError, RecursionError):
-            return False
-    return declares_mini_swe_agent(row)
-
-
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
     if not isinstance(name, str):
         raise TypeError(f"column names are strings, got {type(name).__name__}")
@@ -397,19 +386,18 @@ def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | No
     plain chats doubled the cost of scan_arrow). A row declaring itself a mini-swe-agent run
     (``declared``, as :func:`_detect` takes it) is judged by none
     (:func:`vthread.documents.undeclared_evidence`)."""
-    from vthread._core import MAY_BE_NATIVE, MAY_SETTLE, line_marks
+    from vthread._core import line_marks
+    from vthread.documents import judged_past_the_first
 
-    judged = MAY_SETTLE | MAY_BE_NATIVE
     rows = _later_rows(column, start)
     if declared is not None:
         rows = ((row, _text_with_declaration(value, declared[row]) if isinstance(value, bytes)
                  else with_declaration(value, declared[row])) for row, value in rows)
     return judged_until_settled(
         rows,
-        lambda row: not isinstance(row, bytes) or bool(line_marks([row])[0] & judged),
-        lambda row: undeclared_evidence(
-            line_format_evidence(row) if isinstance(row, bytes) else run_format_evidence(row),
-            lambda: _declares(row)))
+        lambda row: not isinstance(row, bytes) or judged_past_the_first(line_marks([row])[0]),
+        lambda row: line_format_evidence(row, undeclared=True) if isinstance(row, bytes)
+        else undeclared_evidence(run_format_evidence(row), lambda: declares_mini_swe_agent(row)))
 
 
 def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]]:

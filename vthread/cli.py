@@ -186,7 +186,7 @@ from vthread.documents import (
     chat_like,
     declared_apart,
     in_source_messages,
-    undeclared_evidence,
+    only_declared,
     unread_reason,
 )
 from vthread.scan import (
@@ -3073,11 +3073,11 @@ def _tasks(
                 tapes = (_core.KeptTapes() if hold_tapes and file_format is None
                          and type(lines) is list else None)
                 if file_format is None:
-                    file_format, told, settling.start = _detect(label, lines, messages_key,
-                                                                unit, tapes)
-                    if detected is not None and told:
+                    file_format, shown, settling.start = _detect(label, lines, messages_key,
+                                                                 unit, tapes)
+                    if detected is not None and shown is not None:
                         settling.detected_at = len(detected)
-                        detected.append((label, file_format))
+                        detected.append((label, shown))
                 elif line == 1 and kind != "inspect":
                     # A format given for the file: said once if its first threads are in
                     # another (the records are made as asked).
@@ -3223,10 +3223,10 @@ def _parquet_tasks(
                     line += rows
                 continue
             if file_format is None:
-                file_format, told, settling.start = _detect(name, lines, None, "row")
-                if detected is not None and told:
+                file_format, shown, settling.start = _detect(name, lines, None, "row")
+                if detected is not None and shown is not None:
                     settling.detected_at = len(detected)
-                    detected.append((name, file_format))
+                    detected.append((name, shown))
             file_format = settling.look(name, lines, line, None, "row", detected) or file_format
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
                         mask_volatile=mask_volatile, unit="row", declared_wins=format_ is None,
@@ -3479,12 +3479,14 @@ def _is_record_line(line: bytes) -> bool:
 
 
 def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str,
-            keep_into: _core.KeptTapes | None = None) -> tuple[str, bool, int | None]:
+            keep_into: _core.KeptTapes | None = None) -> tuple[str, str | None, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
-    fits (:func:`vthread.adapters.common_format`), whether any thread told it (native
-    is the format of lines with no thread to judge by, but it was not detected), and, when
-    they are all plain chats (so the format is OpenAI's by default, not shown), the index
-    of the line from which to look on for one that shows it (:func:`_settled`); a fatal
+    fits (:func:`vthread.adapters.common_format`), the format to name for the file, None
+    when no thread told it (native is the format of lines with no thread to judge by, but
+    it was not detected; runs declaring mini-swe-agent, and plain chats, name
+    mini-swe-agent), and, when they are all plain chats or such runs (so the format is
+    OpenAI's by default, not shown), the index of the line from which to look on for one
+    that shows it (:func:`_settled`); a fatal
     error naming the ``unit``s (line or run numbers) when they disagree, or when none is in
     a known format but one has messages. ``keep_into``: where to hold the tapes made of
     the lines judged, for the chunk's scan (:func:`_format_evidence`)."""
@@ -3516,15 +3518,16 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
     # (evidence is numbered from 1)
-    evidence = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
+    apart = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
         lines[number - 1]))
     try:
-        agreed = agreed_format(evidence, unknown, unit, "its threads", "give --format")
+        agreed = agreed_format(apart, unknown, unit, "its threads", "give --format")
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
-    plain_only = bool(evidence) and not any(decisive for _, _, decisive in evidence)
+    plain_only = bool(apart) and not any(decisive for _, _, decisive in apart)
+    shown = ("mini-swe-agent" if only_declared(evidence, apart) else agreed) if apart else None
     # (evidence is numbered from 1: the last one's number is the index of the line after it)
-    return agreed, bool(evidence), evidence[-1][0] if plain_only else None
+    return agreed, shown, apart[-1][0] if plain_only else None
 
 
 @dataclass
@@ -3615,9 +3618,12 @@ def _settled(label: str, lines: Sequence[bytes], marks: bytes, start: int, first
 
 _READ_OTHERWISE_BITS: Final = {"anthropic": 1, "responses": 2, "mini-swe-agent": 4}
 """The bit :func:`vthread._core.plain_reads_otherwise` sets for each chat format."""
-_MAY_READ_OTHERWISE: Final = bytes(bool(mark & _core.MAY_READ_OTHERWISE) for mark in range(256))
+_MAY_READ_OTHERWISE: Final = bytes(
+    bool(mark & _core.MAY_READ_OTHERWISE and not mark & _core.DECLARES_MINI_SWE_AGENT)
+    for mark in range(256))
 """A :func:`vthread._core.line_marks` byte as 1 for a line that may read otherwise, 0 for
-one that surely does not (``bytes.translate``'s table)."""
+one that surely does not, or whose run declares itself a mini-swe-agent run (read as one
+whatever the format: no plain chat) (``bytes.translate``'s table)."""
 
 
 def _first_read_otherwise(lines: Sequence[bytes], marks: bytes, first_line: int,
@@ -3714,16 +3720,13 @@ def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: 
     that may be native) or judged by :func:`_line_evidence`. (A native thread with a
     ``role`` key anywhere, in a message's ``meta`` say, is passed over as a plain chat is:
     the marks tell no more; a text or type ``"role"`` is no key.)"""
-    from vthread._core import MAY_BE_NATIVE, MAY_SETTLE
-    from vthread.documents import judged_until_settled
+    from vthread.documents import judged_past_the_first, judged_until_settled
 
-    judged = MAY_SETTLE | MAY_BE_NATIVE
     return judged_until_settled(
         ((first_line + index, index) for index in range(start, len(lines))),
-        lambda index: bool(marks[index] & judged),
-        lambda index: undeclared_evidence(
-            _line_evidence(lines[index], messages_key, _is_itself(lines, index)),
-            lambda: _declares_mini_swe_agent(lines[index])))
+        lambda index: judged_past_the_first(marks[index]),
+        lambda index: _line_evidence(lines[index], messages_key, _is_itself(lines, index),
+                                     undeclared=True))
 
 
 def _is_itself(lines: Sequence[bytes], index: int) -> bool:
@@ -3734,18 +3737,20 @@ def _is_itself(lines: Sequence[bytes], index: int) -> bool:
 
 
 
-def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True
-                   ) -> tuple[Any, bool] | None:
+def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True, *,
+                   undeclared: bool = False) -> tuple[Any, bool] | None:
     """:func:`vthread.documents.line_format_evidence` of one line, Python parsing what the
     core leaves as :func:`_parse` does; None for a line too large to hold (its scan
     reports it, in place). ``keep``: whether its parse may be kept for the scan's (not
-    for a line copied out of a read: see :func:`_is_itself`)."""
+    for a line copied out of a read: see :func:`_is_itself`); ``undeclared``: None for a
+    run declaring itself a mini-swe-agent run (past the first threads)."""
     from vthread.documents import line_format_evidence_keeping
 
     try:
         return line_format_evidence_keeping(
             line, messages_key, _parse_alone,
-            keep_tape=keep and _KEEP_TAPES.get())  # the chunk, scanned next, takes it
+            keep_tape=keep and _KEEP_TAPES.get(),  # the chunk, scanned next, takes it
+            undeclared=undeclared)
     except MemoryError:
         return None
 

@@ -34,7 +34,7 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
@@ -640,24 +640,37 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
 
 def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
                    ) -> list[tuple[int, Any, bool]]:
-    """``evidence`` (position, format, decisive) without the runs that declare themselves
-    mini-swe-agent runs (``declares(position)``, asked of those only), when the others show
-    another chat format: a detected chat format reads such a run as it declares wherever it
-    lies (:func:`read_run`'s ``declared_wins``), so it disagrees with them no more than it
-    does past the first threads. Beside native threads, which are read as they are, it
-    still disagrees. O(len(evidence)) and a ``declares`` call a mini-swe-agent run.
+    """``evidence`` (position, format, decisive) with each run that declares itself a
+    mini-swe-agent run (``declares(position)``, asked of those only) standing as a plain chat
+    (``(position, "openai", False)``): a detected chat format reads such a run as it declares
+    wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the batch's
+    format no more than it disagrees with it. A batch whose first runs all declare so (or
+    are plain chats) thus takes its format from the first run further on to show one
+    (:func:`settled_format`, where such runs are judged by none: :func:`undeclared_evidence`),
+    and is read as OpenAI's chats until one does (another harness's runs after them were
+    read as mini-swe-agent runs, their loops missed). Beside native threads, which are read
+    as they are, such a run still disagrees. O(len(evidence)) and a ``declares`` call a
+    mini-swe-agent run.
 
     >>> declared_apart([(0, "openai", True), (1, "mini-swe-agent", True)], lambda _: True)
-    [(0, 'openai', True)]
-    >>> declared_apart([(0, "openai", False), (1, "mini-swe-agent", True)], lambda _: True)
-    [(0, 'openai', False), (1, 'mini-swe-agent', True)]
+    [(0, 'openai', True), (1, 'openai', False)]
+    >>> declared_apart([(0, "native", True), (1, "mini-swe-agent", True)], lambda _: True)
+    [(0, 'native', True), (1, 'mini-swe-agent', True)]
     """
-    others = {format_ for _, format_, decisive in evidence
-              if decisive and format_ != "mini-swe-agent"}
-    if not others or "native" in others:
-        return evidence  # (plain chats alone fit a mini-swe-agent file)
-    return [item for item in evidence
-            if not (item[1] == "mini-swe-agent" and item[2] and declares(item[0]))]
+    if any(decisive and format_ == "native" for _, format_, decisive in evidence):
+        return evidence
+    return [(item[0], "openai", False)
+            if item[1] == "mini-swe-agent" and item[2] and declares(item[0]) else item
+            for item in evidence]
+
+
+def only_declared(before: Sequence[tuple[int, Any, bool]],
+                  after: Sequence[tuple[int, Any, bool]]) -> bool:
+    """Whether :func:`declared_apart` made ``after`` of ``before`` by standing runs declaring
+    mini-swe-agent as plain chats, and no run shows a format then: the batch's runs so far
+    are mini-swe-agent runs (and plain chats), which is the format to name for it while no
+    run further on shows another."""
+    return before != after and not any(decisive for _, _, decisive in after)
 
 
 def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
@@ -707,6 +720,23 @@ def _judged_after(threads: Sequence[Any], start: int
         ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
         _may_settle, lambda value: undeclared_evidence(
             run_format_evidence(value), lambda: declares_mini_swe_agent(value)))
+
+
+def judged_past_the_first(mark: int) -> bool:
+    """Whether a line (or a table's row) past a batch's first threads, with this
+    :func:`vthread._core.line_marks` byte, is judged (:func:`judged_until_settled`'s
+    ``may_settle``): it may settle a chat format or be native, and its run does not surely
+    declare itself a mini-swe-agent run (judged by none: passed over with no parse)."""
+    return mark in _judged_marks()
+
+
+@cache
+def _judged_marks() -> frozenset[int]:
+    from vthread import _core
+
+    return frozenset(mark for mark in range(256)
+                     if mark & (_core.MAY_SETTLE | _core.MAY_BE_NATIVE)
+                     and not mark & _core.DECLARES_MINI_SWE_AGENT)
 
 
 def undeclared_evidence(found: tuple[Any, bool] | None, declares: Callable[[], bool]
@@ -851,32 +881,39 @@ def settled_warning(window: Sequence[tuple[int, Any, bool]], unit: str) -> str |
 
 
 def line_format_evidence(line: bytes, messages_key: str | None = None,
-                         parse: Callable[[bytes], Any] = json.loads,
-                         ) -> tuple[Any, bool] | None:
+                         parse: Callable[[bytes], Any] = json.loads, *,
+                         undeclared: bool = False) -> tuple[Any, bool] | None:
     """:func:`run_format_evidence` of one line's JSON text (a JSONL line, an Arrow row),
     judged by the compiled core from its bytes, so that a long run's messages are never built
     in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
-    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``."""
-    return line_format_evidence_keeping(line, messages_key, parse, keep_tape=False)
+    leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``. With
+    ``undeclared``, None for a run declaring itself a mini-swe-agent run
+    (:func:`undeclared_evidence`), told by the core with no parse in Python."""
+    return line_format_evidence_keeping(line, messages_key, parse, keep_tape=False,
+                                        undeclared=undeclared)
 
 
 def line_format_evidence_keeping(line: bytes, messages_key: str | None,
                                  parse: Callable[[bytes], Any], *, keep_tape: bool,
-                                 keep_into: _core.KeptTapes | None = None
-                                 ) -> tuple[Any, bool] | None:
+                                 keep_into: _core.KeptTapes | None = None,
+                                 undeclared: bool = False) -> tuple[Any, bool] | None:
     """:func:`line_format_evidence`; with ``keep_tape``, the core keeps its parse of a long
     line for the scan of the same ``bytes`` that follows (``vthread scan`` only, which lets
     it go at the end of its run: :func:`vthread._core.line_format_evidence`); with
     ``keep_into``, that of a shorter line is held there, for the scan of its chunk."""
     from vthread import _core
 
-    read, found = _core.line_format_evidence(line, messages_key, keep_tape, keep_into)
+    read, found = _core.line_format_evidence(line, messages_key, keep_tape, keep_into,
+                                             undeclared)
     if read:
         return found
     try:
-        return run_format_evidence(parse(line), messages_key)
+        value = parse(line)
     except (ValueError, RecursionError):
         return None
+    found = run_format_evidence(value, messages_key)
+    return (undeclared_evidence(found, lambda: declares_mini_swe_agent(value)) if undeclared
+            else found)
 
 
 def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple[int, Any]]:
