@@ -258,3 +258,17 @@ def test_openai_messages_under_another_providers_name_are_refused(format_: str) 
     with pytest.raises(ValueError, match=f"{format_} format: .* 1 has a 'tool_calls' key"):
         vthread.build_thread(chat, max_tokens=100, estimate=lambda m: 10.0, format=format_,
                              pair_safe=True)
+
+
+@pytest.mark.parametrize("format", ["native", "openai"])
+def test_a_run_object_is_refused_with_the_key_of_its_messages(format: str) -> None:
+    """A run object given where its messages go (a JSONL line's object, a SWE-agent
+    history's) is a TypeError naming the key to pass them by; the cycle functions take run
+    objects, build_thread, whose result is messages, does not."""
+    for key in ("messages", "history"):
+        run = {"id": "r1", key: [{"role": "user", "content": "hi"}]}
+        with pytest.raises(TypeError, match=rf"got dict \(a run object: pass its messages, "
+                                            rf"run\['{key}'\]\)"):
+            vthread.build_thread(run, max_tokens=10, estimate=lambda message: 1, format=format)
+    with pytest.raises(TypeError, match=r"got dict$"):
+        vthread.build_thread({"role": "user"}, max_tokens=10, estimate=lambda message: 1)

@@ -88,7 +88,7 @@ def check_messages(messages: object) -> list[Message]:
     """
     if not _is_thread(messages):
         raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}"
-                        f"{ndarray_hint(messages)}")
+                        f"{ndarray_hint(messages)}{_run_object_hint(messages)}")
     thread = list(cast("Sequence[Any]", messages))
     for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
@@ -102,6 +102,15 @@ NDARRAY_HINT: Final = (" (pandas reads a Parquet list column as NumPy arrays at 
                        "level: pass the table to vthread.scan_arrow, or turn each level into "
                        "lists)")
 """Said of a NumPy array given where a thread goes (the core says the same)."""
+
+
+def _run_object_hint(value: object) -> str:
+    """Where a run object (a JSONL line's ``{"id": ..., "messages": [...]}``) was given for
+    its messages: the key to pass them by; else nothing."""
+    if not isinstance(value, Mapping):
+        return ""
+    key = next((key for key in ("messages", "traj", "history") if key in value), None)
+    return "" if key is None else f" (a run object: pass its messages, run[{key!r}])"
 
 
 def ndarray_hint(value: object) -> str:
