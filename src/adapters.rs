@@ -1743,6 +1743,9 @@ pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Decli
     }
     let tape = Tape::parse(line)?;
     let root = tape.root();
+    if declares_mini_swe_agent(root) {
+        return Ok(0); // (no plain chat: a declared run, read as it declares in any format)
+    }
     let listed = if root.is_object() {
         match keys.messages_of(root) {
             Some(listed) => listed,
@@ -2096,7 +2099,22 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_run_is_no_plain_chat_that_reads_otherwise() {
+        let chat = r#"[{"role": "assistant", "content": "THOUGHT: x\n\n```bash\nls\n```"}]"#;
+        let plain = format!(r#"{{"messages": {chat}}}"#);
+        let declared =
+            format!(r#"{{"trajectory_format": "mini-swe-agent-1", "messages": {chat}}}"#);
+        assert_eq!(
+            plain_reads_otherwise(plain.as_bytes(), RunKeys::default()),
+            Ok(OTHERWISE_AS_MINI_SWE_AGENT)
+        );
+        assert_eq!(
+            plain_reads_otherwise(declared.as_bytes(), RunKeys::default()),
+            Ok(0)
+        );
+    }
 
+    #[test]
     fn a_declared_run_is_no_evidence_of_its_batch_format() {
         let evidence = |line: &str| {
             let tape = Tape::parse(line.as_bytes()).unwrap();

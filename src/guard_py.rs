@@ -343,6 +343,22 @@ impl GuardCore {
         Ok(())
     }
 
+    /// Watch with `options` (`vthread.guard.GuardOptions`) from here on, as a guard made with
+    /// them (`vthread.Guard.__init__` given options other than its constructor's: a
+    /// subclass computing them there); the stream so far, its trip and held bytes forgotten.
+    fn _watch_with(slf: &Bound<'_, Self>, options: &Bound<'_, PyAny>) -> PyResult<()> {
+        let guard = Guard::new(options_of(options)?);
+        let mut this = for_change(slf)?;
+        this.guard = guard;
+        this.options = options.clone().unbind();
+        this.reason = None;
+        this.trip_offset = None;
+        this.held.clear();
+        this.decoded = 0;
+        this.codes.clear();
+        Ok(())
+    }
+
     /// `copy.deepcopy`: as `__copy__` (the options and reason it shares are immutable).
     fn __deepcopy__<'py>(
         slf: &Bound<'py, Self>,

@@ -877,3 +877,35 @@ def test_an_empty_parquet_file_is_counted_in_rows(tmp_path: Path,
     assert cli.main(["scan", str(path)]) == 0
     err = capsys.readouterr().err
     assert f"vthread scan: 0 rows from {path}" in err, err
+
+
+def test_a_table_of_declared_runs_is_looked_through_unparsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A table of mini-swe-agent runs declared by a ``trajectory_format`` column is looked
+    through past its first rows (for a run of another harness) with no row parsed: each
+    row's line carries the declaration after its messages, where the core tells it (it
+    came first, and every row was parsed twice, once for its evidence, once for a plain
+    chat's reading). Records as the JSONL file's, and named mini-swe-agent."""
+    from vthread import _core
+
+    runs = declaring_runs(3)
+    mini = runs[3]
+    table = pa.table({"id": [f"m{index}" for index in range(200)],
+                      "trajectory_format": ["mini-swe-agent-1"] * 200,
+                      "messages": [json.dumps(mini["messages"])] * 200})
+    path = tmp_path / "runs.parquet"
+    pq.write_table(table, path)
+    judged: list[bytes] = []
+    read_otherwise: list[bytes] = []
+    line_evidence, reads_otherwise = cli._line_evidence, _core.plain_reads_otherwise
+    monkeypatch.setattr(cli, "_line_evidence", lambda line, *rest, **keywords: (
+        judged.append(line), line_evidence(line, *rest, **keywords))[1])
+    monkeypatch.setattr(_core, "plain_reads_otherwise", lambda line, *rest: (
+        read_otherwise.append(line), reads_otherwise(line, *rest))[1])
+    code = cli.main(["scan", str(path)])
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["verdict"] for r in records] == ["repeated_result_run"] * 200
+    assert f"mini-swe-agent (detected; {path})" in err
+    assert judged == [] and read_otherwise == []

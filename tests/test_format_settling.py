@@ -485,3 +485,40 @@ def test_runs_declaring_mini_swe_agent_are_passed_over_unparsed_past_the_first(
     judged.clear()
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and len(judged) > DETECT_THREADS
+
+
+def _declared_first(run_: dict[str, Any]) -> dict[str, Any]:
+    """A declared run written with its declaration before its messages (a harness other than
+    mini-swe-agent's own writer): its line's end does not tell it, a parse does."""
+    return {"trajectory_format": run_["trajectory_format"], **run_}
+
+
+@pytest.mark.parametrize("declared_first", [False, True])
+def test_declared_runs_are_warned_of_as_no_other_format_across_chunks(
+        declared_first: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Declared runs, then a run of another format past the first threads, then more
+    declared runs in the chunks after it: the declared runs after it are read as they
+    declare, and said of in no warning (they were warned of as "look like mini-swe-agent:
+    they are read as anthropic" once the window went on past the settling chunk); declared
+    runs before a run settling the format are no plain chats read otherwise (they were
+    warned of as "the first of them that reads differently as mini-swe-agent")."""
+    monkeypatch.setattr(cli, "CHUNK_LINES", 8)
+    shaped = _declared_first if declared_first else (lambda run_: run_)
+    runs: list[Any] = [shaped(_declared_mini_run(index)) for index in range(70)]
+    runs += [{"id": "loop", "messages": anthropic_loop()}]
+    runs += [shaped(_declared_mini_run(100 + index)) for index in range(20)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    verdicts = [r["verdict"] for r in records(out)]
+    assert code == 0 and verdicts == [None] * 70 + [verdicts[70]] + [None] * 20
+    assert verdicts[70] is not None and "warning" not in err
+    assert f"anthropic (detected; {path})" in err
+    # A run settling mini-swe-agent itself (its command answered, no declaration) after
+    # declared runs: none of them is a plain chat read otherwise before it.
+    undeclared = {"id": "u", "messages": _declared_mini_run(999)["messages"]}
+    runs = [*(shaped(_declared_mini_run(index)) for index in range(100)), undeclared]
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and len(records(out)) == 101 and "warning" not in err
+    assert f"mini-swe-agent (detected; {path})" in err

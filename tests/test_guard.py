@@ -878,6 +878,19 @@ def test_a_subclass_adds_constructor_arguments_with_its_init_alone() -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'nrgam'"):
         Labelled("run 8", nrgam=3)
 
+    class Scaled(Guard):  # options computed in __init__ (they were ignored: the defaults)
+        def __init__(self, scale: int) -> None:
+            super().__init__(window=scale * 4, max_repeats=scale)
+
+    scaled = Scaled(3)
+    assert (scaled.options.window, scaled.options.max_repeats) == (12, 3)
+    assert scaled.options == Guard(window=12, max_repeats=3).options
+    made = Guard(window=12, max_repeats=3)
+    text = "go on and on " * 6
+    assert (scaled.push(text), scaled.trip_offset, scaled.reason) == (
+        made.push(text), made.trip_offset, made.reason)
+    assert scaled.reason is not None
+
     class Plain(Guard):
         pass
 

@@ -380,10 +380,10 @@ def test_a_long_line_judged_out_of_a_read_leaves_no_parse_kept(
     evidence = _core.line_format_evidence
 
     def judging(line: bytes, messages_key: Any = None, keep_tape: bool = False,
-                keep_into: Any = None) -> Any:
+                keep_into: Any = None, undeclared: bool = False) -> Any:
         if len(line) > 1 << 20:
             judged.append((type(line) is bytes, keep_tape))
-        return evidence(line, messages_key, keep_tape, keep_into)
+        return evidence(line, messages_key, keep_tape, keep_into, undeclared)
 
     chunks: list[tuple[str, bool]] = []
     scan_chunk = cli._scan_chunk

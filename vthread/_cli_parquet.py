@@ -215,8 +215,10 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             if opening == b"{":  # a run object: its messages, and its own id
                 lines.append(_with_id(body, ident) if id_columns else body)
             else:  # (only an array has messages to declare a format of: with_declaration)
+                # The declaration last, as mini-swe-agent writes it: the core tells it from
+                # the line's end, and looks past it unparsed (line_marks).
                 declaration = declarations[row] if opening == b"[" else b""
-                lines.append(b'{"id":' + ident + declaration + b',"messages":' + body + b"}")
+                lines.append(b'{"id":' + ident + b',"messages":' + body + declaration + b"}")
         done += len(column)
         if lines:
             yield lines, done / total, cell_ids

@@ -284,8 +284,9 @@ def _text_with_declaration(text: bytes, declared: str | None) -> bytes:
     """A row's JSON text as :func:`vthread.documents.with_declaration` reads its value."""
     if declared is None or text.lstrip()[:1] != b"[":
         return text
-    return (b'{"' + DECLARED_COLUMN.encode() + b'":' + json.dumps(declared).encode()
-            + b',"messages":' + text + b"}")
+    # (the declaration last, as mini-swe-agent writes it: line_marks tells it from the end)
+    return (b'{"messages":' + text + b',"' + DECLARED_COLUMN.encode() + b'":'
+            + json.dumps(declared).encode() + b"}")
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:

@@ -364,6 +364,8 @@ def ends_inside_a_value(error: ValueError) -> bool:
     ...         return ends_inside_a_value(error)
     >>> cut('{"done": fals'), cut('[1e+'), cut('["\\\\u00'), cut('{"done": flase}')
     (True, True, True, False)
+    >>> cut('[1 .'), cut('{"a": 1 e'), cut('["a" .')  # written wrong, not cut
+    (False, False, False)
     """
     if not isinstance(error, json.JSONDecodeError):
         return False
@@ -375,7 +377,10 @@ def ends_inside_a_value(error: ValueError) -> bool:
     # json names the place the cut token starts at (a number's, after its digits): the text
     # from there on is then only the start of one.
     pattern = _CUT_TOKENS.get(error.msg)
-    return pattern is not None and pattern.fullmatch(text, error.pos) is not None
+    if pattern is None or pattern.fullmatch(text, error.pos) is None:
+        return False
+    # (a fraction or an exponent is cut only right after a number's digits: `[1 .` is wrong)
+    return error.msg != "Expecting ',' delimiter" or text[error.pos - 1] in "0123456789"
 
 
 _CUT_TOKENS: Final = {

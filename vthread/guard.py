@@ -167,8 +167,16 @@ class Guard(_core.GuardCore):
         max_unique_ratio: float | None = None,
         min_chars: float | None = None,
     ) -> None:
-        """Nothing to do (``__new__`` took the options): here so that a subclass's
-        ``__init__`` may pass the options it was given on to ``super().__init__``."""
+        """Nothing to do when given the constructor's options (``__new__`` took them), so
+        that a subclass's ``__init__`` may pass the options it was given on; given others
+        (a subclass computing its options here), the guard watches with them from here on,
+        as one made with them."""
+        given = (ngram, window, max_repeats, max_unique_ratio, min_chars)
+        if all(option is None for option in given):
+            return
+        options = guard_options(*given)
+        if options != self.options:
+            self._watch_with(options)
 
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
