@@ -1726,3 +1726,60 @@ def test_arrays_of_runs_one_after_another_are_read_as_one_document(
     path.write_text(json.dumps(first) + "\n" + json.dumps(second)[:30])
     *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
     assert [r["id"] for r in read] == ["a", "b"] and "in run 3" in broken["error"]
+
+
+def test_a_trajectory_file_that_breaks_keeps_its_name_as_its_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trajectory file named by its instance that is empty (the agent crashed before it
+    wrote) or cut short (still being written) is one error record with the file's name as
+    its id, as the run read whole would have had (its id was null, so the run could not be
+    joined to its instance); any other file's break, a run read whole before the break, and
+    --id-key keep a null id."""
+    import gzip
+
+    run_ = json.dumps({"environment": "swe_main",
+                       "history": [{"role": "user", "content": "fix it"}]}, indent=2)
+    (tmp_path / "astropy__astropy-1.traj").write_text("")
+    (tmp_path / "django__django-2.traj.json").write_text(run_[:40])
+    (tmp_path / "sympy__sympy-3.traj.gz").write_bytes(gzip.compress(run_.encode())[:-12])
+    (tmp_path / "runs.json").write_text(run_[:40])
+    (tmp_path / "whole-then-junk.traj").write_text(run_ + "\n]")
+    code, out, _ = run(["scan", "-q", str(tmp_path)], monkeypatch)
+    got = {(Path(r["file"]).name, r["line"]): r["id"] for r in records(out)}
+    assert code == 0 and got == {
+        ("astropy__astropy-1.traj", 1): "astropy__astropy-1",
+        ("django__django-2.traj.json", 1): "django__django-2",
+        ("sympy__sympy-3.traj.gz", 1): "sympy__sympy-3",
+        ("runs.json", 1): None,
+        ("whole-then-junk.traj", 1): "whole-then-junk", ("whole-then-junk.traj", 2): None}
+    assert all("error" in r for r in records(out) if r["line"] == 1 and r["id"] != (
+        "whole-then-junk"))
+    _, out, _ = run(["scan", "-q", "--id-key", "name", str(tmp_path / "astropy__astropy-1.traj")],
+                    monkeypatch)
+    assert [r["id"] for r in records(out)] == [None]
+
+
+def test_swe_bench_predictions_beside_the_runs_are_passed_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory of runs with the predictions their harness writes beside them
+    (mini-swe-agent's preds.json, an object of instance id -> prediction; SWE-agent's
+    all_preds.jsonl, a prediction a line) is scanned without them, each said as passed
+    over: every prediction was an error record (--fail-on-error failed every night), one
+    with a run's id beside that run's record. Named as an input, such a file is read as
+    asked; a file holding runs as well is no predictions file."""
+    prediction = {"model_name_or_path": "m", "instance_id": "eps", "model_patch": "diff"}
+    (tmp_path / "preds.json").write_text(json.dumps({"eps": prediction}))
+    (tmp_path / "all_preds.jsonl").write_text(json.dumps(prediction) + "\n")
+    (tmp_path / "eps.traj").write_text(json.dumps(
+        {"history": [{"role": "user", "content": "fix it"}]}))
+    mixed = [prediction, {"instance_id": "x", "model_patch": "", "messages": []}]
+    (tmp_path / "mixed.jsonl").write_text("".join(json.dumps(v) + "\n" for v in mixed))
+    code, out, err = run(["scan", "-q", "--fail-on-error", str(tmp_path)], monkeypatch)
+    assert [(Path(r["file"]).name, r["id"]) for r in records(out)] == [
+        ("eps.traj", "eps"), ("mixed.jsonl", "eps"), ("mixed.jsonl", "x")]
+    for name in ("all_preds.jsonl", "preds.json"):
+        assert (f"vthread scan: {tmp_path / name}: passed over: it holds SWE-bench "
+                "predictions (instance_id and model_patch), not runs") in err
+    assert code == 65  # (the mixed file's prediction line is an error record)
+    code, out, _ = run(["scan", "-q", str(tmp_path / "preds.json")], monkeypatch)
+    assert code == 0 and len(records(out)) == 1 and "error" in records(out)[0]

@@ -426,6 +426,61 @@ def holds_summary(name: str) -> bool:
     return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
 
 
+def holds_predictions(name: str) -> bool:
+    """Whether the file holds SWE-bench predictions, not runs: the ``preds.json``
+    mini-swe-agent writes beside its trajectories (an object of instance id -> prediction,
+    or a list of predictions) or SWE-agent's ``all_preds.jsonl`` (a prediction a line), each
+    prediction an object with ``instance_id`` and ``model_patch`` and no messages
+    (:func:`is_prediction`). A JSON document (``.json``) of at most
+    :data:`_PREDICTIONS_BYTES` is read whole; JSONL (``.jsonl``) by every whole line of its
+    first :data:`_PREDICTIONS_HEAD` bytes. A file that cannot be read is not (its scan
+    says what is wrong)."""
+    lowered = name.lower()
+    try:
+        if lowered.endswith(".json"):
+            if os.path.getsize(name) > _PREDICTIONS_BYTES:
+                return False  # a document of runs may be gigabytes
+            with opened_regular(name) as stream:
+                value = json.loads(stream.read())
+            listed = list(value.values()) if isinstance(value, dict) else value
+            return (isinstance(listed, list) and bool(listed)
+                    and all(map(is_prediction, listed)))
+        if lowered.endswith(".jsonl"):
+            with opened_regular(name) as stream:
+                head = stream.read(_PREDICTIONS_HEAD + 1)
+            lines = head.splitlines()
+            if len(head) > _PREDICTIONS_HEAD:
+                lines = lines[:-1]  # (the last may be cut by the read)
+            lines = [line for line in lines if line.strip()]
+            return bool(lines) and all(is_prediction(json.loads(line)) for line in lines)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return False
+
+
+_PREDICTIONS_BYTES: Final = 64 << 20
+"""The largest JSON document read whole to tell it holds predictions (500 SWE-bench Verified
+predictions are about 3 MB)."""
+_PREDICTIONS_HEAD: Final = 256 << 10
+"""The bytes of a JSONL file whose whole lines tell it holds predictions."""
+
+
+def is_prediction(value: object) -> bool:
+    """Whether a JSON value is a SWE-bench prediction (``instance_id``, ``model_patch``, and
+    usually ``model_name_or_path``), not a run: it holds no messages under any key a run is
+    read by.
+
+    >>> is_prediction({"instance_id": "a__b-1", "model_patch": "diff", "model_name_or_path": "m"})
+    True
+    >>> is_prediction({"instance_id": "a__b-1", "model_patch": "", "messages": []})
+    False
+    """
+    from vthread.documents import MESSAGES_KEYS
+
+    return (isinstance(value, dict) and "instance_id" in value and "model_patch" in value
+            and not any(key in value for key in MESSAGES_KEYS))
+
+
 def is_record(value: object) -> bool:
     """Whether a JSON value is one of ``vthread scan``'s records: it names a file (a string)
     and a line (an integer), and an error or a verdict (null or a heuristic's name, as the

@@ -1381,8 +1381,9 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
 def _without_records(found: list[str]) -> list[str]:
     """The files found in a directory but those holding ``vthread scan``'s own records (an
     earlier run's ``-o``, left beside the trajectories: each record would be an error
-    record), each said on stderr as it is passed over."""
-    from vthread._cli_report import holds_records, holds_summary
+    record), its summary, or a harness's SWE-bench predictions (no runs either), each said
+    on stderr as it is passed over."""
+    from vthread._cli_report import holds_predictions, holds_records, holds_summary
 
     kept = []
     for name in found:
@@ -1390,6 +1391,11 @@ def _without_records(found: list[str]) -> list[str]:
             say(f"vthread scan: {name}: passed over: it holds vthread scan's records")
         elif holds_summary(name):
             say(f"vthread scan: {name}: passed over: it holds vthread scan's summary")
+        elif holds_predictions(name):
+            # (mini-swe-agent's preds.json, SWE-agent's all_preds.jsonl: each prediction was
+            # an error record, failing --fail-on-error every night, one with a run's id)
+            say(f"vthread scan: {name}: passed over: it holds SWE-bench predictions "
+                "(instance_id and model_patch), not runs")
         else:
             kept.append(name)
     return kept
@@ -3142,7 +3148,8 @@ def _tasks(
             if progress is not None:
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
-                        threads, messages_key, id_key, broken=why, unit=unit)
+                        threads, messages_key, id_key, broken=why, unit=unit,
+                        cell_ids=_named_break(label, line, id_key))
         elif line == 1 and held_none is not None:
             held_none.append(label)  # (no record stands for it)
 
@@ -3297,6 +3304,8 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
             if not values:
                 document.broken = f"{value.reason}; the document is not read past there"
                 return iter([]), "runs"
+            if len(values) == 1:  # (one trajectory, then junk: named as when whole)
+                values = [_named_trajectory(values[0], label, id_key)]
             runs = [run for whole in values for run in runs_of(whole, messages_key)]
             if where is not None:
                 line, column, reason = where
@@ -3312,6 +3321,19 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
 _TRAJECTORY_NAME_SUFFIXES: Final = (".traj", ".traj.gz", ".traj.json", ".traj.json.gz")
 """Endings of a file holding one agent trajectory named by the instance it ran on: SWE-agent
 writes ``<instance>.traj``, mini-swe-agent ``<instance>/<instance>.traj.json``."""
+
+
+def _named_break(label: str, line: int, id_key: str | None) -> dict[int, Any] | None:
+    """The id of the error record of a trajectory file named by its instance
+    (:func:`_named_trajectory`) that breaks before its run is read whole (empty, cut short
+    while written, a gzip stream broken): its name, by the record's ``line``, so that the
+    run that crashed or is still being written is joined to its instance (its id was null);
+    None for any other file or break."""
+    if line != 1 or id_key is not None or label == "<stdin>":
+        return None
+    name = Path(label).name
+    suffix = next((s for s in _TRAJECTORY_NAME_SUFFIXES if name.lower().endswith(s)), None)
+    return None if suffix is None else {line: name[:-len(suffix)]}
 
 
 def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
@@ -4511,7 +4533,8 @@ def _broken_stream(task: _Task) -> _Done:
         says_where = task.unit != "line" or task.broken.startswith(("line ", "run ", "row "))
         where = task.label if says_where else _where(task, task.first_line)
         return _Done(b"", _Stats(), f"{where}: {task.broken}")
-    record = _dumps({"id": None, "file": task.label, "line": task.first_line,
+    ident = (task.cell_ids or {}).get(task.first_line)  # (a trajectory file's name)
+    record = _dumps({"id": ident, "file": task.label, "line": task.first_line,
                      "error": task.broken})
     return _Done(f"{record}\n".encode("ascii"), _Stats(lines=1, errors=1), None)
 
