@@ -26,6 +26,7 @@ import gzip
 import io
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -431,23 +432,29 @@ def holds_predictions(name: str) -> bool:
     mini-swe-agent writes beside its trajectories (an object of instance id -> prediction,
     or a list of predictions) or SWE-agent's ``all_preds.jsonl`` (a prediction a line), each
     prediction an object with ``instance_id`` and ``model_patch`` and no messages
-    (:func:`is_prediction`). A JSON document (``.json``) of at most
-    :data:`_PREDICTIONS_BYTES` is read whole; JSONL (``.jsonl``) by every whole line of its
-    first :data:`_PREDICTIONS_HEAD` bytes. A file that cannot be read is not (its scan
-    says what is wrong)."""
+    (:func:`is_prediction`). Only a file opening as predictions do (a prediction's key first
+    in the first object) is read further: a JSON document (``.json``) of at most
+    :data:`_PREDICTIONS_BYTES` whole, JSONL (``.jsonl``) by every whole line of its first
+    :data:`_PREDICTIONS_HEAD` bytes. A file that cannot be read is not (its scan says what
+    is wrong)."""
     lowered = name.lower()
+    document = lowered.endswith(".json")
+    if not (document or lowered.endswith(".jsonl")):
+        return False
     try:
-        if lowered.endswith(".json"):
-            if os.path.getsize(name) > _PREDICTIONS_BYTES:
-                return False  # a document of runs may be gigabytes
-            with opened_regular(name) as stream:
-                value = json.loads(stream.read())
-            listed = list(value.values()) if isinstance(value, dict) else value
-            return (isinstance(listed, list) and bool(listed)
-                    and all(map(is_prediction, listed)))
-        if lowered.endswith(".jsonl"):
-            with opened_regular(name) as stream:
-                head = stream.read(_PREDICTIONS_HEAD + 1)
+        with opened_regular(name) as stream:
+            head = stream.read(_PREDICTIONS_HEAD + 1)
+            # First the opening (a prediction's key first in the first one): a directory of
+            # run documents is not parsed twice to tell, only these files are.
+            if not (_OPENS_PREDICTIONS if document else _OPENS_A_PREDICTION).match(head):
+                return False
+            if document:
+                if os.fstat(stream.fileno()).st_size > _PREDICTIONS_BYTES:
+                    return False  # a document of runs may be gigabytes
+                value = json.loads(head + stream.read())
+                listed = list(value.values()) if isinstance(value, dict) else value
+                return (isinstance(listed, list) and bool(listed)
+                        and all(map(is_prediction, listed)))
             lines = head.splitlines()
             if len(head) > _PREDICTIONS_HEAD:
                 lines = lines[:-1]  # (the last may be cut by the read)
@@ -455,7 +462,15 @@ def holds_predictions(name: str) -> bool:
             return bool(lines) and all(is_prediction(json.loads(line)) for line in lines)
     except (OSError, ValueError, RecursionError):
         return False
-    return False
+
+
+_PREDICTION_KEY: Final = rb'\{\s*"(?:model_name_or_path|instance_id|model_patch)"'
+_OPENS_A_PREDICTION: Final = re.compile(rb"\s*" + _PREDICTION_KEY)
+"""How a JSONL file of predictions opens: an object whose first key is a prediction's."""
+_OPENS_PREDICTIONS: Final = re.compile(
+    rb'\s*(?:\{\s*"(?:[^"\\]|\\.)*"\s*:\s*|\[\s*)' + _PREDICTION_KEY)
+"""How a JSON document of predictions opens: an object whose first member, or a list whose
+first element, is an object whose first key is a prediction's."""
 
 
 _PREDICTIONS_BYTES: Final = 64 << 20
