@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -527,7 +528,7 @@ def test_an_input_not_read_to_its_end_is_said(tmp_path: Path,
     *read, broken = records(out)
     assert code == 0 and len(read) == 2
     assert err.startswith(f"vthread scan: {path}: {broken['error']}\n")
-    assert "  inputs not read to the end" in err
+    assert "  inputs cut short" in err
     summary = json.loads(target.read_text())
     assert summary["cut_short"] == [{"file": str(path), "why": broken["error"]}]
     assert summary["completed"] is True
@@ -733,3 +734,30 @@ def test_a_second_ctrl_c_ends_the_scan_as_the_first_does(when: str, tmp_path: Pa
         assert (scan.returncode, err) == (130, "vthread scan: interrupted\n")
         assert (summary["completed"], summary["failure"]) == (False, "interrupted")
         assert summary["lines"] == len(kept) < 1200
+
+
+def test_a_jsonl_file_still_being_written_is_listed_as_cut_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file whose last line ends inside its value (a run still being appended) is
+    read to its end, that line's error record saying "cut short?", and is listed in the
+    summary's cut_short with a note on stderr, as a document or a gzip stream cut so is (it
+    was listed nowhere: a nightly job reading the summary saw no file in flight). A last
+    line written wrong, or whole, is not."""
+    whole = json.dumps({"id": "a", "messages": [{"type": "user", "text": "hello there"}]})
+    flight = tmp_path / "flight.jsonl"
+    flight.write_text(whole + "\n" + whole[:30])
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(whole + "\n" + whole[:-1] + "x}\n")
+    done = tmp_path / "done.jsonl"
+    done.write_text(whole + "\n" + whole + "\n")
+    target = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(flight), str(wrong), str(done), "-q", "--summary",
+                          str(target)], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 6
+    assert got[1]["error"].endswith("(it ends inside its value: cut short?)")
+    why = "line 2 ends inside its value: cut short, or still being written"
+    assert json.loads(target.read_text())["cut_short"] == [{"file": str(flight), "why": why}]
+    assert err == f"vthread scan: {flight}: note: {why}\n"
+    _, _, err = run(["scan", str(flight)], monkeypatch)
+    assert re.search(r"\n  inputs cut short +1  \(said above", err)

@@ -3060,6 +3060,7 @@ def _tasks(
                     detected.append((label, "inspect"))
             named_through = 0  # (see _Task.named_through)
             settling = _Settling()
+            last: Sequence[bytes] = ()  # (the last chunk, for its last line)
             for lines in chunks:
                 if progress is not None:
                     progress.chunk_read(done_bytes + position())
@@ -3103,6 +3104,7 @@ def _tasks(
                             named_through=named_through, detected=tapes or None,
                             declared_wins=format_ is None and kind != "inspect")
                 line += len(lines)
+                last = lines
         except _LineTooLongError as error:
             # A document whose first run, or whose whole (read as one value), is longer
             # than the most one line may take: it ends the scan, as such a line does.
@@ -3139,6 +3141,15 @@ def _tasks(
             # ends is broken by the shrinking, not as it was written.
             reasons.insert(0, f"the file shrank while it was read: {size_at_open:,} bytes "
                               f"when opened, read to its end at byte {read_to:,}")
+        if (kind == "lines" and not reasons and len(last) and cut_short is not None
+                and _last_line_cut(last[-1])):
+            # A JSONL file still being written (or copied so) ends inside its last line: that
+            # line's error record says "cut short?", and the summary lists the file as one
+            # cut short, as it lists a document or a gzip stream cut so (it listed none).
+            why = f"line {line - 1} ends inside its value: cut short, or still being written"
+            if line > 2:  # (a file of that line alone was warned of as cut short)
+                say(f"vthread scan: {label}: note: {why}")
+            cut_short.append((label, why))
         if reasons:
             why = "; ".join(reasons)
             if not strict:  # (--strict makes its record the fatal error that says it)
@@ -3777,6 +3788,13 @@ def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True, *,
             undeclared=undeclared)
     except MemoryError:
         return None
+
+
+def _last_line_cut(line: bytes) -> bool:
+    """Whether a file's last line is JSON cut inside its value (:func:`_cut_short`), looked
+    at only when it does not end as a whole run's line does (``}``, ``]``): a parse of every
+    file's last line would cost a directory of many small files a parse each."""
+    return line.rstrip(b" \t\r\n")[-1:] not in (b"}", b"]", b"") and _cut_short(line)
 
 
 def _cut_short(line: bytes) -> bool:
@@ -4814,8 +4832,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         *([_formats_row(detected)] if detected else []),
         f"  {'threads':<28}{threads:>14,}",
         f"  {'errors':<28}{stats.errors:>14,}",
-        *([f"  {'inputs not read to the end':<28}{cut_short:>14,}  (said above; their "
-           "records end with the error)"] if cut_short else []),
+        *([f"  {'inputs cut short':<28}{cut_short:>14,}  (said above; their records end "
+           "with the error)"] if cut_short else []),
         f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",
         f"  {'loops':<28}{stats.loops:>14,}{share(stats.loops, threads)}",
     ]
