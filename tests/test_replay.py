@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -130,8 +131,17 @@ def test_bulk_equals_the_loop() -> None:
 
 
 def test_non_texts_never_trip() -> None:
-    """None, numbers and bytes in the batch answer None, like an ignored push."""
-    assert scan_texts([None, 3, b"go go go go go go", ""]) == [None] * 4
+    """None, numbers and bytes in the batch answer None, like an ignored push; bytes (text
+    read in binary mode, most likely) are said, naming the first, as Guard.push says them
+    (they were answered "no loop" in silence)."""
+    with pytest.warns(UserWarning, match=r"scan_texts\(\) reads bytes as no text, .* "
+                                         r"\(text 2 is bytes\): decode them"):
+        assert scan_texts([None, 3, b"go go go go go go", ""]) == [None] * 4
+    with pytest.warns(UserWarning, match=r"has_repeated_text_runs\(\) .*text 0 is memoryview"):
+        assert not has_repeated_text_runs([memoryview(b"go " * 99)]).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert scan_texts([None, 3, ""]) == [None] * 3
     assert scan_texts([]) == []
     assert scan_texts(iter(["go on " * 30]))[0] is not None
 

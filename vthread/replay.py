@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +59,23 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
         raise TypeError(
             f"{function}() takes an iterable of texts, got {type(texts).__name__}"
         )
-    return texts if isinstance(texts, list) else list(texts)
+    items = texts if isinstance(texts, list) else list(texts)
+    # Bytes are no text (as production reads any value that is not a string, they never
+    # trip), but are most likely text read in binary mode, or a binary column: said, as
+    # Guard.push says it, not answered "no loop" in silence.
+    first = next((index for index, item in enumerate(items)
+                  if type(item) is not str and isinstance(item, _BYTES)), None)
+    if first is not None:
+        import warnings
+
+        warnings.warn(f"{function}() reads bytes as no text, as it reads any value that is "
+                      f"not a str (text {first} is {type(items[first]).__name__}): decode "
+                      "them", UserWarning, stacklevel=3)
+    return items
+
+
+_BYTES: Final = (bytes, bytearray, memoryview)
+"""What is bytes, said of when given for a text."""
 
 
 def scan_texts(
