@@ -887,7 +887,7 @@ def test_a_table_of_declared_runs_is_looked_through_unparsed(
     row's line carries the declaration after its messages, where the core tells it (it
     came first, and every row was parsed twice, once for its evidence, once for a plain
     chat's reading). Records as the JSONL file's, and named mini-swe-agent."""
-    from vthread import _core
+    from tests.test_format_settling import counted_parses
 
     runs = declaring_runs(3)
     mini = runs[3]
@@ -896,13 +896,7 @@ def test_a_table_of_declared_runs_is_looked_through_unparsed(
                       "messages": [json.dumps(mini["messages"])] * 200})
     path = tmp_path / "runs.parquet"
     pq.write_table(table, path)
-    judged: list[bytes] = []
-    read_otherwise: list[bytes] = []
-    line_evidence, reads_otherwise = cli._line_evidence, _core.plain_reads_otherwise
-    monkeypatch.setattr(cli, "_line_evidence", lambda line, *rest, **keywords: (
-        judged.append(line), line_evidence(line, *rest, **keywords))[1])
-    monkeypatch.setattr(_core, "plain_reads_otherwise", lambda line, *rest: (
-        read_otherwise.append(line), reads_otherwise(line, *rest))[1])
+    judged, read_otherwise = counted_parses(monkeypatch)
     code = cli.main(["scan", str(path)])
     out, err = capsys.readouterr()
     records = [json.loads(line) for line in out.splitlines()]

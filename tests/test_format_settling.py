@@ -457,6 +457,20 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     assert vthread.scan(alone, format="auto").names == [None] * (declared + 1)
 
 
+def counted_parses(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bytes], list[bytes]]:
+    """The lines ``vthread scan`` parses from here on to judge their format
+    (``cli._line_evidence``) and a plain chat's reading (``_core.plain_reads_otherwise``),
+    each list filled as the scan calls them through."""
+    judged: list[bytes] = []
+    read_otherwise: list[bytes] = []
+    line_evidence, reads_otherwise = cli._line_evidence, _core.plain_reads_otherwise
+    monkeypatch.setattr(cli, "_line_evidence", lambda line, *rest, **keywords: (
+        judged.append(line), line_evidence(line, *rest, **keywords))[1])
+    monkeypatch.setattr(_core, "plain_reads_otherwise", lambda line, *rest: (
+        read_otherwise.append(line), reads_otherwise(line, *rest))[1])
+    return judged, read_otherwise
+
+
 def test_runs_declaring_mini_swe_agent_are_passed_over_unparsed_past_the_first(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of runs declaring themselves mini-swe-agent runs (mini-swe-agent writes the
@@ -467,13 +481,7 @@ def test_runs_declaring_mini_swe_agent_are_passed_over_unparsed_past_the_first(
     runs = [_declared_mini_run(index) for index in range(3 * DETECT_THREADS)]
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(item) + "\n" for item in runs))
-    judged: list[bytes] = []
-    read_otherwise: list[bytes] = []
-    line_evidence, reads_otherwise = cli._line_evidence, _core.plain_reads_otherwise
-    monkeypatch.setattr(cli, "_line_evidence", lambda line, *rest, **keywords: (
-        judged.append(line), line_evidence(line, *rest, **keywords))[1])
-    monkeypatch.setattr(_core, "plain_reads_otherwise", lambda line, *rest: (
-        read_otherwise.append(line), reads_otherwise(line, *rest))[1])
+    judged, read_otherwise = counted_parses(monkeypatch)
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and f"mini-swe-agent (detected; {path})" in err
     assert len(records(out)) == len(runs) and len(judged) <= DETECT_THREADS
