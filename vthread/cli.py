@@ -3342,9 +3342,16 @@ def _named_break(label: str, line: int, id_key: str | None) -> dict[int, Any] | 
     None for any other file or break."""
     if line != 1 or id_key is not None or label == "<stdin>":
         return None
+    instance = _instance_named(label)
+    return None if instance is None else {line: instance}
+
+
+def _instance_named(label: str) -> str | None:
+    """The instance a trajectory file is named by (its name without one of
+    :data:`_TRAJECTORY_NAME_SUFFIXES`), or None for a file otherwise named."""
     name = Path(label).name
     suffix = next((s for s in _TRAJECTORY_NAME_SUFFIXES if name.lower().endswith(s)), None)
-    return None if suffix is None else {line: name[:-len(suffix)]}
+    return None if suffix is None else name[:-len(suffix)]
 
 
 def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
@@ -3357,12 +3364,11 @@ def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
     key missing listed an ``"id"`` the file does not hold)."""
     from vthread.documents import run_id
 
-    name = Path(label).name
-    suffix = next((s for s in _TRAJECTORY_NAME_SUFFIXES if name.lower().endswith(s)), None)
-    if suffix is None or id_key is not None or type(value) is not dict or (
+    instance = _instance_named(label)
+    if instance is None or id_key is not None or type(value) is not dict or (
             run_id(value) is not None or "task_id" in value):
         return value
-    return {**value, "id": name[:-len(suffix)]}
+    return {**value, "id": instance}
 
 
 def _opening_line(data: bytes) -> tuple[bytes, bytes]:
