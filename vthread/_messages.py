@@ -104,12 +104,17 @@ NDARRAY_HINT: Final = (" (pandas reads a Parquet list column as NumPy arrays at 
 """Said of a NumPy array given where a thread goes (the core says the same)."""
 
 
+MESSAGES_KEYS: Final = ("messages", "traj", "history")
+"""Where known formats keep a run's messages, in the order they are looked for (here, beside
+the thread checks, so that a shared module holds it: ``vthread.documents`` gives it on)."""
+
+
 def _run_object_hint(value: object) -> str:
     """Where a run object (a JSONL line's ``{"id": ..., "messages": [...]}``) was given for
     its messages: the key to pass them by; else nothing."""
     if not isinstance(value, Mapping):
         return ""
-    key = next((key for key in ("messages", "traj", "history") if key in value), None)
+    key = next((key for key in MESSAGES_KEYS if key in value), None)
     return "" if key is None else f" (a run object: pass its messages, run[{key!r}])"
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._jsvalue import canonical, is_string, js_string
-from vthread._messages import check_messages, ndarray_hint
+from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
     _OPENAI_ONLY_ROLES,
@@ -92,8 +92,6 @@ __all__ = [
     "with_declaration",
 ]
 
-MESSAGES_KEYS: Final = ("messages", "traj", "history")
-"""Where known formats keep a run's messages, in the order they are looked for."""
 DOCUMENT_SUFFIXES: Final = (".json", ".traj")
 """File name endings (before an optional ``.gz``) of files holding one JSON document."""
 _ID_KEYS: Final = ("id", "instance_id")
