@@ -227,12 +227,13 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
 def _declarations(column: Any) -> list[bytes]:
     """Each row's declared format as its line's member (``,"trajectory_format":"..."``), or
     nothing where the cell holds no string (null, or a column of another type)."""
+    from vthread.arrow import declaration_member
+
     try:
         values = column.to_pylist()
     except _read_errors():
         return [b""] * len(column)
-    return [b',"trajectory_format":' + json.dumps(value).encode() if isinstance(value, str)
-            else b"" for value in values]
+    return [declaration_member(value) if isinstance(value, str) else b"" for value in values]
 
 
 def _with_id(run: bytes, ident: bytes) -> bytes:

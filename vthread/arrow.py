@@ -285,8 +285,13 @@ def _text_with_declaration(text: bytes, declared: str | None) -> bytes:
     if declared is None or text.lstrip()[:1] != b"[":
         return text
     # (the declaration last, as mini-swe-agent writes it: line_marks tells it from the end)
-    return (b'{"messages":' + text + b',"' + DECLARED_COLUMN.encode() + b'":'
-            + json.dumps(declared).encode() + b"}")
+    return b'{"messages":' + text + declaration_member(declared) + b"}"
+
+
+def declaration_member(declared: str) -> bytes:
+    """A run line's member declaring its format (``,"trajectory_format":"..."``), written
+    after its messages by the readers of a table's :data:`DECLARED_COLUMN`."""
+    return b',"' + DECLARED_COLUMN.encode() + b'":' + json.dumps(declared).encode()
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
