@@ -106,7 +106,7 @@ def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape
     ``keep_into``, the parse of a shorter line is held there instead, for
     :func:`scan_lines` (``detected``) of the chunk the same ``bytes`` is in, while it holds
     less than 8 MiB of lines. With ``undeclared``, a run declaring itself a mini-swe-agent
-    run says nothing: ``(True, None)`` (``documents.undeclared_evidence``)."""
+    run says nothing: ``(True, None)`` (``documents.run_format_evidence``'s ``undeclared``)."""
 
 def may_be_record(line: bytes) -> bool:
     """Whether ``line`` holds ``\\u``, or both ``"file"`` and ``"line"`` (a line that may be

@@ -52,7 +52,6 @@ from vthread.documents import (
     run_format_evidence,
     run_id,
     settled_format,
-    undeclared_evidence,
     unread_reason,
     with_declaration,
 )
@@ -391,7 +390,7 @@ def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | No
     cannot write, converted to Python, always judged (converting every row of a column of
     plain chats doubled the cost of scan_arrow). A row declaring itself a mini-swe-agent run
     (``declared``, as :func:`_detect` takes it) is judged by none
-    (:func:`vthread.documents.undeclared_evidence`)."""
+    (:func:`vthread.documents.run_format_evidence`'s ``undeclared``)."""
     from vthread._core import line_marks
     from vthread.documents import judged_past_the_first
 
@@ -403,7 +402,7 @@ def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | No
         rows,
         lambda row: not isinstance(row, bytes) or judged_past_the_first(line_marks([row])[0]),
         lambda row: line_format_evidence(row, undeclared=True) if isinstance(row, bytes)
-        else undeclared_evidence(run_format_evidence(row), lambda: declares_mini_swe_agent(row)))
+        else run_format_evidence(row, undeclared=True))
 
 
 def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]]:

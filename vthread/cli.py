@@ -3756,9 +3756,9 @@ def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: 
                   messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
     by line number (a run declaring itself a mini-swe-agent run judged by none:
-    :func:`vthread.documents.undeclared_evidence`), each passed over by its ``marks``
-    (:func:`vthread._core.line_marks`: neither a line that may settle a chat format nor one
-    that may be native) or judged by :func:`_line_evidence`. (A native thread with a
+    :func:`vthread.documents.run_format_evidence`'s ``undeclared``), each passed over by its
+    ``marks`` (:func:`vthread._core.line_marks`: neither a line that may settle a chat
+    format nor one that may be native) or judged by :func:`_line_evidence`. (A native thread with a
     ``role`` key anywhere, in a message's ``meta`` say, is passed over as a plain chat is:
     the marks tell no more; a text or type ``"role"`` is no key.)"""
     from vthread.documents import judged_past_the_first, judged_until_settled

@@ -649,7 +649,7 @@ def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[in
     wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the batch's
     format no more than it disagrees with it. A batch whose first runs all declare so (or
     are plain chats) thus takes its format from the first run further on to show one
-    (:func:`settled_format`, where such runs are judged by none: :func:`undeclared_evidence`),
+    (:func:`settled_format`, where such runs are judged by none: :func:`run_format_evidence`),
     and is read as OpenAI's chats until one does (another harness's runs after them were
     read as mini-swe-agent runs, their loops missed). Beside native threads, which are read
     as they are, such a run still disagrees. O(len(evidence)) and a ``declares`` call a
@@ -718,11 +718,11 @@ def natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
 def _judged_after(threads: Sequence[Any], start: int
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position (a run
-    declaring itself a mini-swe-agent run judged by none: :func:`undeclared_evidence`)."""
+    declaring itself a mini-swe-agent run judged by none: :func:`run_format_evidence`'s
+    ``undeclared``)."""
     return judged_until_settled(
         ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
-        _may_settle, lambda value: undeclared_evidence(
-            run_format_evidence(value), lambda: declares_mini_swe_agent(value)))
+        _may_settle, partial(run_format_evidence, undeclared=True))
 
 
 def judged_past_the_first(mark: int) -> bool:
@@ -740,18 +740,6 @@ def _judged_marks() -> frozenset[int]:
     return frozenset(mark for mark in range(256)
                      if mark & (_core.MAY_SETTLE | _core.MAY_BE_NATIVE)
                      and not mark & _core.DECLARES_MINI_SWE_AGENT)
-
-
-def undeclared_evidence(found: tuple[Any, bool] | None, declares: Callable[[], bool]
-                        ) -> tuple[Any, bool] | None:
-    """``found``, a run's evidence past a batch's first threads (all plain chats), or None
-    when the run declares itself a mini-swe-agent run (``declares()``, asked of such
-    evidence only): it is read as it declares whatever the batch's format, so it neither
-    settles that format nor misfits it (as :func:`declared_apart` leaves it out among the
-    first threads)."""
-    if found == ("mini-swe-agent", True) and declares():
-        return None
-    return found
 
 
 def judged_until_settled(
@@ -891,7 +879,7 @@ def line_format_evidence(line: bytes, messages_key: str | None = None,
     in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
     leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``. With
     ``undeclared``, None for a run declaring itself a mini-swe-agent run
-    (:func:`undeclared_evidence`), told by the core with no parse in Python."""
+    (:func:`run_format_evidence`'s ``undeclared``), told by the core with no parse in Python."""
     return line_format_evidence_keeping(line, messages_key, parse, keep_tape=False,
                                         undeclared=undeclared)
 
@@ -914,9 +902,7 @@ def line_format_evidence_keeping(line: bytes, messages_key: str | None,
         value = parse(line)
     except (ValueError, RecursionError):
         return None
-    found = run_format_evidence(value, messages_key)
-    return (undeclared_evidence(found, lambda: declares_mini_swe_agent(value)) if undeclared
-            else found)
+    return run_format_evidence(value, messages_key, undeclared=undeclared)
 
 
 def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple[int, Any]]:
@@ -1058,11 +1044,16 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None
         result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
 
 
-def run_format_evidence(value: Any, messages_key: str | None = None) -> tuple[Any, bool] | None:
+def run_format_evidence(value: Any, messages_key: str | None = None, *,
+                        undeclared: bool = False) -> tuple[Any, bool] | None:
     """What one parsed run says of its file's format, as detection weighs it: ``(format,
     decisive)`` (:func:`vthread.adapters.format_evidence`, or the format the run declares),
     ``(None, True)`` when it has messages in no known format, and None when it has no
-    messages to judge by.
+    messages to judge by. With ``undeclared`` (past a batch's first threads), None for a
+    run declaring itself a mini-swe-agent run: it is read as it declares whatever the
+    batch's format, so it neither settles that format nor misfits it (as
+    :func:`declared_apart` stands it as a plain chat among the first threads); the twin of
+    the core's ``adapters::undeclared_format_evidence``.
 
     >>> run_format_evidence({"messages": [{"role": "user", "content": "hi"}]})
     ('openai', False)
@@ -1071,7 +1062,7 @@ def run_format_evidence(value: Any, messages_key: str | None = None) -> tuple[An
 
     declared = run_format(value) if isinstance(value, dict) else None
     if declared is not None:
-        return declared, True
+        return None if undeclared else (declared, True)
     listed = run_messages(value, messages_key) if isinstance(value, dict) else value
     if not isinstance(listed, list) or not listed:
         return None
