@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from benchmarks import peers
 from benchmarks.realdata import REALDATA, Run, runs
-from vthread.scan import scan
+from vthread.scan import scan, tokens_between
 
 LABELS: Final = Path(__file__).resolve().parent / "labels" / "anywhere_dev.jsonl"
 Span = tuple[int, int]
@@ -36,7 +36,7 @@ def anywhere_spans(run: Run, mask_volatile: bool = False) -> list[Span]:
     from vthread.documents import in_source_messages
 
     result = scan([run.native], anywhere=True, mask_volatile=mask_volatile)
-    in_source_messages(result, 0, run.sources)
+    in_source_messages(result, 0, run.sources, tokens_between(run.native))
     assert result.loops is not None
     return [(r["loop_start"], r["loop_start"] + r["loop_messages"]) for r in result.loops[0]]
 
@@ -48,7 +48,7 @@ def default_spans(run: Run) -> list[Span]:
     result = scan([run.native])
     if not result.codes[0]:
         return []
-    in_source_messages(result, 0, run.sources)
+    in_source_messages(result, 0, run.sources, tokens_between(run.native))
     start = int(result.loop_start[0])
     return [(start, start + int(result.loop_messages[0]))]
 

@@ -1095,6 +1095,42 @@ fn line_key_numbers<'py>(
     })
 }
 
+/// `scan._loop_tokens` of a span of each native JSON line (messages `starts[i]` to `ends[i]`
+/// of `lines[i]`, read as `scan_lines` reads a line it wrote): the `math.fsum` of the
+/// `usage.tokens` figures that count, NaN when none does; None where the core does not
+/// read the line, the span lies past its messages, or a figure is one Python reads. A
+/// translated loop restated in its file's messages counts the usage of the source message
+/// it begins in (`documents.in_source_messages`), which may lie before its first message.
+#[pyfunction]
+fn span_tokens_of_lines(
+    lines: &Bound<'_, PyList>,
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+) -> PyResult<Vec<Option<f64>>> {
+    if starts.len() != lines.len() || ends.len() != lines.len() {
+        return Err(PyValueError::new_err(
+            "lines, starts and ends must have one entry per span",
+        ));
+    }
+    let owned = chunk_rows::line_buffers(lines)?;
+    let keys = adapters::RunKeys {
+        messages: None,
+        id: None,
+    };
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
+    Ok(lines.py().detach(|| {
+        views
+            .iter()
+            .zip(starts.iter().zip(&ends))
+            .map(|(&line, (&start, &end))| {
+                with_line_messages(line, keys, |messages| {
+                    attribution::loop_tokens(messages.get(start..end)?).ok()
+                })
+            })
+            .collect()
+    }))
+}
+
 /// `read` of the one native JSON line of `lines` (read under `messages_key` and `id_key` as
 /// `scan_lines` read it) and of its messages, the GIL released, as a NumPy array; None when
 /// the core does not read the line.
@@ -1700,6 +1736,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(loop_tokens, module)?)?;
+    module.add_function(wrap_pyfunction!(span_tokens_of_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_lines, module)?)?;
     module.add_function(wrap_pyfunction!(attribute_threads, module)?)?;
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;

@@ -20,6 +20,7 @@ from benchmarks.workload import generate_threads, to_openai
 from vthread import arrow, cli, documents, scan
 from vthread.adapters import to_native_with_sources
 from vthread.documents import in_source_messages
+from vthread.scan import tokens_between
 
 pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
 
@@ -540,7 +541,7 @@ def test_anywhere_adds_a_loops_column_equal_to_scan() -> None:
     for row, run in enumerate(openai):
         native, sources = to_native_with_sources(run, "openai")
         one = scan([native], anywhere=True)
-        in_source_messages(one, 0, sources)
+        in_source_messages(one, 0, sources, tokens_between(native))
         assert one.loops is not None
         assert translated.column("loops")[row].as_py() == one.loops[0]
     with pytest.raises(TypeError, match="anywhere must be a bool"):

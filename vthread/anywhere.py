@@ -51,6 +51,7 @@ this to.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ __all__ = [
     "plain_runs",
     "records_in_source",
     "threads_on_demand",
+    "translated_span",
 ]
 
 MAX_PERIOD: Final = 24
@@ -915,16 +917,31 @@ def loops_in_source(loops: list[Loop], sources: list[int]) -> list[Loop]:
     return out
 
 
-def records_in_source(records: list[dict[str, Any]], sources: list[int]) -> None:
+def translated_span(sources: Sequence[int], start: int, end: int) -> tuple[int, int]:
+    """The translated messages of the source messages holding translated messages ``start``
+    to ``end - 1`` (``sources[i]`` being translated message ``i``'s source, in order): a
+    loop restated in source messages counts their usage, and a source message's usage
+    rides on the first message it yields, which may lie before the loop's first."""
+    return (bisect_left(sources, sources[start], 0, start),
+            bisect_right(sources, sources[end - 1], end - 1))
+
+
+def records_in_source(records: list[dict[str, Any]], sources: list[int],
+                      tokens_of: Callable[[int, int], float]) -> None:
     """Loop records (:func:`loop_records`) restated in place in the source file's messages,
-    given the source message of each translated one, costliest first again."""
+    given the source message of each translated one, costliest first again. A loop's
+    tokens are those of its source messages: ``tokens_of(first, end)`` sums the usage of
+    translated messages ``first`` to ``end - 1`` (NaN when none carries one)."""
     for record in records:
         first = record["loop_start"]
-        start = sources[first]
-        end = sources[first + record["loop_messages"] - 1] + 1
-        record["loop_start"] = start
-        record["loop_messages"] = end - start
-        record["period"] = max(1, round((end - start) / record["repetitions"]))
+        end = first + record["loop_messages"]
+        counted = translated_span(sources, first, end)
+        if counted != (first, end):
+            total = tokens_of(*counted)
+            record["loop_tokens"] = None if total != total else total  # NaN: none
+        record["loop_start"] = start = sources[first]
+        record["loop_messages"] = sources[end - 1] + 1 - start
+        record["period"] = max(1, round(record["loop_messages"] / record["repetitions"]))
     records.sort(key=_cost, reverse=True)
 
 
@@ -938,16 +955,19 @@ def loop_records(
     first (known tokens, then messages); spans in source messages when ``in_source`` maps
     them."""
     shown = loops if in_source is None else loops_in_source(loops, in_source)
-    records = [_loop_record(messages, loop, place, encode)
+    records = [_loop_record(messages, loop, place, encode,
+                            (loop.start, loop.end) if in_source is None
+                            else translated_span(in_source, loop.start, loop.end))
                for loop, place in zip(loops, shown, strict=True)]
     records.sort(key=_cost, reverse=True)
     return records
 
 
 def _loop_record(messages: Sequence[Mapping[str, Any]], loop: Loop, place: Loop,
-                 encode: Callable[[Any], str]) -> dict[str, Any]:
-    """One loop's record, made in Python (``place``: the loop where the record says it is)."""
-    figures = [f for f in map(usage_tokens, messages[loop.start : loop.end]) if f is not None]
+                 encode: Callable[[Any], str], counted: tuple[int, int]) -> dict[str, Any]:
+    """One loop's record, made in Python (``place``: the loop where the record says it is,
+    its tokens those of messages ``counted``)."""
+    figures = [f for f in map(usage_tokens, messages[slice(*counted)]) if f is not None]
     block = messages[loop.start : loop.start + loop.period]
     return _record(loop, place, token_total(figures) if figures else None,
                    _signature(block, loop.kind), _excerpt(block, loop.kind, encode))
@@ -996,7 +1016,7 @@ def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[
     for index, (position, loop) in enumerate(flat):
         row = rows[position]
         if index in declined:
-            record = _loop_record(threads[row], loop, loop, encode)
+            record = _loop_record(threads[row], loop, loop, encode, (loop.start, loop.end))
         else:
             total = tokens[index]
             record = _record(loop, loop, None if total != total else total,  # NaN: none

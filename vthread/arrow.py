@@ -62,6 +62,7 @@ from vthread.scan import (
     collector_paused,
     scan_of_lines,
     scan_validated,
+    tokens_between,
 )
 from vthread.volatile import masked_thread
 
@@ -1189,7 +1190,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
     result = scan_validated(threads, anywhere=anywhere, **keywords)
     for row, origins in enumerate(sources):
         if origins is not None:
-            in_source_messages(result, row, origins)
+            in_source_messages(result, row, origins, tokens_between(threads[row]))
     scanned = _fields(result, counts, [None] * len(counts))
     out: dict[str, list[Any]] = {name: [] for name in scanned}
     row = 0

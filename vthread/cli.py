@@ -197,6 +197,8 @@ from vthread.scan import (
     loop_as_json,
     scan_of_lines,
     scan_validated,
+    tokens_between,
+    tokens_between_in_line,
 )
 from vthread.volatile import masked_thread
 
@@ -4477,8 +4479,10 @@ def _restated_in_source(result: ScanResult, raw: dict[str, Any],
     ``sources``."""
     bounds = starts.tolist()
     sources = raw["sources"]
-    for row in np.flatnonzero(result.codes).tolist():
-        in_source_messages(result, row, sources[bounds[row] : bounds[row + 1]].tolist())
+    looping = np.flatnonzero(result.codes).tolist()
+    for row, line in zip(looping, written_lines(raw, looping) or (), strict=True):
+        in_source_messages(result, row, sources[bounds[row] : bounds[row + 1]].tolist(),
+                           tokens_between_in_line(line))
 
 
 def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:
@@ -4608,7 +4612,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         {**task.options, "anywhere": True} if task.anywhere else task.options)
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:
-            in_source_messages(result, row, origins)
+            in_source_messages(result, row, origins, tokens_between(threads[row]))
     # The looping lines whose first message may be chat (see _chat_read_as_native).
     thread_lines = [index for index, entry in enumerate(items) if not isinstance(entry, _Bad)]
     chat = [thread_lines[row] for row in np.flatnonzero(result.codes > 0).tolist()

@@ -1014,27 +1014,37 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             return
 
 
-def in_source_messages(result: ScanResult, row: int, sources: list[int]) -> None:
+def in_source_messages(result: ScanResult, row: int, sources: list[int],
+                       tokens_of: Callable[[int, int], float]) -> None:
     """Row ``row``'s loop restated in the source file's messages, given the source message
     of each translated one: ``loop_start`` is the source message holding the loop's first
     translated message, ``loop_messages`` counts source messages from there to the end, and
     a period that counts messages (a repeated suffix's block, a result run's spacing) counts
-    the source messages of one repetition. Repetitions, and an activity tail's period (a
-    number of distinct calls), are unchanged. A scan that looked anywhere has each of the
-    row's loops restated so (``vthread.anywhere.records_in_source``), the row's fields then
-    those of the costliest."""
+    the source messages of one repetition. ``loop_tokens`` counts the usage of those source
+    messages, the first one's riding on the first message it yields, which may come before
+    the loop's first: ``tokens_of(first, end)`` sums the usage of translated messages
+    ``first`` to ``end - 1`` (NaN when none carries one), asked only then. Repetitions, and
+    an activity tail's period (a number of distinct calls), are unchanged. A scan that
+    looked anywhere has each of the row's loops restated so
+    (``vthread.anywhere.records_in_source``), the row's fields then those of the costliest."""
+    from vthread.anywhere import translated_span
+
     if result.loops is not None:
         from vthread.anywhere import LOOP_KINDS, records_in_source
         from vthread.scan import set_row
 
-        records_in_source(result.loops[row], sources)
+        records_in_source(result.loops[row], sources, tokens_of)
         if result.loops[row]:
             set_row(result, row, result.loops[row][0], LOOP_KINDS)
         return
     code = int(result.codes[row])
     if not code:
         return
-    start = sources[int(result.loop_start[row])]
+    first = int(result.loop_start[row])
+    counted = translated_span(sources, first, len(sources))
+    if counted[0] != first:
+        result.loop_tokens[row] = tokens_of(*counted)
+    start = sources[first]
     spanned = sources[-1] + 1 - start
     result.loop_start[row] = start
     result.loop_messages[row] = spanned

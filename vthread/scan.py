@@ -517,6 +517,25 @@ def _loop_tokens(messages: Sequence[Any], begin: int) -> float:
     return token_total(figures) if figures else math.nan
 
 
+def tokens_between(messages: Sequence[Any]) -> Callable[[int, int], float]:
+    """The summed ``usage.tokens`` of ``messages[first:end]``, as a loop's are summed (NaN
+    when none has one): what a translated loop restated in its file's messages counts
+    (:func:`vthread.documents.in_source_messages`)."""
+    return lambda first, end: _loop_tokens(messages[first:end], 0)
+
+
+def tokens_between_in_line(line: bytes) -> Callable[[int, int], float]:
+    """:func:`tokens_between` of the messages of a native JSON line the core wrote, read by
+    the core (by Python where the core leaves a figure to it)."""
+    def between(first: int, end: int) -> float:
+        [total] = _core.span_tokens_of_lines([line], [first], [end])
+        if total is None:
+            return tokens_between(_native_messages(line, None, None))(first, end)
+        return total
+
+    return between
+
+
 def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tuple[int, int, int]:
     """:func:`person_span` of a repeated suffix with the keys of only the messages it reads:
     those of the heuristic's copies, then one more for each message the walk back takes
@@ -976,7 +995,7 @@ def scan(
 
         for row, origins in enumerate(sources):
             if origins is not None:
-                in_source_messages(result, row, origins)
+                in_source_messages(result, row, origins, tokens_between(batch_threads[row]))
         result = _in_given_runs(result, *given)
     return result
 
