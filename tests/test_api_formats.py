@@ -163,7 +163,8 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
     with pytest.raises(TypeError, match=r"^thread 1: messages\[1\] must be a mapping, got "
                        "NoneType$"):
         vthread.scan([[], [native[0], None]], format="auto")
-    with pytest.raises(TypeError, match=r"^thread 0: messages\[1\] must be a mapping, got int"):
+    with pytest.raises(TypeError, match=r"^thread 0 \(id 'r'\): messages\[1\] must be a mapping, "
+                       "got int"):
         vthread.scan([{"id": "r", "messages": [chat[0], 3]}], format="auto")
     with pytest.raises(TypeError, match=r"^messages\[1\] must be a mapping, got NoneType$"):
         vthread.describe_thread_cycle([chat[0], None], format="auto")
@@ -268,14 +269,15 @@ def test_the_first_bad_thread_is_named_and_a_bad_run_object_is_a_type_error() ->
          r"^thread 1: message 1 is not an object \(a number\)$"),
         ([[message], {"messages": None}], NotAThreadError, r'^thread 1: not a thread: "messages"'
          r" is a null"),
-        ([[message], {"id": 1}, bad_list], TypeError, r"^thread 1: messages must be a sequence"),
+        ([[message], {"id": 1}, bad_list], TypeError,
+         r"^thread 1 \(id 1\): messages must be a sequence"),
         ([7, {"id": 1}], TypeError, r"^thread 0: a thread is a sequence of messages or a run "
                                     r"object, got int$"),
         ([7, {"messages": [message]}], TypeError, r"^thread 0: a thread is a sequence of "
                                                   r"messages or a run object, got int$"),
         ([{"id": "r", "messages": [message]}, bad_list, 7], TypeError,
          r"^thread 1: messages\[1\] must be a mapping"),
-        ([{"id": "x"}], NotAThreadError, r"^thread 0: messages must be a sequence"),
+        ([{"id": "x"}], NotAThreadError, r"^thread 0 \(id 'x'\): messages must be a sequence"),
         ([{"messages": np.array([message, message])}], NotAThreadError,
          r"ndarray, not an array \(pandas reads a Parquet list column as NumPy arrays"),
     ]
@@ -550,3 +552,32 @@ def test_a_message_that_is_no_mapping_is_a_type_error_in_every_format(format: st
                 call([first, bad])
             if format != "native" and was_a_value_error:
                 assert isinstance(raised.value, ValueError)
+
+
+def test_an_error_in_a_run_object_names_its_id_as_well_as_its_position() -> None:
+    """An evaluation team knows its runs by id: a bad run object is named by its position
+    and its id (the first id key it holds; a long one shortened), a run without an id or
+    whose mapping raises when read by its position alone."""
+    class Unreadable(dict[str, Any]):
+        def __contains__(self, key: object) -> bool:
+            if key == "messages":
+                return True
+            raise KeyError(key)
+
+    good = {"instance_id": "ok", "messages": [{"role": "user", "content": "a"}]}
+    bad = [{"role": "user", "content": "a"}, {"content": "no role"}]
+    for bad_run, named in (({"instance_id": "django__django-11099", "messages": bad},
+                        "thread 1 (id 'django__django-11099')"),
+                       ({"task_id": 3, "trial": 1, "messages": bad}, "thread 1 (id '3/1')"),
+                       ({"messages": bad}, "thread 1")):
+        with pytest.raises(ValueError) as raised:
+            vthread.scan([good, bad_run], format="openai")
+        assert str(raised.value) == f"{named}: openai format: message 1 has no role"
+    with pytest.raises(ValueError) as raised:
+        vthread.scan([{"id": "x" * 500, "messages": [{"type": "user", "text": "a"}, 7]}])
+    label = str(raised.value).split(":")[0]
+    assert label.startswith("thread 0 (id 'xxx") and "..." in label and len(label) < 90
+    from vthread.documents import thread_label
+
+    assert thread_label(4, Unreadable(messages=[])) == "thread 4"
+

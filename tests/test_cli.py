@@ -414,7 +414,7 @@ def test_a_later_run_in_another_format_is_an_error_record_not_misread(
     assert "error" not in got[71] and got[71]["verdict"] == got[1]["verdict"]
     monkeypatch.setattr(cli, "_core_may_read", lambda task: False)
     assert run(arguments, monkeypatch)[:2] == (code, out)
-    with pytest.raises(ValueError, match=f"thread 70: {said}"):
+    with pytest.raises(ValueError, match=rf"thread 70 \(id 'odd'\): {said}"):
         scan(rows, format="auto")
 
 

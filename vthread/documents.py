@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache, partial
@@ -555,10 +556,29 @@ def _unreadable_run(index: int, run: Mapping[str, Any], why: str, format_: str
     its messages are not in ``format_``, else a :class:`NotAThreadError` (with pandas' hint
     when the messages are a NumPy array)."""
     if why.startswith(f"{format_} format:"):
-        return ValueError(f"thread {index}: {why}")
+        return ValueError(f"{thread_label(index, run)}: {why}")
     key = next((k for k in MESSAGES_KEYS if k in run), None)
     hint = "" if key is None else ndarray_hint(run[key])
-    return NotAThreadError(f"thread {index}: {why}{hint}")
+    return NotAThreadError(f"{thread_label(index, run)}: {why}{hint}")
+
+
+_SHOWN_ID: Final = reprlib.Repr()  # (its limits are keywords only from Python 3.12 on)
+_SHOWN_ID.maxstring = _SHOWN_ID.maxother = 60
+
+
+def thread_label(index: int, thread: object) -> str:
+    """How an error names a batch's thread: its position, and a run object's id when it
+    holds one (``thread 7 (id 'django__django-11099')``): an evaluation team knows its
+    runs by their ids. The id is shown shortened, and a run whose id cannot be read (a
+    mapping that raises) is named by its position alone."""
+    if isinstance(thread, Mapping):
+        try:
+            ident = run_id(thread)
+        except Exception:
+            ident = None
+        if ident is not None:
+            return f"thread {index} (id {_SHOWN_ID.repr(ident)})"
+    return f"thread {index}"
 
 
 def first_thread_error(threads: Sequence[Any]) -> Exception | None:
@@ -570,8 +590,9 @@ def first_thread_error(threads: Sequence[Any]) -> Exception | None:
         if isinstance(thread, Mapping):
             if not holds_run_messages(thread):
                 return NotAThreadError(
-                    f"thread {index}: messages must be a sequence of mappings (or a run "
-                    "object holding them under \"messages\", \"traj\" or \"history\"), got "
+                    f"{thread_label(index, thread)}: messages must be a sequence of mappings "
+                    "(or a run object holding them under \"messages\", \"traj\" or "
+                    "\"history\"), got "
                     f"a {type(thread).__name__} without them")
             found = read_run(_as_parsed_run(thread), "native")
             if is_string(found):
@@ -632,7 +653,7 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
             try:
                 check_messages(messages)
             except TypeError as error:
-                raise TypeError(f"thread {unknown}: {error}") from None
+                raise TypeError(f"{thread_label(unknown, thread)}: {error}") from None
     evidence = declared_apart(evidence,
                               lambda position: declares_mini_swe_agent(threads[position]))
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
