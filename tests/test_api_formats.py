@@ -581,3 +581,23 @@ def test_an_error_in_a_run_object_names_its_id_as_well_as_its_position() -> None
 
     assert thread_label(4, Unreadable(messages=[])) == "thread 4"
 
+
+def test_a_data_frame_given_as_threads_or_texts_is_refused_saying_what_to_pass() -> None:
+    """Iterating a DataFrame gives its column names, which would be read as threads (or
+    texts): a pandas or polars DataFrame is a TypeError saying what to pass instead."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": ["a"], "messages": [[{"type": "user", "text": "x"}]]})
+    with pytest.raises(TypeError, match=r'got DataFrame \(a pandas DataFrame: .*scan_arrow'
+                                        r'.*df\.to_dict\("records"\)'):
+        vthread.scan(frame)
+    assert vthread.scan(frame.to_dict("records")).names == [None]
+    with pytest.raises(TypeError, match=r"got a pandas DataFrame .*pass its text column"):
+        vthread.scan_texts(pd.DataFrame({"text": ["a"]}))
+
+    class DataFrame(list[Any]):  # a polars frame as vthread tells it: by type and module
+        __module__ = "polars.dataframe.frame"
+
+    with pytest.raises(TypeError, match=r"a polars DataFrame: .*df\.to_dicts\(\)"):
+        vthread.scan(DataFrame([[{"type": "user", "text": "x"}]]))
+    with pytest.raises(TypeError, match="got a polars DataFrame"):
+        vthread.has_repeated_text_runs(DataFrame(["text"]))

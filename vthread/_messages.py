@@ -123,6 +123,26 @@ def ndarray_hint(value: object) -> str:
     return NDARRAY_HINT if type(value).__name__ == "ndarray" else ""
 
 
+def data_frame_library(value: object) -> str:
+    """``"pandas"`` or ``"polars"`` for a DataFrame of either, else ``""``: a batch given
+    as one would be read as its column names (what iterating it gives)."""
+    kind = type(value)
+    library = kind.__module__.partition(".")[0]
+    return library if kind.__name__ == "DataFrame" and library in ("pandas", "polars") else ""
+
+
+def data_frame_hint(value: object) -> str:
+    """What to pass instead of a pandas or polars DataFrame given as a batch of threads,
+    else nothing."""
+    library = data_frame_library(value)
+    if not library:
+        return ""
+    rows = 'df.to_dict("records")' if library == "pandas" else "df.to_dicts()"
+    return (f" (a {library} DataFrame: iterating it gives its column names; pass it to "
+            f"vthread.scan_arrow, which reads its messages column a run a row, or pass "
+            f"{rows}, a run object a row)")
+
+
 MessagesOrRun: TypeAlias = Sequence[Any] | Mapping[str, Any]
 """A thread as the public functions take it: its messages, or, with ``format=`` other than
 native, a run object holding them (``{"id": ..., "messages": [...]}``, as a JSONL line)."""

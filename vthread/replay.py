@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vthread import _core
+from vthread._messages import data_frame_library
 from vthread._options import guard_options, text_run_options
 from vthread.guard import GuardReason
 from vthread.textrun import TAIL_UNITS
@@ -55,6 +56,10 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
             f"{function}() takes an iterable of texts, got a single {type(texts).__name__}; "
             "wrap it in a list"
         )
+    library = data_frame_library(texts)
+    if library:
+        raise TypeError(f"{function}() takes an iterable of texts, got a {library} DataFrame "
+                        "(iterating it gives its column names): pass its text column")
     if not isinstance(texts, Iterable):
         raise TypeError(
             f"{function}() takes an iterable of texts, got {type(texts).__name__}"

@@ -47,6 +47,7 @@ from vthread._messages import (
     MessagesOrRun,
     as_held_thread,
     as_thread,
+    data_frame_hint,
     parse_activity,
     token_total,
     usage_tokens,
@@ -1032,8 +1033,10 @@ def _in_given_runs(result: ScanResult, lengths: list[int], ids: list[Any] | None
 def _thread_list(threads: object) -> list[Any]:
     """The batch as a list (a generator of threads is read once, here); each thread and
     message is checked by the core, whose errors name the thread and message index."""
-    if isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
-        raise TypeError(f"threads must be a sequence of threads, got {type(threads).__name__}")
+    hint = data_frame_hint(threads)
+    if hint or isinstance(threads, (str, bytes, Mapping)) or not isinstance(threads, Iterable):
+        raise TypeError(
+            f"threads must be a sequence of threads, got {type(threads).__name__}{hint}")
     # Any sequence is a thread, as for describe_thread_cycle; the loop attribution slices it.
     from vthread.documents import DETECT_THREADS
 
