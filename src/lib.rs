@@ -1095,39 +1095,64 @@ fn line_key_numbers<'py>(
     })
 }
 
-/// `scan._loop_tokens` of a span of each native JSON line (messages `starts[i]` to `ends[i]`
-/// of `lines[i]`, read as `scan_lines` reads a line it wrote): the `math.fsum` of the
-/// `usage.tokens` figures that count, NaN when none does; None where the core does not
-/// read the line, the span lies past its messages, or a figure is one Python reads. A
-/// translated loop restated in its file's messages counts the usage of the source message
-/// it begins in (`documents.in_source_messages`), which may lie before its first message.
+/// `scan._loop_tokens` of spans of native JSON lines (messages `starts[i]` to `ends[i]` of
+/// `lines[owners[i]]`, owners in order; each line read once, as `scan_lines` reads a line
+/// it wrote, the GIL released): the `math.fsum` of the `usage.tokens` figures that count,
+/// NaN when none does; None where the core does not read the line, the span lies past its
+/// messages, or a figure is one Python reads. A translated loop restated in its file's
+/// messages counts the usage of the source message it begins in
+/// (`documents.in_source_messages`), which may lie before its first message.
 #[pyfunction]
 fn span_tokens_of_lines(
     lines: &Bound<'_, PyList>,
+    owners: Vec<usize>,
     starts: Vec<usize>,
     ends: Vec<usize>,
 ) -> PyResult<Vec<Option<f64>>> {
-    if starts.len() != lines.len() || ends.len() != lines.len() {
+    let count = owners.len();
+    if starts.len() != count || ends.len() != count {
         return Err(PyValueError::new_err(
-            "lines, starts and ends must have one entry per span",
+            "owners, starts and ends must have one entry per span",
         ));
     }
+    if owners.windows(2).any(|pair| pair[0] > pair[1]) {
+        return Err(PyValueError::new_err("owners must come in order"));
+    }
+    if let Some(owner) = owners.iter().find(|&&owner| owner >= lines.len()) {
+        return Err(PyValueError::new_err(format!(
+            "owner {owner} of a batch of {} lines",
+            lines.len()
+        )));
+    }
     let owned = chunk_rows::line_buffers(lines)?;
+    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
         messages: None,
         id: None,
     };
-    let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     Ok(lines.py().detach(|| {
-        views
-            .iter()
-            .zip(starts.iter().zip(&ends))
-            .map(|(&line, (&start, &end))| {
-                with_line_messages(line, keys, |messages| {
-                    attribution::loop_tokens(messages.get(start..end)?).ok()
-                })
-            })
-            .collect()
+        let mut totals = Vec::with_capacity(count);
+        let mut index = 0;
+        while index < count {
+            // The spans of one line, its tape made once for them.
+            let owner = owners[index];
+            let last = index + owners[index..].partition_point(|&o| o == owner);
+            let spans = index..last;
+            let made = with_line_messages(views[owner], keys, |messages| {
+                Some(
+                    spans
+                        .clone()
+                        .map(|at| {
+                            let span = messages.get(starts[at]..ends[at])?;
+                            attribution::loop_tokens(span).ok()
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            });
+            totals.extend(made.unwrap_or_else(|| vec![None; spans.len()]));
+            index = last;
+        }
+        totals
     }))
 }
 

@@ -77,6 +77,7 @@ __all__ = [
     "LineSource",
     "Loop",
     "core_text_run",
+    "counted_spans",
     "find_loops",
     "find_loops_in",
     "find_loops_reference",
@@ -85,6 +86,7 @@ __all__ = [
     "loops_in_source",
     "plain_runs",
     "records_in_source",
+    "recounted_loops",
     "threads_on_demand",
     "translated_span",
 ]
@@ -926,19 +928,50 @@ def translated_span(sources: Sequence[int], start: int, end: int) -> tuple[int, 
             bisect_right(sources, sources[end - 1], end - 1))
 
 
+def counted_spans(spans: Sequence[tuple[int, int]], sources: Sequence[int]
+                  ) -> list[tuple[int, int]]:
+    """For each of a thread's loops (``[start, end)`` in translated messages; they do not
+    overlap), the translated messages whose usage it counts once restated in source
+    messages: those of the source messages it spans (:func:`translated_span`), less any
+    another of the loops holds. A source message two loops share (a turn whose text ends
+    one and whose tool call begins the next) counts its usage in the loop holding its
+    first translated message, where the usage rides, so that a thread's loops never count
+    a token twice."""
+    order = sorted(range(len(spans)), key=lambda at: spans[at])
+    counted = [(0, 0)] * len(spans)
+    reached = 0  # the end of what the loops before this one count
+    for position, at in enumerate(order):
+        start, end = spans[at]
+        first, last = translated_span(sources, start, end)
+        following = spans[order[position + 1]][0] if position + 1 < len(order) else last
+        counted[at] = (max(first, min(reached, start)), max(end, min(last, following)))
+        reached = max(reached, counted[at][1])
+    return counted
+
+
+def recounted_loops(records: Sequence[Mapping[str, Any]], sources: Sequence[int]
+                    ) -> list[tuple[int, int] | None]:
+    """For each loop record in translated messages (:func:`loop_records`), the translated
+    messages whose usage it counts restated in source messages (:func:`counted_spans`),
+    or None where those are the messages it already counts."""
+    spans = [(r["loop_start"], r["loop_start"] + r["loop_messages"]) for r in records]
+    return [None if counted == span else counted
+            for span, counted in zip(spans, counted_spans(spans, sources), strict=True)]
+
+
 def records_in_source(records: list[dict[str, Any]], sources: list[int],
                       tokens_of: Callable[[int, int], float]) -> None:
     """Loop records (:func:`loop_records`) restated in place in the source file's messages,
     given the source message of each translated one, costliest first again. A loop's
-    tokens are those of its source messages: ``tokens_of(first, end)`` sums the usage of
-    translated messages ``first`` to ``end - 1`` (NaN when none carries one)."""
-    for record in records:
-        first = record["loop_start"]
-        end = first + record["loop_messages"]
-        counted = translated_span(sources, first, end)
-        if counted != (first, end):
+    tokens are those of its source messages (:func:`counted_spans`): ``tokens_of(first,
+    end)`` sums the usage of translated messages ``first`` to ``end - 1`` (NaN when none
+    carries one)."""
+    for record, counted in zip(records, recounted_loops(records, sources), strict=True):
+        if counted is not None:
             total = tokens_of(*counted)
             record["loop_tokens"] = None if total != total else total  # NaN: none
+        first = record["loop_start"]
+        end = first + record["loop_messages"]
         record["loop_start"] = start = sources[first]
         record["loop_messages"] = sources[end - 1] + 1 - start
         record["period"] = max(1, round(record["loop_messages"] / record["repetitions"]))
@@ -954,11 +987,11 @@ def loop_records(
     """Each loop as a record with :meth:`vthread.ScanResult.record`'s field names, costliest
     first (known tokens, then messages); spans in source messages when ``in_source`` maps
     them."""
+    spans = [(loop.start, loop.end) for loop in loops]
     shown = loops if in_source is None else loops_in_source(loops, in_source)
-    records = [_loop_record(messages, loop, place, encode,
-                            (loop.start, loop.end) if in_source is None
-                            else translated_span(in_source, loop.start, loop.end))
-               for loop, place in zip(loops, shown, strict=True)]
+    counted = spans if in_source is None else counted_spans(spans, in_source)
+    records = [_loop_record(messages, loop, place, encode, span)
+               for loop, place, span in zip(loops, shown, counted, strict=True)]
     records.sort(key=_cost, reverse=True)
     return records
 

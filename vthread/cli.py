@@ -187,6 +187,7 @@ from vthread.documents import (
     declared_apart,
     in_source_messages,
     only_declared,
+    recounted_spans,
     unread_reason,
 )
 from vthread.scan import (
@@ -198,7 +199,7 @@ from vthread.scan import (
     scan_of_lines,
     scan_validated,
     tokens_between,
-    tokens_between_in_line,
+    written_span_tokens,
 )
 from vthread.volatile import masked_thread
 
@@ -1045,13 +1046,25 @@ def _every_loop(loops: list[list[dict[str, Any]]] | None
                 ) -> tuple[int, int, float, int] | None:
     """(loops, their messages, their known tokens, the loops without tokens) of every run's
     loops found anywhere; None when the scan did not look anywhere. A run's loops never
-    overlap, so the sums count no message twice."""
+    overlap in the messages scanned, but restated in a translated file's own messages two
+    may share one (a turn whose text ends one loop and whose tool call begins the next):
+    it is counted once, as its tokens are (``vthread.anywhere.counted_spans``)."""
     if loops is None:
         return None
     every = [loop for found in loops for loop in found]
     tokens = [loop["loop_tokens"] for loop in every if loop["loop_tokens"] is not None]
-    return (len(every), sum(loop["loop_messages"] for loop in every),
+    return (len(every), sum(map(_messages_covered, loops)),
             token_total(tokens) if tokens else 0.0, len(every) - len(tokens))
+
+
+def _messages_covered(loops: list[dict[str, Any]]) -> int:
+    """How many of a run's messages its loops span, one spanned by two counted once."""
+    covered = reached = 0
+    for start, end in sorted((loop["loop_start"], loop["loop_start"] + loop["loop_messages"])
+                             for loop in loops):
+        covered += max(0, end - max(start, reached))
+        reached = max(reached, end)
+    return covered
 
 
 def _summary_json(stats: _Stats, scanned: str, seconds: float,
@@ -4478,11 +4491,22 @@ def _restated_in_source(result: ScanResult, raw: dict[str, Any],
     ``starts[row + 1]`` among them, and so are their source messages among ``raw``'s
     ``sources``."""
     bounds = starts.tolist()
-    sources = raw["sources"]
     looping = np.flatnonzero(result.codes).tolist()
-    for row, line in zip(looping, written_lines(raw, looping) or (), strict=True):
-        in_source_messages(result, row, sources[bounds[row] : bounds[row + 1]].tolist(),
-                           tokens_between_in_line(line))
+    sources = [raw["sources"][bounds[row] : bounds[row + 1]].tolist() for row in looping]
+    # The spans whose tokens the restating asks for, read from the lines at once.
+    wanted = [(at, *span) for at, row in enumerate(looping)
+              for span in recounted_spans(result, row, sources[at])]
+    lines = written_lines(raw, looping) or []
+    totals = dict(zip(wanted, written_span_tokens(lines, wanted), strict=True)) if wanted else {}
+    for at, row in enumerate(looping):
+        in_source_messages(result, row, sources[at], partial(_read_total, totals, at))
+
+
+def _read_total(totals: dict[tuple[int, int, int], float], at: int, first: int,
+                end: int) -> float:
+    """The tokens of translated messages ``first`` to ``end - 1`` of looping row ``at``,
+    read beforehand (``_restated_in_source``)."""
+    return totals[at, first, end]
 
 
 def _anywhere_in_core(task: _Task, raw: dict[str, Any]) -> ScanResult:

@@ -80,6 +80,7 @@ __all__ = [
     "opens_runs",
     "read_cell",
     "read_run",
+    "recounted_spans",
     "run_format",
     "run_format_evidence",
     "run_id",
@@ -1044,12 +1045,11 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int],
     the source messages of one repetition. ``loop_tokens`` counts the usage of those source
     messages, the first one's riding on the first message it yields, which may come before
     the loop's first: ``tokens_of(first, end)`` sums the usage of translated messages
-    ``first`` to ``end - 1`` (NaN when none carries one), asked only then. Repetitions, and
-    an activity tail's period (a number of distinct calls), are unchanged. A scan that
-    looked anywhere has each of the row's loops restated so
-    (``vthread.anywhere.records_in_source``), the row's fields then those of the costliest."""
-    from vthread.anywhere import translated_span
-
+    ``first`` to ``end - 1`` (NaN when none carries one), asked only for the spans
+    :func:`recounted_spans` names. Repetitions, and an activity tail's period (a number of
+    distinct calls), are unchanged. A scan that looked anywhere has each of the row's loops
+    restated so (``vthread.anywhere.records_in_source``), the row's fields then those of
+    the costliest."""
     if result.loops is not None:
         from vthread.anywhere import LOOP_KINDS, records_in_source
         from vthread.scan import set_row
@@ -1061,11 +1061,9 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int],
     code = int(result.codes[row])
     if not code:
         return
-    first = int(result.loop_start[row])
-    counted = translated_span(sources, first, len(sources))
-    if counted[0] != first:
+    for counted in recounted_spans(result, row, sources):
         result.loop_tokens[row] = tokens_of(*counted)
-    start = sources[first]
+    start = sources[int(result.loop_start[row])]
     spanned = sources[-1] + 1 - start
     result.loop_start[row] = start
     result.loop_messages[row] = spanned
@@ -1073,6 +1071,22 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int],
         result.period[row] = sources[-1] + 1 - sources[len(sources) - int(result.period[row])]
     elif code == RESULT_RUN:
         result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
+
+
+def recounted_spans(result: ScanResult, row: int, sources: list[int]) -> list[tuple[int, int]]:
+    """The spans of translated messages whose tokens :func:`in_source_messages` asks for
+    in restating row ``row`` (its loop's, or its loops', where the source messages they
+    span hold translated messages before or after them): a caller that reads them from
+    the messages' bytes reads them all at once."""
+    from vthread.anywhere import recounted_loops, translated_span
+
+    if result.loops is not None:
+        return [span for span in recounted_loops(result.loops[row], sources) if span]
+    if not result.codes[row]:
+        return []
+    first = int(result.loop_start[row])
+    counted = translated_span(sources, first, len(sources))
+    return [counted] if counted[0] != first else []
 
 
 def run_format_evidence(value: Any, messages_key: str | None = None, *,

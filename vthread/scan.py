@@ -525,16 +525,21 @@ def tokens_between(messages: Sequence[Any]) -> Callable[[int, int], float]:
     return lambda first, end: _loop_tokens(messages[first:end], 0)
 
 
-def tokens_between_in_line(line: bytes) -> Callable[[int, int], float]:
-    """:func:`tokens_between` of the messages of a native JSON line the core wrote, read by
-    the core (by Python where the core leaves a figure to it)."""
-    def between(first: int, end: int) -> float:
-        [total] = _core.span_tokens_of_lines([line], [first], [end])
+def written_span_tokens(lines: Sequence[bytes], spans: Sequence[tuple[int, int, int]]
+                        ) -> list[float]:
+    """:func:`tokens_between` of spans of the native JSON lines the core wrote (``(line,
+    first, end)``, in order of line), each line read once by the core; a line whose
+    figures the core leaves to Python is read by Python."""
+    totals = _core.span_tokens_of_lines(list(lines), *map(list, zip(*spans, strict=True)))
+    read: dict[int, Sequence[Any]] = {}
+    out = []
+    for (line, first, end), total in zip(spans, totals, strict=True):
         if total is None:
-            return tokens_between(_native_messages(line, None, None))(first, end)
-        return total
-
-    return between
+            if line not in read:
+                read[line] = _native_messages(lines[line], None, None)
+            total = tokens_between(read[line])(first, end)
+        out.append(total)
+    return out
 
 
 def _suffix_span(messages: Sequence[Any], period: int, repetitions: int) -> tuple[int, int, int]:
