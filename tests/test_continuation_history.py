@@ -181,3 +181,43 @@ def test_the_format_shapes_the_planner_messages_with_no_history() -> None:
     with pytest.raises(ValueError, match="'opneai'"):
         plan_continuation("<p>", "a page", context_tokens=4096, estimate=_estimate,
                           format="opneai")
+
+
+@pytest.mark.parametrize("format", ["native", "openai", "anthropic", "responses"])
+def test_auto_plans_as_the_history_s_own_format_translating_it_once(
+        format: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """format="auto" gives the plan the history's own format gives, and the history is
+    translated once (it was translated to tell its format, then again to fit it); the
+    format told is the one vthread.scan's detection tells of a batch of that thread."""
+    from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
+    from vthread import adapters
+    from vthread.documents import native_threads, thread_format
+
+    encode = {"native": list, "openai": to_openai, "anthropic": to_anthropic,
+              "responses": to_responses}[format]
+    translations: list[tuple[str, int]] = []  # (format, messages) of each translation
+    translate = adapters.to_native_with_sources
+
+    def counted(messages: Any, format_: Any) -> Any:
+        translations.append((format_, len(messages)))
+        return translate(messages, format_)
+
+    for thread in generate_threads(6, seed=5):
+        history: list[Any] = encode(thread)  # type: ignore[operator]
+        assert thread_format(history) == format
+        detected, sources = native_threads([history], "auto")
+        assert (sources is None) == (format == "native")
+        assert detected == native_threads([history], format)[0]
+        keywords: dict[str, Any] = {
+            "context_tokens": 3000, "history": history, "keep_system": True,
+            "pair_safe": True,
+            "estimate": _estimate if format == "native" else _chat_estimate}
+        named = plan_continuation("<p>dog</p>\n" * 400, "a page", format=format, **keywords)
+        translations.clear()
+        monkeypatch.setattr(adapters, "to_native_with_sources", counted)
+        auto = plan_continuation("<p>dog</p>\n" * 400, "a page", format="auto", **keywords)
+        monkeypatch.undo()
+        assert auto == named
+        # (keep_system reads the first message's translation apart: one message)
+        whole = [t for t in translations if t[1] > 1]
+        assert whole == ([] if format == "native" else [(format, len(history))])

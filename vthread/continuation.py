@@ -672,27 +672,27 @@ def plan_continuation(
     if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
         raise TypeError(f"history must be a sequence of messages (a list, a tuple), got "
                         f"{type(history).__name__}")
+    format = _history_format(history, format)
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
                                  min_tail_room, tail_limit, completion_marker,
-                                 _in_chat_shape(history, format))
+                                 format not in ("native", "auto"))
     if plan.mode == "refuse" or not history:
         return plan
     return _with_history(plan, history, estimate, keep_system, pair_safe, start_on,
                          keep_first, format)
 
 
-def _in_chat_shape(history: Sequence[Mapping[str, Any]], format: str) -> bool:
-    """Whether the planner's own messages are written as chat messages: ``format`` is a chat
-    format, or ``"auto"`` found the history in one (``format`` is checked here)."""
-    from vthread.documents import checked_format, native_messages
+def _history_format(history: Sequence[Mapping[str, Any]], format: str) -> str:
+    """The format the history is read in: ``format`` as given (checked here), or for
+    ``"auto"`` the chat format found in it, so that ``build_thread`` translates it once;
+    ``"auto"`` stays where it finds none (the history read as it is, the planner's own
+    messages written as native ones)."""
+    from vthread.documents import checked_format, thread_format
 
-    checked_format(format)
-    if format == "native" or (format == "auto" and not history):
-        return False
-    if format != "auto":
-        return True
-    _, sources = native_messages(list(history), format)
-    return sources is not None
+    if checked_format(format) != "auto" or not history:
+        return format
+    found = thread_format(list(history))
+    return "auto" if found == "native" else found
 
 
 def _as_chat(message: Message) -> dict[str, Any]:

@@ -89,6 +89,7 @@ __all__ = [
     "settled_format",
     "settled_warning",
     "settles",
+    "thread_format",
     "unread_reason",
     "warn_if_chat",
     "with_declaration",
@@ -629,6 +630,14 @@ def _as_parsed_run(run: Mapping[str, Any]) -> dict[str, Any]:
         parsed[key] = [dict(m) if isinstance(m, Mapping) and type(m) is not dict else m
                        for m in messages]
     return parsed
+
+
+def thread_format(messages: Sequence[Any]) -> str:
+    """The format ``format="auto"`` reads one thread's messages in, ``"native"`` among them
+    (:func:`native_threads`' detection of a batch of one), without translating them: a
+    caller that goes on to read them in a chat format names it, so that they are translated
+    once. O(messages looked at)."""
+    return _batch_format([_held(messages)])
 
 
 def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
