@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -246,13 +247,30 @@ def test_sample_messages_map_as_openai_chat() -> None:
 
 
 def test_sample_usage_spread_without_model_events() -> None:
-    """With no per-call figures, the sample's output tokens are shared by its assistant turns."""
+    """With no per-call figures, the output tokens of the model that wrote the sample's
+    messages are shared by its assistant turns, whole tokens each (the first ones one more
+    where they do not divide evenly): the evaluation's model, else the one model listed,
+    else those the messages name; a grader's listed beside them are never counted (they
+    were: 40 tokens where the agent spent 30), the cost unknown where no model is told."""
     messages = [{"id": "u", "role": "user", "content": "hi"},
                 {"id": "a1", "role": "assistant", "content": "one"},
                 {"id": "a2", "role": "assistant", "content": "two"}]
-    usage = {"m": {"input_tokens": 50, "output_tokens": 30}, "n": {"output_tokens": 10}}
-    _, native = thread_of(sample(messages, model_usage=usage))
-    assert [m.get("usage") for m in native] == [None, {"tokens": 20}, {"tokens": 20}]
+    usage = {"openai/m": {"input_tokens": 50, "output_tokens": 31},
+             "openai/grader": {"output_tokens": 10}}
+
+    def figures(fields: dict[str, Any], model: str | None = None) -> list[Any]:
+        return [m.get("usage") for m in thread_of(fields, model=model)[1]]
+
+    assert figures(sample(messages, model_usage=usage), "openai/m") == [
+        None, {"tokens": 16}, {"tokens": 15}]
+    assert figures(sample(messages, model_usage=usage)) == [None, None, None]
+    named = [messages[0], *({**m, "model": "m"} for m in messages[1:])]  # provider left off
+    assert figures(sample(named, model_usage=usage)) == [None, {"tokens": 16}, {"tokens": 15}]
+    alone = {"openai/grader": {"output_tokens": 7}}
+    assert figures(sample(messages, model_usage=alone)) == [None, {"tokens": 4}, {"tokens": 3}]
+    assert figures(sample(messages, model_usage={"m": {"output_tokens": 3.5}})) == [
+        None, {"tokens": 1.75}, {"tokens": 1.75}]
+    _, native = thread_of(sample(messages, model_usage=usage), model="openai/m")
     assert scan([native]).record(0)["verdict"] is None
     _, bare = thread_of(sample(messages))
     assert not any("usage" in m for m in bare)
@@ -275,10 +293,12 @@ def test_is_inspect_log() -> None:
 
 def written_log(folder: Path, name: str, *, status: str = "success",
                 sample_ids: tuple[str, ...] = ("a", "b", "c"),
-                stopped: tuple[str, ...] = ()) -> Path:
+                stopped: tuple[str, ...] = (), left_out: tuple[str, ...] = ()) -> Path:
     """An Inspect log written by inspect_ai's own writer (``.eval`` or ``.json`` by the
-    name's suffix): one sample per id, the first polling a tool five times, the others
-    answering at once; model calls without events, so tokens come from model_usage."""
+    name's suffix): one sample per id (but those ``stopped`` early and those ``left_out``,
+    as an unfinished evaluation leaves out those it never ran), the first polling a tool
+    five times, the others answering at once; model calls without events, so tokens come
+    from model_usage."""
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -321,7 +341,8 @@ def written_log(folder: Path, name: str, *, status: str = "success",
         dataset=EvalDataset(samples=len(sample_ids), sample_ids=list(sample_ids)),
         config=EvalConfig(epochs=1)), results=results,
         samples=[written_sample(ident, 5 if i == 0 else 0)
-                 for i, ident in enumerate(sample_ids) if ident not in stopped])
+                 for i, ident in enumerate(sample_ids)
+                 if ident not in stopped and ident not in left_out])
     path = folder / name
     write_eval_log(log, str(path))
     return path
@@ -377,7 +398,9 @@ def test_corrupt_eval_sample_is_its_error_record(tmp_path: Path,
 def test_sample_missing_from_a_finished_eval_log(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A sample the header of a finished evaluation lists but the .eval lacks is an error
-    record; an interrupted evaluation's log (status "started") lacks it with no error."""
+    record; an interrupted evaluation's log (status "started") lacks it with no record of
+    its own, the log said to be cut short after its samples' records
+    (test_an_unfinished_evaluation_s_log_is_one_cut_short)."""
     path = written_log(tmp_path, "run.eval")
     with_member(path, "samples/b_epoch_1.json", None)
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
@@ -388,8 +411,9 @@ def test_sample_missing_from_a_finished_eval_log(tmp_path: Path,
     started = written_log(tmp_path, "started.eval", status="started")
     with_member(started, "samples/b_epoch_1.json", None)
     code, out, err = run(["scan", str(started), "-q"], monkeypatch)
-    assert code == 0 and err == ""
-    assert [(r["id"], "error" in r) for r in records(out)] == [("a/1", False), ("c/1", False)]
+    assert code == 0 and "holds 2 of the 3 samples its header lists" in err
+    assert [(r["id"], "error" in r) for r in records(out)] == [
+        ("a/1", False), ("c/1", False), (None, True)]
     # A sample an early-stopping manager stopped is not missing (a reviewer's finding: it
     # was an error record, and read_inspect_log raised on a valid log).
     early = written_log(tmp_path, "early.eval", stopped=("b",))
@@ -478,7 +502,9 @@ def test_samples_read_alone_as_inspect_reads_the_log(
             assert list(read_inspect_chats(io.BytesIO(path.read_bytes()))) == expected
             # A log inspect_ai reads whole is read so; the sample-by-sample reading, kept
             # for a log it cannot, must give the same on one it can.
-            assert list(_json_samples_alone(path.read_bytes())) == expected
+            unfinished: list[str] = []
+            assert list(_json_samples_alone(path.read_bytes(), unfinished.append)) == expected
+            assert unfinished == []
 
 
 @pytest.mark.parametrize(("fields", "problem"), [
@@ -539,3 +565,88 @@ def test_eval_samples_are_read_in_batches_bounded_in_bytes(
     unlisted = tmp_path / "not-a-zip.eval"
     unlisted.write_bytes(b"no zip")
     assert list(inspect_log._batches(unlisted, wanted)) == [[pair] for pair in wanted]
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+@pytest.mark.parametrize(("status", "why"), [
+    ("started", "still running, or stopped before it finished"),
+    ("error", "it ended in an error"), ("cancelled", "it was cancelled")])
+def test_an_unfinished_evaluation_s_log_is_one_cut_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, status: str,
+        why: str) -> None:
+    """A log whose evaluation did not finish and lacks samples its header lists (still
+    running, killed, errored, cancelled): its samples' records, then one error record
+    saying what it lacks; said on stderr, listed in the summary's cut_short, failing
+    --fail-on-error (it passed the gate, "completed", every run said checked). The Python
+    reader warns; a finished log, or an unfinished one holding every sample, says
+    nothing."""
+    from vthread.inspect_log import read_inspect_samples
+
+    path = written_log(tmp_path, f"run{suffix}", status=status,
+                       sample_ids=("a", "b", "c", "d", "e"), left_out=("c", "d"),
+                       stopped=("e",))  # (one stopped early is not lacking)
+    said = (f"holds 2 of the 4 samples its header lists: its evaluation did not finish "
+            f"({why}); the others are not in it, and go unchecked")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "-q", "--fail-on-error", "--summary",
+                          str(summary)], monkeypatch)
+    got = records(out)
+    assert code == 65 and f"{path}: {said}" in err
+    assert [r["id"] for r in got] == ["a/1", "b/1", None]
+    assert got[-1] == {"id": None, "file": str(path), "line": 3, "error": said}
+    assert json.loads(summary.read_text())["cut_short"] == [{"file": str(path), "why": said}]
+    with pytest.warns(UserWarning, match=re.escape(f"the Inspect AI log {said}")):
+        assert [ident for ident, _ in read_inspect_log(path)] == ["a/1", "b/1"]
+    heard: list[str] = []
+    assert len(list(read_inspect_samples(path, lacking=heard.append))) == 2
+    assert heard == [said]
+    whole = written_log(tmp_path, f"whole{suffix}", status=status)
+    code, out, err = run(["scan", str(whole), "-q", "--fail-on-error"], monkeypatch)
+    assert code == 0 and err == "" and len(records(out)) == 3
+
+
+@needs_inspect
+def test_an_eval_set_s_bookkeeping_files_are_passed_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect's eval_set writes logs.json (its logs' headers) and eval-set.json (its
+    tasks) beside the logs: a scan of the directory passes over both, saying so (each was
+    an error record, failing --fail-on-error on every eval set); named alone, or holding
+    something else under those names, a file is read as ever."""
+    log = written_log(tmp_path, "run.eval")
+    header = json.loads(json.dumps({"version": 2, "status": "success", "eval": {
+        "task": "polling", "model": "mockllm/model", "created": "2026-01-01T00:00:00+00:00"}}))
+    (tmp_path / "logs.json").write_text(json.dumps({log.name: header}))
+    (tmp_path / "eval-set.json").write_text(json.dumps(
+        {"eval_set_id": "x", "tasks": [{"name": "polling", "model": "mockllm/model"}]}))
+    code, out, err = run(["scan", str(tmp_path), "-q", "--fail-on-error"], monkeypatch)
+    assert code == 0 and [r["id"] for r in records(out)] == ["a/1", "b/1", "c/1"]
+    assert "logs.json: passed over: it is Inspect AI's manifest of an eval set's logs" in err
+    assert "eval-set.json: passed over: it is Inspect AI's eval-set file" in err
+    code, out, _ = run(["scan", str(tmp_path / "logs.json"), "-q"], monkeypatch)
+    assert "error" in records(out)[0]
+    (tmp_path / "logs.json").write_text(json.dumps({"messages": [
+        {"type": "user", "text": "hi"}]}))
+    code, out, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
+    assert "logs.json: passed over" not in err and len(records(out)) == 4
+
+
+@needs_inspect
+def test_samples_in_memory_are_read_as_the_log_reads_them(tmp_path: Path) -> None:
+    """chat_of and thread_of take inspect_ai's own EvalSample (what eval() returns), as
+    the log's reader reads it: the same id, messages and usage (it was an AttributeError);
+    a value of another type is a TypeError."""
+    from inspect_ai.log import read_eval_log
+
+    from vthread.inspect_log import read_inspect_chats
+
+    path = written_log(tmp_path, "run.eval")
+    log = read_eval_log(str(path))
+    assert log.samples is not None
+    in_memory = [chat_of(s, model=log.eval.model) for s in log.samples]
+    assert in_memory == list(read_inspect_chats(path))
+    assert [thread_of(s, model=log.eval.model) for s in log.samples] == list(
+        read_inspect_log(path))
+    with pytest.raises(TypeError, match=r"a sample is a mapping .* or an inspect_ai "
+                                        r"EvalSample, got list"):
+        chat_of([])  # type: ignore[arg-type]

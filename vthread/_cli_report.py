@@ -464,6 +464,36 @@ def holds_predictions(name: str) -> bool:
         return False
 
 
+def inspect_bookkeeping(name: str) -> str | None:
+    """What the file is when it is one of the files Inspect AI's ``eval_set`` writes beside
+    its logs, not runs, else None: ``logs.json`` (the manifest of the set's logs: an
+    object of log file name -> log header, no samples) or ``eval-set.json`` (the set's
+    id and tasks). Told by the name, then the content (a document of at most
+    :data:`_PREDICTIONS_BYTES`, read whole); a file that cannot be read is neither (its
+    scan says what is wrong)."""
+    base = os.path.basename(name).lower()
+    if base not in ("logs.json", "eval-set.json"):
+        return None
+    try:
+        with opened_regular(name) as stream:
+            if os.fstat(stream.fileno()).st_size > _PREDICTIONS_BYTES:
+                return None
+            value = json.loads(stream.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not value:
+        return None
+    if base == "eval-set.json":
+        return ("Inspect AI's eval-set file (the set's id and tasks)"
+                if "eval_set_id" in value and isinstance(value.get("tasks"), list) else None)
+    from vthread.inspect_log import is_inspect_log
+
+    headers = list(value.values())
+    return ("Inspect AI's manifest of an eval set's logs (their headers, no samples)"
+            if all(is_inspect_log(header) and "samples" not in header for header in headers)
+            else None)
+
+
 _PREDICTION_KEY: Final = rb'\{\s*"(?:model_name_or_path|instance_id|model_patch)"'
 _OPENS_A_PREDICTION: Final = re.compile(rb"\s*" + _PREDICTION_KEY)
 """How a JSONL file of predictions opens: an object whose first key is a prediction's."""

@@ -1396,9 +1396,15 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
 def _without_records(found: list[str]) -> list[str]:
     """The files found in a directory but those holding ``vthread scan``'s own records (an
     earlier run's ``-o``, left beside the trajectories: each record would be an error
-    record), its summary, or a harness's SWE-bench predictions (no runs either), each said
-    on stderr as it is passed over."""
-    from vthread._cli_report import holds_predictions, holds_records, holds_summary
+    record), its summary, a harness's SWE-bench predictions, or the files Inspect AI's
+    eval_set writes beside its logs (no runs either), each said on stderr as it is passed
+    over."""
+    from vthread._cli_report import (
+        holds_predictions,
+        holds_records,
+        holds_summary,
+        inspect_bookkeeping,
+    )
 
     kept = []
     for name in found:
@@ -1411,6 +1417,9 @@ def _without_records(found: list[str]) -> list[str]:
             # an error record, failing --fail-on-error every night, one with a run's id)
             say(f"vthread scan: {name}: passed over: it holds SWE-bench predictions "
                 "(instance_id and model_patch), not runs")
+        elif (bookkeeping := inspect_bookkeeping(name)) is not None:
+            # (each was an error record, an eval set's directory failing --fail-on-error)
+            say(f"vthread scan: {name}: passed over: it is {bookkeeping}, not runs")
         else:
             kept.append(name)
     return kept
@@ -3041,9 +3050,10 @@ def _tasks(
         document: _DocumentRuns | None = None
         transcoded: _Transcoded | None = None
         chunks: Iterator[Sequence[bytes]]
+        unfinished: list[str] = []  # what a .eval log of an unfinished evaluation lacks
         try:
             if _is_eval_log(name):
-                chunks, kind = _inspect_chunks(label, name), "inspect"
+                chunks, kind = _inspect_chunks(label, name, unfinished.append), "inspect"
             elif _is_document(name):
                 first, text = _opened_as_text(stream)
                 document = _DocumentRuns(_Replayed(first, text), messages_key)
@@ -3147,6 +3157,7 @@ def _tasks(
                                    f"{made})")
         if document is not None and document.broken is not None:
             reasons.append(document.broken)
+        reasons.extend(unfinished)
         if kind != "inspect" and size_at_open is not None and read_to < size_at_open and (
                 not reasons or (size_at_close is not None and read_to >= size_at_close)):
             # (an Inspect log is read by its own reader.) Read to its end but short of the
@@ -3339,7 +3350,10 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
             return _batched(map(_run_line, runs)), "runs"
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
-        return _inspect_chunks(label, io.BytesIO(data)), "inspect"
+        def lacking(why: str) -> None:
+            document.broken = why  # (said, and an error record, once its samples are read)
+
+        return _inspect_chunks(label, io.BytesIO(data), lacking), "inspect"
     return _batched(_run_line(run) for run in runs_of(
         _named_trajectory(value, label, id_key), messages_key)), "runs"
 
@@ -3485,18 +3499,21 @@ def _run_line(run: Any) -> bytes:
         return json_text(run, ensure_ascii=True).encode("ascii")
 
 
-def _inspect_chunks(label: str, source: str | BinaryIO) -> Iterator[list[bytes]]:
+def _inspect_chunks(label: str, source: str | BinaryIO, lacking: Callable[[str], object]
+                    ) -> Iterator[list[bytes]]:
     """An Inspect AI log's samples as JSONL lines ``{"id", "messages"}`` of OpenAI chat messages
     (one per message of the sample), in chunks; a sample inspect_ai cannot read, or one
     missing from a finished evaluation's ``.eval`` log, an :class:`_UnreadableRun` in its
     place (its error record: records out = samples in); a fatal error when inspect_ai is
-    missing or cannot read the log's header, or the file cannot be read."""
+    missing or cannot read the log's header, or the file cannot be read. What the log of an
+    evaluation that did not finish lacks is told to ``lacking`` once its samples are read:
+    the log is one cut short, said with an error record after its samples' records."""
     from vthread.inspect_log import UnreadableSample, read_inspect_samples
 
     samples = (_UnreadableRun(sample.ident, sample.reason)
                if isinstance(sample, UnreadableSample)
                else json.dumps({"id": sample[0], "messages": sample[1]}).encode("ascii")
-               for sample in read_inspect_samples(source))
+               for sample in read_inspect_samples(source, lacking))
     try:
         yield from _batched(samples)
     except ImportError as error:

@@ -33,8 +33,10 @@ content, error}``                           arguments; ``result`` = the content 
 
 The thread's id is ``"<sample id>/<epoch>"``. An assistant message's tokens are the
 ``output_tokens`` of the model call that produced it (the ``model`` event whose output
-message has its ``id``); a sample without such events has its ``model_usage`` output tokens
-spread evenly over its assistant messages, so that its total is still right.
+message has its ``id``); a sample without such events has the ``model_usage`` output tokens
+of the model that wrote it (the evaluation's) shared by its assistant messages, whole tokens
+each, so that its total is still right (:func:`chat_of`). A log of an evaluation that did not
+finish lacks the samples it never ran: said once they are read (:func:`read_inspect_samples`).
 
 >>> thread_of({"id": 3, "epoch": 1, "messages": [
 ...     {"role": "assistant", "id": "m1", "content": "",
@@ -51,7 +53,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -121,7 +123,8 @@ def read_inspect_chats(
         yield sample
 
 
-def read_inspect_samples(source: str | Path | IO[bytes]) -> Iterator[_Read]:
+def read_inspect_samples(source: str | Path | IO[bytes],
+                         lacking: Callable[[str], object] | None = None) -> Iterator[_Read]:
     """:func:`read_inspect_chats` that reads on past a sample it cannot read: (id, chat
     messages) of each sample, or an :class:`UnreadableSample` in the place of one
     inspect_ai cannot read (a ``.eval`` member that is no JSON, a sample that does not
@@ -131,20 +134,70 @@ def read_inspect_samples(source: str | Path | IO[bytes]) -> Iterator[_Read]:
     those its document holds). Raises as :func:`read_inspect_log` does when the log itself
     (its header) cannot be read, and on an error of the file or the installation (OSError,
     ImportError). O(size of the log); a ``.eval`` log's samples are held up to 64 or 16 MB
-    of their JSON at a time, a ``.json`` log whole."""
+    of their JSON at a time, a ``.json`` log whole.
+
+    A log whose evaluation did not finish (its status ``started``: still running, or
+    killed; ``error``; ``cancelled``) and lacks samples its header lists is said, once its
+    samples are read: ``lacking(why)`` when given (``vthread scan`` lists the log among
+    those cut short, with an error record), else a :class:`UserWarning`: a scan of it
+    checked only the samples it ran."""
     try:
         import inspect_ai.log  # noqa: F401  (the error that says what to install, first)
     except ImportError as error:
         raise ImportError(f"reading an Inspect AI log needs inspect_ai: {INSTALL_HINT}") from error
+    said = lacking if lacking is not None else _warn_lacking
     if isinstance(source, (str, Path)) and str(source).lower().endswith(EVAL_SUFFIX):
-        yield from _eval_samples(source)
+        yield from _eval_samples(source, said)
     elif isinstance(source, (str, Path)):
-        yield from _json_samples(Path(source).read_bytes())
+        yield from _json_samples(Path(source).read_bytes(), said)
     else:
-        yield from _json_samples(source.read())
+        yield from _json_samples(source.read(), said)
 
 
-def _eval_samples(path: str | Path) -> Iterator[_Read]:
+def _warn_lacking(why: str) -> None:
+    import warnings
+
+    warnings.warn(f"the Inspect AI log {why}", UserWarning, stacklevel=4)
+
+
+_UNFINISHED: Final = {"started": "still running, or stopped before it finished",
+                      "error": "it ended in an error", "cancelled": "it was cancelled"}
+"""Why an evaluation of each unfinished status lacks samples, as said of its log."""
+
+
+def _early_stops(results: Any) -> set[tuple[str, Any]]:
+    """(sample id as text, epoch) of each sample an early-stopping manager stopped, from a
+    log's results (inspect_ai's object, or as a ``.json`` log writes it; an inspect_ai
+    before early stopping has no such field)."""
+    stops = _field(_field(results, "early_stopping"), "early_stops")
+    if not isinstance(stops, Sequence) or isinstance(stops, (str, bytes)):
+        return set()
+    return {(str(_field(stop, "id")), _field(stop, "epoch")) for stop in stops}
+
+
+def _unfinished(status: Any, held: int, listed: int | None) -> str | None:
+    """What a log lacks, said of it (``held`` samples of the ``listed`` its header lists,
+    sample ids times epochs), or None: a finished evaluation, or no sample lacking."""
+    if status == "success" or listed is None or held >= listed:
+        return None
+    why = _UNFINISHED.get(status, f"its status is {status!r}")
+    return (f"holds {held:,} of the {listed:,} samples its header lists: its evaluation did "
+            f"not finish ({why}); the others are not in it, and go unchecked")
+
+
+def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]]
+            ) -> int | None:
+    """How many samples a header lists to be run: its sample ids (else its count of the
+    dataset's samples) times its epochs, less those stopped early; None when it says
+    neither."""
+    count = len(sample_ids) if isinstance(sample_ids, list) else (
+        samples if isinstance(samples, int) and not isinstance(samples, bool) else None)
+    if count is None:
+        return None
+    return count * (epochs if isinstance(epochs, int) and epochs > 0 else 1) - len(stopped)
+
+
+def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterator[_Read]:
     """The samples of a ``.eval`` log, in the order of its header's sample ids and epochs
     (as :func:`inspect_ai.log.read_eval_log_samples` reads them), in batches
     (:func:`_batches`: one reading of the archive's directory for each; read one at a time,
@@ -161,14 +214,14 @@ def _eval_samples(path: str | Path) -> Iterator[_Read]:
     # an interrupted one (status "started", "error", "cancelled") or one with invalidated
     # samples, only those it ran.
     complete = header.status == "success" and not header.invalidated
-    # (getattr: an inspect_ai before early stopping has no such field)
-    early = getattr(header.results, "early_stopping", None)
-    stopped = {(str(stop.id), stop.epoch) for stop in getattr(early, "early_stops", None) or []}
+    stopped = _early_stops(header.results)
     wanted = [(sample_id, epoch) for sample_id in sample_ids
               for epoch in range(1, (header.eval.config.epochs or 1) + 1)]
+    held = 0
     for batch in _batches(path, wanted):
         samples = _eval_batch(path, batch)
         for (sample_id, epoch), sample in zip(batch, samples, strict=True):
+            held += not isinstance(sample, _Missing)
             if isinstance(sample, _Missing):
                 if complete and (str(sample_id), epoch) not in stopped:
                     named = _sample_name({"id": sample_id, "epoch": epoch})
@@ -176,7 +229,12 @@ def _eval_samples(path: str | Path) -> Iterator[_Read]:
                                            "the log, whose header says the evaluation "
                                            "succeeded")
                 continue
-            yield sample if isinstance(sample, UnreadableSample) else _chat_or_why(sample)
+            yield (sample if isinstance(sample, UnreadableSample)
+                   else _chat_or_why(sample, header.eval.model))
+    why = _unfinished(header.status, held,
+                      len(wanted) - len(stopped & {(str(i), e) for i, e in wanted}))
+    if why is not None:
+        lacking(why)
 
 
 _EVAL_BATCH: Final = 64
@@ -248,7 +306,7 @@ def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> list[Any]:
     return found
 
 
-def _json_samples(data: bytes) -> Iterator[_Read]:
+def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Read]:
     """The samples of a ``.json`` log, in the document's order: read whole by inspect_ai
     when it can; else (inspect_ai validates a document whole, so that one invalid sample
     loses them all) :func:`_json_samples_alone`."""
@@ -259,13 +317,19 @@ def _json_samples(data: bytes) -> Iterator[_Read]:
     except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
         raise
     except Exception:  # (said by the sample, or the header, it is about)
-        yield from _json_samples_alone(data)
+        yield from _json_samples_alone(data, lacking)
         return
     for sample in log.samples or []:
-        yield _chat_or_why(sample)
+        yield _chat_or_why(sample, log.eval.model)
+    dataset = log.eval.dataset
+    why = _unfinished(log.status, len(log.samples or []),
+                      _listed(dataset.sample_ids, dataset.samples, log.eval.config.epochs,
+                              _early_stops(log.results)))
+    if why is not None:
+        lacking(why)
 
 
-def _json_samples_alone(data: bytes) -> Iterator[_Read]:
+def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Read]:
     """The samples of a ``.json`` log inspect_ai cannot read whole, in the document's
     order: the header is read first as a log without samples, then each sample as a log of
     its own with the least of that header inspect_ai needs (its reading, attachments
@@ -301,15 +365,22 @@ def _json_samples_alone(data: bytes) -> Iterator[_Read]:
                                           f"{_problem(error, 'samples.0.')}")
             continue
         (sample,) = log.samples or []
-        yield _chat_or_why(sample)
+        yield _chat_or_why(sample, log.eval.model)
+    dataset, config = spec.get("dataset") or {}, spec.get("config") or {}
+    why = _unfinished(document.get("status"), len(samples),
+                      _listed(dataset.get("sample_ids"), dataset.get("samples"),
+                              config.get("epochs") if isinstance(config, dict) else None,
+                              _early_stops(document.get("results"))))
+    if why is not None:
+        lacking(why)
 
 
-def _chat_or_why(sample: Any) -> _Read:
+def _chat_or_why(sample: Any, model: str | None) -> _Read:
     """(id, chat messages) of a sample read by inspect_ai, or why :func:`chat_of` refuses
-    it."""
+    it (``model``: the evaluation's, whose usage is the agent's)."""
     fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
     try:
-        return chat_of(fields, _call_tokens(sample.events, _sample_name(fields)))
+        return chat_of(fields, _call_tokens(sample.events, _sample_name(fields)), model)
     except ValueError as error:
         return UnreadableSample(_thread_id(fields.get("id"), fields.get("epoch", 1)), str(error))
 
@@ -418,29 +489,48 @@ def _sample_name(sample: Mapping[str, Any]) -> str:
 
 
 def thread_of(
-    sample: Mapping[str, Any], call_tokens: Mapping[str, Any] | None = None,
+    sample: Mapping[str, Any] | Any, call_tokens: Mapping[str, Any] | None = None,
+    model: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """(id, native messages) of a sample, given as Inspect writes it in a ``.json`` log
-    (``model_dump`` of an ``EvalSample``), and the output tokens of its model calls by
-    message id, read from the sample's ``events`` when not given (mapping in the module
-    docstring). Raises :class:`ValueError` naming the sample and the message on what
-    inspect_ai would not have written (see :func:`chat_of`). O(size of the messages and
-    events)."""
-    ident, chat = chat_of(sample, call_tokens)
+    (``model_dump`` of an ``EvalSample``) or as the ``EvalSample`` itself, and the output
+    tokens of its model calls by message id, read from the sample's ``events`` when not
+    given (mapping in the module docstring; ``model`` as for :func:`chat_of`). Raises
+    :class:`ValueError` naming the sample and the message on what inspect_ai would not have
+    written (see :func:`chat_of`). O(size of the messages and events)."""
+    ident, chat = chat_of(sample, call_tokens, model)
     try:
         return ident, from_openai(chat)
     except ValueError as error:  # (its reasons name the message, not the sample)
-        raise ValueError(f"{_sample_name(sample)}: {error}") from error
+        fields = sample if isinstance(sample, Mapping) else {
+            "id": getattr(sample, "id", None), "epoch": getattr(sample, "epoch", 1)}
+        raise ValueError(f"{_sample_name(fields)}: {error}") from error
 
 
 def chat_of(
-    sample: Mapping[str, Any], call_tokens: Mapping[str, Any] | None = None,
+    sample: Mapping[str, Any] | Any, call_tokens: Mapping[str, Any] | None = None,
+    model: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """(id, OpenAI chat messages, one per message of the sample) of a sample: what
-    :func:`thread_of` translates. Raises :class:`ValueError` naming the sample, and the
-    message or event, when its messages are not a list of objects, a tool call is not an
-    object, a message id is neither text nor an integer, or an ``output_tokens`` figure is
-    not a number."""
+    """(id, OpenAI chat messages, one per message of the sample) of a sample, as Inspect
+    writes it in a ``.json`` log or as inspect_ai's own ``EvalSample`` (what ``eval()``
+    returns in ``log.samples``): what :func:`thread_of` translates. An assistant message's
+    usage is its model call's output tokens (by message id, from ``call_tokens`` or the
+    sample's ``events``); a sample with no such call has the output tokens of the model
+    that wrote its messages spread over them (``model``: the evaluation's, the log
+    header's ``eval.model``; see :func:`_agent_tokens`). Raises :class:`ValueError` naming
+    the sample, and the message or event, when its messages are not a list of objects, a
+    tool call is not an object, a message id is neither text nor an integer, or an
+    ``output_tokens`` figure is not a number; :class:`TypeError` for a sample that is
+    neither a mapping nor an ``EvalSample``."""
+    if not isinstance(sample, Mapping):
+        if not hasattr(sample, "model_dump") or not hasattr(sample, "messages"):
+            raise TypeError(f"a sample is a mapping (as a .json log writes it) or an "
+                            f"inspect_ai EvalSample, got {type(sample).__name__}")
+        fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
+        if call_tokens is None:
+            call_tokens = _call_tokens(getattr(sample, "events", None) or [],
+                                       _sample_name(fields))
+        sample = fields
     named = _sample_name(sample)
     messages = sample.get("messages") or []
     if not isinstance(messages, list):
@@ -452,23 +542,54 @@ def chat_of(
     assistants = [i for i, message in enumerate(chat) if message["role"] == "assistant"]
     tokens: Mapping[Any, Any] = (call_tokens if call_tokens is not None
                                  else _call_tokens(sample.get("events") or [], named))
-    if not any(ids[i] in tokens for i in assistants):
-        tokens = _spread(sample.get("model_usage"), [ids[i] for i in assistants], named)
-    for i in assistants:
-        figure = tokens.get(ids[i])
+    if any(ids[i] in tokens for i in assistants):
+        figures = [tokens.get(ids[i]) for i in assistants]
+    else:
+        spent = _agent_tokens(sample.get("model_usage"), model,
+                              [messages[i].get("model") for i in assistants], named)
+        figures = _spread(spent, len(assistants))
+    for i, figure in zip(assistants, figures, strict=True):
         if figure is not None:
             chat[i]["usage"] = {"completion_tokens": figure}
     return _thread_id(sample.get("id"), sample.get("epoch", 1)), chat
 
 
-def _spread(model_usage: Any, assistant_ids: list[str | int | None], named: str
-            ) -> dict[Any, Any]:
-    """The sample's output tokens shared evenly by its assistant messages, by message id."""
-    if not isinstance(model_usage, Mapping) or not assistant_ids:
-        return {}
-    total = sum(_figure(usage.get("output_tokens"), f"{named}: model_usage {model!r}") or 0
-                for model, usage in model_usage.items() if isinstance(usage, Mapping))
-    return {ident: total / len(assistant_ids) for ident in assistant_ids} if total else {}
+def _agent_tokens(model_usage: Any, model: str | None, written_by: list[Any], named: str
+                  ) -> float | None:
+    """The output tokens, from a sample's ``model_usage``, of the model that wrote its
+    assistant messages: the evaluation's own ``model`` where the usage lists it; else the
+    one model it lists; else those named by the messages' own ``model`` (as written, or
+    without the provider a usage key leads with: ``openai/gpt-4o`` for ``gpt-4o``). None
+    when no model is told so: a scorer's or a judge's tokens (``model_graded_qa``) are no
+    part of the agent's, and a loop's cost is then unknown rather than theirs."""
+    if not isinstance(model_usage, Mapping):
+        return None
+    usages = {name: usage for name, usage in model_usage.items() if isinstance(usage, Mapping)}
+    if model is not None and model in usages:
+        chosen = [model]
+    elif len(usages) == 1:
+        chosen = list(usages)
+    else:
+        written = {name for name in written_by if isinstance(name, str)}
+        chosen = [name for name in usages
+                  if name in written or str(name).partition("/")[2] in written]
+    figures = [_figure(usages[name].get("output_tokens"), f"{named}: model_usage {name!r}")
+               for name in chosen]
+    counted = [figure for figure in figures if figure is not None]
+    return sum(counted) if counted else None
+
+
+def _spread(total: float | None, count: int) -> list[Any]:
+    """``total`` output tokens shared by ``count`` assistant messages, in order: whole
+    tokens each (the first ones one more where they do not divide evenly), so that every
+    figure is a count and their sum is the total; a total that is no whole number shared
+    evenly; None each when there is no total."""
+    if not total or not count:
+        return [None] * count
+    if isinstance(total, float) and not total.is_integer():
+        return [total / count] * count
+    share, over = divmod(int(total), count)
+    return [share + (index < over) for index in range(count)]
 
 
 def _chat_message(message: Any, where: str) -> dict[str, Any]:
