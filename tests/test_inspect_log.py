@@ -650,3 +650,26 @@ def test_samples_in_memory_are_read_as_the_log_reads_them(tmp_path: Path) -> Non
     with pytest.raises(TypeError, match=r"a sample is a mapping .* or an inspect_ai "
                                         r"EvalSample, got list"):
         chat_of([])  # type: ignore[arg-type]
+
+
+@needs_inspect
+def test_an_eval_log_whose_header_lists_no_sample_ids_is_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval log an inspect_ai before sample ids wrote (its header's sample_ids null):
+    read whole, as inspect_ai reads it, the same records as with the ids (it was refused
+    whole, exit status 2)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
+
+    path = written_log(tmp_path, "run.eval")
+    listed = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    for member in ("header.json", "_journal/start.json"):
+        with zipfile.ZipFile(path) as archive:
+            if member not in archive.namelist():
+                continue
+            header = json.loads(archive.read(member))
+        header["eval"]["dataset"]["sample_ids"] = None
+        with_member(path, member, json.dumps(header).encode())
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == "" and records(out) == listed

@@ -208,8 +208,18 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     header = read_eval_log(path, header_only=True)
     sample_ids = header.eval.dataset.sample_ids
     if sample_ids is None:
-        raise ValueError("the log's header lists no sample ids (reading the log whole and "
-                         "writing it again with inspect_ai adds them)")
+        # An inspect_ai before sample ids were written: read whole, as inspect_ai reads it
+        # (its readers of a sample at a time refuse such a log), held in memory at once.
+        log = read_eval_log(path, resolve_attachments=True)
+        for sample in log.samples or []:
+            yield _chat_or_why(sample, log.eval.model)
+        dataset = log.eval.dataset
+        why = _unfinished(log.status, len(log.samples or []),
+                          _listed(None, dataset.samples, log.eval.config.epochs,
+                                  _early_stops(log.results)))
+        if why is not None:
+            lacking(why)
+        return
     # A finished evaluation holds every sample its header lists but those it stopped early;
     # an interrupted one (status "started", "error", "cancelled") or one with invalidated
     # samples, only those it ran.
