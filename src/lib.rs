@@ -1101,13 +1101,18 @@ fn line_key_numbers<'py>(
 /// NaN when none does; None where the core does not read the line, the span lies past its
 /// messages, or a figure is one Python reads. A translated loop restated in its file's
 /// messages counts the usage of the source message it begins in
-/// (`documents.in_source_messages`), which may lie before its first message.
+/// (`documents.in_source_messages`), which may lie before its first message. With
+/// `written` (lines this core wrote: a translation writes a message's usage as
+/// `"usage":{"tokens":`, a masked copy its keys unescaped), a line holding no `"usage"`
+/// is not parsed: NaN for each of its spans.
 #[pyfunction]
+#[pyo3(signature = (lines, owners, starts, ends, written=false))]
 fn span_tokens_of_lines(
     lines: &Bound<'_, PyList>,
     owners: Vec<usize>,
     starts: Vec<usize>,
     ends: Vec<usize>,
+    written: bool,
 ) -> PyResult<Vec<Option<f64>>> {
     let count = owners.len();
     if starts.len() != count || ends.len() != count {
@@ -1138,6 +1143,11 @@ fn span_tokens_of_lines(
             let owner = owners[index];
             let last = index + owners[index..].partition_point(|&o| o == owner);
             let spans = index..last;
+            if written && memchr::memmem::find(views[owner], b"\"usage\"").is_none() {
+                totals.extend(spans.map(|_| Some(f64::NAN)));
+                index = last;
+                continue;
+            }
             let made = with_line_messages(views[owner], keys, |messages| {
                 Some(
                     spans

@@ -22,7 +22,8 @@ from tests.test_cli import records, run, write_jsonl
 from vthread import cli
 from vthread._messages import usage_tokens
 from vthread.adapters import to_native_with_sources
-from vthread.anywhere import counted_spans, translated_span
+from vthread.anywhere import counted_spans
+from vthread.documents import translated_span
 from vthread.scan import scan
 
 ENCODERS: dict[str, Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]]] = {
@@ -262,3 +263,40 @@ def test_counted_spans_leave_a_shared_source_message_to_the_loop_holding_its_fir
     assert counted_spans([(3, 5), (6, 7)], sources) == [(3, 5), (5, 8)]
     # Two loops in one source message with a gap between: what each counts is disjoint.
     assert counted_spans([(5, 6), (7, 8)], [0, 1, 1, 2, 2, 3, 3, 3, 3, 4]) == [(5, 7), (7, 9)]
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("format_", sorted(ENCODERS))
+def test_lines_without_usage_are_not_read_and_answer_as_if_read(format_: str,
+                                                                masked: bool) -> None:
+    """The lines the core writes of a translated file (masked too), runs with and without
+    usage: the recount that passes over a line holding no "usage" gives every span what
+    reading each line gives (its twin)."""
+    import math
+    import random
+
+    from vthread import _core
+    from vthread._heuristics import core_options, written_lines
+    from vthread._options import cycle_options
+    from vthread.scan import written_span_tokens
+
+    given = source_runs(format_)
+    runs_given = [r if index % 2 else [{k: v for k, v in m.items() if k != "usage"} for m in r]
+                  for index, r in enumerate(given)]
+    lines = [json.dumps({"id": i, "messages": r}).encode() for i, r in enumerate(runs_given)]
+    raw = _core.scan_lines(lines, core_options(cycle_options()), False, 1, format=format_,
+                           mask_volatile=masked)
+    written = written_lines(raw, range(len(lines)))
+    assert written is not None
+    pick = random.Random(7)
+    spans = []
+    for at, count in enumerate(raw["lengths"].tolist()):
+        for _ in range(4):
+            first = pick.randrange(count)
+            spans.append((at, first, pick.randrange(first, count) + 1))
+    fast = written_span_tokens(written, spans)
+    read = written_span_tokens(written, spans, passing_over=False)
+    assert [None if math.isnan(t) else t for t in fast] == [
+        None if math.isnan(t) else t for t in read]
+    assert sum(not math.isnan(t) for t in fast) >= 20  # spans with usage were read
+    assert sum(b'"usage"' not in line for line in written) >= 20  # lines passed over

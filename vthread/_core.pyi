@@ -212,12 +212,13 @@ def loop_tokens(messages: Any, begin: int) -> float | None:
     """``math.fsum`` of the ``usage.tokens`` figures that count of ``messages[begin:]``, NaN
     when none does (None when a figure is one Python reads: an integer beyond 64 bits, a
     value of a type JSON has no word for)."""
-def span_tokens_of_lines(lines: list[bytes], owners: list[int], starts: list[int],
-                         ends: list[int]) -> list[float | None]:
+def span_tokens_of_lines(lines: list[bytes | memoryview], owners: list[int], starts: list[int],
+                         ends: list[int], written: bool = False) -> list[float | None]:
     """:func:`loop_tokens` of messages ``starts[i]`` to ``ends[i]`` of native JSON line
     ``lines[owners[i]]`` (owners in order; each line read once), NaN where none carries a
     figure, None where the core does not read the line or the span, or a figure is one
-    Python reads."""
+    Python reads. ``written``: lines the core wrote, one holding no ``"usage"`` not
+    parsed (NaN)."""
 def attribute_lines(lines: list[bytes | memoryview], codes: list[int], begins: list[int],
                     periods: list[int], repetitions: list[int], messages_key: str | None = None,
                     id_key: str | None = None, kept: KeptTapes | None = None

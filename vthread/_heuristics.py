@@ -115,8 +115,12 @@ def written_lines(raw: dict[str, Any], rows: Sequence[int]) -> list[bytes] | Non
     native: bytes | None = raw.get("native")
     if native is None:
         return None
-    ends = [0, *raw["native_ends"].tolist()]
-    return [native[ends[row] : ends[row + 1]] for row in rows]
+    # (only the rows' own ends are made Python numbers: a chunk's looping rows are few)
+    picked = np.asarray(rows, np.int64)
+    ends = raw["native_ends"]
+    stops = ends[picked].tolist()
+    begins = np.where(picked > 0, ends[np.maximum(picked - 1, 0)], 0).tolist()
+    return [native[begin:stop] for begin, stop in zip(begins, stops, strict=True)]
 
 
 def _distinct_per_group(size: int, group: IntArray, *columns: IntArray) -> IntArray:

@@ -51,7 +51,6 @@ this to.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ from vthread._jsvalue import field, is_string, is_text
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
+from vthread.documents import translated_span
 from vthread.fingerprint import exact_key, message_fingerprint, message_key
 from vthread.scan import HEURISTIC_NAMES
 from vthread.textrun import repeated_text_start, runaway, text_units
@@ -88,7 +88,6 @@ __all__ = [
     "records_in_source",
     "recounted_loops",
     "threads_on_demand",
-    "translated_span",
 ]
 
 MAX_PERIOD: Final = 24
@@ -917,15 +916,6 @@ def loops_in_source(loops: list[Loop], sources: list[int]) -> list[Loop]:
         out.append(Loop(start, end, max(1, round((end - start) / loop.repetitions)),
                         loop.repetitions, loop.kind))
     return out
-
-
-def translated_span(sources: Sequence[int], start: int, end: int) -> tuple[int, int]:
-    """The translated messages of the source messages holding translated messages ``start``
-    to ``end - 1`` (``sources[i]`` being translated message ``i``'s source, in order): a
-    loop restated in source messages counts their usage, and a source message's usage
-    rides on the first message it yields, which may lie before the loop's first."""
-    return (bisect_left(sources, sources[start], 0, start),
-            bisect_right(sources, sources[end - 1], end - 1))
 
 
 def counted_spans(spans: Sequence[tuple[int, int]], sources: Sequence[int]

@@ -34,6 +34,7 @@ import json
 import re
 import reprlib
 import shlex
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
@@ -90,6 +91,7 @@ __all__ = [
     "settled_warning",
     "settles",
     "thread_format",
+    "translated_span",
     "unread_reason",
     "warn_if_chat",
     "with_declaration",
@@ -1082,14 +1084,23 @@ def in_source_messages(result: ScanResult, row: int, sources: list[int],
         result.period[row] = max(1, round(spanned / int(result.repetitions[row])))
 
 
+def translated_span(sources: Sequence[int], start: int, end: int) -> tuple[int, int]:
+    """The translated messages of the source messages holding translated messages ``start``
+    to ``end - 1`` (``sources[i]`` being translated message ``i``'s source, in order): a
+    loop restated in source messages counts their usage, and a source message's usage
+    rides on the first message it yields, which may lie before the loop's first."""
+    return (bisect_left(sources, sources[start], 0, start),
+            bisect_right(sources, sources[end - 1], end - 1))
+
+
 def recounted_spans(result: ScanResult, row: int, sources: list[int]) -> list[tuple[int, int]]:
     """The spans of translated messages whose tokens :func:`in_source_messages` asks for
     in restating row ``row`` (its loop's, or its loops', where the source messages they
     span hold translated messages before or after them): a caller that reads them from
     the messages' bytes reads them all at once."""
-    from vthread.anywhere import recounted_loops, translated_span
-
     if result.loops is not None:
+        from vthread.anywhere import recounted_loops
+
         return [span for span in recounted_loops(result.loops[row], sources) if span]
     if not result.codes[row]:
         return []

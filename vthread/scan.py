@@ -525,18 +525,24 @@ def tokens_between(messages: Sequence[Any]) -> Callable[[int, int], float]:
     return lambda first, end: _loop_tokens(messages[first:end], 0)
 
 
-def written_span_tokens(lines: Sequence[bytes], spans: Sequence[tuple[int, int, int]]
-                        ) -> list[float]:
+def written_span_tokens(lines: Sequence[bytes | memoryview],
+                        spans: Sequence[tuple[int, int, int]],
+                        passing_over: bool = True) -> list[float]:
     """:func:`tokens_between` of spans of the native JSON lines the core wrote (``(line,
     first, end)``, in order of line), each line read once by the core; a line whose
-    figures the core leaves to Python is read by Python."""
-    totals = _core.span_tokens_of_lines(list(lines), *map(list, zip(*spans, strict=True)))
+    figures the core leaves to Python is read by Python. A line holding no ``"usage"`` is
+    passed over: the core writes a message's usage under that key, as those bytes (a
+    translation's ``"usage":{"tokens":``, a masked copy's keys unescaped), so no message
+    of it carries one (NaN). ``passing_over=False`` is the twin that reads every line."""
+    owners, firsts, ends = ([span[at] for span in spans] for at in range(3))
+    totals = _core.span_tokens_of_lines(list(lines), owners, firsts, ends,
+                                        written=passing_over)
     read: dict[int, Sequence[Any]] = {}
     out = []
     for (line, first, end), total in zip(spans, totals, strict=True):
         if total is None:
             if line not in read:
-                read[line] = _native_messages(lines[line], None, None)
+                read[line] = _native_messages(bytes(lines[line]), None, None)
             total = tokens_between(read[line])(first, end)
         out.append(total)
     return out
