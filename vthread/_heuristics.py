@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -109,9 +109,17 @@ def columns_of(raw: dict[str, Any]) -> Columns:
     return Columns(**{name: raw[name] for name in Columns.__slots__})
 
 
-def written_lines(raw: dict[str, Any], rows: Sequence[int]) -> list[bytes] | None:
+@overload
+def written_lines(raw: dict[str, Any], rows: Sequence[int],
+                  views: Literal[False] = False) -> list[bytes] | None: ...
+@overload
+def written_lines(raw: dict[str, Any], rows: Sequence[int],
+                  views: Literal[True]) -> list[memoryview] | None: ...
+def written_lines(raw: dict[str, Any], rows: Sequence[int], views: bool = False
+                  ) -> list[bytes] | list[memoryview] | None:
     """The native lines the core wrote for ``rows`` of its reading ``raw`` (a translated or
-    masked line is read as such a line), or None when it read every line as it is."""
+    masked line is read as such a line), or None when it read every line as it is. With
+    ``views``, views of the one ``bytes`` the core wrote them in, not copies."""
     native: bytes | None = raw.get("native")
     if native is None:
         return None
@@ -120,6 +128,9 @@ def written_lines(raw: dict[str, Any], rows: Sequence[int]) -> list[bytes] | Non
     ends = raw["native_ends"]
     stops = ends[picked].tolist()
     begins = np.where(picked > 0, ends[np.maximum(picked - 1, 0)], 0).tolist()
+    if views:
+        whole = memoryview(native)
+        return [whole[begin:stop] for begin, stop in zip(begins, stops, strict=True)]
     return [native[begin:stop] for begin, stop in zip(begins, stops, strict=True)]
 
 

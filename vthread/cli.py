@@ -4510,38 +4510,19 @@ def _restated_in_source(result: ScanResult, raw: dict[str, Any],
     bounds = starts.tolist()
     looping = np.flatnonzero(result.codes).tolist()
     sources = [raw["sources"][bounds[row] : bounds[row + 1]].tolist() for row in looping]
-    # The spans whose tokens the restating asks for, read from the lines at once: only a
-    # loop that begins after the first message of its source message has one (told for
-    # every row at once where each has a loop, not loops found anywhere).
-    recounted: Sequence[int] = range(len(looping))
-    if result.loops is None and looping:
-        begins = starts[looping] + result.loop_start[looping]
-        flat = raw["sources"]
-        recounted = np.flatnonzero((result.loop_start[looping] > 0)
-                                   & (flat[begins - 1] == flat[begins])).tolist()
-    wanted = [(at, *span) for at in recounted
-              for span in recounted_spans(result, looping[at], sources[at])]
+    # The spans whose tokens the restating asks for, read from the lines at once.
+    wanted = [(at, *span) for at, row in enumerate(looping)
+              for span in recounted_spans(result, row, sources[at])]
     totals: dict[tuple[int, int, int], float] = {}
     if wanted:
         # Only the lines of rows recounted are taken out of the chunk's written lines.
         rows = sorted({at for at, _, _ in wanted})
-        lines = _written_views(raw, [looping[at] for at in rows])
+        lines = written_lines(raw, [looping[at] for at in rows], views=True) or []
         index = {at: position for position, at in enumerate(rows)}
         totals = dict(zip(wanted, written_span_tokens(
             lines, [(index[at], first, end) for at, first, end in wanted]), strict=True))
     for at, row in enumerate(looping):
         in_source_messages(result, row, sources[at], partial(_read_total, totals, at))
-
-
-def _written_views(raw: dict[str, Any], rows: list[int]) -> list[memoryview]:
-    """The native lines the core wrote for ``rows`` (``written_lines``), as views of its
-    one ``bytes`` of them, not copies."""
-    native = memoryview(raw["native"])
-    ends = raw["native_ends"]
-    picked = np.asarray(rows, np.int64)
-    begins = np.where(picked > 0, ends[np.maximum(picked - 1, 0)], 0).tolist()
-    return [native[begin:stop] for begin, stop in zip(begins, ends[picked].tolist(),
-                                                      strict=True)]
 
 
 def _read_total(totals: dict[tuple[int, int, int], float], at: int, first: int,
