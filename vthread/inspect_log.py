@@ -210,15 +210,7 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     if sample_ids is None:
         # An inspect_ai before sample ids were written: read whole, as inspect_ai reads it
         # (its readers of a sample at a time refuse such a log), held in memory at once.
-        log = read_eval_log(path, resolve_attachments=True)
-        for sample in log.samples or []:
-            yield _chat_or_why(sample, log.eval.model)
-        dataset = log.eval.dataset
-        why = _unfinished(log.status, len(log.samples or []),
-                          _listed(None, dataset.samples, log.eval.config.epochs,
-                                  _early_stops(log.results)))
-        if why is not None:
-            lacking(why)
+        yield from _log_samples(read_eval_log(path, resolve_attachments=True), lacking)
         return
     # A finished evaluation holds every sample its header lists but those it stopped early;
     # an interrupted one (status "started", "error", "cancelled") or one with invalidated
@@ -329,6 +321,12 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     except Exception:  # (said by the sample, or the header, it is about)
         yield from _json_samples_alone(data, lacking)
         return
+    yield from _log_samples(log, lacking)
+
+
+def _log_samples(log: Any, lacking: Callable[[str], object]) -> Iterator[_Read]:
+    """The samples of a log inspect_ai read whole, then what it lacks told to ``lacking``
+    (:func:`_unfinished`)."""
     for sample in log.samples or []:
         yield _chat_or_why(sample, log.eval.model)
     dataset = log.eval.dataset
@@ -388,11 +386,10 @@ def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterat
 def _chat_or_why(sample: Any, model: str | None) -> _Read:
     """(id, chat messages) of a sample read by inspect_ai, or why :func:`chat_of` refuses
     it (``model``: the evaluation's, whose usage is the agent's)."""
-    fields = sample.model_dump(mode="json", include=_SAMPLE_FIELDS, exclude_none=True)
     try:
-        return chat_of(fields, _call_tokens(sample.events, _sample_name(fields)), model)
+        return chat_of(sample, model=model)
     except ValueError as error:
-        return UnreadableSample(_thread_id(fields.get("id"), fields.get("epoch", 1)), str(error))
+        return UnreadableSample(_thread_id(sample.id, sample.epoch), str(error))
 
 
 def _problem(error: Exception, within: str = "") -> str:
