@@ -1041,35 +1041,20 @@ fn anywhere_loop_parts_of_lines<'py>(
         kinds,
         (lines.len(), "lines"),
     )?;
-    let count = found.len();
     let owned = chunk_rows::line_buffers(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: id_key,
     };
-    let parts: Vec<Option<attribution::AnywhereParts>> = py.detach(|| {
-        let mut parts = Vec::with_capacity(count);
-        let mut index = 0;
-        while index < count {
-            // The loops of one line (owners come in order), its tape made once for them.
-            let owner = owners[index];
-            let mut last = index;
-            while last < count && owners[last] == owner {
-                last += 1;
-            }
-            let made = with_line_messages(views[owner], keys, |messages| {
-                Some(
-                    found[index..last]
-                        .iter()
-                        .map(|&found| attribution::anywhere_parts(messages, found).ok())
-                        .collect::<Vec<_>>(),
-                )
-            });
-            parts.extend(made.unwrap_or_else(|| vec![None; last - index]));
-            index = last;
-        }
-        parts
+    let parts = py.detach(|| {
+        spans_of_lines(
+            &views,
+            &owners,
+            keys,
+            (|_: &[u8]| false, None),
+            |messages, at| attribution::anywhere_parts(messages, found[at]).ok(),
+        )
     });
     anywhere_parts_dict(py, &parts)
 }
@@ -1114,56 +1099,84 @@ fn span_tokens_of_lines(
     ends: Vec<usize>,
     written: bool,
 ) -> PyResult<Vec<Option<f64>>> {
-    let count = owners.len();
-    if starts.len() != count || ends.len() != count {
+    if [starts.len(), ends.len()] != [owners.len(); 2] {
         return Err(PyValueError::new_err(
             "owners, starts and ends must have one entry per span",
         ));
     }
-    if owners.windows(2).any(|pair| pair[0] > pair[1]) {
-        return Err(PyValueError::new_err("owners must come in order"));
-    }
-    if let Some(owner) = owners.iter().find(|&&owner| owner >= lines.len()) {
-        return Err(PyValueError::new_err(format!(
-            "owner {owner} of a batch of {} lines",
-            lines.len()
-        )));
-    }
+    owners_within(&owners, (lines.len(), "lines"))?;
     let owned = chunk_rows::line_buffers(lines)?;
     let views: Vec<&[u8]> = owned.iter().map(|line| line.as_bytes()).collect();
     let keys = adapters::RunKeys {
         messages: None,
         id: None,
     };
+    // A written line without usage sums no figure: NaN for each of its spans, unparsed.
+    let without_usage = |line: &[u8]| written && memchr::memmem::find(line, b"\"usage\"").is_none();
     Ok(lines.py().detach(|| {
-        let mut totals = Vec::with_capacity(count);
-        let mut index = 0;
-        while index < count {
-            // The spans of one line, its tape made once for them.
-            let owner = owners[index];
-            let last = index + owners[index..].partition_point(|&o| o == owner);
-            let spans = index..last;
-            if written && memchr::memmem::find(views[owner], b"\"usage\"").is_none() {
-                totals.extend(spans.map(|_| Some(f64::NAN)));
-                index = last;
-                continue;
-            }
-            let made = with_line_messages(views[owner], keys, |messages| {
+        spans_of_lines(
+            &views,
+            &owners,
+            keys,
+            (without_usage, Some(f64::NAN)),
+            |messages, at| {
+                let span = messages.get(starts[at]..ends[at])?;
+                attribution::loop_tokens(span).ok()
+            },
+        )
+    }))
+}
+
+/// `read` of each entry's span of its line's native messages (entry `i` of line
+/// `views[owners[i]]`, read under `keys` as `scan_lines` reads it): the entries of one line
+/// (owners come in order) made from one tape, parsed once for them; None for every entry
+/// of a line the core does not read. A line `passed_over` is not parsed: its entries are
+/// `passed_over`'s second.
+fn spans_of_lines<T: Clone>(
+    views: &[&[u8]],
+    owners: &[usize],
+    keys: adapters::RunKeys<'_>,
+    passed_over: (impl Fn(&[u8]) -> bool, Option<T>),
+    read: impl Fn(&[document::Value<'_>], usize) -> Option<T>,
+) -> Vec<Option<T>> {
+    let (is_passed_over, passed_over_as) = passed_over;
+    let mut made = Vec::with_capacity(owners.len());
+    let mut index = 0;
+    while index < owners.len() {
+        let owner = owners[index];
+        let last = index + owners[index..].partition_point(|&o| o == owner);
+        let line = views[owner];
+        let entries = index..last;
+        if is_passed_over(line) {
+            made.extend(entries.map(|_| passed_over_as.clone()));
+        } else {
+            let read_line = with_line_messages(line, keys, |messages| {
                 Some(
-                    spans
+                    entries
                         .clone()
-                        .map(|at| {
-                            let span = messages.get(starts[at]..ends[at])?;
-                            attribution::loop_tokens(span).ok()
-                        })
+                        .map(|at| read(messages, at))
                         .collect::<Vec<_>>(),
                 )
             });
-            totals.extend(made.unwrap_or_else(|| vec![None; spans.len()]));
-            index = last;
+            made.extend(read_line.unwrap_or_else(|| entries.map(|_| None).collect()));
         }
-        totals
-    }))
+        index = last;
+    }
+    made
+}
+
+/// A ValueError unless every owner is one of a batch of `size` items (`holding`: what they
+/// are), in order.
+fn owners_within(owners: &[usize], (size, holding): (usize, &str)) -> PyResult<()> {
+    if let Some(owner) = owners.iter().find(|&&owner| owner >= size) {
+        return Err(PyValueError::new_err(format!(
+            "owner {owner} of a batch of {size} {holding}"
+        )));
+    }
+    if owners.windows(2).any(|pair| pair[0] > pair[1]) {
+        return Err(PyValueError::new_err("owners must come in order"));
+    }
+    Ok(())
 }
 
 /// `read` of the one native JSON line of `lines` (read under `messages_key` and `id_key` as
@@ -1291,7 +1304,7 @@ fn push_reply_key(message: &document::Value<'_>, out: &mut Vec<u8>) {
 
 /// The loops `anywhere_loop_parts` and `anywhere_loop_parts_of_lines` are given, one per
 /// entry of `owners` (`spans`: their starts, ends and periods), each checked to have all
-/// its fields and an owner among the `batch` (its size, and what it holds).
+/// its fields and an owner among the `batch` (its size, and what it holds), owners in order.
 fn loops_found_anywhere(
     owners: &[usize],
     spans: [Vec<usize>; 3],
@@ -1305,12 +1318,7 @@ fn loops_found_anywhere(
             "owners, starts, ends, periods and kinds must have one entry per loop",
         ));
     }
-    let (size, holding) = batch;
-    if let Some(owner) = owners.iter().find(|&&owner| owner >= size) {
-        return Err(PyValueError::new_err(format!(
-            "owner {owner} of a batch of {size} {holding}"
-        )));
-    }
+    owners_within(owners, batch)?;
     Ok((0..count)
         .map(|at| attribution::FoundAnywhere {
             start: starts[at],

@@ -833,3 +833,26 @@ def test_the_core_makes_loop_records_from_lines_as_from_threads() -> None:
     broken = [line.replace(b'"messages": [', b'"messages": [NaN, ', 1) for line in lines]
     unread = _core.anywhere_loop_parts_of_lines(broken, *spans)
     assert unread["declined"].tolist() == list(range(len(flat)))
+
+
+def test_the_core_refuses_loops_of_lines_out_of_order_or_past_the_batch() -> None:
+    """The three calls that read spans of a batch by owner (the records of loops found
+    anywhere from threads or from lines, the token totals of spans of lines) refuse an
+    owner past the batch and owners out of order, naming what was wrong, rather than read
+    a line's spans apart or index past the batch."""
+    thread = [{"type": "text", "text": "a"}, {"type": "text", "text": "a"}]
+    lines = [json.dumps({"messages": thread}).encode()] * 2
+    calls = {
+        "threads": lambda owners: _core.anywhere_loop_parts([thread, thread], owners, [0, 0],
+                                                            [2, 2], [1, 1], [1, 1]),
+        "lines": lambda owners: _core.anywhere_loop_parts_of_lines(lines, owners, [0, 0],
+                                                                   [2, 2], [1, 1], [1, 1]),
+        "tokens": lambda owners: _core.span_tokens_of_lines(lines, owners, [0, 0], [2, 2]),
+    }
+    for name, call in calls.items():
+        made = call([0, 1])
+        assert len(made if name == "tokens" else made["signature"]) == 2, name
+        with pytest.raises(ValueError, match="owners must come in order"):
+            call([1, 0])
+        with pytest.raises(ValueError, match="owner 2 of a batch of 2"):
+            call([0, 2])

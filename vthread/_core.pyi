@@ -240,7 +240,7 @@ def anywhere_loop_parts(threads: list[Any], owners: list[int], starts: list[int]
     """Signature, excerpt and token total of loops found anywhere (loop ``i`` in
     ``threads[owners[i]]``) as ``vthread.anywhere.loop_records`` makes them: ``signature``
     and ``loop_tokens`` arrays (NaN: no figure), ``excerpts`` (None where declined) and the
-    loops left to Python (``declined``)."""
+    loops left to Python (``declined``). Owners come in order (a ValueError otherwise)."""
 def anywhere_loop_parts_of_lines(lines: list[bytes | memoryview], owners: list[int],
                                  starts: list[int], ends: list[int], periods: list[int],
                                  kinds: list[int], messages_key: str | None = None,
