@@ -417,14 +417,31 @@ def holds_summary(name: str) -> bool:
     the summary's keys)."""
     if not name.lower().endswith(".json"):
         return False
-    try:
-        if os.path.getsize(name) > 1 << 20:
-            return False  # a summary is a few kilobytes; a document of runs may be gigabytes
-        with opened_regular(name) as stream:
-            value = json.loads(stream.read())
-    except (OSError, ValueError, RecursionError):
-        return False
+    # a summary is a few kilobytes; a document of runs may be gigabytes
+    value = small_json_document(name, 1 << 20)
     return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
+
+
+def small_json_document(name: str, limit: int, opening: re.Pattern[bytes] | None = None
+                        ) -> object:
+    """The JSON value of the file ``name`` when it is a regular file of at most ``limit``
+    bytes (and, with ``opening``, its first :data:`_PREDICTIONS_HEAD` bytes match it, read
+    before the size is looked at), else None: the small files told apart from runs by their
+    content (a summary, predictions, an eval set's bookkeeping) are read whole, a document
+    of runs is not. A file that cannot be read or parsed is None (its scan says what is
+    wrong)."""
+    try:
+        with opened_regular(name) as stream:
+            head = b""
+            if opening is not None:
+                head = stream.read(_PREDICTIONS_HEAD + 1)
+                if not opening.match(head):
+                    return None
+            if os.fstat(stream.fileno()).st_size > limit:
+                return None
+            return json.loads(head + stream.read())
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def holds_predictions(name: str) -> bool:
@@ -438,23 +455,19 @@ def holds_predictions(name: str) -> bool:
     :data:`_PREDICTIONS_HEAD` bytes. A file that cannot be read is not (its scan says what
     is wrong)."""
     lowered = name.lower()
-    document = lowered.endswith(".json")
-    if not (document or lowered.endswith(".jsonl")):
+    if lowered.endswith(".json"):
+        # First the opening (a prediction's key first in the first one): a directory of run
+        # documents is not parsed twice to tell, only these files are.
+        value = small_json_document(name, _PREDICTIONS_BYTES, _OPENS_PREDICTIONS)
+        listed = list(value.values()) if isinstance(value, dict) else value
+        return isinstance(listed, list) and bool(listed) and all(map(is_prediction, listed))
+    if not lowered.endswith(".jsonl"):
         return False
     try:
         with opened_regular(name) as stream:
             head = stream.read(_PREDICTIONS_HEAD + 1)
-            # First the opening (a prediction's key first in the first one): a directory of
-            # run documents is not parsed twice to tell, only these files are.
-            if not (_OPENS_PREDICTIONS if document else _OPENS_A_PREDICTION).match(head):
+            if not _OPENS_A_PREDICTION.match(head):
                 return False
-            if document:
-                if os.fstat(stream.fileno()).st_size > _PREDICTIONS_BYTES:
-                    return False  # a document of runs may be gigabytes
-                value = json.loads(head + stream.read())
-                listed = list(value.values()) if isinstance(value, dict) else value
-                return (isinstance(listed, list) and bool(listed)
-                        and all(map(is_prediction, listed)))
             lines = head.splitlines()
             if len(head) > _PREDICTIONS_HEAD:
                 lines = lines[:-1]  # (the last may be cut by the read)
@@ -474,13 +487,7 @@ def inspect_bookkeeping(name: str) -> str | None:
     base = os.path.basename(name).lower()
     if base not in ("logs.json", "eval-set.json"):
         return None
-    try:
-        with opened_regular(name) as stream:
-            if os.fstat(stream.fileno()).st_size > _PREDICTIONS_BYTES:
-                return None
-            value = json.loads(stream.read())
-    except (OSError, ValueError, RecursionError):
-        return None
+    value = small_json_document(name, _PREDICTIONS_BYTES)
     if not isinstance(value, dict) or not value:
         return None
     if base == "eval-set.json":
