@@ -270,6 +270,9 @@ def test_sample_usage_spread_without_model_events() -> None:
     assert figures(sample(messages, model_usage=alone)) == [None, {"tokens": 4}, {"tokens": 3}]
     assert figures(sample(messages, model_usage={"m": {"output_tokens": 3.5}})) == [
         None, {"tokens": 1.75}, {"tokens": 1.75}]
+    for total in (-5, -0.5, float("nan"), float("inf"), 0):  # (-5 gave 0, -1: 0 counted)
+        assert figures(sample(messages, model_usage={"m": {"output_tokens": total}})) == [
+            None, None, None], total
     _, native = thread_of(sample(messages, model_usage=usage), model="openai/m")
     assert scan([native]).record(0)["verdict"] is None
     _, bare = thread_of(sample(messages))
@@ -673,3 +676,132 @@ def test_an_eval_log_whose_header_lists_no_sample_ids_is_read_whole(
         with_member(path, member, json.dumps(header).encode())
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and err == "" and records(out) == listed
+
+
+def _without_sample_ids(path: Path) -> None:
+    """The .eval log at ``path`` as an inspect_ai before sample ids wrote it: its header's
+    (and journal's) sample_ids null."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
+
+    for member in ("header.json", "_journal/start.json"):
+        with zipfile.ZipFile(path) as archive:
+            if member not in archive.namelist():
+                continue
+            header = json.loads(archive.read(member))
+        header["eval"]["dataset"]["sample_ids"] = None
+        with_member(path, member, json.dumps(header).encode())
+
+
+@needs_inspect
+def test_an_eval_log_without_sample_ids_keeps_the_samples_around_a_bad_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval log whose header lists no sample ids, read whole, loses every sample to
+    one inspect_ai cannot read: its sample members are then read one at a time, each bad
+    one an error record naming it in its place and the others scanned, as for a log that
+    lists its ids (the whole log was refused, exit status 2, its message naming no
+    sample)."""
+    expected = []
+    for name, damaged in (("bad.eval", b'{"id": "b", "epoch": 1, "messages": ['),
+                          ("invalid.eval", None)):
+        path = written_log(tmp_path, name)
+        with zipfile_member(path, "samples/b_epoch_1.json") as member:
+            broken = damaged if damaged is not None else json.dumps(
+                {**json.loads(member), "messages": [{"role": "wizard", "content": "hi"}]}
+            ).encode()
+        with_member(path, "samples/b_epoch_1.json", broken)
+        listed = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+        _without_sample_ids(path)
+        code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+        got = records(out)
+        assert code == 0 and err == "" and got == listed, name
+        assert [r["id"] for r in got] == ["a/1", "b/1", "c/1"]
+        assert got[1]["error"].startswith("sample 'b' epoch 1 cannot be read: ")
+        expected.append(got[1]["error"])
+    assert "role" in expected[1]
+
+
+def zipfile_member(path: Path, member: str) -> Any:
+    """A context holding the bytes of one member of the .eval log at ``path``."""
+    import contextlib
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
+
+    @contextlib.contextmanager
+    def held() -> Any:
+        with zipfile.ZipFile(path) as archive:
+            yield archive.read(member)
+
+    return held()
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_finished_log_lacking_samples_says_each_in_either_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A log whose header says the evaluation succeeded but that lacks samples it lists
+    (cut after it was written): an error record for each, in either format (a .json log's
+    went unchecked, unsaid); a sample stopped early is not missing."""
+    path = written_log(tmp_path, f"run{suffix}", sample_ids=("a", "b", "c", "d", "e"),
+                       left_out=("b", "d"), stopped=("e",))
+    code, out, err = run(["scan", str(path), "-q", "--fail-on-error"], monkeypatch)
+    got = {r["id"]: r.get("error") for r in records(out)}
+    missing = "epoch 1 is missing from the log, whose header says the evaluation succeeded"
+    assert code == 65 and err == ""
+    # (in its place in a .eval log; after the samples a .json log holds, in its order)
+    assert list(got) == (["a/1", "b/1", "c/1", "d/1"] if suffix == ".eval"
+                         else ["a/1", "c/1", "b/1", "d/1"])
+    assert got == {"a/1": None, "b/1": f"sample 'b' {missing}", "c/1": None,
+                   "d/1": f"sample 'd' {missing}"}
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_log_of_an_evaluation_that_logged_no_samples_says_so_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A log of an evaluation run with log_samples=False holds no sample: one error record
+    says why, it is listed as cut short and fails --fail-on-error (a .eval log had an error
+    record per sample, each saying it was missing from a finished evaluation's log; a .json
+    one had none, and passed)."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    path = written_log(tmp_path, f"run{suffix}")
+    log = read_eval_log(str(path))
+    log.samples = None
+    log.eval.config.log_samples = False
+    write_eval_log(log, str(path))
+    said = ("holds none of the 3 samples its header lists: its evaluation ran with "
+            "log_samples=False, which writes none to the log; they go unchecked")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "-q", "--fail-on-error", "--summary",
+                          str(summary)], monkeypatch)
+    assert code == 65 and f"{path}: {said}" in err
+    assert records(out) == [{"id": None, "file": str(path), "line": 1, "error": said}]
+    assert json.loads(summary.read_text())["cut_short"] == [{"file": str(path), "why": said}]
+
+
+@needs_inspect
+def test_an_eval_set_s_bookkeeping_named_as_an_input_says_what_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eval-set.json and logs.json named among the inputs (a glob of an eval set's
+    directory) are error records saying what they are (eval-set.json's said its tasks may
+    be a run, to be written out by jq; logs.json's, only that it held no messages)."""
+    log = written_log(tmp_path, "run.eval")
+    header = {"version": 2, "status": "success", "eval": {
+        "task": "polling", "model": "mockllm/model", "created": "2026-01-01T00:00:00+00:00"}}
+    (tmp_path / "logs.json").write_text(json.dumps({log.name: header}))
+    (tmp_path / "eval-set.json").write_text(json.dumps(
+        {"eval_set_id": "x", "tasks": [{"name": "polling", "model": "mockllm/model"}]}))
+    code, out, _ = run(["scan", str(log), str(tmp_path / "logs.json"),
+                        str(tmp_path / "eval-set.json"), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0
+    assert [r["id"] for r in got] == ["a/1", "b/1", "c/1", None, None]
+    assert got[3]["error"] == (
+        "not a thread: it is Inspect AI's manifest of an eval set's logs (their headers, no "
+        "samples), not runs (a scan of their directory passes it over)")
+    assert got[4]["error"] == (
+        "not a thread: it is Inspect AI's eval-set file (the set's id and tasks), not runs "
+        "(a scan of their directory passes it over)")

@@ -487,18 +487,9 @@ def inspect_bookkeeping(name: str) -> str | None:
     base = os.path.basename(name).lower()
     if base not in ("logs.json", "eval-set.json"):
         return None
-    value = small_json_document(name, _PREDICTIONS_BYTES)
-    if not isinstance(value, dict) or not value:
-        return None
-    if base == "eval-set.json":
-        return ("Inspect AI's eval-set file (the set's id and tasks)"
-                if "eval_set_id" in value and isinstance(value.get("tasks"), list) else None)
-    from vthread.inspect_log import is_inspect_log
+    from vthread.inspect_log import bookkeeping_of
 
-    headers = list(value.values())
-    return ("Inspect AI's manifest of an eval set's logs (their headers, no samples)"
-            if all(is_inspect_log(header) and "samples" not in header for header in headers)
-            else None)
+    return bookkeeping_of(small_json_document(name, _PREDICTIONS_BYTES), base)
 
 
 _PREDICTION_KEY: Final = rb'\{\s*"(?:model_name_or_path|instance_id|model_patch)"'

@@ -294,6 +294,12 @@ def read_run(
         keys = _messages_keys(messages_key)
         key = next((k for k in keys if k in value), None)
         if key is None:
+            from vthread.inspect_log import bookkeeping_of
+
+            if (bookkeeping := bookkeeping_of(value)) is not None:
+                # (eval-set.json named beside the logs was said to hold "a run" under tasks)
+                return (f"not a thread: it is {bookkeeping}, not runs (a scan of their "
+                        f"directory passes it over)")
             return (f"not a thread: an object without {_key_list(keys)}"
                     f"{_held_arrays(value, messages_key)}")
         ident, messages = run_id(value, id_key), value[key]

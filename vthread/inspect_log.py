@@ -7,10 +7,11 @@ log is read with inspect_ai's own reader, so every log version Inspect can read 
 attachments resolved; inspect_ai is an optional dependency (``pip install 'vthread[inspect]'``),
 imported only here and only when a log is read. A ``.eval`` log's samples are read a batch
 at a time, and one by one where a batch fails; a ``.json`` log is read whole, or, when Inspect
-refuses it whole, each sample as a log of its own. So a sample Inspect cannot read, or one a
-``.eval`` log lacks while its header says the evaluation succeeded (and did not stop that
-sample early), is an :class:`UnreadableSample` in its place (:func:`read_inspect_samples`)
-while the others are still read.
+refuses it whole, each sample as a log of its own (a ``.eval`` log whose header lists no
+sample ids is read whole, or each of its sample members alone when that fails). So a sample
+Inspect cannot read, or one a log lacks while its header says the evaluation succeeded (and
+did not stop that sample early), is an :class:`UnreadableSample` in its place
+(:func:`read_inspect_samples`) while the others are still read.
 
 A sample's messages map as OpenAI chat messages do (:func:`vthread.adapters.from_openai`), with
 Inspect's shapes:
@@ -36,7 +37,8 @@ The thread's id is ``"<sample id>/<epoch>"``. An assistant message's tokens are 
 message has its ``id``); a sample without such events has the ``model_usage`` output tokens
 of the model that wrote it (the evaluation's) shared by its assistant messages, whole tokens
 each, so that its total is still right (:func:`chat_of`). A log of an evaluation that did not
-finish lacks the samples it never ran: said once they are read (:func:`read_inspect_samples`).
+finish lacks the samples it never ran, and one run with ``log_samples=False`` all of them:
+said once they are read (:func:`read_inspect_samples`).
 
 >>> thread_of({"id": 3, "epoch": 1, "messages": [
 ...     {"role": "assistant", "id": "m1", "content": "",
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +103,27 @@ def is_inspect_log(document: Any) -> bool:
             and "model" in header)
 
 
+def bookkeeping_of(document: Any, name: str | None = None) -> str | None:
+    """What a parsed JSON document is when it is one of the files Inspect AI's ``eval_set``
+    writes beside its logs (not runs), else None: the manifest of the set's logs
+    (``logs.json``: an object of log file name -> log header, no samples) or the set's
+    file (``eval-set.json``: its id and tasks); ``name``, the file's name without its
+    folder, when told, must be that file's. O(size of the document).
+
+    >>> bookkeeping_of({"eval_set_id": "x", "tasks": []})
+    "Inspect AI's eval-set file (the set's id and tasks)"
+    """
+    if not isinstance(document, dict) or not document:
+        return None
+    if name in (None, "eval-set.json") and "eval_set_id" in document and isinstance(
+            document.get("tasks"), list):
+        return "Inspect AI's eval-set file (the set's id and tasks)"
+    if name in (None, "logs.json") and all(
+            is_inspect_log(header) and "samples" not in header for header in document.values()):
+        return "Inspect AI's manifest of an eval set's logs (their headers, no samples)"
+    return None
+
+
 def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(id, native messages) of each sample of the Inspect log at ``source``: a path (``.eval``
     or ``.json``), or a binary stream holding a ``.json`` log. Samples are read one at a time
@@ -128,16 +152,17 @@ def read_inspect_samples(source: str | Path | IO[bytes],
     """:func:`read_inspect_chats` that reads on past a sample it cannot read: (id, chat
     messages) of each sample, or an :class:`UnreadableSample` in the place of one
     inspect_ai cannot read (a ``.eval`` member that is no JSON, a sample that does not
-    validate), one :func:`chat_of` refuses, or one a ``.eval`` log lacks while its header
-    says the evaluation succeeded and did not stop it early (an interrupted evaluation's
-    missing samples are not yielded: it never ran them; a ``.json`` log's samples are
-    those its document holds). Raises as :func:`read_inspect_log` does when the log itself
+    validate), one :func:`chat_of` refuses, or one a log lacks while its header says the
+    evaluation succeeded and did not stop it early (in its place in a ``.eval`` log, after
+    the samples a ``.json`` one holds; an interrupted evaluation's missing samples are not
+    yielded: it never ran them). Raises as :func:`read_inspect_log` does when the log itself
     (its header) cannot be read, and on an error of the file or the installation (OSError,
     ImportError). O(size of the log); a ``.eval`` log's samples are held up to 64 or 16 MB
     of their JSON at a time, a ``.json`` log whole.
 
     A log whose evaluation did not finish (its status ``started``: still running, or
-    killed; ``error``; ``cancelled``) and lacks samples its header lists is said, once its
+    killed; ``error``; ``cancelled``) and lacks samples its header lists, or that its
+    evaluation was told not to write (``log_samples=False``), is said, once its
     samples are read: ``lacking(why)`` when given (``vthread scan`` lists the log among
     those cut short, with an error record), else a :class:`UserWarning`: a scan of it
     checked only the samples it ran."""
@@ -175,14 +200,46 @@ def _early_stops(results: Any) -> set[tuple[str, Any]]:
     return {(str(_field(stop, "id")), _field(stop, "epoch")) for stop in stops}
 
 
-def _unfinished(status: Any, held: int, listed: int | None) -> str | None:
+def _unfinished(status: Any, held: int, listed: int | None, log_samples: Any = True
+                ) -> str | None:
     """What a log lacks, said of it (``held`` samples of the ``listed`` its header lists,
-    sample ids times epochs), or None: a finished evaluation, or no sample lacking."""
-    if status == "success" or listed is None or held >= listed:
+    sample ids times epochs, those it holds and those it names missing), or None: no sample
+    lacking. A finished evaluation lacks samples only when it was told not to log them
+    (``log_samples``: its config's) or the log was cut after it was written."""
+    if listed is None or held >= listed:
         return None
-    why = _UNFINISHED.get(status, f"its status is {status!r}")
-    return (f"holds {held:,} of the {listed:,} samples its header lists: its evaluation did "
-            f"not finish ({why}); the others are not in it, and go unchecked")
+    if log_samples is False:
+        why = "its evaluation ran with log_samples=False, which writes none to the log"
+    elif status == "success":
+        why = "though its header says the evaluation succeeded, which writes them all"
+    else:
+        unfinished = _UNFINISHED.get(status, f"its status is {status!r}")
+        why = f"its evaluation did not finish ({unfinished})"
+    if not held:
+        return f"holds none of the {listed:,} samples its header lists: {why}; they go unchecked"
+    return (f"holds {held:,} of the {listed:,} samples its header lists: {why}; the others "
+            f"are not in it, and go unchecked")
+
+
+def _missing(wanted: Sequence[tuple[Any, Any]], held: set[tuple[str, Any]],
+             stopped: set[tuple[str, Any]]) -> Iterator[UnreadableSample]:
+    """An error naming each sample of ``wanted`` ((id, epoch) each, as the header lists
+    them) that a finished evaluation's log does not hold (``held``, ``stopped`` early:
+    (id as text, epoch) each), in the header's order."""
+    for sample_id, epoch in wanted:
+        if (str(sample_id), epoch) not in held and (str(sample_id), epoch) not in stopped:
+            named = _sample_name({"id": sample_id, "epoch": epoch})
+            yield UnreadableSample(_thread_id(sample_id, epoch), f"{named} is missing from the "
+                                   "log, whose header says the evaluation succeeded")
+
+
+def _wanted(sample_ids: Any, epochs: Any) -> list[tuple[Any, int]]:
+    """(id, epoch) of every sample a header lists to be run, in its order (none when it
+    lists no ids)."""
+    if not isinstance(sample_ids, list):
+        return []
+    count = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1
+    return [(sample_id, epoch) for sample_id in sample_ids for epoch in range(1, count + 1)]
 
 
 def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]]
@@ -206,37 +263,97 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     from inspect_ai.log import read_eval_log
 
     header = read_eval_log(path, header_only=True)
+    config = header.eval.config
     sample_ids = header.eval.dataset.sample_ids
-    if sample_ids is None:
-        # An inspect_ai before sample ids were written: read whole, as inspect_ai reads it
-        # (its readers of a sample at a time refuse such a log), held in memory at once.
-        yield from _log_samples(read_eval_log(path, resolve_attachments=True), lacking)
-        return
-    # A finished evaluation holds every sample its header lists but those it stopped early;
-    # an interrupted one (status "started", "error", "cancelled") or one with invalidated
-    # samples, only those it ran.
-    complete = header.status == "success" and not header.invalidated
     stopped = _early_stops(header.results)
-    wanted = [(sample_id, epoch) for sample_id in sample_ids
-              for epoch in range(1, (header.eval.config.epochs or 1) + 1)]
-    held = 0
-    for batch in _batches(path, wanted):
+    if sample_ids is None:
+        # An inspect_ai before sample ids were written: read whole, as inspect_ai reads it,
+        # held in memory at once; where one sample fails that read, each read alone.
+        try:
+            log = read_eval_log(path, resolve_attachments=True)
+        except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
+            raise
+        except Exception:  # (a sample inspect_ai cannot read: said by the sample)
+            yield from _archived_samples(path, header, lacking)
+            return
+        yield from _log_samples(log, lacking)
+        return
+    # A finished evaluation holds every sample its header lists but those it stopped early
+    # (or all of them when it was told not to log them); an interrupted one (status
+    # "started", "error", "cancelled") or one with invalidated samples, only those it ran.
+    complete = (header.status == "success" and not header.invalidated
+                and config.log_samples is not False)
+    held: list[tuple[str, Any]] = []  # (and those said missing in their places)
+    for batch in _batches(path, _wanted(sample_ids, config.epochs)):
         samples = _eval_batch(path, batch)
         for (sample_id, epoch), sample in zip(batch, samples, strict=True):
-            held += not isinstance(sample, _Missing)
             if isinstance(sample, _Missing):
-                if complete and (str(sample_id), epoch) not in stopped:
-                    named = _sample_name({"id": sample_id, "epoch": epoch})
-                    yield UnreadableSample(_thread_id(sample_id, epoch), f"{named} is missing from "
-                                           "the log, whose header says the evaluation "
-                                           "succeeded")
+                if complete:
+                    said = list(_missing([(sample_id, epoch)], set(), stopped))
+                    held += [(str(sample_id), epoch)] * len(said)
+                    yield from said
                 continue
+            held.append((str(sample_id), epoch))
             yield (sample if isinstance(sample, UnreadableSample)
                    else _chat_or_why(sample, header.eval.model))
-    why = _unfinished(header.status, held,
-                      len(wanted) - len(stopped & {(str(i), e) for i, e in wanted}))
+    yield from _lacking(header, held, lacking)
+
+
+def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], object]
+             ) -> Iterator[UnreadableSample]:
+    """After the samples of a log (inspect_ai's ``EvalLog`` or header, or a ``.json`` log's
+    document: the header's fields read alike), ``held`` ((id as text, epoch) of each it
+    holds): an error naming each sample its header lists that it lacks though its
+    evaluation finished, then what else it lacks told to ``lacking`` (:func:`_unfinished`:
+    an unfinished evaluation's samples, never run, and those it was told not to log, have
+    no records of their own). A finished log with invalidated samples may leave them out,
+    and is not said to lack them."""
+    spec = _field(log, "eval")
+    dataset, config = _field(spec, "dataset"), _field(spec, "config")
+    status, log_samples = _field(log, "status"), _field(config, "log_samples")
+    sample_ids, epochs = _field(dataset, "sample_ids"), _field(config, "epochs")
+    stopped = _early_stops(_field(log, "results"))
+    named: list[UnreadableSample] = []
+    if status == "success" and log_samples is not False:
+        if _field(log, "invalidated"):
+            return
+        named = list(_missing(_wanted(sample_ids, epochs), set(held), stopped))
+        yield from named
+    why = _unfinished(status, len(held) + len(named),
+                      _listed(sample_ids, _field(dataset, "samples"), epochs, stopped),
+                      log_samples)
     if why is not None:
         lacking(why)
+
+
+def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], object]
+                      ) -> Iterator[_Read]:
+    """The samples of a ``.eval`` log whose header lists no sample ids, each member of
+    its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
+    a log read whole), so that one inspect_ai cannot read is named in its place and the
+    others are still read; then what the log lacks, told to ``lacking``."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        names = dict.fromkeys(name for name in archive.namelist()
+                              if name.startswith("samples/") and name.endswith(".json"))
+    members: list[tuple[str, int]] = []
+    for name in names:
+        sample_id, _, epoch = name.removeprefix("samples/").removesuffix(".json").rpartition(
+            "_epoch_")
+        if sample_id and epoch.isdecimal():
+            members.append((sample_id, int(epoch)))
+    members.sort(key=lambda member: (member[1], member[0].zfill(20) if member[0].isdecimal()
+                                     else member[0]))
+    held: list[tuple[str, Any]] = []
+    for batch in _batches(path, members):
+        for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
+            if isinstance(sample, _Missing):
+                continue  # (listed by the archive: never)
+            held.append(member)
+            yield (sample if isinstance(sample, UnreadableSample)
+                   else _chat_or_why(sample, header.eval.model))
+    yield from _lacking(header, held, lacking)
 
 
 _EVAL_BATCH: Final = 64
@@ -329,12 +446,8 @@ def _log_samples(log: Any, lacking: Callable[[str], object]) -> Iterator[_Read]:
     (:func:`_unfinished`)."""
     for sample in log.samples or []:
         yield _chat_or_why(sample, log.eval.model)
-    dataset = log.eval.dataset
-    why = _unfinished(log.status, len(log.samples or []),
-                      _listed(dataset.sample_ids, dataset.samples, log.eval.config.epochs,
-                              _early_stops(log.results)))
-    if why is not None:
-        lacking(why)
+    yield from _lacking(log, [(str(sample.id), sample.epoch) for sample in log.samples or []],
+                        lacking)
 
 
 def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Read]:
@@ -374,13 +487,9 @@ def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterat
             continue
         (sample,) = log.samples or []
         yield _chat_or_why(sample, log.eval.model)
-    dataset, config = spec.get("dataset") or {}, spec.get("config") or {}
-    why = _unfinished(document.get("status"), len(samples),
-                      _listed(dataset.get("sample_ids"), dataset.get("samples"),
-                              config.get("epochs") if isinstance(config, dict) else None,
-                              _early_stops(document.get("results"))))
-    if why is not None:
-        lacking(why)
+    yield from _lacking(document, [
+        (str(_field(raw, "id")), _field(raw, "epoch") or 1) if isinstance(raw, dict) else ("", 0)
+        for raw in samples], lacking)
 
 
 def _chat_or_why(sample: Any, model: str | None) -> _Read:
@@ -590,8 +699,9 @@ def _spread(total: float | None, count: int) -> list[Any]:
     """``total`` output tokens shared by ``count`` assistant messages, in order: whole
     tokens each (the first ones one more where they do not divide evenly), so that every
     figure is a count and their sum is the total; a total that is no whole number shared
-    evenly; None each when there is no total."""
-    if not total or not count:
+    evenly; None each when there is no total, or it is no positive finite number (a
+    negative one would give counts that sum to it, the first of them 0)."""
+    if total is None or not count or not 0 < total < math.inf:
         return [None] * count
     if isinstance(total, float) and not total.is_integer():
         return [total / count] * count
