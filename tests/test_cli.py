@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -662,6 +663,20 @@ def test_summary_of_tokens_past_the_largest_double(tmp_path: Path,
     assert "messages, over 1.8e308 tokens" in _line(err, "loops found anywhere")
     summary = json.loads(target.read_text())
     assert (summary["tokens"], summary["wasted_tokens"]) == (None, None)
+    # Loops of several lines summing past it: no NumPy warning on stderr (one was, under -q
+    # too); a total no agent spends (a broken logger's figures) in powers of ten, not 300
+    # digits.
+    lines = [json.dumps([{"type": "bot", "text": "again", "usage": {"tokens": figure}}] * 4)
+             for figure in (4e307, 4e307)]
+    path.write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == "" and len(records(out)) == 2
+    path.write_text(json.dumps([{"type": "bot", "text": "again", "usage": {"tokens": 4e20}}] * 4)
+                    + "\n")
+    code, _, err = run(["scan", str(path)], monkeypatch)
+    assert _line(err, "wasted tokens").split()[:3] == ["wasted", "tokens", "1.600e+21"]
 
 
 @pytest.mark.parametrize("anywhere", [[], ["--anywhere"]])

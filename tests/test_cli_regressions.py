@@ -1170,7 +1170,7 @@ def test_a_token_figure_counts_as_the_double_javascript_reads(
         assert [None if f != f else f for f in result.loop_tokens.tolist()] == counted
     code, out, err = run(["scan", str(source)], monkeypatch)
     assert code == 0 and [r["loop_tokens"] for r in records(out)] == counted
-    assert re.search(r"wasted tokens +[\d,]+ .*\(1 loop with no countable", err), err
+    assert re.search(r"wasted tokens +6.000e\+30 .*\(1 loop with no countable", err), err
     code, out, _ = run(["scan", str(source), "--anywhere", "-q"], monkeypatch)
     assert code == 0 and [r["loop_tokens"] for r in records(out)] == counted
     built = [build_thread(thread[:1], max_tokens=math.inf, estimate=lambda m: 0.0).tokens

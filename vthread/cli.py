@@ -4395,7 +4395,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         loop_messages=int(result.loop_messages[loops].sum()),
         tokens=tokens or 0.0,
         tokens_known=tokens is not None,
-        loop_tokens=float(np.nansum(result.loop_tokens[loops])),
+        loop_tokens=_nan_sum(result.loop_tokens[loops]),
         loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
         anywhere=_every_loop(result.loops),
     )
@@ -4682,7 +4682,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         loop_messages=int(result.loop_messages[scanned][loops].sum()),
         tokens=tokens or 0.0,
         tokens_known=tokens is not None,
-        loop_tokens=float(np.nansum(result.loop_tokens[scanned][loops])),
+        loop_tokens=_nan_sum(result.loop_tokens[scanned][loops]),
         loops_without_tokens=int(np.isnan(result.loop_tokens[scanned][loops]).sum()),
         anywhere=_every_loop(None if result.loops is None else [
             found for row, found in enumerate(result.loops) if scanned[row]]),
@@ -4868,8 +4868,19 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
 
 
 def _tokens_text(tokens: float) -> str:
-    """A token total as the summary writes it; a sum past the largest double is infinite."""
-    return f"{tokens:,.0f}" if math.isfinite(tokens) else "over 1.8e308"
+    """A token total as the summary writes it: in full while a column holds it, past that
+    (no agent's count: figures a broken logger wrote) in powers of ten; a sum past the
+    largest double is infinite."""
+    if not math.isfinite(tokens):
+        return "over 1.8e308"
+    return f"{tokens:,.0f}" if abs(tokens) < 1e12 else f"{tokens:.3e}"
+
+
+def _nan_sum(figures: Any) -> float:
+    """The sum of a float array's figures but its NaNs (no figure); infinite, unsaid, past
+    the largest double (NumPy warned on stderr, under -q too)."""
+    with np.errstate(over="ignore"):
+        return float(np.nansum(figures))
 
 
 def _summary(stats: _Stats, scanned: str, seconds: float, *,
