@@ -598,7 +598,11 @@ def test_an_unfinished_evaluation_s_log_is_one_cut_short(
     assert code == 65 and f"{path}: {said}" in err
     assert [r["id"] for r in got] == ["a/1", "b/1", None]
     assert got[-1] == {"id": None, "file": str(path), "line": 3, "error": said}
-    assert json.loads(summary.read_text())["cut_short"] == [{"file": str(path), "why": said}]
+    written = json.loads(summary.read_text())
+    assert written["cut_short"] == [{"file": str(path), "why": said}]
+    # (its record stands for no sample: "3 samples", "errors 1" of 2 samples read whole)
+    assert (written["lines"], written["threads"], written["errors"]) == (2, 2, 0)
+    assert "vthread scan: 2 samples from" in run(["scan", str(path)], monkeypatch)[2]
     with pytest.warns(UserWarning, match=re.escape(f"the Inspect AI log {said}")):
         assert [ident for ident, _ in read_inspect_log(path)] == ["a/1", "b/1"]
     heard: list[str] = []

@@ -296,9 +296,13 @@ class _Stats:
     # loop, as for the default scan), their messages, known tokens and the loops without
     # tokens; None without.
     anywhere: tuple[int, int, float, int] | None = None
+    # Error records that stand for no line (sample) of the input: what an Inspect log of an
+    # unfinished evaluation lacks (its samples were counted with it: "4 samples" of 3).
+    notes: int = 0
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
+        self.notes += other.notes
         self.errors += other.errors
         self.verdicts = [a + b for a, b in zip(self.verdicts, other.verdicts, strict=True)]
         self.messages += other.messages
@@ -352,6 +356,9 @@ class _Task:
     # ``first_line`` on, each an error saying ``broken`` (a Parquet row group that cannot be
     # read: a record per row, as for bad lines); 0 for the one record of a stream's break.
     broken_lines: int = 0
+    # With ``broken``: its record stands for no line of the input (it says what an Inspect
+    # log lacks), so the summary counts it as no line, no error: a note.
+    broken_is_note: bool = False
     # Compare messages with their volatile values masked.
     mask_volatile: bool = False
     # Report every loop of each run, not only one it ends in.
@@ -827,10 +834,11 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
     # unchecked as surely as a file that cannot be read, which is an error record.
     unread = len({os.path.realpath(left.file) for left in passed_over
                   if left.unread_trajectory})
-    if options.fail_on_error and unread and not (stats.errors or scanned == 0):
+    if options.fail_on_error and unread and not (stats.errors or stats.notes or scanned == 0):
         say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
             f"{' was' if unread == 1 else 's were'} left out unread (said above)")
-    if options.fail_on_error and (stats.errors or scanned == 0 or unread):
+    # (a note: an Inspect log lacking samples its evaluation never ran or never logged)
+    if options.fail_on_error and (stats.errors or stats.notes or scanned == 0 or unread):
         # Before a loop's status: in a nightly scan of thousands of runs some run nearly
         # always loops, and 1 then hid the runs that went unchecked.
         return DATA_EXIT
@@ -2332,6 +2340,8 @@ class _DocumentRuns:
         # Where the document breaks, after its runs have been read (the error record after
         # theirs); None when it is whole.
         self.broken: str | None = None
+        # Whether ``broken`` says what an Inspect log lacks: its record stands for no run.
+        self.broken_is_note = False
         self.ended = False  # the stream has been read to its end
 
     def start(self) -> bool:
@@ -3155,8 +3165,11 @@ def _tasks(
                     made = "decompressed" if isinstance(broken, _GzipStream) else "read"
                     reasons.append(f"line {line} is incomplete ({broken.dropped:,} bytes "
                                    f"{made})")
+        notes = list(unfinished)  # (what an Inspect log lacks, not a sample of it)
         if document is not None and document.broken is not None:
             reasons.append(document.broken)
+            if document.broken_is_note:
+                notes.append(document.broken)
         reasons.extend(unfinished)
         if kind != "inspect" and size_at_open is not None and read_to < size_at_open and (
                 not reasons or (size_at_close is not None and read_to >= size_at_close)):
@@ -3186,7 +3199,8 @@ def _tasks(
                 progress.chunk_read(done_bytes)
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         threads, messages_key, id_key, broken=why, unit=unit,
-                        cell_ids=_named_break(label, line, id_key))
+                        cell_ids=_named_break(label, line, id_key),
+                        broken_is_note=len(notes) == len(reasons))
         elif line == 1 and held_none is not None:
             held_none.append(label)  # (no record stands for it)
 
@@ -3352,6 +3366,7 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
     if is_inspect_log(value):
         def lacking(why: str) -> None:
             document.broken = why  # (said, and an error record, once its samples are read)
+            document.broken_is_note = True
 
         return _inspect_chunks(label, io.BytesIO(data), lacking), "inspect"
     return _batched(_run_line(run) for run in runs_of(
@@ -4611,7 +4626,8 @@ def _broken_stream(task: _Task) -> _Done:
     ident = (task.cell_ids or {}).get(task.first_line)  # (a trajectory file's name)
     record = _dumps({"id": ident, "file": task.label, "line": task.first_line,
                      "error": task.broken})
-    return _Done(f"{record}\n".encode("ascii"), _Stats(lines=1, errors=1), None)
+    counts = _Stats(notes=1) if task.broken_is_note else _Stats(lines=1, errors=1)
+    return _Done(f"{record}\n".encode("ascii"), counts, None)
 
 
 def _scan_chunk_in_python(task: _Task) -> _Done:
