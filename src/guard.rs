@@ -899,6 +899,17 @@ impl Guard {
         self.window.options
     }
 
+    /// Whether nothing has been fed since the guard was made or reset: no code unit
+    /// counted, no word in the window or under way, no trip.
+    pub fn is_fresh(&self) -> bool {
+        self.total == 0
+            && self.window.ring.len == 0
+            && self.partial.is_empty()
+            && self.long.is_none()
+            && self.pending_newlines == 0
+            && self.reason.is_none()
+    }
+
     pub fn reason(&self) -> Option<&Reason> {
         self.reason.as_ref()
     }
@@ -1345,6 +1356,20 @@ mod tests {
             &text[..at.index],
             b"I will try again. I will try again. I will try"
         );
+    }
+
+    #[test]
+    fn a_guard_is_fresh_until_fed_and_again_once_reset() {
+        for text in [&b"word"[..], b" ", b"\n", b"a b c d"] {
+            let mut guard = Guard::new(options(3, 12, 3));
+            assert!(guard.is_fresh());
+            guard.push(&[] as &[u8], Feed::Pushes);
+            assert!(guard.is_fresh(), "an empty push changes nothing");
+            guard.push(text, Feed::Pushes);
+            assert!(!guard.is_fresh(), "fed {text:?}");
+            guard.reset();
+            assert!(guard.is_fresh(), "reset after {text:?}");
+        }
     }
 
     #[test]

@@ -331,6 +331,13 @@ impl GuardCore {
         Ok(copy)
     }
 
+    /// Whether the guard has been fed nothing since it was made or reset (no bytes held
+    /// either): what `vthread.Guard.__reduce__` pickles as its class and options alone.
+    fn _is_fresh(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = for_reading(slf)?;
+        Ok(this.guard.is_fresh() && this.held.is_empty() && this.decoded == 0)
+    }
+
     /// Start a new stream with the same options, as a guard just made (a harness's next
     /// turn): the words, the trip and its reason, and bytes `push_bytes` held, forgotten.
     fn reset(slf: &Bound<'_, Self>) -> PyResult<()> {

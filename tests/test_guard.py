@@ -901,3 +901,53 @@ def test_a_subclass_adds_constructor_arguments_with_its_init_alone() -> None:
         with pytest.raises(TypeError, match="keyword arguments only, got 1 positional"):
             made(4)
     assert Plain(ngram=5).options.ngram == 5
+
+
+class LabelledGuard(Guard):
+    """A subclass with an attribute of its own (at module level: pickle finds it by name)."""
+
+    def __init__(self, label: str, **options: Any) -> None:
+        super().__init__(**options)
+        self.label = label
+
+
+class SlottedGuard(Guard):
+    __slots__ = ("note",)
+
+
+def test_a_fresh_guard_pickles_and_a_fed_one_says_why_not() -> None:
+    """A guard fed nothing (since made or reset) pickles, its class, options and own
+    attributes kept, and loads as one made with them: fed the same chunks as a copy of the
+    original, it trips at the same chunk for the same reason (a harness hands configured
+    guards to worker processes; pickling was a TypeError). A guard fed text, or holding
+    bytes of an unfinished character, is a TypeError saying why and what to do."""
+    import copy
+    import pickle
+
+    slotted = SlottedGuard(max_repeats=2)
+    slotted.note = ["a"]
+    for guard in (Guard(), Guard(ngram=3, window=12, max_repeats=3),
+                  LabelledGuard("run 7", ngram=3, max_repeats=3), slotted):
+        loaded = pickle.loads(pickle.dumps(guard))
+        assert type(loaded) is type(guard) and loaded.options == guard.options
+        assert loaded.reason is None and loaded.trip_offset is None
+        twin = copy.copy(guard)
+        chunks = ["I will ", "try again. "] * 8
+        assert [loaded.push(c) for c in chunks] == [twin.push(c) for c in chunks]
+        assert loaded.reason == twin.reason is not None
+    assert pickle.loads(pickle.dumps(LabelledGuard("run 8"))).label == "run 8"
+    assert pickle.loads(pickle.dumps(slotted)).note == ["a"]
+    fed = Guard()
+    fed.push("All good so far. ")
+    with pytest.raises(TypeError, match=r"cannot pickle a Guard that has been fed text .* "
+                                        r"after reset\(\); copy.copy forks it"):
+        pickle.dumps(fed)
+    fed.reset()
+    assert pickle.loads(pickle.dumps(fed)).options == fed.options
+    held = Guard()
+    assert held.push_bytes("é".encode()[:1]) is None  # (half a character, held)
+    with pytest.raises(TypeError, match="fed text"):
+        pickle.dumps(held)
+    empty = Guard()
+    empty.push("")  # (changes nothing)
+    assert pickle.loads(pickle.dumps(empty)).options == empty.options

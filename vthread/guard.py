@@ -178,6 +178,22 @@ class Guard(_core.GuardCore):
         if options != self.options:
             self._watch_with(options)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling (a harness handing configured guards to worker processes): a guard fed
+        nothing since it was made or reset pickles as its class, options and instance
+        attributes, and loads as one made with those options (a subclass's ``__init__`` not
+        run again, as for :func:`copy.copy`). A guard fed text is a TypeError saying so: its
+        window holds words hashed with a seed of this process that no other can take up
+        (``copy.copy`` forks it within the process; ``reset()`` first, to pickle it)."""
+        if not self._is_fresh():
+            raise TypeError(f"cannot pickle a {type(self).__name__} that has been fed text "
+                            "(its window is hashed with this process's seed): pickle it "
+                            "before its first push, or after reset(); copy.copy forks it "
+                            "within this process")
+        # (the state pickle sets: the instance dict, with the slots' values when there are)
+        own, slots = getattr(self, "__dict__", None) or None, _own_slots(self)
+        return (_unpickled, (type(self), self.options), (own, slots) if slots else own)
+
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
         return f"<Guard {state} {self.options}>"
@@ -205,15 +221,26 @@ def _copy_own_state(guard: Guard, copied: Guard, memo: dict[int, Any] | None) ->
     def copied_value(value: Any) -> Any:
         return value if memo is None else copy.deepcopy(value, memo)
 
+    for name, value in _own_slots(guard).items():
+        setattr(copied, name, copied_value(value))
+    own = getattr(guard, "__dict__", None)
+    if own:
+        copied.__dict__.update(copied_value(own))
+
+
+def _own_slots(guard: Guard) -> dict[str, Any]:
+    """The values of the slots a subclass of :class:`Guard` declares that are set."""
+    held = {}
     for cls in type(guard).__mro__:
         if cls is Guard:
             break
         slots = cls.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            if name in ("__dict__", "__weakref__") or not hasattr(guard, name):
-                continue
-            setattr(copied, name, copied_value(getattr(guard, name)))
-    own = getattr(guard, "__dict__", None)
-    if own:
-        copied.__dict__.update(copied_value(own))
+            if name not in ("__dict__", "__weakref__") and hasattr(guard, name):
+                held[name] = getattr(guard, name)
+    return held
 
+
+def _unpickled(cls: type[Guard], options: GuardOptions) -> Guard:
+    """A pickled guard loaded: a fresh one of its class watching with its options."""
+    return _core.GuardCore.__new__(cls, options)
