@@ -809,3 +809,95 @@ def test_an_eval_set_s_bookkeeping_named_as_an_input_says_what_it_is(
     assert got[4]["error"] == (
         "not a thread: it is Inspect AI's eval-set file (the set's id and tasks), not runs "
         "(a scan of their directory passes it over)")
+
+
+def _with_header(path: Path, **changes: Any) -> None:
+    """The .eval log at ``path`` with its header's (and journal's) ``eval`` fields changed:
+    ``dataset_<field>`` and ``config_<field>`` set in those objects."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
+
+    for member in ("header.json", "_journal/start.json"):
+        with zipfile.ZipFile(path) as archive:
+            if member not in archive.namelist():
+                continue
+            header = json.loads(archive.read(member))
+        for name, value in changes.items():
+            part, _, field = name.partition("_")
+            header["eval"][part][field] = value
+        with_member(path, member, json.dumps(header).encode())
+
+
+@needs_inspect
+def test_a_log_without_sample_ids_is_judged_by_its_header_as_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval log whose header lists no sample ids: what it lacks is told from its header
+    as written (inspect_ai reading it whole lists the ids it found, so a missing sample
+    passed unsaid), its dataset's count less the run's limit (a run of limit=3 over 5
+    samples was said to lack 2 once one sample sent it down the member-by-member read)."""
+    full = written_log(tmp_path, "full.eval", sample_ids=("a", "b", "c", "d"))
+    _without_sample_ids(full)
+    with_member(full, "samples/d_epoch_1.json", None)
+    code, out, err = run(["scan", str(full), "-q", "--fail-on-error"], monkeypatch)
+    said = ("holds 3 of the 4 samples its header lists: its header says the evaluation "
+            "succeeded, which writes them all; the others are not in it, and go unchecked")
+    assert code == 65 and f"{full}: {said}" in err
+    assert [r.get("error") for r in records(out)] == [None, None, None, said]
+    for limit, name in ((3, "limited.eval"), ([1, 4], "ranged.eval")):
+        limited = written_log(tmp_path, name)
+        _without_sample_ids(limited)
+        _with_header(limited, dataset_samples=5, config_limit=limit)
+        code, out, err = run(["scan", str(limited), "-q", "--fail-on-error"], monkeypatch)
+        assert code == 0 and err == "" and len(records(out)) == 3, name
+        with zipfile_member(limited, "samples/b_epoch_1.json") as member:
+            invalid = {**json.loads(member), "messages": [{"role": "wizard", "content": "x"}]}
+        with_member(limited, "samples/b_epoch_1.json", json.dumps(invalid).encode())
+        code, out, err = run(["scan", str(limited), "-q"], monkeypatch)
+        assert code == 0 and err == "" and len(records(out)) == 3, name
+        assert "cannot be read" in records(out)[1]["error"]
+
+
+@needs_inspect
+def test_a_sample_the_header_does_not_list_is_read_after_those_it_lists(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval member of a sample its header does not list (added after the header was
+    written) is read after the listed ones, as inspect_ai reading the log whole reads it
+    (it was left unread, unsaid)."""
+    path = written_log(tmp_path, "run.eval")
+    with zipfile_member(path, "samples/c_epoch_1.json") as member:
+        extra = {**json.loads(member), "id": "x"}
+    with_member(path, "samples/c_epoch_1.json", member)  # (rewritten: an archive we append to)
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("samples/x_epoch_1.json", json.dumps(extra))
+    code, out, _ = run(["scan", str(path), "-q", "--fail-on-error"], monkeypatch)
+    assert code == 0 and [r["id"] for r in records(out)] == ["a/1", "b/1", "c/1", "x/1"]
+
+
+@needs_inspect
+def test_a_lacking_log_s_warning_points_at_the_caller(tmp_path: Path) -> None:
+    """The Python reader's warning that a log lacks samples names the line that read it,
+    for either format (it named a line of vthread's own)."""
+    from vthread.inspect_log import read_inspect_samples
+
+    for suffix in (".eval", ".json"):
+        path = written_log(tmp_path, f"run{suffix}", status="started", left_out=("b",))
+        with pytest.warns(UserWarning, match="holds 2 of the 3") as caught:
+            list(read_inspect_samples(path))
+        assert [Path(w.filename).name for w in caught] == [Path(__file__).name], suffix
+
+
+def test_a_sample_held_twice_counts_once_toward_what_a_log_holds() -> None:
+    """A sample a log holds twice (requeued and written again) is one of those it holds:
+    a cancelled evaluation's log of sample a three times lacks two of three (it was said to
+    hold them all)."""
+    from vthread import inspect_log
+
+    heard: list[str] = []
+    header = {"status": "cancelled",
+              "eval": {"dataset": {"sample_ids": ["a", "b", "c"]}, "config": {"epochs": 1}}}
+    assert list(inspect_log._lacking(header, [("a", 1)] * 3, heard.append)) == []
+    assert heard == ["holds 1 of the 3 samples its header lists: its evaluation did not "
+                     "finish (it was cancelled); the others are not in it, and go unchecked"]

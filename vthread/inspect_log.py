@@ -59,6 +59,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any, Final
 
 from vthread.adapters import from_openai
@@ -180,9 +181,16 @@ def read_inspect_samples(source: str | Path | IO[bytes],
 
 
 def _warn_lacking(why: str) -> None:
+    """Warn that a log lacks samples, pointing at the caller's line that read it: the
+    first frame outside this module (the generators between differ by the log's kind)."""
+    import sys
     import warnings
 
-    warnings.warn(f"the Inspect AI log {why}", UserWarning, stacklevel=4)
+    level = 1
+    reading: FrameType | None = sys._getframe(0)
+    while reading is not None and reading.f_code.co_filename == __file__:
+        level, reading = level + 1, reading.f_back
+    warnings.warn(f"the Inspect AI log {why}", UserWarning, stacklevel=level)
 
 
 _UNFINISHED: Final = {"started": "still running, or stopped before it finished",
@@ -211,7 +219,7 @@ def _unfinished(status: Any, held: int, listed: int | None, log_samples: Any = T
     if log_samples is False:
         why = "its evaluation ran with log_samples=False, which writes none to the log"
     elif status == "success":
-        why = "though its header says the evaluation succeeded, which writes them all"
+        why = "its header says the evaluation succeeded, which writes them all"
     else:
         unfinished = _UNFINISHED.get(status, f"its status is {status!r}")
         why = f"its evaluation did not finish ({unfinished})"
@@ -242,16 +250,36 @@ def _wanted(sample_ids: Any, epochs: Any) -> list[tuple[Any, int]]:
     return [(sample_id, epoch) for sample_id in sample_ids for epoch in range(1, count + 1)]
 
 
-def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]]
-            ) -> int | None:
-    """How many samples a header lists to be run: its sample ids (else its count of the
-    dataset's samples) times its epochs, less those stopped early; None when it says
-    neither."""
-    count = len(sample_ids) if isinstance(sample_ids, list) else (
-        samples if isinstance(samples, int) and not isinstance(samples, bool) else None)
+def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]],
+            config: Any = None) -> int | None:
+    """How many samples a header lists to be run: its sample ids (the ids chosen, limits
+    applied) times its epochs, less those stopped early; without ids, its count of the
+    dataset's samples as its ``config`` (inspect_ai's or a ``.json`` log's) chose among
+    them: ``sample_id`` (those named), ``limit`` (the first n, or a range). None when it
+    says neither."""
+    if isinstance(sample_ids, list):
+        count: int | None = len(sample_ids)
+    else:
+        count = _whole(samples)
+        chosen, limit = _field(config, "sample_id"), _field(config, "limit")
+        if count is not None and chosen is not None:
+            count = len(chosen) if isinstance(chosen, list) else 1
+        elif count is not None and _whole(limit) is not None:
+            count = min(count, max(limit, 0))
+        elif count is not None and limit is not None:
+            # (a range of the dataset's samples, [start, end), as inspect_ai takes it)
+            ends = list(limit) if isinstance(limit, Sequence) and not isinstance(limit, str) else []
+            if len(ends) != 2 or _whole(ends[0]) is None or _whole(ends[1]) is None:
+                return None
+            count = max(0, min(ends[1], count) - max(ends[0], 0))
     if count is None:
         return None
-    return count * (epochs if isinstance(epochs, int) and epochs > 0 else 1) - len(stopped)
+    return count * (epochs if _whole(epochs) is not None and epochs > 0 else 1) - len(stopped)
+
+
+def _whole(value: Any) -> int | None:
+    """``value`` when it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterator[_Read]:
@@ -276,7 +304,7 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
         except Exception:  # (a sample inspect_ai cannot read: said by the sample)
             yield from _archived_samples(path, header, lacking)
             return
-        yield from _log_samples(log, lacking)
+        yield from _log_samples(log, header, lacking)
         return
     # A finished evaluation holds every sample its header lists but those it stopped early
     # (or all of them when it was told not to log them); an interrupted one (status
@@ -284,7 +312,8 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     complete = (header.status == "success" and not header.invalidated
                 and config.log_samples is not False)
     held: list[tuple[str, Any]] = []  # (and those said missing in their places)
-    for batch in _batches(path, _wanted(sample_ids, config.epochs)):
+    wanted = _wanted(sample_ids, config.epochs)
+    for batch in _batches(path, wanted):
         samples = _eval_batch(path, batch)
         for (sample_id, epoch), sample in zip(batch, samples, strict=True):
             if isinstance(sample, _Missing):
@@ -296,6 +325,15 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
             held.append((str(sample_id), epoch))
             yield (sample if isinstance(sample, UnreadableSample)
                    else _chat_or_why(sample, header.eval.model))
+    # Samples the archive holds that its header does not list (a sample added to the log
+    # after its header was written: inspect_ai reading the log whole reads them), after.
+    listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
+    unlisted = [member for member in _archived_members(path) if member not in listed]
+    for batch in _batches(path, unlisted):
+        for sample in _eval_batch(path, batch):
+            if not isinstance(sample, _Missing):
+                yield (sample if isinstance(sample, UnreadableSample)
+                       else _chat_or_why(sample, header.eval.model))
     yield from _lacking(header, held, lacking)
 
 
@@ -307,7 +345,9 @@ def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], obj
     evaluation finished, then what else it lacks told to ``lacking`` (:func:`_unfinished`:
     an unfinished evaluation's samples, never run, and those it was told not to log, have
     no records of their own). A finished log with invalidated samples may leave them out,
-    and is not said to lack them."""
+    and is not said to lack them. ``log`` must be
+    the header as written: inspect_ai reading a log whole lists the ids of the samples it
+    found where the header lists none. A sample held twice (a requeued one) counts once."""
     spec = _field(log, "eval")
     dataset, config = _field(spec, "dataset"), _field(spec, "config")
     status, log_samples = _field(log, "status"), _field(config, "log_samples")
@@ -316,27 +356,30 @@ def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], obj
     named: list[UnreadableSample] = []
     if status == "success" and log_samples is not False:
         if _field(log, "invalidated"):
-            return
+            return  # (invalidated samples may be left out)
+        # (without ids, which it lacks cannot be named: only how many, said once below)
         named = list(_missing(_wanted(sample_ids, epochs), set(held), stopped))
         yield from named
-    why = _unfinished(status, len(held) + len(named),
-                      _listed(sample_ids, _field(dataset, "samples"), epochs, stopped),
+    why = _unfinished(status, len(set(held)) + len(named),
+                      _listed(sample_ids, _field(dataset, "samples"), epochs, stopped, config),
                       log_samples)
     if why is not None:
         lacking(why)
 
 
-def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], object]
-                      ) -> Iterator[_Read]:
-    """The samples of a ``.eval`` log whose header lists no sample ids, each member of
-    its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
-    a log read whole), so that one inspect_ai cannot read is named in its place and the
-    others are still read; then what the log lacks, told to ``lacking``."""
+def _archived_members(path: str | Path) -> list[tuple[str, int]]:
+    """(id as text, epoch) of each sample member (``samples/<id>_epoch_<n>.json``) of the
+    ``.eval`` archive at ``path``, once each, in the order of their epochs and ids, as
+    inspect_ai sorts a log read whole; none when it cannot be listed (a path only
+    inspect_ai's file systems open). O(members)."""
     import zipfile
 
-    with zipfile.ZipFile(path) as archive:
-        names = dict.fromkeys(name for name in archive.namelist()
-                              if name.startswith("samples/") and name.endswith(".json"))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = dict.fromkeys(name for name in archive.namelist()
+                                  if name.startswith("samples/") and name.endswith(".json"))
+    except (OSError, ValueError, zipfile.BadZipFile):  # (not a local zip: inspect_ai's to say)
+        return []
     members: list[tuple[str, int]] = []
     for name in names:
         sample_id, _, epoch = name.removeprefix("samples/").removesuffix(".json").rpartition(
@@ -345,6 +388,16 @@ def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], ob
             members.append((sample_id, int(epoch)))
     members.sort(key=lambda member: (member[1], member[0].zfill(20) if member[0].isdecimal()
                                      else member[0]))
+    return members
+
+
+def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], object]
+                      ) -> Iterator[_Read]:
+    """The samples of a ``.eval`` log whose header lists no sample ids, each member of
+    its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
+    a log read whole), so that one inspect_ai cannot read is named in its place and the
+    others are still read; then what the log lacks, told to ``lacking``."""
+    members = _archived_members(path)
     held: list[tuple[str, Any]] = []
     for batch in _batches(path, members):
         for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
@@ -431,6 +484,7 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     loses them all) :func:`_json_samples_alone`."""
     from inspect_ai.log import read_eval_log
 
+    header = _header_as_written(data)
     try:
         log = read_eval_log(io.BytesIO(data), resolve_attachments=True, format="json")
     except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
@@ -438,15 +492,33 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     except Exception:  # (said by the sample, or the header, it is about)
         yield from _json_samples_alone(data, lacking)
         return
-    yield from _log_samples(log, lacking)
+    yield from _log_samples(log, header, lacking)
 
 
-def _log_samples(log: Any, lacking: Callable[[str], object]) -> Iterator[_Read]:
-    """The samples of a log inspect_ai read whole, then what it lacks told to ``lacking``
-    (:func:`_unfinished`)."""
+def _header_as_written(data: bytes) -> dict[str, Any] | None:
+    """The fields of a ``.json`` log's header :func:`_lacking` reads, as the document writes
+    them (inspect_ai reading it whole fills in the ids of the samples it holds), parsed as
+    inspect_ai parses a log and let go of before inspect_ai parses it again: about a
+    tenth more time than reading the log. None when it is no JSON object (inspect_ai
+    says what is wrong)."""
+    from pydantic_core import from_json
+
+    try:
+        document = from_json(data)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    return {key: document.get(key) for key in ("status", "invalidated", "eval", "results")}
+
+
+def _log_samples(log: Any, header: Any, lacking: Callable[[str], object]) -> Iterator[_Read]:
+    """The samples of a log inspect_ai read whole, then what it lacks by its ``header`` as
+    written (:func:`_lacking`; the log's own when None)."""
     for sample in log.samples or []:
         yield _chat_or_why(sample, log.eval.model)
-    yield from _lacking(log, [(str(sample.id), sample.epoch) for sample in log.samples or []],
+    yield from _lacking(log if header is None else header,
+                        [(str(sample.id), sample.epoch) for sample in log.samples or []],
                         lacking)
 
 
@@ -488,8 +560,8 @@ def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterat
         (sample,) = log.samples or []
         yield _chat_or_why(sample, log.eval.model)
     yield from _lacking(document, [
-        (str(_field(raw, "id")), _field(raw, "epoch") or 1) if isinstance(raw, dict) else ("", 0)
-        for raw in samples], lacking)
+        (str(_field(raw, "id")), _field(raw, "epoch") or 1) if isinstance(raw, dict)
+        else (f"sample {position + 1}", None) for position, raw in enumerate(samples)], lacking)
 
 
 def _chat_or_why(sample: Any, model: str | None) -> _Read:
