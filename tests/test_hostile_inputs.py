@@ -1418,6 +1418,35 @@ def test_an_error_a_message_raises_is_noted_with_its_thread_and_index(
     assert error.value.__notes__ == [f"while reading {where}"]
 
 
+class _RaisesWhenRead(dict[str, Any]):
+    """A chat message whose every read raises (a mapping of the caller's own)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("boom")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic", "auto"])
+def test_an_error_a_chat_message_raises_is_noted_with_its_thread(format_: str) -> None:
+    """An exception a chat message's own object raises as a format's adapter reads it
+    propagates as raised, with a note naming the thread and format (it named nothing: the
+    core notes only what it reads of native threads); one thread given to
+    describe_thread_cycle is "the messages"."""
+    chat = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}]
+    bad = [chat[0], _RaisesWhenRead(role="assistant", content="ok")]
+    with pytest.raises(RuntimeError, match="boom") as error:
+        vthread.scan([chat, chat, bad], format=format_)
+    told = "openai" if format_ == "auto" else format_
+    assert error.value.__notes__ == [  # (auto: raised as the format is told)
+        'while telling the format of thread 2 (format="auto")' if format_ == "auto"
+        else f"while reading thread 2 in {told} format"]
+    with pytest.raises(RuntimeError, match="boom") as error:
+        vthread.describe_thread_cycle(bad, format=told)
+    assert error.value.__notes__ == [f"while reading the messages in {told} format"]
+
+
 class _GetSaysOtherwise(dict[str, Any]):
     """A mapping whose ``get`` gives ``"X"`` for every key in ``odd`` (``[]`` and ``in`` as a
     dict's)."""

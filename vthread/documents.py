@@ -469,7 +469,7 @@ CHAT_FORMATS: Final = frozenset({"openai", "anthropic", "responses", "mini-swe-a
 settles the format of a batch whose first threads were all plain chats."""
 
 
-def native_threads(threads: Sequence[Any], format_: str
+def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
                    ) -> tuple[Sequence[Any], list[list[int] | None] | None]:
     """``threads``, each the messages of one run in ``format_`` or a run object holding them
     (as a JSONL line holds one: ``{"messages": [...]}``, a ``traj`` or ``history``, a declared
@@ -483,7 +483,9 @@ def native_threads(threads: Sequence[Any], format_: str
     as one, as a given format is not overruled. Native
     lists of messages are returned as they are, with None for all. A thread that cannot be
     read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
-    the thread. O(total messages).
+    the thread; what the caller's own value raises as it is read gets a note naming the
+    thread (the messages, with ``one``: a batch of the one thread a caller passed).
+    O(total messages).
 
     >>> native_threads([[{"role": "user", "content": "hi"}]], "auto")
     ([[{'type': 'user', 'text': 'hi'}]], [[0]])
@@ -496,41 +498,65 @@ def native_threads(threads: Sequence[Any], format_: str
         # dict runs the caller's code when read, which may change the thread under it.
         threads = [_held(thread) if index < DETECT_THREADS else thread
                    for index, thread in enumerate(threads)]
-        format_ = _batch_format(threads)
+        reading = [0]
+        try:
+            format_ = _batch_format(threads, reading)
+        except Exception as error:  # (as below, for the caller's own value raising)
+            if not _names_a_thread(error):
+                read = "the messages" if one else f"thread {reading[0]}"
+                error.add_note(f"while telling the format of {read} (format=\"auto\")")
+            raise
     if format_ == "native" and not any(isinstance(t, Mapping) for t in threads):
         return threads, None
     native: list[Any] = []
     sources: list[list[int] | None] = []
-    for index, thread in enumerate(threads):
-        if isinstance(thread, Mapping):
-            # (a detected chat format yields to a run's own declaration; a given one not)
-            found = read_run(_as_parsed_run(thread), format_, declared_wins=detected)
-            if is_string(found):
-                if format_ == "native":
-                    # The list threads before it are checked by the core, later: the first
-                    # bad thread is named, not this one.
-                    earlier = first_thread_error(threads[:index])
-                    if earlier is not None:
-                        raise earlier
-                raise _unreadable_run(index, thread, found, format_)
-            native.append(found[1])
-            sources.append(found[2])
-            continue
-        if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
-            earlier = first_thread_error(threads[:index]) if format_ == "native" else None
-            raise earlier if earlier is not None else _not_a_thread(index, thread)
-        if format_ == "native":
-            native.append(thread)
-            sources.append(None)
-            continue
-        try:
-            messages, origins = to_native_with_sources(_held(thread), format_)  # type: ignore[arg-type]
-        except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
-            kind = MessageTypeError if isinstance(error, MessageTypeError) else ValueError
-            raise kind(f"thread {index}: {format_} format: {error}") from None
-        native.append(messages)
-        sources.append(origins)
+    index = 0
+    try:
+        for index, thread in enumerate(threads):
+            if isinstance(thread, Mapping):
+                # (a detected chat format yields to a run's own declaration; a given one not)
+                found = read_run(_as_parsed_run(thread), format_, declared_wins=detected)
+                if is_string(found):
+                    if format_ == "native":
+                        # The list threads before it are checked by the core, later: the first
+                        # bad thread is named, not this one.
+                        earlier = first_thread_error(threads[:index])
+                        if earlier is not None:
+                            raise earlier
+                    raise _unreadable_run(index, thread, found, format_)
+                native.append(found[1])
+                sources.append(found[2])
+                continue
+            if isinstance(thread, (str, bytes)) or not isinstance(thread, Sequence):
+                earlier = first_thread_error(threads[:index]) if format_ == "native" else None
+                raise earlier if earlier is not None else _not_a_thread(index, thread)
+            if format_ == "native":
+                native.append(thread)
+                sources.append(None)
+                continue
+            try:
+                messages, origins = to_native_with_sources(_held(thread), format_)  # type: ignore[arg-type]
+            except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
+                kind = MessageTypeError if isinstance(error, MessageTypeError) else ValueError
+                raise kind(f"thread {index}: {format_} format: {error}") from None
+            native.append(messages)
+            sources.append(origins)
+    except Exception as error:
+        # The caller's own value raising as it is read names no thread: noted, as the
+        # core's reading of native threads notes it (the errors made here name theirs).
+        if not _names_a_thread(error):
+            read = "the messages" if one else f"thread {index}"
+            error.add_note(f"while reading {read} in {format_} format")
+        raise
     return native, sources
+
+
+def _names_a_thread(error: Exception) -> bool:
+    """Whether an error's message begins by naming a thread (as this module's do)."""
+    try:
+        return str(error).startswith("thread ")
+    except Exception:  # (a caller's exception whose __str__ raises)
+        return False
 
 
 def _held(thread: Any) -> Any:
@@ -648,16 +674,19 @@ def thread_format(messages: Sequence[Any]) -> str:
     return _batch_format([_held(messages)])
 
 
-def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
+def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = None) -> str:
     """The format the first threads with messages agree on (``vthread scan``'s detection),
     or, when they are all plain chats, the one the first thread further on to show a chat
     format shows (:func:`first_settling`; a warning names the threads after it, among
     :data:`DETECT_THREADS`, plainly in another). O(messages looked at): a batch of plain
     chats is looked through to its end by :func:`_may_settle`, a few dictionary lookups a
-    message (10,000 chats of 13 messages: about 50 ms, a tenth of translating them)."""
+    message (10,000 chats of 13 messages: about 50 ms, a tenth of translating them).
+    ``reading[0]``, when given, is kept at the position of the thread being judged (what an
+    error the caller's own value raises is noted with)."""
     from vthread.adapters import agreed_format
 
-    values = (_judged_value(thread) for thread in threads)
+    reading = [0] if reading is None else reading
+    values = (_judged_value(thread) for thread in _positions_noted(threads, reading))
     evidence, unknown = evidence_of(values, DETECT_THREADS)
     if not evidence and unknown is not None:
         # A thread whose messages are in no format because one is no message at all: that
@@ -676,8 +705,17 @@ def _batch_format(threads: Sequence[Sequence[Any]]) -> str:
                               lambda position: declares_mini_swe_agent(threads[position]))
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
     # (stacklevel: this function, native_threads, scan, then scan's caller)
-    return settled_format(found, evidence, partial(_judged_after, threads), DETECT_THREADS,
-                          "thread", 'format="auto"', stacklevel=4)
+    return settled_format(found, evidence, partial(_judged_after, threads, reading=reading),
+                          DETECT_THREADS, "thread", 'format="auto"', stacklevel=4)
+
+
+def _positions_noted(threads: Sequence[Any], reading: list[int], start: int = 0
+                     ) -> Iterator[Any]:
+    """``threads`` from ``start`` on, ``reading[0]`` set to each one's position as it is
+    handed out."""
+    for position in range(start, len(threads)):
+        reading[0] = position
+        yield threads[position]
 
 
 def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
@@ -754,13 +792,14 @@ def natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
         yield number, found
 
 
-def _judged_after(threads: Sequence[Any], start: int
+def _judged_after(threads: Sequence[Any], start: int, reading: list[int] | None = None
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position (a run
     declaring itself a mini-swe-agent run judged by none: :func:`run_format_evidence`'s
-    ``undeclared``)."""
+    ``undeclared``; ``reading`` as :func:`_batch_format` keeps it)."""
+    noted = _positions_noted(threads, [0] if reading is None else reading, start)
     return judged_until_settled(
-        ((position, _judged_value(threads[position])) for position in range(start, len(threads))),
+        ((position, _judged_value(thread)) for position, thread in enumerate(noted, start)),
         _may_settle, partial(run_format_evidence, undeclared=True))
 
 
@@ -993,7 +1032,7 @@ def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]
     each (None when read as they are), as :func:`native_threads` reads a batch's; its errors
     name the message, not a thread."""
     try:
-        (native,), found = native_threads([messages], format_)
+        (native,), found = native_threads([messages], format_, one=True)
     except (TypeError, ValueError) as error:
         raise type(error)(str(error).removeprefix("thread 0: ")) from None
     return native, None if found is None else found[0]
