@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -915,6 +916,34 @@ class SlottedGuard(Guard):
     __slots__ = ("note",)
 
 
+class StatefulGuard(Guard):
+    """A subclass writing its own pickled state (leaving out what does not pickle)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.count, self.lock = 1, threading.Lock()
+
+    def __getstate__(self) -> tuple[int]:
+        return (self.count,)
+
+    def __setstate__(self, state: tuple[int]) -> None:
+        (self.count,) = state
+        self.lock = threading.Lock()
+
+
+class PrivateGuard(Guard):
+    """A subclass whose slot is private (its name mangled as the class holds it)."""
+
+    __slots__ = ("__secret",)
+
+    def __init__(self, secret: str = "", **options: Any) -> None:
+        super().__init__(**options)
+        self.__secret = secret
+
+    def secret(self) -> str:
+        return self.__secret
+
+
 def test_a_fresh_guard_pickles_and_a_fed_one_says_why_not() -> None:
     """A guard fed nothing (since made or reset) pickles, its class, options and own
     attributes kept, and loads as one made with them: fed the same chunks as a copy of the
@@ -937,6 +966,12 @@ def test_a_fresh_guard_pickles_and_a_fed_one_says_why_not() -> None:
         assert loaded.reason == twin.reason is not None
     assert pickle.loads(pickle.dumps(LabelledGuard("run 8"))).label == "run 8"
     assert pickle.loads(pickle.dumps(slotted)).note == ["a"]
+    stateful = pickle.loads(pickle.dumps(StatefulGuard(ngram=3)))  # (its __getstate__ used)
+    assert (stateful.count, stateful.options.ngram) == (1, 3)
+    private = PrivateGuard("k", ngram=3)
+    for made in (pickle.loads(pickle.dumps(private)), copy.copy(private),
+                 copy.deepcopy(private)):
+        assert made.secret() == "k" and made.options.ngram == 3
     fed = Guard()
     fed.push("All good so far. ")
     with pytest.raises(TypeError, match=r"cannot pickle a Guard that has been fed text .* "

@@ -901,3 +901,57 @@ def test_a_sample_held_twice_counts_once_toward_what_a_log_holds() -> None:
     assert list(inspect_log._lacking(header, [("a", 1)] * 3, heard.append)) == []
     assert heard == ["holds 1 of the 3 samples its header lists: its evaluation did not "
                      "finish (it was cancelled); the others are not in it, and go unchecked"]
+
+
+def test_what_a_header_lists_is_counted_as_inspect_ai_chose_the_samples() -> None:
+    """Without sample ids, the samples a header lists are its dataset's count sliced by the
+    run's limit as Python slices (a negative start counts from the end), and unknown when
+    it chose samples by id (patterns it matched against ids it does not list): no claim
+    then (a range of [-2, 5] over 5 samples was said to list 5, and sample_id=["s1", "s3",
+    "nope"] 3). With ids, a sample it does not list is no part of what it lists (a
+    cancelled .json log holding other epochs of one sample was said to hold them all)."""
+    from vthread import inspect_log
+
+    def listed(samples: int, **config: Any) -> int | None:
+        return inspect_log._listed(None, samples, 1, set(), config)
+
+    assert [listed(5), listed(5, limit=3), listed(5, limit=9), listed(5, limit=[1, 4]),
+            listed(5, limit=[-2, 5]), listed(5, limit=-1)] == [5, 3, 5, 3, 2, 4]
+    assert listed(5, sample_id=["s1", "s3", "nope"]) is None
+    assert listed(5, sample_id="s*") is None and listed(5, limit="x") is None
+    heard: list[str] = []
+    header = {"status": "cancelled",
+              "eval": {"dataset": {"sample_ids": ["s0", "s1", "s2", "s3", "s4"]},
+                       "config": {"epochs": 1}}}
+    held = [("s0", 1), ("s1", 1), ("s0", 2), ("s0", 3), ("s0", 4)]
+    assert list(inspect_log._lacking(header, held, heard.append)) == []
+    assert heard == ["holds 2 of the 5 samples its header lists: its evaluation did not "
+                     "finish (it was cancelled); the others are not in it, and go unchecked"]
+
+
+@needs_inspect
+def test_a_json_log_without_sample_ids_is_judged_by_its_header_as_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json log whose header lists no sample ids (null, or no key), read whole by
+    inspect_ai (which lists the ids it found): a finished one missing a sample is said to
+    lack it, by count (it passed unsaid), whichever way the document is spaced."""
+    path = written_log(tmp_path, "run.json", sample_ids=("a", "b", "c", "d"))
+    document = json.loads(path.read_text())
+    document["samples"] = document["samples"][:3]
+    said = ("holds 3 of the 4 samples its header lists: its header says the evaluation "
+            "succeeded, which writes them all; the others are not in it, and go unchecked")
+    for written in ("null", "absent"):
+        if written == "null":
+            document["eval"]["dataset"]["sample_ids"] = None
+        else:
+            document["eval"]["dataset"].pop("sample_ids", None)
+        for indent in (None, 2):
+            path.write_text(json.dumps(document, indent=indent))
+            code, out, err = run(["scan", str(path), "-q", "--fail-on-error"], monkeypatch)
+            assert code == 65 and f"{path}: {said}" in err, (written, indent)
+            assert [r.get("error") for r in records(out)] == [None, None, None, said]
+    document["eval"]["dataset"]["sample_ids"] = ["a", "b", "c", "d"]  # (listed: named)
+    path.write_text(json.dumps(document, indent=1))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    assert records(out)[-1]["error"] == ("sample 'd' epoch 1 is missing from the log, whose "
+                                         "header says the evaluation succeeded")

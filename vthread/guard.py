@@ -181,18 +181,24 @@ class Guard(_core.GuardCore):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling (a harness handing configured guards to worker processes): a guard fed
         nothing since it was made or reset pickles as its class, options and instance
-        attributes, and loads as one made with those options (a subclass's ``__init__`` not
-        run again, as for :func:`copy.copy`). A guard fed text is a TypeError saying so: its
-        window holds words hashed with a seed of this process that no other can take up
+        attributes (what a subclass's own ``__getstate__`` gives, when it has one), and
+        loads as one made with those options (a subclass's ``__init__`` not run again, as
+        for :func:`copy.copy`). A guard fed text is a TypeError saying so: the window of
+        words it has read lives in the compiled core, which writes no copy of it out
         (``copy.copy`` forks it within the process; ``reset()`` first, to pickle it)."""
         if not self._is_fresh():
             raise TypeError(f"cannot pickle a {type(self).__name__} that has been fed text "
-                            "(its window is hashed with this process's seed): pickle it "
-                            "before its first push, or after reset(); copy.copy forks it "
-                            "within this process")
-        # (the state pickle sets: the instance dict, with the slots' values when there are)
-        own, slots = getattr(self, "__dict__", None) or None, _own_slots(self)
-        return (_unpickled, (type(self), self.options), (own, slots) if slots else own)
+                            "(the window of words it has read lives in the compiled core, "
+                            "which pickles only a fresh guard's options): pickle it before "
+                            "its first push, or after reset(); copy.copy forks it within "
+                            "this process")
+        if type(self).__getstate__ is not object.__getstate__:
+            state = self.__getstate__()  # (a subclass's own, for its own __setstate__)
+        else:
+            # (the state pickle sets: the instance dict, and the slots' values when set)
+            own, slots = getattr(self, "__dict__", None) or None, _own_slots(self)
+            state = (own, slots) if slots else own
+        return (_unpickled, (type(self), self.options), state)
 
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
@@ -236,7 +242,11 @@ def _own_slots(guard: Guard) -> dict[str, Any]:
             break
         slots = cls.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and hasattr(guard, name):
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{cls.__name__.lstrip('_')}{name}"  # (mangled, as the class holds it)
+            if hasattr(guard, name):
                 held[name] = getattr(guard, name)
     return held
 

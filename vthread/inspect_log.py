@@ -56,6 +56,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,26 +255,23 @@ def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, 
             config: Any = None) -> int | None:
     """How many samples a header lists to be run: its sample ids (the ids chosen, limits
     applied) times its epochs, less those stopped early; without ids, its count of the
-    dataset's samples as its ``config`` (inspect_ai's or a ``.json`` log's) chose among
-    them: ``sample_id`` (those named), ``limit`` (the first n, or a range). None when it
-    says neither."""
+    dataset's samples as its ``config`` (inspect_ai's or a ``.json`` log's) ``limit``
+    slices them (the first n, or a range, as Python slices). None when it says neither, or
+    chose samples by ``sample_id`` (patterns matched against ids it does not list)."""
     if isinstance(sample_ids, list):
-        count: int | None = len(sample_ids)
+        count = len(sample_ids)
     else:
-        count = _whole(samples)
-        chosen, limit = _field(config, "sample_id"), _field(config, "limit")
-        if count is not None and chosen is not None:
-            count = len(chosen) if isinstance(chosen, list) else 1
-        elif count is not None and _whole(limit) is not None:
-            count = min(count, max(limit, 0))
-        elif count is not None and limit is not None:
-            # (a range of the dataset's samples, [start, end), as inspect_ai takes it)
+        dataset, limit = _whole(samples), _field(config, "limit")
+        if dataset is None or _field(config, "sample_id") is not None:
+            return None
+        count = dataset
+        if _whole(limit) is not None:
+            count = len(range(count)[:limit])
+        elif limit is not None:
             ends = list(limit) if isinstance(limit, Sequence) and not isinstance(limit, str) else []
             if len(ends) != 2 or _whole(ends[0]) is None or _whole(ends[1]) is None:
                 return None
-            count = max(0, min(ends[1], count) - max(ends[0], 0))
-    if count is None:
-        return None
+            count = len(range(count)[ends[0]:ends[1]])
     return count * (epochs if _whole(epochs) is not None and epochs > 0 else 1) - len(stopped)
 
 
@@ -304,7 +302,7 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
         except Exception:  # (a sample inspect_ai cannot read: said by the sample)
             yield from _archived_samples(path, header, lacking)
             return
-        yield from _log_samples(log, header, lacking)
+        yield from _log_samples(log, None, lacking)
         return
     # A finished evaluation holds every sample its header lists but those it stopped early
     # (or all of them when it was told not to log them); an interrupted one (status
@@ -360,6 +358,9 @@ def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], obj
         # (without ids, which it lacks cannot be named: only how many, said once below)
         named = list(_missing(_wanted(sample_ids, epochs), set(held), stopped))
         yield from named
+    if isinstance(sample_ids, list):  # (a sample the header does not list is no part of it)
+        listed = {(str(sample_id), epoch) for sample_id, epoch in _wanted(sample_ids, epochs)}
+        held = [pair for pair in held if pair in listed]
     why = _unfinished(status, len(set(held)) + len(named),
                       _listed(sample_ids, _field(dataset, "samples"), epochs, stopped, config),
                       log_samples)
@@ -484,7 +485,6 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     loses them all) :func:`_json_samples_alone`."""
     from inspect_ai.log import read_eval_log
 
-    header = _header_as_written(data)
     try:
         log = read_eval_log(io.BytesIO(data), resolve_attachments=True, format="json")
     except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
@@ -492,33 +492,30 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     except Exception:  # (said by the sample, or the header, it is about)
         yield from _json_samples_alone(data, lacking)
         return
-    yield from _log_samples(log, header, lacking)
+    written = _WRITES_SAMPLE_IDS.search(data)
+    yield from _log_samples(log, log.eval.dataset.sample_ids
+                            if written is not None and written.group(1) == b"[" else None,
+                            lacking)
 
 
-def _header_as_written(data: bytes) -> dict[str, Any] | None:
-    """The fields of a ``.json`` log's header :func:`_lacking` reads, as the document writes
-    them (inspect_ai reading it whole fills in the ids of the samples it holds), parsed as
-    inspect_ai parses a log and let go of before inspect_ai parses it again: about a
-    tenth more time than reading the log. None when it is no JSON object (inspect_ai
-    says what is wrong)."""
-    from pydantic_core import from_json
-
-    try:
-        document = from_json(data)
-    except ValueError:
-        return None
-    if not isinstance(document, dict):
-        return None
-    return {key: document.get(key) for key in ("status", "invalidated", "eval", "results")}
+_WRITES_SAMPLE_IDS: Final = re.compile(rb'"sample_ids"\s*:\s*(null|\[)')
+"""How a ``.json`` log's header writes its sample ids, first in the document (its ``eval``
+header is written before its samples; in a string the quotes would be escaped): a list,
+or null (none: so is a header that names none)."""
 
 
-def _log_samples(log: Any, header: Any, lacking: Callable[[str], object]) -> Iterator[_Read]:
-    """The samples of a log inspect_ai read whole, then what it lacks by its ``header`` as
-    written (:func:`_lacking`; the log's own when None)."""
+def _log_samples(log: Any, sample_ids: list[Any] | None, lacking: Callable[[str], object]
+                 ) -> Iterator[_Read]:
+    """The samples of a log inspect_ai read whole, then what it lacks (:func:`_lacking`) by
+    its header with the ``sample_ids`` it was written with (inspect_ai reading a log whole
+    lists the ids of the samples it found where the header lists none)."""
     for sample in log.samples or []:
         yield _chat_or_why(sample, log.eval.model)
-    yield from _lacking(log if header is None else header,
-                        [(str(sample.id), sample.epoch) for sample in log.samples or []],
+    spec = log.eval
+    header = {"status": log.status, "invalidated": log.invalidated, "results": log.results,
+              "eval": {"dataset": {"sample_ids": sample_ids, "samples": spec.dataset.samples},
+                       "config": spec.config}}
+    yield from _lacking(header, [(str(sample.id), sample.epoch) for sample in log.samples or []],
                         lacking)
 
 
