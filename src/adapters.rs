@@ -1176,13 +1176,33 @@ const RESPONSES_CALLS_AND_OUTPUTS: [&str; 4] = [
 ];
 
 /// `adapters._RESPONSES_ITEMS`: every item type a Responses run may hold.
-const RESPONSES_ITEMS: [&str; 6] = [
+const RESPONSES_ITEMS: &[&str] = &[
     "message",
     "reasoning",
     "function_call",
     "custom_tool_call",
     "function_call_output",
     "custom_tool_call_output",
+    "file_search_call",
+    "web_search_call",
+    "computer_call",
+    "computer_call_output",
+    "image_generation_call",
+    "code_interpreter_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "mcp_call",
+    "item_reference",
+    "compaction",
+    "tool_search_call",
+    "tool_search_output",
 ];
 /// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
 const ANTHROPIC_BLOCKS: [&str; 4] = ["tool_use", "tool_result", "thinking", "redacted_thinking"];
@@ -1887,7 +1907,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
             break;
         }
         any_call_or_output = any_call_or_output || named(found_kind, &RESPONSES_CALLS_AND_OUTPUTS);
-        all_responses_items = all_responses_items && named(found_kind, &RESPONSES_ITEMS);
+        all_responses_items = all_responses_items && named(found_kind, RESPONSES_ITEMS);
     }
     if typed_without_role {
         let responses = any_call_or_output && all_responses_items;
@@ -1896,7 +1916,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     // `m.get("type", "message")`: an item without a type is a message.
     if messages
         .iter()
-        .all(|m| kind(m).is_none() || named(kind(m), &RESPONSES_ITEMS))
+        .all(|m| kind(m).is_none() || named(kind(m), RESPONSES_ITEMS))
         && messages.iter().any(|m| {
             named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS)
                 || (named(kind(m), &["message"]) && m.get("role").is_some())

@@ -28,11 +28,14 @@ from strategies import (
 )
 
 from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
-from vthread import _core, cli, documents
+from tests.test_cli import records
+from tests.test_cli import run as run_cli
+from vthread import _core, cli, documents, scan
 from vthread.documents import declares_mini_swe_agent, run_format_evidence, settles
 
 KINDS = st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
-                         "function_call_output", "custom_tool_call", "x"])
+                         "function_call_output", "custom_tool_call", "web_search_call",
+                         "computer_call_output", "x"])
 ITEMS = st.one_of(
     st.fixed_dictionaries({"type": KINDS}, optional={"role": st.just("user"),
                                                        "text": st.text(max_size=3)}),
@@ -88,7 +91,8 @@ def test_core_evidence_is_pythons(value: Any, messages_key: str | None) -> None:
 
 TYPED = st.lists(st.fixed_dictionaries(
     {"type": st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
-                              "function_call_output", "custom_tool_call", "x"])},
+                              "function_call_output", "custom_tool_call", "web_search_call",
+                              "computer_call", "x"])},
     optional={"role": st.just("assistant"), "text": st.just("t")}), min_size=1, max_size=8)
 
 
@@ -544,3 +548,35 @@ def test_a_native_thread_naming_role_in_its_values_is_marked_native(
     assert run_format_evidence(value) == ("native", True)
     for line in (json.dumps(value).encode(), _escaped(value).encode()):
         assert _core.line_marks([line])[0] & _core.MAY_BE_NATIVE, line
+
+
+BUILT_IN_ITEMS = ["file_search_call", "web_search_call", "computer_call", "computer_call_output",
+                  "image_generation_call", "code_interpreter_call", "local_shell_call",
+                  "local_shell_call_output", "shell_call", "shell_call_output",
+                  "apply_patch_call", "apply_patch_call_output", "mcp_list_tools",
+                  "mcp_approval_request", "mcp_approval_response", "mcp_call",
+                  "item_reference", "compaction", "tool_search_call", "tool_search_output"]
+
+
+@pytest.mark.parametrize("kind", BUILT_IN_ITEMS)
+def test_a_responses_run_holding_a_built_in_tool_s_items_is_told_responses(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Responses run holding an item of a built-in tool (a web search, a computer call,
+    an MCP call) is told a Responses run by Python and by the core, and read as one by
+    ``vthread scan`` and ``scan(format="auto")``, the item an empty message of its type (no
+    format was told: the command exited 2, the API raised)."""
+    from vthread.adapters import detect_format
+
+    run = [{"type": "message", "role": "user", "content": "Find the weather."},
+           {"type": kind, "id": "x1", "status": "completed"},
+           {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
+           {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]
+    assert detect_format(run) == "responses"
+    for value in (run, {"id": "r", "messages": run}, run[1:]):  # (no role: a call decides)
+        _agrees(value, None)
+        assert run_format_evidence(value) == ("responses", True)
+    assert scan([run], format="auto").record(0)["messages"] == 4
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "r", "messages": run}) + "\n")
+    code, out, err = run_cli(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == "" and [r["messages"] for r in records(out)] == [4]

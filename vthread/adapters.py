@@ -462,7 +462,16 @@ def _anthropic_blocks(
 _RESPONSES_CALLS: Final = frozenset({"function_call", "custom_tool_call"})
 _RESPONSES_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _RESPONSES_TOOL_ITEMS: Final = _RESPONSES_CALLS | _RESPONSES_OUTPUTS
-_RESPONSES_ITEMS: Final = frozenset({"message", "reasoning"}) | _RESPONSES_TOOL_ITEMS
+_RESPONSES_ITEMS: Final = frozenset({
+    "message", "reasoning", "file_search_call", "web_search_call", "computer_call",
+    "computer_call_output", "image_generation_call", "code_interpreter_call",
+    "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
+    "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "mcp_call", "item_reference", "compaction",
+    "tool_search_call", "tool_search_output"}) | _RESPONSES_TOOL_ITEMS
+"""Every item type a Responses run may hold (the API's input and output items): a run
+holding a built-in tool's items (a web search, a computer call) is still a Responses run
+(it was told no format), each such item an empty message of its type."""
 
 
 def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
