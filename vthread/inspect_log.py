@@ -237,9 +237,14 @@ def _missing(wanted: Sequence[tuple[Any, Any]], held: set[tuple[str, Any]],
     (id as text, epoch) each), in the header's order."""
     for sample_id, epoch in wanted:
         if (str(sample_id), epoch) not in held and (str(sample_id), epoch) not in stopped:
-            named = _sample_name({"id": sample_id, "epoch": epoch})
-            yield UnreadableSample(_thread_id(sample_id, epoch), f"{named} is missing from the "
-                                   "log, whose header says the evaluation succeeded")
+            yield _said_missing(sample_id, epoch)
+
+
+def _said_missing(sample_id: Any, epoch: Any) -> UnreadableSample:
+    """The error of a sample a finished evaluation's log lacks."""
+    named = _sample_name({"id": sample_id, "epoch": epoch})
+    return UnreadableSample(_thread_id(sample_id, epoch), f"{named} is missing from the log, "
+                            "whose header says the evaluation succeeded")
 
 
 def _wanted(sample_ids: Any, epochs: Any) -> list[tuple[Any, int]]:
@@ -247,8 +252,13 @@ def _wanted(sample_ids: Any, epochs: Any) -> list[tuple[Any, int]]:
     lists no ids)."""
     if not isinstance(sample_ids, list):
         return []
-    count = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1
-    return [(sample_id, epoch) for sample_id in sample_ids for epoch in range(1, count + 1)]
+    return [(sample_id, epoch) for sample_id in sample_ids
+            for epoch in range(1, _epoch_count(epochs) + 1)]
+
+
+def _epoch_count(epochs: Any) -> int:
+    """How many epochs a config's ``epochs`` runs: 1 unless it is a positive integer."""
+    return epochs if _whole(epochs) is not None and epochs > 0 else 1
 
 
 def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]],
@@ -272,7 +282,7 @@ def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, 
             if len(ends) != 2 or _whole(ends[0]) is None or _whole(ends[1]) is None:
                 return None
             count = len(range(count)[ends[0]:ends[1]])
-    return count * (epochs if _whole(epochs) is not None and epochs > 0 else 1) - len(stopped)
+    return count * _epoch_count(epochs) - len(stopped)
 
 
 def _whole(value: Any) -> int | None:
@@ -309,30 +319,36 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     # "started", "error", "cancelled") or one with invalidated samples, only those it ran.
     complete = (header.status == "success" and not header.invalidated
                 and config.log_samples is not False)
-    held: list[tuple[str, Any]] = []  # (and those said missing in their places)
+    # (held: those read, and those said missing in their places, which _lacking then
+    # does not name again)
+    held: list[tuple[str, Any]] = []
     wanted = _wanted(sample_ids, config.epochs)
-    for batch in _batches(path, wanted):
-        samples = _eval_batch(path, batch)
-        for (sample_id, epoch), sample in zip(batch, samples, strict=True):
-            if isinstance(sample, _Missing):
-                if complete:
-                    said = list(_missing([(sample_id, epoch)], set(), stopped))
-                    held += [(str(sample_id), epoch)] * len(said)
-                    yield from said
+    for (sample_id, epoch), sample in _members_read(path, wanted, header.eval.model):
+        if isinstance(sample, _Missing):
+            if not complete or (str(sample_id), epoch) in stopped:
                 continue
-            held.append((str(sample_id), epoch))
-            yield (sample if isinstance(sample, UnreadableSample)
-                   else _chat_or_why(sample, header.eval.model))
+            sample = _said_missing(sample_id, epoch)
+        held.append((str(sample_id), epoch))
+        yield sample
     # Samples the archive holds that its header does not list (a sample added to the log
     # after its header was written: inspect_ai reading the log whole reads them), after.
     listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
     unlisted = [member for member in _archived_members(path) if member not in listed]
-    for batch in _batches(path, unlisted):
-        for sample in _eval_batch(path, batch):
-            if not isinstance(sample, _Missing):
-                yield (sample if isinstance(sample, UnreadableSample)
-                       else _chat_or_why(sample, header.eval.model))
+    for _, sample in _members_read(path, unlisted, header.eval.model):
+        if not isinstance(sample, _Missing):
+            yield sample
     yield from _lacking(header, held, lacking)
+
+
+def _members_read(path: str | Path, wanted: list[tuple[Any, int]], model: str | None
+                  ) -> Iterator[tuple[tuple[Any, int], _Read | _Missing]]:
+    """Each of ``wanted`` ((id, epoch) each) with its sample of the ``.eval`` log at
+    ``path``, read in batches (:func:`_batches`, :func:`_eval_batch`): (id, chat messages)
+    (``model``: the evaluation's), an :class:`UnreadableSample`, or a :class:`_Missing`."""
+    for batch in _batches(path, wanted):
+        for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
+            yield member, (sample if isinstance(sample, (UnreadableSample, _Missing))
+                           else _chat_or_why(sample, model))
 
 
 def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], object]
@@ -351,15 +367,15 @@ def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], obj
     status, log_samples = _field(log, "status"), _field(config, "log_samples")
     sample_ids, epochs = _field(dataset, "sample_ids"), _field(config, "epochs")
     stopped = _early_stops(_field(log, "results"))
+    wanted = _wanted(sample_ids, epochs)  # (none without ids: which it lacks is not named)
     named: list[UnreadableSample] = []
     if status == "success" and log_samples is not False:
         if _field(log, "invalidated"):
             return  # (invalidated samples may be left out)
-        # (without ids, which it lacks cannot be named: only how many, said once below)
-        named = list(_missing(_wanted(sample_ids, epochs), set(held), stopped))
+        named = list(_missing(wanted, set(held), stopped))
         yield from named
     if isinstance(sample_ids, list):  # (a sample the header does not list is no part of it)
-        listed = {(str(sample_id), epoch) for sample_id, epoch in _wanted(sample_ids, epochs)}
+        listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
         held = [pair for pair in held if pair in listed]
     why = _unfinished(status, len(set(held)) + len(named),
                       _listed(sample_ids, _field(dataset, "samples"), epochs, stopped, config),
@@ -398,15 +414,11 @@ def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], ob
     its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
     a log read whole), so that one inspect_ai cannot read is named in its place and the
     others are still read; then what the log lacks, told to ``lacking``."""
-    members = _archived_members(path)
     held: list[tuple[str, Any]] = []
-    for batch in _batches(path, members):
-        for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
-            if isinstance(sample, _Missing):
-                continue  # (listed by the archive: never)
+    for member, sample in _members_read(path, _archived_members(path), header.eval.model):
+        if not isinstance(sample, _Missing):  # (listed by the archive: never missing)
             held.append(member)
-            yield (sample if isinstance(sample, UnreadableSample)
-                   else _chat_or_why(sample, header.eval.model))
+            yield sample
     yield from _lacking(header, held, lacking)
 
 
