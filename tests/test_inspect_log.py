@@ -665,37 +665,35 @@ def test_an_eval_log_whose_header_lists_no_sample_ids_is_read_whole(
     """A .eval log an inspect_ai before sample ids wrote (its header's sample_ids null):
     read whole, as inspect_ai reads it, the same records as with the ids (it was refused
     whole, exit status 2)."""
+    path = written_log(tmp_path, "run.eval")
+    listed = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    _without_sample_ids(path)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == "" and records(out) == listed
+
+
+def _with_header(path: Path, **changes: Any) -> None:
+    """The .eval log at ``path`` with its header's (and journal's) ``eval`` fields changed:
+    ``dataset_<field>`` and ``config_<field>`` set in those objects."""
     import zipfile
 
     import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
 
-    path = written_log(tmp_path, "run.eval")
-    listed = records(run(["scan", str(path), "-q"], monkeypatch)[1])
     for member in ("header.json", "_journal/start.json"):
         with zipfile.ZipFile(path) as archive:
             if member not in archive.namelist():
                 continue
             header = json.loads(archive.read(member))
-        header["eval"]["dataset"]["sample_ids"] = None
+        for name, value in changes.items():
+            part, _, field = name.partition("_")
+            header["eval"][part][field] = value
         with_member(path, member, json.dumps(header).encode())
-    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
-    assert code == 0 and err == "" and records(out) == listed
 
 
 def _without_sample_ids(path: Path) -> None:
     """The .eval log at ``path`` as an inspect_ai before sample ids wrote it: its header's
     (and journal's) sample_ids null."""
-    import zipfile
-
-    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
-
-    for member in ("header.json", "_journal/start.json"):
-        with zipfile.ZipFile(path) as archive:
-            if member not in archive.namelist():
-                continue
-            header = json.loads(archive.read(member))
-        header["eval"]["dataset"]["sample_ids"] = None
-        with_member(path, member, json.dumps(header).encode())
+    _with_header(path, dataset_sample_ids=None)
 
 
 @needs_inspect
@@ -710,10 +708,9 @@ def test_an_eval_log_without_sample_ids_keeps_the_samples_around_a_bad_one(
     for name, damaged in (("bad.eval", b'{"id": "b", "epoch": 1, "messages": ['),
                           ("invalid.eval", None)):
         path = written_log(tmp_path, name)
-        with zipfile_member(path, "samples/b_epoch_1.json") as member:
-            broken = damaged if damaged is not None else json.dumps(
-                {**json.loads(member), "messages": [{"role": "wizard", "content": "hi"}]}
-            ).encode()
+        member = member_bytes(path, "samples/b_epoch_1.json")
+        broken = damaged if damaged is not None else json.dumps(
+            {**json.loads(member), "messages": [{"role": "wizard", "content": "hi"}]}).encode()
         with_member(path, "samples/b_epoch_1.json", broken)
         listed = records(run(["scan", str(path), "-q"], monkeypatch)[1])
         _without_sample_ids(path)
@@ -726,19 +723,14 @@ def test_an_eval_log_without_sample_ids_keeps_the_samples_around_a_bad_one(
     assert "role" in expected[1]
 
 
-def zipfile_member(path: Path, member: str) -> Any:
-    """A context holding the bytes of one member of the .eval log at ``path``."""
-    import contextlib
+def member_bytes(path: Path, member: str) -> bytes:
+    """The bytes of one member of the .eval log at ``path``."""
     import zipfile
 
     import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
 
-    @contextlib.contextmanager
-    def held() -> Any:
-        with zipfile.ZipFile(path) as archive:
-            yield archive.read(member)
-
-    return held()
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(member)
 
 
 @needs_inspect
@@ -811,24 +803,6 @@ def test_an_eval_set_s_bookkeeping_named_as_an_input_says_what_it_is(
         "(a scan of their directory passes it over)")
 
 
-def _with_header(path: Path, **changes: Any) -> None:
-    """The .eval log at ``path`` with its header's (and journal's) ``eval`` fields changed:
-    ``dataset_<field>`` and ``config_<field>`` set in those objects."""
-    import zipfile
-
-    import inspect_ai.log  # noqa: F401  (lets zipfile read the zstd members Inspect writes)
-
-    for member in ("header.json", "_journal/start.json"):
-        with zipfile.ZipFile(path) as archive:
-            if member not in archive.namelist():
-                continue
-            header = json.loads(archive.read(member))
-        for name, value in changes.items():
-            part, _, field = name.partition("_")
-            header["eval"][part][field] = value
-        with_member(path, member, json.dumps(header).encode())
-
-
 @needs_inspect
 def test_a_log_without_sample_ids_is_judged_by_its_header_as_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -850,8 +824,8 @@ def test_a_log_without_sample_ids_is_judged_by_its_header_as_written(
         _with_header(limited, dataset_samples=5, config_limit=limit)
         code, out, err = run(["scan", str(limited), "-q", "--fail-on-error"], monkeypatch)
         assert code == 0 and err == "" and len(records(out)) == 3, name
-        with zipfile_member(limited, "samples/b_epoch_1.json") as member:
-            invalid = {**json.loads(member), "messages": [{"role": "wizard", "content": "x"}]}
+        invalid = {**json.loads(member_bytes(limited, "samples/b_epoch_1.json")),
+                   "messages": [{"role": "wizard", "content": "x"}]}
         with_member(limited, "samples/b_epoch_1.json", json.dumps(invalid).encode())
         code, out, err = run(["scan", str(limited), "-q"], monkeypatch)
         assert code == 0 and err == "" and len(records(out)) == 3, name
@@ -865,8 +839,8 @@ def test_a_sample_the_header_does_not_list_is_read_after_those_it_lists(
     written) is read after the listed ones, as inspect_ai reading the log whole reads it
     (it was left unread, unsaid)."""
     path = written_log(tmp_path, "run.eval")
-    with zipfile_member(path, "samples/c_epoch_1.json") as member:
-        extra = {**json.loads(member), "id": "x"}
+    member = member_bytes(path, "samples/c_epoch_1.json")
+    extra = {**json.loads(member), "id": "x"}
     with_member(path, "samples/c_epoch_1.json", member)  # (rewritten: an archive we append to)
     import zipfile
 
