@@ -502,9 +502,8 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
         try:
             format_ = _batch_format(threads, reading)
         except Exception as error:  # (as below, for the caller's own value raising)
-            if not _names_a_thread(error):
-                read = "the messages" if one else f"thread {reading[0]}"
-                error.add_note(f"while telling the format of {read} (format=\"auto\")")
+            read = "the messages" if one else f"thread {reading[0]}"
+            _note_unnamed(error, f"while telling the format of {read} (format=\"auto\")")
             raise
     if format_ == "native" and not any(isinstance(t, Mapping) for t in threads):
         return threads, None
@@ -542,21 +541,22 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
             native.append(messages)
             sources.append(origins)
     except Exception as error:
-        # The caller's own value raising as it is read names no thread: noted, as the
-        # core's reading of native threads notes it (the errors made here name theirs).
-        if not _names_a_thread(error):
-            read = "the messages" if one else f"thread {index}"
-            error.add_note(f"while reading {read} in {format_} format")
+        _note_unnamed(error, f"while reading {'the messages' if one else f'thread {index}'} "
+                             f"in {format_} format")
         raise
     return native, sources
 
 
-def _names_a_thread(error: Exception) -> bool:
-    """Whether an error's message begins by naming a thread (as this module's do)."""
+def _note_unnamed(error: Exception, note: str) -> None:
+    """Add ``note`` to an error the caller's own value raised as it was read, which names
+    no thread, as the core's reading of native threads notes one; the errors made here
+    begin by naming theirs, and are left as they are."""
     try:
-        return str(error).startswith("thread ")
+        named = str(error).startswith("thread ")
     except Exception:  # (a caller's exception whose __str__ raises)
-        return False
+        named = False
+    if not named:
+        error.add_note(note)
 
 
 def _held(thread: Any) -> Any:
