@@ -28,9 +28,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64_with_seed};
 
 use crate::unicode;
+
+mod state;
+pub use state::{StateReader, StateWriter};
 
 /// The enumeration exemption (docs/guard.md): applies below this ratio, from this many newlines,
 /// with this hapax share or this many distinct line-leading words.
@@ -727,13 +730,48 @@ impl Ends {
     }
 }
 
+/// Bytes of one block of a `ChainedDigest`.
+const DIGEST_BLOCK: usize = 1 << 16;
+
+/// The 128-bit digest of a growing byte string: XXH3-128 of each `DIGEST_BLOCK` bytes,
+/// chained through the digest of the blocks before it. It depends on the bytes alone, not
+/// on how `update` calls cut them; and its state is plain data (a streaming XXH3 keeps
+/// its state private), so that a guard fed half a long word can be written out (`state`).
+#[derive(Clone, Default)]
+struct ChainedDigest {
+    chained: u128,
+    block: Vec<u8>,
+}
+
+impl ChainedDigest {
+    fn update(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let taken = (DIGEST_BLOCK - self.block.len()).min(bytes.len());
+            self.block.extend_from_slice(&bytes[..taken]);
+            bytes = &bytes[taken..];
+            if self.block.len() == DIGEST_BLOCK {
+                self.chained = self.digest128();
+                self.block.clear();
+            }
+        }
+    }
+
+    /// The digest of the bytes so far.
+    fn digest128(&self) -> u128 {
+        let mut pair = [0u8; 32];
+        pair[..16].copy_from_slice(&self.chained.to_le_bytes());
+        pair[16..].copy_from_slice(&xxh3_128(&self.block).to_le_bytes());
+        xxh3_128(&pair)
+    }
+}
+
 /// A long word's normal form so far: kept whole up to `NORMAL_KEPT` bytes, else its
 /// length, a 128-bit hash and its two ends.
 #[derive(Clone, Default)]
 struct NormalSoFar {
     kept: Vec<u8>,
     bytes: u64,
-    hash: Option<Xxh3>,
+    hash: Option<ChainedDigest>,
     ends: Ends,
 }
 
@@ -747,7 +785,7 @@ impl NormalSoFar {
                 return;
             }
             None => {
-                let mut hasher = Xxh3::new();
+                let mut hasher = ChainedDigest::default();
                 hasher.update(&self.kept);
                 hasher.update(normal);
                 self.ends.extend(&self.kept);
@@ -1121,10 +1159,7 @@ impl Guard {
         if self.normal.is_empty() {
             return false;
         }
-        let mut hash = word_hash(&self.normal, self.seed);
-        if let Some((bytes, digest)) = long_key {
-            hash ^= (digest as u64) ^ ((digest >> 64) as u64).rotate_left(17) ^ bytes;
-        }
+        let hash = slot_hash(&self.normal, long_key, self.seed);
         let window = &mut self.window;
         let slot = window.ring.push();
         slot.hash = hash & window.mask;
@@ -1151,6 +1186,17 @@ impl Guard {
             None => false,
         }
     }
+}
+
+/// A word's hash in the window (before the mask): its normal form's, with a long word's
+/// (bytes, digest) folded in.
+#[inline]
+fn slot_hash(normal: &[u8], long: Option<(u64, u128)>, seed: u64) -> u64 {
+    let mut hash = word_hash(normal, seed);
+    if let Some((bytes, digest)) = long {
+        hash ^= (digest as u64) ^ ((digest >> 64) as u64).rotate_left(17) ^ bytes;
+    }
+    hash
 }
 
 /// The 64-bit hash of a normal form: a multiply-fold of 8 bytes at a time for the short

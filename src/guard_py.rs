@@ -1,12 +1,15 @@
 //! Python bindings of the guard: `GuardCore` (the base class of `vthread.Guard`), bytes fed
 //! straight from a pipe for `vthread guard`, and `scan_texts` over many texts on every core.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
-use crate::guard::{replay_segments, utf16_len, Feed, Guard, Options, Reason, Segment, TripAt};
+use crate::guard::{
+    replay_segments, utf16_len, Feed, Guard, Options, Reason, Segment, StateReader, StateWriter,
+    TripAt,
+};
 
 /// A `str`'s storage: (kind, data, length in code points). Valid while the str is alive.
 #[derive(Clone, Copy)]
@@ -336,6 +339,50 @@ impl GuardCore {
     fn _is_fresh(slf: &Bound<'_, Self>) -> PyResult<bool> {
         let this = for_reading(slf)?;
         Ok(this.guard.is_fresh() && this.held.is_empty() && this.decoded == 0)
+    }
+
+    /// The guard's whole state as bytes (src/guard/state.rs), with the trip's place and
+    /// the bytes `push_bytes` holds: what `vthread.Guard.__reduce__` pickles of a fed guard.
+    fn _state<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyBytes>> {
+        let this = for_reading(slf)?;
+        let mut out = StateWriter::new();
+        this.guard.write_state(&mut out);
+        out.flag(this.trip_offset.is_some());
+        out.u64(this.trip_offset.unwrap_or(0) as u64);
+        out.bytes(&this.held);
+        out.u64(this.decoded);
+        Ok(PyBytes::new(slf.py(), &out.sealed()))
+    }
+
+    /// Take the state `_state` wrote (a pickled guard loaded): this guard, made with the
+    /// same options, then answers as the one written. A ValueError saying why for bytes
+    /// that are no such state, are damaged, or were written with other options or by
+    /// another version of vthread.
+    fn _restore(slf: &Bound<'_, Self>, state: &[u8]) -> PyResult<()> {
+        let mut this = for_change(slf)?;
+        let options = this.guard.options();
+        let restored = (|| {
+            let mut from = StateReader::open(state)?;
+            let guard = Guard::read_state(options, &mut from)?;
+            let trip_offset = from.flag()?;
+            let offset = usize::try_from(from.u64()?).map_err(|_| "an offset past memory")?;
+            let held = from.bytes()?;
+            if held.len() > 3 {
+                return Err("it holds more than an unfinished character's bytes".to_owned());
+            }
+            let decoded = from.u64()?;
+            from.finish()?;
+            Ok((guard, trip_offset.then_some(offset), held, decoded))
+        })();
+        let (guard, trip_offset, held, decoded) = restored.map_err(|why: String| {
+            PyValueError::new_err(format!("cannot restore a guard from this state: {why}"))
+        })?;
+        this.guard = guard;
+        this.reason = None;
+        this.trip_offset = trip_offset;
+        this.held = held;
+        this.decoded = decoded;
+        Ok(())
     }
 
     /// Start a new stream with the same options, as a guard just made (a harness's next

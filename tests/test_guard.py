@@ -944,12 +944,11 @@ class PrivateGuard(Guard):
         return self.__secret
 
 
-def test_a_fresh_guard_pickles_and_a_fed_one_says_why_not() -> None:
-    """A guard fed nothing (since made or reset) pickles, its class, options and own
-    attributes kept, and loads as one made with them: fed the same chunks as a copy of the
-    original, it trips at the same chunk for the same reason (a harness hands configured
-    guards to worker processes; pickling was a TypeError). A guard fed text, or holding
-    bytes of an unfinished character, is a TypeError saying why and what to do."""
+def test_a_guard_pickles_with_its_class_options_and_attributes() -> None:
+    """A guard pickles, its class, options and own attributes kept, and loads as one made
+    with them: fed the same chunks as a copy of the original, it trips at the same chunk for
+    the same reason (a harness hands configured guards to worker processes; pickling was a
+    TypeError). A guard fed nothing since made or reset pickles as its options alone."""
     import copy
     import pickle
 
@@ -972,17 +971,89 @@ def test_a_fresh_guard_pickles_and_a_fed_one_says_why_not() -> None:
     for made in (pickle.loads(pickle.dumps(private)), copy.copy(private),
                  copy.deepcopy(private)):
         assert made.secret() == "k" and made.options.ngram == 3
-    fed = Guard()
+    fed = LabelledGuard("run 9", ngram=3, max_repeats=3)
     fed.push("All good so far. ")
-    with pytest.raises(TypeError, match=r"cannot pickle a Guard that has been fed text .* "
-                                        r"after reset\(\); copy.copy forks it"):
-        pickle.dumps(fed)
+    fed_size = len(pickle.dumps(fed))
     fed.reset()
-    assert pickle.loads(pickle.dumps(fed)).options == fed.options
-    held = Guard()
-    assert held.push_bytes("é".encode()[:1]) is None  # (half a character, held)
-    with pytest.raises(TypeError, match="fed text"):
-        pickle.dumps(held)
+    assert len(pickle.dumps(fed)) < fed_size - 100  # (options and attributes alone)
+    assert pickle.loads(pickle.dumps(fed)).label == "run 9"
     empty = Guard()
     empty.push("")  # (changes nothing)
     assert pickle.loads(pickle.dumps(empty)).options == empty.options
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), options=guard_option_values(), bits=st.sampled_from([64, 64, 3, 0]))
+def test_a_fed_guard_pickled_answers_every_later_push_as_the_original(
+    data: st.DataObject, options: dict[str, Any], bits: int
+) -> None:
+    """A guard pickled mid-stream (a word under way, bytes of a character held, tripped or
+    not, hashes cut to a few bits) loads as a guard that answers every later push as the
+    original does, push by push, bytes and text alike: its window of words, its counts
+    and its trip travel with it (a fed guard was a TypeError)."""
+    import pickle
+
+    if data.draw(st.booleans()):
+        text = data.draw(st.one_of(texts(vocabulary=5, max_words=200), harsh_texts()))
+        pushes: list[str | bytes] = list(data.draw(chunkings(text)))
+    else:
+        pushes = [p.encode("utf-8", "surrogatepass") if isinstance(p, str) else p
+                  for p in data.draw(raw_pieces)]
+    cut = data.draw(st.integers(0, len(pushes)))
+    original = Guard(**options)
+    original._set_hash_bits(bits)
+
+    def push(guard: Guard, chunk: str | bytes) -> object:
+        return guard.push_bytes(chunk) if isinstance(chunk, bytes) else guard.push(chunk)
+
+    for chunk in pushes[:cut]:
+        push(original, chunk)
+    loaded = pickle.loads(pickle.dumps(original))
+    assert (loaded.reason, loaded.trip_offset) == (original.reason, original.trip_offset)
+    for chunk in pushes[cut:]:
+        assert push(loaded, chunk) == push(original, chunk)
+        assert (loaded.reason, loaded.trip_offset) == (original.reason, original.trip_offset)
+
+
+def test_a_guard_pickled_inside_a_long_word_reads_it_on() -> None:
+    """Pickled inside a word past what the guard keeps of one (its digest under way),
+    and loaded in another process, a guard trips on that word repeated as the original."""
+    import pickle
+
+    word = "\u03a3a\u00e9" * 120_000  # (360,000 characters, a capital sigma in each three)
+    chunks = [word[:200_001], word[200_001:] + " b ", *([word + " b "] * 4)]
+    original = Guard(ngram=2, max_repeats=3)
+    original.push(chunks[0])
+    program = ("import pickle, sys; guard, chunks = pickle.load(sys.stdin.buffer); "
+               "answers = [guard.push(c) for c in chunks]; "
+               "pickle.dump((answers, guard.reason, guard.trip_offset), sys.stdout.buffer)")
+    ran = subprocess.run([sys.executable, "-c", program],
+                         input=pickle.dumps((original, chunks[1:])), capture_output=True,
+                         check=True)
+    answers = [original.push(c) for c in chunks[1:]]
+    assert answers[-1] and pickle.loads(ran.stdout) == (answers, original.reason,
+                                                        original.trip_offset)
+
+
+def test_a_guard_state_that_cannot_be_read_is_refused_saying_why() -> None:
+    """The state a pickled guard loads from is checked whole before it is taken: damaged,
+    cut short, written with other options or no state at all, a ValueError says which,
+    and the guard is left as it was."""
+    written = Guard(ngram=3)
+    written.push("one two three four five ")
+    state = written._state()
+    damaged = bytearray(state)
+    damaged[len(state) // 2] ^= 1
+    cases = {bytes(damaged): "checksum does not hold", state[:-1]: "checksum does not hold",
+             b"": "too short", b"not a guard state at all": "does not start as one does"}
+    for bad, why in cases.items():
+        guard = Guard(ngram=3)
+        guard.push("six ")
+        with pytest.raises(ValueError, match=f"cannot restore a guard from this state: it.* {why}"):
+            guard._restore(bad)
+        assert guard._state() != state and not guard._is_fresh()
+    with pytest.raises(ValueError, match="written by a guard with other options"):
+        Guard(ngram=4)._restore(state)
+    restored = Guard(ngram=3)
+    restored._restore(state)
+    assert restored._state() == state

@@ -179,26 +179,22 @@ class Guard(_core.GuardCore):
             self._watch_with(options)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickling (a harness handing configured guards to worker processes): a guard fed
-        nothing since it was made or reset pickles as its class, options and instance
-        attributes (what a subclass's own ``__getstate__`` gives, when it has one), and
-        loads as one made with those options (a subclass's ``__init__`` not run again, as
-        for :func:`copy.copy`). A guard fed text is a TypeError saying so: the window of
-        words it has read lives in the compiled core, which writes no copy of it out
-        (``copy.copy`` forks it within the process; ``reset()`` first, to pickle it)."""
-        if not self._is_fresh():
-            raise TypeError(f"cannot pickle a {type(self).__name__} that has been fed text "
-                            "(the window of words it has read lives in the compiled core, "
-                            "which pickles only a fresh guard's options): pickle it before "
-                            "its first push, or after reset(); copy.copy forks it within "
-                            "this process")
+        """Pickling (a harness handing configured guards to worker processes, or keeping a
+        stream's guard with a paused session): a guard pickles as its class, options and
+        instance attributes (what a subclass's own ``__getstate__`` gives, when it has
+        one) and, once fed, the state of its stream (the words of its window, the word
+        under way, the trip and bytes ``push_bytes`` holds), and loads as a guard that
+        answers every later push as this one would (a subclass's ``__init__`` not run
+        again, as for :func:`copy.copy`). The stream's state is read back by the same
+        version of vthread only."""
+        stream = () if self._is_fresh() else (self._state(),)
         if type(self).__getstate__ is not object.__getstate__:
             state = self.__getstate__()  # (a subclass's own, for its own __setstate__)
         else:
             # (the state pickle sets: the instance dict, and the slots' values when set)
             own, slots = getattr(self, "__dict__", None) or None, _own_slots(self)
             state = (own, slots) if slots else own
-        return (_unpickled, (type(self), self.options), state)
+        return (_unpickled, (type(self), self.options, *stream), state)
 
     def __repr__(self) -> str:
         state = "tripped" if self.reason is not None else "watching"
@@ -251,6 +247,10 @@ def _own_slots(guard: Guard) -> dict[str, Any]:
     return held
 
 
-def _unpickled(cls: type[Guard], options: GuardOptions) -> Guard:
-    """A pickled guard loaded: a fresh one of its class watching with its options."""
-    return _core.GuardCore.__new__(cls, options)
+def _unpickled(cls: type[Guard], options: GuardOptions, stream: bytes | None = None) -> Guard:
+    """A pickled guard loaded: one of its class watching with its options, in the state of
+    its ``stream`` (``GuardCore._state``) when it had been fed."""
+    guard = _core.GuardCore.__new__(cls, options)
+    if stream is not None:
+        guard._restore(stream)
+    return guard
