@@ -33,7 +33,7 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_64_with_seed};
 use crate::unicode;
 
 mod state;
-pub use state::{StateReader, StateWriter};
+pub use state::{unfinished_character, StateReader, StateWriter};
 
 /// The enumeration exemption (docs/guard.md): applies below this ratio, from this many newlines,
 /// with this hapax share or this many distinct line-leading words.
@@ -954,6 +954,11 @@ impl Guard {
 
     pub fn tripped(&self) -> bool {
         self.reason.is_some()
+    }
+
+    /// Whether every bit of the hashes is kept (`set_hash_bits` not used).
+    pub fn hashes_whole(&self) -> bool {
+        self.window.mask == u64::MAX
     }
 
     /// Keep only the low `bits` bits of every word hash and n-gram key: a test hook that

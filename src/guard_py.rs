@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
 use crate::guard::{
-    replay_segments, utf16_len, Feed, Guard, Options, Reason, Segment, StateReader, StateWriter,
-    TripAt,
+    replay_segments, unfinished_character, utf16_len, Feed, Guard, Options, Reason, Segment,
+    StateReader, StateWriter, TripAt,
 };
 
 /// A `str`'s storage: (kind, data, length in code points). Valid while the str is alive.
@@ -334,11 +334,16 @@ impl GuardCore {
         Ok(copy)
     }
 
-    /// Whether the guard has been fed nothing since it was made or reset (no bytes held
-    /// either): what `vthread.Guard.__reduce__` pickles as its class and options alone.
+    /// Whether the guard is as one just made with its options: fed nothing since it was
+    /// made or reset (no bytes held either), its hashes whole (`_set_hash_bits`, a test
+    /// hook, not used): what `vthread.Guard.__reduce__` pickles as its class and options
+    /// alone.
     fn _is_fresh(slf: &Bound<'_, Self>) -> PyResult<bool> {
         let this = for_reading(slf)?;
-        Ok(this.guard.is_fresh() && this.held.is_empty() && this.decoded == 0)
+        Ok(this.guard.is_fresh()
+            && this.guard.hashes_whole()
+            && this.held.is_empty()
+            && this.decoded == 0)
     }
 
     /// The guard's whole state as bytes (src/guard/state.rs), with the trip's place and
@@ -365,12 +370,13 @@ impl GuardCore {
             let mut from = StateReader::open(state)?;
             let guard = Guard::read_state(options, &mut from)?;
             let trip_offset = from.flag()?;
-            let offset = usize::try_from(from.u64()?).map_err(|_| "an offset past memory")?;
-            let held = from.bytes()?;
-            if held.len() > 3 {
-                return Err("it holds more than an unfinished character's bytes".to_owned());
+            let offset = usize::try_from(from.count("the trip's offset")?)
+                .map_err(|_| "the trip's offset is past memory")?;
+            if trip_offset != guard.tripped() {
+                return Err("it has a trip without a reason, or a reason without one".to_owned());
             }
-            let decoded = from.u64()?;
+            let held = unfinished_character(from.bytes()?)?;
+            let decoded = from.count("its count of characters decoded")?;
             from.finish()?;
             Ok((guard, trip_offset.then_some(offset), held, decoded))
         })();

@@ -1037,23 +1037,52 @@ def test_a_guard_pickled_inside_a_long_word_reads_it_on() -> None:
 
 def test_a_guard_state_that_cannot_be_read_is_refused_saying_why() -> None:
     """The state a pickled guard loads from is checked whole before it is taken: damaged,
-    cut short, written with other options or no state at all, a ValueError says which,
-    and the guard is left as it was."""
+    cut short, written with other options or no state at all, or made to pass its checksum
+    with a trip but no reason or held bytes that start no character, a ValueError says
+    which, and the guard is left as it was. A guard whose hashes a test cut pickles with
+    them."""
+    import pickle
+
+    import xxhash
+
+    def tail(tripped: bool, held: bytes, decoded: int) -> bytes:
+        """The fields a state ends with after the guard's own: the trip's flag and offset,
+        the bytes ``push_bytes`` holds, the characters it decoded."""
+        return b"".join([bytes([tripped]), (7).to_bytes(8, "little"),
+                         len(held).to_bytes(8, "little"), held, decoded.to_bytes(8, "little")])
+
     written = Guard(ngram=3)
-    written.push("one two three four five ")
+    assert written.push_bytes(b"one two three four five \xe2\x82") is None
     state = written._state()
+    assert state.endswith(tail(False, b"\xe2\x82", 24)[9:] + state[-8:])  # (the layout read)
+    held_tail = tail(False, b"\xe2\x82", 24)[9:]
+    own = state[:-8 - len(held_tail)]  # (up to the trip's flag and offset)
+    untripped_tail = own[-9:]
+
+    def with_tail(made: bytes) -> bytes:
+        body = own[:-9] + made
+        return body + xxhash.xxh3_64_intdigest(body).to_bytes(8, "little")
+
     damaged = bytearray(state)
     damaged[len(state) // 2] ^= 1
     cases = {bytes(damaged): "checksum does not hold", state[:-1]: "checksum does not hold",
-             b"": "too short", b"not a guard state at all": "does not start as one does"}
+             b"": "too short", b"not a guard state at all": "does not start as one does",
+             with_tail(tail(True, b"", 24)): "a trip without a reason",
+             with_tail(tail(False, b"ab", 24)): "not the start of a character",
+             with_tail(tail(False, b"\xe2\x82\xac", 24)): "not the start of a character"}
+    assert with_tail(untripped_tail + held_tail) == state
     for bad, why in cases.items():
         guard = Guard(ngram=3)
         guard.push("six ")
-        with pytest.raises(ValueError, match=f"cannot restore a guard from this state: it.* {why}"):
+        before = guard._state()
+        with pytest.raises(ValueError, match=f"cannot restore a guard from this state: .*{why}"):
             guard._restore(bad)
-        assert guard._state() != state and not guard._is_fresh()
+        assert guard._state() == before
     with pytest.raises(ValueError, match="written by a guard with other options"):
         Guard(ngram=4)._restore(state)
     restored = Guard(ngram=3)
     restored._restore(state)
     assert restored._state() == state
+    colliding = Guard(ngram=3)
+    colliding._set_hash_bits(2)  # (unfed, its hashes cut: pickled with its state, not fresh)
+    assert pickle.loads(pickle.dumps(colliding))._state() == colliding._state()

@@ -4,15 +4,23 @@
 //!
 //! What is written is what the guard has read: each word of the window (normal form,
 //! spelling, long-word key, newlines before it), whether n-grams are being counted, the
-//! partial and long word under way, the trip's reason, the seed and the hash mask. The rest
-//! is made again on reading by adding the window's words to a fresh window, as the stream
-//! added them: each word's hash, the word counts, the hapax, newline and line-leading
-//! totals, the rolled n-gram key and the n-gram counts, which are functions of the words in
-//! the window (the keys of n-grams that began with a word gone from the window differ, and
-//! are never read). So no bytes can make those counts disagree with the words. A tripped
-//! guard answers nothing more until reset: its window is not written. The bytes end with
-//! their XXH3-64, so that damage is told, not read; they start with a mark and a version,
-//! so that the state of another vthread version is refused, not misread.
+//! partial and long word under way, the UTF-16 units and the newlines counted so far, the
+//! trip's reason and the hash mask (a test hook). The rest is made again on reading by
+//! adding the window's words to a fresh window, as the stream added them, hashed with the
+//! new guard's own seed (the seed is not written: a state read cannot tell anyone which
+//! collisions to aim at the guard): each word's hash, the word counts, the hapax, newline
+//! and line-leading totals, the rolled n-gram key and the n-gram counts, which are
+//! functions of the words in the window (the keys of n-grams that began with a word gone
+//! from the window differ, and are never read). So no bytes can make those counts disagree
+//! with the words. A tripped guard answers nothing more until reset: its window is not
+//! written.
+//!
+//! The bytes end with their XXH3-64, so that damage is told, not read; they start with a
+//! mark, the layout and the vthread version that wrote them, and a state of another layout
+//! or version is refused, not misread (the normal form or a long word's digest may differ
+//! between versions). What a checksum cannot catch, bytes made to pass it, is checked value
+//! by value: text is UTF-8 (a spelling: generalised UTF-8), counts stay far from overflow,
+//! the window and the word under way no longer than the guard holds them.
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -24,7 +32,11 @@ use super::{
 /// The first bytes of a guard's state.
 const MARK: &[u8] = b"vthread guard state\n";
 /// The layout written here; a state of any other is refused.
-const VERSION: u8 = 1;
+const LAYOUT: u8 = 1;
+/// The vthread version that writes the state (the crate's is the package's).
+const WRITTEN_BY: &str = env!("CARGO_PKG_VERSION");
+/// The most a count read may be: past any stream (2**62 units), far from overflow.
+const MOST: u64 = 1 << 62;
 
 /// Bytes written in the order they are read back: integers little-endian, a byte string
 /// or a list with its length first.
@@ -32,10 +44,11 @@ const VERSION: u8 = 1;
 pub struct StateWriter(Vec<u8>);
 
 impl StateWriter {
-    /// A writer that has written the mark and the version.
+    /// A writer that has written the mark, the layout and the version.
     pub fn new() -> Self {
         let mut writer = StateWriter(MARK.to_vec());
-        writer.0.push(VERSION);
+        writer.0.push(LAYOUT);
+        writer.bytes(WRITTEN_BY.as_bytes());
         writer
     }
 
@@ -79,7 +92,7 @@ impl StateWriter {
 pub struct StateReader<'a>(&'a [u8]);
 
 impl<'a> StateReader<'a> {
-    /// A reader of `state` past its mark and version, once its checksum holds.
+    /// A reader of `state` past its mark, layout and version, once its checksum holds.
     pub fn open(state: &'a [u8]) -> Result<Self, String> {
         let Some(body) = state.len().checked_sub(8).map(|end| &state[..end]) else {
             return Err("it is too short to be one".to_owned());
@@ -91,14 +104,23 @@ impl<'a> StateReader<'a> {
         if body.len() <= MARK.len() || xxh3_64(body) != sum {
             return Err("its checksum does not hold: it is damaged or cut short".to_owned());
         }
-        if body[MARK.len()] != VERSION {
+        if body[MARK.len()] != LAYOUT {
             return Err(format!(
-                "it was written in layout {}, and this vthread reads layout {VERSION} \
+                "it was written in layout {}, and this vthread reads layout {LAYOUT} \
                  (written by another version of vthread)",
                 body[MARK.len()]
             ));
         }
-        Ok(StateReader(&body[MARK.len() + 1..]))
+        let mut reader = StateReader(&body[MARK.len() + 1..]);
+        let written_by = reader.bytes()?;
+        if written_by != WRITTEN_BY.as_bytes() {
+            return Err(format!(
+                "it was written by vthread {}, and this is vthread {WRITTEN_BY}: a guard's \
+                 state is read back by the version that wrote it",
+                String::from_utf8_lossy(&written_by)
+            ));
+        }
+        Ok(reader)
     }
 
     /// Fails unless every byte was read.
@@ -123,6 +145,14 @@ impl<'a> StateReader<'a> {
         Ok(u64::from_le_bytes(
             self.take(8)?.try_into().expect("8 bytes"),
         ))
+    }
+
+    /// A count (`what`): at most `MOST`.
+    pub fn count(&mut self, what: &str) -> Result<u64, String> {
+        match self.u64()? {
+            count if count <= MOST => Ok(count),
+            count => Err(format!("{what} is {count}, past any stream")),
+        }
     }
 
     pub fn flag(&mut self) -> Result<bool, String> {
@@ -176,6 +206,33 @@ fn write_options(out: &mut StateWriter, options: Options) {
     out.u64(options.min_chars);
 }
 
+/// `bytes` when they are UTF-8 (`surrogates`: generalised UTF-8, a lone surrogate as its
+/// three bytes, as the guard keeps a spelling); else why not, naming `what`.
+fn checked_text(bytes: Vec<u8>, surrogates: bool, what: &str) -> Result<Vec<u8>, String> {
+    let mut rest = bytes.as_slice();
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(_) => return Ok(bytes),
+            Err(error) => {
+                let at = error.valid_up_to();
+                match rest[at..] {
+                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] if surrogates => rest = &rest[at + 3..],
+                    _ => return Err(format!("{what} is not UTF-8")),
+                }
+            }
+        }
+    }
+}
+
+/// Bytes `push_bytes` holds: the start of a character its next bytes may finish.
+pub fn unfinished_character(bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    match std::str::from_utf8(&bytes) {
+        Ok("") => Ok(bytes),
+        Err(error) if error.valid_up_to() == 0 && error.error_len().is_none() => Ok(bytes),
+        _ => Err("the bytes it holds are not the start of a character".to_owned()),
+    }
+}
+
 fn write_ends(out: &mut StateWriter, ends: &Ends) {
     out.bytes(&ends.head);
     out.flag(ends.head_full);
@@ -183,11 +240,13 @@ fn write_ends(out: &mut StateWriter, ends: &Ends) {
     out.flag(ends.elided);
 }
 
-fn read_ends(from: &mut StateReader<'_>) -> Result<Ends, String> {
+/// Ends of a long word's normal form (`surrogates` false) or of its spelling.
+fn read_ends(from: &mut StateReader<'_>, surrogates: bool) -> Result<Ends, String> {
+    let what = "a long word's end";
     Ok(Ends {
-        head: from.bytes()?,
+        head: checked_text(from.bytes()?, surrogates, what)?,
         head_full: from.flag()?,
-        tail: from.bytes()?,
+        tail: checked_text(from.bytes()?, surrogates, what)?,
         elided: from.flag()?,
     })
 }
@@ -204,8 +263,8 @@ fn write_normal(out: &mut StateWriter, normal: &NormalSoFar) {
 }
 
 fn read_normal(from: &mut StateReader<'_>) -> Result<NormalSoFar, String> {
-    let kept = from.bytes()?;
-    let bytes = from.u64()?;
+    let kept = checked_text(from.bytes()?, false, "a long word's normal form")?;
+    let bytes = from.count("a long word's length")?;
     let hash = if from.flag()? {
         let chained = from.u128()?;
         let block = from.bytes()?;
@@ -223,7 +282,7 @@ fn read_normal(from: &mut StateReader<'_>) -> Result<NormalSoFar, String> {
         kept,
         bytes,
         hash,
-        ends: read_ends(from)?,
+        ends: read_ends(from, false)?,
     })
 }
 
@@ -248,7 +307,7 @@ fn read_long_word(from: &mut StateReader<'_>) -> Result<LongWord, String> {
         normal,
         final_sigma,
         cased_before: from.flag()?,
-        spelling: read_ends(from)?,
+        spelling: read_ends(from, true)?,
     })
 }
 
@@ -262,9 +321,9 @@ fn write_reason(out: &mut StateWriter, reason: &Reason) {
 
 fn read_reason(from: &mut StateReader<'_>) -> Result<Reason, String> {
     Ok(Reason {
-        phrase: from.bytes()?,
-        count: from.u64()?,
-        text: from.bytes()?,
+        phrase: checked_text(from.bytes()?, false, "the reason's phrase")?,
+        count: from.count("the reason's count")?,
+        text: checked_text(from.bytes()?, true, "the reason's text")?,
         unique_ratio: from.f64()?,
         hapax_ratio: from.f64()?,
     })
@@ -286,28 +345,29 @@ fn write_slot(out: &mut StateWriter, slot: &Slot) {
     out.u64(slot.newlines);
 }
 
-/// A word of the window read back into `slot` (the ring's next), its hash made again.
+/// A word of the window read back into `slot` (the ring's next), its hash made again;
+/// the newlines before it.
 fn read_slot(
     from: &mut StateReader<'_>,
     slot: &mut Slot,
     seed: u64,
     mask: u64,
-) -> Result<(), String> {
-    let normal = from.bytes()?;
+) -> Result<u64, String> {
+    let normal = checked_text(from.bytes()?, false, "a word of its window")?;
     if normal.is_empty() {
         return Err("a word of its window is empty".to_owned());
     }
     slot.spelling_is_normal = from.flag()?;
-    slot.spelling = from.bytes()?;
+    slot.spelling = checked_text(from.bytes()?, true, "a word's spelling")?;
     slot.long = if from.flag()? {
-        Some((from.u64()?, from.u128()?))
+        Some((from.count("a long word's length")?, from.u128()?))
     } else {
         None
     };
     slot.hash = slot_hash(&normal, slot.long, seed) & mask;
     slot.normal = normal;
-    slot.newlines = from.u64()?;
-    Ok(())
+    slot.newlines = from.count("the newlines before a word")?;
+    Ok(slot.newlines)
 }
 
 impl Guard {
@@ -315,7 +375,6 @@ impl Guard {
     pub fn write_state(&self, out: &mut StateWriter) {
         let window = &self.window;
         write_options(out, window.options);
-        out.u64(self.seed);
         out.u64(window.mask);
         out.u64(self.total);
         out.u64(self.pending_newlines);
@@ -349,14 +408,19 @@ impl Guard {
         if from.take(told.0.len())? != told.0.as_slice() {
             return Err("it was written by a guard with other options".to_owned());
         }
-        guard.seed = from.u64()?;
         let mask = from.u64()?;
+        if mask.wrapping_add(1) & mask != 0 {
+            return Err(format!("its hash mask {mask:#x} is not one the guard sets"));
+        }
         guard.window.mask = mask;
-        guard.total = from.u64()?;
-        guard.pending_newlines = from.u64()?;
+        guard.total = from.count("its count of characters")?;
+        guard.pending_newlines = from.count("its count of newlines")?;
         guard.partial = from.codes()?;
         if guard.partial.len() > PIECE + 1 {
             return Err("its word under way is longer than the guard holds one".to_owned());
+        }
+        if guard.partial.iter().any(|&code| code > 0x10FFFF) {
+            return Err("its word under way holds a value past Unicode".to_owned());
         }
         if from.flag()? {
             guard.long = Some(Box::new(read_long_word(from)?));
@@ -373,8 +437,12 @@ impl Guard {
                 options.window
             ));
         }
+        let mut newlines = 0u64;
         for _ in 0..words {
-            read_slot(from, window.ring.push(), guard.seed, mask)?;
+            newlines += read_slot(from, window.ring.push(), guard.seed, mask)?;
+            if newlines > MOST {
+                return Err("its window's newlines are past any stream".to_owned());
+            }
             window.add(false); // (never trips: no word is judged)
         }
         // Counting or not as the stream left it (a margin of distinct words decides when
@@ -442,34 +510,30 @@ mod tests {
         out
     }
 
-    /// What the window derives from its words: the totals, each word's (hash, count,
-    /// line-leading count) and each n-gram key's count, in order.
-    type Derived = (
-        usize,
-        usize,
-        u64,
-        Vec<(u64, u32, u32)>,
-        Vec<(u64, u32)>,
-        bool,
-    );
+    /// What the window derives from its words, independent of the seed: the totals, each
+    /// word's count and line-leading count, and the count of the n-gram ending at each word
+    /// whose n-gram began in the window.
+    type Derived = (usize, usize, u64, usize, Vec<(u32, u32)>, Vec<u32>, bool);
 
     fn derived(guard: &Guard) -> Derived {
         let window = &guard.window;
-        let mut words: Vec<(u64, u32, u32)> = window
-            .words
-            .values()
-            .map(|&index| {
-                let entry = window.entries[index as usize];
-                (entry.hash, entry.count, entry.leading)
+        let ring = &window.ring;
+        let words = (0..ring.len)
+            .map(|i| {
+                let entry = window.entries[ring.get(i).entry as usize];
+                (entry.count, entry.leading)
             })
             .collect();
-        words.sort_unstable();
-        let mut phrases: Vec<(u64, u32)> = window.phrases.iter().map(|(&k, &v)| (k, v)).collect();
-        phrases.sort_unstable();
+        let phrases = (window.options.ngram - 1..ring.len)
+            .map(|i| window.phrases.get(&ring.get(i).key).copied().unwrap_or(0))
+            .collect();
+        let distinct = window.words.len();
+        let totals = (window.hapax, window.leading, window.newlines);
         (
-            window.hapax,
-            window.leading,
-            window.newlines,
+            totals.0,
+            totals.1,
+            totals.2,
+            distinct,
             words,
             phrases,
             window.counting,
@@ -487,8 +551,10 @@ mod tests {
                 original.set_hash_bits(bits);
                 original.push(&stream[..cut], Feed::Pushes);
                 let mut copy = read(options(), &written(&original)).expect("read back");
-                if !original.tripped() {
-                    // (a tripped guard's window is not written: it answers nothing more)
+                if !original.tripped() && bits == 64 {
+                    // (a tripped guard's window is not written: it answers nothing more; the
+                    // copy hashes with a seed of its own, so with a few bits its collisions,
+                    // and so its hashed counts, are its own)
                     assert_eq!(
                         derived(&original),
                         derived(&copy),
@@ -540,6 +606,95 @@ mod tests {
         );
         assert!(original.tripped());
         assert_eq!(original.reason(), copy.reason());
+    }
+
+    /// A state written field by field (a guard with `options()`, untripped, not counting):
+    /// `mask`, `total`, the partial word and the window's words (normal form, spelling).
+    fn crafted(
+        version: &str,
+        mask: u64,
+        total: u64,
+        partial: &[u32],
+        words: &[(&[u8], &[u8])],
+    ) -> Vec<u8> {
+        let mut out = StateWriter(MARK.to_vec());
+        out.0.push(LAYOUT);
+        out.bytes(version.as_bytes());
+        write_options(&mut out, options());
+        out.u64(mask);
+        out.u64(total);
+        out.u64(0);
+        out.codes(partial);
+        out.flag(false);
+        out.flag(false);
+        out.flag(false);
+        out.u64(words.len() as u64);
+        for (normal, spelling) in words {
+            out.bytes(normal);
+            out.flag(spelling.is_empty());
+            out.bytes(spelling);
+            out.flag(false);
+            out.u64(0);
+        }
+        out.sealed()
+    }
+
+    #[test]
+    fn states_made_to_pass_the_checksum_are_checked_value_by_value() {
+        let word: (&[u8], &[u8]) = (b"a", b"");
+        let ok = |state: &[u8]| read(options(), state).map(|_| ());
+        assert_eq!(
+            ok(&crafted(WRITTEN_BY, u64::MAX, 3, &[0x62], &[word])),
+            Ok(())
+        );
+        // A spelling may hold a lone surrogate (generalised UTF-8), as the guard keeps one.
+        let surrogate: (&[u8], &[u8]) = (b"a", b"a\xed\xa0\x80");
+        assert_eq!(
+            ok(&crafted(WRITTEN_BY, 7, 3, &[0xD800], &[surrogate])),
+            Ok(())
+        );
+        let refused = [
+            (
+                crafted("0.0.9", u64::MAX, 0, &[], &[]),
+                "written by vthread 0.0.9",
+            ),
+            (crafted(WRITTEN_BY, 5, 0, &[], &[]), "hash mask 0x5"),
+            (
+                crafted(WRITTEN_BY, u64::MAX, MOST + 1, &[], &[]),
+                "past any stream",
+            ),
+            (
+                crafted(WRITTEN_BY, u64::MAX, 0, &[0x110000], &[]),
+                "past Unicode",
+            ),
+            (
+                crafted(WRITTEN_BY, u64::MAX, 0, &[], &[(b"\xff", b"")]),
+                "not UTF-8",
+            ),
+            (
+                crafted(WRITTEN_BY, u64::MAX, 0, &[], &[(b"a", b"\xed\xa0")]),
+                "not UTF-8",
+            ),
+            (
+                crafted(WRITTEN_BY, u64::MAX, 0, &[], &[(b"", b"")]),
+                "is empty",
+            ),
+            (
+                crafted(WRITTEN_BY, u64::MAX, 0, &[], &[word; 25]),
+                "more than the guard's 24",
+            ),
+        ];
+        for (state, why) in refused {
+            let error = ok(&state).expect_err(why);
+            assert!(error.contains(why), "{error:?} for {why:?}");
+        }
+        assert_eq!(
+            unfinished_character(b"\xe2\x82".to_vec()),
+            Ok(b"\xe2\x82".to_vec())
+        );
+        for bytes in [&b"ab"[..], b"\xff", b"\xe2\x82\xac", b"\x80"] {
+            assert!(unfinished_character(bytes.to_vec()).is_err(), "{bytes:?}");
+        }
     }
 
     #[test]
