@@ -15,7 +15,8 @@ least of three):
   so that pyarrow can give every row one type);
 - with ``--guard`` (in place of ``--arrow``), ``Guard.push`` over 1 MB of ASCII words in
   4-character pushes and in one push, and over 1 MB of Greek, Cyrillic, CJK and accented
-  words in 4-character pushes.
+  words in 4-character pushes, and one word of 20 million characters (accented: 30 MB of
+  normal form, past what the guard keeps of a word) in 64 KiB pushes.
 
 The builds must give the same answers (a digest of the scans' verdicts). Each round's ratio
 is taken within the round (before / after), so the machine's drift moves both sides alike;
@@ -106,14 +107,16 @@ if sys.argv[2:] == ["guard"]:
     found["guard_ascii_4"], a = least(lambda: pushed(ascii_text, 4))
     found["guard_ascii_whole"], b = least(lambda: pushed(ascii_text, len(ascii_text)))
     found["guard_other_4"], c = least(lambda: pushed(other_text, 4))
-    answers += [repr(a), repr(b), repr(c)]
+    long_word = "a\u00e9" * 10_000_000 + " b "
+    found["guard_long_word"], d = least(lambda: pushed(long_word, 1 << 16))
+    answers += [repr(a), repr(b), repr(c), repr(d)]
 found["digest"] = hashlib.sha1(json.dumps(answers).encode()).hexdigest()[:16]
 print(json.dumps(found))
 """
 
 _METRICS = ("scan", "scan_auto_openai", "describe_us_per_call")
 _ARROW_METRICS = ("scan_arrow_text", "scan_arrow_struct")
-_GUARD_METRICS = ("guard_ascii_4", "guard_ascii_whole", "guard_other_4")
+_GUARD_METRICS = ("guard_ascii_4", "guard_ascii_whole", "guard_other_4", "guard_long_word")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time scan_arrow on a text and a struct column (pyarrow)")
     parser.add_argument("--guard", action="store_true",
                         help="also time Guard.push over 1 MB of ASCII words in 4-character "
-                        "pushes and whole, and 1 MB of Greek, Cyrillic, CJK and accented "
-                        "words in 4-character pushes")
+                        "pushes and whole, 1 MB of Greek, Cyrillic, CJK and accented "
+                        "words in 4-character pushes, and a 20-million-character word")
     options = parser.parse_args(argv)
     builds = dict(build.split("=", 1) for build in options.builds)
     names = list(builds)
