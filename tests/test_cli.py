@@ -1551,3 +1551,26 @@ def test_a_scans_records_given_back_are_said_to_be_records(
                    f"each line is an error record (vthread report {own} reads them back)\n"
                    + nothing_scanned(1))
     assert run(["scan", str(runs), "-q"], monkeypatch)[2] == ""
+
+
+def test_a_scans_summary_given_as_input_is_said_to_be_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan's --summary named as input to scan or report: its one run is still an error
+    record, and stderr says what the file is and what report reads (it said only that
+    "messages" is a number); a run holding the summary's keys beside its messages is a run."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"id": "r", "messages": [{"type": "user", "text": "hi"}]})
+                    + "\n")
+    summary = tmp_path / "summary.json"
+    assert run(["scan", str(runs), "-q", "--summary", str(summary)], monkeypatch)[0] == 0
+    said = (f"{summary}: warning: it is vthread scan's --summary, not runs; its run is an "
+            "error record (vthread report reads the records a scan writes with -o)\n")
+    code, out, err = run(["scan", str(summary), "-q"], monkeypatch)
+    assert code == 0 and "error" in records(out)[0]
+    assert err == f"vthread scan: {said}" + nothing_scanned(1, unit="run")
+    code, _, err = run(["report", str(summary), "-o", str(tmp_path / "r.html")], monkeypatch)
+    assert code == 0 and err.startswith(f"vthread report: {said}")
+    keyed = json.loads(summary.read_text()) | {"messages": [{"type": "user", "text": "hi"}]}
+    summary.write_text(json.dumps(keyed))
+    code, out, err = run(["scan", str(summary), "-q"], monkeypatch)
+    assert (code, err) == (0, "") and "error" not in records(out)[0]

@@ -603,6 +603,11 @@ def test_an_unfinished_evaluation_s_log_is_one_cut_short(
     # (its record stands for no sample: "3 samples", "errors 1" of 2 samples read whole)
     assert (written["lines"], written["threads"], written["errors"]) == (2, 2, 0)
     assert "vthread scan: 2 samples from" in run(["scan", str(path)], monkeypatch)[2]
+    page = tmp_path / "report.html"  # (the report of the log counts as its summary does)
+    code, _, err = run(["report", str(path), "-o", str(page)], monkeypatch)
+    assert code == 0 and "report: 2 runs, 1 with a loop: wrote" in err
+    assert all(f'data-figure="{key}" data-value="{written[key]}"' in page.read_text()
+               for key in ("threads", "errors"))
     with pytest.warns(UserWarning, match=re.escape(f"the Inspect AI log {said}")):
         assert [ident for ident, _ in read_inspect_log(path)] == ["a/1", "b/1"]
     heard: list[str] = []

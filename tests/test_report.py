@@ -116,6 +116,18 @@ def test_token_sums_past_the_largest_double_are_said_not_written_as_infinity() -
     assert 'data-figure="tokens" data-value="null"' in page
 
 
+def test_a_total_no_agent_spends_is_shown_in_powers_of_ten() -> None:
+    """A loop's cost past 10**12 (a broken logger's figures) is shown in powers of ten, as
+    the scan's summary writes it, not in hundreds of digits; its data-value stays exact."""
+    data = ReportData()
+    data.add(_loop_record("a", "x", loop_tokens=1.7e308))
+    data.tokens = 1.7e308
+    page = render_report(data, title="t", sources=["s"])
+    card = _wasted_tokens_card(page)
+    assert "1.700e+308" in card and "000,000" not in page
+    assert 'data-value="1.7e+308"' in card
+
+
 BAD_FIELDS = [{"line": "7"}, {"loop_start": -1}, {"period": 1.0}, {"repetitions": None},
               {"loop_messages": True}, {"messages": -3}, {"verdict": "no_such_heuristic"},
               {"verdict": ["repeated_suffix"]}, {"loop_tokens": -1.0},
@@ -278,7 +290,8 @@ def test_records_named_json_and_a_cut_last_line_are_read_back(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Records in a file named .json are read back (they were taken for a JSON document:
     no runs, every line bad, while stderr advised the same command); a last line cut short
-    (a file still being written) is left out, said, and the report is written."""
+    (a file still being written) is said and counted as a bad line (its run is not read:
+    the page said "bad lines 0"), and the report is written."""
     expected = _scan_summary([SAMPLE], tmp_path)
     text = (tmp_path / "records.jsonl").read_text()
     named_json = tmp_path / "records.json"
@@ -294,8 +307,10 @@ def test_records_named_json_and_a_cut_last_line_are_read_back(
     assert main(["report", str(cut), "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert err.startswith(f"vthread report: warning: {cut}:{len(lines)}: the last line is cut "
-                          "short (a file still being written?): left out\n")
-    assert f'data-figure="threads" data-value="{expected["threads"] - 1}"' in out.read_text()
+                          "short (a file still being written?): counted as a bad line\n")
+    page = out.read_text()
+    assert f'data-figure="threads" data-value="{expected["threads"] - 1}"' in page
+    assert f'data-figure="errors" data-value="{expected["errors"] + 1}"' in page
 
 
 def test_bad_record_line_names_file_and_line(tmp_path: Path,

@@ -418,8 +418,14 @@ def holds_summary(name: str) -> bool:
     if not name.lower().endswith(".json"):
         return False
     # a summary is a few kilobytes; a document of runs may be gigabytes
-    value = small_json_document(name, 1 << 20)
-    return isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
+    return is_summary(small_json_document(name, 1 << 20))
+
+
+def is_summary(value: object) -> bool:
+    """Whether a JSON value is a ``vthread scan --summary``: an object with the summary's
+    keys, its ``messages`` a count (a run holds its messages in an array)."""
+    return (isinstance(value, dict) and value.keys() >= _SUMMARY_KEYS
+            and not isinstance(value.get("messages"), list))
 
 
 def small_json_document(name: str, limit: int, opening: re.Pattern[bytes] | None = None
@@ -885,7 +891,8 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
 def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
     """Add every record of a records file; a line that is none is fatal (file:line), but
     for a last line cut short (no newline ends it: a file still being written or copied),
-    which is left out, said on ``stderr``."""
+    said on ``stderr`` and counted as a bad line (the run it stood for is not read, as a
+    scan counts a run's line cut short)."""
     if is_parquet(name):
         _read_parquet_records(data, name)
         return
@@ -903,8 +910,9 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
                     if not line.endswith(b"\n") and isinstance(error, json.JSONDecodeError):
                         stderr.write(f"vthread report: warning: {name}:{number}: the last "
-                                     "line is cut short (a file still being written?): left "
-                                     "out\n")
+                                     "line is cut short (a file still being written?): "
+                                     "counted as a bad line\n")
+                        data.add({"file": name, "line": number, "error": "cut short"})
                         return
                     raise _ReportError(f"{name}:{number}: {error}") from None
     except EOFError:
@@ -951,7 +959,14 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
             data.add(record)
             if record.get("verdict") is not None:
                 looping[(record["file"], record["line"])] = data.loops - 1
-        data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
+        figures = json.loads(summary.read_text(encoding="utf-8"))
+        data.tokens = figures["tokens"]
+        # The record that ends an Inspect log lacking samples stands for no sample, and no
+        # error, in the scan's summary: the page counts as it does (records read back
+        # cannot tell that record from a sample's error, and count it among them).
+        notes = data.errors - figures["errors"]
+        data.errors -= notes
+        data.lines -= notes
     if looping:
         _add_message_kinds(data, files, looping, options)
     return 0

@@ -415,6 +415,20 @@ def loops_priced(loops: int, unpriced: int) -> bool:
     return not loops or unpriced < loops
 
 
+def figure_text(value: float) -> str:
+    """A count or token total as the summary and the report write it: in full (with
+    thousands separators) while a column holds it; past 10**12, which no agent's count
+    reaches (figures a broken logger wrote), in powers of ten; a sum past the largest
+    double is "over 1.8e308" (it became infinite).
+
+    >>> figure_text(1234567.0), figure_text(1.7e308), figure_text(math.inf)
+    ('1,234,567', '1.700e+308', 'over 1.8e308')
+    """
+    if not math.isfinite(value):
+        return "over 1.8e308"
+    return f"{value:,.0f}" if abs(value) < 1e12 else f"{value:.3e}"
+
+
 def token_total(figures: Sequence[float]) -> float:
     """The exact sum (``math.fsum``) of token figures, each finite and >= 0; ``math.inf``
     when the total passes the largest double, where ``fsum`` raises ``OverflowError``.

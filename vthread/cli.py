@@ -175,7 +175,7 @@ from vthread._cli_main import (
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
 from vthread._heuristics import core_options, written_lines
-from vthread._messages import counted_figure, loops_priced, token_total
+from vthread._messages import counted_figure, figure_text, loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._options import usable_cpus as _usable_cpus
 from vthread._records import json_text, record_id, strict_dumps
@@ -3564,6 +3564,17 @@ def _is_record_line(line: bytes) -> bool:
         return False
 
 
+def _is_summary_line(line: bytes) -> bool:
+    """Whether ``line`` is a ``vthread scan --summary`` (a run of a JSON document:
+    :func:`vthread._cli_report.is_summary`)."""
+    from vthread._cli_report import is_summary
+
+    try:
+        return is_summary(json.loads(line))
+    except (ValueError, RecursionError):
+        return False
+
+
 def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str,
             keep_into: _core.KeptTapes | None = None) -> tuple[str, str | None, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
@@ -3603,6 +3614,12 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                 else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
+    elif not evidence and unknown is None and len(lines) == 1 and _is_summary_line(lines[0]):
+        # (an earlier scan's --summary named as input: its run was said to hold "messages"
+        # as a number, with no word of what the file is)
+        say(f"vthread scan: {label}: warning: it is vthread scan's --summary, not runs; its "
+            f"{unit} is an error record (vthread report reads the records a scan writes with "
+            "-o)")
     # (evidence is numbered from 1)
     apart = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
         lines[number - 1]))
@@ -4883,15 +4900,6 @@ def _formats_row(detected: list[tuple[str, str]]) -> str:
     return f"  {'format':<28}{'; '.join(parts)}"
 
 
-def _tokens_text(tokens: float) -> str:
-    """A token total as the summary writes it: in full while a column holds it, past that
-    (no agent's count: figures a broken logger wrote) in powers of ten; a sum past the
-    largest double is infinite."""
-    if not math.isfinite(tokens):
-        return "over 1.8e308"
-    return f"{tokens:,.0f}" if abs(tokens) < 1e12 else f"{tokens:.3e}"
-
-
 def _nan_sum(figures: Any) -> float:
     """The sum of a float array's figures but its NaNs (no figure); infinite, unsaid, past
     the largest double (NumPy warned on stderr, under -q too)."""
@@ -4933,8 +4941,8 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
                     "usage.tokens)")
     elif stats.tokens_known:
         unknown = stats.loops_without_tokens
-        rows.append(f"  {'wasted tokens':<28}{_tokens_text(stats.loop_tokens):>14}"
-                    f"{share(stats.loop_tokens, stats.tokens)} of {_tokens_text(stats.tokens)}"
+        rows.append(f"  {'wasted tokens':<28}{figure_text(stats.loop_tokens):>14}"
+                    f"{share(stats.loop_tokens, stats.tokens)} of {figure_text(stats.tokens)}"
                     + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no countable"
                        " usage.tokens not counted)" if unknown else ""))
     else:
@@ -4943,7 +4951,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         found, spent, cost, _ = stats.anywhere
         runs = "run" if stats.loops == 1 else "runs"
         rows.append(f"  {'loops found anywhere':<28}{found:>14,}  in {stats.loops:,} {runs}: "
-                    f"{spent:,} messages" + (f", {_tokens_text(cost)} tokens"
+                    f"{spent:,} messages" + (f", {figure_text(cost)} tokens"
                                              if stats.anywhere_tokens_known else "")
                     + " (the figures above count each run's costliest loop)")
     return "\n".join(rows) + "\n"

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from vthread._messages import loops_priced
+from vthread._messages import figure_text, loops_priced
 from vthread.scan import HEURISTIC_NAMES
 
 __all__ = ["RecordError", "ReportData", "WrittenNumber", "render_report"]
@@ -369,11 +369,6 @@ def _json_for_html(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _number(value: float) -> str:
-    # A sum of token figures can pass the largest double (1.8e308) and become infinite.
-    return f"{value:,.0f}" if math.isfinite(value) else "over 1.8e308"
-
-
 def _share(part: float, whole: float | None) -> str:
     if not whole or not math.isfinite(whole):
         return ""  # no share of nothing, nor of a total past the largest double
@@ -397,11 +392,11 @@ def _headline(figures: Mapping[str, Any]) -> str:
          f"{_share(figures['loops'], threads)} of runs"),
         ("wasted_messages", "wasted messages", figures["wasted_messages"],
          f"{_share(figures['wasted_messages'], figures['messages'])} of "
-         f"{_number(figures['messages'])}"),
+         f"{figure_text(figures['messages'])}"),
     ]
     tokens, wasted = figures["tokens"], figures["wasted_tokens"]
     unpriced = figures.get("loops_without_tokens", 0)
-    left_out = (f"; {_number(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
+    left_out = (f"; {figure_text(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
                 "countable usage.tokens not counted") if unpriced else ""
     if wasted is None:
         # No loop's cost is recorded (summary() says so by loops_priced): a total of 0
@@ -413,10 +408,10 @@ def _headline(figures: Mapping[str, Any]) -> str:
                       f"total not known from records{left_out}"))
     else:
         cards.append(("wasted_tokens", "wasted tokens", wasted,
-                      f"{_share(wasted, tokens)} of {_number(tokens)}{left_out}"))
+                      f"{_share(wasted, tokens)} of {figure_text(tokens)}{left_out}"))
     out = ['<section class="headline">']
     for key, label, value, note in cards:
-        shown = "n/a" if value is None else _number(value)
+        shown = "n/a" if value is None else figure_text(value)
         out.append(f'<div class="card" data-figure="{key}" '
                    f'data-value="{_text(_figure_json(value))}">'
                    f'<div class="value">{shown}</div><div class="label">{label}</div>'
@@ -426,7 +421,7 @@ def _headline(figures: Mapping[str, Any]) -> str:
               ("tokens", "tokens", figures["tokens"])]
     out.append('<p class="extras">')
     out.extend(f'<span data-figure="{key}" data-value="{_text(_figure_json(value))}">'
-               f'{label}: {"n/a" if value is None else _number(value)}</span> '
+               f'{label}: {"n/a" if value is None else figure_text(value)}</span> '
                for key, label, value in extras)
     out.append("</p></section>")
     return "".join(out)
@@ -525,7 +520,7 @@ def _top_loops(data: ReportData) -> str:
                '<th class="n">wasted tokens</th></tr></thead><tbody>')
     for loop in loops:
         name = HEURISTIC_NAMES[loop.kind - 1]
-        tokens = "n/a" if loop.tokens is None else _number(loop.tokens)
+        tokens = "n/a" if loop.tokens is None else figure_text(loop.tokens)
         out.append(f'<tr><td><span class="kind k{loop.kind}">{_text(name)}</span></td>'
                    f'<td class="excerpt">{_text(excerpts[loop.excerpt])}</td>'
                    f'<td class="n">{loop.runs:,}</td><td class="n">{loop.messages:,}</td>'
