@@ -23,6 +23,7 @@ from vthread.documents import in_source_messages
 from vthread.scan import tokens_between
 
 pa = pytest.importorskip("pyarrow", reason="scan_arrow needs pyarrow (pip install vthread[arrow])")
+pc = pytest.importorskip("pyarrow.compute")
 
 NULL_CELL = 'not a thread: "messages" is a null, not an array'
 """A null messages cell's error, in the words ``vthread scan X.parquet`` gives it."""
@@ -186,6 +187,37 @@ def test_a_dictionary_encoded_column_is_read_as_its_text() -> None:
     table = pa.table({"messages": encoded})
     assert _rows(arrow.scan_arrow(table)) == _expected(runs)
     assert _rows(arrow.scan_arrow(table, format="native")) == _expected(runs)
+
+
+def test_json_run_end_encoded_and_fixed_width_columns_are_read_as_their_text() -> None:
+    """Arrow's JSON type (``arrow.json``: how pyarrow reads a Parquet column of JSON), a
+    run-end encoded text column and fixed-size binary are read as the text they hold (each
+    row was an error calling the JSON text a string); so is a chunked one, and one kind
+    wrapped in another."""
+    runs = generate_threads(40, seed=13)
+    texts = [json.dumps(run) for run in runs]
+    json_type = getattr(pa, "json_", None)
+    columns = [pc.run_end_encode(_json_column(runs)),
+               pa.chunked_array([pc.run_end_encode(_json_column(runs[:9])),
+                                 pc.run_end_encode(_json_column(runs[9:]))])]
+    if json_type is not None:  # (pyarrow 19 on)
+        columns += [pa.array(texts, json_type()),
+                    pa.chunked_array([pa.array(texts[:20], json_type()),
+                                      pa.array(texts[20:], json_type())])]
+    for column in columns:
+        assert _rows(arrow.scan_arrow(pa.table({"messages": column}))) == _expected(runs)
+    width = max(map(len, texts))
+    padded = [text + " " * (width - len(text)) for text in texts]  # (JSON may end in spaces)
+    fixed = pa.array([text.encode() for text in padded], pa.binary(width))
+    assert _rows(arrow.scan_arrow(pa.table({"messages": fixed}))) == _expected(runs)
+    # Runs of a dictionary's values (pyarrow's run_end_decode has no kernel for these),
+    # sliced to start inside a run.
+    repeated = [run for run in runs for _ in range(3)]
+    codes = pa.array([json.dumps(run) for run in repeated]).dictionary_encode()
+    ends = pa.array(range(3, len(repeated) + 1, 3), pa.int32())
+    nested = pa.RunEndEncodedArray.from_arrays(ends, codes.take(pa.array(
+        range(0, len(repeated), 3)))).slice(2, 50)
+    assert _rows(arrow.scan_arrow(pa.table({"messages": nested}))) == _expected(repeated[2:52])
 
 
 def test_a_map_field_is_read_as_an_object() -> None:

@@ -167,9 +167,16 @@ def test_column_names_prefix_and_keep_messages() -> None:
     got = _table(scan_dataset(runs, run_ids=True, format="native"))
     assert got.column_names == ["run_id", *arrow.RESULT_FIELDS]
     assert got.column("run_id").to_pylist() == ["r1", "7"]
+    # A column added by a map is known only once the dataset runs: found at the call when
+    # the format is detected (the call runs the head), by each batch when it is given.
+    def added() -> Any:
+        return ds.drop_columns(["verdict"]).add_column("run_id", lambda b: b["messages"])
+
+    lazy = scan_dataset(added(), run_ids=True, format="native")
     with pytest.raises(ValueError, match="'run_id' is already a column"):
-        scan_dataset(ds.drop_columns(["verdict"]).add_column("run_id", lambda b: b["messages"]),
-                     run_ids=True, format="native")
+        scan_dataset(added(), run_ids=True)
+    with pytest.raises(Exception, match="'run_id' is already a column"):
+        _table(lazy)
 
 
 def test_bad_arguments_fail_before_any_work() -> None:
@@ -185,6 +192,44 @@ def test_bad_arguments_fail_before_any_work() -> None:
         scan_dataset(ds, keep_messages="no")
     with pytest.raises(TypeError, match="mask_volatile"):
         scan_dataset(ds, mask_volatile=1)
+
+
+@pytest.mark.parametrize("empty", [None, "[]", "{not json"])
+def test_the_format_is_detected_past_a_head_of_rows_without_messages(empty: str | None
+                                                                      ) -> None:
+    """The first 256 rows hold no messages (null, empty or broken runs first): the first
+    batch further on that holds some decides the format, as scan_arrow looks past such
+    rows (the chat runs after them were read as native, each a false loop)."""
+    runs = generate_threads(30, seed=29)
+    cells = [empty] * 300 + [json.dumps(to_openai(run)) for run in runs]
+    table = pa.table({"messages": pa.array(cells, pa.string())})
+    got = _table(scan_dataset(ray.data.from_arrow(table)))
+    expected = arrow.scan_arrow(table)
+    assert got.column("verdict").to_pylist() == expected.column("verdict").to_pylist()
+    assert got.column("verdict").to_pylist()[300:] == scan(runs).names
+
+
+def test_a_format_given_keeps_the_call_lazy_where_ray_knows_no_columns(tmp_path: Path
+                                                                        ) -> None:
+    """With a format given, a dataset whose columns Ray knows only once it runs (after a
+    map_batches) is not run by the call: its batches check their own columns (asking
+    Ray for the columns ran the pipeline's first block at the call)."""
+    ran = tmp_path / "ran"
+
+    def touch(batch: Any) -> Any:
+        ran.touch()
+        return batch
+
+    runs = generate_threads(8, seed=31)
+    ds = ray.data.from_items([{"messages": json.dumps(run)} for run in runs]).map_batches(
+        touch, batch_format="pyarrow")
+    result = scan_dataset(ds, format="native")
+    assert not ran.exists()
+    assert _table(result).column("verdict").to_pylist() == scan(runs).names
+    assert ran.exists()
+    missing = scan_dataset(ds, format="native", messages="history")
+    with pytest.raises(Exception, match="history"):
+        _table(missing)
 
 
 def test_empty_dataset() -> None:

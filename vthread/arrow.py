@@ -22,7 +22,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -243,21 +243,45 @@ def _as_table(data: Any) -> pa.Table:
 
 
 def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """``column`` (a table's or a record batch's) with a dictionary-encoded type (a Parquet
-    column read with ``read_dictionary`` or written from a categorical, a pandas or polars
-    categorical, a DuckDB enum) as its plain values: JSON text stays text to read, not a
-    string value in a run's place."""
+    """``column`` (a table's or a record batch's) as the plain values its type wraps: a
+    dictionary-encoded type (a Parquet column read with ``read_dictionary`` or written from
+    a categorical, a pandas or polars categorical, a DuckDB enum), a run-end encoded one,
+    an extension type (Arrow's JSON type, ``arrow.json``, as pyarrow reads a Parquet
+    column of JSON: its text) and fixed-size binary, each read as the values it holds: JSON
+    text stays text to read, not a string value in a run's place (each row was an error)."""
     import pyarrow as pa
 
-    if not pa.types.is_dictionary(column.type):
-        return column
-    try:
+    def each(unwrap: Callable[[Any], Any], kind: pa.DataType) -> Any:
         if isinstance(column, pa.Array):
-            return column.dictionary_decode()
-        return pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks],
-                                type=column.type.value_type)
+            return unwrap(column)
+        return pa.chunked_array([unwrap(chunk) for chunk in column.chunks], type=kind)
+
+    try:
+        while True:
+            kind = column.type
+            if pa.types.is_dictionary(kind):
+                column = each(lambda array: array.dictionary_decode(), kind.value_type)
+            elif isinstance(kind, pa.BaseExtensionType):
+                column = each(lambda array: array.storage, kind.storage_type)
+            elif getattr(pa.types, "is_run_end_encoded", lambda _: False)(kind):
+                column = each(_run_end_decoded, kind.value_type)
+            elif pa.types.is_fixed_size_binary(kind):
+                column = column.cast(pa.binary())
+            else:
+                return column
     except pa.ArrowException as error:  # (an index out of its dictionary: ArrowIndexError)
         raise ValueError(f"not a valid Arrow array: {error}") from None
+
+
+def _run_end_decoded(array: Any) -> Any:
+    """A run-end encoded array's values, one a row (pyarrow's own ``run_end_decode`` has no
+    kernel for some value types, a dictionary among them): each row's run found by its
+    end, the array's offset counted."""
+    import pyarrow as pa
+
+    ends = array.run_ends.to_numpy(zero_copy_only=False)
+    rows = np.arange(array.offset, array.offset + len(array))
+    return array.values.take(pa.array(np.searchsorted(ends, rows, side="right")))
 
 
 def declarations(table: pa.Table, messages: str, id: str | None
@@ -369,6 +393,15 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=")
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
                           _DETECT_ROWS, "row", "format='auto'", stacklevel)
+
+
+def holds_messages(column: pa.ChunkedArray) -> bool:
+    """Whether some row of ``column`` holds messages whose format detection weighs (in a
+    known format or none): a column of nulls, empty runs and rows that are no JSON gives
+    :func:`_detect` nothing to go on. O(rows up to the first such)."""
+    values = (value for piece in _slices(column) for value in _head_values(piece))
+    evidence, unknown = evidence_of(values, 1)
+    return bool(evidence) or unknown is not None
 
 
 def _noting_declarations(values: Iterator[Any], declaring: set[int]) -> Iterator[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from vthread._options import flag
 from vthread.arrow import (
@@ -23,6 +23,7 @@ from vthread.arrow import (
     checked_arguments,
     declarations,
     decoded,
+    holds_messages,
     refuse_unsound,
     scan_column,
 )
@@ -72,8 +73,10 @@ def scan_dataset(
 
     ``format="auto"`` is resolved once, here, from the first :data:`DETECT_ROWS` rows (Ray
     executes the start of the pipeline to read them), and every batch is then read in that
-    format, so two batches can never be judged in different formats; pass ``format=`` to
-    keep this call fully lazy. A bad row gets its ``error`` and is never dropped, as in
+    format, so two batches can never be judged in different formats (when none of those
+    rows holds messages, the first batch further on that does); pass ``format=`` to keep
+    this call fully lazy (the columns of a dataset Ray knows only once it runs are then
+    checked by each batch). A bad row gets its ``error`` and is never dropped, as in
     :func:`vthread.scan_arrow`. Rows keep their order within a block; whether blocks come
     back in input order is Ray's ``DataContext.execution_options.preserve_order`` (off by
     default). Other keywords go to ``map_batches`` (``batch_size``, ``compute``,
@@ -106,7 +109,11 @@ def scan_dataset(
     reserved = sorted(_RESERVED & map_batches_kwargs.keys())
     if reserved:
         raise TypeError(f"scan_dataset sets {', '.join(reserved)} itself")
-    schema = ds.schema()
+    # The columns as Ray knows them without running the pipeline (a dataset after a
+    # map_batches has none until it runs: asking for them ran its first block here).
+    schema = (ds.schema(fetch_if_missing=format == "auto")
+              if "fetch_if_missing" in inspect.signature(ds.schema).parameters
+              else ds.schema())
     if schema is not None:
         messages = messages_column(list(schema.names), messages, "the dataset", "messages=")
         _check_columns(list(schema.names), messages, prefix, keep_messages, anywhere, run_ids)
@@ -157,6 +164,15 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] 
     except ValueError:  # Ray's answer for an empty dataset: nothing to read in any format
         return "native"
     messages = messages_column(head.column_names, messages, "the dataset", "messages=")
+    if head.num_rows == DETECT_ROWS and not holds_messages(decoded(head.column(messages))):
+        # No row of the head holds messages (failed or empty runs first): the first batch
+        # further on that does decides, as scan_arrow looks past such rows (the chat runs
+        # after 256 empty rows were read as native, each a false loop).
+        for batch in picked.iter_batches(batch_size=DETECT_ROWS, batch_format="pyarrow"):
+            table = cast("pa.Table", batch)
+            if holds_messages(decoded(table.column(messages))):
+                head = table
+                break
     column = head.column(messages)
     refuse_unsound(column)
     return _detect(decoded(column), declared=declarations(head, messages, None))
