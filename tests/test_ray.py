@@ -157,6 +157,9 @@ def test_column_names_prefix_and_keep_messages() -> None:
             None, "repeated_suffix"]
     with pytest.raises(ValueError, match=r"no messages column .* the dataset has verdict"):
         scan_dataset(ds.drop_columns(["messages"]))
+    with pytest.raises(ValueError, match="'vt_verdict' is already a column of the dataset; "
+                                         "pass another prefix= than 'vt_' to name"):
+        scan_dataset(ds.add_column("vt_verdict", lambda b: b["verdict"]), prefix="vt_")
     got = _table(scan_dataset(ds, prefix="vt_", keep_messages=True))
     assert got.column_names == ["messages", "verdict", *(f"vt_{n}" for n in arrow.RESULT_FIELDS)]
     assert got.column("verdict").to_pylist() == ["human: fine", "human: loops"]

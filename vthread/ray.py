@@ -145,9 +145,10 @@ def _check_columns(names: list[str], messages: str, prefix: str, keep_messages: 
     clashes = [prefix + name for name in _result_names(anywhere, run_ids)
                if prefix + name in kept]
     if clashes:
+        advice = ("pass prefix= (say prefix='vthread_')" if not prefix
+                  else f"pass another prefix= than {prefix!r}")
         raise ValueError(f"the result column {clashes[0]!r} is already a column of the "
-                         "dataset; pass prefix= (say prefix='vthread_') to name the results "
-                         "apart")
+                         f"dataset; {advice} to name the results apart")
 
 
 def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] | None
