@@ -321,8 +321,8 @@ def test_guard_with_standard_error_closed() -> None:
 
 
 def test_help_documents_the_exit_statuses() -> None:
-    """Both commands' --help list 74; the README's table too."""
-    for command in ("scan", "guard"):
+    """Every command's --help lists 74; the README's table too."""
+    for command in ("scan", "guard", "report"):
         done = subprocess.run([*VTHREAD, command, "--help"], capture_output=True, env=ENV,
                               check=True)
         assert b"74 " in done.stdout and b"141" in done.stdout

@@ -313,6 +313,27 @@ def test_records_named_json_and_a_cut_last_line_are_read_back(
     assert f'data-figure="errors" data-value="{expected["errors"] + 1}"' in page
 
 
+def test_records_given_twice_or_with_options_of_runs_are_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Records given twice are counted twice, said as scan says a trajectory file given
+    again; options of reading runs given with records alone are said to change nothing
+    (both went without a word)."""
+    expected = _scan_summary([SAMPLE], tmp_path)
+    records_file = tmp_path / "records.jsonl"
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(records_file), str(records_file), "--format", "openai",
+                 "--mask-volatile", "-o", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        f"vthread report: warning: {records_file} is given again: its records are counted "
+        "once for each time it is given",
+        "vthread report: warning: --format, --mask-volatile apply to runs scanned, and "
+        "every input holds a scan's records: read back as they are"]
+    assert f'data-figure="threads" data-value="{2 * expected["threads"]}"' in out.read_text()
+    assert main(["report", str(records_file), "-o", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_bad_record_line_names_file_and_line(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """A records file with a line that is no record: status 2, the file and line named."""

@@ -124,6 +124,9 @@ def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
         records_in = {name for name in options.files
                       if (_stdin_holds_records() if name == "-" else holds_records(name))}
         to_scan = [name for name in options.files if name not in records_in]
+        _warn_of_records_read_twice(options.files, records_in, stderr)
+        if not to_scan:
+            _warn_of_scan_options(options, stderr)
         if to_scan:
             status = _scan_into(data, to_scan, options, stderr)
             if status:
@@ -164,6 +167,31 @@ def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
     return 0
 
 
+def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
+    """Say that the options of reading runs change nothing when every input holds records
+    (they were passed over without a word: a user expecting --format to apply)."""
+    given = [flag for flag, value in (("--format", options.format),
+                                      ("--messages-key", options.messages_key),
+                                      ("--id-key", options.id_key),
+                                      ("--mask-volatile", options.mask_volatile)) if value]
+    if given:
+        stderr.write(f"vthread report: warning: {', '.join(given)} "
+                     f"{'applies' if len(given) == 1 else 'apply'} to runs scanned, and every "
+                     "input holds a scan's records: read back as they are\n")
+
+
+def _warn_of_records_read_twice(files: Sequence[str], records_in: set[str],
+                                stderr: TextIO) -> None:
+    """Say which records file is given more than once (its runs are counted each time, as
+    a scan counts a trajectory file given twice, in the words it says so)."""
+    seen: set[str] = set()
+    for name in files:
+        if name in records_in and name in seen:
+            stderr.write(f"vthread report: warning: {name} is given again: its records are "
+                         "counted once for each time it is given\n")
+        seen.add(name)
+
+
 def _write_page(output: str, page: bytes) -> None:
     """Write the page to ``output``; ``-`` is standard output, as for vthread scan -o."""
     if output != "-":
@@ -180,17 +208,33 @@ def _write_page(output: str, page: bytes) -> None:
     out.flush()
 
 
+_EXIT_STATUS_HELP: Final = """\
+exit status:
+  0    the page was written; bad lines of the runs are counted in it
+  2    usage error, an input that is not there or cannot be read, a records file
+       with a line that is no record (FILE:LINE), output that is an input
+  70   internal error (a bug: the traceback is on standard error; please report it)
+  71   out of memory, as for vthread scan
+  74   the page could not be written (a missing folder, no permission, a full disk)
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM)
+  141  standard output closed early by its reader (-o - | head)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vthread report",
+        # (wrapped here: the exit statuses' table below needs the raw description format)
         description="Scan trajectory files (anything vthread scan reads), or read a scan's "
-        "records (JSONL or Parquet), and write one self-contained HTML page: headline "
-        "figures, loops by kind, the most repeated loops, and a sortable table of the "
+        "records (JSONL or Parquet),\nand write one self-contained HTML page: headline "
+        "figures, loops by kind, the most repeated loops,\nand a sortable table of the "
         "looping runs.",
+        epilog=_EXIT_STATUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="trajectory file as vthread scan takes it, or vthread scan's "
-                        "output (JSONL, .gz, or Parquet)")
+                        "output (JSONL, .gz, or Parquet); - for standard input")
     parser.add_argument("-o", "--output", metavar="PATH", required=True,
                         help="the HTML file to write (- for standard output)")
     parser.add_argument("--title", help="the page's title (default: names the inputs)")
