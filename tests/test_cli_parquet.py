@@ -760,15 +760,18 @@ def test_a_date_past_what_python_holds_is_an_error_of_its_row_on_both_paths(
 def test_a_map_keyed_by_structs_or_lists_is_an_error_of_its_row_on_both_paths(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A map whose keys are structs or lists has no JSON object: its row gets an error
-    naming the map's place, from the command and scan_arrow alike (both ended with
-    "unhashable type"); the other rows get their verdicts."""
+    naming the map's place (the first such map of the row: the last was named), from the
+    command and scan_arrow alike (both ended with "unhashable type"); the other rows get
+    their verdicts."""
     for key_type, key in [(pa.struct([("k", pa.int64())]), {"k": 1}),
                           (pa.list_(pa.string()), ["k"])]:
         message = pa.struct([("type", pa.string()), ("text", pa.string()),
                              ("meta", pa.struct([("tags", pa.map_(key_type, pa.string()))]))])
         loop = [{"type": "user", "text": "go", "meta": {"tags": []}}] * 4
+        # (two such maps: the first is named, as a reader goes through the row)
         keyed = [{"type": "user", "text": "go", "meta": None},
-                 {"type": "user", "text": "go", "meta": {"tags": [(key, "x")]}}]
+                 {"type": "user", "text": "go", "meta": {"tags": [(key, "x")]}},
+                 {"type": "user", "text": "go", "meta": {"tags": [(key, "y")]}}]
         table = pa.table({"id": ["a", "b", "c"],
                           "messages": pa.array([loop, keyed, loop], type=pa.list_(message))})
         by_cli, by_arrow = _records_both_ways(table, tmp_path, capsys)

@@ -853,9 +853,9 @@ def _is_list_type(kind: pa.DataType) -> bool:
 def _maps_as_dicts(value: Any, plan: Any) -> Any:
     """``value`` (a row of ``to_pylist``) with each map's list of (key, value) pairs along
     ``plan`` (:func:`_map_plan`) a dict, the last value of a key given twice kept; in
-    place, without recursion. Raises :class:`_UnkeyableMapError`, naming the map's place,
-    for a map whose keys are structs or lists (or maps) holding any. O(the values along the
-    plan)."""
+    place, without recursion, in the row's order (each container's parts pushed last one
+    first). Raises :class:`_UnkeyableMapError`, naming the place of the row's first map
+    whose keys are structs or lists (or maps) holding any. O(the values along the plan)."""
     holder = [value]
     # (container, key, plan, where the container lies: (where its container lies, key))
     pending: list[tuple[Any, Any, Any, Any]] = [(holder, 0, plan, None)]
@@ -876,11 +876,12 @@ def _maps_as_dicts(value: Any, plan: Any) -> Any:
                 raise _UnkeyableMapError(_unkeyable(_map_named(here),
                                                     "struct or list")) from None
             if inner is not None:
-                pending.extend((item, name, inner, here) for name in item)
+                pending.extend((item, name, inner, here) for name in reversed(item))
         elif shape == "list":
-            pending.extend((item, index, inner, here) for index in range(len(item)))
+            pending.extend((item, index, inner, here) for index in reversed(range(len(item))))
         else:
-            pending.extend((item, name, found, here) for name, found in inner if name in item)
+            pending.extend((item, name, found, here) for name, found in reversed(inner)
+                           if name in item)
     return holder[0]
 
 
