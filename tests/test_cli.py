@@ -1553,6 +1553,26 @@ def test_a_scans_records_given_back_are_said_to_be_records(
     assert run(["scan", str(runs), "-q"], monkeypatch)[2] == ""
 
 
+def test_a_scans_records_in_utf_16_are_not_said_to_be_read_back_as_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records a shell rewrote in UTF-16 (PowerShell's ``>``) named as input: scan reads
+    them and says they are records, but not that vthread report reads them back as they
+    are (it reads records in UTF-8): convert them first."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"id": "r", "messages": [{"type": "user", "text": "hi"}]})
+                    + "\n")
+    own = tmp_path / "records.jsonl"
+    assert run(["scan", str(runs), "-q", "-o", str(own)], monkeypatch)[0] == 0
+    wide = tmp_path / "wide.jsonl"
+    wide.write_bytes(own.read_text().encode("utf-16"))
+    code, out, err = run(["scan", str(wide), "-q"], monkeypatch)
+    assert code == 0 and "error" in records(out)[0]
+    assert err.startswith(f"vthread scan: {wide}: warning: it holds vthread scan's records, "
+                          "not runs; each line is an error record (vthread report reads "
+                          "records written in UTF-8: convert the file (iconv) to read them "
+                          "back)\n")
+
+
 def test_a_scans_summary_given_as_input_is_said_to_be_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A scan's --summary named as input to scan or report: its one run is still an error

@@ -3115,8 +3115,9 @@ def _tasks(
                 tapes = (_core.KeptTapes() if hold_tapes and file_format is None
                          and type(lines) is list else None)
                 if file_format is None:
-                    file_format, shown, settling.start = _detect(label, lines, messages_key,
-                                                                 unit, tapes)
+                    file_format, shown, settling.start = _detect(
+                        label, lines, messages_key, unit, tapes,
+                        transcoded=transcoded is not None)
                     if detected is not None and shown is not None:
                         settling.detected_at = len(detected)
                         detected.append((label, shown))
@@ -3576,7 +3577,8 @@ def _is_summary_line(line: bytes) -> bool:
 
 
 def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str,
-            keep_into: _core.KeptTapes | None = None) -> tuple[str, str | None, int | None]:
+            keep_into: _core.KeptTapes | None = None, *, transcoded: bool = False
+            ) -> tuple[str, str | None, int | None]:
     """The format every thread among the first ``DETECT_THREADS`` with messages of ``lines``
     fits (:func:`vthread.adapters.common_format`), the format to name for the file, None
     when no thread told it (native is the format of lines with no thread to judge by, but
@@ -3586,7 +3588,9 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     that shows it (:func:`_settled`); a fatal
     error naming the ``unit``s (line or run numbers) when they disagree, or when none is in
     a known format but one has messages. ``keep_into``: where to hold the tapes made of
-    the lines judged, for the chunk's scan (:func:`_format_evidence`)."""
+    the lines judged, for the chunk's scan (:func:`_format_evidence`); ``transcoded``: the
+    file is written in UTF-16 or UTF-32 (its records, if it holds them, are not read back
+    as they are)."""
     from vthread.adapters import agreed_format
 
     evidence, unknown = _format_evidence(lines, messages_key, keep_into=keep_into)
@@ -3610,8 +3614,10 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                 "record (is it a trajectory file?)")
     elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
         # A scan's own output given back as input: every line would be an error record.
-        back = ("saved to a file, vthread report FILE reads them back" if label == "<stdin>"
-                else f"vthread report {label} reads them back")
+        back = ("vthread report reads records written in UTF-8: convert the file (iconv) "
+                "to read them back" if transcoded  # (UTF-16 or UTF-32, as a shell wrote it)
+                else "saved to a file, vthread report FILE reads them back"
+                if label == "<stdin>" else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
     elif not evidence and unknown is None and len(lines) == 1 and _is_summary_line(lines[0]):
