@@ -344,6 +344,28 @@ def test_bad_record_line_names_file_and_line(tmp_path: Path,
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize(("first", "said"), [
+    ({"verdict": "made_up_kind"}, "unknown verdict 'made_up_kind'"),
+    ({"line": "3"}, "line is '3', not a count"),
+    ({"line": 1.5}, "line is 1.5, not a count"),
+])
+def test_records_whose_first_line_is_damaged_are_read_as_records(
+        first: dict[str, Any], said: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Records whose first line is shaped as one but is none (a verdict edited, a line
+    number as text) and whose next line is one: read as records, the first line's fault
+    named, status 2 (read as runs, each line was an error record and a page of no run was
+    written, status 0). A first line holding messages is a run's, whatever follows."""
+    records = tmp_path / "records.jsonl"
+    damaged = _loop_record("a", "x") | first
+    records.write_text(json.dumps(damaged) + "\n" + json.dumps(_loop_record("b", "y")) + "\n")
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 2
+    assert capsys.readouterr().err == f"vthread report: {records}:1: {said}\n"
+    run = damaged | {"messages": [{"type": "user", "text": "hi"}]}
+    records.write_text(json.dumps(run) + "\n" + json.dumps(_loop_record("b", "y")) + "\n")
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 0
+
+
 @pytest.mark.parametrize(("bad", "said"), [
     (b"[" * 5000 + b"]" * 5000, "nested too deeply to read"),
     (b'{"file": "a", "line": 2, "verdict": null, "id": ' + b"[" * 5000 + b"]" * 5000 + b"}",

@@ -378,7 +378,7 @@ def _head_holds_records(name: str, throughout: bool) -> bool:
     # told by the lines before its cut, as standard input is.
     whole = ended and not head.startswith(_GZIP_MAGIC)
     if not _first_line_is_record(text, whole):
-        return False
+        return not throughout and _first_record_damaged(text, whole)
     if not throughout:
         return True
     # A file a scan would pass over or write over: every line of it, not only of its head
@@ -709,7 +709,7 @@ def _stdin_holds_records() -> bool:
     finally:
         sys.stdin = io.TextIOWrapper(io.BufferedReader(_Replaying(bytes(held), buffer)),
                                      encoding=getattr(stdin, "encoding", None) or "utf-8")
-    return _first_line_is_record(text, ended)
+    return _first_line_is_record(text, ended) or _first_record_damaged(text, ended)
 
 
 def _decompressed(head: bytes, limit: int) -> bytes:
@@ -737,6 +737,29 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
     ``ended``), is a record; a line the head cuts short is none."""
     first = _first_line(head, ended)
     return _may_be_record(first) and _line_is_record(first) is True
+
+
+def _first_record_damaged(head: bytes, ended: bool) -> bool:
+    """Whether the first line with text of a stream's head is no record but shaped as one
+    (an object naming a ``file`` and a ``line``, holding no array or object but an id's and
+    ``loops``: no run, whose messages are an array) and the next line with text is one:
+    records whose first line was damaged (a verdict edited, a line number written as
+    text). ``vthread report`` reads them as records, so that the first line's fault is
+    said; read as runs, each line was an error record, and the page of none was written."""
+    text = head.removeprefix(codecs.BOM_UTF8)
+    first = _first_line_with_text(text, ended)
+    if not first or not _may_be_record(first):
+        return False
+    second = _first_line_with_text(text[text.index(first) + len(first):], ended)
+    if _line_is_record(second) is not True:
+        return False
+    try:
+        value = _record_of(first)
+    except ValueError:
+        return False
+    return (isinstance(value, dict) and "file" in value and "line" in value
+            and not any(isinstance(field, (list, dict)) for key, field in value.items()
+                        if key not in ("id", "loops")))
 
 
 def _first_line_is_no_record(start: bytes) -> bool:
