@@ -1037,6 +1037,9 @@ def test_an_earlier_runs_records_in_a_directory_are_passed_over(
     (tmp_path / "runs.jsonl").unlink()
     code, _, err = run(["scan", str(tmp_path), "-q"], monkeypatch)
     assert code == 2 and "holding only vthread scan's records" in err
+    assert "(vthread report reads a records file named as such: vthread report FILE" in err
+    code, _, err = run(["report", str(tmp_path), "-o", str(tmp_path / "r.html")], monkeypatch)
+    assert code == 2 and "(vthread report reads a records file named as such" in err
     code, out, _ = run(["scan", str(first), "-q"], monkeypatch)
     assert code == 0 and "error" in records(out)[0]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import copy
 import gzip
+import html
 import io
 import json
 import math
@@ -311,6 +312,27 @@ def test_records_named_json_and_a_cut_last_line_are_read_back(
     page = out.read_text()
     assert f'data-figure="threads" data-value="{expected["threads"] - 1}"' in page
     assert f'data-figure="errors" data-value="{expected["errors"] + 1}"' in page
+
+
+def test_the_page_shows_what_the_command_warned_of(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Records written with --only-loops: the warning that the figures count only the runs
+    they hold is on the page too (a page sent on its own said "100.0% of runs" with nothing
+    to say why), escaped; a page read without warnings has no such section; past 20, the
+    rest are counted."""
+    records_file = tmp_path / "lo<ops>.jsonl"
+    assert main(["scan", "-q", "--only-loops", "-o", str(records_file), str(SAMPLE)]) == 0
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(records_file), "-o", str(out)]) == 0
+    warning = capsys.readouterr().err.splitlines()[0].removeprefix("vthread report: warning: ")
+    assert "holds no progressing run (written with --only-loops?)" in warning
+    page = out.read_text()
+    assert f"<h2>Warnings</h2><ul><li>{html.escape(warning)}</li></ul>" in page
+    assert "lo&lt;ops&gt;.jsonl holds no progressing run" in page
+    assert "Warnings" not in render_report(ReportData(), title="t")
+    many = render_report(ReportData(), title="t", warnings=[f"w{i}" for i in range(23)])
+    assert "<li>w19</li><li>and 3 more, on standard error</li>" in many
 
 
 def test_records_given_twice_or_with_options_of_runs_are_said(

@@ -104,7 +104,28 @@ class _Shown(io.TextIOBase):
         self.stream.flush()
 
 
-def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
+class _Warned(io.TextIOBase):
+    """A text stream that writes to ``stream`` and keeps each warning written (the text
+    after ``vthread report: warning: ``), for the page to show."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self.warnings: list[str] = []
+
+    def write(self, text: str) -> int:
+        prefix = "vthread report: warning: "
+        if text.startswith(prefix):
+            self.warnings.append(text.removeprefix(prefix).rstrip("\n"))
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _run_report(argv: Sequence[str], shown: TextIO) -> int:
+    warned = _Warned(shown)
+    stderr = cast(TextIO, warned)
     parser = _parser()
     try:
         options = parser.parse_args(numbers_joined(list(argv), parser))
@@ -141,7 +162,8 @@ def _run_report(argv: Sequence[str], stderr: TextIO) -> int:
                                  f"(written with --only-loops?); the figures count only the "
                                  f"runs it holds\n")
         title = options.title or f"vthread report: {_what(options.files)}"
-        page = render_report(data, title=title, sources=options.files)
+        page = render_report(data, title=title, sources=options.files,
+                             warnings=warned.warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
             _write_page(options.output, page.encode("utf-8", "replace"))

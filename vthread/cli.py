@@ -1367,7 +1367,10 @@ def _inputs(options: argparse.Namespace, passed_over: list[_LeftOut] | None = No
                 if not found:
                     why = "is a directory holding only vthread scan's records, no trajectory file"
                     if len(options.files) == 1 or empty_directories is None:
-                        raise _FatalError(f"{name}: {why}")
+                        # (a person who meant to read them back: vthread report refused the
+                        # directory with no hint of how)
+                        raise _FatalError(f"{name}: {why} (vthread report reads a records file "
+                                          "named as such: vthread report FILE -o PAGE)")
                     empty_directories[name] = why
                     files.append(name)
                     continue

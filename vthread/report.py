@@ -327,8 +327,12 @@ def _index(table: dict[str, int], text: str) -> int:
 # ---------------------------------------------------------------------------------- page
 
 
-def render_report(data: ReportData, *, title: str, sources: Sequence[str] = ()) -> str:
-    """The whole page as text; O(looping runs). ``sources`` name the inputs in the header."""
+def render_report(data: ReportData, *, title: str, sources: Sequence[str] = (),
+                  warnings: Sequence[str] = ()) -> str:
+    """The whole page as text; O(looping runs). ``sources`` name the inputs in the header;
+    ``warnings``, what the command warned of while reading them, are shown above the
+    figures (a page sent on its own carries why its figures may mislead: records written
+    with --only-loops, a line cut short), the first :data:`_WARNINGS_SHOWN` of them."""
     figures = data.summary()
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
     policy = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -342,6 +346,7 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = ()) 
         f"<header><h1>{_text(title)}</h1>",
         f"<p class=\"sources\">{_text(shown)}</p>" if shown else "",
         "</header><main>",
+        _warnings(warnings),
         _headline(figures),
         '<section class="charts">',
         _chart_card("Loops by kind", _kind_chart(data)),
@@ -355,6 +360,20 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = ()) 
         f"</script><script>{_SCRIPT}</script></body></html>\n",
     ]
     return "".join(parts)
+
+
+_WARNINGS_SHOWN: Final = 20
+"""Warnings a page shows (the rest are counted: all of them went to standard error)."""
+
+
+def _warnings(warnings: Sequence[str]) -> str:
+    if not warnings:
+        return ""
+    items = "".join(f"<li>{_text(warning)}</li>" for warning in warnings[:_WARNINGS_SHOWN])
+    more = len(warnings) - _WARNINGS_SHOWN
+    if more > 0:
+        items += f"<li>and {more:,} more, on standard error</li>"
+    return f'<section class="warnings"><h2>Warnings</h2><ul>{items}</ul></section>'
 
 
 def _text(value: object) -> str:
@@ -589,7 +608,9 @@ body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:
 background:#f8f9fa}header{background:#212529;color:#fff;padding:14px 24px}
 header h1{margin:0;font-size:20px}.sources{margin:4px 0 0;color:#adb5bd;font-size:12px;
 overflow-wrap:anywhere}main{padding:16px 24px;max-width:1280px}
-h2{font-size:17px;margin:24px 0 8px}.headline{display:flex;flex-wrap:wrap;gap:12px}
+h2{font-size:17px;margin:24px 0 8px}.warnings{background:#fff3cd;border:1px solid #ffe69c;
+border-radius:6px;padding:0 16px 8px;margin-bottom:16px}.warnings h2{margin-top:8px}
+.headline{display:flex;flex-wrap:wrap;gap:12px}
 .card{background:#fff;border:1px solid #dee2e6;border-radius:6px;padding:10px 16px;
 min-width:180px}.card .value{font-size:26px;font-weight:600}.card .label{color:#495057}
 .card .note{color:#868e96;font-size:12px}.extras{width:100%;color:#868e96;font-size:12px;
