@@ -212,6 +212,31 @@ def test_the_format_is_detected_past_a_head_of_rows_without_messages(empty: str 
     assert got.column("verdict").to_pylist()[300:] == scan(runs).names
 
 
+def test_looking_past_a_head_without_messages_reads_at_most_look_past_rows(
+        tmp_path: Path) -> None:
+    """A dataset none of whose rows holds messages is not run whole when scan_dataset is
+    called to detect its format: at most LOOK_PAST_ROWS rows past its head (and the blocks
+    holding them) are read; it is then read as native, row errors and all."""
+    from vthread.ray import LOOK_PAST_ROWS
+
+    counted = tmp_path / "rows"
+    counted.mkdir()
+
+    def count(batch: Any) -> Any:
+        (counted / f"{os.getpid()}-{id(batch)}-{batch.num_rows}").touch()
+        return batch
+
+    rows = 40 * 500
+    table = pa.table({"messages": pa.array([None] * rows, pa.string())})
+    ds = ray.data.from_arrow(table).repartition(40).map_batches(count, batch_format="pyarrow")
+    result = scan_dataset(ds)
+    run = sum(int(name.rsplit("-", 1)[1]) for name in os.listdir(counted))
+    # (Ray may run a few blocks ahead of what it is asked for: bounded loosely)
+    assert 0 < run < LOOK_PAST_ROWS + rows // 4 < rows
+    assert _table(result).column("error").to_pylist() == [
+        'not a thread: "messages" is a null, not an array'] * rows
+
+
 def test_a_format_given_keeps_the_call_lazy_where_ray_knows_no_columns(tmp_path: Path
                                                                         ) -> None:
     """With a format given, a dataset whose columns Ray knows only once it runs (after a

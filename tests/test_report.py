@@ -127,6 +127,10 @@ def test_a_total_no_agent_spends_is_shown_in_powers_of_ten() -> None:
     card = _wasted_tokens_card(page)
     assert "1.700e+308" in card and "000,000" not in page
     assert 'data-value="1.7e+308"' in card
+    # A count past a machine word is no record's (one past the largest double was status
+    # 70, the page's arithmetic broken).
+    with pytest.raises(RecordError, match="messages is a number of 401 digits, not a count"):
+        data.add(_loop_record("b", "y") | {"messages": 10**400})
 
 
 BAD_FIELDS = [{"line": "7"}, {"loop_start": -1}, {"period": 1.0}, {"repetitions": None},
@@ -333,6 +337,24 @@ def test_the_page_shows_what_the_command_warned_of(
     assert "Warnings" not in render_report(ReportData(), title="t")
     many = render_report(ReportData(), title="t", warnings=[f"w{i}" for i in range(23)])
     assert "<li>w19</li><li>and 3 more, on standard error</li>" in many
+    # The scan's warnings of a file are on the page too, and the records given twice are
+    # said once; "no thread was scanned" is not, when the records give the page its runs.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert main(["report", str(bad), str(records_file), str(records_file), "-o",
+                 str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"vthread report: {bad}: warning: its first line is not JSON" in err
+    assert "no thread was scanned" in err
+    page = out.read_text()
+    shown = page.split("<h2>Warnings</h2>", 1)[1].split("</ul>", 1)[0]
+    assert f"<li>{html.escape(str(bad))}: its first line is not JSON" in shown
+    assert shown.count("holds no progressing run") == 1
+    assert "is given again" in shown and "no thread was scanned" not in shown
+    # Given again by another name: the same file, said so.
+    assert main(["report", str(records_file), f"{tmp_path}/./{records_file.name}", "-o",
+                 str(out)]) == 0
+    assert f"{tmp_path}/./{records_file.name} is given again" in capsys.readouterr().err
 
 
 def test_records_given_twice_or_with_options_of_runs_are_said(

@@ -105,8 +105,10 @@ class _Shown(io.TextIOBase):
 
 
 class _Warned(io.TextIOBase):
-    """A text stream that writes to ``stream`` and keeps each warning written (the text
-    after ``vthread report: warning: ``), for the page to show."""
+    """A text stream that writes to ``stream`` and keeps each warning written, the report's
+    own (``vthread report: warning: WHAT``) and the scan's of a file (``vthread report:
+    FILE: warning: WHAT``), as ``WHAT`` and ``FILE: WHAT``, once each, for the page to
+    show."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
@@ -114,9 +116,12 @@ class _Warned(io.TextIOBase):
         self.warnings: list[str] = []
 
     def write(self, text: str) -> int:
-        prefix = "vthread report: warning: "
-        if text.startswith(prefix):
-            self.warnings.append(text.removeprefix(prefix).rstrip("\n"))
+        said = text.removeprefix("vthread report: ").rstrip("\n")
+        if said != text.rstrip("\n") and (said.startswith("warning: ")
+                                           or ": warning: " in said):
+            warning = said.removeprefix("warning: ").replace(": warning: ", ": ", 1)
+            if warning not in self.warnings:
+                self.warnings.append(warning)
         return self.stream.write(text)
 
     def flush(self) -> None:
@@ -162,8 +167,12 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
                                  f"(written with --only-loops?); the figures count only the "
                                  f"runs it holds\n")
         title = options.title or f"vthread report: {_what(options.files)}"
-        page = render_report(data, title=title, sources=options.files,
-                             warnings=warned.warnings)
+        warnings = warned.warnings
+        if data.summary()["threads"]:
+            # (the scan of the runs found none, and said so; the records read give the page
+            # its runs)
+            warnings = [w for w in warnings if not w.startswith("no thread was scanned")]
+        page = render_report(data, title=title, sources=options.files, warnings=warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
             _write_page(options.output, page.encode("utf-8", "replace"))
@@ -195,7 +204,8 @@ def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
     given = [flag for flag, value in (("--format", options.format),
                                       ("--messages-key", options.messages_key),
                                       ("--id-key", options.id_key),
-                                      ("--mask-volatile", options.mask_volatile)) if value]
+                                      ("--mask-volatile", options.mask_volatile),
+                                      ("--jobs", options.jobs)) if value]
     if given:
         stderr.write(f"vthread report: warning: {', '.join(given)} "
                      f"{'applies' if len(given) == 1 else 'apply'} to runs scanned, and every "
@@ -204,14 +214,21 @@ def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
 
 def _warn_of_records_read_twice(files: Sequence[str], records_in: set[str],
                                 stderr: TextIO) -> None:
-    """Say which records file is given more than once (its runs are counted each time, as
-    a scan counts a trajectory file given twice, in the words it says so)."""
-    seen: set[str] = set()
+    """Say which records file is given more than once, by any name (its runs are counted
+    each time, as a scan counts a trajectory file given twice, in the words it says so)."""
+    seen: set[object] = set()
     for name in files:
-        if name in records_in and name in seen:
+        if name not in records_in:
+            continue
+        try:
+            found = os.stat(name)
+            same: object = (found.st_dev, found.st_ino)
+        except OSError:
+            same = name
+        if same in seen:
             stderr.write(f"vthread report: warning: {name} is given again: its records are "
                          "counted once for each time it is given\n")
-        seen.add(name)
+        seen.add(same)
 
 
 def _write_page(output: str, page: bytes) -> None:

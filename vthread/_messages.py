@@ -423,10 +423,19 @@ def figure_text(value: float) -> str:
 
     >>> figure_text(1234567.0), figure_text(1.7e308), figure_text(math.inf)
     ('1,234,567', '1.700e+308', 'over 1.8e308')
+    >>> figure_text(999_999_999_999.6), figure_text(-0.0), figure_text(10**400)
+    ('1.000e+12', '0', 'over 1.8e308')
     """
-    if not math.isfinite(value):
+    try:
+        figure = float(value)
+    except OverflowError:  # (an integer past the largest double, as a record may hold)
         return "over 1.8e308"
-    return f"{value:,.0f}" if abs(value) < 1e12 else f"{value:.3e}"
+    if math.isnan(figure):
+        return "n/a"
+    if not math.isfinite(figure):
+        return "over 1.8e308"
+    # (rounded first: 999,999,999,999.6 is 10**12, written as such)
+    return f"{figure + 0.0:,.0f}" if abs(round(figure)) < 10**12 else f"{figure:.3e}"
 
 
 def token_total(figures: Sequence[float]) -> float:

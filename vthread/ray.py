@@ -33,9 +33,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
 
-__all__ = ["DETECT_ROWS", "scan_dataset"]
+__all__ = ["DETECT_ROWS", "LOOK_PAST_ROWS", "scan_dataset"]
 
 DETECT_ROWS: Final = 256
+LOOK_PAST_ROWS: Final = 16 * DETECT_ROWS
+"""Rows read at most to find the first holding messages, when the first ``DETECT_ROWS``
+hold none (``format="auto"``)."""
 """Rows read from the start of the dataset to detect its format when ``format="auto"``."""
 _RESERVED: Final = frozenset({"fn", "batch_format", "fn_args", "fn_kwargs",
                               "fn_constructor_args", "fn_constructor_kwargs"})
@@ -74,7 +77,8 @@ def scan_dataset(
     ``format="auto"`` is resolved once, here, from the first :data:`DETECT_ROWS` rows (Ray
     executes the start of the pipeline to read them), and every batch is then read in that
     format, so two batches can never be judged in different formats (when none of those
-    rows holds messages, the first batch further on that does); pass ``format=`` to keep
+    rows holds messages, the first batch further on that does, within the first
+    :data:`LOOK_PAST_ROWS`); pass ``format=`` to keep
     this call fully lazy (the columns of a dataset Ray knows only once it runs are then
     checked by each batch). A bad row gets its ``error`` and is never dropped, as in
     :func:`vthread.scan_arrow`. Rows keep their order within a block; whether blocks come
@@ -168,8 +172,11 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] 
     if head.num_rows == DETECT_ROWS and not holds_messages(decoded(head.column(messages))):
         # No row of the head holds messages (failed or empty runs first): the first batch
         # further on that does decides, as scan_arrow looks past such rows (the chat runs
-        # after 256 empty rows were read as native, each a false loop).
-        for batch in picked.iter_batches(batch_size=DETECT_ROWS, batch_format="pyarrow"):
+        # after 256 empty rows were read as native, each a false loop); up to LOOK_PAST_ROWS
+        # rows, so that a dataset holding none is not all run here.
+        batches = picked.limit(LOOK_PAST_ROWS).iter_batches(batch_size=DETECT_ROWS,
+                                                            batch_format="pyarrow")
+        for batch in batches:
             table = cast("pa.Table", batch)
             if holds_messages(decoded(table.column(messages))):
                 head = table

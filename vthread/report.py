@@ -255,10 +255,18 @@ class _Loop:
     tokens: float | None = None
 
 
+_MOST_COUNTED: Final = 2**63 - 1
+"""The largest count a record may hold (a scan's counts are a machine word's; one past the
+largest double broke the page's arithmetic, status 70)."""
+
+
 def _count(record: Mapping[str, Any], key: str) -> int:
     value = record.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RecordError(f"{key} is {value!r}, not a count")
+    if (not isinstance(value, int) or isinstance(value, bool) or value < 0
+            or value > _MOST_COUNTED):
+        shown = repr(value) if not isinstance(value, int) or value < 10**20 else (
+            f"a number of {len(str(value)):,} digits")
+        raise RecordError(f"{key} is {shown}, not a count")
     return value
 
 
@@ -391,7 +399,10 @@ def _json_for_html(value: object) -> str:
 def _share(part: float, whole: float | None) -> str:
     if not whole or not math.isfinite(whole):
         return ""  # no share of nothing, nor of a total past the largest double
-    return f"{part / whole:.1%}"
+    try:
+        return f"{part / whole:.1%}"
+    except OverflowError:  # (counts past the largest double, as records may write them)
+        return ""
 
 
 def _figure_json(value: float | None) -> str:
@@ -609,8 +620,8 @@ background:#f8f9fa}header{background:#212529;color:#fff;padding:14px 24px}
 header h1{margin:0;font-size:20px}.sources{margin:4px 0 0;color:#adb5bd;font-size:12px;
 overflow-wrap:anywhere}main{padding:16px 24px;max-width:1280px}
 h2{font-size:17px;margin:24px 0 8px}.warnings{background:#fff3cd;border:1px solid #ffe69c;
-border-radius:6px;padding:0 16px 8px;margin-bottom:16px}.warnings h2{margin-top:8px}
-.headline{display:flex;flex-wrap:wrap;gap:12px}
+border-radius:6px;padding:0 16px 8px;margin-bottom:16px;overflow-wrap:anywhere}
+.warnings h2{margin-top:8px}.headline{display:flex;flex-wrap:wrap;gap:12px}
 .card{background:#fff;border:1px solid #dee2e6;border-radius:6px;padding:10px 16px;
 min-width:180px}.card .value{font-size:26px;font-weight:600}.card .label{color:#495057}
 .card .note{color:#868e96;font-size:12px}.extras{width:100%;color:#868e96;font-size:12px;
