@@ -3557,26 +3557,17 @@ def _inspect_reason(error: Exception) -> str:
     return str(error)
 
 
-def _is_record_line(line: bytes) -> bool:
-    """Whether ``line`` is one of ``vthread scan``'s records (a file of them:
-    :func:`vthread._cli_report.holds_records`)."""
-    from vthread._cli_report import is_record
+def _scan_output(line: bytes) -> str | None:
+    """Which of ``vthread scan``'s own outputs ``line`` is, given back as input:
+    ``"records"`` (one of its records: :func:`vthread._cli_report.is_record`),
+    ``"summary"`` (its ``--summary``: :func:`vthread._cli_report.is_summary`), or None."""
+    from vthread._cli_report import is_record, is_summary
 
     try:
-        return is_record(json.loads(line))
+        value = json.loads(line)
     except (ValueError, RecursionError):
-        return False
-
-
-def _is_summary_line(line: bytes) -> bool:
-    """Whether ``line`` is a ``vthread scan --summary`` (a run of a JSON document:
-    :func:`vthread._cli_report.is_summary`)."""
-    from vthread._cli_report import is_summary
-
-    try:
-        return is_summary(json.loads(line))
-    except (ValueError, RecursionError):
-        return False
+        return None
+    return "records" if is_record(value) else "summary" if is_summary(value) else None
 
 
 def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: str,
@@ -3597,6 +3588,8 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     from vthread.adapters import agreed_format
 
     evidence, unknown = _format_evidence(lines, messages_key, keep_into=keep_into)
+    # (nothing to judge by: a scan's own output given back is looked for)
+    output = _scan_output(lines[0]) if not evidence and unknown is None and lines else None
     if not evidence and unknown is None and lines and not any(map(_may_be_json, lines[:8])):
         # Nothing to judge by, and not even JSON (a README, a log, a CSV passed by mistake):
         # each line will be an error record; said once, so that a wrong file is not taken
@@ -3615,7 +3608,7 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                      else f"none of its first {looked} {unit}s is")
             say(f"vthread scan: {label}: warning: {which} JSON; each {unit} is an error "
                 "record (is it a trajectory file?)")
-    elif not evidence and unknown is None and lines and _is_record_line(lines[0]):
+    elif output == "records":
         # A scan's own output given back as input: every line would be an error record.
         back = ("vthread report reads records written in UTF-8: convert the file (iconv) "
                 "to read them back" if transcoded  # (UTF-16 or UTF-32, as a shell wrote it)
@@ -3623,7 +3616,7 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                 if label == "<stdin>" else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
             f"each {unit} is an error record ({back})")
-    elif not evidence and unknown is None and len(lines) == 1 and _is_summary_line(lines[0]):
+    elif output == "summary" and len(lines) == 1:
         # (an earlier scan's --summary named as input: its run was said to hold "messages"
         # as a number, with no word of what the file is)
         say(f"vthread scan: {label}: warning: it is vthread scan's --summary, not runs; its "
