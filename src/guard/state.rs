@@ -345,14 +345,13 @@ fn write_slot(out: &mut StateWriter, slot: &Slot) {
     out.u64(slot.newlines);
 }
 
-/// A word of the window read back into `slot` (the ring's next), its hash made again;
-/// the newlines before it.
+/// A word of the window read back into `slot` (the ring's next), its hash made again.
 fn read_slot(
     from: &mut StateReader<'_>,
     slot: &mut Slot,
     seed: u64,
     mask: u64,
-) -> Result<u64, String> {
+) -> Result<(), String> {
     let normal = checked_text(from.bytes()?, false, "a word of its window")?;
     if normal.is_empty() {
         return Err("a word of its window is empty".to_owned());
@@ -367,7 +366,7 @@ fn read_slot(
     slot.hash = slot_hash(&normal, slot.long, seed) & mask;
     slot.normal = normal;
     slot.newlines = from.count("the newlines before a word")?;
-    Ok(slot.newlines)
+    Ok(())
 }
 
 impl Guard {
@@ -437,13 +436,14 @@ impl Guard {
                 options.window
             ));
         }
-        let mut newlines = 0u64;
         for _ in 0..words {
-            newlines += read_slot(from, window.ring.push(), guard.seed, mask)?;
-            if newlines > MOST {
+            read_slot(from, window.ring.push(), guard.seed, mask)?;
+            window.add(false); // (never trips: no word is judged)
+                               // (each word's newlines are at most MOST, so the total checked here cannot
+                               // have overflowed)
+            if window.newlines > MOST {
                 return Err("its window's newlines are past any stream".to_owned());
             }
-            window.add(false); // (never trips: no word is judged)
         }
         // Counting or not as the stream left it (a margin of distinct words decides when
         // counting starts and stops, by the stream's history): the n-grams that begin in
