@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any, Final, TypeVar, cast
 
 from vthread.adapters import FORMATS
@@ -53,6 +53,29 @@ exit status:
        130, the records so far are written and so is the --summary FILE (timeout
        itself exits 124 unless given --preserve-status)
 """
+
+
+def named_again(files: Iterable[str], identities: Mapping[str, tuple[int, int]] | None = None
+                ) -> Iterator[tuple[str, str]]:
+    """Each of ``files`` that is a file read before, under this name or another (the same
+    device and inode): (its name, the name it was first given by). Standard input and a
+    file that cannot be stated are none (each says what it is when read); ``identities``:
+    the (device, inode) of files stated already."""
+    first: dict[tuple[int, int], str] = {}
+    for name in files:
+        if name == "-":
+            continue
+        identity = (identities or {}).get(name)
+        if identity is None:
+            try:
+                status = os.stat(name)
+            except OSError:
+                continue
+            identity = (status.st_dev, status.st_ino)
+        if identity in first:
+            yield name, first[identity]
+        else:
+            first[identity] = name
 
 
 def main(argv: list[str] | None = None) -> int:

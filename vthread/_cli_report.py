@@ -45,6 +45,7 @@ from vthread._cli_main import (
     input_written_over,
     jobs_argument,
     key_argument,
+    named_again,
     numbers_joined,
     opened_regular,
     shown,
@@ -216,19 +217,9 @@ def _warn_of_records_read_twice(files: Sequence[str], records_in: set[str],
                                 stderr: TextIO) -> None:
     """Say which records file is given more than once, by any name (its runs are counted
     each time, as a scan counts a trajectory file given twice, in the words it says so)."""
-    seen: set[object] = set()
-    for name in files:
-        if name not in records_in:
-            continue
-        try:
-            found = os.stat(name)
-            same: object = (found.st_dev, found.st_ino)
-        except OSError:
-            same = name
-        if same in seen:
-            stderr.write(f"vthread report: warning: {name} is given again: its records are "
-                         "counted once for each time it is given\n")
-        seen.add(same)
+    for name, _ in named_again(name for name in files if name in records_in):
+        stderr.write(f"vthread report: warning: {name} is given again: its records are "
+                     "counted once for each time it is given\n")
 
 
 def _write_page(output: str, page: bytes) -> None:

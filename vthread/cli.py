@@ -165,6 +165,7 @@ from vthread._cli_main import (
     input_written_over,
     is_utf8,
     main,
+    named_again,
     opened_regular,
     require_regular,
     say,
@@ -1181,23 +1182,10 @@ def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, in
     given too, or by two paths to it): its records are written, and counted, once each
     time, as asked, and a tally that counts runs would count its runs twice. ``identities``:
     the (device, inode) of the files a directory's walk found (stated there already)."""
-    first: dict[tuple[int, int], str] = {}
-    for name in files:
-        if name == "-":
-            continue
-        identity = identities.get(name)
-        if identity is None:
-            try:
-                status = os.stat(name)
-            except OSError:
-                continue  # (its own error record when read)
-            identity = (status.st_dev, status.st_ino)
-        if identity in first:
-            again = "given again" if first[identity] == name else f"{first[identity]} again"
-            say(f"vthread scan: warning: {name} is {again}: its records are written and "
-                "counted once for each time it is given")
-        else:
-            first[identity] = name
+    for name, first in named_again(files, identities):
+        again = "given again" if first == name else f"{first} again"
+        say(f"vthread scan: warning: {name} is {again}: its records are written and "
+            "counted once for each time it is given")
 
 
 def _looks_like_a_trajectory(name: str) -> bool:
