@@ -615,10 +615,7 @@ def is_record(value: object) -> bool:
     beside the id, file and line, never a verdict. No record holds an array or an object but
     its id (any JSON value) and its ``loops`` (a list, looking anywhere): a run holds its
     messages in one, under whatever key."""
-    if not isinstance(value, dict):
-        return False
-    if any(isinstance(field, (list, dict)) for key, field in value.items()
-           if key != "id" and not (key == "loops" and isinstance(field, list))):
+    if not isinstance(value, dict) or not _holds_no_run(value):
         return False
     if "error" in value:
         if "verdict" in value or not isinstance(value["error"], str):
@@ -631,6 +628,13 @@ def is_record(value: object) -> bool:
             return False
     file, line, messages = value.get("file"), value.get("line"), value.get("messages", 0)
     return (isinstance(file, str) and _is_count(line) and _is_count(messages))
+
+
+def _holds_no_run(value: dict[str, Any]) -> bool:
+    """Whether an object holds no array or object but its ``id`` (any JSON value) and its
+    ``loops`` (a list): a record's shape, where a run holds its messages in an array."""
+    return not any(isinstance(field, (list, dict)) for key, field in value.items()
+                   if key != "id" and not (key == "loops" and isinstance(field, list)))
 
 
 def _is_count(value: object) -> bool:
@@ -771,11 +775,11 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
 
 def _first_record_damaged(head: bytes, ended: bool) -> bool:
     """Whether the first line with text of a stream's head is no record but shaped as one
-    (an object naming a ``file`` and a ``line``, holding no array or object but an id's and
-    ``loops``: no run, whose messages are an array) and the next line with text is one:
-    records whose first line was damaged (a verdict edited, a line number written as
-    text). ``vthread report`` reads them as records, so that the first line's fault is
-    said; read as runs, each line was an error record, and the page of none was written."""
+    (an object naming a ``file`` and a ``line``, :func:`_holds_no_run`) and the next line
+    with text is one: records whose first line was damaged (a verdict edited, a line
+    number written as text). ``vthread report`` reads them as records, so that the first
+    line's fault is said; read as runs, each line was an error record, and the page of
+    none was written."""
     text = head.removeprefix(codecs.BOM_UTF8)
     first = _first_line_with_text(text, ended)
     if not first or not _may_be_record(first):
@@ -788,8 +792,7 @@ def _first_record_damaged(head: bytes, ended: bool) -> bool:
     except ValueError:
         return False
     return (isinstance(value, dict) and "file" in value and "line" in value
-            and not any(isinstance(field, (list, dict)) for key, field in value.items()
-                        if key not in ("id", "loops")))
+            and _holds_no_run(value))
 
 
 def _first_line_is_no_record(start: bytes) -> bool:
