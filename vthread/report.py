@@ -399,10 +399,7 @@ def _json_for_html(value: object) -> str:
 def _share(part: float, whole: float | None) -> str:
     if not whole or not math.isfinite(whole):
         return ""  # no share of nothing, nor of a total past the largest double
-    try:
-        return f"{part / whole:.1%}"
-    except OverflowError:  # (counts past the largest double, as records may write them)
-        return ""
+    return f"{part / whole:.1%}"
 
 
 def _figure_json(value: float | None) -> str:
