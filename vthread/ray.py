@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["DETECT_ROWS", "LOOK_PAST_ROWS", "scan_dataset"]
 
 DETECT_ROWS: Final = 256
+"""Rows read from the start of the dataset to detect its format when ``format="auto"``."""
 LOOK_PAST_ROWS: Final = 16 * DETECT_ROWS
 """Rows read at most to find the first holding messages, when the first ``DETECT_ROWS``
 hold none (``format="auto"``)."""
-"""Rows read from the start of the dataset to detect its format when ``format="auto"``."""
 _RESERVED: Final = frozenset({"fn", "batch_format", "fn_args", "fn_kwargs",
                               "fn_constructor_args", "fn_constructor_kwargs"})
 
