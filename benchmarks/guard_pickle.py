@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
-import platform
 import statistics
 import sys
 import time
 from typing import Any
 
 import vthread
+from benchmarks.scan_report import machine
 from benchmarks.streams import realistic_stream
 
 
@@ -63,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     inside = vthread.Guard()
     inside.push("start " + "a\u00e9" * 150_000)
     cases["long_word"] = _case(inside, rest, options.repeats)
-    result = {"method": __doc__.split("\n\n")[1].replace("\n", " "),
-              "machine": {"processor": platform.processor(),
-                          "python": platform.python_version()},
+    result = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "machine": machine(),
               "repeats": options.repeats, "cases": cases}
     with open(options.out, "w", encoding="utf-8") as out:
         json.dump(result, out, indent=1)
