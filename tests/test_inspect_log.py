@@ -3,6 +3,7 @@ the mapping of a sample's messages; the error when inspect_ai is missing."""
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import io
 import json
@@ -616,6 +617,57 @@ def test_an_unfinished_evaluation_s_log_is_one_cut_short(
     whole = written_log(tmp_path, f"whole{suffix}", status=status)
     code, out, err = run(["scan", str(whole), "-q", "--fail-on-error"], monkeypatch)
     assert code == 0 and err == "" and len(records(out)) == 3
+
+
+@pytest.mark.parametrize("status", ["success", "started", "error", "cancelled", "odd"])
+@pytest.mark.parametrize(("held", "listed"), [(0, 4), (1, 2), (1_234, 12_345)])
+@pytest.mark.parametrize("log_samples", [True, False])
+def test_every_note_of_what_a_log_lacks_is_told_from_a_sample_s_error(
+        status: str, held: int, listed: int, log_samples: bool) -> None:
+    """What the reader says a log lacks (each wording) is what a reader of the records
+    tells from an error of a sample: the same words with an id, or beside a verdict's
+    fields, are no note."""
+    from vthread import inspect_log
+
+    why = inspect_log._unfinished(status, held, listed, log_samples)
+    assert why is not None
+    note = {"id": None, "file": "run.eval", "line": held + 1, "error": why}
+    assert inspect_log.is_lacking_note(note)
+    assert inspect_log.is_lacking_note({**note, "verdict": None, "loops": None})
+    assert not inspect_log.is_lacking_note({**note, "id": "a/1"})
+    assert not inspect_log.is_lacking_note({**note, "messages": 3})
+    assert not inspect_log.is_lacking_note({**note, "error": f"sample 'a' epoch 1: {why}"})
+
+
+@needs_inspect
+@pytest.mark.parametrize("records_suffix", [".jsonl", ".parquet"])
+def test_records_of_a_lacking_log_read_back_count_as_its_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records_suffix: str) -> None:
+    """``vthread report`` of the records of an unfinished evaluation's log counts the record
+    that ends it (what the log lacks) as the scan's summary does, as no run and no error,
+    and says it, as a warning on the page too (read back, it was counted among the error
+    records: "errors 1" of a scan that had none); a sample's own error still counts."""
+    path = written_log(tmp_path, "run.eval", status="started",
+                       sample_ids=("a", "b", "c", "d"), left_out=("c", "d"))
+    saved, summary = tmp_path / f"records{records_suffix}", tmp_path / "summary.json"
+    code, _, _ = run(["scan", str(path), "-q", "-o", str(saved), "--summary", str(summary)],
+                     monkeypatch)
+    written = json.loads(summary.read_text())
+    assert code == 0 and (written["threads"], written["errors"]) == (2, 0)
+    page = tmp_path / "report.html"
+    code, _, err = run(["report", str(saved), "-o", str(page)], monkeypatch)
+    said = written["cut_short"][0]["why"]
+    assert code == 0 and f"vthread report: {path}: warning: {said}" in err
+    text = page.read_text()
+    assert all(f'data-figure="{key}" data-value="{written[key]}"' in text
+               for key in ("threads", "errors"))
+    assert html.escape(said) in text  # (among the page's warnings)
+    if records_suffix == ".jsonl":  # a sample's error is counted, whatever its words
+        lines = saved.read_text().splitlines()
+        sample_error = {"id": "c/1", "file": str(path), "line": 3, "error": said}
+        saved.write_text("\n".join([*lines, json.dumps(sample_error)]) + "\n")
+        run(["report", str(saved), "-o", str(page)], monkeypatch)
+        assert 'data-figure="errors" data-value="1"' in page.read_text()
 
 
 @needs_inspect

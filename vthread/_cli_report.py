@@ -988,13 +988,23 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
         raise _ReportError(f"{name}: cannot read: {error}") from error
 
 
+def _say_new_notes(data: ReportData, said: int, stderr: TextIO) -> int:
+    """Say each of ``data.notes`` from ``said`` on as the scan said it when it wrote the
+    record (``FILE: warning: WHAT``, for the page's warnings too); the count said."""
+    for file, what in data.notes[said:]:
+        stderr.write(f"vthread report: {file}: warning: {what}\n")
+    return len(data.notes)
+
+
 def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
     """Add every record of a records file; a line that is none is fatal (file:line), but
     for a last line cut short (no newline ends it: a file still being written or copied),
     said on ``stderr`` and counted as a bad line (the run it stood for is not read, as a
     scan counts a run's line cut short)."""
+    notes_said = len(data.notes)
     if is_parquet(name):
         _read_parquet_records(data, name)
+        _say_new_notes(data, notes_said, stderr)
         return
     number = 0
     try:
@@ -1007,6 +1017,7 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                     if not isinstance(record, dict):
                         raise RecordError("not a vthread scan record (not a JSON object)")
                     data.add(record)
+                    notes_said = _say_new_notes(data, notes_said, stderr)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
                     if not line.endswith(b"\n") and isinstance(error, json.JSONDecodeError):
                         stderr.write(f"vthread report: warning: {name}:{number}: the last "
@@ -1059,14 +1070,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
             data.add(record)
             if record.get("verdict") is not None:
                 looping[(record["file"], record["line"])] = data.loops - 1
-        figures = json.loads(summary.read_text(encoding="utf-8"))
-        data.tokens = figures["tokens"]
-        # The record that ends an Inspect log lacking samples stands for no sample, and no
-        # error, in the scan's summary: the page counts as it does (records read back
-        # cannot tell that record from a sample's error, and count it among them).
-        notes = data.errors - figures["errors"]
-        data.errors -= notes
-        data.lines -= notes
+        data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
     if looping:
         _add_message_kinds(data, files, looping, options)
     return 0

@@ -209,6 +209,23 @@ def _early_stops(results: Any) -> set[tuple[str, Any]]:
     return {(str(_field(stop, "id")), _field(stop, "epoch")) for stop in stops}
 
 
+_LACKING_NOTE: Final = re.compile(
+    r"holds (?:none|[0-9,]+) of the [0-9,]+ samples its header lists: [^\n]*")
+"""The form of every note :func:`_unfinished` writes (a test holds the two together)."""
+
+
+def is_lacking_note(record: Mapping[str, Any]) -> bool:
+    """Whether a ``vthread scan`` record is the one that ends an Inspect log lacking
+    samples: it stands for no sample (the scan's summary counts it as no line and no
+    error), and a reader of the records counts it so too (``vthread report``). Its id is
+    null and it holds no field but ``file``, ``line`` and ``error`` (a Parquet row's others
+    null)."""
+    error = record.get("error")
+    return (isinstance(error, str) and _LACKING_NOTE.fullmatch(error) is not None
+            and all(value is None for key, value in record.items()
+                    if key not in ("file", "line", "error")))  # (a Parquet row's nulls)
+
+
 def _unfinished(status: Any, held: int, listed: int | None, log_samples: Any = True
                 ) -> str | None:
     """What a log lacks, said of it (``held`` samples of the ``listed`` its header lists,

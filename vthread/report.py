@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from vthread._messages import figure_text, loops_priced
+from vthread.inspect_log import is_lacking_note
 from vthread.scan import HEURISTIC_NAMES
 
 __all__ = ["RecordError", "ReportData", "WrittenNumber", "render_report"]
@@ -107,6 +108,9 @@ class ReportData:
     signature_index: list[int] = field(default_factory=list)
     # Per looping run, its messages' kinds (see message_kinds), set where known.
     message_kinds: dict[int, str] = field(default_factory=dict)
+    # (file, what) of each record that ends an Inspect log lacking samples: it stands for
+    # no run, so it counts as no line and no error, as in the scan's summary.
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record; O(1). Raises :class:`RecordError` for anything that is not one
@@ -128,6 +132,9 @@ class ReportData:
             raise RecordError(f"file is {record['file']!r}, not text")
         line = _count(record, "line")  # (every record's, checked as is_record tells them)
         if "error" in record:
+            if is_lacking_note(record):
+                self.notes.append((record["file"], record["error"]))
+                return
             self.lines += 1
             self.errors += 1
             return
