@@ -1574,6 +1574,12 @@ def test_a_scans_records_in_utf_16_are_not_said_to_be_read_back_as_they_are(
                           "not runs; each line is an error record (vthread report reads "
                           "records written in UTF-8: convert the file (iconv) to read them "
                           "back)\n")
+    code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=wide.read_bytes())
+    assert code == 0 and "error" in records(out)[0]  # (piped, they are no file)
+    assert err.startswith("vthread scan: <stdin>: warning: it holds vthread scan's records, "
+                          "not runs; each line is an error record (vthread report reads "
+                          "records written in UTF-8: convert them (iconv) to read them "
+                          "back)\n")
 
 
 def test_a_scans_summary_given_as_input_is_said_to_be_one(

@@ -55,6 +55,10 @@ exit status:
 """
 
 
+def input_label(name: str) -> str:
+    """How records and messages name an input: ``<stdin>`` for standard input (``-``)."""
+    return "<stdin>" if name == "-" else name
+
 def named_again(files: Iterable[str], identities: Mapping[str, tuple[int, int]] | None = None
                 ) -> Iterator[tuple[str, str]]:
     """Each of ``files`` that is a file read before, under this name or another (the same

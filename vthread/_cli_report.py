@@ -33,7 +33,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO, cast
+from typing import Any, BinaryIO, Final, TextIO, cast
 
 from vthread import _core
 from vthread._cli_main import (
@@ -42,6 +42,7 @@ from vthread._cli_main import (
     IO_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    input_label,
     input_written_over,
     jobs_argument,
     key_argument,
@@ -887,8 +888,51 @@ class _Replaying(io.RawIOBase):
         return int(self.rest.fileno())
 
 
+class _GzipUntilBroken(io.RawIOBase):
+    """A gzip stream's bytes, decompressed, ending where the stream breaks off inside a
+    member (a file still being written or copied: ``broken`` is then set) rather than
+    raising there, so that the line cut there is read as a last line without its newline
+    (a reader of lines dropped it with the error)."""
+
+    def __init__(self, unzipped: gzip.GzipFile) -> None:
+        super().__init__()
+        self.unzipped = unzipped
+        self.broken = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        if self.broken:
+            return 0
+        try:
+            more = self.unzipped.read1(len(target))
+        except EOFError:
+            self.broken = True
+            return 0
+        target[:len(more)] = more
+        return len(more)
+
+
+class _RecordLines:
+    """The lines of a records file as bytes, a byte-order mark before the first passed
+    over; ``broken``: a gzip stream that broke off inside a member, once read to there."""
+
+    def __init__(self, stream: BinaryIO | gzip.GzipFile) -> None:
+        self.source = _GzipUntilBroken(stream) if isinstance(stream, gzip.GzipFile) else None
+        self.lines = _without_mark(io.BufferedReader(self.source, _WHOLE_FILE_READ)
+                                   if self.source is not None else stream)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.lines
+
+    @property
+    def broken(self) -> bool:
+        return self.source is not None and self.source.broken
+
+
 @contextlib.contextmanager
-def _record_lines(name: str) -> Iterator[Iterator[bytes]]:
+def _record_lines(name: str) -> Iterator[_RecordLines]:
     """The lines of a records file, or of standard input (``-``, the replaying one, left
     open), as bytes, gzip decompressed; a byte-order mark before the first passed over, as
     vthread scan does (Windows tools write one). Read as bytes, so that a line's number and
@@ -899,14 +943,14 @@ def _record_lines(name: str) -> Iterator[Iterator[bytes]]:
         if isinstance(buffer, io.BufferedReader) and buffer.peek(2)[:2] == _GZIP_MAGIC:
             # (a GzipFile given a stream leaves it open)
             with gzip.GzipFile(fileobj=buffer, mode="rb") as unzipped:
-                yield _without_mark(unzipped)
+                yield _RecordLines(unzipped)
         else:
-            yield _without_mark(buffer)
+            yield _RecordLines(buffer)
         return
     with open(name, "rb") as raw:
         gzipped = raw.read(2) == _GZIP_MAGIC
     with gzip.open(name, "rb") if gzipped else open(name, "rb") as stream:
-        yield _without_mark(stream)
+        yield _RecordLines(stream)
 
 
 def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -991,7 +1035,7 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
 def _say_new_notes(data: ReportData, said: int, stderr: TextIO) -> int:
     """Say each of ``data.notes`` from ``said`` on as the scan said it when it wrote the
     record (``FILE: warning: WHAT``, for the page's warnings too); the count said."""
-    for file, what in data.notes[said:]:
+    for file, what in data.notes[said:]:  # (records name standard input <stdin>)
         stderr.write(f"vthread report: {file}: warning: {what}\n")
     return len(data.notes)
 
@@ -1007,6 +1051,7 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
         _say_new_notes(data, notes_said, stderr)
         return
     number = 0
+    label = input_label(name)
     try:
         with _record_lines(name) as lines:
             for number, line in enumerate(lines, 1):
@@ -1020,20 +1065,23 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                     notes_said = _say_new_notes(data, notes_said, stderr)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
                     if not line.endswith(b"\n") and isinstance(error, json.JSONDecodeError):
-                        stderr.write(f"vthread report: warning: {name}:{number}: the last "
-                                     "line is cut short (a file still being written?): "
+                        why = (_BROKEN_GZIP if lines.broken
+                               else "the last line is cut short (a file still being written?)")
+                        stderr.write(f"vthread report: warning: {label}:{number}: {why}: "
                                      "counted as a bad line\n")
-                        data.add({"file": name, "line": number, "error": "cut short"})
+                        data.add({"file": label, "line": number, "error": "cut short"})
                         return
-                    raise _ReportError(f"{name}:{number}: {error}") from None
-    except EOFError:
-        # A gzip file cut short (still being written or copied): its whole lines are read.
-        stderr.write(f"vthread report: warning: {name}: the gzip stream ends in the middle of "
-                     f"a member (cut short: a file still being written?): the records of its "
-                     f"{number:,} whole lines are read\n")
+                    raise _ReportError(f"{label}:{number}: {error}") from None
+            if lines.broken:  # (broken off at the end of a line)
+                stderr.write(f"vthread report: warning: {label}: {_BROKEN_GZIP}: the records "
+                             f"of its {number:,} whole lines are read\n")
     except (OSError, zlib.error, UnicodeDecodeError) as error:
-        where = f"{name}:{number + 1}" if number else name
+        where = f"{label}:{number + 1}" if number else label
         raise _ReportError(f"{where}: cannot read: {error}") from error
+
+
+_BROKEN_GZIP: Final = ("the gzip stream ends in the middle of a member (cut short: a file "
+                       "still being written?)")
 
 
 def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,

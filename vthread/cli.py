@@ -162,6 +162,7 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    input_label,
     input_written_over,
     is_utf8,
     main,
@@ -1535,7 +1536,7 @@ def _unread_compression_said(name: str, compression: _Compression) -> str:
            else f"{command} {name} | vthread scan -")
     inspect = (" (an Inspect log, .eval, is a zip: save it to a file named .eval, which "
                "vthread reads)" if compression.compressor == "zip" else "")
-    return (f"{'<stdin>' if name == '-' else name}: compressed with {compression.compressor}, "
+    return (f"{input_label(name)}: compressed with {compression.compressor}, "
             f"which vthread does not read (gzip alone is): decompress it first ({how})"
             f"{inspect}")
 
@@ -3009,7 +3010,7 @@ def _tasks(
     to append each file read to its end that held no line or run (an empty file, a
     document of no run), which no record stands for."""
     for name in files:
-        label = "<stdin>" if name == "-" else name
+        label = input_label(name)
         why = (empty_directories or {}).get(name)
         if why is not None:
             if not strict:  # (--strict makes its record the fatal error that says it)
@@ -3598,8 +3599,9 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
                 "record (is it a trajectory file?)")
     elif output == "records":
         # A scan's own output given back as input: every line would be an error record.
-        back = ("vthread report reads records written in UTF-8: convert the file (iconv) "
-                "to read them back" if transcoded  # (UTF-16 or UTF-32, as a shell wrote it)
+        back = (f"vthread report reads records written in UTF-8: convert "
+                f"{'them' if label == '<stdin>' else 'the file'} (iconv) to read them back"
+                if transcoded  # (UTF-16 or UTF-32, as a shell wrote it)
                 else "saved to a file, vthread report FILE reads them back"
                 if label == "<stdin>" else f"vthread report {label} reads them back")
         say(f"vthread scan: {label}: warning: it holds vthread scan's records, not runs; "
