@@ -18,6 +18,7 @@ import pytest
 
 import vthread
 from tests.deadline import ends_within
+from vthread import _jsvalue
 from vthread import _reference as ref
 from vthread._options import cycle_options
 
@@ -107,6 +108,19 @@ def test_build_thread_without_estimate_names_the_message() -> None:
     thread = [{"text": "a", "usage": {"tokens": 3}}, {"text": "b"}]
     with pytest.raises(ValueError, match=r"messages\[1\]"):
         vthread.build_thread(thread, max_tokens=10)
+
+
+@pytest.mark.parametrize("build", [vthread.build_thread, ref.build_thread])
+@pytest.mark.parametrize("figure", ["0x" + "f" * 300, "0b" + "1" * 1_100, "0o" + "7" * 400,
+                                    " 0X" + "F" * 257 + "\u3000", "1" + "0" * 400])
+def test_a_numeric_string_past_the_doubles_is_infinity(build: Any, figure: str) -> None:
+    """A token figure written as a number past the doubles, in any radix JavaScript reads,
+    is Infinity (``tokens >= 0`` holds, and a figure not finite counts as 0); a hex, octal or
+    binary one raised OverflowError (a fidelity reviewer's find)."""
+    assert _jsvalue.js_string_to_number(figure) == math.inf
+    thread = [{"text": "a", "usage": {"tokens": figure}}, {"text": "b", "usage": {"tokens": 3}}]
+    built = build(thread, max_tokens=10, estimate=lambda message: 100)
+    assert built.tokens == 3.0 and [m["text"] for m in built.messages] == ["a", "b"]
 
 
 def test_an_estimate_that_is_no_function_is_named_where_it_is_needed() -> None:

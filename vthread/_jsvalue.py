@@ -755,7 +755,10 @@ def js_string_to_number(text: str) -> float:
             return sign * math.inf
         return float(body)
     if _RADIX_LITERAL.fullmatch(body):
-        return float(int(body[2:], {"x": 16, "o": 8, "b": 2}[body[1].lower()]))
+        try:
+            return float(int(body[2:], {"x": 16, "o": 8, "b": 2}[body[1].lower()]))
+        except OverflowError:  # (past the doubles: JavaScript's Infinity, as float("1e400"))
+            return math.inf
     return math.nan
 
 
