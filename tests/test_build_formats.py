@@ -155,6 +155,94 @@ def test_a_trimmed_chat_message_keeps_no_usage() -> None:
     assert got.tokens == 15
 
 
+def _tool_turns(format_: str, turns: int, size: int) -> list[dict[str, Any]]:
+    """A task, then ``turns`` tool calls each answered by a result of ``size`` characters."""
+    chat: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+    for i in range(turns):
+        if format_ == "openai":
+            chat += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"c{i}", "type": "function",
+                          "function": {"name": "cat", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": "y" * size}]
+        else:
+            chat += [{"role": "assistant", "content": [
+                         {"type": "tool_use", "id": f"c{i}", "name": "cat", "input": {}}]},
+                     {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": f"c{i}", "content": "y" * size}]}]
+    return chat
+
+
+def _chat_text(message: Any) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(block.get("content", "") for block in content)
+    return content or ""
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+@pytest.mark.parametrize("pair_safe", [False, True])
+def test_a_chat_message_trimmed_as_an_api_writes_it_costs_its_estimate(
+        format_: str, pair_safe: bool) -> None:
+    """A trim function that writes the trimmed message as the API has it, built anew without
+    vthread's usage, or copied with the usage it was shown (the cost before trimming): the
+    trimmed message costs what the estimator says of it (capped at the room), as any chat
+    message without its own tokens does; it was a ValueError ("returned no usage"), or the
+    whole room. The result holds no usage the caller's message had not."""
+    chat = _tool_turns(format_, 3, 400)
+
+    def estimate(message: Any) -> float:
+        assert "usage" not in message  # (the trimmed message as the result holds it)
+        return len(_chat_text(message)) / 4 + 5
+
+    def anew(message: dict[str, Any], room: float) -> dict[str, Any]:
+        keep = int(room * 4) - 40
+        if format_ == "openai":
+            return {"role": "tool", "tool_call_id": message["tool_call_id"],
+                    "content": message["content"][:keep]}
+        block = message["content"][0]
+        return {"role": "user", "content": [{**block, "content": block["content"][:keep]}]}
+
+    def copied(message: dict[str, Any], room: float) -> dict[str, Any]:
+        return {**anew(message, room), "usage": message["usage"]}
+
+    for trim in (anew, copied):
+        got = vthread.build_thread(chat, max_tokens=150, estimate=estimate, format=format_,
+                                   pair_safe=pair_safe, inclusive=trim)
+        assert all("usage" not in message for message in got.messages)
+        trimmed = [m for m in got.messages if 0 < len(_chat_text(m)) < 400]
+        assert len(trimmed) == 1
+        assert got.tokens == sum(len(_chat_text(m)) / 4 + 5 for m in got.messages) <= 150
+
+
+@pytest.mark.parametrize("format_", ["openai", "anthropic"])
+def test_a_trimmed_chat_message_keeps_the_callers_own_usage(format_: str) -> None:
+    """A chat message carrying its own usage (a provider's, as recorded), trimmed: the result
+    holds that usage as it was, whatever the trim function returned under the key (it held
+    vthread's {"tokens": n} in its place); a figure the trim function set is its cost, a
+    trimmed message without one and no estimate costs the room."""
+    own = ({"prompt_tokens": 5000, "completion_tokens": 100} if format_ == "openai"
+           else {"input_tokens": 5000, "output_tokens": 100})
+    chat = [{"role": "user", "content": "task"},
+            {"role": "assistant", "content": "x" * 400, "usage": own},
+            {"role": "user", "content": "more"}]
+
+    def copied(message: dict[str, Any], room: float) -> dict[str, Any]:
+        return {**message, "content": message["content"][:10]}
+
+    def stated(message: dict[str, Any], room: float) -> dict[str, Any]:
+        return {"role": "assistant", "content": "x", "usage": {"tokens": 7}}
+
+    for trim, estimate, tokens in ((copied, lambda m: 5, 5 + 5), (stated, lambda m: 5, 7 + 5),
+                                   (copied, None, 50)):
+        if estimate is None:  # (each message then carries its own figure)
+            chat[0]["usage"] = chat[2]["usage"] = {"tokens": 5}
+        got = vthread.build_thread(chat, max_tokens=50, estimate=estimate, format=format_,
+                                   inclusive=trim)
+        assert [m.get("usage") for m in got.messages] == [own, chat[2].get("usage")]
+        assert got.tokens == tokens and got.messages[0]["content"] in ("x" * 10, "x")
+    assert chat[1]["usage"] is own and own.get("tokens") is None  # (nothing written in)
+
+
 def test_chat_roles_recorded_tokens_and_reasoning_are_read_as_the_chat_means_them() -> None:
     """In a chat format, start_on may name a role ("assistant"), and one no chat message
     can match is an error, not an empty result; a message's tokens are those vthread scan

@@ -112,8 +112,10 @@ def build_thread(
     one), and a tool call and its result (OpenAI ``tool_calls`` and ``tool`` messages,
     Anthropic ``tool_use`` and ``tool_result`` blocks) are a pair; the result holds copies
     of the caller's own messages, with no ``usage`` added (an API would refuse the key): a
-    trim function is given the message with the usage it was counted at and returns its
-    trimmed copy with its own, as for native messages, and that usage is dropped again.
+    trim function is given the message with the usage it was counted at and returns the
+    trimmed message as the API has it; it costs the ``usage.tokens`` the trim function set,
+    else ``estimate`` of it (as the result holds it), else the room, and the result holds
+    the caller's own ``usage`` as it was, or none.
 
     >>> thread = [{"text": "old", "usage": {"tokens": 60}},
     ...           {"text": "new", "usage": {"tokens": 50}}]
@@ -132,7 +134,7 @@ def build_thread(
     else:
         read = None
         thread = check_messages(messages)
-    view = _MessageView(thread, format)
+    view = _MessageView(thread, format, estimate)
     flag("keep_system", keep_system)
     flag("pair_safe", pair_safe)
     if start_on is not None and not isinstance(start_on, str):
@@ -214,7 +216,7 @@ def build_thread(
     deferred: list[tuple[int, float]] | None = (
         [] if callable(inclusive) and shaped else None)
     taken, total = _newest_fitting(thread, costs, head, limit - head_total, floor, inclusive,
-                                   view.copy, deferred)
+                                   view, deferred)
     if deferred is not None or pair_safe or start_on is not None:
         allowed = _allowed_starts(view, head, len(thread) - head, pair_safe, start_on)
         if deferred:
@@ -382,13 +384,12 @@ def _trimmed_turn(
         # (thread[index] may fit its share when a newer result is larger: that one is
         # trimmed instead)
         if costs[k] > share:
-            cut = _trim(trim, _priced(thread[k], costs[k]), share, k)
+            cut = view.trimmed(trim, k, costs[k], share)
             if cut is None:
                 if k != index:
                     raise _NotSharedError
                 return None
-            trimmed[k] = cut[0] if view.copy is _priced else _unpriced(cut[0], thread[k])
-            tokens[k - start] = cut[1]
+            trimmed[k], tokens[k - start] = cut
         room -= tokens[k - start]
     block = [trimmed[k] if k in trimmed else view.copy(thread[k], costs[k])
              for k in range(start, end)]
@@ -426,12 +427,36 @@ def _as_given(message: Mapping[str, Any], tokens: float) -> dict[str, Any]:
     return dict(message)
 
 
-def _unpriced(trimmed: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
-    """A trim function's chat message as the result holds it: without the usage the trim
-    returned (to say its cost), unless the caller's own message carried one."""
+def _unpriced(trimmed: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A trim function's chat message as the result holds it: with the caller's own usage
+    as it was when its message carried one, else with none (the usage the trim was shown or
+    returned says a cost to the build, and an API would refuse the key)."""
     if "usage" in given:
-        return trimmed
+        return {**trimmed, "usage": given["usage"]}
     return {key: value for key, value in trimmed.items() if key != "usage"}
+
+
+def _trimmed_chat(trim: Trim, given: Mapping[str, Any], tokens: float, room: float,
+                  index: int, estimate: Estimate | None) -> tuple[dict[str, Any], float] | None:
+    """A chat message (``given``, counted at ``tokens``) trimmed to ``room``, as the result
+    holds it (:func:`_unpriced`), and its cost, at most ``room``: the ``usage.tokens`` the
+    trim function returned when it set one, else ``estimate`` of the trimmed message (a
+    trim function writes an API's message, which has no such key: built anew, or a copy
+    keeping the usage it was shown, which says the cost before trimming), else the room.
+    None when the trim function drops it."""
+    shown = _priced(given, tokens)
+    result = _trim_result(trim(shown, room), index)
+    if result is None:
+        return None
+    trimmed = _unpriced(result, given)
+    usage = result.get("usage")
+    if usage is not shown["usage"] and isinstance(usage, Mapping) and "tokens" in usage:
+        figure = token_figure(usage["tokens"])
+    elif estimate is not None:
+        figure = _estimated(trimmed, index, estimate)
+    else:
+        figure = room
+    return trimmed, min(figure, room)
 
 
 class _MessageView:
@@ -440,8 +465,10 @@ class _MessageView:
     or from their native translation (each source message's first translated message, the
     pairs of the translation mapped to their source messages) in a chat format."""
 
-    def __init__(self, thread: list[Mapping[str, Any]], format: str) -> None:
+    def __init__(self, thread: list[Mapping[str, Any]], format: str,
+                 estimate: Estimate | None = None) -> None:
         self._thread = thread
+        self._estimate = estimate
         self.copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced
         self._types: list[Any] | None = None
         self._native: list[dict[str, Any]] = []
@@ -469,6 +496,16 @@ class _MessageView:
             types[source] = native.get("type")  # the first of the source's, read last
         self._types = types
         self.copy = _as_given
+
+    def trimmed(self, trim: Trim, index: int, tokens: float, room: float
+                ) -> tuple[dict[str, Any], float] | None:
+        """Message ``index`` (counted at ``tokens``) trimmed by ``trim`` to ``room``, as the
+        result holds it, and its tokens; None when the trim function drops it. A native
+        message as production trims it (:func:`_trim`); a chat message by
+        :func:`_trimmed_chat`."""
+        if self.copy is _priced:
+            return _trim(trim, _priced(self._thread[index], tokens), room, index)
+        return _trimmed_chat(trim, self._thread[index], tokens, room, index, self._estimate)
 
     def type_of(self, index: int) -> Any:
         if self._types is None:
@@ -668,14 +705,19 @@ def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> 
             raise ValueError(
                 f"messages[{index}] carries no usage.tokens >= 0 and no estimate was given"
             )
-        if not callable(estimate):
-            # Checked where it is first needed, as production calls it: a thread whose every
-            # message carries its usage never asks for it.
-            raise TypeError(f"estimate must be a function of a message, got "
-                            f"{type(estimate).__name__} (needed for messages[{index}], "
-                            "which carries no usage.tokens >= 0)")
-        return estimate_figure(estimate(message), index)
+        return _estimated(message, index, estimate)
     return token_figure(raw)
+
+
+def _estimated(message: Mapping[str, Any], index: int, estimate: Estimate) -> float:
+    """``estimate``'s figure for ``messages[index]``."""
+    if not callable(estimate):
+        # Checked where it is first needed, as production calls it: a thread whose every
+        # message carries its usage never asks for it.
+        raise TypeError(f"estimate must be a function of a message, got "
+                        f"{type(estimate).__name__} (needed for messages[{index}], "
+                        "which carries no usage.tokens >= 0)")
+    return estimate_figure(estimate(message), index)
 
 
 def _newest_fitting(
@@ -685,16 +727,16 @@ def _newest_fitting(
     limit: float,
     floor: float,
     inclusive: bool | Trim | None,
-    copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced,
+    view: _MessageView | None = None,
     deferred: list[tuple[int, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
-    index): the newest messages within ``limit`` (see build_thread), as ``copy`` makes
-    them. With ``deferred`` (a list), the message a trim function would be given is not
-    trimmed: its (index, room) is appended there, for the caller to trim with the room its
-    shape leaves (with no room left too: it is dropped, where production keeps it whole,
-    unless the other results of its turn make room), and the messages after it are
-    returned."""
+    index): the newest messages within ``limit`` (see build_thread), as ``view`` copies
+    and trims them (native messages without one). With ``deferred`` (a list), the message
+    a trim function would be given is not trimmed: its (index, room) is appended there, for
+    the caller to trim with the room its shape leaves (with no room left too: it is
+    dropped, where production keeps it whole, unless the other results of its turn make
+    room), and the messages after it are returned."""
     # The walk only finds where the kept suffix starts; the kept messages are copied after.
     n = len(thread)
     start = n  # the kept suffix is thread[start:], plus a trimmed message before it
@@ -714,11 +756,11 @@ def _newest_fitting(
                     deferred.append((index, room))
                 elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,
-                    # in every format, and returns its usage; a chat message keeps none.
-                    cut = _trim(inclusive, _priced(thread[index], tokens), room, index)
+                    # in every format (see _MessageView.trimmed).
+                    cut = (view.trimmed(inclusive, index, tokens, room) if view is not None
+                           else _trim(inclusive, _priced(thread[index], tokens), room, index))
                     if cut is not None:
-                        trimmed = cut[0] if copy is _priced else _unpriced(cut[0],
-                                                                           thread[index])
+                        trimmed = cut[0]
                         total += cut[1]
                 else:
                     start = index
@@ -728,6 +770,7 @@ def _newest_fitting(
         total += tokens
         if total >= limit and not within_floor and not inclusive:
             break
+    copy = _priced if view is None else view.copy
     taken = [copy(thread[index], costs[index]) for index in range(start, n)]
     if trimmed is not None:
         taken.insert(0, trimmed)
@@ -795,10 +838,9 @@ def _allowed_start(costs: Sequence[float], allowed: list[bool], budget: float, c
     return start
 
 
-def _trim(
-    trim: Trim, message: dict[str, Any], room: float, index: int
-) -> tuple[dict[str, Any], float] | None:
-    result = trim(message, room)
+def _trim_result(result: object, index: int) -> Mapping[str, Any] | None:
+    """A trim function's answer for ``messages[index]``: the message, or None when it
+    drops it (None or False); anything else a ``TypeError``."""
     if result is None or result is False:
         return None
     if not isinstance(result, Mapping):
@@ -806,6 +848,17 @@ def _trim(
             f"the trim function returned {type_name(result)} {shown(result)} for "
             f"messages[{index}], not a message or None"
         )
+    return result
+
+
+def _trim(
+    trim: Trim, message: dict[str, Any], room: float, index: int
+) -> tuple[dict[str, Any], float] | None:
+    """A native message trimmed as production trims it: the usage returned counted, capped
+    at ``room``."""
+    result = _trim_result(trim(message, room), index)
+    if result is None:
+        return None
     if result.get("usage") is None:
         raise ValueError(
             f"the trim function returned no usage for messages[{index}]: {shown(result)}"
