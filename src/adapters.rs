@@ -1005,6 +1005,12 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
                 let result = tool_result(item.get("output"))?;
                 writer.activity(&name, arguments.as_ref(), Some(&result), false);
             }
+            // A built-in tool's item (a computer call, a shell's output, a web search) or
+            // another item of the API: Python's `from_responses` reads its fields
+            // (`_item_fields`).
+            kind if RESPONSES_ITEMS.iter().any(|item| kind.is_text(item)) => {
+                return Err(Declined);
+            }
             kind => writer.text(&Str::Line(kind), &Str::Fixed("")),
         }
     }
@@ -1101,6 +1107,15 @@ fn anthropic_block<'t>(
         writer.text(&Str::Fixed("reasoning"), &text);
     } else if block_type.is_text("redacted_thinking") {
         writer.text(&Str::Fixed("reasoning"), &Str::Fixed(""));
+    } else if block_type.is_text("server_tool_use")
+        || block_type.is_text("mcp_tool_use")
+        || block_type
+            .text()
+            .is_some_and(|kind| kind != "tool_result" && kind.ends_with("_tool_result"))
+    {
+        // A server tool's or an MCP server's call or result: Python's
+        // `adapters._anthropic_blocks` reads it (a request, a response).
+        return Err(Declined);
     } else if block_type.is_text("tool_use") {
         let name = block.get("name").filter(Value::is_string).ok_or(Declined)?;
         let arguments = block.get("input").map(Payload::Line);
@@ -1205,7 +1220,14 @@ const RESPONSES_ITEMS: &[&str] = &[
     "tool_search_output",
 ];
 /// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
-const ANTHROPIC_BLOCKS: [&str; 4] = ["tool_use", "tool_result", "thinking", "redacted_thinking"];
+const ANTHROPIC_BLOCKS: [&str; 6] = [
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "mcp_tool_use",
+];
 /// `adapters._ANTHROPIC_TOOL_BLOCKS`: those a chat read as OpenAI's is refused for.
 const ANTHROPIC_TOOL_BLOCKS: [&str; 2] = ["tool_use", "tool_result"];
 /// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
@@ -1313,15 +1335,18 @@ pub fn declares_mini_swe_agent(root: Value<'_>) -> bool {
 /// What a JSON string that settles a chat format opens with, after its quote (see
 /// [`may_settle`]): OpenAI's `tool`/`function`/`developer` roles and `tool_call*`/
 /// `function_call` keys, Anthropic's `tool_use`/`tool_result`/`thinking`/
-/// `redacted_thinking` blocks, the Responses `function_call*`/`custom_tool_call*`/`message`
-/// items, SWE-agent's `action`, an observation opening with mini-swe-agent's `<returncode>`,
-/// and the `trajectory_format` a run declares.
-const SETTLING_STRINGS: [&[u8]; 10] = [
+/// `redacted_thinking`/`server_tool_use`/`mcp_tool_use` blocks, the Responses
+/// `function_call*`/`custom_tool_call*`/`message` items, SWE-agent's `action`, an
+/// observation opening with mini-swe-agent's `<returncode>`, and the `trajectory_format` a
+/// run declares.
+const SETTLING_STRINGS: [&[u8]; 12] = [
     b"tool",
     b"function",
     b"developer\"",
     b"thinking\"",
     b"redacted_thinking\"",
+    b"server_tool_use\"",
+    b"mcp_tool_use\"",
     b"custom_tool_call",
     b"message\"",
     b"action\"",
@@ -2644,8 +2669,8 @@ mod tests {
              "usage":{"input_tokens":100,"output_tokens":9}},
             {"role":"user","content":[{"type":"tool_result","tool_use_id":"u1",
               "content":[{"type":"text","text":"x"},{"type":"text","text":"y"}],"is_error":true},
-              {"type":"server_tool_use"}]},
-            {"role":"user","content":[{"type":"web_search_tool_result"}]}]}"#;
+              {"type":"citations_delta"}]},
+            {"role":"user","content":[{"type":"container_upload"}]}]}"#;
         let (text, sources) = native(line, Format::Anthropic).unwrap();
         assert!(text.starts_with(r#"{"id":"3/0","messages":[{"type":"reasoning","text":"t","usage":{"tokens":9}},{"type":"bot","text":"a"},{"type":"bot","text":"b"},"#));
         assert!(text.contains(
@@ -2661,7 +2686,7 @@ mod tests {
               {"type":"reasoning","summary":[{"text":"a"},{"text":"b"}]},
               {"type":"function_call","call_id":"c1","name":"ls","arguments":"{\"p\":1}"},
               {"type":"function_call_output","call_id":"c1","output":"x y"},
-              {"type":"web_search_call"}]}"#;
+              {"type":"no_item_of_the_api"}]}"#;
         let (text, sources) = native(line, Format::Responses).unwrap();
         assert_eq!(
             text,
@@ -2672,7 +2697,7 @@ mod tests {
                 r#""function":{"name":"ls","arguments":{"p":1}}}}},"#,
                 r#"{"type":"activity","text":"","meta":{"activity":{"type":"response","#,
                 r#""function":{"name":"ls","arguments":{"p":1},"result":"x y"}}}},"#,
-                r#"{"type":"web_search_call","text":""}]}"#
+                r#"{"type":"no_item_of_the_api","text":""}]}"#
             )
         );
         assert_eq!(sources, [0, 1, 2, 3, 4]);
@@ -2702,6 +2727,31 @@ mod tests {
             ),
             (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
             (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
+            // A built-in tool's items: Python reads their fields.
+            (
+                r#"[{"role":"assistant","content":[{"type":"server_tool_use","id":"s"}]}]"#,
+                Format::Anthropic,
+            ),
+            (
+                r#"[{"role":"assistant","content":[{"type":"mcp_tool_use","id":"s"}]}]"#,
+                Format::Anthropic,
+            ),
+            (
+                r#"[{"role":"assistant","content":[{"type":"web_fetch_tool_result"}]}]"#,
+                Format::Anthropic,
+            ),
+            (
+                r#"[{"type":"computer_call","call_id":"c"}]"#,
+                Format::Responses,
+            ),
+            (
+                r#"[{"type":"shell_call_output","call_id":"c"}]"#,
+                Format::Responses,
+            ),
+            (
+                r#"[{"type":"mcp_list_tools","tools":[]}]"#,
+                Format::Responses,
+            ),
             // Another chat format's messages: Python names what they hold.
             (
                 r#"[{"role":"assistant","content":[{"type":"tool_use","id":"u","name":"a"}]}]"#,

@@ -15,7 +15,7 @@ from benchmarks.workload import generate_threads, to_anthropic, to_openai
 from tests.test_cli import records, run
 from vthread import _core, _reference
 from vthread._options import cycle_options
-from vthread.adapters import from_anthropic, from_openai, to_native
+from vthread.adapters import detect_format, from_anthropic, from_openai, to_native
 
 
 def request(name: str, arguments: Any = ..., **extra: Any) -> dict[str, Any]:
@@ -404,7 +404,7 @@ def test_anthropic_images_and_empty_content() -> None:
         {"role": "assistant", "content": ""},
         {"role": "user", "content": [{"type": "image", "source": {}}]},
         {"role": "user", "content": ["plain string block"]},
-        {"role": "user", "content": [{"type": "web_search_tool_result"}]},
+        {"role": "user", "content": [{"type": "citations_delta"}]},
     ]
     assert from_anthropic(messages) == [
         {"type": "user", "text": "Transcribe this.", "meta": {"media": [image, document]}},
@@ -413,7 +413,7 @@ def test_anthropic_images_and_empty_content() -> None:
         {"type": "bot", "text": ""},
         {"type": "user", "text": "", "meta": {"media": [{"type": "image", "source": {}}]}},
         {"type": "user", "text": "plain string block"},
-        {"type": "user", "text": ""},
+        {"type": "user", "text": ""},  # (a block no table names: nothing read)
     ]
 
 
@@ -540,6 +540,63 @@ def test_a_developer_message_is_a_responses_message() -> None:
     """The Responses API has a developer role (OpenAI chat's too): not refused there."""
     assert to_native([{"role": "developer", "content": "Be brief."}], "responses") == [
         {"type": "system", "text": "Be brief."}]
+
+
+def test_a_built_in_tool_s_responses_items_are_its_calls_and_results() -> None:
+    """A built-in tool's call (``*_call``) is a request of the tool, its fields but type, id,
+    call id and status the arguments; its output (``*_call_output``) the response with its
+    call's arguments, its fields the result; another item of the API a message of its type
+    holding its fields in ``meta.item``; a type of no item, its type alone (each was an empty
+    message of its type, so that two different actions compared equal). The core leaves
+    them to Python."""
+    items = [
+        {"type": "computer_call", "id": "cu_1", "call_id": "c1", "status": "completed",
+         "action": {"type": "click", "x": 1, "y": 2}},
+        {"type": "computer_call_output", "call_id": "c1", "id": "cuo_1",
+         "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA"}},
+        {"type": "shell_call_output", "call_id": "unknown", "output": [{"stdout": "ok"}]},
+        {"type": "web_search_call", "id": "ws", "status": "completed",
+         "action": {"type": "search", "query": "vthread"}},
+        {"type": "mcp_list_tools", "id": "ml", "server_label": "git", "tools": []},
+        {"type": "item_reference", "id": "msg_1"},
+        {"type": "no_item_of_the_api", "id": "x", "text": "?"},
+    ]
+    click = {"action": {"type": "click", "x": 1, "y": 2}}
+    assert to_native(items, "responses") == [
+        request("computer", click),
+        response("computer", click, {"output": items[1]["output"]}),
+        response("shell", result={"output": [{"stdout": "ok"}]}),
+        request("web_search", {"action": {"type": "search", "query": "vthread"}}),
+        {"type": "mcp_list_tools", "text": "", "meta": {"item": {"server_label": "git",
+                                                                 "tools": []}}},
+        {"type": "item_reference", "text": ""},
+        {"type": "no_item_of_the_api", "text": ""},
+    ]
+    line = json.dumps({"messages": items}).encode()
+    assert _core.translate_line(line, "responses") is None  # (left to Python)
+
+
+def test_anthropic_server_and_mcp_tools_are_calls_and_results() -> None:
+    """A server tool's (``server_tool_use``, answered by a ``*_tool_result`` block) and an
+    MCP server's (``mcp_tool_use``, ``mcp_tool_result``) calls and results are requests and
+    responses, as ``tool_use`` and ``tool_result`` are (they were dropped: a turn of web
+    searches was an empty text); such a block tells a chat Anthropic's."""
+    found = [{"type": "web_search_result", "url": "https://a", "title": "a"}]
+    messages = [{"role": "assistant", "content": [
+        {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "a"}},
+        {"type": "web_search_tool_result", "tool_use_id": "s1", "content": found},
+        {"type": "mcp_tool_use", "id": "m1", "name": "log", "server_name": "git",
+         "input": {"n": 1}},
+        {"type": "mcp_tool_result", "tool_use_id": "m1", "is_error": True,
+         "content": [{"type": "text", "text": "no repository"}]}]}]
+    assert from_anthropic(messages) == [
+        request("web_search", {"query": "a"}),
+        response("web_search", {"query": "a"}, found),
+        request("log", {"n": 1}),
+        response("log", {"n": 1}, "no repository", is_error=True),
+    ]
+    assert detect_format(messages) == "anthropic"
+    assert _core.translate_line(json.dumps(messages).encode(), "anthropic") is None
 
 
 # ---------------------------------------------------------------------------- both / native

@@ -49,6 +49,85 @@ def test_translated_threads_get_the_records_of_the_cli(
         assert names == [r["verdict"] for r in expected[:40]]
 
 
+def _computer_use(actions: list[dict[str, Any]], screens: list[str]) -> list[dict[str, Any]]:
+    """A computer-use agent's Responses items: a task, then each action and its screenshot."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "Book a flight"}]}]
+    for i, (action, screen) in enumerate(zip(actions, screens, strict=True)):
+        items += [{"type": "computer_call", "id": f"cu_{i}", "call_id": f"call_{i}",
+                   "action": action, "pending_safety_checks": [], "status": "completed"},
+                  {"type": "computer_call_output", "call_id": f"call_{i}", "output": {
+                      "type": "computer_screenshot", "image_url": screen}}]
+    return items
+
+
+def _web_searches(queries: list[str]) -> list[dict[str, Any]]:
+    """An Anthropic run searching the web by its server tool, told to go on after each."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Research it."}]
+    for i, query in enumerate(queries):
+        messages += [{"role": "assistant", "content": [
+                         {"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": "web_search",
+                          "input": {"query": query}},
+                         {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}",
+                          "content": [{"type": "web_search_result", "title": query,
+                                       "url": f"https://example.com/{query}",
+                                       "encrypted_content": "e"}]}]},
+                     {"role": "user", "content": "Go on."}]
+    return messages
+
+
+def _shell_and_search(commands: list[str]) -> list[dict[str, Any]]:
+    """Responses items of a local shell's calls and a web search between them."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user",
+                                    "content": "Fix the build."}]
+    for i, command in enumerate(commands):
+        items += [{"type": "local_shell_call", "id": f"lsh_{i}", "call_id": f"c{i}",
+                   "action": {"type": "exec", "command": ["bash", "-lc", command]},
+                   "status": "completed"},
+                  {"type": "local_shell_call_output", "call_id": f"c{i}", "output": "ok"},
+                  {"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
+                   "action": {"type": "search", "query": command}}]
+    return items
+
+
+@pytest.mark.parametrize("shape", ["computer", "server tool", "shell"])
+def test_built_in_tools_are_read_by_what_they_do(
+        shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computer-use agent acting on different screens, a run searching the web by an
+    Anthropic server tool with different queries, a shell running different commands: no
+    loop at any step (each call was an empty message of its type, or no message, so each
+    run looked stuck at its second step); the same action on the same screen, the same
+    query answered alike, the same command, over and over: a loop, its excerpt naming the
+    tool. vthread scan reads the runs as the API does."""
+    format_ = "anthropic" if shape == "server tool" else "responses"
+    steps = [f"step {i}" for i in range(5)]
+    if shape == "computer":
+        def run_of(words: list[str]) -> list[dict[str, Any]]:
+            return _computer_use([{"type": "type", "text": word} for word in words],
+                                 [f"data:image/png;base64,{word}" for word in words])
+    elif shape == "server tool":
+        run_of = _web_searches
+    else:
+        run_of = _shell_and_search
+    progressing, stuck = run_of(steps), run_of(["again"] * 5)
+    for end in range(2, len(progressing) + 1):
+        assert vthread.describe_thread_cycle(progressing[:end], format=format_) is None, end
+    assert vthread.describe_thread_cycle(stuck, format=format_) is not None
+    result = vthread.scan([progressing, stuck], format=format_)
+    assert result.names[0] is None and result.names[1] is not None
+    tool = {"computer": "computer(", "server tool": "web_search(", "shell": "local_shell("}
+    assert (result.excerpt[1] or "").startswith(tool[shape]), result.excerpt[1]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": run}) + "\n"
+                            for i, run in enumerate((progressing, stuck))))
+    for flags in ([], ["--format", format_]):
+        code, out, err = run(["scan", str(path), "-q", *flags], monkeypatch)
+        assert code == 0, err
+        assert [{k: v for k, v in r.items() if k not in ("file", "line", "id")}
+                for r in records(out)] == [{k: v for k, v in result.record(i).items()
+                                            if k != "id"} for i in range(2)]
+
+
 def test_chat_messages_read_as_native_are_warned_about() -> None:
     """Chat threads passed as native (the default) are every one a loop, which is warned
     about, once per call; native threads, and chat ones with their format, are not."""

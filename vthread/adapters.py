@@ -47,9 +47,14 @@ is_error}``                                 arguments; ``result`` = the content 
                                             its text blocks joined by ``\\n``) parsed as JSON
                                             when it is valid JSON text, else the text;
                                             ``is_error: true`` is kept in ``meta.activity``
+``server_tool_use``, ``mcp_tool_use``       activity request, as ``tool_use`` (a server tool
+                                            Anthropic runs: web search, code execution; an
+                                            MCP server's tool)
+``*_tool_result`` (``web_search_tool_       activity response, as ``tool_result``
+result``, ``mcp_tool_result``, ...)
 ``image``, ``document``                     kept whole in ``meta.media`` of the message's
                                             first native message
-other blocks (server-side tools)            ignored
+other blocks (citations, uploads)           ignored
 ==========================================  ==================================================
 
 OpenAI Responses API items (:func:`from_responses`), as a ``input`` list or a stored run:
@@ -66,7 +71,15 @@ item                                        native message
 arguments}`` / ``custom_tool_call``         OpenAI chat (a custom call's ``input`` as is)
 ``function_call_output {call_id, output}``  activity response with the call's name and
 / ``custom_tool_call_output``               arguments, ``result`` as in OpenAI chat
-any other item                              ``{"type": <item type>, "text": ""}``
+a built-in tool's ``<tool>_call``           activity request named ``<tool>``
+(``computer_call``, ``shell_call``,         (``computer``, ``web_search``), ``arguments`` =
+``web_search_call``, ``mcp_call``, ...)     the item's fields but ``type``, ``id``,
+                                            ``call_id`` and ``status``
+``<tool>_call_output``                      activity response with its call's arguments,
+                                            ``result`` = its fields as above
+another item of the API (``mcp_list_tools``  ``{"type": <item type>, "text": "", "meta":
+``item_reference``, ``compaction``, ...)    {"item": <its fields as above>}}``
+an item of no type the API has              ``{"type": <item type>, "text": ""}``
 ==========================================  ==================================================
 
 Text actions. mini-swe-agent runs (:func:`from_mini_swe_agent`) and SWE-agent runs
@@ -435,16 +448,18 @@ def _anthropic_blocks(
                         else ""})
         elif block_type == "redacted_thinking":
             out.append({"type": "reasoning", "text": ""})
-        elif block_type == "tool_use":
+        elif text_in(block_type, _ANTHROPIC_CALLS):
             name = _plain(block.get("name"))
             if not is_string(name):
-                raise ValueError(f"{where}: tool_use name must be a string")
+                raise ValueError(f"{where}: {block_type} name must be a string")
             arguments = block.get("input", _ABSENT)
             out.append(_request(name, arguments))
             _noted(out, block.get("id"))
             if _hashable(block.get("id")):
                 calls[_id_key(block.get("id"))] = (name, arguments)
-        elif block_type == "tool_result":
+        elif block_type == "tool_result" or (is_string(block_type)
+                                             and block_type.endswith("_tool_result")):
+            # (a server tool's result, web_search_tool_result and the like, or an MCP one)
             name, arguments = _call(calls, block.get("tool_use_id"), block)
             response = _response(name, arguments, _result(block.get("content"), where))
             if block.get("is_error") is True:
@@ -453,8 +468,14 @@ def _anthropic_blocks(
             _noted(out, block.get("tool_use_id"))
         elif text_in(block_type, _ANTHROPIC_MEDIA):  # a list or object type names no block
             media.append(block)
-        # anything else (server-side tool blocks and the like): nothing the heuristics read
+        # anything else (a citation, a container upload): nothing the heuristics read
     return media
+
+
+_ANTHROPIC_CALLS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+"""Anthropic blocks that call a tool: the client's, a server tool Anthropic runs (web search,
+code execution, web fetch), an MCP server's; each a request, answered by a ``tool_result``
+or ``*_tool_result`` block."""
 
 
 # --------------------------------------------------------------------------- Responses API
@@ -471,7 +492,18 @@ _RESPONSES_ITEMS: Final = frozenset({
     "tool_search_call", "tool_search_output"}) | _RESPONSES_TOOL_ITEMS
 """Every item type a Responses run may hold (the API's input and output items): a run
 holding a built-in tool's items (a web search, a computer call) is still a Responses run
-(it was told no format), each such item an empty message of its type."""
+(it was told no format)."""
+_ITEM_BOOKKEEPING: Final = frozenset({"type", "id", "call_id", "status"})
+"""Fields of a built-in tool's Responses item that are no part of what it does: its type
+(its tool's name), and what differs on every item (its id, its call's id, its status)."""
+
+
+def _item_fields(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A built-in tool's Responses item as the translation compares it: its own fields but
+    its :data:`_ITEM_BOOKKEEPING` ones (a computer call's action, a shell's command, a
+    screenshot returned, a search's query and results)."""
+    return {key: value for key, value in item.items()
+            if not (is_string(key) and str.__str__(key) in _ITEM_BOOKKEEPING)}
 
 
 def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -485,6 +517,7 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     calls: dict[Any, tuple[str, Any]] = {}  # call_id -> (name, arguments or _ABSENT)
+    tools: dict[Any, dict[str, Any]] = {}  # (built-in tool, call_id) -> its call's fields
     for index, item in enumerate(_checked(items)):
         kind = _plain(item.get("type"))
         if kind is None and "role" in item:
@@ -516,8 +549,30 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             output = _result(item.get("output"), f"item {index}: output")
             out.append(_response(name, arguments, output))
             _noted(out, item.get("call_id"))
+        elif kind.endswith("_call") and kind in _RESPONSES_ITEMS:
+            # A built-in tool's call (computer, shell, web search, ...): a request of the
+            # tool, its fields the arguments, so that two different actions differ (each was
+            # an empty message of its type: a computer-use agent looped at its second step).
+            tool, fields = kind.removesuffix("_call"), _item_fields(item)
+            out.append(_request(tool, fields))
+            if _hashable(item.get("call_id")):
+                tools[(tool, _id_key(item.get("call_id")))] = fields
+        elif kind.endswith("_call_output") and kind in _RESPONSES_ITEMS:
+            # Its output (a screenshot, a command's output): the response, its fields the
+            # result, with its call's arguments.
+            tool = kind.removesuffix("_call_output")
+            call_id = item.get("call_id")
+            arguments = (tools.get((tool, _id_key(call_id)), _ABSENT) if _hashable(call_id)
+                         else _ABSENT)
+            out.append(_response(tool, arguments, _item_fields(item)))
+        elif kind in _RESPONSES_ITEMS:
+            # Another item of the API (an MCP tool list, an approval, a reference, a
+            # compaction): a message of its type holding its fields in its meta.
+            fields = _item_fields(item)
+            out.append({"type": kind, "text": "", **({"meta": {"item": fields}} if fields
+                                                     else {})})
         else:
-            out.append({"type": kind, "text": ""})
+            out.append({"type": kind, "text": ""})  # (no item of the API: its type alone)
         _finish(item, role, first, out, _OPENAI_ROLE_TYPES,
                 _media(item.get("content")) if kind == "message" else [])
     return out
@@ -708,7 +763,9 @@ def _function_blocks(text: str) -> list[_Call]:
 # ------------------------------------------------------------------------------- detection
 
 _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
-                                      "redacted_thinking"})
+                                      "redacted_thinking", "server_tool_use", "mcp_tool_use"})
+"""The blocks that show a chat is Anthropic's (a server tool's or an MCP server's call
+too: a run using only Anthropic's web search was read as OpenAI's)."""
 _ANTHROPIC_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
 """The blocks a chat read as OpenAI's is refused for: its calls and results would be lost.
 (A ``thinking`` block is no sign of another format there: Mistral's reasoning models put
