@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString};
 
 use crate::guard::{
     replay_segments, unfinished_character, utf16_len, Feed, Guard, Options, Reason, Segment,
@@ -287,14 +287,18 @@ impl GuardCore {
     /// judged, as a stream fed one character at a time counts them (`scan_texts`), not every
     /// character of the pushes so far: where the guard trips then depends on the bytes alone,
     /// not on how a pipe cut them into reads.
-    #[pyo3(signature = (data, *, min_chars_per_character = false))]
+    #[pyo3(signature = (data, *, min_chars_per_character = None))]
     fn push_bytes(
         slf: &Bound<'_, Self>,
         data: &Bound<'_, PyAny>,
-        min_chars_per_character: bool,
+        min_chars_per_character: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<(usize, u64)>> {
+        let per_character = match min_chars_per_character {
+            Some(value) => flag("min_chars_per_character", value)?,
+            None => false,
+        };
         let mut this = for_change(slf)?;
-        let feed = if min_chars_per_character {
+        let feed = if per_character {
             Feed::Characters
         } else {
             Feed::Pushes
@@ -636,4 +640,24 @@ fn is_empty_sequence(value: &Bound<'_, PyAny>) -> bool {
                 .map(|tuple| tuple.is_empty())
         })
         .unwrap_or(false)
+}
+
+/// A yes-or-no option as given: a bool, or NumPy's boolean (`vthread._options.flag`);
+/// anything else (a string such as `"no"` would read as true) is a `TypeError` naming it.
+fn flag(name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if let Ok(flag) = value.cast::<PyBool>() {
+        return Ok(flag.is_true());
+    }
+    let kind = value.get_type();
+    let numpy_bool = kind.module().is_ok_and(|module| module == "numpy")
+        && kind
+            .name()
+            .is_ok_and(|kind| kind == "bool" || kind == "bool_");
+    if numpy_bool {
+        return value.is_truthy();
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must be a bool, got {}",
+        kind.name()?
+    )))
 }

@@ -255,15 +255,15 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
 
 
 def test_the_documented_example_runs_as_written() -> None:
-    """docs/api.md's example of format="auto" gives the output it shows."""
+    """docs/api.md's example of format="auto" gives the output it shows, run as written
+    (with nothing imported for it: it lacked its import)."""
     import doctest
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text("utf-8")
     section = text.split("### Threads in other message formats", 1)[1].split("\n### ", 1)[0]
     section = section.replace("```python", "").replace("```", "")  # the fences end no output
-    test = doctest.DocTestParser().get_doctest(section, {"vthread": vthread}, "api.md",
-                                               None, 0)
-    assert len(test.examples) == 2
+    test = doctest.DocTestParser().get_doctest(section, {}, "api.md", None, 0)
+    assert len(test.examples) == 3
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0

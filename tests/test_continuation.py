@@ -956,6 +956,16 @@ def test_history_that_is_no_sequence_of_messages_is_a_type_error(history: object
                               history=history)  # type: ignore[arg-type]
 
 
+def test_a_history_message_that_is_no_mapping_is_named_in_the_history() -> None:
+    """A history holding something that is no message is named as ``history[i]``, the
+    argument the caller gave (it was build_thread's "messages[1]"), refused plan or not."""
+    history: list[Any] = [{"type": "user", "text": "hi"}, 5]
+    for draft in ("<p>short", dog_draft(12_000) + "</html>"):
+        with pytest.raises(TypeError, match=r"^history\[1\] must be a mapping, got int$"):
+            plan_continuation(draft, "r", context_tokens=CONTEXT_TOKENS, estimate=estimate,
+                              history=history)
+
+
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None])
 def test_min_overlap_not_finite_means_the_default(value: object) -> None:
     """NaN was taken as 0 (every overlap of 1 character removed); None was a TypeError

@@ -363,7 +363,7 @@ def test_every_public_callable_is_fuzzed() -> None:
               "has_repeated_text_run", "has_repeated_text_runs", "Guard", "scan_texts",
               "masked_thread", "scan_arrow"}
     results = {"BuildResult", "GuardReason", "GuardTrip", "ScanResult", "HEURISTIC_NAMES",
-               "WorkerDiedError"}
+               "WorkerDiedError", "Verdict"}
     assert set(vthread.__all__) == fuzzed | results
 
 

@@ -629,6 +629,24 @@ def test_push_bytes_per_character_trips_where_scan_texts_does_whatever_the_reads
     same_reason(guard.reason, found.reason)
 
 
+def test_push_bytes_per_character_is_a_bool_named_when_it_is_not() -> None:
+    """``min_chars_per_character`` takes a bool (NumPy's too, as the other yes-or-no options
+    do); anything else is a TypeError naming it (it said only "'str' object is not an
+    instance of 'bool'"), and the guard is left as it was."""
+    import numpy as np
+
+    stream = b"Checking now. " * 40
+    for value in (True, np.True_):
+        per_character = Guard(min_chars=60)
+        assert (per_character.push_bytes(stream, min_chars_per_character=value)
+                == Guard(min_chars=60).push_bytes(stream, min_chars_per_character=True))
+    guard = Guard()
+    for value in ("yes", 1, np.array([True])):
+        with pytest.raises(TypeError, match=r"^min_chars_per_character must be a bool, got "):
+            guard.push_bytes(b"Checking now. ", min_chars_per_character=value)
+    assert guard.push_bytes(stream) == Guard().push_bytes(stream)
+
+
 def test_a_character_left_unfinished_by_push_bytes_is_flushed_by_push() -> None:
     """A ``push`` after ``push_bytes`` left a character unfinished takes the held bytes as
     text of their own first (lone surrogates, as a decoder flushed there gives them), as the

@@ -17,6 +17,7 @@ if _typing.TYPE_CHECKING:
     from vthread.arrow import scan_arrow
     from vthread.build import BuildResult, build_thread
     from vthread.cycle import (
+        Verdict,
         describe_thread_cycle,
         has_repeated_activity_tail,
         has_repeated_result_run,
@@ -52,6 +53,7 @@ _HOMES = {
     "scan": "vthread.scan",
     "scan_arrow": "vthread.arrow",
     "scan_texts": "vthread.replay",
+    "Verdict": "vthread.cycle",
 }
 """Where each public name is defined."""
 
@@ -62,6 +64,7 @@ __all__ = [
     "GuardReason",
     "GuardTrip",
     "ScanResult",
+    "Verdict",
     "WorkerDiedError",
     "build_thread",
     "describe_thread_cycle",

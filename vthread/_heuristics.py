@@ -29,7 +29,11 @@ from vthread.replay import has_repeated_text_runs
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-HEURISTIC_NAMES: Final[tuple[str, ...]] = (
+Verdict = Literal["repeated_suffix", "repeated_activity_tail", "repeated_result_run",
+                  "repeated_message_text_run"]
+"""A verdict's name: how a thread is stuck (``describe_thread_cycle``'s answer)."""
+
+HEURISTIC_NAMES: Final[tuple[Verdict, ...]] = (
     "repeated_suffix",
     "repeated_activity_tail",
     "repeated_result_run",

@@ -200,8 +200,10 @@ _OPENAI_ROLE_TYPES: Final = {"system": "system", "developer": "system", "user": 
 _ANTHROPIC_ROLE_TYPES: Final = {"system": "system", "user": "user", "assistant": "bot"}
 
 
-def to_native(messages: Sequence[Mapping[str, Any]], format: Format) -> list[dict[str, Any]]:
-    """``messages`` in ``format`` as native messages (``"native"`` is checked and copied).
+def to_native(messages: Sequence[Mapping[str, Any]], format: str) -> list[dict[str, Any]]:
+    """``messages`` in ``format`` (one of :data:`FORMATS`, a :data:`Format`; a ``str``, as
+    every function taking ``format=`` takes it, another a ``ValueError``) as native messages
+    (``"native"`` is checked and copied).
 
     >>> to_native([{"role": "user", "content": "hi"}], "openai")
     [{'type': 'user', 'text': 'hi'}]

@@ -24,11 +24,13 @@ from vthread.documents import chat_like, native_messages, warn_if_chat
 __all__ = ["BuildResult", "build_thread"]
 
 
-Estimate = Callable[[Mapping[str, Any]], Any]
+Estimate = Callable[[Any], Any]
 """Token count of a message: a number; None, NaN, infinities and negatives count as 0."""
 
-Trim = Callable[[dict[str, Any], float], "Mapping[str, Any] | Literal[False] | None"]
-"""Trim a message to ``room`` tokens: the trimmed message (with a usage), or None to drop."""
+Trim = Callable[[Any, float], "Mapping[str, Any] | Literal[False] | None"]
+"""Trim a message to ``room`` tokens: the trimmed message (a native one with its usage, a
+chat one as the API has it), or None to drop. Its message is typed ``Any``, so that a
+function typed on the harness's own message type (a ``TypedDict``) is one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from vthread import _core
 from vthread._heuristics import (
     HEURISTIC_NAMES,
     Columns,
+    Verdict,
     activity_tail,
     core_options,
     read_columns,
@@ -26,10 +27,17 @@ from vthread._heuristics import (
 )
 from vthread._messages import MessagesOrRun, as_held_thread, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
-from vthread.documents import chat_like, holds_run_messages, native_messages, warn_if_chat
+from vthread.documents import (
+    chat_like,
+    holding_no_messages,
+    holds_run_messages,
+    native_messages,
+    warn_if_chat,
+)
 from vthread.volatile import volatile_masked
 
 __all__ = [
+    "Verdict",
     "describe_thread_cycle",
     "has_repeated_activity_tail",
     "has_repeated_result_run",
@@ -57,7 +65,9 @@ def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
     points (the caller of the public function)."""
     if format != "native":
         return native_messages(as_held_thread(messages), format)[0]
-    if isinstance(messages, Mapping) and holds_run_messages(messages):
+    if isinstance(messages, Mapping):
+        if not holds_run_messages(messages):
+            raise TypeError(holding_no_messages(messages))  # (the core said only "got dict")
         messages = native_messages(messages, format)[0]  # a run object, read as scan reads one
     else:
         messages = cast(MessagesOrRun, as_held_thread(messages))  # before it is read
@@ -166,7 +176,7 @@ def describe_thread_cycle(
     min_result_repetitions: float | None = None,
     mask_volatile: bool = False,
     format: str = "native",
-) -> str | None:
+) -> Verdict | None:
     """The name of the first heuristic that fires, or None while the thread progresses.
 
     Tried in order: "repeated_suffix", "repeated_activity_tail", "repeated_result_run",
@@ -188,7 +198,7 @@ _TEXT_RUN_ARGUMENTS: Final = (_TEXT_RUN.min_units, _TEXT_RUN.window, _TEXT_RUN.m
 
 
 def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bool,
-               format: str, stacklevel: int) -> str | None:
+               format: str, stacklevel: int) -> Verdict | None:
     """:func:`describe_thread_cycle` with its options resolved; ``stacklevel``: where a
     warning points (the caller of the public function)."""
     if type(messages) is list and format == "native" and mask_volatile is False:

@@ -617,6 +617,12 @@ def thread_label(index: int, thread: object) -> str:
     return f"thread {index}"
 
 
+def holding_no_messages(run: Mapping[Any, Any]) -> str:
+    """What is wrong with a mapping given as a thread that holds no messages."""
+    return ("messages must be a sequence of mappings (or a run object holding them under "
+            f"\"messages\", \"traj\" or \"history\"), got a {type(run).__name__} without them")
+
+
 def first_thread_error(threads: Sequence[Any]) -> Exception | None:
     """The error of the first of ``threads`` that is no native thread (a sequence of
     mappings, or a run object holding one), as scanning them would raise it; None when all
@@ -625,11 +631,8 @@ def first_thread_error(threads: Sequence[Any]) -> Exception | None:
     for index, thread in enumerate(threads):
         if isinstance(thread, Mapping):
             if not holds_run_messages(thread):
-                return NotAThreadError(
-                    f"{thread_label(index, thread)}: messages must be a sequence of mappings "
-                    "(or a run object holding them under \"messages\", \"traj\" or "
-                    "\"history\"), got "
-                    f"a {type(thread).__name__} without them")
+                return NotAThreadError(f"{thread_label(index, thread)}: "
+                                       f"{holding_no_messages(thread)}")
             found = read_run(_as_parsed_run(thread), "native")
             if is_string(found):
                 return _unreadable_run(index, thread, found, "native")

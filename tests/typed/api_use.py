@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,22 @@ chats: list[list[dict[str, Any]]] = [[{"role": "user", "content": "hi"}]]
 
 def threads() -> Iterator[list[dict[str, Any]]]:
     yield [{"type": "user", "text": "hi"}]
+
+
+class ChatMessage(TypedDict):
+    """A harness's own type of its messages."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str
+
+
+def trim(message: ChatMessage, room: float) -> ChatMessage | None:
+    """A trim function typed on the harness's messages."""
+    return {"role": message["role"], "content": message["content"][: int(room) * 4]}
+
+
+def estimate(message: ChatMessage) -> int:
+    return len(message["content"]) // 4 + 1
 
 
 def calls() -> None:
@@ -50,3 +66,14 @@ def calls() -> None:
     tripped: bool = guard.push("token ")
     print_: int = vthread.fingerprint({"a": 1})
     masked: list[Any] = vthread.masked_thread(threads().__next__())
+
+    # A harness's typed messages, trim and estimate; a format held in a variable; a verdict
+    # compared as one of its names.
+    history: list[ChatMessage] = [{"role": "user", "content": "hi"}]
+    fitted = vthread.build_thread(history, max_tokens=100, estimate=estimate, inclusive=trim,
+                                  format="openai")
+    format_: str = "openai"
+    native: list[dict[str, Any]] = vthread.adapters.to_native(history, format_)
+    named: vthread.Verdict | None = vthread.describe_thread_cycle(history, format=format_)
+    if named == "repeated_suffix":
+        pass
