@@ -373,3 +373,18 @@ def test_cli_mask_volatile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert plain["verdict"] is None and masked["verdict"] == "repeated_suffix"
     assert masked["messages"] == len(POLLING)
     assert re.fullmatch(r"[0-9a-f]{16}", masked["signature"])
+
+
+def test_masked_thread_of_chat_messages_warns_that_it_masks_none() -> None:
+    """Chat messages hold their text under "content", which masked_thread does not mask:
+    it warns, naming the way to mask them (they came back unchanged in silence); native
+    messages draw no warning."""
+    import warnings
+
+    chat = [{"role": "user", "content": "at 2024-05-06T07:08:09Z"}]
+    with pytest.warns(UserWarning, match="chat messages .* are returned unmasked"):
+        assert vthread.masked_thread(chat) == chat
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        masked = vthread.masked_thread([{"type": "user", "text": "at 2024-05-06T07:08:09Z"}])
+    assert masked[0]["text"] != "at 2024-05-06T07:08:09Z"

@@ -64,7 +64,7 @@ from vthread.scan import (
     scan_validated,
     tokens_between,
 )
-from vthread.volatile import masked_thread
+from vthread.volatile import masked_native
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -1218,7 +1218,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
         ident, thread, origins = found
         idents.append(ident)
         errors.append(None)
-        threads.append(masked_thread(thread) if mask_volatile else thread)
+        threads.append(masked_native(thread) if mask_volatile else thread)
         sources.append(origins)
         counts.append(origins[-1] + 1 if origins else len(thread))
     result = scan_validated(threads, anywhere=anywhere, **keywords)

@@ -203,7 +203,7 @@ from vthread.scan import (
     tokens_between,
     written_span_tokens,
 )
-from vthread.volatile import masked_thread
+from vthread.volatile import masked_native
 
 if TYPE_CHECKING:
     # Only --jobs N above 1 needs the module (and the logging it loads, 5-7 ms of a start).
@@ -4680,7 +4680,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         threads.append(thread)
         sources.append(origins)
     result, failed = _scan_threads(
-        [masked_thread(t) for t in threads] if task.mask_volatile else threads,
+        [masked_native(t) for t in threads] if task.mask_volatile else threads,
         {**task.options, "anywhere": True} if task.anywhere else task.options)
     for row, origins in enumerate(sources):
         if origins is not None and row not in failed:

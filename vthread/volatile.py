@@ -169,6 +169,24 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     _check_thread(messages)
     if type(messages) is not list and type(messages) is not tuple:
         messages = list(messages)  # what iterating it gives, once
+    if messages and isinstance(messages[0], Mapping) and "role" in messages[0]:
+        import warnings
+
+        # (chat messages hold their text under "content", which is not masked: returned
+        # unchanged in silence, they looked masked)
+        warnings.warn("masked_thread masks native messages' text and meta; chat messages (a "
+                      "\"role\") are returned unmasked: translate them first "
+                      "(vthread.adapters.to_native), or pass mask_volatile=True with their "
+                      "format= to the function reading them", UserWarning, stacklevel=2)
+    return masked_native(messages)
+
+
+def masked_native(messages: Sequence[Any]) -> list[Any]:
+    """:func:`masked_thread` as vthread's own readers call it, on messages read as native
+    (chat messages read so are warned of by those readers, once: no warning of its own)."""
+    _check_thread(messages)
+    if type(messages) is not list and type(messages) is not tuple:
+        messages = list(messages)
     return _core.masked_thread(messages, _masked_message)
 
 
@@ -203,4 +221,4 @@ def volatile_masked(messages: Any, mask_volatile: bool) -> Any:
     if (not flag("mask_volatile", mask_volatile)
             or isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence)):
         return messages
-    return masked_thread(messages)
+    return masked_native(messages)
