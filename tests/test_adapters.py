@@ -549,12 +549,21 @@ def test_a_built_in_tool_s_responses_items_are_its_calls_and_results() -> None:
     holding its fields in ``meta.item``; a type of no item, its type alone (each was an empty
     message of its type, so that two different actions compared equal). The core leaves
     them to Python."""
+    checks = [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "Check."}]
     items = [
         {"type": "computer_call", "id": "cu_1", "call_id": "c1", "status": "completed",
-         "action": {"type": "click", "x": 1, "y": 2}},
+         "action": {"type": "click", "x": 1, "y": 2}, "pending_safety_checks": checks},
         {"type": "computer_call_output", "call_id": "c1", "id": "cuo_1",
+         "acknowledged_safety_checks": checks,
          "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA"}},
         {"type": "shell_call_output", "call_id": "unknown", "output": [{"stdout": "ok"}]},
+        {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1",
+         "action": {"type": "exec", "command": ["ls"]}},
+        {"type": "local_shell_call_output", "id": "call_1", "output": "a.py"},  # (no call_id)
+        {"type": "tool_search_call", "id": "ts_1", "call_id": "c2", "arguments": {"q": "w"}},
+        {"type": "tool_search_output", "id": "tso_1", "call_id": "c2", "tools": []},
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "gh", "name": "search",
+         "arguments": "{}", "output": "[]", "approval_request_id": "mcpr_1"},
         {"type": "web_search_call", "id": "ws", "status": "completed",
          "action": {"type": "search", "query": "vthread"}},
         {"type": "mcp_list_tools", "id": "ml", "server_label": "git", "tools": []},
@@ -562,10 +571,17 @@ def test_a_built_in_tool_s_responses_items_are_its_calls_and_results() -> None:
         {"type": "no_item_of_the_api", "id": "x", "text": "?"},
     ]
     click = {"action": {"type": "click", "x": 1, "y": 2}}
+    ls = {"action": {"type": "exec", "command": ["ls"]}}
     assert to_native(items, "responses") == [
-        request("computer", click),
+        request("computer", click),  # (safety checks, with ids of their own, left out)
         response("computer", click, {"output": items[1]["output"]}),
         response("shell", result={"output": [{"stdout": "ok"}]}),
+        request("local_shell", ls),
+        response("local_shell", ls, {"output": "a.py"}),  # (its call found by its id)
+        request("tool_search", {"arguments": {"q": "w"}}),
+        response("tool_search", {"arguments": {"q": "w"}}, {"tools": []}),
+        request("mcp", {"server_label": "gh", "name": "search", "arguments": "{}",
+                        "output": "[]"}),  # (its approval request's id left out)
         request("web_search", {"action": {"type": "search", "query": "vthread"}}),
         {"type": "mcp_list_tools", "text": "", "meta": {"item": {"server_label": "git",
                                                                  "tools": []}}},

@@ -54,10 +54,13 @@ def _computer_use(actions: list[dict[str, Any]], screens: list[str]) -> list[dic
     items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": "Book a flight"}]}]
     for i, (action, screen) in enumerate(zip(actions, screens, strict=True)):
+        checks = [{"id": f"cu_sc_{i:040x}", "code": "malicious_instructions",
+                   "message": "Check the page."}]  # (an id of its own each time)
         items += [{"type": "computer_call", "id": f"cu_{i}", "call_id": f"call_{i}",
-                   "action": action, "pending_safety_checks": [], "status": "completed"},
-                  {"type": "computer_call_output", "call_id": f"call_{i}", "output": {
-                      "type": "computer_screenshot", "image_url": screen}}]
+                   "action": action, "pending_safety_checks": checks, "status": "completed"},
+                  {"type": "computer_call_output", "call_id": f"call_{i}",
+                   "acknowledged_safety_checks": checks, "output": {
+                       "type": "computer_screenshot", "image_url": screen}}]
     return items
 
 
@@ -77,16 +80,21 @@ def _web_searches(queries: list[str]) -> list[dict[str, Any]]:
 
 
 def _shell_and_search(commands: list[str]) -> list[dict[str, Any]]:
-    """Responses items of a local shell's calls and a web search between them."""
+    """Responses items of a local shell's calls (each output naming its call by its ``id``,
+    as the API writes it, with nothing printed) and a web search and an MCP call (approved,
+    its approval request's id its own) between them."""
     items: list[dict[str, Any]] = [{"type": "message", "role": "user",
                                     "content": "Fix the build."}]
     for i, command in enumerate(commands):
         items += [{"type": "local_shell_call", "id": f"lsh_{i}", "call_id": f"c{i}",
                    "action": {"type": "exec", "command": ["bash", "-lc", command]},
                    "status": "completed"},
-                  {"type": "local_shell_call_output", "call_id": f"c{i}", "output": "ok"},
+                  {"type": "local_shell_call_output", "id": f"c{i}", "output": ""},
                   {"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
-                   "action": {"type": "search", "query": command}}]
+                   "action": {"type": "search", "query": command}},
+                  {"type": "mcp_call", "id": f"mcp_{i}", "server_label": "gh",
+                   "name": "search_issues", "arguments": json.dumps({"q": command}),
+                   "output": "[]", "approval_request_id": f"mcpr_{i:040x}"}]
     return items
 
 

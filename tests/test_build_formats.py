@@ -243,6 +243,31 @@ def test_a_trimmed_chat_message_keeps_the_callers_own_usage(format_: str) -> Non
     assert chat[1]["usage"] is own and own.get("tokens") is None  # (nothing written in)
 
 
+def test_a_built_in_tool_s_output_is_kept_with_its_call_however_it_names_it() -> None:
+    """pair_safe keeps a built-in tool's output with its call: a local shell's output,
+    which names its call by its ``id`` (no ``call_id``), and a tool search's output, whose
+    type ends in ``_output`` alone (each was kept without its call at some budget)."""
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "go"}]
+    for i in range(3):
+        items += [{"type": "local_shell_call", "id": f"lsh_{i}", "call_id": f"c{i}",
+                   "action": {"type": "exec", "command": ["ls", str(i)]}},
+                  {"type": "local_shell_call_output", "id": f"c{i}", "output": "x" * 50},
+                  {"type": "tool_search_call", "id": f"ts_{i}", "call_id": f"t{i}",
+                   "arguments": {"q": str(i)}},
+                  {"type": "tool_search_output", "id": f"tso_{i}", "call_id": f"t{i}",
+                   "tools": [{"name": "y" * 40}]}]
+    calls = {"local_shell_call_output": "local_shell_call",
+             "tool_search_output": "tool_search_call"}
+    for budget in range(0, 400, 3):
+        kept = vthread.build_thread(items, max_tokens=budget, format="responses",
+                                    pair_safe=True,
+                                    estimate=lambda m: len(json.dumps(m)) / 8).messages
+        for position, message in enumerate(kept):
+            if message["type"] in calls:
+                assert position > 0 and kept[position - 1]["type"] == calls[message["type"]], (
+                    budget, [m["type"] for m in kept])
+
+
 def test_chat_roles_recorded_tokens_and_reasoning_are_read_as_the_chat_means_them() -> None:
     """In a chat format, start_on may name a role ("assistant"), and one no chat message
     can match is an error, not an empty result; a message's tokens are those vthread scan

@@ -74,11 +74,13 @@ arguments}`` / ``custom_tool_call``         OpenAI chat (a custom call's ``input
 a built-in tool's ``<tool>_call``           activity request named ``<tool>``
 (``computer_call``, ``shell_call``,         (``computer``, ``web_search``), ``arguments`` =
 ``web_search_call``, ``mcp_call``, ...)     the item's fields but ``type``, ``id``,
-                                            ``call_id`` and ``status``
-``<tool>_call_output``                      activity response with its call's arguments,
+                                            ``status``, the ``*_id`` ones (``call_id``) and
+                                            the safety checks (each with an id)
+``<tool>_call_output``, ``tool_search_      activity response with its call's arguments
+output``                                    (found by ``call_id``, or the output's ``id``),
                                             ``result`` = its fields as above
 another item of the API (``mcp_list_tools``  ``{"type": <item type>, "text": "", "meta":
-``item_reference``, ``compaction``, ...)    {"item": <its fields as above>}}``
+``mcp_approval_request``, ``compaction``)   {"item": <its fields as above>}}``
 an item of no type the API has              ``{"type": <item type>, "text": ""}``
 ==========================================  ==================================================
 
@@ -495,17 +497,48 @@ _RESPONSES_ITEMS: Final = frozenset({
 """Every item type a Responses run may hold (the API's input and output items): a run
 holding a built-in tool's items (a web search, a computer call) is still a Responses run
 (it was told no format)."""
-_ITEM_BOOKKEEPING: Final = frozenset({"type", "id", "call_id", "status"})
+_ITEM_BOOKKEEPING: Final = frozenset({"type", "id", "status", "pending_safety_checks",
+                                      "acknowledged_safety_checks"})
 """Fields of a built-in tool's Responses item that are no part of what it does: its type
-(its tool's name), and what differs on every item (its id, its call's id, its status)."""
+(its tool's name), and what differs on every item (its id and status, and the safety checks
+a computer call raises and its output acknowledges, each with an id of its own); so is any
+field named ``*_id`` (``call_id``, an MCP call's ``approval_request_id``)."""
 
 
 def _item_fields(item: Mapping[str, Any]) -> dict[str, Any]:
     """A built-in tool's Responses item as the translation compares it: its own fields but
-    its :data:`_ITEM_BOOKKEEPING` ones (a computer call's action, a shell's command, a
-    screenshot returned, a search's query and results)."""
-    return {key: value for key, value in item.items()
-            if not (is_string(key) and str.__str__(key) in _ITEM_BOOKKEEPING)}
+    its :data:`_ITEM_BOOKKEEPING` ones and its ids (a computer call's action, a shell's
+    command, a screenshot returned, a search's query and results)."""
+    kept = {}
+    for key, value in item.items():
+        name = str.__str__(key) if is_string(key) else None
+        if name is None or not (name in _ITEM_BOOKKEEPING or name.endswith("_id")):
+            kept[key] = value
+    return kept
+
+
+def built_in_tool(kind: str) -> tuple[str, bool] | None:
+    """The built-in tool a Responses item of type ``kind`` (an exact ``str``) calls or
+    answers, and whether it answers: ``("computer", False)`` for ``computer_call``,
+    ``("computer", True)`` for ``computer_call_output``, ``("tool_search", True)`` for
+    ``tool_search_output``; None for any other item (a function's, a message)."""
+    if kind not in _RESPONSES_ITEMS or kind in _RESPONSES_TOOL_ITEMS:
+        return None
+    if kind.endswith("_call_output"):
+        return kind.removesuffix("_call_output"), True
+    if kind == "tool_search_output":
+        return "tool_search", True
+    if kind.endswith("_call"):
+        return kind.removesuffix("_call"), False
+    return None
+
+
+def built_in_call_id(item: Mapping[str, Any], answers: bool) -> Any:
+    """The call id a built-in tool's item carries: its ``call_id``; for an output without
+    one, its ``id`` (a ``local_shell_call_output``'s ``id`` is its call's id)."""
+    if answers and "call_id" not in item:
+        return item.get("id")
+    return item.get("call_id")
 
 
 def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -551,22 +584,23 @@ def from_responses(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             output = _result(item.get("output"), f"item {index}: output")
             out.append(_response(name, arguments, output))
             _noted(out, item.get("call_id"))
-        elif kind.endswith("_call") and kind in _RESPONSES_ITEMS:
+        elif (built_in := built_in_tool(kind)) is not None:
             # A built-in tool's call (computer, shell, web search, ...): a request of the
             # tool, its fields the arguments, so that two different actions differ (each was
-            # an empty message of its type: a computer-use agent looped at its second step).
-            tool, fields = kind.removesuffix("_call"), _item_fields(item)
-            out.append(_request(tool, fields))
-            if _hashable(item.get("call_id")):
-                tools[(tool, _id_key(item.get("call_id")))] = fields
-        elif kind.endswith("_call_output") and kind in _RESPONSES_ITEMS:
-            # Its output (a screenshot, a command's output): the response, its fields the
+            # an empty message of its type: a computer-use agent looped at its second step);
+            # its output (a screenshot, a command's output) the response, its fields the
             # result, with its call's arguments.
-            tool = kind.removesuffix("_call_output")
-            call_id = item.get("call_id")
-            arguments = (tools.get((tool, _id_key(call_id)), _ABSENT) if _hashable(call_id)
-                         else _ABSENT)
-            out.append(_response(tool, arguments, _item_fields(item)))
+            tool, answers = built_in
+            call_id = built_in_call_id(item, answers)
+            key = (tool, _id_key(call_id)) if _hashable(call_id) else None
+            fields = _item_fields(item)
+            if not answers:
+                out.append(_request(tool, fields))
+                if key is not None:
+                    tools[key] = fields
+            else:
+                arguments = tools.get(key, _ABSENT) if key is not None else _ABSENT
+                out.append(_response(tool, arguments, fields))
         elif kind in _RESPONSES_ITEMS:
             # Another item of the API (an MCP tool list, an approval, a reference, a
             # compaction): a message of its type holding its fields in its meta.

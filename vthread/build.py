@@ -559,9 +559,9 @@ class _MessageView:
 
     def tool_pairs(self, first: int) -> tuple[list[tuple[int, int]], list[int]]:
         """:func:`vthread._messages.tool_pairs` of ``thread[first:]``, in its indices; in a
-        chat format also the Responses items of other tools (a ``computer_call`` and its
-        ``computer_call_output``, by call id) and each reasoning item with the item after it,
-        and each call from the reasoning that made it."""
+        chat format also the Responses items of built-in tools (a ``computer_call`` and its
+        ``computer_call_output``, by call id: :func:`_other_tool_items`) and each reasoning
+        item with the item after it, and each call from the reasoning that made it."""
         if self._types is None:
             # Read once for each first (the kept part's allowed starts, and the results a
             # trim shares the room among, read the same pairs).
@@ -668,33 +668,33 @@ def _reasoning_pairs(thread: Sequence[Mapping[str, Any]], kinds: Sequence[str | 
 
 def _other_tool_items(thread: Sequence[Mapping[str, Any]], kinds: Sequence[str | None]
                       ) -> tuple[list[tuple[int, int]], set[int]]:
-    """The Responses items of tools other than functions (``computer_call`` and
-    ``computer_call_output``, ``local_shell_call`` and its output, ...), which the
-    translation keeps as messages of their own type: (call, output) pairs by call id and
-    type, and the outputs no call before them made. O(n)."""
+    """The Responses items of built-in tools (``computer_call`` and
+    ``computer_call_output``, ``local_shell_call`` and its output, ...), whose call ids the
+    translation does not record: (call, output) pairs by tool and call id (an output's
+    ``id`` where it has no ``call_id``, as :func:`vthread.adapters.built_in_call_id` reads
+    it), and the outputs no call before them made. O(n)."""
+    from vthread.adapters import built_in_call_id, built_in_tool
+
     pairs: list[tuple[int, int]] = []
     orphans: set[int] = set()
     waiting: dict[tuple[str, Any], deque[int]] = {}
     for index, (item, kind) in enumerate(zip(thread, kinds, strict=True)):
-        if kind is None or "role" in item or kind in _FUNCTION_ITEMS:
+        built_in = None if kind is None or "role" in item else built_in_tool(kind)
+        if built_in is None:
             continue
-        call_id = _by_content(item.get("call_id"))
+        tool, answers = built_in
+        call_id = _by_content(built_in_call_id(item, answers))
         if call_id is None:
             continue
-        if kind.endswith("_call"):
-            waiting.setdefault((kind, call_id), deque()).append(index)
-        elif kind.endswith("_call_output"):
-            calls = waiting.get((kind.removesuffix("_output"), call_id))
+        if not answers:
+            waiting.setdefault((tool, call_id), deque()).append(index)
+        else:
+            calls = waiting.get((tool, call_id))
             if calls:
                 pairs.append((calls.popleft(), index))
             else:
                 orphans.add(index)
     return pairs, orphans
-
-
-_FUNCTION_ITEMS: Final = frozenset({"function_call", "function_call_output", "custom_tool_call",
-                                    "custom_tool_call_output"})
-"""Responses tool items the translation pairs itself (as activities)."""
 
 
 def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> float:
