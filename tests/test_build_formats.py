@@ -214,6 +214,45 @@ def test_a_chat_message_trimmed_as_an_api_writes_it_costs_its_estimate(
         assert got.tokens == sum(len(_chat_text(m)) / 4 + 5 for m in got.messages) <= 150
 
 
+def test_a_trimmed_chat_message_s_usage_is_told_by_its_value() -> None:
+    """Whether a trim function set the trimmed message's cost is told by the usage's value,
+    not by which object holds it: a deep copy keeping the usage it was shown costs its
+    estimate, as a shallow one does (it cost the whole room), and a figure set in the very
+    usage it was shown is its cost (it was taken for the shown one). An estimate that is no
+    function says it was needed for the trimmed message."""
+    import copy
+
+    chat = [{"role": "user", "content": "x" * 100}, {"role": "assistant", "content": "y" * 100},
+            {"role": "user", "content": "z" * 10}]
+
+    def estimate(message: Any) -> float:
+        return len(message["content"])
+
+    def shallow(message: dict[str, Any], room: float) -> dict[str, Any]:
+        return {**message, "content": message["content"][:20]}
+
+    def deep(message: dict[str, Any], room: float) -> dict[str, Any]:
+        message = copy.deepcopy(message)
+        message["content"] = message["content"][:20]
+        return message
+
+    def set_in_place(message: dict[str, Any], room: float) -> dict[str, Any]:
+        message["content"] = message["content"][:20]
+        message["usage"]["tokens"] = 7
+        return message
+
+    for trim, tokens in ((shallow, 130), (deep, 130), (set_in_place, 117)):
+        got = vthread.build_thread(chat, max_tokens=150, estimate=estimate, inclusive=trim,
+                                   format="openai")
+        assert got.tokens == tokens, trim.__name__
+        assert [len(m["content"]) for m in got.messages] == [20, 100, 10]
+        assert all("usage" not in m for m in got.messages)
+    own = [{**m, "usage": {"tokens": 100}} for m in chat]
+    with pytest.raises(TypeError, match=r"needed for messages\[1\], to cost its trimmed "):
+        vthread.build_thread(own, max_tokens=150, estimate=5,  # type: ignore[arg-type]
+                             inclusive=shallow, format="openai")
+
+
 @pytest.mark.parametrize("format_", ["openai", "anthropic"])
 def test_a_trimmed_chat_message_keeps_the_callers_own_usage(format_: str) -> None:
     """A chat message carrying its own usage (a provider's, as recorded), trimmed: the result

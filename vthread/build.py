@@ -446,16 +446,18 @@ def _trimmed_chat(trim: Trim, given: Mapping[str, Any], tokens: float, room: flo
     trim function writes an API's message, which has no such key: built anew, or a copy
     keeping the usage it was shown, which says the cost before trimming), else the room.
     None when the trim function drops it."""
-    shown = _priced(given, tokens)
-    result = _trim_result(trim(shown, room), index)
+    result = _trim_result(trim(_priced(given, tokens), room), index)
     if result is None:
         return None
     trimmed = _unpriced(result, given)
     usage = result.get("usage")
-    if usage is not shown["usage"] and isinstance(usage, Mapping) and "tokens" in usage:
+    # A usage equal to the one shown (kept by a copy, deep or shallow) says the cost before
+    # trimming; another (a figure set, in place too) is the trim function's.
+    if (isinstance(usage, Mapping) and "tokens" in usage
+            and not (len(usage) == 1 and usage["tokens"] == tokens)):
         figure = token_figure(usage["tokens"])
     elif estimate is not None:
-        figure = _estimated(trimmed, index, estimate)
+        figure = _estimated(trimmed, index, estimate, "to cost its trimmed message")
     else:
         figure = room
     return trimmed, min(figure, room)
@@ -711,14 +713,16 @@ def _cost(message: Mapping[str, Any], index: int, estimate: Estimate | None) -> 
     return token_figure(raw)
 
 
-def _estimated(message: Mapping[str, Any], index: int, estimate: Estimate) -> float:
-    """``estimate``'s figure for ``messages[index]``."""
+def _estimated(message: Mapping[str, Any], index: int, estimate: Estimate,
+               needing: str = "which carries no usage.tokens >= 0") -> float:
+    """``estimate``'s figure for ``messages[index]`` (``needing``: why it is asked, for the
+    error of an estimate that is no function)."""
     if not callable(estimate):
         # Checked where it is first needed, as production calls it: a thread whose every
         # message carries its usage never asks for it.
         raise TypeError(f"estimate must be a function of a message, got "
                         f"{type(estimate).__name__} (needed for messages[{index}], "
-                        "which carries no usage.tokens >= 0)")
+                        f"{needing})")
     return estimate_figure(estimate(message), index)
 
 
