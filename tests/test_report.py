@@ -317,6 +317,20 @@ def test_records_named_json_and_a_cut_last_line_are_read_back(
     page = out.read_text()
     assert f'data-figure="threads" data-value="{expected["threads"] - 1}"' in page
     assert f'data-figure="errors" data-value="{expected["errors"] + 1}"' in page
+    # Cut inside a character (records another tool rewrote unescaped): the same, where it
+    # was fatal ("not UTF-8 text"), and so in a gzip stream broken there.
+    last = json.dumps({**json.loads(lines[-1]), "id": "caf\u00e9"}, ensure_ascii=False)
+    whole = ("\n".join(lines[:-1]) + "\n" + last).encode()
+    cut.write_bytes(whole[:whole.rindex("\u00e9".encode()) + 1])
+    zipped = tmp_path / "cut.jsonl.gz"
+    for name in (cut, zipped):
+        if name == zipped:  # (a member flushed to its last byte, with no end)
+            packer = zlib.compressobj(wbits=31)
+            name.write_bytes(packer.compress(cut.read_bytes()) + packer.flush(zlib.Z_SYNC_FLUSH))
+        assert main(["report", str(name), "-o", str(out)]) == 0
+        err = capsys.readouterr().err
+        assert f"{name}:{len(lines)}: " in err and "counted as a bad line" in err, err
+        assert f'data-figure="errors" data-value="{expected["errors"] + 1}"' in out.read_text()
 
 
 def test_the_page_shows_what_the_command_warned_of(

@@ -963,6 +963,11 @@ def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
     yield from iterator
 
 
+class _CutCharacterError(ValueError):
+    """A line whose bytes end inside a UTF-8 character (cut there, when no newline ends
+    it)."""
+
+
 def _record_of(line: bytes) -> Any:
     """The JSON value of a records file's line, or a ValueError saying why there is none in
     a person's terms: the place of a byte that is no UTF-8, a value nested too deeply, a
@@ -971,8 +976,10 @@ def _record_of(line: bytes) -> Any:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"not UTF-8 text: byte {error.start + 1} of the line "
-                         f"({error.reason})") from None
+        # (a line ending inside a character is cut there: a file cut while written)
+        kind = _CutCharacterError if error.reason == "unexpected end of data" else ValueError
+        raise kind(f"not UTF-8 text: byte {error.start + 1} of the line "
+                   f"({error.reason})") from None
     try:
         record = json.loads(text)
         if isinstance(record, dict) and type(record.get("id")) is float:
@@ -1064,7 +1071,8 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                     data.add(record)
                     notes_said = _say_new_notes(data, notes_said, stderr)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
-                    if not line.endswith(b"\n") and isinstance(error, json.JSONDecodeError):
+                    if not line.endswith(b"\n") and isinstance(
+                            error, json.JSONDecodeError | _CutCharacterError):
                         why = (_BROKEN_GZIP if lines.broken
                                else "the last line is cut short (a file still being written?)")
                         stderr.write(f"vthread report: warning: {label}:{number}: {why}: "
