@@ -1182,12 +1182,28 @@ fn write_run_id(run: Value<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Result<
     Ok(())
 }
 
-/// Responses item types that make a list of typed items a Responses run, not native.
-const RESPONSES_CALLS_AND_OUTPUTS: [&str; 4] = [
+/// `adapters._RESPONSES_MARKS`: Responses item types that make a list of typed items a
+/// Responses run, not native: a tool's call or output, a function's or a built-in tool's.
+const RESPONSES_CALLS_AND_OUTPUTS: [&str; 19] = [
     "function_call",
     "custom_tool_call",
     "function_call_output",
     "custom_tool_call_output",
+    "file_search_call",
+    "web_search_call",
+    "computer_call",
+    "computer_call_output",
+    "image_generation_call",
+    "code_interpreter_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_call",
+    "tool_search_call",
+    "tool_search_output",
 ];
 
 /// `adapters._RESPONSES_ITEMS`: every item type a Responses run may hold.
@@ -1336,10 +1352,20 @@ pub fn declares_mini_swe_agent(root: Value<'_>) -> bool {
 /// [`may_settle`]): OpenAI's `tool`/`function`/`developer` roles and `tool_call*`/
 /// `function_call` keys, Anthropic's `tool_use`/`tool_result`/`thinking`/
 /// `redacted_thinking`/`server_tool_use`/`mcp_tool_use` blocks, the Responses
-/// `function_call*`/`custom_tool_call*`/`message` items, SWE-agent's `action`, an
-/// observation opening with mini-swe-agent's `<returncode>`, and the `trajectory_format` a
-/// run declares.
-const SETTLING_STRINGS: [&[u8]; 12] = [
+/// `function_call*`/`custom_tool_call*`/`message` items and a built-in tool's calls and
+/// outputs (`tool_search_*` opens with `tool`), SWE-agent's `action`, an observation
+/// opening with mini-swe-agent's `<returncode>`, and the `trajectory_format` a run
+/// declares.
+const SETTLING_STRINGS: [&[u8]; 21] = [
+    b"computer_call",
+    b"shell_call",
+    b"local_shell_call",
+    b"apply_patch_call",
+    b"web_search_call",
+    b"file_search_call",
+    b"code_interpreter_call",
+    b"image_generation_call",
+    b"mcp_call",
     b"tool",
     b"function",
     b"developer\"",
@@ -2157,6 +2183,28 @@ mod tests {
             plain_reads_otherwise(declared.as_bytes(), RunKeys::default()),
             Ok(0)
         );
+    }
+
+    #[test]
+    fn a_built_in_tool_s_items_tell_a_responses_run() {
+        let evidence = |line: &str| {
+            let tape = Tape::parse(line.as_bytes()).unwrap();
+            format_evidence(&tape, RunKeys::default()).unwrap()
+        };
+        for line in [
+            r#"[{"type": "computer_call", "call_id": "c", "action": {}},
+                {"type": "computer_call_output", "call_id": "c", "output": {}}]"#,
+            r#"[{"role": "user", "content": "go"}, {"type": "reasoning", "summary": []},
+                {"type": "local_shell_call", "call_id": "c", "action": {}}]"#,
+            r#"[{"type": "web_search_call", "action": {}}]"#,
+            r#"[{"type": "tool_search_output", "call_id": "c", "tools": []}]"#,
+        ] {
+            assert_eq!(evidence(line), Some((Some("responses"), true)), "{line}");
+            assert!(may_settle(line.as_bytes()), "{line}");
+        }
+        // (an item of the API that is no tool's alone is no sign: read as native)
+        let listed = r#"[{"type": "mcp_list_tools", "tools": []}]"#;
+        assert_eq!(evidence(listed), Some((Some("native"), true)));
     }
 
     #[test]

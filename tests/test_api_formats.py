@@ -136,6 +136,35 @@ def test_built_in_tools_are_read_by_what_they_do(
                                             if k != "id"} for i in range(2)]
 
 
+def test_a_run_of_built_in_tools_items_is_told_a_responses_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computer-use run of its actions alone, or after a user message with a role and no
+    type (as OpenAI's examples send it), is told a Responses run by format="auto" and by
+    vthread scan alike (it was read as native, every step alike: a loop at its second; or
+    its format could not be told). The marks are the function tools' items and every
+    built-in tool's, as the translation reads them."""
+    from vthread import adapters
+
+    built_in = {kind for kind in adapters._RESPONSES_ITEMS
+                if adapters.built_in_tool(kind) is not None}
+    assert adapters._RESPONSES_TOOL_ITEMS | built_in == adapters._RESPONSES_MARKS
+    screens = [f"data:image/png;base64,{i}" for i in range(4)]
+    actions = _computer_use([{"type": "click", "x": i, "y": 1} for i in range(4)], screens)[1:]
+    easy = [{"role": "user", "content": "Book a flight"}, *actions]
+    for items in (actions, easy):
+        assert adapters.detect_format(items) == "responses"
+        assert vthread.describe_thread_cycle(items, format="auto") is None
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": items}) + "\n"
+                            for i, items in enumerate((actions, easy))))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [None, None], err
+    result = vthread.scan([actions, easy], format="auto")
+    assert [{k: v for k, v in r.items() if k not in ("file", "line", "id")}
+            for r in records(out)] == [{k: v for k, v in result.record(i).items()
+                                        if k != "id"} for i in range(2)]
+
+
 def test_chat_messages_read_as_native_are_warned_about() -> None:
     """Chat threads passed as native (the default) are every one a loop, which is warned
     about, once per call; native threads, and chat ones with their format, are not."""

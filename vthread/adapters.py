@@ -517,6 +517,16 @@ def _item_fields(item: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+_RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
+    "file_search_call", "web_search_call", "computer_call", "computer_call_output",
+    "image_generation_call", "code_interpreter_call", "local_shell_call",
+    "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+    "apply_patch_call_output", "mcp_call", "tool_search_call", "tool_search_output"})
+"""The items that show a run is Responses items: a tool's call or output, a function's or a
+built-in tool's (a computer-use run of its actions alone, or after a message with a role
+and no type, was read as native or could not be told)."""
+
+
 def built_in_tool(kind: str) -> tuple[str, bool] | None:
     """The built-in tool a Responses item of type ``kind`` (an exact ``str``) calls or
     answers, and whether it answers: ``("computer", False)`` for ``computer_call``,
@@ -815,9 +825,10 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
 
     Every message must fit the answer: native messages all have a string ``type`` and no
     ``role``; Responses items all have a Responses item type (or are role-only ``message``
-    items) and at least one of them is a ``function_call``, its output or a ``message``
-    with a ``role``; chat messages all have a string ``role``, and they are Anthropic's when
-    some content holds a ``tool_use``, ``tool_result`` or thinking block, SWE-agent's when
+    items) and at least one of them is a tool's call or output (a ``function_call``, a
+    ``computer_call``: :data:`_RESPONSES_MARKS`) or a ``message`` with a ``role``; chat
+    messages all have a string ``role``, and they are Anthropic's when some content holds a
+    ``tool_use``, ``tool_result``, server or MCP tool call or thinking block, SWE-agent's when
     some assistant message has a string ``action`` (or, with no OpenAI tool key anywhere,
     text holding a complete ``<function=...>`` call), OpenAI's otherwise (plain text messages
     map the same way in all of them). Mixed signals, a message that is not an object and an
@@ -841,13 +852,13 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         return None, True
     types = _plain_all([m.get("type", _ABSENT) for m in messages])
     if all(is_string(kind) for kind in types) and not any("role" in m for m in messages):
-        if any(kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS for kind in types) and all(
+        if any(kind in _RESPONSES_MARKS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
         return "native", True
     if all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
            for kind in types) and any(
-        text_in(kind, _RESPONSES_TOOL_ITEMS) or (kind == "message" and "role" in m)
+        text_in(kind, _RESPONSES_MARKS) or (kind == "message" and "role" in m)
         for m, kind in zip(messages, types, strict=True)
     ):
         return "responses", True
