@@ -1008,7 +1008,7 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
             // A built-in tool's item (a computer call, a shell's output, a web search) or
             // another item of the API: Python's `from_responses` reads its fields
             // (`_item_fields`).
-            kind if RESPONSES_ITEMS.iter().any(|item| kind.is_text(item)) => {
+            kind if responses_item(Some(kind)) => {
                 return Err(Declined);
             }
             kind => writer.text(&Str::Line(kind), &Str::Fixed("")),
@@ -1206,35 +1206,24 @@ const RESPONSES_CALLS_AND_OUTPUTS: [&str; 19] = [
     "tool_search_output",
 ];
 
-/// `adapters._RESPONSES_ITEMS`: every item type a Responses run may hold.
-const RESPONSES_ITEMS: &[&str] = &[
+/// `adapters._RESPONSES_ITEMS`, with [`RESPONSES_CALLS_AND_OUTPUTS`]: the other item types a
+/// Responses run may hold.
+const RESPONSES_OTHER_ITEMS: [&str; 7] = [
     "message",
     "reasoning",
-    "function_call",
-    "custom_tool_call",
-    "function_call_output",
-    "custom_tool_call_output",
-    "file_search_call",
-    "web_search_call",
-    "computer_call",
-    "computer_call_output",
-    "image_generation_call",
-    "code_interpreter_call",
-    "local_shell_call",
-    "local_shell_call_output",
-    "shell_call",
-    "shell_call_output",
-    "apply_patch_call",
-    "apply_patch_call_output",
     "mcp_list_tools",
     "mcp_approval_request",
     "mcp_approval_response",
-    "mcp_call",
     "item_reference",
     "compaction",
-    "tool_search_call",
-    "tool_search_output",
 ];
+
+/// Whether `kind` is a type of `adapters._RESPONSES_ITEMS`: every item type a Responses run
+/// may hold.
+fn responses_item(kind: Option<Value<'_>>) -> bool {
+    named(kind, &RESPONSES_CALLS_AND_OUTPUTS) || named(kind, &RESPONSES_OTHER_ITEMS)
+}
+
 /// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
 const ANTHROPIC_BLOCKS: [&str; 6] = [
     "tool_use",
@@ -1958,7 +1947,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
             break;
         }
         any_call_or_output = any_call_or_output || named(found_kind, &RESPONSES_CALLS_AND_OUTPUTS);
-        all_responses_items = all_responses_items && named(found_kind, RESPONSES_ITEMS);
+        all_responses_items = all_responses_items && responses_item(found_kind);
     }
     if typed_without_role {
         let responses = any_call_or_output && all_responses_items;
@@ -1967,7 +1956,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     // `m.get("type", "message")`: an item without a type is a message.
     if messages
         .iter()
-        .all(|m| kind(m).is_none() || named(kind(m), RESPONSES_ITEMS))
+        .all(|m| kind(m).is_none() || responses_item(kind(m)))
         && messages.iter().any(|m| {
             named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS)
                 || (named(kind(m), &["message"]) && m.get("role").is_some())

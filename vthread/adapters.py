@@ -487,13 +487,17 @@ or ``*_tool_result`` block."""
 _RESPONSES_CALLS: Final = frozenset({"function_call", "custom_tool_call"})
 _RESPONSES_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _RESPONSES_TOOL_ITEMS: Final = _RESPONSES_CALLS | _RESPONSES_OUTPUTS
-_RESPONSES_ITEMS: Final = frozenset({
-    "message", "reasoning", "file_search_call", "web_search_call", "computer_call",
-    "computer_call_output", "image_generation_call", "code_interpreter_call",
-    "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
-    "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
-    "mcp_approval_response", "mcp_call", "item_reference", "compaction",
-    "tool_search_call", "tool_search_output"}) | _RESPONSES_TOOL_ITEMS
+_RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
+    "file_search_call", "web_search_call", "computer_call", "computer_call_output",
+    "image_generation_call", "code_interpreter_call", "local_shell_call",
+    "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+    "apply_patch_call_output", "mcp_call", "tool_search_call", "tool_search_output"})
+"""The items that show a run is Responses items: a tool's call or output, a function's or a
+built-in tool's (a computer-use run of its actions alone, or after a message with a role
+and no type, was read as native or could not be told)."""
+_RESPONSES_ITEMS: Final = _RESPONSES_MARKS | frozenset({
+    "message", "reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response",
+    "item_reference", "compaction"})
 """Every item type a Responses run may hold (the API's input and output items): a run
 holding a built-in tool's items (a web search, a computer call) is still a Responses run
 (it was told no format)."""
@@ -517,14 +521,6 @@ def _item_fields(item: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-_RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
-    "file_search_call", "web_search_call", "computer_call", "computer_call_output",
-    "image_generation_call", "code_interpreter_call", "local_shell_call",
-    "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
-    "apply_patch_call_output", "mcp_call", "tool_search_call", "tool_search_output"})
-"""The items that show a run is Responses items: a tool's call or output, a function's or a
-built-in tool's (a computer-use run of its actions alone, or after a message with a role
-and no type, was read as native or could not be told)."""
 
 
 def built_in_tool(kind: str) -> tuple[str, bool] | None:
