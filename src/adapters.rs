@@ -1234,7 +1234,8 @@ const ANTHROPIC_BLOCKS: [&str; 6] = [
     "mcp_tool_use",
 ];
 /// `adapters._ANTHROPIC_TOOL_BLOCKS`: those a chat read as OpenAI's is refused for.
-const ANTHROPIC_TOOL_BLOCKS: [&str; 2] = ["tool_use", "tool_result"];
+const ANTHROPIC_TOOL_BLOCKS: [&str; 4] =
+    ["tool_use", "tool_result", "server_tool_use", "mcp_tool_use"];
 /// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
 const OPENAI_ONLY_ROLES: [&str; 3] = ["tool", "function", "developer"];
 const OPENAI_KEYS: [&str; 4] = [

@@ -613,6 +613,14 @@ def test_anthropic_server_and_mcp_tools_are_calls_and_results() -> None:
     ]
     assert detect_format(messages) == "anthropic"
     assert _core.translate_line(json.dumps(messages).encode(), "anthropic") is None
+    # Read as OpenAI's, such a turn is refused, as one holding a tool_use block is (its calls
+    # were filed under meta.media), by the core too (it leaves the line to Python to say so).
+    for block in messages[0]["content"][::2]:
+        turn = [{"role": "assistant", "content": [block]}]
+        with pytest.raises(ValueError, match=f"holds a {block['type']} block, which only "
+                                             "Anthropic's messages hold"):
+            to_native(turn, "openai")
+        assert _core.translate_line(json.dumps(turn).encode(), "openai") is None
 
 
 # ---------------------------------------------------------------------------- both / native

@@ -808,7 +808,8 @@ _ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking",
                                       "redacted_thinking", "server_tool_use", "mcp_tool_use"})
 """The blocks that show a chat is Anthropic's (a server tool's or an MCP server's call
 too: a run using only Anthropic's web search was read as OpenAI's)."""
-_ANTHROPIC_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
+_ANTHROPIC_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result", "server_tool_use",
+                                           "mcp_tool_use"})
 """The blocks a chat read as OpenAI's is refused for: its calls and results would be lost.
 (A ``thinking`` block is no sign of another format there: Mistral's reasoning models put
 one in OpenAI-shaped content, its ``thinking`` a list of parts.)"""
