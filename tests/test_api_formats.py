@@ -266,6 +266,18 @@ def test_formats_that_cannot_be_read_are_errors_naming_the_thread() -> None:
         vthread.scan([native, chat], format="auto")
     with pytest.raises(ValueError, match="thread 1: cannot tell the message format"):
         vthread.scan([[], [{"x": 1}]], format="auto")
+    # Messages of two shapes: the first that parts ways with the first message is named.
+    mixed = [*native, {"type": "bot", "text": "ok"}, {"role": "user", "content": "y"}]
+    parted = (r"cannot tell the message format \(messages\[0\] has a \"type\" and no "
+              r"\"role\", as native messages do; messages\[2\] has a \"role\", as chat "
+              r"messages do\); expected ")
+    with pytest.raises(ValueError, match=f"^thread 0: {parted}"):
+        vthread.scan([mixed], format="auto")
+    with pytest.raises(ValueError, match=f"^{parted}"):
+        vthread.build_thread(mixed, max_tokens=10, estimate=lambda m: 1, format="auto")
+    with pytest.raises(ValueError, match=r"messages\[0\] has neither a string \"type\" nor a "
+                                         r"string \"role\"; messages\[1\] has a \"role\""):
+        vthread.describe_thread_cycle([{"x": 1}, chat[0]], format="auto")
     with pytest.raises(ValueError, match=r"^thread 1: openai format: "):
         vthread.scan([chat, [{"role": "user", "content": 7}]], format="openai")
     with pytest.raises(TypeError, match="thread 0: a thread is a sequence of messages"):

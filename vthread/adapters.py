@@ -963,18 +963,46 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
 
 
 def agreed_format(evidence: Sequence[tuple[int, Format, bool]], unknown: int | None,
-                  unit: str, subject: str, override: str) -> Format:
+                  unit: str, subject: str, override: str, detail: str = "") -> Format:
     """:func:`common_format`, its failures as a ``ValueError`` a person reads: the ``unit``
-    (thread, row, line) with messages in no format, or where ``subject`` ("the threads")
-    showed each format; ``override`` says how to name the format instead ("pass format=")."""
+    (thread, row, line) with messages in no format (``detail``: which of its messages differ,
+    :func:`shapes_apart`), or where ``subject`` ("the threads") showed each format;
+    ``override`` says how to name the format instead ("pass format=")."""
     try:
         return common_format(evidence, unknown)
     except FormatUnknownError as missing:
-        raise ValueError(f"{unit} {missing.position}: cannot tell the message format; "
+        raise ValueError(f"{unit} {missing.position}: cannot tell the message format{detail}; "
                          f"expected {EXPECTED} (or {override})") from None
     except FormatConflictError as conflict:
         raise ValueError(f"{subject} are in different formats ({conflict.where(unit)}); "
                          f"{override} to read them all in one") from None
+
+
+def shapes_apart(messages: Sequence[Any]) -> str:
+    """Where messages in no one format part ways, for its error: the first message whose
+    shape (native: a string ``type`` and no ``role``; chat: a string ``role``) is not the
+    first message's, as `` (messages[0] has ..., messages[2] has ...)``; "" when none is.
+
+    >>> shapes_apart([{"type": "user", "text": "x"}, {"role": "user", "content": "y"}])[:48]
+    ' (messages[0] has a "type" and no "role", as nat'
+    """
+    def shape(message: Any) -> str:
+        if not isinstance(message, Mapping):
+            return "is no mapping"
+        if is_string(message.get("role")):
+            return 'has a "role", as chat messages do'
+        if is_string(message.get("type")) and "role" not in message:
+            return 'has a "type" and no "role", as native messages do'
+        return 'has neither a string "type" nor a string "role"'
+
+    if not messages:
+        return ""
+    first = shape(messages[0])
+    for index in range(1, len(messages)):
+        other = shape(messages[index])
+        if other != first:
+            return f" (messages[0] {first}; messages[{index}] {other})"
+    return ""
 
 
 _OPENAI_RESULT_ROLES: Final = frozenset({"tool", "function"})

@@ -686,11 +686,12 @@ def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = 
     message (10,000 chats of 13 messages: about 50 ms, a tenth of translating them).
     ``reading[0]``, when given, is kept at the position of the thread being judged (what an
     error the caller's own value raises is noted with)."""
-    from vthread.adapters import agreed_format
+    from vthread.adapters import agreed_format, shapes_apart
 
     reading = [0] if reading is None else reading
     values = (_judged_value(thread) for thread in _positions_noted(threads, reading))
     evidence, unknown = evidence_of(values, DETECT_THREADS)
+    detail = ""
     if not evidence and unknown is not None:
         # A thread whose messages are in no format because one is no message at all: that
         # is what to say, not that the format cannot be told.
@@ -704,9 +705,10 @@ def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = 
                 check_messages(messages)
             except TypeError as error:
                 raise TypeError(f"{thread_label(unknown, thread)}: {error}") from None
+            detail = shapes_apart(messages)  # (which of its messages part ways)
     evidence = declared_apart(evidence,
                               lambda position: declares_mini_swe_agent(threads[position]))
-    found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=")
+    found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=", detail)
     # (stacklevel: this function, native_threads, scan, then scan's caller)
     return settled_format(found, evidence, partial(_judged_after, threads, reading=reading),
                           DETECT_THREADS, "thread", 'format="auto"', stacklevel=4)
