@@ -642,22 +642,17 @@ fn is_empty_sequence(value: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
-/// A yes-or-no option as given: a bool, or NumPy's boolean (`vthread._options.flag`);
-/// anything else (a string such as `"no"` would read as true) is a `TypeError` naming it.
+/// A yes-or-no option as given: a bool at once; anything else judged by
+/// `vthread._options.flag`, as every yes-or-no option is (NumPy's boolean taken, the rest a
+/// `TypeError` naming the option).
 fn flag(name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
     if let Ok(flag) = value.cast::<PyBool>() {
         return Ok(flag.is_true());
     }
-    let kind = value.get_type();
-    let numpy_bool = kind.module().is_ok_and(|module| module == "numpy")
-        && kind
-            .name()
-            .is_ok_and(|kind| kind == "bool" || kind == "bool_");
-    if numpy_bool {
-        return value.is_truthy();
-    }
-    Err(PyTypeError::new_err(format!(
-        "{name} must be a bool, got {}",
-        kind.name()?
-    )))
+    value
+        .py()
+        .import("vthread._options")?
+        .getattr("flag")?
+        .call1((name, value))?
+        .extract()
 }
