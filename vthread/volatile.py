@@ -166,10 +166,8 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     >>> masked_thread([poll])
     [{'type': 'bot', 'text': 'still running at <time>', 'usage': {'tokens': 3}}]
     """
-    _check_thread(messages)
-    if type(messages) is not list and type(messages) is not tuple:
-        messages = list(messages)  # what iterating it gives, once
-    if messages and isinstance(messages[0], Mapping) and "role" in messages[0]:
+    masked = masked_native(messages)
+    if masked and isinstance(masked[0], Mapping) and "role" in masked[0]:  # (its copy)
         import warnings
 
         # (chat messages hold their text under "content", which is not masked: returned
@@ -178,7 +176,7 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
                       "\"role\") are returned unmasked: translate them first "
                       "(vthread.adapters.to_native), or pass mask_volatile=True with their "
                       "format= to the function reading them", UserWarning, stacklevel=2)
-    return masked_native(messages)
+    return masked
 
 
 def masked_native(messages: Sequence[Any]) -> list[Any]:
@@ -186,7 +184,7 @@ def masked_native(messages: Sequence[Any]) -> list[Any]:
     (chat messages read so are warned of by those readers, once: no warning of its own)."""
     _check_thread(messages)
     if type(messages) is not list and type(messages) is not tuple:
-        messages = list(messages)
+        messages = list(messages)  # what iterating it gives, once
     return _core.masked_thread(messages, _masked_message)
 
 
