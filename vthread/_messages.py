@@ -73,8 +73,9 @@ def _is_thread(messages: object) -> bool:
     return isinstance(messages, Sequence) and not isinstance(messages, (str, bytes, Mapping))
 
 
-def check_messages(messages: object) -> list[Message]:
-    """The thread as a list of mappings, or a ``TypeError`` naming the bad index.
+def check_messages(messages: object, name: str = "messages") -> list[Message]:
+    """The thread as a list of mappings, or a ``TypeError`` naming the bad index (``name``:
+    the caller's argument, as the error names it).
 
     Any ``collections.abc.Sequence`` is a thread (a list, a tuple, a ``deque``, a custom
     sequence), except ``str`` and ``bytes``. The list is a snapshot taken here, so a callback
@@ -87,13 +88,13 @@ def check_messages(messages: object) -> list[Message]:
     TypeError: messages[1] must be a mapping, got str
     """
     if not _is_thread(messages):
-        raise TypeError(f"messages must be a sequence of mappings, got {type(messages).__name__}"
+        raise TypeError(f"{name} must be a sequence of mappings, got {type(messages).__name__}"
                         f"{ndarray_hint(messages)}{_run_object_hint(messages)}")
     thread = list(cast("Sequence[Any]", messages))
     for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
             raise TypeError(
-                f"messages[{index}] must be a mapping, got {type(message).__name__}"
+                f"{name}[{index}] must be a mapping, got {type(message).__name__}"
             )
     return thread
 

@@ -672,10 +672,9 @@ def plan_continuation(
     if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
         raise TypeError(f"history must be a sequence of messages (a list, a tuple), got "
                         f"{type(history).__name__}")
-    for index, message in enumerate(history):  # (named as the caller's argument)
-        if not isinstance(message, Mapping):
-            raise TypeError(f"history[{index}] must be a mapping, got "
-                            f"{type(message).__name__}")
+    from vthread._messages import check_messages
+
+    check_messages(history, "history")  # (named as the caller's argument)
     format = _history_format(history, format)
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
                                  min_tail_room, tail_limit, completion_marker,
