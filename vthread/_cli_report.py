@@ -161,8 +161,10 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
                 return status
         for name in options.files:
             if name not in to_scan:
-                progressing = data.progressing
+                progressing, notes = data.progressing, len(data.notes)
                 _read_records(data, name, stderr)
+                for file, what in data.notes[notes:]:  # (as the scan said each, FILE first)
+                    stderr.write(f"vthread report: {file}: warning: {what}\n")
                 data.tokens = None  # records hold no run's total tokens
                 if data.progressing == progressing:
                     stderr.write(f"vthread report: warning: {name} holds no progressing run "
@@ -1039,23 +1041,13 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
         raise _ReportError(f"{name}: cannot read: {error}") from error
 
 
-def _say_new_notes(data: ReportData, said: int, stderr: TextIO) -> int:
-    """Say each of ``data.notes`` from ``said`` on as the scan said it when it wrote the
-    record (``FILE: warning: WHAT``, for the page's warnings too); the count said."""
-    for file, what in data.notes[said:]:  # (records name standard input <stdin>)
-        stderr.write(f"vthread report: {file}: warning: {what}\n")
-    return len(data.notes)
-
-
 def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
     """Add every record of a records file; a line that is none is fatal (file:line), but
     for a last line cut short (no newline ends it: a file still being written or copied),
     said on ``stderr`` and counted as a bad line (the run it stood for is not read, as a
     scan counts a run's line cut short)."""
-    notes_said = len(data.notes)
     if is_parquet(name):
         _read_parquet_records(data, name)
-        _say_new_notes(data, notes_said, stderr)
         return
     number = 0
     label = input_label(name)
@@ -1069,7 +1061,6 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                     if not isinstance(record, dict):
                         raise RecordError("not a vthread scan record (not a JSON object)")
                     data.add(record)
-                    notes_said = _say_new_notes(data, notes_said, stderr)
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
                     if not line.endswith(b"\n") and isinstance(
                             error, json.JSONDecodeError | _CutCharacterError):
