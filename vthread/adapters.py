@@ -528,15 +528,11 @@ def built_in_tool(kind: str) -> tuple[str, bool] | None:
     answers, and whether it answers: ``("computer", False)`` for ``computer_call``,
     ``("computer", True)`` for ``computer_call_output``, ``("tool_search", True)`` for
     ``tool_search_output``; None for any other item (a function's, a message)."""
-    if kind not in _RESPONSES_ITEMS or kind in _RESPONSES_TOOL_ITEMS:
+    if kind not in _RESPONSES_MARKS or kind in _RESPONSES_TOOL_ITEMS:
         return None
-    if kind.endswith("_call_output"):
-        return kind.removesuffix("_call_output"), True
-    if kind == "tool_search_output":
-        return "tool_search", True
     if kind.endswith("_call"):
         return kind.removesuffix("_call"), False
-    return None
+    return kind.removesuffix("_output").removesuffix("_call"), True  # (tool_search_output)
 
 
 def built_in_call_id(item: Mapping[str, Any], answers: bool) -> Any:
