@@ -636,7 +636,7 @@ def test_core_selection_equals_the_python_walk(costs: list[float], limit: float,
     import numpy as np
 
     from vthread import _core
-    from vthread.build import _newest_fitting
+    from vthread.build import _MessageView, _newest_fitting
 
     first = min(first, len(costs))
     thread = [{"type": "user", "text": str(i), **({"usage": "old"} if i % 2 else {})}
@@ -644,7 +644,8 @@ def test_core_selection_equals_the_python_walk(costs: list[float], limit: float,
     before = [dict(m) for m in thread]
     fast = _core.newest_fitting(thread, np.array(costs, dtype=np.float64), first, limit,
                                 floor)
-    slow = _newest_fitting(thread, costs, first, limit, floor, False)
+    slow = _newest_fitting(thread, costs, first, limit, floor, False,
+                           _MessageView(thread, "native"))
     assert fast[0] == slow[0]
     assert [list(m) for m in fast[0]] == [list(m) for m in slow[0]]  # key order too
     assert fast[1] == slow[1] or (math.isnan(fast[1]) and math.isnan(slow[1]))

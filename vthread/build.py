@@ -733,12 +733,12 @@ def _newest_fitting(
     limit: float,
     floor: float,
     inclusive: bool | Trim | None,
-    view: _MessageView | None = None,
+    view: _MessageView,
     deferred: list[tuple[int, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Production's selection over ``thread[first:]`` (each message costing ``costs`` at its
     index): the newest messages within ``limit`` (see build_thread), as ``view`` copies
-    and trims them (native messages without one). With ``deferred`` (a list), the message
+    and trims them. With ``deferred`` (a list), the message
     a trim function would be given is not trimmed: its (index, room) is appended there, for
     the caller to trim with the room its shape leaves (with no room left too: it is
     dropped, where production keeps it whole, unless the other results of its turn make
@@ -763,8 +763,7 @@ def _newest_fitting(
                 elif room > 0:
                     # The trim function sees the message with the tokens it was counted at,
                     # in every format (see _MessageView.trimmed).
-                    cut = (view.trimmed(inclusive, index, tokens, room) if view is not None
-                           else _trim(inclusive, _priced(thread[index], tokens), room, index))
+                    cut = view.trimmed(inclusive, index, tokens, room)
                     if cut is not None:
                         trimmed = cut[0]
                         total += cut[1]
@@ -776,8 +775,7 @@ def _newest_fitting(
         total += tokens
         if total >= limit and not within_floor and not inclusive:
             break
-    copy = _priced if view is None else view.copy
-    taken = [copy(thread[index], costs[index]) for index in range(start, n)]
+    taken = [view.copy(thread[index], costs[index]) for index in range(start, n)]
     if trimmed is not None:
         taken.insert(0, trimmed)
     return taken, total
