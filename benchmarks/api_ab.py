@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
 from typing import Any
+
+from benchmarks.scan_report import write_results
 
 _CHILD = r"""
 import gc, hashlib, json, sys, time
@@ -155,12 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         summary[metric][f"rounds_{names[1]}_faster"] = sum(ratio > 1 for ratio in ratios)
     summary["identical_answers"] = len({r["digest"] for name in names
                                         for r in rounds[name]}) == 1
-    result = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "builds": builds,
-              "machine": {"processor": platform.processor(), "python": platform.python_version()},
-              "file": options.file, "rounds": rounds, "summary": summary}
-    with open(options.out, "w", encoding="utf-8") as out:
-        json.dump(result, out, indent=1)
-    print(json.dumps(summary, indent=1))
+    # (the machine as scan_report states it: processor, memory, versions, commit, load,
+    # where this script wrote the processor alone, empty on a VM that does not name it)
+    write_results(options.out, __doc__, {"builds": builds, "file": options.file,
+                                         "rounds": rounds, "summary": summary}, summary)
     return 0
 
 

@@ -16,7 +16,6 @@ answers the rest of a stream as the original does before anything is reported:
 from __future__ import annotations
 
 import argparse
-import json
 import pickle
 import statistics
 import sys
@@ -24,7 +23,7 @@ import time
 from typing import Any
 
 import vthread
-from benchmarks.scan_report import machine
+from benchmarks.scan_report import write_results
 from benchmarks.streams import realistic_stream
 
 
@@ -63,11 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     inside = vthread.Guard()
     inside.push("start " + "a\u00e9" * 150_000)
     cases["long_word"] = _case(inside, rest, options.repeats)
-    result = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "machine": machine(),
-              "repeats": options.repeats, "cases": cases}
-    with open(options.out, "w", encoding="utf-8") as out:
-        json.dump(result, out, indent=1)
-    print(json.dumps(cases, indent=1))
+    write_results(options.out, __doc__, {"repeats": options.repeats, "cases": cases}, cases)
     return 0
 
 

@@ -176,6 +176,17 @@ def machine() -> dict[str, Any]:
     }
 
 
+def write_results(path: str | Path, doc: str, fields: dict[str, Any], shown: Any) -> None:
+    """Write a benchmark's results to ``path`` as JSON: its method (the second paragraph of
+    its module's docstring, ``doc``), the machine (:func:`machine`) and ``fields``; then
+    print ``shown``, what a reader wants on the terminal."""
+    result = {"method": doc.split("\n\n")[1].replace("\n", " "), "machine": machine(),
+              **fields}
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(result, out, indent=1)
+    print(json.dumps(shown, indent=1))
+
+
 def snapshot_code(scratch: Path) -> tuple[Path, str]:
     """Copy ``vthread/`` as it is now; the CLI subprocesses run this copy.
 
