@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import copy
 import gzip
@@ -69,6 +70,7 @@ __all__ = [
     "main",
     "thread_id",
     "to_anthropic",
+    "to_computer_use",
     "to_openai",
     "to_responses",
     "write_jsonl",
@@ -83,7 +85,7 @@ LoopKind = Literal[
     "repeated_result_run",
     "repeated_message_text_run",
 ]
-Format = Literal["native", "openai", "anthropic"]
+Format = Literal["native", "openai", "anthropic", "responses", "computer-use"]
 
 LOOP_KINDS: Final[tuple[LoopKind, ...]] = (
     "repeated_suffix",
@@ -1112,6 +1114,34 @@ def to_responses(thread: Sequence[Message]) -> list[dict[str, Any]]:
     return items
 
 
+def to_computer_use(thread: Sequence[Message]) -> list[dict[str, Any]]:
+    """The thread as the Responses items of a computer-use agent, by way of its Responses
+    form: each ``function_call`` → a ``computer_call`` whose ``action`` is the call's
+    arguments with the tool's name as its ``type`` (with the ``id``, ``status`` and
+    ``pending_safety_checks`` the API writes), each ``function_call_output`` → a
+    ``computer_call_output`` whose screenshot's ``image_url`` carries the output (the same
+    screen twice is the same output). The same runs, loops and progress as the chat forms,
+    in the items a computer-use run's file holds.
+    """
+    items: list[dict[str, Any]] = []
+    for number, item in enumerate(to_responses(thread)):
+        if item["type"] == "function_call":
+            arguments = json.loads(item["arguments"])
+            action = {"type": item["name"], **(arguments if isinstance(arguments, dict)
+                                               else {"value": arguments})}
+            items.append({"type": "computer_call", "id": f"cu_{number:06d}",
+                          "call_id": item["call_id"], "action": action,
+                          "pending_safety_checks": [], "status": "completed"})
+        elif item["type"] == "function_call_output":
+            screen = base64.b64encode(str(item["output"]).encode()).decode()
+            items.append({"type": "computer_call_output", "call_id": item["call_id"],
+                          "output": {"type": "computer_screenshot",
+                                     "image_url": f"data:image/png;base64,{screen}"}})
+        else:
+            items.append(item)
+    return items
+
+
 def to_anthropic(thread: Sequence[Message]) -> list[dict[str, Any]]:
     """The thread as Anthropic messages (alternating ``user`` / ``assistant``).
 
@@ -1163,6 +1193,8 @@ _CONVERTERS: Final[dict[Format, Callable[[Sequence[Message]], list[dict[str, Any
     "native": lambda thread: list(thread),
     "openai": to_openai,
     "anthropic": to_anthropic,
+    "responses": to_responses,
+    "computer-use": to_computer_use,
 }
 
 

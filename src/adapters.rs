@@ -172,6 +172,9 @@ enum Payload<'t> {
     Text(Str<'t>),
     /// A value of the line in a list of its own (`[value]`).
     Listed(Value<'t>),
+    /// A built-in tool's item (an object of the line) as `adapters._item_fields` keeps it:
+    /// its members but its bookkeeping ones, in their order.
+    Fields(Value<'t>),
 }
 
 impl Payload<'_> {
@@ -182,6 +185,14 @@ impl Payload<'_> {
             Payload::Parsed(text) => text.len(),
             Payload::Text(text) => text.written_len(),
             Payload::Listed(value) => value.json_text().len() + 2,
+            Payload::Fields(item) => {
+                let members = kept_fields(*item).map(|(key, value)| {
+                    key.len() + 3 + value.json_text().len() // "key": and the value
+                });
+                let (count, length): (usize, usize) =
+                    members.fold((0, 0), |(n, sum), len| (n + 1, sum + len));
+                2 + length + count.saturating_sub(1) // the braces and the commas
+            }
         }
     }
 
@@ -195,8 +206,38 @@ impl Payload<'_> {
                 out.extend_from_slice(value.json_text());
                 out.push(b']');
             }
+            Payload::Fields(item) => {
+                out.push(b'{');
+                for (number, (key, value)) in kept_fields(*item).enumerate() {
+                    if number > 0 {
+                        out.push(b',');
+                    }
+                    out.push(b'"');
+                    out.extend_from_slice(key);
+                    out.extend_from_slice(b"\":");
+                    out.extend_from_slice(value.json_text());
+                }
+                out.push(b'}');
+            }
         }
     }
+}
+
+/// `adapters._ITEM_BOOKKEEPING`: fields of a built-in tool's item that are no part of what it
+/// does (its type, and what differs on every item); so is any field named `*_id`.
+const ITEM_BOOKKEEPING: [&[u8]; 5] = [
+    b"type",
+    b"id",
+    b"status",
+    b"pending_safety_checks",
+    b"acknowledged_safety_checks",
+];
+
+/// `adapters._item_fields`: the members of a built-in tool's item but its bookkeeping ones
+/// (keys as the line writes them: a tape's keys are never escaped).
+fn kept_fields<'t>(item: Value<'t>) -> impl Iterator<Item = (&'t [u8], Value<'t>)> {
+    item.members()
+        .filter(|(key, _)| !ITEM_BOOKKEEPING.contains(key) && !key.ends_with(b"_id"))
 }
 
 /// Whether `json.loads(text)` (a `str`) returns a value, as the tape would read it; Declined
@@ -949,6 +990,8 @@ pub fn is_python_space(c: char) -> bool {
 /// `adapters.from_responses`: OpenAI Responses API items.
 fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Result<(), Declined> {
     let mut calls: AHashMap<Option<Cow<'t, str>>, Call<'t>> = AHashMap::new();
+    // (built-in tool, call id) -> the call's item, whose fields are its output's arguments
+    let mut tool_calls: AHashMap<(&'static str, Option<Cow<'t, str>>), Value<'t>> = AHashMap::new();
     for (index, &item) in items.iter().enumerate() {
         if !item.is_object() {
             return Err(Declined);
@@ -1005,9 +1048,35 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
                 let result = tool_result(item.get("output"))?;
                 writer.activity(&name, arguments.as_ref(), Some(&result), false);
             }
-            // A built-in tool's item (a computer call, a shell's output, a web search) or
-            // another item of the API: Python's `from_responses` reads its fields
-            // (`_item_fields`).
+            // A built-in tool's call (a computer's action, a shell's command, a web
+            // search): a request of the tool, its fields the arguments; its output the
+            // response, its fields the result, with its call's fields.
+            kind if built_in_tool(kind).is_some() => {
+                let Some((tool, answers)) = built_in_tool(kind) else {
+                    unreachable!("just matched")
+                };
+                let id = if answers && item.get("call_id").is_none() {
+                    item.get("id") // a local shell's output carries its call's id there
+                } else {
+                    item.get("call_id")
+                };
+                let fields = Payload::Fields(item);
+                if answers {
+                    let arguments = match call_id(id, false)? {
+                        CallId::Key(key) => tool_calls.get(&(tool, key)).copied(),
+                        CallId::Unhashable => None,
+                    };
+                    let arguments = arguments.map(Payload::Fields);
+                    writer.activity(&Str::Fixed(tool), arguments.as_ref(), Some(&fields), false);
+                } else {
+                    writer.activity(&Str::Fixed(tool), Some(&fields), None, false);
+                    if let CallId::Key(key) = call_id(id, true)? {
+                        tool_calls.insert((tool, key), item);
+                    }
+                }
+            }
+            // Another item of the API (an MCP tool list, an approval, a reference): Python's
+            // `from_responses` keeps its fields in its meta (`_item_fields`).
             kind if responses_item(Some(kind)) => {
                 return Err(Declined);
             }
@@ -1107,23 +1176,19 @@ fn anthropic_block<'t>(
         writer.text(&Str::Fixed("reasoning"), &text);
     } else if block_type.is_text("redacted_thinking") {
         writer.text(&Str::Fixed("reasoning"), &Str::Fixed(""));
-    } else if block_type.is_text("server_tool_use")
-        || block_type.is_text("mcp_tool_use")
-        || block_type
-            .text()
-            .is_some_and(|kind| kind != "tool_result" && kind.ends_with("_tool_result"))
-    {
-        // A server tool's or an MCP server's call or result: Python's
-        // `adapters._anthropic_blocks` reads it (a request, a response).
-        return Err(Declined);
-    } else if block_type.is_text("tool_use") {
+    } else if named(Some(block_type), &ANTHROPIC_CALLS) {
+        // (the client's tool, a server tool Anthropic runs, an MCP server's)
         let name = block.get("name").filter(Value::is_string).ok_or(Declined)?;
         let arguments = block.get("input").map(Payload::Line);
         writer.activity(&Str::Line(name), arguments.as_ref(), None, false);
         if let CallId::Key(key) = call_id(block.get("id"), true)? {
             calls.insert(key, (Str::Line(name), arguments));
         }
-    } else if block_type.is_text("tool_result") {
+    } else if block_type
+        .text()
+        .is_some_and(|kind| kind.ends_with("_tool_result") || kind == "tool_result")
+    {
+        // (a server tool's result, `web_search_tool_result` and the like, or an MCP one)
         let (name, arguments) = find_call(calls, block.get("tool_use_id"), block)?;
         let result = tool_result(block.get("content"))?;
         let is_error = block.get("is_error").and_then(|v| v.as_bool()) == Some(true);
@@ -1182,31 +1247,52 @@ fn write_run_id(run: Value<'_>, keys: RunKeys<'_>, out: &mut Vec<u8>) -> Result<
     Ok(())
 }
 
-/// `adapters._RESPONSES_MARKS`: Responses item types that make a list of typed items a
-/// Responses run, not native: a tool's call or output, a function's or a built-in tool's.
-const RESPONSES_CALLS_AND_OUTPUTS: [&str; 19] = [
+/// `adapters._RESPONSES_CALLS` and `_RESPONSES_OUTPUTS`: a function's or a custom tool's
+/// call and output items.
+const RESPONSES_FUNCTION_ITEMS: [&str; 4] = [
     "function_call",
     "custom_tool_call",
     "function_call_output",
     "custom_tool_call_output",
-    "file_search_call",
-    "web_search_call",
-    "computer_call",
-    "computer_call_output",
-    "image_generation_call",
-    "code_interpreter_call",
-    "local_shell_call",
-    "local_shell_call_output",
-    "shell_call",
-    "shell_call_output",
-    "apply_patch_call",
-    "apply_patch_call_output",
-    "mcp_call",
-    "tool_search_call",
-    "tool_search_output",
 ];
 
-/// `adapters._RESPONSES_ITEMS`, with [`RESPONSES_CALLS_AND_OUTPUTS`]: the other item types a
+/// `adapters._RESPONSES_MARKS`: whether `kind` is a Responses item type that makes a list of
+/// typed items a Responses run, not native: a tool's call or output, a function's or a
+/// built-in tool's.
+fn responses_call_or_output(kind: Option<Value<'_>>) -> bool {
+    named(kind, &RESPONSES_FUNCTION_ITEMS) || kind.and_then(built_in_tool).is_some()
+}
+
+/// `adapters.built_in_tool`: the built-in tool each of its Responses items calls or answers,
+/// and whether it answers.
+const BUILT_IN_TOOL_ITEMS: [(&str, &str, bool); 15] = [
+    ("file_search_call", "file_search", false),
+    ("web_search_call", "web_search", false),
+    ("computer_call", "computer", false),
+    ("computer_call_output", "computer", true),
+    ("image_generation_call", "image_generation", false),
+    ("code_interpreter_call", "code_interpreter", false),
+    ("local_shell_call", "local_shell", false),
+    ("local_shell_call_output", "local_shell", true),
+    ("shell_call", "shell", false),
+    ("shell_call_output", "shell", true),
+    ("apply_patch_call", "apply_patch", false),
+    ("apply_patch_call_output", "apply_patch", true),
+    ("mcp_call", "mcp", false),
+    ("tool_search_call", "tool_search", false),
+    ("tool_search_output", "tool_search", true),
+];
+
+/// The built-in tool a Responses item of type `kind` calls or answers, and whether it
+/// answers; None for any other item (a function's, a message).
+fn built_in_tool(kind: Value<'_>) -> Option<(&'static str, bool)> {
+    BUILT_IN_TOOL_ITEMS
+        .iter()
+        .find(|(item, _, _)| kind.is_text(item))
+        .map(|&(_, tool, answers)| (tool, answers))
+}
+
+/// `adapters._RESPONSES_ITEMS`, with [`responses_call_or_output`]'s: the other item types a
 /// Responses run may hold.
 const RESPONSES_OTHER_ITEMS: [&str; 7] = [
     "message",
@@ -1221,8 +1307,12 @@ const RESPONSES_OTHER_ITEMS: [&str; 7] = [
 /// Whether `kind` is a type of `adapters._RESPONSES_ITEMS`: every item type a Responses run
 /// may hold.
 fn responses_item(kind: Option<Value<'_>>) -> bool {
-    named(kind, &RESPONSES_CALLS_AND_OUTPUTS) || named(kind, &RESPONSES_OTHER_ITEMS)
+    responses_call_or_output(kind) || named(kind, &RESPONSES_OTHER_ITEMS)
 }
+
+/// `adapters._ANTHROPIC_CALLS`: Anthropic blocks that call a tool (the client's, a server
+/// tool's, an MCP server's).
+const ANTHROPIC_CALLS: [&str; 3] = ["tool_use", "server_tool_use", "mcp_tool_use"];
 
 /// `adapters._ANTHROPIC_BLOCKS`: content blocks only Anthropic's messages hold.
 const ANTHROPIC_BLOCKS: [&str; 6] = [
@@ -1879,12 +1969,12 @@ fn typed_reads_alike_as_responses(message: Value<'_>, kind: Value<'_>) -> Result
     if kind.is_text("message") {
         return Ok(true);
     }
+    if responses_call_or_output(Some(kind)) {
+        return Ok(false);
+    }
     let Some(kind) = kind.text() else {
         return Ok(false);
     };
-    if RESPONSES_CALLS_AND_OUTPUTS.contains(&kind.as_ref()) {
-        return Ok(false);
-    }
     let assistant = role == "assistant";
     let reasoning = ["reasoning_content", "reasoning"].iter().any(|key| {
         message
@@ -1947,7 +2037,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
             typed_without_role = false;
             break;
         }
-        any_call_or_output = any_call_or_output || named(found_kind, &RESPONSES_CALLS_AND_OUTPUTS);
+        any_call_or_output = any_call_or_output || responses_call_or_output(found_kind);
         all_responses_items = all_responses_items && responses_item(found_kind);
     }
     if typed_without_role {
@@ -1959,7 +2049,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
         .iter()
         .all(|m| kind(m).is_none() || responses_item(kind(m)))
         && messages.iter().any(|m| {
-            named(kind(m), &RESPONSES_CALLS_AND_OUTPUTS)
+            responses_call_or_output(kind(m))
                 || (named(kind(m), &["message"]) && m.get("role").is_some())
         })
     {
@@ -2742,6 +2832,96 @@ mod tests {
     }
 
     #[test]
+    fn a_built_in_tool_s_items_are_its_calls_and_results() {
+        // The fields but the item's type, ids, status and safety checks; an output finds its
+        // call by the tool and the call id (a local shell's output by its `id`), and one
+        // of another tool, or of no call, has no arguments.
+        let line = r#"[{"type":"computer_call","id":"cu_1","call_id":"c1","status":"completed",
+              "action":{"type":"click","x":1},"pending_safety_checks":[{"id":"s"}]},
+              {"type":"computer_call_output","call_id":"c1","acknowledged_safety_checks":[],
+               "output":{"type":"computer_screenshot","image_url":"u"}},
+              {"type":"local_shell_call","id":"ls_1","call_id":"c2","action":{"command":["ls"]}},
+              {"type":"local_shell_call_output","id":"c2","output":"a b"},
+              {"type":"shell_call_output","call_id":"c1","output":[]},
+              {"type":"web_search_call","id":"ws","status":"completed"}]"#;
+        let (text, sources) = native(line, Format::Responses).unwrap();
+        let request = |name: &str, arguments: &str| {
+            format!(
+                r#"{{"type":"activity","text":"","meta":{{"activity":{{"type":"request","function":{{"name":"{name}","arguments":{arguments}}}}}}}}}"#
+            )
+        };
+        let response = |name: &str, arguments: Option<&str>, result: &str| {
+            let arguments = arguments.map_or(String::new(), |a| format!(r#","arguments":{a}"#));
+            format!(
+                r#"{{"type":"activity","text":"","meta":{{"activity":{{"type":"response","function":{{"name":"{name}"{arguments},"result":{result}}}}}}}}}"#
+            )
+        };
+        let click = r#"{"action":{"type":"click","x":1}}"#;
+        let ls = r#"{"action":{"command":["ls"]}}"#;
+        let expected = [
+            request("computer", click),
+            response(
+                "computer",
+                Some(click),
+                r#"{"output":{"type":"computer_screenshot","image_url":"u"}}"#,
+            ),
+            request("local_shell", ls),
+            response("local_shell", Some(ls), r#"{"output":"a b"}"#),
+            response("shell", None, r#"{"output":[]}"#),
+            request("web_search", "{}"),
+        ]
+        .join(",");
+        assert_eq!(text, format!(r#"{{"id":null,"messages":[{expected}]}}"#));
+        assert_eq!(sources, [0, 1, 2, 3, 4, 5]);
+        // A number as a call's id is keyed by its JSON text in Python: declined.
+        assert!(native(
+            r#"[{"type":"computer_call","call_id":1}]"#,
+            Format::Responses
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn anthropic_server_and_mcp_tools_are_calls_and_results() {
+        let line = r#"[{"role":"assistant","content":[
+              {"type":"server_tool_use","id":"s1","name":"web_search","input":{"query":"q"}},
+              {"type":"web_search_tool_result","tool_use_id":"s1",
+               "content":[{"type":"web_search_result","url":"u"}]},
+              {"type":"mcp_tool_use","id":"m1","name":"echo","server_name":"x","input":{}},
+              {"type":"mcp_tool_result","tool_use_id":"m1","is_error":true,"content":"e"}]}]"#;
+        let (text, sources) = native(line, Format::Anthropic).unwrap();
+        let activity = |kind: &str, function: &str, error: &str| {
+            format!(
+                r#"{{"type":"activity","text":"","meta":{{"activity":{{"type":"{kind}","function":{{{function}}}{error}}}}}}}"#
+            )
+        };
+        let expected = [
+            activity(
+                "request",
+                r#""name":"web_search","arguments":{"query":"q"}"#,
+                "",
+            ),
+            activity(
+                "response",
+                concat!(
+                    r#""name":"web_search","arguments":{"query":"q"},"#,
+                    r#""result":[{"type":"web_search_result","url":"u"}]"#
+                ),
+                "",
+            ),
+            activity("request", r#""name":"echo","arguments":{}"#, ""),
+            activity(
+                "response",
+                r#""name":"echo","arguments":{},"result":"e""#,
+                r#","is_error":true"#,
+            ),
+        ]
+        .join(",");
+        assert_eq!(text, format!(r#"{{"id":null,"messages":[{expected}]}}"#));
+        assert_eq!(sources, [0, 0, 0, 0]);
+    }
+
+    #[test]
     fn unusual_runs_are_declined() {
         for (line, format) in [
             (r#"[{"role":1}]"#, Format::OpenAi),
@@ -2765,7 +2945,7 @@ mod tests {
             ),
             (r#"[{"role":"user","content":{}}]"#, Format::Anthropic),
             (r#"[{"role":"user","content":[3]}]"#, Format::Anthropic),
-            // A built-in tool's items: Python reads their fields.
+            // A server or MCP tool's call without a name: Python names it.
             (
                 r#"[{"role":"assistant","content":[{"type":"server_tool_use","id":"s"}]}]"#,
                 Format::Anthropic,
@@ -2774,18 +2954,7 @@ mod tests {
                 r#"[{"role":"assistant","content":[{"type":"mcp_tool_use","id":"s"}]}]"#,
                 Format::Anthropic,
             ),
-            (
-                r#"[{"role":"assistant","content":[{"type":"web_fetch_tool_result"}]}]"#,
-                Format::Anthropic,
-            ),
-            (
-                r#"[{"type":"computer_call","call_id":"c"}]"#,
-                Format::Responses,
-            ),
-            (
-                r#"[{"type":"shell_call_output","call_id":"c"}]"#,
-                Format::Responses,
-            ),
+            // Another item of the API: Python keeps its fields in its meta.
             (
                 r#"[{"type":"mcp_list_tools","tools":[]}]"#,
                 Format::Responses,

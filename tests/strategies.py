@@ -12,7 +12,7 @@ import decimal
 import itertools
 import json
 from itertools import pairwise
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from hypothesis import strategies as st
@@ -693,11 +693,14 @@ def responses_items(draw: st.DrawFn) -> Any:
     kind = draw(st.sampled_from(["message", "message", "role_only", "reasoning",
                                  "function_call", "function_call", "custom_tool_call",
                                  "function_call_output", "function_call_output",
-                                 "custom_tool_call_output", "web_search_call", "odd"]))
+                                 "custom_tool_call_output", "web_search_call", "built_in",
+                                 "built_in", "odd"]))
     if kind == "odd":
         return draw(st.sampled_from([7, None, "x", [], {}, {"type": None}, {"type": 3},
                                      {"type": None, "role": "user", "content": "hi"},
                                      {"type": "function_call"}, {"role": 1}]))
+    if kind == "built_in":
+        return draw(built_in_tool_items())
     item: dict[str, Any] = {} if kind == "role_only" else {"type": kind}
     if kind in ("message", "role_only"):
         item["role"] = draw(ROLE_NAMES)
@@ -722,15 +725,47 @@ def responses_items(draw: st.DrawFn) -> Any:
     return item
 
 
+BUILT_IN_TOOL_ITEMS: Final = (
+    "computer_call", "computer_call_output", "local_shell_call", "local_shell_call_output",
+    "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output",
+    "tool_search_call", "tool_search_output", "mcp_call", "web_search_call",
+    "file_search_call", "code_interpreter_call", "image_generation_call")
+
+
+@st.composite
+def built_in_tool_items(draw: st.DrawFn) -> Any:
+    """A Responses item of a built-in tool: a call (a computer's action, a shell's command)
+    or its output (a screenshot, a command's output), with the ids, status and safety checks
+    that differ on every item, an output finding its call by ``call_id`` or (a local
+    shell's) by ``id``, sometimes by neither."""
+    kind = draw(st.sampled_from(BUILT_IN_TOOL_ITEMS))
+    item: dict[str, Any] = {"type": kind}
+    if draw(st.booleans()):
+        _put(item, "id", draw(st.one_of(CALL_IDS, st.sampled_from(["cu_1", "ls_2"]))))
+    _put(item, "call_id", draw(st.one_of(st.just(_ABSENT), CALL_IDS)))
+    if draw(st.booleans()):
+        item["status"] = draw(st.sampled_from(["completed", "in_progress", None]))
+    fields = ["action", "output", "arguments", "query", "results", "approval_request_id",
+              "pending_safety_checks", "acknowledged_safety_checks", "server_label"]
+    for key in draw(st.lists(st.sampled_from(fields), unique=True, max_size=4)):
+        _put(item, key, draw(st.one_of(ARGUMENTS, CONTENTS, TOOL_TEXTS)))
+    return item
+
+
 @st.composite
 def anthropic_blocks(draw: st.DrawFn) -> Any:
     """An Anthropic content block of any kind, sometimes odd."""
     kind = draw(st.sampled_from(["text", "text", "thinking", "redacted_thinking", "tool_use",
                                  "tool_use", "tool_result", "tool_result", "image", "document",
-                                 "odd"]))
+                                 "server_tool", "server_result", "odd"]))
     if kind == "odd":
         return draw(st.sampled_from(["plain", 3, None, [1], {"text": "no type"},
                                      {"type": None}, {"type": ["text"]}, {"type": 3}]))
+    if kind == "server_tool":  # a server tool's call, or an MCP server's: as tool_use
+        kind = draw(st.sampled_from(["server_tool_use", "mcp_tool_use"]))
+    elif kind == "server_result":
+        kind = draw(st.sampled_from(["web_search_tool_result", "mcp_tool_result",
+                                     "code_execution_tool_result", "web_fetch_tool_result"]))
     block: dict[str, Any] = {"type": kind}
     if kind == "text":
         _put(block, "text", draw(st.one_of(TEXTS, st.sampled_from([_ABSENT, None, 3]))))
@@ -739,14 +774,15 @@ def anthropic_blocks(draw: st.DrawFn) -> Any:
         block["signature"] = "sig"
     elif kind == "redacted_thinking":
         block["data"] = "opaque"
-    elif kind == "tool_use":
+    elif kind.endswith("tool_use"):
         _put(block, "id", draw(CALL_IDS))
         _put(block, "name", draw(TOOL_NAMES))
         _put(block, "input", draw(st.one_of(st.just(_ABSENT), ARGUMENTS, JSON_VALUES)))
-    elif kind == "tool_result":
+    elif kind.endswith("tool_result"):
         _put(block, "tool_use_id", draw(CALL_IDS))
         _put(block, "content", draw(st.one_of(CONTENTS, st.lists(st.one_of(
-            st.builds(lambda t: {"type": "text", "text": t}, TEXTS), MEDIA_PARTS),
+            st.builds(lambda t: {"type": "text", "text": t}, TEXTS), MEDIA_PARTS,
+            st.builds(lambda url: {"type": "web_search_result", "url": url}, TEXTS)),
             min_size=1, max_size=3))))
         _put(block, "is_error", draw(st.sampled_from([_ABSENT, True, False, 1, None])))
         if draw(st.integers(0, 4)) == 0:

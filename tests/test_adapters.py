@@ -547,8 +547,8 @@ def test_a_built_in_tool_s_responses_items_are_its_calls_and_results() -> None:
     call id and status the arguments; its output (``*_call_output``) the response with its
     call's arguments, its fields the result; another item of the API a message of its type
     holding its fields in ``meta.item``; a type of no item, its type alone (each was an empty
-    message of its type, so that two different actions compared equal). The core leaves
-    them to Python."""
+    message of its type, so that two different actions compared equal). The compiled core
+    reads a built-in tool's items alike and leaves a run holding another item to Python."""
     checks = [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "Check."}]
     items = [
         {"type": "computer_call", "id": "cu_1", "call_id": "c1", "status": "completed",
@@ -588,8 +588,14 @@ def test_a_built_in_tool_s_responses_items_are_its_calls_and_results() -> None:
         {"type": "item_reference", "text": ""},
         {"type": "no_item_of_the_api", "text": ""},
     ]
+    # The compiled core reads a built-in tool's items alike; another item of the API (its
+    # fields kept in meta.item) it leaves to Python.
     line = json.dumps({"messages": items}).encode()
-    assert _core.translate_line(line, "responses") is None  # (left to Python)
+    assert _core.translate_line(line, "responses") is None
+    tools = items[:8]
+    translated = _core.translate_line(json.dumps({"messages": tools}).encode(), "responses")
+    assert translated is not None
+    assert json.loads(translated[0])["messages"] == to_native(tools, "responses")
 
 
 def test_anthropic_server_and_mcp_tools_are_calls_and_results() -> None:
@@ -612,7 +618,9 @@ def test_anthropic_server_and_mcp_tools_are_calls_and_results() -> None:
         response("log", {"n": 1}, "no repository", is_error=True),
     ]
     assert detect_format(messages) == "anthropic"
-    assert _core.translate_line(json.dumps(messages).encode(), "anthropic") is None
+    translated = _core.translate_line(json.dumps(messages).encode(), "anthropic")
+    assert translated is not None  # the compiled core reads them alike
+    assert json.loads(translated[0])["messages"] == from_anthropic(messages)
     # Read as OpenAI's, such a turn is refused, as one holding a tool_use block is (its calls
     # were filed under meta.media), by the core too (it leaves the line to Python to say so).
     for block in messages[0]["content"][::2]:
