@@ -260,6 +260,35 @@ def test_struct_columns_and_derived_ids(tmp_path: Path,
     assert [r["verdict"] for r in records] == ["repeated_suffix", None]
 
 
+def test_task_and_trial_columns_are_joined_as_a_jsonl_line_s_are(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``task_id`` and a ``trial`` column make the id a JSONL line of the same run has:
+    each part as JSON writes it, a null trial left out (Python's ``str()`` wrote ``7.0``,
+    ``None``, ``inf``: ``"7/None"``, ``"None/None"`` for every row of null ids)."""
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}] * 2
+    pairs = [(7, 0), (7, None), (None, 0), (None, None), (7.0, 0.5), (2.5, 1.0),
+             (math.inf, math.nan)]
+    tables = {"ints": pa.table({"task_id": pa.array([p[0] for p in pairs[:4]], pa.int64()),
+                                "trial": pa.array([p[1] for p in pairs[:4]], pa.int64()),
+                                "messages": [json.dumps(chat)] * 4}),
+              "floats": pa.table({"task_id": [p[0] for p in pairs[4:]],
+                                  "trial": [p[1] for p in pairs[4:]],
+                                  "messages": [json.dumps(chat)] * 3})}
+    for name, table in tables.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table, path)
+        lines = tmp_path / f"{name}.jsonl"
+        lines.write_text("".join(json.dumps(row) + "\n" for row in table.to_pylist()))
+        code, from_parquet = _scan([str(path)], capsys)
+        assert code == 0
+        code, from_lines = _scan([str(lines)], capsys)
+        assert code == 0
+        assert [r["id"] for r in from_parquet] == [r["id"] for r in from_lines]
+    assert [r["id"] for r in from_parquet] == ["7/0.5", "2.5/1", "null/null"]
+    code, records = _scan([str(tmp_path / "ints.parquet")], capsys)
+    assert [r["id"] for r in records] == ["7/0", 7, "null/0", None]
+
+
 def test_other_formats_and_integer_ids(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     """OpenAI messages in a Parquet column are detected; an integer id is written as JSON

@@ -31,7 +31,7 @@ from typing import Any, Final, cast
 from vthread._cli_main import is_utf8, require_regular
 from vthread._jsvalue import unicode_text
 from vthread._records import record_id
-from vthread.documents import DECLARED_COLUMN, messages_column, one_column
+from vthread.documents import DECLARED_COLUMN, messages_column, one_column, run_id
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
            "is_parquet", "parquet_available", "parquet_lines"]
@@ -119,8 +119,8 @@ def _id_text(values: list[Any]) -> bytes:
     values = [bytes(value).decode("utf-8", "backslashreplace")
               if isinstance(value, (bytes, bytearray, memoryview)) else value
               for value in values]
-    if len(values) == 2:  # task_id and trial, written as the documents module writes them
-        ident: Any = f"{values[0]}/{values[1]}"
+    if len(values) == 2:  # task_id and trial, joined as a JSONL line's are
+        ident: Any = run_id({"task_id": values[0], "trial": values[1]})
     else:
         ident = values[0] if values else None
     try:
