@@ -2024,12 +2024,15 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     let mut typed_without_role = true;
     let mut any_call_or_output = false;
     let mut all_responses_items = true;
+    let (mut any_text, mut any_content) = (false, false);
     for message in messages {
         let (mut found_kind, mut found_role) = (None, None);
         for (key, value) in message.members() {
             match key {
                 b"type" => found_kind = Some(value),
                 b"role" => found_role = Some(value),
+                b"text" => any_text = true,
+                b"content" => any_content = true,
                 _ => {}
             }
         }
@@ -2041,8 +2044,12 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
         all_responses_items = all_responses_items && responses_item(found_kind);
     }
     if typed_without_role {
-        let responses = any_call_or_output && all_responses_items;
-        return Ok((Some(if responses { "responses" } else { "native" }), true));
+        if any_call_or_output && all_responses_items {
+            return Ok((Some("responses"), true));
+        }
+        // `adapters._content_without_text`: another library's messages, in no format.
+        let native = any_text || !any_content;
+        return Ok((native.then_some("native"), true));
     }
     // `m.get("type", "message")`: an item without a type is a message.
     if messages
@@ -2285,6 +2292,24 @@ mod tests {
         // (an item of the API that is no tool's alone is no sign: read as native)
         let listed = r#"[{"type": "mcp_list_tools", "tools": []}]"#;
         assert_eq!(evidence(listed), Some((Some("native"), true)));
+    }
+
+    #[test]
+    fn typed_messages_with_a_content_and_no_text_are_in_no_format() {
+        let evidence = |line: &str| {
+            let tape = Tape::parse(line.as_bytes()).unwrap();
+            format_evidence(&tape, RunKeys::default()).unwrap()
+        };
+        // LangChain's messages: read as native, every thread would be a loop.
+        let foreign = r#"[{"type": "human", "content": "q"}, {"type": "ai", "content": "a"}]"#;
+        assert_eq!(evidence(foreign), Some((None, true)));
+        // One text among them, or no content at all, is native.
+        for line in [
+            r#"[{"type": "human", "content": "q"}, {"type": "bot", "text": "a"}]"#,
+            r#"[{"type": "user"}, {"type": "bot"}]"#,
+        ] {
+            assert_eq!(evidence(line), Some((Some("native"), true)), "{line}");
+        }
     }
 
     #[test]

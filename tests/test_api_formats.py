@@ -5,6 +5,7 @@ as native ones are warned about."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -203,6 +204,45 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
         got = vthread.scan(mixed, format="auto")
     with pytest.warns(UserWarning, match='pass format="auto"'):
         assert got.names == vthread.scan(mixed, format="native").names
+
+
+def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typed messages with a ``content`` and no ``text`` (LangChain's ``{"type": "human",
+    "content": ...}``) were detected native and read so, every run a loop with no word:
+    ``format="auto"`` and ``vthread scan`` now say their format cannot be told and why, and
+    read as native (the default) they are warned about, with advice that fits them."""
+    runs = [[{"type": "human", "content": f"question {i}"}, {"type": "ai", "content": "ok"},
+             {"type": "human", "content": f"more {i}"}, {"type": "ai", "content": "fine"}]
+            for i in range(5)]
+    why = (r'\(its messages have a "type" and a "content" but no "text" and no "role": '
+           r"neither native nor chat messages\)")
+    with pytest.raises(ValueError, match="thread 0: cannot tell the message format " + why):
+        vthread.scan(runs, format="auto")
+    with pytest.raises(ValueError, match="cannot tell the message format " + why):
+        vthread.describe_thread_cycle(runs[0], format="auto")
+    advice = (r'have a "content" and no "text" \(no native messages: another library\'s, '
+              r".*give them as native")
+    with pytest.warns(UserWarning, match="the messages " + advice):
+        assert vthread.describe_thread_cycle(runs[0]) == "repeated_suffix"
+    with pytest.warns(UserWarning, match="thread 0's messages " + advice):
+        vthread.scan(runs)
+    path = tmp_path / "library.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "messages": r}) + "\n"
+                            for i, r in enumerate(runs)))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 2 and out == b""
+    assert re.search("line 1: cannot tell the message format " + why, err), err
+    # One text among them, or no content, is native as ever; such a thread among native
+    # ones is read as native, and warned about.
+    texted = [{**runs[0][0], "text": "q"}, *runs[0][1:]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.scan([texted], format="auto").names == vthread.scan([texted]).names
+        assert vthread.describe_thread_cycle([{"type": "user"}], format="auto") is None
+    with pytest.warns(UserWarning, match="thread 1's messages " + advice):
+        assert vthread.scan([texted, runs[0] * 2], format="auto").names == [
+            None, "repeated_suffix"]
 
 
 HEURISTIC_FUNCTIONS = {"repeated_suffix": vthread.has_repeated_suffix,

@@ -848,6 +848,8 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         if any(kind in _RESPONSES_MARKS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
+        if _content_without_text(messages):
+            return None, True  # (another library's messages: see _content_without_text)
         return "native", True
     if all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
            for kind in types) and any(
@@ -872,6 +874,14 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     if not openai and _answered_commands(messages):
         return "mini-swe-agent", True
     return "openai", openai
+
+
+def _content_without_text(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether typed messages without a role hold a ``content`` and none a ``text``: the
+    messages of a library vthread does not read (LangChain's ``{"type": "human",
+    "content": ...}``), not native ones, which read as native would all be alike and every
+    thread a loop."""
+    return not any("text" in m for m in messages) and any("content" in m for m in messages)
 
 
 _OBSERVATION_OPEN: Final = "<returncode>"
@@ -977,7 +987,8 @@ def agreed_format(evidence: Sequence[tuple[int, Format, bool]], unknown: int | N
 def shapes_apart(messages: Sequence[Any]) -> str:
     """Where messages in no one format part ways, for its error: the first message whose
     shape (native: a string ``type`` and no ``role``; chat: a string ``role``) is not the
-    first message's, as `` (messages[0] has ..., messages[2] has ...)``; "" when none is.
+    first message's, as `` (messages[0] has ..., messages[2] has ...)``, or that typed
+    messages hold a ``content`` and no ``text`` (another library's); "" when neither.
 
     >>> shapes_apart([{"type": "user", "text": "x"}, {"role": "user", "content": "y"}])[:48]
     ' (messages[0] has a "type" and no "role", as nat'
@@ -998,6 +1009,9 @@ def shapes_apart(messages: Sequence[Any]) -> str:
         other = shape(messages[index])
         if other != first:
             return f" (messages[0] {first}; messages[{index}] {other})"
+    if all(isinstance(m, Mapping) for m in messages) and _content_without_text(messages):
+        return (' (its messages have a "type" and a "content" but no "text" and no "role": '
+                "neither native nor chat messages)")
     return ""
 
 

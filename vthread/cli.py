@@ -3616,13 +3616,29 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     apart = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
         lines[number - 1]))
     try:
-        agreed = agreed_format(apart, unknown, unit, "its threads", "give --format")
+        agreed = agreed_format(apart, unknown, unit, "its threads", "give --format",
+                               _shapes_apart(lines, unknown, messages_key) if not apart
+                               else "")
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
     plain_only = bool(apart) and not any(decisive for _, _, decisive in apart)
     shown = ("mini-swe-agent" if only_declared(evidence, apart) else agreed) if apart else None
     # (evidence is numbered from 1: the last one's number is the index of the line after it)
     return agreed, shown, apart[-1][0] if plain_only else None
+
+
+def _shapes_apart(lines: Sequence[bytes], unknown: int | None, messages_key: str | None
+                  ) -> str:
+    """:func:`vthread.adapters.shapes_apart` of the messages of line number ``unknown`` (from
+    1), the first in no format, for the error saying so; "" when there is none."""
+    from vthread.adapters import shapes_apart
+    from vthread.documents import run_messages
+
+    if unknown is None:
+        return ""
+    value = _parse(lines[unknown - 1], suspect=False)
+    messages = run_messages(value, messages_key) if isinstance(value, dict) else value
+    return shapes_apart(messages) if isinstance(messages, list) else ""
 
 
 @dataclass

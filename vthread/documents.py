@@ -1045,10 +1045,13 @@ def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]
 
 def chat_like(message: Any) -> bool:
     """Whether a first message is plainly not native: it has a ``role``, which no native
-    message has (OpenAI's and Anthropic's messages, a Responses ``message`` item), or it is
-    a Responses tool item (a ``function_call`` or its output, with a ``call_id``)."""
+    message has (OpenAI's and Anthropic's messages, a Responses ``message`` item), it is
+    a Responses tool item (a ``function_call`` or its output, with a ``call_id``), or it
+    holds a ``content`` and no ``text`` (another library's message, LangChain's
+    ``{"type": "human", "content": ...}``)."""
     return (type(message) is dict or isinstance(message, Mapping)) and (
-        "role" in message or _responses_tool(message))
+        "role" in message or _responses_tool(message)
+        or ("content" in message and "text" not in message))
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
@@ -1089,6 +1092,12 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             whose = "the messages" if one else f"thread {index}'s messages"
             if "role" in thread[0]:
                 what_they_are = f'{whose} have a "role" (chat messages)'
+            elif not _responses_tool(thread[0]):
+                # (no format reads them: the advice is to give them in one)
+                what_they_are = (f'{whose} have a "content" and no "text" (no native '
+                                 "messages: another library's, such as LangChain's?)")
+                advice = ('give them as native ({"type", "text"}) or chat ({"role", '
+                          '"content"}) messages')
             else:
                 what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" '
                                  'with a "call_id")')
