@@ -260,7 +260,10 @@ def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         while True:
             kind = column.type
             if pa.types.is_dictionary(kind):
-                column = each(lambda array: array.dictionary_decode(), kind.value_type)
+                name = _VIEW_DECODED.get(str(kind.value_type))
+                plain = None if name is None else getattr(pa, name)()
+                column = each(partial(_dictionary_decoded, plain),
+                              kind.value_type if plain is None else plain)
             elif isinstance(kind, pa.BaseExtensionType):
                 column = each(lambda array: array.storage, kind.storage_type)
             elif getattr(pa.types, "is_run_end_encoded", lambda _: False)(kind):
@@ -271,6 +274,19 @@ def decoded(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
                 return column
     except pa.ArrowException as error:  # (an index out of its dictionary: ArrowIndexError)
         raise ValueError(f"not a valid Arrow array: {error}") from None
+
+
+_VIEW_DECODED: Final = {"string_view": "large_string", "binary_view": "large_binary"}
+"""The type a dictionary's values of a view type are decoded as: pyarrow has no kernel to
+take them by the indices (a valid column was called no valid array)."""
+
+
+def _dictionary_decoded(plain: Any, array: Any) -> Any:
+    """A dictionary array's values, one a row: by pyarrow's own decoding, or, for values of
+    a view type, cast to the type ``plain`` first and taken by the indices."""
+    if plain is None:
+        return array.dictionary_decode()
+    return array.dictionary.cast(plain).take(array.indices)
 
 
 def _run_end_decoded(array: Any) -> Any:
