@@ -566,6 +566,11 @@ def test_defaults_unchanged_and_results_concatenate() -> None:
     assert ScanResult.concatenate([empty_anywhere, plain]).loops is None
     assert ScanResult.concatenate([empty_plain, *parts]).loops == joined.loops
     assert ScanResult.concatenate([empty_anywhere]).loops == []
+    # Any iterable of results, read once (a generator was read twice: "zip() argument 2 is
+    # longer than argument 1"); a part that is no result is named (an AttributeError).
+    assert ScanResult.concatenate(part for part in parts).loops == joined.loops
+    with pytest.raises(TypeError, match=r"parts\[1\] must be a ScanResult, got int"):
+        ScanResult.concatenate([plain, 5])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize("option", ["min_repetitions", "min_pattern_length",

@@ -59,6 +59,7 @@ from vthread._options import (
     flag,
     jobs_count,
     not_with_anywhere,
+    type_name,
     usable_cpus,
 )
 from vthread.fingerprint import message_fingerprint, message_key
@@ -167,11 +168,17 @@ class ScanResult:
         return record
 
     @classmethod
-    def concatenate(cls, parts: Sequence[ScanResult]) -> ScanResult:
+    def concatenate(cls, parts: Iterable[ScanResult]) -> ScanResult:
         """One result from several, rows in order (how chunks and jobs are stitched). Parts
         with rows from scans that looked for loops differently (``anywhere=True`` and not)
         are a ValueError: their rows do not mean the same, and one part's loops would be
-        lost. The result looked anywhere when its parts with rows did."""
+        lost. The result looked anywhere when its parts with rows did. ``parts`` may be any
+        iterable of results (read once); a part that is no ScanResult is a TypeError naming
+        it."""
+        parts = list(parts)
+        for index, part in enumerate(parts):
+            if not isinstance(part, ScanResult):
+                raise TypeError(f"parts[{index}] must be a ScanResult, got {type_name(part)}")
         if not parts:
             return _empty()
         anywhere = [part.loops is not None for part in parts]
