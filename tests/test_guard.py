@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import subprocess
 import sys
@@ -177,6 +178,25 @@ def test_non_strings_are_ignored() -> None:
                           match=f"Guard.push ignores a chunk of type {name}, .*delta"):
             assert guard.push(chunk) is False
     assert guard.reason is None
+
+
+def test_a_warning_hook_may_call_the_guard_it_warns_of(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Code the guard's warning runs (a warnings or logging hook) may use the guard: it was
+    still borrowed, and such a call was refused as if another thread fed it."""
+    guard = Guard()
+    seen: list[Any] = []
+
+    def show(message: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(guard.push("Checking now. " * 10))
+        seen.append(copy.copy(guard).reason is not None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", show)
+        assert guard.push(b"x") is False  # (ignored, and warned of)
+    assert seen == [True, True]
+    assert guard.push("") is True
 
 
 def test_options_resolve_as_the_reference() -> None:
