@@ -297,12 +297,14 @@ def test_is_inspect_log() -> None:
 
 def written_log(folder: Path, name: str, *, status: str = "success",
                 sample_ids: tuple[str, ...] = ("a", "b", "c"),
-                stopped: tuple[str, ...] = (), left_out: tuple[str, ...] = ()) -> Path:
+                stopped: tuple[str, ...] = (), left_out: tuple[str, ...] = (),
+                errored: tuple[str, ...] = ()) -> Path:
     """An Inspect log written by inspect_ai's own writer (``.eval`` or ``.json`` by the
     name's suffix): one sample per id (but those ``stopped`` early and those ``left_out``,
     as an unfinished evaluation leaves out those it never ran), the first polling a tool
-    five times, the others answering at once; model calls without events, so tokens come
-    from model_usage."""
+    five times, the others answering at once (but those ``errored``, which hold their input
+    alone and the error their model's call raised); model calls without events, so tokens
+    come from model_usage."""
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -330,6 +332,13 @@ def written_log(folder: Path, name: str, *, status: str = "success",
                                 id=f"t{ident}{i}")]
         messages.append(ChatMessageAssistant(content="Done.", id=f"z{ident}"))
         usage = ModelUsage(input_tokens=10, output_tokens=6 * (polls + 1), total_tokens=10)
+        if ident in errored:
+            from inspect_ai.log import EvalError
+
+            return EvalSample(id=ident, epoch=1, input="x", target="", messages=messages[:1],
+                              error=EvalError(message=f"ConnectionError: no route to the "
+                                              f"model ({ident})\nTraceback ...",
+                                              traceback="", traceback_ansi=""))
         return EvalSample(id=ident, epoch=1, input="x", target="", messages=messages,
                           model_usage={"mockllm/model": usage})
 
@@ -491,7 +500,7 @@ def test_samples_read_alone_as_inspect_reads_the_log(
     for sample, in the same order, for a real evaluation's log and a written one."""
     from inspect_ai.log import read_eval_log, read_eval_log_samples
 
-    from vthread.inspect_log import _json_samples_alone, read_inspect_chats
+    from vthread.inspect_log import _json_samples_alone, _Notes, read_inspect_chats
 
     for path in (inspect_logs[suffix], written_log(tmp_path, f"run{suffix}")):
         whole = (read_eval_log_samples(path, all_samples_required=False,
@@ -507,7 +516,8 @@ def test_samples_read_alone_as_inspect_reads_the_log(
             # A log inspect_ai reads whole is read so; the sample-by-sample reading, kept
             # for a log it cannot, must give the same on one it can.
             unfinished: list[str] = []
-            assert list(_json_samples_alone(path.read_bytes(), unfinished.append)) == expected
+            assert list(_json_samples_alone(path.read_bytes(),
+                                            _Notes(unfinished.append))) == expected
             assert unfinished == []
 
 
@@ -617,6 +627,52 @@ def test_an_unfinished_evaluation_s_log_is_one_cut_short(
     whole = written_log(tmp_path, f"whole{suffix}", status=status)
     code, out, err = run(["scan", str(whole), "-q", "--fail-on-error"], monkeypatch)
     assert code == 0 and err == "" and len(records(out)) == 3
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_log_of_samples_that_ended_in_an_error_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A log holding samples that ended in an error (a model that could not be reached: each
+    holds its input alone) is said to, as one lacking samples is: its samples' records,
+    then a record saying how many errored and the first's error, on stderr, in the
+    summary's cut_short and failing --fail-on-error (every such sample counted as a run
+    checked and progressing, status 0); the Python reader warns. Both notes together
+    are one record."""
+    from vthread.inspect_log import is_lacking_note, read_inspect_samples
+
+    path = written_log(tmp_path, f"run{suffix}", status="error", errored=("b", "c"))
+    said = ("holds 2 samples that ended in an error (the first, sample 'b' epoch 1: "
+            "ConnectionError: no route to the model (b)): their runs stop where the error "
+            "stopped them, and are checked as far as they went")
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "-q", "--fail-on-error", "--summary",
+                          str(summary)], monkeypatch)
+    got = records(out)
+    assert code == 65 and f"{path}: {said}" in err
+    assert [(r["id"], r.get("messages")) for r in got] == [
+        ("a/1", 12), ("b/1", 1), ("c/1", 1), (None, None)]
+    assert got[-1] == {"id": None, "file": str(path), "line": 4, "error": said}
+    assert is_lacking_note(got[-1])
+    written = json.loads(summary.read_text())
+    assert written["cut_short"] == [{"file": str(path), "why": said}]
+    assert (written["lines"], written["threads"], written["errors"]) == (3, 3, 0)
+    with pytest.warns(UserWarning, match=re.escape(f"the Inspect AI log {said}")):
+        assert [ident for ident, _ in read_inspect_log(path)] == ["a/1", "b/1", "c/1"]
+    one = written_log(tmp_path, f"one{suffix}", status="error", errored=("c",))
+    heard: list[str] = []
+    assert len(list(read_inspect_samples(one, lacking=heard.append))) == 3
+    assert heard == ["holds 1 sample that ended in an error (it, sample 'c' epoch 1: "
+                     "ConnectionError: no route to the model (c)): their runs stop where "
+                     "the error stopped them, and are checked as far as they went"]
+    # Lacking samples too: both said, in one record.
+    both = written_log(tmp_path, f"both{suffix}", status="error", errored=("b",),
+                       left_out=("c",))
+    code, out, _ = run(["scan", str(both), "-q"], monkeypatch)
+    last = records(out)[-1]
+    assert last["error"].startswith("holds 2 of the 3 samples its header lists: ")
+    assert "; holds 1 sample that ended in an error (it, sample 'b'" in last["error"]
+    assert is_lacking_note(last)
 
 
 @pytest.mark.parametrize("status", ["success", "started", "error", "cancelled", "odd"])

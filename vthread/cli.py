@@ -3358,7 +3358,9 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
         return _chunks(io.BytesIO(data)), "lines"
     if is_inspect_log(value):
         def lacking(why: str) -> None:
-            document.broken = why  # (said, and an error record, once its samples are read)
+            # (said, and an error record, once its samples are read; a log lacking samples
+            # and holding samples that ended in an error is told both, said together)
+            document.broken = why if document.broken is None else f"{document.broken}; {why}"
             document.broken_is_note = True
 
         return _inspect_chunks(label, io.BytesIO(data), lacking), "inspect"

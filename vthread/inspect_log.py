@@ -167,18 +167,53 @@ def read_inspect_samples(source: str | Path | IO[bytes],
     evaluation was told not to write (``log_samples=False``), is said, once its
     samples are read: ``lacking(why)`` when given (``vthread scan`` lists the log among
     those cut short, with an error record), else a :class:`UserWarning`: a scan of it
-    checked only the samples it ran."""
+    checked only the samples it ran. So is a log holding samples that ended in an error
+    (inspect_ai's ``sample.error``: a model that could not be reached, a tool that raised),
+    whose runs stop where the error stopped them."""
     try:
         import inspect_ai.log  # noqa: F401  (the error that says what to install, first)
     except ImportError as error:
         raise ImportError(f"reading an Inspect AI log needs inspect_ai: {INSTALL_HINT}") from error
-    said = lacking if lacking is not None else _warn_lacking
+    notes = _Notes(lacking if lacking is not None else _warn_lacking)
     if isinstance(source, (str, Path)) and str(source).lower().endswith(EVAL_SUFFIX):
-        yield from _eval_samples(source, said)
+        yield from _eval_samples(source, notes)
     elif isinstance(source, (str, Path)):
-        yield from _json_samples(Path(source).read_bytes(), said)
+        yield from _json_samples(Path(source).read_bytes(), notes)
     else:
-        yield from _json_samples(source.read(), said)
+        yield from _json_samples(source.read(), notes)
+    notes.say_errored()
+
+
+class _Notes:
+    """What is said of a log once its samples are read: what it lacks (``lacking(why)``,
+    :func:`_lacking`), and the samples that ended in an error, which it holds (often with
+    only the messages before the error: an evaluation whose model could not be reached
+    holds each sample's input alone, which checked as a progressing run)."""
+
+    def __init__(self, lacking: Callable[[str], object]) -> None:
+        self.lacking = lacking
+        self.errors = 0
+        self.first: tuple[str, Any] | None = None
+
+    def errored(self, sample: str, message: Any) -> None:
+        """Note that ``sample`` (its name) ended in an error saying ``message``."""
+        self.errors += 1
+        if self.first is None:
+            self.first = (sample, message)
+
+    def say_errored(self) -> None:
+        """Tell ``lacking`` of the samples noted that ended in an error, if any."""
+        if self.first is None:
+            return
+        sample, message = self.first
+        said = ""
+        if isinstance(message, str) and message.strip():
+            line = message.strip().splitlines()[0]
+            said = f": {line[:_QUOTED_CHARS]}{'...' if len(line) > _QUOTED_CHARS else ''}"
+        first = "it" if self.errors == 1 else "the first"
+        self.lacking(f"holds {self.errors:,} sample{'s' if self.errors > 1 else ''} that "
+                     f"ended in an error ({first}, {sample}{said}): their runs stop where "
+                     "the error stopped them, and are checked as far as they went")
 
 
 def _warn_lacking(why: str) -> None:
@@ -210,7 +245,8 @@ def _early_stops(results: Any) -> set[tuple[str, Any]]:
 
 
 _LACKING_NOTE: Final = re.compile(
-    r"holds (?:none|[0-9,]+) of the [0-9,]+ samples its header lists: [^\n]*")
+    r"holds (?:(?:none|[0-9,]+) of the [0-9,]+ samples its header lists:|[0-9,]+ samples? "
+    r"that ended in an error) [^\n]*")
 """The form of every note :func:`_unfinished` writes (a test holds the two together)."""
 
 
@@ -307,7 +343,7 @@ def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterator[_Read]:
+def _eval_samples(path: str | Path, notes: _Notes) -> Iterator[_Read]:
     """The samples of a ``.eval`` log, in the order of its header's sample ids and epochs
     (as :func:`inspect_ai.log.read_eval_log_samples` reads them), in batches
     (:func:`_batches`: one reading of the archive's directory for each; read one at a time,
@@ -327,9 +363,9 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
         except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
             raise
         except Exception:  # (a sample inspect_ai cannot read: said by the sample)
-            yield from _archived_samples(path, header, lacking)
+            yield from _archived_samples(path, header, notes)
             return
-        yield from _log_samples(log, None, lacking)
+        yield from _log_samples(log, None, notes)
         return
     # A finished evaluation holds every sample its header lists but those it stopped early
     # (or all of them when it was told not to log them); an interrupted one (status
@@ -340,7 +376,7 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     # does not name again)
     held: list[tuple[str, Any]] = []
     wanted = _wanted(sample_ids, config.epochs)
-    for (sample_id, epoch), sample in _members_read(path, wanted, header.eval.model):
+    for (sample_id, epoch), sample in _members_read(path, wanted, header.eval.model, notes):
         if isinstance(sample, _Missing):
             if not complete or (str(sample_id), epoch) in stopped:
                 continue
@@ -351,21 +387,21 @@ def _eval_samples(path: str | Path, lacking: Callable[[str], object]) -> Iterato
     # after its header was written: inspect_ai reading the log whole reads them), after.
     listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
     unlisted = [member for member in _archived_members(path) if member not in listed]
-    for _, sample in _members_read(path, unlisted, header.eval.model):
+    for _, sample in _members_read(path, unlisted, header.eval.model, notes):
         if not isinstance(sample, _Missing):
             yield sample
-    yield from _lacking(header, held, lacking)
+    yield from _lacking(header, held, notes.lacking)
 
 
-def _members_read(path: str | Path, wanted: list[tuple[Any, int]], model: str | None
-                  ) -> Iterator[tuple[tuple[Any, int], _Read | _Missing]]:
+def _members_read(path: str | Path, wanted: list[tuple[Any, int]], model: str | None,
+                  notes: _Notes) -> Iterator[tuple[tuple[Any, int], _Read | _Missing]]:
     """Each of ``wanted`` ((id, epoch) each) with its sample of the ``.eval`` log at
     ``path``, read in batches (:func:`_batches`, :func:`_eval_batch`): (id, chat messages)
     (``model``: the evaluation's), an :class:`UnreadableSample`, or a :class:`_Missing`."""
     for batch in _batches(path, wanted):
         for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
             yield member, (sample if isinstance(sample, (UnreadableSample, _Missing))
-                           else _chat_or_why(sample, model))
+                           else _chat_or_why(sample, model, notes))
 
 
 def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], object]
@@ -425,18 +461,19 @@ def _archived_members(path: str | Path) -> list[tuple[str, int]]:
     return members
 
 
-def _archived_samples(path: str | Path, header: Any, lacking: Callable[[str], object]
+def _archived_samples(path: str | Path, header: Any, notes: _Notes
                       ) -> Iterator[_Read]:
     """The samples of a ``.eval`` log whose header lists no sample ids, each member of
     its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
     a log read whole), so that one inspect_ai cannot read is named in its place and the
-    others are still read; then what the log lacks, told to ``lacking``."""
+    others are still read; then what the log lacks, told to ``notes``."""
     held: list[tuple[str, Any]] = []
-    for member, sample in _members_read(path, _archived_members(path), header.eval.model):
+    for member, sample in _members_read(path, _archived_members(path), header.eval.model,
+                                        notes):
         if not isinstance(sample, _Missing):  # (listed by the archive: never missing)
             held.append(member)
             yield sample
-    yield from _lacking(header, held, lacking)
+    yield from _lacking(header, held, notes.lacking)
 
 
 _EVAL_BATCH: Final = 64
@@ -508,7 +545,7 @@ def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> list[Any]:
     return found
 
 
-def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Read]:
+def _json_samples(data: bytes, notes: _Notes) -> Iterator[_Read]:
     """The samples of a ``.json`` log, in the document's order: read whole by inspect_ai
     when it can; else (inspect_ai validates a document whole, so that one invalid sample
     loses them all) :func:`_json_samples_alone`."""
@@ -519,12 +556,12 @@ def _json_samples(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Re
     except (OSError, ImportError, MemoryError):  # (the file's or the installation's)
         raise
     except Exception:  # (said by the sample, or the header, it is about)
-        yield from _json_samples_alone(data, lacking)
+        yield from _json_samples_alone(data, notes)
         return
     written = _WRITES_SAMPLE_IDS.search(data)
     yield from _log_samples(log, log.eval.dataset.sample_ids
                             if written is not None and written.group(1) == b"[" else None,
-                            lacking)
+                            notes)
 
 
 _WRITES_SAMPLE_IDS: Final = re.compile(rb'"sample_ids"\s*:\s*(null|\[)')
@@ -533,22 +570,22 @@ header is written before its samples; in a string the quotes would be escaped): 
 or null (none: so is a header that names none)."""
 
 
-def _log_samples(log: Any, sample_ids: list[Any] | None, lacking: Callable[[str], object]
+def _log_samples(log: Any, sample_ids: list[Any] | None, notes: _Notes
                  ) -> Iterator[_Read]:
     """The samples of a log inspect_ai read whole, then what it lacks (:func:`_lacking`) by
     its header with the ``sample_ids`` it was written with (inspect_ai reading a log whole
     lists the ids of the samples it found where the header lists none)."""
     for sample in log.samples or []:
-        yield _chat_or_why(sample, log.eval.model)
+        yield _chat_or_why(sample, log.eval.model, notes)
     spec = log.eval
     header = {"status": log.status, "invalidated": log.invalidated, "results": log.results,
               "eval": {"dataset": {"sample_ids": sample_ids, "samples": spec.dataset.samples},
                        "config": spec.config}}
     yield from _lacking(header, [(str(sample.id), sample.epoch) for sample in log.samples or []],
-                        lacking)
+                        notes.lacking)
 
 
-def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterator[_Read]:
+def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     """The samples of a ``.json`` log inspect_ai cannot read whole, in the document's
     order: the header is read first as a log without samples, then each sample as a log of
     its own with the least of that header inspect_ai needs (its reading, attachments
@@ -584,15 +621,21 @@ def _json_samples_alone(data: bytes, lacking: Callable[[str], object]) -> Iterat
                                           f"{_problem(error, 'samples.0.')}")
             continue
         (sample,) = log.samples or []
-        yield _chat_or_why(sample, log.eval.model)
+        yield _chat_or_why(sample, log.eval.model, notes)
     yield from _lacking(document, [
         (str(_field(raw, "id")), _field(raw, "epoch") or 1) if isinstance(raw, dict)
-        else (f"sample {position + 1}", None) for position, raw in enumerate(samples)], lacking)
+        else (f"sample {position + 1}", None) for position, raw in enumerate(samples)],
+        notes.lacking)
 
 
-def _chat_or_why(sample: Any, model: str | None) -> _Read:
+def _chat_or_why(sample: Any, model: str | None, notes: _Notes) -> _Read:
     """(id, chat messages) of a sample read by inspect_ai, or why :func:`chat_of` refuses
-    it (``model``: the evaluation's, whose usage is the agent's)."""
+    it (``model``: the evaluation's, whose usage is the agent's); a sample that ended in an
+    error is told to ``notes``."""
+    error = getattr(sample, "error", None)
+    if error is not None:
+        notes.errored(_sample_name({"id": sample.id, "epoch": sample.epoch}),
+                      getattr(error, "message", None))
     try:
         return chat_of(sample, model=model)
     except ValueError as error:
