@@ -3594,6 +3594,11 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
             say(f"vthread scan: {label}: warning: {which} inside its JSON value; each such "
                 f"{unit} is an error record (is the file cut short, or still being "
                 "written?)")
+        elif re.search(rb"[\]}]\s*\r\s*[\[{]", lines[0][:WARN_LINE_BYTES]):
+            # (values one after another with a carriage return alone between them)
+            say(f"vthread scan: {label}: warning: its lines seem to end in a carriage return "
+                "alone (\\r), so that it reads as one line holding them all, an error "
+                "record; JSONL lines end in \\n (tr '\\r' '\\n' < FILE converts it)")
         else:
             which = (f"its first {unit} is not" if looked == 1
                      else f"none of its first {looked} {unit}s is")

@@ -358,6 +358,13 @@ cut short?)'
                 f"which json reads as UTF-16 or UTF-32 text ({error})")
     if ends_inside_a_value(error):
         return f"not valid JSON: {error} (it ends inside its value: cut short?)"
+    if isinstance(error, json.JSONDecodeError) and error.msg == "Extra data":
+        before = error.doc[:error.pos]
+        if "\r" in before[len(before.rstrip(" \t\r")):]:
+            # Runs one after another with a carriage return alone between them: a file
+            # whose lines end in \r alone (old Mac line ends) is one line of JSONL.
+            return (f"not valid JSON: {error} (a carriage return alone ends a value before "
+                    "it: do the file's lines end in \\r alone? JSONL lines end in \\n)")
     return f"not valid JSON: {error}"
 
 
