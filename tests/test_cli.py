@@ -629,6 +629,39 @@ def test_summary_counts(thread_file: Path, threads: list[list[dict[str, Any]]],
     assert f"{tokens / all_tokens:.1%}" in _line(err, "wasted tokens")
 
 
+def test_the_summary_lists_the_first_error_records(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``first_errors`` lists the scan's first ten error records (file, line, id, error), in
+    the order of the input, whatever the jobs and --only-loops (which writes none of them):
+    a CI job's reader learns where to look from the summary (it held their count alone)."""
+    good = json.dumps([{"type": "user", "text": "hi"}])
+    lines = [good if i % 3 else ("not json" if i % 2 else f'{{"id": "r{i}"}}')
+             for i in range(60)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    written = []
+    for options in ([], ["--jobs", "2"], ["--only-loops"]):
+        summary = tmp_path / "summary.json"
+        code, _, _ = run(["scan", str(path), "-q", "--summary", str(summary), *options],
+                         monkeypatch)
+        assert code == 0
+        written.append(json.loads(summary.read_text()))
+    first = written[0]["first_errors"]
+    assert all(summary["first_errors"] == first for summary in written)
+    errors = [r for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])
+              if "error" in r]
+    assert written[0]["errors"] == len(errors) == 20
+    assert first == [{key: r[key] for key in ("file", "line", "id", "error")}
+                     for r in errors[:10]]
+    assert first[0] == {"file": str(path), "line": 1, "id": "r0",
+                        "error": 'not a thread: an object without "messages", "traj" or '
+                                 '"history"'}
+    assert first[1]["line"] == 4 and first[1]["error"].startswith("not valid JSON")
+    path.write_text(good + "\n")
+    run(["scan", str(path), "-q", "--summary", str(summary)], monkeypatch)
+    assert json.loads(summary.read_text())["first_errors"] == []
+
+
 @pytest.mark.parametrize("odd", [5, "12", [3], True, {"tokens": "7"}, {"count": 4}])
 def test_summary_total_counts_only_usage_objects(tmp_path: Path, odd: Any,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:

@@ -670,6 +670,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         units.add("row")  # (an empty Parquet file has no task to say so: "0 lines from")
     cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
     held_none: list[str] = []  # inputs read to their end that held no run (empty files)
+    first_errors: list[dict[str, Any]] = []  # the summary's first error records
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
     # written at once, for whoever reads them as they come.
@@ -718,6 +719,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 stats.add(done.stats)
                 _write(out, _loops_only(done.output) if options.only_loops else done.output,
                        flush=streaming)
+            if done.stats.errors and len(first_errors) < FIRST_ERRORS:
+                first_errors += _error_records(done.output, FIRST_ERRORS - len(first_errors))
             if progress is not None:
                 progress.chunk_done(stats.lines, done.chunks)
             for warning in (*done.warnings, *misread_warnings.said_now(done.misread)):
@@ -820,7 +823,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         summary = _summary_json(stats, what, seconds, detected, units,
                                 None if failure is None else failure[1], cut_short,
                                 passed_over, passed_over_by_name, held_none,
-                                run=_run_settings(options, status))
+                                run=_run_settings(options, status), first_errors=first_errors)
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
     return status
@@ -1022,6 +1025,29 @@ class _WriteError(Exception):
     """Writing the records failed (not a broken pipe); the message is the system's."""
 
 
+FIRST_ERRORS: Final = 10
+"""Error records the summary lists (``first_errors``), the first of the scan."""
+
+
+def _error_records(output: bytes, most: int) -> list[dict[str, Any]]:
+    """The first ``most`` error records among a chunk's records (``output``), each as the
+    summary lists it: its ``file``, ``line``, ``id`` and ``error`` (the record that ends an
+    Inspect log lacking samples stands for no line, and is listed under ``cut_short``)."""
+    from vthread.inspect_log import is_lacking_note
+
+    found: list[dict[str, Any]] = []
+    for line in output.split(b"\n"):
+        # (a record's own key: within a string, its quotes would be escaped)
+        if b',"error":' not in line:
+            continue
+        record = json.loads(line)
+        if "error" in record and not is_lacking_note(record):
+            found.append({key: record.get(key) for key in ("file", "line", "id", "error")})
+            if len(found) >= most:
+                break
+    return found
+
+
 def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
     """Write records to ``out``; ``flush``: at once (records of a stream read as it comes).
     Ctrl-C or SIGTERM meanwhile takes effect once the records are written, so that the
@@ -1085,6 +1111,7 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
                   passed_over_by_name: list[tuple[str, dict[str, int]]] | None = None,
                   held_none: list[str] | None = None,
                   run: dict[str, object] | None = None,
+                  first_errors: list[dict[str, Any]] | None = None,
                   ) -> dict[str, object]:
     """The summary table's figures as a JSON-ready mapping (``--summary FILE``); ``failure``:
     why the scan ended before its end (the figures are then those of what it read);
@@ -1106,6 +1133,8 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
         "unit": _unit(units),
         "threads": threads,
         "errors": stats.errors,
+        # (where to look first: the count alone sent a CI job's reader to the records)
+        "first_errors": first_errors or [],
         "progressing": stats.verdicts[0],
         "loops": stats.loops,
         "loops_by_heuristic": {name: stats.verdicts[code]
