@@ -415,9 +415,13 @@ impl ChunkColumns {
             self.columns
                 .push_thread(offset, &thread, reading.options, reader)?;
         }
-        let chat_first = thread
-            .first()
-            .is_some_and(|first| first.get("role").is_some() || first.get("call_id").is_some());
+        // (`documents.chat_like`: a role, a Responses tool's call id, or a content and no
+        // text, as another library's messages hold)
+        let chat_first = thread.first().is_some_and(|first| {
+            first.get("role").is_some()
+                || first.get("call_id").is_some()
+                || (first.get("content").is_some() && first.get("text").is_none())
+        });
         self.lines.push(LineOutcome {
             id_text,
             messages: messages.unwrap_or(thread.len()),

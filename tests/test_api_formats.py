@@ -184,6 +184,12 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
                       r'"call_id"\): read as native ones, they are alike'):
         assert vthread.describe_thread_cycle(calls) == "repeated_suffix"
     assert vthread.describe_thread_cycle(calls, format="auto") is None
+    # A built-in tool's items too (a computer-use run read as native loops at once).
+    actions = [{"type": "computer_call", "call_id": f"c{i}", "action": {"x": i}}
+               for i in range(4)]
+    with pytest.warns(UserWarning, match=r'are OpenAI Responses items \("computer_call" '):
+        assert vthread.describe_thread_cycle(actions) == "repeated_suffix"
+    assert vthread.describe_thread_cycle(actions, format="auto") is None
     native = generate_threads(20, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -243,6 +249,36 @@ def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
     with pytest.warns(UserWarning, match="thread 1's messages " + advice):
         assert vthread.scan([texted, runs[0] * 2], format="auto").names == [
             None, "repeated_suffix"]
+    # The first message alone does not make the warning: a native thread whose first
+    # message holds a content is none of them (it was warned of).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.scan([[runs[0][0], {"type": "bot", "text": "a"}]]).names == [None]
+    # Messages that are not typed get no such reason (it was given them).
+    assert vthread.adapters.shapes_apart(runs[0]).startswith(' (its messages have a "type"')
+    for untyped in ([{"content": "x"}], [{"role": None, "content": "x"}],
+                    [{"type": 5, "content": "x"}]):
+        assert vthread.adapters.shapes_apart(untyped) == ""
+    # The command line warns of them read as native, given or detected from other lines,
+    # and scan_arrow of them given as native, and says why it cannot tell their format.
+    native_first = tmp_path / "mixed.jsonl"
+    native_first.write_text("".join(json.dumps(r) + "\n" for r in [texted] * 3 + runs[:1] * 2))
+    code, out, err = run(["scan", str(native_first), "-q"], monkeypatch)
+    assert [r["verdict"] for r in records(out)][3:] == ["repeated_suffix"] * 2
+    assert ("lines 4, 5 look like another library's messages (a \"content\" and no \"text\") "
+            "but are read as native") in err
+    code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    assert code == 0 and "--format native was given, but lines 1, 2, 3, 4, 5 of the first 5 " \
+        "look like another library's messages" in err
+    pa = pytest.importorskip("pyarrow")
+    from vthread.arrow import scan_arrow
+
+    table = pa.table({"messages": [json.dumps(run_) for run_ in runs]})
+    with pytest.warns(UserWarning, match="format='native' was given, but rows 0, 1, 2, 3, 4 "
+                                         "of the first 5 look like another library's messages"):
+        scan_arrow(table, format="native")
+    with pytest.raises(ValueError, match="row 0: cannot tell the message format " + why):
+        scan_arrow(table)
 
 
 HEURISTIC_FUNCTIONS = {"repeated_suffix": vthread.has_repeated_suffix,

@@ -93,7 +93,8 @@ TYPED = st.lists(st.fixed_dictionaries(
     {"type": st.sampled_from(["user", "bot", "activity", "message", "reasoning", "function_call",
                               "function_call_output", "custom_tool_call", "web_search_call",
                               "computer_call", "x"])},
-    optional={"role": st.just("assistant"), "text": st.just("t")}), min_size=1, max_size=8)
+    optional={"role": st.just("assistant"), "text": st.just("t"), "content": st.just("c")}),
+    min_size=1, max_size=8)
 
 
 @settings(max_examples=400, deadline=None)
@@ -101,7 +102,8 @@ TYPED = st.lists(st.fixed_dictionaries(
 def test_typed_items_are_told_native_or_responses_as_python_tells_them(value: Any) -> None:
     """Runs of typed items, mostly without a role: the one pass over their members that
     tells native runs from Responses ones (every item a Responses type, one a call or an
-    output) answers as Python's three passes."""
+    output), and from typed messages with a content and no text (in no format), answers as
+    Python's three passes."""
     assert _agrees(value, None)
 
 

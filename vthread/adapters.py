@@ -884,6 +884,18 @@ def _content_without_text(messages: Sequence[Mapping[str, Any]]) -> bool:
     return not any("text" in m for m in messages) and any("content" in m for m in messages)
 
 
+def another_library_s(messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` are typed messages of a library vthread does not read: each a
+    mapping with a string ``type`` and no ``role``, one holding a ``content`` and none a
+    ``text`` (LangChain's ``{"type": "human", "content": ...}``), in no format. O(messages).
+
+    >>> another_library_s([{"type": "human", "content": "hi"}, {"type": "ai", "content": ""}])
+    True
+    """
+    return all(isinstance(m, Mapping) and is_string(m.get("type")) and "role" not in m
+               for m in messages) and _content_without_text(messages)
+
+
 _OBSERVATION_OPEN: Final = "<returncode>"
 """How mini-swe-agent's observation of a command opens (its default template)."""
 
@@ -1009,7 +1021,7 @@ def shapes_apart(messages: Sequence[Any]) -> str:
         other = shape(messages[index])
         if other != first:
             return f" (messages[0] {first}; messages[{index}] {other})"
-    if all(isinstance(m, Mapping) for m in messages) and _content_without_text(messages):
+    if another_library_s(messages):
         return (' (its messages have a "type" and a "content" but no "text" and no "role": '
                 "neither native nor chat messages)")
     return ""

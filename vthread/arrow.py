@@ -33,6 +33,7 @@ from vthread._jsvalue import unicode_text
 from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
+    ANOTHER_LIBRARY,
     BLANK_CELL,
     DECLARED_COLUMN,
     checked_format,
@@ -45,6 +46,7 @@ from vthread.documents import (
     messages_column,
     misfit_phrase,
     misfits,
+    native_misfit,
     not_an_array,
     one_column,
     read_cell,
@@ -53,6 +55,7 @@ from vthread.documents import (
     run_id,
     settled_format,
     unread_reason,
+    why_no_format,
     with_declaration,
 )
 from vthread.scan import (
@@ -406,7 +409,10 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     declaring: set[int] = set()
     evidence, unknown = evidence_of(_noting_declarations(values, declaring), _DETECT_ROWS)
     evidence = declared_apart(evidence, declaring.__contains__)
-    found = agreed_format(evidence, unknown, "row", "the rows", "pass format=")
+    # (why the first row in no format is in none, as vthread scan says it of a line)
+    detail = ("" if evidence or unknown is None
+              else why_no_format(_python_values(column.slice(unknown, 1))[0]))
+    found = agreed_format(evidence, unknown, "row", "the rows", "pass format=", detail)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
                           _DETECT_ROWS, "row", "format='auto'", stacklevel)
 
@@ -509,13 +515,21 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         if declared is not None:
             texts = [None if text is None else _text_with_declaration(text, declared[row])
                      for row, text in enumerate(texts)]
-        evidence, _ = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
+        evidence, unknown = evidence_of(texts, _DETECT_ROWS, _text_format_evidence)
     else:
         values = _python_values(head.combine_chunks())
         if declared is not None:
             values = [with_declaration(value, declared[row]) for row, value in enumerate(values)]
-        evidence, _ = evidence_of(values, _DETECT_ROWS)
+        evidence, unknown = evidence_of(values, _DETECT_ROWS)
     found = misfits(evidence, given)
+    if given == "native" and unknown is not None:
+        # Rows in no format: those of another library's messages, which read as native are
+        # alike (the rows are parsed: this is rare).
+        told = {row for row, _, _ in evidence}
+        found = sorted([*found, *(
+            (row, ANOTHER_LIBRARY) for row, value in enumerate(_python_values(
+                head.combine_chunks()))
+            if row >= unknown and row not in told and native_misfit(value))])
     if found:
         import warnings
 

@@ -3665,16 +3665,12 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
 
 def _shapes_apart(lines: Sequence[bytes], unknown: int | None, messages_key: str | None
                   ) -> str:
-    """:func:`vthread.adapters.shapes_apart` of the messages of line number ``unknown`` (from
-    1), the first in no format, for the error saying so; "" when there is none."""
-    from vthread.adapters import shapes_apart
-    from vthread.documents import run_messages
+    """:func:`vthread.documents.why_no_format` of line number ``unknown`` (from 1), the first
+    in no format, for the error saying so; "" when there is none."""
+    from vthread.documents import why_no_format
 
-    if unknown is None:
-        return ""
-    value = _parse(lines[unknown - 1], suspect=False)
-    messages = run_messages(value, messages_key) if isinstance(value, dict) else value
-    return shapes_apart(messages) if isinstance(messages, list) else ""
+    return "" if unknown is None else why_no_format(_parse(lines[unknown - 1], suspect=False),
+                                                    messages_key)
 
 
 @dataclass
@@ -4020,16 +4016,27 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another). With the warning, the number of the last
     line it looked at: it names every misfit up to there."""
-    from vthread.documents import misfit_phrase, misfits
+    from vthread.documents import ANOTHER_LIBRARY, misfit_phrase, misfits, native_misfit
 
-    evidence, _ = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
+    evidence, unknown = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
+    if given == "native" and unknown is not None:
+        # Lines in no format among the first: those of another library's messages, which
+        # read as native are alike (each is parsed: this is rare).
+        told = {number for number, _, _ in evidence}
+        last = min(len(lines), max(evidence[-1][0] if evidence else 0,
+                                   unknown + DETECT_THREADS - 1))
+        found = sorted([*found, *(
+            (number, ANOTHER_LIBRARY) for number in range(unknown, last + 1)
+            if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES
+            and native_misfit(_parse(lines[number - 1], suspect=True), messages_key))])
     if not found:
         return None
+    examined = max(found[-1][0], evidence[-1][0] if evidence else 0)
     return (f"{label}: warning: --format {given} was given, but "
-            f"{misfit_phrase(found, evidence[-1][0], unit)}; they are read as {given}, and "
+            f"{misfit_phrase(found, examined, unit)}; they are read as {given}, and "
             "each is an error where it holds what only its own format holds, else may be "
-            "read wrongly"), evidence[-1][0]
+            "read wrongly"), examined
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
@@ -4536,7 +4543,7 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
     format: no cost to a native file's scan."""
     if task.format != "native" or not candidates:
         return []
-    from vthread.documents import line_format_evidence
+    from vthread.documents import ANOTHER_LIBRARY, line_format_evidence, native_misfit
 
     found: list[tuple[int, Any]] = []
     for row in candidates:
@@ -4545,6 +4552,9 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
                                         partial(_parse, suspect=True))
         if evidence is not None and evidence[0] not in (None, "native"):
             found.append((task.first_line + row, evidence[0]))
+        elif (evidence is not None and evidence[0] is None
+              and native_misfit(_parse(line, suspect=True), task.messages_key)):
+            found.append((task.first_line + row, ANOTHER_LIBRARY))
     return found
 
 

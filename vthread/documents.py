@@ -45,8 +45,8 @@ from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
     _OPENAI_ONLY_ROLES,
-    _RESPONSES_CALLS,
-    _RESPONSES_OUTPUTS,
+    _RESPONSES_MARKS,
+    another_library_s,
     json_type,
 )
 
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from vthread.scan import ScanResult
 
 __all__ = [
+    "ANOTHER_LIBRARY",
     "BLANK_CELL",
     "DECLARED_COLUMN",
     "DOCUMENT_SUFFIXES",
@@ -76,6 +77,7 @@ __all__ = [
     "misfit_phrase",
     "misfits",
     "native_messages",
+    "native_misfit",
     "native_threads",
     "not_an_array",
     "opens_runs",
@@ -94,6 +96,7 @@ __all__ = [
     "translated_span",
     "unread_reason",
     "warn_if_chat",
+    "why_no_format",
     "with_declaration",
 ]
 
@@ -1007,6 +1010,28 @@ def misfits(evidence: Iterable[tuple[int, Any, bool]], given: str) -> list[tuple
             if found != given and (decisive or given == "native")]
 
 
+ANOTHER_LIBRARY: Final = 'another library\'s messages (a "content" and no "text")'
+"""What a warning says a thread looks like whose messages are :func:`another_library_s`."""
+
+
+def why_no_format(value: Any, messages_key: str | None = None) -> str:
+    """:func:`vthread.adapters.shapes_apart` of the messages of ``value`` (a parsed run: its
+    messages, or a run object holding them), the first thread in no format, for the error
+    saying so; "" when it holds no list of messages."""
+    from vthread.adapters import shapes_apart
+
+    messages = run_messages(value, messages_key) if isinstance(value, Mapping) else value
+    return shapes_apart(messages) if isinstance(messages, list) else ""
+
+
+def native_misfit(value: Any, messages_key: str | None = None) -> bool:
+    """Whether a parsed run in no format (its :func:`run_format_evidence` None) is plainly no
+    native run either: its messages are :func:`another_library_s`, which read as native
+    are alike (a warning names it among those read so, with :data:`ANOTHER_LIBRARY`)."""
+    messages = run_messages(value, messages_key) if isinstance(value, Mapping) else value
+    return isinstance(messages, list) and another_library_s(messages)
+
+
 def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
     """How a warning names the :func:`misfits` among the first ``examined`` ``unit``s (line,
     row): "rows 0, 1 and 3 more of the first 16 look like openai"."""
@@ -1051,11 +1076,12 @@ def native_messages(messages: Any, format_: str) -> tuple[Any, list[int] | None]
 
 
 def chat_like(message: Any) -> bool:
-    """Whether a first message is plainly not native: it has a ``role``, which no native
-    message has (OpenAI's and Anthropic's messages, a Responses ``message`` item), it is
-    a Responses tool item (a ``function_call`` or its output, with a ``call_id``), or it
-    holds a ``content`` and no ``text`` (another library's message, LangChain's
-    ``{"type": "human", "content": ...}``)."""
+    """Whether a first message may show its thread is not native: it has a ``role``, which
+    no native message has (OpenAI's and Anthropic's messages, a Responses ``message``
+    item), it is a Responses tool item (a ``function_call``, a ``computer_call``, an
+    output, with a ``call_id``), or it holds a ``content`` and no ``text`` (another
+    library's message, LangChain's ``{"type": "human", "content": ...}``: the thread is
+    one when none of its messages has a ``text``, which :func:`warn_if_chat` confirms)."""
     return (type(message) is dict or isinstance(message, Mapping)) and (
         "role" in message or _responses_tool(message)
         or ("content" in message and "text" not in message))
@@ -1068,7 +1094,7 @@ def _responses_tool(message: Mapping[str, Any]) -> bool:
     if not is_string(kind):
         return False
     kind = js_string(str.__str__(kind))  # (by content: a str subclass's own hash is not asked)
-    return kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS
+    return kind in _RESPONSES_MARKS
 
 
 _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '
@@ -1093,13 +1119,15 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
     messages"). O(1) per thread."""
     for index in range(min(len(threads), DETECT_THREADS)) if rows is None else rows:
         thread = threads[index]
-        if isinstance(thread, Sequence) and thread and chat_like(thread[0]):
+        if isinstance(thread, Sequence) and thread and chat_like(thread[0]) and (
+                "role" in thread[0] or _responses_tool(thread[0])
+                or another_library_s(thread)):
             import warnings
 
             whose = "the messages" if one else f"thread {index}'s messages"
             if "role" in thread[0]:
                 what_they_are = f'{whose} have a "role" (chat messages)'
-            elif not _responses_tool(thread[0]):
+            elif not _responses_tool(thread[0]):  # (another_library_s)
                 # (no format reads them: the advice is to give them in one)
                 what_they_are = (f'{whose} have a "content" and no "text" (no native '
                                  "messages: another library's, such as LangChain's?)")
