@@ -287,6 +287,14 @@ def test_task_and_trial_columns_are_joined_as_a_jsonl_line_s_are(
     assert [r["id"] for r in from_parquet] == ["7/0.5", "2.5/1", "null/null"]
     code, records = _scan([str(tmp_path / "ints.parquet")], capsys)
     assert [r["id"] for r in records] == ["7/0", 7, "null/0", None]
+    # A value JSON has not (a duration, a date, a decimal) is its text, as a lone id's is
+    # (its JSON form was written: the encoder's marker for a value of no JSON type).
+    others = tmp_path / "others.parquet"
+    pq.write_table(pa.table({"task_id": [decimal.Decimal("1.50"), decimal.Decimal("2")],
+                             "trial": [datetime.timedelta(seconds=1), None],
+                             "messages": [json.dumps(chat)] * 2}), others)
+    code, records = _scan([str(others)], capsys)
+    assert [r["id"] for r in records] == ["1.50/0:00:01", "2.00"]  # (the column's scale)
 
 
 def test_other_formats_and_integer_ids(tmp_path: Path,

@@ -120,7 +120,10 @@ def _id_text(values: list[Any]) -> bytes:
               if isinstance(value, (bytes, bytearray, memoryview)) else value
               for value in values]
     if len(values) == 2:  # task_id and trial, joined as a JSONL line's are
-        ident: Any = run_id({"task_id": values[0], "trial": values[1]})
+        # (a value JSON has not, a date or a Decimal, as its text, as a lone id's is)
+        task, trial = (value if value is None or isinstance(value, (bool, int, float, str))
+                       else str(value) for value in values)
+        ident: Any = run_id({"task_id": task, "trial": trial})
     else:
         ident = values[0] if values else None
     try:
