@@ -1324,13 +1324,15 @@ def test_several_named_files_go_past_a_bad_one(tmp_path: Path,
     assert code == 2 and "different formats" in err
 
 
+@pytest.mark.parametrize("count", [3, 40_000])
 def test_lines_ended_by_a_carriage_return_alone_are_said_to_be(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
     """A file whose lines end in a carriage return alone is one JSONL line holding them all,
     one error record: its record and the file's warning say why (it was "Extra data" and
-    "is it a trajectory file?"); a carriage return inside a line's value changes nothing."""
-    runs = [json.dumps({"id": i, "messages": [{"type": "user", "text": "hi"}]})
-            for i in range(3)]
+    "is it a trajectory file?"), however long that line is (over 4 MiB, the warning was
+    not said)."""
+    runs = [json.dumps({"id": i, "messages": [{"type": "user", "text": "hi" * 50}]})
+            for i in range(count)]
     path = tmp_path / "mac.jsonl"
     path.write_bytes("\r".join(runs).encode() + b"\r")
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
@@ -1342,8 +1344,8 @@ def test_lines_ended_by_a_carriage_return_alone_are_said_to_be(
     assert err.startswith(f"vthread scan: {path}: warning: its lines seem to end in a "
                           "carriage return alone (\\r)")
     path.write_bytes("\n".join(runs).encode() + b"\n")
-    assert [r["id"] for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])] == [
-        0, 1, 2]
+    assert [r["id"] for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])] == list(
+        range(count))
 
 
 def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,

@@ -3608,9 +3608,16 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     from vthread.adapters import agreed_format
 
     evidence, unknown = _format_evidence(lines, messages_key, keep_into=keep_into)
+    nothing_told = not evidence and unknown is None and bool(lines)
     # (nothing to judge by: a scan's own output given back is looked for)
-    output = _scan_output(lines[0]) if not evidence and unknown is None and lines else None
-    if not evidence and unknown is None and lines and not any(map(_may_be_json, lines[:8])):
+    output = _scan_output(lines[0]) if nothing_told else None
+    if nothing_told and re.search(rb"[\]}]\s*\r\s*[\[{]", lines[0][:WARN_LINE_BYTES]):
+        # Values one after another with a carriage return alone between them (no JSON
+        # value holds that): one line holding every run, however long it is.
+        say(f"vthread scan: {label}: warning: its lines seem to end in a carriage return "
+            "alone (\\r), so that it reads as one line holding them all, an error "
+            "record; JSONL lines end in \\n (tr '\\r' '\\n' < FILE converts it)")
+    elif nothing_told and not any(map(_may_be_json, lines[:8])):
         # Nothing to judge by, and not even JSON (a README, a log, a CSV passed by mistake):
         # each line will be an error record; said once, so that a wrong file is not taken
         # for a scan of bad runs.
@@ -3623,11 +3630,6 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
             say(f"vthread scan: {label}: warning: {which} inside its JSON value; each such "
                 f"{unit} is an error record (is the file cut short, or still being "
                 "written?)")
-        elif re.search(rb"[\]}]\s*\r\s*[\[{]", lines[0][:WARN_LINE_BYTES]):
-            # (values one after another with a carriage return alone between them)
-            say(f"vthread scan: {label}: warning: its lines seem to end in a carriage return "
-                "alone (\\r), so that it reads as one line holding them all, an error "
-                "record; JSONL lines end in \\n (tr '\\r' '\\n' < FILE converts it)")
         else:
             which = (f"its first {unit} is not" if looked == 1
                      else f"none of its first {looked} {unit}s is")
