@@ -1023,6 +1023,31 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
             );
             continue;
         };
+        if let Some((tool, answers)) = built_in_tool(kind) {
+            // A built-in tool's call (a computer's action, a shell's command, a web
+            // search): a request of the tool, its fields the arguments; its output the
+            // response, its fields the result, with its call's fields.
+            let id = if answers && item.get("call_id").is_none() {
+                item.get("id") // a local shell's output carries its call's id there
+            } else {
+                item.get("call_id")
+            };
+            let fields = Payload::Fields(item);
+            if answers {
+                let arguments = match call_id(id, false)? {
+                    CallId::Key(key) => tool_calls.get(&(tool, key)).copied(),
+                    CallId::Unhashable => None,
+                };
+                let arguments = arguments.map(Payload::Fields);
+                writer.activity(&Str::Fixed(tool), arguments.as_ref(), Some(&fields), false);
+            } else {
+                writer.activity(&Str::Fixed(tool), Some(&fields), None, false);
+                if let CallId::Key(key) = call_id(id, true)? {
+                    tool_calls.insert((tool, key), item);
+                }
+            }
+            continue;
+        }
         match kind {
             kind if kind.is_text("reasoning") => {
                 let mut text = reasoning_text(item.get("summary"));
@@ -1047,33 +1072,6 @@ fn from_responses<'t>(items: &[Value<'t>], writer: &mut Writer<'_, 't>) -> Resul
                 let (name, arguments) = find_call(&calls, item.get("call_id"), item)?;
                 let result = tool_result(item.get("output"))?;
                 writer.activity(&name, arguments.as_ref(), Some(&result), false);
-            }
-            // A built-in tool's call (a computer's action, a shell's command, a web
-            // search): a request of the tool, its fields the arguments; its output the
-            // response, its fields the result, with its call's fields.
-            kind if built_in_tool(kind).is_some() => {
-                let Some((tool, answers)) = built_in_tool(kind) else {
-                    unreachable!("just matched")
-                };
-                let id = if answers && item.get("call_id").is_none() {
-                    item.get("id") // a local shell's output carries its call's id there
-                } else {
-                    item.get("call_id")
-                };
-                let fields = Payload::Fields(item);
-                if answers {
-                    let arguments = match call_id(id, false)? {
-                        CallId::Key(key) => tool_calls.get(&(tool, key)).copied(),
-                        CallId::Unhashable => None,
-                    };
-                    let arguments = arguments.map(Payload::Fields);
-                    writer.activity(&Str::Fixed(tool), arguments.as_ref(), Some(&fields), false);
-                } else {
-                    writer.activity(&Str::Fixed(tool), Some(&fields), None, false);
-                    if let CallId::Key(key) = call_id(id, true)? {
-                        tool_calls.insert((tool, key), item);
-                    }
-                }
             }
             // Another item of the API (an MCP tool list, an approval, a reference): Python's
             // `from_responses` keeps its fields in its meta (`_item_fields`).

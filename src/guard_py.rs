@@ -244,6 +244,8 @@ impl GuardCore {
                     &advice,
                     1,
                 )?;
+                // (a hook the warning ran may have fed the guard to its trip: True ever after)
+                return Ok(for_reading(slf)?.guard.tripped());
             }
             return Ok(false);
         };

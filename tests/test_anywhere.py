@@ -569,8 +569,10 @@ def test_defaults_unchanged_and_results_concatenate() -> None:
     # Any iterable of results, read once (a generator was read twice: "zip() argument 2 is
     # longer than argument 1"); a part that is no result is named (an AttributeError).
     assert ScanResult.concatenate(part for part in parts).loops == joined.loops
-    with pytest.raises(TypeError, match=r"parts\[1\] must be a ScanResult, got int"):
+    with pytest.raises(TypeError, match=r"^part 1 must be a ScanResult, got int"):
         ScanResult.concatenate([plain, 5])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="got one ScanResult: pass \\[result\\]"):
+        ScanResult.concatenate(plain)
 
 
 @pytest.mark.parametrize("option", ["min_repetitions", "min_pattern_length",

@@ -206,6 +206,27 @@ def test_generated_responses_runs_are_taken_and_read_alike(convert: Any) -> None
     _same(done, cli._scan_chunk_in_python(task))
 
 
+def test_every_built_in_tool_python_reads_the_core_reads_alike() -> None:
+    """Each built-in tool's item of ``adapters._RESPONSES_MARKS`` (the Python table), alone
+    and after a call of its tool, is taken by the core and read as Python reads it: a tool
+    added to one table and not the other fails here (its runs would be left to Python, or
+    read otherwise)."""
+    from vthread.adapters import _RESPONSES_MARKS, _RESPONSES_TOOL_ITEMS, built_in_tool
+
+    kinds = sorted(_RESPONSES_MARKS - _RESPONSES_TOOL_ITEMS)
+    assert len(kinds) == 15
+    for kind in kinds:
+        found = built_in_tool(kind)
+        assert found is not None
+        tool, answers = found
+        item = {"type": kind, "id": "i1", "call_id": "c1", "status": "completed",
+                "action": {"tool": tool}}
+        run_ = [{"type": f"{tool}_call", "call_id": "c1", "query": "q"}, item] if answers \
+            else [item]
+        assert _check_line(_encode({"id": kind, "input": run_}, False), "responses",
+                           messages_key="input"), kind
+
+
 @SETTINGS
 @given(st.lists(built_in_tool_items(), max_size=8), st.booleans())
 def test_built_in_tools_items_are_translated_alike(items: list[Any], ascii_only: bool) -> None:

@@ -1037,7 +1037,8 @@ def _error_records(output: bytes, most: int) -> list[dict[str, Any]]:
 
     found: list[dict[str, Any]] = []
     for line in output.split(b"\n"):
-        # (a record's own key: within a string, its quotes would be escaped)
+        # An error record's own key, after its id and file (written in that order); within
+        # a string, the quotes would be escaped, so no other record holds these bytes.
         if b',"error":' not in line:
             continue
         record = json.loads(line)

@@ -247,13 +247,16 @@ def _early_stops(results: Any) -> set[tuple[str, Any]]:
 _LACKING_NOTE: Final = re.compile(
     r"holds (?:(?:none|[0-9,]+) of the [0-9,]+ samples its header lists:|[0-9,]+ samples? "
     r"that ended in an error) [^\n]*")
-"""The form of every note :func:`_unfinished` writes (a test holds the two together)."""
+"""The form of every note said of a log once its samples are read: what :func:`_unfinished`
+writes (a test holds the two together), and what :meth:`_Notes.say_errored` writes of
+samples that ended in an error (their names keep the first's: "lacking")."""
 
 
 def is_lacking_note(record: Mapping[str, Any]) -> bool:
     """Whether a ``vthread scan`` record is the one that ends an Inspect log lacking
-    samples: it stands for no sample (the scan's summary counts it as no line and no
-    error), and a reader of the records counts it so too (``vthread report``). Its id is
+    samples, or holding samples that ended in an error (:data:`_LACKING_NOTE`): it stands
+    for no sample (the scan's summary counts it as no line and no error), and a reader of
+    the records counts it so too (``vthread report``). Its id is
     null and it holds no field but ``file``, ``line`` and ``error`` (a Parquet row's others
     null)."""
     error = record.get("error")

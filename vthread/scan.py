@@ -175,10 +175,13 @@ class ScanResult:
         lost. The result looked anywhere when its parts with rows did. ``parts`` may be any
         iterable of results (read once); a part that is no ScanResult is a TypeError naming
         it."""
+        if isinstance(parts, ScanResult):  # (iterated, it gives its rows' records)
+            raise TypeError("parts must be an iterable of ScanResult, got one ScanResult: "
+                            "pass [result]")
         parts = list(parts)
         for index, part in enumerate(parts):
             if not isinstance(part, ScanResult):
-                raise TypeError(f"parts[{index}] must be a ScanResult, got {type_name(part)}")
+                raise TypeError(f"part {index} must be a ScanResult, got {type_name(part)}")
         if not parts:
             return _empty()
         anywhere = [part.loops is not None for part in parts]
