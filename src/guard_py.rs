@@ -206,13 +206,15 @@ impl GuardCore {
     /// Feed the next chunk; True once the stream has tripped the guard (and ever after). A
     /// chunk that is not a `str`, or is empty, changes nothing.
     fn push(slf: &Bound<'_, Self>, text: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if for_reading(slf)?.guard.tripped() {
+        let mut this = for_change(slf)?;
+        if this.guard.tripped() {
             return Ok(true);
         }
-        // The guard is borrowed only once the chunk is known to be text: telling what else
-        // it is (its length) and warning of it run the caller's code (a warnings hook may
-        // call this guard again, which would be refused as if another thread fed it).
         let Some(text) = crate::node::text_of(text)? else {
+            // The guard is let go before telling what else the chunk is (its length) and
+            // warning of it, which run the caller's code: a warnings hook may call this
+            // guard again, which would be refused as if another thread fed it.
+            drop(this);
             // Ignored, as production ignores any chunk that is no string, but said: bytes
             // are most likely a stream's undecoded chunk, and anything else a stream event
             // or its delta pushed whole, whose runaway would never trip. (None, or an empty
@@ -249,7 +251,6 @@ impl GuardCore {
             }
             return Ok(false);
         };
-        let mut this = for_change(slf)?;
         let stored = storage(text);
         if stored.length > 0 && !this.held.is_empty() {
             // A character `push_bytes` left unfinished is finished by no later bytes: its
