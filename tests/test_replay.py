@@ -132,16 +132,21 @@ def test_bulk_equals_the_loop() -> None:
 
 def test_non_texts_never_trip() -> None:
     """None, numbers and bytes in the batch answer None, like an ignored push; bytes (text
-    read in binary mode, most likely) are said, naming the first, as Guard.push says them
-    (they were answered "no loop" in silence)."""
+    read in binary mode, most likely) and any other value that is no str (a number, a
+    record passed for its text) are said, naming the first, as Guard.push says them (they
+    were answered "no loop" in silence); None goes unsaid."""
     with pytest.warns(UserWarning, match=r"scan_texts\(\) reads bytes as no text, .* "
                                          r"\(text 2 is bytes\): decode them"):
-        assert scan_texts([None, 3, b"go go go go go go", ""]) == [None] * 4
+        assert scan_texts([None, "", b"go go go go go go", 3]) == [None] * 4
     with pytest.warns(UserWarning, match=r"has_repeated_text_runs\(\) .*text 0 is memoryview"):
         assert not has_repeated_text_runs([memoryview(b"go " * 99)]).any()
+    for value, kind in ((3, "int"), ({"text": "go " * 99}, "dict"), (["go"] * 99, "list")):
+        with pytest.warns(UserWarning, match=rf"scan_texts\(\) reads a value of type {kind} "
+                                             r"as no text, .* \(text 1\): pass the text"):
+            assert scan_texts([None, value, ""]) == [None] * 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert scan_texts([None, 3, ""]) == [None] * 3
+        assert scan_texts([None, ""]) == [None] * 2
     assert scan_texts([]) == []
     assert scan_texts(iter(["go on " * 30]))[0] is not None
 

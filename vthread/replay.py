@@ -65,17 +65,24 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
             f"{function}() takes an iterable of texts, got {type(texts).__name__}"
         )
     items = texts if isinstance(texts, list) else list(texts)
-    # Bytes are no text (as production reads any value that is not a string, they never
-    # trip), but are most likely text read in binary mode, or a binary column: said, as
-    # Guard.push says it, not answered "no loop" in silence.
+    # A value that is no str is no text (as production reads it: it never trips), but is
+    # most likely bytes read in binary mode, or a record or number passed for its text:
+    # said, as Guard.push says it, not answered "no loop" in silence. None (no text, as
+    # a message without one) goes unsaid.
     first = next((index for index, item in enumerate(items)
-                  if type(item) is not str and isinstance(item, _BYTES)), None)
+                  if type(item) is not str and item is not None
+                  and not isinstance(item, str)), None)
     if first is not None:
         import warnings
 
-        warnings.warn(f"{function}() reads bytes as no text, as it reads any value that is "
-                      f"not a str (text {first} is {type(items[first]).__name__}): decode "
-                      "them", UserWarning, stacklevel=3)
+        kind = type(items[first]).__name__
+        if isinstance(items[first], _BYTES):
+            said = f"reads bytes as no text, as it reads any value that is not a str (text " \
+                   f"{first} is {kind}): decode them"
+        else:
+            said = f"reads a value of type {kind} as no text, as it reads any value that " \
+                   f"is not a str (text {first}): pass the text it holds"
+        warnings.warn(f"{function}() {said}", UserWarning, stacklevel=3)
     return items
 
 
