@@ -1116,12 +1116,13 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
     alike to the heuristics, so it looks like a loop; ``what``: what reading them as native
     costs the caller instead (a clause after "read as native ones, they"); ``advice``: what
     to do about it. ``one``: the threads are one caller's thread (the warning says "the
-    messages"). O(1) per thread."""
+    messages"). O(1) per thread, but O(messages) for one whose first message holds a
+    ``content`` and no ``text`` (whether any other holds a ``text``)."""
     for index in range(min(len(threads), DETECT_THREADS)) if rows is None else rows:
         thread = threads[index]
         if isinstance(thread, Sequence) and thread and chat_like(thread[0]) and (
                 "role" in thread[0] or _responses_tool(thread[0])
-                or another_library_s(thread)):
+                or another_library_s(thread)):  # (what chat_like saw, confirmed)
             import warnings
 
             whose = "the messages" if one else f"thread {index}'s messages"
