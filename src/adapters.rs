@@ -1257,7 +1257,7 @@ const RESPONSES_FUNCTION_ITEMS: [&str; 4] = [
 /// `adapters._RESPONSES_MARKS`: whether `kind` is a Responses item type that makes a list of
 /// typed items a Responses run, not native: a tool's call or output, a function's or a
 /// built-in tool's.
-fn responses_call_or_output(kind: Option<Value<'_>>) -> bool {
+pub(crate) fn responses_call_or_output(kind: Option<Value<'_>>) -> bool {
     named(kind, &RESPONSES_FUNCTION_ITEMS) || kind.and_then(built_in_tool).is_some()
 }
 

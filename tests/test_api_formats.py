@@ -190,6 +190,10 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
     with pytest.warns(UserWarning, match=r'are OpenAI Responses items \("computer_call" '):
         assert vthread.describe_thread_cycle(actions) == "repeated_suffix"
     assert vthread.describe_thread_cycle(actions, format="auto") is None
+    searches = [{"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
+                 "action": {"type": "search", "query": f"q{i}"}} for i in range(4)]
+    with pytest.warns(UserWarning, match=r'are OpenAI Responses items \("web_search_call"\): '):
+        assert vthread.describe_thread_cycle(searches) == "repeated_suffix"
     native = generate_threads(20, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -267,6 +271,17 @@ def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
     assert [r["verdict"] for r in records(out)][3:] == ["repeated_suffix"] * 2
     assert ("lines 4, 5 look like another library's messages (a \"content\" and no \"text\") "
             "but are read as native") in err
+    assert err.rstrip().endswith("no format reads another library's messages: give them as "
+                                 'native ({"type", "text"}) or chat ({"role", "content"}) '
+                                 "messages")
+    # A line too long for the first lines' check is named by the later warning (the first
+    # named the lines after it, and so the later one passed over it: it was named by none).
+    long_one = [{"type": "human", "content": "x" * (5 << 20)}, {"type": "ai", "content": "ok"}]
+    long_file = tmp_path / "long.jsonl"
+    long_file.write_text("".join(json.dumps(r) + "\n" for r in [runs[0], long_one * 3, runs[1]]))
+    code, out, err = run(["scan", str(long_file), "-q", "--format", "native"], monkeypatch)
+    assert [r["verdict"] for r in records(out)][1] == "repeated_suffix"
+    assert re.search(r"warning: lines? 2(, 3)? looks? like another library's messages", err), err
     code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
     assert code == 0 and "--format native was given, but lines 1, 2, 3, 4, 5 of the first 5 " \
         "look like another library's messages" in err
@@ -279,6 +294,30 @@ def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
         scan_arrow(table, format="native")
     with pytest.raises(ValueError, match="row 0: cannot tell the message format " + why):
         scan_arrow(table)
+    # Detected native from the first rows, a row of them among those rows is warned of (a
+    # text column and one of message structs; it was read as native in silence).
+    for column in (pa.array([json.dumps(texted)] * 3 + [json.dumps(runs[0] * 2)]),
+                   pa.array([texted] * 3 + [runs[0] * 2])):
+        with pytest.warns(UserWarning, match="format='auto' read the rows as native, as the "
+                          "first are, but row 3 of the first 4 looks like another library's"):
+            scan_arrow(pa.table({"messages": column}))
+
+
+def test_a_run_of_built_in_tools_items_past_detection_is_warned_about(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a native file, a run further on of a built-in tool's items without call ids (web
+    searches), read as native, loops at once: it is warned about as a run of function calls
+    is (neither the core nor Python marked its first message, which has no call id)."""
+    searches = [{"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
+                 "action": {"type": "search", "query": f"q{i}"}} for i in range(4)]
+    native = [[{"type": "user", "text": f"hi {i}"}, {"type": "bot", "text": "ok"}]
+              for i in range(70)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*native, searches]))
+    for jobs in ("1", "2"):
+        code, out, err = run(["scan", str(path), "-q", "--jobs", jobs], monkeypatch)
+        assert code == 0 and records(out)[-1]["verdict"] == "repeated_suffix"
+        assert "warning: line 71 looks like responses but is read as native" in err
 
 
 HEURISTIC_FUNCTIONS = {"repeated_suffix": vthread.has_repeated_suffix,

@@ -1346,6 +1346,9 @@ def test_lines_ended_by_a_carriage_return_alone_are_said_to_be(
     path.write_bytes("\n".join(runs).encode() + b"\n")
     assert [r["id"] for r in records(run(["scan", str(path), "-q"], monkeypatch)[1])] == list(
         range(count))
+    # A file of lines whose first holds a stray carriage return is no file of such lines.
+    path.write_bytes(b'{"id": 0, "messages": []}\r{"oops"\n' + "\n".join(runs).encode())
+    assert "carriage return" not in run(["scan", str(path), "-q"], monkeypatch)[2]
 
 
 def test_a_file_that_is_not_json_is_said_to_be_none(tmp_path: Path,

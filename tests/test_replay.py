@@ -147,6 +147,13 @@ def test_non_texts_never_trip() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert scan_texts([None, ""]) == [None] * 2
+        # (a data frame's missing texts: NaN, NumPy's and pandas', and pandas' NA)
+        import numpy as np
+
+        assert scan_texts([float("nan"), np.float64("nan"), "x"]) == [None] * 3
+        pandas = pytest.importorskip("pandas")
+        assert scan_texts(pandas.Series(["go on " * 30, None, pandas.NA], dtype=object)
+                          )[1:] == [None, None]
     assert scan_texts([]) == []
     assert scan_texts(iter(["go on " * 30]))[0] is not None
 

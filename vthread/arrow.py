@@ -413,6 +413,16 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     detail = ("" if evidence or unknown is None
               else why_no_format(_python_values(column.slice(unknown, 1))[0]))
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=", detail)
+    if found == "native" and unknown is not None:
+        head = column.slice(0, _DETECT_ROWS)
+        misfit = _another_library_rows(head, evidence, unknown)
+        if misfit:
+            import warnings
+
+            warnings.warn(f"format='auto' read the rows as native, as the first are, but "
+                          f"{misfit_phrase(misfit, len(head), 'row')}; they are read as "
+                          "native, and their verdicts may be wrong: scan them apart, given "
+                          "as native or chat messages", stacklevel=stacklevel)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
                           _DETECT_ROWS, "row", "format='auto'", stacklevel)
 
@@ -523,13 +533,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         evidence, unknown = evidence_of(values, _DETECT_ROWS)
     found = misfits(evidence, given)
     if given == "native" and unknown is not None:
-        # Rows in no format: those of another library's messages, which read as native are
-        # alike (the rows are parsed: this is rare).
-        told = {row for row, _, _ in evidence}
-        found = sorted([*found, *(
-            (row, ANOTHER_LIBRARY) for row, value in enumerate(_python_values(
-                head.combine_chunks()))
-            if row >= unknown and row not in told and native_misfit(value))])
+        found = sorted([*found, *_another_library_rows(head, evidence, unknown)])
     if found:
         import warnings
 
@@ -538,6 +542,17 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         warnings.warn(f"format={given!r} was given, but "
                       f"{misfit_phrase(found, len(head), 'row')}; they are read as "
                       f"{given}, and their verdicts may be wrong", stacklevel=stacklevel)
+
+
+def _another_library_rows(head: pa.ChunkedArray, evidence: list[tuple[int, Any, bool]],
+                          unknown: int) -> list[tuple[int, Any]]:
+    """(row, :data:`vthread.documents.ANOTHER_LIBRARY`) of each row of ``head`` in no format
+    (none has evidence, from ``unknown`` on) whose messages are another library's, which
+    read as native are alike (the rows are parsed: a row in no format is rare)."""
+    told = {row for row, _, _ in evidence}
+    return [(row, ANOTHER_LIBRARY)
+            for row, value in enumerate(_python_values(head.combine_chunks()))
+            if row >= unknown and row not in told and native_misfit(value)]
 
 
 def _text_format_evidence(text: bytes | None) -> tuple[Any, bool] | None:

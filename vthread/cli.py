@@ -451,7 +451,7 @@ class _MisreadWarnings:
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
-        from vthread.documents import MISFITS_SHOWN, misfit_lines
+        from vthread.documents import ANOTHER_LIBRARY, MISFITS_SHOWN, misfit_lines
 
         now = []
         for found in misread:
@@ -459,13 +459,18 @@ class _MisreadWarnings:
             if reading not in self._said:
                 self._said.add(reading)
                 one = len(found.found) == 1
+                # (no format reads another library's messages: they are to be given in one)
+                library = any(format_ == ANOTHER_LIBRARY for _, format_ in found.found)
                 now.append(
                     f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
                     f"{'is' if one else 'are'} read as native, the file's format (found from "
                     f"its first lines, or given): read so, {'its' if one else 'their'} "
                     f"messages are alike and {'its loop' if one else 'their loops'} may be "
                     f"false; scan {'it' if one else 'them'} apart, or with "
-                    f"{'its' if one else 'their'} --format")
+                    f"{'its' if one else 'their'} --format"
+                    + ('; no format reads another library\'s messages: give them as native '
+                       '({"type", "text"}) or chat ({"role", "content"}) messages'
+                       if library else ""))
                 continue
             _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
             for line, format_ in found.found:
@@ -3612,7 +3617,8 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     nothing_told = not evidence and unknown is None and bool(lines)
     # (nothing to judge by: a scan's own output given back is looked for)
     output = _scan_output(lines[0]) if nothing_told else None
-    if nothing_told and re.search(rb"[\]}]\s*\r\s*[\[{]", lines[0][:WARN_LINE_BYTES]):
+    if (nothing_told and len(lines) == 1
+            and re.search(rb"[\]}]\s*\r\s*[\[{]", lines[0][:WARN_LINE_BYTES])):
         # Values one after another with a carriage return alone between them (no JSON
         # value holds that): one line holding every run, however long it is.
         say(f"vthread scan: {label}: warning: its lines seem to end in a carriage return "
@@ -4036,10 +4042,14 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     if not found:
         return None
     examined = max(found[-1][0], evidence[-1][0] if evidence else 0)
+    # The lines named through: not past a line too long to look at here (its loop is the
+    # later warnings' to name; it was named by none).
+    skipped = next((number for number in range(1, examined + 1)
+                    if len(lines[number - 1]) > WARN_LINE_BYTES), None)
     return (f"{label}: warning: --format {given} was given, but "
             f"{misfit_phrase(found, examined, unit)}; they are read as {given}, and "
             "each is an error where it holds what only its own format holds, else may be "
-            "read wrongly"), examined
+            "read wrongly"), examined if skipped is None else skipped - 1
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:

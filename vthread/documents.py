@@ -1020,7 +1020,7 @@ def why_no_format(value: Any, messages_key: str | None = None) -> str:
     saying so; "" when it holds no list of messages."""
     from vthread.adapters import shapes_apart
 
-    messages = run_messages(value, messages_key) if isinstance(value, Mapping) else value
+    messages = _messages_of(value, messages_key)
     return shapes_apart(messages) if isinstance(messages, list) else ""
 
 
@@ -1028,8 +1028,13 @@ def native_misfit(value: Any, messages_key: str | None = None) -> bool:
     """Whether a parsed run in no format (its :func:`run_format_evidence` None) is plainly no
     native run either: its messages are :func:`another_library_s`, which read as native
     are alike (a warning names it among those read so, with :data:`ANOTHER_LIBRARY`)."""
-    messages = run_messages(value, messages_key) if isinstance(value, Mapping) else value
+    messages = _messages_of(value, messages_key)
     return isinstance(messages, list) and another_library_s(messages)
+
+
+def _messages_of(value: Any, messages_key: str | None) -> Any:
+    """A parsed run's messages: those a run object holds, else the value itself."""
+    return run_messages(value, messages_key) if isinstance(value, Mapping) else value
 
 
 def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
@@ -1079,7 +1084,8 @@ def chat_like(message: Any) -> bool:
     """Whether a first message may show its thread is not native: it has a ``role``, which
     no native message has (OpenAI's and Anthropic's messages, a Responses ``message``
     item), it is a Responses tool item (a ``function_call``, a ``computer_call``, an
-    output, with a ``call_id``), or it holds a ``content`` and no ``text`` (another
+    output, with a ``call_id``; a ``web_search_call``, with none), or it holds a
+    ``content`` and no ``text`` (another
     library's message, LangChain's ``{"type": "human", "content": ...}``: the thread is
     one when none of its messages has a ``text``, which :func:`warn_if_chat` confirms)."""
     return (type(message) is dict or isinstance(message, Mapping)) and (
@@ -1088,7 +1094,9 @@ def chat_like(message: Any) -> bool:
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
-    if "call_id" not in message:  # (first: no native message has one)
+    """Whether ``message`` is a Responses tool's item: of a type of ``_RESPONSES_MARKS``,
+    with a ``call_id`` or without a ``text`` (a ``web_search_call`` has no call id)."""
+    if "call_id" not in message and "text" in message:  # (first: a native message's way)
         return False
     kind = message.get("type")
     if not is_string(kind):
@@ -1135,8 +1143,9 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
                 advice = ('give them as native ({"type", "text"}) or chat ({"role", '
                           '"content"}) messages')
             else:
-                what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}" '
-                                 'with a "call_id")')
+                marked = ' with a "call_id"' if "call_id" in thread[0] else ""
+                what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}"'
+                                 f"{marked})")
             warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
                           stacklevel=stacklevel + 1)
             return

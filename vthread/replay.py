@@ -67,11 +67,11 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
     items = texts if isinstance(texts, list) else list(texts)
     # A value that is no str is no text (as production reads it: it never trips), but is
     # most likely bytes read in binary mode, or a record or number passed for its text:
-    # said, as Guard.push says it, not answered "no loop" in silence. None (no text, as
-    # a message without one) goes unsaid.
+    # said, as Guard.push says it, not answered "no loop" in silence. A missing value (None,
+    # or a data frame's NaN or NA in a column of texts) goes unsaid.
     first = next((index for index, item in enumerate(items)
                   if type(item) is not str and item is not None
-                  and not isinstance(item, str)), None)
+                  and not isinstance(item, str) and not _missing(item)), None)
     if first is not None:
         import warnings
 
@@ -84,6 +84,15 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
                    f"is not a str (text {first}): pass the text it holds"
         warnings.warn(f"{function}() {said}", UserWarning, stacklevel=3)
     return items
+
+
+def _missing(value: object) -> bool:
+    """Whether ``value`` is how a data frame says a text is missing: a float NaN (pandas'
+    ``NaN``, NumPy's) or pandas' ``NA``."""
+    if isinstance(value, float):
+        return value != value
+    kind = type(value)
+    return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
 
 
 _BYTES: Final = (bytes, bytearray, memoryview)
