@@ -40,7 +40,7 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
-from vthread._jsvalue import canonical, is_string, js_string
+from vthread._jsvalue import canonical, is_string
 from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
@@ -1095,14 +1095,14 @@ def chat_like(message: Any) -> bool:
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` is a Responses tool's item: of a type of ``_RESPONSES_MARKS``,
-    with a ``call_id`` or without a ``text`` (a ``web_search_call`` has no call id)."""
-    if "call_id" not in message and "text" in message:  # (first: a native message's way)
-        return False
+    with a ``call_id`` or without a ``text`` (a ``web_search_call`` has no call id). Its
+    type is looked at first: a native message's other keys are never asked (a key's own
+    ``__eq__`` would run, which may change the thread before it is read)."""
     kind = message.get("type")
-    if not is_string(kind):
+    # (by content, the marks being ASCII: a str subclass's own hash is not asked)
+    if not is_string(kind) or str.__str__(kind) not in _RESPONSES_MARKS:
         return False
-    kind = js_string(str.__str__(kind))  # (by content: a str subclass's own hash is not asked)
-    return kind in _RESPONSES_MARKS
+    return "call_id" in message or "text" not in message
 
 
 _LOOKS_LIKE_A_LOOP: Final = ('are alike (no native "type", "text" or "meta" tells them apart), '
