@@ -1128,27 +1128,30 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
     ``content`` and no ``text`` (whether any other holds a ``text``)."""
     for index in range(min(len(threads), DETECT_THREADS)) if rows is None else rows:
         thread = threads[index]
-        if isinstance(thread, Sequence) and thread and chat_like(thread[0]) and (
-                "role" in thread[0] or _responses_tool(thread[0])
-                or another_library_s(thread)):  # (what chat_like saw, confirmed)
-            import warnings
+        if not (isinstance(thread, Sequence) and thread and isinstance(thread[0], Mapping)):
+            continue
+        first = thread[0]
+        whose = "the messages" if one else f"thread {index}'s messages"
+        # The tests of chat_like, each with its words (the thread's messages looked at only
+        # past the first's screen, O(1) for every other thread).
+        if "role" in first:
+            what_they_are = f'{whose} have a "role" (chat messages)'
+        elif _responses_tool(first):
+            marked = ' with a "call_id"' if "call_id" in first else ""
+            what_they_are = f'{whose} are OpenAI Responses items ("{first["type"]}"{marked})'
+        elif "content" in first and "text" not in first and another_library_s(thread):
+            # (no format reads them: the advice is to give them in one)
+            what_they_are = (f'{whose} have a "content" and no "text" (no native '
+                             "messages: another library's, such as LangChain's?)")
+            advice = ('give them as native ({"type", "text"}) or chat ({"role", '
+                      '"content"}) messages')
+        else:
+            continue
+        import warnings
 
-            whose = "the messages" if one else f"thread {index}'s messages"
-            if "role" in thread[0]:
-                what_they_are = f'{whose} have a "role" (chat messages)'
-            elif not _responses_tool(thread[0]):  # (another_library_s)
-                # (no format reads them: the advice is to give them in one)
-                what_they_are = (f'{whose} have a "content" and no "text" (no native '
-                                 "messages: another library's, such as LangChain's?)")
-                advice = ('give them as native ({"type", "text"}) or chat ({"role", '
-                          '"content"}) messages')
-            else:
-                marked = ' with a "call_id"' if "call_id" in thread[0] else ""
-                what_they_are = (f'{whose} are OpenAI Responses items ("{thread[0]["type"]}"'
-                                 f"{marked})")
-            warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
-                          stacklevel=stacklevel + 1)
-            return
+        warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
+                      stacklevel=stacklevel + 1)
+        return
 
 
 def in_source_messages(result: ScanResult, row: int, sources: list[int],
