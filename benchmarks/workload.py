@@ -85,7 +85,7 @@ LoopKind = Literal[
     "repeated_result_run",
     "repeated_message_text_run",
 ]
-Format = Literal["native", "openai", "anthropic", "responses", "computer-use"]
+Format = Literal["native", "openai", "anthropic", "responses", "computer-use", "langchain"]
 
 LOOP_KINDS: Final[tuple[LoopKind, ...]] = (
     "repeated_suffix",
@@ -1142,6 +1142,33 @@ def to_computer_use(thread: Sequence[Message]) -> list[dict[str, Any]]:
     return items
 
 
+def to_langchain(thread: Sequence[Message]) -> list[dict[str, Any]]:
+    """The thread as LangChain messages (``message.model_dump()``'s fields), by way of its
+    chat-completions form: ``user`` → ``human``; ``assistant`` → ``ai`` (its reasoning a
+    ``reasoning`` content block before its text, its tool calls ``{"name", "args", "id",
+    "type": "tool_call"}`` with the arguments as an object); ``tool`` → ``tool`` answering
+    its call id. Usage is not carried.
+    """
+    out: list[dict[str, Any]] = []
+    for message in to_openai(thread):
+        role = message["role"]
+        if role == "tool":
+            out.append({"type": "tool", "content": message["content"],
+                        "tool_call_id": message["tool_call_id"], "status": "success"})
+        elif role == "user":
+            out.append({"type": "human", "content": message["content"]})
+        else:
+            content: Any = message.get("content") or ""
+            if message.get("reasoning_content"):
+                content = [{"type": "reasoning", "reasoning": message["reasoning_content"]},
+                           *([{"type": "text", "text": content}] if content else [])]
+            out.append({"type": "ai", "content": content, "tool_calls": [
+                {"name": call["function"]["name"], "args": json.loads(call["function"][
+                    "arguments"]), "id": call["id"], "type": "tool_call"}
+                for call in message.get("tool_calls", [])]})
+    return out
+
+
 def to_anthropic(thread: Sequence[Message]) -> list[dict[str, Any]]:
     """The thread as Anthropic messages (alternating ``user`` / ``assistant``).
 
@@ -1195,6 +1222,7 @@ _CONVERTERS: Final[dict[Format, Callable[[Sequence[Message]], list[dict[str, Any
     "anthropic": to_anthropic,
     "responses": to_responses,
     "computer-use": to_computer_use,
+    "langchain": to_langchain,
 }
 
 

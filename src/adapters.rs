@@ -2005,6 +2005,23 @@ fn typed_reads_alike_as_responses(message: Value<'_>, kind: Value<'_>) -> Result
         && !(assistant && (reasoning || refusal)))
 }
 
+/// `adapters.LANGCHAIN_TYPES`: the `type` of every LangChain message in its dict forms.
+const LANGCHAIN_TYPES: [&str; 13] = [
+    "human",
+    "ai",
+    "system",
+    "tool",
+    "function",
+    "chat",
+    "HumanMessageChunk",
+    "AIMessageChunk",
+    "SystemMessageChunk",
+    "ToolMessageChunk",
+    "FunctionMessageChunk",
+    "ChatMessageChunk",
+    "constructor",
+];
+
 /// Whether `value` is a string among `names` (`adapters._named`).
 fn named(value: Option<Value<'_>>, names: &[&str]) -> bool {
     value.is_some_and(|value| names.iter().any(|name| value.is_text(name)))
@@ -2022,7 +2039,8 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     let mut typed_without_role = true;
     let mut any_call_or_output = false;
     let mut all_responses_items = true;
-    let (mut any_text, mut any_content) = (false, false);
+    let mut all_langchain = true;
+    let (mut any_text, mut any_content, mut any_wrapper) = (false, false, false);
     for message in messages {
         let (mut found_kind, mut found_role) = (None, None);
         for (key, value) in message.members() {
@@ -2031,6 +2049,7 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
                 b"role" => found_role = Some(value),
                 b"text" => any_text = true,
                 b"content" => any_content = true,
+                b"data" | b"kwargs" => any_wrapper = true,
                 _ => {}
             }
         }
@@ -2040,10 +2059,15 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
         }
         any_call_or_output = any_call_or_output || responses_call_or_output(found_kind);
         all_responses_items = all_responses_items && responses_item(found_kind);
+        all_langchain = all_langchain && named(found_kind, &LANGCHAIN_TYPES);
     }
     if typed_without_role {
         if any_call_or_output && all_responses_items {
             return Ok((Some("responses"), true));
+        }
+        // `adapters._langchain_s`: LangChain's messages, in any of its dict forms.
+        if !any_text && (any_content || any_wrapper) && all_langchain {
+            return Ok((Some("langchain"), true));
         }
         // `adapters._content_without_text`: another library's messages, in no format.
         let native = any_text || !any_content;
@@ -2293,14 +2317,26 @@ mod tests {
     }
 
     #[test]
-    fn typed_messages_with_a_content_and_no_text_are_in_no_format() {
+    fn typed_messages_with_a_content_and_no_text_are_langchain_s_or_in_no_format() {
         let evidence = |line: &str| {
             let tape = Tape::parse(line.as_bytes()).unwrap();
             format_evidence(&tape, RunKeys::default()).unwrap()
         };
-        // LangChain's messages: read as native, every thread would be a loop.
-        let foreign = r#"[{"type": "human", "content": "q"}, {"type": "ai", "content": "a"}]"#;
+        // Another library's messages: read as native, every thread would be a loop.
+        let foreign =
+            r#"[{"type": "question", "content": "q"}, {"type": "answer", "content": "a"}]"#;
         assert_eq!(evidence(foreign), Some((None, true)));
+        // LangChain's, in each of its dict forms, are read as LangChain's; one type that is
+        // no LangChain message's leaves them in no format.
+        for line in [
+            r#"[{"type": "human", "content": "q"}, {"type": "ai", "content": "a"}]"#,
+            r#"[{"type": "human", "data": {"content": "q"}}, {"type": "AIMessageChunk"}]"#,
+            r#"[{"lc": 1, "type": "constructor", "kwargs": {"content": "q"}}]"#,
+        ] {
+            assert_eq!(evidence(line), Some((Some("langchain"), true)), "{line}");
+        }
+        let mixed = r#"[{"type": "human", "content": "q"}, {"type": "answer", "content": "a"}]"#;
+        assert_eq!(evidence(mixed), Some((None, true)));
         // One text among them, or no content at all, is native.
         for line in [
             r#"[{"type": "human", "content": "q"}, {"type": "bot", "text": "a"}]"#,

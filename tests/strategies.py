@@ -622,6 +622,70 @@ def openai_messages(draw: st.DrawFn) -> Any:
     return message
 
 
+LANGCHAIN_KINDS = st.sampled_from(["human", "ai", "ai", "tool", "tool", "system", "function",
+                                   "AIMessageChunk", "chat", "critic", 3])
+LANGCHAIN_BLOCKS = st.one_of(PARTS, st.sampled_from([
+    {"type": "reasoning", "reasoning": "think"}, {"type": "thinking", "thinking": "hm"},
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}]},
+    {"type": "redacted_thinking", "data": "x"}, {"type": "reasoning", "reasoning": 3},
+    {"type": "tool_use", "id": "c1", "name": "ls", "input": {}},
+    {"type": "tool_call", "id": "c1", "name": "ls", "args": {}}]))
+
+
+@st.composite
+def langchain_messages(draw: st.DrawFn, forms: bool = True) -> Any:
+    """A LangChain message in one of its dict forms (its fields; ``{"type", "data"}``;
+    ``dumpd``'s ``constructor``; only the first without ``forms``), often with tool calls or
+    a tool result, sometimes odd."""
+    if draw(st.integers(0, 40)) == 0:
+        return draw(st.sampled_from([7, None, "x", [], {"content": "no type"}, {"type": 1}]))
+    kind = draw(LANGCHAIN_KINDS)
+    message: dict[str, Any] = {"type": kind}
+    _put(message, "content", draw(st.one_of(CONTENTS, st.lists(LANGCHAIN_BLOCKS, max_size=3))))
+    if kind == "chat":
+        message["role"] = draw(ROLE_NAMES)
+    if kind in ("ai", "AIMessageChunk"):
+        for key in ("tool_calls", "invalid_tool_calls"):
+            if draw(st.integers(0, 2)):
+                calls = []
+                for _ in range(draw(st.integers(0, 3))):
+                    call: dict[str, Any] = {"name": draw(TOOL_NAMES), "type": "tool_call"}
+                    _put(call, "args", draw(st.one_of(st.just(_ABSENT), TOOL_TEXTS,
+                                                      ARGUMENTS)))
+                    _put(call, "id", draw(CALL_IDS))
+                    calls.append(call if draw(st.integers(0, 30)) else draw(st.sampled_from(
+                        [3, {"id": "c1"}, {"name": None}])))
+                message[key] = calls if draw(st.integers(0, 30)) else draw(
+                    st.sampled_from([None, {}, "x"]))
+        if draw(st.integers(0, 4)) == 0:
+            message["additional_kwargs"] = draw(st.sampled_from([
+                {"reasoning_content": "why"}, {"reasoning_content": 3}, {},
+                {"function_call": {"name": "ls", "arguments": '{"a": 1}'}}]))
+        if draw(st.integers(0, 2)) == 0:
+            message[draw(st.sampled_from(["usage_metadata", "response_metadata"]))] = draw(
+                st.sampled_from([{"output_tokens": 7, "input_tokens": 90},
+                                 {"token_usage": {"completion_tokens": 4}},
+                                 {"usage": {"output_tokens": 2}}, {"output_tokens": "3"},
+                                 None]))
+    elif kind in ("tool", "function"):
+        _put(message, "tool_call_id", draw(CALL_IDS))
+        if draw(st.booleans()):
+            message["name"] = draw(TOOL_NAMES)
+        if draw(st.integers(0, 2)) == 0:
+            message["status"] = draw(st.sampled_from(["error", "success", None]))
+    form = draw(st.integers(0, 5)) if forms else 5
+    if form == 0 and isinstance(kind, str):
+        return {"type": kind, "data": message}
+    if form == 1:
+        name = {"human": "HumanMessage", "ai": "AIMessage", "tool": "ToolMessage"}.get(
+            kind if isinstance(kind, str) else "", "SystemMessage")
+        if draw(st.booleans()):
+            del message["type"]
+        return {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages",
+                                                       name], "kwargs": message}
+    return message
+
+
 # Assistant texts around mini-swe-agent's fenced bash blocks: one block, none, two, a fence
 # opened by Python's other whitespace (re's \\s), unterminated, or closed only by the last
 # fence; and the environment's outputs.

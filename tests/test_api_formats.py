@@ -15,23 +15,32 @@ import numpy as np
 import pytest
 
 import vthread
-from benchmarks.workload import generate_threads, to_anthropic, to_openai, to_responses
+from benchmarks.workload import (
+    generate_threads,
+    to_anthropic,
+    to_langchain,
+    to_openai,
+    to_responses,
+)
 from tests.test_cli import records, run
 from vthread import _core
 from vthread.adapters import to_native
 
 CONVERSIONS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
     "openai": to_openai, "anthropic": to_anthropic, "responses": to_responses}
+# (LangChain's messages are read by Python alone: the core's own reading is not asked)
+READ_FORMATS: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
+    **CONVERSIONS, "langchain": to_langchain}
 
 
-@pytest.mark.parametrize("name", sorted(CONVERSIONS))
+@pytest.mark.parametrize("name", sorted(READ_FORMATS))
 @pytest.mark.parametrize("anywhere", [False, True])
 def test_translated_threads_get_the_records_of_the_cli(
         name: str, anywhere: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The workload's threads in another format, scanned with format= named or "auto": the
     records vthread scan writes for the same runs as a file, field for field (loops
     counted in the threads' own messages)."""
-    threads = [CONVERSIONS[name](thread) for thread in generate_threads(150, seed=41)]
+    threads = [READ_FORMATS[name](thread) for thread in generate_threads(150, seed=41)]
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(thread) + "\n" for thread in threads))
     flags = ["--anywhere"] if anywhere else []
@@ -218,12 +227,12 @@ def test_chat_messages_read_as_native_are_warned_about() -> None:
 
 def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Typed messages with a ``content`` and no ``text`` (LangChain's ``{"type": "human",
+    """Typed messages with a ``content`` and no ``text`` (LangChain's ``{"type": "question",
     "content": ...}``) were detected native and read so, every run a loop with no word:
     ``format="auto"`` and ``vthread scan`` now say their format cannot be told and why, and
     read as native (the default) they are warned about, with advice that fits them."""
-    runs = [[{"type": "human", "content": f"question {i}"}, {"type": "ai", "content": "ok"},
-             {"type": "human", "content": f"more {i}"}, {"type": "ai", "content": "fine"}]
+    runs = [[{"type": "question", "content": f"question {i}"}, {"type": "answer", "content": "ok"},
+             {"type": "question", "content": f"more {i}"}, {"type": "answer", "content": "fine"}]
             for i in range(5)]
     why = (r'\(its messages have a "type" and a "content" but no "text" and no "role": '
            r"neither native nor chat messages\)")
@@ -276,7 +285,8 @@ def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
                                  "messages")
     # A line too long for the first lines' check is named by the later warning (the first
     # named the lines after it, and so the later one passed over it: it was named by none).
-    long_one = [{"type": "human", "content": "x" * (5 << 20)}, {"type": "ai", "content": "ok"}]
+    long_one = [{"type": "question", "content": "x" * (5 << 20)},
+                {"type": "answer", "content": "ok"}]
     long_file = tmp_path / "long.jsonl"
     long_file.write_text("".join(json.dumps(r) + "\n" for r in [runs[0], long_one * 3, runs[1]]))
     code, out, err = run(["scan", str(long_file), "-q", "--format", "native"], monkeypatch)

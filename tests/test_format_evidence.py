@@ -20,6 +20,7 @@ from strategies import (
     JSON_VALUES,
     TEXTS,
     anthropic_messages,
+    langchain_messages,
     mini_swe_agent_messages,
     openai_messages,
     responses_items,
@@ -49,7 +50,7 @@ ITEMS = st.one_of(
 # Messages of every format the detection tells apart, mixed within a run so that every
 # branch of the evidence (and every way of failing them all) is reached.
 MESSAGES = st.one_of(ITEMS, openai_messages(), anthropic_messages(), responses_items(),
-                     swe_agent_messages(), mini_swe_agent_messages())
+                     swe_agent_messages(), mini_swe_agent_messages(), langchain_messages())
 # A command and what answers it, as mini-swe-agent's messages alone show their format: the
 # observation opening with "<returncode>" or not, the command one fenced block or not.
 ANSWERED = st.tuples(
@@ -61,6 +62,7 @@ RUNS = st.one_of(
     st.builds(lambda turns, more: [m for turn in turns for m in turn] + more,
               st.lists(ANSWERED, min_size=1, max_size=3), st.lists(MESSAGES, max_size=2)),
     st.lists(st.one_of(openai_messages(), anthropic_messages()), max_size=6),
+    st.lists(langchain_messages(), max_size=6),
     st.builds(lambda key, items, extra: {key: items, **extra},
               st.sampled_from(["messages", "traj", "history", "steps"]),
               st.lists(MESSAGES, max_size=5),

@@ -923,10 +923,11 @@ def test_formats_doc_examples() -> None:
     text = (ROOT / "docs" / "formats.md").read_text()
     blocks = [json.loads(body) for _, body
               in re.findall(r"(?ms)^(`{3,4})json\n(.*?)^\1\n", text)]
-    native, tau, mini, swe, functions, anthropic, responses, inspect = blocks
+    native, tau, mini, swe, functions, anthropic, responses, langchain, inspect = blocks
     assert [detect_format(m) for m in (native, tau["traj"], mini["messages"], swe["history"],
-                                       functions, anthropic, responses)] == [
-        "native", "openai", "mini-swe-agent", "swe-agent", "swe-agent", "anthropic", "responses"]
+                                       functions, anthropic, responses, langchain)] == [
+        "native", "openai", "mini-swe-agent", "swe-agent", "swe-agent", "anthropic", "responses",
+        "langchain"]
     unpriced = [{k: v for k, v in m.items() if k != "usage"} for m in native]
     assert from_openai(tau["traj"]) == unpriced
     assert run_id(tau) == "7/0" and run_id(mini) == "astropy__astropy-12907"
@@ -945,9 +946,17 @@ def test_formats_doc_examples() -> None:
     assert [m.get("meta", {}).get("activity") for m in from_swe_agent(functions)] == [
         None, None, {"type": "request", "function": call},
         {"type": "response", "function": {**call, "result": functions[2]["content"]}}]
+    status = {"name": "status", "arguments": {"job": 7}}
+    assert to_native(langchain, "langchain") == [
+        {"type": "user", "text": "Is job 7 done?"},
+        {"type": "reasoning", "text": "Ask the job system.", "usage": {"tokens": 12}},
+        {"type": "bot", "text": "Checking."},
+        {"type": "activity", "text": "", "meta": {"activity": {"type": "request",
+                                                               "function": status}}},
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {**status, "result": "pending"}}}}]
     assert is_inspect_log(inspect)
     ident, thread = thread_of(inspect["samples"][0])
-    status = {"name": "status", "arguments": {"job": 7}}
     assert ident == "stuck/1" and thread == [
         {"type": "user", "text": "Is job 7 done?"},
         {"type": "reasoning", "text": "Ask the job system.", "usage": {"tokens": 10}},

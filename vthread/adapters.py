@@ -84,6 +84,30 @@ another item of the API (``mcp_list_tools``  ``{"type": <item type>, "text": "",
 an item of no type the API has              ``{"type": <item type>, "text": ""}``
 ==========================================  ==================================================
 
+LangChain messages (:func:`from_langchain`), each its fields (``model_dump()``), ``{"type",
+"data"}`` (``messages_to_dict``) or ``{"lc", "type": "constructor", "id", "kwargs"}``
+(``dumpd``), mapped as OpenAI chat with LangChain's own places:
+
+==========================================  ==================================================
+message                                     native messages, in this order
+==========================================  ==================================================
+``human`` / ``system``                      ``{"type": "user" | "system", "text": ...}``
+``ai`` (``AIMessageChunk``)                 a ``reasoning`` message per ``reasoning`` /
+                                            ``thinking`` content block (else its
+                                            ``additional_kwargs.reasoning_content``), its
+                                            ``bot`` text, one activity request per
+                                            ``tool_calls[i]`` (``name``, ``args``) and then
+                                            per ``invalid_tool_calls[i]`` (its raw ``args``
+                                            text; name ``""`` when none)
+``tool`` with ``tool_call_id``              activity response as OpenAI's ``tool``; ``status:
+                                            "error"`` kept as ``is_error`` in
+                                            ``meta.activity``
+``function`` / ``chat``                     as OpenAI's ``function`` / as its ``role``
+==========================================  ==================================================
+
+An ``ai`` message's usage is its ``usage_metadata``, else ``response_metadata``'s
+``token_usage`` or ``usage``.
+
 Text actions. mini-swe-agent runs (:func:`from_mini_swe_agent`) and SWE-agent runs
 (:func:`from_swe_agent`) are OpenAI chat messages whose tool calls may be written as text. An
 ``assistant`` message without ``tool_calls`` that holds a command is its ``bot`` text
@@ -164,6 +188,7 @@ from vthread._jsvalue import canonical, is_string, js_string, real_number, text_
 
 __all__ = [
     "FORMATS",
+    "LANGCHAIN_TYPES",
     "Format",
     "FormatConflictError",
     "FormatUnknownError",
@@ -172,6 +197,7 @@ __all__ = [
     "detect_format",
     "format_evidence",
     "from_anthropic",
+    "from_langchain",
     "from_mini_swe_agent",
     "from_openai",
     "from_responses",
@@ -180,15 +206,17 @@ __all__ = [
     "to_native_with_sources",
 ]
 
-Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent"]
+Format = Literal["native", "openai", "anthropic", "responses", "mini-swe-agent", "swe-agent",
+                 "langchain"]
 """The message formats :func:`to_native` understands."""
 
 FORMATS: Final[tuple[Format, ...]] = ("native", "openai", "anthropic", "responses",
-                                      "mini-swe-agent", "swe-agent")
+                                      "mini-swe-agent", "swe-agent", "langchain")
 EXPECTED: Final = (
     "native messages (each an object with a string \"type\" and no \"role\"), OpenAI chat "
-    "or Anthropic messages (each with a string \"role\"), or OpenAI Responses items "
-    "(\"message\", \"function_call\", \"function_call_output\", \"reasoning\")"
+    "or Anthropic messages (each with a string \"role\"), OpenAI Responses items "
+    "(\"message\", \"function_call\", \"function_call_output\", \"reasoning\"), or "
+    "LangChain messages (\"human\", \"ai\", \"tool\", each with a \"content\")"
 )
 """What :func:`detect_format` recognises, for error messages."""
 
@@ -220,6 +248,8 @@ def to_native(messages: Sequence[Mapping[str, Any]], format: str) -> list[dict[s
         return from_mini_swe_agent(messages)
     if format == "swe-agent":
         return from_swe_agent(messages)
+    if format == "langchain":
+        return from_langchain(messages)
     if format == "native":
         return [m if isinstance(m, dict) else dict(m) for m in _checked(messages)]
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
@@ -624,6 +654,184 @@ def _reasoning_text(parts: Any) -> str:
     return _PART_SEPARATOR.join(text for text in texts if is_string(text))
 
 
+# ----------------------------------------------------------------------------------- LangChain
+
+_LANGCHAIN_ROLES: Final = {"human": "user", "ai": "assistant", "system": "system",
+                           "tool": "tool", "function": "function"}
+"""A LangChain message type's role in OpenAI chat (a ``chat`` message carries its own)."""
+_LANGCHAIN_CHUNKS: Final = {"HumanMessageChunk": "human", "AIMessageChunk": "ai",
+                            "SystemMessageChunk": "system", "ToolMessageChunk": "tool",
+                            "FunctionMessageChunk": "function", "ChatMessageChunk": "chat"}
+"""A streamed chunk's type, and the type of the message it is a piece of."""
+_LANGCHAIN_CLASSES: Final = {"HumanMessage": "human", "AIMessage": "ai",
+                             "SystemMessage": "system", "ToolMessage": "tool",
+                             "FunctionMessage": "function", "ChatMessage": "chat",
+                             **_LANGCHAIN_CHUNKS}
+"""A serialised message's class (the last of its ``id``), and its message type."""
+LANGCHAIN_TYPES: Final = frozenset({*_LANGCHAIN_ROLES, "chat", *_LANGCHAIN_CHUNKS,
+                                    "constructor"})
+"""The ``type`` of every LangChain message as its three dict forms write it (a serialised
+one's is ``constructor``): what tells a thread is LangChain's."""
+_LANGCHAIN_WRAPPERS: Final = ("content", "data", "kwargs")
+"""The keys one of a LangChain thread's messages holds (its content, or the fields its
+``data`` or ``kwargs`` wraps) and none of a native thread's does without a ``text``."""
+_LANGCHAIN_REASONING: Final = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_LANGCHAIN_CALL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "tool_call_chunk",
+                                           "invalid_tool_call"})
+"""Content blocks that repeat a call the message's ``tool_calls`` (or
+``invalid_tool_calls``) hold: read there, once."""
+
+
+def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """LangChain messages as native messages (mapping in the module docstring), each in any
+    of LangChain's dict forms: a message's fields (``message.model_dump()``), the
+    ``{"type", "data"}`` of ``messages_to_dict``, or the ``{"lc": 1, "type": "constructor",
+    "id", "kwargs"}`` of ``dumpd``.
+
+    >>> from_langchain([{"type": "ai", "content": "Look.", "tool_calls": [
+    ...     {"name": "ls", "args": {"path": "."}, "id": "c1", "type": "tool_call"}],
+    ...     "usage_metadata": {"input_tokens": 90, "output_tokens": 12}},
+    ...     {"type": "tool", "content": "[]", "tool_call_id": "c1"}])[2]["meta"]
+    {'activity': {'type': 'response', 'function': {'name': 'ls', 'arguments': {'path': '.'}, \
+'result': []}}}
+    """
+    out: list[dict[str, Any]] = []
+    calls: dict[Any, tuple[str, Any]] = {}  # tool_call_id -> (name, arguments or _ABSENT)
+    legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
+    for index, message in enumerate(_checked(messages)):
+        fields, kind = _langchain_fields(message, index)
+        role = _LANGCHAIN_ROLES.get(kind, kind)
+        if kind == "chat":
+            role = _role(fields, index)
+        first = len(out)
+        content = fields.get("content")
+        where = f"message {index}"
+        media: list[Any] = []
+        if role == "assistant":
+            media = _langchain_ai(fields, index, out, calls, legacy)
+        elif role == "tool":
+            call_id = fields.get("tool_call_id")
+            name, arguments = _call(calls, call_id, fields)
+            response = _response(name, arguments, _result(content, where))
+            if _plain(fields.get("status")) == "error":
+                response["meta"]["activity"]["is_error"] = True
+            out.append(response)
+            _noted(out, call_id)
+        elif role == "function":
+            name = _own_name(fields)
+            out.append(_response(name, legacy.get(js_string(name), _ABSENT),
+                                 _result(content, where)))
+        else:
+            out.append({"type": _OPENAI_ROLE_TYPES.get(role, role),
+                        "text": _joined_text(content, where)})
+            media = _media(content)
+        _finish(fields, role, first, out, _OPENAI_ROLE_TYPES, media,
+                usage=_langchain_usage(fields))
+    return out
+
+
+def _langchain_fields(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, Any], str]:
+    """A LangChain message's fields, whichever dict form holds them, and its type (a
+    chunk's that of the message it is a piece of)."""
+    kind = _plain(message.get("type"))
+    fields = message
+    if kind == "constructor" and isinstance(message.get("kwargs"), Mapping):
+        fields = message["kwargs"]
+        path = message.get("id")
+        name = _plain(path[-1]) if isinstance(path, list) and path else None
+        own = _plain(fields.get("type"))
+        kind = own if is_string(own) else _LANGCHAIN_CLASSES.get(name, name) if is_string(
+            name) else None
+    elif "content" not in message and isinstance(message.get("data"), Mapping):
+        fields = message["data"]
+    if not is_string(kind):
+        raise ValueError(f"message {index} has no type" if kind is None
+                         else f"message {index}: type must be a string")
+    return fields, _LANGCHAIN_CHUNKS.get(kind, kind)
+
+
+def _langchain_ai(
+    fields: Mapping[str, Any],
+    index: int,
+    out: list[dict[str, Any]],
+    calls: dict[Any, tuple[str, Any]],
+    legacy: dict[str, Any],
+) -> list[Any]:
+    """Append the native messages of one ``ai`` message: its reasoning, its text, its
+    calls; return its media (content blocks that are neither text, reasoning nor a call)."""
+    where = f"message {index}"
+    content = _plain(fields.get("content"))
+    blocks = content if isinstance(content, list) else []
+    reasonings = [_langchain_reasoning(block) for block in blocks
+                  if isinstance(block, Mapping) and text_in(block.get("type"),
+                                                            _LANGCHAIN_REASONING)]
+    if not reasonings:
+        extra = fields.get("additional_kwargs")
+        reasoning = _plain(extra.get("reasoning_content")) if isinstance(extra, Mapping) else None
+        if is_string(reasoning) and reasoning:
+            reasonings.append(reasoning)
+    out.extend({"type": "reasoning", "text": text} for text in reasonings)
+    text = _joined_text(content, where)
+    if text:
+        out.append({"type": "bot", "text": text})
+    for key in ("tool_calls", "invalid_tool_calls"):
+        tool_calls = fields.get(key)
+        if tool_calls is None:
+            continue
+        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls,
+                                                                           Sequence):
+            raise ValueError(f"{where}: {key} must be a list")
+        for position, call in enumerate(tool_calls):
+            if not isinstance(call, Mapping):
+                raise ValueError(f"{where}: {key}[{position}] is not an object")
+            name = _plain(call.get("name"))
+            if not is_string(name):
+                if key == "tool_calls":
+                    raise ValueError(f"{where}: tool_calls[{position}] name must be a string")
+                name = ""  # (a call the model wrote unreadably may lack its name)
+            arguments = _plain(call.get("args", _ABSENT))
+            if is_string(arguments):
+                arguments = _json_or_text(arguments)
+            out.append(_request(name, arguments))
+            call_id = call.get("id")
+            _noted(out, call_id)
+            if _hashable(call_id):
+                calls[_id_key(call_id)] = (name, arguments)
+    extra = fields.get("additional_kwargs")
+    function_call = extra.get("function_call") if isinstance(extra, Mapping) else None
+    if function_call is not None:
+        name, arguments = _function(function_call, f"{where}: function_call")
+        out.append(_request(name, arguments))
+        legacy[js_string(name)] = arguments
+    return [block for block in _media(content)
+            if not text_in(block.get("type"), _LANGCHAIN_REASONING | _LANGCHAIN_CALL_BLOCKS)]
+
+
+def _langchain_reasoning(block: Mapping[str, Any]) -> str:
+    """A reasoning block's text: its ``reasoning`` (LangChain's own block) or ``thinking``
+    (Anthropic's) string, else its ``summary`` parts' texts (OpenAI's), else ""."""
+    for key in ("reasoning", "thinking"):
+        text = _plain(block.get(key))
+        if is_string(text):
+            return text
+    return _reasoning_text(block.get("summary"))
+
+
+def _langchain_usage(fields: Mapping[str, Any]) -> Any:
+    """A LangChain message's usage: its ``usage_metadata``, else the provider's usage in its
+    ``response_metadata`` (``token_usage``, OpenAI's; ``usage``, Anthropic's), else its own
+    ``usage``."""
+    usage = fields.get("usage_metadata")
+    if isinstance(usage, Mapping):
+        return usage
+    metadata = fields.get("response_metadata")
+    if isinstance(metadata, Mapping):
+        for key in ("token_usage", "usage"):
+            if isinstance(metadata.get(key), Mapping):
+                return metadata[key]
+    return _usage(fields)
+
+
 # ------------------------------------------------------------------------------ text actions
 
 # mini-swe-agent's own action pattern (its default ``action_regex``), read by _bash_blocks.
@@ -824,7 +1032,9 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
     ``tool_use``, ``tool_result``, server or MCP tool call or thinking block, SWE-agent's when
     some assistant message has a string ``action`` (or, with no OpenAI tool key anywhere,
     text holding a complete ``<function=...>`` call), OpenAI's otherwise (plain text messages
-    map the same way in all of them). Mixed signals, a message that is not an object and an
+    map the same way in all of them); LangChain's when every message has one of its types
+    (:data:`LANGCHAIN_TYPES`) and no ``role``, none a ``text``, some a ``content``, ``data``
+    or ``kwargs``. Mixed signals, a message that is not an object and an
     empty list give None. O(total size of the messages' top levels and texts).
 
     >>> detect_format([{"role": "user", "content": "hi"}]), detect_format([{"text": "hi"}])
@@ -848,6 +1058,8 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         if any(kind in _RESPONSES_MARKS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
+        if _langchain_s(messages, types):
+            return "langchain", True
         if _content_without_text(messages):
             return None, True  # (another library's messages: see _content_without_text)
         return "native", True
@@ -878,22 +1090,46 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
 
 def _content_without_text(messages: Sequence[Mapping[str, Any]]) -> bool:
     """Whether typed messages without a role hold a ``content`` and none a ``text``: the
-    messages of a library vthread does not read (LangChain's ``{"type": "human",
-    "content": ...}``), not native ones, which read as native would all be alike and every
-    thread a loop."""
+    messages of a library vthread does not read (``{"type": "question", "content": ...}``;
+    LangChain's, whose types are known, are read: :func:`_langchain_s`), not native ones,
+    which read as native would all be alike and every thread a loop."""
     return not any("text" in m for m in messages) and any("content" in m for m in messages)
+
+
+def _langchain_s(messages: Sequence[Mapping[str, Any]], types: list[Any]) -> bool:
+    """Whether typed messages without a role (of ``types``, plain strings) are LangChain's:
+    none holds a ``text``, one a ``content`` or the fields another of LangChain's dict forms
+    wraps (``data``, ``kwargs``), and every type is one of :data:`LANGCHAIN_TYPES`."""
+    return (not any("text" in m for m in messages)
+            and any(key in m for m in messages for key in _LANGCHAIN_WRAPPERS)
+            and all(kind in LANGCHAIN_TYPES for kind in types))
+
+
+def langchain_s(messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` are LangChain's (:func:`_langchain_s`), which read as native
+    are all alike. O(messages).
+
+    >>> langchain_s([{"type": "human", "content": "hi"}, {"type": "ai", "content": ""}])
+    True
+    """
+    if not all(isinstance(m, Mapping) and "role" not in m for m in messages):
+        return False
+    types = _plain_all([m.get("type") for m in messages])
+    return all(is_string(kind) for kind in types) and _langchain_s(messages, types)
 
 
 def another_library_s(messages: Sequence[Any]) -> bool:
     """Whether ``messages`` are typed messages of a library vthread does not read: each a
     mapping with a string ``type`` and no ``role``, one holding a ``content`` and none a
-    ``text`` (LangChain's ``{"type": "human", "content": ...}``), in no format. O(messages).
+    ``text`` (``{"type": "question", "content": ...}``), and not LangChain's, in no format.
+    O(messages).
 
-    >>> another_library_s([{"type": "human", "content": "hi"}, {"type": "ai", "content": ""}])
+    >>> another_library_s([{"type": "question", "content": "hi"}, {"type": "answer"}])
     True
     """
     return all(isinstance(m, Mapping) and is_string(m.get("type")) and "role" not in m
-               for m in messages) and _content_without_text(messages)
+               for m in messages) and _content_without_text(messages) and not langchain_s(
+                   messages)
 
 
 _OBSERVATION_OPEN: Final = "<returncode>"
@@ -942,6 +1178,10 @@ class FormatUnknownError(ValueError):
         super().__init__(f"{position}: in no known format")
 
 
+_NO_CHAT_FITS: Final = frozenset({"native", "langchain"})
+"""The formats a plain chat (roles and text) does not fit: their messages are typed."""
+
+
 def common_format(evidence: Sequence[tuple[int, Format, bool]],
                   unknown: int | None = None) -> Format:
     """The one format that every thread of ``evidence`` (position, format, decisive) fits,
@@ -950,9 +1190,10 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
     no known format.
 
     Decisive threads must all show the same format. A plain chat (not decisive) fits any
-    format but native, and alone is read as OpenAI's (the callers then look on for a thread
-    that shows a format: :func:`vthread.documents.first_settling`). No evidence at all
-    reads as native (every thread is then empty or an error record). O(len(evidence)).
+    format but native and LangChain's, and alone is read as OpenAI's (the callers then look
+    on for a thread that shows a format: :func:`vthread.documents.first_settling`). No
+    evidence at all reads as native (every thread is then empty or an error record).
+    O(len(evidence)).
 
     >>> common_format([(1, "openai", False), (2, "anthropic", True)])
     'anthropic'
@@ -968,10 +1209,12 @@ def common_format(evidence: Sequence[tuple[int, Format, bool]],
         if decisive:
             shown.setdefault(format_, []).append(position)
     plain = [position for position, _, decisive in evidence if not decisive]
-    if len(shown) > 1 or (plain and "native" in shown):
-        if plain and "native" in shown:
-            # Plain chats are what disagrees with native threads (they are chat, read as
-            # OpenAI's); between two chat formats they fit either, so they are not named.
+    unfit = plain and any(format_ in _NO_CHAT_FITS for format_ in shown)
+    if len(shown) > 1 or unfit:
+        if unfit:
+            # Plain chats are what disagrees with native threads and LangChain's (they are
+            # chat, read as OpenAI's); between two chat formats they fit either, so they are
+            # not named.
             shown.setdefault("openai", []).extend(plain)
             shown["openai"].sort()
         raise FormatConflictError(shown)
@@ -1157,12 +1400,14 @@ def _finish(
     out: list[dict[str, Any]],
     role_types: Mapping[str, str],
     media: list[Any],
+    usage: Any = _ABSENT,
 ) -> None:
     """Keep the message visible (an empty text message if it yielded none), attach its usage,
     and its ``media`` to its first native message's meta: the suffix heuristic compares meta,
     so two messages with different images differ, and the message's other native messages
     stay as they are (an image beside a text, or a result, does not make a message of its
-    own, which a loop could begin at)."""
+    own, which a loop could begin at). ``usage``: the message's usage where its format
+    keeps it elsewhere than :func:`_usage` looks."""
     if len(out) == first:
         out.append({"type": role_types.get(role, role), "text": ""})
     if media:
@@ -1170,7 +1415,7 @@ def _finish(
     ends = _SOURCE_ENDS.get()
     if ends is not None:
         ends.append(len(out))
-    tokens = _usage_tokens(_usage(message))
+    tokens = _usage_tokens(_usage(message) if usage is _ABSENT else usage)
     if tokens is not None:
         out[first]["usage"] = {"tokens": tokens}
 

@@ -48,6 +48,7 @@ from vthread.adapters import (
     _RESPONSES_MARKS,
     another_library_s,
     json_type,
+    langchain_s,
 )
 
 if TYPE_CHECKING:
@@ -1085,12 +1086,20 @@ def chat_like(message: Any) -> bool:
     no native message has (OpenAI's and Anthropic's messages, a Responses ``message``
     item), it is a Responses tool item (a ``function_call``, a ``computer_call``, an
     output, with a ``call_id``; a ``web_search_call``, with none), or it holds a
-    ``content`` and no ``text`` (another
-    library's message, LangChain's ``{"type": "human", "content": ...}``: the thread is
-    one when none of its messages has a ``text``, which :func:`warn_if_chat` confirms)."""
+    ``content`` (or the ``data`` or ``kwargs`` LangChain's other dict forms wrap a message's
+    fields in) and no ``text`` (a LangChain message, ``{"type": "human", "content": ...}``,
+    or another library's: the thread is one when none of its messages has a ``text``,
+    which :func:`warn_if_chat` confirms)."""
     return (type(message) is dict or isinstance(message, Mapping)) and (
         "role" in message or _responses_tool(message)
-        or ("content" in message and "text" not in message))
+        or (_wraps_fields(message) and "text" not in message))
+
+
+def _wraps_fields(message: Mapping[str, Any]) -> bool:
+    """Whether a message holds a ``content``, or the ``data`` or ``kwargs`` LangChain's other
+    dict forms wrap a message's fields in (asked before its ``text``: a native message's
+    keys are then asked of nothing else, whose own ``__eq__`` could change the thread)."""
+    return "content" in message or "data" in message or "kwargs" in message
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
@@ -1139,6 +1148,8 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
         elif _responses_tool(first):
             marked = ' with a "call_id"' if "call_id" in first else ""
             what_they_are = f'{whose} are OpenAI Responses items ("{first["type"]}"{marked})'
+        elif _wraps_fields(first) and "text" not in first and langchain_s(thread):
+            what_they_are = f"{whose} are LangChain's"
         elif "content" in first and "text" not in first and another_library_s(thread):
             # (no format reads them: the advice is to give them in one)
             what_they_are = (f'{whose} have a "content" and no "text" (no native '

@@ -1,0 +1,190 @@
+"""LangChain's messages (``format="langchain"``): each of its three dict forms read alike,
+mapped as the adapters' table says, told from native and chat messages (the core's
+detection is held to Python's by ``test_format_evidence``), and warned about when read as
+native."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import langchain_messages
+
+import vthread
+from benchmarks.workload import generate_threads, to_langchain, to_openai
+from tests.test_cli import records, run
+from vthread.adapters import detect_format, from_langchain, to_native
+
+AGENT_RUN: list[dict[str, Any]] = [
+    {"type": "system", "content": "Be brief."},
+    {"type": "human", "content": [{"type": "text", "text": "Is job 7 done?"},
+                                  {"type": "image", "url": "https://a.example/7.png"}]},
+    {"type": "ai", "content": [{"type": "reasoning", "reasoning": "Ask the job system."},
+                               {"type": "text", "text": "Checking."},
+                               {"type": "tool_call", "name": "status", "args": {"job": 7},
+                                "id": "c0"}],
+     "tool_calls": [{"name": "status", "args": {"job": 7}, "id": "c0", "type": "tool_call"}],
+     "invalid_tool_calls": [{"name": None, "args": '{"job": ', "id": "c1",
+                             "error": "unterminated", "type": "invalid_tool_call"}],
+     "usage_metadata": {"input_tokens": 90, "output_tokens": 12, "total_tokens": 102}},
+    {"type": "tool", "content": '{"state": "pending"}', "tool_call_id": "c0",
+     "status": "error"},
+    {"type": "AIMessageChunk", "content": "Still pending.",
+     "response_metadata": {"token_usage": {"completion_tokens": 4}}},
+    {"type": "chat", "role": "critic", "content": "Stop polling."},
+]
+
+
+def _request(name: str, arguments: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "", "meta": {"activity": {
+        "type": "request", "function": {"name": name, "arguments": arguments}}}}
+
+
+def test_messages_map_as_the_table_says() -> None:
+    """Each kind of message, its content blocks, calls, results and usage where LangChain
+    keeps them, against the native messages written out by hand."""
+    assert from_langchain(AGENT_RUN) == [
+        {"type": "system", "text": "Be brief."},
+        {"type": "user", "text": "Is job 7 done?",
+         "meta": {"media": [{"type": "image", "url": "https://a.example/7.png"}]}},
+        {"type": "reasoning", "text": "Ask the job system.", "usage": {"tokens": 12}},
+        {"type": "bot", "text": "Checking."},
+        _request("status", {"job": 7}),
+        _request("", '{"job": '),  # (a call the model wrote unreadably: its raw text)
+        {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "is_error": True,
+            "function": {"name": "status", "arguments": {"job": 7},
+                         "result": {"state": "pending"}}}}},
+        {"type": "bot", "text": "Still pending.", "usage": {"tokens": 4}},
+        {"type": "critic", "text": "Stop polling."},
+    ]
+    assert detect_format(AGENT_RUN[:5]) == "langchain"
+    # (a "chat" message carries a role: a thread holding one is read when the format is
+    # named, not detected)
+    assert detect_format(AGENT_RUN) is None
+
+
+CLASSES = {"human": "HumanMessage", "ai": "AIMessage", "tool": "ToolMessage",
+           "system": "SystemMessage", "function": "FunctionMessage", "chat": "ChatMessage",
+           "AIMessageChunk": "AIMessageChunk"}
+
+
+def _forms(message: Any) -> list[Any]:
+    """``message`` in each of LangChain's dict forms (``dumpd``'s with and without the
+    type among its fields, which its class then names)."""
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        return [message]
+    kind = message["type"]
+    forms = [message, {"type": kind, "data": message},
+             {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "X"],
+              "kwargs": message}]
+    if kind in CLASSES:
+        forms.append({"lc": 1, "type": "constructor", "id": ["langchain", CLASSES[kind]],
+                      "kwargs": {k: v for k, v in message.items() if k != "type"}})
+    return forms
+
+
+def _native_or_error(messages: Any) -> Any:
+    try:
+        return to_native(messages, "langchain")
+    except (TypeError, ValueError) as error:
+        return type(error), str(error)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(langchain_messages(forms=False), max_size=6),
+       st.randoms(use_true_random=False))
+def test_the_three_dict_forms_read_alike_and_nothing_is_mutated(
+        plain: list[Any], random: Any) -> None:
+    """A thread whose messages are each in any of the three forms reads as the thread of
+    their fields (the same native messages, or the same error); the input is untouched."""
+    expected = _native_or_error(plain)
+    mixed = [random.choice(_forms(m)) for m in plain]
+    before = copy.deepcopy(mixed)
+    assert _native_or_error(mixed) == expected
+    assert mixed == before or mixed != mixed  # (NaN is unequal to itself)
+
+
+def test_generated_runs_read_as_their_native_and_openai_forms(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workload's runs as LangChain messages: detected, and read as the same runs in
+    OpenAI's chat format are (verdicts, loops in source messages, excerpts), through the
+    API and the command line."""
+    threads = generate_threads(200, seed=5)
+    langchain = [to_langchain(thread) for thread in threads]
+    openai = [to_openai(thread) for thread in threads]
+    assert {detect_format(t) for t in langchain if t} == {"langchain"}
+    for name, runs in (("lc", langchain), ("oa", openai)):
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"id": i, "messages": r}) + "\n" for i, r in enumerate(runs)))
+    code, out, err = run(["scan", str(tmp_path / "lc.jsonl")], monkeypatch)
+    assert code == 0 and "langchain (detected" in err
+    _, expected, _ = run(["scan", str(tmp_path / "oa.jsonl"), "-q"], monkeypatch)
+    drop = ("file",)
+    got = [{k: v for k, v in r.items() if k not in drop} for r in records(out)]
+    assert got == [{k: v for k, v in r.items() if k not in drop} for r in records(expected)]
+    assert sum(r["verdict"] is not None for r in got) > 10
+    _, given_out, _ = run(["scan", str(tmp_path / "lc.jsonl"), "-q", "--format", "langchain",
+                           "--jobs", "2"], monkeypatch)
+    assert given_out == out.split(b"\n", 0)[0] or records(given_out) == records(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = vthread.scan(langchain, format="auto")
+    assert result.names == [r["verdict"] for r in got]
+    assert [vthread.describe_thread_cycle(t, format="langchain") for t in langchain[:50]] == \
+        result.names[:50]
+
+
+def test_read_as_native_they_are_warned_about(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passed as native (the API's default) or read so by --format native, LangChain's
+    messages are all alike and every run a loop: the warning names them and the format to
+    pass, in every dict form (``messages_to_dict``'s was read in silence)."""
+    run_ = [message for i in range(3) for message in (
+        {"type": "human", "content": f"Is job {i} done?"},
+        {"type": "ai", "content": f"Job {i} is done.", "tool_calls": []})]
+    for form in (run_, [{"type": m["type"], "data": m} for m in run_]):
+        with pytest.warns(UserWarning, match="messages are LangChain's: read as native ones, "
+                                             'they are alike .*pass format="auto"'):
+            assert vthread.describe_thread_cycle(form) == "repeated_suffix"
+        assert vthread.describe_thread_cycle(form, format="auto") is None
+    path = tmp_path / "lc.jsonl"
+    path.write_text("".join(json.dumps(run_) + "\n" for _ in range(3)))
+    code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == ["repeated_suffix"] * 3
+    assert "--format native was given, but lines 1, 2, 3 of the first 3 look like " \
+        "langchain" in err
+
+
+def test_bad_messages_are_named() -> None:
+    """What is wrong, and in which message."""
+    for messages, error in (
+            ([{"content": "x"}], "message 0 has no type"),
+            ([{"type": "human", "content": "x"}, {"type": 3, "content": "y"}],
+             "message 1: type must be a string"),
+            ([{"type": "ai", "content": "", "tool_calls": {"name": "ls"}}],
+             "message 0: tool_calls must be a list"),
+            ([{"type": "ai", "content": "", "tool_calls": [{"args": {}}]}],
+             "message 0: tool_calls[0] name must be a string"),
+            ([{"type": "human", "content": 3}], "message 0: content must be a string"),
+            ([{"type": "chat", "content": "x"}], "message 0 has no role")):
+        with pytest.raises(ValueError, match=re.escape(error)):
+            from_langchain(messages)
+    with pytest.raises(TypeError, match="message 0 is not an object"):
+        from_langchain(["hi"])  # type: ignore[list-item]
+
+
+def test_a_plain_chat_and_langchain_s_messages_are_different_formats() -> None:
+    """A plain chat fits every chat format, but not LangChain's typed messages: a batch of
+    both is named as two formats, not read as LangChain's (the chat would be an error)."""
+    batch = [[{"role": "user", "content": "hi"}], [{"type": "human", "content": "hi"}]]
+    with pytest.raises(ValueError, match=r"different formats \(langchain at thread 1; "
+                                         r"openai at thread 0\)"):
+        vthread.scan(batch, format="auto")
