@@ -417,15 +417,15 @@ impl ChunkColumns {
         }
         // (`documents.chat_like`: a role, a Responses tool's call id, or no text and a
         // content, as another library's messages hold, or the fields LangChain's other dict
-        // forms wrap, or a Responses tool's item type, as a web search's, which has no call
-        // id)
+        // forms wrap, or a run's messages (a run given for a message), or a Responses tool's
+        // item type, as a web search's, which has no call id)
         let chat_first = thread.first().is_some_and(|first| {
             first.get("role").is_some()
                 || first.get("call_id").is_some()
                 || (first.get("text").is_none()
-                    && (first.get("content").is_some()
-                        || first.get("data").is_some()
-                        || first.get("kwargs").is_some()
+                    && (["content", "data", "kwargs", "messages", "traj", "history"]
+                        .iter()
+                        .any(|key| first.get(key).is_some())
                         || crate::adapters::responses_call_or_output(first.get("type"))))
         });
         self.lines.push(LineOutcome {

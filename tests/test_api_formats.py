@@ -854,3 +854,36 @@ def test_a_data_frame_given_as_threads_or_texts_is_refused_saying_what_to_pass()
         vthread.scan(DataFrame([[{"type": "user", "text": "x"}]]))
     with pytest.raises(TypeError, match="got a polars DataFrame"):
         vthread.has_repeated_text_runs(DataFrame(["text"]))
+
+
+def test_a_list_of_runs_read_as_a_thread_is_warned_about(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL line holding a list of runs (a batch appended with ``jq -c``), or a thread
+    that is a list of runs passed to the API: read as native messages its runs are alike,
+    a false loop, and they go unread. It was said by no one; now the API and the command
+    line warn, naming it and what to do."""
+    threads = [[{"type": "user", "text": f"task {i}"}, {"type": "bot", "text": f"done {i}"}]
+               for i in range(8)]
+    runs = [{"id": f"t{i}", "messages": thread} for i, thread in enumerate(threads)]
+    batch = [*runs[:3], runs[3:]]
+    advice = r"messages are runs \(its first holds its own messages and no \"type\"\): .*" \
+             "pass each run as a thread of its own"
+    for format_ in ("native", "auto"):
+        with pytest.warns(UserWarning, match="thread 3's " + advice):
+            assert vthread.scan(batch, format=format_).names == [None] * 3 + [
+                "repeated_suffix"]
+    with pytest.warns(UserWarning, match="the messages are runs"):
+        vthread.describe_thread_cycle(runs[3:])
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in batch))
+    for flags in ([], ["--format", "native"], ["--jobs", "2"]):
+        code, out, err = run(["scan", str(path), "-q", *flags], monkeypatch)
+        assert code == 0 and len(records(out)) == 4
+        assert re.search(r"line 4 (of the first 4 )?looks like runs \(objects holding their "
+                         r'own "messages"\)', err), (flags, err)
+    assert "a line holding a list of runs is to be written a run a line" in err
+    # A native thread whose first message holds a list under another key is none of them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vthread.scan([[{"type": "user", "text": "x", "messages": []}] * 3,
+                      [{"steps": [], "id": 1}] * 3])

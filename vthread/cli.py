@@ -451,7 +451,12 @@ class _MisreadWarnings:
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
-        from vthread.documents import ANOTHER_LIBRARY, MISFITS_SHOWN, misfit_lines
+        from vthread.documents import (
+            ANOTHER_LIBRARY,
+            MISFITS_SHOWN,
+            RUNS_FOR_MESSAGES,
+            misfit_lines,
+        )
 
         now = []
         for found in misread:
@@ -459,8 +464,10 @@ class _MisreadWarnings:
             if reading not in self._said:
                 self._said.add(reading)
                 one = len(found.found) == 1
-                # (no format reads another library's messages: they are to be given in one)
+                # (no format reads another library's messages: they are to be given in one;
+                # a line of runs is to be split into its runs)
                 library = any(format_ == ANOTHER_LIBRARY for _, format_ in found.found)
+                runs = any(format_ == RUNS_FOR_MESSAGES for _, format_ in found.found)
                 now.append(
                     f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
                     f"{'is' if one else 'are'} read as native, the file's format (found from "
@@ -470,7 +477,9 @@ class _MisreadWarnings:
                     f"{'its' if one else 'their'} --format"
                     + ('; no format reads another library\'s messages: give them as native '
                        '({"type", "text"}) or chat ({"role", "content"}) messages'
-                       if library else ""))
+                       if library else "")
+                    + ("; a line holding a list of runs is to be written a run a line "
+                       "(jq -c '.[]')" if runs else ""))
                 continue
             _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
             for line, format_ in found.found:
@@ -4025,20 +4034,22 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another). With the warning, the number of the last
     line it looked at: it names every misfit up to there."""
-    from vthread.documents import ANOTHER_LIBRARY, misfit_phrase, misfits, native_misfit
+    from vthread.documents import misfit_phrase, misfits
 
     evidence, unknown = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
     if given == "native" and unknown is not None:
-        # Lines in no format among the first: those of another library's messages, which
-        # read as native are alike (each is parsed: this is rare).
+        # Lines in no format among the first: those of another library's messages, or of
+        # runs, which read as native are alike (each is parsed: this is rare).
         told = {number for number, _, _ in evidence}
         last = min(len(lines), max(evidence[-1][0] if evidence else 0,
                                    unknown + DETECT_THREADS - 1))
-        found = sorted([*found, *(
-            (number, ANOTHER_LIBRARY) for number in range(unknown, last + 1)
-            if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES
-            and native_misfit(_parse(lines[number - 1], suspect=True), messages_key))])
+        misfit_of = {number: _native_misfit(_parse(lines[number - 1], suspect=True),
+                                            messages_key)
+                     for number in range(unknown, last + 1)
+                     if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES}
+        found = sorted([*found, *((number, misfit) for number, misfit in misfit_of.items()
+                                  if misfit is not None)])
     if not found:
         return None
     examined = max(found[-1][0], evidence[-1][0] if evidence else 0)
@@ -4556,7 +4567,7 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
     format: no cost to a native file's scan."""
     if task.format != "native" or not candidates:
         return []
-    from vthread.documents import ANOTHER_LIBRARY, line_format_evidence, native_misfit
+    from vthread.documents import line_format_evidence
 
     found: list[tuple[int, Any]] = []
     for row in candidates:
@@ -4565,10 +4576,26 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
                                         partial(_parse, suspect=True))
         if evidence is not None and evidence[0] not in (None, "native"):
             found.append((task.first_line + row, evidence[0]))
-        elif (evidence is not None and evidence[0] is None
-              and native_misfit(_parse(line, suspect=True), task.messages_key)):
-            found.append((task.first_line + row, ANOTHER_LIBRARY))
+        elif evidence is not None and evidence[0] is None:
+            misfit = _native_misfit(_parse(line, suspect=True), task.messages_key)
+            if misfit is not None:
+                found.append((task.first_line + row, misfit))
     return found
+
+
+def _native_misfit(value: Any, messages_key: str | None) -> str | None:
+    """What a parsed run in no format plainly is, read as native, for a warning naming it
+    (its messages another library's, or runs themselves); None when it may be native."""
+    from vthread.documents import (
+        ANOTHER_LIBRARY,
+        RUNS_FOR_MESSAGES,
+        native_misfit,
+        runs_for_messages,
+    )
+
+    if native_misfit(value, messages_key):
+        return ANOTHER_LIBRARY
+    return RUNS_FOR_MESSAGES if runs_for_messages(value, messages_key) else None
 
 
 def _chat_misread(task: _Task, found: list[tuple[int, Any]]) -> tuple[_Misread, ...]:

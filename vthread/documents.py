@@ -63,6 +63,7 @@ __all__ = [
     "MESSAGES_KEYS",
     "MISFITS_SHOWN",
     "PASS_A_FORMAT",
+    "RUNS_FOR_MESSAGES",
     "TOO_DEEP",
     "NotAThreadError",
     "chat_like",
@@ -89,6 +90,7 @@ __all__ = [
     "run_format_evidence",
     "run_id",
     "run_messages",
+    "runs_for_messages",
     "runs_of",
     "settled_format",
     "settled_warning",
@@ -1033,6 +1035,27 @@ def native_misfit(value: Any, messages_key: str | None = None) -> bool:
     return isinstance(messages, list) and another_library_s(messages)
 
 
+RUNS_FOR_MESSAGES: Final = 'runs (objects holding their own "messages")'
+"""What a warning says a thread looks like whose messages are :func:`runs_for_messages`."""
+
+
+def runs_for_messages(value: Any, messages_key: str | None = None) -> bool:
+    """Whether a parsed run's messages are runs themselves: its first message has no
+    ``type`` and no ``role`` and holds a list under a messages key (a JSONL line holding a
+    list of runs, as ``jq -c`` writes a batch). Read as native, such messages are alike and
+    the line a false loop (its runs unread)."""
+    messages = _messages_of(value, messages_key)
+    return isinstance(messages, list) and bool(messages) and _is_run_object(messages[0])
+
+
+def _is_run_object(message: Any) -> bool:
+    """Whether a message is plainly a run: no ``type`` nor ``role``, a list of messages
+    under one of :data:`MESSAGES_KEYS` (as the core's screen of a line's first message
+    looks for them)."""
+    return (isinstance(message, Mapping) and "type" not in message and "role" not in message
+            and any(isinstance(message.get(key), list) for key in MESSAGES_KEYS))
+
+
 def _messages_of(value: Any, messages_key: str | None) -> Any:
     """A parsed run's messages: those a run object holds, else the value itself."""
     return run_messages(value, messages_key) if isinstance(value, Mapping) else value
@@ -1097,9 +1120,11 @@ def chat_like(message: Any) -> bool:
 
 def _wraps_fields(message: Mapping[str, Any]) -> bool:
     """Whether a message holds a ``content``, or the ``data`` or ``kwargs`` LangChain's other
-    dict forms wrap a message's fields in (asked before its ``text``: a native message's
-    keys are then asked of nothing else, whose own ``__eq__`` could change the thread)."""
-    return "content" in message or "data" in message or "kwargs" in message
+    dict forms wrap a message's fields in, or a run's messages (a run given for a message)
+    (asked before its ``text``: a native message's keys are then asked of nothing else,
+    whose own ``__eq__`` could change the thread)."""
+    return ("content" in message or "data" in message or "kwargs" in message
+            or any(key in message for key in MESSAGES_KEYS))
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
@@ -1150,6 +1175,10 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             what_they_are = f'{whose} are OpenAI Responses items ("{first["type"]}"{marked})'
         elif _wraps_fields(first) and "text" not in first and langchain_s(thread):
             what_they_are = f"{whose} are LangChain's"
+        elif _wraps_fields(first) and "text" not in first and _is_run_object(first):
+            what_they_are = (f"{whose} are runs ({'the first' if one else 'its first'} "
+                             "holds its own messages and no \"type\")")
+            advice = "pass each run as a thread of its own"
         elif "content" in first and "text" not in first and another_library_s(thread):
             # (no format reads them: the advice is to give them in one)
             what_they_are = (f'{whose} have a "content" and no "text" (no native '
