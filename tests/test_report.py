@@ -566,12 +566,32 @@ def test_records_on_standard_input_are_read_back(tmp_path: Path,
         if expected is None:  # runs: scanned
             assert f", 3 with a loop{', 1 not read' * (shape == 'a record past 8 KiB')}" in said
             continue
-        assert said == told.replace(str(saved), "-").replace(str(from_file), str(piped))
+        assert said == told.replace(str(saved), "<stdin>").replace(str(from_file), str(piped))
         assert {"no newline at the end": "1 run, 1 with a loop",
                 "a record past 8 KiB": "5 runs, 3 with a loop, 1 not read"}.get(
             shape, "6 runs, 3 with a loop") in said
         page, whole = piped.read_bytes(), from_file.read_bytes()
         assert page.count(b"repeated_suffix") == whole.count(b"repeated_suffix") > 0
+
+
+def test_standard_input_is_named_as_the_scan_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Records piped in are ``<stdin>`` in the page's title and in the warning that they
+    hold no progressing run, as in the scan's records and the page's list of files (both
+    said ``-``)."""
+    records_file = tmp_path / "loops.jsonl"
+    assert main(["scan", "-q", "--only-loops", "-o", str(records_file), str(SAMPLE)]) == 0
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(
+        records_file.read_bytes()))))
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", "-", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "vthread report: warning: <stdin> holds no progressing run" in err, err
+    page = out.read_text()
+    assert "<title>vthread report: &lt;stdin&gt;</title>" in page
+    assert "- holds no progressing run" not in page
 
 
 @pytest.mark.parametrize("shape", ["gzip members, the first empty", "a byte-order mark",

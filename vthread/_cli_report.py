@@ -167,7 +167,8 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
                     stderr.write(f"vthread report: {file}: warning: {what}\n")
                 data.tokens = None  # records hold no run's total tokens
                 if data.progressing == progressing:
-                    stderr.write(f"vthread report: warning: {name} holds no progressing run "
+                    stderr.write(f"vthread report: warning: {_named(name)} holds no "
+                                 f"progressing run "
                                  f"(written with --only-loops?); the figures count only the "
                                  f"runs it holds\n")
         title = options.title or f"vthread report: {_what(options.files)}"
@@ -287,10 +288,16 @@ def _what(inputs: Sequence[str]) -> str:
     """The inputs as the page's default title names them: each as given (a folder stands
     for the files under it, so a count of the names would count it as one file), the
     first alone and how many more when they make a long title."""
-    named = ", ".join(inputs)
+    named = ", ".join(map(_named, inputs))
     if len(inputs) == 1 or len(named) <= _TITLE_NAMES:
         return named
-    return f"{inputs[0]} and {len(inputs) - 1:,} more inputs"
+    return f"{_named(inputs[0])} and {len(inputs) - 1:,} more inputs"
+
+
+def _named(name: str) -> str:
+    """An input as the page and the warnings name it: standard input (``-``) as
+    ``<stdin>``, as the scan names it in its records."""
+    return "<stdin>" if name == "-" else name
 
 
 _TITLE_NAMES: Final = 80
