@@ -1410,6 +1410,18 @@ def test_inputs_that_hold_no_run_are_said_and_listed(tmp_path: Path,
     assert err == f"vthread scan: note: 1 input holds no run: {folder / 'a.jsonl'}\n"
     code, out, err = run(["scan", str(folder / "a.jsonl"), "-q"], monkeypatch)
     assert "note:" not in err and "no thread was scanned: the input held none" in err
+    # A Parquet file of no row is one too (it was listed nowhere).
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"id": pa.array([], pa.string()),
+                             "messages": pa.array([], pa.string())}), table)
+    code, out, err = run(["scan", str(table), str(good), "-q", "--summary", str(summary)],
+                         monkeypatch)
+    assert code == 0 and len(records(out)) == 2
+    assert err == f"vthread scan: note: 1 input holds no run: {table}\n"
+    assert json.loads(summary.read_text())["held_no_run"] == [str(table)]
 
 
 def test_a_line_cut_short_is_said_to_be_cut_short(tmp_path: Path,

@@ -3075,7 +3075,7 @@ def _tasks(
         if is_parquet(name):
             yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
                                       threads, messages_key, id_key, detected, mask_volatile,
-                                      done_bytes)
+                                      done_bytes, held_none)
             done_bytes += _progress_size(name) or 0
             continue
         try:
@@ -3283,9 +3283,11 @@ def _parquet_tasks(
     detected: list[tuple[str, str]] | None,
     mask_volatile: bool,
     done_bytes: int,
+    held_none: list[str] | None = None,
 ) -> Iterator[_Task]:
     """A Parquet file's rows as tasks of JSONL lines (:mod:`vthread._cli_parquet`): each
-    line holds the row's id and messages under the keys the pipeline reads by default."""
+    line holds the row's id and messages under the keys the pipeline reads by default; a
+    file of no row is listed in ``held_none``, as an empty JSONL file is."""
     from vthread._cli_parquet import UnreadableRows, parquet_lines
     from vthread._cli_report import holds_records
 
@@ -3328,6 +3330,8 @@ def _parquet_tasks(
                         cell_ids={line + row: json.loads(ident)
                                   for row, ident in cell_ids.items()} or None)
             line += len(lines)
+        if line == 1 and held_none is not None:
+            held_none.append(name)  # (no record stands for it)
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
         # (an OSError of the system says its own words, without the errno and the name)
         why = error.strerror if isinstance(error, OSError) and error.strerror else error
