@@ -417,15 +417,17 @@ impl ChunkColumns {
         }
         // (`documents.chat_like`: a role, a Responses tool's call id, or no text and a
         // content, as another library's messages hold, or the fields LangChain's other dict
-        // forms wrap, or a run's messages (a run given for a message), or a Responses tool's
-        // item type, as a web search's, which has no call id)
+        // forms wrap, or a run's messages under the run keys read (a run given for a
+        // message), or a Responses tool's item type, as a web search's, which has no call
+        // id)
         let chat_first = thread.first().is_some_and(|first| {
             first.get("role").is_some()
                 || first.get("call_id").is_some()
                 || (first.get("text").is_none()
-                    && (["content", "data", "kwargs", "messages", "traj", "history"]
+                    && (["content", "data", "kwargs"]
                         .iter()
                         .any(|key| first.get(key).is_some())
+                        || reading.keys.messages_of(*first).is_some()
                         || crate::adapters::responses_call_or_output(first.get("type"))))
         });
         self.lines.push(LineOutcome {

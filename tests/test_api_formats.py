@@ -882,6 +882,12 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about(
         assert re.search(r"line 4 (of the first 4 )?looks like runs \(objects holding their "
                          r'own "messages"\)', err), (flags, err)
     assert "a line holding a list of runs is to be written a run a line" in err
+    # Runs keeping their messages under another key, read so (--messages-key): the same.
+    keyed = tmp_path / "keyed.jsonl"
+    keyed.write_text("".join(json.dumps(line).replace('"messages"', '"conv"') + "\n"
+                             for line in batch))
+    code, out, err = run(["scan", str(keyed), "-q", "--messages-key", "conv"], monkeypatch)
+    assert code == 0 and "line 4 looks like runs" in err, err
     # A native thread whose first message holds a list under another key is none of them.
     with warnings.catch_warnings():
         warnings.simplefilter("error")

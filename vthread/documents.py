@@ -1045,15 +1045,17 @@ def runs_for_messages(value: Any, messages_key: str | None = None) -> bool:
     list of runs, as ``jq -c`` writes a batch). Read as native, such messages are alike and
     the line a false loop (its runs unread)."""
     messages = _messages_of(value, messages_key)
-    return isinstance(messages, list) and bool(messages) and _is_run_object(messages[0])
+    return (isinstance(messages, list) and bool(messages)
+            and _is_run_object(messages[0], messages_key))
 
 
-def _is_run_object(message: Any) -> bool:
+def _is_run_object(message: Any, messages_key: str | None = None) -> bool:
     """Whether a message is plainly a run: no ``type`` nor ``role``, a list of messages
-    under one of :data:`MESSAGES_KEYS` (as the core's screen of a line's first message
-    looks for them)."""
+    under a run's messages key (``messages_key``, else :data:`MESSAGES_KEYS`, as the core's
+    screen of a line's first message looks for them)."""
     return (isinstance(message, Mapping) and "type" not in message and "role" not in message
-            and any(isinstance(message.get(key), list) for key in MESSAGES_KEYS))
+            and any(isinstance(message.get(key), list)
+                    for key in _messages_keys(messages_key)))
 
 
 def _messages_of(value: Any, messages_key: str | None) -> Any:
