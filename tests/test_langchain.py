@@ -66,6 +66,26 @@ def test_messages_map_as_the_table_says() -> None:
         {"type": "critic", "text": "Stop polling."},
     ]
     assert detect_format(AGENT_RUN[:5]) == "langchain"
+    # What providers write besides: Gemini's legacy function_call beside the same call in
+    # tool_calls, OpenAI's function_call and a server tool's blocks in the content (ids of
+    # their own each time), OpenAI's reasoning item: read once, dropped, read.
+    gemini = {"type": "ai", "content": "", "tool_calls": [
+        {"name": "status", "args": {"job": 7}, "id": "c9"}], "additional_kwargs": {
+        "function_call": {"name": "status", "arguments": '{"job": 7}'}}}
+    blocks = {"type": "ai", "content": [
+        {"type": "function_call", "name": "status", "arguments": "{}", "call_id": "c8"},
+        {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"q": 1}},
+        {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []},
+        {"type": "text", "text": "Done."}], "tool_calls": [],
+        "additional_kwargs": {"reasoning": {"type": "reasoning", "id": "rs_1", "summary": [
+            {"type": "summary_text", "text": "Look."}]}}}
+    legacy = {"type": "ai", "content": "", "additional_kwargs": {
+        "function_call": {"name": "ls", "arguments": "{}"}}}
+    remove = {"type": "remove", "content": "", "id": "m1"}
+    assert from_langchain([gemini, blocks, legacy, remove]) == [
+        _request("status", {"job": 7}), {"type": "reasoning", "text": "Look."},
+        {"type": "bot", "text": "Done."}, _request("ls", {}), {"type": "remove", "text": ""}]
+    assert detect_format([AGENT_RUN[0], remove]) == "langchain"
     # (a "chat" message carries a role: a thread holding one is read when the format is
     # named, not detected)
     assert detect_format(AGENT_RUN) is None
@@ -174,7 +194,18 @@ def test_bad_messages_are_named() -> None:
             ([{"type": "ai", "content": "", "tool_calls": [{"args": {}}]}],
              "message 0: tool_calls[0] name must be a string"),
             ([{"type": "human", "content": 3}], "message 0: content must be a string"),
-            ([{"type": "chat", "content": "x"}], "message 0 has no role")):
+            ([{"type": "chat", "content": "x"}], "message 0 has no role"),
+            # Another format's typed messages (read so, every one would be an empty text)
+            ([{"type": "user", "text": "x"}], "message 0: type 'user' is no LangChain "
+                                              "message's (is the thread in another format?)"),
+            # Another object LangChain serialised, or a serialisation without its fields
+            ([{"lc": 1, "type": "constructor", "id": ["langchain", "Document"],
+               "kwargs": {"page_content": "x"}}],
+             'message 0: a Document serialised by LangChain ("type": "constructor"), not a '
+             "message"),
+            ([{"lc": 1, "type": "constructor", "id": ["x", "AIMessage"], "kwargs": None}],
+             "message 0: an AIMessage serialised"),
+            ([{"lc": 1, "type": "constructor", "id": []}], "message 0: an object serialised")):
         with pytest.raises(ValueError, match=re.escape(error)):
             from_langchain(messages)
     with pytest.raises(TypeError, match="message 0 is not an object"):

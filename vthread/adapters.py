@@ -102,11 +102,16 @@ message                                     native messages, in this order
 ``tool`` with ``tool_call_id``              activity response as OpenAI's ``tool``; ``status:
                                             "error"`` kept as ``is_error`` in
                                             ``meta.activity``
-``function`` / ``chat``                     as OpenAI's ``function`` / as its ``role``
+``function`` / ``chat`` / ``remove``        as OpenAI's ``function`` / as its ``role`` / a
+                                            message of its type
 ==========================================  ==================================================
 
 An ``ai`` message's usage is its ``usage_metadata``, else ``response_metadata``'s
-``token_usage`` or ``usage``.
+``token_usage`` or ``usage``; its legacy ``additional_kwargs.function_call`` is a request
+only where it has no ``tool_calls`` (Gemini writes its call in both); its content's media
+are the blocks of :data:`_LANGCHAIN_MEDIA`, its other blocks (a provider's record of a call
+or a server tool's use) are not read. A type that is no LangChain message's is a
+``ValueError`` naming the message.
 
 Text actions. mini-swe-agent runs (:func:`from_mini_swe_agent`) and SWE-agent runs
 (:func:`from_swe_agent`) are OpenAI chat messages whose tool calls may be written as text. An
@@ -666,20 +671,28 @@ _LANGCHAIN_CHUNKS: Final = {"HumanMessageChunk": "human", "AIMessageChunk": "ai"
 _LANGCHAIN_CLASSES: Final = {"HumanMessage": "human", "AIMessage": "ai",
                              "SystemMessage": "system", "ToolMessage": "tool",
                              "FunctionMessage": "function", "ChatMessage": "chat",
-                             **_LANGCHAIN_CHUNKS}
+                             "RemoveMessage": "remove", **_LANGCHAIN_CHUNKS}
 """A serialised message's class (the last of its ``id``), and its message type."""
-LANGCHAIN_TYPES: Final = frozenset({*_LANGCHAIN_ROLES, "chat", *_LANGCHAIN_CHUNKS,
-                                    "constructor"})
+_LANGCHAIN_KINDS: Final = frozenset({*_LANGCHAIN_ROLES, "chat", "remove"})
+"""The message types (a chunk's being its message's): a ``chat`` message carries its own
+role; ``remove`` is LangGraph's instruction to drop a message, read as a message of its
+type."""
+LANGCHAIN_TYPES: Final = frozenset({*_LANGCHAIN_KINDS, *_LANGCHAIN_CHUNKS, "constructor"})
 """The ``type`` of every LangChain message as its three dict forms write it (a serialised
 one's is ``constructor``): what tells a thread is LangChain's."""
+_LANGCHAIN_MEDIA: Final = frozenset({"image", "audio", "video", "file", "text-plain",
+                                     "document", "image_url", "input_audio", "input_image",
+                                     "input_file"})
+"""The content blocks of a LangChain message that are media (LangChain's own, and the
+providers' it passes through), kept as the other formats keep them. Its other blocks that
+are no text nor reasoning are the provider's record of a call or a server tool's use
+(``tool_use``, ``function_call``, ``server_tool_use``, ``web_search_tool_result``, ...),
+which the message's ``tool_calls`` hold, or which carry ids that differ on every call: kept,
+they would tell every repeated turn apart."""
 _LANGCHAIN_WRAPPERS: Final = ("content", "data", "kwargs")
 """The keys one of a LangChain thread's messages holds (its content, or the fields its
 ``data`` or ``kwargs`` wraps) and none of a native thread's does without a ``text``."""
 _LANGCHAIN_REASONING: Final = frozenset({"reasoning", "thinking", "redacted_thinking"})
-_LANGCHAIN_CALL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "tool_call_chunk",
-                                           "invalid_tool_call"})
-"""Content blocks that repeat a call the message's ``tool_calls`` (or
-``invalid_tool_calls``) hold: read there, once."""
 
 
 def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -700,6 +713,9 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
     for index, message in enumerate(_checked(messages)):
         fields, kind = _langchain_fields(message, index)
+        if kind not in _LANGCHAIN_KINDS:
+            raise ValueError(f"message {index}: type {kind!r} is no LangChain message's (is "
+                             "the thread in another format?)")
         role = _LANGCHAIN_ROLES.get(kind, kind)
         if kind == "chat":
             role = _role(fields, index)
@@ -724,7 +740,7 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         else:
             out.append({"type": _OPENAI_ROLE_TYPES.get(role, role),
                         "text": _joined_text(content, where)})
-            media = _media(content)
+            media = _langchain_media(content)
         _finish(fields, role, first, out, _OPENAI_ROLE_TYPES, media,
                 usage=_langchain_usage(fields))
     return out
@@ -735,13 +751,21 @@ def _langchain_fields(message: Mapping[str, Any], index: int) -> tuple[Mapping[s
     chunk's that of the message it is a piece of)."""
     kind = _plain(message.get("type"))
     fields = message
-    if kind == "constructor" and isinstance(message.get("kwargs"), Mapping):
-        fields = message["kwargs"]
+    if kind == "constructor":
+        # dumpd's form: the fields under "kwargs", the class the last of "id" (LangChain
+        # serialises any object so: a Document, a prompt)
         path = message.get("id")
         name = _plain(path[-1]) if isinstance(path, list) and path else None
-        own = _plain(fields.get("type"))
-        kind = own if is_string(own) else _LANGCHAIN_CLASSES.get(name, name) if is_string(
+        kwargs = message.get("kwargs")
+        own = _plain(kwargs.get("type")) if isinstance(kwargs, Mapping) else None
+        kind = own if is_string(own) else _LANGCHAIN_CLASSES.get(name) if is_string(
             name) else None
+        if not isinstance(kwargs, Mapping) or kind is None:
+            what = ("an object" if not is_string(name) or not name
+                    else f"an {name}" if name[0] in "AEIOUaeiou" else f"a {name}")
+            raise ValueError(f"message {index}: {what} serialised by LangChain (\"type\": "
+                             "\"constructor\"), not a message")
+        fields = kwargs
     elif "content" not in message and isinstance(message.get("data"), Mapping):
         fields = message["data"]
     if not is_string(kind):
@@ -765,9 +789,13 @@ def _langchain_ai(
     reasonings = [_langchain_reasoning(block) for block in blocks
                   if isinstance(block, Mapping) and text_in(block.get("type"),
                                                             _LANGCHAIN_REASONING)]
+    extra = fields.get("additional_kwargs")
+    extra = extra if isinstance(extra, Mapping) else {}
     if not reasonings:
-        extra = fields.get("additional_kwargs")
-        reasoning = _plain(extra.get("reasoning_content")) if isinstance(extra, Mapping) else None
+        # (a provider's own place: DeepSeek's reasoning_content, OpenAI's reasoning item)
+        reasoning = _plain(extra.get("reasoning_content"))
+        if not is_string(reasoning) and isinstance(extra.get("reasoning"), Mapping):
+            reasoning = _reasoning_text(extra["reasoning"].get("summary"))
         if is_string(reasoning) and reasoning:
             reasonings.append(reasoning)
     out.extend({"type": "reasoning", "text": text} for text in reasonings)
@@ -797,14 +825,19 @@ def _langchain_ai(
             _noted(out, call_id)
             if _hashable(call_id):
                 calls[_id_key(call_id)] = (name, arguments)
-    extra = fields.get("additional_kwargs")
-    function_call = extra.get("function_call") if isinstance(extra, Mapping) else None
-    if function_call is not None:
+    # OpenAI's legacy function call, which Gemini's models also write beside their
+    # tool_calls ("for backward compatibility"): read where no tool call holds it.
+    function_call = extra.get("function_call")
+    if function_call is not None and not _holds(fields.get("tool_calls")):
         name, arguments = _function(function_call, f"{where}: function_call")
         out.append(_request(name, arguments))
         legacy[js_string(name)] = arguments
-    return [block for block in _media(content)
-            if not text_in(block.get("type"), _LANGCHAIN_REASONING | _LANGCHAIN_CALL_BLOCKS)]
+    return _langchain_media(content)
+
+
+def _langchain_media(content: Any) -> list[Any]:
+    """The media of a LangChain message's content: its blocks of :data:`_LANGCHAIN_MEDIA`."""
+    return [block for block in _media(content) if text_in(block.get("type"), _LANGCHAIN_MEDIA)]
 
 
 def _langchain_reasoning(block: Mapping[str, Any]) -> str:
