@@ -403,16 +403,28 @@ def _openai_assistant(
             if not isinstance(call, Mapping):
                 raise ValueError(f"{where} is not an object")
             name, arguments = _function(call.get("function"), where)
-            out.append(_request(name, arguments))
-            call_id = call.get("id")
-            _noted(out, call_id)
-            if _hashable(call_id):
-                calls[_id_key(call_id)] = (name, arguments)
+            _called(out, calls, name, arguments, call.get("id"))
     function_call = message.get("function_call")
     if function_call is not None:
-        name, arguments = _function(function_call, f"message {index}: function_call")
-        out.append(_request(name, arguments))
-        legacy[js_string(name)] = arguments
+        _legacy_call(out, legacy, function_call, f"message {index}: function_call")
+
+
+def _called(out: list[dict[str, Any]], calls: dict[Any, tuple[str, Any]], name: str,
+            arguments: Any, call_id: Any) -> None:
+    """Append the request of a tool call, its id noted and its call kept for its result."""
+    out.append(_request(name, arguments))
+    _noted(out, call_id)
+    if _hashable(call_id):
+        calls[_id_key(call_id)] = (name, arguments)
+
+
+def _legacy_call(out: list[dict[str, Any]], legacy: dict[str, Any], function_call: Any,
+                 where: str) -> None:
+    """Append the request of OpenAI's legacy ``function_call``, kept for its ``function``
+    result by its name."""
+    name, arguments = _function(function_call, where)
+    out.append(_request(name, arguments))
+    legacy[js_string(name)] = arguments
 
 
 def _function(function: Any, where: str) -> tuple[str, Any]:
@@ -820,18 +832,12 @@ def _langchain_ai(
             arguments = _plain(call.get("args", _ABSENT))
             if is_string(arguments):
                 arguments = _json_or_text(arguments)
-            out.append(_request(name, arguments))
-            call_id = call.get("id")
-            _noted(out, call_id)
-            if _hashable(call_id):
-                calls[_id_key(call_id)] = (name, arguments)
+            _called(out, calls, name, arguments, call.get("id"))
     # OpenAI's legacy function call, which Gemini's models also write beside their
     # tool_calls ("for backward compatibility"): read where no tool call holds it.
     function_call = extra.get("function_call")
     if function_call is not None and not _holds(fields.get("tool_calls")):
-        name, arguments = _function(function_call, f"{where}: function_call")
-        out.append(_request(name, arguments))
-        legacy[js_string(name)] = arguments
+        _legacy_call(out, legacy, function_call, f"{where}: function_call")
     return _langchain_media(content)
 
 
