@@ -888,6 +888,9 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about(
                              for line in batch))
     code, out, err = run(["scan", str(keyed), "-q", "--messages-key", "conv"], monkeypatch)
     assert code == 0 and "line 4 looks like runs" in err, err
+    # The first message's screen asks each of the run keys itself.
+    assert all(vthread.documents.chat_like({"type": "x", key: []})
+               for key in vthread.documents.MESSAGES_KEYS)
     # A native thread whose first message holds a list under another key is none of them.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
