@@ -29,6 +29,23 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "object".to_owned())
 }
 
+/// What a LangChain message object given as a message is, and what to do
+/// (`_messages.LANGCHAIN_OBJECT_HINT`).
+const LANGCHAIN_OBJECT_HINT: &str = " (a LangChain message object: pass each one's \
+    model_dump(); describe_thread_cycle and scan read the objects with format=\"langchain\")";
+
+/// `_messages.langchain_object_hint`'s test: a `model_dump` method of the object's type and a
+/// string `type` (asked only of a message that is no mapping, about to be an error).
+fn langchain_object(message: &Bound<'_, PyAny>) -> bool {
+    message
+        .get_type()
+        .getattr("model_dump")
+        .is_ok_and(|method| method.is_callable())
+        && message
+            .getattr("type")
+            .is_ok_and(|kind| kind.is_instance_of::<PyString>())
+}
+
 /// What a NumPy array given as a thread is, and what to do (`_messages.NDARRAY_HINT`).
 const NDARRAY_HINT: &str = " (pandas reads a Parquet list column as NumPy arrays at every \
      level: pass the table to vthread.scan_arrow, or turn each level into lists)";
@@ -60,8 +77,13 @@ pub(crate) fn python_messages<'py>(
     };
     for (position, message) in items.iter().enumerate() {
         if !message.is_exact_instance_of::<PyDict>() && !objects::is_mapping(message)? {
+            let hint = if langchain_object(message) {
+                LANGCHAIN_OBJECT_HINT
+            } else {
+                ""
+            };
             return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages[{position}] must be a mapping, got {}",
+                "thread {index}: messages[{position}] must be a mapping, got {}{hint}",
                 type_name(message)
             )));
         }

@@ -219,3 +219,55 @@ def test_a_plain_chat_and_langchain_s_messages_are_different_formats() -> None:
     with pytest.raises(ValueError, match=r"different formats \(langchain at thread 1; "
                                          r"openai at thread 0\)"):
         vthread.scan(batch, format="auto")
+
+
+class _Message:
+    """A LangChain message object as a harness holds it (a pydantic model's surface: a
+    string ``type`` and ``model_dump()``)."""
+
+    type = "ai"
+
+    def __init__(self, content: str, tool_calls: list[dict[str, Any]] | None = None) -> None:
+        self.content, self.tool_calls = content, tool_calls or []
+
+    def model_dump(self) -> dict[str, Any]:
+        return {"type": self.type, "content": self.content, "tool_calls": self.tool_calls}
+
+
+class _Human(_Message):
+    type = "human"
+
+
+def test_a_harness_s_message_objects_are_read_as_their_fields() -> None:
+    """A LangGraph harness's ``state["messages"]`` (message objects, not dicts) read with
+    ``format="langchain"`` as their ``model_dump()``; elsewhere they are an error that says
+    so, in Python's checks and the core's alike."""
+    polling = [_Human("Is job 7 done?"), *(
+        _Message("", [{"name": "status", "args": {"job": 7}, "id": f"c{i}"}])
+        for i in range(4))]
+    dumped = [message.model_dump() for message in polling]
+    assert to_native(polling, "langchain") == to_native(dumped, "langchain")
+    assert vthread.describe_thread_cycle(polling, format="langchain") == "repeated_suffix"
+    assert vthread.scan([polling], format="langchain").names == ["repeated_suffix"]
+    hint = (" (a LangChain message object: pass each one's model_dump(); "
+            'describe_thread_cycle and scan read the objects with format="langchain")')
+    with pytest.raises(TypeError, match=re.escape(f"messages[0] must be a mapping, got "
+                                                  f"_Human{hint}")):
+        vthread.describe_thread_cycle(polling)  # (Python's check)
+    with pytest.raises(TypeError, match=re.escape(f"thread 0: messages[0] must be a mapping, "
+                                                  f"got _Human{hint}")):
+        vthread.scan([polling])  # (the core's)
+    with pytest.raises(TypeError, match=re.escape("got _Human" + hint)):
+        vthread.build_thread(polling, max_tokens=100, format="langchain")
+    # Another object is named as ever, with no such hint, one whose attributes raise too.
+    class Raising:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError(name)
+
+    for odd in (object(), Raising()):
+        name = type(odd).__name__
+        with pytest.raises(TypeError, match=rf"^messages\[0\] must be a mapping, got {name}$"):
+            vthread.describe_thread_cycle([odd])
+        with pytest.raises(TypeError, match=rf"^thread 0: messages\[0\] must be a mapping, "
+                                            rf"got {name}$"):
+            vthread.scan([[odd]])

@@ -95,6 +95,7 @@ def check_messages(messages: object, name: str = "messages") -> list[Message]:
         if not isinstance(message, Mapping):
             raise TypeError(
                 f"{name}[{index}] must be a mapping, got {type(message).__name__}"
+                f"{langchain_object_hint(message)}"
             )
     return thread
 
@@ -103,6 +104,24 @@ NDARRAY_HINT: Final = (" (pandas reads a Parquet list column as NumPy arrays at 
                        "level: pass the table to vthread.scan_arrow, or turn each level into "
                        "lists)")
 """Said of a NumPy array given where a thread goes (the core says the same)."""
+
+
+LANGCHAIN_OBJECT_HINT: Final = (" (a LangChain message object: pass each one's "
+                                "model_dump(); describe_thread_cycle and scan read the "
+                                "objects with format=\"langchain\")")
+"""Said of a LangChain message object given where a message goes (the core says the
+same)."""
+
+
+def langchain_object_hint(value: object) -> str:
+    """:data:`LANGCHAIN_OBJECT_HINT` for a LangChain message object (no mapping, a
+    ``model_dump`` method and a string ``type``), else nothing."""
+    try:
+        found = callable(getattr(type(value), "model_dump", None)) and isinstance(
+            getattr(value, "type", None), str)
+    except Exception:  # (the value's own attribute code: the error it is in says the rest)
+        return ""
+    return LANGCHAIN_OBJECT_HINT if found else ""
 
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")

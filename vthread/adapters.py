@@ -190,6 +190,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal
 
 from vthread._jsvalue import canonical, is_string, js_string, real_number, text_in
+from vthread._messages import langchain_object_hint
 
 __all__ = [
     "FORMATS",
@@ -711,7 +712,8 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     """LangChain messages as native messages (mapping in the module docstring), each in any
     of LangChain's dict forms: a message's fields (``message.model_dump()``), the
     ``{"type", "data"}`` of ``messages_to_dict``, or the ``{"lc": 1, "type": "constructor",
-    "id", "kwargs"}`` of ``dumpd``.
+    "id", "kwargs"}`` of ``dumpd``; or the message objects themselves (a LangGraph
+    harness's ``state["messages"]``), read as their ``model_dump()``.
 
     >>> from_langchain([{"type": "ai", "content": "Look.", "tool_calls": [
     ...     {"name": "ls", "args": {"path": "."}, "id": "c1", "type": "tool_call"}],
@@ -723,7 +725,7 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     calls: dict[Any, tuple[str, Any]] = {}  # tool_call_id -> (name, arguments or _ABSENT)
     legacy: dict[str, Any] = {}  # function name -> arguments of its latest function_call
-    for index, message in enumerate(_checked(messages)):
+    for index, message in enumerate(_checked(_as_dicts(messages))):
         fields, kind = _langchain_fields(message, index)
         if kind not in _LANGCHAIN_KINDS:
             raise ValueError(f"message {index}: type {kind!r} is no LangChain message's (is "
@@ -756,6 +758,26 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         _finish(fields, role, first, out, _OPENAI_ROLE_TYPES, media,
                 usage=_langchain_usage(fields))
     return out
+
+
+def _as_dicts(messages: Any) -> Any:
+    """``messages`` with each LangChain message object (a harness's ``AIMessage``, a
+    pydantic model with a string ``type``) as its ``model_dump()``, the fields form; the
+    sequence itself when it holds none (any other value is left for the check that names
+    it)."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        return messages
+    if all(isinstance(message, Mapping) for message in messages):
+        return messages
+    return [message.model_dump() if _langchain_object(message) else message
+            for message in messages]
+
+
+def _langchain_object(message: Any) -> bool:
+    """Whether ``message`` is a LangChain message object: no mapping, a ``model_dump``
+    method and a string ``type`` (``"ai"``, ``"human"``, ...)."""
+    return (not isinstance(message, Mapping)
+            and bool(langchain_object_hint(message)))
 
 
 def _langchain_fields(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, Any], str]:
