@@ -451,10 +451,16 @@ def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> No
     --format`` does; the rows are still read as asked. Rows in the format given do not."""
     runs = generate_threads(20, seed=3)
     chat = pa.table({"messages": _json_column([to_openai(run) for run in runs])})
-    with pytest.warns(UserWarning, match=r"format='native' was given, but rows 0, 1, 2, 3, 4 "
-                      r"and 11 more of the first 16 look like openai") as caught:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         got = arrow.scan_arrow(chat, format="native")
-    assert [w.filename for w in caught] == [__file__]
+    assert str(caught[0].message).startswith(
+        "format='native' was given, but rows 0, 1, 2, 3, 4 and 11 more of the first 16 look "
+        "like openai")
+    # (and the looping rows past those, as vthread scan names its lines past the first)
+    assert [w.filename for w in caught] == [__file__] * 2
+    assert str(caught[1].message).startswith("rows 16, 17, 18, 19 look like openai but are "
+                                             "read as native")
     assert got.column("verdict").to_pylist() == ["repeated_suffix"] * 20
     native = pa.table({"messages": _json_column(runs)})
     with pytest.warns(UserWarning, match=r"format='openai' was given, but rows 0, 1"):
@@ -1086,3 +1092,30 @@ def test_a_column_alone_is_a_type_error_saying_to_put_it_in_a_table() -> None:
     with pytest.raises(TypeError, match="got list"):
         arrow.scan_arrow([text])
     assert arrow.scan_arrow(pa.table({"messages": pa.array([text])})).num_rows == 1
+
+
+def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> None:
+    """Rows read as native (detected so from the first rows, or given), a looping one further
+    on plainly in another format (chat messages, LangChain's, a list of runs): its loop is
+    false, and it was said of the first 16 rows alone, where ``vthread.scan`` and ``vthread
+    scan`` say it of every looping thread. A native row that loops draws no such word."""
+    rows = [json.dumps(thread) for thread in generate_threads(120, seed=3)]
+    chat = [{"role": "user", "content": f"question {i}"} for i in range(5)]
+    rows[40] = rows[90] = json.dumps(chat)
+    rows[100] = json.dumps([{"type": "human", "content": f"q{i}"} for i in range(5)])
+    rows[110] = json.dumps([{"id": i, "messages": [{"type": "user", "text": f"{i}"}]}
+                            for i in range(4)])
+    table = pa.table({"messages": rows})
+    for keywords in ({}, {"format": "native"}):
+        with pytest.warns(UserWarning) as caught:
+            verdicts = arrow.scan_arrow(table, **keywords).column("verdict").to_pylist()
+        said = [str(w.message) for w in caught]
+        assert said == ['rows 40, 90 look like openai, row 100 like langchain, row 110 like '
+                        'runs (objects holding their own "messages") but are read as native: '
+                        "read so, their messages are alike and their loops may be false; scan "
+                        "them apart, or pass their format"], said
+        assert all(verdicts[row] is not None for row in (40, 90, 100, 110))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean = pa.table({"messages": [json.dumps(t) for t in generate_threads(120, seed=3)]})
+        assert any(arrow.scan_arrow(clean).column("verdict").to_pylist()[16:])

@@ -46,6 +46,7 @@ from vthread.documents import (
     messages_column,
     misfit_phrase,
     misfits,
+    misread_as_native,
     native_misfit,
     not_an_array,
     one_column,
@@ -190,13 +191,33 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     # Rows parsed into Python objects (a slice Python reads, a row that may loop) hold no
     # cycles; the collector walking them again and again cost more than the parse (measured:
     # 2,765 looping rows of the benchmark parsed in 1.77 s with it, 0.17 s without).
+    misread: list[tuple[int, Any]] = []
     with collector_paused():
         first = 0
         for piece in _slices(column):
             rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere,
                                     run_ids, None if declared is None
                                     else declared[first:first + len(piece)], detected))
+            misread += [(first + row, what) for row, what in rows[-1].pop(_MISREAD, [])
+                        if first + row >= _DETECT_ROWS]  # (the first rows' warning named those)
             first += len(piece)
+    if misread:
+        import warnings
+
+        from vthread.documents import MISFITS_SHOWN, misfit_lines
+
+        shown: dict[Any, int] = {}
+        kept = []
+        for row, what in misread:
+            shown[what] = shown.get(what, 0) + 1
+            if shown[what] <= MISFITS_SHOWN:
+                kept.append((row, what))
+        one = len(misread) == 1
+        warnings.warn(f"{misfit_lines(kept, 'row', totals=shown)} but {'is' if one else 'are'} "
+                      f"read as native: read so, {'its' if one else 'their'} messages are "
+                      f"alike and {'its loop' if one else 'their loops'} may be false; scan "
+                      f"{'it' if one else 'them'} apart, or pass {'its' if one else 'their'} "
+                      "format", stacklevel=3)
     fields: dict[str, Any] = {}
     if id is not None:
         fields[id] = _column(table, id)
@@ -1197,16 +1218,32 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
     fields = _fields(result, counts, [None] * len(counts))
     if run_ids:
         fields[RUN_ID] = [_run_id_text(text) for text in raw["id_texts"]]
+    # Looping rows whose first message the core's screen marked, read as native: those
+    # plainly in another format (their loop false), by their row in the slice.
+    view = memoryview(data)
+    fields[_MISREAD] = [
+        (int(valid[index]), misfit) for index in np.flatnonzero(
+            (result.codes > 0) & raw["chat_first"]).tolist()
+        if (misfit := misread_as_native(bytes(view[int(starts[index]):int(ends[index])])))
+        is not None]
     if len(valid) == length:
         return fields
     # Null rows: an error each, in place.
     spread: dict[str, list[Any]] = {name: [None] * length for name in fields}
     spread["error"] = [_NULL_CELL] * length
     for name, values in fields.items():
+        if name == _MISREAD:
+            spread[name] = values  # (rows of the slice already)
+            continue
         column = spread[name]
         for index, value in zip(valid.tolist(), values, strict=True):
             column[index] = value
     return spread
+
+
+_MISREAD: Final = "misread"
+"""The key of a slice's fields holding (row, what it is) of each looping row read as native
+that is plainly no native run (:func:`vthread.documents.misread_as_native`)."""
 
 
 def _anywhere_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any],

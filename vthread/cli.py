@@ -4038,7 +4038,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another). With the warning, the number of the last
     line it looked at: it names every misfit up to there."""
-    from vthread.documents import misfit_phrase, misfits
+    from vthread.documents import misfit_kind, misfit_phrase, misfits
 
     evidence, unknown = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
@@ -4048,8 +4048,8 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
         told = {number for number, _, _ in evidence}
         last = min(len(lines), max(evidence[-1][0] if evidence else 0,
                                    unknown + DETECT_THREADS - 1))
-        misfit_of = {number: _native_misfit(_parse(lines[number - 1], suspect=True),
-                                            messages_key)
+        misfit_of = {number: misfit_kind(_parse(lines[number - 1], suspect=True),
+                                          messages_key)
                      for number in range(unknown, last + 1)
                      if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES}
         found = sorted([*found, *((number, misfit) for number, misfit in misfit_of.items()
@@ -4571,35 +4571,15 @@ def _chat_read_as_native(task: _Task, candidates: list[int]) -> list[tuple[int, 
     format: no cost to a native file's scan."""
     if task.format != "native" or not candidates:
         return []
-    from vthread.documents import line_format_evidence
+    from vthread.documents import misread_as_native
 
     found: list[tuple[int, Any]] = []
     for row in candidates:
-        line = task.lines[row]
-        evidence = line_format_evidence(line, task.messages_key,
-                                        partial(_parse, suspect=True))
-        if evidence is not None and evidence[0] not in (None, "native"):
-            found.append((task.first_line + row, evidence[0]))
-        elif evidence is not None and evidence[0] is None:
-            misfit = _native_misfit(_parse(line, suspect=True), task.messages_key)
-            if misfit is not None:
-                found.append((task.first_line + row, misfit))
+        misfit = misread_as_native(task.lines[row], task.messages_key,
+                                   partial(_parse, suspect=True))
+        if misfit is not None:
+            found.append((task.first_line + row, misfit))
     return found
-
-
-def _native_misfit(value: Any, messages_key: str | None) -> str | None:
-    """What a parsed run in no format plainly is, read as native, for a warning naming it
-    (its messages another library's, or runs themselves); None when it may be native."""
-    from vthread.documents import (
-        ANOTHER_LIBRARY,
-        RUNS_FOR_MESSAGES,
-        native_misfit,
-        runs_for_messages,
-    )
-
-    if native_misfit(value, messages_key):
-        return ANOTHER_LIBRARY
-    return RUNS_FOR_MESSAGES if runs_for_messages(value, messages_key) else None
 
 
 def _chat_misread(task: _Task, found: list[tuple[int, Any]]) -> tuple[_Misread, ...]:

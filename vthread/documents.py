@@ -75,9 +75,11 @@ __all__ = [
     "judged_until_settled",
     "line_format_evidence",
     "messages_column",
+    "misfit_kind",
     "misfit_lines",
     "misfit_phrase",
     "misfits",
+    "misread_as_native",
     "native_messages",
     "native_misfit",
     "native_threads",
@@ -1056,6 +1058,27 @@ def _is_run_object(message: Any, messages_key: str | None = None) -> bool:
     return (isinstance(message, Mapping) and "type" not in message and "role" not in message
             and any(isinstance(message.get(key), list)
                     for key in _messages_keys(messages_key)))
+
+
+def misread_as_native(line: bytes, messages_key: str | None = None,
+                      parse: Callable[[bytes], Any] = json.loads) -> Any:
+    """What a line (or an Arrow row's text) read as native plainly is instead, for a warning
+    naming it: its format, :data:`ANOTHER_LIBRARY` or :data:`RUNS_FOR_MESSAGES`; None when
+    it may be native. Parsed (with ``parse`` where the core leaves it): asked only of a
+    looping line whose first message the core's screen marked (``chat_first``)."""
+    evidence = line_format_evidence(line, messages_key, parse)
+    if evidence is None or evidence[0] == "native":
+        return None
+    return evidence[0] if evidence[0] is not None else misfit_kind(parse(line), messages_key)
+
+
+def misfit_kind(value: Any, messages_key: str | None = None) -> str | None:
+    """What a parsed run in no format (its :func:`run_format_evidence` None) plainly is, read
+    as native: :data:`ANOTHER_LIBRARY` (:func:`native_misfit`), :data:`RUNS_FOR_MESSAGES`
+    (:func:`runs_for_messages`), or None when it may be native."""
+    if native_misfit(value, messages_key):
+        return ANOTHER_LIBRARY
+    return RUNS_FOR_MESSAGES if runs_for_messages(value, messages_key) else None
 
 
 def _messages_of(value: Any, messages_key: str | None) -> Any:
