@@ -2006,7 +2006,7 @@ fn typed_reads_alike_as_responses(message: Value<'_>, kind: Value<'_>) -> Result
 }
 
 /// `adapters.LANGCHAIN_TYPES`: the `type` of every LangChain message in its dict forms.
-const LANGCHAIN_TYPES: [&str; 14] = [
+pub(crate) const LANGCHAIN_TYPES: [&str; 14] = [
     "human",
     "ai",
     "system",

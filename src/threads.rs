@@ -35,15 +35,20 @@ const LANGCHAIN_OBJECT_HINT: &str = " (a LangChain message object: pass each one
     model_dump(); describe_thread_cycle and scan read the objects with format=\"langchain\")";
 
 /// `_messages.langchain_object_hint`'s test: a `model_dump` method of the object's type and a
-/// string `type` (asked only of a message that is no mapping, about to be an error).
+/// `type` naming a LangChain message's (asked only of a message that is no mapping, about to
+/// be an error).
 fn langchain_object(message: &Bound<'_, PyAny>) -> bool {
     message
         .get_type()
         .getattr("model_dump")
         .is_ok_and(|method| method.is_callable())
-        && message
-            .getattr("type")
-            .is_ok_and(|kind| kind.is_instance_of::<PyString>())
+        && message.getattr("type").is_ok_and(|kind| {
+            kind.cast::<PyString>().is_ok_and(|kind| {
+                kind.to_str().is_ok_and(|kind| {
+                    kind != "constructor" && crate::adapters::LANGCHAIN_TYPES.contains(&kind)
+                })
+            })
+        })
 }
 
 /// What a NumPy array given as a thread is, and what to do (`_messages.NDARRAY_HINT`).

@@ -623,7 +623,8 @@ def openai_messages(draw: st.DrawFn) -> Any:
 
 
 LANGCHAIN_KINDS = st.sampled_from(["human", "ai", "ai", "tool", "tool", "system", "function",
-                                   "AIMessageChunk", "chat", "critic", 3])
+                                   "AIMessageChunk", "ToolMessageChunk", "chat", "remove",
+                                   "critic", 3])
 LANGCHAIN_BLOCKS = st.one_of(PARTS, st.sampled_from([
     {"type": "reasoning", "reasoning": "think"}, {"type": "thinking", "thinking": "hm"},
     {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}]},

@@ -896,3 +896,15 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about(
         warnings.simplefilter("error")
         vthread.scan([[{"type": "user", "text": "x", "messages": []}] * 3,
                       [{"steps": [], "id": 1}] * 3])
+
+
+def test_a_type_that_is_a_str_subclass_is_named_by_its_text() -> None:
+    """The warning naming a Responses item read as native writes its type's text: a str
+    subclass's own ``__format__`` is not run (it raised out of the warning)."""
+    class Loud(str):
+        def __format__(self, spec: str) -> str:
+            raise ZeroDivisionError
+
+    with pytest.warns(UserWarning, match=r'are OpenAI Responses items \("function_call" with '
+                                         r'a "call_id"\)'):
+        vthread.describe_thread_cycle([{"type": Loud("function_call"), "call_id": "c"}] * 4)

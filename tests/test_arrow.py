@@ -1113,9 +1113,24 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
         assert said == ['rows 40, 90 look like openai, row 100 like langchain, row 110 like '
                         'runs (objects holding their own "messages") but are read as native: '
                         "read so, their messages are alike and their loops may be false; scan "
-                        "them apart, or pass their format"], said
+                        "them apart, or pass their format; a row holding a list of runs is "
+                        "to be written a run a row"], said
         assert all(verdicts[row] is not None for row in (40, 90, 100, 110))
+    # A slice read through Python objects (a row only Python's json reads): the same word.
+    odd = list(rows)
+    odd[19] = '[{"type": "user", "text": "q", "meta": {"n": 123456789012345678901234567890}}]'
+    with pytest.warns(UserWarning, match=r"^rows 40, 90 look like openai, row 100 like "):
+        arrow.scan_arrow(pa.table({"messages": odd}))
+    # A list of runs among the first rows: named by the first rows' warning (it was not).
+    for keywords in ({}, {"format": "native"}):
+        with pytest.warns(UserWarning, match=r"row 0 (of the first 16 )?looks like runs .*a row "
+                                             "holding a list of runs is to be written a run "
+                                             "a row"):
+            arrow.scan_arrow(pa.table({"messages": [rows[110], *rows[1:20]]}), **keywords)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clean = pa.table({"messages": [json.dumps(t) for t in generate_threads(120, seed=3)]})
         assert any(arrow.scan_arrow(clean).column("verdict").to_pylist()[16:])
+        # A batch of a Ray dataset, scanned alone, says nothing (its row numbers are the
+        # batch's, and its first rows were another batch's).
+        arrow.scan_column(table, table.column("messages"), "native", {}, False, False)

@@ -86,6 +86,25 @@ def test_messages_map_as_the_table_says() -> None:
         _request("status", {"job": 7}), {"type": "reasoning", "text": "Look."},
         {"type": "bot", "text": "Done."}, _request("ls", {}), {"type": "remove", "text": ""}]
     assert detect_format([AGENT_RUN[0], remove]) == "langchain"
+    # A call the model wrote unreadably, and Gemini's legacy copy of it: read once.
+    unreadable = {"type": "ai", "content": "", "tool_calls": [], "invalid_tool_calls": [
+        {"name": "ls", "args": "{bad", "id": "x"}], "additional_kwargs": {
+        "function_call": {"name": "ls", "arguments": "{bad"}}}
+    assert from_langchain([unreadable]) == [_request("ls", "{bad")]
+
+
+def test_every_langchain_type_is_told_alike_by_python_and_the_core() -> None:
+    """Each type of :data:`LANGCHAIN_TYPES` tells a thread is LangChain's in Python and in
+    the core (whose list is its own), and the message types are the adapter's."""
+    from vthread import _core, _messages, adapters
+
+    assert adapters._LANGCHAIN_KINDS | set(adapters._LANGCHAIN_CHUNKS) == \
+        _messages.LANGCHAIN_MESSAGE_TYPES
+    for kind in sorted(adapters.LANGCHAIN_TYPES):
+        thread = [{"type": kind, "content": "x"}]
+        assert adapters.format_evidence(thread) == ("langchain", True), kind
+        assert _core.line_format_evidence(json.dumps(thread).encode(), None) == (
+            True, ("langchain", True)), kind
     # (a "chat" message carries a role: a thread holding one is read when the format is
     # named, not detected)
     assert detect_format(AGENT_RUN) is None
@@ -259,6 +278,23 @@ def test_a_harness_s_message_objects_are_read_as_their_fields() -> None:
         vthread.scan([polling])  # (the core's)
     with pytest.raises(TypeError, match=re.escape("got _Human" + hint)):
         vthread.build_thread(polling, max_tokens=100, format="langchain")
+    # A run object holding them, read in a chat format: named too.
+    for format_ in ("openai", "native"):
+        with pytest.raises((TypeError, ValueError), match=re.escape(hint)):
+            vthread.scan([{"messages": polling}], format=format_)
+    # An object of another library (a pydantic model of native fields, whose type is no
+    # LangChain message's), and one whose attributes raise: named as ever, with no hint.
+    class Native:
+        type = "user"
+
+        def model_dump(self) -> dict[str, Any]:
+            return {"type": self.type, "text": "hi"}
+
+    for odd in (Native(),):
+        with pytest.raises(TypeError, match=r"^messages\[0\] must be a mapping, got Native$"):
+            vthread.describe_thread_cycle([odd])
+        with pytest.raises(TypeError, match=r"must be a mapping, got Native$"):
+            vthread.scan([[odd]])
     # Another object is named as ever, with no such hint, one whose attributes raise too.
     class Raising:
         def __getattr__(self, name: str) -> Any:

@@ -190,7 +190,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal
 
 from vthread._jsvalue import canonical, is_string, js_string, real_number, text_in
-from vthread._messages import langchain_object_hint
+from vthread._messages import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint
 
 __all__ = [
     "FORMATS",
@@ -690,7 +690,7 @@ _LANGCHAIN_KINDS: Final = frozenset({*_LANGCHAIN_ROLES, "chat", "remove"})
 """The message types (a chunk's being its message's): a ``chat`` message carries its own
 role; ``remove`` is LangGraph's instruction to drop a message, read as a message of its
 type."""
-LANGCHAIN_TYPES: Final = frozenset({*_LANGCHAIN_KINDS, *_LANGCHAIN_CHUNKS, "constructor"})
+LANGCHAIN_TYPES: Final = LANGCHAIN_MESSAGE_TYPES | {"constructor"}
 """The ``type`` of every LangChain message as its three dict forms write it (a serialised
 one's is ``constructor``): what tells a thread is LangChain's."""
 _LANGCHAIN_MEDIA: Final = frozenset({"image", "audio", "video", "file", "text-plain",
@@ -856,9 +856,11 @@ def _langchain_ai(
                 arguments = _json_or_text(arguments)
             _called(out, calls, name, arguments, call.get("id"))
     # OpenAI's legacy function call, which Gemini's models also write beside their
-    # tool_calls ("for backward compatibility"): read where no tool call holds it.
+    # tool_calls ("for backward compatibility"): read where no tool call, readable or not,
+    # holds it.
     function_call = extra.get("function_call")
-    if function_call is not None and not _holds(fields.get("tool_calls")):
+    if function_call is not None and not (_holds(fields.get("tool_calls"))
+                                          or _holds(fields.get("invalid_tool_calls"))):
         _legacy_call(out, legacy, function_call, f"{where}: function_call")
     return _langchain_media(content)
 
@@ -1421,7 +1423,8 @@ def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
                                f"{json_type(messages)}")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise MessageTypeError(f"message {index} is not an object ({json_type(message)})")
+            raise MessageTypeError(f"message {index} is not an object ({json_type(message)})"
+                                   f"{langchain_object_hint(message)}")
     return messages
 
 

@@ -33,7 +33,6 @@ from vthread._jsvalue import unicode_text
 from vthread._options import cycle_options, flag, not_with_anywhere
 from vthread.adapters import agreed_format
 from vthread.documents import (
-    ANOTHER_LIBRARY,
     BLANK_CELL,
     DECLARED_COLUMN,
     checked_format,
@@ -44,10 +43,12 @@ from vthread.documents import (
     judged_until_settled,
     line_format_evidence,
     messages_column,
+    misfit_advice,
+    misfit_kind,
     misfit_phrase,
     misfits,
     misread_as_native,
-    native_misfit,
+    misread_value,
     not_an_array,
     one_column,
     read_cell,
@@ -165,8 +166,37 @@ def scan_arrow(
     else:
         chosen = format
         warn_if_misread(column, format, stacklevel=3, declared=declared)
-    return scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id, run_ids,
-                       declared=declared, detected=format == "auto")
+    misread: list[tuple[int, Any]] = []
+    result = scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id,
+                         run_ids, declared=declared, detected=format == "auto", misread=misread)
+    # (the first rows' warning named those among them)
+    _warn_of_misread([(row, what) for row, what in misread if row >= _DETECT_ROWS])
+    return result
+
+
+def _warn_of_misread(misread: list[tuple[int, Any]]) -> None:
+    """Warn of the looping rows past the first read as native that plainly are not native
+    runs (their loop false), each kind's first few named and the rest counted, as
+    ``vthread scan`` warns of such lines; ``warnings.warn`` pointing at scan_arrow's
+    caller."""
+    if not misread:
+        return
+    import warnings
+
+    from vthread.documents import MISFITS_SHOWN, misfit_advice, misfit_lines
+
+    totals: dict[Any, int] = {}
+    shown = []
+    for row, what in misread:
+        totals[what] = totals.get(what, 0) + 1
+        if totals[what] <= MISFITS_SHOWN:
+            shown.append((row, what))
+    one = len(misread) == 1
+    warnings.warn(f"{misfit_lines(shown, 'row', totals=totals)} but {'is' if one else 'are'} "
+                  f"read as native: read so, {'its' if one else 'their'} messages are alike "
+                  f"and {'its loop' if one else 'their loops'} may be false; scan "
+                  f"{'it' if one else 'them'} apart, or pass {'its' if one else 'their'} format"
+                  + misfit_advice(totals, "row"), stacklevel=3)
 
 
 RUN_ID: Final = "run_id"
@@ -176,14 +206,16 @@ RUN_ID: Final = "run_id"
 def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
                 keywords: dict[str, float | None], mask_volatile: bool, anywhere: bool,
                 id: str | None = None, run_ids: bool = False,
-                declared: Sequence[str | None] | None = None, detected: bool = False
-                ) -> pa.Table:
+                declared: Sequence[str | None] | None = None, detected: bool = False,
+                misread: list[tuple[int, Any]] | None = None) -> pa.Table:
     """:func:`scan_arrow` once its arguments are checked, the column found sound
     (:func:`refuse_unsound`) and the format chosen (a Ray worker's batch, whose format was
     chosen once for the dataset): ``detected`` when it was detected rather than given, so
     that a row declaring itself a mini-swe-agent run (in its run object or in
     ``declared``, the rows' :func:`declarations`) is read as one, as ``vthread scan``
-    reads such a line of a file whose chat format it detected."""
+    reads such a line of a file whose chat format it detected. ``misread``, when given,
+    gets (row, what it is) of each looping row read as native that is plainly no native
+    run (:func:`vthread.documents.misread_as_native`), by its row in ``column``."""
     import pyarrow as pa
 
     column = decoded(column)
@@ -191,33 +223,16 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     # Rows parsed into Python objects (a slice Python reads, a row that may loop) hold no
     # cycles; the collector walking them again and again cost more than the parse (measured:
     # 2,765 looping rows of the benchmark parsed in 1.77 s with it, 0.17 s without).
-    misread: list[tuple[int, Any]] = []
     with collector_paused():
         first = 0
         for piece in _slices(column):
             rows.append(_scan_slice(piece, chosen, keywords, mask_volatile, anywhere,
                                     run_ids, None if declared is None
                                     else declared[first:first + len(piece)], detected))
-            misread += [(first + row, what) for row, what in rows[-1].pop(_MISREAD, [])
-                        if first + row >= _DETECT_ROWS]  # (the first rows' warning named those)
+            found = rows[-1].pop(_MISREAD, [])
+            if misread is not None:
+                misread += [(first + row, what) for row, what in found]
             first += len(piece)
-    if misread:
-        import warnings
-
-        from vthread.documents import MISFITS_SHOWN, misfit_lines
-
-        shown: dict[Any, int] = {}
-        kept = []
-        for row, what in misread:
-            shown[what] = shown.get(what, 0) + 1
-            if shown[what] <= MISFITS_SHOWN:
-                kept.append((row, what))
-        one = len(misread) == 1
-        warnings.warn(f"{misfit_lines(kept, 'row', totals=shown)} but {'is' if one else 'are'} "
-                      f"read as native: read so, {'its' if one else 'their'} messages are "
-                      f"alike and {'its loop' if one else 'their loops'} may be false; scan "
-                      f"{'it' if one else 'them'} apart, or pass {'its' if one else 'their'} "
-                      "format", stacklevel=3)
     fields: dict[str, Any] = {}
     if id is not None:
         fields[id] = _column(table, id)
@@ -436,14 +451,15 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=", detail)
     if found == "native" and unknown is not None:
         head = column.slice(0, _DETECT_ROWS)
-        misfit = _another_library_rows(head, evidence, unknown)
+        misfit = _misfit_rows(head, evidence, unknown)
         if misfit:
             import warnings
 
             warnings.warn(f"format='auto' read the rows as native, as the first are, but "
                           f"{misfit_phrase(misfit, len(head), 'row')}; they are read as "
-                          "native, and their verdicts may be wrong: scan them apart, given "
-                          "as native or chat messages", stacklevel=stacklevel)
+                          "native, and their verdicts may be wrong: scan them apart"
+                          + misfit_advice((what for _, what in misfit), "row"),
+                          stacklevel=stacklevel)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
                           _DETECT_ROWS, "row", "format='auto'", stacklevel)
 
@@ -554,7 +570,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         evidence, unknown = evidence_of(values, _DETECT_ROWS)
     found = misfits(evidence, given)
     if given == "native" and unknown is not None:
-        found = sorted([*found, *_another_library_rows(head, evidence, unknown)])
+        found = sorted([*found, *_misfit_rows(head, evidence, unknown)])
     if found:
         import warnings
 
@@ -562,18 +578,19 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         # said of a column opening with two null rows.
         warnings.warn(f"format={given!r} was given, but "
                       f"{misfit_phrase(found, len(head), 'row')}; they are read as "
-                      f"{given}, and their verdicts may be wrong", stacklevel=stacklevel)
+                      f"{given}, and their verdicts may be wrong"
+                      + misfit_advice((what for _, what in found), "row"),
+                      stacklevel=stacklevel)
 
 
-def _another_library_rows(head: pa.ChunkedArray, evidence: list[tuple[int, Any, bool]],
-                          unknown: int) -> list[tuple[int, Any]]:
-    """(row, :data:`vthread.documents.ANOTHER_LIBRARY`) of each row of ``head`` in no format
-    (none has evidence, from ``unknown`` on) whose messages are another library's, which
-    read as native are alike (the rows are parsed: a row in no format is rare)."""
+def _misfit_rows(head: pa.ChunkedArray, evidence: list[tuple[int, Any, bool]],
+                 unknown: int) -> list[tuple[int, Any]]:
+    """(row, :func:`vthread.documents.misfit_kind`) of each row of ``head`` in no format
+    (none has evidence, from ``unknown`` on) whose messages are another library's or runs,
+    which read as native are alike (the rows are parsed: a row in no format is rare)."""
     told = {row for row, _, _ in evidence}
-    return [(row, ANOTHER_LIBRARY)
-            for row, value in enumerate(_python_values(head.combine_chunks()))
-            if row >= unknown and row not in told and native_misfit(value)]
+    return [(row, what) for row, value in enumerate(_python_values(head.combine_chunks()))
+            if row >= unknown and row not in told and (what := misfit_kind(value)) is not None]
 
 
 def _text_format_evidence(text: bytes | None) -> tuple[Any, bool] | None:
@@ -1321,6 +1338,11 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
         from vthread._records import record_id
 
         out[RUN_ID] = [_run_id_text(record_id(ident)) for ident in idents]
+    if format_ == "native":
+        # (as the core's way finds them: each looping row plainly no native run)
+        out[_MISREAD] = [(row, what) for row, (value, verdict) in enumerate(
+            zip(values, out["verdict"], strict=True)) if verdict is not None
+            and not isinstance(value, _BadRow) and (what := misread_value(value)) is not None]
     return out
 
 

@@ -451,12 +451,7 @@ class _MisreadWarnings:
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
-        from vthread.documents import (
-            ANOTHER_LIBRARY,
-            MISFITS_SHOWN,
-            RUNS_FOR_MESSAGES,
-            misfit_lines,
-        )
+        from vthread.documents import MISFITS_SHOWN, misfit_advice, misfit_lines
 
         now = []
         for found in misread:
@@ -464,10 +459,6 @@ class _MisreadWarnings:
             if reading not in self._said:
                 self._said.add(reading)
                 one = len(found.found) == 1
-                # (no format reads another library's messages: they are to be given in one;
-                # a line of runs is to be split into its runs)
-                library = any(format_ == ANOTHER_LIBRARY for _, format_ in found.found)
-                runs = any(format_ == RUNS_FOR_MESSAGES for _, format_ in found.found)
                 now.append(
                     f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
                     f"{'is' if one else 'are'} read as native, the file's format (found from "
@@ -475,11 +466,7 @@ class _MisreadWarnings:
                     f"messages are alike and {'its loop' if one else 'their loops'} may be "
                     f"false; scan {'it' if one else 'them'} apart, or with "
                     f"{'its' if one else 'their'} --format"
-                    + ('; no format reads another library\'s messages: give them as native '
-                       '({"type", "text"}) or chat ({"role", "content"}) messages'
-                       if library else "")
-                    + ("; a line holding a list of runs is to be written a run a line "
-                       "(jq -c '.[]')" if runs else ""))
+                    + misfit_advice((format_ for _, format_ in found.found), "line"))
                 continue
             _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
             for line, format_ in found.found:

@@ -41,7 +41,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._jsvalue import canonical, is_string
-from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
+from vthread._messages import (
+    MESSAGES_KEYS,
+    check_messages,
+    langchain_object_hint,
+    ndarray_hint,
+)
 from vthread.adapters import (
     _OPENAI_KEYS,
     _OPENAI_ONLY_ROLES,
@@ -327,7 +332,8 @@ def read_run(
             return f"{format_} format: {error}"
     if messages and set(map(type, messages)) != {dict}:
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
-        return f"message {index} is not an object ({json_type(messages[index])})"
+        return (f"message {index} is not an object ({json_type(messages[index])})"
+                f"{langchain_object_hint(messages[index])}")
     return ident, messages, None
 
 
@@ -1052,10 +1058,11 @@ def runs_for_messages(value: Any, messages_key: str | None = None) -> bool:
 
 
 def _is_run_object(message: Any, messages_key: str | None = None) -> bool:
-    """Whether a message is plainly a run: no ``type`` nor ``role``, a list of messages
-    under a run's messages key (``messages_key``, else :data:`MESSAGES_KEYS`, as the core's
+    """Whether a message is plainly a run: no ``type``, ``role`` nor ``text``, a list of
+    messages under a run's messages key (``messages_key``, else :data:`MESSAGES_KEYS`, as the core's
     screen of a line's first message looks for them)."""
     return (isinstance(message, Mapping) and "type" not in message and "role" not in message
+            and "text" not in message  # (as the core's screen: no text)
             and any(isinstance(message.get(key), list)
                     for key in _messages_keys(messages_key)))
 
@@ -1070,6 +1077,28 @@ def misread_as_native(line: bytes, messages_key: str | None = None,
     if evidence is None or evidence[0] == "native":
         return None
     return evidence[0] if evidence[0] is not None else misfit_kind(parse(line), messages_key)
+
+
+def misread_value(value: Any, messages_key: str | None = None) -> Any:
+    """:func:`misread_as_native` of a parsed run (a row Python read)."""
+    evidence = run_format_evidence(value, messages_key)
+    if evidence is None or evidence[0] == "native":
+        return None
+    return evidence[0] if evidence[0] is not None else misfit_kind(value, messages_key)
+
+
+def misfit_advice(kinds: Iterable[Any], unit: str) -> str:
+    """What a warning of ``unit``s (lines, rows) read as native adds for those no format
+    reads (:func:`misfit_kind`'s), "" for formats: their own format is the advice given."""
+    kinds = set(kinds)
+    advice = ""
+    if ANOTHER_LIBRARY in kinds:
+        advice += ('; no format reads another library\'s messages: give them as native '
+                   '({"type", "text"}) or chat ({"role", "content"}) messages')
+    if RUNS_FOR_MESSAGES in kinds:
+        advice += (f"; a {unit} holding a list of runs is to be written a run a {unit}"
+                   + (" (jq -c '.[]')" if unit == "line" else ""))
+    return advice
 
 
 def misfit_kind(value: Any, messages_key: str | None = None) -> str | None:
@@ -1199,7 +1228,9 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             what_they_are = f'{whose} have a "role" (chat messages)'
         elif _responses_tool(first):
             marked = ' with a "call_id"' if "call_id" in first else ""
-            what_they_are = f'{whose} are OpenAI Responses items ("{first["type"]}"{marked})'
+            # (the type's own text: a str subclass's __format__ is not run)
+            kind = str.__str__(first["type"])
+            what_they_are = f'{whose} are OpenAI Responses items ("{kind}"{marked})'
         elif not (_wraps_fields(first) and "text" not in first):
             continue  # (a native first message: the usual case, told by one screen)
         elif langchain_s(thread):
