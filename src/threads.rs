@@ -30,11 +30,11 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// What a LangChain message object given as a message is, and what to do
-/// (`_messages.LANGCHAIN_OBJECT_HINT`).
+/// (`_langchain.LANGCHAIN_OBJECT_HINT`).
 const LANGCHAIN_OBJECT_HINT: &str = " (a LangChain message object: pass each one's \
     model_dump(); describe_thread_cycle and scan read the objects with format=\"langchain\")";
 
-/// `_messages.langchain_object_hint`'s test: a `model_dump` method of the object's type and a
+/// `_langchain.langchain_object_hint`'s test: a `model_dump` method of the object's type and a
 /// `type` naming a LangChain message's (asked only of a message that is no mapping, about to
 /// be an error).
 fn langchain_object(message: &Bound<'_, PyAny>) -> bool {

@@ -96,10 +96,10 @@ def test_messages_map_as_the_table_says() -> None:
 def test_every_langchain_type_is_told_alike_by_python_and_the_core() -> None:
     """Each type of :data:`LANGCHAIN_TYPES` tells a thread is LangChain's in Python and in
     the core (whose list is its own), and the message types are the adapter's."""
-    from vthread import _core, _messages, adapters
+    from vthread import _core, _langchain, adapters
 
     assert adapters._LANGCHAIN_KINDS | set(adapters._LANGCHAIN_CHUNKS) == \
-        _messages.LANGCHAIN_MESSAGE_TYPES
+        _langchain.LANGCHAIN_MESSAGE_TYPES
     for kind in sorted(adapters.LANGCHAIN_TYPES):
         thread = [{"type": kind, "content": "x"}]
         assert adapters.format_evidence(thread) == ("langchain", True), kind

@@ -32,6 +32,7 @@ from vthread._jsvalue import (
     real_number,
     text_in,
 )
+from vthread._langchain import langchain_object_hint
 
 __all__ = [
     "ABSENT",
@@ -104,36 +105,6 @@ NDARRAY_HINT: Final = (" (pandas reads a Parquet list column as NumPy arrays at 
                        "level: pass the table to vthread.scan_arrow, or turn each level into "
                        "lists)")
 """Said of a NumPy array given where a thread goes (the core says the same)."""
-
-
-LANGCHAIN_OBJECT_HINT: Final = (" (a LangChain message object: pass each one's "
-                                "model_dump(); describe_thread_cycle and scan read the "
-                                "objects with format=\"langchain\")")
-"""Said of a LangChain message object given where a message goes (the core says the
-same)."""
-
-
-LANGCHAIN_MESSAGE_TYPES: Final = frozenset({
-    "human", "ai", "system", "tool", "function", "chat", "remove", "HumanMessageChunk",
-    "AIMessageChunk", "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk",
-    "ChatMessageChunk"})
-"""The ``type`` of each LangChain message class (a streamed chunk's its own), as its
-objects and their ``model_dump()`` carry it (``vthread.adapters`` reads them)."""
-
-
-def langchain_object_hint(value: object) -> str:
-    """:data:`LANGCHAIN_OBJECT_HINT` for a LangChain message object (no mapping, a
-    ``model_dump`` method and a ``type`` of :data:`LANGCHAIN_MESSAGE_TYPES`), else
-    nothing."""
-    try:
-        if not callable(getattr(type(value), "model_dump", None)):
-            return ""
-        kind = getattr(value, "type", None)
-    except Exception:  # (the value's own attribute code: the error it is in says the rest)
-        return ""
-    # (the type's own text, by content: a str subclass's __eq__ and __hash__ are not run)
-    found = isinstance(kind, str) and str.__str__(kind) in LANGCHAIN_MESSAGE_TYPES
-    return LANGCHAIN_OBJECT_HINT if found else ""
 
 
 MESSAGES_KEYS: Final = ("messages", "traj", "history")

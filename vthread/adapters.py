@@ -190,7 +190,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal
 
 from vthread._jsvalue import canonical, is_string, js_string, real_number, text_in
-from vthread._messages import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint
+from vthread._langchain import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint
 
 __all__ = [
     "FORMATS",

@@ -41,12 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._jsvalue import canonical, is_string
-from vthread._messages import (
-    MESSAGES_KEYS,
-    check_messages,
-    langchain_object_hint,
-    ndarray_hint,
-)
+from vthread._langchain import langchain_object_hint
+from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
 from vthread.adapters import (
     _OPENAI_KEYS,
     _OPENAI_ONLY_ROLES,
