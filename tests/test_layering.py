@@ -20,6 +20,7 @@ SUBMODULES: Final = {name.rsplit(".", 1)[1] for name in MODULES} | {"_core"}  # 
 REFERENCE: Final = "vthread._reference"
 SHARED: Final = frozenset({
     "vthread._messages",  # what messages, activities and token figures are; the thresholds
+    "vthread._langchain",  # what names a LangChain message object in the thread checks' errors
     "vthread._options",  # option resolution, as production resolves them
     "vthread._jsvalue",  # JavaScript value semantics: canonical text, UTF-16 lengths
     "vthread.textrun",  # the sentence units of a text (the text-run heuristic)
