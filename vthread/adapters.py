@@ -369,10 +369,7 @@ def _openai_message(
                                  else _result(message.get("content"), f"message {index}")))
             _noted(out, call_id)
     elif role == "function":
-        name = _own_name(message)
-        arguments = legacy.get(js_string(name), _ABSENT)
-        out.append(_response(name, arguments, _result(message.get("content"),
-                                                      f"message {index}")))
+        _legacy_result(out, legacy, message, f"message {index}")
     else:
         out.append({"type": _OPENAI_ROLE_TYPES.get(role, role), "text": _text(message, index)})
 
@@ -426,6 +423,15 @@ def _legacy_call(out: list[dict[str, Any]], legacy: dict[str, Any], function_cal
     name, arguments = _function(function_call, where)
     out.append(_request(name, arguments))
     legacy[js_string(name)] = arguments
+
+
+def _legacy_result(out: list[dict[str, Any]], legacy: Mapping[str, Any],
+                   message: Mapping[str, Any], where: str) -> None:
+    """Append the response of a legacy ``function`` message: its own name, the arguments of
+    the latest ``function_call`` of that name, its content as the result."""
+    name = _own_name(message)
+    out.append(_response(name, legacy.get(js_string(name), _ABSENT),
+                         _result(message.get("content"), where)))
 
 
 def _function(function: Any, where: str) -> tuple[str, Any]:
@@ -748,9 +754,7 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             out.append(response)
             _noted(out, call_id)
         elif role == "function":
-            name = _own_name(fields)
-            out.append(_response(name, legacy.get(js_string(name), _ABSENT),
-                                 _result(content, where)))
+            _legacy_result(out, legacy, fields, where)
         else:
             out.append({"type": _OPENAI_ROLE_TYPES.get(role, role),
                         "text": _joined_text(content, where)})
