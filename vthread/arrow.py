@@ -183,20 +183,13 @@ def _warn_of_misread(misread: list[tuple[int, Any]]) -> None:
         return
     import warnings
 
-    from vthread.documents import MISFITS_SHOWN, misfit_advice, misfit_lines
+    from vthread.documents import misfit_lines, misread_warning, tally_misfits
 
+    shown: list[tuple[int, Any]] = []
     totals: dict[Any, int] = {}
-    shown = []
-    for row, what in misread:
-        totals[what] = totals.get(what, 0) + 1
-        if totals[what] <= MISFITS_SHOWN:
-            shown.append((row, what))
-    one = len(misread) == 1
-    warnings.warn(f"{misfit_lines(shown, 'row', totals=totals)} but {'is' if one else 'are'} "
-                  f"read as native: read so, {'its' if one else 'their'} messages are alike "
-                  f"and {'its loop' if one else 'their loops'} may be false; scan "
-                  f"{'it' if one else 'them'} apart, or pass {'its' if one else 'their'} format"
-                  + misfit_advice(totals, "row"), stacklevel=3)
+    tally_misfits(misread, shown, totals)
+    warnings.warn(misread_warning(misfit_lines(shown, "row", totals=totals), len(misread),
+                                  totals, "row", ("pass", "format")), stacklevel=3)
 
 
 RUN_ID: Final = "run_id"
@@ -1219,13 +1212,13 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
                             anywhere=core_text_run() if anywhere else None)
     if raw["declined"].size:
         return None  # a row only Python reads: the slice goes through Python objects
+    view = memoryview(data)
     if anywhere:
         found = _anywhere_in_core(data, starts, ends, raw)
         if found is None:
             return None  # the Python objects' way says what is wrong with the row
         result = found
     else:
-        view = memoryview(data)
         try:
             result = scan_of_lines(raw, options,
                                    lambda row: bytes(view[int(starts[row]):int(ends[row])]))
@@ -1237,7 +1230,6 @@ def _scan_in_core(data: Any, starts: np.ndarray[Any, Any], ends: np.ndarray[Any,
         fields[RUN_ID] = [_run_id_text(text) for text in raw["id_texts"]]
     # Looping rows whose first message the core's screen marked, read as native: those
     # plainly in another format (their loop false), by their row in the slice.
-    view = memoryview(data)
     fields[_MISREAD] = [
         (int(valid[index]), misfit) for index in np.flatnonzero(
             (result.codes > 0) & raw["chat_first"]).tolist()

@@ -451,28 +451,20 @@ class _MisreadWarnings:
 
     def said_now(self, misread: Iterable[_Misread]) -> list[str]:
         """The warnings to say as a chunk's records are written."""
-        from vthread.documents import MISFITS_SHOWN, misfit_advice, misfit_lines
+        from vthread.documents import misfit_lines, misread_warning, tally_misfits
 
         now = []
         for found in misread:
             reading = self._reading(found)
             if reading not in self._said:
                 self._said.add(reading)
-                one = len(found.found) == 1
-                now.append(
-                    f"{found.label}: warning: {misfit_lines(found.found, found.unit)} but "
-                    f"{'is' if one else 'are'} read as native, the file's format (found from "
-                    f"its first lines, or given): read so, {'its' if one else 'their'} "
-                    f"messages are alike and {'its loop' if one else 'their loops'} may be "
-                    f"false; scan {'it' if one else 'them'} apart, or with "
-                    f"{'its' if one else 'their'} --format"
-                    + misfit_advice((format_ for _, format_ in found.found), "line"))
+                now.append(f"{found.label}: warning: " + misread_warning(
+                    misfit_lines(found.found, found.unit), len(found.found),
+                    (format_ for _, format_ in found.found), "line", ("with", "--format"),
+                    ", the file's format (found from its first lines, or given)"))
                 continue
             _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
-            for line, format_ in found.found:
-                if totals.get(format_, 0) < MISFITS_SHOWN:
-                    first.append((line, format_))
-                totals[format_] = totals.get(format_, 0) + 1
+            tally_misfits(found.found, first, totals)
         return now
 
     def rest(self) -> list[str]:
@@ -4035,12 +4027,11 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
         told = {number for number, _, _ in evidence}
         last = min(len(lines), max(evidence[-1][0] if evidence else 0,
                                    unknown + DETECT_THREADS - 1))
-        misfit_of = {number: misfit_kind(_parse(lines[number - 1], suspect=True),
-                                          messages_key)
-                     for number in range(unknown, last + 1)
-                     if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES}
-        found = sorted([*found, *((number, misfit) for number, misfit in misfit_of.items()
-                                  if misfit is not None)])
+        found = sorted([*found, *(
+            (number, misfit) for number in range(unknown, last + 1)
+            if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES
+            and (misfit := misfit_kind(_parse(lines[number - 1], suspect=True),
+                                       messages_key)) is not None)])
     if not found:
         return None
     examined = max(found[-1][0], evidence[-1][0] if evidence else 0)

@@ -98,6 +98,7 @@ __all__ = [
     "settled_format",
     "settled_warning",
     "settles",
+    "tally_misfits",
     "thread_format",
     "translated_span",
     "unread_reason",
@@ -1069,18 +1070,27 @@ def misread_as_native(line: bytes, messages_key: str | None = None,
     naming it: its format, :data:`ANOTHER_LIBRARY` or :data:`RUNS_FOR_MESSAGES`; None when
     it may be native. Parsed (with ``parse`` where the core leaves it): asked only of a
     looping line whose first message the core's screen marked (``chat_first``)."""
-    evidence = line_format_evidence(line, messages_key, parse)
-    if evidence is None or evidence[0] == "native":
-        return None
-    return evidence[0] if evidence[0] is not None else misfit_kind(parse(line), messages_key)
+    return _misread(line_format_evidence(line, messages_key, parse), lambda: parse(line),
+                    messages_key)
 
 
 def misread_value(value: Any, messages_key: str | None = None) -> Any:
     """:func:`misread_as_native` of a parsed run (a row Python read)."""
-    evidence = run_format_evidence(value, messages_key)
+    return _misread(run_format_evidence(value, messages_key), lambda: value, messages_key)
+
+
+def _misread(evidence: tuple[Any, bool] | None, value: Callable[[], Any],
+             messages_key: str | None) -> Any:
+    """What a run of this format ``evidence`` plainly is read as native: its format, else
+    (in no format) :func:`misfit_kind` of its ``value``, made only then."""
     if evidence is None or evidence[0] == "native":
         return None
-    return evidence[0] if evidence[0] is not None else misfit_kind(value, messages_key)
+    return evidence[0] if evidence[0] is not None else misfit_kind(value(), messages_key)
+
+
+_NATIVE_OR_CHAT: Final = ('give them as native ({"type", "text"}) or chat ({"role", '
+                          '"content"}) messages')
+"""What to do with messages no format reads (another library's)."""
 
 
 def misfit_advice(kinds: Iterable[Any], unit: str) -> str:
@@ -1089,12 +1099,36 @@ def misfit_advice(kinds: Iterable[Any], unit: str) -> str:
     kinds = set(kinds)
     advice = ""
     if ANOTHER_LIBRARY in kinds:
-        advice += ('; no format reads another library\'s messages: give them as native '
-                   '({"type", "text"}) or chat ({"role", "content"}) messages')
+        advice += f"; no format reads another library's messages: {_NATIVE_OR_CHAT}"
     if RUNS_FOR_MESSAGES in kinds:
         advice += (f"; a {unit} holding a list of runs is to be written a run a {unit}"
                    + (" (jq -c '.[]')" if unit == "line" else ""))
     return advice
+
+
+def misread_warning(named: str, count: int, kinds: Iterable[Any], unit: str,
+                    remedy: tuple[str, str], reading: str = "") -> str:
+    """A warning of ``count`` looping ``unit``s read as native that plainly are not native
+    runs, ``named`` by :func:`misfit_lines`, as ``vthread scan`` and ``scan_arrow`` say it:
+    ``reading`` what reading them as native was, ``remedy`` (verb, noun) how to name their
+    format ("with", "--format")."""
+    one = count == 1
+    its = "its" if one else "their"
+    verb, noun = remedy
+    return (f"{named} but {'is' if one else 'are'} read as native{reading}: read so, {its} "
+            f"messages are alike and {'its loop' if one else 'their loops'} may be false; "
+            f"scan {'it' if one else 'them'} apart, or {verb} {its} {noun}"
+            + misfit_advice(kinds, unit))
+
+
+def tally_misfits(found: Iterable[tuple[int, Any]], shown: list[tuple[int, Any]],
+                  totals: dict[Any, int]) -> None:
+    """Count ``found`` (unit, kind) into ``totals`` by kind, keeping the first
+    :data:`MISFITS_SHOWN` of each kind in ``shown`` (for :func:`misfit_lines`)."""
+    for number, kind in found:
+        if totals.get(kind, 0) < MISFITS_SHOWN:
+            shown.append((number, kind))
+        totals[kind] = totals.get(kind, 0) + 1
 
 
 def misfit_kind(value: Any, messages_key: str | None = None) -> str | None:
@@ -1239,8 +1273,7 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             # (no format reads them: the advice is to give them in one)
             what_they_are = (f'{whose} have a "content" and no "text" (no native '
                              "messages: another library's, such as LangChain's?)")
-            advice = ('give them as native ({"type", "text"}) or chat ({"role", '
-                      '"content"}) messages')
+            advice = _NATIVE_OR_CHAT
         else:
             continue
         import warnings
