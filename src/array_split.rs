@@ -7,9 +7,11 @@
 //! (cut short, an empty element, data after the closing bracket) gives the elements before.
 //!
 //! Arrays one after another (`cat a.json b.json`, or `jq -c` writing one array of runs a
-//! line) are split as one: the elements of each in turn. Only an array may follow an array;
-//! anything else after one is data after the closing bracket, where the split stops, and so
-//! is a later array its reader refuses by its first element (`refuse_later_array`).
+//! line) are split as one: the elements of each in turn. An object after an array that held
+//! an element is one more element (a run appended a line at a time after a batch written as
+//! an array); anything else after one is data after the closing bracket, where the split
+//! stops, and so is a later array or object its reader refuses by its first element
+//! (`refuse_later_array`).
 
 use std::collections::TryReserveError;
 
@@ -30,7 +32,8 @@ pub enum Stop {
     Cut,
     /// An element was empty (a comma or the closing bracket where a value belongs).
     Empty,
-    /// Something other than whitespace or another array follows the closing bracket.
+    /// Something other than whitespace, another array or an object follows the closing
+    /// bracket.
     After,
 }
 
@@ -75,8 +78,14 @@ pub struct ArraySplitter {
     /// The element being read is the first of a later array, whose bracket is here.
     opening: Option<Place>,
     /// The elements of the last `feed` that open a later array (their index among its
-    /// elements) and where that array's bracket is.
+    /// elements) and where that array's bracket is; or that are an object after an array,
+    /// and where it starts.
     later_openings: Vec<(usize, Place)>,
+    /// The element being read is an object after an array, ended by its own closing brace.
+    loose: bool,
+    /// Whether an element has been found: an object may follow only an array that held one
+    /// (`[]` and then JSONL lines is no array of runs).
+    any_element: bool,
 }
 
 impl Default for ArraySplitter {
@@ -131,6 +140,8 @@ impl ArraySplitter {
             later_array: None,
             opening: None,
             later_openings: Vec::new(),
+            loose: false,
+            any_element: false,
         }
     }
 
@@ -148,13 +159,15 @@ impl ArraySplitter {
 
     /// Stop at a later array (`place`, its bracket, from `later_openings`) whose first element
     /// its reader finds no element of the document (an array of runs followed by a thread
-    /// of messages): data after the closing bracket of the array before it, where the split
-    /// stops. The elements from that one on are the caller's to drop.
+    /// of messages), or at an object after an array that is none (a message): data after the
+    /// closing bracket of the array before it, where the split stops. The elements from that
+    /// one on are the caller's to drop.
     pub fn refuse_later_array(&mut self, place: Place) {
         self.state = State::Stopped(Stop::After);
         self.stop_place = Some(place);
         self.element = None;
         self.opening = None;
+        self.loose = false;
         self.closed = true;
     }
 
@@ -267,6 +280,16 @@ impl ArraySplitter {
                     self.state = State::BeforeElement { first: true };
                     at += 1;
                 }
+                State::AfterArray if self.buffer[at] == b'{' && self.any_element => {
+                    // An object after an array of elements: one more element, told to the
+                    // reader as a later array's first is (it may refuse it).
+                    let place = self.place_of(at);
+                    self.opening = Some(place);
+                    self.element = Some((at, place));
+                    self.depth = 0;
+                    self.loose = true;
+                    self.state = State::InElement;
+                }
                 State::AfterArray => {
                     self.stop_place = Some(self.place_of(at));
                     self.state = State::Stopped(Stop::After);
@@ -298,6 +321,9 @@ impl ArraySplitter {
                     if let Some(byte) = ended {
                         let (start, place) = self.element.take().expect("in an element");
                         let mut last = at;
+                        if self.loose {
+                            last += 1; // (an object's closing brace is its own)
+                        }
                         while is_json_space(self.buffer[last - 1]) {
                             last -= 1; // the element's first byte is not space
                         }
@@ -305,7 +331,10 @@ impl ArraySplitter {
                             self.later_openings.push((found.len(), bracket));
                         }
                         found.push((start, last, place));
-                        if byte == b']' {
+                        self.any_element = true;
+                        if std::mem::take(&mut self.loose) {
+                            self.state = State::AfterArray;
+                        } else if byte == b']' {
                             self.closed = true;
                             self.state = State::AfterArray;
                         } else {
@@ -320,14 +349,15 @@ impl ArraySplitter {
     }
 
     /// Walk the element being read from `buffer[at]` toward `end`, by its depth outside
-    /// strings: where it ends (the `,` or `]` after it, and that byte), or `end` and None when
-    /// it goes on past the bytes fed. The walk keeps its state in locals (this loop is most
+    /// strings: where it ends (the `,` or `]` after it, and that byte; for an object after an
+    /// array, its own closing `}`), or `end` and None when it goes on past the bytes fed. The walk keeps its state in locals (this loop is most
     /// of the split's time: every byte of the document passes through it), strings skipped
     /// to their next quote or backslash at once.
     fn walk_element(&mut self, mut at: usize, end: usize) -> (usize, Option<u8>) {
         let buffer = &self.buffer[..end];
         let mut depth = self.depth;
         let mut in_string = self.in_string;
+        let loose = self.loose;
         let mut ended = None;
         if self.escaped && at < end {
             self.escaped = false;
@@ -355,7 +385,13 @@ impl ArraySplitter {
             match buffer[at] {
                 b'"' => in_string = true,
                 b'[' | b'{' => depth += 1,
-                b']' | b'}' if depth > 0 => depth -= 1,
+                byte @ (b']' | b'}') if depth > 0 => {
+                    depth -= 1;
+                    if loose && depth == 0 {
+                        ended = Some(byte);
+                        break;
+                    }
+                }
                 byte @ (b']' | b',') if depth == 0 => {
                     ended = Some(byte);
                     break;
@@ -545,7 +581,7 @@ mod tests {
             Option<(Stop, usize)>,
             bool,
         );
-        let cases: [Case; 9] = [
+        let cases: [Case; 14] = [
             (b"[1, 2][3]", &[b"1", b"2", b"3"], None, true),
             (b"[1]\n\xef\xbb\xbf[2]", &[b"1", b"2"], None, true), // files written with a mark
             (b"[1]\n\xef\xbb[2]", &[b"1"], Some((Stop::After, 4)), true),
@@ -557,7 +593,33 @@ mod tests {
             ),
             (b"[] [1] []", &[b"1"], None, true),
             (b"[1] [2] x", &[b"1", b"2"], Some((Stop::After, 8)), true),
-            (b"[1] {\"a\": 2}", &[b"1"], Some((Stop::After, 4)), true),
+            // An object after an array of elements is one more; after an empty one, data.
+            (b"[1] {\"a\": 2}", &[b"1", b"{\"a\": 2}"], None, true),
+            (b"[] {\"a\": 2}", &[], Some((Stop::After, 3)), true),
+            (
+                b"[1]\n{\"a\": \"}]\"}\n{\"b\": {}}\n[2]",
+                &[b"1", b"{\"a\": \"}]\"}", b"{\"b\": {}}", b"2"],
+                None,
+                true,
+            ),
+            (
+                b"[1] {\"a\": 2}{}",
+                &[b"1", b"{\"a\": 2}", b"{}"],
+                None,
+                true,
+            ),
+            (
+                b"[1] {\"a\": 2} x",
+                &[b"1", b"{\"a\": 2}"],
+                Some((Stop::After, 13)),
+                true,
+            ),
+            (
+                b"[1] {\"a\": 2}, {}",
+                &[b"1", b"{\"a\": 2}"],
+                Some((Stop::After, 12)),
+                true,
+            ),
             (b"[1] [2, ]", &[b"1", b"2"], Some((Stop::Empty, 8)), false),
             (b"[1] [", &[b"1"], Some((Stop::Cut, 5)), false),
         ];
@@ -576,20 +638,28 @@ mod tests {
             (stop, closed, tail),
             (Some((Stop::Cut, 9)), false, Some(b"3".to_vec()))
         );
+        // Cut inside an object after an array: the object is the tail.
+        let (elements, stop, _, tail) = every_way(b"[1] {\"a\": [2");
+        assert_eq!(elements, vec![b"1".to_vec()]);
+        assert_eq!(
+            (stop, tail),
+            (Some((Stop::Cut, 12)), Some(b"{\"a\": [2".to_vec()))
+        );
     }
 
     #[test]
     fn a_later_array_is_told_by_its_first_element_and_may_be_refused() {
-        let document = b"[1, 2]\n [] [3, 4] [5]";
+        let document = b"[1, 2]\n [] [3, 4] [5] {\"6\": {}}";
         let mut splitter = ArraySplitter::new();
         let found = splitter.feed(document).unwrap();
-        assert_eq!(found.len(), 5);
+        assert_eq!(found.len(), 6);
         let openings: Vec<(usize, usize)> = splitter
             .later_openings()
             .iter()
             .map(|&(index, place)| (index, place.offset))
             .collect();
-        assert_eq!(openings, vec![(2, 11), (4, 18)]); // (the empty array opens none)
+        // (the empty array opens none; an object opens itself)
+        assert_eq!(openings, vec![(2, 11), (4, 18), (5, 22)]);
         splitter.refuse_later_array(splitter.later_openings()[0].1);
         let (stop, closed, tail) = splitter.finish();
         assert_eq!(
@@ -615,10 +685,14 @@ mod tests {
                 }));
                 elements += found.len();
             }
-            assert_eq!(elements, 5, "blocks of {size}");
+            assert_eq!(elements, 6, "blocks of {size}");
             assert_eq!(
                 told,
-                vec![(b"3".to_vec(), 11), (b"5".to_vec(), 18)],
+                vec![
+                    (b"3".to_vec(), 11),
+                    (b"5".to_vec(), 18),
+                    (b"{\"6\": {}}".to_vec(), 22)
+                ],
                 "blocks of {size}"
             );
         }

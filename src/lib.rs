@@ -1486,8 +1486,9 @@ impl DocumentSplitter {
                             }
                         }
                     }
-                    // An array after the first is more runs unless its first element plainly
-                    // opens none (a document of runs followed by a thread of messages is
+                    // An array after the first, or an object after an array, is more runs
+                    // unless its first element (the object itself) plainly opens none (a
+                    // document of runs followed by a thread of messages, or a message, is
                     // data after its closing bracket); one the tape does not read (NaN in
                     // it) is Python's to read, as a run, as any such element is.
                     if let Some(&(_, bracket)) = openings.next_if(|&&(at, _)| at == index) {

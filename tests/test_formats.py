@@ -1737,6 +1737,58 @@ def test_arrays_of_runs_one_after_another_are_read_as_one_document(
     assert [r["id"] for r in read] == ["a", "b"] and "in run 3" in broken["error"]
 
 
+@pytest.mark.parametrize("read_bytes", [64, 1 << 20])
+def test_runs_after_an_array_of_runs_are_read_as_its_runs_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_bytes: int) -> None:
+    """A batch written as an array of runs, then runs appended a line at a time (or
+    pretty-printed one after another): a record for every run, in order, from a file named
+    either way, from standard input and gzipped, in blocks of any size, as Python's reading of
+    the same document in UTF-16 gives (the runs after the array were one error record, "Extra
+    data after its closing bracket"). A message after the array is still where the document
+    breaks, a run cut short breaks where json says, and ``[]`` then JSONL lines is JSONL."""
+    from vthread import cli
+
+    monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
+    looping = [{"type": "user", "text": "go"}] + [{"type": "bot", "text": "same"}] * 4
+    batch = [{"id": "a", "messages": looping}, {"id": "b", "messages": looping[:2]}]
+    appended = [{"id": "c", "messages": looping[:3]}, {"id": "d", "messages": looping}]
+    compact = json.dumps(batch) + "\n" + "".join(json.dumps(r) + "\n" for r in appended)
+    pretty = "".join(json.dumps(v, indent=2) + "\n" for v in (batch, *appended))
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_bytes(compact.encode("utf-16"))  # read whole by Python's json
+    expected = records(run(["scan", str(utf16), "-q"], monkeypatch)[1])
+    assert [(r["id"], r["line"], bool(r["verdict"])) for r in expected] == [
+        ("a", 1, True), ("b", 2, False), ("c", 3, False), ("d", 4, True)]
+    for name, text in (("lines.jsonl", compact), ("batch.json", compact),
+                       ("pretty.json", pretty)):
+        path = tmp_path / name
+        path.write_text(text)
+        gzipped = tmp_path / (name + ".gz")
+        gzipped.write_bytes(gzip.compress(text.encode()))
+        for code, out, _ in (run(["scan", str(path), "-q"], monkeypatch),
+                             run(["scan", "-", "-q"], monkeypatch, stdin=text.encode()),
+                             run(["scan", str(gzipped), "-q"], monkeypatch)):
+            assert code == 0, (name, out)
+            assert [{**r, "file": None} for r in records(out)] == [
+                {**r, "file": None} for r in expected], name
+    # A message after the batch (a thread's, not a run): the runs, then where it breaks.
+    path = tmp_path / "then_a_message.json"
+    path.write_text(json.dumps(batch) + "\n" + json.dumps(appended[0]) + "\n"
+                    + json.dumps(looping[0]) + "\n")
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["a", "b", "c"]
+    assert broken["error"].endswith("line 3 column 1 of the document, after its closing "
+                                    "bracket; the document is not read past there")
+    # A run appended cut short: the runs before it, then where json finds it breaks.
+    path.write_text(json.dumps(batch) + "\n" + json.dumps(appended[0])[:30])
+    *read, broken = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+    assert [r["id"] for r in read] == ["a", "b"] and "in run 3" in broken["error"], broken
+    # An empty array, then runs a line: JSONL, whose first line is a thread of no messages.
+    text = "[]\n" + "".join(json.dumps(r) + "\n" for r in appended)
+    got = records(run(["scan", "-", "-q"], monkeypatch, stdin=text.encode())[1])
+    assert [(r["id"], r["line"]) for r in got] == [(None, 1), ("c", 2), ("d", 3)]
+
+
 def test_a_trajectory_file_that_breaks_keeps_its_name_as_its_id(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A trajectory file named by its instance that is empty (the agent crashed before it
