@@ -2074,10 +2074,17 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
         let native = any_text || !any_content;
         return Ok((native.then_some("native"), true));
     }
-    // `m.get("type", "message")`: an item without a type is a message.
-    if messages
+    // Anthropic's messages as its SDK dumps them are `"type": "message"` items with a role
+    // too: their tool_use, tool_result and thinking blocks, which no Responses item holds,
+    // tell them.
+    let anthropic = messages
         .iter()
-        .all(|m| kind(m).is_none() || responses_item(kind(m)))
+        .any(|m| holds_block(m.get("content"), &ANTHROPIC_BLOCKS));
+    // `m.get("type", "message")`: an item without a type is a message.
+    if !anthropic
+        && messages
+            .iter()
+            .all(|m| kind(m).is_none() || responses_item(kind(m)))
         && messages.iter().any(|m| {
             responses_call_or_output(kind(m))
                 || (named(kind(m), &["message"]) && m.get("role").is_some())
@@ -2089,9 +2096,6 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     if roles.len() != messages.len() || !roles.iter().all(Value::is_string) {
         return Ok((None, true));
     }
-    let anthropic = messages
-        .iter()
-        .any(|m| holds_block(m.get("content"), &ANTHROPIC_BLOCKS));
     let openai = messages.iter().zip(&roles).any(|(m, role)| {
         named(Some(*role), &OPENAI_ONLY_ROLES) || OPENAI_KEYS.iter().any(|key| m.get(key).is_some())
     });

@@ -874,6 +874,10 @@ def anthropic_messages(draw: st.DrawFn) -> Any:
         st.just(_ABSENT), st.none(), TEXTS, st.sampled_from([{}, 3, {"type": "text"}]))))
     if draw(st.integers(0, 3)) == 0:
         message.update(draw(usages()))
+    if draw(st.integers(0, 5)) == 0:
+        # As the SDK's Message.model_dump() writes an assistant turn (a Responses item's
+        # "type" too).
+        message.update({"id": "msg_1", "type": "message", "model": "claude"})
     return message
 
 

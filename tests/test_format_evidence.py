@@ -584,3 +584,36 @@ def test_a_responses_run_holding_a_built_in_tool_s_items_is_told_responses(
     path.write_text(json.dumps({"id": "r", "messages": run}) + "\n")
     code, out, err = run_cli(["scan", str(path), "-q"], monkeypatch)
     assert code == 0 and err == "" and [r["messages"] for r in records(out)] == [4]
+
+
+def test_anthropic_turns_as_the_sdk_dumps_them_are_told_anthropic(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An assistant turn saved as Anthropic's ``Message.model_dump()`` is a ``"type":
+    "message"`` item with a role, as a Responses message is: its tool_use blocks, which no
+    Responses item holds, tell the run Anthropic's, by Python and by the core, so its loop is
+    found by ``scan(format="auto")`` and ``vthread scan`` (it was read as Responses items, its
+    calls media, and the loop went unseen)."""
+    from vthread.adapters import detect_format
+
+    def turn(index: int) -> list[dict[str, Any]]:
+        return [{"id": f"msg_{index}", "type": "message", "role": "assistant",
+                 "model": "claude", "stop_reason": "tool_use", "stop_sequence": None,
+                 "content": [{"type": "text", "text": "Searching."},
+                             {"type": "tool_use", "id": f"toolu_{index}", "name": "search",
+                              "input": {"q": "same"}}]},
+                {"role": "user", "content": [{"type": "tool_result",
+                                              "tool_use_id": f"toolu_{index}",
+                                              "content": "no results"}]}]
+
+    run = [{"role": "user", "content": "Find it."}] + [m for i in range(4) for m in turn(i)]
+    assert detect_format(run) == "anthropic"
+    for value in (run, {"id": "r", "messages": run}):
+        _agrees(value, None)
+        assert run_format_evidence(value) == ("anthropic", True)
+    expected = scan([run], format="anthropic").record(0)
+    assert expected["verdict"] == "repeated_suffix"
+    assert scan([run], format="auto").record(0) == expected
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "r", "messages": run}) + "\n")
+    code, out, _ = run_cli(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == ["repeated_suffix"]

@@ -1094,7 +1094,8 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
     Every message must fit the answer: native messages all have a string ``type`` and no
     ``role``; Responses items all have a Responses item type (or are role-only ``message``
     items) and at least one of them is a tool's call or output (a ``function_call``, a
-    ``computer_call``: :data:`_RESPONSES_MARKS`) or a ``message`` with a ``role``; chat
+    ``computer_call``: :data:`_RESPONSES_MARKS`) or a ``message`` with a ``role``, and no
+    content holds a block that shows Anthropic's (below); chat
     messages all have a string ``role``, and they are Anthropic's when some content holds a
     ``tool_use``, ``tool_result``, server or MCP tool call or thinking block, SWE-agent's when
     some assistant message has a string ``action`` (or, with no OpenAI tool key anywhere,
@@ -1130,8 +1131,13 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         if _content_without_text(messages):
             return None, True  # (another library's messages: see _content_without_text)
         return "native", True
-    if all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
-           for kind in types) and any(
+    # (Anthropic's messages as its SDK dumps them are ``"type": "message"`` items with a role
+    # too: their tool_use, tool_result and thinking blocks, which no Responses item holds,
+    # tell them; read as Responses, their calls were media and a loop of them went unseen.)
+    anthropic = any(_first_block(m.get("content"), _ANTHROPIC_BLOCKS) is not None
+                    for m in messages)
+    if not anthropic and all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
+                             for kind in types) and any(
         text_in(kind, _RESPONSES_MARKS) or (kind == "message" and "role" in m)
         for m, kind in zip(messages, types, strict=True)
     ):
@@ -1139,8 +1145,6 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     roles = _plain_all([m.get("role") for m in messages])
     if not all(is_string(role) for role in roles):
         return None, True
-    anthropic = any(_first_block(m.get("content"), _ANTHROPIC_BLOCKS) is not None
-                    for m in messages)
     openai = any(role in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
                  for m, role in zip(messages, roles, strict=True))
     if anthropic:
