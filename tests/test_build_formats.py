@@ -12,7 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vthread
-from benchmarks.workload import generate_threads, to_anthropic, to_openai
+from benchmarks.workload import (
+    generate_threads,
+    to_anthropic,
+    to_langchain,
+    to_openai,
+    to_responses,
+)
 
 WORKLOAD = [to_openai(thread) for thread in generate_threads(40, seed=8)]
 
@@ -335,6 +341,44 @@ def test_chat_roles_recorded_tokens_and_reasoning_are_read_as_the_chat_means_the
         assert vthread.build_thread(items, max_tokens=budget, estimate=lambda m: 1,
                                     format="responses", pair_safe=True,
                                     keep_system=True).messages == kept
+
+
+_LANGCHAIN_TYPE = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
+
+
+@pytest.mark.parametrize("start_on", ["assistant", "tool", "user", "bot", "system"])
+def test_a_role_names_the_same_messages_in_every_chat_format(start_on: str) -> None:
+    """start_on naming a role ("assistant", "tool") keeps the messages in LangChain's forms
+    (a message's role its type's), given or detected, that it keeps of the same conversation
+    in OpenAI chat; in Responses items (a call's role the assistant's, an output's the
+    tool's) the kept part opens at the first item of that role. Read by their own "role"
+    alone, LangChain's messages and Responses calls matched no role: the result was empty,
+    with no error."""
+    from vthread.adapters import chat_role
+
+    for thread in generate_threads(12, seed=8):
+        chat = [{key: value for key, value in message.items() if key != "usage"}
+                for message in to_openai(thread)]
+        langchain = to_langchain(thread)
+        wrapped = [{"type": message["type"], "data": message} for message in langchain]
+        for budget in (5, 20, 10**6):
+            expected = vthread.build_thread(chat, max_tokens=budget, estimate=lambda m: 1,
+                                            start_on=start_on, format="openai").messages
+            types = [_LANGCHAIN_TYPE[message["role"]] for message in expected]
+            for messages, format_ in ((langchain, "langchain"), (langchain, "auto"),
+                                      (wrapped, "langchain")):
+                got = vthread.build_thread(messages, max_tokens=budget, estimate=lambda m: 1,
+                                           start_on=start_on, format=format_).messages
+                assert [m["type"] for m in got] == types, (start_on, budget, format_)
+        if any(message["role"] == start_on for message in chat):
+            assert expected, start_on  # (a kept part, which was empty for LangChain's)
+            items = to_responses(thread)
+            first = next(index for index, item in enumerate(items)
+                         if chat_role(item, "responses") == start_on)
+            for format_ in ("responses", "auto"):
+                assert vthread.build_thread(items, max_tokens=10**6, estimate=lambda m: 1,
+                                            start_on=start_on, format=format_
+                                            ).messages == items[first:], format_
 
 
 def test_keep_first_pins_chat_messages_and_a_pinned_call_keeps_its_reply() -> None:

@@ -194,11 +194,13 @@ from vthread._langchain import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint
 
 __all__ = [
     "FORMATS",
+    "LANGCHAIN_ROLES",
     "LANGCHAIN_TYPES",
     "Format",
     "FormatConflictError",
     "FormatUnknownError",
     "MessageTypeError",
+    "chat_role",
     "common_format",
     "detect_format",
     "format_evidence",
@@ -680,8 +682,8 @@ def _reasoning_text(parts: Any) -> str:
 
 # ----------------------------------------------------------------------------------- LangChain
 
-_LANGCHAIN_ROLES: Final = {"human": "user", "ai": "assistant", "system": "system",
-                           "tool": "tool", "function": "function"}
+LANGCHAIN_ROLES: Final = {"human": "user", "ai": "assistant", "system": "system",
+                          "tool": "tool", "function": "function"}
 """A LangChain message type's role in OpenAI chat (a ``chat`` message carries its own)."""
 _LANGCHAIN_CHUNKS: Final = {"HumanMessageChunk": "human", "AIMessageChunk": "ai",
                             "SystemMessageChunk": "system", "ToolMessageChunk": "tool",
@@ -692,7 +694,7 @@ _LANGCHAIN_CLASSES: Final = {"HumanMessage": "human", "AIMessage": "ai",
                              "FunctionMessage": "function", "ChatMessage": "chat",
                              "RemoveMessage": "remove", **_LANGCHAIN_CHUNKS}
 """A serialised message's class (the last of its ``id``), and its message type."""
-_LANGCHAIN_KINDS: Final = frozenset({*_LANGCHAIN_ROLES, "chat", "remove"})
+_LANGCHAIN_KINDS: Final = frozenset({*LANGCHAIN_ROLES, "chat", "remove"})
 """The message types (a chunk's being its message's): a ``chat`` message carries its own
 role; ``remove`` is LangGraph's instruction to drop a message, read as a message of its
 type."""
@@ -736,7 +738,7 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         if kind not in _LANGCHAIN_KINDS:
             raise ValueError(f"message {index}: type {kind!r} is no LangChain message's (is "
                              "the thread in another format?)")
-        role = _LANGCHAIN_ROLES.get(kind, kind)
+        role = LANGCHAIN_ROLES.get(kind, kind)
         if kind == "chat":
             role = _role(fields, index)
         first = len(out)
@@ -762,6 +764,29 @@ def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         _finish(fields, role, first, out, _OPENAI_ROLE_TYPES, media,
                 usage=_langchain_usage(fields))
     return out
+
+
+def chat_role(message: Mapping[str, Any], format: str) -> Any:
+    """The role a message of a chat ``format`` (one the translation read) plays, as
+    ``build_thread``'s ``start_on`` names roles: its own ``role``; a LangChain message's
+    from its type (``"ai"`` is ``"assistant"``, a ``chat`` message's its own); a Responses
+    item without one, ``"tool"`` for a tool's output and ``"assistant"`` for any other (a
+    call, reasoning), as chat keeps them in a tool message and an assistant's.
+
+    >>> chat_role({"type": "ai", "content": "hi"}, "langchain")
+    'assistant'
+    >>> chat_role({"type": "function_call_output", "output": "4"}, "responses")
+    'tool'
+    """
+    if format == "langchain":
+        fields, kind = _langchain_fields(message, 0)
+        return _plain(fields.get("role")) if kind == "chat" else LANGCHAIN_ROLES.get(kind,
+                                                                                     kind)
+    role = _plain(message.get("role"))
+    if format != "responses" or role is not None:
+        return role
+    kind = _plain(message.get("type"))
+    return "tool" if is_string(kind) and kind.endswith("_output") else "assistant"
 
 
 def _as_dicts(messages: Any) -> Any:

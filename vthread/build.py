@@ -472,6 +472,7 @@ class _MessageView:
     def __init__(self, thread: list[Mapping[str, Any]], format: str,
                  estimate: Estimate | None = None) -> None:
         self._thread = thread
+        self._format = format
         self._estimate = estimate
         self.copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced
         self._types: list[Any] | None = None
@@ -522,16 +523,27 @@ class _MessageView:
         type (``"user"`` stays the translated type: a user turn holding only tool results
         is a reply, not a user turn)."""
         if self._types is not None and start_on not in _TRANSLATED_TYPES:
-            return is_text(self._thread[index].get("role"), start_on)
+            from vthread.adapters import chat_role, detect_format
+
+            if self._format == "auto":  # (told once, and only for a start_on)
+                self._format = detect_format(self._thread) or "openai"
+            # (a LangChain message's role is its type's, a Responses call's the assistant's:
+            # read by their own field alone, such messages matched no role, the result empty)
+            return is_text(chat_role(self._thread[index], self._format), start_on)
         return is_text(self.type_of(index), start_on)
 
     def check_start_on(self, start_on: str) -> None:
         """A ``start_on`` no chat message can ever match (a chat format's result would be
         empty, silently) is a ``ValueError`` naming those it can."""
         if self._types is not None and start_on not in _TRANSLATED_TYPES | _CHAT_ROLES:
+            from vthread.adapters import LANGCHAIN_ROLES
+
             names = ", ".join(sorted(_TRANSLATED_TYPES | _CHAT_ROLES))
+            role = LANGCHAIN_ROLES.get(start_on)
             raise ValueError(f"start_on={start_on!r} matches no chat message; it is a "
-                             f"translated type or a role: {names}")
+                             f"translated type or a role: {names}"
+                             + (f" (LangChain's {start_on!r} messages are {role!r})"
+                                if role is not None and role != start_on else ""))
 
     def own_costs(self) -> list[float | None] | None:
         """Per source message of a chat format, the tokens its translation carries (the
