@@ -307,3 +307,66 @@ def test_a_harness_s_message_objects_are_read_as_their_fields() -> None:
         with pytest.raises(TypeError, match=rf"^thread 0: messages\[0\] must be a mapping, "
                                             rf"got {name}$"):
             vthread.scan([[odd]])
+
+
+def test_calls_kept_where_langchain_kept_them_before_tool_calls_are_read() -> None:
+    """An ``ai`` message written before LangChain had ``tool_calls`` keeps the provider's
+    calls in ``additional_kwargs.tool_calls`` (OpenAI's shape), which LangChain's loader
+    reads as its calls when the message has none of its own: read so in each dict form, the
+    three reads of different files are no loop (their calls were lost, each reply answering
+    a call of no name, and the turns alike: a false loop). A call with no ``function`` is
+    passed over, as the loader passes it over; the message's own calls win, and so do they
+    over the legacy ``function_call``."""
+    def ai(index: int, path: str) -> dict[str, Any]:
+        return {"type": "ai", "content": "", "additional_kwargs": {"tool_calls": [
+            {"id": f"c{index}", "type": "function",
+             "function": {"name": "read_file", "arguments": json.dumps({"path": path})}},
+            {"id": "x", "type": "custom"}]}}
+
+    fields = [{"type": "human", "content": "Read a.py, b.py and c.py."}]
+    for index, path in enumerate(["a.py", "b.py", "c.py", "d.py"]):
+        fields += [ai(index, path), {"type": "tool", "content": "ok",
+                                     "tool_call_id": f"c{index}"}]
+    native = from_langchain(fields)
+    assert [m["meta"]["activity"]["function"] for m in native[1:3]] == [
+        {"name": "read_file", "arguments": {"path": "a.py"}},
+        {"name": "read_file", "arguments": {"path": "a.py"}, "result": "ok"}]
+    wrapped = [{"type": message["type"], "data": message} for message in fields]
+    for form in (fields, wrapped):
+        assert from_langchain(form) == native
+        assert vthread.describe_thread_cycle(form, format="auto") is None
+        assert vthread.scan([form], format="auto").record(0)["verdict"] is None
+    # The same calls written alike loop, as their own tool_calls would.
+    alike = [fields[0]] + [dict(m, **({"additional_kwargs": ai(0, "a.py")["additional_kwargs"]}
+                                      if m["type"] == "ai" else {"tool_call_id": "c0"}))
+                           for m in fields[1:]]
+    assert vthread.describe_thread_cycle(alike, format="langchain") is not None
+    own = {"type": "ai", "content": "", "tool_calls": [
+        {"name": "ls", "args": {}, "id": "c9", "type": "tool_call"}],
+        "additional_kwargs": {**ai(9, "z")["additional_kwargs"],
+                              "function_call": {"name": "old", "arguments": "{}"}}}
+    assert [m["meta"]["activity"]["function"]["name"] for m in from_langchain([own])] == ["ls"]
+    legacy = {"type": "ai", "content": "", "additional_kwargs": {
+        "tool_calls": [{"id": "c8", "type": "function",
+                        "function": {"name": "grep", "arguments": "{}"}}],
+        "function_call": {"name": "grep", "arguments": "{}"}}}
+    assert len(from_langchain([legacy])) == 1
+
+
+def test_bedrock_reasoning_blocks_are_reasoning() -> None:
+    """Bedrock Converse's ``reasoning_content`` block (its text under
+    ``reasoning_content.text``, as ``ChatBedrockConverse`` writes it) is a reasoning message,
+    as LangChain's own ``content_blocks`` reads it: turns whose reasoning differs are told
+    apart (the block was dropped, and such turns with the same text a false loop)."""
+    def turn(plan: str) -> dict[str, Any]:
+        return {"type": "ai", "content": [
+            {"type": "reasoning_content",
+             "reasoning_content": {"text": plan, "signature": "s"}},
+            {"type": "text", "text": "Working."}]}
+
+    assert from_langchain([turn("plan A")]) == [{"type": "reasoning", "text": "plan A"},
+                                                {"type": "bot", "text": "Working."}]
+    thread = [{"type": "human", "content": "Go."}] + [turn(f"plan {n}") for n in "ABCDEF"]
+    assert vthread.describe_thread_cycle(thread, format="langchain") is None
+    assert vthread.describe_thread_cycle(thread[:1] + [turn("plan A")] * 6,
+                                         format="langchain") is not None

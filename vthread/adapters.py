@@ -713,7 +713,10 @@ they would tell every repeated turn apart."""
 _LANGCHAIN_WRAPPERS: Final = ("content", "data", "kwargs")
 """The keys one of a LangChain thread's messages holds (its content, or the fields its
 ``data`` or ``kwargs`` wraps) and none of a native thread's does without a ``text``."""
-_LANGCHAIN_REASONING: Final = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_LANGCHAIN_REASONING: Final = frozenset({"reasoning", "thinking", "redacted_thinking",
+                                         "reasoning_content"})
+"""The content blocks that are reasoning: LangChain's own, Anthropic's, and Bedrock
+Converse's ``reasoning_content`` (its text under ``reasoning_content.text``)."""
 
 
 def from_langchain(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -884,14 +887,40 @@ def _langchain_ai(
             if is_string(arguments):
                 arguments = _json_or_text(arguments)
             _called(out, calls, name, arguments, call.get("id"))
+    held = _holds(fields.get("tool_calls")) or _holds(fields.get("invalid_tool_calls"))
+    if not held:
+        # A message written before LangChain had tool_calls keeps the provider's (OpenAI's)
+        # in additional_kwargs, which LangChain reads when it loads one: read them so too
+        # (its calls were lost, and turns calling different tools alike).
+        held = _langchain_raw_calls(out, calls, extra.get("tool_calls"))
     # OpenAI's legacy function call, which Gemini's models also write beside their
     # tool_calls ("for backward compatibility"): read where no tool call, readable or not,
     # holds it.
     function_call = extra.get("function_call")
-    if function_call is not None and not (_holds(fields.get("tool_calls"))
-                                          or _holds(fields.get("invalid_tool_calls"))):
+    if function_call is not None and not held:
         _legacy_call(out, legacy, function_call, f"{where}: function_call")
     return _langchain_media(content)
+
+
+def _langchain_raw_calls(out: list[dict[str, Any]], calls: dict[Any, tuple[str, Any]],
+                         raw: Any) -> bool:
+    """Append the requests of an ``ai`` message's ``additional_kwargs["tool_calls"]`` (the
+    provider's, OpenAI's shape), as LangChain's own loader parses them: each with a
+    ``function`` object, the others passed over as it passes them over; whether any was
+    read."""
+    if not isinstance(raw, list):
+        return False
+    read = False
+    for call in raw:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not is_string(_plain(function.get("name"))):
+            continue
+        arguments = _plain(function.get("arguments", _ABSENT))
+        if is_string(arguments):
+            arguments = _json_or_text(arguments)
+        _called(out, calls, _plain(function["name"]), arguments, call.get("id"))
+        read = True
+    return read
 
 
 def _langchain_media(content: Any) -> list[Any]:
@@ -901,11 +930,15 @@ def _langchain_media(content: Any) -> list[Any]:
 
 def _langchain_reasoning(block: Mapping[str, Any]) -> str:
     """A reasoning block's text: its ``reasoning`` (LangChain's own block) or ``thinking``
-    (Anthropic's) string, else its ``summary`` parts' texts (OpenAI's), else ""."""
+    (Anthropic's) string, else its ``reasoning_content``'s ``text`` (Bedrock Converse's),
+    else its ``summary`` parts' texts (OpenAI's), else ""."""
     for key in ("reasoning", "thinking"):
         text = _plain(block.get(key))
         if is_string(text):
             return text
+    bedrock = block.get("reasoning_content")
+    if isinstance(bedrock, Mapping) and is_string(text := _plain(bedrock.get("text"))):
+        return text
     return _reasoning_text(block.get("summary"))
 
 
