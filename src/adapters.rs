@@ -773,7 +773,20 @@ fn openai_assistant<'t>(
             if !call.is_object() {
                 return Err(Declined);
             }
-            let (name, arguments) = function(call.get("function"))?;
+            let function_value = call.get("function").filter(|v| !v.is_null());
+            let custom = call.get("custom").filter(Value::is_object);
+            let (name, arguments) = match (function_value, custom) {
+                // A custom (free-form) tool's call: its input as is, as a Responses
+                // custom_tool_call's.
+                (None, Some(custom)) => {
+                    let name = custom
+                        .get("name")
+                        .filter(Value::is_string)
+                        .ok_or(Declined)?;
+                    (Str::Line(name), custom.get("input").map(Payload::Line))
+                }
+                _ => function(function_value)?,
+            };
             writer.activity(&name, arguments.as_ref(), None, false);
             if let CallId::Key(key) = call_id(call.get("id"), true)? {
                 calls.insert(key, (name, arguments));
@@ -2740,6 +2753,22 @@ mod tests {
             )
         );
         assert_eq!(sources, [0, 1, 1, 1, 1, 2, 3]);
+    }
+
+    #[test]
+    fn openai_custom_tool_calls_keep_their_input_as_is() {
+        let line = r#"[{"role":"assistant","tool_calls":[
+              {"id":"c1","type":"custom","custom":{"name":"patch","input":"{\"a\": 1}"}},
+              {"id":"c2","type":"custom","function":null,"custom":{"name":"sh"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"ok"}]"#;
+        let (text, sources) = native(line, Format::OpenAi).unwrap();
+        assert!(text.contains(r#""function":{"name":"patch","arguments":"{\"a\": 1}"}}}}"#));
+        assert!(text.contains(r#""function":{"name":"sh"}}}}"#));
+        assert!(text.contains(r#""arguments":"{\"a\": 1}","result":"ok"}"#));
+        assert_eq!(sources, [0, 0, 1]);
+        // A custom call with no name is Python's to refuse, naming it.
+        let nameless = r#"[{"role":"assistant","tool_calls":[{"custom":{"input":"x"}}]}]"#;
+        assert!(native(nameless, Format::OpenAi).is_none());
     }
 
     #[test]

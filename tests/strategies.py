@@ -601,9 +601,16 @@ def openai_messages(draw: st.DrawFn) -> Any:
                 _put(function, "arguments", draw(st.one_of(
                     st.just(_ABSENT), TOOL_TEXTS, ARGUMENTS)))
                 call: dict[str, Any] = {"type": "function", "function": function}
+                if draw(st.integers(0, 5)) == 0:
+                    # A custom (free-form) tool's call: its input, any value, as is.
+                    custom: dict[str, Any] = {"name": draw(st.one_of(TOOL_NAMES, st.just(3)))}
+                    _put(custom, "input", draw(st.one_of(st.just(_ABSENT), TOOL_TEXTS,
+                                                         ARGUMENTS)))
+                    call = {"type": "custom", "custom": custom}
                 _put(call, "id", draw(CALL_IDS))
                 calls.append(call if draw(st.integers(0, 30)) else draw(st.sampled_from(
-                    [3, {"id": "c1"}, {"function": None}])))
+                    [3, {"id": "c1"}, {"function": None}, {"custom": {"input": "x"}},
+                     {"function": None, "custom": {"name": "f"}}])))
             message["tool_calls"] = calls if draw(st.integers(0, 30)) else draw(
                 st.sampled_from([None, {}, "x"]))
         if draw(st.integers(0, 5)) == 0:

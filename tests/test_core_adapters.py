@@ -107,6 +107,37 @@ def test_generated_runs_are_taken(format_: str) -> None:
         assert _check_line(line, format_)
 
 
+def test_custom_tool_calls_are_read_by_python_and_taken_by_the_core(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI's custom (free-form) tool call in a chat, ``{"type": "custom", "custom":
+    {"name", "input"}}``, is a request of its name with its input as is, in Python and
+    taken by the core, and its replies answer it: a run of different patches is no loop,
+    one of the same patch is (the whole run was refused: "function must be an object")."""
+    from tests.test_cli import records
+    from tests.test_cli import run as run_cli
+
+    def turn(index: int, patch: str) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{index}", "type": "custom",
+                     "custom": {"name": "apply_patch", "input": patch}}]},
+                {"role": "tool", "tool_call_id": f"call_{index}", "content": "applied"}]
+
+    task = [{"role": "user", "content": "Patch it."}]
+    differing = task + [m for i in range(4) for m in turn(i, f"*** Patch {i}")]
+    alike = task + [m for i in range(4) for m in turn(i, "*** Patch")]
+    for messages in (differing, alike):
+        assert _check_line(_encode({"id": "r", "messages": messages}, False), "openai")
+    request = read_run(alike, "openai")
+    assert not isinstance(request, str)
+    assert request[1][1]["meta"]["activity"]["function"] == {"name": "apply_patch",
+                                                             "arguments": "*** Patch"}
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"id": name, "messages": messages}) + "\n"
+                            for name, messages in (("d", differing), ("a", alike))))
+    code, out, _ = run_cli(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [None, "repeated_suffix"]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["assistant", "user", "system"]), BASH_TEXTS),
                 max_size=8), st.booleans())

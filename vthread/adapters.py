@@ -18,7 +18,9 @@ source                                      native messages, in this order
 ``assistant`` ``content`` / ``refusal``     ``{"type": "bot", "text": ...}`` when non-empty
 ``assistant`` ``tool_calls[i]``             one activity request each: ``name``, ``arguments``
                                             parsed from their JSON string (kept as the raw
-                                            string when it is not valid JSON)
+                                            string when it is not valid JSON); a custom
+                                            tool's call (``custom {name, input}``): its
+                                            ``input`` as is
 ``assistant`` ``function_call`` (legacy)    one activity request, as above
 ``tool`` with ``tool_call_id``              activity response: the call's name and arguments,
                                             ``result`` = the content parsed as JSON when it is
@@ -402,7 +404,16 @@ def _openai_assistant(
             where = f"message {index}: tool_calls[{position}]"
             if not isinstance(call, Mapping):
                 raise ValueError(f"{where} is not an object")
-            name, arguments = _function(call.get("function"), where)
+            function, custom = call.get("function"), call.get("custom")
+            if function is None and isinstance(custom, Mapping):
+                # A custom (free-form) tool's call, {"type": "custom", "custom": {"name",
+                # "input"}}: its input as is, as a Responses custom_tool_call's.
+                name = _plain(custom.get("name"))
+                if type(name) is not str:  # (a string made exact by _plain)
+                    raise ValueError(f"{where}: custom name must be a string")
+                arguments = custom.get("input", _ABSENT)
+            else:
+                name, arguments = _function(function, where)
             _called(out, calls, name, arguments, call.get("id"))
     function_call = message.get("function_call")
     if function_call is not None:
