@@ -1273,6 +1273,38 @@ def test_an_unreadable_file_among_several_named_is_its_own_error_record(
     assert (code, out) == (2, b"") and "gone.jsonl: no such file" in err
 
 
+def test_gzip_of_compressed_data_is_named_with_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip file whose data is compressed again (gzipped twice, or gzip of an xz file) is
+    said to be so, with the commands that decompress it: alone, status 2; among several, its
+    error record; on standard input, status 2 (read as text, its inner stream was split at
+    every newline byte, each piece an error record saying it was not UTF-8). Gzip once is
+    read as before."""
+    import lzma
+
+    source = lines_file(tmp_path / "runs.jsonl", 2).read_bytes()
+    for name, compressor, inner, data in (
+            ("twice.jsonl.gz", "gzip", "gzip -dc", gzip.compress(gzip.compress(source))),
+            ("inner.jsonl.gz", "xz", "xzcat", gzip.compress(lzma.compress(source)))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        said = (f"gzip of data compressed again with {compressor}, which vthread does not "
+                f"read (a gzip stream is read once): decompress it first (gzip -dc {path} | "
+                f"{inner} | vthread scan -)")
+        code, out, err = run(["scan", str(path)], monkeypatch)
+        assert (code, out, err) == (2, b"", f"vthread scan: {path}: {said}\n")
+        code, out, _ = run(["scan", str(tmp_path / "runs.jsonl"), str(path), "-q"],
+                           monkeypatch)
+        got = records(out)
+        assert code == 0 and len(got) == 3 and got[2]["error"] == said
+        code, out, err = run(["scan", "-"], monkeypatch, stdin=data)
+        assert (code, out) == (2, b"") and "<stdin>: gzip of data compressed again" in err
+    once = tmp_path / "once.jsonl.gz"
+    once.write_bytes(gzip.compress(source))
+    code, out, _ = run(["scan", str(once), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 2
+
+
 def test_a_compression_not_read_is_named_with_what_to_do(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file compressed with bzip2, xz or zstd (gzip alone is read) is said to be so, with

@@ -1552,9 +1552,18 @@ def _gzipped_whole_file(name: str) -> bool:
     return lower.endswith(".gz") and lower[:-3].endswith(_WHOLE_FILE_SUFFIXES)
 
 
-def _unread_compression_said(name: str, compression: _Compression) -> str:
-    """Why ``name`` (a FILE argument, ``-`` for standard input) is not read, and what to do."""
+def _unread_compression_said(name: str, compression: _Compression, twice: bool = False
+                             ) -> str:
+    """Why ``name`` (a FILE argument, ``-`` for standard input) is not read, and what to do.
+    ``twice``: it is gzip, and what it decompresses to is compressed again."""
     command = compression.command
+    if twice:
+        inner = compression.piped or command
+        how = (f"... | gzip -dc | {inner} | vthread scan -" if name == "-"
+               else f"gzip -dc {name} | {inner} | vthread scan -")
+        return (f"{input_label(name)}: gzip of data compressed again with "
+                f"{compression.compressor}, which vthread does not read (a gzip stream is "
+                f"read once): decompress it first ({how})")
     how = (f"... | {compression.piped or command} | vthread scan -" if name == "-"
            else f"{command} {name} | vthread scan -")
     inspect = (" (an Inspect log, .eval, is a zip: save it to a file named .eval, which "
@@ -2013,9 +2022,20 @@ class _GzipStream:
         self.broken: str | None = None
         self.dropped = 0  # bytes of an incomplete last line dropped (set by _chunks)
         self.ended = False
+        self.ahead = b""  # decompressed bytes read by :meth:`head`, handed out first
+
+    def head(self) -> bytes:
+        """The first decompressed bytes (a block), read now and handed out again by the next
+        :meth:`read`."""
+        if not self.ahead:
+            self.ahead = self.read()
+        return self.ahead
 
     def read(self, size: int = READ_BYTES) -> bytes:
         """Up to about ``size`` decompressed bytes; b"" at the end (clean or broken)."""
+        if self.ahead:
+            ahead, self.ahead = self.ahead, b""
+            return ahead
         while not self.ended:
             if self.decoder is None:  # between members: zero padding, a member, or junk
                 while True:
@@ -2154,7 +2174,17 @@ def _open(name: str, regular_only: bool = False
     size = None if name == "-" else _regular_size(raw)
     head = raw.peek(10)[:10] if hasattr(raw, "peek") else b""
     if _is_gzip(head[:3], name):
-        return _GzipStream(raw), position, close, size
+        stream = _GzipStream(raw)
+        inner = stream.head()[:10]
+        compression = (_Compression("gzip", _GZIP_MAGIC, "gzip -dc") if _is_gzip(inner[:3], "")
+                       else _unread_compression(inner))
+        if compression is not None:
+            # Compressed twice (gzip of a .gz, or of an .xz): read as text, the inner stream's
+            # bytes were split at every newline byte, each piece an error record.
+            if name != "-":
+                raw.close()
+            raise _FatalError(_unread_compression_said(name, compression, twice=True))
+        return stream, position, close, size
     compression = _unread_compression(head)
     if compression is None and name != "-":
         named = _compression_named(os.path.basename(name))
