@@ -52,7 +52,7 @@ impl Format {
 }
 
 /// `documents.MESSAGES_KEYS`: the first of these a run object holds is its messages.
-const MESSAGES_KEYS: [&str; 3] = ["messages", "traj", "history"];
+pub(crate) const MESSAGES_KEYS: [&str; 3] = ["messages", "traj", "history"];
 
 /// Where a run object keeps its messages and its id when the user says (`--messages-key`,
 /// `--id-key`); None keeps the known keys (`documents.MESSAGES_KEYS`, `documents.run_id`'s).

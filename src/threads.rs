@@ -302,7 +302,29 @@ pub(crate) fn native_thread<'t>(
     if !messages.iter().all(Value::is_object) {
         return None;
     }
+    if messages
+        .first()
+        .is_some_and(|first| is_run_object(*first, keys))
+    {
+        // Runs given for messages (a batch of runs on one line): Python's to name as such.
+        return None;
+    }
     Some((id_text, messages))
+}
+
+/// Whether a message is plainly a run (`documents._is_run_object`): no `type`, `role` nor
+/// `text`, and an array under a run's messages key.
+fn is_run_object(message: Value<'_>, keys: RunKeys<'_>) -> bool {
+    let holds_messages = |key: &str| message.get(key).is_some_and(|value| value.is_array());
+    ["type", "role", "text"]
+        .iter()
+        .all(|key| message.get(key).is_none())
+        && match keys.messages {
+            Some(key) => holds_messages(key),
+            None => adapters::MESSAGES_KEYS
+                .iter()
+                .any(|key| holds_messages(key)),
+        }
 }
 
 /// The record's id text of a run object's id (`documents.run_id`), where the core writes it

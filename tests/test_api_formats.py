@@ -856,12 +856,14 @@ def test_a_data_frame_given_as_threads_or_texts_is_refused_saying_what_to_pass()
         vthread.has_repeated_text_runs(DataFrame(["text"]))
 
 
-def test_a_list_of_runs_read_as_a_thread_is_warned_about(
+def test_a_list_of_runs_read_as_a_thread_is_warned_about_or_an_error_record(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A JSONL line holding a list of runs (a batch appended with ``jq -c``), or a thread
-    that is a list of runs passed to the API: read as native messages its runs are alike,
-    a false loop, and they go unread. It was said by no one; now the API and the command
-    line warn, naming it and what to do."""
+    """A thread that is a list of runs passed to the API: read as native messages its runs
+    are alike, a false loop, and they go unread; the API warns, naming it and what to do. A
+    JSONL line (or a document's run) holding a list of runs is an error record saying so,
+    whatever the format and whether or not its runs read as one would loop (it was a false
+    loop with a warning, or with two runs no loop and no word: a looping run in it passed
+    --fail-on-loop and --fail-on-error unchecked)."""
     threads = [[{"type": "user", "text": f"task {i}"}, {"type": "bot", "text": f"done {i}"}]
                for i in range(8)]
     runs = [{"id": f"t{i}", "messages": thread} for i, thread in enumerate(threads)]
@@ -874,20 +876,37 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about(
                 "repeated_suffix"]
     with pytest.warns(UserWarning, match="the messages are runs"):
         vthread.describe_thread_cycle(runs[3:])
+    said = ('its messages are runs (objects holding their own "messages"), not messages: '
+            "give each run as a line of its own (jq -c '.[]')")
     path = tmp_path / "runs.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in batch))
-    for flags in ([], ["--format", "native"], ["--jobs", "2"]):
-        code, out, err = run(["scan", str(path), "-q", *flags], monkeypatch)
-        assert code == 0 and len(records(out)) == 4
-        assert re.search(r"line 4 (of the first 4 )?looks like runs \(objects holding their "
-                         r'own "messages"\)', err), (flags, err)
-    assert "a line holding a list of runs is to be written a run a line" in err
+    for held in (runs[3:], runs[3:5], {"id": "batch", "messages": runs[3:5]}):
+        path.write_text("".join(json.dumps(line) + "\n" for line in [*runs[:3], held]))
+        for flags in ([], ["--format", "native"], ["--jobs", "2"], ["--anywhere"],
+                      ["--mask-volatile"]):
+            code, out, _ = run(["scan", str(path), "-q", "--fail-on-error", *flags],
+                                 monkeypatch)
+            *read, bad = records(out)
+            assert code == 65 and [r["id"] for r in read] == ["t0", "t1", "t2"], flags
+            assert bad == {"id": "batch" if isinstance(held, dict) else None,
+                           "file": str(path), "line": 4, "error": said}, flags
+    # In a chat format too (it was "message 0 has no role"), and in a document of runs.
+    chats = tmp_path / "chats.jsonl"
+    chat = [{"role": "user", "content": "hi"}]
+    chats.write_text(json.dumps({"id": "c", "messages": chat}) + "\n" + json.dumps(runs[:2])
+                     + "\n")
+    code, out, _ = run(["scan", str(chats), "-q", "--format", "openai"], monkeypatch)
+    assert [r.get("error") for r in records(out)] == [None, said]
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps([*runs[:2], runs[2:5]]))
+    code, out, _ = run(["scan", str(document), "-q"], monkeypatch)
+    assert [r.get("error") for r in records(out)] == [None, None, said.replace(
+        "a line of its own (jq -c '.[]')", "an element of the document's list")]
     # Runs keeping their messages under another key, read so (--messages-key): the same.
     keyed = tmp_path / "keyed.jsonl"
     keyed.write_text("".join(json.dumps(line).replace('"messages"', '"conv"') + "\n"
                              for line in batch))
-    code, out, err = run(["scan", str(keyed), "-q", "--messages-key", "conv"], monkeypatch)
-    assert code == 0 and "line 4 looks like runs" in err, err
+    code, out, _ = run(["scan", str(keyed), "-q", "--messages-key", "conv"], monkeypatch)
+    assert records(out)[3]["error"] == said
     # The first message's screen asks each of the run keys itself.
     assert all(vthread.documents.chat_like({"type": "x", key: []})
                for key in vthread.documents.MESSAGES_KEYS)
@@ -896,6 +915,12 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about(
         warnings.simplefilter("error")
         vthread.scan([[{"type": "user", "text": "x", "messages": []}] * 3,
                       [{"steps": [], "id": 1}] * 3])
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        json.dumps({"id": "a", "messages": [{"type": "user", "text": "x", "messages": []}] * 3})
+        + "\n" + json.dumps({"id": "b", "messages": [{"steps": [], "id": 1}] * 3}) + "\n")
+    code, out, _ = run(["scan", str(mixed), "-q"], monkeypatch)
+    assert [r.get("error") for r in records(out)] == [None, None]
 
 
 def test_a_type_that_is_a_str_subclass_is_named_by_its_text() -> None:

@@ -4882,7 +4882,7 @@ def _read_thread(
     :func:`_parse` takes it; ``declared_wins``: as :func:`vthread.documents.read_run`)."""
     value = _parse(line, suspect, text_name)
     return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key,
-                                                         declared_wins)
+                                                         declared_wins, text_name)
 
 
 _BLANK: Final = "blank line"
@@ -4910,14 +4910,27 @@ def _parse_alone(line: bytes) -> Any:
     return _parse(line, bool(suspect_lines([line])))
 
 
+_RUNS_GIVEN_AS: Final = {"line": "a line of its own (jq -c '.[]')", "cell": "a row of its own",
+                         "run": "an element of the document's list",
+                         "sample": "a sample of its own"}
+"""How each run of a batch read where one run belongs is to be given, by what it was."""
+
+
 def _thread(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
-    declared_wins: bool = False,
+    declared_wins: bool = False, text_name: str = "line",
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
-    from vthread.documents import read_run, run_id
+    from vthread.documents import RUNS_FOR_MESSAGES, read_run, run_id, runs_for_messages
 
+    if runs_for_messages(value, messages_key):
+        # A batch of runs where one run belongs (jq -c writing a list a line): read as
+        # native, its runs were one run's alike messages, a false loop or none, and each
+        # run went unchecked with no word; read as chat, "message 0 has no role".
+        given = _RUNS_GIVEN_AS.get(text_name, f"a {text_name} of its own")
+        return _Bad(f"its messages are {RUNS_FOR_MESSAGES}, not messages: give each run as "
+                    f"{given}", run_id(value, id_key) if type(value) is dict else None)
     found = read_run(value, format_, messages_key, id_key, declared_wins)
     if not isinstance(found, str):
         return found
