@@ -24,13 +24,24 @@ pub fn python_reads(text: &[u8]) -> bool {
 /// included) of its top-level object, in order (none when it is no object); else None. A
 /// document's first element too deep for Python's `json` is a run or a message by these.
 pub fn top_keys(text: &[u8]) -> Option<Vec<(usize, usize)>> {
+    top_members(text).map(|members| members.into_iter().map(|(key, _)| key).collect())
+}
+
+/// A byte range of a text.
+pub type Span = (usize, usize);
+
+/// When `text` is JSON as [`python_reads`] tells, the byte ranges of each member of its
+/// top-level object, in order: its key (quotes included) and its value (none when it is no
+/// object); else None. A line too deep for Python's `json` keeps its id by these.
+pub fn top_members(text: &[u8]) -> Option<Vec<(Span, Span)>> {
     let mut walk = Walk {
         text,
         at: 0,
         keys: Vec::new(),
+        values: Vec::new(),
     };
     walk.document()?;
-    Some(walk.keys)
+    Some(walk.keys.into_iter().zip(walk.values).collect())
 }
 
 struct Walk<'a> {
@@ -38,6 +49,8 @@ struct Walk<'a> {
     at: usize,
     /// The keys of the top-level object.
     keys: Vec<(usize, usize)>,
+    /// Their values: each range's end is set when the value ends.
+    values: Vec<(usize, usize)>,
 }
 
 impl Walk<'_> {
@@ -74,6 +87,12 @@ impl Walk<'_> {
             }
             // A value ended: close what it ends, until a comma asks for the next value.
             loop {
+                if open.len() == 1 && open[0] {
+                    // (a member of the top-level object: its value ends here)
+                    if let Some(value) = self.values.last_mut() {
+                        value.1 = self.at;
+                    }
+                }
                 self.space();
                 let Some(&object) = open.last() else {
                     return (self.at == self.text.len()).then_some(());
@@ -131,6 +150,9 @@ impl Walk<'_> {
         self.space();
         self.eat(b':').then_some(())?;
         self.space();
+        if top {
+            self.values.push((self.at, self.at));
+        }
         Some(())
     }
 
@@ -205,7 +227,28 @@ impl Walk<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::python_reads;
+    use super::{python_reads, top_members};
+
+    #[test]
+    fn top_members_are_each_key_and_its_value() {
+        let text = br#" {"id" : "r1", "m": [1, {"a": [2]}] ,"n":{},"x":-1.5e3}"#;
+        let members: Vec<(&[u8], &[u8])> = top_members(text)
+            .unwrap()
+            .into_iter()
+            .map(|((a, b), (c, d))| (&text[a..b], &text[c..d]))
+            .collect();
+        assert_eq!(
+            members,
+            [
+                (&br#""id""#[..], &br#""r1""#[..]),
+                (br#""m""#, br#"[1, {"a": [2]}]"#),
+                (br#""n""#, b"{}"),
+                (br#""x""#, b"-1.5e3"),
+            ]
+        );
+        assert_eq!(top_members(b"[{\"a\": 1}]"), Some(vec![]));
+        assert_eq!(top_members(b"{\"a\": [}"), None);
+    }
 
     #[test]
     fn reads_what_python_reads() {

@@ -1607,19 +1607,26 @@ fn python_reads_json(py: Python<'_>, text: &Bound<'_, PyBytes>) -> bool {
 }
 
 /// When `text` is JSON (as `python_reads_json` tells), the texts of its top-level object's
-/// keys, quotes included (none when it is no object); else None. The GIL is released.
+/// members, each (its key, quotes included; its value), in order (none when it is no
+/// object); else None. The GIL is released.
 #[pyfunction]
-fn json_top_keys<'py>(
+#[allow(clippy::type_complexity)]
+fn json_top_members<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyBytes>,
-) -> PyResult<Option<Vec<Bound<'py, PyBytes>>>> {
+) -> PyResult<Option<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>>> {
     let bytes = text.as_bytes();
-    let Some(spans) = py.detach(|| json_syntax::top_keys(bytes)) else {
+    let Some(spans) = py.detach(|| json_syntax::top_members(bytes)) else {
         return Ok(None);
     };
     spans
         .into_iter()
-        .map(|(start, end)| new_bytes(py, &bytes[start..end]))
+        .map(|((start, end), (from, to))| {
+            Ok((
+                new_bytes(py, &bytes[start..end])?,
+                new_bytes(py, &bytes[from..to])?,
+            ))
+        })
         .collect::<PyResult<Vec<_>>>()
         .map(Some)
 }
@@ -1786,7 +1793,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(anywhere_loop_parts, module)?)?;
     module.add_function(wrap_pyfunction!(long_runs, module)?)?;
     module.add_function(wrap_pyfunction!(python_reads_json, module)?)?;
-    module.add_function(wrap_pyfunction!(json_top_keys, module)?)?;
+    module.add_function(wrap_pyfunction!(json_top_members, module)?)?;
     module.add_class::<DocumentSplitter>()?;
     module.add_class::<KeptTapes>()?;
     module.add_function(wrap_pyfunction!(has_repeated_text_runs, module)?)?;

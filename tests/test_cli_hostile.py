@@ -795,3 +795,30 @@ def test_a_non_blocking_standard_input_is_reported(tmp_path: Path) -> None:
         fed = _fed_without_blocking(["report", "-", "-o", str(page)], given)
         assert fed.returncode == 0, fed.stderr
         assert b"300 runs" in fed.stderr
+
+
+def test_a_line_too_deep_for_json_keeps_its_id_and_says_whether_it_is_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line nested past what Python's json reads is an error record that keeps its run's
+    id (read from its top-level members, each alone), in any format and from any process;
+    one that is not JSON either says so (both were "nested too deeply to read", id null, so
+    the run could not be found in a file of thousands)."""
+    deep = "[" * 2000 + "]" * 2000
+    lines = [
+        '{"id": "ok", "messages": [{"type": "user", "text": "q"}]}',
+        '{"id": "broken", "messages": [{"type": "user", "text": "x", "meta": ' + "[" * 2000
+        + "}",
+        '{"messages": [{"type": "user", "text": "x", "meta": ' + deep + '}], "id": "valid"}',
+        '{"task_id": 7, "trial": 1, "traj": [{"role": "user", "content": ' + deep + "}]}",
+        '{"id": ' + deep + ', "messages": []}',
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for jobs in ("1", "2"):
+        code, out, _ = run(["scan", "-q", "-j", jobs, str(path)], monkeypatch)
+        got = strict_records(out)
+        assert code == 0 and [r["id"] for r in got] == ["ok", None, "valid", "7/1", None]
+        assert got[1]["error"] == ("not valid JSON, and nested too deeply for json to say "
+                                   "where it breaks")
+        assert all(r["error"].startswith("nested too deeply to read (maximum recursion")
+                   for r in got[2:])

@@ -320,10 +320,19 @@ def test_the_syntax_walk_reads_what_json_loads_reads_at_any_depth(data: bytes) -
     sys.setrecursionlimit(previous + 2 * _nesting(data) + 100)
     try:
         loads_without_digit_limit(text)
-        # The top-level object's keys in order, repeated ones too.
-        keys = []
-        json.loads(text, object_pairs_hook=lambda pairs: keys.append([k for k, _ in pairs]),
+        # The top-level object's members in order, repeated ones too.
+        members: list[Any] = []
+        json.loads(text, object_pairs_hook=lambda pairs: members.append(pairs) or pairs,
                    parse_int=float)  # (no digit limit)
+        top = members[-1] if members and text.lstrip(" \t\r\n").startswith("{") else []
+        found = _core.json_top_members(data)
+        # Each value's text read alone as json read it within the document, compared under
+        # the raised limit (deep values); None when the core found no JSON.
+        same = found is not None and repr(top) == repr([
+            (json.loads(key.decode("utf-8", "surrogatepass")),
+             json.loads(value.decode("utf-8", "surrogatepass"), parse_int=float,
+                        object_pairs_hook=lambda pairs: pairs))
+            for key, value in found])
     except ValueError:
         reads = False
     else:
@@ -331,11 +340,10 @@ def test_the_syntax_walk_reads_what_json_loads_reads_at_any_depth(data: bytes) -
     finally:
         sys.setrecursionlimit(previous)
     assert _core.python_reads_json(data) == reads, data
-    found = _core.json_top_keys(data)
-    assert (found is not None) == reads, data
-    if found is not None:
-        top = keys[-1] if keys and text.lstrip(" \t\r\n").startswith("{") else []
-        assert [json.loads(key.decode("utf-8", "surrogatepass")) for key in found] == top
+    if not reads:
+        assert _core.json_top_members(data) is None, data
+        return
+    assert same, data
 
 
 # ------------------------------------------------------------------- (b) vthread scan

@@ -338,9 +338,10 @@ def python_reads_json(text: bytes) -> bool:
     """Whether ``text`` is one JSON value Python's ``json`` reads, or would read but for its
     recursion limit (any depth; strict strings, ``NaN`` and ``Infinity`` numbers)."""
 
-def json_top_keys(text: bytes) -> list[bytes] | None:
+def json_top_members(text: bytes) -> list[tuple[bytes, bytes]] | None:
     """When ``text`` is JSON (as :func:`python_reads_json` tells), the texts of its top-level
-    object's keys, quotes included (none when it is no object); else None."""
+    object's members, each (its key, quotes included; its value), in order (none when it is
+    no object); else None."""
 
 def has_repeated_text_runs(
     texts: Iterable[object], min_units: int, window: int, max_unique_ratio: float

@@ -2723,12 +2723,12 @@ def _shallow(text: bytes) -> Any:
     """A JSON text too deep for Python's json, as far as telling runs from messages needs:
     ``[]`` for an array, an object of its top-level keys (each ``True``) for an object, None
     for anything else or no JSON (the core's syntax walk)."""
-    keys = _core.json_top_keys(text)
-    if keys is None:
+    members = _core.json_top_members(text)
+    if members is None:
         return None
     opening = text.lstrip(b" \t\r\n")[:1]
     if opening == b"{":
-        return dict.fromkeys(map(_element_value, keys), True)
+        return dict.fromkeys((_element_value(key) for key, _ in members), True)
     return [] if opening == b"[" else None
 
 
@@ -4881,8 +4881,29 @@ def _read_thread(
     of one line, or why it is not a thread (``text_name``: what the line is, as
     :func:`_parse` takes it; ``declared_wins``: as :func:`vthread.documents.read_run`)."""
     value = _parse(line, suspect, text_name)
-    return value if isinstance(value, _Bad) else _thread(value, format_, messages_key, id_key,
-                                                         declared_wins, text_name)
+    if isinstance(value, _Bad):
+        return _too_deep_said(value, line, id_key) if _too_deep(value) else value
+    return _thread(value, format_, messages_key, id_key, declared_wins, text_name)
+
+
+def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
+    """The error record of a line too deep for Python's json: with the run's id when it is
+    JSON (read from its top-level members, each read alone: an id is seldom deep); saying
+    it is no JSON when it is not (both were "nested too deeply to read", with no id)."""
+    from vthread.documents import run_id
+
+    members = _core.json_top_members(line)
+    if members is None:
+        return _Bad("not valid JSON, and nested too deeply for json to say where it breaks")
+    if not line.lstrip(b" \t\r\n").startswith(b"{"):
+        return bad
+    shallow: dict[str, Any] = {}
+    for key, value in members:
+        try:
+            shallow[_element_value(key)] = _element_value(value)
+        except (ValueError, RecursionError):
+            continue  # (a deep value: no id)
+    return _Bad(bad.reason, run_id(shallow, id_key))
 
 
 _BLANK: Final = "blank line"
