@@ -382,8 +382,13 @@ def test_masked_thread_of_chat_messages_warns_that_it_masks_none() -> None:
     import warnings
 
     chat = [{"role": "user", "content": "at 2024-05-06T07:08:09Z"}]
-    with pytest.warns(UserWarning, match="chat messages .* are returned unmasked"):
+    with pytest.warns(UserWarning, match="chat or LangChain messages .* are returned unmasked"):
         assert vthread.masked_thread(chat) == chat
+    # LangChain's, in each dict form (they too came back unchanged in silence).
+    fields = {"type": "tool", "content": "running at 2024-05-06T07:08:09Z", "tool_call_id": "c"}
+    for langchain in (fields, {"type": "tool", "data": fields}):
+        with pytest.warns(UserWarning, match="are returned unmasked: translate them first"):
+            assert vthread.masked_thread([langchain]) == [langchain]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         masked = vthread.masked_thread([{"type": "user", "text": "at 2024-05-06T07:08:09Z"}])

@@ -167,15 +167,19 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     [{'type': 'bot', 'text': 'still running at <time>', 'usage': {'tokens': 3}}]
     """
     masked = masked_native(messages)
-    if masked and isinstance(masked[0], Mapping) and "role" in masked[0]:  # (its copy)
-        import warnings
+    if masked:
+        from vthread.documents import chat_like
 
-        # (chat messages hold their text under "content", which is not masked: returned
-        # unchanged in silence, they looked masked)
-        warnings.warn("masked_thread masks native messages' text and meta; chat messages (a "
-                      "\"role\") are returned unmasked: translate them first "
-                      "(vthread.adapters.to_native), or pass mask_volatile=True with their "
-                      "format= to the function reading them", UserWarning, stacklevel=2)
+        if chat_like(masked[0]):  # (its copy)
+            import warnings
+
+            # (chat and LangChain messages hold their text under "content", which is not
+            # masked: returned unchanged in silence, they looked masked)
+            warnings.warn("masked_thread masks native messages' text and meta; chat or "
+                          "LangChain messages (a \"role\", or a \"content\" and no \"text\") "
+                          "are returned unmasked: translate them first "
+                          "(vthread.adapters.to_native), or pass mask_volatile=True with their "
+                          "format= to the function reading them", UserWarning, stacklevel=2)
     return masked
 
 
