@@ -710,3 +710,27 @@ def test_openai_any_well_formed_input(messages: list[dict[str, Any]]) -> None:
     assert len(out) >= len(messages)
     assert all(isinstance(m.get("type"), str) for m in out)
     verdict(out)  # the reference accepts whatever the adapter makes
+
+
+def test_an_sdk_object_given_for_a_dict_is_named_with_what_to_pass() -> None:
+    """A content block or a message that is an SDK's pydantic object (``{"role":
+    "assistant", "content": response.content}``, as Anthropic's tool-use guide writes) is
+    named by its class, with the ``model_dump()`` to pass instead (it was "content[0] is not
+    an object", of what is an object to its writer); a plain value keeps its JSON name."""
+    class ToolUseBlock:
+        def model_dump(self) -> dict[str, Any]:
+            return {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+
+    hint = (r"is not an object \(a ToolUseBlock\): a pydantic model \(an SDK's object\), to "
+            r"be given as a dict: pass its model_dump\(\)")
+    reply = {"role": "assistant", "content": [ToolUseBlock()]}
+    with pytest.raises(ValueError, match=r"^message 0: content\[0\] " + hint):
+        to_native([reply], "anthropic")
+    with pytest.raises(TypeError, match=r"^message 1 " + hint):
+        to_native([{"role": "user", "content": "hi"}, ToolUseBlock()], "openai")
+    calls = {"role": "assistant", "tool_calls": [ToolUseBlock()]}
+    with pytest.raises(ValueError, match=r"^message 0: tool_calls\[0\] " + hint):
+        to_native([calls], "openai")
+    with pytest.raises(ValueError, match=r"^message 0: content\[0\] is not an object "
+                                         r"\(a number\)$"):
+        to_native([{"role": "user", "content": [3]}], "anthropic")

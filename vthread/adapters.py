@@ -403,7 +403,7 @@ def _openai_assistant(
         for position, call in enumerate(tool_calls):
             where = f"message {index}: tool_calls[{position}]"
             if not isinstance(call, Mapping):
-                raise ValueError(f"{where} is not an object")
+                raise ValueError(_not_an_object(where, call))
             function, custom = call.get("function"), call.get("custom")
             if function is None and isinstance(custom, Mapping):
                 # A custom (free-form) tool's call, {"type": "custom", "custom": {"name",
@@ -507,7 +507,7 @@ def _anthropic_blocks(
             out.append({"type": kind, "text": _plain(block)})
             continue
         if not isinstance(block, Mapping):
-            raise ValueError(f"{where} is not an object")
+            raise ValueError(_not_an_object(where, block))
         block_type = _plain(block.get("type"))
         if block_type == "text":
             text = _plain(block.get("text"))
@@ -888,7 +888,7 @@ def _langchain_ai(
             raise ValueError(f"{where}: {key} must be a list")
         for position, call in enumerate(tool_calls):
             if not isinstance(call, Mapping):
-                raise ValueError(f"{where}: {key}[{position}] is not an object")
+                raise ValueError(_not_an_object(f"{where}: {key}[{position}]", call))
             name = _plain(call.get("name"))
             if not is_string(name):
                 if key == "tool_calls":
@@ -1500,9 +1500,22 @@ def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
                                f"{json_type(messages)}")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
+            hint = langchain_object_hint(message)  # (LangChain's objects have a way of their own)
             raise MessageTypeError(f"message {index} is not an object ({json_type(message)})"
-                                   f"{langchain_object_hint(message)}")
+                                   f"{hint}" if hint else _not_an_object(f"message {index}",
+                                                                         message))
     return messages
+
+
+def _not_an_object(where: str, value: Any) -> str:
+    """Why ``value`` at ``where`` is read no further: it is no object, named as JSON names
+    it; a pydantic model (an SDK's message or content block, as ``response.content`` holds
+    them) named with what to pass instead."""
+    said = f"{where} is not an object ({json_type(value)})"
+    if callable(getattr(type(value), "model_dump", None)):
+        said += (": a pydantic model (an SDK's object), to be given as a dict: pass its "
+                 "model_dump() (or the thread as the SDK dumps it)")
+    return said
 
 
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
