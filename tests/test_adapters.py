@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -734,3 +735,32 @@ def test_an_sdk_object_given_for_a_dict_is_named_with_what_to_pass() -> None:
     with pytest.raises(ValueError, match=r"^message 0: content\[0\] is not an object "
                                          r"\(a number\)$"):
         to_native([{"role": "user", "content": [3]}], "anthropic")
+
+
+def test_chat_messages_in_no_one_format_say_where_they_part_ways() -> None:
+    """Chat messages holding a block only Anthropic's hold and a role or key only OpenAI's
+    have are in no one format, and the error names the two messages and what reads them: a
+    thinking block beside tool_calls (LangChain's convert_to_openai_messages of a Claude
+    turn) is read as OpenAI's; tool_use beside a tool message is to be split (the error
+    listed the formats expected, each of which the messages seemed to fit)."""
+    import vthread
+
+    claude_turn = [{"role": "user", "content": "q"},
+                   {"role": "assistant", "tool_calls": [
+                       {"id": "c1", "type": "function",
+                        "function": {"name": "f", "arguments": "{}"}}],
+                    "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "res"}]
+    with pytest.raises(ValueError, match=re.escape(
+            '(messages[1] holds a thinking block, as Anthropic\'s messages do; messages[1] '
+            'has "tool_calls", as OpenAI\'s do: format openai reads them')):
+        vthread.describe_thread_cycle(claude_turn, format="auto")
+    assert to_native(claude_turn, "openai")[1]["meta"]["media"] == claude_turn[1]["content"]
+    mixed = [{"role": "assistant", "content": [
+                 {"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+             {"role": "tool", "tool_call_id": "a", "content": "res"}]
+    with pytest.raises(ValueError, match=re.escape(
+            '(messages[0] holds a tool_use block, as Anthropic\'s messages do; messages[1] '
+            'has the role "tool", as OpenAI\'s do: the calls of one format are lost read as '
+            "the other's: split them)")):
+        vthread.describe_thread_cycle(mixed, format="auto")

@@ -1407,7 +1407,31 @@ def shapes_apart(messages: Sequence[Any]) -> str:
     if another_library_s(messages):
         return (' (its messages have a "type" and a "content" but no "text" and no "role": '
                 "neither native nor chat messages)")
-    return ""
+    return _chats_apart(messages) if first.startswith('has a "role"') else ""
+
+
+def _chats_apart(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Where chat messages part ways between Anthropic's and OpenAI's: the first holding a
+    block only Anthropic's hold, the first with a role or key only OpenAI's have, and what
+    reads them; "" when not both."""
+    block = next(((index, kind) for index, m in enumerate(messages)
+                  if (kind := _first_block(m.get("content"), _ANTHROPIC_BLOCKS)) is not None),
+                 None)
+    openai = next(((index, f'the role "{_plain(m.get("role"))}"')
+                   if text_in(m.get("role"), _OPENAI_ONLY_ROLES)
+                   else (index, f'"{next(k for k in _OPENAI_KEYS if k in m)}"')
+                   for index, m in enumerate(messages)
+                   if text_in(m.get("role"), _OPENAI_ONLY_ROLES)
+                   or any(k in m for k in _OPENAI_KEYS)), None)
+    if block is None or openai is None:
+        return ""
+    (at, kind), (where, what) = block, openai
+    advice = ("format openai reads them, the block kept as its turn's media (as LangChain's "
+              "convert_to_openai_messages writes a Claude turn)" if kind in (
+                  "thinking", "redacted_thinking")
+              else "the calls of one format are lost read as the other's: split them")
+    return (f" (messages[{at}] holds a {kind} block, as Anthropic's messages do; "
+            f"messages[{where}] has {what}, as OpenAI's do: {advice})")
 
 
 _OPENAI_RESULT_ROLES: Final = frozenset({"tool", "function"})
