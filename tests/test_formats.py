@@ -437,6 +437,32 @@ def test_messages_key_and_id_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                         "--messages-key turns")
 
 
+def test_runs_keyed_by_id_are_named_with_the_jq_that_lists_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document of threads (or of runs) keyed by their ids is an error record naming them
+    so, with the jq program that writes them a run a line; what that program writes (made
+    here as jq makes it) is scanned a run a line, every run checked. The hint was to give
+    one member's key as --messages-key, which read one run of them all, the rest dropped
+    with no word."""
+    threads = {"t1": openai_loop(), "t2": openai_healthy(), "t3": openai_loop()}
+    runs = {key: {"messages": thread} for key, thread in threads.items()}
+    for keyed, program, listed in (
+            (threads, "to_entries[] | {id: .key, messages: .value}",
+             [{"id": key, "messages": value} for key, value in threads.items()]),
+            (runs, "to_entries[] | {id: .key} + .value",
+             [{"id": key} | value for key, value in runs.items()])):
+        path = tmp_path / "keyed.json"
+        path.write_text(json.dumps(keyed))
+        code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+        error = records(out)[0]["error"]
+        assert 'its 3 members ("t1", "t2", ...) are each ' in error, error
+        assert f"keyed by its id: `jq -c '{program}'` writes them a run a line" in error
+        lines = write_jsonl(tmp_path / "listed.jsonl", listed)
+        code, out, _ = run(["scan", str(lines), "-q"], monkeypatch)
+        assert code == 0 and [(r["id"], r["verdict"] is not None) for r in records(out)] == [
+            ("t1", True), ("t2", False), ("t3", True)]
+
+
 def test_a_wrong_messages_key_errs_per_run_in_a_document_as_in_jsonl(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs that lack the --messages-key given are an error record each, the same in a JSON

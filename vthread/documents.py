@@ -455,7 +455,12 @@ def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
     first of its keys whose value is an array opening with an object, and how to read it:
     runs (objects holding messages under ``messages_key`` or a known key, or no message of
     any format: :func:`opens_runs`) as JSONL of them, which ``jq`` writes; messages by
-    ``--messages-key``."""
+    ``--messages-key``. An object whose every member (two or more) is a thread, or every
+    one a run object, is runs keyed by their ids: ``jq`` writes them a line each with their
+    keys as ids (naming one member's key as the messages read one run of them all)."""
+    keyed = _runs_keyed_by_id(run, messages_key)
+    if keyed:
+        return keyed
     for key, value in run.items():
         if type(value) is list and value and type(value[0]) is dict and type(key) is str:
             quoted = json.dumps(key)
@@ -470,6 +475,31 @@ def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
             return (f"; it holds an array {quoted} of {objects}: if they are its messages, "
                     f"give --messages-key {shlex.quote(key)}")
     return ""
+
+
+def _runs_keyed_by_id(run: Mapping[str, Any], messages_key: str | None) -> str:
+    """The hint of :func:`_held_arrays` for an object of runs keyed by their ids, "" when
+    it is none."""
+    if len(run) < 2 or not all(type(key) is str for key in run):
+        return ""
+    values = list(run.values())
+    if all(type(value) is list and value and type(value[0]) is dict for value in values):
+        program = "to_entries[] | {id: .key, messages: .value}"
+        what = "a thread (a list of messages)"
+    elif all(type(value) is dict and run_messages(value, messages_key) is not None
+             for value in values):
+        program = "to_entries[] | {id: .key} + .value"
+        what = "a run"
+    else:
+        return ""
+    keys = list(run)
+    first = ", ".join(json.dumps(key) for key in keys[:2])
+    hint = (f"; its {len(run):,} members ({first}{', ...' if len(run) > 2 else ''}) are each "
+            f"{what}, keyed by its id: `jq -c {shlex.quote(program)}` writes them a run a line")
+    if what.startswith("a thread"):
+        hint += (" (or, if one member holds the run's messages, give --messages-key "
+                 f"{shlex.quote(keys[0])})")
+    return hint
 
 
 def _key_list(keys: tuple[str, ...]) -> str:
