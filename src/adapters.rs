@@ -1339,6 +1339,8 @@ const ANTHROPIC_TOOL_BLOCKS: [&str; 4] =
     ["tool_use", "tool_result", "server_tool_use", "mcp_tool_use"];
 /// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
 const OPENAI_ONLY_ROLES: [&str; 3] = ["tool", "function", "developer"];
+/// `adapters._LANGCHAIN_ROLE_TYPES`: LangChain's messages that carry a `role` of their own.
+const LANGCHAIN_ROLE_TYPES: [&str; 2] = ["chat", "ChatMessageChunk"];
 const OPENAI_KEYS: [&str; 4] = [
     "tool_calls",
     "function_call",
@@ -2051,6 +2053,9 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
     // each message's members finds both keys and answers the three questions at once (three
     // lookups a message, each a walk, were a sixth of `vthread scan` on a 1M-message line).
     let mut typed_without_role = true;
+    // Every message a string `type`, a `role` only beside LangChain's `chat` types.
+    let mut typed_roles_in_chat = true;
+    let mut any_role = false;
     let mut any_call_or_output = false;
     let mut all_responses_items = true;
     let mut all_langchain = true;
@@ -2067,13 +2072,26 @@ fn messages_format<'t>(messages: &[Value<'t>]) -> Result<Evidence, Declined> {
                 _ => {}
             }
         }
-        if !found_kind.is_some_and(|kind| kind.is_string()) || found_role.is_some() {
+        if !found_kind.is_some_and(|kind| kind.is_string())
+            || (found_role.is_some() && !named(found_kind, &LANGCHAIN_ROLE_TYPES))
+        {
             typed_without_role = false;
+            typed_roles_in_chat = false;
             break;
+        }
+        if found_role.is_some() {
+            typed_without_role = false;
+            any_role = true;
         }
         any_call_or_output = any_call_or_output || responses_call_or_output(found_kind);
         all_responses_items = all_responses_items && responses_item(found_kind);
         all_langchain = all_langchain && named(found_kind, &LANGCHAIN_TYPES);
+    }
+    // `adapters.format_evidence`: LangChain's ChatMessage, as its fields, carries its own
+    // role beside its type.
+    if typed_roles_in_chat && any_role && !any_text && (any_content || any_wrapper) && all_langchain
+    {
+        return Ok((Some("langchain"), true));
     }
     if typed_without_role {
         if any_call_or_output && all_responses_items {

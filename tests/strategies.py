@@ -668,7 +668,9 @@ def langchain_messages(draw: st.DrawFn, forms: bool = True) -> Any:
         if draw(st.integers(0, 4)) == 0:
             message["additional_kwargs"] = draw(st.sampled_from([
                 {"reasoning_content": "why"}, {"reasoning_content": 3}, {},
-                {"function_call": {"name": "ls", "arguments": '{"a": 1}'}}]))
+                {"function_call": {"name": "ls", "arguments": '{"a": 1}'}},
+                {"tool_calls": [{"id": "c1", "type": "function",
+                                 "function": {"name": "ls", "arguments": '{"a": 1}'}}]}]))
         if draw(st.integers(0, 2)) == 0:
             message[draw(st.sampled_from(["usage_metadata", "response_metadata"]))] = draw(
                 st.sampled_from([{"output_tokens": 7, "input_tokens": 90},

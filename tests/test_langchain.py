@@ -105,9 +105,19 @@ def test_every_langchain_type_is_told_alike_by_python_and_the_core() -> None:
         assert adapters.format_evidence(thread) == ("langchain", True), kind
         assert _core.line_format_evidence(json.dumps(thread).encode(), None) == (
             True, ("langchain", True)), kind
-    # (a "chat" message carries a role: a thread holding one is read when the format is
-    # named, not detected)
-    assert detect_format(AGENT_RUN) is None
+    # A "chat" message carries a role of its own beside its type (ChatMessage's fields): a
+    # thread holding one is LangChain's, in Python and in the core (it was told no format,
+    # and read only when the format was named); a role on another type is no LangChain
+    # message's.
+    assert AGENT_RUN[-1]["type"] == "chat" and "role" in AGENT_RUN[-1]
+    for thread in (AGENT_RUN, [AGENT_RUN[-1]], [dict(AGENT_RUN[-1], type="ChatMessageChunk")]):
+        assert detect_format(thread) == "langchain"
+        assert adapters.langchain_s(thread)
+        assert _core.line_format_evidence(json.dumps(thread).encode(), None) == (
+            True, ("langchain", True))
+    roled = [{"type": "human", "role": "user", "content": "x"}]
+    assert detect_format(roled) != "langchain" and not adapters.langchain_s(roled)
+    assert _core.line_format_evidence(json.dumps(roled).encode(), None)[1][0] != "langchain"
 
 
 CLASSES = {"human": "HumanMessage", "ai": "AIMessage", "tool": "ToolMessage",

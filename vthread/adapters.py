@@ -706,6 +706,8 @@ _LANGCHAIN_CLASSES: Final = {"HumanMessage": "human", "AIMessage": "ai",
                              "RemoveMessage": "remove", **_LANGCHAIN_CHUNKS}
 """A serialised message's class (the last of its ``id``), and its message type."""
 _LANGCHAIN_KINDS: Final = frozenset({*LANGCHAIN_ROLES, "chat", "remove"})
+_LANGCHAIN_ROLE_TYPES: Final = frozenset({"chat", "ChatMessageChunk"})
+"""The types of LangChain's messages that carry a ``role`` of their own (``ChatMessage``)."""
 """The message types (a chunk's being its message's): a ``chat`` message carries its own
 role; ``remove`` is LangGraph's instruction to drop a message, read as a message of its
 type."""
@@ -1170,9 +1172,10 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
     some assistant message has a string ``action`` (or, with no OpenAI tool key anywhere,
     text holding a complete ``<function=...>`` call), OpenAI's otherwise (plain text messages
     map the same way in all of them); LangChain's when every message has one of its types
-    (:data:`LANGCHAIN_TYPES`) and no ``role``, none a ``text``, some a ``content``, ``data``
-    or ``kwargs``. Mixed signals, a message that is not an object and an
-    empty list give None. O(total size of the messages' top levels and texts).
+    (:data:`LANGCHAIN_TYPES`) and no ``role`` (but a ``chat`` message, which carries its
+    own), none a ``text``, some a ``content``, ``data`` or ``kwargs``. Mixed signals, a
+    message that is not an object and an empty list give None. O(total size of the
+    messages' top levels and texts).
 
     >>> detect_format([{"role": "user", "content": "hi"}]), detect_format([{"text": "hi"}])
     ('openai', None)
@@ -1191,7 +1194,13 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     if not messages or not all(isinstance(m, Mapping) for m in messages):
         return None, True
     types = _plain_all([m.get("type", _ABSENT) for m in messages])
-    if all(is_string(kind) for kind in types) and not any("role" in m for m in messages):
+    typed = all(is_string(kind) for kind in types)
+    if typed and any("role" in m for m in messages) and all(
+            "role" not in m or kind in _LANGCHAIN_ROLE_TYPES
+            for m, kind in zip(messages, types, strict=True)) and _langchain_s(messages, types):
+        # LangChain's ChatMessage, as its fields, carries its own role beside its type.
+        return "langchain", True
+    if typed and not any("role" in m for m in messages):
         if any(kind in _RESPONSES_MARKS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
@@ -1252,10 +1261,12 @@ def langchain_s(messages: Sequence[Any]) -> bool:
     >>> langchain_s([{"type": "human", "content": "hi"}, {"type": "ai", "content": ""}])
     True
     """
-    if not all(isinstance(m, Mapping) and "role" not in m for m in messages):
+    if not all(isinstance(m, Mapping) for m in messages):
         return False
     types = _plain_all([m.get("type") for m in messages])
-    return all(is_string(kind) for kind in types) and _langchain_s(messages, types)
+    return all(is_string(kind) and ("role" not in m or kind in _LANGCHAIN_ROLE_TYPES)
+               for m, kind in zip(messages, types, strict=True)) and _langchain_s(messages,
+                                                                                  types)
 
 
 def another_library_s(messages: Sequence[Any]) -> bool:
