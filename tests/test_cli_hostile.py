@@ -811,14 +811,22 @@ def test_a_line_too_deep_for_json_keeps_its_id_and_says_whether_it_is_json(
         '{"messages": [{"type": "user", "text": "x", "meta": ' + deep + '}], "id": "valid"}',
         '{"task_id": 7, "trial": 1, "traj": [{"role": "user", "content": ' + deep + "}]}",
         '{"id": ' + deep + ', "messages": []}',
+        '\ufeff{"id": "marked", "messages": [{"type": "user", "text": "x", "meta": ' + deep
+        + "}]}",
     ]
     path = tmp_path / "deep.jsonl"
     path.write_text("\n".join(lines) + "\n")
     for jobs in ("1", "2"):
         code, out, _ = run(["scan", "-q", "-j", jobs, str(path)], monkeypatch)
         got = strict_records(out)
-        assert code == 0 and [r["id"] for r in got] == ["ok", None, "valid", "7/1", None]
+        assert code == 0 and [r["id"] for r in got] == ["ok", None, "valid", "7/1", None,
+                                                        "marked"]
         assert got[1]["error"] == ("not valid JSON, and nested too deeply for json to say "
                                    "where it breaks")
         assert all(r["error"].startswith("nested too deeply to read (maximum recursion")
                    for r in got[2:])
+    # Opening the file, a byte-order mark before it: JSON (it was "its first line is not
+    # JSON", and no id).
+    path.write_text(lines[-1] + "\n")
+    code, out, err = run(["scan", "-q", str(path)], monkeypatch)
+    assert [r["id"] for r in strict_records(out)] == ["marked"] and "not JSON" not in err

@@ -2711,7 +2711,8 @@ def _reads_as_json(line: bytes, suspect: bool) -> bool:
     """Whether ``line`` is JSON: Python's json reads it, or would but for its depth (the
     core's syntax walk says so)."""
     value = _parse(line, suspect)
-    return not isinstance(value, _Bad) or (_too_deep(value) and _core.python_reads_json(line))
+    return not isinstance(value, _Bad) or (_too_deep(value) and _core.python_reads_json(
+        line.removeprefix(_UTF8_MARK)))  # (which json passes over)
 
 
 def _too_deep(value: Any) -> bool:
@@ -4892,6 +4893,7 @@ def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
     it is no JSON when it is not (both were "nested too deeply to read", with no id)."""
     from vthread.documents import run_id
 
+    line = line.removeprefix(_UTF8_MARK)  # (json passes over a byte-order mark)
     members = _core.json_top_members(line)
     if members is None:
         return _Bad("not valid JSON, and nested too deeply for json to say where it breaks")
