@@ -1768,10 +1768,11 @@ def test_runs_after_an_array_of_runs_are_read_as_its_runs_are(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_bytes: int) -> None:
     """A batch written as an array of runs, then runs appended a line at a time (or
     pretty-printed one after another): a record for every run, in order, from a file named
-    either way, from standard input and gzipped, in blocks of any size, as Python's reading of
-    the same document in UTF-16 gives (the runs after the array were one error record, "Extra
-    data after its closing bracket"). A message after the array is still where the document
-    breaks, a run cut short breaks where json says, and ``[]`` then JSONL lines is JSONL."""
+    either way, in UTF-8 or UTF-16, from standard input and gzipped, in blocks of any size,
+    the records of the same runs a line each (the runs after the array were one error
+    record, "Extra data after its closing bracket"). A message after the array is still
+    where the document breaks, a run cut short breaks where json says, and ``[]`` then JSONL
+    lines is JSONL."""
     from vthread import cli
 
     monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
@@ -1780,19 +1781,21 @@ def test_runs_after_an_array_of_runs_are_read_as_its_runs_are(
     appended = [{"id": "c", "messages": looping[:3]}, {"id": "d", "messages": looping}]
     compact = json.dumps(batch) + "\n" + "".join(json.dumps(r) + "\n" for r in appended)
     pretty = "".join(json.dumps(v, indent=2) + "\n" for v in (batch, *appended))
-    utf16 = tmp_path / "utf16.json"
-    utf16.write_bytes(compact.encode("utf-16"))  # read whole by Python's json
-    expected = records(run(["scan", str(utf16), "-q"], monkeypatch)[1])
+    # The same runs a line each: JSONL, read line by line (no document split).
+    lines = tmp_path / "lines_each.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in [*batch, *appended]))
+    expected = records(run(["scan", str(lines), "-q"], monkeypatch)[1])
     assert [(r["id"], r["line"], bool(r["verdict"])) for r in expected] == [
         ("a", 1, True), ("b", 2, False), ("c", 3, False), ("d", 4, True)]
     for name, text in (("lines.jsonl", compact), ("batch.json", compact),
-                       ("pretty.json", pretty)):
+                       ("pretty.json", pretty), ("utf16.json", compact)):
         path = tmp_path / name
-        path.write_text(text)
+        data = text.encode("utf-16" if name.startswith("utf16") else "utf-8")
+        path.write_bytes(data)
         gzipped = tmp_path / (name + ".gz")
-        gzipped.write_bytes(gzip.compress(text.encode()))
+        gzipped.write_bytes(gzip.compress(data))
         for code, out, _ in (run(["scan", str(path), "-q"], monkeypatch),
-                             run(["scan", "-", "-q"], monkeypatch, stdin=text.encode()),
+                             run(["scan", "-", "-q"], monkeypatch, stdin=data),
                              run(["scan", str(gzipped), "-q"], monkeypatch)):
             assert code == 0, (name, out)
             assert [{**r, "file": None} for r in records(out)] == [
