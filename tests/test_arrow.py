@@ -1096,9 +1096,10 @@ def test_a_column_alone_is_a_type_error_saying_to_put_it_in_a_table() -> None:
 
 def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> None:
     """Rows read as native (detected so from the first rows, or given), a looping one further
-    on plainly in another format (chat messages, LangChain's, a list of runs): its loop is
-    false, and it was said of the first 16 rows alone, where ``vthread.scan`` and ``vthread
-    scan`` say it of every looping thread. A native row that loops draws no such word."""
+    on plainly in another format (chat messages, LangChain's): its loop is false, and it was
+    said of the first 16 rows alone, where ``vthread.scan`` and ``vthread scan`` say it of
+    every looping thread. A native row that loops draws no such word; a row holding a list
+    of runs is an error row, as ``vthread scan``'s record of it is."""
     rows = [json.dumps(thread) for thread in generate_threads(120, seed=3)]
     chat = [{"role": "user", "content": f"question {i}"} for i in range(5)]
     rows[40] = rows[90] = json.dumps(chat)
@@ -1108,25 +1109,27 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
     table = pa.table({"messages": rows})
     for keywords in ({}, {"format": "native"}):
         with pytest.warns(UserWarning) as caught:
-            verdicts = arrow.scan_arrow(table, **keywords).column("verdict").to_pylist()
+            result = arrow.scan_arrow(table, **keywords)
         said = [str(w.message) for w in caught]
-        assert said == ['rows 40, 90 look like openai, row 100 like langchain, row 110 like '
-                        'runs (objects holding their own "messages") but are read as native: '
-                        "read so, their messages are alike and their loops may be false; scan "
-                        "them apart, or pass their format; a row holding a list of runs is "
-                        "to be written a run a row"], said
-        assert all(verdicts[row] is not None for row in (40, 90, 100, 110))
+        assert said == ["rows 40, 90 look like openai, row 100 like langchain but are read as "
+                        "native: read so, their messages are alike and their loops may be "
+                        "false; scan them apart, or pass their format"], said
+        verdicts = result.column("verdict").to_pylist()
+        assert all(verdicts[row] is not None for row in (40, 90, 100))
+        # A row holding a list of runs is an error row, as vthread scan's record of it (it
+        # was a false loop with the warning).
+        assert result.column("error").to_pylist()[110] == (
+            'its messages are runs (objects holding their own "messages"), not messages: '
+            "give each run as a row of its own")
     # A slice read through Python objects (a row only Python's json reads): the same word.
     odd = list(rows)
     odd[19] = '[{"type": "user", "text": "q", "meta": {"n": 123456789012345678901234567890}}]'
     with pytest.warns(UserWarning, match=r"^rows 40, 90 look like openai, row 100 like "):
         arrow.scan_arrow(pa.table({"messages": odd}))
-    # A list of runs among the first rows: named by the first rows' warning (it was not).
+    # A list of runs among the first rows: an error row too.
     for keywords in ({}, {"format": "native"}):
-        with pytest.warns(UserWarning, match=r"row 0 (of the first 16 )?looks like runs .*a row "
-                                             "holding a list of runs is to be written a run "
-                                             "a row"):
-            arrow.scan_arrow(pa.table({"messages": [rows[110], *rows[1:20]]}), **keywords)
+        first = arrow.scan_arrow(pa.table({"messages": [rows[110], *rows[1:20]]}), **keywords)
+        assert first.column("error").to_pylist()[0].startswith("its messages are runs")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clean = pa.table({"messages": [json.dumps(t) for t in generate_threads(120, seed=3)]})

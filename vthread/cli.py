@@ -4945,15 +4945,15 @@ def _thread(
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
     not a thread."""
-    from vthread.documents import RUNS_FOR_MESSAGES, read_run, run_id, runs_for_messages
+    from vthread.documents import read_run, run_id, runs_for_messages, runs_given_for_messages
 
     if runs_for_messages(value, messages_key):
         # A batch of runs where one run belongs (jq -c writing a list a line): read as
         # native, its runs were one run's alike messages, a false loop or none, and each
         # run went unchecked with no word; read as chat, "message 0 has no role".
         given = _RUNS_GIVEN_AS.get(text_name, f"a {text_name} of its own")
-        return _Bad(f"its messages are {RUNS_FOR_MESSAGES}, not messages: give each run as "
-                    f"{given}", run_id(value, id_key) if type(value) is dict else None)
+        return _Bad(runs_given_for_messages(given),
+                    run_id(value, id_key) if type(value) is dict else None)
     found = read_run(value, format_, messages_key, id_key, declared_wins)
     if not isinstance(found, str):
         return found

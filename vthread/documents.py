@@ -94,6 +94,7 @@ __all__ = [
     "run_id",
     "run_messages",
     "runs_for_messages",
+    "runs_given_for_messages",
     "runs_of",
     "settled_format",
     "settled_warning",
@@ -445,6 +446,10 @@ def read_cell(
     >>> read_cell(42, "native")
     'not a thread: "messages" is a number, not an array'
     """
+    if runs_for_messages(value):
+        # A batch of runs in one cell: an error, as vthread scan's record of such a row (read
+        # as native, its runs were one run's alike messages, a false loop or none).
+        return runs_given_for_messages("a row of its own")
     if type(value) is list or type(value) is dict:
         return read_run(value, format_, declared_wins=declared_wins)
     return not_an_array("messages", value)
@@ -1082,6 +1087,16 @@ def runs_for_messages(value: Any, messages_key: str | None = None) -> bool:
     messages = _messages_of(value, messages_key)
     return (isinstance(messages, list) and bool(messages)
             and _is_run_object(messages[0], messages_key))
+
+
+def runs_given_for_messages(given: str) -> str:
+    """Why a run (a line, a row, a document's element) whose messages are runs is no run,
+    ``given`` saying how each run is to be given instead ("a row of its own").
+
+    >>> runs_given_for_messages("a row of its own")[:40]
+    'its messages are runs (objects holding t'
+    """
+    return f"its messages are {RUNS_FOR_MESSAGES}, not messages: give each run as {given}"
 
 
 def _is_run_object(message: Any, messages_key: str | None = None) -> bool:
