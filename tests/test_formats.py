@@ -446,6 +446,16 @@ def test_runs_keyed_by_id_are_named_with_the_jq_that_lists_them(
     with no word."""
     threads = {"t1": openai_loop(), "t2": openai_healthy(), "t3": openai_loop()}
     runs = {key: {"messages": thread} for key, thread in threads.items()}
+    # A run's own members, and a trace's two, are no runs keyed by id.
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    for single, hint in (({"tools": tools, "conversation": openai_loop(), "notes": tools},
+                          'it holds an array "tools" of 1 object: if they are its messages'),
+                         ({"inputs": {"messages": openai_loop()},
+                           "outputs": {"messages": openai_loop()}}, "")):
+        path = tmp_path / "single.json"
+        path.write_text(json.dumps(single))
+        error = records(run(["scan", str(path), "-q"], monkeypatch)[1])[0]["error"]
+        assert "keyed by its id" not in error and hint in error, error
     for keyed, program, listed in (
             (threads, "to_entries[] | {id: .key, messages: .value}",
              [{"id": key, "messages": value} for key, value in threads.items()]),

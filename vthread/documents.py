@@ -460,8 +460,9 @@ def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
     first of its keys whose value is an array opening with an object, and how to read it:
     runs (objects holding messages under ``messages_key`` or a known key, or no message of
     any format: :func:`opens_runs`) as JSONL of them, which ``jq`` writes; messages by
-    ``--messages-key``. An object whose every member (two or more) is a thread, or every
-    one a run object, is runs keyed by their ids: ``jq`` writes them a line each with their
+    ``--messages-key``. An object whose every member (three or more) is a thread (its first
+    message with a ``role``, ``text`` or ``content``), or every one a run object, is runs
+    keyed by their ids: ``jq`` writes them a line each with their
     keys as ids (naming one member's key as the messages read one run of them all)."""
     keyed = _runs_keyed_by_id(run, messages_key)
     if keyed:
@@ -485,10 +486,13 @@ def _held_arrays(run: Mapping[str, Any], messages_key: str | None) -> str:
 def _runs_keyed_by_id(run: Mapping[str, Any], messages_key: str | None) -> str:
     """The hint of :func:`_held_arrays` for an object of runs keyed by their ids, "" when
     it is none."""
-    if len(run) < 2 or not all(type(key) is str for key in run):
+    # (three or more, each plainly a thread or a run: a run's own members, its "tools" and
+    # "conversation", or a trace's "inputs" and "outputs", are no runs keyed by id)
+    if len(run) < 3 or not all(type(key) is str for key in run):
         return ""
     values = list(run.values())
-    if all(type(value) is list and value and type(value[0]) is dict for value in values):
+    if all(type(value) is list and value and type(value[0]) is dict
+           and any(key in value[0] for key in ("role", "text", "content")) for value in values):
         program = "to_entries[] | {id: .key, messages: .value}"
         what = "a thread (a list of messages)"
     elif all(type(value) is dict and run_messages(value, messages_key) is not None
