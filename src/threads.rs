@@ -51,6 +51,19 @@ fn langchain_object(message: &Bound<'_, PyAny>) -> bool {
         })
 }
 
+/// What another pydantic object (an SDK's message) given as a message is, and what to do
+/// (`_langchain.MODEL_OBJECT_HINT`).
+const MODEL_OBJECT_HINT: &str = " (a pydantic model, an SDK's object: pass its model_dump())";
+
+/// `_langchain.object_hint`'s test of an object that is no LangChain message: a `model_dump`
+/// method of its type.
+fn model_object(message: &Bound<'_, PyAny>) -> bool {
+    message
+        .get_type()
+        .getattr("model_dump")
+        .is_ok_and(|method| method.is_callable())
+}
+
 /// What a NumPy array given as a thread is, and what to do (`_messages.NDARRAY_HINT`).
 const NDARRAY_HINT: &str = " (pandas reads a Parquet list column as NumPy arrays at every \
      level: pass the table to vthread.scan_arrow, or turn each level into lists)";
@@ -84,6 +97,8 @@ pub(crate) fn python_messages<'py>(
         if !message.is_exact_instance_of::<PyDict>() && !objects::is_mapping(message)? {
             let hint = if langchain_object(message) {
                 LANGCHAIN_OBJECT_HINT
+            } else if model_object(message) {
+                MODEL_OBJECT_HINT
             } else {
                 ""
             };

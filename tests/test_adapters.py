@@ -722,8 +722,8 @@ def test_an_sdk_object_given_for_a_dict_is_named_with_what_to_pass() -> None:
         def model_dump(self) -> dict[str, Any]:
             return {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
 
-    hint = (r"is not an object \(a ToolUseBlock\): a pydantic model \(an SDK's object\), to "
-            r"be given as a dict: pass its model_dump\(\)")
+    hint = (r"is not an object \(a ToolUseBlock\) \(a pydantic model, an SDK's object: pass "
+            r"its model_dump\(\)\)")
     reply = {"role": "assistant", "content": [ToolUseBlock()]}
     with pytest.raises(ValueError, match=r"^message 0: content\[0\] " + hint):
         to_native([reply], "anthropic")
@@ -735,6 +735,17 @@ def test_an_sdk_object_given_for_a_dict_is_named_with_what_to_pass() -> None:
     with pytest.raises(ValueError, match=r"^message 0: content\[0\] is not an object "
                                          r"\(a number\)$"):
         to_native([{"role": "user", "content": [3]}], "anthropic")
+    # Wherever a thread's messages are checked, by Python or by the core, with any format.
+    import vthread
+
+    said = r"messages\[1\] must be a mapping, got ToolUseBlock \(a pydantic model, an SDK's"
+    thread = [{"role": "user", "content": "hi"}, ToolUseBlock()]
+    for call in (lambda: vthread.scan([thread]), lambda: vthread.scan([thread], format="auto"),
+                 lambda: vthread.describe_thread_cycle(thread),
+                 lambda: vthread.describe_thread_cycle(thread, format="auto"),
+                 lambda: vthread.build_thread(thread, max_tokens=100, format="openai")):
+        with pytest.raises(TypeError, match=said):
+            call()
 
 
 def test_chat_messages_in_no_one_format_say_where_they_part_ways() -> None:

@@ -1,4 +1,5 @@
-"""What tells a LangChain message, where vthread meets one: its types and its objects.
+"""What tells a LangChain message, where vthread meets one: its types and its objects (and
+what tells any SDK's pydantic object given for a dict).
 
 Here, apart from the adapters and the thread checks that both use it, so that neither
 brings the other (nor NumPy) to the commands that need neither (``vthread guard``).
@@ -36,3 +37,22 @@ def langchain_object_hint(value: object) -> str:
     # (the type's own text, by content: a str subclass's __eq__ and __hash__ are not run)
     found = isinstance(kind, str) and str.__str__(kind) in LANGCHAIN_MESSAGE_TYPES
     return LANGCHAIN_OBJECT_HINT if found else ""
+
+
+MODEL_OBJECT_HINT: Final = " (a pydantic model, an SDK's object: pass its model_dump())"
+"""Said of another pydantic object (an OpenAI or Anthropic SDK's message or content block)
+given where a dict goes (the core says the same)."""
+
+
+def object_hint(value: object) -> str:
+    """What to do with ``value``, given where a dict goes: :func:`langchain_object_hint` for a
+    LangChain message object, :data:`MODEL_OBJECT_HINT` for any other object whose type has
+    a ``model_dump`` method, else nothing."""
+    hint = langchain_object_hint(value)
+    if hint:
+        return hint
+    try:
+        dumps = callable(getattr(type(value), "model_dump", None))
+    except Exception:  # (the type's own attribute code)
+        return ""
+    return MODEL_OBJECT_HINT if dumps else ""

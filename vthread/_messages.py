@@ -32,7 +32,7 @@ from vthread._jsvalue import (
     real_number,
     text_in,
 )
-from vthread._langchain import langchain_object_hint
+from vthread._langchain import object_hint
 
 __all__ = [
     "ABSENT",
@@ -96,7 +96,7 @@ def check_messages(messages: object, name: str = "messages") -> list[Message]:
         if not isinstance(message, Mapping):
             raise TypeError(
                 f"{name}[{index}] must be a mapping, got {type(message).__name__}"
-                f"{langchain_object_hint(message)}"
+                f"{object_hint(message)}"
             )
     return thread
 

@@ -192,7 +192,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal
 
 from vthread._jsvalue import canonical, is_string, js_string, real_number, text_in
-from vthread._langchain import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint
+from vthread._langchain import LANGCHAIN_MESSAGE_TYPES, langchain_object_hint, object_hint
 
 __all__ = [
     "FORMATS",
@@ -1535,10 +1535,7 @@ def _checked(messages: Any) -> Sequence[Mapping[str, Any]]:
                                f"{json_type(messages)}")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            hint = langchain_object_hint(message)  # (LangChain's objects have a way of their own)
-            raise MessageTypeError(f"message {index} is not an object ({json_type(message)})"
-                                   f"{hint}" if hint else _not_an_object(f"message {index}",
-                                                                         message))
+            raise MessageTypeError(_not_an_object(f"message {index}", message))
     return messages
 
 
@@ -1546,11 +1543,7 @@ def _not_an_object(where: str, value: Any) -> str:
     """Why ``value`` at ``where`` is read no further: it is no object, named as JSON names
     it; a pydantic model (an SDK's message or content block, as ``response.content`` holds
     them) named with what to pass instead."""
-    said = f"{where} is not an object ({json_type(value)})"
-    if callable(getattr(type(value), "model_dump", None)):
-        said += (": a pydantic model (an SDK's object), to be given as a dict: pass its "
-                 "model_dump() (or the thread as the SDK dumps it)")
-    return said
+    return f"{where} is not an object ({json_type(value)}){object_hint(value)}"
 
 
 _JSON_TYPES: Final = {dict: "object", list: "array", str: "string", int: "number",
