@@ -382,14 +382,20 @@ def test_masked_thread_of_chat_messages_warns_that_it_masks_none() -> None:
     import warnings
 
     chat = [{"role": "user", "content": "at 2024-05-06T07:08:09Z"}]
-    with pytest.warns(UserWarning, match="chat or LangChain messages .* are returned unmasked"):
+    with pytest.warns(UserWarning, match=r'^the messages have a "role" \(chat messages\): read '
+                                         "as native ones, they are returned unmasked"):
         assert vthread.masked_thread(chat) == chat
     # LangChain's, in each dict form (they too came back unchanged in silence).
     fields = {"type": "tool", "content": "running at 2024-05-06T07:08:09Z", "tool_call_id": "c"}
     for langchain in (fields, {"type": "tool", "data": fields}):
-        with pytest.warns(UserWarning, match="are returned unmasked: translate them first"):
+        with pytest.warns(UserWarning, match="are returned unmasked .*; translate them first"):
             assert vthread.masked_thread([langchain]) == [langchain]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         masked = vthread.masked_thread([{"type": "user", "text": "at 2024-05-06T07:08:09Z"}])
+        # A native thread whose first message holds a "data" (as LangChain's wrap theirs in)
+        # is masked, with no word (it was warned of as returned unmasked).
+        native = [{"type": "activity", "data": {"pid": 1}, "meta": {"t": "at 12:00:01"}},
+                  {"type": "bot", "text": "ok 12:00:01"}]
+        assert vthread.masked_thread(native)[1]["text"] == "ok <time>"
     assert masked[0]["text"] != "at 2024-05-06T07:08:09Z"

@@ -168,18 +168,17 @@ def masked_thread(messages: Sequence[Any]) -> list[Any]:
     """
     masked = masked_native(messages)
     if masked:
-        from vthread.documents import chat_like
+        from vthread.documents import warn_if_chat
 
-        if chat_like(masked[0]):  # (its copy)
-            import warnings
-
-            # (chat and LangChain messages hold their text under "content", which is not
-            # masked: returned unchanged in silence, they looked masked)
-            warnings.warn("masked_thread masks native messages' text and meta; chat or "
-                          "LangChain messages (a \"role\", or a \"content\" and no \"text\") "
-                          "are returned unmasked: translate them first "
-                          "(vthread.adapters.to_native), or pass mask_volatile=True with their "
-                          "format= to the function reading them", UserWarning, stacklevel=2)
+        # (chat and LangChain messages hold their text under "content", which is not masked:
+        # returned unchanged in silence, they looked masked; told as vthread.scan tells them,
+        # across the thread)
+        warn_if_chat([masked], stacklevel=2, one=True,
+                     what="are returned unmasked (masked_thread masks native messages' text "
+                          "and meta)",
+                     advice="translate them first (vthread.adapters.to_native), or pass "
+                            "mask_volatile=True with their format= to the function reading "
+                            "them")
     return masked
 
 
