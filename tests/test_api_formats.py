@@ -883,10 +883,11 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about_or_an_error_record(
         path.write_text("".join(json.dumps(line) + "\n" for line in [*runs[:3], held]))
         for flags in ([], ["--format", "native"], ["--jobs", "2"], ["--anywhere"],
                       ["--mask-volatile"]):
-            code, out, _ = run(["scan", str(path), "-q", "--fail-on-error", *flags],
+            code, out, err = run(["scan", str(path), "-q", "--fail-on-error", *flags],
                                  monkeypatch)
             *read, bad = records(out)
             assert code == 65 and [r["id"] for r in read] == ["t0", "t1", "t2"], flags
+            assert "like runs" not in err, err  # (no warning that they are read as native)
             assert bad == {"id": "batch" if isinstance(held, dict) else None,
                            "file": str(path), "line": 4, "error": said}, flags
     # In a chat format too (it was "message 0 has no role"), and in a document of runs.

@@ -1126,9 +1126,12 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
     odd[19] = '[{"type": "user", "text": "q", "meta": {"n": 123456789012345678901234567890}}]'
     with pytest.warns(UserWarning, match=r"^rows 40, 90 look like openai, row 100 like "):
         arrow.scan_arrow(pa.table({"messages": odd}))
-    # A list of runs among the first rows: an error row too.
+    # A list of runs among the first rows: an error row too, and no word of its reading.
     for keywords in ({}, {"format": "native"}):
-        first = arrow.scan_arrow(pa.table({"messages": [rows[110], *rows[1:20]]}), **keywords)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            first = arrow.scan_arrow(pa.table({"messages": [rows[110], *rows[1:20]]}),
+                                     **keywords)
         assert first.column("error").to_pylist()[0].startswith("its messages are runs")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -35,6 +35,7 @@ from vthread.adapters import agreed_format
 from vthread.documents import (
     BLANK_CELL,
     DECLARED_COLUMN,
+    RUNS_FOR_MESSAGES,
     checked_format,
     declared_apart,
     declares_mini_swe_agent,
@@ -579,11 +580,13 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
 def _misfit_rows(head: pa.ChunkedArray, evidence: list[tuple[int, Any, bool]],
                  unknown: int) -> list[tuple[int, Any]]:
     """(row, :func:`vthread.documents.misfit_kind`) of each row of ``head`` in no format
-    (none has evidence, from ``unknown`` on) whose messages are another library's or runs,
-    which read as native are alike (the rows are parsed: a row in no format is rare)."""
+    (none has evidence, from ``unknown`` on) whose messages are another library's, which read
+    as native are alike (the rows are parsed: a row in no format is rare); a row of runs is
+    an error row saying so, whatever the format."""
     told = {row for row, _, _ in evidence}
     return [(row, what) for row, value in enumerate(_python_values(head.combine_chunks()))
-            if row >= unknown and row not in told and (what := misfit_kind(value)) is not None]
+            if row >= unknown and row not in told
+            and (what := misfit_kind(value)) not in (None, RUNS_FOR_MESSAGES)]
 
 
 def _text_format_evidence(text: bytes | None) -> tuple[Any, bool] | None:

@@ -4048,7 +4048,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another). With the warning, the number of the last
     line it looked at: it names every misfit up to there."""
-    from vthread.documents import misfit_kind, misfit_phrase, misfits
+    from vthread.documents import RUNS_FOR_MESSAGES, misfit_kind, misfit_phrase, misfits
 
     evidence, unknown = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
@@ -4062,7 +4062,8 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
             (number, misfit) for number in range(unknown, last + 1)
             if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES
             and (misfit := misfit_kind(_parse(lines[number - 1], suspect=True),
-                                       messages_key)) is not None)])
+                                       messages_key)) not in (None, RUNS_FOR_MESSAGES))])
+        # (a line of runs is an error record saying so, whatever the format)
     if not found:
         return None
     examined = max(found[-1][0], evidence[-1][0] if evidence else 0)
