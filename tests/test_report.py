@@ -372,6 +372,34 @@ def test_the_page_shows_what_the_command_warned_of(
     assert f"{tmp_path}/./{records_file.name} is given again" in capsys.readouterr().err
 
 
+def test_the_page_names_inputs_left_out_or_not_read_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file left out (a compression not read), a gzip stream cut short, a document that
+    breaks and a JSONL file whose last line is cut short are on the page's warnings, as the
+    command says them on standard error (the page kept the scan's "warning:" lines alone: a
+    page of a partial dataset looked whole while --fail-on-error failed the same inputs)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    text = SAMPLE.read_text()
+    data = gzip.compress(text.encode())
+    (folder / "cut.jsonl.gz").write_bytes(data[:len(data) // 2])
+    (folder / "late.jsonl.zst").write_bytes(b"(\xb5/\xfd")
+    (folder / "doc.json").write_text(json.dumps([{"id": "a", "messages": []}] * 2)[:40])
+    (folder / "part.jsonl").write_text("".join(text.splitlines(keepends=True)[:3])[:-20])
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    shown = out.read_text().split("<h2>Warnings</h2>", 1)[1].split("</ul>", 1)[0]
+    for name, said in (("late.jsonl.zst", "left out: compressed with zstd"),
+                       ("cut.jsonl.gz", "gzip stream broken"),
+                       ("doc.json", "the document is not read past there"),
+                       ("part.jsonl", "ends inside its value: cut short")):
+        path = str(folder / name)
+        assert f"{path}: " in err and said in err, (name, err)
+        assert f"<li>{html.escape(path)}: " in shown and html.escape(said) in shown, name
+
+
 def test_records_given_twice_or_with_options_of_runs_are_said(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Records given twice are counted twice, said as scan says a trajectory file given

@@ -106,10 +106,18 @@ class _Shown(io.TextIOBase):
         self.stream.flush()
 
 
+_INPUT_TROUBLE: Final = (": warning: ", ": left out: ", ": note: ", "not read past there",
+                         "cut short", "cannot read", "the file shrank")
+"""What the scan says on standard error of an input it could not read whole, or left out:
+the page shows each (it showed the warnings alone, and a page of a partial dataset looked
+whole while --fail-on-error failed the same inputs)."""
+
+
 class _Warned(io.TextIOBase):
     """A text stream that writes to ``stream`` and keeps each warning written, the report's
     own (``vthread report: warning: WHAT``) and the scan's of a file (``vthread report:
-    FILE: warning: WHAT``), as ``WHAT`` and ``FILE: WHAT``, once each, for the page to
+    FILE: warning: WHAT``, and what it says of a file left out or not read whole:
+    :data:`_INPUT_TROUBLE`), as ``WHAT`` and ``FILE: WHAT``, once each, for the page to
     show."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -120,8 +128,10 @@ class _Warned(io.TextIOBase):
     def write(self, text: str) -> int:
         said = text.removeprefix("vthread report: ").rstrip("\n")
         if said != text.rstrip("\n") and (said.startswith("warning: ")
-                                           or ": warning: " in said):
-            warning = said.removeprefix("warning: ").replace(": warning: ", ": ", 1)
+                                           or any(mark in said for mark in _INPUT_TROUBLE)):
+            warning = said.removeprefix("warning: ")
+            for mark in (": warning: ", ": note: "):
+                warning = warning.replace(mark, ": ", 1)
             if warning not in self.warnings:
                 self.warnings.append(warning)
         return self.stream.write(text)
