@@ -400,6 +400,28 @@ def test_the_page_names_inputs_left_out_or_not_read_whole(
         assert f"<li>{html.escape(path)}: " in shown and html.escape(said) in shown, name
 
 
+def test_names_and_ids_that_would_reorder_the_page_are_shown_as_escapes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file's name and a run's id holding a right-to-left override (or another control
+    character) reach the page as the escapes the command writes on a terminal, in its
+    title, heading, sources and runs' data: the raw character reversed the text after it."""
+    folder = tmp_path / "evil\u202elnosj"
+    folder.mkdir()
+    line = SAMPLE.read_text().splitlines()[0]
+    record = json.loads(line)
+    record["id"] = "run-\u202e1-ko\x1b[31m"
+    (folder / "a\u202eb.jsonl").write_text(json.dumps(record) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    capsys.readouterr()
+    page = out.read_text()
+    assert "\u202e" not in page and "\x1b" not in page
+    assert "evil\\u202elnosj" in page  # (in the title, heading and sources)
+    data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert data["runs"]["id"] == ["run-\\u202e1-ko\\x1b[31m"]
+    assert data["files"] == [str(folder / "a\\u202eb.jsonl").replace("\u202e", "\\u202e")]
+
+
 def test_records_given_twice_or_with_options_of_runs_are_said(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Records given twice are counted twice, said as scan says a trajectory file given

@@ -41,6 +41,7 @@ import hashlib
 import html
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -391,9 +392,26 @@ def _warnings(warnings: Sequence[str]) -> str:
     return f'<section class="warnings"><h2>Warnings</h2><ul>{items}</ul></section>'
 
 
+_UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                             "\u202a-\u202e\u2066-\u2069]")
+"""What a file's name or a run's id shows as an escape on the page, as the command writes it
+on a terminal: control characters but tabs and newlines, and the bidirectional marks,
+overrides and isolates (an id holding U+202E showed the text after it reversed)."""
+
+
+def _visible(text: str) -> str:
+    """``text`` with each of :data:`_UNSHOWN` written as ``\\xNN`` or ``\\uNNNN``."""
+    if _UNSHOWN.search(text) is None:
+        return text
+    return _UNSHOWN.sub(lambda found: (f"\\x{ord(found.group()):02x}"
+                                       if ord(found.group()) <= 0xFF
+                                       else f"\\u{ord(found.group()):04x}"), text)
+
+
 def _text(value: object) -> str:
-    """``value`` as HTML text or attribute value: every ``<>&"'`` escaped."""
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text or attribute value: every ``<>&"'`` escaped, and what would
+    reorder or hide the text around it written as an escape (:func:`_visible`)."""
+    return html.escape(_visible(str(value)), quote=True)
 
 
 def _json_for_html(value: object) -> str:
@@ -600,10 +618,11 @@ def _blob(data: ReportData) -> dict[str, Any]:
     return {
         "kinds": list(HEURISTIC_NAMES),
         "pageRows": PAGE_ROWS,
-        "files": list(data.files),
+        "files": [_visible(name) for name in data.files],
         "excerpts": list(data.excerpts),
         "runs": {
-            "id": data.ids, "file": data.file_index, "line": data.line, "kind": data.kind,
+            "id": [_visible(ident) for ident in data.ids], "file": data.file_index,
+            "line": data.line, "kind": data.kind,
             "start": data.loop_start, "period": data.period, "reps": data.repetitions,
             "wasted": data.loop_messages, "messages": data.run_messages,
             "excerpt": data.excerpt_index,
