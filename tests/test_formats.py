@@ -1382,6 +1382,13 @@ def test_documents_that_are_not_what_they_seem(tmp_path: Path,
         assert code == 0 and record["error"].startswith("not valid JSON: the document is empty")
         assert record["error"] in err
         assert run(["scan", str(document), "-q", "--strict"], monkeypatch)[0] == 2
+        # Read to its end: listed neither as cut short nor as holding no run (it was listed
+        # as cut short, "not read to its end").
+        summary = tmp_path / "summary.json"
+        run(["scan", str(document), str(threads), "-q", "--summary", str(summary)],
+            monkeypatch)
+        written = json.loads(summary.read_text())
+        assert (written["cut_short"], written["held_no_run"], written["errors"]) == ([], [], 1)
     good = json.dumps(runs[0]).encode()
     for odd in (b"1\x00", b"\xef\xbb\xbf" + good, b"[" * 3000 + b"]" * 2999 + b"}"):
         document.write_bytes(b"[" + good + b", " + odd + b", " + good + b"]")

@@ -2387,6 +2387,8 @@ class _DocumentRuns:
         self.broken: str | None = None
         # Whether ``broken`` says what an Inspect log lacks: its record stands for no run.
         self.broken_is_note = False
+        # Whether ``broken`` says the document is empty: read to its end, not cut short.
+        self.empty = False
         self.ended = False  # the stream has been read to its end
 
     def start(self) -> bool:
@@ -3240,7 +3242,9 @@ def _tasks(
             why = "; ".join(reasons)
             if not strict:  # (--strict makes its record the fatal error that says it)
                 say(f"vthread scan: {label}: {why}")
-            if cut_short is not None:
+            if cut_short is not None and not (document is not None and document.empty
+                                              and len(reasons) == 1):
+                # (an empty document was read to its end: its error record says it)
                 cut_short.append((label, why))
             if progress is not None:
                 progress.chunk_read(done_bytes)
@@ -3381,6 +3385,7 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
         # is one error record, not a scan of nothing.
         document.broken = "not valid JSON: the document is empty" + (
             f" ({len(data):,} bytes of whitespace)" if data else "")
+        document.empty = True
         return iter([]), "runs"
     value = _parse(data, bool(suspect_lines([data])), "document")
     if isinstance(value, _Bad):
