@@ -422,6 +422,29 @@ def test_names_and_ids_that_would_reorder_the_page_are_shown_as_escapes(
     assert data["files"] == [str(folder / "a\\u202eb.jsonl").replace("\u202e", "\\u202e")]
 
 
+def test_the_page_names_its_bad_lines(tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The page names each error record (its file, line, run when it has an id, and why),
+    the first 20 of them, the rest counted, escaped (it gave their count alone: whoever
+    received the page could not find the runs that went unchecked)."""
+    records_file = tmp_path / "records.jsonl"
+    bad = [{"id": None, "file": "a<b>.jsonl", "line": 6, "error": "not valid JSON: x"},
+           {"id": "t<7>", "file": "runs.json", "line": 2, "error": "not a thread"}]
+    bad += [{"id": f"r{i}", "file": "many.jsonl", "line": i, "error": "e"} for i in range(25)]
+    assert main(["scan", "-q", "-o", str(records_file), str(SAMPLE)]) == 0
+    with records_file.open("a") as out:
+        out.write("".join(json.dumps(record) + "\n" for record in bad))
+    page_file = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(records_file), "-o", str(page_file)]) == 0
+    page = page_file.read_text()
+    shown = page.split("<h2>Bad lines</h2><ul>", 1)[1].split("</ul>", 1)[0]
+    assert shown.startswith("<li>a&lt;b&gt;.jsonl, line 6: not valid JSON: x</li>"
+                            "<li>runs.json, line 2 (t&lt;7&gt;): not a thread</li>")
+    assert shown.count("<li>") == 21 and shown.endswith("<li>and 7 more</li>")
+    assert "Bad lines" not in render_report(ReportData(), title="t")
+
+
 def test_records_given_twice_or_with_options_of_runs_are_said(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Records given twice are counted twice, said as scan says a trajectory file given

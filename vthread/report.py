@@ -112,6 +112,8 @@ class ReportData:
     # (file, what) of each record that ends an Inspect log lacking samples: it stands for
     # no run, so it counts as no line and no error, as in the scan's summary.
     notes: list[tuple[str, str]] = field(default_factory=list)
+    # (file, line, run, why) of the first BAD_SHOWN error records, for the page to name.
+    bad: list[tuple[str, int, str, str]] = field(default_factory=list)
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record; O(1). Raises :class:`RecordError` for anything that is not one
@@ -138,6 +140,10 @@ class ReportData:
                 return
             self.lines += 1
             self.errors += 1
+            if len(self.bad) < BAD_SHOWN:
+                ident = record.get("id")
+                run = "" if ident is None else _run_name(record)
+                self.bad.append((record["file"], line, run, str(record["error"])))
             return
         verdict = record["verdict"]
         messages = _count(record, "messages")
@@ -364,6 +370,7 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = (),
         "</header><main>",
         _warnings(warnings),
         _headline(figures),
+        _bad_lines(data),
         '<section class="charts">',
         _chart_card("Loops by kind", _kind_chart(data)),
         _chart_card(*_cost_histogram(data)),
@@ -380,6 +387,23 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = (),
 
 _WARNINGS_SHOWN: Final = 20
 """Warnings a page shows (the rest are counted: all of them went to standard error)."""
+
+BAD_SHOWN: Final = 20
+"""Error records a page names, each by file, line and run (the rest are counted)."""
+
+
+def _bad_lines(data: ReportData) -> str:
+    """The first :data:`BAD_SHOWN` error records, so that whoever reads the page can find
+    the runs that went unchecked (it gave their count alone)."""
+    if not data.bad:
+        return ""
+    items = "".join(
+        f"<li>{_text(file)}, line {line:,}{f' ({_text(run)})' if run else ''}: "
+        f"{_text(why)}</li>" for file, line, run, why in data.bad)
+    more = data.errors - len(data.bad)
+    if more > 0:
+        items += f"<li>and {more:,} more</li>"
+    return f'<section class="bad-lines"><h2>Bad lines</h2><ul>{items}</ul></section>'
 
 
 def _warnings(warnings: Sequence[str]) -> str:
