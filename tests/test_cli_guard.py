@@ -364,3 +364,62 @@ def test_closed_stdin_is_a_usage_error(module: str) -> None:
     result = subprocess.run(["bash", "-c", f"{command} /dev/null <&-; echo status=$?"],
                             capture_output=True, timeout=60, env=env(), check=False)
     assert result.stdout == b"status=0\n" and not result.stderr
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+@pytest.mark.parametrize("command", ["guard", "scan"])
+def test_a_non_blocking_output_read_late_gets_every_byte(
+        command: str, unbuffered: str, tmp_path: Path) -> None:
+    """Standard output a non-blocking pipe whose reader starts late (a harness's event
+    loop): every byte is written, waiting while the pipe is full, status 0 (the guard wrote
+    65,536 bytes of 3 MB and said success under PYTHONUNBUFFERED, or status 74 buffered)."""
+    import fcntl
+
+    if command == "guard":
+        text = b"".join(b"word%d " % i for i in range(150_000)) + b"\n"
+        path = tmp_path / "healthy.txt"
+        path.write_bytes(text)
+        argv = [sys.executable, "-m", "vthread", "guard", str(path)]
+        expected = text
+    else:
+        run_line = json.dumps({"messages": [{"type": "user", "text": "q"}]})
+        path = tmp_path / "runs.jsonl"
+        path.write_text(f"{run_line}\n" * 20_000)
+        argv = [sys.executable, "-m", "vthread", "scan", "-q", str(path)]
+        expected = subprocess.run(argv, capture_output=True, env=env(), check=True).stdout
+    assert len(expected) > 1 << 20
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    process = subprocess.Popen(argv, stdout=write_end, stderr=subprocess.PIPE,
+                               env={**env(), "PYTHONUNBUFFERED": unbuffered})
+    os.close(write_end)
+    time.sleep(0.5)  # (the pipe fills before anyone reads it)
+    got = bytearray()
+    while chunk := os.read(read_end, 1 << 16):
+        got += chunk
+    os.close(read_end)
+    assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
+    assert bytes(got) == expected
+
+
+def test_output_appended_to_the_input_is_refused(tmp_path: Path) -> None:
+    """``vthread guard FILE >> FILE`` (or ``< FILE >> FILE``) would read its own output back
+    without end (a block longer than a third of the window never trips): refused, status 2,
+    the file as it was (it grew by 47 MB in two seconds until killed)."""
+    path = tmp_path / "self.txt"
+    text = " ".join(str(n) for n in range(1, 1001)) + "\n"
+    path.write_text(text)
+    for stdin, args in ((subprocess.DEVNULL, [str(path)]), (None, [])):
+        with path.open("ab") as out:
+            source = path.open("rb") if stdin is None else None
+            try:
+                result = subprocess.run([sys.executable, "-m", "vthread", "guard", *args],
+                                        stdin=source or stdin, stdout=out,
+                                        stderr=subprocess.PIPE, env=env(), timeout=30,
+                                        check=False)
+            finally:
+                if source is not None:
+                    source.close()
+        assert result.returncode == 2, result.stderr
+        assert b"would read the output back, without end" in result.stderr
+        assert path.read_text() == text

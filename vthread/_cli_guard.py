@@ -43,6 +43,7 @@ from vthread._cli_main import (
     numbers_joined,
     point_at_null,
     shown,
+    write_all,
 )
 from vthread.guard import Guard
 
@@ -194,6 +195,14 @@ def run_guard(
             _say(stderr, "vthread guard: error: there is no standard input (it is closed)\n")
             return USAGE_EXIT
         try:
+            if _same_regular_file(stdin.fileno(), stdout):
+                _say(stderr, "vthread guard: error: standard output goes to the file standard "
+                             "input is read from; reading it would read the output back, "
+                             "without end (write it elsewhere)\n")
+                return USAGE_EXIT
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # (a standard input with no descriptor is no file)
+        try:
             return _copy(_reader(stdin), guard, stdout, stderr)
         except OSError as error:  # reading; _copy handles writing
             _say(stderr, "vthread guard: error: cannot read standard input: "
@@ -201,6 +210,12 @@ def run_guard(
             return USAGE_EXIT
     try:
         with open(args.file, "rb", buffering=0) as source:
+            if _same_regular_file(source.fileno(), stdout):
+                # (FILE >> FILE: the guard read its own output, forever, and filled the disk)
+                _say(stderr, f"vthread guard: error: standard output goes to {args.file}, "
+                             "the input; reading it would read the output back, without end "
+                             "(write it elsewhere)\n")
+                return USAGE_EXIT
             read = partial(BlockingInput(source.fileno()).read_some, FILE_READ_SIZE)
             return _copy(read, guard, stdout, stderr)
     except IsADirectoryError:
@@ -210,6 +225,19 @@ def run_guard(
         _say(stderr, f"vthread guard: error: cannot read {args.file}: "
                      f"{error.strerror or error}\n")
         return USAGE_EXIT
+
+
+def _same_regular_file(descriptor: int, stdout: BinaryIO) -> bool:
+    """Whether ``stdout`` writes to the regular file open on ``descriptor`` (a pipe, a
+    terminal, /dev/null and a stream with no descriptor never do)."""
+    import os
+    import stat
+
+    try:
+        source, target = os.fstat(descriptor), os.fstat(stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+    return stat.S_ISREG(source.st_mode) and os.path.samestat(source, target)
 
 
 def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: TextIO) -> int:
@@ -245,8 +273,9 @@ class _WriteError(Exception):
 
 def _write(stdout: BinaryIO, data: bytes) -> None:
     try:
-        stdout.write(data)
-        stdout.flush()
+        # (whole, waiting on a non-blocking output: one write call took 65,536 bytes of a
+        # stream, the rest lost, and under PYTHONUNBUFFERED the status said success)
+        write_all(stdout, data)
     except BrokenPipeError:
         raise
     except OSError as error:

@@ -172,7 +172,7 @@ from vthread._cli_main import (
     say,
     shown,
     silence_stdout,
-    write_through,
+    write_all,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
@@ -1049,12 +1049,7 @@ def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
     reads, or goes away)."""
     try:
         with _signals_held():
-            if isinstance(out, io.FileIO):
-                write_through(out, data)
-            else:
-                out.write(data)
-                if flush:
-                    out.flush()
+            write_all(out, data, flush)
     except BrokenPipeError:
         raise
     except OSError as error:
