@@ -35,7 +35,6 @@ from vthread.adapters import agreed_format
 from vthread.documents import (
     BLANK_CELL,
     DECLARED_COLUMN,
-    RUNS_FOR_MESSAGES,
     checked_format,
     declared_apart,
     declares_mini_swe_agent,
@@ -190,7 +189,7 @@ def _warn_of_misread(misread: list[tuple[int, Any]]) -> None:
     totals: dict[Any, int] = {}
     tally_misfits(misread, shown, totals)
     warnings.warn(misread_warning(misfit_lines(shown, "row", totals=totals), len(misread),
-                                  totals, "row", ("pass", "format")), stacklevel=3)
+                                  totals, ("pass", "format")), stacklevel=3)
 
 
 RUN_ID: Final = "run_id"
@@ -452,7 +451,7 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
             warnings.warn(f"format='auto' read the rows as native, as the first are, but "
                           f"{misfit_phrase(misfit, len(head), 'row')}; they are read as "
                           "native, and their verdicts may be wrong: scan them apart"
-                          + misfit_advice((what for _, what in misfit), "row"),
+                          + misfit_advice(what for _, what in misfit),
                           stacklevel=stacklevel)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
                           _DETECT_ROWS, "row", "format='auto'", stacklevel)
@@ -573,7 +572,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         warnings.warn(f"format={given!r} was given, but "
                       f"{misfit_phrase(found, len(head), 'row')}; they are read as "
                       f"{given}, and their verdicts may be wrong"
-                      + misfit_advice((what for _, what in found), "row"),
+                      + misfit_advice(what for _, what in found),
                       stacklevel=stacklevel)
 
 
@@ -581,12 +580,10 @@ def _misfit_rows(head: pa.ChunkedArray, evidence: list[tuple[int, Any, bool]],
                  unknown: int) -> list[tuple[int, Any]]:
     """(row, :func:`vthread.documents.misfit_kind`) of each row of ``head`` in no format
     (none has evidence, from ``unknown`` on) whose messages are another library's, which read
-    as native are alike (the rows are parsed: a row in no format is rare); a row of runs is
-    an error row saying so, whatever the format."""
+    as native are alike (the rows are parsed: a row in no format is rare)."""
     told = {row for row, _, _ in evidence}
     return [(row, what) for row, value in enumerate(_python_values(head.combine_chunks()))
-            if row >= unknown and row not in told
-            and (what := misfit_kind(value)) not in (None, RUNS_FOR_MESSAGES)]
+            if row >= unknown and row not in told and (what := misfit_kind(value)) is not None]
 
 
 def _text_format_evidence(text: bytes | None) -> tuple[Any, bool] | None:

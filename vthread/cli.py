@@ -460,7 +460,7 @@ class _MisreadWarnings:
                 self._said.add(reading)
                 now.append(f"{found.label}: warning: " + misread_warning(
                     misfit_lines(found.found, found.unit), len(found.found),
-                    (format_ for _, format_ in found.found), "line", ("with", "--format"),
+                    (format_ for _, format_ in found.found), ("with", "--format"),
                     ", the file's format (found from its first lines, or given)"))
                 continue
             _, first, totals = self._later.setdefault(reading, (found.unit, [], {}))
@@ -4048,7 +4048,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     read in the wrong format can look like a loop (chat messages read as native are all
     messages of no type, equal to one another). With the warning, the number of the last
     line it looked at: it names every misfit up to there."""
-    from vthread.documents import RUNS_FOR_MESSAGES, misfit_kind, misfit_phrase, misfits
+    from vthread.documents import misfit_kind, misfit_phrase, misfits
 
     evidence, unknown = _format_evidence(lines, messages_key, WARN_LINE_BYTES)
     found = misfits(evidence, given)
@@ -4062,8 +4062,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
             (number, misfit) for number in range(unknown, last + 1)
             if number not in told and len(lines[number - 1]) <= WARN_LINE_BYTES
             and (misfit := misfit_kind(_parse(lines[number - 1], suspect=True),
-                                       messages_key)) not in (None, RUNS_FOR_MESSAGES))])
-        # (a line of runs is an error record saying so, whatever the format)
+                                       messages_key)) is not None)])
     if not found:
         return None
     examined = max(found[-1][0], evidence[-1][0] if evidence else 0)

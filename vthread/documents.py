@@ -1080,7 +1080,7 @@ def native_misfit(value: Any, messages_key: str | None = None) -> bool:
 
 
 RUNS_FOR_MESSAGES: Final = 'runs (objects holding their own "messages")'
-"""What a warning says a thread looks like whose messages are :func:`runs_for_messages`."""
+"""What a run whose messages are :func:`runs_for_messages` holds, as its error record says."""
 
 
 def runs_for_messages(value: Any, messages_key: str | None = None) -> bool:
@@ -1116,9 +1116,9 @@ def _is_run_object(message: Any, messages_key: str | None = None) -> bool:
 def misread_as_native(line: bytes, messages_key: str | None = None,
                       parse: Callable[[bytes], Any] = json.loads) -> Any:
     """What a line (or an Arrow row's text) read as native plainly is instead, for a warning
-    naming it: its format, :data:`ANOTHER_LIBRARY` or :data:`RUNS_FOR_MESSAGES`; None when
-    it may be native. Parsed (with ``parse`` where the core leaves it): asked only of a
-    looping line whose first message the core's screen marked (``chat_first``)."""
+    naming it: its format, or :data:`ANOTHER_LIBRARY`; None when it may be native. Parsed
+    (with ``parse`` where the core leaves it): asked only of a looping line whose first
+    message the core's screen marked (``chat_first``)."""
     return _misread(line_format_evidence(line, messages_key, parse), lambda: parse(line),
                     messages_key)
 
@@ -1142,21 +1142,16 @@ _NATIVE_OR_CHAT: Final = ('give them as native ({"type", "text"}) or chat ({"rol
 """What to do with messages no format reads (another library's)."""
 
 
-def misfit_advice(kinds: Iterable[Any], unit: str) -> str:
-    """What a warning of ``unit``s (lines, rows) read as native adds for those no format
-    reads (:func:`misfit_kind`'s), "" for formats: their own format is the advice given."""
-    kinds = set(kinds)
-    advice = ""
-    if ANOTHER_LIBRARY in kinds:
-        advice += f"; no format reads another library's messages: {_NATIVE_OR_CHAT}"
-    if RUNS_FOR_MESSAGES in kinds:
-        advice += (f"; a {unit} holding a list of runs is to be written a run a {unit}"
-                   + (" (jq -c '.[]')" if unit == "line" else ""))
-    return advice
+def misfit_advice(kinds: Iterable[Any]) -> str:
+    """What a warning of units (lines, rows) read as native adds for those no format reads
+    (:func:`misfit_kind`'s), "" for formats: their own format is the advice given."""
+    if ANOTHER_LIBRARY in set(kinds):
+        return f"; no format reads another library's messages: {_NATIVE_OR_CHAT}"
+    return ""
 
 
-def misread_warning(named: str, count: int, kinds: Iterable[Any], unit: str,
-                    remedy: tuple[str, str], reading: str = "") -> str:
+def misread_warning(named: str, count: int, kinds: Iterable[Any], remedy: tuple[str, str],
+                    reading: str = "") -> str:
     """A warning of ``count`` looping ``unit``s read as native that plainly are not native
     runs, ``named`` by :func:`misfit_lines`, as ``vthread scan`` and ``scan_arrow`` say it:
     ``reading`` what reading them as native was, ``remedy`` (verb, noun) how to name their
@@ -1167,7 +1162,7 @@ def misread_warning(named: str, count: int, kinds: Iterable[Any], unit: str,
     return (f"{named} but {'is' if one else 'are'} read as native{reading}: read so, {its} "
             f"messages are alike and {'its loop' if one else 'their loops'} may be false; "
             f"scan {'it' if one else 'them'} apart, or {verb} {its} {noun}"
-            + misfit_advice(kinds, unit))
+            + misfit_advice(kinds))
 
 
 def tally_misfits(found: Iterable[tuple[int, Any]], shown: list[tuple[int, Any]],
@@ -1182,11 +1177,10 @@ def tally_misfits(found: Iterable[tuple[int, Any]], shown: list[tuple[int, Any]]
 
 def misfit_kind(value: Any, messages_key: str | None = None) -> str | None:
     """What a parsed run in no format (its :func:`run_format_evidence` None) plainly is, read
-    as native: :data:`ANOTHER_LIBRARY` (:func:`native_misfit`), :data:`RUNS_FOR_MESSAGES`
-    (:func:`runs_for_messages`), or None when it may be native."""
-    if native_misfit(value, messages_key):
-        return ANOTHER_LIBRARY
-    return RUNS_FOR_MESSAGES if runs_for_messages(value, messages_key) else None
+    as native: :data:`ANOTHER_LIBRARY` (:func:`native_misfit`), or None when it may be
+    native. (A run whose messages are runs, :func:`runs_for_messages`, is no unit read as
+    native: ``vthread scan`` and ``scan_arrow`` make it an error record saying so.)"""
+    return ANOTHER_LIBRARY if native_misfit(value, messages_key) else None
 
 
 def _messages_of(value: Any, messages_key: str | None) -> Any:
