@@ -706,11 +706,11 @@ _LANGCHAIN_CLASSES: Final = {"HumanMessage": "human", "AIMessage": "ai",
                              "RemoveMessage": "remove", **_LANGCHAIN_CHUNKS}
 """A serialised message's class (the last of its ``id``), and its message type."""
 _LANGCHAIN_KINDS: Final = frozenset({*LANGCHAIN_ROLES, "chat", "remove"})
-_LANGCHAIN_ROLE_TYPES: Final = frozenset({"chat", "ChatMessageChunk"})
-"""The types of LangChain's messages that carry a ``role`` of their own (``ChatMessage``)."""
 """The message types (a chunk's being its message's): a ``chat`` message carries its own
 role; ``remove`` is LangGraph's instruction to drop a message, read as a message of its
 type."""
+_LANGCHAIN_ROLE_TYPES: Final = frozenset({"chat", "ChatMessageChunk"})
+"""The types of LangChain's messages that carry a ``role`` of their own (``ChatMessage``)."""
 LANGCHAIN_TYPES: Final = LANGCHAIN_MESSAGE_TYPES | {"constructor"}
 """The ``type`` of every LangChain message as its three dict forms write it (a serialised
 one's is ``constructor``): what tells a thread is LangChain's."""
@@ -1195,9 +1195,8 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         return None, True
     types = _plain_all([m.get("type", _ABSENT) for m in messages])
     typed = all(is_string(kind) for kind in types)
-    if typed and any("role" in m for m in messages) and all(
-            "role" not in m or kind in _LANGCHAIN_ROLE_TYPES
-            for m, kind in zip(messages, types, strict=True)) and _langchain_s(messages, types):
+    if typed and any("role" in m for m in messages) and _roles_of_chat_messages(
+            messages, types) and _langchain_s(messages, types):
         # LangChain's ChatMessage, as its fields, carries its own role beside its type.
         return "langchain", True
     if typed and not any("role" in m for m in messages):
@@ -1264,9 +1263,15 @@ def langchain_s(messages: Sequence[Any]) -> bool:
     if not all(isinstance(m, Mapping) for m in messages):
         return False
     types = _plain_all([m.get("type") for m in messages])
-    return all(is_string(kind) and ("role" not in m or kind in _LANGCHAIN_ROLE_TYPES)
-               for m, kind in zip(messages, types, strict=True)) and _langchain_s(messages,
-                                                                                  types)
+    return (all(is_string(kind) for kind in types) and _roles_of_chat_messages(messages, types)
+            and _langchain_s(messages, types))
+
+
+def _roles_of_chat_messages(messages: Sequence[Mapping[str, Any]], types: list[Any]) -> bool:
+    """Whether only LangChain's ``chat`` messages (of ``types``) among ``messages`` have a
+    ``role``, as its ``ChatMessage`` carries one beside its type."""
+    return all("role" not in m or kind in _LANGCHAIN_ROLE_TYPES
+               for m, kind in zip(messages, types, strict=True))
 
 
 def another_library_s(messages: Sequence[Any]) -> bool:
@@ -1428,12 +1433,8 @@ def _chats_apart(messages: Sequence[Mapping[str, Any]]) -> str:
     block = next(((index, kind) for index, m in enumerate(messages)
                   if (kind := _first_block(m.get("content"), _ANTHROPIC_BLOCKS)) is not None),
                  None)
-    openai = next(((index, f'the role "{_plain(m.get("role"))}"')
-                   if text_in(m.get("role"), _OPENAI_ONLY_ROLES)
-                   else (index, f'"{next(k for k in _OPENAI_KEYS if k in m)}"')
-                   for index, m in enumerate(messages)
-                   if text_in(m.get("role"), _OPENAI_ONLY_ROLES)
-                   or any(k in m for k in _OPENAI_KEYS)), None)
+    openai = next(((index, what) for index, m in enumerate(messages)
+                   if (what := _openai_only(m)) is not None), None)
     if block is None or openai is None:
         return ""
     (at, kind), (where, what) = block, openai
@@ -1443,6 +1444,16 @@ def _chats_apart(messages: Sequence[Mapping[str, Any]]) -> str:
               else "the calls of one format are lost read as the other's: split them")
     return (f" (messages[{at}] holds a {kind} block, as Anthropic's messages do; "
             f"messages[{where}] has {what}, as OpenAI's do: {advice})")
+
+
+def _openai_only(message: Mapping[str, Any]) -> str | None:
+    """What of ``message`` only OpenAI's messages have, said for an error (its role, or its
+    first OpenAI tool key); None when nothing."""
+    role = _plain(message.get("role"))
+    if text_in(role, _OPENAI_ONLY_ROLES):
+        return f'the role "{role}"'
+    key = next((key for key in _OPENAI_KEYS if key in message), None)
+    return None if key is None else f'"{key}"'
 
 
 _OPENAI_RESULT_ROLES: Final = frozenset({"tool", "function"})
