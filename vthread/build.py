@@ -473,6 +473,7 @@ class _MessageView:
                  estimate: Estimate | None = None) -> None:
         self._thread = thread
         self._format = format
+        self._roles: list[Any] | None = None  # (see _chat_roles)
         self._estimate = estimate
         self.copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced
         self._types: list[Any] | None = None
@@ -523,14 +524,21 @@ class _MessageView:
         type (``"user"`` stays the translated type: a user turn holding only tool results
         is a reply, not a user turn)."""
         if self._types is not None and start_on not in _TRANSLATED_TYPES:
+            return is_text(self._chat_roles()[index], start_on)
+        return is_text(self.type_of(index), start_on)
+
+    def _chat_roles(self) -> list[Any]:
+        """Each chat message's role (:func:`vthread.adapters.chat_role`: a LangChain
+        message's is its type's, a Responses call's the assistant's; read by their own
+        field alone, such messages matched no role, the result empty), read once, when a
+        ``start_on`` names a role."""
+        if self._roles is None:
             from vthread.adapters import chat_role, detect_format
 
-            if self._format == "auto":  # (told once, and only for a start_on)
-                self._format = detect_format(self._thread) or "openai"
-            # (a LangChain message's role is its type's, a Responses call's the assistant's:
-            # read by their own field alone, such messages matched no role, the result empty)
-            return is_text(chat_role(self._thread[index], self._format), start_on)
-        return is_text(self.type_of(index), start_on)
+            format_ = (detect_format(self._thread) or "openai" if self._format == "auto"
+                       else self._format)
+            self._roles = [chat_role(message, format_) for message in self._thread]
+        return self._roles
 
     def check_start_on(self, start_on: str) -> None:
         """A ``start_on`` no chat message can ever match (a chat format's result would be
