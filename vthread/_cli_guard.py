@@ -194,14 +194,8 @@ def run_guard(
         if stdin is None:
             _say(stderr, "vthread guard: error: there is no standard input (it is closed)\n")
             return USAGE_EXIT
-        try:
-            if _same_regular_file(stdin.fileno(), stdout):
-                _say(stderr, "vthread guard: error: standard output goes to the file standard "
-                             "input is read from; reading it would read the output back, "
-                             "without end (write it elsewhere)\n")
-                return USAGE_EXIT
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-            pass  # (a standard input with no descriptor is no file)
+        if _reads_its_output(stdin, stdout, stderr, "the file standard input is read from"):
+            return USAGE_EXIT
         try:
             return _copy(_reader(stdin), guard, stdout, stderr)
         except OSError as error:  # reading; _copy handles writing
@@ -210,11 +204,7 @@ def run_guard(
             return USAGE_EXIT
     try:
         with open(args.file, "rb", buffering=0) as source:
-            if _same_regular_file(source.fileno(), stdout):
-                # (FILE >> FILE: the guard read its own output, forever, and filled the disk)
-                _say(stderr, f"vthread guard: error: standard output goes to {args.file}, "
-                             "the input; reading it would read the output back, without end "
-                             "(write it elsewhere)\n")
+            if _reads_its_output(source, stdout, stderr, f"{args.file}, the input"):
                 return USAGE_EXIT
             read = partial(BlockingInput(source.fileno()).read_some, FILE_READ_SIZE)
             return _copy(read, guard, stdout, stderr)
@@ -227,17 +217,25 @@ def run_guard(
         return USAGE_EXIT
 
 
-def _same_regular_file(descriptor: int, stdout: BinaryIO) -> bool:
-    """Whether ``stdout`` writes to the regular file open on ``descriptor`` (a pipe, a
-    terminal, /dev/null and a stream with no descriptor never do)."""
+def _reads_its_output(source: BinaryIO | io.FileIO, stdout: BinaryIO, stderr: TextIO,
+                      named: str) -> bool:
+    """Whether ``stdout`` writes to the regular file ``source`` reads (``vthread guard FILE
+    >> FILE``: the guard read its own output back, forever, and filled the disk), said on
+    ``stderr`` with the input ``named``; a pipe, a terminal, /dev/null and a stream with no
+    descriptor never do."""
     import os
     import stat
 
     try:
-        source, target = os.fstat(descriptor), os.fstat(stdout.fileno())
+        read = os.fstat(source.fileno())
+        written = os.fstat(stdout.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         return False
-    return stat.S_ISREG(source.st_mode) and os.path.samestat(source, target)
+    if not (stat.S_ISREG(read.st_mode) and os.path.samestat(read, written)):
+        return False
+    _say(stderr, f"vthread guard: error: standard output goes to {named}; reading it would "
+                 "read the output back, without end (write it elsewhere)\n")
+    return True
 
 
 def _copy(read: Callable[[], bytes], guard: Guard, stdout: BinaryIO, stderr: TextIO) -> int:
