@@ -38,10 +38,7 @@ const LANGCHAIN_OBJECT_HINT: &str = " (a LangChain message object: pass each one
 /// `type` naming a LangChain message's (asked only of a message that is no mapping, about to
 /// be an error).
 fn langchain_object(message: &Bound<'_, PyAny>) -> bool {
-    message
-        .get_type()
-        .getattr("model_dump")
-        .is_ok_and(|method| method.is_callable())
+    model_object(message)
         && message.getattr("type").is_ok_and(|kind| {
             kind.cast::<PyString>().is_ok_and(|kind| {
                 kind.to_str().is_ok_and(|kind| {
@@ -55,8 +52,7 @@ fn langchain_object(message: &Bound<'_, PyAny>) -> bool {
 /// (`_langchain.MODEL_OBJECT_HINT`).
 const MODEL_OBJECT_HINT: &str = " (a pydantic model, an SDK's object: pass its model_dump())";
 
-/// `_langchain.object_hint`'s test of an object that is no LangChain message: a `model_dump`
-/// method of its type.
+/// `_langchain._dumps`: a `model_dump` method of the object's type (a pydantic model).
 fn model_object(message: &Bound<'_, PyAny>) -> bool {
     message
         .get_type()

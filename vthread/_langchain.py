@@ -28,9 +28,9 @@ def langchain_object_hint(value: object) -> str:
     """:data:`LANGCHAIN_OBJECT_HINT` for a LangChain message object (no mapping, a
     ``model_dump`` method and a ``type`` of :data:`LANGCHAIN_MESSAGE_TYPES`), else
     nothing."""
+    if not _dumps(value):
+        return ""
     try:
-        if not callable(getattr(type(value), "model_dump", None)):
-            return ""
         kind = getattr(value, "type", None)
     except Exception:  # (the value's own attribute code: the error it is in says the rest)
         return ""
@@ -48,11 +48,14 @@ def object_hint(value: object) -> str:
     """What to do with ``value``, given where a dict goes: :func:`langchain_object_hint` for a
     LangChain message object, :data:`MODEL_OBJECT_HINT` for any other object whose type has
     a ``model_dump`` method, else nothing."""
-    hint = langchain_object_hint(value)
-    if hint:
-        return hint
-    try:
-        dumps = callable(getattr(type(value), "model_dump", None))
-    except Exception:  # (the type's own attribute code)
+    if not _dumps(value):
         return ""
-    return MODEL_OBJECT_HINT if dumps else ""
+    return langchain_object_hint(value) or MODEL_OBJECT_HINT
+
+
+def _dumps(value: object) -> bool:
+    """Whether ``value``'s type has a ``model_dump`` method (a pydantic model)."""
+    try:
+        return callable(getattr(type(value), "model_dump", None))
+    except Exception:  # (the type's own attribute code: the error it is in says the rest)
+        return False
