@@ -17,14 +17,7 @@
 /// Whether `text` is one JSON value (whitespace around it allowed) that Python's `json`
 /// reads, or would read but for its recursion limit.
 pub fn python_reads(text: &[u8]) -> bool {
-    top_keys(text).is_some()
-}
-
-/// When `text` is JSON as [`python_reads`] tells, the byte ranges of the keys (their quotes
-/// included) of its top-level object, in order (none when it is no object); else None. A
-/// document's first element too deep for Python's `json` is a run or a message by these.
-pub fn top_keys(text: &[u8]) -> Option<Vec<(usize, usize)>> {
-    top_members(text).map(|members| members.into_iter().map(|(key, _)| key).collect())
+    top_members(text).is_some()
 }
 
 /// A byte range of a text.
@@ -32,7 +25,8 @@ pub type Span = (usize, usize);
 
 /// When `text` is JSON as [`python_reads`] tells, the byte ranges of each member of its
 /// top-level object, in order: its key (quotes included) and its value (none when it is no
-/// object); else None. A line too deep for Python's `json` keeps its id by these.
+/// object); else None. A document's first element too deep for Python's `json` is a run or
+/// a message by its keys, and a line too deep keeps its id by its members.
 pub fn top_members(text: &[u8]) -> Option<Vec<(Span, Span)>> {
     let mut walk = Walk {
         text,
@@ -310,14 +304,14 @@ mod tests {
     #[test]
     fn the_top_level_objects_keys_and_no_others() {
         let text = br#" {"a": {"b": [{"c": 1}]}, "d\"e" : [], "f":{}} "#;
-        let keys: Vec<&[u8]> = super::top_keys(text)
+        let keys: Vec<&[u8]> = super::top_members(text)
             .unwrap()
             .into_iter()
-            .map(|(start, end)| &text[start..end])
+            .map(|((start, end), _)| &text[start..end])
             .collect();
         assert_eq!(keys, [&br#""a""#[..], br#""d\"e""#, br#""f""#]);
-        assert_eq!(super::top_keys(b"[{\"a\": 1}]"), Some(Vec::new()));
-        assert_eq!(super::top_keys(b"{\"a\": }"), None);
+        assert_eq!(super::top_members(b"[{\"a\": 1}]"), Some(Vec::new()));
+        assert_eq!(super::top_members(b"{\"a\": }"), None);
     }
 
     #[test]
