@@ -41,11 +41,11 @@ import hashlib
 import html
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from vthread._cli_main import shown as _visible  # (as the command writes it on a terminal)
 from vthread._messages import figure_text, loops_priced
 from vthread.inspect_log import is_lacking_note
 from vthread.scan import HEURISTIC_NAMES
@@ -416,25 +416,11 @@ def _warnings(warnings: Sequence[str]) -> str:
     return f'<section class="warnings"><h2>Warnings</h2><ul>{items}</ul></section>'
 
 
-_UNSHOWN: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                             "\u202a-\u202e\u2066-\u2069]")
-"""What a file's name or a run's id shows as an escape on the page, as the command writes it
-on a terminal: control characters but tabs and newlines, and the bidirectional marks,
-overrides and isolates (an id holding U+202E showed the text after it reversed)."""
-
-
-def _visible(text: str) -> str:
-    """``text`` with each of :data:`_UNSHOWN` written as ``\\xNN`` or ``\\uNNNN``."""
-    if _UNSHOWN.search(text) is None:
-        return text
-    return _UNSHOWN.sub(lambda found: (f"\\x{ord(found.group()):02x}"
-                                       if ord(found.group()) <= 0xFF
-                                       else f"\\u{ord(found.group()):04x}"), text)
-
-
 def _text(value: object) -> str:
     """``value`` as HTML text or attribute value: every ``<>&"'`` escaped, and what would
-    reorder or hide the text around it written as an escape (:func:`_visible`)."""
+    reorder or hide the text around it (a control character, a bidirectional override: an
+    id holding U+202E showed the text after it reversed) written as the escape the command
+    writes on a terminal (:func:`vthread._cli_main.shown`)."""
     return html.escape(_visible(str(value)), quote=True)
 
 
