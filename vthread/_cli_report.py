@@ -106,19 +106,12 @@ class _Shown(io.TextIOBase):
         self.stream.flush()
 
 
-_INPUT_TROUBLE: Final = (": warning: ", ": left out: ", ": note: ", "not read past there",
-                         "cut short", "cannot read", "the file shrank")
-"""What the scan says on standard error of an input it could not read whole, or left out:
-the page shows each (it showed the warnings alone, and a page of a partial dataset looked
-whole while --fail-on-error failed the same inputs)."""
-
-
 class _Warned(io.TextIOBase):
     """A text stream that writes to ``stream`` and keeps each warning written, the report's
     own (``vthread report: warning: WHAT``) and the scan's of a file (``vthread report:
-    FILE: warning: WHAT``, and what it says of a file left out or not read whole:
-    :data:`_INPUT_TROUBLE`), as ``WHAT`` and ``FILE: WHAT``, once each, for the page to
-    show."""
+    FILE: warning: WHAT``), as ``WHAT`` and ``FILE: WHAT``, once each, for the page to show.
+    The inputs the scan left out or did not read whole reach the page from its summary
+    (:func:`_scan_into`), not from what it said of them."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
@@ -127,14 +120,14 @@ class _Warned(io.TextIOBase):
 
     def write(self, text: str) -> int:
         said = text.removeprefix("vthread report: ").rstrip("\n")
-        if said != text.rstrip("\n") and (said.startswith("warning: ")
-                                           or any(mark in said for mark in _INPUT_TROUBLE)):
-            warning = said.removeprefix("warning: ")
-            for mark in (": warning: ", ": note: "):
-                warning = warning.replace(mark, ": ", 1)
-            if warning not in self.warnings:
-                self.warnings.append(warning)
+        if said != text.rstrip("\n") and (said.startswith("warning: ") or ": warning: " in said):
+            self.keep(said.removeprefix("warning: ").replace(": warning: ", ": ", 1))
         return self.stream.write(text)
+
+    def keep(self, warning: str) -> None:
+        """Show ``warning`` on the page (once)."""
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     def flush(self) -> None:
         self.stream.flush()
@@ -166,7 +159,7 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
         if not to_scan:
             _warn_of_scan_options(options, stderr)
         if to_scan:
-            status = _scan_into(data, to_scan, options, stderr)
+            status = _scan_into(data, to_scan, options, stderr, warned)
             if status:
                 return status
         for name in options.files:
@@ -1101,12 +1094,14 @@ _BROKEN_GZIP: Final = ("the gzip stream ends in the middle of a member (cut shor
 
 
 def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
-               stderr: TextIO) -> int:
+               stderr: TextIO, warned: _Warned) -> int:
     """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status.
 
     The scan writes its records and ``--summary`` to a temporary folder, so memory stays
     that of the scan plus the looping runs' columns. Its messages reach ``stderr`` as the
-    report's.
+    report's; the inputs its summary lists as left out or cut short are ``warned`` of on
+    the page (a page of a partial dataset looked whole while --fail-on-error failed the
+    same inputs).
     """
     from vthread import cli
 
@@ -1134,7 +1129,12 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
             data.add(record)
             if record.get("verdict") is not None:
                 looping[(record["file"], record["line"])] = data.loops - 1
-        data.tokens = json.loads(summary.read_text(encoding="utf-8"))["tokens"]
+        figures = json.loads(summary.read_text(encoding="utf-8"))
+        data.tokens = figures["tokens"]
+        for left in figures["left_out"]:
+            warned.keep(shown(f"{left['file']}: left out: {left['why']}", lines=False))
+        for short in figures["cut_short"]:
+            warned.keep(shown(f"{short['file']}: {short['why']}", lines=False))
     if looping:
         _add_message_kinds(data, files, looping, options)
     return 0
