@@ -105,7 +105,9 @@ class Guard(_core.GuardCore):
     ``max_unique_ratio`` (0.4), ``min_chars`` (0).
 
     ``push(text)`` feeds the next chunk and returns True once the stream has tripped the
-    guard (and ever after); a chunk that is not a ``str``, or is empty, changes nothing.
+    guard (and ever after); a chunk that is not a ``str``, or is empty, changes nothing
+    (``bytes``, and any object but ``None`` and an empty list, with a ``UserWarning``: decode bytes,
+    or pass them to ``push_bytes``).
     ``reason`` is None until the guard trips, then the first trip's :class:`GuardReason`;
     ``trip_offset`` the index in the tripping chunk just past the word that tripped it (in
     code points of the chunk's text; after ``push_bytes``, of the text that call decoded,
