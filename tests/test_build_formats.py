@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -468,3 +468,74 @@ def test_a_run_object_is_refused_with_the_key_of_its_messages(format: str) -> No
             vthread.build_thread(run, max_tokens=10, estimate=lambda message: 1, format=format)
     with pytest.raises(TypeError, match=r"got dict$"):
         vthread.build_thread({"role": "user"}, max_tokens=10, estimate=lambda message: 1)
+
+
+_CALLS_THEN_RESULT: Final = {
+    "openai": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "Let me think. " * 200, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "result " * 10},
+        {"role": "user", "content": "go on"}],
+    "anthropic": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me think. " * 200},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "result " * 10}]},
+        {"role": "assistant", "content": "done"}],
+    "native": [
+        {"type": "user", "text": "task"},
+        {"type": "activity", "text": "Let me think. " * 200, "meta": {"activity": {
+            "type": "request", "id": "a", "function": {"name": "read", "arguments": {}}}}},
+        {"type": "activity", "text": "result " * 10, "meta": {"activity": {
+            "type": "response", "id": "a", "function": {"name": "read", "result": "r"}}}},
+        {"type": "user", "text": "go on"}],
+}
+
+
+def _text_only(message: dict[str, Any], room: float) -> dict[str, Any]:
+    """A text trimmer that rebuilds the message from its text, dropping its tool calls."""
+    if "role" not in message:
+        return {"type": "bot", "text": message["text"][:int(room)], "usage": {"tokens": room}}
+    content = message["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    return {"role": message["role"], "content": text[:int(room)]}
+
+
+def _text_cut(message: dict[str, Any], room: float) -> dict[str, Any]:
+    """A text trimmer that cuts the text and keeps the rest of the message."""
+    if "role" not in message:
+        return {**message, "text": message["text"][:int(room)], "usage": {"tokens": room}}
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": content[:int(room)]}
+    return {**message, "content": [{**content[0], "text": content[0]["text"][:int(room)]},
+                                   *content[1:]]}
+
+
+@pytest.mark.parametrize("format_", sorted(_CALLS_THEN_RESULT))
+def test_a_trim_that_drops_a_messages_calls_is_refused_with_pair_safe(format_: str) -> None:
+    """With pair_safe, a trim function's copy of a call message that lost its calls (a text
+    trimmer rebuilding the message) is a ValueError naming the message: its reply was kept
+    without its call, a request a chat API refuses. A trim that cuts the text alone keeps
+    the call with its reply; without pair_safe the copy is taken as it is."""
+    thread = _CALLS_THEN_RESULT[format_]
+
+    def estimate(message: dict[str, Any]) -> float:
+        return len(json.dumps(message)) // 4
+
+    keywords: dict[str, Any] = {"max_tokens": 150, "estimate": estimate, "format": format_}
+    with pytest.raises(ValueError, match=r"copy of messages\[1\] holds other tool calls"):
+        vthread.build_thread(thread, pair_safe=True, inclusive=_text_only, **keywords)
+    kept = vthread.build_thread(thread, pair_safe=True, inclusive=_text_cut, **keywords)
+    assert len(kept.messages) == 3
+    assert [{k: v for k, v in m.items() if k != "usage"} for m in kept.messages[1:]] == [
+        {k: v for k, v in m.items() if k != "usage"} for m in thread[2:]]
+    assert {k: v for k, v in kept.messages[0].items() if k not in ("content", "text", "usage")
+            } == {k: v for k, v in thread[1].items() if k not in ("content", "text")}
+    loose = vthread.build_thread(thread, inclusive=_text_only, **keywords)
+    assert len(loose.messages) == 3
+    assert set(loose.messages[0]) in ({"role", "content"}, {"type", "text", "usage"})
+    assert loose.messages[0].get("type", "bot") == "bot"

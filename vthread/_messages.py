@@ -233,7 +233,7 @@ def parse_activity(
 # ----------------------------------------------------------------------------- tool pairs
 
 
-def _call_id(message: Message) -> Any:
+def activity_call_id(message: Message) -> Any:
     """The call id a tool activity carries (``meta.activity.id`` or ``call_id``), or None: a
     string, or a whole number as JavaScript holds it (a double, keyed by its JSON text apart
     from every string: ``1`` and ``1.0`` one id, ``2**53 + 1`` the id ``2**53``)."""
@@ -288,7 +288,7 @@ def tool_pairs(messages: Sequence[Message], call_ids: Mapping[int, Any] | None =
         activity = parse_activity(message, no_payload)
         if activity is None:
             continue
-        call_id = _call_id(message) if call_ids is None else call_ids.get(index)
+        call_id = activity_call_id(message) if call_ids is None else call_ids.get(index)
         if activity.kind == "request":
             pending.add(index)
             in_order.append(index)

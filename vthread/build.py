@@ -12,9 +12,12 @@ from typing import Any, Final, Literal
 from vthread import _core
 from vthread._jsvalue import is_text, js_string, real_number
 from vthread._messages import (
+    activity_call_id,
     check_messages,
     estimate_figure,
+    no_payload,
     own_tokens,
+    parse_activity,
     token_figure,
     tool_pairs,
 )
@@ -138,7 +141,7 @@ def build_thread(
         thread = check_messages(messages)
     view = _MessageView(thread, format, estimate)
     flag("keep_system", keep_system)
-    flag("pair_safe", pair_safe)
+    view.pair_safe = flag("pair_safe", pair_safe)
     if start_on is not None and not isinstance(start_on, str):
         raise TypeError(f"start_on must be a message type (a str) or None, got "
                         f"{type(start_on).__name__}")
@@ -475,6 +478,7 @@ class _MessageView:
         self._format = format
         self._roles: list[Any] | None = None  # (see _chat_roles)
         self._estimate = estimate
+        self.pair_safe = False  # (set by build_thread: a trimmed message must keep its calls)
         self.copy: Callable[[Mapping[str, Any], float], dict[str, Any]] = _priced
         self._types: list[Any] | None = None
         self._native: list[dict[str, Any]] = []
@@ -509,9 +513,60 @@ class _MessageView:
         result holds it, and its tokens; None when the trim function drops it. A native
         message as production trims it (:func:`_trim`); a chat message by
         :func:`_trimmed_chat`."""
+        given = self._thread[index]
         if self.copy is _priced:
-            return _trim(trim, _priced(self._thread[index], tokens), room, index)
-        return _trimmed_chat(trim, self._thread[index], tokens, room, index, self._estimate)
+            cut = _trim(trim, _priced(given, tokens), room, index)
+        else:
+            cut = _trimmed_chat(trim, given, tokens, room, index, self._estimate)
+        if cut is not None and self.pair_safe:
+            self._check_calls_kept(given, cut[0], index)
+        return cut
+
+    def _check_calls_kept(self, given: Mapping[str, Any], trimmed: Mapping[str, Any],
+                          index: int) -> None:
+        """With ``pair_safe``, a ``ValueError`` when the trim function's copy of message
+        ``index`` does not hold the tool calls and results it held (kind and call id of each,
+        as the pairing reads them): a trim function that rebuilt an assistant message from
+        its text dropped its calls, and the result held their replies without them, a
+        request a chat API refuses."""
+        before, after = self._tool_marks(given, index), self._tool_marks(trimmed, index)
+        if before != after:
+            def said(marks: list[tuple[Any, ...]]) -> str:
+                return ", ".join(" ".join(str(part) for part in mark if part is not None)
+                                 for mark in marks) or "none"
+
+            raise ValueError(
+                f"the trim function's copy of messages[{index}] holds other tool calls or "
+                f"results than the message ({said(after)}, not {said(before)}); with "
+                f"pair_safe=True a trimmed message must keep them (cut its text, not its "
+                f"calls), or its pair is broken")
+
+    def _tool_marks(self, message: Mapping[str, Any], index: int) -> list[tuple[Any, ...]]:
+        """The tool calls and results ``message`` holds, as the pairing reads them: the
+        kind (request, response) and call id of each (a chat message's from its native
+        translation, read alone; a Responses item's own type and ``call_id`` too)."""
+        if self.copy is _priced:
+            activity = parse_activity(message, no_payload)
+            if activity is None or activity.kind not in ("request", "response"):
+                return []
+            return [(activity.kind, activity_call_id(message))]
+        from vthread.adapters import recording_call_ids
+
+        call_ids: dict[int, Any] = {}
+        try:
+            with recording_call_ids(call_ids):
+                native, _ = native_messages([message], self._format)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"the trim function's copy of messages[{index}]: "
+                              f"{str(error).removeprefix('message 0: ')}") from None
+        marks: list[tuple[Any, ...]] = []
+        for position, translated in enumerate(native):
+            activity = parse_activity(translated, no_payload)
+            if activity is not None and activity.kind in ("request", "response"):
+                marks.append((activity.kind, call_ids.get(position)))
+        if _responses_type(message) is not None and "call_id" in message:
+            marks.append((message.get("type"), message.get("call_id")))
+        return marks
 
     def type_of(self, index: int) -> Any:
         if self._types is None:
