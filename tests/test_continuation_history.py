@@ -165,19 +165,18 @@ def test_a_chat_history_is_fitted_in_its_format(format: str, context_tokens: int
 
 
 def test_the_format_shapes_the_planner_messages_with_no_history() -> None:
-    """Given a chat format and no history, the planner's messages are chat messages (a
-    rewrite plan's too); native (the default) and "auto" with no history keep vthread's
-    own; a format that is none is a ValueError naming it."""
-    openai = plan_continuation("<p>" * 30, "a page", context_tokens=4096,
-                               estimate=_chat_estimate, format="anthropic")
-    assert openai.mode == "rewrite"
-    assert [message["role"] for message in openai.messages] == ["system", "user"]
-    for format in ("native", "auto"):
-        native = plan_continuation("<p>" * 30, "a page", context_tokens=4096,
-                                   estimate=_estimate, format=format)
-        assert [message["type"] for message in native.messages] == ["system", "user"]
-        assert [message["text"] for message in native.messages] == [
-            message["content"] for message in openai.messages]
+    """Given a chat format, or "auto" (a chat harness's word), and no history, the
+    planner's messages are chat messages (a rewrite plan's too); native (the default)
+    keeps vthread's own; a format that is none is a ValueError naming it."""
+    for format in ("anthropic", "auto"):
+        openai = plan_continuation("<p>" * 30, "a page", context_tokens=4096,
+                                   estimate=_chat_estimate, format=format)
+        assert openai.mode == "rewrite"
+        assert [message["role"] for message in openai.messages] == ["system", "user"]
+    native = plan_continuation("<p>" * 30, "a page", context_tokens=4096, estimate=_estimate)
+    assert [message["type"] for message in native.messages] == ["system", "user"]
+    assert [message["text"] for message in native.messages] == [
+        message["content"] for message in openai.messages]
     with pytest.raises(ValueError, match="'opneai'"):
         plan_continuation("<p>", "a page", context_tokens=4096, estimate=_estimate,
                           format="opneai")
@@ -221,3 +220,39 @@ def test_auto_plans_as_the_history_s_own_format_translating_it_once(
         # (keep_system reads the first message's translation apart: one message)
         whole = [t for t in translations if t[1] > 1]
         assert whole == ([] if format == "native" else [(format, len(history))])
+
+
+@pytest.mark.parametrize("history", [[], ()])
+def test_auto_with_an_empty_history_writes_chat_messages(history: Any) -> None:
+    """format="auto" with no history yet (a chat harness's first turn, or the one after a
+    reset) plans as a chat's: the planner's messages are {"role", "content"}, estimated as
+    such, as with the history's own chat format (they were native ones, which the API
+    refuses and a chat estimator could not read: KeyError)."""
+    draft = "<html>\n" + "<p>dog</p>\n" * 1500 + "<h2>Dach"
+    keywords: dict[str, Any] = {"context_tokens": 4096, "estimate": _chat_estimate,
+                                "history": history}
+    auto = plan_continuation(draft, "a dog site", format="auto", **keywords)
+    assert auto == plan_continuation(draft, "a dog site", format="openai", **keywords)
+    assert [sorted(message) for message in auto.messages] == [["content", "role"]] * 2
+
+
+def test_a_history_error_says_the_room_only_when_the_room_was_short() -> None:
+    """An error of the history's own (a message the format cannot read) is named as the
+    history's, without the room (it said "the rewrite plan leaves 869 tokens of room for
+    it", as if room were the trouble); kept-first messages over the room say it; an
+    estimate that is no number of a history message is told as the history's."""
+    bad = [{"role": "user", "content": "x"}, {"role": "user", "content": 5}]
+    with pytest.raises(ValueError) as error:
+        plan_continuation("<p>", "r", context_tokens=1000, estimate=lambda m: 1, history=bad,
+                          format="openai")
+    assert str(error.value).startswith("history: ") and "room" not in str(error.value)
+    pinned = [{"type": "system", "text": "s" * 40_000}, {"type": "user", "text": "task"}]
+    with pytest.raises(ValueError, match=r"^history: .* tokens of room for it\)$"):
+        plan_continuation("<p>", "r", context_tokens=1000, history=pinned, keep_system=True,
+                          estimate=lambda m: len(m["text"]) / 4)
+    with pytest.raises(TypeError) as wrong:
+        plan_continuation("<p>", "r", context_tokens=100_000,
+                          history=[{"type": "user", "text": "hist"}],
+                          estimate=lambda m: b"x" if m.get("text") == "hist" else 1)
+    assert "returned bytes" in str(wrong.value)
+    assert wrong.value.__notes__ == ["while fitting history= (messages[i] is history[i])"]

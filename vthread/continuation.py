@@ -639,12 +639,13 @@ def plan_continuation(
 
     *format* names the history's message format as for :func:`vthread.build_thread`:
     ``"native"`` (the default), a chat format of :data:`vthread.adapters.FORMATS`
-    (``"openai"``, ``"anthropic"``, ...) or ``"auto"`` (detected from the history). In a
-    chat format the history is fitted as ``build_thread`` fits it in that format (its system
-    messages, tool pairs and ``start_on`` types read from their translation, the kept ones
-    returned as the caller's own messages) and the planner's own messages are chat messages
-    too: ``{"role": "system", "content": ...}`` and ``{"role": "user", "content": ...}``,
-    which *estimate* is given, as it is the draft as ``{"role": "user", "content": draft}``.
+    (``"openai"``, ``"anthropic"``, ...) or ``"auto"`` (detected from the history; a chat's
+    when it is empty). In a chat format the history is fitted as ``build_thread`` fits it in
+    that format (its system messages, tool pairs and ``start_on`` types read from their
+    translation, the kept ones returned as the caller's own messages) and the planner's own
+    messages are chat messages too: ``{"role": "system", "content": ...}`` and
+    ``{"role": "user", "content": ...}``, which *estimate* is given, as it is the draft as
+    ``{"role": "user", "content": draft}``.
     (An Anthropic request takes its system prompts apart, in ``system``.)
 
     *context_tokens* must be a finite number >= 1 and is rounded down to whole tokens.
@@ -688,12 +689,18 @@ def plan_continuation(
 def _history_format(history: Sequence[Mapping[str, Any]], format: str) -> str:
     """The format the history is read in: ``format`` as given (checked here), or for
     ``"auto"`` the chat format found in it, so that ``build_thread`` translates it once;
-    ``"auto"`` stays where it finds none (the history read as it is, the planner's own
-    messages written as native ones)."""
+    ``"auto"`` stays where it finds native messages (the history read as it is, the
+    planner's own messages written as native ones). An empty history with ``"auto"`` is
+    read as a chat's (``"openai"``: the planner's messages are ``{"role", "content"}``, as
+    every chat API takes them): ``"auto"`` is a chat harness's word, and its first turn,
+    or the one after a reset, has no history yet (its messages were native ones, which the
+    API refuses and a chat estimator cannot read)."""
     from vthread.documents import checked_format, thread_format
 
-    if checked_format(format) != "auto" or not history:
+    if checked_format(format) != "auto":
         return format
+    if not history:
+        return "openai"
     found = thread_format(list(history))
     return "auto" if found == "native" else found
 
@@ -716,8 +723,14 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
                               keep_system=keep_system, pair_safe=pair_safe, start_on=start_on,
                               keep_first=keep_first, format=format)
     except ValueError as error:
-        raise ValueError(f"history: {error} (the {plan.mode} plan leaves {spare:,} tokens "
-                         "of room for it)") from None
+        # (named as the caller's argument; the room said where the room is what was short)
+        room = (f" (the {plan.mode} plan leaves {spare:,} tokens of room for it)"
+                if "than max_tokens" in str(error) else "")
+        raise ValueError(f"history: {error}{room}") from None
+    except TypeError as error:
+        # (an estimator's own error propagates as it is: a note says whose messages[i])
+        error.add_note("while fitting history= (messages[i] is history[i])")
+        raise
     tokens = math.ceil(fitted.tokens)
     # Messages kept first, whatever their cost: a pin, or a system message keep_system kept.
     pinned = keep_first > 0 or (keep_system and _is_system(history[0], format))
