@@ -539,3 +539,32 @@ def test_a_trim_that_drops_a_messages_calls_is_refused_with_pair_safe(format_: s
     assert len(loose.messages) == 3
     assert set(loose.messages[0]) in ({"role", "content"}, {"type", "text", "usage"})
     assert loose.messages[0].get("type", "bot") == "bot"
+
+
+@pytest.mark.parametrize("format_", ["native", "openai"])
+def test_a_trim_over_its_room_is_warned_of(format_: str) -> None:
+    """A trim function whose copy costs more than the room it was given (one that returns
+    the message unchanged) is warned of, naming the message: it is counted at the room, as
+    production caps it, so the result's tokens understate the thread (a 10,000-token
+    message was counted at 149 in silence). A trim that cuts to the room draws no word."""
+    text = "B" * 40_000
+    big = ({"type": "activity", "text": text} if format_ == "native"
+           else {"role": "tool", "tool_call_id": "c", "content": text})
+    thread = [big, {"type": "user", "text": "q" * 200} if format_ == "native"
+              else {"role": "user", "content": "q" * 200}]
+
+    def estimate(message: dict[str, Any]) -> float:
+        return len(message.get("text", message.get("content", ""))) // 4
+
+    def cut(message: dict[str, Any], room: float) -> dict[str, Any]:
+        key = "text" if format_ == "native" else "content"
+        return {**message, key: message[key][:int(room) * 4], "usage": {"tokens": room}}
+
+    keywords: dict[str, Any] = {"max_tokens": 200, "estimate": estimate, "format": format_}
+    with pytest.warns(UserWarning, match=r"copy of messages\[0\] costs 10000 tokens, more "
+                                         r"than the room of 150"):
+        kept = vthread.build_thread(thread, inclusive=lambda m, room: m, **keywords)
+    assert kept.tokens == 200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.build_thread(thread, inclusive=cut, **keywords).tokens == 200

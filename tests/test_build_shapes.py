@@ -879,3 +879,30 @@ def test_a_pinned_task_of_the_start_on_type_lets_the_rest_start_anywhere() -> No
     with_bot = [thread[0], {"type": "bot", "text": "hello", "usage": {"tokens": 10}}, *thread[1:]]
     got = vthread.build_thread(with_bot, keep_first=1, **keywords)
     assert [m.get("text") for m in got.messages] == ["rules", "hello"]
+
+
+def test_the_messages_kept_first_are_counted_by_what_kept_them() -> None:
+    """The error of messages kept first over the budget counts the system ones, the pinned
+    ones and those the pinned calls' replies reached on to apart (it said "102 by
+    keep_first=2" of two pinned messages and the replies they reached)."""
+    def priced(message: dict[str, Any]) -> dict[str, Any]:
+        return {**message, "usage": {"tokens": 10}}
+
+    thread = [priced({"type": "system", "text": "rules"}), priced({"type": "user", "text": "t"}),
+              priced(_call("ls")), priced({"type": "bot", "text": "b"}), priced(_reply("ls")),
+              priced({"type": "user", "text": "more"})]
+    with pytest.raises(ValueError) as error:
+        vthread.build_thread(thread, max_tokens=20, keep_system=True, keep_first=2,
+                             pair_safe=True)
+    assert str(error.value) == (
+        "the 5 messages kept first (1 system, 2 by keep_first=2, 2 more up to the replies of "
+        "the tool calls among them (pair_safe)) alone cost 50 tokens, 30 more than "
+        "max_tokens=20")
+    with pytest.raises(ValueError, match=r"the 3 messages kept first \(1 system, 2 by "
+                                         r"keep_first=2\) alone cost 30 tokens"):
+        vthread.build_thread(thread, max_tokens=20, keep_system=True, keep_first=2)
+    with pytest.raises(ValueError, match=r"the 2 messages kept first \(keep_first=2\)"):
+        vthread.build_thread(thread[1:], max_tokens=10, keep_first=2)
+    with pytest.raises(ValueError, match=r"the 6 messages kept first \(1 system, 5 by "
+                                         r"keep_first=9\)"):
+        vthread.build_thread(thread, max_tokens=10, keep_system=True, keep_first=9)

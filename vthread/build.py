@@ -205,10 +205,18 @@ def build_thread(
         cost = (f"{head_total:g} tokens, {head_total - limit:g} more"
                 if head_total < math.inf else "over 1.8e308 tokens (more than a double holds), "
                 "more")
+        # (with pair_safe the pinned messages reach on to their calls' replies: counted
+        # apart, as "102 by keep_first=2" read as a miscount)
+        by_pin = min(pinned, head - system)
+        reached = head - system - by_pin
+        parts = [f"{system} system"] if system else []
+        parts.append(f"{by_pin} by keep_first={pinned}" if system or reached
+                     else f"keep_first={pinned}")
+        if reached > 0:
+            parts.append(f"{reached} more up to the replies of the tool calls among them "
+                         "(pair_safe)")
         what = (f"leading system message{'s' if head != 1 else ''}" if head == system
-                else f"message{'s' if head != 1 else ''} kept first ({system} system, "
-                f"{head - system} by keep_first={pinned})" if system
-                else f"message{'s' if head != 1 else ''} kept first (keep_first={pinned})")
+                else f"message{'s' if head != 1 else ''} kept first ({', '.join(parts)})")
         raise ValueError(f"the {head} {what} alone cost {cost} than max_tokens={limit:g}")
     if start_on is not None and head > system and view.starts(system, start_on):
         # A pinned message of that type opens the kept part: the rest may start anywhere
@@ -463,7 +471,22 @@ def _trimmed_chat(trim: Trim, given: Mapping[str, Any], tokens: float, room: flo
         figure = _estimated(trimmed, index, estimate, "to cost its trimmed message")
     else:
         figure = room
+    if figure > room:
+        _warn_overshoot(index, figure, room)
     return trimmed, min(figure, room)
+
+
+def _warn_overshoot(index: int, tokens: float, room: float) -> None:
+    """Say that the trim function's copy of ``messages[index]`` costs ``tokens``, over the
+    ``room`` it was given, and is counted at the room: the result's tokens then understate
+    the thread, and a harness that sends it (or stores the capped usage) overflows the
+    window it fitted (a trim function that returns the message unchanged, say)."""
+    import warnings
+
+    warnings.warn(
+        f"the trim function's copy of messages[{index}] costs {tokens:g} tokens, more than "
+        f"the room of {room:g} it was given; it is counted at {room:g}, so the result's "
+        f"tokens understate the thread: cut it to the room", UserWarning, stacklevel=2)
 
 
 class _MessageView:
@@ -946,6 +969,7 @@ def _trim(
     tokens = token_figure(usage.get("tokens") if isinstance(usage, Mapping) else None)
     if tokens > room:
         # A trimmer that overshoots cannot blow the budget: production caps it.
+        _warn_overshoot(index, tokens, room)
         return {**result, "usage": {"tokens": room}}, room
     return dict(result), tokens
 
