@@ -197,12 +197,14 @@ def test_bad_arguments_fail_before_any_work() -> None:
         scan_dataset(ds, mask_volatile=1)
 
 
-@pytest.mark.parametrize("empty", [None, "[]", "{not json"])
+@pytest.mark.parametrize("empty", [None, "[]", "{not json", "[null]"])
 def test_the_format_is_detected_past_a_head_of_rows_without_messages(empty: str | None
                                                                       ) -> None:
-    """The first 256 rows hold no messages (null, empty or broken runs first): the first
-    batch further on that holds some decides the format, as scan_arrow looks past such
-    rows (the chat runs after them were read as native, each a false loop)."""
+    """The first 256 rows hold no messages (null, empty or broken runs first, or messages in
+    no format): the first batch further on that holds some decides the format, as
+    scan_arrow looks past such rows (the chat runs after them were read as native, each a
+    false loop; after 256 rows of [null], the call raised "cannot tell the message
+    format", where scan_arrow gives each an error row)."""
     runs = generate_threads(30, seed=29)
     cells = [empty] * 300 + [json.dumps(to_openai(run)) for run in runs]
     table = pa.table({"messages": pa.array(cells, pa.string())})

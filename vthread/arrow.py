@@ -458,12 +458,14 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
 
 
 def holds_messages(column: pa.ChunkedArray) -> bool:
-    """Whether some row of ``column`` holds messages whose format detection weighs (in a
-    known format or none): a column of nulls, empty runs and rows that are no JSON gives
-    :func:`_detect` nothing to go on. O(rows up to the first such)."""
+    """Whether some row of ``column`` holds messages in a known format, which detection
+    weighs: a column of nulls, empty runs, rows that are no JSON and messages in no format
+    (``[null]``) gives :func:`_detect` nothing to go on (on rows in no format alone it
+    refuses the column, where a row in a format further on decides). O(rows up to the
+    first such)."""
     values = (value for piece in _slices(column) for value in _head_values(piece))
-    evidence, unknown = evidence_of(values, 1)
-    return bool(evidence) or unknown is not None
+    evidence, _ = evidence_of(values, 1)
+    return bool(evidence)
 
 
 def _noting_declarations(values: Iterator[Any], declaring: set[int]) -> Iterator[Any]:
