@@ -489,6 +489,27 @@ def test_invalid_json_log_sample_is_its_error_record(tmp_path: Path,
     error = records(out)[1]["error"]
     assert error.startswith("sample 2 of the log is not a valid Inspect sample: the sample: ")
     assert "samples.0" not in error
+    assert len(records(out)) == 3  # (and not said missing too: a second record for it)
+
+
+@needs_inspect
+@pytest.mark.parametrize("edit", [{"epoch": "one"}, {"id": None}, {"epoch": 2}])
+def test_a_sample_refused_for_its_own_id_or_epoch_is_one_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict[str, Any]) -> None:
+    """A .json log's sample refused for its id or epoch (text, null, an epoch the header
+    does not run) is one error record, standing for the sample of the header it was: it
+    was also said missing from the log, two records for one sample, lines and errors
+    over-counted (found by a tester)."""
+    path = written_log(tmp_path, "run.json")
+    document = json.loads(path.read_text())
+    document["samples"][1]["messages"][0]["role"] = "robot"  # (so that it is refused)
+    document["samples"][1].update(edit)
+    path.write_text(json.dumps(document))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 3, got
+    assert "not a valid Inspect sample" in got[1]["error"]
+    assert not any("missing from the log" in r.get("error", "") for r in got)
 
 
 @needs_inspect

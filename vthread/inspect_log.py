@@ -608,6 +608,8 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     spec = document["eval"]  # (an object naming a dataset: the header was read)
     header = {"version": document.get("version", 2),
               "eval": {**spec, "dataset": {**spec["dataset"], "sample_ids": None}}}
+    held: list[tuple[str, Any]] = []
+    invalid: list[tuple[str, Any]] = []  # (id as text, epoch) as written, of each refused
     for position, raw in enumerate(samples):
         fields = raw if isinstance(raw, dict) else {}
         sample_id, epoch = fields.get("id"), fields.get("epoch", 1)
@@ -622,13 +624,38 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
         except Exception as error:  # a sample that does not validate, by pydantic's reason
             yield UnreadableSample(ident, f"{named} is not a valid Inspect sample: "
                                           f"{_problem(error, 'samples.0.')}")
+            invalid.append((str(sample_id), epoch))
             continue
         (sample,) = log.samples or []
+        held.append((str(sample.id), sample.epoch))
         yield _chat_or_why(sample, log.eval.model, notes)
-    yield from _lacking(document, [
-        (str(_field(raw, "id")), _field(raw, "epoch") or 1) if isinstance(raw, dict)
-        else (f"sample {position + 1}", None) for position, raw in enumerate(samples)],
-        notes.lacking)
+    spec = document.get("eval")
+    wanted = _wanted(_field(_field(spec, "dataset"), "sample_ids"),
+                     _field(_field(spec, "config"), "epochs"))
+    yield from _lacking(document, held + _stood_for(wanted, held, invalid), notes.lacking)
+
+
+def _stood_for(wanted: list[tuple[Any, int]], held: list[tuple[str, Any]],
+               invalid: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The sample of the header's ``wanted`` that each ``invalid`` one (refused, with its
+    own error record) stands for, among those no read sample holds: the one with its id and
+    epoch, else the first with its id (an epoch written as text), else the first left (an
+    id written as null): so that a refused sample is not said missing too, a second
+    record for one sample (found by a tester). O(wanted * invalid), the invalid few."""
+    left = [(str(sample_id), epoch) for sample_id, epoch in wanted]
+    taken = set(held)
+    left = [pair for pair in left if pair not in taken]
+    stood: list[tuple[str, Any]] = []
+    for sample_id, epoch in invalid:
+        match = next((pair for pair in left if pair == (sample_id, epoch)), None)
+        if match is None:
+            match = next((pair for pair in left if pair[0] == sample_id), None)
+        if match is None and left:
+            match = left[0]
+        if match is not None:
+            left.remove(match)
+            stood.append(match)
+    return stood
 
 
 def _chat_or_why(sample: Any, model: str | None, notes: _Notes) -> _Read:
