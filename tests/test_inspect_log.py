@@ -1063,3 +1063,21 @@ def test_a_json_log_without_sample_ids_is_judged_by_its_header_as_written(
     code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
     assert records(out)[-1]["error"] == ("sample 'd' epoch 1 is missing from the log, whose "
                                          "header says the evaluation succeeded")
+
+
+@needs_inspect
+def test_a_lone_surrogate_in_one_sample_of_a_json_log_costs_that_sample_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json log one of whose samples holds a lone surrogate's escape (valid JSON, which
+    inspect_ai's parser refuses): that sample is an error record saying so, the others are
+    read (the log was refused whole, status 2, no record)."""
+    path = written_log(tmp_path, "run.json")
+    document = json.loads(path.read_text())
+    document["samples"][1]["messages"][0]["content"] = "x\udcffy"
+    path.write_text(json.dumps(document))  # (written as the escape \\udcff)
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and [r["id"] for r in got] == ["a/1", "b/1", "c/1"]
+    assert "error" not in got[0] and "error" not in got[2]
+    assert "not a valid Inspect sample" in got[1]["error"]
+    assert "surrogate" in got[1]["error"]

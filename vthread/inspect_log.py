@@ -598,7 +598,14 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     from inspect_ai.log import read_eval_log
     from pydantic_core import from_json
 
-    document = from_json(data)  # (as inspect_ai parses a log: NaN and Infinity allowed)
+    try:
+        document = from_json(data)  # (as inspect_ai parses a log: NaN and Infinity allowed)
+    except ValueError:
+        # A lone surrogate's escape (\udcff: valid JSON, which Python's json reads and a
+        # writer of mended text leaves) is refused by pydantic's parser: read by json, the
+        # one sample holding it is then refused alone, with its own error record (it cost
+        # the whole log).
+        document = json.loads(data)
     if not isinstance(document, dict):
         raise ValueError(f"the log is not a JSON object, but {_kind(document)}")
     samples = document.pop("samples", None) or []
