@@ -2720,14 +2720,26 @@ def _too_deep(value: Any) -> bool:
 def _shallow(text: bytes) -> Any:
     """A JSON text too deep for Python's json, as far as telling runs from messages needs:
     ``[]`` for an array, an object of its top-level keys (each ``True``) for an object, None
-    for anything else or no JSON (the core's syntax walk)."""
-    members = _core.json_top_members(text)
-    if members is None:
+    for anything else or no JSON."""
+    top = _top_level(text)
+    if top is None:
         return None
-    opening = text.lstrip(b" \t\r\n")[:1]
+    opening, members = top
     if opening == b"{":
         return dict.fromkeys((_element_value(key) for key, _ in members), True)
     return [] if opening == b"[" else None
+
+
+def _top_level(text: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]] | None:
+    """A JSON text's opening byte and its top-level object's members (each (key, value)
+    text; none when it is no object), read by the core's syntax walk however deep the text
+    is (a byte-order mark before it passed over, as json passes it over); None when it is
+    no JSON."""
+    text = text.removeprefix(_UTF8_MARK)
+    members = _core.json_top_members(text)
+    if members is None:
+        return None
+    return text.lstrip(b" \t\r\n")[:1], members
 
 
 class _LineBlock(Sequence[bytes]):
@@ -4893,11 +4905,11 @@ def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
     it is no JSON when it is not (both were "nested too deeply to read", with no id)."""
     from vthread.documents import run_id
 
-    line = line.removeprefix(_UTF8_MARK)  # (json passes over a byte-order mark)
-    members = _core.json_top_members(line)
-    if members is None:
+    top = _top_level(line)
+    if top is None:
         return _Bad("not valid JSON, and nested too deeply for json to say where it breaks")
-    if not line.lstrip(b" \t\r\n").startswith(b"{"):
+    opening, members = top
+    if opening != b"{":
         return bad
     shallow: dict[str, Any] = {}
     for key, value in members:
