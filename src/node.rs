@@ -606,9 +606,13 @@ impl PythonScreen {
         let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
         let is_mapping = !is_list && objects::is_mapping(value)?;
         if !is_list && !is_mapping {
-            // Screened as it is encoded: as its stand-in, or by its opaque text.
+            // Screened as it is encoded: as its stand-in, or (no JSON form) the whole value
+            // as the marker.
             return match objects::stand_in(value)? {
-                objects::StandIn::Opaque(bytes) => Ok(xxh3_64_with_seed(&bytes, SEED_OTHER)),
+                objects::StandIn::Opaque(_) => {
+                    self.unencodable = true;
+                    Ok(0)
+                }
                 objects::StandIn::Json(stand) => self.of(&stand, depth, scratch),
             };
         }
@@ -645,7 +649,11 @@ impl PythonScreen {
             if members.iter().any(|(key, _)| key_may_repeat(key)) {
                 // Keys that are one property name are one member, the last value (as the
                 // encoder writes them: `objects::one_per_name`).
-                for (_, _, key, child) in objects::one_per_name(&members)? {
+                for (_, text, key, child) in objects::one_per_name(&members)? {
+                    if objects::unnamed(&text) {
+                        self.unencodable = true; // (the whole value is the marker)
+                        break;
+                    }
                     let key_screen = key_screen(&key, scratch)?;
                     object.add(key_screen, self.of(&child, depth + 1, scratch)?);
                 }
@@ -679,7 +687,7 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
     if !is_list && !objects::is_mapping(value)? {
         return match objects::stand_in(value)? {
             objects::StandIn::Json(stand) => holds_unencodable(&stand, open),
-            objects::StandIn::Opaque(_) => Ok(false),
+            objects::StandIn::Opaque(_) => Ok(true),
         };
     }
     let identity = value.as_ptr() as usize;
@@ -691,14 +699,21 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
     let found = stacker::maybe_grow(64 * 1024, 1024 * 1024, || -> PyResult<bool> {
         let children: Vec<Bound<'_, PyAny>> = if is_list {
             value.try_iter()?.collect::<PyResult<_>>()?
-        } else if let Ok(dict) = value.cast_exact::<PyDict>() {
-            dict.values().into_iter().collect()
         } else {
-            // items(), as the encoder reads a mapping (a values() of its own is not asked)
-            objects::mapping_items(value)?
-                .into_iter()
-                .map(|(_, child)| child)
-                .collect()
+            // items(), as the encoder reads a mapping (a values() of its own is not asked);
+            // a key no JSON object can have makes the whole value the marker.
+            let members = match value.cast_exact::<PyDict>() {
+                Ok(dict) => objects::dict_members(dict),
+                Err(_) => objects::mapping_items(value)?,
+            };
+            let mut children = Vec::with_capacity(members.len());
+            for (key, child) in members {
+                if text_of(&key)?.is_none() && objects::key_name(&key)?.is_none() {
+                    return Ok(true);
+                }
+                children.push(child);
+            }
+            children
         };
         for child in children {
             if holds_unencodable(&child, open)? {

@@ -285,6 +285,13 @@ pub fn one_per_name<'py>(
     Ok(kept)
 }
 
+/// Whether a member `one_per_name` made has a key no JSON object can have (its text is an
+/// opaque value's, which begins with the marker): the mapping then has no JSON form, and
+/// encodes whole as the marker, as `JSON.stringify` gives up on it ("[unserializable]").
+pub fn unnamed(key_text: &[u8]) -> bool {
+    key_text.starts_with(UNSERIALIZABLE)
+}
+
 /// The raw content of a `str` as a key text (unquoted), for the array-index test.
 fn ascii_digits(text: &Bound<'_, PyString>) -> Option<u64> {
     match code_points(text) {
@@ -406,7 +413,9 @@ impl Walk {
             self.container(out, value)?;
         } else {
             match stand_in(value)? {
-                StandIn::Opaque(bytes) => out.extend_from_slice(&bytes),
+                // No JSON form (a set, bytes, any other object): the whole value encodes as
+                // the marker, as a cycle does ("[unserializable]").
+                StandIn::Opaque(_) => self.unencodable = true,
                 // A JSON value (a number, string, boolean or a list of them): no recursion
                 // back into this branch.
                 StandIn::Json(stand) => self.value(out, &stand)?,
@@ -493,6 +502,10 @@ impl Walk {
     ) -> PyResult<()> {
         let mut members = Vec::with_capacity(copied.len());
         for (index, key, _, element) in one_per_name(copied)? {
+            if unnamed(&key) {
+                self.unencodable = true;
+                return Ok(());
+            }
             let mut value = Vec::new();
             self.value(&mut value, &element)?;
             members.push((index, Member { key, value }));

@@ -97,12 +97,14 @@ def test_scan_error_names_thread_and_message() -> None:
 
 
 @pytest.mark.parametrize("value", ["3", True, [2], {"n": 2}])
-def test_option_that_is_not_a_number_is_a_type_error(value: Any) -> None:
-    """Strings, booleans and containers are refused with the option's name."""
-    with pytest.raises(TypeError, match="min_repetitions"):
-        vthread.has_repeated_suffix([], min_repetitions=value)
-    with pytest.raises(TypeError, match="ngram"):
-        vthread.Guard(ngram=value)
+def test_option_that_is_not_a_number_is_unset_and_named(value: Any) -> None:
+    """Strings, booleans and containers count as unset, as production's Number.isFinite
+    reads them, with a warning naming the option (they were a TypeError)."""
+    thread = [{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}] * 2
+    with pytest.warns(UserWarning, match="option min_repetitions="):
+        assert vthread.has_repeated_suffix(thread, min_repetitions=value)
+    with pytest.warns(UserWarning, match="option ngram="):
+        assert vthread.Guard(ngram=value).options == vthread.Guard().options
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
@@ -217,8 +219,9 @@ def test_cyclic_and_odd_values_do_not_crash() -> None:
     twin: dict[str, Any] = {"id": 1.0}
     twin["self"] = twin
     assert vthread.fingerprint(cyclic) == vthread.fingerprint(twin)
-    # A set is not a cycle: values without a JSON form are compared by type and value.
-    assert vthread.fingerprint(cyclic) != vthread.fingerprint({"id": 1.0, "self": {1}})
+    # A value holding one of no JSON form (a set) is "[unserializable]", as a cycle is.
+    assert vthread.fingerprint(cyclic) == vthread.fingerprint({"id": 2, "self": {1}})
+    assert vthread.describe_thread_cycle(odd[:2] * 2) == "repeated_suffix"  # cycle, set
 
 
 def test_heuristics_do_not_mutate_messages() -> None:

@@ -240,11 +240,15 @@ _DISTINCT_PAIRS = [
     (np.int64(1), np.int64(2)), (np.float32(1.5), np.float32(2.5)), (np.bool_(True), False),
     (Decimal(1), Decimal(2)), (Decimal("NaN"), Decimal(0)),
     (datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)),
-    (datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)), (b"a", b"b"),
-    (bytearray(b"a"), b"a"), ({1}, {2}), (frozenset({1}), {1}), (object(), object()),
-    (_Point(1), _Point(2)), (1 + 2j, 1 + 3j), (np.array([1, 2]), np.array([1, 3])),
-    (np.array([1 + 2j]), np.array([1 + 3j])), ({(1, 2): 1}, {(1, 3): 1}),
-    ({b"k": 1}, {b"j": 1}), (Fraction(1, 3), Fraction(1, 7)),
+    (datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)),
+    (np.array([1, 2]), np.array([1, 3])), (Fraction(1, 3), Fraction(1, 7)),
+    # A value of no JSON form is "[unserializable]" (below), equal to no JSON value.
+    (b"a", "a"), ({1}, [1]), (object(), None), ({(1, 2): 1}, {"(1, 2)": 1}),
+]
+_UNSERIALIZABLE = [
+    b"a", b"b", bytearray(b"a"), {1}, {2}, frozenset({1}), object(), object(), _Point(1),
+    _Point(2), 1 + 2j, np.array([1 + 2j]), {(1, 2): 1}, {(1, 3): 1}, {b"k": 1}, {b"j": 1},
+    {"a": [{"b": {1}}]},
 ]
 _EQUAL_PAIRS = [
     (np.int64(1), 1.0), (np.float32(0.5), 0.5), (np.bool_(True), True), (Decimal("2.50"), 2.5),
@@ -271,6 +275,23 @@ def test_distinct_values_without_a_json_form_differ(left: Any, right: Any) -> No
     assert vthread.scan([thread]).names == [None]
     assert not ref.has_repeated_suffix(thread, cycle_options())
     assert vthread.fingerprint(left) != vthread.fingerprint(right)
+
+
+@pytest.mark.parametrize("left", _UNSERIALIZABLE, ids=repr)
+@pytest.mark.parametrize("right", [b"z", {3}, object(), {"cycle": None}], ids=repr)
+def test_values_without_a_json_form_are_all_one_value(left: Any, right: Any) -> None:
+    """A value holding one of no JSON form (a set, bytes, any other object, a key such as a
+    tuple), however deep, encodes as "[unserializable]" whole, as a cycle does and as
+    production compares it: any two compare equal, in the engine, the scan and the
+    reference, and share a fingerprint (they were told apart by their type and repr)."""
+    if right == {"cycle": None}:
+        right["cycle"] = right
+    thread = _alternating(left, right)
+    assert vthread.has_repeated_suffix(thread)
+    assert vthread.scan([thread]).names == ["repeated_suffix"]
+    assert ref.has_repeated_suffix(thread, cycle_options())
+    assert vthread.fingerprint(left) == vthread.fingerprint(right)
+    assert vthread.fingerprint(left) != vthread.fingerprint("[unserializable]")
 
 
 @pytest.mark.parametrize(("left", "right"), _EQUAL_PAIRS, ids=repr)

@@ -154,12 +154,38 @@ def test_options_take_real_numbers_of_any_type(value: Any) -> None:
     assert vthread.Guard(ngram=value).options == vthread.Guard(ngram=3).options
 
 
-def test_an_option_whose_repr_raises_is_still_a_clear_type_error() -> None:
-    """The error names the option even when the value cannot be shown."""
+@pytest.mark.parametrize("value", [True, False, "3", "0.7", b"3", [3], {"n": 3}])
+def test_an_option_that_is_no_number_counts_as_unset_with_a_warning(value: Any) -> None:
+    """An option that is no number (a boolean, a numeric string, any other object) counts
+    as unset, as production's Number.isFinite reads it (the recorded answers to
+    minRepetitions: true and maxUniqueRatio: "0.7"), for every option of the cycle
+    functions, scan, the text run and the guard; a UserWarning names the option at the
+    caller's line (it was a TypeError, where production answered)."""
+    ab = [{"type": "user", "text": "A"}, {"type": "bot", "text": "B"}] * 2
+    for option in ("min_repetitions", "min_pattern_length", "max_pattern_length",
+                   "min_result_repetitions"):
+        with pytest.warns(UserWarning, match=f"^option {option}=.* is not a number") as said:
+            got = vthread.describe_thread_cycle(ab, **{option: value})
+        assert got == vthread.describe_thread_cycle(ab)
+        assert said[0].filename == __file__
+        with pytest.warns(UserWarning, match=f"option {option}="):
+            assert vthread.scan([ab], **{option: value}).names == vthread.scan([ab]).names
+    text = "Let me check. " * 10
+    for option in ("min_units", "window", "max_unique_ratio"):
+        with pytest.warns(UserWarning, match=f"option {option}="):
+            assert vthread.has_repeated_text_run(text, **{option: value}) is True
+    for option in ("ngram", "window", "max_repeats", "max_unique_ratio", "min_chars"):
+        with pytest.warns(UserWarning, match=f"option {option}=") as said:
+            guard = vthread.Guard(**{option: value})
+        assert guard.options == vthread.Guard().options and len(said) == 1
+
+
+def test_an_option_whose_repr_raises_is_still_named() -> None:
+    """The warning names the option even when the value cannot be shown."""
 
     class Opaque:
         def __repr__(self) -> str:
             raise RuntimeError("no repr")
 
-    with pytest.raises(TypeError, match="option min_repetitions must be a real number"):
-        vthread.describe_thread_cycle([], min_repetitions=Opaque())
+    with pytest.warns(UserWarning, match="option min_repetitions=a Opaque is not a number"):
+        assert vthread.describe_thread_cycle([], min_repetitions=Opaque()) is None

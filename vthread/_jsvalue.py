@@ -72,9 +72,9 @@ JS_WHITESPACE_CLASS: Final = "[" + re.escape(JS_WHITESPACE) + "]"
 #: such values by its fallback text, ``"[unserializable]"``), so all of them compare equal to
 #: each other and to nothing else: ``!`` never starts a JSON text. A value of a message is
 #: encoded on its own (``type``, ``text``, ``meta``; a tool call's name, arguments and
-#: result), so a cyclic result leaves its call's name as it is. A Python value JSON has no
-#: form for is written as ``!`` and a quoted text naming its type and value instead
-#: (:class:`Opaque`).
+#: result), so a cyclic result leaves its call's name as it is. A value holding a Python value
+#: JSON has no form for (a ``set``, ``bytes``, any other object: its :class:`Opaque`
+#: stand-in) is the marker whole too, as the production library compares it ("[unserializable]").
 UNSERIALIZABLE: Final = "!"
 
 #: Deepest nesting encoded before a value counts as unserializable, as ``JSON.stringify``
@@ -471,8 +471,6 @@ def _scalar(value: Any, out: list[str]) -> bool:
         out.append(_number(value))
     elif isinstance(value, (Mapping, list, tuple)):
         return False
-    elif isinstance(value, Opaque):
-        out.append(value.encoded)
     else:
         raise AssertionError(f"{value!r} has no JSON form: stand_in it first")
     return True
@@ -495,6 +493,8 @@ def _encode(value: Any) -> str:
         first = False
         if not _has_json_form(current):
             current = stand_in(current)
+            if isinstance(current, Opaque):
+                return UNSERIALIZABLE  # no JSON form: "[unserializable]" whole, as production
         if not _scalar(current, out):
             ident = id(current)
             if ident in active or len(stack) >= MAX_DEPTH:
@@ -522,7 +522,9 @@ def _encode(value: Any) -> str:
             out.append(",")
         if is_object:
             key, current = cast("tuple[str | Opaque, Any]", element)
-            out.append((key.encoded if isinstance(key, Opaque) else _quote(key)) + ":")
+            if isinstance(key, Opaque):
+                return UNSERIALIZABLE  # a key no JSON object can have: no JSON form
+            out.append(_quote(key) + ":")
         else:
             current = element
 
@@ -537,11 +539,13 @@ def canonical(value: Any) -> str:
     ``1.0`` alike, ``-0.0`` as ``0``, NaN and infinities as ``null``), object keys in
     JavaScript's order, strings escaped to ASCII (so lone surrogates stay distinct and a
     surrogate pair equals its code point). Where ``JSON.stringify`` would throw (a cycle,
-    nesting deeper than :data:`MAX_DEPTH`) the whole value is :data:`UNSERIALIZABLE`; a
-    value without a JSON form is written as its :func:`stand_in` (a NumPy scalar as its
-    number, a date as ``Date.toJSON``'s text, a ``set`` or ``bytes`` as an :class:`Opaque`
-    text). It never raises on account of the
-    value's shape (only a mapping whose ``items()`` raises, or the like, propagates).
+    nesting deeper than :data:`MAX_DEPTH`) the whole value is :data:`UNSERIALIZABLE`, and so
+    it is for a value holding one of no JSON form (a ``set``, ``bytes``, any other object, a
+    key such as a tuple: production's "[unserializable]"); a number of
+    another type (NumPy's, ``Decimal``), a NumPy array and a date are written as their
+    :func:`stand_in` (the number, the nested list, ``Date.toJSON``'s text). It never raises
+    on account of the value's shape (only a mapping whose ``items()`` raises, or the like,
+    propagates).
     O(size of value); plain JSON data takes a fast path through the C encoder.
 
     >>> canonical({"b": 1, "1": 2.0}) == canonical({"1": 2, "b": 1.0})

@@ -5,8 +5,10 @@ value that is not finite (``None``, NaN, an infinity) means "use the default"; z
 value that clamps. The recorded production answers pin the infinity case: an infinite
 ``min_repetitions`` behaves exactly as the default of 2. The rule holds for every option,
 ``max_pattern_length`` included: its default is no cap, so a non-finite one is no cap. A
-value that is not a real number at all (a string, a boolean) is a ``TypeError``; the
-production code would quietly fall back.
+value that is not a number at all (a string, a boolean, any other object) is unset too, as
+production's ``Number.isFinite`` reads it (the recorded answers to
+``minRepetitions: true`` and ``maxUniqueRatio: "0.7"``), with a ``UserWarning`` naming the
+option, since a harness that passed ``"3"`` meant a number.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import math
 import operator
 import os
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from vthread._jsvalue import js_double, real_number
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 DEFAULT_MIN_REPETITIONS: Final = 2
 DEFAULT_MIN_PATTERN_LENGTH: Final = 2
@@ -39,8 +44,39 @@ GUARD_WORDS_CAP: Final = 2**62
 
 
 
+def option_number(name: str, value: object) -> float | None:
+    """A production option's value as a float, ``None`` when unset: ``None``, or anything
+    but a real number (a string, a boolean: production's ``Number.isFinite`` is false for
+    them, and it uses the default), which is warned of, naming the option."""
+    if value is None:
+        return None
+    exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
+    if exact is None:
+        import warnings
+
+        warnings.warn(f"option {name}={shown(value)} is not a number: it counts as unset (the "
+                      "default), as in production; pass a number", UserWarning,
+                      stacklevel=_outside_the_package())
+        return None
+    return js_double(exact)
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of a warning warned by this module's caller that points at the
+    first frame outside vthread (the user's call, however deep its options are resolved)."""
+    import sys
+
+    package = os.path.dirname(__file__) + os.sep
+    level = 1
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def real(name: str, value: object) -> float | None:
-    """``value`` as a float, ``None`` when unset; ``TypeError`` for anything but a real number."""
+    """``value`` as a float, ``None`` when unset; ``TypeError`` for anything but a real number
+    (the rule of vthread's own options, where no production answer stands)."""
     if value is None:
         return None
     exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
@@ -109,7 +145,7 @@ def usable_cpus() -> int:
 
 def floor_count(name: str, value: object, default: int, minimum: int) -> int:
     """``Math.max(minimum, Math.floor(value))``, the default standing in for a non-finite value."""
-    number = real(name, value)
+    number = option_number(name, value)
     count = default if number is None or not math.isfinite(number) else math.floor(number)
     return max(minimum, count)
 
@@ -147,7 +183,7 @@ def cycle_options(
     min_pattern = floor_count("min_pattern_length", min_pattern_length,
                               DEFAULT_MIN_PATTERN_LENGTH, 1)
     # Unset (None, NaN, an infinity) is no cap at all, not a cap at the minimum, as in production.
-    cap = real("max_pattern_length", max_pattern_length)
+    cap = option_number("max_pattern_length", max_pattern_length)
     max_pattern: int | None = None
     if cap is not None and math.isfinite(cap):
         max_pattern = max(min_pattern, math.floor(cap))
@@ -168,7 +204,8 @@ def set_with_anywhere(anywhere: bool, **options: object) -> str | None:
     if not anywhere:
         return None
     return next((name for name, value in options.items()
-                 if (number := real(name, value)) is not None and math.isfinite(number)), None)
+                 if (number := option_number(name, value)) is not None
+                 and math.isfinite(number)), None)
 
 
 def not_with_anywhere(anywhere: bool, **options: object) -> None:
@@ -204,7 +241,7 @@ def text_run_options(
     if min_units is None and window is None and max_unique_ratio is None:
         return _DEFAULT_TEXT_RUN
     units = floor_count("min_units", min_units, DEFAULT_MIN_UNITS, 2)
-    ratio = real("max_unique_ratio", max_unique_ratio)
+    ratio = option_number("max_unique_ratio", max_unique_ratio)
     if ratio is None or not 0 < ratio <= 1:
         ratio = DEFAULT_TEXT_MAX_UNIQUE_RATIO
     return TextRunOptions(
@@ -245,7 +282,7 @@ def guard_options(
     (no stream holds more: the answers are those of the value given).
     """
     size = min(floor_count("ngram", ngram, DEFAULT_NGRAM, 2), GUARD_WORDS_CAP)
-    ratio = real("max_unique_ratio", max_unique_ratio)
+    ratio = option_number("max_unique_ratio", max_unique_ratio)
     if ratio is None or not math.isfinite(ratio):
         ratio = DEFAULT_GUARD_MAX_UNIQUE_RATIO
     ratio = min(1.0, max(0.0, ratio))

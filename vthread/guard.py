@@ -101,8 +101,8 @@ class Guard(_core.GuardCore):
     """Watches a stream of text chunks and trips when the output starts to loop.
 
     Keyword options (``None`` = default; numbers floored and clamped as production does; a
-    non-number is a ``TypeError``): ``ngram`` (4), ``window`` (max(ngram, 48)), ``max_repeats`` (4),
-    ``max_unique_ratio`` (0.4), ``min_chars`` (0).
+    non-number is unset, with a ``UserWarning``): ``ngram`` (4), ``window`` (max(ngram,
+    48)), ``max_repeats`` (4), ``max_unique_ratio`` (0.4), ``min_chars`` (0).
 
     ``push(text)`` feeds the next chunk and returns True once the stream has tripped the
     guard (and ever after); a chunk that is not a ``str``, or is empty, changes nothing
@@ -176,8 +176,15 @@ class Guard(_core.GuardCore):
         given = (ngram, window, max_repeats, max_unique_ratio, min_chars)
         if all(option is None for option in given):
             return
-        options = guard_options(*given)
+        import warnings
+
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            options = guard_options(*given)
         if options != self.options:
+            for warning in said:  # (the same options' warnings were said by __new__)
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
             self._watch_with(options)
 
     def __reduce__(self) -> tuple[Any, ...]:
