@@ -169,6 +169,36 @@ def test_usage_tokens_of_any_real_type_count(figure: Any) -> None:
     assert got.tokens == 10.0
 
 
+def _nested(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _holding_itself() -> list[Any]:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    return cyclic
+
+
+@pytest.mark.parametrize(("figure", "own"), [
+    (_nested(7, 65), True), (_nested(7, 5_000), True), (_nested("-1", 100), False),
+    (_nested(None, 200), True), (_nested({}, 70), False), (_holding_itself(), True),
+    (_nested([1, 2], 80), False)], ids=["65", "5000", "minus", "null", "object", "cycle",
+                                         "pair"])
+def test_usage_tokens_nested_in_arrays_are_compared_as_javascript_does(figure: Any,
+                                                                       own: bool) -> None:
+    """JavaScript's ``tokens >= 0`` reads an array of one element as that element's text,
+    however deep (``[[...[7]...]]`` is 7, an array holding itself the empty text, 0): such a
+    figure is the message's own and, being no number, counts 0, the estimator not asked
+    (past 64 levels it was read as NaN and the estimator asked). The reference agrees."""
+    message = {"text": "a", "usage": {"tokens": figure}}
+    got = vthread.build_thread([message], max_tokens=100, estimate=lambda m: 5)
+    assert got.tokens == (0.0 if own else 5.0)
+    twin = ref.build_thread([message], max_tokens=100, estimate=lambda m: 5)
+    assert twin.tokens == got.tokens
+
+
 @pytest.mark.parametrize("figure", [None, float("nan"), float("inf"), -1, np.float64("nan"),
                                     Decimal("NaN"), Decimal("sNaN"), Decimal("-Infinity"),
                                     True, np.bool_(True), Decimal("1e400"), "10", [10],

@@ -766,31 +766,37 @@ def js_string_to_number(text: str) -> float:
     return math.nan
 
 
-def _js_to_string_number(value: Any, depth: int = 0) -> float:
+def _js_to_string_number(value: Any) -> float:
     """``Number(value)`` for the values JSON can hold, via ToPrimitive as JavaScript does;
-    a real number of another type (NumPy's, ``Decimal``) as the number it is."""
-    if value is None:
-        return 0.0
-    if _boolean(value):
-        return 1.0 if value else 0.0
-    number = real_number(value)
-    if number is not None:
-        return js_double(number)
-    if is_string(value):
-        return js_string_to_number(str.__str__(value))
-    if isinstance(value, (list, tuple)) and depth < 64:
+    a real number of another type (NumPy's, ``Decimal``) as the number it is. An array of
+    one element is that element's text however deeply nested (``[[...[7]...]]`` is 7: a
+    cap of 64 levels read deeper ones as NaN), walked iteratively; an array holding itself
+    is the empty text, as ``Array.prototype.join`` writes a cycle (0)."""
+    seen: set[int] = set()
+    while True:
+        if value is None:
+            return 0.0
+        if _boolean(value):
+            return 1.0 if value else 0.0
+        number = real_number(value)
+        if number is not None:
+            return js_double(number)
+        if is_string(value):
+            return js_string_to_number(str.__str__(value))
+        if not isinstance(value, (list, tuple)):
+            return math.nan  # "[object Object]" and anything else
         # Array.prototype.toString joins with ","; any two elements make the text non-numeric.
-        if len(value) == 0:
+        if len(value) == 0 or id(value) in seen:
             return 0.0
         if len(value) > 1:
             return math.nan
+        seen.add(id(value))
         (element,) = value
         if element is None:
             return 0.0
         if isinstance(element, (bool, Mapping)):
             return math.nan
-        return _js_to_string_number(element, depth + 1)
-    return math.nan  # "[object Object]" and anything else
+        value = element
 
 
 def js_ge_zero(value: Any) -> bool:
