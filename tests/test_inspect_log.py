@@ -1081,3 +1081,28 @@ def test_a_lone_surrogate_in_one_sample_of_a_json_log_costs_that_sample_alone(
     assert "error" not in got[0] and "error" not in got[2]
     assert "not a valid Inspect sample" in got[1]["error"]
     assert "surrogate" in got[1]["error"]
+
+
+@needs_inspect
+def test_a_refused_sample_stands_only_for_the_sample_it_can_be(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused sample of a .json log whose header lists no ids is counted as held (a
+    header without ids said the log lacked it, a second record); one whose id the header
+    does not list stands for no other sample, so a sample really missing is still said
+    missing (found by a reviewer)."""
+    path = written_log(tmp_path, "run.json")
+    document = json.loads(path.read_text())
+    document["samples"][1]["messages"][0]["role"] = "robot"
+    document["eval"]["dataset"]["sample_ids"] = None
+    path.write_text(json.dumps(document))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and len(records(out)) == 3, records(out)
+    document = json.loads(written_log(tmp_path, "again.json").read_text())
+    document["samples"][2]["messages"][0]["role"] = "robot"
+    document["samples"][2]["id"] = "zzz"  # (c refused under another id: c is missing)
+    path.write_text(json.dumps(document))
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert [r["id"] for r in got] == ["a/1", "b/1", "zzz/1", "c/1"]
+    assert "not a valid Inspect sample" in got[2]["error"]
+    assert got[3]["error"].startswith("sample 'c' epoch 1 is missing from the log")

@@ -616,7 +616,7 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     header = {"version": document.get("version", 2),
               "eval": {**spec, "dataset": {**spec["dataset"], "sample_ids": None}}}
     held: list[tuple[str, Any]] = []
-    invalid: list[tuple[str, Any]] = []  # (id as text, epoch) as written, of each refused
+    invalid: list[tuple[Any, Any]] = []  # (id, epoch) as written, of each refused
     for position, raw in enumerate(samples):
         fields = raw if isinstance(raw, dict) else {}
         sample_id, epoch = fields.get("id"), fields.get("epoch", 1)
@@ -631,37 +631,41 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
         except Exception as error:  # a sample that does not validate, by pydantic's reason
             yield UnreadableSample(ident, f"{named} is not a valid Inspect sample: "
                                           f"{_problem(error, 'samples.0.')}")
-            invalid.append((str(sample_id), epoch))
+            invalid.append((sample_id, epoch))
             continue
         (sample,) = log.samples or []
         held.append((str(sample.id), sample.epoch))
         yield _chat_or_why(sample, log.eval.model, notes)
-    spec = document.get("eval")
     wanted = _wanted(_field(_field(spec, "dataset"), "sample_ids"),
                      _field(_field(spec, "config"), "epochs"))
     yield from _lacking(document, held + _stood_for(wanted, held, invalid), notes.lacking)
 
 
 def _stood_for(wanted: list[tuple[Any, int]], held: list[tuple[str, Any]],
-               invalid: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The sample of the header's ``wanted`` that each ``invalid`` one (refused, with its
-    own error record) stands for, among those no read sample holds: the one with its id and
-    epoch, else the first with its id (an epoch written as text), else the first left (an
-    id written as null): so that a refused sample is not said missing too, a second
-    record for one sample (found by a tester). O(wanted * invalid), the invalid few."""
-    left = [(str(sample_id), epoch) for sample_id, epoch in wanted]
+               invalid: list[tuple[Any, Any]]) -> list[tuple[str, Any]]:
+    """The (id as text, epoch) each ``invalid`` sample (refused, with its own error record;
+    its id and epoch as written) is counted as held under: the header's ``wanted`` sample
+    no read sample holds with its id and epoch, else the first with its id (an epoch
+    written as text), else, for an id written as null (or none), the first left; else its
+    own, as written (a header listing no ids, or an id it does not list: which it lacks is
+    then still said). So a refused sample is not said missing too, a second record for one
+    sample (found by a tester). O(wanted * invalid), the invalid few."""
     taken = set(held)
-    left = [pair for pair in left if pair not in taken]
+    left = [pair for pair in ((str(sample_id), epoch) for sample_id, epoch in wanted)
+            if pair not in taken]
     stood: list[tuple[str, Any]] = []
     for sample_id, epoch in invalid:
-        match = next((pair for pair in left if pair == (sample_id, epoch)), None)
+        written = (str(sample_id), epoch if epoch is not None else 1)
+        match = next((pair for pair in left if pair == written), None)
         if match is None:
-            match = next((pair for pair in left if pair[0] == sample_id), None)
-        if match is None and left:
+            match = next((pair for pair in left if pair[0] == written[0]), None)
+        if match is None and sample_id is None and left:
             match = left[0]
-        if match is not None:
-            left.remove(match)
-            stood.append(match)
+        if match is None:
+            stood.append(written)
+            continue
+        left.remove(match)
+        stood.append(match)
     return stood
 
 
