@@ -56,12 +56,12 @@ def option_number(name: str, value: object) -> float | None:
 
         warnings.warn(f"option {name}={shown(value)} is not a number: it counts as unset (the "
                       "default), as in production; pass a number", UserWarning,
-                      stacklevel=_outside_the_package())
+                      stacklevel=user_stacklevel())
         return None
     return js_double(exact)
 
 
-def _outside_the_package() -> int:
+def user_stacklevel() -> int:
     """The ``stacklevel`` of a warning warned by this module's caller that points at the
     first frame outside vthread (the user's call, however deep its options are resolved)."""
     import sys

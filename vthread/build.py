@@ -477,16 +477,21 @@ def _trimmed_chat(trim: Trim, given: Mapping[str, Any], tokens: float, room: flo
 
 
 def _warn_overshoot(index: int, tokens: float, room: float) -> None:
-    """Say that the trim function's copy of ``messages[index]`` costs ``tokens``, over the
-    ``room`` it was given, and is counted at the room: the result's tokens then understate
-    the thread, and a harness that sends it (or stores the capped usage) overflows the
-    window it fitted (a trim function that returns the message unchanged, say)."""
+    """Say that the trim function's copy of chat message ``messages[index]`` costs
+    ``tokens`` (the figure it set, or ``estimate`` of it), over the ``room`` it was given,
+    and is counted at the room: the result's tokens then understate the thread, and a
+    harness that sends it overflows the window it fitted (a trim function that returns the
+    message unchanged, say). A native message's usage is capped as production caps it,
+    without a word (production's own suite does it on purpose)."""
     import warnings
+
+    from vthread._options import user_stacklevel
 
     warnings.warn(
         f"the trim function's copy of messages[{index}] costs {tokens:g} tokens, more than "
         f"the room of {room:g} it was given; it is counted at {room:g}, so the result's "
-        f"tokens understate the thread: cut it to the room", UserWarning, stacklevel=2)
+        f"tokens understate the thread: cut it to the room", UserWarning,
+        stacklevel=user_stacklevel())
 
 
 class _MessageView:
@@ -968,8 +973,8 @@ def _trim(
     usage = result["usage"]
     tokens = token_figure(usage.get("tokens") if isinstance(usage, Mapping) else None)
     if tokens > room:
-        # A trimmer that overshoots cannot blow the budget: production caps it.
-        _warn_overshoot(index, tokens, room)
+        # A trimmer that overshoots cannot blow the budget: production caps it (its own
+        # suite does so on purpose: no word of it here).
         return {**result, "usage": {"tokens": room}}, room
     return dict(result), tokens
 
