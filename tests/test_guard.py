@@ -209,6 +209,14 @@ def test_options_resolve_as_the_reference() -> None:
     with pytest.warns(UserWarning, match="option ngram='4' is not a number") as said:
         assert Guard(ngram="4").options == guard_options()  # type: ignore[arg-type]
     assert len(said) == 1
+
+    class Pinned(Guard):
+        def __init__(self) -> None:
+            super().__init__(ngram="5")  # type: ignore[arg-type]
+
+    with pytest.warns(UserWarning, match="option ngram='5' is not a number") as said:
+        assert Pinned().options == guard_options()  # (a subclass's own, warned of too)
+    assert len(said) == 1
     with pytest.raises(TypeError):
         Guard(4)  # type: ignore[call-arg]
 

@@ -44,14 +44,17 @@ GUARD_WORDS_CAP: Final = 2**62
 
 
 
-def option_number(name: str, value: object) -> float | None:
+def option_number(name: str, value: object, warn: bool = True) -> float | None:
     """A production option's value as a float, ``None`` when unset: ``None``, or anything
     but a real number (a string, a boolean: production's ``Number.isFinite`` is false for
-    them, and it uses the default), which is warned of, naming the option."""
+    them, and it uses the default), which is warned of, naming the option (unless not
+    ``warn``: resolved again for a call that warned already)."""
     if value is None:
         return None
     exact = real_number(value)  # a NumPy scalar or Decimal is as good as an int or float
     if exact is None:
+        if not warn:
+            return None
         import warnings
 
         warnings.warn(f"option {name}={shown(value)} is not a number: it counts as unset (the "
@@ -143,9 +146,11 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def floor_count(name: str, value: object, default: int, minimum: int) -> int:
-    """``Math.max(minimum, Math.floor(value))``, the default standing in for a non-finite value."""
-    number = option_number(name, value)
+def floor_count(name: str, value: object, default: int, minimum: int, warn: bool = True
+                ) -> int:
+    """``Math.max(minimum, Math.floor(value))``, the default standing in for a non-finite value
+    (and for a value that is no number, warned of unless not ``warn``)."""
+    number = option_number(name, value, warn)
     count = default if number is None or not math.isfinite(number) else math.floor(number)
     return max(minimum, count)
 
@@ -275,23 +280,25 @@ def guard_options(
     max_repeats: object = None,
     max_unique_ratio: object = None,
     min_chars: object = None,
+    warn: bool = True,
 ) -> GuardOptions:
-    """Resolve the guard keywords; the ratio is clamped to [0, 1].
+    """Resolve the guard keywords; the ratio is clamped to [0, 1]; ``warn``: whether an
+    option that is no number is warned of.
 
     An ``ngram`` or ``window`` past :data:`GUARD_WORDS_CAP` is taken as that many words
     (no stream holds more: the answers are those of the value given).
     """
-    size = min(floor_count("ngram", ngram, DEFAULT_NGRAM, 2), GUARD_WORDS_CAP)
-    ratio = option_number("max_unique_ratio", max_unique_ratio)
+    size = min(floor_count("ngram", ngram, DEFAULT_NGRAM, 2, warn), GUARD_WORDS_CAP)
+    ratio = option_number("max_unique_ratio", max_unique_ratio, warn)
     if ratio is None or not math.isfinite(ratio):
         ratio = DEFAULT_GUARD_MAX_UNIQUE_RATIO
     ratio = min(1.0, max(0.0, ratio))
-    words = min(floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size),
+    words = min(floor_count("window", window, max(size, DEFAULT_GUARD_WINDOW), size, warn),
                 GUARD_WORDS_CAP)
     return GuardOptions(
         ngram=size,
         window=words,
-        max_repeats=floor_count("max_repeats", max_repeats, DEFAULT_MAX_REPEATS, 2),
+        max_repeats=floor_count("max_repeats", max_repeats, DEFAULT_MAX_REPEATS, 2, warn),
         max_unique_ratio=ratio,
-        min_chars=floor_count("min_chars", min_chars, DEFAULT_MIN_CHARS, 0),
+        min_chars=floor_count("min_chars", min_chars, DEFAULT_MIN_CHARS, 0, warn),
     )

@@ -157,7 +157,10 @@ class Guard(_core.GuardCore):
                                 f"{len(arguments)} positional")
             raise TypeError(f"{cls.__name__}() got an unexpected keyword argument "
                             f"{next(iter(keywords))!r}")
-        options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars)
+        # (an option that is no number is warned of by __init__, which every construction
+        # through Guard's own __init__ runs with the same options: once, not twice)
+        options = guard_options(ngram, window, max_repeats, max_unique_ratio, min_chars,
+                                warn=cls.__init__ is not Guard.__init__)
         return super().__new__(cls, options)
 
     def __init__(
@@ -176,15 +179,8 @@ class Guard(_core.GuardCore):
         given = (ngram, window, max_repeats, max_unique_ratio, min_chars)
         if all(option is None for option in given):
             return
-        import warnings
-
-        with warnings.catch_warnings(record=True) as said:
-            warnings.simplefilter("always")
-            options = guard_options(*given)
+        options = guard_options(*given)
         if options != self.options:
-            for warning in said:  # (the same options' warnings were said by __new__)
-                warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                       warning.lineno)
             self._watch_with(options)
 
     def __reduce__(self) -> tuple[Any, ...]:
