@@ -8,9 +8,10 @@
 //!
 //! Nothing here touches Python: the object walker (`objects.rs`) and the JSON reader share it.
 
-/// What stands in for a value `JSON.stringify` would throw on (a cycle, nesting too deep);
-/// `!` never starts JSON text. A Python value without a JSON form is `!` and a quoted text
-/// (`vthread._jsvalue.Opaque`).
+/// What stands in for a value `JSON.stringify` would throw on (a cycle, nesting too deep),
+/// and for one holding a Python value without a JSON form (a set, bytes, any other
+/// object): the whole value, as production compares it ("[unserializable]"); `!` never
+/// starts JSON text.
 pub const UNSERIALIZABLE: &[u8] = b"!";
 
 /// Nesting deeper than this encodes as [`UNSERIALIZABLE`] (as in `vthread._jsvalue`, which

@@ -706,14 +706,20 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
                 Ok(dict) => objects::dict_members(dict),
                 Err(_) => objects::mapping_items(value)?,
             };
-            let mut children = Vec::with_capacity(members.len());
-            for (key, child) in members {
-                if text_of(&key)?.is_none() && objects::key_name(&key)?.is_none() {
-                    return Ok(true);
+            if members.iter().any(|(key, _)| key_may_repeat(key)) {
+                // One member per property name, the last value, as the encoder writes them
+                // (a value shadowed by a later key naming its property is not encoded).
+                let mut children = Vec::with_capacity(members.len());
+                for (_, text, _, child) in objects::one_per_name(&members)? {
+                    if objects::unnamed(&text) {
+                        return Ok(true);
+                    }
+                    children.push(child);
                 }
-                children.push(child);
+                children
+            } else {
+                members.into_iter().map(|(_, child)| child).collect()
             }
-            children
         };
         for child in children {
             if holds_unencodable(&child, open)? {

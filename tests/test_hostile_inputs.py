@@ -272,6 +272,7 @@ _DISTINCT_PAIRS = [
     (datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)),
     (datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)),
     (np.array([1, 2]), np.array([1, 3])), (Fraction(1, 3), Fraction(1, 7)),
+    (np.array(["a"], dtype=object), np.array(["b"], dtype=object)),
     # A value of no JSON form is "[unserializable]" (below), equal to no JSON value.
     (b"a", "a"), ({1}, [1]), (object(), None), ({(1, 2): 1}, {"(1, 2)": 1}),
 ]
@@ -288,6 +289,7 @@ _EQUAL_PAIRS = [
      datetime.datetime(2024, 1, 2, 3)),
     (datetime.date(2024, 1, 2), "2024-01-02T00:00:00.000Z"), (np.array([[1], [2]]), [[1], [2]]),
     ({2, 1}, {1.0, 2}), (np.uint64(2**64 - 1), 2**64), (_Point(1), _Point(1)),
+    (np.array(["a", [1]], dtype=object), ["a", [1]]),
 ]
 
 
@@ -322,6 +324,29 @@ def test_values_without_a_json_form_are_all_one_value(left: Any, right: Any) -> 
     assert ref.has_repeated_suffix(thread, cycle_options())
     assert vthread.fingerprint(left) == vthread.fingerprint(right)
     assert vthread.fingerprint(left) != vthread.fingerprint("[unserializable]")
+
+
+@pytest.mark.parametrize("depth", [2, 12])
+def test_a_value_of_no_json_form_shadowed_by_a_key_is_not_encoded(depth: int) -> None:
+    """A set under the key 1 of a mapping whose later key "1" names the same property is
+    not encoded (JavaScript keeps the last), so the mapping is not "[unserializable]",
+    below the core's screen depth as above it: the engine, the scan and the reference
+    agree (past the screen's depth the core's walk read the shadowed value)."""
+    def nested(value: Any) -> Any:
+        for _ in range(depth):
+            value = {"k": value}
+        return value
+
+    def result(value: Any) -> dict[str, Any]:
+        return {"type": "activity", "text": "", "meta": {"activity": {
+            "type": "response", "function": {"name": "ls", "arguments": {}, "result": value}}}}
+
+    shadowed, plain = nested({1: {1}, "1": 2}), nested({"1": 2})
+    thread = [result(shadowed), result(plain), result(shadowed)]
+    assert vthread.describe_thread_cycle(thread) == "repeated_result_run"
+    assert vthread.scan([thread]).names == ["repeated_result_run"]
+    assert ref.describe_thread_cycle(thread, cycle_options()) == "repeated_result_run"
+    assert vthread.fingerprint(shadowed) == vthread.fingerprint(plain)
 
 
 @pytest.mark.parametrize(("left", "right"), _EQUAL_PAIRS, ids=repr)

@@ -119,10 +119,10 @@ _SURROGATE_KEY: Final = re.compile(r'"(?>[^"]*?\\u[dD][89a-fA-F])[^"]*+":')
 
 class Opaque:
     """A Python value JSON has no form for, as its type and value: ``module.qualname:repr``,
-    or for a ``set``/``frozenset`` its type and its elements' sorted canonical texts (so two
-    equal sets agree whatever their iteration order). Encoded as ``!`` and that text quoted:
-    equal for two values of one type whose reprs agree, different from every JSON text and
-    from the cycle marker (a bare ``!``)."""
+    or for a ``set``/``frozenset`` its type and its elements' sorted canonical texts. The
+    encoders (:func:`canonical`, the core's) make the whole value holding one the marker
+    (:data:`UNSERIALIZABLE`), as production compares it; the text is what ``scan_arrow``
+    writes for such a value in a table's cell, which it reads as JSON."""
 
     __slots__ = ("encoded",)
 
@@ -311,8 +311,9 @@ def stand_in(value: object) -> Any:
     """The JSON value a Python value without a JSON form is compared as (see the table in
     docs/api.md, "How values are compared"): a real number as that number, a NumPy boolean
     as a boolean, a ``datetime``/``date`` as ``Date.toJSON``'s text, a NumPy array of
-    booleans, numbers or strings as its nested list, anything else as an :class:`Opaque`
-    value.
+    booleans, numbers, strings or objects as its nested list, anything else as an
+    :class:`Opaque` value (which the encoders read as "no JSON form": the whole value
+    holding it is the marker; ``scan_arrow`` writes its text).
 
     Called only for values that are not ``str``, ``None``, ``bool``, ``int``, ``float``,
     ``list``, ``tuple`` or mappings; the compiled core calls it for the same values.
@@ -338,7 +339,9 @@ def stand_in(value: object) -> Any:
             # compared by what it is, as any other value without a JSON form.
             return opaque(value)
     np = _numpy()
-    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUS":
+    # (an object array is how pandas and pyarrow hand out a cell of strings or lists: read
+    # as its list, its elements each compared as they are, not as one of no JSON form)
+    if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUSO":
         listed = value.tolist()
         if type(listed) in _EXACT_JSON:  # (a 0-d array's is a scalar, bytes for dtype S)
             return listed
