@@ -205,7 +205,7 @@ impl GuardCore {
 
     /// Feed the next chunk; True once the stream has tripped the guard (and ever after). A
     /// chunk that is not a `str`, or is empty, changes nothing (`bytes`, and any object but
-    /// `None` and an empty list, with a `UserWarning`).
+    /// `None` and an empty list or tuple, with a `UserWarning`).
     fn push(slf: &Bound<'_, Self>, text: &Bound<'_, PyAny>) -> PyResult<bool> {
         let mut this = for_change(slf)?;
         if this.guard.tripped() {

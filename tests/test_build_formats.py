@@ -576,3 +576,27 @@ def test_a_trim_over_its_room_is_warned_of(format_: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert vthread.build_thread(thread, inclusive=cut, **keywords).tokens == 200
+
+
+def test_a_trim_that_reorders_parallel_results_keeps_its_pairs() -> None:
+    """A trim function that cuts a turn's parallel tool results and writes them in another
+    order keeps every pair: it is taken, not refused (the check compared the calls and
+    results in order)."""
+    thread = [{"role": "user", "content": "task"},
+              {"role": "assistant", "content": [
+                  {"type": "tool_use", "id": "t1", "name": "a", "input": {}},
+                  {"type": "tool_use", "id": "t2", "name": "b", "input": {}}]},
+              {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 2000},
+                  {"type": "tool_result", "tool_use_id": "t2", "content": "y" * 2000}]}]
+
+    def reversed_cut(message: dict[str, Any], room: float) -> dict[str, Any]:
+        blocks = [{**block, "content": block["content"][:10]}
+                  for block in reversed(message["content"])]
+        return {"role": message["role"], "content": blocks}
+
+    kept = vthread.build_thread(thread, max_tokens=300, format="anthropic", pair_safe=True,
+                                inclusive=reversed_cut,
+                                estimate=lambda m: len(json.dumps(m)) // 4)
+    assert [m["role"] for m in kept.messages] == ["assistant", "user"]
+    assert [b["tool_use_id"] for b in kept.messages[1]["content"]] == ["t2", "t1"]

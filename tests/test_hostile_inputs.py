@@ -184,8 +184,8 @@ def _holding_itself() -> list[Any]:
 @pytest.mark.parametrize(("figure", "own"), [
     (_nested(7, 65), True), (_nested(7, 5_000), True), (_nested("-1", 100), False),
     (_nested(None, 200), True), (_nested({}, 70), False), (_holding_itself(), True),
-    (_nested([1, 2], 80), False)], ids=["65", "5000", "minus", "null", "object", "cycle",
-                                         "pair"])
+    (_nested([1, 2], 80), False), ([np.True_], False)],
+    ids=["65", "5000", "minus", "null", "object", "cycle", "pair", "numpy-true"])
 def test_usage_tokens_nested_in_arrays_are_compared_as_javascript_does(figure: Any,
                                                                        own: bool) -> None:
     """JavaScript's ``tokens >= 0`` reads an array of one element as that element's text,

@@ -797,8 +797,8 @@ def _js_to_string_number(value: Any) -> float:
         (element,) = value
         if element is None:
             return 0.0
-        if isinstance(element, (bool, Mapping)):
-            return math.nan
+        if _boolean(element) or isinstance(element, Mapping):
+            return math.nan  # "true", "[object Object]"
         value = element
 
 

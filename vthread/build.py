@@ -558,7 +558,8 @@ class _MessageView:
         its text dropped its calls, and the result held their replies without them, a
         request a chat API refuses."""
         before, after = self._tool_marks(given, index), self._tool_marks(trimmed, index)
-        if before != after:
+        # (as multisets: a trim that reorders a turn's parallel results keeps every pair)
+        if sorted(map(repr, before)) != sorted(map(repr, after)):
             def said(marks: list[tuple[Any, ...]]) -> str:
                 return ", ".join(" ".join(str(part) for part in mark if part is not None)
                                  for mark in marks) or "none"

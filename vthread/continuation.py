@@ -729,7 +729,8 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
         raise ValueError(f"history: {error}{room}") from None
     except TypeError as error:
         # (an estimator's own error propagates as it is: a note says whose messages[i])
-        error.add_note("while fitting history= (messages[i] is history[i])")
+        if "messages[" in str(error):
+            error.add_note("while fitting history= (messages[i] is history[i])")
         raise
     tokens = math.ceil(fitted.tokens)
     # Messages kept first, whatever their cost: a pin, or a system message keep_system kept.

@@ -106,8 +106,8 @@ class Guard(_core.GuardCore):
 
     ``push(text)`` feeds the next chunk and returns True once the stream has tripped the
     guard (and ever after); a chunk that is not a ``str``, or is empty, changes nothing
-    (``bytes``, and any object but ``None`` and an empty list, with a ``UserWarning``: decode bytes,
-    or pass them to ``push_bytes``).
+    (``bytes``, and any object but ``None`` and an empty list or tuple, with a
+    ``UserWarning``: decode bytes, or pass them to ``push_bytes``).
     ``reason`` is None until the guard trips, then the first trip's :class:`GuardReason`;
     ``trip_offset`` the index in the tripping chunk just past the word that tripped it (in
     code points of the chunk's text; after ``push_bytes``, of the text that call decoded,
