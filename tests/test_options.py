@@ -189,3 +189,22 @@ def test_an_option_whose_repr_raises_is_still_named() -> None:
 
     with pytest.warns(UserWarning, match="option min_repetitions=a Opaque is not a number"):
         assert vthread.describe_thread_cycle([], min_repetitions=Opaque()) is None
+
+
+def test_an_option_that_is_no_number_is_warned_of_once_a_call() -> None:
+    """One warning a call, however often the call resolves its options again (scan with
+    anywhere checked them twice; scan_arrow once more for each slice of its table)."""
+    import json
+    import warnings
+
+    import pyarrow as pa
+
+    ab = [{"type": "user", "text": "A"}, {"type": "bot", "text": "B"}] * 2
+    table = pa.table({"messages": [json.dumps(ab)] * 3})
+    for call in (lambda: vthread.scan([ab], anywhere=True, min_repetitions="3"),
+                 lambda: vthread.scan_arrow(table, min_repetitions="3"),
+                 lambda: vthread.scan_arrow(table, anywhere=True, min_repetitions="3")):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            call()
+        assert [str(w.message)[:33] for w in said] == ["option min_repetitions='3' is not"]

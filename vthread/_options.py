@@ -208,9 +208,17 @@ def set_with_anywhere(anywhere: bool, **options: object) -> str | None:
     its own (:mod:`vthread.anywhere`), so such an option would change nothing."""
     if not anywhere:
         return None
+    # (the options were resolved, and any that is no number warned of, by cycle_options)
     return next((name for name, value in options.items()
-                 if (number := option_number(name, value)) is not None
+                 if (number := option_number(name, value, warn=False)) is not None
                  and math.isfinite(number)), None)
+
+
+def numbers_only(**options: object) -> dict[str, object]:
+    """``options`` with each value that is no number as None (unset, as it resolves), for
+    a call that resolves them again (a table's slices, Ray's workers) once warned of."""
+    return {name: None if value is not None and real_number(value) is None else value
+            for name, value in options.items()}
 
 
 def not_with_anywhere(anywhere: bool, **options: object) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 
 from vthread._heuristics import core_options, written_lines
 from vthread._jsvalue import unicode_text
-from vthread._options import cycle_options, flag, not_with_anywhere
+from vthread._options import cycle_options, flag, not_with_anywhere, numbers_only
 from vthread.adapters import agreed_format
 from vthread.documents import (
     BLANK_CELL,
@@ -240,11 +240,11 @@ def checked_arguments(format: str, mask_volatile: bool, anywhere: bool,
                       **options: float | None) -> dict[str, float | None]:
     """The cycle ``options`` of a scan of Arrow rows, once every argument is checked: a bad
     one is an error before any row is read (with Ray, before any worker starts)."""
-    cycle_options(**options)
+    cycle_options(**options)  # (an option that is no number warned of here, once)
     flag("mask_volatile", mask_volatile)
     not_with_anywhere(flag("anywhere", anywhere), **options)
     checked_format(format)
-    return options
+    return cast("dict[str, float | None]", numbers_only(**options))
 
 
 # ------------------------------------------------------------------------------ the table
