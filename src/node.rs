@@ -608,6 +608,10 @@ impl PythonScreen {
         if !is_list && !is_mapping {
             // Screened as it is encoded: as its stand-in, or (no JSON form) the whole value
             // as the marker.
+            if objects::plainly_unencodable(value) {
+                self.unencodable = true;
+                return Ok(0);
+            }
             return match objects::stand_in(value)? {
                 objects::StandIn::Opaque(_) => {
                     self.unencodable = true;
@@ -685,6 +689,9 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
     }
     let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
     if !is_list && !objects::is_mapping(value)? {
+        if objects::plainly_unencodable(value) {
+            return Ok(true);
+        }
         return match objects::stand_in(value)? {
             objects::StandIn::Json(stand) => holds_unencodable(&stand, open),
             objects::StandIn::Opaque(_) => Ok(true),

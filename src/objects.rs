@@ -12,7 +12,10 @@ use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueErro
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString,
+    PyTuple, PyType,
+};
 
 use crate::canonical::{self, Member, MAX_DEPTH, UNSERIALIZABLE};
 use crate::textrun::CodePoints;
@@ -285,6 +288,16 @@ pub fn one_per_name<'py>(
     Ok(kept)
 }
 
+/// Whether `value` plainly has no JSON form (a set, bytes): the whole value holding it is
+/// the marker, told without asking `stand_in` for its opaque text (a `repr` of every byte,
+/// a sort of every element's encoding), which the encoders do not use.
+pub fn plainly_unencodable(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<PySet>()
+        || value.is_instance_of::<PyFrozenSet>()
+        || value.is_instance_of::<PyBytes>()
+        || value.is_instance_of::<PyByteArray>()
+}
+
 /// Whether a member `one_per_name` made has a key no JSON object can have (its text is an
 /// opaque value's, which begins with the marker): the mapping then has no JSON form, and
 /// encodes whole as the marker, as `JSON.stringify` gives up on it ("[unserializable]").
@@ -411,6 +424,8 @@ impl Walk {
             || is_mapping(value)?
         {
             self.container(out, value)?;
+        } else if plainly_unencodable(value) {
+            self.unencodable = true;
         } else {
             match stand_in(value)? {
                 // No JSON form (a set, bytes, any other object): the whole value encodes as

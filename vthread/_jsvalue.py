@@ -484,6 +484,10 @@ def _has_json_form(value: object) -> bool:
         isinstance(value, Mapping))
 
 
+_PLAINLY_UNENCODABLE: Final = (set, frozenset, bytes, bytearray)
+"""Values of no JSON form told by their type alone, as the core's ``plainly_unencodable``."""
+
+
 def _encode(value: Any) -> str:
     """Compact JSON of the value as JavaScript sees it; iterative, so depth is bounded by
     MAX_DEPTH rather than by Python's stack. A value holding a reference back into a cycle,
@@ -495,6 +499,8 @@ def _encode(value: Any) -> str:
     while True:
         first = False
         if not _has_json_form(current):
+            if isinstance(current, _PLAINLY_UNENCODABLE):
+                return UNSERIALIZABLE  # (told without the opaque text stand_in would write)
             current = stand_in(current)
             if isinstance(current, Opaque):
                 return UNSERIALIZABLE  # no JSON form: "[unserializable]" whole, as production
