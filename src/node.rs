@@ -608,12 +608,8 @@ impl PythonScreen {
         if !is_list && !is_mapping {
             // Screened as it is encoded: as its stand-in, or (no JSON form) the whole value
             // as the marker.
-            if objects::plainly_unencodable(value) {
-                self.unencodable = true;
-                return Ok(0);
-            }
             return match objects::stand_in(value)? {
-                objects::StandIn::Opaque(_) => {
+                objects::StandIn::NoJsonForm => {
                     self.unencodable = true;
                     Ok(0)
                 }
@@ -689,12 +685,9 @@ fn holds_unencodable(value: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResul
     }
     let is_list = value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>();
     if !is_list && !objects::is_mapping(value)? {
-        if objects::plainly_unencodable(value) {
-            return Ok(true);
-        }
         return match objects::stand_in(value)? {
             objects::StandIn::Json(stand) => holds_unencodable(&stand, open),
-            objects::StandIn::Opaque(_) => Ok(true),
+            objects::StandIn::NoJsonForm => Ok(true),
         };
     }
     let identity = value.as_ptr() as usize;
@@ -755,7 +748,9 @@ fn key_screen(key: &Bound<'_, PyAny>, scratch: &mut Vec<u8>) -> PyResult<u64> {
     }
     Ok(match objects::key_name(key)? {
         Some(name) => screens::ascii_name(name.as_bytes()),
-        None => xxh3_64_with_seed(&objects::opaque_key(key)?, SEED_OTHER),
+        // (a key no JSON object can have makes its whole mapping the marker: the walk
+        // stops at it before asking its screen)
+        None => screens::unserializable(),
     })
 }
 

@@ -23,35 +23,33 @@ use crate::volatile;
 
 static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STAND_IN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static OPAQUE_OF: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static OPAQUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INT_TEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// What a value without a JSON form (not `str`, `None`, `bool`, `int`, `float`, a list,
-/// tuple or mapping) is compared as: a JSON value, or an opaque value's encoded bytes.
+/// tuple or mapping) is compared as: a JSON value, or none at all (the whole value holding
+/// it then encodes as [`UNSERIALIZABLE`], as production compares it: "[unserializable]").
 pub enum StandIn<'py> {
     Json(Bound<'py, PyAny>),
-    Opaque(Vec<u8>),
-}
-
-fn encoded(opaque: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let text: String = opaque
-        .getattr(pyo3::intern!(opaque.py(), "encoded"))?
-        .extract()?;
-    Ok(text.into_bytes())
+    NoJsonForm,
 }
 
 /// `vthread._jsvalue.stand_in(value)`: that function is the one definition of how numbers
 /// of other types, dates, arrays and opaque values compare, so the core and the Python twin
 /// cannot drift apart on them. Such values never come from JSON, so calling Python for each
-/// costs nothing on the paths that matter.
+/// costs nothing on the paths that matter. A set or bytes is told here, by its type (as
+/// `_jsvalue._encode` tells it), without the opaque text `stand_in` would write (a `repr`
+/// of every byte, a sort of every element's encoding), which no encoder reads.
 pub fn stand_in<'py>(value: &Bound<'py, PyAny>) -> PyResult<StandIn<'py>> {
+    if plainly_unencodable(value) {
+        return Ok(StandIn::NoJsonForm);
+    }
     let py = value.py();
     let stand = STAND_IN
         .import(py, "vthread._jsvalue", "stand_in")?
         .call1((value,))?;
     if stand.is_instance(OPAQUE.import(py, "vthread._jsvalue", "Opaque")?)? {
-        Ok(StandIn::Opaque(encoded(&stand)?))
+        Ok(StandIn::NoJsonForm)
     } else if is_exact_json(&stand) {
         Ok(StandIn::Json(stand))
     } else {
@@ -75,16 +73,6 @@ fn is_exact_json(value: &Bound<'_, PyAny>) -> bool {
         || value.is_exact_instance_of::<PyFloat>()
         || value.is_exact_instance_of::<PyString>()
         || value.is_exact_instance_of::<PyList>()
-}
-
-/// A key no JSON object can have, as `vthread._jsvalue.opaque(key)` encodes it.
-pub fn opaque_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let py = key.py();
-    encoded(
-        &OPAQUE_OF
-            .import(py, "vthread._jsvalue", "opaque")?
-            .call1((key,))?,
-    )
 }
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -282,25 +270,24 @@ pub fn one_per_name<'py>(
                     kept.push((index, name, key.clone(), element.clone()));
                 }
             },
-            None => kept.push((None, opaque_key(key)?, key.clone(), element.clone())),
+            // (a key no JSON object can have: marked, for `unnamed`, each a member of its own)
+            None => kept.push((None, UNSERIALIZABLE.to_vec(), key.clone(), element.clone())),
         }
     }
     Ok(kept)
 }
 
-/// Whether `value` plainly has no JSON form (a set, bytes): the whole value holding it is
-/// the marker, told without asking `stand_in` for its opaque text (a `repr` of every byte,
-/// a sort of every element's encoding), which the encoders do not use.
-pub fn plainly_unencodable(value: &Bound<'_, PyAny>) -> bool {
+/// Whether `value` plainly has no JSON form (a set, bytes), told by its type.
+fn plainly_unencodable(value: &Bound<'_, PyAny>) -> bool {
     value.is_instance_of::<PySet>()
         || value.is_instance_of::<PyFrozenSet>()
         || value.is_instance_of::<PyBytes>()
         || value.is_instance_of::<PyByteArray>()
 }
 
-/// Whether a member `one_per_name` made has a key no JSON object can have (its text is an
-/// opaque value's, which begins with the marker): the mapping then has no JSON form, and
-/// encodes whole as the marker, as `JSON.stringify` gives up on it ("[unserializable]").
+/// Whether a member `one_per_name` made has a key no JSON object can have (its text is the
+/// marker): the mapping then has no JSON form, and encodes whole as the marker, as
+/// `JSON.stringify` gives up on it ("[unserializable]").
 pub fn unnamed(key_text: &[u8]) -> bool {
     key_text.starts_with(UNSERIALIZABLE)
 }
@@ -424,13 +411,11 @@ impl Walk {
             || is_mapping(value)?
         {
             self.container(out, value)?;
-        } else if plainly_unencodable(value) {
-            self.unencodable = true;
         } else {
             match stand_in(value)? {
                 // No JSON form (a set, bytes, any other object): the whole value encodes as
                 // the marker, as a cycle does ("[unserializable]").
-                StandIn::Opaque(_) => self.unencodable = true,
+                StandIn::NoJsonForm => self.unencodable = true,
                 // A JSON value (a number, string, boolean or a list of them): no recursion
                 // back into this branch.
                 StandIn::Json(stand) => self.value(out, &stand)?,
