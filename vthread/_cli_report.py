@@ -159,7 +159,7 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
         if not to_scan:
             _warn_of_scan_options(options, stderr)
         if to_scan:
-            status = _scan_into(data, to_scan, options, stderr, warned)
+            status = _scan_into(data, to_scan, options, warned)
             if status:
                 return status
         for name in options.files:
@@ -1094,14 +1094,14 @@ _BROKEN_GZIP: Final = ("the gzip stream ends in the middle of a member (cut shor
 
 
 def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
-               stderr: TextIO, warned: _Warned) -> int:
+               warned: _Warned) -> int:
     """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status.
 
     The scan writes its records and ``--summary`` to a temporary folder, so memory stays
-    that of the scan plus the looping runs' columns. Its messages reach ``stderr`` as the
-    report's; the inputs its summary lists as left out or cut short are ``warned`` of on
-    the page (a page of a partial dataset looked whole while --fail-on-error failed the
-    same inputs).
+    that of the scan plus the looping runs' columns. Its messages reach standard error
+    through ``warned`` as the report's; the inputs its summary lists as left out or cut
+    short are kept there for the page (a page of a partial dataset looked whole while
+    --fail-on-error failed the same inputs).
     """
     from vthread import cli
 
@@ -1119,7 +1119,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
         with contextlib.redirect_stderr(said):
             status = cli.main([*argv, "--", *files])
         for message in said.getvalue().splitlines(keepends=True):  # (each escaped by scan)
-            stderr.write(message.replace("vthread scan:", "vthread report:")
+            warned.write(message.replace("vthread scan:", "vthread report:")
                          .replace(cli.FAIL_ON_ERROR_ADVICE, ""))
         if status:
             return status

@@ -1152,10 +1152,10 @@ def misfit_advice(kinds: Iterable[Any]) -> str:
 
 def misread_warning(named: str, count: int, kinds: Iterable[Any], remedy: tuple[str, str],
                     reading: str = "") -> str:
-    """A warning of ``count`` looping ``unit``s read as native that plainly are not native
-    runs, ``named`` by :func:`misfit_lines`, as ``vthread scan`` and ``scan_arrow`` say it:
-    ``reading`` what reading them as native was, ``remedy`` (verb, noun) how to name their
-    format ("with", "--format")."""
+    """A warning of ``count`` looping units (lines, rows) read as native that plainly are
+    not native runs, ``named`` by :func:`misfit_lines`, as ``vthread scan`` and
+    ``scan_arrow`` say it: ``reading`` what reading them as native was, ``remedy`` (verb,
+    noun) how to name their format ("with", "--format")."""
     one = count == 1
     its = "its" if one else "their"
     verb, noun = remedy
