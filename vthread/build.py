@@ -21,7 +21,14 @@ from vthread._messages import (
     token_figure,
     tool_pairs,
 )
-from vthread._options import flag, integer_option, is_numpy_bool, shown, type_name
+from vthread._options import (
+    flag,
+    integer_option,
+    is_numpy_bool,
+    shown,
+    type_name,
+    user_stacklevel,
+)
 from vthread.documents import chat_like, native_messages, warn_if_chat
 
 __all__ = ["BuildResult", "build_thread"]
@@ -484,8 +491,6 @@ def _warn_overshoot(index: int, tokens: float, room: float) -> None:
     message unchanged, say). A native message's usage is capped as production caps it,
     without a word (production's own suite does it on purpose)."""
     import warnings
-
-    from vthread._options import user_stacklevel
 
     warnings.warn(
         f"the trim function's copy of messages[{index}] costs {tokens:g} tokens, more than "
