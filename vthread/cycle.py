@@ -95,7 +95,8 @@ def has_repeated_suffix(
 
     Messages compare by (type, text, meta); blocks of ``min_pattern_length`` (default 2) up
     to ``max_pattern_length`` messages (default ``len // min_repetitions``) are tried,
-    shortest first. O(n) screens plus the confirmation of candidate blocks; O(n²) at worst.
+    shortest first. O(n) whatever the thread's shape: one pass over cheap screens, then the
+    candidate blocks confirmed on the messages' exact encodings within a linear budget.
 
     >>> ask = [{"type": "user", "text": "status?"}, {"type": "bot", "text": "running"}]
     >>> has_repeated_suffix(ask * 2)
