@@ -1494,6 +1494,31 @@ def test_an_error_a_message_raises_is_noted_with_its_thread_and_index(
     assert error.value.__notes__ == [f"while reading {where}"]
 
 
+class _GetRaises(dict[str, Any]):
+    """A native message whose every ``get`` raises."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise RuntimeError("get raises")
+
+
+@pytest.mark.parametrize("call", ["scan", "describe", "is_thread_cyclic"])
+@pytest.mark.parametrize("length", [2, 30])
+def test_an_error_the_first_message_raises_is_noted_too(call: str, length: int) -> None:
+    """The first message is read in Python before the core (is the thread chat?): an
+    exception its own objects raise there gains the core's note all the same (testers: it
+    had none, where messages[1] and on had theirs). The later messages are native: the
+    note names the first, found by reading each again."""
+    fine = {"type": "user", "text": "a"}
+    thread = [_GetRaises(fine)] + [fine, {"type": "bot", "text": "b"}] * (length // 2)
+    with pytest.raises(RuntimeError, match="get raises") as error:
+        if call == "scan":
+            vthread.scan([[fine], [fine], thread])
+        else:
+            getattr(vthread, {"describe": "describe_thread_cycle"}.get(call, call))(thread)
+    where = "thread 2, messages[0]" if call == "scan" else "messages[0]"
+    assert error.value.__notes__ == [f"while reading {where}"]
+
+
 class _RaisesWhenRead(dict[str, Any]):
     """A chat message whose every read raises (a mapping of the caller's own)."""
 

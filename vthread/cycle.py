@@ -32,6 +32,7 @@ from vthread.documents import (
     holding_no_messages,
     holds_run_messages,
     native_messages,
+    note_unreadable,
     warn_if_chat,
 )
 from vthread.volatile import volatile_masked
@@ -208,7 +209,12 @@ def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bo
         if messages:
             if type(messages[0]) is not dict:
                 messages = list(messages)  # as it is at the call (as_held_thread says why)
-            if chat_like(messages[0]):
+            try:
+                chat = chat_like(messages[0])
+            except Exception as error:
+                note_unreadable(error, messages, None)  # as the core notes its own reads'
+                raise
+            if chat:
                 warn_if_chat([messages], stacklevel=stacklevel, one=True)
         thread: object = messages
     else:

@@ -85,6 +85,7 @@ __all__ = [
     "native_misfit",
     "native_threads",
     "not_an_array",
+    "note_unreadable",
     "opens_runs",
     "read_cell",
     "read_run",
@@ -1291,39 +1292,71 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
     ``content`` and no ``text`` (whether any other holds a ``text``)."""
     for index in range(min(len(threads), DETECT_THREADS)) if rows is None else rows:
         thread = threads[index]
-        if not (isinstance(thread, Sequence) and thread and isinstance(thread[0], Mapping)):
+        try:
+            found = _chat_found(thread, "the messages" if one else f"thread {index}'s messages",
+                                one)
+        except Exception as error:
+            note_unreadable(error, thread, None if one else index)
+            raise
+        if found is None:
             continue
-        first = thread[0]
-        whose = "the messages" if one else f"thread {index}'s messages"
-        # The tests of chat_like, each with its words (the thread's messages looked at only
-        # past the first's screen, O(1) for every other thread).
-        if "role" in first:
-            what_they_are = f'{whose} have a "role" (chat messages)'
-        elif _responses_tool(first):
-            marked = ' with a "call_id"' if "call_id" in first else ""
-            # (the type's own text: a str subclass's __format__ is not run)
-            kind = str.__str__(first["type"])
-            what_they_are = f'{whose} are OpenAI Responses items ("{kind}"{marked})'
-        elif not (_wraps_fields(first) and "text" not in first):
-            continue  # (a native first message: the usual case, told by one screen)
-        elif langchain_s(thread):
-            what_they_are = f"{whose} are LangChain's"
-        elif _is_run_object(first):
-            what_they_are = (f"{whose} are runs ({'the first' if one else 'its first'} "
-                             "holds its own messages and no \"type\")")
-            advice = "pass each run as a thread of its own"
-        elif "content" in first and another_library_s(thread):
-            # (no format reads them: the advice is to give them in one)
-            what_they_are = (f'{whose} have a "content" and no "text" (no native '
-                             "messages: another library's, such as LangChain's?)")
-            advice = _NATIVE_OR_CHAT
-        else:
-            continue
+        what_they_are, advice = found[0], found[1] or advice
         import warnings
 
         warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
                       stacklevel=stacklevel + 1)
         return
+
+
+def _chat_found(thread: Any, whose: str, one: bool) -> tuple[str, str | None] | None:
+    """What :func:`warn_if_chat` says of ``thread`` (its messages called ``whose``) and
+    advice of its own (None: the caller's), or None for a thread that may be native."""
+    if not (isinstance(thread, Sequence) and thread and isinstance(thread[0], Mapping)):
+        return None
+    first = thread[0]
+    # The tests of chat_like, each with its words (the thread's messages looked at only
+    # past the first's screen, O(1) for every other thread).
+    if "role" in first:
+        return f'{whose} have a "role" (chat messages)', None
+    if _responses_tool(first):
+        marked = ' with a "call_id"' if "call_id" in first else ""
+        # (the type's own text: a str subclass's __format__ is not run)
+        kind = str.__str__(first["type"])
+        return f'{whose} are OpenAI Responses items ("{kind}"{marked})', None
+    if not (_wraps_fields(first) and "text" not in first):
+        return None  # (a native first message: the usual case, told by one screen)
+    if langchain_s(thread):
+        return f"{whose} are LangChain's", None
+    if _is_run_object(first):
+        return (f"{whose} are runs ({'the first' if one else 'its first'} "
+                "holds its own messages and no \"type\")", "pass each run as a thread of its own")
+    if "content" in first and another_library_s(thread):
+        # (no format reads them: the advice is to give them in one)
+        return (f'{whose} have a "content" and no "text" (no native '
+                "messages: another library's, such as LangChain's?)", _NATIVE_OR_CHAT)
+    return None
+
+
+def note_unreadable(error: Exception, thread: Sequence[Any], index: int | None) -> None:
+    """Note on ``error``, raised by a message's own objects while ``thread`` was looked at
+    for chat messages (:func:`chat_like`), where, as the core notes an error raised as it
+    reads a thread: ``while reading thread 7, messages[2]`` (``index``: the thread's in its
+    batch; None: a single call's, ``while reading messages[2]``), the first message
+    :func:`chat_like` cannot read alone, found by reading each again (on this error path
+    only; an exception that is no ``Exception``, a Ctrl-C, raised then propagates in the
+    error's place)."""
+    message = None
+    for position, item in enumerate(thread):
+        try:
+            chat_like(item)
+        except Exception:
+            message = position
+            break
+    place = [] if index is None else [f"thread {index}"]
+    if message is not None:
+        place.append(f"messages[{message}]")
+    if place:
+        error.add_note(f"while reading {', '.join(place)}")
 
 
 def in_source_messages(result: ScanResult, row: int, sources: list[int],
