@@ -187,6 +187,42 @@ def test_a_line_larger_than_the_memory_ends_the_scan_with_71(
     assert "the records of the 301 lines before it are written" in summary["failure"]
 
 
+@pytest.mark.parametrize("named", ["alone", "after another"])
+def test_a_first_line_larger_than_the_memory_is_named_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str) -> None:
+    """A JSONL file whose first line opens as a JSON document does ("[" and a run) is split
+    as one to tell which it is: a first line too large for the memory there names its
+    place (``FILE:1``) as a later line's does (a tester's 45 MB first line under ``ulimit
+    -v``: "out of memory after 0 lines", no place), the files before it scanned."""
+    from vthread import cli
+
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b'[{"type": "user", "text": "memory-test-7f3a"}]\n'
+                     b'[{"type": "user", "text": "after"}]\n')
+    target = tmp_path / "summary.json"
+    real_splitter = cli._core.DocumentSplitter
+
+    class ShortOfMemory:
+        def __init__(self, *args: Any) -> None:
+            self.splitter = real_splitter(*args)
+
+        def feed(self, block: bytes) -> Any:
+            if b"memory-test-7f3a" in block:
+                raise MemoryError
+            return self.splitter.feed(block)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.splitter, name)
+
+    monkeypatch.setattr(cli._core, "DocumentSplitter", ShortOfMemory)
+    inputs = [str(huge)] if named == "alone" else [str(SAMPLE), str(huge)]
+    code, out, _ = run(["scan", *inputs, "--summary", str(target)], monkeypatch)
+    summary = json.loads(target.read_text())
+    before = 0 if named == "alone" else 300
+    assert code == 71 and len(records(out)) == summary["lines"] == before
+    assert summary["failure"].startswith(f"out of memory at {huge}:1: ")
+
+
 def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM (what timeout, Slurm and Kubernetes send) during a scan: the records so far

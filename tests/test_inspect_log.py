@@ -603,6 +603,45 @@ def test_eval_samples_are_read_in_batches_bounded_in_bytes(
 
 
 @needs_inspect
+def test_a_sample_too_large_for_the_memory_costs_only_its_own_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample of a ``.eval`` log that does not fit the memory (a MemoryError as it is
+    read, alone or in its batch): the samples before it are read and their records written,
+    and the scan ends at that sample, named by its place (a tester's log whose third sample
+    held 1.2 GB: "sample 1", and no record of the two before it)."""
+    import inspect_ai.log
+
+    from vthread.inspect_log import read_inspect_samples
+
+    path = written_log(tmp_path, "run.eval", sample_ids=("a", "b", "c", "d"))
+    together = inspect_ai.log.read_eval_log_samples_by_id
+    alone = inspect_ai.log.read_eval_log_sample
+
+    def batch_too_large(log: Any, ids: Any, **kwargs: Any) -> Any:
+        if ("c", 1) in [tuple(pair) for pair in ids]:
+            raise MemoryError
+        return together(log, ids, **kwargs)
+
+    def sample_too_large(log: Any, id: Any = None, epoch: int = 1, **kwargs: Any) -> Any:
+        if id == "c":
+            raise MemoryError
+        return alone(log, id=id, epoch=epoch, **kwargs)
+
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log_samples_by_id", batch_too_large)
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log_sample", sample_too_large)
+    read: list[Any] = []
+    with pytest.raises(MemoryError):
+        read.extend(read_inspect_samples(path))
+    assert [sample[0] for sample in read] == ["a/1", "b/1"]
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(path), "-q", "--summary", str(summary)], monkeypatch)
+    assert code == 71
+    assert [r["id"] for r in records(out)] == ["a/1", "b/1"]
+    assert f"out of memory at {path}: sample 3:" in err
+    assert "the records of the 2 samples before it are written" in err
+    assert json.loads(summary.read_text())["lines"] == 2
+
+@needs_inspect
 @pytest.mark.parametrize("suffix", [".eval", ".json"])
 @pytest.mark.parametrize(("status", "why"), [
     ("started", "still running, or stopped before it finished"),

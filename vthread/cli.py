@@ -766,7 +766,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         unit = _unit(units)
         failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} {unit}s: the input "
                    "is larger than the memory the process may use (ulimit -v, strict "
-                   f"overcommit); the records of the {unit}s after them are not written")
+                   f"overcommit); the records of those {unit}s are written, the rest's are "
+                   "not")
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -3196,12 +3197,14 @@ def _tasks(
                             declared_wins=format_ is None and kind != "inspect")
                 line += len(lines)
                 last = lines
-        except _LineTooLongError as error:
+        except MemoryError as error:
             # A document whose first run, or whose whole (read as one value), is longer
-            # than the most one line may take: it ends the scan, as such a line does.
+            # than the most one line may take, or does not fit the memory the process may
+            # use as the file is opened (a JSONL file whose first line opens as a document
+            # does): it ends the scan at its place, as such a line does.
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         unit=unit, too_large=True,
-                        line_limit=error.args[0])
+                        line_limit=_TooLarge.after(error).line_limit)
             return
         except (OSError, EOFError, zlib.error, _ParquetAsTextError) as error:
             raise _FatalError(f"{label}: cannot read: {error}") from error

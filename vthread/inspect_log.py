@@ -517,35 +517,38 @@ class _Missing:
     """A sample a ``.eval`` log does not hold."""
 
 
-def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> list[Any]:
+def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> Iterator[Any]:
     """The samples ``batch`` names ((id, epoch) each) of the ``.eval`` log at ``path``, in
     its order: inspect_ai's sample, a :class:`_Missing`, or an :class:`UnreadableSample`
     saying why. An error of the file or the installation (OSError, ImportError) is the
-    log's, not a sample's, and passes through."""
+    log's, not a sample's, and passes through; so does running out of memory on a sample
+    read alone, after the samples before it (a batch that ran out is read one at a time,
+    so that one sample too large for the memory loses no other's record)."""
     import inspect_ai.log as inspect_log
 
     together = getattr(inspect_log, "read_eval_log_samples_by_id", None)  # (0.3.130 on)
     if together is not None:
         try:
-            return list(together(path, batch, concurrency=1, resolve_attachments=True))
-        except (OSError, ImportError, MemoryError):
+            yield from list(together(path, batch, concurrency=1, resolve_attachments=True))
+            return
+        except (OSError, ImportError):
             raise
-        except Exception:  # a sample in it that cannot be read, or is missing: one at a time
+        except Exception:
+            # A sample in it that cannot be read, or is missing, or the batch too large for
+            # the memory (a MemoryError, its memory given back): one at a time.
             pass
-    found: list[Any] = []
     for sample_id, epoch in batch:
         try:
-            found.append(inspect_log.read_eval_log_sample(path, id=sample_id, epoch=epoch,
-                                                          resolve_attachments=True))
+            yield inspect_log.read_eval_log_sample(path, id=sample_id, epoch=epoch,
+                                                   resolve_attachments=True)
         except IndexError:  # (inspect_ai's answer for a sample the log does not hold)
-            found.append(_Missing())
+            yield _Missing()
         except (OSError, ImportError, MemoryError):
             raise
         except Exception as error:  # whatever inspect_ai raises on the sample's member
             named = _sample_name({"id": sample_id, "epoch": epoch})
-            found.append(UnreadableSample(_thread_id(sample_id, epoch),
-                                          f"{named} cannot be read: {_problem(error)}"))
-    return found
+            yield UnreadableSample(_thread_id(sample_id, epoch),
+                                   f"{named} cannot be read: {_problem(error)}")
 
 
 def _json_samples(data: bytes, notes: _Notes) -> Iterator[_Read]:
