@@ -1085,6 +1085,42 @@ def test_workers_that_cannot_start_leave_the_scan_to_this_process(tmp_path: Path
     assert warned  # (one limit at least is below what the pool needs)
 
 
+@pytest.mark.parametrize("dies_at", [2, 5])
+def test_a_worker_that_dies_leaves_its_chunks_to_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dies_at: int) -> None:
+    """``--jobs 2`` where a worker process dies (the kernel's OOM killer, a ``kill -9``):
+    its chunks, every chunk the pool had not answered, and the rest are scanned in this
+    process, with a warning, the records those of ``--jobs 1`` and the summary complete (a
+    tester's kill was an internal error, exit 70, a traceback, the records cut short and no
+    summary). Lines only Python reads (NaN) take the worker processes' path."""
+    source = tmp_path / "nan.jsonl"
+    source.write_bytes(b"".join(
+        b'[{"type":"bot","text":"x%d","meta":{"v":NaN}},{"type":"user","text":"y"}]\n' % i
+        for i in range(60)))
+    monkeypatch.setattr(cli, "CHUNK_LINES", 6)
+    code, one, _ = run(["scan", str(source), "-q", "-j1"], monkeypatch)
+    assert code == 0 and len(records(one)) == 60
+    parent = os.getpid()
+    real = cli._scan_chunk
+
+    def dying(task: Any) -> Any:
+        if os.getpid() != parent and task.first_line == 1 + 6 * (dies_at - 1):
+            os._exit(9)  # (as a kill: no answer, no clean-up)
+        return real(task)
+
+    # (handed to the forked workers by name, as the pool pickles the function it runs)
+    dying.__module__, dying.__qualname__ = real.__module__, real.__qualname__
+    monkeypatch.setattr(cli, "_scan_chunk", dying)
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(source), "-q", "-j2", "--summary", str(summary)],
+                         monkeypatch)
+    assert (code, out) == (0, one)
+    assert err == ("vthread scan: warning: a worker process ended without answering (killed "
+                   "for memory or by a signal); its chunks and the rest are scanned in this "
+                   "process\n")
+    written = json.loads(summary.read_text())
+    assert written["completed"] is True and written["lines"] == 60
+
 @pytest.mark.parametrize("replaced_after", ["_files_under", "_without_records"])
 @pytest.mark.parametrize("becomes", ["a FIFO", "nothing"])
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet", ".eval"])

@@ -4226,6 +4226,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
@@ -4238,8 +4239,10 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
     with made as pool:
         window: deque[tuple[_Task, Future[_Done]]] = deque()
         pending = chain(first, tasks)  # one iterator: a fallback goes on where it stopped
+        unsent: list[_Task] = []  # the task being handed to the pool
         try:
             for task in pending:
+                unsent[:] = [task]
                 try:
                     # A submit may fork the workers: a signal meanwhile would leave one
                     # forked and unknown to the pool, waited for forever.
@@ -4257,15 +4260,35 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
                     yield from map(_scan_chunk, chain(unanswered, [task], pending))
                     return
                 window.append((task, submitted))
+                unsent.clear()
                 if len(window) >= 2 * workers:
-                    yield _result(window.popleft()[1])
+                    yield _oldest(window)
                 while task.paused and window:  # the writer paused: its records now
-                    yield _result(window.popleft()[1])
+                    yield _oldest(window)
             while window:
-                yield _result(window.popleft()[1])
+                yield _oldest(window)
+        except BrokenProcessPool:
+            # A worker ended without answering (killed for memory, or by a signal): the pool
+            # is broken, and every chunk it has not answered is scanned here, in order, and
+            # the rest after them, rather than the scan ending in a traceback with its
+            # records cut short and no summary.
+            say("vthread scan: warning: a worker process ended without answering (killed "
+                "for memory or by a signal); its chunks and the rest are scanned in this "
+                "process")
+            unanswered = [waiting for waiting, _ in window] + unsent
+            window.clear()
+            yield from map(_scan_chunk, chain(unanswered, pending))
         finally:
             for _, future in window:
                 future.cancel()
+
+
+def _oldest(window: deque[tuple[_Task, Future[_Done]]]) -> _Done:
+    """The result of the oldest chunk in ``window``, then let go of; left in place when the
+    pool broke before answering it (:class:`BrokenProcessPool` raised), to be scanned again."""
+    done = _result(window[0][1])
+    window.popleft()
+    return done
 
 
 def _say_unstarted(error: OSError) -> None:
