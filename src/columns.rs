@@ -114,34 +114,50 @@ impl<N: Node + Clone> LazyInterner<N> {
             });
             return Ok(fresh as i64);
         };
-        self.candidate.clear();
-        value.push_canonical(&mut self.candidate)?;
+        // Each value met with the same screen is compared by walking the two where both are
+        // plain, else by their canonical bytes (the candidate's encoded once, when first
+        // needed).
+        let mut candidate_encoded = false;
         let mut at = first;
         loop {
-            let entry = &mut self.arena[at];
-            let bytes = match &entry.bytes {
-                Some(bytes) => bytes.clone(),
+            let same = match value.plainly_equal(&self.arena[at].value) {
+                Some(same) => same,
                 None => {
-                    let begin = self.encoded.len();
-                    entry.value.push_canonical(&mut self.encoded)?;
-                    entry.bytes = Some(begin..self.encoded.len());
-                    begin..self.encoded.len()
+                    if !candidate_encoded {
+                        self.candidate.clear();
+                        value.push_canonical(&mut self.candidate)?;
+                        candidate_encoded = true;
+                    }
+                    let entry = &mut self.arena[at];
+                    let bytes = match &entry.bytes {
+                        Some(bytes) => bytes.clone(),
+                        None => {
+                            let begin = self.encoded.len();
+                            entry.value.push_canonical(&mut self.encoded)?;
+                            entry.bytes = Some(begin..self.encoded.len());
+                            begin..self.encoded.len()
+                        }
+                    };
+                    self.encoded[bytes] == self.candidate[..]
                 }
             };
-            if self.encoded[bytes] == self.candidate[..] {
+            if same {
                 return Ok(at as i64);
             }
-            match entry.same_screen {
+            match self.arena[at].same_screen {
                 Some(next) => at = next,
                 None => break,
             }
         }
-        let begin = self.encoded.len();
-        self.encoded.extend_from_slice(&self.candidate);
+        let bytes = candidate_encoded.then(|| {
+            let begin = self.encoded.len();
+            self.encoded.extend_from_slice(&self.candidate);
+            begin..self.encoded.len()
+        });
         self.arena[at].same_screen = Some(fresh);
         self.arena.push(Interned {
             value: value.clone(),
-            bytes: Some(begin..self.encoded.len()),
+            bytes,
             same_screen: None,
         });
         Ok(fresh as i64)
@@ -474,11 +490,17 @@ impl Columns {
             if screens != *first_screens {
                 break;
             }
-            let wanted = match first_ids {
-                Some(ids) => *ids,
-                None => *first_ids.insert(exact_ids(interner, first)?),
+            let same = match plainly_same_call(first, &activity) {
+                Some(same) => same,
+                None => {
+                    let wanted = match first_ids {
+                        Some(ids) => *ids,
+                        None => *first_ids.insert(exact_ids(interner, first)?),
+                    };
+                    exact_ids(interner, &activity)? == wanted
+                }
             };
-            if exact_ids(interner, &activity)? != wanted {
+            if !same {
                 break;
             }
             positions.push(position);
@@ -545,6 +567,27 @@ fn screen_of<N: Node>(value: Option<&N>, scratch: &mut Vec<u8>) -> PyResult<u64>
         Some(value) => value.screen(scratch),
         None => Ok(0), // absent: a screen of its own (a present value's can be 0 too: fine)
     }
+}
+
+/// Whether two settled results' (name, arguments, result) are equal, told without encoding
+/// them where their values are plain (`Node::plainly_equal`; an absent payload is a value of
+/// its own); None leaves it to their exact ids.
+fn plainly_same_call<N: Node>(a: &Activity<N>, b: &Activity<N>) -> Option<bool> {
+    let payload = |left: Option<&N>, right: Option<&N>| match (left, right) {
+        (None, None) => Some(true),
+        (Some(left), Some(right)) => left.plainly_equal(right),
+        _ => Some(false),
+    };
+    // (in turn: a part apart, or one the encodings must tell, decides without the rest)
+    let same = a.name.plainly_equal(&b.name);
+    if same != Some(true) {
+        return same;
+    }
+    let same = payload(a.arguments.as_ref(), b.arguments.as_ref());
+    if same != Some(true) {
+        return same;
+    }
+    payload(a.result.as_ref(), b.result.as_ref())
 }
 
 fn exact_ids<N: Node>(interner: &mut Interner, activity: &Activity<N>) -> PyResult<[i64; 3]> {

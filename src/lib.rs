@@ -1650,6 +1650,14 @@ fn _set_screen_bits(bits: u32) {
     suffix::set_screen_bits(bits);
 }
 
+/// Whether two values are equal as JavaScript compares them, told by walking them where they
+/// are plain (`objects::plainly_equal`), None where their encodings must tell: a test hook,
+/// for the property tests holding it to its twin, the comparison of canonical bytes.
+#[pyfunction]
+fn _plainly_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> Option<bool> {
+    objects::plainly_equal(a, b)
+}
+
 /// The floor of any exact scan over Python objects, for benchmarks: look up one field
 /// (`type`) of every message of every thread, and nothing else. Returns how many messages
 /// have one.
@@ -1785,6 +1793,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(mask_text, module)?)?;
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
+    module.add_function(wrap_pyfunction!(_plainly_equal, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(loop_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(span_tokens_of_lines, module)?)?;

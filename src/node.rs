@@ -112,6 +112,18 @@ pub trait Node: Sized {
     /// `read` of the string's code points, None when the value is no string: a Python
     /// `str`'s storage as it is, a tape's string decoded (its bytes as they are when ASCII).
     fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R>;
+    /// Whether the value equals `other` as JavaScript compares values (their canonical
+    /// encodings equal), where the reader tells it without encoding either; None leaves it
+    /// to the encodings (a reader that cannot tell cheaply always says None).
+    fn plainly_equal(&self, _other: &Self) -> Option<bool> {
+        None
+    }
+    /// Whether the value is a mapping whose fields are read without running any code of its
+    /// own (an exact dict), so that reading them again to compare costs no more than the
+    /// lookups: where it is not, the comparisons read each message once, by its encoding.
+    fn reads_plainly(&self) -> bool {
+        false
+    }
 }
 
 fn python_key<'py>(py: Python<'py>, key: Key) -> &'py Bound<'py, PyString> {
@@ -427,6 +439,14 @@ impl Node for Bound<'_, PyAny> {
     fn with_code_points<R>(&self, read: impl FnOnce(CodePoints<'_>) -> R) -> Option<R> {
         let text = self.cast::<PyString>().ok()?;
         Some(read(objects::code_points(text)))
+    }
+
+    fn plainly_equal(&self, other: &Self) -> Option<bool> {
+        objects::plainly_equal(self, other)
+    }
+
+    fn reads_plainly(&self) -> bool {
+        self.is_exact_instance_of::<PyDict>()
     }
 }
 

@@ -539,3 +539,204 @@ pub fn canonical_bytes(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     push_canonical(&mut out, value)?;
     Ok(out)
 }
+
+/// How deep [`plainly_equal`] follows nesting before it leaves the answer to the encodings
+/// (a deeper value, or one holding itself, is compared by its canonical bytes).
+const PLAIN_DEPTH: usize = 32;
+
+/// A value as [`plainly_equal`] sorts it: one of JSON's plain forms, read without running any
+/// of the value's own code, or `Other` (anything whose encoding takes more than its type to
+/// tell: a subclass, a tuple, a mapping of another type, a number that is not finite, an
+/// int beyond 64 bits, an object standing in for a JSON value).
+enum Plain<'a, 'py> {
+    Null,
+    Boolean(bool),
+    Number(f64),
+    Text(&'a Bound<'py, PyString>),
+    List(&'a Bound<'py, PyList>),
+    Object(&'a Bound<'py, PyDict>),
+    Other,
+}
+
+fn plain<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Plain<'a, 'py> {
+    if let Ok(text) = value.cast_exact::<PyString>() {
+        return if crate::node::ready(text).is_ok() {
+            Plain::Text(text)
+        } else {
+            Plain::Other
+        };
+    }
+    if value.is_none() {
+        return Plain::Null;
+    }
+    if let Ok(flag) = value.cast_exact::<PyBool>() {
+        return Plain::Boolean(flag.is_true());
+    }
+    if value.is_exact_instance_of::<PyInt>() {
+        // As `push_i64` writes it: exactly below 2**53, the nearest double above.
+        return value
+            .extract::<i64>()
+            .map_or(Plain::Other, |small| Plain::Number(small as f64));
+    }
+    if let Ok(double) = value.cast_exact::<PyFloat>() {
+        let double = double.value();
+        // (NaN and the infinities are written `null`, as None is: left to the encodings)
+        return if double.is_finite() {
+            Plain::Number(double)
+        } else {
+            Plain::Other
+        };
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        return Plain::List(list);
+    }
+    if let Ok(dict) = value.cast_exact::<PyDict>() {
+        return Plain::Object(dict);
+    }
+    Plain::Other
+}
+
+/// Whether `a` and `b` are equal as JavaScript compares values (their canonical encodings
+/// equal, `push_canonical`), told by walking both at once where both are built of JSON's
+/// plain forms alone (exact `str`, `None`, `bool`, `int` within 64 bits, finite `float`,
+/// exact `list`, exact `dict` with `str` keys that are no array index and hold no
+/// surrogate): Some(answer), found without encoding either and without running any code of
+/// theirs. None wherever the encodings must decide: any other part (which may have no JSON
+/// form, making the whole value the marker, equal to any other such value), nesting past
+/// `PLAIN_DEPTH`, strings that differ and hold a surrogate (a pair is written as the astral
+/// character it makes). Its twin is the comparison of the canonical bytes, which property
+/// tests hold it to.
+pub fn plainly_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> Option<bool> {
+    match walk_equal(a, b, 0) {
+        Walked::Same => Some(true),
+        // Different, but only if neither is the marker whole: every part of both is plain.
+        Walked::Apart => (all_plain(a, 0) && all_plain(b, 0)).then_some(false),
+        Walked::Untold => None,
+    }
+}
+
+/// What walking two values at once found.
+enum Walked {
+    /// Every part plain and equal.
+    Same,
+    /// A difference between plain parts (the walk stops there: the rest is unread).
+    Apart,
+    /// A part that is not plain, before any difference.
+    Untold,
+}
+
+fn walk_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, depth: usize) -> Walked {
+    let told = |same: bool| if same { Walked::Same } else { Walked::Apart };
+    match (plain(a), plain(b)) {
+        (Plain::Other, _) | (_, Plain::Other) => Walked::Untold,
+        (Plain::Null, Plain::Null) => Walked::Same,
+        (Plain::Boolean(x), Plain::Boolean(y)) => told(x == y),
+        // (-0 and 0 are both written "0", and == calls them equal)
+        (Plain::Number(x), Plain::Number(y)) => told(x == y),
+        (Plain::Text(x), Plain::Text(y)) => match texts_equal(x, y) {
+            Some(same) => told(same),
+            None => Walked::Untold,
+        },
+        (Plain::List(x), Plain::List(y)) => {
+            if depth >= PLAIN_DEPTH {
+                return Walked::Untold;
+            }
+            if x.len() != y.len() {
+                return Walked::Apart;
+            }
+            for (left, right) in x.iter().zip(y.iter()) {
+                match walk_equal(&left, &right, depth + 1) {
+                    Walked::Same => {}
+                    other => return other,
+                }
+            }
+            Walked::Same
+        }
+        (Plain::Object(x), Plain::Object(y)) => {
+            if depth >= PLAIN_DEPTH {
+                return Walked::Untold;
+            }
+            if x.len() != y.len() {
+                // (plain keys name one property each: a length apart is a member apart)
+                return Walked::Apart;
+            }
+            for ((left_key, left), (right_key, right)) in x.iter().zip(y.iter()) {
+                let (Ok(left_key), Ok(right_key)) = (
+                    left_key.cast_exact::<PyString>(),
+                    right_key.cast_exact::<PyString>(),
+                ) else {
+                    return Walked::Untold;
+                };
+                if !plain_key(left_key) || !plain_key(right_key) {
+                    return Walked::Untold;
+                }
+                // (in order: an object's keys that are no array index keep their order)
+                match texts_equal(left_key, right_key) {
+                    Some(true) => {}
+                    Some(false) => return Walked::Apart,
+                    None => return Walked::Untold,
+                }
+                match walk_equal(&left, &right, depth + 1) {
+                    Walked::Same => {}
+                    other => return other,
+                }
+            }
+            Walked::Same
+        }
+        // Two plain forms of different kinds: written differently ("null", "true", a
+        // number, a quoted string, "[", "{").
+        _ => Walked::Apart,
+    }
+}
+
+/// Whether every part of `value` is plain (see [`plainly_equal`]), down to `PLAIN_DEPTH`.
+fn all_plain(value: &Bound<'_, PyAny>, depth: usize) -> bool {
+    match plain(value) {
+        Plain::Other => false,
+        Plain::List(list) => {
+            depth < PLAIN_DEPTH && list.iter().all(|item| all_plain(&item, depth + 1))
+        }
+        Plain::Object(dict) => {
+            depth < PLAIN_DEPTH
+                && dict.iter().all(|(key, item)| {
+                    key.cast_exact::<PyString>().is_ok_and(|key| plain_key(key))
+                        && all_plain(&item, depth + 1)
+                })
+        }
+        _ => true,
+    }
+}
+
+/// A key JSON writes as it is, in the dict's order, one property per key: an exact `str`,
+/// ready, that is no array index and holds no surrogate.
+fn plain_key(key: &Bound<'_, PyString>) -> bool {
+    crate::node::ready(key).is_ok() && ascii_digits(key).is_none() && !key_may_repeat(key)
+}
+
+/// Whether two ready strings are written alike: Some(true) for the same code points,
+/// Some(false) for different ones holding no surrogate, None otherwise (a surrogate pair
+/// is written as the astral character it makes).
+fn texts_equal(a: &Bound<'_, PyString>, b: &Bound<'_, PyString>) -> Option<bool> {
+    let (left, right) = (code_points(a), code_points(b));
+    let same = match (&left, &right) {
+        (CodePoints::Latin1(x), CodePoints::Latin1(y)) => return Some(x == y),
+        (CodePoints::Ucs2(x), CodePoints::Ucs2(y)) => x == y,
+        (CodePoints::Ucs4(x), CodePoints::Ucs4(y)) => x == y,
+        _ => false, // (a ready str is stored in the narrowest width its code points allow)
+    };
+    if same {
+        return Some(true);
+    }
+    let surrogate = |points: &CodePoints<'_>| match points {
+        CodePoints::Latin1(_) => false,
+        CodePoints::Ucs2(units) => units.iter().any(|&unit| (0xD800..0xE000).contains(&unit)),
+        CodePoints::Ucs4(points) => points
+            .iter()
+            .any(|&point| (0xD800..0xE000).contains(&point)),
+    };
+    if surrogate(&left) || surrogate(&right) {
+        None
+    } else {
+        Some(false)
+    }
+}

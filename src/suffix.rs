@@ -96,6 +96,29 @@ pub fn push_exact_key<N: Node>(message: &N, out: &mut Vec<u8>) -> PyResult<()> {
     Ok(())
 }
 
+/// Whether two messages' exact keys (`push_exact_key`) are equal, told without encoding them
+/// where both messages and their values are plain (`Node::plainly_equal`): each part is
+/// encoded on its own, so the keys are equal when every part is, and apart when one part is
+/// (an absent meta is a value of its own; an absent type or text is `null`, which a present
+/// one may be, left to the encodings). None leaves it to the encodings.
+fn plainly_same_message<N: Node>(a: &N, b: &N) -> PyResult<Option<bool>> {
+    if !a.reads_plainly() || !b.reads_plainly() {
+        return Ok(None);
+    }
+    for key in [Key::Type, Key::Text, Key::Meta] {
+        let same = match (a.field(key)?, b.field(key)?) {
+            (None, None) => Some(true),
+            (Some(left), Some(right)) => left.plainly_equal(&right),
+            _ if key == Key::Meta => Some(false),
+            _ => None,
+        };
+        if same != Some(true) {
+            return Ok(same);
+        }
+    }
+    Ok(Some(true))
+}
+
 /// Not read yet (a `slot`).
 const UNREAD: usize = usize::MAX;
 
@@ -150,6 +173,14 @@ impl ExactKeys {
     /// Whether the messages `a` and `b` places from the end are equal: their fingerprints
     /// match and so do their bytes (a fingerprint collision costs one comparison).
     fn equal<N: Node>(&mut self, items: &[N], a: usize, b: usize) -> PyResult<bool> {
+        let last = items.len() - 1;
+        if self.slot[a] == UNREAD || self.slot[b] == UNREAD {
+            // Not both read yet: told by walking the two messages where that is plain, with
+            // no encoding (unequal ones stop at their first difference).
+            if let Some(same) = plainly_same_message(&items[last - a], &items[last - b])? {
+                return Ok(same);
+            }
+        }
         let (key_a, key_b) = (self.read(items, a)?, self.read(items, b)?);
         if key_a == key_b {
             return Ok(true);

@@ -181,6 +181,10 @@ def newest_fitting(
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
 
+def _plainly_equal(a: Any, b: Any) -> bool | None:
+    """Test hook: whether ``a`` and ``b`` are equal as JavaScript compares them, told by
+    walking them where both are plain JSON forms; None where their encodings must tell."""
+
 def one_field_floor(threads: list[Any]) -> int:
     """Benchmark floor: look up ``type`` in every message; how many have it."""
 
