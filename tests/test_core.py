@@ -272,3 +272,23 @@ for call in (lambda: vthread.scan([thread]), lambda: vthread.fingerprint(np.int6
     assert done.returncode == 0, done.stderr
     said = f"the stand-in of a int64 value is a {named}, not a JSON value"
     assert done.stdout.splitlines() == [said] * 3, done.stdout
+
+
+def test_a_chat_message_s_fingerprint_is_warned_about() -> None:
+    """A chat message has no type, text or meta: its fingerprint is every other chat
+    message's, which the caller is warned of (testers compared runs' chat messages and found
+    them all equal, silently); a native message is not warned about."""
+    import warnings
+
+    chats = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "other"},
+             {"type": "human", "content": "hi"}]
+    for chat in chats:
+        with pytest.warns(UserWarning, match="to_native") as said:
+            fingerprint = vthread.message_fingerprint(chat)
+        assert said[0].filename == __file__
+        assert (fingerprint == vthread.message_fingerprint({"type": None, "text": None})) == (
+            "role" in chat)  # (LangChain's has a type of its own)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vthread.message_fingerprint({"type": "bot", "text": "hi"})
+        vthread.message_fingerprint({"type": "activity", "meta": {}})

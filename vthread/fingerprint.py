@@ -45,6 +45,18 @@ def message_fingerprint(message: Mapping[str, Any]) -> int:
     """
     if not isinstance(message, Mapping):
         raise TypeError(f"message must be a mapping, got {type(message).__name__}")
+    # (a dict's keys asked, no mapping's own code run; a native message's: one lookup)
+    if type(message) is dict and ("text" not in message or "role" in message):
+        from vthread.documents import chat_like
+
+        if chat_like(message):
+            import warnings
+
+            warnings.warn(
+                'the message is no native one (it has a "role", or a "content" and no "text": '
+                "a chat message?): its fingerprint is of its type, text and meta alone, "
+                "which such messages do not hold (most of them share one); translate them "
+                "with vthread.adapters.to_native(messages, format) first", stacklevel=2)
     return xxhash.xxh3_64_intdigest(message_key(message))
 
 
