@@ -377,7 +377,7 @@ def test_whole_figures_trimmed_to_their_shares_stay_within_the_budget(
     assert len(shares) == results and max(shares) - min(shares) <= 1
     assert got.tokens <= max_tokens
     if max_tokens - results * call_cost >= results:
-        assert all(share.is_integer() for share in shares)
+        assert all(float(share).is_integer() for share in shares)
         assert got.tokens == max_tokens and sum(shares) == max_tokens - results * call_cost
 
 
@@ -906,3 +906,53 @@ def test_the_messages_kept_first_are_counted_by_what_kept_them() -> None:
     with pytest.raises(ValueError, match=r"the 6 messages kept first \(1 system, 5 by "
                                          r"keep_first=9\)"):
         vthread.build_thread(thread, max_tokens=10, keep_system=True, keep_first=9)
+
+
+def test_a_start_on_no_message_has_is_warned_of() -> None:
+    """A ``start_on`` that is the type of no native message (a typo: ``"usr"``) keeps
+    nothing but the system and pinned messages, as production does, and says so, naming the
+    types there (testers: an empty request, silently, where a chat format's typo is a
+    ValueError); one some message has, or an empty thread, says nothing."""
+    import warnings
+
+    thread = [{"type": "system", "text": "s", "usage": {"tokens": 1}},
+              {"type": "user", "text": "a", "usage": {"tokens": 1}},
+              {"type": "bot", "text": "b", "usage": {"tokens": 1}}]
+    with pytest.warns(UserWarning, match=r"start_on='usr' is the type of no message here.*"
+                      r"'bot', 'system', 'user'") as said:
+        kept = vthread.build_thread(thread, max_tokens=30, start_on="usr").messages
+    assert said[0].filename == __file__ and kept == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [m["type"] for m in vthread.build_thread(
+            thread, max_tokens=30, start_on="user").messages] == ["user", "bot"]
+        assert vthread.build_thread([], max_tokens=30, start_on="usr").messages == []
+
+
+@pytest.mark.parametrize(("budget", "rooms"), [(7, [1, 2]), (6, [1, 1]), (5, [0.5, 0.5]),
+                                               (4.5, [0.25, 0.25])])
+def test_the_trim_function_is_given_a_whole_room_as_an_int(
+        budget: float, rooms: list[float]) -> None:
+    """The room a trim function is given is an ``int`` when it is a whole number of tokens
+    (``text[:room * 4]`` must work: testers' chat trimmer raised TypeError on 56.0), a float
+    share when the room holds less than a token for each result sharing it."""
+    def request(i: int) -> dict[str, Any]:
+        return {"type": "activity", "text": "", "usage": {"tokens": 2}, "meta": {"activity": {
+            "type": "request", "id": f"c{i}", "function": {"name": "read", "arguments": {
+                "i": i}}}}}
+
+    def response(i: int, tokens: int) -> dict[str, Any]:
+        return {"type": "activity", "text": "", "usage": {"tokens": tokens}, "meta": {
+            "activity": {"type": "response", "id": f"c{i}", "function": {
+                "name": "read", "arguments": {"i": i}, "result": "x" * tokens}}}}
+
+    given: list[Any] = []
+
+    def trim(message: dict[str, Any], room: float) -> dict[str, Any]:
+        given.append(room)
+        return {**message, "usage": {"tokens": room}}
+
+    vthread.build_thread([request(0), request(1), response(0, 500), response(1, 800)],
+                         max_tokens=budget, pair_safe=True, inclusive=trim)
+    assert given == rooms
+    assert [type(room) for room in given] == [type(room) for room in rooms]

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any, Final, Literal
 
 from vthread import _core
-from vthread._jsvalue import is_text, js_string, real_number
+from vthread._jsvalue import is_string, is_text, js_string, real_number
 from vthread._messages import (
     activity_call_id,
     check_messages,
@@ -311,7 +311,8 @@ def _trimmed_with_its_start(
     own (no result came back between them: a turn of parallel calls), older or newer than
     it, share that room with it, but for those the ``floor`` keeps whole: taken smallest
     first, each is given an equal share of the room still left (a whole number of tokens
-    when the room and their figures are whole), kept whole when it fits its share and
+    when the room and their figures are whole and it holds a token for each, else a
+    fraction), kept whole when it fits its share and
     trimmed to it otherwise, so that what a small one leaves goes to the larger ones,
     whichever order they came in. When it is no result (a call, the model's text before
     its calls), it is kept whole and the results of the calls made about it share the
@@ -464,7 +465,7 @@ def _trimmed_chat(trim: Trim, given: Mapping[str, Any], tokens: float, room: flo
     trim function writes an API's message, which has no such key: built anew, or a copy
     keeping the usage it was shown, which says the cost before trimming), else the room.
     None when the trim function drops it."""
-    result = _trim_result(trim(_priced(given, tokens), room), index)
+    result = _trim_result(trim(_priced(given, tokens), _room_given(room)), index)
     if result is None:
         return None
     trimmed = _unpriced(result, given)
@@ -631,8 +632,25 @@ class _MessageView:
 
     def check_start_on(self, start_on: str) -> None:
         """A ``start_on`` no chat message can ever match (a chat format's result would be
-        empty, silently) is a ``ValueError`` naming those it can."""
-        if self._types is not None and start_on not in _TRANSLATED_TYPES | _CHAT_ROLES:
+        empty, silently) is a ``ValueError`` naming those it can; one no native message of
+        the thread has as its type (a typo, ``"usr"``: native types are free) is warned of,
+        the types there named, as the result then keeps only the system and pinned ones.
+        O(n) for native messages."""
+        if self._types is None:
+            if self.length and not any(self.starts(index, start_on)
+                                       for index in range(self.length)):
+                import warnings
+
+                types = sorted({str.__str__(kind) for kind in map(self.type_of,
+                                                                   range(self.length))
+                                if is_string(kind)})
+                shown_types = ", ".join(repr(kind) for kind in types[:8])
+                warnings.warn(
+                    f"start_on={start_on!r} is the type of no message here, so none is kept "
+                    f"but the system and pinned ones (the types here: {shown_types or 'none'}"
+                    f"{', ...' if len(types) > 8 else ''})", stacklevel=user_stacklevel())
+            return
+        if start_on not in _TRANSLATED_TYPES | _CHAT_ROLES:
             from vthread.adapters import LANGCHAIN_ROLES
 
             names = ", ".join(sorted(_TRANSLATED_TYPES | _CHAT_ROLES))
@@ -964,12 +982,20 @@ def _trim_result(result: object, index: int) -> Mapping[str, Any] | None:
     return result
 
 
+def _room_given(room: float) -> float:
+    """The room as a trim function is given it: an ``int`` when it is a whole number of
+    tokens (the figures are floats here; ``text[:room * 4]`` must work, as with the
+    figures a caller wrote), else the float (a share of less than a token each, or the room
+    an estimator's fractional figures leave)."""
+    return int(room) if room.is_integer() else room
+
+
 def _trim(
     trim: Trim, message: dict[str, Any], room: float, index: int
 ) -> tuple[dict[str, Any], float] | None:
     """A native message trimmed as production trims it: the usage returned counted, capped
     at ``room``."""
-    result = _trim_result(trim(message, room), index)
+    result = _trim_result(trim(message, _room_given(room)), index)
     if result is None:
         return None
     if result.get("usage") is None:
