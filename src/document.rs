@@ -535,6 +535,14 @@ pub struct Value<'t> {
     index: usize,
 }
 
+/// A scalar of a tape as its canonical encoding tells it (see `Value::scalar_form`).
+#[derive(PartialEq)]
+enum Scalar {
+    Null,
+    Boolean(bool),
+    Number(f64),
+}
+
 impl<'t> Value<'t> {
     fn item(&self) -> &Item {
         &self.tape.items[self.index]
@@ -698,6 +706,89 @@ impl<'t> Value<'t> {
                 )
             })),
         }
+    }
+
+    /// Whether `self` and `other` are equal as JavaScript compares values (their canonical
+    /// encodings equal, [`Value::push_canonical`]), told by walking the two at once and
+    /// stopping at the first difference, with no encoding. A tape holds no value that
+    /// encodes as the marker (no cycle, no lone surrogate, nesting far below the encoder's
+    /// limit), so a difference anywhere is a difference of the whole, and the walk always
+    /// decides; only an object with an array-index key, which the encoding reorders, is
+    /// compared by its encoding. Its twin is the comparison of the canonical bytes, which
+    /// property tests hold it to.
+    pub fn equal_to(&self, other: &Value<'_>) -> bool {
+        let (left, right) = (self.item().kind, other.item().kind);
+        match (left, right) {
+            (Kind::String, Kind::String) => {
+                if !self.item().escaped && !other.item().escaped {
+                    self.raw() == other.raw()
+                } else {
+                    self.text() == other.text()
+                }
+            }
+            (Kind::Array, Kind::Array) => {
+                let (mut these, mut those) = (self.children(), other.children());
+                loop {
+                    match (these.next(), those.next()) {
+                        (None, None) => return true,
+                        (Some(this), Some(that)) if this.equal_to(&that) => {}
+                        _ => return false,
+                    }
+                }
+            }
+            (Kind::Object, Kind::Object) => {
+                let indexed = |value: &Value<'_>| {
+                    value
+                        .members()
+                        .any(|(key, _)| canonical::array_index(key).is_some())
+                };
+                if indexed(self) || indexed(other) {
+                    let (mut these, mut those) = (Vec::new(), Vec::new());
+                    self.push_canonical(&mut these);
+                    other.push_canonical(&mut those);
+                    return these == those;
+                }
+                let (mut these, mut those) = (self.members(), other.members());
+                loop {
+                    match (these.next(), those.next()) {
+                        (None, None) => return true,
+                        // (keys are never escaped in a tape: their bytes are their text)
+                        (Some((key, this)), Some((other_key, that)))
+                            if key == other_key && this.equal_to(&that) => {}
+                        _ => return false,
+                    }
+                }
+            }
+            // Two scalars (a string or container is apart from every other kind)
+            _ => match (self.scalar_form(), other.scalar_form()) {
+                (Some(this), Some(that)) => this == that,
+                _ => false,
+            },
+        }
+    }
+
+    /// A scalar as its encoding tells it: a number as the double it is written as (an
+    /// integer of 64 bits as `push_i64` rounds it; -0 and 0 equal under `==`), `null` for
+    /// null and for a number beyond every double (both written `null`), None for a string
+    /// or container (told apart from every scalar by its own walk above).
+    fn scalar_form(&self) -> Option<Scalar> {
+        Some(match self.item().kind {
+            Kind::Null => Scalar::Null,
+            Kind::True => Scalar::Boolean(true),
+            Kind::False => Scalar::Boolean(false),
+            Kind::Number => {
+                let double = match (self.is_integer(), self.as_i64()) {
+                    (true, Some(small)) => small as f64,
+                    _ => self.as_f64().unwrap_or(f64::NAN),
+                };
+                if double.is_finite() {
+                    Scalar::Number(double)
+                } else {
+                    Scalar::Null
+                }
+            }
+            Kind::String | Kind::Array | Kind::Object => return None,
+        })
     }
 
     /// Append the canonical encoding.
@@ -885,6 +976,14 @@ impl<'t> Node for Value<'t> {
         }
         let points: Vec<u32> = text.chars().map(u32::from).collect();
         Some(read(CodePoints::Ucs4(&points)))
+    }
+
+    fn plainly_equal(&self, other: &Self) -> Option<bool> {
+        Some(self.equal_to(other))
+    }
+
+    fn reads_plainly(&self) -> bool {
+        self.is_object()
     }
 }
 

@@ -1658,6 +1658,18 @@ fn _plainly_equal(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> Option<bool> {
     objects::plainly_equal(a, b)
 }
 
+/// Whether two JSON texts' values are equal as JavaScript compares them, told by walking
+/// their tapes (`Value::equal_to`), None where the tape declines either text: a test hook,
+/// for the property tests holding it to its twin, the comparison of canonical bytes.
+#[pyfunction]
+fn _tape_equal(a: &[u8], b: &[u8]) -> Option<bool> {
+    let (a, b) = (
+        document::Tape::parse(a).ok()?,
+        document::Tape::parse(b).ok()?,
+    );
+    Some(a.root().equal_to(&b.root()))
+}
+
 /// The floor of any exact scan over Python objects, for benchmarks: look up one field
 /// (`type`) of every message of every thread, and nothing else. Returns how many messages
 /// have one.
@@ -1794,6 +1806,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(_plainly_equal, module)?)?;
+    module.add_function(wrap_pyfunction!(_tape_equal, module)?)?;
     module.add_function(wrap_pyfunction!(screen, module)?)?;
     module.add_function(wrap_pyfunction!(loop_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(span_tokens_of_lines, module)?)?;

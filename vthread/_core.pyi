@@ -181,6 +181,10 @@ def newest_fitting(
 def _set_screen_bits(bits: int) -> None:
     """Test hook: keep only the low ``bits`` bits of the suffix screens (64 restores)."""
 
+def _tape_equal(a: bytes, b: bytes) -> bool | None:
+    """Test hook: whether two JSON texts' values are equal as JavaScript compares them, told
+    by walking their tapes; None where the tape declines either text."""
+
 def _plainly_equal(a: Any, b: Any) -> bool | None:
     """Test hook: whether ``a`` and ``b`` are equal as JavaScript compares them, told by
     walking them where both are plain JSON forms; None where their encodings must tell."""
