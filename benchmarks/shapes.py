@@ -223,6 +223,19 @@ def long_result_run(n: int) -> Thread:
     return thread
 
 
+def large_newest(n: int) -> Thread:
+    """Tool results that differ only in their result, the newest one's a list as long as the
+    thread (of objects with an index key, which the tape orders by encoding).
+
+    Every message shares a screen, so the newest is compared exactly with every candidate
+    period's message: walked again at each comparison (as once it was), it made the pass
+    grow with the square of the thread.
+    """
+    thread: Thread = [_activity("response", "ls", {"i": i}, f"ok {i}") for i in range(n - 1)]
+    big = [{"0": j, "path": f"f{j}"} for j in range(n)]
+    return [*thread, _activity("response", "ls", {"i": n}, big)]
+
+
 def _square_free(n: int) -> list[int]:
     """The first ``n`` letters of a ternary square-free word: the first differences of the
     Thue-Morse sequence (OEIS A029883), shifted to 0, 1, 2."""
@@ -295,6 +308,7 @@ SHAPES: Final[dict[str, Shape]] = {
         Shape("square_free_meta", square_free_meta, None),
         Shape("ruler_meta", ruler_meta, None),
         Shape("big_integers", big_integers, None),
+        Shape("large_newest", large_newest, None),
     )
 }
 """Every shape by name, ``healthy`` (the baseline) first."""

@@ -70,11 +70,15 @@ struct Interned<N> {
     value: N,
     bytes: Option<std::ops::Range<usize>>,
     same_screen: Option<usize>,
+    /// Whether the value has been compared by walking it once already (then by its bytes:
+    /// no value is walked again and again along a chain).
+    walked: bool,
 }
 
 /// Exact ids for the values of one thread's trailing tool calls, encoding only what must be:
 /// a value whose screen no earlier value shares gets a new id at once (values with
-/// different screens differ); only values that share a screen are encoded and compared.
+/// different screens differ); only values that share a screen are compared, by walking the
+/// two where both are plain and neither was walked before, else by their encodings.
 /// Equal values share a screen and get the first one's id, so a chain grows only with
 /// distinct values whose screens collide.
 pub struct LazyInterner<N> {
@@ -111,16 +115,26 @@ impl<N: Node + Clone> LazyInterner<N> {
                 value: value.clone(),
                 bytes: None,
                 same_screen: None,
+                walked: false,
             });
             return Ok(fresh as i64);
         };
-        // Each value met with the same screen is compared by walking the two where both are
-        // plain, else by their canonical bytes (the candidate's encoded once, when first
-        // needed).
+        // Each value met with the same screen is compared with it by walking the two where
+        // both are plain and neither has been walked before (each value is walked once at
+        // most), else by their canonical bytes (the candidate's encoded once, when needed).
         let mut candidate_encoded = false;
+        let mut candidate_walked = false;
         let mut at = first;
         loop {
-            let same = match value.plainly_equal(&self.arena[at].value) {
+            let walk = !candidate_walked && !self.arena[at].walked;
+            let told = if walk {
+                candidate_walked = true;
+                self.arena[at].walked = true;
+                value.plainly_equal(&self.arena[at].value)
+            } else {
+                None
+            };
+            let same = match told {
                 Some(same) => same,
                 None => {
                     if !candidate_encoded {
@@ -159,6 +173,7 @@ impl<N: Node + Clone> LazyInterner<N> {
             value: value.clone(),
             bytes,
             same_screen: None,
+            walked: candidate_walked,
         });
         Ok(fresh as i64)
     }
@@ -460,7 +475,9 @@ impl Columns {
     /// The run of identical settled tool results (compared as (name, arguments, result))
     /// that ends the thread: its length, and where it is at least `needed` long, its span.
     /// Each result is compared with the newest by cheap screens first; only results whose
-    /// screens agree are encoded and compared exactly.
+    /// screens agree are compared exactly, by walking the two where their values are plain
+    /// (the run ends at the first that differs, so the newest is walked in full once per
+    /// result of the run, as each was encoded once), else by their exact ids.
     fn result_run<N: Node>(
         &mut self,
         items: &[N],

@@ -119,8 +119,9 @@ pub trait Node: Sized {
         None
     }
     /// Whether the value is a mapping whose fields are read without running any code of its
-    /// own (an exact dict), so that reading them again to compare costs no more than the
-    /// lookups: where it is not, the comparisons read each message once, by its encoding.
+    /// own (an exact dict, a tape's object), so that reading them again to walk them runs no
+    /// caller's code twice: where it is not, the comparisons read each message once, by its
+    /// encoding.
     fn reads_plainly(&self) -> bool {
         false
     }

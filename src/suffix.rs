@@ -10,11 +10,13 @@
 //! Two passes. The first compares cheap *screens* (type, text and whether meta is present,
 //! hashed from the strings' storage): equal messages always have equal screens, so a period
 //! the screens reject is rejected. Only when some period survives does the second pass compare
-//! messages exactly: their canonical bytes (type, text and meta), each message's read once and
-//! kept with its 64-bit fingerprint, two messages equal when both their fingerprints and their
-//! bytes are. So its answer is the reference's, and no hash collision can change it; and no
-//! table of distinct messages is built (on a million distinct messages such a table outgrew
-//! the cache and made the pass grow faster than the thread: `docs/growth.md`).
+//! messages exactly: the first time two messages meet, by walking them at once where their
+//! values are plain JSON forms (`Node::plainly_equal`, no encoding; each message is walked once
+//! at most); otherwise by their canonical bytes (type, text and meta), each message's read once
+//! and kept with its 64-bit fingerprint, two messages equal when both their fingerprints and
+//! their bytes are. So its answer is the reference's, and no hash collision can change it; and
+//! no table of distinct messages is built (on a million distinct messages such a table
+//! outgrew the cache and made the pass grow faster than the thread: `docs/growth.md`).
 
 use pyo3::prelude::*;
 
@@ -131,6 +133,10 @@ const UNREAD: usize = usize::MAX;
 struct ExactKeys {
     /// Per position (counted from the thread's end): the key's number, or `UNREAD`.
     slot: Vec<usize>,
+    /// Per position: whether the message has been compared by walking it once already (a
+    /// second comparison reads its key, so that no message is walked again and again: the
+    /// newest is compared with every candidate period's).
+    walked: Vec<bool>,
     prints: Vec<u64>,
     bytes: Vec<u8>,
     ends: Vec<usize>,
@@ -140,6 +146,8 @@ impl ExactKeys {
     fn clear(&mut self, length: usize) {
         self.slot.clear();
         self.slot.resize(length, UNREAD);
+        self.walked.clear();
+        self.walked.resize(length, false);
         self.prints.clear();
         self.bytes.clear();
         self.ends.clear();
@@ -170,13 +178,18 @@ impl ExactKeys {
         key_at(&self.bytes, &self.ends, key)
     }
 
-    /// Whether the messages `a` and `b` places from the end are equal: their fingerprints
-    /// match and so do their bytes (a fingerprint collision costs one comparison).
+    /// Whether the messages `a` and `b` places from the end are equal: told by walking them
+    /// when neither has been read or walked before and their values are plain, else their
+    /// fingerprints match and so do their bytes (a fingerprint collision costs one
+    /// comparison).
     fn equal<N: Node>(&mut self, items: &[N], a: usize, b: usize) -> PyResult<bool> {
         let last = items.len() - 1;
-        if self.slot[a] == UNREAD || self.slot[b] == UNREAD {
-            // Not both read yet: told by walking the two messages where that is plain, with
-            // no encoding (unequal ones stop at their first difference).
+        if !self.walked[a] && !self.walked[b] && self.slot[a] == UNREAD && self.slot[b] == UNREAD {
+            // Neither read nor walked yet: told by walking the two messages where that is
+            // plain, with no encoding (unequal ones stop at their first difference). Each
+            // message is walked once at most, so the walks cost the messages' size once.
+            self.walked[a] = true;
+            self.walked[b] = true;
             if let Some(same) = plainly_same_message(&items[last - a], &items[last - b])? {
                 return Ok(same);
             }
