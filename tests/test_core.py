@@ -277,18 +277,23 @@ for call in (lambda: vthread.scan([thread]), lambda: vthread.fingerprint(np.int6
 def test_a_chat_message_s_fingerprint_is_warned_about() -> None:
     """A chat message has no type, text or meta: its fingerprint is every other chat
     message's, which the caller is warned of (testers compared runs' chat messages and found
-    them all equal, silently); a native message is not warned about."""
+    them all equal, silently). A native message, or one with a type of its own (LangChain's,
+    a Responses item), is not warned about, nor is a scan, whose signatures fingerprint its
+    messages inside the library."""
     import warnings
 
-    chats = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "other"},
-             {"type": "human", "content": "hi"}]
-    for chat in chats:
+    for chat in ({"role": "user", "content": "hello"}, {"role": "assistant", "content": "x"}):
         with pytest.warns(UserWarning, match="to_native") as said:
             fingerprint = vthread.message_fingerprint(chat)
-        assert said[0].filename == __file__
-        assert (fingerprint == vthread.message_fingerprint({"type": None, "text": None})) == (
-            "role" in chat)  # (LangChain's has a type of its own)
+        assert len(said) == 1 and said[0].filename == __file__
+        assert fingerprint == vthread.message_fingerprint({"type": None, "text": None})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        vthread.message_fingerprint({"type": "bot", "text": "hi"})
-        vthread.message_fingerprint({"type": "activity", "meta": {}})
+        for other in ({"type": "bot", "text": "hi"}, {"type": "activity", "meta": {}},
+                      {"type": "human", "content": "hi"},
+                      {"type": "function_call", "call_id": "1", "name": "ls"}):
+            vthread.message_fingerprint(other)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        vthread.scan([[{"role": "user", "content": "again"}] * 4])
+    assert said and not any("fingerprint" in str(warning.message) for warning in said)

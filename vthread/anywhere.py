@@ -67,7 +67,7 @@ from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
 from vthread.documents import translated_span
-from vthread.fingerprint import exact_key, message_fingerprint, message_key
+from vthread.fingerprint import exact_key, message_key, message_print
 from vthread.scan import HEURISTIC_NAMES
 from vthread.textrun import repeated_text_start, runaway, text_units
 
@@ -1063,7 +1063,7 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
         text = block[0].get("text")
         parts: Any = sorted(set(text_units(text))) if is_string(text) else []
     else:
-        prints = [message_fingerprint(m) for m in block
+        prints = [message_print(m) for m in block
                   if kind == BLOCK or _role(m) != _AGENT]
         first = least_rotation(prints) if prints else 0
         parts = prints[first:] + prints[:first]

@@ -37,7 +37,8 @@ def message_fingerprint(message: Mapping[str, Any]) -> int:
 
     An absent type or text counts as null; an absent meta differs from a null one. The
     canonical texts are written by the compiled core, equal to ``_jsvalue.canonical``'s
-    (property-tested).
+    (property-tested). A chat message (a ``role`` and no ``type`` or ``text``) is warned
+    of: it has none of the three, so every such message has one fingerprint.
 
     >>> message_fingerprint({"type": "bot", "text": "hi"}) == message_fingerprint(
     ...     {"text": "hi", "type": "bot", "usage": {"tokens": 3}})
@@ -46,17 +47,21 @@ def message_fingerprint(message: Mapping[str, Any]) -> int:
     if not isinstance(message, Mapping):
         raise TypeError(f"message must be a mapping, got {type(message).__name__}")
     # (a dict's keys asked, no mapping's own code run; a native message's: one lookup)
-    if type(message) is dict and ("text" not in message or "role" in message):
-        from vthread.documents import chat_like
+    if type(message) is dict and "role" in message and "type" not in message and (
+            "text" not in message):
+        import warnings
 
-        if chat_like(message):
-            import warnings
+        warnings.warn(
+            'the message has a "role" and no "type" or "text" (a chat message): its '
+            "fingerprint is of its type, text and meta alone, so it is every such "
+            "message's; translate them with vthread.adapters.to_native(messages, format) "
+            "first", stacklevel=2)
+    return message_print(message)
 
-            warnings.warn(
-                'the message is no native one (it has a "role", or a "content" and no "text": '
-                "a chat message?): its fingerprint is of its type, text and meta alone, "
-                "which such messages do not hold (most of them share one); translate them "
-                "with vthread.adapters.to_native(messages, format) first", stacklevel=2)
+
+def message_print(message: Mapping[str, Any]) -> int:
+    """:func:`message_fingerprint` of a native message, as the engine takes it (no check,
+    no warning: its messages are native, or warned of once for their thread)."""
     return xxhash.xxh3_64_intdigest(message_key(message))
 
 

@@ -62,7 +62,7 @@ from vthread._options import (
     type_name,
     usable_cpus,
 )
-from vthread.fingerprint import message_fingerprint, message_key
+from vthread.fingerprint import message_key, message_print
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
 from vthread.volatile import volatile_masked
 
@@ -703,7 +703,7 @@ def _signature_parts(messages: Sequence[Any], code: int, begin: int, size: int) 
     sorted distinct calls (an activity tail), the newest settled result (a result run), the
     sorted distinct sentences (a text run)."""
     if code == SUFFIX:
-        block = [message_fingerprint(m) for m in messages[len(messages) - size :]]
+        block = [message_print(m) for m in messages[len(messages) - size :]]
         first = least_rotation(block)
         return block[first:] + block[:first]  # the same block whatever its phase
     if code == ACTIVITY_TAIL:
