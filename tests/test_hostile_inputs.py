@@ -1519,6 +1519,39 @@ def test_an_error_the_first_message_raises_is_noted_too(call: str, length: int) 
     assert error.value.__notes__ == [f"while reading {where}"]
 
 
+class _KeysRaise(Mapping[str, Any]):
+    """A message whose reading of the given keys raises."""
+
+    def __init__(self, fields: dict[str, Any], raising: set[str]) -> None:
+        self.fields, self.raising = fields, raising
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.raising:
+            raise ValueError(f"bad key {key}")
+        return self.fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
+def test_an_error_a_later_message_raises_in_the_chat_screen_names_no_wrong_message() -> None:
+    """A thread whose first message is no native one is read further to tell whose it is:
+    an exception a later message raises there names the thread alone, never a message that
+    did not raise it (the reviewer's: messages[2] raised, messages[1] was named)."""
+    thread = [{"type": "human", "content": "hi"},
+              _KeysRaise({"type": "ai", "content": "x"}, {"text"}),
+              _KeysRaise({"type": "ai", "content": "y"}, {"type"})]
+    with pytest.raises(ValueError, match="bad key") as error:
+        vthread.scan([[{"type": "user", "text": "a"}], thread])
+    assert error.value.__notes__ == ["while reading thread 1"]
+    with pytest.raises(ValueError, match="bad key") as error:
+        vthread.describe_thread_cycle(thread)
+    assert getattr(error.value, "__notes__", None) is None
+
+
 class _RaisesWhenRead(dict[str, Any]):
     """A chat message whose every read raises (a mapping of the caller's own)."""
 

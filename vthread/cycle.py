@@ -28,11 +28,10 @@ from vthread._heuristics import (
 from vthread._messages import MessagesOrRun, as_held_thread, as_thread
 from vthread._options import CycleOptions, cycle_options, text_run_options
 from vthread.documents import (
-    chat_like,
+    first_chat_like,
     holding_no_messages,
     holds_run_messages,
     native_messages,
-    note_unreadable,
     warn_if_chat,
 )
 from vthread.volatile import volatile_masked
@@ -209,12 +208,7 @@ def _described(messages: MessagesOrRun, options: CycleOptions, mask_volatile: bo
         if messages:
             if type(messages[0]) is not dict:
                 messages = list(messages)  # as it is at the call (as_held_thread says why)
-            try:
-                chat = chat_like(messages[0])
-            except Exception as error:
-                note_unreadable(error, messages, None)  # as the core notes its own reads'
-                raise
-            if chat:
+            if first_chat_like(messages):
                 warn_if_chat([messages], stacklevel=stacklevel, one=True)
         thread: object = messages
     else:

@@ -70,6 +70,7 @@ __all__ = [
     "chat_like",
     "checked_format",
     "evidence_of",
+    "first_chat_like",
     "first_settling",
     "holds_run_messages",
     "in_source_messages",
@@ -1337,24 +1338,32 @@ def _chat_found(thread: Any, whose: str, one: bool) -> tuple[str, str | None] | 
     return None
 
 
+def first_chat_like(thread: Sequence[Any]) -> bool:
+    """:func:`chat_like` of a single call's thread's first message, an error its own
+    objects raise noted as the core notes one (:func:`note_unreadable`)."""
+    try:
+        return chat_like(thread[0])
+    except Exception as error:
+        note_unreadable(error, thread, None)
+        raise
+
+
 def note_unreadable(error: Exception, thread: Sequence[Any], index: int | None) -> None:
     """Note on ``error``, raised by a message's own objects while ``thread`` was looked at
-    for chat messages (:func:`chat_like`), where, as the core notes an error raised as it
-    reads a thread: ``while reading thread 7, messages[2]`` (``index``: the thread's in its
-    batch; None: a single call's, ``while reading messages[2]``), the first message
-    :func:`chat_like` cannot read alone, found by reading each again (on this error path
-    only; an exception that is no ``Exception``, a Ctrl-C, raised then propagates in the
-    error's place)."""
-    message = None
-    for position, item in enumerate(thread):
-        try:
-            chat_like(item)
-        except Exception:
-            message = position
-            break
+    for chat messages (:func:`chat_like` of its first, and for some, reads of the others),
+    where, as the core notes an error raised as it reads a thread: ``while reading thread
+    7, messages[0]`` when the first message's own reading raises again (found by reading it
+    again, on this error path only; an exception that is no ``Exception``, a Ctrl-C, raised
+    then propagates in the error's place), else ``while reading thread 7`` (``index``: the
+    thread's in its batch; None: a single call's, ``messages[0]`` or no note)."""
+    try:
+        chat_like(thread[0])
+        first = False
+    except Exception:
+        first = True
     place = [] if index is None else [f"thread {index}"]
-    if message is not None:
-        place.append(f"messages[{message}]")
+    if first:
+        place.append("messages[0]")
     if place:
         error.add_note(f"while reading {', '.join(place)}")
 
