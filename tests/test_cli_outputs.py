@@ -223,6 +223,32 @@ def test_a_first_line_larger_than_the_memory_is_named_too(
     assert summary["failure"].startswith(f"out of memory at {huge}:1: ")
 
 
+def test_running_out_of_memory_past_the_opening_names_no_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MemoryError past a file's opening, in the reading's own work on a chunk (not a
+    line too large), is not told as a line too large: the scan ends with 71, saying how
+    many lines were written, as for any MemoryError of no line (the reviewer's: a chunk's
+    format check blamed its first line)."""
+    from vthread import cli
+
+    source = tmp_path / "mid.jsonl"
+    source.write_bytes(b'[{"type": "user", "text": "a"}]\n' * 30)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 10)
+    real = cli._Settling.look
+
+    def look(self: Any, label: str, lines: Any, line: int, *args: Any, **keywords: Any) -> Any:
+        if line == 11:
+            raise MemoryError
+        return real(self, label, lines, line, *args, **keywords)
+
+    monkeypatch.setattr(cli._Settling, "look", look)
+    target = tmp_path / "summary.json"
+    code, out, _ = run(["scan", str(source), "--summary", str(target)], monkeypatch)
+    failure = json.loads(target.read_text())["failure"]
+    assert code == 71 and len(records(out)) == 10
+    assert failure.startswith("out of memory after 10 lines: ") and f"{source}:" not in failure
+
+
 def test_sigterm_ends_a_scan_as_ctrl_c_does(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM (what timeout, Slurm and Kubernetes send) during a scan: the records so far

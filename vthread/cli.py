@@ -3117,6 +3117,7 @@ def _tasks(
         transcoded: _Transcoded | None = None
         chunks: Iterator[Sequence[bytes]]
         unfinished: list[str] = []  # what a .eval log of an unfinished evaluation lacks
+        opened = False  # (see the MemoryError below)
         try:
             if _is_eval_log(name):
                 chunks, kind = _inspect_chunks(label, name, unfinished.append), "inspect"
@@ -3140,6 +3141,7 @@ def _tasks(
                             "run (it opens as one, not as JSONL)")
                 else:
                     chunks = _chunks(sniffed)
+            opened = True
             # What the file's records stand for: lines, a document's runs, a log's samples.
             unit = "line" if kind == "lines" else "sample" if kind == "inspect" else "run"
             if kind == "inspect":
@@ -3199,9 +3201,12 @@ def _tasks(
                 last = lines
         except MemoryError as error:
             # A document whose first run, or whose whole (read as one value), is longer
-            # than the most one line may take, or does not fit the memory the process may
-            # use as the file is opened (a JSONL file whose first line opens as a document
-            # does): it ends the scan at its place, as such a line does.
+            # than the most one line may take, or a file's first line that does not fit the
+            # memory the process may use as the file is opened (a JSONL file whose line 1
+            # opens as a document does is split as one to tell): it ends the scan at its
+            # place, as such a line does. Past the opening, a MemoryError is no line's.
+            if opened and not isinstance(error, _LineTooLongError):
+                raise
             yield _Task(label, line, [], file_format or "native", cycle, strict, count_tokens,
                         unit=unit, too_large=True,
                         line_limit=_TooLarge.after(error).line_limit)
