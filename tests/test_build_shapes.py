@@ -909,19 +909,24 @@ def test_the_messages_kept_first_are_counted_by_what_kept_them() -> None:
 
 
 def test_a_start_on_no_message_has_is_warned_of() -> None:
-    """A ``start_on`` that is the type of no native message (a typo: ``"usr"``) keeps
-    nothing but the system and pinned messages, as production does, and says so, naming the
-    types there (testers: an empty request, silently, where a chat format's typo is a
-    ValueError); one some message has, or an empty thread, says nothing."""
+    """A ``start_on`` that is the type of no native message after the system and pinned
+    ones (a typo: ``"usr"``) keeps nothing but those, as production does, and says so,
+    naming the types there (testers: an empty request, silently, where a chat format's typo
+    is a ValueError); one a later message has, or an empty thread, says nothing."""
     import warnings
 
     thread = [{"type": "system", "text": "s", "usage": {"tokens": 1}},
               {"type": "user", "text": "a", "usage": {"tokens": 1}},
               {"type": "bot", "text": "b", "usage": {"tokens": 1}}]
-    with pytest.warns(UserWarning, match=r"start_on='usr' is the type of no message here.*"
-                      r"'bot', 'system', 'user'") as said:
+    with pytest.warns(UserWarning, match=r"start_on='usr' is the type of no message after "
+                      r"the system and pinned ones.*'bot', 'system', 'user'") as said:
         kept = vthread.build_thread(thread, max_tokens=30, start_on="usr").messages
     assert said[0].filename == __file__ and kept == []
+    # (the only message of the type is the system one, kept apart: no start either)
+    with pytest.warns(UserWarning, match="start_on='system'"):
+        kept = vthread.build_thread(thread, max_tokens=30, start_on="system",
+                                    keep_system=True).messages
+    assert [m["type"] for m in kept] == ["system"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert [m["type"] for m in vthread.build_thread(

@@ -229,6 +229,8 @@ def build_thread(
         # A pinned message of that type opens the kept part: the rest may start anywhere
         # (a run with no user turn after its task kept nothing after it).
         start_on = None
+    if start_on is not None:
+        view.warn_if_no_start(start_on, head)
     shaped = keep_system or pinned > 0 or pair_safe or start_on is not None
     # With a shape asked for, a message to trim is trimmed with the room left once the
     # messages it needs before it are kept (its tool call), and one with no room left is
@@ -632,23 +634,8 @@ class _MessageView:
 
     def check_start_on(self, start_on: str) -> None:
         """A ``start_on`` no chat message can ever match (a chat format's result would be
-        empty, silently) is a ``ValueError`` naming those it can; one no native message of
-        the thread has as its type (a typo, ``"usr"``: native types are free) is warned of,
-        the types there named, as the result then keeps only the system and pinned ones.
-        O(n) for native messages."""
+        empty, silently) is a ``ValueError`` naming those it can."""
         if self._types is None:
-            if self.length and not any(self.starts(index, start_on)
-                                       for index in range(self.length)):
-                import warnings
-
-                types = sorted({str.__str__(kind) for kind in map(self.type_of,
-                                                                   range(self.length))
-                                if is_string(kind)})
-                shown_types = ", ".join(repr(kind) for kind in types[:8])
-                warnings.warn(
-                    f"start_on={start_on!r} is the type of no message here, so none is kept "
-                    f"but the system and pinned ones (the types here: {shown_types or 'none'}"
-                    f"{', ...' if len(types) > 8 else ''})", stacklevel=user_stacklevel())
             return
         if start_on not in _TRANSLATED_TYPES | _CHAT_ROLES:
             from vthread.adapters import LANGCHAIN_ROLES
@@ -659,6 +646,23 @@ class _MessageView:
                              f"translated type or a role: {names}"
                              + (f" (LangChain's {start_on!r} messages are {role!r})"
                                 if role is not None and role != start_on else ""))
+
+    def warn_if_no_start(self, start_on: str, head: int) -> None:
+        """A ``start_on`` that is the type of no native message past the ``head`` (the
+        system and pinned messages; a typo, ``"usr"``: native types are free) is warned of,
+        the types there named: the result then keeps only the head. O(n)."""
+        if self._types is not None or head >= self.length or any(
+                self.starts(index, start_on) for index in range(head, self.length)):
+            return
+        import warnings
+
+        types = sorted({str.__str__(kind) for kind in map(self.type_of, range(self.length))
+                        if is_string(kind)})
+        shown_types = ", ".join(repr(kind) for kind in types[:8])
+        warnings.warn(
+            f"start_on={start_on!r} is the type of no message after the system and pinned "
+            f"ones, so none is kept but those (the types here: {shown_types or 'none'}"
+            f"{', ...' if len(types) > 8 else ''})", stacklevel=user_stacklevel())
 
     def own_costs(self) -> list[float | None] | None:
         """Per source message of a chat format, the tokens its translation carries (the
