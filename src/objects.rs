@@ -240,7 +240,12 @@ pub fn key_may_repeat(text: &Bound<'_, PyString>) -> bool {
     if !text.is_exact_instance_of::<PyString>() {
         return true;
     }
-    match code_points(text) {
+    holds_surrogate(&code_points(text))
+}
+
+/// Whether a string's code points hold a surrogate (never in Latin-1 storage).
+fn holds_surrogate(points: &CodePoints<'_>) -> bool {
+    match points {
         CodePoints::Latin1(_) => false,
         CodePoints::Ucs2(units) => units.iter().any(|&unit| (0xD800..0xE000).contains(&unit)),
         CodePoints::Ucs4(points) => points
@@ -727,14 +732,7 @@ fn texts_equal(a: &Bound<'_, PyString>, b: &Bound<'_, PyString>) -> Option<bool>
     if same {
         return Some(true);
     }
-    let surrogate = |points: &CodePoints<'_>| match points {
-        CodePoints::Latin1(_) => false,
-        CodePoints::Ucs2(units) => units.iter().any(|&unit| (0xD800..0xE000).contains(&unit)),
-        CodePoints::Ucs4(points) => points
-            .iter()
-            .any(|&point| (0xD800..0xE000).contains(&point)),
-    };
-    if surrogate(&left) || surrogate(&right) {
+    if holds_surrogate(&left) || holds_surrogate(&right) {
         None
     } else {
         Some(false)
