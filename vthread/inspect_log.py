@@ -529,26 +529,32 @@ def _eval_batch(path: str | Path, batch: list[tuple[Any, int]]) -> Iterator[Any]
     together = getattr(inspect_log, "read_eval_log_samples_by_id", None)  # (0.3.130 on)
     if together is not None:
         try:
-            yield from list(together(path, batch, concurrency=1, resolve_attachments=True))
-            return
+            samples = list(together(path, batch, concurrency=1, resolve_attachments=True))
         except (OSError, ImportError):
             raise
         except Exception:
             # A sample in it that cannot be read, or is missing, or the batch too large for
             # the memory (a MemoryError, its memory given back): one at a time.
-            pass
+            samples = None
+        if samples is not None:
+            yield from samples
+            return
     for sample_id, epoch in batch:
+        # (read in the try, given out after it: nothing its reader does is taken for the
+        # sample's failure)
+        sample: Any
         try:
-            yield inspect_log.read_eval_log_sample(path, id=sample_id, epoch=epoch,
-                                                   resolve_attachments=True)
+            sample = inspect_log.read_eval_log_sample(path, id=sample_id, epoch=epoch,
+                                                      resolve_attachments=True)
         except IndexError:  # (inspect_ai's answer for a sample the log does not hold)
-            yield _Missing()
+            sample = _Missing()
         except (OSError, ImportError, MemoryError):
             raise
         except Exception as error:  # whatever inspect_ai raises on the sample's member
             named = _sample_name({"id": sample_id, "epoch": epoch})
-            yield UnreadableSample(_thread_id(sample_id, epoch),
-                                   f"{named} cannot be read: {_problem(error)}")
+            sample = UnreadableSample(_thread_id(sample_id, epoch),
+                                      f"{named} cannot be read: {_problem(error)}")
+        yield sample
 
 
 def _json_samples(data: bytes, notes: _Notes) -> Iterator[_Read]:
