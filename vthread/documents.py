@@ -86,7 +86,6 @@ __all__ = [
     "native_misfit",
     "native_threads",
     "not_an_array",
-    "note_unreadable",
     "opens_runs",
     "read_cell",
     "read_run",
@@ -1297,7 +1296,7 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
             found = _chat_found(thread, "the messages" if one else f"thread {index}'s messages",
                                 one)
         except Exception as error:
-            note_unreadable(error, thread, None if one else index)
+            _note_unreadable(error, thread, None if one else index)
             raise
         if found is None:
             continue
@@ -1340,15 +1339,15 @@ def _chat_found(thread: Any, whose: str, one: bool) -> tuple[str, str | None] | 
 
 def first_chat_like(thread: Sequence[Any]) -> bool:
     """:func:`chat_like` of a single call's thread's first message, an error its own
-    objects raise noted as the core notes one (:func:`note_unreadable`)."""
+    objects raise noted as the core notes one (:func:`_note_unreadable`)."""
     try:
         return chat_like(thread[0])
     except Exception as error:
-        note_unreadable(error, thread, None)
+        _note_unreadable(error, thread, None)
         raise
 
 
-def note_unreadable(error: Exception, thread: Sequence[Any], index: int | None) -> None:
+def _note_unreadable(error: Exception, thread: Sequence[Any], index: int | None) -> None:
     """Note on ``error``, raised by a message's own objects while ``thread`` was looked at
     for chat messages (:func:`chat_like` of its first, and for some, reads of the others),
     where, as the core notes an error raised as it reads a thread: ``while reading thread
