@@ -4260,9 +4260,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
                     # ones handed to the pool again, in order.
                     _end_started_workers()
                     _say_unstarted(error)
-                    unanswered = [waiting for waiting, _ in window]
-                    window.clear()
-                    yield from map(_scan_chunk, chain(unanswered, [task], pending))
+                    yield from _scanned_here(window, unsent, pending)
                     return
                 window.append((task, submitted))
                 unsent.clear()
@@ -4280,12 +4278,20 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
             say("vthread scan: warning: a worker process ended without answering (killed "
                 "for memory or by a signal); its chunks and the rest are scanned in this "
                 "process")
-            unanswered = [waiting for waiting, _ in window] + unsent
-            window.clear()
-            yield from map(_scan_chunk, chain(unanswered, pending))
+            yield from _scanned_here(window, unsent, pending)
         finally:
             for _, future in window:
                 future.cancel()
+
+
+def _scanned_here(window: deque[tuple[_Task, Future[_Done]]], unsent: list[_Task],
+                  pending: Iterator[_Task]) -> Iterator[_Done]:
+    """When the pool can take no more: the chunks it has not answered (``window``'s, in
+    order, then ``unsent``, the one being handed to it) and the rest (``pending``), scanned
+    in this process; ``window`` is emptied (nothing is left in it to cancel)."""
+    unanswered = [task for task, _ in window]
+    window.clear()
+    return map(_scan_chunk, chain(unanswered, unsent, pending))
 
 
 def _oldest(window: deque[tuple[_Task, Future[_Done]]]) -> _Done:
