@@ -5,11 +5,13 @@ memory) moves its time by a few percent, less than this machine's drift between 
 minute apart. So the builds are loaded into one interpreter (each ``.so`` under a name of
 its own) and called in turn on the same parsed threads, the order alternating by round, and
 each round's ratio is taken against the first build: the drift then moves both sides of a
-ratio alike. Three measures: ``_core.scan_columns`` over the threads (the column pass alone),
+ratio alike. Four measures: ``_core.scan_columns`` over the threads (the column pass alone),
 ``vthread.scan`` with the build put in place of ``vthread._core`` (the whole call,
 Python's verdicts and records included), and ``_core.scan_lines`` over the file's lines on
 one thread (the pass ``vthread scan FILE`` makes from bytes: parse, columns, ids and token
-figures); records and columns must be identical across builds. CPU seconds
+figures), and ``_core.describe_thread`` called on each thread in turn (the core's part of
+``describe_thread_cycle``, a harness's every-turn call); records, columns and verdicts must
+be identical across builds. CPU seconds
 (``time.process_time``), garbage collection off. ``--ways`` picks some of them.
 
 A build is ``NAME=PATH``, PATH a built core (``vthread/_core.*.so`` after ``maturin develop
@@ -40,7 +42,7 @@ import orjson
 import vthread
 from benchmarks.scan_report import machine
 from vthread._heuristics import core_options
-from vthread._options import cycle_options
+from vthread._options import cycle_options, text_run_options
 
 _USING_THE_CORE = ("vthread.scan", "vthread._heuristics", "vthread.cycle")
 """The modules whose ``_core`` a build replaces for ``vthread.scan``."""
@@ -87,7 +89,16 @@ def _public(core: ModuleType, threads: list[Any]) -> tuple[float, Any]:
     return seconds, [result.record(row) for row in range(len(result))]
 
 
-WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines")
+def _each_thread(core: ModuleType, threads: list[Any], options: Any) -> tuple[float, Any]:
+    text_run = text_run_options()
+    arguments = (text_run.min_units, text_run.window, text_run.max_unique_ratio)
+    describe = core.describe_thread
+    started = time.process_time()
+    codes = [describe(thread, options, *arguments) for thread in threads]
+    return time.process_time() - started, codes
+
+
+WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines", "describe_thread")
 
 
 def measure(builds: dict[str, ModuleType], threads: list[Any], lines: list[bytes], rounds: int,
@@ -96,7 +107,8 @@ def measure(builds: dict[str, ModuleType], threads: list[Any], lines: list[bytes
     ways: dict[str, Callable[[ModuleType], tuple[float, Any]]] = {
         "scan_columns": lambda core: _columns(core, threads, options),
         "vthread.scan": lambda core: _public(core, threads),
-        "scan_lines": lambda core: _lines(core, lines, options)}
+        "scan_lines": lambda core: _lines(core, lines, options),
+        "describe_thread": lambda core: _each_thread(core, threads, options)}
     out: dict[str, Any] = {}
     for way in chosen:
         run = ways[way]

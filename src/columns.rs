@@ -275,13 +275,19 @@ impl<N: Node> Activity<N> {
 /// The message's activity when it is well formed: `type` "activity", a mapping `meta` whose
 /// `activity` is a mapping with a string `type` and a mapping `function` with a string `name`.
 pub fn parse_activity<N: Node>(message: &N) -> PyResult<Option<Activity<N>>> {
-    if !message
-        .field(Key::Type)?
-        .is_some_and(|kind| kind.is_text("activity"))
-    {
+    // The meta is asked for only of an activity, unless the three fields are read at once.
+    let (kind, meta) = match message.fields_at_once()? {
+        Some([kind, _, meta]) => (kind, Some(meta)),
+        None => (message.field(Key::Type)?, None),
+    };
+    if !kind.is_some_and(|kind| kind.is_text("activity")) {
         return Ok(None);
     }
-    let Some(meta) = message.field(Key::Meta)? else {
+    let meta = match meta {
+        Some(meta) => meta,
+        None => message.field(Key::Meta)?,
+    };
+    let Some(meta) = meta else {
         return Ok(None);
     };
     let Some(activity) = meta.field(Key::Activity)? else {

@@ -929,6 +929,22 @@ impl<'t> Node for Value<'t> {
         Ok(self.get(key.as_str()))
     }
 
+    /// One pass over the object's members, as `get` finds each (keys are unique in a tape).
+    fn fields_at_once(&self) -> PyResult<Option<[Option<Self>; 3]>> {
+        let mut found = [None, None, None];
+        if self.is_object() {
+            for (key, value) in self.members() {
+                if let Some(slot) = [b"type", b"text", b"meta"]
+                    .iter()
+                    .position(|name| same_key(key, *name))
+                {
+                    found[slot] = Some(value);
+                }
+            }
+        }
+        Ok(Some(found))
+    }
+
     fn is_mapping(&self) -> PyResult<bool> {
         Ok(self.is_object())
     }

@@ -77,6 +77,13 @@ impl Text {
 pub trait Node: Sized {
     /// `value.get(key)` of a mapping (None when absent or when the value is no mapping).
     fn field(&self, key: Key) -> PyResult<Option<Self>>;
+    /// A message's `type`, `text` and `meta` as `field` reads them, read at once where the
+    /// reader can do that cheaper than asking three times and without running any code of the
+    /// message's own (so no read happens that asking field by field would not have made);
+    /// None otherwise (see `message_fields`).
+    fn fields_at_once(&self) -> PyResult<Option<[Option<Self>; 3]>> {
+        Ok(None)
+    }
     /// Whether the value is a mapping (a message or a `meta` must be one).
     fn is_mapping(&self) -> PyResult<bool>;
     /// Whether the value is a string whose content is exactly `expected`.
@@ -286,7 +293,101 @@ pub fn prefetch_fields(messages: &[Bound<'_, PyAny>]) {
     }
 }
 
+/// Entries of an exact dict `message_fields` walks at most: a message's few fields (a larger
+/// dict is asked three times).
+const WALKED_ENTRIES: ffi::Py_ssize_t = 8;
+
+/// Which of `type`, `text` and `meta` the exact `str` at `key` is (0, 1, 2), told by its
+/// content; `wanted` are the interned three, met first by address.
+///
+/// # Safety
+/// `key` is a live exact `str` and the GIL is held.
+unsafe fn message_key_slot(
+    key: *mut ffi::PyObject,
+    wanted: &[*mut ffi::PyObject; 3],
+) -> Option<usize> {
+    if let Some(slot) = wanted.iter().position(|&name| name == key) {
+        return Some(slot);
+    }
+    // A str that could not be made ready is no key of these (its error is left for the
+    // caller's next read of the dict to meet; see `storage`).
+    if ffi::PyUnicode_READY(key) != 0 {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    if ffi::PyUnicode_GET_LENGTH(key) != 4 || ffi::PyUnicode_KIND(key) != ffi::PyUnicode_1BYTE_KIND
+    {
+        return None;
+    }
+    let text = std::slice::from_raw_parts(ffi::PyUnicode_DATA(key) as *const u8, 4);
+    match text {
+        b"type" => Some(0),
+        b"text" => Some(1),
+        b"meta" => Some(2),
+        _ => None,
+    }
+}
+
+/// The `type`, `text` and `meta` of an exact dict of at most `WALKED_ENTRIES` entries whose
+/// keys are all exact `str`, read in one walk of its entries (`PyDict_Next`, which runs no
+/// code): for such a dict, `get` finds a key by its content alone, as the walk does. None for
+/// any other dict (a key of another type, or a `str` subclass, may have a `__hash__` or
+/// `__eq__` of its own that `get` would run).
+fn walked_message_fields<'py>(dict: &Bound<'py, PyDict>) -> Option<[Option<Bound<'py, PyAny>>; 3]> {
+    let py = dict.py();
+    let pointer = dict.as_ptr();
+    // SAFETY: an exact dict and the GIL held.
+    if unsafe { ffi::PyDict_Size(pointer) } > WALKED_ENTRIES {
+        return None;
+    }
+    let wanted = [
+        intern!(py, "type").as_ptr(),
+        intern!(py, "text").as_ptr(),
+        intern!(py, "meta").as_ptr(),
+    ];
+    let mut found: [*mut ffi::PyObject; 3] = [std::ptr::null_mut(); 3];
+    let mut position: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: an exact dict and the GIL held; PyDict_Next hands out borrowed pointers, and
+    // nothing in the walk runs Python code that could change the dict.
+    unsafe {
+        while ffi::PyDict_Next(pointer, &mut position, &mut key, &mut value) != 0 {
+            if ffi::PyUnicode_CheckExact(key) == 0 {
+                return None;
+            }
+            if let Some(slot) = message_key_slot(key, &wanted) {
+                found[slot] = value;
+            }
+        }
+        Some(found.map(|value| (!value.is_null()).then(|| Bound::from_borrowed_ptr(py, value))))
+    }
+}
+
+/// A message's `type`, `text` and `meta` (`Node::field` of each, in that order), read at once
+/// where the reader can (`Node::fields_at_once`).
+pub fn message_fields<N: Node>(message: &N) -> PyResult<[Option<N>; 3]> {
+    if let Some(fields) = message.fields_at_once()? {
+        return Ok(fields);
+    }
+    Ok([
+        message.field(Key::Type)?,
+        message.field(Key::Text)?,
+        message.field(Key::Meta)?,
+    ])
+}
+
 impl Node for Bound<'_, PyAny> {
+    fn fields_at_once(&self) -> PyResult<Option<[Option<Self>; 3]>> {
+        let Ok(dict) = self.cast_exact::<PyDict>() else {
+            return Ok(None);
+        };
+        let Some([kind, text, meta]) = walked_message_fields(dict) else {
+            return Ok(None);
+        };
+        Ok(Some([readied(kind)?, readied(text)?, readied(meta)?]))
+    }
+
     fn field(&self, key: Key) -> PyResult<Option<Self>> {
         let name = python_key(self.py(), key);
         if let Ok(dict) = self.cast_exact::<PyDict>() {

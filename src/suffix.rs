@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 
 use crate::arena::key_at;
 use crate::fingerprint;
-use crate::node::{absent_screen, Key, Node};
+use crate::node::{absent_screen, message_fields, Key, Node};
 
 /// The resolved suffix options (see `vthread._options.CycleOptions`).
 pub struct SuffixOptions {
@@ -62,15 +62,16 @@ pub fn masked(screen: u64) -> u64 {
 
 /// The screen of a message: the screens of its type, text and meta (or meta's absence).
 fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
-    let kind = match message.field(Key::Type)? {
+    let [kind, text, meta] = message_fields(message)?;
+    let kind = match kind {
         Some(kind) => kind.screen(scratch)?,
         None => absent_screen(), // an absent type is null, as the reference reads it
     };
-    let text = match message.field(Key::Text)? {
+    let text = match text {
         Some(text) => text.screen(scratch)?,
         None => absent_screen(),
     };
-    let has_meta = message.field(Key::Meta)?.is_some();
+    let has_meta = meta.is_some();
     let mixed =
         kind.rotate_left(21).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ text ^ u64::from(has_meta);
     Ok(masked(mixed))
@@ -81,17 +82,18 @@ fn screen<N: Node>(message: &N, scratch: &mut Vec<u8>) -> PyResult<u64> {
 /// (`null` for an absent type or text, `fingerprint::ABSENT_META` for an absent meta), the
 /// parts separated by `fingerprint::PART_SEPARATOR`.
 pub fn push_exact_key<N: Node>(message: &N, out: &mut Vec<u8>) -> PyResult<()> {
-    match message.field(Key::Type)? {
+    let [kind, text, meta] = message_fields(message)?;
+    match kind {
         Some(value) => value.push_canonical(out)?,
         None => out.extend_from_slice(b"null"),
     }
     out.push(fingerprint::PART_SEPARATOR);
-    match message.field(Key::Text)? {
+    match text {
         Some(value) => value.push_canonical(out)?,
         None => out.extend_from_slice(b"null"),
     }
     out.push(fingerprint::PART_SEPARATOR);
-    match message.field(Key::Meta)? {
+    match meta {
         Some(value) => value.push_canonical(out)?,
         None => out.extend_from_slice(fingerprint::ABSENT_META),
     }
@@ -107,8 +109,9 @@ fn plainly_same_message<N: Node>(a: &N, b: &N) -> PyResult<Option<bool>> {
     if !a.reads_plainly() || !b.reads_plainly() {
         return Ok(None);
     }
-    for key in [Key::Type, Key::Text, Key::Meta] {
-        let same = match (a.field(key)?, b.field(key)?) {
+    let (a, b) = (message_fields(a)?, message_fields(b)?);
+    for ((left, right), key) in a.into_iter().zip(b).zip([Key::Type, Key::Text, Key::Meta]) {
+        let same = match (left, right) {
             (None, None) => Some(true),
             (Some(left), Some(right)) => left.plainly_equal(&right),
             _ if key == Key::Meta => Some(false),
