@@ -453,6 +453,10 @@ impl ChunkColumns {
         let Ok(tape) = tape_of(reading.detected, line) else {
             return Ok(None);
         };
+        // (its values bound its messages: asked before they are listed)
+        if !memory_for_messages(tape.values(), self.anywhere.is_some()) {
+            return Ok(None); // Python's, as a line `memory_for` refuses
+        }
         let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
             return Ok(None);
         };
@@ -661,18 +665,41 @@ const ASKED_FROM_BYTES: usize = 1 << 20;
 /// place (exit 71, the records before it written); the core's own allocations would fail
 /// part-way with the allocator's abort, which ends the process with no record written.
 pub(crate) fn memory_for(bytes: usize, anywhere: bool) -> bool {
-    if bytes < ASKED_FROM_BYTES {
-        return true;
-    }
     let per_byte = if anywhere {
         ANYWHERE_BYTES_PER_BYTE
     } else {
         READING_BYTES_PER_BYTE
     };
+    bytes < ASKED_FROM_BYTES || can_have(bytes.saturating_mul(per_byte))
+}
+
+/// The most the column pass takes per message of a thread read from a line, in bytes, with a
+/// margin: its list of messages, screens, exact keys' slots and Z array (and with
+/// `--anywhere`, its message screens). Asked for each value of the line, which bounds its
+/// messages. A line of tiny messages holds many more of them than
+/// `memory_for` counts on: ten million `{}` (30 MB) took 746 MB, and under `ulimit -v
+/// 700000` the column pass's allocation of its screens ended the process (the allocator's
+/// abort) where its reading should have been Python's (`memory_for`).
+const COLUMN_BYTES_PER_MESSAGE: usize = 64;
+const ANYWHERE_BYTES_PER_MESSAGE: usize = 160;
+
+/// Whether the memory the column pass takes for a thread of `messages` messages can be had
+/// now (`memory_for`, asked once the line is parsed, of its values).
+pub(crate) fn memory_for_messages(messages: usize, anywhere: bool) -> bool {
+    let per_message = if anywhere {
+        ANYWHERE_BYTES_PER_MESSAGE
+    } else {
+        COLUMN_BYTES_PER_MESSAGE
+    };
+    let bytes = messages.saturating_mul(per_message);
+    bytes < ASKED_FROM_BYTES || can_have(bytes)
+}
+
+/// Whether `bytes` of memory can be had now: asked for and given back at once (address space
+/// only, no page touched).
+fn can_have(bytes: usize) -> bool {
     let mut probe: Vec<u8> = Vec::new();
-    probe
-        .try_reserve_exact(bytes.saturating_mul(per_byte))
-        .is_ok()
+    probe.try_reserve_exact(bytes).is_ok()
 }
 
 /// One part of a chunk, read on a worker thread without the GIL: native lines as they are,
@@ -856,6 +883,11 @@ mod tests {
         assert!(memory_for(ASKED_FROM_BYTES, false));
         assert!(!memory_for(usize::MAX / 4, false));
         assert!(!memory_for(usize::MAX / ANYWHERE_BYTES_PER_BYTE + 1, true));
+        assert!(memory_for_messages(
+            ASKED_FROM_BYTES / ANYWHERE_BYTES_PER_MESSAGE - 1,
+            true
+        ));
+        assert!(!memory_for_messages(usize::MAX / 8, false));
     }
 
     #[test]

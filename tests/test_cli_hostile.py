@@ -719,6 +719,36 @@ def test_a_line_of_a_million_messages_larger_than_the_memory_keeps_the_records_b
     assert json.loads(summary.read_text())["completed"] is False
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_line_of_millions_of_empty_messages_larger_than_the_memory_keeps_the_records_before_it(
+        tmp_path: Path, jobs: str) -> None:
+    """20 small native runs, then one of three million empty messages (``{}``: 9 MB), one
+    more, under an address-space limit of 300 MB (a tester's case, ten million under
+    ``ulimit -v 700000``): the memory the core asks for before reading a line counts its
+    bytes, and a line of messages this small makes columns several times larger than that
+    count; the column pass's allocation failed and the allocator's abort ended the process
+    (signal 6, no record). Now the core also asks for its columns' memory once the line's
+    messages are counted: status 71 naming line 21, the 20 records before it written."""
+    import resource
+
+    small = json.dumps([{"type": "user", "text": "a"}, {"type": "bot", "text": "b"}]).encode()
+    path = tmp_path / "runs.jsonl"
+    with path.open("wb") as file:
+        file.write((small + b"\n") * 20)
+        file.write(b"[" + b"{}," * 2_999_999 + b"{}]\n")
+        file.write(small + b"\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+
+    command = [*VTHREAD, "scan", "-q", "-j", jobs, "--format", "native", str(path)]
+    done = subprocess.run(command, capture_output=True, env=ENV, preexec_fn=limited,
+                          timeout=300, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert f"out of memory at {path}:21:".encode() in done.stderr
+    assert len(done.stdout.splitlines()) == 20
+
+
 def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
     """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
     limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the
