@@ -727,6 +727,50 @@ def test_the_memory_limit_is_the_machines_or_lower() -> None:
     assert cli._line_limit() == cli._memory_limit() // 4
 
 
+@pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
+def test_the_memory_limit_is_the_processs_own_when_lower(limit: str) -> None:
+    """Under ``ulimit -v`` (or ``-d``) the memory a line's limit is a quarter of is the
+    process's own limit (a tester's 2 GB line of spaces under a 4 GB ``ulimit -v`` ended the
+    scan out of memory: the line limit was a quarter of the machine's 24 GB)."""
+    import resource
+
+    cap = 3 << 30
+
+    def limited() -> None:
+        which = getattr(resource, limit)
+        resource.setrlimit(which, (cap, resource.getrlimit(which)[1]))
+
+    code = "import vthread.cli as cli; print(cli._memory_limit(), cli._line_limit())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=ENV, preexec_fn=limited, timeout=60, check=True)
+    assert [int(part) for part in done.stdout.split()] == [cap, cap // 4]
+
+
+def test_a_line_too_long_to_parse_again_is_not_parsed_to_say_what_it_lacks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first line in no format is parsed again to say what its messages lack, unless it
+    is longer than the bytes format detection reads (a 30 MB line of ten million ``{}`` took
+    13 s more, and under ``ulimit -v`` ran out of memory there, a SystemError); nor does a
+    MemoryError there end the scan otherwise than the error it explains."""
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(json.dumps([{"role": "user", "content": "x"},
+                                 {"type": "user", "text": "y"}]) + "\n")
+    told = "line 1: cannot tell the message format (messages[0] has a \"role\""
+    code, _, err = run(["scan", str(mixed), "-q"], monkeypatch)
+    assert code == 2 and told in err, err
+    monkeypatch.setattr(cli, "DETECT_BYTES", 8)
+    code, _, err = run(["scan", str(mixed), "-q"], monkeypatch)
+    assert code == 2 and "line 1: cannot tell the message format; expected" in err, err
+    monkeypatch.undo()
+
+    def short_of_memory(line: bytes, suspect: bool = True) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "_parse", short_of_memory)
+    code, _, err = run(["scan", str(mixed), "-q"], monkeypatch)
+    assert code == 2 and "line 1: cannot tell the message format; expected" in err, err
+
+
 # ------------------------------------------------------- 9. what a mistyped argument says
 
 

@@ -48,3 +48,17 @@ def test_what_only_json_reads_is_read_by_json(text: bytes) -> None:
 def test_errors_are_json_errors() -> None:
     with pytest.raises(json.JSONDecodeError):
         loads_exactly(b"{not json")
+
+
+def test_orjson_short_of_memory_is_read_again_by_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson out of memory returns a value with a MemoryError set, which Python reports as
+    a SystemError (a 30 MB line under ``ulimit -v``, an internal error of ``vthread scan``):
+    the standard module reads the text again, and raises MemoryError if memory is still
+    short."""
+    from vthread import _exact_json
+
+    def short_of_memory(text: bytes) -> Any:
+        raise SystemError("<built-in function loads> returned a result with an exception set")
+
+    monkeypatch.setattr(_exact_json, "fast_loads", short_of_memory)
+    assert loads_exactly(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}

@@ -1679,3 +1679,38 @@ def test_a_ctrl_c_while_an_errors_place_is_found_is_not_lost() -> None:
     with pytest.raises(KeyboardInterrupt):
         vthread.scan([[_InterruptedOnRereading(type="user", text="a")]])
     assert _InterruptedOnRereading.calls == 2
+
+
+class _ClaimsTooMany(Sequence[Any]):
+    """A sequence whose ``__len__`` claims far more messages than it holds (one)."""
+
+    def __len__(self) -> int:
+        return 10**18
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if not isinstance(index, int) or index >= 1:
+            raise IndexError(index)
+        return {"type": "user", "text": "x"}
+
+
+@pytest.mark.parametrize("call", ["scan", "describe_thread_cycle", "build_thread"])
+def test_a_sequence_claiming_more_messages_than_memory_holds_says_so(call: str) -> None:
+    """A thread whose ``__len__`` claims 10**18 messages: copying it ran out of memory with a
+    bare MemoryError (a tester's case); now it says what the sequence claimed, and ``scan``
+    which thread it was."""
+    said = r"^a _ClaimsTooMany whose len\(\) is 1,000,000,000,000,000,000: more messages"
+    with pytest.raises(MemoryError, match=said) as raised:
+        if call == "scan":
+            vthread.scan([[{"type": "user", "text": "a"}], _ClaimsTooMany()])
+        elif call == "describe_thread_cycle":
+            vthread.describe_thread_cycle(_ClaimsTooMany())
+        else:
+            vthread.build_thread(_ClaimsTooMany(), max_tokens=5)
+    if call == "scan":
+        assert raised.value.__notes__ == ["while reading thread 1"]

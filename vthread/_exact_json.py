@@ -45,6 +45,11 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
             return fast_loads(text)
         except ValueError:
             pass  # orjson rejects it: the standard module decides
+        except SystemError:
+            # orjson out of memory returns a value with a MemoryError set, which Python
+            # reports as a SystemError (a 30 MB line under ``ulimit -v 1000000``): the
+            # standard module reads it again, and raises MemoryError if memory is still short.
+            pass
     return loads_without_digit_limit(text)
 
 

@@ -91,7 +91,7 @@ def check_messages(messages: object, name: str = "messages") -> list[Message]:
     if not _is_thread(messages):
         raise TypeError(f"{name} must be a sequence of mappings, got {type(messages).__name__}"
                         f"{ndarray_hint(messages)}{_run_object_hint(messages)}")
-    thread = list(cast("Sequence[Any]", messages))
+    thread = copied(cast("Sequence[Any]", messages))
     for index, message in enumerate(thread):
         if not isinstance(message, Mapping):
             raise TypeError(
@@ -157,7 +157,22 @@ def as_thread(messages: object) -> object:
     for the core's ``TypeError`` to name. O(1) for a list or tuple, else O(n)."""
     if type(messages) is list or type(messages) is tuple or not _is_thread(messages):
         return messages
-    return list(cast("Sequence[Any]", messages))
+    return copied(cast("Sequence[Any]", messages))
+
+
+def copied(messages: Sequence[Any]) -> list[Any]:
+    """``list(messages)`` of a sequence of the caller's own; the MemoryError of one whose
+    ``__len__`` claims more messages than memory holds (``list`` makes room for them first:
+    a bare MemoryError, with no word of why) says what it claimed."""
+    try:
+        return list(messages)
+    except MemoryError as error:
+        try:
+            claimed = len(messages)
+        except Exception:
+            raise error from None
+        raise MemoryError(f"a {type(messages).__name__} whose len() is {claimed:,}: more "
+                          "messages than memory holds") from error
 
 
 def as_held_thread(messages: object) -> object:

@@ -1061,7 +1061,13 @@ def _thread_list(threads: object) -> list[Any]:
     # Any sequence is a thread, as for describe_thread_cycle; the loop attribution slices it.
     from vthread.documents import DETECT_THREADS
 
-    batch = [as_thread(thread) for thread in threads]
+    batch = []
+    for thread in threads:
+        try:
+            batch.append(as_thread(thread))
+        except MemoryError as error:
+            error.add_note(f"while reading thread {len(batch)}")
+            raise
     for index in range(min(len(batch), DETECT_THREADS)):
         # The threads whose first message Python reads (chat and format detection) as they
         # are at the call (as_held_thread); the core copies every thread before reading it.
