@@ -1208,14 +1208,80 @@ fn anthropic_block<'t>(
     Ok(())
 }
 
-/// A part of a joined id as `documents._id_part` writes it: a string's text, else its
-/// canonical JSON text (`true`, `null`, `1` for `1.0`).
+/// A part of a joined id as `documents._id_part` writes it: a string's text, a number as
+/// `number_id_part` writes it, else its canonical JSON text (`true`, `null`).
 fn id_part(value: Value<'_>) -> Result<String, Declined> {
     if let Some(text) = value.text() {
         return Ok(text.into_owned());
     }
+    if value.is_number() {
+        if let Some(text) = number_id_part(value.json_text()) {
+            return Ok(text);
+        }
+    }
     let canonical = crate::json_reader::canonical_json(value.json_text()).map_err(|_| Declined)?;
     String::from_utf8(canonical).map_err(|_| Declined)
+}
+
+/// The most digits of an integer Python converts (`sys.get_int_max_str_digits()`'s default):
+/// `json.loads` is made to read a longer one as the infinity `JSON.parse` reads.
+const PYTHON_INT_DIGITS: usize = 4300;
+
+/// A number of a joined id as `documents._id_part` writes the value `json.loads` makes of
+/// it: an integer's digits (`-0` is `0`), a number with a fraction or an exponent as
+/// JavaScript writes it (`js_number_text`); None for one that reads as no finite number
+/// (its canonical text, `null`).
+fn number_id_part(written: &[u8]) -> Option<String> {
+    let written = std::str::from_utf8(written).ok()?;
+    if !written.contains(['.', 'e', 'E']) {
+        let digits = written.trim_start_matches('-');
+        if digits.len() > PYTHON_INT_DIGITS {
+            return None;
+        }
+        if digits.bytes().all(|digit| digit == b'0') {
+            return Some("0".to_owned());
+        }
+        return Some(written.to_owned());
+    }
+    let value: f64 = written.parse().ok()?;
+    value.is_finite().then(|| js_number_text(value))
+}
+
+/// A finite double as JavaScript's `String(value)` writes it (`documents.js_number_text`):
+/// the shortest digits that read back as it, in plain notation from 1e-6 up to 1e21, in
+/// exponent notation outside.
+fn js_number_text(value: f64) -> String {
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    if value < 0.0 {
+        return format!("-{}", js_number_text(-value));
+    }
+    // `{:e}`: the shortest digits, `d.ddde<exponent>`.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_end_matches('0');
+    let count = digits.len() as i64;
+    // The value is 0.<digits> times 10 to `point`.
+    let point = exponent.parse::<i64>().unwrap_or(0) + 1;
+    if count <= point && point <= 21 {
+        return format!("{digits}{}", "0".repeat((point - count) as usize));
+    }
+    if 0 < point && point <= 21 {
+        let (whole, fraction) = digits.split_at(point as usize);
+        return format!("{whole}.{fraction}");
+    }
+    if -6 < point && point <= 0 {
+        return format!("0.{}{digits}", "0".repeat((-point) as usize));
+    }
+    let mantissa = if count == 1 {
+        digits.to_owned()
+    } else {
+        format!("{}.{}", &digits[..1], &digits[1..])
+    };
+    let sign = if point > 0 { '+' } else { '-' };
+    format!("{mantissa}e{sign}{}", (point - 1).abs())
 }
 
 /// A run object's id as `documents.run_id` finds it.
@@ -2886,6 +2952,17 @@ mod tests {
     fn a_task_and_trial_are_joined_as_the_file_writes_them() {
         for (run, id) in [
             (r#"{"task_id":3,"trial":1}"#, r#""3/1""#),
+            (
+                r#"{"task_id":9007199254740993,"trial":0}"#,
+                r#""9007199254740993/0""#,
+            ),
+            (r#"{"task_id":1e16,"trial":-0}"#, r#""10000000000000000/0""#),
+            (r#"{"task_id":1E-7,"trial":1.0}"#, r#""1e-7/1""#),
+            (r#"{"task_id":1e21,"trial":1e-6}"#, r#""1e+21/0.000001""#),
+            (
+                r#"{"task_id":-1.5e300,"trial":1e400}"#,
+                r#""-1.5e+300/null""#,
+            ),
             (r#"{"task_id":1.50,"trial":1.0}"#, r#""1.5/1""#),
             (r#"{"task_id":true,"trial":null}"#, "true"),
             (

@@ -130,6 +130,48 @@ def test_runs_under_other_id_keys_are_read_by_the_core(keys: tuple[str, ...]) ->
     assert done.output.split(b"\n")[5].startswith(b'{"id":' + expected + b",")
 
 
+_NUMBER_TEXTS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["-0", "0.0", "-0.0", "1e16", "1E-7", "1e21", "1e-6", "1e400", "-1e400",
+                     "9007199254740993", "12345678901234567890123", "1" * 4301, "2.50e+3"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(task=_NUMBER_TEXTS, trial=_NUMBER_TEXTS)
+def test_numbered_ids_are_joined_as_python_joins_them(task: str, trial: str) -> None:
+    """A run's ``task_id`` and ``trial`` written as any JSON number are joined by the core as
+    ``documents.run_id`` joins the values ``json.loads`` makes of them: an integer's digits
+    all kept (``9007199254740993``, which a double rounds), a number with a fraction or an
+    exponent as JavaScript writes it (a tester found ``9007199254740992.0/0`` and
+    ``1e-07/0``, neither the file's nor JavaScript's)."""
+    from vthread._exact_json import loads_without_digit_limit
+    from vthread.documents import run_id
+
+    line = f'{{"task_id":{task},"trial":{trial},"messages":[{{"type":"user","text":"a"}}]}}'
+    # (a line with a run of 19 digits is the standard module's to read: declined, the
+    # chunk read the Python way)
+    task_of_line = _task([line.encode()])
+    done = cli._scan_chunk_in_core(task_of_line) or cli._scan_chunk_in_python(task_of_line)
+    record = json.loads(done.output.split(b"\n")[0])
+    assert record["id"] == run_id(loads_without_digit_limit(line))
+
+
+def test_numbered_ids_are_written_as_the_file_and_javascript_write_them() -> None:
+    """The joined ids of numbers, as ``String()`` of JavaScript writes a number with a
+    fraction or an exponent (checked with Node), and an integer's every digit."""
+    from vthread.documents import run_id
+
+    given = {"9007199254740993": "9007199254740993", "1e16": "10000000000000000",
+             "1E-7": "1e-7", "1e-6": "0.000001", "1e21": "1e+21", "-0": "0", "1.0": "1",
+             "-1.5e300": "-1.5e+300", "123.25e-9": "1.2325e-7", "1e400": "null"}
+    for written, expected in given.items():
+        line = f'{{"task_id":{written},"trial":0,"messages":[]}}'
+        done = read_wholly_by_the_core(_task([line.encode()]))
+        assert json.loads(done.output.split(b"\n")[0])["id"] == f"{expected}/0", written
+        assert run_id(json.loads(line)) == f"{expected}/0", written
+
+
 def test_long_fractions_are_read_in_the_core() -> None:
     """A float written with 19 or more fraction digits (as recorded costs are) is read by
     the core, and a looping thread holding one is attributed from json's reading."""

@@ -31,11 +31,13 @@ holds, else None.
 from __future__ import annotations
 
 import json
+import math
 import re
 import reprlib
 import shlex
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -197,10 +199,51 @@ def run_id(run: Mapping[str, Any], id_key: str | None = None) -> Any:
 
 
 def _id_part(value: Any) -> str:
-    """A part of a joined id as the file wrote it: a string's text, else its JSON text in
-    JavaScript's form (``true``, ``null``, ``1`` for ``1.0``), where Python's ``str()``
-    wrote ``True``, ``None`` and ``1.0``: ids the file does not hold."""
-    return str(value) if is_string(value) else canonical(value)
+    """A part of a joined id as the file wrote it: a string's text, an integer's digits (all
+    of them: ``9007199254740993``, which a double would round), a number with a fraction or
+    an exponent as JavaScript writes it (``1`` for ``1.0``, ``10000000000000000`` for
+    ``1e16``, ``1e-7``), anything else its JSON text in JavaScript's form (``true``,
+    ``null``), where Python's ``str()`` wrote ``True``, ``None`` and ``1.0``: ids the file
+    does not hold. (An integer of more digits than Python converts is read as the infinity
+    ``JSON.parse`` reads, written ``null``.)"""
+    if is_string(value):
+        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return int.__repr__(value)
+        except ValueError:  # more digits than Python converts
+            return canonical(value)
+    if type(value) is float and math.isfinite(value):
+        return js_number_text(value)
+    return canonical(value)
+
+
+def js_number_text(value: float) -> str:
+    """A finite double as JavaScript's ``String(value)`` writes it: the shortest digits that
+    read back as it, in plain notation from 1e-6 up to 1e21, in exponent notation outside.
+
+    >>> [js_number_text(x) for x in (1.0, 1e16, 1e21, 1e-6, 1e-7, -1.5, 123.25e-9)]
+    ['1', '10000000000000000', '1e+21', '0.000001', '1e-7', '-1.5', '1.2325e-7']
+    """
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + js_number_text(-value)
+    _, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)  # (a finite value's)
+    written = "".join(map(str, digit_tuple))
+    point = len(written) + exponent  # the value is 0.<digits> times 10 to this
+    digits = written.strip("0")
+    point -= len(written) - len(written.lstrip("0"))
+    count = len(digits)
+    if count <= point <= 21:
+        return digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return f"{digits[:point]}.{digits[point:]}"
+    if -6 < point <= 0:
+        return "0." + "0" * -point + digits
+    mantissa = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
+    return f"{mantissa}e{'+' if point > 0 else '-'}{abs(point - 1)}"
 
 
 DECLARED_COLUMN: Final = "trajectory_format"
