@@ -13,7 +13,7 @@
 use pyo3::prelude::*;
 
 use crate::arena::ArenaInterner;
-use crate::node::{Key, Node, Text};
+use crate::node::{plainly_equal_if_present, Key, Node, Text};
 use crate::suffix::{masked, KeyReader, SuffixOptions};
 
 /// Rows of the trailing activity run: a call needs at least this many to count as a loop.
@@ -275,19 +275,16 @@ impl<N: Node> Activity<N> {
 /// The message's activity when it is well formed: `type` "activity", a mapping `meta` whose
 /// `activity` is a mapping with a string `type` and a mapping `function` with a string `name`.
 pub fn parse_activity<N: Node>(message: &N) -> PyResult<Option<Activity<N>>> {
-    // The meta is asked for only of an activity, unless the three fields are read at once.
-    let (kind, meta) = match message.fields_at_once()? {
-        Some([kind, _, meta]) => (kind, Some(meta)),
-        None => (message.field(Key::Type)?, None),
-    };
-    if !kind.is_some_and(|kind| kind.is_text("activity")) {
+    // (field by field, the meta only of an activity: the result run asks this of every
+    // message back to its first settled results, most of them no activity, where reading
+    // the three fields at once cost more than the one lookup of the type)
+    if !message
+        .field(Key::Type)?
+        .is_some_and(|kind| kind.is_text("activity"))
+    {
         return Ok(None);
     }
-    let meta = match meta {
-        Some(meta) => meta,
-        None => message.field(Key::Meta)?,
-    };
-    let Some(meta) = meta else {
+    let Some(meta) = message.field(Key::Meta)? else {
         return Ok(None);
     };
     let Some(activity) = meta.field(Key::Activity)? else {
@@ -596,11 +593,7 @@ fn screen_of<N: Node>(value: Option<&N>, scratch: &mut Vec<u8>) -> PyResult<u64>
 /// them where their values are plain (`Node::plainly_equal`; an absent payload is a value of
 /// its own); None leaves it to their exact ids.
 fn plainly_same_call<N: Node>(a: &Activity<N>, b: &Activity<N>) -> Option<bool> {
-    let payload = |left: Option<&N>, right: Option<&N>| match (left, right) {
-        (None, None) => Some(true),
-        (Some(left), Some(right)) => left.plainly_equal(right),
-        _ => Some(false),
-    };
+    let payload = |left: Option<&N>, right: Option<&N>| plainly_equal_if_present(left, right, true);
     // (in turn: a part apart, or one the encodings must tell, decides without the rest)
     let same = a.name.plainly_equal(&b.name);
     if same != Some(true) {

@@ -934,16 +934,22 @@ impl<'t> Node for Value<'t> {
         Ok(self.get(key.as_str()))
     }
 
-    /// One pass over the object's members, as `get` finds each (keys are unique in a tape).
+    /// One pass over the object's members, as `get` finds each (keys are unique in a tape:
+    /// the pass ends once the three are found).
     fn fields_at_once(&self) -> PyResult<Option<[Option<Self>; 3]>> {
         let mut found = [None, None, None];
         if self.is_object() {
+            let mut missing = found.len();
             for (key, value) in self.members() {
                 if let Some(slot) = [b"type", b"text", b"meta"]
                     .iter()
                     .position(|name| same_key(key, *name))
                 {
                     found[slot] = Some(value);
+                    missing -= 1;
+                    if missing == 0 {
+                        break;
+                    }
                 }
             }
         }

@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 
 use crate::arena::key_at;
 use crate::fingerprint;
-use crate::node::{absent_screen, message_fields, Key, Node};
+use crate::node::{absent_screen, message_fields, plainly_equal_if_present, Key, Node};
 
 /// The resolved suffix options (see `vthread._options.CycleOptions`).
 pub struct SuffixOptions {
@@ -110,13 +110,8 @@ fn plainly_same_message<N: Node>(a: &N, b: &N) -> PyResult<Option<bool>> {
         return Ok(None);
     }
     let (a, b) = (message_fields(a)?, message_fields(b)?);
-    for ((left, right), key) in a.into_iter().zip(b).zip([Key::Type, Key::Text, Key::Meta]) {
-        let same = match (left, right) {
-            (None, None) => Some(true),
-            (Some(left), Some(right)) => left.plainly_equal(&right),
-            _ if key == Key::Meta => Some(false),
-            _ => None,
-        };
+    for ((left, right), key) in a.iter().zip(&b).zip([Key::Type, Key::Text, Key::Meta]) {
+        let same = plainly_equal_if_present(left.as_ref(), right.as_ref(), key == Key::Meta);
         if same != Some(true) {
             return Ok(same);
         }

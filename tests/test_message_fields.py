@@ -41,7 +41,7 @@ _ANSWER = {"activity": {"type": "response",
 @st.composite
 def _messages(draw: st.DrawFn) -> dict[Any, Any]:
     """A message of the read fields, each under a key of a drawn kind (or absent), among up to
-    ten other keys (the walk reads eight at most), in a drawn order."""
+    ten other keys (the walk reads five at most), in a drawn order."""
     values = {"type": st.sampled_from(["user", "bot", "activity"]),
               "text": st.sampled_from(["", "a", "b"]),
               "meta": st.sampled_from([{}, _ASK, _ANSWER, {"k": 1}]),
