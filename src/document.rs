@@ -520,11 +520,6 @@ impl<'a> Tape<'a> {
     }
 
     /// The root value.
-    /// How many values the line holds (every value, nested ones included).
-    pub fn values(&self) -> usize {
-        self.items.len()
-    }
-
     pub fn root(&self) -> Value<'_> {
         Value {
             tape: self,

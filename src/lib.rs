@@ -219,6 +219,14 @@ fn describe_thread(
     Ok(0)
 }
 
+/// Whether `bytes` of memory can be had now (asked for and given back at once, address space
+/// only): `vthread._exact_json` asks it before orjson reads a long text, since orjson ends
+/// the process where an allocation fails.
+#[pyfunction]
+fn room_for(bytes: usize) -> bool {
+    threads::can_have(bytes)
+}
+
 /// `vthread.volatile.mask_text`: the text with its volatile values masked (`volatile.rs`);
 /// an exact `str` in which nothing is masked is returned as it is.
 #[pyfunction]
@@ -1803,6 +1811,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
     module.add_function(wrap_pyfunction!(mask_text, module)?)?;
+    module.add_function(wrap_pyfunction!(room_for, module)?)?;
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(_plainly_equal, module)?)?;

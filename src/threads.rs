@@ -8,7 +8,7 @@ use crate::adapters::{self, Format, RunKeys};
 use crate::anywhere::MessageColumns;
 use crate::document::{Declined, KeptItems, Tape, Value};
 use crate::textrun::TextRunOptions;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyMemoryError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
@@ -71,8 +71,10 @@ pub(crate) fn python_messages<'py>(
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let py = thread.py();
     let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = thread.cast_exact::<PyList>() {
+        room_for_messages(list.len(), index)?;
         list.iter().collect()
     } else if let Ok(tuple) = thread.cast_exact::<PyTuple>() {
+        room_for_messages(tuple.len(), index)?;
         tuple.iter().collect()
     } else {
         let sequence = SEQUENCE.import(py, "collections.abc", "Sequence")?;
@@ -183,10 +185,18 @@ pub fn columns_of_objects<'py>(
 
 /// The columns of one Python thread; errors name the message index alone.
 pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> PyResult<Columns> {
+    // (the batch's "thread 0: " dropped from what it says of the thread, its kind kept)
     let items = python_messages(messages, 0).map_err(|error| {
         let py = messages.py();
         let text = error.value(py).to_string();
-        PyTypeError::new_err(text.trim_start_matches("thread 0: ").to_owned())
+        let text = text.trim_start_matches("thread 0: ").to_owned();
+        if error.is_instance_of::<PyTypeError>(py) {
+            PyTypeError::new_err(text)
+        } else if error.is_instance_of::<PyMemoryError>(py) {
+            PyMemoryError::new_err(text)
+        } else {
+            error
+        }
     })?;
     let mut columns = Columns::new();
     columns
@@ -301,14 +311,25 @@ pub(crate) fn native_thread<'t>(
     value: Value<'t>,
     keys: RunKeys<'_>,
 ) -> Option<(String, Vec<Value<'t>>)> {
-    let (id_text, messages) = if value.is_array() {
-        ("null".to_owned(), value)
+    let (id_text, messages) = native_messages(value, keys)?;
+    Some((id_text, listed_messages(messages, keys)?))
+}
+
+/// `native_thread`'s id text and the array of messages, not yet listed.
+fn native_messages<'t>(value: Value<'t>, keys: RunKeys<'_>) -> Option<(String, Value<'t>)> {
+    if value.is_array() {
+        Some(("null".to_owned(), value))
     } else if value.is_object() {
         let messages = keys.messages_of(value).filter(Value::is_array)?;
-        (run_id_text(value, keys)?, messages)
+        Some((run_id_text(value, keys)?, messages))
     } else {
-        return None;
-    };
+        None
+    }
+}
+
+/// `native_thread`'s messages listed from their array, None when they are not all objects
+/// or are runs given for messages.
+fn listed_messages<'t>(messages: Value<'t>, keys: RunKeys<'_>) -> Option<Vec<Value<'t>>> {
     let messages: Vec<Value<'t>> = messages.children().collect();
     if !messages.iter().all(Value::is_object) {
         return None;
@@ -320,7 +341,7 @@ pub(crate) fn native_thread<'t>(
         // Runs given for messages (a batch of runs on one line): Python's to name as such.
         return None;
     }
-    Some((id_text, messages))
+    Some(messages)
 }
 
 /// Whether a message is plainly a run (`documents._is_run_object`): no `type`, `role` nor
@@ -453,11 +474,14 @@ impl ChunkColumns {
         let Ok(tape) = tape_of(reading.detected, line) else {
             return Ok(None);
         };
-        // (its values bound its messages: asked before they are listed)
-        if !memory_for_messages(tape.values(), self.anywhere.is_some()) {
+        let Some((id_text, array)) = native_messages(tape.root(), reading.keys) else {
+            return Ok(None);
+        };
+        // (asked before the messages are listed)
+        if !memory_for_messages(array.children().count(), self.anywhere.is_some()) {
             return Ok(None); // Python's, as a line `memory_for` refuses
         }
-        let Some((id_text, thread)) = native_thread(tape.root(), reading.keys) else {
+        let Some(thread) = listed_messages(array, reading.keys) else {
             return Ok(None);
         };
         let (figures, odd) = (self.figures.len(), self.figures_odd);
@@ -673,10 +697,9 @@ pub(crate) fn memory_for(bytes: usize, anywhere: bool) -> bool {
     bytes < ASKED_FROM_BYTES || can_have(bytes.saturating_mul(per_byte))
 }
 
-/// The most the column pass takes per message of a thread read from a line, in bytes, with a
-/// margin: its list of messages, screens, exact keys' slots and Z array (and with
-/// `--anywhere`, its message screens). Asked for each value of the line, which bounds its
-/// messages. A line of tiny messages holds many more of them than
+/// The most the column pass takes per message of a thread, in bytes, with a margin: its list
+/// of messages, screens, exact keys' slots and Z array (and with `--anywhere`, its message
+/// screens). A line of tiny messages holds many more of them than
 /// `memory_for` counts on: ten million `{}` (30 MB) took 746 MB, and under `ulimit -v
 /// 700000` the column pass's allocation of its screens ended the process (the allocator's
 /// abort) where its reading should have been Python's (`memory_for`).
@@ -684,7 +707,8 @@ const COLUMN_BYTES_PER_MESSAGE: usize = 64;
 const ANYWHERE_BYTES_PER_MESSAGE: usize = 160;
 
 /// Whether the memory the column pass takes for a thread of `messages` messages can be had
-/// now (`memory_for`, asked once the line is parsed, of its values).
+/// now (`memory_for`, asked once a line is parsed, before its messages are listed; and of
+/// a Python thread, before it is read).
 pub(crate) fn memory_for_messages(messages: usize, anywhere: bool) -> bool {
     let per_message = if anywhere {
         ANYWHERE_BYTES_PER_MESSAGE
@@ -695,9 +719,22 @@ pub(crate) fn memory_for_messages(messages: usize, anywhere: bool) -> bool {
     bytes < ASKED_FROM_BYTES || can_have(bytes)
 }
 
+/// A MemoryError naming thread `index` of a batch of Python threads when the column pass's
+/// memory for its `messages` cannot be had (`memory_for_messages`): taken a piece at a time,
+/// the allocator's failure would end the process (`scan` of three million messages under a
+/// `ulimit -v` a little above the process's size did).
+fn room_for_messages(messages: usize, index: usize) -> PyResult<()> {
+    if memory_for_messages(messages, false) {
+        return Ok(());
+    }
+    Err(PyMemoryError::new_err(format!(
+        "thread {index}: not enough memory to read its {messages} messages"
+    )))
+}
+
 /// Whether `bytes` of memory can be had now: asked for and given back at once (address space
 /// only, no page touched).
-fn can_have(bytes: usize) -> bool {
+pub(crate) fn can_have(bytes: usize) -> bool {
     let mut probe: Vec<u8> = Vec::new();
     probe.try_reserve_exact(bytes).is_ok()
 }
@@ -884,10 +921,14 @@ mod tests {
         assert!(!memory_for(usize::MAX / 4, false));
         assert!(!memory_for(usize::MAX / ANYWHERE_BYTES_PER_BYTE + 1, true));
         assert!(memory_for_messages(
-            ASKED_FROM_BYTES / ANYWHERE_BYTES_PER_MESSAGE - 1,
-            true
+            ASKED_FROM_BYTES / COLUMN_BYTES_PER_MESSAGE,
+            false
         ));
         assert!(!memory_for_messages(usize::MAX / 8, false));
+        assert!(!memory_for_messages(
+            usize::MAX / ANYWHERE_BYTES_PER_MESSAGE + 1,
+            true
+        ));
     }
 
     #[test]

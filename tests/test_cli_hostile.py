@@ -749,6 +749,34 @@ def test_a_line_of_millions_of_empty_messages_larger_than_the_memory_keeps_the_r
     assert len(done.stdout.splitlines()) == 20
 
 
+@pytest.mark.parametrize("call", ["scan", "describe_thread_cycle"])
+def test_a_python_thread_whose_columns_do_not_fit_is_a_memory_error(call: str) -> None:
+    """Three million empty messages given as Python objects, with an address space of 64 MB
+    more than the process holds (the reviewer's case): the column pass's allocations failed
+    one at a time and the allocator's abort ended the process (status 134). Now the core
+    asks for the thread's column memory first: a MemoryError (``scan``'s naming the
+    thread)."""
+    code = f"""
+import resource, vthread
+thread = [{{}} for _ in range(3_000_000)]
+vthread.scan([[{{"type": "a"}}]])
+size = int(next(line for line in open("/proc/self/status")
+                if line.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), size + (64 << 20)))
+try:
+    vthread.{call}({"[thread]" if call == "scan" else "thread"})
+    print("read")
+except MemoryError as error:
+    print("MemoryError:", error)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    which = "thread 0: " if call == "scan" else ""
+    said = f"MemoryError: {which}not enough memory to read its 3000000 messages"
+    assert done.stdout.decode().strip() == said
+
+
 def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
     """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
     limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the

@@ -734,7 +734,7 @@ def test_the_memory_limit_is_the_processs_own_when_lower(limit: str) -> None:
     scan out of memory: the line limit was a quarter of the machine's 24 GB)."""
     import resource
 
-    cap = 3 << 30
+    cap = min(1 << 30, cli._memory_limit() - 1)  # (lower than the machine's and container's)
 
     def limited() -> None:
         which = getattr(resource, limit)

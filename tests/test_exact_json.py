@@ -58,7 +58,48 @@ def test_orjson_short_of_memory_is_read_again_by_json(monkeypatch: pytest.Monkey
     from vthread import _exact_json
 
     def short_of_memory(text: bytes) -> Any:
-        raise SystemError("<built-in function loads> returned a result with an exception set")
+        raise SystemError("<built-in function loads> returned a result with an exception "
+                          "set") from MemoryError()
 
     monkeypatch.setattr(_exact_json, "fast_loads", short_of_memory)
     assert loads_exactly(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+
+    def broken(text: bytes) -> Any:
+        raise SystemError("error return without exception set")
+
+    monkeypatch.setattr(_exact_json, "fast_loads", broken)
+    with pytest.raises(SystemError, match="without exception set"):
+        loads_exactly(b'{"a": 1}')
+
+
+def test_orjson_reads_a_long_text_only_where_its_memory_can_be_had(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson ends the process where an allocation fails, so a text of a megabyte or more is
+    given to it only when the memory its objects may take can be had now; else ``json``
+    reads it (and raises MemoryError where memory is short)."""
+    from vthread import _core, _exact_json
+
+    asked: list[int] = []
+
+    def refused(size: int) -> bool:
+        asked.append(size)
+        return False
+
+    read_by_orjson: list[bytes] = []
+
+    def orjson_loads(text: bytes) -> Any:
+        read_by_orjson.append(text)
+        return json.loads(text)
+
+    long_text = b"[" + b"{}," * 400_000 + b"{}]"
+    monkeypatch.setattr(_core, "room_for", refused)
+    monkeypatch.setattr(_exact_json, "fast_loads", orjson_loads)
+    assert loads_exactly(long_text) == [{}] * 400_001
+    assert asked == [len(long_text) * _exact_json.OBJECT_BYTES_PER_BYTE]
+    assert read_by_orjson == []
+    assert loads_exactly(b"[1]") == [1]  # short: not asked, read by orjson
+    assert asked == [len(long_text) * _exact_json.OBJECT_BYTES_PER_BYTE]
+    assert read_by_orjson == [b"[1]"]
+    monkeypatch.undo()
+    assert _core.room_for(1 << 20)
+    assert not _core.room_for(1 << 62)  # more than an address space holds

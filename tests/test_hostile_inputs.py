@@ -1699,7 +1699,8 @@ class _ClaimsTooMany(Sequence[Any]):
         return {"type": "user", "text": "x"}
 
 
-@pytest.mark.parametrize("call", ["scan", "describe_thread_cycle", "build_thread"])
+@pytest.mark.parametrize("call", ["scan", "describe_thread_cycle", "build_thread",
+                                  "masked_thread"])
 def test_a_sequence_claiming_more_messages_than_memory_holds_says_so(call: str) -> None:
     """A thread whose ``__len__`` claims 10**18 messages: copying it ran out of memory with a
     bare MemoryError (a tester's case); now it says what the sequence claimed, and ``scan``
@@ -1710,7 +1711,32 @@ def test_a_sequence_claiming_more_messages_than_memory_holds_says_so(call: str) 
             vthread.scan([[{"type": "user", "text": "a"}], _ClaimsTooMany()])
         elif call == "describe_thread_cycle":
             vthread.describe_thread_cycle(_ClaimsTooMany())
-        else:
+        elif call == "build_thread":
             vthread.build_thread(_ClaimsTooMany(), max_tokens=5)
+        else:
+            vthread.masked_thread(_ClaimsTooMany())
     if call == "scan":
         assert raised.value.__notes__ == ["while reading thread 1"]
+
+
+class _RunsOutReading(Sequence[Any]):
+    """A sequence of three messages whose reading runs out of memory."""
+
+    def __len__(self) -> int:
+        return 3
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        raise MemoryError("reading it")
+
+
+def test_a_sequence_whose_reading_runs_out_of_memory_keeps_its_error() -> None:
+    """Only a ``__len__`` claiming more messages than any memory holds is named: the
+    MemoryError of an honest sequence is its own (the reviewer's case)."""
+    with pytest.raises(MemoryError, match=r"^reading it$"):
+        vthread.describe_thread_cycle(_RunsOutReading())

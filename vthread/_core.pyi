@@ -202,6 +202,8 @@ def describe_thread(
     """1/2/3/4 for suffix, activity tail, result run, runaway text (with these resolved
     text-run options), else 0."""
 
+def room_for(bytes: int) -> bool:
+    """Whether that much memory can be had now (asked for and given back at once)."""
 def mask_text(text: str) -> str:
     """``vthread.volatile.mask_text``: the text with its volatile values masked."""
 

@@ -40,17 +40,40 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
     for such runs over many texts at once (see :func:`suspect_lines`); None looks here."""
     if long_digits is None:
         long_digits = bool(long_digit_lines([text]))
-    if fast_loads is not None and not long_digits and len(text) <= FAST_LONGEST:
+    if (fast_loads is not None and not long_digits and len(text) <= FAST_LONGEST
+            and _room_to_read(len(text))):
         try:
             return fast_loads(text)
         except ValueError:
             pass  # orjson rejects it: the standard module decides
-        except SystemError:
+        except SystemError as error:
             # orjson out of memory returns a value with a MemoryError set, which Python
-            # reports as a SystemError (a 30 MB line under ``ulimit -v 1000000``): the
-            # standard module reads it again, and raises MemoryError if memory is still short.
-            pass
+            # reports as a SystemError caused by it (a 30 MB line under ``ulimit -v
+            # 1000000``): the standard module reads it again, and raises MemoryError if
+            # memory is still short. Any other SystemError is orjson's bug, raised.
+            if not isinstance(error.__cause__, MemoryError):
+                raise
     return loads_without_digit_limit(text)
+
+
+#: Texts shorter than this are given to orjson without asking for memory first.
+ASKED_FROM: Final = 1 << 20
+
+#: The memory orjson may take reading a text, in bytes per byte of it, with a margin: a text
+#: of tiny values (``[{},{},...]``) makes a Python object of 64 bytes or more of each 3.
+OBJECT_BYTES_PER_BYTE: Final = 32
+
+
+def _room_to_read(size: int) -> bool:
+    """Whether orjson may read a text of ``size`` bytes: short, or the memory its objects
+    may take can be had now (a 26 MB line under ``ulimit -v 500000`` ended the process with
+    orjson's segmentation fault; ``json`` raises MemoryError, which ``vthread scan`` reports
+    naming the line)."""
+    if size < ASKED_FROM:
+        return True
+    from vthread import _core
+
+    return _core.room_for(size * OBJECT_BYTES_PER_BYTE)
 
 
 def loads_without_digit_limit(text: bytes | str) -> Any:

@@ -160,10 +160,15 @@ def as_thread(messages: object) -> object:
     return copied(cast("Sequence[Any]", messages))
 
 
+#: Messages no thread can hold: their pointers alone would take 16 TiB (a ``__len__``
+#: claiming as many is taken to be wrong).
+_IMPLAUSIBLY_MANY: Final = 1 << 41
+
+
 def copied(messages: Sequence[Any]) -> list[Any]:
     """``list(messages)`` of a sequence of the caller's own; the MemoryError of one whose
-    ``__len__`` claims more messages than memory holds (``list`` makes room for them first:
-    a bare MemoryError, with no word of why) says what it claimed."""
+    ``__len__`` claims more messages than any memory holds (``list`` makes room for them
+    first: a bare MemoryError, with no word of why) says what it claimed."""
     try:
         return list(messages)
     except MemoryError as error:
@@ -171,6 +176,8 @@ def copied(messages: Sequence[Any]) -> list[Any]:
             claimed = len(messages)
         except Exception:
             raise error from None
+        if claimed < _IMPLAUSIBLY_MANY:
+            raise
         raise MemoryError(f"a {type(messages).__name__} whose len() is {claimed:,}: more "
                           "messages than memory holds") from error
 

@@ -52,6 +52,7 @@ from typing import Any, Final
 
 from vthread import _core
 from vthread._jsvalue import is_string
+from vthread._messages import copied
 from vthread._options import flag
 
 __all__ = ["mask_text", "masked_thread", "volatile_masked"]
@@ -187,7 +188,7 @@ def masked_native(messages: Sequence[Any]) -> list[Any]:
     (chat messages read so are warned of by those readers, once: no warning of its own)."""
     _check_thread(messages)
     if type(messages) is not list and type(messages) is not tuple:
-        messages = list(messages)  # what iterating it gives, once
+        messages = copied(messages)  # what iterating it gives, once
     return _core.masked_thread(messages, _masked_message)
 
 
