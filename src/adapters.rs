@@ -1229,7 +1229,7 @@ const PYTHON_INT_DIGITS: usize = 4300;
 
 /// A number of a joined id as `documents._id_part` writes the value `json.loads` makes of
 /// it: an integer's digits (`-0` is `0`), a number with a fraction or an exponent as
-/// JavaScript writes it (`js_number_text`); None for one that reads as no finite number
+/// JavaScript writes it (`canonical::js_number_text`); None for one that reads as no finite number
 /// (its canonical text, `null`).
 fn number_id_part(written: &[u8]) -> Option<String> {
     let written = std::str::from_utf8(written).ok()?;
@@ -1244,44 +1244,9 @@ fn number_id_part(written: &[u8]) -> Option<String> {
         return Some(written.to_owned());
     }
     let value: f64 = written.parse().ok()?;
-    value.is_finite().then(|| js_number_text(value))
-}
-
-/// A finite double as JavaScript's `String(value)` writes it (`documents.js_number_text`):
-/// the shortest digits that read back as it, in plain notation from 1e-6 up to 1e21, in
-/// exponent notation outside.
-fn js_number_text(value: f64) -> String {
-    if value == 0.0 {
-        return "0".to_owned();
-    }
-    if value < 0.0 {
-        return format!("-{}", js_number_text(-value));
-    }
-    // `{:e}`: the shortest digits, `d.ddde<exponent>`.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
-    let count = digits.len() as i64;
-    // The value is 0.<digits> times 10 to `point`.
-    let point = exponent.parse::<i64>().unwrap_or(0) + 1;
-    if count <= point && point <= 21 {
-        return format!("{digits}{}", "0".repeat((point - count) as usize));
-    }
-    if 0 < point && point <= 21 {
-        let (whole, fraction) = digits.split_at(point as usize);
-        return format!("{whole}.{fraction}");
-    }
-    if -6 < point && point <= 0 {
-        return format!("0.{}{digits}", "0".repeat((-point) as usize));
-    }
-    let mantissa = if count == 1 {
-        digits.to_owned()
-    } else {
-        format!("{}.{}", &digits[..1], &digits[1..])
-    };
-    let sign = if point > 0 { '+' } else { '-' };
-    format!("{mantissa}e{sign}{}", (point - 1).abs())
+    value
+        .is_finite()
+        .then(|| crate::canonical::js_number_text(value))
 }
 
 /// A run object's id as `documents.run_id` finds it.
@@ -2962,6 +2927,11 @@ mod tests {
             (
                 r#"{"task_id":-1.5e300,"trial":1e400}"#,
                 r#""-1.5e+300/null""#,
+            ),
+            // A tie between two shortest candidates goes to the even one, as in JavaScript.
+            (
+                r#"{"task_id":900719925474099.25,"trial":0}"#,
+                r#""900719925474099.2/0""#,
             ),
             (r#"{"task_id":1.50,"trial":1.0}"#, r#""1.5/1""#),
             (r#"{"task_id":true,"trial":null}"#, "true"),

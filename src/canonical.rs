@@ -198,25 +198,8 @@ fn push_integer(out: &mut Vec<u8>, value: i64) {
 /// Python's `repr(float)`: the shortest digits that round-trip, fixed notation while the
 /// decimal exponent is in [-4, 16), scientific (`1e+16`, `1.5e-07`) outside it.
 pub(crate) fn push_python_repr(out: &mut Vec<u8>, value: f64) {
-    // Rust's `{:e}` also prints the shortest round-trip digits: `-1.2345e17`, `5e-324`.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("LowerExp always writes an exponent");
-    let exponent: i32 = exponent
-        .parse()
-        .expect("LowerExp writes a decimal exponent");
-    let (negative, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, mantissa),
-    };
-    let mut digits: Vec<u8> = mantissa.bytes().filter(|&b| b != b'.').collect();
-    let mut exponent = exponent;
-    if let Some((even, shifted)) = even_neighbour(value.abs(), &digits, exponent) {
-        (digits, exponent) = (even, shifted);
-    }
-    let point = exponent + 1; // digits d1 d2 ... stand for 0.d1d2... × 10^point
-    if negative {
+    let (digits, point) = shortest_digits(value.abs());
+    if value.is_sign_negative() {
         out.push(b'-');
     }
     if (-3..=16).contains(&point) {
@@ -248,6 +231,57 @@ pub(crate) fn push_python_repr(out: &mut Vec<u8>, value: f64) {
         }
         out.extend_from_slice(magnitude.to_string().as_bytes());
     }
+}
+
+/// The shortest digits that read back as the finite `magnitude` (not negative), a tie taken
+/// to the even candidate as Python's `repr` and JavaScript's `Number::toString` take it
+/// (`even_neighbour`), with where the point goes: the digits `d1 d2 ...` stand for
+/// `0.d1d2... × 10^point`.
+pub(crate) fn shortest_digits(magnitude: f64) -> (Vec<u8>, i32) {
+    // Rust's `{:e}` prints the shortest round-trip digits: `1.2345e17`, `5e-324`.
+    let scientific = format!("{magnitude:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("LowerExp always writes an exponent");
+    let mut exponent: i32 = exponent
+        .parse()
+        .expect("LowerExp writes a decimal exponent");
+    let mut digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    if let Some((even, shifted)) = even_neighbour(magnitude, &digits, exponent) {
+        (digits, exponent) = (even, shifted);
+    }
+    (digits, exponent + 1)
+}
+
+/// A finite double as JavaScript's `String(value)` writes it (`documents.js_number_text`):
+/// the shortest digits that read back as it, in plain notation from 1e-6 up to 1e21, in
+/// exponent notation outside.
+pub(crate) fn js_number_text(value: f64) -> String {
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    let sign = if value < 0.0 { "-" } else { "" };
+    let (digits, point) = shortest_digits(value.abs());
+    let digits = String::from_utf8(digits).expect("ASCII digits");
+    let count = digits.len() as i32;
+    let text = if count <= point && point <= 21 {
+        format!("{digits}{}", "0".repeat((point - count) as usize))
+    } else if 0 < point && point <= 21 {
+        let (whole, fraction) = digits.split_at(point as usize);
+        format!("{whole}.{fraction}")
+    } else if -6 < point && point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let mantissa = if rest.is_empty() {
+            first.to_owned()
+        } else {
+            format!("{first}.{rest}")
+        };
+        let exponent_sign = if point > 0 { '+' } else { '-' };
+        format!("{mantissa}e{exponent_sign}{}", (point - 1).abs())
+    };
+    format!("{sign}{text}")
 }
 
 /// Largest exact decimal significand examined for ties: a double with more significant

@@ -134,7 +134,8 @@ _NUMBER_TEXTS = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.sampled_from(["-0", "0.0", "-0.0", "1e16", "1E-7", "1e21", "1e-6", "1e400", "-1e400",
-                     "9007199254740993", "12345678901234567890123", "1" * 4301, "2.50e+3"]))
+                     "9007199254740993", "12345678901234567890123", "1" * 4301, "2.50e+3",
+                     "900719925474099.25", "-2.5e-5"]))
 
 
 @settings(max_examples=150, deadline=None)
@@ -164,7 +165,8 @@ def test_numbered_ids_are_written_as_the_file_and_javascript_write_them() -> Non
 
     given = {"9007199254740993": "9007199254740993", "1e16": "10000000000000000",
              "1E-7": "1e-7", "1e-6": "0.000001", "1e21": "1e+21", "-0": "0", "1.0": "1",
-             "-1.5e300": "-1.5e+300", "123.25e-9": "1.2325e-7", "1e400": "null"}
+             "-1.5e300": "-1.5e+300", "123.25e-9": "1.2325e-7", "1e400": "null",
+             "900719925474099.25": "900719925474099.2"}  # (a tie: the even candidate)
     for written, expected in given.items():
         line = f'{{"task_id":{written},"trial":0,"messages":[]}}'
         done = read_wholly_by_the_core(_task([line.encode()]))
