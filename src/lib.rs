@@ -914,7 +914,7 @@ fn attribute_threads<'py>(
         .iter()
         .enumerate()
         .map(|(row, thread)| {
-            let messages = threads::python_messages(&thread, row).ok()?;
+            let messages = threads::python_messages(&thread, Some(row)).ok()?;
             attribution::attribute(&messages, found[row]).ok()
         })
         .collect();
@@ -1005,7 +1005,7 @@ fn anywhere_loop_parts<'py>(
     for (&owner, &found) in owners.iter().zip(&found) {
         if read.as_ref().is_none_or(|(row, _)| *row != owner) {
             let thread = threads.get_item(owner)?;
-            read = Some((owner, threads::python_messages(&thread, owner).ok()));
+            read = Some((owner, threads::python_messages(&thread, Some(owner)).ok()));
         }
         let messages = read.as_ref().and_then(|(_, messages)| messages.as_deref());
         parts.push(messages.and_then(|messages| attribution::anywhere_parts(messages, found).ok()));

@@ -64,17 +64,19 @@ fn model_object(message: &Bound<'_, PyAny>) -> bool {
 const NDARRAY_HINT: &str = " (pandas reads a Parquet list column as NumPy arrays at every \
      level: pass the table to vthread.scan_arrow, or turn each level into lists)";
 
-/// The thread's messages, each checked to be a mapping; errors name thread and message.
+/// The thread's messages, each checked to be a mapping; errors name the message, and the
+/// thread by its `index` in a batch (None: a single call's thread, not named).
 pub(crate) fn python_messages<'py>(
     thread: &Bound<'py, PyAny>,
-    index: usize,
+    index: Option<usize>,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let py = thread.py();
+    let place = index.map_or_else(String::new, |index| format!("thread {index}: "));
     let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = thread.cast_exact::<PyList>() {
-        room_for_messages(list.len(), index)?;
+        room_for_messages(list.len(), &place)?;
         list.iter().collect()
     } else if let Ok(tuple) = thread.cast_exact::<PyTuple>() {
-        room_for_messages(tuple.len(), index)?;
+        room_for_messages(tuple.len(), &place)?;
         tuple.iter().collect()
     } else {
         let sequence = SEQUENCE.import(py, "collections.abc", "Sequence")?;
@@ -86,7 +88,7 @@ pub(crate) fn python_messages<'py>(
             let name = type_name(thread);
             let hint = if name == "ndarray" { NDARRAY_HINT } else { "" };
             return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages must be a sequence of mappings, got {name}{hint}"
+                "{place}messages must be a sequence of mappings, got {name}{hint}"
             )));
         }
         thread.try_iter()?.collect::<PyResult<_>>()?
@@ -101,7 +103,7 @@ pub(crate) fn python_messages<'py>(
                 ""
             };
             return Err(PyTypeError::new_err(format!(
-                "thread {index}: messages[{position}] must be a mapping, got {}{hint}",
+                "{place}messages[{position}] must be a mapping, got {}{hint}",
                 type_name(message)
             )));
         }
@@ -171,7 +173,7 @@ pub fn columns_of_objects<'py>(
             pause(py)?;
             since_pause = 0;
         }
-        let items = python_messages(&thread, index)?;
+        let items = python_messages(&thread, Some(index))?;
         crate::node::prefetch_fields(&items);
         since_pause += items.len() + 1;
         columns
@@ -185,19 +187,7 @@ pub fn columns_of_objects<'py>(
 
 /// The columns of one Python thread; errors name the message index alone.
 pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> PyResult<Columns> {
-    // (the batch's "thread 0: " dropped from what it says of the thread, its kind kept)
-    let items = python_messages(messages, 0).map_err(|error| {
-        let py = messages.py();
-        let text = error.value(py).to_string();
-        let text = text.trim_start_matches("thread 0: ").to_owned();
-        if error.is_instance_of::<PyTypeError>(py) {
-            PyTypeError::new_err(text)
-        } else if error.is_instance_of::<PyMemoryError>(py) {
-            PyMemoryError::new_err(text)
-        } else {
-            error
-        }
-    })?;
+    let items = python_messages(messages, None)?;
     let mut columns = Columns::new();
     columns
         .push_thread(0, &items, options, &mut Reader::default())
@@ -719,16 +709,17 @@ pub(crate) fn memory_for_messages(messages: usize, anywhere: bool) -> bool {
     bytes < ASKED_FROM_BYTES || can_have(bytes)
 }
 
-/// A MemoryError naming thread `index` of a batch of Python threads when the column pass's
-/// memory for its `messages` cannot be had (`memory_for_messages`): taken a piece at a time,
-/// the allocator's failure would end the process (`scan` of three million messages under a
-/// `ulimit -v` a little above the process's size did).
-fn room_for_messages(messages: usize, index: usize) -> PyResult<()> {
+/// A MemoryError, after `place` (`python_messages`'s naming of the thread), when the column
+/// pass's memory for a Python thread of `messages` messages cannot be had
+/// (`memory_for_messages`): taken a piece at a time, the allocator's failure would end the
+/// process (`scan` of three million messages under a `ulimit -v` a little above the
+/// process's size did).
+fn room_for_messages(messages: usize, place: &str) -> PyResult<()> {
     if memory_for_messages(messages, false) {
         return Ok(());
     }
     Err(PyMemoryError::new_err(format!(
-        "thread {index}: not enough memory to read its {messages} messages"
+        "{place}not enough memory to read its {messages} messages"
     )))
 }
 
@@ -876,7 +867,7 @@ pub fn message_columns_of_objects<'py>(
             pause(py)?;
             since_pause = 0;
         }
-        let items = python_messages(&thread, index)?;
+        let items = python_messages(&thread, Some(index))?;
         since_pause += items.len() + 1;
         columns
             .push_thread(&items, &mut scratch)
