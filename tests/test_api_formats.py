@@ -294,7 +294,8 @@ def test_messages_of_a_library_vthread_does_not_read_are_told_apart_from_native(
     assert re.search(r"warning: lines? 2(, 3)? looks? like another library's messages", err), err
     code, out, err = run(["scan", str(path), "-q", "--format", "native"], monkeypatch)
     assert code == 0 and "--format native was given, but lines 1, 2, 3, 4, 5 of the first 5 " \
-        "look like another library's messages" in err
+        "look like another library's messages (a \"content\" and no \"text\"); they are read " \
+        "as native, and" in err
     pa = pytest.importorskip("pyarrow")
     from vthread.arrow import scan_arrow
 

@@ -182,9 +182,15 @@ def test_threads_in_different_formats_are_refused(tmp_path: Path,
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 2 and out == b""
     assert (f"{path}: its threads are in different formats (native at line 1; openai at "
-            "line 2, 5; anthropic at line 4); give --format") in err
+            "lines 2, 5; anthropic at line 4); give --format") in err
     code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
     assert code == 0 and len(records(out)) == 5
+    # Many runs agreeing and one not: the few that disagree are named, the many counted.
+    many = write_jsonl(tmp_path / "many.jsonl", [openai_healthy()] * 40 + [native])
+    code, out, err = run(["scan", str(many)], monkeypatch)
+    assert code == 2 and out == b""
+    assert (f"{many}: its threads are in different formats (native at line 41; openai at "
+            "lines 1, 2, 3, 4, 5 and 35 more); give --format") in err
     document = tmp_path / "mixed.json"
     document.write_text(json.dumps([{"id": 1, "messages": openai_loop()},
                                     {"id": 2, "messages": anthropic_loop()}]))

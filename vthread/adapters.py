@@ -1319,10 +1319,20 @@ class FormatConflictError(ValueError):
 
     def where(self, unit: str | None = None) -> str:
         """Each format and the positions that showed it, each position ``unit`` (line, run,
-        row) when given: ``native at line 1; openai at line 2``."""
-        prefix = f"{unit} " if unit else ""
-        return "; ".join(f"{name} at {prefix}{', '.join(map(str, at))}"
-                         for name, at in self.formats.items())
+        row) when given: ``native at line 1; openai at lines 2, 3``; past the first
+        :data:`CONFLICTS_SHOWN` of a format, a count ("and 50 more"): a file of many runs
+        names the few that disagree, not every one that agrees."""
+        said = []
+        for name, at in self.formats.items():
+            prefix = "" if not unit else f"{unit} " if len(at) == 1 else f"{unit}s "
+            shown = ", ".join(map(str, at[:CONFLICTS_SHOWN]))
+            more = f" and {len(at) - CONFLICTS_SHOWN} more" if len(at) > CONFLICTS_SHOWN else ""
+            said.append(f"{name} at {prefix}{shown}{more}")
+        return "; ".join(said)
+
+
+CONFLICTS_SHOWN: Final = 5
+"""How many positions of each format a :class:`FormatConflictError` names by number."""
 
 
 class FormatUnknownError(ValueError):

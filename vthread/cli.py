@@ -4107,7 +4107,7 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
     skipped = next((number for number in range(1, examined + 1)
                     if len(lines[number - 1]) > WARN_LINE_BYTES), None)
     return (f"{label}: warning: --format {given} was given, but "
-            f"{misfit_phrase(found, examined, unit)}; they are read as {given}, and "
+            f"{misfit_phrase(found, examined, unit, given)}, and "
             "each is an error where it holds what only its own format holds, else may be "
             "read wrongly"), examined if skipped is None else skipped - 1
 

@@ -1232,10 +1232,14 @@ def _messages_of(value: Any, messages_key: str | None) -> Any:
     return run_messages(value, messages_key) if isinstance(value, Mapping) else value
 
 
-def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str) -> str:
+def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str, given: str
+                  ) -> str:
     """How a warning names the :func:`misfits` among the first ``examined`` ``unit``s (line,
-    row): "rows 0, 1 and 3 more of the first 16 look like openai"."""
-    return misfit_lines(found, unit, among=f" of the first {examined}")
+    row) and the format ``given`` they are read in: "rows 0, 1 and 3 more of the first 16
+    look like openai; they are read as native" ("it is" for one)."""
+    subject = "it is" if len(found) == 1 else "they are"
+    return (f"{misfit_lines(found, unit, among=f' of the first {examined}')}; "
+            f"{subject} read as {given}")
 
 
 MISFITS_SHOWN: Final = 5
