@@ -63,6 +63,14 @@ impl<S: BuildHasher> ArenaInterner<S> {
         self.same_hash.clear();
     }
 
+    /// The heap memory the interner holds (what `clear` keeps for the next thread).
+    pub fn heap_bytes(&self) -> usize {
+        // A bucket is a u64 hash, a usize id and a control byte.
+        self.first.capacity() * 17
+            + self.bytes.capacity()
+            + (self.ends.capacity() + self.same_hash.capacity()) * size_of::<usize>()
+    }
+
     /// How many distinct keys have ids.
     pub fn len(&self) -> usize {
         self.ends.len()

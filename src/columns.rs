@@ -41,6 +41,10 @@ impl Interner {
         self.ids.clear();
     }
 
+    fn heap_bytes(&self) -> usize {
+        self.ids.heap_bytes() + self.scratch.capacity()
+    }
+
     /// The id of the bytes in `scratch` (a tag byte first keeps namespaces apart).
     fn intern_scratch(&mut self) -> i64 {
         self.ids.intern(&self.scratch) as i64
@@ -348,12 +352,109 @@ pub struct Reader {
     keys: KeyReader,
 }
 
+impl Reader {
+    /// The heap memory the reader holds (its buffers, kept from one thread to the next).
+    pub fn heap_bytes(&self) -> usize {
+        self.interner.heap_bytes() + self.keys.heap_bytes()
+    }
+}
+
 impl Columns {
     pub fn new() -> Self {
         Columns {
             tail_offsets: vec![0],
             ..Columns::default()
         }
+    }
+
+    /// Empty again, as `new` makes them, the memory kept (the next call's).
+    pub fn clear(&mut self) {
+        let Columns {
+            lengths,
+            suffix_period,
+            suffix_copies,
+            tail_length,
+            tail_offsets,
+            tail_kind,
+            tail_kind_id,
+            tail_name,
+            tail_arguments,
+            tail_result,
+            result_run,
+            result_start,
+            result_period,
+            result_copies,
+            text_thread,
+            text_index,
+            texts,
+        } = self;
+        for column in [
+            lengths,
+            suffix_period,
+            suffix_copies,
+            tail_length,
+            tail_offsets,
+            tail_kind_id,
+            tail_name,
+            tail_arguments,
+            tail_result,
+            result_run,
+            result_start,
+            result_period,
+            result_copies,
+            text_thread,
+            text_index,
+        ] {
+            column.clear();
+        }
+        tail_kind.clear();
+        texts.clear();
+        tail_offsets.push(0);
+    }
+
+    /// The heap memory the columns hold.
+    pub fn heap_bytes(&self) -> usize {
+        let Columns {
+            lengths,
+            suffix_period,
+            suffix_copies,
+            tail_length,
+            tail_offsets,
+            tail_kind,
+            tail_kind_id,
+            tail_name,
+            tail_arguments,
+            tail_result,
+            result_run,
+            result_start,
+            result_period,
+            result_copies,
+            text_thread,
+            text_index,
+            texts,
+        } = self;
+        [
+            lengths,
+            suffix_period,
+            suffix_copies,
+            tail_length,
+            tail_offsets,
+            tail_kind_id,
+            tail_name,
+            tail_arguments,
+            tail_result,
+            result_run,
+            result_start,
+            result_period,
+            result_copies,
+            text_thread,
+            text_index,
+        ]
+        .iter()
+        .map(|column| column.capacity() * size_of::<i64>())
+        .sum::<usize>()
+            + tail_kind.capacity()
+            + texts.capacity() * size_of::<Text>()
     }
 
     /// Whether the last thread pushed may loop otherwise than by a runaway text in its last

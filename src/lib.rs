@@ -201,22 +201,23 @@ fn describe_thread(
     let py = messages.py();
     let text_options = text_run_options(min_units, window, max_unique_ratio)?;
     let options = columns::ScanOptions::from(options);
-    let read = threads::columns_of_thread(messages, &options)?;
-    let code = read.single_verdict(options.needed_results);
-    if code != 0 {
-        return Ok(code);
-    }
-    let mut scratch = textrun::Scratch::default();
-    for text in read.texts {
-        let text = text.into_python(py).into_bound(py);
-        if let Some(text) = node::text_of(&text)? {
-            let points = objects::code_points(text);
-            if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
-                return Ok(TEXT_RUN);
+    threads::with_columns_of_thread(messages, &options, |read| {
+        let code = read.single_verdict(options.needed_results);
+        if code != 0 {
+            return Ok(code);
+        }
+        let mut scratch = textrun::Scratch::default();
+        for text in read.texts.drain(..) {
+            let text = text.into_python(py).into_bound(py);
+            if let Some(text) = node::text_of(&text)? {
+                let points = objects::code_points(text);
+                if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
+                    return Ok(TEXT_RUN);
+                }
             }
         }
-    }
-    Ok(0)
+        Ok(0)
+    })
 }
 
 /// Whether `bytes` of memory can be had now (asked for and given back at once, address space

@@ -141,6 +141,13 @@ struct ExactKeys {
 }
 
 impl ExactKeys {
+    fn heap_bytes(&self) -> usize {
+        (self.slot.capacity() + self.ends.capacity()) * size_of::<usize>()
+            + self.walked.capacity()
+            + self.prints.capacity() * size_of::<u64>()
+            + self.bytes.capacity()
+    }
+
     fn clear(&mut self, length: usize) {
         self.slot.clear();
         self.slot.resize(length, UNREAD);
@@ -228,6 +235,14 @@ pub struct KeyReader {
 }
 
 impl KeyReader {
+    /// The heap memory the reader's buffers hold (kept from one thread to the next).
+    pub fn heap_bytes(&self) -> usize {
+        self.screens.capacity() * size_of::<Option<u64>>()
+            + self.exact.heap_bytes()
+            + self.scratch.capacity()
+            + self.z.capacity() * size_of::<usize>()
+    }
+
     /// `(period, copies)` of the shortest repeating suffix, `(0, 0)` when none.
     pub fn repeated_suffix<N: Node>(
         &mut self,

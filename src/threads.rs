@@ -185,14 +185,39 @@ pub fn columns_of_objects<'py>(
     Ok((columns, read))
 }
 
-/// The columns of one Python thread; errors name the message index alone.
-pub fn columns_of_thread(messages: &Bound<'_, PyAny>, options: &ScanOptions) -> PyResult<Columns> {
+/// The columns of one Python thread, handed to `decide`; errors name the message index
+/// alone. The buffers of a call are kept for the next on this OS thread (a harness asks
+/// after every turn: making them anew was a tenth of a 60-message call), up to
+/// `SPARE_BYTES`; a call made while another is reading (a message's own code calling
+/// `describe_thread_cycle`) finds none kept and makes its own.
+pub fn with_columns_of_thread<R>(
+    messages: &Bound<'_, PyAny>,
+    options: &ScanOptions,
+    decide: impl FnOnce(&mut Columns) -> PyResult<R>,
+) -> PyResult<R> {
     let items = python_messages(messages, None)?;
-    let mut columns = Columns::new();
-    columns
-        .push_thread(0, &items, options, &mut Reader::default())
-        .map_err(|error| located(messages.py(), error, None, &items))?;
-    Ok(columns)
+    let (mut columns, mut reader) = SPARE
+        .with(|spare| spare.borrow_mut().take())
+        .unwrap_or_else(|| (Columns::new(), Reader::default()));
+    let outcome = columns
+        .push_thread(0, &items, options, &mut reader)
+        .map_err(|error| located(messages.py(), error, None, &items))
+        .and_then(|()| decide(&mut columns));
+    columns.clear(); // (its texts are let go of here, with the GIL held)
+    if columns.heap_bytes() + reader.heap_bytes() <= SPARE_BYTES {
+        SPARE.with(|spare| *spare.borrow_mut() = Some((columns, reader)));
+    }
+    outcome
+}
+
+/// The most memory a single call's buffers keep for the next (a thread of thousands of
+/// messages, or one long message, lets them go).
+const SPARE_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// A single call's columns and reader, emptied, for the next call on this OS thread.
+    static SPARE: std::cell::RefCell<Option<(Columns, Reader)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// `error`, raised while a thread's messages were read (by a message's own mapping methods,
@@ -901,6 +926,80 @@ mod tests {
             native_thread(fresh.root(), RunKeys::default()).map(|(id, m)| (id, m.len()))
         );
         assert!(detected.take(&line).is_none()); // taken once
+    }
+
+    /// The columns' figures of one thread (its texts by count: they are Python's).
+    fn figures(columns: &Columns) -> Vec<Vec<i64>> {
+        let mut figures = vec![
+            columns.lengths.clone(),
+            columns.suffix_period.clone(),
+            columns.suffix_copies.clone(),
+            columns.tail_length.clone(),
+            columns.tail_offsets.clone(),
+            columns
+                .tail_kind
+                .iter()
+                .map(|&kind| i64::from(kind))
+                .collect(),
+            columns.tail_kind_id.clone(),
+            columns.tail_name.clone(),
+            columns.tail_arguments.clone(),
+            columns.tail_result.clone(),
+            columns.result_run.clone(),
+            columns.result_start.clone(),
+            columns.result_period.clone(),
+            columns.result_copies.clone(),
+            columns.text_thread.clone(),
+            columns.text_index.clone(),
+        ];
+        figures.push(vec![columns.texts.len() as i64]);
+        figures
+    }
+
+    #[test]
+    fn columns_cleared_and_a_reader_used_read_a_thread_as_new_ones() {
+        // What a single call keeps for the next (`with_columns_of_thread`) reads each thread
+        // as fresh columns and a fresh reader do, whatever it read before.
+        let lines = [
+            r#"[{"type":"a","text":"x"},{"type":"b","text":"y"},{"type":"a","text":"x"},{"type":"b","text":"y"}]"#,
+            r#"[{"type":"activity","text":"","meta":{"activity":{"type":"request","function":{"name":"f","arguments":{"q":1}}}}},{"type":"activity","text":"","meta":{"activity":{"type":"response","function":{"name":"f","arguments":{"q":1},"result":"ok"}}}}]"#,
+            r#"[{"type":"user","text":"hi"}]"#,
+            r#"[]"#,
+            r#"[{"type":"bot","text":"ok ok ok"},{"type":"tool","text":"","meta":{"k":[1,2]}},{"type":"bot","text":"ok ok ok"},{"type":"tool","text":"","meta":{"k":[1,2]}},{"type":"bot","text":"ok ok ok"},{"type":"tool","text":"","meta":{"k":[1,2]}}]"#,
+        ];
+        let options = ScanOptions {
+            suffix: crate::suffix::SuffixOptions {
+                min_repetitions: 2,
+                min_pattern_length: 1,
+                max_pattern_length: None,
+            },
+            needed_results: 2,
+        };
+        let tapes: Vec<Tape<'_>> = lines
+            .iter()
+            .map(|line| Tape::parse(line.as_bytes()).unwrap())
+            .collect();
+        let mut kept = Columns::new();
+        let mut reader = Reader::default();
+        for first in &tapes {
+            for second in &tapes {
+                let (_, before) = native_thread(first.root(), RunKeys::default()).unwrap();
+                let (_, messages) = native_thread(second.root(), RunKeys::default()).unwrap();
+                kept.push_thread(0, &before, &options, &mut reader).unwrap();
+                kept.clear();
+                assert!(kept.heap_bytes() > 0);
+                kept.push_thread(0, &messages, &options, &mut reader)
+                    .unwrap();
+                let mut fresh = Columns::new();
+                fresh
+                    .push_thread(0, &messages, &options, &mut Reader::default())
+                    .unwrap();
+                assert_eq!(figures(&kept), figures(&fresh));
+                kept.clear();
+                assert_eq!(figures(&kept), figures(&Columns::new()));
+            }
+        }
+        assert!(reader.heap_bytes() > 0);
     }
 
     #[test]
