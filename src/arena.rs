@@ -12,7 +12,8 @@
 //! keys at the end of a million-message thread, past the L3 cache: `docs/growth.md`, H3.)
 //!
 //! The hash is aHash keyed at random per interner, as the tables it replaces were, so input
-//! crafted to collide cannot grow one chain into quadratic time.
+//! crafted to collide cannot grow one chain into quadratic time. (An interner `describe_thread`
+//! keeps from one call to the next keeps its key: one per OS thread and process.)
 //!
 //! Cost: O(key length) expected per `intern`; memory, the keys' bytes plus 40–60 bytes a key
 //! (the table's buckets, an end and a chain link).
@@ -65,8 +66,10 @@ impl<S: BuildHasher> ArenaInterner<S> {
 
     /// The heap memory the interner holds (what `clear` keeps for the next thread).
     pub fn heap_bytes(&self) -> usize {
-        // A bucket is a u64 hash, a usize id and a control byte.
-        self.first.capacity() * 17
+        // The table holds at most 7/8 of its buckets (a power of two), each a u64 hash and a
+        // usize id, with a control byte.
+        let buckets = (self.first.capacity() * 8 / 7).next_power_of_two();
+        buckets * 17
             + self.bytes.capacity()
             + (self.ends.capacity() + self.same_hash.capacity()) * size_of::<usize>()
     }

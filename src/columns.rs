@@ -367,15 +367,17 @@ impl Columns {
         }
     }
 
-    /// Empty again, as `new` makes them, the memory kept (the next call's).
-    pub fn clear(&mut self) {
+    /// The columns of one `i64` a thread or a tail row, each once; `tail_kind` (`i8`) and
+    /// `texts` are not among them. (Destructured whole: a column added to `Columns` must be
+    /// placed here, or in `clear` and `heap_bytes` by hand, before it compiles.)
+    fn figure_columns(&mut self) -> [&mut Vec<i64>; 15] {
         let Columns {
             lengths,
             suffix_period,
             suffix_copies,
             tail_length,
             tail_offsets,
-            tail_kind,
+            tail_kind: _,
             tail_kind_id,
             tail_name,
             tail_arguments,
@@ -386,52 +388,7 @@ impl Columns {
             result_copies,
             text_thread,
             text_index,
-            texts,
-        } = self;
-        for column in [
-            lengths,
-            suffix_period,
-            suffix_copies,
-            tail_length,
-            tail_offsets,
-            tail_kind_id,
-            tail_name,
-            tail_arguments,
-            tail_result,
-            result_run,
-            result_start,
-            result_period,
-            result_copies,
-            text_thread,
-            text_index,
-        ] {
-            column.clear();
-        }
-        tail_kind.clear();
-        texts.clear();
-        tail_offsets.push(0);
-    }
-
-    /// The heap memory the columns hold.
-    pub fn heap_bytes(&self) -> usize {
-        let Columns {
-            lengths,
-            suffix_period,
-            suffix_copies,
-            tail_length,
-            tail_offsets,
-            tail_kind,
-            tail_kind_id,
-            tail_name,
-            tail_arguments,
-            tail_result,
-            result_run,
-            result_start,
-            result_period,
-            result_copies,
-            text_thread,
-            text_index,
-            texts,
+            texts: _,
         } = self;
         [
             lengths,
@@ -450,11 +407,26 @@ impl Columns {
             text_thread,
             text_index,
         ]
-        .iter()
-        .map(|column| column.capacity() * size_of::<i64>())
-        .sum::<usize>()
-            + tail_kind.capacity()
-            + texts.capacity() * size_of::<Text>()
+    }
+
+    /// Empty again, as `new` makes them, the memory kept (the next call's).
+    pub fn clear(&mut self) {
+        for column in self.figure_columns() {
+            column.clear();
+        }
+        self.tail_kind.clear();
+        self.texts.clear();
+        self.tail_offsets.push(0);
+    }
+
+    /// The heap memory the columns hold.
+    pub fn heap_bytes(&mut self) -> usize {
+        let figures: usize = self
+            .figure_columns()
+            .iter()
+            .map(|column| column.capacity() * size_of::<i64>())
+            .sum();
+        figures + self.tail_kind.capacity() + self.texts.capacity() * size_of::<Text>()
     }
 
     /// Whether the last thread pushed may loop otherwise than by a runaway text in its last

@@ -201,23 +201,35 @@ fn describe_thread(
     let py = messages.py();
     let text_options = text_run_options(min_units, window, max_unique_ratio)?;
     let options = columns::ScanOptions::from(options);
-    threads::with_columns_of_thread(messages, &options, |read| {
+    threads::with_columns_of_thread(messages, &options, |read, scratch| {
         let code = read.single_verdict(options.needed_results);
         if code != 0 {
             return Ok(code);
         }
-        let mut scratch = textrun::Scratch::default();
         for text in read.texts.drain(..) {
             let text = text.into_python(py).into_bound(py);
             if let Some(text) = node::text_of(&text)? {
                 let points = objects::code_points(text);
-                if textrun::has_repeated_text_run(points, &text_options, &mut scratch) {
+                if textrun::has_repeated_text_run(points, &text_options, scratch) {
                     return Ok(TEXT_RUN);
                 }
             }
         }
         Ok(0)
     })
+}
+
+/// The bytes of buffers `describe_thread` keeps on this OS thread for its next call (None
+/// when it keeps none): for the tests of what it keeps (`threads::with_columns_of_thread`).
+#[pyfunction]
+fn kept_buffer_bytes() -> Option<usize> {
+    threads::kept_bytes()
+}
+
+/// The most `describe_thread` keeps (`threads::SPARE_BYTES`).
+#[pyfunction]
+fn most_kept_buffer_bytes() -> usize {
+    threads::SPARE_BYTES
 }
 
 /// Whether `bytes` of memory can be had now (asked for and given back at once, address space
@@ -1811,6 +1823,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(costs::own_token_costs, module)?)?;
     module.add_function(wrap_pyfunction!(costs::newest_fitting, module)?)?;
     module.add_function(wrap_pyfunction!(describe_thread, module)?)?;
+    module.add_function(wrap_pyfunction!(kept_buffer_bytes, module)?)?;
+    module.add_function(wrap_pyfunction!(most_kept_buffer_bytes, module)?)?;
     module.add_function(wrap_pyfunction!(mask_text, module)?)?;
     module.add_function(wrap_pyfunction!(room_for, module)?)?;
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;

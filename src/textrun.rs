@@ -328,6 +328,14 @@ impl Default for Scratch {
 }
 
 impl Scratch {
+    /// The heap memory the buffers hold (kept from one text to the next).
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.spans.capacity() * size_of::<(usize, usize)>()
+            + self.hashes.capacity() * size_of::<u64>()
+            + self.slots.capacity() * size_of::<u32>()
+    }
+
     fn clear(&mut self, most: usize) {
         self.bytes.clear();
         self.spans.clear();

@@ -202,6 +202,12 @@ def describe_thread(
     """1/2/3/4 for suffix, activity tail, result run, runaway text (with these resolved
     text-run options), else 0."""
 
+def kept_buffer_bytes() -> int | None:
+    """Bytes of buffers describe_thread keeps on this OS thread for its next call, or None."""
+
+def most_kept_buffer_bytes() -> int:
+    """The most describe_thread keeps from one call to the next."""
+
 def room_for(bytes: int) -> bool:
     """Whether that much memory can be had now (asked for and given back at once)."""
 def mask_text(text: str) -> str:
