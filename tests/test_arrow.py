@@ -541,7 +541,7 @@ def test_disagreeing_formats_and_bad_arguments_are_clear_errors() -> None:
     with pytest.raises(ValueError, match=r"native at row 0; openai at row 1"):
         arrow.scan_arrow(table)
     with pytest.warns(UserWarning, match="format='native' was given, but row 1 of the first 2 "
-                      "looks like openai; it is read as native, and"):
+                      "looks like openai; it is read as native, and its verdict may be wrong"):
         assert arrow.scan_arrow(table, format="native").num_rows == 2
     with pytest.raises(ValueError, match="no column 'runs'; the table has messages"):
         arrow.scan_arrow(table, messages="runs")

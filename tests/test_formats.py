@@ -185,6 +185,14 @@ def test_threads_in_different_formats_are_refused(tmp_path: Path,
             "lines 2, 5; anthropic at line 4); give --format") in err
     code, out, _ = run(["scan", str(path), "-q", "--format", "openai"], monkeypatch)
     assert code == 0 and len(records(out)) == 5
+    # Named by --format, one line of another format is told of in the singular.
+    code, out, err = run(["scan", str(path), "-q", "--format", "anthropic"], monkeypatch)
+    assert ("line 1 of the first 5 looks like native, line 2 like openai; they are read as "
+            "anthropic, and each is an error") in err
+    one = write_jsonl(tmp_path / "one.jsonl", [native, openai_loop()])
+    code, out, err = run(["scan", str(one), "-q", "--format", "native"], monkeypatch)
+    assert ("--format native was given, but line 2 of the first 2 looks like openai; it is "
+            "read as native, and is an error where it holds") in err
     # Many runs agreeing and one not: the few that disagree are named, the many counted.
     many = write_jsonl(tmp_path / "many.jsonl", [openai_healthy()] * 40 + [native])
     code, out, err = run(["scan", str(many)], monkeypatch)

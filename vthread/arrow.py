@@ -450,7 +450,8 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
 
             warnings.warn(f"format='auto' read the rows as native, as the first are, but "
                           f"{misfit_phrase(misfit, len(head), 'row', 'native')}, and "
-                          "their verdicts may be wrong: scan them apart"
+                          + ("its verdict may be wrong: scan it apart" if len(misfit) == 1
+                             else "their verdicts may be wrong: scan them apart")
                           + misfit_advice(what for _, what in misfit),
                           stacklevel=stacklevel)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
@@ -572,8 +573,9 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
         # Of the rows looked at, not of those with messages: "rows 2, 3 of the first 2"
         # said of a column opening with two null rows.
         warnings.warn(f"format={given!r} was given, but "
-                      f"{misfit_phrase(found, len(head), 'row', given)}, and their "
-                      "verdicts may be wrong"
+                      f"{misfit_phrase(found, len(head), 'row', given)}, and "
+                      + ("its verdict may be wrong" if len(found) == 1
+                         else "their verdicts may be wrong")
                       + misfit_advice(what for _, what in found),
                       stacklevel=stacklevel)
 

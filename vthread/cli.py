@@ -4108,8 +4108,9 @@ def _misread_warning(label: str, lines: Sequence[bytes], given: str, messages_ke
                     if len(lines[number - 1]) > WARN_LINE_BYTES), None)
     return (f"{label}: warning: --format {given} was given, but "
             f"{misfit_phrase(found, examined, unit, given)}, and "
-            "each is an error where it holds what only its own format holds, else may be "
-            "read wrongly"), examined if skipped is None else skipped - 1
+            f"{'is' if len(found) == 1 else 'each is'} an error where it holds what only its "
+            "own format holds, else may be read wrongly"), \
+        examined if skipped is None else skipped - 1
 
 
 def _run_in_core(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
