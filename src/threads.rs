@@ -187,10 +187,10 @@ pub fn columns_of_objects<'py>(
 
 /// The buffers of a single call (`describe_thread`): its columns, the reader's tables and
 /// the text-run check's scratch, kept from one call to the next on an OS thread.
-pub struct Spare {
-    pub columns: Columns,
-    pub reader: Reader,
-    pub text_run: crate::textrun::Scratch,
+struct Spare {
+    columns: Columns,
+    reader: Reader,
+    text_run: crate::textrun::Scratch,
 }
 
 impl Default for Spare {
