@@ -1319,20 +1319,27 @@ class FormatConflictError(ValueError):
 
     def where(self, unit: str | None = None) -> str:
         """Each format and the positions that showed it, each position ``unit`` (line, run,
-        row) when given: ``native at line 1; openai at lines 2, 3``; past the first
-        :data:`CONFLICTS_SHOWN` of a format, a count ("and 50 more"): a file of many runs
-        names the few that disagree, not every one that agrees."""
+        row) when given: ``native at line 1; openai at lines 2, 3``, each format's
+        :func:`positions_named` (a file of many runs names the few that disagree, not every
+        one that agrees)."""
         said = []
         for name, at in self.formats.items():
             prefix = "" if not unit else f"{unit} " if len(at) == 1 else f"{unit}s "
-            shown = ", ".join(map(str, at[:CONFLICTS_SHOWN]))
-            more = f" and {len(at) - CONFLICTS_SHOWN} more" if len(at) > CONFLICTS_SHOWN else ""
-            said.append(f"{name} at {prefix}{shown}{more}")
+            said.append(f"{name} at {prefix}{positions_named(at)}")
         return "; ".join(said)
 
 
-CONFLICTS_SHOWN: Final = 5
-"""How many positions of each format a :class:`FormatConflictError` names by number."""
+POSITIONS_SHOWN: Final = 5
+"""How many positions (lines, rows, runs) of one format a message names by number."""
+
+
+def positions_named(positions: Sequence[int], total: int | None = None) -> str:
+    """``positions`` as a message names them: the first :data:`POSITIONS_SHOWN`, the rest
+    counted (of ``total``, when only the first few are at hand): "71, 90, 91, 92, 95 and 3
+    more"."""
+    total = len(positions) if total is None else total
+    shown = ", ".join(map(str, positions[:POSITIONS_SHOWN]))
+    return f"{shown} and {total - POSITIONS_SHOWN} more" if total > POSITIONS_SHOWN else shown
 
 
 class FormatUnknownError(ValueError):

@@ -49,9 +49,11 @@ from vthread.adapters import (
     _OPENAI_KEYS,
     _OPENAI_ONLY_ROLES,
     _RESPONSES_MARKS,
+    POSITIONS_SHOWN,
     another_library_s,
     json_type,
     langchain_s,
+    positions_named,
 )
 
 if TYPE_CHECKING:
@@ -1242,9 +1244,9 @@ def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str, gi
             f"{subject} read as {given}")
 
 
-MISFITS_SHOWN: Final = 5
+MISFITS_SHOWN: Final = POSITIONS_SHOWN
 """How many lines of each format a warning of misfit lines names by number (the rest are
-counted: "lines 71, 90, 91, 92, 95 and 3 more")."""
+counted: "lines 71, 90, 91, 92, 95 and 3 more"), as a format conflict names them."""
 
 
 def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
@@ -1260,11 +1262,10 @@ def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
     said: list[str] = []
     for format_, numbers in by_format.items():
         total = len(numbers) if totals is None else totals[format_]
-        shown = ", ".join(str(number) for number in numbers[:MISFITS_SHOWN])
-        more = f" and {total - MISFITS_SHOWN} more" if total > MISFITS_SHOWN else ""
+        named = positions_named(numbers, total)
         units, look = (unit, "looks") if total == 1 else (f"{unit}s", "look")
-        said.append(f"{units} {shown}{more}{among} {look} like {format_}" if not said
-                    else f"{units} {shown}{more} like {format_}")
+        said.append(f"{units} {named}{among} {look} like {format_}" if not said
+                    else f"{units} {named} like {format_}")
     return ", ".join(said)
 
 
