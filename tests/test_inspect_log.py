@@ -221,6 +221,32 @@ def sample(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"id": "s1", "epoch": 2, "messages": messages, **extra}
 
 
+def test_inspect_messages_read_as_openai_name_how_to_read_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample's messages dumped from an Inspect log show OpenAI's ``tool_calls``, so they
+    are detected as OpenAI chat, whose reader cannot take a call whose function is a string:
+    the error names Inspect's call and how to read its logs, in the API and the command."""
+    messages = [
+        {"role": "user", "content": "Deploy."},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"id": "c1", "function": "status", "arguments": {"job": 7},
+                         "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "function": "status", "content": "ok"}]
+    told = (r"message 1: tool_calls\[0\]: function must be an object, not a string: .* is "
+            r"Inspect AI's .*read_inspect_chats or chat_of")
+    with pytest.raises(ValueError, match=told):
+        scan([messages], format="auto")
+    path = tmp_path / "dumped.jsonl"
+    path.write_text(json.dumps({"id": "s1", "messages": messages}) + "\n")
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and re.search(told, records(out)[0]["error"])
+    # A call of OpenAI's whose function is a string, with no arguments beside it, is told
+    # as before.
+    messages[1]["tool_calls"][0].pop("arguments")
+    with pytest.raises(ValueError, match=r"tool_calls\[0\]: function must be an object$"):
+        scan([messages], format="openai")
+
+
 def test_sample_messages_map_as_openai_chat() -> None:
     """Inspect's reasoning parts, tool calls (function a string, arguments an object) and tool
     messages map as their OpenAI chat twins do; a failed call's error is its result."""

@@ -412,12 +412,23 @@ def _openai_assistant(
                 if type(name) is not str:  # (a string made exact by _plain)
                     raise ValueError(f"{where}: custom name must be a string")
                 arguments = custom.get("input", _ABSENT)
+            elif is_string(function) and "arguments" in call:
+                raise ValueError(_INSPECT_CALL.format(where=where))
             else:
                 name, arguments = _function(function, where)
             _called(out, calls, name, arguments, call.get("id"))
     function_call = message.get("function_call")
     if function_call is not None:
         _legacy_call(out, legacy, function_call, f"message {index}: function_call")
+
+
+_INSPECT_CALL: Final = (
+    "{where}: function must be an object, not a string: a tool call whose function is its "
+    "name, beside its arguments, is Inspect AI's (a ChatMessage dumped from an Inspect log); "
+    "read Inspect logs with `vthread scan LOG`, or their samples with "
+    "vthread.inspect_log.read_inspect_chats or chat_of")
+"""The error of an OpenAI tool call shaped as Inspect AI's ``ToolCall``, which detection
+reads as OpenAI's (its ``tool_calls``) and the OpenAI reader cannot."""
 
 
 def _called(out: list[dict[str, Any]], calls: dict[Any, tuple[str, Any]], name: str,
