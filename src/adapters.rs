@@ -1223,10 +1223,6 @@ fn id_part(value: Value<'_>) -> Result<String, Declined> {
     String::from_utf8(canonical).map_err(|_| Declined)
 }
 
-/// The most digits of an integer Python converts (`sys.get_int_max_str_digits()`'s default):
-/// `json.loads` is made to read a longer one as the infinity `JSON.parse` reads.
-const PYTHON_INT_DIGITS: usize = 4300;
-
 /// A number of a joined id as `documents._id_part` writes the value `json.loads` makes of
 /// it: an integer's digits (`-0` is `0`), a number with a fraction or an exponent as
 /// JavaScript writes it (`canonical::js_number_text`); None for one that reads as no finite number
@@ -1235,7 +1231,8 @@ fn number_id_part(written: &[u8]) -> Option<String> {
     let written = std::str::from_utf8(written).ok()?;
     if !written.contains(['.', 'e', 'E']) {
         let digits = written.trim_start_matches('-');
-        if digits.len() > PYTHON_INT_DIGITS {
+        // (`json.loads` is made to read a longer one as the infinity `JSON.parse` reads)
+        if digits.len() > crate::json_reader::MAX_INT_DIGITS {
             return None;
         }
         if digits.bytes().all(|digit| digit == b'0') {
