@@ -66,7 +66,6 @@ __all__ = [
     "DECLARED_COLUMN",
     "DOCUMENT_SUFFIXES",
     "MESSAGES_KEYS",
-    "MISFITS_SHOWN",
     "PASS_A_FORMAT",
     "RUNS_FOR_MESSAGES",
     "TOO_DEEP",
@@ -1214,9 +1213,10 @@ def misread_warning(named: str, count: int, kinds: Iterable[Any], remedy: tuple[
 def tally_misfits(found: Iterable[tuple[int, Any]], shown: list[tuple[int, Any]],
                   totals: dict[Any, int]) -> None:
     """Count ``found`` (unit, kind) into ``totals`` by kind, keeping the first
-    :data:`MISFITS_SHOWN` of each kind in ``shown`` (for :func:`misfit_lines`)."""
+    :data:`vthread.adapters.POSITIONS_SHOWN` of each kind in ``shown`` (for
+    :func:`misfit_lines`, which names them by number and counts the rest)."""
     for number, kind in found:
-        if totals.get(kind, 0) < MISFITS_SHOWN:
+        if totals.get(kind, 0) < POSITIONS_SHOWN:
             shown.append((number, kind))
         totals[kind] = totals.get(kind, 0) + 1
 
@@ -1242,11 +1242,6 @@ def misfit_phrase(found: Sequence[tuple[int, Any]], examined: int, unit: str, gi
     subject = "it is" if len(found) == 1 else "they are"
     return (f"{misfit_lines(found, unit, among=f' of the first {examined}')}; "
             f"{subject} read as {given}")
-
-
-MISFITS_SHOWN: Final = POSITIONS_SHOWN
-"""How many lines of each format a warning of misfit lines names by number (the rest are
-counted: "lines 71, 90, 91, 92, 95 and 3 more"), as a format conflict names them."""
 
 
 def misfit_lines(found: Sequence[tuple[int, Any]], unit: str, among: str = "",
