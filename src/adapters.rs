@@ -1446,16 +1446,64 @@ pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evid
 }
 
 /// [`format_evidence`] of a run that may settle its batch's format: none for a run declaring
-/// itself a mini-swe-agent run, which is read as one whatever the batch's format
-/// (`documents.undeclared_evidence`), so that it settles none.
+/// itself a mini-swe-agent run or showing SWE-agent's actions, which is read so whatever
+/// the batch's detected format ([`detected_format_of`]; `documents.run_format_evidence`'s
+/// `undeclared`), so that it settles none and misfits none.
 pub fn undeclared_format_evidence(
     tape: &Tape<'_>,
     keys: RunKeys<'_>,
 ) -> Result<Option<Evidence>, Declined> {
-    if declares_mini_swe_agent(tape.root()) {
+    if declares_mini_swe_agent(tape.root()) || shows_swe_agent_actions(tape, keys)? {
         return Ok(None);
     }
     format_evidence(tape, keys)
+}
+
+/// The format a line's run is read in when its batch's chat format `format` was detected
+/// rather than given (`documents.detected_format_of`): mini-swe-agent's for a run declaring
+/// itself one; SWE-agent's for a run whose own messages show SWE-agent's format by an
+/// assistant turn's `action` ([`shows_swe_agent_actions`]), wherever it lies in the batch
+/// (read as another chat format, its commands were text and its loop went unseen);
+/// `format` otherwise. Declined where the detection of its messages is.
+pub fn detected_format_of(
+    tape: &Tape<'_>,
+    format: Format,
+    keys: RunKeys<'_>,
+) -> Result<Format, Declined> {
+    if declares_mini_swe_agent(tape.root()) {
+        return Ok(Format::MiniSweAgent);
+    }
+    if format != Format::SweAgent && shows_swe_agent_actions(tape, keys)? {
+        return Ok(Format::SweAgent);
+    }
+    Ok(format)
+}
+
+/// `documents.shows_swe_agent_actions`: whether a run's messages are SWE-agent's as
+/// detection tells them ([`format_evidence`]) and some assistant turn of them holds a
+/// string `action`, the command SWE-agent parsed from it. The `action` is looked for first:
+/// a run without one (most of a batch) is not judged further.
+fn shows_swe_agent_actions(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<bool, Declined> {
+    let root = tape.root();
+    let listed = if root.is_object() {
+        match keys.messages_of(root) {
+            Some(listed) => listed,
+            None => return Ok(false),
+        }
+    } else {
+        root
+    };
+    let acts = listed.is_array()
+        && listed.children().any(|message| {
+            message.is_object()
+                && message
+                    .get("role")
+                    .is_some_and(|role| role.is_text("assistant"))
+                && message
+                    .get("action")
+                    .is_some_and(|action| action.is_string())
+        });
+    Ok(acts && matches!(format_evidence(tape, keys)?, Some((Some("swe-agent"), _))))
 }
 
 /// Whether a run object declares itself a mini-swe-agent run (`documents.run_format`:
@@ -1935,8 +1983,9 @@ pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Decli
     }
     let tape = Tape::parse(line)?;
     let root = tape.root();
-    if declares_mini_swe_agent(root) {
-        return Ok(0); // (no plain chat: a declared run, read as it declares in any format)
+    if declares_mini_swe_agent(root) || shows_swe_agent_actions(&tape, keys)? {
+        // (no plain chat: a declared run, or SWE-agent's, read so in any detected format)
+        return Ok(0);
     }
     let listed = if root.is_object() {
         match keys.messages_of(root) {

@@ -307,8 +307,9 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// With `block` (a `bytes` read of a file and the starts and ends of its lines in it), the
 /// chunk's rows are `lines` and then those slices, read in place: `vthread scan` hands the
 /// core each read whole rather than a `bytes` per line. With `declared_wins` (the file's
-/// chat format was detected, not given), a run object declaring itself a mini-swe-agent run
-/// is translated as one.
+/// chat format was detected, not given), each run is translated in the format it declares
+/// or shows (`adapters::detected_format_of`: a run object declaring itself a mini-swe-agent
+/// run as one, a run showing SWE-agent's actions as SWE-agent's).
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
                     messages_key=None, id_key=None, mask_volatile=false, anywhere=None,
@@ -536,7 +537,8 @@ fn scan_slices<'py>(
 /// With `keep_into` (a `KeptTapes`), the tape of a shorter line is held there instead, for
 /// `scan_lines(detected=)` of the chunk the line is in, while it holds less than
 /// `DETECTED_LINE_BYTES` of lines. With `undeclared`, a run declaring itself a mini-swe-agent
-/// run says nothing (`(True, None)`: `adapters::undeclared_format_evidence`).
+/// run, or showing SWE-agent's actions, says nothing (`(True, None)`:
+/// `adapters::undeclared_format_evidence`).
 #[pyfunction]
 #[pyo3(signature = (line, messages_key=None, keep_tape=false, keep_into=None, undeclared=false))]
 fn line_format_evidence(

@@ -667,7 +667,8 @@ pub struct LineReading<'a> {
     /// Tapes format detection made of some of the lines, by their address (`DetectedTapes`).
     pub detected: Option<&'a DetectedTapes>,
     /// The chat format was detected, not given: a run declaring itself a mini-swe-agent
-    /// run is read as one (`documents.read_run`'s `declared_wins`).
+    /// run is read as one, a run showing SWE-agent's actions as SWE-agent's
+    /// (`adapters::detected_format_of`, `documents.read_run`'s `declared_wins`).
     pub declared_wins: bool,
 }
 
@@ -833,15 +834,14 @@ fn read_part(
             _ if !fits => None,
             Some(format) => {
                 match tape_of(reading.detected, line).and_then(|tape| {
-                    let declared =
-                        reading.declared_wins && adapters::declares_mini_swe_agent(tape.root());
+                    let format = if reading.declared_wins {
+                        adapters::detected_format_of(&tape, format, reading.keys)?
+                    } else {
+                        format
+                    };
                     adapters::translate_tape(
                         &tape,
-                        if declared {
-                            adapters::Format::MiniSweAgent
-                        } else {
-                            format
-                        },
+                        format,
                         reading.keys,
                         &mut scratch,
                         &mut part.sources,

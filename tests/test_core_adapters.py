@@ -40,7 +40,7 @@ from benchmarks.workload import (
 )
 from vthread import _core, cli
 from vthread._jsvalue import canonical
-from vthread.documents import read_run, run_id
+from vthread.documents import read_run, run_format_evidence, run_id
 
 SAMPLES = Path(__file__).resolve().parent.parent / "vthread" / "samples"
 OPTIONS: dict[str, float | None] = {
@@ -473,3 +473,64 @@ def test_core_takes_translated_chunks_under_given_keys(format_: str) -> None:
     assert done is not None
     assert done.output.startswith(b'{"id":"t0",')
     _same(done, cli._scan_chunk_in_python(task))
+
+
+# Runs mixing each chat format's messages with SWE-agent's (some holding an ``action``), the
+# declaration of a mini-swe-agent run now and then: what a detected format yields to.
+MIXED_WITH_SWE_AGENT = st.builds(
+    lambda run_, declared: {**run_, "trajectory_format": "mini-swe-agent-1"}
+    if declared and isinstance(run_, dict) else run_,
+    st.one_of(*(runs(st.one_of(MESSAGES[format_], swe_agent_messages()))
+                for format_ in ("openai", "anthropic", "responses"))),
+    st.integers(0, 6).map(lambda drawn: drawn == 0))
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(TRANSLATED, st.lists(MIXED_WITH_SWE_AGENT, min_size=1, max_size=5))
+def test_core_reads_a_detected_format_s_runs_as_python_does(format_: str,
+                                                            drawn: list[Any]) -> None:
+    """In a file whose format was detected, each run is read in the format it shows or
+    declares (``adapters::detected_format_of``, ``documents.detected_format_of``): SWE-agent's
+    for a run whose assistant turns hold SWE-agent's ``action``, mini-swe-agent's for a run
+    declaring itself one. The core's chunk writes what Python's reading writes, and the
+    core's evidence past the first threads (``undeclared``) is Python's."""
+    lines = [_encode(run_, False) for run_ in drawn]
+    task = replace(_task(lines, format_), declared_wins=True)
+    done = cli._scan_chunk_in_core(task)
+    if done is not None:
+        _same(done, cli._scan_chunk_in_python(task))
+    for line, run_ in zip(lines, drawn, strict=True):
+        read, found = _core.line_format_evidence(line, undeclared=True)
+        if read:
+            assert found == run_format_evidence(run_, undeclared=True), line
+
+
+def test_a_swe_agent_history_in_a_detected_format_is_read_as_swe_agent_s() -> None:
+    """The rule itself, either way: a history whose assistant turns hold an ``action`` is
+    read as SWE-agent's (its actions calls) in a file detected as any other chat format,
+    and as the format given when one is; a history without one, or whose other messages
+    show another format (an Anthropic block), is read in the file's."""
+    history = [{"role": "user", "content": "task"},
+               {"role": "assistant", "content": "Thought: look.", "action": "ls"},
+               {"role": "user", "content": "a.py"}]
+    # The same command and output five times, each with another thought: a loop only when
+    # the actions are read.
+    line = _encode({"history": [history[0], *(
+        message for attempt in range(5) for message in (
+            {**history[1], "content": f"Thought {attempt}"}, history[2]))]}, False)
+    for format_ in ("openai", "anthropic", "mini-swe-agent"):
+        task = chunk_task([line], format_, OPTIONS)
+        detected = read_wholly_by_the_core(replace(task, declared_wins=True))
+        given = read_wholly_by_the_core(task)
+        assert detected.output != given.output, format_
+        assert detected.output == read_wholly_by_the_core(chunk_task(
+            [line], "swe-agent", OPTIONS)).output, format_
+    assert read_run({"history": history}, "openai", declared_wins=True)[1][1] == {
+        "type": "bot", "text": "Thought: look."}
+    assert read_run({"history": history}, "openai", declared_wins=True)[1][2]["type"] == (
+        "activity")
+    for other in ([{**history[1], "action": None}], [*history, {"role": "assistant",
+                   "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}]):
+        run_ = {"history": [history[0], *other]}
+        assert read_run(run_, "openai", declared_wins=True) == read_run(run_, "openai")

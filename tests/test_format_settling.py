@@ -422,11 +422,13 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     """A batch whose first runs all declare themselves mini-swe-agent runs, then another
     harness's (SWE-agent histories, declaring nothing): the declared runs are read as
     mini-swe-agent runs and the others in the format the first of them shows, as when they
-    come first, by vthread scan (JSONL and Parquet), vthread.scan and scan_arrow alike; the
-    file is named by that format. The declared runs settled the format: the SWE-agent runs
-    were read as mini-swe-agent runs and their loop missed, silently (past the first 16
-    rows for scan_arrow, 64 threads for the command and vthread.scan). A file of declared
-    runs alone is still named mini-swe-agent, and each read as before."""
+    come first, by vthread scan (JSONL and Parquet), vthread.scan and scan_arrow alike. The
+    declared runs settled the format: the SWE-agent runs were read as mini-swe-agent runs
+    and their loop missed, silently (past the first 16 rows for scan_arrow, 64 threads for
+    the command and vthread.scan). Among the first threads the SWE-agent runs name the
+    file's format; past them they are read as SWE-agent's wherever they lie and settle
+    none, and the file is named by its declared runs. A file of declared runs alone is
+    still named mini-swe-agent, and each read as before."""
     runs: list[Any] = [_declared_mini_run(index) for index in range(declared)]
     runs += [{"instance_id": "swe", "history": _swe_agent_loop()},
              {"instance_id": "swe2", "history": _swe_agent_loop()[:4]}]
@@ -435,7 +437,8 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     path.write_text("".join(json.dumps(item) + "\n" for item in runs))
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and [r["verdict"] for r in records(out)] == expected
-    assert f"swe-agent (detected; {path})" in err
+    named = "swe-agent" if declared < DETECT_THREADS else "mini-swe-agent"
+    assert f" {named} (detected; {path})" in err, err
     assert vthread.scan(runs, format="auto").names == expected
     table = pa.table({"instance_id": [item["instance_id"] for item in runs],
                       "trajectory_format": [item.get("trajectory_format") for item in runs],
@@ -530,3 +533,75 @@ def test_declared_runs_are_warned_of_as_no_other_format_across_chunks(
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and len(records(out)) == 101 and "warning" not in err
     assert f"mini-swe-agent (detected; {path})" in err
+
+
+def _openai_runs(count: int) -> list[dict[str, Any]]:
+    """Healthy OpenAI runs that show their format (a tool call and its answer)."""
+    return [{"id": f"o{index}", "messages": [
+        {"role": "user", "content": f"task {index}"}, *OPENAI_CALL,
+        {"role": "assistant", "content": f"done {index}"}]} for index in range(count)]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_swe_agent_run_past_the_first_threads_is_read_as_swe_agent(
+        jobs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SWE-agent history (assistant turns holding the ``action`` SWE-agent parsed), as a
+    run object and as a bare list, behind more OpenAI runs than detection examines: each is
+    read as SWE-agent's, its loop found, by vthread scan (JSONL, a .json document, Parquet),
+    vthread.scan and scan_arrow alike, with no warning; it was read as OpenAI chat, its
+    commands text, and its loop missed silently. A given format is not overruled."""
+    runs: list[Any] = [*_openai_runs(DETECT_THREADS + 6),
+                       {"instance_id": "swe", "history": _swe_agent_loop()},
+                       _swe_agent_loop(), {"id": "o-last", "messages": OPENAI_CALL}]
+    expected = [None] * (DETECT_THREADS + 6) + ["repeated_result_run"] * 2 + [None]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path), "--jobs", jobs], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected, err
+    assert f"openai (detected; {path})" in err and "warning" not in err, err
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps(runs))
+    code, out, err = run(["scan", str(document)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected, err
+    assert vthread.scan(runs, format="auto").names == expected
+    listed = [item if isinstance(item, list) else item.get("messages") or item["history"]
+              for item in runs]
+    assert vthread.scan(listed, format="auto").names == expected
+    table = pa.table({"messages": [json.dumps(messages) for messages in listed]})
+    assert vthread.scan_arrow(table).column("verdict").to_pylist() == expected
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "runs.parquet"
+    pq.write_table(table, parquet)
+    code, out, err = run(["scan", str(parquet)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected, err
+    # Given, the format is the user's: the SWE-agent runs are read as OpenAI chat.
+    code, out, err = run(["scan", str(path), "--format", "openai"], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [None] * len(runs)
+    assert vthread.scan(runs, format="openai").names == [None] * len(runs)
+
+
+def test_a_swe_agent_run_after_plain_chats_settles_no_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain chats past the first threads, a SWE-agent history, then an Anthropic run: the
+    SWE-agent run, read as SWE-agent's in any detected format, settles none (it settled
+    SWE-agent's, and the Anthropic run was warned of and read as SWE-agent's, its loop
+    lost); the Anthropic run settles the file's, and no warning names either."""
+    runs: list[Any] = [{"id": f"p{index}", "messages": PLAIN}
+                       for index in range(DETECT_THREADS + 6)]
+    runs += [{"instance_id": "swe", "history": _swe_agent_loop()},
+             {"id": "loop", "messages": anthropic_loop()}]
+    expected = [None] * (DETECT_THREADS + 6) + ["repeated_result_run"] * 2
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == expected, err
+    assert f"anthropic (detected; {path})" in err and "warning" not in err, err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.scan(runs, format="auto").names == expected
+    table = pa.table({"messages": [json.dumps(item.get("messages") or item["history"])
+                                   for item in runs]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.scan_arrow(table).column("verdict").to_pylist() == expected

@@ -50,7 +50,8 @@ def scan_lines(
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given; with
     ``declared_wins`` (a chat format detected, not given) a run object declaring itself a
-    mini-swe-agent run is translated as one. With
+    mini-swe-agent run is translated as one, a run showing SWE-agent's actions as
+    SWE-agent's (``documents.detected_format_of``). With
     ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
     and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native
@@ -106,7 +107,8 @@ def line_format_evidence(line: bytes, messages_key: str | None = None, keep_tape
     ``keep_into``, the parse of a shorter line is held there instead, for
     :func:`scan_lines` (``detected``) of the chunk the same ``bytes`` is in, while it holds
     less than 8 MiB of lines. With ``undeclared``, a run declaring itself a mini-swe-agent
-    run says nothing: ``(True, None)`` (``documents.run_format_evidence``'s ``undeclared``)."""
+    run, or showing SWE-agent's actions, says nothing: ``(True, None)``
+    (``documents.run_format_evidence``'s ``undeclared``)."""
 
 def may_be_record(line: bytes) -> bool:
     """Whether ``line`` holds ``\\u``, or both ``"file"`` and ``"line"`` (a line that may be

@@ -1247,6 +1247,26 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
     return "openai", openai
 
 
+def shows_swe_agent_actions(messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` are SWE-agent's as :func:`format_evidence` tells them and some
+    assistant turn of them holds a string ``action``, the command SWE-agent parsed from it:
+    what a batch whose chat format was detected reads as SWE-agent's wherever the run lies
+    (:func:`vthread.documents.detected_format_of`). The ``action`` is looked for first: a
+    run without one is not judged further. The twin of the core's
+    ``adapters::shows_swe_agent_actions``.
+
+    >>> shows_swe_agent_actions([{"role": "assistant", "content": "ls", "action": "ls"}])
+    True
+    """
+    if not any(isinstance(m, Mapping) and is_string(m.get("action")) for m in messages):
+        return False
+    if format_evidence(messages)[0] != "swe-agent":
+        return False  # (so every message is a mapping with a string role)
+    roles = _plain_all([m.get("role") for m in messages])
+    return any(role == "assistant" and is_string(m.get("action"))
+               for m, role in zip(messages, roles, strict=True))
+
+
 def _content_without_text(messages: Sequence[Mapping[str, Any]]) -> bool:
     """Whether typed messages without a role hold a ``content`` and none a ``text``: the
     messages of a library vthread does not read (``{"type": "question", "content": ...}``;

@@ -205,10 +205,12 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     (:func:`refuse_unsound`) and the format chosen (a Ray worker's batch, whose format was
     chosen once for the dataset): ``detected`` when it was detected rather than given, so
     that a row declaring itself a mini-swe-agent run (in its run object or in
-    ``declared``, the rows' :func:`declarations`) is read as one, as ``vthread scan``
-    reads such a line of a file whose chat format it detected. ``misread``, when given,
-    gets (row, what it is) of each looping row read as native that is plainly no native
-    run (:func:`vthread.documents.misread_as_native`), by its row in ``column``."""
+    ``declared``, the rows' :func:`declarations`) is read as one, and a row showing
+    SWE-agent's actions as SWE-agent's (:func:`vthread.documents.detected_format_of`), as
+    ``vthread scan`` reads such a line of a file whose chat format it detected.
+    ``misread``, when given, gets (row, what it is) of each looping row read as native that
+    is plainly no native run (:func:`vthread.documents.misread_as_native`), by its row in
+    ``column``."""
     import pyarrow as pa
 
     column = decoded(column)
@@ -488,8 +490,8 @@ def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | No
     scan`` warns of such a line) or judged by the core; a row of a nested piece the core
     cannot write, converted to Python, always judged (converting every row of a column of
     plain chats doubled the cost of scan_arrow). A row declaring itself a mini-swe-agent run
-    (``declared``, as :func:`_detect` takes it) is judged by none
-    (:func:`vthread.documents.run_format_evidence`'s ``undeclared``)."""
+    (``declared``, as :func:`_detect` takes it), or showing SWE-agent's actions, is judged
+    by none (:func:`vthread.documents.run_format_evidence`'s ``undeclared``)."""
     from vthread._core import line_marks
     from vthread.documents import judged_past_the_first
 

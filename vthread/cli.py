@@ -390,7 +390,8 @@ class _Task:
     # them to take instead of parsing those lines again (a pickled copy holds none).
     detected: _core.KeptTapes | None = None
     # The file's format was detected, not given: a run declaring itself a mini-swe-agent
-    # run is read as one (documents.read_run), where a given format is read as given.
+    # run is read as one, a run showing SWE-agent's actions as SWE-agent's
+    # (documents.detected_format_of), where a given format is read as given.
     declared_wins: bool = False
 
 
@@ -3927,8 +3928,9 @@ every plain chat as OpenAI's does)."""
 def _judged_after(lines: Sequence[bytes], marks: bytes, start: int, first_line: int,
                   messages_key: str | None) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`vthread.documents.judged_until_settled` of ``lines`` from index ``start`` on,
-    by line number (a run declaring itself a mini-swe-agent run judged by none:
-    :func:`vthread.documents.run_format_evidence`'s ``undeclared``), each passed over by its
+    by line number (a run declaring itself a mini-swe-agent run, or showing SWE-agent's
+    actions, judged by none: :func:`vthread.documents.run_format_evidence`'s
+    ``undeclared``), each passed over by its
     ``marks`` (:func:`vthread._core.line_marks`: neither a line that may settle a chat
     format nor one that may be native) or judged by :func:`_line_evidence`. (A native thread with a
     ``role`` key anywhere, in a message's ``meta`` say, is passed over as a plain chat is:
@@ -3956,7 +3958,8 @@ def _line_evidence(line: bytes, messages_key: str | None, keep: bool = True, *,
     core leaves as :func:`_parse` does; None for a line too large to hold (its scan
     reports it, in place). ``keep``: whether its parse may be kept for the scan's (not
     for a line copied out of a read: see :func:`_is_itself`); ``undeclared``: None for a
-    run declaring itself a mini-swe-agent run (past the first threads)."""
+    run declaring itself a mini-swe-agent run or showing SWE-agent's actions (past the
+    first threads)."""
     from vthread.documents import line_format_evidence_keeping
 
     try:

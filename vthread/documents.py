@@ -283,6 +283,28 @@ def run_format(run: Mapping[str, Any]) -> str | None:
     return None
 
 
+def detected_format_of(value: Any, messages: Sequence[Any], format_: str) -> str:
+    """The format a run (``value``, a run object or its list of ``messages``) of a batch
+    whose chat format ``format_`` was detected, not given, is read in: mini-swe-agent's for a
+    run object declaring itself one (:func:`declares_mini_swe_agent`), SWE-agent's for a run
+    whose messages show SWE-agent's format by an assistant turn's ``action``
+    (:func:`vthread.adapters.shows_swe_agent_actions`), wherever it lies in the batch (read
+    as OpenAI chat its commands were text and its loop went unseen); ``format_`` otherwise.
+    The twin of the core's ``adapters::detected_format_of``.
+
+    >>> detected_format_of([], [{"role": "assistant", "content": "ls", "action": "ls"}],
+    ...                    "openai")
+    'swe-agent'
+    """
+    from vthread.adapters import shows_swe_agent_actions
+
+    if declares_mini_swe_agent(value):
+        return "mini-swe-agent"
+    if format_ != "swe-agent" and shows_swe_agent_actions(messages):
+        return "swe-agent"
+    return format_
+
+
 def declares_mini_swe_agent(value: Any) -> bool:
     """Whether ``value`` is a run object declaring itself a mini-swe-agent run
     (:func:`run_format`); the twin of the core's ``adapters::declares_mini_swe_agent``."""
@@ -334,9 +356,10 @@ def read_run(
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
     """(id, native messages, the source message of each or None when ``value`` is native)
     of one parsed run (a list of messages or an object holding them), or why it is not one.
-    With ``declared_wins`` (``format_`` is a chat format detected, not given), a run object
-    declaring itself a mini-swe-agent run (:func:`run_format`) is read as one: the chat
-    format of a batch's other runs would read its text actions as text.
+    With ``declared_wins`` (``format_`` is a chat format detected, not given), the run is
+    read in :func:`detected_format_of`'s format: a run object declaring itself a
+    mini-swe-agent run as one, a run showing SWE-agent's actions as SWE-agent's (the chat
+    format of a batch's other runs would read their text actions as text).
 
     >>> read_run({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
     ('r1', [{'type': 'user', 'text': 'hi'}], None)
@@ -361,11 +384,11 @@ def read_run(
         ident, messages = run_id(value, id_key), value[key]
         if type(messages) is not list:
             return not_an_array(key, messages)
-        if declared_wins and format_ != "native" and declares_mini_swe_agent(value):
-            format_ = "mini-swe-agent"
     else:
         return (f'not a thread: {json_type(value)}, not an array of messages or an object '
                 f'with "messages"')
+    if declared_wins and format_ != "native":
+        format_ = detected_format_of(value, messages, format_)
     if format_ != "native":
         from vthread.adapters import to_native_with_sources
 
@@ -582,7 +605,8 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
     file's (a mini-swe-agent run is known by its run object's ``trajectory_format``), or
     when they are all plain chats, that of the first further on to show one; a run object
     declaring itself a mini-swe-agent run in a batch found in another chat format is read
-    as one, as a given format is not overruled. Native
+    as one, and a run showing SWE-agent's actions as SWE-agent's (:func:`detected_format_of`),
+    as a given format is not overruled. Native
     lists of messages are returned as they are, with None for all. A thread that cannot be
     read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
     the thread; what the caller's own value raises as it is read gets a note naming the
@@ -635,11 +659,14 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
                 native.append(thread)
                 sources.append(None)
                 continue
+            held = _held(thread)
+            # (as a run object's, above: a detected chat format yields to SWE-agent's actions)
+            read_as = detected_format_of(held, held, format_) if detected else format_
             try:
-                messages, origins = to_native_with_sources(_held(thread), format_)  # type: ignore[arg-type]
+                messages, origins = to_native_with_sources(held, read_as)  # type: ignore[arg-type]
             except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
                 kind = MessageTypeError if isinstance(error, MessageTypeError) else ValueError
-                raise kind(f"thread {index}: {format_} format: {error}") from None
+                raise kind(f"thread {index}: {read_as} format: {error}") from None
             native.append(messages)
             sources.append(origins)
     except Exception as error:
@@ -902,8 +929,9 @@ def natives_noted(judged: Iterable[tuple[int, tuple[Any, bool] | None]],
 def _judged_after(threads: Sequence[Any], start: int, reading: list[int] | None = None
                   ) -> Iterator[tuple[int, tuple[Any, bool] | None]]:
     """:func:`judged_until_settled` of ``threads`` from ``start`` on, by position (a run
-    declaring itself a mini-swe-agent run judged by none: :func:`run_format_evidence`'s
-    ``undeclared``; ``reading`` as :func:`_batch_format` keeps it)."""
+    declaring itself a mini-swe-agent run, or showing SWE-agent's actions, judged by none:
+    :func:`run_format_evidence`'s ``undeclared``; ``reading`` as :func:`_batch_format`
+    keeps it)."""
     noted = _positions_noted(threads, [0] if reading is None else reading, start)
     return judged_until_settled(
         ((position, _judged_value(thread)) for position, thread in enumerate(noted, start)),
@@ -1063,8 +1091,9 @@ def line_format_evidence(line: bytes, messages_key: str | None = None,
     judged by the compiled core from its bytes, so that a long run's messages are never built
     in Python (an 800,000-message run took 2.1 s and 428 MB); Python reads what the core
     leaves (a NaN, a lone surrogate, text that is not JSON) with ``parse``. With
-    ``undeclared``, None for a run declaring itself a mini-swe-agent run
-    (:func:`run_format_evidence`'s ``undeclared``), told by the core with no parse in Python."""
+    ``undeclared``, None for a run declaring itself a mini-swe-agent run or showing
+    SWE-agent's actions (:func:`run_format_evidence`'s ``undeclared``), told by the core
+    with no parse in Python."""
     return line_format_evidence_keeping(line, messages_key, parse, keep_tape=False,
                                         undeclared=undeclared)
 
@@ -1478,15 +1507,16 @@ def run_format_evidence(value: Any, messages_key: str | None = None, *,
     decisive)`` (:func:`vthread.adapters.format_evidence`, or the format the run declares),
     ``(None, True)`` when it has messages in no known format, and None when it has no
     messages to judge by. With ``undeclared`` (past a batch's first threads), None for a
-    run declaring itself a mini-swe-agent run: it is read as it declares whatever the
-    batch's format, so it neither settles that format nor misfits it (as
-    :func:`declared_apart` stands it as a plain chat among the first threads); the twin of
-    the core's ``adapters::undeclared_format_evidence``.
+    run declaring itself a mini-swe-agent run or showing SWE-agent's actions: it is read so
+    whatever the batch's detected format (:func:`detected_format_of`), so it neither
+    settles that format nor misfits it (as :func:`declared_apart` stands a declared run as
+    a plain chat among the first threads); the twin of the core's
+    ``adapters::undeclared_format_evidence``.
 
     >>> run_format_evidence({"messages": [{"role": "user", "content": "hi"}]})
     ('openai', False)
     """
-    from vthread.adapters import format_evidence
+    from vthread.adapters import format_evidence, shows_swe_agent_actions
 
     declared = run_format(value) if isinstance(value, dict) else None
     if declared is not None:
@@ -1494,4 +1524,7 @@ def run_format_evidence(value: Any, messages_key: str | None = None, *,
     listed = run_messages(value, messages_key) if isinstance(value, dict) else value
     if not isinstance(listed, list) or not listed:
         return None
-    return format_evidence(listed)
+    found = format_evidence(listed)
+    if undeclared and found[0] == "swe-agent" and shows_swe_agent_actions(listed):
+        return None
+    return found
