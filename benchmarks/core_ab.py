@@ -9,9 +9,11 @@ ratio alike. Four measures: ``_core.scan_columns`` over the threads (the column 
 ``vthread.scan`` with the build put in place of ``vthread._core`` (the whole call,
 Python's verdicts and records included), and ``_core.scan_lines`` over the file's lines on
 one thread (the pass ``vthread scan FILE`` makes from bytes: parse, columns, ids and token
-figures), and ``_core.describe_thread`` called on each thread in turn (the core's part of
-``describe_thread_cycle``, a harness's every-turn call); records, columns and verdicts must
-be identical across builds. CPU seconds
+figures), ``scan_lines_openai`` the same over the threads written as OpenAI chat and read
+as ``vthread scan`` reads a file whose format it detected (translated, each run's own
+format looked for: ``declared_wins``), and ``_core.describe_thread`` called on each thread
+in turn (the core's part of ``describe_thread_cycle``, a harness's every-turn call);
+records, columns and verdicts must be identical across builds. CPU seconds
 (``time.process_time``), garbage collection off. ``--ways`` picks some of them.
 
 A build is ``NAME=PATH``, PATH a built core (``vthread/_core.*.so`` after ``maturin develop
@@ -65,9 +67,10 @@ def _columns(core: ModuleType, threads: list[Any], options: Any) -> tuple[float,
         key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
 
 
-def _lines(core: ModuleType, lines: list[bytes], options: Any) -> tuple[float, Any]:
+def _lines(core: ModuleType, lines: list[bytes], options: Any,
+           **reading: Any) -> tuple[float, Any]:
     started = time.process_time()
-    raw = core.scan_lines(lines, options, True, 1)
+    raw = core.scan_lines(lines, options, True, 1, **reading)
     seconds = time.process_time() - started
     raw.pop("kept", None)  # tapes kept for attribution: builds before session 32 keep none
     return seconds, {
@@ -98,16 +101,28 @@ def _each_thread(core: ModuleType, threads: list[Any], options: Any) -> tuple[fl
     return time.process_time() - started, codes
 
 
-WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines", "describe_thread")
+def _openai_lines(threads: list[Any]) -> list[bytes]:
+    """The threads as JSONL lines of OpenAI chat, as the workload's OpenAI file holds them."""
+    from benchmarks.workload import to_openai
+
+    return [orjson.dumps({"id": f"t{index}", "messages": to_openai(thread)})
+            for index, thread in enumerate(threads)]
+
+
+WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines", "scan_lines_openai",
+               "describe_thread")
 
 
 def measure(builds: dict[str, ModuleType], threads: list[Any], lines: list[bytes], rounds: int,
             chosen: tuple[str, ...] = WAYS) -> dict[str, Any]:
     options = core_options(cycle_options())
+    openai = _openai_lines(threads) if "scan_lines_openai" in chosen else []
     ways: dict[str, Callable[[ModuleType], tuple[float, Any]]] = {
         "scan_columns": lambda core: _columns(core, threads, options),
         "vthread.scan": lambda core: _public(core, threads),
         "scan_lines": lambda core: _lines(core, lines, options),
+        "scan_lines_openai": lambda core: _lines(core, openai, options, format="openai",
+                                                 declared_wins=True),
         "describe_thread": lambda core: _each_thread(core, threads, options)}
     out: dict[str, Any] = {}
     for way in chosen:
