@@ -425,10 +425,10 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     come first, by vthread scan (JSONL and Parquet), vthread.scan and scan_arrow alike. The
     declared runs settled the format: the SWE-agent runs were read as mini-swe-agent runs
     and their loop missed, silently (past the first 16 rows for scan_arrow, 64 threads for
-    the command and vthread.scan). Among the first threads the SWE-agent runs name the
-    file's format; past them they are read as SWE-agent's wherever they lie and settle
-    none, and the file is named by its declared runs. A file of declared runs alone is
-    still named mini-swe-agent, and each read as before."""
+    the command and vthread.scan). The SWE-agent runs, read as SWE-agent's wherever they lie
+    (their assistant turns hold SWE-agent's ``action``), settle none either, among the
+    first threads or past them, and the file is named by its first declared run. A file of
+    declared runs alone is still named mini-swe-agent, and each read as before."""
     runs: list[Any] = [_declared_mini_run(index) for index in range(declared)]
     runs += [{"instance_id": "swe", "history": _swe_agent_loop()},
              {"instance_id": "swe2", "history": _swe_agent_loop()[:4]}]
@@ -437,8 +437,7 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     path.write_text("".join(json.dumps(item) + "\n" for item in runs))
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and [r["verdict"] for r in records(out)] == expected
-    named = "swe-agent" if declared < DETECT_THREADS else "mini-swe-agent"
-    assert f" {named} (detected; {path})" in err, err
+    assert f" mini-swe-agent (detected; {path})" in err, err
     assert vthread.scan(runs, format="auto").names == expected
     table = pa.table({"instance_id": [item["instance_id"] for item in runs],
                       "trajectory_format": [item.get("trajectory_format") for item in runs],
@@ -542,18 +541,21 @@ def _openai_runs(count: int) -> list[dict[str, Any]]:
         {"role": "assistant", "content": f"done {index}"}]} for index in range(count)]
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_swe_agent_run_past_the_first_threads_is_read_as_swe_agent(
-        jobs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("before", "jobs"), [(DETECT_THREADS + 6, "1"),
+                                             (DETECT_THREADS + 6, "2"), (3, "1"), (0, "1")])
+def test_a_swe_agent_run_among_openai_runs_is_read_as_swe_agent(
+        before: int, jobs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A SWE-agent history (assistant turns holding the ``action`` SWE-agent parsed), as a
-    run object and as a bare list, behind more OpenAI runs than detection examines: each is
-    read as SWE-agent's, its loop found, by vthread scan (JSONL, a .json document, Parquet),
-    vthread.scan and scan_arrow alike, with no warning; it was read as OpenAI chat, its
-    commands text, and its loop missed silently. A given format is not overruled."""
-    runs: list[Any] = [*_openai_runs(DETECT_THREADS + 6),
+    run object and as a bare list, behind more OpenAI runs than detection examines, behind
+    a few, or first: each is read as SWE-agent's, its loop found, by vthread scan (JSONL, a
+    .json document, Parquet), vthread.scan and scan_arrow alike, with no warning, and the
+    file is OpenAI's. Past the first threads it was read as OpenAI chat, its commands text,
+    and its loop missed silently; among them, it made the file one of two formats,
+    refused. A given format is not overruled."""
+    runs: list[Any] = [*_openai_runs(before),
                        {"instance_id": "swe", "history": _swe_agent_loop()},
                        _swe_agent_loop(), {"id": "o-last", "messages": OPENAI_CALL}]
-    expected = [None] * (DETECT_THREADS + 6) + ["repeated_result_run"] * 2 + [None]
+    expected = [None] * before + ["repeated_result_run"] * 2 + [None]
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(item) + "\n" for item in runs))
     code, out, err = run(["scan", str(path), "--jobs", jobs], monkeypatch)
@@ -605,3 +607,23 @@ def test_a_swe_agent_run_after_plain_chats_settles_no_format(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert vthread.scan_arrow(table).column("verdict").to_pylist() == expected
+
+
+def test_a_file_of_swe_agent_runs_is_named_swe_agent(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """SWE-agent histories alone (and a plain chat among them), each standing apart from the
+    agreement as a run read as its own: the file is named SWE-agent's and each run read as
+    one; beside native threads such a run still makes two formats, refused."""
+    runs: list[Any] = [{"instance_id": f"s{index}", "history": _swe_agent_loop()}
+                       for index in range(3)]
+    runs.insert(1, {"id": "plain", "messages": PLAIN})
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [
+        "repeated_result_run", None, "repeated_result_run", "repeated_result_run"]
+    assert f" swe-agent (detected; {path})" in err, err
+    path.write_text(json.dumps(runs[0]) + "\n" + json.dumps(
+        [{"type": "user", "text": "hi"}]) + "\n")
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 2 and "different formats" in err, err

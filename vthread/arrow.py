@@ -37,7 +37,6 @@ from vthread.documents import (
     DECLARED_COLUMN,
     checked_format,
     declared_apart,
-    declares_mini_swe_agent,
     evidence_of,
     in_source_messages,
     judged_until_settled,
@@ -53,6 +52,7 @@ from vthread.documents import (
     one_column,
     read_cell,
     read_run,
+    reads_as_its_own,
     run_format_evidence,
     run_id,
     settled_format,
@@ -472,10 +472,12 @@ def holds_messages(column: pa.ChunkedArray) -> bool:
 
 
 def _noting_declarations(values: Iterator[Any], declaring: set[int]) -> Iterator[Any]:
-    """``values`` as they are, the place of each run object declaring itself a mini-swe-agent
-    run added to ``declaring`` as it is read."""
+    """``values`` as they are, the place of each run read as its own whatever the detected
+    chat format (a run object declaring itself a mini-swe-agent run, a run showing
+    SWE-agent's actions: :func:`vthread.documents.reads_as_its_own`) added to ``declaring``
+    as it is read."""
     for row, value in enumerate(values):
-        if type(value) is dict and declares_mini_swe_agent(value):
+        if type(value) in (dict, list) and reads_as_its_own(value):
             declaring.add(row)
         yield value
 

@@ -187,8 +187,8 @@ from vthread.documents import (
     TOO_DEEP,
     chat_like,
     declared_apart,
+    declared_format,
     in_source_messages,
-    only_declared,
     recounted_spans,
     unread_reason,
 )
@@ -3712,8 +3712,8 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
             f"{unit} is an error record (vthread report reads the records a scan writes with "
             "-o)")
     # (evidence is numbered from 1)
-    apart = declared_apart(evidence, lambda number: _declares_mini_swe_agent(
-        lines[number - 1]))
+    apart = declared_apart(evidence, lambda number: _reads_as_its_own(
+        lines[number - 1], messages_key))
     try:
         agreed = agreed_format(apart, unknown, unit, "its threads", "give --format",
                                _shapes_apart(lines, unknown, messages_key) if not apart
@@ -3721,7 +3721,7 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
     plain_only = bool(apart) and not any(decisive for _, _, decisive in apart)
-    shown = ("mini-swe-agent" if only_declared(evidence, apart) else agreed) if apart else None
+    shown = (declared_format(evidence, apart) or agreed) if apart else None
     # (evidence is numbered from 1: the last one's number is the index of the line after it)
     return agreed, shown, apart[-1][0] if plain_only else None
 
@@ -3994,12 +3994,20 @@ def _cut_short(line: bytes) -> bool:
     return False
 
 
-def _declares_mini_swe_agent(line: bytes) -> bool:
-    """Whether the line's run object declares itself a mini-swe-agent run
-    (:func:`vthread.documents.declares_mini_swe_agent`)."""
-    from vthread.documents import declares_mini_swe_agent
+def _reads_as_its_own(line: bytes, messages_key: str | None) -> bool:
+    """Whether the line's run, whose format evidence is decisively mini-swe-agent's or
+    SWE-agent's, is read as its own whatever the file's detected chat format
+    (:func:`vthread.documents.reads_as_its_own`): a declaration its line's end shows (as
+    mini-swe-agent writes it) with no parse, else its evidence past the first threads is
+    none, as the core tells it (Python parsing what the core leaves)."""
+    from vthread.documents import line_format_evidence
 
-    return declares_mini_swe_agent(_parse_alone(line))
+    if _core.line_marks([line], messages_key)[0] & _core.DECLARES_MINI_SWE_AGENT:
+        return True
+    try:
+        return line_format_evidence(line, messages_key, _parse_alone, undeclared=True) is None
+    except MemoryError:
+        return False  # (its scan reports the line, in place)
 
 
 def _may_be_json(line: bytes) -> bool:

@@ -835,8 +835,7 @@ def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = 
             except TypeError as error:
                 raise TypeError(f"{thread_label(unknown, thread)}: {error}") from None
             detail = shapes_apart(messages)  # (which of its messages part ways)
-    evidence = declared_apart(evidence,
-                              lambda position: declares_mini_swe_agent(threads[position]))
+    evidence = declared_apart(evidence, lambda position: reads_as_its_own(threads[position]))
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=", detail)
     # (stacklevel: this function, native_threads, scan, then scan's caller)
     return settled_format(found, evidence, partial(_judged_after, threads, reading=reading),
@@ -854,17 +853,18 @@ def _positions_noted(threads: Sequence[Any], reading: list[int], start: int = 0
 
 def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
                    ) -> list[tuple[int, Any, bool]]:
-    """``evidence`` (position, format, decisive) with each run that declares itself a
-    mini-swe-agent run (``declares(position)``, asked of those only) standing as a plain chat
+    """``evidence`` (position, format, decisive) with each run read in its own format
+    whatever a detected chat format (``declares(position)``, asked only of runs decisively
+    mini-swe-agent's or SWE-agent's: :func:`reads_as_its_own`) standing as a plain chat
     (``(position, "openai", False)``): a detected chat format reads such a run as it declares
-    wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the batch's
-    format no more than it disagrees with it. A batch whose first runs all declare so (or
-    are plain chats) thus takes its format from the first run further on to show one
+    or shows wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the
+    batch's format no more than it disagrees with it. A batch whose first runs are all such
+    (or plain chats) thus takes its format from the first run further on to show one
     (:func:`settled_format`, where such runs are judged by none: :func:`run_format_evidence`),
     and is read as OpenAI's chats until one does (another harness's runs after them were
-    read as mini-swe-agent runs, their loops missed). Beside native threads, which are read
-    as they are, such a run still disagrees. O(len(evidence)) and a ``declares`` call a
-    mini-swe-agent run.
+    read as mini-swe-agent runs, their loops missed; OpenAI runs beside SWE-agent runs made
+    the batch one of two formats, refused). Beside native threads, which are read as they
+    are, such a run still disagrees. O(len(evidence)) and a ``declares`` call such a run.
 
     >>> declared_apart([(0, "openai", True), (1, "mini-swe-agent", True)], lambda _: True)
     [(0, 'openai', True), (1, 'openai', False)]
@@ -874,17 +874,41 @@ def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[in
     if any(decisive and format_ == "native" for _, format_, decisive in evidence):
         return evidence
     return [(item[0], "openai", False)
-            if item[1] == "mini-swe-agent" and item[2] and declares(item[0]) else item
+            if item[1] in _READ_AS_THEIR_OWN and item[2] and declares(item[0]) else item
             for item in evidence]
 
 
-def only_declared(before: Sequence[tuple[int, Any, bool]],
-                  after: Sequence[tuple[int, Any, bool]]) -> bool:
-    """Whether :func:`declared_apart` made ``after`` of ``before`` by standing runs declaring
-    mini-swe-agent as plain chats, and no run shows a format then: the batch's runs so far
-    are mini-swe-agent runs (and plain chats), which is the format to name for it while no
-    run further on shows another."""
-    return before != after and not any(decisive for _, _, decisive in after)
+_READ_AS_THEIR_OWN: Final = frozenset({"mini-swe-agent", "swe-agent"})
+"""The formats whose runs may be read as their own whatever a batch's detected chat format
+(:func:`reads_as_its_own`)."""
+
+
+def declared_format(before: Sequence[tuple[int, Any, bool]],
+                    after: Sequence[tuple[int, Any, bool]]) -> str | None:
+    """When :func:`declared_apart` made ``after`` of ``before`` by standing runs read as
+    their own as plain chats, and no run shows a format then: the format of the first of
+    them, which is the format to name for the batch while no run further on shows another
+    (its runs so far are such runs and plain chats); else None.
+
+    >>> declared_format([(0, "swe-agent", True)], [(0, "openai", False)])
+    'swe-agent'
+    """
+    if any(decisive for _, _, decisive in after):
+        return None
+    return next((found for (_, found, _), (_, read, _) in zip(before, after, strict=True)
+                 if found != read), None)
+
+
+def reads_as_its_own(value: Any, messages_key: str | None = None) -> bool:
+    """Whether a parsed run (a run object or its list of messages) is read in its own format
+    whatever chat format its batch was found in (:func:`detected_format_of`): a run object
+    declaring itself a mini-swe-agent run, or a run showing SWE-agent's actions."""
+    from vthread.adapters import shows_swe_agent_actions
+
+    if declares_mini_swe_agent(value):
+        return True
+    listed = run_messages(value, messages_key) if isinstance(value, dict) else value
+    return isinstance(listed, list) and shows_swe_agent_actions(listed)
 
 
 def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
