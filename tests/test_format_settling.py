@@ -627,3 +627,24 @@ def test_a_file_of_swe_agent_runs_is_named_swe_agent(tmp_path: Path,
         [{"type": "user", "text": "hi"}]) + "\n")
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 2 and "different formats" in err, err
+
+
+def test_a_str_subclass_role_is_judged_by_its_content_when_looking_on() -> None:
+    """Looking past plain chats for a thread that settles the format, a role that is a
+    ``str`` subclass is judged by its content, its own ``__hash__`` and ``__eq__`` never run
+    (the byte test's Python twin looked it up in a set: the subclass's ``__hash__`` raised
+    out of ``vthread.scan``)."""
+    class Loud(str):
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("eq")
+
+        def __hash__(self) -> int:
+            raise RuntimeError("hash")
+
+    loud = [{key: Loud(value) if key in ("role", "action", "content") else value
+             for key, value in message.items()} for message in _swe_agent_loop()]
+    batch: list[Any] = [{"id": f"p{index}", "messages": PLAIN}
+                        for index in range(DETECT_THREADS + 6)]
+    batch += [loud, *_openai_runs(3)]
+    assert vthread.scan(batch, format="auto").names[DETECT_THREADS + 6] == (
+        "repeated_result_run")

@@ -1024,7 +1024,8 @@ def _may_settle(value: Any) -> bool:
         if type(message) is not dict or not _SETTLING_KEYS.isdisjoint(message):
             return True
         role = message.get("role")
-        if is_string(role) and role in _OPENAI_ONLY_ROLES:  # (a str subclass too)
+        # (a str subclass by its content: its own __hash__ and __eq__ decide nothing)
+        if is_string(role) and str.__str__(role) in _OPENAI_ONLY_ROLES:
             return True
         content = message.get("content")
         if content is not None and (type(content) is not str or "<function=" in content
