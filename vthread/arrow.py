@@ -430,8 +430,9 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     through to its end: a text column's rows by :func:`vthread._core.line_marks` from their
     bytes (about 1.2 us a 3 KB row), a column of structs converted to Python. A row
     declaring itself a mini-swe-agent run (in its run object, or in ``declared``: the rows'
-    :func:`declarations`) is read as one whatever the chat format detected, so it is left
-    out of the agreement (:func:`vthread.documents.declared_apart`) and the settling."""
+    :func:`declarations`), or showing SWE-agent's actions, is read so whatever the chat
+    format detected, so it is left out of the agreement
+    (:func:`vthread.documents.declared_apart`) and the settling."""
     # A few rows at a time: parsing the whole slice (4,096 rows) to look at 16 cost more
     # than scanning the table.
     values = (value for piece in _slices(column) for value in _head_values(piece))

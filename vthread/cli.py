@@ -3901,8 +3901,8 @@ def _window_rest(label: str, lines: Sequence[bytes], first_line: int,
     how many are still to be looked at. O(the lines looked at)."""
     from vthread.documents import evidence_of, settled_warning
 
-    # (a run declaring mini-swe-agent is read as one whatever the settled format: judged by
-    # none, as in the settling chunk)
+    # (a run declaring mini-swe-agent, or showing SWE-agent's actions, is read so whatever
+    # the settled format: judged by none, as in the settling chunk)
     found, _ = evidence_of(range(len(lines)), left, lambda index: _line_evidence(
         lines[index], messages_key, _is_itself(lines, index), undeclared=True))
     window = [settler, *((first_line + index, *evidence) for index, *evidence in found)]
