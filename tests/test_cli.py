@@ -1424,6 +1424,24 @@ def test_inputs_that_hold_no_run_are_said_and_listed(tmp_path: Path,
     assert json.loads(summary.read_text())["held_no_run"] == [str(table)]
 
 
+def test_a_pretty_printed_run_appended_to_jsonl_is_said_to_be_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run pretty-printed after JSONL lines (``cat run.json >> runs.jsonl``): its first
+    line, a lone ``{`` (or ``[``), is said to open a value written over several lines, and
+    how JSONL holds one, where it was said to be cut short; every line keeps its record."""
+    run_ = {"id": "a", "messages": [{"type": "user", "text": "hi"}]}
+    for opening, value in (("{", run_), ("[", run_["messages"])):
+        path = tmp_path / "runs.jsonl"
+        path.write_text(json.dumps(run_) + "\n" + json.dumps(value, indent=2) + "\n")
+        code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+        got = records(out)
+        assert code == 0 and len(got) == len(path.read_text().splitlines())
+        assert got[1]["error"].endswith(
+            f"(a lone '{opening}' on its line: a value pretty-printed over several lines? "
+            "JSONL holds each value on one line, as jq -c writes it)"), got[1]
+        assert "cut short" not in got[1]["error"]
+
+
 def test_a_line_cut_short_is_said_to_be_cut_short(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A run's line that ends inside its JSON value (a file copied while still being

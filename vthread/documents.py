@@ -427,6 +427,14 @@ def unread_reason(text: bytes, error: ValueError | RecursionError, text_name: st
     ...     unread_reason(b'{"id": 1, "messages": [', error)
     'not valid JSON: Expecting value: line 1 column 24 (char 23) (it ends inside its value: \
 cut short?)'
+
+    A line that only opens a value is a pretty-printed value's first line:
+
+    >>> try:
+    ...     json.loads(b"{")
+    ... except ValueError as error:
+    ...     unread_reason(b"{", error)[-70:]
+    'several lines? JSONL holds each value on one line, as jq -c writes it)'
     """
     if isinstance(error, RecursionError):
         # Valid JSON, perhaps: nested past what Python's json reads.
@@ -437,6 +445,13 @@ cut short?)'
         return (f"not valid JSON: a NUL byte at byte {text.index(0) + 1} of the {text_name}, "
                 f"which json reads as UTF-16 or UTF-32 text ({error})")
     if ends_inside_a_value(error):
+        opening = text.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n")
+        if text_name == "line" and opening in (b"{", b"["):
+            # A value pretty-printed over lines (`cat run.json >> runs.jsonl`): its first
+            # line opens it alone, which no writer cut short at a random byte leaves.
+            return (f"not valid JSON: {error} (a lone {opening.decode()!r} on its line: a "
+                    "value pretty-printed over several lines? JSONL holds each value on one "
+                    "line, as jq -c writes it)")
         return f"not valid JSON: {error} (it ends inside its value: cut short?)"
     if isinstance(error, json.JSONDecodeError) and error.msg == "Extra data":
         before = error.doc[:error.pos]
