@@ -3301,7 +3301,10 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
     except _FatalError as error:
         why = str(error).removeprefix(f"{label}: ")
         if not strict:  # (--strict makes its record the fatal error that says it)
-            say(f"vthread scan: {label}: {why}; not read past there")
+            # (a file refused before its first chunk, as one of two formats, is no file
+            # cut short: none of its runs has a record)
+            read = "none of it is read" if next_line == 1 else "not read past there"
+            say(f"vthread scan: {label}: {why}; {read}")
         if cut_short is not None:
             cut_short.append((label, why))
         # (unit "file": the error is the file's, and under --strict is said with its name
