@@ -425,10 +425,11 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     come first, by vthread scan (JSONL and Parquet), vthread.scan and scan_arrow alike. The
     declared runs settled the format: the SWE-agent runs were read as mini-swe-agent runs
     and their loop missed, silently (past the first 16 rows for scan_arrow, 64 threads for
-    the command and vthread.scan). The SWE-agent runs, read as SWE-agent's wherever they lie
-    (their assistant turns hold SWE-agent's ``action``), settle none either, among the
-    first threads or past them, and the file is named by its first declared run. A file of
-    declared runs alone is still named mini-swe-agent, and each read as before."""
+    the command and vthread.scan). The SWE-agent runs (their assistant turns hold
+    SWE-agent's ``action``) are read as SWE-agent's either way: among the first threads,
+    beside declared runs alone, they name the file's format; past them they settle none,
+    and the file is named by its declared runs. A file of declared runs alone is still
+    named mini-swe-agent, and each read as before."""
     runs: list[Any] = [_declared_mini_run(index) for index in range(declared)]
     runs += [{"instance_id": "swe", "history": _swe_agent_loop()},
              {"instance_id": "swe2", "history": _swe_agent_loop()[:4]}]
@@ -437,7 +438,8 @@ def test_runs_declaring_mini_swe_agent_settle_no_format(
     path.write_text("".join(json.dumps(item) + "\n" for item in runs))
     code, out, err = run(["scan", str(path)], monkeypatch)
     assert code == 0 and [r["verdict"] for r in records(out)] == expected
-    assert f" mini-swe-agent (detected; {path})" in err, err
+    named = "swe-agent" if declared < DETECT_THREADS else "mini-swe-agent"
+    assert f" {named} (detected; {path})" in err, err
     assert vthread.scan(runs, format="auto").names == expected
     table = pa.table({"instance_id": [item["instance_id"] for item in runs],
                       "trajectory_format": [item.get("trajectory_format") for item in runs],
@@ -609,11 +611,14 @@ def test_a_swe_agent_run_after_plain_chats_settles_no_format(
         assert vthread.scan_arrow(table).column("verdict").to_pylist() == expected
 
 
-def test_a_file_of_swe_agent_runs_is_named_swe_agent(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """SWE-agent histories alone (and a plain chat among them), each standing apart from the
-    agreement as a run read as its own: the file is named SWE-agent's and each run read as
-    one; beside native threads such a run still makes two formats, refused."""
+def test_a_file_of_swe_agent_runs_is_swe_agent_s(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """SWE-agent histories alone (and a plain chat among them): beside no run of another
+    chat format they stand apart from nothing, the file is SWE-agent's, each run read as
+    one, and no line past the first threads is judged again (standing apart there too, the
+    file was read as OpenAI's, every line past them judged for a format and each again for
+    its own as it was read: 16 % more time on the published runs). Beside native threads
+    such a run still makes two formats, refused."""
     runs: list[Any] = [{"instance_id": f"s{index}", "history": _swe_agent_loop()}
                        for index in range(3)]
     runs.insert(1, {"id": "plain", "messages": PLAIN})
@@ -623,6 +628,14 @@ def test_a_file_of_swe_agent_runs_is_named_swe_agent(tmp_path: Path,
     assert code == 0 and [r["verdict"] for r in records(out)] == [
         "repeated_result_run", None, "repeated_result_run", "repeated_result_run"]
     assert f" swe-agent (detected; {path})" in err, err
+    many = [{"instance_id": f"s{index}", "history": _swe_agent_loop()}
+            for index in range(3 * DETECT_THREADS)]
+    path.write_text("".join(json.dumps(item) + "\n" for item in many))
+    judged, _ = counted_parses(monkeypatch)
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [
+        "repeated_result_run"] * len(many)
+    assert f" swe-agent (detected; {path})" in err and len(judged) <= DETECT_THREADS, err
     path.write_text(json.dumps(runs[0]) + "\n" + json.dumps(
         [{"type": "user", "text": "hi"}]) + "\n")
     code, out, err = run(["scan", str(path)], monkeypatch)

@@ -187,8 +187,8 @@ from vthread.documents import (
     TOO_DEEP,
     chat_like,
     declared_apart,
-    declared_format,
     in_source_messages,
+    only_declared,
     recounted_spans,
     unread_reason,
 )
@@ -3724,7 +3724,7 @@ def _detect(label: str, lines: Sequence[bytes], messages_key: str | None, unit: 
     except ValueError as error:
         raise _FatalError(f"{label}: {error}") from None
     plain_only = bool(apart) and not any(decisive for _, _, decisive in apart)
-    shown = (declared_format(evidence, apart) or agreed) if apart else None
+    shown = ("mini-swe-agent" if only_declared(evidence, apart) else agreed) if apart else None
     # (evidence is numbered from 1: the last one's number is the index of the line after it)
     return agreed, shown, apart[-1][0] if plain_only else None
 

@@ -868,50 +868,54 @@ def _positions_noted(threads: Sequence[Any], reading: list[int], start: int = 0
 
 def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
                    ) -> list[tuple[int, Any, bool]]:
-    """``evidence`` (position, format, decisive) with each run read in its own format
+    """``evidence`` (position, format, decisive) with the runs read in their own format
     whatever a detected chat format (``declares(position)``, asked only of runs decisively
-    mini-swe-agent's or SWE-agent's: :func:`reads_as_its_own`) standing as a plain chat
+    mini-swe-agent's or SWE-agent's: :func:`reads_as_its_own`) standing as plain chats
     (``(position, "openai", False)``): a detected chat format reads such a run as it declares
     or shows wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the
-    batch's format no more than it disagrees with it. A batch whose first runs are all such
-    (or plain chats) thus takes its format from the first run further on to show one
-    (:func:`settled_format`, where such runs are judged by none: :func:`run_format_evidence`),
-    and is read as OpenAI's chats until one does (another harness's runs after them were
-    read as mini-swe-agent runs, their loops missed; OpenAI runs beside SWE-agent runs made
-    the batch one of two formats, refused). Beside native threads, which are read as they
-    are, such a run still disagrees. O(len(evidence)) and a ``declares`` call such a run.
+    batch's format no more than it disagrees with it. A run declaring mini-swe-agent always
+    stands so; a run showing SWE-agent's actions only beside a run showing another chat
+    format (OpenAI runs beside SWE-agent runs made the batch one of two formats, refused):
+    among plain chats and declared runs alone, SWE-agent runs make the batch SWE-agent's,
+    which reads every chat format's plain chats and OpenAI's tool calls as OpenAI's does,
+    with no run judged again (each would be, read as OpenAI chat). A batch whose first runs
+    are all declared runs (or plain chats) takes its format from the first run further on
+    to show one (:func:`settled_format`, where runs read as their own are judged by none:
+    :func:`run_format_evidence`), and is read as OpenAI's chats until one does (another
+    harness's runs after them were read as mini-swe-agent runs, their loops missed). Beside
+    native threads, which are read as they are, such a run still disagrees.
+    O(len(evidence)) and a ``declares`` call such a run.
 
     >>> declared_apart([(0, "openai", True), (1, "mini-swe-agent", True)], lambda _: True)
     [(0, 'openai', True), (1, 'openai', False)]
     >>> declared_apart([(0, "native", True), (1, "mini-swe-agent", True)], lambda _: True)
     [(0, 'native', True), (1, 'mini-swe-agent', True)]
+    >>> declared_apart([(0, "swe-agent", True), (1, "openai", False)], lambda _: True)
+    [(0, 'swe-agent', True), (1, 'openai', False)]
+    >>> declared_apart([(0, "swe-agent", True), (1, "anthropic", True)], lambda _: True)
+    [(0, 'openai', False), (1, 'anthropic', True)]
     """
     if any(decisive and format_ == "native" for _, format_, decisive in evidence):
         return evidence
-    return [(item[0], "openai", False)
-            if item[1] in _READ_AS_THEIR_OWN and item[2] and declares(item[0]) else item
-            for item in evidence]
+
+    def apart(items: list[tuple[int, Any, bool]], kind: str) -> list[tuple[int, Any, bool]]:
+        return [(item[0], "openai", False) if item[1] == kind and item[2] and declares(item[0])
+                else item for item in items]
+
+    found = apart(evidence, "mini-swe-agent")
+    if any(decisive and format_ != "swe-agent" for _, format_, decisive in found):
+        found = apart(found, "swe-agent")
+    return found
 
 
-_READ_AS_THEIR_OWN: Final = frozenset({"mini-swe-agent", "swe-agent"})
-"""The formats whose runs may be read as their own whatever a batch's detected chat format
-(:func:`reads_as_its_own`)."""
-
-
-def declared_format(before: Sequence[tuple[int, Any, bool]],
-                    after: Sequence[tuple[int, Any, bool]]) -> str | None:
-    """When :func:`declared_apart` made ``after`` of ``before`` by standing runs read as
-    their own as plain chats, and no run shows a format then: the format of the first of
-    them, which is the format to name for the batch while no run further on shows another
-    (its runs so far are such runs and plain chats); else None.
-
-    >>> declared_format([(0, "swe-agent", True)], [(0, "openai", False)])
-    'swe-agent'
-    """
-    if any(decisive for _, _, decisive in after):
-        return None
-    return next((found for (_, found, _), (_, read, _) in zip(before, after, strict=True)
-                 if found != read), None)
+def only_declared(before: Sequence[tuple[int, Any, bool]],
+                  after: Sequence[tuple[int, Any, bool]]) -> bool:
+    """Whether :func:`declared_apart` made ``after`` of ``before`` by standing runs declaring
+    mini-swe-agent as plain chats, and no run shows a format then: the batch's runs so far
+    are mini-swe-agent runs (and plain chats), which is the format to name for it while no
+    run further on shows another (SWE-agent runs stand apart only beside a run showing
+    another format)."""
+    return before != after and not any(decisive for _, _, decisive in after)
 
 
 def reads_as_its_own(value: Any, messages_key: str | None = None) -> bool:
