@@ -721,6 +721,15 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     out.set_item("figures", numpy_array(py, chunk.figures)?)?;
     out.set_item("figures_odd", chunk.figures_odd)?;
     out.set_item("declined", numpy_array(py, chunk.declined)?)?;
+    // (by format, the lines read in one of their own: `documents.read_run`'s `read_as_own`)
+    let [mini_swe_agent, swe_agent] = chunk.read_as_own;
+    let read_as_own = PyDict::new(py);
+    for (name, count) in [("mini-swe-agent", mini_swe_agent), ("swe-agent", swe_agent)] {
+        if count > 0 {
+            read_as_own.set_item(name, count)?;
+        }
+    }
+    out.set_item("read_as_own", read_as_own)?;
     if !chunk.native_ends.is_empty() {
         out.set_item("native", new_bytes(py, &chunk.native)?)?;
         out.set_item("native_ends", numpy_array(py, chunk.native_ends)?)?;

@@ -478,6 +478,9 @@ pub struct ChunkColumns {
     /// The lines (by position in the chunk) that Python must read: each holds an empty
     /// thread here, with id null, no message and no figure.
     pub declined: Vec<i64>,
+    /// The lines read in a format of their own rather than the chunk's detected one
+    /// (`adapters::detected_format_of`): mini-swe-agent's, then SWE-agent's.
+    pub read_as_own: [u64; 2],
     /// With `LineReading::anywhere`, every thread's message screens and roles (one thread per
     /// line, a declined line's empty), the cycle columns then holding an empty thread a line.
     pub anywhere: Option<MessageColumns>,
@@ -504,6 +507,7 @@ impl ChunkColumns {
             native_ends: Vec::new(),
             sources: Vec::new(),
             declined: Vec::new(),
+            read_as_own: [0; 2],
             anywhere: anywhere.map(MessageColumns::new),
             kept: Vec::new(),
             kept_memory: 0,
@@ -629,6 +633,9 @@ impl ChunkColumns {
         let lines = self.lines.len() as i64;
         self.declined
             .extend(part.declined.iter().map(|offset| offset + lines));
+        for (mine, theirs) in self.read_as_own.iter_mut().zip(part.read_as_own) {
+            *mine += theirs;
+        }
         self.kept.extend(
             part.kept
                 .into_iter()
@@ -828,6 +835,7 @@ fn read_part(
         // the masked copy of that (or of the line itself).
         scratch.clear();
         let sources = part.sources.len();
+        let mut read_as = format;
         // Some(the record's message count, when it is not the native line's: a translated
         // line counts its source messages), or None when Python must read the line.
         let read: Option<Option<usize>> = match format {
@@ -839,6 +847,7 @@ fn read_part(
                     } else {
                         format
                     };
+                    read_as = Some(format);
                     adapters::translate_tape(
                         &tape,
                         format,
@@ -878,6 +887,13 @@ fn read_part(
         };
         if taken {
             part.native.extend_from_slice(&scratch);
+            if read_as != format {
+                match read_as {
+                    Some(adapters::Format::MiniSweAgent) => part.read_as_own[0] += 1,
+                    Some(adapters::Format::SweAgent) => part.read_as_own[1] += 1,
+                    _ => {}
+                }
+            }
         } else {
             part.sources.truncate(sources); // what the translation wrote before declining
             part.decline(offset, reading, &mut reader)?;

@@ -28,7 +28,7 @@ def assert_same_done(done_core: Any, done_python: Any) -> None:
     assert done_core.output == done_python.output
     core, python = done_core.stats, done_python.stats
     for name in ("lines", "errors", "verdicts", "messages", "loop_messages", "tokens_known",
-                 "loops_without_tokens"):
+                 "loops_without_tokens", "read_as_own"):
         assert getattr(core, name) == getattr(python, name), name
     assert math.isclose(core.tokens, python.tokens, rel_tol=1e-12, abs_tol=1e-9)
     assert math.isclose(core.loop_tokens, python.loop_tokens, rel_tol=1e-12, abs_tol=1e-9)

@@ -661,3 +661,36 @@ def test_a_str_subclass_role_is_judged_by_its_content_when_looking_on() -> None:
     batch += [loud, *_openai_runs(3)]
     assert vthread.scan(batch, format="auto").names[DETECT_THREADS + 6] == (
         "repeated_result_run")
+
+
+def test_the_summary_counts_the_runs_read_as_their_own(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs read in a format of their own beside their file's (declared mini-swe-agent
+    runs, SWE-agent runs showing their actions) are counted by format in the summary's table
+    and its JSON, whichever way each line is read (the core, or Python for a line holding a
+    NaN), one file or several; a file with none says nothing of them. The summary named the
+    file's format alone, though most of its runs were read in another."""
+    runs: list[Any] = [*_openai_runs(4), {"instance_id": "swe", "history": _swe_agent_loop()},
+                       _declared_mini_run(0), _swe_agent_loop(), _declared_mini_run(1),
+                       _declared_mini_run(2)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    odd = tmp_path / "odd.jsonl"  # (a NaN in each run object: Python reads the line)
+    odd.write_text("".join(json.dumps({**item, "x": float("nan")} if isinstance(item, dict)
+                                      else item) + "\n" for item in runs))
+    summary = tmp_path / "summary.json"
+    for inputs, expected in (([path], {"mini-swe-agent": 3, "swe-agent": 2}),
+                             ([odd], {"mini-swe-agent": 3, "swe-agent": 2}),
+                             ([path, odd], {"mini-swe-agent": 6, "swe-agent": 4})):
+        code, out, err = run(["scan", *map(str, inputs), "--summary", str(summary)],
+                             monkeypatch)
+        assert code == 0 and len(records(out)) == len(runs) * len(inputs)
+        assert json.loads(summary.read_text())["read_as_their_own"] == expected
+        total = sum(expected.values())
+        assert (f"  read as their own{total:>25,}  (mini-swe-agent {expected['mini-swe-agent']}, "
+                f"swe-agent {expected['swe-agent']}: as they declare or show, not as their "
+                "file's format)") in err, err
+    write(path, [OPENAI_CALL] * 3)
+    code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
+    assert code == 0 and json.loads(summary.read_text())["read_as_their_own"] == {}
+    assert "read as their own" not in err

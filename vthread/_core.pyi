@@ -44,8 +44,9 @@ def scan_lines(
 ) -> dict[str, Any]:
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
-    ``role`` or ``call_id``) and ``declined`` (the lines that need Python's json or its
-    adapters, each an empty thread in its row). OpenAI and
+    ``role`` or ``call_id``), ``declined`` (the lines that need Python's json or its
+    adapters, each an empty thread in its row) and ``read_as_own`` (the lines read in a
+    format of their own, by format, with ``declared_wins``). OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given; with

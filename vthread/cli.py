@@ -301,6 +301,9 @@ class _Stats:
     # Error records that stand for no line (sample) of the input: what an Inspect log of an
     # unfinished evaluation lacks (its samples were counted with it: "4 samples" of 3).
     notes: int = 0
+    # Runs read in a format of their own, not their file's detected one (a declared
+    # mini-swe-agent run, a SWE-agent run showing its actions), by that format.
+    read_as_own: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
@@ -313,6 +316,8 @@ class _Stats:
         self.tokens_known = self.tokens_known or other.tokens_known
         self.loop_tokens += other.loop_tokens
         self.loops_without_tokens += other.loops_without_tokens
+        for format_, count in other.read_as_own.items():
+            self.read_as_own[format_] = self.read_as_own.get(format_, 0) + count
         if other.anywhere is not None:
             mine = self.anywhere or (0, 0, 0.0, 0)
             self.anywhere = (mine[0] + other.anywhere[0], mine[1] + other.anywhere[1],
@@ -1141,6 +1146,8 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
             "loops": stats.anywhere[0], "messages": stats.anywhere[1],
             "tokens": _finite(stats.anywhere[2]) if stats.anywhere_tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
+        # (runs read in a format of their own, beside their file's detected one, by format)
+        "read_as_their_own": dict(sorted(stats.read_as_own.items())),
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
         "left_out": [{"file": left.file, "why": left.why} for left in left_out or []],
         # (said on stderr only, a dashboard never saw the runs.jsonlines files left unread)
@@ -4598,6 +4605,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         loop_tokens=_nan_sum(result.loop_tokens[loops]),
         loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
         anywhere=_every_loop(result.loops),
+        read_as_own=dict(raw.get("read_as_own", {})),
     )
     ids, verdicts = raw["id_texts"], _verdict_texts(result)
     assert len(ids) == len(verdicts) == len(counts) == len(task.lines)
@@ -4833,11 +4841,12 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
     # Per thread, the source message of each translated one (None: native, the identity).
     sources: list[list[int] | None] = []
     figures: list[Any] = []
+    read_as_own: dict[str, int] = {}
     fatal = None
     for index, line in enumerate(lines):
         item = _read_thread(line, index in suspect, task.format, task.messages_key,
                             task.id_key, "cell" if task.unit == "row" else task.unit,
-                            declared_wins=task.declared_wins)
+                            declared_wins=task.declared_wins, read_as_own=read_as_own)
         if isinstance(item, _Bad):
             if item.reason == _BLANK and task.unit == "row":
                 # A Parquet row's line is its messages cell's text when it holds the run.
@@ -4886,6 +4895,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         loops_without_tokens=int(np.isnan(result.loop_tokens[scanned][loops]).sum()),
         anywhere=_every_loop(None if result.loops is None else [
             found for row, found in enumerate(result.loops) if scanned[row]]),
+        read_as_own=read_as_own,
     )
     verdicts = _verdict_texts(result)
     records: list[str] = []
@@ -4957,14 +4967,16 @@ def _dumps(record: Any) -> str:
 def _read_thread(
     line: bytes, suspect: bool, format_: str, messages_key: str | None = None,
     id_key: str | None = None, text_name: str = "line", *, declared_wins: bool = False,
+    read_as_own: dict[str, int] | None = None,
 ) -> tuple[Any, list[Any], list[int] | None] | _Bad:
     """(id, native messages, the source message of each or None when the line is native)
     of one line, or why it is not a thread (``text_name``: what the line is, as
-    :func:`_parse` takes it; ``declared_wins``: as :func:`vthread.documents.read_run`)."""
+    :func:`_parse` takes it; ``declared_wins``, ``read_as_own``: as
+    :func:`vthread.documents.read_run`)."""
     value = _parse(line, suspect, text_name)
     if isinstance(value, _Bad):
         return _too_deep_said(value, line, id_key) if _too_deep(value) else value
-    return _thread(value, format_, messages_key, id_key, declared_wins, text_name)
+    return _thread(value, format_, messages_key, id_key, declared_wins, text_name, read_as_own)
 
 
 def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
@@ -5022,9 +5034,10 @@ _RUNS_GIVEN_AS: Final = {"line": "a line of its own (jq -c '.[]')", "cell": "a r
 def _thread(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
     declared_wins: bool = False, text_name: str = "line",
+    read_as_own: dict[str, int] | None = None,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | _Bad:
     """(id, native messages, their source messages or None) of a parsed line, or why it is
-    not a thread."""
+    not a thread (``read_as_own``: as :func:`vthread.documents.read_run`)."""
     from vthread.documents import read_run, run_id, runs_for_messages, runs_given_for_messages
 
     if runs_for_messages(value, messages_key):
@@ -5034,7 +5047,7 @@ def _thread(
         given = _RUNS_GIVEN_AS.get(text_name, f"a {text_name} of its own")
         return _Bad(runs_given_for_messages(given),
                     run_id(value, id_key) if type(value) is dict else None)
-    found = read_run(value, format_, messages_key, id_key, declared_wins)
+    found = read_run(value, format_, messages_key, id_key, declared_wins, read_as_own)
     if not isinstance(found, str):
         return found
     return _Bad(found, run_id(value, id_key) if type(value) is dict else None)
@@ -5128,6 +5141,11 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         f"  {'errors':<28}{stats.errors:>14,}",
         *([f"  {'inputs cut short':<28}{cut_short:>14,}  (said above; their records end "
            "with the error)"] if cut_short else []),
+        *([f"  {'read as their own':<28}{sum(stats.read_as_own.values()):>14,}  ("
+           + ", ".join(f"{format_} {count:,}" for format_, count
+                       in sorted(stats.read_as_own.items()))
+           + ": as they declare or show, not as their file's format)"]
+          if stats.read_as_own else []),
         f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",
         f"  {'loops':<28}{stats.loops:>14,}{share(stats.loops, threads)}",
     ]

@@ -352,14 +352,15 @@ _MESSAGE_KEYS: Final = ("role", "type", "text", "content")
 
 def read_run(
     value: Any, format_: str, messages_key: str | None = None, id_key: str | None = None,
-    declared_wins: bool = False,
+    declared_wins: bool = False, read_as_own: dict[str, int] | None = None,
 ) -> tuple[Any, list[dict[str, Any]], list[int] | None] | str:
     """(id, native messages, the source message of each or None when ``value`` is native)
     of one parsed run (a list of messages or an object holding them), or why it is not one.
     With ``declared_wins`` (``format_`` is a chat format detected, not given), the run is
     read in :func:`detected_format_of`'s format: a run object declaring itself a
     mini-swe-agent run as one, a run showing SWE-agent's actions as SWE-agent's (the chat
-    format of a batch's other runs would read their text actions as text).
+    format of a batch's other runs would read their text actions as text); such a run read,
+    its format is counted in ``read_as_own`` when given.
 
     >>> read_run({"id": "r1", "messages": [{"type": "user", "text": "hi"}]}, "native")
     ('r1', [{'type': 'user', 'text': 'hi'}], None)
@@ -387,15 +388,17 @@ def read_run(
     else:
         return (f'not a thread: {json_type(value)}, not an array of messages or an object '
                 f'with "messages"')
-    if declared_wins and format_ != "native":
-        format_ = detected_format_of(value, messages, format_)
     if format_ != "native":
         from vthread.adapters import to_native_with_sources
 
+        read_as = detected_format_of(value, messages, format_) if declared_wins else format_
         try:
-            return (ident, *to_native_with_sources(messages, format_))  # type: ignore[arg-type]
+            found = (ident, *to_native_with_sources(messages, read_as))  # type: ignore[arg-type]
         except ValueError as error:
-            return f"{format_} format: {error}"
+            return f"{read_as} format: {error}"
+        if read_as != format_ and read_as_own is not None:
+            read_as_own[read_as] = read_as_own.get(read_as, 0) + 1
+        return found
     if messages and set(map(type, messages)) != {dict}:
         index = next(i for i, m in enumerate(messages) if type(m) is not dict)
         return (f"message {index} is not an object ({json_type(messages[index])})"
