@@ -256,3 +256,23 @@ def test_a_history_error_says_the_room_only_when_the_room_was_short() -> None:
                           estimate=lambda m: b"x" if m.get("text") == "hist" else 1)
     assert "returned bytes" in str(wrong.value)
     assert wrong.value.__notes__ == ["while fitting history= (messages[i] is history[i])"]
+
+
+@pytest.mark.parametrize("options", [
+    {"keep_first": -1}, {"keep_first": 1.5}, {"pair_safe": "no"}, {"keep_system": 1},
+    {"start_on": 5}, {"start_on": "usr", "format": "openai"}])
+@pytest.mark.parametrize("context_tokens", [4096, 20])
+def test_history_options_are_checked_with_no_history(options: dict[str, Any],
+                                                     context_tokens: int) -> None:
+    """A bad history option is the same error with an empty history as with one, and
+    whatever the plan (a refusal too): a harness's first turn has no history, and the
+    option failed only on a later turn, mid-run."""
+    def raised(history: list[dict[str, Any]]) -> tuple[type[Exception], str]:
+        with pytest.raises((TypeError, ValueError)) as caught:
+            plan_continuation("<html>x", "req", context_tokens=context_tokens,
+                              estimate=_estimate, history=history, **options)
+        return type(caught.value), str(caught.value)
+
+    history = ([{"role": "user", "content": "hi"}] if "format" in options
+               else [{"type": "user", "text": "hi"}])
+    assert raised([]) == raised(history)

@@ -634,8 +634,9 @@ def plan_continuation(
     (see there: the harness's system prompt kept, no tool reply without its call, the kept
     part starting on a given type, the task statement pinned). A ``ValueError`` from
     ``build_thread`` (the messages kept first alone exceed the room) names the room the plan
-    had left. All five keywords are ignored when
-    the plan is a refusal, and change nothing when *history* is empty.
+    had left. All five keywords change nothing when the plan is a refusal or *history* is
+    empty, but are checked as ``build_thread`` checks them all the same (a harness's first
+    turn has no history: a wrong option failed only on a later turn).
 
     *format* names the history's message format as for :func:`vthread.build_thread`:
     ``"native"`` (the default), a chat format of :data:`vthread.adapters.FORMATS`
@@ -677,6 +678,9 @@ def plan_continuation(
 
     check_messages(history, "history")  # (named as the caller's argument)
     format = _history_format(history, format)
+    # The history's options are checked whether or not there is history to fit: a harness's
+    # first turn has none, and a wrong option failed only on a later turn.
+    _fitted((), 0, estimate, keep_system, pair_safe, start_on, keep_first, format)
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
                                  min_tail_room, tail_limit, completion_marker,
                                  format not in ("native", "auto"))
@@ -714,24 +718,9 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
                   estimate: Callable[[Any], float], keep_system: bool, pair_safe: bool,
                   start_on: str | None, keep_first: int, format: str) -> ContinuationPlan:
     """``plan`` with the newest part of ``history`` that fits its spare room inserted."""
-    from vthread.build import build_thread
-
     spare = plan.reply_room - plan.needed
-    try:
-        fitted = build_thread(history, max_tokens=spare,
-                              estimate=estimate,
-                              keep_system=keep_system, pair_safe=pair_safe, start_on=start_on,
-                              keep_first=keep_first, format=format)
-    except ValueError as error:
-        # (named as the caller's argument; the room said where the room is what was short)
-        room = (f" (the {plan.mode} plan leaves {spare:,} tokens of room for it)"
-                if "than max_tokens" in str(error) else "")
-        raise ValueError(f"history: {error}{room}") from None
-    except TypeError as error:
-        # (an estimator's own error propagates as it is: a note says whose messages[i])
-        if "messages[" in str(error):
-            error.add_note("while fitting history= (messages[i] is history[i])")
-        raise
+    fitted = _fitted(history, spare, estimate, keep_system, pair_safe, start_on, keep_first,
+                     format, f" (the {plan.mode} plan leaves {spare:,} tokens of room for it)")
     tokens = math.ceil(fitted.tokens)
     # Messages kept first, whatever their cost: a pin, or a system message keep_system kept.
     pinned = keep_first > 0 or (keep_system and _is_system(history[0], format))
@@ -747,6 +736,29 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
                     f"{spare:,} tokens left over",
         messages=(system, *fitted.messages, user),
     )
+
+
+def _fitted(history: Sequence[Mapping[str, Any]], spare: int,
+            estimate: Callable[[Any], float], keep_system: bool, pair_safe: bool,
+            start_on: str | None, keep_first: int, format: str, room: str = "") -> Any:
+    """:func:`vthread.build_thread` of ``history`` in ``spare`` tokens with the history's
+    options, its errors named as the caller's ``history=`` (``room``: where the room is
+    short, what the plan leaves). Of an empty history, the options' check alone."""
+    from vthread.build import build_thread
+
+    try:
+        return build_thread(history, max_tokens=spare, estimate=estimate,
+                            keep_system=keep_system, pair_safe=pair_safe, start_on=start_on,
+                            keep_first=keep_first, format=format)
+    except ValueError as error:
+        # (named as the caller's argument; the room said where the room is what was short)
+        said = room if "than max_tokens" in str(error) else ""
+        raise ValueError(f"history: {error}{said}") from None
+    except TypeError as error:
+        # (an estimator's own error propagates as it is: a note says whose messages[i])
+        if "messages[" in str(error):
+            error.add_note("while fitting history= (messages[i] is history[i])")
+        raise
 
 
 def _is_system(message: Mapping[str, Any], format: str) -> bool:
