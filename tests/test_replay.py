@@ -133,11 +133,15 @@ def test_bulk_equals_the_loop() -> None:
 def test_non_texts_never_trip() -> None:
     """None, numbers and bytes in the batch answer None, like an ignored push; bytes (text
     read in binary mode, most likely) and any other value that is no str (a number, a
-    record passed for its text) are said, naming the first, as Guard.push says them (they
-    were answered "no loop" in silence); None goes unsaid."""
+    record passed for its text) are said, naming the first and where the others are (the
+    first alone was named: a bulk caller learnt of one a call), as Guard.push says them
+    (they were answered "no loop" in silence); None goes unsaid."""
     with pytest.warns(UserWarning, match=r"scan_texts\(\) reads bytes as no text, .* "
-                                         r"\(text 2 is bytes\): decode them"):
+                                         r"\(text 2 is bytes; 1 more: text 3\): decode them"):
         assert scan_texts([None, "", b"go go go go go go", 3]) == [None] * 4
+    with pytest.warns(UserWarning, match=r"\(text 0; 7 more: texts 1, 2, 3, 4, 5 and 2 "
+                                         r"more\): pass the text"):
+        assert scan_texts([3] * 8 + ["x"]) == [None] * 9
     with pytest.warns(UserWarning, match=r"has_repeated_text_runs\(\) .*text 0 is memoryview"):
         assert not has_repeated_text_runs([memoryview(b"go " * 99)]).any()
     for value, kind in ((3, "int"), ({"text": "go " * 99}, "dict"), (["go"] * 99, "list")):

@@ -69,19 +69,26 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
     # most likely bytes read in binary mode, or a record or number passed for its text:
     # said, as Guard.push says it, not answered "no loop" in silence. A missing value (None,
     # or a data frame's NaN or NA in a column of texts) goes unsaid.
-    first = next((index for index, item in enumerate(items)
-                  if type(item) is not str and item is not None
-                  and not isinstance(item, str) and not _missing(item)), None)
-    if first is not None:
+    # Every such value is named (the first few, the rest counted), not the first alone: a
+    # bulk caller learnt of one bad index a call.
+    odd = [index for index, item in enumerate(items)
+           if type(item) is not str and item is not None
+           and not isinstance(item, str) and not _missing(item)]
+    if odd:
         import warnings
 
+        from vthread.adapters import positions_named
+
+        first = odd[0]
+        more = (f"; {len(odd) - 1} more: text{'s' if len(odd) > 2 else ''} "
+                f"{positions_named(odd[1:])}" if len(odd) > 1 else "")
         kind = type(items[first]).__name__
         if isinstance(items[first], _BYTES):
             said = f"reads bytes as no text, as it reads any value that is not a str (text " \
-                   f"{first} is {kind}): decode them"
+                   f"{first} is {kind}{more}): decode them"
         else:
             said = f"reads a value of type {kind} as no text, as it reads any value that " \
-                   f"is not a str (text {first}): pass the text it holds"
+                   f"is not a str (text {first}{more}): pass the text it holds"
         warnings.warn(f"{function}() {said}", UserWarning, stacklevel=3)
     return items
 
