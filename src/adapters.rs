@@ -38,6 +38,17 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format's name, as the CLI names it ([`Format::named`] of it is itself).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
+            Format::MiniSweAgent => "mini-swe-agent",
+            Format::SweAgent => "swe-agent",
+        }
+    }
+
     /// The format named as the CLI names it, or None for another.
     pub fn named(name: &str) -> Option<Format> {
         match name {
@@ -1447,25 +1458,31 @@ pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evid
 
 /// [`format_evidence`] of a run that may settle its batch's format: none for a run declaring
 /// itself a mini-swe-agent run or showing SWE-agent's actions, which is read so whatever
-/// the batch's detected format ([`detected_format_of`]; `documents.run_format_evidence`'s
+/// the batch's detected format ([`run_reading_format`]; `documents.run_format_evidence`'s
 /// `undeclared`), so that it settles none and misfits none.
 pub fn undeclared_format_evidence(
     tape: &Tape<'_>,
     keys: RunKeys<'_>,
 ) -> Result<Option<Evidence>, Declined> {
-    if declares_mini_swe_agent(tape.root()) || shows_swe_agent_actions(tape, keys)? {
+    if declares_mini_swe_agent(tape.root()) {
         return Ok(None);
     }
-    format_evidence(tape, keys)
+    let found = format_evidence(tape, keys)?;
+    if matches!(found, Some((Some("swe-agent"), _)))
+        && listed_messages(tape.root(), keys).is_some_and(assistant_acts)
+    {
+        return Ok(None);
+    }
+    Ok(found)
 }
 
 /// The format a line's run is read in when its batch's chat format `format` was detected
-/// rather than given (`documents.detected_format_of`): mini-swe-agent's for a run declaring
+/// rather than given (`documents.run_reading_format`): mini-swe-agent's for a run declaring
 /// itself one; SWE-agent's for a run whose own messages show SWE-agent's format by an
 /// assistant turn's `action` ([`shows_swe_agent_actions`]), wherever it lies in the batch
 /// (read as another chat format, its commands were text and its loop went unseen);
 /// `format` otherwise. Declined where the detection of its messages is.
-pub fn detected_format_of(
+pub fn run_reading_format(
     tape: &Tape<'_>,
     format: Format,
     keys: RunKeys<'_>,
@@ -1479,31 +1496,39 @@ pub fn detected_format_of(
     Ok(format)
 }
 
-/// `documents.shows_swe_agent_actions`: whether a run's messages are SWE-agent's as
+/// `adapters.shows_swe_agent_actions`: whether a run's messages are SWE-agent's as
 /// detection tells them ([`format_evidence`]) and some assistant turn of them holds a
 /// string `action`, the command SWE-agent parsed from it. The `action` is looked for first:
 /// a run without one (most of a batch) is not judged further.
 fn shows_swe_agent_actions(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<bool, Declined> {
-    let root = tape.root();
+    Ok(
+        listed_messages(tape.root(), keys).is_some_and(assistant_acts)
+            && matches!(format_evidence(tape, keys)?, Some((Some("swe-agent"), _))),
+    )
+}
+
+/// The array of messages a run (`root`: a run object, or its messages) holds, if any.
+fn listed_messages<'t>(root: Value<'t>, keys: RunKeys<'_>) -> Option<Value<'t>> {
     let listed = if root.is_object() {
-        match keys.messages_of(root) {
-            Some(listed) => listed,
-            None => return Ok(false),
-        }
+        keys.messages_of(root)?
     } else {
         root
     };
-    let acts = listed.is_array()
-        && listed.children().any(|message| {
-            message.is_object()
-                && message
-                    .get("role")
-                    .is_some_and(|role| role.is_text("assistant"))
-                && message
-                    .get("action")
-                    .is_some_and(|action| action.is_string())
-        });
-    Ok(acts && matches!(format_evidence(tape, keys)?, Some((Some("swe-agent"), _))))
+    listed.is_array().then_some(listed)
+}
+
+/// `adapters.assistant_acts`: whether some assistant message of `listed` holds a string
+/// `action` (SWE-agent records the command it parsed from the turn there).
+fn assistant_acts(listed: Value<'_>) -> bool {
+    listed.children().any(|message| {
+        message.is_object()
+            && message
+                .get("role")
+                .is_some_and(|role| role.is_text("assistant"))
+            && message
+                .get("action")
+                .is_some_and(|action| action.is_string())
+    })
 }
 
 /// Whether a run object declares itself a mini-swe-agent run (`documents.run_format`:
@@ -2501,6 +2526,62 @@ mod tests {
             r#"[{"trajectory_format": "mini-swe-agent-1"}]"#,
         ] {
             assert!(!declares(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_run_is_read_as_swe_agent_s_by_an_assistant_s_action_alone() {
+        let reading = |line: &str, format: Format| {
+            let tape = Tape::parse(line.as_bytes()).unwrap();
+            run_reading_format(&tape, format, RunKeys::default()).unwrap()
+        };
+        let acting = r#"{"history": [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": "look", "action": "ls"}]}"#;
+        for format in [Format::OpenAi, Format::Anthropic, Format::MiniSweAgent] {
+            assert_eq!(reading(acting, format), Format::SweAgent, "{format:?}");
+        }
+        let declared = r#"{"trajectory_format": "mini-swe-agent-1", "messages": [
+            {"role": "assistant", "content": "look", "action": "ls"}]}"#;
+        assert_eq!(reading(declared, Format::OpenAi), Format::MiniSweAgent);
+        for line in [
+            // (an action on a user turn, a null one, an Anthropic block beside it, none)
+            r#"[{"role": "user", "content": "go", "action": "ls"}]"#,
+            r#"[{"role": "assistant", "content": "look", "action": null}]"#,
+            r#"[{"role": "assistant", "action": "ls", "content": [
+                {"type": "tool_use", "id": "t", "name": "x", "input": {}}]}]"#,
+            r#"[{"role": "assistant", "content": "<function=ls>\n</function>"}]"#,
+        ] {
+            assert_eq!(reading(line, Format::OpenAi), Format::OpenAi, "{line}");
+        }
+        // Past the first threads such a run settles and misfits nothing; a plain chat's
+        // reading in other formats is not asked of it.
+        let tape = Tape::parse(acting.as_bytes()).unwrap();
+        assert_eq!(
+            undeclared_format_evidence(&tape, RunKeys::default()).unwrap(),
+            None
+        );
+        assert_eq!(
+            format_evidence(&tape, RunKeys::default()).unwrap(),
+            Some((Some("swe-agent"), true))
+        );
+        let bash = r#"{"history": [{"role": "assistant", "action": "ls",
+            "content": "THOUGHT\n```bash\nls\n```"}]}"#;
+        assert_eq!(
+            plain_reads_otherwise(bash.as_bytes(), RunKeys::default()).unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_format_is_named_by_its_name() {
+        for format in [
+            Format::OpenAi,
+            Format::Anthropic,
+            Format::Responses,
+            Format::MiniSweAgent,
+            Format::SweAgent,
+        ] {
+            assert_eq!(Format::named(format.name()), Some(format));
         }
     }
 

@@ -668,8 +668,11 @@ def test_the_summary_counts_the_runs_read_as_their_own(tmp_path: Path,
     """The runs read in a format of their own beside their file's (declared mini-swe-agent
     runs, SWE-agent runs showing their actions) are counted by format in the summary's table
     and its JSON, whichever way each line is read (the core, or Python for a line holding a
-    NaN), one file or several; a file with none says nothing of them. The summary named the
-    file's format alone, though most of its runs were read in another."""
+    NaN), as JSONL, a .json document or Parquet, one file or several, on one worker or two;
+    a file with none says nothing of them. The summary named the file's format alone, though
+    most of its runs were read in another."""
+    import pyarrow.parquet as pq
+
     runs: list[Any] = [*_openai_runs(4), {"instance_id": "swe", "history": _swe_agent_loop()},
                        _declared_mini_run(0), _swe_agent_loop(), _declared_mini_run(1),
                        _declared_mini_run(2)]
@@ -678,19 +681,72 @@ def test_the_summary_counts_the_runs_read_as_their_own(tmp_path: Path,
     odd = tmp_path / "odd.jsonl"  # (a NaN in each run object: Python reads the line)
     odd.write_text("".join(json.dumps({**item, "x": float("nan")} if isinstance(item, dict)
                                       else item) + "\n" for item in runs))
+    document = tmp_path / "runs.json"
+    document.write_text(json.dumps(runs))
+    table = tmp_path / "runs.parquet"
+    pq.write_table(pa.table({
+        "messages": [json.dumps(item) if isinstance(item, list) else json.dumps(
+            item.get("messages") or item["history"]) for item in runs],
+        "trajectory_format": [item.get("trajectory_format") if isinstance(item, dict)
+                              else None for item in runs]}), table)
     summary = tmp_path / "summary.json"
-    for inputs, expected in (([path], {"mini-swe-agent": 3, "swe-agent": 2}),
-                             ([odd], {"mini-swe-agent": 3, "swe-agent": 2}),
-                             ([path, odd], {"mini-swe-agent": 6, "swe-agent": 4})):
-        code, out, err = run(["scan", *map(str, inputs), "--summary", str(summary)],
-                             monkeypatch)
-        assert code == 0 and len(records(out)) == len(runs) * len(inputs)
-        assert json.loads(summary.read_text())["read_as_their_own"] == expected
+    once = {"mini-swe-agent": 3, "swe-agent": 2}
+    for inputs, jobs, expected in (
+            ([path], "1", once), ([odd], "1", once), ([document], "1", once),
+            ([table], "1", once), ([path], "2", once),
+            ([path, odd], "2", {"mini-swe-agent": 6, "swe-agent": 4})):
+        code, out, err = run(["scan", *map(str, inputs), "--jobs", jobs, "--summary",
+                              str(summary)], monkeypatch)
+        assert code == 0 and len(records(out)) == len(runs) * len(inputs), err
+        assert json.loads(summary.read_text())["read_as_their_own"] == expected, inputs
         total = sum(expected.values())
         assert (f"  read as their own{total:>25,}  (mini-swe-agent {expected['mini-swe-agent']}, "
                 f"swe-agent {expected['swe-agent']}: as they declare or show, not as their "
                 "file's format)") in err, err
+    # A file of declared runs alone is named mini-swe-agent: its runs are in its format. Once
+    # a run further on settles another, the declared runs before it are read as their own.
+    alone = [_declared_mini_run(index) for index in range(DETECT_THREADS + 6)]
+    for tail, named, expected in (([], "mini-swe-agent", {}),
+                                  ([{"id": "loop", "messages": anthropic_loop()}], "anthropic",
+                                   {"mini-swe-agent": DETECT_THREADS + 6})):
+        path.write_text("".join(json.dumps(item) + "\n" for item in [*alone, *tail]))
+        code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
+        assert code == 0 and f" {named} (detected; {path})" in err, err
+        assert json.loads(summary.read_text())["read_as_their_own"] == expected
     write(path, [OPENAI_CALL] * 3)
     code, out, err = run(["scan", str(path), "--summary", str(summary)], monkeypatch)
     assert code == 0 and json.loads(summary.read_text())["read_as_their_own"] == {}
     assert "read as their own" not in err
+
+
+def test_a_swe_agent_run_of_any_mapping_or_sequence_stands_apart_as_a_dict_does() -> None:
+    """A SWE-agent run given as any mapping (a UserDict, a MappingProxyType) or holding its
+    history as a tuple, among the first threads beside OpenAI runs, stands apart as a dict
+    holding a list does, its loop found (the batch was one of two formats: the test of a
+    run read as its own took a dict or a list alone, where its evidence took them all)."""
+    from collections import UserDict
+    from types import MappingProxyType
+
+    history = _swe_agent_loop()
+    for run_ in (UserDict({"instance_id": "swe", "history": history}),
+                 MappingProxyType({"instance_id": "swe", "history": history}),
+                 {"instance_id": "swe", "history": tuple(history)}, tuple(history)):
+        batch: list[Any] = [*_openai_runs(3), run_]
+        assert vthread.scan(batch, format="auto").names == [None] * 3 + [
+            "repeated_result_run"], type(run_).__name__
+
+
+def test_a_swe_agent_run_beside_langchain_runs_is_read_as_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside a LangChain run, a SWE-agent run among the first threads is left out of the
+    agreement, the file LangChain's and the run read as SWE-agent's (it stood as a plain
+    chat, which no LangChain run fits: two formats, the error naming it "openai")."""
+    runs = [{"id": "l", "messages": [{"type": "human", "content": "hi"},
+                                      {"type": "ai", "content": "yo"}]},
+            {"id": "s", "history": _swe_agent_loop()}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in runs))
+    code, out, err = run(["scan", str(path)], monkeypatch)
+    assert code == 0 and [r["verdict"] for r in records(out)] == [None, "repeated_result_run"]
+    assert f" langchain (detected; {path})" in err, err
+    assert vthread.scan(runs, format="auto").names == [None, "repeated_result_run"]

@@ -1251,7 +1251,7 @@ def shows_swe_agent_actions(messages: Sequence[Any]) -> bool:
     """Whether ``messages`` are SWE-agent's as :func:`format_evidence` tells them and some
     assistant turn of them holds a string ``action``, the command SWE-agent parsed from it:
     what a batch whose chat format was detected reads as SWE-agent's wherever the run lies
-    (:func:`vthread.documents.detected_format_of`). The ``action`` is looked for first: a
+    (:func:`vthread.documents.run_reading_format`). The ``action`` is looked for first: a
     run without one is not judged further. The twin of the core's
     ``adapters::shows_swe_agent_actions``.
 
@@ -1260,8 +1260,13 @@ def shows_swe_agent_actions(messages: Sequence[Any]) -> bool:
     """
     if not any(isinstance(m, Mapping) and is_string(m.get("action")) for m in messages):
         return False
-    if format_evidence(messages)[0] != "swe-agent":
-        return False  # (so every message is a mapping with a string role)
+    return format_evidence(messages)[0] == "swe-agent" and assistant_acts(messages)
+
+
+def assistant_acts(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some assistant message of ``messages`` (mappings with a string role, as
+    :func:`format_evidence` finds SWE-agent's) holds a string ``action``: SWE-agent records
+    the command it parsed from the turn there."""
     roles = _plain_all([m.get("role") for m in messages])
     return any(role == "assistant" and is_string(m.get("action"))
                for m, role in zip(messages, roles, strict=True))

@@ -206,7 +206,7 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
     chosen once for the dataset): ``detected`` when it was detected rather than given, so
     that a row declaring itself a mini-swe-agent run (in its run object or in
     ``declared``, the rows' :func:`declarations`) is read as one, and a row showing
-    SWE-agent's actions as SWE-agent's (:func:`vthread.documents.detected_format_of`), as
+    SWE-agent's actions as SWE-agent's (:func:`vthread.documents.run_reading_format`), as
     ``vthread scan`` reads such a line of a file whose chat format it detected.
     ``misread``, when given, gets (row, what it is) of each looping row read as native that
     is plainly no native run (:func:`vthread.documents.misread_as_native`), by its row in
@@ -438,9 +438,9 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     values = (value for piece in _slices(column) for value in _head_values(piece))
     if declared is not None:
         values = (with_declaration(value, declared[row]) for row, value in enumerate(values))
-    declaring: set[int] = set()
-    evidence, unknown = evidence_of(_noting_declarations(values, declaring), _DETECT_ROWS)
-    evidence = declared_apart(evidence, declaring.__contains__)
+    own: set[int] = set()
+    evidence, unknown = evidence_of(_noting_runs_read_as_their_own(values, own), _DETECT_ROWS)
+    evidence = declared_apart(evidence, own.__contains__)
     # (why the first row in no format is in none, as vthread scan says it of a line)
     detail = ("" if evidence or unknown is None
               else why_no_format(_python_values(column.slice(unknown, 1))[0]))
@@ -472,14 +472,14 @@ def holds_messages(column: pa.ChunkedArray) -> bool:
     return bool(evidence)
 
 
-def _noting_declarations(values: Iterator[Any], declaring: set[int]) -> Iterator[Any]:
+def _noting_runs_read_as_their_own(values: Iterator[Any], own: set[int]) -> Iterator[Any]:
     """``values`` as they are, the place of each run read as its own whatever the detected
     chat format (a run object declaring itself a mini-swe-agent run, a run showing
-    SWE-agent's actions: :func:`vthread.documents.reads_as_its_own`) added to ``declaring``
-    as it is read."""
+    SWE-agent's actions: :func:`vthread.documents.reads_as_its_own`) added to ``own`` as it
+    is read."""
     for row, value in enumerate(values):
         if type(value) in (dict, list) and reads_as_its_own(value):
-            declaring.add(row)
+            own.add(row)
         yield value
 
 

@@ -283,16 +283,16 @@ def run_format(run: Mapping[str, Any]) -> str | None:
     return None
 
 
-def detected_format_of(value: Any, messages: Sequence[Any], format_: str) -> str:
+def run_reading_format(value: Any, messages: Sequence[Any], format_: str) -> str:
     """The format a run (``value``, a run object or its list of ``messages``) of a batch
     whose chat format ``format_`` was detected, not given, is read in: mini-swe-agent's for a
     run object declaring itself one (:func:`declares_mini_swe_agent`), SWE-agent's for a run
     whose messages show SWE-agent's format by an assistant turn's ``action``
     (:func:`vthread.adapters.shows_swe_agent_actions`), wherever it lies in the batch (read
     as OpenAI chat its commands were text and its loop went unseen); ``format_`` otherwise.
-    The twin of the core's ``adapters::detected_format_of``.
+    The twin of the core's ``adapters::run_reading_format``.
 
-    >>> detected_format_of([], [{"role": "assistant", "content": "ls", "action": "ls"}],
+    >>> run_reading_format([], [{"role": "assistant", "content": "ls", "action": "ls"}],
     ...                    "openai")
     'swe-agent'
     """
@@ -357,7 +357,7 @@ def read_run(
     """(id, native messages, the source message of each or None when ``value`` is native)
     of one parsed run (a list of messages or an object holding them), or why it is not one.
     With ``declared_wins`` (``format_`` is a chat format detected, not given), the run is
-    read in :func:`detected_format_of`'s format: a run object declaring itself a
+    read in :func:`run_reading_format`'s format: a run object declaring itself a
     mini-swe-agent run as one, a run showing SWE-agent's actions as SWE-agent's (the chat
     format of a batch's other runs would read their text actions as text); such a run read,
     its format is counted in ``read_as_own`` when given.
@@ -391,7 +391,7 @@ def read_run(
     if format_ != "native":
         from vthread.adapters import to_native_with_sources
 
-        read_as = detected_format_of(value, messages, format_) if declared_wins else format_
+        read_as = run_reading_format(value, messages, format_) if declared_wins else format_
         try:
             found = (ident, *to_native_with_sources(messages, read_as))  # type: ignore[arg-type]
         except ValueError as error:
@@ -623,7 +623,7 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
     file's (a mini-swe-agent run is known by its run object's ``trajectory_format``), or
     when they are all plain chats, that of the first further on to show one; a run object
     declaring itself a mini-swe-agent run in a batch found in another chat format is read
-    as one, and a run showing SWE-agent's actions as SWE-agent's (:func:`detected_format_of`),
+    as one, and a run showing SWE-agent's actions as SWE-agent's (:func:`run_reading_format`),
     as a given format is not overruled. Native
     lists of messages are returned as they are, with None for all. A thread that cannot be
     read in the format, or a batch whose format cannot be told, is a ``ValueError`` naming
@@ -679,7 +679,7 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
                 continue
             held = _held(thread)
             # (as a run object's, above: a detected chat format yields to SWE-agent's actions)
-            read_as = detected_format_of(held, held, format_) if detected else format_
+            read_as = run_reading_format(held, held, format_) if detected else format_
             try:
                 messages, origins = to_native_with_sources(held, read_as)  # type: ignore[arg-type]
             except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
@@ -853,7 +853,8 @@ def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = 
             except TypeError as error:
                 raise TypeError(f"{thread_label(unknown, thread)}: {error}") from None
             detail = shapes_apart(messages)  # (which of its messages part ways)
-    evidence = declared_apart(evidence, lambda position: reads_as_its_own(threads[position]))
+    evidence = declared_apart(
+        evidence, lambda position: reads_as_its_own(_judged_value(threads[position])))
     found = agreed_format(evidence, unknown, "thread", "the threads", "pass format=", detail)
     # (stacklevel: this function, native_threads, scan, then scan's caller)
     return settled_format(found, evidence, partial(_judged_after, threads, reading=reading),
@@ -869,46 +870,54 @@ def _positions_noted(threads: Sequence[Any], reading: list[int], start: int = 0
         yield threads[position]
 
 
-def declared_apart(evidence: list[tuple[int, Any, bool]], declares: Callable[[int], bool]
-                   ) -> list[tuple[int, Any, bool]]:
-    """``evidence`` (position, format, decisive) with the runs read in their own format
-    whatever a detected chat format (``declares(position)``, asked only of runs decisively
-    mini-swe-agent's or SWE-agent's: :func:`reads_as_its_own`) standing as plain chats
-    (``(position, "openai", False)``): a detected chat format reads such a run as it declares
-    or shows wherever it lies (:func:`read_run`'s ``declared_wins``), so it settles the
-    batch's format no more than it disagrees with it. A run declaring mini-swe-agent always
-    stands so; a run showing SWE-agent's actions only beside a run showing another chat
-    format (OpenAI runs beside SWE-agent runs made the batch one of two formats, refused):
-    among plain chats and declared runs alone, SWE-agent runs make the batch SWE-agent's,
-    which reads every chat format's plain chats and OpenAI's tool calls as OpenAI's does,
-    with no run judged again (each would be, read as OpenAI chat). A batch whose first runs
-    are all declared runs (or plain chats) takes its format from the first run further on
-    to show one (:func:`settled_format`, where runs read as their own are judged by none:
-    :func:`run_format_evidence`), and is read as OpenAI's chats until one does (another
-    harness's runs after them were read as mini-swe-agent runs, their loops missed). Beside
-    native threads, which are read as they are, such a run still disagrees.
-    O(len(evidence)) and a ``declares`` call such a run.
+def declared_apart(evidence: list[tuple[int, Any, bool]],
+                   read_as_its_own: Callable[[int], bool]) -> list[tuple[int, Any, bool]]:
+    """``evidence`` (position, format, decisive) without the runs read in their own format
+    whatever a detected chat format (``read_as_its_own(position)``, asked only of runs
+    decisively mini-swe-agent's or SWE-agent's: :func:`reads_as_its_own`): a detected chat
+    format reads such a run as it declares or shows wherever it lies (:func:`read_run`'s
+    ``declared_wins``), so it settles the batch's format no more than it disagrees with it.
+    A run declaring mini-swe-agent always stands apart; a run showing SWE-agent's actions
+    only beside a run showing another chat format (OpenAI runs beside SWE-agent runs made
+    the batch one of two formats, refused): among plain chats and declared runs alone,
+    SWE-agent runs make the batch SWE-agent's, which reads every chat format's plain chats
+    and OpenAI's tool calls as OpenAI's does, with no run judged again (each would be, read
+    as OpenAI chat). Where no run left shows a format, those standing apart stand as plain
+    chats (``(position, "openai", False)``): the batch then takes its format from the first
+    run further on to show one (:func:`settled_format`, where runs read as their own are
+    judged by none: :func:`run_format_evidence`), and is read as OpenAI's chats until one
+    does (another harness's runs after them were read as mini-swe-agent runs, their loops
+    missed). Beside native threads, which are read as they are, such a run still
+    disagrees. O(len(evidence)) and a ``read_as_its_own`` call such a run.
 
     >>> declared_apart([(0, "openai", True), (1, "mini-swe-agent", True)], lambda _: True)
-    [(0, 'openai', True), (1, 'openai', False)]
+    [(0, 'openai', True)]
+    >>> declared_apart([(0, "mini-swe-agent", True), (1, "openai", False)], lambda _: True)
+    [(0, 'openai', False), (1, 'openai', False)]
     >>> declared_apart([(0, "native", True), (1, "mini-swe-agent", True)], lambda _: True)
     [(0, 'native', True), (1, 'mini-swe-agent', True)]
     >>> declared_apart([(0, "swe-agent", True), (1, "openai", False)], lambda _: True)
     [(0, 'swe-agent', True), (1, 'openai', False)]
-    >>> declared_apart([(0, "swe-agent", True), (1, "anthropic", True)], lambda _: True)
-    [(0, 'openai', False), (1, 'anthropic', True)]
+    >>> declared_apart([(0, "swe-agent", True), (1, "langchain", True)], lambda _: True)
+    [(1, 'langchain', True)]
     """
     if any(decisive and format_ == "native" for _, format_, decisive in evidence):
         return evidence
 
-    def apart(items: list[tuple[int, Any, bool]], kind: str) -> list[tuple[int, Any, bool]]:
-        return [(item[0], "openai", False) if item[1] == kind and item[2] and declares(item[0])
-                else item for item in items]
+    def standing(items: list[tuple[int, Any, bool]], kind: str) -> set[int]:
+        return {position for position, format_, decisive in items
+                if format_ == kind and decisive and read_as_its_own(position)}
 
-    found = apart(evidence, "mini-swe-agent")
-    if any(decisive and format_ != "swe-agent" for _, format_, decisive in found):
-        found = apart(found, "swe-agent")
-    return found
+    apart = standing(evidence, "mini-swe-agent")
+    rest = [item for item in evidence if item[0] not in apart]
+    if any(decisive and format_ != "swe-agent" for _, format_, decisive in rest):
+        apart |= standing(rest, "swe-agent")
+        rest = [item for item in rest if item[0] not in apart]
+    if any(decisive for _, _, decisive in rest):
+        return rest  # (the runs left decide; those apart, as plain chats, would disagree
+        # with a format no plain chat fits, LangChain's)
+    return [(position, "openai", False) if position in apart else (position, format_, decisive)
+            for position, format_, decisive in evidence]
 
 
 def only_declared(before: Sequence[tuple[int, Any, bool]],
@@ -922,15 +931,12 @@ def only_declared(before: Sequence[tuple[int, Any, bool]],
 
 
 def reads_as_its_own(value: Any, messages_key: str | None = None) -> bool:
-    """Whether a parsed run (a run object or its list of messages) is read in its own format
-    whatever chat format its batch was found in (:func:`detected_format_of`): a run object
-    declaring itself a mini-swe-agent run, or a run showing SWE-agent's actions."""
-    from vthread.adapters import shows_swe_agent_actions
-
-    if declares_mini_swe_agent(value):
-        return True
-    listed = run_messages(value, messages_key) if isinstance(value, dict) else value
-    return isinstance(listed, list) and shows_swe_agent_actions(listed)
+    """Whether a parsed run (a run object or its list of messages, as
+    :func:`run_format_evidence` reads it) whose evidence is decisively mini-swe-agent's or
+    SWE-agent's is read in its own format whatever chat format its batch was found in
+    (:func:`run_reading_format`): it declares mini-swe-agent, or shows SWE-agent's actions,
+    and so says nothing past a batch's first threads."""
+    return run_format_evidence(value, messages_key, undeclared=True) is None
 
 
 def settled_format(found: str, evidence: Sequence[tuple[int, Any, bool]],
@@ -1555,7 +1561,7 @@ def run_format_evidence(value: Any, messages_key: str | None = None, *,
     ``(None, True)`` when it has messages in no known format, and None when it has no
     messages to judge by. With ``undeclared`` (past a batch's first threads), None for a
     run declaring itself a mini-swe-agent run or showing SWE-agent's actions: it is read so
-    whatever the batch's detected format (:func:`detected_format_of`), so it neither
+    whatever the batch's detected format (:func:`run_reading_format`), so it neither
     settles that format nor misfits it (as :func:`declared_apart` stands a declared run as
     a plain chat among the first threads); the twin of the core's
     ``adapters::undeclared_format_evidence``.
@@ -1563,7 +1569,7 @@ def run_format_evidence(value: Any, messages_key: str | None = None, *,
     >>> run_format_evidence({"messages": [{"role": "user", "content": "hi"}]})
     ('openai', False)
     """
-    from vthread.adapters import format_evidence, shows_swe_agent_actions
+    from vthread.adapters import assistant_acts, format_evidence
 
     declared = run_format(value) if isinstance(value, dict) else None
     if declared is not None:
@@ -1572,6 +1578,6 @@ def run_format_evidence(value: Any, messages_key: str | None = None, *,
     if not isinstance(listed, list) or not listed:
         return None
     found = format_evidence(listed)
-    if undeclared and found[0] == "swe-agent" and shows_swe_agent_actions(listed):
+    if undeclared and found[0] == "swe-agent" and assistant_acts(listed):
         return None
     return found
