@@ -73,6 +73,7 @@ def _lines(core: ModuleType, lines: list[bytes], options: Any,
     raw = core.scan_lines(lines, options, True, 1, **reading)
     seconds = time.process_time() - started
     raw.pop("kept", None)  # tapes kept for attribution: builds before session 32 keep none
+    raw.pop("read_as_own", None)  # the lines read as their own: builds before session 56 say none
     return seconds, {
         key: value.tolist() if hasattr(value, "tolist") else value for key, value in raw.items()}
 

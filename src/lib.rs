@@ -308,7 +308,7 @@ fn line_format(name: &str) -> PyResult<Option<adapters::Format>> {
 /// chunk's rows are `lines` and then those slices, read in place: `vthread scan` hands the
 /// core each read whole rather than a `bytes` per line. With `declared_wins` (the file's
 /// chat format was detected, not given), each run is translated in the format it declares
-/// or shows (`adapters::detected_format_of`: a run object declaring itself a mini-swe-agent
+/// or shows (`adapters::run_reading_format`: a run object declaring itself a mini-swe-agent
 /// run as one, a run showing SWE-agent's actions as SWE-agent's).
 #[pyfunction]
 #[pyo3(signature = (lines, options, count_tokens, threads, format="native",
@@ -721,15 +721,13 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     out.set_item("figures", numpy_array(py, chunk.figures)?)?;
     out.set_item("figures_odd", chunk.figures_odd)?;
     out.set_item("declined", numpy_array(py, chunk.declined)?)?;
-    // (by format, the lines read in one of their own: `documents.read_run`'s `read_as_own`)
-    let [mini_swe_agent, swe_agent] = chunk.read_as_own;
-    let read_as_own = PyDict::new(py);
-    for (name, count) in [("mini-swe-agent", mini_swe_agent), ("swe-agent", swe_agent)] {
-        if count > 0 {
-            read_as_own.set_item(name, count)?;
-        }
-    }
-    out.set_item("read_as_own", read_as_own)?;
+    // (each format named as the CLI names it, as Python's reading of a line names it)
+    let read_as_own: Vec<(i64, &str)> = chunk
+        .read_as_own
+        .iter()
+        .map(|&(offset, format)| (offset, format.name()))
+        .collect();
+    out.set_item("read_as_own", PyList::new(py, read_as_own)?)?;
     if !chunk.native_ends.is_empty() {
         out.set_item("native", new_bytes(py, &chunk.native)?)?;
         out.set_item("native_ends", numpy_array(py, chunk.native_ends)?)?;

@@ -478,9 +478,10 @@ pub struct ChunkColumns {
     /// The lines (by position in the chunk) that Python must read: each holds an empty
     /// thread here, with id null, no message and no figure.
     pub declined: Vec<i64>,
-    /// The lines read in a format of their own rather than the chunk's detected one
-    /// (`adapters::detected_format_of`): mini-swe-agent's, then SWE-agent's.
-    pub read_as_own: [u64; 2],
+    /// The lines (by position in the chunk) read in a format of their own rather than the
+    /// chunk's detected one (`adapters::run_reading_format`), with that format: the summary
+    /// counts those whose format is not the one their file is named by.
+    pub read_as_own: Vec<(i64, adapters::Format)>,
     /// With `LineReading::anywhere`, every thread's message screens and roles (one thread per
     /// line, a declined line's empty), the cycle columns then holding an empty thread a line.
     pub anywhere: Option<MessageColumns>,
@@ -507,7 +508,7 @@ impl ChunkColumns {
             native_ends: Vec::new(),
             sources: Vec::new(),
             declined: Vec::new(),
-            read_as_own: [0; 2],
+            read_as_own: Vec::new(),
             anywhere: anywhere.map(MessageColumns::new),
             kept: Vec::new(),
             kept_memory: 0,
@@ -633,9 +634,11 @@ impl ChunkColumns {
         let lines = self.lines.len() as i64;
         self.declined
             .extend(part.declined.iter().map(|offset| offset + lines));
-        for (mine, theirs) in self.read_as_own.iter_mut().zip(part.read_as_own) {
-            *mine += theirs;
-        }
+        self.read_as_own.extend(
+            part.read_as_own
+                .iter()
+                .map(|&(offset, format)| (offset + lines, format)),
+        );
         self.kept.extend(
             part.kept
                 .into_iter()
@@ -675,7 +678,7 @@ pub struct LineReading<'a> {
     pub detected: Option<&'a DetectedTapes>,
     /// The chat format was detected, not given: a run declaring itself a mini-swe-agent
     /// run is read as one, a run showing SWE-agent's actions as SWE-agent's
-    /// (`adapters::detected_format_of`, `documents.read_run`'s `declared_wins`).
+    /// (`adapters::run_reading_format`, `documents.read_run`'s `declared_wins`).
     pub declared_wins: bool,
 }
 
@@ -843,7 +846,7 @@ fn read_part(
             Some(format) => {
                 match tape_of(reading.detected, line).and_then(|tape| {
                     let format = if reading.declared_wins {
-                        adapters::detected_format_of(&tape, format, reading.keys)?
+                        adapters::run_reading_format(&tape, format, reading.keys)?
                     } else {
                         format
                     };
@@ -887,12 +890,8 @@ fn read_part(
         };
         if taken {
             part.native.extend_from_slice(&scratch);
-            if read_as != format {
-                match read_as {
-                    Some(adapters::Format::MiniSweAgent) => part.read_as_own[0] += 1,
-                    Some(adapters::Format::SweAgent) => part.read_as_own[1] += 1,
-                    _ => {}
-                }
+            if let Some(own) = read_as.filter(|_| read_as != format) {
+                part.read_as_own.push((offset as i64, own));
             }
         } else {
             part.sources.truncate(sources); // what the translation wrote before declining

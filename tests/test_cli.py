@@ -1018,9 +1018,9 @@ def test_a_directory_without_trajectory_files_is_an_error(
 def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """In a directory, a file whose threads are in several formats gets one error record
-    after its lines and the other files are still read; the file is said on stderr and in
-    the summary as not read to its end (its lines after the error have no records of their
-    own); a dangling link, a FIFO and the records of an earlier run into that directory are
+    and the other files are still read; the file is said on stderr (none of it read) and in
+    the summary as not read to its end (its lines have no records of their own); a
+    dangling link, a FIFO and the records of an earlier run into that directory are
     left out, the first two said. --strict keeps the error fatal."""
     native = json.dumps([{"type": "user", "text": "hi"}])
     chat = json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
@@ -1042,8 +1042,8 @@ def test_a_directory_scan_goes_past_a_bad_file(tmp_path: Path,
             f"vthread scan: {tmp_path / 'waiting.jsonl'}: left out: not a regular file (a "
             "FIFO, a socket, a device)",
             f"vthread scan: {tmp_path / 'b.jsonl'}: its threads are in different formats "
-            "(native at line 1; openai at line 2); give --format to read them all in one; not "
-            "read past there"]
+            "(native at line 1; openai at line 2); give --format to read them all in one; none "
+            "of it is read"]
         said = json.loads(summary.read_text())
         assert [(Path(c["file"]).name, "different formats" in c["why"])
                 for c in said["cut_short"]] == [("b.jsonl", True)]

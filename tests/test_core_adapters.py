@@ -491,7 +491,7 @@ MIXED_WITH_SWE_AGENT = st.builds(
 def test_core_reads_a_detected_format_s_runs_as_python_does(format_: str,
                                                             drawn: list[Any]) -> None:
     """In a file whose format was detected, each run is read in the format it shows or
-    declares (``adapters::detected_format_of``, ``documents.detected_format_of``): SWE-agent's
+    declares (``adapters::run_reading_format``, ``documents.run_reading_format``): SWE-agent's
     for a run whose assistant turns hold SWE-agent's ``action``, mini-swe-agent's for a run
     declaring itself one. The core's chunk writes what Python's reading writes, and the
     core's evidence past the first threads (``undeclared``) is Python's."""

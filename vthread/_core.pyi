@@ -45,14 +45,15 @@ def scan_lines(
     """Columns of JSONL lines plus ``id_texts``, ``message_counts``, ``figures``,
     ``figures_odd``, ``chat_first`` (per line, whether its thread's first message has a
     ``role`` or ``call_id``), ``declined`` (the lines that need Python's json or its
-    adapters, each an empty thread in its row) and ``read_as_own`` (the lines read in a
-    format of their own, by format, with ``declared_wins``). OpenAI and
+    adapters, each an empty thread in its row) and ``read_as_own`` (with ``declared_wins``,
+    each line read in a format of its own: its place in the chunk and that format's name).
+    OpenAI and
     Anthropic lines are translated to native lines first, returned as ``native`` (bytes) and
     ``native_ends``, with ``sources`` (the source message of every native message). A run
     object's messages and id are under ``messages_key`` and ``id_key`` when given; with
     ``declared_wins`` (a chat format detected, not given) a run object declaring itself a
     mini-swe-agent run is translated as one, a run showing SWE-agent's actions as
-    SWE-agent's (``documents.detected_format_of``). With
+    SWE-agent's (``documents.run_reading_format``). With
     ``anywhere`` (the text-run options of :func:`message_screens`), ``anywhere`` holds what
     :func:`message_screens` makes of the threads (a thread a line, a declined line's empty)
     and the cycle columns hold empty threads. ``kept`` (when some): the tapes of the native

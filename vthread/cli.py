@@ -129,11 +129,12 @@ import stat
 import sys
 import time
 import zlib
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache, partial
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import (
     TYPE_CHECKING,
@@ -302,8 +303,9 @@ class _Stats:
     # unfinished evaluation lacks (its samples were counted with it: "4 samples" of 3).
     notes: int = 0
     # Runs read in a format of their own, not their file's detected one (a declared
-    # mini-swe-agent run, a SWE-agent run showing its actions), by that format.
-    read_as_own: dict[str, int] = field(default_factory=dict)
+    # mini-swe-agent run, a SWE-agent run showing its actions), by (file, that format): the
+    # summary leaves out those in the format their file is named by (:func:`_read_as_own`).
+    read_as_own: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, other: _Stats) -> None:
         self.lines += other.lines
@@ -316,8 +318,8 @@ class _Stats:
         self.tokens_known = self.tokens_known or other.tokens_known
         self.loop_tokens += other.loop_tokens
         self.loops_without_tokens += other.loops_without_tokens
-        for format_, count in other.read_as_own.items():
-            self.read_as_own[format_] = self.read_as_own.get(format_, 0) + count
+        for key, count in other.read_as_own.items():
+            self.read_as_own[key] = self.read_as_own.get(key, 0) + count
         if other.anywhere is not None:
             mine = self.anywhere or (0, 0, 0.0, 0)
             self.anywhere = (mine[0] + other.anywhere[0], mine[1] + other.anywhere[1],
@@ -396,7 +398,7 @@ class _Task:
     detected: _core.KeptTapes | None = None
     # The file's format was detected, not given: a run declaring itself a mini-swe-agent
     # run is read as one, a run showing SWE-agent's actions as SWE-agent's
-    # (documents.detected_format_of), where a given format is read as given.
+    # (documents.run_reading_format), where a given format is read as given.
     declared_wins: bool = False
 
 
@@ -1146,8 +1148,9 @@ def _summary_json(stats: _Stats, scanned: str, seconds: float,
             "loops": stats.anywhere[0], "messages": stats.anywhere[1],
             "tokens": _finite(stats.anywhere[2]) if stats.anywhere_tokens_known else None}}),
         "formats_detected": [{"file": label, "format": name} for label, name in detected],
-        # (runs read in a format of their own, beside their file's detected one, by format)
-        "read_as_their_own": dict(sorted(stats.read_as_own.items())),
+        # (a dashboard summing runs by the file's format alone counted a declared run or a
+        # SWE-agent run under another's name)
+        "read_as_their_own": _read_as_own(stats, detected),
         "cut_short": [{"file": label, "why": why} for label, why in cut_short or []],
         "left_out": [{"file": left.file, "why": left.why} for left in left_out or []],
         # (said on stderr only, a dashboard never saw the runs.jsonlines files left unread)
@@ -4605,7 +4608,7 @@ def _scan_chunk_in_core(task: _Task, raw: dict[str, Any] | None = None) -> _Done
         loop_tokens=_nan_sum(result.loop_tokens[loops]),
         loops_without_tokens=int(np.isnan(result.loop_tokens[loops]).sum()),
         anywhere=_every_loop(result.loops),
-        read_as_own=dict(raw.get("read_as_own", {})),
+        read_as_own=_read_as_own_in_core(task, raw["read_as_own"]),
     )
     ids, verdicts = raw["id_texts"], _verdict_texts(result)
     assert len(ids) == len(verdicts) == len(counts) == len(task.lines)
@@ -4895,7 +4898,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         loops_without_tokens=int(np.isnan(result.loop_tokens[scanned][loops]).sum()),
         anywhere=_every_loop(None if result.loops is None else [
             found for row, found in enumerate(result.loops) if scanned[row]]),
-        read_as_own=read_as_own,
+        read_as_own={(task.label, format_): count for format_, count in read_as_own.items()},
     )
     verdicts = _verdict_texts(result)
     records: list[str] = []
@@ -5101,6 +5104,34 @@ def _token_sum(figures: list[Any]) -> float | None:
 # -------------------------------------------------------------------------------- summary
 
 
+def _read_as_own(stats: _Stats, detected: list[tuple[str, str]]) -> dict[str, int]:
+    """How many runs were read in a format of their own, by format, but those in the format
+    their file is named by (``detected``'s last word on it): a file of declared
+    mini-swe-agent runs is named so, though read as OpenAI's chats, and its runs are in
+    its format."""
+    named = dict(detected)
+    counts: dict[str, int] = {}
+    for (label, format_), count in stats.read_as_own.items():
+        if named.get(label) != format_:
+            counts[format_] = counts.get(format_, 0) + count
+    return dict(sorted(counts.items()))
+
+
+def _read_as_own_in_core(task: _Task, read: list[tuple[int, str]]) -> dict[tuple[str, str], int]:
+    """:attr:`_Stats.read_as_own` of the lines the core read in a format of their own
+    (``read``: each line's place in the chunk and its format), each counted for the file of
+    the chunk read together it lies in."""
+    counts: dict[tuple[str, str], int] = {}
+    if not read:
+        return counts
+    parts = task.parts or (task,)
+    ends = list(accumulate(len(part.lines) for part in parts))
+    for offset, format_ in read:
+        key = (parts[bisect_right(ends, offset)].label, format_)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _formats_row(detected: list[tuple[str, str]]) -> str:
     """The detected formats, as "format  openai (detected; 2 files: a, b)"."""
     by_format: dict[str, list[str]] = {}
@@ -5128,6 +5159,7 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     threads = stats.lines - stats.errors
     rate = stats.lines / seconds if seconds > 0 else 0.0
     unit = _unit(units or set())
+    own = _read_as_own(stats, detected or [])
 
     def share(part: float, whole: float) -> str:
         # No share of nothing, nor of a token total past the largest double (inf / inf).
@@ -5141,11 +5173,9 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
         f"  {'errors':<28}{stats.errors:>14,}",
         *([f"  {'inputs cut short':<28}{cut_short:>14,}  (said above; their records end "
            "with the error)"] if cut_short else []),
-        *([f"  {'read as their own':<28}{sum(stats.read_as_own.values()):>14,}  ("
-           + ", ".join(f"{format_} {count:,}" for format_, count
-                       in sorted(stats.read_as_own.items()))
-           + ": as they declare or show, not as their file's format)"]
-          if stats.read_as_own else []),
+        *([f"  {'read as their own':<28}{sum(own.values()):>14,}  ("
+           + ", ".join(f"{format_} {count:,}" for format_, count in own.items())
+           + ": as they declare or show, not as their file's format)"] if own else []),
         f"  {'progressing':<28}{stats.verdicts[0]:>14,}{share(stats.verdicts[0], threads)}",
         f"  {'loops':<28}{stats.loops:>14,}{share(stats.loops, threads)}",
     ]
