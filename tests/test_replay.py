@@ -137,11 +137,16 @@ def test_non_texts_never_trip() -> None:
     first alone was named: a bulk caller learnt of one a call), as Guard.push says them
     (they were answered "no loop" in silence); None goes unsaid."""
     with pytest.warns(UserWarning, match=r"scan_texts\(\) reads bytes as no text, .* "
-                                         r"\(text 2 is bytes; 1 more: text 3\): decode them"):
+                                         r"\(text 2 is bytes; 1 more: text 3\): decode the "
+                                         r"bytes, and pass the text each other value holds"):
         assert scan_texts([None, "", b"go go go go go go", 3]) == [None] * 4
     with pytest.warns(UserWarning, match=r"\(text 0; 7 more: texts 1, 2, 3, 4, 5 and 2 "
-                                         r"more\): pass the text"):
+                                         r"more\): pass the text each holds"):
         assert scan_texts([3] * 8 + ["x"]) == [None] * 9
+    with pytest.warns(UserWarning, match=r"type float as no text, .* \(text 0; 2 more: texts "
+                                         r"1, 2\): decode the bytes, and pass the text each "
+                                         r"other value holds"):
+        assert scan_texts([1.5, b"x", b"y"]) == [None] * 3
     with pytest.warns(UserWarning, match=r"has_repeated_text_runs\(\) .*text 0 is memoryview"):
         assert not has_repeated_text_runs([memoryview(b"go " * 99)]).any()
     for value, kind in ((3, "int"), ({"text": "go " * 99}, "dict"), (["go"] * 99, "list")):

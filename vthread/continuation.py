@@ -678,9 +678,7 @@ def plan_continuation(
 
     check_messages(history, "history")  # (named as the caller's argument)
     format = _history_format(history, format)
-    # The history's options are checked whether or not there is history to fit: a harness's
-    # first turn has none, and a wrong option failed only on a later turn.
-    _fitted((), 0, estimate, keep_system, pair_safe, start_on, keep_first, format)
+    _check_history_options(estimate, keep_system, pair_safe, start_on, keep_first, format)
     plan = _plan_without_history(draft, request, context_tokens, estimate, reply_reserve,
                                  min_tail_room, tail_limit, completion_marker,
                                  format not in ("native", "auto"))
@@ -736,6 +734,15 @@ def _with_history(plan: ContinuationPlan, history: Sequence[Mapping[str, Any]],
                     f"{spare:,} tokens left over",
         messages=(system, *fitted.messages, user),
     )
+
+
+def _check_history_options(estimate: Callable[[Any], float], keep_system: bool,
+                           pair_safe: bool, start_on: str | None, keep_first: int,
+                           format: str) -> None:
+    """The history's options checked whether or not there is history to fit, as
+    ``build_thread`` checks them (the same errors, named as :func:`_fitted` names them): a
+    harness's first turn has none, and a wrong option failed only on a later turn."""
+    _fitted((), 0, estimate, keep_system, pair_safe, start_on, keep_first, format)
 
 
 def _fitted(history: Sequence[Mapping[str, Any]], spare: int,

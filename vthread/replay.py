@@ -83,12 +83,17 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
         more = (f"; {len(odd) - 1} more: text{'s' if len(odd) > 2 else ''} "
                 f"{positions_named(odd[1:])}" if len(odd) > 1 else "")
         kind = type(items[first]).__name__
-        if isinstance(items[first], _BYTES):
+        encoded = [isinstance(items[index], _BYTES) for index in odd]
+        # (the advice fits every value named, not the first's kind alone)
+        advice = ("decode them" if all(encoded) else "pass the text it holds" if len(odd) == 1
+                  else "pass the text each holds" if not any(encoded)
+                  else "decode the bytes, and pass the text each other value holds")
+        if encoded[0]:
             said = f"reads bytes as no text, as it reads any value that is not a str (text " \
-                   f"{first} is {kind}{more}): decode them"
+                   f"{first} is {kind}{more}): {advice}"
         else:
             said = f"reads a value of type {kind} as no text, as it reads any value that " \
-                   f"is not a str (text {first}{more}): pass the text it holds"
+                   f"is not a str (text {first}{more}): {advice}"
         warnings.warn(f"{function}() {said}", UserWarning, stacklevel=3)
     return items
 
