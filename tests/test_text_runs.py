@@ -278,3 +278,30 @@ def test_a_file_s_long_texts_cut_where_python_s_do(ascii_only: bool) -> None:
     assert verdicts == ["repeated_message_text_run" if twin([texts[index]], {})[0] else None
                         for index in plain]
     assert set(verdicts) == {"repeated_message_text_run", None}
+
+
+def test_a_value_that_is_no_text_is_said_of_one_text_as_of_many() -> None:
+    """``has_repeated_text_run`` of a value that is no str answers False (never a runaway,
+    as in production) and says so, as ``scan_texts`` and ``has_repeated_text_runs`` say it
+    of a batch (bytes of a stream read in binary mode were answered "no runaway" in
+    silence); None, a NaN and a str subclass go unsaid."""
+    import warnings
+
+    from vthread import has_repeated_text_run
+
+    looping = "Let me check. " * 10
+    with pytest.warns(UserWarning, match=r"has_repeated_text_run\(\) reads bytes as no text, "
+                                         r".*: decode them"):
+        assert not has_repeated_text_run(looping.encode())
+    with pytest.warns(UserWarning, match=r"reads a value of type dict as no text, .*: pass "
+                                         r"the text it holds"):
+        assert not has_repeated_text_run({"text": looping})
+
+    class Text(str):
+        pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not has_repeated_text_run(None)
+        assert not has_repeated_text_run(float("nan"))
+        assert has_repeated_text_run(Text(looping))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +29,7 @@ from vthread import _core
 from vthread._messages import data_frame_library
 from vthread._options import guard_options, text_run_options
 from vthread.guard import GuardReason
-from vthread.textrun import TAIL_UNITS
+from vthread.textrun import BYTES, TAIL_UNITS, missing_text
 
 __all__ = ["GuardTrip", "has_repeated_text_runs", "scan_texts"]
 
@@ -73,7 +72,7 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
     # bulk caller learnt of one bad index a call.
     odd = [index for index, item in enumerate(items)
            if type(item) is not str and item is not None
-           and not isinstance(item, str) and not _missing(item)]
+           and not isinstance(item, str) and not missing_text(item)]
     if odd:
         import warnings
 
@@ -83,7 +82,7 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
         more = (f"; {len(odd) - 1} more: text{'s' if len(odd) > 2 else ''} "
                 f"{positions_named(odd[1:])}" if len(odd) > 1 else "")
         kind = type(items[first]).__name__
-        encoded = [isinstance(items[index], _BYTES) for index in odd]
+        encoded = [isinstance(items[index], BYTES) for index in odd]
         # (the advice fits every value named, not the first's kind alone)
         advice = ("decode them" if all(encoded) else "pass the text it holds" if len(odd) == 1
                   else "pass the text each holds" if not any(encoded)
@@ -97,18 +96,6 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
         warnings.warn(f"{function}() {said}", UserWarning, stacklevel=3)
     return items
 
-
-def _missing(value: object) -> bool:
-    """Whether ``value`` is how a data frame says a text is missing: a float NaN (pandas'
-    ``NaN``, NumPy's) or pandas' ``NA``."""
-    if isinstance(value, float):
-        return value != value
-    kind = type(value)
-    return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
-
-
-_BYTES: Final = (bytes, bytearray, memoryview)
-"""What is bytes, said of when given for a text."""
 
 
 def scan_texts(

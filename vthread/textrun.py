@@ -148,4 +148,36 @@ def has_repeated_text_run(
     >>> has_repeated_text_run("One. Two. Three. Four. Five. Six. Seven. Eight.")
     False
     """
+    if type(text) is not str and text is not None and not is_string(text):
+        _say_not_text(text)
     return runaway(text, text_run_options(min_units, window, max_unique_ratio))
+
+
+def _say_not_text(value: object) -> None:
+    """A value that is no str is no text (never a runaway, as in production), but most
+    likely bytes read in binary mode, or a record or number passed for its text: said, as
+    ``scan_texts`` and ``Guard.push`` say it, not answered False in silence. A missing
+    value (a data frame's NaN or NA) goes unsaid, as None does."""
+    if missing_text(value):
+        return
+    import warnings
+
+    if isinstance(value, BYTES):
+        said = "reads bytes as no text, as it reads any value that is not a str: decode them"
+    else:
+        said = (f"reads a value of type {type(value).__name__} as no text, as it reads any "
+                "value that is not a str: pass the text it holds")
+    warnings.warn(f"has_repeated_text_run() {said}", UserWarning, stacklevel=3)
+
+
+def missing_text(value: object) -> bool:
+    """Whether ``value`` is how a data frame says a text is missing: a float NaN (pandas'
+    ``NaN``, NumPy's) or pandas' ``NA``."""
+    if isinstance(value, float):
+        return value != value
+    kind = type(value)
+    return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
+
+
+BYTES: Final = (bytes, bytearray, memoryview)
+"""What is bytes, said of when given for a text."""
