@@ -29,7 +29,7 @@ from vthread import _core
 from vthread._messages import data_frame_library
 from vthread._options import guard_options, text_run_options
 from vthread.guard import GuardReason
-from vthread.textrun import BYTES, TAIL_UNITS, missing_text
+from vthread.textrun import BYTES, TAIL_UNITS, said_as_no_text
 
 __all__ = ["GuardTrip", "has_repeated_text_runs", "scan_texts"]
 
@@ -70,9 +70,7 @@ def _text_list(texts: Iterable[object], function: str) -> list[object]:
     # or a data frame's NaN or NA in a column of texts) goes unsaid.
     # Every such value is named (the first few, the rest counted), not the first alone: a
     # bulk caller learnt of one bad index a call.
-    odd = [index for index, item in enumerate(items)
-           if type(item) is not str and item is not None
-           and not isinstance(item, str) and not missing_text(item)]
+    odd = [index for index, item in enumerate(items) if said_as_no_text(item)]
     if odd:
         import warnings
 

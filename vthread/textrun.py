@@ -148,7 +148,7 @@ def has_repeated_text_run(
     >>> has_repeated_text_run("One. Two. Three. Four. Five. Six. Seven. Eight.")
     False
     """
-    if type(text) is not str and text is not None and not is_string(text):
+    if said_as_no_text(text):
         _say_not_text(text)
     return runaway(text, text_run_options(min_units, window, max_unique_ratio))
 
@@ -156,10 +156,7 @@ def has_repeated_text_run(
 def _say_not_text(value: object) -> None:
     """A value that is no str is no text (never a runaway, as in production), but most
     likely bytes read in binary mode, or a record or number passed for its text: said, as
-    ``scan_texts`` and ``Guard.push`` say it, not answered False in silence. A missing
-    value (a data frame's NaN or NA) goes unsaid, as None does."""
-    if missing_text(value):
-        return
+    ``scan_texts`` and ``Guard.push`` say it, not answered False in silence."""
     import warnings
 
     if isinstance(value, BYTES):
@@ -170,7 +167,15 @@ def _say_not_text(value: object) -> None:
     warnings.warn(f"has_repeated_text_run() {said}", UserWarning, stacklevel=3)
 
 
-def missing_text(value: object) -> bool:
+def said_as_no_text(value: object) -> bool:
+    """Whether ``value``, given for a text, is no text to be said of (:func:`_say_not_text`,
+    ``replay``'s batches): no str by its type, nor None, nor a data frame's missing value
+    (:func:`_missing_text`), which go unsaid."""
+    return (type(value) is not str and value is not None and not is_string(value)
+            and not _missing_text(value))
+
+
+def _missing_text(value: object) -> bool:
     """Whether ``value`` is how a data frame says a text is missing: a float NaN (pandas'
     ``NaN``, NumPy's) or pandas' ``NA``."""
     if isinstance(value, float):
