@@ -1435,20 +1435,12 @@ pub type Evidence = (Option<&'static str>, bool);
 /// detection judge a long run without building Python objects of it.
 pub fn format_evidence(tape: &Tape<'_>, keys: RunKeys<'_>) -> Result<Option<Evidence>, Declined> {
     let root = tape.root();
-    let listed = if root.is_object() {
-        if declares_mini_swe_agent(root) {
-            return Ok(Some((Some("mini-swe-agent"), true)));
-        }
-        match keys.messages_of(root) {
-            Some(listed) => listed,
-            None => return Ok(None),
-        }
-    } else {
-        root
-    };
-    if !listed.is_array() {
-        return Ok(None);
+    if declares_mini_swe_agent(root) {
+        return Ok(Some((Some("mini-swe-agent"), true)));
     }
+    let Some(listed) = listed_messages(root, keys) else {
+        return Ok(None);
+    };
     let messages: Vec<Value<'_>> = listed.children().collect();
     if messages.is_empty() {
         return Ok(None);
@@ -2012,17 +2004,12 @@ pub fn plain_reads_otherwise(line: &[u8], keys: RunKeys<'_>) -> Result<u8, Decli
         // (no plain chat: a declared run, or SWE-agent's, read so in any detected format)
         return Ok(0);
     }
-    let listed = if root.is_object() {
-        match keys.messages_of(root) {
-            Some(listed) => listed,
-            None => return Ok(0),
-        }
-    } else {
-        root
-    };
     // (no plain chat: no messages, or messages in no chat format, as native ones are)
+    let Some(listed) = listed_messages(root, keys) else {
+        return Ok(0);
+    };
     let has_role = |message: &Value<'_>| message.get("role").is_some_and(|role| role.is_string());
-    if !listed.is_array() || !listed.children().all(|message| has_role(&message)) {
+    if !listed.children().all(|message| has_role(&message)) {
         return Ok(0);
     }
     let mut found = 0;
