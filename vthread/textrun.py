@@ -148,7 +148,7 @@ def has_repeated_text_run(
     >>> has_repeated_text_run("One. Two. Three. Four. Five. Six. Seven. Eight.")
     False
     """
-    if said_as_no_text(text):
+    if type(text) is not str and said_as_no_text(text):  # (a str is not asked: every turn's)
         _say_not_text(text)
     return runaway(text, text_run_options(min_units, window, max_unique_ratio))
 
