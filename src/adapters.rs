@@ -38,7 +38,16 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format's name, as the CLI names it ([`Format::named`] of it is itself).
+    /// Every format translated here.
+    pub const ALL: [Format; 5] = [
+        Format::OpenAi,
+        Format::Anthropic,
+        Format::Responses,
+        Format::MiniSweAgent,
+        Format::SweAgent,
+    ];
+
+    /// The format's name, as the CLI names it.
     pub fn name(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -49,16 +58,9 @@ impl Format {
         }
     }
 
-    /// The format named as the CLI names it, or None for another.
+    /// The format named as the CLI names it ([`Format::name`]), or None for another.
     pub fn named(name: &str) -> Option<Format> {
-        match name {
-            "openai" => Some(Format::OpenAi),
-            "anthropic" => Some(Format::Anthropic),
-            "responses" => Some(Format::Responses),
-            "mini-swe-agent" => Some(Format::MiniSweAgent),
-            "swe-agent" => Some(Format::SweAgent),
-            _ => None,
-        }
+        Format::ALL.into_iter().find(|format| format.name() == name)
     }
 }
 
@@ -2561,15 +2563,11 @@ mod tests {
 
     #[test]
     fn a_format_is_named_by_its_name() {
-        for format in [
-            Format::OpenAi,
-            Format::Anthropic,
-            Format::Responses,
-            Format::MiniSweAgent,
-            Format::SweAgent,
-        ] {
+        for format in Format::ALL {
             assert_eq!(Format::named(format.name()), Some(format));
         }
+        assert_eq!(Format::named("native"), None);
+        assert_eq!(Format::named("OpenAI"), None);
     }
 
     #[test]
