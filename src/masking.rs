@@ -63,7 +63,8 @@ enum Shape {
     Container,
     /// A leaf (`leaf` decides).
     Leaf,
-    /// A mapping or list of another type: the Python function's.
+    /// Any other value (a mapping or list of another type, a tuple, a value JSON has no
+    /// form for): the Python function's.
     Python,
 }
 
@@ -79,10 +80,9 @@ fn shape(value: &Bound<'_, PyAny>) -> PyResult<Shape> {
     if plain_leaf {
         return Ok(Shape::Leaf);
     }
-    if value.is_instance_of::<PyList>() || objects::is_mapping(value)? {
-        return Ok(Shape::Python);
-    }
-    Ok(Shape::Leaf)
+    // Anything else, a mapping or list of another type as much as a tuple, a NumPy value or
+    // a date (read as the array, number or text it is compared as), is the Python function's.
+    Ok(Shape::Python)
 }
 
 /// A masked copy of `meta` (`_masked_value`), or None when it holds something only the

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import copy
+import datetime
+import decimal
 import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import threads
 
 import vthread
-from vthread import cli
+from vthread import cli, fingerprint
 from vthread.volatile import mask_text, mask_text_by_pattern, masked_thread_by_python
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
@@ -130,6 +133,44 @@ def test_a_date_argument_is_progress_not_a_clock() -> None:
     assert masked["arguments"]["date"] == "2024-05-19"
     assert masked["result"]["searched_at"] == "<volatile>"
     assert masked == masked_thread_by_python(thread)[-1]["meta"]["activity"]["function"]
+
+
+def _status_poll(result: Any) -> dict[str, Any]:
+    return {"type": "activity", "text": "", "meta": {"activity": {"type": "response",
+            "function": {"name": "job_status", "arguments": {"id": "j1"}, "result": result}}}}
+
+
+@pytest.mark.parametrize("result", [
+    lambda second: ("running", f"2024-05-06T07:08:{second:02d}Z"),
+    lambda second: np.array(["running", f"2024-05-06T07:08:{second:02d}Z"]),
+    lambda second: {"state": "running", "at": datetime.datetime(2024, 5, 6, 7, 8, second)},
+    lambda second: {"state": "running", "timestamp": np.int64(1764556800 + second)},
+    lambda second: {"state": "running", "created": decimal.Decimal(1764556800 + second)},
+    lambda second: {"state": "running", "started": datetime.date(2024, 5, 1 + second)},
+], ids=["tuple", "numpy-array", "datetime", "numpy-int", "decimal", "date-under-time-key"])
+def test_values_compared_as_arrays_numbers_or_texts_are_masked_as_those(result: Any) -> None:
+    """A tool result given as a tuple or NumPy array (compared as a JSON array), a
+    ``datetime`` (compared as its text) or a NumPy or ``Decimal`` number (compared as the
+    number) is masked as the array, text or number it is compared as: the poll that sees only
+    the clock is a loop, as it is with lists, strings and ints."""
+    thread = [{"type": "user", "text": "wait for j1"}] + [
+        _status_poll(result(second)) for second in range(4)]
+    assert vthread.describe_thread_cycle(thread) is None
+    assert vthread.describe_thread_cycle(thread, mask_volatile=True) == "repeated_suffix"
+    assert vthread.scan([thread], mask_volatile=True).record(0)["verdict"] == "repeated_suffix"
+    masked = vthread.masked_thread(thread)
+    assert _typed(masked) == _typed(masked_thread_by_python(thread))
+    assert len({fingerprint(message) for message in masked[1:]}) == 1
+
+
+def test_a_date_is_kept_as_a_date_argument_is() -> None:
+    """A ``date`` (no time of day) outside a time-naming key is a day searched or booked,
+    kept as it is: its text, written as midnight, would otherwise read as a clock."""
+    thread = [{"type": "user", "text": "Find me a flight."}] + [
+        _status_poll({"flights": [], "date": datetime.date(2024, 5, day)}) for day in range(1, 5)]
+    assert vthread.describe_thread_cycle(thread, mask_volatile=True) is None
+    masked = vthread.masked_thread(thread)
+    assert masked[1]["meta"]["activity"]["function"]["result"]["date"] == datetime.date(2024, 5, 1)
 
 
 def test_mask_volatile_must_be_a_bool() -> None:
@@ -279,7 +320,11 @@ _TIME_KEYS = st.sampled_from(["time", "Date", "Created_At", "elapsed_ms", "DURAT
                               "id", "_at", "at", "x_seconds"])
 _LEAVES = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
            | st.lists(_VOLATILE_PIECES, max_size=6).map("".join) | st.text(max_size=8)
-           | st.tuples(st.just("12:00:01")))
+           | st.tuples(st.just("12:00:01"))
+           | st.integers(0, 2**62).map(np.int64) | st.integers().map(decimal.Decimal)
+           | st.builds(np.array, st.lists(st.sampled_from(["12:00:01", "x", "3.2s"]), max_size=3))
+           | st.datetimes(timezones=st.none() | st.just(datetime.UTC))
+           | st.dates())
 
 
 def _metas(depth: int = 3) -> st.SearchStrategy[Any]:

@@ -34,7 +34,10 @@ numbers really change still progresses, but for those that look like a clock or 
 or more, as ``<hex>``; a number with a time unit). The value of a key named ``date`` is
 kept too: a date is what an agent
 searches or books for (tau-bench's ``search_direct_flight(date=...)``), and one searched day
-after day is progress, not a clock.
+after day is progress, not a clock. A value of another Python type is masked as the JSON
+value it is compared as: a tuple or NumPy array as its array (copied as a list), a
+``datetime`` as its text, a NumPy or ``Decimal`` number as its number; a ``date`` alone is
+kept, as a key named ``date`` is, but under a time-naming key.
 
 Every pattern is linear in the text (no quantified group can match the same characters two
 ways), so a hostile text cannot make masking slow.
@@ -46,12 +49,13 @@ below run by :mod:`re`, and a property test holds the two equal.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from vthread import _core
-from vthread._jsvalue import is_string
+from vthread._jsvalue import is_string, real_number, stand_in
 from vthread._messages import copied
 from vthread._options import flag
 
@@ -113,10 +117,29 @@ def _volatile_key(key: object) -> bool:
     return folded in _VOLATILE_KEYS or folded.endswith(_VOLATILE_SUFFIXES)
 
 
-def _leaf(value: Any, under_volatile_key: bool, mask: Callable[[str], str]) -> Any:
-    if is_string(value):
-        return VOLATILE if under_volatile_key else mask(value)
-    if under_volatile_key and isinstance(value, (int, float)) and not isinstance(value, bool):
+def _compared_as(value: Any) -> Any:
+    """What masking reads ``value`` as: the value itself where JSON has a form for it, else
+    the JSON value it is compared as (:func:`vthread._jsvalue.stand_in`): a NumPy or
+    ``Decimal`` number as its number, a NumPy array as its list, a ``datetime`` as its
+    ``Date.toJSON`` text. A ``date`` without a time of day is kept as it is: a date is what
+    an agent searches or books for (as a key named ``date`` is kept), and its text, written
+    as midnight, would read as a clock."""
+    if value is None or isinstance(value, (str, int, float, list, tuple, Mapping)) or (
+            isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)):
+        return value
+    return stand_in(value)
+
+
+def _leaf(value: Any, compared_as: Any, under_volatile_key: bool,
+          mask: Callable[[str], str]) -> Any:
+    """The masked copy of a value that is no container (``compared_as`` is what it is read
+    as, :func:`_compared_as`): a string masked, or :data:`VOLATILE` under a time-naming key
+    as a number or date there is; anything else kept as it is."""
+    if is_string(compared_as):
+        return VOLATILE if under_volatile_key else mask(compared_as)
+    if under_volatile_key and (
+            isinstance(value, datetime.date)
+            or (real_number(compared_as) is not None and not isinstance(compared_as, bool))):
         return VOLATILE
     return value
 
@@ -124,32 +147,36 @@ def _leaf(value: Any, under_volatile_key: bool, mask: Callable[[str], str]) -> A
 def _masked_value(value: Any, under_volatile_key: bool = False,
                   mask: Callable[[str], str] = mask_text) -> Any:
     """A copy of ``value`` with every string masked and every time-named key's value made
-    :data:`VOLATILE`. Objects (any mapping) and lists are copied, iteratively, so nesting of
-    any depth is fine and a container reached twice (or inside itself) is copied once: the
-    copy has the same shape, cycles included. Other values are kept as they are."""
-    if not isinstance(value, (Mapping, list)):
-        return _leaf(value, under_volatile_key, mask)
+    :data:`VOLATILE`. Objects (any mapping) and arrays (a list, or a tuple or NumPy array,
+    compared as JSON arrays and copied as lists) are copied, iteratively, so nesting of any
+    depth is fine and a container reached twice (or inside itself) is copied once: the copy
+    has the same shape, cycles included. Other values are kept as they are, but for those
+    read as a string or number (:func:`_compared_as`)."""
     copies: dict[int, Any] = {}
     keep_alive: list[Any] = []  # ids stay unique only while their objects live
+    pending: list[tuple[Any, Any]] = []
 
-    def copy_of(container: Any) -> Any:
-        found = copies.get(id(container))
+    def copy_of(original: Any, volatile: bool) -> Any:
+        source = _compared_as(original)
+        if not isinstance(source, (Mapping, list, tuple)):
+            return _leaf(original, source, volatile, mask)
+        found = copies.get(id(original))
         if found is None:
-            found = {} if isinstance(container, Mapping) else [None] * len(container)
-            copies[id(container)] = found
-            keep_alive.append(container)
-            pending.append((container, found))
+            found = {} if isinstance(source, Mapping) else [None] * len(source)
+            copies[id(original)] = found
+            keep_alive.append(original)
+            pending.append((source, found))
         return found
 
-    pending: list[tuple[Any, Any]] = []
-    root = copy_of(value)
+    root = copy_of(value, under_volatile_key)
     while pending:
         source, target = pending.pop()
-        entries = source.items() if isinstance(source, Mapping) else enumerate(source)
-        for key, child in entries:
-            volatile = isinstance(source, Mapping) and _volatile_key(key)
-            target[key] = (copy_of(child) if isinstance(child, (Mapping, list))
-                           else _leaf(child, volatile, mask))
+        if isinstance(source, Mapping):
+            for key, child in source.items():
+                target[key] = copy_of(child, _volatile_key(key))
+        else:
+            for index, child in enumerate(source):
+                target[index] = copy_of(child, False)
     return root
 
 
