@@ -749,6 +749,57 @@ def test_a_line_of_millions_of_empty_messages_larger_than_the_memory_keeps_the_r
     assert len(done.stdout.splitlines()) == 20
 
 
+def _airline_run(turns: int, ident: str) -> str:
+    """An OpenAI run of ``turns`` tool-using turns, as a tau-bench agent writes them."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "# Airline agent policy\n" + "Check it first. " * 400}]
+    for turn in range(turns):
+        booking = f"R{turn:05d}"
+        messages += [
+            {"role": "user", "content": f"Can you move reservation {booking} to later? " * 3},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call_{turn}", "type": "function", "function": {
+                    "name": "get_reservation_details",
+                    "arguments": json.dumps({"reservation_id": booking})}}]},
+            {"role": "tool", "tool_call_id": f"call_{turn}", "content": json.dumps({
+                "reservation_id": booking, "flights": [{
+                    "flight_number": f"HAT{turn % 300:03d}", "date": "2024-05-16",
+                    "price": 120 + turn % 50}] * 3})},
+            {"role": "assistant", "content": f"{booking} holds three flights: which one?"},
+        ]
+    return json.dumps({"id": ident, "messages": messages})
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_python_cannot_read_in_the_memory_left_ends_the_scan_cleanly(
+        tmp_path: Path, jobs: str) -> None:
+    """20 small OpenAI runs, one of 180,000 messages (39 MB), 20 more, under an address-space
+    limit of 350 MB (a tester's case, a 325 MB run under ``ulimit -v 1500000``): the core
+    cannot have its reading's memory and leaves the line to Python, whose reading ran out
+    part-way: a ``SystemError`` from the interpreter (status 70, a traceback, no record),
+    SIGABRT from the core's allocations after it, or a 16-minute spin. Now Python asks for
+    its reading's memory first: status 71 naming line 21, the 20 records before it written,
+    the summary too, no traceback."""
+    import resource
+
+    path = tmp_path / "runs.jsonl"
+    small = "\n".join(_airline_run(3, f"s{index}") for index in range(20))
+    path.write_text(f"{small}\n{_airline_run(45_000, 'long')}\n{small}\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (350 << 20, 350 << 20))
+
+    summary = tmp_path / "summary.json"
+    command = [*VTHREAD, "scan", "-q", "-j", jobs, "--summary", str(summary), str(path)]
+    done = subprocess.run(command, capture_output=True, env=ENV, preexec_fn=limited,
+                          timeout=300, check=False)
+    assert done.returncode == 71, done.stderr.decode()[-2000:]
+    assert f"out of memory at {path}:21:".encode() in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert len(done.stdout.splitlines()) == 20
+    assert json.loads(summary.read_text())["completed"] is False
+
+
 @pytest.mark.parametrize("call", ["scan", "describe_thread_cycle"])
 def test_a_python_thread_whose_columns_do_not_fit_is_a_memory_error(call: str) -> None:
     """Three million empty messages given as Python objects, with an address space of 64 MB

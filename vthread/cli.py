@@ -4975,11 +4975,38 @@ def _read_thread(
     """(id, native messages, the source message of each or None when the line is native)
     of one line, or why it is not a thread (``text_name``: what the line is, as
     :func:`_parse` takes it; ``declared_wins``, ``read_as_own``: as
-    :func:`vthread.documents.read_run`)."""
+    :func:`vthread.documents.read_run`). A MemoryError, before any of it is read, when the
+    memory its reading takes cannot be had (:func:`_room_to_read_in_python`)."""
+    if len(line) >= PYTHON_ASKED_FROM_BYTES and not _room_to_read_in_python(line):
+        raise MemoryError(f"not enough memory to read a {text_name} of {len(line):,} bytes")
     value = _parse(line, suspect, text_name)
     if isinstance(value, _Bad):
         return _too_deep_said(value, line, id_key) if _too_deep(value) else value
     return _thread(value, format_, messages_key, id_key, declared_wins, text_name, read_as_own)
+
+
+PYTHON_ASKED_FROM_BYTES: Final = 1 << 20
+"""Lines shorter than this are read by Python without asking for memory first."""
+PYTHON_READING_BYTES_PER_BYTE: Final = 2
+PYTHON_READING_BYTES_PER_VALUE: Final = 192
+"""The memory Python's reading of a line takes (its parse, its translation from a chat
+format, the core's columns of it), with a margin: twice its bytes and this much for each
+value it holds (counted by its commas and opening brackets). A tau-bench run of 65 MB took
+192 bytes a value; a run of 180,000 short OpenAI messages (39 MB), 170, 7.1 times its size;
+a run of tiny messages, 85. A fixed share of the bytes alone asked too little of runs of
+short messages, or too much of runs of long texts."""
+
+
+def _room_to_read_in_python(line: bytes) -> bool:
+    """Whether the memory Python's reading of ``line`` takes can be had now (asked of the
+    core: address space only, given back at once). Run out of part-way, the reading failed
+    anywhere: in the interpreter (a ``SystemError`` with no exception set, under Python
+    3.11), or in the core's own allocations after it, whose failure aborts the process; so a
+    line of 325 MB under ``ulimit -v 1500000`` ended the scan with a traceback and no record,
+    or SIGABRT, where the records before it and exit 71 were due."""
+    values = line.count(b",") + line.count(b"{") + line.count(b"[")
+    return _core.room_for(len(line) * PYTHON_READING_BYTES_PER_BYTE
+                          + values * PYTHON_READING_BYTES_PER_VALUE)
 
 
 def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
