@@ -1326,6 +1326,25 @@ def test_several_named_files_go_past_a_bad_one(tmp_path: Path,
     assert code == 2 and "different formats" in err
 
 
+@pytest.mark.parametrize("separator", ["", " "])
+def test_two_runs_joined_on_one_line_are_said_to_be(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, separator: str) -> None:
+    """``cat a.jsonl b.jsonl`` where a.jsonl's last line has no newline joins two runs on one
+    line: its error record says a second value begins there and why (it was "Extra data"
+    alone), and the lines around it are read."""
+    run_a = json.dumps({"id": "a", "messages": [{"type": "user", "text": "hi"}]})
+    run_b = json.dumps({"id": "b", "messages": [{"type": "user", "text": "yo"}]})
+    path = tmp_path / "ab.jsonl"
+    path.write_text(f"{run_a}\n{run_a}{separator}{run_b}\n{run_b}\n")
+    code, out, _ = run(["scan", str(path), "-q"], monkeypatch)
+    first, joined, last = records(out)
+    assert code == 0 and (first["id"], last["id"]) == ("a", "b")
+    assert joined["error"].startswith("not valid JSON: Extra data: ")
+    assert joined["error"].endswith("(a second value begins there: two lines joined, as cat "
+                                    "joins a file whose last line has no newline to the "
+                                    "next? JSONL holds one value a line)")
+
+
 @pytest.mark.parametrize("count", [3, 40_000])
 def test_lines_ended_by_a_carriage_return_alone_are_said_to_be(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
