@@ -350,6 +350,30 @@ def test_a_broken_pretty_printed_run_with_empty_containers_is_one_error_record(
     assert err == f"vthread scan: {path}: {broken['error']}\n" + nothing_scanned(1, "run")
 
 
+@pytest.mark.parametrize("name", ["sequence.traj", "sequence.json", "-"])
+def test_pretty_printed_runs_each_after_a_byte_order_mark_are_each_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``cat a.traj b.traj`` of files an editor saved with a byte-order mark: a mark before
+    each run is passed over as one before the first is (the second run was an error record,
+    "Expecting value", and the first took the file's name as its id)."""
+    runs = [{"id": f"r{i}", "messages": openai_loop() if i % 2 else openai_healthy()}
+            for i in range(3)]
+    marked = b"".join(b"\xef\xbb\xbf" + json.dumps(r, indent=2).encode() + b"\n" for r in runs)
+    plain = b"".join(json.dumps(r, indent=2).encode() + b"\n" for r in runs)
+    results = []
+    for text in (marked, plain):
+        if name == "-":
+            results.append(run(["scan", "-", "-q"], monkeypatch, stdin=text))
+        else:
+            path = tmp_path / name
+            path.write_bytes(text)
+            results.append(run(["scan", str(path), "-q"], monkeypatch))
+    (code, out, err), (_, expected, _) = results
+    assert code == 0 and err == ""
+    assert records(out) == records(expected)
+    assert [r["id"] for r in records(out)] == ["r0", "r1", "r2"]
+
+
 def test_pretty_printed_runs_one_after_another_are_each_a_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretty-printed runs written one after another (as `jq '.[]'` writes an array's, or

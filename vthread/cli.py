@@ -3520,9 +3520,10 @@ def _opening_line(data: bytes) -> tuple[bytes, bytes]:
 
 
 def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None]:
-    """The whole JSON values ``data`` begins with, one after another (whitespace between,
-    read as ``json`` reads a document), and where the first that is not one breaks: its
-    line, column and ``json``'s reason; None when every one is whole."""
+    """The whole JSON values ``data`` begins with, one after another (whitespace, and a
+    byte-order mark before any, between; each read as ``json`` reads a document), and where
+    the first that is not one breaks: its line, column and ``json``'s reason; None when
+    every one is whole."""
     data = data.removeprefix(_UTF8_BOM)
     undecodable: UnicodeDecodeError | None = None
     try:
@@ -3537,6 +3538,11 @@ def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None
         spaces = _JSON_SPACE.match(text, at)  # (matched in place: no copy of the rest)
         assert spaces is not None  # "*" matches, if only nothing
         at = spaces.end()
+        if text.startswith("\ufeff", at):
+            # A byte-order mark before a later value too: `cat a.traj b.traj` of files an
+            # editor saved with one (json reads it before the first value alone).
+            at += 1
+            continue
         if at == len(text):
             if undecodable is None:
                 return values, None
