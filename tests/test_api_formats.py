@@ -877,7 +877,7 @@ def test_a_list_of_runs_read_as_a_thread_is_warned_about_or_an_error_record(
                 "repeated_suffix"]
     with pytest.warns(UserWarning, match="the messages are runs"):
         vthread.describe_thread_cycle(runs[3:])
-    said = ('its messages are runs (objects holding their own "messages"), not messages: '
+    said = ('its messages are runs (objects holding their own list of messages), not messages: '
             "give each run as a line of its own (jq -c '.[]')")
     path = tmp_path / "runs.jsonl"
     for held in (runs[3:], runs[3:5], {"id": "batch", "messages": runs[3:5]}):

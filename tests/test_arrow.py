@@ -1119,7 +1119,7 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
         # A row holding a list of runs is an error row, as vthread scan's record of it (it
         # was a false loop with the warning).
         assert result.column("error").to_pylist()[110] == (
-            'its messages are runs (objects holding their own "messages"), not messages: '
+            'its messages are runs (objects holding their own list of messages), not messages: '
             "give each run as a row of its own")
     # A slice read through Python objects (a row only Python's json reads): the same word.
     odd = list(rows)

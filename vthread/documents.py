@@ -1212,7 +1212,7 @@ def native_misfit(value: Any, messages_key: str | None = None) -> bool:
     return isinstance(messages, list) and another_library_s(messages)
 
 
-RUNS_FOR_MESSAGES: Final = 'runs (objects holding their own "messages")'
+RUNS_FOR_MESSAGES: Final = "runs (objects holding their own list of messages)"
 """What a run whose messages are :func:`runs_for_messages` holds, as its error record says."""
 
 
