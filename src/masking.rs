@@ -59,7 +59,7 @@ fn leaf<'py>(value: &Bound<'py, PyAny>, volatile: bool) -> PyResult<Bound<'py, P
 
 /// How a value is copied.
 enum Shape {
-    /// An exact dict or list: copied here.
+    /// An exact dict, list or tuple: copied here (a tuple as a list).
     Container,
     /// A leaf (`leaf` decides).
     Leaf,
@@ -69,7 +69,10 @@ enum Shape {
 }
 
 fn shape(value: &Bound<'_, PyAny>) -> PyResult<Shape> {
-    if value.is_exact_instance_of::<PyDict>() || value.is_exact_instance_of::<PyList>() {
+    if value.is_exact_instance_of::<PyDict>()
+        || value.is_exact_instance_of::<PyList>()
+        || value.is_exact_instance_of::<PyTuple>()
+    {
         return Ok(Shape::Container);
     }
     let plain_leaf = value.is_exact_instance_of::<PyString>()
@@ -80,8 +83,10 @@ fn shape(value: &Bound<'_, PyAny>) -> PyResult<Shape> {
     if plain_leaf {
         return Ok(Shape::Leaf);
     }
-    // Anything else, a mapping or list of another type as much as a tuple, a NumPy value or
-    // a date (read as the array, number or text it is compared as), is the Python function's.
+    // Anything else is the Python function's: a mapping or list of another type (its own
+    // methods say what it holds), and a value JSON has no form for, a NumPy value or a date,
+    // which is masked as the array, number or text it is compared as (`_compared_as`), one
+    // rule written once.
     Ok(Shape::Python)
 }
 
@@ -105,9 +110,11 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
         if let Some((_, copy)) = copies.get(&address) {
             return Ok(copy.clone());
         }
-        let copy = match container.cast::<PyList>() {
-            Ok(list) => PyList::new(py, (0..list.len()).map(|_| py.None()))?.into_any(),
-            Err(_) => PyDict::new(py).into_any(),
+        // (an array, a list or a tuple, is copied as a list, as the Python copy makes it)
+        let copy = if container.is_exact_instance_of::<PyDict>() {
+            PyDict::new(py).into_any()
+        } else {
+            PyList::new(py, (0..container.len()?).map(|_| py.None()))?.into_any()
         };
         copies.insert(address, (container.clone(), copy.clone()));
         pending.push((container.clone(), copy.clone()));
@@ -115,9 +122,13 @@ fn masked_value<'py>(meta: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
     };
     let root = copy_of(meta, &mut pending)?;
     while let Some((source, target)) = pending.pop() {
-        if let Ok(list) = source.cast::<PyList>() {
+        if !source.is_exact_instance_of::<PyDict>() {
             let target = target.cast::<PyList>()?;
-            for (index, child) in list.iter().enumerate() {
+            let items = match source.cast_exact::<PyTuple>() {
+                Ok(tuple) => tuple.to_list(),
+                Err(_) => source.cast_exact::<PyList>()?.clone(),
+            };
+            for (index, child) in items.iter().enumerate() {
                 let copy = match shape(&child)? {
                     Shape::Container => copy_of(&child, &mut pending)?,
                     Shape::Leaf => leaf(&child, false)?,

@@ -163,6 +163,30 @@ def test_values_compared_as_arrays_numbers_or_texts_are_masked_as_those(result: 
     assert len({fingerprint(message) for message in masked[1:]}) == 1
 
 
+def test_a_value_compared_as_null_or_an_array_of_numbers_is_kept() -> None:
+    """A date compared as null (a ``datetime`` equal to nothing, as pandas' ``NaT``) under
+    a time-naming key is kept, as None is there (made ``"<volatile>"`` it differed from a
+    None it equals unmasked, and a loop was lost); an array of numbers is kept whole, the
+    same object, nothing in it being masked."""
+
+    class NotATime(datetime.datetime):
+        def __ne__(self, other: object) -> bool:
+            return True
+
+    missing = NotATime(2024, 5, 6)
+    embedding = np.arange(4, dtype=np.float32)
+    polls = [{"state": "running", "finished_at": value, "embedding": embedding}
+             for value in [missing, None, None, missing, None, missing, missing, None]]
+    thread = [{"type": "user", "text": "wait"}] + [_status_poll(poll) for poll in polls]
+    masked = vthread.masked_thread(thread)
+    results = [message["meta"]["activity"]["function"]["result"] for message in masked[1:]]
+    assert [result["finished_at"] for result in results] == [poll["finished_at"] for poll in polls]
+    assert all(result["embedding"] is embedding for result in results)
+    assert _typed(masked) == _typed(masked_thread_by_python(thread))
+    assert (vthread.describe_thread_cycle(thread, mask_volatile=True)
+            == vthread.describe_thread_cycle(thread))
+
+
 def test_a_date_is_kept_as_a_date_argument_is() -> None:
     """A ``date`` (no time of day) outside a time-naming key is a day searched or booked,
     kept as it is: its text, written as midnight, would otherwise read as a clock."""
