@@ -1343,6 +1343,12 @@ def test_two_runs_joined_on_one_line_are_said_to_be(
     assert joined["error"].endswith("(a second value begins there: two lines joined, as cat "
                                     "joins a file whose last line has no newline to the "
                                     "next? JSONL holds one value a line)")
+    # A run after a prefix (a log's timestamp, `cat -n`'s number, a quoted name) is no join.
+    for prefix in ("1714979290 ", "     2\t", '"id" '):
+        path.write_text(f"{prefix}{run_b}\n")
+        (prefixed,) = records(run(["scan", str(path), "-q"], monkeypatch)[1])
+        assert prefixed["error"].startswith("not valid JSON: Extra data: ")
+        assert "joined" not in prefixed["error"], prefixed["error"]
 
 
 @pytest.mark.parametrize("count", [3, 40_000])

@@ -463,9 +463,11 @@ cut short?)'
             # whose lines end in \r alone (old Mac line ends) is one line of JSONL.
             return (f"not valid JSON: {error} (a carriage return alone ends a value before "
                     "it: do the file's lines end in \\r alone? JSONL lines end in \\n)")
-        if text_name == "line" and error.doc[error.pos:error.pos + 1] in ("{", "["):
+        if (text_name == "line" and error.doc[error.pos:error.pos + 1] in ("{", "[")
+                and error.doc.lstrip(" \t\r\n\ufeff")[:1] in ("{", "[")):
             # Two runs on one line: `cat a.jsonl b.jsonl` where a.jsonl's last line had no
-            # newline joins it to b.jsonl's first.
+            # newline joins it to b.jsonl's first. (A run after a number or a string is a
+            # prefix written before it, as `cat -n` or a log's timestamp, not a join.)
             return (f"not valid JSON: {error} (a second value begins there: two lines "
                     "joined, as cat joins a file whose last line has no newline to the "
                     "next? JSONL holds one value a line)")
