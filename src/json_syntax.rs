@@ -20,6 +20,38 @@ pub fn python_reads(text: &[u8]) -> bool {
     top_members(text).is_some()
 }
 
+/// The commas and opening brackets of `text` outside its strings: about the number of
+/// values a JSON text holds (each after the first of a container follows a comma, each
+/// container opens with a bracket), for the memory its reading by Python takes
+/// (`vthread.cli._room_to_read_in_python`). Any bytes are counted so, JSON or not: a string
+/// never closed runs to the end.
+pub fn separators(text: &[u8]) -> usize {
+    let mut count = 0;
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                // To the closing quote: the first not escaped by a backslash before it.
+                at += 1;
+                while at < text.len() {
+                    match memchr::memchr2(b'"', b'\\', &text[at..]) {
+                        Some(found) if text[at + found] == b'\\' => at += found + 2,
+                        Some(found) => {
+                            at += found;
+                            break;
+                        }
+                        None => at = text.len(),
+                    }
+                }
+            }
+            b',' | b'{' | b'[' => count += 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    count
+}
+
 /// A byte range of a text.
 pub type Span = (usize, usize);
 
@@ -312,6 +344,16 @@ mod tests {
         assert_eq!(keys, [&br#""a""#[..], br#""d\"e""#, br#""f""#]);
         assert_eq!(super::top_members(b"[{\"a\": 1}]"), Some(Vec::new()));
         assert_eq!(super::top_members(b"{\"a\": }"), None);
+    }
+
+    #[test]
+    fn separators_inside_strings_are_not_counted() {
+        use super::separators;
+        assert_eq!(separators(br#"{"a": [1, 2, {"b": "x,{["}], "c": 3}"#), 6);
+        assert_eq!(separators(br#"["a\\", "b", ["#), 4);
+        assert_eq!(separators(br#""quoted \" , [" , 1"#), 1);
+        assert_eq!(separators(br#""never closed, [ {"#), 0);
+        assert_eq!(separators(b""), 0);
     }
 
     #[test]

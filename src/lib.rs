@@ -240,6 +240,13 @@ fn room_for(bytes: usize) -> bool {
     threads::can_have(bytes)
 }
 
+/// The commas and opening brackets of a JSON text outside its strings (`json_syntax::
+/// separators`), counted with the GIL released.
+#[pyfunction]
+fn json_separators(py: Python<'_>, text: &[u8]) -> usize {
+    py.detach(|| json_syntax::separators(text))
+}
+
 /// `vthread.volatile.mask_text`: the text with its volatile values masked (`volatile.rs`);
 /// an exact `str` in which nothing is masked is returned as it is.
 #[pyfunction]
@@ -1836,6 +1843,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(most_kept_buffer_bytes, module)?)?;
     module.add_function(wrap_pyfunction!(mask_text, module)?)?;
     module.add_function(wrap_pyfunction!(room_for, module)?)?;
+    module.add_function(wrap_pyfunction!(json_separators, module)?)?;
     module.add_function(wrap_pyfunction!(masking::masked_thread, module)?)?;
     module.add_function(wrap_pyfunction!(_set_screen_bits, module)?)?;
     module.add_function(wrap_pyfunction!(_plainly_equal, module)?)?;

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 import vthread
 from tests.test_cli import run
@@ -798,6 +800,50 @@ def test_a_run_python_cannot_read_in_the_memory_left_ends_the_scan_cleanly(
     assert b"Traceback" not in done.stderr
     assert len(done.stdout.splitlines()) == 20
     assert json.loads(summary.read_text())["completed"] is False
+
+
+def test_commas_inside_texts_are_not_counted_as_values(tmp_path: Path) -> None:
+    """A run of 100 MB whose texts are CSV (a tool's output), read by Python (an integer past
+    the doubles sends it there), under an address space of 3,000 MB: its reading takes about
+    0.1 GB, and the memory asked for first counts the values outside its strings; every
+    comma counted asked for 9.8 GB and refused it (status 71, a reviewer's case)."""
+    import resource
+
+    csv = ",".join(["0"] * 5_000_000)
+    messages = [{"type": "bot", "text": csv} for _ in range(10)]
+    messages.append({"type": "bot", "text": "done", "usage": {"tokens": 10**20}})
+    path = tmp_path / "csv.jsonl"
+    path.write_text(json.dumps({"id": "csv", "messages": messages}) + "\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3000 << 20, 3000 << 20))
+
+    done = subprocess.run([*VTHREAD, "scan", "-q", str(path)], capture_output=True, env=ENV,
+                          preexec_fn=limited, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    (record,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert record["id"] == "csv" and record["messages"] == 11
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=',{[]}"\\ab\u00e9'),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(alphabet=',{["\\a', max_size=3), inner, max_size=4),
+    max_leaves=20))
+def test_the_core_counts_a_json_texts_separators_outside_its_strings(value: Any) -> None:
+    """``_core.json_separators`` of a JSON text is its values' commas and opening brackets,
+    as the value's own shape counts them, whatever its strings hold."""
+
+    def counted(node: Any) -> int:
+        if isinstance(node, list):
+            return 1 + max(len(node) - 1, 0) + sum(map(counted, node))
+        if isinstance(node, dict):
+            return 1 + max(len(node) - 1, 0) + sum(map(counted, node.values()))
+        return 0
+
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=1)):
+        assert _core.json_separators(text.encode()) == counted(value)
 
 
 @pytest.mark.parametrize("call", ["scan", "describe_thread_cycle"])

@@ -230,6 +230,25 @@ def test_message_kinds_cover_every_looping_run(tmp_path: Path) -> None:
     assert {"u", "a", "c", "r"} <= set("".join(runs["kinds"]))
 
 
+def test_a_looping_run_too_large_to_read_again_leaves_its_timeline_plain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timelines' second reading of a looping run whose memory cannot be had (the
+    scan's core read it; Python's reading asks first) leaves that run's timeline plain: the
+    page is written (the MemoryError ended ``vthread report`` with a traceback, status
+    70)."""
+    from vthread import cli
+
+    run = json.dumps({"id": "long", "messages": [{"type": "bot", "text": "y" * 400_000}] * 4})
+    path = tmp_path / "runs.jsonl"
+    path.write_text(f"{run}\n")
+    monkeypatch.setattr(cli, "_room_to_read_in_python", lambda line: False)
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    runs = json.loads(out.read_text().split('id="report-data">', 1)[1].split(
+        "</script>", 1)[0])["runs"]
+    assert runs["id"] == ["long"] and not any(runs["kinds"])
+
+
 def test_a_directory_of_runs_keeps_its_message_kinds_and_its_files(tmp_path: Path) -> None:
     """A directory FILE: its looping runs' timelines are coloured as for the files named one
     by one (they were all grey: the directory was read again as if it were a file), and an

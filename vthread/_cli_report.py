@@ -1181,8 +1181,11 @@ def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[
                     continue
                 if budget < data.run_messages[row]:
                     return
-                read = cli._read_thread(line, True, task.format, task.messages_key,
-                                        task.id_key, declared_wins=task.declared_wins)
+                try:
+                    read = cli._read_thread(line, True, task.format, task.messages_key,
+                                            task.id_key, declared_wins=task.declared_wins)
+                except MemoryError:
+                    continue  # (the strip is an extra: a run too large for it goes plain)
                 if isinstance(read, cli._Bad):
                     continue
                 kinds = message_kinds(read[1], read[2], data.run_messages[row])

@@ -214,6 +214,8 @@ def most_kept_buffer_bytes() -> int:
 
 def room_for(bytes: int) -> bool:
     """Whether that much memory can be had now (asked for and given back at once)."""
+def json_separators(text: bytes) -> int:
+    """The commas and opening brackets of a JSON text outside its strings."""
 def mask_text(text: str) -> str:
     """``vthread.volatile.mask_text``: the text with its volatile values masked."""
 

@@ -4994,13 +4994,16 @@ def _read_thread(
 PYTHON_ASKED_FROM_BYTES: Final = 1 << 20
 """Lines shorter than this are read by Python without asking for memory first."""
 PYTHON_READING_BYTES_PER_BYTE: Final = 2
-PYTHON_READING_BYTES_PER_VALUE: Final = 192
 """The memory Python's reading of a line takes (its parse, its translation from a chat
-format, the core's columns of it), with a margin: twice its bytes and this much for each
-value it holds (counted by its commas and opening brackets). A tau-bench run of 65 MB took
-192 bytes a value; a run of 180,000 short OpenAI messages (39 MB), 170, 7.1 times its size;
-a run of tiny messages, 85. A fixed share of the bytes alone asked too little of runs of
-short messages, or too much of runs of long texts."""
+format, the core's columns of it) for each byte of the line, with a margin: its strings."""
+PYTHON_READING_BYTES_PER_VALUE: Final = 256
+"""The same for each value the line holds (counted by its commas and opening brackets
+outside strings, :func:`vthread._core.json_separators`), with a margin: its objects. A
+tau-bench run of 65 MB took 155 bytes a value (1.25 times its size), a run of 180,000 short
+OpenAI messages (39 MB) 181 (4.4 times), a run of tiny messages 191 (19 times). A share of
+the bytes alone asked too little of runs of short messages, or too much of runs of long
+texts; commas inside strings (a CSV a tool returned) counted as values asked 9.8 GB for a
+line Python read in 0.1 GB."""
 
 
 def _room_to_read_in_python(line: bytes) -> bool:
@@ -5013,10 +5016,9 @@ def _room_to_read_in_python(line: bytes) -> bool:
     most_values = len(line) // 2  # (a value and its comma take two bytes at least)
     if _core.room_for(len(line) * PYTHON_READING_BYTES_PER_BYTE
                       + most_values * PYTHON_READING_BYTES_PER_VALUE):
-        return True  # (counting them costs 1.4 ms a MB: 0.46 s of a 325 MB line)
-    values = line.count(b",") + line.count(b"{") + line.count(b"[")
+        return True  # (no need to count them)
     return _core.room_for(len(line) * PYTHON_READING_BYTES_PER_BYTE
-                          + values * PYTHON_READING_BYTES_PER_VALUE)
+                          + _core.json_separators(line) * PYTHON_READING_BYTES_PER_VALUE)
 
 
 def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
