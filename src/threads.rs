@@ -742,8 +742,10 @@ fn tape_of<'l>(detected: Option<&DetectedTapes>, line: &'l [u8]) -> Result<Tape<
 /// columns), in bytes per byte of the line, with a margin: a line of a million tiny
 /// messages (`{"role":"user","content":"t"}`, 36.5 MB) raised the process's peak RSS by
 /// 6.2 times its size (the line itself included), 19 times with `--anywhere`'s screens and
-/// runs. Asked for ahead by `memory_for`.
-const READING_BYTES_PER_BYTE: usize = 8;
+/// runs; one of 150,000 Anthropic tool calls and results (47 MB), about 9 times, and with
+/// 8 asked for its reading ran out part-way under `ulimit -v 700000` (the allocator's
+/// abort, a tester's case). Asked for ahead by `memory_for`.
+const READING_BYTES_PER_BYTE: usize = 12;
 const ANYWHERE_BYTES_PER_BYTE: usize = 24;
 /// Lines shorter than this are read without asking (a few tens of megabytes at most).
 const ASKED_FROM_BYTES: usize = 1 << 20;

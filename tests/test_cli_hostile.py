@@ -802,6 +802,73 @@ def test_a_run_python_cannot_read_in_the_memory_left_ends_the_scan_cleanly(
     assert json.loads(summary.read_text())["completed"] is False
 
 
+@pytest.mark.parametrize("limit_mb", [700, 750])
+def test_a_translated_run_the_core_cannot_have_memory_for_is_no_abort(
+        tmp_path: Path, limit_mb: int) -> None:
+    """20 small Anthropic runs, one of 150,000 tool calls and results (47 MB), 20 more,
+    under an address space of 700 or 750 MB (a tester's case): the core's memory asked for
+    ahead (8 bytes a byte of the line) let it read the line, and its translation, native
+    line and columns took more, so the allocator's abort ended the process (status 134, no
+    record, no summary). Now it asks for 12: the scan ends with status 71 at line 21, the
+    20 records before it written, or reads it all."""
+    import resource
+
+    def pair(index: int) -> list[dict[str, Any]]:
+        given = {"reservation_id": f"R{index:07d}", "legs": [{"n": index, "d": "2024-05-16"}],
+                 "opts": {"a": [1, 2, 3]}}
+        return [{"role": "assistant", "content": [
+                    {"type": "tool_use", "id": f"t{index}", "name": "get_res", "input": given}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{index}",
+                     "content": json.dumps({"ok": index})}]}]
+
+    def line(ident: str, pairs: int) -> str:
+        return json.dumps({"id": ident, "messages": [
+            message for index in range(pairs) for message in pair(index)]}) + "\n"
+
+    path = tmp_path / "runs.jsonl"
+    with path.open("w") as file:
+        file.writelines(line(f"s{index}", 3) for index in range(20))
+        file.write(line("huge", 150_000))
+        file.writelines(line(f"s{index}", 3) for index in range(20, 40))
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
+
+    summary = tmp_path / "summary.json"
+    done = subprocess.run([*VTHREAD, "scan", "-q", "--summary", str(summary), str(path)],
+                          capture_output=True, env=ENV, preexec_fn=limited, timeout=300,
+                          check=False)
+    assert done.returncode in (0, 71), done.stderr.decode()[-2000:]
+    assert len(done.stdout.splitlines()) == (41 if done.returncode == 0 else 20)
+    assert json.loads(summary.read_text())["completed"] is (done.returncode == 0)
+
+
+def test_a_scan_out_of_memory_is_no_internal_error_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MemoryError from the scan of a chunk Python read ends the scan at the run that
+    does not fit (status 71, the records before it written): it was caught as the engine's
+    failure, the run became an "internal error: MemoryError" record and the scan went on to
+    status 0 (a tester's case: ``--anywhere`` under ``ulimit -v``)."""
+    runs = [{"id": f"r{index}", "messages": [{"type": "bot", "text": "hi"}] * (9 if index == 3
+                                                                              else 2)}
+            for index in range(6)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    scan = cli.scan_validated
+
+    def short_of_memory(threads: list[Any], **options: Any) -> Any:
+        if any(len(thread) > 5 for thread in threads):
+            raise MemoryError
+        return scan(threads, **options)
+
+    monkeypatch.setattr(cli, "_core_may_read", lambda task: False)  # (Python reads them)
+    monkeypatch.setattr(cli, "scan_validated", short_of_memory)
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 71 and f"out of memory at {path}:4:" in err, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0", "r1", "r2"]
+
+
 def test_commas_inside_texts_are_not_counted_as_values(tmp_path: Path) -> None:
     """A run of 100 MB whose texts are CSV (a tool's output), read by Python (an integer past
     the doubles sends it there), under an address space of 3,000 MB: its reading takes about

@@ -5102,10 +5102,15 @@ def _scan_threads(
 
     Should the engine raise, the chunk is scanned thread by thread so that the one thread it
     fails on becomes an error record (with a placeholder row) instead of sinking the batch.
+    A MemoryError is no such failure: it goes on to the reading of the chunk a line at a
+    time, and ends the scan at the line that does not fit (status 71; with ``--anywhere``,
+    a run too large for the memory left was an "internal error" record, and status 0).
     """
     try:
         # Every message was checked to be an object when its line was read.
         return scan_validated(threads, **options), {}
+    except MemoryError:
+        raise
     except Exception:
         pass
     parts: list[ScanResult] = []
@@ -5113,6 +5118,8 @@ def _scan_threads(
     for row, thread in enumerate(threads):
         try:
             parts.append(scan_validated([thread], **options))
+        except MemoryError:
+            raise
         except Exception as error:
             failed[row] = f"internal error: {type(error).__name__}: {error}"
             parts.append(scan_validated([[]], **options))
