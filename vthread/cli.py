@@ -4993,17 +4993,18 @@ def _read_thread(
 
 PYTHON_ASKED_FROM_BYTES: Final = 1 << 20
 """Lines shorter than this are read by Python without asking for memory first."""
-PYTHON_READING_BYTES_PER_BYTE: Final = 2
-"""The memory Python's reading of a line takes (its parse, its translation from a chat
-format, the core's columns of it) for each byte of the line, with a margin: its strings."""
+PYTHON_READING_BYTES_PER_BYTE: Final = 5
 PYTHON_READING_BYTES_PER_VALUE: Final = 256
-"""The same for each value the line holds (counted by its commas and opening brackets
-outside strings, :func:`vthread._core.json_separators`), with a margin: its objects. A
-tau-bench run of 65 MB took 155 bytes a value (1.25 times its size), a run of 180,000 short
-OpenAI messages (39 MB) 181 (4.4 times), a run of tiny messages 191 (19 times). A share of
-the bytes alone asked too little of runs of short messages, or too much of runs of long
-texts; commas inside strings (a CSV a tool returned) counted as values asked 9.8 GB for a
-line Python read in 0.1 GB."""
+"""The memory Python's reading of a line takes (its parse, its translation from a chat
+format, the core's columns of it): so much for each byte of the line (its strings, copied
+as they are parsed and translated) and for each value it holds (its objects; the values
+counted by the commas and opening brackets outside strings,
+:func:`vthread._core.json_separators`). Each measured alone in a fresh process, the reading
+of a tau-bench run of 65 MB took 5.2 times its size, one of 180,000 short OpenAI messages
+(39 MB) 8.1 times, one of tiny messages 19 times; this asks 1.36-1.6 times that. A share
+of the bytes alone asked too little of runs of short messages or too much of runs of long
+texts, and commas inside strings (a CSV a tool returned) counted as values asked 9.8 GB of
+a line Python read in 0.1 GB."""
 
 
 def _room_to_read_in_python(line: bytes) -> bool:
