@@ -63,8 +63,8 @@ enum Shape {
     Container,
     /// A leaf (`leaf` decides).
     Leaf,
-    /// Any other value (a mapping or list of another type, a tuple, a value JSON has no
-    /// form for): the Python function's.
+    /// Any other value (a mapping or list of another type, a value JSON has no form for):
+    /// the Python function's.
     Python,
 }
 

@@ -4994,6 +4994,7 @@ def _read_thread(
 PYTHON_ASKED_FROM_BYTES: Final = 1 << 20
 """Lines shorter than this are read by Python without asking for memory first."""
 PYTHON_READING_BYTES_PER_BYTE: Final = 5
+"""The memory Python's reading of a line takes for each of its bytes (see the next)."""
 PYTHON_READING_BYTES_PER_VALUE: Final = 256
 """The memory Python's reading of a line takes (its parse, its translation from a chat
 format, the core's columns of it): so much for each byte of the line (its strings, copied
