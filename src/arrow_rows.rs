@@ -21,9 +21,17 @@ use arrow_array::types::{
 use arrow_array::{make_array, Array, ArrayRef};
 use arrow_schema::DataType;
 
-/// Why an array has no JSON text here (the caller falls back to Python objects).
+/// Why an array's rows have no JSON text here.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Declined;
+pub enum Unwritten {
+    /// Some value has none (the caller falls back to Python objects).
+    Declined,
+    /// The memory the text takes cannot be had: the caller raises MemoryError. Grown as
+    /// `Vec` grows by itself, the text's buffer ended the process with the allocator's
+    /// abort (a row of 150 MB under `ulimit -v 1500000`), no record written.
+    OutOfMemory,
+}
+use Unwritten::{Declined, OutOfMemory};
 
 /// Rows as JSON texts in one buffer: row `i` is `text[starts[i]..ends[i]]` of the non-null
 /// row `rows[i]` (null rows have no text; the caller reports them).
@@ -85,7 +93,7 @@ fn shallow(schema: &FFI_ArrowSchema) -> bool {
 
 /// The JSON text of every non-null row of `array`, or [`Declined`] when some value has none;
 /// parts of [`ROWS_PER_PART`] rows written on `threads` worker threads, stitched in order.
-pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Declined> {
+pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Unwritten> {
     supported(array.data_type())?;
     let bounds: Vec<usize> = (0..array.len()).step_by(ROWS_PER_PART).collect();
     let parts = crate::pool::map_parts(&bounds, 1, threads, |begin| {
@@ -96,6 +104,10 @@ pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Declined>
     for part in parts {
         let part = part?;
         let shift = whole.text.len() as i64;
+        room(&mut whole.text, part.text.len())?;
+        room(&mut whole.starts, part.rows.len())?;
+        room(&mut whole.ends, part.rows.len())?;
+        room(&mut whole.rows, part.rows.len())?;
         whole.text.extend_from_slice(&part.text);
         whole
             .starts
@@ -109,8 +121,11 @@ pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Declined>
 /// Rows per part handed to a worker thread.
 const ROWS_PER_PART: usize = 256;
 
-fn part_texts(array: &ArrayRef, rows: std::ops::Range<usize>) -> Result<RowTexts, Declined> {
+fn part_texts(array: &ArrayRef, rows: std::ops::Range<usize>) -> Result<RowTexts, Unwritten> {
     let mut out = RowTexts::default();
+    room(&mut out.starts, rows.len())?;
+    room(&mut out.ends, rows.len())?;
+    room(&mut out.rows, rows.len())?;
     for row in rows {
         if is_null(array.as_ref(), row) {
             continue;
@@ -129,11 +144,11 @@ fn part_texts(array: &ArrayRef, rows: std::ops::Range<usize>) -> Result<RowTexts
 const MAX_DEPTH: usize = 64;
 
 /// Checks the type once, up front, so that no row is written of an array that would decline.
-fn supported(kind: &DataType) -> Result<(), Declined> {
+fn supported(kind: &DataType) -> Result<(), Unwritten> {
     supported_at(kind, 0)
 }
 
-fn supported_at(kind: &DataType, depth: usize) -> Result<(), Declined> {
+fn supported_at(kind: &DataType, depth: usize) -> Result<(), Unwritten> {
     if depth > MAX_DEPTH {
         return Err(Declined);
     }
@@ -171,50 +186,50 @@ fn supported_at(kind: &DataType, depth: usize) -> Result<(), Declined> {
 }
 
 /// Writes the value at `row` of `array` (not null) as JSON text.
-fn write_value(out: &mut Vec<u8>, array: &dyn Array, row: usize) -> Result<(), Declined> {
+fn write_value(out: &mut Vec<u8>, array: &dyn Array, row: usize) -> Result<(), Unwritten> {
     // The recursion is as deep as the type, which `supported` has bounded at MAX_DEPTH.
     match array.data_type() {
-        DataType::Null => out.extend_from_slice(b"null"),
+        DataType::Null => put(out, b"null")?,
         DataType::Boolean => {
             let value = array.as_boolean().value(row);
-            out.extend_from_slice(if value { b"true" } else { b"false" });
+            put(out, if value { b"true" } else { b"false" })?;
         }
-        DataType::Int8 => write_integer(out, array.as_primitive::<Int8Type>().value(row)),
-        DataType::Int16 => write_integer(out, array.as_primitive::<Int16Type>().value(row)),
-        DataType::Int32 => write_integer(out, array.as_primitive::<Int32Type>().value(row)),
-        DataType::Int64 => write_integer(out, array.as_primitive::<Int64Type>().value(row)),
-        DataType::UInt8 => write_integer(out, array.as_primitive::<UInt8Type>().value(row)),
-        DataType::UInt16 => write_integer(out, array.as_primitive::<UInt16Type>().value(row)),
-        DataType::UInt32 => write_integer(out, array.as_primitive::<UInt32Type>().value(row)),
-        DataType::UInt64 => write_integer(out, array.as_primitive::<UInt64Type>().value(row)),
+        DataType::Int8 => write_integer(out, array.as_primitive::<Int8Type>().value(row))?,
+        DataType::Int16 => write_integer(out, array.as_primitive::<Int16Type>().value(row))?,
+        DataType::Int32 => write_integer(out, array.as_primitive::<Int32Type>().value(row))?,
+        DataType::Int64 => write_integer(out, array.as_primitive::<Int64Type>().value(row))?,
+        DataType::UInt8 => write_integer(out, array.as_primitive::<UInt8Type>().value(row))?,
+        DataType::UInt16 => write_integer(out, array.as_primitive::<UInt16Type>().value(row))?,
+        DataType::UInt32 => write_integer(out, array.as_primitive::<UInt32Type>().value(row))?,
+        DataType::UInt64 => write_integer(out, array.as_primitive::<UInt64Type>().value(row))?,
         DataType::Float32 => write_float(
             out,
             f64::from(array.as_primitive::<Float32Type>().value(row)),
         )?,
         DataType::Float64 => write_float(out, array.as_primitive::<Float64Type>().value(row))?,
-        DataType::Utf8 => write_string(out, array.as_string::<i32>().value(row)),
-        DataType::LargeUtf8 => write_string(out, array.as_string::<i64>().value(row)),
-        DataType::Utf8View => write_string(out, array.as_string_view().value(row)),
+        DataType::Utf8 => write_string(out, array.as_string::<i32>().value(row))?,
+        DataType::LargeUtf8 => write_string(out, array.as_string::<i64>().value(row))?,
+        DataType::Utf8View => write_string(out, array.as_string_view().value(row))?,
         DataType::List(_) => write_items(out, &array.as_list::<i32>().value(row))?,
         DataType::LargeList(_) => write_items(out, &array.as_list::<i64>().value(row))?,
         DataType::FixedSizeList(_, _) => write_items(out, &array.as_fixed_size_list().value(row))?,
         DataType::Struct(fields) => {
             let array = array.as_struct();
-            out.push(b'{');
+            put(out, b"{")?;
             let mut first = true;
             for (field, column) in fields.iter().zip(array.columns()) {
                 if is_null(column.as_ref(), row) {
                     continue; // a null field reads as absent
                 }
                 if !first {
-                    out.push(b',');
+                    put(out, b",")?;
                 }
                 first = false;
-                write_string(out, field.name());
-                out.push(b':');
+                write_string(out, field.name())?;
+                put(out, b":")?;
                 write_value(out, column.as_ref(), row)?;
             }
-            out.push(b'}');
+            put(out, b"}")?;
         }
         _ => return Err(Declined),
     }
@@ -227,41 +242,61 @@ fn is_null(array: &dyn Array, row: usize) -> bool {
     *array.data_type() == DataType::Null || array.is_null(row)
 }
 
-fn write_items(out: &mut Vec<u8>, items: &ArrayRef) -> Result<(), Declined> {
-    out.push(b'[');
+fn write_items(out: &mut Vec<u8>, items: &ArrayRef) -> Result<(), Unwritten> {
+    put(out, b"[")?;
     for index in 0..items.len() {
         if index > 0 {
-            out.push(b',');
+            put(out, b",")?;
         }
         if is_null(items.as_ref(), index) {
-            out.extend_from_slice(b"null"); // a list keeps its nulls
+            put(out, b"null")?; // a list keeps its nulls
         } else {
             write_value(out, items.as_ref(), index)?;
         }
     }
-    out.push(b']');
+    put(out, b"]")
+}
+
+/// Room for `more` items in `out`, asked for without the allocator's abort on failure:
+/// every write here asks first, so that no write can grow the buffer itself.
+fn room<T>(out: &mut Vec<T>, more: usize) -> Result<(), Unwritten> {
+    out.try_reserve(more).map_err(|_| OutOfMemory)
+}
+
+fn put(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), Unwritten> {
+    room(out, bytes.len())?;
+    out.extend_from_slice(bytes);
     Ok(())
 }
 
-fn write_integer(out: &mut Vec<u8>, value: impl std::fmt::Display) {
+/// The longest text `write!` makes of a number here (an `i64`'s or a `u64`'s digits, an
+/// `f64`'s shortest round-tripping form, such as `-2.2250738585072014e-308`, or a `\uXXXX`
+/// escape), asked for before it is written.
+const NUMBER_TEXT_BYTES: usize = 32;
+
+fn write_integer(out: &mut Vec<u8>, value: impl std::fmt::Display) -> Result<(), Unwritten> {
+    room(out, NUMBER_TEXT_BYTES)?;
     let _ = write!(Bytes(out), "{value}");
+    Ok(())
 }
 
 /// A float as text that parses back to the same float *as a float*: Rust's `{:?}` is the
 /// shortest text that round-trips and always has a `.` or an exponent (`1.0`, `-0.0`,
 /// `1e300`), so `json.loads` makes a float of it, as `pyarrow` would.
-fn write_float(out: &mut Vec<u8>, value: f64) -> Result<(), Declined> {
+fn write_float(out: &mut Vec<u8>, value: f64) -> Result<(), Unwritten> {
     if !value.is_finite() {
         return Err(Declined); // NaN and the infinities have no JSON text
     }
+    room(out, NUMBER_TEXT_BYTES)?;
     let _ = write!(Bytes(out), "{value:?}");
     Ok(())
 }
 
 /// A JSON string: `"` and `\` escaped, control characters as `\u00XX`, the rest as UTF-8.
-fn write_string(out: &mut Vec<u8>, text: &str) {
-    out.push(b'"');
+fn write_string(out: &mut Vec<u8>, text: &str) -> Result<(), Unwritten> {
     let bytes = text.as_bytes();
+    room(out, bytes.len() + 2)?; // (all of it, when nothing is escaped)
+    out.push(b'"');
     let mut plain = 0;
     for (index, &byte) in bytes.iter().enumerate() {
         let escape: &[u8] = match byte {
@@ -273,7 +308,8 @@ fn write_string(out: &mut Vec<u8>, text: &str) {
             0..=0x1f => b"",
             _ => continue,
         };
-        out.extend_from_slice(&bytes[plain..index]);
+        put(out, &bytes[plain..index])?;
+        room(out, NUMBER_TEXT_BYTES)?;
         if escape.is_empty() {
             let _ = write!(Bytes(out), "\\u{byte:04x}");
         } else {
@@ -281,8 +317,8 @@ fn write_string(out: &mut Vec<u8>, text: &str) {
         }
         plain = index + 1;
     }
-    out.extend_from_slice(&bytes[plain..]);
-    out.push(b'"');
+    put(out, &bytes[plain..])?;
+    put(out, b"\"")
 }
 
 /// `write!` into a byte vector, with no `String` in between.
@@ -388,6 +424,14 @@ mod tests {
         let last = one.rows.len() - 1;
         let text = &one.text[one.starts[last] as usize..one.ends[last] as usize];
         assert_eq!(text, b"\"row 999\"");
+    }
+
+    #[test]
+    fn memory_that_cannot_be_had_is_out_of_memory_not_an_abort() {
+        let mut out = b"[".to_vec();
+        assert_eq!(room(&mut out, usize::MAX / 2), Err(OutOfMemory));
+        assert_eq!(put(&mut out, b"]"), Ok(()));
+        assert_eq!(out, b"[]");
     }
 
     #[test]

@@ -653,7 +653,8 @@ fn plain_reads_otherwise(line: &[u8], messages_key: Option<&str>) -> Option<u8> 
 /// The rows of an Arrow array (anything with `__arrow_c_array__`) as JSON texts in one buffer:
 /// `(text, starts, ends, rows)`, row `rows[i]` being `text[starts[i]:ends[i]]`, null rows
 /// left out, written on `threads` worker threads; None when some value has no JSON text (see
-/// `arrow_rows`), and the caller reads the array through Python objects. A malformed export is a ValueError saying what is wrong.
+/// `arrow_rows`), and the caller reads the array through Python objects. A malformed export is a ValueError saying what is wrong;
+/// a text whose memory cannot be had, a MemoryError.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn arrow_row_texts<'py>(
@@ -693,8 +694,14 @@ fn arrow_row_texts<'py>(
             )))
         }
     };
-    let Ok(rows) = py.detach(|| arrow_rows::row_texts(&imported, threads)) else {
-        return Ok(None);
+    let rows = match py.detach(|| arrow_rows::row_texts(&imported, threads)) {
+        Ok(rows) => rows,
+        Err(arrow_rows::Unwritten::Declined) => return Ok(None),
+        Err(arrow_rows::Unwritten::OutOfMemory) => {
+            return Err(PyMemoryError::new_err(
+                "not enough memory to write the array's rows as JSON text",
+            ))
+        }
     };
     Ok(Some((
         new_bytes(py, &rows.text)?,

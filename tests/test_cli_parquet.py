@@ -943,3 +943,120 @@ def test_a_table_of_declared_runs_is_looked_through_unparsed(
     assert code == 0 and [r["verdict"] for r in records] == ["repeated_result_run"] * 200
     assert f"mini-swe-agent (detected; {path})" in err
     assert judged == [] and read_otherwise == []
+
+
+# ------------------------------------------------- a row larger than the memory left
+
+def _small_huge_small(path: Path, huge_messages: int) -> None:
+    """Rows 1-20 small runs, row 21 a run of ``huge_messages`` 1 KB messages (a list of
+    structs, written by the core's Arrow writer), rows 22-41 small again: one row group."""
+    small = [[{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}]] * 20
+    huge = [[{"type": "bot", "text": "y" * 1000 + str(i)} for i in range(huge_messages)]]
+    pq.write_table(pa.table({"id": list(range(41)), "messages": small + huge + small}), path)
+
+
+def _says_row_21_is_out_of_memory(code: int, records: list[Any], said: str) -> None:
+    assert code == 71, said
+    assert [record["id"] for record in records] == list(range(20))
+    assert "out of memory at " in said and ".parquet: row 21:" in said
+    assert "the records of the 20 rows before it are written" in said
+
+
+@pytest.mark.parametrize("failing", ["reading", "writing"])
+def test_a_batch_that_does_not_fit_is_read_again_a_row_at_a_time(
+        failing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A MemoryError of a batch of rows, in pyarrow's reading of it or in its rows' writing as
+    JSON text: the batch's rows are taken again one at a time, so that the records of the 20
+    rows before the one that does not fit are written and the summary names that row (the
+    whole batch ended the scan with none of them: "out of memory after 0 rows"); the rows
+    that fit alone after a batch that did not are all read."""
+    from vthread import _cli_parquet
+
+    path = tmp_path / "runs.parquet"
+    _small_huge_small(path, 3)
+    if failing == "reading":
+        read = _cli_parquet._batches_until_failure
+
+        def batches(parquet: Any, columns: list[str], rows: int, *rest: Any) -> Any:
+            for batch in read(parquet, columns, rows, *rest):
+                if rows > 1 or batch.column("id")[0].as_py() == 20:
+                    raise MemoryError  # (pyarrow's ArrowMemoryError is one)
+                yield batch
+        monkeypatch.setattr(_cli_parquet, "_batches_until_failure", batches)
+    else:
+        bodies = _cli_parquet._bodies
+
+        def written(column: Any, text: bool, rows_before: int) -> Any:
+            if rows_before <= 20 < rows_before + len(column):
+                raise MemoryError
+            return bodies(column, text, rows_before)
+        monkeypatch.setattr(_cli_parquet, "_bodies", written)
+    code = cli.main(["scan", str(path), "-q"])
+    said = capsys.readouterr()
+    _says_row_21_is_out_of_memory(code, [json.loads(line) for line in said.out.splitlines()],
+                                  said.err)
+
+    _small_huge_small(path, 3)  # every row fits alone: all 41 records, in order
+    if failing == "reading":
+        monkeypatch.setattr(_cli_parquet, "_batches_until_failure", lambda parquet, columns,
+                            rows, *rest: read(parquet, columns, rows, *rest) if rows == 1
+                            else (_ for _ in ()).throw(MemoryError))
+    else:
+        monkeypatch.setattr(_cli_parquet, "_bodies", lambda column, text, rows_before: (
+            bodies(column, text, rows_before) if len(column) == 1 else (_ for _ in ()).throw(
+                MemoryError)))
+    code, records = _scan([str(path)], capsys)
+    assert code == 0 and [record["id"] for record in records] == list(range(41))
+
+
+def test_a_row_larger_than_the_memory_left_ends_the_scan_after_the_rows_before_it(
+        tmp_path: Path) -> None:
+    """Under an address-space limit 700 MB above the process's size, a row of 60 MB of
+    messages after 20 small ones (a tester's case, with 150 MB under ``ulimit -v`` of 1.2-1.7
+    GB): status 71 naming row 21, the 20 records before it written. Before, the scan ended
+    with none of them (the batch's reading ran out), or the core's writing of the row as
+    JSON text grew its buffer until the allocator aborted the process (status 134)."""
+    import subprocess
+
+    path = tmp_path / "runs.parquet"
+    _small_huge_small(path, 60_000)
+    code = """
+import resource, sys
+import pyarrow.parquet
+from vthread import cli
+size = int(next(line for line in open("/proc/self/status")
+                if line.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + (700 << 20), size + (700 << 20)))
+sys.exit(cli.main(["scan", "-q", sys.argv[1]]))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          timeout=300, check=False)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    _says_row_21_is_out_of_memory(done.returncode, records, done.stderr.decode()[-3000:])
+
+
+def test_the_cores_arrow_writer_raises_memory_error_where_its_text_cannot_be_had() -> None:
+    """The core's writing of a list-of-structs row as JSON text, with 32 MB of address space
+    left: a MemoryError (its buffer grew by itself and the allocator aborted the process)."""
+    import subprocess
+
+    code = """
+import resource
+import pyarrow as pa
+from vthread import _core
+array = pa.array([[{"type": "bot", "text": "y" * 1000 + str(i)} for i in range(60_000)]])
+size = int(next(line for line in open("/proc/self/status")
+                if line.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + (32 << 20), size + (32 << 20)))
+try:
+    _core.arrow_row_texts(array, 1)
+    print("written")
+except MemoryError as error:
+    print("MemoryError:", error)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert done.stdout.decode().strip() == (
+        "MemoryError: not enough memory to write the array's rows as JSON text")

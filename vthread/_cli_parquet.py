@@ -160,9 +160,6 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
     text, by the row's place in the batch) then goes beside the lines, for its record. The
     rows of a row group that cannot be read are an :class:`UnreadableRows` in their place,
     and the row groups after it are still read."""
-    from vthread import _core
-    from vthread.arrow import _is_text, decoded
-
     pa = _pyarrow()
     # Read a column chunk a buffer at a time rather than whole: memory then follows the
     # batch, not the row group (measured: 554 MB down to 456 MB reading 40,000 runs).
@@ -182,49 +179,74 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             done += batch.rows
             yield batch, done / total, dict(enumerate(batch.ids))
             continue
-        column = decoded(batch.column(messages))
-        text = _is_text(column)
-        ids = [_id_values(batch.column(name)) for name in id_columns]
-        declarations = (_declarations(batch.column(DECLARED_COLUMN)) if declared
-                        else [b""] * len(column))
-        lines: list[bytes] = []
-        cell_ids: dict[int, bytes] = {}
-        bodies = _bodies(column, text, done)
-        # The tape's verdict is enough for the cells it reads (all but odd ones); json's
-        # decides the rest, with its message.
-        taken = (_core.tape_reads(cast("list[bytes]", bodies)) if text
-                 else [True] * len(bodies))
-        for row, body in enumerate(bodies):
-            ident = _id_text([column_values[row] for column_values in ids])
-            if isinstance(body, UnreadableRows):
-                # A row that is no run whatever its reading (a map keyed by structs): its
-                # error record in its place, the rows before it handed on first.
-                if lines:
-                    yield lines, (done + row) / total, cell_ids
-                    lines, cell_ids = [], {}
-                yield body, (done + row + 1) / total, {0: ident} if id_columns else {}
+        try:
+            parts = _batch_lines(batch, messages, id_columns, bool(declared), done, total)
+        except MemoryError:
+            if len(batch) == 1:
+                raise
+            # The batch's rows one at a time: the records of the rows before one whose
+            # memory cannot be had are written, then its MemoryError ends the scan.
+            for row in range(len(batch)):
+                yield from _batch_lines(batch.slice(row, 1), messages, id_columns,
+                                        bool(declared), done + row, total)
+        else:
+            yield from parts
+        done += len(batch)
+
+
+def _batch_lines(batch: Any, messages: str, id_columns: list[str], declared: bool,
+                 done: int, total: int
+                 ) -> list[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]]:
+    """What :func:`parquet_lines` hands on for one record batch (``messages``: the
+    messages column's name; ``declared``: whether the batch holds
+    :data:`DECLARED_COLUMN`), its first row the file's ``done``-th of ``total``."""
+    from vthread import _core
+    from vthread.arrow import _is_text, decoded
+
+    parts: list[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]] = []
+    column = decoded(batch.column(messages))
+    text = _is_text(column)
+    ids = [_id_values(batch.column(name)) for name in id_columns]
+    declarations = (_declarations(batch.column(DECLARED_COLUMN)) if declared
+                    else [b""] * len(column))
+    lines: list[bytes] = []
+    cell_ids: dict[int, bytes] = {}
+    bodies = _bodies(column, text, done)
+    # The tape's verdict is enough for the cells it reads (all but odd ones); json's
+    # decides the rest, with its message.
+    taken = (_core.tape_reads(cast("list[bytes]", bodies)) if text
+             else [True] * len(bodies))
+    for row, body in enumerate(bodies):
+        ident = _id_text([column_values[row] for column_values in ids])
+        if isinstance(body, UnreadableRows):
+            # A row that is no run whatever its reading (a map keyed by structs): its
+            # error record in its place, the rows before it handed on first.
+            if lines:
+                parts.append((lines, (done + row) / total, cell_ids))
+                lines, cell_ids = [], {}
+            parts.append((body, (done + row + 1) / total, {0: ident} if id_columns else {}))
+            continue
+        if not taken[row]:
+            if not _one_json_value(body):
+                # The cell alone is the line, so that its record says where in the cell
+                # it stops being JSON (wrapped, the place was the wrapping's, and a cell
+                # such as `[],"id":"x"` would have made a valid run of its wrapping).
+                if id_columns:
+                    cell_ids[len(lines)] = ident
+                lines.append(body)
                 continue
-            if not taken[row]:
-                if not _one_json_value(body):
-                    # The cell alone is the line, so that its record says where in the cell
-                    # it stops being JSON (wrapped, the place was the wrapping's, and a cell
-                    # such as `[],"id":"x"` would have made a valid run of its wrapping).
-                    if id_columns:
-                        cell_ids[len(lines)] = ident
-                    lines.append(body)
-                    continue
-                body = _as_utf8(body)
-            opening = body.lstrip()[:1]
-            if opening == b"{":  # a run object: its messages, and its own id
-                lines.append(_with_id(body, ident) if id_columns else body)
-            else:  # (only an array has messages to declare a format of: with_declaration)
-                # The declaration last, as mini-swe-agent writes it: the core tells it from
-                # the line's end, and looks past it unparsed (line_marks).
-                declaration = declarations[row] if opening == b"[" else b""
-                lines.append(b'{"id":' + ident + b',"messages":' + body + declaration + b"}")
-        done += len(column)
-        if lines:
-            yield lines, done / total, cell_ids
+            body = _as_utf8(body)
+        opening = body.lstrip()[:1]
+        if opening == b"{":  # a run object: its messages, and its own id
+            lines.append(_with_id(body, ident) if id_columns else body)
+        else:  # (only an array has messages to declare a format of: with_declaration)
+            # The declaration last, as mini-swe-agent writes it: the core tells it from
+            # the line's end, and looks past it unparsed (line_marks).
+            declaration = declarations[row] if opening == b"[" else b""
+            lines.append(b'{"id":' + ident + b',"messages":' + body + declaration + b"}")
+    if lines:
+        parts.append((lines, (done + len(column)) / total, cell_ids))
+    return parts
 
 
 def _declarations(column: Any) -> list[bytes]:
@@ -269,10 +291,22 @@ def _readable_batches(parquet: Any, columns: list[str], rows: int,
     done = 0  # rows handed on, read or not
     group = 0  # the first row group not handed on
     while group < groups:
-        for batch in _batches_until_failure(parquet, columns, rows,
-                                            list(range(group, groups)), []):
-            yield batch
-            done += len(batch)
+        try:
+            for batch in _batches_until_failure(parquet, columns, rows,
+                                                list(range(group, groups)), []):
+                yield batch
+                done += len(batch)
+        except MemoryError:
+            if rows == 1:
+                raise
+            # The rest of the row group the batch that did not fit is in, read again a row
+            # at a time: the rows before one whose memory cannot be had are handed on
+            # (their records written), and its MemoryError ends the scan.
+            group = bisect_right(starts, done) - 1
+            yield from _one_group(parquet, columns, 1, group, starts, done, id_columns)
+            done = starts[group + 1]
+            group += 1
+            continue
         if done >= starts[-1]:
             return
         # A read failed, or the rows ended before the metadata's count: the groups from the

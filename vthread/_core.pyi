@@ -159,7 +159,8 @@ def arrow_row_texts(
     """The rows of an Arrow array (``__arrow_c_array__``) as JSON texts in one buffer:
     ``(text, starts, ends, rows)``, null rows left out, null struct fields dropped, written on
     ``threads`` worker threads; None when
-    some value has no JSON text; ValueError for a malformed export."""
+    some value has no JSON text; ValueError for a malformed export; MemoryError when the
+    memory of the text cannot be had."""
 
 def own_token_costs(
     messages: Any,

@@ -3385,6 +3385,10 @@ def _parquet_tasks(
             line += len(lines)
         if line == 1 and held_none is not None:
             held_none.append(name)  # (no record stands for it)
+    except MemoryError as error:
+        # Row `line`, read alone once its batch did not fit (parquet_lines), does not fit
+        # either: named, as a JSONL line is, the records of the rows before it written.
+        raise _OutOfMemoryError(f"{name}: row {line}", None) from error
     except (OSError, ValueError) as error:  # pyarrow's errors are ValueErrors and OSErrors
         # (an OSError of the system says its own words, without the errno and the name)
         why = error.strerror if isinstance(error, OSError) and error.strerror else error
