@@ -205,9 +205,34 @@ def test_usage_tokens_nested_in_arrays_are_compared_as_javascript_does(figure: A
                                     {"tokens": 10}], ids=repr)
 def test_an_estimate_that_is_no_count_counts_zero(figure: Any) -> None:
     """None, NaN, infinities, negatives, booleans and JSON values that are no numbers count
-    0, as before (the recorded corpus pins the last)."""
-    got = vthread.build_thread([{"text": "a"}], max_tokens=100, estimate=lambda m: figure)
+    0, as before (the recorded corpus pins the last; a usage is warned of, below)."""
+    with (pytest.warns(UserWarning, match="usage mapping") if isinstance(figure, dict)
+          else contextlib.nullcontext()):
+        got = vthread.build_thread([{"text": "a"}], max_tokens=100, estimate=lambda m: figure)
     assert got.tokens == 0.0
+
+
+@pytest.mark.parametrize("answer", [{"tokens": 50}, {"tokens": "50", "other": 1}],
+                         ids=repr)
+def test_an_estimate_that_is_a_usage_counts_zero_with_a_warning(answer: Any) -> None:
+    """An estimator answering with a usage (as production's estimators do, so a harness
+    ported from them would) counts 0 as before, and says so, once for the thread: a budget
+    of such answers silently held every message (a tester's 1,000 messages under 100
+    tokens)."""
+    thread = [{"type": "user", "text": f"m{index}"} for index in range(1000)]
+    for build in (vthread.build_thread, ref.build_thread):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("default")
+            got = build(thread, max_tokens=100, estimate=lambda m: answer)
+        assert (len(got.messages), got.tokens) == (1000, 0.0)
+        assert [str(warning.message) for warning in said] == [
+            "estimate returned a usage mapping ({'tokens': ...}), which counts 0 tokens: an "
+            "estimate is the figure itself (return its 'tokens')"]
+    for other in ({"count": 50}, [50], "50", None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert vthread.build_thread(thread[:3], max_tokens=100,
+                                        estimate=lambda m, given=other: given).tokens == 0.0
 
 
 @pytest.mark.parametrize("figure", [b"10", object(), 1 + 2j, np.array([10]), {10},

@@ -411,6 +411,16 @@ def estimate_figure(value: Any, index: int) -> float:
         raise TypeError(
             f"estimate(messages[{index}]) returned {type(value).__name__}, not a number"
         )
+    if isinstance(value, Mapping) and "tokens" in value:
+        # A usage where its figure was meant (production's estimators return one; a harness
+        # ported from them is the likeliest to): it counts 0, as production counts a usage
+        # whose tokens is a usage, and a budget of such answers would hold everything.
+        import warnings
+
+        # (One text for every message, so that a thread of them is warned of once.)
+        warnings.warn("estimate returned a usage mapping ({'tokens': ...}), which counts 0 "
+                      "tokens: an estimate is the figure itself (return its 'tokens')",
+                      UserWarning, stacklevel=2)
     return token_figure(value)
 
 
