@@ -134,7 +134,7 @@ fn options_of(options: &Bound<'_, PyAny>) -> PyResult<Options> {
 }
 
 fn surrogate_text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    PyBytes::new(py, bytes).call_method1("decode", ("utf-8", "surrogatepass"))
+    crate::new_bytes(py, bytes)?.call_method1("decode", ("utf-8", "surrogatepass"))
 }
 
 /// A `vthread.guard.GuardReason` from the core's reason.
@@ -367,7 +367,7 @@ impl GuardCore {
         out.u64(this.trip_offset.unwrap_or(0) as u64);
         out.bytes(&this.held);
         out.u64(this.decoded);
-        Ok(PyBytes::new(slf.py(), &out.sealed()))
+        crate::new_bytes(slf.py(), &out.sealed())
     }
 
     /// Take the state `_state` wrote (a pickled guard loaded): this guard, made with the

@@ -41,7 +41,7 @@ fn canonical_json_of<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, P
     let bytes = py
         .detach(|| with_canonical(data, <[u8]>::to_vec))
         .map_err(|error| value_error(py, error))?;
-    Ok(PyBytes::new(py, &bytes))
+    crate::new_bytes(py, &bytes)
 }
 
 /// The unsigned 64-bit XXH3 fingerprint of `canonical_json(data)`.

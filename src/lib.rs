@@ -81,7 +81,7 @@ pub(crate) fn numpy_array<'py, T: numpy::Element>(
 #[pyfunction(name = "canonical")]
 fn canonical_of<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = objects::canonical_bytes(value)?;
-    Ok(PyBytes::new(value.py(), &bytes))
+    new_bytes(value.py(), &bytes)
 }
 
 /// The unsigned 64-bit XXH3 fingerprint of `value`'s canonical encoding.
@@ -111,7 +111,11 @@ impl From<CoreOptions> for columns::ScanOptions {
 
 /// The core's texts (read from Python strings or JSON) as a list of Python strings.
 fn text_list(py: Python<'_>, texts: Vec<node::Text>) -> PyResult<Bound<'_, PyList>> {
-    PyList::new(py, texts.into_iter().map(|text| text.into_python(py)))
+    let texts = texts
+        .into_iter()
+        .map(|text| text.into_python(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, texts)
 }
 
 fn columns_dict<'py>(py: Python<'py>, read: columns::Columns) -> PyResult<Bound<'py, PyDict>> {
@@ -207,7 +211,7 @@ fn describe_thread(
             return Ok(code);
         }
         for text in read.texts.drain(..) {
-            let text = text.into_python(py).into_bound(py);
+            let text = text.into_python(py)?.into_bound(py);
             if let Some(text) = node::text_of(&text)? {
                 let points = objects::code_points(text);
                 if textrun::has_repeated_text_run(points, &text_options, scratch) {
@@ -634,7 +638,7 @@ fn line_marks<'py>(
         .into_iter()
         .map(|line| adapters::line_marks(line, messages_key))
         .collect();
-    Ok(PyBytes::new(lines.py(), &marks))
+    new_bytes(lines.py(), &marks)
 }
 
 /// `adapters::plain_reads_otherwise` of a plain chat's line: bits 1 (Anthropic), 2
@@ -773,11 +777,10 @@ fn translate_line<'py>(
         ));
     };
     let (mut out, mut sources) = (Vec::new(), Vec::new());
-    Ok(
-        adapters::translate_line(line.as_bytes(), format, keys, &mut out, &mut sources)
-            .ok()
-            .map(|_| (PyBytes::new(line.py(), &out), sources)),
-    )
+    if adapters::translate_line(line.as_bytes(), format, keys, &mut out, &mut sources).is_err() {
+        return Ok(None);
+    }
+    Ok(Some((new_bytes(line.py(), &out)?, sources)))
 }
 
 /// One native line's thread as the core reads it under `--mask-volatile` (its messages and
@@ -789,14 +792,16 @@ fn mask_line<'py>(
     line: &Bound<'py, PyBytes>,
     messages_key: Option<&str>,
     id_key: Option<&str>,
-) -> Option<Bound<'py, PyBytes>> {
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let keys = adapters::RunKeys {
         messages: messages_key,
         id: id_key,
     };
     let mut out = Vec::new();
-    masking::masked_native_line(line.as_bytes(), keys, &mut out)
-        .map(|_| PyBytes::new(line.py(), &out))
+    if masking::masked_native_line(line.as_bytes(), keys, &mut out).is_none() {
+        return Ok(None);
+    }
+    new_bytes(line.py(), &out).map(Some)
 }
 
 /// `vthread.replay.has_repeated_text_runs` with resolved options (a ValueError otherwise): one
@@ -1764,8 +1769,9 @@ fn tape_parse_floor(lines: &Bound<'_, PyList>) -> PyResult<usize> {
 
 /// `bytes(data)`, or a MemoryError where Python cannot allocate it: `PyBytes::new` panics
 /// then, and under a memory limit the panic's own report could not be written (a document
-/// scanned under `ulimit -v` hung instead of ending with status 71).
-fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+/// scanned under `ulimit -v` hung instead of ending with status 71). Every `bytes` the core
+/// makes is made here (clippy's `disallowed-methods` holds the crate to it).
+pub(crate) fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let length = ffi::Py_ssize_t::try_from(data.len())
         .map_err(|_| PyMemoryError::new_err("a text longer than Python's bytes can hold"))?;
     // SAFETY: the pointer and length describe `data`, which CPython copies before returning;
@@ -1776,15 +1782,30 @@ fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>>
     }
 }
 
+/// `str` of `text`, or a MemoryError where Python cannot allocate it (`PyString::new`
+/// panics then, as `PyBytes::new` does: see `new_bytes`).
+pub(crate) fn new_string<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    let length = ffi::Py_ssize_t::try_from(text.len())
+        .map_err(|_| PyMemoryError::new_err("a text longer than Python's str can hold"))?;
+    // SAFETY: the pointer and length describe `text`, valid UTF-8, which CPython decodes
+    // into a new object before returning; a null result (with the error set) becomes it.
+    unsafe {
+        let object = ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), length);
+        Ok(Bound::from_owned_ptr_or_err(py, object)?.cast_into_unchecked())
+    }
+}
+
 /// The canonical encoding of one line as the CLI's tape reads it, or None where the tape
 /// declines the line (Python's `json` reads those). For the tests that hold the tape to
 /// the JSON reader and to Python.
 #[pyfunction]
-fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>> {
-    let tape = document::Tape::parse(data.as_bytes()).ok()?;
+fn tape_canonical<'py>(data: &Bound<'py, PyBytes>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let Ok(tape) = document::Tape::parse(data.as_bytes()) else {
+        return Ok(None);
+    };
     let mut out = Vec::new();
     tape.root().push_canonical(&mut out);
-    Some(PyBytes::new(data.py(), &out))
+    new_bytes(data.py(), &out).map(Some)
 }
 
 /// Whether the tape reads each of `lines` (the GIL released): True only for text that is one

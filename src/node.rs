@@ -65,11 +65,11 @@ pub enum Text {
 }
 
 impl Text {
-    pub fn into_python(self, py: Python<'_>) -> Py<PyAny> {
-        match self {
+    pub fn into_python(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match self {
             Text::Python(object) => object,
-            Text::Owned(text) => PyString::new(py, &text).into_any().unbind(),
-        }
+            Text::Owned(text) => crate::new_string(py, &text)?.into_any().unbind(),
+        })
     }
 }
 

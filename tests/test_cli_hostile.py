@@ -941,6 +941,32 @@ except MemoryError as error:
     assert done.stdout.decode().strip() == said
 
 
+def test_bytes_the_core_cannot_have_from_python_are_a_memory_error_not_a_hang() -> None:
+    """The canonical encoding of a 100 MB text, with the core's own buffer in reach and
+    Python's copy of it not: a MemoryError. pyo3's constructor panicked there ("PyObject
+    pointer is null", a PanicException), and with ``RUST_BACKTRACE=1`` (as CI machines set
+    it) the panic's backtrace needed memory it could not have and the process hung."""
+    code = """
+import resource
+from vthread import _core
+text = "y" * (100 << 20)
+_core.canonical("x")
+size = int(next(line for line in open("/proc/self/status")
+                if line.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + (160 << 20), size + (160 << 20)))
+try:
+    _core.canonical(text)
+    print("made")
+except MemoryError:
+    print("MemoryError")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          env={**ENV, "RUST_BACKTRACE": "1"}, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert done.stdout.decode().strip() == "MemoryError"
+    assert b"panicked" not in done.stderr
+
+
 def test_a_document_run_larger_than_the_memory_ends_the_scan(tmp_path: Path) -> None:
     """A .json document of 100 small runs, one of 60 MB and one more, under an address-space
     limit of 220 MB (a reviewer's case): the scan ends with status 71 and no more than the
