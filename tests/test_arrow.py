@@ -70,6 +70,27 @@ def test_json_column_equals_scan_and_the_cli(tmp_path: Path,
     assert sum(v is not None for v in got.column("verdict").to_pylist()) > 10
 
 
+@pytest.mark.parametrize("nested", [False, True], ids=["json", "structs"])
+@pytest.mark.parametrize("anywhere", [False, True])
+def test_a_token_total_past_the_largest_double_is_null_as_in_a_record(
+        nested: bool, anywhere: bool) -> None:
+    """A loop whose usages sum past the largest double: ``loop_tokens`` null in the table,
+    its loops' too, as ``ScanResult.record`` and the CLI write it (the table held inf: the
+    same trajectory gave two answers by two routes; a tester's case)."""
+    call = {"type": "activity", "text": "", "usage": {"tokens": 1e308},
+            "meta": {"activity": {"type": "request",
+                                  "function": {"name": "s", "arguments": {"x": 1}}}}}
+    run = [{"type": "user", "text": "hi"}, *[call] * 4]
+    column = pa.array([run]) if nested else _json_column([run])
+    got = arrow.scan_arrow(pa.table({"messages": column}), anywhere=anywhere)
+    expected = scan([run], anywhere=anywhere).record(0)
+    assert expected["loop_tokens"] is None and expected["verdict"] is not None
+    assert _rows(got, FIELDS[:-1]) == [{name: expected[name] for name in FIELDS[:-1]}]
+    if anywhere:
+        assert got.column("loops").to_pylist() == [expected["loops"]]
+        assert expected["loops"][0]["loop_tokens"] is None
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(threads(max_size=16), max_size=12))
 def test_core_reading_equals_python_reading(runs: list[list[dict[str, Any]]]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache, partial
@@ -65,6 +66,7 @@ from vthread.scan import (
     LineUnreadError,
     ScanResult,
     collector_paused,
+    loop_as_json,
     scan_of_lines,
     scan_validated,
     tokens_between,
@@ -1370,13 +1372,15 @@ def _fields(result: ScanResult, counts: list[int],
         "period": result.period.tolist(),
         "repetitions": result.repetitions.tolist(),
         "loop_messages": result.loop_messages.tolist(),
-        "loop_tokens": [None if t != t else t for t in result.loop_tokens.tolist()],
+        # None where unknown (NaN) or past the largest double (infinity), as a record's
+        "loop_tokens": [t if math.isfinite(t) else None for t in result.loop_tokens.tolist()],
         "signature": [f"{s:016x}" if loop else None
                       for s, loop in zip(result.signature.tolist(), loops, strict=True)],
         "excerpt": list(result.excerpt),
         "messages": counts,
         "error": errors,
-    } | ({} if result.loops is None else {"loops": result.loops})
+    } | ({} if result.loops is None else {"loops": [[loop_as_json(loop) for loop in loops]
+                                                   for loops in result.loops]})
 
 
 def _result_types(anywhere: bool = False) -> dict[str, Any]:
