@@ -119,6 +119,27 @@ def test_a_row_declaring_mini_swe_agent_is_read_as_scan_arrow_reads_it(where: in
         "trajectory_format").to_pylist()
 
 
+@pytest.mark.parametrize("chats", [1, 240])
+def test_formats_disagreeing_within_the_rows_read_are_refused_at_the_call(chats: int) -> None:
+    """16 native rows, then OpenAI chats among the 256 rows read to detect the format: a
+    ValueError at the call naming both, as ``vthread scan`` refuses such a file (only the
+    first 16 weighed, and every chat was read as native, each a false loop, without a word;
+    a tester's case)."""
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
+    chat = [{"role": "user", "content": "2+2?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "calc",
+                                                               "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "4"},
+            {"role": "assistant", "content": "4."}]
+    rows = _texts([native] * 16 + [chat] * chats + [native] * (240 - chats))
+    dataset = ray.data.from_arrow(pa.table({"messages": rows}))
+    with pytest.raises(ValueError, match=r"the rows are in different formats \(native at "
+                       r"rows 0, 1, .*openai at row"):
+        scan_dataset(dataset)
+    assert scan_dataset(dataset, format="native").count() == 256  # (given, as it asks)
+
+
 def test_anywhere_reaches_the_workers() -> None:
     """anywhere=True adds scan_arrow's loops column, row for row; it clashes like the rest."""
     runs = generate_threads(80, seed=31)

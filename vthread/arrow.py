@@ -421,8 +421,8 @@ def as_utf8_json(text: bytes) -> bytes:
 
 
 def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
-            declared: Sequence[str | None] | None = None) -> str:
-    """The format every one of the first rows with messages fits, as ``vthread scan``
+            declared: Sequence[str | None] | None = None, rows: int = _DETECT_ROWS) -> str:
+    """The format every one of the first ``rows`` rows with messages fits, as ``vthread scan``
     decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
     they disagree, or when none is in a known format. When they are all plain chats, the
     format of the first row further on to show a chat format
@@ -441,14 +441,14 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
     if declared is not None:
         values = (with_declaration(value, declared[row]) for row, value in enumerate(values))
     own: set[int] = set()
-    evidence, unknown = evidence_of(_noting_runs_read_as_their_own(values, own), _DETECT_ROWS)
+    evidence, unknown = evidence_of(_noting_runs_read_as_their_own(values, own), rows)
     evidence = declared_apart(evidence, own.__contains__)
     # (why the first row in no format is in none, as vthread scan says it of a line)
     detail = ("" if evidence or unknown is None
               else why_no_format(_python_values(column.slice(unknown, 1))[0]))
     found = agreed_format(evidence, unknown, "row", "the rows", "pass format=", detail)
     if found == "native" and unknown is not None:
-        head = column.slice(0, _DETECT_ROWS)
+        head = column.slice(0, rows)
         misfit = _misfit_rows(head, evidence, unknown)
         if misfit:
             import warnings
@@ -460,7 +460,7 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
                           + misfit_advice(what for _, what in misfit),
                           stacklevel=stacklevel)
     return settled_format(found, evidence, partial(_later_evidence, column, declared),
-                          _DETECT_ROWS, "row", "format='auto'", stacklevel)
+                          rows, "row", "format='auto'", stacklevel)
 
 
 def holds_messages(column: pa.ChunkedArray) -> bool:
