@@ -1171,3 +1171,33 @@ def test_a_refused_sample_stands_only_for_the_sample_it_can_be(
     assert [r["id"] for r in got] == ["a/1", "b/1", "zzz/1", "c/1"]
     assert "not a valid Inspect sample" in got[2]["error"]
     assert got[3]["error"].startswith("sample 'c' epoch 1 is missing from the log")
+
+
+@pytest.mark.parametrize(("name", "data", "said"), [
+    ("runs.json", b'{"a": 1}\n{"b": 2}\n',
+     "it is not one JSON document, which a .json log is: Extra data: line 2 column 1"),
+    ("table.json", b"PAR1\x80\x81\x00",
+     "it is not UTF-8 text, which a .json log is: 'utf-8' codec can't decode byte 0x80"),
+    ("run.json", b'{"history": [], "info": {}}',
+     "its header is not an Inspect log's: eval: Field required (it is {'history': [], "),
+    ("log.eval", b'{"a": 1}', "it is not a whole zip archive, which an .eval log is"),
+])
+def test_a_file_that_is_no_inspect_log_is_said_to_be_none_in_one_line(
+        name: str, data: bytes, said: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that is no Inspect log given to the Python readers: an UnreadableLogError (a
+    ValueError) saying what it is in one line, inspect_ai's or the parser's error its
+    cause. pydantic's text over five lines came through on a SWE-agent trajectory, a
+    UnicodeDecodeError on a Parquet file, "Extra data" on JSONL (a tester's cases); the
+    command line says the same."""
+    from vthread.inspect_log import UnreadableLogError
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(UnreadableLogError) as raised:
+        list(read_inspect_log(path))
+    assert isinstance(raised.value, ValueError) and raised.value.__cause__ is not None
+    assert str(raised.value).startswith(said) and "\n" not in str(raised.value)
+    if name.endswith(".eval"):
+        code, _, stderr = run(["scan", "-q", str(path)], monkeypatch)
+        assert code == 2 and f"cannot read the Inspect AI log: {said}" in stderr

@@ -3630,7 +3630,7 @@ def _inspect_chunks(label: str, source: str | BinaryIO, lacking: Callable[[str],
     missing or cannot read the log's header, or the file cannot be read. What the log of an
     evaluation that did not finish lacks is told to ``lacking`` once its samples are read:
     the log is one cut short, said with an error record after its samples' records."""
-    from vthread.inspect_log import UnreadableSample, read_inspect_samples
+    from vthread.inspect_log import UnreadableSample, read_inspect_samples, unreadable_reason
 
     samples = (_UnreadableRun(sample.ident, sample.reason)
                if isinstance(sample, UnreadableSample)
@@ -3642,22 +3642,7 @@ def _inspect_chunks(label: str, source: str | BinaryIO, lacking: Callable[[str],
         raise _FatalError(f"{label}: {error}") from error
     except Exception as error:  # whatever inspect_ai raises on a log it cannot read
         raise _FatalError(f"{label}: cannot read the Inspect AI log: "
-                          f"{_inspect_reason(error)}") from error
-
-
-def _inspect_reason(error: Exception) -> str:
-    """What inspect_ai's ``error`` means to a person: its zip reader's words for a file that
-    is no zip archive ("EOCD not found": the archive's end record is missing) say so."""
-    import zipfile
-
-    if isinstance(error, zipfile.BadZipFile) or "EOCD" in str(error):
-        return (f"it is not a whole zip archive, which an .eval log is (cut short while "
-                f"written or copied, or another kind of file): {error}")
-    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
-        # (a zip archive's missing member: inspect_ai's own KeyError says only its name)
-        return (f"it has no member {error.args[0]!r}, which an .eval log holds (a zip "
-                "archive of another kind, or a log damaged or written by another program)")
-    return str(error)
+                          f"{unreadable_reason(error)}") from error
 
 
 def _scan_output(line: bytes) -> str | None:

@@ -65,8 +65,8 @@ from typing import IO, Any, Final
 
 from vthread.adapters import from_openai
 
-__all__ = ["INSTALL_HINT", "UnreadableSample", "chat_of", "is_inspect_log", "read_inspect_chats",
-           "read_inspect_log", "read_inspect_samples", "thread_of"]
+__all__ = ["INSTALL_HINT", "UnreadableLogError", "UnreadableSample", "chat_of", "is_inspect_log",
+           "read_inspect_chats", "read_inspect_log", "read_inspect_samples", "thread_of"]
 
 INSTALL_HINT: Final = "pip install 'vthread[inspect]'"
 """How to get the reader this module needs."""
@@ -87,6 +87,53 @@ class UnreadableSample:
 
     ident: str | None
     reason: str
+
+
+class UnreadableLogError(ValueError):
+    """A file inspect_ai cannot read as a log (no JSON, no whole zip archive, no Inspect
+    log, a header that does not validate), said in a person's words; inspect_ai's or the
+    parser's own exception is its ``__cause__``."""
+
+
+def unreadable_reason(error: Exception) -> str:
+    """What inspect_ai's (or its parser's) ``error`` on a file it cannot read as a log means
+    to a person: its zip reader's words for a file that is no zip archive ("EOCD not found":
+    the archive's end record is missing) say so; a header that does not validate is named
+    by its first problem's place (:func:`_problem`), as a sample's is."""
+    import zipfile
+
+    from pydantic import ValidationError
+
+    if isinstance(error, UnreadableLogError):
+        return str(error)
+    if isinstance(error, zipfile.BadZipFile) or "EOCD" in str(error):
+        return (f"it is not a whole zip archive, which an .eval log is (cut short while "
+                f"written or copied, or another kind of file): {error}")
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
+        # (a zip archive's missing member: inspect_ai's own KeyError says only its name)
+        return (f"it has no member {error.args[0]!r}, which an .eval log holds (a zip "
+                "archive of another kind, or a log damaged or written by another program)")
+    if isinstance(error, ValidationError):
+        return f"its header is not an Inspect log's: {_problem(error)}"
+    if isinstance(error, UnicodeDecodeError):
+        return f"it is not UTF-8 text, which a .json log is: {error}"
+    if isinstance(error, json.JSONDecodeError):
+        return f"it is not one JSON document, which a .json log is: {error}"
+    return str(error)
+
+
+def _log_read(read: Callable[[], Any]) -> Any:
+    """``read()`` (inspect_ai's or the parser's reading of a log as a whole: its header, its
+    document), an exception of a file that is no log it reads raised as an
+    :class:`UnreadableLogError` (pydantic's text, over several lines, on a SWE-agent trajectory;
+    a ``UnicodeDecodeError`` on a Parquet file); the file's, the installation's and the
+    memory's errors as they are."""
+    try:
+        return read()
+    except (OSError, ImportError, MemoryError, UnreadableLogError):
+        raise
+    except Exception as error:
+        raise UnreadableLogError(unreadable_reason(error)) from error
 
 
 # A sample as read: (id, chat messages), or why it cannot be.
@@ -132,7 +179,9 @@ def read_inspect_log(source: str | Path | IO[bytes]) -> Iterator[tuple[str, list
     from a ``.eval`` log (a ``.json`` one is parsed whole). Raises :class:`ImportError` saying
     what to install when inspect_ai is not installed, and :class:`ValueError` naming the
     first sample that cannot be read (:class:`UnreadableSample`), after the samples before
-    it; whatever inspect_ai raises on a log whose header it cannot read passes through."""
+    it; an :class:`UnreadableLogError` (a ValueError) saying why in one line on a file that is
+    no log inspect_ai reads (no JSON, no whole zip archive, a header that does not
+    validate)."""
     for ident, chat in read_inspect_chats(source):
         yield ident, from_openai(chat)
 
@@ -354,7 +403,7 @@ def _eval_samples(path: str | Path, notes: _Notes) -> Iterator[_Read]:
     read again one sample at a time so that each bad one is named."""
     from inspect_ai.log import read_eval_log
 
-    header = read_eval_log(path, header_only=True)
+    header = _log_read(lambda: read_eval_log(path, header_only=True))
     config = header.eval.config
     sample_ids = header.eval.dataset.sample_ids
     stopped = _early_stops(header.results)
@@ -614,11 +663,12 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
         # writer of mended text leaves) is refused by pydantic's parser: read by json, the
         # one sample holding it is then refused alone, with its own error record (it cost
         # the whole log).
-        document = json.loads(data)
+        document = _log_read(lambda: json.loads(data))
     if not isinstance(document, dict):
-        raise ValueError(f"the log is not a JSON object, but {_kind(document)}")
+        raise UnreadableLogError(f"the log is not a JSON object, but {_kind(document)}")
     samples = document.pop("samples", None) or []
-    read_eval_log(io.BytesIO(json.dumps(document).encode()), format="json")  # its header
+    _log_read(lambda: read_eval_log(io.BytesIO(json.dumps(document).encode()),
+                                    format="json"))  # its header
     if not isinstance(samples, list):
         raise ValueError(f"the log's samples are not a list, but {_kind(samples)}")
     spec = document["eval"]  # (an object naming a dataset: the header was read)
