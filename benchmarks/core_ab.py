@@ -12,8 +12,10 @@ one thread (the pass ``vthread scan FILE`` makes from bytes: parse, columns, ids
 figures), ``scan_lines_openai`` the same over the threads written as OpenAI chat and read
 as ``vthread scan`` reads a file whose format it detected (translated, each run's own
 format looked for: ``declared_wins``), and ``_core.describe_thread`` called on each thread
-in turn (the core's part of ``describe_thread_cycle``, a harness's every-turn call);
-records, columns and verdicts must be identical across builds. CPU seconds
+in turn (the core's part of ``describe_thread_cycle``, a harness's every-turn call), and
+``arrow_row_texts`` over the threads as an Arrow column of lists of message structs, on one
+thread (the JSON text ``vthread scan X.parquet`` and ``scan_arrow`` read such a column as;
+needs pyarrow); records, columns, texts and verdicts must be identical across builds. CPU seconds
 (``time.process_time``), garbage collection off. ``--ways`` picks some of them.
 
 A build is ``NAME=PATH``, PATH a built core (``vthread/_core.*.so`` after ``maturin develop
@@ -102,6 +104,24 @@ def _each_thread(core: ModuleType, threads: list[Any], options: Any) -> tuple[fl
     return time.process_time() - started, codes
 
 
+def _row_texts(core: ModuleType, column: Any) -> tuple[float, Any]:
+    started = time.process_time()
+    written = core.arrow_row_texts(column, 1)
+    took = time.process_time() - started
+    text, starts, ends, rows = written
+    return took, (text, starts.tolist(), ends.tolist(), rows.tolist())
+
+
+def _struct_column(threads: list[Any]) -> Any:
+    """The threads as one Arrow column of lists of message structs, as Parquet holds them
+    (the tool results that are no text written as JSON text: one column holds one type)."""
+    import pyarrow as pa
+
+    from benchmarks.arrow_report import struct_threads
+
+    return pa.array(struct_threads(threads))
+
+
 def _openai_lines(threads: list[Any]) -> list[bytes]:
     """The threads as JSONL lines of OpenAI chat, as the workload's OpenAI file holds them."""
     from benchmarks.workload import to_openai
@@ -111,20 +131,22 @@ def _openai_lines(threads: list[Any]) -> list[bytes]:
 
 
 WAYS: Final = ("scan_columns", "vthread.scan", "scan_lines", "scan_lines_openai",
-               "describe_thread")
+               "describe_thread", "arrow_row_texts")
 
 
 def measure(builds: dict[str, ModuleType], threads: list[Any], lines: list[bytes], rounds: int,
             chosen: tuple[str, ...] = WAYS) -> dict[str, Any]:
     options = core_options(cycle_options())
     openai = _openai_lines(threads) if "scan_lines_openai" in chosen else []
+    structs = _struct_column(threads) if "arrow_row_texts" in chosen else None
     ways: dict[str, Callable[[ModuleType], tuple[float, Any]]] = {
         "scan_columns": lambda core: _columns(core, threads, options),
         "vthread.scan": lambda core: _public(core, threads),
         "scan_lines": lambda core: _lines(core, lines, options),
         "scan_lines_openai": lambda core: _lines(core, openai, options, format="openai",
                                                  declared_wins=True),
-        "describe_thread": lambda core: _each_thread(core, threads, options)}
+        "describe_thread": lambda core: _each_thread(core, threads, options),
+        "arrow_row_texts": lambda core: _row_texts(core, structs)}
     out: dict[str, Any] = {}
     for way in chosen:
         run = ways[way]

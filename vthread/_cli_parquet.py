@@ -26,7 +26,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeAlias, cast
 
 from vthread._cli_main import is_utf8, require_regular
 from vthread._jsvalue import unicode_text
@@ -149,8 +149,13 @@ class UnreadableRows:
     ids: tuple[bytes, ...] = ()
 
 
+Lines: TypeAlias = tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]
+"""What :func:`parquet_lines` hands on at a time: a batch's lines (or rows that cannot be
+read), the share of the file read so far, and the ids of its lines that are cells alone."""
+
+
 def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows: int
-                  ) -> Iterator[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]]:
+                  ) -> Iterator[Lines]:
     """The file's rows as JSONL lines, ``rows`` at a time, each batch with the share of the
     file read so far (for progress) and the ids of its rows whose line is their cell alone.
     ``{"id": ..., "messages": ...}`` per row, or the row's own run object when the messages
@@ -196,14 +201,14 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
 
 def _batch_lines(batch: Any, messages: str, id_columns: list[str], declared: bool,
                  done: int, total: int
-                 ) -> list[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]]:
+                 ) -> list[Lines]:
     """What :func:`parquet_lines` hands on for one record batch (``messages``: the
     messages column's name; ``declared``: whether the batch holds
     :data:`DECLARED_COLUMN`), its first row the file's ``done``-th of ``total``."""
     from vthread import _core
     from vthread.arrow import _is_text, decoded
 
-    parts: list[tuple[list[bytes] | UnreadableRows, float, dict[int, bytes]]] = []
+    parts: list[Lines] = []
     column = decoded(batch.column(messages))
     text = _is_text(column)
     ids = [_id_values(batch.column(name)) for name in id_columns]
