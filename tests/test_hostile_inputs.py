@@ -791,6 +791,30 @@ def test_a_chat_thread_extended_while_scanned_keeps_its_length_as_read(
         6, 6, "r1" if run_object else None)
 
 
+@pytest.mark.parametrize("anywhere", [False, True])
+@pytest.mark.parametrize("format", ["openai", "auto"])
+def test_a_chat_thread_cleared_by_its_own_message_keeps_its_length_as_read(
+        format: str, anywhere: bool) -> None:
+    """With a format given, a message whose reading clears the caller's list (its ``get``
+    runs the caller's code during the translation): the record's message count is of the
+    thread as it was read, as its loop is (it was the list's afterwards, 0: "8 loop
+    messages in a 0-message thread"; a tester's case)."""
+    thread: list[Any] = []
+
+    class Clears(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            thread.clear()
+            return dict.get(self, key, default)
+
+    user = {"role": "user", "content": "status?"}
+    bot = {"role": "assistant", "content": "Running."}
+    thread += [user, bot] * 3 + [Clears(user), bot]
+    record = vthread.scan([thread], format=format, anywhere=anywhere).record(0)
+    assert thread == []
+    assert (record["verdict"], record["loop_messages"], record["messages"]) == (
+        "repeated_suffix", 8, 8)
+
+
 @pytest.mark.parametrize("bad", [5, None, iter([])])
 @pytest.mark.parametrize("format", ["native", "auto"])
 def test_a_thread_that_is_no_sequence_is_named_with_any_format(bad: Any, format: str) -> None:

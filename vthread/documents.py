@@ -648,7 +648,7 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
     if detected:
         # The threads detection reads, as they are at the call: a message that is no exact
         # dict runs the caller's code when read, which may change the thread under it.
-        threads = [_held(thread) if index < DETECT_THREADS else thread
+        threads = [held(thread) if index < DETECT_THREADS else thread
                    for index, thread in enumerate(threads)]
         reading = [0]
         try:
@@ -685,11 +685,11 @@ def native_threads(threads: Sequence[Any], format_: str, *, one: bool = False
                 native.append(thread)
                 sources.append(None)
                 continue
-            held = _held(thread)
+            as_read = held(thread)
             # (as a run object's, above: a detected chat format yields to SWE-agent's actions)
-            read_as = run_reading_format(held, held, format_) if detected else format_
+            read_as = run_reading_format(as_read, as_read, format_) if detected else format_
             try:
-                messages, origins = to_native_with_sources(held, read_as)  # type: ignore[arg-type]
+                messages, origins = to_native_with_sources(as_read, read_as)  # type: ignore[arg-type]
             except ValueError as error:  # (a MessageTypeError keeps its class: a TypeError too)
                 kind = MessageTypeError if isinstance(error, MessageTypeError) else ValueError
                 raise kind(f"thread {index}: {read_as} format: {error}") from None
@@ -714,7 +714,7 @@ def _note_unnamed(error: Exception, note: str) -> None:
         error.add_note(note)
 
 
-def _held(thread: Any) -> Any:
+def held(thread: Any) -> Any:
     """A list or tuple thread as it is now (a copy), for Python to read message by message
     while the caller's own list may change under it; anything else as it is."""
     return list(thread) if type(thread) is list or type(thread) is tuple else thread
@@ -829,7 +829,7 @@ def thread_format(messages: Sequence[Any]) -> str:
     (:func:`native_threads`' detection of a batch of one), without translating them: a
     caller that goes on to read them in a chat format names it, so that they are translated
     once. O(messages looked at)."""
-    return _batch_format([_held(messages)])
+    return _batch_format([held(messages)])
 
 
 def _batch_format(threads: Sequence[Sequence[Any]], reading: list[int] | None = None) -> str:

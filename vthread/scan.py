@@ -955,6 +955,7 @@ def scan(
     sources = None
     from vthread.documents import (
         first_thread_error,
+        held,
         holds_run_messages,
         native_threads,
         warn_if_chat,
@@ -974,7 +975,10 @@ def scan(
             holds_runs = True
     if format != "native" or holds_runs:
         # A run object holding its messages is read in any format, native too, as the CLI
-        # reads a line holding one.
+        # reads a line holding one. Each list as it is now, read once: the translation runs
+        # the caller's code (a message that is no exact dict), which may change the caller's
+        # lists, and a record's length is that of what was read, as a native thread's is.
+        batch_threads = [held(thread) for thread in batch_threads]
         translated, sources = native_threads(batch_threads, format)
         if sources is not None:  # translated: counted as translated, before it is scanned
             given = _given_runs(batch_threads)
