@@ -468,3 +468,28 @@ def test_masked_thread_of_chat_messages_warns_that_it_masks_none() -> None:
                   {"type": "bot", "text": "ok 12:00:01"}]
         assert vthread.masked_thread(native)[1]["text"] == "ok <time>"
     assert masked[0]["text"] != "at 2024-05-06T07:08:09Z"
+
+
+def test_a_mapping_whose_get_and_storage_disagree_is_masked_as_it_is_read() -> None:
+    """A message whose own ``get`` says another text than it stores: masked, its copy holds
+    what the checks read (its ``get``), so nothing volatile in it leaves the verdict as it
+    was (the copy held the stored text, and a thread looping by its ``get`` did not loop
+    with ``mask_volatile=True``; a tester's case). An absent field stays absent."""
+
+    class Said(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            if key == "text":
+                return "GET"
+            if key == "meta":
+                return default
+            return dict.get(self, key, default)
+
+    other = {"type": "bot", "text": "y"}
+    thread = [Said(type="bot", text="stored", meta={"a": 1}), other,
+              {"type": "bot", "text": "GET"}, other]
+    assert vthread.masked_thread([thread[0]]) == [{"type": "bot", "text": "GET"}]
+    plain = vthread.describe_thread_cycle(thread)
+    assert plain == "repeated_suffix"
+    assert vthread.describe_thread_cycle(thread, mask_volatile=True) == plain
+    for keywords in ({}, {"anywhere": True}):
+        assert vthread.scan([thread], mask_volatile=True, **keywords).names == [plain]

@@ -56,7 +56,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from vthread import _core
-from vthread._jsvalue import _has_json_form, _numpy, is_string, real_number, stand_in
+from vthread._jsvalue import (
+    ABSENT_FIELD,
+    _has_json_form,
+    _numpy,
+    field,
+    is_string,
+    real_number,
+    stand_in,
+)
 from vthread._messages import copied
 from vthread._options import flag
 
@@ -243,11 +251,25 @@ def _masked_message(message: Any, mask: Callable[[str], str] = mask_text) -> Any
     if not isinstance(message, Mapping):
         return message
     copy = dict(message)
+    if type(message) is not dict:
+        # The fields the readers read, as they read them (with the mapping's own get), so
+        # that a mapping whose get and storage disagree is judged alike masked or not (its
+        # copy held what its storage held, and a thread looping by its get did not loop).
+        for name in _READ_FIELDS:
+            value = field(message, name)
+            if value is ABSENT_FIELD:
+                copy.pop(name, None)
+            else:
+                copy[name] = value
     if is_string(copy.get("text")):
         copy["text"] = mask(copy["text"])
     if "meta" in copy:
         copy["meta"] = _masked_value(copy["meta"], mask=mask)
     return copy
+
+
+_READ_FIELDS: Final = ("type", "text", "meta", "usage")
+"""A message's fields the checks read (:func:`vthread._jsvalue.field`)."""
 
 
 def volatile_masked(messages: Any, mask_volatile: bool) -> Any:
