@@ -1255,3 +1255,46 @@ def test_the_reports_second_reading_says_nothing_and_waits_for_no_fifo(
         assert main(["report", str(folder), "-o", str(out)]) == 0
     assert not any(json.loads(out.read_text().split('id="report-data">', 1)[1].split(
         "</script>", 1)[0])["runs"]["kinds"])
+
+
+@pytest.mark.parametrize("when", ["reading the records", "writing the page"])
+def test_sigterm_after_the_scan_ends_the_report_saying_so_and_leaves_nothing(
+        when: str, tmp_path: Path) -> None:
+    """SIGTERM once the scan is done (its records being read back from the temporary
+    folder, or the page being written): status 143, "terminated" said, the temporary
+    folder gone and the page that was there before as it was. SIGTERM killed the process
+    there, saying nothing and leaving the folder, a copy of every record, behind (a
+    tester's 12 MB each under timeout); while the page is written it waits for the page."""
+    import subprocess
+
+    runs = tmp_path / "runs.jsonl"
+    loop = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "yo"}] * 3
+    runs.write_text("".join(json.dumps({"id": f"r{i}", "messages": loop}) + "\n"
+                            for i in range(5)))
+    page = tmp_path / "page.html"
+    page.write_text("the page before")
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    code = f"""
+import os, signal, sys
+from vthread import _cli_report, report
+target, name = ((report.ReportData, "add") if {when!r} == "reading the records"
+                else (_cli_report, "_write_page"))
+original = getattr(target, name)
+def then_terminated(*arguments, **keywords):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return original(*arguments, **keywords)
+setattr(target, name, then_terminated)
+from vthread._cli_main import main
+sys.exit(main(["report", sys.argv[1], "-o", sys.argv[2]]))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(runs), str(page)],
+                          capture_output=True, timeout=120, check=False,
+                          env={**os.environ, "TMPDIR": str(folder)})
+    assert done.returncode == 143, done.stderr.decode()[-2000:]
+    assert done.stderr.decode().endswith("vthread report: terminated\n")
+    if when == "reading the records":
+        assert page.read_text() == "the page before"
+    else:  # (the page is written whole first)
+        assert page.read_text().rstrip().endswith("</html>")
+    assert list(folder.iterdir()) == []

@@ -40,6 +40,7 @@ from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
+    TERMINATED_EXIT,
     USAGE_EXIT,
     blocking_stdin,
     input_label,
@@ -80,11 +81,22 @@ class _ReportError(Exception):
 
 
 def run_report(argv: Sequence[str], stderr: TextIO) -> int:
-    """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status."""
+    """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status.
+    Ctrl-C and SIGTERM end it as exceptions (the scan's own handling of them,
+    :class:`vthread.cli._StopSignals`, from its start to its end: outside the scan SIGTERM
+    killed the process, leaving the scan's temporary folder of records behind and saying
+    nothing), except while the page is written, which they wait for."""
+    from vthread.cli import _StopSignals, _TerminatedError
+
     stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
+    stops = _StopSignals()
     try:
-        return _run_report(argv, cast(TextIO, _Shown(stderr)))
+        return _run_report(argv, cast(TextIO, _Shown(stderr)), stops)
+    except _TerminatedError:
+        stderr.write("vthread report: terminated\n")
+        return TERMINATED_EXIT
     finally:
+        stops.close()
         sys.stdin = stdin
 
 
@@ -133,7 +145,7 @@ class _Warned(io.TextIOBase):
         self.stream.flush()
 
 
-def _run_report(argv: Sequence[str], shown: TextIO) -> int:
+def _run_report(argv: Sequence[str], shown: TextIO, stops: Any) -> int:
     warned = _Warned(shown)
     stderr = cast(TextIO, warned)
     parser = _parser()
@@ -183,7 +195,8 @@ def _run_report(argv: Sequence[str], shown: TextIO) -> int:
         page = render_report(data, title=title, sources=options.files, warnings=warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
-            _write_page(options.output, page.encode("utf-8", "replace"))
+            with stops.held():
+                _write_page(options.output, page.encode("utf-8", "replace"))
         except BrokenPipeError:
             # The reader of standard output went away (| head): end quietly, as scan does.
             if sys.stdout is not None:
