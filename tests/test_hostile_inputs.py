@@ -1543,6 +1543,25 @@ def test_an_error_a_message_raises_is_noted_with_its_thread_and_index(
     assert error.value.__notes__ == [f"while reading {where}"]
 
 
+@pytest.mark.parametrize("call", ["describe_thread_cycle", "is_thread_cyclic",
+                                  "has_repeated_suffix", "has_repeated_activity_tail",
+                                  "has_repeated_result_run"])
+def test_a_single_calls_note_names_the_message_and_no_thread(call: str) -> None:
+    """An error a message's own code raises as a single thread is read: the note names the
+    message alone, as ``describe_thread_cycle``'s does (the single heuristics, reading a
+    batch of one, named "thread 0, messages[2]", a thread the caller never passed; a
+    tester's case)."""
+
+    class Raises(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            raise ValueError("x")
+
+    thread = [{"type": "bot", "text": "A"}] * 2 + [Raises()]
+    with pytest.raises(ValueError, match=r"^x") as error:
+        getattr(vthread, call)(thread)
+    assert error.value.__notes__ == ["while reading messages[2]"]
+
+
 class _GetRaises(dict[str, Any]):
     """A native message whose every ``get`` raises."""
 
