@@ -80,7 +80,8 @@ class ScanResult:
     For a looping thread, ``loop_start[i]`` is the index of the first message of the loop,
     ``period[i]`` the messages per repetition, ``repetitions[i]`` how many repetitions were
     seen, ``loop_messages[i]`` the messages from ``loop_start`` to the end of the thread and
-    ``loop_tokens[i]`` the sum of their ``usage.tokens`` (NaN when none carries a usage),
+    ``loop_tokens[i]`` the sum of their ``usage.tokens`` (NaN when none carries a usage,
+    infinity past the largest double: a record says None of both),
     ``signature[i]`` a stable 64-bit fingerprint of what repeats (the block whatever its
     phase, the set of tool signatures, the repeated result, the repeated sentences), so the
     same loop can be counted across thousands of threads and across runs, and
