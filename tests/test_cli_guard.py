@@ -191,6 +191,25 @@ def test_multibyte_character_split_across_reads() -> None:
     assert json.loads(errors)["phrase"] == trip.reason.phrase
 
 
+def test_sigterm_ends_the_guard_as_it_ends_cat() -> None:
+    """SIGTERM while the guard waits for input: the process ends by the signal, so a shell
+    reports 143, as ``--help`` says (it listed no status for it)."""
+    import signal
+
+    process = subprocess.Popen(COMMAND,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env())
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"healthy words ")
+    process.stdin.flush()
+    assert os.read(process.stdout.fileno(), 1 << 16) == b"healthy words "  # (it runs)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    process.stdin.close()
+    assert process.returncode == -signal.SIGTERM
+    assert "143 terminated (SIGTERM" in run(b"", "--help").stdout.decode()
+
+
 def test_every_byte_boundary_in_process() -> None:
     """Fed one byte per read, the answer is the same as fed whole."""
     text = "Voilà: çà et là, " + "ça recommence encore ici " * 8

@@ -67,7 +67,7 @@ exit status:
   2    bad options or an unreadable FILE or standard input
   70   internal error (a bug: the traceback is on standard error; please report it)
   74   standard output could not be written (closed, disk full)
-  130  interrupted (Ctrl-C)
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM, as cat is)
   141  standard output closed early by its reader (as cat killed by SIGPIPE)
 """
 
