@@ -184,12 +184,15 @@ def parquet_lines(path: str, messages_key: str | None, id_key: str | None, rows:
             done += batch.rows
             yield batch, done / total, dict(enumerate(batch.ids))
             continue
+        parts: list[Lines] | None = None
         try:
             parts = _batch_lines(batch, messages, id_columns, bool(declared), done, total)
         except MemoryError:
             if len(batch) == 1:
                 raise
-            # The batch's rows one at a time: the records of the rows before one whose
+        if parts is None:
+            # The batch's rows one at a time (out of the handler, whose traceback would hold
+            # the memory of the failed attempt): the records of the rows before one whose
             # memory cannot be had are written, then its MemoryError ends the scan.
             for row in range(len(batch)):
                 yield from _batch_lines(batch.slice(row, 1), messages, id_columns,
@@ -296,17 +299,22 @@ def _readable_batches(parquet: Any, columns: list[str], rows: int,
     done = 0  # rows handed on, read or not
     group = 0  # the first row group not handed on
     while group < groups:
+        ran_out = False
         try:
             for batch in _batches_until_failure(parquet, columns, rows,
                                                 list(range(group, groups)), []):
                 yield batch
                 done += len(batch)
         except MemoryError:
-            if rows == 1:
+            if rows == 1 or done >= starts[-1]:
                 raise
+            ran_out = True
+        if ran_out:
             # The rest of the row group the batch that did not fit is in, read again a row
-            # at a time: the rows before one whose memory cannot be had are handed on
-            # (their records written), and its MemoryError ends the scan.
+            # at a time (out of the handler, whose traceback would hold the memory of the
+            # failed read; pyarrow reads a group only from its start, so the rest of it,
+            # not the batch alone): the rows before one whose memory cannot be had are
+            # handed on (their records written), and its MemoryError ends the scan.
             group = bisect_right(starts, done) - 1
             yield from _one_group(parquet, columns, 1, group, starts, done, id_columns)
             done = starts[group + 1]
