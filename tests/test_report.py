@@ -1322,3 +1322,30 @@ def test_the_kind_charts_labels_fit_within_it(counts: list[int]) -> None:
     assert [label.split(" ")[0] for _, label in labels] == [f"{n:,}" for n in counts]
     for x, label in labels:
         assert float(x) + 8 * len(label) <= width, label
+
+
+def test_sigterm_ends_a_report_stuck_writing_to_a_stalled_reader(tmp_path: Path) -> None:
+    """A page written to standard output whose reader never reads (the pipe full): SIGTERM
+    ends the report with 143 at once. Held until the page was written, as a file's page is,
+    the write waited on the reader for ever and SIGTERM could not end it (a reviewer's
+    case)."""
+    import signal
+    import subprocess
+    import time
+
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(_loop_record(f"run-{index}", f"call({index})",
+                                                       line=index + 1)) + "\n"
+                               for index in range(5_000)))
+    process = subprocess.Popen([sys.executable, "-m", "vthread", "report", str(records),
+                                "-o", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)  # (read, rendered, and stuck on the full pipe: nothing reads it)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)  # (its stdout never read; its stderr is a line or two)
+    finally:
+        process.kill()
+    assert process.stderr is not None
+    said = process.stderr.read()
+    assert process.returncode == 143, said.decode()[-2000:]
+    assert said.decode().endswith("vthread report: terminated\n")

@@ -150,7 +150,8 @@ def _main(args: list[str], own_process: bool = False) -> int:
     if args[:1] == ["report"]:
         from vthread._cli_report import run_report
 
-        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO())
+        return run_report(args[1:], sys.stderr if sys.stderr is not None else io.StringIO(),
+                          own_process=own_process)
     parser = _parser()
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         say(_misplaced_option(args[0], parser), lines=True)

@@ -80,24 +80,28 @@ class _ReportError(Exception):
         self.status = status
 
 
-def run_report(argv: Sequence[str], stderr: TextIO) -> int:
+def run_report(argv: Sequence[str], stderr: TextIO, own_process: bool = False) -> int:
     """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status.
     Ctrl-C and SIGTERM end it as exceptions (the scan's own handling of them,
     :class:`vthread.cli._StopSignals`, from its start to its end: outside the scan SIGTERM
     killed the process, leaving the scan's temporary folder of records behind and saying
-    nothing), except while the page is written, which they wait for."""
+    nothing), except while the page is written to a file, which they wait for; once the
+    status is decided they change nothing (``own_process``: the process is the command's
+    own, and they are ignored from then on, as ``vthread scan`` ignores them)."""
     from vthread.cli import _StopSignals, _TerminatedError
 
     stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
     stops = _StopSignals()
     try:
-        return _run_report(argv, cast(TextIO, _Shown(stderr)), stops)
+        status = _run_report(argv, cast(TextIO, _Shown(stderr)), stops)
     except _TerminatedError:
+        stops.settle()
         stderr.write("vthread report: terminated\n")
         return TERMINATED_EXIT
     finally:
-        stops.close()
+        stops.close(ignore=own_process)
         sys.stdin = stdin
+    return status
 
 
 class _Shown(io.TextIOBase):
@@ -195,7 +199,9 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: Any) -> int:
         page = render_report(data, title=title, sources=options.files, warnings=warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
-            with stops.held():
+            # A file is written whole before a signal takes effect; standard output is not
+            # waited on (a reader that stalls would keep SIGTERM from ever ending it).
+            with stops.held() if options.output != "-" else contextlib.nullcontext():
                 _write_page(options.output, page.encode("utf-8", "replace"))
         except BrokenPipeError:
             # The reader of standard output went away (| head): end quietly, as scan does.
@@ -209,8 +215,10 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: Any) -> int:
         stderr.write(f"vthread report: {error}\n")
         return error.status
     except KeyboardInterrupt:
+        stops.settle()
         stderr.write("vthread report: interrupted\n")
         return INTERRUPTED_EXIT
+    stops.settle()  # (the page is written: a signal now changes nothing)
     summary = data.summary()
     runs = summary["threads"]
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
