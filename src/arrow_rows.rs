@@ -100,14 +100,22 @@ pub fn row_texts(array: &ArrayRef, threads: usize) -> Result<RowTexts, Unwritten
         let begin = begin[0];
         part_texts(array, begin..array.len().min(begin + ROWS_PER_PART))
     });
+    let mut parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    if parts.len() == 1 {
+        return Ok(parts.pop().unwrap_or_default()); // (one part is the whole, not copied)
+    }
+    // Asked for at once, exactly: grown part by part, the buffer could ask twice the text
+    // while every part is still held.
+    let bytes = parts.iter().map(|part| part.text.len()).sum();
+    let rows = parts.iter().map(|part| part.rows.len()).sum();
     let mut whole = RowTexts::default();
+    let exactly = |_: std::collections::TryReserveError| OutOfMemory;
+    whole.text.try_reserve_exact(bytes).map_err(exactly)?;
+    whole.starts.try_reserve_exact(rows).map_err(exactly)?;
+    whole.ends.try_reserve_exact(rows).map_err(exactly)?;
+    whole.rows.try_reserve_exact(rows).map_err(exactly)?;
     for part in parts {
-        let part = part?;
         let shift = whole.text.len() as i64;
-        room(&mut whole.text, part.text.len())?;
-        room(&mut whole.starts, part.rows.len())?;
-        room(&mut whole.ends, part.rows.len())?;
-        room(&mut whole.rows, part.rows.len())?;
         whole.text.extend_from_slice(&part.text);
         whole
             .starts

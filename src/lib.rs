@@ -722,11 +722,13 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: threads::ChunkColumns) -> PyResult<Bo
     if let Some(anywhere) = chunk.anywhere {
         out.set_item("anywhere", screens_dict(py, anywhere)?)?;
     }
-    let ids: Vec<String> = chunk
+    // (each a line's id as JSON text, of any length: made as every text the core hands
+    // Python is, a MemoryError where pyo3's conversion of a `String` would panic)
+    let ids = chunk
         .lines
         .iter()
-        .map(|line| line.id_text.clone())
-        .collect();
+        .map(|line| new_string(py, &line.id_text))
+        .collect::<PyResult<Vec<_>>>()?;
     let counts: Vec<i64> = chunk
         .lines
         .iter()
