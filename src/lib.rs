@@ -174,16 +174,18 @@ fn screens_dict(py: Python<'_>, read: anywhere::MessageColumns) -> PyResult<Boun
 
 /// Read a batch of threads into the columns the NumPy heuristics run over (see
 /// `columns.rs`): a dict of NumPy arrays, and with `keep_read`, `threads`: the messages read
-/// (`threads::ReadThreads`). Errors name the thread and message index.
+/// (`threads::ReadThreads`). Errors name the thread and message index; with `one` (a single
+/// call's thread, the batch's only one), the message index alone.
 #[pyfunction]
-#[pyo3(signature = (threads, options, keep_read=false))]
+#[pyo3(signature = (threads, options, keep_read=false, one=false))]
 fn scan_columns<'py>(
     threads: &Bound<'py, PyList>,
     options: CoreOptions,
     keep_read: bool,
+    one: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = columns::ScanOptions::from(options);
-    let (read, messages) = threads::columns_of_objects(threads, &options, keep_read)?;
+    let (read, messages) = threads::columns_of_objects(threads, &options, keep_read, one)?;
     let out = columns_dict(threads.py(), read)?;
     if let Some(messages) = messages {
         out.set_item("threads", messages)?;

@@ -158,10 +158,12 @@ fn keep_read<'py>(
 }
 
 /// The columns of a batch of Python threads, and the messages read when `keep` says so.
+/// With `one` (a single call's thread), errors name no thread, as `describe_thread`'s.
 pub fn columns_of_objects<'py>(
     threads: &Bound<'py, PyList>,
     options: &ScanOptions,
     keep: bool,
+    one: bool,
 ) -> PyResult<(Columns, ReadThreads<'py>)> {
     let py = threads.py();
     let mut columns = Columns::new();
@@ -173,12 +175,13 @@ pub fn columns_of_objects<'py>(
             pause(py)?;
             since_pause = 0;
         }
-        let items = python_messages(&thread, Some(index))?;
+        let named = (!one).then_some(index);
+        let items = python_messages(&thread, named)?;
         crate::node::prefetch_fields(&items);
         since_pause += items.len() + 1;
         columns
             .push_thread(index, &items, options, &mut reader)
-            .map_err(|error| located(py, error, Some(index), &items))?;
+            .map_err(|error| located(py, error, named, &items))?;
         let whole = columns.last_may_loop_before_its_texts(options.needed_results);
         keep_read(&mut read, &thread, items, whole)?;
     }

@@ -23,9 +23,12 @@ def scan_columns(
     threads: list[Any],
     options: CoreOptions,
     keep_read: bool = False,
+    one: bool = False,
 ) -> dict[str, Any]:
     """The columns the NumPy heuristics read (see src/columns.rs); NumPy arrays by name.
-    With ``keep_read``, also ``threads``: a tuple per thread of the messages read."""
+    With ``keep_read``, also ``threads``: a tuple per thread of the messages read. Errors
+    name the thread and message index; with ``one`` (a single call's thread), the message
+    index alone."""
 
 def scan_lines(
     lines: list[bytes],

@@ -102,10 +102,11 @@ def _clamped(options: CycleOptions) -> _core.CoreOptions:
 _DEFAULT_CORE_OPTIONS: Final = _clamped(DEFAULT_CYCLE)
 
 
-def read_columns(threads: list[Any], options: CycleOptions) -> Columns:
+def read_columns(threads: list[Any], options: CycleOptions, one: bool = False) -> Columns:
     """The core's columns of a batch whose threads are known to be sequences (each message is
-    checked by the core: a ``TypeError`` names the thread and message index)."""
-    return columns_of(_core.scan_columns(threads, core_options(options)))
+    checked by the core: a ``TypeError`` names the thread and message index; with ``one``, a
+    single call's thread, the message index alone)."""
+    return columns_of(_core.scan_columns(threads, core_options(options), one=one))
 
 
 def columns_of(raw: dict[str, Any]) -> Columns:

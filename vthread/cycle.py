@@ -48,26 +48,8 @@ __all__ = [
 
 
 def _columns(messages: object, options: CycleOptions) -> Columns:
-    try:
-        return read_columns([as_held_thread(messages)], options)
-    except Exception as error:
-        # A single thread's errors name the message index, not a thread (a batch of one is
-        # read): the core's note on the caller's own error too ("while reading messages[2]",
-        # as describe_thread_cycle's), which otherwise goes on as it was raised.
-        notes = getattr(error, "__notes__", None)
-        if isinstance(notes, list):
-            error.__notes__ = [_one_thread_note(note) for note in notes
-                               if note != "while reading thread 0"]
-        if type(error) is not TypeError or not str(error).startswith("thread 0: "):
-            raise
-        raise TypeError(str(error).removeprefix("thread 0: ")) from None
-
-
-def _one_thread_note(note: str) -> str:
-    """The core's note naming the place in a batch of one thread as a single call's."""
-    if note.startswith("while reading thread 0, "):
-        return "while reading " + note.removeprefix("while reading thread 0, ")
-    return note
+    # (a single thread's errors name the message index, not a thread)
+    return read_columns([as_held_thread(messages)], options, one=True)
 
 
 def _native(messages: MessagesOrRun, format: str, stacklevel: int) -> Any:
