@@ -670,7 +670,7 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     _log_read(lambda: read_eval_log(io.BytesIO(json.dumps(document).encode()),
                                     format="json"))  # its header
     if not isinstance(samples, list):
-        raise ValueError(f"the log's samples are not a list, but {_kind(samples)}")
+        raise UnreadableLogError(f"the log's samples are not a list, but {_kind(samples)}")
     spec = document["eval"]  # (an object naming a dataset: the header was read)
     header = {"version": document.get("version", 2),
               "eval": {**spec, "dataset": {**spec["dataset"], "sample_ids": None}}}

@@ -494,8 +494,8 @@ def _chart_card(title: str, svg: str) -> str:
 
 
 _LABEL_CHAR_WIDTH: Final = 8
-"""The widest a character of a chart's label is drawn, in pixels (12 px text: digits are
-about 7, "%" about 11, a space 3)."""
+"""The room given a character of a chart's label, in pixels: more than a count's label
+takes on average at 12 px (its digits about 7 each, a comma and a space 3, "%" 11)."""
 
 
 def _kind_chart(data: ReportData) -> str:

@@ -1038,8 +1038,9 @@ def _messages_in(threads: list[Any]) -> int:
 
 def _given_runs(threads: list[Any]) -> tuple[list[int], list[Any] | None]:
     """Each thread's length in its own messages and, when the batch holds run objects, each
-    one's run id (None for a list of messages), read once, as the threads are translated:
-    the scan answers for what it read, whatever the caller's lists hold when it is done."""
+    one's run id (None for a list of messages), of ``threads`` as the scan read them (its
+    own copies of the caller's lists, which the caller's code cannot change): the scan
+    answers for what it read, whatever the caller's lists hold when it is done."""
     from vthread.documents import run_id, run_messages
 
     lengths = [len(run_messages(t)) if isinstance(t, Mapping) else len(t) for t in threads]
