@@ -33,7 +33,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO, cast
 
 from vthread import _core
 from vthread._cli_main import (
@@ -58,6 +58,9 @@ from vthread._cli_parquet import is_parquet, parquet_source
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, WrittenNumber, message_kinds, render_report
 from vthread.scan import HEURISTIC_NAMES
+
+if TYPE_CHECKING:
+    from vthread.cli import _StopSignals  # (imported when a report runs: the scan's module)
 
 __all__ = ["run_report"]
 
@@ -149,7 +152,7 @@ class _Warned(io.TextIOBase):
         self.stream.flush()
 
 
-def _run_report(argv: Sequence[str], shown: TextIO, stops: Any) -> int:
+def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
     warned = _Warned(shown)
     stderr = cast(TextIO, warned)
     parser = _parser()
