@@ -470,19 +470,21 @@ def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> No
     """format= given for rows plainly in another (chat read as native: every run alike, so a
     loop) warns once, naming the rows and pointing at the caller, as ``vthread scan
     --format`` does; the rows are still read as asked. Rows in the format given do not."""
-    runs = generate_threads(20, seed=3)
+    first = arrow._DETECT_ROWS  # (64, as vthread.scan and vthread scan look at)
+    runs = generate_threads(first + 4, seed=3)
     chat = pa.table({"messages": _json_column([to_openai(run) for run in runs])})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = arrow.scan_arrow(chat, format="native")
     assert str(caught[0].message).startswith(
-        "format='native' was given, but rows 0, 1, 2, 3, 4 and 11 more of the first 16 look "
-        "like openai")
+        f"format='native' was given, but rows 0, 1, 2, 3, 4 and {first - 5} more of the first "
+        f"{first} look like openai")
     # (and the looping rows past those, as vthread scan names its lines past the first)
     assert [w.filename for w in caught] == [__file__] * 2
-    assert str(caught[1].message).startswith("rows 16, 17, 18, 19 look like openai but are "
-                                             "read as native")
-    assert got.column("verdict").to_pylist() == ["repeated_suffix"] * 20
+    assert str(caught[1].message).startswith(
+        f"rows {first}, {first + 1}, {first + 2}, {first + 3} look like openai but are read as "
+        "native")
+    assert got.column("verdict").to_pylist() == ["repeated_suffix"] * (first + 4)
     native = pa.table({"messages": _json_column(runs)})
     with pytest.warns(UserWarning, match=r"format='openai' was given, but rows 0, 1"):
         arrow.scan_arrow(native, format="openai")
@@ -494,7 +496,7 @@ def test_a_format_given_that_the_rows_plainly_are_not_in_is_warned_about() -> No
 
 def test_a_given_format_is_checked_on_the_first_rows_only(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check of a format given reads the first 16 rows, whatever they hold: a column of
+    """The check of a format given reads the first rows (64), whatever they hold: a column of
     runs with no messages (which give no evidence) is not read to its end for it."""
     judged: list[bytes] = []
     real = arrow.line_format_evidence
@@ -505,7 +507,7 @@ def test_a_given_format_is_checked_on_the_first_rows_only(
 
     monkeypatch.setattr(arrow, "line_format_evidence", counted)
     got = arrow.scan_arrow(pa.table({"messages": ["[]"] * 5_000}), format="native")
-    assert got.num_rows == 5_000 and len(judged) == 16
+    assert got.num_rows == 5_000 and len(judged) == arrow._DETECT_ROWS == 64
 
 
 def test_columns_that_cannot_be_told_apart_are_clear_errors(tmp_path: Path) -> None:
@@ -1118,12 +1120,12 @@ def test_a_column_alone_is_a_type_error_saying_to_put_it_in_a_table() -> None:
 def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> None:
     """Rows read as native (detected so from the first rows, or given), a looping one further
     on plainly in another format (chat messages, LangChain's): its loop is false, and it was
-    said of the first 16 rows alone, where ``vthread.scan`` and ``vthread scan`` say it of
+    said of the first rows alone, where ``vthread.scan`` and ``vthread scan`` say it of
     every looping thread. A native row that loops draws no such word; a row holding a list
     of runs is an error row, as ``vthread scan``'s record of it is."""
     rows = [json.dumps(thread) for thread in generate_threads(120, seed=3)]
     chat = [{"role": "user", "content": f"question {i}"} for i in range(5)]
-    rows[40] = rows[90] = json.dumps(chat)
+    rows[80] = rows[90] = json.dumps(chat)
     rows[100] = json.dumps([{"type": "human", "content": f"q{i}"} for i in range(5)])
     rows[110] = json.dumps([{"id": i, "messages": [{"type": "user", "text": f"{i}"}]}
                             for i in range(4)])
@@ -1132,11 +1134,11 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
         with pytest.warns(UserWarning) as caught:
             result = arrow.scan_arrow(table, **keywords)
         said = [str(w.message) for w in caught]
-        assert said == ["rows 40, 90 look like openai, row 100 like langchain but are read as "
+        assert said == ["rows 80, 90 look like openai, row 100 like langchain but are read as "
                         "native: read so, their messages are alike and their loops may be "
                         "false; scan them apart, or pass their format"], said
         verdicts = result.column("verdict").to_pylist()
-        assert all(verdicts[row] is not None for row in (40, 90, 100))
+        assert all(verdicts[row] is not None for row in (80, 90, 100))
         # A row holding a list of runs is an error row, as vthread scan's record of it (it
         # was a false loop with the warning).
         assert result.column("error").to_pylist()[110] == (
@@ -1145,7 +1147,7 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
     # A slice read through Python objects (a row only Python's json reads): the same word.
     odd = list(rows)
     odd[19] = '[{"type": "user", "text": "q", "meta": {"n": 123456789012345678901234567890}}]'
-    with pytest.warns(UserWarning, match=r"^rows 40, 90 look like openai, row 100 like "):
+    with pytest.warns(UserWarning, match=r"^rows 80, 90 look like openai, row 100 like "):
         arrow.scan_arrow(pa.table({"messages": odd}))
     # A list of runs among the first rows: an error row too, and no word of its reading.
     for keywords in ({}, {"format": "native"}):
@@ -1157,7 +1159,23 @@ def test_a_looping_row_past_the_first_in_another_format_is_warned_about() -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clean = pa.table({"messages": [json.dumps(t) for t in generate_threads(120, seed=3)]})
-        assert any(arrow.scan_arrow(clean).column("verdict").to_pylist()[16:])
+        assert any(arrow.scan_arrow(clean).column("verdict").to_pylist()[arrow._DETECT_ROWS:])
         # A batch of a Ray dataset, scanned alone, says nothing (its row numbers are the
         # batch's, and its first rows were another batch's).
         arrow.scan_column(table, table.column("messages"), "native", {}, False, False)
+
+
+def test_formats_disagreeing_within_the_first_64_rows_are_refused_as_scan_refuses_them() -> None:
+    """20 native rows, then an OpenAI chat: a ValueError naming both, as ``vthread.scan``
+    and ``vthread scan`` refuse the same threads (the first 16 rows alone decided, and the
+    chat was read as native, a false loop with a warning; a tester's case). Past the first
+    64 such a row is read as native and warned of, as the others warn of it."""
+    native = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
+    chat = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4."}]
+    threads = [native] * 20 + [chat]
+    with pytest.raises(ValueError, match=r"^the threads are in different formats \(native at "
+                       r"threads 0, 1, 2, 3, 4 and 15 more; openai at thread 20\)"):
+        scan(threads, format="auto")
+    with pytest.raises(ValueError, match=r"^the rows are in different formats \(native at "
+                       r"rows 0, 1, 2, 3, 4 and 15 more; openai at row 20\)"):
+        arrow.scan_arrow(pa.table({"messages": _json_column(threads)}))

@@ -36,6 +36,7 @@ from vthread.adapters import agreed_format
 from vthread.documents import (
     BLANK_CELL,
     DECLARED_COLUMN,
+    DETECT_THREADS,
     checked_format,
     declared_apart,
     evidence_of,
@@ -90,8 +91,10 @@ structs per row, as ``vthread scan --anywhere -o X.parquet`` writes): a record's
 
 ROWS_PER_SLICE: Final = 4096
 """Rows read per call into the core (or parsed in Python): bounds the memory of one step."""
-_DETECT_ROWS: Final = 16
-"""Rows whose messages are looked at to detect the format when ``format="auto"``."""
+_DETECT_ROWS: Final = DETECT_THREADS
+"""Rows whose messages are looked at to detect the format when ``format="auto"``: as many as
+``vthread.scan`` and ``vthread scan`` look at (16 read 16 native rows, then a chat, as a
+table of native runs, the chat a false loop, where the others refuse the batch)."""
 _NULL_CELL: Final = not_an_array("messages", None)
 """A null messages cell's error: that of the JSON text ``null``, as ``vthread scan`` reads
 both."""
@@ -555,7 +558,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
     :func:`declarations`, a row declaring mini-swe-agent judged as such a run."""
     # Only the first rows, whatever they hold (a column of empty runs is not read to its
     # end), and text rows judged by the core from their bytes: a batch of a per-batch map
-    # (datasets, Spark) pays for 16 rows, not for parsing them in Python.
+    # (datasets, Spark) pays for _DETECT_ROWS rows, not for parsing them in Python.
     head = column.slice(0, _DETECT_ROWS)
     if _is_text(head):
         # A null row keeps its place (judged as no run), so that the rows are named by

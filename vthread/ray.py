@@ -183,8 +183,8 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] 
                 break
     column = head.column(messages)
     refuse_unsound(column)
-    # All of the rows read weigh, as documented (scan_arrow's first 16 let 16 native rows
-    # have the chats after them read as native, each a false loop, with no word).
+    # All of the rows read weigh, as documented (16 of them let 16 native rows have the
+    # chats after them read as native, each a false loop, with no word).
     return _detect(decoded(column), declared=declarations(head, messages, None),
                    rows=DETECT_ROWS)
 
