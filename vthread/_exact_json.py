@@ -56,7 +56,8 @@ def loads_exactly(text: bytes, long_digits: bool | None = None) -> Any:
     return loads_without_digit_limit(text)
 
 
-#: Texts shorter than this are given to orjson without asking for memory first.
+#: Texts shorter than this are read without asking for memory first: given to orjson here,
+#: and read by Python in ``vthread scan`` (:func:`vthread.cli._room_to_read_in_python`).
 ASKED_FROM: Final = 1 << 20
 
 #: The memory orjson may take reading a text, in bytes per byte of it, with a margin: a text

@@ -176,7 +176,12 @@ from vthread._cli_main import (
     write_all,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
-from vthread._exact_json import loads_exactly, loads_without_digit_limit, suspect_lines
+from vthread._exact_json import (
+    ASKED_FROM,
+    loads_exactly,
+    loads_without_digit_limit,
+    suspect_lines,
+)
 from vthread._heuristics import core_options, written_lines
 from vthread._messages import counted_figure, figure_text, loops_priced, token_total
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
@@ -4972,7 +4977,7 @@ def _read_thread(
     :func:`_parse` takes it; ``declared_wins``, ``read_as_own``: as
     :func:`vthread.documents.read_run`). A MemoryError, before any of it is read, when the
     memory its reading takes cannot be had (:func:`_room_to_read_in_python`)."""
-    if len(line) >= PYTHON_ASKED_FROM_BYTES and not _room_to_read_in_python(line):
+    if len(line) >= ASKED_FROM and not _room_to_read_in_python(line):
         raise MemoryError(f"not enough memory to read a {text_name} of {len(line):,} bytes")
     value = _parse(line, suspect, text_name)
     if isinstance(value, _Bad):
@@ -4980,8 +4985,6 @@ def _read_thread(
     return _thread(value, format_, messages_key, id_key, declared_wins, text_name, read_as_own)
 
 
-PYTHON_ASKED_FROM_BYTES: Final = 1 << 20
-"""Lines shorter than this are read by Python without asking for memory first."""
 PYTHON_READING_BYTES_PER_BYTE: Final = 5
 """The memory Python's reading of a line takes for each of its bytes (see the next)."""
 PYTHON_READING_BYTES_PER_VALUE: Final = 256
@@ -5004,12 +5007,11 @@ def _room_to_read_in_python(line: bytes) -> bool:
     3.11), or in the core's own allocations after it, whose failure aborts the process; so a
     line of 325 MB under ``ulimit -v 1500000`` ended the scan with a traceback and no record,
     or SIGABRT, where the records before it and exit 71 were due."""
+    strings = len(line) * PYTHON_READING_BYTES_PER_BYTE
     most_values = len(line) // 2  # (a value and its comma take two bytes at least)
-    if _core.room_for(len(line) * PYTHON_READING_BYTES_PER_BYTE
-                      + most_values * PYTHON_READING_BYTES_PER_VALUE):
+    if _core.room_for(strings + most_values * PYTHON_READING_BYTES_PER_VALUE):
         return True  # (no need to count them)
-    return _core.room_for(len(line) * PYTHON_READING_BYTES_PER_BYTE
-                          + _core.json_separators(line) * PYTHON_READING_BYTES_PER_VALUE)
+    return _core.room_for(strings + _core.json_separators(line) * PYTHON_READING_BYTES_PER_VALUE)
 
 
 def _too_deep_said(bad: _Bad, line: bytes, id_key: str | None) -> _Bad:
