@@ -1201,3 +1201,24 @@ def test_a_file_that_is_no_inspect_log_is_said_to_be_none_in_one_line(
     if name.endswith(".eval"):
         code, _, stderr = run(["scan", "-q", str(path)], monkeypatch)
         assert code == 2 and f"cannot read the Inspect AI log: {said}" in stderr
+
+
+@needs_inspect
+@pytest.mark.parametrize(("samples", "kind"), [({"0": {}}, "a dict"), ("abc", "a str"),
+                                                 (7, "an int")])
+def test_a_json_log_whose_samples_are_no_list_is_said_so_in_one_line(
+        samples: object, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .json log whose header inspect_ai reads but whose samples are no list: an
+    UnreadableLogError naming what they are, from the Python reader and the command line
+    alike (not a sample's error record, nor pydantic's text)."""
+    from vthread.inspect_log import UnreadableLogError
+
+    path = written_log(tmp_path, "run.json")
+    document = json.loads(path.read_text())
+    document["samples"] = samples
+    path.write_text(json.dumps(document))
+    said = f"the log's samples are not a list, but {kind}"
+    with pytest.raises(UnreadableLogError, match=f"^{said}$"):
+        list(read_inspect_log(path))
+    code, out, stderr = run(["scan", "-q", str(path)], monkeypatch)
+    assert (code, out) == (2, b"") and f"cannot read the Inspect AI log: {said}" in stderr
