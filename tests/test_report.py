@@ -880,6 +880,30 @@ def test_hostile_text_stays_text_in_chromium(browser: Any, tmp_path: Path) -> No
     page.close()
 
 
+def test_runs_sort_by_their_numbers_as_a_person_counts(browser: Any, tmp_path: Path) -> None:
+    """Ids with numbers in them sort as counted (run-2 before run-10), either way round;
+    ids the collation holds equal ("run-07", "run-7") keep their text order, and the
+    excerpts sort alike."""
+    idents = ["run-10", "run-2", "run-1", "run-07", "run-7", "Run-3", "run-11"]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(
+        json.dumps(_loop_record(ident, f"call({ident})", line=line, loop_tokens=float(line),
+                                signature=f"{line:016x}")) + "\n"
+        for line, ident in enumerate(idents, 1)))
+    out = tmp_path / "report.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    page, _, _ = _open(browser, out)
+    page.click('#runs th[data-key="id"] button')
+    counted = ["run-1", "run-2", "Run-3", "run-07", "run-7", "run-10", "run-11"]
+    assert _rows(page) == counted
+    page.click('#runs th[data-key="id"] button')
+    assert _rows(page) == counted[::-1]
+    page.click('#runs th[data-key="excerpt"] button')
+    excerpts = page.locator("#runs tbody tr td.excerpt").all_inner_texts()
+    assert excerpts == [f"call({ident})" for ident in counted], excerpts
+    page.close()
+
+
 def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> None:
     """20,000 looping runs: 50 rows in the DOM, paging walks on, a sort reaches every row."""
     records = tmp_path / "records.jsonl"

@@ -714,6 +714,7 @@ var tbody = document.querySelector("#runs tbody");
 var status = document.getElementById("status");
 var detail = document.getElementById("detail");
 var format = new Intl.NumberFormat("en-US", {maximumFractionDigits: 0});
+var naturally = new Intl.Collator("en", {numeric: true});
 
 function key(name) {
   if (name === "excerpt") { return function (i) { return data.excerpts[runs.excerpt[i]]; }; }
@@ -734,7 +735,11 @@ function select() {
     if (x === y) { return a - b; }
     if (x === null) { return 1; }
     if (y === null) { return -1; }
-    return (x < y ? -1 : 1) * dir;
+    // Ids and excerpts with numbers in them read as a person counts: run-2 before run-10
+    // (text order put every run-1x between run-1 and run-2); texts the collation holds
+    // equal ("07" and "7") keep the order of their UTF-16 code units.
+    var order = typeof x === "string" ? naturally.compare(x, y) : 0;
+    return (order || (x < y ? -1 : 1)) * dir;
   });
   rows = found;
   state.page = 0;
