@@ -934,6 +934,49 @@ def test_a_start_on_no_message_has_is_warned_of() -> None:
         assert vthread.build_thread([], max_tokens=30, start_on="usr").messages == []
 
 
+def test_a_shape_that_leaves_nothing_though_messages_fit_is_warned_of() -> None:
+    """When the newest messages fit the budget but ``start_on`` or ``pair_safe`` allows no
+    start among them, nothing is kept (after the system and pinned ones) and that is said,
+    naming the nearest allowed start and what its suffix costs (a tester's case: a harness
+    sent an empty request, silently); a budget no message fits at all, or a shape that
+    keeps something, says nothing."""
+    import warnings
+
+    def priced(message: dict[str, Any], tokens: int) -> dict[str, Any]:
+        return {**message, "usage": {"tokens": tokens}}
+
+    thread = [priced({"type": "system", "text": "s"}, 5), priced({"type": "user", "text": "a"}, 50),
+              priced({"type": "bot", "text": "b"}, 10), priced({"type": "bot", "text": "c"}, 10)]
+    with pytest.warns(UserWarning) as said:
+        kept = vthread.build_thread(thread[1:], max_tokens=30, start_on="user").messages
+    assert kept == [] and said[0].filename == __file__
+    assert str(said[0].message) == (
+        "nothing is kept: the newest 2 messages fit the budget, but start_on='user' allows no "
+        "start among them; the nearest that may, messages[0], begins one of 70 tokens, with "
+        "30 to spend")
+    with pytest.warns(UserWarning, match=r"^nothing is kept after the system and pinned "
+                      r"messages: .* messages\[1\], begins one of 70 tokens, with 25 to"):
+        kept = vthread.build_thread(thread, max_tokens=30, start_on="user",
+                                    keep_system=True).messages
+    assert [m["type"] for m in kept] == ["system"]
+    # A reply whose call does not fit: pair_safe alone, and with start_on.
+    paired = [priced({"type": "user", "text": "q"}, 5), priced(_call("ls"), 50),
+              priced(_reply("ls"), 10)]
+    with pytest.warns(UserWarning, match=r"^nothing is kept: the newest 1 message fit the "
+                      r"budget, but pair_safe allows no start among them; the nearest that "
+                      r"may, messages\[1\], begins one of 60 tokens"):
+        assert vthread.build_thread(paired, max_tokens=30, pair_safe=True).messages == []
+    with pytest.warns(UserWarning, match=r"start_on='user' and pair_safe allow no start "
+                      r"among them; the nearest that may, messages\[0\]"):
+        vthread.build_thread(paired, max_tokens=30, pair_safe=True, start_on="user")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vthread.build_thread(thread[1:], max_tokens=5, start_on="user").messages == []
+        assert len(vthread.build_thread(thread[1:], max_tokens=80, start_on="user")
+                   .messages) == 3
+        assert len(vthread.build_thread(paired, max_tokens=80, pair_safe=True).messages) == 3
+
+
 @pytest.mark.parametrize(("budget", "rooms"), [(7, [1, 2]), (6, [1, 1]), (5, [0.5, 0.5]),
                                                (4.5, [0.25, 0.25])])
 def test_the_trim_function_is_given_a_whole_room_as_an_int(

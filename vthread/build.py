@@ -104,7 +104,9 @@ def build_thread(
 
     With ``pair_safe`` or ``start_on``, the result is the longest suffix within the budget that
     starts where they allow (production's own when it kept a straddling message that may
-    start it), or longer when ``min_messages`` asks for more. With a trim function and any
+    start it), or longer when ``min_messages`` asks for more. When the newest messages fit
+    but none of them may start it, nothing past the system and pinned messages is kept, and
+    a ``UserWarning`` names the nearest allowed start and what it would cost. With a trim function and any
     of the opt-in keywords, the message that overflows is trimmed with the room left once the
     messages from the last allowed start before it are kept (a large tool result is kept
     trimmed with its call; with ``pair_safe`` the results of the calls made with its own
@@ -263,7 +265,36 @@ def build_thread(
         if start != first:
             taken = [view.copy(thread[i], costs[i]) for i in range(start, len(thread))]
             total = _added_newest_first(0.0, costs[start:])
+        if start == len(thread) > first:
+            _warn_no_start_fits(costs, head, first, allowed, limit - head_total, pair_safe,
+                                start_on)
     return _with_head(thread, costs, head, head_total, taken, total, view)
+
+
+def _warn_no_start_fits(costs: list[float], head: int, first: int, allowed: list[bool],
+                        room: float, pair_safe: bool, start_on: str | None) -> None:
+    """Warns that nothing past the ``head`` is kept although the newest messages from
+    ``first`` on fit the ``room``: none of them starts where ``pair_safe`` and ``start_on``
+    allow (a harness would otherwise send a thread of its system messages alone, in
+    silence). The nearest allowed start is named with what its suffix costs. A ``start_on``
+    that is no message's type at all was warned of already (``warn_if_no_start``)."""
+    earlier = next((k for k in range(first - head - 1, -1, -1) if allowed[k]), None)
+    if earlier is None and start_on is not None:
+        return
+    import warnings
+
+    shapes = ([f"start_on={start_on!r}"] if start_on is not None else []) + (
+        ["pair_safe"] if pair_safe else [])
+    asked = f"{' and '.join(shapes)} allow{'s' if len(shapes) == 1 else ''}"
+    fitting = len(costs) - first
+    nearest = ("no earlier message may start it either" if earlier is None else
+               f"the nearest that may, messages[{head + earlier}], begins one of "
+               f"{_added_newest_first(0.0, costs[head + earlier:]):g} tokens, "
+               f"with {room:g} to spend")
+    warnings.warn(
+        f"nothing is kept{' after the system and pinned messages' if head else ''}: the "
+        f"newest {fitting} message{'s' if fitting != 1 else ''} fit the budget, but "
+        f"{asked} no start among them; {nearest}", stacklevel=user_stacklevel())
 
 
 def _pinned_end(view: _MessageView, system: int, pinned: int, pair_safe: bool) -> int:
