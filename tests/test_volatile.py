@@ -493,3 +493,43 @@ def test_a_mapping_whose_get_and_storage_disagree_is_masked_as_it_is_read() -> N
     assert vthread.describe_thread_cycle(thread, mask_volatile=True) == plain
     for keywords in ({}, {"anywhere": True}):
         assert vthread.scan([thread], mask_volatile=True, **keywords).names == [plain]
+
+
+def test_scan_masks_with_the_collector_paused_and_restores_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scan(mask_volatile=True)`` makes its masked copies with the cyclic collector off
+    (walking the copies as they were made took half the masking's time) and leaves the
+    collector as it found it, on or off, even when masking raises."""
+    import gc
+    import importlib
+
+    scan_module = importlib.import_module("vthread.scan")  # (vthread.scan is the function)
+
+    seen: list[bool] = []
+    original = scan_module.volatile_masked
+
+    def watched(messages: Any, mask: bool) -> Any:
+        seen.append(gc.isenabled())
+        return original(messages, mask)
+
+    monkeypatch.setattr(scan_module, "volatile_masked", watched)
+    thread = [message for second in range(6) for message in (
+        {"type": "bot", "text": "checking"}, {"type": "user", "text": f"at 12:00:0{second}"})]
+    assert gc.isenabled() and vthread.scan([thread]).names == [None]
+    assert vthread.scan([thread, thread], mask_volatile=True).names == [
+        "repeated_suffix", "repeated_suffix"]
+    assert seen[-2:] == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        vthread.scan([thread], mask_volatile=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def failing(messages: Any, mask: bool) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(scan_module, "volatile_masked", failing)
+    with pytest.raises(MemoryError):
+        vthread.scan([thread], mask_volatile=True)
+    assert gc.isenabled()

@@ -993,7 +993,11 @@ def scan(
     if format == "native":
         warn_if_chat(batch_threads, stacklevel=2)
     if mask_volatile:
-        batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
+        # The copies hold no cycles; the collector walking them again and again as they are
+        # made took half of the masking's time (2,000 of the benchmark's threads: 0.28-0.45 s
+        # with it, 0.14 s without).
+        with collector_paused():
+            batch_threads = [volatile_masked(thread, True) for thread in batch_threads]
     if (
         jobs > 1
         and len(batch_threads) >= 2 * jobs
