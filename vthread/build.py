@@ -102,18 +102,18 @@ def build_thread(
     alone exceed ``max_tokens``. A pinned first message of the ``start_on`` type opens the
     kept part, and ``start_on`` leaves the rest free.
 
-    With ``pair_safe`` or ``start_on``, the result is the longest suffix within the budget that
-    starts where they allow (production's own when it kept a straddling message that may
-    start it), or longer when ``min_messages`` asks for more. When the newest messages fit
-    but none of them may start it, nothing past the system and pinned messages is kept, and
-    a ``UserWarning`` names the nearest allowed start and what it would cost. With a trim function and any
-    of the opt-in keywords, the message that overflows is trimmed with the room left once the
-    messages from the last allowed start before it are kept (a large tool result is kept
-    trimmed with its call; with ``pair_safe`` the results of the calls made with its own
-    share that room with it, each given an equal share of what is left, smallest first,
-    and a call that overflows while its results fit is kept whole, its results trimmed),
-    and one with no room left is dropped, not kept whole as production keeps it.
-    O(n), with a sort of the results trimmed together.
+    With ``pair_safe`` or ``start_on``, the result is the longest suffix within the budget
+    that starts where they allow (production's own when it kept a straddling message that
+    may start it), or longer when ``min_messages`` asks for more. When the newest messages
+    fit but none of them may start it, nothing past the system and pinned messages is kept,
+    and a ``UserWarning`` names the nearest allowed start and what it would cost. With a
+    trim function and any of the opt-in keywords, the message that overflows is trimmed with
+    the room left once the messages from the last allowed start before it are kept (a large
+    tool result is kept trimmed with its call; with ``pair_safe`` the results of the calls
+    made with its own share that room with it, each given an equal share of what is left,
+    smallest first, and a call that overflows while its results fit is kept whole, its
+    results trimmed), and one with no room left is dropped, not kept whole as production
+    keeps it. O(n), with a sort of the results trimmed together.
 
     ``format`` names the messages' format as for :func:`vthread.scan`: ``"native"`` (the
     default; chat messages passed as native ones are warned about, since their system
