@@ -292,6 +292,21 @@ def test_scan_with_standard_error_closed(tmp_path: Path) -> None:
     assert _scan_sample(f'-o "{tmp_path}/x" --summary /dev/full 2>&-').returncode == 74
 
 
+def test_report_with_standard_error_failing(tmp_path: Path) -> None:
+    """2>/dev/full and 2>&-: the messages are lost, the page is not (it was 70, an internal
+    error, with no page written where a warning came before it); a report that fails
+    still says so by its status."""
+    chats = SAMPLE.with_name("openai.jsonl")
+    for index, redirect in enumerate(("2>/dev/full", "2>&-")):
+        page = tmp_path / f"page{index}.html"
+        done = shell(f'$VTHREAD report "{SAMPLE}" "{chats}" -o "{page}" {redirect}')
+        assert done.returncode == 0, done
+        assert page.read_bytes().startswith(b"<!DOCTYPE html>")
+    missing = tmp_path / "no such file.jsonl"
+    assert shell(f'$VTHREAD report "{missing}" -o "{tmp_path}/x.html" 2>/dev/full'
+                 ).returncode == 2
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
 def test_output_file_never_takes_a_closed_stderr(tmp_path: Path) -> None:
     """With descriptor 2 closed, -o FILE does not become descriptor 2 (where a message

@@ -50,6 +50,7 @@ from vthread._cli_main import (
     named_again,
     numbers_joined,
     opened_regular,
+    point_at_null,
     shown,
     silence_stdout,
     write_through,
@@ -94,12 +95,13 @@ def run_report(argv: Sequence[str], stderr: TextIO, own_process: bool = False) -
     from vthread.cli import _StopSignals, _TerminatedError
 
     stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
+    messages = _Shown(stderr)
     stops = _StopSignals()
     try:
-        status = _run_report(argv, cast(TextIO, _Shown(stderr)), stops)
+        status = _run_report(argv, cast(TextIO, messages), stops)
     except _TerminatedError:
         stops.settle()
-        stderr.write("vthread report: terminated\n")
+        messages.write("vthread report: terminated\n")
         return TERMINATED_EXIT
     finally:
         stops.close(ignore=own_process)
@@ -111,18 +113,37 @@ class _Shown(io.TextIOBase):
     """A text stream that writes to ``stream`` what :func:`shown` makes of each text: the
     report's messages name files and runs, whose control characters must not reach the
     terminal as commands. Each text written is one message ending in its newline; a newline
-    before that came from what it quotes (a file named ``a\\nb.jsonl``) and is escaped too."""
+    before that came from what it quotes (a file named ``a\\nb.jsonl``) and is escaped too.
+    A stream that fails is given up, as :func:`vthread._cli_main.say` gives up standard
+    error: messages are not worth the page (``2>/dev/full`` ended the report with 70 and
+    no page)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         super().__init__()
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(shown(text, lines=False))
+        if self.stream is not None:
+            try:
+                self.stream.write(shown(text, lines=False))
+                self.stream.flush()
+            except (OSError, ValueError):
+                self._give_up()
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self._give_up()
+
+    def _give_up(self) -> None:
+        stream, self.stream = self.stream, None
+        assert stream is not None
+        if stream is sys.stderr:
+            sys.stderr = None
+        point_at_null(stream)
 
 
 class _Warned(io.TextIOBase):
