@@ -568,11 +568,11 @@ def test_long_digit_lines_equal_a_plain_search(lines: list[bytes], slice_bytes: 
         assert _exact_json.long_digit_lines(lines) == plain
 
 
-def test_engine_failure_becomes_one_error_record(thread_file: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """Should the engine raise on a thread, that line is an error record; the rest scan.
-    The core's path meets the failure in the looping thread's attribution and hands the
-    chunk to the Python path, which meets it in the scan of that thread."""
+@pytest.fixture
+def engine_failing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine raising RuntimeError("boom") on the thread of ``thread_file``'s line 41
+    (the suffix loop): the core's path meets it in the looping thread's attribution and
+    hands the chunk to the Python path, which meets it in the scan of that thread."""
     real = cli.scan_validated  # type: ignore[attr-defined]
     scan_module = importlib.import_module("vthread.scan")
     real_attribute = scan_module.attribute_lines
@@ -595,14 +595,45 @@ def test_engine_failure_becomes_one_error_record(thread_file: Path,
 
     monkeypatch.setattr(cli, "scan_validated", flaky)
     monkeypatch.setattr(scan_module, "attribute_lines", flaky_attribute)
-    code, out, err = run(["scan", str(thread_file)], monkeypatch)
+
+
+@pytest.mark.usefixtures("engine_failing")
+def test_engine_failure_becomes_one_error_record(thread_file: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the engine raise on a thread, that line is an error record; the rest scan.
+    Being a bug, it is said once with its place and traceback, and the scan ends with 70
+    once every record is written (it was 0: a CI gate passed over a bug)."""
+    summary = thread_file.with_name("summary.json")
+    code, out, err = run(["scan", str(thread_file), "--summary", str(summary)], monkeypatch)
     got = records(out)
-    assert code == 0
+    assert code == 70
     assert len(got) == 42
     assert got[40] == {"id": "t40", "file": str(thread_file), "line": 41,
                        "error": "internal error: RuntimeError: boom"}
     assert got[41]["verdict"] is None
     assert _row(err, "errors") == 1
+    said = err.decode() if isinstance(err, bytes) else err
+    assert said.count("internal error (a bug") == 1
+    assert f"{thread_file}:41: internal error (a bug; please report it" in said
+    assert "Traceback (most recent call last)" in said and "RuntimeError: boom" in said
+    written = json.loads(summary.read_text())
+    assert written["completed"] and written["errors"] == 1 and written["lines"] == 42
+    # --jobs 2 says it and ends alike.
+    code, out, err = run(["scan", str(thread_file), "--jobs", "2"], monkeypatch)
+    assert code == 70 and len(records(out)) == 42
+
+
+@pytest.mark.usefixtures("engine_failing")
+def test_engine_failure_in_a_report_is_its_page_and_70(thread_file: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vthread report`` over a scan that met a bug on one run: the page is written, that
+    run counted among the error records, the traceback said, and the report ends with 70
+    (a scan that did not complete gives no page, as before)."""
+    page = thread_file.with_name("report.html")
+    code, _, err = run(["report", str(thread_file), "-o", str(page)], monkeypatch)
+    said = err.decode() if isinstance(err, bytes) else err
+    assert code == 70 and page.read_text().startswith("<!DOCTYPE html>")
+    assert "RuntimeError: boom" in said and "1 not read (error records)" in said
 
 
 # ----------------------------------------------------------------------------------- stderr

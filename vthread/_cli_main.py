@@ -41,7 +41,8 @@ exit status:
   2    usage error, an input that is not there, a lone input that cannot be read
        (one of several is an error record), output that is an input, or with
        --strict the first bad line
-  70   internal error (a bug: the traceback is on standard error; please report it)
+  70   internal error (a bug: the traceback is on standard error; please report it);
+       a bug met on one run makes that run an error record, the rest are scanned
   71   out of memory (a line larger than the memory the process may use, or longer
        than a quarter of it); the records before it are written, and so is the
        --summary FILE

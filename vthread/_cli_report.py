@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO, cast
 from vthread import _core
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
+    INTERNAL_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
     TERMINATED_EXIT,
@@ -198,9 +199,11 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
         _warn_of_records_read_twice(options.files, records_in, stderr)
         if not to_scan:
             _warn_of_scan_options(options, stderr)
+        bug = False  # the scan met a bug on a run, its record an error: 70 after the page
         if to_scan:
             status = _scan_into(data, to_scan, options, warned)
-            if status:
+            bug = status == _BUG_ON_A_RUN
+            if status and not bug:
                 return status
         for name in options.files:
             if name not in to_scan:
@@ -248,7 +251,7 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
     stderr.write(f"vthread report: {runs:,} run{'' if runs == 1 else 's'}, "
                  f"{summary['loops']:,} with a loop{errors}: wrote {written}\n")
-    return 0
+    return INTERNAL_EXIT if bug else 0
 
 
 def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
@@ -1138,9 +1141,15 @@ _BROKEN_GZIP: Final = ("the gzip stream ends in the middle of a member (cut shor
                        "still being written?)")
 
 
+_BUG_ON_A_RUN: Final = -INTERNAL_EXIT
+"""What :func:`_scan_into` returns when the scan completed though a bug made a run an error
+record (its status 70, said with the traceback): the page is made, and then ends with 70."""
+
+
 def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
                warned: _Warned) -> int:
-    """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status.
+    """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status,
+    or :data:`_BUG_ON_A_RUN`.
 
     The scan writes its records and ``--summary`` to a temporary folder, so memory stays
     that of the scan plus the looping runs' columns. Its messages reach standard error
@@ -1166,7 +1175,9 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
         for message in said.getvalue().splitlines(keepends=True):  # (each escaped by scan)
             warned.write(message.replace("vthread scan:", "vthread report:")
                          .replace(cli.FAIL_ON_ERROR_ADVICE, ""))
-        if status:
+        completed = status == INTERNAL_EXIT and summary.exists() and json.loads(
+            summary.read_text(encoding="utf-8")).get("completed") is True
+        if status and not completed:
             return status
         looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row
         for line in _lines(records):
@@ -1182,7 +1193,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
             warned.keep(shown(f"{short['file']}: {short['why']}", lines=False))
     if looping:
         _add_message_kinds(data, files, looping, options)
-    return 0
+    return _BUG_ON_A_RUN if status else 0
 
 
 def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],

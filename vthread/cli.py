@@ -103,15 +103,10 @@ dashboard never reads a stale summary; ``"unit"`` says what ``"lines"`` counts (
 ``run``, ``row``, or ``record`` for inputs of more than one kind). ``--jobs`` is capped at
 the CPUs this process may use and at the chunks there are (:func:`_worker_count`).
 
-Exit status: 0 when the run completed (bad lines included), 1 with ``--fail-on-loop`` when
-any thread loops, and for nothing else; 65 (``EX_DATAERR``) with ``--fail-on-error`` when a
-record is an error or no thread was scanned (and none loops, with ``--fail-on-loop``); 2 on
-a usage error, an input that is not there or, alone, cannot be read, an output that is one
-of the inputs or, with ``--strict``, a bad line; 70 on an internal error (a bug, its
-traceback on stderr); 74 (``EX_IOERR``) when the records or the ``--summary`` file cannot be
-written (a full disk, a path that cannot be made, standard output closed); 130 on Ctrl-C;
-141 when standard output is closed early (``vthread scan big.jsonl | head``), quietly, as
-``vthread guard`` does. A closed or failing standard error loses the messages, not the run.
+Exit status: the table ``vthread scan --help`` prints
+(:data:`vthread._cli_main.EXIT_STATUS_HELP`): 0 when the run completed (bad lines included),
+1 with ``--fail-on-loop`` when a thread loops and for nothing else, and the ``sysexits.h``
+statuses for the rest. A closed or failing standard error loses the messages, not the run.
 """
 
 from __future__ import annotations
@@ -156,6 +151,7 @@ from vthread import _core
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
     DATA_EXIT,
+    INTERNAL_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
     LOOP_EXIT,
@@ -427,6 +423,9 @@ class _Done:
     # Looping lines that look like chat read as native, a _Misread per file (of the chunks
     # read together), said on stderr once per file (see _MisreadWarnings).
     misread: tuple[_Misread, ...] = ()
+    # The first run the engine raised on (a bug: its line is an error record, and the
+    # others are scanned): where, and the traceback, said once; the scan then ends with 70.
+    internal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,6 +683,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                  and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
     results: Generator[_Done, None, None] | None = None
     misread_warnings = _MisreadWarnings()
+    internal: str | None = None  # the first bug the engine met (_Done.internal)
     try:
         # Native, OpenAI, Anthropic and Responses lines are read by the core here: with
         # --jobs N, N threads each take whole chunks (one core thread per chunk). The other
@@ -731,6 +731,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                 progress.chunk_done(stats.lines, done.chunks)
             for warning in (*done.warnings, *misread_warnings.said_now(done.misread)):
                 say(f"vthread scan: {warning}")
+            if done.internal is not None and internal is None:
+                internal = done.internal
+                where, _, trace = internal.partition("\n")
+                say(f"vthread scan: {where}: internal error (a bug; please report it with "
+                    f"this traceback); the run is an error record, and the scan goes on\n"
+                    f"{trace}", end="", lines=True)
             if done.fatal is not None:
                 raise _FatalError(done.fatal)
             if done.out_of_memory is not None:
@@ -823,7 +829,8 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     elif not options.quiet:
         say(_summary(stats, what, seconds, detected=detected, units=units,
                      cut_short=len(cut_short)), end="", lines=True)
-    status = failure[0] if failure is not None else _gate_status(options, stats, passed_over)
+    status = (failure[0] if failure is not None else INTERNAL_EXIT if internal is not None
+              else _gate_status(options, stats, passed_over))
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
@@ -4477,7 +4484,13 @@ def _merged(results: Iterable[_Done]) -> _Done:
                  tuple(warning for part in parts for warning in part.warnings),
                  parts[-1].out_of_memory, parts[-1].line_limit,
                  chunks=sum(part.chunks for part in parts),
-                 misread=tuple(found for part in parts for found in part.misread))
+                 misread=tuple(found for part in parts for found in part.misread),
+                 internal=_first_internal(parts))
+
+
+def _first_internal(parts: list[_Done]) -> str | None:
+    """The first bug the engine met among ``parts`` (``_Done.internal``), if any."""
+    return next((part.internal for part in parts if part.internal is not None), None)
 
 
 def _too_large(task: _Task) -> _Done:
@@ -4509,7 +4522,8 @@ def _line_by_line(task: _Task) -> _Done:
     fatal = parts[-1].fatal if parts else None
     warnings = tuple(dict.fromkeys(warning for part in parts for warning in part.warnings))
     return _Done(b"".join(part.output for part in parts), stats, fatal, warnings, place,
-                 misread=tuple(found for part in parts for found in part.misread))
+                 misread=tuple(found for part in parts for found in part.misread),
+                 internal=_first_internal(parts))
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
@@ -4866,7 +4880,7 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
         items.append((ident, origins[-1] + 1 if origins else len(thread)))
         threads.append(thread)
         sources.append(origins)
-    result, failed = _scan_threads(
+    result, failed, bug = _scan_threads(
         [masked_native(t) for t in threads] if task.mask_volatile else threads,
         {**task.options, "anywhere": True} if task.anywhere else task.options)
     for row, origins in enumerate(sources):
@@ -4922,7 +4936,11 @@ def _read_chunk_in_python(task: _Task) -> tuple[_Done, list[tuple[int, Any]]]:
                            f'"line":{line_number},{verdicts[row]},"messages":{entry[1]}}}')
             row += 1
     records.append("")
-    return (_Done("\n".join(records).encode("ascii"), stats, fatal),
+    internal = None
+    if bug is not None:
+        row, trace = bug
+        internal = f"{_where(task, task.first_line + thread_lines[row])}\n{trace}"
+    return (_Done("\n".join(records).encode("ascii"), stats, fatal, internal=internal),
             _chat_read_as_native(task, chat))
 
 
@@ -5090,24 +5108,28 @@ def _thread(
 
 def _scan_threads(
     threads: list[list[dict[str, Any]]], options: dict[str, Any]
-) -> tuple[ScanResult, dict[int, str]]:
-    """One :func:`scan` call, and the rows it could not answer (none unless the engine raises).
+) -> tuple[ScanResult, dict[int, str], tuple[int, str] | None]:
+    """One :func:`scan` call, the rows it could not answer (none unless the engine raises),
+    and the first of those rows with its traceback.
 
     Should the engine raise, the chunk is scanned thread by thread so that the one thread it
-    fails on becomes an error record (with a placeholder row) instead of sinking the batch.
-    A MemoryError is no such failure: it goes on to the reading of the chunk a line at a
-    time, and ends the scan at the line that does not fit (status 71; with ``--anywhere``,
-    a run too large for the memory left was an "internal error" record, and status 0).
+    fails on becomes an error record (with a placeholder row) instead of sinking the batch;
+    being a bug, it is also said with its traceback, and ends the scan with 70 once every
+    record is written (a record alone passed a CI gate with 0). A MemoryError is no such
+    failure: it goes on to the reading of the chunk a line at a time, and ends the scan at
+    the line that does not fit (status 71; with ``--anywhere``, a run too large for the
+    memory left was an "internal error" record, and status 0).
     """
     try:
         # Every message was checked to be an object when its line was read.
-        return scan_validated(threads, **options), {}
+        return scan_validated(threads, **options), {}, None
     except MemoryError:
         raise
     except Exception:
         pass
     parts: list[ScanResult] = []
     failed: dict[int, str] = {}
+    first: tuple[int, str] | None = None
     for row, thread in enumerate(threads):
         try:
             parts.append(scan_validated([thread], **options))
@@ -5115,8 +5137,12 @@ def _scan_threads(
             raise
         except Exception as error:
             failed[row] = f"internal error: {type(error).__name__}: {error}"
+            if first is None:
+                import traceback
+
+                first = (row, "".join(traceback.format_exception(error)))
             parts.append(scan_validated([[]], **options))
-    return ScanResult.concatenate(parts), failed
+    return ScanResult.concatenate(parts), failed, first
 
 
 def _token_sum(figures: list[Any]) -> float | None:
