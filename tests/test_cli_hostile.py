@@ -292,6 +292,36 @@ def test_scan_with_standard_error_closed(tmp_path: Path) -> None:
     assert _scan_sample(f'-o "{tmp_path}/x" --summary /dev/full 2>&-').returncode == 74
 
 
+def test_summary_and_page_are_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The --summary file and the report's page are written beside their path and renamed
+    over it: a symbolic link is followed and kept, an existing file keeps its permissions,
+    and nothing is left beside them. A write that fails (``ulimit -f``) leaves neither a
+    cut-off file nor an earlier run's (it left 1,024 bytes no reader could parse), and
+    says so with 74."""
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    real.chmod(0o640)
+    link = tmp_path / "summary.json"
+    link.symlink_to(real)
+    done = _scan_sample(f'-q -o /dev/null --summary "{link}"')
+    assert done.returncode == 0, done
+    assert link.is_symlink() and json.loads(real.read_text())["lines"] == 300
+    assert real.stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["real.json", "summary.json"]
+    done = _scan_sample(f'-q -o /dev/null --summary "{real}"; ulimit -f 1; '
+                        f'$VTHREAD scan "{SAMPLE}" -q -o /dev/null --summary "{real}"')
+    assert done.returncode == 74 and b"cannot write" in done.stderr
+    assert not real.exists() and [path.name for path in tmp_path.iterdir()] == ["summary.json"]
+    page, records = tmp_path / "page.html", tmp_path / "records.jsonl"
+    assert _scan_sample(f'-q -o "{records}"').returncode == 0
+    assert shell(f'$VTHREAD report "{records}" -o "{page}"').returncode == 0
+    assert page.stat().st_size > 8 << 10
+    done = shell(f'ulimit -f 8; $VTHREAD report "{records}" -o "{page}"')
+    assert done.returncode == 74 and b"cannot write" in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["records.jsonl",
+                                                                "summary.json"]
+
+
 def test_report_with_standard_error_failing(tmp_path: Path) -> None:
     """2>/dev/full and 2>&-: the messages are lost, the page is not (it was 70, an internal
     error, with no page written where a warning came before it); a report that fails

@@ -9,6 +9,7 @@ started for each stream an agent harness opens pays about a third of the time it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import os
@@ -573,6 +574,50 @@ def write_all(out: IO[bytes], data: bytes, flush: bool = True) -> None:
             import select
 
             select.select([], [out], [])
+
+
+def write_replacing(path: str, data: bytes) -> None:
+    """Write ``data`` as the file at ``path`` whole or not at all: a file a reader may open
+    while it is written (a dashboard polling the ``--summary`` file, the report's page) is
+    written beside it and renamed over it, so that it is never read in part. A path that
+    names no regular file (a device such as ``/dev/stdout``, a FIFO) is written as it is,
+    and so is a file whose folder this process may not create files in; a symbolic link
+    is followed, the link kept. An existing file keeps its permissions.
+
+    Raises the OSError of a write that fails (a full disk, ``ulimit -f``), after removing
+    what it wrote and the file there was: an earlier run's summary left in place would be
+    read as this run's (it was left cut off, which no reader could parse)."""
+    target = os.path.realpath(path)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "wb") as out:
+            out.write(data)
+        return
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
+    try:
+        # (0o666 less the umask, as open() makes a new file; an existing one's own mode)
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError:
+        handle = -1
+    if handle < 0:
+        with open(target, "wb") as out:
+            out.write(data)
+        return
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        if mode is not None:
+            os.chmod(temporary, stat.S_IMODE(mode))
+        os.replace(temporary, target)
+    except BaseException:
+        for written in (temporary, target):
+            with contextlib.suppress(OSError):
+                os.unlink(written)
+        raise
 
 
 def silence_stdout(out: IO[bytes]) -> None:

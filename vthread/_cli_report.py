@@ -54,6 +54,7 @@ from vthread._cli_main import (
     point_at_null,
     shown,
     silence_stdout,
+    write_replacing,
     write_through,
 )
 from vthread._cli_parquet import is_parquet, parquet_source
@@ -280,7 +281,7 @@ def _warn_of_records_read_twice(files: Sequence[str], records_in: set[str],
 def _write_page(output: str, page: bytes) -> None:
     """Write the page to ``output``; ``-`` is standard output, as for vthread scan -o."""
     if output != "-":
-        Path(output).write_bytes(page)
+        write_replacing(output, page)
         return
     if sys.stdout is None:
         raise OSError("standard output is closed")

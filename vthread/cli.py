@@ -170,6 +170,7 @@ from vthread._cli_main import (
     shown,
     silence_stdout,
     write_all,
+    write_replacing,
 )
 from vthread._cli_parquet import NEEDS_PYARROW, is_parquet, parquet_available
 from vthread._exact_json import (
@@ -910,7 +911,7 @@ def _write_summary(path: str, summary: dict[str, object]) -> bool:
             with _open_fifo(path) as fifo:
                 fifo.write(text.encode("utf-8"))
         else:
-            Path(path).write_text(text, encoding="utf-8")
+            write_replacing(path, text.encode("utf-8"))
     except OSError as error:
         say(f"vthread scan: cannot write {path}: {error.strerror or error}")
         return False
