@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
 import re
@@ -643,6 +644,18 @@ def test_an_output_that_cannot_be_written_is_said_before_the_scan(
     assert (code, out) == (74, b"") and f"cannot write {tmp_path}: it is a directory" in err
     code, out, err = run(["scan", str(good), "-q", "-o", "-"], monkeypatch)
     assert code == 0 and len(records(out)) == 1 and not (Path.cwd() / "-").exists()
+    # vthread report asks the same, before its scan (a directory was found after it).
+    report = importlib.import_module("vthread._cli_report")
+
+    def no_scan(*args: object) -> int:
+        raise AssertionError("scanned before the output was checked")
+
+    monkeypatch.setattr(report, "_scan_into", no_scan)
+    for output, why in ((tmp_path, "it is a directory"),
+                        (tmp_path / "no" / "r.html", f"no such directory {tmp_path / 'no'}"),
+                        (good / "r.html", f"{good} is not a directory")):
+        code, out, err = run(["report", str(good), "-o", str(output)], monkeypatch)
+        assert (code, out) == (74, b"") and f"cannot write {output}: {why}" in err
     code, _, err = run(["scan", str(good), "--summary", "-"], monkeypatch)
     assert code == 2 and "--summary takes a file path" in err and not (Path.cwd() / "-").exists()
 

@@ -576,6 +576,24 @@ def write_all(out: IO[bytes], data: bytes, flush: bool = True) -> None:
             select.select([], [out], [])
 
 
+def unwritable(path: str) -> str | None:
+    """Why the file ``path`` cannot be written (made, or replaced), or None: asked before
+    the work (``vthread scan --summary``, ``vthread report -o``), not after it; the file
+    itself is not made until it is written."""
+    if os.path.isdir(path):
+        return "it is a directory"
+    if os.path.exists(path):
+        return None if os.access(path, os.W_OK) else "permission denied"
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        if os.path.exists(folder):  # (a file named as a folder: -o runs.jsonl/out.jsonl)
+            return f"{folder} is not a directory"
+        return f"no such directory {folder}"
+    if not os.access(folder, os.W_OK):
+        return f"the directory {folder} is not writable"
+    return None
+
+
 def write_replacing(path: str, data: bytes) -> None:
     """Write ``data`` as the file at ``path`` whole or not at all: a file a reader may open
     while it is written (a dashboard polling the ``--summary`` file, the report's page) is

@@ -54,6 +54,7 @@ from vthread._cli_main import (
     point_at_null,
     shown,
     silence_stdout,
+    unwritable,
     write_replacing,
     write_through,
 )
@@ -358,7 +359,8 @@ _TITLE_NAMES: Final = 80
 
 def _check_output(output: str, files: Sequence[str]) -> None:
     """Refuse an output that is an input, named or found under an input directory (it would
-    be written over), or whose folder is missing, before a long scan rather than after it."""
+    be written over), or that cannot be written (:func:`unwritable`), before a long scan
+    rather than after it."""
     if output == "-":
         return  # standard output
     if output == "":
@@ -379,9 +381,9 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                     raise _ReportError(f"the output {output} is the input {found}{where}; "
                                        "writing it would destroy the input (choose another "
                                        "path)")
-    unwritable = unwritable_folder(output)
-    if unwritable is not None:
-        raise _ReportError(f"cannot write {output}: {unwritable}", IO_EXIT)
+    why = unwritable(output)
+    if why is not None:
+        raise _ReportError(f"cannot write {output}: {why}", IO_EXIT)
 
 
 def _check_readable_twice(name: str) -> None:
@@ -412,20 +414,6 @@ def _files_of(name: str) -> list[str]:
         return cli._files_under(name, {})
     except cli._FatalError:
         return [name]  # a directory with no trajectory file: the scan says so
-
-
-def unwritable_folder(path: str) -> str | None:
-    """Why no file can be written at ``path`` (its folder is missing or is not writable),
-    or None; the file itself is not made until it is written (``vthread scan --summary``
-    and ``vthread report -o`` ask before their work, not after it)."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        if folder.exists():  # (a file named as a folder: -o runs.jsonl/out.jsonl)
-            return f"{folder} is not a directory"
-        return f"no such directory {folder}"
-    if not os.access(folder, os.W_OK):
-        return f"the directory {folder} is not writable"
-    return None
 
 
 def holds_records(name: str, *, throughout: bool = False) -> bool:

@@ -169,6 +169,7 @@ from vthread._cli_main import (
     say,
     shown,
     silence_stdout,
+    unwritable,
     write_all,
     write_replacing,
 )
@@ -650,11 +651,11 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     if options.output and is_parquet(options.output) and not parquet_available():
         say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
         return USAGE_EXIT  # a missing extra is the command's setup, not a failed write
-    unwritable = _unwritable(options.summary_file) if options.summary_file else None
-    if unwritable is not None:
+    why = unwritable(options.summary_file) if options.summary_file else None
+    if why is not None:
         # Said before the scan, not after it: its records would be written and its figures
         # lost.
-        say(f"vthread scan: cannot write {options.summary_file}: {unwritable}")
+        say(f"vthread scan: cannot write {options.summary_file}: {why}")
         return IO_EXIT
     try:
         out = _output(options.output, anywhere=options.anywhere)
@@ -1819,22 +1820,10 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
         fifo = _open_fifo(path)  # now: a reader waiting is given its records as they come
         return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere, fifo),
                                              held=fifo))
-    unwritable = _unwritable(path)
-    if unwritable is not None:
-        raise OSError(unwritable)
+    why = unwritable(path)
+    if why is not None:
+        raise OSError(why)
     return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere)))
-
-
-def _unwritable(path: str) -> str | None:
-    """Why the file ``path`` cannot be written (made, or replaced), or None."""
-    target = Path(path)
-    if target.is_dir():
-        return "it is a directory"
-    if target.exists():
-        return None if os.access(target, os.W_OK) else "permission denied"
-    from vthread._cli_report import unwritable_folder
-
-    return unwritable_folder(path)
 
 
 def _is_fifo(path: str) -> bool:
