@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
-import gzip
 import io
 import json
 import os
@@ -937,38 +936,43 @@ class _Replaying(io.RawIOBase):
         return int(self.rest.fileno())
 
 
-class _GzipUntilBroken(io.RawIOBase):
-    """A gzip stream's bytes, decompressed, ending where the stream breaks off inside a
-    member (a file still being written or copied: ``broken`` is then set) rather than
-    raising there, so that the line cut there is read as a last line without its newline
-    (a reader of lines dropped it with the error)."""
+class _Decompressed(io.RawIOBase):
+    """A gzip file's bytes as ``vthread scan`` decompresses them (:class:`vthread.cli.
+    _GzipStream`: member after member, as far as they go), as a raw stream for a reader of
+    lines: a file that breaks off (cut short, junk after the last member, a corrupt member)
+    ends there, and ``broken`` says where and why. One reader for both commands: the report
+    refused records a scan read (junk after the last member was fatal to the report alone)."""
 
-    def __init__(self, unzipped: gzip.GzipFile) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
+        from vthread.cli import _GzipStream
+
         super().__init__()
-        self.unzipped = unzipped
-        self.broken = False
+        self.stream = _GzipStream(raw)
+        self.pending = b""
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, target: Any) -> int:
-        if self.broken:
-            return 0
-        try:
-            more = self.unzipped.read1(len(target))
-        except EOFError:
-            self.broken = True
-            return 0
-        target[:len(more)] = more
-        return len(more)
+        if not self.pending:
+            self.pending = self.stream.read(len(target))
+        count = min(len(target), len(self.pending))
+        target[:count] = self.pending[:count]
+        self.pending = self.pending[count:]
+        return count
+
+    @property
+    def broken(self) -> str | None:
+        return self.stream.broken
 
 
 class _RecordLines:
     """The lines of a records file as bytes, a byte-order mark before the first passed
-    over; ``broken``: a gzip stream that broke off inside a member, once read to there."""
+    over; ``broken``: where and why a gzip stream broke off, once read to there (None for
+    a whole one, or a file that is no gzip file)."""
 
-    def __init__(self, stream: BinaryIO | gzip.GzipFile) -> None:
-        self.source = _GzipUntilBroken(stream) if isinstance(stream, gzip.GzipFile) else None
+    def __init__(self, stream: BinaryIO, gzipped: bool) -> None:
+        self.source = _Decompressed(stream) if gzipped else None
         self.lines = _without_mark(io.BufferedReader(self.source, _WHOLE_FILE_READ)
                                    if self.source is not None else stream)
 
@@ -976,8 +980,8 @@ class _RecordLines:
         return self.lines
 
     @property
-    def broken(self) -> bool:
-        return self.source is not None and self.source.broken
+    def broken(self) -> str | None:
+        return None if self.source is None else self.source.broken
 
 
 @contextlib.contextmanager
@@ -989,17 +993,11 @@ def _record_lines(name: str) -> Iterator[_RecordLines]:
     byte's error 49 lines early, its place counted from the start of a block)."""
     if name == "-":
         buffer = sys.stdin.buffer
-        if isinstance(buffer, io.BufferedReader) and buffer.peek(2)[:2] == _GZIP_MAGIC:
-            # (a GzipFile given a stream leaves it open)
-            with gzip.GzipFile(fileobj=buffer, mode="rb") as unzipped:
-                yield _RecordLines(unzipped)
-        else:
-            yield _RecordLines(buffer)
+        yield _RecordLines(buffer, isinstance(buffer, io.BufferedReader)
+                           and buffer.peek(2)[:2] == _GZIP_MAGIC)
         return
     with open(name, "rb") as raw:
-        gzipped = raw.read(2) == _GZIP_MAGIC
-    with gzip.open(name, "rb") if gzipped else open(name, "rb") as stream:
-        yield _RecordLines(stream)
+        yield _RecordLines(raw, raw.peek(2)[:2] == _GZIP_MAGIC)
 
 
 def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -1111,23 +1109,19 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
                 except (ValueError, RecordError) as error:  # RecordError is a ValueError
                     if not line.endswith(b"\n") and isinstance(
                             error, json.JSONDecodeError | _CutCharacterError):
-                        why = (_BROKEN_GZIP if lines.broken
-                               else "the last line is cut short (a file still being written?)")
+                        why = (lines.broken or "the last line is cut short (a file still "
+                               "being written?)")
                         stderr.write(f"vthread report: warning: {label}:{number}: {why}: "
                                      "counted as a bad line\n")
                         data.add({"file": label, "line": number, "error": "cut short"})
                         return
                     raise _ReportError(f"{label}:{number}: {error}") from None
             if lines.broken:  # (broken off at the end of a line)
-                stderr.write(f"vthread report: warning: {label}: {_BROKEN_GZIP}: the records "
+                stderr.write(f"vthread report: warning: {label}: {lines.broken}: the records "
                              f"of its {number:,} whole lines are read\n")
     except (OSError, zlib.error, UnicodeDecodeError) as error:
         where = f"{label}:{number + 1}" if number else label
         raise _ReportError(f"{where}: cannot read: {error}") from error
-
-
-_BROKEN_GZIP: Final = ("the gzip stream ends in the middle of a member (cut short: a file "
-                       "still being written?)")
 
 
 _BUG_ON_A_RUN: Final = -INTERNAL_EXIT
