@@ -430,15 +430,20 @@ def test_names_and_ids_that_would_reorder_the_page_are_shown_as_escapes(
     record = json.loads(line)
     record["id"] = "run-\u202e1-ko\x1b[31m"
     (folder / "a\u202eb.jsonl").write_text(json.dumps(record) + "\n")
+    # A loop's excerpt too: escaped in the table of most repeated loops, it reached the
+    # runs' table and detail raw (the reviewer's case).
+    looped = tmp_path / "looped.jsonl"
+    looped.write_text(json.dumps(_loop_record("x", "ls \u202e gpj.exe")) + "\n")
     out = tmp_path / "r.html"
-    assert main(["report", str(folder), "-o", str(out)]) == 0
+    assert main(["report", str(folder), str(looped), "-o", str(out)]) == 0
     capsys.readouterr()
     page = out.read_text()
     assert "\u202e" not in page and "\x1b" not in page
     assert "evil\\u202elnosj" in page  # (in the title, heading and sources)
     data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
-    assert data["runs"]["id"] == ["run-\\u202e1-ko\\x1b[31m"]
-    assert data["files"] == [str(folder / "a\\u202eb.jsonl").replace("\u202e", "\\u202e")]
+    assert data["runs"]["id"] == ["run-\\u202e1-ko\\x1b[31m", "x"]
+    assert data["excerpts"][data["runs"]["excerpt"][1]] == "ls \\u202e gpj.exe"
+    assert data["files"][0] == str(folder / "a\\u202eb.jsonl").replace("\u202e", "\\u202e")
 
 
 def test_the_page_names_its_bad_lines(tmp_path: Path,

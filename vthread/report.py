@@ -638,7 +638,7 @@ def _blob(data: ReportData) -> dict[str, Any]:
         "kinds": list(HEURISTIC_NAMES),
         "pageRows": PAGE_ROWS,
         "files": [_visible(name) for name in data.files],
-        "excerpts": list(data.excerpts),
+        "excerpts": [_visible(excerpt) for excerpt in data.excerpts],
         "runs": {
             "id": [_visible(ident) for ident in data.ids], "file": data.file_index,
             "line": data.line, "kind": data.kind,
