@@ -488,6 +488,9 @@ def test_records_given_twice_or_with_options_of_runs_are_said(
     assert f'data-figure="threads" data-value="{2 * expected["threads"]}"' in out.read_text()
     assert main(["report", str(records_file), "-o", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
+    # --jobs 0 (one job a CPU) is given too, though 0 (it went without a word).
+    assert main(["report", str(records_file), "--jobs", "0", "-o", str(out)]) == 0
+    assert "warning: --jobs applies to runs scanned" in capsys.readouterr().err
 
 
 def test_bad_record_line_names_file_and_line(tmp_path: Path,

@@ -261,8 +261,8 @@ def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
     given = [flag for flag, value in (("--format", options.format),
                                       ("--messages-key", options.messages_key),
                                       ("--id-key", options.id_key),
-                                      ("--mask-volatile", options.mask_volatile),
-                                      ("--jobs", options.jobs)) if value]
+                                      ("--mask-volatile", options.mask_volatile or None),
+                                      ("--jobs", options.jobs)) if value is not None]
     if given:
         stderr.write(f"vthread report: warning: {', '.join(given)} "
                      f"{'applies' if len(given) == 1 else 'apply'} to runs scanned, and every "
