@@ -917,6 +917,32 @@ def test_runs_sort_by_their_numbers_as_a_person_counts(browser: Any, tmp_path: P
     page.close()
 
 
+def test_a_loop_found_anywhere_is_drawn_over_its_own_messages(browser: Any,
+                                                              tmp_path: Path) -> None:
+    """A record of ``--anywhere`` (its costliest loop one message of 88, at message 20) is
+    drawn over that message alone, a default scan's loop to its run's end (every loop was
+    drawn to the end: 68 messages for one; a tester's case)."""
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(_loop_record("anywhere", "a", loop_start=20, loop_messages=1,
+                                               messages=88, loop_tokens=9.0)) + "\n" +
+                       json.dumps(_loop_record("default", "b", line=2, loop_tokens=1.0,
+                                               signature="01")) + "\n")
+    out = tmp_path / "report.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    page, _, _ = _open(browser, out)
+    drawn = []
+    for row in range(2):
+        page.locator("#runs tbody tr").nth(row).click()
+        drawn.append(page.locator("#detail .strip rect.l").count())
+    assert _rows(page) == ["anywhere", "default"] and drawn == [1, 6]
+    title = page.locator("#detail .strip title").text_content()
+    assert title == "10 messages; loop from message 4"
+    page.locator("#runs tbody tr").first.click()
+    title = page.locator("#detail .strip title").text_content()
+    assert title == "88 messages; loop from message 20 to 20"
+    page.close()
+
+
 def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> None:
     """20,000 looping runs: 50 rows in the DOM, paging walks on, a sort reaches every row."""
     records = tmp_path / "records.jsonl"

@@ -745,7 +745,10 @@ function select() {
   state.page = 0;
 }
 function strip(i, width, height) {
+  // The loop's own span: to the run's end for the default scan's loop, and for a loop
+  // found anywhere (--anywhere's records) its loop_messages alone.
   var messages = runs.messages[i], start = runs.start[i];
+  var end = Math.min(start + runs.wasted[i], messages);
   var svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("class", "strip");
   svg.setAttribute("width", width);
@@ -762,15 +765,18 @@ function strip(i, width, height) {
     for (var m = 0; m < messages; m++) {
       rect(m * cell, cell - 1, "k" + kinds.charAt(m), height - 4);
     }
-    rect(start * cell, (messages - start) * cell - 1, "l", 3, height - 3);
+    rect(start * cell, (end - start) * cell - 1, "l", 3, height - 3);
   } else if (cell >= 3) {
-    for (var n = 0; n < messages; n++) { rect(n * cell, cell - 1, n >= start ? "l" : "m"); }
+    for (var n = 0; n < messages; n++) {
+      rect(n * cell, cell - 1, n >= start && n < end ? "l" : "m");
+    }
   } else {
     rect(0, width, "m");
-    rect(start * cell, (messages - start) * cell, "l");
+    rect(start * cell, (end - start) * cell, "l");
   }
   var title = document.createElementNS(SVG, "title");
-  title.textContent = messages + " messages; loop from message " + start;
+  title.textContent = messages + " messages; loop from message " + start +
+    (end < messages ? " to " + (end - 1) : "");
   svg.appendChild(title);
   return svg;
 }
