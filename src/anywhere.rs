@@ -243,7 +243,7 @@ fn number_blind_screen<N: Node>(text: &N, scratch: &mut Vec<u8>) -> PyResult<u64
 const SEED_REPLY: u64 = 11;
 
 /// `bytes` with every maximal run of ASCII digits replaced by one `0`.
-fn fold_digits(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn fold_digits(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     for &byte in bytes {
         if !(byte.is_ascii_digit() && out.last().is_some_and(u8::is_ascii_digit)) {

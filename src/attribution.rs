@@ -1172,6 +1172,10 @@ fn tuple_repr(items: &[String]) -> Result<String, Declined> {
 /// `vthread.anywhere`'s kind of a loop that is a repeating block of every message (its other
 /// kinds leave the agent's own messages out of the signature and excerpt).
 const BLOCK: u8 = 1;
+/// `vthread.anywhere`'s kind of the same reply to agent turns in a row, its numbers aside:
+/// its signature is blind to numbers too, so that one rejection ("found 2 actions", "found
+/// 3 actions") is one loop across runs.
+const REPLIES: u8 = 3;
 /// `vthread.anywhere`'s kind of a runaway text, whose record Python makes.
 const TEXT: u8 = 4;
 
@@ -1196,7 +1200,8 @@ pub struct AnywhereParts {
 
 /// `vthread.anywhere.loop_records` of one loop, step for step: the signature hashes the
 /// fingerprints of its first block's messages (the agent's own left out unless the loop is
-/// a block of every message) at their least rotation, the excerpt renders those messages
+/// a block of every message; for replies, each key's runs of digits folded) at their least
+/// rotation, the excerpt renders those messages
 /// (the whole block when none is left), the tokens are the whole span's. A runaway text,
 /// and a loop outside the thread, are declined (Python's).
 pub fn anywhere_parts<N: Readable>(
@@ -1226,7 +1231,11 @@ pub fn anywhere_parts<N: Readable>(
             }
         }
         push_message_key(message, &mut key)?;
-        prints.push(xxh3_64(&key));
+        prints.push(if kind == REPLIES {
+            xxh3_64(&crate::anywhere::fold_digits(&key))
+        } else {
+            xxh3_64(&key)
+        });
         shown.push(message);
     }
     let first = if prints.is_empty() {

@@ -342,6 +342,15 @@ def test_rejections_differing_only_in_numbers_are_one_rejection() -> None:
             said(f"Attempt {i}"), said(f"Please give ONE action, found {n} actions.", "user"))]
     [[loop]] = find_loops([rejected(["2", "3", "5"])])
     assert (loop.start, loop.end, loop.repetitions, loop.kind) == (1, 6, 3, 3)
+    # One rejection across runs, whatever counts each saw: one signature (it split the
+    # published runs' rejections by their counts, a tester's case), the core's and Python's.
+    runs = [rejected(["2", "3", "5"]), rejected(["4", "4", "12"])]
+    records = scan(runs, anywhere=True).loops
+    signatures = {record["signature"] for loops in records for record in loops}
+    assert len(signatures) == 1
+    by_python = {anywhere_module.loop_records(run, found, _core.canonical)[0]["signature"]
+                 for run, found in zip(runs, find_loops(runs), strict=True)}
+    assert by_python == signatures
     worded = [m for i, word in enumerate(["two", "three", "five"]) for m in (
         said(f"Attempt {i}"), said(f"Please give ONE action, found {word} actions.", "user"))]
     assert find_loops([worded, rejected(["2", "3"])]) == [[], []]
@@ -350,7 +359,10 @@ def test_rejections_differing_only_in_numbers_are_one_rejection() -> None:
 def test_failing_call_retried_with_other_actions_between() -> None:
     """The same call getting the same error three times, a calculation, an empty search and
     a customer's correction between: a loop (tau-bench's retried booking), though no block
-    repeats back to back."""
+    repeats back to back. It starts at the first copy's call (it started at its error, one
+    message late, the call's tokens left out: a tester's case), its period the copies'
+    spacing, and its signature and excerpt show the call and its error alone, not what lay
+    between the retries (which changes)."""
     thread = [said("Book it", "user")]
     for attempt in range(3):
         thread += [call("book", seat="1A"), answer("book", "Error: payment does not add up",
@@ -359,8 +371,18 @@ def test_failing_call_retried_with_other_actions_between() -> None:
                    answer("calculate", attempt + 1, e=f"{attempt} + 1"),
                    said(f"Sorry, attempt {attempt} failed."), said(f"No, {attempt}!", "user")]
     [[loop]] = find_loops([thread])
-    assert (loop.start, loop.end, loop.repetitions, loop.kind) == (2, 15, 3, 2)
+    assert (loop.start, loop.end, loop.period, loop.repetitions, loop.kind) == (1, 15, 6, 3, 2)
+    assert loop.block == 2
     assert find_loops_reference([thread]) == [[loop]]
+    priced = [{**m, "usage": {"tokens": 10 ** index}} for index, m in enumerate(thread)]
+    [record] = scan([priced], anywhere=True).loops[0]
+    assert record["loop_tokens"] == sum(10 ** index for index in range(1, 15))
+    assert record["excerpt"] == 'book({"seat":"1A"}) -> Error: payment does not add up'
+    assert (record["loop_start"], record["period"], record["loop_messages"]) == (1, 6, 14)
+    other = thread[:1] + [said("Let me see.")] + [m if index % 6 != 5 else said("Why?", "user")
+                                                   for index, m in enumerate(thread[1:], 1)]
+    [again] = scan([other], anywhere=True).loops[0]
+    assert again["signature"] == record["signature"]
 
 
 def test_another_argument_list_failing_the_same_way_does_not_break_the_retries() -> None:
@@ -369,7 +391,7 @@ def test_another_argument_list_failing_the_same_way_does_not_break_the_retries()
     same = [call("update", f=[1, 2]), answer("update", "Error: flight 1 full", f=[1, 2])]
     other = [call("update", f=[1, 3]), answer("update", "Error: flight 1 full", f=[1, 3])]
     [[loop]] = find_loops([same + other + same + same])
-    assert (loop.start, loop.end, loop.repetitions) == (1, 8, 3)
+    assert (loop.start, loop.end, loop.repetitions) == (0, 8, 3)
 
 
 def test_edits_before_a_rerun_and_successes_are_progress() -> None:
@@ -395,7 +417,7 @@ def test_edits_before_a_rerun_and_successes_are_progress() -> None:
                                                            "result": "full"}}}}
     retried = [m for i in range(3) for m in (*flagged[:2], call("look", n=i),
                                              answer("look", i, n=i))]
-    assert find_loops([retried]) == [[Loop(1, 10, 3, 3, 2)]]
+    assert find_loops([retried]) == [[Loop(0, 10, 4, 3, 2, block=2)]]
 
 
 def test_two_step_cycle_twice_and_one_step_twice() -> None:
@@ -748,7 +770,7 @@ def test_published_retried_booking_and_format_rejections_found() -> None:
 
     wanted = {"11/2", "django__django-11299", "3/0"}
     spans = {r.run_id: anywhere_spans(r) for r in runs() if r.run_id in wanted}
-    assert spans["11/2"] == [(15, 26)]
+    assert spans["11/2"] == [(14, 26)]  # (from the call: the label's span)
     assert spans["django__django-11299"] == [(63, 78)]
     assert spans["3/0"] == []
 

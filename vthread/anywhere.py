@@ -18,11 +18,13 @@ A loop is one of (each named after the production heuristic whose repetition it 
     three times, each copy at most :data:`MAX_PERIOD` actions after the one before, other
     tools' calls and user messages between allowed but no call of the same tool getting
     another result (which would be progress: an edit before a rerun, a poll that moved);
+    it runs from the first copy's call to the last copy's error, its period the copies'
+    mean spacing, its signature and excerpt the call and its error alone;
 ``repeated_result_run``
     the same reply (a user or environment message, no tool call in between) to three agent
     turns in a row, its numbers aside (a rejection saying "found 2 actions", then "found 3
-    actions" is one rejection): a format rejection retried, a customer asked the same thing
-    again;
+    actions" is one rejection, and has one signature): a format rejection retried, a
+    customer asked the same thing again;
 ``repeated_message_text_run``
     one agent message whose prose is a runaway run of repeated sentences (the production
     text-run check, applied to every agent message instead of the last five, with fenced
@@ -50,6 +52,7 @@ this to.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -129,6 +132,7 @@ this many) is judged on exact keys numbered once each (:func:`_long_block_loops`
 than by confirming each run along its length: cheaper past that, and linear."""
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _NUMBERS: Final = re.compile(r"[0-9]+")
+_NUMBER_BYTES: Final = re.compile(rb"[0-9]+")
 _ERROR: Final = re.compile(r"\s*(?:error|exception|traceback|<returncode>(?!0<))", re.IGNORECASE)
 """A tool result that fails, as the published formats write it: tau-bench's "Error: ...",
 a Python traceback, mini-swe-agent's non-zero return code (Anthropic's ``is_error`` flag is
@@ -139,13 +143,22 @@ read from the meta)."""
 class Loop:
     """One loop of a thread: messages ``[start, end)`` hold ``repetitions`` copies of a block
     of ``period`` messages (for an action block, the messages from one copy's first action
-    to the next copy's); ``kind`` codes :data:`LOOP_KINDS` from 1."""
+    to the next copy's); ``kind`` codes :data:`LOOP_KINDS` from 1. ``block``, when not 0,
+    is how many messages from ``start`` make the copy its signature and excerpt show where
+    that is not the period: a failing call retried, whose copy is the call and its error
+    (what lies between retries changes, and showed in both)."""
 
     start: int
     end: int
     period: int
     repetitions: int
     kind: int
+    block: int = dataclasses.field(default=0, repr=False)
+
+    @property
+    def shown(self) -> int:
+        """The messages from ``start`` its signature and excerpt are made of."""
+        return self.block or self.period
 
 
 Key = bytes
@@ -627,7 +640,7 @@ def _retried_failures(
                     chain.append(row)
                     continue
                 if len(chain) >= _ONE_ACTION_COPIES:
-                    out.append((thread, _retry_loop(chain, offset)))
+                    out.append((thread, _retry_loop(chain, offset, messages, roles)))
                 chain = [row]
     return out
 
@@ -648,10 +661,30 @@ def _retry_linked(messages: Sequence[Mapping[str, Any]], offset: int,
     return True
 
 
-def _retry_loop(chain: list[int], offset: int) -> Loop:
-    span = chain[-1] + 1 - chain[0]
-    return Loop(chain[0] - offset, chain[-1] + 1 - offset, max(1, round(span / len(chain))),
-                len(chain), ACTIONS)
+def _retry_loop(chain: list[int], offset: int, messages: Sequence[Mapping[str, Any]],
+                roles: npt.NDArray[np.int8]) -> Loop:
+    """The loop of a chain of failing responses (rows; ``offset``: the thread's first row,
+    ``roles`` the batch's): from the call of its first failure, the first copy's action
+    (the loop started at the error, one message late, its call's tokens not counted; a
+    tester's case), to its last failure; its period the copies' mean spacing."""
+    first = _call_before(chain[0], offset, messages, roles)
+    spacing = (chain[-1] - chain[0]) / (len(chain) - 1)  # (a block's period, when regular)
+    return Loop(first - offset, chain[-1] + 1 - offset, max(1, round(spacing)), len(chain),
+                ACTIONS, block=chain[0] + 1 - first)
+
+
+def _call_before(response: int, offset: int, messages: Sequence[Mapping[str, Any]],
+                 roles: npt.NDArray[np.int8]) -> int:
+    """The row of the call a tool response answers: the nearest call of the same tool
+    before it, within :data:`MAX_PERIOD` messages and after any other response of that tool
+    (whose call it would be); the response's own row when there is none (a result
+    recorded without its call)."""
+    name = call_result(messages[response - offset])[0]
+    for row in range(response - 1, max(offset, response - MAX_PERIOD) - 1, -1):
+        if roles[row] in (_REQUEST, _RESPONSE) and call_result(
+                messages[row - offset])[0] == name:
+            return row if roles[row] == _REQUEST else response
+    return response
 
 
 def _may_hold_a_loop(kind: int, run: npt.NDArray[np.int64], period: int,
@@ -900,7 +933,7 @@ def _retries_reference(messages: list[Mapping[str, Any]], keys: list[Key],
                 break
             chain.append(row)
         if len(chain) >= _ONE_ACTION_COPIES:
-            found.append(_retry_loop(chain, 0))
+            found.append(_retry_loop(chain, 0, messages, roles))
     return found
 
 
@@ -913,8 +946,11 @@ def loops_in_source(loops: list[Loop], sources: list[int]) -> list[Loop]:
     out = []
     for loop in loops:
         start, end = sources[loop.start], sources[loop.end - 1] + 1
-        out.append(Loop(start, end, max(1, round((end - start) / loop.repetitions)),
-                        loop.repetitions, loop.kind))
+        # The period scaled as the span is: a block's span is its copies times its period,
+        # a retry chain's is not (its last copy ends at its error, its period the spacing).
+        period = loop.period * (end - start) / (loop.end - loop.start)
+        out.append(Loop(start, end, max(1, round(period)), loop.repetitions, loop.kind,
+                        loop.block and sources[loop.start + loop.block - 1] + 1 - start))
     return out
 
 
@@ -991,7 +1027,7 @@ def _loop_record(messages: Sequence[Mapping[str, Any]], loop: Loop, place: Loop,
     """One loop's record, made in Python (``place``: the loop where the record says it is,
     its tokens those of messages ``counted``)."""
     figures = [f for f in map(usage_tokens, messages[slice(*counted)]) if f is not None]
-    block = messages[loop.start : loop.start + loop.period]
+    block = messages[loop.start : loop.start + loop.shown]
     return _record(loop, place, token_total(figures) if figures else None,
                    _signature(block, loop.kind), _excerpt(block, loop.kind, encode))
 
@@ -1026,7 +1062,7 @@ def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[
     if not flat:
         return out
     spans = ([position for position, _ in flat], [loop.start for _, loop in flat],
-             [loop.end for _, loop in flat], [loop.period for _, loop in flat],
+             [loop.end for _, loop in flat], [loop.shown for _, loop in flat],
              [loop.kind for _, loop in flat])
     made = (_core.anywhere_loop_parts([threads[row] for row in rows], *spans)
             if lines is None else
@@ -1063,8 +1099,12 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
         text = block[0].get("text")
         parts: Any = sorted(set(text_units(text))) if is_string(text) else []
     else:
-        prints = [message_print(m) for m in block
-                  if kind == BLOCK or _role(m) != _AGENT]
+        prints = [
+            # (a reply's blind to its numbers, as replies are compared: one rejection,
+            # "found 2 actions" or "found 3 actions", is one loop across runs)
+            xxhash.xxh3_64_intdigest(_NUMBER_BYTES.sub(b"0", message_key(m)))
+            if kind == REPLIES else message_print(m)
+            for m in block if kind == BLOCK or _role(m) != _AGENT]
         first = least_rotation(prints) if prints else 0
         parts = prints[first:] + prints[:first]
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=kind)
