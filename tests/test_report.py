@@ -728,6 +728,9 @@ def test_records_are_told_alike_from_a_file_and_standard_input(
     capsys.readouterr()
     code = main(["report", name, "-o", str(tmp_path / "r.html")])
     said = capsys.readouterr().err
+    # The page names its input as the records and messages do (standard input was "-").
+    shown = "&lt;stdin&gt;" if where == "stdin" else html.escape(name)
+    assert f'<p class="sources">{shown}</p>' in (tmp_path / "r.html").read_text()
     if shape == "UTF-16":
         assert code == 0 and "0 runs" in said and "40 not read" in said
         return

@@ -31,6 +31,7 @@ TERMINATED_EXIT: Final = 143  # 128 + SIGTERM, as a shell reports a process it k
 IO_EXIT: Final = 74  # EX_IOERR in sysexits.h
 INTERNAL_EXIT: Final = 70  # EX_SOFTWARE in sysexits.h
 MEMORY_EXIT: Final = 71  # EX_OSERR in sysexits.h: the system could not give the memory asked
+GZIP_MAGIC: Final = b"\x1f\x8b"  # the first bytes of a gzip member
 DATA_EXIT: Final = 65  # EX_DATAERR in sysexits.h: --fail-on-error, and a record is an error
 EXIT_STATUS_HELP: Final = """\
 exit status:

@@ -473,13 +473,7 @@ class ParquetRecords:
     def __init__(self, path: str, *, anywhere: bool = False) -> None:
         pa = _pyarrow()
         self._pa = pa
-        self._schema = pa.schema([
-            ("id", pa.string()), ("file", pa.string()), ("line", pa.int64()),
-            ("verdict", pa.string()), ("loop_start", pa.int64()), ("period", pa.int64()),
-            ("repetitions", pa.int64()), ("loop_messages", pa.int64()),
-            ("loop_tokens", pa.float64()), ("signature", pa.string()),
-            ("excerpt", pa.string()), ("messages", pa.int64()), ("error", pa.string()),
-        ])
+        self._schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in RECORD_COLUMNS])
         if anywhere:
             from vthread.arrow import LOOP_FIELDS
 
@@ -543,8 +537,11 @@ def _replaced(value: Any) -> Any:
 
 
 
-RECORD_COLUMNS: Final = ("id", "file", "line", "verdict", "loop_start", "period",
-                         "repetitions", "loop_messages", "loop_tokens", "signature", "excerpt",
-                         "messages", "error")
-"""The columns of a Parquet file of records, in order; null where a record has no such
-field (an error record has no verdict, a good one no error)."""
+RECORD_COLUMNS: Final = (
+    ("id", "string"), ("file", "string"), ("line", "int64"), ("verdict", "string"),
+    ("loop_start", "int64"), ("period", "int64"), ("repetitions", "int64"),
+    ("loop_messages", "int64"), ("loop_tokens", "float64"), ("signature", "string"),
+    ("excerpt", "string"), ("messages", "int64"), ("error", "string"))
+"""The columns of a Parquet file of records, in order, each with its Arrow type's name;
+null where a record has no such field (an error record has no verdict, a good one no
+error)."""

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO, cast
 from vthread import _core
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
+    GZIP_MAGIC,
     INTERNAL_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
@@ -73,7 +74,6 @@ MESSAGE_KINDS_PER_RUN: Final = 2_000
 """Longest run whose messages' kinds colour its timeline (one character each in the page)."""
 MESSAGE_KINDS_BUDGET: Final = 2_000_000
 """Most message kinds in one page, about as many bytes (at 100,000 runs, 2 MB)."""
-_GZIP_MAGIC: Final = b"\x1f\x8b"
 _NOT_RECORDS_SUFFIXES: Final = (".traj", ".eval")
 _RECORD_COLUMNS: Final = frozenset({"file", "line", "verdict", "error"})
 
@@ -214,7 +214,7 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
                     stderr.write(f"vthread report: {file}: warning: {what}\n")
                 data.tokens = None  # records hold no run's total tokens
                 if data.progressing == progressing:
-                    stderr.write(f"vthread report: warning: {_named(name)} holds no "
+                    stderr.write(f"vthread report: warning: {input_label(name)} holds no "
                                  f"progressing run "
                                  f"(written with --only-loops?); the figures count only the "
                                  f"runs it holds\n")
@@ -224,7 +224,8 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
             # (the scan of the runs found none, and said so; the records read give the page
             # its runs)
             warnings = [w for w in warnings if not w.startswith("no thread was scanned")]
-        page = render_report(data, title=title, sources=options.files, warnings=warnings)
+        page = render_report(data, title=title, sources=[input_label(name) for name in
+                                                         options.files], warnings=warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
             # A file is written whole before a signal takes effect; standard output is not
@@ -340,16 +341,10 @@ def _what(inputs: Sequence[str]) -> str:
     """The inputs as the page's default title names them: each as given (a folder stands
     for the files under it, so a count of the names would count it as one file), the
     first alone and how many more when they make a long title."""
-    named = ", ".join(map(_named, inputs))
+    named = ", ".join(map(input_label, inputs))
     if len(inputs) == 1 or len(named) <= _TITLE_NAMES:
         return named
-    return f"{_named(inputs[0])} and {len(inputs) - 1:,} more inputs"
-
-
-def _named(name: str) -> str:
-    """An input as the page and the warnings name it: standard input (``-``) as
-    ``<stdin>``, as the scan names it in its records."""
-    return "<stdin>" if name == "-" else name
+    return f"{input_label(inputs[0])} and {len(inputs) - 1:,} more inputs"
 
 
 _TITLE_NAMES: Final = 80
@@ -455,7 +450,7 @@ def _head_holds_records(name: str, throughout: bool) -> bool:
         return False  # the scan reports what is wrong with it
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
-    whole = ended and not head.startswith(_GZIP_MAGIC)
+    whole = ended and not head.startswith(GZIP_MAGIC)
     if not _first_line_is_record(text, whole):
         return not throughout and _first_record_damaged(text, whole)
     if not throughout:
@@ -798,7 +793,7 @@ def _stdin_holds_records() -> bool:
 def _decompressed(head: bytes, limit: int) -> bytes:
     """The first bytes of a stream as text: decompressed, as far as they go and to at most
     ``limit`` bytes, when they open a gzip member."""
-    if not head.startswith(_GZIP_MAGIC):
+    if not head.startswith(GZIP_MAGIC):
         return head
     text = b""
     try:
@@ -994,10 +989,10 @@ def _record_lines(name: str) -> Iterator[_RecordLines]:
     if name == "-":
         buffer = sys.stdin.buffer
         yield _RecordLines(buffer, isinstance(buffer, io.BufferedReader)
-                           and buffer.peek(2)[:2] == _GZIP_MAGIC)
+                           and buffer.peek(2)[:2] == GZIP_MAGIC)
         return
     with open(name, "rb") as raw:
-        yield _RecordLines(raw, raw.peek(2)[:2] == _GZIP_MAGIC)
+        yield _RecordLines(raw, raw.peek(2)[:2] == GZIP_MAGIC)
 
 
 def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:

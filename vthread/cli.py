@@ -112,6 +112,7 @@ statuses for the rest. A closed or failing standard error loses the messages, no
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import contextvars
 import errno
@@ -151,6 +152,7 @@ from vthread import _core
 from vthread._cli_main import (
     BROKEN_PIPE_EXIT,
     DATA_EXIT,
+    GZIP_MAGIC,
     INTERNAL_EXIT,
     INTERRUPTED_EXIT,
     IO_EXIT,
@@ -252,10 +254,8 @@ WARN_LINE_BYTES: Final = 4 << 20
 """The longest line the warnings about a file's first threads look at (a format or keys
 given that they do not fit): a warning is not worth parsing a run of a million messages in
 Python (a 37 MB one took 5 s and 430 MB), which the scan itself reads in the core."""
-_GZIP_MAGIC: Final = b"\x1f\x8b"
-_UTF8_BOM: Final = b"\xef\xbb\xbf"  # json.loads of bytes skips one, as Windows tools write it
 _JSON_SPACE: Final = re.compile(r"[ \t\n\r]*")  # the whitespace json allows between values
-_GZIP_HEADER: Final = _GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
+_GZIP_HEADER: Final = GZIP_MAGIC + b"\x08"  # the magic and deflate, the one method defined
 _CUT_SHORT: Final = "the file ends in the middle of a gzip member (cut short)"
 _Kind = Literal["lines", "runs", "inspect"]  # a file's chunks: lines, a document's runs, or
 # an Inspect log's samples (as native runs)
@@ -2058,8 +2058,8 @@ class _GzipStream:
                 if not self.input:
                     self.ended = True  # a clean end
                     break
-                if not self.input.startswith(_GZIP_MAGIC):
-                    self._break(_CUT_SHORT if self.input == _GZIP_MAGIC[:1]
+                if not self.input.startswith(GZIP_MAGIC):
+                    self._break(_CUT_SHORT if self.input == GZIP_MAGIC[:1]
                                 else "junk after the last gzip member")
                     break
                 self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -2185,7 +2185,7 @@ def _open(name: str, regular_only: bool = False
     if _is_gzip(head[:3], name):
         stream = _GzipStream(raw)
         inner = stream.head()[:10]
-        compression = (_Compression("gzip", _GZIP_MAGIC, "gzip -dc") if _is_gzip(inner[:3], "")
+        compression = (_Compression("gzip", GZIP_MAGIC, "gzip -dc") if _is_gzip(inner[:3], "")
                        else _unread_compression(inner))
         if compression is not None:
             # Compressed twice (gzip of a .gz, or of an .xz): read as text, the inner stream's
@@ -3521,7 +3521,7 @@ def _named_trajectory(value: Any, label: str, id_key: str | None) -> Any:
 def _opening_line(data: bytes) -> tuple[bytes, bytes]:
     """The first line of ``data`` with text, stripped (a UTF-8 byte order mark and blank
     lines before it aside: a document may open with either), and what follows it."""
-    first, _, rest = data.removeprefix(_UTF8_BOM).lstrip().partition(b"\n")
+    first, _, rest = data.removeprefix(codecs.BOM_UTF8).lstrip().partition(b"\n")
     return first.strip(), rest
 
 
@@ -3530,7 +3530,7 @@ def _leading_values(data: bytes) -> tuple[list[Any], tuple[int, int, str] | None
     byte-order mark before any, between; each read as ``json`` reads a document), and where
     the first that is not one breaks: its line, column and ``json``'s reason; None when
     every one is whole."""
-    data = data.removeprefix(_UTF8_BOM)
+    data = data.removeprefix(codecs.BOM_UTF8)
     undecodable: UnicodeDecodeError | None = None
     try:
         text = data.decode("utf-8", "surrogatepass")

@@ -376,7 +376,7 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = (),
         _chart_card(*_cost_histogram(data)),
         "</section>",
         _top_loops(data),
-        _runs_table(data),
+        _runs_table(),
         "</main>",
         '<script type="application/json" id="report-data">',
         _json_for_html(_blob(data)),
@@ -600,7 +600,7 @@ def _top_loops(data: ReportData) -> str:
     return "".join(out)
 
 
-def _runs_table(data: ReportData) -> str:
+def _runs_table() -> str:
     options = "".join(f'<option value="{code}">{_text(name)}</option>'
                       for code, name in enumerate(HEURISTIC_NAMES, 1))
     headers = "".join(
