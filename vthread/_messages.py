@@ -450,6 +450,17 @@ def loops_priced(loops: int, unpriced: int) -> bool:
     return not loops or unpriced < loops
 
 
+NO_PRICED_LOOP: Final = "no looping run's messages carry usage.tokens"
+"""Why the tokens wasted in loops are no figure (:func:`loops_priced`), as the summary's
+table and the report's card say it."""
+
+
+def unpriced_loops(count: int) -> str:
+    """What a figure of wasted tokens leaves out: ``count`` loops carrying no count."""
+    return (f"{figure_text(count)} loop{'' if count == 1 else 's'} with no countable "
+            "usage.tokens not counted")
+
+
 def figure_text(value: float) -> str:
     """A count or token total as the summary and the report write it: in full (with
     thousands separators) while a column holds it; past 10**12, which no agent's count

@@ -183,7 +183,14 @@ from vthread._exact_json import (
     suspect_lines,
 )
 from vthread._heuristics import core_options, written_lines
-from vthread._messages import counted_figure, figure_text, loops_priced, token_total
+from vthread._messages import (
+    NO_PRICED_LOOP,
+    counted_figure,
+    figure_text,
+    loops_priced,
+    token_total,
+    unpriced_loops,
+)
 from vthread._options import CycleOptions, cycle_options, set_with_anywhere
 from vthread._options import usable_cpus as _usable_cpus
 from vthread._records import json_text, record_id, strict_dumps
@@ -5242,14 +5249,12 @@ def _summary(stats: _Stats, scanned: str, seconds: float, *,
     if stats.tokens_known and not stats.wasted_tokens_known:
         # No loop's cost is recorded: a total of 0 would read as "no waste" (as the report's
         # card says it too).
-        rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no looping run's messages carry "
-                    "usage.tokens)")
+        rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  ({NO_PRICED_LOOP})")
     elif stats.tokens_known:
         unknown = stats.loops_without_tokens
         rows.append(f"  {'wasted tokens':<28}{figure_text(stats.loop_tokens):>14}"
                     f"{share(stats.loop_tokens, stats.tokens)} of {figure_text(stats.tokens)}"
-                    + (f" ({unknown:,} loop{'' if unknown == 1 else 's'} with no countable"
-                       " usage.tokens not counted)" if unknown else ""))
+                    + (f" ({unpriced_loops(unknown)})" if unknown else ""))
     else:
         rows.append(f"  {'wasted tokens':<28}{'n/a':>14}  (no message carries usage.tokens)")
     if stats.anywhere is not None:

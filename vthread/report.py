@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from vthread._cli_main import shown as _visible  # (as the command writes it on a terminal)
-from vthread._messages import figure_text, loops_priced
+from vthread._messages import NO_PRICED_LOOP, figure_text, loops_priced, unpriced_loops
 from vthread.inspect_log import is_lacking_note
 from vthread.scan import HEURISTIC_NAMES
 
@@ -458,13 +458,11 @@ def _headline(figures: Mapping[str, Any]) -> str:
     ]
     tokens, wasted = figures["tokens"], figures["wasted_tokens"]
     unpriced = figures.get("loops_without_tokens", 0)
-    left_out = (f"; {figure_text(unpriced)} loop{'' if unpriced == 1 else 's'} with no "
-                "countable usage.tokens not counted") if unpriced else ""
+    left_out = f"; {unpriced_loops(unpriced)}" if unpriced else ""
     if wasted is None:
         # No loop's cost is recorded (summary() says so by loops_priced): a total of 0
         # would read as "no waste".
-        cards.append(("wasted_tokens", "wasted tokens", None,
-                      "no looping run's messages carry usage.tokens"))
+        cards.append(("wasted_tokens", "wasted tokens", None, NO_PRICED_LOOP))
     elif tokens is None:
         cards.append(("wasted_tokens", "wasted tokens", wasted,
                       f"total not known from records{left_out}"))
