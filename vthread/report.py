@@ -65,6 +65,9 @@ _KIND_LABELS: Final = {
     "repeated_message_text_run": "a message repeating itself",
 }
 _KIND_COLOURS: Final = ("#d9480f", "#1971c2", "#2f9e44", "#9c36b5")
+"""Each loop kind's colour, in the chart of kinds and (``.k1`` to ``.k4``) the runs table."""
+_KIND_STYLE: Final = "".join(f".k{code}{{background:{colour}}}"
+                             for code, colour in enumerate(_KIND_COLOURS, 1))
 _RECORD_KEYS: Final = frozenset({"file", "line"})
 
 
@@ -364,7 +367,7 @@ def render_report(data: ReportData, *, title: str, sources: Sequence[str] = (),
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_text(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>{_text(title)}</title><style>{_STYLE}{_KIND_STYLE}</style></head><body>",
         f"<header><h1>{_text(title)}</h1>",
         f"<p class=\"sources\">{_text(shown)}</p>" if shown else "",
         "</header><main>",
@@ -678,8 +681,7 @@ font-variant-numeric:tabular-nums}.excerpt{font-family:ui-monospace,Menlo,Consol
 font-size:12px;overflow-wrap:anywhere;max-width:520px}#runs tbody tr{cursor:pointer}
 #runs tbody tr:hover,#runs tbody tr.selected{background:#fff4e6}
 .kind{display:inline-block;padding:0 6px;border-radius:8px;color:#fff;font-size:11px;
-white-space:nowrap}.k1{background:#d9480f}.k2{background:#1971c2}.k3{background:#2f9e44}
-.k4{background:#9c36b5}.controls{display:flex;gap:8px;align-items:center;margin-bottom:6px;
+white-space:nowrap}.controls{display:flex;gap:8px;align-items:center;margin-bottom:6px;
 flex-wrap:wrap}#filter{width:280px;padding:4px}.hint{color:#868e96;font-size:12px;
 margin:2px 0 8px}#detail{background:#fff;border:1px solid #dee2e6;border-radius:6px;
 padding:10px 16px;margin-top:12px}#detail pre{white-space:pre-wrap;overflow-wrap:anywhere;
