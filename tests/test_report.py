@@ -982,6 +982,28 @@ def test_parquet_records_are_read_back(tmp_path: Path) -> None:
         assert f'data-figure="{key}" data-value="{json.dumps(expected[key])}"' in page, key
 
 
+def test_parquet_records_pyarrow_cannot_read_are_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A records file pyarrow refuses with an error of its own that is no OSError or
+    ValueError (ArrowNotImplementedError, a NotImplementedError) is said, naming the file,
+    with 2, as the scan says it of a runs file (it was an internal error, 70)."""
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (vthread[arrow])")
+    import pyarrow.parquet as parquet
+
+    records = tmp_path / "records.parquet"
+    assert main(["scan", "-q", "-o", str(records), str(SAMPLE)]) == 0
+
+    def refused(*args: object, **kwargs: object) -> Any:
+        raise pa.ArrowNotImplementedError("a type not read")
+
+    monkeypatch.setattr(parquet.ParquetFile, "iter_batches", refused)
+    capsys.readouterr()
+    assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 2
+    assert capsys.readouterr().err == (
+        f"vthread report: {records}: cannot read: a type not read\n")
+
+
 def test_only_loops_records_draw_a_warning(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Records without a progressing run (``--only-loops``) are reported, with a warning."""

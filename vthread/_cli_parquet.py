@@ -34,7 +34,7 @@ from vthread._records import record_id
 from vthread.documents import DECLARED_COLUMN, messages_column, one_column, run_id
 
 __all__ = ["NEEDS_PYARROW", "RECORD_COLUMNS", "ROWS_PER_GROUP", "ParquetRecords", "UnreadableRows",
-           "is_parquet", "parquet_available", "parquet_lines"]
+           "is_parquet", "parquet_available", "parquet_lines", "read_errors"]
 
 PARQUET_SUFFIXES: Final = (".parquet", ".pq")
 ROWS_PER_GROUP: Final = 16_384
@@ -264,7 +264,7 @@ def _declarations(column: Any) -> list[bytes]:
 
     try:
         values = column.to_pylist()
-    except _read_errors():
+    except read_errors():
         return [b""] * len(column)
     return [declaration_member(value) if isinstance(value, str) else b"" for value in values]
 
@@ -278,7 +278,7 @@ def _with_id(run: bytes, ident: bytes) -> bytes:
     return inside + (b'"id":' if inside.endswith(b"{") else b',"id":') + ident + b"}"
 
 
-def _read_errors() -> tuple[type[BaseException], ...]:
+def read_errors() -> tuple[type[BaseException], ...]:
     """What pyarrow raises for data it cannot read (its MemoryError aside: no row's fault)."""
     pa = _pyarrow()
     return OSError, ValueError, pa.ArrowException
@@ -341,7 +341,7 @@ def _batches_until_failure(parquet: Any, columns: list[str], rows: int,
         yield from batches
     except MemoryError:
         raise
-    except _read_errors() as error:
+    except read_errors() as error:
         # (pyarrow's message may run over lines: "...thrift: invalid TType\nDeserializing...")
         failed.append("; ".join(filter(None, map(str.strip, str(error).splitlines())))
                       or type(error).__name__)
@@ -385,7 +385,7 @@ def _group_ids(parquet: Any, group: int, id_columns: list[str], skip: int) -> tu
         table = parquet.read_row_group(group, columns=id_columns)
     except MemoryError:
         raise
-    except _read_errors():
+    except read_errors():
         return ()
     values = [_id_values(table.column(name).combine_chunks()) for name in id_columns]
     return tuple(_id_text([column[row] for column in values])

@@ -58,7 +58,7 @@ from vthread._cli_main import (
     write_replacing,
     write_through,
 )
-from vthread._cli_parquet import is_parquet, parquet_source
+from vthread._cli_parquet import is_parquet, parquet_source, read_errors
 from vthread.adapters import FORMATS
 from vthread.report import RecordError, ReportData, WrittenNumber, message_kinds, render_report
 from vthread.scan import HEURISTIC_NAMES
@@ -1077,7 +1077,7 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
                     data.add(row)
                 except RecordError as error:
                     raise _ReportError(f"{name}: row {number}: {error}") from None
-    except (OSError, ValueError) as error:  # pyarrow's read errors
+    except read_errors() as error:
         raise _ReportError(f"{name}: cannot read: {error}") from error
 
 
