@@ -982,6 +982,30 @@ def test_parquet_records_are_read_back(tmp_path: Path) -> None:
         assert f'data-figure="{key}" data-value="{json.dumps(expected[key])}"' in page, key
 
 
+def test_the_scan_s_messages_are_said_as_they_come(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What the scan says reaches standard error as the report's while the scan goes on
+    (it was held to the scan's end: lost when a long scan was killed), a message written
+    in pieces said once whole."""
+    from vthread import cli
+
+    real = cli.main
+    heard: list[str] = []
+
+    def scan_saying(argv: list[str]) -> int:
+        sys.stderr.write("vthread scan: warning: first ")
+        sys.stderr.write("half\nvthread scan: second")
+        heard.append(capsys.readouterr().err)  # (while the scan runs)
+        return real(argv)
+
+    monkeypatch.setattr(cli, "main", scan_saying)
+    assert main(["report", str(SAMPLE), "-o", str(tmp_path / "r.html")]) == 0
+    assert heard == ["vthread report: warning: first half\n"]
+    said = capsys.readouterr().err
+    assert said.startswith("vthread report: second\n") and said.count("second") == 1
+
+
 def test_parquet_records_pyarrow_cannot_read_are_said(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -1119,6 +1119,39 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
         raise _ReportError(f"{where}: cannot read: {error}") from error
 
 
+class _ScanMessages(io.TextIOBase):
+    """The scan's standard error as the report's messages, each line passed on to
+    ``warned`` as soon as it is whole ("vthread scan:" said as "vthread report:", and the
+    scan's advice to pass --fail-on-error, which the report does not take, left out): they
+    were held until the scan ended, so a long scan's warnings came at its end, or never
+    when it was killed. The scan escapes each message's own control characters."""
+
+    def __init__(self, warned: _Warned, advice: str) -> None:
+        super().__init__()
+        self.warned = warned
+        self.advice = advice
+        self.partial = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *whole, self.partial = (self.partial + text).split("\n")
+        for line in whole:
+            self._pass_on(line + "\n")
+        return len(text)
+
+    def end(self) -> None:
+        """Pass on a last line no newline ended, as a line."""
+        if self.partial:
+            self._pass_on(self.partial + "\n")
+            self.partial = ""
+
+    def _pass_on(self, message: str) -> None:
+        self.warned.write(message.replace("vthread scan:", "vthread report:")
+                          .replace(self.advice, ""))
+
+
 _BUG_ON_A_RUN: Final = -INTERNAL_EXIT
 """What :func:`_scan_into` returns when the scan completed though a bug made a run an error
 record (its status 70, said with the traceback): the page is made, and then ends with 70."""
@@ -1147,12 +1180,12 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
                 argv += [flag, str(value)]
         if options.mask_volatile:
             argv.append("--mask-volatile")
-        said = io.StringIO()
-        with contextlib.redirect_stderr(said):
-            status = cli.main([*argv, "--", *files])
-        for message in said.getvalue().splitlines(keepends=True):  # (each escaped by scan)
-            warned.write(message.replace("vthread scan:", "vthread report:")
-                         .replace(cli.FAIL_ON_ERROR_ADVICE, ""))
+        said = _ScanMessages(warned, cli.FAIL_ON_ERROR_ADVICE)
+        try:
+            with contextlib.redirect_stderr(said):
+                status = cli.main([*argv, "--", *files])
+        finally:
+            said.end()
         completed = status == INTERNAL_EXIT and summary.exists() and json.loads(
             summary.read_text(encoding="utf-8")).get("completed") is True
         if status and not completed:
