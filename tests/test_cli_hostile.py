@@ -322,6 +322,18 @@ def test_summary_and_page_are_written_whole_or_not_at_all(tmp_path: Path) -> Non
                                                                 "summary.json"]
 
 
+def test_report_to_a_fifo_no_process_reads_is_said(tmp_path: Path) -> None:
+    """``vthread report -o FIFO`` with no reader: 74, saying so, as ``vthread scan -o FIFO``
+    says it (it waited for a reader for good, deaf to SIGTERM and Ctrl-C: a tester's
+    case)."""
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    done = shell(f'$VTHREAD report "{SAMPLE}" -o "{fifo}"')
+    assert done.returncode == 74
+    assert done.stderr.endswith(b"cannot write " + str(fifo).encode()
+                                + b": it is a FIFO no process reads\n")
+
+
 def test_report_with_standard_error_failing(tmp_path: Path) -> None:
     """2>/dev/full and 2>&-: the messages are lost, the page is not (it was 70, an internal
     error, with no page written where a warning came before it); a report that fails

@@ -464,6 +464,42 @@ def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     assert summary["lines"] == len(records(written.read_bytes()))
 
 
+@pytest.mark.parametrize("arguments", [[], ["--jobs", "2"]])
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stop_ends_a_scan_whose_reader_stopped_reading(
+        tmp_path: Path, arguments: list[str], stop: str) -> None:
+    """A scan writing to a pipe its reader stopped reading (| sleep, a stalled consumer),
+    its write blocked, ends on SIGTERM or Ctrl-C within the time a stop waits for a write
+    (it stayed blocked until the reader read again: ``timeout`` never ended it), writing
+    its summary; the records it wrote end with whole lines but perhaps the last."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from vthread import cli
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(SAMPLE.read_bytes() * 10)  # records of a chunk > 64 KiB, a pipe's room
+    target = tmp_path / "summary.json"
+    scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", str(path), "-q",
+                             "--summary", str(target), *arguments],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(3)  # started, blocked writing to the pipe nobody reads
+    sent = time.monotonic()
+    scan.send_signal(getattr(signal, stop))
+    try:
+        status = scan.wait(timeout=cli.STOP_WAITS_FOR_A_WRITE + 10)
+    finally:
+        scan.kill()
+        out, err = scan.communicate()
+    assert status == (143 if stop == "SIGTERM" else 130), err
+    assert time.monotonic() - sent < cli.STOP_WAITS_FOR_A_WRITE + 10
+    summary = json.loads(target.read_text())
+    assert summary["completed"] is False and summary["lines"] > 0
+    assert len(out) >= 64 << 10 and out.count(b"\n") >= 1
+
+
 @pytest.mark.parametrize(("arguments", "only_python_reads"), [
     ([], False), (["--jobs", "2"], False), (["--jobs", "2", "--anywhere"], False),
     (["--jobs", "2"], True)])

@@ -17,7 +17,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, Any, Final, TypeVar, cast
+from typing import IO, Any, BinaryIO, Final, TypeVar, cast
 
 from vthread.adapters import FORMATS
 
@@ -577,6 +577,47 @@ def write_all(out: IO[bytes], data: bytes, flush: bool = True) -> None:
             select.select([], [out], [])
 
 
+def is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def open_fifo(path: str) -> BinaryIO:
+    """The FIFO ``path`` opened for writing, or an OSError saying no process reads it.
+
+    A plain open would wait until a reader comes, and in ``open`` neither Ctrl-C nor
+    SIGTERM ends the wait (the scan hung until killed). A non-blocking open fails at once
+    (ENXIO) when none reads; once open, the writes block again as a pipe's do. (Opening it
+    only to look, then closing it, would end the reader's input: it is kept.)"""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO no process reads") from None
+        raise
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "wb")
+
+
+def may_wait_for_a_reader(output: str | None) -> bool:
+    """Whether writing to ``output`` (a path; None or ``-``: standard output) may wait on a
+    reader: a pipe, a FIFO, a socket or a terminal (paused with Ctrl-S), not a file."""
+    terminal = False
+    try:
+        if output is None or output == "-":
+            if sys.stdout is None:
+                return False
+            mode = os.fstat(sys.stdout.fileno()).st_mode
+            terminal = sys.stdout.isatty()
+        else:
+            mode = os.stat(output).st_mode
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or terminal
+
+
 def unwritable(path: str) -> str | None:
     """Why the file ``path`` cannot be written (made, or replaced), or None: asked before
     the work (``vthread scan --summary``, ``vthread report -o``), not after it; the file
@@ -599,7 +640,8 @@ def write_replacing(path: str, data: bytes) -> None:
     """Write ``data`` as the file at ``path`` whole or not at all: a file a reader may open
     while it is written (a dashboard polling the ``--summary`` file, the report's page) is
     written beside it and renamed over it, so that it is never read in part. A path that
-    names no regular file (a device such as ``/dev/stdout``, a FIFO) is written as it is,
+    names no regular file (a device such as ``/dev/stdout``, a FIFO: :func:`open_fifo`) is
+    written as it is,
     and so is a file whose folder this process may not create files in; a symbolic link
     is followed, the link kept. An existing file keeps its permissions.
 
@@ -612,7 +654,7 @@ def write_replacing(path: str, data: bytes) -> None:
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        with open(target, "wb") as out:
+        with open_fifo(target) if stat.S_ISFIFO(mode) else open(target, "wb") as out:
             out.write(data)
         return
     folder, name = os.path.split(target)

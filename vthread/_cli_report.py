@@ -48,6 +48,7 @@ from vthread._cli_main import (
     input_written_over,
     jobs_argument,
     key_argument,
+    may_wait_for_a_reader,
     named_again,
     numbers_joined,
     opened_regular,
@@ -228,9 +229,13 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
                                                          options.files], warnings=warnings)
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
-            # A file is written whole before a signal takes effect; standard output is not
-            # waited on (a reader that stalls would keep SIGTERM from ever ending it).
-            with stops.held() if options.output != "-" else contextlib.nullcontext():
+            # The page is written whole before a signal takes effect, but to a reader that
+            # may stall (standard output, a FIFO), which would keep SIGTERM from ever ending
+            # the report, only for as long as a scan's write waits.
+            from vthread.cli import STOP_WAITS_FOR_A_WRITE
+
+            with stops.held(at_most=STOP_WAITS_FOR_A_WRITE
+                            if may_wait_for_a_reader(options.output) else None):
                 _write_page(options.output, page.encode("utf-8", "replace"))
         except BrokenPipeError:
             # The reader of standard output went away (| head): end quietly, as scan does.

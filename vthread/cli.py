@@ -115,7 +115,6 @@ import argparse
 import codecs
 import contextlib
 import contextvars
-import errno
 import io
 import json
 import math
@@ -163,9 +162,12 @@ from vthread._cli_main import (
     blocking_stdin,
     input_label,
     input_written_over,
+    is_fifo,
     is_utf8,
     main,
+    may_wait_for_a_reader,
     named_again,
+    open_fifo,
     opened_regular,
     require_regular,
     say,
@@ -691,6 +693,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     streaming = (files == ["-"] and sys.stdin is not None
                  and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
     results: Generator[_Done, None, None] | None = None
+    writes_wait = may_wait_for_a_reader(options.output)
     misread_warnings = _MisreadWarnings()
     internal: str | None = None  # the first bug the engine met (_Done.internal)
     try:
@@ -730,7 +733,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             # delivered some of the chunk's records, which the summary must not leave out.
             # Counted and written with a stop held back until both are done: one between
             # them left a chunk counted and not written.
-            with stop_signals.held():
+            with stop_signals.held(at_most=STOP_WAITS_FOR_A_WRITE if writes_wait else None):
                 stats.add(done.stats)
                 _write(out, _loops_only(done.output) if options.only_loops else done.output,
                        flush=streaming)
@@ -915,15 +918,17 @@ def _write_summary(path: str, summary: dict[str, object]) -> bool:
     """Write ``--summary``'s file; False (said on stderr) when it cannot be written."""
     text = json.dumps(summary, indent=2, allow_nan=False) + "\n"
     try:
-        if _is_fifo(path):
-            with _open_fifo(path) as fifo:
-                fifo.write(text.encode("utf-8"))
-        else:
-            write_replacing(path, text.encode("utf-8"))
+        write_replacing(path, text.encode("utf-8"))
     except OSError as error:
         say(f"vthread scan: cannot write {path}: {error.strerror or error}")
         return False
     return True
+
+
+STOP_WAITS_FOR_A_WRITE: Final = 2.0
+"""Seconds a stop waits for a chunk's records to be written to a pipe before it takes effect
+inside the write (:meth:`_StopSignals.held`): a reader that reads finishes a chunk's write
+in a fraction of that."""
 
 
 class _TerminatedError(BaseException):
@@ -949,11 +954,18 @@ class _StopSignals:
 
     def __init__(self) -> None:
         import signal
+        import threading
 
         self.owner = os.getpid()
+        self.main_thread = threading.main_thread().ident
         self.depth = 0  # nested held() blocks open
         self.pending: int | None = None  # a signal that came inside one
         self.settled = False  # the scan's end is decided: a signal now changes nothing
+        # The longest a held block that may wait on a reader (a write to a pipe) keeps a
+        # stop waiting: past it the stop takes effect inside the block (see held).
+        self.at_most: float | None = None
+        self.overdue = False  # that time has passed: the stop takes effect now
+        self.timer: Any = None  # the threading.Timer that says so
         self.previous: dict[int, Any] = {}
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -970,28 +982,58 @@ class _StopSignals:
             return
         if self.settled:
             return
-        if self.depth:
+        if self.depth and not self.overdue:
+            if self.pending is None and self.at_most is not None:
+                import threading
+
+                self.timer = threading.Timer(self.at_most, self._kick, (signum,))
+                self.timer.daemon = True
+                self.timer.start()
             self.pending = signum
             return
+        self.pending = None
         self._stop(signum)
+
+    def _kick(self, signum: int) -> None:
+        """(on the timer's thread) The held block outlasted ``at_most``: the signal again, to
+        the main thread, whose write it interrupts, to take effect there."""
+        import signal
+
+        self.overdue = True
+        if self.main_thread is not None:
+            signal.pthread_kill(self.main_thread, signum)
 
     def _stop(self, signum: int) -> None:
         self.settled = True
+        self._disarm()
         _raise_for(signum)
+
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def settle(self) -> None:
         """The scan's end is decided: signals from now on are ignored."""
         self.settled = True
         self.pending = None
+        self._disarm()
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        """The block runs to its end; a signal meanwhile takes effect after it."""
+    def held(self, at_most: float | None = None) -> Iterator[None]:
+        """The block runs to its end; a signal meanwhile takes effect after it, or, when it
+        came ``at_most`` seconds before the block ends, inside it: a write to a reader that
+        stopped reading (``| sleep``, a stalled consumer) would otherwise keep SIGTERM from
+        ever ending the scan, where ``timeout 3`` ended the same pipeline's ``cat`` in 3 s
+        (the record then being written may be cut: the scan ends cut short)."""
         self.depth += 1
+        outer = self.at_most
+        self.at_most = at_most if outer is None else outer
         try:
             yield
         finally:
             self.depth -= 1
+            self.at_most = outer
             if not self.depth and self.pending is not None:
                 signum, self.pending = self.pending, None
                 self._stop(signum)
@@ -1075,8 +1117,9 @@ def _error_records(output: bytes, most: int) -> list[dict[str, Any]]:
 def _write(out: BinaryIO, data: bytes, flush: bool = False) -> None:
     """Write records to ``out``; ``flush``: at once (records of a stream read as it comes).
     Ctrl-C or SIGTERM meanwhile takes effect once the records are written, so that the
-    output never ends in part of one (a write blocked on a full pipe ends when its reader
-    reads, or goes away)."""
+    output never ends in part of one, but for a write to a reader that stopped reading
+    (a full pipe), which a stop waits for only so long (:data:`STOP_WAITS_FOR_A_WRITE`,
+    set by the scan's :meth:`_StopSignals.held` around it)."""
     try:
         with _signals_held():
             write_all(out, data, flush)
@@ -1823,8 +1866,8 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     (:class:`_PendingOutput`). An ``OSError`` when the file could not be written."""
     if not path:
         return sys.stdout.buffer
-    if _is_fifo(path):
-        fifo = _open_fifo(path)  # now: a reader waiting is given its records as they come
+    if is_fifo(path):
+        fifo = open_fifo(path)  # now: a reader waiting is given its records as they come
         return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere, fifo),
                                              held=fifo))
     why = unwritable(path)
@@ -1833,34 +1876,10 @@ def _output(path: str | None, *, anywhere: bool = False) -> BinaryIO:
     return cast(BinaryIO, _PendingOutput(lambda: _open_output(path, anywhere)))
 
 
-def _is_fifo(path: str) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _open_fifo(path: str) -> BinaryIO:
-    """The FIFO ``path`` opened for writing, or an OSError saying no process reads it.
-
-    A plain open would wait until a reader comes, and in ``open`` neither Ctrl-C nor
-    SIGTERM ends the wait (the scan hung until killed). A non-blocking open fails at once
-    (ENXIO) when none reads; once open, the writes block again as a pipe's do. (Opening it
-    only to look, then closing it, would end the reader's input: it is kept.)"""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as error:
-        if error.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "it is a FIFO no process reads") from None
-        raise
-    os.set_blocking(descriptor, True)
-    return open(descriptor, "wb")
-
-
 def _open_output(path: str, anywhere: bool, opened: BinaryIO | None = None) -> BinaryIO:
     """The records' file at ``path``, as its name says: Parquet, gzip or JSONL. ``opened``:
-    the FIFO at ``path`` already open (:func:`_open_fifo`), written through (its owner
-    closes it); only the Parquet writer opens the path again itself."""
+    the FIFO at ``path`` already open (:func:`vthread._cli_main.open_fifo`), written through
+    (its owner closes it); only the Parquet writer opens the path again itself."""
     if is_parquet(path):
         from vthread._cli_parquet import ParquetRecords
 
