@@ -1081,3 +1081,39 @@ except MemoryError as error:
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert done.stdout.decode().strip() == (
         "MemoryError: not enough memory to write the array's rows as JSON text")
+
+
+def test_a_parquet_output_whose_disk_fills_is_74_with_its_summary(
+        jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A row group the disk has no room for: 74 naming the file, and the --summary written
+    (cut short); the failed writer is not asked to write again as the output closes (its
+    "Operation on closed file" made the scan an internal error, 70, with no summary: a
+    tester's case on a full tmpfs)."""
+    import errno
+    import gc
+
+    from vthread import _cli_parquet
+
+    monkeypatch.setattr(_cli_parquet, "ROWS_PER_GROUP", 10)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 7)  # (records reach the writer a chunk at a time)
+    real = pq.ParquetWriter.write_table
+    groups: list[int] = []
+
+    def filling(self: Any, table: Any, *args: Any, **kwargs: Any) -> None:
+        groups.append(table.num_rows)
+        if len(groups) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if len(groups) > 2:
+            raise pa.ArrowInvalid("Operation on closed file")
+        real(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", filling)
+    output, summary = tmp_path / "records.parquet", tmp_path / "summary.json"
+    code = cli.main(["scan", str(jsonl), "-q", "-o", str(output), "--summary", str(summary)])
+    gc.collect()  # (the failed writer's own finalizer said nothing either)
+    err = capsys.readouterr().err
+    assert code == 74 and len(groups) == 2, err
+    assert err == f"vthread scan: cannot write {output}: No space left on device\n"
+    written = json.loads(summary.read_text())
+    assert (written["completed"], written["exit_status"]) == (False, 74)

@@ -488,6 +488,10 @@ class ParquetRecords:
             raise
         self._pending: list[dict[str, Any]] = []
         self._tail = b""
+        # A write of a row group failed (a full disk): pyarrow's writer then refuses every
+        # operation ("Operation on closed file", a ValueError that made the scan's 74 an
+        # internal error), so close() writes nothing more.
+        self._failed = False
 
     def write(self, data: bytes) -> int:
         """Take complete or partial JSONL records; rows are written a group at a time."""
@@ -507,20 +511,30 @@ class ParquetRecords:
 
     def _write_group(self) -> None:
         if self._pending:
-            self._writer.write_table(self._pa.Table.from_pylist(self._pending, self._schema))
+            try:
+                self._writer.write_table(self._pa.Table.from_pylist(self._pending,
+                                                                    self._schema))
+            except BaseException:
+                self._failed = True
+                raise
             self._pending = []
 
     def flush(self) -> None:
         """Nothing to do: rows reach the file a group at a time, and at :meth:`close`."""
 
     def close(self) -> None:
-        """Write what is pending and the file's footer."""
+        """Write what is pending and the file's footer; after a failed write, nothing."""
         try:
-            if self._tail:
-                self.write(b"\n")
-            self._write_group()
-            self._writer.close()
+            if not self._failed:
+                if self._tail:
+                    self.write(b"\n")
+                self._write_group()
+                self._writer.close()
         finally:
+            if self._failed:
+                # (its own __del__ would close it again, writing its footer to the closed
+                # file: "Exception ignored in ParquetWriter.__del__" on standard error)
+                self._writer.is_open = False
             self._file.close()
 
 
