@@ -1015,10 +1015,12 @@ def test_no_file_and_no_standard_input_is_an_error_not_the_sample(
 
 def test_a_directory_that_cannot_be_listed_is_an_error_and_links_are_said(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A subdirectory the scan cannot list stops it with an error naming it, as a file it
-    cannot read does (its files were passed over in silence, exit status 0, the summary
-    "completed"); a link to a directory, which is not followed, is said on stderr and listed
-    in --summary's "left_out", as a FIFO is."""
+    """A subdirectory the scan cannot list is left out, said, and fails --fail-on-error, as
+    a file under it that cannot be read would (its files were passed over in silence, exit
+    status 0; then it stopped the whole scan with 2, its siblings' runs unread: a
+    root-owned lost+found at a mount's root); the directory named itself, unlisted, is an
+    error. A link to a directory, which is not followed, is said on stderr and listed in
+    --summary's "left_out", as a FIFO is."""
     top = tmp_path / "runs"
     (top / "sub").mkdir(parents=True)
     lines_file(top / "a.jsonl", 2)
@@ -1034,7 +1036,13 @@ def test_a_directory_that_cannot_be_listed_is_an_error_and_links_are_said(
             yield root, directories, files
 
     monkeypatch.setattr(os, "walk", walk_denied)
-    code, out, err = run(["scan", str(top)], monkeypatch)
+    code, out, err = run(["scan", str(top), "-q"], monkeypatch)
+    assert code == 0 and [r["file"] for r in records(out)] == [str(top / "a.jsonl")] * 2
+    assert err == (f"vthread scan: {top / 'sub'}: left out: a directory that cannot be "
+                   "listed: Permission denied; the files under it are not read\n")
+    code, out, err = run(["scan", str(top), "-q", "--fail-on-error"], monkeypatch)
+    assert code == 65 and len(records(out)) == 2
+    code, out, err = run(["scan", str(top / "sub")], monkeypatch)
     assert (code, out) == (2, b"")
     assert err == f"vthread scan: {top / 'sub'}: cannot be listed: Permission denied\n"
 

@@ -1717,14 +1717,21 @@ def _files_under(name: str, written: _Written,
     def unlisted(error: OSError) -> None:
         # A directory that cannot be listed holds files that would go unread: an error, as
         # a file that cannot be read is (it was passed over in silence, exit status 0). One
-        # removed meanwhile (a harness's clean-up) held nothing to read: said and left out.
+        # under the input is left out, said, and fails --fail-on-error, as an unread file
+        # under it is (a root-owned lost+found at a mount's root made the whole input one
+        # error); one removed meanwhile (a harness's clean-up) held nothing to read.
         where = error.filename if error.filename is not None else name
         if isinstance(error, (FileNotFoundError, NotADirectoryError)):
             if left_out is not None:
                 left_out.append(_LeftOut(where, "removed while the directory was listed",
                                          unread_trajectory=False))
             return
-        raise _FatalError(f"{where}: cannot be listed: {error.strerror or error}")
+        why = f"cannot be listed: {error.strerror or error}"
+        if left_out is not None and os.path.normpath(where) != os.path.normpath(name):
+            left_out.append(_LeftOut(where, f"a directory that {why}; the files under it "
+                                     "are not read", unread_trajectory=True))
+            return
+        raise _FatalError(f"{where}: {why}")
 
     for root, directories, files in os.walk(name, onerror=unlisted):
         directories[:] = [d for d in directories if not d.startswith(".")]
