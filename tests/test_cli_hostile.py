@@ -273,12 +273,17 @@ def test_summary_file_that_cannot_be_written() -> None:
     _one_message(done.stderr)
 
 
-def test_scan_with_standard_output_closed() -> None:
-    """>&-: 74 and a message, not an AttributeError."""
+def test_scan_with_standard_output_closed(tmp_path: Path) -> None:
+    """>&-: 74 and a message, not an AttributeError; the --summary file says so (an
+    earlier run's was left standing for this one)."""
     done = _scan_sample("-q >&-")
     assert done.returncode == 74
     _one_message(done.stderr)
     assert b"standard output is closed" in done.stderr
+    summary = tmp_path / "summary.json"
+    summary.write_text('{"exit_status": 0, "completed": true}')
+    assert _scan_sample(f'-q --summary "{summary}" >&-').returncode == 74
+    assert json.loads(summary.read_text())["exit_status"] == 74
 
 
 def test_scan_with_standard_error_closed(tmp_path: Path) -> None:

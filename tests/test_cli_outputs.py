@@ -564,6 +564,15 @@ def test_a_summary_is_written_when_the_inputs_cannot_be_read(
     assert code == 74 and not records_file.exists()
     assert err == (f"vthread scan: cannot write {nowhere}: no such directory "
                    f"{nowhere.parent}\n")
+    # Records that cannot be written, before the scan: the summary says so too (an earlier
+    # run's was left standing for this one: a tester's case).
+    for output in (tmp_path / "no-such-folder" / "records.jsonl", tmp_path):
+        target.write_text('{"stale": true}')
+        code, _, err = run(["scan", str(data), "-o", str(output), "--summary", str(target)],
+                           monkeypatch)
+        summary = json.loads(target.read_text())
+        assert code == summary["exit_status"] == 74 and summary["completed"] is False
+        assert summary["failure"] == err.removeprefix("vthread scan: ").rstrip("\n")
 
 
 def test_records_written_to_a_gz_path_are_gzip_compressed(

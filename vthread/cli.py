@@ -656,9 +656,13 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     out: BinaryIO
     if not options.output and sys.stdout is None:
         say("vthread scan: cannot write the records: standard output is closed")
+        _early_summary(options, "cannot write the records: standard output is closed",
+                       IO_EXIT)
         return IO_EXIT
     if options.output and is_parquet(options.output) and not parquet_available():
         say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
+        _early_summary(options, f"cannot write {options.output}: {NEEDS_PYARROW}",
+                       USAGE_EXIT)
         return USAGE_EXIT  # a missing extra is the command's setup, not a failed write
     why = unwritable(options.summary_file) if options.summary_file else None
     if why is not None:
@@ -671,7 +675,9 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     except OSError as error:
         if progress is not None:
             progress.clear()
-        say(f"vthread scan: cannot write {options.output}: {error.strerror or error}")
+        said = f"cannot write {options.output}: {error.strerror or error}"
+        say(f"vthread scan: {said}")
+        _early_summary(options, said, IO_EXIT)
         return IO_EXIT
     if options.output and options.output.lower().removesuffix(".gz").endswith(".json"):
         # (json.load of the file failed with "Extra data" and no word of why)
