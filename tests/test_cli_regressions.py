@@ -1604,6 +1604,27 @@ def test_directories_given_twice_or_nested_count_what_they_pass_over_once(
                "given: read once" for item in again)
 
 
+def test_two_links_to_one_device_are_each_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two names in a directory for one device (two links to /dev/null) are each left out
+    and said, and each counts for --fail-on-error, once however often the directory is
+    given (the second went unsaid, from stderr and the summary's left_out alike: a
+    tester's case)."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    lines_file(folder / "a.jsonl", 1)
+    for name in ("n1.jsonl", "n2.jsonl"):
+        (folder / name).symlink_to("/dev/null")
+    summary = tmp_path / "summary.json"
+    code, _, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error",
+                          "--summary", str(summary)], monkeypatch)
+    devices = [item["file"] for item in json.loads(summary.read_text())["left_out"]
+               if "not a regular file" in item["why"]]
+    assert code == 65 and devices == [str(folder / "n1.jsonl"), str(folder / "n2.jsonl")]
+    assert err.count("n1.jsonl: left out") == err.count("n2.jsonl: left out") == 1
+    assert "2 trajectory files were left out unread" in err
+
+
 def test_a_file_given_twice_is_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                          ) -> None:
     """A file read twice (named twice, by name and through its directory, or by two paths)

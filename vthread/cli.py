@@ -869,8 +869,7 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
     scanned = stats.lines - stats.errors
     # A trajectory file left out (compressed as vthread does not read, a dangling link) went
     # unchecked as surely as a file that cannot be read, which is an error record.
-    unread = len({os.path.realpath(left.file) for left in passed_over
-                  if left.unread_trajectory})
+    unread = len({_entry(left.file) for left in passed_over if left.unread_trajectory})
     if options.fail_on_error and unread and not (stats.errors or stats.notes or scanned == 0):
         say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
             f"{' was' if unread == 1 else 's were'} left out unread (said above)")
@@ -1316,13 +1315,13 @@ def _note_passed_over(name: str, left_out: list[_LeftOut], unread_names: dict[st
     each such file once for each walk."""
     fresh = []
     for left in sorted(left_out):
-        key = (os.path.realpath(left.file), left.why)
+        key = (_entry(left.file), left.why)
         if key not in noted:
             noted.add(key)
             fresh.append(left)
     unread = {}
     for path, ending in unread_names.items():
-        key = (os.path.realpath(path), "")
+        key = (_entry(path), "")
         if key not in noted:
             noted.add(key)
             unread[path] = ending
@@ -1335,6 +1334,14 @@ def _note_passed_over(name: str, left_out: list[_LeftOut], unread_names: dict[st
     passed_over.extend(fresh)
     if unread and passed_over_by_name is not None:
         passed_over_by_name.append((name, _by_ending(unread)))
+
+
+def _entry(path: str) -> str:
+    """The directory entry ``path`` names, however its folder was reached (its folder's real
+    path and its own name): the same entry found by two walks is one, and two links to one
+    target (two names for /dev/null) are two (the second went unsaid, from either list)."""
+    folder, name = os.path.split(path)
+    return os.path.join(os.path.realpath(folder or "."), name)
 
 
 def _by_ending(unread_names: dict[str, str]) -> dict[str, int]:
