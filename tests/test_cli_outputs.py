@@ -464,6 +464,30 @@ def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     assert summary["lines"] == len(records(written.read_bytes()))
 
 
+def test_ctrl_c_in_an_idle_worker_process_is_no_traceback() -> None:
+    """A worker process (``--jobs``) given Ctrl-C, as a terminal gives every process of the
+    scan: while it scans a chunk, that chunk stops (KeyboardInterrupt); while it waits for
+    work, nothing happens, its pool ending it as the scan stops (it raised in its wait, and
+    printed a traceback that read as vthread's bug: a tester's case, 3 tries in 6)."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal\nfrom vthread import cli\ncli._worker_started()\n"
+            "os.kill(os.getpid(), signal.SIGINT)\nprint('idle: waits on')\n"
+            "try:\n    cli._scan_chunk_in_worker(None)\nexcept Exception:\n"
+            "    print('the chunk ran')\n"
+            "def scanning(task):\n    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return 'not stopped'\n"
+            "cli._scan_chunk = scanning\n"
+            "try:\n    print(cli._scan_chunk_in_worker(None))\nexcept KeyboardInterrupt:\n"
+            "    print('busy: stopped')\nprint('working after:', cli._WORKING)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
+                          check=False)
+    assert done.stdout.decode().splitlines() == [
+        "idle: waits on", "the chunk ran", "busy: stopped", "working after: False"], done
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("arguments", [[], ["--jobs", "2"]])
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
 def test_a_stop_ends_a_scan_whose_reader_stopped_reading(

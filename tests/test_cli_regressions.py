@@ -1617,7 +1617,7 @@ def test_two_links_to_one_device_are_each_left_out(
         (folder / name).symlink_to("/dev/null")
     summary = tmp_path / "summary.json"
     code, _, err = run(["scan", str(folder), str(folder), "-q", "--fail-on-error",
-                          "--summary", str(summary)], monkeypatch)
+                        "--summary", str(summary)], monkeypatch)
     devices = [item["file"] for item in json.loads(summary.read_text())["left_out"]
                if "not a regular file" in item["why"]]
     assert code == 65 and devices == [str(folder / "n1.jsonl"), str(folder / "n2.jsonl")]

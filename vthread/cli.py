@@ -1072,12 +1072,36 @@ def _signals_held() -> contextlib.AbstractContextManager[None]:
 
 
 def _worker_started() -> None:
-    """A worker process's first step: Ctrl-C and SIGTERM as by default (not the scan's
-    handlers it was forked with)."""
+    """A worker process's first step: SIGTERM as by default, and Ctrl-C stopping the chunk
+    being scanned (:func:`_worker_interrupted`), not the scan's handlers it was forked
+    with."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _worker_interrupted)
+
+
+_WORKING = False
+"""In a worker process, whether it is scanning a chunk (:func:`_scan_chunk_in_worker`)."""
+
+
+def _worker_interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C in a worker process (a terminal's reaches every process of the scan): the
+    chunk being scanned stops, as the scan does; an idle worker waiting for work goes on
+    waiting, to be ended by its pool as the scan stops (it raised there, and printed a
+    traceback of its wait that read as vthread's bug)."""
+    if _WORKING:
+        raise KeyboardInterrupt
+
+
+def _scan_chunk_in_worker(task: _Task) -> _Done:
+    """:func:`_scan_chunk` in a worker process, Ctrl-C stopping it meanwhile."""
+    global _WORKING
+    _WORKING = True
+    try:
+        return _scan_chunk(task)
+    finally:
+        _WORKING = False
 
 
 def _noting_units(tasks: Iterator[_Task], units: set[str]) -> Iterator[_Task]:
@@ -4336,7 +4360,7 @@ def _run(tasks: Iterable[_Task], jobs: int) -> Generator[_Done, None, None]:
                     # A submit may fork the workers: a signal meanwhile would leave one
                     # forked and unknown to the pool, waited for forever.
                     with _signals_held():
-                        submitted = pool.submit(_scan_chunk, task)
+                        submitted = pool.submit(_scan_chunk_in_worker, task)
                 except OSError as error:
                     # The workers could not all start (no file descriptors or processes
                     # left: `ulimit -n`). Those that did are ended, or the process would
