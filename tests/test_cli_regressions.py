@@ -1565,6 +1565,16 @@ def test_a_file_found_again_under_the_directories_given_is_read_once(
     assert err.count(": left out: the same file as ") == 3
     assert "and 4 more files found again under the directories given (links, or" in err
     assert "again: its records are written" not in err
+    # A link to the directory, given first, is a path through a link too: the file is read
+    # by its own path (the first path given won, where the docs said otherwise: a tester's
+    # case).
+    linked = tmp_path / "runs-latest"
+    linked.symlink_to(folder, target_is_directory=True)
+    code, out, err = run(["scan", "-q", str(linked), str(folder)], monkeypatch)
+    got = records(out)
+    assert code == 0 and len(got) == 5 * 2
+    assert {record["file"] for record in got} <= {str(path) for path in real} | {
+        str(folder / "hard.jsonl")}
 
 
 def test_directories_given_twice_or_nested_count_what_they_pass_over_once(

@@ -1262,10 +1262,10 @@ def _walked_once(files: list[str], found_in_walks: set[int],
     hard link) to a file found there too, which was read, written and counted once for
     each path (a results tree linking each run from a second folder), is left out, said on
     stderr and added to ``passed_over`` (the summary's ``left_out``), and so is a file found
-    again because its directory is given twice (or within another given). The path that is
-    no symbolic link is the one read. Files named as FILE arguments are read as often as
-    named (:func:`_say_files_named_twice`); ``found_in_walks``: the places in ``files`` of
-    the files found under directories."""
+    again because its directory is given twice (or within another given). The path that
+    goes through no symbolic link is the one read. Files named as FILE arguments are read as
+    often as named (:func:`_say_files_named_twice`); ``found_in_walks``: the places in
+    ``files`` of the files found under directories."""
     first: dict[tuple[int, int], int] = {}  # identity -> index in kept
     kept: list[str] = []
     again: list[_LeftOut] = []
@@ -1284,7 +1284,7 @@ def _walked_once(files: list[str], found_in_walks: set[int],
             why = ("found again, its directory given twice or within another given: read "
                    "once")
         else:
-            if os.path.islink(earlier) and not os.path.islink(name):
+            if _through_a_link(earlier) and not _through_a_link(name):
                 kept[first[identity]], name, earlier = name, earlier, name
             why = f"the same file as {earlier} (a link to it, or it to this): read once"
         if (name, why) not in said:  # (a path found a third time says nothing new)
@@ -1299,6 +1299,12 @@ def _walked_once(files: list[str], found_in_walks: set[int],
             "once (--summary FILE lists them)")
     passed_over.extend(again)
     return kept
+
+
+def _through_a_link(path: str) -> bool:
+    """Whether ``path`` or a folder on it is a symbolic link (``runs-latest/a.jsonl``, a link
+    to a night's folder, as well as a link to the file itself)."""
+    return os.path.realpath(path) != os.path.abspath(path)
 
 
 def _say_files_named_twice(files: list[str], identities: dict[str, tuple[int, int]]) -> None:
