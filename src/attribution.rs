@@ -1199,8 +1199,8 @@ pub struct AnywhereParts {
 }
 
 /// `vthread.anywhere.loop_records` of one loop, step for step: the signature hashes the
-/// fingerprints of its first block's messages (the agent's own left out unless the loop is
-/// a block of every message; for replies, each key's runs of digits folded) at their least
+/// fingerprints of its first block's messages (its actions alone unless the loop is a
+/// block of every message; for replies, each key's runs of digits folded) at their least
 /// rotation, the excerpt renders those messages
 /// (the whole block when none is left), the tokens are the whole span's. A runaway text,
 /// and a loop outside the thread, are declined (Python's).
@@ -1226,7 +1226,12 @@ pub fn anywhere_parts<N: Readable>(
         if kind != BLOCK {
             let role =
                 crate::anywhere::role_and_activity(message, message.field(Key::Type)?.as_ref())?.0;
-            if role == crate::anywhere::AGENT {
+            // An action loop's or reply run's actions alone, as they were compared: the
+            // agent's words, reasoning, `think` calls and system messages are left out.
+            if !matches!(
+                role,
+                crate::anywhere::REQUEST | crate::anywhere::RESPONSE | crate::anywhere::USER
+            ) {
                 continue;
             }
         }

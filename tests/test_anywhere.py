@@ -885,3 +885,89 @@ def test_the_core_refuses_loops_of_lines_out_of_order_or_past_the_batch() -> Non
             call([1, 0])
         with pytest.raises(ValueError, match="owner 2 of a batch of 2"):
             call([0, 2])
+
+
+def test_a_reply_run_counts_only_copies_each_answering_a_turn_of_its_own() -> None:
+    """The same reply to three agent turns in a row: copies said twice to one turn do not
+    count, in whatever place of the run (every gap was judged by the first: four replies
+    to one turn were a loop, and a reply said twice before three answered turns hid them;
+    a tester's cases). The fast path and its twin agree."""
+    one_turn = [said("task", "user"), said("b"), said("X", "user"), said("c"),
+                *[said("X", "user")] * 3]
+    late = [said("task", "user"), said("b"), said("X", "user"), said("X", "user"),
+            said("c"), said("X", "user"), said("d"), said("X", "user")]
+    assert find_loops([one_turn]) == find_loops_reference([one_turn]) == [[]]
+    [[loop]] = find_loops([late])
+    assert (loop.start, loop.end, loop.repetitions, loop.kind) == (3, 8, 3, 3)
+    assert find_loops_reference([late]) == [[loop]]
+
+
+def test_an_action_loop_s_signature_is_its_actions_alone() -> None:
+    """An action loop's and a reply run's signature and excerpt are made of the actions
+    they compared: the agent's reasoning and words between the copies, and their spacing,
+    change neither (a tester's cases: each changed the signature, and the excerpt showed
+    reasoning); the core's and Python's agree."""
+    poll, pending = call("get", id=1), answer("get", "pending", id=1)
+
+    def actions(between: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        return [said("t", "user"), *[m for gap in between for m in (poll, pending, *gap)]]
+
+    runs = [actions([[said("a", "reasoning")], [said("b", "reasoning")], []]),
+            actions([[said("x", "reasoning")], [said("y", "reasoning")], []]),
+            actions([[], [said(str(i)) for i in range(6)], []]),
+            actions([[said("1")], [said("2")], []])]
+    records = [loops[0] for loops in scan(runs, anywhere=True).loops]
+    assert {r["signature"] for r in records} == {records[0]["signature"]}
+    assert {r["excerpt"] for r in records} == {'get({"id":1}) -> pending'}
+    by_python = [anywhere_module.loop_records(run, found, _core.canonical)[0]
+                 for run, found in zip(runs, find_loops(runs), strict=True)]
+    assert [(r["signature"], r["excerpt"]) for r in by_python] == [
+        (r["signature"], r["excerpt"]) for r in records]
+    replies = [said("t", "user"), *[m for i in range(3) for m in (
+        said(f"try {i}"), said(f"found {i + 2} actions", "user"), said(f"r{i}", "reasoning"))]]
+    [reply] = scan([replies], anywhere=True).loops[0]
+    assert reply["excerpt"] == "user: found 2 actions"
+
+
+def test_a_runaway_text_s_signature_is_its_prose_s() -> None:
+    """A runaway text's signature and excerpt are made of the prose that was judged, its
+    fenced code left out, as the check leaves it out (the code beside it changed the
+    signature, and the excerpt began inside the code; a tester's case)."""
+    run = "Let me check the file. " * 12
+    texts = [f"Here:\n```\n{code}\n{code}\n```\n{run}" for code in ("x = 1", "y = 2")]
+    records = [loops[0] for loops in scan([[said("go", "user"), said(text)]
+                                           for text in texts], anywhere=True).loops]
+    assert records[0]["signature"] == records[1]["signature"]
+    assert records[0]["excerpt"].startswith("Let me check the file.")
+
+
+def test_a_failing_call_retried_among_parallel_calls_starts_at_its_own_call() -> None:
+    """Parallel calls of one tool, both failing the same way, retried: the loop starts at
+    the call whose error repeats, told by its arguments (the other call's were taken for
+    it, by its name, one message late); in a chat format its period is the copies'
+    spacing there too."""
+    book_x, book_y = call("book", f="X"), call("book", f="Y")
+    failed_x = answer("book", "Error: seat taken", f="X")
+    failed_y = answer("book", "Error: seat taken", f="Y")
+    thread = [said("go", "user")]
+    for index in range(3):
+        thread += [book_x, book_y, failed_x, failed_y, call("search", q=index),
+                   answer("search", f"flights {index}", q=index)]
+    [[loop]] = find_loops([thread])
+    assert (loop.start, loop.period, loop.repetitions) == (1, 6, 3)
+    assert find_loops_reference([thread]) == [[loop]]
+    retried = [said("go", "user")]
+    for index in range(3):
+        retried += [call("book", f="X"), answer("book", "Error: seat taken", f="X"),
+                    said(f"Sorry {index}"), said(f"try again {index}", "user")]
+    chat = [{"role": "user", "content": "go"}]
+    for index in range(3):
+        chat += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{index}", "type": "function",
+                      "function": {"name": "book", "arguments": '{"f": "X"}'}}]},
+                 {"role": "tool", "tool_call_id": f"c{index}", "content": "Error: seat taken"},
+                 {"role": "assistant", "content": f"Sorry {index}"},
+                 {"role": "user", "content": f"try again {index}"}]
+    [native] = scan([retried], anywhere=True).loops[0]
+    [translated] = scan([chat], format="openai", anywhere=True).loops[0]
+    assert native["period"] == translated["period"] == 4

@@ -18,13 +18,14 @@ A loop is one of (each named after the production heuristic whose repetition it 
     three times, each copy at most :data:`MAX_PERIOD` actions after the one before, other
     tools' calls and user messages between allowed but no call of the same tool getting
     another result (which would be progress: an edit before a rerun, a poll that moved);
-    it runs from the first copy's call to the last copy's error, its period the copies'
-    mean spacing, its signature and excerpt the call and its error alone;
+    it runs from the first copy's call (told by its tool and arguments) to the last copy's
+    error, its period the copies' mean spacing, its signature and excerpt the call and its
+    error alone (an action loop's, its actions alone);
 ``repeated_result_run``
     the same reply (a user or environment message, no tool call in between) to three agent
-    turns in a row, its numbers aside (a rejection saying "found 2 actions", then "found 3
-    actions" is one rejection, and has one signature): a format rejection retried, a
-    customer asked the same thing again;
+    turns in a row (each copy after an agent turn of its own), its numbers aside (a
+    rejection saying "found 2 actions", then "found 3 actions" is one rejection, and has
+    one signature): a format rejection retried, a customer asked the same thing again;
 ``repeated_message_text_run``
     one agent message whose prose is a runaway run of repeated sentences (the production
     text-run check, applied to every agent message instead of the last five, with fenced
@@ -65,7 +66,7 @@ import xxhash
 
 from vthread import _core
 from vthread._attribution import joined, paired, rendered
-from vthread._jsvalue import field, is_string, is_text
+from vthread._jsvalue import ABSENT_FIELD, field, is_string, is_text
 from vthread._messages import token_total, usage_tokens
 from vthread._on_demand import OnDemand
 from vthread._options import text_run_options
@@ -473,26 +474,26 @@ class _RoleCounts:
         """``_judged(kind, 0, stop, period, rows[first:], roles, offset)``."""
         end = first + period  # the first block: positions first..end - 1
         requests = int(self._requests[end] - self._requests[first])
+        copies = (stop + period) // period
         if kind == BLOCK:
             actions = requests + int(self._agents[end] - self._agents[first])
         elif requests:
             actions = requests
-        elif (int(self._users[end] - self._users[first]) == period
-              and self._agents_in_batch[int(self._rows[end])]
-              > self._agents_in_batch[int(self._rows[first]) + 1]):
+        elif int(self._users[end] - self._users[first]) == period:
+            agents, rows = self._agents_in_batch, self._rows
+            answered = _answered_stretch([
+                bool(agents[int(rows[first + (index + 1) * period])]
+                     > agents[int(rows[first + index * period]) + 1])
+                for index in range(copies - 1)])
             kind, actions = REPLIES, 1
+            first, copies = first + answered[0] * period, answered[1]
         else:
             actions = 0
         if actions == 0:
             return None
-        copies = (stop + period) // period
         if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
             return None
-        first_row = int(self._rows[first])
-        last_row = int(self._rows[first + copies * period - 1])
-        span = last_row + 1 - first_row
-        return Loop(first_row - offset, last_row + 1 - offset, max(1, round(span / copies)),
-                    copies, kind)
+        return _loop_of_copies(self._rows, first, copies, period, kind, offset)
 
 
 class _Keys:
@@ -675,16 +676,33 @@ def _retry_loop(chain: list[int], offset: int, messages: Sequence[Mapping[str, A
 
 def _call_before(response: int, offset: int, messages: Sequence[Mapping[str, Any]],
                  roles: npt.NDArray[np.int8]) -> int:
-    """The row of the call a tool response answers: the nearest call of the same tool
-    before it, within :data:`MAX_PERIOD` messages and after any other response of that tool
-    (whose call it would be); the response's own row when there is none (a result
-    recorded without its call)."""
-    name = call_result(messages[response - offset])[0]
+    """The row of the call a tool response answers: the nearest call before it, within
+    :data:`MAX_PERIOD` messages, of the same tool with the same arguments (when the
+    response carries its arguments: parallel calls of one tool are told apart, where the
+    other call's arguments were shown with this one's error), and after any other response
+    to such a call (whose call it would be); the response's own row when there is none (a
+    result recorded without its call)."""
+    name, arguments = _call_of(messages[response - offset])
     for row in range(response - 1, max(offset, response - MAX_PERIOD) - 1, -1):
-        if roles[row] in (_REQUEST, _RESPONSE) and call_result(
-                messages[row - offset])[0] == name:
+        if roles[row] != _REQUEST and roles[row] != _RESPONSE:
+            continue
+        other, other_arguments = _call_of(messages[row - offset])
+        if other == name and (arguments is None or other_arguments == arguments):
             return row if roles[row] == _REQUEST else response
     return response
+
+
+def _call_of(message: Mapping[str, Any]) -> tuple[Key, Key | None]:
+    """A tool call's or response's (tool name, arguments), each as its exact key; the
+    arguments None when the message carries none."""
+    meta = message.get("meta")
+    activity = meta.get("activity") if isinstance(meta, Mapping) else None
+    function = activity.get("function") if isinstance(activity, Mapping) else None
+    if not isinstance(function, Mapping):
+        return _core.canonical([None]), None
+    arguments = field(function, "arguments")
+    return (_core.canonical([function.get("name")]),
+            None if arguments is ABSENT_FIELD else _core.canonical([arguments]))
 
 
 def _may_hold_a_loop(kind: int, run: npt.NDArray[np.int64], period: int,
@@ -723,25 +741,51 @@ def _judged(kind: int, begin: int, stop: int, period: int, run: npt.NDArray[np.i
         actions = requests + int(np.count_nonzero(block == _AGENT))
     elif requests:
         actions = requests
-    elif np.all(block == _USER) and _agent_between(run, begin, period, roles):
+    elif np.all(block == _USER):
+        # Replies: only the copies each answering an agent turn of its own count.
+        answered = _answered_stretch([
+            bool(np.any(roles[int(run[begin + index * period]) + 1
+                              : int(run[begin + (index + 1) * period])] == _AGENT))
+            for index in range(copies - 1)])
         kind, actions = REPLIES, 1
+        begin, copies = begin + answered[0] * period, answered[1]
     else:
         actions = 0
     if actions == 0:
         return None
     if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
         return None
+    return _loop_of_copies(run, begin, copies, period, kind, offset)
+
+
+def _loop_of_copies(run: npt.NDArray[np.int64], begin: int, copies: int, period: int,
+                    kind: int, offset: int) -> Loop:
+    """The loop of ``copies`` blocks of ``period`` positions of ``run`` from ``begin``: from
+    the first copy's first message to the last copy's last, its period the messages a copy
+    spans on average, and (for actions and replies, whose copies the agent's own messages
+    lie between) the first copy's messages up to the second's its block."""
     first = int(run[begin])
     last = int(run[begin + copies * period - 1])
     span = last + 1 - first
-    return Loop(first - offset, last + 1 - offset, max(1, round(span / copies)), copies, kind)
+    block = 0 if kind == BLOCK else int(run[begin + period]) - first
+    return Loop(first - offset, last + 1 - offset, max(1, round(span / copies)), copies, kind,
+                block=block)
 
 
-def _agent_between(run: npt.NDArray[np.int64], begin: int, period: int,
-                   roles: npt.NDArray[np.int8]) -> bool:
-    """Whether an agent message lies between the first two copies (the replies answer it)."""
-    low, high = int(run[begin]), int(run[begin + period])
-    return bool(np.any(roles[low + 1 : high] == _AGENT))
+def _answered_stretch(answered: Sequence[bool]) -> tuple[int, int]:
+    """(first copy, copies) of the longest stretch of copies of a reply each answering an
+    agent turn of its own, given for each copy but the last whether an agent message lies
+    between it and the next (``answered``); the earliest of equal stretches. The same reply
+    twice to one turn, then again after it, was three replies to agent turns (only the
+    first gap was asked), and one said twice before a loop of them hid the loop."""
+    best, first = (0, 1), 0
+    for index, linked in enumerate([*answered, False]):
+        if not linked:
+            copies = index + 1 - first
+            if copies > best[1]:
+                best = (first, copies)
+            first = index + 1
+    return best
 
 
 def prose(text: Any) -> Any:
@@ -1000,7 +1044,10 @@ def records_in_source(records: list[dict[str, Any]], sources: list[int],
         end = first + record["loop_messages"]
         record["loop_start"] = start = sources[first]
         record["loop_messages"] = sources[end - 1] + 1 - start
-        record["period"] = max(1, round(record["loop_messages"] / record["repetitions"]))
+        # Scaled as the span is, as loops_in_source restates it (a retry chain's period is
+        # its copies' spacing, not its span over its copies).
+        record["period"] = max(1, round(record["period"] * record["loop_messages"]
+                                        / (end - first)))
     records.sort(key=_cost, reverse=True)
 
 
@@ -1096,7 +1143,7 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
     from vthread.scan import least_rotation
 
     if kind == TEXT:
-        text = block[0].get("text")
+        text = prose(block[0].get("text"))  # (what was judged: code beside it changes)
         parts: Any = sorted(set(text_units(text))) if is_string(text) else []
     else:
         prints = [
@@ -1104,7 +1151,7 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
             # "found 2 actions" or "found 3 actions", is one loop across runs)
             xxhash.xxh3_64_intdigest(_NUMBER_BYTES.sub(b"0", message_key(m)))
             if kind == REPLIES else message_print(m)
-            for m in block if kind == BLOCK or _role(m) != _AGENT]
+            for m in _compared(block, kind)]
         first = least_rotation(prints) if prints else 0
         parts = prints[first:] + prints[:first]
     return xxhash.xxh3_64_intdigest(repr(parts).encode("utf-8", "surrogatepass"), seed=kind)
@@ -1112,11 +1159,20 @@ def _signature(block: Sequence[Mapping[str, Any]], kind: int) -> int:
 
 def _excerpt(block: Sequence[Mapping[str, Any]], kind: int, encode: Callable[[Any], str]) -> str:
     if kind == TEXT:
-        text = block[0].get("text")
+        text = prose(block[0].get("text"))
         unit = repeated_text_start(text) if is_string(text) else None
         # paired: a surrogate pair is one character, as the bytes' reading has it
         parts = [" ".join(paired(unit if unit is not None else str(text)).split())[:100]]
     else:
-        shown = [m for m in block if kind == BLOCK or _role(m) != _AGENT] or list(block)
-        parts = rendered(shown, encode)
+        parts = rendered(_compared(block, kind) or list(block), encode)
     return joined(parts)
+
+
+def _compared(block: Sequence[Mapping[str, Any]], kind: int) -> list[Mapping[str, Any]]:
+    """The messages of a loop's block its kind compares, which its signature and excerpt
+    show: all of a block's; an action loop's or reply run's actions alone (tool calls,
+    their results, user replies), as they were compared: the agent's words, reasoning,
+    ``think`` calls and system messages between them changed a loop's signature."""
+    if kind == BLOCK:
+        return list(block)
+    return [m for m in block if _role(m) in (_REQUEST, _RESPONSE, _USER)]
