@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -325,6 +326,65 @@ def test_summary_and_page_are_written_whole_or_not_at_all(tmp_path: Path) -> Non
     assert done.returncode == 74 and b"cannot write" in done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["records.jsonl",
                                                                 "summary.json"]
+
+
+def test_summary_and_page_reach_a_pipe_named_by_a_path(tmp_path: Path) -> None:
+    """``--summary /dev/stdout`` and ``-o /dev/stdout`` into a pipe, and ``>(cmd)``, are
+    written through (the whole-or-nothing writer resolved /dev/stdout to the pipe's name in
+    /proc, no path, and made both 74: the reviewer's case)."""
+    done = subprocess.run([*VTHREAD, "scan", str(SAMPLE), "-q", "-o", "/dev/null",
+                           "--summary", "/dev/stdout"], capture_output=True, env=ENV,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and json.loads(done.stdout)["lines"] == 300
+    done = subprocess.run([*VTHREAD, "report", str(SAMPLE), "-o", "/dev/stdout"],
+                          capture_output=True, env=ENV, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.startswith(b"<!DOCTYPE html>")
+    got = tmp_path / "through.html"
+    done = subprocess.run(["bash", "-c", f'$VTHREAD report "{SAMPLE}" -o >(cat > "{got}")'],
+                          capture_output=True, env={**ENV, "VTHREAD": " ".join(VTHREAD)},
+                          timeout=120, check=False)
+    assert done.returncode == 0, done
+    deadline = time.monotonic() + 30  # (cat ends after the command)
+    while time.monotonic() < deadline and not got.read_bytes().endswith(b"</html>\n"):
+        time.sleep(0.05)
+    assert got.read_bytes().startswith(b"<!DOCTYPE html>")
+
+
+def test_whole_or_nothing_writes_keep_what_a_file_is(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with another hard link is written in place (a new file parted the links, the
+    other name holding the stale summary); a file that cannot be renamed over (a file
+    bind-mounted into a container: EBUSY) is written in place; a file's mode, and its owner
+    where this process may set it, are kept (the reviewer's cases). Nothing is left beside
+    them."""
+    import errno
+
+    from vthread._cli_main import write_replacing
+
+    linked, other = tmp_path / "summary.json", tmp_path / "also.json"
+    linked.write_text("{}")
+    os.link(linked, other)
+    write_replacing(str(linked), b"new")
+    assert other.read_bytes() == b"new" and linked.stat().st_nlink == 2
+    owned = tmp_path / "owned.json"
+    owned.write_text("{}")
+    owned.chmod(0o640)
+    if os.geteuid() == 0:
+        os.chown(owned, 65534, 65534)
+    write_replacing(str(owned), b"mine")
+    status = owned.stat()
+    assert owned.read_bytes() == b"mine" and status.st_mode & 0o777 == 0o640
+    if os.geteuid() == 0:
+        assert (status.st_uid, status.st_gid) == (65534, 65534)
+
+    def busy(source: str, target: str) -> None:
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(os, "replace", busy)
+    write_replacing(str(owned), b"in place")
+    assert owned.read_bytes() == b"in place"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["also.json", "owned.json",
+                                                               "summary.json"]
 
 
 def test_report_to_a_fifo_no_process_reads_is_said(tmp_path: Path) -> None:

@@ -639,45 +639,68 @@ def unwritable(path: str) -> str | None:
 def write_replacing(path: str, data: bytes) -> None:
     """Write ``data`` as the file at ``path`` whole or not at all: a file a reader may open
     while it is written (a dashboard polling the ``--summary`` file, the report's page) is
-    written beside it and renamed over it, so that it is never read in part. A path that
-    names no regular file (a device such as ``/dev/stdout``, a FIFO: :func:`open_fifo`) is
-    written as it is,
-    and so is a file whose folder this process may not create files in; a symbolic link
-    is followed, the link kept. An existing file keeps its permissions.
+    written beside it and renamed over it, so that it is never read in part; a symbolic
+    link to it is followed and kept, and its permissions and (as far as this process may
+    set them) its owner and group are kept.
+
+    Written in place instead: what is no regular file (``/dev/stdout``, a pipe, ``>(cmd)``,
+    a FIFO: :func:`open_fifo`); a file with other hard links, which a new file would part
+    from; and a file nothing can be made beside (a folder this process may not write in)
+    or renamed over (a file bind-mounted into a container: EBUSY).
 
     Raises the OSError of a write that fails (a full disk, ``ulimit -f``), after removing
     what it wrote and the file there was: an earlier run's summary left in place would be
     read as this run's (it was left cut off, which no reader could parse)."""
-    target = os.path.realpath(path)
     try:
-        mode: int | None = os.stat(target).st_mode
+        status: os.stat_result | None = os.stat(path)  # (a link's target: /dev/stdout's pipe)
     except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        with open_fifo(target) if stat.S_ISFIFO(mode) else open(target, "wb") as out:
+        status = None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        with open_fifo(path) if stat.S_ISFIFO(status.st_mode) else open(path, "wb") as out:
             out.write(data)
         return
+    if status is not None and status.st_nlink > 1:
+        _written_in_place(path, data)
+        return
+    target = os.path.realpath(path)
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
     try:
         # (0o666 less the umask, as open() makes a new file; an existing one's own mode)
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError:
-        handle = -1
-    if handle < 0:
-        with open(target, "wb") as out:
-            out.write(data)
+        _written_in_place(path, data)
         return
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        if mode is not None:
-            os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, target)
     except BaseException:
         for written in (temporary, target):
             with contextlib.suppress(OSError):
                 os.unlink(written)
+        raise
+    if status is not None:
+        with contextlib.suppress(OSError):
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))
+        with contextlib.suppress(OSError):
+            os.chown(temporary, status.st_uid, status.st_gid)
+    try:
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        _written_in_place(path, data)
+
+
+def _written_in_place(path: str, data: bytes) -> None:
+    """``data`` written over the file at ``path`` itself; a write that fails removes it
+    (see :func:`write_replacing`), as far as it may be removed."""
+    try:
+        with open(path, "wb") as out:
+            out.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
         raise
 
 
