@@ -374,6 +374,26 @@ sys.exit(main(["scan", {str(path)!r}, "--jobs", "2", "-q", "-o", os.devnull]))
     assert scan.stderr.decode().endswith("vthread scan: terminated (SIGTERM)\n")
 
 
+def _wait_until_full(pipe: Any) -> None:
+    """Wait until the unread ``pipe`` holds a pipe's room (64 KiB): its writer has started,
+    scanned and is blocked writing (a fixed wait of 3 s could end before a loaded machine's
+    interpreter had started); a minute at most."""
+    import array
+    import fcntl
+    import termios
+    import time
+
+    held = array.array("i", [0])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        fcntl.ioctl(pipe.fileno(), termios.FIONREAD, held, True)
+        if held[0] >= 64 << 10:
+            time.sleep(0.2)  # (and is in its write, its handlers set long before)
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the pipe holds {held[0]} bytes after a minute")
+
+
 def test_sigterm_while_writing_to_a_full_pipe_leaves_whole_records(tmp_path: Path) -> None:
     """A scan whose reader has not read yet (its pipe full, the write blocked) stopped by
     SIGTERM, with standard output buffered and unbuffered (PYTHONUNBUFFERED, whose raw
@@ -393,7 +413,7 @@ def test_sigterm_while_writing_to_a_full_pipe_leaves_whole_records(tmp_path: Pat
             env["PYTHONUNBUFFERED"] = unbuffered
         scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", str(path), "-q"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        time.sleep(3)  # started, scanned its chunk, blocked writing it to the unread pipe
+        _wait_until_full(scan.stdout)  # scanned its chunk, blocked writing it
         scan.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         out, err = scan.communicate(timeout=120)
@@ -464,6 +484,33 @@ def test_sigterm_to_a_scan_process_writes_its_summary(tmp_path: Path) -> None:
     assert summary["lines"] == len(records(written.read_bytes()))
 
 
+def test_worker_processes_scan_their_chunks_as_working(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's workers scan each chunk through :func:`cli._scan_chunk_in_worker`, so that
+    Ctrl-C stops a chunk being scanned and leaves an idle worker waiting (see the test
+    below): each chunk a worker scans finds it marked as working."""
+    from dataclasses import replace
+
+    from vthread import cli
+
+    real = cli._scan_chunk
+
+    def telling(task: Any) -> Any:
+        done = real(task)
+        return replace(done, warnings=(*done.warnings, f"working={cli._WORKING}"))
+
+    monkeypatch.setattr(cli, "_scan_chunk", telling)
+    monkeypatch.setattr(cli, "CHUNK_LINES", 50)
+    path = tmp_path / "runs.jsonl"
+    # (NaN: lines Python reads, in a pool of processes)
+    path.write_text("".join('{"id": %d, "messages": [{"type": "bot", "text": "m", "usage": '
+                            '{"tokens": NaN}}]}\n' % index for index in range(400)))
+    code, out, err = run(["scan", str(path), "-q", "--jobs", "2"], monkeypatch)
+    said = err.decode() if isinstance(err, bytes) else err
+    assert code == 0 and len(records(out)) == 400
+    assert "working=True" in said and "working=False" not in said, said
+
+
 def test_ctrl_c_in_an_idle_worker_process_is_no_traceback() -> None:
     """A worker process (``--jobs``) given Ctrl-C, as a terminal gives every process of the
     scan: while it scans a chunk, that chunk stops (KeyboardInterrupt); while it waits for
@@ -509,7 +556,7 @@ def test_a_stop_ends_a_scan_whose_reader_stopped_reading(
     scan = subprocess.Popen([sys.executable, "-m", "vthread", "scan", str(path), "-q",
                              "--summary", str(target), *arguments],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(3)  # started, blocked writing to the pipe nobody reads
+    _wait_until_full(scan.stdout)  # blocked writing to the pipe nobody reads
     sent = time.monotonic()
     scan.send_signal(getattr(signal, stop))
     try:

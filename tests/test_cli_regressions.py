@@ -1042,6 +1042,7 @@ def test_a_directory_that_cannot_be_listed_is_an_error_and_links_are_said(
                    "listed: Permission denied; the files under it are not read\n")
     code, out, err = run(["scan", str(top), "-q", "--fail-on-error"], monkeypatch)
     assert code == 65 and len(records(out)) == 2
+    assert "--fail-on-error: 1 path was left out unread (said above)" in err
     code, out, err = run(["scan", str(top / "sub")], monkeypatch)
     assert (code, out) == (2, b"")
     assert err == f"vthread scan: {top / 'sub'}: cannot be listed: Permission denied\n"

@@ -531,8 +531,16 @@ def say(message: str, end: str = "\n", *, lines: bool = False) -> None:
         stream.write(shown(message, lines) + end)
         stream.flush()
     except (OSError, ValueError):
+        give_up(stream)
+
+
+def give_up(stream: IO[Any]) -> None:
+    """A stream of messages that failed (standard error, or what writes to it) is given up:
+    ``sys.stderr`` None when it is that, and its descriptor pointed at /dev/null
+    (:func:`point_at_null`)."""
+    if stream is sys.stderr:
         sys.stderr = None
-        point_at_null(stream)
+    point_at_null(stream)
 
 
 def write_through(out: io.FileIO, data: bytes) -> None:

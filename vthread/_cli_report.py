@@ -44,15 +44,14 @@ from vthread._cli_main import (
     TERMINATED_EXIT,
     USAGE_EXIT,
     blocking_stdin,
+    give_up,
     input_label,
     input_written_over,
     jobs_argument,
     key_argument,
-    may_wait_for_a_reader,
     named_again,
     numbers_joined,
     opened_regular,
-    point_at_null,
     shown,
     silence_stdout,
     unwritable,
@@ -144,9 +143,7 @@ class _Shown(io.TextIOBase):
     def _give_up(self) -> None:
         stream, self.stream = self.stream, None
         assert stream is not None
-        if stream is sys.stderr:
-            sys.stderr = None
-        point_at_null(stream)
+        give_up(stream)
 
 
 class _Warned(io.TextIOBase):
@@ -230,12 +227,8 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
         try:
             # Lone surrogates (ids Python read from JSON escapes) cannot be UTF-8: "?".
             # The page is written whole before a signal takes effect, but to a reader that
-            # may stall (standard output, a FIFO), which would keep SIGTERM from ever ending
-            # the report, only for as long as a scan's write waits.
-            from vthread.cli import STOP_WAITS_FOR_A_WRITE
-
-            with stops.held(at_most=STOP_WAITS_FOR_A_WRITE
-                            if may_wait_for_a_reader(options.output) else None):
+            # may stall (standard output, a FIFO) only for as long as a scan's write waits.
+            with stops.held_for_a_write(options.output):
                 _write_page(options.output, page.encode("utf-8", "replace"))
         except BrokenPipeError:
             # The reader of standard output went away (| head): end quietly, as scan does.

@@ -53,7 +53,6 @@ this to.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -154,7 +153,7 @@ class Loop:
     period: int
     repetitions: int
     kind: int
-    block: int = dataclasses.field(default=0, repr=False)
+    block: int = 0
 
     @property
     def shown(self) -> int:
@@ -210,7 +209,7 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...         "function": {"name": "ls", "arguments": {}}}}}
     >>> find_loops([[{"type": "user", "text": "go"}, call, call, call,
     ...              {"type": "bot", "text": "done"}]])
-    [[Loop(start=1, end=4, period=1, repetitions=3, kind=1)]]
+    [[Loop(start=1, end=4, period=1, repetitions=3, kind=1, block=0)]]
     """
     raw = _core.message_screens(threads, core_text_run(), keep_read=True)
     return find_loops_in(raw, raw["threads"])

@@ -654,6 +654,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
                      and (bool(options.output) or not _is_tty(sys.stdout)))
     progress = _Progress(sys.stderr, files) if show_progress else None
     out: BinaryIO
+    why = unwritable(options.summary_file) if options.summary_file else None
+    if why is not None:
+        # Said before the scan, not after it: its records would be written and its figures
+        # lost (and first: the early summary of a failure below could not be written).
+        say(f"vthread scan: cannot write {options.summary_file}: {why}")
+        return IO_EXIT
     if not options.output and sys.stdout is None:
         say("vthread scan: cannot write the records: standard output is closed")
         _early_summary(options, "cannot write the records: standard output is closed",
@@ -664,12 +670,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
         _early_summary(options, f"cannot write {options.output}: {NEEDS_PYARROW}",
                        USAGE_EXIT)
         return USAGE_EXIT  # a missing extra is the command's setup, not a failed write
-    why = unwritable(options.summary_file) if options.summary_file else None
-    if why is not None:
-        # Said before the scan, not after it: its records would be written and its figures
-        # lost.
-        say(f"vthread scan: cannot write {options.summary_file}: {why}")
-        return IO_EXIT
     try:
         out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
@@ -699,7 +699,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
     streaming = (files == ["-"] and sys.stdin is not None
                  and _is_live(cast(io.BufferedReader, sys.stdin.buffer)))
     results: Generator[_Done, None, None] | None = None
-    writes_wait = may_wait_for_a_reader(options.output)
     misread_warnings = _MisreadWarnings()
     internal: str | None = None  # the first bug the engine met (_Done.internal)
     try:
@@ -739,7 +738,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: _StopSi
             # delivered some of the chunk's records, which the summary must not leave out.
             # Counted and written with a stop held back until both are done: one between
             # them left a chunk counted and not written.
-            with stop_signals.held(at_most=STOP_WAITS_FOR_A_WRITE if writes_wait else None):
+            with stop_signals.held_for_a_write(options.output):
                 stats.add(done.stats)
                 _write(out, _loops_only(done.output) if options.only_loops else done.output,
                        flush=streaming)
@@ -871,7 +870,9 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
     # unchecked as surely as a file that cannot be read, which is an error record.
     unread = len({_entry(left.file) for left in passed_over if left.unread_trajectory})
     if options.fail_on_error and unread and not (stats.errors or stats.notes or scanned == 0):
-        say(f"vthread scan: --fail-on-error: {unread:,} trajectory file"
+        what = ("trajectory file" if all(not left.why.startswith(_UNLISTED)
+                                         for left in passed_over) else "path")
+        say(f"vthread scan: --fail-on-error: {unread:,} {what}"
             f"{' was' if unread == 1 else 's were'} left out unread (said above)")
     # (a note: an Inspect log lacking samples its evaluation never ran or never logged)
     if options.fail_on_error and (stats.errors or stats.notes or scanned == 0 or unread):
@@ -971,6 +972,10 @@ class _StopSignals:
         self.at_most: float | None = None
         self.overdue = False  # that time has passed: the stop takes effect now
         self.timer: Any = None  # the threading.Timer that says so
+        # The timer's thread signals the main thread only while the timer is armed: once
+        # disarmed (the block ended, the handlers given back), never (its signal would meet
+        # the default handler: a SIGTERM after the summary killed the process).
+        self.arming = threading.RLock()
         self.previous: dict[int, Any] = {}
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -1004,8 +1009,10 @@ class _StopSignals:
         the main thread, whose write it interrupts, to take effect there."""
         import signal
 
-        self.overdue = True
-        if self.main_thread is not None:
+        with self.arming:
+            if self.timer is None or self.main_thread is None:
+                return
+            self.overdue = True
             signal.pthread_kill(self.main_thread, signum)
 
     def _stop(self, signum: int) -> None:
@@ -1014,15 +1021,23 @@ class _StopSignals:
         _raise_for(signum)
 
     def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        with self.arming:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
 
     def settle(self) -> None:
         """The scan's end is decided: signals from now on are ignored."""
         self.settled = True
         self.pending = None
         self._disarm()
+
+    def held_for_a_write(self, output: str | None) -> contextlib.AbstractContextManager[None]:
+        """:meth:`held` around a write to ``output`` (a path; None or ``-``: standard
+        output): a stop waits :data:`STOP_WAITS_FOR_A_WRITE` at most for one that may wait
+        on a reader (:func:`vthread._cli_main.may_wait_for_a_reader`)."""
+        return self.held(at_most=STOP_WAITS_FOR_A_WRITE if may_wait_for_a_reader(output)
+                         else None)
 
     @contextlib.contextmanager
     def held(self, at_most: float | None = None) -> Iterator[None]:
@@ -1048,6 +1063,8 @@ class _StopSignals:
         is ending: a Ctrl-C as the interpreter exits was a traceback, or the process killed
         by SIGINT after a scan that had completed)."""
         import signal
+
+        self._disarm()
 
         for signum, handler in self.previous.items():
             signal.signal(signum, signal.SIG_IGN if ignore else handler)
@@ -1739,6 +1756,10 @@ def _destroys_a_listed_input(path: str, names: list[str]) -> bool:
     return False
 
 
+_UNLISTED: Final = "a directory that "
+"""How a subdirectory left out because it cannot be listed is said, before why."""
+
+
 def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
                  left_out: list[_LeftOut] | None = None,
@@ -1771,8 +1792,8 @@ def _files_under(name: str, written: _Written,
             return
         why = f"cannot be listed: {error.strerror or error}"
         if left_out is not None and os.path.normpath(where) != os.path.normpath(name):
-            left_out.append(_LeftOut(where, f"a directory that {why}; the files under it "
-                                     "are not read", unread_trajectory=True))
+            left_out.append(_LeftOut(where, f"{_UNLISTED}{why}; the files under it are "
+                                     "not read", unread_trajectory=True))
             return
         raise _FatalError(f"{where}: {why}")
 
