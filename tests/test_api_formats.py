@@ -936,34 +936,3 @@ def test_a_type_that_is_a_str_subclass_is_named_by_its_text() -> None:
                                          r'a "call_id"\)'):
         vthread.describe_thread_cycle([{"type": Loud("function_call"), "call_id": "c"}] * 4)
 
-
-def test_scan_translates_with_the_collector_paused_and_restores_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """``scan(format=...)`` translates its threads with the cyclic collector off (walking the
-    translations as they were made took 40% of their time) and leaves it on after, even
-    when the translation raises."""
-    import gc
-    import importlib
-
-    scan_module = importlib.import_module("vthread.scan")  # (vthread.scan is the function)
-    documents = importlib.import_module("vthread.documents")
-    seen: list[bool] = []
-    original = documents.native_threads
-
-    def watched(threads: Any, format: str) -> Any:
-        seen.append(gc.isenabled())
-        return original(threads, format)
-
-    monkeypatch.setattr(documents, "native_threads", watched)
-    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    assert scan_module.scan([chat, chat * 3], format="openai").names == [
-        None, "repeated_suffix"]
-    assert seen == [False] and gc.isenabled()
-
-    def failing(threads: Any, format: str) -> Any:
-        raise MemoryError
-
-    monkeypatch.setattr(documents, "native_threads", failing)
-    with pytest.raises(MemoryError):
-        scan_module.scan([chat], format="openai")
-    assert gc.isenabled()

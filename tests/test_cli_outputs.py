@@ -503,8 +503,8 @@ def test_worker_processes_scan_their_chunks_as_working(
     monkeypatch.setattr(cli, "CHUNK_LINES", 50)
     path = tmp_path / "runs.jsonl"
     # (NaN: lines Python reads, in a pool of processes)
-    path.write_text("".join('{"id": %d, "messages": [{"type": "bot", "text": "m", "usage": '
-                            '{"tokens": NaN}}]}\n' % index for index in range(400)))
+    path.write_text("".join(f'{{"id": {index}, "messages": [{{"type": "bot", "text": "m", '
+                            '"usage": {"tokens": NaN}}]}\n' for index in range(400)))
     code, out, err = run(["scan", str(path), "-q", "--jobs", "2"], monkeypatch)
     said = err.decode() if isinstance(err, bytes) else err
     assert code == 0 and len(records(out)) == 400
