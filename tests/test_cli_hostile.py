@@ -350,6 +350,56 @@ def test_summary_and_page_reach_a_pipe_named_by_a_path(tmp_path: Path) -> None:
     assert got.read_bytes().startswith(b"<!DOCTYPE html>")
 
 
+def test_a_page_or_summary_to_the_process_s_own_streams_keeps_what_else_they_hold(
+        tmp_path: Path) -> None:
+    """``-o /dev/stdout`` and ``--summary /dev/stderr`` into files the shell opened are
+    written through their descriptors: what else goes there stays, before and after, a file
+    opened to append included (the whole-or-nothing writer renamed a file over the one the
+    shell held, losing all else written to it: the reviewer's case)."""
+    records = tmp_path / "records.jsonl"
+    assert _scan_sample(f'-q -o "{records}"').returncode == 0
+    combined, log = tmp_path / "combined.html", tmp_path / "log.html"
+    log.write_text("earlier\n")
+    done = shell(f'{{ echo HEADER; $VTHREAD report "{records}" -o /dev/stdout; echo FOOTER; '
+                 f'}} > "{combined}"; $VTHREAD report "{records}" -o /dev/stdout >> "{log}"')
+    assert done.returncode == 0, done
+    text = combined.read_text()
+    assert text.startswith("HEADER\n<!DOCTYPE html>") and text.endswith("</html>\nFOOTER\n")
+    assert log.read_text().startswith("earlier\n<!DOCTYPE html>")
+    said = tmp_path / "said.log"
+    done = shell(f'{{ echo EARLIER >&2; $VTHREAD scan "{SAMPLE}" -o /dev/null --summary '
+                 f'/dev/stderr; echo LATER >&2; }} 2> "{said}"')
+    lines = said.read_text().splitlines()
+    assert done.returncode == 0 and lines[0] == "EARLIER" and lines[-1] == "LATER"
+    assert '  "completed": true,' in lines
+
+
+def test_a_summary_through_a_dangling_link_is_refused_before_the_scan(tmp_path: Path) -> None:
+    """A --summary path that is a link into a folder that is not there is refused before
+    the scan (the link's own folder was asked: the scan ran, ended with 74, and the link
+    was removed), and the link is kept."""
+    link = tmp_path / "summary.json"
+    link.symlink_to(tmp_path / "gone" / "summary.json")
+    done = _scan_sample(f'-q -o /dev/null --summary "{link}"')
+    assert done.returncode == 74 and link.is_symlink()
+    assert done.stderr == (f"vthread scan: cannot write {link}: no such directory "
+                           f"{tmp_path / 'gone'}\n").encode()
+
+
+def test_a_hard_linked_file_whose_write_fails_is_cut_off_under_no_name(tmp_path: Path) -> None:
+    """A file with another hard link is written in place; when that write fails (``ulimit
+    -f``) it is emptied and its name removed, so that neither name holds a cut-off file
+    (the other held 61,440 bytes of one: the reviewer's case)."""
+    first, second = tmp_path / "summary.json", tmp_path / "also.json"
+    first.write_text("{}")
+    os.link(first, second)
+    code = ("from vthread._cli_main import write_replacing\n"
+            f"write_replacing({str(first)!r}, b'x' * 100_000)\n")
+    done = shell(f"ulimit -f 8; {sys.executable} -c \"{code}\"")
+    assert done.returncode != 0 and b"File too large" in done.stderr
+    assert not first.exists() and second.read_bytes() == b""
+
+
 def test_whole_or_nothing_writes_keep_what_a_file_is(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A file with another hard link is written in place (a new file parted the links, the

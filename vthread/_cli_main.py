@@ -634,13 +634,15 @@ def unwritable(path: str) -> str | None:
         return "it is a directory"
     if os.path.exists(path):
         return None if os.access(path, os.W_OK) else "permission denied"
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        if os.path.exists(folder):  # (a file named as a folder: -o runs.jsonl/out.jsonl)
-            return f"{folder} is not a directory"
-        return f"no such directory {folder}"
-    if not os.access(folder, os.W_OK):
-        return f"the directory {folder} is not writable"
+    # The folder named, and the one a dangling link names (where the file would be made).
+    for folder in dict.fromkeys((os.path.dirname(path) or ".",
+                                 os.path.dirname(os.path.realpath(path)))):
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):  # (a file named as a folder: -o runs.jsonl/out.jsonl)
+                return f"{folder} is not a directory"
+            return f"no such directory {folder}"
+        if not os.access(folder, os.W_OK):
+            return f"the directory {folder} is not writable"
     return None
 
 
@@ -651,65 +653,105 @@ def write_replacing(path: str, data: bytes) -> None:
     link to it is followed and kept, and its permissions and (as far as this process may
     set them) its owner and group are kept.
 
-    Written in place instead: what is no regular file (``/dev/stdout``, a pipe, ``>(cmd)``,
-    a FIFO: :func:`open_fifo`); a file with other hard links, which a new file would part
-    from; and a file nothing can be made beside (a folder this process may not write in)
-    or renamed over (a file bind-mounted into a container: EBUSY).
+    Written through instead: a path naming this process's own standard output or error
+    (``/dev/stdout`` into a file the shell opened, which a rename would have taken from it
+    with all else written there); what is no regular file (a pipe, ``>(cmd)``, a FIFO:
+    :func:`open_fifo`); a file with other hard links, which a new file would part from;
+    and a file nothing can be made beside (a folder this process may not write in) or
+    renamed over (a file bind-mounted into a container: EBUSY).
 
     Raises the OSError of a write that fails (a full disk, ``ulimit -f``), after removing
-    what it wrote and the file there was: an earlier run's summary left in place would be
-    read as this run's (it was left cut off, which no reader could parse)."""
+    what it wrote and, when the data could not be written, the file there was: an earlier
+    run's summary left in place would be read as this run's (it was left cut off, which no
+    reader could parse)."""
     try:
-        status: os.stat_result | None = os.stat(path)  # (a link's target: /dev/stdout's pipe)
+        status: os.stat_result | None = os.stat(path)  # (a link's target: /dev/stdout's)
     except FileNotFoundError:
         status = None
-    if status is not None and not stat.S_ISREG(status.st_mode):
-        with open_fifo(path) if stat.S_ISFIFO(status.st_mode) else open(path, "wb") as out:
-            out.write(data)
-        return
-    if status is not None and status.st_nlink > 1:
-        _written_in_place(path, data)
-        return
+    if status is not None:
+        for stream in (sys.stdout, sys.stderr):
+            descriptor = _descriptor(stream)
+            if descriptor is not None and os.path.samestat(status, os.fstat(descriptor)):
+                assert stream is not None
+                stream.flush()
+                _written_to(descriptor, data)
+                return
+        if not stat.S_ISREG(status.st_mode):
+            with open_fifo(path) if stat.S_ISFIFO(status.st_mode) else open(path, "wb") as out:
+                out.write(data)
+            return
+        if status.st_nlink > 1:
+            _written_in_place(path, data)
+            return
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
     try:
-        # (0o666 less the umask, as open() makes a new file; an existing one's own mode)
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        # A new file's mode is open()'s (0o666 less the umask); one replacing a file is
+        # readable by its owner alone until it has that file's owner, group and mode, set
+        # before the data (the mode last: a change of owner clears set-user-ID).
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o666 if status is None else 0o600)
     except OSError:
         _written_in_place(path, data)
         return
+    renamed = False
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
-    except BaseException:
-        for written in (temporary, target):
+            if status is not None:
+                with contextlib.suppress(OSError):
+                    os.fchown(out.fileno(), status.st_uid, status.st_gid)
+                with contextlib.suppress(OSError):
+                    os.fchmod(out.fileno(), stat.S_IMODE(status.st_mode))
+            try:
+                out.write(data)
+                out.flush()
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(target)  # (the earlier run's: see above)
+                raise
+        try:
+            os.replace(temporary, target)
+            renamed = True
+        except OSError:
+            pass
+    finally:
+        if not renamed:
             with contextlib.suppress(OSError):
-                os.unlink(written)
-        raise
-    if status is not None:
-        with contextlib.suppress(OSError):
-            os.chmod(temporary, stat.S_IMODE(status.st_mode))
-        with contextlib.suppress(OSError):
-            os.chown(temporary, status.st_uid, status.st_gid)
-    try:
-        os.replace(temporary, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+                os.unlink(temporary)
+    if not renamed:
         _written_in_place(path, data)
 
 
-def _written_in_place(path: str, data: bytes) -> None:
-    """``data`` written over the file at ``path`` itself; a write that fails removes it
-    (see :func:`write_replacing`), as far as it may be removed."""
+def _descriptor(stream: IO[Any] | None) -> int | None:
+    """The descriptor under a standard stream, or None (closed, or none)."""
     try:
-        with open(path, "wb") as out:
+        return None if stream is None else stream.fileno()
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _written_to(descriptor: int, data: bytes) -> None:
+    """``data`` written whole to an open descriptor (a write may take only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
+
+
+def _written_in_place(path: str, data: bytes) -> None:
+    """``data`` written over the file at ``path`` itself. A write that fails empties and
+    removes it, so that neither its name nor another hard link to it holds a cut-off file;
+    a file that cannot even be opened is left as it was."""
+    with open(path, "wb") as out:
+        try:
             out.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
+            out.flush()
+        except BaseException:
+            with contextlib.suppress(OSError, ValueError):
+                out.truncate(0)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
 
 
 def silence_stdout(out: IO[bytes]) -> None:
