@@ -888,18 +888,30 @@ def test_the_core_refuses_loops_of_lines_out_of_order_or_past_the_batch() -> Non
 
 
 def test_a_reply_run_counts_only_copies_each_answering_a_turn_of_its_own() -> None:
-    """The same reply to three agent turns in a row: copies said twice to one turn do not
-    count, in whatever place of the run (every gap was judged by the first: four replies
-    to one turn were a loop, and a reply said twice before three answered turns hid them;
-    a tester's cases). The fast path and its twin agree."""
-    one_turn = [said("task", "user"), said("b"), said("X", "user"), said("c"),
-                *[said("X", "user")] * 3]
-    late = [said("task", "user"), said("b"), said("X", "user"), said("X", "user"),
-            said("c"), said("X", "user"), said("d"), said("X", "user")]
-    assert find_loops([one_turn]) == find_loops_reference([one_turn]) == [[]]
-    [[loop]] = find_loops([late])
-    assert (loop.start, loop.end, loop.repetitions, loop.kind) == (3, 8, 3, 3)
-    assert find_loops_reference([late]) == [[loop]]
+    """The same reply to three agent turns in a row: a reply said twice to one turn counts
+    once, in whatever place of the run, and the run goes on (every gap was judged by the
+    first: four replies to one turn were a loop, and a reply said twice before three
+    answered turns hid them, a tester's cases; then the run was cut at a reply said twice
+    in its middle, the reviewer's). A block of replies is a loop only when each answers a
+    turn of its own. The fast path and its twin agree."""
+    def replied(turns: list[int]) -> list[dict[str, Any]]:
+        return [said("task", "user"), *[m for turn, times in enumerate(turns) for m in (
+            said(f"turn {turn}"), *[said("X", "user")] * times)]]
+
+    cases = {(1, 3): [], (2, 1, 1): [(2, 8, 3)], (1, 1, 2, 1, 1, 1): [(2, 14, 6)],
+             (1, 2, 1, 1): [(2, 10, 4)]}
+    for turns, expected in cases.items():
+        found = find_loops([replied(list(turns))])
+        assert found == find_loops_reference([replied(list(turns))])
+        assert [(loop.start, loop.end, loop.repetitions) for loop in found[0]] == expected, turns
+        assert all(loop.kind == 3 for loop in found[0])
+    pairs = [said("task", "user"), *[m for turn in range(3) for m in (
+        said(f"a{turn}"), said("X", "user"), said(f"b{turn}"), said("Y", "user"))]]
+    assert [(loop.start, loop.kind) for loop in find_loops([pairs])[0]] == [(2, 3)]
+    doubled = [said("task", "user"), *[m for turn in range(3) for m in (
+        said(f"a{turn}"), said("X", "user"), said("X", "user"))]]
+    assert find_loops([doubled]) == find_loops_reference([doubled])
+    assert [loop.repetitions for loop in find_loops([doubled])[0]] == [3]
 
 
 def test_an_action_loop_s_signature_is_its_actions_alone() -> None:

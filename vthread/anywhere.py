@@ -144,9 +144,10 @@ class Loop:
     """One loop of a thread: messages ``[start, end)`` hold ``repetitions`` copies of a block
     of ``period`` messages (for an action block, the messages from one copy's first action
     to the next copy's); ``kind`` codes :data:`LOOP_KINDS` from 1. ``block``, when not 0,
-    is how many messages from ``start`` make the copy its signature and excerpt show where
-    that is not the period: a failing call retried, whose copy is the call and its error
-    (what lies between retries changes, and showed in both)."""
+    is how many messages from ``start`` make the copy its signature and excerpt show
+    (:func:`_compared` picks the actions among them) where that is not the period: an
+    action loop's or reply run's first copy up to the second, and a failing call
+    retried's call and its first error (what lies between retries changes)."""
 
     start: int
     end: int
@@ -480,19 +481,19 @@ class _RoleCounts:
             actions = requests
         elif int(self._users[end] - self._users[first]) == period:
             agents, rows = self._agents_in_batch, self._rows
-            answered = _answered_stretch([
-                bool(agents[int(rows[first + (index + 1) * period])]
-                     > agents[int(rows[first + index * period]) + 1])
-                for index in range(copies - 1)])
             kind, actions = REPLIES, 1
-            first, copies = first + answered[0] * period, answered[1]
+            repetitions = _turns_answered([
+                bool(agents[int(rows[position + 1])] > agents[int(rows[position]) + 1])
+                for position in range(first, first + copies * period - 1)], period)
         else:
             actions = 0
         if actions == 0:
             return None
-        if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
+        if kind != REPLIES:
+            repetitions = copies
+        if repetitions < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
             return None
-        return _loop_of_copies(self._rows, first, copies, period, kind, offset)
+        return _loop_of_copies(self._rows, first, copies, period, kind, offset, repetitions)
 
 
 class _Keys:
@@ -741,50 +742,46 @@ def _judged(kind: int, begin: int, stop: int, period: int, run: npt.NDArray[np.i
     elif requests:
         actions = requests
     elif np.all(block == _USER):
-        # Replies: only the copies each answering an agent turn of its own count.
-        answered = _answered_stretch([
-            bool(np.any(roles[int(run[begin + index * period]) + 1
-                              : int(run[begin + (index + 1) * period])] == _AGENT))
-            for index in range(copies - 1)])
         kind, actions = REPLIES, 1
-        begin, copies = begin + answered[0] * period, answered[1]
+        repetitions = _turns_answered([
+            bool(np.any(roles[int(run[position]) + 1 : int(run[position + 1])] == _AGENT))
+            for position in range(begin, begin + copies * period - 1)], period)
     else:
         actions = 0
     if actions == 0:
         return None
-    if copies < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
+    if kind != REPLIES:
+        repetitions = copies
+    if repetitions < (_ONE_ACTION_COPIES if actions == 1 else _SEVERAL_ACTIONS_COPIES):
         return None
-    return _loop_of_copies(run, begin, copies, period, kind, offset)
+    return _loop_of_copies(run, begin, copies, period, kind, offset, repetitions)
 
 
 def _loop_of_copies(run: npt.NDArray[np.int64], begin: int, copies: int, period: int,
-                    kind: int, offset: int) -> Loop:
-    """The loop of ``copies`` blocks of ``period`` positions of ``run`` from ``begin``: from
-    the first copy's first message to the last copy's last, its period the messages a copy
-    spans on average, and (for actions and replies, whose copies the agent's own messages
-    lie between) the first copy's messages up to the second's its block."""
+                    kind: int, offset: int, repetitions: int) -> Loop:
+    """The loop of ``copies`` blocks of ``period`` positions of ``run`` from ``begin``,
+    counted as ``repetitions`` (a reply run's turns answered): from the first copy's first
+    message to the last copy's last, its period the messages a repetition spans on
+    average, and (for actions and replies, whose copies the agent's own messages lie
+    between) the first copy's messages up to the second's its block."""
     first = int(run[begin])
     last = int(run[begin + copies * period - 1])
     span = last + 1 - first
     block = 0 if kind == BLOCK else int(run[begin + period]) - first
-    return Loop(first - offset, last + 1 - offset, max(1, round(span / copies)), copies, kind,
-                block=block)
+    return Loop(first - offset, last + 1 - offset, max(1, round(span / repetitions)),
+                repetitions, kind, block=block)
 
 
-def _answered_stretch(answered: Sequence[bool]) -> tuple[int, int]:
-    """(first copy, copies) of the longest stretch of copies of a reply each answering an
-    agent turn of its own, given for each copy but the last whether an agent message lies
-    between it and the next (``answered``); the earliest of equal stretches. The same reply
-    twice to one turn, then again after it, was three replies to agent turns (only the
-    first gap was asked), and one said twice before a loop of them hid the loop."""
-    best, first = (0, 1), 0
-    for index, linked in enumerate([*answered, False]):
-        if not linked:
-            copies = index + 1 - first
-            if copies > best[1]:
-                best = (first, copies)
-            first = index + 1
-    return best
+def _turns_answered(answered: Sequence[bool], period: int) -> int:
+    """The agent turns a run of replies answers, given for each reply but the last whether
+    an agent message lies between it and the next (``answered``): with one reply repeated,
+    one turn more than the gaps answered (the same reply twice to one turn counts once,
+    wherever in the run: only the first gap was asked, so four replies to one turn were a
+    loop); with a block of several, its copies only when every reply answers a turn of its
+    own, else none (a block [X, X] is one reply said twice)."""
+    if period == 1:
+        return 1 + sum(answered)
+    return (len(answered) + 1) // period if all(answered) else 0
 
 
 def prose(text: Any) -> Any:

@@ -1013,7 +1013,8 @@ class _StopSignals:
             if self.timer is None or self.main_thread is None:
                 return
             self.overdue = True
-            signal.pthread_kill(self.main_thread, signum)
+            # (the latest signal, as the end of the block would have raised it)
+            signal.pthread_kill(self.main_thread, self.pending or signum)
 
     def _stop(self, signum: int) -> None:
         self.settled = True
@@ -1046,9 +1047,9 @@ class _StopSignals:
         stopped reading (``| sleep``, a stalled consumer) would otherwise keep SIGTERM from
         ever ending the scan, where ``timeout 3`` ended the same pipeline's ``cat`` in 3 s
         (the record then being written may be cut: the scan ends cut short)."""
-        self.depth += 1
         outer = self.at_most
-        self.at_most = at_most if outer is None else outer
+        self.at_most = at_most if outer is None else outer  # (before a signal can see depth)
+        self.depth += 1
         try:
             yield
         finally:
