@@ -372,7 +372,7 @@ def test_failing_call_retried_with_other_actions_between() -> None:
                    said(f"Sorry, attempt {attempt} failed."), said(f"No, {attempt}!", "user")]
     [[loop]] = find_loops([thread])
     assert (loop.start, loop.end, loop.period, loop.repetitions, loop.kind) == (1, 15, 6, 3, 2)
-    assert loop.block == 2
+    assert (loop.block, loop.shown_from) == (1, 1)  # (its first error alone)
     assert find_loops_reference([thread]) == [[loop]]
     priced = [{**m, "usage": {"tokens": 10 ** index}} for index, m in enumerate(thread)]
     [record] = scan([priced], anywhere=True).loops[0]
@@ -417,7 +417,7 @@ def test_edits_before_a_rerun_and_successes_are_progress() -> None:
                                                            "result": "full"}}}}
     retried = [m for i in range(3) for m in (*flagged[:2], call("look", n=i),
                                              answer("look", i, n=i))]
-    assert find_loops([retried]) == [[Loop(0, 10, 4, 3, 2, block=2)]]
+    assert find_loops([retried]) == [[Loop(0, 10, 4, 3, 2, block=1, shown_from=1)]]
 
 
 def test_two_step_cycle_twice_and_one_step_twice() -> None:
@@ -968,6 +968,15 @@ def test_a_failing_call_retried_among_parallel_calls_starts_at_its_own_call() ->
     [[loop]] = find_loops([thread])
     assert (loop.start, loop.period, loop.repetitions) == (1, 6, 3)
     assert find_loops_reference([thread]) == [[loop]]
+    # Its signature and excerpt are its own error's, whatever the other call's arguments
+    # (they showed the other call, and changed with it: the second reviewer's case).
+    [record] = scan([thread], anywhere=True).loops[0]
+    assert record["excerpt"] == 'book({"f":"X"}) -> Error: seat taken'
+    other = [call("book", f="Z") if m is book_y else
+             answer("book", "Error: seat taken", f="Z") if m is failed_y else m
+             for m in thread]
+    [again] = scan([other], anywhere=True).loops[0]
+    assert again["signature"] == record["signature"]
     retried = [said("go", "user")]
     for index in range(3):
         retried += [call("book", f="X"), answer("book", "Error: seat taken", f="X"),

@@ -19,8 +19,8 @@ A loop is one of (each named after the production heuristic whose repetition it 
     tools' calls and user messages between allowed but no call of the same tool getting
     another result (which would be progress: an edit before a rerun, a poll that moved);
     it runs from the first copy's call (told by its tool and arguments) to the last copy's
-    error, its period the copies' mean spacing, its signature and excerpt the call and its
-    error alone (an action loop's, its actions alone);
+    error, its period the copies' mean spacing, its signature and excerpt its first error
+    alone, with the call's tool and arguments (an action loop's, its actions alone);
 ``repeated_result_run``
     the same reply (a user or environment message, no tool call in between) to three agent
     turns in a row (each copy after an agent turn of its own), its numbers aside (a
@@ -146,8 +146,10 @@ class Loop:
     to the next copy's); ``kind`` codes :data:`LOOP_KINDS` from 1. ``block``, when not 0,
     is how many messages from ``start`` make the copy its signature and excerpt show
     (:func:`_compared` picks the actions among them) where that is not the period: an
-    action loop's or reply run's first copy up to the second, and a failing call
-    retried's call and its first error (what lies between retries changes)."""
+    action loop's or reply run's first copy up to the second. ``shown_from`` is where that
+    copy starts, past ``start``, when not there: a failing call retried shows its first
+    error alone (its tool, arguments and result), not its call with whatever lies between
+    them (parallel calls of the same tool made its signature depend on theirs)."""
 
     start: int
     end: int
@@ -155,10 +157,11 @@ class Loop:
     repetitions: int
     kind: int
     block: int = 0
+    shown_from: int = 0
 
     @property
     def shown(self) -> int:
-        """The messages from ``start`` its signature and excerpt are made of."""
+        """The messages from ``start + shown_from`` its signature and excerpt are made of."""
         return self.block or self.period
 
 
@@ -210,7 +213,7 @@ def find_loops(threads: list[Any]) -> list[list[Loop]]:
     ...         "function": {"name": "ls", "arguments": {}}}}}
     >>> find_loops([[{"type": "user", "text": "go"}, call, call, call,
     ...              {"type": "bot", "text": "done"}]])
-    [[Loop(start=1, end=4, period=1, repetitions=3, kind=1, block=0)]]
+    [[Loop(start=1, end=4, period=1, repetitions=3, kind=1, block=0, shown_from=0)]]
     """
     raw = _core.message_screens(threads, core_text_run(), keep_read=True)
     return find_loops_in(raw, raw["threads"])
@@ -671,7 +674,7 @@ def _retry_loop(chain: list[int], offset: int, messages: Sequence[Mapping[str, A
     first = _call_before(chain[0], offset, messages, roles)
     spacing = (chain[-1] - chain[0]) / (len(chain) - 1)  # (a block's period, when regular)
     return Loop(first - offset, chain[-1] + 1 - offset, max(1, round(spacing)), len(chain),
-                ACTIONS, block=chain[0] + 1 - first)
+                ACTIONS, block=1, shown_from=chain[0] - first)
 
 
 def _call_before(response: int, offset: int, messages: Sequence[Mapping[str, Any]],
@@ -989,8 +992,7 @@ def loops_in_source(loops: list[Loop], sources: list[int]) -> list[Loop]:
         # The period scaled as the span is: a block's span is its copies times its period,
         # a retry chain's is not (its last copy ends at its error, its period the spacing).
         period = loop.period * (end - start) / (loop.end - loop.start)
-        out.append(Loop(start, end, max(1, round(period)), loop.repetitions, loop.kind,
-                        loop.block and sources[loop.start + loop.block - 1] + 1 - start))
+        out.append(Loop(start, end, max(1, round(period)), loop.repetitions, loop.kind))
     return out
 
 
@@ -1070,7 +1072,8 @@ def _loop_record(messages: Sequence[Mapping[str, Any]], loop: Loop, place: Loop,
     """One loop's record, made in Python (``place``: the loop where the record says it is,
     its tokens those of messages ``counted``)."""
     figures = [f for f in map(usage_tokens, messages[slice(*counted)]) if f is not None]
-    block = messages[loop.start : loop.start + loop.shown]
+    shown = loop.start + loop.shown_from
+    block = messages[shown : shown + loop.shown]
     return _record(loop, place, token_total(figures) if figures else None,
                    _signature(block, loop.kind), _excerpt(block, loop.kind, encode))
 
@@ -1092,13 +1095,14 @@ def _record(loop: Loop, place: Loop, tokens: float | None, signature: int,
 def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[list[Loop]],
                     encode: Callable[[Any], str], lines: LineSource | None = None
                     ) -> list[list[dict[str, Any]]]:
-    """:func:`loop_records` of every thread's loops (``found[i]`` in ``threads[i]``, which
-    is read only when it has some), their signatures, excerpts and token totals made by the
-    compiled core in one call, step for step as :func:`loop_records` makes them; a loop the
-    core leaves (a runaway text, a value Python reads otherwise than by its content) is
-    made in Python. Spans as found (not restated in source messages). ``lines``: the
-    threads' native JSON lines, which the core makes the records from instead (a thread
-    is then read as Python objects only for a loop the core leaves)."""
+    """:func:`loop_records` of every thread's loops (``found[i]`` in ``threads[i]``, which is read
+    only when it has some), their signatures, excerpts and token totals made by the compiled
+    core in one call, step for step as :func:`loop_records` makes them; a loop the core
+    leaves (a runaway text, a value Python reads otherwise than by its content, a failing
+    call retried, shown from its first error) is made in Python. Spans as found (not
+    restated in source messages). ``lines``: the threads' native JSON lines, which the core
+    makes the records from instead (a thread is then read as Python objects only for a loop
+    the core leaves)."""
     rows = [row for row, loops in enumerate(found) if loops]
     flat = [(position, loop) for position, row in enumerate(rows) for loop in found[row]]
     out: list[list[dict[str, Any]]] = [[] for _ in found]
@@ -1111,7 +1115,9 @@ def loop_records_of(threads: Sequence[Sequence[Mapping[str, Any]]], found: list[
             if lines is None else
             _core.anywhere_loop_parts_of_lines([lines.line_of(row) for row in rows], *spans,
                                                lines.messages_key, lines.id_key))
-    declined = set(made["declined"].tolist())
+    # (the core shows a loop's copy from its start: one shown from past it is Python's)
+    declined = set(made["declined"].tolist()) | {
+        index for index, (_, loop) in enumerate(flat) if loop.shown_from}
     signatures = made["signature"].tolist()
     tokens = made["loop_tokens"].tolist()
     excerpts = made["excerpts"]
