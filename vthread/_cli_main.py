@@ -586,6 +586,7 @@ def write_all(out: IO[bytes], data: bytes, flush: bool = True) -> None:
 
 
 def is_fifo(path: str) -> bool:
+    """Whether ``path`` names a FIFO (through a link); False when it names nothing."""
     try:
         return stat.S_ISFIFO(os.stat(path).st_mode)
     except OSError:
@@ -674,7 +675,7 @@ def write_replacing(path: str, data: bytes) -> None:
             if descriptor is not None and os.path.samestat(status, os.fstat(descriptor)):
                 assert stream is not None
                 stream.flush()
-                _written_to(descriptor, data)
+                write_through(io.FileIO(descriptor, "wb", closefd=False), data)
                 return
         if not stat.S_ISREG(status.st_mode):
             with open_fifo(path) if stat.S_ISFIFO(status.st_mode) else open(path, "wb") as out:
@@ -729,13 +730,6 @@ def _descriptor(stream: IO[Any] | None) -> int | None:
         return None if stream is None else stream.fileno()
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         return None
-
-
-def _written_to(descriptor: int, data: bytes) -> None:
-    """``data`` written whole to an open descriptor (a write may take only part)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view):]
 
 
 def _written_in_place(path: str, data: bytes) -> None:
