@@ -23,7 +23,7 @@ A loop is one of (each named after the production heuristic whose repetition it 
     alone, with the call's tool and arguments (an action loop's, its actions alone);
 ``repeated_result_run``
     the same reply (a user or environment message, no tool call in between) to three agent
-    turns in a row (each copy after an agent turn of its own), its numbers aside (a
+    turns in a row (a reply said twice to one turn counts once), its numbers aside (a
     rejection saying "found 2 actions", then "found 3 actions" is one rejection, and has
     one signature): a format rejection retried, a customer asked the same thing again;
 ``repeated_message_text_run``
@@ -193,12 +193,18 @@ def call_result(message: Mapping[str, Any]) -> tuple[Key, Key]:
     tool with another result between two retries is progress. The name by its value, as
     JavaScript compares it (a ``str`` subclass's own ``__eq__`` saying no made every other
     call of the tool a different one, and a retried failure a loop)."""
+    function = _function_of(message)
+    if function is None:
+        return _core.canonical([None]), _core.canonical([None])
+    return _core.canonical([function.get("name")]), _core.canonical([function.get("result")])
+
+
+def _function_of(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A tool call's or response's ``meta.activity.function``, or None."""
     meta = message.get("meta")
     activity = meta.get("activity") if isinstance(meta, Mapping) else None
     function = activity.get("function") if isinstance(activity, Mapping) else None
-    if not isinstance(function, Mapping):
-        return _core.canonical([None]), _core.canonical([None])
-    return _core.canonical([function.get("name")]), _core.canonical([function.get("result")])
+    return function if isinstance(function, Mapping) else None
 
 
 # --------------------------------------------------------------------------- the fast path
@@ -698,10 +704,8 @@ def _call_before(response: int, offset: int, messages: Sequence[Mapping[str, Any
 def _call_of(message: Mapping[str, Any]) -> tuple[Key, Key | None]:
     """A tool call's or response's (tool name, arguments), each as its exact key; the
     arguments None when the message carries none."""
-    meta = message.get("meta")
-    activity = meta.get("activity") if isinstance(meta, Mapping) else None
-    function = activity.get("function") if isinstance(activity, Mapping) else None
-    if not isinstance(function, Mapping):
+    function = _function_of(message)
+    if function is None:
         return _core.canonical([None]), None
     arguments = field(function, "arguments")
     return (_core.canonical([function.get("name")]),
