@@ -385,6 +385,27 @@ def test_failing_call_retried_with_other_actions_between() -> None:
     assert again["signature"] == record["signature"]
 
 
+@pytest.mark.parametrize(("result", "is_error"), [
+    ("Error: seat taken", True), ("ERROR", True), ("  exception raised", True),
+    ("Traceback (most recent call last):", True), ("error", True),
+    ("errors are fine: none found", False), ("Exceptional fares apply", False),
+    ("Tracebacks: 0", False), ("error_count=0", False)])
+def test_an_error_is_told_by_its_whole_first_word(result: str, is_error: bool) -> None:
+    """A result starting with "errors", "Exceptional" or "error_count" is no error (any
+    text starting with the letters was: a tester's case), so three identical calls
+    getting it are no failing call retried; the word alone, in any case, is one."""
+    from vthread.anywhere import failed
+
+    retried = [m for attempt in range(3) for m in (
+        call("book", seat="1A"), answer("book", result, seat="1A"),
+        call("calculate", e=f"{attempt} + 1"), answer("calculate", attempt + 1),
+        said(f"Attempt {attempt} done.", "user"))]
+    assert failed(answer("book", result)) is is_error
+    loops = find_loops([retried])[0]
+    assert [(loop.kind, loop.repetitions) for loop in loops] == ([(2, 3)] if is_error else [])
+    assert find_loops_reference([retried]) == [loops]
+
+
 def test_another_argument_list_failing_the_same_way_does_not_break_the_retries() -> None:
     """A call of the same tool with other arguments and the same error between two copies
     changes nothing (tau-bench 13/0's alternating flight lists)."""
