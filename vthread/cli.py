@@ -2978,6 +2978,43 @@ def _memory_limit() -> int:
     return min((size for size in found if size > 0), default=64 << 30)
 
 
+class _OverlongLine(list[bytes]):
+    """No lines: in their place, a line of a file longer than the most one line may take
+    (``line_limit``), ``length`` bytes, read to its end and dropped; its error record comes
+    between the records of the lines around it."""
+
+    def __init__(self, line_limit: int, length: int) -> None:
+        super().__init__()
+        self.line_limit = line_limit
+        self.length = length
+
+
+def _overlong(stream: BinaryIO | _GzipStream | _Replayed, held: int, skip: bool
+              ) -> tuple[_OverlongLine, bytes] | None:
+    """None while the ``held`` bytes of a line being assembled are within the most one line
+    may take. Past it, unless ``skip``, :class:`_LineTooLongError`; with ``skip``, the rest
+    of the line is read from ``stream`` and dropped, a read at a time (nothing more is
+    held), and this returns its marker and what the read that ended it held after it."""
+    if held <= READ_BYTES or held <= (limit := _line_limit()):
+        return None
+    if not skip:
+        raise _LineTooLongError(limit)
+    length = held
+    while block := stream.read(READ_BYTES):
+        end = block.find(b"\n")
+        if end >= 0:
+            return _OverlongLine(limit, length + end), block[end + 1:]
+        length += len(block)
+    return _OverlongLine(limit, length), b""
+
+
+def _overlong_said(line: _OverlongLine) -> str:
+    """Why a line dropped as longer than the most one line may take has no verdict."""
+    return (f"the line is {line.length:,} bytes, longer than {line.line_limit:,}, the most "
+            "one line may take (a quarter of the memory this process may have): it was not "
+            "read")
+
+
 def _check_held(size: int) -> None:
     """Raise :class:`_LineTooLongError` when ``size`` bytes of one line (a line being
     assembled, a document's run, a document read from a stream) are more than the most one
@@ -3009,8 +3046,13 @@ def _core_rows(lines: Sequence[bytes]) -> tuple[
     return lines.core_rows() if isinstance(lines, _LineBlock) else (_listed(lines), None)
 
 
-def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[bytes]]:
+def _chunks(stream: BinaryIO | _GzipStream | _Replayed, skip_overlong: bool = False
+            ) -> Iterator[Sequence[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
+    ``skip_overlong`` (a regular file's stream, which ends): a line longer than the most one
+    line may take is read to its end and dropped, an :class:`_OverlongLine` in its place,
+    and the lines after it are read; otherwise it ends the reading (:class:`_TooLarge`), as
+    a stream's may never end.
 
     A line longer than a read is assembled as its parts arrive, in one growing buffer that
     becomes the line without a copy (``BytesIO.getvalue``): a line of hundreds of megabytes
@@ -3027,7 +3069,8 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed) -> Iterator[Sequence[byt
     """
     batch: list[bytes] = []
     try:
-        yield from _chunks_read(stream, batch, in_blocks=not _live(stream))
+        yield from _chunks_read(stream, batch, in_blocks=not _live(stream),
+                                skip_overlong=skip_overlong)
     except MemoryError as error:
         # A line larger than the memory the process may use (or than the most one line may
         # take), as it was assembled: the lines before it are scanned and written, and the
@@ -3047,7 +3090,8 @@ def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
 
 
 def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
-                 in_blocks: bool = False) -> Iterator[Sequence[bytes]]:
+                 in_blocks: bool = False, skip_overlong: bool = False
+                 ) -> Iterator[Sequence[bytes]]:
     """:func:`_chunks`, with the lines not yet yielded in ``batch`` (``batch`` is cleared,
     never replaced, so that the caller holds them if reading fails); ``in_blocks``: the
     rest read in blocks once the first chunk is yielded."""
@@ -3056,11 +3100,22 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
     # A pipe's lines are scanned whenever its writer pauses (:class:`_LiveStream`).
     idle = stream.idle if isinstance(stream, _Replayed | _LiveStream) else None
     yielded = False
-    while block := stream.read(READ_BYTES):
+    carried = b""  # what a read held after the end of a line dropped
+    while block := carried or stream.read(READ_BYTES):
+        carried = b""
         lines = block.split(b"\n")
         if len(lines) == 1:
             pending.write(block)
-            _check_held(pending.tell())
+            dropped = _overlong(stream, pending.tell(), skip_overlong)
+            if dropped is not None:
+                pending = io.BytesIO()
+                if batch:
+                    chunk = batch[:]
+                    batch.clear()
+                    size = 0
+                    yield chunk
+                marker, carried = dropped
+                yield marker
             continue
         if pending.tell():
             pending.write(lines[0])
@@ -3097,7 +3152,7 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
                 chunk = batch[:]
                 batch.clear()
                 yield chunk
-            yield from _chunks_of_reads(stream, pending)
+            yield from _chunks_of_reads(stream, pending, skip_overlong)
             return
     last = _last_line(stream, pending)
     if last is not None:
@@ -3108,20 +3163,26 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
         yield chunk
 
 
-def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed,
-                     pending: io.BytesIO) -> Iterator[Sequence[bytes]]:
+def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed, pending: io.BytesIO,
+                     skip_overlong: bool = False) -> Iterator[Sequence[bytes]]:
     """The rest of :func:`_chunks` of a stream that is not live, ``pending`` holding the
     start of a line read before: each read of ``CHUNK_BYTES`` cut into its lines where they
     lie, at most ``CHUNK_LINES`` a chunk (:class:`_LineBlock`); a line that began in an
     earlier read is assembled, and is the head of the chunk it ends in."""
-    while block := stream.read(CHUNK_BYTES):
+    carried = b""  # what a read held after the end of a line dropped
+    while block := carried or stream.read(CHUNK_BYTES):
+        carried = b""
         at = 0  # where the next line of the read starts
         head = None
         if pending.tell():
             first = block.find(b"\n")
             if first < 0:
                 pending.write(block)
-                _check_held(pending.tell())
+                dropped = _overlong(stream, pending.tell(), skip_overlong)
+                if dropped is not None:
+                    pending = io.BytesIO()
+                    marker, carried = dropped
+                    yield marker
                 continue
             pending.write(memoryview(block)[:first])
             head = pending.getvalue()
@@ -3261,7 +3322,8 @@ def _tasks(
                         say(f"vthread scan: {label}: read as a JSON document, a record per "
                             "run (it opens as one, not as JSONL)")
                 else:
-                    chunks = _chunks(sniffed)
+                    # (a regular file ends: a line past the limit is dropped, the rest read)
+                    chunks = _chunks(sniffed, skip_overlong=size_at_open is not None)
             opened = True
             # What the file's records stand for: lines, a document's runs, a log's samples.
             unit = "line" if kind == "lines" else "sample" if kind == "inspect" else "run"
@@ -3283,6 +3345,10 @@ def _tasks(
                                 count_tokens, unit=unit, too_large=True,
                                 line_limit=lines.line_limit)
                     return
+                if isinstance(lines, _OverlongLine):
+                    lines = _UnreadableRun(None, _overlong_said(lines))
+                    say(f"vthread scan: warning: {label}:{line}: {lines.reason}; its record is "
+                        "an error, the lines after it are read")
                 if isinstance(lines, _UnreadableRun):
                     # An error record for it, as for a bad line, and the runs after it read.
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
