@@ -249,6 +249,21 @@ def test_a_looping_run_too_large_to_read_again_leaves_its_timeline_plain(
     assert runs["id"] == ["long"] and not any(runs["kinds"])
 
 
+def test_keys_starting_with_a_dash_reach_the_scan(tmp_path: Path) -> None:
+    """``--messages-key=-x`` and ``--id-key=--name`` are passed on to the report's scan as
+    given (each was passed as two words, and the scan read the key as an option: exit 2
+    where ``vthread scan`` took them), and the looping run's timeline is coloured."""
+    looping = [{"type": "user", "text": "go"}] + [{"type": "bot", "text": "again"}] * 6
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"--name": "r1", "-x": looping}) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", "--messages-key=-x", "--id-key=--name", str(path), "-o",
+                 str(out)]) == 0
+    runs = json.loads(out.read_text().split('id="report-data">', 1)[1].split(
+        "</script>", 1)[0])["runs"]
+    assert runs["id"] == ["r1"] and any(runs["kinds"][0])
+
+
 def test_a_directory_of_runs_keeps_its_message_kinds_and_its_files(tmp_path: Path) -> None:
     """A directory FILE: its looping runs' timelines are coloured as for the files named one
     by one (they were all grey: the directory was read again as if it were a file), and an

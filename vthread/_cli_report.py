@@ -1175,7 +1175,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
                             options.messages_key), ("--id-key", options.id_key),
                             ("--jobs", options.jobs)):
             if value is not None:
-                argv += [flag, str(value)]
+                argv.append(f"{flag}={value}")  # (a key may start with "-")
         if options.mask_volatile:
             argv.append("--mask-volatile")
         said = _ScanMessages(warned, cli.FAIL_ON_ERROR_ADVICE)
