@@ -571,6 +571,14 @@ def test_samples_read_alone_as_inspect_reads_the_log(
 @pytest.mark.parametrize(("fields", "problem"), [
     ({"messages": ["hi"]}, "message 0 is not an object, but a str"),
     ({"messages": "hi"}, "its messages are not a list, but a str"),
+    # (a role inspect_ai does not write passed through here, where its file route refused
+    # the sample: a tester's case)
+    ({"messages": [{"role": "user", "content": "x"}, {"role": "robot", "content": "x"}]},
+     "message 1: its role is 'robot', not one Inspect writes (system, user, assistant, "
+     "tool)"),
+    ({"messages": [{"content": "x"}]},
+     "message 0: its role is a NoneType, not one Inspect writes (system, user, assistant, "
+     "tool)"),
     ({"messages": [{"role": "assistant", "content": "", "tool_calls": ["ls"]}]},
      "message 0: tool call 0 is not an object, but a str"),
     ({"messages": [{"role": "assistant", "content": "", "tool_calls": "ls"}]},

@@ -876,9 +876,9 @@ def chat_of(
     that wrote its messages spread over them (``model``: the evaluation's, the log
     header's ``eval.model``; see :func:`_agent_tokens`). Raises :class:`ValueError` naming
     the sample, and the message or event, when its messages are not a list of objects, a
-    tool call is not an object, a message id is neither text nor an integer, or an
-    ``output_tokens`` figure is not a number; :class:`TypeError` for a sample that is
-    neither a mapping nor an ``EvalSample``."""
+    role is none Inspect writes, a tool call is not an object, a message id is neither text
+    nor an integer, or an ``output_tokens`` figure is not a number; :class:`TypeError` for
+    a sample that is neither a mapping nor an ``EvalSample``."""
     if not isinstance(sample, Mapping):
         if not hasattr(sample, "model_dump") or not hasattr(sample, "messages"):
             raise TypeError(f"a sample is a mapping (as a .json log writes it) or an "
@@ -950,12 +950,25 @@ def _spread(total: float | None, count: int) -> list[Any]:
     return [share + (index < over) for index in range(count)]
 
 
+_ROLES: Final = ("system", "user", "assistant", "tool")
+"""The roles of inspect_ai's chat messages."""
+
+
+def _shown_role(role: Any) -> str:
+    """A role as an error names it: text quoted and cut, anything else by its kind."""
+    return repr(role[:40]) if isinstance(role, str) else _kind(role)
+
+
 def _chat_message(message: Any, where: str) -> dict[str, Any]:
     """An Inspect message as the OpenAI chat message that maps to the same native messages;
-    :class:`ValueError` from ``where`` when it, or one of its tool calls, is no object."""
+    :class:`ValueError` from ``where`` when it, or one of its tool calls, is no object, or
+    its role is none Inspect writes (a log's file, read by inspect_ai, is refused so)."""
     if not isinstance(message, Mapping):
         raise ValueError(f"{where} is not an object, but {_kind(message)}")
     role = message.get("role")
+    if not (isinstance(role, str) and role in _ROLES):
+        raise ValueError(f"{where}: its role is {_shown_role(role)}, not one Inspect writes "
+                         f"({', '.join(_ROLES)})")
     content = message.get("content")
     chat: dict[str, Any] = {"role": role, "content": content}
     if isinstance(content, list):
