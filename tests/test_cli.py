@@ -1245,6 +1245,8 @@ def test_runs_that_carry_a_verdict_of_their_own_are_runs(
     ({"id": [1, 2], "file": "a", "line": 1, "verdict": None, "loops": [], "messages": 3},
      True),
     ({"file": "a", "line": 1, "verdict": None, "loops": {"a": 1}}, False),
+    ({"file": "a", "line": 2**63, "verdict": None}, False),
+    ({"file": "a", "line": 1, "error": 5}, False),
 ])
 def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
     """A record names a file (a string) and a line (an integer), an error or a verdict (null
@@ -1252,8 +1254,19 @@ def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
     error record is the error's text beside the id, file and line: a verdict, a null error
     or an array or object beside it (a graded run's trajectory) makes the line a run."""
     from vthread._cli_report import is_record
+    from vthread.report import RecordError, ReportData
 
     assert is_record(line) is is_one
+    # The report reads records by the same rule (it counted as error records lines the
+    # scan would read as runs, and refused lines the scan passed over: a reviewer's find).
+    data = ReportData()
+    if is_one:
+        data.add(line)
+        assert data.lines == 1
+    else:
+        with pytest.raises(RecordError):
+            data.add(line)
+        assert data.lines == 0
 
 
 def test_records_cut_short_in_a_directory_are_still_records(

@@ -197,6 +197,38 @@ def test_every_add_counts_whole_records_or_nothing(changes: list[dict[str, Any]]
         assert columns == {data.loops}
 
 
+@hypothesis.settings(max_examples=500, deadline=None)
+@hypothesis.given(
+    st.sampled_from([{"file": "a.jsonl", "line": 1, "verdict": None, "messages": 2},
+                     {"id": "r", "file": "a.jsonl", "line": 2, "error": "not valid JSON"},
+                     {"file": "a.jsonl", "line": 3, "verdict": "repeated_suffix",
+                      "messages": 9, "loops": []}]),
+    st.dictionaries(st.sampled_from(["file", "line", "verdict", "error", "messages", "id",
+                                     "loops", "trajectory"]),
+                    JSON_VALUES | st.sampled_from(["repeated_suffix", "x", 2**63]) | st.just(
+                        {"score": 0}), max_size=2),
+    st.sets(st.sampled_from(["file", "line", "verdict", "error", "messages"]), max_size=1))
+def test_the_report_adds_what_the_scan_calls_a_record(
+        record: dict[str, Any], changes: dict[str, Any], removed: set[str]) -> None:
+    """One rule tells records: ``ReportData.add`` takes only what ``is_record`` (the scan's
+    test of a records file) calls one, and refuses whatever it does not (a run carrying
+    file, line and error fields was counted as an error record, and a line past the
+    largest count passed over as a record: a reviewer's find)."""
+    from vthread._cli_report import is_record
+
+    value = {key: field for key, field in {**record, **changes}.items() if key not in removed}
+    try:
+        ReportData().add(value)
+    except RecordError:
+        added = False
+    else:
+        added = True
+    if added:
+        assert is_record(value)
+    if not is_record(value):
+        assert not added
+
+
 def test_a_histogram_bar_says_run_or_runs() -> None:
     """A bar's tooltip counts its runs in words that agree ("1 run", "2 runs")."""
     data = ReportData()

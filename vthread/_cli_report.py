@@ -60,8 +60,15 @@ from vthread._cli_main import (
 )
 from vthread._cli_parquet import is_parquet, parquet_source, read_errors
 from vthread.adapters import FORMATS
-from vthread.report import RecordError, ReportData, WrittenNumber, message_kinds, render_report
-from vthread.scan import HEURISTIC_NAMES
+from vthread.report import (
+    RecordError,
+    ReportData,
+    WrittenNumber,
+    field_of_a_run,
+    message_kinds,
+    record_problem,
+    render_report,
+)
 
 if TYPE_CHECKING:
     from vthread.cli import _StopSignals  # (imported when a report runs: the scan's module)
@@ -647,40 +654,9 @@ def is_prediction(value: object) -> bool:
 
 
 def is_record(value: object) -> bool:
-    """Whether a JSON value is one of ``vthread scan``'s records: it names a file (a string)
-    and a line (an integer), and an error or a verdict (null or a heuristic's name, as the
-    report reads it), and its ``messages``, when it has one, is the count a record writes. A
-    run that happens to carry ``file``, ``line`` and ``error`` fields (an agent's run fixing
-    a TypeError in src/app.py line 42) holds its messages as an array: it is a run, to be
-    scanned, never passed over or written over; so is one whose ``verdict`` is any other
-    value (a grader's "pass"), which no report could read. An error record is an error's text
-    beside the id, file and line, never a verdict. No record holds an array or an object but
-    its id (any JSON value) and its ``loops`` (a list, looking anywhere): a run holds its
-    messages in one, under whatever key."""
-    if not isinstance(value, dict) or not _holds_no_run(value):
-        return False
-    if "error" in value:
-        if "verdict" in value or not isinstance(value["error"], str):
-            return False
-    else:
-        if "verdict" not in value:
-            return False
-        verdict = value["verdict"]
-        if verdict is not None and verdict not in HEURISTIC_NAMES:
-            return False
-    file, line, messages = value.get("file"), value.get("line"), value.get("messages", 0)
-    return (isinstance(file, str) and _is_count(line) and _is_count(messages))
-
-
-def _holds_no_run(value: dict[str, Any]) -> bool:
-    """Whether an object holds no array or object but its ``id`` (any JSON value) and its
-    ``loops`` (a list): a record's shape, where a run holds its messages in an array."""
-    return not any(isinstance(field, (list, dict)) for key, field in value.items()
-                   if key != "id" and not (key == "loops" and isinstance(field, list)))
-
-
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """Whether a JSON value is one of ``vthread scan``'s records
+    (:func:`vthread.report.record_problem` says the rule)."""
+    return record_problem(value) is None
 
 
 _RAW_HEAD_BYTES: Final = 4 * SNIFF_BYTES
@@ -817,7 +793,7 @@ def _first_line_is_record(head: bytes, ended: bool) -> bool:
 
 def _first_record_damaged(head: bytes, ended: bool) -> bool:
     """Whether the first line with text of a stream's head is no record but shaped as one
-    (an object naming a ``file`` and a ``line``, :func:`_holds_no_run`) and the next line
+    (an object naming a ``file`` and a ``line``, no field of a run's) and the next line
     with text is one: records whose first line was damaged (a verdict edited, a line
     number written as text). ``vthread report`` reads them as records, so that the first
     line's fault is said; read as runs, each line was an error record, and the page of
@@ -834,7 +810,7 @@ def _first_record_damaged(head: bytes, ended: bool) -> bool:
     except ValueError:
         return False
     return (isinstance(value, dict) and "file" in value and "line" in value
-            and _holds_no_run(value))
+            and field_of_a_run(value) is None)
 
 
 def _first_line_is_no_record(start: bytes) -> bool:
@@ -1061,7 +1037,8 @@ def _parquet_holds_records(name: str) -> bool:
 
 
 def _read_parquet_records(data: ReportData, name: str) -> None:
-    """Add every row of ``vthread scan -o X.parquet``'s output (error null: no error)."""
+    """Add every row of ``vthread scan -o X.parquet``'s output (error null: no error; an
+    error's row, its verdict null)."""
     import pyarrow.parquet as parquet
 
     number = 0
@@ -1069,8 +1046,8 @@ def _read_parquet_records(data: ReportData, name: str) -> None:
         for batch in parquet.ParquetFile(parquet_source(name)).iter_batches():
             for row in batch.to_pylist():
                 number += 1
-                if row.get("error") is None:
-                    row.pop("error", None)
+                # (a row holds every column: null stands for the field a record lacks)
+                row.pop("error" if row.get("error") is None else "verdict", None)
                 try:
                     data.add(row)
                 except RecordError as error:

@@ -43,7 +43,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from vthread._cli_main import shown as _visible  # (as the command writes it on a terminal)
 from vthread._messages import NO_PRICED_LOOP, figure_text, loops_priced, unpriced_loops
@@ -127,16 +127,10 @@ class ReportData:
         looping run and every count its records' (adding as it read used to leave the columns
         of a bad run different lengths, and the page's table misaligned).
         """
-        if not isinstance(record, Mapping):
-            raise RecordError(f"not a vthread scan record (a {type(record).__name__}, not a "
-                              "mapping)")
-        missing = _RECORD_KEYS - record.keys()
-        if missing or ("verdict" not in record and "error" not in record):
-            raise RecordError("not a vthread scan record (it needs file, line and verdict or "
-                              "error)")
-        if not isinstance(record["file"], str):
-            raise RecordError(f"file is {record['file']!r}, not text")
-        line = _count(record, "line")  # (every record's, checked as is_record tells them)
+        problem = record_problem(record)
+        if problem is not None:
+            raise RecordError(problem)
+        line = record["line"]
         if "error" in record:
             if is_lacking_note(record):
                 self.notes.append((record["file"], record["error"]))
@@ -146,17 +140,15 @@ class ReportData:
             if len(self.bad) < BAD_SHOWN:
                 ident = record.get("id")
                 run = "" if ident is None else _run_name(record)
-                self.bad.append((record["file"], line, run, str(record["error"])))
+                self.bad.append((record["file"], line, run, record["error"]))
             return
         verdict = record["verdict"]
-        messages = _count(record, "messages")
+        messages = record.get("messages", 0)
         if verdict is None:
             self.lines += 1
             self.messages += messages
             self.progressing += 1
             return
-        if verdict not in HEURISTIC_NAMES:
-            raise RecordError(f"unknown verdict {verdict!r}")
         code = HEURISTIC_NAMES.index(verdict) + 1
         wasted = _count(record, "loop_messages")
         tokens = _loop_tokens(record.get("loop_tokens"))
@@ -277,14 +269,73 @@ _MOST_COUNTED: Final = 2**63 - 1
 largest double broke the page's arithmetic, status 70)."""
 
 
-def _count(record: Mapping[str, Any], key: str) -> int:
+def record_problem(value: object) -> str | None:
+    """Why a JSON value is not one of ``vthread scan``'s records, None when it is one: the
+    rule :meth:`ReportData.add` reads records by and ``vthread scan`` tells a records file
+    from runs by (one rule: a line the scan passed over as a record was refused by the
+    report, and the report counted as an error record a run the scan would read).
+
+    A record names a file (text) and a line (a count), and an error or a verdict (null or
+    a heuristic's name, as the report reads it), and its ``messages``, when it has one, is
+    the count a record writes. A run that happens to carry ``file``, ``line`` and ``error``
+    fields (an agent's run fixing a TypeError in src/app.py line 42) holds its messages as
+    an array: it is a run, to be scanned, never passed over or written over; so is one
+    whose ``verdict`` is any other value (a grader's "pass"), which no report could read.
+    An error record is an error's text beside the id, file and line, never a verdict. No
+    record holds an array or an object but its id (any JSON value) and its ``loops`` (a
+    list, looking anywhere): a run holds its messages in one, under whatever key."""
+    if not isinstance(value, Mapping):
+        return f"not a vthread scan record (a {type(value).__name__}, not a mapping)"
+    if _RECORD_KEYS - value.keys() or ("verdict" not in value and "error" not in value):
+        return "not a vthread scan record (it needs file, line and verdict or error)"
+    if not isinstance(value["file"], str):
+        return f"file is {value['file']!r}, not text"
+    problem = _count_problem(value, "line")
+    if problem is not None:
+        return problem
+    nested = field_of_a_run(value)
+    if nested is not None:
+        return (f"{nested} is {'an array' if isinstance(value[nested], list) else 'an object'}"
+                ": a run's field, not a record's")
+    if "error" in value:
+        if not isinstance(value["error"], str):
+            return f"error is {value['error']!r}, not text"
+        if "verdict" in value:
+            return "a verdict beside an error: no record holds both"
+        return None
+    verdict = value["verdict"]
+    if verdict is not None and not (isinstance(verdict, str) and verdict in HEURISTIC_NAMES):
+        return f"unknown verdict {verdict!r}"
+    return _count_problem(value, "messages")
+
+
+def field_of_a_run(value: Mapping[str, Any]) -> str | None:
+    """The first key of a JSON object holding an array or an object, but its ``id`` (any
+    JSON value) and its ``loops`` (a list): no record has one, where a run holds its
+    messages in one. None when there is none."""
+    for key, field_ in value.items():
+        if key != "id" and isinstance(field_, list | dict) and not (
+                key == "loops" and isinstance(field_, list)):
+            return key
+    return None
+
+
+def _count_problem(record: Mapping[str, Any], key: str) -> str | None:
+    """Why a record's ``key`` (0 when absent) is no count, None when it is one."""
     value = record.get(key, 0)
     if (not isinstance(value, int) or isinstance(value, bool) or value < 0
             or value > _MOST_COUNTED):
         shown = repr(value) if not isinstance(value, int) or value < 10**20 else (
             f"a number of {len(str(value)):,} digits")
-        raise RecordError(f"{key} is {shown}, not a count")
-    return value
+        return f"{key} is {shown}, not a count"
+    return None
+
+
+def _count(record: Mapping[str, Any], key: str) -> int:
+    problem = _count_problem(record, key)
+    if problem is not None:
+        raise RecordError(problem)
+    return cast(int, record.get(key, 0))
 
 
 def _text_field(record: Mapping[str, Any], key: str) -> str:
