@@ -655,6 +655,11 @@ def test_a_files_line_longer_than_the_limit_is_an_error_record_and_the_rest_is_r
     assert (said["completed"], said["lines"], said["errors"]) == (True, len(lines), 1)
     code, out, err = run(["scan", str(source), "-q", "--fail-on-error"], monkeypatch)
     assert code == 65, err
+    code, out, err = run(["scan", str(source), "-q", "--strict"], monkeypatch)
+    assert code == 2 and len(records(out)) == lines_before, err
+    assert err == (f"vthread scan: {source}:{dropped}: the line is {len(beyond):,} bytes, "
+                   "longer than 3,145,728, the most one line may take (a quarter of the "
+                   "memory this process may have): it was not read\n")
     monkeypatch.setattr(cli, "LONGEST_LINE", 9 << 20)
     code, out, err = run(["scan", str(source), "-q"], monkeypatch)
     assert code == 0 and not any("error" in r for r in records(out)), err

@@ -3347,8 +3347,9 @@ def _tasks(
                     return
                 if isinstance(lines, _OverlongLine):
                     lines = _UnreadableRun(None, _overlong_said(lines))
-                    say(f"vthread scan: warning: {label}:{line}: {lines.reason}; its record is "
-                        "an error, the lines after it are read")
+                    if not strict:  # (--strict makes its record the fatal error that says it)
+                        say(f"vthread scan: warning: {label}:{line}: {lines.reason}; its "
+                            "record is an error, the lines after it are read")
                 if isinstance(lines, _UnreadableRun):
                     # An error record for it, as for a bad line, and the runs after it read.
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
