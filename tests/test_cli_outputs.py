@@ -429,7 +429,7 @@ def test_a_signal_during_a_write_lets_the_records_end_whole(
     import os
     import signal
 
-    from vthread import cli
+    from vthread import _cli_signals, cli
 
     class SignalledMidWrite:
         def __init__(self) -> None:
@@ -444,14 +444,14 @@ def test_a_signal_during_a_write_lets_the_records_end_whole(
         def flush(self) -> None:
             pass
 
-    handlers = cli._StopSignals()
-    cli._STOP_SIGNALS.append(handlers)
+    handlers = _cli_signals.StopSignals()
+    _cli_signals.STOP_SIGNALS.append(handlers)
     out = SignalledMidWrite()
     try:
-        with pytest.raises(cli._TerminatedError):
+        with pytest.raises(_cli_signals.TerminatedError):
             cli._write(out, b'{"a": "whole record"}\n')  # type: ignore[arg-type]
     finally:
-        cli._STOP_SIGNALS.remove(handlers)
+        _cli_signals.STOP_SIGNALS.remove(handlers)
         handlers.close()
     assert out.written == b'{"a": "whole record"}\n'
 
@@ -548,7 +548,7 @@ def test_a_stop_ends_a_scan_whose_reader_stopped_reading(
     import sys
     import time
 
-    from vthread import cli
+    from vthread import _cli_signals
 
     path = tmp_path / "runs.jsonl"
     path.write_bytes(SAMPLE.read_bytes() * 10)  # records of a chunk > 64 KiB, a pipe's room
@@ -560,12 +560,12 @@ def test_a_stop_ends_a_scan_whose_reader_stopped_reading(
     sent = time.monotonic()
     scan.send_signal(getattr(signal, stop))
     try:
-        status = scan.wait(timeout=cli.STOP_WAITS_FOR_A_WRITE + 10)
+        status = scan.wait(timeout=_cli_signals.STOP_WAITS_FOR_A_WRITE + 10)
     finally:
         scan.kill()
         out, err = scan.communicate()
     assert status == (143 if stop == "SIGTERM" else 130), err
-    assert time.monotonic() - sent < cli.STOP_WAITS_FOR_A_WRITE + 10
+    assert time.monotonic() - sent < _cli_signals.STOP_WAITS_FOR_A_WRITE + 10
     summary = json.loads(target.read_text())
     assert summary["completed"] is False and summary["lines"] > 0
     assert len(out) >= 64 << 10 and out.count(b"\n") >= 1

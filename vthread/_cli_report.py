@@ -71,7 +71,7 @@ from vthread.report import (
 )
 
 if TYPE_CHECKING:
-    from vthread.cli import _StopSignals  # (imported when a report runs: the scan's module)
+    from vthread._cli_signals import StopSignals
 
 __all__ = ["run_report"]
 
@@ -96,19 +96,19 @@ class _ReportError(Exception):
 def run_report(argv: Sequence[str], stderr: TextIO, own_process: bool = False) -> int:
     """Run ``vthread report`` with ``argv`` (the words after ``report``); the exit status.
     Ctrl-C and SIGTERM end it as exceptions (the scan's own handling of them,
-    :class:`vthread.cli._StopSignals`, from its start to its end: outside the scan SIGTERM
+    :class:`vthread._cli_signals.StopSignals`, from its start to its end: outside the scan SIGTERM
     killed the process, leaving the scan's temporary folder of records behind and saying
     nothing), except while the page is written to a file, which they wait for; once the
     status is decided they change nothing (``own_process``: the process is the command's
     own, and they are ignored from then on, as ``vthread scan`` ignores them)."""
-    from vthread.cli import _StopSignals, _TerminatedError
+    from vthread._cli_signals import StopSignals, TerminatedError
 
     stdin = sys.stdin  # replaced while standard input is read (``_stdin_holds_records``)
     messages = _Shown(stderr)
-    stops = _StopSignals()
+    stops = StopSignals()
     try:
         status = _run_report(argv, cast(TextIO, messages), stops)
-    except _TerminatedError:
+    except TerminatedError:
         stops.settle()
         messages.write("vthread report: terminated\n")
         return TERMINATED_EXIT
@@ -180,7 +180,7 @@ class _Warned(io.TextIOBase):
         self.stream.flush()
 
 
-def _run_report(argv: Sequence[str], shown: TextIO, stops: _StopSignals) -> int:
+def _run_report(argv: Sequence[str], shown: TextIO, stops: StopSignals) -> int:
     warned = _Warned(shown)
     stderr = cast(TextIO, warned)
     parser = _parser()
