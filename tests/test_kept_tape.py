@@ -162,7 +162,8 @@ def test_only_vthread_scan_keeps_tapes(tmp_path: Path) -> None:
     # `vthread report` reads a file's runs through the scan's own chunking without scanning
     # them: nothing may be kept for a scan that never comes.
     path, _ = _long_file(tmp_path)
-    tasks = list(cli._tasks([str(path)], None, {}, False, None, False))
+    tasks = list(cli._tasks([str(path)], cli._Reading(None, {}, strict=False,
+                                                      count_tokens=False)))
     assert tasks and not _core.tape_is_kept()
     assert documents.line_format_evidence(_line(_long_thread(True, 6000))) == ("native", True)
     assert not _core.tape_is_kept()

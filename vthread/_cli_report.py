@@ -1211,9 +1211,11 @@ def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[
         # since the scan would wait for a writer for ever).
         files = [found for name in files for found in _files_of(name)]
         # (each file on its own: one that cannot be read leaves only its runs plain)
-        tasks = cli._tasks(files, options.format, {}, False, None, False,
-                           messages_key=options.messages_key, id_key=options.id_key,
-                           listed=frozenset(files), walked=frozenset(files))
+        tasks = cli._tasks(files, cli._Reading(options.format, {}, strict=False,
+                                               count_tokens=False,
+                                               messages_key=options.messages_key,
+                                               id_key=options.id_key),
+                           cli._Listing(listed=frozenset(files), walked=frozenset(files)))
         for task in tasks:
             if task.broken is not None:
                 continue

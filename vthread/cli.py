@@ -712,19 +712,19 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         # formats (and the options only Python reads) are read by Python, N worker
         # processes at a time.
         tasks = _noting_units(
-            _tasks(files, options.format, cycle, options.strict, progress,
-                   count_tokens=not options.quiet or bool(options.summary_file),
-                   threads=1,
-                   messages_key=options.messages_key, id_key=options.id_key,
-                   detected=detected, mask_volatile=options.mask_volatile,
-                   listed=listed, walked=walked, cut_short=cut_short,
-                   empty_directories=empty_directories, held_none=held_none,
-                   # With more jobs, a line's parse by its scan runs on a worker beside
-                   # the detection's on this thread: holding the latter's tapes for it
-                   # saves no time there, and cost this thread memory traffic (the scan of
-                   # 500 files of 20 runs with --jobs 2 took 0.42 s without, 0.47 s with:
-                   # docs/performance.md, session 35).
-                   hold_tapes=jobs == 1),
+            _tasks(files, _Reading(
+                options.format, cycle, options.strict,
+                count_tokens=not options.quiet or bool(options.summary_file),
+                messages_key=options.messages_key, id_key=options.id_key,
+                mask_volatile=options.mask_volatile,
+                # With more jobs, a line's parse by its scan runs on a worker beside the
+                # detection's on this thread: holding the latter's tapes for it saves no
+                # time there, and cost this thread memory traffic (the scan of 500 files of
+                # 20 runs with --jobs 2 took 0.42 s without, 0.47 s with:
+                # docs/performance.md, session 35).
+                hold_tapes=jobs == 1),
+                _Listing(listed, walked, empty_directories),
+                _ReadLog(detected, cut_short, held_none), progress),
             units)
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
@@ -3068,64 +3068,83 @@ def _last_line(stream: BinaryIO | _GzipStream | _Replayed, pending: io.BytesIO) 
     return pending.getvalue()
 
 
-def _tasks(
-    files: list[str],
-    format_: str | None,
-    cycle: dict[str, float | None],
-    strict: bool,
-    progress: _Progress | None,
-    count_tokens: bool,
-    threads: int = 1,
-    messages_key: str | None = None,
-    id_key: str | None = None,
-    detected: list[tuple[str, str]] | None = None,
-    mask_volatile: bool = False,
-    listed: frozenset[str] = frozenset(),
-    walked: frozenset[str] = frozenset(),
-    done_bytes: int = 0,
-    cut_short: list[tuple[str, str]] | None = None,
-    hold_tapes: bool = False,
-    empty_directories: Mapping[str, str] | None = None,
-    held_none: list[str] | None = None,
-) -> Iterator[_Task]:
-    """The files' chunks as tasks. A JSON document (``.json``, ``.traj``) becomes one line per
-    run it holds; with ``format_`` None each file's format is detected from its first threads
-    with messages (and appended to ``detected``). A file ``listed`` (one of several inputs)
-    that cannot be read, or whose format cannot be told, ends with an error record and the
-    scan goes on; any other such file ends the scan. ``done_bytes``: the size of the files
-    read before these (the progress bar's offset). A file not read to its end (a gzip stream
-    that breaks off, a document that breaks) is said on stderr and appended to ``cut_short``
-    as (file, why), besides its error record. ``walked``: the files found in a directory
-    FILE, each a regular file when listed, which must still be one when opened (see
-    :func:`_open`). ``hold_tapes``: the parse format detection
-    makes of each of a file's first lines is held for the scan of its chunk
-    (:attr:`_Task.detected`). ``empty_directories``: the directories among the inputs with
-    no trajectory file under them, each an error record saying why. ``held_none``: where
-    to append each file read to its end that held no line or run (an empty file, a
-    document of no run), which no record stands for."""
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How every file of a scan is read, and what each of its tasks carries (see
+    :class:`_Task`). ``format``: the ``--format`` given (None: each file's detected from its
+    first threads with messages). ``hold_tapes``: the parse format detection makes of each
+    of a file's first lines is held for the scan of its chunk (:attr:`_Task.detected`)."""
+
+    format: str | None
+    cycle: dict[str, float | None]
+    strict: bool
+    count_tokens: bool
+    threads: int = 1
+    messages_key: str | None = None
+    id_key: str | None = None
+    mask_volatile: bool = False
+    hold_tapes: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What the inputs were found to be (:func:`_inputs`). ``listed``: the files of several
+    inputs, each of which, if it cannot be read or its format cannot be told, ends with an
+    error record while the scan goes on (any other such file ends the scan). ``walked``:
+    the files found in a directory FILE, each a regular file when listed, which must still
+    be one when opened (see :func:`_open`). ``empty_directories``: the directories among
+    the inputs with no trajectory file under them, each an error record saying why."""
+
+    listed: frozenset[str] = frozenset()
+    walked: frozenset[str] = frozenset()
+    empty_directories: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _ReadLog:
+    """What reading the files learned, for the summary (each list appended to as found).
+    ``detected``: (file, format) of each file whose format was detected. ``cut_short``:
+    (file, why) of each file not read to its end (a gzip stream that breaks off, a document
+    that breaks), said on stderr besides its error record. ``held_none``: each file read to
+    its end that held no line or run (an empty file, a document of no run), which no record
+    stands for."""
+
+    detected: list[tuple[str, str]] = field(default_factory=list)
+    cut_short: list[tuple[str, str]] = field(default_factory=list)
+    held_none: list[str] = field(default_factory=list)
+
+
+def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
+           log: _ReadLog | None = None, progress: _Progress | None = None,
+           done_bytes: int = 0) -> Iterator[_Task]:
+    """The files' chunks as tasks, read as ``reading`` says. A JSON document (``.json``,
+    ``.traj``) becomes one line per run it holds. ``listing``: what the inputs are; ``log``
+    (None: nothing is noted) what reading them learns. ``done_bytes``: the size of the files
+    read before these (the progress bar's offset)."""
+    format_, cycle, strict, count_tokens, threads = (
+        reading.format, reading.cycle, reading.strict, reading.count_tokens, reading.threads)
+    messages_key, id_key = reading.messages_key, reading.id_key
+    detected, cut_short, held_none = ((None, None, None) if log is None else
+                                      (log.detected, log.cut_short, log.held_none))
     for name in files:
         label = input_label(name)
-        why = (empty_directories or {}).get(name)
+        why = listing.empty_directories.get(name)
         if why is not None:
             if not strict:  # (--strict makes its record the fatal error that says it)
                 say(f"vthread scan: {name}: {why}")
             yield _Task(name, 1, [], "native", cycle, strict, count_tokens, threads,
                         messages_key, id_key, broken=why, unit="file")
             continue
-        if name in listed:
+        if name in listing.listed:
             # The same tasks, one file at a time, so that its fatal error ends only it.
             yield from _kept_going(
-                _tasks([name], format_, cycle, strict, progress, count_tokens, threads,
-                       messages_key, id_key, detected, mask_volatile, walked=walked,
-                       done_bytes=done_bytes, cut_short=cut_short, hold_tapes=hold_tapes,
-                       held_none=held_none),
-                label, cycle, strict, count_tokens, threads, messages_key, id_key, cut_short)
+                _tasks([name], reading, _Listing(walked=listing.walked), log, progress,
+                       done_bytes),
+                label, reading, cut_short)
             done_bytes += _progress_size(name) or 0
             continue
         if is_parquet(name):
-            yield from _parquet_tasks(name, format_, cycle, strict, progress, count_tokens,
-                                      threads, messages_key, id_key, detected, mask_volatile,
-                                      done_bytes, held_none)
+            yield from _parquet_tasks(name, reading, log, progress, done_bytes)
             done_bytes += _progress_size(name) or 0
             continue
         try:
@@ -3133,7 +3152,8 @@ def _tasks(
                 # (inspect_ai opens the log by its name, again and again)
                 require_regular(name, "an Inspect .eval log is a zip archive, read from its "
                                 "end")
-            stream, position, close, size_at_open = _open(name, regular_only=name in walked)
+            stream, position, close, size_at_open = _open(name,
+                                                          regular_only=name in listing.walked)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
         line = 1
@@ -3206,7 +3226,7 @@ def _tasks(
                     line += 1
                     continue
                 # (only a file's own lines are kept tapes of: a read's are copied out)
-                tapes = (_core.KeptTapes() if hold_tapes and file_format is None
+                tapes = (_core.KeptTapes() if reading.hold_tapes and file_format is None
                          and type(lines) is list else None)
                 if file_format is None:
                     file_format, shown, settling.start = _detect(
@@ -3229,7 +3249,7 @@ def _tasks(
                     for warning in _key_warnings(label, lines, messages_key, id_key, unit):
                         say(f"vthread scan: {warning}")
                 yield _Task(label, line, lines, file_format, cycle, strict, count_tokens,
-                            threads, *keys, mask_volatile=mask_volatile, unit=unit,
+                            threads, *keys, mask_volatile=reading.mask_volatile, unit=unit,
                             paused=isinstance(lines, _PausedBatch),
                             named_through=named_through, detected=tapes or None,
                             declared_wins=format_ is None and kind != "inspect")
@@ -3307,10 +3327,8 @@ def _tasks(
             held_none.append(label)  # (no record stands for it)
 
 
-def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | None],
-                strict: bool, count_tokens: bool, threads: int, messages_key: str | None,
-                id_key: str | None, cut_short: list[tuple[str, str]] | None = None
-                ) -> Iterator[_Task]:
+def _kept_going(tasks: Iterator[_Task], label: str, reading: _Reading,
+                cut_short: list[tuple[str, str]] | None = None) -> Iterator[_Task]:
     """``tasks`` of one file, a fatal error reading it (it cannot be opened, a gzip breaks in
     a way the stream cannot say, its threads are in no format or in several) made one error
     record after the lines read before it, as a gzip that breaks off gets: the file's records
@@ -3325,7 +3343,7 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
             yield task
     except _FatalError as error:
         why = str(error).removeprefix(f"{label}: ")
-        if not strict:  # (--strict makes its record the fatal error that says it)
+        if not reading.strict:  # (--strict makes its record the fatal error that says it)
             # (a file refused before its first chunk, as one of two formats, is no file
             # cut short: none of its runs has a record)
             read = "none of it is read" if next_line == 1 else "not read past there"
@@ -3334,30 +3352,23 @@ def _kept_going(tasks: Iterator[_Task], label: str, cycle: dict[str, float | Non
             cut_short.append((label, why))
         # (unit "file": the error is the file's, and under --strict is said with its name
         # alone, never as if it were its first line's)
-        yield _Task(label, next_line, [], "native", cycle, strict, count_tokens, threads,
-                    messages_key, id_key, broken=why, unit="file")
+        yield _Task(label, next_line, [], "native", reading.cycle, reading.strict,
+                    reading.count_tokens, reading.threads, reading.messages_key,
+                    reading.id_key, broken=why, unit="file")
 
 
-def _parquet_tasks(
-    name: str,
-    format_: str | None,
-    cycle: dict[str, float | None],
-    strict: bool,
-    progress: _Progress | None,
-    count_tokens: bool,
-    threads: int,
-    messages_key: str | None,
-    id_key: str | None,
-    detected: list[tuple[str, str]] | None,
-    mask_volatile: bool,
-    done_bytes: int,
-    held_none: list[str] | None = None,
-) -> Iterator[_Task]:
+def _parquet_tasks(name: str, reading: _Reading, log: _ReadLog | None,
+                   progress: _Progress | None, done_bytes: int) -> Iterator[_Task]:
     """A Parquet file's rows as tasks of JSONL lines (:mod:`vthread._cli_parquet`): each
     line holds the row's id and messages under the keys the pipeline reads by default; a
-    file of no row is listed in ``held_none``, as an empty JSONL file is."""
+    file of no row is listed in the log's ``held_none``, as an empty JSONL file is."""
     from vthread._cli_parquet import UnreadableRows, parquet_lines
     from vthread._cli_report import holds_records
+
+    format_, cycle, strict, count_tokens, threads = (
+        reading.format, reading.cycle, reading.strict, reading.count_tokens, reading.threads)
+    messages_key, id_key = reading.messages_key, reading.id_key
+    detected, held_none = (None, None) if log is None else (log.detected, log.held_none)
 
     size = _progress_size(name) or 0
     if messages_key is None and holds_records(name):
@@ -3394,7 +3405,8 @@ def _parquet_tasks(
                     detected.append((name, shown))
             file_format = settling.look(name, lines, line, None, "row", detected) or file_format
             yield _Task(name, line, lines, file_format, cycle, strict, count_tokens, threads,
-                        mask_volatile=mask_volatile, unit="row", declared_wins=format_ is None,
+                        mask_volatile=reading.mask_volatile, unit="row",
+                        declared_wins=format_ is None,
                         cell_ids={line + row: json.loads(ident)
                                   for row, ident in cell_ids.items()} or None)
             line += len(lines)
