@@ -665,6 +665,70 @@ def test_a_files_line_longer_than_the_limit_is_an_error_record_and_the_rest_is_r
     assert code == 0 and not any("error" in r for r in records(out)), err
 
 
+@pytest.mark.parametrize("first", ["messages", "garbage", "runs"])
+def test_a_files_first_line_opening_an_array_longer_than_the_limit_is_dropped(
+        first: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's first line opening an array (a bare list of messages, an array of runs, or
+    junk) and longer than the most one line may take is dropped, an error record, and the
+    lines and files after it read, as a later line is: the test of whether the file opens
+    as a document read its first element to the limit and ended the whole scan with 71 (a
+    tester's case: the directory's later files unread). On standard input it still ends
+    the scan."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    thread = json.dumps([{"type": "user", "text": "hi"}]).encode()
+    opening = {"messages": json.dumps([{"type": "user", "text": "b" * (8 << 20)}]).encode(),
+               "garbage": b"[" + b"x" * (8 << 20),
+               "runs": json.dumps([[{"type": "user", "text": "b" * (8 << 20)}]]).encode()}
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    data = opening[first] + b"\n" + thread + b"\n"
+    (folder / "a.jsonl").write_bytes(data)
+    (folder / "b.jsonl").write_bytes(thread + b"\n")
+    code, out, err = run(["scan", str(folder), "-q"], monkeypatch)
+    assert code == 0, err
+    written = records(out)
+    assert [(Path(r["file"]).name, r["line"], "error" in r) for r in written] == [
+        ("a.jsonl", 1, True), ("a.jsonl", 2, False), ("b.jsonl", 1, False)]
+    assert written[0]["error"].startswith(f"the line is {len(opening[first]):,} bytes")
+    code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=data)
+    assert (code, out) == (71, b""), err
+
+
+def test_jsonl_named_json_drops_a_line_longer_than_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSONL in a file named ``.json`` (read whole, then as lines) drops a line longer than
+    the most one line may take as a ``.jsonl`` file does (it ended the scan with 71)."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    thread = json.dumps({"id": "t", "messages": [{"type": "user", "text": "hi"}]}).encode()
+    beyond = json.dumps({"id": "b", "messages": [{"type": "user", "text": "b" * (8 << 20)}]})
+    source = tmp_path / "lines.json"
+    source.write_bytes(b"\n".join([thread, beyond.encode(), thread]) + b"\n")
+    code, out, err = run(["scan", str(source), "-q"], monkeypatch)
+    assert code == 0, err
+    assert [(r["line"], "error" in r) for r in records(out)] == [
+        (1, False), (2, True), (3, False)]
+
+
+def test_a_gzip_stream_broken_inside_a_line_longer_than_the_limit_is_one_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip stream that breaks off inside a line longer than the most one line may take:
+    one error record, the stream's, for that incomplete line, as for a shorter one (the
+    line was also dropped as if whole, its length what had come: two records for one)."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    thread = json.dumps([{"type": "user", "text": "hi"}]).encode()
+    beyond = json.dumps([{"type": "user", "text": os.urandom(6 << 20).hex()}]).encode()
+    packed = gzip.compress(b"\n".join([thread, thread, beyond, thread]) + b"\n")
+    source = tmp_path / "cut.jsonl.gz"
+    source.write_bytes(packed[:int(len(packed) * 0.6)])
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(source), "-q", "--summary", str(summary)], monkeypatch)
+    assert code == 0, err
+    written = records(out)
+    assert [(r["line"], "error" in r) for r in written] == [(1, False), (2, False), (3, True)]
+    assert "gzip stream" in written[2]["error"] and "line 3 is incomplete" in written[2]["error"]
+    assert json.loads(summary.read_text())["lines"] == 3
+
+
 def test_a_streams_line_longer_than_the_limit_ends_the_scan_after_the_lines_before_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """On standard input, which may never end, a line longer than the most one line may take

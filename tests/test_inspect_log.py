@@ -577,6 +577,9 @@ def test_samples_read_alone_as_inspect_reads_the_log(
      "message 1: its role is 'robot', not one Inspect writes (system, user, assistant, "
      "tool)"),
     ({"messages": [{"content": "x"}]},
+     "message 0: its role is missing, not one Inspect writes (system, user, assistant, "
+     "tool)"),
+    ({"messages": [{"role": None, "content": "x"}]},
      "message 0: its role is a NoneType, not one Inspect writes (system, user, assistant, "
      "tool)"),
     ({"messages": [{"role": "assistant", "content": "", "tool_calls": ["ls"]}]},

@@ -2577,7 +2577,8 @@ def _opened_as_text(stream: BinaryIO | _GzipStream
 
 
 def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
-                      empty_is_runs: bool = True) -> _Replayed | _DocumentRuns:
+                      empty_is_runs: bool = True, ends: bool = False
+                      ) -> _Replayed | _DocumentRuns:
     """Standard input, or a file not named as a document, as lines, or as the JSON document
     it is (as ``cat runs.json | vthread scan -`` pipes one, or a download saved without its
     ``.json``): pretty-printed (its first line is only
@@ -2587,7 +2588,10 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
     at a time (one error record per line of the document, or one thread of runs).
     ``empty_is_runs``: whether a first line ``[]`` is a document of no runs (standard input,
     where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
-    thread (a file named as JSONL)."""
+    thread (a file named as JSONL). ``ends``: the stream is a regular file's, which ends: a
+    first line opening an array whose first element is longer than the most one line may
+    take is read as lines (its line then dropped, an error record, and the lines after it
+    read), not the end of the scan it is on a stream."""
     first, text = _opened_as_text(stream)
     # A read of a pipe returns what has come, and one of a gzip file may end with a member:
     # read on until the first line is whole (or a read's worth of it has come), as the sniff
@@ -2612,8 +2616,14 @@ def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
         return _Replayed(first, text)
     document = _DocumentRuns(_Replayed(first, text), messages_key)
     # Read only until its first element is whole: a message makes the line a JSONL thread.
-    if document.start() and (_holds_messages(document.first[0][0], messages_key)
-                             if document.first is not None else empty_is_runs):
+    try:
+        opens_runs = document.start()
+    except _LineTooLongError:
+        if not ends:
+            raise
+        return _Replayed(document.head, text)
+    if opens_runs and (_holds_messages(document.first[0][0], messages_key)
+                       if document.first is not None else empty_is_runs):
         return document
     return _Replayed(document.head, text)
 
@@ -2838,11 +2848,15 @@ class _OverlongLine(list[bytes]):
 
 
 def _overlong(stream: BinaryIO | _GzipStream | _Replayed, held: int, skip: bool
-              ) -> tuple[_OverlongLine, bytes] | None:
+              ) -> tuple[_OverlongLine | None, bytes] | None:
     """None while the ``held`` bytes of a line being assembled are within the most one line
-    may take. Past it, unless ``skip``, :class:`_LineTooLongError`; with ``skip``, the rest
-    of the line is read from ``stream`` and dropped, a read at a time (nothing more is
-    held), and this returns its marker and what the read that ended it held after it."""
+    may take (checked as each read that ends no line is added: a line ending in the read
+    that passes the limit is read). Past it, unless ``skip``, :class:`_LineTooLongError`;
+    with ``skip``, the rest of the line is read from ``stream`` and dropped, a read at a
+    time (nothing more is held), and this returns its marker and what the read that ended
+    it held after it. The marker is None for the incomplete last line of a stream that
+    broke off: the stream's own error record stands for it, as for a shorter such line
+    (:func:`_last_line`)."""
     if held <= READ_BYTES or held <= (limit := _line_limit()):
         return None
     if not skip:
@@ -2853,6 +2867,10 @@ def _overlong(stream: BinaryIO | _GzipStream | _Replayed, held: int, skip: bool
         if end >= 0:
             return _OverlongLine(limit, length + end), block[end + 1:]
         length += len(block)
+    source = stream.rest if isinstance(stream, _Replayed) else stream
+    if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
+        source.dropped = length
+        return None, b""
     return _OverlongLine(limit, length), b""
 
 
@@ -2963,7 +2981,8 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
                     size = 0
                     yield chunk
                 marker, carried = dropped
-                yield marker
+                if marker is not None:
+                    yield marker
             continue
         if pending.tell():
             pending.write(lines[0])
@@ -3030,7 +3049,8 @@ def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed, pending: io.Byt
                 if dropped is not None:
                     pending = io.BytesIO()
                     marker, carried = dropped
-                    yield marker
+                    if marker is not None:
+                        yield marker
                 continue
             pending.write(memoryview(block)[:first])
             head = pending.getvalue()
@@ -3181,7 +3201,8 @@ def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
                 # a document does (a line that is only a bracket, or an array of runs), which
                 # no JSONL file does: read as JSONL, such a file was an error record for
                 # every line of its runs.
-                sniffed = _sniffed_document(stream, messages_key, empty_is_runs=name == "-")
+                sniffed = _sniffed_document(stream, messages_key, empty_is_runs=name == "-",
+                                            ends=size_at_open is not None)
                 transcoded = _transcoder_of(sniffed)
                 if isinstance(sniffed, _DocumentRuns):
                     document = sniffed
@@ -3217,7 +3238,7 @@ def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
                     lines = _UnreadableRun(None, _overlong_said(lines))
                     if not strict:  # (--strict makes its record the fatal error that says it)
                         say(f"vthread scan: warning: {label}:{line}: {lines.reason}; its "
-                            "record is an error, the lines after it are read")
+                            "record is an error, and the scan goes on")
                 if isinstance(lines, _UnreadableRun):
                     # An error record for it, as for a bad line, and the runs after it read.
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
@@ -3488,7 +3509,8 @@ def _document_chunks(document: _DocumentRuns, messages_key: str | None, id_key: 
                 line, column, reason = where
                 document.broken = _break(line, column, f"after run {len(runs)}", reason)
             return _batched(map(_run_line, runs)), "runs"
-        return _chunks(io.BytesIO(data)), "lines"
+        # (read whole, it ends: a line past the limit is dropped, the rest read)
+        return _chunks(io.BytesIO(data), skip_overlong=True), "lines"
     if is_inspect_log(value):
         def lacking(why: str) -> None:
             # (said, and an error record, once its samples are read; a log lacking samples

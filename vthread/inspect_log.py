@@ -967,7 +967,8 @@ def _chat_message(message: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} is not an object, but {_kind(message)}")
     role = message.get("role")
     if not (isinstance(role, str) and role in _ROLES):
-        raise ValueError(f"{where}: its role is {_shown_role(role)}, not one Inspect writes "
+        shown = _shown_role(role) if "role" in message else "missing"
+        raise ValueError(f"{where}: its role is {shown}, not one Inspect writes "
                          f"({', '.join(_ROLES)})")
     content = message.get("content")
     chat: dict[str, Any] = {"role": role, "content": content}
