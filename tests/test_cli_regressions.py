@@ -824,8 +824,8 @@ def test_a_documents_run_longer_than_the_limit_ends_the_scan_after_the_runs_befo
 def test_the_memory_limit_is_the_machines_or_lower() -> None:
     """The memory a line's limit is a quarter of: positive, and at most the machine's."""
     machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    assert 0 < cli._memory_limit() <= machine
-    assert cli._line_limit() == cli._memory_limit() // 4
+    assert 0 < cli.memory_limit() <= machine
+    assert cli._line_limit() == cli.memory_limit() // 4
 
 
 @pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
@@ -835,13 +835,13 @@ def test_the_memory_limit_is_the_processs_own_when_lower(limit: str) -> None:
     scan out of memory: the line limit was a quarter of the machine's 24 GB)."""
     import resource
 
-    cap = min(1 << 30, cli._memory_limit() - 1)  # (lower than the machine's and container's)
+    cap = min(1 << 30, cli.memory_limit() - 1)  # (lower than the machine's and container's)
 
     def limited() -> None:
         which = getattr(resource, limit)
         resource.setrlimit(which, (cap, resource.getrlimit(which)[1]))
 
-    code = "import vthread.cli as cli; print(cli._memory_limit(), cli._line_limit())"
+    code = "import vthread.cli as cli; print(cli.memory_limit(), cli._line_limit())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=ENV, preexec_fn=limited, timeout=60, check=True)
     assert [int(part) for part in done.stdout.split()] == [cap, cap // 4]

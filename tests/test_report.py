@@ -281,6 +281,31 @@ def test_a_looping_run_too_large_to_read_again_leaves_its_timeline_plain(
     assert runs["id"] == ["long"] and not any(runs["kinds"])
 
 
+def test_a_records_line_longer_than_a_line_may_take_is_named_not_held(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A records file's line longer than the most one line may take (a quarter of the
+    memory) ends the report with 2 naming it, its start alone read: such a line was read
+    whole, and a line of gigabytes ended the report out of memory with a traceback (a
+    tester's case). A record's long id within the limit is read."""
+    from vthread import _cli_report
+
+    records = tmp_path / "records.jsonl"
+    assert main(["scan", str(SAMPLE), "-q", "-o", str(records)]) == 0
+    lines = records.read_bytes().splitlines(keepends=True)
+    long_id = json.dumps({"id": "i" * (2 << 20), "file": "a", "line": 1, "verdict": None,
+                          "messages": 2}).encode() + b"\n"
+    records.write_bytes(b"".join(lines[:2]) + long_id + b"".join(lines[2:]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(records), "-o", str(out)]) == 0
+    monkeypatch.setattr(_cli_report, "memory_limit", lambda: 4 << 20)
+    capsys.readouterr()
+    assert main(["report", str(records), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"vthread report: {records}:3: the line is longer than 1,048,576 bytes, the most one "
+        "line may take (a quarter of the memory this process may have)\n")
+
+
 def test_keys_starting_with_a_dash_reach_the_scan(tmp_path: Path) -> None:
     """``--messages-key=-x`` and ``--id-key=--name`` are passed on to the report's scan as
     given (each was passed as two words, and the scan read the key as an option: exit 2

@@ -49,6 +49,7 @@ from vthread._cli_main import (
     input_written_over,
     jobs_argument,
     key_argument,
+    memory_limit,
     named_again,
     numbers_joined,
     opened_regular,
@@ -942,8 +943,9 @@ class _RecordLines:
 
     def __init__(self, stream: BinaryIO, gzipped: bool) -> None:
         self.source = _Decompressed(stream) if gzipped else None
-        self.lines = _without_mark(io.BufferedReader(self.source, _WHOLE_FILE_READ)
-                                   if self.source is not None else stream)
+        self.lines = _without_mark(_bounded_lines(
+            io.BufferedReader(self.source, _WHOLE_FILE_READ) if self.source is not None
+            else stream))
 
     def __iter__(self) -> Iterator[bytes]:
         return self.lines
@@ -967,6 +969,28 @@ def _record_lines(name: str) -> Iterator[_RecordLines]:
         return
     with open(name, "rb") as raw:
         yield _RecordLines(raw, raw.peek(2)[:2] == GZIP_MAGIC)
+
+
+class _RecordLineTooLongError(Exception):
+    """A line of a records file longer than the most one line may take."""
+
+
+def _bounded_lines(stream: BinaryIO | io.BufferedReader) -> Iterator[bytes]:
+    """The lines of ``stream``, each read to at most :func:`_longest_record_line`: a longer
+    one raises :class:`_RecordLineTooLongError` when reached, its start alone read (a line
+    of gigabytes was read whole, and ended the report out of memory with a traceback)."""
+    most = _longest_record_line()
+    while line := stream.readline(most + 1):
+        if len(line) > most:
+            raise _RecordLineTooLongError
+        yield line
+
+
+def _longest_record_line() -> int:
+    """The most bytes a records file's line may take: a quarter of the memory this process
+    may have, as for a line the scan reads (a record is short but for its run's id, which
+    it writes whole)."""
+    return memory_limit() // 4
 
 
 def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -1089,6 +1113,10 @@ def _read_records(data: ReportData, name: str, stderr: TextIO) -> None:
             if lines.broken:  # (broken off at the end of a line)
                 stderr.write(f"vthread report: warning: {label}: {lines.broken}: the records "
                              f"of its {number:,} whole lines are read\n")
+    except _RecordLineTooLongError:
+        raise _ReportError(f"{label}:{number + 1}: the line is longer than "
+                           f"{_longest_record_line():,} bytes, the most one line may take (a "
+                           "quarter of the memory this process may have)") from None
     except (OSError, zlib.error, UnicodeDecodeError) as error:
         where = f"{label}:{number + 1}" if number else label
         raise _ReportError(f"{where}: cannot read: {error}") from error

@@ -128,7 +128,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache, partial
+from functools import partial
 from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import (
@@ -165,6 +165,7 @@ from vthread._cli_main import (
     is_fifo,
     is_utf8,
     main,
+    memory_limit,
     named_again,
     open_fifo,
     opened_regular,
@@ -2810,30 +2811,7 @@ def _line_limit() -> int:
     (or a ``ulimit -v`` ended it)."""
     if LONGEST_LINE is not None:
         return LONGEST_LINE
-    return _memory_limit() // 4
-
-
-@cache
-def _memory_limit() -> int:
-    """The memory this process may have, in bytes: the machine's, or its control group's
-    limit when one is set and lower (a container's), or its own address-space or data limit
-    when lower still (``ulimit -v``, ``ulimit -d``: a line of 2 GB held under a 4 GB
-    ``ulimit -v`` ended the scan out of memory, where a quarter of the machine's 24 GB let
-    it be read); 64 GiB when none can be told."""
-    found = []
-    with contextlib.suppress(ValueError, OSError, AttributeError):
-        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        with contextlib.suppress(OSError, ValueError), open(limit, "rb") as text:
-            found.append(int(text.read(64).strip()))  # ("max" when unlimited: a ValueError)
-    with contextlib.suppress(ImportError, ValueError, OSError, AttributeError):
-        import resource  # (POSIX only)
-
-        for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-            soft, _ = resource.getrlimit(which)
-            if soft != resource.RLIM_INFINITY:
-                found.append(soft)
-    return min((size for size in found if size > 0), default=64 << 30)
+    return memory_limit() // 4
 
 
 class _OverlongLine(list[bytes]):
