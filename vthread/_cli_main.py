@@ -46,10 +46,10 @@ exit status:
        --strict the first bad line
   70   internal error (a bug: the traceback is on standard error; please report it);
        a bug met on one run makes that run an error record, the rest are scanned
-  71   out of memory (a line larger than the memory the process may use, or a
-       stream's line or a document's run longer than a quarter of it: a JSONL file's
-       line is an error record); the records before it are written, and so is the
-       --summary FILE
+  71   out of memory (a line that cannot be held in the memory the process may
+       use, or a stream's line or a document's run longer than a quarter of it: a
+       JSONL file's line, and a line too large to scan, is an error record); the
+       records before it are written, and so is the --summary FILE
   74   the records or the --summary FILE could not be written (disk full, a path
        that cannot be created, standard output closed); the message says which
   130  interrupted (Ctrl-C)

@@ -4515,20 +4515,24 @@ def _too_large(task: _Task) -> _Done:
 
 
 def _line_by_line(task: _Task) -> _Done:
-    """A chunk that ran out of memory, scanned again a line at a time: the records of its
-    lines up to the first that does not fit alone, and that line's place. A chunk holds
-    thousands of lines, and one too large must not take the others' records with it."""
+    """A chunk that ran out of memory, scanned again a line at a time: a line that does not
+    fit alone (its scan, not its bytes, which are held already) is an error record saying
+    so, and the lines after it are scanned. A chunk holds thousands of lines, and one too
+    large must not take the others' records with it, nor end the scan (a tester's 250 MB
+    line under a 1.5 GB ``ulimit -v`` ended it with 71, where a longer line, past the most
+    one line may take, was dropped and the scan went on)."""
     if len(task.lines) <= 1:
-        return _too_large(task)
+        return _unfit(task, 0)
     parts: list[_Done] = []
-    place = None
     for index, line in enumerate(task.lines):
+        fits = True
         try:
             parts.append(_scan_chunk_unpaused(replace(task, lines=[line],
                                                       first_line=task.first_line + index)))
         except MemoryError:
-            place = _where(task, task.first_line + index)
-            break
+            fits = False  # (its record made outside: the error's frames go first)
+        if not fits:
+            parts.append(_unfit(task, index))
         if parts[-1].fatal is not None:
             break
     stats = _Stats()
@@ -4536,9 +4540,24 @@ def _line_by_line(task: _Task) -> _Done:
         stats.add(part.stats)
     fatal = parts[-1].fatal if parts else None
     warnings = tuple(dict.fromkeys(warning for part in parts for warning in part.warnings))
-    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings, place,
+    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings,
                  misread=tuple(found for part in parts for found in part.misread),
                  internal=_first_internal(parts))
+
+
+def _unfit(task: _Task, index: int) -> _Done:
+    """The error record of the chunk's line ``index``, whose scan did not fit the memory the
+    process may use (under ``--strict``, the fatal error)."""
+    size = len(task.lines[index]) if index < len(task.lines) else None
+    held = "" if size is None else f" ({size:,} bytes)"
+    why = (f"the {task.unit}{held} is too large to scan in the memory the process may use "
+           "(ulimit -v, strict overcommit): it was not read")
+    done = _broken_stream(replace(task, lines=[], first_line=task.first_line + index,
+                                  broken_lines=1, broken=why))
+    if task.strict:
+        return done
+    return replace(done, warnings=(f"warning: {_where(task, task.first_line + index)}: {why}; "
+                                   "its record is an error, and the scan goes on",))
 
 
 def _scan_chunk_unpaused(task: _Task) -> _Done:
