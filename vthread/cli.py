@@ -590,7 +590,11 @@ def _named_inputs(options: argparse.Namespace) -> list[str]:
     return ["-"]
 
 
-def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSignals) -> int:
+def _options_refused(options: argparse.Namespace, cycle: dict[str, float | None]
+                     ) -> int | None:
+    """The exit status of options refused before any input is listed (said on stderr, and
+    no summary written: the summary file may be what is refused), or None; ``-o -`` and
+    ``--format auto`` are made what they stand for."""
     if options.format == "auto":
         options.format = None  # detected per file, the default
     for flag, path in (("-o", options.output), ("--summary", options.summary_file)):
@@ -607,13 +611,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         say("vthread scan: --summary takes a file path; the summary table is written on "
             "standard error already (without --quiet)")
         return USAGE_EXIT
-    jobs = _worker_count(options.jobs)
-    cycle = {
-        "min_repetitions": options.min_repetitions,
-        "min_pattern_length": options.min_pattern_length,
-        "max_pattern_length": options.max_pattern_length,
-        "min_result_repetitions": options.min_result_repetitions,
-    }
     refused = set_with_anywhere(options.anywhere, **cycle)
     if refused is not None:
         # Looking anywhere has rules of its own: the option would change nothing.
@@ -628,38 +625,19 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         except _FatalError as error:
             say(f"vthread scan: {error}")
             return USAGE_EXIT
-    passed_over: list[_LeftOut] = []  # paths under an input directory not read
-    # Per directory, the files passed over for their names though named like trajectories.
-    passed_over_by_name: list[tuple[str, dict[str, int]]] = []
-    # Directories among several inputs with no trajectory file under them, and why: each is
-    # an error record.
-    empty_directories: dict[str, str] = {}
-    try:
-        inputs = _inputs(options, passed_over, passed_over_by_name, empty_directories)
-        if inputs is None:
-            return USAGE_EXIT
-        files, listed, walked = inputs
-        for name in files:
-            # An input named that is not there (a typo) ends the scan before any output
-            # (status 2), and so does a lone one that cannot be read. One of several that is
-            # there but cannot be read (a file of a directory, gone or changed since the
-            # listing, or one of many named, as a shell glob names them, without permission
-            # to read it) is its own error record when read, and the others are still read.
-            if name not in walked and not (name in listed and os.path.exists(name)):
-                _check_readable(name)
-        for what, written in _written_by(options):
-            if written:
-                _check_not_an_input(written, files, what)
-    except _FatalError as error:
-        say(f"vthread scan: {error}")
-        _early_summary(options, str(error), USAGE_EXIT)
-        return USAGE_EXIT
+    return None
+
+
+def _opened_output(options: argparse.Namespace, files: list[str]
+                   ) -> tuple[BinaryIO, _Progress | None] | int:
+    """Where the records go, opened, and the progress bar (None: none shown); or the exit
+    status of an output that cannot be written (said, and the early summary left where
+    it can be)."""
     # Progress only where it cannot land among the records: stderr a terminal, and the
     # records going to a file or a pipe rather than to (possibly) that same terminal.
     show_progress = (not options.quiet and _is_tty(sys.stderr)
                      and (bool(options.output) or not _is_tty(sys.stdout)))
     progress = _Progress(sys.stderr, files) if show_progress else None
-    out: BinaryIO
     why = unwritable(options.summary_file) if options.summary_file else None
     if why is not None:
         # Said before the scan, not after it: its records would be written and its figures
@@ -690,14 +668,82 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         say(f"vthread scan: note: {options.output} holds JSON Lines, a record a line, as a "
             ".jsonl file does: read it with pandas.read_json(path, lines=True), jq or "
             "vthread report, not json.load")
+    return out, progress
+
+
+def _out_of_memory_said(error: MemoryError, written: int, units: set[str]) -> str:
+    """Why a scan ended out of memory, ``written`` lines' records written: a line (a run of
+    a document) that cannot be held in the memory the process may use, or longer than the
+    most one line may take (an :class:`_OutOfMemoryError`), or the input as a whole."""
+    unit = _unit(units)  # (lines, a document's runs, a log's samples, rows)
+    if not isinstance(error, _OutOfMemoryError):
+        return (f"out of memory after {written:,} {unit}s: the input is larger than the "
+                "memory the process may use (ulimit -v, strict overcommit); the records of "
+                f"those {unit}s are written, the rest's are not")
+    before = (f"the record of the {written:,} {unit} before it is" if written == 1
+              else f"the records of the {written:,} {unit}s before it are")
+    where, limit = error.args
+    why = ("it is larger than the memory the process may use (ulimit -v, strict "
+           "overcommit)" if limit is None else
+           f"it is longer than {limit:,} bytes, the most one line (a document's run, or a "
+           "document read from a stream) may take (a quarter of the memory this process "
+           "may have: a line that never ends, such as /dev/zero's, must not take all of "
+           "it)")
+    return f"out of memory at {where}: {why}; {before} written, its own and the rest's are not"
+
+
+def _cycle_options(options: argparse.Namespace) -> dict[str, float | None]:
+    """The production heuristics' options the scan was given."""
+    return {
+        "min_repetitions": options.min_repetitions,
+        "min_pattern_length": options.min_pattern_length,
+        "max_pattern_length": options.max_pattern_length,
+        "min_result_repetitions": options.min_result_repetitions,
+    }
+
+
+def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSignals) -> int:
+    cycle = _cycle_options(options)
+    refused = _options_refused(options, cycle)
+    if refused is not None:
+        return refused
+    jobs = _worker_count(options.jobs)
+    passed_over: list[_LeftOut] = []  # paths under an input directory not read
+    # Per directory, the files passed over for their names though named like trajectories.
+    passed_over_by_name: list[tuple[str, dict[str, int]]] = []
+    # Directories among several inputs with no trajectory file under them, and why: each is
+    # an error record.
+    empty_directories: dict[str, str] = {}
+    try:
+        inputs = _inputs(options, passed_over, passed_over_by_name, empty_directories)
+        if inputs is None:
+            return USAGE_EXIT
+        files, listed, walked = inputs
+        for name in files:
+            # An input named that is not there (a typo) ends the scan before any output
+            # (status 2), and so does a lone one that cannot be read. One of several that is
+            # there but cannot be read (a file of a directory, gone or changed since the
+            # listing, or one of many named, as a shell glob names them, without permission
+            # to read it) is its own error record when read, and the others are still read.
+            if name not in walked and not (name in listed and os.path.exists(name)):
+                _check_readable(name)
+        for what, written in _written_by(options):
+            if written:
+                _check_not_an_input(written, files, what)
+    except _FatalError as error:
+        say(f"vthread scan: {error}")
+        _early_summary(options, str(error), USAGE_EXIT)
+        return USAGE_EXIT
+    opened = _opened_output(options, files)
+    if isinstance(opened, int):
+        return opened
+    out, progress = opened
     stats = _Stats(anywhere=(0, 0, 0.0, 0) if options.anywhere else None)
     started = time.perf_counter()
-    detected: list[tuple[str, str]] = []
+    log = _ReadLog()
     units: set[str] = set()  # what the inputs' lines are: JSONL lines, runs, Parquet rows
     if files and all(map(is_parquet, files)):
         units.add("row")  # (an empty Parquet file has no task to say so: "0 lines from")
-    cut_short: list[tuple[str, str]] = []  # inputs not read to their end, and why
-    held_none: list[str] = []  # inputs read to their end that held no run (empty files)
     first_errors: list[dict[str, Any]] = []  # the summary's first error records
     failure: tuple[int, str] | None = None  # the exit status and message of a scan cut short
     # Standard input from a pipe is scanned as its lines come, and each chunk's records are
@@ -724,8 +770,7 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
                 # 20 runs with --jobs 2 took 0.42 s without, 0.47 s with:
                 # docs/performance.md, session 35).
                 hold_tapes=jobs == 1),
-                _Listing(listed, walked, empty_directories),
-                _ReadLog(detected, cut_short, held_none), progress),
+                _Listing(listed, walked, empty_directories), log, progress),
             units)
         if options.anywhere:
             tasks = (replace(task, anywhere=True) for task in tasks)
@@ -787,29 +832,12 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
     except (KeyboardInterrupt, TerminatedError) as stop:
         _close_quietly(out, options.output, progress)
         failure = _stopped_by(stop)
-    except _OutOfMemoryError as error:
-        # A line (a run of a document) larger than the memory the process may use: the
-        # records of the lines before it are written, and the summary says where it stopped.
+    except MemoryError as error:
+        # A line (a run of a document) larger than the memory the process may use, or the
+        # input as a whole: the records of the lines before it are written, and the summary
+        # says where it stopped.
         _close_quietly(out, options.output, progress)
-        unit = _unit(units)  # (lines, a document's runs, a log's samples, rows)
-        before = (f"the record of the {stats.lines:,} {unit} before it is" if stats.lines == 1
-                  else f"the records of the {stats.lines:,} {unit}s before it are")
-        where, limit = error.args
-        why = ("it is larger than the memory the process may use (ulimit -v, strict "
-               "overcommit)" if limit is None else
-               f"it is longer than {limit:,} bytes, the most one line (a document's run, or a "
-               "document read from a stream) may take (a quarter of the memory this process "
-               "may have: a line that never ends, such as /dev/zero's, must not take all of "
-               "it)")
-        failure = (MEMORY_EXIT, f"out of memory at {where}: {why}; {before} written, its "
-                   "own and the rest's are not")
-    except MemoryError:
-        _close_quietly(out, options.output, progress)
-        unit = _unit(units)
-        failure = (MEMORY_EXIT, f"out of memory after {stats.lines:,} {unit}s: the input "
-                   "is larger than the memory the process may use (ulimit -v, strict "
-                   f"overcommit); the records of those {unit}s are written, the rest's are "
-                   "not")
+        failure = (MEMORY_EXIT, _out_of_memory_said(error, stats.lines, units))
     finally:
         # The scan's end is decided (a stop, a failure, every record written): a signal from
         # now on (a second Ctrl-C) is ignored until the command has ended, its summary
@@ -829,41 +857,48 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         # (a directory with no trajectory file under it is an input, not a file)
         count = len(empty_directories)
         what += f" and {count:,} director{'y' if count == 1 else 'ies'} holding none"
-    scanned = stats.lines - stats.errors
-    if len(files) > 1 and held_none:
-        # (an agent that crashed before writing its trajectory left an empty file, which no
-        # record stands for: it went by unseen)
-        shown = ", ".join(held_none[:3]) + (f", and {len(held_none) - 3:,} more"
-                                            if len(held_none) > 3 else "")
-        say(f"vthread scan: note: {len(held_none):,} input"
-            f"{' holds' if len(held_none) == 1 else 's hold'} no run: {shown}")
-    if failure is None and scanned == 0:
-        # (a CI gate reading the exit status alone passed having checked nothing)
-        unit = _unit(units)
-        why = ("the input held none" if not stats.lines
-               else f"its one {unit} is an error record" if stats.lines == 1
-               else f"its {stats.lines:,} {unit}s are error records")
-        say(f"vthread scan: warning: no thread was scanned: {why}"
-            + ("" if options.fail_on_error else FAIL_ON_ERROR_ADVICE))
+    if len(files) > 1 and log.held_none:
+        _held_none_said(log.held_none)
+    if failure is None and stats.lines == stats.errors:
+        _none_scanned_said(stats.lines, _unit(units), options.fail_on_error)
     if failure is not None:
         code, message = failure
         if code != BROKEN_PIPE_EXIT:
             say(f"vthread scan: {message}")
     elif not options.quiet:
-        say(_summary(stats, what, seconds, detected=detected, units=units,
-                     cut_short=len(cut_short)), end="", lines=True)
+        say(_summary(stats, what, seconds, detected=log.detected, units=units,
+                     cut_short=len(log.cut_short)), end="", lines=True)
     status = (failure[0] if failure is not None else INTERNAL_EXIT if internal is not None
               else _gate_status(options, stats, passed_over))
     if options.summary_file:
         # Written whatever ended the scan, so that a dashboard never reads a stale summary:
         # one cut short says so ("completed": false) and why.
-        summary = _summary_json(stats, what, seconds, detected, units,
-                                None if failure is None else failure[1], cut_short,
-                                passed_over, passed_over_by_name, held_none,
+        summary = _summary_json(stats, what, seconds, log.detected, units,
+                                None if failure is None else failure[1], log.cut_short,
+                                passed_over, passed_over_by_name, log.held_none,
                                 run=_run_settings(options, status), first_errors=first_errors)
         if not _write_summary(options.summary_file, summary):
             return IO_EXIT if failure is None else failure[0]
     return status
+
+
+def _held_none_said(held_none: list[str]) -> None:
+    """Said when inputs among several held no run: an agent that crashed before writing its
+    trajectory left an empty file, which no record stands for (it went by unseen)."""
+    shown = ", ".join(held_none[:3]) + (f", and {len(held_none) - 3:,} more"
+                                        if len(held_none) > 3 else "")
+    say(f"vthread scan: note: {len(held_none):,} input"
+        f"{' holds' if len(held_none) == 1 else 's hold'} no run: {shown}")
+
+
+def _none_scanned_said(lines: int, unit: str, fail_on_error: bool) -> None:
+    """Said when a scan that ran to its end scanned no thread, its ``lines`` all error
+    records (a CI gate reading the exit status alone passed having checked nothing)."""
+    why = ("the input held none" if not lines
+           else f"its one {unit} is an error record" if lines == 1
+           else f"its {lines:,} {unit}s are error records")
+    say(f"vthread scan: warning: no thread was scanned: {why}"
+        + ("" if fail_on_error else FAIL_ON_ERROR_ADVICE))
 
 
 def _gate_status(options: argparse.Namespace, stats: _Stats,
