@@ -306,6 +306,25 @@ def test_a_records_line_longer_than_a_line_may_take_is_named_not_held(
         "line may take (a quarter of the memory this process may have)\n")
 
 
+def test_a_scan_that_ends_out_of_memory_ends_the_report_with_its_status(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A report whose scan ends out of memory (a document's run longer than the most one
+    line may take) ends with the scan's 71, naming the run, and writes no page: a page of
+    the runs before it would look whole."""
+    from vthread import cli
+
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    small = [{"type": "user", "text": "hi"}]
+    large = [{"type": "user", "text": "b" * (4 << 20)}]
+    source = tmp_path / "runs.json"
+    source.write_text(json.dumps([small, large, small]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(source), "-o", str(out)]) == 71
+    assert f"vthread report: out of memory at {source}: run 2:" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_keys_starting_with_a_dash_reach_the_scan(tmp_path: Path) -> None:
     """``--messages-key=-x`` and ``--id-key=--name`` are passed on to the report's scan as
     given (each was passed as two words, and the scan read the key as an option: exit 2

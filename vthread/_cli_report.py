@@ -206,12 +206,13 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: StopSignals) -> int:
         _warn_of_records_read_twice(options.files, records_in, stderr)
         if not to_scan:
             _warn_of_scan_options(options, stderr)
-        bug = False  # the scan met a bug on a run, its record an error: 70 after the page
+        # The scan's status: 0, or 70 when it met a bug on a run, whose record is an error
+        # (the page is made, and then the report ends with it).
+        scanned = 0
         if to_scan:
-            status = _scan_into(data, to_scan, options, warned)
-            bug = status == _BUG_ON_A_RUN
-            if status and not bug:
-                return status
+            scanned, paged = _scan_into(data, to_scan, options, warned)
+            if not paged:
+                return scanned
         for name in options.files:
             if name not in to_scan:
                 progressing, notes = data.progressing, len(data.notes)
@@ -259,7 +260,7 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: StopSignals) -> int:
     errors = f", {summary['errors']:,} not read (error records)" if summary["errors"] else ""
     stderr.write(f"vthread report: {runs:,} run{'' if runs == 1 else 's'}, "
                  f"{summary['loops']:,} with a loop{errors}: wrote {written}\n")
-    return INTERNAL_EXIT if bug else 0
+    return scanned
 
 
 def _warn_of_scan_options(options: argparse.Namespace, stderr: TextIO) -> None:
@@ -1155,15 +1156,11 @@ class _ScanMessages(io.TextIOBase):
                           .replace(self.advice, ""))
 
 
-_BUG_ON_A_RUN: Final = -INTERNAL_EXIT
-"""What :func:`_scan_into` returns when the scan completed though a bug made a run an error
-record (its status 70, said with the traceback): the page is made, and then ends with 70."""
-
-
 def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
-               warned: _Warned) -> int:
-    """Scan ``files`` with ``vthread scan`` (this process) and add its records; its status,
-    or :data:`_BUG_ON_A_RUN`.
+               warned: _Warned) -> tuple[int, bool]:
+    """Scan ``files`` with ``vthread scan`` (this process) and add its records: its status,
+    and whether a page is made of them (the scan completed: with status 0, or with 70 when
+    it met a bug on a run, whose record is an error and whose traceback it said).
 
     The scan writes its records and ``--summary`` to a temporary folder, so memory stays
     that of the scan plus the looping runs' columns. Its messages reach standard error
@@ -1189,17 +1186,17 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
                 status = cli.main([*argv, "--", *files])
         finally:
             said.end()
-        completed = status == INTERNAL_EXIT and summary.exists() and json.loads(
-            summary.read_text(encoding="utf-8")).get("completed") is True
-        if status and not completed:
-            return status
+        # (written whatever ended the scan, but for a summary that could not be written: 74)
+        figures = (json.loads(summary.read_text(encoding="utf-8")) if summary.exists()
+                   else {})
+        if status and not (status == INTERNAL_EXIT and figures.get("completed") is True):
+            return status, False
         looping: dict[tuple[str, int], int] = {}  # (file, line) of a looping run: its row
         for line in _lines(records):
             record = json.loads(line)
             data.add(record)
             if record.get("verdict") is not None:
                 looping[(record["file"], record["line"])] = data.loops - 1
-        figures = json.loads(summary.read_text(encoding="utf-8"))
         data.tokens = figures["tokens"]
         for left in figures["left_out"]:
             warned.keep(shown(f"{left['file']}: left out: {left['why']}", lines=False))
@@ -1207,7 +1204,7 @@ def _scan_into(data: ReportData, files: list[str], options: argparse.Namespace,
             warned.keep(shown(f"{short['file']}: {short['why']}", lines=False))
     if looping:
         _add_message_kinds(data, files, looping, options)
-    return _BUG_ON_A_RUN if status else 0
+    return status, True
 
 
 def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],
