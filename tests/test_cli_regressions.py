@@ -409,7 +409,7 @@ def test_a_fault_right_after_a_full_read_keeps_the_match_zlib_held() -> None:
     damaged[3457] ^= 8
     decoded, fault = _decoded_before_fault(bytes(damaged))
     assert len(decoded) > cli.READ_BYTES * 4  # the fault comes after whole reads
-    stream = cli._GzipStream(io.BytesIO(bytes(damaged)))
+    stream = cli.GzipStream(io.BytesIO(bytes(damaged)))
     read = b"".join(iter(lambda: stream.read(cli.READ_BYTES), b""))
     assert read == decoded
     assert stream.broken is not None and stream.broken.startswith(
@@ -440,7 +440,7 @@ def test_real_gzip_cut_in_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize("read_bytes", [1, 2, 7, 4096])
 def test_gzip_stream_decompresses_every_prefix_as_zlib_does(
         read_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """_GzipStream, cut anywhere and read in reads of any size, hands out exactly what zlib
+    """GzipStream, cut anywhere and read in reads of any size, hands out exactly what zlib
     decompresses of the prefix, and reports a break exactly when the stream is incomplete."""
     monkeypatch.setattr(cli, "READ_BYTES", read_bytes)
     text = b"".join(b'{"id":%d,"messages":[]}\n' % i for i in range(300))
@@ -451,7 +451,7 @@ def test_gzip_stream_decompresses_every_prefix_as_zlib_does(
         prefix = whole[:cut]
         if not prefix:
             continue
-        stream = cli._GzipStream(io.BufferedReader(io.BytesIO(prefix)))
+        stream = cli.GzipStream(io.BufferedReader(io.BytesIO(prefix)))
         got = b"".join(iter(lambda s=stream: s.read(read_bytes), b""))  # type: ignore[misc]
         assert text.startswith(got), cut
         assert (stream.broken is None) == (cut in ends), (cut, stream.broken)
@@ -585,14 +585,14 @@ def test_a_file_removed_once_opened_is_read_to_its_end(shape: str, tty_err: bool
     folder.mkdir()
     inputs = [lines_file(folder / f"in{i}.jsonl", 300 + i) for i in range(1 if shape == "one file"
                                                                           else 3)]
-    opened = cli._open
+    opened = cli.open_input
 
     def opened_then_removed(name: str, regular_only: bool = False) -> Any:
         stream = opened(name, regular_only)
         os.remove(name)
         return stream
 
-    monkeypatch.setattr(cli, "_open", opened_then_removed)
+    monkeypatch.setattr(cli, "open_input", opened_then_removed)
     target = tmp_path / "out.jsonl"
     named = [str(folder)] if shape == "a directory" else [str(path) for path in inputs]
     code, out, err = run(["scan", *named, "-o", str(target)], monkeypatch, tty_err=tty_err)
@@ -1437,14 +1437,14 @@ def test_an_unreadable_file_among_several_named_is_its_own_error_record(
     typo) among several, before any output."""
     first, second = lines_file(tmp_path / "a.jsonl", 2), lines_file(tmp_path / "c.jsonl", 1)
     locked = lines_file(tmp_path / "b.jsonl", 1)
-    real_open, real_access = cli._open, os.access
+    real_open, real_access = cli.open_input, os.access
 
     def refused(name: str, *rest: Any, **keywords: Any) -> Any:
         if name == str(locked):
             raise PermissionError(13, "Permission denied", name)
         return real_open(name, *rest, **keywords)
 
-    monkeypatch.setattr(cli, "_open", refused)
+    monkeypatch.setattr(cli, "open_input", refused)
     monkeypatch.setattr(os, "access", lambda path, mode, *rest, **keywords: (
         str(path) != str(locked) and real_access(path, mode, *rest, **keywords)))
     code, out, err = run(["scan", str(first), str(locked), str(second), "-q"], monkeypatch)

@@ -375,7 +375,9 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                 raise _ReportError(f"the output {output} is the input standard input; "
                                    "writing it would destroy the input (choose another path)")
             continue
-        for found in _files_of(name):
+        from vthread.cli import trajectory_files
+
+        for found in trajectory_files(name):
             with contextlib.suppress(OSError):
                 if os.path.samefile(output, found):
                     where = "" if found == name else f" under the input {name}"
@@ -404,17 +406,6 @@ def _check_readable_twice(name: str) -> None:
                            "more than once (to tell records from runs, then for them), and a "
                            "pipe gives its bytes once; save it to a file first (vthread scan "
                            "-o FILE writes records to one)")
-
-
-def _files_of(name: str) -> list[str]:
-    """The files an input FILE stands for: itself, or a directory's trajectory files (as
-    ``vthread scan`` lists them)."""
-    from vthread import cli
-
-    try:
-        return cli._files_under(name, {})
-    except cli._FatalError:
-        return [name]  # a directory with no trajectory file: the scan says so
 
 
 def holds_records(name: str, *, throughout: bool = False) -> bool:
@@ -473,19 +464,19 @@ _WHOLE_FILE_READ: Final = 1 << 20
 
 def _every_line_is_a_record(name: str) -> bool:
     """Whether every line with text of the whole file is a record: the file read as the
-    scan opens it (:func:`vthread.cli._open`: gzip decompressed member after member, as far
+    scan opens it (:func:`vthread.cli.open_input`: gzip decompressed member after member, as far
     as it decompresses), a byte-order mark passed over at its start only, a last line
     without its newline that is not JSON left out, as :func:`_lines_are_records` leaves it.
     A line longer than :data:`_FIRST_LINE_BYTES` is no record's, so memory stays bounded by
     that."""
-    from vthread.cli import _open
+    from vthread.cli import open_input
 
     pending = b""
     started = False
     try:
         # (a regular file only, opened without waiting: one its head was read from may have
         # become a FIFO since)
-        stream, _, close, _ = _open(name, regular_only=True)
+        stream, _, close, _ = open_input(name, regular_only=True)
         try:
             while block := stream.read(_WHOLE_FILE_READ):
                 data = pending + block
@@ -908,17 +899,17 @@ class _Replaying(io.RawIOBase):
 
 
 class _Decompressed(io.RawIOBase):
-    """A gzip file's bytes as ``vthread scan`` decompresses them (:class:`vthread.cli.
-    _GzipStream`: member after member, as far as they go), as a raw stream for a reader of
+    """A gzip file's bytes as ``vthread scan`` decompresses them (:class:`vthread.cli.GzipStream`:
+    member after member, as far as they go), as a raw stream for a reader of
     lines: a file that breaks off (cut short, junk after the last member, a corrupt member)
     ends there, and ``broken`` says where and why. One reader for both commands: the report
     refused records a scan read (junk after the last member was fatal to the report alone)."""
 
     def __init__(self, raw: BinaryIO) -> None:
-        from vthread.cli import _GzipStream
+        from vthread.cli import GzipStream
 
         super().__init__()
-        self.stream = _GzipStream(raw)
+        self.stream = GzipStream(raw)
         self.pending = b""
 
     def readable(self) -> bool:
@@ -1227,41 +1218,27 @@ def _add_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[s
 def _read_message_kinds(data: ReportData, files: list[str], looping: dict[tuple[str, int], int],
                         options: argparse.Namespace, budget: int) -> None:
     """:func:`_add_message_kinds`' reading of the inputs."""
-    from vthread import cli
+    from vthread.cli import runs_read_again, trajectory_files
 
-    try:
-        # A directory stands for the files under it, as the scan read them (records left
-        # there were passed over by the scan and hold no looping run's messages). Each file
-        # must still be a regular file, opened without waiting (one replaced by a FIFO
-        # since the scan would wait for a writer for ever).
-        files = [found for name in files for found in _files_of(name)]
-        # (each file on its own: one that cannot be read leaves only its runs plain)
-        tasks = cli._tasks(files, cli._Reading(options.format, {}, strict=False,
-                                               count_tokens=False,
-                                               messages_key=options.messages_key,
-                                               id_key=options.id_key),
-                           cli._Listing(listed=frozenset(files), walked=frozenset(files)))
-        for task in tasks:
-            if task.broken is not None:
-                continue
-            for index, line in enumerate(task.lines):
-                row = looping.get((task.label, task.first_line + index))
-                if row is None or data.run_messages[row] > MESSAGE_KINDS_PER_RUN:
-                    continue
-                if budget < data.run_messages[row]:
-                    return
-                try:
-                    read = cli._read_thread(line, True, task.format, task.messages_key,
-                                            task.id_key, declared_wins=task.declared_wins)
-                except MemoryError:
-                    continue  # (the strip is an extra: a run too large for it goes plain)
-                if isinstance(read, cli._Bad):
-                    continue
-                kinds = message_kinds(read[1], read[2], data.run_messages[row])
-                data.message_kinds[row] = kinds
-                budget -= len(kinds)
-    except (cli._FatalError, OSError):  # the input changed since the scan: strips go plain
-        return
+    # A directory stands for the files under it, as the scan read them (records left there
+    # were passed over by the scan and hold no looping run's messages). Each file must
+    # still be a regular file, opened without waiting (one replaced by a FIFO since the scan
+    # would wait for a writer for ever), and is read on its own: one that cannot be read
+    # leaves only its runs plain, and an input changed since the scan its strips plain.
+    files = [found for name in files for found in trajectory_files(name)]
+    for file, number, read in runs_read_again(files, options.format, options.messages_key,
+                                              options.id_key):
+        row = looping.get((file, number))
+        if row is None or data.run_messages[row] > MESSAGE_KINDS_PER_RUN:
+            continue
+        if budget < data.run_messages[row]:
+            return
+        run = read()  # (the strip is an extra: a run too large for it goes plain)
+        if run is None:
+            continue
+        kinds = message_kinds(*run, data.run_messages[row])
+        data.message_kinds[row] = kinds
+        budget -= len(kinds)
 
 
 def _lines(path: Path) -> Iterator[str]:

@@ -54,7 +54,7 @@ array whose first element is a run); ``--sample`` (or a
 bare ``vthread scan`` at a terminal, which says so) scans the bundled sample. An ``--output``
 that is one of the inputs is refused before anything is opened for writing. A ``.gz`` that
 breaks off gives every line that decompressed its record, then one error record saying where
-and why (see :class:`_GzipStream`).
+and why (see :class:`GzipStream`).
 
 How it stays fast and bounded. Files are read in binary blocks and cut into lines at
 ``\\n``; complete lines are gathered into chunks of at most ``CHUNK_LINES`` lines or about
@@ -1645,6 +1645,50 @@ _UNLISTED: Final = "a directory that "
 """How a subdirectory left out because it cannot be listed is said, before why."""
 
 
+def trajectory_files(name: str) -> list[str]:
+    """The files an input FILE stands for, as the scan lists them: itself, or a directory's
+    trajectory files (a directory holding none: itself, whose reading then says so)."""
+    try:
+        return _files_under(name, {})
+    except _FatalError:
+        return [name]
+
+
+def runs_read_again(files: list[str], format_: str | None, messages_key: str | None,
+                    id_key: str | None
+                    ) -> Iterator[tuple[str, int, Callable[[], _ReadAgain | None]]]:
+    """Each line (run) of ``files`` as ``(file, line, read)``, for a reader of a few runs
+    again (``vthread report``'s timelines): ``read()`` gives the run's native messages and
+    the source message of each (None when native), read as the scan reads them, or None
+    for a line that is no thread or too large for the memory left. Each file must still be
+    a regular file, and is read on its own; an input that changed since it was scanned
+    (gone, unreadable, in another format) ends the runs."""
+    reading = _Reading(format_, {}, strict=False, count_tokens=False,
+                       messages_key=messages_key, id_key=id_key)
+    every = frozenset(files)
+    try:
+        for task in _tasks(files, reading, _Listing(listed=every, walked=every)):
+            if task.broken is None:
+                for index, line in enumerate(task.lines):
+                    yield task.label, task.first_line + index, partial(_read_again, task, line)
+    except (_FatalError, OSError):
+        return
+
+
+_ReadAgain = tuple[list[dict[str, Any]], list[int] | None]
+"""A run read again (:func:`runs_read_again`): its native messages, and the source message
+of each (None when native)."""
+
+
+def _read_again(task: _Task, line: bytes) -> _ReadAgain | None:
+    try:
+        read = _read_thread(line, True, task.format, task.messages_key, task.id_key,
+                            declared_wins=task.declared_wins)
+    except MemoryError:
+        return None
+    return None if isinstance(read, _Bad) else (read[1], read[2])
+
+
 def _files_under(name: str, written: _Written,
                  overwritten: list[str] | None = None,
                  left_out: list[_LeftOut] | None = None,
@@ -1995,7 +2039,7 @@ class _Progress:
         self.bar.close()
 
 
-class _GzipStream:
+class GzipStream:
     """The decompressed bytes of a gzip file (one or more members), as far as they decompress.
 
     ``gzip.GzipFile`` loses what it decoded in the read that meets a broken stream (junk after
@@ -2136,8 +2180,8 @@ def _regular_size(raw: BinaryIO) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
-def _open(name: str, regular_only: bool = False
-          ) -> tuple[BinaryIO | _GzipStream, Callable[[], int],
+def open_input(name: str, regular_only: bool = False
+          ) -> tuple[BinaryIO | GzipStream, Callable[[], int],
                      Callable[[], int | None], int | None]:
     """(decompressed stream, position in the raw file, close, the raw file's size when it
     is a regular file) for a FILE argument; close returns the file's size as it closes it
@@ -2165,7 +2209,7 @@ def _open(name: str, regular_only: bool = False
     size = None if name == "-" else _regular_size(raw)
     head = raw.peek(10)[:10] if hasattr(raw, "peek") else b""
     if _is_gzip(head[:3], name):
-        stream = _GzipStream(raw)
+        stream = GzipStream(raw)
         inner = stream.head()[:10]
         compression = (_Compression("gzip", GZIP_MAGIC, "gzip -dc") if _is_gzip(inner[:3], "")
                        else _unread_compression(inner))
@@ -2335,7 +2379,7 @@ class _Replayed:
     of 150 MB is not copied again), then the rest of the stream."""
 
     def __init__(self, first: bytes | list[bytes],
-                 rest: BinaryIO | _GzipStream | _Transcoded) -> None:
+                 rest: BinaryIO | GzipStream | _Transcoded) -> None:
         self.ahead = deque([first] if isinstance(first, bytes) else first)
         self.rest = rest
 
@@ -2364,7 +2408,7 @@ class _DocumentRuns:
     the runs before the break, and :attr:`broken` then says where it breaks: nothing after a
     break is trusted to be split where its runs are, nor read."""
 
-    def __init__(self, stream: BinaryIO | _GzipStream | _Replayed,
+    def __init__(self, stream: BinaryIO | GzipStream | _Replayed,
                  messages_key: str | None) -> None:
         self.stream = stream
         self.messages_key = messages_key
@@ -2589,8 +2633,8 @@ _ENCODING_HEAD: Final = 20
 a pipe's or a gzip member's first read may hold one byte, or a byte-order mark alone."""
 
 
-def _opened_as_text(stream: BinaryIO | _GzipStream
-                    ) -> tuple[bytes, BinaryIO | _GzipStream | _Transcoded]:
+def _opened_as_text(stream: BinaryIO | GzipStream
+                    ) -> tuple[bytes, BinaryIO | GzipStream | _Transcoded]:
     """The first bytes of ``stream`` (a read, and more while fewer than
     :data:`_ENCODING_HEAD` have come) and the stream the rest is read from: the UTF-8 of
     a stream written in UTF-16 or UTF-32 (:class:`_Transcoded`), both from its start, else
@@ -2612,7 +2656,7 @@ def _opened_as_text(stream: BinaryIO | _GzipStream
     return transcoded.read(READ_BYTES), transcoded
 
 
-def _sniffed_document(stream: BinaryIO | _GzipStream, messages_key: str | None,
+def _sniffed_document(stream: BinaryIO | GzipStream, messages_key: str | None,
                       empty_is_runs: bool = True, ends: bool = False
                       ) -> _Replayed | _DocumentRuns:
     """Standard input, or a file not named as a document, as lines, or as the JSON document
@@ -2860,7 +2904,7 @@ class _OverlongLine(list[bytes]):
         self.length = length
 
 
-def _overlong(stream: BinaryIO | _GzipStream | _Replayed, held: int, skip: bool
+def _overlong(stream: BinaryIO | GzipStream | _Replayed, held: int, skip: bool
               ) -> tuple[_OverlongLine | None, bytes] | None:
     """None while the ``held`` bytes of a line being assembled are within the most one line
     may take (checked as each read that ends no line is added: a line ending in the read
@@ -2881,7 +2925,7 @@ def _overlong(stream: BinaryIO | _GzipStream | _Replayed, held: int, skip: bool
             return _OverlongLine(limit, length + end), block[end + 1:]
         length += len(block)
     source = stream.rest if isinstance(stream, _Replayed) else stream
-    if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
+    if isinstance(source, GzipStream | _Transcoded) and source.broken is not None:
         source.dropped = length
         return None, b""
     return _OverlongLine(limit, length), b""
@@ -2925,7 +2969,7 @@ def _core_rows(lines: Sequence[bytes]) -> tuple[
     return lines.core_rows() if isinstance(lines, _LineBlock) else (_listed(lines), None)
 
 
-def _chunks(stream: BinaryIO | _GzipStream | _Replayed, skip_overlong: bool = False
+def _chunks(stream: BinaryIO | GzipStream | _Replayed, skip_overlong: bool = False
             ) -> Iterator[Sequence[bytes]]:
     """Complete lines (without ``\\n``) in chunks of at most CHUNK_LINES, ~CHUNK_BYTES bytes.
     ``skip_overlong`` (a regular file's stream, which ends): a line longer than the most one
@@ -2959,7 +3003,7 @@ def _chunks(stream: BinaryIO | _GzipStream | _Replayed, skip_overlong: bool = Fa
         yield _TooLarge.after(error)
 
 
-def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
+def _live(stream: BinaryIO | GzipStream | _Replayed) -> bool:
     """Whether ``stream`` is read a line at a time to the end: a pipe read as its data comes
     (its lines are scanned whenever its writer pauses), or a UTF-16 or UTF-32 stream read
     through its transcoding (pipe or file: rare enough not to be worth a second path)."""
@@ -2968,7 +3012,7 @@ def _live(stream: BinaryIO | _GzipStream | _Replayed) -> bool:
     return isinstance(stream, _LiveStream)
 
 
-def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
+def _chunks_read(stream: BinaryIO | GzipStream | _Replayed, batch: list[bytes],
                  in_blocks: bool = False, skip_overlong: bool = False
                  ) -> Iterator[Sequence[bytes]]:
     """:func:`_chunks`, with the lines not yet yielded in ``batch`` (``batch`` is cleared,
@@ -3043,7 +3087,7 @@ def _chunks_read(stream: BinaryIO | _GzipStream | _Replayed, batch: list[bytes],
         yield chunk
 
 
-def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed, pending: io.BytesIO,
+def _chunks_of_reads(stream: BinaryIO | GzipStream | _Replayed, pending: io.BytesIO,
                      skip_overlong: bool = False) -> Iterator[Sequence[bytes]]:
     """The rest of :func:`_chunks` of a stream that is not live, ``pending`` holding the
     start of a line read before: each read of ``CHUNK_BYTES`` cut into its lines where they
@@ -3088,14 +3132,14 @@ def _chunks_of_reads(stream: BinaryIO | _GzipStream | _Replayed, pending: io.Byt
         yield [last]
 
 
-def _last_line(stream: BinaryIO | _GzipStream | _Replayed, pending: io.BytesIO) -> bytes | None:
+def _last_line(stream: BinaryIO | GzipStream | _Replayed, pending: io.BytesIO) -> bytes | None:
     """The stream's last line, ``pending`` at its end (one without a final newline); None
     when there is none, or when it is the incomplete line of a stream that broke off (its
     length then set as the stream's ``dropped``)."""
     if not pending.tell():
         return None
     source = stream.rest if isinstance(stream, _Replayed) else stream
-    if isinstance(source, _GzipStream | _Transcoded) and source.broken is not None:
+    if isinstance(source, GzipStream | _Transcoded) and source.broken is not None:
         source.dropped = pending.tell()
         return None
     return pending.getvalue()
@@ -3125,7 +3169,7 @@ class _Listing:
     inputs, each of which, if it cannot be read or its format cannot be told, ends with an
     error record while the scan goes on (any other such file ends the scan). ``walked``:
     the files found in a directory FILE, each a regular file when listed, which must still
-    be one when opened (see :func:`_open`). ``empty_directories``: the directories among
+    be one when opened (see :func:`open_input`). ``empty_directories``: the directories among
     the inputs with no trajectory file under them, each an error record saying why."""
 
     listed: frozenset[str] = frozenset()
@@ -3185,7 +3229,7 @@ def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
                 # (inspect_ai opens the log by its name, again and again)
                 require_regular(name, "an Inspect .eval log is a zip archive, read from its "
                                 "end")
-            stream, position, close, size_at_open = _open(name,
+            stream, position, close, size_at_open = open_input(name,
                                                           regular_only=name in listing.walked)
         except OSError as error:
             raise _FatalError(f"{label}: cannot read: {error.strerror or error}") from error
@@ -3313,10 +3357,10 @@ def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
         # (a document cut short with its gzip stream is one defect, one record).
         reasons = []
         for broken in (stream, transcoded):
-            if isinstance(broken, _GzipStream | _Transcoded) and broken.broken is not None:
+            if isinstance(broken, GzipStream | _Transcoded) and broken.broken is not None:
                 reasons.append(broken.broken)
                 if broken.dropped:
-                    made = "decompressed" if isinstance(broken, _GzipStream) else "read"
+                    made = "decompressed" if isinstance(broken, GzipStream) else "read"
                     reasons.append(f"line {line} is incomplete ({broken.dropped:,} bytes "
                                    f"{made})")
         notes = list(unfinished)  # (what an Inspect log lacks, not a sample of it)
