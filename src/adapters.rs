@@ -87,7 +87,7 @@ impl<'k> RunKeys<'k> {
 }
 /// `adapters._TOKEN_FIELDS`: where a usage keeps a message's own tokens, in that order.
 const TOKEN_FIELDS: [&str; 3] = ["tokens", "completion_tokens", "output_tokens"];
-/// `adapters._TEXT_PARTS`: the content parts whose text is read.
+/// `adapters.TEXT_PARTS`: the content parts whose text is read.
 pub(crate) const TEXT_PARTS: [&str; 3] = ["text", "input_text", "output_text"];
 
 /// A string of the output.
@@ -1308,7 +1308,7 @@ const RESPONSES_FUNCTION_ITEMS: [&str; 4] = [
     "custom_tool_call_output",
 ];
 
-/// `adapters._RESPONSES_MARKS`: whether `kind` is a Responses item type that makes a list of
+/// `adapters.RESPONSES_MARKS`: whether `kind` is a Responses item type that makes a list of
 /// typed items a Responses run, not native: a tool's call or output, a function's or a
 /// built-in tool's.
 pub(crate) fn responses_call_or_output(kind: Option<Value<'_>>) -> bool {
@@ -1378,7 +1378,7 @@ const ANTHROPIC_BLOCKS: [&str; 6] = [
 /// `adapters._ANTHROPIC_TOOL_BLOCKS`: those a chat read as OpenAI's is refused for.
 const ANTHROPIC_TOOL_BLOCKS: [&str; 4] =
     ["tool_use", "tool_result", "server_tool_use", "mcp_tool_use"];
-/// `adapters._OPENAI_ONLY_ROLES` and `adapters._OPENAI_KEYS`: what only OpenAI's chat holds.
+/// `adapters.OPENAI_ONLY_ROLES` and `adapters.OPENAI_KEYS`: what only OpenAI's chat holds.
 const OPENAI_ONLY_ROLES: [&str; 3] = ["tool", "function", "developer"];
 /// `adapters._LANGCHAIN_ROLE_TYPES`: LangChain's messages that carry a `role` of their own.
 const LANGCHAIN_ROLE_TYPES: [&str; 2] = ["chat", "ChatMessageChunk"];

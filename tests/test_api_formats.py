@@ -157,7 +157,7 @@ def test_a_run_of_built_in_tools_items_is_told_a_responses_run(
 
     built_in = {kind for kind in adapters._RESPONSES_ITEMS
                 if adapters.built_in_tool(kind) is not None}
-    assert adapters._RESPONSES_TOOL_ITEMS | built_in == adapters._RESPONSES_MARKS
+    assert adapters._RESPONSES_TOOL_ITEMS | built_in == adapters.RESPONSES_MARKS
     screens = [f"data:image/png;base64,{i}" for i in range(4)]
     actions = _computer_use([{"type": "click", "x": i, "y": 1} for i in range(4)], screens)[1:]
     easy = [{"role": "user", "content": "Book a flight"}, *actions]

@@ -301,7 +301,7 @@ def test_maps_are_the_dicts_pyarrows_own_conversion_makes() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = column.to_pylist(maps_as_pydicts="lossy")
-        assert arrow._structs_as_python(column) == expected, column.type
+        assert arrow.structs_as_python(column) == expected, column.type
 
 
 class _Tags(pa.ExtensionType):  # type: ignore[misc]
@@ -338,7 +338,7 @@ def test_maps_inside_extension_and_other_wrapping_types_are_dicts() -> None:
             warnings.simplefilter("ignore")
             expected = column.storage.to_pylist(maps_as_pydicts="lossy") if isinstance(
                 column, pa.ExtensionArray) else column.to_pylist(maps_as_pydicts="lossy")
-        assert arrow._structs_as_python(column) == expected, column.type
+        assert arrow.structs_as_python(column) == expected, column.type
     meta = pa.struct([("tags", _Tags(texts))])
     message = pa.struct([("type", pa.string()), ("text", pa.string()), ("meta", meta)])
     runs = [[{"type": "user", "text": "go", "meta": {"tags": [("q", "1"), ("page", "2")]}}] * 4]
@@ -394,7 +394,7 @@ def test_a_type_using_one_type_at_many_places_is_an_error_per_row(
     def never(*_: object) -> None:
         raise AssertionError("a too-large type's values were read")
 
-    for reader in ("_structs_as_python", "nested_row_texts"):
+    for reader in ("structs_as_python", "nested_row_texts"):
         monkeypatch.setattr(arrow, reader, never)
     monkeypatch.setattr(_core, "arrow_row_texts", never)
     inner: Any = pa.array(["leaf"] * 2)
@@ -692,7 +692,7 @@ def test_format_detection_parses_only_the_head(monkeypatch: pytest.MonkeyPatch) 
         return loads(text)
 
     monkeypatch.setattr(json, "loads", counting)
-    assert arrow._detect(column) == "native"
+    assert arrow.detect_column_format(column) == "native"
     assert len(parsed) <= 2 * arrow._DETECT_ROWS
 
 

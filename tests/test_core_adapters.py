@@ -238,13 +238,13 @@ def test_generated_responses_runs_are_taken_and_read_alike(convert: Any) -> None
 
 
 def test_every_built_in_tool_python_reads_the_core_reads_alike() -> None:
-    """Each built-in tool's item of ``adapters._RESPONSES_MARKS`` (the Python table), alone
+    """Each built-in tool's item of ``adapters.RESPONSES_MARKS`` (the Python table), alone
     and after a call of its tool, is taken by the core and read as Python reads it: a tool
     added to one table and not the other fails here (its runs would be left to Python, or
     read otherwise)."""
-    from vthread.adapters import _RESPONSES_MARKS, _RESPONSES_TOOL_ITEMS, built_in_tool
+    from vthread.adapters import _RESPONSES_TOOL_ITEMS, RESPONSES_MARKS, built_in_tool
 
-    kinds = sorted(_RESPONSES_MARKS - _RESPONSES_TOOL_ITEMS)
+    kinds = sorted(RESPONSES_MARKS - _RESPONSES_TOOL_ITEMS)
     assert len(kinds) == 15
     for kind in kinds:
         found = built_in_tool(kind)

@@ -148,3 +148,53 @@ def test_import_reader_sees_real_imports() -> None:
     assert "vthread._heuristics" in _imports_of("vthread.cycle")
     assert "vthread._messages" in _imports_of(REFERENCE)
     assert "vthread._jsvalue" in _reachable_from(REFERENCE)
+
+
+def private_names_used(source: str) -> set[tuple[str, str]]:
+    """(module, name) of every private name (one ``_`` first) of another vthread module that
+    ``source`` imports or reads as an attribute of a module it imported (``cli._tasks``);
+    ``_core``, the compiled module, is reached only by its public names too."""
+    tree = ast.parse(source)
+    modules: dict[str, str] = {}  # a name bound to a vthread module: which
+    used: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module.split(".")[0] == "vthread"):
+            for alias in node.names:
+                if node.module == "vthread" and alias.name in SUBMODULES:
+                    modules[alias.asname or alias.name] = f"vthread.{alias.name}"
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    used.add((node.module, alias.name))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("vthread.") and alias.asname:
+                    modules[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            used.add((modules[node.value.id], node.attr))
+    return used
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_uses_another_modules_private_names(module: str) -> None:
+    """A module reaches another only through its public names, so that what one keeps to
+    itself can change without the other (the report read the scan's private functions,
+    and the scan the report's public ones, each through the other)."""
+    used = private_names_used(MODULES[module].read_text(encoding="utf-8"))
+    assert {(other, name) for other, name in used if other != module} == set()
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("from vthread.cli import _tasks", {("vthread.cli", "_tasks")}),
+    ("from vthread import cli\ncli._Reading()", {("vthread.cli", "_Reading")}),
+    ("import vthread.arrow as arrow\narrow._detect(1)", {("vthread.arrow", "_detect")}),
+    ("from vthread import _core\n_core.canonical([1])", set()),
+    ("from vthread.cli import main\nfrom vthread import _core", set()),
+    ("def f():\n    from vthread.report import _count\n", {("vthread.report", "_count")}),
+])
+def test_the_private_name_reader_sees_each_form(source: str,
+                                                expected: set[tuple[str, str]]) -> None:
+    """The reader finds a private name however it is reached, so the check is not vacuous."""
+    assert private_names_used(source) == expected

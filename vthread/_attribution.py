@@ -34,7 +34,7 @@ from vthread._messages import ABSENT, Activity, Message, no_payload, parse_activ
 
 # The content parts that are text, the adapters' own set (a call of scan imports them
 # anyway, so importing them here costs the scan nothing).
-from vthread.adapters import _TEXT_PARTS
+from vthread.adapters import TEXT_PARTS
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -411,7 +411,7 @@ def _part_text(part: Any, encode: Callable[[Any], str]) -> str:
     if issubclass(type(part), dict):
         kind = part.get("type", "text")
         text = part.get("text")
-        if is_string(kind) and kind in _TEXT_PARTS and is_string(text):
+        if is_string(kind) and kind in TEXT_PARTS and is_string(text):
             return text
     return _payload(part, encode)
 

@@ -95,13 +95,13 @@ def _id_values(column: Any) -> list[Any]:
     still names its row's id (pyarrow raises for the whole column)."""
     import pyarrow as pa
 
-    from vthread.arrow import _BadRow, _is_string, cell_bytes, python_rows
+    from vthread.arrow import BadRow, cell_bytes, is_string_array, python_rows
 
     values = python_rows(column)
     for row, value in enumerate(values):
-        if isinstance(value, _BadRow):
+        if isinstance(value, BadRow):
             cell = column.slice(row, 1)
-            if _is_string(cell):
+            if is_string_array(cell):
                 # Text that is no UTF-8 (pyarrow writes what it is given): its bytes, each
                 # that is no UTF-8 as \xNN, so that two such ids stay two (it ended the
                 # file: "Non-fixed width type").
@@ -209,11 +209,11 @@ def _batch_lines(batch: Any, messages: str, id_columns: list[str], declared: boo
     messages column's name; ``declared``: whether the batch holds
     :data:`DECLARED_COLUMN`), its first row the file's ``done``-th of ``total``."""
     from vthread import _core
-    from vthread.arrow import _is_text, decoded
+    from vthread.arrow import decoded, is_text_array
 
     parts: list[Lines] = []
     column = decoded(batch.column(messages))
-    text = _is_text(column)
+    text = is_text_array(column)
     ids = [_id_values(batch.column(name)) for name in id_columns]
     declarations = (_declarations(batch.column(DECLARED_COLUMN)) if declared
                     else [b""] * len(column))
@@ -423,7 +423,7 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
     saying why, as ``vthread.scan_arrow`` says it. Nested values (lists of message structs)
     are written by the core from the Arrow buffers when every value has a JSON text, with
     no Python object per row; otherwise, and for text columns, from ``to_pylist``, a value
-    with no JSON text as the JSON value scan_arrow reads it as (:func:`_json_ready`).
+    with no JSON text as the JSON value scan_arrow reads it as (:func:`json_ready`).
     ``rows_before`` numbers the rows in an error."""
     if not text:
         from vthread.arrow import nested_row_texts
@@ -436,13 +436,13 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
                                        strict=True):
                 bodies[row] = data[start:end]
             return bodies
-    from vthread.arrow import _BadRow, _json_ready, _structs_as_python, as_utf8_json, text_values
+    from vthread.arrow import BadRow, as_utf8_json, json_ready, structs_as_python, text_values
 
     bodies = []
-    for row, value in enumerate(text_values(column) if text else _structs_as_python(column)):
+    for row, value in enumerate(text_values(column) if text else structs_as_python(column)):
         if value is None:
             bodies.append(b"null")
-        elif isinstance(value, _BadRow):
+        elif isinstance(value, BadRow):
             bodies.append(UnreadableRows(1, value.reason))
         elif text:
             bodies.append(as_utf8_json(value.encode("utf-8", "surrogatepass"))
@@ -451,7 +451,7 @@ def _bodies(column: Any, text: bool, rows_before: int) -> list[bytes | Unreadabl
             # NaN and the infinities written as json writes them (NaN, Infinity), which the
             # pipeline reads as json.loads does: a JSONL line holding them is read alike.
             try:
-                bodies.append(json.dumps(_json_ready(value)).encode())
+                bodies.append(json.dumps(json_ready(value)).encode())
             except RecursionError:
                 raise ValueError(f"row {rows_before + row + 1}: messages nested too deep to "
                                  "read") from None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
 
-def _numpy() -> ModuleType | None:
+def numpy_if_imported() -> ModuleType | None:
     """NumPy if some module has imported it: only then can a value be one of its types (this
     module is imported by the guard, which does without NumPy)."""
     return sys.modules.get("numpy")
@@ -36,7 +36,7 @@ def _numpy() -> ModuleType | None:
 def _boolean(value: object) -> bool:
     """Whether ``value`` is a boolean, Python's or NumPy's (a boolean to JavaScript, never a
     number, although Python's ``bool`` is an ``int``)."""
-    np = _numpy()
+    np = numpy_if_imported()
     return isinstance(value, bool) or (np is not None and isinstance(value, np.bool_))
 
 
@@ -144,7 +144,7 @@ def opaque(value: object) -> Opaque:
     if isinstance(value, (set, frozenset)):
         return Opaque(_type_tag(value) + "{" + ",".join(sorted(map(canonical, value))) + "}")
     try:
-        np = _numpy()
+        np = numpy_if_imported()
         if np is not None and isinstance(value, np.ndarray):
             with np.printoptions(threshold=sys.maxsize):  # every element, not "..."
                 text = repr(value)
@@ -238,7 +238,7 @@ def real_number(value: object) -> int | float | None:
         return int.__int__(cast("int", value))
     if issubclass(kind, float):
         return float.__float__(cast("float", value))
-    np = _numpy()
+    np = numpy_if_imported()
     if np is not None and isinstance(value, np.integer):
         return int(value)
     if not isinstance(value, (numbers.Real, decimal.Decimal)):
@@ -338,7 +338,7 @@ def stand_in(value: object) -> Any:
             # A date whose offset or fields cannot be read (a subclass's own code raised):
             # compared by what it is, as any other value without a JSON form.
             return opaque(value)
-    np = _numpy()
+    np = numpy_if_imported()
     # (an object array is how pandas and pyarrow hand out a cell of strings or lists: read
     # as its list, its elements each compared as they are, not as one of no JSON form)
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biufUSO":
@@ -479,7 +479,7 @@ def _scalar(value: Any, out: list[str]) -> bool:
     return True
 
 
-def _has_json_form(value: object) -> bool:
+def has_json_form(value: object) -> bool:
     return value is None or issubclass(type(value), (str, int, float, list, tuple)) or (
         isinstance(value, Mapping))
 
@@ -498,7 +498,7 @@ def _encode(value: Any) -> str:
     current: Any = value
     while True:
         first = False
-        if not _has_json_form(current):
+        if not has_json_form(current):
             if isinstance(current, _PLAINLY_UNENCODABLE):
                 return UNSERIALIZABLE  # (told without the opaque text stand_in would write)
             current = stand_in(current)

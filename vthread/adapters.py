@@ -232,7 +232,7 @@ EXPECTED: Final = (
 
 _PART_SEPARATOR: Final = "\n"
 _ABSENT: Final = object()
-_TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
+TEXT_PARTS: Final = frozenset({"text", "input_text", "output_text"})
 _ANTHROPIC_MEDIA: Final = frozenset({"image", "document"})
 _TOKEN_FIELDS: Final = ("tokens", "completion_tokens", "output_tokens")
 _OPENAI_ROLE_TYPES: Final = {"system": "system", "developer": "system", "user": "user",
@@ -486,7 +486,7 @@ def from_anthropic(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     calls: dict[Any, tuple[str, Any]] = {}  # tool_use id -> (name, input or _ABSENT)
     for index, message in enumerate(_checked(messages)):
         role = _role(message, index)
-        _not_openai(message, index, role, _OPENAI_ONLY_ROLES)
+        _not_openai(message, index, role, OPENAI_ONLY_ROLES)
         first = len(out)
         kind = _ANTHROPIC_ROLE_TYPES.get(role, role)
         content = _plain(message.get("content"))
@@ -565,7 +565,7 @@ or ``*_tool_result`` block."""
 _RESPONSES_CALLS: Final = frozenset({"function_call", "custom_tool_call"})
 _RESPONSES_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _RESPONSES_TOOL_ITEMS: Final = _RESPONSES_CALLS | _RESPONSES_OUTPUTS
-_RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
+RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
     "file_search_call", "web_search_call", "computer_call", "computer_call_output",
     "image_generation_call", "code_interpreter_call", "local_shell_call",
     "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
@@ -573,7 +573,7 @@ _RESPONSES_MARKS: Final = _RESPONSES_TOOL_ITEMS | frozenset({
 """The items that show a run is Responses items: a tool's call or output, a function's or a
 built-in tool's (a computer-use run of its actions alone, or after a message with a role
 and no type, was read as native or could not be told)."""
-_RESPONSES_ITEMS: Final = _RESPONSES_MARKS | frozenset({
+_RESPONSES_ITEMS: Final = RESPONSES_MARKS | frozenset({
     "message", "reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response",
     "item_reference", "compaction"})
 """Every item type a Responses run may hold (the API's input and output items): a run
@@ -606,7 +606,7 @@ def built_in_tool(kind: str) -> tuple[str, bool] | None:
     answers, and whether it answers: ``("computer", False)`` for ``computer_call``,
     ``("computer", True)`` for ``computer_call_output``, ``("tool_search", True)`` for
     ``tool_search_output``; None for any other item (a function's, a message)."""
-    if kind not in _RESPONSES_MARKS or kind in _RESPONSES_TOOL_ITEMS:
+    if kind not in RESPONSES_MARKS or kind in _RESPONSES_TOOL_ITEMS:
         return None
     if kind.endswith("_call"):
         return kind.removesuffix("_call"), False
@@ -1166,8 +1166,8 @@ _ANTHROPIC_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result", "server_to
 """The blocks a chat read as OpenAI's is refused for: its calls and results would be lost.
 (A ``thinking`` block is no sign of another format there: Mistral's reasoning models put
 one in OpenAI-shaped content, its ``thinking`` a list of parts.)"""
-_OPENAI_ONLY_ROLES: Final = frozenset({"tool", "function", "developer"})
-_OPENAI_KEYS: Final = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids")
+OPENAI_ONLY_ROLES: Final = frozenset({"tool", "function", "developer"})
+OPENAI_KEYS: Final = ("tool_calls", "function_call", "tool_call_id", "tool_call_ids")
 
 
 def detect_format(messages: Sequence[Any]) -> Format | None:
@@ -1176,7 +1176,7 @@ def detect_format(messages: Sequence[Any]) -> Format | None:
     Every message must fit the answer: native messages all have a string ``type`` and no
     ``role``; Responses items all have a Responses item type (or are role-only ``message``
     items) and at least one of them is a tool's call or output (a ``function_call``, a
-    ``computer_call``: :data:`_RESPONSES_MARKS`) or a ``message`` with a ``role``, and no
+    ``computer_call``: :data:`RESPONSES_MARKS`) or a ``message`` with a ``role``, and no
     content holds a block that shows Anthropic's (below); chat
     messages all have a string ``role``, and they are Anthropic's when some content holds a
     ``tool_use``, ``tool_result``, server or MCP tool call or thinking block, SWE-agent's when
@@ -1211,7 +1211,7 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
         # LangChain's ChatMessage, as its fields, carries its own role beside its type.
         return "langchain", True
     if typed and not any("role" in m for m in messages):
-        if any(kind in _RESPONSES_MARKS for kind in types) and all(
+        if any(kind in RESPONSES_MARKS for kind in types) and all(
                 kind in _RESPONSES_ITEMS for kind in types):
             return "responses", True
         if _langchain_s(messages, types):
@@ -1226,14 +1226,14 @@ def format_evidence(messages: Sequence[Any]) -> tuple[Format | None, bool]:
                     for m in messages)
     if not anthropic and all(text_in("message" if kind is _ABSENT else kind, _RESPONSES_ITEMS)
                              for kind in types) and any(
-        text_in(kind, _RESPONSES_MARKS) or (kind == "message" and "role" in m)
+        text_in(kind, RESPONSES_MARKS) or (kind == "message" and "role" in m)
         for m, kind in zip(messages, types, strict=True)
     ):
         return "responses", True
     roles = _plain_all([m.get("role") for m in messages])
     if not all(is_string(role) for role in roles):
         return None, True
-    openai = any(role in _OPENAI_ONLY_ROLES or any(k in m for k in _OPENAI_KEYS)
+    openai = any(role in OPENAI_ONLY_ROLES or any(k in m for k in OPENAI_KEYS)
                  for m, role in zip(messages, roles, strict=True))
     if anthropic:
         return (None if openai else "anthropic"), True
@@ -1503,9 +1503,9 @@ def _openai_only(message: Mapping[str, Any]) -> str | None:
     """What of ``message`` only OpenAI's messages have, said for an error (its role, or its
     first OpenAI tool key); None when nothing."""
     role = _plain(message.get("role"))
-    if text_in(role, _OPENAI_ONLY_ROLES):
+    if text_in(role, OPENAI_ONLY_ROLES):
         return f'the role "{role}"'
-    key = next((key for key in _OPENAI_KEYS if key in message), None)
+    key = next((key for key in OPENAI_KEYS if key in message), None)
     return None if key is None else f'"{key}"'
 
 
@@ -1534,7 +1534,7 @@ def _not_openai(message: Mapping[str, Any], index: int, role: str, roles: frozen
     """A ValueError for a message read as Anthropic's or as a Responses message that has a
     role or key only OpenAI's chat has (``tool_calls``, a ``tool`` result): read on, its
     tool calls would be lost and its results read as text."""
-    key = next((key for key in _OPENAI_KEYS if _holds(message.get(key))), None)
+    key = next((key for key in OPENAI_KEYS if _holds(message.get(key))), None)
     if key is None and not text_in(role, roles):
         return
     what = f"a {key!r} key" if key is not None else f"role {role!r}"
@@ -1713,7 +1713,7 @@ def _joined_text(content: Any, where: str) -> str:
     for part in content:
         if is_string(part):
             texts.append(_plain(part))
-        elif isinstance(part, Mapping) and text_in(part.get("type", "text"), _TEXT_PARTS):
+        elif isinstance(part, Mapping) and text_in(part.get("type", "text"), TEXT_PARTS):
             text = _plain(part.get("text"))
             if is_string(text):
                 texts.append(text)
@@ -1731,7 +1731,7 @@ def _media(content: Any) -> list[Any]:
         return []
     return [part for part in content if isinstance(part, Mapping)
             and is_string(part.get("type", "text")) and not text_in(part.get("type", "text"),
-                                                                           _TEXT_PARTS)]
+                                                                           TEXT_PARTS)]
 
 
 def _chat_media(message: Mapping[str, Any], role: str, index: int) -> list[Any]:

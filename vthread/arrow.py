@@ -167,7 +167,7 @@ def scan_arrow(
                                  min_result_repetitions=min_result_repetitions)
     declared = declarations(table, column_name, id)
     if format == "auto":
-        chosen = _detect(column, declared=declared)
+        chosen = detect_column_format(column, declared=declared)
     else:
         chosen = format
         warn_if_misread(column, format, stacklevel=3, declared=declared)
@@ -387,11 +387,11 @@ def _slices(column: pa.ChunkedArray) -> Iterator[pa.Array]:
             yield chunk.slice(begin, ROWS_PER_SLICE)
 
 
-def _is_text(array: pa.Array) -> bool:
+def is_text_array(array: pa.Array) -> bool:
     return array.type.id in _type_ids(_TEXT_TYPES)
 
 
-def _is_string(array: pa.Array) -> bool:
+def is_string_array(array: pa.Array) -> bool:
     return array.type.id in _type_ids(_STRING_TYPES)
 
 
@@ -423,7 +423,7 @@ def as_utf8_json(text: bytes) -> bytes:
 # ---------------------------------------------------------------------------- the formats
 
 
-def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
+def detect_column_format(column: pa.ChunkedArray, stacklevel: int = 3,
             declared: Sequence[str | None] | None = None, rows: int = _DETECT_ROWS) -> str:
     """The format every one of the first ``rows`` rows with messages fits, as ``vthread scan``
     decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
@@ -469,7 +469,7 @@ def _detect(column: pa.ChunkedArray, stacklevel: int = 3,
 def holds_messages(column: pa.ChunkedArray) -> bool:
     """Whether some row of ``column`` holds messages in a known format, which detection
     weighs: a column of nulls, empty runs, rows that are no JSON and messages in no format
-    (``[null]``) gives :func:`_detect` nothing to go on (on rows in no format alone it
+    (``[null]``) gives :func:`detect_column_format` nothing to go on (on rows in no format alone it
     refuses the column, where a row in a format further on decides). O(rows up to the
     first such)."""
     values = (value for piece in _slices(column) for value in _head_values(piece))
@@ -498,8 +498,9 @@ def _later_evidence(column: pa.ChunkedArray, declared: Sequence[str | None] | No
     scan`` warns of such a line) or judged by the core; a row of a nested piece the core
     cannot write, converted to Python, always judged (converting every row of a column of
     plain chats doubled the cost of scan_arrow). A row declaring itself a mini-swe-agent run
-    (``declared``, as :func:`_detect` takes it), or showing SWE-agent's actions, is judged
-    by none (:func:`vthread.documents.run_format_evidence`'s ``undeclared``)."""
+    (``declared``, as :func:`detect_column_format` takes it), or showing SWE-agent's
+    actions, is judged by none (:func:`vthread.documents.run_format_evidence`'s
+    ``undeclared``)."""
     from vthread._core import line_marks
     from vthread.documents import judged_past_the_first
 
@@ -519,8 +520,8 @@ def _later_rows(column: pa.ChunkedArray, start: int) -> Iterator[tuple[int, Any]
     piece's rows) of the rows from ``start`` on, null text rows left out."""
     first = start
     for piece in _slices(column.slice(start)):
-        if _is_text(piece):
-            as_read = as_utf8_json if _is_string(piece) else bytes
+        if is_text_array(piece):
+            as_read = as_utf8_json if is_string_array(piece) else bytes
             for row, text in enumerate(_as_binary(piece).to_pylist()):
                 if text is not None:
                     yield first + row, as_read(text)
@@ -560,7 +561,7 @@ def warn_if_misread(column: pa.ChunkedArray, given: str, stacklevel: int,
     # end), and text rows judged by the core from their bytes: a batch of a per-batch map
     # (datasets, Spark) pays for _DETECT_ROWS rows, not for parsing them in Python.
     head = column.slice(0, _DETECT_ROWS)
-    if _is_text(head):
+    if is_text_array(head):
         # A null row keeps its place (judged as no run), so that the rows are named by
         # their index in the table.
         texts = [as_utf8_json(t.encode("utf-8", "surrogatepass")) if isinstance(t, str) else t
@@ -639,17 +640,17 @@ def cell_bytes(cell: pa.Array | pa.ChunkedArray) -> Any:
 
 def _python_values(array: pa.Array) -> list[Any]:
     """The rows as Python values: parsed JSON text, or lists of dicts from structs (null
-    struct fields dropped); a row that cannot be read is a :class:`_BadRow`. The array has
+    struct fields dropped); a row that cannot be read is a :class:`BadRow`. The array has
     been checked (:func:`refuse_unsound`)."""
-    if _is_text(array):
-        return [_BadRow(_NULL_CELL) if item is None else _text_value(item)
+    if is_text_array(array):
+        return [BadRow(_NULL_CELL) if item is None else _text_value(item)
                 for item in text_values(array)]
     if _type_too_large(array.type):
         # Each row, a null one too: telling them apart (is_null) costs as much as the values.
-        return [_BadRow(TYPE_TOO_LARGE)] * len(array)
-    return [_BadRow(_NULL_CELL) if item is None
-            else item if isinstance(item, _BadRow) else _json_ready(item)
-            for item in _structs_as_python(array)]
+        return [BadRow(TYPE_TOO_LARGE)] * len(array)
+    return [BadRow(_NULL_CELL) if item is None
+            else item if isinstance(item, BadRow) else json_ready(item)
+            for item in structs_as_python(array)]
 
 
 MOST_NESTED_TYPES: Final = 100_000
@@ -685,7 +686,7 @@ def _type_too_large(kind: pa.DataType) -> bool:
 
 
 def _text_value(item: str | bytes) -> Any:
-    """A text cell's value, or a :class:`_BadRow` saying why it has none, as ``vthread scan``
+    """A text cell's value, or a :class:`BadRow` saying why it has none, as ``vthread scan``
     reads the cell's bytes: one leading byte-order mark skipped, a binary cell's UTF-16 and
     UTF-32 text read as such, as ``json.loads`` reads a JSONL line's bytes, a string cell's
     text as the UTF-8 it is (:func:`as_utf8_json`), and an integer past Python's digit limit
@@ -697,14 +698,14 @@ def _text_value(item: str | bytes) -> Any:
     text = (as_utf8_json(item.encode("utf-8", "surrogatepass")) if isinstance(item, str)
             else item)
     if not text.strip(b" \t\r\n"):
-        return _BadRow(BLANK_CELL)
+        return BadRow(BLANK_CELL)
     try:
         return loads_exactly(text)
     except (ValueError, RecursionError) as error:
-        return _BadRow(unread_reason(text, error, "cell"))
+        return BadRow(unread_reason(text, error, "cell"))
 
 
-def _structs_as_python(array: pa.Array) -> list[Any]:
+def structs_as_python(array: pa.Array) -> list[Any]:
     """The rows of a nested column as Python values, an Arrow ``map`` as a dict (a JSON
     object, as it would be written in JSON text: ``to_pylist`` alone gives a list of
     (key, value) pairs, and a run's signature would depend on how it was stored); of keys
@@ -723,16 +724,16 @@ def _structs_as_python(array: pa.Array) -> list[Any]:
     rows: list[Any] = []
     for value in plain:
         try:
-            rows.append(value if isinstance(value, _BadRow) else _maps_as_dicts(value, plan))
+            rows.append(value if isinstance(value, BadRow) else _maps_as_dicts(value, plan))
         except _UnkeyableMapError as error:
-            rows.append(_BadRow(str(error)))
+            rows.append(BadRow(str(error)))
     return rows
 
 
 def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
     """``array.to_pylist(**conversion)``, with a row holding a value Python cannot hold (a
     date, time or duration past ``datetime``'s range: pyarrow raises OverflowError or
-    ValueError for the whole array) as a :class:`_BadRow` saying so, row by row then (such
+    ValueError for the whole array) as a :class:`BadRow` saying so, row by row then (such
     values are rare, so the common array is converted at once). Times of day in nanoseconds
     are read as their text (:func:`_exact_times`)."""
     array = _exact_times(array)
@@ -745,7 +746,7 @@ def python_rows(array: pa.Array, **conversion: Any) -> list[Any]:
         try:
             rows.extend(array.slice(row, 1).to_pylist(**conversion))
         except (OverflowError, ValueError) as error:
-            rows.append(_BadRow(_out_of_range(error)))
+            rows.append(BadRow(_out_of_range(error)))
     return rows
 
 
@@ -817,7 +818,7 @@ def _out_of_range(error: Exception) -> str:
 def _lossy_rows(array: pa.Array) -> list[Any]:
     """The rows as pyarrow's own conversion of maps to dicts makes them (for a map below a
     union); a row holding a map whose keys are no dict keys (structs, lists) is a
-    :class:`_BadRow`, row by row then (such keys are rare)."""
+    :class:`BadRow`, row by row then (such keys are rare)."""
     import warnings
 
     with warnings.catch_warnings():
@@ -830,7 +831,7 @@ def _lossy_rows(array: pa.Array) -> list[Any]:
                 try:
                     converted.extend(python_rows(array.slice(row, 1), maps_as_pydicts="lossy"))
                 except TypeError:
-                    converted.append(_BadRow(_unkeyable("a map in the row", "struct or list")))
+                    converted.append(BadRow(_unkeyable("a map in the row", "struct or list")))
     return converted
 
 
@@ -995,7 +996,7 @@ def _place(where: Any) -> str:
     return "".join(reversed(parts))
 
 
-class _BadRow:
+class BadRow:
     """Why a row is not a run."""
 
     __slots__ = ("reason",)
@@ -1007,8 +1008,8 @@ class _BadRow:
 _JSON_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
 
 
-def _json_ready(value: Any) -> Any:
-    """``value`` (a row of :func:`_structs_as_python`) as the JSON value it is read as, by
+def json_ready(value: Any) -> Any:
+    """``value`` (a row of :func:`structs_as_python`) as the JSON value it is read as, by
     ``scan_arrow`` and ``vthread scan X.parquet`` alike: the null fields of its objects
     dropped, a tuple a list, and each value or key with no JSON form (bytes, a timestamp,
     date, time, duration or decimal) its stand-in (:func:`_json_stand_in`), at any depth
@@ -1048,7 +1049,7 @@ def _json_stand_in(value: Any) -> Any:
         text: str = json.loads(found.encoded[1:])
         return text
     if type(found) in (dict, list, tuple):
-        return _json_ready(found)
+        return json_ready(found)
     return found
 
 
@@ -1060,10 +1061,10 @@ def _scan_slice(piece: pa.Array, format_: str, keywords: dict[str, Any],
                 declared: Sequence[str | None] | None = None, detected: bool = False
                 ) -> dict[str, list[Any]]:
     if format_ == "native":
-        rows = (_text_buffers(piece) if _is_text(piece)
+        rows = (_text_buffers(piece) if is_text_array(piece)
                 else None if _type_too_large(piece.type)
                 else nested_row_texts(piece, sound=True))
-        if rows is not None and _is_string(piece) and _nul_opens_a_row(*rows[:3]):
+        if rows is not None and is_string_array(piece) and _nul_opens_a_row(*rows[:3]):
             rows = None
         fields = (None if rows is None
                   else _scan_in_core(*rows, len(piece), keywords, mask_volatile, anywhere,
@@ -1314,7 +1315,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
     counts: list[int] = []
     errors: list[str | None] = []
     for value in values:
-        found = (value.reason if isinstance(value, _BadRow)
+        found = (value.reason if isinstance(value, BadRow)
                  else read_cell(value, format_, declared_wins))
         if isinstance(found, str):
             errors.append(found)
@@ -1348,7 +1349,7 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
         # (as the core's way finds them: each looping row plainly no native run)
         out[_MISREAD] = [(row, what) for row, (value, verdict) in enumerate(
             zip(values, out["verdict"], strict=True)) if verdict is not None
-            and not isinstance(value, _BadRow) and (what := misread_value(value)) is not None]
+            and not isinstance(value, BadRow) and (what := misread_value(value)) is not None]
     return out
 
 

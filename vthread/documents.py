@@ -46,10 +46,10 @@ from vthread._jsvalue import canonical, is_string
 from vthread._langchain import langchain_object_hint
 from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
 from vthread.adapters import (
-    _OPENAI_KEYS,
-    _OPENAI_ONLY_ROLES,
-    _RESPONSES_MARKS,
+    OPENAI_KEYS,
+    OPENAI_ONLY_ROLES,
     POSITIONS_SHOWN,
+    RESPONSES_MARKS,
     another_library_s,
     json_type,
     langchain_s,
@@ -1032,7 +1032,7 @@ def judged_until_settled(
         yield position, found
 
 
-_SETTLING_KEYS: Final = frozenset({"type", "action", *_OPENAI_KEYS})
+_SETTLING_KEYS: Final = frozenset({"type", "action", *OPENAI_KEYS})
 """The message keys one of which a run decisively in a chat format holds, unless a role,
 its content or the run's declaration shows the format (see :func:`_may_settle`)."""
 
@@ -1061,7 +1061,7 @@ def _may_settle(value: Any) -> bool:
             return True
         role = message.get("role")
         # (a str subclass by its content: its own __hash__ and __eq__ decide nothing)
-        if is_string(role) and str.__str__(role) in _OPENAI_ONLY_ROLES:
+        if is_string(role) and str.__str__(role) in OPENAI_ONLY_ROLES:
             return True
         content = message.get("content")
         if content is not None and (type(content) is not str or "<function=" in content
@@ -1391,13 +1391,13 @@ def _wraps_fields(message: Mapping[str, Any]) -> bool:
 
 
 def _responses_tool(message: Mapping[str, Any]) -> bool:
-    """Whether ``message`` is a Responses tool's item: of a type of ``_RESPONSES_MARKS``,
+    """Whether ``message`` is a Responses tool's item: of a type of ``RESPONSES_MARKS``,
     with a ``call_id`` or without a ``text`` (a ``web_search_call`` has no call id). Its
     type is looked at first: a native message's other keys are never asked (a key's own
     ``__eq__`` would run, which may change the thread before it is read)."""
     kind = message.get("type")
     # (by content, the marks being ASCII: a str subclass's own hash is not asked)
-    if not is_string(kind) or str.__str__(kind) not in _RESPONSES_MARKS:
+    if not is_string(kind) or str.__str__(kind) not in RESPONSES_MARKS:
         return False
     return "call_id" in message or "text" not in message
 

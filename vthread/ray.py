@@ -19,10 +19,10 @@ from vthread._options import flag
 from vthread.arrow import (
     RESULT_FIELDS,
     RUN_ID,
-    _detect,
     checked_arguments,
     declarations,
     decoded,
+    detect_column_format,
     holds_messages,
     refuse_unsound,
     scan_column,
@@ -185,7 +185,7 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] 
     refuse_unsound(column)
     # All of the rows read weigh, as documented (16 of them let 16 native rows have the
     # chats after them read as native, each a false loop, with no word).
-    return _detect(decoded(column), declared=declarations(head, messages, None),
+    return detect_column_format(decoded(column), declared=declarations(head, messages, None),
                    rows=DETECT_ROWS)
 
 

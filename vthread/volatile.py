@@ -58,10 +58,10 @@ from typing import Any, Final
 from vthread import _core
 from vthread._jsvalue import (
     ABSENT_FIELD,
-    _has_json_form,
-    _numpy,
     field,
+    has_json_form,
     is_string,
+    numpy_if_imported,
     real_number,
     stand_in,
 )
@@ -136,10 +136,10 @@ def _compared_as(value: Any) -> Any:
     nothing is masked (an array's elements are under no key), so it is not copied element
     by element (an embedding of 1,536 floats in each message made masking 14 times
     slower)."""
-    if _has_json_form(value) or (
+    if has_json_form(value) or (
             isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)):
         return value
-    np = _numpy()
+    np = numpy_if_imported()
     if np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return value
     return stand_in(value)
