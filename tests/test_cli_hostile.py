@@ -1039,14 +1039,16 @@ def test_a_translated_run_the_core_cannot_have_memory_for_is_no_abort(
 
 def test_a_scan_out_of_memory_is_no_internal_error_record(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A MemoryError from the scan of a chunk Python read makes the run that does not fit an
-    error record saying so, not an internal error's: it was caught as the engine's failure,
-    the run became an "internal error: MemoryError" record (a tester's case: ``--anywhere``
-    under ``ulimit -v``); it then ended the scan with 71 (a second tester's case: a shorter
-    line ended it where a longer one was dropped)."""
+    """A MemoryError from the scan of a chunk Python read ends the scan at the run that
+    does not fit (status 71, the records before it written) when the run is small (the
+    process is out of memory as a whole), and makes a large run an error record saying so:
+    it was caught as the engine's failure, the run became an "internal error: MemoryError"
+    record and the scan went on to status 0 (a tester's case: ``--anywhere`` under
+    ``ulimit -v``)."""
     runs = [{"id": f"r{index}", "messages": [{"type": "bot", "text": "hi"}] * (9 if index == 3
                                                                               else 2)}
             for index in range(6)]
+    runs[4]["messages"] = [{"type": "bot", "text": "y" * cli.LARGE_LINE}] * 6
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(run) + "\n" for run in runs))
     scan = cli.scan_validated
@@ -1059,12 +1061,17 @@ def test_a_scan_out_of_memory_is_no_internal_error_record(
     monkeypatch.setattr(cli, "_core_may_read", lambda task: False)  # (Python reads them)
     monkeypatch.setattr(cli, "scan_validated", short_of_memory)
     code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 71 and f"out of memory at {path}:4:" in err, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["r0", "r1", "r2"]
+    runs[3]["messages"] = runs[3]["messages"][:2]  # (the large run alone does not fit)
+    path.write_text("".join(json.dumps(run) + "\n" for run in runs))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
     assert code == 0, err
     written = [json.loads(line) for line in out.splitlines()]
-    assert [record["id"] for record in written] == ["r0", "r1", "r2", None, "r4", "r5"]
-    assert written[3]["error"].startswith("the line (")
+    assert [record["id"] for record in written] == ["r0", "r1", "r2", "r3", None, "r5"]
+    assert written[4]["error"].startswith("the line (")
     assert b"internal error" not in out
-    assert f"warning: {path}:4: the line (" in err
+    assert f"warning: {path}:5: the line (" in err
 
 
 def test_commas_inside_texts_are_not_counted_as_values(tmp_path: Path) -> None:

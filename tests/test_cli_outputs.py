@@ -156,21 +156,27 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
     assert (summary["completed"], summary["failure"]) == (False, "interrupted")
 
 
-def test_a_line_too_large_to_scan_is_an_error_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("large", [True, False], ids=["large line", "small line"])
+def test_a_line_whose_scan_does_not_fit_the_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
     """A line the process holds but cannot scan (MemoryError, as a line of hundreds of
-    megabytes under ``ulimit -v`` or strict overcommit raises in its parse): an error
-    record saying so, one warning on stderr naming the line, the lines read in the same
-    chunk scanned (the chunk is scanned again a line at a time), and the lines after it;
-    the summary says the scan completed. Not a traceback, not the internal error's 70, and
-    no longer the end of the scan (71: a tester found a shorter line ending the scan where
-    a longer one, past the most one line may take, was dropped and the scan went on)."""
+    megabytes under ``ulimit -v`` or strict overcommit raises in its parse), the lines
+    read in the same chunk scanned again a line at a time. A large line (from LARGE_LINE)
+    is an error record saying so, one warning on stderr naming it, and the lines after it
+    are scanned: it ended the scan (71), where a longer line, past the most one line may
+    take, was dropped and the scan went on (a tester's case). A small one that does not fit
+    says the process is out of memory as a whole (a reviewer's case: every line became
+    such a record, exit 0): status 71, one line on stderr naming the line, the records
+    before it written, the summary saying the scan did not complete. Never a traceback,
+    nor the internal error's 70."""
     from vthread import cli
 
+    filler = "x" * (cli.LARGE_LINE if large else 10)
     huge = tmp_path / "huge.jsonl"
     huge.write_bytes(b'[{"type": "user", "text": "before"}]\n'
-                     b'[{"type": "user", "text": "memory-test-7f3a"}]\n'
-                     b'[{"type": "user", "text": "after"}]\n')
+                     + json.dumps([{"type": "user", "text": f"memory-test-7f3a{filler}"}])
+                     .encode() + b'\n[{"type": "user", "text": "after"}]\n')
+    size = len(huge.read_bytes().splitlines()[1])
     target = tmp_path / "summary.json"
     reading = cli._core.scan_lines
 
@@ -184,14 +190,21 @@ def test_a_line_too_large_to_scan_is_an_error_record(
                          monkeypatch)
     summary = json.loads(target.read_text())
     written = records(out)
+    if not large:
+        assert code == 71 and len(written) == 301 and summary["lines"] == 301
+        assert err == f"vthread scan: {summary['failure']}\n"
+        assert summary["completed"] is False
+        assert summary["failure"].startswith(f"out of memory at {huge}:2: ")
+        assert "the records of the 301 lines before it are written" in summary["failure"]
+        return
     assert code == 0 and len(written) == 303 and summary["lines"] == 303
     assert summary["completed"] is True and summary["errors"] == 1
     assert [(r["file"], r["line"]) for r in written if "error" in r] == [(str(huge), 2)]
     assert written[301]["error"] == (
-        "the line (46 bytes) is too large to scan in the memory the process may use "
+        f"the line ({size:,} bytes) is too large to scan in the memory the process may use "
         "(ulimit -v, strict overcommit): it was not read")
-    assert err.startswith(f"vthread scan: warning: {huge}:2: the line (46 bytes) is too "
-                          "large to scan")
+    assert err.startswith(f"vthread scan: warning: {huge}:2: the line ({size:,} bytes) is "
+                          "too large to scan")
 
 
 @pytest.mark.parametrize("named", ["alone", "after another"])

@@ -4594,12 +4594,14 @@ def _too_large(task: _Task) -> _Done:
 
 
 def _line_by_line(task: _Task) -> _Done:
-    """A chunk that ran out of memory, scanned again a line at a time: a line that does not
-    fit alone (its scan, not its bytes, which are held already) is an error record saying
-    so, and the lines after it are scanned. A chunk holds thousands of lines, and one too
-    large must not take the others' records with it, nor end the scan (a tester's 250 MB
-    line under a 1.5 GB ``ulimit -v`` ended it with 71, where a longer line, past the most
-    one line may take, was dropped and the scan went on)."""
+    """A chunk that ran out of memory, scanned again a line at a time: a large line that
+    does not fit alone (its scan, not its bytes, which are held already) is an error record
+    saying so, and the lines after it are scanned; a smaller one ends the scan there (the
+    process is out of memory as a whole: every line would be such a record), the records of
+    the lines before it written. A chunk holds thousands of lines, and one too large must
+    not take the others' records with it, nor end the scan (a tester's 250 MB line under a
+    1.5 GB ``ulimit -v`` ended it with 71, where a longer line, past the most one line may
+    take, was dropped and the scan went on)."""
     if len(task.lines) <= 1:
         return _unfit(task, 0)
     parts: list[_Done] = []
@@ -4612,25 +4614,34 @@ def _line_by_line(task: _Task) -> _Done:
             fits = False  # (its record made outside: the error's frames go first)
         if not fits:
             parts.append(_unfit(task, index))
-        if parts[-1].fatal is not None:
+        if parts[-1].fatal is not None or parts[-1].out_of_memory is not None:
             break
     stats = _Stats()
     for part in parts:
         stats.add(part.stats)
-    fatal = parts[-1].fatal if parts else None
+    last = parts[-1]
     warnings = tuple(dict.fromkeys(warning for part in parts for warning in part.warnings))
-    return _Done(b"".join(part.output for part in parts), stats, fatal, warnings,
-                 misread=tuple(found for part in parts for found in part.misread),
+    return _Done(b"".join(part.output for part in parts), stats, last.fatal, warnings,
+                 last.out_of_memory, misread=tuple(found for part in parts
+                                                   for found in part.misread),
                  internal=_first_internal(parts))
+
+
+LARGE_LINE: Final = 1 << 20
+"""The bytes from which a line whose scan does not fit the memory is too large to scan, an
+error record of its own; a shorter one's failure is the process's, out of memory as a
+whole, and ends the scan."""
 
 
 def _unfit(task: _Task, index: int) -> _Done:
     """The error record of the chunk's line ``index``, whose scan did not fit the memory the
-    process may use (under ``--strict``, the fatal error)."""
-    size = len(task.lines[index]) if index < len(task.lines) else None
-    held = "" if size is None else f" ({size:,} bytes)"
-    why = (f"the {task.unit}{held} is too large to scan in the memory the process may use "
-           "(ulimit -v, strict overcommit): it was not read")
+    process may use (under ``--strict``, the fatal error); for a line shorter than
+    :data:`LARGE_LINE`, the end of the scan at its place."""
+    size = len(task.lines[index]) if index < len(task.lines) else 0
+    if size < LARGE_LINE:
+        return _too_large(replace(task, first_line=task.first_line + index))
+    why = (f"the {task.unit} ({size:,} bytes) is too large to scan in the memory the process "
+           "may use (ulimit -v, strict overcommit): it was not read")
     done = _broken_stream(replace(task, lines=[], first_line=task.first_line + index,
                                   broken_lines=1, broken=why))
     if task.strict:
