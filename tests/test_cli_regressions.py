@@ -668,12 +668,13 @@ def test_a_files_line_longer_than_the_limit_is_an_error_record_and_the_rest_is_r
 @pytest.mark.parametrize("first", ["messages", "garbage", "runs"])
 def test_a_files_first_line_opening_an_array_longer_than_the_limit_is_dropped(
         first: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file's first line opening an array (a bare list of messages, an array of runs, or
-    junk) and longer than the most one line may take is dropped, an error record, and the
-    lines and files after it read, as a later line is: the test of whether the file opens
-    as a document read its first element to the limit and ended the whole scan with 71 (a
-    tester's case: the directory's later files unread). On standard input it still ends
-    the scan."""
+    """A file's first line opening an array (a bare list of messages, or junk) and longer
+    than the most one line may take is dropped, an error record, and the lines and files
+    after it read, as a later line is: the test of whether the file opens as a document
+    read its first element to the limit and ended the whole scan with 71 (a tester's case:
+    the directory's later files unread). One opening an array of arrays is a document's
+    runs, whose first too long ends the scan, as a later one does (a reviewer's case: the
+    one line was dropped, its runs unsaid). On standard input each still ends the scan."""
     monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
     thread = json.dumps([{"type": "user", "text": "hi"}]).encode()
     opening = {"messages": json.dumps([{"type": "user", "text": "b" * (8 << 20)}]).encode(),
@@ -685,6 +686,10 @@ def test_a_files_first_line_opening_an_array_longer_than_the_limit_is_dropped(
     (folder / "a.jsonl").write_bytes(data)
     (folder / "b.jsonl").write_bytes(thread + b"\n")
     code, out, err = run(["scan", str(folder), "-q"], monkeypatch)
+    if first == "runs":
+        assert (code, out) == (71, b""), err
+        assert f"out of memory at {folder / 'a.jsonl'}:1: it is longer than" in err
+        return
     assert code == 0, err
     written = records(out)
     assert [(Path(r["file"]).name, r["line"], "error" in r) for r in written] == [
@@ -692,6 +697,26 @@ def test_a_files_first_line_opening_an_array_longer_than_the_limit_is_dropped(
     assert written[0]["error"].startswith(f"the line is {len(opening[first]):,} bytes")
     code, out, err = run(["scan", "-", "-q"], monkeypatch, stdin=data)
     assert (code, out) == (71, b""), err
+
+
+def test_a_dropped_last_line_is_not_told_cut_short_for_the_line_before_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line cut inside its value, then a last line longer than the most one line may take,
+    dropped: the file is not cut short, and no line is said to be (the line before the
+    dropped one was told "ends inside its value: cut short", the file listed in
+    ``cut_short``: a reviewer's case)."""
+    monkeypatch.setattr(cli, "LONGEST_LINE", 3 << 20)
+    thread = json.dumps([{"type": "user", "text": "hi"}]).encode()
+    beyond = json.dumps([{"type": "user", "text": "b" * (8 << 20)}]).encode()
+    source = tmp_path / "runs.jsonl"
+    source.write_bytes(thread + b"\n" + b'[{"type": "user", "text": "cu' + b"\n" + beyond)
+    summary = tmp_path / "summary.json"
+    code, out, err = run(["scan", str(source), "-q", "--summary", str(summary)], monkeypatch)
+    assert code == 0, err
+    assert [(r["line"], "error" in r) for r in records(out)] == [
+        (1, False), (2, True), (3, True)]
+    assert "cut short" not in err
+    assert json.loads(summary.read_text())["cut_short"] == []
 
 
 def test_jsonl_named_json_drops_a_line_longer_than_the_limit(
@@ -825,7 +850,7 @@ def test_the_memory_limit_is_the_machines_or_lower() -> None:
     """The memory a line's limit is a quarter of: positive, and at most the machine's."""
     machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert 0 < cli.memory_limit() <= machine
-    assert cli._line_limit() == cli.memory_limit() // 4
+    assert cli.line_limit() == cli.memory_limit() // 4
 
 
 @pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
@@ -841,7 +866,7 @@ def test_the_memory_limit_is_the_processs_own_when_lower(limit: str) -> None:
         which = getattr(resource, limit)
         resource.setrlimit(which, (cap, resource.getrlimit(which)[1]))
 
-    code = "import vthread.cli as cli; print(cli.memory_limit(), cli._line_limit())"
+    code = "import vthread.cli as cli; print(cli.memory_limit(), cli.line_limit())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=ENV, preexec_fn=limited, timeout=60, check=True)
     assert [int(part) for part in done.stdout.split()] == [cap, cap // 4]

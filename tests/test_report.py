@@ -288,7 +288,7 @@ def test_a_records_line_longer_than_a_line_may_take_is_named_not_held(
     memory) ends the report with 2 naming it, its start alone read: such a line was read
     whole, and a line of gigabytes ended the report out of memory with a traceback (a
     tester's case). A record's long id within the limit is read."""
-    from vthread import _cli_report
+    from vthread import cli
 
     records = tmp_path / "records.jsonl"
     assert main(["scan", str(SAMPLE), "-q", "-o", str(records)]) == 0
@@ -298,7 +298,7 @@ def test_a_records_line_longer_than_a_line_may_take_is_named_not_held(
     records.write_bytes(b"".join(lines[:2]) + long_id + b"".join(lines[2:]))
     out = tmp_path / "r.html"
     assert main(["report", str(records), "-o", str(out)]) == 0
-    monkeypatch.setattr(_cli_report, "memory_limit", lambda: 4 << 20)
+    monkeypatch.setattr(cli, "LONGEST_LINE", 1 << 20)  # (the scan's own, read by both)
     capsys.readouterr()
     assert main(["report", str(records), "-o", str(out)]) == 2
     assert capsys.readouterr().err == (

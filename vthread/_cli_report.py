@@ -49,7 +49,6 @@ from vthread._cli_main import (
     input_written_over,
     jobs_argument,
     key_argument,
-    memory_limit,
     named_again,
     numbers_joined,
     opened_regular,
@@ -979,10 +978,12 @@ def _bounded_lines(stream: BinaryIO | io.BufferedReader) -> Iterator[bytes]:
 
 
 def _longest_record_line() -> int:
-    """The most bytes a records file's line may take: a quarter of the memory this process
-    may have, as for a line the scan reads (a record is short but for its run's id, which
-    it writes whole)."""
-    return memory_limit() // 4
+    """The most bytes a records file's line may take: the most a line the scan reads may
+    (:func:`vthread.cli.line_limit`; a record is short but for its run's id, which the scan
+    writes whole)."""
+    from vthread.cli import line_limit
+
+    return line_limit()
 
 
 def _without_mark(lines: Iterable[bytes]) -> Iterator[bytes]:

@@ -258,7 +258,7 @@ READ_BYTES: Final = 1 << 20
 """Size of each binary read."""
 LONGEST_LINE: int | None = None
 """The most bytes one line may take as it is read; None: a quarter of the memory this
-process may have (:func:`_line_limit`)."""
+process may have (:func:`line_limit`)."""
 SAMPLE: Final = Path(__file__).parent / "samples" / "threads.jsonl"
 """The thread set ``vthread scan`` reads when given no FILE."""
 PROGRESS_INTERVAL: Final = 0.2
@@ -2669,9 +2669,10 @@ def _sniffed_document(stream: BinaryIO | GzipStream, messages_key: str | None,
     ``empty_is_runs``: whether a first line ``[]`` is a document of no runs (standard input,
     where ``cat`` of an empty download pipes one) rather than a JSONL line of an empty
     thread (a file named as JSONL). ``ends``: the stream is a regular file's, which ends: a
-    first line opening an array whose first element is longer than the most one line may
-    take is read as lines (its line then dropped, an error record, and the lines after it
-    read), not the end of the scan it is on a stream."""
+    first line opening an array (not of arrays: a document's runs) whose first element is
+    longer than the most one line may take is read as lines (its line then dropped, an
+    error record, and the lines after it read), not the end of the scan it is on a
+    stream."""
     first, text = _opened_as_text(stream)
     # A read of a pipe returns what has come, and one of a gzip file may end with a member:
     # read on until the first line is whole (or a read's worth of it has come), as the sniff
@@ -2699,8 +2700,8 @@ def _sniffed_document(stream: BinaryIO | GzipStream, messages_key: str | None,
     try:
         opens_runs = document.start()
     except _LineTooLongError:
-        if not ends:
-            raise
+        if not ends or _BARE_THREADS.match(line):
+            raise  # (a line opening an array of arrays is a document's runs, never a thread)
         return _Replayed(document.head, text)
     if opens_runs and (_holds_messages(document.first[0][0], messages_key)
                        if document.first is not None else empty_is_runs):
@@ -2865,7 +2866,7 @@ class _PausedBatch(list[bytes]):
 class _TooLarge(list[bytes]):
     """No lines: the next line did not fit the memory the process may use as it was read
     (the lines before it are the chunk before this), or was longer than ``line_limit``
-    bytes, the most one line may take (:func:`_line_limit`)."""
+    bytes, the most one line may take (:func:`line_limit`)."""
 
     def __init__(self, line_limit: int | None = None) -> None:
         super().__init__()
@@ -2881,7 +2882,7 @@ class _LineTooLongError(MemoryError):
     """A line longer than the most one line may take (``args[0]``, in bytes), as read."""
 
 
-def _line_limit() -> int:
+def line_limit() -> int:
     """The most bytes one line may take as it is read (:data:`LONGEST_LINE`, by default a
     quarter of the memory this process may have: the machine's, or its container's memory
     limit when lower). A line is held whole to be parsed, and its parse takes about as
@@ -2904,20 +2905,26 @@ class _OverlongLine(list[bytes]):
         self.length = length
 
 
-def _overlong(stream: BinaryIO | GzipStream | _Replayed, held: int, skip: bool
-              ) -> tuple[_OverlongLine | None, bytes] | None:
-    """None while the ``held`` bytes of a line being assembled are within the most one line
-    may take (checked as each read that ends no line is added: a line ending in the read
-    that passes the limit is read). Past it, unless ``skip``, :class:`_LineTooLongError`;
-    with ``skip``, the rest of the line is read from ``stream`` and dropped, a read at a
-    time (nothing more is held), and this returns its marker and what the read that ended
-    it held after it. The marker is None for the incomplete last line of a stream that
-    broke off: the stream's own error record stands for it, as for a shorter such line
-    (:func:`_last_line`)."""
-    if held <= READ_BYTES or held <= (limit := _line_limit()):
+def _past_line_limit(held: int, skip: bool) -> int | None:
+    """The most one line may take, when the ``held`` bytes of a line being assembled are
+    more than it (checked as each read that ends no line is added: a line ending in the
+    read that passes the limit is read), and ``skip``: the rest of the line is to be
+    dropped (:func:`_rest_dropped`); None while they are within it. Past it, without
+    ``skip``, :class:`_LineTooLongError`."""
+    if held <= READ_BYTES or held <= (limit := line_limit()):
         return None
     if not skip:
         raise _LineTooLongError(limit)
+    return limit
+
+
+def _rest_dropped(stream: BinaryIO | GzipStream | _Replayed, held: int, limit: int
+                  ) -> tuple[_OverlongLine | None, bytes]:
+    """The rest of a line past ``limit``, ``held`` bytes of it read already (and let go),
+    read from ``stream`` and dropped, a read at a time, nothing more held: its marker, and
+    what the read that ended it held after it. The marker is None for the incomplete last
+    line of a stream that broke off: the stream's own error record stands for it, as for a
+    shorter such line (:func:`_last_line`)."""
     length = held
     while block := stream.read(READ_BYTES):
         end = block.find(b"\n")
@@ -2942,8 +2949,7 @@ def _check_held(size: int) -> None:
     """Raise :class:`_LineTooLongError` when ``size`` bytes of one line (a line being
     assembled, a document's run, a document read from a stream) are more than the most one
     line may take."""
-    if size > READ_BYTES and size > (limit := _line_limit()):
-        raise _LineTooLongError(limit)
+    _past_line_limit(size, skip=False)
 
 
 class _UnreadableRun(list[bytes]):
@@ -3029,15 +3035,15 @@ def _chunks_read(stream: BinaryIO | GzipStream | _Replayed, batch: list[bytes],
         lines = block.split(b"\n")
         if len(lines) == 1:
             pending.write(block)
-            dropped = _overlong(stream, pending.tell(), skip_overlong)
-            if dropped is not None:
-                pending = io.BytesIO()
-                if batch:
+            limit = _past_line_limit(pending.tell(), skip_overlong)
+            if limit is not None:
+                held, pending = pending.tell(), io.BytesIO()  # (let go before the rest)
+                if batch:  # (their scan need not wait for the rest to be read)
                     chunk = batch[:]
                     batch.clear()
                     size = 0
                     yield chunk
-                marker, carried = dropped
+                marker, carried = _rest_dropped(stream, held, limit)
                 if marker is not None:
                     yield marker
             continue
@@ -3102,10 +3108,10 @@ def _chunks_of_reads(stream: BinaryIO | GzipStream | _Replayed, pending: io.Byte
             first = block.find(b"\n")
             if first < 0:
                 pending.write(block)
-                dropped = _overlong(stream, pending.tell(), skip_overlong)
-                if dropped is not None:
-                    pending = io.BytesIO()
-                    marker, carried = dropped
+                limit = _past_line_limit(pending.tell(), skip_overlong)
+                if limit is not None:
+                    held, pending = pending.tell(), io.BytesIO()  # (let go before the rest)
+                    marker, carried = _rest_dropped(stream, held, limit)
                     if marker is not None:
                         yield marker
                 continue
@@ -3297,7 +3303,9 @@ def _tasks(files: list[str], reading: _Reading, listing: _Listing = _Listing(),
                         say(f"vthread scan: warning: {label}:{line}: {lines.reason}; its "
                             "record is an error, and the scan goes on")
                 if isinstance(lines, _UnreadableRun):
-                    # An error record for it, as for a bad line, and the runs after it read.
+                    # An error record for it, as for a bad line, and the runs after it read
+                    # (the file's last line, if it is, is none to be told cut short).
+                    last = ()
                     yield _Task(label, line, [], file_format or "native", cycle, strict,
                                 count_tokens, threads, broken=lines.reason, broken_lines=1,
                                 unit=unit, cell_ids={line: lines.ident})
