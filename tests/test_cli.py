@@ -1247,6 +1247,11 @@ def test_runs_that_carry_a_verdict_of_their_own_are_runs(
     ({"file": "a", "line": 1, "verdict": None, "loops": {"a": 1}}, False),
     ({"file": "a", "line": 2**63, "verdict": None}, False),
     ({"file": "a", "line": 1, "error": 5}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_suffix", "period": "x"}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_suffix", "excerpt": 5}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_suffix", "loop_tokens": "many"}, False),
+    ({"file": "a", "line": 1, "verdict": "repeated_suffix", "loop_tokens": None,
+      "excerpt": None, "period": 3}, True),
 ])
 def test_what_counts_as_a_record(line: dict[str, Any], is_one: bool) -> None:
     """A record names a file (a string) and a line (an integer), an error or a verdict (null

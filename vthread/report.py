@@ -43,14 +43,14 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from vthread._cli_main import shown as _visible  # (as the command writes it on a terminal)
 from vthread._messages import NO_PRICED_LOOP, figure_text, loops_priced, unpriced_loops
 from vthread.inspect_log import is_lacking_note
 from vthread.scan import HEURISTIC_NAMES
 
-__all__ = ["RecordError", "ReportData", "WrittenNumber", "render_report"]
+__all__ = ["RecordError", "ReportData", "WrittenNumber", "record_problem", "render_report"]
 
 TOP_LOOPS: Final = 20
 """How many of the most repeated loops (by signature) the page lists."""
@@ -68,7 +68,6 @@ _KIND_COLOURS: Final = ("#d9480f", "#1971c2", "#2f9e44", "#9c36b5")
 """Each loop kind's colour, in the chart of kinds and (``.k1`` to ``.k4``) the runs table."""
 _KIND_STYLE: Final = "".join(f".k{code}{{background:{colour}}}"
                              for code, colour in enumerate(_KIND_COLOURS, 1))
-_RECORD_KEYS: Final = frozenset({"file", "line"})
 
 
 class RecordError(ValueError):
@@ -150,16 +149,16 @@ class ReportData:
             self.progressing += 1
             return
         code = HEURISTIC_NAMES.index(verdict) + 1
-        wasted = _count(record, "loop_messages")
+        # (every field checked by record_problem: from here on nothing raises)
+        wasted = record.get("loop_messages", 0)
         tokens = _loop_tokens(record.get("loop_tokens"))
         ident = _run_name(record)
         file = record["file"]
-        loop_start = _count(record, "loop_start")
-        period = _count(record, "period")
-        repetitions = _count(record, "repetitions")
-        excerpt = _text_field(record, "excerpt")
-        signature = _text_field(record, "signature")
-        # Every field is checked: from here on nothing raises.
+        loop_start = record.get("loop_start", 0)
+        period = record.get("period", 0)
+        repetitions = record.get("repetitions", 0)
+        excerpt = record.get("excerpt") or ""
+        signature = record.get("signature") or ""
         self.lines += 1
         self.messages += messages
         self.by_kind[code - 1] += 1
@@ -286,7 +285,8 @@ def record_problem(value: object) -> str | None:
     list, looking anywhere): a run holds its messages in one, under whatever key."""
     if not isinstance(value, Mapping):
         return f"not a vthread scan record (a {type(value).__name__}, not a mapping)"
-    if _RECORD_KEYS - value.keys() or ("verdict" not in value and "error" not in value):
+    if "file" not in value or "line" not in value or (
+            "verdict" not in value and "error" not in value):
         return "not a vthread scan record (it needs file, line and verdict or error)"
     if not isinstance(value["file"], str):
         return f"file is {value['file']!r}, not text"
@@ -304,15 +304,38 @@ def record_problem(value: object) -> str | None:
             return "a verdict beside an error: no record holds both"
         return None
     verdict = value["verdict"]
-    if verdict is not None and not (isinstance(verdict, str) and verdict in HEURISTIC_NAMES):
+    if verdict is not None and not (isinstance(verdict, str) and verdict in _VERDICTS):
         return f"unknown verdict {verdict!r}"
-    return _count_problem(value, "messages")
+    problem = _count_problem(value, "messages")
+    if verdict is None or problem is not None:
+        return problem
+    # A loop's fields, which the report reads (a records file holding a damaged one was
+    # passed over by the scan as records, and refused by the report).
+    for key in ("loop_messages", "loop_start", "period", "repetitions"):
+        problem = _count_problem(value, key)
+        if problem is not None:
+            return problem
+    for key in ("excerpt", "signature"):
+        text = value.get(key)
+        if text is not None and not isinstance(text, str):
+            return f"{key} is {text!r}, not text"
+    tokens = value.get("loop_tokens")
+    if tokens is not None and _loop_tokens(tokens) is None:
+        return f"loop_tokens is {tokens!r}, not a finite number >= 0"
+    return None
+
+
+_VERDICTS: Final = frozenset(HEURISTIC_NAMES)
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""The types of JSON's values that are no array or object, as ``json`` reads them."""
 
 
 def field_of_a_run(value: Mapping[str, Any]) -> str | None:
     """The first key of a JSON object holding an array or an object, but its ``id`` (any
     JSON value) and its ``loops`` (a list): no record has one, where a run holds its
     messages in one. None when there is none."""
+    if _SCALARS.issuperset(map(type, value.values())):
+        return None  # (a record's fields, told apart in C: every add asks, 200,000 a page)
     for key, field_ in value.items():
         if key != "id" and isinstance(field_, list | dict) and not (
                 key == "loops" and isinstance(field_, list)):
@@ -323,6 +346,8 @@ def field_of_a_run(value: Mapping[str, Any]) -> str | None:
 def _count_problem(record: Mapping[str, Any], key: str) -> str | None:
     """Why a record's ``key`` (0 when absent) is no count, None when it is one."""
     value = record.get(key, 0)
+    if type(value) is int and 0 <= value <= _MOST_COUNTED:
+        return None  # (as json reads a count: every add asks several times)
     if (not isinstance(value, int) or isinstance(value, bool) or value < 0
             or value > _MOST_COUNTED):
         shown = repr(value) if not isinstance(value, int) or value < 10**20 else (
@@ -331,39 +356,18 @@ def _count_problem(record: Mapping[str, Any], key: str) -> str | None:
     return None
 
 
-def _count(record: Mapping[str, Any], key: str) -> int:
-    problem = _count_problem(record, key)
-    if problem is not None:
-        raise RecordError(problem)
-    return cast(int, record.get(key, 0))
-
-
-def _text_field(record: Mapping[str, Any], key: str) -> str:
-    """A record's text field, "" when absent or null; a RecordError for any other value (its
-    repr was shown on the page)."""
-    value = record.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise RecordError(f"{key} is {value!r}, not text")
-    return value
-
-
 def _loop_tokens(value: Any) -> float | None:
-    """A record's ``loop_tokens`` as a float: None (not counted) or a finite number >= 0."""
-    if value is None:
-        return None
+    """A record's ``loop_tokens`` as a float when it is a finite number >= 0, else None (null:
+    not counted; anything else: no record's, :func:`record_problem`)."""
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise RecordError(f"loop_tokens is {value!r}, not a finite number >= 0")
+        return None
     try:
         figure = float(value)
     except OverflowError:  # an integer past the doubles, which float() cannot hold
-        figure = math.inf
-    if not 0 <= figure < math.inf:
-        # (vthread scan writes a total past the doubles as null: an infinity here was
-        # written otherwise, and would break the page's scales)
-        raise RecordError(f"loop_tokens is {value!r}, not a finite number >= 0")
-    return figure
+        return None
+    # (vthread scan writes a total past the doubles as null: an infinity here was written
+    # otherwise, and would break the page's scales)
+    return figure if 0 <= figure < math.inf else None
 
 
 def _run_name(record: Mapping[str, Any]) -> str:
