@@ -389,7 +389,8 @@ def test_failing_call_retried_with_other_actions_between() -> None:
     ("Error: seat taken", True), ("ERROR", True), ("  exception raised", True),
     ("Traceback (most recent call last):", True), ("error", True),
     ("errors are fine: none found", False), ("Exceptional fares apply", False),
-    ("Tracebacks: 0", False), ("error_count=0", False)])
+    ("Tracebacks: 0", False), ("error_count=0", False), ("error-free: all pass", False),
+    ("Error-free", False), ("error.", True), ("EXCEPTION\n", True)])
 def test_an_error_is_told_by_its_whole_first_word(result: str, is_error: bool) -> None:
     """A result starting with "errors", "Exceptional" or "error_count" is no error (any
     text starting with the letters was: a tester's case), so three identical calls

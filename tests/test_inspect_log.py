@@ -580,7 +580,9 @@ def test_samples_read_alone_as_inspect_reads_the_log(
      "message 0: its role is missing, not one Inspect writes (system, user, assistant, "
      "tool)"),
     ({"messages": [{"role": None, "content": "x"}]},
-     "message 0: its role is a NoneType, not one Inspect writes (system, user, assistant, "
+     "message 0: its role is null, not one Inspect writes (system, user, assistant, tool)"),
+    ({"messages": [{"role": 7, "content": "x"}]},
+     "message 0: its role is an int, not one Inspect writes (system, user, assistant, "
      "tool)"),
     ({"messages": [{"role": "assistant", "content": "", "tool_calls": ["ls"]}]},
      "message 0: tool call 0 is not an object, but a str"),

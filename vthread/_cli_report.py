@@ -305,7 +305,8 @@ _EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the page was written; bad lines of the runs are counted in it
   2    usage error, an input that is not there or cannot be read, a records file
-       with a line that is no record (FILE:LINE), output that is an input
+       with a line that is no record or is longer than a line may take (FILE:LINE),
+       output that is an input
   70   internal error (a bug: the traceback is on standard error; please report it)
   71   out of memory, as for vthread scan
   74   the page could not be written (a missing folder, no permission, a full disk)

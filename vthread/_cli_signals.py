@@ -1,5 +1,5 @@
-"""Ctrl-C and SIGTERM during a scan: the handlers that end it as an exception, and the
-blocks (a record's write, a worker's start) a stop waits for."""
+"""Ctrl-C and SIGTERM during a scan or a report: the handlers that end it as an exception,
+and the blocks (a record's write, a worker's start, a page's write) a stop waits for."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ class StopSignals:
     def _stop(self, signum: int) -> None:
         self.settled = True
         self._disarm()
-        raise_for(signum)
+        _raise_for(signum)
 
     def _disarm(self) -> None:
         with self.arming:
@@ -151,7 +151,7 @@ class StopSignals:
         self.previous = {}
 
 
-def raise_for(signum: int) -> None:
+def _raise_for(signum: int) -> None:
     import signal
 
     if signum == signal.SIGINT:

@@ -133,11 +133,12 @@ than by confirming each run along its length: cheaper past that, and linear."""
 _FENCED: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _NUMBERS: Final = re.compile(r"[0-9]+")
 _NUMBER_BYTES: Final = re.compile(rb"[0-9]+")
-_ERROR: Final = re.compile(r"\s*(?:(?:error|exception|traceback)\b|<returncode>(?!0<))",
+_ERROR: Final = re.compile(r"\s*(?:(?:error|exception|traceback)(?![\w-])|<returncode>(?!0<))",
                            re.IGNORECASE)
 """A tool result that fails, as the published formats write it: tau-bench's "Error: ...",
 a Python traceback, mini-swe-agent's non-zero return code (Anthropic's ``is_error`` flag is
-read from the meta). The word whole: "errors are fine" or "Exceptional fares" is no error."""
+read from the meta). The word whole: "errors are fine", "Exceptional fares" or "error-free"
+is no error."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

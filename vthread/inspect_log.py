@@ -955,8 +955,9 @@ _ROLES: Final = ("system", "user", "assistant", "tool")
 
 
 def _shown_role(role: Any) -> str:
-    """A role as an error names it: text quoted and cut, anything else by its kind."""
-    return repr(role[:40]) if isinstance(role, str) else _kind(role)
+    """A role as an error names it: text quoted and cut, null as JSON writes it, anything
+    else by its kind."""
+    return repr(role[:40]) if isinstance(role, str) else "null" if role is None else _kind(role)
 
 
 def _chat_message(message: Any, where: str) -> dict[str, Any]:
