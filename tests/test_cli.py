@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import warnings
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,54 @@ def test_fail_on_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(["scan", str(loops), "-q", "--fail-on-loop"], monkeypatch)[0] == 1
     assert run(["scan", str(loops), "-q"], monkeypatch)[0] == 0
     assert run(["scan", str(fine), "-q", "--fail-on-loop"], monkeypatch)[0] == 0
+
+
+@pytest.mark.parametrize(("share", "status"), [
+    ("0.25", 0), ("25%", 0), ("1", 0), ("100%", 0), ("0.2499", 1), ("24.99%", 1), ("0", 1),
+    ("0%", 1), (" 1e-1 ", 1)])
+def test_fail_on_loop_share(share: str, status: int, tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fail-on-loop-share exits 1 when more than its share of the threads scanned loop
+    (a fraction or a percentage, held exactly: 1 of 4 is not more than 25%), error records
+    counting as none of them, says so on stderr, and writes the share in the summary's
+    options; --fail-on-error's 65 comes first. A gate at a share is what an evaluation team
+    needs where some run of thousands nearly always loops."""
+    runs = write_jsonl(tmp_path / "runs.jsonl", [looping("suffix"), looping("none"),
+                                                 looping("none"), looping("none"),
+                                                 "not a thread"])
+    summary = tmp_path / "summary.json"
+    code, _, err = run(["scan", str(runs), "-q", "--fail-on-loop-share", share, "--summary",
+                        str(summary)], monkeypatch)
+    assert code == status, err
+    said = json.loads(summary.read_text())
+    assert said["exit_status"] == status
+    assert said["options"]["fail_on_loop_share"] == float(
+        Fraction(share.strip().removesuffix("%")) / (100 if share.endswith("%") else 1))
+    if status:
+        assert err.endswith(": 1 of the 4 threads scanned loop (25%)\n")
+    else:
+        assert err == ""
+    assert run(["scan", str(runs), "-q", "--fail-on-loop-share", share, "--fail-on-error"],
+               monkeypatch)[0] == 65
+
+
+@pytest.mark.parametrize("share", ["-0.1", "1.01", "101%", "nan", "inf", "5 %%", "", "x",
+                                   "0x1", "\u0661"])
+def test_fail_on_loop_share_refuses_what_is_no_share(
+        share: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share that is negative, past all of them, not a number, or not in ASCII digits is
+    a usage error naming it; so is --fail-on-loop-share beside --fail-on-loop, which fails
+    on any loop already."""
+    runs = write_jsonl(tmp_path / "runs.jsonl", [looping("suffix")])
+    code, out, err = run(["scan", str(runs), "-q", f"--fail-on-loop-share={share}"],
+                         monkeypatch)
+    assert (code, out) == (2, b"")
+    assert "argument --fail-on-loop-share: expected a share" in err
+    code, out, err = run(["scan", str(runs), "-q", "--fail-on-loop", "--fail-on-loop-share",
+                          "5%"], monkeypatch)
+    assert (code, out) == (2, b"")
+    assert err == ("vthread scan: --fail-on-loop fails on any loop, which "
+                   "--fail-on-loop-share 0 does too: give one of the two\n")
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -964,7 +1013,7 @@ def test_the_summary_says_the_exit_status_version_start_and_options(
         "format": "native", "messages_key": None, "id_key": None, "min_repetitions": 2,
         "min_pattern_length": 2, "max_pattern_length": None, "min_result_repetitions": 5,
         "mask_volatile": True, "anywhere": False, "only_loops": False, "strict": False,
-        "fail_on_loop": False, "fail_on_error": False}
+        "fail_on_loop": False, "fail_on_loop_share": None, "fail_on_error": False}
     run(["scan", str(looping), "-q", "--summary", str(summary), "--anywhere", "--id-key",
          "run"], monkeypatch)
     options = json.loads(summary.read_text())["options"]

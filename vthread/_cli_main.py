@@ -17,6 +17,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from fractions import Fraction
 from functools import cache
 from typing import IO, Any, BinaryIO, Final, TypeVar, cast
 
@@ -37,7 +38,8 @@ DATA_EXIT: Final = 65  # EX_DATAERR in sysexits.h: --fail-on-error, and a record
 EXIT_STATUS_HELP: Final = """\
 exit status:
   0    the run completed; bad lines (and a broken .gz stream) are error records
-  1    --fail-on-loop and some thread loops (and not 65)
+  1    --fail-on-loop and some thread loops, or --fail-on-loop-share and more than
+       that share of the threads scanned loop (and not 65)
   65   --fail-on-error and some record is an error, a trajectory file under a
        directory was left out unread, or no thread was scanned (before 1: with
        --fail-on-loop too, a loop found does not hide what went unchecked)
@@ -343,6 +345,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="exit with status 1 when any thread loops (for CI gates); a bad "
                        "line is no loop: add --fail-on-error (status 65) or --strict (status "
                        "2) to fail on one")
+    scan_.add_argument("--fail-on-loop-share", type=share_argument, metavar="SHARE",
+                       help="exit with status 1 when more than SHARE of the threads scanned "
+                       "loop: a fraction (0.05) or a percentage (5%%); 0 fails on any loop, "
+                       "as --fail-on-loop does (give one of the two). For CI gates over "
+                       "datasets where some run nearly always loops")
     scan_.add_argument("--fail-on-error", action="store_true",
                        help="exit with status 65 when any record is an error (a bad line, a "
                        "file that cannot be read among several), a trajectory file under a "
@@ -390,6 +397,8 @@ def is_utf8(text: str) -> bool:
 
 
 _WHOLE_NUMBER: Final = re.compile(r"[+-]?[0-9]+")
+_DECIMAL: Final = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number of ``share_argument``: no sign, no NaN nor infinity."""
 _NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
                             r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
@@ -411,6 +420,24 @@ def number_argument(text: str) -> float:
     if not _NUMBER.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(f"expected a number, got {_shown(text)}")
     return float(text)
+
+
+def share_argument(text: str) -> Fraction:
+    """A share option's value (``--fail-on-loop-share``): a fraction from 0 to 1 (``0.05``)
+    or a percentage from 0% to 100% (``5%``), in ASCII digits, held exactly (a share of
+    threads compared as a float would fail a gate at exactly its share, or pass one
+    over it, by a rounding)."""
+    written = text.strip()
+    percent = written.endswith("%")
+    number = written.removesuffix("%").strip()
+    expected = "a share: a fraction from 0 to 1 (0.05) or a percentage (5%)"
+    if not _DECIMAL.fullmatch(number):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {_shown(text)}")
+    share = Fraction(number) / (100 if percent else 1)
+    if share > 1:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {_shown(text)} (more "
+                                         "than all of them)")
+    return share
 
 
 def jobs_argument(text: str) -> int:

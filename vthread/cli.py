@@ -128,6 +128,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
 from functools import partial
 from itertools import accumulate, chain, repeat
 from pathlib import Path
@@ -611,6 +612,10 @@ def _options_refused(options: argparse.Namespace, cycle: dict[str, float | None]
         say("vthread scan: --summary takes a file path; the summary table is written on "
             "standard error already (without --quiet)")
         return USAGE_EXIT
+    if options.fail_on_loop and options.fail_on_loop_share is not None:
+        say("vthread scan: --fail-on-loop fails on any loop, which --fail-on-loop-share 0 "
+            "does too: give one of the two")
+        return USAGE_EXIT
     refused = set_with_anywhere(options.anywhere, **cycle)
     if refused is not None:
         # Looking anywhere has rules of its own: the option would change nothing.
@@ -920,7 +925,21 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
         # Before a loop's status: in a nightly scan of thousands of runs some run nearly
         # always loops, and 1 then hid the runs that went unchecked.
         return DATA_EXIT
+    share = options.fail_on_loop_share
+    if share is not None:
+        # (a share of the threads scanned, error records none of them; held exactly)
+        if scanned and Fraction(stats.loops, scanned) > share:
+            say(f"vthread scan: --fail-on-loop-share {_share_shown(share)}: {stats.loops:,} "
+                f"of the {scanned:,} threads scanned loop "
+                f"({_share_shown(Fraction(stats.loops, scanned))})")
+            return LOOP_EXIT
+        return 0
     return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
+
+
+def _share_shown(share: Fraction) -> str:
+    """A share as a percentage, to two decimals where it has them (5%, 7.25%, 0.01%)."""
+    return f"{float(share * 100):.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def _run_settings(options: argparse.Namespace, status: int) -> dict[str, object]:
@@ -951,6 +970,8 @@ def _run_settings(options: argparse.Namespace, status: int) -> dict[str, object]
             "only_loops": options.only_loops,
             "strict": options.strict,
             "fail_on_loop": options.fail_on_loop,
+            "fail_on_loop_share": (None if options.fail_on_loop_share is None
+                                   else float(options.fail_on_loop_share)),
             "fail_on_error": options.fail_on_error,
         },
     }
