@@ -1387,6 +1387,23 @@ def _fields(result: ScanResult, counts: list[int],
                                                    for loops in result.loops]})
 
 
+def result_table(result: ScanResult) -> pa.Table:
+    """:meth:`vthread.scan.ScanResult.to_arrow`: the rows of ``result`` as the columns
+    :func:`scan_arrow` gives with ``run_ids=True``, the same values for the same runs."""
+    import pyarrow as pa
+
+    from vthread._records import record_id
+
+    fields: dict[str, Any] = {}
+    if result.ids is not None:
+        fields[RUN_ID] = pa.array([_run_id_text(record_id(ident)) for ident in result.ids],
+                                  type=pa.string())
+    columns = _fields(result, result.messages.tolist(), [None] * len(result))
+    for name, kind in _result_types(result.loops is not None).items():
+        fields[name] = pa.array(columns[name], type=kind())
+    return pa.table(fields)
+
+
 def _result_types(anywhere: bool = False) -> dict[str, Any]:
     """Each result column's type (a factory); with ``anywhere``, ``loops`` last."""
     import pyarrow as pa

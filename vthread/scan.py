@@ -67,6 +67,8 @@ from vthread.textrun import repeated_text_start, text_units, text_units_and_repe
 from vthread.volatile import volatile_masked
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from vthread.anywhere import LineSource
 
 __all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
@@ -167,6 +169,23 @@ class ScanResult:
             record["loops"] = [loop_as_json(loop) for loop in self.loops[index]]
         record["messages"] = int(self.messages[index])
         return record
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as a pyarrow Table: the columns :func:`vthread.arrow.scan_arrow` adds
+        with ``run_ids=True``, the same values for the same runs (``run_id`` first when the
+        batch held run objects; :data:`vthread.arrow.RESULT_FIELDS`, ``error`` null for
+        every row; ``loops`` last when the scan looked anywhere), to join back to a table
+        of one's own, filter, or write as Parquet. Needs pyarrow (``pip install
+        'vthread[arrow]'``)."""
+        try:
+            from vthread.arrow import result_table
+
+            return result_table(self)
+        except ModuleNotFoundError as error:
+            if error.name != "pyarrow":
+                raise
+            raise ModuleNotFoundError("ScanResult.to_arrow needs pyarrow: pip install "
+                                      "'vthread[arrow]'", name="pyarrow") from error
 
     @classmethod
     def concatenate(cls, parts: Iterable[ScanResult]) -> ScanResult:
