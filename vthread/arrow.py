@@ -107,7 +107,7 @@ def scan_arrow(
     data: Any,
     *,
     messages: str | None = None,
-    id: str | None = None,
+    id: str | Sequence[str] | None = None,
     format: str = "auto",
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -128,7 +128,9 @@ def scan_arrow(
     the two apart). ``format`` is one of ``"auto"`` (detected from the first rows, which
     must agree, or past them when they are all plain chats) and
     :data:`vthread.adapters.FORMATS`. The result has one row per input row,
-    in order: the ``id`` column when asked for; with ``run_ids=True`` a ``run_id`` column,
+    in order: the ``id`` column when asked for (or columns: ``id=["task_id", "epoch"]``
+    keeps each, as they are, to join the result back by); with ``run_ids=True`` a
+    ``run_id`` column,
     the id each row's run object holds (``id``, ``instance_id``, else ``task_id`` and
     ``trial`` joined by ``/``, as ``vthread scan`` reads it from a Parquet file with no id
     column: a string as it is, another value as its JSON text; null for a row of bare
@@ -152,27 +154,21 @@ def scan_arrow(
     column = table.column(column_name)
     refuse_unsound(column)
     column = decoded(column)
-    if id is not None:
-        one_column(table.column_names, id, "the table")
-        _column(table, id)
-        if id in _result_types(anywhere) or (run_ids and id == RUN_ID):
-            # (the result's own column of that name would take its place, silently)
-            raise ValueError(f"id={id!r} is also the name of a result column; give the id "
-                             "column another name")
     run_ids = flag("run_ids", run_ids)
+    ids = _id_columns(table, id, anywhere, run_ids)
     keywords = checked_arguments(format, mask_volatile, anywhere,
                                  min_repetitions=min_repetitions,
                                  min_pattern_length=min_pattern_length,
                                  max_pattern_length=max_pattern_length,
                                  min_result_repetitions=min_result_repetitions)
-    declared = declarations(table, column_name, id)
+    declared = declarations(table, column_name, ids)
     if format == "auto":
         chosen = detect_column_format(column, declared=declared)
     else:
         chosen = format
         warn_if_misread(column, format, stacklevel=3, declared=declared)
     misread: list[tuple[int, Any]] = []
-    result = scan_column(table, column, chosen, keywords, mask_volatile, anywhere, id,
+    result = scan_column(table, column, chosen, keywords, mask_volatile, anywhere, ids,
                          run_ids, declared=declared, detected=format == "auto", misread=misread)
     # (the first rows' warning named those among them)
     _warn_of_misread([(row, what) for row, what in misread if row >= _DETECT_ROWS])
@@ -201,9 +197,34 @@ RUN_ID: Final = "run_id"
 """The result column of each row's own run id (``run_ids=True``)."""
 
 
+def _id_columns(table: pa.Table, id: str | Sequence[str] | None, anywhere: bool,
+                run_ids: bool) -> tuple[str, ...]:
+    """The id columns ``scan_arrow``'s ``id`` names (none, one, or several), each the
+    table's one column of its name: a ValueError for one missing, named twice, or named as
+    a result column is (the result's own would take its place, silently); a TypeError for
+    an ``id`` that is no column name or sequence of them."""
+    if id is None:
+        return ()
+    names = (id,) if isinstance(id, str) else id
+    if isinstance(names, Sequence) and not isinstance(names, bytes) and all(
+            isinstance(name, str) for name in names):
+        names = tuple(names)
+    else:
+        raise TypeError(f"id must be a column name or a list of them, got {id!r}")
+    if len(set(names)) < len(names):
+        raise ValueError(f"id={list(names)!r} names a column twice")
+    for name in names:
+        one_column(table.column_names, name, "the table")
+        _column(table, name)
+        if name in _result_types(anywhere) or (run_ids and name == RUN_ID):
+            raise ValueError(f"id={name!r} is also the name of a result column; give the id "
+                             "column another name")
+    return names
+
+
 def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
                 keywords: dict[str, float | None], mask_volatile: bool, anywhere: bool,
-                id: str | None = None, run_ids: bool = False,
+                ids: Sequence[str] = (), run_ids: bool = False,
                 declared: Sequence[str | None] | None = None, detected: bool = False,
                 misread: list[tuple[int, Any]] | None = None) -> pa.Table:
     """:func:`scan_arrow` once its arguments are checked, the column found sound
@@ -233,9 +254,7 @@ def scan_column(table: pa.Table, column: pa.ChunkedArray, chosen: str,
             if misread is not None:
                 misread += [(first + row, what) for row, what in found]
             first += len(piece)
-    fields: dict[str, Any] = {}
-    if id is not None:
-        fields[id] = _column(table, id)
+    fields: dict[str, Any] = {name: _column(table, name) for name in ids}
     if run_ids:
         fields[RUN_ID] = pa.array([v for part in rows for v in part[RUN_ID]], type=pa.string())
     for name, kind in _result_types(anywhere).items():
@@ -339,16 +358,16 @@ def _run_end_decoded(array: Any) -> Any:
     return array.values.take(pa.array(np.searchsorted(ends, rows, side="right")))
 
 
-def declarations(table: pa.Table, messages: str, id: str | None
+def declarations(table: pa.Table, messages: str, ids: Sequence[str] = ()
                  ) -> list[str | None] | None:
     """Each row's declared format, from the table's :data:`DECLARED_COLUMN` (as
-    mini-swe-agent's runs hold it) when it has one that is neither the ``messages`` nor the
-    ``id`` column, as ``vthread scan X.parquet`` reads it: a row's string where it declares
+    mini-swe-agent's runs hold it) when it has one that is neither the ``messages`` nor an
+    id column, as ``vthread scan X.parquet`` reads it: a row's string where it declares
     a mini-swe-agent run (:func:`vthread.documents.run_format`), else None; None for a
     table with no such column or no such row. O(rows)."""
     import pyarrow as pa
 
-    if DECLARED_COLUMN not in table.column_names or DECLARED_COLUMN in (messages, id):
+    if DECLARED_COLUMN not in table.column_names or DECLARED_COLUMN in (messages, *ids):
         return None
     try:
         values = table.column(DECLARED_COLUMN).to_pylist()

@@ -185,7 +185,7 @@ def _detect_format(ds: ray.data.Dataset, messages: str | None, names: list[str] 
     refuse_unsound(column)
     # All of the rows read weigh, as documented (16 of them let 16 native rows have the
     # chats after them read as native, each a false loop, with no word).
-    return detect_column_format(decoded(column), declared=declarations(head, messages, None),
+    return detect_column_format(decoded(column), declared=declarations(head, messages),
                    rows=DETECT_ROWS)
 
 
@@ -200,7 +200,7 @@ def _scan_batch(batch: pa.Table, *, messages: str | None, format: str, detected:
     column = batch.column(messages)
     refuse_unsound(column)
     found = scan_column(batch, column, format, keywords, mask_volatile, anywhere,
-                        run_ids=run_ids, declared=declarations(batch, messages, None),
+                        run_ids=run_ids, declared=declarations(batch, messages),
                         detected=detected)
     out = batch if keep_messages else batch.drop_columns([messages])
     for name in _result_names(anywhere, run_ids):
