@@ -289,8 +289,23 @@ def test_fail_on_loop_share(share: str, status: int, tmp_path: Path,
                monkeypatch)[0] == 65
 
 
+@pytest.mark.parametrize(("share", "found", "shown"), [
+    (Fraction(5, 100), Fraction(53, 300), ("5%", "17.67%")),
+    (Fraction(1, 100000), Fraction(1, 30001), ("0.001%", "0.003%")),
+    (Fraction(5, 100), Fraction(10001, 200000), ("5%", "5.0005%")),
+    (Fraction(0), Fraction(1, 3), ("0%", "33.33%"))])
+def test_a_failed_share_is_shown_apart_from_its_gate(share: Fraction, found: Fraction,
+                                                      shown: tuple[str, str]) -> None:
+    """The share found is shown to as many decimals as tell it from the gate's (1 loop of
+    30,001 at a 0.001% gate read "0%: ... (0%)", a failure that looked like none: a
+    tester's case)."""
+    from vthread.cli import _shares_shown
+
+    assert _shares_shown(share, found) == shown
+
+
 @pytest.mark.parametrize("share", ["-0.1", "1.01", "101%", "nan", "inf", "5 %%", "", "x",
-                                   "0x1", "\u0661"])
+                                   "0x1", "\u0661", "1e-99999999", "1" * 101])
 def test_fail_on_loop_share_refuses_what_is_no_share(
         share: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A share that is negative, past all of them, not a number, or not in ASCII digits is

@@ -397,8 +397,10 @@ def is_utf8(text: str) -> bool:
 
 
 _WHOLE_NUMBER: Final = re.compile(r"[+-]?[0-9]+")
-_DECIMAL: Final = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-"""A number of ``share_argument``: no sign, no NaN nor infinity."""
+_DECIMAL: Final = re.compile(r"(?:[0-9]{1,100}\.?[0-9]{0,100}|\.[0-9]{1,100})"
+                             r"(?:[eE][+-]?[0-9]{1,3})?")
+"""A number of ``share_argument``: no sign, no NaN nor infinity, and of a bounded size (an
+exponent of eight digits held the CPU for seconds, made exact)."""
 _NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
                             r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 

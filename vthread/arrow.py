@@ -23,7 +23,7 @@ import codecs
 import json
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -107,7 +107,7 @@ def scan_arrow(
     data: Any,
     *,
     messages: str | None = None,
-    id: str | Sequence[str] | None = None,
+    id: str | Iterable[str] | None = None,
     format: str = "auto",
     min_repetitions: float | None = None,
     min_pattern_length: float | None = None,
@@ -197,20 +197,22 @@ RUN_ID: Final = "run_id"
 """The result column of each row's own run id (``run_ids=True``)."""
 
 
-def _id_columns(table: pa.Table, id: str | Sequence[str] | None, anywhere: bool,
+def _id_columns(table: pa.Table, id: str | Iterable[str] | None, anywhere: bool,
                 run_ids: bool) -> tuple[str, ...]:
     """The id columns ``scan_arrow``'s ``id`` names (none, one, or several), each the
     table's one column of its name: a ValueError for one missing, named twice, or named as
     a result column is (the result's own would take its place, silently); a TypeError for
-    an ``id`` that is no column name or sequence of them."""
+    an ``id`` that is no column name nor an iterable of some (``[]`` names none)."""
     if id is None:
         return ()
-    names = (id,) if isinstance(id, str) else id
-    if isinstance(names, Sequence) and not isinstance(names, bytes) and all(
-            isinstance(name, str) for name in names):
-        names = tuple(names)
-    else:
-        raise TypeError(f"id must be a column name or a list of them, got {id!r}")
+    try:
+        names = (id,) if isinstance(id, str) else tuple(
+            () if isinstance(id, bytes | bytearray | Mapping) else id)
+    except TypeError:  # (no iterable)
+        names = ()
+    if not names or not all(isinstance(name, str) for name in names):
+        raise TypeError(f"id must be a column name or some (a list, a tuple, a pandas "
+                        f"Index), got {id!r}")
     if len(set(names)) < len(names):
         raise ValueError(f"id={list(names)!r} names a column twice")
     for name in names:
@@ -1373,11 +1375,16 @@ def _scan_in_python(values: Sequence[Any], format_: str, keywords: dict[str, Any
 
 
 def _run_id_text(text: str) -> str | None:
-    """A run id's column value from its JSON text as a ``vthread scan`` record holds it: a
+    """A run id's column value from its JSON text as a ``vthread scan`` record holds it
+    (:func:`_run_id_value` of its value)."""
+    return _run_id_value(json.loads(text))
+
+
+def _run_id_value(value: Any) -> str | None:
+    """A run id's column value from the JSON value a ``vthread scan`` record holds: a
     string as it is, null as null, another value as its JSON text (as ``-o X.parquet``
     writes a record's id, a surrogate pair as its character and a lone surrogate, which no
     Arrow string holds, as U+FFFD)."""
-    value = json.loads(text)
     if value is None:
         return None
     if not isinstance(value, str):
@@ -1411,12 +1418,12 @@ def result_table(result: ScanResult) -> pa.Table:
     :func:`scan_arrow` gives with ``run_ids=True``, the same values for the same runs."""
     import pyarrow as pa
 
-    from vthread._records import record_id
+    from vthread.scan import json_id
 
-    fields: dict[str, Any] = {}
-    if result.ids is not None:
-        fields[RUN_ID] = pa.array([_run_id_text(record_id(ident)) for ident in result.ids],
-                                  type=pa.string())
+    # (always: a batch of bare messages, or none, has the column as scan_arrow's has, null)
+    fields: dict[str, Any] = {RUN_ID: pa.array(
+        [None] * len(result) if result.ids is None
+        else [_run_id_value(json_id(ident)) for ident in result.ids], type=pa.string())}
     columns = _fields(result, result.messages.tolist(), [None] * len(result))
     for name, kind in _result_types(result.loops is not None).items():
         fields[name] = pa.array(columns[name], type=kind())

@@ -930,18 +930,26 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
     share = options.fail_on_loop_share
     if share is not None:
         # (a share of the threads scanned, error records none of them; held exactly)
-        if scanned and Fraction(stats.loops, scanned) > share:
-            say(f"vthread scan: --fail-on-loop-share {_share_shown(share)}: {stats.loops:,} "
-                f"of the {scanned:,} threads scanned loop "
-                f"({_share_shown(Fraction(stats.loops, scanned))})")
+        found = Fraction(stats.loops, scanned) if scanned else Fraction(0)
+        if found > share:
+            given, seen = _shares_shown(share, found)
+            say(f"vthread scan: --fail-on-loop-share {given}: {stats.loops:,} of the "
+                f"{scanned:,} threads scanned loop ({seen})")
             return LOOP_EXIT
         return 0
     return LOOP_EXIT if options.fail_on_loop and stats.loops else 0
 
 
-def _share_shown(share: Fraction) -> str:
-    """A share as a percentage, to two decimals where it has them (5%, 7.25%, 0.01%)."""
-    return f"{float(share * 100):.2f}".rstrip("0").rstrip(".") + "%"
+def _shares_shown(share: Fraction, found: Fraction) -> tuple[str, str]:
+    """Two shares as percentages, to two decimals where they have them (5%, 7.25%), or to as
+    many more as tell them apart (5% and 5.0005%, not 5% and 5%: a gate failed at a share
+    shown equal to its own read as wrong)."""
+    for places in range(2, 30):
+        shown = tuple(f"{float(round(value * 100, places)):.{places}f}".rstrip("0")
+                      .rstrip(".") + "%" for value in (share, found))
+        if shown[0] != shown[1]:
+            break
+    return shown[0], shown[1]
 
 
 def _run_settings(options: argparse.Namespace, status: int) -> dict[str, object]:

@@ -155,7 +155,7 @@ class ScanResult:
             raise IndexError(f"row {index} of a result of {len(self.names)} rows")
         tokens = float(self.loop_tokens[index])
         record: dict[str, Any] = {
-            "id": None if self.ids is None else _json_id(self.ids[index]),
+            "id": None if self.ids is None else json_id(self.ids[index]),
             "verdict": self.names[index],
             "loop_start": int(self.loop_start[index]),
             "period": int(self.period[index]),
@@ -172,11 +172,12 @@ class ScanResult:
 
     def to_arrow(self) -> pa.Table:
         """The rows as a pyarrow Table: the columns :func:`vthread.arrow.scan_arrow` adds
-        with ``run_ids=True``, the same values for the same runs (``run_id`` first when the
-        batch held run objects; :data:`vthread.arrow.RESULT_FIELDS`, ``error`` null for
-        every row; ``loops`` last when the scan looked anywhere), to join back to a table
-        of one's own, filter, or write as Parquet. Needs pyarrow (``pip install
-        'vthread[arrow]'``)."""
+        with ``run_ids=True``, the same values for the same runs (``run_id`` first: each
+        run object's id as a record holds it, text as it is, another value as its JSON
+        text, null for a bare list of messages; :data:`vthread.arrow.RESULT_FIELDS`,
+        ``error`` null for every row; ``loops`` last when the scan looked anywhere), to
+        join back to a table of one's own, filter, or write as Parquet. Needs pyarrow
+        (``pip install 'vthread[arrow]'``)."""
         try:
             from vthread.arrow import result_table
 
@@ -230,7 +231,7 @@ class ScanResult:
         )
 
 
-def _json_id(value: Any) -> Any:
+def json_id(value: Any) -> Any:
     """A run's id as a record holds it, strict JSON as ``vthread scan`` writes it: a string,
     finite number, boolean or null as it is (a NumPy scalar as the Python number it holds),
     anything else as its JSON text, cut at 256 characters (``NaN``, an array)."""
