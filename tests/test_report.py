@@ -455,7 +455,8 @@ def test_the_page_shows_what_the_command_warned_of(
     capsys.readouterr()
     assert main(["report", str(records_file), "-o", str(out)]) == 0
     warning = capsys.readouterr().err.splitlines()[0].removeprefix("vthread report: warning: ")
-    assert "holds no progressing run (written with --only-loops?)" in warning
+    assert "holds no progressing run (written with --only-loops, or every run loops)" in (
+        warning)
     page = out.read_text()
     assert f"<h2>Warnings</h2><ul><li>{html.escape(warning)}</li></ul>" in page
     assert "lo&lt;ops&gt;.jsonl holds no progressing run" in page
@@ -971,6 +972,36 @@ def test_real_runs_render_in_chromium(browser: Any, tmp_path: Path) -> None:
     page.close()
 
 
+def test_a_run_opens_from_the_keyboard_and_a_long_id_wraps(browser: Any,
+                                                           tmp_path: Path) -> None:
+    """A row takes the focus (Tab) and opens its details with Enter, and focus shows on it
+    and on a sort button; an id of 20,000 characters without a break wraps in its cell and
+    in the details' heading (the rows were mouse-only, focus showed nowhere, and such an id
+    made the table 154,000 px wide: a tester's cases)."""
+    long_id = "x" * 20_000
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"id": long_id, "messages": [{"type": "user", "text": "go"}]
+                                + [{"type": "bot", "text": "again"}] * 5}) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(runs), "-o", str(out)]) == 0
+    page, requests, dialogs = _open(browser, out)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    page.focus('#runs th[data-key="id"] button')
+    assert page.evaluate("getComputedStyle(document.activeElement, ':focus-visible')"
+                         ".outlineStyle") != "none"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.tagName") in ("BUTTON", "TR")
+    page.focus("#runs tbody tr")
+    page.keyboard.press("Enter")
+    assert page.locator("#detail h3").inner_text() == long_id
+    assert page.evaluate("document.activeElement.tagName") == "TR"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    assert "(counted from 0" in page.locator("#detail p").inner_text()
+    assert requests == [out.as_uri()] and not dialogs
+    page.close()
+
+
 def test_hostile_text_stays_text_in_chromium(browser: Any, tmp_path: Path) -> None:
     """The injection attempt shows as text: no image element, no dialog, no request."""
     records = tmp_path / "records.jsonl"
@@ -1125,7 +1156,18 @@ def test_only_loops_records_draw_a_warning(tmp_path: Path,
     records = tmp_path / "loops.jsonl"
     assert main(["scan", "-q", "--only-loops", "-o", str(records), str(SAMPLE)]) == 0
     assert main(["report", str(records), "-o", str(tmp_path / "r.html")]) == 0
-    assert "holds no progressing run (written with --only-loops?)" in capsys.readouterr().err
+    assert ("holds no progressing run (written with --only-loops, or every run loops)"
+            in capsys.readouterr().err)
+    # Records of error lines alone say what the scan of their runs said, not that they were
+    # written with --only-loops (they were not: a tester's case).
+    runs = tmp_path / "bad.jsonl"
+    runs.write_text("not json\n{}\n")
+    errors = tmp_path / "errors.jsonl"
+    assert main(["scan", "-q", "-o", str(errors), str(runs)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(errors), "-o", str(tmp_path / "r.html")]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"vthread report: warning: {errors}: no thread was scanned: its 2 records are errors")
 
 
 def test_the_report_line_counts_one_run_and_the_runs_not_read(

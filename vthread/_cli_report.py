@@ -214,16 +214,24 @@ def _run_report(argv: Sequence[str], shown: TextIO, stops: StopSignals) -> int:
                 return scanned
         for name in options.files:
             if name not in to_scan:
-                progressing, notes = data.progressing, len(data.notes)
+                progressing, loops, lines = data.progressing, data.loops, data.lines
+                notes = len(data.notes)
                 _read_records(data, name, stderr)
                 for file, what in data.notes[notes:]:  # (as the scan said each, FILE first)
                     stderr.write(f"vthread report: {file}: warning: {what}\n")
                 data.tokens = None  # records hold no run's total tokens
-                if data.progressing == progressing:
-                    stderr.write(f"vthread report: warning: {input_label(name)} holds no "
-                                 f"progressing run "
-                                 f"(written with --only-loops?); the figures count only the "
-                                 f"runs it holds\n")
+                label, read = input_label(name), data.lines - lines
+                if data.progressing == progressing and data.loops == loops:
+                    # (as the scan of the runs says it: its records were none but errors)
+                    none = ("it holds no record" if not read
+                            else f"its {read:,} record{'s are' if read > 1 else ' is an'} "
+                            f"error{'s' if read > 1 else ''}")
+                    stderr.write(f"vthread report: warning: {label}: no thread was scanned: "
+                                 f"{none}\n")
+                elif data.progressing == progressing:
+                    stderr.write(f"vthread report: warning: {label} holds no progressing run "
+                                 f"(written with --only-loops, or every run loops); the "
+                                 f"figures count only the runs it holds\n")
         title = options.title or f"vthread report: {_what(options.files)}"
         warnings = warned.warnings
         if data.summary()["threads"]:

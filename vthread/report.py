@@ -676,7 +676,8 @@ def _runs_table() -> str:
         '<button type="button" id="prev">&larr; previous</button>'
         '<span id="status" aria-live="polite"></span>'
         '<button type="button" id="next">next &rarr;</button></div>'
-        '<p class="hint">Click a column to sort, a row for its details. Timeline: one cell '
+        '<p class="hint">Click a column to sort, a row (or Enter on it) for its details. '
+        'Timeline: one cell '
         "per message, the loop's messages marked"
         '<span class="swatch l"></span>loop; where the messages were read, their kinds:'
         + "".join(f'<span class="swatch k{letter}"></span>{name}' for letter, name in (
@@ -734,6 +735,9 @@ font-weight:600}th[aria-sort=ascending] button::after{content:" \\25B2"}
 th[aria-sort=descending] button::after{content:" \\25BC"}.n{text-align:right;
 font-variant-numeric:tabular-nums}.excerpt{font-family:ui-monospace,Menlo,Consolas,monospace;
 font-size:12px;overflow-wrap:anywhere;max-width:520px}#runs tbody tr{cursor:pointer}
+.rid,.n{overflow-wrap:anywhere}.rid{max-width:320px}#detail h3{overflow-wrap:anywhere}
+th button:focus-visible,#runs tbody tr:focus-visible{outline:2px solid #1971c2;
+outline-offset:-2px}
 #runs tbody tr:hover,#runs tbody tr.selected{background:#fff4e6}
 .kind{display:inline-block;padding:0 6px;border-radius:8px;color:#fff;font-size:11px;
 white-space:nowrap}.controls{display:flex;gap:8px;align-items:center;margin-bottom:6px;
@@ -854,8 +858,9 @@ function render() {
   for (var r = first; r < last; r++) {
     var i = rows[r], tr = document.createElement("tr");
     tr.dataset.row = i;
+    tr.tabIndex = 0;  // (its details open from the keyboard too: Enter or Space)
     if (i === selected) { tr.className = "selected"; }
-    cell(tr, runs.id[i]);
+    cell(tr, runs.id[i], "rid");
     cell(tr, "").appendChild(kindBadge(runs.kind[i]));
     cell(tr, format.format(runs.start[i]), "n");
     cell(tr, format.format(runs.period[i]), "n");
@@ -887,6 +892,7 @@ function show(i) {
   var where = document.createElement("p");
   where.textContent = data.files[runs.file[i]] + ", line " + runs.line[i] + ": " +
     runs.messages[i] + " messages; the loop starts at message " + runs.start[i] +
+    " (counted from 0, as the records count)" +
     " and repeats " + runs.reps[i] + " times (period " + runs.period[i] + "), " +
     runs.wasted[i] + " messages" + (runs.tokens[i] === null ? "" :
     ", " + format.format(runs.tokens[i]) + " tokens") + " wasted.";
@@ -916,9 +922,20 @@ document.getElementById("prev").addEventListener("click", function () {
 document.getElementById("next").addEventListener("click", function () {
   state.page += 1; render();
 });
+function open(tr) {
+  show(Number(tr.dataset.row)); render();
+  var again = tbody.querySelector('tr[data-row="' + tr.dataset.row + '"]');
+  if (again) { again.focus(); }  // (the row drawn anew keeps the focus)
+}
 tbody.addEventListener("click", function (event) {
   var tr = event.target.closest("tr");
-  if (tr) { show(Number(tr.dataset.row)); render(); }
+  if (tr) { open(tr); }
+});
+tbody.addEventListener("keydown", function (event) {
+  var tr = event.target.closest("tr");
+  if (tr && (event.key === "Enter" || event.key === " ")) {
+    event.preventDefault(); open(tr);
+  }
 });
 select(); render();
 document.body.dataset.renderMs = String(Math.round(performance.now()));
