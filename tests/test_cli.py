@@ -1368,39 +1368,6 @@ def test_records_cut_short_in_a_directory_are_still_records(
 
 
 @pytest.mark.parametrize("flag", ["-o", "--summary"])
-def test_an_output_that_holds_runs_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              flag: str) -> None:
-    """An output named as inputs are that holds runs (``--summary runs.json a.jsonl``: the
-    summary's own name forgotten, a FILE taken for it) is refused before anything is
-    written, the file as it was, and no early summary is written over it either: it was
-    written over with the summary, a published run set lost (a tester's case). An earlier
-    run's records or summary, an empty file, and a file not named as inputs are (out.txt)
-    written over as before."""
-    source = write_jsonl(tmp_path / "a.jsonl", [looping("none"), looping("suffix")])
-    runs = tmp_path / "runs.json"
-    runs.write_text(json.dumps([{"id": "r", "messages": [{"type": "user", "text": "hi"}]}]))
-    before = runs.read_bytes()
-    what = "the output" if flag == "-o" else "the --summary file"
-    code, out, err = run(["scan", "-q", flag, str(runs), str(source)], monkeypatch)
-    assert (code, out) == (2, b"")
-    assert f"{what} {runs} holds neither records nor a summary of vthread scan" in err
-    assert runs.read_bytes() == before
-    # (a run refused for another reason first writes no early summary over it either)
-    code, out, err = run(["scan", "-q", flag, str(runs), str(source),
-                          str(tmp_path / "missing.jsonl")], monkeypatch)
-    assert (code, out) == (2, b"") and "missing.jsonl: no such file" in err
-    assert runs.read_bytes() == before
-    earlier = tmp_path / ("records.jsonl" if flag == "-o" else "summary.json")
-    for _ in range(2):  # (the second run writes over the first's)
-        assert run(["scan", "-q", flag, str(earlier), str(source)], monkeypatch)[0] == 0
-    for name, data in (("empty.json", b""), ("out.txt", b"some notes\n")):
-        target = tmp_path / name
-        target.write_bytes(data)
-        assert run(["scan", "-q", flag, str(target), str(source)], monkeypatch)[0] == 0
-        assert target.read_bytes() != data
-
-
-@pytest.mark.parametrize("flag", ["-o", "--summary"])
 def test_an_output_under_an_input_directory_that_is_a_trajectory_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str) -> None:
     """Records or a summary written over a trajectory found under the input directory would

@@ -574,7 +574,6 @@ def _early_summary(options: argparse.Namespace, reason: str, status: int) -> Non
     if options.summary_file and not _destroys_a_listed_input(options.summary_file, inputs):
         with contextlib.suppress(_FatalError):
             _check_not_an_input(options.summary_file, inputs, "the --summary file")
-            _check_no_runs_written_over(options.summary_file, "the --summary file")
             _write_summary(options.summary_file, _summary_json(
                 _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason,
                 run=_run_settings(options, status)))
@@ -736,7 +735,6 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
         for what, written in _written_by(options):
             if written:
                 _check_not_an_input(written, files, what)
-                _check_no_runs_written_over(written, what)
     except _FatalError as error:
         say(f"vthread scan: {error}")
         _early_summary(options, str(error), USAGE_EXIT)
@@ -1857,29 +1855,6 @@ def _check_not_an_input(output: str, files: list[str], what: str = "the output")
     if label is not None:
         raise _FatalError(f"{what} {output} is the input {label}; writing it would "
                           f"destroy the input before it is read (choose another path)")
-
-
-def _check_no_runs_written_over(output: str, what: str) -> None:
-    """Refuse an output path (``what``: "the output", "the --summary file") that is an
-    existing file named as inputs are, not empty, and holding neither records nor a summary
-    of ``vthread scan``: runs, most likely, which writing would destroy unread (``--summary
-    runs.json a.jsonl`` took a FILE for the summary's name, and wrote over a published
-    run set: a tester's case). An earlier run's records or summary is written over."""
-    if not _named_as_an_input(output):
-        return
-    try:
-        status = os.stat(output)
-    except OSError:
-        return  # (not there yet)
-    if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
-        return
-    from vthread._cli_report import holds_records, holds_summary
-
-    if holds_records(output, throughout=True) or holds_summary(output):
-        return
-    raise _FatalError(f"{what} {output} holds neither records nor a summary of vthread scan "
-                      "(runs, most likely: a FILE taken for the option's value?); writing it "
-                      "would destroy it (choose another path, or remove the file first)")
 
 
 def _check_summary_apart(summary: str, output: str | None) -> None:
