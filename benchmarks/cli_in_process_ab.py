@@ -58,7 +58,7 @@ print(json.dumps({path: [*run, peak] for path, run in found.items()}))
 """
 
 
-def _build(text: str) -> tuple[str, Path]:
+def build_argument(text: str) -> tuple[str, Path]:
     name, _, path = text.partition("=")
     if not path:
         raise argparse.ArgumentTypeError(f"expected NAME=DIRECTORY, got {text!r}")
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the rounds, print (and write to ``--out``) the summary; 1 when records differ."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cli_in_process_ab",
                                      description=__doc__.split("\n", 1)[0] if __doc__ else "")
-    parser.add_argument("builds", nargs=2, type=_build, metavar="NAME=DIRECTORY")
+    parser.add_argument("builds", nargs=2, type=build_argument, metavar="NAME=DIRECTORY")
     parser.add_argument("--file", action="append", required=True, type=Path)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=1,

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cli_in_process_ab import _build
+from benchmarks.cli_in_process_ab import build_argument
 
 
 def _page_without_times(page: bytes) -> bytes:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the rounds, print (and write to ``--out``) the summary; 1 when the pages differ."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report_ab",
                                      description=__doc__.split("\n", 1)[0] if __doc__ else "")
-    parser.add_argument("builds", nargs=2, type=_build, metavar="NAME=DIRECTORY")
+    parser.add_argument("builds", nargs=2, type=build_argument, metavar="NAME=DIRECTORY")
     parser.add_argument("--file", required=True, type=Path, help="a records file")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", type=Path)

@@ -1252,10 +1252,11 @@ def test_several_id_columns_are_kept_as_they_are() -> None:
     for bad, kind, said in (
             (["task", "task"], ValueError, "names a column twice"),
             (["task", "nope"], (ValueError, KeyError), "nope"),
-            (["task", 3], TypeError, "a column name or some"),
-            (b"task", TypeError, "a column name or some"),
-            ([], TypeError, "a column name or some"),
-            (5, TypeError, "a column name or some"),
+            (["task", 3], TypeError, "a column name or a sequence of them"),
+            (b"task", TypeError, "a column name or a sequence of them"),
+            ({"task", "epoch"}, TypeError, "a column name or a sequence of them"),
+            ([], ValueError, "names no column"),
+            (5, TypeError, "a column name or a sequence of them"),
             (["epoch", "verdict"], ValueError, "is also the name of a result column")):
         with pytest.raises(kind, match=said):
             arrow.scan_arrow(table.append_column("verdict", table.column("task")),

@@ -293,7 +293,10 @@ def test_fail_on_loop_share(share: str, status: int, tmp_path: Path,
     (Fraction(5, 100), Fraction(53, 300), ("5%", "17.67%")),
     (Fraction(1, 100000), Fraction(1, 30001), ("0.001%", "0.003%")),
     (Fraction(5, 100), Fraction(10001, 200000), ("5%", "5.0005%")),
-    (Fraction(0), Fraction(1, 3), ("0%", "33.33%"))])
+    (Fraction(0), Fraction(1, 3), ("0%", "33.33%")),
+    (Fraction("0.3333333333333333333333"), Fraction(1, 3),
+     ("33.33333333333333333333%", "33.333333333333333333333%")),
+    (Fraction(1, 10**999), Fraction(1, 10**998), ("0%", "0." + "0" * 995 + "1%"))])
 def test_a_failed_share_is_shown_apart_from_its_gate(share: Fraction, found: Fraction,
                                                       shown: tuple[str, str]) -> None:
     """The share found is shown to as many decimals as tell it from the gate's (1 loop of

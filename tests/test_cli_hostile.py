@@ -852,7 +852,7 @@ def test_a_line_larger_than_the_memory_keeps_the_records_before_it(
     done = subprocess.run(command, capture_output=True, env=ENV, preexec_fn=limited,
                           timeout=300, check=False)
     assert done.returncode == 71, done.stderr.decode()[-2000:]
-    assert f"out of memory at {path}:{before + 1}: it is larger than the memory".encode() in (
+    assert f"out of memory at {path}:{before + 1}: it does not fit the memory".encode() in (
         done.stderr)
     counted = ("the record of the 1 line before it is" if before == 1
                else f"the records of the {before} lines before it are")

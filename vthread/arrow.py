@@ -23,7 +23,7 @@ import codecs
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -202,17 +202,21 @@ def _id_columns(table: pa.Table, id: str | Iterable[str] | None, anywhere: bool,
     """The id columns ``scan_arrow``'s ``id`` names (none, one, or several), each the
     table's one column of its name: a ValueError for one missing, named twice, or named as
     a result column is (the result's own would take its place, silently); a TypeError for
-    an ``id`` that is no column name nor an iterable of some (``[]`` names none)."""
+    an ``id`` that is no column name nor a sequence of them (``[]``, naming none, is a
+    ValueError)."""
     if id is None:
         return ()
     try:
-        names = (id,) if isinstance(id, str) else tuple(
-            () if isinstance(id, bytes | bytearray | Mapping) else id)
+        # (a set or a mapping has no order the id columns could keep)
+        names = (id,) if isinstance(id, str) else None if isinstance(
+            id, bytes | bytearray | Mapping | Set) else tuple(id)
     except TypeError:  # (no iterable)
-        names = ()
-    if not names or not all(isinstance(name, str) for name in names):
-        raise TypeError(f"id must be a column name or some (a list, a tuple, a pandas "
-                        f"Index), got {id!r}")
+        names = None
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise TypeError(f"id must be a column name or a sequence of them (a list, a tuple, "
+                        f"a pandas Index), got {id!r}")
+    if not names:
+        raise ValueError("id=[] names no column: leave id out for no id column")
     if len(set(names)) < len(names):
         raise ValueError(f"id={list(names)!r} names a column twice")
     for name in names:

@@ -688,8 +688,8 @@ def _out_of_memory_said(error: MemoryError, written: int, units: set[str]) -> st
     before = (f"the record of the {written:,} {unit} before it is" if written == 1
               else f"the records of the {written:,} {unit}s before it are")
     where, limit = error.args
-    why = ("it is larger than the memory the process may use (ulimit -v, strict "
-           "overcommit)" if limit is None else
+    why = ("it does not fit the memory the process may use (ulimit -v, strict overcommit), "
+           "or the process is out of it" if limit is None else
            f"it is longer than {limit:,} bytes, the most one line (a document's run, or a "
            "document read from a stream) may take (a quarter of the memory this process "
            "may have: a line that never ends, such as /dev/zero's, must not take all of "
@@ -941,13 +941,16 @@ def _gate_status(options: argparse.Namespace, stats: _Stats,
 def _shares_shown(share: Fraction, found: Fraction) -> tuple[str, str]:
     """Two shares as percentages, to two decimals where they have them (5%, 7.25%), or to as
     many more as tell them apart (5% and 5.0005%, not 5% and 5%: a gate failed at a share
-    shown equal to its own read as wrong)."""
-    for places in range(2, 30):
-        shown = tuple(f"{float(round(value * 100, places)):.{places}f}".rstrip("0")
-                      .rstrip(".") + "%" for value in (share, found))
-        if shown[0] != shown[1]:
-            break
-    return shown[0], shown[1]
+    shown equal to its own read as wrong), each rounded exactly (no float's digits)."""
+    def percent(value: Fraction, places: int) -> str:
+        scaled = round(value * 100 * 10**places)  # (exact: a Fraction rounds to an int)
+        whole, part = divmod(scaled, 10**places)
+        return f"{whole}.{part:0{places}d}".rstrip("0").rstrip(".") + "%"
+
+    places = 2
+    while percent(share, places) == percent(found, places) and places < 1200:
+        places += 1  # (found > share: some number tells them apart; a share has < 1,200)
+    return percent(share, places), percent(found, places)
 
 
 def _run_settings(options: argparse.Namespace, status: int) -> dict[str, object]:
