@@ -229,6 +229,19 @@ def test_the_report_adds_what_the_scan_calls_a_record(
     assert added == is_record(value)
 
 
+def test_an_id_and_a_file_name_are_one_line_on_the_page() -> None:
+    """A newline in a run's id or its file's name is shown as an escape, so that ``a\\nb``
+    and ``a b`` read apart (both showed as the same two words: a tester's case); an
+    excerpt keeps its lines."""
+    data = ReportData()
+    data.add(_loop_record("a\nb", "one\ntwo", file="x\ny.jsonl"))
+    data.add(_loop_record("a b", "x", line=2))
+    page = render_report(data, title="t", sources=["s"])
+    blob = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert blob["runs"]["id"] == ["a\\x0ab", "a b"]
+    assert "x\\x0ay.jsonl" in blob["files"] and "one\ntwo" in blob["excerpts"]
+
+
 def test_a_histogram_bar_says_run_or_runs() -> None:
     """A bar's tooltip counts its runs in words that agree ("1 run", "2 runs")."""
     data = ReportData()

@@ -694,10 +694,13 @@ def _blob(data: ReportData) -> dict[str, Any]:
     return {
         "kinds": list(HEURISTIC_NAMES),
         "pageRows": PAGE_ROWS,
-        "files": [_visible(name) for name in data.files],
+        # (an id or a file name is one line: a newline in it shown as an escape, so that
+        # "a\nb" and "a b" read apart)
+        "files": [_visible(name, lines=False) for name in data.files],
         "excerpts": [_visible(excerpt) for excerpt in data.excerpts],
         "runs": {
-            "id": [_visible(ident) for ident in data.ids], "file": data.file_index,
+            "id": [_visible(ident, lines=False) for ident in data.ids],
+            "file": data.file_index,
             "line": data.line, "kind": data.kind,
             "start": data.loop_start, "period": data.period, "reps": data.repetitions,
             "wasted": data.loop_messages, "messages": data.run_messages,
