@@ -375,6 +375,8 @@ def _check_output(output: str, files: Sequence[str]) -> None:
     if output == "":
         raise _ReportError("-o: an empty path names no file (- is standard output)",
                            USAGE_EXIT)
+    from vthread.cli import trajectory_files
+
     for name in files:
         if name == "-":
             # Standard input redirected from the output file (< runs.jsonl): writing the
@@ -383,8 +385,6 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                 raise _ReportError(f"the output {output} is the input standard input; "
                                    "writing it would destroy the input (choose another path)")
             continue
-        from vthread.cli import trajectory_files
-
         for found in trajectory_files(name):
             with contextlib.suppress(OSError):
                 if os.path.samefile(output, found):
