@@ -562,6 +562,12 @@ def test_a_result_equals_its_copies_and_differs_from_another(anywhere: bool) -> 
     assert result != result.record(0)
     with pytest.raises(TypeError, match="unhashable"):
         hash(result)
+    # A run's id that is a NaN: its copy's is another NaN, which Python calls unequal (the
+    # result was unequal to its pickled copy: a tester's case); another id differs.
+    runs = [{"id": float("nan"), "messages": pair}, {"id": "b", "messages": pair}]
+    named = vthread.scan(runs, anywhere=anywhere)
+    assert named == pickle.loads(pickle.dumps(named)) == copy.deepcopy(named)
+    assert named != vthread.scan([runs[0], {"id": "c", "messages": pair}], anywhere=anywhere)
 
 
 @pytest.mark.parametrize("stops", ["in the header", "in the answer", "after an answer"])

@@ -242,6 +242,28 @@ def test_an_id_and_a_file_name_are_one_line_on_the_page() -> None:
     assert "x\\x0ay.jsonl" in blob["files"] and "one\ntwo" in blob["excerpts"]
 
 
+def test_a_histogram_of_figures_far_apart_has_few_bars_all_drawable() -> None:
+    """Wasted tokens from 1 to 1e308 make at most MOST_BINS bars (and one more), none of a
+    negative width (two bins a factor of ten drew 617 bars of width -1.3, 617 errors in the
+    browser's console: a tester's case); figures within a few factors of ten keep two bins a
+    factor."""
+    from vthread.report import MOST_BINS
+
+    data = ReportData()
+    for index, tokens in enumerate((1.0, 1e5, 1e150, 1e308)):
+        data.add(_loop_record(f"r{index}", "x", line=index + 1, loop_tokens=tokens))
+    page = render_report(data, title="t", sources=["s"])
+    widths = [float(width) for width in re.findall(  # (the histogram's bars alone)
+        r'<rect x="[^"]*" y="[^"]*" width="([^"]*)" height="[^"]*" fill="#495057">', page)]
+    assert 0 < len(widths) <= MOST_BINS + 2 and min(widths) > 0
+    near = ReportData()
+    for index, tokens in enumerate((10.0, 1000.0)):
+        near.add(_loop_record(f"r{index}", "x", line=index + 1, loop_tokens=tokens))
+    bars = re.findall(r"<title>\d+ runs? from ([^ ]+) tokens</title>",
+                      render_report(near, title="t", sources=["s"]))
+    assert bars == ["10", "32", "100", "316", "1k"]
+
+
 def test_a_histogram_bar_says_run_or_runs() -> None:
     """A bar's tooltip counts its runs in words that agree ("1 run", "2 runs")."""
     data = ReportData()

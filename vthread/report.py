@@ -57,6 +57,9 @@ TOP_LOOPS: Final = 20
 PAGE_ROWS: Final = 50
 """Rows of the looping-runs table rendered at a time (the rest are a page away)."""
 HISTOGRAM_BINS_PER_DECADE: Final = 2
+MOST_BINS: Final = 24
+"""The histogram's bars at most (but for the bar of zeros and the last's edge): its bins
+widen past it."""
 """Bins per factor of ten in the wasted-tokens histogram (edges 1, 3.16, 10, 31.6, ...)."""
 _KIND_LABELS: Final = {
     "repeated_suffix": "repeated block of messages",
@@ -590,7 +593,10 @@ def _cost_histogram(data: ReportData) -> tuple[str, str]:
     zeros = len(values) - len(positive)
     bins: list[tuple[str, int]] = [("0", zeros)] if zeros else []
     if positive:
-        step = HISTOGRAM_BINS_PER_DECADE
+        # Two bins a factor of ten, fewer where the values span more than MOST_BINS / 2
+        # of them (figures from 1 to 1e308 drew 617 bars of negative width).
+        span = math.log10(max(positive)) - math.log10(min(positive))
+        step = min(HISTOGRAM_BINS_PER_DECADE, MOST_BINS / max(span, 1.0))
         low = math.floor(math.log10(min(positive)) * step)
         high = max(low + 1, math.floor(math.log10(max(positive)) * step) + 1)
         counts = [0] * (high - low)
@@ -627,6 +633,8 @@ def _cost_histogram(data: ReportData) -> tuple[str, str]:
 
 def _compact(value: float) -> str:
     """A bin edge as people write it: 3.2, 10, 320, 3.2k, 1M."""
+    if value >= 1e12:
+        return f"{value:.2g}"  # (1e+15: past the suffixes)
     for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if value >= factor:
             return f"{value / factor:.3g}{suffix}"

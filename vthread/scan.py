@@ -121,7 +121,9 @@ class ScanResult:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is: arrays element by element (NaN equal to NaN, so a
-        result equals its pickled copy), lists and ids as Python compares them."""
+        result equals its pickled copy), lists and ids as Python compares them, but an id
+        that is a float NaN equal to another (a copy's NaN is another object, which Python
+        calls unequal)."""
         if not isinstance(other, ScanResult):
             return NotImplemented
         for name in self.__slots__:
@@ -129,6 +131,11 @@ class ScanResult:
             if isinstance(mine, np.ndarray):
                 if not (isinstance(theirs, np.ndarray) and mine.dtype == theirs.dtype
                         and np.array_equal(mine, theirs, equal_nan=mine.dtype.kind == "f")):
+                    return False
+            elif name == "ids" and mine is not None and theirs is not None:
+                if len(mine) != len(theirs) or not all(
+                        a is b or a == b or (_is_nan(a) and _is_nan(b))
+                        for a, b in zip(mine, theirs, strict=True)):
                     return False
             elif mine != theirs:
                 return False
@@ -229,6 +236,10 @@ class ScanResult:
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
         )
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
 
 
 def json_id(value: Any) -> Any:
