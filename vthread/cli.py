@@ -2963,9 +2963,7 @@ def _rest_dropped(stream: BinaryIO | GzipStream | _Replayed, held: int, limit: i
         if end >= 0:
             return _OverlongLine(limit, length + end), block[end + 1:]
         length += len(block)
-    source = stream.rest if isinstance(stream, _Replayed) else stream
-    if isinstance(source, GzipStream | _Transcoded) and source.broken is not None:
-        source.dropped = length
+    if _broke_off_in(stream, length):
         return None, b""
     return _OverlongLine(limit, length), b""
 
@@ -3174,13 +3172,20 @@ def _last_line(stream: BinaryIO | GzipStream | _Replayed, pending: io.BytesIO) -
     """The stream's last line, ``pending`` at its end (one without a final newline); None
     when there is none, or when it is the incomplete line of a stream that broke off (its
     length then set as the stream's ``dropped``)."""
-    if not pending.tell():
-        return None
-    source = stream.rest if isinstance(stream, _Replayed) else stream
-    if isinstance(source, GzipStream | _Transcoded) and source.broken is not None:
-        source.dropped = pending.tell()
+    if not pending.tell() or _broke_off_in(stream, pending.tell()):
         return None
     return pending.getvalue()
+
+
+def _broke_off_in(stream: BinaryIO | GzipStream | _Replayed, length: int) -> bool:
+    """Whether ``stream`` broke off (a gzip or a transcoded stream cut short) inside its
+    last line, ``length`` bytes of which had come: that length set as its ``dropped``, the
+    stream's own error record standing for the line."""
+    source = stream.rest if isinstance(stream, _Replayed) else stream
+    if isinstance(source, GzipStream | _Transcoded) and source.broken is not None:
+        source.dropped = length
+        return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
