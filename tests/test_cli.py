@@ -32,6 +32,14 @@ SAMPLES = ROOT / "vthread" / "samples"
 KEYS = ["id", "file", "line", "verdict", "loop_start", "period", "repetitions", "loop_messages",
         "loop_tokens", "messages"]
 """The keys the reference pins; ScanResult.record may add more (a loop signature)."""
+EARLIER_RECORD = (b'{"id": "from an earlier scan", "file": "runs.jsonl", "line": 1, '
+                  b'"verdict": null, "messages": 3}\n')
+"""A records line an earlier run left at an output path (which a scan writes over: what
+vthread did not write there, it refuses to)."""
+EARLIER_SUMMARY = json.dumps({"exit_status": 0, "completed": True, "scanned": ["runs.jsonl"],
+                              "lines": 7, "unit": "line", "threads": 7, "loops": 0,
+                              "stale": True})
+"""A ``--summary`` file an earlier run left (one that must not stand for a later run)."""
 
 
 # ----------------------------------------------------------------------------------- helpers

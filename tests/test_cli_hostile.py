@@ -18,7 +18,7 @@ import pytest
 from hypothesis import strategies as st
 
 import vthread
-from tests.test_cli import run
+from tests.test_cli import EARLIER_SUMMARY, run
 from vthread import _core, _exact_json, cli
 from vthread._records import ID_TEXT_LIMIT, json_text, record_id
 
@@ -282,7 +282,7 @@ def test_scan_with_standard_output_closed(tmp_path: Path) -> None:
     _one_message(done.stderr)
     assert b"standard output is closed" in done.stderr
     summary = tmp_path / "summary.json"
-    summary.write_text('{"exit_status": 0, "completed": true}')
+    summary.write_text(EARLIER_SUMMARY)
     assert _scan_sample(f'-q --summary "{summary}" >&-').returncode == 74
     assert json.loads(summary.read_text())["exit_status"] == 74
 
@@ -305,7 +305,7 @@ def test_summary_and_page_are_written_whole_or_not_at_all(tmp_path: Path) -> Non
     cut-off file nor an earlier run's (it left 1,024 bytes no reader could parse), and
     says so with 74."""
     real = tmp_path / "real.json"
-    real.write_text("{}")
+    real.write_text(EARLIER_SUMMARY)
     real.chmod(0o640)
     link = tmp_path / "summary.json"
     link.symlink_to(real)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli import SAMPLES, records, run
+from tests.test_cli import EARLIER_RECORD, EARLIER_SUMMARY, SAMPLES, records, run
 
 SAMPLE = SAMPLES / "threads.jsonl"
 
@@ -134,7 +134,7 @@ def test_summary_file_of_a_scan_cut_short_says_so(tmp_path: Path,
     stale one: --strict's first bad line, and Ctrl-C, give "completed": false, the reason,
     and the figures of what was read; the exit status is the failure's."""
     target = tmp_path / "summary.json"
-    target.write_text('{"stale": true}')
+    target.write_text(EARLIER_SUMMARY)
     path = tmp_path / "runs.jsonl"
     path.write_bytes(SAMPLE.read_bytes() + b"not json\n" + SAMPLE.read_bytes())
     code, out, err = run(["scan", str(path), "--strict", "--summary", str(target)],
@@ -635,7 +635,7 @@ def test_a_summary_is_written_when_the_inputs_cannot_be_read(
     an earlier run's summary never stands for this one; a summary path that is an input
     is never written over."""
     target = tmp_path / "summary.json"
-    target.write_text('{"stale": true}')
+    target.write_text(EARLIER_SUMMARY)
     missing = tmp_path / "gone.jsonl"
     code, _, err = run(["scan", str(missing), "--summary", str(target)], monkeypatch)
     summary = json.loads(target.read_text())
@@ -657,7 +657,7 @@ def test_a_summary_is_written_when_the_inputs_cannot_be_read(
     # Records that cannot be written, before the scan: the summary says so too (an earlier
     # run's was left standing for this one: a tester's case).
     for output in (tmp_path / "no-such-folder" / "records.jsonl", tmp_path):
-        target.write_text('{"stale": true}')
+        target.write_text(EARLIER_SUMMARY)
         code, _, err = run(["scan", str(data), "-o", str(output), "--summary", str(target)],
                            monkeypatch)
         summary = json.loads(target.read_text())
@@ -742,7 +742,7 @@ def test_a_scan_that_fails_before_any_record_leaves_the_output_file_as_it_was(
     format cannot be told) leaves it as it was; one that finishes replaces it, with nothing
     when it has no record; one cut short after records keeps them."""
     target = tmp_path / "records.jsonl"
-    earlier = b'{"id": "from an earlier scan"}\n'
+    earlier = EARLIER_RECORD
     target.write_bytes(earlier)
     untold = tmp_path / "untold.jsonl"
     untold.write_text('[{"type": 5, "text": null}]\n')
@@ -971,3 +971,80 @@ def test_a_jsonl_file_still_being_written_is_listed_as_cut_short(
     assert err == f"vthread scan: {flight}: note: {why}\n"
     _, _, err = run(["scan", str(flight)], monkeypatch)
     assert re.search(r"\n  inputs cut short +1  \(said above", err)
+
+
+# --------------------------------------------- an output path holding what vthread did not write
+
+_REFUSED = "holds something vthread does not write"
+
+
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.json", "runs.jsonl.gz", "run.traj"])
+def test_an_output_path_holding_runs_is_refused_and_left_as_it_was(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--summary runs.json a.jsonl`` took the FILE for the summary's path and wrote over a
+    published run set (a tester's case): an -o or --summary path named as inputs are that
+    holds runs is refused with 2 before anything is written, an early summary's too, and
+    the report's page is never written over them either."""
+    runs = tmp_path / name
+    sample = (SAMPLES / "threads.jsonl").read_bytes()
+    held = gzip.compress(sample) if name.endswith(".gz") else (
+        b"[" + b",".join(sample.splitlines()) + b"]" if name.endswith(".json") else sample)
+    runs.write_bytes(held)
+    other = SAMPLES / "openai.jsonl"
+    records_file = tmp_path / "records.jsonl"
+    for argv in (["scan", "--summary", str(runs), str(other)],
+                 ["scan", str(other), "-q", "-o", str(runs)],
+                 ["scan", str(other), "-q", "-o", str(records_file), "--summary", str(runs)],
+                 ["scan", str(tmp_path / "gone.jsonl"), "--summary", str(runs)]):
+        code, out, err = run(argv, monkeypatch)
+        assert code == 2 and out == b"", argv
+        assert f"{runs} {_REFUSED}" in err or "no such file" in err, (argv, err)
+        assert runs.read_bytes() == held, argv
+        assert not records_file.exists(), argv
+    code, _, err = run(["scan", str(other), "-q", "-o", str(records_file)], monkeypatch)
+    assert code == 0
+    code, _, err = run(["report", str(records_file), "-o", str(runs)], monkeypatch)
+    assert code == 2 and f"the output {runs} {_REFUSED}" in err
+    assert runs.read_bytes() == held
+
+
+def test_an_earlier_output_at_an_output_path_is_written_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What vthread wrote at a path named as inputs are is written over by the next run: its
+    records (plain, gzip, Parquet, a gzip of none: a night without a loop), its summary
+    whatever the name, a report's page, and an empty file (the second reviewer found all
+    but the last refused by a first version)."""
+    sample = str(SAMPLES / "threads.jsonl")
+    quiet = tmp_path / "quiet.jsonl"
+    quiet.write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
+    outputs = ["records.jsonl", "records.jsonl.gz", "none.jsonl.gz", "summary.jsonl",
+               "page.json", "empty.json"]
+    if importlib.util.find_spec("pyarrow") is not None:
+        outputs.append("records.parquet")
+    for name in outputs:
+        path = tmp_path / name
+        if name == "summary.jsonl":
+            first = ["scan", sample, "-q", "-o", os.devnull, "--summary", str(path)]
+        elif name == "page.json":
+            assert run(["scan", sample, "-q", "-o", str(tmp_path / "r.jsonl")],
+                       monkeypatch)[0] == 0
+            first = ["report", str(tmp_path / "r.jsonl"), "-o", str(path)]
+        elif name == "none.jsonl.gz":
+            first = ["scan", str(quiet), "-q", "--only-loops", "-o", str(path)]
+        elif name == "empty.json":
+            path.write_bytes(b"")
+            first = []
+        else:
+            first = ["scan", sample, "-q", "-o", str(path)]
+        if first:
+            assert run(first, monkeypatch)[0] == 0, name
+        assert path.stat().st_size > 0 or name == "empty.json", name
+        assert name != "none.jsonl.gz" or gzip.decompress(path.read_bytes()) == b""
+        before = path.read_bytes()
+        again = (["report", str(tmp_path / "r.jsonl"), "-o", str(path), "--title", "again"]
+                 if name == "page.json" else
+                 ["scan", str(quiet), "-q", "-o", os.devnull, "--summary", str(path)]
+                 if name == "summary.jsonl" else ["scan", str(quiet), "-q", "-o", str(path)])
+        code, _, err = run(again, monkeypatch)
+        assert code == 0 and _REFUSED not in err, (name, err)
+        assert path.read_bytes() != before, name

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.deadline import ends_within
+from tests.test_cli import EARLIER_RECORD
 from vthread import cli, scan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +181,7 @@ def test_a_summary_file_that_is_the_output_file_is_refused(
     now exit 2 before anything is written, an existing file untouched."""
     source = lines_file(tmp_path / "runs.jsonl", 5)
     output = tmp_path / "out.jsonl"
-    output.write_bytes(b"kept\n")
+    output.write_bytes(EARLIER_RECORD)
     summary = {"same": output, "spelled-otherwise": tmp_path / "." / "out.jsonl",
                "symlink": tmp_path / "summary.json", "hardlink": tmp_path / "summary.json"}[link]
     if link == "symlink":
@@ -191,7 +192,7 @@ def test_a_summary_file_that_is_the_output_file_is_refused(
                           str(summary)], monkeypatch)
     assert (code, out) == (2, b"")
     assert f"the --summary file {summary} is the --output file {output}" in err
-    assert output.read_bytes() == b"kept\n"
+    assert output.read_bytes() == EARLIER_RECORD
     # Apart, or both /dev/null, they are fine.
     assert run(["scan", str(source), "-q", "-o", str(output), "--summary",
                 str(tmp_path / "summary-apart.json")], monkeypatch)[0] == 0

@@ -375,7 +375,7 @@ def _check_output(output: str, files: Sequence[str]) -> None:
     if output == "":
         raise _ReportError("-o: an empty path names no file (- is standard output)",
                            USAGE_EXIT)
-    from vthread.cli import trajectory_files
+    from vthread.cli import overwrite_refusal, trajectory_files
 
     for name in files:
         if name == "-":
@@ -392,6 +392,10 @@ def _check_output(output: str, files: Sequence[str]) -> None:
                     raise _ReportError(f"the output {output} is the input {found}{where}; "
                                        "writing it would destroy the input (choose another "
                                        "path)")
+    refusal = overwrite_refusal(output, "the output")
+    if refusal is not None:
+        # (vthread report -o runs.jsonl records.jsonl: the page written over the runs)
+        raise _ReportError(refusal, USAGE_EXIT)
     why = unwritable(output)
     if why is not None:
         raise _ReportError(f"cannot write {output}: {why}", IO_EXIT)
@@ -543,6 +547,46 @@ def holds_summary(name: str) -> bool:
         return False
     # a summary is a few kilobytes; a document of runs may be gigabytes
     return is_summary(small_json_document(name, 1 << 20))
+
+
+def holds_only_output(name: str, *, throughout: bool = False) -> bool:
+    """Whether writing over the file ``name`` loses nothing but what vthread itself writes
+    there: it is not there, or no regular file (a pipe, ``/dev/null``: nothing held), or it
+    is empty, a gzip of nothing (a night without a loop), a scan's records (its first line
+    one, or, ``throughout``, every line: :func:`holds_records`), a scan's summary (whatever
+    its name) or a report's page. Told from its first bytes, but for a summary's (a JSON
+    object, read whole when it is at most :data:`_SUMMARY_BYTES`) and for records read
+    ``throughout``. A file that cannot be read is not: what it holds is unknown."""
+    try:
+        status = os.stat(name)
+    except OSError:
+        return True  # (not there; or out of reach, which writing it then says)
+    if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
+        return True
+    try:
+        with opened_regular(name) as raw:
+            head = raw.read(len(_PAGE_OPENING))
+            if head.startswith(GZIP_MAGIC):
+                import gzip
+
+                raw.seek(0)
+                with gzip.GzipFile(fileobj=raw) as unzipped:
+                    if not unzipped.read(1):
+                        return True
+    except (OSError, EOFError, zlib.error):
+        return False
+    if head == _PAGE_OPENING or holds_records(name, throughout=throughout):
+        return True
+    return (head.lstrip().startswith(b"{") and status.st_size <= _SUMMARY_BYTES
+            and is_summary(small_json_document(name, _SUMMARY_BYTES)))
+
+
+_PAGE_OPENING: Final = b"<!DOCTYPE html>"
+"""The first bytes of every page ``vthread report`` writes."""
+_SUMMARY_BYTES: Final = 64 << 20
+"""The largest ``--summary`` file told apart from runs by reading it whole: its ten error
+records with their ids and the inputs it names hold a few kilobytes most often; one larger
+(ids of megabytes each) is taken for runs, and its path refused."""
 
 
 def is_summary(value: object) -> bool:

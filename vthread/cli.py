@@ -574,6 +574,7 @@ def _early_summary(options: argparse.Namespace, reason: str, status: int) -> Non
     if options.summary_file and not _destroys_a_listed_input(options.summary_file, inputs):
         with contextlib.suppress(_FatalError):
             _check_not_an_input(options.summary_file, inputs, "the --summary file")
+            _check_overwrite(options.summary_file, "the --summary file")
             _write_summary(options.summary_file, _summary_json(
                 _Stats(), _what_was_scanned(inputs), 0.0, [], set(), reason,
                 run=_run_settings(options, status)))
@@ -654,11 +655,6 @@ def _opened_output(options: argparse.Namespace, files: list[str]
         _early_summary(options, "cannot write the records: standard output is closed",
                        IO_EXIT)
         return IO_EXIT
-    if options.output and is_parquet(options.output) and not parquet_available():
-        say(f"vthread scan: cannot write {options.output}: {NEEDS_PYARROW}")
-        _early_summary(options, f"cannot write {options.output}: {NEEDS_PYARROW}",
-                       USAGE_EXIT)
-        return USAGE_EXIT  # a missing extra is the command's setup, not a failed write
     try:
         out = _output(options.output, anywhere=options.anywhere)
     except OSError as error:
@@ -732,9 +728,14 @@ def _scan_stopping_on_signals(options: argparse.Namespace, stop_signals: StopSig
             # to read it) is its own error record when read, and the others are still read.
             if name not in walked and not (name in listed and os.path.exists(name)):
                 _check_readable(name)
+        if options.output and is_parquet(options.output) and not parquet_available():
+            # (first: without pyarrow, Parquet records left by an earlier run cannot be told
+            # from runs)
+            raise _FatalError(f"cannot write {options.output}: {NEEDS_PYARROW}")
         for what, written in _written_by(options):
             if written:
                 _check_not_an_input(written, files, what)
+                _check_overwrite(written, what)
     except _FatalError as error:
         say(f"vthread scan: {error}")
         _early_summary(options, str(error), USAGE_EXIT)
@@ -1331,7 +1332,7 @@ def _unread_names_said(unread_names: dict[str, str]) -> str:
             "whatever its name")
 
 
-def _named_as_an_input(name: str) -> bool:
+def named_as_an_input(name: str) -> bool:
     """Whether ``name`` ends as the files a directory FILE stands for do."""
     lower = name.lower()
     return (lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
@@ -1345,7 +1346,7 @@ def _swallowed_file(options: argparse.Namespace) -> str | None:
     for flag, key in (("--id-key", options.id_key), ("--messages-key", options.messages_key)):
         # (a file named as inputs are: a directory, or a file of another name, may well
         # share its name with a key, as a "messages" directory does)
-        if key is not None and _named_as_an_input(key) and os.path.isfile(key):
+        if key is not None and named_as_an_input(key) and os.path.isfile(key):
             return (f"no FILE given, and {flag} {key} names a file: give the key first, then "
                     f"the FILE ({flag} KEY {key})")
     return None
@@ -1630,15 +1631,13 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str],
     and written over, silently)."""
     if not overwritten:
         return  # the usual case, without importing the report module (and hashlib) at start
-    from vthread._cli_report import holds_records, holds_summary
+    from vthread._cli_report import holds_only_output
 
     given = {os.path.normpath(name) for _, name in written.values()}
     # (the file found by the name it was given first: its other names are links to it)
     for path in sorted(overwritten, key=lambda path: os.path.normpath(path) not in given):
-        with contextlib.suppress(OSError):
-            if os.path.getsize(path) == 0:
-                continue
-        if not holds_records(path, throughout=True) and not holds_summary(path):
+        # (every line, as the directory's listing tells the records it passes over)
+        if not holds_only_output(path, throughout=True):
             raise _FatalError(f"{_written_as(path, written)} is a file under the input "
                               f"{directory} that holds neither records nor a summary of "
                               "vthread scan; writing it would destroy it (choose another "
@@ -1776,7 +1775,7 @@ def _files_under(name: str, written: _Written,
                     "for JSONL and JSON files only: decompress it first (gunzip -k)",
                     unread_trajectory=True))
                 continue
-            if not _named_as_an_input(file):
+            if not named_as_an_input(file):
                 compressed = _compression_named(file)
                 if compressed is not None and left_out is not None:
                     # (a trajectory file by its name, passed over in silence)
@@ -1858,6 +1857,32 @@ def _check_not_an_input(output: str, files: list[str], what: str = "the output")
     if label is not None:
         raise _FatalError(f"{what} {output} is the input {label}; writing it would "
                           f"destroy the input before it is read (choose another path)")
+
+
+def overwrite_refusal(output: str, what: str) -> str | None:
+    """Why writing the output path ``output`` (``what``: "the output", "the --summary file")
+    is refused, or None: it is named as inputs are (``.json``, ``.jsonl``, ``.traj``...) and
+    holds something vthread does not write (:func:`vthread._cli_report.holds_only_output`),
+    runs most likely, the FILE given where the option's path was due (``--summary runs.json
+    a.jsonl`` wrote over a published run set: a tester's case). An earlier run's records,
+    summary or page is written over; a name inputs do not have (``summary.txt``) is the
+    user's to give."""
+    if not named_as_an_input(output):
+        return None
+    from vthread._cli_report import holds_only_output
+
+    if holds_only_output(output):
+        return None
+    return (f"{what} {output} holds something vthread does not write (runs, most likely: a "
+            "FILE given where the option's path was due?); writing it would destroy it "
+            "(choose another path, or remove the file first)")
+
+
+def _check_overwrite(output: str, what: str) -> None:
+    """Refuse to write an output over what vthread did not write (:func:`overwrite_refusal`)."""
+    refusal = overwrite_refusal(output, what)
+    if refusal is not None:
+        raise _FatalError(refusal)
 
 
 def _check_summary_apart(summary: str, output: str | None) -> None:
