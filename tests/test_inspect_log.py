@@ -322,8 +322,8 @@ def test_is_inspect_log() -> None:
 
 
 def written_log(folder: Path, name: str, *, status: str = "success",
-                sample_ids: tuple[str, ...] = ("a", "b", "c"),
-                stopped: tuple[str, ...] = (), left_out: tuple[str, ...] = (),
+                sample_ids: tuple[str | int, ...] = ("a", "b", "c"),
+                stopped: tuple[str | int, ...] = (), left_out: tuple[str | int, ...] = (),
                 errored: tuple[str, ...] = ()) -> Path:
     """An Inspect log written by inspect_ai's own writer (``.eval`` or ``.json`` by the
     name's suffix): one sample per id (but those ``stopped`` early and those ``left_out``,
@@ -348,7 +348,7 @@ def written_log(folder: Path, name: str, *, status: str = "success",
     )
     from inspect_ai.tool import ToolCall
 
-    def written_sample(ident: str, polls: int) -> EvalSample:
+    def written_sample(ident: str | int, polls: int) -> EvalSample:
         messages: list[ChatMessage] = [ChatMessageUser(content="Is job 7 done?", id=f"u{ident}")]
         for i in range(polls):
             messages += [
@@ -1184,6 +1184,64 @@ def test_a_refused_sample_stands_only_for_the_sample_it_can_be(
     assert [r["id"] for r in got] == ["a/1", "b/1", "zzz/1", "c/1"]
     assert "not a valid Inspect sample" in got[2]["error"]
     assert got[3]["error"].startswith("sample 'c' epoch 1 is missing from the log")
+
+
+@needs_inspect
+@pytest.mark.parametrize("status", ["success", "cancelled"])
+def test_an_integer_id_and_a_text_id_of_its_digits_are_two_samples(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str) -> None:
+    """Samples 1 and "1" (two to Inspect) of a .json log are two records, and the log holds
+    both (their ids' text made them one: the log was said to hold 1 of its 2 samples, found
+    by a tester). Their records share the id "1/1", as written, and are told apart by
+    their lines."""
+    path = written_log(tmp_path, "run.json", status=status, sample_ids=(1, "1"))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and err == "", err
+    assert [(r["id"], r["line"], r["verdict"]) for r in got] == [
+        ("1/1", 1, "repeated_result_run"), ("1/1", 2, None)]
+    assert [ident for ident, _ in read_inspect_log(path)] == ["1/1", "1/1"]
+
+
+@needs_inspect
+def test_an_eval_log_s_member_shared_by_ids_1_and_1_as_text_is_one_sample(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .eval log names a sample's member by its id's text, so samples 1 and "1" share
+    samples/1_epoch_1.json, Inspect writing the later over the earlier: the sample it holds
+    is one record, and the other is missing (it was read twice, two records of one sample,
+    and the log said to hold 1 of 2, found by a tester); one the header does not list, read
+    from a listed sample's member, is read after the listed ones (it was taken for that
+    one)."""
+    path = written_log(tmp_path, "run.eval", sample_ids=(1, "1"))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    got = records(out)
+    assert code == 0 and err == "", err
+    assert [(r["id"], r.get("error"), r.get("verdict")) for r in got] == [
+        ("1/1", "sample 1 epoch 1 is missing from the log, whose header says the evaluation "
+                "succeeded", None),
+        ("1/1", None, None)]
+    relabelled = written_log(tmp_path, "relabelled.eval", sample_ids=("1", "b"))
+    _with_header(relabelled, dataset_sample_ids=[1, "b"])
+    got = records(run(["scan", str(relabelled), "-q"], monkeypatch)[1])
+    assert [(r["id"], "error" in r) for r in got] == [
+        ("1/1", True), ("b/1", False), ("1/1", False)]
+
+
+@needs_inspect
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_sample_stopped_early_does_not_stand_for_the_text_id_of_its_digits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """Sample 1 stopped early is not sample "1": a finished log lacking "1" says it missing
+    (it passed unsaid, and the log was said to list 1 sample, not 2 less the one stopped)."""
+    path = written_log(tmp_path, f"run{suffix}", sample_ids=(1, "1", "b"), stopped=(1,),
+                       left_out=("1",))
+    code, out, err = run(["scan", str(path), "-q"], monkeypatch)
+    assert code == 0 and err == "", err
+    missing = ("1/1", "sample '1' epoch 1 is missing from the log, whose header says the "
+                        "evaluation succeeded")
+    # (in its place in a .eval log; after the samples a .json log holds)
+    assert [(r["id"], r.get("error")) for r in records(out)] == (
+        [missing, ("b/1", None)] if suffix == ".eval" else [("b/1", None), missing])
 
 
 @pytest.mark.parametrize(("name", "data", "said"), [

@@ -283,14 +283,14 @@ _UNFINISHED: Final = {"started": "still running, or stopped before it finished",
 """Why an evaluation of each unfinished status lacks samples, as said of its log."""
 
 
-def _early_stops(results: Any) -> set[tuple[str, Any]]:
-    """(sample id as text, epoch) of each sample an early-stopping manager stopped, from a
+def _early_stops(results: Any) -> set[tuple[Any, Any]]:
+    """The key (:func:`_sample_key`) of each sample an early-stopping manager stopped, from a
     log's results (inspect_ai's object, or as a ``.json`` log writes it; an inspect_ai
     before early stopping has no such field)."""
     stops = _field(_field(results, "early_stopping"), "early_stops")
     if not isinstance(stops, Sequence) or isinstance(stops, (str, bytes)):
         return set()
-    return {(str(_field(stop, "id")), _field(stop, "epoch")) for stop in stops}
+    return {_sample_key(_field(stop, "id"), _field(stop, "epoch")) for stop in stops}
 
 
 _LACKING_NOTE: Final = re.compile(
@@ -335,13 +335,14 @@ def _unfinished(status: Any, held: int, listed: int | None, log_samples: Any = T
             f"are not in it, and go unchecked")
 
 
-def _missing(wanted: Sequence[tuple[Any, Any]], held: set[tuple[str, Any]],
-             stopped: set[tuple[str, Any]]) -> Iterator[UnreadableSample]:
+def _missing(wanted: Sequence[tuple[Any, Any]], held: set[tuple[Any, Any]],
+             stopped: set[tuple[Any, Any]]) -> Iterator[UnreadableSample]:
     """An error naming each sample of ``wanted`` ((id, epoch) each, as the header lists
-    them) that a finished evaluation's log does not hold (``held``, ``stopped`` early:
-    (id as text, epoch) each), in the header's order."""
+    them) that a finished evaluation's log does not hold (``held``, ``stopped`` early: the
+    key of each, :func:`_sample_key`), in the header's order."""
     for sample_id, epoch in wanted:
-        if (str(sample_id), epoch) not in held and (str(sample_id), epoch) not in stopped:
+        key = _sample_key(sample_id, epoch)
+        if key not in held and key not in stopped:
             yield _said_missing(sample_id, epoch)
 
 
@@ -366,7 +367,7 @@ def _epoch_count(epochs: Any) -> int:
     return epochs if _whole(epochs) is not None and epochs > 0 else 1
 
 
-def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[str, Any]],
+def _listed(sample_ids: Any, samples: Any, epochs: Any, stopped: set[tuple[Any, Any]],
             config: Any = None) -> int | None:
     """How many samples a header lists to be run: its sample ids (the ids chosen, limits
     applied) times its epochs, less those stopped early; without ids, its count of the
@@ -426,41 +427,62 @@ def _eval_samples(path: str | Path, notes: _Notes) -> Iterator[_Read]:
                 and config.log_samples is not False)
     # (held: those read, and those said missing in their places, which _lacking then
     # does not name again)
-    held: list[tuple[str, Any]] = []
+    held: list[tuple[Any, Any]] = []
     wanted = _wanted(sample_ids, config.epochs)
-    for (sample_id, epoch), sample in _members_read(path, wanted, header.eval.model, notes):
+    keys = {_sample_key(sample_id, epoch) for sample_id, epoch in wanted}
+    # (elsewhere: samples read from a listed sample's member that are another, unlisted)
+    elsewhere: list[_Read] = []
+    for (sample_id, epoch), own, sample in _members_read(path, wanted, header.eval.model,
+                                                         notes):
+        key = _sample_key(sample_id, epoch)
+        if own not in (None, key) and not isinstance(sample, _Missing):
+            # The member of id 1 is the member of id "1" too (samples/1_epoch_1.json), the
+            # later of the two written over the earlier: the sample it holds is read in its
+            # own turn, or after those listed when the header does not list it.
+            if own not in keys:
+                elsewhere.append(sample)
+            sample = _Missing()
         if isinstance(sample, _Missing):
-            if not complete or (str(sample_id), epoch) in stopped:
+            if not complete or key in stopped:
                 continue
             sample = _said_missing(sample_id, epoch)
-        held.append((str(sample_id), epoch))
+        held.append(key)
         yield sample
     # Samples the archive holds that its header does not list (a sample added to the log
-    # after its header was written: inspect_ai reading the log whole reads them), after.
+    # after its header was written: inspect_ai reading the log whole reads them), after;
+    # its members are named by their ids as text.
+    yield from elsewhere
     listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
     unlisted = [member for member in _archived_members(path) if member not in listed]
-    for _, sample in _members_read(path, unlisted, header.eval.model, notes):
+    for _, _, sample in _members_read(path, unlisted, header.eval.model, notes):
         if not isinstance(sample, _Missing):
             yield sample
     yield from _lacking(header, held, notes.lacking)
 
 
 def _members_read(path: str | Path, wanted: list[tuple[Any, int]], model: str | None,
-                  notes: _Notes) -> Iterator[tuple[tuple[Any, int], _Read | _Missing]]:
-    """Each of ``wanted`` ((id, epoch) each) with its sample of the ``.eval`` log at
+                  notes: _Notes
+                  ) -> Iterator[tuple[tuple[Any, int], tuple[Any, Any] | None, _Read | _Missing]]:
+    """Each of ``wanted`` ((id, epoch) each) with the key (:func:`_sample_key`) of the sample
+    its member holds, None where none was read, and that sample of the ``.eval`` log at
     ``path``, read in batches (:func:`_batches`, :func:`_eval_batch`): (id, chat messages)
-    (``model``: the evaluation's), an :class:`UnreadableSample`, or a :class:`_Missing`."""
+    (``model``: the evaluation's), an :class:`UnreadableSample`, or a :class:`_Missing`.
+    The key is the sample's own, which may not be the one asked for: a member is named by
+    the id's text, which the ids ``1`` and ``"1"`` share."""
     for batch in _batches(path, wanted):
         for member, sample in zip(batch, _eval_batch(path, batch), strict=True):
-            yield member, (sample if isinstance(sample, (UnreadableSample, _Missing))
-                           else _chat_or_why(sample, model, notes))
+            if isinstance(sample, (UnreadableSample, _Missing)):
+                yield member, None, sample
+            else:
+                yield (member, _sample_key(sample.id, sample.epoch),
+                       _chat_or_why(sample, model, notes))
 
 
-def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], object]
+def _lacking(log: Any, held: list[tuple[Any, Any]], lacking: Callable[[str], object]
              ) -> Iterator[UnreadableSample]:
     """After the samples of a log (inspect_ai's ``EvalLog`` or header, or a ``.json`` log's
-    document: the header's fields read alike), ``held`` ((id as text, epoch) of each it
-    holds): an error naming each sample its header lists that it lacks though its
+    document: the header's fields read alike), ``held`` (the key of each it holds,
+    :func:`_sample_key`): an error naming each sample its header lists that it lacks though its
     evaluation finished, then what else it lacks told to ``lacking`` (:func:`_unfinished`:
     an unfinished evaluation's samples, never run, and those it was told not to log, have
     no records of their own). A finished log with invalidated samples may leave them out,
@@ -480,7 +502,7 @@ def _lacking(log: Any, held: list[tuple[str, Any]], lacking: Callable[[str], obj
         named = list(_missing(wanted, set(held), stopped))
         yield from named
     if isinstance(sample_ids, list):  # (a sample the header does not list is no part of it)
-        listed = {(str(sample_id), epoch) for sample_id, epoch in wanted}
+        listed = {_sample_key(sample_id, epoch) for sample_id, epoch in wanted}
         held = [pair for pair in held if pair in listed]
     why = _unfinished(status, len(set(held)) + len(named),
                       _listed(sample_ids, _field(dataset, "samples"), epochs, stopped, config),
@@ -519,11 +541,11 @@ def _archived_samples(path: str | Path, header: Any, notes: _Notes
     its ``samples/`` read alone (in the order of their epochs and ids, as inspect_ai sorts
     a log read whole), so that one inspect_ai cannot read is named in its place and the
     others are still read; then what the log lacks, told to ``notes``."""
-    held: list[tuple[str, Any]] = []
-    for member, sample in _members_read(path, _archived_members(path), header.eval.model,
-                                        notes):
+    held: list[tuple[Any, Any]] = []
+    for member, own, sample in _members_read(path, _archived_members(path), header.eval.model,
+                                             notes):
         if not isinstance(sample, _Missing):  # (listed by the archive: never missing)
-            held.append(member)
+            held.append(own if own is not None else member)
             yield sample
     yield from _lacking(header, held, notes.lacking)
 
@@ -642,8 +664,8 @@ def _log_samples(log: Any, sample_ids: list[Any] | None, notes: _Notes
     header = {"status": log.status, "invalidated": log.invalidated, "results": log.results,
               "eval": {"dataset": {"sample_ids": sample_ids, "samples": spec.dataset.samples},
                        "config": spec.config}}
-    yield from _lacking(header, [(str(sample.id), sample.epoch) for sample in log.samples or []],
-                        notes.lacking)
+    yield from _lacking(header, [_sample_key(sample.id, sample.epoch)
+                                 for sample in log.samples or []], notes.lacking)
 
 
 def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
@@ -674,7 +696,7 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
     spec = document["eval"]  # (an object naming a dataset: the header was read)
     header = {"version": document.get("version", 2),
               "eval": {**spec, "dataset": {**spec["dataset"], "sample_ids": None}}}
-    held: list[tuple[str, Any]] = []
+    held: list[tuple[Any, Any]] = []
     invalid: list[tuple[Any, Any]] = []  # (id, epoch) as written, of each refused
     for position, raw in enumerate(samples):
         fields = raw if isinstance(raw, dict) else {}
@@ -693,16 +715,16 @@ def _json_samples_alone(data: bytes, notes: _Notes) -> Iterator[_Read]:
             invalid.append((sample_id, epoch))
             continue
         (sample,) = log.samples or []
-        held.append((str(sample.id), sample.epoch))
+        held.append(_sample_key(sample.id, sample.epoch))
         yield _chat_or_why(sample, log.eval.model, notes)
     wanted = _wanted(_field(_field(spec, "dataset"), "sample_ids"),
                      _field(_field(spec, "config"), "epochs"))
     yield from _lacking(document, held + _stood_for(wanted, held, invalid), notes.lacking)
 
 
-def _stood_for(wanted: list[tuple[Any, int]], held: list[tuple[str, Any]],
-               invalid: list[tuple[Any, Any]]) -> list[tuple[str, Any]]:
-    """The (id as text, epoch) each ``invalid`` sample (refused, with its own error record;
+def _stood_for(wanted: list[tuple[Any, int]], held: list[tuple[Any, Any]],
+               invalid: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The key (:func:`_sample_key`) each ``invalid`` sample (refused, with its own error record;
     its id and epoch as written) is counted as held under: the header's ``wanted`` sample
     no read sample holds with its id and epoch, else the first with its id (an epoch
     written as text), else, for an id written as null (or none), the first left; else its
@@ -710,11 +732,11 @@ def _stood_for(wanted: list[tuple[Any, int]], held: list[tuple[str, Any]],
     then still said). So a refused sample is not said missing too, a second record for one
     sample (found by a tester). O(wanted * invalid), the invalid few."""
     taken = set(held)
-    left = [pair for pair in ((str(sample_id), epoch) for sample_id, epoch in wanted)
+    left = [pair for pair in (_sample_key(sample_id, epoch) for sample_id, epoch in wanted)
             if pair not in taken]
-    stood: list[tuple[str, Any]] = []
+    stood: list[tuple[Any, Any]] = []
     for sample_id, epoch in invalid:
-        written = (str(sample_id), epoch if epoch is not None else 1)
+        written = _sample_key(sample_id, epoch if epoch is not None else 1)
         match = next((pair for pair in left if pair == written), None)
         if match is None:
             match = next((pair for pair in left if pair[0] == written[0]), None)
@@ -837,6 +859,21 @@ def _key(value: Any, what: str) -> str | int | None:
 def _thread_id(sample_id: Any, epoch: Any) -> str:
     """A sample's thread id: ``"<sample id>/<epoch>"``."""
     return f"{sample_id}/{epoch}"
+
+
+def _sample_key(sample_id: Any, epoch: Any) -> tuple[Any, Any]:
+    """How a sample is told from the others, by its id and epoch each as a hashable value
+    of its own kind: text and an integer as they are (Inspect holds sample ``"1"`` and
+    sample ``1`` as two: their text alone made them one, a present sample said missing or
+    one member read twice), anything else (a refused sample's, as written: ``true``, ``1.0``,
+    a list) as its kind and repr, equal to no text, integer or other kind's value."""
+    return _keyed(sample_id), _keyed(epoch)
+
+
+def _keyed(value: Any) -> Any:
+    if isinstance(value, str) or _whole(value) is not None:
+        return value
+    return type(value).__name__, repr(value)
 
 
 def _sample_name(sample: Mapping[str, Any]) -> str:
