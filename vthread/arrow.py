@@ -1401,7 +1401,7 @@ def _fields(result: ScanResult, counts: list[int],
     codes = result.codes.tolist()
     loops = [code > 0 for code in codes]
     return {
-        "verdict": [HEURISTIC_NAMES[c - 1] if c else None for c in codes],
+        "verdict": [HEURISTIC_NAMES[c - 1] if c > 0 else None for c in codes],
         "loop_start": result.loop_start.tolist(),
         "period": result.period.tolist(),
         "repetitions": result.repetitions.tolist(),
@@ -1428,7 +1428,11 @@ def result_table(result: ScanResult) -> pa.Table:
     fields: dict[str, Any] = {RUN_ID: pa.array(
         [None] * len(result) if result.ids is None
         else [_run_id_value(json_id(ident)) for ident in result.ids], type=pa.string())}
-    columns = _fields(result, result.messages.tolist(), [None] * len(result))
+    columns = _fields(result, result.messages.tolist(), result.errors or [None] * len(result))
+    for row, error in enumerate(result.errors or ()):
+        if error is not None:  # (a thread not read: its error alone, as scan_arrow's rows)
+            for name, column in columns.items():
+                column[row] = error if name == "error" else None
     for name, kind in _result_types(result.loops is not None).items():
         fields[name] = pa.array(columns[name], type=kind())
     return pa.table(fields)

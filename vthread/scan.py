@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -78,7 +79,8 @@ __all__ = ["HEURISTIC_NAMES", "ScanResult", "scan"]
 class ScanResult:
     """Verdicts and loop attribution for a batch of threads, one row per thread.
 
-    ``codes[i]`` is 0 for a progressing thread, else ``1 + HEURISTIC_NAMES.index(name)``.
+    ``codes[i]`` is 0 for a progressing thread, else ``1 + HEURISTIC_NAMES.index(name)``,
+    or -1 for a thread a scan with ``errors="record"`` could not read (:attr:`errors`).
     For a looping thread, ``loop_start[i]`` is the index of the first message of the loop,
     ``period[i]`` the messages per repetition, ``repetitions[i]`` how many repetitions were
     seen, ``loop_messages[i]`` the messages from ``loop_start`` to the end of the thread and
@@ -115,6 +117,10 @@ class ScanResult:
     costliest first; the row's own fields then describe the first. None otherwise."""
     ids: list[Any] | None = None
     """Each thread's run id (None for a list of messages) when the batch held run objects."""
+    errors: list[str | None] | None = None
+    """With ``errors="record"``: per thread, why the scan could not read it (its row's code
+    -1, its other fields a progressing row's, ``messages`` 0), None for a thread scanned.
+    None otherwise."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -155,14 +161,19 @@ class ScanResult:
         """Row ``index`` as a JSON-ready dict, the fields of ``vthread scan``'s record but the
         file and line: strict JSON, ``loop_tokens`` None where unknown or past the largest
         double (``json.dumps(..., allow_nan=False)`` takes it), with its ``loops`` when the
-        scan looked anywhere; ``id`` None where the thread had none."""
+        scan looked anywhere; ``id`` None where the thread had none. A thread the scan could
+        not read (``errors="record"``) is ``{"id": ..., "error": why}``, as ``vthread
+        scan``'s error record holds them."""
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
             raise TypeError(f"a row is an integer index, got {type(index).__name__}")
         if not -len(self.names) <= index < len(self.names):
             raise IndexError(f"row {index} of a result of {len(self.names)} rows")
+        run_id = None if self.ids is None else json_id(self.ids[index])
+        if self.errors is not None and self.errors[index] is not None:
+            return {"id": run_id, "error": self.errors[index]}
         tokens = float(self.loop_tokens[index])
         record: dict[str, Any] = {
-            "id": None if self.ids is None else json_id(self.ids[index]),
+            "id": run_id,
             "verdict": self.names[index],
             "loop_start": int(self.loop_start[index]),
             "period": int(self.period[index]),
@@ -182,9 +193,10 @@ class ScanResult:
         with ``run_ids=True``, the same values for the same runs (``run_id`` first: each
         run object's id as a record holds it, text as it is, another value as its JSON
         text, null for a bare list of messages; :data:`vthread.arrow.RESULT_FIELDS`,
-        ``error`` null for every row; ``loops`` last when the scan looked anywhere), to
-        join back to a table of one's own, filter, or write as Parquet. Needs pyarrow
-        (``pip install 'vthread[arrow]'``)."""
+        ``error`` null but in the row of a thread not read, ``errors="record"``, which holds
+        nothing else; ``loops`` last when the scan looked anywhere), to join back to a table
+        of one's own, filter, or write as Parquet. Needs pyarrow (``pip install
+        'vthread[arrow]'``)."""
         try:
             from vthread.arrow import result_table
 
@@ -235,6 +247,8 @@ class ScanResult:
                    else [loops for part in parts for loops in part.loops or []]),
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
+            errors=(None if all(p.errors is None for p in parts)
+                    else [e for p in parts for e in (p.errors or [None] * len(p))]),
         )
 
 
@@ -929,6 +943,7 @@ def scan(
     jobs: int = 1,
     anywhere: bool = False,
     format: str = "native",
+    errors: str = "raise",
 ) -> ScanResult:
     """Verdict and loop attribution for every thread: the bulk twin of describe_thread_cycle.
 
@@ -967,10 +982,36 @@ def scan(
     call, naming the first such thread among the first 64, or else the first further on
     that loops).
 
+    ``errors="record"`` keeps a bulk run going past threads it cannot read: each is a row
+    of its own, its code -1 and its error's text in :attr:`ScanResult.errors` (``thread 17:
+    messages[3] must be a mapping, got int``), and every other row is the one the batch
+    without it gives (:func:`_scan_recording_errors`). It needs the format named (not
+    ``"auto"``, which settles on one from the threads, bad ones among them). An error the
+    caller's own objects raise (a mapping whose lookup fails) still propagates.
+
     >>> hello = [{"type": "user", "text": "hi"}, {"type": "bot", "text": "hello"}]
     >>> scan([hello, hello * 2]).names
     [None, 'repeated_suffix']
+    >>> scan([hello, [hello]], errors="record").errors
+    [None, 'thread 1: messages[0] must be a mapping, got list']
     """
+    if errors not in ("raise", "record"):
+        raise ValueError(f"errors must be 'raise' or 'record', got {errors!r}")
+    if errors == "record":
+        from vthread.documents import checked_format
+
+        if checked_format(format) == "auto":
+            raise ValueError("errors='record' needs the threads' format named: 'auto' "
+                             "settles on one from the threads, and a thread that cannot be "
+                             "read may change which")
+        keywords: dict[str, Any] = {
+            "min_repetitions": min_repetitions, "min_pattern_length": min_pattern_length,
+            "max_pattern_length": max_pattern_length,
+            "min_result_repetitions": min_result_repetitions, "mask_volatile": mask_volatile,
+            "anywhere": anywhere, "format": format}
+        return _scan_recording_errors(
+            _thread_list(threads),
+            lambda part, quiet: scan(part, **keywords, jobs=1 if quiet else jobs))
     options = cycle_options(
         min_repetitions, min_pattern_length, max_pattern_length, min_result_repetitions
     )
@@ -1061,6 +1102,118 @@ def scan(
                 in_source_messages(result, row, origins, tokens_between(batch_threads[row]))
         result = _in_given_runs(result, *given)
     return result
+
+
+def _scan_recording_errors(threads: list[Any],
+                           scan_part: Callable[[list[Any], bool], ScanResult]) -> ScanResult:
+    """``scan(threads, errors="record")``: the batch scanned whole; where a thread cannot be
+    read, those that cannot are found (:func:`_unreadable_threads`, quietly) and the batch
+    is scanned once more with an empty thread in each one's place, so that every other
+    row, the warnings and the threads they name are the batch's own; each such row then
+    says its error. The warnings of the scan that answers are said from the caller's call
+    (those of scans that raised are not). ``scan_part(part, quiet)`` is the scan with the
+    caller's keywords, raising (quiet: on one job)."""
+    import warnings
+
+    found: dict[int, str] = {}
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            result = scan_part(threads, False)
+        except (TypeError, ValueError) as error:
+            _unreadable_threads(threads, 0, scan_part, found, error)
+            del said[:]
+            standing = [[] if index in found else thread
+                        for index, thread in enumerate(threads)]
+            result = scan_part(standing, False)
+    for warning in said:
+        warnings.warn(warning.message, stacklevel=3)  # (scan's caller)
+    if not found:
+        return replace(result, errors=[None] * len(threads))
+    rows = np.fromiter(found, dtype=np.int64, count=len(found))
+    result.codes[rows] = -1
+    ids = result.ids
+    named = [_id_of(threads[row]) for row in found]
+    if ids is None and any(name is not None for name in named):
+        ids = [None] * len(threads)
+    if ids is not None:
+        for row, name in zip(found, named, strict=True):
+            ids[row] = name
+    return replace(result, ids=ids,
+                   errors=[found.get(index) for index in range(len(threads))])
+
+
+def _unreadable_threads(threads: list[Any], start: int,
+                        scan_part: Callable[[list[Any], bool], ScanResult],
+                        found: dict[int, str], error: Exception | None = None) -> None:
+    """Put in ``found`` each of ``threads`` (the batch's from ``start`` on) that the scan
+    cannot read, by its index in the batch, with its error's text naming it there: the
+    part scanned whole (unless its scan's ``error`` is given), and where it raises, the
+    thread it names is one, and the threads after it are looked at by halves (a pass per
+    bad thread over what follows it would be quadratic in them). An error naming no thread
+    of the part is raised."""
+    if error is None:
+        try:
+            scan_part(threads, True)
+            return
+        except (TypeError, ValueError) as raised:
+            error = raised
+    index = _thread_named(error, len(threads))
+    if index is None:
+        raise error
+    alone = _error_alone(threads[index], scan_part)
+    text, named = (str(error), index) if alone is None else (alone, 0)
+    found[start + index] = _renumbered(text, named, start + index)
+    rest = threads[index + 1:]
+    middle = len(rest) // 2
+    for part, at in ((rest[:middle], start + index + 1),
+                     (rest[middle:], start + index + 1 + middle)):
+        if part:
+            _unreadable_threads(part, at, scan_part, found)
+
+
+def _error_alone(thread: Any, scan_part: Callable[[list[Any], bool], ScanResult]
+                 ) -> str | None:
+    """The text of the error ``thread`` raises scanned alone, naming it thread 0: a thread's
+    error is told alike wherever it lies (a batch holding run objects says that a thread of
+    text is none of those either, a part of it may not); None where it raises none alone."""
+    try:
+        scan_part([thread], True)
+    except (TypeError, ValueError) as error:
+        if _thread_named(error, 1) == 0:
+            return str(error)
+    return None
+
+
+_THREAD_NAMED: Final = re.compile(r"thread (\d+)\b")
+"""How the scan's errors about a thread begin (:func:`vthread.documents.thread_label`)."""
+
+
+def _thread_named(error: Exception, count: int) -> int | None:
+    """The index of the thread a scan's error names at its start, when one of ``count``."""
+    found = _THREAD_NAMED.match(str(error))
+    if found is None or int(found[1]) >= count:
+        return None
+    return int(found[1])
+
+
+def _renumbered(text: str, index: int, in_batch: int) -> str:
+    """An error's text naming thread ``index`` of a part, naming it as the batch's
+    ``in_batch`` instead."""
+    return f"thread {in_batch}{text[len(f'thread {index}'):]}"
+
+
+def _id_of(thread: Any) -> Any:
+    """A thread's run id as a scan's row holds it: a run object's, else None (also where
+    the object's own code fails to give it)."""
+    if not isinstance(thread, Mapping):
+        return None
+    from vthread.documents import run_id
+
+    try:
+        return run_id(thread)
+    except Exception:  # (the caller's mapping: its error is the row's own already)
+        return None
 
 
 def _messages_in(threads: list[Any]) -> int:

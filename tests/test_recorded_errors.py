@@ -1,0 +1,184 @@
+"""``vthread.scan(threads, errors="record")``: a bulk run goes on past threads it cannot read,
+each a row of its own holding its error, and every other row is what the batch without them
+gives. The twin it is held to: each thread scanned alone (its error, if it has one) and the
+batch of the readable threads scanned without it."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import re
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import hypothesis
+import pytest
+from hypothesis import strategies as st
+
+from tests.strategies import cycle_keywords, openai_messages, threads
+from vthread import ScanResult, scan
+
+LOOP = [{"type": "user", "text": "again"}, {"type": "bot", "text": "same"}] * 3
+HELLO = [{"type": "user", "text": "hi"}]
+UNREADABLE: list[Any] = [[5], "abc", None, [None], {"id": "r7"}, {"id": 9, "messages": 3},
+                         [HELLO[0], [HELLO[0]]], b"x", 7]
+"""Threads the scan cannot read, each of another kind."""
+
+
+def alone_error(thread: Any, index: int, **keywords: Any) -> str | None:
+    """The error of ``thread`` scanned alone, naming it as thread ``index`` of a batch."""
+    try:
+        scan([thread], **keywords)
+    except (TypeError, ValueError) as error:
+        text = str(error)
+        assert text.startswith("thread 0")
+        return f"thread {index}{text[len('thread 0'):]}"
+    return None
+
+
+def held_to_the_twin(batch: list[Any], **keywords: Any) -> ScanResult:
+    """``scan(batch, errors="record", **keywords)``, checked row by row against each thread
+    scanned alone for its error and the readable threads scanned as a batch of their own."""
+    recorded = scan(batch, errors="record", **keywords)
+    errors = [alone_error(thread, index, **keywords) for index, thread in enumerate(batch)]
+    assert recorded.errors == errors
+    readable = [thread for thread, error in zip(batch, errors, strict=True) if error is None]
+    twin = iter(scan(readable, **keywords)) if readable else iter(())
+    for index, (thread, error) in enumerate(zip(batch, errors, strict=True)):
+        if error is None:
+            assert recorded.codes[index] >= 0
+            mine = recorded.record(index)
+            theirs = next(twin)
+            if recorded.ids is not None and theirs["id"] is None:
+                theirs["id"] = mine["id"]  # (a twin of bare lists has no ids)
+            assert mine == theirs, index
+        else:
+            assert recorded.codes[index] == -1 and recorded.names[index] is None
+            assert recorded.record(index) == {"id": recorded.record(index)["id"],
+                                              "error": error}
+            if isinstance(thread, Mapping) and "id" in thread:
+                assert recorded.ids is not None and recorded.ids[index] == thread["id"]
+    assert next(twin, None) is None
+    return recorded
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(st.lists(st.one_of(threads(max_size=12), st.sampled_from(UNREADABLE)),
+                           max_size=24), cycle_keywords(), st.booleans())
+def test_each_row_is_its_thread_s_error_or_the_batch_without_them(
+        batch: list[Any], keywords: dict[str, Any], anywhere: bool) -> None:
+    if anywhere:
+        keywords = {}
+    held_to_the_twin(batch, anywhere=anywhere, **keywords)
+
+
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(st.lists(st.lists(openai_messages(), max_size=8), max_size=16))
+def test_in_a_format_named_each_row_is_held_to_the_twin(batch: list[Any]) -> None:
+    """OpenAI chats, some with a message no chat holds (a number, a message without role):
+    the translation's errors are recorded as the reading's are."""
+    held_to_the_twin(batch, format="openai")
+
+
+def test_a_batch_of_thousands_with_many_unreadable_threads() -> None:
+    """Many bad threads far apart and side by side: each found, once, in its place (the
+    search by halves after each one)."""
+    batch: list[Any] = [LOOP if index % 3 else HELLO for index in range(3000)]
+    bad = sorted({*range(0, 3000, 97), *range(1500, 1540), 2999})
+    for index in bad:
+        batch[index] = [index]
+    result = scan(batch, errors="record")
+    assert [index for index, error in enumerate(result.errors or []) if error] == bad
+    assert (result.errors or [])[1500] == "thread 1500: messages[0] must be a mapping, got int"
+    good = [index for index in range(3000) if index not in set(bad)]
+    assert result.codes[good].tolist() == [1 if index % 3 else 0 for index in good]
+
+
+def test_without_errors_the_result_is_the_plain_scan_s_with_no_error() -> None:
+    batch = [LOOP, HELLO, {"id": "a", "messages": LOOP}]
+    recorded = scan(batch, errors="record")
+    assert recorded.errors == [None, None, None]
+    plain = scan(batch)
+    assert plain.errors is None and list(recorded) == list(plain)
+
+
+def test_by_default_the_first_unreadable_thread_still_raises() -> None:
+    with pytest.raises(TypeError, match=r"^thread 1: messages\[0\] must be a mapping"):
+        scan([HELLO, [5], None])
+
+
+@pytest.mark.parametrize(("keywords", "said"), [
+    ({"errors": "skip"}, "errors must be 'raise' or 'record', got 'skip'"),
+    ({"errors": "record", "format": "auto"}, "errors='record' needs the threads' format named"),
+    ({"errors": "record", "min_pattern_length": 3, "anywhere": True}, "anywhere=True"),
+])
+def test_refused_keywords(keywords: dict[str, Any], said: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=re.escape(said)):
+        scan([[5]], **keywords)
+
+
+def test_the_warnings_name_the_batch_s_threads_and_the_caller_s_line() -> None:
+    """A warning of the scan that answers is said once, from the caller's line, naming the
+    thread as the batch numbers it (not as a part searched for bad threads numbers it)."""
+    chat = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}] * 2
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        scan([[5], HELLO, [7], chat], errors="record")
+    assert len(said) == 1 and said[0].filename == __file__
+    assert str(said[0].message).startswith("thread 3's messages have a \"role\"")
+
+
+def test_an_error_of_the_caller_s_own_objects_propagates() -> None:
+    """A mapping whose lookups fail is the caller's bug, not a thread the scan cannot read:
+    it propagates, as without errors="record"."""
+
+    class Failing(Mapping[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            raise RuntimeError("the caller's own failure")
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["type", "text"])
+
+        def __len__(self) -> int:
+            return 2
+
+    with pytest.raises(RuntimeError, match="the caller's own failure"):
+        scan([HELLO, [5], [Failing()]], errors="record")
+
+
+def test_error_rows_in_records_arrow_concatenation_and_pickles() -> None:
+    batch: list[Any] = [LOOP, {"id": "r7"}, {"id": "r8", "messages": HELLO}, [5]]
+    result = scan(batch, errors="record")
+    assert result.ids == [None, "r7", "r8", None]
+    assert result[1] == {"id": "r7", "error": (
+        "thread 1 (id 'r7'): messages must be a sequence of mappings (or a run object holding "
+        "them under \"messages\", \"traj\" or \"history\"), got a dict without them")}
+    assert result[3] == {"id": None, "error": "thread 3: messages[0] must be a mapping, got int"}
+    assert pickle.loads(pickle.dumps(result)) == result
+    joined = ScanResult.concatenate([scan([LOOP]), result])
+    assert joined.errors == [None, *(result.errors or [])]
+    assert joined.codes.tolist() == [1, 1, -1, 0, -1]
+    assert ScanResult.concatenate([scan([LOOP]), scan([HELLO])]).errors is None
+    if importlib.util.find_spec("pyarrow") is None:
+        return
+    rows = result.to_arrow().to_pylist()
+    assert rows[1] == {name: None for name in rows[1]} | {"run_id": "r7",
+                                                            "error": result[1]["error"]}
+    assert rows[0]["verdict"] == "repeated_suffix" and rows[0]["error"] is None
+
+
+def test_two_jobs_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With worker processes (every batch large enough for them here), the same rows."""
+    scan_module = importlib.import_module("vthread.scan")
+    batch: list[Any] = [LOOP if index % 2 else [index] for index in range(400)] * 3
+    alone = scan(batch, errors="record")
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
+    monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)  # on any machine
+    split: list[int] = []
+    parallel = scan_module._scan_parallel
+    monkeypatch.setattr(scan_module, "_scan_parallel",
+                        lambda *args: split.append(1) or parallel(*args))
+    assert scan(batch, errors="record", jobs=2) == alone
+    # (the first scan, which raised, and the answering one; those searching use one job)
+    assert split == [1, 1]
