@@ -152,8 +152,9 @@ def test_import_reader_sees_real_imports() -> None:
 
 def private_names_used(source: str) -> set[tuple[str, str]]:
     """(module, name) of every private name (one ``_`` first) of another vthread module that
-    ``source`` imports or reads as an attribute of a module it imported (``cli._tasks``);
-    ``_core``, the compiled module, is reached only by its public names too."""
+    ``source`` imports or reads from a module it imported: as an attribute (``cli._tasks``,
+    ``vthread.cli._tasks``) or by ``getattr`` with the name written out; ``_core``, the
+    compiled module, is reached only by its public names too."""
     tree = ast.parse(source)
     modules: dict[str, str] = {}  # a name bound to a vthread module: which
     used: set[tuple[str, str]] = set()
@@ -163,18 +164,46 @@ def private_names_used(source: str) -> set[tuple[str, str]]:
             for alias in node.names:
                 if node.module == "vthread" and alias.name in SUBMODULES:
                     modules[alias.asname or alias.name] = f"vthread.{alias.name}"
-                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                elif _private(alias.name):
                     used.add((node.module, alias.name))
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("vthread.") and alias.asname:
+                if alias.name.split(".")[0] != "vthread":
+                    continue
+                if alias.asname:
                     modules[alias.asname] = alias.name
+                else:
+                    modules["vthread"] = "vthread"  # (import vthread.cli binds vthread)
+
+    def module_of(node: ast.expr) -> str | None:
+        """The vthread module an expression names: a name bound to one, or a dotted path
+        from one (``vthread.cli``)."""
+        if isinstance(node, ast.Name):
+            return modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = module_of(node.value)
+            if parent is not None and (f"{parent}.{node.attr}".removeprefix("vthread.")
+                                       in SUBMODULES):
+                return f"{parent}.{node.attr}"
+        return None
+
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in modules and node.attr.startswith("_")
-                and not node.attr.startswith("__")):
-            used.add((modules[node.value.id], node.attr))
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = module_of(node.value)
+            if owner is not None and module_of(node) is None:  # (vthread._core: a module)
+                used.add((owner, node.attr))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _private(node.args[1].value)):
+            owner = module_of(node.args[0])
+            if owner is not None:
+                used.add((owner, node.args[1].value))
     return used
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -193,6 +222,14 @@ def test_no_module_uses_another_modules_private_names(module: str) -> None:
     ("from vthread import _core\n_core.canonical([1])", set()),
     ("from vthread.cli import main\nfrom vthread import _core", set()),
     ("def f():\n    from vthread.report import _count\n", {("vthread.report", "_count")}),
+    ("import vthread\nvthread.cli._tasks()", {("vthread.cli", "_tasks")}),
+    ("import vthread.cli\nvthread.cli._tasks()", {("vthread.cli", "_tasks")}),
+    ("import vthread\nvthread._core.canonical([1])", set()),
+    ("from vthread import cli\ngetattr(cli, '_Reading')", {("vthread.cli", "_Reading")}),
+    ("import vthread\ngetattr(vthread.report, '_count', None)",
+     {("vthread.report", "_count")}),
+    ("from vthread import cli\ngetattr(cli, name)", set()),
+    ("import json\njson._default_decoder", set()),
 ])
 def test_the_private_name_reader_sees_each_form(source: str,
                                                 expected: set[tuple[str, str]]) -> None:
