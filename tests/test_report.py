@@ -1102,7 +1102,8 @@ def test_a_loop_found_anywhere_is_drawn_over_its_own_messages(browser: Any,
 
 
 def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> None:
-    """20,000 looping runs: 50 rows in the DOM, paging walks on, a sort reaches every row."""
+    """20,000 looping runs: 50 rows in the DOM, paging walks on and jumps to the first and
+    the last page, a sort reaches every row."""
     records = tmp_path / "records.jsonl"
     with records.open("w") as out:
         for index in range(20_000):
@@ -1115,8 +1116,20 @@ def test_many_runs_render_one_page_at_a_time(browser: Any, tmp_path: Path) -> No
     page, requests, _ = _open(browser, out_page)
     assert _rows(page)[:2] == ["run-19999", "run-19998"]  # most tokens first
     assert page.locator("#runs tbody tr").count() == 50
+    assert page.is_disabled("#first") and page.is_disabled("#prev")
     page.click("#next")
     assert _rows(page)[0] == "run-19949"
+    page.click("#last")
+    assert _rows(page)[-1] == "run-00000" and page.locator("#runs tbody tr").count() == 50
+    assert page.inner_text("#status") == "runs 19,951\u201320,000 of 20,000"
+    assert page.is_disabled("#last") and page.is_disabled("#next")
+    page.fill("#filter", "run-0000")  # 10 rows: one page, the last the first
+    assert page.inner_text("#status") == "runs 1\u201310 of 10 (filtered from 20,000)"
+    assert page.is_disabled("#last") and page.is_disabled("#first")
+    page.fill("#filter", "")
+    page.click("#last")
+    page.click("#first")
+    assert _rows(page)[0] == "run-19999"
     page.click('#runs th[data-key="tokens"] button')  # ascending now
     assert _rows(page)[0] == "run-00000"
     assert page.inner_text("#status") == "runs 1\u201350 of 20,000"

@@ -681,9 +681,11 @@ def _runs_table() -> str:
         'aria-label="filter">'
         f'<select id="kind-filter" aria-label="kind"><option value="0">every kind</option>'
         f"{options}</select>"
+        '<button type="button" id="first">&#8676; first</button>'
         '<button type="button" id="prev">&larr; previous</button>'
         '<span id="status" aria-live="polite"></span>'
-        '<button type="button" id="next">next &rarr;</button></div>'
+        '<button type="button" id="next">next &rarr;</button>'
+        '<button type="button" id="last">last &#8677;</button></div>'
         '<p class="hint">Click a column to sort, a row (or Enter on it) for its details. '
         'Timeline: one cell '
         "per message, the loop's messages marked"
@@ -887,8 +889,10 @@ function render() {
     format.format(last) + " of " + format.format(rows.length) +
     (rows.length < total ? " (filtered from " + format.format(total) + ")" : "")
     : (total ? "no looping run matches" : "no run loops");
+  document.getElementById("first").disabled = state.page === 0;
   document.getElementById("prev").disabled = state.page === 0;
   document.getElementById("next").disabled = last >= rows.length;
+  document.getElementById("last").disabled = last >= rows.length;
   document.querySelectorAll("#runs th[data-key]").forEach(function (th) {
     if (th.dataset.key === state.key) {
       th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
@@ -932,6 +936,12 @@ document.getElementById("prev").addEventListener("click", function () {
 });
 document.getElementById("next").addEventListener("click", function () {
   state.page += 1; render();
+});
+document.getElementById("first").addEventListener("click", function () {
+  state.page = 0; render();
+});
+document.getElementById("last").addEventListener("click", function () {
+  state.page = Math.max(0, Math.ceil(rows.length / pageRows) - 1); render();
 });
 function open(tr) {
   show(Number(tr.dataset.row)); render();
