@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -975,21 +976,33 @@ def test_a_jsonl_file_still_being_written_is_listed_as_cut_short(
 
 # --------------------------------------------- an output path holding what vthread did not write
 
-_REFUSED = "holds something vthread does not write"
+_REFUSED = "vthread writes over no such file"
 
 
-@pytest.mark.parametrize("name", ["runs.jsonl", "runs.json", "runs.jsonl.gz", "run.traj"])
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.json", "runs.jsonl.gz", "run.traj",
+                                  "runs.txt", "runs", "link.txt", "record-then-runs.jsonl",
+                                  "blank-then-runs.jsonl.gz", "notes.md"])
 def test_an_output_path_holding_runs_is_refused_and_left_as_it_was(
         name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--summary runs.json a.jsonl`` took the FILE for the summary's path and wrote over a
-    published run set (a tester's case): an -o or --summary path named as inputs are that
-    holds runs is refused with 2 before anything is written, an early summary's too, and
+    published run set (a tester's case): an -o or --summary path that holds runs, under any
+    name, through a link, behind a record line or a gzip of blank lines, or any other
+    user's file, is refused with 2 before anything is written, an early summary's too, and
     the report's page is never written over them either."""
     runs = tmp_path / name
     sample = (SAMPLES / "threads.jsonl").read_bytes()
-    held = gzip.compress(sample) if name.endswith(".gz") else (
-        b"[" + b",".join(sample.splitlines()) + b"]" if name.endswith(".json") else sample)
-    runs.write_bytes(held)
+    record = json.dumps({"id": "r", "file": "a.jsonl", "line": 1, "verdict": None,
+                         "messages": 1}).encode() + b"\n"
+    held = {"runs.jsonl.gz": gzip.compress(sample),
+            "runs.json": b"[" + b",".join(sample.splitlines()) + b"]",
+            "record-then-runs.jsonl": record + sample,
+            "blank-then-runs.jsonl.gz": gzip.compress(b"\n" * 100_000 + sample),
+            "notes.md": b"# what the runs showed\n"}.get(name, sample)
+    if name == "link.txt":
+        (tmp_path / "linked.jsonl").write_bytes(held)
+        runs.symlink_to(tmp_path / "linked.jsonl")
+    else:
+        runs.write_bytes(held)
     other = SAMPLES / "openai.jsonl"
     records_file = tmp_path / "records.jsonl"
     for argv in (["scan", "--summary", str(runs), str(other)],
@@ -998,27 +1011,29 @@ def test_an_output_path_holding_runs_is_refused_and_left_as_it_was(
                  ["scan", str(tmp_path / "gone.jsonl"), "--summary", str(runs)]):
         code, out, err = run(argv, monkeypatch)
         assert code == 2 and out == b"", argv
-        assert f"{runs} {_REFUSED}" in err or "no such file" in err, (argv, err)
+        assert (f"{runs} exists and" in err and _REFUSED in err) or "no such file" in err, (
+            argv, err)
         assert runs.read_bytes() == held, argv
         assert not records_file.exists(), argv
     code, _, err = run(["scan", str(other), "-q", "-o", str(records_file)], monkeypatch)
     assert code == 0
     code, _, err = run(["report", str(records_file), "-o", str(runs)], monkeypatch)
-    assert code == 2 and f"the output {runs} {_REFUSED}" in err
+    assert code == 2 and f"the output {runs} exists and" in err and _REFUSED in err
     assert runs.read_bytes() == held
 
 
 def test_an_earlier_output_at_an_output_path_is_written_over(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What vthread wrote at a path named as inputs are is written over by the next run: its
-    records (plain, gzip, Parquet, a gzip of none: a night without a loop), its summary
-    whatever the name, a report's page, and an empty file (the second reviewer found all
-    but the last refused by a first version)."""
+    """What vthread wrote at an output path is written over by the next run: its records
+    (plain, gzip, Parquet, a gzip of none: a night without a loop; under any name), its
+    summary whatever the name, a report's page, and a file of nothing, empty or blank (the
+    second reviewer found the first four refused by a first version, a tester records
+    named .traj by the second)."""
     sample = str(SAMPLES / "threads.jsonl")
     quiet = tmp_path / "quiet.jsonl"
     quiet.write_text(json.dumps([{"type": "user", "text": "hi"}]) + "\n")
     outputs = ["records.jsonl", "records.jsonl.gz", "none.jsonl.gz", "summary.jsonl",
-               "page.json", "empty.json"]
+               "page.json", "empty.json", "blank.jsonl", "records.traj", "records"]
     if importlib.util.find_spec("pyarrow") is not None:
         outputs.append("records.parquet")
     for name in outputs:
@@ -1031,8 +1046,8 @@ def test_an_earlier_output_at_an_output_path_is_written_over(
             first = ["report", str(tmp_path / "r.jsonl"), "-o", str(path)]
         elif name == "none.jsonl.gz":
             first = ["scan", str(quiet), "-q", "--only-loops", "-o", str(path)]
-        elif name == "empty.json":
-            path.write_bytes(b"")
+        elif name in ("empty.json", "blank.jsonl"):
+            path.write_bytes(b"" if name == "empty.json" else b"\n \r\n\t\n")
             first = []
         else:
             first = ["scan", sample, "-q", "-o", str(path)]
@@ -1048,3 +1063,54 @@ def test_an_earlier_output_at_an_output_path_is_written_over(
         code, _, err = run(again, monkeypatch)
         assert code == 0 and _REFUSED not in err, (name, err)
         assert path.read_bytes() != before, name
+
+
+def test_a_summary_is_told_by_its_opening_or_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary as vthread writes it is told by its first bytes, however large (one naming
+    430,000 inputs passes 64 MiB: a tester's case); one written again otherwise (minified)
+    is read whole, up to the bound."""
+    from vthread import _cli_report
+
+    summary = tmp_path / "summary.json"
+    argv = ["scan", str(SAMPLES / "threads.jsonl"), "-q", "-o", os.devnull, "--summary",
+            str(summary)]
+    assert run(argv, monkeypatch)[0] == 0
+    monkeypatch.setattr(_cli_report, "_SUMMARY_BYTES", 10)
+    assert run(argv, monkeypatch)[0] == 0
+    summary.write_text(json.dumps(json.loads(summary.read_text())))
+    code, _, err = run(argv, monkeypatch)
+    assert code == 2 and _REFUSED in err
+    monkeypatch.undo()
+    assert run(argv, monkeypatch)[0] == 0
+
+
+def test_a_parquet_file_not_told_as_records_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Parquet file at an output path is written over when it holds a scan's records; one
+    of runs, one cut short without its footer (a scan killed as it wrote it: a tester's
+    case), and any, without pyarrow, are refused, each saying why."""
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (vthread[arrow])")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = str(SAMPLES / "threads.jsonl")
+    earlier = tmp_path / "records.parquet"
+    assert run(["scan", sample, "-q", "-o", str(earlier)], monkeypatch)[0] == 0
+    runs = tmp_path / "runs.parquet"
+    pq.write_table(pa.table({"messages": [[{"type": "user", "text": "hi"}]]}), runs)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(earlier.read_bytes()[:5000])
+    summary = tmp_path / "summary.json"
+    for path, said in ((runs, "is a Parquet file without the columns of a scan's records"),
+                       (cut, "is a Parquet file cut short, without its footer")):
+        before = path.read_bytes()
+        code, _, err = run(["scan", sample, "-q", "-o", str(path)], monkeypatch)
+        assert code == 2 and said in err and path.read_bytes() == before
+    assert run(["scan", sample, "-q", "-o", str(earlier)], monkeypatch)[0] == 0
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # (as without the extra)
+    before = earlier.read_bytes()
+    code, _, err = run(["scan", sample, "-q", "-o", os.devnull, "--summary", str(earlier)],
+                       monkeypatch)
+    assert code == 2 and "without pyarrow cannot be told from one of runs" in err
+    assert earlier.read_bytes() == before and not summary.exists()

@@ -1563,7 +1563,8 @@ def test_sigterm_after_the_scan_ends_the_report_saying_so_and_leaves_nothing(
     runs.write_text("".join(json.dumps({"id": f"r{i}", "messages": loop}) + "\n"
                             for i in range(5)))
     page = tmp_path / "page.html"
-    page.write_text("the page before")
+    earlier = "<!DOCTYPE html>\n<p>the page before</p>"  # (an earlier run's, written over)
+    page.write_text(earlier)
     folder = tmp_path / "tmp"
     folder.mkdir()
     code = f"""
@@ -1585,7 +1586,7 @@ sys.exit(main(["report", sys.argv[1], "-o", sys.argv[2]]))
     assert done.returncode == 143, done.stderr.decode()[-2000:]
     assert done.stderr.decode().endswith("vthread report: terminated\n")
     if when == "reading the records":
-        assert page.read_text() == "the page before"
+        assert page.read_text() == earlier
     else:  # (the page is written whole first)
         assert page.read_text().rstrip().endswith("</html>")
     assert list(folder.iterdir()) == []

@@ -701,13 +701,11 @@ def write_replacing(path: str, data: bytes) -> None:
     except FileNotFoundError:
         status = None
     if status is not None:
-        for stream in (sys.stdout, sys.stderr):
-            descriptor = _descriptor(stream)
-            if descriptor is not None and os.path.samestat(status, os.fstat(descriptor)):
-                assert stream is not None
-                stream.flush()
-                write_through(io.FileIO(descriptor, "wb", closefd=False), data)
-                return
+        stream = own_stream(status)
+        if stream is not None:
+            stream.flush()
+            write_through(io.FileIO(stream.fileno(), "wb", closefd=False), data)
+            return
         if not stat.S_ISREG(status.st_mode):
             with open_fifo(path) if stat.S_ISFIFO(status.st_mode) else open(path, "wb") as out:
                 out.write(data)
@@ -753,6 +751,16 @@ def write_replacing(path: str, data: bytes) -> None:
                 os.unlink(temporary)
     if not renamed:
         _written_in_place(path, data)
+
+
+def own_stream(status: os.stat_result) -> IO[Any] | None:
+    """This process's standard output or error when it is the file ``status`` is of (a path
+    such as ``/dev/stdout`` naming it), else None: written through, not replaced."""
+    for stream in (sys.stdout, sys.stderr):
+        descriptor = _descriptor(stream)
+        if descriptor is not None and os.path.samestat(status, os.fstat(descriptor)):
+            return stream
+    return None
 
 
 def _descriptor(stream: IO[Any] | None) -> int | None:

@@ -450,19 +450,22 @@ _FIRST_READS: Final = (16 << 10, SNIFF_BYTES)
 most often a few kilobytes, and a read of 16 KiB costs about half one of 64 KiB."""
 
 
-def _head_holds_records(name: str, throughout: bool) -> bool:
-    """:func:`holds_records` of a text file, told from its whole head (:func:`_head_of`)."""
+def _head_holds_records(name: str, throughout: bool, *, every_line: bool = False) -> bool:
+    """:func:`holds_records` of a text file, told from its whole head (:func:`_head_of`);
+    with ``every_line``, every whole line of the head is a record, not only the first."""
     try:
         with opened_regular(name) as raw:
             head, text, ended = _head_of(raw.read, _RAW_HEAD_BYTES,
-                                         _PAST_FIRST_LINE if throughout else 0)
+                                         _PAST_FIRST_LINE if throughout or every_line else 0)
     except OSError:
         return False  # the scan reports what is wrong with it
     # Decompressed as far as the bytes go: a gzip file cut short (still being written) is
     # told by the lines before its cut, as standard input is.
     whole = ended and not head.startswith(GZIP_MAGIC)
     if not _first_line_is_record(text, whole):
-        return not throughout and _first_record_damaged(text, whole)
+        return not throughout and not every_line and _first_record_damaged(text, whole)
+    if every_line and not throughout:
+        return _lines_are_records(text)
     if not throughout:
         return True
     # A file a scan would pass over or write over: every line of it, not only of its head
@@ -549,44 +552,73 @@ def holds_summary(name: str) -> bool:
     return is_summary(small_json_document(name, 1 << 20))
 
 
-def holds_only_output(name: str, *, throughout: bool = False) -> bool:
-    """Whether writing over the file ``name`` loses nothing but what vthread itself writes
-    there: it is not there, or no regular file (a pipe, ``/dev/null``: nothing held), or it
-    is empty, a gzip of nothing (a night without a loop), a scan's records (its first line
-    one, or, ``throughout``, every line: :func:`holds_records`), a scan's summary (whatever
-    its name) or a report's page. Told from its first bytes, but for a summary's (a JSON
-    object, read whole when it is at most :data:`_SUMMARY_BYTES`) and for records read
-    ``throughout``. A file that cannot be read is not: what it holds is unknown."""
+def earlier_output_problem(name: str, *, throughout: bool = False) -> str | None:
+    """What the file ``name`` holds that vthread does not write there, said after "it", or
+    None when writing over it loses nothing else: it is not there, or no regular file (a
+    pipe, ``/dev/null``: nothing held), or it holds nothing (no byte, whitespace alone, a
+    gzip of nothing: a night without a loop), or a scan's records (every whole line of its
+    head one, whatever its name; ``throughout``, every line of it), a scan's Parquet
+    records, a scan's summary (whatever its name) or a report's page. Told from its first
+    bytes, but for a summary's (read whole when it is at most :data:`_SUMMARY_BYTES` and
+    does not open as vthread writes one) and for records read ``throughout``."""
     try:
         status = os.stat(name)
     except OSError:
-        return True  # (not there; or out of reach, which writing it then says)
+        return None  # (not there; or out of reach, which writing it then says)
     if not stat.S_ISREG(status.st_mode) or status.st_size == 0:
-        return True
+        return None
     try:
         with opened_regular(name) as raw:
-            head = raw.read(len(_PAGE_OPENING))
+            head = raw.read(_PAST_FIRST_LINE)
             if head.startswith(GZIP_MAGIC):
                 import gzip
 
                 raw.seek(0)
                 with gzip.GzipFile(fileobj=raw) as unzipped:
-                    if not unzipped.read(1):
-                        return True
-    except (OSError, EOFError, zlib.error):
-        return False
-    if head == _PAGE_OPENING or holds_records(name, throughout=throughout):
-        return True
-    return (head.lstrip().startswith(b"{") and status.st_size <= _SUMMARY_BYTES
-            and is_summary(small_json_document(name, _SUMMARY_BYTES)))
+                    text = unzipped.read(_PAST_FIRST_LINE + 1)
+                    if len(text) <= _PAST_FIRST_LINE and not text.strip():
+                        return None
+            elif status.st_size <= len(head) and not head.strip():
+                return None
+            if head.startswith(_PARQUET_MAGIC):
+                raw.seek(-len(_PARQUET_MAGIC), os.SEEK_END)
+                return _parquet_output_problem(name, raw.read() == _PARQUET_MAGIC)
+    except (OSError, EOFError, zlib.error) as error:
+        return f"cannot be read to tell ({getattr(error, 'strerror', None) or error})"
+    if head.startswith(_PAGE_OPENING) or head.startswith(_SUMMARY_OPENING):
+        return None
+    if _head_holds_records(name, throughout, every_line=True):
+        return None
+    if (head.lstrip().startswith(b"{") and status.st_size <= _SUMMARY_BYTES
+            and is_summary(small_json_document(name, _SUMMARY_BYTES))):
+        return None
+    return "is not a scan's records, summary or a report's page, as its first lines show"
+
+
+def _parquet_output_problem(name: str, footed: bool) -> str | None:
+    """:func:`earlier_output_problem` of a Parquet file (``footed``: it ends as one does)."""
+    if not footed:
+        return ("is a Parquet file cut short, without its footer (a scan killed as it wrote "
+                "it?), which cannot tell whose rows it holds")
+    try:
+        import pyarrow  # noqa: F401
+    except ModuleNotFoundError:
+        return "is a Parquet file, which without pyarrow cannot be told from one of runs"
+    if _parquet_holds_records(name):
+        return None
+    return "is a Parquet file without the columns of a scan's records"
 
 
 _PAGE_OPENING: Final = b"<!DOCTYPE html>"
 """The first bytes of every page ``vthread report`` writes."""
+_SUMMARY_OPENING: Final = b'{\n  "exit_status": '
+"""The first bytes of every ``--summary`` file ``vthread scan`` writes (one of older
+versions, or written again by another program, is read whole)."""
+_PARQUET_MAGIC: Final = b"PAR1"
+"""The first and the last bytes of a Parquet file."""
 _SUMMARY_BYTES: Final = 64 << 20
-"""The largest ``--summary`` file told apart from runs by reading it whole: its ten error
-records with their ids and the inputs it names hold a few kilobytes most often; one larger
-(ids of megabytes each) is taken for runs, and its path refused."""
+"""The largest ``--summary`` file not opening as :data:`_SUMMARY_OPENING` that is told
+apart from runs by reading it whole."""
 
 
 def is_summary(value: object) -> bool:

@@ -170,6 +170,7 @@ from vthread._cli_main import (
     named_again,
     open_fifo,
     opened_regular,
+    own_stream,
     require_regular,
     say,
     shown,
@@ -1332,7 +1333,7 @@ def _unread_names_said(unread_names: dict[str, str]) -> str:
             "whatever its name")
 
 
-def named_as_an_input(name: str) -> bool:
+def _named_as_an_input(name: str) -> bool:
     """Whether ``name`` ends as the files a directory FILE stands for do."""
     lower = name.lower()
     return (lower.removesuffix(".gz").endswith(_TRAJECTORY_SUFFIXES)
@@ -1346,7 +1347,7 @@ def _swallowed_file(options: argparse.Namespace) -> str | None:
     for flag, key in (("--id-key", options.id_key), ("--messages-key", options.messages_key)):
         # (a file named as inputs are: a directory, or a file of another name, may well
         # share its name with a key, as a "messages" directory does)
-        if key is not None and named_as_an_input(key) and os.path.isfile(key):
+        if key is not None and _named_as_an_input(key) and os.path.isfile(key):
             return (f"no FILE given, and {flag} {key} names a file: give the key first, then "
                     f"the FILE ({flag} KEY {key})")
     return None
@@ -1631,13 +1632,13 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str],
     and written over, silently)."""
     if not overwritten:
         return  # the usual case, without importing the report module (and hashlib) at start
-    from vthread._cli_report import holds_only_output
+    from vthread._cli_report import earlier_output_problem
 
     given = {os.path.normpath(name) for _, name in written.values()}
     # (the file found by the name it was given first: its other names are links to it)
     for path in sorted(overwritten, key=lambda path: os.path.normpath(path) not in given):
         # (every line, as the directory's listing tells the records it passes over)
-        if not holds_only_output(path, throughout=True):
+        if earlier_output_problem(path, throughout=True) is not None:
             raise _FatalError(f"{_written_as(path, written)} is a file under the input "
                               f"{directory} that holds neither records nor a summary of "
                               "vthread scan; writing it would destroy it (choose another "
@@ -1775,7 +1776,7 @@ def _files_under(name: str, written: _Written,
                     "for JSONL and JSON files only: decompress it first (gunzip -k)",
                     unread_trajectory=True))
                 continue
-            if not named_as_an_input(file):
+            if not _named_as_an_input(file):
                 compressed = _compression_named(file)
                 if compressed is not None and left_out is not None:
                     # (a trajectory file by its name, passed over in silence)
@@ -1861,21 +1862,26 @@ def _check_not_an_input(output: str, files: list[str], what: str = "the output")
 
 def overwrite_refusal(output: str, what: str) -> str | None:
     """Why writing the output path ``output`` (``what``: "the output", "the --summary file")
-    is refused, or None: it is named as inputs are (``.json``, ``.jsonl``, ``.traj``...) and
-    holds something vthread does not write (:func:`vthread._cli_report.holds_only_output`),
-    runs most likely, the FILE given where the option's path was due (``--summary runs.json
-    a.jsonl`` wrote over a published run set: a tester's case). An earlier run's records,
-    summary or page is written over; a name inputs do not have (``summary.txt``) is the
-    user's to give."""
-    if not named_as_an_input(output):
-        return None
-    from vthread._cli_report import holds_only_output
+    is refused, or None: it is a file that holds what vthread does not write there
+    (:func:`vthread._cli_report.earlier_output_problem`), most likely runs given where the
+    option's path was due (``--summary runs.json a.jsonl`` wrote over a published run set:
+    a tester's case). An earlier run's records, summary or page is written over; this
+    process's own standard output or error (``-o /dev/stdout``) is written through, what
+    else it holds kept."""
+    try:
+        status = os.stat(output)
+    except OSError:
+        return None  # (not there; or out of reach, which writing it then says)
+    if not stat.S_ISREG(status.st_mode) or status.st_size == 0 or own_stream(status):
+        return None  # (the usual case, without importing the report module at start)
+    from vthread._cli_report import earlier_output_problem
 
-    if holds_only_output(output):
+    problem = earlier_output_problem(output)
+    if problem is None:
         return None
-    return (f"{what} {output} holds something vthread does not write (runs, most likely: a "
-            "FILE given where the option's path was due?); writing it would destroy it "
-            "(choose another path, or remove the file first)")
+    return (f"{what} {output} exists and {problem}: vthread writes over no such file. Runs "
+            "given where the option's path was due? Give them as a FILE, and the option a "
+            "new path; a file that is yours to lose, remove it first")
 
 
 def _check_overwrite(output: str, what: str) -> None:
