@@ -157,7 +157,8 @@ def test_error_rows_in_records_arrow_concatenation_and_pickles() -> None:
     assert result[3] == {"id": None, "error": "thread 3: messages[0] must be a mapping, got int"}
     assert pickle.loads(pickle.dumps(result)) == result
     joined = ScanResult.concatenate([scan([LOOP]), result])
-    assert joined.errors == [None, *(result.errors or [])]
+    assert joined.errors == [None, *(None if error is None else error.replace(
+        f"thread {row}", f"thread {row + 1}", 1) for row, error in enumerate(result.errors or []))]
     assert joined.codes.tolist() == [1, 1, -1, 0, -1]
     assert ScanResult.concatenate([scan([LOOP]), scan([HELLO])]).errors is None
     if importlib.util.find_spec("pyarrow") is None:
@@ -182,3 +183,120 @@ def test_two_jobs_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scan(batch, errors="record", jobs=2) == alone
     # (the first scan, which raised, and the answering one; those searching use one job)
     assert split == [1, 1]
+
+
+class _Failing(Mapping[str, Any]):
+    """A run or message whose every lookup raises ``error``: the caller's own objects."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __getitem__(self, key: str) -> Any:
+        raise self.error
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["id", "messages"])
+
+    def __len__(self) -> int:
+        return 2
+
+
+@pytest.mark.parametrize("format_", ["native", "openai"])
+def test_the_caller_s_exception_names_its_thread_as_the_batch_does(format_: str) -> None:
+    """An exception of the caller's objects met while unreadable threads are searched for
+    carries the note naming its thread as the batch numbers it (it named it as the part
+    searched did: "thread 0" for the batch's thread 3, a tester's case)."""
+    fine = ([{"role": "user", "content": "hi"}] if format_ == "openai" else HELLO)
+    failing: Any = _Failing(RuntimeError("storage read failed"))
+    if format_ == "native":
+        failing = [HELLO[0], failing]
+    notes = []
+    for batch, errors in (([fine, [5], fine, failing], "record"),
+                          ([fine, fine, fine, failing], "raise")):
+        with pytest.raises(RuntimeError, match="storage read failed") as raised:
+            scan(batch, format=format_, errors=errors)
+        notes.append(raised.value.__notes__)
+    assert notes[0] == notes[1] and "thread 3" in notes[0][0]
+
+
+@pytest.mark.parametrize("named", [0, 2])
+def test_a_caller_s_error_reading_like_the_scan_s_propagates(named: int) -> None:
+    """A ValueError of the caller's object whose text begins "thread 0" (naming another
+    thread, or its own) is the caller's, raised as without errors="record" (it was taken
+    for the scan's error about that thread, a good thread marked unread: a tester's
+    case)."""
+    failing = _Failing(ValueError(f"thread {named} is not in the cache"))
+    for errors in ("raise", "record"):
+        with pytest.raises(ValueError, match=f"^thread {named} is not in the cache$"):
+            scan([HELLO, HELLO, failing], errors=errors)
+
+
+def test_concatenated_chunks_name_each_thread_as_the_result_numbers_it() -> None:
+    """The parts are taken for chunks of one batch: an error names its thread by its row
+    in the whole (it kept its chunk's number: a tester's case)."""
+    joined = ScanResult.concatenate([scan(batch, errors="record")
+                                     for batch in ([HELLO, HELLO, HELLO], [HELLO, [5]], [[7]])])
+    assert [(row, error) for row, error in enumerate(joined.errors or []) if error] == [
+        (4, "thread 4: messages[0] must be a mapping, got int"),
+        (5, "thread 5: messages[0] must be a mapping, got int")]
+    assert joined.unread.tolist() == [False, False, False, False, True, True]
+    assert not scan([HELLO, LOOP]).unread.any()
+
+
+def test_a_warning_is_said_once_though_the_batch_is_scanned_again() -> None:
+    """The batch with a bad thread is scanned twice, and parts of it more: an option's
+    warning is said once, as by a scan of a clean batch."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        scan([[5], HELLO, LOOP, [6]], errors="record", min_repetitions="3")
+    assert [str(w.message)[:32] for w in said] == ["option min_repetitions='3' is no"]
+
+
+def test_another_thread_s_warnings_are_its_own_while_a_scan_records_errors() -> None:
+    """A harness scanning in one thread while another warns: every warning of the other
+    thread is said from its own line, at once (the whole process's warnings were held for
+    the scan and said again from its line: a tester's case)."""
+    import threading
+    import time
+
+    batch: list[Any] = [[{"type": "user", "text": f"a{i}"}, {"type": "bot", "text": "b"}] * 2
+                        for i in range(100_000)] + [[5]]
+    seen: list[tuple[str, str]] = []
+    stop = threading.Event()
+
+    def other() -> None:
+        while not stop.is_set():
+            warnings.warn("the other thread's", UserWarning, stacklevel=1)
+            time.sleep(0.002)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        shown = warnings.showwarning
+        warnings.showwarning = lambda message, *rest, **keywords: seen.append(
+            (str(message), threading.current_thread().name))
+        try:
+            worker = threading.Thread(target=other, name="other")
+            worker.start()
+            time.sleep(0.05)
+            scan(batch, errors="record")
+            stop.set()
+            worker.join()
+        finally:
+            warnings.showwarning = shown
+    assert seen and all(whose == "other" for _, whose in seen)
+
+
+def test_the_documented_example_runs_as_written() -> None:
+    """docs/api.md's example of errors="record" gives the output it shows, run as written."""
+    import doctest
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text("utf-8")
+    section = text.split('### A bulk run past threads it cannot read', 1)[1].split(
+        "\n### ", 1)[0]
+    section = section.replace("```python", "").replace("```", "")  # the fences end no output
+    test = doctest.DocTestParser().get_doctest(section, {}, "api.md", None, 0)
+    assert len(test.examples) == 6
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0

@@ -16,6 +16,9 @@ from __future__ import annotations
 import math
 import operator
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -55,13 +58,54 @@ def option_number(name: str, value: object, warn: bool = True) -> float | None:
     if exact is None:
         if not warn:
             return None
-        import warnings
-
-        warnings.warn(f"option {name}={shown(value)} is not a number: it counts as unset (the "
-                      "default), as in production; pass a number", UserWarning,
-                      stacklevel=user_stacklevel())
+        say_warning(f"option {name}={shown(value)} is not a number: it counts as unset (the "
+                    "default), as in production; pass a number", UserWarning,
+                    user_stacklevel())
         return None
     return js_double(exact)
+
+
+@dataclass
+class _Saying:
+    """How a call that scans its batch more than once says its warnings
+    (:func:`warnings_said_once`)."""
+
+    quiet: bool
+    said: set[str]
+
+
+_SAYING: ContextVar[_Saying | None] = ContextVar("vthread_warnings_said_once", default=None)
+"""Within a call that scans its batch more than once (``vthread.scan(...,
+errors="record")``), in this thread or task alone: how its warnings are said."""
+
+
+def say_warning(text: str, category: type[Warning], stacklevel: int) -> None:
+    """``warnings.warn(text, category)`` from ``stacklevel`` frames above this function's
+    caller, unless in :func:`warnings_said_once`: then a warning said already in the call,
+    or any while it is quiet, is not said."""
+    saying = _SAYING.get()
+    if saying is not None:
+        if saying.quiet or text in saying.said:
+            return
+        saying.said.add(text)
+    import warnings
+
+    warnings.warn(text, category, stacklevel=stacklevel + 1)
+
+
+@contextmanager
+def warnings_said_once(said: set[str], *, quiet: bool) -> Iterator[None]:
+    """Within it, in this thread (or task) alone, :func:`say_warning` says each warning
+    once, its text kept in ``said`` across such blocks of one call, and none when
+    ``quiet``: the scans that look for a batch's unreadable threads say nothing, and the
+    batch's own warnings are said once though it is scanned again. (The standard
+    ``catch_warnings`` is no such block: it changes every thread's warnings while it
+    lasts.)"""
+    token = _SAYING.set(_Saying(quiet, said))
+    try:
+        yield
+    finally:
+        _SAYING.reset(token)
 
 
 def user_stacklevel() -> int:

@@ -45,6 +45,7 @@ from vthread._heuristics import RESULT_RUN, SUFFIX
 from vthread._jsvalue import canonical, is_string
 from vthread._langchain import langchain_object_hint
 from vthread._messages import MESSAGES_KEYS, check_messages, ndarray_hint
+from vthread._options import say_warning
 from vthread.adapters import (
     OPENAI_KEYS,
     OPENAI_ONLY_ROLES,
@@ -1434,10 +1435,8 @@ def warn_if_chat(threads: Sequence[Any], stacklevel: int, one: bool = False,
         if found is None:
             continue
         what_they_are, advice = found[0], found[1] or advice
-        import warnings
-
-        warnings.warn(f"{what_they_are}: read as native ones, they {what}; {advice}",
-                      stacklevel=stacklevel + 1)
+        say_warning(f"{what_they_are}: read as native ones, they {what}; {advice}",
+                    UserWarning, stacklevel + 1)
         return
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -62,6 +63,8 @@ from vthread._options import (
     not_with_anywhere,
     type_name,
     usable_cpus,
+    user_stacklevel,
+    warnings_said_once,
 )
 from vthread.fingerprint import message_key, message_print
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
@@ -124,6 +127,13 @@ class ScanResult:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def unread(self) -> npt.NDArray[np.bool_]:
+        """Per row, whether a scan with ``errors="record"`` could not read its thread (its
+        code -1, its error in :attr:`errors`): test loops with ``codes > 0``, progressing
+        threads with ``codes == 0``."""
+        return self.codes < 0
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is: arrays element by element (NaN equal to NaN, so a
@@ -209,7 +219,9 @@ class ScanResult:
 
     @classmethod
     def concatenate(cls, parts: Iterable[ScanResult]) -> ScanResult:
-        """One result from several, rows in order (how chunks and jobs are stitched). Parts
+        """One result from several, rows in order (how chunks and jobs are stitched; the
+        thread an error names numbered as the result's row: the parts are taken for
+        consecutive chunks of one batch). Parts
         with rows from scans that looked for loops differently (``anywhere=True`` and not)
         are a ValueError: their rows do not mean the same, and one part's loops would be
         lost. The result looked anywhere when its parts with rows did. ``parts`` may be any
@@ -247,9 +259,16 @@ class ScanResult:
                    else [loops for part in parts for loops in part.loops or []]),
             ids=(None if all(p.ids is None for p in parts)
                  else [i for p in parts for i in (p.ids or [None] * len(p))]),
-            errors=(None if all(p.errors is None for p in parts)
-                    else [e for p in parts for e in (p.errors or [None] * len(p))]),
+            errors=(None if all(p.errors is None for p in parts) else [
+                None if error is None else _shifted(error, offset)
+                for part, offset in zip(parts, _offsets(parts), strict=True)
+                for error in (part.errors or [None] * len(part))]),
         )
+
+
+def _offsets(parts: list[ScanResult]) -> list[int]:
+    """Where each part's rows start in their concatenation."""
+    return [int(at) for at in np.cumsum([0, *map(len, parts[:-1])])]
 
 
 def _is_nan(value: Any) -> bool:
@@ -1062,9 +1081,9 @@ def scan(
 
             # Detection found native messages first: a chat thread further on fits no
             # format, and read as native would look like a loop.
-            warn_if_chat(batch_threads, stacklevel=2, advice=DETECTED_NATIVE)
+            warn_if_chat(batch_threads, stacklevel=user_stacklevel(), advice=DETECTED_NATIVE)
     if format == "native":
-        warn_if_chat(batch_threads, stacklevel=2)
+        warn_if_chat(batch_threads, stacklevel=user_stacklevel())
     if mask_volatile:
         # The copies hold no cycles; the collector walking them again and again as they are
         # made took half of the masking's time (2,000 of the benchmark's threads: 0.28-0.45 s
@@ -1092,7 +1111,7 @@ def scan(
         # The threads read as native were looked at for chat messages only as far as the
         # first few: one further on that loops may be chat, its loop false.
         looping = np.flatnonzero(result.codes[DETECT_THREADS:] > 0) + DETECT_THREADS
-        warn_if_chat(batch_threads, stacklevel=2, rows=looping.tolist(),
+        warn_if_chat(batch_threads, stacklevel=user_stacklevel(), rows=looping.tolist(),
                      advice=DETECTED_NATIVE if format == "auto" else PASS_A_FORMAT)
     if sources is not None:
         from vthread.documents import in_source_messages
@@ -1107,27 +1126,25 @@ def scan(
 def _scan_recording_errors(threads: list[Any],
                            scan_part: Callable[[list[Any], bool], ScanResult]) -> ScanResult:
     """``scan(threads, errors="record")``: the batch scanned whole; where a thread cannot be
-    read, those that cannot are found (:func:`_unreadable_threads`, quietly) and the batch
-    is scanned once more with an empty thread in each one's place, so that every other
-    row, the warnings and the threads they name are the batch's own; each such row then
-    says its error. The warnings of the scan that answers are said from the caller's call
-    (those of scans that raised are not). ``scan_part(part, quiet)`` is the scan with the
-    caller's keywords, raising (quiet: on one job)."""
-    import warnings
-
+    read, those that cannot are found (:func:`_unreadable_threads`, saying nothing) and the
+    batch is scanned once more with an empty thread in each one's place, so that every
+    other row, the warnings and the threads they name are the batch's own; each such row
+    then says its error. A warning is said once, though the batch is scanned twice
+    (:func:`vthread._options.warnings_said_once`). ``scan_part(part, quiet)`` is the scan
+    with the caller's keywords, raising (quiet: on one job)."""
     found: dict[int, str] = {}
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        try:
+    said: set[str] = set()
+    try:
+        with warnings_said_once(said, quiet=False):
             result = scan_part(threads, False)
-        except (TypeError, ValueError) as error:
+    except (TypeError, ValueError) as error:
+        if _thread_named(error, len(threads)) is None:
+            raise
+        with warnings_said_once(said, quiet=True):
             _unreadable_threads(threads, 0, scan_part, found, error)
-            del said[:]
-            standing = [[] if index in found else thread
-                        for index, thread in enumerate(threads)]
+        standing = [[] if index in found else thread for index, thread in enumerate(threads)]
+        with warnings_said_once(said, quiet=False):
             result = scan_part(standing, False)
-    for warning in said:
-        warnings.warn(warning.message, stacklevel=3)  # (scan's caller)
     if not found:
         return replace(result, errors=[None] * len(threads))
     rows = np.fromiter(found, dtype=np.int64, count=len(found))
@@ -1147,23 +1164,21 @@ def _unreadable_threads(threads: list[Any], start: int,
                         scan_part: Callable[[list[Any], bool], ScanResult],
                         found: dict[int, str], error: Exception | None = None) -> None:
     """Put in ``found`` each of ``threads`` (the batch's from ``start`` on) that the scan
-    cannot read, by its index in the batch, with its error's text naming it there: the
-    part scanned whole (unless its scan's ``error`` is given), and where it raises, the
-    thread it names is one, and the threads after it are looked at by halves (a pass per
-    bad thread over what follows it would be quadratic in them). An error naming no thread
-    of the part is raised."""
+    cannot read, by its index in the batch, with the error it raises scanned alone naming
+    it there: the part scanned whole (unless its scan's ``error`` is given), and where it
+    raises, the thread it names is one, and the threads after it are looked at by halves
+    (a pass per bad thread over what follows it would be quadratic in them). An error that
+    names no thread of the part, or one that does not raise alone, is raised."""
     if error is None:
-        try:
-            scan_part(threads, True)
+        error = _part_error(threads, start, scan_part)
+        if error is None:
             return
-        except (TypeError, ValueError) as raised:
-            error = raised
     index = _thread_named(error, len(threads))
-    if index is None:
+    alone = None if index is None else _part_error([threads[index]], start + index,
+                                                   scan_part)
+    if index is None or alone is None or _thread_named(alone, 1) != 0:
         raise error
-    alone = _error_alone(threads[index], scan_part)
-    text, named = (str(error), index) if alone is None else (alone, 0)
-    found[start + index] = _renumbered(text, named, start + index)
+    found[start + index] = _renumbered(str(alone), 0, start + index)
     rest = threads[index + 1:]
     middle = len(rest) // 2
     for part, at in ((rest[:middle], start + index + 1),
@@ -1172,35 +1187,66 @@ def _unreadable_threads(threads: list[Any], start: int,
             _unreadable_threads(part, at, scan_part, found)
 
 
-def _error_alone(thread: Any, scan_part: Callable[[list[Any], bool], ScanResult]
-                 ) -> str | None:
-    """The text of the error ``thread`` raises scanned alone, naming it thread 0: a thread's
-    error is told alike wherever it lies (a batch holding run objects says that a thread of
-    text is none of those either, a part of it may not); None where it raises none alone."""
+def _part_error(part: list[Any], start: int,
+                scan_part: Callable[[list[Any], bool], ScanResult]) -> Exception | None:
+    """The TypeError or ValueError vthread raises scanning ``part`` (the batch's threads from
+    ``start`` on), None when it raises none. Any other exception is raised (the caller's
+    own objects failing), the thread its notes name (``while reading thread 2,
+    messages[1]``) numbered as in the batch."""
     try:
-        scan_part([thread], True)
-    except (TypeError, ValueError) as error:
-        if _thread_named(error, 1) == 0:
-            return str(error)
+        scan_part(part, True)
+    except Exception as error:
+        if isinstance(error, (TypeError, ValueError)) and _raised_in_vthread(error):
+            return error
+        if hasattr(error, "__notes__"):
+            error.__notes__ = [_shifted(note, start, _NOTE_NAMING) for note in error.__notes__]
+        raise
     return None
 
 
 _THREAD_NAMED: Final = re.compile(r"thread (\d+)\b")
 """How the scan's errors about a thread begin (:func:`vthread.documents.thread_label`)."""
+_NOTE_NAMING: Final = re.compile(r"while reading thread (\d+)\b")
+"""How the core's note (``__notes__``) on an exception of the caller's objects begins,
+naming the thread."""
+_PACKAGE: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _thread_named(error: Exception, count: int) -> int | None:
-    """The index of the thread a scan's error names at its start, when one of ``count``."""
+    """The index of the thread a scan's error names at its start, when one of ``count`` and
+    the error was raised by vthread's own code (a caller's object raising a ValueError
+    whose text happens to begin "thread 0" is the caller's, to propagate)."""
     found = _THREAD_NAMED.match(str(error))
-    if found is None or int(found[1]) >= count:
+    if found is None or int(found[1]) >= count or not _raised_in_vthread(error):
         return None
     return int(found[1])
+
+
+def _raised_in_vthread(error: BaseException) -> bool:
+    """Whether ``error`` was raised in vthread: its innermost Python frame is one of the
+    package's (the core's errors are raised in the frame that called it; a caller's object
+    raises in its own code)."""
+    trace = error.__traceback__
+    if trace is None:
+        return False
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    return trace.tb_frame.f_code.co_filename.startswith(_PACKAGE)
 
 
 def _renumbered(text: str, index: int, in_batch: int) -> str:
     """An error's text naming thread ``index`` of a part, naming it as the batch's
     ``in_batch`` instead."""
     return f"thread {in_batch}{text[len(f'thread {index}'):]}"
+
+
+def _shifted(text: str, offset: int, naming: re.Pattern[str] = _THREAD_NAMED) -> str:
+    """``text`` naming, at its start, the thread ``offset`` further on than it does (as
+    ``naming`` finds it); as it is when it names none."""
+    found = naming.match(text)
+    if found is None or not offset:
+        return text
+    return f"{text[:found.start(1)]}{int(found[1]) + offset}{text[found.end(1):]}"
 
 
 def _id_of(thread: Any) -> Any:
