@@ -246,8 +246,9 @@ def test_long_identical_thread_is_one_message_repeated() -> None:
             int(result.repetitions[0])) == (0, 1, 10_000)
 
 
-def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two processes answer exactly as one (the small batch is split all the same)."""
+def forked_always(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``vthread.scan(..., jobs=2)`` forks for any batch, on any machine: the list it gives
+    gets a 1 for each scan that forked."""
     scan_module = importlib.import_module("vthread.scan")
     monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
     monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)  # on any machine
@@ -255,6 +256,12 @@ def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -
     parallel = scan_module._scan_parallel
     monkeypatch.setattr(scan_module, "_scan_parallel",
                         lambda *args: split.append(1) or parallel(*args))
+    return split
+
+
+def test_scan_jobs_gives_the_identical_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes answer exactly as one (the small batch is split all the same)."""
+    split = forked_always(monkeypatch)
     call = activity("request", "ls", arguments={"path": "."})
     answer = activity("response", "ls", arguments={"path": "."}, result="a b")
     threads = [[call, answer] * (i % 6) + [{"type": "bot", "text": f"t{i}"}] for i in range(60)]

@@ -1210,6 +1210,7 @@ def test_runs_behind_one_record_line_in_a_directory_are_scanned(
     before = mixed.read_bytes()
     code, _, err = run(["scan", str(tmp_path), "-q", "-o", str(mixed)], monkeypatch)
     assert code == 2 and "holds neither records nor a summary" in err
+    assert "(it is not a scan's records, summary or a report's page" in err  # (why)
     assert mixed.read_bytes() == before
 
 

@@ -17,6 +17,8 @@ import pytest
 from hypothesis import strategies as st
 
 from tests.strategies import cycle_keywords, openai_messages, threads
+from tests.test_api import forked_always
+from tests.test_api_formats import documented_examples_fail
 from vthread import ScanResult, scan
 
 LOOP = [{"type": "user", "text": "again"}, {"type": "bot", "text": "same"}] * 3
@@ -110,6 +112,7 @@ def test_by_default_the_first_unreadable_thread_still_raises() -> None:
 
 @pytest.mark.parametrize(("keywords", "said"), [
     ({"errors": "skip"}, "errors must be 'raise' or 'record', got 'skip'"),
+    ({"errors": None}, "errors must be 'raise' or 'record', got NoneType"),
     ({"errors": "record", "format": "auto"}, "errors='record' needs the threads' format named"),
     ({"errors": "record", "min_pattern_length": 3, "anywhere": True}, "anywhere=True"),
 ])
@@ -171,15 +174,9 @@ def test_error_rows_in_records_arrow_concatenation_and_pickles() -> None:
 
 def test_two_jobs_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
     """With worker processes (every batch large enough for them here), the same rows."""
-    scan_module = importlib.import_module("vthread.scan")
     batch: list[Any] = [LOOP if index % 2 else [index] for index in range(400)] * 3
     alone = scan(batch, errors="record")
-    monkeypatch.setattr(scan_module, "PARALLEL_MIN_MESSAGES", 0)
-    monkeypatch.setattr(scan_module, "usable_cpus", lambda: 2)  # on any machine
-    split: list[int] = []
-    parallel = scan_module._scan_parallel
-    monkeypatch.setattr(scan_module, "_scan_parallel",
-                        lambda *args: split.append(1) or parallel(*args))
+    split = forked_always(monkeypatch)
     assert scan(batch, errors="record", jobs=2) == alone
     # (the first scan, which raised, and the answering one; those searching use one job)
     assert split == [1, 1]
@@ -288,15 +285,44 @@ def test_another_thread_s_warnings_are_its_own_while_a_scan_records_errors() -> 
 
 def test_the_documented_example_runs_as_written() -> None:
     """docs/api.md's example of errors="record" gives the output it shows, run as written."""
-    import doctest
-    from pathlib import Path
+    assert documented_examples_fail("A bulk run past threads it cannot read") == (6, 0)
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text("utf-8")
-    section = text.split('### A bulk run past threads it cannot read', 1)[1].split(
-        "\n### ", 1)[0]
-    section = section.replace("```python", "").replace("```", "")  # the fences end no output
-    test = doctest.DocTestParser().get_doctest(section, {}, "api.md", None, 0)
-    assert len(test.examples) == 6
-    runner = doctest.DocTestRunner()
-    runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0
+
+def test_no_warning_is_said_of_a_thread_recorded_unread() -> None:
+    """A bad thread that also looks like chat is an error row, and no warning names it: the
+    warnings are those of the batch without it (the scan that raised had warned of it: a
+    reviewer's case)."""
+    chat = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}] * 2
+    looks_like_chat_but_bad = [{"role": "user", "content": "x"}, 5]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = scan([HELLO, looks_like_chat_but_bad, HELLO, chat], errors="record")
+    assert result.unread.tolist() == [False, True, False, False]
+    assert [str(w.message)[:30] for w in said] == ["thread 3's messages have a \"ro"]
+    assert all(w.filename == __file__ for w in said)
+
+
+def test_an_error_of_the_caller_s_object_raised_in_c_names_its_thread_as_the_batch() -> None:
+    """A caller's mapping whose lookups are C functions raises from no frame of its own:
+    the error still propagates, its note numbering the thread as the batch does (it named
+    the thread as the part searched did: a reviewer's case)."""
+
+    class Lookups(Mapping[str, Any]):
+        __getitem__ = int  # type: ignore[assignment]
+        get = int  # type: ignore[assignment]
+        __contains__ = int  # type: ignore[assignment]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["type", "text"])
+
+        def __len__(self) -> int:
+            return 2
+
+    failing = [HELLO[0], Lookups()]
+    notes = []
+    for batch, errors in (([HELLO, [5], HELLO, failing], "record"),
+                          ([HELLO, HELLO, HELLO, failing], "raise")):
+        with pytest.raises(ValueError) as raised:
+            scan(batch, errors=errors)
+        notes.append(raised.value.__notes__)
+    assert notes[0] == notes[1] and "thread 3" in notes[0][0]

@@ -569,22 +569,16 @@ def earlier_output_problem(name: str, *, throughout: bool = False) -> str | None
         return None
     try:
         with opened_regular(name) as raw:
-            head = raw.read(_PAST_FIRST_LINE)
-            if head.startswith(GZIP_MAGIC):
-                import gzip
-
-                raw.seek(0)
-                with gzip.GzipFile(fileobj=raw) as unzipped:
-                    text = unzipped.read(_PAST_FIRST_LINE + 1)
-                    if len(text) <= _PAST_FIRST_LINE and not text.strip():
-                        return None
-            elif status.st_size <= len(head) and not head.strip():
-                return None
+            head = raw.read(_RAW_HEAD_BYTES)
             if head.startswith(_PARQUET_MAGIC):
                 raw.seek(-len(_PARQUET_MAGIC), os.SEEK_END)
                 return _parquet_output_problem(name, raw.read() == _PARQUET_MAGIC)
-    except (OSError, EOFError, zlib.error) as error:
-        return f"cannot be read to tell ({getattr(error, 'strerror', None) or error})"
+    except OSError as error:
+        return f"cannot be read to tell ({error.strerror or error})"
+    # (gzip decompressed as far as its bytes go: a scan killed as it wrote it left it cut)
+    text = _decompressed(head, _PAST_FIRST_LINE + 1)
+    if len(head) == status.st_size and len(text) <= _PAST_FIRST_LINE and not text.strip():
+        return None
     if head.startswith(_PAGE_OPENING) or head.startswith(_SUMMARY_OPENING):
         return None
     if _head_holds_records(name, throughout, every_line=True):

@@ -65,47 +65,36 @@ def option_number(name: str, value: object, warn: bool = True) -> float | None:
     return js_double(exact)
 
 
-@dataclass
-class _Saying:
-    """How a call that scans its batch more than once says its warnings
-    (:func:`warnings_said_once`)."""
-
-    quiet: bool
-    said: set[str]
-
-
-_SAYING: ContextVar[_Saying | None] = ContextVar("vthread_warnings_said_once", default=None)
-"""Within a call that scans its batch more than once (``vthread.scan(...,
-errors="record")``), in this thread or task alone: how its warnings are said."""
+_HELD: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
+    "vthread_warnings_held", default=None)
+"""Within :func:`warnings_held`, in this thread or task alone: the warnings said so far."""
 
 
 def say_warning(text: str, category: type[Warning], stacklevel: int) -> None:
     """``warnings.warn(text, category)`` from ``stacklevel`` frames above this function's
-    caller, unless in :func:`warnings_said_once`: then a warning said already in the call,
-    or any while it is quiet, is not said."""
-    saying = _SAYING.get()
-    if saying is not None:
-        if saying.quiet or text in saying.said:
-            return
-        saying.said.add(text)
+    caller; within :func:`warnings_held`, held instead."""
+    held = _HELD.get()
+    if held is not None:
+        held.append((text, category))
+        return
     import warnings
 
     warnings.warn(text, category, stacklevel=stacklevel + 1)
 
 
 @contextmanager
-def warnings_said_once(said: set[str], *, quiet: bool) -> Iterator[None]:
-    """Within it, in this thread (or task) alone, :func:`say_warning` says each warning
-    once, its text kept in ``said`` across such blocks of one call, and none when
-    ``quiet``: the scans that look for a batch's unreadable threads say nothing, and the
-    batch's own warnings are said once though it is scanned again. (The standard
-    ``catch_warnings`` is no such block: it changes every thread's warnings while it
-    lasts.)"""
-    token = _SAYING.set(_Saying(quiet, said))
+def warnings_held() -> Iterator[list[tuple[str, type[Warning]]]]:
+    """Within it, in this thread (or task) alone, :func:`say_warning` holds each warning
+    (its text and category) in the list it gives, for its caller to say or drop: a call
+    that scans its batch more than once says the warnings of the scan that answers alone
+    (``vthread.scan(..., errors="record")``). (The standard ``catch_warnings`` is no such
+    block: it changes every thread's warnings while it lasts.)"""
+    held: list[tuple[str, type[Warning]]] = []
+    token = _HELD.set(held)
     try:
-        yield
+        yield held
     finally:
-        _SAYING.reset(token)
+        _HELD.reset(token)
 
 
 def user_stacklevel() -> int:

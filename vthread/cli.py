@@ -1638,11 +1638,12 @@ def _check_only_records_overwritten(directory: str, overwritten: list[str],
     # (the file found by the name it was given first: its other names are links to it)
     for path in sorted(overwritten, key=lambda path: os.path.normpath(path) not in given):
         # (every line, as the directory's listing tells the records it passes over)
-        if earlier_output_problem(path, throughout=True) is not None:
+        problem = earlier_output_problem(path, throughout=True)
+        if problem is not None:
             raise _FatalError(f"{_written_as(path, written)} is a file under the input "
                               f"{directory} that holds neither records nor a summary of "
-                              "vthread scan; writing it would destroy it (choose another "
-                              "path)")
+                              f"vthread scan (it {problem}); writing it would destroy it "
+                              "(choose another path)")
 
 
 def _written_as(path: str, written: _Written) -> str:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -64,7 +64,7 @@ from vthread._options import (
     type_name,
     usable_cpus,
     user_stacklevel,
-    warnings_said_once,
+    warnings_held,
 )
 from vthread.fingerprint import message_key, message_print
 from vthread.textrun import repeated_text_start, text_units, text_units_and_repeat
@@ -268,7 +268,7 @@ class ScanResult:
 
 def _offsets(parts: list[ScanResult]) -> list[int]:
     """Where each part's rows start in their concatenation."""
-    return [int(at) for at in np.cumsum([0, *map(len, parts[:-1])])]
+    return list(accumulate(map(len, parts[:-1]), initial=0))
 
 
 def _is_nan(value: Any) -> bool:
@@ -1014,6 +1014,8 @@ def scan(
     >>> scan([hello, [hello]], errors="record").errors
     [None, 'thread 1: messages[0] must be a mapping, got list']
     """
+    if not isinstance(errors, str):
+        raise TypeError(f"errors must be 'raise' or 'record', got {type_name(errors)}")
     if errors not in ("raise", "record"):
         raise ValueError(f"errors must be 'raise' or 'record', got {errors!r}")
     if errors == "record":
@@ -1126,25 +1128,27 @@ def scan(
 def _scan_recording_errors(threads: list[Any],
                            scan_part: Callable[[list[Any], bool], ScanResult]) -> ScanResult:
     """``scan(threads, errors="record")``: the batch scanned whole; where a thread cannot be
-    read, those that cannot are found (:func:`_unreadable_threads`, saying nothing) and the
-    batch is scanned once more with an empty thread in each one's place, so that every
-    other row, the warnings and the threads they name are the batch's own; each such row
-    then says its error. A warning is said once, though the batch is scanned twice
-    (:func:`vthread._options.warnings_said_once`). ``scan_part(part, quiet)`` is the scan
-    with the caller's keywords, raising (quiet: on one job)."""
+    read, those that cannot are found (:func:`_unreadable_threads`) and the batch is
+    scanned once more with an empty thread in each one's place, so that every other row,
+    the warnings and the threads they name are the batch's own; each such row then says
+    its error. The warnings are held while it scans (:func:`vthread._options.warnings_held`)
+    and those of the scan that answers said, from the caller's line: a scan that raised
+    may have warned of a thread it then could not read. ``scan_part(part, quiet)`` is the
+    scan with the caller's keywords, raising (quiet: on one job)."""
     found: dict[int, str] = {}
-    said: set[str] = set()
-    try:
-        with warnings_said_once(said, quiet=False):
+    with warnings_held() as held:
+        try:
             result = scan_part(threads, False)
-    except (TypeError, ValueError) as error:
-        if _thread_named(error, len(threads)) is None:
-            raise
-        with warnings_said_once(said, quiet=True):
+        except Exception as error:
+            if _thread_named(error, len(threads)) is None:
+                _say(held)  # (as a scan raising it says them: before it)
+                raise
             _unreadable_threads(threads, 0, scan_part, found, error)
-        standing = [[] if index in found else thread for index, thread in enumerate(threads)]
-        with warnings_said_once(said, quiet=False):
+            standing = [[] if index in found else thread
+                        for index, thread in enumerate(threads)]
+            del held[:]
             result = scan_part(standing, False)
+    _say(held)
     if not found:
         return replace(result, errors=[None] * len(threads))
     rows = np.fromiter(found, dtype=np.int64, count=len(found))
@@ -1158,6 +1162,14 @@ def _scan_recording_errors(threads: list[Any],
             ids[row] = name
     return replace(result, ids=ids,
                    errors=[found.get(index) for index in range(len(threads))])
+
+
+def _say(held: list[tuple[str, type[Warning]]]) -> None:
+    """Say the warnings held, from the first frame outside vthread (the caller's line)."""
+    import warnings
+
+    for text, category in held:
+        warnings.warn(text, category, stacklevel=user_stacklevel())
 
 
 def _unreadable_threads(threads: list[Any], start: int,
@@ -1177,8 +1189,8 @@ def _unreadable_threads(threads: list[Any], start: int,
     alone = None if index is None else _part_error([threads[index]], start + index,
                                                    scan_part)
     if index is None or alone is None or _thread_named(alone, 1) != 0:
-        raise error
-    found[start + index] = _renumbered(str(alone), 0, start + index)
+        raise _notes_shifted(error, start)
+    found[start + index] = _shifted(str(alone), start + index)
     rest = threads[index + 1:]
     middle = len(rest) // 2
     for part, at in ((rest[:middle], start + index + 1),
@@ -1198,10 +1210,16 @@ def _part_error(part: list[Any], start: int,
     except Exception as error:
         if isinstance(error, (TypeError, ValueError)) and _raised_in_vthread(error):
             return error
-        if hasattr(error, "__notes__"):
-            error.__notes__ = [_shifted(note, start, _NOTE_NAMING) for note in error.__notes__]
-        raise
+        raise _notes_shifted(error, start) from None
     return None
+
+
+def _notes_shifted(error: Exception, start: int) -> Exception:
+    """``error``, raised scanning a part of the batch from thread ``start`` on, its notes
+    naming the thread as the batch numbers it (``while reading thread 2, messages[1]``)."""
+    if hasattr(error, "__notes__"):
+        error.__notes__ = [_shifted(note, start, _NOTE_NAMING) for note in error.__notes__]
+    return error
 
 
 _THREAD_NAMED: Final = re.compile(r"thread (\d+)\b")
@@ -1216,6 +1234,8 @@ def _thread_named(error: Exception, count: int) -> int | None:
     """The index of the thread a scan's error names at its start, when one of ``count`` and
     the error was raised by vthread's own code (a caller's object raising a ValueError
     whose text happens to begin "thread 0" is the caller's, to propagate)."""
+    if not isinstance(error, (TypeError, ValueError)):
+        return None
     found = _THREAD_NAMED.match(str(error))
     if found is None or int(found[1]) >= count or not _raised_in_vthread(error):
         return None
@@ -1232,12 +1252,6 @@ def _raised_in_vthread(error: BaseException) -> bool:
     while trace.tb_next is not None:
         trace = trace.tb_next
     return trace.tb_frame.f_code.co_filename.startswith(_PACKAGE)
-
-
-def _renumbered(text: str, index: int, in_batch: int) -> str:
-    """An error's text naming thread ``index`` of a part, naming it as the batch's
-    ``in_batch`` instead."""
-    return f"thread {in_batch}{text[len(f'thread {index}'):]}"
 
 
 def _shifted(text: str, offset: int, naming: re.Pattern[str] = _THREAD_NAMED) -> str:
