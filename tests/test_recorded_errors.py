@@ -202,9 +202,11 @@ class _Failing(Mapping[str, Any]):
 def test_the_caller_s_exception_names_its_thread_as_the_batch_does(format_: str) -> None:
     """An exception of the caller's objects met while unreadable threads are searched for
     carries the note naming its thread as the batch numbers it (it named it as the part
-    searched did: "thread 0" for the batch's thread 3, a tester's case)."""
+    searched did: "thread 0" for the batch's thread 3, a tester's case), its cause kept."""
     fine = ([{"role": "user", "content": "hi"}] if format_ == "openai" else HELLO)
-    failing: Any = _Failing(RuntimeError("storage read failed"))
+    storage = RuntimeError("storage read failed")
+    storage.__cause__ = cause = KeyError("shard 7")
+    failing: Any = _Failing(storage)
     if format_ == "native":
         failing = [HELLO[0], failing]
     notes = []
@@ -212,7 +214,9 @@ def test_the_caller_s_exception_names_its_thread_as_the_batch_does(format_: str)
                           ([fine, fine, fine, failing], "raise")):
         with pytest.raises(RuntimeError, match="storage read failed") as raised:
             scan(batch, format=format_, errors=errors)
-        notes.append(raised.value.__notes__)
+        notes.append(list(raised.value.__notes__))
+        assert raised.value.__cause__ is cause  # (as the caller raised it)
+        del storage.__notes__  # (each scan notes where it read it)
     assert notes[0] == notes[1] and "thread 3" in notes[0][0]
 
 

@@ -1210,7 +1210,8 @@ def _part_error(part: list[Any], start: int,
     except Exception as error:
         if isinstance(error, (TypeError, ValueError)) and _raised_in_vthread(error):
             return error
-        raise _notes_shifted(error, start) from None
+        _notes_shifted(error, start)
+        raise  # (as raised: its cause and context are the caller's)
     return None
 
 
