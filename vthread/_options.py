@@ -67,7 +67,7 @@ def option_number(name: str, value: object, warn: bool = True) -> float | None:
 
 _HELD: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
     "vthread_warnings_held", default=None)
-"""Within :func:`warnings_held`, in this thread or task alone: the warnings said so far."""
+"""Within :func:`warnings_held`, in this thread or task alone: the warnings held so far."""
 
 
 def say_warning(text: str, category: type[Warning], stacklevel: int) -> None:
