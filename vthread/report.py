@@ -57,10 +57,10 @@ TOP_LOOPS: Final = 20
 PAGE_ROWS: Final = 50
 """Rows of the looping-runs table rendered at a time (the rest are a page away)."""
 HISTOGRAM_BINS_PER_DECADE: Final = 2
+"""Bins per factor of ten in the wasted-tokens histogram (edges 1, 3.16, 10, 31.6, ...)."""
 MOST_BINS: Final = 24
 """The histogram's bars at most (but for the bar of zeros and the last's edge): its bins
 widen past it."""
-"""Bins per factor of ten in the wasted-tokens histogram (edges 1, 3.16, 10, 31.6, ...)."""
 _KIND_LABELS: Final = {
     "repeated_suffix": "repeated block of messages",
     "repeated_activity_tail": "same tool call, same answer",
