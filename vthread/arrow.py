@@ -449,7 +449,8 @@ def as_utf8_json(text: bytes) -> bytes:
 
 
 def detect_column_format(column: pa.ChunkedArray, stacklevel: int = 3,
-            declared: Sequence[str | None] | None = None, rows: int = _DETECT_ROWS) -> str:
+                         declared: Sequence[str | None] | None = None,
+                         rows: int = _DETECT_ROWS) -> str:
     """The format every one of the first ``rows`` rows with messages fits, as ``vthread scan``
     decides it (:func:`vthread.adapters.common_format`); a ValueError naming the rows when
     they disagree, or when none is in a known format. When they are all plain chats, the
